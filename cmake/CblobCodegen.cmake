@@ -1,0 +1,24 @@
+# Runs the code generator at configure time. Ninja re-runs the configure step whenever a
+# template or description changes (CMAKE_CONFIGURE_DEPENDS), before it compiles anything, so
+# the generated sources are always current in the same build. The generator rewrites a file
+# only when its content changes, so unchanged outputs are not recompiled.
+execute_process(
+  COMMAND ${CMAKE_SOURCE_DIR}/scripts/find-python.sh
+  OUTPUT_VARIABLE CBLOB_PYTHON OUTPUT_STRIP_TRAILING_WHITESPACE
+  RESULT_VARIABLE find_python_result)
+if(NOT find_python_result EQUAL 0)
+  message(FATAL_ERROR "No python3 with jinja2 and yaml: run scripts/setup.sh")
+endif()
+
+file(GLOB_RECURSE CBLOB_CODEGEN_INPUTS CONFIGURE_DEPENDS
+  ${CMAKE_SOURCE_DIR}/codegen/*.py ${CMAKE_SOURCE_DIR}/codegen/*.yaml ${CMAKE_SOURCE_DIR}/templates/*)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CBLOB_CODEGEN_INPUTS})
+
+execute_process(
+  COMMAND ${CBLOB_PYTHON} ${CMAKE_SOURCE_DIR}/codegen/generate.py
+  RESULT_VARIABLE codegen_result)
+if(NOT codegen_result EQUAL 0)
+  message(FATAL_ERROR "codegen/generate.py failed")
+endif()
+
+set(CBLOB_GENERATED_DIR ${CMAKE_SOURCE_DIR}/generated)

@@ -1,0 +1,313 @@
+#!/usr/bin/env python3
+"""cblob's code generator.
+
+Reads the API description (codegen/api/*.yaml), the dtype table (codegen/dtypes.yaml) and the
+kernel op table (codegen/ops.yaml), checks them, and renders every output listed in
+codegen/outputs.yaml from templates/ with Jinja2 (StrictUndefined: a missing field is an error,
+never an empty string).
+
+    generate.py                 render into the repository (files are rewritten only if changed)
+    generate.py --out DIR       render into DIR instead
+    generate.py --check         render into a temporary folder and fail if the repository differs
+    generate.py --list-outputs  print the output paths, one per line (the build reads this)
+"""
+import argparse
+import difflib
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import jinja2
+import yaml
+
+import sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+CODEGEN = ROOT / "codegen"
+TEMPLATES = ROOT / "templates"
+
+# Folders whose every file must come from the generator: a stray file there is stale output.
+GENERATED_ROOTS = ("generated",)
+
+SCALAR_TYPES = {
+    "void", "int32_t", "int64_t", "uint32_t", "uint64_t", "size_t", "double", "float",
+    "char", "uint8_t", "int", "uint16_t",
+}
+PARAM_DIRS = {"in", "out", "inout"}
+OWNERSHIPS = {"borrowed", "caller_owns", "transfers_to_callee"}
+# Kinds of value the bad-input sweep knows how to make bad (templates/tests/bad_input_sweep.c.j2).
+CHECK_KINDS = {
+    "dtype", "part", "mode", "bool", "num_axes", "dims", "dim", "axis", "axis_bound",
+    "legacy_index", "capacity_axes", "text_capacity", "num_indices", "indices",
+    "legacy_position", "buffer_bytes", "same_count_blob", "same_shape_blob",
+}
+
+
+class DescriptionError(Exception):
+    pass
+
+
+def load_yaml(path):
+    with open(path, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def base_type(c_type):
+    """'const cblob_blob **' -> 'cblob_blob'."""
+    t = c_type.replace("const", " ").replace("*", " ")
+    return " ".join(t.split())
+
+
+def pointer_depth(c_type):
+    return c_type.count("*")
+
+
+def load_model():
+    dtypes = load_yaml(CODEGEN / "dtypes.yaml")
+    op_tables = load_yaml(CODEGEN / "ops.yaml")
+    sections = []
+    for path in sorted((CODEGEN / "api").glob("*.yaml")):
+        section = load_yaml(path)
+        section["file"] = path.name
+        section.setdefault("constants", [])
+        section.setdefault("enums", [])
+        section.setdefault("types", [])
+        section.setdefault("structs", [])
+        section.setdefault("functions", [])
+        sections.append(section)
+
+    for section in sections:
+        for enum in section["enums"]:
+            if enum.get("from_dtypes"):
+                enum["values"] = [
+                    {"name": d["enum"], "value": d["value"], "doc": f"{d['name']} ({d['ctype']})."}
+                    for d in dtypes
+                ]
+
+    model = {
+        "dtypes": dtypes,
+        "ops": op_tables["kernels"],
+        "blob_math": op_tables["blob_math"],
+        "sections": sections,
+        "enums": [e for s in sections for e in s["enums"]],
+        "types": [t for s in sections for t in s["types"]],
+        "structs": [t for s in sections for t in s["structs"]],
+        "functions": [f for s in sections for f in s["functions"]],
+        "constants": [c for s in sections for c in s["constants"]],
+    }
+    validate(model)
+    enrich(model)
+    try:
+        sweep.build(model)
+    except sweep.SweepError as e:
+        raise DescriptionError(f"bad-input sweep: {e}") from e
+    return model
+
+
+def validate(model):
+    errors = []
+    known_types = set(SCALAR_TYPES)
+    known_types.update(e["name"] for e in model["enums"])
+    known_types.update(t["name"] for t in model["types"])
+    known_types.update(t["name"] for t in model["structs"])
+    known_types.update(t for t in model.get("extra_types", []))
+    known_types.update(("DLManagedTensor", "DLManagedTensorVersioned"))
+
+    statuses = set()
+    for enum in model["enums"]:
+        seen = set()
+        for v in enum["values"]:
+            if not v["name"].startswith("CBLOB_"):
+                errors.append(f"enum value {v['name']} lacks the CBLOB_ prefix")
+            if v["value"] in seen:
+                errors.append(f"enum {enum['name']}: value {v['value']} used twice")
+            seen.add(v["value"])
+        if enum["name"] == "cblob_status":
+            statuses = {v["name"] for v in enum["values"]}
+
+    names = set()
+    for fn in model["functions"]:
+        where = fn.get("name", "?")
+        for key in ("name", "since", "doc", "params", "statuses"):
+            if key not in fn:
+                errors.append(f"{where}: missing '{key}'")
+        if not where.startswith("cblob_"):
+            errors.append(f"{where}: exported names start with cblob_")
+        if where in names:
+            errors.append(f"{where}: declared twice")
+        names.add(where)
+        if not re.fullmatch(r"\d+\.\d+", str(fn.get("since", ""))):
+            errors.append(f"{where}: 'since' must look like 1.0")
+        returns = fn.get("returns", "cblob_status")
+        if base_type(returns) not in known_types:
+            errors.append(f"{where}: unknown return type {returns}")
+        if returns == "cblob_status" and "CBLOB_OK" not in fn.get("statuses", []):
+            errors.append(f"{where}: returns a status but does not list CBLOB_OK")
+        for st in fn.get("statuses", []):
+            if st not in statuses:
+                errors.append(f"{where}: unknown status {st}")
+        pnames = [p["name"] for p in fn.get("params", [])]
+        for p in fn.get("params", []):
+            pw = f"{where}({p.get('name', '?')})"
+            if base_type(p.get("type", "")) not in known_types:
+                errors.append(f"{pw}: unknown type {p.get('type')}")
+            if p.get("dir", "in") not in PARAM_DIRS:
+                errors.append(f"{pw}: dir must be one of {sorted(PARAM_DIRS)}")
+            if p.get("ownership", "borrowed") not in OWNERSHIPS:
+                errors.append(f"{pw}: ownership must be one of {sorted(OWNERSHIPS)}")
+            if "check" in p and p["check"] not in CHECK_KINDS:
+                errors.append(f"{pw}: unknown check kind {p['check']}")
+            if "length" in p and p["length"] not in pnames:
+                errors.append(f"{pw}: length names no parameter")
+            if p.get("dir") == "out" and pointer_depth(p["type"]) == 0:
+                errors.append(f"{pw}: an out parameter must be a pointer")
+    if errors:
+        raise DescriptionError("API description errors:\n  " + "\n  ".join(errors))
+
+
+def enrich(model):
+    """Derived fields the templates use, computed once here instead of in every template."""
+    handle_types = {t["name"] for t in model["types"] if t["kind"] == "opaque"}
+    for fn in model["functions"]:
+        fn.setdefault("returns", "cblob_status")
+        fn.setdefault("getter", False)
+        fn.setdefault("dtype_math", False)
+        fn.setdefault("sweep_after_ok", "")
+        fn["returns_status"] = fn["returns"] == "cblob_status"
+        fn["summary"] = fn["doc"].strip().split("\n")[0]
+        for p in fn["params"]:
+            p.setdefault("dir", "in")
+            p.setdefault("nullable", False)
+            p.setdefault("ownership", "borrowed")
+            p.setdefault("check", None)
+            p.setdefault("length", None)
+            p.setdefault("doc", None)
+            p["base"] = base_type(p["type"])
+            p["depth"] = pointer_depth(p["type"])
+            p["is_const"] = p["type"].strip().startswith("const")
+            p["is_handle"] = p["base"] in handle_types and p["depth"] == 1
+            p["is_pointer"] = p["depth"] > 0 or p["base"].endswith("_fn")
+        fn["c_params"] = ", ".join(f"{p['type']}{'' if p['type'].endswith('*') else ' '}{p['name']}"
+                                   for p in fn["params"]) or "void"
+    for op in model["ops"]:
+        op.setdefault("blis", {})
+        op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
+    for op in model["blob_math"]["ops"]:
+        op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
+    for d in model["dtypes"]:
+        d["kernels"] = [op["name"] for op in model["ops"] if d["name"] in op["dtypes"]]
+    model["dtype_by_name"] = {d["name"]: d for d in model["dtypes"]}
+    model["versions"] = sorted({fn["since"] for fn in model["functions"]},
+                               key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def expand_outputs(model):
+    """(template, output path, extra context) for every file the generator writes."""
+    manifest = load_yaml(CODEGEN / "outputs.yaml")
+    jobs = []
+    for entry in manifest:
+        if entry.get("per") == "dtype":
+            for d in model["dtypes"]:
+                jobs.append((entry["template"], entry["output"].format(dtype=d["suffix"]), {"dt": d}))
+        else:
+            jobs.append((entry["template"], entry["output"], {}))
+    return jobs
+
+
+def make_env():
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+    def ctype(type_text, dt):
+        """Writes a kernel parameter type with T replaced by the dtype's C type."""
+        return re.sub(r"\bT\b", dt["ctype"], type_text)
+
+    def comment(text, prefix=" * "):
+        lines = text.strip().split("\n")
+        return "\n".join((prefix + line).rstrip() for line in lines)
+
+    def erased(type_text):
+        """Writes a kernel parameter with the element type erased to void (for the table)."""
+        return re.sub(r"\bT\b", "void", type_text)
+
+    env.filters["ctype"] = ctype
+    env.filters["erased"] = erased
+    env.filters["comment"] = comment
+    return env
+
+
+def render_all(model, out_root):
+    env = make_env()
+    written = []
+    for template, output, extra in expand_outputs(model):
+        text = env.get_template(template).render(model=model, output=output, **extra)
+        path = Path(out_root) / output
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            # Write then rename, so a concurrent build never compiles half a file.
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+        written.append(output)
+    return written
+
+
+def check(model):
+    with tempfile.TemporaryDirectory(prefix="cblob-codegen-") as tmp:
+        outputs = render_all(model, tmp)
+        problems = []
+        for output in outputs:
+            fresh = (Path(tmp) / output).read_text(encoding="utf-8")
+            committed_path = ROOT / output
+            if not committed_path.exists():
+                problems.append(f"{output}: missing (run codegen/generate.py)")
+                continue
+            committed = committed_path.read_text(encoding="utf-8")
+            if committed != fresh:
+                diff = difflib.unified_diff(committed.splitlines(), fresh.splitlines(),
+                                            f"committed/{output}", f"regenerated/{output}",
+                                            lineterm="", n=2)
+                problems.append("\n".join(list(diff)[:40]))
+        expected = set(outputs)
+        for root in GENERATED_ROOTS:
+            for path in (ROOT / root).rglob("*"):
+                rel = path.relative_to(ROOT).as_posix()
+                if path.is_file() and rel not in expected:
+                    problems.append(f"{rel}: in generated/ but no output produces it (stale)")
+        if problems:
+            print("generated code is stale:\n" + "\n".join(problems), file=sys.stderr)
+            return 1
+        print(f"codegen: {len(outputs)} files up to date")
+        return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", help="render into this folder instead of the repository")
+    parser.add_argument("--check", action="store_true", help="fail if committed output is stale")
+    parser.add_argument("--list-outputs", action="store_true", help="print output paths")
+    args = parser.parse_args()
+    try:
+        model = load_model()
+    except DescriptionError as e:
+        print(e, file=sys.stderr)
+        return 1
+    if args.list_outputs:
+        for _, output, _ in expand_outputs(model):
+            print(output)
+        return 0
+    if args.check:
+        return check(model)
+    render_all(model, args.out or ROOT)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

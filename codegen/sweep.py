@@ -1,0 +1,167 @@
+"""The bad-input sweep's cases, derived from the API description.
+
+For every function that returns a status, the sweep makes one valid call (the baseline, which
+must succeed, so each bad call below differs from a good one in exactly one argument) and then one
+call per bad argument: each non-nullable pointer as NULL, and each value the parameter's `check`
+kind says is out of bounds. templates/tests/bad_input_sweep.c.j2 renders them as C, and the test
+asserts the documented status, a non-empty message, untouched out-parameters and fixtures whose
+shape, data and diff are byte-for-byte unchanged.
+
+Argument expressions refer to the fixture in the template: fx.ctx, fx.a (float32, 2x3x4x5, data
+and diff written), fx.b (the same shape), fx.other_dtype (float64, same shape), fx.other_count
+(float32, 7 elements), fx.other_shape (float32, 5x4x3x2), fx.i32 and fx.u32 (integer blobs).
+"""
+
+# Valid values for scalar parameters, by check kind.
+VALID_BY_CHECK = {
+    "dtype": "CBLOB_DTYPE_FLOAT32",
+    "part": "CBLOB_PART_DATA",
+    "mode": "CBLOB_MODE_CPU",
+    "bool": "0",
+    "num_axes": "2",
+    "dims": "valid_dims",
+    "dim": "2",
+    "axis": "1",
+    "axis_bound": "2",
+    "legacy_index": "0",
+    "capacity_axes": "CBLOB_MAX_AXES",
+    "text_capacity": "sizeof out_buffer",
+    "num_indices": "2",
+    "indices": "valid_indices",
+    "legacy_position": "0",
+    "buffer_bytes": "sizeof external_buffer",
+    "same_count_blob": "fx.b",
+    "same_shape_blob": "fx.b",
+}
+
+# Bad values by check kind: (C expression, expected status, what is wrong). Fixture fx.a has 4
+# axes (2, 3, 4, 5).
+BAD_BY_CHECK = {
+    "dtype": [("0", "CBLOB_ERR_INVALID_ARGUMENT", "dtype 0"), ("99", "CBLOB_ERR_INVALID_ARGUMENT", "dtype 99"),
+              ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "dtype -1")],
+    "part": [("2", "CBLOB_ERR_INVALID_ARGUMENT", "part 2"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "part -1")],
+    "mode": [("2", "CBLOB_ERR_INVALID_ARGUMENT", "mode 2"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "mode -1")],
+    "bool": [("2", "CBLOB_ERR_INVALID_ARGUMENT", "boolean 2"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "boolean -1")],
+    "num_axes": [("33", "CBLOB_ERR_SHAPE", "33 axes"), ("-1", "CBLOB_ERR_SHAPE", "-1 axes"),
+                 ("INT32_MAX", "CBLOB_ERR_SHAPE", "INT32_MAX axes")],
+    "dims": [("negative_dims", "CBLOB_ERR_SHAPE", "a negative dimension"),
+             ("overflowing_dims", "CBLOB_ERR_OVERFLOW", "dimensions whose product overflows int64"),
+             ("oversized_dims", "CBLOB_ERR_OVERFLOW", "a count whose byte size overflows")],
+    "dim": [("-1", "CBLOB_ERR_SHAPE", "dimension -1"), ("INT64_MIN", "CBLOB_ERR_SHAPE", "dimension INT64_MIN"),
+            ("INT64_MAX", "CBLOB_ERR_OVERFLOW", "dimension INT64_MAX")],
+    "axis": [("4", "CBLOB_ERR_OUT_OF_RANGE", "axis 4 of 4"), ("-5", "CBLOB_ERR_OUT_OF_RANGE", "axis -5 of 4"),
+             ("INT32_MAX", "CBLOB_ERR_OUT_OF_RANGE", "axis INT32_MAX"),
+             ("INT32_MIN", "CBLOB_ERR_OUT_OF_RANGE", "axis INT32_MIN")],
+    "axis_bound": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "axis bound -1"),
+                   ("5", "CBLOB_ERR_OUT_OF_RANGE", "axis bound 5 of 4")],
+    "legacy_index": [("4", "CBLOB_ERR_OUT_OF_RANGE", "legacy index 4"),
+                     ("-5", "CBLOB_ERR_OUT_OF_RANGE", "legacy index -5"),
+                     ("INT32_MIN", "CBLOB_ERR_OUT_OF_RANGE", "legacy index INT32_MIN")],
+    "capacity_axes": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "room for -1 axes"),
+                      ("3", "CBLOB_ERR_OUT_OF_RANGE", "room for 3 of 4 axes")],
+    "text_capacity": [("3", "CBLOB_ERR_OUT_OF_RANGE", "a 3-byte text buffer")],
+    "num_indices": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "-1 indices"), ("5", "CBLOB_ERR_OUT_OF_RANGE", "5 indices for 4 axes")],
+    "indices": [("past_end_indices", "CBLOB_ERR_OUT_OF_RANGE", "an index one past its axis"),
+                ("negative_indices", "CBLOB_ERR_OUT_OF_RANGE", "a negative index")],
+    "legacy_position": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "position -1"),
+                        ("99", "CBLOB_ERR_OUT_OF_RANGE", "position 99")],
+    "buffer_bytes": [("1", "CBLOB_ERR_INVALID_ARGUMENT", "a 1-byte buffer")],
+    "same_count_blob": [("fx.other_count", "CBLOB_ERR_SHAPE", "a blob with another count"),
+                        ("fx.other_dtype", "CBLOB_ERR_DTYPE", "a blob of another dtype")],
+    "same_shape_blob": [("fx.other_shape", "CBLOB_ERR_SHAPE", "a blob of another shape"),
+                        ("fx.other_dtype", "CBLOB_ERR_DTYPE", "a blob of another dtype")],
+}
+
+SENTINEL_INT = "0x5A5A5A5A"
+
+
+class SweepError(Exception):
+    pass
+
+
+def out_declaration(p):
+    """(declaration, argument, check that it is untouched) for an out parameter."""
+    name = f"out_{p['name']}"
+    if p["base"] == "char" and p["depth"] == 1:
+        return (f"char {name}[256]; memset({name}, 'Z', sizeof {name});", name,
+                f"buffer_untouched({name}, sizeof {name})")
+    pointee = p["type"].rstrip()[:-1].rstrip()  # drop one level of pointer
+    if p["depth"] >= 2:
+        sentinel = f"({pointee})(uintptr_t){SENTINEL_INT}"
+        return (f"{pointee} {name} = {sentinel};", f"&{name}", f"{name} == {sentinel}")
+    if p["base"] == "double":
+        return (f"double {name} = -12345.5;", f"&{name}", f"{name} == -12345.5")
+    if p["base"] == "int64_t" and p.get("length"):
+        return (f"int64_t {name}[CBLOB_MAX_AXES + 1]; memset({name}, 0x5A, sizeof {name});", name,
+                f"buffer_untouched((const char *){name}, sizeof {name})")
+    sentinel = f"({pointee}){SENTINEL_INT}"
+    return (f"{pointee} {name} = {sentinel};", f"&{name}", f"{name} == {sentinel}")
+
+
+def valid_argument(fn, p, blob_slot):
+    if p["dir"] == "out":
+        return out_declaration(p)[1]
+    if p["check"] in ("same_count_blob", "same_shape_blob"):
+        return VALID_BY_CHECK[p["check"]]
+    if p["is_handle"] and p["base"] == "cblob_context":
+        return "fx.ctx"
+    if p["is_handle"] and p["base"] == "cblob_blob":
+        return "fx.a" if blob_slot == 0 else "fx.b"
+    if p["base"] == "cblob_release_fn":
+        return "count_release"
+    if p["check"]:
+        return VALID_BY_CHECK[p["check"]]
+    if p["base"] == "void" and p["depth"] == 1:
+        return "NULL" if p["nullable"] else "external_buffer"
+    if p["base"] in ("double", "float"):
+        return "1.5"
+    if p["base"] == "cblob_status":
+        return "CBLOB_ERR_SHAPE"
+    raise SweepError(f"{fn['name']}({p['name']}): the sweep has no valid value for type {p['type']}; "
+                     f"give it a check kind")
+
+
+def build(model):
+    """Adds model['sweep']: the baseline and bad cases of every status-returning function."""
+    sweep = []
+    for fn in model["functions"]:
+        if not fn["returns_status"]:
+            continue
+        blob_slot = 0
+        valid = []
+        for p in fn["params"]:
+            valid.append(valid_argument(fn, p, blob_slot))
+            if p["is_handle"] and p["base"] == "cblob_blob" and p["dir"] == "in":
+                blob_slot += 1
+        outs = [out_declaration(p) for p in fn["params"] if p["dir"] == "out"]
+
+        cases = []
+
+        def add_case(index, expression, status, what):
+            if status not in fn["statuses"]:
+                raise SweepError(f"{fn['name']}: the sweep expects {status} for {what}, "
+                                 f"but the description does not list it")
+            arguments = list(valid)
+            arguments[index] = expression
+            cases.append({"arguments": arguments, "status": status, "what": what})
+
+        for i, p in enumerate(fn["params"]):
+            if p["is_pointer"] and not p["nullable"] and p["base"] != "cblob_release_fn":
+                add_case(i, "NULL", "CBLOB_ERR_INVALID_ARGUMENT", f"{p['name']} = NULL")
+            for expression, status, what in BAD_BY_CHECK.get(p["check"], []):
+                add_case(i, expression, status, f"{p['name']}: {what}")
+        if fn["dtype_math"]:
+            first_blob = next(i for i, p in enumerate(fn["params"]) if p["is_handle"] and p["base"] == "cblob_blob")
+            for blob in ("fx.i32", "fx.u32"):
+                add_case(first_blob, blob, "CBLOB_ERR_NOT_IMPLEMENTED", f"an integer blob ({blob})")
+
+        sweep.append({
+            "function": fn,
+            "valid": valid,
+            "outs": outs,
+            "cases": cases,
+            "after_ok": fn.get("sweep_after_ok", ""),
+        })
+    model["sweep"] = sweep
+    model["sweep_void"] = [fn for fn in model["functions"]
+                           if fn["returns"] == "void" and len(fn["params"]) == 1 and fn["params"][0]["nullable"]]

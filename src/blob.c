@@ -1,0 +1,541 @@
+#include "blob.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+
+/* ---- lifetime ------------------------------------------------------------------------- */
+
+static cblob_status check_dtype(cblob_dtype dtype, const cb_dtype_info **out)
+{
+    const cb_dtype_info *info = cb_dtype_find(dtype);
+    if (info == NULL)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "dtype %d is not a cblob_dtype value", (int)dtype);
+    *out = info;
+    return CBLOB_OK;
+}
+
+cblob_status cb_blob_new(cblob_context *context, cblob_dtype dtype, cblob_blob **out)
+{
+    const cb_dtype_info *info = NULL;
+    CB_TRY(check_dtype(dtype, &info));
+    cblob_blob *blob = calloc(1, sizeof *blob);
+    if (blob == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a blob");
+    atomic_init(&blob->holders, 1);
+    blob->context = context;
+    cb_context_retain(context);
+    blob->dtype = info;
+    blob->shape.num_axes = 0;
+    blob->shape.count = 0;
+    *out = blob;
+    return CBLOB_OK;
+}
+
+void cb_blob_release(cblob_blob *blob)
+{
+    if (blob == NULL || atomic_fetch_sub_explicit(&blob->holders, 1, memory_order_acq_rel) != 1)
+        return;
+    for (int p = 0; p < CB_PARTS; ++p)
+        cb_storage_release(blob->storage[p]);
+    cb_context_release(blob->context);
+    free(blob);
+}
+
+static cblob_status create_shaped(cblob_context *context, cblob_dtype dtype, int32_t num_axes,
+                                  const int64_t *dims, cblob_blob **out_blob)
+{
+    CB_REQUIRE(context);
+    CB_REQUIRE(out_blob);
+    cblob_blob *blob;
+    CB_TRY(cb_blob_new(context, dtype, &blob));
+    cblob_status status = cb_blob_reshape(blob, num_axes, dims);
+    if (status != CBLOB_OK) {
+        cb_blob_release(blob);
+        return status;
+    }
+    *out_blob = blob;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_create(cblob_context *context, cblob_dtype dtype, int32_t num_axes,
+                                         const int64_t *shape, cblob_blob **out_blob)
+{
+    CB_ENTER();
+    return create_shaped(context, dtype, num_axes, shape, out_blob);
+}
+
+CBLOB_API cblob_status cblob_blob_create_legacy(cblob_context *context, cblob_dtype dtype, int64_t num,
+                                                int64_t channels, int64_t height, int64_t width,
+                                                cblob_blob **out_blob)
+{
+    CB_ENTER();
+    const int64_t dims[4] = {num, channels, height, width};
+    return create_shaped(context, dtype, 4, dims, out_blob);
+}
+
+CBLOB_API cblob_status cblob_blob_create_empty(cblob_context *context, cblob_dtype dtype, cblob_blob **out_blob)
+{
+    CB_ENTER();
+    CB_REQUIRE(context);
+    CB_REQUIRE(out_blob);
+    return cb_blob_new(context, dtype, out_blob);
+}
+
+CBLOB_API cblob_status cblob_blob_retain(cblob_blob *blob)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    atomic_fetch_add_explicit(&blob->holders, 1, memory_order_relaxed);
+    return CBLOB_OK;
+}
+
+CBLOB_API void cblob_blob_destroy(cblob_blob *blob)
+{
+    CB_ENTER();
+    cb_blob_release(blob);
+}
+
+/* ---- reshape ---------------------------------------------------------------------------- */
+
+int64_t cb_blob_capacity(const cblob_blob *blob)
+{
+    if (blob->storage[0] == NULL)
+        return 0;
+    size_t bytes = blob->storage[0]->size;
+    if (blob->storage[1]->size < bytes)
+        bytes = blob->storage[1]->size;
+    return (int64_t)((bytes - blob->offset_bytes) / blob->dtype->size);
+}
+
+size_t cb_blob_bytes(const cblob_blob *blob)
+{
+    return (size_t)blob->shape.count * blob->dtype->size;
+}
+
+cblob_status cb_reshape_prepare(const cblob_blob *blob, int32_t num_axes, const int64_t *dims, cb_reshape *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    CB_TRY(cb_shape_make(num_axes, dims, blob->dtype->size, &plan->shape));
+    if (plan->shape.count <= cb_blob_capacity(blob))
+        return CBLOB_OK;
+    if (blob->offset_bytes != 0)
+        return cb_fail(CBLOB_ERR_STATE, "a window cannot grow past its parent's storage");
+    /* Growing past capacity: fresh storage for both parts, as Caffe does. */
+    size_t bytes = (size_t)plan->shape.count * blob->dtype->size;
+    for (int p = 0; p < CB_PARTS; ++p) {
+        cblob_status status = cb_storage_create(bytes, &plan->fresh[p]);
+        if (status != CBLOB_OK) {
+            cb_reshape_abandon(plan);
+            return status;
+        }
+    }
+    return CBLOB_OK;
+}
+
+cb_storage *cb_reshape_storage(const cblob_blob *blob, const cb_reshape *plan, cblob_part part)
+{
+    return plan->fresh[part] != NULL ? plan->fresh[part] : blob->storage[part];
+}
+
+void cb_reshape_commit(cblob_blob *blob, cb_reshape *plan)
+{
+    for (int p = 0; p < CB_PARTS; ++p) {
+        if (plan->fresh[p] != NULL) {
+            cb_storage_release(blob->storage[p]);
+            blob->storage[p] = plan->fresh[p];
+            plan->fresh[p] = NULL;
+        }
+    }
+    blob->shape = plan->shape;
+}
+
+void cb_reshape_abandon(cb_reshape *plan)
+{
+    for (int p = 0; p < CB_PARTS; ++p) {
+        cb_storage_release(plan->fresh[p]);
+        plan->fresh[p] = NULL;
+    }
+}
+
+cblob_status cb_blob_reshape(cblob_blob *blob, int32_t num_axes, const int64_t *dims)
+{
+    cb_reshape plan;
+    CB_TRY(cb_reshape_prepare(blob, num_axes, dims, &plan));
+    cb_reshape_commit(blob, &plan);
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_reshape(cblob_blob *blob, int32_t num_axes, const int64_t *shape)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    return cb_blob_reshape(blob, num_axes, shape);
+}
+
+CBLOB_API cblob_status cblob_blob_reshape_legacy(cblob_blob *blob, int64_t num, int64_t channels, int64_t height,
+                                                 int64_t width)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    const int64_t dims[4] = {num, channels, height, width};
+    return cb_blob_reshape(blob, 4, dims);
+}
+
+CBLOB_API cblob_status cblob_blob_reshape_like(cblob_blob *blob, const cblob_blob *other)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(other);
+    cb_shape target = other->shape; /* copied: blob and other may be the same handle */
+    return cb_blob_reshape(blob, target.num_axes, target.dims);
+}
+
+/* ---- shape queries ---------------------------------------------------------------------- */
+
+CBLOB_API cblob_status cblob_blob_dtype(const cblob_blob *blob, cblob_dtype *out_dtype)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(out_dtype);
+    *out_dtype = blob->dtype->dtype;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_num_axes(const cblob_blob *blob, int32_t *out_num_axes)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(out_num_axes);
+    *out_num_axes = blob->shape.num_axes;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_count(const cblob_blob *blob, int64_t *out_count)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(out_count);
+    *out_count = blob->shape.count;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_count_range(const cblob_blob *blob, int32_t start_axis, int32_t end_axis,
+                                              int64_t *out_count)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(out_count);
+    const int32_t n = blob->shape.num_axes;
+    if (start_axis < 0 || end_axis < 0 || start_axis > n || end_axis > n || start_axis > end_axis)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE,
+                       "axis range [%d, %d) is not within [0, %d] with start <= end",
+                       (int)start_axis, (int)end_axis, (int)n);
+    int64_t count = 1;
+    for (int32_t i = start_axis; i < end_axis; ++i)
+        count *= blob->shape.dims[i]; /* a sub-product of a count that fits, or 0 */
+    *out_count = count;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_shape(const cblob_blob *blob, int32_t max_axes, int64_t *out_shape,
+                                        int32_t *out_num_axes)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(out_num_axes);
+    if (max_axes < 0)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "max_axes is %d; it cannot be negative", (int)max_axes);
+    if (max_axes > 0 && out_shape == NULL)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "out_shape is NULL but max_axes is %d", (int)max_axes);
+    if (max_axes > 0 && max_axes < blob->shape.num_axes)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "out_shape has room for %d axes but the blob has %d",
+                       (int)max_axes, (int)blob->shape.num_axes);
+    if (max_axes > 0 && blob->shape.num_axes > 0)
+        memcpy(out_shape, blob->shape.dims, (size_t)blob->shape.num_axes * sizeof out_shape[0]);
+    *out_num_axes = blob->shape.num_axes;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_shape_at(const cblob_blob *blob, int32_t axis, int64_t *out_dim)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(out_dim);
+    int32_t canonical;
+    CB_TRY(cb_shape_canonical_axis(&blob->shape, axis, &canonical));
+    *out_dim = blob->shape.dims[canonical];
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_canonical_axis(const cblob_blob *blob, int32_t axis, int32_t *out_axis)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(out_axis);
+    return cb_shape_canonical_axis(&blob->shape, axis, out_axis);
+}
+
+static cblob_status legacy_dim(const cblob_blob *blob, int32_t index, int64_t *out_dim)
+{
+    CB_REQUIRE(blob);
+    CB_REQUIRE(out_dim);
+    return cb_shape_legacy_dim(&blob->shape, index, out_dim);
+}
+
+CBLOB_API cblob_status cblob_blob_legacy_shape(const cblob_blob *blob, int32_t index, int64_t *out_dim)
+{
+    CB_ENTER();
+    return legacy_dim(blob, index, out_dim);
+}
+
+CBLOB_API cblob_status cblob_blob_num(const cblob_blob *blob, int64_t *out_dim)
+{
+    CB_ENTER();
+    return legacy_dim(blob, 0, out_dim);
+}
+
+CBLOB_API cblob_status cblob_blob_channels(const cblob_blob *blob, int64_t *out_dim)
+{
+    CB_ENTER();
+    return legacy_dim(blob, 1, out_dim);
+}
+
+CBLOB_API cblob_status cblob_blob_height(const cblob_blob *blob, int64_t *out_dim)
+{
+    CB_ENTER();
+    return legacy_dim(blob, 2, out_dim);
+}
+
+CBLOB_API cblob_status cblob_blob_width(const cblob_blob *blob, int64_t *out_dim)
+{
+    CB_ENTER();
+    return legacy_dim(blob, 3, out_dim);
+}
+
+CBLOB_API cblob_status cblob_blob_shape_string(const cblob_blob *blob, char *buffer, size_t buffer_size,
+                                               size_t *out_length)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(out_length);
+    if (buffer == NULL && buffer_size > 0)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "buffer is NULL but buffer_size is %zu", buffer_size);
+    size_t length = cb_shape_format(&blob->shape, NULL, 0);
+    if (buffer != NULL && buffer_size <= length)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "a buffer of %zu bytes cannot hold the %zu-character shape string and its NUL",
+                       buffer_size, length);
+    if (buffer != NULL)
+        cb_shape_format(&blob->shape, buffer, buffer_size);
+    *out_length = length;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_capacity(const cblob_blob *blob, int64_t *out_capacity)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(out_capacity);
+    *out_capacity = cb_blob_capacity(blob);
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_offset(const cblob_blob *blob, int32_t num_indices, const int64_t *indices,
+                                         int64_t *out_offset)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(out_offset);
+    return cb_shape_offset(&blob->shape, num_indices, indices, out_offset);
+}
+
+CBLOB_API cblob_status cblob_blob_offset_legacy(const cblob_blob *blob, int64_t n, int64_t c, int64_t h, int64_t w,
+                                                int64_t *out_offset)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(out_offset);
+    const int64_t position[4] = {n, c, h, w};
+    static const char *const names[4] = {"n", "c", "h", "w"};
+    int64_t offset = 0;
+    for (int32_t i = 0; i < 4; ++i) {
+        int64_t dim;
+        CB_TRY(cb_shape_legacy_dim(&blob->shape, i, &dim));
+        if (position[i] < 0 || position[i] >= dim)
+            return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%s = %" PRId64 " is outside [0, %" PRId64 ")",
+                           names[i], position[i], dim);
+        offset = offset * dim + position[i];
+    }
+    *out_offset = offset;
+    return CBLOB_OK;
+}
+
+/* ---- memory ----------------------------------------------------------------------------- */
+
+cblob_head cb_blob_head(const cblob_blob *blob, cblob_part part)
+{
+    return blob->storage[part] != NULL ? blob->storage[part]->head : CBLOB_HEAD_UNINITIALIZED;
+}
+
+cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool writable, void **out)
+{
+    cb_storage *storage = blob->storage[part];
+    if (storage == NULL) {
+        *out = NULL;
+        return CBLOB_OK;
+    }
+    const cb_device *pinning = cb_context_pinning_device(blob->context);
+    void *base;
+    if (writable)
+        CB_TRY(cb_storage_mutable_cpu(storage, pinning, &base));
+    else
+        CB_TRY(cb_storage_cpu(storage, pinning, &base));
+    *out = base != NULL && blob->shape.count > 0 ? (char *)base + blob->offset_bytes : NULL;
+    return CBLOB_OK;
+}
+
+cblob_status cb_blob_device(cblob_blob *blob, cblob_part part, bool writable, void **out)
+{
+    cb_storage *storage = blob->storage[part];
+    const cb_device *device;
+    CB_TRY(cb_context_device(blob->context, &device));
+    if (storage == NULL) {
+        *out = NULL;
+        return CBLOB_OK;
+    }
+    void *base;
+    if (writable)
+        CB_TRY(cb_storage_mutable_gpu(storage, device, &base));
+    else
+        CB_TRY(cb_storage_gpu(storage, device, &base));
+    *out = base != NULL && blob->shape.count > 0 ? (char *)base + blob->offset_bytes : NULL;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_cpu_ptr(cblob_blob *blob, cblob_part part, const void **out_ptr)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_TRY(cb_check_part(part));
+    CB_REQUIRE(out_ptr);
+    void *ptr;
+    CB_TRY(cb_blob_host(blob, part, false, &ptr));
+    *out_ptr = ptr;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_mutable_cpu_ptr(cblob_blob *blob, cblob_part part, void **out_ptr)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_TRY(cb_check_part(part));
+    CB_REQUIRE(out_ptr);
+    void *ptr;
+    CB_TRY(cb_blob_host(blob, part, true, &ptr));
+    *out_ptr = ptr;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_head(const cblob_blob *blob, cblob_part part, cblob_head *out_head)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_TRY(cb_check_part(part));
+    CB_REQUIRE(out_head);
+    *out_head = cb_blob_head(blob, part);
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_read_element(cblob_blob *blob, cblob_part part, int32_t num_indices,
+                                               const int64_t *indices, double *out_value)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_TRY(cb_check_part(part));
+    CB_REQUIRE(out_value);
+    int64_t offset;
+    CB_TRY(cb_shape_offset(&blob->shape, num_indices, indices, &offset));
+    if (blob->shape.count == 0)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "the blob has no elements");
+    void *base;
+    CB_TRY(cb_blob_host(blob, part, false, &base));
+    double value = 0;
+    switch (blob->dtype->dtype) {
+#define CB_READ_AS_DOUBLE(ENUM, CTYPE, SUFFIX) \
+    case ENUM: \
+        value = (double)((const CTYPE *)base)[offset]; \
+        break;
+        CB_FOR_EACH_DTYPE(CB_READ_AS_DOUBLE)
+#undef CB_READ_AS_DOUBLE
+    }
+    *out_value = value;
+    return CBLOB_OK;
+}
+
+/* ---- external buffers and sharing ------------------------------------------------------- */
+
+CBLOB_API cblob_status cblob_blob_set_cpu_data(cblob_blob *blob, void *ptr, size_t size_bytes,
+                                               cblob_release_fn release, void *user_data)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(ptr);
+    const size_t needed = cb_blob_bytes(blob);
+    if (needed == 0)
+        return cb_fail(CBLOB_ERR_SHAPE, "the blob has no elements for a buffer to hold");
+    if (size_bytes < needed)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "size_bytes is %zu but %" PRId64 " %s elements need %zu",
+                       size_bytes, blob->shape.count, blob->dtype->name, needed);
+    if (blob->offset_bytes != 0)
+        return cb_fail(CBLOB_ERR_STATE, "a window views its parent's memory and cannot take a buffer of its own");
+    if (blob->storage[CBLOB_PART_DATA] == NULL || blob->storage[CBLOB_PART_DATA]->size != needed) {
+        /* Caffe replaces data and diff with storage of exactly count elements first. */
+        cb_storage *fresh[CB_PARTS] = {NULL, NULL};
+        for (int p = 0; p < CB_PARTS; ++p) {
+            cblob_status status = cb_storage_create(needed, &fresh[p]);
+            if (status != CBLOB_OK) {
+                cb_storage_release(fresh[0]);
+                return status;
+            }
+        }
+        for (int p = 0; p < CB_PARTS; ++p) {
+            cb_storage_release(blob->storage[p]);
+            blob->storage[p] = fresh[p];
+        }
+    }
+    cb_storage_set_cpu(blob->storage[CBLOB_PART_DATA], ptr, (cb_release){release, user_data});
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_share(cblob_blob *blob, cblob_blob *other, cblob_part part)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(other);
+    CB_TRY(cb_check_part(part));
+    if (blob->dtype != other->dtype)
+        return cb_fail(CBLOB_ERR_DTYPE, "cannot share memory between a %s blob and a %s blob",
+                       blob->dtype->name, other->dtype->name);
+    if (blob->shape.count != other->shape.count)
+        return cb_fail(CBLOB_ERR_SHAPE, "counts differ: %" PRId64 " here, %" PRId64 " in other",
+                       blob->shape.count, other->shape.count);
+    if (other->storage[part] == NULL)
+        return cb_fail(CBLOB_ERR_STATE, "other has no storage to share (it has never had elements)");
+    if (blob->offset_bytes != other->offset_bytes)
+        return cb_fail(CBLOB_ERR_STATE, "a window and a blob at another offset cannot share memory");
+    if (blob->storage[part] == other->storage[part])
+        return CBLOB_OK;
+    /* A blob that never had storage gets its other part too, so that both parts always exist
+     * together and capacity stays well defined. Made first: a failure must change nothing. */
+    cb_storage *companion = NULL;
+    if (blob->storage[1 - part] == NULL)
+        CB_TRY(cb_storage_create(other->storage[part]->size, &companion));
+    cb_storage_retain(other->storage[part]);
+    cb_storage_release(blob->storage[part]);
+    blob->storage[part] = other->storage[part];
+    if (companion != NULL)
+        blob->storage[1 - part] = companion;
+    return CBLOB_OK;
+}

@@ -1,0 +1,63 @@
+/* Blobs: Caffe's Blob. A shape over two storages (data and diff), the lazily synced memories.
+ * The functions here are what other parts of the core (formats, NeoML operations, DLPack) build
+ * on; the public entry points are in blob.c and blob_math.c. */
+#ifndef CBLOB_SRC_BLOB_H
+#define CBLOB_SRC_BLOB_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "cblob/cblob.h"
+#include "context.h"
+#include "core/enums.h"
+#include "shape.h"
+#include "storage.h"
+
+#define CB_PARTS 2
+
+struct cblob_blob {
+    atomic_int holders;
+    cblob_context *context;
+    const cb_dtype_info *dtype;
+    cb_shape shape;
+    /* data and diff; both NULL while the blob has never had a non-zero count (Caffe allocates no
+     * SyncedMemory then either). */
+    cb_storage *storage[CB_PARTS];
+    /* Where this blob's first element sits in its storages: non-zero only for windows, which
+     * view part of a parent's storages. */
+    size_t offset_bytes;
+};
+
+/* A new blob with no axes, count 0 and no storage (Caffe's default Blob). */
+cblob_status cb_blob_new(cblob_context *context, cblob_dtype dtype, cblob_blob **out);
+void cb_blob_release(cblob_blob *blob);
+
+/* Elements the blob's storages can hold from its offset on (0 without storage). */
+int64_t cb_blob_capacity(const cblob_blob *blob);
+size_t cb_blob_bytes(const cblob_blob *blob);
+
+/* A reshape in two steps, so that callers which fill the new storage (copy_from, proto loading)
+ * can fail half-way and leave the blob exactly as it was: prepare makes the new storages when
+ * the count grows past capacity, without touching the blob; commit installs them and the shape;
+ * abandon drops them. */
+typedef struct cb_reshape {
+    cb_shape shape;
+    cb_storage *fresh[CB_PARTS]; /* NULL: the blob's current storage is kept */
+} cb_reshape;
+
+cblob_status cb_reshape_prepare(const cblob_blob *blob, int32_t num_axes, const int64_t *dims, cb_reshape *plan);
+/* The storage a part will have once the plan is committed. */
+cb_storage *cb_reshape_storage(const cblob_blob *blob, const cb_reshape *plan, cblob_part part);
+void cb_reshape_commit(cblob_blob *blob, cb_reshape *plan);
+void cb_reshape_abandon(cb_reshape *plan);
+cblob_status cb_blob_reshape(cblob_blob *blob, int32_t num_axes, const int64_t *dims);
+
+/* Host and device views of a part, with the blob's offset applied; NULL for a blob without
+ * elements. They move the storage's head exactly as Caffe's accessors do. */
+cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool writable, void **out);
+cblob_status cb_blob_device(cblob_blob *blob, cblob_part part, bool writable, void **out);
+
+/* The head of a part (UNINITIALIZED for a blob without storage). */
+cblob_head cb_blob_head(const cblob_blob *blob, cblob_part part);
+
+#endif

@@ -1,0 +1,93 @@
+#include "context.h"
+
+#include <stdlib.h>
+
+#include "status.h"
+
+CBLOB_API cblob_status cblob_context_create(cblob_context **out_context)
+{
+    CB_ENTER();
+    CB_REQUIRE(out_context);
+    cblob_context *context = calloc(1, sizeof *context);
+    if (context == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a context");
+    atomic_init(&context->holders, 1);
+    atomic_init(&context->mode, CBLOB_MODE_CPU);
+    pthread_mutex_init(&context->device_lock, NULL);
+    *out_context = context;
+    return CBLOB_OK;
+}
+
+void cb_context_retain(cblob_context *context)
+{
+    atomic_fetch_add_explicit(&context->holders, 1, memory_order_relaxed);
+}
+
+void cb_context_release(cblob_context *context)
+{
+    if (atomic_fetch_sub_explicit(&context->holders, 1, memory_order_acq_rel) != 1)
+        return;
+    pthread_mutex_destroy(&context->device_lock);
+    free(context);
+}
+
+CBLOB_API void cblob_context_destroy(cblob_context *context)
+{
+    CB_ENTER();
+    if (context != NULL)
+        cb_context_release(context);
+}
+
+cblob_status cb_context_device(cblob_context *context, const cb_device **out)
+{
+    cblob_status status = CBLOB_OK;
+    pthread_mutex_lock(&context->device_lock);
+    if (!context->device_open) {
+        const cb_device_backend *backend = cb_device_backend_get();
+        if (backend == NULL) {
+            status = cb_fail(CBLOB_ERR_NO_DRIVER, "this build of cblob has no GPU backend");
+        } else {
+            status = backend->open(context->device.index);
+            if (status == CBLOB_OK) {
+                context->device.backend = backend;
+                context->device_open = true;
+            }
+        }
+    }
+    pthread_mutex_unlock(&context->device_lock);
+    if (status == CBLOB_OK)
+        *out = &context->device;
+    return status;
+}
+
+const cb_device *cb_context_pinning_device(cblob_context *context)
+{
+    if (atomic_load(&context->mode) != CBLOB_MODE_GPU)
+        return NULL;
+    const cb_device *device = NULL;
+    return cb_context_device(context, &device) == CBLOB_OK ? device : NULL;
+}
+
+CBLOB_API cblob_status cblob_context_set_mode(cblob_context *context, cblob_mode mode)
+{
+    CB_ENTER();
+    CB_REQUIRE(context);
+    if (mode != CBLOB_MODE_CPU && mode != CBLOB_MODE_GPU)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
+                       "mode %d is neither CBLOB_MODE_CPU (0) nor CBLOB_MODE_GPU (1)", (int)mode);
+    if (mode == CBLOB_MODE_GPU) {
+        const cb_device *device;
+        CB_TRY(cb_context_device(context, &device));
+    }
+    atomic_store(&context->mode, mode);
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_context_mode(const cblob_context *context, cblob_mode *out_mode)
+{
+    CB_ENTER();
+    CB_REQUIRE(context);
+    CB_REQUIRE(out_mode);
+    *out_mode = atomic_load(&((cblob_context *)context)->mode);
+    return CBLOB_OK;
+}

@@ -1,0 +1,32 @@
+/* Contexts: the mode (Caffe's per-thread Caffe::mode(), held explicitly here) and the device. */
+#ifndef CBLOB_SRC_CONTEXT_H
+#define CBLOB_SRC_CONTEXT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "backend.h"
+#include "cblob/cblob.h"
+
+struct cblob_context {
+    atomic_int holders;
+    _Atomic cblob_mode mode;
+    /* Opened on first GPU use; blobs of one context may do that from several threads at once. */
+    pthread_mutex_t device_lock;
+    bool device_open;
+    cb_device device;
+};
+
+void cb_context_retain(cblob_context *context);
+void cb_context_release(cblob_context *context);
+
+/* The context's device, opening the GPU backend on first use. Fails with the backend's status
+ * (no driver, no device, ...) when there is no usable GPU. */
+cblob_status cb_context_device(cblob_context *context, const cb_device **out);
+
+/* Whether host buffers allocated now should be pinned, and the device to pin them with. NULL
+ * in CPU mode: pinning is decided at allocation time, as in Caffe. */
+const cb_device *cb_context_pinning_device(cblob_context *context);
+
+#endif

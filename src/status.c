@@ -1,0 +1,43 @@
+#include "status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+_Thread_local const char *cb_current_function;
+
+/* Long enough for a full shape string plus context; longer messages are cut, never overflowed. */
+static _Thread_local char last_error_message[1024];
+
+cblob_status cb_fail(cblob_status status, const char *format, ...)
+{
+    const char *function = cb_current_function ? cb_current_function : "cblob";
+    int prefix = snprintf(last_error_message, sizeof last_error_message, "%s: ", function);
+    if (prefix < 0 || (size_t)prefix >= sizeof last_error_message)
+        prefix = 0;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(last_error_message + prefix, sizeof last_error_message - (size_t)prefix, format, args);
+    va_end(args);
+    return status;
+}
+
+CBLOB_API const char *cblob_last_error_message(void)
+{
+    return last_error_message;
+}
+
+cblob_status cb_check_part(cblob_part part)
+{
+    if (part != CBLOB_PART_DATA && part != CBLOB_PART_DIFF)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
+                       "part %d is neither CBLOB_PART_DATA (0) nor CBLOB_PART_DIFF (1)", (int)part);
+    return CBLOB_OK;
+}
+
+cblob_status cb_check_bool(const char *name, int32_t value)
+{
+    if (value != 0 && value != 1)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "%s is %d; booleans are 0 or 1", name, (int)value);
+    return CBLOB_OK;
+}

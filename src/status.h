@@ -1,0 +1,35 @@
+/* Errors: the thread-local last-error message and the argument checks every entry point uses. */
+#ifndef CBLOB_SRC_STATUS_H
+#define CBLOB_SRC_STATUS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cblob/cblob.h"
+
+/* Every public entry point starts with CB_ENTER() so that messages name the call the user made,
+ * however deep inside the library the failure is found. */
+extern _Thread_local const char *cb_current_function;
+#define CB_ENTER() (cb_current_function = __func__)
+
+/* Records the thread's error message ("<function>: <formatted text>") and returns status. */
+cblob_status cb_fail(cblob_status status, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+/* Argument checks: each returns CBLOB_OK or fails with a message naming the parameter. */
+#define CB_REQUIRE(ptr) \
+    do { \
+        if ((ptr) == NULL) \
+            return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "%s is NULL", #ptr); \
+    } while (0)
+
+#define CB_TRY(expr) \
+    do { \
+        cblob_status cb_try_status_ = (expr); \
+        if (cb_try_status_ != CBLOB_OK) \
+            return cb_try_status_; \
+    } while (0)
+
+cblob_status cb_check_part(cblob_part part);
+cblob_status cb_check_bool(const char *name, int32_t value);
+
+#endif

@@ -1,0 +1,207 @@
+#include "storage.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+
+cblob_status cb_storage_create(size_t size, cb_storage **out)
+{
+    cb_storage *storage = calloc(1, sizeof *storage);
+    if (storage == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a storage record");
+    atomic_init(&storage->holders, 1);
+    storage->size = size;
+    storage->head = CBLOB_HEAD_UNINITIALIZED;
+    *out = storage;
+    return CBLOB_OK;
+}
+
+void cb_storage_retain(cb_storage *storage)
+{
+    atomic_fetch_add_explicit(&storage->holders, 1, memory_order_relaxed);
+}
+
+static void drop_host(cb_storage *storage)
+{
+    if (storage->host != NULL) {
+        if (storage->host_owned && storage->host_pinned_by != NULL)
+            storage->host_pinned_by->free_pinned(&storage->host_pinned_device, storage->host);
+        else if (storage->host_owned)
+            free(storage->host);
+        else if (storage->host_release.fn != NULL)
+            storage->host_release.fn(storage->host, storage->host_release.user_data);
+    }
+    storage->host = NULL;
+    storage->host_owned = false;
+    storage->host_pinned_by = NULL;
+    storage->host_release = (cb_release){0};
+}
+
+static void drop_dev(cb_storage *storage)
+{
+    if (storage->dev != NULL) {
+        if (storage->dev_owned)
+            storage->device.backend->free(&storage->device, storage->dev);
+        else if (storage->dev_release.fn != NULL)
+            storage->dev_release.fn(storage->dev, storage->dev_release.user_data);
+    }
+    storage->dev = NULL;
+    storage->dev_owned = false;
+    storage->dev_release = (cb_release){0};
+}
+
+void cb_storage_release(cb_storage *storage)
+{
+    if (storage == NULL || atomic_fetch_sub_explicit(&storage->holders, 1, memory_order_acq_rel) != 1)
+        return;
+    drop_host(storage);
+    drop_dev(storage);
+    free(storage);
+}
+
+/* Gives the storage an owned, zero-filled host buffer (Caffe's CaffeMallocHost + memset). */
+static cblob_status allocate_host(cb_storage *storage, const cb_device *pinning)
+{
+    if (storage->size == 0)
+        return CBLOB_OK;
+    void *ptr = NULL;
+    if (pinning != NULL) {
+        CB_TRY(pinning->backend->alloc_pinned(pinning, storage->size, &ptr));
+        memset(ptr, 0, storage->size);
+        storage->host_pinned_by = pinning->backend;
+        storage->host_pinned_device = *pinning;
+    } else {
+        ptr = calloc(1, storage->size);
+        if (ptr == NULL)
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory", storage->size);
+    }
+    storage->host = ptr;
+    storage->host_owned = true;
+    return CBLOB_OK;
+}
+
+/* Gives the storage an owned device buffer on `device`; zero-filled only when asked, since a
+ * buffer about to receive a full host copy need not be cleared first. */
+static cblob_status allocate_dev(cb_storage *storage, const cb_device *device, bool zero)
+{
+    if (storage->size == 0)
+        return CBLOB_OK;
+    void *ptr = NULL;
+    CB_TRY(device->backend->alloc(device, storage->size, &ptr));
+    if (zero) {
+        cblob_status status = device->backend->zero(device, ptr, storage->size);
+        if (status != CBLOB_OK) {
+            device->backend->free(device, ptr);
+            return status;
+        }
+    }
+    storage->dev = ptr;
+    storage->dev_owned = true;
+    storage->device = *device;
+    return CBLOB_OK;
+}
+
+static cblob_status to_cpu(cb_storage *storage, const cb_device *pinning)
+{
+    switch (storage->head) {
+    case CBLOB_HEAD_UNINITIALIZED:
+        CB_TRY(allocate_host(storage, pinning));
+        storage->head = CBLOB_HEAD_AT_CPU;
+        return CBLOB_OK;
+    case CBLOB_HEAD_AT_GPU:
+        if (storage->host == NULL)
+            CB_TRY(allocate_host(storage, pinning));
+        if (storage->size > 0)
+            CB_TRY(storage->device.backend->copy(&storage->device, storage->host, storage->dev,
+                                                 storage->size, CB_COPY_DEVICE_TO_HOST));
+        storage->head = CBLOB_HEAD_SYNCED;
+        return CBLOB_OK;
+    default:
+        return CBLOB_OK;
+    }
+}
+
+static cblob_status to_gpu(cb_storage *storage, const cb_device *device)
+{
+    switch (storage->head) {
+    case CBLOB_HEAD_UNINITIALIZED:
+        CB_TRY(allocate_dev(storage, device, true));
+        storage->head = CBLOB_HEAD_AT_GPU;
+        return CBLOB_OK;
+    case CBLOB_HEAD_AT_CPU:
+        if (storage->dev == NULL)
+            CB_TRY(allocate_dev(storage, device, false));
+        if (storage->size > 0)
+            CB_TRY(storage->device.backend->copy(&storage->device, storage->dev, storage->host,
+                                                 storage->size, CB_COPY_HOST_TO_DEVICE));
+        storage->head = CBLOB_HEAD_SYNCED;
+        return CBLOB_OK;
+    default:
+        return CBLOB_OK;
+    }
+}
+
+cblob_status cb_storage_cpu(cb_storage *storage, const cb_device *pinning, void **out)
+{
+    CB_TRY(to_cpu(storage, pinning));
+    *out = storage->host;
+    return CBLOB_OK;
+}
+
+cblob_status cb_storage_mutable_cpu(cb_storage *storage, const cb_device *pinning, void **out)
+{
+    CB_TRY(to_cpu(storage, pinning));
+    storage->head = CBLOB_HEAD_AT_CPU;
+    *out = storage->host;
+    return CBLOB_OK;
+}
+
+cblob_status cb_storage_gpu(cb_storage *storage, const cb_device *device, void **out)
+{
+    CB_TRY(to_gpu(storage, device));
+    *out = storage->dev;
+    return CBLOB_OK;
+}
+
+cblob_status cb_storage_mutable_gpu(cb_storage *storage, const cb_device *device, void **out)
+{
+    CB_TRY(to_gpu(storage, device));
+    storage->head = CBLOB_HEAD_AT_GPU;
+    *out = storage->dev;
+    return CBLOB_OK;
+}
+
+cblob_status cb_storage_async_push(cb_storage *storage, const cb_device *device, void *stream)
+{
+    if (storage->head != CBLOB_HEAD_AT_CPU)
+        return cb_fail(CBLOB_ERR_STATE,
+                       "an asynchronous push needs the host copy to be the only current one (head AT_CPU)");
+    if (storage->dev == NULL)
+        CB_TRY(allocate_dev(storage, device, false));
+    if (storage->size > 0)
+        CB_TRY(storage->device.backend->copy_async(&storage->device, storage->dev, storage->host,
+                                                   storage->size, stream));
+    storage->head = CBLOB_HEAD_SYNCED;
+    return CBLOB_OK;
+}
+
+void cb_storage_set_cpu(cb_storage *storage, void *ptr, cb_release release)
+{
+    /* Handing back the buffer already in use must not release it under the blob. */
+    if (ptr != storage->host || storage->host_owned)
+        drop_host(storage);
+    storage->host = ptr;
+    storage->host_release = release;
+    storage->head = CBLOB_HEAD_AT_CPU;
+}
+
+void cb_storage_set_gpu(cb_storage *storage, const cb_device *device, void *ptr, cb_release release)
+{
+    if (ptr != storage->dev || storage->dev_owned)
+        drop_dev(storage);
+    storage->dev = ptr;
+    storage->device = *device;
+    storage->dev_release = release;
+    storage->head = CBLOB_HEAD_AT_GPU;
+}

@@ -1,0 +1,57 @@
+/* Storage: Caffe's SyncedMemory. A fixed number of bytes with a host copy and a device copy,
+ * moved only when an accessor needs them (conformance.md 1.H), and reference counted so that
+ * blobs sharing data, windows and exports keep it alive. */
+#ifndef CBLOB_SRC_STORAGE_H
+#define CBLOB_SRC_STORAGE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "backend.h"
+#include "cblob/cblob.h"
+
+/* Who frees a buffer the storage holds but did not allocate. */
+typedef struct cb_release {
+    cblob_release_fn fn; /* NULL: nobody (the caller keeps the buffer) */
+    void *user_data;
+} cb_release;
+
+typedef struct cb_storage {
+    atomic_int holders;
+    size_t size; /* bytes; fixed at creation */
+    cblob_head head;
+
+    void *host;
+    bool host_owned;
+    /* Pinned host memory is freed by the backend that pinned it, whatever the mode is now. */
+    const cb_device_backend *host_pinned_by;
+    cb_device host_pinned_device;
+    cb_release host_release;
+
+    void *dev;
+    bool dev_owned;
+    cb_device device; /* valid while dev != NULL */
+    cb_release dev_release;
+} cb_storage;
+
+/* A storage of `size` bytes, UNINITIALIZED: nothing is allocated until first access. */
+cblob_status cb_storage_create(size_t size, cb_storage **out);
+void cb_storage_retain(cb_storage *storage);
+void cb_storage_release(cb_storage *storage);
+
+/* The accessors of Caffe's SyncedMemory. `pinning` is the device to pin new host buffers with
+ * (NULL: plain host memory); `device` is where a device copy lives or is created. Each either
+ * succeeds and moves the head as conformance.md 1.H says, or fails and changes nothing. */
+cblob_status cb_storage_cpu(cb_storage *storage, const cb_device *pinning, void **out);
+cblob_status cb_storage_mutable_cpu(cb_storage *storage, const cb_device *pinning, void **out);
+cblob_status cb_storage_gpu(cb_storage *storage, const cb_device *device, void **out);
+cblob_status cb_storage_mutable_gpu(cb_storage *storage, const cb_device *device, void **out);
+cblob_status cb_storage_async_push(cb_storage *storage, const cb_device *device, void *stream);
+
+/* Caller buffers (not owned). The previous owned buffer is freed, a previous caller buffer's
+ * release callback runs. */
+void cb_storage_set_cpu(cb_storage *storage, void *ptr, cb_release release);
+void cb_storage_set_gpu(cb_storage *storage, const cb_device *device, void *ptr, cb_release release);
+
+#endif

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Checks that the library exports exactly the API: every dynamic symbol is a cblob_ function in a
+version node, and the exported symbols, the linker version script (abi/cblob.map) and the API
+description (codegen/api, via generated/api_functions.txt) name the same functions, each in the
+node of the ABI version that added it.
+
+usage: check_symbols.py LIBRARY SOURCE_DIR
+"""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+
+def exported(library):
+    out = subprocess.run(["nm", "-D", "--defined-only", library], check=True,
+                         capture_output=True, text=True).stdout
+    symbols, problems = {}, []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) != 3:
+            continue
+        _, kind, name = parts
+        if kind == "A" and re.fullmatch(r"CBLOB_\d+\.\d+", name):
+            continue  # the version node itself
+        m = re.fullmatch(r"(\w+)@@?(CBLOB_(\d+\.\d+))", name)
+        if not m:
+            problems.append(f"{name}: exported without a CBLOB_x.y version node")
+            continue
+        if not m.group(1).startswith("cblob_"):
+            problems.append(f"{m.group(1)}: exported symbol without the cblob_ prefix")
+        symbols[m.group(1)] = m.group(3)
+    return symbols, problems
+
+
+def version_script(path):
+    nodes, current = {}, None
+    for line in path.read_text().splitlines():
+        line = re.sub(r"/\*.*?\*/", "", line).strip()
+        m = re.match(r"(CBLOB_(\d+\.\d+))\s*\{", line)
+        if m:
+            current = m.group(2)
+            continue
+        m = re.fullmatch(r"(cblob_\w+);", line)
+        if m and current:
+            nodes[m.group(1)] = current
+    return nodes
+
+
+def described(path):
+    funcs = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            name, since = line.split()
+            funcs[name] = since
+    return funcs
+
+
+def main():
+    library, source = sys.argv[1], Path(sys.argv[2])
+    symbols, problems = exported(library)
+    script = version_script(source / "abi" / "cblob.map")
+    api = described(source / "generated" / "api_functions.txt")
+    for name in sorted(set(symbols) | set(script) | set(api)):
+        where = {"exported": symbols.get(name), "version script": script.get(name), "API description": api.get(name)}
+        missing = [k for k, v in where.items() if v is None]
+        if missing:
+            present = ", ".join(f"{k} ({v})" for k, v in where.items() if v)
+            problems.append(f"{name}: in {present} but not in {', '.join(missing)}")
+        elif len(set(where.values())) != 1:
+            problems.append(f"{name}: version nodes disagree: {where}")
+    if problems:
+        print("\n".join(problems))
+        return 1
+    print(f"{len(symbols)} functions exported, each in its version node and in the API description")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

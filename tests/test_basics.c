@@ -1,0 +1,52 @@
+/* Smoke tests of the public API through the shared library: the paths every user takes first. */
+#include <stdint.h>
+
+#include "harness.h"
+
+TEST(versions_are_consistent)
+{
+    CHECK(cblob_version() != NULL && cblob_version()[0] != '\0');
+    CHECK_EQ_INT(cblob_abi_version() >> 16, CBLOB_ABI_VERSION_MAJOR);
+    CHECK(cblob_abi_version() >= ((uint32_t)CBLOB_ABI_VERSION_MAJOR << 16 | CBLOB_ABI_VERSION_MINOR));
+    CHECK(strstr(cblob_blas_info(), "BLIS") != NULL);
+    CHECK(strstr(cblob_cpu_features(), "kernels:") != NULL);
+}
+
+TEST(status_names_cover_every_status)
+{
+    CHECK(strcmp(cblob_status_name(CBLOB_OK), "CBLOB_OK") == 0);
+    CHECK(strcmp(cblob_status_name(CBLOB_ERR_NOT_IMPLEMENTED), "CBLOB_ERR_NOT_IMPLEMENTED") == 0);
+    CHECK(strcmp(cblob_status_name(-7), "CBLOB_ERR_UNKNOWN") == 0);
+}
+
+TEST(last_error_message_is_per_thread_and_never_null)
+{
+    CHECK(cblob_last_error_message() != NULL);
+    CHECK_ERROR(cblob_context_create(NULL), CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(cblob_last_error_message(), "cblob_context_create") != NULL);
+    CHECK(strstr(cblob_last_error_message(), "out_context") != NULL);
+}
+
+TEST(create_fill_update_and_sum)
+{
+    cblob_context *ctx = NULL;
+    cblob_blob *blob = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    const int64_t shape[2] = {3, 4};
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT32, 2, shape, &blob));
+    float *data = NULL, *diff = NULL;
+    CHECK_OK(cblob_blob_mutable_cpu_ptr(blob, CBLOB_PART_DATA, (void **)&data));
+    CHECK_OK(cblob_blob_mutable_cpu_ptr(blob, CBLOB_PART_DIFF, (void **)&diff));
+    for (int i = 0; i < 12; ++i) {
+        data[i] = (float)i;
+        diff[i] = 0.5f;
+    }
+    CHECK_OK(cblob_blob_update(blob));
+    double asum = 0, sumsq = 0;
+    CHECK_OK(cblob_blob_asum(blob, CBLOB_PART_DATA, &asum));
+    CHECK_OK(cblob_blob_sumsq(blob, CBLOB_PART_DIFF, &sumsq));
+    CHECK_NEAR(asum, 0.5 + 66 - 11 * 0.5 - 0.5 + 0.5, 1e-6); /* |-0.5| + sum(i - 0.5 for i=1..11) */
+    CHECK_NEAR(sumsq, 12 * 0.25, 1e-9);
+    cblob_blob_destroy(blob);
+    cblob_context_destroy(ctx);
+}
