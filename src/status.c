@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-_Thread_local const char *cb_current_function;
+_Thread_local const char *cb_current_function __attribute__((tls_model("initial-exec")));
 
 /* Long enough for a full shape string plus context; longer messages are cut, never overflowed. */
 static _Thread_local char last_error_message[1024];

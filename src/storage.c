@@ -5,6 +5,8 @@
 
 #include "status.h"
 
+#define CB_HOST_ALIGNMENT 256
+
 cblob_status cb_storage_create(size_t size, cb_storage **out)
 {
     cb_storage *storage = calloc(1, sizeof *storage);
@@ -72,9 +74,12 @@ static cblob_status allocate_host(cb_storage *storage, const cb_device *pinning)
         storage->host_pinned_by = pinning->backend;
         storage->host_pinned_device = *pinning;
     } else {
-        ptr = calloc(1, storage->size);
-        if (ptr == NULL)
+        /* Aligned for full-width vector loads and for DLPack consumers, which prefer 256 bytes;
+         * aligned_alloc wants a multiple of the alignment. */
+        const size_t rounded = (storage->size + CB_HOST_ALIGNMENT - 1) / CB_HOST_ALIGNMENT * CB_HOST_ALIGNMENT;
+        if (rounded < storage->size || (ptr = aligned_alloc(CB_HOST_ALIGNMENT, rounded)) == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory", storage->size);
+        memset(ptr, 0, storage->size);
     }
     storage->host = ptr;
     storage->host_owned = true;

@@ -16,7 +16,8 @@
 #  define CB_VECTOR_CLONES
 #endif
 
-/* Independent accumulators per reduction: enough to fill four 512-bit registers. */
+/* Elements per 512-bit vector, and independent accumulators for reductions (dtypes.yaml). */
+#define CB_VECTOR 8
 #define CB_LANES 32
 
 /* asum: *out = sum of |x[i]| */
@@ -28,10 +29,17 @@ static CB_VECTOR_CLONES cblob_status asum_f64_vector(int64_t n, const void *x_, 
     for (; i + CB_LANES <= n; i += CB_LANES)
         for (int j = 0; j < CB_LANES; ++j)
             lanes[j] += fabs(x[i + j]);
+    /* What is left, one vector at a time, so short blobs stay vectorised too. */
+    for (; i + CB_VECTOR <= n; i += CB_VECTOR)
+        for (int j = 0; j < CB_VECTOR; ++j)
+            lanes[j] += fabs(x[i + j]);
+    for (int j = 0; j < CB_VECTOR; ++j)
+        for (int k = CB_VECTOR; k < CB_LANES; k += CB_VECTOR)
+            lanes[j] += lanes[j + k];
     double total = 0;
     for (; i < n; ++i)
         total += fabs(x[i]);
-    for (int j = 0; j < CB_LANES; ++j)
+    for (int j = 0; j < CB_VECTOR; ++j)
         total += lanes[j];
     *out = total;
     return CBLOB_OK;
@@ -62,10 +70,17 @@ static CB_VECTOR_CLONES cblob_status sumsq_f64_vector(int64_t n, const void *x_,
     for (; i + CB_LANES <= n; i += CB_LANES)
         for (int j = 0; j < CB_LANES; ++j)
             lanes[j] += x[i + j] * x[i + j];
+    /* What is left, one vector at a time, so short blobs stay vectorised too. */
+    for (; i + CB_VECTOR <= n; i += CB_VECTOR)
+        for (int j = 0; j < CB_VECTOR; ++j)
+            lanes[j] += x[i + j] * x[i + j];
+    for (int j = 0; j < CB_VECTOR; ++j)
+        for (int k = CB_VECTOR; k < CB_LANES; k += CB_VECTOR)
+            lanes[j] += lanes[j + k];
     double total = 0;
     for (; i < n; ++i)
         total += x[i] * x[i];
-    for (int j = 0; j < CB_LANES; ++j)
+    for (int j = 0; j < CB_VECTOR; ++j)
         total += lanes[j];
     *out = total;
     return CBLOB_OK;

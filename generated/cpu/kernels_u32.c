@@ -16,5 +16,6 @@
 #  define CB_VECTOR_CLONES
 #endif
 
-/* Independent accumulators per reduction: enough to fill four 512-bit registers. */
+/* Elements per 512-bit vector, and independent accumulators for reductions (dtypes.yaml). */
+#define CB_VECTOR 16
 #define CB_LANES 64
