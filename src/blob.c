@@ -233,10 +233,18 @@ CBLOB_API cblob_status cblob_blob_count_range(const cblob_blob *blob, int32_t st
         return cb_fail(CBLOB_ERR_OUT_OF_RANGE,
                        "axis range [%d, %d) is not within [0, %d] with start <= end",
                        (int)start_axis, (int)end_axis, (int)n);
+    /* A zero dim makes the count 0 whatever the other dims are, so a range without it need not
+     * fit: its product is computed with overflow checks, and any zero in it makes it 0. */
     int64_t count = 1;
-    for (int32_t i = start_axis; i < end_axis; ++i)
-        count *= blob->shape.dims[i]; /* a sub-product of a count that fits, or 0 */
-    *out_count = count;
+    bool has_zero = false, overflow = false;
+    for (int32_t i = start_axis; i < end_axis; ++i) {
+        has_zero = has_zero || blob->shape.dims[i] == 0;
+        overflow = __builtin_mul_overflow(count, blob->shape.dims[i], &count) || overflow;
+    }
+    if (!has_zero && overflow)
+        return cb_fail(CBLOB_ERR_OVERFLOW, "the product of axes [%d, %d) does not fit in 64 bits",
+                       (int)start_axis, (int)end_axis);
+    *out_count = has_zero ? 0 : count;
     return CBLOB_OK;
 }
 
@@ -359,15 +367,18 @@ CBLOB_API cblob_status cblob_blob_offset_legacy(const cblob_blob *blob, int64_t 
     CB_REQUIRE(out_offset);
     const int64_t position[4] = {n, c, h, w};
     static const char *const names[4] = {"n", "c", "h", "w"};
-    int64_t offset = 0;
+    int64_t dims[4];
     for (int32_t i = 0; i < 4; ++i) {
-        int64_t dim;
-        CB_TRY(cb_shape_legacy_dim(&blob->shape, i, &dim));
-        if (position[i] < 0 || position[i] >= dim)
+        CB_TRY(cb_shape_legacy_dim(&blob->shape, i, &dims[i]));
+        if (position[i] < 0 || position[i] >= dims[i])
             return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%s = %" PRId64 " is outside [0, %" PRId64 ")",
-                           names[i], position[i], dim);
-        offset = offset * dim + position[i];
+                           names[i], position[i], dims[i]);
     }
+    /* Only now, with every index inside (so no dim is 0), does the offset stay below a count
+     * that fits; before, a shape such as {big, big, 0} could overflow it. */
+    int64_t offset = 0;
+    for (int32_t i = 0; i < 4; ++i)
+        offset = offset * dims[i] + position[i];
     *out_offset = offset;
     return CBLOB_OK;
 }

@@ -316,8 +316,10 @@ CBLOB_API cblob_status cblob_blob_count(const cblob_blob *blob, int64_t *out_cou
 
 /*
  * The product of the dimensions of axes [start_axis, end_axis); an empty range gives 1.
- * Needs 0 <= start_axis <= end_axis <= num_axes.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ * Needs 0 <= start_axis <= end_axis <= num_axes. A shape with a zero dimension has count 0
+ * whatever its other dimensions are, so a range without the zero may not fit in int64:
+ * that is CBLOB_ERR_OVERFLOW.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.
  */
