@@ -487,6 +487,15 @@ CBLOB_API cblob_status cblob_blob_read_element(cblob_blob *blob, cblob_part part
 
 /* ---- external buffers and sharing ------------------------------------------------------- */
 
+/* Whether ptr lies in a host buffer the storage allocated (and so will free) itself. */
+static bool inside_owned_host(const cb_storage *storage, const void *ptr)
+{
+    if (storage == NULL || !storage->host_owned || storage->host == NULL)
+        return false;
+    const uintptr_t start = (uintptr_t)storage->host, at = (uintptr_t)ptr;
+    return at >= start && at - start < storage->size;
+}
+
 CBLOB_API cblob_status cblob_blob_set_cpu_data(cblob_blob *blob, void *ptr, size_t size_bytes,
                                                cblob_release_fn release, void *user_data)
 {
@@ -501,6 +510,13 @@ CBLOB_API cblob_status cblob_blob_set_cpu_data(cblob_blob *blob, void *ptr, size
                        size_bytes, blob->shape.count, blob->dtype->name, needed);
     if (blob->offset_bytes != 0)
         return cb_fail(CBLOB_ERR_STATE, "a window views its parent's memory and cannot take a buffer of its own");
+    /* Caffe frees its owned buffer and keeps the pointer it was given: a dangling one if the
+     * caller passed that buffer back. */
+    for (int p = 0; p < CB_PARTS; ++p)
+        if (inside_owned_host(blob->storage[p], ptr))
+            return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
+                           "ptr points into the blob's own %s buffer, which cblob allocated and frees itself",
+                           p == CBLOB_PART_DATA ? "data" : "diff");
     if (blob->storage[CBLOB_PART_DATA] == NULL || blob->storage[CBLOB_PART_DATA]->size != needed) {
         /* Caffe replaces data and diff with storage of exactly count elements first. */
         cb_storage *fresh[CB_PARTS] = {NULL, NULL};
