@@ -507,7 +507,8 @@ CBLOB_API cblob_status cblob_blob_copy_from(cblob_blob *blob, cblob_blob *source
 /*
  * data = data - diff over count elements (Caffe's Update), where the data's head is: on the
  * CPU when AT_CPU, on the GPU when AT_GPU or SYNCED. Data never written or read
- * (UNINITIALIZED) is an error, as in Caffe.
+ * (UNINITIALIZED) is an error, as in Caffe. A blob that has never had elements (and so has
+ * no storage) has nothing to update: the call succeeds and does nothing.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
  *   Since ABI 1.0.
  */
