@@ -233,10 +233,18 @@ CBLOB_API cblob_status cblob_blob_count_range(const cblob_blob *blob, int32_t st
         return cb_fail(CBLOB_ERR_OUT_OF_RANGE,
                        "axis range [%d, %d) is not within [0, %d] with start <= end",
                        (int)start_axis, (int)end_axis, (int)n);
+    /* A zero dim makes the count 0 whatever the other dims are, so a range without it need not
+     * fit: its product is computed with overflow checks, and any zero in it makes it 0. */
     int64_t count = 1;
-    for (int32_t i = start_axis; i < end_axis; ++i)
-        count *= blob->shape.dims[i]; /* a sub-product of a count that fits, or 0 */
-    *out_count = count;
+    bool has_zero = false, overflow = false;
+    for (int32_t i = start_axis; i < end_axis; ++i) {
+        has_zero = has_zero || blob->shape.dims[i] == 0;
+        overflow = __builtin_mul_overflow(count, blob->shape.dims[i], &count) || overflow;
+    }
+    if (!has_zero && overflow)
+        return cb_fail(CBLOB_ERR_OVERFLOW, "the product of axes [%d, %d) does not fit in 64 bits",
+                       (int)start_axis, (int)end_axis);
+    *out_count = has_zero ? 0 : count;
     return CBLOB_OK;
 }
 
@@ -359,15 +367,18 @@ CBLOB_API cblob_status cblob_blob_offset_legacy(const cblob_blob *blob, int64_t 
     CB_REQUIRE(out_offset);
     const int64_t position[4] = {n, c, h, w};
     static const char *const names[4] = {"n", "c", "h", "w"};
-    int64_t offset = 0;
+    int64_t dims[4];
     for (int32_t i = 0; i < 4; ++i) {
-        int64_t dim;
-        CB_TRY(cb_shape_legacy_dim(&blob->shape, i, &dim));
-        if (position[i] < 0 || position[i] >= dim)
+        CB_TRY(cb_shape_legacy_dim(&blob->shape, i, &dims[i]));
+        if (position[i] < 0 || position[i] >= dims[i])
             return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%s = %" PRId64 " is outside [0, %" PRId64 ")",
-                           names[i], position[i], dim);
-        offset = offset * dim + position[i];
+                           names[i], position[i], dims[i]);
     }
+    /* Only now, with every index inside (so no dim is 0), does the offset stay below a count
+     * that fits; before, a shape such as {big, big, 0} could overflow it. */
+    int64_t offset = 0;
+    for (int32_t i = 0; i < 4; ++i)
+        offset = offset * dims[i] + position[i];
     *out_offset = offset;
     return CBLOB_OK;
 }
@@ -476,6 +487,15 @@ CBLOB_API cblob_status cblob_blob_read_element(cblob_blob *blob, cblob_part part
 
 /* ---- external buffers and sharing ------------------------------------------------------- */
 
+/* Whether ptr lies in a host buffer the storage allocated (and so will free) itself. */
+static bool inside_owned_host(const cb_storage *storage, const void *ptr)
+{
+    if (storage == NULL || !storage->host_owned || storage->host == NULL)
+        return false;
+    const uintptr_t start = (uintptr_t)storage->host, at = (uintptr_t)ptr;
+    return at >= start && at - start < storage->size;
+}
+
 CBLOB_API cblob_status cblob_blob_set_cpu_data(cblob_blob *blob, void *ptr, size_t size_bytes,
                                                cblob_release_fn release, void *user_data)
 {
@@ -490,6 +510,13 @@ CBLOB_API cblob_status cblob_blob_set_cpu_data(cblob_blob *blob, void *ptr, size
                        size_bytes, blob->shape.count, blob->dtype->name, needed);
     if (blob->offset_bytes != 0)
         return cb_fail(CBLOB_ERR_STATE, "a window views its parent's memory and cannot take a buffer of its own");
+    /* Caffe frees its owned buffer and keeps the pointer it was given: a dangling one if the
+     * caller passed that buffer back. */
+    for (int p = 0; p < CB_PARTS; ++p)
+        if (inside_owned_host(blob->storage[p], ptr))
+            return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
+                           "ptr points into the blob's own %s buffer, which cblob allocated and frees itself",
+                           p == CBLOB_PART_DATA ? "data" : "diff");
     if (blob->storage[CBLOB_PART_DATA] == NULL || blob->storage[CBLOB_PART_DATA]->size != needed) {
         /* Caffe replaces data and diff with storage of exactly count elements first. */
         cb_storage *fresh[CB_PARTS] = {NULL, NULL};

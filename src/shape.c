@@ -87,15 +87,17 @@ cblob_status cb_shape_offset(const cb_shape *shape, int32_t num_indices, const i
                        (int)num_indices, (int)shape->num_axes);
     if (num_indices > 0 && indices == NULL)
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "indices is NULL but num_indices is %d", (int)num_indices);
-    int64_t offset = 0;
-    for (int32_t i = 0; i < shape->num_axes; ++i) {
-        int64_t index = i < num_indices ? indices[i] : 0;
-        if (i < num_indices && (index < 0 || index >= shape->dims[i]))
+    for (int32_t i = 0; i < num_indices; ++i) {
+        if (indices[i] < 0 || indices[i] >= shape->dims[i])
             return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "index %" PRId64 " on axis %d is outside [0, %" PRId64 ")",
-                           index, (int)i, shape->dims[i]);
-        /* Cannot overflow: the offset stays below count, which fits. */
-        offset = offset * shape->dims[i] + index;
+                           indices[i], (int)i, shape->dims[i]);
     }
+    /* With a zero dim every stride before it is 0 and no index can be given on it or after it,
+     * so every valid offset is 0, while the partial products of the other dims need not fit.
+     * Otherwise the offset stays below count, which fits. */
+    int64_t offset = 0;
+    for (int32_t i = 0; shape->count > 0 && i < shape->num_axes; ++i)
+        offset = offset * shape->dims[i] + (i < num_indices ? indices[i] : 0);
     *out = offset;
     return CBLOB_OK;
 }

@@ -316,8 +316,10 @@ CBLOB_API cblob_status cblob_blob_count(const cblob_blob *blob, int64_t *out_cou
 
 /*
  * The product of the dimensions of axes [start_axis, end_axis); an empty range gives 1.
- * Needs 0 <= start_axis <= end_axis <= num_axes.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ * Needs 0 <= start_axis <= end_axis <= num_axes. A shape with a zero dimension has count 0
+ * whatever its other dimensions are, so a range without the zero may not fit in int64:
+ * that is CBLOB_ERR_OVERFLOW.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.
  */
@@ -474,7 +476,8 @@ CBLOB_API cblob_status cblob_blob_head(const cblob_blob *blob, cblob_part part, 
  * first replaced by fresh storage of that size, as in Caffe (diff contents are dropped).
  * Blobs sharing the data see the new buffer. release (may be NULL) is called once with ptr
  * and user_data when cblob lets go of the buffer; on failure it is not called and the buffer
- * stays the caller's.
+ * stays the caller's. A pointer into the blob's own data or diff buffer (one cblob allocated)
+ * is refused with CBLOB_ERR_INVALID_ARGUMENT: cblob frees those itself.
  *   release: may be NULL
  *   user_data: may be NULL
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE.
@@ -504,7 +507,8 @@ CBLOB_API cblob_status cblob_blob_copy_from(cblob_blob *blob, cblob_blob *source
 /*
  * data = data - diff over count elements (Caffe's Update), where the data's head is: on the
  * CPU when AT_CPU, on the GPU when AT_GPU or SYNCED. Data never written or read
- * (UNINITIALIZED) is an error, as in Caffe.
+ * (UNINITIALIZED) is an error, as in Caffe. A blob that has never had elements (and so has
+ * no storage) has nothing to update: the call succeeds and does nothing.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
  *   Since ABI 1.0.
  */
