@@ -193,6 +193,7 @@ def enrich(model):
                                    for p in fn["params"]) or "void"
     for op in model["ops"]:
         op.setdefault("blis", {})
+        op.setdefault("prefer", "kernel")
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
     for op in model["blob_math"]["ops"]:
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
