@@ -407,9 +407,14 @@ cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool writable, void
 
 cblob_status cb_blob_device(cblob_blob *blob, cblob_part part, bool writable, void **out)
 {
-    cb_storage *storage = blob->storage[part];
     const cb_device *device;
     CB_TRY(cb_context_device(blob->context, &device));
+    return cb_blob_device_on(blob, part, device, writable, out);
+}
+
+cblob_status cb_blob_device_on(cblob_blob *blob, cblob_part part, const cb_device *device, bool writable, void **out)
+{
+    cb_storage *storage = blob->storage[part];
     if (storage == NULL) {
         *out = NULL;
         return CBLOB_OK;

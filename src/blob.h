@@ -80,6 +80,9 @@ cblob_status cb_blob_reshape(cblob_blob *blob, int32_t num_axes, const int64_t *
  * elements. They move the storage's head exactly as Caffe's accessors do. */
 cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool writable, void **out);
 cblob_status cb_blob_device(cblob_blob *blob, cblob_part part, bool writable, void **out);
+/* cb_blob_device on a given device rather than the blob's context's: operations on several blobs
+ * run all of them on the device of the one they write. */
+cblob_status cb_blob_device_on(cblob_blob *blob, cblob_part part, const cb_device *device, bool writable, void **out);
 
 /* The head of a part (UNINITIALIZED for a blob without storage). */
 cblob_head cb_blob_head(const cblob_blob *blob, cblob_part part);

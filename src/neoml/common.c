@@ -27,7 +27,7 @@ cblob_status cb_place_for_write(cblob_blob *blob, cblob_part part, const cb_devi
 
 cblob_status cb_part_at(cblob_blob *blob, cblob_part part, const cb_device *place, bool writable, void **out)
 {
-    return place == NULL ? cb_blob_host(blob, part, writable, out) : cb_blob_device(blob, part, writable, out);
+    return place == NULL ? cb_blob_host(blob, part, writable, out) : cb_blob_device_on(blob, part, place, writable, out);
 }
 
 bool cb_part_never_accessed(const cblob_blob *blob, cblob_part part)

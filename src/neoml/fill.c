@@ -8,11 +8,13 @@
 #include "status.h"
 
 /* A fill value must mean the same number in the blob's dtype: integer blobs take integers in
- * their range, float32 takes anything that does not round to an infinity it was not. */
+ * their range, float32 takes anything that does not round to an infinity it was not. A double
+ * rounds to float32's infinity from FLT_MAX plus half its last place (2^103) on: FLT_MAX's last
+ * bit is odd, so the tie rounds up. */
 static cblob_status check_fill_value(const cb_dtype_info *dtype, double value)
 {
     if (dtype->is_float) {
-        if (dtype->size == sizeof(float) && isfinite(value) && isinf((float)value))
+        if (dtype->size == sizeof(float) && isfinite(value) && fabs(value) >= (double)FLT_MAX + ldexp(1, 103))
             return cb_fail(CBLOB_ERR_OVERFLOW, "value %g is beyond float32's range", value);
         return CBLOB_OK;
     }

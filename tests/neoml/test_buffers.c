@@ -200,3 +200,27 @@ TEST(neoml_buffer_of_a_window_protects_the_shared_storage)
     cblob_blob_destroy(window);
     cblob_context_destroy(ctx);
 }
+
+TEST(neoml_2C_16_object_data_is_a_mappable_range)
+{
+    /* NeoML's GetObjectData(n) points at n * ObjectSize; in cblob the same range is mapped, and
+     * object indices are checked where objects are addressed (fill_object, clear_object). */
+    cblob_context *ctx;
+    cblob_blob *blob;
+    CHECK_OK(cblob_context_create(&ctx));
+    CHECK_OK(cblob_blob_create_image2d(ctx, CBLOB_DTYPE_INT32, 3, 1, 2, 2, 1, &blob)); /* 3 objects of 4 */
+    CHECK_OK(cblob_blob_fill_object(blob, CBLOB_PART_DATA, 2, 5));
+    int64_t size;
+    CHECK_OK(cblob_blob_object_size(blob, &size));
+    cblob_buffer *buffer;
+    void *ptr;
+    CHECK_OK(cblob_blob_map(blob, CBLOB_PART_DATA, 2 * size, size, CBLOB_ACCESS_READ, &buffer, &ptr));
+    for (int i = 0; i < 4; ++i)
+        CHECK_EQ_INT(((const int32_t *)ptr)[i], 5);
+    CHECK_OK(cblob_buffer_unmap(buffer));
+    CHECK_ERROR(cblob_blob_fill_object(blob, CBLOB_PART_DATA, 3, 5), CBLOB_ERR_OUT_OF_RANGE);
+    CHECK_ERROR(cblob_blob_map(blob, CBLOB_PART_DATA, 3 * size, size, CBLOB_ACCESS_READ, &buffer, &ptr),
+                CBLOB_ERR_OUT_OF_RANGE);
+    cblob_blob_destroy(blob);
+    cblob_context_destroy(ctx);
+}

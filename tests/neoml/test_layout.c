@@ -286,3 +286,25 @@ TEST(neoml_2E_28_reinterpret_keeps_memory_and_dtype)
     cblob_blob_destroy(blob);
     cblob_context_destroy(ctx);
 }
+
+TEST(neoml_2C_15_left_aligned_coordinates_checked_per_axis)
+{
+    /* NeoML's GetData({p0..pk}): missing trailing coordinates are 0, and only the final index
+     * is checked. cblob_blob_offset takes the same left-aligned coordinates and checks each. */
+    cblob_context *ctx;
+    cblob_blob *blob;
+    CHECK_OK(cblob_context_create(&ctx));
+    CHECK_OK(cblob_blob_create_list(ctx, CBLOB_DTYPE_FLOAT32, 2, 3, 4, 5, &blob)); /* (2,3,4,1,1,1,5) */
+    const int64_t two[2] = {1, 2};
+    int64_t offset = -1;
+    CHECK_OK(cblob_blob_offset(blob, 2, two, &offset));
+    CHECK_EQ_INT(offset, (1 * 3 + 2) * 4 * 5);
+    /* (0, 3) would land on element 60 in NeoML, inside the blob; here axis 1 has 3 entries. */
+    const int64_t spill[2] = {0, 3};
+    CHECK_ERROR(cblob_blob_offset(blob, 2, spill, &offset), CBLOB_ERR_OUT_OF_RANGE);
+    const int64_t eight[8] = {0};
+    CHECK_ERROR(cblob_blob_offset(blob, 8, eight, &offset), CBLOB_ERR_OUT_OF_RANGE);
+    CHECK_EQ_INT(offset, (1 * 3 + 2) * 4 * 5);
+    cblob_blob_destroy(blob);
+    cblob_context_destroy(ctx);
+}

@@ -158,6 +158,12 @@ TEST(neoml_fill_value_must_fit_the_dtype)
     CHECK_OK(cblob_blob_fill(u32, CBLOB_PART_DATA, 4294967295.0));
     CHECK_OK(cblob_blob_fill(f32, CBLOB_PART_DATA, INFINITY));
     CHECK_OK(cblob_blob_fill(f32, CBLOB_PART_DIFF, FLT_MAX));
+    /* Just above FLT_MAX still rounds to it; half its last place above rounds to infinity. */
+    CHECK_OK(cblob_blob_fill(f32, CBLOB_PART_DIFF, (double)FLT_MAX + ldexp(1, 102)));
+    CHECK_ERROR(cblob_blob_fill(f32, CBLOB_PART_DIFF, -((double)FLT_MAX + ldexp(1, 103))), CBLOB_ERR_OVERFLOW);
+    double *diff = read_values(f32, CBLOB_PART_DIFF);
+    CHECK(diff != NULL && diff[0] == FLT_MAX);
+    free(diff);
     CHECK_OK(cblob_blob_fill(f64, CBLOB_PART_DATA, 1e300));
     double *a = read_values(i32, CBLOB_PART_DATA), *b = read_values(u32, CBLOB_PART_DATA),
            *c = read_values(f32, CBLOB_PART_DATA), *e = read_values(f64, CBLOB_PART_DATA);
