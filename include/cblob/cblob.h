@@ -403,7 +403,7 @@ CBLOB_API cblob_status cblob_blob_width(const cblob_blob *blob, int64_t *out_dim
 CBLOB_API cblob_status cblob_blob_shape_string(const cblob_blob *blob, char *buffer, size_t buffer_size, size_t *out_length);
 
 /*
- * The number of elements the blob's storage holds (at least its count).
+ * The number of elements the blob's storage holds (at least its count); for a window, the elements it views.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.

@@ -315,3 +315,25 @@ TEST(neoml_window_of_empty_parent)
     cblob_blob_destroy(parent);
     cblob_context_destroy(ctx);
 }
+
+TEST(neoml_deeply_nested_windows_are_freed_without_recursion)
+{
+    /* Destroying the innermost of a long chain frees every window and the root in a loop: a
+     * recursion that deep would exhaust the stack (ASan checks that nothing leaks). */
+    cblob_context *ctx;
+    CHECK_OK(cblob_context_create(&ctx));
+    cblob_blob *blob = make_parent(ctx, 1);
+    CHECK(blob != NULL);
+    for (int depth = 0; depth < 200000; ++depth) {
+        cblob_blob *window;
+        CHECK_OK(cblob_window_create(blob, 1, &window));
+        cblob_blob_destroy(blob); /* the window holds it */
+        blob = window;
+    }
+    cblob_blob *owner;
+    CHECK_OK(cblob_window_owner(blob, &owner));
+    CHECK(host_data(owner) == host_data(blob));
+    cblob_blob_destroy(owner);
+    cblob_blob_destroy(blob);
+    cblob_context_destroy(ctx);
+}
