@@ -42,6 +42,11 @@ CHECK_KINDS = {
     "dtype", "part", "mode", "bool", "num_axes", "dims", "dim", "axis", "axis_bound",
     "legacy_index", "capacity_axes", "text_capacity", "num_indices", "indices",
     "legacy_position", "buffer_bytes", "same_count_blob", "same_shape_blob",
+    # NeoML operations (codegen/api/40_neoml.yaml)
+    "tensor_rank", "neoml_blob", "named_dim", "compare_axes_count", "compare_axes", "same_count_dims",
+    "window", "window_size", "window_position", "window_shift", "matching_dtype", "element_length",
+    "same_shape_any_dtype", "blob_count", "blob_list", "neoml_blob_list", "fill_value", "object_index",
+    "element_position", "element_count", "access", "mapped_buffer",
 }
 
 
@@ -193,6 +198,7 @@ def enrich(model):
                                    for p in fn["params"]) or "void"
     for op in model["ops"]:
         op.setdefault("blis", {})
+        op.setdefault("prefer", "kernel")
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
     for op in model["blob_math"]["ops"]:
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]

@@ -9,7 +9,9 @@ shape, data and diff are byte-for-byte unchanged.
 
 Argument expressions refer to the fixture in the template: fx.ctx, fx.a (float32, 2x3x4x5, data
 and diff written), fx.b (the same shape), fx.other_dtype (float64, same shape), fx.other_count
-(float32, 7 elements), fx.other_shape (float32, 5x4x3x2), fx.i32 and fx.u32 (integer blobs).
+(float32, 7 elements), fx.other_shape (float32, 5x4x3x2), fx.i32 and fx.u32 (integer blobs),
+fx.neo and fx.neo_b (float32 NeoML blobs, 2x1x1x2x1x1x3), fx.window (a window of 1 row of fx.a at
+position 0), and fixture_buffer(&fx) (a mapping of fx.a that the baseline unmaps).
 """
 
 # Valid values for scalar parameters, by check kind.
@@ -32,6 +34,29 @@ VALID_BY_CHECK = {
     "buffer_bytes": "sizeof external_buffer",
     "same_count_blob": "fx.b",
     "same_shape_blob": "fx.b",
+    # NeoML operations
+    "tensor_rank": "2",
+    "neoml_blob": "fx.neo",
+    "named_dim": "CBLOB_DIM_CHANNELS",
+    "compare_axes_count": "2",
+    "compare_axes": "valid_compare_axes",
+    "same_count_dims": "reinterpret_dims",
+    "window": "fx.window",
+    "window_size": "1",
+    "window_position": "1",
+    "window_shift": "1",
+    "matching_dtype": "CBLOB_DTYPE_FLOAT32",
+    "element_length": "120",
+    "same_shape_any_dtype": "fx.b",
+    "blob_count": "1",
+    "blob_list": "(cblob_blob *[]){fx.b}",
+    "neoml_blob_list": "(cblob_blob *[]){fx.neo_b}",
+    "fill_value": "1.5",
+    "object_index": "1",
+    "element_position": "0",
+    "element_count": "120",
+    "access": "CBLOB_ACCESS_READ_WRITE",
+    "mapped_buffer": "fixture_buffer(&fx)",
 }
 
 # Bad values by check kind: (C expression, expected status, what is wrong). Fixture fx.a has 4
@@ -70,6 +95,48 @@ BAD_BY_CHECK = {
                         ("fx.other_dtype", "CBLOB_ERR_DTYPE", "a blob of another dtype")],
     "same_shape_blob": [("fx.other_shape", "CBLOB_ERR_SHAPE", "a blob of another shape"),
                         ("fx.other_dtype", "CBLOB_ERR_DTYPE", "a blob of another dtype")],
+    # NeoML operations. fx.neo has 7 axes and 2 objects; fx.window views 1 of fx.a's 2 rows.
+    "tensor_rank": [("8", "CBLOB_ERR_SHAPE", "8 dims"), ("-1", "CBLOB_ERR_SHAPE", "-1 dims")],
+    "neoml_blob": [("fx.a", "CBLOB_ERR_SHAPE", "a 4-axis blob")],
+    "named_dim": [("7", "CBLOB_ERR_INVALID_ARGUMENT", "dim 7"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "dim -1")],
+    "compare_axes_count": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "-1 axes")],
+    "compare_axes": [("past_end_axes", "CBLOB_ERR_OUT_OF_RANGE", "axis 4 of 4"),
+                     ("negative_axes", "CBLOB_ERR_OUT_OF_RANGE", "axis -1")],
+    "same_count_dims": [("valid_dims", "CBLOB_ERR_SHAPE", "dimensions of another count"),
+                        ("negative_dims", "CBLOB_ERR_SHAPE", "a negative dimension"),
+                        ("overflowing_dims", "CBLOB_ERR_OVERFLOW", "dimensions whose product overflows int64")],
+    "window": [("fx.a", "CBLOB_ERR_STATE", "a blob that is not a window")],
+    "window_size": [("-1", "CBLOB_ERR_SHAPE", "size -1"), ("3", "CBLOB_ERR_OUT_OF_RANGE", "3 rows of 2"),
+                    ("INT64_MAX", "CBLOB_ERR_OUT_OF_RANGE", "size INT64_MAX")],
+    "window_position": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "position -1"), ("2", "CBLOB_ERR_OUT_OF_RANGE", "position 2"),
+                        ("INT64_MIN", "CBLOB_ERR_OUT_OF_RANGE", "position INT64_MIN"),
+                        ("INT64_MAX", "CBLOB_ERR_OUT_OF_RANGE", "position INT64_MAX")],
+    "window_shift": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "shift -1 from 0"), ("2", "CBLOB_ERR_OUT_OF_RANGE", "shift 2"),
+                     ("INT64_MIN", "CBLOB_ERR_OUT_OF_RANGE", "shift INT64_MIN"),
+                     ("INT64_MAX", "CBLOB_ERR_OUT_OF_RANGE", "shift INT64_MAX")],
+    "matching_dtype": [("0", "CBLOB_ERR_INVALID_ARGUMENT", "dtype 0"), ("99", "CBLOB_ERR_INVALID_ARGUMENT", "dtype 99"),
+                       ("CBLOB_DTYPE_FLOAT64", "CBLOB_ERR_DTYPE", "another dtype")],
+    "element_length": [("119", "CBLOB_ERR_SHAPE", "119 of 120 elements"), ("121", "CBLOB_ERR_SHAPE", "121 of 120 elements"),
+                       ("-1", "CBLOB_ERR_SHAPE", "-1 elements")],
+    "same_shape_any_dtype": [("fx.other_shape", "CBLOB_ERR_SHAPE", "a blob of another shape"),
+                             ("fx.other_count", "CBLOB_ERR_SHAPE", "a blob of another count")],
+    "blob_count": [("0", "CBLOB_ERR_INVALID_ARGUMENT", "no blobs"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "-1 blobs")],
+    "blob_list": [("(cblob_blob *[]){NULL}", "CBLOB_ERR_INVALID_ARGUMENT", "a NULL blob in the list"),
+                  ("(cblob_blob *[]){fx.other_shape}", "CBLOB_ERR_SHAPE", "a blob of another shape"),
+                  ("(cblob_blob *[]){fx.other_dtype}", "CBLOB_ERR_DTYPE", "a blob of another dtype"),
+                  ("(cblob_blob *[]){fx.a}", "CBLOB_ERR_INVALID_ARGUMENT", "a blob sharing the written memory")],
+    "neoml_blob_list": [("(cblob_blob *[]){NULL}", "CBLOB_ERR_INVALID_ARGUMENT", "a NULL blob in the list"),
+                        ("(cblob_blob *[]){fx.a}", "CBLOB_ERR_SHAPE", "a 4-axis blob"),
+                        ("(cblob_blob *[]){fx.neo}", "CBLOB_ERR_INVALID_ARGUMENT", "a blob sharing the written memory")],
+    "fill_value": [("1e300", "CBLOB_ERR_OVERFLOW", "1e300 for a float32 blob")],
+    "object_index": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "object -1"), ("2", "CBLOB_ERR_OUT_OF_RANGE", "object 2 of 2"),
+                     ("INT64_MAX", "CBLOB_ERR_OUT_OF_RANGE", "object INT64_MAX")],
+    "element_position": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "position -1"),
+                         ("1", "CBLOB_ERR_OUT_OF_RANGE", "120 elements from position 1 of 120")],
+    "element_count": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "count -1"), ("121", "CBLOB_ERR_OUT_OF_RANGE", "count 121 of 120"),
+                      ("INT64_MAX", "CBLOB_ERR_OUT_OF_RANGE", "count INT64_MAX")],
+    "access": [("0", "CBLOB_ERR_INVALID_ARGUMENT", "access 0"), ("4", "CBLOB_ERR_INVALID_ARGUMENT", "access 4"),
+               ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "access -1")],
 }
 
 SENTINEL_INT = "0x5A5A5A5A"
@@ -101,7 +168,7 @@ def out_declaration(p):
 def valid_argument(fn, p, blob_slot):
     if p["dir"] == "out":
         return out_declaration(p)[1]
-    if p["check"] in ("same_count_blob", "same_shape_blob"):
+    if p["check"]:  # before the handle defaults: a check kind on a handle names its fixture
         return VALID_BY_CHECK[p["check"]]
     if p["is_handle"] and p["base"] == "cblob_context":
         return "fx.ctx"
@@ -109,8 +176,6 @@ def valid_argument(fn, p, blob_slot):
         return "fx.a" if blob_slot == 0 else "fx.b"
     if p["base"] == "cblob_release_fn":
         return "count_release"
-    if p["check"]:
-        return VALID_BY_CHECK[p["check"]]
     if p["base"] == "void" and p["depth"] == 1:
         return "NULL" if p["nullable"] else "external_buffer"
     if p["base"] in ("double", "float"):

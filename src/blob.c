@@ -8,7 +8,7 @@
 
 /* ---- lifetime ------------------------------------------------------------------------- */
 
-static cblob_status check_dtype(cblob_dtype dtype, const cb_dtype_info **out)
+cblob_status cb_check_dtype(cblob_dtype dtype, const cb_dtype_info **out)
 {
     const cb_dtype_info *info = cb_dtype_find(dtype);
     if (info == NULL)
@@ -20,7 +20,7 @@ static cblob_status check_dtype(cblob_dtype dtype, const cb_dtype_info **out)
 cblob_status cb_blob_new(cblob_context *context, cblob_dtype dtype, cblob_blob **out)
 {
     const cb_dtype_info *info = NULL;
-    CB_TRY(check_dtype(dtype, &info));
+    CB_TRY(cb_check_dtype(dtype, &info));
     cblob_blob *blob = calloc(1, sizeof *blob);
     if (blob == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a blob");
@@ -36,16 +36,20 @@ cblob_status cb_blob_new(cblob_context *context, cblob_dtype dtype, cblob_blob *
 
 void cb_blob_release(cblob_blob *blob)
 {
-    if (blob == NULL || atomic_fetch_sub_explicit(&blob->holders, 1, memory_order_acq_rel) != 1)
-        return;
-    for (int p = 0; p < CB_PARTS; ++p)
-        cb_storage_release(blob->storage[p]);
-    cb_context_release(blob->context);
-    free(blob);
+    /* A window holds its parent: freeing the last window of a chain lets go of the parents in
+     * turn, in a loop rather than a recursion as deep as the nesting. */
+    while (blob != NULL && atomic_fetch_sub_explicit(&blob->holders, 1, memory_order_acq_rel) == 1) {
+        cblob_blob *parent = blob->parent;
+        for (int p = 0; p < CB_PARTS; ++p)
+            cb_storage_release(blob->storage[p]);
+        cb_context_release(blob->context);
+        free(blob);
+        blob = parent;
+    }
 }
 
-static cblob_status create_shaped(cblob_context *context, cblob_dtype dtype, int32_t num_axes,
-                                  const int64_t *dims, cblob_blob **out_blob)
+cblob_status cb_blob_create(cblob_context *context, cblob_dtype dtype, int32_t num_axes, const int64_t *dims,
+                            cblob_blob **out_blob)
 {
     CB_REQUIRE(context);
     CB_REQUIRE(out_blob);
@@ -64,7 +68,7 @@ CBLOB_API cblob_status cblob_blob_create(cblob_context *context, cblob_dtype dty
                                          const int64_t *shape, cblob_blob **out_blob)
 {
     CB_ENTER();
-    return create_shaped(context, dtype, num_axes, shape, out_blob);
+    return cb_blob_create(context, dtype, num_axes, shape, out_blob);
 }
 
 CBLOB_API cblob_status cblob_blob_create_legacy(cblob_context *context, cblob_dtype dtype, int64_t num,
@@ -73,7 +77,7 @@ CBLOB_API cblob_status cblob_blob_create_legacy(cblob_context *context, cblob_dt
 {
     CB_ENTER();
     const int64_t dims[4] = {num, channels, height, width};
-    return create_shaped(context, dtype, 4, dims, out_blob);
+    return cb_blob_create(context, dtype, 4, dims, out_blob);
 }
 
 CBLOB_API cblob_status cblob_blob_create_empty(cblob_context *context, cblob_dtype dtype, cblob_blob **out_blob)
@@ -88,7 +92,7 @@ CBLOB_API cblob_status cblob_blob_retain(cblob_blob *blob)
 {
     CB_ENTER();
     CB_REQUIRE(blob);
-    atomic_fetch_add_explicit(&blob->holders, 1, memory_order_relaxed);
+    cb_blob_retain(blob);
     return CBLOB_OK;
 }
 
@@ -102,6 +106,8 @@ CBLOB_API void cblob_blob_destroy(cblob_blob *blob)
 
 int64_t cb_blob_capacity(const cblob_blob *blob)
 {
+    if (cb_blob_is_window(blob))
+        return blob->window_elements;
     if (blob->storage[0] == NULL)
         return 0;
     size_t bytes = blob->storage[0]->size;
@@ -119,10 +125,13 @@ cblob_status cb_reshape_prepare(const cblob_blob *blob, int32_t num_axes, const 
 {
     memset(plan, 0, sizeof *plan);
     CB_TRY(cb_shape_make(num_axes, dims, blob->dtype->size, &plan->shape));
+    if (blob->mappings != NULL && !cb_shape_equal(&plan->shape, &blob->shape))
+        return cb_fail(CBLOB_ERR_STATE, "the blob has open mappings (cblob_blob_map); unmap them before reshaping");
     if (plan->shape.count <= cb_blob_capacity(blob))
         return CBLOB_OK;
-    if (blob->offset_bytes != 0)
-        return cb_fail(CBLOB_ERR_STATE, "a window cannot grow past its parent's storage");
+    if (cb_blob_is_window(blob))
+        return cb_fail(CBLOB_ERR_STATE, "a window cannot grow past the %" PRId64 " elements it views",
+                       blob->window_elements);
     /* Growing past capacity: fresh storage for both parts, as Caffe does. */
     size_t bytes = (size_t)plan->shape.count * blob->dtype->size;
     for (int p = 0; p < CB_PARTS; ++p) {
@@ -409,9 +418,14 @@ cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool writable, void
 
 cblob_status cb_blob_device(cblob_blob *blob, cblob_part part, bool writable, void **out)
 {
-    cb_storage *storage = blob->storage[part];
     const cb_device *device;
     CB_TRY(cb_context_device(blob->context, &device));
+    return cb_blob_device_on(blob, part, device, writable, out);
+}
+
+cblob_status cb_blob_device_on(cblob_blob *blob, cblob_part part, const cb_device *device, bool writable, void **out)
+{
+    cb_storage *storage = blob->storage[part];
     if (storage == NULL) {
         *out = NULL;
         return CBLOB_OK;
@@ -508,7 +522,7 @@ CBLOB_API cblob_status cblob_blob_set_cpu_data(cblob_blob *blob, void *ptr, size
     if (size_bytes < needed)
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "size_bytes is %zu but %" PRId64 " %s elements need %zu",
                        size_bytes, blob->shape.count, blob->dtype->name, needed);
-    if (blob->offset_bytes != 0)
+    if (cb_blob_is_window(blob))
         return cb_fail(CBLOB_ERR_STATE, "a window views its parent's memory and cannot take a buffer of its own");
     /* Caffe frees its owned buffer and keeps the pointer it was given: a dangling one if the
      * caller passed that buffer back. */
@@ -517,6 +531,9 @@ CBLOB_API cblob_status cblob_blob_set_cpu_data(cblob_blob *blob, void *ptr, size
             return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
                            "ptr points into the blob's own %s buffer, which cblob allocated and frees itself",
                            p == CBLOB_PART_DATA ? "data" : "diff");
+    if (blob->mappings != NULL ||
+        (blob->storage[CBLOB_PART_DATA] != NULL && atomic_load(&blob->storage[CBLOB_PART_DATA]->direct_mappings) > 0))
+        return cb_fail(CBLOB_ERR_STATE, "the data has open mappings (cblob_blob_map); unmap them first");
     if (blob->storage[CBLOB_PART_DATA] == NULL || blob->storage[CBLOB_PART_DATA]->size != needed) {
         /* Caffe replaces data and diff with storage of exactly count elements first. */
         cb_storage *fresh[CB_PARTS] = {NULL, NULL};
@@ -550,8 +567,10 @@ CBLOB_API cblob_status cblob_blob_share(cblob_blob *blob, cblob_blob *other, cbl
                        blob->shape.count, other->shape.count);
     if (other->storage[part] == NULL)
         return cb_fail(CBLOB_ERR_STATE, "other has no storage to share (it has never had elements)");
-    if (blob->offset_bytes != other->offset_bytes)
-        return cb_fail(CBLOB_ERR_STATE, "a window and a blob at another offset cannot share memory");
+    if (cb_blob_is_window(blob) || cb_blob_is_window(other))
+        return cb_fail(CBLOB_ERR_STATE, "windows view their parent's memory and take no part in sharing");
+    if (blob->mappings != NULL)
+        return cb_fail(CBLOB_ERR_STATE, "the blob has open mappings (cblob_blob_map); unmap them first");
     if (blob->storage[part] == other->storage[part])
         return CBLOB_OK;
     /* A blob that never had storage gets its other part too, so that both parts always exist

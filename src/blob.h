@@ -26,11 +26,35 @@ struct cblob_blob {
     /* Where this blob's first element sits in its storages: non-zero only for windows, which
      * view part of a parent's storages. */
     size_t offset_bytes;
+    /* Windows (src/neoml/window.c): the blob this one views, held; NULL for a blob that is not a
+     * window. window_elements is how many elements from offset_bytes on the window may use: its
+     * capacity, so that no reshape takes it past its view. */
+    cblob_blob *parent;
+    int64_t window_position, window_size, window_elements;
+    /* The most recent open mapping (src/neoml/buffer.c), NULL when none: mappings close last in,
+     * first out, and while one is open the blob keeps its shape and storage. */
+    struct cblob_buffer *mappings;
 };
 
 /* A new blob with no axes, count 0 and no storage (Caffe's default Blob). */
 cblob_status cb_blob_new(cblob_context *context, cblob_dtype dtype, cblob_blob **out);
+/* A new blob of the given shape (Caffe's Blob(shape)); nothing is allocated until first access. */
+cblob_status cb_blob_create(cblob_context *context, cblob_dtype dtype, int32_t num_axes, const int64_t *dims,
+                            cblob_blob **out);
 void cb_blob_release(cblob_blob *blob);
+
+static inline void cb_blob_retain(cblob_blob *blob)
+{
+    atomic_fetch_add_explicit(&blob->holders, 1, memory_order_relaxed);
+}
+
+/* The row of a valid dtype, or CBLOB_ERR_INVALID_ARGUMENT naming the bad value. */
+cblob_status cb_check_dtype(cblob_dtype dtype, const cb_dtype_info **out);
+
+static inline bool cb_blob_is_window(const cblob_blob *blob)
+{
+    return blob->parent != NULL;
+}
 
 /* Elements the blob's storages can hold from its offset on (0 without storage). */
 int64_t cb_blob_capacity(const cblob_blob *blob);
@@ -56,6 +80,9 @@ cblob_status cb_blob_reshape(cblob_blob *blob, int32_t num_axes, const int64_t *
  * elements. They move the storage's head exactly as Caffe's accessors do. */
 cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool writable, void **out);
 cblob_status cb_blob_device(cblob_blob *blob, cblob_part part, bool writable, void **out);
+/* cb_blob_device on a given device rather than the blob's context's: operations on several blobs
+ * run all of them on the device of the one they write. */
+cblob_status cb_blob_device_on(cblob_blob *blob, cblob_part part, const cb_device *device, bool writable, void **out);
 
 /* The head of a part (UNINITIALIZED for a blob without storage). */
 cblob_head cb_blob_head(const cblob_blob *blob, cblob_part part);

@@ -29,6 +29,10 @@ typedef struct cb_storage {
     cb_device host_pinned_device;
     cb_release host_release;
 
+    /* Open mappings that point straight into `host` (src/neoml/buffer.c): while any is open the
+     * host buffer must not be replaced under them. */
+    atomic_int direct_mappings;
+
     void *dev;
     bool dev_owned;
     cb_device device; /* valid while dev != NULL */

@@ -23,6 +23,22 @@ typedef struct cb_device_kernels {
     cblob_status (*axpy)(const struct cb_device *device, cblob_dtype dtype, int64_t n, double alpha, const void *x, void *y);
     /* x[i] *= alpha */
     cblob_status (*scale)(const struct cb_device *device, cblob_dtype dtype, int64_t n, double alpha, void *x);
+    /* x[i] = value (value is exact in T: the caller checked it) */
+    cblob_status (*fill)(const struct cb_device *device, cblob_dtype dtype, int64_t n, double value, void *x);
+    /* y[i] += x[i]; integers wrap modulo 2^32; x may be y itself */
+    cblob_status (*add)(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y);
+    /* copies `rows` rows of `cols` elements from x (rows x_stride apart) to y (rows y_stride apart); n = rows * cols */
+    cblob_status (*copy_strided)(const struct cb_device *device, cblob_dtype dtype, int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);
+    /* swaps two axes: x viewed as [outer, rows, middle, cols, inner] is written to y as [outer, cols, middle, rows, inner]; n = the product of all five */
+    cblob_status (*transpose)(const struct cb_device *device, cblob_dtype dtype, int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
+    /* y[i] = x[i] converted to float32 */
+    cblob_status (*convert_to_f32)(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y);
+    /* y[i] = x[i] converted to float64 */
+    cblob_status (*convert_to_f64)(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y);
+    /* y[i] = x[i] converted to int32 */
+    cblob_status (*convert_to_i32)(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y);
+    /* y[i] = x[i] converted to uint32 */
+    cblob_status (*convert_to_u32)(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y);
 } cb_device_kernels;
 
 #endif

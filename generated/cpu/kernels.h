@@ -21,6 +21,22 @@ typedef struct cb_cpu_kernels {
     cblob_status (*axpy)(int64_t n, double alpha, const void *x, void *y);
     /* x[i] *= alpha */
     cblob_status (*scale)(int64_t n, double alpha, void *x);
+    /* x[i] = value (value is exact in T: the caller checked it) */
+    cblob_status (*fill)(int64_t n, double value, void *x);
+    /* y[i] += x[i]; integers wrap modulo 2^32; x may be y itself */
+    cblob_status (*add)(int64_t n, const void *x, void *y);
+    /* copies `rows` rows of `cols` elements from x (rows x_stride apart) to y (rows y_stride apart); n = rows * cols */
+    cblob_status (*copy_strided)(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);
+    /* swaps two axes: x viewed as [outer, rows, middle, cols, inner] is written to y as [outer, cols, middle, rows, inner]; n = the product of all five */
+    cblob_status (*transpose)(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
+    /* y[i] = x[i] converted to float32 */
+    cblob_status (*convert_to_f32)(int64_t n, const void *x, void *y);
+    /* y[i] = x[i] converted to float64 */
+    cblob_status (*convert_to_f64)(int64_t n, const void *x, void *y);
+    /* y[i] = x[i] converted to int32 */
+    cblob_status (*convert_to_i32)(int64_t n, const void *x, void *y);
+    /* y[i] = x[i] converted to uint32 */
+    cblob_status (*convert_to_u32)(int64_t n, const void *x, void *y);
 } cb_cpu_kernels;
 
 /* Indexed by cblob_dtype value; row 0 is unused (no dtype has value 0). */
@@ -36,6 +52,14 @@ cblob_status cb_cpu_axpy_f32(int64_t n, double alpha, const void *x, void *y);
 cblob_status cb_blis_axpy_f32(int64_t n, double alpha, const void *x, void *y);
 cblob_status cb_cpu_scale_f32(int64_t n, double alpha, void *x);
 cblob_status cb_blis_scale_f32(int64_t n, double alpha, void *x);
+cblob_status cb_cpu_fill_f32(int64_t n, double value, void *x);
+cblob_status cb_cpu_add_f32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_copy_strided_f32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);
+cblob_status cb_cpu_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
+cblob_status cb_cpu_convert_to_f32_f32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_convert_to_f64_f32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_convert_to_i32_f32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_convert_to_u32_f32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_asum_f64(int64_t n, const void *x, double *out);
 cblob_status cb_blis_asum_f64(int64_t n, const void *x, double *out);
 cblob_status cb_cpu_sumsq_f64(int64_t n, const void *x, double *out);
@@ -44,5 +68,29 @@ cblob_status cb_cpu_axpy_f64(int64_t n, double alpha, const void *x, void *y);
 cblob_status cb_blis_axpy_f64(int64_t n, double alpha, const void *x, void *y);
 cblob_status cb_cpu_scale_f64(int64_t n, double alpha, void *x);
 cblob_status cb_blis_scale_f64(int64_t n, double alpha, void *x);
+cblob_status cb_cpu_fill_f64(int64_t n, double value, void *x);
+cblob_status cb_cpu_add_f64(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);
+cblob_status cb_cpu_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
+cblob_status cb_cpu_convert_to_f32_f64(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_convert_to_f64_f64(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_convert_to_i32_f64(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_convert_to_u32_f64(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_fill_i32(int64_t n, double value, void *x);
+cblob_status cb_cpu_add_i32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);
+cblob_status cb_cpu_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
+cblob_status cb_cpu_convert_to_f32_i32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_convert_to_f64_i32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_convert_to_i32_i32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_convert_to_u32_i32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_fill_u32(int64_t n, double value, void *x);
+cblob_status cb_cpu_add_u32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);
+cblob_status cb_cpu_transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
+cblob_status cb_cpu_convert_to_f32_u32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_convert_to_f64_u32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_convert_to_i32_u32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_convert_to_u32_u32(int64_t n, const void *x, void *y);
 
 #endif

@@ -5,6 +5,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <blis.h>
 
@@ -19,3 +20,244 @@
 /* Elements per 512-bit vector, and independent accumulators for reductions (dtypes.yaml). */
 #define CB_VECTOR 16
 #define CB_LANES 64
+
+/* fill: x[i] = value (value is exact in T: the caller checked it) */
+static CB_VECTOR_CLONES cblob_status fill_i32_vector(int64_t n, double value_, void *x_)
+{
+    const int32_t value = (int32_t)value_;
+    int32_t *restrict x = x_;
+    for (int64_t i = 0; i < n; ++i)
+        x[i] = value;
+    return CBLOB_OK;
+}
+
+/* The entry other files call is a plain function that calls the clones from this file: clang 14
+ * resolves target_clones only for calls inside the defining translation unit (and gives every
+ * resolver a global name, hence the dtype in the clone's name). */
+cblob_status cb_cpu_fill_i32(int64_t n, double value, void *x)
+{
+    return fill_i32_vector(n, value, x);
+}
+
+/* add: y[i] += x[i]; integers wrap modulo 2^32; x may be y itself */
+static CB_VECTOR_CLONES cblob_status add_i32_vector(int64_t n, const void *x_, void *y_)
+{
+    const int32_t *x = x_;
+    int32_t *y = y_;
+    for (int64_t i = 0; i < n; ++i)
+        y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+    return CBLOB_OK;
+}
+
+/* The entry other files call is a plain function that calls the clones from this file: clang 14
+ * resolves target_clones only for calls inside the defining translation unit (and gives every
+ * resolver a global name, hence the dtype in the clone's name). */
+cblob_status cb_cpu_add_i32(int64_t n, const void *x, void *y)
+{
+    return add_i32_vector(n, x, y);
+}
+
+/* copy_strided: copies `rows` rows of `cols` elements from x (rows x_stride apart) to y (rows y_stride apart); n = rows * cols */
+#ifndef CB_SHORT_ROW_BYTES
+#  define CB_SHORT_ROW_BYTES 512
+#endif
+static CB_VECTOR_CLONES cblob_status copy_strided_i32_vector(int64_t n, int64_t rows, int64_t cols,
+                                                                const void *x_, int64_t x_stride, void *y_,
+                                                                int64_t y_stride)
+{
+    const int32_t *restrict x = x_;
+    int32_t *restrict y = y_;
+    if (n == 0)
+        return CBLOB_OK;
+    if (cols == x_stride && cols == y_stride) {
+        memcpy(y, x, (size_t)n * sizeof *y);
+        return CBLOB_OK;
+    }
+    if ((size_t)cols * sizeof *y >= CB_SHORT_ROW_BYTES) {
+        for (int64_t r = 0; r < rows; ++r)
+            memcpy(y + r * y_stride, x + r * x_stride, (size_t)cols * sizeof *y);
+        return CBLOB_OK;
+    }
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+            y[r * y_stride + c] = x[r * x_stride + c];
+    return CBLOB_OK;
+}
+
+/* The entry other files call is a plain function that calls the clones from this file: clang 14
+ * resolves target_clones only for calls inside the defining translation unit (and gives every
+ * resolver a global name, hence the dtype in the clone's name). */
+cblob_status cb_cpu_copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride)
+{
+    return copy_strided_i32_vector(n, rows, cols, x, x_stride, y, y_stride);
+}
+
+/* transpose: swaps two axes: x viewed as [outer, rows, middle, cols, inner] is written to y as [outer, cols, middle, rows, inner]; n = the product of all five */
+#if defined(__has_builtin)
+#  if __has_builtin(__builtin_shufflevector)
+#    define CB_HAVE_SHUFFLE 1
+#  endif
+#endif
+#ifdef CB_HAVE_SHUFFLE
+typedef int32_t cb_lanes8_i32 __attribute__((vector_size(8 * sizeof(int32_t))));
+
+/* y[j * ly + i] = x[i * lx + j] for an 8 x 8 block: unpack pairs, then pairs of pairs, then halves. */
+static inline __attribute__((always_inline)) void transpose_8x8_i32(const int32_t *x, int64_t lx,
+                                                                           int32_t *y, int64_t ly)
+{
+    typedef cb_lanes8_i32 lanes;
+    lanes r[8], t[8], u[8];
+    for (int i = 0; i < 8; ++i)
+        memcpy(&r[i], x + i * lx, sizeof r[i]);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = __builtin_shufflevector(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 1] = __builtin_shufflevector(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        u[i + 2] = __builtin_shufflevector(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 3] = __builtin_shufflevector(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+    for (int i = 0; i < 4; ++i) {
+        const lanes low = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        const lanes high = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+        memcpy(y + i * ly, &low, sizeof low);
+        memcpy(y + (i + 4) * ly, &high, sizeof high);
+    }
+}
+#else
+static inline void transpose_8x8_i32(const int32_t *x, int64_t lx, int32_t *y, int64_t ly)
+{
+    for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < 8; ++j)
+            y[j * ly + i] = x[i * lx + j];
+}
+#endif
+
+static CB_VECTOR_CLONES cblob_status transpose_i32_vector(int64_t n, int64_t outer, int64_t rows, int64_t middle,
+                                                              int64_t cols, int64_t inner, const void *x_, void *y_)
+{
+    (void)n;
+    enum { TILE = 64 };
+    const int32_t *restrict x = x_;
+    int32_t *restrict y = y_;
+    const int64_t x_row = middle * cols * inner; /* x's step from r to r + 1 */
+    const int64_t y_col = middle * rows * inner; /* y's step from c to c + 1 */
+    int32_t buffer[TILE * TILE];
+    for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t m = 0; m < middle; ++m) {
+            const int32_t *restrict xs = x + (o * rows * middle + m) * cols * inner;
+            int32_t *restrict ys = y + (o * cols * middle + m) * rows * inner;
+            for (int64_t r0 = 0; r0 < rows; r0 += TILE) {
+                const int64_t r1 = r0 + TILE < rows ? r0 + TILE : rows;
+                for (int64_t c0 = 0; c0 < cols; c0 += TILE) {
+                    const int64_t c1 = c0 + TILE < cols ? c0 + TILE : cols;
+                    if (inner == 1 && r1 - r0 == TILE && c1 - c0 == TILE) {
+                        for (int r = 0; r < TILE; r += 8)
+                            for (int c = 0; c < TILE; c += 8)
+                                transpose_8x8_i32(xs + (r0 + r) * x_row + c0 + c, x_row, buffer + c * TILE + r, TILE);
+                        for (int c = 0; c < TILE; ++c)
+                            memcpy(ys + (c0 + c) * y_col + r0, buffer + c * TILE, sizeof buffer[0] * TILE);
+                        continue;
+                    }
+                    for (int64_t c = c0; c < c1; ++c)
+                        for (int64_t r = r0; r < r1; ++r)
+                            for (int64_t i = 0; i < inner; ++i)
+                                ys[c * y_col + r * inner + i] = xs[r * x_row + c * inner + i];
+                }
+            }
+        }
+    }
+    return CBLOB_OK;
+}
+
+/* The entry other files call is a plain function that calls the clones from this file: clang 14
+ * resolves target_clones only for calls inside the defining translation unit (and gives every
+ * resolver a global name, hence the dtype in the clone's name). */
+cblob_status cb_cpu_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
+{
+    return transpose_i32_vector(n, outer, rows, middle, cols, inner, x, y);
+}
+
+/* convert_to_f32: y[i] = x[i] converted to float32 */
+static CB_VECTOR_CLONES cblob_status convert_to_f32_i32_vector(int64_t n, const void *x_, void *y_)
+{
+    const int32_t *restrict x = x_;
+    float *restrict y = y_;
+    for (int64_t i = 0; i < n; ++i) {
+        y[i] = (float)x[i];
+    }
+    return CBLOB_OK;
+}
+
+/* The entry other files call is a plain function that calls the clones from this file: clang 14
+ * resolves target_clones only for calls inside the defining translation unit (and gives every
+ * resolver a global name, hence the dtype in the clone's name). */
+cblob_status cb_cpu_convert_to_f32_i32(int64_t n, const void *x, void *y)
+{
+    return convert_to_f32_i32_vector(n, x, y);
+}
+
+/* convert_to_f64: y[i] = x[i] converted to float64 */
+static CB_VECTOR_CLONES cblob_status convert_to_f64_i32_vector(int64_t n, const void *x_, void *y_)
+{
+    const int32_t *restrict x = x_;
+    double *restrict y = y_;
+    for (int64_t i = 0; i < n; ++i) {
+        y[i] = (double)x[i];
+    }
+    return CBLOB_OK;
+}
+
+/* The entry other files call is a plain function that calls the clones from this file: clang 14
+ * resolves target_clones only for calls inside the defining translation unit (and gives every
+ * resolver a global name, hence the dtype in the clone's name). */
+cblob_status cb_cpu_convert_to_f64_i32(int64_t n, const void *x, void *y)
+{
+    return convert_to_f64_i32_vector(n, x, y);
+}
+
+/* convert_to_i32: y[i] = x[i] converted to int32 */
+static CB_VECTOR_CLONES cblob_status convert_to_i32_i32_vector(int64_t n, const void *x_, void *y_)
+{
+    const int32_t *restrict x = x_;
+    int32_t *restrict y = y_;
+    for (int64_t i = 0; i < n; ++i) {
+        y[i] = (int32_t)x[i];
+    }
+    return CBLOB_OK;
+}
+
+/* The entry other files call is a plain function that calls the clones from this file: clang 14
+ * resolves target_clones only for calls inside the defining translation unit (and gives every
+ * resolver a global name, hence the dtype in the clone's name). */
+cblob_status cb_cpu_convert_to_i32_i32(int64_t n, const void *x, void *y)
+{
+    return convert_to_i32_i32_vector(n, x, y);
+}
+
+/* convert_to_u32: y[i] = x[i] converted to uint32 */
+static CB_VECTOR_CLONES cblob_status convert_to_u32_i32_vector(int64_t n, const void *x_, void *y_)
+{
+    const int32_t *restrict x = x_;
+    uint32_t *restrict y = y_;
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t v = (int64_t)x[i];
+        if (v <= (int64_t)0)
+            y[i] = (uint32_t)0;
+        else if (v >= (int64_t)UINT32_MAX)
+            y[i] = (uint32_t)UINT32_MAX;
+        else
+            y[i] = (uint32_t)v;
+    }
+    return CBLOB_OK;
+}
+
+/* The entry other files call is a plain function that calls the clones from this file: clang 14
+ * resolves target_clones only for calls inside the defining translation unit (and gives every
+ * resolver a global name, hence the dtype in the clone's name). */
+cblob_status cb_cpu_convert_to_u32_i32(int64_t n, const void *x, void *y)
+{
+    return convert_to_u32_i32_vector(n, x, y);
+}

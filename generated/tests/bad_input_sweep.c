@@ -22,14 +22,17 @@ typedef struct fixture {
     cblob_blob *other_shape; /* float32 5x4x3x2 */
     cblob_blob *i32;         /* int32 2x3x4x5 */
     cblob_blob *u32;         /* uint32 2x3x4x5 */
+    cblob_blob *neo;         /* float32 NeoML blob 2x1x1x2x1x1x3 (2 objects of 6) */
+    cblob_blob *neo_b;       /* the same shape */
+    cblob_blob *window;      /* a window of 1 row of a, at position 0 */
 } fixture;
 
-#define FIXTURE_BLOBS 7
+#define FIXTURE_BLOBS 10
 
 static cblob_blob **fixture_blobs(fixture *fx, int i)
 {
     cblob_blob **all[FIXTURE_BLOBS] = {&fx->a, &fx->b, &fx->other_dtype, &fx->other_count, &fx->other_shape,
-                                       &fx->i32, &fx->u32};
+                                       &fx->i32, &fx->u32, &fx->neo, &fx->neo_b, &fx->window};
     return all[i];
 }
 
@@ -50,6 +53,10 @@ static const int64_t oversized_dims[2] = {INT64_MAX / 4 + 1, 1};
 static const int64_t valid_indices[2] = {1, 2};
 static const int64_t past_end_indices[2] = {2, 0};
 static const int64_t negative_indices[2] = {-1, 0};
+static const int64_t reinterpret_dims[2] = {10, 12}; /* the count of fx.a */
+static const int32_t valid_compare_axes[2] = {0, 3};
+static const int32_t past_end_axes[2] = {0, 4};
+static const int32_t negative_axes[2] = {-1, 0};
 
 static int buffer_untouched(const char *buffer, size_t size)
 {
@@ -88,6 +95,7 @@ static int fixture_setup(fixture *fx)
     memset(fx, 0, sizeof *fx);
     release_calls = 0;
     const int64_t s2345[4] = {2, 3, 4, 5}, s5432[4] = {5, 4, 3, 2}, s7[1] = {7};
+    const int64_t neoml[CBLOB_NEOML_AXES] = {2, 1, 1, 2, 1, 1, 3};
     if (cblob_context_create(&fx->ctx) != CBLOB_OK ||
         cblob_blob_create(fx->ctx, CBLOB_DTYPE_FLOAT32, 4, s2345, &fx->a) != CBLOB_OK ||
         cblob_blob_create(fx->ctx, CBLOB_DTYPE_FLOAT32, 4, s2345, &fx->b) != CBLOB_OK ||
@@ -95,12 +103,23 @@ static int fixture_setup(fixture *fx)
         cblob_blob_create(fx->ctx, CBLOB_DTYPE_FLOAT32, 1, s7, &fx->other_count) != CBLOB_OK ||
         cblob_blob_create(fx->ctx, CBLOB_DTYPE_FLOAT32, 4, s5432, &fx->other_shape) != CBLOB_OK ||
         cblob_blob_create(fx->ctx, CBLOB_DTYPE_INT32, 4, s2345, &fx->i32) != CBLOB_OK ||
-        cblob_blob_create(fx->ctx, CBLOB_DTYPE_UINT32, 4, s2345, &fx->u32) != CBLOB_OK)
+        cblob_blob_create(fx->ctx, CBLOB_DTYPE_UINT32, 4, s2345, &fx->u32) != CBLOB_OK ||
+        cblob_blob_create(fx->ctx, CBLOB_DTYPE_FLOAT32, CBLOB_NEOML_AXES, neoml, &fx->neo) != CBLOB_OK ||
+        cblob_blob_create(fx->ctx, CBLOB_DTYPE_FLOAT32, CBLOB_NEOML_AXES, neoml, &fx->neo_b) != CBLOB_OK ||
+        cblob_window_create(fx->a, 1, &fx->window) != CBLOB_OK)
         return 0;
     for (int i = 0; i < FIXTURE_BLOBS; ++i)
         if (!fill(*fixture_blobs(fx, i), i))
             return 0;
     return 1;
+}
+
+/* A mapping of fx.a, for the calls that take one. */
+static cblob_buffer *fixture_buffer(fixture *fx)
+{
+    cblob_buffer *buffer = NULL;
+    void *ptr = NULL;
+    return cblob_blob_map(fx->a, CBLOB_PART_DATA, 0, 1, CBLOB_ACCESS_READ, &buffer, &ptr) == CBLOB_OK ? buffer : NULL;
 }
 
 static void fixture_teardown(fixture *fx)
@@ -2769,6 +2788,4180 @@ TEST(sweep_cblob_blob_scale)
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_blob_scale with an integer blob (fx.u32): fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_blob_scale with an integer blob (fx.u32): a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_create_tensor)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_create_tensor(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, valid_dims, &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_create_tensor)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_tensor(NULL, CBLOB_DTYPE_FLOAT32, 2, valid_dims, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_tensor", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_tensor with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_tensor with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_tensor with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_tensor(fx.ctx, 0, 2, valid_dims, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_tensor", "dtype: dtype 0");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_tensor with dtype: dtype 0: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_tensor with dtype: dtype 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_tensor with dtype: dtype 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 99 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_tensor(fx.ctx, 99, 2, valid_dims, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_tensor", "dtype: dtype 99");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_tensor with dtype: dtype 99: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_tensor with dtype: dtype 99: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_tensor with dtype: dtype 99: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_tensor(fx.ctx, -1, 2, valid_dims, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_tensor", "dtype: dtype -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_tensor with dtype: dtype -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_tensor with dtype: dtype -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_tensor with dtype: dtype -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_dims: 8 dims */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_tensor(fx.ctx, CBLOB_DTYPE_FLOAT32, 8, valid_dims, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_tensor", "num_dims: 8 dims");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_tensor with num_dims: 8 dims: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_tensor with num_dims: 8 dims: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_tensor with num_dims: 8 dims: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_dims: -1 dims */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_tensor(fx.ctx, CBLOB_DTYPE_FLOAT32, -1, valid_dims, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_tensor", "num_dims: -1 dims");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_tensor with num_dims: -1 dims: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_tensor with num_dims: -1 dims: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_tensor with num_dims: -1 dims: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dims = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_tensor(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_tensor", "dims = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_tensor with dims = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_tensor with dims = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_tensor with dims = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dims: a negative dimension */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_tensor(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, negative_dims, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_tensor", "dims: a negative dimension");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_tensor with dims: a negative dimension: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_tensor with dims: a negative dimension: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_tensor with dims: a negative dimension: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dims: dimensions whose product overflows int64 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_tensor(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, overflowing_dims, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_tensor", "dims: dimensions whose product overflows int64");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_tensor with dims: dimensions whose product overflows int64: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_tensor with dims: dimensions whose product overflows int64: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_tensor with dims: dimensions whose product overflows int64: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dims: a count whose byte size overflows */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_tensor(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, oversized_dims, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_tensor", "dims: a count whose byte size overflows");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_tensor with dims: a count whose byte size overflows: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_tensor with dims: a count whose byte size overflows: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_tensor with dims: a count whose byte size overflows: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_tensor(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, valid_dims, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_tensor", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_tensor with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_tensor with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_tensor with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_create_vector)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_create_vector(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_create_vector)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_vector(NULL, CBLOB_DTYPE_FLOAT32, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_vector", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_vector with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_vector with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_vector with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_vector(fx.ctx, 0, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_vector", "dtype: dtype 0");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_vector with dtype: dtype 0: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_vector with dtype: dtype 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_vector with dtype: dtype 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 99 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_vector(fx.ctx, 99, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_vector", "dtype: dtype 99");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_vector with dtype: dtype 99: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_vector with dtype: dtype 99: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_vector with dtype: dtype 99: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_vector(fx.ctx, -1, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_vector", "dtype: dtype -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_vector with dtype: dtype -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_vector with dtype: dtype -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_vector with dtype: dtype -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_vector(fx.ctx, CBLOB_DTYPE_FLOAT32, -1, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_vector", "size: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_vector with size: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_vector with size: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_vector with size: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_vector(fx.ctx, CBLOB_DTYPE_FLOAT32, INT64_MIN, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_vector", "size: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_vector with size: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_vector with size: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_vector with size: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_vector(fx.ctx, CBLOB_DTYPE_FLOAT32, INT64_MAX, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_vector", "size: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_vector with size: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_vector with size: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_vector with size: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_vector(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_vector", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_vector with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_vector with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_vector with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_create_matrix)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_create_matrix(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_create_matrix)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_matrix(NULL, CBLOB_DTYPE_FLOAT32, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_matrix", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_matrix with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_matrix with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_matrix with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_matrix(fx.ctx, 0, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_matrix", "dtype: dtype 0");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_matrix with dtype: dtype 0: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_matrix with dtype: dtype 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_matrix with dtype: dtype 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 99 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_matrix(fx.ctx, 99, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_matrix", "dtype: dtype 99");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_matrix with dtype: dtype 99: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_matrix with dtype: dtype 99: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_matrix with dtype: dtype 99: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_matrix(fx.ctx, -1, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_matrix", "dtype: dtype -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_matrix with dtype: dtype -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_matrix with dtype: dtype -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_matrix with dtype: dtype -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* height: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_matrix(fx.ctx, CBLOB_DTYPE_FLOAT32, -1, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_matrix", "height: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_matrix with height: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_matrix with height: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_matrix with height: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* height: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_matrix(fx.ctx, CBLOB_DTYPE_FLOAT32, INT64_MIN, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_matrix", "height: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_matrix with height: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_matrix with height: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_matrix with height: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* height: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_matrix(fx.ctx, CBLOB_DTYPE_FLOAT32, INT64_MAX, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_matrix", "height: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_matrix with height: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_matrix with height: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_matrix with height: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* width: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_matrix(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, -1, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_matrix", "width: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_matrix with width: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_matrix with width: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_matrix with width: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* width: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_matrix(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, INT64_MIN, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_matrix", "width: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_matrix with width: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_matrix with width: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_matrix with width: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* width: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_matrix(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, INT64_MAX, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_matrix", "width: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_matrix with width: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_matrix with width: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_matrix with width: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_matrix(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_matrix", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_matrix with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_matrix with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_matrix with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_create_data)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_create_data(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_create_data)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_data(NULL, CBLOB_DTYPE_FLOAT32, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_data", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_data with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_data with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_data with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_data(fx.ctx, 0, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_data", "dtype: dtype 0");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_data with dtype: dtype 0: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_data with dtype: dtype 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_data with dtype: dtype 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 99 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_data(fx.ctx, 99, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_data", "dtype: dtype 99");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_data with dtype: dtype 99: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_data with dtype: dtype 99: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_data with dtype: dtype 99: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_data(fx.ctx, -1, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_data", "dtype: dtype -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_data with dtype: dtype -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_data with dtype: dtype -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_data with dtype: dtype -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_length: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_data(fx.ctx, CBLOB_DTYPE_FLOAT32, -1, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_data", "batch_length: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_data with batch_length: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_data with batch_length: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_data with batch_length: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_length: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_data(fx.ctx, CBLOB_DTYPE_FLOAT32, INT64_MIN, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_data", "batch_length: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_data with batch_length: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_data with batch_length: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_data with batch_length: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_length: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_data(fx.ctx, CBLOB_DTYPE_FLOAT32, INT64_MAX, 2, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_data", "batch_length: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_data with batch_length: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_data with batch_length: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_data with batch_length: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_width: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_data(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, -1, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_data", "batch_width: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_data with batch_width: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_data with batch_width: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_data with batch_width: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_width: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_data(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, INT64_MIN, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_data", "batch_width: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_data with batch_width: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_data with batch_width: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_data with batch_width: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_width: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_data(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, INT64_MAX, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_data", "batch_width: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_data with batch_width: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_data with batch_width: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_data with batch_width: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* channels: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_data(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, -1, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_data", "channels: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_data with channels: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_data with channels: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_data with channels: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* channels: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_data(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, INT64_MIN, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_data", "channels: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_data with channels: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_data with channels: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_data with channels: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* channels: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_data(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, INT64_MAX, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_data", "channels: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_data with channels: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_data with channels: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_data with channels: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_data(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_data", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_data with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_data with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_data with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_create_list)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_create_list(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_create_list)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(NULL, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_list", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, 0, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_list", "dtype: dtype 0");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with dtype: dtype 0: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with dtype: dtype 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with dtype: dtype 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 99 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, 99, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_list", "dtype: dtype 99");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with dtype: dtype 99: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with dtype: dtype 99: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with dtype: dtype 99: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, -1, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_list", "dtype: dtype -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with dtype: dtype -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with dtype: dtype -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with dtype: dtype -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_length: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, CBLOB_DTYPE_FLOAT32, -1, 2, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_list", "batch_length: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with batch_length: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with batch_length: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with batch_length: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_length: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, CBLOB_DTYPE_FLOAT32, INT64_MIN, 2, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_list", "batch_length: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with batch_length: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with batch_length: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with batch_length: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_length: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, CBLOB_DTYPE_FLOAT32, INT64_MAX, 2, 2, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_list", "batch_length: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with batch_length: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with batch_length: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with batch_length: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_width: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, -1, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_list", "batch_width: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with batch_width: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with batch_width: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with batch_width: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_width: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, INT64_MIN, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_list", "batch_width: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with batch_width: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with batch_width: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with batch_width: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_width: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, INT64_MAX, 2, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_list", "batch_width: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with batch_width: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with batch_width: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with batch_width: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* list_size: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, -1, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_list", "list_size: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with list_size: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with list_size: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with list_size: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* list_size: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, INT64_MIN, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_list", "list_size: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with list_size: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with list_size: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with list_size: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* list_size: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, INT64_MAX, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_list", "list_size: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with list_size: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with list_size: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with list_size: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* channels: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, -1, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_list", "channels: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with channels: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with channels: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with channels: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* channels: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, INT64_MIN, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_list", "channels: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with channels: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with channels: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with channels: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* channels: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, INT64_MAX, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_list", "channels: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with channels: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with channels: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with channels: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_list(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_list", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_list with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_list with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_list with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_create_image2d)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, 2, &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_create_image2d)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(NULL, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_image2d", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, 0, 2, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_image2d", "dtype: dtype 0");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with dtype: dtype 0: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with dtype: dtype 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with dtype: dtype 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 99 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, 99, 2, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_image2d", "dtype: dtype 99");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with dtype: dtype 99: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with dtype: dtype 99: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with dtype: dtype 99: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, -1, 2, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_image2d", "dtype: dtype -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with dtype: dtype -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with dtype: dtype -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with dtype: dtype -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_length: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, -1, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image2d", "batch_length: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with batch_length: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with batch_length: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with batch_length: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_length: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, INT64_MIN, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image2d", "batch_length: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with batch_length: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with batch_length: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with batch_length: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_length: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, INT64_MAX, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_image2d", "batch_length: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with batch_length: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with batch_length: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with batch_length: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_width: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, -1, 2, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image2d", "batch_width: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with batch_width: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with batch_width: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with batch_width: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_width: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, INT64_MIN, 2, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image2d", "batch_width: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with batch_width: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with batch_width: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with batch_width: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_width: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, INT64_MAX, 2, 2, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_image2d", "batch_width: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with batch_width: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with batch_width: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with batch_width: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* height: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, -1, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image2d", "height: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with height: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with height: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with height: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* height: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, INT64_MIN, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image2d", "height: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with height: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with height: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with height: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* height: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, INT64_MAX, 2, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_image2d", "height: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with height: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with height: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with height: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* width: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, -1, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image2d", "width: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with width: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with width: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with width: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* width: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, INT64_MIN, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image2d", "width: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with width: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with width: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with width: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* width: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, INT64_MAX, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_image2d", "width: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with width: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with width: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with width: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* channels: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, -1, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image2d", "channels: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with channels: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with channels: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with channels: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* channels: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, INT64_MIN, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image2d", "channels: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with channels: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with channels: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with channels: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* channels: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, INT64_MAX, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_image2d", "channels: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with channels: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with channels: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with channels: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image2d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, 2, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_image2d", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image2d with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image2d with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image2d with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_create_image3d)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, 2, 2, &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_create_image3d)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(NULL, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_image3d", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, 0, 2, 2, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_image3d", "dtype: dtype 0");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with dtype: dtype 0: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with dtype: dtype 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with dtype: dtype 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 99 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, 99, 2, 2, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_image3d", "dtype: dtype 99");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with dtype: dtype 99: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with dtype: dtype 99: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with dtype: dtype 99: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, -1, 2, 2, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_image3d", "dtype: dtype -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with dtype: dtype -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with dtype: dtype -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with dtype: dtype -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_length: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, -1, 2, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image3d", "batch_length: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with batch_length: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with batch_length: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with batch_length: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_length: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, INT64_MIN, 2, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image3d", "batch_length: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with batch_length: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with batch_length: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with batch_length: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_length: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, INT64_MAX, 2, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_image3d", "batch_length: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with batch_length: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with batch_length: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with batch_length: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_width: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, -1, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image3d", "batch_width: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with batch_width: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with batch_width: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with batch_width: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_width: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, INT64_MIN, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image3d", "batch_width: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with batch_width: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with batch_width: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with batch_width: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* batch_width: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, INT64_MAX, 2, 2, 2, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_image3d", "batch_width: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with batch_width: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with batch_width: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with batch_width: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* height: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, -1, 2, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image3d", "height: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with height: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with height: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with height: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* height: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, INT64_MIN, 2, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image3d", "height: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with height: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with height: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with height: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* height: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, INT64_MAX, 2, 2, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_image3d", "height: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with height: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with height: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with height: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* width: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, -1, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image3d", "width: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with width: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with width: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with width: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* width: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, INT64_MIN, 2, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image3d", "width: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with width: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with width: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with width: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* width: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, INT64_MAX, 2, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_image3d", "width: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with width: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with width: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with width: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* depth: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, -1, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image3d", "depth: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with depth: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with depth: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with depth: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* depth: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, INT64_MIN, 2, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image3d", "depth: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with depth: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with depth: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with depth: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* depth: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, INT64_MAX, 2, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_image3d", "depth: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with depth: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with depth: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with depth: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* channels: dimension -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, 2, -1, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image3d", "channels: dimension -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with channels: dimension -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with channels: dimension -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with channels: dimension -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* channels: dimension INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, 2, INT64_MIN, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_create_image3d", "channels: dimension INT64_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with channels: dimension INT64_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with channels: dimension INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with channels: dimension INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* channels: dimension INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, 2, INT64_MAX, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_create_image3d", "channels: dimension INT64_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with channels: dimension INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with channels: dimension INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with channels: dimension INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_image3d(fx.ctx, CBLOB_DTYPE_FLOAT32, 2, 2, 2, 2, 2, 2, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_image3d", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_image3d with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_image3d with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_image3d with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_create_like)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_create_like(fx.a, CBLOB_DTYPE_FLOAT32, &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_create_like)
+{
+    { /* pattern = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_like(NULL, CBLOB_DTYPE_FLOAT32, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_like", "pattern = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_like with pattern = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_like with pattern = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_like with pattern = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_like(fx.a, 0, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_like", "dtype: dtype 0");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_like with dtype: dtype 0: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_like with dtype: dtype 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_like with dtype: dtype 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 99 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_like(fx.a, 99, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_like", "dtype: dtype 99");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_like with dtype: dtype 99: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_like with dtype: dtype 99: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_like with dtype: dtype 99: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_like(fx.a, -1, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_like", "dtype: dtype -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_like with dtype: dtype -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_like with dtype: dtype -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_like with dtype: dtype -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_like(fx.a, CBLOB_DTYPE_FLOAT32, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_like", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_like with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_like with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_like with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_dim)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_size = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_dim(fx.neo, CBLOB_DIM_CHANNELS, &out_out_size));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_dim)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_dim(NULL, CBLOB_DIM_CHANNELS, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_dim", "blob = NULL");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_blob_dim with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_dim with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_dim with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blob: a 4-axis blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_dim(fx.a, CBLOB_DIM_CHANNELS, &out_out_size), CBLOB_ERR_SHAPE, "cblob_blob_dim", "blob: a 4-axis blob");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_blob_dim with blob: a 4-axis blob: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_dim with blob: a 4-axis blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_dim with blob: a 4-axis blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dim: dim 7 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_dim(fx.neo, 7, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_dim", "dim: dim 7");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_blob_dim with dim: dim 7: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_dim with dim: dim 7: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_dim with dim: dim 7: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dim: dim -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_dim(fx.neo, -1, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_dim", "dim: dim -1");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_blob_dim with dim: dim -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_dim with dim: dim -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_dim with dim: dim -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_size = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_dim(fx.neo, CBLOB_DIM_CHANNELS, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_dim", "out_size = NULL");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_blob_dim with out_size = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_dim with out_size = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_dim with out_size = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_object_count)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_count = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_object_count(fx.neo, &out_out_count));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_object_count)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_object_count(NULL, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_object_count", "blob = NULL");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_blob_object_count with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_object_count with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_object_count with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blob: a 4-axis blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_object_count(fx.a, &out_out_count), CBLOB_ERR_SHAPE, "cblob_blob_object_count", "blob: a 4-axis blob");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_blob_object_count with blob: a 4-axis blob: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_object_count with blob: a 4-axis blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_object_count with blob: a 4-axis blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_count = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_object_count(fx.neo, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_object_count", "out_count = NULL");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_blob_object_count with out_count = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_object_count with out_count = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_object_count with out_count = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_object_size)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_size = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_object_size(fx.neo, &out_out_size));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_object_size)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_object_size(NULL, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_object_size", "blob = NULL");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_blob_object_size with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_object_size with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_object_size with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blob: a 4-axis blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_object_size(fx.a, &out_out_size), CBLOB_ERR_SHAPE, "cblob_blob_object_size", "blob: a 4-axis blob");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_blob_object_size with blob: a 4-axis blob: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_object_size with blob: a 4-axis blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_object_size with blob: a 4-axis blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_size = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_object_size(fx.neo, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_object_size", "out_size = NULL");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_blob_object_size with out_size = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_object_size with out_size = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_object_size with out_size = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_geometrical_size)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_size = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_geometrical_size(fx.neo, &out_out_size));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_geometrical_size)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_geometrical_size(NULL, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_geometrical_size", "blob = NULL");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_blob_geometrical_size with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_geometrical_size with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_geometrical_size with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blob: a 4-axis blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_geometrical_size(fx.a, &out_out_size), CBLOB_ERR_SHAPE, "cblob_blob_geometrical_size", "blob: a 4-axis blob");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_blob_geometrical_size with blob: a 4-axis blob: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_geometrical_size with blob: a 4-axis blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_geometrical_size with blob: a 4-axis blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_size = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_geometrical_size(fx.neo, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_geometrical_size", "out_size = NULL");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_blob_geometrical_size with out_size = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_geometrical_size with out_size = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_geometrical_size with out_size = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_equal_shape)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_equal_shape(fx.a, fx.b, &out_out_equal));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_equal_shape)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_equal_shape(NULL, fx.b, &out_out_equal), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_equal_shape", "blob = NULL");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_equal_shape with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_equal_shape with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_equal_shape with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* other = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_equal_shape(fx.a, NULL, &out_out_equal), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_equal_shape", "other = NULL");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_equal_shape with other = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_equal_shape with other = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_equal_shape with other = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_equal = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_equal_shape(fx.a, fx.b, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_equal_shape", "out_equal = NULL");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_equal_shape with out_equal = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_equal_shape with out_equal = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_equal_shape with out_equal = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_equal_dims)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_equal_dims(fx.a, fx.b, 2, valid_compare_axes, &out_out_equal));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_equal_dims)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_equal_dims(NULL, fx.b, 2, valid_compare_axes, &out_out_equal), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_equal_dims", "blob = NULL");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_equal_dims with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_equal_dims with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_equal_dims with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* other = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_equal_dims(fx.a, NULL, 2, valid_compare_axes, &out_out_equal), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_equal_dims", "other = NULL");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_equal_dims with other = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_equal_dims with other = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_equal_dims with other = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_axes: -1 axes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_equal_dims(fx.a, fx.b, -1, valid_compare_axes, &out_out_equal), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_equal_dims", "num_axes: -1 axes");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_equal_dims with num_axes: -1 axes: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_equal_dims with num_axes: -1 axes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_equal_dims with num_axes: -1 axes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axes = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_equal_dims(fx.a, fx.b, 2, NULL, &out_out_equal), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_equal_dims", "axes = NULL");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_equal_dims with axes = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_equal_dims with axes = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_equal_dims with axes = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axes: axis 4 of 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_equal_dims(fx.a, fx.b, 2, past_end_axes, &out_out_equal), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_equal_dims", "axes: axis 4 of 4");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_equal_dims with axes: axis 4 of 4: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_equal_dims with axes: axis 4 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_equal_dims with axes: axis 4 of 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axes: axis -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_equal_dims(fx.a, fx.b, 2, negative_axes, &out_out_equal), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_equal_dims", "axes: axis -1");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_equal_dims with axes: axis -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_equal_dims with axes: axis -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_equal_dims with axes: axis -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_equal = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_equal_dims(fx.a, fx.b, 2, valid_compare_axes, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_equal_dims", "out_equal = NULL");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_equal_dims with out_equal = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_equal_dims with out_equal = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_equal_dims with out_equal = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_reinterpret)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_reinterpret(fx.a, 2, reinterpret_dims));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_reinterpret)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_reinterpret(NULL, 2, reinterpret_dims), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_reinterpret", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_reinterpret with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_reinterpret with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_axes: 33 axes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_reinterpret(fx.a, 33, reinterpret_dims), CBLOB_ERR_SHAPE, "cblob_blob_reinterpret", "num_axes: 33 axes");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_reinterpret with num_axes: 33 axes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_reinterpret with num_axes: 33 axes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_axes: -1 axes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_reinterpret(fx.a, -1, reinterpret_dims), CBLOB_ERR_SHAPE, "cblob_blob_reinterpret", "num_axes: -1 axes");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_reinterpret with num_axes: -1 axes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_reinterpret with num_axes: -1 axes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_axes: INT32_MAX axes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_reinterpret(fx.a, INT32_MAX, reinterpret_dims), CBLOB_ERR_SHAPE, "cblob_blob_reinterpret", "num_axes: INT32_MAX axes");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_reinterpret with num_axes: INT32_MAX axes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_reinterpret with num_axes: INT32_MAX axes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* shape = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_reinterpret(fx.a, 2, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_reinterpret", "shape = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_reinterpret with shape = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_reinterpret with shape = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* shape: dimensions of another count */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_reinterpret(fx.a, 2, valid_dims), CBLOB_ERR_SHAPE, "cblob_blob_reinterpret", "shape: dimensions of another count");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_reinterpret with shape: dimensions of another count: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_reinterpret with shape: dimensions of another count: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* shape: a negative dimension */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_reinterpret(fx.a, 2, negative_dims), CBLOB_ERR_SHAPE, "cblob_blob_reinterpret", "shape: a negative dimension");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_reinterpret with shape: a negative dimension: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_reinterpret with shape: a negative dimension: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* shape: dimensions whose product overflows int64 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_reinterpret(fx.a, 2, overflowing_dims), CBLOB_ERR_OVERFLOW, "cblob_blob_reinterpret", "shape: dimensions whose product overflows int64");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_reinterpret with shape: dimensions whose product overflows int64: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_reinterpret with shape: dimensions whose product overflows int64: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_window_create)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_window = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_window_create(fx.a, 1, &out_out_window));
+    cblob_blob_destroy(out_out_window);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_window_create)
+{
+    { /* parent = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_window = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_create(NULL, 1, &out_out_window), CBLOB_ERR_INVALID_ARGUMENT, "cblob_window_create", "parent = NULL");
+        CHECK_MSG(out_out_window == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_window_create with parent = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_create with parent = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_create with parent = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: size -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_window = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_create(fx.a, -1, &out_out_window), CBLOB_ERR_SHAPE, "cblob_window_create", "size: size -1");
+        CHECK_MSG(out_out_window == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_window_create with size: size -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_create with size: size -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_create with size: size -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: 3 rows of 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_window = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_create(fx.a, 3, &out_out_window), CBLOB_ERR_OUT_OF_RANGE, "cblob_window_create", "size: 3 rows of 2");
+        CHECK_MSG(out_out_window == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_window_create with size: 3 rows of 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_create with size: 3 rows of 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_create with size: 3 rows of 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: size INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_window = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_create(fx.a, INT64_MAX, &out_out_window), CBLOB_ERR_OUT_OF_RANGE, "cblob_window_create", "size: size INT64_MAX");
+        CHECK_MSG(out_out_window == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_window_create with size: size INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_create with size: size INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_create with size: size INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_window = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_window = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_create(fx.a, 1, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_window_create", "out_window = NULL");
+        CHECK_MSG(out_out_window == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_window_create with out_window = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_create with out_window = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_create with out_window = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_window_set_position)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_window_set_position(fx.window, 1));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_window_set_position)
+{
+    { /* window = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_set_position(NULL, 1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_window_set_position", "window = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_set_position with window = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_set_position with window = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* window: a blob that is not a window */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_set_position(fx.a, 1), CBLOB_ERR_STATE, "cblob_window_set_position", "window: a blob that is not a window");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_set_position with window: a blob that is not a window: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_set_position with window: a blob that is not a window: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* position: position -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_set_position(fx.window, -1), CBLOB_ERR_OUT_OF_RANGE, "cblob_window_set_position", "position: position -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_set_position with position: position -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_set_position with position: position -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* position: position 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_set_position(fx.window, 2), CBLOB_ERR_OUT_OF_RANGE, "cblob_window_set_position", "position: position 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_set_position with position: position 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_set_position with position: position 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* position: position INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_set_position(fx.window, INT64_MIN), CBLOB_ERR_OUT_OF_RANGE, "cblob_window_set_position", "position: position INT64_MIN");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_set_position with position: position INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_set_position with position: position INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* position: position INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_set_position(fx.window, INT64_MAX), CBLOB_ERR_OUT_OF_RANGE, "cblob_window_set_position", "position: position INT64_MAX");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_set_position with position: position INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_set_position with position: position INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_window_shift)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_window_shift(fx.window, 1));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_window_shift)
+{
+    { /* window = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_shift(NULL, 1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_window_shift", "window = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_shift with window = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_shift with window = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* window: a blob that is not a window */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_shift(fx.a, 1), CBLOB_ERR_STATE, "cblob_window_shift", "window: a blob that is not a window");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_shift with window: a blob that is not a window: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_shift with window: a blob that is not a window: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* delta: shift -1 from 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_shift(fx.window, -1), CBLOB_ERR_OUT_OF_RANGE, "cblob_window_shift", "delta: shift -1 from 0");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_shift with delta: shift -1 from 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_shift with delta: shift -1 from 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* delta: shift 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_shift(fx.window, 2), CBLOB_ERR_OUT_OF_RANGE, "cblob_window_shift", "delta: shift 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_shift with delta: shift 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_shift with delta: shift 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* delta: shift INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_shift(fx.window, INT64_MIN), CBLOB_ERR_OUT_OF_RANGE, "cblob_window_shift", "delta: shift INT64_MIN");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_shift with delta: shift INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_shift with delta: shift INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* delta: shift INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_shift(fx.window, INT64_MAX), CBLOB_ERR_OUT_OF_RANGE, "cblob_window_shift", "delta: shift INT64_MAX");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_shift with delta: shift INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_shift with delta: shift INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_window_set_size)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_window_set_size(fx.window, 1));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_window_set_size)
+{
+    { /* window = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_set_size(NULL, 1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_window_set_size", "window = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_set_size with window = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_set_size with window = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* window: a blob that is not a window */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_set_size(fx.a, 1), CBLOB_ERR_STATE, "cblob_window_set_size", "window: a blob that is not a window");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_set_size with window: a blob that is not a window: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_set_size with window: a blob that is not a window: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: size -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_set_size(fx.window, -1), CBLOB_ERR_SHAPE, "cblob_window_set_size", "size: size -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_set_size with size: size -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_set_size with size: size -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: 3 rows of 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_set_size(fx.window, 3), CBLOB_ERR_OUT_OF_RANGE, "cblob_window_set_size", "size: 3 rows of 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_set_size with size: 3 rows of 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_set_size with size: 3 rows of 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: size INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_window_set_size(fx.window, INT64_MAX), CBLOB_ERR_OUT_OF_RANGE, "cblob_window_set_size", "size: size INT64_MAX");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_set_size with size: size INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_set_size with size: size INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_window_position)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_position = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_window_position(fx.window, &out_out_position));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_window_position)
+{
+    { /* window = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_position = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_position(NULL, &out_out_position), CBLOB_ERR_INVALID_ARGUMENT, "cblob_window_position", "window = NULL");
+        CHECK_MSG(out_out_position == (int64_t)0x5A5A5A5A, "cblob_window_position with window = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_position with window = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_position with window = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* window: a blob that is not a window */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_position = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_position(fx.a, &out_out_position), CBLOB_ERR_STATE, "cblob_window_position", "window: a blob that is not a window");
+        CHECK_MSG(out_out_position == (int64_t)0x5A5A5A5A, "cblob_window_position with window: a blob that is not a window: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_position with window: a blob that is not a window: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_position with window: a blob that is not a window: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_position = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_position = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_position(fx.window, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_window_position", "out_position = NULL");
+        CHECK_MSG(out_out_position == (int64_t)0x5A5A5A5A, "cblob_window_position with out_position = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_position with out_position = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_position with out_position = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_window_size)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_size = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_window_size(fx.window, &out_out_size));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_window_size)
+{
+    { /* window = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_size(NULL, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_window_size", "window = NULL");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_window_size with window = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_size with window = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_size with window = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* window: a blob that is not a window */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_size(fx.a, &out_out_size), CBLOB_ERR_STATE, "cblob_window_size", "window: a blob that is not a window");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_window_size with window: a blob that is not a window: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_size with window: a blob that is not a window: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_size with window: a blob that is not a window: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_size = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_size(fx.window, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_window_size", "out_size = NULL");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_window_size with out_size = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_size with out_size = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_size with out_size = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_window_parent)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_parent = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_window_parent(fx.window, &out_out_parent));
+    cblob_blob_destroy(out_out_parent);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_window_parent)
+{
+    { /* window = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_parent = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_parent(NULL, &out_out_parent), CBLOB_ERR_INVALID_ARGUMENT, "cblob_window_parent", "window = NULL");
+        CHECK_MSG(out_out_parent == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_window_parent with window = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_parent with window = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_parent with window = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* window: a blob that is not a window */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_parent = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_parent(fx.a, &out_out_parent), CBLOB_ERR_STATE, "cblob_window_parent", "window: a blob that is not a window");
+        CHECK_MSG(out_out_parent == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_window_parent with window: a blob that is not a window: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_parent with window: a blob that is not a window: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_parent with window: a blob that is not a window: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_parent = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_parent = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_parent(fx.window, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_window_parent", "out_parent = NULL");
+        CHECK_MSG(out_out_parent == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_window_parent with out_parent = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_parent with out_parent = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_parent with out_parent = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_window_owner)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_owner = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_window_owner(fx.window, &out_out_owner));
+    cblob_blob_destroy(out_out_owner);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_window_owner)
+{
+    { /* window = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_owner = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_owner(NULL, &out_out_owner), CBLOB_ERR_INVALID_ARGUMENT, "cblob_window_owner", "window = NULL");
+        CHECK_MSG(out_out_owner == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_window_owner with window = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_owner with window = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_owner with window = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* window: a blob that is not a window */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_owner = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_owner(fx.a, &out_out_owner), CBLOB_ERR_STATE, "cblob_window_owner", "window: a blob that is not a window");
+        CHECK_MSG(out_out_owner == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_window_owner with window: a blob that is not a window: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_owner with window: a blob that is not a window: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_owner with window: a blob that is not a window: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_owner = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_owner = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_window_owner(fx.window, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_window_owner", "out_owner = NULL");
+        CHECK_MSG(out_out_owner == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_window_owner with out_owner = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_window_owner with out_owner = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_window_owner with out_owner = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_is_window)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int32_t out_out_is_window = (int32_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_is_window(fx.a, &out_out_is_window));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_is_window)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_is_window = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_is_window(NULL, &out_out_is_window), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_is_window", "blob = NULL");
+        CHECK_MSG(out_out_is_window == (int32_t)0x5A5A5A5A, "cblob_blob_is_window with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_is_window with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_is_window with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_is_window = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_is_window = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_is_window(fx.a, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_is_window", "out_is_window = NULL");
+        CHECK_MSG(out_out_is_window == (int32_t)0x5A5A5A5A, "cblob_blob_is_window with out_is_window = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_is_window with out_is_window = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_is_window with out_is_window = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_copy_in)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_copy_in(fx.a, CBLOB_PART_DATA, CBLOB_DTYPE_FLOAT32, external_buffer, 120));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_copy_in)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_in(NULL, CBLOB_PART_DATA, CBLOB_DTYPE_FLOAT32, external_buffer, 120), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_copy_in", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_in with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_in with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_in(fx.a, 2, CBLOB_DTYPE_FLOAT32, external_buffer, 120), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_copy_in", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_in with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_in with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_in(fx.a, -1, CBLOB_DTYPE_FLOAT32, external_buffer, 120), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_copy_in", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_in with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_in with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_in(fx.a, CBLOB_PART_DATA, 0, external_buffer, 120), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_copy_in", "dtype: dtype 0");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_in with dtype: dtype 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_in with dtype: dtype 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 99 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_in(fx.a, CBLOB_PART_DATA, 99, external_buffer, 120), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_copy_in", "dtype: dtype 99");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_in with dtype: dtype 99: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_in with dtype: dtype 99: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: another dtype */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_in(fx.a, CBLOB_PART_DATA, CBLOB_DTYPE_FLOAT64, external_buffer, 120), CBLOB_ERR_DTYPE, "cblob_blob_copy_in", "dtype: another dtype");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_in with dtype: another dtype: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_in with dtype: another dtype: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_in(fx.a, CBLOB_PART_DATA, CBLOB_DTYPE_FLOAT32, NULL, 120), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_copy_in", "source = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_in with source = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_in with source = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* length: 119 of 120 elements */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_in(fx.a, CBLOB_PART_DATA, CBLOB_DTYPE_FLOAT32, external_buffer, 119), CBLOB_ERR_SHAPE, "cblob_blob_copy_in", "length: 119 of 120 elements");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_in with length: 119 of 120 elements: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_in with length: 119 of 120 elements: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* length: 121 of 120 elements */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_in(fx.a, CBLOB_PART_DATA, CBLOB_DTYPE_FLOAT32, external_buffer, 121), CBLOB_ERR_SHAPE, "cblob_blob_copy_in", "length: 121 of 120 elements");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_in with length: 121 of 120 elements: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_in with length: 121 of 120 elements: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* length: -1 elements */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_in(fx.a, CBLOB_PART_DATA, CBLOB_DTYPE_FLOAT32, external_buffer, -1), CBLOB_ERR_SHAPE, "cblob_blob_copy_in", "length: -1 elements");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_in with length: -1 elements: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_in with length: -1 elements: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_copy_out)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_copy_out(fx.a, CBLOB_PART_DATA, CBLOB_DTYPE_FLOAT32, external_buffer, 120));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_copy_out)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_out(NULL, CBLOB_PART_DATA, CBLOB_DTYPE_FLOAT32, external_buffer, 120), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_copy_out", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_out with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_out with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_out(fx.a, 2, CBLOB_DTYPE_FLOAT32, external_buffer, 120), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_copy_out", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_out with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_out with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_out(fx.a, -1, CBLOB_DTYPE_FLOAT32, external_buffer, 120), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_copy_out", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_out with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_out with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_out(fx.a, CBLOB_PART_DATA, 0, external_buffer, 120), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_copy_out", "dtype: dtype 0");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_out with dtype: dtype 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_out with dtype: dtype 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 99 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_out(fx.a, CBLOB_PART_DATA, 99, external_buffer, 120), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_copy_out", "dtype: dtype 99");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_out with dtype: dtype 99: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_out with dtype: dtype 99: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: another dtype */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_out(fx.a, CBLOB_PART_DATA, CBLOB_DTYPE_FLOAT64, external_buffer, 120), CBLOB_ERR_DTYPE, "cblob_blob_copy_out", "dtype: another dtype");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_out with dtype: another dtype: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_out with dtype: another dtype: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* destination = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_out(fx.a, CBLOB_PART_DATA, CBLOB_DTYPE_FLOAT32, NULL, 120), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_copy_out", "destination = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_out with destination = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_out with destination = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* length: 119 of 120 elements */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_out(fx.a, CBLOB_PART_DATA, CBLOB_DTYPE_FLOAT32, external_buffer, 119), CBLOB_ERR_SHAPE, "cblob_blob_copy_out", "length: 119 of 120 elements");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_out with length: 119 of 120 elements: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_out with length: 119 of 120 elements: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* length: 121 of 120 elements */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_out(fx.a, CBLOB_PART_DATA, CBLOB_DTYPE_FLOAT32, external_buffer, 121), CBLOB_ERR_SHAPE, "cblob_blob_copy_out", "length: 121 of 120 elements");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_out with length: 121 of 120 elements: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_out with length: 121 of 120 elements: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* length: -1 elements */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_copy_out(fx.a, CBLOB_PART_DATA, CBLOB_DTYPE_FLOAT32, external_buffer, -1), CBLOB_ERR_SHAPE, "cblob_blob_copy_out", "length: -1 elements");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_copy_out with length: -1 elements: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_copy_out with length: -1 elements: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_convert_from)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_convert_from(fx.a, fx.b, CBLOB_PART_DATA));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_convert_from)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from(NULL, fx.b, CBLOB_PART_DATA), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_convert_from", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from(fx.a, NULL, CBLOB_PART_DATA), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_convert_from", "source = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from with source = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from with source = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source: a blob of another shape */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from(fx.a, fx.other_shape, CBLOB_PART_DATA), CBLOB_ERR_SHAPE, "cblob_blob_convert_from", "source: a blob of another shape");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from with source: a blob of another shape: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from with source: a blob of another shape: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source: a blob of another count */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from(fx.a, fx.other_count, CBLOB_PART_DATA), CBLOB_ERR_SHAPE, "cblob_blob_convert_from", "source: a blob of another count");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from with source: a blob of another count: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from with source: a blob of another count: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from(fx.a, fx.b, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_convert_from", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from(fx.a, fx.b, -1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_convert_from", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_deep_copy)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_deep_copy(fx.a, &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_deep_copy)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_deep_copy(NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_deep_copy", "blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_deep_copy with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_deep_copy with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_deep_copy with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_deep_copy(fx.a, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_deep_copy", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_deep_copy with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_deep_copy with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_deep_copy with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_clone)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_clone(fx.a, CBLOB_DTYPE_FLOAT32, &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_clone)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_clone(NULL, CBLOB_DTYPE_FLOAT32, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_clone", "blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_clone with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clone with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clone with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_clone(fx.a, 0, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_clone", "dtype: dtype 0");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_clone with dtype: dtype 0: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clone with dtype: dtype 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clone with dtype: dtype 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 99 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_clone(fx.a, 99, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_clone", "dtype: dtype 99");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_clone with dtype: dtype 99: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clone with dtype: dtype 99: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clone with dtype: dtype 99: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_clone(fx.a, -1, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_clone", "dtype: dtype -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_clone with dtype: dtype -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clone with dtype: dtype -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clone with dtype: dtype -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_clone(fx.a, CBLOB_DTYPE_FLOAT32, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_clone", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_clone with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clone with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clone with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_transposed)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_transposed(fx.a, 1, 1, &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_transposed)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_transposed(NULL, 1, 1, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_transposed", "blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_transposed with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transposed with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transposed with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis1: axis 4 of 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_transposed(fx.a, 4, 1, &out_out_blob), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transposed", "axis1: axis 4 of 4");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_transposed with axis1: axis 4 of 4: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transposed with axis1: axis 4 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transposed with axis1: axis 4 of 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis1: axis -5 of 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_transposed(fx.a, -5, 1, &out_out_blob), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transposed", "axis1: axis -5 of 4");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_transposed with axis1: axis -5 of 4: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transposed with axis1: axis -5 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transposed with axis1: axis -5 of 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis1: axis INT32_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_transposed(fx.a, INT32_MAX, 1, &out_out_blob), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transposed", "axis1: axis INT32_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_transposed with axis1: axis INT32_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transposed with axis1: axis INT32_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transposed with axis1: axis INT32_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis1: axis INT32_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_transposed(fx.a, INT32_MIN, 1, &out_out_blob), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transposed", "axis1: axis INT32_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_transposed with axis1: axis INT32_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transposed with axis1: axis INT32_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transposed with axis1: axis INT32_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis2: axis 4 of 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_transposed(fx.a, 1, 4, &out_out_blob), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transposed", "axis2: axis 4 of 4");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_transposed with axis2: axis 4 of 4: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transposed with axis2: axis 4 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transposed with axis2: axis 4 of 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis2: axis -5 of 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_transposed(fx.a, 1, -5, &out_out_blob), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transposed", "axis2: axis -5 of 4");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_transposed with axis2: axis -5 of 4: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transposed with axis2: axis -5 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transposed with axis2: axis -5 of 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis2: axis INT32_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_transposed(fx.a, 1, INT32_MAX, &out_out_blob), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transposed", "axis2: axis INT32_MAX");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_transposed with axis2: axis INT32_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transposed with axis2: axis INT32_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transposed with axis2: axis INT32_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis2: axis INT32_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_transposed(fx.a, 1, INT32_MIN, &out_out_blob), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transposed", "axis2: axis INT32_MIN");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_transposed with axis2: axis INT32_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transposed with axis2: axis INT32_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transposed with axis2: axis INT32_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_transposed(fx.a, 1, 1, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_transposed", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_transposed with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transposed with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transposed with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_transpose_from)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_transpose_from(fx.a, fx.b, CBLOB_PART_DATA, 1, 1));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_transpose_from)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_transpose_from(NULL, fx.b, CBLOB_PART_DATA, 1, 1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_transpose_from", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transpose_from with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_transpose_from(fx.a, NULL, CBLOB_PART_DATA, 1, 1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_transpose_from", "source = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transpose_from with source = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with source = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source: a blob of another shape */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_transpose_from(fx.a, fx.other_shape, CBLOB_PART_DATA, 1, 1), CBLOB_ERR_SHAPE, "cblob_blob_transpose_from", "source: a blob of another shape");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transpose_from with source: a blob of another shape: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with source: a blob of another shape: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source: a blob of another dtype */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_transpose_from(fx.a, fx.other_dtype, CBLOB_PART_DATA, 1, 1), CBLOB_ERR_DTYPE, "cblob_blob_transpose_from", "source: a blob of another dtype");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transpose_from with source: a blob of another dtype: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with source: a blob of another dtype: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_transpose_from(fx.a, fx.b, 2, 1, 1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_transpose_from", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transpose_from with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_transpose_from(fx.a, fx.b, -1, 1, 1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_transpose_from", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transpose_from with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis1: axis 4 of 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_transpose_from(fx.a, fx.b, CBLOB_PART_DATA, 4, 1), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transpose_from", "axis1: axis 4 of 4");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transpose_from with axis1: axis 4 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with axis1: axis 4 of 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis1: axis -5 of 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_transpose_from(fx.a, fx.b, CBLOB_PART_DATA, -5, 1), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transpose_from", "axis1: axis -5 of 4");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transpose_from with axis1: axis -5 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with axis1: axis -5 of 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis1: axis INT32_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_transpose_from(fx.a, fx.b, CBLOB_PART_DATA, INT32_MAX, 1), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transpose_from", "axis1: axis INT32_MAX");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transpose_from with axis1: axis INT32_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with axis1: axis INT32_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis1: axis INT32_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_transpose_from(fx.a, fx.b, CBLOB_PART_DATA, INT32_MIN, 1), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transpose_from", "axis1: axis INT32_MIN");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transpose_from with axis1: axis INT32_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with axis1: axis INT32_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis2: axis 4 of 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_transpose_from(fx.a, fx.b, CBLOB_PART_DATA, 1, 4), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transpose_from", "axis2: axis 4 of 4");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transpose_from with axis2: axis 4 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with axis2: axis 4 of 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis2: axis -5 of 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_transpose_from(fx.a, fx.b, CBLOB_PART_DATA, 1, -5), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transpose_from", "axis2: axis -5 of 4");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transpose_from with axis2: axis -5 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with axis2: axis -5 of 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis2: axis INT32_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_transpose_from(fx.a, fx.b, CBLOB_PART_DATA, 1, INT32_MAX), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transpose_from", "axis2: axis INT32_MAX");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transpose_from with axis2: axis INT32_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with axis2: axis INT32_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis2: axis INT32_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_transpose_from(fx.a, fx.b, CBLOB_PART_DATA, 1, INT32_MIN), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_transpose_from", "axis2: axis INT32_MIN");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_transpose_from with axis2: axis INT32_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with axis2: axis INT32_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_merge)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_merge(fx.a, CBLOB_PART_DATA, 1, 1, (cblob_blob *[]){fx.b}));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_merge)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge(NULL, CBLOB_PART_DATA, 1, 1, (cblob_blob *[]){fx.b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge(fx.a, 2, 1, 1, (cblob_blob *[]){fx.b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge(fx.a, -1, 1, 1, (cblob_blob *[]){fx.b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis: axis 4 of 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge(fx.a, CBLOB_PART_DATA, 4, 1, (cblob_blob *[]){fx.b}), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_merge", "axis: axis 4 of 4");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge with axis: axis 4 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge with axis: axis 4 of 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis: axis -5 of 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge(fx.a, CBLOB_PART_DATA, -5, 1, (cblob_blob *[]){fx.b}), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_merge", "axis: axis -5 of 4");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge with axis: axis -5 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge with axis: axis -5 of 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis: axis INT32_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge(fx.a, CBLOB_PART_DATA, INT32_MAX, 1, (cblob_blob *[]){fx.b}), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_merge", "axis: axis INT32_MAX");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge with axis: axis INT32_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge with axis: axis INT32_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis: axis INT32_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge(fx.a, CBLOB_PART_DATA, INT32_MIN, 1, (cblob_blob *[]){fx.b}), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_merge", "axis: axis INT32_MIN");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge with axis: axis INT32_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge with axis: axis INT32_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_inputs: no blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge(fx.a, CBLOB_PART_DATA, 1, 0, (cblob_blob *[]){fx.b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge", "num_inputs: no blobs");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge with num_inputs: no blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge with num_inputs: no blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_inputs: -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge(fx.a, CBLOB_PART_DATA, 1, -1, (cblob_blob *[]){fx.b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge", "num_inputs: -1 blobs");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge with num_inputs: -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge with num_inputs: -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* inputs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge(fx.a, CBLOB_PART_DATA, 1, 1, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge", "inputs = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge with inputs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge with inputs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* inputs: a NULL blob in the list */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge(fx.a, CBLOB_PART_DATA, 1, 1, (cblob_blob *[]){NULL}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge", "inputs: a NULL blob in the list");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge with inputs: a NULL blob in the list: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge with inputs: a NULL blob in the list: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* inputs: a blob of another shape */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge(fx.a, CBLOB_PART_DATA, 1, 1, (cblob_blob *[]){fx.other_shape}), CBLOB_ERR_SHAPE, "cblob_blob_merge", "inputs: a blob of another shape");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge with inputs: a blob of another shape: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge with inputs: a blob of another shape: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* inputs: a blob of another dtype */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge(fx.a, CBLOB_PART_DATA, 1, 1, (cblob_blob *[]){fx.other_dtype}), CBLOB_ERR_DTYPE, "cblob_blob_merge", "inputs: a blob of another dtype");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge with inputs: a blob of another dtype: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge with inputs: a blob of another dtype: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* inputs: a blob sharing the written memory */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge(fx.a, CBLOB_PART_DATA, 1, 1, (cblob_blob *[]){fx.a}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge", "inputs: a blob sharing the written memory");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge with inputs: a blob sharing the written memory: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge with inputs: a blob sharing the written memory: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_split)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_split(fx.a, CBLOB_PART_DATA, 1, 1, (cblob_blob *[]){fx.b}));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_split)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split(NULL, CBLOB_PART_DATA, 1, 1, (cblob_blob *[]){fx.b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split(fx.a, 2, 1, 1, (cblob_blob *[]){fx.b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split(fx.a, -1, 1, 1, (cblob_blob *[]){fx.b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis: axis 4 of 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split(fx.a, CBLOB_PART_DATA, 4, 1, (cblob_blob *[]){fx.b}), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_split", "axis: axis 4 of 4");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split with axis: axis 4 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split with axis: axis 4 of 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis: axis -5 of 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split(fx.a, CBLOB_PART_DATA, -5, 1, (cblob_blob *[]){fx.b}), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_split", "axis: axis -5 of 4");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split with axis: axis -5 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split with axis: axis -5 of 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis: axis INT32_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split(fx.a, CBLOB_PART_DATA, INT32_MAX, 1, (cblob_blob *[]){fx.b}), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_split", "axis: axis INT32_MAX");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split with axis: axis INT32_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split with axis: axis INT32_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* axis: axis INT32_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split(fx.a, CBLOB_PART_DATA, INT32_MIN, 1, (cblob_blob *[]){fx.b}), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_split", "axis: axis INT32_MIN");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split with axis: axis INT32_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split with axis: axis INT32_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_outputs: no blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split(fx.a, CBLOB_PART_DATA, 1, 0, (cblob_blob *[]){fx.b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split", "num_outputs: no blobs");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split with num_outputs: no blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split with num_outputs: no blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_outputs: -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split(fx.a, CBLOB_PART_DATA, 1, -1, (cblob_blob *[]){fx.b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split", "num_outputs: -1 blobs");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split with num_outputs: -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split with num_outputs: -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* outputs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split(fx.a, CBLOB_PART_DATA, 1, 1, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split", "outputs = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split with outputs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split with outputs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* outputs: a NULL blob in the list */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split(fx.a, CBLOB_PART_DATA, 1, 1, (cblob_blob *[]){NULL}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split", "outputs: a NULL blob in the list");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split with outputs: a NULL blob in the list: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split with outputs: a NULL blob in the list: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* outputs: a blob of another shape */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split(fx.a, CBLOB_PART_DATA, 1, 1, (cblob_blob *[]){fx.other_shape}), CBLOB_ERR_SHAPE, "cblob_blob_split", "outputs: a blob of another shape");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split with outputs: a blob of another shape: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split with outputs: a blob of another shape: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* outputs: a blob of another dtype */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split(fx.a, CBLOB_PART_DATA, 1, 1, (cblob_blob *[]){fx.other_dtype}), CBLOB_ERR_DTYPE, "cblob_blob_split", "outputs: a blob of another dtype");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split with outputs: a blob of another dtype: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split with outputs: a blob of another dtype: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* outputs: a blob sharing the written memory */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split(fx.a, CBLOB_PART_DATA, 1, 1, (cblob_blob *[]){fx.a}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split", "outputs: a blob sharing the written memory");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split with outputs: a blob sharing the written memory: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split with outputs: a blob sharing the written memory: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_merge_objects)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_merge_objects(fx.neo, CBLOB_PART_DATA, 1, (cblob_blob *[]){fx.neo_b}));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_merge_objects)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge_objects(NULL, CBLOB_PART_DATA, 1, (cblob_blob *[]){fx.neo_b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge_objects", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge_objects with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge_objects with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blob: a 4-axis blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge_objects(fx.a, CBLOB_PART_DATA, 1, (cblob_blob *[]){fx.neo_b}), CBLOB_ERR_SHAPE, "cblob_blob_merge_objects", "blob: a 4-axis blob");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge_objects with blob: a 4-axis blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge_objects with blob: a 4-axis blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge_objects(fx.neo, 2, 1, (cblob_blob *[]){fx.neo_b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge_objects", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge_objects with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge_objects with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge_objects(fx.neo, -1, 1, (cblob_blob *[]){fx.neo_b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge_objects", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge_objects with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge_objects with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_inputs: no blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge_objects(fx.neo, CBLOB_PART_DATA, 0, (cblob_blob *[]){fx.neo_b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge_objects", "num_inputs: no blobs");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge_objects with num_inputs: no blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge_objects with num_inputs: no blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_inputs: -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge_objects(fx.neo, CBLOB_PART_DATA, -1, (cblob_blob *[]){fx.neo_b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge_objects", "num_inputs: -1 blobs");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge_objects with num_inputs: -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge_objects with num_inputs: -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* inputs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge_objects(fx.neo, CBLOB_PART_DATA, 1, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge_objects", "inputs = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge_objects with inputs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge_objects with inputs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* inputs: a NULL blob in the list */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge_objects(fx.neo, CBLOB_PART_DATA, 1, (cblob_blob *[]){NULL}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge_objects", "inputs: a NULL blob in the list");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge_objects with inputs: a NULL blob in the list: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge_objects with inputs: a NULL blob in the list: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* inputs: a 4-axis blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge_objects(fx.neo, CBLOB_PART_DATA, 1, (cblob_blob *[]){fx.a}), CBLOB_ERR_SHAPE, "cblob_blob_merge_objects", "inputs: a 4-axis blob");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge_objects with inputs: a 4-axis blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge_objects with inputs: a 4-axis blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* inputs: a blob sharing the written memory */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_merge_objects(fx.neo, CBLOB_PART_DATA, 1, (cblob_blob *[]){fx.neo}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_merge_objects", "inputs: a blob sharing the written memory");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_merge_objects with inputs: a blob sharing the written memory: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_merge_objects with inputs: a blob sharing the written memory: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_split_objects)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_split_objects(fx.neo, CBLOB_PART_DATA, 1, (cblob_blob *[]){fx.neo_b}));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_split_objects)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split_objects(NULL, CBLOB_PART_DATA, 1, (cblob_blob *[]){fx.neo_b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split_objects", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split_objects with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split_objects with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blob: a 4-axis blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split_objects(fx.a, CBLOB_PART_DATA, 1, (cblob_blob *[]){fx.neo_b}), CBLOB_ERR_SHAPE, "cblob_blob_split_objects", "blob: a 4-axis blob");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split_objects with blob: a 4-axis blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split_objects with blob: a 4-axis blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split_objects(fx.neo, 2, 1, (cblob_blob *[]){fx.neo_b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split_objects", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split_objects with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split_objects with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split_objects(fx.neo, -1, 1, (cblob_blob *[]){fx.neo_b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split_objects", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split_objects with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split_objects with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_outputs: no blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split_objects(fx.neo, CBLOB_PART_DATA, 0, (cblob_blob *[]){fx.neo_b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split_objects", "num_outputs: no blobs");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split_objects with num_outputs: no blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split_objects with num_outputs: no blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_outputs: -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split_objects(fx.neo, CBLOB_PART_DATA, -1, (cblob_blob *[]){fx.neo_b}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split_objects", "num_outputs: -1 blobs");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split_objects with num_outputs: -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split_objects with num_outputs: -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* outputs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split_objects(fx.neo, CBLOB_PART_DATA, 1, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split_objects", "outputs = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split_objects with outputs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split_objects with outputs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* outputs: a NULL blob in the list */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split_objects(fx.neo, CBLOB_PART_DATA, 1, (cblob_blob *[]){NULL}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split_objects", "outputs: a NULL blob in the list");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split_objects with outputs: a NULL blob in the list: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split_objects with outputs: a NULL blob in the list: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* outputs: a 4-axis blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split_objects(fx.neo, CBLOB_PART_DATA, 1, (cblob_blob *[]){fx.a}), CBLOB_ERR_SHAPE, "cblob_blob_split_objects", "outputs: a 4-axis blob");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split_objects with outputs: a 4-axis blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split_objects with outputs: a 4-axis blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* outputs: a blob sharing the written memory */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_split_objects(fx.neo, CBLOB_PART_DATA, 1, (cblob_blob *[]){fx.neo}), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_split_objects", "outputs: a blob sharing the written memory");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_split_objects with outputs: a blob sharing the written memory: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_split_objects with outputs: a blob sharing the written memory: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_fill)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_fill(fx.a, CBLOB_PART_DATA, 1.5));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_fill)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_fill(NULL, CBLOB_PART_DATA, 1.5), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_fill", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_fill with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_fill with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_fill(fx.a, 2, 1.5), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_fill", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_fill with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_fill with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_fill(fx.a, -1, 1.5), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_fill", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_fill with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_fill with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* value: 1e300 for a float32 blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_fill(fx.a, CBLOB_PART_DATA, 1e300), CBLOB_ERR_OVERFLOW, "cblob_blob_fill", "value: 1e300 for a float32 blob");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_fill with value: 1e300 for a float32 blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_fill with value: 1e300 for a float32 blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_fill_object)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_fill_object(fx.neo, CBLOB_PART_DATA, 1, 1.5));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_fill_object)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_fill_object(NULL, CBLOB_PART_DATA, 1, 1.5), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_fill_object", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_fill_object with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_fill_object with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blob: a 4-axis blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_fill_object(fx.a, CBLOB_PART_DATA, 1, 1.5), CBLOB_ERR_SHAPE, "cblob_blob_fill_object", "blob: a 4-axis blob");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_fill_object with blob: a 4-axis blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_fill_object with blob: a 4-axis blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_fill_object(fx.neo, 2, 1, 1.5), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_fill_object", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_fill_object with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_fill_object with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_fill_object(fx.neo, -1, 1, 1.5), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_fill_object", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_fill_object with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_fill_object with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* object: object -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_fill_object(fx.neo, CBLOB_PART_DATA, -1, 1.5), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_fill_object", "object: object -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_fill_object with object: object -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_fill_object with object: object -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* object: object 2 of 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_fill_object(fx.neo, CBLOB_PART_DATA, 2, 1.5), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_fill_object", "object: object 2 of 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_fill_object with object: object 2 of 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_fill_object with object: object 2 of 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* object: object INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_fill_object(fx.neo, CBLOB_PART_DATA, INT64_MAX, 1.5), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_fill_object", "object: object INT64_MAX");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_fill_object with object: object INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_fill_object with object: object INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* value: 1e300 for a float32 blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_fill_object(fx.neo, CBLOB_PART_DATA, 1, 1e300), CBLOB_ERR_OVERFLOW, "cblob_blob_fill_object", "value: 1e300 for a float32 blob");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_fill_object with value: 1e300 for a float32 blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_fill_object with value: 1e300 for a float32 blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_clear)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_clear(fx.a, CBLOB_PART_DATA));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_clear)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_clear(NULL, CBLOB_PART_DATA), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_clear", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clear with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clear with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_clear(fx.a, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_clear", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clear with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clear with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_clear(fx.a, -1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_clear", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clear with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clear with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_clear_object)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_clear_object(fx.neo, CBLOB_PART_DATA, 1));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_clear_object)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_clear_object(NULL, CBLOB_PART_DATA, 1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_clear_object", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clear_object with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clear_object with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blob: a 4-axis blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_clear_object(fx.a, CBLOB_PART_DATA, 1), CBLOB_ERR_SHAPE, "cblob_blob_clear_object", "blob: a 4-axis blob");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clear_object with blob: a 4-axis blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clear_object with blob: a 4-axis blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_clear_object(fx.neo, 2, 1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_clear_object", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clear_object with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clear_object with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_clear_object(fx.neo, -1, 1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_clear_object", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clear_object with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clear_object with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* object: object -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_clear_object(fx.neo, CBLOB_PART_DATA, -1), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_clear_object", "object: object -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clear_object with object: object -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clear_object with object: object -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* object: object 2 of 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_clear_object(fx.neo, CBLOB_PART_DATA, 2), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_clear_object", "object: object 2 of 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clear_object with object: object 2 of 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clear_object with object: object 2 of 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* object: object INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_clear_object(fx.neo, CBLOB_PART_DATA, INT64_MAX), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_clear_object", "object: object INT64_MAX");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_clear_object with object: object INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_clear_object with object: object INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_add)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_add(fx.a, fx.b, CBLOB_PART_DATA));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_add)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_add(NULL, fx.b, CBLOB_PART_DATA), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_add", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_add with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_add with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_add(fx.a, NULL, CBLOB_PART_DATA), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_add", "source = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_add with source = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_add with source = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source: a blob of another shape */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_add(fx.a, fx.other_shape, CBLOB_PART_DATA), CBLOB_ERR_SHAPE, "cblob_blob_add", "source: a blob of another shape");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_add with source: a blob of another shape: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_add with source: a blob of another shape: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source: a blob of another dtype */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_add(fx.a, fx.other_dtype, CBLOB_PART_DATA), CBLOB_ERR_DTYPE, "cblob_blob_add", "source: a blob of another dtype");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_add with source: a blob of another dtype: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_add with source: a blob of another dtype: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_add(fx.a, fx.b, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_add", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_add with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_add with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_add(fx.a, fx.b, -1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_add", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_add with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_add with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_map)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_buffer * out_out_buffer = (cblob_buffer *)(uintptr_t)0x5A5A5A5A;
+    void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_map(fx.a, CBLOB_PART_DATA, 0, 120, CBLOB_ACCESS_READ_WRITE, &out_out_buffer, &out_out_ptr));
+    cblob_buffer_unmap(out_out_buffer);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_map)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_buffer * out_out_buffer = (cblob_buffer *)(uintptr_t)0x5A5A5A5A;
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_map(NULL, CBLOB_PART_DATA, 0, 120, CBLOB_ACCESS_READ_WRITE, &out_out_buffer, &out_out_ptr), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_map", "blob = NULL");
+        CHECK_MSG(out_out_buffer == (cblob_buffer *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with blob = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_map with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_map with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_buffer * out_out_buffer = (cblob_buffer *)(uintptr_t)0x5A5A5A5A;
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_map(fx.a, 2, 0, 120, CBLOB_ACCESS_READ_WRITE, &out_out_buffer, &out_out_ptr), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_map", "part: part 2");
+        CHECK_MSG(out_out_buffer == (cblob_buffer *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with part: part 2: an out-parameter was written");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with part: part 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_map with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_map with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_buffer * out_out_buffer = (cblob_buffer *)(uintptr_t)0x5A5A5A5A;
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_map(fx.a, -1, 0, 120, CBLOB_ACCESS_READ_WRITE, &out_out_buffer, &out_out_ptr), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_map", "part: part -1");
+        CHECK_MSG(out_out_buffer == (cblob_buffer *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with part: part -1: an out-parameter was written");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with part: part -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_map with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_map with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* position: position -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_buffer * out_out_buffer = (cblob_buffer *)(uintptr_t)0x5A5A5A5A;
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_map(fx.a, CBLOB_PART_DATA, -1, 120, CBLOB_ACCESS_READ_WRITE, &out_out_buffer, &out_out_ptr), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_map", "position: position -1");
+        CHECK_MSG(out_out_buffer == (cblob_buffer *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with position: position -1: an out-parameter was written");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with position: position -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_map with position: position -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_map with position: position -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* position: 120 elements from position 1 of 120 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_buffer * out_out_buffer = (cblob_buffer *)(uintptr_t)0x5A5A5A5A;
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_map(fx.a, CBLOB_PART_DATA, 1, 120, CBLOB_ACCESS_READ_WRITE, &out_out_buffer, &out_out_ptr), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_map", "position: 120 elements from position 1 of 120");
+        CHECK_MSG(out_out_buffer == (cblob_buffer *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with position: 120 elements from position 1 of 120: an out-parameter was written");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with position: 120 elements from position 1 of 120: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_map with position: 120 elements from position 1 of 120: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_map with position: 120 elements from position 1 of 120: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* count: count -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_buffer * out_out_buffer = (cblob_buffer *)(uintptr_t)0x5A5A5A5A;
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_map(fx.a, CBLOB_PART_DATA, 0, -1, CBLOB_ACCESS_READ_WRITE, &out_out_buffer, &out_out_ptr), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_map", "count: count -1");
+        CHECK_MSG(out_out_buffer == (cblob_buffer *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with count: count -1: an out-parameter was written");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with count: count -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_map with count: count -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_map with count: count -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* count: count 121 of 120 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_buffer * out_out_buffer = (cblob_buffer *)(uintptr_t)0x5A5A5A5A;
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_map(fx.a, CBLOB_PART_DATA, 0, 121, CBLOB_ACCESS_READ_WRITE, &out_out_buffer, &out_out_ptr), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_map", "count: count 121 of 120");
+        CHECK_MSG(out_out_buffer == (cblob_buffer *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with count: count 121 of 120: an out-parameter was written");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with count: count 121 of 120: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_map with count: count 121 of 120: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_map with count: count 121 of 120: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* count: count INT64_MAX */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_buffer * out_out_buffer = (cblob_buffer *)(uintptr_t)0x5A5A5A5A;
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_map(fx.a, CBLOB_PART_DATA, 0, INT64_MAX, CBLOB_ACCESS_READ_WRITE, &out_out_buffer, &out_out_ptr), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_map", "count: count INT64_MAX");
+        CHECK_MSG(out_out_buffer == (cblob_buffer *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with count: count INT64_MAX: an out-parameter was written");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with count: count INT64_MAX: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_map with count: count INT64_MAX: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_map with count: count INT64_MAX: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* access: access 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_buffer * out_out_buffer = (cblob_buffer *)(uintptr_t)0x5A5A5A5A;
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_map(fx.a, CBLOB_PART_DATA, 0, 120, 0, &out_out_buffer, &out_out_ptr), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_map", "access: access 0");
+        CHECK_MSG(out_out_buffer == (cblob_buffer *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with access: access 0: an out-parameter was written");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with access: access 0: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_map with access: access 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_map with access: access 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* access: access 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_buffer * out_out_buffer = (cblob_buffer *)(uintptr_t)0x5A5A5A5A;
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_map(fx.a, CBLOB_PART_DATA, 0, 120, 4, &out_out_buffer, &out_out_ptr), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_map", "access: access 4");
+        CHECK_MSG(out_out_buffer == (cblob_buffer *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with access: access 4: an out-parameter was written");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with access: access 4: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_map with access: access 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_map with access: access 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* access: access -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_buffer * out_out_buffer = (cblob_buffer *)(uintptr_t)0x5A5A5A5A;
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_map(fx.a, CBLOB_PART_DATA, 0, 120, -1, &out_out_buffer, &out_out_ptr), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_map", "access: access -1");
+        CHECK_MSG(out_out_buffer == (cblob_buffer *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with access: access -1: an out-parameter was written");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with access: access -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_map with access: access -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_map with access: access -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_buffer = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_buffer * out_out_buffer = (cblob_buffer *)(uintptr_t)0x5A5A5A5A;
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_map(fx.a, CBLOB_PART_DATA, 0, 120, CBLOB_ACCESS_READ_WRITE, NULL, &out_out_ptr), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_map", "out_buffer = NULL");
+        CHECK_MSG(out_out_buffer == (cblob_buffer *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with out_buffer = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with out_buffer = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_map with out_buffer = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_map with out_buffer = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_ptr = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_buffer * out_out_buffer = (cblob_buffer *)(uintptr_t)0x5A5A5A5A;
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_map(fx.a, CBLOB_PART_DATA, 0, 120, CBLOB_ACCESS_READ_WRITE, &out_out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_map", "out_ptr = NULL");
+        CHECK_MSG(out_out_buffer == (cblob_buffer *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with out_ptr = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_map with out_ptr = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_map with out_ptr = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_map with out_ptr = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_buffer_unmap)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_buffer_unmap(fixture_buffer(&fx)));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_buffer_unmap)
+{
+    { /* buffer = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_buffer_unmap(NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_buffer_unmap", "buffer = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_buffer_unmap with buffer = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_buffer_unmap with buffer = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
     }
 }

@@ -405,7 +405,7 @@ CBLOB_API cblob_status cblob_blob_width(const cblob_blob *blob, int64_t *out_dim
 CBLOB_API cblob_status cblob_blob_shape_string(const cblob_blob *blob, char *buffer, size_t buffer_size, size_t *out_length);
 
 /*
- * The number of elements the blob's storage holds (at least its count).
+ * The number of elements the blob's storage holds (at least its count); for a window, the elements it views.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.
@@ -536,6 +536,472 @@ CBLOB_API cblob_status cblob_blob_sumsq(const cblob_blob *blob, cblob_part part,
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, double factor);
+
+/* ==========================================================================================
+ * NeoML blob operations
+ * ==========================================================================================
+ * NeoML's CDnnBlob operations, for every dtype, on the CPU and on the GPU.
+ *
+ * Named layout. A NeoML blob is a blob of exactly 7 axes in the order of cblob_dim: BatchLength,
+ * BatchWidth, ListSize, Height, Width, Depth, Channels. Memory is row-major in that order, so
+ * Channels is innermost (channel-last). Its "objects" are the BatchLength * BatchWidth *
+ * ListSize vectors of Height * Width * Depth * Channels elements. The creation helpers make such
+ * blobs; cblob_blob_dim, the object sizes, fill_object, clear_object and the object form of
+ * merge and split need exactly 7 axes (CBLOB_ERR_SHAPE otherwise). Everything else here takes
+ * any blob and any axis: pass a cblob_dim as the axis of a 7-axis blob.
+ *
+ * Where operations run. Each operation runs where the memory it works on is current: a part
+ * whose head is AT_CPU is worked on in host memory, AT_GPU on the device; a SYNCED part is read
+ * on the host and written on the device (as cblob_blob_update does); a part never accessed
+ * (UNINITIALIZED) is written where the context's mode says. An operation that writes one blob
+ * from others runs where the written blob is and brings its sources there, as
+ * cblob_blob_cpu_ptr would; a split runs where the split blob is read. New blobs (copies,
+ * clones, transposes) are made where their source is; a part the source never accessed stays
+ * UNINITIALIZED in the new blob.
+ *
+ * Windows. A window views a parent blob along its first axis: `size` rows from row `position`,
+ * with the parent's other dimensions. It owns no memory: it points into the parent's storages,
+ * which it holds (reference counted), and it holds the parent blob too, so destroying the
+ * parent's handle frees nothing while a window of it exists. A window is a blob: every call
+ * takes it. Windows nest; a nested window's place is computed when it is positioned and does not
+ * follow a later move of its parent window (as in NeoML). If the parent is later given new
+ * storage (a reshape past its capacity, cblob_blob_share, cblob_blob_set_cpu_data on a storage of
+ * another size), the window keeps the old storage alive and goes on viewing it, detached from the
+ * parent, as a blob that shared memory does; positioning the window again (set_position, shift,
+ * set_size) re-attaches it to the parent's current storage and shape. A window cannot be
+ * reshaped beyond the elements it views, given a buffer (set_cpu_data), or share another blob's
+ * memory: those return CBLOB_ERR_STATE.
+ *
+ * Buffers. cblob_blob_map gives a pointer to a range of data or diff for reading, writing or
+ * both; cblob_buffer_unmap ends the mapping. A part whose current copy is on the device is staged
+ * through host memory: the range is copied from the device when mapped for reading and back when
+ * unmapped after writing. Otherwise the pointer is the blob's host memory itself. Mappings of a
+ * blob are unmapped in reverse order of mapping (last in, first out); an out-of-order unmap is
+ * CBLOB_ERR_STATE and changes nothing. A mapping holds its blob, so destroying the blob's handle
+ * while mapped frees nothing; a blob with open mappings cannot be reshaped to another shape,
+ * share memory, or take a buffer, and a window with open mappings cannot move (CBLOB_ERR_STATE).
+ *
+ * Conversions (clone and convert_from between dtypes). To float32 or float64: the nearest value
+ * (ties to even); float64 beyond float32's range becomes +-infinity; NaN stays NaN. From a float
+ * type to int32 or uint32: rounded to the nearest integer (ties to even), then saturated to the
+ * target's range (-infinity and values below give the minimum, +infinity and values above the
+ * maximum); NaN gives 0. Between int32 and uint32: saturated (negative int32 gives 0, uint32
+ * above INT32_MAX gives INT32_MAX).
+ *
+ * Overlap. An operation that writes one blob from others refuses sources that share memory with
+ * the written range (CBLOB_ERR_INVALID_ARGUMENT), except where the result is well defined: a copy
+ * from the very same range is a no-op and cblob_blob_add may add a blob to itself.
+ */
+
+/* The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim. */
+#define CBLOB_NEOML_AXES 7
+
+/* The named axes of a NeoML blob, in memory order (outermost first); each value is the axis index. */
+typedef int32_t cblob_dim;
+enum {
+    CBLOB_DIM_BATCH_LENGTH = 0,        /* Sequence length (NeoML's BD_BatchLength); outermost. */
+    CBLOB_DIM_BATCH_WIDTH = 1,         /* Batch size (BD_BatchWidth). */
+    CBLOB_DIM_LIST_SIZE = 2,           /* List length (BD_ListSize). */
+    CBLOB_DIM_HEIGHT = 3,              /* Height (BD_Height); the first axis of an object. */
+    CBLOB_DIM_WIDTH = 4,               /* Width (BD_Width). */
+    CBLOB_DIM_DEPTH = 5,               /* Depth (BD_Depth); between Width and Channels in memory. */
+    CBLOB_DIM_CHANNELS = 6,            /* Channels (BD_Channels); innermost, stride 1. */
+};
+
+/* What a mapping (cblob_blob_map) is for; READ_WRITE is READ | WRITE. */
+typedef int32_t cblob_access;
+enum {
+    CBLOB_ACCESS_READ = 1,             /* The caller reads the range; nothing is written back. */
+    CBLOB_ACCESS_WRITE = 2,            /* The caller writes every element of the range; its initial contents are unspecified. */
+    CBLOB_ACCESS_READ_WRITE = 3,       /* The caller reads and writes the range. */
+};
+
+/*
+ * One open mapping of a range of a blob (cblob_blob_map), ended by cblob_buffer_unmap.
+ */
+typedef struct cblob_buffer cblob_buffer;
+
+/*
+ * Creates a 7-axis NeoML blob from up to 7 dimensions, left-aligned as NeoML's CreateTensor:
+ * dims[i] becomes axis i (BatchLength first) and the remaining axes are 1.
+ *   num_dims: 0 to CBLOB_NEOML_AXES
+ *   dims: may be NULL when num_dims is 0
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_create_tensor(cblob_context *context, cblob_dtype dtype, int32_t num_dims, const int64_t *dims, cblob_blob **out_blob);
+
+/*
+ * Creates the NeoML vector blob (size, 1, 1, 1, 1, 1, 1): the size is the BatchLength, as in NeoML.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_create_vector(cblob_context *context, cblob_dtype dtype, int64_t size, cblob_blob **out_blob);
+
+/*
+ * Creates the NeoML matrix blob (height, width, 1, 1, 1, 1, 1): BatchLength = height, BatchWidth = width.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_create_matrix(cblob_context *context, cblob_dtype dtype, int64_t height, int64_t width, cblob_blob **out_blob);
+
+/*
+ * Creates (batch_length, batch_width, 1, 1, 1, 1, channels), NeoML's CreateDataBlob.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_create_data(cblob_context *context, cblob_dtype dtype, int64_t batch_length, int64_t batch_width, int64_t channels, cblob_blob **out_blob);
+
+/*
+ * Creates (batch_length, batch_width, list_size, 1, 1, 1, channels), NeoML's CreateListBlob.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_create_list(cblob_context *context, cblob_dtype dtype, int64_t batch_length, int64_t batch_width, int64_t list_size, int64_t channels, cblob_blob **out_blob);
+
+/*
+ * Creates (batch_length, batch_width, 1, height, width, 1, channels), NeoML's Create2DImageBlob.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_create_image2d(cblob_context *context, cblob_dtype dtype, int64_t batch_length, int64_t batch_width, int64_t height, int64_t width, int64_t channels, cblob_blob **out_blob);
+
+/*
+ * Creates (batch_length, batch_width, 1, height, width, depth, channels), NeoML's Create3DImageBlob.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_create_image3d(cblob_context *context, cblob_dtype dtype, int64_t batch_length, int64_t batch_width, int64_t height, int64_t width, int64_t depth, int64_t channels, cblob_blob **out_blob);
+
+/*
+ * Creates a blob with pattern's shape and context and the given dtype (NeoML's
+ * CreateBlob(type, pattern)). Its memory is allocated on first access and zero-filled; nothing
+ * is copied (see cblob_blob_clone for that). A window's pattern gives an ordinary blob of the
+ * window's shape.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_create_like(const cblob_blob *pattern, cblob_dtype dtype, cblob_blob **out_blob);
+
+/*
+ * The size of a named axis of a 7-axis blob.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_dim(const cblob_blob *blob, cblob_dim dim, int64_t *out_size);
+
+/*
+ * The number of objects of a 7-axis blob, BatchLength * BatchWidth * ListSize.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_object_count(const cblob_blob *blob, int64_t *out_count);
+
+/*
+ * The elements per object of a 7-axis blob, Height * Width * Depth * Channels.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_object_size(const cblob_blob *blob, int64_t *out_size);
+
+/*
+ * The positions per object of a 7-axis blob, Height * Width * Depth.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_geometrical_size(const cblob_blob *blob, int64_t *out_size);
+
+/*
+ * Writes 1 when both blobs have the same number of axes and the same dimensions, else 0
+ * (NeoML's HasEqualDimensions; dtypes are not compared).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_equal_shape(const cblob_blob *blob, const cblob_blob *other, int32_t *out_equal);
+
+/*
+ * Writes 1 when both blobs have the same dimension on each listed axis, else 0 (NeoML's
+ * HasEqualDimensions with a list of dims; dtypes are not compared). Every axis must exist in
+ * both blobs; an empty list gives 1.
+ *   axes: may be NULL when num_axes is 0
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_equal_dims(const cblob_blob *blob, const cblob_blob *other, int32_t num_axes, const int32_t *axes, int32_t *out_equal);
+
+/*
+ * Gives the blob another shape with the same element count (NeoML's ReinterpretDimensions);
+ * memory and contents stay, and the dtype never changes. Works on windows and on blobs with
+ * open mappings, since nothing moves.
+ *   shape: may be NULL when num_axes is 0
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_reinterpret(cblob_blob *blob, int32_t num_axes, const int64_t *shape);
+
+/*
+ * Creates a window of `size` rows over parent's first axis, at position 0 (NeoML's
+ * CreateWindowBlob); its shape is parent's with the first dimension set to size. It
+ * allocates nothing and holds the parent. Free it with cblob_blob_destroy.
+ *   size: 0 to parent's first dimension
+ *   out_window: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_window_create(cblob_blob *parent, int64_t size, cblob_blob **out_window);
+
+/*
+ * Moves the window to start at row `position` of its parent (NeoML's SetParentPos), which
+ * must be in [0, parent's first dimension - window size]; a negative position is an error.
+ * The window takes the parent's current storage and shape again (see "Windows" above).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_window_set_position(cblob_blob *window, int64_t position);
+
+/*
+ * Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds of cblob_window_set_position.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_window_shift(cblob_blob *window, int64_t delta);
+
+/*
+ * Makes the window `size` rows long at its current position; position + size must not exceed
+ * the parent's first dimension. Like set_position, it re-attaches to the parent.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_window_set_size(cblob_blob *window, int64_t size);
+
+/*
+ * The window's first row in its parent (NeoML's GetParentPos).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_window_position(const cblob_blob *window, int64_t *out_position);
+
+/*
+ * The number of parent rows the window views.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_window_size(const cblob_blob *window, int64_t *out_size);
+
+/*
+ * The blob the window views (NeoML's GetParent), with a new hold for the caller.
+ *   out_parent: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_window_parent(cblob_blob *window, cblob_blob **out_parent);
+
+/*
+ * The first blob up the chain of parents that is not a window (NeoML's GetOwner), with a new hold for the caller.
+ *   out_owner: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_window_owner(cblob_blob *window, cblob_blob **out_owner);
+
+/*
+ * Writes 1 when the blob is a window, else 0.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_is_window(const cblob_blob *blob, int32_t *out_is_window);
+
+/*
+ * Copies `length` elements from a caller's array into data or diff (NeoML's CopyFrom(T*)).
+ * dtype names the array's element type and must be the blob's; length must be the blob's
+ * count.
+ *   source: length elements of dtype; may be NULL when length is 0
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_copy_in(cblob_blob *blob, cblob_part part, cblob_dtype dtype, const void *source, int64_t length);
+
+/*
+ * Copies data or diff into a caller's array of `length` elements (NeoML's CopyTo). dtype names
+ * the array's element type and must be the blob's; length must be the blob's count (NeoML
+ * does not check it).
+ *   destination: room for length elements of dtype; may be NULL when length is 0
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_copy_out(cblob_blob *blob, cblob_part part, cblob_dtype dtype, void *destination, int64_t length);
+
+/*
+ * Copies source's data or diff into the blob's, converting values to the blob's dtype (see
+ * "Conversions"); the shapes must be equal (NeoML's CopyFrom(blob), which also allows no
+ * conversion). Runs where the blob's part is current.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *source, cblob_part part);
+
+/*
+ * A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy). A
+ * window's copy is an ordinary blob of the window's shape.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_deep_copy(cblob_blob *blob, cblob_blob **out_blob);
+
+/*
+ * A new, independent blob of the given dtype with the blob's shape, and its data and diff
+ * converted (see "Conversions"). NeoML's GetClone(type) leaves the contents uninitialized;
+ * cblob_blob_create_like does that (zero-filled).
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_clone(cblob_blob *blob, cblob_dtype dtype, cblob_blob **out_blob);
+
+/*
+ * A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
+ * GetTransposed). Any pair of axes of any blob; a negative axis counts from the end. Equal
+ * axes give a deep copy.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_transposed(cblob_blob *blob, int32_t axis1, int32_t axis2, cblob_blob **out_blob);
+
+/*
+ * Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
+ * (NeoML's TransposeFrom). The dtypes must match and the blob's shape must be source's with
+ * the two dimensions swapped: every axis is checked, where NeoML checks only the two swapped
+ * dimensions and the total size.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_transpose_from(cblob_blob *blob, cblob_blob *source, cblob_part part, int32_t axis1, int32_t axis2);
+
+/*
+ * Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
+ * MergeByDim, axis 0 included). Every input must have the blob's dtype and number of axes and
+ * its dimensions on every other axis, and the inputs' dimensions on `axis` must add up to
+ * the blob's; anything else is an error, never an out-of-bounds write. An input may appear
+ * more than once but must not share memory with the blob.
+ *   num_inputs: at least 1
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_merge(cblob_blob *blob, cblob_part part, int32_t axis, int32_t num_inputs, cblob_blob *const *inputs);
+
+/*
+ * Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
+ * axis 0 included), with the rules of cblob_blob_merge. It runs where the blob's part is read
+ * and brings the outputs there. The outputs must not share memory with the blob or with each
+ * other.
+ *   num_outputs: at least 1
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_split(cblob_blob *blob, cblob_part part, int32_t axis, int32_t num_outputs, cblob_blob *const *outputs);
+
+/*
+ * Joins whole objects (NeoML's MergeByObject): for each object, the blob's object is the
+ * concatenation of the inputs' objects in order. All blobs have 7 axes, the blob's dtype and
+ * its BatchLength, BatchWidth and ListSize, and the inputs' object sizes add up to the
+ * blob's; their Height, Width, Depth and Channels may differ.
+ *   num_inputs: at least 1
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_merge_objects(cblob_blob *blob, cblob_part part, int32_t num_inputs, cblob_blob *const *inputs);
+
+/*
+ * Cuts each object of the blob into the outputs' objects, in order (NeoML's SplitByObject), with the rules of cblob_blob_merge_objects.
+ *   num_outputs: at least 1
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_split_objects(cblob_blob *blob, cblob_part part, int32_t num_outputs, cblob_blob *const *outputs);
+
+/*
+ * Sets every element of data or diff to value (NeoML's Fill). For an integer blob the value
+ * must be an integer in the dtype's range; for float32 it is rounded to the nearest float
+ * and must not be finite beyond float32's range. Infinities and NaN fill float blobs.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_fill(cblob_blob *blob, cblob_part part, double value);
+
+/*
+ * Sets every element of one object of a 7-axis blob to value (NeoML's FillObject), with the value rules of cblob_blob_fill.
+ *   object: 0 to object count - 1
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_fill_object(cblob_blob *blob, cblob_part part, int64_t object, double value);
+
+/*
+ * Sets every element of data or diff to zero (NeoML's Clear).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_clear(cblob_blob *blob, cblob_part part);
+
+/*
+ * Sets one object of a 7-axis blob to zero (NeoML's ClearObject).
+ *   object: 0 to object count - 1
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_clear_object(cblob_blob *blob, cblob_part part, int64_t object);
+
+/*
+ * Adds source's data or diff to the blob's, element by element (NeoML's Add). The dtypes and
+ * shapes must be equal (NeoML checks neither). Integers wrap modulo 2^32; a blob may be added
+ * to itself.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_add(cblob_blob *blob, cblob_blob *source, cblob_part part);
+
+/*
+ * Maps elements [position, position + count) of data or diff (NeoML's GetBuffer) and writes
+ * the mapping and a pointer to its first element; count 0 gives a NULL pointer. position and
+ * count are in elements and must lie within the blob's count (NeoML returns null without a
+ * reason). With the part current on the device, the range is staged through host memory,
+ * filled from `position` (NeoML fills from element 0) when access includes READ; otherwise
+ * the pointer is into the blob's host memory, and access including WRITE marks the host copy
+ * current. See "Buffers" for what the mapping allows and forbids.
+ *   out_buffer: end the mapping with cblob_buffer_unmap
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_map(cblob_blob *blob, cblob_part part, int64_t position, int64_t count, cblob_access access, cblob_buffer **out_buffer, void **out_ptr);
+
+/*
+ * Ends a mapping (NeoML's ReleaseBuffer): a staged range mapped with WRITE access is copied
+ * back to the device, the pointer becomes invalid and the handle is freed. Only the blob's
+ * most recent open mapping may be unmapped (CBLOB_ERR_STATE otherwise, and nothing changes).
+ * If the copy back fails the mapping stays open and the call may be repeated.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_buffer_unmap(cblob_buffer *buffer);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,0 +1,110 @@
+#include <inttypes.h>
+
+#include "core/run_kernels.h"
+#include "neoml/neoml.h"
+#include "status.h"
+
+cblob_status cb_place_for_read(cblob_blob *blob, cblob_part part, const cb_device **out)
+{
+    if (cb_blob_head(blob, part) != CBLOB_HEAD_AT_GPU) {
+        *out = NULL;
+        return CBLOB_OK;
+    }
+    return cb_context_device(blob->context, out);
+}
+
+cblob_status cb_place_for_write(cblob_blob *blob, cblob_part part, const cb_device **out)
+{
+    const cblob_head head = cb_blob_head(blob, part);
+    const bool on_device = head == CBLOB_HEAD_AT_GPU || head == CBLOB_HEAD_SYNCED ||
+                           (head == CBLOB_HEAD_UNINITIALIZED && atomic_load(&blob->context->mode) == CBLOB_MODE_GPU);
+    if (!on_device) {
+        *out = NULL;
+        return CBLOB_OK;
+    }
+    return cb_context_device(blob->context, out);
+}
+
+cblob_status cb_part_at(cblob_blob *blob, cblob_part part, const cb_device *place, bool writable, void **out)
+{
+    return place == NULL ? cb_blob_host(blob, part, writable, out) : cb_blob_device_on(blob, part, place, writable, out);
+}
+
+bool cb_part_never_accessed(const cblob_blob *blob, cblob_part part)
+{
+    return cb_blob_head(blob, part) == CBLOB_HEAD_UNINITIALIZED;
+}
+
+bool cb_parts_overlap(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b)
+{
+    if (a->storage[part_a] == NULL || a->storage[part_a] != b->storage[part_b])
+        return false;
+    const size_t a_end = a->offset_bytes + cb_blob_bytes(a), b_end = b->offset_bytes + cb_blob_bytes(b);
+    return a->offset_bytes < b_end && b->offset_bytes < a_end;
+}
+
+bool cb_parts_identical(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b)
+{
+    return a->storage[part_a] != NULL && a->storage[part_a] == b->storage[part_b] &&
+           a->offset_bytes == b->offset_bytes && cb_blob_bytes(a) == cb_blob_bytes(b);
+}
+
+cblob_status cb_dims_product(const cb_shape *shape, int32_t from, int32_t to, int64_t *out)
+{
+    int64_t product = 1;
+    for (int32_t i = from; i < to; ++i)
+        if (__builtin_mul_overflow(product, shape->dims[i], &product))
+            return cb_fail(CBLOB_ERR_OVERFLOW, "the product of dimensions %d to %d does not fit in 64 bits",
+                           (int)from, (int)to - 1);
+    *out = product;
+    return CBLOB_OK;
+}
+
+cblob_status cb_require_neoml(const cblob_blob *blob, const char *name)
+{
+    if (blob->shape.num_axes != CBLOB_NEOML_AXES)
+        return cb_fail(CBLOB_ERR_SHAPE, "%s has %d axes; a NeoML blob has %d (see cblob_blob_create_tensor)", name,
+                       (int)blob->shape.num_axes, CBLOB_NEOML_AXES);
+    return CBLOB_OK;
+}
+
+cblob_status cb_convert_elements(const cb_device *place, const cb_dtype_info *from_dtype, const cb_dtype_info *to_dtype,
+                                 int64_t n, const void *from, void *to)
+{
+    if (from_dtype == to_dtype)
+        return cb_run_copy_strided(place, from_dtype->dtype, n, 1, n, from, n, to, n);
+    switch (to_dtype->dtype) {
+#define CB_CONVERT_TO(ENUM, CTYPE, SUFFIX) \
+    case ENUM: \
+        return cb_run_convert_to_##SUFFIX(place, from_dtype->dtype, n, from, to);
+        CB_FOR_EACH_DTYPE(CB_CONVERT_TO)
+#undef CB_CONVERT_TO
+    }
+    return cb_fail(CBLOB_ERR_INTERNAL, "no conversion to dtype %d", (int)to_dtype->dtype);
+}
+
+cblob_status cb_derive_blob(cblob_blob *source, const cb_dtype_info *dtype, const cb_shape *shape, cb_part_writer write,
+                            const void *arg, cblob_blob **out)
+{
+    cblob_blob *target;
+    CB_TRY(cb_blob_create(source->context, dtype->dtype, shape->num_axes, shape->dims, &target));
+    for (cblob_part part = CBLOB_PART_DATA; part <= CBLOB_PART_DIFF && source->shape.count > 0; ++part) {
+        if (cb_part_never_accessed(source, part))
+            continue;
+        const cb_device *place;
+        void *from, *to;
+        cblob_status status = cb_place_for_read(source, part, &place);
+        if (status == CBLOB_OK)
+            status = cb_part_at(source, part, place, false, &from);
+        if (status == CBLOB_OK)
+            status = cb_part_at(target, part, place, true, &to);
+        if (status == CBLOB_OK)
+            status = write(place, source, from, target, to, arg);
+        if (status != CBLOB_OK) {
+            cb_blob_release(target);
+            return status;
+        }
+    }
+    *out = target;
+    return CBLOB_OK;
+}

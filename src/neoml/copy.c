@@ -1,0 +1,109 @@
+/* Copies: typed copies between a blob and a caller's array, blob-to-blob copies with conversion,
+ * deep copies and clones. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "neoml/neoml.h"
+#include "status.h"
+
+/* The checks copy_in and copy_out share: the caller's array must be of the blob's dtype and
+ * exactly its count. */
+static cblob_status check_array(const cblob_blob *blob, cblob_part part, cblob_dtype dtype, const void *array,
+                                const char *array_name, int64_t length)
+{
+    CB_REQUIRE(blob);
+    CB_TRY(cb_check_part(part));
+    const cb_dtype_info *info;
+    CB_TRY(cb_check_dtype(dtype, &info));
+    if (info != blob->dtype)
+        return cb_fail(CBLOB_ERR_DTYPE, "the array holds %s but the blob is %s", info->name, blob->dtype->name);
+    if (length != blob->shape.count)
+        return cb_fail(CBLOB_ERR_SHAPE, "length is %" PRId64 " but the blob has %" PRId64 " elements", length,
+                       blob->shape.count);
+    if (array == NULL && length > 0)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "%s is NULL", array_name);
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_copy_in(cblob_blob *blob, cblob_part part, cblob_dtype dtype, const void *source,
+                                          int64_t length)
+{
+    CB_ENTER();
+    CB_TRY(check_array(blob, part, dtype, source, "source", length));
+    if (length == 0)
+        return CBLOB_OK;
+    const cb_device *place;
+    void *to;
+    CB_TRY(cb_place_for_write(blob, part, &place));
+    CB_TRY(cb_part_at(blob, part, place, true, &to));
+    if (place != NULL)
+        return place->backend->copy(place, to, source, cb_blob_bytes(blob), CB_COPY_HOST_TO_DEVICE);
+    memmove(to, source, cb_blob_bytes(blob)); /* the caller may pass the blob's own host memory */
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_copy_out(cblob_blob *blob, cblob_part part, cblob_dtype dtype, void *destination,
+                                           int64_t length)
+{
+    CB_ENTER();
+    CB_TRY(check_array(blob, part, dtype, destination, "destination", length));
+    if (length == 0)
+        return CBLOB_OK;
+    const cb_device *place;
+    void *from;
+    CB_TRY(cb_place_for_read(blob, part, &place));
+    CB_TRY(cb_part_at(blob, part, place, false, &from));
+    if (place != NULL)
+        return place->backend->copy(place, destination, from, cb_blob_bytes(blob), CB_COPY_DEVICE_TO_HOST);
+    memmove(destination, from, cb_blob_bytes(blob));
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *source, cblob_part part)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(source);
+    CB_TRY(cb_check_part(part));
+    if (!cb_shape_equal(&blob->shape, &source->shape)) {
+        char mine[CB_SHAPE_TEXT_MAX], theirs[CB_SHAPE_TEXT_MAX];
+        cb_shape_format(&blob->shape, mine, sizeof mine);
+        cb_shape_format(&source->shape, theirs, sizeof theirs);
+        return cb_fail(CBLOB_ERR_SHAPE, "the blob's shape is %s but source's is %s", mine, theirs);
+    }
+    if (blob->shape.count == 0 || cb_parts_identical(blob, part, source, part))
+        return CBLOB_OK; /* NeoML's CopyFrom(this) */
+    if (cb_parts_overlap(blob, part, source, part))
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "source shares part of the blob's memory");
+    const cb_device *place;
+    void *from, *to;
+    CB_TRY(cb_place_for_write(blob, part, &place));
+    CB_TRY(cb_part_at(source, part, place, false, &from));
+    CB_TRY(cb_part_at(blob, part, place, true, &to));
+    return cb_convert_elements(place, source->dtype, blob->dtype, blob->shape.count, from, to);
+}
+
+static cblob_status write_converted(const cb_device *place, const cblob_blob *source, const void *from,
+                                    cblob_blob *target, void *to, const void *arg)
+{
+    (void)arg;
+    return cb_convert_elements(place, source->dtype, target->dtype, source->shape.count, from, to);
+}
+
+CBLOB_API cblob_status cblob_blob_deep_copy(cblob_blob *blob, cblob_blob **out_blob)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(out_blob);
+    return cb_derive_blob(blob, blob->dtype, &blob->shape, write_converted, NULL, out_blob);
+}
+
+CBLOB_API cblob_status cblob_blob_clone(cblob_blob *blob, cblob_dtype dtype, cblob_blob **out_blob)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_REQUIRE(out_blob);
+    const cb_dtype_info *info;
+    CB_TRY(cb_check_dtype(dtype, &info));
+    return cb_derive_blob(blob, info, &blob->shape, write_converted, NULL, out_blob);
+}

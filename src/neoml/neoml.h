@@ -1,0 +1,54 @@
+/* NeoML blob operations (codegen/api/40_neoml.yaml): what the files of src/neoml share. Where an
+ * operation runs, views of a part there, overlap checks, and the blob-making helpers. */
+#ifndef CBLOB_SRC_NEOML_NEOML_H
+#define CBLOB_SRC_NEOML_NEOML_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "blob.h"
+
+/* Where an operation runs: NULL for the host, else the device. The rules are the header's
+ * "Where operations run": reads go where the current copy is (the host unless the head is
+ * AT_GPU); writes go to the device when the head is AT_GPU or SYNCED, or when a part never
+ * accessed belongs to a context in GPU mode. */
+cblob_status cb_place_for_read(cblob_blob *blob, cblob_part part, const cb_device **out);
+cblob_status cb_place_for_write(cblob_blob *blob, cblob_part part, const cb_device **out);
+
+/* The part's first element at a place (host or device pointer), moving the head as Caffe's
+ * accessors do; NULL for a blob without elements. */
+cblob_status cb_part_at(cblob_blob *blob, cblob_part part, const cb_device *place, bool writable, void **out);
+
+/* Whether the part has never been written or read (a new blob made from it leaves it so). */
+bool cb_part_never_accessed(const cblob_blob *blob, cblob_part part);
+
+/* Whether the elements of two parts share bytes, and whether they are the very same bytes. */
+bool cb_parts_overlap(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b);
+bool cb_parts_identical(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b);
+
+/* The product of dims [from, to), or CBLOB_ERR_OVERFLOW: a blob with a zero dimension may have
+ * other dimensions whose product does not fit. */
+cblob_status cb_dims_product(const cb_shape *shape, int32_t from, int32_t to, int64_t *out);
+
+/* CBLOB_ERR_SHAPE unless the blob has the 7 axes of a NeoML blob; `name` is the parameter. */
+cblob_status cb_require_neoml(const cblob_blob *blob, const char *name);
+
+/* Room for cb_shape_format's text of any shape, for messages. */
+#define CB_SHAPE_TEXT_MAX (64 * CBLOB_MAX_AXES)
+
+/* n elements from `from` (of from_dtype) to `to` (of to_dtype) at a place: a copy when the dtypes
+ * are equal, a conversion (README, "Conversions") otherwise. */
+cblob_status cb_convert_elements(const cb_device *place, const cb_dtype_info *from_dtype, const cb_dtype_info *to_dtype,
+                                 int64_t n, const void *from, void *to);
+
+/* Writes a new blob's part from its source's part, both at `place`. */
+typedef cblob_status (*cb_part_writer)(const cb_device *place, const cblob_blob *source, const void *from,
+                                       cblob_blob *target, void *to, const void *arg);
+
+/* A new blob of `dtype` and `shape` in source's context, each part the source ever accessed
+ * written by `write` where the source's part is current; the others stay UNINITIALIZED. On
+ * failure nothing is made. */
+cblob_status cb_derive_blob(cblob_blob *source, const cb_dtype_info *dtype, const cb_shape *shape, cb_part_writer write,
+                            const void *arg, cblob_blob **out);
+
+#endif
