@@ -10,6 +10,11 @@ shape, data and diff are byte-for-byte unchanged.
 Argument expressions refer to the fixture in the template: fx.ctx, fx.a (float32, 2x3x4x5, data
 and diff written), fx.b (the same shape), fx.other_dtype (float64, same shape), fx.other_count
 (float32, 7 elements), fx.other_shape (float32, 5x4x3x2), fx.i32 and fx.u32 (integer blobs).
+
+Functions marked `gpu` need a working GPU stack: their baseline expects the status this machine
+gives (cblob_gpu_probe: CBLOB_OK with a GPU or the test double of the driver, CBLOB_ERR_NO_DRIVER
+and friends without), so the same sweep runs on every machine. Their bad cases do not depend on
+the machine: arguments are checked before the GPU is looked for.
 """
 
 # Valid values for scalar parameters, by check kind.
@@ -32,6 +37,10 @@ VALID_BY_CHECK = {
     "buffer_bytes": "sizeof external_buffer",
     "same_count_blob": "fx.b",
     "same_shape_blob": "fx.b",
+    "device_index": "0",
+    "device_buffer": "device_buffer(&fx)",
+    "compute_capability": "0",
+    "text_room": "sizeof out_buffer",
 }
 
 # Bad values by check kind: (C expression, expected status, what is wrong). Fixture fx.a has 4
@@ -70,6 +79,9 @@ BAD_BY_CHECK = {
                         ("fx.other_dtype", "CBLOB_ERR_DTYPE", "a blob of another dtype")],
     "same_shape_blob": [("fx.other_shape", "CBLOB_ERR_SHAPE", "a blob of another shape"),
                         ("fx.other_dtype", "CBLOB_ERR_DTYPE", "a blob of another dtype")],
+    "device_index": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "device -1"),
+                     ("INT32_MIN", "CBLOB_ERR_INVALID_ARGUMENT", "device INT32_MIN")],
+    "compute_capability": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "compute capability -1")],
 }
 
 SENTINEL_INT = "0x5A5A5A5A"
@@ -83,7 +95,7 @@ def out_declaration(p):
     """(declaration, argument, check that it is untouched) for an out parameter."""
     name = f"out_{p['name']}"
     if p["base"] == "char" and p["depth"] == 1:
-        return (f"char {name}[256]; memset({name}, 'Z', sizeof {name});", name,
+        return (f"char {name}[4096]; memset({name}, 'Z', sizeof {name});", name,
                 f"buffer_untouched({name}, sizeof {name})")
     pointee = p["type"].rstrip()[:-1].rstrip()  # drop one level of pointer
     if p["depth"] >= 2:
