@@ -116,7 +116,7 @@ const char *cb_cuda_error_name(cbcu_result result)
     switch (result) {
     case CBCU_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
     case CBCU_ERROR_STUB_LIBRARY: return "CUDA_ERROR_STUB_LIBRARY";
-    case CBCU_ERROR_INSUFFICIENT_DRIVER: return "CUDA_ERROR_INSUFFICIENT_DRIVER";
+    case CBCU_ERROR_SYSTEM_DRIVER_MISMATCH: return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
     case CBCU_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE";
     default: return "a CUDA error";
     }
@@ -138,10 +138,12 @@ static void describe_init_failure(cbcu_result result)
         set_message(driver.message, "the CUDA driver (%s, CUDA %d.%d) found no CUDA device (CUDA_ERROR_NO_DEVICE)",
                     driver.path, major, minor);
         return;
-    case CBCU_ERROR_INSUFFICIENT_DRIVER:
+    case CBCU_ERROR_SYSTEM_DRIVER_MISMATCH:
         driver.status = CBLOB_ERR_DRIVER_TOO_OLD;
-        set_message(driver.message, "the CUDA driver at %s is too old for this machine (CUDA_ERROR_INSUFFICIENT_DRIVER): "
-                    "update the NVIDIA driver", driver.path);
+        set_message(driver.message,
+                    "the NVIDIA kernel driver is older than the CUDA driver library %s (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH): "
+                    "update the NVIDIA driver, or reboot after updating it",
+                    driver.path);
         return;
     default:
         driver.status = CBLOB_ERR_DEVICE;
