@@ -166,6 +166,15 @@ static uint32_t get_u32(const unsigned char *at)
 
 typedef enum entry_read { ENTRY_MISSING, ENTRY_DAMAGED, ENTRY_FOUND } entry_read;
 
+/* The driver takes an image without its size: PTX must end in its NUL, and a cubin must at least
+ * hold a whole ELF64 header, or the driver would read past the buffer. */
+static bool looks_like(const unsigned char *image, size_t size, bool ptx)
+{
+    if (ptx)
+        return size > 0 && image[size - 1] == '\0';
+    return size >= 64 && memcmp(image, "\x7f" "ELF", 4) == 0;
+}
+
 static entry_read read_entry(const char *path, const unsigned char key[CB_SHA256_BYTES], bool ptx, cb_cuda_image *out)
 {
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -189,7 +198,7 @@ static entry_read read_entry(const char *path, const unsigned char key[CB_SHA256
     cb_sha256_digest(bytes + ENTRY_HEADER_BYTES, image_size, checksum);
     if (memcmp(bytes, ENTRY_MAGIC, 8) != 0 || get_u32(bytes + 8) != ENTRY_FORMAT || get_u32(bytes + 12) != (ptx ? 2u : 1u) ||
         get_u64(bytes + 16) != image_size || memcmp(bytes + 24, key, CB_SHA256_BYTES) != 0 ||
-        memcmp(bytes + 56, checksum, CB_SHA256_BYTES) != 0 || (ptx && bytes[info.st_size - 1] != '\0'))
+        memcmp(bytes + 56, checksum, CB_SHA256_BYTES) != 0 || !looks_like(bytes + ENTRY_HEADER_BYTES, image_size, ptx))
         goto done;
     memmove(bytes, bytes + ENTRY_HEADER_BYTES, image_size);
     *out = (cb_cuda_image){bytes, image_size, ptx};
@@ -314,8 +323,10 @@ static cblob_status find_or_compile(const cb_cuda_nvrtc *compiler, const cb_cuda
             atomic_fetch_add(&cache.disk_writes, 1);
         else if (device != NULL)
             stop_writing(device, error);
-        else /* warming up for an architecture: writing is the whole point */
+        else { /* warming up for an architecture: writing is the whole point */
+            cb_cuda_image_free(image);
             return cb_fail(CBLOB_ERR_IO, "cannot write the kernel cache entry %s: %s", path, strerror(error));
+        }
     }
     return CBLOB_OK;
 }

@@ -272,7 +272,8 @@ static void truncate_it(const char *path)
         unlink(path);
 }
 
-/* A well-formed entry (right key, right checksum) whose image the driver cannot load. */
+/* A well-formed entry (right key, right checksum, the shape of its kind: an ELF64 header with
+ * nothing behind it, or NUL-terminated text) whose image the driver cannot load. */
 static void replace_image_with_garbage(const char *path)
 {
     unsigned char header[88];
@@ -283,9 +284,11 @@ static void replace_image_with_garbage(const char *path)
         return;
     }
     fclose(file);
-    static const char garbage[] = "this is not a CUDA module, though its checksum is right";
     const bool ptx = header[12] == 2;
-    const size_t size = ptx ? sizeof garbage : sizeof garbage - 1;
+    static const char text[] = "this is not PTX, though its checksum is right";
+    unsigned char elf[64] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+    const void *garbage = ptx ? (const void *)text : (const void *)elf;
+    const size_t size = ptx ? sizeof text : sizeof elf;
     for (int i = 0; i < 8; ++i)
         header[16 + i] = (unsigned char)((uint64_t)size >> (8 * i));
     cb_sha256_digest(garbage, size, header + 56);
