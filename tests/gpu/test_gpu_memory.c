@@ -147,6 +147,29 @@ PART_TEST(caffe_1H_54_cpu_data_from_uninitialized_touches_no_device)
 
 /* ---- HEAD_AT_CPU (items 56, 57) ---------------------------------------------------------------- */
 
+PART_TEST(caffe_1H_host_accessors_at_cpu_are_no_ops)
+{
+    REQUIRE_GPU();
+    gpu_blob b;
+    CHECK_OK(open_blob(&b, CBLOB_DTYPE_FLOAT32, COUNT));
+    CHECK_OK(fill(b.blob, part, 1.0));
+    const void *dev = NULL;
+    CHECK_OK(cblob_blob_gpu_ptr(b.blob, part, &dev)); /* a stale device copy exists */
+    void *host = NULL;
+    CHECK_OK(cblob_blob_mutable_cpu_ptr(b.blob, part, &host));
+    CHECK_HEAD(b.blob, part, CBLOB_HEAD_AT_CPU);
+    const fake_cuda_counters before = gpu_counters();
+    const void *read = NULL;
+    void *again = NULL;
+    CHECK_OK(cblob_blob_cpu_ptr(b.blob, part, &read));
+    CHECK_HEAD(b.blob, part, CBLOB_HEAD_AT_CPU);
+    CHECK_OK(cblob_blob_mutable_cpu_ptr(b.blob, part, &again));
+    CHECK_HEAD(b.blob, part, CBLOB_HEAD_AT_CPU);
+    CHECK(read == host && again == host);
+    CHECK_TRANSFERS(before, 0, 0, 0);
+    close_blob(&b);
+}
+
 PART_TEST(caffe_1H_56_gpu_data_from_cpu_syncs)
 {
     REQUIRE_GPU();
