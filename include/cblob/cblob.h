@@ -547,7 +547,7 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * variables replace the search with one path each: CBLOB_CUDA_DRIVER, CBLOB_NVRTC_LIBRARY,
  * CBLOB_CUBLAS_LIBRARY.
  *
- * Memory follows Caffe's SyncedMemory (conformance.md 1.H): cblob_blob_gpu_ptr and
+ * Memory follows Caffe's SyncedMemory: cblob_blob_gpu_ptr and
  * cblob_blob_mutable_gpu_ptr move data or diff to the device only when the head says so, and the
  * host accessors move it back. Device work of a blob (copies, kernels, cuBLAS) is queued on the
  * stream of its context and waited for where the host needs the result; device out-of-memory is
