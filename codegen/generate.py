@@ -47,7 +47,13 @@ CHECK_KINDS = {
     "window", "window_size", "window_position", "window_shift", "matching_dtype", "element_length",
     "same_shape_any_dtype", "blob_count", "blob_list", "neoml_blob_list", "fill_value", "object_index",
     "element_position", "element_count", "access", "mapped_buffer",
+    # GPU (codegen/api/30_gpu.yaml)
+    "device_index", "device_buffer", "compute_capability", "text_room",
 }
+
+# Threads per block of every generated CUDA kernel: the launcher (templates/cuda/launch.c.j2) and
+# the kernels' __launch_bounds__ read this one number.
+CUDA_BLOCK_THREADS = 256
 
 
 class DescriptionError(Exception):
@@ -104,6 +110,7 @@ def load_model():
     }
     validate(model)
     enrich(model)
+    check_cuda_twins(model)
     try:
         sweep.build(model)
     except sweep.SweepError as e:
@@ -180,6 +187,7 @@ def enrich(model):
         fn.setdefault("getter", False)
         fn.setdefault("dtype_math", False)
         fn.setdefault("sweep_after_ok", "")
+        fn.setdefault("gpu", False)
         fn["returns_status"] = fn["returns"] == "cblob_status"
         fn["summary"] = fn["doc"].strip().split("\n")[0]
         for p in fn["params"]:
@@ -199,7 +207,11 @@ def enrich(model):
     for op in model["ops"]:
         op.setdefault("blis", {})
         op.setdefault("prefer", "kernel")
+        op.setdefault("cublas", False)
+        op.setdefault("may_alias", False)
+        op.setdefault("extents", {})
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
+        op["cuda_params"] = [cuda_param(op, p) for p in op["params"]]
     for op in model["blob_math"]["ops"]:
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
     for d in model["dtypes"]:
@@ -207,6 +219,35 @@ def enrich(model):
     model["dtype_by_name"] = {d["name"]: d for d in model["dtypes"]}
     model["versions"] = sorted({fn["since"] for fn in model["functions"]},
                                key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def cuda_param(op, text):
+    """How a kernel parameter crosses to the GPU: a device array of T, a double sum the kernel
+    adds into (zeroed and read back by the host), or a scalar passed by value."""
+    name = re.split(r"[ *]", text)[-1]
+    c_type = text[: len(text) - len(name)].strip()
+    if "*" not in c_type:
+        return {"name": name, "kind": "scalar", "type": c_type}
+    if re.search(r"\bT\b", c_type):
+        return {"name": name, "kind": "array", "type": c_type, "const": c_type.startswith("const"), "untyped": False}
+    if c_type == "void *" and "target" in op:
+        # The output of a conversion family: an array of the family's target dtype.
+        return {"name": name, "kind": "array", "type": c_type, "const": False, "untyped": True}
+    if c_type == "double *":
+        return {"name": name, "kind": "sum", "type": c_type}
+    raise DescriptionError(
+        f"kernel {op['name']}, parameter '{text}': the CUDA launcher passes T arrays, double sums and "
+        f"scalars; teach cuda_param() in codegen/generate.py and templates/cuda/launch.c.j2 this kind")
+
+
+def check_cuda_twins(model):
+    missing = [op["name"] for op in model["ops"]
+               if not (TEMPLATES / "cuda" / "ops" / f"{op['name']}.cu.j2").is_file()]
+    if missing:
+        raise DescriptionError(
+            "kernels without a CUDA twin: " + ", ".join(missing) + ". Every kernel in codegen/ops.yaml "
+            "needs templates/cuda/ops/<name>.cu.j2 beside its CPU template (the body only: the "
+            "signature is generated; templates/cuda/ops/axpy.cu.j2 is a short example).")
 
 
 def expand_outputs(model):
@@ -217,6 +258,9 @@ def expand_outputs(model):
         if entry.get("per") == "dtype":
             for d in model["dtypes"]:
                 jobs.append((entry["template"], entry["output"].format(dtype=d["suffix"]), {"dt": d}))
+        elif entry.get("per") == "kernel":
+            for op in model["ops"]:
+                jobs.append((entry["template"], entry["output"].format(kernel=op["name"]), {"op": op}))
         else:
             jobs.append((entry["template"], entry["output"], {}))
     return jobs
@@ -243,14 +287,38 @@ def make_env():
         """Writes a kernel parameter with the element type erased to void (for the table)."""
         return re.sub(r"\bT\b", "void", type_text)
 
+    def c_string(text):
+        """Writes text as a C string literal, one source line per literal piece."""
+        pieces = []
+        for line in text.splitlines(keepends=True):
+            escaped = line.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+            pieces.append(f'"{escaped}"')
+        return "\n".join(pieces) if pieces else '""'
+
+    def cuda_param_decl(param, dt, op):
+        """A kernel parameter in CUDA: arrays get the dtype and, unless the op lets its arrays be
+        the same memory (ops.yaml `may_alias`), __restrict__, as the CPU kernels do."""
+        if param["kind"] == "array":
+            restrict = "" if op["may_alias"] else "__restrict__ "
+            return re.sub(r"\bT\b", dt["ctype"], param["type"]) + restrict + param["name"]
+        return f"{param['type']}{'' if param['type'].endswith('*') else ' '}{param['name']}"
+
     env.filters["ctype"] = ctype
     env.filters["erased"] = erased
     env.filters["comment"] = comment
+    env.filters["c_string"] = c_string
+    env.filters["cuda_param"] = cuda_param_decl
+    env.globals["cuda_block_threads"] = CUDA_BLOCK_THREADS
     return env
 
 
 def render_all(model, out_root):
     env = make_env()
+    # The CUDA families are rendered once: generated/cuda/<kernel>.cu and the strings NVRTC
+    # compiles (generated/cuda/sources.c) are the same text.
+    model["cuda_families"] = [
+        {"op": op, "source": env.get_template("cuda/family.cu.j2").render(model=model, op=op)}
+        for op in model["ops"]]
     written = []
     for template, output, extra in expand_outputs(model):
         text = env.get_template(template).render(model=model, output=output, **extra)

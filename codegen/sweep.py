@@ -12,6 +12,11 @@ and diff written), fx.b (the same shape), fx.other_dtype (float64, same shape), 
 (float32, 7 elements), fx.other_shape (float32, 5x4x3x2), fx.i32 and fx.u32 (integer blobs),
 fx.neo and fx.neo_b (float32 NeoML blobs, 2x1x1x2x1x1x3), fx.window (a window of 1 row of fx.a at
 position 0), and fixture_buffer(&fx) (a mapping of fx.a that the baseline unmaps).
+
+Functions marked `gpu` need a working GPU stack: their baseline expects the status this machine
+gives (cblob_gpu_probe: CBLOB_OK with a GPU or the test double of the driver, CBLOB_ERR_NO_DRIVER
+and friends without), so the same sweep runs on every machine. Their bad cases do not depend on
+the machine: arguments are checked before the GPU is looked for.
 """
 
 # Valid values for scalar parameters, by check kind.
@@ -57,6 +62,10 @@ VALID_BY_CHECK = {
     "element_count": "120",
     "access": "CBLOB_ACCESS_READ_WRITE",
     "mapped_buffer": "fixture_buffer(&fx)",
+    "device_index": "0",
+    "device_buffer": "device_buffer(&fx)",
+    "compute_capability": "0",
+    "text_room": "sizeof out_buffer",
 }
 
 # Bad values by check kind: (C expression, expected status, what is wrong). Fixture fx.a has 4
@@ -137,6 +146,9 @@ BAD_BY_CHECK = {
                       ("INT64_MAX", "CBLOB_ERR_OUT_OF_RANGE", "count INT64_MAX")],
     "access": [("0", "CBLOB_ERR_INVALID_ARGUMENT", "access 0"), ("4", "CBLOB_ERR_INVALID_ARGUMENT", "access 4"),
                ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "access -1")],
+    "device_index": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "device -1"),
+                     ("INT32_MIN", "CBLOB_ERR_INVALID_ARGUMENT", "device INT32_MIN")],
+    "compute_capability": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "compute capability -1")],
 }
 
 SENTINEL_INT = "0x5A5A5A5A"
@@ -150,7 +162,7 @@ def out_declaration(p):
     """(declaration, argument, check that it is untouched) for an out parameter."""
     name = f"out_{p['name']}"
     if p["base"] == "char" and p["depth"] == 1:
-        return (f"char {name}[256]; memset({name}, 'Z', sizeof {name});", name,
+        return (f"char {name}[4096]; memset({name}, 'Z', sizeof {name});", name,
                 f"buffer_untouched({name}, sizeof {name})")
     pointee = p["type"].rstrip()[:-1].rstrip()  # drop one level of pointer
     if p["depth"] >= 2:

@@ -15,14 +15,21 @@
 #include "cblob/cblob.h"
 
 typedef struct cb_device_backend cb_device_backend;
+typedef struct cb_log cb_log;
 
-/* A device as the core sees it: which backend, which device index, and the stream that
- * asynchronous copies and kernels of one context are queued on (NULL: the default stream). */
+/* A device as the core sees it: which backend, which device index, the stream that copies and
+ * kernels of one context are queued on (NULL: the default stream), and the context's log for
+ * warnings that are not errors of the call (NULL in the copies storages keep: dropped). */
 typedef struct cb_device {
     const cb_device_backend *backend;
     int32_t index;
     void *stream;
+    cb_log *log;
 } cb_device;
+
+/* Appends a warning line to a context's log (cblob_context_log); a NULL log drops it. The
+ * library never prints: this is where what a caller may want to know but did not ask for goes. */
+void cb_log_warning(cb_log *log, const char *format, ...) __attribute__((format(printf, 2, 3)));
 
 typedef enum cb_copy_kind {
     CB_COPY_HOST_TO_DEVICE,
@@ -55,8 +62,29 @@ struct cb_device_backend {
     /* Waits for everything queued on `stream`. */
     cblob_status (*synchronize)(const cb_device *device, void *stream);
 
+    /* Checks that a caller's pointer is memory of `device` covering `bytes`
+     * (cblob_blob_set_gpu_data): CBLOB_ERR_INVALID_ARGUMENT with a message if not. */
+    cblob_status (*check_device_memory)(const cb_device *device, const void *ptr, size_t bytes);
+
     /* The generated ops (codegen/ops.yaml) on device memory. */
     const cb_device_kernels *kernels;
+
+    /* What the machine has, without opening a device: CBLOB_OK and the device count, or the
+     * status open() would fail with. */
+    cblob_status (*probe)(int32_t *device_count);
+    /* Versions as CUDA encodes them (major * 1000 + minor * 10), 0 for what is missing. */
+    void (*versions)(int32_t *driver, int32_t *compiler, int32_t *blas);
+    /* The device's name, NUL-terminated; fails like open(). */
+    cblob_status (*device_name)(int32_t index, char *name, size_t size);
+    /* A human-readable report of what was found, one item per line, cut to fit `size`. */
+    void (*report)(char *text, size_t size);
+
+    /* The kernel cache: its mode, its folder (empty when none can be named), and compiling every
+     * kernel ahead of use, for `device` or, with device NULL, for compute_capability into the
+     * disk cache. */
+    cblob_cache_mode (*cache_mode)(void);
+    void (*cache_dir)(char *text, size_t size);
+    cblob_status (*warm_up)(const cb_device *device, int32_t compute_capability, int32_t *compiled);
 };
 
 /* The GPU backend compiled into this library, or NULL when there is none. */

@@ -337,17 +337,9 @@ CBLOB_API cblob_status cblob_blob_shape_string(const cblob_blob *blob, char *buf
 {
     CB_ENTER();
     CB_REQUIRE(blob);
-    CB_REQUIRE(out_length);
-    if (buffer == NULL && buffer_size > 0)
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "buffer is NULL but buffer_size is %zu", buffer_size);
-    size_t length = cb_shape_format(&blob->shape, NULL, 0);
-    if (buffer != NULL && buffer_size <= length)
-        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "a buffer of %zu bytes cannot hold the %zu-character shape string and its NUL",
-                       buffer_size, length);
-    if (buffer != NULL)
-        cb_shape_format(&blob->shape, buffer, buffer_size);
-    *out_length = length;
-    return CBLOB_OK;
+    char text[64 * CBLOB_MAX_AXES];
+    cb_shape_format(&blob->shape, text, sizeof text);
+    return cb_return_text(text, buffer, buffer_size, out_length);
 }
 
 CBLOB_API cblob_status cblob_blob_capacity(const cblob_blob *blob, int64_t *out_capacity)
@@ -399,6 +391,30 @@ cblob_head cb_blob_head(const cblob_blob *blob, cblob_part part)
     return blob->storage[part] != NULL ? blob->storage[part]->head : CBLOB_HEAD_UNINITIALIZED;
 }
 
+static bool same_device(const cb_device *a, const cb_device *b)
+{
+    return a->backend == b->backend && a->index == b->index;
+}
+
+const cb_device *cb_blob_work_device(const cblob_blob *blob, cblob_part part)
+{
+    cb_storage *storage = blob->storage[part];
+    const cb_device *mine = cb_context_open_device(blob->context);
+    if (mine == NULL || storage->dev == NULL || !same_device(mine, &storage->device))
+        return &storage->device;
+    storage->device.stream = mine->stream;
+    return mine;
+}
+
+cblob_status cb_blob_use_device(const cblob_blob *blob, cblob_part part, const cb_device *device)
+{
+    const cb_storage *storage = blob->storage[part];
+    if (storage->dev != NULL && cb_blob_work_device(blob, part) != device)
+        return cb_fail(CBLOB_ERR_STATE, "the %s lives on device %d but the blob's context uses device %d",
+                       part == CBLOB_PART_DATA ? "data" : "diff", (int)storage->device.index, (int)device->index);
+    return CBLOB_OK;
+}
+
 cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool writable, void **out)
 {
     cb_storage *storage = blob->storage[part];
@@ -406,6 +422,8 @@ cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool writable, void
         *out = NULL;
         return CBLOB_OK;
     }
+    if (storage->dev != NULL)
+        cb_blob_work_device(blob, part); /* a copy back to the host follows this context's stream */
     const cb_device *pinning = cb_context_pinning_device(blob->context);
     void *base;
     if (writable)
@@ -430,6 +448,7 @@ cblob_status cb_blob_device_on(cblob_blob *blob, cblob_part part, const cb_devic
         *out = NULL;
         return CBLOB_OK;
     }
+    CB_TRY(cb_blob_use_device(blob, part, device));
     void *base;
     if (writable)
         CB_TRY(cb_storage_mutable_gpu(storage, device, &base));
@@ -516,6 +535,21 @@ CBLOB_API cblob_status cblob_blob_set_cpu_data(cblob_blob *blob, void *ptr, size
     CB_ENTER();
     CB_REQUIRE(blob);
     CB_REQUIRE(ptr);
+    CB_TRY(cb_blob_check_external(blob, size_bytes));
+    /* Caffe frees its owned buffer and keeps the pointer it was given: a dangling one if the
+     * caller passed that buffer back. */
+    for (int p = 0; p < CB_PARTS; ++p)
+        if (inside_owned_host(blob->storage[p], ptr))
+            return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
+                           "ptr points into the blob's own %s buffer, which cblob allocated and frees itself",
+                           p == CBLOB_PART_DATA ? "data" : "diff");
+    CB_TRY(cb_blob_exact_storage(blob));
+    cb_storage_set_cpu(blob->storage[CBLOB_PART_DATA], ptr, (cb_release){release, user_data});
+    return CBLOB_OK;
+}
+
+cblob_status cb_blob_check_external(const cblob_blob *blob, size_t size_bytes)
+{
     const size_t needed = cb_blob_bytes(blob);
     if (needed == 0)
         return cb_fail(CBLOB_ERR_SHAPE, "the blob has no elements for a buffer to hold");
@@ -524,32 +558,30 @@ CBLOB_API cblob_status cblob_blob_set_cpu_data(cblob_blob *blob, void *ptr, size
                        size_bytes, blob->shape.count, blob->dtype->name, needed);
     if (cb_blob_is_window(blob))
         return cb_fail(CBLOB_ERR_STATE, "a window views its parent's memory and cannot take a buffer of its own");
-    /* Caffe frees its owned buffer and keeps the pointer it was given: a dangling one if the
-     * caller passed that buffer back. */
-    for (int p = 0; p < CB_PARTS; ++p)
-        if (inside_owned_host(blob->storage[p], ptr))
-            return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
-                           "ptr points into the blob's own %s buffer, which cblob allocated and frees itself",
-                           p == CBLOB_PART_DATA ? "data" : "diff");
     if (blob->mappings != NULL ||
         (blob->storage[CBLOB_PART_DATA] != NULL && atomic_load(&blob->storage[CBLOB_PART_DATA]->direct_mappings) > 0))
         return cb_fail(CBLOB_ERR_STATE, "the data has open mappings (cblob_blob_map); unmap them first");
-    if (blob->storage[CBLOB_PART_DATA] == NULL || blob->storage[CBLOB_PART_DATA]->size != needed) {
-        /* Caffe replaces data and diff with storage of exactly count elements first. */
-        cb_storage *fresh[CB_PARTS] = {NULL, NULL};
-        for (int p = 0; p < CB_PARTS; ++p) {
-            cblob_status status = cb_storage_create(needed, &fresh[p]);
-            if (status != CBLOB_OK) {
-                cb_storage_release(fresh[0]);
-                return status;
-            }
-        }
-        for (int p = 0; p < CB_PARTS; ++p) {
-            cb_storage_release(blob->storage[p]);
-            blob->storage[p] = fresh[p];
+    return CBLOB_OK;
+}
+
+cblob_status cb_blob_exact_storage(cblob_blob *blob)
+{
+    const size_t needed = cb_blob_bytes(blob);
+    if (blob->storage[CBLOB_PART_DATA] != NULL && blob->storage[CBLOB_PART_DATA]->size == needed)
+        return CBLOB_OK;
+    /* Caffe replaces data and diff with storage of exactly count elements first. */
+    cb_storage *fresh[CB_PARTS] = {NULL, NULL};
+    for (int p = 0; p < CB_PARTS; ++p) {
+        cblob_status status = cb_storage_create(needed, &fresh[p]);
+        if (status != CBLOB_OK) {
+            cb_storage_release(fresh[0]);
+            return status;
         }
     }
-    cb_storage_set_cpu(blob->storage[CBLOB_PART_DATA], ptr, (cb_release){release, user_data});
+    for (int p = 0; p < CB_PARTS; ++p) {
+        cb_storage_release(blob->storage[p]);
+        blob->storage[p] = fresh[p];
+    }
     return CBLOB_OK;
 }
 

@@ -84,6 +84,20 @@ cblob_status cb_blob_device(cblob_blob *blob, cblob_part part, bool writable, vo
  * run all of them on the device of the one they write. */
 cblob_status cb_blob_device_on(cblob_blob *blob, cblob_part part, const cb_device *device, bool writable, void **out);
 
+/* The device to run work on a part's device copy with: the context's own (its stream and its
+ * log) when the copy lives on it, else the device the copy was made on. Work on a memory follows
+ * the stream of the context that asks for it, so this also points the storage's later copies at
+ * that stream. The part must have storage. */
+const cb_device *cb_blob_work_device(const cblob_blob *blob, cblob_part part);
+/* Fails with CBLOB_ERR_STATE when the part's device copy lives on another device than `device`
+ * (the context's, opened); otherwise as cb_blob_work_device. The part must have storage. */
+cblob_status cb_blob_use_device(const cblob_blob *blob, cblob_part part, const cb_device *device);
+
+/* Caller buffers (set_cpu_data, set_gpu_data): the checks, which change nothing, and Caffe's size
+ * rule, which gives data and diff fresh storage of exactly count elements unless data has it. */
+cblob_status cb_blob_check_external(const cblob_blob *blob, size_t size_bytes);
+cblob_status cb_blob_exact_storage(cblob_blob *blob);
+
 /* The head of a part (UNINITIALIZED for a blob without storage). */
 cblob_head cb_blob_head(const cblob_blob *blob, cblob_part part);
 

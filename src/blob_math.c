@@ -30,7 +30,7 @@ static cb_current current_copy(const cblob_blob *blob, cblob_part part)
     } else {
         current.on_device = true;
         current.ptr = storage->dev;
-        current.device = &storage->device;
+        current.device = cb_blob_work_device(blob, part);
     }
     if (current.ptr != NULL)
         current.ptr = (char *)current.ptr + blob->offset_bytes;
@@ -57,7 +57,7 @@ cblob_status cb_blob_update_impl(cblob_blob *blob)
     }
     CB_TRY(cb_blob_device(blob, CBLOB_PART_DIFF, false, &diff));
     CB_TRY(cb_blob_device(blob, CBLOB_PART_DATA, true, &data));
-    const cb_device *device = &blob->storage[CBLOB_PART_DATA]->device;
+    const cb_device *device = cb_blob_work_device(blob, CBLOB_PART_DATA);
     return device->backend->kernels->axpy(device, blob->dtype->dtype, blob->shape.count, -1.0, diff, data);
 }
 
@@ -95,7 +95,7 @@ cblob_status cb_blob_scale_impl(cblob_blob *blob, cblob_part part, double factor
         return cpu_kernels(blob)->scale(blob->shape.count, factor, x);
     }
     CB_TRY(cb_blob_device(blob, part, true, &x));
-    const cb_device *device = &blob->storage[part]->device;
+    const cb_device *device = cb_blob_work_device(blob, part);
     return device->backend->kernels->scale(device, blob->dtype->dtype, blob->shape.count, factor, x);
 }
 

@@ -14,6 +14,8 @@ CBLOB_API cblob_status cblob_context_create(cblob_context **out_context)
     atomic_init(&context->holders, 1);
     atomic_init(&context->mode, CBLOB_MODE_CPU);
     pthread_mutex_init(&context->device_lock, NULL);
+    cb_log_init(&context->log);
+    context->device.log = &context->log;
     *out_context = context;
     return CBLOB_OK;
 }
@@ -28,6 +30,7 @@ void cb_context_release(cblob_context *context)
     if (atomic_fetch_sub_explicit(&context->holders, 1, memory_order_acq_rel) != 1)
         return;
     pthread_mutex_destroy(&context->device_lock);
+    cb_log_destroy(&context->log);
     free(context);
 }
 
@@ -38,18 +41,24 @@ CBLOB_API void cblob_context_destroy(cblob_context *context)
         cb_context_release(context);
 }
 
-cblob_status cb_context_device(cblob_context *context, const cb_device **out)
+cblob_status cb_context_use_device(cblob_context *context, int32_t index, const cb_device **out)
 {
     cblob_status status = CBLOB_OK;
     pthread_mutex_lock(&context->device_lock);
-    if (!context->device_open) {
+    if (index < 0)
+        index = context->device.index;
+    if (context->device_open && index != context->device.index) {
+        status = cb_fail(CBLOB_ERR_STATE, "the context already uses device %d; create another context for device %d",
+                         (int)context->device.index, (int)index);
+    } else if (!context->device_open) {
         const cb_device_backend *backend = cb_device_backend_get();
         if (backend == NULL) {
             status = cb_fail(CBLOB_ERR_NO_DRIVER, "this build of cblob has no GPU backend");
         } else {
-            status = backend->open(context->device.index);
+            status = backend->open(index);
             if (status == CBLOB_OK) {
                 context->device.backend = backend;
+                context->device.index = index;
                 context->device_open = true;
             }
         }
@@ -58,6 +67,19 @@ cblob_status cb_context_device(cblob_context *context, const cb_device **out)
     if (status == CBLOB_OK)
         *out = &context->device;
     return status;
+}
+
+cblob_status cb_context_device(cblob_context *context, const cb_device **out)
+{
+    return cb_context_use_device(context, -1, out);
+}
+
+const cb_device *cb_context_open_device(cblob_context *context)
+{
+    pthread_mutex_lock(&context->device_lock);
+    const bool open = context->device_open;
+    pthread_mutex_unlock(&context->device_lock);
+    return open ? &context->device : NULL;
 }
 
 const cb_device *cb_context_pinning_device(cblob_context *context)

@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "cblob/cblob.h"
+#include "log.h"
 
 struct cblob_context {
     atomic_int holders;
@@ -15,7 +16,8 @@ struct cblob_context {
     /* Opened on first GPU use; blobs of one context may do that from several threads at once. */
     pthread_mutex_t device_lock;
     bool device_open;
-    cb_device device;
+    cb_device device; /* device.log points at log */
+    cb_log log;
 };
 
 void cb_context_retain(cblob_context *context);
@@ -24,6 +26,12 @@ void cb_context_release(cblob_context *context);
 /* The context's device, opening the GPU backend on first use. Fails with the backend's status
  * (no driver, no device, ...) when there is no usable GPU. */
 cblob_status cb_context_device(cblob_context *context, const cb_device **out);
+/* The same for device `index` (-1: the context's): opens it, or fails with CBLOB_ERR_STATE when
+ * the context already has another device open. */
+cblob_status cb_context_use_device(cblob_context *context, int32_t index, const cb_device **out);
+
+/* The context's device if it has been opened, else NULL; opens nothing. */
+const cb_device *cb_context_open_device(cblob_context *context);
 
 /* Whether host buffers allocated now should be pinned, and the device to pin them with. NULL
  * in CPU mode: pinning is decided at allocation time, as in Caffe. */

@@ -41,3 +41,18 @@ cblob_status cb_check_bool(const char *name, int32_t value)
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "%s is %d; booleans are 0 or 1", name, (int)value);
     return CBLOB_OK;
 }
+
+cblob_status cb_return_text(const char *text, char *buffer, size_t buffer_size, size_t *out_length)
+{
+    CB_REQUIRE(out_length);
+    if (buffer == NULL && buffer_size > 0)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "buffer is NULL but buffer_size is %zu", buffer_size);
+    const size_t length = strlen(text);
+    if (buffer != NULL && buffer_size <= length)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "a buffer of %zu bytes cannot hold the %zu characters and the NUL",
+                       buffer_size, length);
+    if (buffer != NULL)
+        memcpy(buffer, text, length + 1);
+    *out_length = length;
+    return CBLOB_OK;
+}

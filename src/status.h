@@ -35,4 +35,9 @@ cblob_status cb_fail(cblob_status status, const char *format, ...) __attribute__
 cblob_status cb_check_part(cblob_part part);
 cblob_status cb_check_bool(const char *name, int32_t value);
 
+/* Hands text to a caller the way every text-returning call does: the length (without the NUL)
+ * into out_length; with a buffer, the text and a NUL, or CBLOB_ERR_OUT_OF_RANGE when it does not
+ * fit. buffer NULL with buffer_size 0 asks for the length only. */
+cblob_status cb_return_text(const char *text, char *buffer, size_t buffer_size, size_t *out_length);
+
 #endif

@@ -86,6 +86,14 @@ static cblob_status allocate_host(cb_storage *storage, const cb_device *pinning)
     return CBLOB_OK;
 }
 
+/* The storage may outlive the context whose device it was given, so it keeps no pointer to that
+ * context's log; the stream is refreshed by whichever blob uses the memory next (blob.c). */
+static void record_device(cb_storage *storage, const cb_device *device)
+{
+    storage->device = *device;
+    storage->device.log = NULL;
+}
+
 /* Gives the storage an owned device buffer on `device`; zero-filled only when asked, since a
  * buffer about to receive a full host copy need not be cleared first. */
 static cblob_status allocate_dev(cb_storage *storage, const cb_device *device, bool zero)
@@ -103,7 +111,7 @@ static cblob_status allocate_dev(cb_storage *storage, const cb_device *device, b
     }
     storage->dev = ptr;
     storage->dev_owned = true;
-    storage->device = *device;
+    record_device(storage, device);
     return CBLOB_OK;
 }
 
@@ -206,7 +214,7 @@ void cb_storage_set_gpu(cb_storage *storage, const cb_device *device, void *ptr,
     if (ptr != storage->dev || storage->dev_owned)
         drop_dev(storage);
     storage->dev = ptr;
-    storage->device = *device;
+    record_device(storage, device);
     storage->dev_release = release;
     storage->head = CBLOB_HEAD_AT_GPU;
 }

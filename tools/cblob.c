@@ -10,7 +10,7 @@ static void usage(FILE *out)
             "usage: cblob <command> [arguments]\n"
             "\n"
             "commands:\n"
-            "  info       versions, ABI version, BLAS and CPU features in use\n"
+            "  info       versions, ABI version, BLAS and CPU features in use, the GPU stack\n"
             "  help       this text\n");
 }
 
@@ -22,6 +22,10 @@ static int command_info(void)
            CBLOB_ABI_VERSION_MAJOR, CBLOB_ABI_VERSION_MINOR);
     printf("blas: %s\n", cblob_blas_info());
     printf("cpu:  %s\n", cblob_cpu_features());
+    char gpu[16384];
+    size_t length = 0;
+    if (cblob_gpu_report(gpu, sizeof gpu, &length) == CBLOB_OK)
+        fputs(gpu, stdout);
     return 0;
 }
 

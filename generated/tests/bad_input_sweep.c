@@ -25,6 +25,7 @@ typedef struct fixture {
     cblob_blob *neo;         /* float32 NeoML blob 2x1x1x2x1x1x3 (2 objects of 6) */
     cblob_blob *neo_b;       /* the same shape */
     cblob_blob *window;      /* a window of 1 row of a, at position 0 */
+    cblob_blob *device_holder; /* owns the device memory device_buffer() hands out; not swept */
 } fixture;
 
 #define FIXTURE_BLOBS 10
@@ -57,6 +58,28 @@ static const int64_t reinterpret_dims[2] = {10, 12}; /* the count of fx.a */
 static const int32_t valid_compare_axes[2] = {0, 3};
 static const int32_t past_end_axes[2] = {0, 4};
 static const int32_t negative_axes[2] = {-1, 0};
+
+/* What the GPU functions' baselines return on this machine: CBLOB_OK with a GPU (or the test
+ * double of the driver), else the status that says why not. */
+static cblob_status machine_gpu_status(void)
+{
+    int32_t devices = 0;
+    return cblob_gpu_probe(&devices);
+}
+
+/* A valid external device buffer of sizeof external_buffer bytes: device memory of a blob that
+ * outlives the fixture's blobs. Without a GPU, any non-NULL pointer: the GPU check fails first. */
+static void *device_buffer(fixture *fx)
+{
+    if (machine_gpu_status() != CBLOB_OK)
+        return external_buffer;
+    const int64_t elements[1] = {(int64_t)(sizeof external_buffer / sizeof(float))};
+    void *ptr = NULL;
+    if (fx->device_holder == NULL &&
+        cblob_blob_create(fx->ctx, CBLOB_DTYPE_FLOAT32, 1, elements, &fx->device_holder) != CBLOB_OK)
+        return NULL;
+    return cblob_blob_mutable_gpu_ptr(fx->device_holder, CBLOB_PART_DATA, &ptr) == CBLOB_OK ? ptr : NULL;
+}
 
 static int buffer_untouched(const char *buffer, size_t size)
 {
@@ -126,6 +149,7 @@ static void fixture_teardown(fixture *fx)
 {
     for (int i = 0; i < FIXTURE_BLOBS; ++i)
         cblob_blob_destroy(*fixture_blobs(fx, i));
+    cblob_blob_destroy(fx->device_holder);
     cblob_context_destroy(fx->ctx);
 }
 
@@ -1689,7 +1713,7 @@ TEST(baseline_cblob_blob_shape_string)
 {
     fixture fx;
     CHECK(fixture_setup(&fx));
-    char out_buffer[256]; memset(out_buffer, 'Z', sizeof out_buffer);
+    char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
     size_t out_out_length = (size_t)0x5A5A5A5A;
     CHECK_OK(cblob_blob_shape_string(fx.a, out_buffer, sizeof out_buffer, &out_out_length));
     fixture_teardown(&fx);
@@ -1701,7 +1725,7 @@ TEST(sweep_cblob_blob_shape_string)
         fixture fx;
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
-        char out_buffer[256]; memset(out_buffer, 'Z', sizeof out_buffer);
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
         size_t out_out_length = (size_t)0x5A5A5A5A;
         EXPECT_FAILURE(cblob_blob_shape_string(NULL, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_shape_string", "blob = NULL");
         CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_blob_shape_string with blob = NULL: an out-parameter was written");
@@ -1715,7 +1739,7 @@ TEST(sweep_cblob_blob_shape_string)
         fixture fx;
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
-        char out_buffer[256]; memset(out_buffer, 'Z', sizeof out_buffer);
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
         size_t out_out_length = (size_t)0x5A5A5A5A;
         EXPECT_FAILURE(cblob_blob_shape_string(fx.a, out_buffer, 3, &out_out_length), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_shape_string", "buffer_size: a 3-byte text buffer");
         CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_blob_shape_string with buffer_size: a 3-byte text buffer: an out-parameter was written");
@@ -1729,7 +1753,7 @@ TEST(sweep_cblob_blob_shape_string)
         fixture fx;
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
-        char out_buffer[256]; memset(out_buffer, 'Z', sizeof out_buffer);
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
         size_t out_out_length = (size_t)0x5A5A5A5A;
         EXPECT_FAILURE(cblob_blob_shape_string(fx.a, out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_shape_string", "out_length = NULL");
         CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_blob_shape_string with out_length = NULL: an out-parameter was written");
@@ -2788,6 +2812,724 @@ TEST(sweep_cblob_blob_scale)
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_blob_scale with an integer blob (fx.u32): fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_blob_scale with an integer blob (fx.u32): a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_gpu_probe)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int32_t out_out_device_count = (int32_t)0x5A5A5A5A;
+    CHECK_STATUS(cblob_gpu_probe(&out_out_device_count), machine_gpu_status());
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_gpu_probe)
+{
+    { /* out_device_count = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_device_count = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_gpu_probe(NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_gpu_probe", "out_device_count = NULL");
+        CHECK_MSG(out_out_device_count == (int32_t)0x5A5A5A5A, "cblob_gpu_probe with out_device_count = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_gpu_probe with out_device_count = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_gpu_probe with out_device_count = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_gpu_versions)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int32_t out_out_driver_version = (int32_t)0x5A5A5A5A;
+    int32_t out_out_nvrtc_version = (int32_t)0x5A5A5A5A;
+    int32_t out_out_cublas_version = (int32_t)0x5A5A5A5A;
+    CHECK_OK(cblob_gpu_versions(&out_out_driver_version, &out_out_nvrtc_version, &out_out_cublas_version));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_gpu_versions)
+{
+    { /* out_driver_version = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_driver_version = (int32_t)0x5A5A5A5A;
+        int32_t out_out_nvrtc_version = (int32_t)0x5A5A5A5A;
+        int32_t out_out_cublas_version = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_gpu_versions(NULL, &out_out_nvrtc_version, &out_out_cublas_version), CBLOB_ERR_INVALID_ARGUMENT, "cblob_gpu_versions", "out_driver_version = NULL");
+        CHECK_MSG(out_out_driver_version == (int32_t)0x5A5A5A5A, "cblob_gpu_versions with out_driver_version = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_nvrtc_version == (int32_t)0x5A5A5A5A, "cblob_gpu_versions with out_driver_version = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_cublas_version == (int32_t)0x5A5A5A5A, "cblob_gpu_versions with out_driver_version = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_gpu_versions with out_driver_version = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_gpu_versions with out_driver_version = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_nvrtc_version = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_driver_version = (int32_t)0x5A5A5A5A;
+        int32_t out_out_nvrtc_version = (int32_t)0x5A5A5A5A;
+        int32_t out_out_cublas_version = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_gpu_versions(&out_out_driver_version, NULL, &out_out_cublas_version), CBLOB_ERR_INVALID_ARGUMENT, "cblob_gpu_versions", "out_nvrtc_version = NULL");
+        CHECK_MSG(out_out_driver_version == (int32_t)0x5A5A5A5A, "cblob_gpu_versions with out_nvrtc_version = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_nvrtc_version == (int32_t)0x5A5A5A5A, "cblob_gpu_versions with out_nvrtc_version = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_cublas_version == (int32_t)0x5A5A5A5A, "cblob_gpu_versions with out_nvrtc_version = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_gpu_versions with out_nvrtc_version = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_gpu_versions with out_nvrtc_version = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_cublas_version = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_driver_version = (int32_t)0x5A5A5A5A;
+        int32_t out_out_nvrtc_version = (int32_t)0x5A5A5A5A;
+        int32_t out_out_cublas_version = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_gpu_versions(&out_out_driver_version, &out_out_nvrtc_version, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_gpu_versions", "out_cublas_version = NULL");
+        CHECK_MSG(out_out_driver_version == (int32_t)0x5A5A5A5A, "cblob_gpu_versions with out_cublas_version = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_nvrtc_version == (int32_t)0x5A5A5A5A, "cblob_gpu_versions with out_cublas_version = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_cublas_version == (int32_t)0x5A5A5A5A, "cblob_gpu_versions with out_cublas_version = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_gpu_versions with out_cublas_version = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_gpu_versions with out_cublas_version = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_gpu_device_name)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_length = (size_t)0x5A5A5A5A;
+    CHECK_STATUS(cblob_gpu_device_name(0, out_buffer, sizeof out_buffer, &out_out_length), machine_gpu_status());
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_gpu_device_name)
+{
+    { /* device_index: device -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_gpu_device_name(-1, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_gpu_device_name", "device_index: device -1");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_gpu_device_name with device_index: device -1: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_gpu_device_name with device_index: device -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_gpu_device_name with device_index: device -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_gpu_device_name with device_index: device -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* device_index: device INT32_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_gpu_device_name(INT32_MIN, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_gpu_device_name", "device_index: device INT32_MIN");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_gpu_device_name with device_index: device INT32_MIN: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_gpu_device_name with device_index: device INT32_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_gpu_device_name with device_index: device INT32_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_gpu_device_name with device_index: device INT32_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_length = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_gpu_device_name(0, out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_gpu_device_name", "out_length = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_gpu_device_name with out_length = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_gpu_device_name with out_length = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_gpu_device_name with out_length = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_gpu_device_name with out_length = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_gpu_report)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_length = (size_t)0x5A5A5A5A;
+    CHECK_OK(cblob_gpu_report(out_buffer, sizeof out_buffer, &out_out_length));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_gpu_report)
+{
+    { /* buffer_size: a 3-byte text buffer */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_gpu_report(out_buffer, 3, &out_out_length), CBLOB_ERR_OUT_OF_RANGE, "cblob_gpu_report", "buffer_size: a 3-byte text buffer");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_gpu_report with buffer_size: a 3-byte text buffer: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_gpu_report with buffer_size: a 3-byte text buffer: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_gpu_report with buffer_size: a 3-byte text buffer: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_gpu_report with buffer_size: a 3-byte text buffer: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_length = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_gpu_report(out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_gpu_report", "out_length = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_gpu_report with out_length = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_gpu_report with out_length = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_gpu_report with out_length = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_gpu_report with out_length = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_kernel_cache_mode)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_cache_mode out_out_mode = (cblob_cache_mode)0x5A5A5A5A;
+    CHECK_OK(cblob_kernel_cache_mode(&out_out_mode));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_kernel_cache_mode)
+{
+    { /* out_mode = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_cache_mode out_out_mode = (cblob_cache_mode)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_kernel_cache_mode(NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_kernel_cache_mode", "out_mode = NULL");
+        CHECK_MSG(out_out_mode == (cblob_cache_mode)0x5A5A5A5A, "cblob_kernel_cache_mode with out_mode = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_kernel_cache_mode with out_mode = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_kernel_cache_mode with out_mode = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_kernel_cache_dir)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_length = (size_t)0x5A5A5A5A;
+    CHECK_OK(cblob_kernel_cache_dir(out_buffer, sizeof out_buffer, &out_out_length));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_kernel_cache_dir)
+{
+    { /* out_length = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_kernel_cache_dir(out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_kernel_cache_dir", "out_length = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_kernel_cache_dir with out_length = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_kernel_cache_dir with out_length = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_kernel_cache_dir with out_length = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_kernel_cache_dir with out_length = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_kernel_cache_warm_up)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int32_t out_out_compiled = (int32_t)0x5A5A5A5A;
+    CHECK_STATUS(cblob_kernel_cache_warm_up(fx.ctx, 0, &out_out_compiled), machine_gpu_status());
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_kernel_cache_warm_up)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_compiled = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_kernel_cache_warm_up(NULL, 0, &out_out_compiled), CBLOB_ERR_INVALID_ARGUMENT, "cblob_kernel_cache_warm_up", "context = NULL");
+        CHECK_MSG(out_out_compiled == (int32_t)0x5A5A5A5A, "cblob_kernel_cache_warm_up with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_kernel_cache_warm_up with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_kernel_cache_warm_up with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* compute_capability: compute capability -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_compiled = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_kernel_cache_warm_up(fx.ctx, -1, &out_out_compiled), CBLOB_ERR_INVALID_ARGUMENT, "cblob_kernel_cache_warm_up", "compute_capability: compute capability -1");
+        CHECK_MSG(out_out_compiled == (int32_t)0x5A5A5A5A, "cblob_kernel_cache_warm_up with compute_capability: compute capability -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_kernel_cache_warm_up with compute_capability: compute capability -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_kernel_cache_warm_up with compute_capability: compute capability -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_compiled = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_compiled = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_kernel_cache_warm_up(fx.ctx, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_kernel_cache_warm_up", "out_compiled = NULL");
+        CHECK_MSG(out_out_compiled == (int32_t)0x5A5A5A5A, "cblob_kernel_cache_warm_up with out_compiled = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_kernel_cache_warm_up with out_compiled = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_kernel_cache_warm_up with out_compiled = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_context_set_device)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_STATUS(cblob_context_set_device(fx.ctx, 0), machine_gpu_status());
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_context_set_device)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_context_set_device(NULL, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_set_device", "context = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_set_device with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_set_device with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* device_index: device -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_context_set_device(fx.ctx, -1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_set_device", "device_index: device -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_set_device with device_index: device -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_set_device with device_index: device -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* device_index: device INT32_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_context_set_device(fx.ctx, INT32_MIN), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_set_device", "device_index: device INT32_MIN");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_set_device with device_index: device INT32_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_set_device with device_index: device INT32_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_context_device)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int32_t out_out_device_index = (int32_t)0x5A5A5A5A;
+    CHECK_OK(cblob_context_device(fx.ctx, &out_out_device_index));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_context_device)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_device_index = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_context_device(NULL, &out_out_device_index), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_device", "context = NULL");
+        CHECK_MSG(out_out_device_index == (int32_t)0x5A5A5A5A, "cblob_context_device with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_device with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_device with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_device_index = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_device_index = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_context_device(fx.ctx, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_device", "out_device_index = NULL");
+        CHECK_MSG(out_out_device_index == (int32_t)0x5A5A5A5A, "cblob_context_device with out_device_index = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_device with out_device_index = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_device with out_device_index = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_context_set_stream)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_STATUS(cblob_context_set_stream(fx.ctx, NULL), machine_gpu_status());
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_context_set_stream)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_context_set_stream(NULL, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_set_stream", "context = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_set_stream with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_set_stream with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_context_stream)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    void * out_out_stream = (void *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_context_stream(fx.ctx, &out_out_stream));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_context_stream)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        void * out_out_stream = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_context_stream(NULL, &out_out_stream), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_stream", "context = NULL");
+        CHECK_MSG(out_out_stream == (void *)(uintptr_t)0x5A5A5A5A, "cblob_context_stream with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_stream with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_stream with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_stream = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        void * out_out_stream = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_context_stream(fx.ctx, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_stream", "out_stream = NULL");
+        CHECK_MSG(out_out_stream == (void *)(uintptr_t)0x5A5A5A5A, "cblob_context_stream with out_stream = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_stream with out_stream = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_stream with out_stream = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_context_synchronize)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_context_synchronize(fx.ctx));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_context_synchronize)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_context_synchronize(NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_synchronize", "context = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_synchronize with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_synchronize with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_context_log)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_length = (size_t)0x5A5A5A5A;
+    CHECK_OK(cblob_context_log(fx.ctx, out_buffer, sizeof out_buffer, &out_out_length));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_context_log)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_context_log(NULL, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_log", "context = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_context_log with context = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_context_log with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_log with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_log with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_length = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_context_log(fx.ctx, out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_log", "out_length = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_context_log with out_length = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_context_log with out_length = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_log with out_length = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_log with out_length = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_context_clear_log)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_context_clear_log(fx.ctx));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_context_clear_log)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_context_clear_log(NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_clear_log", "context = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_clear_log with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_clear_log with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_gpu_ptr)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const void * out_out_ptr = (const void *)(uintptr_t)0x5A5A5A5A;
+    CHECK_STATUS(cblob_blob_gpu_ptr(fx.a, CBLOB_PART_DATA, &out_out_ptr), machine_gpu_status());
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_gpu_ptr)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const void * out_out_ptr = (const void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_gpu_ptr(NULL, CBLOB_PART_DATA, &out_out_ptr), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_gpu_ptr", "blob = NULL");
+        CHECK_MSG(out_out_ptr == (const void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_gpu_ptr with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_gpu_ptr with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_gpu_ptr with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const void * out_out_ptr = (const void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_gpu_ptr(fx.a, 2, &out_out_ptr), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_gpu_ptr", "part: part 2");
+        CHECK_MSG(out_out_ptr == (const void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_gpu_ptr with part: part 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_gpu_ptr with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_gpu_ptr with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const void * out_out_ptr = (const void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_gpu_ptr(fx.a, -1, &out_out_ptr), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_gpu_ptr", "part: part -1");
+        CHECK_MSG(out_out_ptr == (const void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_gpu_ptr with part: part -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_gpu_ptr with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_gpu_ptr with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_ptr = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const void * out_out_ptr = (const void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_gpu_ptr(fx.a, CBLOB_PART_DATA, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_gpu_ptr", "out_ptr = NULL");
+        CHECK_MSG(out_out_ptr == (const void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_gpu_ptr with out_ptr = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_gpu_ptr with out_ptr = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_gpu_ptr with out_ptr = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_mutable_gpu_ptr)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+    CHECK_STATUS(cblob_blob_mutable_gpu_ptr(fx.a, CBLOB_PART_DATA, &out_out_ptr), machine_gpu_status());
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_mutable_gpu_ptr)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_mutable_gpu_ptr(NULL, CBLOB_PART_DATA, &out_out_ptr), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_mutable_gpu_ptr", "blob = NULL");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_mutable_gpu_ptr with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_mutable_gpu_ptr with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_mutable_gpu_ptr with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_mutable_gpu_ptr(fx.a, 2, &out_out_ptr), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_mutable_gpu_ptr", "part: part 2");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_mutable_gpu_ptr with part: part 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_mutable_gpu_ptr with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_mutable_gpu_ptr with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_mutable_gpu_ptr(fx.a, -1, &out_out_ptr), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_mutable_gpu_ptr", "part: part -1");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_mutable_gpu_ptr with part: part -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_mutable_gpu_ptr with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_mutable_gpu_ptr with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_ptr = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        void * out_out_ptr = (void *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_mutable_gpu_ptr(fx.a, CBLOB_PART_DATA, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_mutable_gpu_ptr", "out_ptr = NULL");
+        CHECK_MSG(out_out_ptr == (void *)(uintptr_t)0x5A5A5A5A, "cblob_blob_mutable_gpu_ptr with out_ptr = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_mutable_gpu_ptr with out_ptr = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_mutable_gpu_ptr with out_ptr = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_set_gpu_data)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_STATUS(cblob_blob_set_gpu_data(fx.a, device_buffer(&fx), sizeof external_buffer, count_release, NULL), machine_gpu_status());
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_set_gpu_data)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_set_gpu_data(NULL, device_buffer(&fx), sizeof external_buffer, count_release, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_set_gpu_data", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_set_gpu_data with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_set_gpu_data with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* ptr = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_set_gpu_data(fx.a, NULL, sizeof external_buffer, count_release, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_set_gpu_data", "ptr = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_set_gpu_data with ptr = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_set_gpu_data with ptr = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size_bytes: a 1-byte buffer */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_set_gpu_data(fx.a, device_buffer(&fx), 1, count_release, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_set_gpu_data", "size_bytes: a 1-byte buffer");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_set_gpu_data with size_bytes: a 1-byte buffer: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_set_gpu_data with size_bytes: a 1-byte buffer: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_async_push)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_STATUS(cblob_blob_async_push(fx.a, CBLOB_PART_DATA), machine_gpu_status());
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_async_push)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_async_push(NULL, CBLOB_PART_DATA), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_async_push", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_async_push with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_async_push with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_async_push(fx.a, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_async_push", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_async_push with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_async_push with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_async_push(fx.a, -1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_async_push", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_async_push with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_async_push with part: part -1: a caller's buffer was released");
         fixture_teardown(&fx);
     }
 }

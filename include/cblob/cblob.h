@@ -509,7 +509,7 @@ CBLOB_API cblob_status cblob_blob_copy_from(cblob_blob *blob, cblob_blob *source
  * CPU when AT_CPU, on the GPU when AT_GPU or SYNCED. Data never written or read
  * (UNINITIALIZED) is an error, as in Caffe. A blob that has never had elements (and so has
  * no storage) has nothing to update: the call succeeds and does nothing.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_update(cblob_blob *blob);
@@ -536,6 +536,220 @@ CBLOB_API cblob_status cblob_blob_sumsq(const cblob_blob *blob, cblob_part part,
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, double factor);
+
+/* ==========================================================================================
+ * GPU
+ * ==========================================================================================
+ * The GPU backend (CUDA). It is optional at run time: the library loads and works on machines
+ * without a GPU or CUDA, and the calls below then fail with the status that says why
+ * (CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD,
+ * CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING), with a message naming what is missing.
+ *
+ * The CUDA driver (libcuda.so.1), NVRTC (libnvrtc.so.13) and cuBLAS (libcublas.so.13) are opened
+ * on first GPU use, once per process. NVRTC and cuBLAS are looked for by their names on the
+ * loader's search path, then in $CUDA_HOME/lib64 and /usr/local/cuda/lib64. Environment
+ * variables replace the search with one path each: CBLOB_CUDA_DRIVER, CBLOB_NVRTC_LIBRARY,
+ * CBLOB_CUBLAS_LIBRARY.
+ *
+ * Memory follows Caffe's SyncedMemory: cblob_blob_gpu_ptr and
+ * cblob_blob_mutable_gpu_ptr move data or diff to the device only when the head says so, and the
+ * host accessors move it back. Device work of a blob (copies, kernels, cuBLAS) is queued on the
+ * stream of its context and waited for where the host needs the result; device out-of-memory is
+ * CBLOB_ERR_DEVICE_OUT_OF_MEMORY and leaves the host copy as it was.
+ *
+ * Kernels are compiled by NVRTC at first use for the device's architecture and cached in memory
+ * and on disk. CBLOB_KERNEL_CACHE=disk (the default), memory or off chooses where;
+ * CBLOB_KERNEL_CACHE_DIR, else $XDG_CACHE_HOME/cblob/kernels, else ~/.cache/cblob/kernels is the
+ * folder. Entries are written atomically and verified when read; a damaged entry is deleted and
+ * recompiled. If the folder cannot be written, new kernels stay in memory and the context's log
+ * (cblob_context_log) gets one warning. The driver loader and the kernel cache are process-wide
+ * and thread-safe: concurrent first use compiles each kernel once.
+ */
+
+/* Where compiled GPU kernels are kept (CBLOB_KERNEL_CACHE). */
+typedef int32_t cblob_cache_mode;
+enum {
+    CBLOB_KERNEL_CACHE_OFF = 0,        /* Not kept: every use compiles (for debugging the compiler path). */
+    CBLOB_KERNEL_CACHE_MEMORY = 1,     /* Kept in memory for the life of the process. */
+    CBLOB_KERNEL_CACHE_DISK = 2,       /* Kept in memory and in the cache folder, across processes (the default). */
+};
+
+/*
+ * Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
+ * the number of CUDA devices, or the status that says why not (with a message naming the
+ * library or the versions involved).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_gpu_probe(int32_t *out_device_count);
+
+/*
+ * The versions found, encoded as CUDA does (major * 1000 + minor * 10: 13000 is 13.0), or 0
+ * for a library that could not be loaded: the CUDA version the driver supports, NVRTC's and
+ * cuBLAS's. Never fails for want of a GPU.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_gpu_versions(int32_t *out_driver_version, int32_t *out_nvrtc_version, int32_t *out_cublas_version);
+
+/*
+ * Writes the name of a CUDA device (as the driver reports it) and a terminating NUL into buffer
+ * and its length into out_length. With buffer NULL and buffer_size 0 it only writes the
+ * length; a buffer too small for the name and its NUL is an error.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_gpu_device_name(int32_t device_index, char *buffer, size_t buffer_size, size_t *out_length);
+
+/*
+ * A human-readable report of the GPU stack, one item per line: the driver (or why there is
+ * none), each device with its compute capability and memory, NVRTC, cuBLAS and the kernel
+ * cache (mode and folder). What `cblob info` prints. Written with a terminating NUL into
+ * buffer, length into out_length; with buffer NULL and buffer_size 0 only the length is
+ * written. Never fails for want of a GPU.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_gpu_report(char *buffer, size_t buffer_size, size_t *out_length);
+
+/*
+ * Where compiled kernels are kept, as CBLOB_KERNEL_CACHE asked or, after the cache folder
+ * turned out not to be writable, CBLOB_KERNEL_CACHE_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_kernel_cache_mode(cblob_cache_mode *out_mode);
+
+/*
+ * The kernel cache folder (CBLOB_KERNEL_CACHE_DIR, else $XDG_CACHE_HOME/cblob/kernels, else
+ * ~/.cache/cblob/kernels; empty when none can be named), whatever the mode, written like
+ * cblob_gpu_report.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_kernel_cache_dir(char *buffer, size_t buffer_size, size_t *out_length);
+
+/*
+ * Compiles every kernel ahead of first use (at install time or start-up). With
+ * compute_capability 0 it loads every kernel for the context's device (opening it),
+ * compiling what neither cache holds. With a compute capability such as 80 or 90 it needs no
+ * GPU, only NVRTC: it compiles for that architecture into the disk cache (and fails with
+ * CBLOB_ERR_STATE when the cache mode is not disk). out_compiled receives the number of
+ * kernel families compiled now; the others were already cached.
+ *   compute_capability: major * 10 + minor (80 for 8.0), or 0 for the context's device
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_kernel_cache_warm_up(cblob_context *context, int32_t compute_capability, int32_t *out_compiled);
+
+/*
+ * Chooses the CUDA device the context's blobs use (device 0 unless set) and opens it. A
+ * context keeps its device once it has opened it: choosing another then fails with
+ * CBLOB_ERR_STATE (use one context per device).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_context_set_device(cblob_context *context, int32_t device_index);
+
+/*
+ * Reads the index of the context's CUDA device (0 unless set).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_context_device(const cblob_context *context, int32_t *out_device_index);
+
+/*
+ * Queues the context's device work on a caller's CUDA stream (a CUstream or cudaStream_t of
+ * the context's device; NULL is the default stream, the initial one). cblob waits for work
+ * already queued on the previous stream first. The stream is borrowed: it must stay valid
+ * until another is set or the context and its blobs are gone. Synchronous calls (host
+ * accessors, sums) wait for the stream; cblob_blob_async_push does not.
+ *   stream: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_context_set_stream(cblob_context *context, void *stream);
+
+/*
+ * Reads the stream the context queues device work on (NULL for the default stream).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_context_stream(const cblob_context *context, void **out_stream);
+
+/*
+ * Waits until the device work queued by the context (asynchronous pushes included) is done.
+ * A context that never used a GPU has nothing queued: the call succeeds at once.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_context_synchronize(cblob_context *context);
+
+/*
+ * The context's log: warnings that are not errors of the call that met them (for example a
+ * kernel cache folder that cannot be written), one per line, oldest first; the library never
+ * prints them. Written like cblob_gpu_report. The log keeps the most recent 8 KiB.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_context_log(const cblob_context *context, char *buffer, size_t buffer_size, size_t *out_length);
+
+/*
+ * Empties the context's log.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_context_clear_log(cblob_context *context);
+
+/*
+ * A read-only device pointer to data or diff (Caffe's gpu_data / gpu_diff): allocates and
+ * zero-fills on first access (head AT_GPU), copies from the host when the head is there
+ * (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
+ * device and stays valid as long as a host pointer would (cblob_blob_cpu_ptr).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_gpu_ptr(cblob_blob *blob, cblob_part part, const void **out_ptr);
+
+/*
+ * A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
+ * syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_mutable_gpu_ptr(cblob_blob *blob, cblob_part part, void **out_ptr);
+
+/*
+ * Makes a caller's device buffer the blob's device data (Caffe's set_gpu_data): the head
+ * becomes AT_GPU, the host copy is kept (stale), and cblob never frees the buffer. ptr must
+ * be memory of the context's device covering size_bytes, and size_bytes must cover count
+ * elements. The size rule, sharing and release callback are those of
+ * cblob_blob_set_cpu_data.
+ *   ptr: device memory (a CUdeviceptr)
+ *   release: may be NULL
+ *   user_data: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_set_gpu_data(cblob_blob *blob, void *ptr, size_t size_bytes, cblob_release_fn release, void *user_data);
+
+/*
+ * Starts copying data or diff from the host to the device on the context's stream and marks
+ * it SYNCED at once (Caffe's async_gpu_push): the head must be AT_CPU, else CBLOB_ERR_STATE.
+ * Until cblob_context_synchronize returns, the host copy must not change and the device copy
+ * may only be used by work queued on the same stream. A host buffer allocated in GPU mode is
+ * pinned, so the copy overlaps with the caller's work.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
 
 /* ==========================================================================================
  * NeoML blob operations

@@ -1,0 +1,261 @@
+/* The CUDA backend: the device interface of src/backend.h over the driver API, cuBLAS and the
+ * NVRTC-compiled kernels. Device pointers cross the interface as void * holding a CUdeviceptr. */
+#include "cuda_backend.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda/families.h"
+#include "cuda_cache.h"
+#include "cuda_device.h"
+#include "status.h"
+
+static cbcu_deviceptr address(const void *ptr)
+{
+    return (cbcu_deviceptr)(uintptr_t)ptr;
+}
+
+static cblob_status open_device(int32_t index)
+{
+    cb_cuda_device_state *state;
+    return cb_cuda_device_open(index, &state);
+}
+
+static cblob_status device_alloc(const cb_device *device, size_t bytes, void **out)
+{
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
+    cbcu_deviceptr ptr = 0;
+    const cbcu_result result = api->cuMemAlloc_v2(&ptr, bytes);
+    cb_cuda_leave();
+    if (result == CBCU_ERROR_OUT_OF_MEMORY)
+        return cb_fail(CBLOB_ERR_DEVICE_OUT_OF_MEMORY,
+                       "device %d has no room for %zu more bytes (CUDA_ERROR_OUT_OF_MEMORY); the host copy is unchanged",
+                       (int)device->index, bytes);
+    CB_TRY(cb_cuda_check(result, "cuMemAlloc"));
+    *out = (void *)(uintptr_t)ptr;
+    return CBLOB_OK;
+}
+
+static void device_free(const cb_device *device, void *ptr)
+{
+    if (cb_cuda_enter(cb_cuda_device_state_of(device)) != CBLOB_OK)
+        return;
+    cb_cuda_driver_api_get()->cuMemFree_v2(address(ptr));
+    cb_cuda_leave();
+}
+
+static cblob_status device_zero(const cb_device *device, void *ptr, size_t bytes)
+{
+    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
+    const cbcu_result result = cb_cuda_driver_api_get()->cuMemsetD8Async(address(ptr), 0, bytes, (cbcu_stream)device->stream);
+    cb_cuda_leave();
+    return cb_cuda_check(result, "zero-filling device memory");
+}
+
+static cblob_status pinned_alloc(const cb_device *device, size_t bytes, void **out)
+{
+    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
+    /* Portable: the buffer may later be copied through another context's stream. */
+    const cbcu_result result = cb_cuda_driver_api_get()->cuMemHostAlloc(out, bytes, CBCU_MEMHOSTALLOC_PORTABLE);
+    cb_cuda_leave();
+    if (result == CBCU_ERROR_OUT_OF_MEMORY)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of pinned host memory", bytes);
+    return cb_cuda_check(result, "cuMemHostAlloc");
+}
+
+static void pinned_free(const cb_device *device, void *ptr)
+{
+    if (cb_cuda_enter(cb_cuda_device_state_of(device)) != CBLOB_OK)
+        return;
+    cb_cuda_driver_api_get()->cuMemFreeHost(ptr);
+    cb_cuda_leave();
+}
+
+static cbcu_result queue_copy(const cb_cuda_driver_api *api, void *dst, const void *src, size_t bytes, cb_copy_kind kind,
+                              cbcu_stream stream)
+{
+    switch (kind) {
+    case CB_COPY_HOST_TO_DEVICE: return api->cuMemcpyHtoDAsync_v2(address(dst), src, bytes, stream);
+    case CB_COPY_DEVICE_TO_HOST: return api->cuMemcpyDtoHAsync_v2(dst, address(src), bytes, stream);
+    default: return api->cuMemcpyDtoDAsync_v2(address(dst), address(src), bytes, stream);
+    }
+}
+
+/* Queued on the context's stream behind its earlier work, then waited for. */
+static cblob_status copy(const cb_device *device, void *dst, const void *src, size_t bytes, cb_copy_kind kind)
+{
+    static const char *const what[] = {"copying to the device", "copying to the host", "copying on the device"};
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
+    cbcu_result result = queue_copy(api, dst, src, bytes, kind, (cbcu_stream)device->stream);
+    if (result == CBCU_SUCCESS)
+        result = api->cuStreamSynchronize((cbcu_stream)device->stream);
+    cb_cuda_leave();
+    return cb_cuda_check(result, what[kind]);
+}
+
+static cblob_status copy_async(const cb_device *device, void *dst, const void *src, size_t bytes, void *stream)
+{
+    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
+    const cbcu_result result = cb_cuda_driver_api_get()->cuMemcpyHtoDAsync_v2(address(dst), src, bytes, (cbcu_stream)stream);
+    cb_cuda_leave();
+    return cb_cuda_check(result, "queueing a copy to the device");
+}
+
+static cblob_status synchronize(const cb_device *device, void *stream)
+{
+    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
+    const cbcu_result result = cb_cuda_driver_api_get()->cuStreamSynchronize((cbcu_stream)stream);
+    cb_cuda_leave();
+    return cb_cuda_check(result, "waiting for the stream");
+}
+
+static cblob_status check_device_memory(const cb_device *device, const void *ptr, size_t bytes)
+{
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
+    unsigned int memory_type = 0;
+    int ordinal = -1;
+    cbcu_deviceptr start = 0;
+    size_t size = 0;
+    const bool known = api->cuPointerGetAttribute(&memory_type, CBCU_POINTER_ATTRIBUTE_MEMORY_TYPE, address(ptr)) == CBCU_SUCCESS &&
+                       api->cuPointerGetAttribute(&ordinal, CBCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address(ptr)) == CBCU_SUCCESS &&
+                       api->cuPointerGetAttribute(&start, CBCU_POINTER_ATTRIBUTE_RANGE_START_ADDR, address(ptr)) == CBCU_SUCCESS &&
+                       api->cuPointerGetAttribute(&size, CBCU_POINTER_ATTRIBUTE_RANGE_SIZE, address(ptr)) == CBCU_SUCCESS;
+    cb_cuda_leave();
+    if (!known || memory_type != CBCU_MEMORYTYPE_DEVICE)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "ptr %p is not device memory the CUDA driver knows", ptr);
+    if (ordinal != device->index)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "ptr %p is memory of device %d, not of the context's device %d", ptr,
+                       ordinal, (int)device->index);
+    const size_t room = (size_t)(start + size - address(ptr));
+    if (room < bytes)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "the allocation holds %zu bytes from ptr %p, fewer than size_bytes (%zu)",
+                       room, ptr, bytes);
+    return CBLOB_OK;
+}
+
+/* ---- what the machine has ---------------------------------------------------------------------- */
+
+static cblob_status probe(int32_t *device_count)
+{
+    return cb_cuda_stack(device_count);
+}
+
+static void versions(int32_t *driver_version, int32_t *compiler_version, int32_t *blas_version)
+{
+    const cb_cuda_driver *driver = cb_cuda_driver_get();
+    const cb_cuda_nvrtc *compiler = cb_cuda_nvrtc_get();
+    const cb_cuda_cublas *blas = cb_cuda_cublas_get();
+    *driver_version = driver->version;
+    *compiler_version = compiler->status == CBLOB_OK ? compiler->major * 1000 + compiler->minor * 10 : 0;
+    *blas_version = blas->status == CBLOB_OK ? blas->major * 1000 + blas->minor * 10 : 0;
+}
+
+static cblob_status device_name(int32_t index, char *name, size_t size)
+{
+    cb_cuda_device_state *state;
+    CB_TRY(cb_cuda_device_open(index, &state));
+    snprintf(name, size, "%s", state->name);
+    return CBLOB_OK;
+}
+
+/* Appends a formatted line to a report, cutting it to the room left. */
+static void add_line(char *text, size_t size, const char *format, ...) __attribute__((format(printf, 3, 4)));
+static void add_line(char *text, size_t size, const char *format, ...)
+{
+    const size_t used = strlen(text);
+    if (used + 1 >= size)
+        return;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(text + used, size - used, format, args);
+    va_end(args);
+}
+
+/* A device as the report shows it, read without opening it (no context is created). */
+static void report_device(char *text, size_t size, const cb_cuda_driver *driver, int index)
+{
+    const cb_cuda_driver_api *api = &driver->api;
+    cbcu_device device = 0;
+    char name[256] = "?";
+    int major = 0, minor = 0;
+    size_t memory = 0;
+    if (api->cuDeviceGet(&device, index) != CBCU_SUCCESS) {
+        add_line(text, size, "gpu device %d: cannot be queried\n", index);
+        return;
+    }
+    api->cuDeviceGetName(name, (int)sizeof name, device);
+    api->cuDeviceGetAttribute(&major, CBCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+    api->cuDeviceGetAttribute(&minor, CBCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+    api->cuDeviceTotalMem_v2(&memory, device);
+    add_line(text, size, "gpu device %d: %s, compute capability %d.%d, %.1f GiB\n", index, name, major, minor,
+             (double)memory / (1024.0 * 1024.0 * 1024.0));
+}
+
+static void report(char *text, size_t size)
+{
+    const cb_cuda_driver *driver = cb_cuda_driver_get();
+    const cb_cuda_nvrtc *compiler = cb_cuda_nvrtc_get();
+    const cb_cuda_cublas *blas = cb_cuda_cublas_get();
+    char message[CB_CUDA_MESSAGE_BYTES];
+    int32_t count = 0;
+    const cblob_status status = cb_cuda_stack_status(&count, message, sizeof message);
+    text[0] = '\0';
+    if (status == CBLOB_OK)
+        add_line(text, size, "gpu: usable, %d device%s\n", (int)count, count == 1 ? "" : "s");
+    else
+        add_line(text, size, "gpu: not usable (%s): %s\n", cblob_status_name(status), message);
+    if (driver->version > 0)
+        add_line(text, size, "gpu driver: CUDA %d.%d, %s\n", driver->version / 1000, driver->version % 1000 / 10,
+                 driver->path);
+    else if (driver->path[0] != '\0')
+        add_line(text, size, "gpu driver: %s (%s)\n", driver->path, cblob_status_name(driver->status));
+    else
+        add_line(text, size, "gpu driver: none\n");
+    for (int i = 0; driver->status == CBLOB_OK && i < driver->device_count; ++i)
+        report_device(text, size, driver, i);
+    if (compiler->status == CBLOB_OK)
+        add_line(text, size, "nvrtc: %d.%d, %s, compiles for compute capability %d.%d to %d.%d\n", compiler->major,
+                 compiler->minor, compiler->path, compiler->archs[0] / 10, compiler->archs[0] % 10,
+                 compiler->archs[compiler->arch_count - 1] / 10, compiler->archs[compiler->arch_count - 1] % 10);
+    else
+        add_line(text, size, "nvrtc: none (%s)\n", compiler->message);
+    if (blas->status == CBLOB_OK)
+        add_line(text, size, "cublas: %d.%d, %s\n", blas->major, blas->minor, blas->path);
+    else
+        add_line(text, size, "cublas: none (%s)\n", blas->message);
+    char cache[CB_CUDA_PATH_BYTES + 256];
+    cb_cuda_cache_describe(cache, sizeof cache);
+    add_line(text, size, "kernel cache: %s\n", cache);
+}
+
+static const cb_device_backend cuda_backend = {
+    .name = "cuda",
+    .open = open_device,
+    .alloc = device_alloc,
+    .free = device_free,
+    .zero = device_zero,
+    .alloc_pinned = pinned_alloc,
+    .free_pinned = pinned_free,
+    .copy = copy,
+    .copy_async = copy_async,
+    .synchronize = synchronize,
+    .check_device_memory = check_device_memory,
+    .kernels = &cb_cuda_kernels,
+    .probe = probe,
+    .versions = versions,
+    .device_name = device_name,
+    .report = report,
+    .cache_mode = cb_cuda_cache_mode,
+    .cache_dir = cb_cuda_cache_dir,
+    .warm_up = cb_cuda_cache_warm_up,
+};
+
+const cb_device_backend *cb_cuda_backend(void)
+{
+    return &cuda_backend;
+}

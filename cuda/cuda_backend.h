@@ -1,0 +1,9 @@
+/* The CUDA backend's entry point: the only name src/backends.c knows. */
+#ifndef CBLOB_CUDA_BACKEND_H
+#define CBLOB_CUDA_BACKEND_H
+
+#include "backend.h"
+
+const cb_device_backend *cb_cuda_backend(void);
+
+#endif

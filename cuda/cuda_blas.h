@@ -1,0 +1,16 @@
+/* cuBLAS for the float32 and float64 ops that codegen/ops.yaml marks `cublas: true` (Caffe's
+ * caffe_gpu_asum, caffe_gpu_dot, caffe_gpu_axpy, caffe_gpu_scal). Sums come back to the host:
+ * the calls wait for them, as Caffe's do. */
+#ifndef CBLOB_CUDA_BLAS_H
+#define CBLOB_CUDA_BLAS_H
+
+#include <stdint.h>
+
+#include "backend.h"
+
+cblob_status cb_cublas_asum(const cb_device *device, cblob_dtype dtype, int64_t n, const void *x, double *out);
+cblob_status cb_cublas_sumsq(const cb_device *device, cblob_dtype dtype, int64_t n, const void *x, double *out);
+cblob_status cb_cublas_axpy(const cb_device *device, cblob_dtype dtype, int64_t n, double alpha, const void *x, void *y);
+cblob_status cb_cublas_scale(const cb_device *device, cblob_dtype dtype, int64_t n, double alpha, void *x);
+
+#endif

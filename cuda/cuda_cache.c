@@ -1,0 +1,520 @@
+#include "cuda_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cuda_jit.h"
+#include "sha256.h"
+#include "status.h"
+
+#ifndef CBLOB_VERSION_STRING
+#  error "the build defines CBLOB_VERSION_STRING"
+#endif
+
+/* ---- configuration (read once) ---------------------------------------------------------------- */
+
+static struct {
+    cblob_cache_mode requested;
+    char dir[PATH_MAX];
+    char note[160];              /* a problem with the environment, for reports */
+    atomic_bool unwritable;      /* a write failed: new kernels stay in memory */
+    atomic_bool warned;          /* the one warning has been logged */
+    pthread_mutex_t reason_lock;
+    char reason[PATH_MAX + 128]; /* why the folder could not be written */
+    atomic_uint_fast64_t compiles, disk_hits, disk_writes, disk_rejected, temp_counter;
+} cache = {.reason_lock = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_once_t configure_once = PTHREAD_ONCE_INIT;
+
+static void configure(void)
+{
+    const char *mode = getenv("CBLOB_KERNEL_CACHE");
+    cache.requested = CBLOB_KERNEL_CACHE_DISK;
+    if (mode != NULL && strcmp(mode, "off") == 0)
+        cache.requested = CBLOB_KERNEL_CACHE_OFF;
+    else if (mode != NULL && strcmp(mode, "memory") == 0)
+        cache.requested = CBLOB_KERNEL_CACHE_MEMORY;
+    else if (mode != NULL && mode[0] != '\0' && strcmp(mode, "disk") != 0)
+        snprintf(cache.note, sizeof cache.note, "CBLOB_KERNEL_CACHE='%.64s' is not off, memory or disk; using disk", mode);
+
+    const char *dir = getenv("CBLOB_KERNEL_CACHE_DIR");
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    if (dir != NULL && dir[0] != '\0')
+        snprintf(cache.dir, sizeof cache.dir, "%s", dir);
+    else if (xdg != NULL && xdg[0] == '/') /* XDG: a relative path is invalid and ignored */
+        snprintf(cache.dir, sizeof cache.dir, "%s/cblob/kernels", xdg);
+    else if (home != NULL && home[0] != '\0')
+        snprintf(cache.dir, sizeof cache.dir, "%s/.cache/cblob/kernels", home);
+}
+
+static bool disk_readable(void)
+{
+    pthread_once(&configure_once, configure);
+    return cache.requested == CBLOB_KERNEL_CACHE_DISK && cache.dir[0] != '\0';
+}
+
+static bool disk_writable(void)
+{
+    return disk_readable() && !atomic_load(&cache.unwritable);
+}
+
+cblob_cache_mode cb_cuda_cache_mode(void)
+{
+    pthread_once(&configure_once, configure);
+    if (cache.requested == CBLOB_KERNEL_CACHE_DISK && !disk_writable())
+        return CBLOB_KERNEL_CACHE_MEMORY;
+    return cache.requested;
+}
+
+void cb_cuda_cache_dir(char *text, size_t size)
+{
+    pthread_once(&configure_once, configure);
+    snprintf(text, size, "%s", cache.dir);
+}
+
+void cb_cuda_cache_describe(char *text, size_t size)
+{
+    pthread_once(&configure_once, configure);
+    static const char *const names[] = {"off", "memory", "disk"};
+    const char *folder = cache.dir[0] != '\0' ? cache.dir : "(none: set CBLOB_KERNEL_CACHE_DIR or HOME)";
+    pthread_mutex_lock(&cache.reason_lock);
+    if (cache.requested == CBLOB_KERNEL_CACHE_DISK && cache.dir[0] == '\0')
+        snprintf(text, size, "memory (no folder: set CBLOB_KERNEL_CACHE_DIR or HOME)");
+    else if (cache.requested == CBLOB_KERNEL_CACHE_DISK && atomic_load(&cache.unwritable))
+        snprintf(text, size, "memory (%s); existing entries are still read", cache.reason);
+    else
+        snprintf(text, size, "%s, folder %s%s%s", names[cache.requested], folder, cache.note[0] ? "; " : "", cache.note);
+    pthread_mutex_unlock(&cache.reason_lock);
+}
+
+void cb_cuda_cache_stats_get(cb_cuda_cache_stats *out)
+{
+    out->compiles = atomic_load(&cache.compiles);
+    out->disk_hits = atomic_load(&cache.disk_hits);
+    out->disk_writes = atomic_load(&cache.disk_writes);
+    out->disk_rejected = atomic_load(&cache.disk_rejected);
+}
+
+/* ---- disk entries ------------------------------------------------------------------------------ */
+
+#define ENTRY_MAGIC "CBLOBKRN"
+#define ENTRY_FORMAT 1u
+#define ENTRY_HEADER_BYTES 88
+#define ENTRY_MAX_IMAGE_BYTES ((size_t)256 << 20)
+
+/* What decides the compiler's output, and nothing it produced. */
+static void entry_key(const cb_cuda_nvrtc *compiler, const cb_cuda_family *family, const cb_cuda_target *target,
+                      unsigned char key[CB_SHA256_BYTES])
+{
+    char storage[CB_CUDA_MAX_OPTIONS][48];
+    const char *options[CB_CUDA_MAX_OPTIONS];
+    const int option_count = cb_cuda_compile_options(target, storage, options);
+    char header[256];
+    const int length = snprintf(header, sizeof header, "cblob kernel cache %u\ncblob %s\nnvrtc %d.%d\ntarget %s\nfamily %s\n",
+                                ENTRY_FORMAT, CBLOB_VERSION_STRING, compiler->major, compiler->minor, target->name,
+                                family->name);
+    cb_sha256 hash;
+    cb_sha256_init(&hash);
+    cb_sha256_update(&hash, header, (size_t)length);
+    for (int i = 0; i < option_count; ++i)
+        cb_sha256_update(&hash, options[i], strlen(options[i]) + 1);
+    cb_sha256_update(&hash, family->source, family->source_length);
+    cb_sha256_final(&hash, key);
+}
+
+static void entry_path(const cb_cuda_family *family, const cb_cuda_target *target, const unsigned char key[CB_SHA256_BYTES],
+                       char *path, size_t size)
+{
+    char hex[2 * CB_SHA256_BYTES + 1];
+    for (int i = 0; i < CB_SHA256_BYTES; ++i)
+        snprintf(hex + 2 * i, 3, "%02x", key[i]);
+    snprintf(path, size, "%s/%s-%s-%s.%s", cache.dir, family->name, target->name, hex, target->ptx ? "ptx" : "cubin");
+}
+
+static void put_u32(unsigned char *at, uint32_t value)
+{
+    for (int i = 0; i < 4; ++i)
+        at[i] = (unsigned char)(value >> (8 * i));
+}
+
+static void put_u64(unsigned char *at, uint64_t value)
+{
+    for (int i = 0; i < 8; ++i)
+        at[i] = (unsigned char)(value >> (8 * i));
+}
+
+static uint64_t get_u64(const unsigned char *at)
+{
+    uint64_t value = 0;
+    for (int i = 7; i >= 0; --i)
+        value = value << 8 | at[i];
+    return value;
+}
+
+static uint32_t get_u32(const unsigned char *at)
+{
+    return (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24;
+}
+
+typedef enum entry_read { ENTRY_MISSING, ENTRY_DAMAGED, ENTRY_FOUND } entry_read;
+
+/* The driver takes an image without its size: PTX must end in its NUL, and a cubin must at least
+ * hold a whole ELF64 header, or the driver would read past the buffer. */
+static bool looks_like(const unsigned char *image, size_t size, bool ptx)
+{
+    if (ptx)
+        return size > 0 && image[size - 1] == '\0';
+    return size >= 64 && memcmp(image, "\x7f" "ELF", 4) == 0;
+}
+
+static entry_read read_entry(const char *path, const unsigned char key[CB_SHA256_BYTES], bool ptx, cb_cuda_image *out)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ENTRY_MISSING;
+    struct stat info;
+    unsigned char *bytes = NULL;
+    entry_read result = ENTRY_DAMAGED;
+    if (fstat(fd, &info) != 0 || info.st_size < ENTRY_HEADER_BYTES ||
+        (size_t)info.st_size > ENTRY_HEADER_BYTES + ENTRY_MAX_IMAGE_BYTES || (bytes = malloc((size_t)info.st_size)) == NULL)
+        goto done;
+    size_t have = 0;
+    while (have < (size_t)info.st_size) {
+        const ssize_t got = read(fd, bytes + have, (size_t)info.st_size - have);
+        if (got <= 0)
+            goto done;
+        have += (size_t)got;
+    }
+    const size_t image_size = (size_t)info.st_size - ENTRY_HEADER_BYTES;
+    unsigned char checksum[CB_SHA256_BYTES];
+    cb_sha256_digest(bytes + ENTRY_HEADER_BYTES, image_size, checksum);
+    if (memcmp(bytes, ENTRY_MAGIC, 8) != 0 || get_u32(bytes + 8) != ENTRY_FORMAT || get_u32(bytes + 12) != (ptx ? 2u : 1u) ||
+        get_u64(bytes + 16) != image_size || memcmp(bytes + 24, key, CB_SHA256_BYTES) != 0 ||
+        memcmp(bytes + 56, checksum, CB_SHA256_BYTES) != 0 || !looks_like(bytes + ENTRY_HEADER_BYTES, image_size, ptx))
+        goto done;
+    memmove(bytes, bytes + ENTRY_HEADER_BYTES, image_size);
+    *out = (cb_cuda_image){bytes, image_size, ptx};
+    bytes = NULL;
+    result = ENTRY_FOUND;
+done:
+    free(bytes);
+    close(fd);
+    return result;
+}
+
+/* mkdir -p, private to the user: a cache others can write could hand us their code. */
+static int make_folders(const char *dir)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *slash = path + 1;; ++slash) {
+        const bool last = *slash == '\0';
+        if (*slash != '/' && !last)
+            continue;
+        *slash = '\0';
+        if (mkdir(path, 0700) != 0 && errno != EEXIST)
+            return -1;
+        if (last)
+            return 0;
+        *slash = '/';
+    }
+}
+
+static bool write_all(int fd, const void *data, size_t size)
+{
+    const unsigned char *bytes = data;
+    while (size > 0) {
+        const ssize_t wrote = write(fd, bytes, size);
+        if (wrote <= 0)
+            return false;
+        bytes += wrote;
+        size -= (size_t)wrote;
+    }
+    return true;
+}
+
+/* Writes the entry beside its final name and renames it into place. Returns 0 or an errno. */
+static int write_entry(const char *path, const unsigned char key[CB_SHA256_BYTES], const cb_cuda_image *image)
+{
+    if (make_folders(cache.dir) != 0)
+        return errno;
+    unsigned char header[ENTRY_HEADER_BYTES];
+    memcpy(header, ENTRY_MAGIC, 8);
+    put_u32(header + 8, ENTRY_FORMAT);
+    put_u32(header + 12, image->ptx ? 2u : 1u);
+    put_u64(header + 16, image->size);
+    memcpy(header + 24, key, CB_SHA256_BYTES);
+    cb_sha256_digest(image->bytes, image->size, header + 56);
+
+    char temporary[PATH_MAX + 64];
+    const char *name = strrchr(path, '/') + 1;
+    snprintf(temporary, sizeof temporary, "%s/.%s.%ld.%lu.tmp", cache.dir, name, (long)getpid(),
+             (unsigned long)atomic_fetch_add(&cache.temp_counter, 1));
+    const int fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return errno;
+    const bool written = write_all(fd, header, sizeof header) && write_all(fd, image->bytes, image->size);
+    const int write_error = errno;
+    if (close(fd) != 0 || !written) {
+        unlink(temporary);
+        return written ? EIO : write_error;
+    }
+    if (rename(temporary, path) != 0) {
+        const int rename_error = errno;
+        unlink(temporary);
+        return rename_error;
+    }
+    return 0;
+}
+
+/* The first failed write turns writing off for the process, with one warning in the log of the
+ * context that met it. */
+static void stop_writing(const cb_device *device, int error)
+{
+    pthread_mutex_lock(&cache.reason_lock);
+    if (!atomic_load(&cache.unwritable))
+        snprintf(cache.reason, sizeof cache.reason, "the kernel cache folder %s cannot be written: %s", cache.dir,
+                 strerror(error));
+    atomic_store(&cache.unwritable, true);
+    pthread_mutex_unlock(&cache.reason_lock);
+    if (!atomic_exchange(&cache.warned, true) && device != NULL)
+        cb_log_warning(device->log, "warning: %s; compiled kernels are kept in memory for the rest of this process",
+                       cache.reason);
+}
+
+/* ---- compiling or reading one family --------------------------------------------------------- */
+
+/* The family's image for a target: a verified disk entry, or a fresh compilation (written to
+ * disk when it can be). *from_disk says which; `path` is the entry's name. */
+static cblob_status find_or_compile(const cb_cuda_nvrtc *compiler, const cb_cuda_family *family,
+                                    const cb_cuda_target *target, const cb_device *device, cb_cuda_image *image,
+                                    bool *from_disk, char *path, size_t path_size)
+{
+    unsigned char key[CB_SHA256_BYTES] = {0};
+    *from_disk = false;
+    path[0] = '\0';
+    if (disk_readable()) {
+        entry_key(compiler, family, target, key);
+        entry_path(family, target, key, path, path_size);
+        const entry_read found = read_entry(path, key, target->ptx, image);
+        if (found == ENTRY_FOUND) {
+            *from_disk = true;
+            return CBLOB_OK;
+        }
+        if (found == ENTRY_DAMAGED) {
+            unlink(path);
+            atomic_fetch_add(&cache.disk_rejected, 1);
+        }
+    }
+    CB_TRY(cb_cuda_compile(compiler, family, target, image));
+    atomic_fetch_add(&cache.compiles, 1);
+    /* Warming up for an architecture (no device) tries even after a failed write: it reports. */
+    if (path[0] != '\0' && (disk_writable() || device == NULL)) {
+        const int error = write_entry(path, key, image);
+        if (error == 0)
+            atomic_fetch_add(&cache.disk_writes, 1);
+        else if (device != NULL)
+            stop_writing(device, error);
+        else { /* warming up for an architecture: writing is the whole point */
+            cb_cuda_image_free(image);
+            return cb_fail(CBLOB_ERR_IO, "cannot write the kernel cache entry %s: %s", path, strerror(error));
+        }
+    }
+    return CBLOB_OK;
+}
+
+static bool image_refused(cbcu_result result)
+{
+    return result == CBCU_ERROR_INVALID_IMAGE || result == CBCU_ERROR_INVALID_PTX ||
+           result == CBCU_ERROR_UNSUPPORTED_PTX_VERSION || result == CBCU_ERROR_NO_BINARY_FOR_GPU ||
+           result == CBCU_ERROR_NOT_FOUND;
+}
+
+static cblob_status resolve_functions(const cb_cuda_family *family, cbcu_module module, cb_cuda_loaded *loaded)
+{
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    loaded->module = module;
+    for (int row = 0; row < CB_CUDA_DTYPE_ROWS; ++row) {
+        loaded->functions[row] = NULL;
+        if (family->kernels[row] != NULL)
+            CB_TRY(cb_cuda_check(api->cuModuleGetFunction(&loaded->functions[row], module, family->kernels[row]),
+                                 family->kernels[row]));
+    }
+    return CBLOB_OK;
+}
+
+/* Loads a family into the device's context, from the disk cache when a good entry is there.
+ * An entry the driver refuses is deleted and the family compiled again. Runs with the device's
+ * context current. */
+static cblob_status load_family(const cb_device *device, const cb_cuda_device_state *state, cb_cuda_family_id id,
+                                cb_cuda_loaded *loaded, bool *compiled)
+{
+    const cb_cuda_family *family = &cb_cuda_families[id];
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    const cb_cuda_nvrtc *compiler;
+    cb_cuda_target target;
+    CB_TRY(cb_cuda_nvrtc_ready(&compiler));
+    CB_TRY(cb_cuda_target_for(compiler, state->compute_capability, &target));
+    for (int attempt = 0;; ++attempt) {
+        cb_cuda_image image = {0};
+        bool from_disk = false;
+        char path[PATH_MAX + 256];
+        CB_TRY(find_or_compile(compiler, family, &target, device, &image, &from_disk, path, sizeof path));
+        cbcu_module module = NULL;
+        const cbcu_result result = api->cuModuleLoadData(&module, image.bytes);
+        cb_cuda_image_free(&image);
+        if (result != CBCU_SUCCESS && from_disk && attempt == 0 && image_refused(result)) {
+            unlink(path);
+            atomic_fetch_add(&cache.disk_rejected, 1);
+            continue;
+        }
+        char what[128];
+        snprintf(what, sizeof what, "loading the %s kernels (%s)", family->name, target.name);
+        CB_TRY(cb_cuda_check(result, what));
+        const cblob_status status = resolve_functions(family, module, loaded);
+        if (status != CBLOB_OK) {
+            api->cuModuleUnload(module);
+            return status;
+        }
+        if (from_disk)
+            atomic_fetch_add(&cache.disk_hits, 1);
+        *compiled = !from_disk;
+        return CBLOB_OK;
+    }
+}
+
+/* The family on the device, loading it at first use. Off mode hands out a module of its own. */
+static cblob_status family_on_device(const cb_device *device, cb_cuda_family_id id, const cb_cuda_loaded **out,
+                                     cb_cuda_loaded *transient, bool *compiled)
+{
+    cb_cuda_device_state *state = cb_cuda_device_state_of(device);
+    cb_cuda_family_slot *slot = &state->families[id];
+    cb_cuda_loaded *ready = atomic_load_explicit(&slot->ready, memory_order_acquire);
+    *compiled = false;
+    if (ready != NULL) {
+        *out = ready;
+        return CBLOB_OK;
+    }
+    pthread_mutex_lock(&slot->lock);
+    cblob_status status = CBLOB_OK;
+    ready = atomic_load_explicit(&slot->ready, memory_order_acquire);
+    if (ready == NULL) {
+        pthread_once(&configure_once, configure);
+        const bool keep = cache.requested != CBLOB_KERNEL_CACHE_OFF;
+        cb_cuda_loaded *loaded = keep ? malloc(sizeof *loaded) : transient;
+        status = loaded == NULL ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a loaded kernel family") : cb_cuda_enter(state);
+        if (status == CBLOB_OK) {
+            status = load_family(device, state, id, loaded, compiled);
+            cb_cuda_leave();
+        }
+        if (status == CBLOB_OK && keep)
+            atomic_store_explicit(&slot->ready, loaded, memory_order_release);
+        else if (keep)
+            free(loaded);
+        ready = status == CBLOB_OK ? loaded : NULL;
+    }
+    pthread_mutex_unlock(&slot->lock);
+    if (status == CBLOB_OK)
+        *out = ready;
+    return status;
+}
+
+cblob_status cb_cuda_kernel_get(const cb_device *device, cb_cuda_family_id family, cblob_dtype dtype,
+                                cb_cuda_kernel *out)
+{
+    cb_cuda_loaded transient;
+    const cb_cuda_loaded *loaded;
+    bool compiled;
+    CB_TRY(family_on_device(device, family, &loaded, &transient, &compiled));
+    out->function = loaded->functions[dtype];
+    out->transient = loaded == &transient ? transient.module : NULL;
+    return CBLOB_OK;
+}
+
+void cb_cuda_kernel_release(const cb_device *device, cb_cuda_kernel *kernel)
+{
+    if (kernel->transient == NULL)
+        return;
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    if (cb_cuda_enter(cb_cuda_device_state_of(device)) != CBLOB_OK)
+        return;
+    api->cuStreamSynchronize((cbcu_stream)device->stream);
+    api->cuModuleUnload(kernel->transient);
+    cb_cuda_leave();
+    kernel->transient = NULL;
+}
+
+/* ---- warming up and forgetting ------------------------------------------------------------ */
+
+static cblob_status warm_up_device(const cb_device *device, int32_t *compiled)
+{
+    if (cache.requested == CBLOB_KERNEL_CACHE_OFF)
+        return cb_fail(CBLOB_ERR_STATE, "the kernel cache is off (CBLOB_KERNEL_CACHE=off): there is nothing to keep");
+    int32_t count = 0;
+    for (int id = 0; id < CB_CUDA_FAMILY_COUNT; ++id) {
+        cb_cuda_loaded transient;
+        const cb_cuda_loaded *loaded;
+        bool fresh = false;
+        CB_TRY(family_on_device(device, (cb_cuda_family_id)id, &loaded, &transient, &fresh));
+        count += fresh;
+    }
+    *compiled = count;
+    return CBLOB_OK;
+}
+
+static cblob_status warm_up_architecture(int32_t compute_capability, int32_t *compiled)
+{
+    if (!disk_readable())
+        return cb_fail(CBLOB_ERR_STATE,
+                       "warming up for compute capability %d needs the disk cache, but it is %s",
+                       (int)compute_capability,
+                       cache.requested != CBLOB_KERNEL_CACHE_DISK ? "not in use (CBLOB_KERNEL_CACHE)" : "without a folder");
+    const cb_cuda_nvrtc *compiler;
+    cb_cuda_target target;
+    CB_TRY(cb_cuda_nvrtc_ready(&compiler));
+    CB_TRY(cb_cuda_target_for(compiler, compute_capability, &target));
+    int32_t count = 0;
+    for (int id = 0; id < CB_CUDA_FAMILY_COUNT; ++id) {
+        cb_cuda_image image = {0};
+        bool from_disk = false;
+        char path[PATH_MAX + 256];
+        CB_TRY(find_or_compile(compiler, &cb_cuda_families[id], &target, NULL, &image, &from_disk, path, sizeof path));
+        cb_cuda_image_free(&image);
+        count += !from_disk;
+    }
+    *compiled = count;
+    return CBLOB_OK;
+}
+
+cblob_status cb_cuda_cache_warm_up(const cb_device *device, int32_t compute_capability, int32_t *compiled)
+{
+    pthread_once(&configure_once, configure);
+    return device != NULL ? warm_up_device(device, compiled) : warm_up_architecture(compute_capability, compiled);
+}
+
+void cb_cuda_cache_forget_memory(void)
+{
+    int count = 0;
+    cb_cuda_device_state *states = cb_cuda_device_table(&count);
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    for (int d = 0; d < count; ++d) {
+        for (int id = 0; id < CB_CUDA_FAMILY_COUNT; ++id) {
+            cb_cuda_loaded *loaded = atomic_exchange(&states[d].families[id].ready, NULL);
+            if (loaded == NULL)
+                continue;
+            if (cb_cuda_enter(&states[d]) == CBLOB_OK) {
+                api->cuModuleUnload(loaded->module);
+                cb_cuda_leave();
+            }
+            free(loaded);
+        }
+    }
+}

@@ -1,0 +1,117 @@
+#include "cuda_device.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+
+static cb_cuda_device_state *devices; /* one per device the driver reports; never freed */
+static int device_count;
+static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
+
+static void make_device_table(void)
+{
+    const cb_cuda_driver *driver = cb_cuda_driver_get();
+    devices = calloc((size_t)driver->device_count, sizeof *devices);
+    if (devices == NULL)
+        return;
+    device_count = driver->device_count;
+    for (int i = 0; i < device_count; ++i) {
+        pthread_mutex_init(&devices[i].open_lock, NULL);
+        pthread_mutex_init(&devices[i].blas_lock, NULL);
+        devices[i].index = i;
+        for (int f = 0; f < CB_CUDA_FAMILY_COUNT; ++f) {
+            pthread_mutex_init(&devices[i].families[f].lock, NULL);
+            atomic_init(&devices[i].families[f].ready, NULL);
+        }
+    }
+}
+
+const cb_cuda_driver_api *cb_cuda_driver_api_get(void)
+{
+    return &cb_cuda_driver_get()->api;
+}
+
+cblob_status cb_cuda_check(cbcu_result result, const char *what)
+{
+    if (result == CBCU_SUCCESS)
+        return CBLOB_OK;
+    if (result == CBCU_ERROR_OUT_OF_MEMORY)
+        return cb_fail(CBLOB_ERR_DEVICE_OUT_OF_MEMORY, "%s: the device is out of memory (CUDA_ERROR_OUT_OF_MEMORY)", what);
+    return cb_fail(CBLOB_ERR_DEVICE, "%s failed: %s (%d)", what, cb_cuda_error_name(result), (int)result);
+}
+
+cblob_status cb_cuda_enter(const cb_cuda_device_state *state)
+{
+    return cb_cuda_check(cb_cuda_driver_api_get()->cuCtxPushCurrent_v2(state->context), "making the device's context current");
+}
+
+void cb_cuda_leave(void)
+{
+    cbcu_context previous;
+    cb_cuda_driver_api_get()->cuCtxPopCurrent_v2(&previous);
+}
+
+/* Retains the primary context and reads what the device is. */
+static cblob_status describe_device(cb_cuda_device_state *state, const cb_cuda_nvrtc *compiler)
+{
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    int major = 0, minor = 0;
+    CB_TRY(cb_cuda_check(api->cuDeviceGet(&state->device, state->index), "cuDeviceGet"));
+    CB_TRY(cb_cuda_check(api->cuDeviceGetName(state->name, (int)sizeof state->name, state->device), "cuDeviceGetName"));
+    CB_TRY(cb_cuda_check(api->cuDeviceGetAttribute(&major, CBCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, state->device),
+                         "reading the compute capability"));
+    CB_TRY(cb_cuda_check(api->cuDeviceGetAttribute(&minor, CBCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, state->device),
+                         "reading the compute capability"));
+    CB_TRY(cb_cuda_check(api->cuDeviceGetAttribute(&state->multiprocessors, CBCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                                   state->device), "reading the multiprocessor count"));
+    CB_TRY(cb_cuda_check(api->cuDeviceTotalMem_v2(&state->memory_bytes, state->device), "cuDeviceTotalMem"));
+    state->compute_capability = major * 10 + minor;
+    if (state->compute_capability < compiler->archs[0])
+        return cb_fail(CBLOB_ERR_NO_DEVICE,
+                       "device %d (%s, compute capability %d.%d) is older than NVRTC %d.%d can compile for (%d.%d and newer)",
+                       (int)state->index, state->name, major, minor, compiler->major, compiler->minor,
+                       compiler->archs[0] / 10, compiler->archs[0] % 10);
+    return cb_cuda_check(api->cuDevicePrimaryCtxRetain(&state->context, state->device), "cuDevicePrimaryCtxRetain");
+}
+
+cblob_status cb_cuda_device_open(int32_t index, cb_cuda_device_state **out)
+{
+    int32_t count = 0;
+    CB_TRY(cb_cuda_stack(&count));
+    if (index < 0 || index >= count)
+        return cb_fail(CBLOB_ERR_NO_DEVICE, "there is no CUDA device %d: the driver reports %d device%s", (int)index,
+                       (int)count, count == 1 ? "" : "s");
+    pthread_once(&devices_once, make_device_table);
+    if (devices == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the CUDA device table");
+    cb_cuda_device_state *state = &devices[index];
+    pthread_mutex_lock(&state->open_lock);
+    if (!state->opened) {
+        state->open_status = describe_device(state, cb_cuda_nvrtc_get());
+        if (state->open_status != CBLOB_OK)
+            snprintf(state->open_message, sizeof state->open_message, "%s", cblob_last_error_message());
+        state->opened = true;
+    }
+    const cblob_status status = state->open_status;
+    pthread_mutex_unlock(&state->open_lock);
+    if (status != CBLOB_OK) {
+        /* The first failure's message already names the call it happened in; repeat its text. */
+        const char *text = strstr(state->open_message, ": ");
+        return cb_fail(status, "%s", text != NULL ? text + 2 : state->open_message);
+    }
+    *out = state;
+    return CBLOB_OK;
+}
+
+cb_cuda_device_state *cb_cuda_device_state_of(const cb_device *device)
+{
+    return &devices[device->index];
+}
+
+cb_cuda_device_state *cb_cuda_device_table(int *count)
+{
+    *count = device_count;
+    return devices;
+}

@@ -1,0 +1,89 @@
+#include "cuda_launch.h"
+
+#include <string.h>
+
+#include "core/enums.h"
+#include "cuda_cache.h"
+
+cblob_status cb_cuda_check_dtype(cb_cuda_family_id family, cblob_dtype dtype)
+{
+    const cb_dtype_info *info = cb_dtype_find(dtype);
+    if (info == NULL || cb_cuda_families[family].kernels[dtype] == NULL)
+        return cb_fail(CBLOB_ERR_NOT_IMPLEMENTED, "there is no %s GPU kernel for %s", cb_cuda_families[family].name,
+                       info != NULL ? info->name : "this dtype");
+    return CBLOB_OK;
+}
+
+/* Enough blocks to fill every multiprocessor several times over; the kernels' grid-stride loops
+ * cover the rest, so a huge n does not mean a huge grid. */
+static unsigned int grid_size(const cb_cuda_device_state *state, int64_t n)
+{
+    const int64_t wanted = (n + CB_CUDA_BLOCK_THREADS - 1) / CB_CUDA_BLOCK_THREADS;
+    int64_t most = (int64_t)state->multiprocessors * 16;
+    if (most < 1)
+        most = 1;
+    return (unsigned int)(wanted < most ? wanted : most);
+}
+
+cblob_status cb_cuda_launch(const cb_device *device, cb_cuda_family_id family, cblob_dtype dtype, int64_t n, void **args)
+{
+    cb_cuda_kernel kernel;
+    CB_TRY(cb_cuda_kernel_get(device, family, dtype, &kernel));
+    const cb_cuda_device_state *state = cb_cuda_device_state_of(device);
+    cblob_status status = cb_cuda_enter(state);
+    if (status == CBLOB_OK) {
+        status = cb_cuda_check(cb_cuda_driver_api_get()->cuLaunchKernel(kernel.function, grid_size(state, n), 1, 1,
+                                                                         CB_CUDA_BLOCK_THREADS, 1, 1, 0,
+                                                                         (cbcu_stream)device->stream, args, NULL),
+                               cb_cuda_families[family].kernels[dtype]);
+        cb_cuda_leave();
+    }
+    cb_cuda_kernel_release(device, &kernel);
+    return status;
+}
+
+cblob_status cb_cuda_sums_begin(const cb_device *device, int count, cb_cuda_sums *sums)
+{
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    const size_t bytes = (size_t)count * sizeof(double);
+    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
+    cblob_status status = cb_cuda_check(api->cuMemAlloc_v2(&sums->device, bytes), "allocating a reduction's sums");
+    if (status == CBLOB_OK) {
+        status = cb_cuda_check(api->cuMemsetD8Async(sums->device, 0, bytes, (cbcu_stream)device->stream),
+                               "zeroing a reduction's sums");
+        if (status != CBLOB_OK)
+            api->cuMemFree_v2(sums->device);
+    }
+    cb_cuda_leave();
+    sums->count = count;
+    return status;
+}
+
+void *cb_cuda_sum_slot(const cb_cuda_sums *sums, int index)
+{
+    return (void *)(uintptr_t)(sums->device + (cbcu_deviceptr)index * sizeof(double));
+}
+
+cblob_status cb_cuda_sums_finish(const cb_device *device, cb_cuda_sums *sums, cblob_status launched, double **results)
+{
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    double values[CB_CUDA_MAX_SUMS] = {0};
+    cblob_status status = cb_cuda_enter(cb_cuda_device_state_of(device));
+    if (status != CBLOB_OK)
+        return status; /* without the context the sums cannot even be freed */
+    if (launched == CBLOB_OK) {
+        status = cb_cuda_check(api->cuMemcpyDtoHAsync_v2(values, sums->device, (size_t)sums->count * sizeof(double),
+                                                         (cbcu_stream)device->stream),
+                               "reading a reduction's result");
+        if (status == CBLOB_OK)
+            status = cb_cuda_check(api->cuStreamSynchronize((cbcu_stream)device->stream), "waiting for a reduction");
+    }
+    api->cuMemFree_v2(sums->device);
+    cb_cuda_leave();
+    if (launched != CBLOB_OK)
+        return launched;
+    if (status == CBLOB_OK)
+        for (int i = 0; i < sums->count; ++i)
+            *results[i] = values[i];
+    return status;
+}

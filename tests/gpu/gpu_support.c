@@ -1,0 +1,104 @@
+#include "gpu_support.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+
+/* The driver cblob loaded: already in the process, so RTLD_NOLOAD finds it without loading a
+ * second one. */
+static void *loaded_driver(void)
+{
+    const char *path = getenv("CBLOB_CUDA_DRIVER");
+    return dlopen(path != NULL && path[0] != '\0' ? path : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+}
+
+static void *driver_symbol(const char *name)
+{
+    void *driver = loaded_driver();
+    void *symbol = driver != NULL ? dlsym(driver, name) : NULL;
+    if (driver != NULL)
+        dlclose(driver); /* drops only the reference RTLD_NOLOAD added */
+    return symbol;
+}
+
+bool gpu_usable(char *reason, size_t size)
+{
+    int32_t devices = 0;
+    const cblob_status status = cblob_gpu_probe(&devices);
+    if (status == CBLOB_OK)
+        return true;
+    snprintf(reason, size, "no usable GPU (%s): %s", cblob_status_name(status), cblob_last_error_message());
+    return false;
+}
+
+bool gpu_is_fake(void)
+{
+    return driver_symbol("fake_cuda_get_counters") != NULL;
+}
+
+fake_cuda_counters gpu_counters(void)
+{
+    fake_cuda_counters counters = {0};
+    fake_cuda_get_counters_fn get = (fake_cuda_get_counters_fn)driver_symbol("fake_cuda_get_counters");
+    if (get != NULL)
+        get(&counters);
+    return counters;
+}
+
+bool gpu_set_device_memory(uint64_t bytes)
+{
+    fake_cuda_set_memory_fn set = (fake_cuda_set_memory_fn)driver_symbol("fake_cuda_set_memory");
+    if (set != NULL)
+        set(bytes);
+    return set != NULL;
+}
+
+uint64_t gpu_pending_copies(void)
+{
+    fake_cuda_pending_copies_fn pending = (fake_cuda_pending_copies_fn)driver_symbol("fake_cuda_pending_copies");
+    return pending != NULL ? pending() : 0;
+}
+
+/* Streams belong to a context: the device's primary one, made current around the call. */
+typedef int (*primary_retain_fn)(void **context, int device);
+typedef int (*context_fn)(void *context);
+typedef int (*context_pop_fn)(void **context);
+typedef int (*stream_create_fn)(void **stream, unsigned int flags);
+typedef int (*stream_destroy_fn)(void *stream);
+
+static bool with_primary_context(void)
+{
+    primary_retain_fn retain = (primary_retain_fn)driver_symbol("cuDevicePrimaryCtxRetain");
+    context_fn push = (context_fn)driver_symbol("cuCtxPushCurrent_v2");
+    void *context = NULL;
+    return retain != NULL && push != NULL && retain(&context, 0) == 0 && push(context) == 0;
+}
+
+static void without_context(void)
+{
+    context_pop_fn pop = (context_pop_fn)driver_symbol("cuCtxPopCurrent_v2");
+    void *previous = NULL;
+    if (pop != NULL)
+        pop(&previous);
+}
+
+void *gpu_stream_create(void)
+{
+    stream_create_fn create = (stream_create_fn)driver_symbol("cuStreamCreate");
+    void *stream = NULL;
+    if (create == NULL || !with_primary_context())
+        return NULL;
+    /* CU_STREAM_NON_BLOCKING: the harder case, not ordered with the default stream. */
+    if (create(&stream, 1) != 0)
+        stream = NULL;
+    without_context();
+    return stream;
+}
+
+void gpu_stream_destroy(void *stream)
+{
+    stream_destroy_fn destroy = (stream_destroy_fn)driver_symbol("cuStreamDestroy_v2");
+    if (destroy != NULL && stream != NULL && with_primary_context()) {
+        destroy(stream);
+        without_context();
+    }
+}

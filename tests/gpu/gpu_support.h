@@ -1,0 +1,54 @@
+/* What the GPU tests share. The same tests run against the test double of the driver
+ * (tests/fake_cuda, on every machine) and against a real GPU (skipped with the reason when the
+ * machine has none); only the double can count transfers and allocations, so those checks are
+ * made where it is loaded. */
+#ifndef CBLOB_TESTS_GPU_SUPPORT_H
+#define CBLOB_TESTS_GPU_SUPPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fake_cuda.h"
+#include "harness.h"
+
+/* Skips the test, printing why, unless cblob can use a GPU (real or the double). */
+#define REQUIRE_GPU() \
+    do { \
+        char gpu_reason_[768]; \
+        if (!gpu_usable(gpu_reason_, sizeof gpu_reason_)) \
+            SKIP(gpu_reason_); \
+    } while (0)
+
+bool gpu_usable(char *reason, size_t size);
+
+/* Whether the driver cblob loaded is the test double (which counts what it does). */
+bool gpu_is_fake(void);
+/* The double's counters now; all zero on a real GPU. */
+fake_cuda_counters gpu_counters(void);
+/* Device memory per device on the double (device out-of-memory tests); false on a real GPU. */
+bool gpu_set_device_memory(uint64_t bytes);
+/* Asynchronous copies the double has queued and not run yet (0 on a real GPU). */
+uint64_t gpu_pending_copies(void);
+
+/* A stream of device 0 from the loaded driver (cuStreamCreate), NULL if it cannot make one. */
+void *gpu_stream_create(void);
+void gpu_stream_destroy(void *stream);
+
+/* Transfers since a snapshot, checked only on the double. */
+#define CHECK_TRANSFERS(since, h2d, d2h, d2d) \
+    do { \
+        if (gpu_is_fake()) { \
+            const fake_cuda_counters now_ = gpu_counters(); \
+            CHECK_EQ_INT(now_.host_to_device - (since).host_to_device, (h2d)); \
+            CHECK_EQ_INT(now_.device_to_host - (since).device_to_host, (d2h)); \
+            CHECK_EQ_INT(now_.device_to_device - (since).device_to_device, (d2d)); \
+        } \
+    } while (0)
+
+#define CHECK_COUNTER_DELTA(since, field, delta) \
+    do { \
+        if (gpu_is_fake()) \
+            CHECK_EQ_INT(gpu_counters().field - (since).field, (delta)); \
+    } while (0)
+
+#endif

@@ -1,0 +1,647 @@
+/* The NVRTC JIT and the kernel cache, through the backend's internals: the generated kernels
+ * agree with the CPU kernels, and the cache hits, misses, rejects damaged entries, falls back to
+ * memory when its folder cannot be written, honours its modes and compiles once under a
+ * 16-thread first use. Built against the test double (gpu_jit) and against the machine's GPU
+ * (gpu_jit_device); each test sets up its own cache folder and mode before its first GPU call. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "context.h"
+#include "cpu/kernels.h"
+#include "cuda/families.h"
+#include "cuda_cache.h"
+#include "cuda_jit.h"
+#include "gpu_support.h"
+#include "sha256.h"
+
+/* ---- a private cache folder per test --------------------------------------------------------- */
+
+static char cache_dir[128];
+
+static void remove_cache_dir(void)
+{
+    DIR *dir = opendir(cache_dir);
+    if (dir == NULL)
+        return;
+    for (struct dirent *entry; (entry = readdir(dir)) != NULL;) {
+        char path[512];
+        if (entry->d_name[0] == '.' && (entry->d_name[1] == '\0' || (entry->d_name[1] == '.' && entry->d_name[2] == '\0')))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", cache_dir, entry->d_name);
+        unlink(path);
+    }
+    closedir(dir);
+    rmdir(cache_dir);
+}
+
+/* Sets the cache up before anything reads its configuration. */
+static bool use_cache(const char *mode)
+{
+    snprintf(cache_dir, sizeof cache_dir, "/tmp/cblob-kernels-XXXXXX");
+    if (mkdtemp(cache_dir) == NULL)
+        return false;
+    atexit(remove_cache_dir);
+    setenv("CBLOB_KERNEL_CACHE_DIR", cache_dir, 1);
+    setenv("CBLOB_KERNEL_CACHE", mode, 1);
+    return true;
+}
+
+/* The entries whose name starts with prefix (a family name, "" for all); the first one's path. */
+static int entries(const char *prefix, char *first, size_t size)
+{
+    int count = 0;
+    DIR *dir = opendir(cache_dir);
+    if (dir == NULL)
+        return -1;
+    for (struct dirent *entry; (entry = readdir(dir)) != NULL;) {
+        if (entry->d_name[0] == '.' || strncmp(entry->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        if (count++ == 0 && first != NULL)
+            snprintf(first, size, "%s/%s", cache_dir, entry->d_name);
+    }
+    closedir(dir);
+    return count;
+}
+
+static cb_cuda_cache_stats stats(void)
+{
+    cb_cuda_cache_stats now;
+    cb_cuda_cache_stats_get(&now);
+    return now;
+}
+
+/* A context with its device open, and that device as the backend sees it. */
+static const cb_device *open_device(cblob_context **ctx)
+{
+    const cb_device *device = NULL;
+    if (cblob_context_create(ctx) != CBLOB_OK || cb_context_device(*ctx, &device) != CBLOB_OK)
+        return NULL;
+    return device;
+}
+
+static cblob_status load(const cb_device *device, cb_cuda_family_id family)
+{
+    cb_cuda_kernel kernel;
+    cblob_status status = cb_cuda_kernel_get(device, family, CBLOB_DTYPE_FLOAT32, &kernel);
+    if (status == CBLOB_OK)
+        cb_cuda_kernel_release(device, &kernel);
+    return status;
+}
+
+/* ---- the generated kernels against the CPU kernels --------------------------------------------- */
+
+static double value_at(int64_t i)
+{
+    return ((double)((i * 7919) % 2003) - 1001.0) / 97.0;
+}
+
+/* Device memory of n elements holding value_at(i + shift), through a blob. */
+static void *device_array(cblob_context *ctx, cblob_dtype dtype, int64_t n, int shift, cblob_blob **holder)
+{
+    const int64_t count = n > 0 ? n : 1;
+    void *host = NULL, *dev = NULL;
+    if (cblob_blob_create(ctx, dtype, 1, &count, holder) != CBLOB_OK ||
+        cblob_blob_mutable_cpu_ptr(*holder, CBLOB_PART_DATA, &host) != CBLOB_OK)
+        return NULL;
+    for (int64_t i = 0; i < count; ++i) {
+        if (dtype == CBLOB_DTYPE_FLOAT32)
+            ((float *)host)[i] = (float)value_at(i + shift);
+        else
+            ((double *)host)[i] = value_at(i + shift);
+    }
+    return cblob_blob_mutable_gpu_ptr(*holder, CBLOB_PART_DATA, &dev) == CBLOB_OK ? dev : NULL;
+}
+
+static double host_element(cblob_blob *blob, int64_t i)
+{
+    double value = NAN;
+    cblob_blob_read_element(blob, CBLOB_PART_DATA, 1, &i, &value);
+    return value;
+}
+
+static void jit_agrees(cblob_dtype dtype)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("memory"));
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    const cb_cpu_kernels *cpu = &cb_cpu_kernel_table[dtype];
+    const size_t element = dtype == CBLOB_DTYPE_FLOAT32 ? sizeof(float) : sizeof(double);
+    const double tolerance = dtype == CBLOB_DTYPE_FLOAT32 ? 1e-5 : 1e-12;
+    static const int64_t sizes[] = {0, 1, 31, 255, 256, 257, 4099, 300001};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; ++s) {
+        const int64_t n = sizes[s];
+        cblob_blob *x_blob = NULL, *y_blob = NULL;
+        void *x = device_array(ctx, dtype, n, 0, &x_blob), *y = device_array(ctx, dtype, n, 11, &y_blob);
+        CHECK(x != NULL && y != NULL);
+        /* The same on the host, through the CPU kernels. */
+        unsigned char *hx = malloc((size_t)(n + 1) * element), *hy = malloc((size_t)(n + 1) * element);
+        CHECK(hx != NULL && hy != NULL);
+        for (int64_t i = 0; i < n; ++i) {
+            if (dtype == CBLOB_DTYPE_FLOAT32) {
+                ((float *)hx)[i] = (float)value_at(i);
+                ((float *)hy)[i] = (float)value_at(i + 11);
+            } else {
+                ((double *)hx)[i] = value_at(i);
+                ((double *)hy)[i] = value_at(i + 11);
+            }
+        }
+        double want = 0, got = -1;
+        CHECK_OK(cpu->asum(n, hx, &want));
+        CHECK_OK(cb_cuda_jit_kernels.asum(device, dtype, n, x, &got));
+        CHECK_NEAR(got, want, tolerance * (1 + want));
+        CHECK_OK(cpu->sumsq(n, hx, &want));
+        CHECK_OK(cb_cuda_jit_kernels.sumsq(device, dtype, n, x, &got));
+        CHECK_NEAR(got, want, tolerance * (1 + want));
+        CHECK_OK(cpu->axpy(n, -1.5, hx, hy));
+        CHECK_OK(cb_cuda_jit_kernels.axpy(device, dtype, n, -1.5, x, y));
+        CHECK_OK(cpu->scale(n, 0.25, hy));
+        CHECK_OK(cb_cuda_jit_kernels.scale(device, dtype, n, 0.25, y));
+        for (int64_t i = 0; i < n; i += 1 + n / 64) {
+            const double expected = dtype == CBLOB_DTYPE_FLOAT32 ? ((float *)hy)[i] : ((double *)hy)[i];
+            /* --fmad=false: the same roundings as the CPU kernel, so the same bits. */
+            CHECK_MSG(host_element(y_blob, i) == expected, "n=%lld i=%lld: %.17g on the device, %.17g on the host",
+                      (long long)n, (long long)i, host_element(y_blob, i), expected);
+        }
+        free(hx);
+        free(hy);
+        cblob_blob_destroy(x_blob);
+        cblob_blob_destroy(y_blob);
+    }
+    cblob_context_destroy(ctx);
+}
+
+TEST(jit_kernels_agree_with_the_cpu_kernels_float32) { jit_agrees(CBLOB_DTYPE_FLOAT32); }
+TEST(jit_kernels_agree_with_the_cpu_kernels_float64) { jit_agrees(CBLOB_DTYPE_FLOAT64); }
+
+TEST(jit_kernel_for_a_dtype_the_family_lacks_is_not_implemented)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("memory"));
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    double sum = -1;
+    CHECK_ERROR(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_INT32, 4, NULL, &sum), CBLOB_ERR_NOT_IMPLEMENTED);
+    CHECK_ERROR(cb_cuda_kernels.axpy(device, CBLOB_DTYPE_UINT32, 4, 1.0, NULL, NULL), CBLOB_ERR_NOT_IMPLEMENTED);
+    CHECK(sum == -1);
+    cblob_context_destroy(ctx);
+}
+
+/* ---- hit, miss, damaged entries ------------------------------------------------------------ */
+
+TEST(cache_miss_compiles_and_writes_then_memory_and_disk_hits_do_not)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    const cb_cuda_cache_stats before = stats();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_AXPY));
+    cb_cuda_cache_stats now = stats();
+    CHECK_EQ_INT(now.compiles - before.compiles, 1);
+    CHECK_EQ_INT(now.disk_writes - before.disk_writes, 1);
+    char path[512];
+    CHECK_EQ_INT(entries("axpy-", path, sizeof path), 1);
+    CHECK(strstr(path, "-sm_") != NULL || strstr(path, "-compute_") != NULL);
+    CHECK_EQ_INT(entries("", NULL, 0), 1); /* no temporary file left behind */
+
+    CHECK_OK(load(device, CB_CUDA_FAMILY_AXPY)); /* memory hit */
+    const cb_cuda_cache_stats after_memory_hit = stats();
+    CHECK_EQ_INT(after_memory_hit.compiles, now.compiles);
+    CHECK_EQ_INT(after_memory_hit.disk_hits, now.disk_hits);
+
+    cb_cuda_cache_forget_memory();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_AXPY)); /* disk hit */
+    const cb_cuda_cache_stats after_disk_hit = stats();
+    CHECK_EQ_INT(after_disk_hit.compiles, now.compiles);
+    CHECK_EQ_INT(after_disk_hit.disk_hits - now.disk_hits, 1);
+    CHECK_EQ_INT(after_disk_hit.disk_writes, now.disk_writes);
+    cblob_context_destroy(ctx);
+}
+
+/* Damages the family's entry with `damage`, then checks the next load deletes it, compiles and
+ * writes a good one that the load after reads. */
+static void check_damaged_entry_is_replaced(void (*damage)(const char *path))
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    char path[512];
+    CHECK_EQ_INT(entries("scale-", path, sizeof path), 1);
+    damage(path);
+    cb_cuda_cache_forget_memory();
+    const cb_cuda_cache_stats before = stats();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    const cb_cuda_cache_stats after = stats();
+    CHECK_EQ_INT(after.disk_rejected - before.disk_rejected, 1);
+    CHECK_EQ_INT(after.compiles - before.compiles, 1);
+    CHECK_EQ_INT(after.disk_writes - before.disk_writes, 1);
+    CHECK_EQ_INT(entries("scale-", NULL, 0), 1);
+    cb_cuda_cache_forget_memory();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    CHECK_EQ_INT(stats().disk_hits - after.disk_hits, 1);
+    cblob_context_destroy(ctx);
+}
+
+static void flip_a_byte(const char *path)
+{
+    FILE *file = fopen(path, "r+b");
+    if (file == NULL)
+        return;
+    fseek(file, 200, SEEK_SET);
+    const int byte = fgetc(file);
+    fseek(file, 200, SEEK_SET);
+    fputc(byte ^ 0x40, file);
+    fclose(file);
+}
+
+static void truncate_it(const char *path)
+{
+    if (truncate(path, 60) != 0)
+        unlink(path);
+}
+
+/* A well-formed entry (right key, right checksum, the shape of its kind: an ELF64 header with
+ * nothing behind it, or NUL-terminated text) whose image the driver cannot load. */
+static void replace_image_with_garbage(const char *path)
+{
+    unsigned char header[88];
+    FILE *file = fopen(path, "rb");
+    if (file == NULL || fread(header, 1, sizeof header, file) != sizeof header) {
+        if (file != NULL)
+            fclose(file);
+        return;
+    }
+    fclose(file);
+    const bool ptx = header[12] == 2;
+    static const char text[] = "this is not PTX, though its checksum is right";
+    unsigned char elf[64] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+    const void *garbage = ptx ? (const void *)text : (const void *)elf;
+    const size_t size = ptx ? sizeof text : sizeof elf;
+    for (int i = 0; i < 8; ++i)
+        header[16 + i] = (unsigned char)((uint64_t)size >> (8 * i));
+    cb_sha256_digest(garbage, size, header + 56);
+    file = fopen(path, "wb");
+    if (file == NULL)
+        return;
+    fwrite(header, 1, sizeof header, file);
+    fwrite(garbage, 1, size, file);
+    fclose(file);
+}
+
+TEST(cache_corrupt_entry_is_deleted_and_recompiled) { check_damaged_entry_is_replaced(flip_a_byte); }
+TEST(cache_truncated_entry_is_deleted_and_recompiled) { check_damaged_entry_is_replaced(truncate_it); }
+TEST(cache_unloadable_entry_is_deleted_and_recompiled) { check_damaged_entry_is_replaced(replace_image_with_garbage); }
+
+TEST(cache_entry_under_another_key_is_rejected)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    CHECK_OK(load(device, CB_CUDA_FAMILY_ASUM));
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SUMSQ));
+    char asum[512], sumsq[512];
+    CHECK_EQ_INT(entries("asum-", asum, sizeof asum), 1);
+    CHECK_EQ_INT(entries("sumsq-", sumsq, sizeof sumsq), 1);
+    CHECK(rename(asum, sumsq) == 0); /* a valid entry of another family, under this one's name */
+    cb_cuda_cache_forget_memory();
+    const cb_cuda_cache_stats before = stats();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SUMSQ));
+    CHECK_EQ_INT(stats().disk_rejected - before.disk_rejected, 1);
+    CHECK_EQ_INT(stats().compiles - before.compiles, 1);
+    cblob_context_destroy(ctx);
+}
+
+/* ---- folders that cannot be written --------------------------------------------------------------- */
+
+static void check_unwritable_folder(const char *folder)
+{
+    REQUIRE_GPU();
+    setenv("CBLOB_KERNEL_CACHE_DIR", folder, 1);
+    setenv("CBLOB_KERNEL_CACHE", "disk", 1);
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    const cb_cuda_cache_stats before = stats();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_ASUM));
+    CHECK_OK(load(device, CB_CUDA_FAMILY_AXPY));
+    CHECK_OK(load(device, CB_CUDA_FAMILY_ASUM)); /* kept in memory */
+    const cb_cuda_cache_stats after = stats();
+    CHECK_EQ_INT(after.compiles - before.compiles, 2);
+    CHECK_EQ_INT(after.disk_writes - before.disk_writes, 0);
+    cblob_cache_mode mode = -1;
+    CHECK_OK(cblob_kernel_cache_mode(&mode));
+    CHECK_EQ_INT(mode, CBLOB_KERNEL_CACHE_MEMORY);
+    char log[2048];
+    size_t length = 0;
+    CHECK_OK(cblob_context_log(ctx, log, sizeof log, &length));
+    const char *first = strstr(log, "cannot be written");
+    CHECK_MSG(first != NULL && strstr(log, folder) != NULL, "log: \"%s\"", log);
+    CHECK_MSG(strstr(first + 1, "cannot be written") == NULL, "more than one warning: \"%s\"", log);
+    CHECK(strchr(log, '\n') == log + length - 1); /* one line */
+    char report[4096];
+    CHECK_OK(cblob_gpu_report(report, sizeof report, &length));
+    CHECK(strstr(report, "kernel cache: memory (the kernel cache folder") != NULL);
+    cblob_context_destroy(ctx);
+}
+
+TEST(cache_read_only_folder_falls_back_to_memory_with_one_warning) { check_unwritable_folder("/proc"); }
+TEST(cache_folder_that_cannot_be_made_falls_back_to_memory) { check_unwritable_folder("/dev/null/cblob-kernels"); }
+
+TEST(cache_read_only_folder_for_an_unprivileged_user)
+{
+    if (geteuid() == 0)
+        SKIP("running as root, which writes into a mode-0555 folder anyway; "
+             "cache_read_only_folder_falls_back_to_memory_with_one_warning covers the outcome with /proc");
+    char folder[128] = "/tmp/cblob-readonly-XXXXXX";
+    CHECK(mkdtemp(folder) != NULL);
+    CHECK(chmod(folder, 0555) == 0);
+    check_unwritable_folder(folder);
+    rmdir(folder);
+}
+
+/* ---- modes ------------------------------------------------------------------------------------------ */
+
+TEST(cache_memory_mode_writes_nothing_to_disk)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("memory"));
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    const cb_cuda_cache_stats before = stats();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_AXPY));
+    CHECK_OK(load(device, CB_CUDA_FAMILY_AXPY));
+    CHECK_EQ_INT(stats().compiles - before.compiles, 1);
+    CHECK_EQ_INT(entries("", NULL, 0), 0);
+    cb_cuda_cache_forget_memory();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_AXPY));
+    CHECK_EQ_INT(stats().compiles - before.compiles, 2); /* nothing on disk to fall back on */
+    cblob_cache_mode mode = -1;
+    CHECK_OK(cblob_kernel_cache_mode(&mode));
+    CHECK_EQ_INT(mode, CBLOB_KERNEL_CACHE_MEMORY);
+    cblob_context_destroy(ctx);
+}
+
+TEST(cache_off_compiles_every_use)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("off"));
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    const cb_cuda_cache_stats before = stats();
+    cblob_blob *holder = NULL;
+    void *x = device_array(ctx, CBLOB_DTYPE_FLOAT32, 64, 0, &holder);
+    CHECK(x != NULL);
+    CHECK_OK(cb_cuda_jit_kernels.scale(device, CBLOB_DTYPE_FLOAT32, 64, 2.0, x));
+    CHECK_OK(cb_cuda_jit_kernels.scale(device, CBLOB_DTYPE_FLOAT32, 64, 2.0, x));
+    CHECK_EQ_INT(stats().compiles - before.compiles, 2);
+    CHECK_EQ_INT(entries("", NULL, 0), 0);
+    CHECK(host_element(holder, 3) == (double)((float)value_at(3) * 4.0f));
+    int32_t compiled = -1;
+    CHECK_ERROR(cblob_kernel_cache_warm_up(ctx, 0, &compiled), CBLOB_ERR_STATE);
+    CHECK_EQ_INT(compiled, -1);
+    cblob_cache_mode mode = -1;
+    CHECK_OK(cblob_kernel_cache_mode(&mode));
+    CHECK_EQ_INT(mode, CBLOB_KERNEL_CACHE_OFF);
+    cblob_blob_destroy(holder);
+    cblob_context_destroy(ctx);
+}
+
+/* ---- the folder's name ------------------------------------------------------------------------------ */
+
+static void check_cache_dir(const char *expected, cblob_cache_mode expected_mode)
+{
+    char dir[512];
+    size_t length = 0;
+    CHECK_OK(cblob_kernel_cache_dir(dir, sizeof dir, &length));
+    CHECK_MSG(strcmp(dir, expected) == 0, "cache folder \"%s\", expected \"%s\"", dir, expected);
+    cblob_cache_mode mode = -1;
+    CHECK_OK(cblob_kernel_cache_mode(&mode));
+    CHECK_EQ_INT(mode, expected_mode);
+}
+
+TEST(cache_dir_from_cblob_kernel_cache_dir)
+{
+    setenv("CBLOB_KERNEL_CACHE_DIR", "/somewhere/kernels", 1);
+    setenv("XDG_CACHE_HOME", "/xdg", 1);
+    unsetenv("CBLOB_KERNEL_CACHE");
+    check_cache_dir("/somewhere/kernels", CBLOB_KERNEL_CACHE_DISK);
+}
+
+TEST(cache_dir_from_xdg_cache_home)
+{
+    unsetenv("CBLOB_KERNEL_CACHE_DIR");
+    setenv("XDG_CACHE_HOME", "/xdg", 1);
+    setenv("HOME", "/home/someone", 1);
+    unsetenv("CBLOB_KERNEL_CACHE");
+    check_cache_dir("/xdg/cblob/kernels", CBLOB_KERNEL_CACHE_DISK);
+}
+
+TEST(cache_dir_from_home_when_xdg_cache_home_is_relative)
+{
+    unsetenv("CBLOB_KERNEL_CACHE_DIR");
+    setenv("XDG_CACHE_HOME", "relative/cache", 1); /* the XDG spec says to ignore it */
+    setenv("HOME", "/home/someone", 1);
+    unsetenv("CBLOB_KERNEL_CACHE");
+    check_cache_dir("/home/someone/.cache/cblob/kernels", CBLOB_KERNEL_CACHE_DISK);
+}
+
+TEST(cache_without_any_folder_keeps_kernels_in_memory)
+{
+    unsetenv("CBLOB_KERNEL_CACHE_DIR");
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("HOME");
+    unsetenv("CBLOB_KERNEL_CACHE");
+    check_cache_dir("", CBLOB_KERNEL_CACHE_MEMORY);
+}
+
+TEST(cache_mode_with_an_unknown_value_is_disk_and_reported)
+{
+    setenv("CBLOB_KERNEL_CACHE", "sometimes", 1);
+    setenv("CBLOB_KERNEL_CACHE_DIR", "/somewhere/kernels", 1);
+    check_cache_dir("/somewhere/kernels", CBLOB_KERNEL_CACHE_DISK);
+    char report[4096];
+    size_t length = 0;
+    CHECK_OK(cblob_gpu_report(report, sizeof report, &length));
+    CHECK(strstr(report, "CBLOB_KERNEL_CACHE='sometimes' is not off, memory or disk; using disk") != NULL);
+}
+
+/* ---- concurrent first use --------------------------------------------------------------------------- */
+
+typedef struct racer {
+    const cb_device *device;
+    pthread_barrier_t *start;
+    cblob_status status;
+    cbcu_function function;
+} racer;
+
+static void *race(void *argument)
+{
+    racer *r = argument;
+    pthread_barrier_wait(r->start);
+    cb_cuda_kernel kernel = {0};
+    r->status = cb_cuda_kernel_get(r->device, CB_CUDA_FAMILY_SUMSQ, CBLOB_DTYPE_FLOAT64, &kernel);
+    r->function = kernel.function;
+    return NULL;
+}
+
+TEST(cache_16_thread_first_use_compiles_once)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    const cb_cuda_cache_stats before = stats();
+    enum { THREADS = 16 };
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, THREADS);
+    pthread_t threads[THREADS];
+    racer racers[THREADS];
+    for (int i = 0; i < THREADS; ++i) {
+        racers[i] = (racer){device, &start, CBLOB_ERR_INTERNAL, NULL};
+        CHECK(pthread_create(&threads[i], NULL, race, &racers[i]) == 0);
+    }
+    for (int i = 0; i < THREADS; ++i)
+        pthread_join(threads[i], NULL);
+    pthread_barrier_destroy(&start);
+    for (int i = 0; i < THREADS; ++i) {
+        CHECK_OK(racers[i].status);
+        CHECK(racers[i].function != NULL && racers[i].function == racers[0].function);
+    }
+    CHECK_EQ_INT(stats().compiles - before.compiles, 1);
+    CHECK_EQ_INT(stats().disk_writes - before.disk_writes, 1);
+    cblob_context_destroy(ctx);
+}
+
+/* ---- warming up --------------------------------------------------------------------------------------- */
+
+TEST(warm_up_loads_every_family_for_the_device)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    int32_t compiled = -1;
+    CHECK_OK(cblob_kernel_cache_warm_up(ctx, 0, &compiled));
+    CHECK_EQ_INT(compiled, CB_CUDA_FAMILY_COUNT);
+    CHECK_EQ_INT(entries("", NULL, 0), CB_CUDA_FAMILY_COUNT);
+    CHECK_OK(cblob_kernel_cache_warm_up(ctx, 0, &compiled));
+    CHECK_EQ_INT(compiled, 0);
+    cb_cuda_cache_forget_memory();
+    const cb_cuda_cache_stats before = stats();
+    CHECK_OK(cblob_kernel_cache_warm_up(ctx, 0, &compiled)); /* the next process: all from disk */
+    CHECK_EQ_INT(compiled, 0);
+    CHECK_EQ_INT(stats().disk_hits - before.disk_hits, CB_CUDA_FAMILY_COUNT);
+    cblob_context_destroy(ctx);
+}
+
+TEST(warm_up_for_an_architecture_needs_no_gpu)
+{
+    const cb_cuda_nvrtc *compiler = cb_cuda_nvrtc_get();
+    if (compiler->status != CBLOB_OK)
+        SKIP("no NVRTC to compile with");
+    setenv("CBLOB_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+    CHECK(use_cache("disk"));
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    int32_t compiled = -1;
+    CHECK_OK(cblob_kernel_cache_warm_up(ctx, 90, &compiled));
+    CHECK_EQ_INT(compiled, CB_CUDA_FAMILY_COUNT);
+    char path[512];
+    CHECK_EQ_INT(entries("axpy-sm_90-", path, sizeof path), 1);
+    CHECK(strstr(path, ".cubin") != NULL);
+    CHECK_OK(cblob_kernel_cache_warm_up(ctx, 90, &compiled));
+    CHECK_EQ_INT(compiled, 0);
+    CHECK_OK(cblob_kernel_cache_warm_up(ctx, 80, &compiled));
+    CHECK_EQ_INT(compiled, CB_CUDA_FAMILY_COUNT);
+    CHECK_EQ_INT(entries("", NULL, 0), 2 * CB_CUDA_FAMILY_COUNT);
+    /* Newer than NVRTC knows: PTX for its newest architecture, for the driver to finish. */
+    CHECK_OK(cblob_kernel_cache_warm_up(ctx, 990, &compiled));
+    CHECK_EQ_INT(entries("axpy-compute_", path, sizeof path), 1);
+    CHECK(strstr(path, ".ptx") != NULL);
+    compiled = -1;
+    CHECK_ERROR(cblob_kernel_cache_warm_up(ctx, 50, &compiled), CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(cblob_last_error_message(), "cannot compile for compute capability 5.0") != NULL);
+    CHECK_EQ_INT(compiled, -1);
+    int32_t devices = 0;
+    CHECK_STATUS(cblob_gpu_probe(&devices), CBLOB_ERR_NO_DRIVER); /* and indeed no GPU */
+    cblob_context_destroy(ctx);
+}
+
+TEST(warm_up_for_an_architecture_reports_an_unwritable_folder)
+{
+    if (cb_cuda_nvrtc_get()->status != CBLOB_OK)
+        SKIP("no NVRTC to compile with");
+    setenv("CBLOB_KERNEL_CACHE_DIR", "/proc", 1);
+    setenv("CBLOB_KERNEL_CACHE", "disk", 1);
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    int32_t compiled = -1;
+    CHECK_ERROR(cblob_kernel_cache_warm_up(ctx, 80, &compiled), CBLOB_ERR_IO);
+    CHECK(strstr(cblob_last_error_message(), "/proc/") != NULL);
+    cblob_context_destroy(ctx);
+}
+
+TEST(warm_up_for_an_architecture_needs_the_disk_cache)
+{
+    CHECK(use_cache("memory"));
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    int32_t compiled = -1;
+    CHECK_ERROR(cblob_kernel_cache_warm_up(ctx, 80, &compiled), CBLOB_ERR_STATE);
+    cblob_context_destroy(ctx);
+}
+
+/* ---- compiling --------------------------------------------------------------------------------------- */
+
+TEST(compile_errors_carry_the_compiler_log)
+{
+    const cb_cuda_nvrtc *compiler = NULL;
+    if (cb_cuda_nvrtc_ready(&compiler) != CBLOB_OK)
+        SKIP("no NVRTC to compile with");
+    cb_cuda_target target;
+    CHECK_OK(cb_cuda_target_for(compiler, 80, &target));
+    cb_cuda_image image = {0};
+    CHECK_ERROR(cb_cuda_compile_source(compiler, "broken", "#error the source asked to fail\n", &target, &image),
+                CBLOB_ERR_COMPILE);
+    CHECK(strstr(cblob_last_error_message(), "#error") != NULL);
+    CHECK(strstr(cblob_last_error_message(), "broken") != NULL);
+    CHECK(image.bytes == NULL);
+}
+
+TEST(a_device_newer_than_nvrtc_runs_ptx)
+{
+    if (getenv("CBLOB_CUDA_DRIVER") == NULL)
+        SKIP("needs the test double of the driver, which can claim any compute capability");
+    setenv("CBLOB_FAKE_CUDA_ARCH", "990", 1);
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    cblob_blob *holder = NULL;
+    void *x = device_array(ctx, CBLOB_DTYPE_FLOAT64, 100, 0, &holder);
+    CHECK(x != NULL);
+    CHECK_OK(cb_cuda_jit_kernels.scale(device, CBLOB_DTYPE_FLOAT64, 100, -1.0, x));
+    CHECK(host_element(holder, 7) == -value_at(7));
+    char path[512];
+    CHECK_EQ_INT(entries("scale-compute_", path, sizeof path), 1);
+    cblob_blob_destroy(holder);
+    cblob_context_destroy(ctx);
+}
