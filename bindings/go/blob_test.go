@@ -420,4 +420,3 @@ func TestErrorsStayWithTheirCallAcrossGoroutines(t *testing.T) {
 		t.Errorf("message of another call: %s", f)
 	}
 }
-

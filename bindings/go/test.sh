@@ -9,6 +9,8 @@ export CGO_CFLAGS="-I$CBLOB_INCLUDE_DIR"
 export CGO_LDFLAGS="-L$CBLOB_LIBRARY_DIR -Wl,-rpath,$CBLOB_LIBRARY_DIR"
 cd "$BINDINGS_DIR/go"
 "$go" version
+unformatted=$("$("$go" env GOROOT)/bin/gofmt" -l .)
+[ -z "$unformatted" ] || { echo "not gofmt-formatted: $unformatted"; exit 1; }
 "$go" vet ./...
 # -count=1: results depend on libcblob, which go's test cache does not track.
 "$go" test -count=1 -v ./...

@@ -224,7 +224,7 @@ func (v Head) String() string {
 // Element is a Go type that is the element type of one dtype, so that a blob's host memory can
 // be seen as a slice of it: float32 (float32), float64 (float64), int32 (int32), uint32 (uint32).
 type Element interface {
-float32 | float64 | int32 | uint32
+	float32 | float64 | int32 | uint32
 }
 
 // dtypeOf returns the dtype whose elements T holds.
