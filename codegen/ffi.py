@@ -252,24 +252,33 @@ def annotate_function(tm, fn):
     # Go: a call that returns a status goes through a C wrapper in the cgo preamble that returns
     # the status, a copy of the thread's message (read in the same C call, before the goroutine
     # can move to another thread) and the out-values by value, so no Go pointer crosses for them.
+    # Handles cross as uintptr_t: they point to C memory, and a pointer argument would make cgo
+    # check it and move it to the Go heap, an allocation per call.
     ret = CType(fn["returns"])
     go = {"func": tm.go_func(fn["name"]), "wrapper": "cbgo_" + re.sub(r"^cblob_", "", fn["name"])}
-    go_params, fields, c_args, c_params = [], [], [], []
+    go_params, fields, c_args, c_params, wrapper_args = [], [], [], [], []
     for p in params:
         t = CType(p["type"])
         if fn["returns_status"] and p["dir"] == "out" and not p["length"] and t.depth >= 1:
             field_c = t.deref()
             fields.append({"name": p["name"], "c": field_c, "go": tm.go_type(field_c)})
             c_args.append(f"&r.{p['name']}")
+            continue
+        gname = tm.go_ident(p["name"])
+        go_params.append({"name": gname, "go": tm.go_type(p["type"])})
+        if fn["returns_status"] and tm.kind(t.base) == "opaque" and t.depth == 1:
+            c_params.append(f"uintptr_t {p['name']}")
+            c_args.append(f"({p['type']}){p['name']}")
+            wrapper_args.append(f"C.uintptr_t(uintptr(unsafe.Pointer({gname})))")
         else:
-            gname = tm.go_ident(p["name"])
-            go_params.append({"name": gname, "go": tm.go_type(p["type"])})
             c_params.append(f"{p['type']}{'' if p['type'].endswith('*') else ' '}{p['name']}")
             c_args.append(p["name"])
+            wrapper_args.append(gname)
     go.update({
         "params": go_params,
         "param_list": ", ".join(f"{q['name']} {q['go']}" for q in go_params),
         "arg_list": ", ".join(q["name"] for q in go_params),
+        "wrapper_args": ", ".join(wrapper_args),
         "fields": fields,
         "c_params": ", ".join(c_params) or "void",
         "c_args": ", ".join(c_args),

@@ -7,10 +7,13 @@ package cblob
 // goes through a C wrapper below that makes the call, copies the calling thread's error message
 // when it fails (inside the same C call: between two cgo calls the goroutine may move to another
 // thread, whose message is another call's), and returns the status, the message and the
-// out-values in one struct, so no Go pointer crosses for them.
+// out-values in one struct, so no Go pointer crosses for them. -O2 stays even when CGO_CFLAGS
+// is set without it: unoptimised, these wrappers cost as much as the cgo call itself.
 
 /*
+#cgo CFLAGS: -O2
 #cgo LDFLAGS: -lcblob
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cblob/cblob.h>
@@ -35,10 +38,10 @@ static inline cbgo_context_create_result cbgo_context_create(void) {
     return r;
 }
 
-static inline cbgo_status_result cbgo_context_set_mode(cblob_context *context, cblob_mode mode) {
+static inline cbgo_status_result cbgo_context_set_mode(uintptr_t context, cblob_mode mode) {
     cbgo_status_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_context_set_mode(context, mode);
+    r.status = cblob_context_set_mode((cblob_context *)context, mode);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -50,10 +53,10 @@ typedef struct {
     cblob_mode out_mode;
 } cbgo_context_mode_result;
 
-static inline cbgo_context_mode_result cbgo_context_mode(const cblob_context *context) {
+static inline cbgo_context_mode_result cbgo_context_mode(uintptr_t context) {
     cbgo_context_mode_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_context_mode(context, &r.out_mode);
+    r.status = cblob_context_mode((const cblob_context *)context, &r.out_mode);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -65,10 +68,10 @@ typedef struct {
     cblob_blob *out_blob;
 } cbgo_blob_create_result;
 
-static inline cbgo_blob_create_result cbgo_blob_create(cblob_context *context, cblob_dtype dtype, int32_t num_axes, const int64_t *shape) {
+static inline cbgo_blob_create_result cbgo_blob_create(uintptr_t context, cblob_dtype dtype, int32_t num_axes, const int64_t *shape) {
     cbgo_blob_create_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_create(context, dtype, num_axes, shape, &r.out_blob);
+    r.status = cblob_blob_create((cblob_context *)context, dtype, num_axes, shape, &r.out_blob);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -80,10 +83,10 @@ typedef struct {
     cblob_blob *out_blob;
 } cbgo_blob_create_legacy_result;
 
-static inline cbgo_blob_create_legacy_result cbgo_blob_create_legacy(cblob_context *context, cblob_dtype dtype, int64_t num, int64_t channels, int64_t height, int64_t width) {
+static inline cbgo_blob_create_legacy_result cbgo_blob_create_legacy(uintptr_t context, cblob_dtype dtype, int64_t num, int64_t channels, int64_t height, int64_t width) {
     cbgo_blob_create_legacy_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_create_legacy(context, dtype, num, channels, height, width, &r.out_blob);
+    r.status = cblob_blob_create_legacy((cblob_context *)context, dtype, num, channels, height, width, &r.out_blob);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -95,19 +98,19 @@ typedef struct {
     cblob_blob *out_blob;
 } cbgo_blob_create_empty_result;
 
-static inline cbgo_blob_create_empty_result cbgo_blob_create_empty(cblob_context *context, cblob_dtype dtype) {
+static inline cbgo_blob_create_empty_result cbgo_blob_create_empty(uintptr_t context, cblob_dtype dtype) {
     cbgo_blob_create_empty_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_create_empty(context, dtype, &r.out_blob);
+    r.status = cblob_blob_create_empty((cblob_context *)context, dtype, &r.out_blob);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
 }
 
-static inline cbgo_status_result cbgo_blob_retain(cblob_blob *blob) {
+static inline cbgo_status_result cbgo_blob_retain(uintptr_t blob) {
     cbgo_status_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_retain(blob);
+    r.status = cblob_blob_retain((cblob_blob *)blob);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -119,37 +122,37 @@ typedef struct {
     cblob_dtype out_dtype;
 } cbgo_blob_dtype_result;
 
-static inline cbgo_blob_dtype_result cbgo_blob_dtype(const cblob_blob *blob) {
+static inline cbgo_blob_dtype_result cbgo_blob_dtype(uintptr_t blob) {
     cbgo_blob_dtype_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_dtype(blob, &r.out_dtype);
+    r.status = cblob_blob_dtype((const cblob_blob *)blob, &r.out_dtype);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
 }
 
-static inline cbgo_status_result cbgo_blob_reshape(cblob_blob *blob, int32_t num_axes, const int64_t *shape) {
+static inline cbgo_status_result cbgo_blob_reshape(uintptr_t blob, int32_t num_axes, const int64_t *shape) {
     cbgo_status_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_reshape(blob, num_axes, shape);
+    r.status = cblob_blob_reshape((cblob_blob *)blob, num_axes, shape);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
 }
 
-static inline cbgo_status_result cbgo_blob_reshape_legacy(cblob_blob *blob, int64_t num, int64_t channels, int64_t height, int64_t width) {
+static inline cbgo_status_result cbgo_blob_reshape_legacy(uintptr_t blob, int64_t num, int64_t channels, int64_t height, int64_t width) {
     cbgo_status_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_reshape_legacy(blob, num, channels, height, width);
+    r.status = cblob_blob_reshape_legacy((cblob_blob *)blob, num, channels, height, width);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
 }
 
-static inline cbgo_status_result cbgo_blob_reshape_like(cblob_blob *blob, const cblob_blob *other) {
+static inline cbgo_status_result cbgo_blob_reshape_like(uintptr_t blob, uintptr_t other) {
     cbgo_status_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_reshape_like(blob, other);
+    r.status = cblob_blob_reshape_like((cblob_blob *)blob, (const cblob_blob *)other);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -161,10 +164,10 @@ typedef struct {
     int32_t out_num_axes;
 } cbgo_blob_num_axes_result;
 
-static inline cbgo_blob_num_axes_result cbgo_blob_num_axes(const cblob_blob *blob) {
+static inline cbgo_blob_num_axes_result cbgo_blob_num_axes(uintptr_t blob) {
     cbgo_blob_num_axes_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_num_axes(blob, &r.out_num_axes);
+    r.status = cblob_blob_num_axes((const cblob_blob *)blob, &r.out_num_axes);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -176,10 +179,10 @@ typedef struct {
     int64_t out_count;
 } cbgo_blob_count_result;
 
-static inline cbgo_blob_count_result cbgo_blob_count(const cblob_blob *blob) {
+static inline cbgo_blob_count_result cbgo_blob_count(uintptr_t blob) {
     cbgo_blob_count_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_count(blob, &r.out_count);
+    r.status = cblob_blob_count((const cblob_blob *)blob, &r.out_count);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -191,10 +194,10 @@ typedef struct {
     int64_t out_count;
 } cbgo_blob_count_range_result;
 
-static inline cbgo_blob_count_range_result cbgo_blob_count_range(const cblob_blob *blob, int32_t start_axis, int32_t end_axis) {
+static inline cbgo_blob_count_range_result cbgo_blob_count_range(uintptr_t blob, int32_t start_axis, int32_t end_axis) {
     cbgo_blob_count_range_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_count_range(blob, start_axis, end_axis, &r.out_count);
+    r.status = cblob_blob_count_range((const cblob_blob *)blob, start_axis, end_axis, &r.out_count);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -206,10 +209,10 @@ typedef struct {
     int32_t out_num_axes;
 } cbgo_blob_shape_result;
 
-static inline cbgo_blob_shape_result cbgo_blob_shape(const cblob_blob *blob, int32_t max_axes, int64_t *out_shape) {
+static inline cbgo_blob_shape_result cbgo_blob_shape(uintptr_t blob, int32_t max_axes, int64_t *out_shape) {
     cbgo_blob_shape_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_shape(blob, max_axes, out_shape, &r.out_num_axes);
+    r.status = cblob_blob_shape((const cblob_blob *)blob, max_axes, out_shape, &r.out_num_axes);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -221,10 +224,10 @@ typedef struct {
     int64_t out_dim;
 } cbgo_blob_shape_at_result;
 
-static inline cbgo_blob_shape_at_result cbgo_blob_shape_at(const cblob_blob *blob, int32_t axis) {
+static inline cbgo_blob_shape_at_result cbgo_blob_shape_at(uintptr_t blob, int32_t axis) {
     cbgo_blob_shape_at_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_shape_at(blob, axis, &r.out_dim);
+    r.status = cblob_blob_shape_at((const cblob_blob *)blob, axis, &r.out_dim);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -236,10 +239,10 @@ typedef struct {
     int32_t out_axis;
 } cbgo_blob_canonical_axis_result;
 
-static inline cbgo_blob_canonical_axis_result cbgo_blob_canonical_axis(const cblob_blob *blob, int32_t axis) {
+static inline cbgo_blob_canonical_axis_result cbgo_blob_canonical_axis(uintptr_t blob, int32_t axis) {
     cbgo_blob_canonical_axis_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_canonical_axis(blob, axis, &r.out_axis);
+    r.status = cblob_blob_canonical_axis((const cblob_blob *)blob, axis, &r.out_axis);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -251,10 +254,10 @@ typedef struct {
     int64_t out_dim;
 } cbgo_blob_legacy_shape_result;
 
-static inline cbgo_blob_legacy_shape_result cbgo_blob_legacy_shape(const cblob_blob *blob, int32_t index) {
+static inline cbgo_blob_legacy_shape_result cbgo_blob_legacy_shape(uintptr_t blob, int32_t index) {
     cbgo_blob_legacy_shape_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_legacy_shape(blob, index, &r.out_dim);
+    r.status = cblob_blob_legacy_shape((const cblob_blob *)blob, index, &r.out_dim);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -266,10 +269,10 @@ typedef struct {
     int64_t out_dim;
 } cbgo_blob_num_result;
 
-static inline cbgo_blob_num_result cbgo_blob_num(const cblob_blob *blob) {
+static inline cbgo_blob_num_result cbgo_blob_num(uintptr_t blob) {
     cbgo_blob_num_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_num(blob, &r.out_dim);
+    r.status = cblob_blob_num((const cblob_blob *)blob, &r.out_dim);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -281,10 +284,10 @@ typedef struct {
     int64_t out_dim;
 } cbgo_blob_channels_result;
 
-static inline cbgo_blob_channels_result cbgo_blob_channels(const cblob_blob *blob) {
+static inline cbgo_blob_channels_result cbgo_blob_channels(uintptr_t blob) {
     cbgo_blob_channels_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_channels(blob, &r.out_dim);
+    r.status = cblob_blob_channels((const cblob_blob *)blob, &r.out_dim);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -296,10 +299,10 @@ typedef struct {
     int64_t out_dim;
 } cbgo_blob_height_result;
 
-static inline cbgo_blob_height_result cbgo_blob_height(const cblob_blob *blob) {
+static inline cbgo_blob_height_result cbgo_blob_height(uintptr_t blob) {
     cbgo_blob_height_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_height(blob, &r.out_dim);
+    r.status = cblob_blob_height((const cblob_blob *)blob, &r.out_dim);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -311,10 +314,10 @@ typedef struct {
     int64_t out_dim;
 } cbgo_blob_width_result;
 
-static inline cbgo_blob_width_result cbgo_blob_width(const cblob_blob *blob) {
+static inline cbgo_blob_width_result cbgo_blob_width(uintptr_t blob) {
     cbgo_blob_width_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_width(blob, &r.out_dim);
+    r.status = cblob_blob_width((const cblob_blob *)blob, &r.out_dim);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -326,10 +329,10 @@ typedef struct {
     size_t out_length;
 } cbgo_blob_shape_string_result;
 
-static inline cbgo_blob_shape_string_result cbgo_blob_shape_string(const cblob_blob *blob, char *buffer, size_t buffer_size) {
+static inline cbgo_blob_shape_string_result cbgo_blob_shape_string(uintptr_t blob, char *buffer, size_t buffer_size) {
     cbgo_blob_shape_string_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_shape_string(blob, buffer, buffer_size, &r.out_length);
+    r.status = cblob_blob_shape_string((const cblob_blob *)blob, buffer, buffer_size, &r.out_length);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -341,10 +344,10 @@ typedef struct {
     int64_t out_capacity;
 } cbgo_blob_capacity_result;
 
-static inline cbgo_blob_capacity_result cbgo_blob_capacity(const cblob_blob *blob) {
+static inline cbgo_blob_capacity_result cbgo_blob_capacity(uintptr_t blob) {
     cbgo_blob_capacity_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_capacity(blob, &r.out_capacity);
+    r.status = cblob_blob_capacity((const cblob_blob *)blob, &r.out_capacity);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -356,10 +359,10 @@ typedef struct {
     int64_t out_offset;
 } cbgo_blob_offset_result;
 
-static inline cbgo_blob_offset_result cbgo_blob_offset(const cblob_blob *blob, int32_t num_indices, const int64_t *indices) {
+static inline cbgo_blob_offset_result cbgo_blob_offset(uintptr_t blob, int32_t num_indices, const int64_t *indices) {
     cbgo_blob_offset_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_offset(blob, num_indices, indices, &r.out_offset);
+    r.status = cblob_blob_offset((const cblob_blob *)blob, num_indices, indices, &r.out_offset);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -371,10 +374,10 @@ typedef struct {
     int64_t out_offset;
 } cbgo_blob_offset_legacy_result;
 
-static inline cbgo_blob_offset_legacy_result cbgo_blob_offset_legacy(const cblob_blob *blob, int64_t n, int64_t c, int64_t h, int64_t w) {
+static inline cbgo_blob_offset_legacy_result cbgo_blob_offset_legacy(uintptr_t blob, int64_t n, int64_t c, int64_t h, int64_t w) {
     cbgo_blob_offset_legacy_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_offset_legacy(blob, n, c, h, w, &r.out_offset);
+    r.status = cblob_blob_offset_legacy((const cblob_blob *)blob, n, c, h, w, &r.out_offset);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -386,10 +389,10 @@ typedef struct {
     double out_value;
 } cbgo_blob_read_element_result;
 
-static inline cbgo_blob_read_element_result cbgo_blob_read_element(cblob_blob *blob, cblob_part part, int32_t num_indices, const int64_t *indices) {
+static inline cbgo_blob_read_element_result cbgo_blob_read_element(uintptr_t blob, cblob_part part, int32_t num_indices, const int64_t *indices) {
     cbgo_blob_read_element_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_read_element(blob, part, num_indices, indices, &r.out_value);
+    r.status = cblob_blob_read_element((cblob_blob *)blob, part, num_indices, indices, &r.out_value);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -401,10 +404,10 @@ typedef struct {
     const void *out_ptr;
 } cbgo_blob_cpu_ptr_result;
 
-static inline cbgo_blob_cpu_ptr_result cbgo_blob_cpu_ptr(cblob_blob *blob, cblob_part part) {
+static inline cbgo_blob_cpu_ptr_result cbgo_blob_cpu_ptr(uintptr_t blob, cblob_part part) {
     cbgo_blob_cpu_ptr_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_cpu_ptr(blob, part, &r.out_ptr);
+    r.status = cblob_blob_cpu_ptr((cblob_blob *)blob, part, &r.out_ptr);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -416,10 +419,10 @@ typedef struct {
     void *out_ptr;
 } cbgo_blob_mutable_cpu_ptr_result;
 
-static inline cbgo_blob_mutable_cpu_ptr_result cbgo_blob_mutable_cpu_ptr(cblob_blob *blob, cblob_part part) {
+static inline cbgo_blob_mutable_cpu_ptr_result cbgo_blob_mutable_cpu_ptr(uintptr_t blob, cblob_part part) {
     cbgo_blob_mutable_cpu_ptr_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_mutable_cpu_ptr(blob, part, &r.out_ptr);
+    r.status = cblob_blob_mutable_cpu_ptr((cblob_blob *)blob, part, &r.out_ptr);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -431,46 +434,46 @@ typedef struct {
     cblob_head out_head;
 } cbgo_blob_head_result;
 
-static inline cbgo_blob_head_result cbgo_blob_head(const cblob_blob *blob, cblob_part part) {
+static inline cbgo_blob_head_result cbgo_blob_head(uintptr_t blob, cblob_part part) {
     cbgo_blob_head_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_head(blob, part, &r.out_head);
+    r.status = cblob_blob_head((const cblob_blob *)blob, part, &r.out_head);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
 }
 
-static inline cbgo_status_result cbgo_blob_set_cpu_data(cblob_blob *blob, void *ptr, size_t size_bytes, cblob_release_fn release, void *user_data) {
+static inline cbgo_status_result cbgo_blob_set_cpu_data(uintptr_t blob, void *ptr, size_t size_bytes, cblob_release_fn release, void *user_data) {
     cbgo_status_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_set_cpu_data(blob, ptr, size_bytes, release, user_data);
+    r.status = cblob_blob_set_cpu_data((cblob_blob *)blob, ptr, size_bytes, release, user_data);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
 }
 
-static inline cbgo_status_result cbgo_blob_share(cblob_blob *blob, cblob_blob *other, cblob_part part) {
+static inline cbgo_status_result cbgo_blob_share(uintptr_t blob, uintptr_t other, cblob_part part) {
     cbgo_status_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_share(blob, other, part);
+    r.status = cblob_blob_share((cblob_blob *)blob, (cblob_blob *)other, part);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
 }
 
-static inline cbgo_status_result cbgo_blob_copy_from(cblob_blob *blob, cblob_blob *source, cblob_part part, int32_t reshape) {
+static inline cbgo_status_result cbgo_blob_copy_from(uintptr_t blob, uintptr_t source, cblob_part part, int32_t reshape) {
     cbgo_status_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_copy_from(blob, source, part, reshape);
+    r.status = cblob_blob_copy_from((cblob_blob *)blob, (cblob_blob *)source, part, reshape);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
 }
 
-static inline cbgo_status_result cbgo_blob_update(cblob_blob *blob) {
+static inline cbgo_status_result cbgo_blob_update(uintptr_t blob) {
     cbgo_status_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_update(blob);
+    r.status = cblob_blob_update((cblob_blob *)blob);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -482,10 +485,10 @@ typedef struct {
     double out_sum;
 } cbgo_blob_asum_result;
 
-static inline cbgo_blob_asum_result cbgo_blob_asum(const cblob_blob *blob, cblob_part part) {
+static inline cbgo_blob_asum_result cbgo_blob_asum(uintptr_t blob, cblob_part part) {
     cbgo_blob_asum_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_asum(blob, part, &r.out_sum);
+    r.status = cblob_blob_asum((const cblob_blob *)blob, part, &r.out_sum);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -497,19 +500,19 @@ typedef struct {
     double out_sum;
 } cbgo_blob_sumsq_result;
 
-static inline cbgo_blob_sumsq_result cbgo_blob_sumsq(const cblob_blob *blob, cblob_part part) {
+static inline cbgo_blob_sumsq_result cbgo_blob_sumsq(uintptr_t blob, cblob_part part) {
     cbgo_blob_sumsq_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_sumsq(blob, part, &r.out_sum);
+    r.status = cblob_blob_sumsq((const cblob_blob *)blob, part, &r.out_sum);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
 }
 
-static inline cbgo_status_result cbgo_blob_scale(cblob_blob *blob, cblob_part part, double factor) {
+static inline cbgo_status_result cbgo_blob_scale(uintptr_t blob, cblob_part part, double factor) {
     cbgo_status_result r;
     memset(&r, 0, sizeof r);
-    r.status = cblob_blob_scale(blob, part, factor);
+    r.status = cblob_blob_scale((cblob_blob *)blob, part, factor);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -571,7 +574,7 @@ func cContextDestroy(context *C.cblob_context) {
 // CBLOB_MODE_GPU needs a working GPU: without one the call fails with the status that says
 // why (no driver, stub driver, no device, ...) and the mode stays as it was.
 func cContextSetMode(context *C.cblob_context, mode C.cblob_mode) error {
-	r := C.cbgo_context_set_mode(context, mode)
+	r := C.cbgo_context_set_mode(C.uintptr_t(uintptr(unsafe.Pointer(context))), mode)
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}
@@ -580,7 +583,7 @@ func cContextSetMode(context *C.cblob_context, mode C.cblob_mode) error {
 
 // Reads the context's mode.
 func cContextMode(context *C.cblob_context) (C.cblob_mode, error) {
-	r := C.cbgo_context_mode(context)
+	r := C.cbgo_context_mode(C.uintptr_t(uintptr(unsafe.Pointer(context))))
 	if r.status != C.CBLOB_OK {
 		return r.out_mode, newError(r.status, r.message)
 	}
@@ -590,7 +593,7 @@ func cContextMode(context *C.cblob_context) (C.cblob_mode, error) {
 // Creates a blob of the given dtype and shape (Caffe's Blob(shape)). Zero axes make a scalar
 // (count 1). Nothing is allocated until the first access. Free it with cblob_blob_destroy.
 func cBlobCreate(context *C.cblob_context, dtype C.cblob_dtype, numAxes C.int32_t, shape *C.int64_t) (*C.cblob_blob, error) {
-	r := C.cbgo_blob_create(context, dtype, numAxes, shape)
+	r := C.cbgo_blob_create(C.uintptr_t(uintptr(unsafe.Pointer(context))), dtype, numAxes, shape)
 	if r.status != C.CBLOB_OK {
 		return r.out_blob, newError(r.status, r.message)
 	}
@@ -599,7 +602,7 @@ func cBlobCreate(context *C.cblob_context, dtype C.cblob_dtype, numAxes C.int32_
 
 // Creates a 4-axis blob (num, channels, height, width), Caffe's Blob(n, c, h, w).
 func cBlobCreateLegacy(context *C.cblob_context, dtype C.cblob_dtype, num C.int64_t, channels C.int64_t, height C.int64_t, width C.int64_t) (*C.cblob_blob, error) {
-	r := C.cbgo_blob_create_legacy(context, dtype, num, channels, height, width)
+	r := C.cbgo_blob_create_legacy(C.uintptr_t(uintptr(unsafe.Pointer(context))), dtype, num, channels, height, width)
 	if r.status != C.CBLOB_OK {
 		return r.out_blob, newError(r.status, r.message)
 	}
@@ -609,7 +612,7 @@ func cBlobCreateLegacy(context *C.cblob_context, dtype C.cblob_dtype, num C.int6
 // Creates a blob with no axes, count 0 and no storage (Caffe's default-constructed Blob),
 // to be given a shape later with cblob_blob_reshape.
 func cBlobCreateEmpty(context *C.cblob_context, dtype C.cblob_dtype) (*C.cblob_blob, error) {
-	r := C.cbgo_blob_create_empty(context, dtype)
+	r := C.cbgo_blob_create_empty(C.uintptr_t(uintptr(unsafe.Pointer(context))), dtype)
 	if r.status != C.CBLOB_OK {
 		return r.out_blob, newError(r.status, r.message)
 	}
@@ -618,7 +621,7 @@ func cBlobCreateEmpty(context *C.cblob_context, dtype C.cblob_dtype) (*C.cblob_b
 
 // Adds a holder to the blob; each holder calls cblob_blob_destroy once. Thread-safe.
 func cBlobRetain(blob *C.cblob_blob) error {
-	r := C.cbgo_blob_retain(blob)
+	r := C.cbgo_blob_retain(C.uintptr_t(uintptr(unsafe.Pointer(blob))))
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}
@@ -633,7 +636,7 @@ func cBlobDestroy(blob *C.cblob_blob) {
 
 // Reads the blob's element type.
 func cBlobDType(blob *C.cblob_blob) (C.cblob_dtype, error) {
-	r := C.cbgo_blob_dtype(blob)
+	r := C.cbgo_blob_dtype(C.uintptr_t(uintptr(unsafe.Pointer(blob))))
 	if r.status != C.CBLOB_OK {
 		return r.out_dtype, newError(r.status, r.message)
 	}
@@ -643,7 +646,7 @@ func cBlobDType(blob *C.cblob_blob) (C.cblob_dtype, error) {
 // Gives the blob a new shape. Storage is replaced (and the old contents dropped) only when the
 // new count exceeds the capacity; otherwise memories, pointers and contents stay.
 func cBlobReshape(blob *C.cblob_blob, numAxes C.int32_t, shape *C.int64_t) error {
-	r := C.cbgo_blob_reshape(blob, numAxes, shape)
+	r := C.cbgo_blob_reshape(C.uintptr_t(uintptr(unsafe.Pointer(blob))), numAxes, shape)
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}
@@ -652,7 +655,7 @@ func cBlobReshape(blob *C.cblob_blob, numAxes C.int32_t, shape *C.int64_t) error
 
 // Reshapes to 4 axes (num, channels, height, width).
 func cBlobReshapeLegacy(blob *C.cblob_blob, num C.int64_t, channels C.int64_t, height C.int64_t, width C.int64_t) error {
-	r := C.cbgo_blob_reshape_legacy(blob, num, channels, height, width)
+	r := C.cbgo_blob_reshape_legacy(C.uintptr_t(uintptr(unsafe.Pointer(blob))), num, channels, height, width)
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}
@@ -661,7 +664,7 @@ func cBlobReshapeLegacy(blob *C.cblob_blob, num C.int64_t, channels C.int64_t, h
 
 // Reshapes to another blob's shape (of any dtype), Caffe's ReshapeLike.
 func cBlobReshapeLike(blob *C.cblob_blob, other *C.cblob_blob) error {
-	r := C.cbgo_blob_reshape_like(blob, other)
+	r := C.cbgo_blob_reshape_like(C.uintptr_t(uintptr(unsafe.Pointer(blob))), C.uintptr_t(uintptr(unsafe.Pointer(other))))
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}
@@ -670,7 +673,7 @@ func cBlobReshapeLike(blob *C.cblob_blob, other *C.cblob_blob) error {
 
 // Reads the number of axes.
 func cBlobNumAxes(blob *C.cblob_blob) (C.int32_t, error) {
-	r := C.cbgo_blob_num_axes(blob)
+	r := C.cbgo_blob_num_axes(C.uintptr_t(uintptr(unsafe.Pointer(blob))))
 	if r.status != C.CBLOB_OK {
 		return r.out_num_axes, newError(r.status, r.message)
 	}
@@ -679,7 +682,7 @@ func cBlobNumAxes(blob *C.cblob_blob) (C.int32_t, error) {
 
 // Reads the element count (the product of all dimensions; 0 for an empty blob).
 func cBlobCount(blob *C.cblob_blob) (C.int64_t, error) {
-	r := C.cbgo_blob_count(blob)
+	r := C.cbgo_blob_count(C.uintptr_t(uintptr(unsafe.Pointer(blob))))
 	if r.status != C.CBLOB_OK {
 		return r.out_count, newError(r.status, r.message)
 	}
@@ -689,7 +692,7 @@ func cBlobCount(blob *C.cblob_blob) (C.int64_t, error) {
 // The product of the dimensions of axes [start_axis, end_axis); an empty range gives 1.
 // Needs 0 <= start_axis <= end_axis <= num_axes.
 func cBlobCountRange(blob *C.cblob_blob, startAxis C.int32_t, endAxis C.int32_t) (C.int64_t, error) {
-	r := C.cbgo_blob_count_range(blob, startAxis, endAxis)
+	r := C.cbgo_blob_count_range(C.uintptr_t(uintptr(unsafe.Pointer(blob))), startAxis, endAxis)
 	if r.status != C.CBLOB_OK {
 		return r.out_count, newError(r.status, r.message)
 	}
@@ -700,7 +703,7 @@ func cBlobCountRange(blob *C.cblob_blob, startAxis C.int32_t, endAxis C.int32_t)
 // CBLOB_MAX_AXES to always fit), and writes the number of axes. out_shape may be NULL when
 // max_axes is 0, to ask for the number of axes only.
 func cBlobShape(blob *C.cblob_blob, maxAxes C.int32_t, outShape *C.int64_t) (C.int32_t, error) {
-	r := C.cbgo_blob_shape(blob, maxAxes, outShape)
+	r := C.cbgo_blob_shape(C.uintptr_t(uintptr(unsafe.Pointer(blob))), maxAxes, outShape)
 	if r.status != C.CBLOB_OK {
 		return r.out_num_axes, newError(r.status, r.message)
 	}
@@ -709,7 +712,7 @@ func cBlobShape(blob *C.cblob_blob, maxAxes C.int32_t, outShape *C.int64_t) (C.i
 
 // The dimension of one axis; a negative axis counts from the end (-1 is the last).
 func cBlobShapeAt(blob *C.cblob_blob, axis C.int32_t) (C.int64_t, error) {
-	r := C.cbgo_blob_shape_at(blob, axis)
+	r := C.cbgo_blob_shape_at(C.uintptr_t(uintptr(unsafe.Pointer(blob))), axis)
 	if r.status != C.CBLOB_OK {
 		return r.out_dim, newError(r.status, r.message)
 	}
@@ -718,7 +721,7 @@ func cBlobShapeAt(blob *C.cblob_blob, axis C.int32_t) (C.int64_t, error) {
 
 // Maps an axis in [-num_axes, num_axes) to [0, num_axes) (Caffe's CanonicalAxisIndex).
 func cBlobCanonicalAxis(blob *C.cblob_blob, axis C.int32_t) (C.int32_t, error) {
-	r := C.cbgo_blob_canonical_axis(blob, axis)
+	r := C.cbgo_blob_canonical_axis(C.uintptr_t(uintptr(unsafe.Pointer(blob))), axis)
 	if r.status != C.CBLOB_OK {
 		return r.out_axis, newError(r.status, r.message)
 	}
@@ -728,7 +731,7 @@ func cBlobCanonicalAxis(blob *C.cblob_blob, axis C.int32_t) (C.int32_t, error) {
 // Caffe's LegacyShape(index) for index in [-4, 4): the dimension, or 1 for an axis the blob
 // does not have. Only for blobs of at most 4 axes.
 func cBlobLegacyShape(blob *C.cblob_blob, index C.int32_t) (C.int64_t, error) {
-	r := C.cbgo_blob_legacy_shape(blob, index)
+	r := C.cbgo_blob_legacy_shape(C.uintptr_t(uintptr(unsafe.Pointer(blob))), index)
 	if r.status != C.CBLOB_OK {
 		return r.out_dim, newError(r.status, r.message)
 	}
@@ -737,7 +740,7 @@ func cBlobLegacyShape(blob *C.cblob_blob, index C.int32_t) (C.int64_t, error) {
 
 // Legacy accessor, LegacyShape(0). Only for blobs of at most 4 axes.
 func cBlobNum(blob *C.cblob_blob) (C.int64_t, error) {
-	r := C.cbgo_blob_num(blob)
+	r := C.cbgo_blob_num(C.uintptr_t(uintptr(unsafe.Pointer(blob))))
 	if r.status != C.CBLOB_OK {
 		return r.out_dim, newError(r.status, r.message)
 	}
@@ -746,7 +749,7 @@ func cBlobNum(blob *C.cblob_blob) (C.int64_t, error) {
 
 // Legacy accessor, LegacyShape(1). Only for blobs of at most 4 axes.
 func cBlobChannels(blob *C.cblob_blob) (C.int64_t, error) {
-	r := C.cbgo_blob_channels(blob)
+	r := C.cbgo_blob_channels(C.uintptr_t(uintptr(unsafe.Pointer(blob))))
 	if r.status != C.CBLOB_OK {
 		return r.out_dim, newError(r.status, r.message)
 	}
@@ -755,7 +758,7 @@ func cBlobChannels(blob *C.cblob_blob) (C.int64_t, error) {
 
 // Legacy accessor, LegacyShape(2). Only for blobs of at most 4 axes.
 func cBlobHeight(blob *C.cblob_blob) (C.int64_t, error) {
-	r := C.cbgo_blob_height(blob)
+	r := C.cbgo_blob_height(C.uintptr_t(uintptr(unsafe.Pointer(blob))))
 	if r.status != C.CBLOB_OK {
 		return r.out_dim, newError(r.status, r.message)
 	}
@@ -764,7 +767,7 @@ func cBlobHeight(blob *C.cblob_blob) (C.int64_t, error) {
 
 // Legacy accessor, LegacyShape(3). Only for blobs of at most 4 axes.
 func cBlobWidth(blob *C.cblob_blob) (C.int64_t, error) {
-	r := C.cbgo_blob_width(blob)
+	r := C.cbgo_blob_width(C.uintptr_t(uintptr(unsafe.Pointer(blob))))
 	if r.status != C.CBLOB_OK {
 		return r.out_dim, newError(r.status, r.message)
 	}
@@ -775,7 +778,7 @@ func cBlobWidth(blob *C.cblob_blob) (C.int64_t, error) {
 // length (without the NUL) into out_length. With buffer NULL and buffer_size 0 it only
 // writes the length; a buffer too small for the string and its NUL is an error.
 func cBlobShapeString(blob *C.cblob_blob, buffer *C.char, bufferSize C.size_t) (C.size_t, error) {
-	r := C.cbgo_blob_shape_string(blob, buffer, bufferSize)
+	r := C.cbgo_blob_shape_string(C.uintptr_t(uintptr(unsafe.Pointer(blob))), buffer, bufferSize)
 	if r.status != C.CBLOB_OK {
 		return r.out_length, newError(r.status, r.message)
 	}
@@ -784,7 +787,7 @@ func cBlobShapeString(blob *C.cblob_blob, buffer *C.char, bufferSize C.size_t) (
 
 // The number of elements the blob's storage holds (at least its count).
 func cBlobCapacity(blob *C.cblob_blob) (C.int64_t, error) {
-	r := C.cbgo_blob_capacity(blob)
+	r := C.cbgo_blob_capacity(C.uintptr_t(uintptr(unsafe.Pointer(blob))))
 	if r.status != C.CBLOB_OK {
 		return r.out_capacity, newError(r.status, r.message)
 	}
@@ -794,7 +797,7 @@ func cBlobCapacity(blob *C.cblob_blob) (C.int64_t, error) {
 // The row-major element offset of the given leading indices (missing trailing indices count
 // as 0). Every index is checked strictly: 0 <= indices[i] < shape(i).
 func cBlobOffset(blob *C.cblob_blob, numIndices C.int32_t, indices *C.int64_t) (C.int64_t, error) {
-	r := C.cbgo_blob_offset(blob, numIndices, indices)
+	r := C.cbgo_blob_offset(C.uintptr_t(uintptr(unsafe.Pointer(blob))), numIndices, indices)
 	if r.status != C.CBLOB_OK {
 		return r.out_offset, newError(r.status, r.message)
 	}
@@ -805,7 +808,7 @@ func cBlobOffset(blob *C.cblob_blob, numIndices C.int32_t, indices *C.int64_t) (
 // strictly (Caffe accepts one past the end and negative c, h, w; cblob does not). Only for
 // blobs of at most 4 axes.
 func cBlobOffsetLegacy(blob *C.cblob_blob, n C.int64_t, c C.int64_t, h C.int64_t, w C.int64_t) (C.int64_t, error) {
-	r := C.cbgo_blob_offset_legacy(blob, n, c, h, w)
+	r := C.cbgo_blob_offset_legacy(C.uintptr_t(uintptr(unsafe.Pointer(blob))), n, c, h, w)
 	if r.status != C.CBLOB_OK {
 		return r.out_offset, newError(r.status, r.message)
 	}
@@ -816,7 +819,7 @@ func cBlobOffsetLegacy(blob *C.cblob_blob, n C.int64_t, c C.int64_t, h C.int64_t
 // given leading indices (Caffe's data_at / diff_at). Like Caffe it reads through the host
 // copy, so a memory whose head is on the GPU is synced to the host first.
 func cBlobReadElement(blob *C.cblob_blob, part C.cblob_part, numIndices C.int32_t, indices *C.int64_t) (C.double, error) {
-	r := C.cbgo_blob_read_element(blob, part, numIndices, indices)
+	r := C.cbgo_blob_read_element(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part, numIndices, indices)
 	if r.status != C.CBLOB_OK {
 		return r.out_value, newError(r.status, r.message)
 	}
@@ -829,7 +832,7 @@ func cBlobReadElement(blob *C.cblob_blob, part C.cblob_part, numIndices C.int32_
 // reshaped past its capacity, given another buffer, shares another blob's memory, or is
 // destroyed.
 func cBlobCPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, error) {
-	r := C.cbgo_blob_cpu_ptr(blob, part)
+	r := C.cbgo_blob_cpu_ptr(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part)
 	if r.status != C.CBLOB_OK {
 		return r.out_ptr, newError(r.status, r.message)
 	}
@@ -839,7 +842,7 @@ func cBlobCPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, error) 
 // A writable host pointer to data or diff (Caffe's mutable_cpu_data / mutable_cpu_diff);
 // syncs like cblob_blob_cpu_ptr, then marks the host copy current (head AT_CPU).
 func cBlobMutableCPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, error) {
-	r := C.cbgo_blob_mutable_cpu_ptr(blob, part)
+	r := C.cbgo_blob_mutable_cpu_ptr(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part)
 	if r.status != C.CBLOB_OK {
 		return r.out_ptr, newError(r.status, r.message)
 	}
@@ -848,7 +851,7 @@ func cBlobMutableCPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, 
 
 // Where the current copy of data or diff lives. A blob without storage reports UNINITIALIZED.
 func cBlobHead(blob *C.cblob_blob, part C.cblob_part) (C.cblob_head, error) {
-	r := C.cbgo_blob_head(blob, part)
+	r := C.cbgo_blob_head(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part)
 	if r.status != C.CBLOB_OK {
 		return r.out_head, newError(r.status, r.message)
 	}
@@ -863,7 +866,7 @@ func cBlobHead(blob *C.cblob_blob, part C.cblob_part) (C.cblob_head, error) {
 // and user_data when cblob lets go of the buffer; on failure it is not called and the buffer
 // stays the caller's.
 func cBlobSetCPUData(blob *C.cblob_blob, ptr unsafe.Pointer, sizeBytes C.size_t, release C.cblob_release_fn, userData unsafe.Pointer) error {
-	r := C.cbgo_blob_set_cpu_data(blob, ptr, sizeBytes, release, userData)
+	r := C.cbgo_blob_set_cpu_data(C.uintptr_t(uintptr(unsafe.Pointer(blob))), ptr, sizeBytes, release, userData)
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}
@@ -875,7 +878,7 @@ func cBlobSetCPUData(blob *C.cblob_blob, ptr unsafe.Pointer, sizeBytes C.size_t,
 // equal (shapes may differ) and the dtypes the same. A later reshape that grows the blob
 // gives it fresh storage and ends the sharing.
 func cBlobShare(blob *C.cblob_blob, other *C.cblob_blob, part C.cblob_part) error {
-	r := C.cbgo_blob_share(blob, other, part)
+	r := C.cbgo_blob_share(C.uintptr_t(uintptr(unsafe.Pointer(blob))), C.uintptr_t(uintptr(unsafe.Pointer(other))), part)
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}
@@ -886,7 +889,7 @@ func cBlobShare(blob *C.cblob_blob, other *C.cblob_blob, part C.cblob_part) erro
 // reshape is 1, which reshapes the blob to source first. The context's mode picks the path:
 // CPU mode writes the host copy (head AT_CPU), GPU mode the device copy (head AT_GPU).
 func cBlobCopyFrom(blob *C.cblob_blob, source *C.cblob_blob, part C.cblob_part, reshape C.int32_t) error {
-	r := C.cbgo_blob_copy_from(blob, source, part, reshape)
+	r := C.cbgo_blob_copy_from(C.uintptr_t(uintptr(unsafe.Pointer(blob))), C.uintptr_t(uintptr(unsafe.Pointer(source))), part, reshape)
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}
@@ -897,7 +900,7 @@ func cBlobCopyFrom(blob *C.cblob_blob, source *C.cblob_blob, part C.cblob_part, 
 // CPU when AT_CPU, on the GPU when AT_GPU or SYNCED. Data never written or read
 // (UNINITIALIZED) is an error, as in Caffe.
 func cBlobUpdate(blob *C.cblob_blob) error {
-	r := C.cbgo_blob_update(blob)
+	r := C.cbgo_blob_update(C.uintptr_t(uintptr(unsafe.Pointer(blob))))
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}
@@ -907,7 +910,7 @@ func cBlobUpdate(blob *C.cblob_blob) error {
 // The sum of absolute values of data or diff over count elements, computed where the head is;
 // 0 for memory never accessed (nothing is allocated and the head does not change).
 func cBlobAsum(blob *C.cblob_blob, part C.cblob_part) (C.double, error) {
-	r := C.cbgo_blob_asum(blob, part)
+	r := C.cbgo_blob_asum(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part)
 	if r.status != C.CBLOB_OK {
 		return r.out_sum, newError(r.status, r.message)
 	}
@@ -916,7 +919,7 @@ func cBlobAsum(blob *C.cblob_blob, part C.cblob_part) (C.double, error) {
 
 // The sum of squares of data or diff, with the same rules as cblob_blob_asum.
 func cBlobSumsq(blob *C.cblob_blob, part C.cblob_part) (C.double, error) {
-	r := C.cbgo_blob_sumsq(blob, part)
+	r := C.cbgo_blob_sumsq(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part)
 	if r.status != C.CBLOB_OK {
 		return r.out_sum, newError(r.status, r.message)
 	}
@@ -926,7 +929,7 @@ func cBlobSumsq(blob *C.cblob_blob, part C.cblob_part) (C.double, error) {
 // Multiplies data or diff by factor, where the head is (the head becomes AT_CPU or AT_GPU);
 // does nothing to memory never accessed.
 func cBlobScale(blob *C.cblob_blob, part C.cblob_part, factor C.double) error {
-	r := C.cbgo_blob_scale(blob, part, factor)
+	r := C.cbgo_blob_scale(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part, factor)
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}
