@@ -128,12 +128,26 @@ class TypeMap:
         return self.camel(re.sub(r"^cblob_", "", c_name), lang)
 
     def value_name(self, enum, value_name, lang):
-        strips = self.enum_strip.get(enum["name"], [enum["name"].upper() + "_"])
+        strips = self.enum_strip.get(enum["name"]) or [self.common_prefix(enum)]
         for prefix in strips:
-            if value_name.startswith(prefix):
-                return self.camel(value_name[len(prefix):], lang)
-        raise FfiError(f"enum {enum['name']}: value {value_name} starts with none of {strips}; "
+            rest = value_name[len(prefix):]
+            if value_name.startswith(prefix) and re.fullmatch(r"[A-Za-z]\w*", rest):
+                return self.camel(rest, lang)
+        raise FfiError(f"enum {enum['name']}: cannot name {value_name} (prefixes {strips}); "
                        "set enum_strip in codegen/ffi_types.yaml")
+
+    @staticmethod
+    def common_prefix(enum):
+        """The values' longest common prefix ending in '_' (CBLOB_PART_ for CBLOB_PART_DATA and
+        CBLOB_PART_DIFF); for one value, the enum's name in capitals plus '_'."""
+        names = [v["name"] for v in enum["values"]]
+        if len(names) == 1:
+            return enum["name"].upper() + "_"
+        prefix = names[0]
+        for name in names[1:]:
+            while not name.startswith(prefix):
+                prefix = prefix[:-1]
+        return prefix[:prefix.rfind("_") + 1]
 
     def handle_class(self, c_name):
         return self.type_name(c_name, "cs") + "Handle"
@@ -193,6 +207,10 @@ class TypeMap:
                 modifier = {"out": "out", "in": "ref", "inout": "ref"}[p["dir"]]
                 attr = "[In] " if p["dir"] == "in" else ""
                 return f"{attr}{modifier} {self.cs_value(t.base)} {name}"
+        if t.depth == 2 and p["length"]:
+            # An array of pointers (handles, say): the safe layer owns or references each one.
+            attr = {"in": "[In] ", "out": "[Out] ", "inout": "[In, Out] "}[p["dir"]]
+            return f"{attr}IntPtr[] {name}"
         if t.depth == 2 and p["dir"] == "out":
             if kind == "opaque" and t.base in self.destroyers:
                 return f"out {self.handle_class(t.base)} {name}"
