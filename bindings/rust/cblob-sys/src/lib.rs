@@ -155,7 +155,7 @@ extern "C" {
     /// Since ABI 1.0.
     pub fn cblob_version() -> *const c_char;
 
-    /// The ABI version the loaded library implements, as (major << 16) | minor. A caller that loads
+    /// The ABI version the loaded library implements, as (major \<\< 16) | minor. A caller that loads
     /// cblob at run time compares the major with CBLOB_ABI_VERSION_MAJOR and needs a minor at least
     /// as large as the one it was built against.
     ///
@@ -254,8 +254,8 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
     pub fn cblob_blob_count(blob: *const cblob_blob, out_count: *mut i64) -> cblob_status;
 
-    /// The product of the dimensions of axes [start_axis, end_axis); an empty range gives 1.
-    /// Needs 0 <= start_axis <= end_axis <= num_axes.
+    /// The product of the dimensions of axes \[start_axis, end_axis); an empty range gives 1.
+    /// Needs 0 \<= start_axis \<= end_axis \<= num_axes.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     pub fn cblob_blob_count_range(blob: *const cblob_blob, start_axis: i32, end_axis: i32, out_count: *mut i64) -> cblob_status;
@@ -272,12 +272,12 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     pub fn cblob_blob_shape_at(blob: *const cblob_blob, axis: i32, out_dim: *mut i64) -> cblob_status;
 
-    /// Maps an axis in [-num_axes, num_axes) to [0, num_axes) (Caffe's CanonicalAxisIndex).
+    /// Maps an axis in \[-num_axes, num_axes) to \[0, num_axes) (Caffe's CanonicalAxisIndex).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     pub fn cblob_blob_canonical_axis(blob: *const cblob_blob, axis: i32, out_axis: *mut i32) -> cblob_status;
 
-    /// Caffe's LegacyShape(index) for index in [-4, 4): the dimension, or 1 for an axis the blob
+    /// Caffe's LegacyShape(index) for index in \[-4, 4): the dimension, or 1 for an axis the blob
     /// does not have. Only for blobs of at most 4 axes.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE.
@@ -316,7 +316,7 @@ extern "C" {
     pub fn cblob_blob_capacity(blob: *const cblob_blob, out_capacity: *mut i64) -> cblob_status;
 
     /// The row-major element offset of the given leading indices (missing trailing indices count
-    /// as 0). Every index is checked strictly: 0 <= indices[i] < shape(i).
+    /// as 0). Every index is checked strictly: 0 \<= indices\[i\] \< shape(i).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     pub fn cblob_blob_offset(blob: *const cblob_blob, num_indices: i32, indices: *const i64, out_offset: *mut i64) -> cblob_status;
