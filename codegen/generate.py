@@ -22,6 +22,7 @@ from pathlib import Path
 import jinja2
 import yaml
 
+import ffi
 import sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,6 +116,10 @@ def load_model():
         sweep.build(model)
     except sweep.SweepError as e:
         raise DescriptionError(f"bad-input sweep: {e}") from e
+    try:
+        ffi.annotate(model)
+    except ffi.FfiError as e:
+        raise DescriptionError(f"bindings type map: {e}") from e
     return model
 
 

@@ -1,0 +1,7 @@
+module cblob-bench-ffi
+
+go 1.19
+
+require cblob v0.0.0
+
+replace cblob => ../../../bindings/go

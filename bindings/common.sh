@@ -1,0 +1,26 @@
+# Sourced by the binding test drivers (bindings/*/test.sh), which CTest runs with:
+#   CBLOB_LIBRARY_FILE  the libcblob.so.1.x.y of this build
+#   CBLOB_INCLUDE_DIR   the public headers of this source tree
+#   CBLOB_OUT_DIR       where build outputs go (inside the CMake build tree)
+set -euo pipefail
+: "${CBLOB_LIBRARY_FILE:?}" "${CBLOB_INCLUDE_DIR:?}" "${CBLOB_OUT_DIR:?}"
+CBLOB_LIBRARY_DIR=$(dirname "$CBLOB_LIBRARY_FILE")
+BINDINGS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+mkdir -p "$CBLOB_OUT_DIR"
+
+# A missing toolchain is a skip (CTest's SKIP_RETURN_CODE), with the reason printed.
+skip() {
+  echo "SKIPPED: $*"
+  exit 77
+}
+
+# Finds a program on PATH or in the given folders; prints its path.
+find_program() {
+  local name=$1; shift
+  local found
+  found=$(command -v "$name" 2>/dev/null) && { echo "$found"; return 0; }
+  for dir in "$@"; do
+    [ -x "$dir/$name" ] && { echo "$dir/$name"; return 0; }
+  done
+  return 1
+}

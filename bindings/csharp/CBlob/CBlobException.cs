@@ -1,0 +1,47 @@
+using System;
+
+namespace CBlob
+{
+    /// <summary>
+    /// A failed cblob call: the <see cref="Status"/> the library returned and the message it
+    /// recorded for the calling thread (which names the C function and says what was wrong).
+    /// </summary>
+    public class CBlobException : Exception
+    {
+        /// <summary>The status the call returned.</summary>
+        public Status Status { get; }
+
+        /// <summary>The library's message, without the status name.</summary>
+        public string LibraryMessage { get; }
+
+        /// <summary>An exception for a status and its message.</summary>
+        public CBlobException(Status status, string message)
+            : base(message + " (" + NameOf(status) + ")")
+        {
+            Status = status;
+            LibraryMessage = message;
+        }
+
+        /// <summary>The C enumerator's name of a status (<c>"CBLOB_ERR_SHAPE"</c>).</summary>
+        public static string NameOf(Status status)
+        {
+            return Text.FromUtf8(NativeMethods.cblob_status_name(status));
+        }
+
+        /// <summary>Throws for a status other than Ok, with this thread's message.</summary>
+        /// <remarks>
+        /// A managed thread runs on one OS thread during a P/Invoke call and right after it, so
+        /// the message read here is the one the failed call recorded.
+        /// </remarks>
+        internal static void Check(Status status)
+        {
+            if (status != Status.Ok)
+                throw Last(status);
+        }
+
+        internal static CBlobException Last(Status status)
+        {
+            return new CBlobException(status, Text.FromUtf8(NativeMethods.cblob_last_error_message()));
+        }
+    }
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# CTest driver of the C# binding: builds CBlob.dll and the NUnit 2.6 tests with Mono's mcs (as
+# C# 7.2, warnings as errors) and runs them with nunit-console, bound to this build's libcblob
+# through a dllmap in CBlob.dll.config. Outputs go to CBLOB_OUT_DIR.
+source "$(dirname "$0")/../common.sh"
+for tool in mcs mono nunit-console pkg-config; do
+  command -v "$tool" >/dev/null 2>&1 || skip "$tool not found (install mono-mcs, mono-complete, nunit-console, pkg-config)"
+done
+pkg-config --exists nunit || skip "pkg-config knows no nunit (install nunit-console)"
+cd "$BINDINGS_DIR/csharp"
+out=$CBLOB_OUT_DIR
+mcs -target:library -unsafe -langversion:7.2 -warnaserror+ -nologo \
+    -doc:"$out/CBlob.xml" -out:"$out/CBlob.dll" CBlob/*.cs
+mcs -target:library -unsafe -langversion:7.2 -warnaserror+ -nologo -pkg:nunit \
+    -r:"$out/CBlob.dll" -out:"$out/CBlob.Tests.dll" Tests/*.cs
+cat > "$out/CBlob.dll.config" <<CONFIG
+<configuration>
+  <dllmap dll="libcblob.so.1" target="$CBLOB_LIBRARY_FILE" os="linux"/>
+</configuration>
+CONFIG
+cd "$out"
+export CBLOB_TEST_LIBRARY="$CBLOB_LIBRARY_FILE"
+nunit-console -nologo -noshadow -xml="$out/TestResult.xml" "$out/CBlob.Tests.dll"

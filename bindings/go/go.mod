@@ -1,0 +1,3 @@
+module cblob
+
+go 1.19

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# CTest driver of the Go binding: go vet and go test (tests and examples) with Debian's Go,
+# offline, against this build's header and libcblob. The build cache lives in CBLOB_OUT_DIR.
+source "$(dirname "$0")/../common.sh"
+go=$(find_program go /usr/lib/go/bin) || skip "go not found (install golang-go)"
+export GOFLAGS=-mod=mod GOPROXY=off GO111MODULE=on CGO_ENABLED=1
+export GOCACHE="$CBLOB_OUT_DIR/cache" GOPATH="$CBLOB_OUT_DIR/gopath"
+export CGO_CFLAGS="-I$CBLOB_INCLUDE_DIR"
+export CGO_LDFLAGS="-L$CBLOB_LIBRARY_DIR -Wl,-rpath,$CBLOB_LIBRARY_DIR"
+cd "$BINDINGS_DIR/go"
+"$go" version
+unformatted=$("$("$go" env GOROOT)/bin/gofmt" -l .)
+[ -z "$unformatted" ] || { echo "not gofmt-formatted: $unformatted"; exit 1; }
+"$go" vet ./...
+# -count=1: results depend on libcblob, which go's test cache does not track.
+"$go" test -count=1 -v ./...

@@ -1,0 +1,596 @@
+use std::ffi::c_void;
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem;
+use std::ops::{Deref, DerefMut};
+use std::ptr::{self, NonNull};
+use std::slice;
+use std::sync::Arc;
+
+use crate::error::{check, infallible, Error, Result};
+use crate::memory::{with_access, Access, Memory, ViewClaim};
+use crate::{sys, Context, DType, Element, Head, Part, Status, MAX_AXES};
+
+/// Caffe's Blob: an N-d array (at most [`MAX_AXES`] axes, C-contiguous) holding `data` and
+/// `diff` (the gradient), each allocated on first access, zero-filled, and moved between host
+/// and GPU only when an accessor needs it.
+///
+/// A `Blob` owns one hold on the library's handle and drops it in `Drop`. The dtype is chosen at
+/// run time (a model file decides it); typed access checks it: [`Blob::data`] and friends take
+/// the element type ([`f32`], [`f64`], [`i32`], [`u32`]) and fail with [`Status::DType`] when
+/// it is not the blob's.
+///
+/// ```
+/// use cblob::{Blob, Context, DType, Part};
+///
+/// let ctx = Context::new()?;
+/// let mut blob = Blob::new(&ctx, DType::Float32, &[2, 3])?;
+/// let (mut data, mut diff) = blob.data_and_diff_mut::<f32>()?;
+/// data.copy_from_slice(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+/// diff.fill(0.5);
+/// drop((data, diff));
+/// blob.update()?; // data -= diff
+/// assert_eq!(&*blob.data::<f32>()?, &[0.5, 1.5, 2.5, 3.5, 4.5, 5.5]);
+/// assert_eq!(blob.asum(Part::Data)?, 18.0);
+/// # Ok::<(), cblob::Error>(())
+/// ```
+///
+/// # Threads
+///
+/// `Send` but not `Sync`: a blob may move to another thread, but one blob is used by one thread
+/// at a time (the header allows concurrent use of one handle only for pure getters, and
+/// `&self` methods such as [`Blob::data`] allocate and move the memory's head). Blobs that share
+/// memory may live on different threads: calls that touch the shared memory are serialised.
+///
+/// # Views and sharing
+///
+/// A view borrows its blob, so the borrow checker stops reshaping, replacing or dropping the
+/// blob while the view lives. Blobs that share memory ([`Blob::share`]) are distinct objects the
+/// borrow checker cannot relate, so the crate counts views per memory at run time, as `RefCell`
+/// does: a mutable view, or a call that writes the memory, fails with [`Status::State`] while
+/// another view of that memory is alive, through either blob.
+pub struct Blob {
+    raw: NonNull<sys::cblob_blob>,
+    data: Arc<Memory>,
+    diff: Arc<Memory>,
+}
+
+// SAFETY: a blob handle may be used from any thread (header, Threads: distinct handles may be used
+// from different threads at once); memory it shares with other blobs is guarded by `Memory`, which
+// is thread-safe. Not Sync: see the type's documentation.
+unsafe impl Send for Blob {}
+
+impl Blob {
+    /// A blob of the given dtype and shape (Caffe's `Blob(shape)`); an empty shape makes a
+    /// scalar (count 1). Nothing is allocated until the first access.
+    ///
+    /// A negative dimension or more than [`MAX_AXES`] axes is [`Status::Shape`], a count whose
+    /// byte size overflows is [`Status::Overflow`]:
+    ///
+    /// ```
+    /// # let ctx = cblob::Context::new()?;
+    /// let err = cblob::Blob::new(&ctx, cblob::DType::Float32, &[2, -3]).unwrap_err();
+    /// assert_eq!(err.status(), cblob::Status::Shape);
+    /// assert!(err.message().contains("shape[1] is -3"));
+    /// # Ok::<(), cblob::Error>(())
+    /// ```
+    pub fn new(context: &Context, dtype: DType, shape: &[i64]) -> Result<Blob> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: shape holds axes(shape) dims (the library reads none when that is over
+        // MAX_AXES); raw is a valid out-pointer.
+        check(unsafe { sys::cblob_blob_create(context.as_ptr(), dtype.raw(), axes(shape), shape.as_ptr(), &mut raw) })?;
+        // SAFETY: the call succeeded, so raw is a new handle this blob now owns.
+        unsafe { Blob::from_raw(raw) }
+    }
+
+    /// A 4-axis blob (num, channels, height, width), Caffe's `Blob(n, c, h, w)`.
+    pub fn new_legacy(context: &Context, dtype: DType, num: i64, channels: i64, height: i64, width: i64) -> Result<Blob> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: raw is a valid out-pointer.
+        check(unsafe { sys::cblob_blob_create_legacy(context.as_ptr(), dtype.raw(), num, channels, height, width, &mut raw) })?;
+        // SAFETY: as in Blob::new.
+        unsafe { Blob::from_raw(raw) }
+    }
+
+    /// A blob with no axes, count 0 and no storage (Caffe's default-constructed `Blob`), to be
+    /// shaped later with [`Blob::reshape`].
+    pub fn new_empty(context: &Context, dtype: DType) -> Result<Blob> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: raw is a valid out-pointer.
+        check(unsafe { sys::cblob_blob_create_empty(context.as_ptr(), dtype.raw(), &mut raw) })?;
+        // SAFETY: as in Blob::new.
+        unsafe { Blob::from_raw(raw) }
+    }
+
+    /// Takes ownership of one hold on a raw handle (one made by a `cblob_blob_create*` call or
+    /// added with `cblob_blob_retain`).
+    ///
+    /// # Safety
+    /// `raw` must be a live blob handle whose hold the caller gives up, and no other `Blob`
+    /// may own a hold on the same handle (two would let two threads use one handle at once).
+    pub unsafe fn from_raw(raw: *mut sys::cblob_blob) -> Result<Blob> {
+        let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::InvalidArgument, "a NULL blob handle"))?;
+        Ok(Blob { raw, data: Memory::new(), diff: Memory::new() })
+    }
+
+    /// Gives up ownership: the caller must drop the returned hold with `cblob_blob_destroy`.
+    pub fn into_raw(self) -> *mut sys::cblob_blob {
+        let raw = self.raw.as_ptr();
+        mem::forget(self);
+        raw
+    }
+
+    /// The raw handle, for calls through [`crate::sys`]; it stays owned by `self`. Calls made
+    /// through it bypass the view tracking described above: the caller keeps the rules.
+    pub fn as_ptr(&self) -> *mut sys::cblob_blob {
+        self.raw.as_ptr()
+    }
+
+    // ---- shape -----------------------------------------------------------------------------
+
+    /// Reads a value through a pure getter that cannot fail on a live handle.
+    #[inline]
+    fn get<T: Default>(&self, call: impl FnOnce(*const sys::cblob_blob, &mut T) -> sys::cblob_status) -> T {
+        let mut value = T::default();
+        infallible(call(self.raw.as_ptr(), &mut value));
+        value
+    }
+
+    /// Reads a value through a pure getter that rejects some arguments.
+    #[inline]
+    fn try_get<T: Default>(&self, call: impl FnOnce(*const sys::cblob_blob, &mut T) -> sys::cblob_status) -> Result<T> {
+        let mut value = T::default();
+        check(call(self.raw.as_ptr(), &mut value))?;
+        Ok(value)
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> Result<DType> {
+        // SAFETY (all getters below): the handle is live and the out-pointer valid.
+        let raw = self.get(|b, out| unsafe { sys::cblob_blob_dtype(b, out) });
+        DType::from_raw(raw).ok_or_else(|| Error::new(Status::DType, format!("dtype {raw} is unknown to this crate (a newer library?)")))
+    }
+
+    /// The number of elements: the product of the dimensions (0 for an empty blob).
+    #[inline]
+    pub fn count(&self) -> i64 {
+        self.get(|b, out| unsafe { sys::cblob_blob_count(b, out) })
+    }
+
+    /// The product of the dimensions of axes `start..end`; needs `0 <= start <= end <= num_axes`.
+    pub fn count_range(&self, start: i32, end: i32) -> Result<i64> {
+        self.try_get(|b, out| unsafe { sys::cblob_blob_count_range(b, start, end, out) })
+    }
+
+    /// The number of axes.
+    pub fn num_axes(&self) -> usize {
+        self.get(|b, out: &mut i32| unsafe { sys::cblob_blob_num_axes(b, out) }) as usize
+    }
+
+    /// The dimensions.
+    pub fn shape(&self) -> Vec<i64> {
+        let mut dims = [0i64; MAX_AXES as usize];
+        let n = self.get(|b, out| unsafe { sys::cblob_blob_shape(b, MAX_AXES, dims.as_mut_ptr(), out) });
+        dims[..n as usize].to_vec()
+    }
+
+    /// The dimension of one axis; a negative axis counts from the end (-1 is the last).
+    pub fn shape_at(&self, axis: i32) -> Result<i64> {
+        self.try_get(|b, out| unsafe { sys::cblob_blob_shape_at(b, axis, out) })
+    }
+
+    /// Maps an axis in `-num_axes..num_axes` to `0..num_axes` (Caffe's `CanonicalAxisIndex`).
+    pub fn canonical_axis(&self, axis: i32) -> Result<usize> {
+        self.try_get(|b, out: &mut i32| unsafe { sys::cblob_blob_canonical_axis(b, axis, out) }).map(|a| a as usize)
+    }
+
+    /// Caffe's `LegacyShape(index)` for `index` in `-4..4`: the dimension, or 1 for an axis the
+    /// blob does not have. Only for blobs of at most 4 axes.
+    pub fn legacy_shape(&self, index: i32) -> Result<i64> {
+        self.try_get(|b, out| unsafe { sys::cblob_blob_legacy_shape(b, index, out) })
+    }
+
+    /// `LegacyShape(0)`; only for blobs of at most 4 axes.
+    pub fn num(&self) -> Result<i64> {
+        self.try_get(|b, out| unsafe { sys::cblob_blob_num(b, out) })
+    }
+
+    /// `LegacyShape(1)`; only for blobs of at most 4 axes.
+    pub fn channels(&self) -> Result<i64> {
+        self.try_get(|b, out| unsafe { sys::cblob_blob_channels(b, out) })
+    }
+
+    /// `LegacyShape(2)`; only for blobs of at most 4 axes.
+    pub fn height(&self) -> Result<i64> {
+        self.try_get(|b, out| unsafe { sys::cblob_blob_height(b, out) })
+    }
+
+    /// `LegacyShape(3)`; only for blobs of at most 4 axes.
+    pub fn width(&self) -> Result<i64> {
+        self.try_get(|b, out| unsafe { sys::cblob_blob_width(b, out) })
+    }
+
+    /// Caffe's shape string, such as `"2 3 4 5 (120)"`.
+    pub fn shape_string(&self) -> String {
+        let mut length = 0usize;
+        // SAFETY: a NULL buffer of size 0 asks for the length only.
+        infallible(unsafe { sys::cblob_blob_shape_string(self.raw.as_ptr(), ptr::null_mut(), 0, &mut length) });
+        let mut buffer = vec![0u8; length + 1];
+        // SAFETY: buffer has room for the string and its NUL; the shape cannot change in between
+        // (this thread holds the blob).
+        infallible(unsafe { sys::cblob_blob_shape_string(self.raw.as_ptr(), buffer.as_mut_ptr().cast(), buffer.len(), &mut length) });
+        buffer.truncate(length);
+        String::from_utf8_lossy(&buffer).into_owned()
+    }
+
+    /// The number of elements the storage holds (at least the count).
+    pub fn capacity(&self) -> i64 {
+        self.get(|b, out| unsafe { sys::cblob_blob_capacity(b, out) })
+    }
+
+    /// The row-major offset of the given leading indices (missing trailing ones count as 0);
+    /// each must be in `0..shape(i)`.
+    pub fn offset(&self, indices: &[i64]) -> Result<i64> {
+        self.try_get(|b, out| unsafe { sys::cblob_blob_offset(b, axes(indices), indices.as_ptr(), out) })
+    }
+
+    /// Caffe's `offset(n, c, h, w)`, with every index checked strictly; only for blobs of at
+    /// most 4 axes.
+    pub fn offset_legacy(&self, n: i64, c: i64, h: i64, w: i64) -> Result<i64> {
+        self.try_get(|b, out| unsafe { sys::cblob_blob_offset_legacy(b, n, c, h, w, out) })
+    }
+
+    /// Gives the blob a new shape. The storage (and the contents) are replaced only when the new
+    /// count exceeds the capacity; that also ends any sharing of this blob's memory.
+    pub fn reshape(&mut self, shape: &[i64]) -> Result<()> {
+        self.reshaping(|raw| unsafe { sys::cblob_blob_reshape(raw, axes(shape), shape.as_ptr()) })
+    }
+
+    /// Reshapes to 4 axes (num, channels, height, width).
+    pub fn reshape_legacy(&mut self, num: i64, channels: i64, height: i64, width: i64) -> Result<()> {
+        self.reshaping(|raw| unsafe { sys::cblob_blob_reshape_legacy(raw, num, channels, height, width) })
+    }
+
+    /// Reshapes to another blob's shape (of any dtype), Caffe's `ReshapeLike`.
+    pub fn reshape_like(&mut self, other: &Blob) -> Result<()> {
+        self.reshaping(|raw| unsafe { sys::cblob_blob_reshape_like(raw, other.raw.as_ptr()) })
+    }
+
+    /// Runs a call that may replace the storage. The header says when it does (the capacity
+    /// grows, or set_cpu_data sets it to exactly the count); fresh storage is shared with no
+    /// other blob, so the blob then stops counting views with its former sharers.
+    fn reshaping(&mut self, call: impl FnOnce(*mut sys::cblob_blob) -> sys::cblob_status) -> Result<()> {
+        let capacity = self.capacity();
+        check(call(self.raw.as_ptr()))?;
+        if self.capacity() != capacity {
+            self.data = Memory::new();
+            self.diff = Memory::new();
+        }
+        Ok(())
+    }
+
+    // ---- memory ------------------------------------------------------------------------------
+
+    fn memory(&self, part: Part) -> &Arc<Memory> {
+        match part {
+            Part::Data => &self.data,
+            Part::Diff => &self.diff,
+        }
+    }
+
+    fn expect_dtype<T: Element>(&self) -> Result<()> {
+        let dtype = self.dtype()?;
+        if dtype == T::DTYPE {
+            return Ok(());
+        }
+        Err(Error::new(
+            Status::DType,
+            format!("the blob holds {dtype:?} elements, not {:?} ({})", T::DTYPE, std::any::type_name::<T>()),
+        ))
+    }
+
+    /// A slice over `count` elements at `ptr` (NULL for a blob without elements).
+    fn slice_parts<T: Element>(&self, ptr: *mut c_void) -> Result<(NonNull<T>, usize)> {
+        let len = usize::try_from(self.count()).map_err(|_| Error::new(Status::Internal, "negative count"))?;
+        let ptr = match NonNull::new(ptr.cast::<T>()) {
+            Some(p) => p,
+            None if len == 0 => NonNull::dangling(),
+            None => return Err(Error::new(Status::Internal, "NULL host pointer for a blob with elements")),
+        };
+        if !ptr.as_ptr().is_aligned() {
+            return Err(Error::new(Status::State, "the host buffer is not aligned for the element type"));
+        }
+        Ok((ptr, len))
+    }
+
+    fn host_ptr<T: Element>(&self, part: Part, access: Access) -> Result<(ViewClaim, NonNull<T>, usize)> {
+        self.expect_dtype::<T>()?;
+        let (claim, ptr) = ViewClaim::acquire(self.memory(part), access, || {
+            let raw = self.raw.as_ptr();
+            match access {
+                Access::Read => {
+                    let mut p: *const c_void = ptr::null();
+                    // SAFETY: raw is live; this thread alone uses it; p is a valid out-pointer.
+                    check(unsafe { sys::cblob_blob_cpu_ptr(raw, part.raw(), &mut p) }).map(|_| p.cast_mut())
+                }
+                Access::Write => {
+                    let mut p: *mut c_void = ptr::null_mut();
+                    // SAFETY: as above.
+                    check(unsafe { sys::cblob_blob_mutable_cpu_ptr(raw, part.raw(), &mut p) }).map(|_| p)
+                }
+            }
+        })?;
+        let (ptr, len) = self.slice_parts::<T>(ptr)?;
+        Ok((claim, ptr, len))
+    }
+
+    /// A read-only host view of data or diff (Caffe's `cpu_data` / `cpu_diff`): syncs from the
+    /// GPU when the current copy is there. Fails with [`Status::DType`] when `T` is not the
+    /// blob's element type, and with [`Status::State`] while a mutable view of this memory is
+    /// alive through a blob sharing it.
+    ///
+    /// The view borrows the blob, so it cannot outlive it:
+    ///
+    /// ```compile_fail,E0597
+    /// # let ctx = cblob::Context::new().unwrap();
+    /// let view = {
+    ///     let blob = cblob::Blob::new(&ctx, cblob::DType::Float32, &[4]).unwrap();
+    ///     blob.data::<f32>().unwrap()
+    /// }; // error: `blob` does not live long enough
+    /// # drop(view);
+    /// ```
+    ///
+    /// nor can the blob be reshaped while it lives:
+    ///
+    /// ```compile_fail,E0502
+    /// # let ctx = cblob::Context::new().unwrap();
+    /// let mut blob = cblob::Blob::new(&ctx, cblob::DType::Float32, &[4]).unwrap();
+    /// let view = blob.data::<f32>().unwrap();
+    /// blob.reshape(&[1000]).unwrap(); // error: cannot borrow `blob` as mutable
+    /// # drop(view);
+    /// ```
+    pub fn view<T: Element>(&self, part: Part) -> Result<View<'_, T>> {
+        let (claim, ptr, len) = self.host_ptr::<T>(part, Access::Read)?;
+        Ok(View { ptr, len, _claim: claim, _blob: PhantomData })
+    }
+
+    /// A writable host view of data or diff (Caffe's `mutable_cpu_data` / `mutable_cpu_diff`):
+    /// syncs like [`Blob::view`], then marks the host copy current. Fails with
+    /// [`Status::State`] while any other view of this memory is alive through a blob sharing it.
+    pub fn view_mut<T: Element>(&mut self, part: Part) -> Result<ViewMut<'_, T>> {
+        let (claim, ptr, len) = self.host_ptr::<T>(part, Access::Write)?;
+        Ok(ViewMut { ptr, len, _claim: claim, _blob: PhantomData })
+    }
+
+    /// `view(Part::Data)`.
+    pub fn data<T: Element>(&self) -> Result<View<'_, T>> {
+        self.view(Part::Data)
+    }
+
+    /// `view(Part::Diff)`.
+    pub fn diff<T: Element>(&self) -> Result<View<'_, T>> {
+        self.view(Part::Diff)
+    }
+
+    /// `view_mut(Part::Data)`.
+    pub fn data_mut<T: Element>(&mut self) -> Result<ViewMut<'_, T>> {
+        self.view_mut(Part::Data)
+    }
+
+    /// `view_mut(Part::Diff)`.
+    pub fn diff_mut<T: Element>(&mut self) -> Result<ViewMut<'_, T>> {
+        self.view_mut(Part::Diff)
+    }
+
+    /// Writable views of data and diff at once (for filling both before [`Blob::update`]).
+    pub fn data_and_diff_mut<T: Element>(&mut self) -> Result<(ViewMut<'_, T>, ViewMut<'_, T>)> {
+        let (data_claim, data, len) = self.host_ptr::<T>(Part::Data, Access::Write)?;
+        let (diff_claim, diff, _) = self.host_ptr::<T>(Part::Diff, Access::Write)?;
+        Ok((
+            ViewMut { ptr: data, len, _claim: data_claim, _blob: PhantomData },
+            ViewMut { ptr: diff, len, _claim: diff_claim, _blob: PhantomData },
+        ))
+    }
+
+    /// Reads one element of data or diff, converted to `f64` (exact for every dtype), at the
+    /// given leading indices (Caffe's `data_at` / `diff_at`).
+    pub fn read_element(&self, part: Part, indices: &[i64]) -> Result<f64> {
+        let mut value = 0.0;
+        with_access(&[(self.memory(part), Access::Read)], || {
+            // SAFETY: live handle, used by this thread alone; indices holds axes(indices) values.
+            check(unsafe { sys::cblob_blob_read_element(self.raw.as_ptr(), part.raw(), axes(indices), indices.as_ptr(), &mut value) })
+        })?;
+        Ok(value)
+    }
+
+    /// Where the current copy of data or diff lives.
+    pub fn head(&self, part: Part) -> Result<Head> {
+        let raw = self.get(|b, out| unsafe { sys::cblob_blob_head(b, part.raw(), out) });
+        Head::from_raw(raw).ok_or_else(|| Error::new(Status::State, format!("head {raw} is unknown to this crate")))
+    }
+
+    /// Makes `values` the blob's host data without copying (Caffe's `set_cpu_data`); the
+    /// library owns the vector from then on and drops it, from whichever thread lets go last,
+    /// when the blob is destroyed or given another buffer. `values` must hold at least `count`
+    /// elements of the blob's type. If the storage does not hold exactly `count` elements (after
+    /// a shrinking reshape), data and diff first get fresh storage, as in Caffe (the diff's
+    /// contents are dropped). Blobs sharing the data see the new buffer. On failure `values` is
+    /// dropped.
+    pub fn set_cpu_data<T: Element>(&mut self, mut values: Vec<T>) -> Result<()> {
+        self.expect_dtype::<T>()?;
+        let ptr = values.as_mut_ptr().cast::<c_void>();
+        let size_bytes = values.len() * mem::size_of::<T>();
+        let owner = Box::into_raw(Box::new(values)).cast::<c_void>();
+        let data = Arc::clone(&self.data);
+        let result = with_access(&[(&data, Access::Write)], || {
+            self.reshaping(|raw| {
+                // SAFETY: ptr and size_bytes describe the boxed vector's buffer, which stays put
+                // until release_vec frees the box.
+                unsafe { sys::cblob_blob_set_cpu_data(raw, ptr, size_bytes, Some(release_vec::<T>), owner) }
+            })
+        });
+        if result.is_err() {
+            // SAFETY: on failure the library never calls release, so the box is still ours.
+            drop(unsafe { Box::from_raw(owner.cast::<Vec<T>>()) });
+        }
+        result
+    }
+
+    /// Makes this blob use `other`'s data or diff memory (Caffe's `ShareData` / `ShareDiff`):
+    /// both then see one memory, kept alive until its last holder lets go. Counts must be equal
+    /// (shapes may differ) and dtypes the same. A later reshape that grows this blob gives it
+    /// fresh storage and ends the sharing.
+    pub fn share(&mut self, other: &Blob, part: Part) -> Result<()> {
+        // SAFETY: both handles are live; this changes only which storage self holds (other's is
+        // retained atomically), and self has no views (&mut).
+        check(unsafe { sys::cblob_blob_share(self.raw.as_ptr(), other.raw.as_ptr(), part.raw()) })?;
+        match part {
+            Part::Data => self.data = Arc::clone(&other.data),
+            Part::Diff => self.diff = Arc::clone(&other.diff),
+        }
+        Ok(())
+    }
+
+    /// `share(other, Part::Data)`.
+    pub fn share_data(&mut self, other: &Blob) -> Result<()> {
+        self.share(other, Part::Data)
+    }
+
+    /// `share(other, Part::Diff)`.
+    pub fn share_diff(&mut self, other: &Blob) -> Result<()> {
+        self.share(other, Part::Diff)
+    }
+
+    /// Copies `source`'s data or diff into this blob (Caffe's `CopyFrom`). Shapes must be equal
+    /// unless `reshape` is true, which reshapes this blob to `source` first. The context's mode
+    /// picks where the copy runs.
+    pub fn copy_from(&mut self, source: &Blob, part: Part, reshape: bool) -> Result<()> {
+        let (mine, theirs) = (Arc::clone(self.memory(part)), Arc::clone(source.memory(part)));
+        with_access(&[(&mine, Access::Write), (&theirs, Access::Read)], || {
+            self.reshaping(|raw| unsafe { sys::cblob_blob_copy_from(raw, source.raw.as_ptr(), part.raw(), i32::from(reshape)) })
+        })
+    }
+
+    /// `data = data - diff` (Caffe's `Update`), where the data's current copy is. Fails with
+    /// [`Status::State`] for data never written or read, and [`Status::NotImplemented`] for
+    /// integer blobs, as in Caffe.
+    pub fn update(&mut self) -> Result<()> {
+        with_access(&[(&self.data, Access::Write), (&self.diff, Access::Read)], || {
+            // SAFETY: live handle, used by this thread alone.
+            check(unsafe { sys::cblob_blob_update(self.raw.as_ptr()) })
+        })
+    }
+
+    /// The sum of absolute values of data or diff (0 for memory never accessed).
+    pub fn asum(&self, part: Part) -> Result<f64> {
+        self.sum(part, sys::cblob_blob_asum)
+    }
+
+    /// The sum of squares of data or diff (0 for memory never accessed).
+    pub fn sumsq(&self, part: Part) -> Result<f64> {
+        self.sum(part, sys::cblob_blob_sumsq)
+    }
+
+    fn sum(&self, part: Part, call: unsafe extern "C" fn(*const sys::cblob_blob, sys::cblob_part, *mut f64) -> sys::cblob_status) -> Result<f64> {
+        let mut value = 0.0;
+        with_access(&[(self.memory(part), Access::Read)], || {
+            // SAFETY: live handle, used by this thread alone; value is a valid out-pointer.
+            check(unsafe { call(self.raw.as_ptr(), part.raw(), &mut value) })
+        })?;
+        Ok(value)
+    }
+
+    /// Multiplies data or diff by `factor`, where its current copy is.
+    pub fn scale(&mut self, part: Part, factor: f64) -> Result<()> {
+        with_access(&[(self.memory(part), Access::Write)], || {
+            // SAFETY: live handle, used by this thread alone.
+            check(unsafe { sys::cblob_blob_scale(self.raw.as_ptr(), part.raw(), factor) })
+        })
+    }
+}
+
+/// The number of axes (or indices) in `dims`, saturated: the library rejects more than
+/// MAX_AXES before it reads any.
+fn axes(dims: &[i64]) -> i32 {
+    i32::try_from(dims.len()).unwrap_or(i32::MAX)
+}
+
+/// The release callback of buffers given with set_cpu_data: frees the boxed vector.
+unsafe extern "C" fn release_vec<T>(_ptr: *mut c_void, owner: *mut c_void) {
+    drop(Box::from_raw(owner.cast::<Vec<T>>()));
+}
+
+impl Drop for Blob {
+    fn drop(&mut self) {
+        // SAFETY: self owns one hold on the handle and gives it up exactly once.
+        unsafe { sys::cblob_blob_destroy(self.raw.as_ptr()) }
+    }
+}
+
+impl fmt::Debug for Blob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Blob")
+            .field("dtype", &self.dtype().ok())
+            .field("shape", &self.shape_string())
+            .finish()
+    }
+}
+
+/// A read-only view of a blob's host memory; derefs to `[T]`. See [`Blob::view`].
+pub struct View<'a, T> {
+    ptr: NonNull<T>,
+    len: usize,
+    _claim: ViewClaim,
+    _blob: PhantomData<&'a [T]>,
+}
+
+/// A writable view of a blob's host memory; derefs to `[T]` mutably. See [`Blob::view_mut`].
+pub struct ViewMut<'a, T> {
+    ptr: NonNull<T>,
+    len: usize,
+    _claim: ViewClaim,
+    _blob: PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: views are slices over memory no one else writes while they live (the claim and the
+// blob's borrow see to that), so they are as Send and Sync as &[T] and &mut [T].
+unsafe impl<T: Sync> Send for View<'_, T> {}
+unsafe impl<T: Sync> Sync for View<'_, T> {}
+unsafe impl<T: Send> Send for ViewMut<'_, T> {}
+unsafe impl<T: Sync> Sync for ViewMut<'_, T> {}
+
+impl<T> Deref for View<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: ptr points to len initialised elements (zero-filled on allocation) that stay
+        // valid and unwritten while the view and its claim live.
+        unsafe { slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T> Deref for ViewMut<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: as for View; the claim makes this the only view of the memory.
+        unsafe { slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T> DerefMut for ViewMut<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as above, and &mut self makes this the only live slice.
+        unsafe { slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for View<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for ViewMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}

@@ -1,0 +1,114 @@
+use std::ffi::CStr;
+use std::fmt;
+
+use crate::{sys, Status};
+
+/// A failed cblob call: the status the C library returned and the message it recorded.
+///
+/// The message names the C function and says what was wrong, for example
+/// `cblob_blob_create: shape[1] is -3; dimensions cannot be negative`. A few errors come from
+/// this crate rather than the library (a view that would alias a live one, a slice of the wrong
+/// element type); their messages start with `cblob (Rust):`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Error {
+    code: sys::cblob_status,
+    message: String,
+}
+
+/// `Result<T, cblob::Error>`.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// The status. A status this crate does not know (one a newer library added) reads as
+    /// [`Status::Internal`]; [`Error::code`] keeps the number.
+    pub fn status(&self) -> Status {
+        Status::from_raw(self.code).unwrap_or(Status::Internal)
+    }
+
+    /// The raw `cblob_status` value.
+    pub fn code(&self) -> sys::cblob_status {
+        self.code
+    }
+
+    /// What went wrong, as the library (or this crate) described it.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The C enumerator's name of the status (`"CBLOB_ERR_SHAPE"`).
+    pub fn status_name(&self) -> String {
+        // SAFETY: cblob_status_name accepts any value and returns a static, NUL-terminated string.
+        unsafe { text(sys::cblob_status_name(self.code)) }
+    }
+
+    pub(crate) fn new(status: Status, message: impl Into<String>) -> Error {
+        Error { code: status.raw(), message: format!("cblob (Rust): {}", message.into()) }
+    }
+
+    /// The calling thread's last cblob error. Rust threads are OS threads, so reading it right
+    /// after the failed call on the same thread reads that call's message.
+    #[cold]
+    #[inline(never)]
+    fn last(code: sys::cblob_status) -> Error {
+        // SAFETY: cblob_last_error_message never returns NULL; the text stays valid until this
+        // thread's next failing call, and it is copied before anything else runs here.
+        let message = unsafe { text(sys::cblob_last_error_message()) };
+        Error { code, message }
+    }
+}
+
+/// Ok for CBLOB_OK, otherwise the thread's error for `code`.
+#[inline]
+pub(crate) fn check(code: sys::cblob_status) -> Result<()> {
+    if code == sys::CBLOB_OK {
+        Ok(())
+    } else {
+        Err(Error::last(code))
+    }
+}
+
+/// For calls that cannot fail on a live handle with valid pointers (the header lists only
+/// CBLOB_ERR_INVALID_ARGUMENT for NULLs, which this crate never passes): a failure there is a
+/// broken invariant, reported as a panic with the library's message rather than a `Result`
+/// every caller would have to unwrap.
+#[inline]
+pub(crate) fn infallible(code: sys::cblob_status) {
+    if code != sys::CBLOB_OK {
+        broken(code)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn broken(code: sys::cblob_status) -> ! {
+    panic!("cblob: a call that cannot fail on a live handle failed: {}", Error::last(code))
+}
+
+/// Copies a NUL-terminated string from the library (replacing invalid UTF-8).
+///
+/// # Safety
+/// `ptr` must be NULL or point to a NUL-terminated string.
+pub(crate) unsafe fn text(ptr: *const sys::c_char) -> String {
+    if ptr.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(ptr).to_string_lossy().into_owned()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.status_name())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("status", &self.status_name())
+            .field("message", &self.message)
+            .finish()
+    }
+}
+
+impl std::error::Error for Error {}

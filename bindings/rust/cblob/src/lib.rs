@@ -1,0 +1,105 @@
+//! Safe Rust bindings to cblob: Caffe-style blobs (N-d arrays holding `data` and `diff`,
+//! synced lazily between host and GPU) behind cblob's versioned C ABI.
+//!
+//! ```
+//! use cblob::{Blob, Context, DType, Part};
+//!
+//! let ctx = Context::new()?;
+//! let mut weights = Blob::new(&ctx, DType::Float32, &[2, 3])?;
+//! weights.data_mut::<f32>()?.fill(1.0);
+//! weights.diff_mut::<f32>()?.fill(0.25);
+//! weights.update()?; // data -= diff
+//! assert_eq!(weights.asum(Part::Data)?, 4.5);
+//! assert_eq!(weights.shape_string(), "2 3 (6)");
+//! # Ok::<(), cblob::Error>(())
+//! ```
+//!
+//! # Ownership
+//!
+//! [`Context`] and [`Blob`] own one hold on a library handle each and drop it in `Drop`; a blob
+//! keeps its context alive inside the library. Host memory is seen through [`View`] and
+//! [`ViewMut`], which borrow their blob, so a view can neither outlive the blob nor survive a
+//! reshape or a buffer change (the borrow checker refuses). Blobs that share memory
+//! ([`Blob::share`]) are checked at run time instead: see [`Blob`].
+//!
+//! # Errors
+//!
+//! Every call that can fail returns [`Result<T>`], whose [`Error`] carries the library's
+//! [`Status`] and its message, read on the calling thread right after the failed call:
+//!
+//! ```
+//! # let ctx = cblob::Context::new()?;
+//! let mut blob = cblob::Blob::new(&ctx, cblob::DType::Float32, &[4])?;
+//! let err = blob.reshape(&[2, -1]).unwrap_err();
+//! assert_eq!(err.status(), cblob::Status::Shape);
+//! assert!(err.message().starts_with("cblob_blob_reshape: "));
+//! assert_eq!(blob.shape(), [4]); // a failed call changes nothing
+//! # Ok::<(), cblob::Error>(())
+//! ```
+//!
+//! Getters that cannot fail on a live handle (count, shape, capacity) return plain values.
+//!
+//! # Threads
+//!
+//! The header's rule is that distinct handles may be used from different threads at once, and
+//! one handle from several threads only through its pure getters. Hence `Blob` and `Context`
+//! are `Send` but not `Sync`: move them between threads, or wrap them in a `Mutex` to share.
+//!
+//! ```compile_fail,E0277
+//! fn shared_between_threads<T: Sync>() {}
+//! shared_between_threads::<cblob::Blob>(); // error: cannot be shared between threads safely
+//! ```
+//!
+//! Error messages are per thread in the library; this crate reads them on the thread that made
+//! the failed call, before returning.
+//!
+//! # Linking
+//!
+//! `cblob-sys` links `libcblob.so` from `CBLOB_LIB_DIR` when set (a build tree's `src/`
+//! folder), otherwise from what `pkg-config cblob` says, otherwise from the linker's default
+//! path. At run time the dynamic loader must find `libcblob.so.1` (install it, or set
+//! `LD_LIBRARY_PATH`).
+
+#![warn(missing_docs)]
+
+mod blob;
+mod context;
+mod error;
+mod memory;
+mod types;
+
+pub use blob::{Blob, View, ViewMut};
+/// The raw C declarations this crate is built on.
+pub use cblob_sys as sys;
+pub use context::Context;
+pub use error::{Error, Result};
+pub use types::*;
+
+use error::text;
+
+/// The loaded library's version, `"major.minor.patch"`.
+pub fn version() -> String {
+    // SAFETY: never NULL, NUL-terminated.
+    unsafe { text(sys::cblob_version()) }
+}
+
+/// The ABI version the loaded library implements, as `(major, minor)`. Its major equals
+/// [`ABI_VERSION_MAJOR`] and its minor is at least [`ABI_VERSION_MINOR`] when the library
+/// can serve this crate.
+pub fn abi_version() -> (u32, u32) {
+    // SAFETY: no arguments.
+    let v = unsafe { sys::cblob_abi_version() };
+    (v >> 16, v & 0xffff)
+}
+
+/// The CPU BLAS in use and its threading, such as `"BLIS 0.9.0, pthreads, 1 thread"`.
+pub fn blas_info() -> String {
+    // SAFETY: never NULL, NUL-terminated.
+    unsafe { text(sys::cblob_blas_info()) }
+}
+
+/// The vector extensions the CPU kernels selected at load time.
+pub fn cpu_features() -> String {
+    // SAFETY: never NULL, NUL-terminated.
+    unsafe { text(sys::cblob_cpu_features()) }
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# CTest driver of the Rust binding: cargo test (unit, integration and doc tests) and cargo doc of
+# both crates, offline, against this build's libcblob, with warnings as errors. Outputs go to
+# CBLOB_OUT_DIR.
+source "$(dirname "$0")/../common.sh"
+# rustup installs cargo in ~/.cargo/bin, which CTest's PATH may lack.
+cargo=$(find_program cargo "${CARGO_HOME:-$HOME/.cargo}/bin") || skip "cargo not found (PATH, \$CARGO_HOME/bin or ~/.cargo/bin)"
+export PATH="$(dirname "$cargo"):$PATH"
+export CBLOB_LIB_DIR="$CBLOB_LIBRARY_DIR"
+export LD_LIBRARY_PATH="$CBLOB_LIBRARY_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export CARGO_TARGET_DIR="$CBLOB_OUT_DIR/target"
+export RUSTFLAGS="-D warnings" RUSTDOCFLAGS="-D warnings"
+cd "$BINDINGS_DIR/rust"
+"$cargo" --version
+"$cargo" test --offline --locked --workspace
+"$cargo" doc --offline --locked --workspace --no-deps
