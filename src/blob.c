@@ -34,6 +34,11 @@ cblob_status cb_blob_new(cblob_context *context, cblob_dtype dtype, cblob_blob *
     return CBLOB_OK;
 }
 
+void cb_blob_retain(cblob_blob *blob)
+{
+    atomic_fetch_add_explicit(&blob->holders, 1, memory_order_relaxed);
+}
+
 void cb_blob_release(cblob_blob *blob)
 {
     if (blob == NULL || atomic_fetch_sub_explicit(&blob->holders, 1, memory_order_acq_rel) != 1)
@@ -88,7 +93,7 @@ CBLOB_API cblob_status cblob_blob_retain(cblob_blob *blob)
 {
     CB_ENTER();
     CB_REQUIRE(blob);
-    atomic_fetch_add_explicit(&blob->holders, 1, memory_order_relaxed);
+    cb_blob_retain(blob);
     return CBLOB_OK;
 }
 

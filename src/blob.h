@@ -30,6 +30,7 @@ struct cblob_blob {
 
 /* A new blob with no axes, count 0 and no storage (Caffe's default Blob). */
 cblob_status cb_blob_new(cblob_context *context, cblob_dtype dtype, cblob_blob **out);
+void cb_blob_retain(cblob_blob *blob);
 void cb_blob_release(cblob_blob *blob);
 
 /* Elements the blob's storages can hold from its offset on (0 without storage). */
