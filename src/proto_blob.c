@@ -109,8 +109,9 @@ cblob_status cb_blob_layout_scan(cb_wire wire, cb_blob_layout *layout)
         case 8: CB_TRY(scan_values(&wire, &field, CB_VALUES_DOUBLE_DATA, layout)); break;
         case 9: CB_TRY(scan_values(&wire, &field, CB_VALUES_DOUBLE_DIFF, layout)); break;
         case 7: CB_TRY(scan_shape(&wire, &field, layout)); break;
-        default: break; /* unknown fields (Caffe forks add some) are skipped */
+        default: continue; /* unknown fields (Caffe forks add some) are skipped */
         }
+        ++layout->known_fields;
     }
 }
 

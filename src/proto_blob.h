@@ -48,7 +48,8 @@ typedef struct cb_blob_layout {
     int64_t dims[CBLOB_MAX_AXES];
     size_t shape_offset;
     cb_blob_value_field values[CB_VALUES_FIELDS];
-    bool has_group; /* an unknown group field: protobuf-c cannot skip those */
+    bool has_group;       /* an unknown group field: protobuf-c cannot skip those */
+    int64_t known_fields; /* BlobProto fields seen; 0 for bytes that hold none of them */
 } cb_blob_layout;
 
 /* Scans the BlobProto the cursor covers (its path names it in messages). */

@@ -55,6 +55,26 @@ static cblob_status replace_string(const cb_wire *wire, const cb_wire_field *fie
     return CBLOB_OK;
 }
 
+static cblob_status detect(const uint8_t *input, size_t size, cblob_proto_kind *out, bool *sure);
+
+/* Bytes of another kind can be valid protobuf for this one too, only empty (a vector's blobs
+ * read as a net's name, a net's layers as a vector's unknown fields), or fail in a way that says
+ * little (a net's name as a blob's legacy dim). When a reader fails or finds nothing, detection
+ * says whether the input is surely something else; if not, the reader's own result stands. */
+static cblob_status explain_kind(const uint8_t *input, size_t size, const cb_wire_path *root,
+                                 cblob_proto_kind expected, cblob_status result)
+{
+    static const char *const names[4] = {"", "NetParameter", "BlobProto", "BlobProtoVector"};
+    cb_saved_error saved;
+    cb_error_save(&saved);
+    cblob_proto_kind kind;
+    bool sure = false;
+    if (size > 0 && detect(input, size, &kind, &sure) == CBLOB_OK && sure && kind != expected)
+        return cb_wire_fail(root, NULL, 0, "the input holds a %s, not a %s", names[kind], names[expected]);
+    cb_error_restore(&saved);
+    return result;
+}
+
 /* ---- NetParameter -------------------------------------------------------------------------- */
 
 static void layer_free(cb_layer_index *layer)
@@ -234,11 +254,11 @@ static cblob_status add_layer(const cb_wire *wire, const cb_wire_field *field, c
     return v1 ? scan_v1_layer(nested, &path, layer) : scan_layer(nested, &path, layer);
 }
 
-cblob_status cb_net_scan(const uint8_t *input, size_t size, cb_net_index *out)
+/* The scan alone; cb_net_scan adds what detection can tell about a failure. */
+static cblob_status scan_net(const uint8_t *input, size_t size, const cb_wire_path *root, cb_net_index *out)
 {
     cb_net_index index = {.format = CBLOB_NET_FORMAT_V2};
-    const cb_wire_path root = cb_wire_root(&caffe__net_parameter__descriptor);
-    cb_wire wire = cb_wire_begin(input, size, &root);
+    cb_wire wire = cb_wire_begin(input, size, root);
     cblob_status status = CBLOB_OK;
     for (;;) {
         cb_wire_field field;
@@ -262,6 +282,19 @@ cblob_status cb_net_scan(const uint8_t *input, size_t size, cb_net_index *out)
     return CBLOB_OK;
 }
 
+cblob_status cb_net_scan(const uint8_t *input, size_t size, cb_net_index *out)
+{
+    const cb_wire_path root = cb_wire_root(&caffe__net_parameter__descriptor);
+    cb_net_index index = {0};
+    /* Only a failure is explained: a net with no layers and a name that is also a valid BlobProto
+     * is a net (cblob writes such nets), although detection would call its bytes a vector. */
+    const cblob_status status = scan_net(input, size, &root, &index);
+    if (status != CBLOB_OK)
+        return explain_kind(input, size, &root, CBLOB_PROTO_NET, status);
+    *out = index;
+    return CBLOB_OK;
+}
+
 /* ---- BlobProtoVector and BlobProto --------------------------------------------------------- */
 
 cblob_status cb_vector_scan(const uint8_t *input, size_t size, cb_blob_list *out)
@@ -280,6 +313,8 @@ cblob_status cb_vector_scan(const uint8_t *input, size_t size, cb_blob_list *out
         if (status != CBLOB_OK)
             break;
     }
+    if (status != CBLOB_OK || list.count == 0)
+        status = explain_kind(input, size, &root, CBLOB_PROTO_BLOB_VECTOR, status);
     if (status != CBLOB_OK) {
         cb_blob_list_free(&list);
         return status;
@@ -292,7 +327,11 @@ cblob_status cb_blob_scan(const uint8_t *input, size_t size, cb_blob_layout *out
 {
     const cb_wire_path root = cb_wire_root(&caffe__blob_proto__descriptor);
     cb_blob_layout layout;
-    CB_TRY(cb_blob_layout_scan(cb_wire_begin(input, size, &root), &layout));
+    cblob_status status = cb_blob_layout_scan(cb_wire_begin(input, size, &root), &layout);
+    if (status != CBLOB_OK || layout.known_fields == 0)
+        status = explain_kind(input, size, &root, CBLOB_PROTO_BLOB, status);
+    if (status != CBLOB_OK)
+        return status;
     *out = layout;
     return CBLOB_OK;
 }
@@ -338,25 +377,28 @@ static bool holds_blob(const uint8_t *input, const cb_wire_field *field)
 static cblob_status explain_failure(const uint8_t *input, size_t size, bool net, bool blob, cblob_status status)
 {
     if (net) {
+        const cb_wire_path root = cb_wire_root(&caffe__net_parameter__descriptor);
         cb_net_index index;
-        if (cb_net_scan(input, size, &index) != CBLOB_OK)
+        if (scan_net(input, size, &root, &index) != CBLOB_OK)
             return CBLOB_ERR_PARSE;
         cb_net_index_free(&index);
     } else if (blob) {
+        const cb_wire_path root = cb_wire_root(&caffe__blob_proto__descriptor);
         cb_blob_layout layout;
-        if (cb_blob_scan(input, size, &layout) != CBLOB_OK)
+        if (cb_blob_layout_scan(cb_wire_begin(input, size, &root), &layout) != CBLOB_OK)
             return CBLOB_ERR_PARSE;
     }
     return status;
 }
 
-cblob_status cb_proto_detect_kind(const uint8_t *input, size_t size, cblob_proto_kind *out)
+/* The kind, and whether a field only that kind has decided it (a name-only net is a guess). */
+static cblob_status detect(const uint8_t *input, size_t size, cblob_proto_kind *out, bool *sure)
 {
     const cb_wire_path root = {.parent = NULL, .message = NULL, .index = -1};
     if (size == 0)
         return cb_wire_fail(&root, NULL, 0, "the input is empty");
     cb_wire wire = cb_wire_begin(input, size, &root);
-    bool net = false, blob = false, named = false, all_blobs = true;
+    bool net = false, blob = false, named = false, all_blobs = true, has_layers = false, has_values = false;
     int64_t fields = 0;
     for (;;) {
         cb_wire_field field;
@@ -368,21 +410,32 @@ cblob_status cb_proto_detect_kind(const uint8_t *input, size_t size, cblob_proto
         ++fields;
         net = net || is_net_field(&field);
         blob = blob || is_blob_field(&field);
+        /* Layers make a net certain; values or a shape make a blob certain. The other fields of
+         * either are single varints or strings that the other kind could hold too. */
+        has_layers = has_layers || ((field.number == 100 || field.number == 2) && field.type == CB_WIRE_LENGTH);
+        has_values = has_values || (field.number >= 5 && is_blob_field(&field));
         const bool entry = field.number == 1 && field.type == CB_WIRE_LENGTH;
         const bool entry_is_blob = entry && holds_blob(input, &field);
         all_blobs = all_blobs && entry_is_blob;
         named = named || (entry && !entry_is_blob);
     }
+    *sure = true;
     if (net)
-        *out = CBLOB_PROTO_NET;
+        *out = CBLOB_PROTO_NET, *sure = has_layers;
     else if (blob)
-        *out = CBLOB_PROTO_BLOB;
+        *out = CBLOB_PROTO_BLOB, *sure = has_values;
     else if (fields > 0 && all_blobs)
         *out = CBLOB_PROTO_BLOB_VECTOR;
     else if (named)
-        *out = CBLOB_PROTO_NET; /* a net with a name and no layers */
+        *out = CBLOB_PROTO_NET, *sure = false; /* a net with a name and no layers */
     else
         return cb_wire_fail(&root, NULL, 0,
                             "holds none of the fields of a NetParameter, BlobProto or BlobProtoVector");
     return CBLOB_OK;
+}
+
+cblob_status cb_proto_detect_kind(const uint8_t *input, size_t size, cblob_proto_kind *out)
+{
+    bool sure;
+    return detect(input, size, out, &sure);
 }

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "tool.h"
 
 static const char magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
@@ -197,6 +200,30 @@ static cblob_status read_header(FILE *file, char **out, char *error, size_t erro
     return CBLOB_OK;
 }
 
+/* The values must fill the rest of the file exactly; checked before anything is allocated, so a
+ * header that promises terabytes fails at once. */
+static cblob_status check_data_size(FILE *file, size_t item_size, int32_t num_axes, const int64_t *dims, char *error,
+                                    size_t error_size)
+{
+    struct stat info;
+    const long offset = ftell(file);
+    if (offset < 0 || fstat(fileno(file), &info) != 0) {
+        snprintf(error, error_size, "cannot read: %s", strerror(errno));
+        return CBLOB_ERR_IO;
+    }
+    uint64_t needed = item_size;
+    bool overflow = false;
+    for (int32_t i = 0; i < num_axes; ++i)
+        overflow = overflow || __builtin_mul_overflow(needed, (uint64_t)dims[i], &needed);
+    const uint64_t held = (uint64_t)info.st_size - (uint64_t)offset;
+    if (overflow || needed != held) {
+        snprintf(error, error_size, "the header's shape needs %s%" PRIu64 " bytes of values but the file holds %" PRIu64,
+                 overflow ? "more than " : "", overflow ? UINT64_MAX : needed, held);
+        return CBLOB_ERR_PARSE;
+    }
+    return CBLOB_OK;
+}
+
 cblob_status npy_read(cblob_context *context, const char *path, cblob_blob **out, char *error, size_t error_size)
 {
     FILE *file = fopen(path, "rb");
@@ -214,23 +241,20 @@ cblob_status npy_read(cblob_context *context, const char *path, cblob_blob **out
         status = parse_header(header, &dtype, &item_size, &num_axes, dims, error, error_size);
     free(header);
     cblob_blob *blob = NULL;
+    if (status == CBLOB_OK)
+        status = check_data_size(file, item_size, num_axes, dims, error, error_size);
     if (status == CBLOB_OK && (status = cblob_blob_create(context, dtype, num_axes, dims, &blob)) != CBLOB_OK)
-        snprintf(error, error_size, "%s", cblob_last_error_message());
+        snprintf(error, error_size, "%s", tool_library_message());
     int64_t count = 0;
     void *values = NULL;
     if (status == CBLOB_OK) {
         cblob_blob_count(blob, &count);
         if (count > 0 && (status = cblob_blob_mutable_cpu_ptr(blob, CBLOB_PART_DATA, &values)) != CBLOB_OK)
-            snprintf(error, error_size, "%s", cblob_last_error_message());
+            snprintf(error, error_size, "%s", tool_library_message());
     }
-    if (status == CBLOB_OK) {
-        const size_t got = count > 0 ? fread(values, item_size, (size_t)count, file) : 0;
-        char extra;
-        if (got != (size_t)count || fread(&extra, 1, 1, file) != 0) {
-            snprintf(error, error_size, "the values do not match the header's shape (%s)",
-                     got != (size_t)count ? "too few" : "too many");
-            status = CBLOB_ERR_PARSE;
-        }
+    if (status == CBLOB_OK && count > 0 && fread(values, item_size, (size_t)count, file) != (size_t)count) {
+        snprintf(error, error_size, "cannot read the values: %s", ferror(file) ? strerror(errno) : "the file got shorter");
+        status = CBLOB_ERR_IO;
     }
     fclose(file);
     if (status != CBLOB_OK) {

@@ -546,9 +546,12 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * double_data over data as Caffe does. Malformed or truncated input, and values whose count
  * disagrees with the shape, give CBLOB_ERR_PARSE with a message naming the field (as a path
  * such as NetParameter.layer[3](conv1).blobs[0].data) and its byte offset; nothing is created or
- * changed then. Loading copies the bulk of the values once: a blob read from a file adopts the
+ * changed then. Bytes of another kind that happen to be valid protobuf for the one asked for
+ * (a BlobProtoVector read as a net with no layers, say) are refused with a message naming what
+ * they hold. Loading copies the bulk of the values once: a blob read from a file adopts the
  * decoded array as its storage, and a file is mapped, not read, so a model loads in about its
- * own size of memory.
+ * own size of memory. As with any mapped file, a file that another process truncates while
+ * cblob reads it can raise SIGBUS.
  *
  * Writing always makes a fresh message (Caffe's ToProto can leave stale fields in a reused one):
  * float32 blobs write data/diff, float64 blobs double_data/double_diff, and int32/uint32 blobs

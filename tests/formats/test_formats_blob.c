@@ -817,6 +817,12 @@ TEST(detect_tells_the_three_kinds_apart)
     pb_string(&named, 1, "LeNet");
     CHECK_OK(cblob_proto_detect(named.data, named.size, &kind));
     CHECK_EQ_INT(kind, CBLOB_PROTO_NET);
+    /* Each reader, given another kind, says what the bytes hold. */
+    cblob_blob *wrong = NULL;
+    CHECK_ERROR(cblob_blob_create_from_proto(ctx, net.data, net.size, &wrong), CBLOB_ERR_PARSE);
+    CHECK(strstr(cblob_last_error_message(), "holds a NetParameter, not a BlobProto") != NULL && wrong == NULL);
+    CHECK_ERROR(cblob_blob_create_from_proto(ctx, vector, vector_size, &wrong), CBLOB_ERR_PARSE);
+    CHECK(strstr(cblob_last_error_message(), "holds a BlobProtoVector, not a BlobProto") != NULL);
     /* Nothing to go by, nothing at all, and garbage. */
     pb_int(&unknown, 42, 1);
     kind = 0;

@@ -324,6 +324,21 @@ TEST(malformed_nets_name_the_layer_blob_and_byte)
     pb_message(&nul_net, 100, &nul_layer);
     CHECK_ERROR(cblob_model_open(ctx, nul_net.data, nul_net.size, &model), CBLOB_ERR_PARSE);
     CHECK(strstr(cblob_last_error_message(), "NetParameter.layer[0].name at byte 3") != NULL);
+    /* Valid protobuf of another kind reads as an empty net; cblob says what it is instead. */
+    uint8_t vector[64];
+    size_t vector_size = 0;
+    cblob_blob *blob = ft_blob(ctx, CBLOB_DTYPE_FLOAT32, 1, (int64_t[]){2}, 1, false);
+    CHECK_OK(cblob_blob_vector_to_proto(&blob, 1, 0, vector, sizeof vector, &vector_size));
+    CHECK_ERROR(cblob_model_open(ctx, vector, vector_size, &model), CBLOB_ERR_PARSE);
+    CHECK(strstr(cblob_last_error_message(), "holds a BlobProtoVector, not a NetParameter") != NULL);
+    int64_t count = -1;
+    CHECK_ERROR(cblob_blob_vector_from_proto(ctx, net.data, net.size, 0, NULL, &count), CBLOB_ERR_PARSE);
+    pb nameless = {0};
+    pb_message(&nameless, 100, &layer0);
+    CHECK_ERROR(cblob_blob_vector_from_proto(ctx, nameless.data, nameless.size, 0, NULL, &count), CBLOB_ERR_PARSE);
+    CHECK(strstr(cblob_last_error_message(), "holds a NetParameter, not a BlobProtoVector") != NULL && count == -1);
+    cblob_blob_destroy(blob);
+    pb_free(&nameless);
     /* Garbage and missing files. */
     CHECK_ERROR(cblob_model_open(ctx, (const uint8_t *)"\x08\x80", 2, &model), CBLOB_ERR_PARSE);
     CHECK_ERROR(cblob_model_open_file(ctx, "/nonexistent/cblob.caffemodel", &model), CBLOB_ERR_IO);

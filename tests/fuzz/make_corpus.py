@@ -3,6 +3,8 @@
 NetParameter inputs covering what the readers must handle: packed and unpacked values, legacy
 dims, double_data, diffs, unknown fields of every wire type (groups too), V2, V1 and V0 layers.
 Encoded by hand here, independently of cblob; deterministic, so rerunning changes nothing.
+Files named regression_*.bin are inputs the fuzzers once failed on, kept as seeds; this script
+leaves them alone.
 
     make_corpus.py [OUT_DIR]   (default: the corpus folder beside this script)
 """
