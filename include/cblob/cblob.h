@@ -546,9 +546,10 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * double_data over data as Caffe does. Malformed or truncated input, and values whose count
  * disagrees with the shape, give CBLOB_ERR_PARSE with a message naming the field (as a path
  * such as NetParameter.layer[3](conv1).blobs[0].data) and its byte offset; nothing is created or
- * changed then. Bytes of another kind that happen to be valid protobuf for the one asked for
- * (a BlobProtoVector read as a net with no layers, say) are refused with a message naming what
- * they hold. Loading copies the bulk of the values once: a blob read from a file adopts the
+ * changed then. When a reader fails on bytes that are surely of another kind (a net's layers, a
+ * blob's values), the message says what they hold. Bytes of one kind can also be valid, empty
+ * protobuf of another (a BlobProtoVector read as a net with no layers): cblob_proto_detect tells
+ * the kinds apart. Loading copies the bulk of the values once: a blob read from a file adopts the
  * decoded array as its storage, and a file is mapped, not read, so a model loads in about its
  * own size of memory. As with any mapped file, a file that another process truncates while
  * cblob reads it can raise SIGBUS.
@@ -558,9 +559,9 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * double_data/double_diff too, which hold every such value exactly (Caffe has no ToProto for
  * integer blobs). Reading into an integer blob truncates toward zero as Caffe's cast does and
  * refuses values that do not fit (CBLOB_ERR_OVERFLOW). The shape is written as `shape`, never
- * as legacy dims. A message may not exceed protobuf's 2 GiB limit, which Caffe's reader
- * enforces. Files are written to a temporary file that is renamed over the path when complete,
- * so a failed save leaves no partial file. Serialized bytes use the two-call convention of
+ * as legacy dims. Writing refuses a message over protobuf's 2 GiB limit, which Caffe's reader
+ * enforces (CBLOB_ERR_OVERFLOW); reading has no such limit. Files are written to a temporary file that is renamed over the path when complete,
+ * so a failed save leaves no partial file (it is not fsync'ed). Serialized bytes use the two-call convention of
  * cblob_blob_shape_string: pass buffer NULL and buffer_size 0 to learn the size.
  *
  * A model handle holds a net's name, format and layers (name, type, blobs). It keeps only what
