@@ -409,6 +409,17 @@ def inspect_json_check(ctx):
             check(close(blob["sumsq"], (values * values).sum()), "sample sumsq")
             check(blob["min"] == values.min() and blob["max"] == values.max(), "sample min/max")
             check(blob["dtype"] == "float32" and blob["has_diff"] is False, "sample dtype")
+    # The table: the net's header and every layer, and nothing on stderr off a terminal (progress
+    # is for terminals only).
+    result = run(["inspect", sample], ctx.tool)
+    check(result.stderr == "", f"inspect wrote to stderr: {result.stderr!r}")
+    check("TinyLeNet" in result.stdout and "format V2" in result.stdout and "layers  9 (4 with blobs: 8 blobs, 3002 values)"
+          in result.stdout, "inspect table header")
+    for layer in net.layer:
+        check(re.search(rf"^  {re.escape(layer.name)}\s+{re.escape(layer.type)}\s", result.stdout, re.M) is not None,
+              f"inspect table row for {layer.name}")
+    check(re.search(r"^  conv1\s+Convolution\s+0\s+4x1x3x3\s+36\s+float32\s+no\s", result.stdout, re.M) is not None,
+          "inspect table blob row")
     # An empty blob: min and max are null, sums 0.
     empty = ctx.protos["caffe_packed"].BlobProto()
     empty.shape.dim.extend([0, 4])
