@@ -19,3 +19,17 @@ add_library(cblob_blis INTERFACE)
 target_include_directories(cblob_blis SYSTEM INTERFACE ${BLIS_INCLUDE_DIR})
 target_link_libraries(cblob_blis INTERFACE ${BLIS_LIBRARY})
 message(STATUS "BLIS: ${BLIS_LIBRARY} (${BLIS_INCLUDE_DIR})")
+
+# protobuf-c: the runtime library and protoc-c, which turns proto/caffe_blobs.proto into C at
+# build time (its output must match the installed runtime's headers, so it is not committed).
+find_path(PROTOBUF_C_INCLUDE_DIR protobuf-c/protobuf-c.h)
+find_library(PROTOBUF_C_LIBRARY NAMES protobuf-c)
+find_program(PROTOC_C NAMES protoc-c protoc-gen-c)
+if(NOT PROTOBUF_C_INCLUDE_DIR OR NOT PROTOBUF_C_LIBRARY OR NOT PROTOC_C)
+  message(FATAL_ERROR "protobuf-c not found (header: ${PROTOBUF_C_INCLUDE_DIR}, library: ${PROTOBUF_C_LIBRARY}, "
+                      "protoc-c: ${PROTOC_C}): run scripts/setup.sh")
+endif()
+add_library(cblob_protobuf_c INTERFACE)
+target_include_directories(cblob_protobuf_c SYSTEM INTERFACE ${PROTOBUF_C_INCLUDE_DIR})
+target_link_libraries(cblob_protobuf_c INTERFACE ${PROTOBUF_C_LIBRARY})
+message(STATUS "protobuf-c: ${PROTOBUF_C_LIBRARY} (${PROTOC_C})")

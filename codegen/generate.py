@@ -50,6 +50,10 @@ CHECK_KINDS = {
     "element_position", "element_count", "access", "mapped_buffer",
     # GPU (codegen/api/30_gpu.yaml)
     "device_index", "device_buffer", "compute_capability", "text_room",
+    # Caffe formats
+    "blob_proto_bytes", "vector_proto_bytes", "net_proto_bytes", "proto_size", "proto_capacity",
+    "blob_proto_path", "vector_proto_path", "net_proto_path", "output_path", "blob_array", "proto_blob_count",
+    "blob_capacity", "net_format", "text", "layer_index", "layer_blob_index",
 }
 
 # Threads per block of every generated CUDA kernel: the launcher (templates/cuda/launch.c.j2) and
@@ -206,6 +210,9 @@ def enrich(model):
             p["depth"] = pointer_depth(p["type"])
             p["is_const"] = p["type"].strip().startswith("const")
             p["is_handle"] = p["base"] in handle_types and p["depth"] == 1
+            # An array of handles the callee writes (its length names the room for them).
+            p["is_handle_array"] = (p["base"] in handle_types and p["depth"] == 2 and p["dir"] == "out"
+                                    and p["length"] is not None)
             p["is_pointer"] = p["depth"] > 0 or p["base"].endswith("_fn")
         fn["c_params"] = ", ".join(f"{p['type']}{'' if p['type'].endswith('*') else ' '}{p['name']}"
                                    for p in fn["params"]) or "void"

@@ -12,6 +12,11 @@ and diff written), fx.b (the same shape), fx.other_dtype (float64, same shape), 
 (float32, 7 elements), fx.other_shape (float32, 5x4x3x2), fx.i32 and fx.u32 (integer blobs),
 fx.neo and fx.neo_b (float32 NeoML blobs, 2x1x1x2x1x1x3), fx.window (a window of 1 row of fx.a at
 position 0), and fixture_buffer(&fx) (a mapping of fx.a that the baseline unmaps).
+For the Caffe formats: fx.model (a V2 model with one layer "conv1" holding fx.a and fx.b),
+serialized messages (valid_blob_proto = fx.a with its diff, valid_vector_proto = fx.a and fx.b,
+valid_net_proto = fx.model; each with a _size), garbage_bytes, and files.* (paths in a fresh
+temporary folder: blob, vector and net files holding those messages, a garbage file, a missing
+file, an output path and an output path in a missing folder).
 
 Functions marked `gpu` need a working GPU stack: their baseline expects the status this machine
 gives (cblob_gpu_probe: CBLOB_OK with a GPU or the test double of the driver, CBLOB_ERR_NO_DRIVER
@@ -66,7 +71,26 @@ VALID_BY_CHECK = {
     "device_buffer": "device_buffer(&fx)",
     "compute_capability": "0",
     "text_room": "sizeof out_buffer",
+    # Caffe formats
+    "blob_proto_bytes": "valid_blob_proto",
+    "vector_proto_bytes": "valid_vector_proto",
+    "net_proto_bytes": "valid_net_proto",
+    "proto_capacity": "sizeof out_buffer",
+    "blob_proto_path": "files.blob",
+    "vector_proto_path": "files.vector",
+    "net_proto_path": "files.net",
+    "output_path": "files.output",
+    "blob_array": "(cblob_blob *const[]){fx.a, fx.b}",
+    "proto_blob_count": "2",
+    "blob_capacity": "8",
+    "net_format": "CBLOB_NET_FORMAT_V2",
+    "text": '"conv1"',
+    "layer_index": "0",
+    "layer_blob_index": "1",
 }
+
+# Parameters whose valid value follows another's: a size is the size of the bytes it measures.
+SIZE_OF_BYTES_CHECKS = {"proto_size"}
 
 # Bad values by check kind: (C expression, expected status, what is wrong). Fixture fx.a has 4
 # axes (2, 3, 4, 5).
@@ -149,6 +173,26 @@ BAD_BY_CHECK = {
     "device_index": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "device -1"),
                      ("INT32_MIN", "CBLOB_ERR_INVALID_ARGUMENT", "device INT32_MIN")],
     "compute_capability": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "compute capability -1")],
+    # Caffe formats
+    "blob_proto_bytes": [("garbage_bytes", "CBLOB_ERR_PARSE", "bytes that are no protobuf message")],
+    "vector_proto_bytes": [("garbage_bytes", "CBLOB_ERR_PARSE", "bytes that are no protobuf message")],
+    "net_proto_bytes": [("garbage_bytes", "CBLOB_ERR_PARSE", "bytes that are no protobuf message")],
+    "proto_size": [("3", "CBLOB_ERR_PARSE", "only the first 3 bytes (truncated)")],
+    "proto_capacity": [("3", "CBLOB_ERR_OUT_OF_RANGE", "a 3-byte buffer")],
+    "blob_proto_path": [("files.missing", "CBLOB_ERR_IO", "a missing file"),
+                        ("files.garbage", "CBLOB_ERR_PARSE", "a file of garbage")],
+    "vector_proto_path": [("files.missing", "CBLOB_ERR_IO", "a missing file"),
+                          ("files.garbage", "CBLOB_ERR_PARSE", "a file of garbage")],
+    "net_proto_path": [("files.missing", "CBLOB_ERR_IO", "a missing file"),
+                       ("files.garbage", "CBLOB_ERR_PARSE", "a file of garbage")],
+    "output_path": [("files.unwritable", "CBLOB_ERR_IO", "a path in a missing folder")],
+    "blob_array": [("(cblob_blob *const[]){fx.a, NULL}", "CBLOB_ERR_INVALID_ARGUMENT", "a NULL blob in the array")],
+    "proto_blob_count": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "-1 blobs")],
+    "blob_capacity": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "room for -1 blobs"),
+                      ("1", "CBLOB_ERR_OUT_OF_RANGE", "room for 1 of 2 blobs")],
+    "net_format": [("0", "CBLOB_ERR_INVALID_ARGUMENT", "format 0"), ("3", "CBLOB_ERR_INVALID_ARGUMENT", "format 3")],
+    "layer_index": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "layer -1"), ("1", "CBLOB_ERR_OUT_OF_RANGE", "layer 1 of 1")],
+    "layer_blob_index": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "blob -1"), ("2", "CBLOB_ERR_OUT_OF_RANGE", "blob 2 of 2")],
 }
 
 SENTINEL_INT = "0x5A5A5A5A"
@@ -164,6 +208,12 @@ def out_declaration(p):
     if p["base"] == "char" and p["depth"] == 1:
         return (f"char {name}[4096]; memset({name}, 'Z', sizeof {name});", name,
                 f"buffer_untouched({name}, sizeof {name})")
+    if p["base"] == "uint8_t" and p["depth"] == 1:
+        return (f"uint8_t {name}[16384]; memset({name}, 'Z', sizeof {name});", name,
+                f"buffer_untouched((const char *){name}, sizeof {name})")
+    if p["is_handle_array"]:
+        return (f"{p['base']} *{name}[8]; memset({name}, 0x5A, sizeof {name});", name,
+                f"buffer_untouched((const char *){name}, sizeof {name})")
     pointee = p["type"].rstrip()[:-1].rstrip()  # drop one level of pointer
     if p["depth"] >= 2:
         sentinel = f"({pointee})(uintptr_t){SENTINEL_INT}"
@@ -180,8 +230,13 @@ def out_declaration(p):
 def valid_argument(fn, p, blob_slot):
     if p["dir"] == "out":
         return out_declaration(p)[1]
+    if p["check"] in SIZE_OF_BYTES_CHECKS:
+        measured = next(q for q in fn["params"] if q["length"] == p["name"])
+        return valid_argument(fn, measured, blob_slot) + "_size"
     if p["check"]:  # before the handle defaults: a check kind on a handle names its fixture
         return VALID_BY_CHECK[p["check"]]
+    if p["is_handle"] and p["base"] == "cblob_model":
+        return "fx.model"
     if p["is_handle"] and p["base"] == "cblob_context":
         return "fx.ctx"
     if p["is_handle"] and p["base"] == "cblob_blob":

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The main job: set up, build the release preset, and run the cblob program.
+# The main job: set up, build the release preset, inspect the sample model that ships with cblob,
+# and show what the library found on this machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 cmake --preset release >/dev/null
 cmake --build --preset release
+./build/release/tools/cblob inspect samples/tiny_lenet.caffemodel
+echo
 ./build/release/tools/cblob info

@@ -22,6 +22,17 @@ cblob_status cb_fail(cblob_status status, const char *format, ...)
     return status;
 }
 
+void cb_error_save(cb_saved_error *saved)
+{
+    _Static_assert(sizeof saved->text == sizeof last_error_message, "a saved message holds a whole message");
+    memcpy(saved->text, last_error_message, sizeof saved->text);
+}
+
+void cb_error_restore(const cb_saved_error *saved)
+{
+    memcpy(last_error_message, saved->text, sizeof last_error_message);
+}
+
 CBLOB_API const char *cblob_last_error_message(void)
 {
     return last_error_message;

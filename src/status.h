@@ -32,6 +32,14 @@ cblob_status cb_fail(cblob_status status, const char *format, ...) __attribute__
             return cb_try_status_; \
     } while (0)
 
+/* Keeps the thread's message across work that may fail on purpose (trying an input as another
+ * kind, say), so the message the caller sees is the one that explains its failure. */
+typedef struct cb_saved_error {
+    char text[1024];
+} cb_saved_error;
+void cb_error_save(cb_saved_error *saved);
+void cb_error_restore(const cb_saved_error *saved);
+
 cblob_status cb_check_part(cblob_part part);
 cblob_status cb_check_bool(const char *name, int32_t value);
 

@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "cblob/cblob.h"
+#include "commands.h"
+#include "tool.h"
 
 static void usage(FILE *out)
 {
@@ -10,8 +12,28 @@ static void usage(FILE *out)
             "usage: cblob <command> [arguments]\n"
             "\n"
             "commands:\n"
-            "  info       versions, ABI version, BLAS and CPU features in use, the GPU stack\n"
-            "  help       this text\n");
+            "  info                       versions, ABI version, BLAS and CPU features in use, the GPU stack\n"
+            "  inspect [--json] FILE      what a Caffe file holds: a .caffemodel (NetParameter, V2 or V1),\n"
+            "                             a .binaryproto (BlobProto) or a BlobProtoVector, found from its\n"
+            "                             contents; each layer with its blobs' shapes, counts and data\n"
+            "                             statistics (sums in double). --json prints one JSON object:\n"
+            "                             {file, kind, format, name, layers: [{name, type, blobs}], blobs}\n"
+            "                             with each blob as {shape, count, dtype, has_diff, sum, asum,\n"
+            "                             sumsq, min, max} (null for min/max of an empty blob)\n"
+            "  convert FILE --to npy DIR  every blob of a Caffe file as a .npy file in DIR (created if\n"
+            "                             missing): <layer>_<index>.npy for a net (characters other than\n"
+            "                             letters, digits, '.', '-', '_' in layer names become '_'),\n"
+            "                             blob_<index>.npy for blob files; a blob's diff, when the file\n"
+            "                             has one, as <...>_diff.npy\n"
+            "  convert FILE.npy... [--vector] --to binaryproto OUT\n"
+            "                             .npy files (little-endian float32, float64, int32 or uint32,\n"
+            "                             C order) to one BlobProto file, or to a BlobProtoVector when\n"
+            "                             given several files or --vector\n"
+            "  help                       this text\n"
+            "\n"
+            "exit status: 0 done, 1 the work failed (for example, an output could not be written),\n"
+            "2 bad usage or a missing, unreadable or corrupt input file (one line on stderr names it).\n"
+            "On a terminal, long work shows its progress on stderr.\n");
 }
 
 static int command_info(void)
@@ -37,6 +59,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "info") == 0)
         return command_info();
+    if (strcmp(argv[1], "inspect") == 0)
+        return command_inspect(argc - 2, argv + 2);
+    if (strcmp(argv[1], "convert") == 0)
+        return command_convert(argc - 2, argv + 2);
     fprintf(stderr, "cblob: unknown command '%s' (try 'cblob help')\n", argv[1]);
-    return 2;
+    return TOOL_BAD_INPUT;
 }

@@ -521,6 +521,375 @@ static inline cbgo_status_result cbgo_blob_scale(uintptr_t blob, cblob_part part
 typedef struct {
     cblob_status status;
     char *message;
+    cblob_proto_kind out_kind;
+} cbgo_proto_detect_result;
+
+static inline cbgo_proto_detect_result cbgo_proto_detect(const uint8_t *bytes, size_t size) {
+    cbgo_proto_detect_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_proto_detect(bytes, size, &r.out_kind);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_proto_kind out_kind;
+} cbgo_proto_detect_file_result;
+
+static inline cbgo_proto_detect_file_result cbgo_proto_detect_file(const char *path) {
+    cbgo_proto_detect_file_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_proto_detect_file(path, &r.out_kind);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    size_t out_size;
+} cbgo_blob_to_proto_result;
+
+static inline cbgo_blob_to_proto_result cbgo_blob_to_proto(uintptr_t blob, int32_t write_diff, uint8_t *buffer, size_t buffer_size) {
+    cbgo_blob_to_proto_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_to_proto((cblob_blob *)blob, write_diff, buffer, buffer_size, &r.out_size);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_blob_to_proto_file(uintptr_t blob, int32_t write_diff, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_to_proto_file((cblob_blob *)blob, write_diff, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_blob_from_proto(uintptr_t blob, const uint8_t *bytes, size_t size, int32_t reshape) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_from_proto((cblob_blob *)blob, bytes, size, reshape);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_blob_from_proto_file(uintptr_t blob, const char *path, int32_t reshape) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_from_proto_file((cblob_blob *)blob, path, reshape);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int32_t out_equal;
+} cbgo_blob_shape_equals_proto_result;
+
+static inline cbgo_blob_shape_equals_proto_result cbgo_blob_shape_equals_proto(uintptr_t blob, const uint8_t *bytes, size_t size) {
+    cbgo_blob_shape_equals_proto_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_shape_equals_proto((const cblob_blob *)blob, bytes, size, &r.out_equal);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_blob;
+} cbgo_blob_create_from_proto_result;
+
+static inline cbgo_blob_create_from_proto_result cbgo_blob_create_from_proto(uintptr_t context, const uint8_t *bytes, size_t size) {
+    cbgo_blob_create_from_proto_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_create_from_proto((cblob_context *)context, bytes, size, &r.out_blob);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_blob;
+} cbgo_blob_create_from_proto_file_result;
+
+static inline cbgo_blob_create_from_proto_file_result cbgo_blob_create_from_proto_file(uintptr_t context, const char *path) {
+    cbgo_blob_create_from_proto_file_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_create_from_proto_file((cblob_context *)context, path, &r.out_blob);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    size_t out_size;
+} cbgo_blob_vector_to_proto_result;
+
+static inline cbgo_blob_vector_to_proto_result cbgo_blob_vector_to_proto(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, uint8_t *buffer, size_t buffer_size) {
+    cbgo_blob_vector_to_proto_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_vector_to_proto(blobs, num_blobs, write_diff, buffer, buffer_size, &r.out_size);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_blob_vector_to_proto_file(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_vector_to_proto_file(blobs, num_blobs, write_diff, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int64_t out_num_blobs;
+} cbgo_blob_vector_from_proto_result;
+
+static inline cbgo_blob_vector_from_proto_result cbgo_blob_vector_from_proto(uintptr_t context, const uint8_t *bytes, size_t size, int64_t max_blobs, cblob_blob **out_blobs) {
+    cbgo_blob_vector_from_proto_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_vector_from_proto((cblob_context *)context, bytes, size, max_blobs, out_blobs, &r.out_num_blobs);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int64_t out_num_blobs;
+} cbgo_blob_vector_from_proto_file_result;
+
+static inline cbgo_blob_vector_from_proto_file_result cbgo_blob_vector_from_proto_file(uintptr_t context, const char *path, int64_t max_blobs, cblob_blob **out_blobs) {
+    cbgo_blob_vector_from_proto_file_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_vector_from_proto_file((cblob_context *)context, path, max_blobs, out_blobs, &r.out_num_blobs);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_model *out_model;
+} cbgo_model_create_result;
+
+static inline cbgo_model_create_result cbgo_model_create(uintptr_t context, cblob_net_format format, const char *name) {
+    cbgo_model_create_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_create((cblob_context *)context, format, name, &r.out_model);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_model *out_model;
+} cbgo_model_open_result;
+
+static inline cbgo_model_open_result cbgo_model_open(uintptr_t context, const uint8_t *bytes, size_t size) {
+    cbgo_model_open_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_open((cblob_context *)context, bytes, size, &r.out_model);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_model *out_model;
+} cbgo_model_open_file_result;
+
+static inline cbgo_model_open_file_result cbgo_model_open_file(uintptr_t context, const char *path) {
+    cbgo_model_open_file_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_open_file((cblob_context *)context, path, &r.out_model);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_net_format out_format;
+} cbgo_model_format_result;
+
+static inline cbgo_model_format_result cbgo_model_format(uintptr_t model) {
+    cbgo_model_format_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_format((const cblob_model *)model, &r.out_format);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    const char *out_name;
+} cbgo_model_name_result;
+
+static inline cbgo_model_name_result cbgo_model_name(uintptr_t model) {
+    cbgo_model_name_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_name((const cblob_model *)model, &r.out_name);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int64_t out_num_layers;
+} cbgo_model_num_layers_result;
+
+static inline cbgo_model_num_layers_result cbgo_model_num_layers(uintptr_t model) {
+    cbgo_model_num_layers_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_num_layers((const cblob_model *)model, &r.out_num_layers);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int64_t out_layer;
+} cbgo_model_find_layer_result;
+
+static inline cbgo_model_find_layer_result cbgo_model_find_layer(uintptr_t model, const char *name) {
+    cbgo_model_find_layer_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_find_layer((const cblob_model *)model, name, &r.out_layer);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    const char *out_name;
+} cbgo_model_layer_name_result;
+
+static inline cbgo_model_layer_name_result cbgo_model_layer_name(uintptr_t model, int64_t layer) {
+    cbgo_model_layer_name_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_name((const cblob_model *)model, layer, &r.out_name);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    const char *out_type;
+} cbgo_model_layer_type_result;
+
+static inline cbgo_model_layer_type_result cbgo_model_layer_type(uintptr_t model, int64_t layer) {
+    cbgo_model_layer_type_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_type((const cblob_model *)model, layer, &r.out_type);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int64_t out_num_blobs;
+} cbgo_model_layer_num_blobs_result;
+
+static inline cbgo_model_layer_num_blobs_result cbgo_model_layer_num_blobs(uintptr_t model, int64_t layer) {
+    cbgo_model_layer_num_blobs_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_num_blobs((const cblob_model *)model, layer, &r.out_num_blobs);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_blob;
+} cbgo_model_layer_blob_result;
+
+static inline cbgo_model_layer_blob_result cbgo_model_layer_blob(uintptr_t model, int64_t layer, int64_t index) {
+    cbgo_model_layer_blob_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_blob((const cblob_model *)model, layer, index, &r.out_blob);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_model_add_layer(uintptr_t model, const char *name, const char *type, cblob_blob *const *blobs, int64_t num_blobs) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_add_layer((cblob_model *)model, name, type, blobs, num_blobs);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    size_t out_size;
+} cbgo_model_to_proto_result;
+
+static inline cbgo_model_to_proto_result cbgo_model_to_proto(uintptr_t model, int32_t write_diff, uint8_t *buffer, size_t buffer_size) {
+    cbgo_model_to_proto_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_to_proto((const cblob_model *)model, write_diff, buffer, buffer_size, &r.out_size);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_model_to_proto_file(uintptr_t model, int32_t write_diff, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_to_proto_file((const cblob_model *)model, write_diff, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
     int32_t out_device_count;
 } cbgo_gpu_probe_result;
 
@@ -1693,6 +2062,293 @@ func cBlobSumsq(blob *C.cblob_blob, part C.cblob_part) (C.double, error) {
 // does nothing to memory never accessed.
 func cBlobScale(blob *C.cblob_blob, part C.cblob_part, factor C.double) error {
 	r := C.cbgo_blob_scale(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part, factor)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Tells which Caffe message the bytes hold, from their top-level fields: a NetParameter has
+// `layer` (100) or `layers` (2) or another field only a net has; a BlobProto has legacy dims,
+// value fields or `shape`; a BlobProtoVector has only field 1 and each holds a valid BlobProto.
+// Field 1 holding anything else is a net's name. Detection does not check the whole message:
+// the reader of that kind does.
+func cProtoDetect(bytes *C.uint8_t, size C.size_t) (C.cblob_proto_kind, error) {
+	r := C.cbgo_proto_detect(bytes, size)
+	if r.status != C.CBLOB_OK {
+		return r.out_kind, newError(r.status, r.message)
+	}
+	return r.out_kind, nil
+}
+
+// Like cblob_proto_detect, for a file (mapped, not read whole).
+func cProtoDetectFile(path *C.char) (C.cblob_proto_kind, error) {
+	r := C.cbgo_proto_detect_file(path)
+	if r.status != C.CBLOB_OK {
+		return r.out_kind, newError(r.status, r.message)
+	}
+	return r.out_kind, nil
+}
+
+// Serializes the blob as a BlobProto (Caffe's ToProto into a fresh message): its shape, its
+// data and, when write_diff is 1, its diff. Reads through the host copy like Caffe, so memory
+// whose head is on the GPU is synced first, and memory never accessed reads as zeros. A blob
+// that never had a shape (cblob_blob_create_empty) is CBLOB_ERR_STATE.
+func cBlobToProto(blob *C.cblob_blob, writeDiff C.int32_t, buffer *C.uint8_t, bufferSize C.size_t) (C.size_t, error) {
+	r := C.cbgo_blob_to_proto(C.uintptr_t(uintptr(unsafe.Pointer(blob))), writeDiff, buffer, bufferSize)
+	if r.status != C.CBLOB_OK {
+		return r.out_size, newError(r.status, r.message)
+	}
+	return r.out_size, nil
+}
+
+// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does.
+func cBlobToProtoFile(blob *C.cblob_blob, writeDiff C.int32_t, path *C.char) error {
+	r := C.cbgo_blob_to_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(blob))), writeDiff, path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Loads a serialized BlobProto into the blob (Caffe's FromProto). With reshape 1 the blob
+// takes the BlobProto's shape: 4 axes (num, channels, height, width; unset ones 0) when any
+// legacy dim is present, else `shape`. With reshape 0 the shapes must be equal by Caffe's
+// ShapeEquals rules (cblob_blob_shape_equals_proto), else CBLOB_ERR_SHAPE. Data comes from
+// double_data when that is non-empty, else from data, converted to the blob's dtype; its
+// count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
+// as it is when it has none. The data head becomes AT_CPU. On failure the blob is unchanged.
+func cBlobFromProto(blob *C.cblob_blob, bytes *C.uint8_t, size C.size_t, reshape C.int32_t) error {
+	r := C.cbgo_blob_from_proto(C.uintptr_t(uintptr(unsafe.Pointer(blob))), bytes, size, reshape)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does.
+func cBlobFromProtoFile(blob *C.cblob_blob, path *C.char, reshape C.int32_t) error {
+	r := C.cbgo_blob_from_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(blob))), path, reshape)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Caffe's ShapeEquals: when any legacy dim (num, channels, height, width) is present, even
+// as 0, writes 1 if the blob has at most 4 axes and its 1-padded shape equals those four
+// (unset ones read as 0); otherwise 1 if its axes equal `shape` exactly. Dims compare as
+// int64 (Caffe narrows them to int). Malformed bytes are CBLOB_ERR_PARSE; values are not read.
+func cBlobShapeEqualsProto(blob *C.cblob_blob, bytes *C.uint8_t, size C.size_t) (C.int32_t, error) {
+	r := C.cbgo_blob_shape_equals_proto(C.uintptr_t(uintptr(unsafe.Pointer(blob))), bytes, size)
+	if r.status != C.CBLOB_OK {
+		return r.out_equal, newError(r.status, r.message)
+	}
+	return r.out_equal, nil
+}
+
+// Creates a blob from a serialized BlobProto: float64 when it holds double_data, else
+// float32, with its shape, data, and diff when it has one (a blob without a diff in the
+// BlobProto has its diff head UNINITIALIZED). The decoded values become the blob's storage
+// without another copy. Free it with cblob_blob_destroy.
+func cBlobCreateFromProto(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.cblob_blob, error) {
+	r := C.cbgo_blob_create_from_proto(C.uintptr_t(uintptr(unsafe.Pointer(context))), bytes, size)
+	if r.status != C.CBLOB_OK {
+		return r.out_blob, newError(r.status, r.message)
+	}
+	return r.out_blob, nil
+}
+
+// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does.
+func cBlobCreateFromProtoFile(context *C.cblob_context, path *C.char) (*C.cblob_blob, error) {
+	r := C.cbgo_blob_create_from_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
+	if r.status != C.CBLOB_OK {
+		return r.out_blob, newError(r.status, r.message)
+	}
+	return r.out_blob, nil
+}
+
+// Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
+func cBlobVectorToProto(blobs **C.cblob_blob, numBlobs C.int64_t, writeDiff C.int32_t, buffer *C.uint8_t, bufferSize C.size_t) (C.size_t, error) {
+	r := C.cbgo_blob_vector_to_proto(blobs, numBlobs, writeDiff, buffer, bufferSize)
+	if r.status != C.CBLOB_OK {
+		return r.out_size, newError(r.status, r.message)
+	}
+	return r.out_size, nil
+}
+
+// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does.
+func cBlobVectorToProtoFile(blobs **C.cblob_blob, numBlobs C.int64_t, writeDiff C.int32_t, path *C.char) error {
+	r := C.cbgo_blob_vector_to_proto_file(blobs, numBlobs, writeDiff, path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Reads a serialized BlobProtoVector into new blobs, each made as cblob_blob_create_from_proto
+// makes it. out_blobs has room for max_blobs handles; with out_blobs NULL and max_blobs 0 it
+// only checks the input and writes the number of blobs. Room for fewer blobs than the input
+// holds is CBLOB_ERR_OUT_OF_RANGE. The caller destroys each blob written.
+func cBlobVectorFromProto(context *C.cblob_context, bytes *C.uint8_t, size C.size_t, maxBlobs C.int64_t, outBlobs **C.cblob_blob) (C.int64_t, error) {
+	r := C.cbgo_blob_vector_from_proto(C.uintptr_t(uintptr(unsafe.Pointer(context))), bytes, size, maxBlobs, outBlobs)
+	if r.status != C.CBLOB_OK {
+		return r.out_num_blobs, newError(r.status, r.message)
+	}
+	return r.out_num_blobs, nil
+}
+
+// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does.
+func cBlobVectorFromProtoFile(context *C.cblob_context, path *C.char, maxBlobs C.int64_t, outBlobs **C.cblob_blob) (C.int64_t, error) {
+	r := C.cbgo_blob_vector_from_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path, maxBlobs, outBlobs)
+	if r.status != C.CBLOB_OK {
+		return r.out_num_blobs, newError(r.status, r.message)
+	}
+	return r.out_num_blobs, nil
+}
+
+// Creates an empty model to fill with cblob_model_add_layer and save. name (may be NULL: the
+// net then has none) is copied. A V1 model writes V1LayerParameter, whose type is an enum:
+// its layers' types must be LayerType names ("CONVOLUTION") or numbers.
+func cModelCreate(context *C.cblob_context, format C.cblob_net_format, name *C.char) (*C.cblob_model, error) {
+	r := C.cbgo_model_create(C.uintptr_t(uintptr(unsafe.Pointer(context))), format, name)
+	if r.status != C.CBLOB_OK {
+		return r.out_model, newError(r.status, r.message)
+	}
+	return r.out_model, nil
+}
+
+// Reads a serialized NetParameter (a .caffemodel) in the current or the V1 format. Every
+// layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
+// enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
+// V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
+// cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
+// bytes may be freed once the call returns.
+func cModelOpen(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.cblob_model, error) {
+	r := C.cbgo_model_open(C.uintptr_t(uintptr(unsafe.Pointer(context))), bytes, size)
+	if r.status != C.CBLOB_OK {
+		return r.out_model, newError(r.status, r.message)
+	}
+	return r.out_model, nil
+}
+
+// Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
+// released as soon as its values are decoded, so loading peaks at about the file's size plus
+// its largest blob.
+func cModelOpenFile(context *C.cblob_context, path *C.char) (*C.cblob_model, error) {
+	r := C.cbgo_model_open_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
+	if r.status != C.CBLOB_OK {
+		return r.out_model, newError(r.status, r.message)
+	}
+	return r.out_model, nil
+}
+
+// Frees the model and drops its holds on its blobs; blobs the caller holds stay valid.
+// NULL is a no-op.
+func cModelDestroy(model *C.cblob_model) {
+	C.cblob_model_destroy(model)
+}
+
+// Reads the net's format (the file's, or the one it was created with).
+func cModelFormat(model *C.cblob_model) (C.cblob_net_format, error) {
+	r := C.cbgo_model_format(C.uintptr_t(uintptr(unsafe.Pointer(model))))
+	if r.status != C.CBLOB_OK {
+		return r.out_format, newError(r.status, r.message)
+	}
+	return r.out_format, nil
+}
+
+// The net's name, or NULL when it has none. The text stays valid until the model is destroyed.
+func cModelName(model *C.cblob_model) (*C.char, error) {
+	r := C.cbgo_model_name(C.uintptr_t(uintptr(unsafe.Pointer(model))))
+	if r.status != C.CBLOB_OK {
+		return r.out_name, newError(r.status, r.message)
+	}
+	return r.out_name, nil
+}
+
+// The number of layers.
+func cModelNumLayers(model *C.cblob_model) (C.int64_t, error) {
+	r := C.cbgo_model_num_layers(C.uintptr_t(uintptr(unsafe.Pointer(model))))
+	if r.status != C.CBLOB_OK {
+		return r.out_num_layers, newError(r.status, r.message)
+	}
+	return r.out_num_layers, nil
+}
+
+// The index of the first layer with the given name, or -1 when none has it.
+func cModelFindLayer(model *C.cblob_model, name *C.char) (C.int64_t, error) {
+	r := C.cbgo_model_find_layer(C.uintptr_t(uintptr(unsafe.Pointer(model))), name)
+	if r.status != C.CBLOB_OK {
+		return r.out_layer, newError(r.status, r.message)
+	}
+	return r.out_layer, nil
+}
+
+// A layer's name ("" when the file gives none). The text stays valid until the model is
+// destroyed.
+func cModelLayerName(model *C.cblob_model, layer C.int64_t) (*C.char, error) {
+	r := C.cbgo_model_layer_name(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer)
+	if r.status != C.CBLOB_OK {
+		return r.out_name, newError(r.status, r.message)
+	}
+	return r.out_name, nil
+}
+
+// A layer's type: the type string of the current format ("Convolution"), or the LayerType
+// enum name of V1 ("CONVOLUTION"). The text stays valid until the model is destroyed.
+func cModelLayerType(model *C.cblob_model, layer C.int64_t) (*C.char, error) {
+	r := C.cbgo_model_layer_type(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer)
+	if r.status != C.CBLOB_OK {
+		return r.out_type, newError(r.status, r.message)
+	}
+	return r.out_type, nil
+}
+
+// The number of blobs a layer holds (0 for layers without parameters, such as pooling).
+func cModelLayerNumBlobs(model *C.cblob_model, layer C.int64_t) (C.int64_t, error) {
+	r := C.cbgo_model_layer_num_blobs(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer)
+	if r.status != C.CBLOB_OK {
+		return r.out_num_blobs, newError(r.status, r.message)
+	}
+	return r.out_num_blobs, nil
+}
+
+// One of a layer's blobs. The handle is a new holder of the model's blob (as after
+// cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
+// changes made through it are what the model saves.
+func cModelLayerBlob(model *C.cblob_model, layer C.int64_t, index C.int64_t) (*C.cblob_blob, error) {
+	r := C.cbgo_model_layer_blob(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, index)
+	if r.status != C.CBLOB_OK {
+		return r.out_blob, newError(r.status, r.message)
+	}
+	return r.out_blob, nil
+}
+
+// Appends a layer with a name, a type and blobs. The model becomes a holder of each blob
+// (nothing is copied): the values written are the blobs' values at save time. In a V1 model
+// the type must be a LayerType enum name ("INNER_PRODUCT") or a decimal number.
+func cModelAddLayer(model *C.cblob_model, name *C.char, type_ *C.char, blobs **C.cblob_blob, numBlobs C.int64_t) error {
+	r := C.cbgo_model_add_layer(C.uintptr_t(uintptr(unsafe.Pointer(model))), name, type_, blobs, numBlobs)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Serializes the model as a NetParameter in its format: the net's name, then per layer its
+// name, its type and its blobs, each as cblob_blob_to_proto writes it.
+func cModelToProto(model *C.cblob_model, writeDiff C.int32_t, buffer *C.uint8_t, bufferSize C.size_t) (C.size_t, error) {
+	r := C.cbgo_model_to_proto(C.uintptr_t(uintptr(unsafe.Pointer(model))), writeDiff, buffer, bufferSize)
+	if r.status != C.CBLOB_OK {
+		return r.out_size, newError(r.status, r.message)
+	}
+	return r.out_size, nil
+}
+
+// Writes the model as a .caffemodel file, as cblob_model_to_proto does.
+func cModelToProtoFile(model *C.cblob_model, writeDiff C.int32_t, path *C.char) error {
+	r := C.cbgo_model_to_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(model))), writeDiff, path)
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}

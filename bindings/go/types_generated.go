@@ -224,6 +224,56 @@ func (v Head) String() string {
 	return "Head(" + strconv.Itoa(int(v)) + ")"
 }
 
+// ProtoKind (cblob_proto_kind):
+// Which Caffe message a file or buffer holds (cblob_proto_detect).
+type ProtoKind int32
+
+// The values of ProtoKind.
+const (
+	// ProtoKindNet (CBLOB_PROTO_NET): A NetParameter: a .caffemodel (weights) or a binary net definition.
+	ProtoKindNet ProtoKind = 1
+	// ProtoKindBlob (CBLOB_PROTO_BLOB): A BlobProto: a .binaryproto such as a mean image.
+	ProtoKindBlob ProtoKind = 2
+	// ProtoKindBlobVector (CBLOB_PROTO_BLOB_VECTOR): A BlobProtoVector.
+	ProtoKindBlobVector ProtoKind = 3
+)
+
+// String returns the C enumerator's name ("CBLOB_PROTO_NET").
+func (v ProtoKind) String() string {
+	switch v {
+	case ProtoKindNet:
+		return "CBLOB_PROTO_NET"
+	case ProtoKindBlob:
+		return "CBLOB_PROTO_BLOB"
+	case ProtoKindBlobVector:
+		return "CBLOB_PROTO_BLOB_VECTOR"
+	}
+	return "ProtoKind(" + strconv.Itoa(int(v)) + ")"
+}
+
+// NetFormat (cblob_net_format):
+// How a NetParameter stores its layers.
+type NetFormat int32
+
+// The values of NetFormat.
+const (
+	// NetFormatV1 (CBLOB_NET_FORMAT_V1): V1LayerParameter in field `layers` (2), with an enum layer type; Caffe before 2015.
+	NetFormatV1 NetFormat = 1
+	// NetFormatV2 (CBLOB_NET_FORMAT_V2): LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today.
+	NetFormatV2 NetFormat = 2
+)
+
+// String returns the C enumerator's name ("CBLOB_NET_FORMAT_V1").
+func (v NetFormat) String() string {
+	switch v {
+	case NetFormatV1:
+		return "CBLOB_NET_FORMAT_V1"
+	case NetFormatV2:
+		return "CBLOB_NET_FORMAT_V2"
+	}
+	return "NetFormat(" + strconv.Itoa(int(v)) + ")"
+}
+
 // CacheMode (cblob_cache_mode):
 // Where compiled GPU kernels are kept (CBLOB_KERNEL_CACHE).
 type CacheMode int32

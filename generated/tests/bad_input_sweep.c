@@ -9,7 +9,10 @@
  * caller's buffer (its release callback must not run).
  */
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -26,6 +29,7 @@ typedef struct fixture {
     cblob_blob *neo_b;       /* the same shape */
     cblob_blob *window;      /* a window of 1 row of a, at position 0 */
     cblob_blob *device_holder; /* owns the device memory device_buffer() hands out; not swept */
+    cblob_model *model;      /* V2, one layer "conv1" holding a and b */
 } fixture;
 
 #define FIXTURE_BLOBS 10
@@ -113,6 +117,92 @@ static int fill(cblob_blob *blob, int seed)
     return 1;
 }
 
+/* ---- Caffe formats: serialized messages and files ---------------------------------------- */
+
+static uint8_t *valid_blob_proto, *valid_vector_proto, *valid_net_proto;
+static size_t valid_blob_proto_size, valid_vector_proto_size, valid_net_proto_size;
+static uint8_t garbage_bytes[65536];
+
+static struct {
+    char folder[64];
+    char blob[96], vector[96], net[96], garbage[96], missing[96], output[96], unwritable[128];
+} files;
+
+typedef cblob_status (*serialize_fn)(const fixture *fx, uint8_t *buffer, size_t size, size_t *out_size);
+
+static cblob_status serialize_blob(const fixture *fx, uint8_t *buffer, size_t size, size_t *out_size)
+{
+    return cblob_blob_to_proto(fx->a, 1, buffer, size, out_size);
+}
+
+static cblob_status serialize_vector(const fixture *fx, uint8_t *buffer, size_t size, size_t *out_size)
+{
+    return cblob_blob_vector_to_proto((cblob_blob *const[]){fx->a, fx->b}, 2, 0, buffer, size, out_size);
+}
+
+static cblob_status serialize_net(const fixture *fx, uint8_t *buffer, size_t size, size_t *out_size)
+{
+    return cblob_model_to_proto(fx->model, 0, buffer, size, out_size);
+}
+
+static int serialize(const fixture *fx, serialize_fn fn, uint8_t **out, size_t *out_size)
+{
+    size_t size = 0;
+    if (fn(fx, NULL, 0, &size) != CBLOB_OK || (*out = malloc(size)) == NULL)
+        return 0;
+    return fn(fx, *out, size, out_size) == CBLOB_OK;
+}
+
+static int write_file(const char *path, const uint8_t *bytes, size_t size)
+{
+    FILE *file = fopen(path, "wb");
+    if (file == NULL)
+        return 0;
+    const int ok = fwrite(bytes, 1, size, file) == size;
+    return fclose(file) == 0 && ok;
+}
+
+static int formats_setup(fixture *fx)
+{
+    memset(garbage_bytes, 0xff, sizeof garbage_bytes); /* every tag runs past 10 bytes */
+    if (cblob_model_create(fx->ctx, CBLOB_NET_FORMAT_V2, "sweep", &fx->model) != CBLOB_OK ||
+        cblob_model_add_layer(fx->model, "conv1", "Convolution", (cblob_blob *const[]){fx->a, fx->b}, 2) != CBLOB_OK ||
+        !serialize(fx, serialize_blob, &valid_blob_proto, &valid_blob_proto_size) ||
+        !serialize(fx, serialize_vector, &valid_vector_proto, &valid_vector_proto_size) ||
+        !serialize(fx, serialize_net, &valid_net_proto, &valid_net_proto_size))
+        return 0;
+    snprintf(files.folder, sizeof files.folder, "/tmp/cblob-sweep-XXXXXX");
+    if (mkdtemp(files.folder) == NULL)
+        return 0;
+    snprintf(files.blob, sizeof files.blob, "%s/blob.binaryproto", files.folder);
+    snprintf(files.vector, sizeof files.vector, "%s/vector.binaryproto", files.folder);
+    snprintf(files.net, sizeof files.net, "%s/net.caffemodel", files.folder);
+    snprintf(files.garbage, sizeof files.garbage, "%s/garbage.bin", files.folder);
+    snprintf(files.missing, sizeof files.missing, "%s/missing.bin", files.folder);
+    snprintf(files.output, sizeof files.output, "%s/output.bin", files.folder);
+    snprintf(files.unwritable, sizeof files.unwritable, "%s/no-such-folder/output.bin", files.folder);
+    return write_file(files.blob, valid_blob_proto, valid_blob_proto_size) &&
+           write_file(files.vector, valid_vector_proto, valid_vector_proto_size) &&
+           write_file(files.net, valid_net_proto, valid_net_proto_size) &&
+           write_file(files.garbage, garbage_bytes, 4096);
+}
+
+static void formats_teardown(fixture *fx)
+{
+    cblob_model_destroy(fx->model);
+    free(valid_blob_proto);
+    free(valid_vector_proto);
+    free(valid_net_proto);
+    valid_blob_proto = valid_vector_proto = valid_net_proto = NULL;
+    if (files.folder[0] != '\0') {
+        const char *const made[] = {files.blob, files.vector, files.net, files.garbage, files.output};
+        for (size_t i = 0; i < sizeof made / sizeof made[0]; ++i)
+            unlink(made[i]);
+        rmdir(files.folder);
+        files.folder[0] = '\0';
+    }
+}
+
 static int fixture_setup(fixture *fx)
 {
     memset(fx, 0, sizeof *fx);
@@ -134,7 +224,7 @@ static int fixture_setup(fixture *fx)
     for (int i = 0; i < FIXTURE_BLOBS; ++i)
         if (!fill(*fixture_blobs(fx, i), i))
             return 0;
-    return 1;
+    return formats_setup(fx);
 }
 
 /* A mapping of fx.a, for the calls that take one. */
@@ -147,6 +237,7 @@ static cblob_buffer *fixture_buffer(fixture *fx)
 
 static void fixture_teardown(fixture *fx)
 {
+    formats_teardown(fx);
     for (int i = 0; i < FIXTURE_BLOBS; ++i)
         cblob_blob_destroy(*fixture_blobs(fx, i));
     cblob_blob_destroy(fx->device_holder);
@@ -181,21 +272,26 @@ static int capture(cblob_blob *blob, blob_state *state)
     return 1;
 }
 
+static int64_t model_layers_before;
+
 static int capture_all(fixture *fx, blob_state *states)
 {
     for (int i = 0; i < FIXTURE_BLOBS; ++i)
         if (!capture(*fixture_blobs(fx, i), &states[i]))
             return 0;
-    return 1;
+    return cblob_model_num_layers(fx->model, &model_layers_before) == CBLOB_OK;
 }
 
-/* Returns the index of the first fixture blob that changed, or -1. */
+/* Returns the index of the first fixture blob that changed, FIXTURE_BLOBS if the model did, or -1. */
 static int first_changed(fixture *fx, const blob_state *before)
 {
     blob_state now;
     for (int i = 0; i < FIXTURE_BLOBS; ++i)
         if (!capture(*fixture_blobs(fx, i), &now) || memcmp(&now, &before[i], sizeof now) != 0)
             return i;
+    int64_t layers = -1;
+    if (cblob_model_num_layers(fx->model, &layers) != CBLOB_OK || layers != model_layers_before)
+        return FIXTURE_BLOBS;
     return -1;
 }
 
@@ -2812,6 +2908,1916 @@ TEST(sweep_cblob_blob_scale)
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_blob_scale with an integer blob (fx.u32): fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_blob_scale with an integer blob (fx.u32): a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_proto_detect)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_proto_kind out_out_kind = (cblob_proto_kind)0x5A5A5A5A;
+    CHECK_OK(cblob_proto_detect(valid_blob_proto, valid_blob_proto_size, &out_out_kind));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_proto_detect)
+{
+    { /* bytes = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_proto_kind out_out_kind = (cblob_proto_kind)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_proto_detect(NULL, valid_blob_proto_size, &out_out_kind), CBLOB_ERR_INVALID_ARGUMENT, "cblob_proto_detect", "bytes = NULL");
+        CHECK_MSG(out_out_kind == (cblob_proto_kind)0x5A5A5A5A, "cblob_proto_detect with bytes = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_proto_detect with bytes = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_proto_detect with bytes = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes: bytes that are no protobuf message */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_proto_kind out_out_kind = (cblob_proto_kind)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_proto_detect(garbage_bytes, valid_blob_proto_size, &out_out_kind), CBLOB_ERR_PARSE, "cblob_proto_detect", "bytes: bytes that are no protobuf message");
+        CHECK_MSG(out_out_kind == (cblob_proto_kind)0x5A5A5A5A, "cblob_proto_detect with bytes: bytes that are no protobuf message: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_proto_detect with bytes: bytes that are no protobuf message: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_proto_detect with bytes: bytes that are no protobuf message: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: only the first 3 bytes (truncated) */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_proto_kind out_out_kind = (cblob_proto_kind)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_proto_detect(valid_blob_proto, 3, &out_out_kind), CBLOB_ERR_PARSE, "cblob_proto_detect", "size: only the first 3 bytes (truncated)");
+        CHECK_MSG(out_out_kind == (cblob_proto_kind)0x5A5A5A5A, "cblob_proto_detect with size: only the first 3 bytes (truncated): an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_proto_detect with size: only the first 3 bytes (truncated): fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_proto_detect with size: only the first 3 bytes (truncated): a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_kind = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_proto_kind out_out_kind = (cblob_proto_kind)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_proto_detect(valid_blob_proto, valid_blob_proto_size, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_proto_detect", "out_kind = NULL");
+        CHECK_MSG(out_out_kind == (cblob_proto_kind)0x5A5A5A5A, "cblob_proto_detect with out_kind = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_proto_detect with out_kind = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_proto_detect with out_kind = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_proto_detect_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_proto_kind out_out_kind = (cblob_proto_kind)0x5A5A5A5A;
+    CHECK_OK(cblob_proto_detect_file(files.blob, &out_out_kind));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_proto_detect_file)
+{
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_proto_kind out_out_kind = (cblob_proto_kind)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_proto_detect_file(NULL, &out_out_kind), CBLOB_ERR_INVALID_ARGUMENT, "cblob_proto_detect_file", "path = NULL");
+        CHECK_MSG(out_out_kind == (cblob_proto_kind)0x5A5A5A5A, "cblob_proto_detect_file with path = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_proto_detect_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_proto_detect_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a missing file */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_proto_kind out_out_kind = (cblob_proto_kind)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_proto_detect_file(files.missing, &out_out_kind), CBLOB_ERR_IO, "cblob_proto_detect_file", "path: a missing file");
+        CHECK_MSG(out_out_kind == (cblob_proto_kind)0x5A5A5A5A, "cblob_proto_detect_file with path: a missing file: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_proto_detect_file with path: a missing file: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_proto_detect_file with path: a missing file: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a file of garbage */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_proto_kind out_out_kind = (cblob_proto_kind)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_proto_detect_file(files.garbage, &out_out_kind), CBLOB_ERR_PARSE, "cblob_proto_detect_file", "path: a file of garbage");
+        CHECK_MSG(out_out_kind == (cblob_proto_kind)0x5A5A5A5A, "cblob_proto_detect_file with path: a file of garbage: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_proto_detect_file with path: a file of garbage: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_proto_detect_file with path: a file of garbage: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_kind = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_proto_kind out_out_kind = (cblob_proto_kind)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_proto_detect_file(files.blob, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_proto_detect_file", "out_kind = NULL");
+        CHECK_MSG(out_out_kind == (cblob_proto_kind)0x5A5A5A5A, "cblob_proto_detect_file with out_kind = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_proto_detect_file with out_kind = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_proto_detect_file with out_kind = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_to_proto)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_size = (size_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_to_proto(fx.a, 0, out_buffer, sizeof out_buffer, &out_out_size));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_to_proto)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_proto(NULL, 0, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto", "blob = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_to_proto with blob = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_to_proto with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_proto(fx.a, 2, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto", "write_diff: boolean 2");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_to_proto with write_diff: boolean 2: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_to_proto with write_diff: boolean 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto with write_diff: boolean 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto with write_diff: boolean 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_proto(fx.a, -1, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto", "write_diff: boolean -1");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_to_proto with write_diff: boolean -1: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_to_proto with write_diff: boolean -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto with write_diff: boolean -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto with write_diff: boolean -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* buffer_size: a 3-byte buffer */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_proto(fx.a, 0, out_buffer, 3, &out_out_size), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_to_proto", "buffer_size: a 3-byte buffer");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_to_proto with buffer_size: a 3-byte buffer: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_to_proto with buffer_size: a 3-byte buffer: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto with buffer_size: a 3-byte buffer: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto with buffer_size: a 3-byte buffer: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_size = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_proto(fx.a, 0, out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto", "out_size = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_to_proto with out_size = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_to_proto with out_size = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto with out_size = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto with out_size = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_to_proto_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_to_proto_file(fx.a, 0, files.output));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_to_proto_file)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file(NULL, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto_file", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file(fx.a, 2, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto_file", "write_diff: boolean 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file with write_diff: boolean 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file with write_diff: boolean 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file(fx.a, -1, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto_file", "write_diff: boolean -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file with write_diff: boolean -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file with write_diff: boolean -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file(fx.a, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto_file", "path = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a path in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file(fx.a, 0, files.unwritable), CBLOB_ERR_IO, "cblob_blob_to_proto_file", "path: a path in a missing folder");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file with path: a path in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file with path: a path in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_from_proto)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_from_proto(fx.a, valid_blob_proto, valid_blob_proto_size, 0));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_from_proto)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_from_proto(NULL, valid_blob_proto, valid_blob_proto_size, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_proto", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_proto with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_proto with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_from_proto(fx.a, NULL, valid_blob_proto_size, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_proto", "bytes = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_proto with bytes = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_proto with bytes = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes: bytes that are no protobuf message */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_from_proto(fx.a, garbage_bytes, valid_blob_proto_size, 0), CBLOB_ERR_PARSE, "cblob_blob_from_proto", "bytes: bytes that are no protobuf message");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_proto with bytes: bytes that are no protobuf message: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_proto with bytes: bytes that are no protobuf message: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: only the first 3 bytes (truncated) */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_from_proto(fx.a, valid_blob_proto, 3, 0), CBLOB_ERR_PARSE, "cblob_blob_from_proto", "size: only the first 3 bytes (truncated)");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_proto with size: only the first 3 bytes (truncated): fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_proto with size: only the first 3 bytes (truncated): a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* reshape: boolean 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_from_proto(fx.a, valid_blob_proto, valid_blob_proto_size, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_proto", "reshape: boolean 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_proto with reshape: boolean 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_proto with reshape: boolean 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* reshape: boolean -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_from_proto(fx.a, valid_blob_proto, valid_blob_proto_size, -1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_proto", "reshape: boolean -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_proto with reshape: boolean -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_proto with reshape: boolean -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_from_proto_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_from_proto_file(fx.a, files.blob, 0));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_from_proto_file)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_from_proto_file(NULL, files.blob, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_proto_file", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_proto_file with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_proto_file with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_from_proto_file(fx.a, NULL, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_proto_file", "path = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_proto_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_proto_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a missing file */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_from_proto_file(fx.a, files.missing, 0), CBLOB_ERR_IO, "cblob_blob_from_proto_file", "path: a missing file");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_proto_file with path: a missing file: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_proto_file with path: a missing file: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a file of garbage */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_from_proto_file(fx.a, files.garbage, 0), CBLOB_ERR_PARSE, "cblob_blob_from_proto_file", "path: a file of garbage");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_proto_file with path: a file of garbage: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_proto_file with path: a file of garbage: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* reshape: boolean 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_from_proto_file(fx.a, files.blob, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_proto_file", "reshape: boolean 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_proto_file with reshape: boolean 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_proto_file with reshape: boolean 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* reshape: boolean -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_from_proto_file(fx.a, files.blob, -1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_proto_file", "reshape: boolean -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_proto_file with reshape: boolean -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_proto_file with reshape: boolean -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_shape_equals_proto)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_shape_equals_proto(fx.a, valid_blob_proto, valid_blob_proto_size, &out_out_equal));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_shape_equals_proto)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_shape_equals_proto(NULL, valid_blob_proto, valid_blob_proto_size, &out_out_equal), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_shape_equals_proto", "blob = NULL");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_shape_equals_proto with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_shape_equals_proto with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_shape_equals_proto with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_shape_equals_proto(fx.a, NULL, valid_blob_proto_size, &out_out_equal), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_shape_equals_proto", "bytes = NULL");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_shape_equals_proto with bytes = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_shape_equals_proto with bytes = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_shape_equals_proto with bytes = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes: bytes that are no protobuf message */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_shape_equals_proto(fx.a, garbage_bytes, valid_blob_proto_size, &out_out_equal), CBLOB_ERR_PARSE, "cblob_blob_shape_equals_proto", "bytes: bytes that are no protobuf message");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_shape_equals_proto with bytes: bytes that are no protobuf message: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_shape_equals_proto with bytes: bytes that are no protobuf message: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_shape_equals_proto with bytes: bytes that are no protobuf message: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: only the first 3 bytes (truncated) */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_shape_equals_proto(fx.a, valid_blob_proto, 3, &out_out_equal), CBLOB_ERR_PARSE, "cblob_blob_shape_equals_proto", "size: only the first 3 bytes (truncated)");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_shape_equals_proto with size: only the first 3 bytes (truncated): an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_shape_equals_proto with size: only the first 3 bytes (truncated): fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_shape_equals_proto with size: only the first 3 bytes (truncated): a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_equal = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_shape_equals_proto(fx.a, valid_blob_proto, valid_blob_proto_size, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_shape_equals_proto", "out_equal = NULL");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_shape_equals_proto with out_equal = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_shape_equals_proto with out_equal = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_shape_equals_proto with out_equal = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_create_from_proto)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_create_from_proto(fx.ctx, valid_blob_proto, valid_blob_proto_size, &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_create_from_proto)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_proto(NULL, valid_blob_proto, valid_blob_proto_size, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_from_proto", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_proto with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_proto with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_proto with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_proto(fx.ctx, NULL, valid_blob_proto_size, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_from_proto", "bytes = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_proto with bytes = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_proto with bytes = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_proto with bytes = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes: bytes that are no protobuf message */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_proto(fx.ctx, garbage_bytes, valid_blob_proto_size, &out_out_blob), CBLOB_ERR_PARSE, "cblob_blob_create_from_proto", "bytes: bytes that are no protobuf message");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_proto with bytes: bytes that are no protobuf message: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_proto with bytes: bytes that are no protobuf message: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_proto with bytes: bytes that are no protobuf message: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: only the first 3 bytes (truncated) */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_proto(fx.ctx, valid_blob_proto, 3, &out_out_blob), CBLOB_ERR_PARSE, "cblob_blob_create_from_proto", "size: only the first 3 bytes (truncated)");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_proto with size: only the first 3 bytes (truncated): an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_proto with size: only the first 3 bytes (truncated): fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_proto with size: only the first 3 bytes (truncated): a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_proto(fx.ctx, valid_blob_proto, valid_blob_proto_size, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_from_proto", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_proto with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_proto with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_proto with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_create_from_proto_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_create_from_proto_file(fx.ctx, files.blob, &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_create_from_proto_file)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_proto_file(NULL, files.blob, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_from_proto_file", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_proto_file with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_proto_file with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_proto_file with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_proto_file(fx.ctx, NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_from_proto_file", "path = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_proto_file with path = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_proto_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_proto_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a missing file */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_proto_file(fx.ctx, files.missing, &out_out_blob), CBLOB_ERR_IO, "cblob_blob_create_from_proto_file", "path: a missing file");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_proto_file with path: a missing file: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_proto_file with path: a missing file: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_proto_file with path: a missing file: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a file of garbage */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_proto_file(fx.ctx, files.garbage, &out_out_blob), CBLOB_ERR_PARSE, "cblob_blob_create_from_proto_file", "path: a file of garbage");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_proto_file with path: a file of garbage: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_proto_file with path: a file of garbage: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_proto_file with path: a file of garbage: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_proto_file(fx.ctx, files.blob, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_from_proto_file", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_proto_file with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_proto_file with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_proto_file with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_vector_to_proto)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_size = (size_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_vector_to_proto((cblob_blob *const[]){fx.a, fx.b}, 2, 0, out_buffer, sizeof out_buffer, &out_out_size));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_vector_to_proto)
+{
+    { /* blobs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_to_proto(NULL, 2, 0, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto", "blobs = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_vector_to_proto with blobs = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_vector_to_proto with blobs = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto with blobs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto with blobs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a NULL blob in the array */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_to_proto((cblob_blob *const[]){fx.a, NULL}, 2, 0, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto", "blobs: a NULL blob in the array");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_vector_to_proto with blobs: a NULL blob in the array: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_vector_to_proto with blobs: a NULL blob in the array: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto with blobs: a NULL blob in the array: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto with blobs: a NULL blob in the array: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_blobs: -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_to_proto((cblob_blob *const[]){fx.a, fx.b}, -1, 0, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto", "num_blobs: -1 blobs");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_vector_to_proto with num_blobs: -1 blobs: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_vector_to_proto with num_blobs: -1 blobs: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto with num_blobs: -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto with num_blobs: -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_to_proto((cblob_blob *const[]){fx.a, fx.b}, 2, 2, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto", "write_diff: boolean 2");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_vector_to_proto with write_diff: boolean 2: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_vector_to_proto with write_diff: boolean 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto with write_diff: boolean 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto with write_diff: boolean 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_to_proto((cblob_blob *const[]){fx.a, fx.b}, 2, -1, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto", "write_diff: boolean -1");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_vector_to_proto with write_diff: boolean -1: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_vector_to_proto with write_diff: boolean -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto with write_diff: boolean -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto with write_diff: boolean -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* buffer_size: a 3-byte buffer */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_to_proto((cblob_blob *const[]){fx.a, fx.b}, 2, 0, out_buffer, 3, &out_out_size), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_vector_to_proto", "buffer_size: a 3-byte buffer");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_vector_to_proto with buffer_size: a 3-byte buffer: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_vector_to_proto with buffer_size: a 3-byte buffer: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto with buffer_size: a 3-byte buffer: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto with buffer_size: a 3-byte buffer: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_size = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_to_proto((cblob_blob *const[]){fx.a, fx.b}, 2, 0, out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto", "out_size = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_vector_to_proto with out_size = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_vector_to_proto with out_size = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto with out_size = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto with out_size = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_vector_to_proto_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_vector_to_proto_file((cblob_blob *const[]){fx.a, fx.b}, 2, 0, files.output));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_vector_to_proto_file)
+{
+    { /* blobs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file(NULL, 2, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file", "blobs = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file with blobs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file with blobs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a NULL blob in the array */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file((cblob_blob *const[]){fx.a, NULL}, 2, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file", "blobs: a NULL blob in the array");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file with blobs: a NULL blob in the array: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file with blobs: a NULL blob in the array: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_blobs: -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file((cblob_blob *const[]){fx.a, fx.b}, -1, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file", "num_blobs: -1 blobs");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file with num_blobs: -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file with num_blobs: -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file((cblob_blob *const[]){fx.a, fx.b}, 2, 2, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file", "write_diff: boolean 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file with write_diff: boolean 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file with write_diff: boolean 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file((cblob_blob *const[]){fx.a, fx.b}, 2, -1, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file", "write_diff: boolean -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file with write_diff: boolean -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file with write_diff: boolean -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file((cblob_blob *const[]){fx.a, fx.b}, 2, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file", "path = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a path in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file((cblob_blob *const[]){fx.a, fx.b}, 2, 0, files.unwritable), CBLOB_ERR_IO, "cblob_blob_vector_to_proto_file", "path: a path in a missing folder");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file with path: a path in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file with path: a path in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_vector_from_proto)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+    int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_vector_from_proto(fx.ctx, valid_vector_proto, valid_vector_proto_size, 8, out_out_blobs, &out_out_num_blobs));
+    for (int64_t i = 0; i < out_out_num_blobs; ++i) cblob_blob_destroy(out_out_blobs[i]);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_vector_from_proto)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_from_proto(NULL, valid_vector_proto, valid_vector_proto_size, 8, out_out_blobs, &out_out_num_blobs), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_from_proto", "context = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_blobs, sizeof out_out_blobs), "cblob_blob_vector_from_proto with context = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_blob_vector_from_proto with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_from_proto with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_from_proto with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_from_proto(fx.ctx, NULL, valid_vector_proto_size, 8, out_out_blobs, &out_out_num_blobs), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_from_proto", "bytes = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_blobs, sizeof out_out_blobs), "cblob_blob_vector_from_proto with bytes = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_blob_vector_from_proto with bytes = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_from_proto with bytes = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_from_proto with bytes = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes: bytes that are no protobuf message */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_from_proto(fx.ctx, garbage_bytes, valid_vector_proto_size, 8, out_out_blobs, &out_out_num_blobs), CBLOB_ERR_PARSE, "cblob_blob_vector_from_proto", "bytes: bytes that are no protobuf message");
+        CHECK_MSG(buffer_untouched((const char *)out_out_blobs, sizeof out_out_blobs), "cblob_blob_vector_from_proto with bytes: bytes that are no protobuf message: an out-parameter was written");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_blob_vector_from_proto with bytes: bytes that are no protobuf message: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_from_proto with bytes: bytes that are no protobuf message: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_from_proto with bytes: bytes that are no protobuf message: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: only the first 3 bytes (truncated) */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_from_proto(fx.ctx, valid_vector_proto, 3, 8, out_out_blobs, &out_out_num_blobs), CBLOB_ERR_PARSE, "cblob_blob_vector_from_proto", "size: only the first 3 bytes (truncated)");
+        CHECK_MSG(buffer_untouched((const char *)out_out_blobs, sizeof out_out_blobs), "cblob_blob_vector_from_proto with size: only the first 3 bytes (truncated): an out-parameter was written");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_blob_vector_from_proto with size: only the first 3 bytes (truncated): an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_from_proto with size: only the first 3 bytes (truncated): fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_from_proto with size: only the first 3 bytes (truncated): a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* max_blobs: room for -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_from_proto(fx.ctx, valid_vector_proto, valid_vector_proto_size, -1, out_out_blobs, &out_out_num_blobs), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_vector_from_proto", "max_blobs: room for -1 blobs");
+        CHECK_MSG(buffer_untouched((const char *)out_out_blobs, sizeof out_out_blobs), "cblob_blob_vector_from_proto with max_blobs: room for -1 blobs: an out-parameter was written");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_blob_vector_from_proto with max_blobs: room for -1 blobs: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_from_proto with max_blobs: room for -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_from_proto with max_blobs: room for -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* max_blobs: room for 1 of 2 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_from_proto(fx.ctx, valid_vector_proto, valid_vector_proto_size, 1, out_out_blobs, &out_out_num_blobs), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_vector_from_proto", "max_blobs: room for 1 of 2 blobs");
+        CHECK_MSG(buffer_untouched((const char *)out_out_blobs, sizeof out_out_blobs), "cblob_blob_vector_from_proto with max_blobs: room for 1 of 2 blobs: an out-parameter was written");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_blob_vector_from_proto with max_blobs: room for 1 of 2 blobs: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_from_proto with max_blobs: room for 1 of 2 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_from_proto with max_blobs: room for 1 of 2 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_num_blobs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_from_proto(fx.ctx, valid_vector_proto, valid_vector_proto_size, 8, out_out_blobs, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_from_proto", "out_num_blobs = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_blobs, sizeof out_out_blobs), "cblob_blob_vector_from_proto with out_num_blobs = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_blob_vector_from_proto with out_num_blobs = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_from_proto with out_num_blobs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_from_proto with out_num_blobs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_vector_from_proto_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+    int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_vector_from_proto_file(fx.ctx, files.vector, 8, out_out_blobs, &out_out_num_blobs));
+    for (int64_t i = 0; i < out_out_num_blobs; ++i) cblob_blob_destroy(out_out_blobs[i]);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_vector_from_proto_file)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_from_proto_file(NULL, files.vector, 8, out_out_blobs, &out_out_num_blobs), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_from_proto_file", "context = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_blobs, sizeof out_out_blobs), "cblob_blob_vector_from_proto_file with context = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_blob_vector_from_proto_file with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_from_proto_file with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_from_proto_file with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_from_proto_file(fx.ctx, NULL, 8, out_out_blobs, &out_out_num_blobs), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_from_proto_file", "path = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_blobs, sizeof out_out_blobs), "cblob_blob_vector_from_proto_file with path = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_blob_vector_from_proto_file with path = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_from_proto_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_from_proto_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a missing file */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_from_proto_file(fx.ctx, files.missing, 8, out_out_blobs, &out_out_num_blobs), CBLOB_ERR_IO, "cblob_blob_vector_from_proto_file", "path: a missing file");
+        CHECK_MSG(buffer_untouched((const char *)out_out_blobs, sizeof out_out_blobs), "cblob_blob_vector_from_proto_file with path: a missing file: an out-parameter was written");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_blob_vector_from_proto_file with path: a missing file: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_from_proto_file with path: a missing file: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_from_proto_file with path: a missing file: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a file of garbage */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_from_proto_file(fx.ctx, files.garbage, 8, out_out_blobs, &out_out_num_blobs), CBLOB_ERR_PARSE, "cblob_blob_vector_from_proto_file", "path: a file of garbage");
+        CHECK_MSG(buffer_untouched((const char *)out_out_blobs, sizeof out_out_blobs), "cblob_blob_vector_from_proto_file with path: a file of garbage: an out-parameter was written");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_blob_vector_from_proto_file with path: a file of garbage: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_from_proto_file with path: a file of garbage: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_from_proto_file with path: a file of garbage: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* max_blobs: room for -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_from_proto_file(fx.ctx, files.vector, -1, out_out_blobs, &out_out_num_blobs), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_vector_from_proto_file", "max_blobs: room for -1 blobs");
+        CHECK_MSG(buffer_untouched((const char *)out_out_blobs, sizeof out_out_blobs), "cblob_blob_vector_from_proto_file with max_blobs: room for -1 blobs: an out-parameter was written");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_blob_vector_from_proto_file with max_blobs: room for -1 blobs: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_from_proto_file with max_blobs: room for -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_from_proto_file with max_blobs: room for -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* max_blobs: room for 1 of 2 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_from_proto_file(fx.ctx, files.vector, 1, out_out_blobs, &out_out_num_blobs), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_vector_from_proto_file", "max_blobs: room for 1 of 2 blobs");
+        CHECK_MSG(buffer_untouched((const char *)out_out_blobs, sizeof out_out_blobs), "cblob_blob_vector_from_proto_file with max_blobs: room for 1 of 2 blobs: an out-parameter was written");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_blob_vector_from_proto_file with max_blobs: room for 1 of 2 blobs: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_from_proto_file with max_blobs: room for 1 of 2 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_from_proto_file with max_blobs: room for 1 of 2 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_num_blobs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob *out_out_blobs[8]; memset(out_out_blobs, 0x5A, sizeof out_out_blobs);
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_vector_from_proto_file(fx.ctx, files.vector, 8, out_out_blobs, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_from_proto_file", "out_num_blobs = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_blobs, sizeof out_out_blobs), "cblob_blob_vector_from_proto_file with out_num_blobs = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_blob_vector_from_proto_file with out_num_blobs = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_from_proto_file with out_num_blobs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_from_proto_file with out_num_blobs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_create)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_create(fx.ctx, CBLOB_NET_FORMAT_V2, "conv1", &out_out_model));
+    cblob_model_destroy(out_out_model);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_create)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_create(NULL, CBLOB_NET_FORMAT_V2, "conv1", &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_create", "context = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_create with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_create with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_create with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* format: format 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_create(fx.ctx, 0, "conv1", &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_create", "format: format 0");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_create with format: format 0: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_create with format: format 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_create with format: format 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* format: format 3 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_create(fx.ctx, 3, "conv1", &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_create", "format: format 3");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_create with format: format 3: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_create with format: format 3: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_create with format: format 3: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_create(fx.ctx, CBLOB_NET_FORMAT_V2, "conv1", NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_create", "out_model = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_create with out_model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_create with out_model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_create with out_model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_open)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_open(fx.ctx, valid_net_proto, valid_net_proto_size, &out_out_model));
+    cblob_model_destroy(out_out_model);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_open)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open(NULL, valid_net_proto, valid_net_proto_size, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open", "context = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open(fx.ctx, NULL, valid_net_proto_size, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open", "bytes = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open with bytes = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open with bytes = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open with bytes = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes: bytes that are no protobuf message */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open(fx.ctx, garbage_bytes, valid_net_proto_size, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open", "bytes: bytes that are no protobuf message");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open with bytes: bytes that are no protobuf message: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open with bytes: bytes that are no protobuf message: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open with bytes: bytes that are no protobuf message: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: only the first 3 bytes (truncated) */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open(fx.ctx, valid_net_proto, 3, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open", "size: only the first 3 bytes (truncated)");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open with size: only the first 3 bytes (truncated): an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open with size: only the first 3 bytes (truncated): fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open with size: only the first 3 bytes (truncated): a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open(fx.ctx, valid_net_proto, valid_net_proto_size, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open", "out_model = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open with out_model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open with out_model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open with out_model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_open_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_open_file(fx.ctx, files.net, &out_out_model));
+    cblob_model_destroy(out_out_model);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_open_file)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_file(NULL, files.net, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_file", "context = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_file with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_file with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_file with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_file(fx.ctx, NULL, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_file", "path = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_file with path = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a missing file */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_file(fx.ctx, files.missing, &out_out_model), CBLOB_ERR_IO, "cblob_model_open_file", "path: a missing file");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_file with path: a missing file: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_file with path: a missing file: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_file with path: a missing file: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a file of garbage */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_file(fx.ctx, files.garbage, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_file", "path: a file of garbage");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_file with path: a file of garbage: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_file with path: a file of garbage: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_file with path: a file of garbage: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_file(fx.ctx, files.net, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_file", "out_model = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_file with out_model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_file with out_model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_file with out_model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_format)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_net_format out_out_format = (cblob_net_format)0x5A5A5A5A;
+    CHECK_OK(cblob_model_format(fx.model, &out_out_format));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_format)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_net_format out_out_format = (cblob_net_format)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_format(NULL, &out_out_format), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_format", "model = NULL");
+        CHECK_MSG(out_out_format == (cblob_net_format)0x5A5A5A5A, "cblob_model_format with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_format with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_format with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_format = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_net_format out_out_format = (cblob_net_format)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_format(fx.model, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_format", "out_format = NULL");
+        CHECK_MSG(out_out_format == (cblob_net_format)0x5A5A5A5A, "cblob_model_format with out_format = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_format with out_format = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_format with out_format = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_name)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_name(fx.model, &out_out_name));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_name)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_name(NULL, &out_out_name), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_name", "model = NULL");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_name with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_name with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_name with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_name = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_name(fx.model, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_name", "out_name = NULL");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_name with out_name = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_name with out_name = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_name with out_name = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_num_layers)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_num_layers = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_num_layers(fx.model, &out_out_num_layers));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_num_layers)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_layers = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_num_layers(NULL, &out_out_num_layers), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_num_layers", "model = NULL");
+        CHECK_MSG(out_out_num_layers == (int64_t)0x5A5A5A5A, "cblob_model_num_layers with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_num_layers with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_num_layers with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_num_layers = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_layers = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_num_layers(fx.model, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_num_layers", "out_num_layers = NULL");
+        CHECK_MSG(out_out_num_layers == (int64_t)0x5A5A5A5A, "cblob_model_num_layers with out_num_layers = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_num_layers with out_num_layers = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_num_layers with out_num_layers = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_find_layer)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_layer = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_find_layer(fx.model, "conv1", &out_out_layer));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_find_layer)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layer = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_find_layer(NULL, "conv1", &out_out_layer), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_find_layer", "model = NULL");
+        CHECK_MSG(out_out_layer == (int64_t)0x5A5A5A5A, "cblob_model_find_layer with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_find_layer with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_find_layer with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* name = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layer = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_find_layer(fx.model, NULL, &out_out_layer), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_find_layer", "name = NULL");
+        CHECK_MSG(out_out_layer == (int64_t)0x5A5A5A5A, "cblob_model_find_layer with name = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_find_layer with name = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_find_layer with name = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_layer = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layer = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_find_layer(fx.model, "conv1", NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_find_layer", "out_layer = NULL");
+        CHECK_MSG(out_out_layer == (int64_t)0x5A5A5A5A, "cblob_model_find_layer with out_layer = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_find_layer with out_layer = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_find_layer with out_layer = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_name)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_name(fx.model, 0, &out_out_name));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_name)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_name(NULL, 0, &out_out_name), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_name", "model = NULL");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_name with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_name with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_name with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_name(fx.model, -1, &out_out_name), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_name", "layer: layer -1");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_name with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_name with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_name with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_name(fx.model, 1, &out_out_name), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_name", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_name with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_name with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_name with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_name = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_name(fx.model, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_name", "out_name = NULL");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_name with out_name = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_name with out_name = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_name with out_name = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_type)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const char * out_out_type = (const char *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_type(fx.model, 0, &out_out_type));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_type)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_type = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_type(NULL, 0, &out_out_type), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_type", "model = NULL");
+        CHECK_MSG(out_out_type == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_type with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_type with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_type with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_type = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_type(fx.model, -1, &out_out_type), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_type", "layer: layer -1");
+        CHECK_MSG(out_out_type == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_type with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_type with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_type with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_type = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_type(fx.model, 1, &out_out_type), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_type", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_type == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_type with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_type with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_type with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_type = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_type = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_type(fx.model, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_type", "out_type = NULL");
+        CHECK_MSG(out_out_type == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_type with out_type = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_type with out_type = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_type with out_type = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_num_blobs)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_num_blobs(fx.model, 0, &out_out_num_blobs));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_num_blobs)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_blobs(NULL, 0, &out_out_num_blobs), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_num_blobs", "model = NULL");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_blobs with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_blobs with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_blobs with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_blobs(fx.model, -1, &out_out_num_blobs), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_num_blobs", "layer: layer -1");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_blobs with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_blobs with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_blobs with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_blobs(fx.model, 1, &out_out_num_blobs), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_num_blobs", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_blobs with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_blobs with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_blobs with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_num_blobs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_blobs = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_blobs(fx.model, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_num_blobs", "out_num_blobs = NULL");
+        CHECK_MSG(out_out_num_blobs == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_blobs with out_num_blobs = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_blobs with out_num_blobs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_blobs with out_num_blobs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_blob)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_blob(fx.model, 0, 1, &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_blob)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob(NULL, 0, 1, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_blob", "model = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_blob with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob(fx.model, -1, 1, &out_out_blob), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob", "layer: layer -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_blob with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob(fx.model, 1, 1, &out_out_blob), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_blob with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: blob -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob(fx.model, 0, -1, &out_out_blob), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob", "index: blob -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_blob with index: blob -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob with index: blob -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob with index: blob -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: blob 2 of 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob(fx.model, 0, 2, &out_out_blob), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob", "index: blob 2 of 2");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_blob with index: blob 2 of 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob with index: blob 2 of 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob with index: blob 2 of 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob(fx.model, 0, 1, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_blob", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_blob with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_add_layer)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_model_add_layer(fx.model, "conv1", "conv1", (cblob_blob *const[]){fx.a, fx.b}, 2));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_add_layer)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_add_layer(NULL, "conv1", "conv1", (cblob_blob *const[]){fx.a, fx.b}, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_add_layer", "model = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_add_layer with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_add_layer with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* name = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_add_layer(fx.model, NULL, "conv1", (cblob_blob *const[]){fx.a, fx.b}, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_add_layer", "name = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_add_layer with name = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_add_layer with name = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* type = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_add_layer(fx.model, "conv1", NULL, (cblob_blob *const[]){fx.a, fx.b}, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_add_layer", "type = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_add_layer with type = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_add_layer with type = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_add_layer(fx.model, "conv1", "conv1", NULL, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_add_layer", "blobs = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_add_layer with blobs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_add_layer with blobs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a NULL blob in the array */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_add_layer(fx.model, "conv1", "conv1", (cblob_blob *const[]){fx.a, NULL}, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_add_layer", "blobs: a NULL blob in the array");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_add_layer with blobs: a NULL blob in the array: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_add_layer with blobs: a NULL blob in the array: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_blobs: -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_add_layer(fx.model, "conv1", "conv1", (cblob_blob *const[]){fx.a, fx.b}, -1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_add_layer", "num_blobs: -1 blobs");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_add_layer with num_blobs: -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_add_layer with num_blobs: -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_to_proto)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_size = (size_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_to_proto(fx.model, 0, out_buffer, sizeof out_buffer, &out_out_size));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_to_proto)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_proto(NULL, 0, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_proto", "model = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_proto with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_proto with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_proto with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_proto with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_proto(fx.model, 2, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_proto", "write_diff: boolean 2");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_proto with write_diff: boolean 2: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_proto with write_diff: boolean 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_proto with write_diff: boolean 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_proto with write_diff: boolean 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_proto(fx.model, -1, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_proto", "write_diff: boolean -1");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_proto with write_diff: boolean -1: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_proto with write_diff: boolean -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_proto with write_diff: boolean -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_proto with write_diff: boolean -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* buffer_size: a 3-byte buffer */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_proto(fx.model, 0, out_buffer, 3, &out_out_size), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_to_proto", "buffer_size: a 3-byte buffer");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_proto with buffer_size: a 3-byte buffer: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_proto with buffer_size: a 3-byte buffer: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_proto with buffer_size: a 3-byte buffer: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_proto with buffer_size: a 3-byte buffer: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_size = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_proto(fx.model, 0, out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_proto", "out_size = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_proto with out_size = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_proto with out_size = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_proto with out_size = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_proto with out_size = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_to_proto_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_model_to_proto_file(fx.model, 0, files.output));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_to_proto_file)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_proto_file(NULL, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_proto_file", "model = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_proto_file with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_proto_file with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_proto_file(fx.model, 2, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_proto_file", "write_diff: boolean 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_proto_file with write_diff: boolean 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_proto_file with write_diff: boolean 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_proto_file(fx.model, -1, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_proto_file", "write_diff: boolean -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_proto_file with write_diff: boolean -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_proto_file with write_diff: boolean -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_proto_file(fx.model, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_proto_file", "path = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_proto_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_proto_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a path in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_proto_file(fx.model, 0, files.unwritable), CBLOB_ERR_IO, "cblob_model_to_proto_file", "path: a path in a missing folder");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_proto_file with path: a path in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_proto_file with path: a path in a missing folder: a caller's buffer was released");
         fixture_teardown(&fx);
     }
 }
@@ -7716,4 +9722,9 @@ TEST(null_is_a_no_op_cblob_context_destroy)
 TEST(null_is_a_no_op_cblob_blob_destroy)
 {
     cblob_blob_destroy(NULL);
+}
+
+TEST(null_is_a_no_op_cblob_model_destroy)
+{
+    cblob_model_destroy(NULL);
 }

@@ -538,6 +538,328 @@ CBLOB_API cblob_status cblob_blob_sumsq(const cblob_blob *blob, cblob_part part,
 CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, double factor);
 
 /* ==========================================================================================
+ * Caffe formats
+ * ==========================================================================================
+ * Caffe's protobuf files, read and written without a C++ runtime: BlobProto (.binaryproto files,
+ * such as mean images), BlobProtoVector, and NetParameter (.caffemodel files) in the current
+ * format (LayerParameter, field `layer` = 100) and the V1 format (V1LayerParameter, field
+ * `layers` = 2, with the V0 layer nested in it). proto/caffe_blobs.proto has the field numbers.
+ *
+ * Reading accepts packed and unpacked repeated fields, skips unknown fields (Caffe forks add
+ * some), reads the legacy num/channels/height/width dims as a 4-axis shape, and prefers
+ * double_data over data as Caffe does. Malformed or truncated input, and values whose count
+ * disagrees with the shape, give CBLOB_ERR_PARSE with a message naming the field (as a path
+ * such as NetParameter.layer[3](conv1).blobs[0].data) and its byte offset; nothing is created or
+ * changed then. When a reader fails on bytes that are surely of another kind (a net's layers, a
+ * blob's values), the message says what they hold. Bytes of one kind can also be valid, empty
+ * protobuf of another (a BlobProtoVector read as a net with no layers): cblob_proto_detect tells
+ * the kinds apart. Loading copies the bulk of the values once: a blob read from a file adopts the
+ * decoded array as its storage, and a file is mapped, not read, so a model loads in about its
+ * own size of memory. As with any mapped file, a file that another process truncates while
+ * cblob reads it can raise SIGBUS.
+ *
+ * Writing always makes a fresh message (Caffe's ToProto can leave stale fields in a reused one):
+ * float32 blobs write data/diff, float64 blobs double_data/double_diff, and int32/uint32 blobs
+ * double_data/double_diff too, which hold every such value exactly (Caffe has no ToProto for
+ * integer blobs). Reading into an integer blob truncates toward zero as Caffe's cast does and
+ * refuses values that do not fit (CBLOB_ERR_OVERFLOW). The shape is written as `shape`, never
+ * as legacy dims. Writing refuses a message over protobuf's 2 GiB limit, which Caffe's reader
+ * enforces (CBLOB_ERR_OVERFLOW); reading has no such limit. Files are written to a temporary file that is renamed over the path when complete,
+ * so a failed save leaves no partial file (it is not fsync'ed). Serialized bytes use the two-call convention of
+ * cblob_blob_shape_string: pass buffer NULL and buffer_size 0 to learn the size.
+ *
+ * A model handle holds a net's name, format and layers (name, type, blobs). It keeps only what
+ * locates blobs: saving it writes a weights-only NetParameter (layer names, types and blobs),
+ * which is what Caffe's CopyTrainedLayersFrom reads; layer parameters, bottoms and tops of the
+ * file it came from are not kept.
+ *
+ * Threads: distinct models may be used from different threads at once; one model needs external
+ * locking except for the pure getters marked so.
+ */
+
+/* Which Caffe message a file or buffer holds (cblob_proto_detect). */
+typedef int32_t cblob_proto_kind;
+enum {
+    CBLOB_PROTO_NET = 1,               /* A NetParameter: a .caffemodel (weights) or a binary net definition. */
+    CBLOB_PROTO_BLOB = 2,              /* A BlobProto: a .binaryproto such as a mean image. */
+    CBLOB_PROTO_BLOB_VECTOR = 3,       /* A BlobProtoVector. */
+};
+
+/* How a NetParameter stores its layers. */
+typedef int32_t cblob_net_format;
+enum {
+    CBLOB_NET_FORMAT_V1 = 1,           /* V1LayerParameter in field `layers` (2), with an enum layer type; Caffe before 2015. */
+    CBLOB_NET_FORMAT_V2 = 2,           /* LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today. */
+};
+
+/*
+ * A Caffe net's weights: its name, format, and layers, each with a name, a type and blobs.
+ * Opened from a .caffemodel (cblob_model_open, cblob_model_open_file) or built up to be saved
+ * (cblob_model_create, cblob_model_add_layer). Free it with cblob_model_destroy; blobs handed
+ * out by cblob_model_layer_blob stay valid after that.
+ */
+typedef struct cblob_model cblob_model;
+
+/*
+ * Tells which Caffe message the bytes hold, from their top-level fields: a NetParameter has
+ * `layer` (100) or `layers` (2) or another field only a net has; a BlobProto has legacy dims,
+ * value fields or `shape`; a BlobProtoVector has only field 1 and each holds a valid BlobProto.
+ * Field 1 holding anything else is a net's name. Detection does not check the whole message:
+ * the reader of that kind does.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_proto_detect(const uint8_t *bytes, size_t size, cblob_proto_kind *out_kind);
+
+/*
+ * Like cblob_proto_detect, for a file (mapped, not read whole).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_proto_detect_file(const char *path, cblob_proto_kind *out_kind);
+
+/*
+ * Serializes the blob as a BlobProto (Caffe's ToProto into a fresh message): its shape, its
+ * data and, when write_diff is 1, its diff. Reads through the host copy like Caffe, so memory
+ * whose head is on the GPU is synced first, and memory never accessed reads as zeros. A blob
+ * that never had a shape (cblob_blob_create_empty) is CBLOB_ERR_STATE.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
+
+/*
+ * Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_diff, const char *path);
+
+/*
+ * Loads a serialized BlobProto into the blob (Caffe's FromProto). With reshape 1 the blob
+ * takes the BlobProto's shape: 4 axes (num, channels, height, width; unset ones 0) when any
+ * legacy dim is present, else `shape`. With reshape 0 the shapes must be equal by Caffe's
+ * ShapeEquals rules (cblob_blob_shape_equals_proto), else CBLOB_ERR_SHAPE. Data comes from
+ * double_data when that is non-empty, else from data, converted to the blob's dtype; its
+ * count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
+ * as it is when it has none. The data head becomes AT_CPU. On failure the blob is unchanged.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_from_proto(cblob_blob *blob, const uint8_t *bytes, size_t size, int32_t reshape);
+
+/*
+ * Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_from_proto_file(cblob_blob *blob, const char *path, int32_t reshape);
+
+/*
+ * Caffe's ShapeEquals: when any legacy dim (num, channels, height, width) is present, even
+ * as 0, writes 1 if the blob has at most 4 axes and its 1-padded shape equals those four
+ * (unset ones read as 0); otherwise 1 if its axes equal `shape` exactly. Dims compare as
+ * int64 (Caffe narrows them to int). Malformed bytes are CBLOB_ERR_PARSE; values are not read.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_shape_equals_proto(const cblob_blob *blob, const uint8_t *bytes, size_t size, int32_t *out_equal);
+
+/*
+ * Creates a blob from a serialized BlobProto: float64 when it holds double_data, else
+ * float32, with its shape, data, and diff when it has one (a blob without a diff in the
+ * BlobProto has its diff head UNINITIALIZED). The decoded values become the blob's storage
+ * without another copy. Free it with cblob_blob_destroy.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_create_from_proto(cblob_context *context, const uint8_t *bytes, size_t size, cblob_blob **out_blob);
+
+/*
+ * Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context, const char *path, cblob_blob **out_blob);
+
+/*
+ * Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
+ *   blobs: may be NULL when num_blobs is 0
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
+
+/*
+ * Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does.
+ *   blobs: may be NULL when num_blobs is 0
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, const char *path);
+
+/*
+ * Reads a serialized BlobProtoVector into new blobs, each made as cblob_blob_create_from_proto
+ * makes it. out_blobs has room for max_blobs handles; with out_blobs NULL and max_blobs 0 it
+ * only checks the input and writes the number of blobs. Room for fewer blobs than the input
+ * holds is CBLOB_ERR_OUT_OF_RANGE. The caller destroys each blob written.
+ *   out_blobs: may be NULL; the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_vector_from_proto(cblob_context *context, const uint8_t *bytes, size_t size, int64_t max_blobs, cblob_blob **out_blobs, int64_t *out_num_blobs);
+
+/*
+ * Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does.
+ *   out_blobs: may be NULL; the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_vector_from_proto_file(cblob_context *context, const char *path, int64_t max_blobs, cblob_blob **out_blobs, int64_t *out_num_blobs);
+
+/*
+ * Creates an empty model to fill with cblob_model_add_layer and save. name (may be NULL: the
+ * net then has none) is copied. A V1 model writes V1LayerParameter, whose type is an enum:
+ * its layers' types must be LayerType names ("CONVOLUTION") or numbers.
+ *   name: may be NULL
+ *   out_model: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_model_create(cblob_context *context, cblob_net_format format, const char *name, cblob_model **out_model);
+
+/*
+ * Reads a serialized NetParameter (a .caffemodel) in the current or the V1 format. Every
+ * layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
+ * enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
+ * V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
+ * cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
+ * bytes may be freed once the call returns.
+ *   out_model: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *bytes, size_t size, cblob_model **out_model);
+
+/*
+ * Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
+ * released as soon as its values are decoded, so loading peaks at about the file's size plus
+ * its largest blob.
+ *   out_model: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_model_open_file(cblob_context *context, const char *path, cblob_model **out_model);
+
+/*
+ * Frees the model and drops its holds on its blobs; blobs the caller holds stay valid.
+ * NULL is a no-op.
+ *   model: may be NULL; the callee takes the caller's hold
+ *   Since ABI 1.0.
+ */
+CBLOB_API void cblob_model_destroy(cblob_model *model);
+
+/*
+ * Reads the net's format (the file's, or the one it was created with).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_model_format(const cblob_model *model, cblob_net_format *out_format);
+
+/*
+ * The net's name, or NULL when it has none. The text stays valid until the model is destroyed.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_model_name(const cblob_model *model, const char **out_name);
+
+/*
+ * The number of layers.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_model_num_layers(const cblob_model *model, int64_t *out_num_layers);
+
+/*
+ * The index of the first layer with the given name, or -1 when none has it.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_model_find_layer(const cblob_model *model, const char *name, int64_t *out_layer);
+
+/*
+ * A layer's name ("" when the file gives none). The text stays valid until the model is
+ * destroyed.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_model_layer_name(const cblob_model *model, int64_t layer, const char **out_name);
+
+/*
+ * A layer's type: the type string of the current format ("Convolution"), or the LayerType
+ * enum name of V1 ("CONVOLUTION"). The text stays valid until the model is destroyed.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_model_layer_type(const cblob_model *model, int64_t layer, const char **out_type);
+
+/*
+ * The number of blobs a layer holds (0 for layers without parameters, such as pooling).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_model_layer_num_blobs(const cblob_model *model, int64_t layer, int64_t *out_num_blobs);
+
+/*
+ * One of a layer's blobs. The handle is a new holder of the model's blob (as after
+ * cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
+ * changes made through it are what the model saves.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_model_layer_blob(const cblob_model *model, int64_t layer, int64_t index, cblob_blob **out_blob);
+
+/*
+ * Appends a layer with a name, a type and blobs. The model becomes a holder of each blob
+ * (nothing is copied): the values written are the blobs' values at save time. In a V1 model
+ * the type must be a LayerType enum name ("INNER_PRODUCT") or a decimal number.
+ *   blobs: may be NULL when num_blobs is 0
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *name, const char *type, cblob_blob *const *blobs, int64_t num_blobs);
+
+/*
+ * Serializes the model as a NetParameter in its format: the net's name, then per layer its
+ * name, its type and its blobs, each as cblob_blob_to_proto writes it.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
+
+/*
+ * Writes the model as a .caffemodel file, as cblob_model_to_proto does.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32_t write_diff, const char *path);
+
+/* ==========================================================================================
  * GPU
  * ==========================================================================================
  * The GPU backend (CUDA). It is optional at run time: the library loads and works on machines

@@ -125,6 +125,30 @@ namespace CBlob
     }
 
     /// <summary>
+    /// Which Caffe message a file or buffer holds (cblob_proto_detect).
+    /// </summary>
+    public enum ProtoKind : int
+    {
+        /// <summary>A NetParameter: a .caffemodel (weights) or a binary net definition. (<c>CBLOB_PROTO_NET</c>)</summary>
+        Net = 1,
+        /// <summary>A BlobProto: a .binaryproto such as a mean image. (<c>CBLOB_PROTO_BLOB</c>)</summary>
+        Blob = 2,
+        /// <summary>A BlobProtoVector. (<c>CBLOB_PROTO_BLOB_VECTOR</c>)</summary>
+        BlobVector = 3,
+    }
+
+    /// <summary>
+    /// How a NetParameter stores its layers.
+    /// </summary>
+    public enum NetFormat : int
+    {
+        /// <summary>V1LayerParameter in field `layers` (2), with an enum layer type; Caffe before 2015. (<c>CBLOB_NET_FORMAT_V1</c>)</summary>
+        V1 = 1,
+        /// <summary>LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today. (<c>CBLOB_NET_FORMAT_V2</c>)</summary>
+        V2 = 2,
+    }
+
+    /// <summary>
     /// Where compiled GPU kernels are kept (CBLOB_KERNEL_CACHE).
     /// </summary>
     public enum CacheMode : int
@@ -211,6 +235,26 @@ namespace CBlob
         protected override bool ReleaseHandle()
         {
             NativeMethods.cblob_blob_destroy(handle);
+            return true;
+        }
+    }
+
+    /// <summary>
+    /// A Caffe net's weights: its name, format, and layers, each with a name, a type and blobs.
+    /// Opened from a .caffemodel (cblob_model_open, cblob_model_open_file) or built up to be saved
+    /// (cblob_model_create, cblob_model_add_layer). Free it with cblob_model_destroy; blobs handed
+    /// out by cblob_model_layer_blob stay valid after that.
+    /// Owns one hold on a <c>cblob_model</c>; releasing it calls <c>cblob_model_destroy</c>.
+    /// </summary>
+    public sealed class ModelHandle : SafeHandleZeroOrMinusOneIsInvalid
+    {
+        /// <summary>An invalid handle, for the marshaller to fill.</summary>
+        public ModelHandle() : base(true) { }
+
+        /// <inheritdoc/>
+        protected override bool ReleaseHandle()
+        {
+            NativeMethods.cblob_model_destroy(handle);
             return true;
         }
     }
@@ -584,6 +628,241 @@ namespace CBlob
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_scale(BlobHandle blob, Part part, double factor);
+
+        /// <summary>
+        /// Tells which Caffe message the bytes hold, from their top-level fields: a NetParameter has
+        /// `layer` (100) or `layers` (2) or another field only a net has; a BlobProto has legacy dims,
+        /// value fields or `shape`; a BlobProtoVector has only field 1 and each holds a valid BlobProto.
+        /// Field 1 holding anything else is a net's name. Detection does not check the whole message:
+        /// the reader of that kind does.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_proto_detect([In] byte[] bytes, UIntPtr size, out ProtoKind out_kind);
+
+        /// <summary>
+        /// Like cblob_proto_detect, for a file (mapped, not read whole).
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_proto_detect_file(byte[] path, out ProtoKind out_kind);
+
+        /// <summary>
+        /// Serializes the blob as a BlobProto (Caffe's ToProto into a fresh message): its shape, its
+        /// data and, when write_diff is 1, its diff. Reads through the host copy like Caffe, so memory
+        /// whose head is on the GPU is synced first, and memory never accessed reads as zeros. A blob
+        /// that never had a shape (cblob_blob_create_empty) is CBLOB_ERR_STATE.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_to_proto(BlobHandle blob, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
+
+        /// <summary>
+        /// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_to_proto_file(BlobHandle blob, int write_diff, byte[] path);
+
+        /// <summary>
+        /// Loads a serialized BlobProto into the blob (Caffe's FromProto). With reshape 1 the blob
+        /// takes the BlobProto's shape: 4 axes (num, channels, height, width; unset ones 0) when any
+        /// legacy dim is present, else `shape`. With reshape 0 the shapes must be equal by Caffe's
+        /// ShapeEquals rules (cblob_blob_shape_equals_proto), else CBLOB_ERR_SHAPE. Data comes from
+        /// double_data when that is non-empty, else from data, converted to the blob's dtype; its
+        /// count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
+        /// as it is when it has none. The data head becomes AT_CPU. On failure the blob is unchanged.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_from_proto(BlobHandle blob, [In] byte[] bytes, UIntPtr size, int reshape);
+
+        /// <summary>
+        /// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_from_proto_file(BlobHandle blob, byte[] path, int reshape);
+
+        /// <summary>
+        /// Caffe's ShapeEquals: when any legacy dim (num, channels, height, width) is present, even
+        /// as 0, writes 1 if the blob has at most 4 axes and its 1-padded shape equals those four
+        /// (unset ones read as 0); otherwise 1 if its axes equal `shape` exactly. Dims compare as
+        /// int64 (Caffe narrows them to int). Malformed bytes are CBLOB_ERR_PARSE; values are not read.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_shape_equals_proto(BlobHandle blob, [In] byte[] bytes, UIntPtr size, out int out_equal);
+
+        /// <summary>
+        /// Creates a blob from a serialized BlobProto: float64 when it holds double_data, else
+        /// float32, with its shape, data, and diff when it has one (a blob without a diff in the
+        /// BlobProto has its diff head UNINITIALIZED). The decoded values become the blob's storage
+        /// without another copy. Free it with cblob_blob_destroy.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_create_from_proto(ContextHandle context, [In] byte[] bytes, UIntPtr size, out BlobHandle out_blob);
+
+        /// <summary>
+        /// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_create_from_proto_file(ContextHandle context, byte[] path, out BlobHandle out_blob);
+
+        /// <summary>
+        /// Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_vector_to_proto([In] IntPtr[] blobs, long num_blobs, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
+
+        /// <summary>
+        /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_vector_to_proto_file([In] IntPtr[] blobs, long num_blobs, int write_diff, byte[] path);
+
+        /// <summary>
+        /// Reads a serialized BlobProtoVector into new blobs, each made as cblob_blob_create_from_proto
+        /// makes it. out_blobs has room for max_blobs handles; with out_blobs NULL and max_blobs 0 it
+        /// only checks the input and writes the number of blobs. Room for fewer blobs than the input
+        /// holds is CBLOB_ERR_OUT_OF_RANGE. The caller destroys each blob written.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_vector_from_proto(ContextHandle context, [In] byte[] bytes, UIntPtr size, long max_blobs, [Out] IntPtr[] out_blobs, out long out_num_blobs);
+
+        /// <summary>
+        /// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_vector_from_proto_file(ContextHandle context, byte[] path, long max_blobs, [Out] IntPtr[] out_blobs, out long out_num_blobs);
+
+        /// <summary>
+        /// Creates an empty model to fill with cblob_model_add_layer and save. name (may be NULL: the
+        /// net then has none) is copied. A V1 model writes V1LayerParameter, whose type is an enum:
+        /// its layers' types must be LayerType names ("CONVOLUTION") or numbers.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_create(ContextHandle context, NetFormat format, byte[] name, out ModelHandle out_model);
+
+        /// <summary>
+        /// Reads a serialized NetParameter (a .caffemodel) in the current or the V1 format. Every
+        /// layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
+        /// enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
+        /// V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
+        /// cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
+        /// bytes may be freed once the call returns.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_open(ContextHandle context, [In] byte[] bytes, UIntPtr size, out ModelHandle out_model);
+
+        /// <summary>
+        /// Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
+        /// released as soon as its values are decoded, so loading peaks at about the file's size plus
+        /// its largest blob.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_open_file(ContextHandle context, byte[] path, out ModelHandle out_model);
+
+        /// <summary>
+        /// Frees the model and drops its holds on its blobs; blobs the caller holds stay valid.
+        /// NULL is a no-op.
+        /// </summary>
+        /// <remarks>Since ABI 1.0.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern void cblob_model_destroy(IntPtr model);
+
+        /// <summary>
+        /// Reads the net's format (the file's, or the one it was created with).
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_format(ModelHandle model, out NetFormat out_format);
+
+        /// <summary>
+        /// The net's name, or NULL when it has none. The text stays valid until the model is destroyed.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_name(ModelHandle model, out IntPtr out_name);
+
+        /// <summary>
+        /// The number of layers.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_num_layers(ModelHandle model, out long out_num_layers);
+
+        /// <summary>
+        /// The index of the first layer with the given name, or -1 when none has it.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_find_layer(ModelHandle model, byte[] name, out long out_layer);
+
+        /// <summary>
+        /// A layer's name ("" when the file gives none). The text stays valid until the model is
+        /// destroyed.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_name(ModelHandle model, long layer, out IntPtr out_name);
+
+        /// <summary>
+        /// A layer's type: the type string of the current format ("Convolution"), or the LayerType
+        /// enum name of V1 ("CONVOLUTION"). The text stays valid until the model is destroyed.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_type(ModelHandle model, long layer, out IntPtr out_type);
+
+        /// <summary>
+        /// The number of blobs a layer holds (0 for layers without parameters, such as pooling).
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_num_blobs(ModelHandle model, long layer, out long out_num_blobs);
+
+        /// <summary>
+        /// One of a layer's blobs. The handle is a new holder of the model's blob (as after
+        /// cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
+        /// changes made through it are what the model saves.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_blob(ModelHandle model, long layer, long index, out BlobHandle out_blob);
+
+        /// <summary>
+        /// Appends a layer with a name, a type and blobs. The model becomes a holder of each blob
+        /// (nothing is copied): the values written are the blobs' values at save time. In a V1 model
+        /// the type must be a LayerType enum name ("INNER_PRODUCT") or a decimal number.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_add_layer(ModelHandle model, byte[] name, byte[] type, [In] IntPtr[] blobs, long num_blobs);
+
+        /// <summary>
+        /// Serializes the model as a NetParameter in its format: the net's name, then per layer its
+        /// name, its type and its blobs, each as cblob_blob_to_proto writes it.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_to_proto(ModelHandle model, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
+
+        /// <summary>
+        /// Writes the model as a .caffemodel file, as cblob_model_to_proto does.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_to_proto_file(ModelHandle model, int write_diff, byte[] path);
 
         /// <summary>
         /// Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and

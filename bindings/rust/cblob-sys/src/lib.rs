@@ -106,6 +106,22 @@ pub const CBLOB_HEAD_AT_GPU: cblob_head = 2;
 /// Host and device copies hold the same bytes.
 pub const CBLOB_HEAD_SYNCED: cblob_head = 3;
 
+/// Which Caffe message a file or buffer holds (cblob_proto_detect).
+pub type cblob_proto_kind = i32;
+/// A NetParameter: a .caffemodel (weights) or a binary net definition.
+pub const CBLOB_PROTO_NET: cblob_proto_kind = 1;
+/// A BlobProto: a .binaryproto such as a mean image.
+pub const CBLOB_PROTO_BLOB: cblob_proto_kind = 2;
+/// A BlobProtoVector.
+pub const CBLOB_PROTO_BLOB_VECTOR: cblob_proto_kind = 3;
+
+/// How a NetParameter stores its layers.
+pub type cblob_net_format = i32;
+/// V1LayerParameter in field `layers` (2), with an enum layer type; Caffe before 2015.
+pub const CBLOB_NET_FORMAT_V1: cblob_net_format = 1;
+/// LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today.
+pub const CBLOB_NET_FORMAT_V2: cblob_net_format = 2;
+
 /// Where compiled GPU kernels are kept (CBLOB_KERNEL_CACHE).
 pub type cblob_cache_mode = i32;
 /// Not kept: every use compiles (for debugging the compiler path).
@@ -154,6 +170,16 @@ pub struct cblob_context {
 /// cblob_blob_destroy drops one.
 #[repr(C)]
 pub struct cblob_blob {
+    _private: [u8; 0],
+    _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+/// A Caffe net's weights: its name, format, and layers, each with a name, a type and blobs.
+/// Opened from a .caffemodel (cblob_model_open, cblob_model_open_file) or built up to be saved
+/// (cblob_model_create, cblob_model_add_layer). Free it with cblob_model_destroy; blobs handed
+/// out by cblob_model_layer_blob stay valid after that.
+#[repr(C)]
+pub struct cblob_model {
     _private: [u8; 0],
     _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
@@ -453,6 +479,185 @@ extern "C" {
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
     pub fn cblob_blob_scale(blob: *mut cblob_blob, part: cblob_part, factor: f64) -> cblob_status;
+
+    /// Tells which Caffe message the bytes hold, from their top-level fields: a NetParameter has
+    /// `layer` (100) or `layers` (2) or another field only a net has; a BlobProto has legacy dims,
+    /// value fields or `shape`; a BlobProtoVector has only field 1 and each holds a valid BlobProto.
+    /// Field 1 holding anything else is a net's name. Detection does not check the whole message:
+    /// the reader of that kind does.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE.
+    pub fn cblob_proto_detect(bytes: *const u8, size: usize, out_kind: *mut cblob_proto_kind) -> cblob_status;
+
+    /// Like cblob_proto_detect, for a file (mapped, not read whole).
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY.
+    pub fn cblob_proto_detect_file(path: *const c_char, out_kind: *mut cblob_proto_kind) -> cblob_status;
+
+    /// Serializes the blob as a BlobProto (Caffe's ToProto into a fresh message): its shape, its
+    /// data and, when write_diff is 1, its diff. Reads through the host copy like Caffe, so memory
+    /// whose head is on the GPU is synced first, and memory never accessed reads as zeros. A blob
+    /// that never had a shape (cblob_blob_create_empty) is CBLOB_ERR_STATE.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    pub fn cblob_blob_to_proto(blob: *mut cblob_blob, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
+
+    /// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    pub fn cblob_blob_to_proto_file(blob: *mut cblob_blob, write_diff: i32, path: *const c_char) -> cblob_status;
+
+    /// Loads a serialized BlobProto into the blob (Caffe's FromProto). With reshape 1 the blob
+    /// takes the BlobProto's shape: 4 axes (num, channels, height, width; unset ones 0) when any
+    /// legacy dim is present, else `shape`. With reshape 0 the shapes must be equal by Caffe's
+    /// ShapeEquals rules (cblob_blob_shape_equals_proto), else CBLOB_ERR_SHAPE. Data comes from
+    /// double_data when that is non-empty, else from data, converted to the blob's dtype; its
+    /// count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
+    /// as it is when it has none. The data head becomes AT_CPU. On failure the blob is unchanged.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+    pub fn cblob_blob_from_proto(blob: *mut cblob_blob, bytes: *const u8, size: usize, reshape: i32) -> cblob_status;
+
+    /// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.
+    pub fn cblob_blob_from_proto_file(blob: *mut cblob_blob, path: *const c_char, reshape: i32) -> cblob_status;
+
+    /// Caffe's ShapeEquals: when any legacy dim (num, channels, height, width) is present, even
+    /// as 0, writes 1 if the blob has at most 4 axes and its 1-padded shape equals those four
+    /// (unset ones read as 0); otherwise 1 if its axes equal `shape` exactly. Dims compare as
+    /// int64 (Caffe narrows them to int). Malformed bytes are CBLOB_ERR_PARSE; values are not read.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE.
+    pub fn cblob_blob_shape_equals_proto(blob: *const cblob_blob, bytes: *const u8, size: usize, out_equal: *mut i32) -> cblob_status;
+
+    /// Creates a blob from a serialized BlobProto: float64 when it holds double_data, else
+    /// float32, with its shape, data, and diff when it has one (a blob without a diff in the
+    /// BlobProto has its diff head UNINITIALIZED). The decoded values become the blob's storage
+    /// without another copy. Free it with cblob_blob_destroy.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
+    pub fn cblob_blob_create_from_proto(context: *mut cblob_context, bytes: *const u8, size: usize, out_blob: *mut *mut cblob_blob) -> cblob_status;
+
+    /// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+    pub fn cblob_blob_create_from_proto_file(context: *mut cblob_context, path: *const c_char, out_blob: *mut *mut cblob_blob) -> cblob_status;
+
+    /// Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    pub fn cblob_blob_vector_to_proto(blobs: *const *mut cblob_blob, num_blobs: i64, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
+
+    /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    pub fn cblob_blob_vector_to_proto_file(blobs: *const *mut cblob_blob, num_blobs: i64, write_diff: i32, path: *const c_char) -> cblob_status;
+
+    /// Reads a serialized BlobProtoVector into new blobs, each made as cblob_blob_create_from_proto
+    /// makes it. out_blobs has room for max_blobs handles; with out_blobs NULL and max_blobs 0 it
+    /// only checks the input and writes the number of blobs. Room for fewer blobs than the input
+    /// holds is CBLOB_ERR_OUT_OF_RANGE. The caller destroys each blob written.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
+    pub fn cblob_blob_vector_from_proto(context: *mut cblob_context, bytes: *const u8, size: usize, max_blobs: i64, out_blobs: *mut *mut cblob_blob, out_num_blobs: *mut i64) -> cblob_status;
+
+    /// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+    pub fn cblob_blob_vector_from_proto_file(context: *mut cblob_context, path: *const c_char, max_blobs: i64, out_blobs: *mut *mut cblob_blob, out_num_blobs: *mut i64) -> cblob_status;
+
+    /// Creates an empty model to fill with cblob_model_add_layer and save. name (may be NULL: the
+    /// net then has none) is copied. A V1 model writes V1LayerParameter, whose type is an enum:
+    /// its layers' types must be LayerType names ("CONVOLUTION") or numbers.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.
+    pub fn cblob_model_create(context: *mut cblob_context, format: cblob_net_format, name: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
+
+    /// Reads a serialized NetParameter (a .caffemodel) in the current or the V1 format. Every
+    /// layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
+    /// enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
+    /// V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
+    /// cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
+    /// bytes may be freed once the call returns.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
+    pub fn cblob_model_open(context: *mut cblob_context, bytes: *const u8, size: usize, out_model: *mut *mut cblob_model) -> cblob_status;
+
+    /// Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
+    /// released as soon as its values are decoded, so loading peaks at about the file's size plus
+    /// its largest blob.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+    pub fn cblob_model_open_file(context: *mut cblob_context, path: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
+
+    /// Frees the model and drops its holds on its blobs; blobs the caller holds stay valid.
+    /// NULL is a no-op.
+    ///
+    /// Since ABI 1.0.
+    pub fn cblob_model_destroy(model: *mut cblob_model);
+
+    /// Reads the net's format (the file's, or the one it was created with).
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    pub fn cblob_model_format(model: *const cblob_model, out_format: *mut cblob_net_format) -> cblob_status;
+
+    /// The net's name, or NULL when it has none. The text stays valid until the model is destroyed.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    pub fn cblob_model_name(model: *const cblob_model, out_name: *mut *const c_char) -> cblob_status;
+
+    /// The number of layers.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    pub fn cblob_model_num_layers(model: *const cblob_model, out_num_layers: *mut i64) -> cblob_status;
+
+    /// The index of the first layer with the given name, or -1 when none has it.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    pub fn cblob_model_find_layer(model: *const cblob_model, name: *const c_char, out_layer: *mut i64) -> cblob_status;
+
+    /// A layer's name ("" when the file gives none). The text stays valid until the model is
+    /// destroyed.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_name(model: *const cblob_model, layer: i64, out_name: *mut *const c_char) -> cblob_status;
+
+    /// A layer's type: the type string of the current format ("Convolution"), or the LayerType
+    /// enum name of V1 ("CONVOLUTION"). The text stays valid until the model is destroyed.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_type(model: *const cblob_model, layer: i64, out_type: *mut *const c_char) -> cblob_status;
+
+    /// The number of blobs a layer holds (0 for layers without parameters, such as pooling).
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_num_blobs(model: *const cblob_model, layer: i64, out_num_blobs: *mut i64) -> cblob_status;
+
+    /// One of a layer's blobs. The handle is a new holder of the model's blob (as after
+    /// cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
+    /// changes made through it are what the model saves.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_blob(model: *const cblob_model, layer: i64, index: i64, out_blob: *mut *mut cblob_blob) -> cblob_status;
+
+    /// Appends a layer with a name, a type and blobs. The model becomes a holder of each blob
+    /// (nothing is copied): the values written are the blobs' values at save time. In a V1 model
+    /// the type must be a LayerType enum name ("INNER_PRODUCT") or a decimal number.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.
+    pub fn cblob_model_add_layer(model: *mut cblob_model, name: *const c_char, r#type: *const c_char, blobs: *const *mut cblob_blob, num_blobs: i64) -> cblob_status;
+
+    /// Serializes the model as a NetParameter in its format: the net's name, then per layer its
+    /// name, its type and its blobs, each as cblob_blob_to_proto writes it.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_to_proto(model: *const cblob_model, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
+
+    /// Writes the model as a .caffemodel file, as cblob_model_to_proto does.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_to_proto_file(model: *const cblob_model, write_diff: i32, path: *const c_char) -> cblob_status;
 
     /// Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
     /// the number of CUDA devices, or the status that says why not (with a message naming the

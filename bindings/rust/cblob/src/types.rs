@@ -343,6 +343,95 @@ impl Head {
     }
 }
 
+/// Which Caffe message a file or buffer holds (cblob_proto_detect).
+///
+/// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProtoKind {
+    /// A NetParameter: a .caffemodel (weights) or a binary net definition.
+    Net,
+    /// A BlobProto: a .binaryproto such as a mean image.
+    Blob,
+    /// A BlobProtoVector.
+    BlobVector,
+}
+
+impl ProtoKind {
+    /// Every value, in the header's order.
+    pub const ALL: &'static [ProtoKind] = &[ProtoKind::Net, ProtoKind::Blob, ProtoKind::BlobVector];
+
+    /// The value for a raw `cblob_proto_kind`, if this crate knows it.
+    pub const fn from_raw(raw: sys::cblob_proto_kind) -> Option<Self> {
+        match raw {
+            sys::CBLOB_PROTO_NET => Some(ProtoKind::Net),
+            sys::CBLOB_PROTO_BLOB => Some(ProtoKind::Blob),
+            sys::CBLOB_PROTO_BLOB_VECTOR => Some(ProtoKind::BlobVector),
+            _ => None,
+        }
+    }
+
+    /// The raw `cblob_proto_kind` value the C ABI uses.
+    pub const fn raw(self) -> sys::cblob_proto_kind {
+        match self {
+            ProtoKind::Net => sys::CBLOB_PROTO_NET,
+            ProtoKind::Blob => sys::CBLOB_PROTO_BLOB,
+            ProtoKind::BlobVector => sys::CBLOB_PROTO_BLOB_VECTOR,
+        }
+    }
+
+    /// The C enumerator's name (`"CBLOB_PROTO_NET"`).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            ProtoKind::Net => "CBLOB_PROTO_NET",
+            ProtoKind::Blob => "CBLOB_PROTO_BLOB",
+            ProtoKind::BlobVector => "CBLOB_PROTO_BLOB_VECTOR",
+        }
+    }
+}
+
+/// How a NetParameter stores its layers.
+///
+/// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NetFormat {
+    /// V1LayerParameter in field `layers` (2), with an enum layer type; Caffe before 2015.
+    V1,
+    /// LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today.
+    V2,
+}
+
+impl NetFormat {
+    /// Every value, in the header's order.
+    pub const ALL: &'static [NetFormat] = &[NetFormat::V1, NetFormat::V2];
+
+    /// The value for a raw `cblob_net_format`, if this crate knows it.
+    pub const fn from_raw(raw: sys::cblob_net_format) -> Option<Self> {
+        match raw {
+            sys::CBLOB_NET_FORMAT_V1 => Some(NetFormat::V1),
+            sys::CBLOB_NET_FORMAT_V2 => Some(NetFormat::V2),
+            _ => None,
+        }
+    }
+
+    /// The raw `cblob_net_format` value the C ABI uses.
+    pub const fn raw(self) -> sys::cblob_net_format {
+        match self {
+            NetFormat::V1 => sys::CBLOB_NET_FORMAT_V1,
+            NetFormat::V2 => sys::CBLOB_NET_FORMAT_V2,
+        }
+    }
+
+    /// The C enumerator's name (`"CBLOB_NET_FORMAT_V1"`).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            NetFormat::V1 => "CBLOB_NET_FORMAT_V1",
+            NetFormat::V2 => "CBLOB_NET_FORMAT_V2",
+        }
+    }
+}
+
 /// Where compiled GPU kernels are kept (CBLOB_KERNEL_CACHE).
 ///
 /// `from_raw` gives `None` for a value this crate does not know (one a newer library added).

@@ -1,0 +1,115 @@
+/* Caffe's BlobProto: reading it into blobs (FromProto) and writing blobs into it (ToProto).
+ *
+ * Reading is two passes over the input. The scan (cb_blob_layout_scan) walks the wire format,
+ * records where every value lies and how many there are, and rejects malformed input with the
+ * field and byte offset; nothing is copied. The load (cb_blob_load) then decodes the values that
+ * count (double_data wins over data, double_diff over diff) and gives them to the blob:
+ *   - a BlobProto whose repeated values are all packed (what every protobuf writer emits) is
+ *     unpacked by protobuf-c, and the blob adopts protobuf-c's arrays as its storage when the
+ *     dtype matches and the storage is fresh, so the bulk is copied once, from the input;
+ *   - one with unpacked values is decoded by the scan's reader straight into the arrays, since
+ *     protobuf-c keeps ~32 bytes of bookkeeping per unpacked element (7x the input).
+ * Values of another dtype are converted into the blob's storage.
+ *
+ * Writing builds a protobuf-c message whose arrays point at the blobs' host memory, so
+ * packing copies each value once, into the output. */
+#ifndef CBLOB_SRC_PROTO_BLOB_H
+#define CBLOB_SRC_PROTO_BLOB_H
+
+#include <stdbool.h>
+
+#include "blob.h"
+#include "caffe_blobs.pb-c.h"
+#include "wire.h"
+
+/* The four repeated value fields of a BlobProto. */
+typedef enum cb_blob_values {
+    CB_VALUES_DATA,        /* data = 5, float */
+    CB_VALUES_DIFF,        /* diff = 6, float */
+    CB_VALUES_DOUBLE_DATA, /* double_data = 8, double */
+    CB_VALUES_DOUBLE_DIFF, /* double_diff = 9, double */
+    CB_VALUES_FIELDS
+} cb_blob_values;
+
+typedef struct cb_blob_value_field {
+    int64_t count;
+    size_t offset;  /* of the field's first occurrence (for messages) */
+    bool unpacked;  /* at least one element came unpacked */
+} cb_blob_value_field;
+
+/* Where a BlobProto's parts lie in the input, and what its header says. */
+typedef struct cb_blob_layout {
+    size_t offset, length; /* the BlobProto's bytes */
+    bool legacy_present[4];
+    int64_t legacy[4]; /* num, channels, height, width; unset read as 0 */
+    size_t legacy_offset;
+    bool has_shape;
+    int32_t num_dims;  /* dims seen; more than CBLOB_MAX_AXES are counted, not kept */
+    int64_t dims[CBLOB_MAX_AXES];
+    size_t shape_offset;
+    cb_blob_value_field values[CB_VALUES_FIELDS];
+    bool has_group;       /* an unknown group field: protobuf-c cannot skip those */
+    int64_t known_fields; /* BlobProto fields seen; 0 for bytes that hold none of them */
+} cb_blob_layout;
+
+/* Scans the BlobProto the cursor covers (its path names it in messages). */
+cblob_status cb_blob_layout_scan(cb_wire wire, cb_blob_layout *layout);
+
+/* The BlobProto's own shape (legacy dims give 4 axes), checked, with its values checked
+ * against it: what a blob created from it gets. path names the BlobProto in messages. */
+cblob_status cb_blob_layout_check(const cb_blob_layout *layout, const cb_wire_path *path, size_t element_size,
+                                  cb_shape *out);
+
+/* The dtype a blob read from the BlobProto gets: float64 when it holds double_data, else float32. */
+cblob_dtype cb_blob_layout_dtype(const cb_blob_layout *layout);
+
+/* Whether the BlobProto holds a diff (a non-empty diff or double_diff). */
+bool cb_blob_layout_has_diff(const cb_blob_layout *layout);
+
+/* Caffe's ShapeEquals(proto): legacy rules when any legacy dim is present, else exact. */
+bool cb_blob_layout_shape_equals(const cb_blob_layout *layout, const cb_shape *shape);
+
+/* Caffe's FromProto: reshapes (or, with reshape false, requires ShapeEquals), then loads data and,
+ * when present, diff. Fails without changing the blob. */
+cblob_status cb_blob_load(cblob_blob *blob, const uint8_t *input, const cb_blob_layout *layout,
+                          const cb_wire_path *path, bool reshape);
+
+/* Which decoder turns a BlobProto's values into arrays (see the top of this file). */
+typedef enum cb_blob_decoder {
+    CB_DECODER_AUTO,       /* protobuf-c when every value is packed, else the wire reader */
+    CB_DECODER_PROTOBUF_C, /* tests compare the two on the same input */
+    CB_DECODER_WIRE,
+} cb_blob_decoder;
+
+/* The values that count, decoded into malloc'd arrays (NULL where absent): data is double_data
+ * when that is non-empty, else data; diff likewise. The caller frees both arrays with free(). */
+typedef struct cb_blob_arrays {
+    void *data, *diff;
+    bool data_is_double, diff_is_double;
+    int64_t data_count, diff_count;
+} cb_blob_arrays;
+
+cblob_status cb_blob_decode(const uint8_t *input, const cb_blob_layout *layout, cb_blob_decoder decoder,
+                            cb_blob_arrays *out);
+void cb_blob_arrays_free(cb_blob_arrays *arrays);
+
+/* A BlobProto message over a blob's host memory (Caffe's ToProto into a fresh message). */
+typedef struct cb_blob_message {
+    Caffe__BlobProto proto;
+    Caffe__BlobShape shape;
+    void *converted[2]; /* integer values widened to double, freed by cb_blob_message_clear */
+} cb_blob_message;
+
+/* Fails for a blob that never had a shape, and for values protobuf cannot frame (a message
+ * over 2 GiB); `what` names the blob in those messages ("the blob", "layer 3 (conv1) blob 0").
+ * Reading host memory may sync it from the device, as Caffe's ToProto does. */
+cblob_status cb_blob_message_init(cb_blob_message *message, cblob_blob *blob, bool write_diff, const char *what);
+void cb_blob_message_clear(cb_blob_message *message);
+
+/* protobuf's limit on a serialized message, which Caffe's reader enforces (INT_MAX bytes). */
+#define CB_PROTO_MAX_MESSAGE ((size_t)INT32_MAX)
+
+/* The path frame of a top-level message. */
+cb_wire_path cb_wire_root(const ProtobufCMessageDescriptor *message);
+
+#endif

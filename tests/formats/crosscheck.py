@@ -1,0 +1,562 @@
+#!/usr/bin/env python3
+"""Cross-checks cblob's Caffe formats against an independent implementation: Python's protobuf
+package (Debian's python3-protobuf) with proto/caffe_blobs.proto compiled by protoc at test time,
+and NumPy for .npy files. Each check is one CTest test:
+
+    crosscheck.py CHECK --tool CBLOB --helper WRITE_SAMPLES --source DIR --data DIR
+
+Checks:
+    cblob_writes_what_python_reads     cblob's models and vectors, parsed by Python
+    python_writes_what_cblob_reads     Python's messages (packed, unpacked, unknown fields, legacy,
+                                       double, V1) read by cblob through `cblob convert` and `inspect`
+    npy_to_binaryproto                 .npy files of every dtype to BlobProto(Vector), read back
+    inspect_json                       `cblob inspect --json`: its schema, the sample model, and the
+                                       real Caffe files against their .layers.txt / .blob.txt
+    cli_bad_input                      missing, unreadable and corrupt inputs: one line, exit 2
+
+Exits 77 (skipped) with a reason when protoc, protobuf or NumPy is missing.
+"""
+import argparse
+import importlib
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIPPED = 77
+
+
+def skip(reason):
+    print(f"SKIPPED: {reason}")
+    sys.exit(SKIPPED)
+
+
+try:
+    import numpy as np
+    from google import protobuf as _protobuf  # noqa: F401  (only to know it is there)
+except ImportError as e:
+    skip(f"{e.name} is not installed for {sys.executable} (scripts/setup.sh installs python3-protobuf and python3-numpy)")
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, what):
+    if not condition:
+        raise Failure(what)
+
+
+# ---- the same formula as tests/formats/support.c ------------------------------------------
+
+def ft_value(dtype, seed, i):
+    k = (i * 37 + seed * 101) % 211
+    if dtype == "int32":
+        return float(k - 105)
+    if dtype == "uint32":
+        return float(k)
+    return (k - 105) / 8.0
+
+
+def ft_values(dtype, seed, count):
+    return [ft_value(dtype, seed, i) for i in range(count)]
+
+
+# ---- protos --------------------------------------------------------------------------------
+
+FORK_FIELDS = {
+    "message BlobProto {": [
+        "optional string fork_note = 1000;",
+        "repeated int32 fork_quantized = 1001;",
+        "optional fixed64 fork_stamp = 1002;",
+        "optional BlobShape fork_nested = 1003;",
+        "optional fixed32 fork_scale = 1004;",
+    ],
+    "message LayerParameter {": [
+        "repeated string bottom = 3;",
+        "repeated string top = 4;",
+        "optional BlobShape convolution_param = 106;",
+        "optional string fork_engine = 5000;",
+    ],
+    "message NetParameter {": [
+        "repeated string input = 3;",
+        "repeated int64 input_dim = 4;",
+        "optional bool force_backward = 5;",
+    ],
+    "message V1LayerParameter {": [
+        "repeated string bottom = 2;",
+        "repeated string top = 3;",
+        "repeated float blobs_lr = 7;",
+    ],
+}
+
+
+def compile_protos(source, folder):
+    """Three variants of proto/caffe_blobs.proto, each in its own package so they coexist: as is,
+    with every repeated field unpacked, and with the fields a full caffe.proto or a fork adds."""
+    protoc = shutil.which("protoc")
+    if protoc is None:
+        skip("protoc is not installed (scripts/setup.sh installs protobuf-compiler)")
+    with open(os.path.join(source, "proto", "caffe_blobs.proto"), encoding="utf-8") as f:
+        text = f.read()
+    variants = {
+        "caffe_packed": text.replace("package caffe;", "package caffe_packed;"),
+        "caffe_unpacked": text.replace("package caffe;", "package caffe_unpacked;").replace("[packed = true]",
+                                                                                          "[packed = false]"),
+    }
+    fork = text.replace("package caffe;", "package caffe_fork;")
+    for opening, fields in FORK_FIELDS.items():
+        check(opening in fork, f"proto/caffe_blobs.proto lacks '{opening}'")
+        fork = fork.replace(opening, opening + "\n  " + "\n  ".join(fields))
+    variants["caffe_fork"] = fork
+    for name, body in variants.items():
+        with open(os.path.join(folder, name + ".proto"), "w", encoding="utf-8") as f:
+            f.write(body)
+        subprocess.run([protoc, f"-I{folder}", f"--python_out={folder}", os.path.join(folder, name + ".proto")],
+                       check=True)
+    sys.path.insert(0, folder)
+    return {name: importlib.import_module(name + "_pb2") for name in variants}
+
+
+# ---- running cblob -------------------------------------------------------------------------
+
+def run(args, tool, expect=0):
+    result = subprocess.run([tool] + args, capture_output=True, text=True)
+    if expect is not None and result.returncode != expect:
+        raise Failure(f"cblob {' '.join(args)} exited {result.returncode}, expected {expect}:\n"
+                      f"{result.stdout}{result.stderr}")
+    return result
+
+
+def inspect_json(tool, path):
+    return json.loads(run(["inspect", "--json", path], tool).stdout)
+
+
+def to_npy(tool, path, folder):
+    run(["convert", path, "--to", "npy", folder], tool)
+
+
+def floats_equal(got, expected):
+    return len(got) == len(expected) and all(a == b for a, b in zip(got, expected))
+
+
+# ---- checks --------------------------------------------------------------------------------
+
+def cblob_writes_what_python_reads(ctx):
+    folder = os.path.join(ctx.tmp, "samples")
+    os.mkdir(folder)
+    subprocess.run([ctx.helper, folder], check=True)
+    for module in (ctx.protos["caffe_packed"], ctx.protos["caffe_unpacked"]):
+        # Declared unpacked or not, a reader takes both encodings.
+        with open(os.path.join(folder, "v2.caffemodel"), "rb") as f:
+            net = module.NetParameter.FromString(f.read())
+        check(net.name == "CrossV2" and len(net.layer) == 4 and len(net.layers) == 0, "v2: name or layer count")
+        data, conv, bn, ints = net.layer
+        check((data.name, data.type, len(data.blobs)) == ("data", "Input", 0), "v2: layer data")
+        check((conv.name, conv.type, len(conv.blobs)) == ("conv1", "Convolution", 2), "v2: layer conv1")
+        weights, bias = conv.blobs
+        check(list(weights.shape.dim) == [4, 3, 2, 2], "v2: conv1 weights shape")
+        check(floats_equal(weights.data, ft_values("float32", 1, 48)), "v2: conv1 weights data")
+        check(floats_equal(weights.diff, ft_values("float32", 2, 48)), "v2: conv1 weights diff")
+        check(len(weights.double_data) == 0 and not weights.HasField("num"), "v2: float blobs write no double/legacy")
+        check(floats_equal(bias.data, ft_values("float32", 3, 4)), "v2: conv1 bias data")
+        check(floats_equal(bias.diff, [0.0] * 4), "v2: a diff never written reads as zeros")
+        (scale,) = bn.blobs
+        check(len(scale.data) == 0 and floats_equal(scale.double_data, ft_values("float64", 5, 3)), "v2: bn data")
+        check(floats_equal(scale.double_diff, ft_values("float64", 6, 3)), "v2: bn diff")
+        matrix, scalar = ints.blobs
+        check(list(matrix.shape.dim) == [2, 3] and floats_equal(matrix.double_data, ft_values("int32", 7, 6)),
+              "v2: int32 blob as double_data")
+        check(not scalar.HasField("shape") and floats_equal(scalar.double_data, [ft_value("uint32", 8, 0)]),
+              "v2: a uint32 scalar: no shape, one double_data value")
+
+        with open(os.path.join(folder, "v1.caffemodel"), "rb") as f:
+            v1 = module.NetParameter.FromString(f.read())
+        check(v1.name == "CrossV1" and len(v1.layers) == 3 and len(v1.layer) == 0, "v1: name or layers count")
+        conv, relu, custom = v1.layers
+        layer_type = module.V1LayerParameter.LayerType
+        check(conv.name == "conv1" and conv.type == layer_type.Value("CONVOLUTION"), "v1: conv1 type")
+        check(list(conv.blobs[0].shape.dim) == [2, 2] and floats_equal(conv.blobs[0].data, ft_values("float32", 11, 4)),
+              "v1: conv1 blob")
+        check(relu.type == layer_type.Value("RELU") and len(relu.blobs) == 0, "v1: relu")
+        # 99 names no LayerType: proto2 keeps it as an unknown field, which re-serializes as is.
+        check(not custom.HasField("type") and b"\x28\x63" in custom.SerializeToString(), "v1: type 99 on the wire")
+
+        with open(os.path.join(folder, "vector.binaryproto"), "rb") as f:
+            vector = module.BlobProtoVector.FromString(f.read())
+        check(len(vector.blobs) == 3, "vector: 3 blobs")
+        a, b, c = vector.blobs
+        check(floats_equal(a.data, ft_values("float32", 13, 3)) and floats_equal(a.diff, ft_values("float32", 14, 3)),
+              "vector: float32 blob")
+        check(list(b.shape.dim) == [2, 2] and floats_equal(b.double_data, ft_values("float64", 15, 4)),
+              "vector: float64 blob")
+        check(floats_equal(c.double_data, ft_values("uint32", 17, 4)), "vector: uint32 blob")
+
+    # The shipped sample, re-encoded by Python, is the same bytes: cblob writes canonical protobuf.
+    sample = os.path.join(ctx.source, "samples", "tiny_lenet.caffemodel")
+    with open(sample, "rb") as f:
+        raw = f.read()
+    net = ctx.protos["caffe_packed"].NetParameter.FromString(raw)
+    check(net.name == "TinyLeNet" and len(net.layer) == 9, "sample: name and layers")
+    check(net.SerializeToString() == raw, "sample: Python re-encodes it to different bytes")
+
+
+def blob_message(module, shape=None, legacy=None, data=None, diff=None, double_data=None, double_diff=None):
+    blob = module.BlobProto()
+    if shape is not None:
+        blob.shape.dim.extend(shape)
+    if legacy is not None:
+        blob.num, blob.channels, blob.height, blob.width = legacy
+    blob.data.extend(data or [])
+    blob.diff.extend(diff or [])
+    blob.double_data.extend(double_data or [])
+    blob.double_diff.extend(double_diff or [])
+    return blob
+
+
+def write(path, message):
+    with open(path, "wb") as f:
+        f.write(message.SerializeToString())
+    return path
+
+
+def load_npy(folder, name):
+    return np.load(os.path.join(folder, name))
+
+
+def python_writes_what_cblob_reads(ctx):
+    n = 0
+    for variant in ("caffe_packed", "caffe_unpacked", "caffe_fork"):
+        module = ctx.protos[variant]
+        values = ft_values("float32", 21, 6)
+        grads = ft_values("float32", 22, 6)
+        cases = [
+            ("shape", blob_message(module, shape=[2, 3], data=values, diff=grads), [2, 3], "float32", True),
+            ("legacy", blob_message(module, legacy=(1, 2, 1, 3), data=values), [1, 2, 1, 3], "float32", False),
+            ("double", blob_message(module, shape=[6], data=[9.0] * 2, double_data=values, double_diff=grads), [6],
+             "float64", True),
+        ]
+        for name, message, shape, dtype, has_diff in cases:
+            if variant == "caffe_fork":
+                message.fork_note = "written by a fork"
+                message.fork_quantized.extend([1, -2, 3])
+                message.fork_stamp = 1234567890123
+                message.fork_nested.dim.extend([7, 8])
+                message.fork_scale = 5
+            path = write(os.path.join(ctx.tmp, f"{variant}_{name}.binaryproto"), message)
+            out = os.path.join(ctx.tmp, f"npy_{n}")
+            n += 1
+            to_npy(ctx.tool, path, out)
+            array = load_npy(out, "blob_0.npy")
+            check(list(array.shape) == shape and array.dtype == np.dtype(dtype), f"{variant} {name}: shape or dtype")
+            check(floats_equal(array.ravel().tolist(), values), f"{variant} {name}: data")
+            check(os.path.exists(os.path.join(out, "blob_0_diff.npy")) == has_diff, f"{variant} {name}: diff file")
+            if has_diff:
+                check(floats_equal(load_npy(out, "blob_0_diff.npy").ravel().tolist(), grads), f"{variant} {name}: diff")
+            blob = inspect_json(ctx.tool, path)["blobs"][0]
+            check(blob["shape"] == shape and blob["dtype"] == dtype and blob["has_diff"] == has_diff,
+                  f"{variant} {name}: inspect")
+
+        # A current-format net with what full Caffe files carry (and a fork's extras).
+        net = module.NetParameter(name=f"py_{variant}")
+        data_layer = net.layer.add(name="data", type="Input")
+        conv = net.layer.add(name="conv/1x1", type="Convolution")
+        conv.blobs.append(blob_message(module, shape=[2, 1, 1, 3], data=values))
+        conv.blobs.append(blob_message(module, shape=[2], data=values[:2]))
+        if variant == "caffe_fork":
+            net.input.append("data")
+            net.input_dim.extend([1, 1, 1, 3])
+            net.force_backward = True
+            data_layer.top.append("data")
+            conv.bottom.append("data")
+            conv.top.append("conv")
+            conv.convolution_param.dim.append(2)
+            conv.fork_engine = "fast"
+        path = write(os.path.join(ctx.tmp, f"{variant}.caffemodel"), net)
+        doc = inspect_json(ctx.tool, path)
+        check(doc["kind"] == "net" and doc["format"] == "V2" and doc["name"] == f"py_{variant}", f"{variant} net header")
+        check([(l["name"], l["type"], len(l["blobs"])) for l in doc["layers"]] ==
+              [("data", "Input", 0), ("conv/1x1", "Convolution", 2)], f"{variant} net layers")
+        check(doc["layers"][1]["blobs"][0]["shape"] == [2, 1, 1, 3], f"{variant} net blob shape")
+        out = os.path.join(ctx.tmp, f"net_{variant}")
+        to_npy(ctx.tool, path, out)
+        check(sorted(os.listdir(out)) == ["conv_1x1_0.npy", "conv_1x1_1.npy"], f"{variant} npy names: {os.listdir(out)}")
+        check(floats_equal(load_npy(out, "conv_1x1_0.npy").ravel().tolist(), values), f"{variant} npy values")
+
+        # V1, with legacy dims as old Caffe wrote them.
+        v1 = module.NetParameter(name="old")
+        layer_type = module.V1LayerParameter.LayerType
+        layer = v1.layers.add(name="fc", type=layer_type.Value("INNER_PRODUCT"))
+        layer.blobs.append(blob_message(module, legacy=(1, 1, 2, 3), data=values))
+        v1.layers.add(name="loss", type=layer_type.Value("SOFTMAX_LOSS"))
+        if variant == "caffe_fork":
+            layer.bottom.append("data")
+            layer.blobs_lr.extend([1.0, 2.0])
+        doc = inspect_json(ctx.tool, write(os.path.join(ctx.tmp, f"{variant}_v1.caffemodel"), v1))
+        check(doc["format"] == "V1" and [(l["name"], l["type"]) for l in doc["layers"]] ==
+              [("fc", "INNER_PRODUCT"), ("loss", "SOFTMAX_LOSS")], f"{variant} V1 layers")
+        check(doc["layers"][0]["blobs"][0]["shape"] == [1, 1, 2, 3], f"{variant} V1 legacy dims give 4 axes")
+
+        vector = module.BlobProtoVector()
+        vector.blobs.append(blob_message(module, shape=[3], data=values[:3]))
+        vector.blobs.append(blob_message(module, shape=[1], double_data=[0.125]))
+        doc = inspect_json(ctx.tool, write(os.path.join(ctx.tmp, f"{variant}_vector.binaryproto"), vector))
+        check(doc["kind"] == "blob_vector" and [b["dtype"] for b in doc["blobs"]] == ["float32", "float64"],
+              f"{variant} vector")
+
+
+def npy_to_binaryproto(ctx):
+    arrays = {
+        "f4": np.array(ft_values("float32", 31, 24), dtype="<f4").reshape(2, 3, 4),
+        "f8": np.array(ft_values("float64", 32, 5), dtype="<f8"),
+        "i4": np.array(ft_values("int32", 33, 6), dtype="<i4").reshape(3, 2),
+        "u4": np.array(ft_values("uint32", 34, 1), dtype="<u4").reshape(()),
+    }
+    module = ctx.protos["caffe_packed"]
+    paths = []
+    for code, array in arrays.items():
+        path = os.path.join(ctx.tmp, f"{code}.npy")
+        np.save(path, array)
+        paths.append(path)
+        out = os.path.join(ctx.tmp, f"{code}.binaryproto")
+        run(["convert", path, "--to", "binaryproto", out], ctx.tool)
+        with open(out, "rb") as f:
+            blob = module.BlobProto.FromString(f.read())
+        check(list(blob.shape.dim) == list(array.shape), f"{code}: shape")
+        stored = blob.data if code == "f4" else blob.double_data
+        check(floats_equal(stored, array.ravel().tolist()), f"{code}: values")
+        check(len(blob.diff) == 0 and len(blob.double_diff) == 0, f"{code}: no diff")
+        back = os.path.join(ctx.tmp, f"{code}_back")
+        to_npy(ctx.tool, out, back)
+        again = load_npy(back, "blob_0.npy")
+        check(again.shape == array.shape and np.array_equal(again, array.astype(again.dtype)), f"{code}: round trip")
+    out = os.path.join(ctx.tmp, "all.binaryproto")
+    run(["convert"] + paths + ["--to", "binaryproto", out], ctx.tool)
+    with open(out, "rb") as f:
+        vector = module.BlobProtoVector.FromString(f.read())
+    check(len(vector.blobs) == 4, "several .npy files make a BlobProtoVector")
+    single = os.path.join(ctx.tmp, "single.binaryproto")
+    run(["convert", paths[0], "--vector", "--to", "binaryproto", single], ctx.tool)
+    with open(single, "rb") as f:
+        check(len(module.BlobProtoVector.FromString(f.read()).blobs) == 1, "--vector makes a one-blob vector")
+
+
+BLOB_KEYS = {"shape", "count", "dtype", "has_diff", "sum", "asum", "sumsq", "min", "max"}
+
+
+def check_schema(doc):
+    check(set(doc) == {"file", "kind", "format", "name", "layers", "blobs"}, f"top-level keys {sorted(doc)}")
+    check(doc["kind"] in ("net", "blob", "blob_vector"), "kind")
+    check(doc["format"] in ("V2", "V1", None) and (doc["format"] is None) == (doc["kind"] != "net"), "format")
+    blobs = list(doc["blobs"])
+    for layer in doc["layers"]:
+        check(set(layer) == {"name", "type", "blobs"} and isinstance(layer["name"], str), "layer keys")
+        blobs += layer["blobs"]
+    check(not (doc["kind"] == "net" and doc["blobs"]) and not (doc["kind"] != "net" and doc["layers"]),
+          "layers for nets, blobs for blob files")
+    for blob in blobs:
+        check(set(blob) == BLOB_KEYS, f"blob keys {sorted(blob)}")
+        check(all(isinstance(d, int) for d in blob["shape"]) and blob["count"] == math.prod(blob["shape"]), "count")
+        check(blob["dtype"] in ("float32", "float64") and isinstance(blob["has_diff"], bool), "dtype, has_diff")
+
+
+def parse_expectations(path):
+    """The .layers.txt / .blob.txt decodings beside the Caffe files (see their SOURCES.md)."""
+    layers, stats, blob = [], {}, {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            row = re.match(r"^(\d+) \| (.*?) \| (.*?) \| .*? \| (.*)$", line)
+            if row:
+                shapes = [[int(d) for d in m.split(",") if d] for m in re.findall(r"shape=\[([\d,]*)\]", row.group(4))]
+                counts = [int(c) for c in re.findall(r"\((\d+) data", row.group(4))]
+                layers.append((row.group(2), row.group(3), shapes, counts))
+            found = re.match(r"^(.*)\.blobs\[(\d+)\]: .*first=(\S+) sum=(\S+) min=(\S+) max=(\S+)", line)
+            if found:
+                stats[(found.group(1), int(found.group(2)))] = [float(x) for x in found.group(3, 4, 5, 6)]
+            if line.startswith("shape:"):
+                blob["shape"] = [int(d) for d in re.search(r"\[([\d,]*)\]", line).group(1).split(",")]
+            if line.startswith("values:"):
+                blob["count"] = int(line.split()[1])
+            if line.startswith("stats:"):
+                blob["stats"] = [float(x) for x in re.findall(r"=(\S+)", line)]
+    return layers, stats, blob
+
+
+def close(got, expected):
+    return abs(got - expected) <= 1e-7 * abs(expected) + 1e-12
+
+
+def inspect_json_check(ctx):
+    # The sample: every statistic recomputed in Python from the file's own values. Its values are
+    # multiples of 1/512 with 10-bit mantissas, so every sum is exact and compares with ==.
+    sample = os.path.join(ctx.source, "samples", "tiny_lenet.caffemodel")
+    doc = inspect_json(ctx.tool, sample)
+    check_schema(doc)
+    with open(sample, "rb") as f:
+        net = ctx.protos["caffe_packed"].NetParameter.FromString(f.read())
+    check(doc["file"] == sample and doc["name"] == net.name and len(doc["layers"]) == len(net.layer), "sample header")
+    for got, layer in zip(doc["layers"], net.layer):
+        check(got["name"] == layer.name and got["type"] == layer.type and len(got["blobs"]) == len(layer.blobs),
+              f"sample layer {layer.name}")
+        for blob, message in zip(got["blobs"], layer.blobs):
+            values = np.array(message.data, dtype=np.float64)
+            check(blob["shape"] == list(message.shape.dim) and blob["count"] == values.size, "sample blob shape")
+            check(blob["sum"] == values.sum() and blob["asum"] == np.abs(values).sum(), "sample sums")
+            check(close(blob["sumsq"], (values * values).sum()), "sample sumsq")
+            check(blob["min"] == values.min() and blob["max"] == values.max(), "sample min/max")
+            check(blob["dtype"] == "float32" and blob["has_diff"] is False, "sample dtype")
+    # The table: the net's header and every layer, and nothing on stderr off a terminal (progress
+    # is for terminals only).
+    result = run(["inspect", sample], ctx.tool)
+    check(result.stderr == "", f"inspect wrote to stderr: {result.stderr!r}")
+    check("TinyLeNet" in result.stdout and "format V2" in result.stdout and "layers  9 (4 with blobs: 8 blobs, 3002 values)"
+          in result.stdout, "inspect table header")
+    for layer in net.layer:
+        check(re.search(rf"^  {re.escape(layer.name)}\s+{re.escape(layer.type)}\s", result.stdout, re.M) is not None,
+              f"inspect table row for {layer.name}")
+    check(re.search(r"^  conv1\s+Convolution\s+0\s+4x1x3x3\s+36\s+float32\s+no\s", result.stdout, re.M) is not None,
+          "inspect table blob row")
+    # An empty blob: min and max are null, sums 0.
+    empty = ctx.protos["caffe_packed"].BlobProto()
+    empty.shape.dim.extend([0, 4])
+    doc = inspect_json(ctx.tool, write(os.path.join(ctx.tmp, "empty.binaryproto"), empty))
+    check_schema(doc)
+    check(doc["blobs"][0]["min"] is None and doc["blobs"][0]["sum"] == 0 and doc["blobs"][0]["count"] == 0,
+          "an empty blob has null min/max")
+
+    if not os.path.isdir(ctx.data):
+        print(f"SKIPPED part: the Caffe files folder {ctx.data} is absent; the sample was checked")
+        return
+    checked = 0
+    for name in sorted(os.listdir(ctx.data)):
+        path = os.path.join(ctx.data, name)
+        base, ext = os.path.splitext(path)
+        expected_path = base + (".layers.txt" if ext == ".caffemodel" else ".blob.txt")
+        if ext not in (".caffemodel", ".binaryproto") or not os.path.exists(expected_path):
+            continue
+        doc = inspect_json(ctx.tool, path)
+        check_schema(doc)
+        layers, stats, blob = parse_expectations(expected_path)
+        if ext == ".caffemodel":
+            check([(l["name"], l["type"]) for l in doc["layers"]] == [(n, t) for n, t, _, _ in layers],
+                  f"{name}: layer names and types")
+            for got, (lname, _, shapes, counts) in zip(doc["layers"], layers):
+                check([b["shape"] for b in got["blobs"]] == shapes and [b["count"] for b in got["blobs"]] == counts,
+                      f"{name}: {lname} shapes and counts")
+                for i, b in enumerate(got["blobs"]):
+                    _, total, low, high = stats[(lname, i)]
+                    check(close(b["sum"], total) and close(b["min"], low) and close(b["max"], high),
+                          f"{name}: {lname}.blobs[{i}] statistics {b['sum']}, {b['min']}, {b['max']}")
+        else:
+            (b,) = doc["blobs"]
+            _, total, low, high = blob["stats"]
+            check(doc["kind"] == "blob" and b["shape"] == blob["shape"] and b["count"] == blob["count"], f"{name}: shape")
+            check(close(b["sum"], total) and close(b["min"], low) and close(b["max"], high), f"{name}: statistics")
+        checked += 1
+    check(checked > 0, f"no Caffe file with an expectation in {ctx.data}")
+
+
+def cli_bad_input(ctx):
+    sample = os.path.join(ctx.source, "samples", "tiny_lenet.caffemodel")
+    with open(sample, "rb") as f:
+        raw = f.read()
+    truncated = os.path.join(ctx.tmp, "truncated.caffemodel")
+    with open(truncated, "wb") as f:
+        f.write(raw[: len(raw) // 2])
+    garbage = os.path.join(ctx.tmp, "garbage.bin")
+    with open(garbage, "wb") as f:
+        f.write(b"\xff" * 64)
+    empty = os.path.join(ctx.tmp, "empty.bin")
+    open(empty, "wb").close()
+    bad_npy = {
+        "not_npy.npy": b"hello",
+        "big_endian.npy": None,
+        "fortran.npy": None,
+        "short.npy": None,
+        "complex.npy": None,
+    }
+    for name in bad_npy:
+        path = os.path.join(ctx.tmp, name)
+        if name == "not_npy.npy":
+            with open(path, "wb") as f:
+                f.write(bad_npy[name])
+        elif name == "big_endian.npy":
+            np.save(path, np.arange(3, dtype=">f4"))
+        elif name == "fortran.npy":
+            np.save(path, np.asfortranarray(np.arange(6, dtype="<f4").reshape(2, 3)))
+        elif name == "complex.npy":
+            np.save(path, np.arange(3, dtype=np.complex64))
+        else:
+            np.save(path, np.arange(100, dtype="<f4"))
+            with open(path, "r+b") as f:
+                f.truncate(os.path.getsize(path) - 4)
+    missing = os.path.join(ctx.tmp, "missing.caffemodel")
+    cases = [
+        (["inspect", missing], missing, "No such file"),
+        (["inspect", ctx.tmp], ctx.tmp, "not a regular file"),
+        (["inspect", "--json", truncated], truncated, "NetParameter.layer"),
+        (["inspect", garbage], garbage, "at byte"),
+        (["inspect", empty], empty, "empty"),
+        (["convert", truncated, "--to", "npy", os.path.join(ctx.tmp, "never")], truncated, "truncated"),
+        (["inspect"], "usage", "inspect"),
+        (["inspect", "--frobnicate", sample], "--frobnicate", "unexpected"),
+        (["convert", sample], "usage", "--to"),
+        (["convert", sample, "--to", "hdf5", os.path.join(ctx.tmp, "x")], "hdf5", "unknown format"),
+        (["frobnicate"], "frobnicate", "unknown command"),
+    ]
+    for name in bad_npy:
+        path = os.path.join(ctx.tmp, name)
+        cases.append((["convert", path, "--to", "binaryproto", os.path.join(ctx.tmp, "out.binaryproto")], path, ""))
+    for args, subject, text in cases:
+        result = run(args, ctx.tool, expect=2)
+        lines = result.stderr.splitlines()
+        check(len(lines) == 1 and subject in lines[0] and text in lines[0] and result.stdout == "",
+              f"cblob {' '.join(args)}: stderr {result.stderr!r}, stdout {result.stdout!r}")
+    check(not os.path.exists(os.path.join(ctx.tmp, "out.binaryproto")), "a failed convert left an output file")
+    # Output that cannot be written: the work failed, not the input (exit 1).
+    unwritable = os.path.join(ctx.tmp, "no-folder", "out.binaryproto")
+    np.save(os.path.join(ctx.tmp, "ok.npy"), np.zeros(2, dtype="<f4"))
+    result = run(["convert", os.path.join(ctx.tmp, "ok.npy"), "--to", "binaryproto", unwritable], ctx.tool, expect=1)
+    check(len(result.stderr.splitlines()) == 1 and unwritable in result.stderr, f"unwritable: {result.stderr!r}")
+    # Help names every command.
+    help_text = run(["help"], ctx.tool).stdout
+    check(all(word in help_text for word in ("info", "inspect", "convert", "--json", "binaryproto")), "help")
+
+
+CHECKS = {
+    "cblob_writes_what_python_reads": cblob_writes_what_python_reads,
+    "python_writes_what_cblob_reads": python_writes_what_cblob_reads,
+    "npy_to_binaryproto": npy_to_binaryproto,
+    "inspect_json": inspect_json_check,
+    "cli_bad_input": cli_bad_input,
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("check", choices=sorted(CHECKS))
+    parser.add_argument("--tool", required=True)
+    parser.add_argument("--helper", required=True)
+    parser.add_argument("--source", required=True)
+    parser.add_argument("--data", required=True)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="cblob-crosscheck-") as tmp:
+        args.tmp = tmp
+        protos = os.path.join(tmp, "protos")
+        os.mkdir(protos)
+        args.protos = compile_protos(args.source, protos)
+        try:
+            CHECKS[args.check](args)
+        except Failure as e:
+            print(f"FAILED: {args.check}: {e}", file=sys.stderr)
+            return 1
+    print(f"ok: {args.check}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
