@@ -222,6 +222,7 @@ def enrich(model):
         op.setdefault("cublas", False)
         op.setdefault("may_alias", False)
         op.setdefault("extents", {})
+        op.setdefault("n", None)
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
         op["cuda_params"] = [cuda_param(op, p) for p in op["params"]]
     for op in model["blob_math"]["ops"]:

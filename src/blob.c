@@ -409,9 +409,14 @@ const cb_device *cb_blob_work_device(const cblob_blob *blob, cblob_part part)
 cblob_status cb_blob_use_device(const cblob_blob *blob, cblob_part part, const cb_device *device)
 {
     const cb_storage *storage = blob->storage[part];
-    if (storage->dev != NULL && cb_blob_work_device(blob, part) != device)
-        return cb_fail(CBLOB_ERR_STATE, "the %s lives on device %d but the blob's context uses device %d",
+    if (storage->dev == NULL)
+        return CBLOB_OK;
+    /* Which device, not whose: `device` may be another context's (cb_blob_device_on), and a
+     * blob of one context is read on the same GPU through the device of the blob written. */
+    if (!same_device(&storage->device, device))
+        return cb_fail(CBLOB_ERR_STATE, "the %s lives on device %d but the work runs on device %d",
                        part == CBLOB_PART_DATA ? "data" : "diff", (int)storage->device.index, (int)device->index);
+    cb_blob_work_device(blob, part);
     return CBLOB_OK;
 }
 

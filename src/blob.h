@@ -90,7 +90,8 @@ cblob_status cb_blob_device_on(cblob_blob *blob, cblob_part part, const cb_devic
  * that stream. The part must have storage. */
 const cb_device *cb_blob_work_device(const cblob_blob *blob, cblob_part part);
 /* Fails with CBLOB_ERR_STATE when the part's device copy lives on another device than `device`
- * (the context's, opened); otherwise as cb_blob_work_device. The part must have storage. */
+ * (an opened one: the blob's context's, or another context's on the same GPU); otherwise as
+ * cb_blob_work_device. The part must have storage. */
 cblob_status cb_blob_use_device(const cblob_blob *blob, cblob_part part, const cb_device *device);
 
 /* Caller buffers (set_cpu_data, set_gpu_data): the checks, which change nothing, and Caffe's size

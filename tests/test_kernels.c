@@ -1,8 +1,10 @@
 /* The generated CPU kernels and their BLIS twins against a naive double-precision reference,
- * at sizes around every vector and accumulator boundary and from unaligned starts. */
+ * at sizes around every vector and accumulator boundary and from unaligned starts; and the
+ * generated dispatcher (core/run_kernels.h) where a table lacks a kernel. */
 #include <math.h>
 #include <stdint.h>
 
+#include "core/run_kernels.h"
 #include "cpu/kernels.h"
 #include "harness.h"
 
@@ -77,4 +79,23 @@ TEST(integer_rows_have_no_math_kernels)
     CHECK(cb_cpu_kernel_table[CBLOB_DTYPE_INT32].asum == NULL);
     CHECK(cb_cpu_kernel_table[CBLOB_DTYPE_UINT32].axpy == NULL);
     CHECK(cb_cpu_kernel_table[CBLOB_DTYPE_FLOAT32].asum != NULL);
+}
+
+TEST(dispatch_of_a_kernel_a_table_lacks_is_not_implemented)
+{
+    /* The CUDA backend's table is complete (the generator demands a twin for every kernel), so
+     * only a backend made here can lack an entry: the guard must answer, naming the kernel, the
+     * dtype and the backend, and touch nothing. */
+    static const cb_device_kernels empty = {0};
+    const cb_device_backend backend = {.name = "a backend without kernels", .kernels = &empty};
+    const cb_device device = {.backend = &backend};
+    float x[3] = {1, 2, 3};
+    CHECK_STATUS(cb_run_fill(&device, CBLOB_DTYPE_FLOAT32, 3, 9.0, x), CBLOB_ERR_NOT_IMPLEMENTED);
+    const char *message = cblob_last_error_message();
+    CHECK(strstr(message, "fill") != NULL && strstr(message, "float32") != NULL &&
+          strstr(message, "a backend without kernels") != NULL);
+    CHECK(x[0] == 1 && x[2] == 3);
+    double sum = -1;
+    CHECK_STATUS(cb_run_asum(NULL, CBLOB_DTYPE_INT32, 3, x, &sum), CBLOB_ERR_NOT_IMPLEMENTED);
+    CHECK(strstr(cblob_last_error_message(), "the CPU") != NULL && sum == -1);
 }

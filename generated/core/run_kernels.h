@@ -3,7 +3,7 @@
  *
  * One entry point per kernel of codegen/ops.yaml that runs it where its operands live: on the CPU
  * kernel table when `device` is NULL, on the device backend's generated kernel table otherwise.
- * Callers decide the place once (src/neoml/place.c) and pass host or device pointers to match.
+ * Callers decide the place once (src/neoml/common.c) and pass host or device pointers to match.
  * A kernel missing for a dtype or a backend is CBLOB_ERR_NOT_IMPLEMENTED, never a NULL call.
  */
 #ifndef CBLOB_GENERATED_CORE_RUN_KERNELS_H

@@ -6,14 +6,502 @@
  * signature has them. Device arrays are checked to lie inside one allocation (n elements, or the
  * extent ops.yaml gives, an expression of the scalars, which are unpacked first); a `double *` sum
  * is added into, as the CUDA kernels' atomicAdd does.
+ *
+ * Two things a GPU would get wrong without a word, and the CPU kernel would not notice, are
+ * refused with CUDA_ERROR_INVALID_VALUE and a line on stderr: an n other than what ops.yaml says
+ * it must be (the CUDA twin derives its indices from n; the CPU kernel may not read it), and,
+ * unless the op may alias, arrays whose spans overlap (the twin's are __restrict__). The spans
+ * are a conservative test: two interleaved strided arrays would be refused too, and no caller
+ * makes those.
+ *
+ * The CUDA twins run here too. Their bodies (templates/cuda/ops/) are compiled as C with the
+ * built-ins they read emulated, and each launch first runs its twin one thread at a time over the
+ * launch's own grid, into copies of the arrays it writes; then the CPU kernel writes the device
+ * memory, and the two must agree byte for byte (any NaN matching any NaN, the most README.md
+ * promises), or the launch fails with CUDA_ERROR_LAUNCH_FAILED and a line on stderr. So every
+ * test on the double also checks the twins' index math, grid coverage and conversion rules on
+ * this machine's arithmetic. Twins whose threads cooperate (shared memory, __syncthreads, warp
+ * shuffles, atomics: the reductions) cannot run one thread at a time; those launches run only
+ * the CPU kernel.
  */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cpu/kernels.h"
 #include "fake_cuda_internal.h"
 
-static int run_asum_f32(void **args)
+/* ---- the CUDA twins on the host -------------------------------------------------------------- */
+
+/* The built-ins a twin reads, set for each emulated thread. */
+typedef struct fake_dim3 {
+    unsigned int x, y, z;
+} fake_dim3;
+static _Thread_local fake_dim3 gridDim, blockDim, blockIdx, threadIdx;
+
+// A grid-stride loop: any grid covers any n, so the launcher sizes the grid for occupancy only.
+#define CB_FOR_EACH_INDEX(i, n) \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+/* axpy for float32, as templates/cuda/ops/axpy.cu.j2 writes it */
+static void twin_axpy_f32(int64_t n, double alpha, const float *__restrict__ x, float *__restrict__ y)
 {
+    const float a = (float)alpha;
+    CB_FOR_EACH_INDEX(i, n)
+        y[i] += a * x[i];
+}
+
+/* axpy for float64, as templates/cuda/ops/axpy.cu.j2 writes it */
+static void twin_axpy_f64(int64_t n, double alpha, const double *__restrict__ x, double *__restrict__ y)
+{
+    const double a = (double)alpha;
+    CB_FOR_EACH_INDEX(i, n)
+        y[i] += a * x[i];
+}
+
+/* scale for float32, as templates/cuda/ops/scale.cu.j2 writes it */
+static void twin_scale_f32(int64_t n, double alpha, float *__restrict__ x)
+{
+    const float a = (float)alpha;
+    CB_FOR_EACH_INDEX(i, n)
+        x[i] *= a;
+}
+
+/* scale for float64, as templates/cuda/ops/scale.cu.j2 writes it */
+static void twin_scale_f64(int64_t n, double alpha, double *__restrict__ x)
+{
+    const double a = (double)alpha;
+    CB_FOR_EACH_INDEX(i, n)
+        x[i] *= a;
+}
+
+/* fill for float32, as templates/cuda/ops/fill.cu.j2 writes it */
+static void twin_fill_f32(int64_t n, double value, float *__restrict__ x)
+{
+    const float v = (float)value;
+    CB_FOR_EACH_INDEX(i, n)
+        x[i] = v;
+}
+
+/* fill for float64, as templates/cuda/ops/fill.cu.j2 writes it */
+static void twin_fill_f64(int64_t n, double value, double *__restrict__ x)
+{
+    const double v = (double)value;
+    CB_FOR_EACH_INDEX(i, n)
+        x[i] = v;
+}
+
+/* fill for int32, as templates/cuda/ops/fill.cu.j2 writes it */
+static void twin_fill_i32(int64_t n, double value, int32_t *__restrict__ x)
+{
+    const int32_t v = (int32_t)value;
+    CB_FOR_EACH_INDEX(i, n)
+        x[i] = v;
+}
+
+/* fill for uint32, as templates/cuda/ops/fill.cu.j2 writes it */
+static void twin_fill_u32(int64_t n, double value, uint32_t *__restrict__ x)
+{
+    const uint32_t v = (uint32_t)value;
+    CB_FOR_EACH_INDEX(i, n)
+        x[i] = v;
+}
+
+/* add for float32, as templates/cuda/ops/add.cu.j2 writes it */
+static void twin_add_f32(int64_t n, const float *x, float *y)
+{
+    CB_FOR_EACH_INDEX(i, n)
+        y[i] += x[i];
+}
+
+/* add for float64, as templates/cuda/ops/add.cu.j2 writes it */
+static void twin_add_f64(int64_t n, const double *x, double *y)
+{
+    CB_FOR_EACH_INDEX(i, n)
+        y[i] += x[i];
+}
+
+/* add for int32, as templates/cuda/ops/add.cu.j2 writes it */
+static void twin_add_i32(int64_t n, const int32_t *x, int32_t *y)
+{
+    CB_FOR_EACH_INDEX(i, n)
+        y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+}
+
+/* add for uint32, as templates/cuda/ops/add.cu.j2 writes it */
+static void twin_add_u32(int64_t n, const uint32_t *x, uint32_t *y)
+{
+    CB_FOR_EACH_INDEX(i, n)
+        y[i] = (uint32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+}
+
+/* copy_strided for float32, as templates/cuda/ops/copy_strided.cu.j2 writes it */
+static void twin_copy_strided_f32(int64_t n, int64_t rows, int64_t cols, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y, int64_t y_stride)
+{
+    CB_FOR_EACH_INDEX(i, n) {
+        const int64_t r = i / cols, c = i - r * cols;
+        y[r * y_stride + c] = x[r * x_stride + c];
+    }
+}
+
+/* copy_strided for float64, as templates/cuda/ops/copy_strided.cu.j2 writes it */
+static void twin_copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const double *__restrict__ x, int64_t x_stride, double *__restrict__ y, int64_t y_stride)
+{
+    CB_FOR_EACH_INDEX(i, n) {
+        const int64_t r = i / cols, c = i - r * cols;
+        y[r * y_stride + c] = x[r * x_stride + c];
+    }
+}
+
+/* copy_strided for int32, as templates/cuda/ops/copy_strided.cu.j2 writes it */
+static void twin_copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const int32_t *__restrict__ x, int64_t x_stride, int32_t *__restrict__ y, int64_t y_stride)
+{
+    CB_FOR_EACH_INDEX(i, n) {
+        const int64_t r = i / cols, c = i - r * cols;
+        y[r * y_stride + c] = x[r * x_stride + c];
+    }
+}
+
+/* copy_strided for uint32, as templates/cuda/ops/copy_strided.cu.j2 writes it */
+static void twin_copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const uint32_t *__restrict__ x, int64_t x_stride, uint32_t *__restrict__ y, int64_t y_stride)
+{
+    CB_FOR_EACH_INDEX(i, n) {
+        const int64_t r = i / cols, c = i - r * cols;
+        y[r * y_stride + c] = x[r * x_stride + c];
+    }
+}
+
+/* transpose for float32, as templates/cuda/ops/transpose.cu.j2 writes it */
+static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const float *__restrict__ x, float *__restrict__ y)
+{
+    CB_FOR_EACH_INDEX(j, n) {
+        int64_t t = j;
+        const int64_t i = t % inner;
+        t /= inner;
+        const int64_t r = t % rows;
+        t /= rows;
+        const int64_t m = t % middle;
+        t /= middle;
+        const int64_t c = t % cols;
+        const int64_t o = t / cols;
+        y[j] = x[(((o * rows + r) * middle + m) * cols + c) * inner + i];
+    }
+}
+
+/* transpose for float64, as templates/cuda/ops/transpose.cu.j2 writes it */
+static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const double *__restrict__ x, double *__restrict__ y)
+{
+    CB_FOR_EACH_INDEX(j, n) {
+        int64_t t = j;
+        const int64_t i = t % inner;
+        t /= inner;
+        const int64_t r = t % rows;
+        t /= rows;
+        const int64_t m = t % middle;
+        t /= middle;
+        const int64_t c = t % cols;
+        const int64_t o = t / cols;
+        y[j] = x[(((o * rows + r) * middle + m) * cols + c) * inner + i];
+    }
+}
+
+/* transpose for int32, as templates/cuda/ops/transpose.cu.j2 writes it */
+static void twin_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const int32_t *__restrict__ x, int32_t *__restrict__ y)
+{
+    CB_FOR_EACH_INDEX(j, n) {
+        int64_t t = j;
+        const int64_t i = t % inner;
+        t /= inner;
+        const int64_t r = t % rows;
+        t /= rows;
+        const int64_t m = t % middle;
+        t /= middle;
+        const int64_t c = t % cols;
+        const int64_t o = t / cols;
+        y[j] = x[(((o * rows + r) * middle + m) * cols + c) * inner + i];
+    }
+}
+
+/* transpose for uint32, as templates/cuda/ops/transpose.cu.j2 writes it */
+static void twin_transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const uint32_t *__restrict__ x, uint32_t *__restrict__ y)
+{
+    CB_FOR_EACH_INDEX(j, n) {
+        int64_t t = j;
+        const int64_t i = t % inner;
+        t /= inner;
+        const int64_t r = t % rows;
+        t /= rows;
+        const int64_t m = t % middle;
+        t /= middle;
+        const int64_t c = t % cols;
+        const int64_t o = t / cols;
+        y[j] = x[(((o * rows + r) * middle + m) * cols + c) * inner + i];
+    }
+}
+
+/* convert_to_f32 for float32, as templates/cuda/ops/convert_to_f32.cu.j2 writes it */
+static void twin_convert_to_f32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
+{
+    float *out = (float *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        out[i] = (float)x[i];
+    }
+}
+
+/* convert_to_f32 for float64, as templates/cuda/ops/convert_to_f32.cu.j2 writes it */
+static void twin_convert_to_f32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
+{
+    float *out = (float *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        out[i] = (float)x[i];
+    }
+}
+
+/* convert_to_f32 for int32, as templates/cuda/ops/convert_to_f32.cu.j2 writes it */
+static void twin_convert_to_f32_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
+{
+    float *out = (float *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        out[i] = (float)x[i];
+    }
+}
+
+/* convert_to_f32 for uint32, as templates/cuda/ops/convert_to_f32.cu.j2 writes it */
+static void twin_convert_to_f32_u32(int64_t n, const uint32_t *__restrict__ x, void *__restrict__ y)
+{
+    float *out = (float *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        out[i] = (float)x[i];
+    }
+}
+
+/* convert_to_f64 for float32, as templates/cuda/ops/convert_to_f64.cu.j2 writes it */
+static void twin_convert_to_f64_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
+{
+    double *out = (double *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        out[i] = (double)x[i];
+    }
+}
+
+/* convert_to_f64 for float64, as templates/cuda/ops/convert_to_f64.cu.j2 writes it */
+static void twin_convert_to_f64_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
+{
+    double *out = (double *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        out[i] = (double)x[i];
+    }
+}
+
+/* convert_to_f64 for int32, as templates/cuda/ops/convert_to_f64.cu.j2 writes it */
+static void twin_convert_to_f64_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
+{
+    double *out = (double *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        out[i] = (double)x[i];
+    }
+}
+
+/* convert_to_f64 for uint32, as templates/cuda/ops/convert_to_f64.cu.j2 writes it */
+static void twin_convert_to_f64_u32(int64_t n, const uint32_t *__restrict__ x, void *__restrict__ y)
+{
+    double *out = (double *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        out[i] = (double)x[i];
+    }
+}
+
+/* convert_to_i32 for float32, as templates/cuda/ops/convert_to_i32.cu.j2 writes it */
+static void twin_convert_to_i32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
+{
+    int32_t *out = (int32_t *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        const double v = rint((double)x[i]);
+        out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
+                 : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
+    }
+}
+
+/* convert_to_i32 for float64, as templates/cuda/ops/convert_to_i32.cu.j2 writes it */
+static void twin_convert_to_i32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
+{
+    int32_t *out = (int32_t *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        const double v = rint((double)x[i]);
+        out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
+                 : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
+    }
+}
+
+/* convert_to_i32 for int32, as templates/cuda/ops/convert_to_i32.cu.j2 writes it */
+static void twin_convert_to_i32_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
+{
+    int32_t *out = (int32_t *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        out[i] = (int32_t)x[i];
+    }
+}
+
+/* convert_to_i32 for uint32, as templates/cuda/ops/convert_to_i32.cu.j2 writes it */
+static void twin_convert_to_i32_u32(int64_t n, const uint32_t *__restrict__ x, void *__restrict__ y)
+{
+    int32_t *out = (int32_t *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        const int64_t v = (int64_t)x[i];
+        out[i] = v <= (int64_t)-2147483648 ? (int32_t)-2147483648
+                 : v >= (int64_t)2147483647 ? (int32_t)2147483647
+                 : (int32_t)v;
+    }
+}
+
+/* convert_to_u32 for float32, as templates/cuda/ops/convert_to_u32.cu.j2 writes it */
+static void twin_convert_to_u32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
+{
+    uint32_t *out = (uint32_t *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        const double v = rint((double)x[i]);
+        out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
+                 : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
+    }
+}
+
+/* convert_to_u32 for float64, as templates/cuda/ops/convert_to_u32.cu.j2 writes it */
+static void twin_convert_to_u32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
+{
+    uint32_t *out = (uint32_t *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        const double v = rint((double)x[i]);
+        out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
+                 : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
+    }
+}
+
+/* convert_to_u32 for int32, as templates/cuda/ops/convert_to_u32.cu.j2 writes it */
+static void twin_convert_to_u32_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
+{
+    uint32_t *out = (uint32_t *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        const int64_t v = (int64_t)x[i];
+        out[i] = v <= (int64_t)0 ? (uint32_t)0
+                 : v >= (int64_t)4294967295 ? (uint32_t)4294967295
+                 : (uint32_t)v;
+    }
+}
+
+/* convert_to_u32 for uint32, as templates/cuda/ops/convert_to_u32.cu.j2 writes it */
+static void twin_convert_to_u32_u32(int64_t n, const uint32_t *__restrict__ x, void *__restrict__ y)
+{
+    uint32_t *out = (uint32_t *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        out[i] = (uint32_t)x[i];
+    }
+}
+
+/* ---- checks ------------------------------------------------------------------------------------ */
+
+static int spans_overlap(const char *kernel, const char *a_name, const void *a, size_t a_bytes, const char *b_name,
+                         const void *b, size_t b_bytes)
+{
+    const uintptr_t a_start = (uintptr_t)a, b_start = (uintptr_t)b;
+    if (a_start < b_start + b_bytes && b_start < a_start + a_bytes) {
+        fprintf(stderr, "fake_cuda: %s: %s and %s overlap, and the kernel's arrays are __restrict__\n", kernel, a_name,
+                b_name);
+        return 1;
+    }
+    return 0;
+}
+
+/* A copy of an array a twin writes, for it to write instead. */
+static void *twin_copy(const void *array, size_t bytes)
+{
+    void *copy = malloc(bytes > 0 ? bytes : 1);
+    if (copy != NULL)
+        memcpy(copy, array, bytes);
+    return copy;
+}
+
+/* Where a twin reads an array that lies inside one it writes (an op that may alias): in the copy. */
+static const void *read_by_twin(const void *read, size_t read_bytes, const void *written, size_t written_bytes,
+                                void *copy)
+{
+    const uintptr_t start = (uintptr_t)written, at = (uintptr_t)read;
+    if (at >= start && at - start <= written_bytes && read_bytes <= written_bytes - (at - start))
+        return (const char *)copy + (at - start);
+    return read;
+}
+
+/* Whether the twin wrote what the CPU kernel wrote, element by element (a NaN matches any NaN). */
+static __attribute__((unused)) bool twin_agrees_f32(const char *kernel, const char *array, const void *twin_,
+                                                           const void *cpu_, size_t bytes)
+{
+    const float *twin = twin_, *cpu = cpu_;
+    for (size_t i = 0; i < bytes / sizeof *cpu; ++i) {
+        if (memcmp(&twin[i], &cpu[i], sizeof *cpu) == 0 || (isnan(twin[i]) && isnan(cpu[i])))
+            continue;
+        fprintf(stderr, "fake_cuda: %s: %s[%zu] is %.17g from the CUDA twin but %.17g from the CPU kernel\n", kernel, array,
+                i, (double)twin[i], (double)cpu[i]);
+        return false;
+    }
+    return true;
+}
+
+/* Whether the twin wrote what the CPU kernel wrote, element by element (a NaN matches any NaN). */
+static __attribute__((unused)) bool twin_agrees_f64(const char *kernel, const char *array, const void *twin_,
+                                                           const void *cpu_, size_t bytes)
+{
+    const double *twin = twin_, *cpu = cpu_;
+    for (size_t i = 0; i < bytes / sizeof *cpu; ++i) {
+        if (memcmp(&twin[i], &cpu[i], sizeof *cpu) == 0 || (isnan(twin[i]) && isnan(cpu[i])))
+            continue;
+        fprintf(stderr, "fake_cuda: %s: %s[%zu] is %.17g from the CUDA twin but %.17g from the CPU kernel\n", kernel, array,
+                i, (double)twin[i], (double)cpu[i]);
+        return false;
+    }
+    return true;
+}
+
+/* Whether the twin wrote what the CPU kernel wrote, element by element. */
+static __attribute__((unused)) bool twin_agrees_i32(const char *kernel, const char *array, const void *twin_,
+                                                           const void *cpu_, size_t bytes)
+{
+    const int32_t *twin = twin_, *cpu = cpu_;
+    for (size_t i = 0; i < bytes / sizeof *cpu; ++i) {
+        if (memcmp(&twin[i], &cpu[i], sizeof *cpu) == 0)
+            continue;
+        fprintf(stderr, "fake_cuda: %s: %s[%zu] is %.17g from the CUDA twin but %.17g from the CPU kernel\n", kernel, array,
+                i, (double)twin[i], (double)cpu[i]);
+        return false;
+    }
+    return true;
+}
+
+/* Whether the twin wrote what the CPU kernel wrote, element by element. */
+static __attribute__((unused)) bool twin_agrees_u32(const char *kernel, const char *array, const void *twin_,
+                                                           const void *cpu_, size_t bytes)
+{
+    const uint32_t *twin = twin_, *cpu = cpu_;
+    for (size_t i = 0; i < bytes / sizeof *cpu; ++i) {
+        if (memcmp(&twin[i], &cpu[i], sizeof *cpu) == 0)
+            continue;
+        fprintf(stderr, "fake_cuda: %s: %s[%zu] is %.17g from the CUDA twin but %.17g from the CPU kernel\n", kernel, array,
+                i, (double)twin[i], (double)cpu[i]);
+        return false;
+    }
+    return true;
+}
+
+/* ---- launches ------------------------------------------------------------------------------------- */
+
+static int run_asum_f32(void **args, unsigned int grid, unsigned int block)
+{
+    (void)grid;
+    (void)block;
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(float));
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
     double *out = fake_device_range(*(void **)args[2], sizeof(double));
@@ -22,13 +510,17 @@ static int run_asum_f32(void **args)
     double out_partial = 0;
     cblob_status status = cb_cpu_asum_f32(n, x, &out_partial);
     *out += out_partial;
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    return result;
 }
 
-static int run_asum_f64(void **args)
+static int run_asum_f64(void **args, unsigned int grid, unsigned int block)
 {
+    (void)grid;
+    (void)block;
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(double));
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
     double *out = fake_device_range(*(void **)args[2], sizeof(double));
@@ -37,13 +529,17 @@ static int run_asum_f64(void **args)
     double out_partial = 0;
     cblob_status status = cb_cpu_asum_f64(n, x, &out_partial);
     *out += out_partial;
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    return result;
 }
 
-static int run_sumsq_f32(void **args)
+static int run_sumsq_f32(void **args, unsigned int grid, unsigned int block)
 {
+    (void)grid;
+    (void)block;
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(float));
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
     double *out = fake_device_range(*(void **)args[2], sizeof(double));
@@ -52,13 +548,17 @@ static int run_sumsq_f32(void **args)
     double out_partial = 0;
     cblob_status status = cb_cpu_sumsq_f32(n, x, &out_partial);
     *out += out_partial;
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    return result;
 }
 
-static int run_sumsq_f64(void **args)
+static int run_sumsq_f64(void **args, unsigned int grid, unsigned int block)
 {
+    (void)grid;
+    (void)block;
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(double));
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
     double *out = fake_device_range(*(void **)args[2], sizeof(double));
@@ -67,224 +567,579 @@ static int run_sumsq_f64(void **args)
     double out_partial = 0;
     cblob_status status = cb_cpu_sumsq_f64(n, x, &out_partial);
     *out += out_partial;
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    return result;
 }
 
-static int run_axpy_f32(void **args)
+static int run_axpy_f32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const double alpha = *(const double *)args[1];
-    void *x = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(float));
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[3], (size_t)(n) * sizeof(float));
+    const size_t y_bytes = (size_t)(n) * sizeof(float);
+    void *y = fake_device_range(*(void **)args[3], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_axpy_f32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_axpy_f32(n, alpha, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_axpy_f32(n, alpha, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_axpy_f32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_axpy_f64(void **args)
+static int run_axpy_f64(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const double alpha = *(const double *)args[1];
-    void *x = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(double));
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[3], (size_t)(n) * sizeof(double));
+    const size_t y_bytes = (size_t)(n) * sizeof(double);
+    void *y = fake_device_range(*(void **)args[3], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_axpy_f64", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_axpy_f64(n, alpha, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_axpy_f64(n, alpha, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_axpy_f64", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_scale_f32(void **args)
+static int run_scale_f32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const double alpha = *(const double *)args[1];
-    void *x = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(float));
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    void *x_twin = twin_copy(x, x_bytes);
+    if (x_twin == NULL) {
+        free(x_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_scale_f32(n, alpha, x_twin);
+        }
     cblob_status status = cb_cpu_scale_f32(n, alpha, x);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_scale_f32", "x", x_twin, x, x_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(x_twin);
+    return result;
 }
 
-static int run_scale_f64(void **args)
+static int run_scale_f64(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const double alpha = *(const double *)args[1];
-    void *x = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(double));
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    void *x_twin = twin_copy(x, x_bytes);
+    if (x_twin == NULL) {
+        free(x_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_scale_f64(n, alpha, x_twin);
+        }
     cblob_status status = cb_cpu_scale_f64(n, alpha, x);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_scale_f64", "x", x_twin, x, x_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(x_twin);
+    return result;
 }
 
-static int run_fill_f32(void **args)
+static int run_fill_f32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const double value = *(const double *)args[1];
-    void *x = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(float));
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    void *x_twin = twin_copy(x, x_bytes);
+    if (x_twin == NULL) {
+        free(x_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_fill_f32(n, value, x_twin);
+        }
     cblob_status status = cb_cpu_fill_f32(n, value, x);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_fill_f32", "x", x_twin, x, x_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(x_twin);
+    return result;
 }
 
-static int run_fill_f64(void **args)
+static int run_fill_f64(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const double value = *(const double *)args[1];
-    void *x = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(double));
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    void *x_twin = twin_copy(x, x_bytes);
+    if (x_twin == NULL) {
+        free(x_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_fill_f64(n, value, x_twin);
+        }
     cblob_status status = cb_cpu_fill_f64(n, value, x);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_fill_f64", "x", x_twin, x, x_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(x_twin);
+    return result;
 }
 
-static int run_fill_i32(void **args)
+static int run_fill_i32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const double value = *(const double *)args[1];
-    void *x = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(int32_t));
+    const size_t x_bytes = (size_t)(n) * sizeof(int32_t);
+    void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    void *x_twin = twin_copy(x, x_bytes);
+    if (x_twin == NULL) {
+        free(x_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_fill_i32(n, value, x_twin);
+        }
     cblob_status status = cb_cpu_fill_i32(n, value, x);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_fill_i32", "x", x_twin, x, x_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(x_twin);
+    return result;
 }
 
-static int run_fill_u32(void **args)
+static int run_fill_u32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const double value = *(const double *)args[1];
-    void *x = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(uint32_t));
+    const size_t x_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    void *x_twin = twin_copy(x, x_bytes);
+    if (x_twin == NULL) {
+        free(x_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_fill_u32(n, value, x_twin);
+        }
     cblob_status status = cb_cpu_fill_u32(n, value, x);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_fill_u32", "x", x_twin, x, x_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(x_twin);
+    return result;
 }
 
-static int run_add_f32(void **args)
+static int run_add_f32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(float));
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(float));
+    const size_t y_bytes = (size_t)(n) * sizeof(float);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_add_f32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_add_f32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_add_f32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_add_f64(void **args)
+static int run_add_f64(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(double));
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(double));
+    const size_t y_bytes = (size_t)(n) * sizeof(double);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_add_f64(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_add_f64(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_add_f64", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_add_i32(void **args)
+static int run_add_i32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(int32_t));
+    const size_t x_bytes = (size_t)(n) * sizeof(int32_t);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(int32_t));
+    const size_t y_bytes = (size_t)(n) * sizeof(int32_t);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_add_i32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_add_i32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_add_i32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_add_u32(void **args)
+static int run_add_u32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(uint32_t));
+    const size_t x_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(uint32_t));
+    const size_t y_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_add_u32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_add_u32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_add_u32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_copy_strided_f32(void **args)
+static int run_copy_strided_f32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const int64_t rows = *(const int64_t *)args[1];
     const int64_t cols = *(const int64_t *)args[2];
     const int64_t x_stride = *(const int64_t *)args[4];
     const int64_t y_stride = *(const int64_t *)args[6];
-    void *x = fake_device_range(*(void **)args[3], (size_t)((rows - 1) * x_stride + cols) * sizeof(float));
+    const int64_t n_wanted = rows * cols;
+    if (n != n_wanted) {
+        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_copy_strided_f32", (long long)n, "rows * cols",
+                (long long)n_wanted);
+        return FAKE_INVALID_VALUE;
+    }
+    const size_t x_bytes = (size_t)((rows - 1) * x_stride + cols) * sizeof(float);
+    void *x = fake_device_range(*(void **)args[3], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[5], (size_t)((rows - 1) * y_stride + cols) * sizeof(float));
+    const size_t y_bytes = (size_t)((rows - 1) * y_stride + cols) * sizeof(float);
+    void *y = fake_device_range(*(void **)args[5], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_copy_strided_f32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_copy_strided_f32(n, rows, cols, x_read, x_stride, y_twin, y_stride);
+        }
     cblob_status status = cb_cpu_copy_strided_f32(n, rows, cols, x, x_stride, y, y_stride);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_copy_strided_f32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_copy_strided_f64(void **args)
+static int run_copy_strided_f64(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const int64_t rows = *(const int64_t *)args[1];
     const int64_t cols = *(const int64_t *)args[2];
     const int64_t x_stride = *(const int64_t *)args[4];
     const int64_t y_stride = *(const int64_t *)args[6];
-    void *x = fake_device_range(*(void **)args[3], (size_t)((rows - 1) * x_stride + cols) * sizeof(double));
+    const int64_t n_wanted = rows * cols;
+    if (n != n_wanted) {
+        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_copy_strided_f64", (long long)n, "rows * cols",
+                (long long)n_wanted);
+        return FAKE_INVALID_VALUE;
+    }
+    const size_t x_bytes = (size_t)((rows - 1) * x_stride + cols) * sizeof(double);
+    void *x = fake_device_range(*(void **)args[3], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[5], (size_t)((rows - 1) * y_stride + cols) * sizeof(double));
+    const size_t y_bytes = (size_t)((rows - 1) * y_stride + cols) * sizeof(double);
+    void *y = fake_device_range(*(void **)args[5], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_copy_strided_f64", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_copy_strided_f64(n, rows, cols, x_read, x_stride, y_twin, y_stride);
+        }
     cblob_status status = cb_cpu_copy_strided_f64(n, rows, cols, x, x_stride, y, y_stride);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_copy_strided_f64", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_copy_strided_i32(void **args)
+static int run_copy_strided_i32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const int64_t rows = *(const int64_t *)args[1];
     const int64_t cols = *(const int64_t *)args[2];
     const int64_t x_stride = *(const int64_t *)args[4];
     const int64_t y_stride = *(const int64_t *)args[6];
-    void *x = fake_device_range(*(void **)args[3], (size_t)((rows - 1) * x_stride + cols) * sizeof(int32_t));
+    const int64_t n_wanted = rows * cols;
+    if (n != n_wanted) {
+        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_copy_strided_i32", (long long)n, "rows * cols",
+                (long long)n_wanted);
+        return FAKE_INVALID_VALUE;
+    }
+    const size_t x_bytes = (size_t)((rows - 1) * x_stride + cols) * sizeof(int32_t);
+    void *x = fake_device_range(*(void **)args[3], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[5], (size_t)((rows - 1) * y_stride + cols) * sizeof(int32_t));
+    const size_t y_bytes = (size_t)((rows - 1) * y_stride + cols) * sizeof(int32_t);
+    void *y = fake_device_range(*(void **)args[5], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_copy_strided_i32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_copy_strided_i32(n, rows, cols, x_read, x_stride, y_twin, y_stride);
+        }
     cblob_status status = cb_cpu_copy_strided_i32(n, rows, cols, x, x_stride, y, y_stride);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_copy_strided_i32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_copy_strided_u32(void **args)
+static int run_copy_strided_u32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const int64_t rows = *(const int64_t *)args[1];
     const int64_t cols = *(const int64_t *)args[2];
     const int64_t x_stride = *(const int64_t *)args[4];
     const int64_t y_stride = *(const int64_t *)args[6];
-    void *x = fake_device_range(*(void **)args[3], (size_t)((rows - 1) * x_stride + cols) * sizeof(uint32_t));
+    const int64_t n_wanted = rows * cols;
+    if (n != n_wanted) {
+        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_copy_strided_u32", (long long)n, "rows * cols",
+                (long long)n_wanted);
+        return FAKE_INVALID_VALUE;
+    }
+    const size_t x_bytes = (size_t)((rows - 1) * x_stride + cols) * sizeof(uint32_t);
+    void *x = fake_device_range(*(void **)args[3], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[5], (size_t)((rows - 1) * y_stride + cols) * sizeof(uint32_t));
+    const size_t y_bytes = (size_t)((rows - 1) * y_stride + cols) * sizeof(uint32_t);
+    void *y = fake_device_range(*(void **)args[5], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_copy_strided_u32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_copy_strided_u32(n, rows, cols, x_read, x_stride, y_twin, y_stride);
+        }
     cblob_status status = cb_cpu_copy_strided_u32(n, rows, cols, x, x_stride, y, y_stride);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_copy_strided_u32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_transpose_f32(void **args)
+static int run_transpose_f32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const int64_t outer = *(const int64_t *)args[1];
@@ -292,17 +1147,46 @@ static int run_transpose_f32(void **args)
     const int64_t middle = *(const int64_t *)args[3];
     const int64_t cols = *(const int64_t *)args[4];
     const int64_t inner = *(const int64_t *)args[5];
-    void *x = fake_device_range(*(void **)args[6], (size_t)(n) * sizeof(float));
+    const int64_t n_wanted = outer * rows * middle * cols * inner;
+    if (n != n_wanted) {
+        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_transpose_f32", (long long)n, "outer * rows * middle * cols * inner",
+                (long long)n_wanted);
+        return FAKE_INVALID_VALUE;
+    }
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    void *x = fake_device_range(*(void **)args[6], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[7], (size_t)(n) * sizeof(float));
+    const size_t y_bytes = (size_t)(n) * sizeof(float);
+    void *y = fake_device_range(*(void **)args[7], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_transpose_f32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_transpose_f32(n, outer, rows, middle, cols, inner, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_transpose_f32(n, outer, rows, middle, cols, inner, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_transpose_f32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_transpose_f64(void **args)
+static int run_transpose_f64(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const int64_t outer = *(const int64_t *)args[1];
@@ -310,17 +1194,46 @@ static int run_transpose_f64(void **args)
     const int64_t middle = *(const int64_t *)args[3];
     const int64_t cols = *(const int64_t *)args[4];
     const int64_t inner = *(const int64_t *)args[5];
-    void *x = fake_device_range(*(void **)args[6], (size_t)(n) * sizeof(double));
+    const int64_t n_wanted = outer * rows * middle * cols * inner;
+    if (n != n_wanted) {
+        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_transpose_f64", (long long)n, "outer * rows * middle * cols * inner",
+                (long long)n_wanted);
+        return FAKE_INVALID_VALUE;
+    }
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    void *x = fake_device_range(*(void **)args[6], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[7], (size_t)(n) * sizeof(double));
+    const size_t y_bytes = (size_t)(n) * sizeof(double);
+    void *y = fake_device_range(*(void **)args[7], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_transpose_f64", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_transpose_f64(n, outer, rows, middle, cols, inner, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_transpose_f64(n, outer, rows, middle, cols, inner, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_transpose_f64", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_transpose_i32(void **args)
+static int run_transpose_i32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const int64_t outer = *(const int64_t *)args[1];
@@ -328,17 +1241,46 @@ static int run_transpose_i32(void **args)
     const int64_t middle = *(const int64_t *)args[3];
     const int64_t cols = *(const int64_t *)args[4];
     const int64_t inner = *(const int64_t *)args[5];
-    void *x = fake_device_range(*(void **)args[6], (size_t)(n) * sizeof(int32_t));
+    const int64_t n_wanted = outer * rows * middle * cols * inner;
+    if (n != n_wanted) {
+        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_transpose_i32", (long long)n, "outer * rows * middle * cols * inner",
+                (long long)n_wanted);
+        return FAKE_INVALID_VALUE;
+    }
+    const size_t x_bytes = (size_t)(n) * sizeof(int32_t);
+    void *x = fake_device_range(*(void **)args[6], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[7], (size_t)(n) * sizeof(int32_t));
+    const size_t y_bytes = (size_t)(n) * sizeof(int32_t);
+    void *y = fake_device_range(*(void **)args[7], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_transpose_i32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_transpose_i32(n, outer, rows, middle, cols, inner, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_transpose_i32(n, outer, rows, middle, cols, inner, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_transpose_i32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_transpose_u32(void **args)
+static int run_transpose_u32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
     const int64_t outer = *(const int64_t *)args[1];
@@ -346,222 +1288,619 @@ static int run_transpose_u32(void **args)
     const int64_t middle = *(const int64_t *)args[3];
     const int64_t cols = *(const int64_t *)args[4];
     const int64_t inner = *(const int64_t *)args[5];
-    void *x = fake_device_range(*(void **)args[6], (size_t)(n) * sizeof(uint32_t));
+    const int64_t n_wanted = outer * rows * middle * cols * inner;
+    if (n != n_wanted) {
+        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_transpose_u32", (long long)n, "outer * rows * middle * cols * inner",
+                (long long)n_wanted);
+        return FAKE_INVALID_VALUE;
+    }
+    const size_t x_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *x = fake_device_range(*(void **)args[6], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[7], (size_t)(n) * sizeof(uint32_t));
+    const size_t y_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *y = fake_device_range(*(void **)args[7], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_transpose_u32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_transpose_u32(n, outer, rows, middle, cols, inner, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_transpose_u32(n, outer, rows, middle, cols, inner, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_transpose_u32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_f32_f32(void **args)
+static int run_convert_to_f32_f32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(float));
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(float));
+    const size_t y_bytes = (size_t)(n) * sizeof(float);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_f32_f32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_f32_f32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_f32_f32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_f32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_f32_f64(void **args)
+static int run_convert_to_f32_f64(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(double));
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(float));
+    const size_t y_bytes = (size_t)(n) * sizeof(float);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_f32_f64", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_f32_f64(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_f32_f64(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_f64", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_f32_i32(void **args)
+static int run_convert_to_f32_i32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(int32_t));
+    const size_t x_bytes = (size_t)(n) * sizeof(int32_t);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(float));
+    const size_t y_bytes = (size_t)(n) * sizeof(float);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_f32_i32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_f32_i32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_f32_i32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_i32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_f32_u32(void **args)
+static int run_convert_to_f32_u32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(uint32_t));
+    const size_t x_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(float));
+    const size_t y_bytes = (size_t)(n) * sizeof(float);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_f32_u32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_f32_u32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_f32_u32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_u32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_f64_f32(void **args)
+static int run_convert_to_f64_f32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(float));
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(double));
+    const size_t y_bytes = (size_t)(n) * sizeof(double);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_f64_f32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_f64_f32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_f64_f32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_f32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_f64_f64(void **args)
+static int run_convert_to_f64_f64(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(double));
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(double));
+    const size_t y_bytes = (size_t)(n) * sizeof(double);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_f64_f64", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_f64_f64(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_f64_f64(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_f64", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_f64_i32(void **args)
+static int run_convert_to_f64_i32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(int32_t));
+    const size_t x_bytes = (size_t)(n) * sizeof(int32_t);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(double));
+    const size_t y_bytes = (size_t)(n) * sizeof(double);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_f64_i32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_f64_i32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_f64_i32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_i32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_f64_u32(void **args)
+static int run_convert_to_f64_u32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(uint32_t));
+    const size_t x_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(double));
+    const size_t y_bytes = (size_t)(n) * sizeof(double);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_f64_u32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_f64_u32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_f64_u32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_u32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_i32_f32(void **args)
+static int run_convert_to_i32_f32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(float));
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(int32_t));
+    const size_t y_bytes = (size_t)(n) * sizeof(int32_t);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_i32_f32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_i32_f32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_i32_f32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_f32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_i32_f64(void **args)
+static int run_convert_to_i32_f64(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(double));
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(int32_t));
+    const size_t y_bytes = (size_t)(n) * sizeof(int32_t);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_i32_f64", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_i32_f64(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_i32_f64(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_f64", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_i32_i32(void **args)
+static int run_convert_to_i32_i32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(int32_t));
+    const size_t x_bytes = (size_t)(n) * sizeof(int32_t);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(int32_t));
+    const size_t y_bytes = (size_t)(n) * sizeof(int32_t);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_i32_i32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_i32_i32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_i32_i32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_i32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_i32_u32(void **args)
+static int run_convert_to_i32_u32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(uint32_t));
+    const size_t x_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(int32_t));
+    const size_t y_bytes = (size_t)(n) * sizeof(int32_t);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_i32_u32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_i32_u32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_i32_u32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_u32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_u32_f32(void **args)
+static int run_convert_to_u32_f32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(float));
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(uint32_t));
+    const size_t y_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_u32_f32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_u32_f32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_u32_f32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_f32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_u32_f64(void **args)
+static int run_convert_to_u32_f64(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(double));
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(uint32_t));
+    const size_t y_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_u32_f64", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_u32_f64(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_u32_f64(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_f64", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_u32_i32(void **args)
+static int run_convert_to_u32_i32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(int32_t));
+    const size_t x_bytes = (size_t)(n) * sizeof(int32_t);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(uint32_t));
+    const size_t y_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_u32_i32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_u32_i32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_u32_i32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_i32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
-static int run_convert_to_u32_u32(void **args)
+static int run_convert_to_u32_u32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
-    void *x = fake_device_range(*(void **)args[1], (size_t)(n) * sizeof(uint32_t));
+    const size_t x_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y = fake_device_range(*(void **)args[2], (size_t)(n) * sizeof(uint32_t));
+    const size_t y_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_convert_to_u32_u32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_convert_to_u32_u32(n, x_read, y_twin);
+        }
     cblob_status status = cb_cpu_convert_to_u32_u32(n, x, y);
-    return status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_u32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
 }
 
 const fake_kernel fake_kernels[] = {

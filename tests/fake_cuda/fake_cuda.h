@@ -12,8 +12,10 @@
  * Device memory is host memory at a non-canonical address (host + 2^60): the host cannot read it
  * by mistake, and copies, launches and cuBLAS calls translate and bounds-check it. Asynchronous
  * host-to-device copies wait in their stream until it is synchronised or used again. Launches
- * run the CPU kernels generated from the same codegen/ops.yaml entry. Tests find these functions
- * with dlsym on the loaded driver (tests/gpu/gpu_support.h).
+ * run the CPU kernels generated from the same codegen/ops.yaml entry and fail where the CUDA twin,
+ * run on the host over the launch's grid, writes something else (generated/tests/
+ * fake_cuda_kernels.c says what else a launch is checked for). Tests find these functions with
+ * dlsym on the loaded driver (tests/gpu/gpu_support.h).
  */
 #ifndef CBLOB_TESTS_FAKE_CUDA_H
 #define CBLOB_TESTS_FAKE_CUDA_H
@@ -26,6 +28,9 @@ typedef struct fake_cuda_counters {
     uint64_t device_to_host;
     uint64_t device_to_device;
     uint64_t async_copies;     /* of those, queued asynchronously */
+    uint64_t host_to_device_bytes; /* what the copies moved: a staged range, or a whole blob */
+    uint64_t device_to_host_bytes;
+    uint64_t device_to_device_bytes;
     uint64_t device_allocs;
     uint64_t device_frees;
     uint64_t pinned_allocs;

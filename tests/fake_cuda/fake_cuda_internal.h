@@ -10,13 +10,15 @@
 #define FAKE_API __attribute__((visibility("default")))
 
 /* CUresult values a launch can end with. */
+#define FAKE_INVALID_VALUE 1
+#define FAKE_OUT_OF_MEMORY 2
 #define FAKE_ILLEGAL_ADDRESS 700
 #define FAKE_LAUNCH_FAILED 719
 
 typedef struct fake_kernel {
     const char *name;
     int arg_count;
-    int (*run)(void **args); /* a CUresult */
+    int (*run)(void **args, unsigned int grid, unsigned int block); /* a CUresult; grid and block in threads */
 } fake_kernel;
 
 /* Every kernel the generated families hold, ending with a NULL name. */

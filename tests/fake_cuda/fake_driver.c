@@ -468,6 +468,7 @@ FAKE_API cbcu_result cuMemcpyHtoDAsync_v2(cbcu_deviceptr dst, const void *src, s
     if (stream == NULL)
         return leave(CUDA_ERROR_INVALID_HANDLE);
     counters.host_to_device++;
+    counters.host_to_device_bytes += bytes;
     counters.async_copies++;
     pending_copy *copy = calloc(1, sizeof *copy);
     if (copy == NULL)
@@ -501,6 +502,7 @@ FAKE_API cbcu_result cuMemcpyDtoHAsync_v2(void *dst, cbcu_deviceptr src, size_t 
     if (from == NULL || dst == NULL)
         return leave(CBCU_ERROR_INVALID_VALUE);
     counters.device_to_host++;
+    counters.device_to_host_bytes += bytes;
     return leave(copy_now(stream, dst, from, bytes));
 }
 
@@ -513,6 +515,7 @@ FAKE_API cbcu_result cuMemcpyDtoDAsync_v2(cbcu_deviceptr dst, cbcu_deviceptr src
     if (to == NULL || from == NULL)
         return leave(CBCU_ERROR_INVALID_VALUE);
     counters.device_to_device++;
+    counters.device_to_device_bytes += bytes;
     return leave(copy_now(stream, to, from, bytes));
 }
 
@@ -669,7 +672,7 @@ FAKE_API cbcu_result cuLaunchKernel(cbcu_function function, unsigned int grid_x,
     if (flushed != CBCU_SUCCESS)
         return leave(flushed);
     counters.launches++;
-    return leave(kernel->run(params));
+    return leave(kernel->run(params, grid_x, block_x));
 }
 
 /* ---- cuGetProcAddress ---------------------------------------------------------------------- */

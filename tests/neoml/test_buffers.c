@@ -1,5 +1,5 @@
 /* Buffers on the host path (conformance.md 2.G), and what a mapping forbids while it is open.
- * The staged (device) path is in test_device.c. */
+ * The staged (device) path is in tests/gpu/test_gpu_neoml.c. */
 #include "neoml_test.h"
 
 static cblob_blob *make_vector(cblob_context *ctx, cblob_dtype dtype, int64_t n, int tag)
