@@ -18,12 +18,19 @@
  *
  * Threads
  *   Distinct handles may be used from different threads at once. One handle needs external
- *   locking, except for retain/destroy and the calls marked "pure getter". Error messages are
- *   per thread. The CUDA loader and the kernel cache are process-wide and thread-safe.
+ *   locking, except for retain/destroy and the calls marked "pure getter". Handles that share
+ *   memory (blobs after cblob_blob_share, a window and its parent, a blob and the DLPack tensors
+ *   exported from it or imported into it, a blob and its open mappings) are one handle for
+ *   this rule. A context may be used by its blobs from several threads at once; changing it
+ *   (cblob_context_set_mode, _set_device, _set_stream) must not overlap with that. Error
+ *   messages are per thread. The CUDA loader and the kernel cache are process-wide and
+ *   thread-safe. Release callbacks and DLPack deleters run on whichever thread lets go last.
  *
  * ABI versions
  *   The SONAME is libcblob.so.1. Every function below names the ABI version that
- *   added it; a shipped signature never changes (a new function is added instead).
+ *   added it; a shipped signature never changes (a new function is added instead), and values
+ *   of enums and constants never change. Nothing in this version is EXPERIMENTAL: every
+ *   declaration here is under that promise, the GPU calls included.
  */
 #ifndef CBLOB_CBLOB_H
 #define CBLOB_CBLOB_H

@@ -68,7 +68,7 @@ echo "$runtime: shlibs: $(cat "$work/control/shlibs")"
 
 # The .tar.gz holds all three packages' files.
 tar tzf "$tarball" >"$work/tarball.txt"
-grep -Eq '/lib[^/]*/libcblob\.so\.'"$version"'$' "$work/tarball.txt" || fail "the .tar.gz lacks the library"
+grep -Eq '/lib(/[^/]+)?/libcblob\.so\.'"$version"'$' "$work/tarball.txt" || fail "the .tar.gz lacks the library"
 for f in include/cblob/cblob.h include/cblob/dlpack.h bin/cblob pkgconfig/cblob.pc cmake/cblob/cblobConfig.cmake; do
   grep -q "$f\$" "$work/tarball.txt" || fail "the .tar.gz lacks $f"
 done
