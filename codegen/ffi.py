@@ -93,7 +93,8 @@ class TypeMap:
     def __init__(self, model):
         spec = yaml.safe_load(TYPEMAP_PATH.read_text(encoding="utf-8"))
         self.scalars = spec["scalars"]
-        self.foreign = set(spec["foreign_opaque"])
+        # Structs of other headers, by the C spelling the API uses ("struct DLManagedTensor").
+        self.foreign = {f"struct {t['name']}": t for t in model["types"] if t["kind"] == "foreign"}
         self.words = spec["words"]
         self.enum_strip = spec["enum_strip"]
         self.initialisms = spec["initialisms"]
@@ -156,7 +157,11 @@ class TypeMap:
 
     def rust_base(self, base):
         kind = self.kind(base)
-        return self.scalars[base]["rust"] if kind == "scalar" else base
+        if kind == "scalar":
+            return self.scalars[base]["rust"]
+        if kind == "foreign":
+            return self.foreign[base]["name"]  # an opaque struct of that name in cblob-sys
+        return base
 
     def rust_type(self, c_text):
         t = CType(c_text)
@@ -237,7 +242,12 @@ class TypeMap:
                 return ""
             text, depth = "unsafe.Pointer", t.depth - 1
         else:
-            text = self.scalars[t.base]["go"] if kind == "scalar" else f"C.{t.base}"
+            if kind == "scalar":
+                text = self.scalars[t.base]["go"]
+            elif kind == "foreign":
+                text = f"C.struct_{self.foreign[t.base]['name']}"  # cgo's name for a struct tag
+            else:
+                text = f"C.{t.base}"
             depth = t.depth
         return "*" * depth + text
 
@@ -364,7 +374,7 @@ def annotate(model):
                          **tm.elements[d["ctype"]]})
     model["ffi"] = {
         "enums": enums, "constants": constants, "handles": handles, "callbacks": callbacks,
-        "structs": structs, "foreign": sorted(tm.foreign), "status": status_enum,
+        "structs": structs, "foreign": [{"c": t["name"], "doc": t["doc"]} for t in tm.foreign.values()], "status": status_enum,
         "dtype": dtype_enum, "elements": elements,
         "opaques": [{"c": name, "doc": t["doc"]} for name, t in tm.opaques.items()],
     }

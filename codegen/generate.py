@@ -37,6 +37,9 @@ SCALAR_TYPES = {
     "char", "uint8_t", "int", "uint16_t",
 }
 PARAM_DIRS = {"in", "out", "inout"}
+# opaque: a handle (typedef of an undefined struct); callback: a function pointer type; foreign: a
+# struct another header defines, declared by its tag only (passed by pointer).
+TYPE_KINDS = {"opaque", "callback", "foreign"}
 OWNERSHIPS = {"borrowed", "caller_owns", "transfers_to_callee"}
 # Kinds of value the bad-input sweep knows how to make bad (templates/tests/bad_input_sweep.c.j2).
 CHECK_KINDS = {
@@ -50,6 +53,8 @@ CHECK_KINDS = {
     "element_position", "element_count", "access", "mapped_buffer",
     # GPU (codegen/api/30_gpu.yaml)
     "device_index", "device_buffer", "compute_capability", "text_room",
+    # DLPack (codegen/api/50_dlpack.yaml)
+    "memory", "dlpack_versioned", "dlpack_legacy",
     # Caffe formats
     "blob_proto_bytes", "vector_proto_bytes", "net_proto_bytes", "proto_size", "proto_capacity",
     "blob_proto_path", "vector_proto_path", "net_proto_path", "output_path", "blob_array", "proto_blob_count",
@@ -134,7 +139,13 @@ def validate(model):
     known_types.update(t["name"] for t in model["types"])
     known_types.update(t["name"] for t in model["structs"])
     known_types.update(t for t in model.get("extra_types", []))
-    known_types.update(("DLManagedTensor", "DLManagedTensorVersioned"))
+    # Structs another header defines (DLPack's): the API spells them with their tag, which needs
+    # no typedef and so no include of that header.
+    known_types.update(f"struct {t['name']}" for t in model["types"] if t["kind"] == "foreign")
+
+    for t in model["types"]:
+        if t.get("kind") not in TYPE_KINDS:
+            errors.append(f"type {t.get('name', '?')}: kind must be one of {sorted(TYPE_KINDS)}")
 
     statuses = set()
     for enum in model["enums"]:
@@ -191,6 +202,7 @@ def validate(model):
 def enrich(model):
     """Derived fields the templates use, computed once here instead of in every template."""
     handle_types = {t["name"] for t in model["types"] if t["kind"] == "opaque"}
+    foreign_types = {f"struct {t['name']}" for t in model["types"] if t["kind"] == "foreign"}
     for fn in model["functions"]:
         fn.setdefault("returns", "cblob_status")
         fn.setdefault("getter", False)
@@ -210,6 +222,7 @@ def enrich(model):
             p["depth"] = pointer_depth(p["type"])
             p["is_const"] = p["type"].strip().startswith("const")
             p["is_handle"] = p["base"] in handle_types and p["depth"] == 1
+            p["is_foreign"] = p["base"] in foreign_types
             # An array of handles the callee writes (its length names the room for them).
             p["is_handle_array"] = (p["base"] in handle_types and p["depth"] == 2 and p["dir"] == "out"
                                     and p["length"] is not None)

@@ -17,6 +17,9 @@ serialized messages (valid_blob_proto = fx.a with its diff, valid_vector_proto =
 valid_net_proto = fx.model; each with a _size), garbage_bytes, and files.* (paths in a fresh
 temporary folder: blob, vector and net files holding those messages, a garbage file, a missing
 file, an output path and an output path in a missing folder).
+For DLPack: sweep_versioned(&fx, fault) and sweep_legacy(&fx, fault) make a float32 3x4 tensor over
+external_buffer, valid or with one fault; their deleter counts in release_calls and the fixture
+frees them.
 
 Functions marked `gpu` need a working GPU stack: their baseline expects the status this machine
 gives (cblob_gpu_probe: CBLOB_OK with a GPU or the test double of the driver, CBLOB_ERR_NO_DRIVER
@@ -87,6 +90,10 @@ VALID_BY_CHECK = {
     "text": '"conv1"',
     "layer_index": "0",
     "layer_blob_index": "1",
+    # DLPack
+    "memory": "CBLOB_MEMORY_HOST",
+    "dlpack_versioned": "sweep_versioned(&fx, TENSOR_VALID)",
+    "dlpack_legacy": "sweep_legacy(&fx, TENSOR_VALID)",
 }
 
 # Parameters whose valid value follows another's: a size is the size of the bytes it measures.
@@ -194,6 +201,30 @@ BAD_BY_CHECK = {
     "layer_index": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "layer -1"), ("1", "CBLOB_ERR_OUT_OF_RANGE", "layer 1 of 1")],
     "layer_blob_index": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "blob -1"), ("2", "CBLOB_ERR_OUT_OF_RANGE", "blob 2 of 2")],
 }
+
+# DLPack tensors with one thing wrong (sweep_versioned / sweep_legacy in the template), for both
+# structs; the versioned one can also have a version and flags cblob refuses.
+DLPACK_FAULTS = [
+    ("TENSOR_FLOAT16", "CBLOB_ERR_DTYPE", "a float16 tensor"),
+    ("TENSOR_BOOL", "CBLOB_ERR_DTYPE", "a bool tensor"),
+    ("TENSOR_LANES_4", "CBLOB_ERR_DTYPE", "a float32 tensor of 4 lanes"),
+    ("TENSOR_STRIDED", "CBLOB_ERR_SHAPE", "a column-major (strided) tensor"),
+    ("TENSOR_NEGATIVE_DIM", "CBLOB_ERR_SHAPE", "a negative dimension"),
+    ("TENSOR_TOO_MANY_AXES", "CBLOB_ERR_SHAPE", "33 axes"),
+    ("TENSOR_OVERFLOW", "CBLOB_ERR_OVERFLOW", "dimensions whose product overflows int64"),
+    ("TENSOR_OPENCL", "CBLOB_ERR_INVALID_ARGUMENT", "an OpenCL tensor"),
+    ("TENSOR_NULL_DATA", "CBLOB_ERR_INVALID_ARGUMENT", "data NULL with 12 elements"),
+    ("TENSOR_MISALIGNED", "CBLOB_ERR_INVALID_ARGUMENT", "float32 data at an odd byte offset"),
+]
+BAD_BY_CHECK["memory"] = [("2", "CBLOB_ERR_INVALID_ARGUMENT", "memory 2"),
+                          ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "memory -1")]
+BAD_BY_CHECK["dlpack_legacy"] = [(f"sweep_legacy(&fx, {fault})", status, what)
+                                 for fault, status, what in DLPACK_FAULTS]
+BAD_BY_CHECK["dlpack_versioned"] = [
+    (f"sweep_versioned(&fx, {fault})", status, what)
+    for fault, status, what in DLPACK_FAULTS + [
+        ("TENSOR_MAJOR_2", "CBLOB_ERR_INVALID_ARGUMENT", "DLPack major version 2"),
+        ("TENSOR_READ_ONLY", "CBLOB_ERR_INVALID_ARGUMENT", "a read-only tensor")]]
 
 SENTINEL_INT = "0x5A5A5A5A"
 

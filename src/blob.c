@@ -541,6 +541,7 @@ CBLOB_API cblob_status cblob_blob_set_cpu_data(cblob_blob *blob, void *ptr, size
     CB_REQUIRE(blob);
     CB_REQUIRE(ptr);
     CB_TRY(cb_blob_check_external(blob, size_bytes));
+    CB_TRY(cb_blob_check_unexported(blob, false));
     /* Caffe frees its owned buffer and keeps the pointer it was given: a dangling one if the
      * caller passed that buffer back. */
     for (int p = 0; p < CB_PARTS; ++p)
@@ -566,6 +567,18 @@ cblob_status cb_blob_check_external(const cblob_blob *blob, size_t size_bytes)
     if (blob->mappings != NULL ||
         (blob->storage[CBLOB_PART_DATA] != NULL && atomic_load(&blob->storage[CBLOB_PART_DATA]->direct_mappings) > 0))
         return cb_fail(CBLOB_ERR_STATE, "the data has open mappings (cblob_blob_map); unmap them first");
+    return CBLOB_OK;
+}
+
+cblob_status cb_blob_check_unexported(const cblob_blob *blob, bool device)
+{
+    const cb_storage *data = blob->storage[CBLOB_PART_DATA];
+    const int exports = data == NULL ? 0 : atomic_load(device ? &data->dev_exports : &data->host_exports);
+    if (exports > 0)
+        return cb_fail(CBLOB_ERR_STATE,
+                       "the data's %s memory is exported as %d DLPack tensor%s; they must be deleted before the "
+                       "buffer is replaced",
+                       device ? "device" : "host", exports, exports == 1 ? "" : "s");
     return CBLOB_OK;
 }
 

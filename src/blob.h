@@ -97,6 +97,9 @@ cblob_status cb_blob_use_device(const cblob_blob *blob, cblob_part part, const c
 /* Caller buffers (set_cpu_data, set_gpu_data): the checks, which change nothing, and Caffe's size
  * rule, which gives data and diff fresh storage of exactly count elements unless data has it. */
 cblob_status cb_blob_check_external(const cblob_blob *blob, size_t size_bytes);
+/* CBLOB_ERR_STATE while a DLPack tensor views the data's host buffer (device buffer with
+ * `device`), which a caller buffer would replace under it. */
+cblob_status cb_blob_check_unexported(const cblob_blob *blob, bool device);
 cblob_status cb_blob_exact_storage(cblob_blob *blob);
 
 /* The head of a part (UNINITIALIZED for a blob without storage). */

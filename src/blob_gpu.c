@@ -34,6 +34,7 @@ CBLOB_API cblob_status cblob_blob_set_gpu_data(cblob_blob *blob, void *ptr, size
     CB_REQUIRE(blob);
     CB_REQUIRE(ptr);
     CB_TRY(cb_blob_check_external(blob, size_bytes));
+    CB_TRY(cb_blob_check_unexported(blob, true));
     const cb_device *device;
     CB_TRY(cb_context_device(blob->context, &device));
     CB_TRY(device->backend->check_device_memory(device, ptr, size_bytes));

@@ -1645,6 +1645,66 @@ static inline cbgo_status_result cbgo_buffer_unmap(uintptr_t buffer) {
         r.message = cbgo_message();
     return r;
 }
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    struct DLManagedTensorVersioned *out_tensor;
+} cbgo_blob_to_dlpack_result;
+
+static inline cbgo_blob_to_dlpack_result cbgo_blob_to_dlpack(uintptr_t blob, cblob_part part, cblob_memory memory, int32_t read_only) {
+    cbgo_blob_to_dlpack_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_to_dlpack((cblob_blob *)blob, part, memory, read_only, &r.out_tensor);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    struct DLManagedTensor *out_tensor;
+} cbgo_blob_to_dlpack_legacy_result;
+
+static inline cbgo_blob_to_dlpack_legacy_result cbgo_blob_to_dlpack_legacy(uintptr_t blob, cblob_part part, cblob_memory memory) {
+    cbgo_blob_to_dlpack_legacy_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_to_dlpack_legacy((cblob_blob *)blob, part, memory, &r.out_tensor);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_blob;
+} cbgo_blob_from_dlpack_result;
+
+static inline cbgo_blob_from_dlpack_result cbgo_blob_from_dlpack(uintptr_t context, struct DLManagedTensorVersioned *tensor) {
+    cbgo_blob_from_dlpack_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_from_dlpack((cblob_context *)context, tensor, &r.out_blob);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_blob;
+} cbgo_blob_from_dlpack_legacy_result;
+
+static inline cbgo_blob_from_dlpack_legacy_result cbgo_blob_from_dlpack_legacy(uintptr_t context, struct DLManagedTensor *tensor) {
+    cbgo_blob_from_dlpack_legacy_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_from_dlpack_legacy((cblob_context *)context, tensor, &r.out_blob);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
 */
 import "C"
 
@@ -2983,4 +3043,53 @@ func cBufferUnmap(buffer *C.cblob_buffer) error {
 		return newError(r.status, r.message)
 	}
 	return nil
+}
+
+// Exports the blob's data or diff as a DLManagedTensorVersioned that views it (see the
+// section). With read_only 1 the tensor's flags say DLPACK_FLAG_BITMASK_READ_ONLY and the head
+// moves as for a read; with 0 the consumer may write and the head moves as for a write.
+// Exporting CBLOB_MEMORY_DEVICE needs a GPU; without one the call fails with the status that
+// says why.
+func cBlobToDlpack(blob *C.cblob_blob, part C.cblob_part, memory C.cblob_memory, readOnly C.int32_t) (*C.struct_DLManagedTensorVersioned, error) {
+	r := C.cbgo_blob_to_dlpack(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part, memory, readOnly)
+	if r.status != C.CBLOB_OK {
+		return r.out_tensor, newError(r.status, r.message)
+	}
+	return r.out_tensor, nil
+}
+
+// Exports the blob's data or diff as a legacy DLManagedTensor, which has no flags: the
+// consumer may write, and the head moves as for a write (cblob_blob_to_dlpack with read_only
+// 0). Otherwise the same as cblob_blob_to_dlpack.
+func cBlobToDlpackLegacy(blob *C.cblob_blob, part C.cblob_part, memory C.cblob_memory) (*C.struct_DLManagedTensor, error) {
+	r := C.cbgo_blob_to_dlpack_legacy(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part, memory)
+	if r.status != C.CBLOB_OK {
+		return r.out_tensor, newError(r.status, r.message)
+	}
+	return r.out_tensor, nil
+}
+
+// Makes a blob whose data is a DLManagedTensorVersioned's memory, without copying (see the
+// section for what is accepted and who deletes the tensor). A major version other than 1
+// is CBLOB_ERR_INVALID_ARGUMENT, and so are a read-only tensor, an unknown device, data NULL
+// with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
+// lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
+// dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
+// another device than the context's is CBLOB_ERR_STATE.
+func cBlobFromDlpack(context *C.cblob_context, tensor *C.struct_DLManagedTensorVersioned) (*C.cblob_blob, error) {
+	r := C.cbgo_blob_from_dlpack(C.uintptr_t(uintptr(unsafe.Pointer(context))), tensor)
+	if r.status != C.CBLOB_OK {
+		return r.out_blob, newError(r.status, r.message)
+	}
+	return r.out_blob, nil
+}
+
+// Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
+// rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
+func cBlobFromDlpackLegacy(context *C.cblob_context, tensor *C.struct_DLManagedTensor) (*C.cblob_blob, error) {
+	r := C.cbgo_blob_from_dlpack_legacy(C.uintptr_t(uintptr(unsafe.Pointer(context))), tensor)
+	if r.status != C.CBLOB_OK {
+		return r.out_blob, newError(r.status, r.message)
+	}
+	return r.out_blob, nil
 }

@@ -371,6 +371,29 @@ func (v Access) String() string {
 	return "Access(" + strconv.Itoa(int(v)) + ")"
 }
 
+// Memory (cblob_memory):
+// Which copy of a blob's memory a DLPack export views.
+type Memory int32
+
+// The values of Memory.
+const (
+	// MemoryHost (CBLOB_MEMORY_HOST): The host copy: kDLCPU, or kDLCUDAHost when the buffer is pinned.
+	MemoryHost Memory = 0
+	// MemoryDevice (CBLOB_MEMORY_DEVICE): The device copy on the context's device: kDLCUDA. Needs a GPU.
+	MemoryDevice Memory = 1
+)
+
+// String returns the C enumerator's name ("CBLOB_MEMORY_HOST").
+func (v Memory) String() string {
+	switch v {
+	case MemoryHost:
+		return "CBLOB_MEMORY_HOST"
+	case MemoryDevice:
+		return "CBLOB_MEMORY_DEVICE"
+	}
+	return "Memory(" + strconv.Itoa(int(v)) + ")"
+}
+
 // Element is a Go type that is the element type of one dtype, so that a blob's host memory can
 // be seen as a slice of it: float32 (float32), float64 (float64), int32 (int32), uint32 (uint32).
 type Element interface {

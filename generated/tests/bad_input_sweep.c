@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cblob/dlpack.h"
 #include "harness.h"
 
 typedef struct fixture {
@@ -30,6 +31,7 @@ typedef struct fixture {
     cblob_blob *window;      /* a window of 1 row of a, at position 0 */
     cblob_blob *device_holder; /* owns the device memory device_buffer() hands out; not swept */
     cblob_model *model;      /* V2, one layer "conv1" holding a and b */
+    struct sweep_tensor *tensors[4]; /* DLPack tensors handed to the import calls; freed at teardown */
 } fixture;
 
 #define FIXTURE_BLOBS 10
@@ -227,6 +229,84 @@ static int fixture_setup(fixture *fx)
     return formats_setup(fx);
 }
 
+/* DLPack tensors for the import calls: float32 3x4 over external_buffer, valid or with one fault.
+ * Their deleter counts in release_calls (an import that fails must not call it) and frees
+ * nothing: the fixture frees every tensor it made, consumed or not. */
+enum tensor_fault {
+    TENSOR_VALID, TENSOR_FLOAT16, TENSOR_BOOL, TENSOR_LANES_4, TENSOR_STRIDED, TENSOR_NEGATIVE_DIM,
+    TENSOR_TOO_MANY_AXES, TENSOR_OVERFLOW, TENSOR_OPENCL, TENSOR_NULL_DATA, TENSOR_MISALIGNED,
+    TENSOR_MAJOR_2, TENSOR_READ_ONLY,
+};
+
+struct sweep_tensor {
+    DLManagedTensorVersioned versioned;
+    DLManagedTensor legacy;
+    int64_t shape[CBLOB_MAX_AXES + 1], strides[CBLOB_MAX_AXES + 1];
+};
+
+static void count_versioned_delete(DLManagedTensorVersioned *self)
+{
+    (void)self;
+    ++release_calls;
+}
+
+static void count_legacy_delete(DLManagedTensor *self)
+{
+    (void)self;
+    ++release_calls;
+}
+
+static struct sweep_tensor *sweep_tensor(fixture *fx, enum tensor_fault fault)
+{
+    size_t slot = 0;
+    while (slot < sizeof fx->tensors / sizeof fx->tensors[0] && fx->tensors[slot] != NULL)
+        ++slot;
+    struct sweep_tensor *t = slot < sizeof fx->tensors / sizeof fx->tensors[0] ? calloc(1, sizeof *t) : NULL;
+    if (t == NULL)
+        return NULL;
+    fx->tensors[slot] = t;
+    DLTensor dl = {.data = external_buffer, .device = {kDLCPU, 0}, .ndim = 2, .dtype = {kDLFloat, 32, 1},
+                   .shape = t->shape, .strides = NULL, .byte_offset = 0};
+    t->shape[0] = 3;
+    t->shape[1] = 4;
+    switch (fault) {
+    case TENSOR_FLOAT16: dl.dtype.bits = 16; break;
+    case TENSOR_BOOL: dl.dtype = (DLDataType){kDLBool, 8, 1}; break;
+    case TENSOR_LANES_4: dl.dtype.lanes = 4; break;
+    case TENSOR_STRIDED: t->strides[0] = 1; t->strides[1] = 3; dl.strides = t->strides; break;
+    case TENSOR_NEGATIVE_DIM: t->shape[1] = -4; break;
+    case TENSOR_TOO_MANY_AXES:
+        dl.ndim = CBLOB_MAX_AXES + 1;
+        for (int i = 2; i < dl.ndim; ++i)
+            t->shape[i] = 1;
+        break;
+    case TENSOR_OVERFLOW: t->shape[0] = INT64_MAX; t->shape[1] = 2; break;
+    case TENSOR_OPENCL: dl.device.device_type = kDLOpenCL; break;
+    case TENSOR_NULL_DATA: dl.data = NULL; break;
+    case TENSOR_MISALIGNED: dl.byte_offset = 2; break;
+    default: break;
+    }
+    t->versioned = (DLManagedTensorVersioned){
+        .version = {fault == TENSOR_MAJOR_2 ? 2 : DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION},
+        .deleter = count_versioned_delete,
+        .flags = fault == TENSOR_READ_ONLY ? DLPACK_FLAG_BITMASK_READ_ONLY : 0,
+        .dl_tensor = dl};
+    t->legacy = (DLManagedTensor){.dl_tensor = dl, .deleter = count_legacy_delete};
+    return t;
+}
+
+static DLManagedTensorVersioned *sweep_versioned(fixture *fx, enum tensor_fault fault)
+{
+    struct sweep_tensor *t = sweep_tensor(fx, fault);
+    return t != NULL ? &t->versioned : NULL;
+}
+
+static DLManagedTensor *sweep_legacy(fixture *fx, enum tensor_fault fault)
+{
+    struct sweep_tensor *t = sweep_tensor(fx, fault);
+    return t != NULL ? &t->legacy : NULL;
+}
+
 /* A mapping of fx.a, for the calls that take one. */
 static cblob_buffer *fixture_buffer(fixture *fx)
 {
@@ -242,6 +322,8 @@ static void fixture_teardown(fixture *fx)
         cblob_blob_destroy(*fixture_blobs(fx, i));
     cblob_blob_destroy(fx->device_holder);
     cblob_context_destroy(fx->ctx);
+    for (size_t i = 0; i < sizeof fx->tensors / sizeof fx->tensors[0]; ++i)
+        free(fx->tensors[i]);
 }
 
 /* What must not change: per blob the shape, count, capacity, heads and the bytes of data and diff. */
@@ -9710,6 +9792,566 @@ TEST(sweep_cblob_buffer_unmap)
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_buffer_unmap with buffer = NULL: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_buffer_unmap with buffer = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_to_dlpack)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    struct DLManagedTensorVersioned * out_out_tensor = (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_to_dlpack(fx.a, CBLOB_PART_DATA, CBLOB_MEMORY_HOST, 0, &out_out_tensor));
+    out_out_tensor->deleter(out_out_tensor);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_to_dlpack)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        struct DLManagedTensorVersioned * out_out_tensor = (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_dlpack(NULL, CBLOB_PART_DATA, CBLOB_MEMORY_HOST, 0, &out_out_tensor), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_dlpack", "blob = NULL");
+        CHECK_MSG(out_out_tensor == (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A, "cblob_blob_to_dlpack with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_dlpack with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_dlpack with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        struct DLManagedTensorVersioned * out_out_tensor = (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_dlpack(fx.a, 2, CBLOB_MEMORY_HOST, 0, &out_out_tensor), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_dlpack", "part: part 2");
+        CHECK_MSG(out_out_tensor == (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A, "cblob_blob_to_dlpack with part: part 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_dlpack with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_dlpack with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        struct DLManagedTensorVersioned * out_out_tensor = (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_dlpack(fx.a, -1, CBLOB_MEMORY_HOST, 0, &out_out_tensor), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_dlpack", "part: part -1");
+        CHECK_MSG(out_out_tensor == (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A, "cblob_blob_to_dlpack with part: part -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_dlpack with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_dlpack with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* memory: memory 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        struct DLManagedTensorVersioned * out_out_tensor = (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_dlpack(fx.a, CBLOB_PART_DATA, 2, 0, &out_out_tensor), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_dlpack", "memory: memory 2");
+        CHECK_MSG(out_out_tensor == (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A, "cblob_blob_to_dlpack with memory: memory 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_dlpack with memory: memory 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_dlpack with memory: memory 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* memory: memory -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        struct DLManagedTensorVersioned * out_out_tensor = (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_dlpack(fx.a, CBLOB_PART_DATA, -1, 0, &out_out_tensor), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_dlpack", "memory: memory -1");
+        CHECK_MSG(out_out_tensor == (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A, "cblob_blob_to_dlpack with memory: memory -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_dlpack with memory: memory -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_dlpack with memory: memory -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* read_only: boolean 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        struct DLManagedTensorVersioned * out_out_tensor = (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_dlpack(fx.a, CBLOB_PART_DATA, CBLOB_MEMORY_HOST, 2, &out_out_tensor), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_dlpack", "read_only: boolean 2");
+        CHECK_MSG(out_out_tensor == (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A, "cblob_blob_to_dlpack with read_only: boolean 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_dlpack with read_only: boolean 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_dlpack with read_only: boolean 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* read_only: boolean -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        struct DLManagedTensorVersioned * out_out_tensor = (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_dlpack(fx.a, CBLOB_PART_DATA, CBLOB_MEMORY_HOST, -1, &out_out_tensor), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_dlpack", "read_only: boolean -1");
+        CHECK_MSG(out_out_tensor == (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A, "cblob_blob_to_dlpack with read_only: boolean -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_dlpack with read_only: boolean -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_dlpack with read_only: boolean -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_tensor = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        struct DLManagedTensorVersioned * out_out_tensor = (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_dlpack(fx.a, CBLOB_PART_DATA, CBLOB_MEMORY_HOST, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_dlpack", "out_tensor = NULL");
+        CHECK_MSG(out_out_tensor == (struct DLManagedTensorVersioned *)(uintptr_t)0x5A5A5A5A, "cblob_blob_to_dlpack with out_tensor = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_dlpack with out_tensor = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_dlpack with out_tensor = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_to_dlpack_legacy)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    struct DLManagedTensor * out_out_tensor = (struct DLManagedTensor *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_to_dlpack_legacy(fx.a, CBLOB_PART_DATA, CBLOB_MEMORY_HOST, &out_out_tensor));
+    out_out_tensor->deleter(out_out_tensor);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_to_dlpack_legacy)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        struct DLManagedTensor * out_out_tensor = (struct DLManagedTensor *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_dlpack_legacy(NULL, CBLOB_PART_DATA, CBLOB_MEMORY_HOST, &out_out_tensor), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_dlpack_legacy", "blob = NULL");
+        CHECK_MSG(out_out_tensor == (struct DLManagedTensor *)(uintptr_t)0x5A5A5A5A, "cblob_blob_to_dlpack_legacy with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_dlpack_legacy with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_dlpack_legacy with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        struct DLManagedTensor * out_out_tensor = (struct DLManagedTensor *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_dlpack_legacy(fx.a, 2, CBLOB_MEMORY_HOST, &out_out_tensor), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_dlpack_legacy", "part: part 2");
+        CHECK_MSG(out_out_tensor == (struct DLManagedTensor *)(uintptr_t)0x5A5A5A5A, "cblob_blob_to_dlpack_legacy with part: part 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_dlpack_legacy with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_dlpack_legacy with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        struct DLManagedTensor * out_out_tensor = (struct DLManagedTensor *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_dlpack_legacy(fx.a, -1, CBLOB_MEMORY_HOST, &out_out_tensor), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_dlpack_legacy", "part: part -1");
+        CHECK_MSG(out_out_tensor == (struct DLManagedTensor *)(uintptr_t)0x5A5A5A5A, "cblob_blob_to_dlpack_legacy with part: part -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_dlpack_legacy with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_dlpack_legacy with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* memory: memory 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        struct DLManagedTensor * out_out_tensor = (struct DLManagedTensor *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_dlpack_legacy(fx.a, CBLOB_PART_DATA, 2, &out_out_tensor), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_dlpack_legacy", "memory: memory 2");
+        CHECK_MSG(out_out_tensor == (struct DLManagedTensor *)(uintptr_t)0x5A5A5A5A, "cblob_blob_to_dlpack_legacy with memory: memory 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_dlpack_legacy with memory: memory 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_dlpack_legacy with memory: memory 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* memory: memory -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        struct DLManagedTensor * out_out_tensor = (struct DLManagedTensor *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_dlpack_legacy(fx.a, CBLOB_PART_DATA, -1, &out_out_tensor), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_dlpack_legacy", "memory: memory -1");
+        CHECK_MSG(out_out_tensor == (struct DLManagedTensor *)(uintptr_t)0x5A5A5A5A, "cblob_blob_to_dlpack_legacy with memory: memory -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_dlpack_legacy with memory: memory -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_dlpack_legacy with memory: memory -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_tensor = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        struct DLManagedTensor * out_out_tensor = (struct DLManagedTensor *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_dlpack_legacy(fx.a, CBLOB_PART_DATA, CBLOB_MEMORY_HOST, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_dlpack_legacy", "out_tensor = NULL");
+        CHECK_MSG(out_out_tensor == (struct DLManagedTensor *)(uintptr_t)0x5A5A5A5A, "cblob_blob_to_dlpack_legacy with out_tensor = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_dlpack_legacy with out_tensor = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_dlpack_legacy with out_tensor = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_from_dlpack)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_from_dlpack(fx.ctx, sweep_versioned(&fx, TENSOR_VALID), &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_from_dlpack)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(NULL, sweep_versioned(&fx, TENSOR_VALID), &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(fx.ctx, NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack", "tensor = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with tensor = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with tensor = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with tensor = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a float16 tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(fx.ctx, sweep_versioned(&fx, TENSOR_FLOAT16), &out_out_blob), CBLOB_ERR_DTYPE, "cblob_blob_from_dlpack", "tensor: a float16 tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with tensor: a float16 tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with tensor: a float16 tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with tensor: a float16 tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a bool tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(fx.ctx, sweep_versioned(&fx, TENSOR_BOOL), &out_out_blob), CBLOB_ERR_DTYPE, "cblob_blob_from_dlpack", "tensor: a bool tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with tensor: a bool tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with tensor: a bool tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with tensor: a bool tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a float32 tensor of 4 lanes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(fx.ctx, sweep_versioned(&fx, TENSOR_LANES_4), &out_out_blob), CBLOB_ERR_DTYPE, "cblob_blob_from_dlpack", "tensor: a float32 tensor of 4 lanes");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with tensor: a float32 tensor of 4 lanes: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with tensor: a float32 tensor of 4 lanes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with tensor: a float32 tensor of 4 lanes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a column-major (strided) tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(fx.ctx, sweep_versioned(&fx, TENSOR_STRIDED), &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_from_dlpack", "tensor: a column-major (strided) tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with tensor: a column-major (strided) tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with tensor: a column-major (strided) tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with tensor: a column-major (strided) tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a negative dimension */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(fx.ctx, sweep_versioned(&fx, TENSOR_NEGATIVE_DIM), &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_from_dlpack", "tensor: a negative dimension");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with tensor: a negative dimension: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with tensor: a negative dimension: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with tensor: a negative dimension: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: 33 axes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(fx.ctx, sweep_versioned(&fx, TENSOR_TOO_MANY_AXES), &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_from_dlpack", "tensor: 33 axes");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with tensor: 33 axes: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with tensor: 33 axes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with tensor: 33 axes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: dimensions whose product overflows int64 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(fx.ctx, sweep_versioned(&fx, TENSOR_OVERFLOW), &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_from_dlpack", "tensor: dimensions whose product overflows int64");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with tensor: dimensions whose product overflows int64: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with tensor: dimensions whose product overflows int64: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with tensor: dimensions whose product overflows int64: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: an OpenCL tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(fx.ctx, sweep_versioned(&fx, TENSOR_OPENCL), &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack", "tensor: an OpenCL tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with tensor: an OpenCL tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with tensor: an OpenCL tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with tensor: an OpenCL tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: data NULL with 12 elements */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(fx.ctx, sweep_versioned(&fx, TENSOR_NULL_DATA), &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack", "tensor: data NULL with 12 elements");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with tensor: data NULL with 12 elements: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with tensor: data NULL with 12 elements: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with tensor: data NULL with 12 elements: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: float32 data at an odd byte offset */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(fx.ctx, sweep_versioned(&fx, TENSOR_MISALIGNED), &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack", "tensor: float32 data at an odd byte offset");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with tensor: float32 data at an odd byte offset: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with tensor: float32 data at an odd byte offset: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with tensor: float32 data at an odd byte offset: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: DLPack major version 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(fx.ctx, sweep_versioned(&fx, TENSOR_MAJOR_2), &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack", "tensor: DLPack major version 2");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with tensor: DLPack major version 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with tensor: DLPack major version 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with tensor: DLPack major version 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a read-only tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(fx.ctx, sweep_versioned(&fx, TENSOR_READ_ONLY), &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack", "tensor: a read-only tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with tensor: a read-only tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with tensor: a read-only tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with tensor: a read-only tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack(fx.ctx, sweep_versioned(&fx, TENSOR_VALID), NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_from_dlpack_legacy)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_blob_from_dlpack_legacy(fx.ctx, sweep_legacy(&fx, TENSOR_VALID), &out_out_blob));
+    cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_from_dlpack_legacy)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy(NULL, sweep_legacy(&fx, TENSOR_VALID), &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_legacy", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy(fx.ctx, NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_legacy", "tensor = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy with tensor = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy with tensor = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy with tensor = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a float16 tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy(fx.ctx, sweep_legacy(&fx, TENSOR_FLOAT16), &out_out_blob), CBLOB_ERR_DTYPE, "cblob_blob_from_dlpack_legacy", "tensor: a float16 tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy with tensor: a float16 tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy with tensor: a float16 tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy with tensor: a float16 tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a bool tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy(fx.ctx, sweep_legacy(&fx, TENSOR_BOOL), &out_out_blob), CBLOB_ERR_DTYPE, "cblob_blob_from_dlpack_legacy", "tensor: a bool tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy with tensor: a bool tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy with tensor: a bool tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy with tensor: a bool tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a float32 tensor of 4 lanes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy(fx.ctx, sweep_legacy(&fx, TENSOR_LANES_4), &out_out_blob), CBLOB_ERR_DTYPE, "cblob_blob_from_dlpack_legacy", "tensor: a float32 tensor of 4 lanes");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy with tensor: a float32 tensor of 4 lanes: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy with tensor: a float32 tensor of 4 lanes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy with tensor: a float32 tensor of 4 lanes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a column-major (strided) tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy(fx.ctx, sweep_legacy(&fx, TENSOR_STRIDED), &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_from_dlpack_legacy", "tensor: a column-major (strided) tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy with tensor: a column-major (strided) tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy with tensor: a column-major (strided) tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy with tensor: a column-major (strided) tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a negative dimension */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy(fx.ctx, sweep_legacy(&fx, TENSOR_NEGATIVE_DIM), &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_from_dlpack_legacy", "tensor: a negative dimension");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy with tensor: a negative dimension: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy with tensor: a negative dimension: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy with tensor: a negative dimension: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: 33 axes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy(fx.ctx, sweep_legacy(&fx, TENSOR_TOO_MANY_AXES), &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_from_dlpack_legacy", "tensor: 33 axes");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy with tensor: 33 axes: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy with tensor: 33 axes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy with tensor: 33 axes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: dimensions whose product overflows int64 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy(fx.ctx, sweep_legacy(&fx, TENSOR_OVERFLOW), &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_from_dlpack_legacy", "tensor: dimensions whose product overflows int64");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy with tensor: dimensions whose product overflows int64: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy with tensor: dimensions whose product overflows int64: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy with tensor: dimensions whose product overflows int64: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: an OpenCL tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy(fx.ctx, sweep_legacy(&fx, TENSOR_OPENCL), &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_legacy", "tensor: an OpenCL tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy with tensor: an OpenCL tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy with tensor: an OpenCL tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy with tensor: an OpenCL tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: data NULL with 12 elements */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy(fx.ctx, sweep_legacy(&fx, TENSOR_NULL_DATA), &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_legacy", "tensor: data NULL with 12 elements");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy with tensor: data NULL with 12 elements: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy with tensor: data NULL with 12 elements: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy with tensor: data NULL with 12 elements: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: float32 data at an odd byte offset */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy(fx.ctx, sweep_legacy(&fx, TENSOR_MISALIGNED), &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_legacy", "tensor: float32 data at an odd byte offset");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy with tensor: float32 data at an odd byte offset: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy with tensor: float32 data at an odd byte offset: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy with tensor: float32 data at an odd byte offset: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy(fx.ctx, sweep_legacy(&fx, TENSOR_VALID), NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_legacy", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy with out_blob = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
     }
 }

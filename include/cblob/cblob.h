@@ -18,12 +18,19 @@
  *
  * Threads
  *   Distinct handles may be used from different threads at once. One handle needs external
- *   locking, except for retain/destroy and the calls marked "pure getter". Error messages are
- *   per thread. The CUDA loader and the kernel cache are process-wide and thread-safe.
+ *   locking, except for retain/destroy and the calls marked "pure getter". Handles that share
+ *   memory (blobs after cblob_blob_share, a window and its parent, a blob and the DLPack tensors
+ *   exported from it or imported into it, a blob and its open mappings) are one handle for
+ *   this rule. A context may be used by its blobs from several threads at once; changing it
+ *   (cblob_context_set_mode, _set_device, _set_stream) must not overlap with that. Error
+ *   messages are per thread. The CUDA loader and the kernel cache are process-wide and
+ *   thread-safe. Release callbacks and DLPack deleters run on whichever thread lets go last.
  *
  * ABI versions
  *   The SONAME is libcblob.so.1. Every function below names the ABI version that
- *   added it; a shipped signature never changes (a new function is added instead).
+ *   added it; a shipped signature never changes (a new function is added instead), and values
+ *   of enums and constants never change. Nothing in this version is EXPERIMENTAL: every
+ *   declaration here is under that promise, the GPU calls included.
  */
 #ifndef CBLOB_CBLOB_H
 #define CBLOB_CBLOB_H
@@ -1538,6 +1545,119 @@ CBLOB_API cblob_status cblob_blob_map(cblob_blob *blob, cblob_part part, int64_t
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_buffer_unmap(cblob_buffer *buffer);
+
+/* ==========================================================================================
+ * DLPack
+ * ==========================================================================================
+ * Zero-copy exchange with NumPy, PyTorch, CuPy, JAX and anything else that speaks DLPack 1.x
+ * (dlpack/dlpack.h). This header only declares DLPack's managed tensor structs; include a DLPack
+ * 1.x header to read their fields: cblob installs DLPack 1.3's own as <cblob/dlpack.h>, and any
+ * other DLPack 1.x header does as well. cblob writes the version of that header (1.3) into what it
+ * exports and reads major version 1.
+ *
+ * Export. cblob_blob_to_dlpack makes a DLManagedTensorVersioned that views a blob's data or diff
+ * without copying; cblob_blob_to_dlpack_legacy makes the older DLManagedTensor for consumers that
+ * only take that (NumPy before 2.1, for example). The tensor has ndim = the blob's number of
+ * axes (0 for a 0-axis blob), the blob's shape, strides NULL (C-contiguous), and the dtype's
+ * DLPack code (float32 is kDLFloat 32, int32 kDLInt 32, uint32 kDLUInt 32). data points at the
+ * blob's first element and byte_offset is 0, also for a window (data then points into the
+ * parent's memory): some consumers ignore byte_offset. A blob without elements exports data
+ * NULL. From CBLOB_MEMORY_HOST the device is kDLCPU, or kDLCUDAHost when the host buffer is
+ * pinned (allocated while the context was in GPU mode); from CBLOB_MEMORY_DEVICE it is kDLCUDA
+ * with the context's device index. The export moves the memory's head as the accessors do: a
+ * read-only export as cblob_blob_cpu_ptr (or cblob_blob_gpu_ptr), a writable one as
+ * cblob_blob_mutable_cpu_ptr (or cblob_blob_mutable_gpu_ptr), so the exported copy is current
+ * when the call returns; a device export also waits for the work queued on the context's stream.
+ * Later calls on the blob move heads as usual: the tensor stays the same memory, like a pointer
+ * from those accessors, and what it shows is current only while the head says so.
+ *
+ * The consumer calls the tensor's deleter exactly once, from any thread. Until then the tensor
+ * holds the memory (reference counted): destroying the blob, reshaping it past its capacity or
+ * sharing another blob's memory leaves the tensor valid, viewing the old memory. Replacing the
+ * exported buffer in place is refused while a tensor holds it: cblob_blob_set_cpu_data on
+ * exported host data, and cblob_blob_set_gpu_data on exported device data, fail with
+ * CBLOB_ERR_STATE.
+ *
+ * Import. cblob_blob_from_dlpack and cblob_blob_from_dlpack_legacy make a blob whose data is the
+ * tensor's memory, without copying: float32, float64, int32 and uint32 (lanes 1), C-contiguous
+ * (strides NULL, or equal to the row-major strides; axes of size 1 may have any stride), data
+ * aligned to the element size, on kDLCPU or kDLCUDAHost (host memory: head AT_CPU) or kDLCUDA
+ * (device memory of the context's device: head AT_GPU; a context that has not opened a device
+ * yet opens the tensor's). The blob's diff is new memory of cblob's. A read-only versioned tensor
+ * is refused, since every blob can be written. On success cblob owns the tensor: it calls the
+ * tensor's deleter once (a NULL deleter is not called), from the thread that drops the memory's
+ * last holder, when nothing uses the memory any more; a tensor without elements is deleted
+ * before the call returns. On failure the tensor stays the caller's and its deleter is not
+ * called: the caller calls it, which DLPack makes safe even for a major version cblob does not
+ * read.
+ *
+ * Threads: an exported tensor and the blob it came from view one memory, as blobs that share
+ * memory do: use them as one handle.
+ */
+
+/* Which copy of a blob's memory a DLPack export views. */
+typedef int32_t cblob_memory;
+enum {
+    CBLOB_MEMORY_HOST = 0,             /* The host copy: kDLCPU, or kDLCUDAHost when the buffer is pinned. */
+    CBLOB_MEMORY_DEVICE = 1,           /* The device copy on the context's device: kDLCUDA. Needs a GPU. */
+};
+
+/*
+ * DLPack's managed tensor (DLPack 1.0 and later), defined by dlpack/dlpack.h.
+ */
+struct DLManagedTensorVersioned;
+
+/*
+ * DLPack's legacy managed tensor (before DLPack 1.0), defined by dlpack/dlpack.h.
+ */
+struct DLManagedTensor;
+
+/*
+ * Exports the blob's data or diff as a DLManagedTensorVersioned that views it (see the
+ * section). With read_only 1 the tensor's flags say DLPACK_FLAG_BITMASK_READ_ONLY and the head
+ * moves as for a read; with 0 the consumer may write and the head moves as for a write.
+ * Exporting CBLOB_MEMORY_DEVICE needs a GPU; without one the call fails with the status that
+ * says why.
+ *   out_tensor: the consumer calls (*out_tensor)->deleter once; the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_to_dlpack(cblob_blob *blob, cblob_part part, cblob_memory memory, int32_t read_only, struct DLManagedTensorVersioned **out_tensor);
+
+/*
+ * Exports the blob's data or diff as a legacy DLManagedTensor, which has no flags: the
+ * consumer may write, and the head moves as for a write (cblob_blob_to_dlpack with read_only
+ * 0). Otherwise the same as cblob_blob_to_dlpack.
+ *   out_tensor: the consumer calls (*out_tensor)->deleter once; the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_to_dlpack_legacy(cblob_blob *blob, cblob_part part, cblob_memory memory, struct DLManagedTensor **out_tensor);
+
+/*
+ * Makes a blob whose data is a DLManagedTensorVersioned's memory, without copying (see the
+ * section for what is accepted and who deletes the tensor). A major version other than 1
+ * is CBLOB_ERR_INVALID_ARGUMENT, and so are a read-only tensor, an unknown device, data NULL
+ * with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
+ * lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
+ * dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
+ * another device than the context's is CBLOB_ERR_STATE.
+ *   tensor: the caller's again if the call fails (its deleter not called); the callee takes the caller's hold
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_from_dlpack(cblob_context *context, struct DLManagedTensorVersioned *tensor, cblob_blob **out_blob);
+
+/*
+ * Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
+ * rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
+ *   tensor: the caller's again if the call fails (its deleter not called); the callee takes the caller's hold
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Since ABI 1.0.
+ */
+CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, struct DLManagedTensor *tensor, cblob_blob **out_blob);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -196,6 +196,17 @@ namespace CBlob
     }
 
     /// <summary>
+    /// Which copy of a blob's memory a DLPack export views.
+    /// </summary>
+    public enum Memory : int
+    {
+        /// <summary>The host copy: kDLCPU, or kDLCUDAHost when the buffer is pinned. (<c>CBLOB_MEMORY_HOST</c>)</summary>
+        Host = 0,
+        /// <summary>The device copy on the context's device: kDLCUDA. Needs a GPU. (<c>CBLOB_MEMORY_DEVICE</c>)</summary>
+        Device = 1,
+    }
+
+    /// <summary>
     /// Called exactly once when cblob lets go of a caller's buffer (the blob was destroyed, or the
     /// buffer was replaced), from whichever thread dropped the last holder.
     /// </summary>
@@ -1373,6 +1384,47 @@ namespace CBlob
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_buffer_unmap(IntPtr buffer);
+
+        /// <summary>
+        /// Exports the blob's data or diff as a DLManagedTensorVersioned that views it (see the
+        /// section). With read_only 1 the tensor's flags say DLPACK_FLAG_BITMASK_READ_ONLY and the head
+        /// moves as for a read; with 0 the consumer may write and the head moves as for a write.
+        /// Exporting CBLOB_MEMORY_DEVICE needs a GPU; without one the call fails with the status that
+        /// says why.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_to_dlpack(BlobHandle blob, Part part, Memory memory, int read_only, out IntPtr out_tensor);
+
+        /// <summary>
+        /// Exports the blob's data or diff as a legacy DLManagedTensor, which has no flags: the
+        /// consumer may write, and the head moves as for a write (cblob_blob_to_dlpack with read_only
+        /// 0). Otherwise the same as cblob_blob_to_dlpack.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_to_dlpack_legacy(BlobHandle blob, Part part, Memory memory, out IntPtr out_tensor);
+
+        /// <summary>
+        /// Makes a blob whose data is a DLManagedTensorVersioned's memory, without copying (see the
+        /// section for what is accepted and who deletes the tensor). A major version other than 1
+        /// is CBLOB_ERR_INVALID_ARGUMENT, and so are a read-only tensor, an unknown device, data NULL
+        /// with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
+        /// lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
+        /// dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
+        /// another device than the context's is CBLOB_ERR_STATE.
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_from_dlpack(ContextHandle context, IntPtr tensor, out BlobHandle out_blob);
+
+        /// <summary>
+        /// Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
+        /// rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
+        /// </summary>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_from_dlpack_legacy(ContextHandle context, IntPtr tensor, out BlobHandle out_blob);
     }
 
     /// <summary>The element types of typed host views, by dtype.</summary>

@@ -157,6 +157,13 @@ pub const CBLOB_ACCESS_WRITE: cblob_access = 2;
 /// The caller reads and writes the range.
 pub const CBLOB_ACCESS_READ_WRITE: cblob_access = 3;
 
+/// Which copy of a blob's memory a DLPack export views.
+pub type cblob_memory = i32;
+/// The host copy: kDLCPU, or kDLCUDAHost when the buffer is pinned.
+pub const CBLOB_MEMORY_HOST: cblob_memory = 0;
+/// The device copy on the context's device: kDLCUDA. Needs a GPU.
+pub const CBLOB_MEMORY_DEVICE: cblob_memory = 1;
+
 /// Holds what Caffe keeps in its per-thread singleton: the mode (CPU or GPU) and, with a GPU,
 /// the device. Blobs keep their context alive.
 #[repr(C)]
@@ -191,16 +198,18 @@ pub struct cblob_buffer {
     _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
 
-/// Defined by DLPack (`dlpack/dlpack.h`); cblob passes it by pointer only.
+/// DLPack's managed tensor (DLPack 1.0 and later), defined by dlpack/dlpack.h.
+/// cblob passes it by pointer only.
 #[repr(C)]
-pub struct DLManagedTensor {
+pub struct DLManagedTensorVersioned {
     _private: [u8; 0],
     _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
 
-/// Defined by DLPack (`dlpack/dlpack.h`); cblob passes it by pointer only.
+/// DLPack's legacy managed tensor (before DLPack 1.0), defined by dlpack/dlpack.h.
+/// cblob passes it by pointer only.
 #[repr(C)]
-pub struct DLManagedTensorVersioned {
+pub struct DLManagedTensor {
     _private: [u8; 0],
     _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
@@ -1048,4 +1057,37 @@ extern "C" {
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
     pub fn cblob_buffer_unmap(buffer: *mut cblob_buffer) -> cblob_status;
+
+    /// Exports the blob's data or diff as a DLManagedTensorVersioned that views it (see the
+    /// section). With read_only 1 the tensor's flags say DLPACK_FLAG_BITMASK_READ_ONLY and the head
+    /// moves as for a read; with 0 the consumer may write and the head moves as for a write.
+    /// Exporting CBLOB_MEMORY_DEVICE needs a GPU; without one the call fails with the status that
+    /// says why.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    pub fn cblob_blob_to_dlpack(blob: *mut cblob_blob, part: cblob_part, memory: cblob_memory, read_only: i32, out_tensor: *mut *mut DLManagedTensorVersioned) -> cblob_status;
+
+    /// Exports the blob's data or diff as a legacy DLManagedTensor, which has no flags: the
+    /// consumer may write, and the head moves as for a write (cblob_blob_to_dlpack with read_only
+    /// 0). Otherwise the same as cblob_blob_to_dlpack.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    pub fn cblob_blob_to_dlpack_legacy(blob: *mut cblob_blob, part: cblob_part, memory: cblob_memory, out_tensor: *mut *mut DLManagedTensor) -> cblob_status;
+
+    /// Makes a blob whose data is a DLManagedTensorVersioned's memory, without copying (see the
+    /// section for what is accepted and who deletes the tensor). A major version other than 1
+    /// is CBLOB_ERR_INVALID_ARGUMENT, and so are a read-only tensor, an unknown device, data NULL
+    /// with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
+    /// lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
+    /// dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
+    /// another device than the context's is CBLOB_ERR_STATE.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    pub fn cblob_blob_from_dlpack(context: *mut cblob_context, tensor: *mut DLManagedTensorVersioned, out_blob: *mut *mut cblob_blob) -> cblob_status;
+
+    /// Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
+    /// rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    pub fn cblob_blob_from_dlpack_legacy(context: *mut cblob_context, tensor: *mut DLManagedTensor, out_blob: *mut *mut cblob_blob) -> cblob_status;
 }

@@ -593,6 +593,48 @@ impl Access {
     }
 }
 
+/// Which copy of a blob's memory a DLPack export views.
+///
+/// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Memory {
+    /// The host copy: kDLCPU, or kDLCUDAHost when the buffer is pinned.
+    Host,
+    /// The device copy on the context's device: kDLCUDA. Needs a GPU.
+    Device,
+}
+
+impl Memory {
+    /// Every value, in the header's order.
+    pub const ALL: &'static [Memory] = &[Memory::Host, Memory::Device];
+
+    /// The value for a raw `cblob_memory`, if this crate knows it.
+    pub const fn from_raw(raw: sys::cblob_memory) -> Option<Self> {
+        match raw {
+            sys::CBLOB_MEMORY_HOST => Some(Memory::Host),
+            sys::CBLOB_MEMORY_DEVICE => Some(Memory::Device),
+            _ => None,
+        }
+    }
+
+    /// The raw `cblob_memory` value the C ABI uses.
+    pub const fn raw(self) -> sys::cblob_memory {
+        match self {
+            Memory::Host => sys::CBLOB_MEMORY_HOST,
+            Memory::Device => sys::CBLOB_MEMORY_DEVICE,
+        }
+    }
+
+    /// The C enumerator's name (`"CBLOB_MEMORY_HOST"`).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            Memory::Host => "CBLOB_MEMORY_HOST",
+            Memory::Device => "CBLOB_MEMORY_DEVICE",
+        }
+    }
+}
+
 mod sealed {
     pub trait Sealed {}
 }

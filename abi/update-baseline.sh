@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Regenerates abi/cblob.abi, the ABI baseline that the abi.baseline test compares the library with
+# (abidiff --no-added-syms, through abi/abi.py). One command: it configures and builds the
+# release preset's library, checks it against the current baseline, and writes the new one.
+#
+# When to run it: only when an issue says to add to the ABI, after the new functions are in the
+# API description (codegen/api), in abi/cblob.map under the new version node and implemented. The
+# new baseline then freezes them too. It refuses a library that breaks the current baseline (a
+# changed or removed function): a shipped signature never changes. Only a new major version,
+# with a new SONAME (libcblob.so.2), starts a new baseline: --new-major allows that.
+#
+# usage: abi/update-baseline.sh [--new-major]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+new_major=0
+case "${1:-}" in
+  "") ;;
+  --new-major) new_major=1 ;;
+  *) echo "usage: abi/update-baseline.sh [--new-major]" >&2; exit 2 ;;
+esac
+
+python=$(scripts/find-python.sh)
+cmake --preset release >/dev/null
+cmake --build --preset release --target cblob
+library=build/release/src/libcblob.so
+
+if [ -f abi/cblob.abi ] && ! "$python" abi/abi.py compare abi/cblob.abi "$library" build/release; then
+  if [ "$new_major" = 0 ]; then
+    echo "update-baseline: not written: the library breaks the current baseline (see above)." >&2
+    exit 1
+  fi
+  echo "update-baseline: --new-major: starting a new baseline for a new SONAME"
+fi
+"$python" abi/abi.py dump "$library" build/release abi/cblob.abi
+echo "update-baseline: review and commit abi/cblob.abi; then run: ctest --preset release -R '^abi\\.'"

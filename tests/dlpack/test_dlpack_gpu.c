@@ -1,0 +1,234 @@
+/* DLPack with a GPU: device exports (kDLCUDA), pinned host exports (kDLCUDAHost, conformance.md
+ * 1.60 and 3.4), how an export moves the memory's head, CUDA tensors imported as blobs, and
+ * set_gpu_data refused under a device export. Built twice, as the GPU memory suites are: against
+ * the test double of the driver (dlpack_gpu_fake, which also counts transfers) and against the
+ * machine's GPU (dlpack_gpu_device, skipped with the reason where there is none). Device memory is
+ * only read through cblob: the double's is not host-readable. */
+#include <stdint.h>
+
+#include "cblob/dlpack.h"
+#include "gpu/gpu_support.h"
+
+#define COUNT 37
+
+typedef struct fixture {
+    cblob_context *ctx;
+    cblob_blob *blob;
+} fixture;
+
+static cblob_status open_fixture(fixture *f)
+{
+    f->ctx = NULL;
+    f->blob = NULL;
+    const int64_t count = COUNT;
+    cblob_status status = cblob_context_create(&f->ctx);
+    if (status == CBLOB_OK)
+        status = cblob_blob_create(f->ctx, CBLOB_DTYPE_FLOAT32, 1, &count, &f->blob);
+    return status;
+}
+
+static void close_fixture(fixture *f)
+{
+    cblob_blob_destroy(f->blob);
+    cblob_context_destroy(f->ctx);
+}
+
+static cblob_head head_of(cblob_blob *blob, cblob_part part)
+{
+    cblob_head head = -1;
+    cblob_blob_head(blob, part, &head);
+    return head;
+}
+
+/* Writes i * 0.5 through the host (head AT_CPU). */
+static cblob_status fill(cblob_blob *blob, cblob_part part)
+{
+    void *ptr = NULL;
+    cblob_status status = cblob_blob_mutable_cpu_ptr(blob, part, &ptr);
+    for (int i = 0; status == CBLOB_OK && i < COUNT; ++i)
+        ((float *)ptr)[i] = (float)i * 0.5f;
+    return status;
+}
+
+static double element(cblob_blob *blob, cblob_part part, int64_t i)
+{
+    double value = -1;
+    cblob_blob_read_element(blob, part, 1, &i, &value);
+    return value;
+}
+
+TEST(device_export_is_the_device_copy)
+{
+    REQUIRE_GPU();
+    fixture f;
+    CHECK_OK(open_fixture(&f));
+    CHECK_OK(fill(f.blob, CBLOB_PART_DATA));
+    fake_cuda_counters before = gpu_counters();
+    DLManagedTensorVersioned *t = NULL;
+    CHECK_OK(cblob_blob_to_dlpack(f.blob, CBLOB_PART_DATA, CBLOB_MEMORY_DEVICE, 1, &t));
+    CHECK_TRANSFERS(before, 1, 0, 0);
+    CHECK_EQ_INT(head_of(f.blob, CBLOB_PART_DATA), CBLOB_HEAD_SYNCED); /* read, as gpu_ptr */
+    CHECK_EQ_INT(t->dl_tensor.device.device_type, kDLCUDA);
+    CHECK_EQ_INT(t->dl_tensor.device.device_id, 0);
+    CHECK_EQ_INT(t->flags, DLPACK_FLAG_BITMASK_READ_ONLY);
+    CHECK_EQ_INT(t->dl_tensor.ndim, 1);
+    CHECK_EQ_INT(t->dl_tensor.shape[0], COUNT);
+    const void *device = NULL;
+    CHECK_OK(cblob_blob_gpu_ptr(f.blob, CBLOB_PART_DATA, &device));
+    CHECK(t->dl_tensor.data == device);
+
+    /* A writable export marks the device copy current, as mutable_gpu_ptr. */
+    DLManagedTensor *w = NULL;
+    CHECK_OK(cblob_blob_to_dlpack_legacy(f.blob, CBLOB_PART_DATA, CBLOB_MEMORY_DEVICE, &w));
+    CHECK_EQ_INT(head_of(f.blob, CBLOB_PART_DATA), CBLOB_HEAD_AT_GPU);
+    CHECK(w->dl_tensor.data == device);
+    t->deleter(t);
+    w->deleter(w);
+    close_fixture(&f);
+}
+
+/* The tensor holds the device memory after the blob is gone; its deleter frees it. */
+TEST(device_tensor_outlives_the_blob)
+{
+    REQUIRE_GPU();
+    fixture f;
+    CHECK_OK(open_fixture(&f));
+    DLManagedTensorVersioned *t = NULL;
+    CHECK_OK(cblob_blob_to_dlpack(f.blob, CBLOB_PART_DIFF, CBLOB_MEMORY_DEVICE, 0, &t));
+    fake_cuda_counters before = gpu_counters();
+    close_fixture(&f);
+    CHECK_COUNTER_DELTA(before, device_frees, 0);
+    t->deleter(t);
+    CHECK_COUNTER_DELTA(before, device_frees, 1);
+}
+
+/* A host export of memory current on the device syncs it first, moving the head as cpu_ptr
+ * (read-only) or mutable_cpu_ptr would. */
+TEST(host_export_syncs_from_the_device)
+{
+    REQUIRE_GPU();
+    fixture f;
+    CHECK_OK(open_fixture(&f));
+    CHECK_OK(fill(f.blob, CBLOB_PART_DATA));
+    void *device = NULL;
+    CHECK_OK(cblob_blob_mutable_gpu_ptr(f.blob, CBLOB_PART_DATA, &device));
+    CHECK_OK(cblob_blob_scale(f.blob, CBLOB_PART_DATA, 2.0)); /* on the GPU: the host copy is stale */
+    CHECK_EQ_INT(head_of(f.blob, CBLOB_PART_DATA), CBLOB_HEAD_AT_GPU);
+    fake_cuda_counters before = gpu_counters();
+    DLManagedTensorVersioned *t = NULL;
+    CHECK_OK(cblob_blob_to_dlpack(f.blob, CBLOB_PART_DATA, CBLOB_MEMORY_HOST, 1, &t));
+    CHECK_TRANSFERS(before, 0, 1, 0);
+    CHECK_EQ_INT(head_of(f.blob, CBLOB_PART_DATA), CBLOB_HEAD_SYNCED);
+    CHECK_NEAR(((const float *)t->dl_tensor.data)[9], 9.0, 0);
+    t->deleter(t);
+
+    CHECK_OK(cblob_blob_mutable_gpu_ptr(f.blob, CBLOB_PART_DATA, &device));
+    CHECK_OK(cblob_blob_to_dlpack(f.blob, CBLOB_PART_DATA, CBLOB_MEMORY_HOST, 0, &t));
+    CHECK_EQ_INT(head_of(f.blob, CBLOB_PART_DATA), CBLOB_HEAD_AT_CPU);
+    ((float *)t->dl_tensor.data)[3] = 100;
+    CHECK_NEAR(element(f.blob, CBLOB_PART_DATA, 3), 100, 0);
+    t->deleter(t);
+    close_fixture(&f);
+}
+
+/* Host memory allocated in GPU mode is pinned (Caffe's cudaMallocHost): kDLCUDAHost, device 0. */
+TEST(pinned_host_memory_exports_as_cuda_host)
+{
+    REQUIRE_GPU();
+    fixture f;
+    CHECK_OK(open_fixture(&f));
+    CHECK_OK(cblob_context_set_mode(f.ctx, CBLOB_MODE_GPU));
+    fake_cuda_counters before = gpu_counters();
+    CHECK_OK(fill(f.blob, CBLOB_PART_DATA));
+    CHECK_COUNTER_DELTA(before, pinned_allocs, 1);
+    DLManagedTensorVersioned *t = NULL;
+    CHECK_OK(cblob_blob_to_dlpack(f.blob, CBLOB_PART_DATA, CBLOB_MEMORY_HOST, 1, &t));
+    CHECK_EQ_INT(t->dl_tensor.device.device_type, kDLCUDAHost);
+    CHECK_EQ_INT(t->dl_tensor.device.device_id, 0);
+    /* A CUDA-host tensor imports as host memory. */
+    cblob_blob *back = NULL;
+    DLManagedTensor *legacy = NULL;
+    CHECK_OK(cblob_blob_to_dlpack_legacy(f.blob, CBLOB_PART_DATA, CBLOB_MEMORY_HOST, &legacy));
+    CHECK_OK(cblob_blob_from_dlpack_legacy(f.ctx, legacy, &back));
+    CHECK_EQ_INT(head_of(back, CBLOB_PART_DATA), CBLOB_HEAD_AT_CPU);
+    CHECK_NEAR(element(back, CBLOB_PART_DATA, 36), 18, 0);
+    cblob_blob_destroy(back);
+    close_fixture(&f);
+    CHECK_COUNTER_DELTA(before, pinned_frees, 0);
+    t->deleter(t);
+    CHECK_COUNTER_DELTA(before, pinned_frees, 1);
+}
+
+/* A CUDA tensor imports as the blob's device data (head AT_GPU), read back through cblob. */
+TEST(cuda_tensor_imports_as_device_data)
+{
+    REQUIRE_GPU();
+    fixture f;
+    CHECK_OK(open_fixture(&f));
+    CHECK_OK(fill(f.blob, CBLOB_PART_DATA));
+    DLManagedTensorVersioned *t = NULL;
+    CHECK_OK(cblob_blob_to_dlpack(f.blob, CBLOB_PART_DATA, CBLOB_MEMORY_DEVICE, 0, &t));
+    cblob_context *other = NULL;
+    CHECK_OK(cblob_context_create(&other));
+    cblob_blob *back = NULL;
+    CHECK_OK(cblob_blob_from_dlpack(other, t, &back));
+    CHECK_EQ_INT(head_of(back, CBLOB_PART_DATA), CBLOB_HEAD_AT_GPU);
+    const void *device = NULL;
+    CHECK_OK(cblob_blob_gpu_ptr(back, CBLOB_PART_DATA, &device));
+    CHECK(device == t->dl_tensor.data);
+    fake_cuda_counters before = gpu_counters();
+    CHECK_NEAR(element(back, CBLOB_PART_DATA, 20), 10, 0);
+    CHECK_TRANSFERS(before, 0, 1, 0);
+    CHECK_OK(cblob_blob_scale(back, CBLOB_PART_DATA, 4.0)); /* SYNCED: runs on the device */
+    CHECK_NEAR(element(f.blob, CBLOB_PART_DATA, 20), 40, 0);
+    close_fixture(&f);
+    cblob_blob_destroy(back);
+    cblob_context_destroy(other);
+}
+
+/* A CUDA tensor's device must be the context's; a host pointer is not device memory. */
+TEST(cuda_tensor_import_checks_the_memory)
+{
+    REQUIRE_GPU();
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    static float host[4];
+    int64_t shape[1] = {4};
+    DLManagedTensorVersioned t = {
+        .version = {1, 0},
+        .dl_tensor = {.data = host, .device = {kDLCUDA, 0}, .ndim = 1, .dtype = {kDLFloat, 32, 1}, .shape = shape},
+    };
+    cblob_blob *blob = NULL;
+    CHECK_ERROR(cblob_blob_from_dlpack(ctx, &t, &blob), CBLOB_ERR_INVALID_ARGUMENT);
+    t.dl_tensor.device.device_id = 1;
+    CHECK_ERROR(cblob_blob_from_dlpack(ctx, &t, &blob), CBLOB_ERR_STATE); /* the context opened device 0 */
+    CHECK(blob == NULL);
+    cblob_context_destroy(ctx);
+}
+
+/* set_gpu_data would free the device buffer a tensor views: refused until it is deleted. */
+TEST(set_gpu_data_waits_for_device_exports)
+{
+    REQUIRE_GPU();
+    fixture f;
+    CHECK_OK(open_fixture(&f));
+    DLManagedTensorVersioned *t = NULL;
+    CHECK_OK(cblob_blob_to_dlpack(f.blob, CBLOB_PART_DATA, CBLOB_MEMORY_DEVICE, 0, &t));
+    cblob_blob *holder = NULL;
+    const int64_t count = COUNT;
+    void *buffer = NULL;
+    CHECK_OK(cblob_blob_create(f.ctx, CBLOB_DTYPE_FLOAT32, 1, &count, &holder));
+    CHECK_OK(cblob_blob_mutable_gpu_ptr(holder, CBLOB_PART_DATA, &buffer));
+    CHECK_ERROR(cblob_blob_set_gpu_data(f.blob, buffer, COUNT * sizeof(float), NULL, NULL), CBLOB_ERR_STATE);
+    const void *device = NULL;
+    CHECK_OK(cblob_blob_gpu_ptr(f.blob, CBLOB_PART_DATA, &device));
+    CHECK(device == t->dl_tensor.data);
+    /* A host export does not hold the device buffer. */
+    DLManagedTensorVersioned *host = NULL;
+    CHECK_OK(cblob_blob_to_dlpack(f.blob, CBLOB_PART_DATA, CBLOB_MEMORY_HOST, 1, &host));
+    t->deleter(t);
+    CHECK_OK(cblob_blob_set_gpu_data(f.blob, buffer, COUNT * sizeof(float), NULL, NULL));
+    host->deleter(host);
+    close_fixture(&f);
+    cblob_blob_destroy(holder);
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Builds the packages of this build with CPack (.tar.gz and the Debian packages libcblob1,
+# libcblob-dev and cblob-tools), unpacks them with dpkg-deb and checks their contents, control
+# fields and dependencies; then builds and runs the consumer against the unpacked Debian packages
+# through their pkg-config file.
+#
+# usage: test_packages.sh BUILD_DIR VERSION C_COMPILER [EXTRA_FLAGS]
+set -euo pipefail
+build=$(cd "$1" && pwd) version=$2 cc=$3 extra=${4:-}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+major=${version%%.*}
+runtime=libcblob$major
+
+(cd "$work" && cpack --config "$build/CPackConfig.cmake" -B "$work/out" >"$work/cpack.log" 2>&1) ||
+  { cat "$work/cpack.log"; fail "cpack failed"; }
+arch=$(dpkg --print-architecture)
+for deb in "${runtime}_${version}_$arch.deb" "libcblob-dev_${version}_$arch.deb" "cblob-tools_${version}_$arch.deb"; do
+  [ -f "$work/out/$deb" ] || fail "cpack made no $deb ($(ls "$work/out"))"
+done
+tarball=$(ls "$work"/out/cblob-"$version"-*.tar.gz 2>/dev/null | head -1)
+[ -n "$tarball" ] || fail "cpack made no .tar.gz"
+
+field() { dpkg-deb -f "$work/out/${1}_${version}_$arch.deb" "$2"; }
+# The regular files and links of a package, as paths without the leading "./", sorted.
+contents() { dpkg-deb -c "$work/out/${1}_${version}_$arch.deb" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./||' | sort; }
+expect_contents() {
+  local package=$1; shift
+  local got expected
+  got=$(contents "$package" | sed -E 's|usr/lib/[a-z0-9_-]+-linux-gnu[a-z]*/|usr/lib/|')
+  expected=$(printf '%s\n' "$@" | sort)
+  [ "$got" = "$expected" ] || { printf 'got:\n%s\nexpected:\n%s\n' "$got" "$expected"; fail "$package: contents"; }
+  echo "$package: $(echo "$got" | wc -l) files as expected"
+}
+expect_depends() { # package, then each dependency (an extended regular expression)
+  local package=$1; shift
+  local depends
+  depends=$(field "$package" Depends)
+  for dep in "$@"; do
+    echo "$depends" | tr ',' '\n' | sed 's/^ *//' | grep -Eqx "$dep" || fail "$package: Depends '$depends' lacks $dep"
+  done
+  echo "$package: Depends: $depends"
+}
+
+expect_contents "$runtime" usr/lib/libcblob.so.$major usr/lib/libcblob.so.$version
+expect_contents libcblob-dev usr/include/cblob/cblob.h usr/include/cblob/dlpack.h usr/lib/libcblob.so \
+  usr/lib/pkgconfig/cblob.pc usr/lib/cmake/cblob/cblobConfig.cmake usr/lib/cmake/cblob/cblobConfigVersion.cmake \
+  usr/lib/cmake/cblob/cblobTargets.cmake "$(contents libcblob-dev | grep -o 'usr/lib/.*cblobTargets-[a-z]*\.cmake' |
+                                            sed -E 's|usr/lib/[a-z0-9_-]+-linux-gnu[a-z]*/|usr/lib/|')" \
+  usr/share/doc/cblob/dlpack/LICENSE usr/share/doc/cblob/dlpack/README.md
+expect_contents cblob-tools usr/bin/cblob
+
+# Dependencies: the library's from dpkg-shlibdeps; cblob's own packages at exactly this version.
+expect_depends "$runtime" 'libc6( \(>= [0-9.]+\))?' 'libblis4[a-z-]*( \(>= [0-9.]+\))?' 'libprotobuf-c1( \(>= [0-9.]+\))?'
+expect_depends libcblob-dev "$runtime \(= $version\)"
+expect_depends cblob-tools "$runtime \(= $version\)" 'libc6( \(>= [0-9.]+\))?'
+[ "$(field "$runtime" Section)" = libs ] || fail "$runtime: Section $(field "$runtime" Section)"
+[ "$(field libcblob-dev Section)" = libdevel ] || fail "libcblob-dev: Section $(field libcblob-dev Section)"
+
+# The runtime package tells the packages linking it what to depend on, and runs ldconfig.
+dpkg-deb -e "$work/out/${runtime}_${version}_$arch.deb" "$work/control"
+grep -qx "libcblob $major $runtime (>= $version)" "$work/control/shlibs" ||
+  fail "$runtime: shlibs is '$(cat "$work/control/shlibs")'"
+grep -q ldconfig "$work/control/postinst" || fail "$runtime: postinst does not run ldconfig"
+echo "$runtime: shlibs: $(cat "$work/control/shlibs")"
+
+# The .tar.gz holds all three packages' files.
+tar tzf "$tarball" >"$work/tarball.txt"
+grep -Eq '/lib(/[^/]+)?/libcblob\.so\.'"$version"'$' "$work/tarball.txt" || fail "the .tar.gz lacks the library"
+for f in include/cblob/cblob.h include/cblob/dlpack.h bin/cblob pkgconfig/cblob.pc cmake/cblob/cblobConfig.cmake; do
+  grep -q "$f\$" "$work/tarball.txt" || fail "the .tar.gz lacks $f"
+done
+echo "$(basename "$tarball"): complete"
+
+# The unpacked Debian packages work: the consumer builds with their pkg-config file and runs.
+root=$work/root
+for deb in "$work"/out/*.deb; do dpkg-deb -x "$deb" "$root"; done
+pc=$(find "$root" -name cblob.pc)
+libdir=$(dirname "$(dirname "$pc")")
+# shellcheck disable=SC2046,SC2086 # the flags are words
+"$cc" $extra "$here/consumer/consumer.c" $(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs cblob) \
+  -o "$work/consumer"
+LD_LIBRARY_PATH=$libdir "$work/consumer"
+echo "packages: OK"
