@@ -65,10 +65,19 @@
 mod blob;
 mod context;
 mod error;
+pub mod gpu;
+mod mapping;
 mod memory;
+mod model;
+mod neoml;
+pub mod proto;
 mod types;
+mod window;
 
 pub use blob::{Blob, View, ViewMut};
+pub use mapping::{Mapping, MappingMut};
+pub use model::{Layer, Model};
+pub use window::Window;
 /// The raw C declarations this crate is built on.
 pub use cblob_sys as sys;
 pub use context::Context;
