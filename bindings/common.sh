@@ -8,6 +8,8 @@ set -euo pipefail
 : "${CBLOB_LIBRARY_FILE:?}" "${CBLOB_INCLUDE_DIR:?}" "${CBLOB_OUT_DIR:?}"
 CBLOB_LIBRARY_DIR=$(dirname "$CBLOB_LIBRARY_FILE")
 BINDINGS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The source tree's root, for tests that read its files (samples/) from elsewhere.
+export CBLOB_SOURCE_DIR=$(cd "$BINDINGS_DIR/.." && pwd)
 mkdir -p "$CBLOB_OUT_DIR"
 
 # A missing toolchain is a skip (CTest's SKIP_RETURN_CODE), with the reason printed.
