@@ -67,8 +67,9 @@ fn the_bundled_sample_model() {
     let model = check_model(&samples.join("tiny_lenet.caffemodel"), &samples.join("tiny_lenet.layers.txt"));
     assert_eq!(cblob::proto::detect_file(samples.join("tiny_lenet.caffemodel")).unwrap(), ProtoKind::Net);
 
-    // Saved again and read back, it holds the same values.
+    // Saved again, the bytes are the file's (cblob wrote the sample), and read back, the values.
     let bytes = model.to_bytes(false).unwrap();
+    assert_eq!(bytes, std::fs::read(samples.join("tiny_lenet.caffemodel")).unwrap());
     let copy = Model::open(&ctx(), &bytes).unwrap();
     for (a, b) in model.layers.iter().zip(&copy.layers) {
         assert_eq!((a.name.as_str(), a.kind.as_str()), (b.name.as_str(), b.kind.as_str()));
