@@ -157,12 +157,6 @@ namespace CBlob
         /// </summary>
         public BlobHandle Handle { get { return handle; } }
 
-        /// <summary>Starts a call with the blob's handle.</summary>
-        internal Use Use()
-        {
-            return guard.Use();
-        }
-
         /// <summary>The guard of a blob argument (ArgumentNullException for null).</summary>
         internal static Guard GuardOf(Blob blob, string name)
         {
@@ -368,8 +362,8 @@ namespace CBlob
         public void ReshapeLike(Blob other)
         {
             using (var b = guard.Use())
-            using (var o_ = GuardOf(other, nameof(other)).Use())
-                CBlobException.Check(NativeMethods.cblob_blob_reshape_like(b, o_));
+            using (var o = GuardOf(other, nameof(other)).Use())
+                CBlobException.Check(NativeMethods.cblob_blob_reshape_like(b, o));
         }
 
         // ---- memory -----------------------------------------------------------------------
@@ -501,8 +495,8 @@ namespace CBlob
         public void Share(Blob other, Part part)
         {
             using (var b = guard.Use())
-            using (var o_ = GuardOf(other, nameof(other)).Use())
-                CBlobException.Check(NativeMethods.cblob_blob_share(b, o_, part));
+            using (var o = GuardOf(other, nameof(other)).Use())
+                CBlobException.Check(NativeMethods.cblob_blob_share(b, o, part));
         }
 
         /// <summary><c>Share(other, Part.Data)</c>.</summary>
@@ -518,8 +512,8 @@ namespace CBlob
         public void CopyFrom(Blob source, Part part = Part.Data, bool reshape = false)
         {
             using (var b = guard.Use())
-            using (var s_ = GuardOf(source, nameof(source)).Use())
-                CBlobException.Check(NativeMethods.cblob_blob_copy_from(b, s_, part, reshape ? 1 : 0));
+            using (var s = GuardOf(source, nameof(source)).Use())
+                CBlobException.Check(NativeMethods.cblob_blob_copy_from(b, s, part, reshape ? 1 : 0));
         }
 
         /// <summary>
