@@ -1,11 +1,15 @@
 # Sourced by the binding test drivers (bindings/*/test.sh), which CTest runs with:
-#   CBLOB_LIBRARY_FILE  the libcblob.so.1.x.y of this build
-#   CBLOB_INCLUDE_DIR   the public headers of this source tree
-#   CBLOB_OUT_DIR       where build outputs go (inside the CMake build tree)
+#   CBLOB_LIBRARY_FILE           the libcblob.so.1.x.y of this build
+#   CBLOB_INCLUDE_DIR            the public headers of this source tree
+#   CBLOB_OUT_DIR                where build outputs go (inside the CMake build tree)
+#   CBLOB_CAFFE_DATA_DIR         the real Caffe files (the tests skip their part when it is absent)
+#   CBLOB_FAKE_GPU_ENVIRONMENT   VAR=value words that load the test doubles of the CUDA libraries
 set -euo pipefail
 : "${CBLOB_LIBRARY_FILE:?}" "${CBLOB_INCLUDE_DIR:?}" "${CBLOB_OUT_DIR:?}"
 CBLOB_LIBRARY_DIR=$(dirname "$CBLOB_LIBRARY_FILE")
 BINDINGS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The source tree's root, for tests that read its files (samples/) from elsewhere.
+export CBLOB_SOURCE_DIR=$(cd "$BINDINGS_DIR/.." && pwd)
 mkdir -p "$CBLOB_OUT_DIR"
 
 # A missing toolchain is a skip (CTest's SKIP_RETURN_CODE), with the reason printed.
@@ -23,4 +27,16 @@ find_program() {
     [ -x "$dir/$name" ] && { echo "$dir/$name"; return 0; }
   done
   return 1
+}
+
+# Runs a command (a suite's GPU tests) again with the test doubles of the CUDA driver, cuBLAS and
+# NVRTC loaded, telling the tests to expect a GPU; says so when there are no doubles to load.
+run_with_fake_gpu() {
+  if [ -z "${CBLOB_FAKE_GPU_ENVIRONMENT:-}" ]; then
+    echo "GPU tests against the test double of the CUDA driver: not run (CBLOB_FAKE_GPU_ENVIRONMENT is not set)"
+    return 0
+  fi
+  echo "== the GPU tests again, against the test doubles of the CUDA libraries"
+  # shellcheck disable=SC2086 # the variable holds separate VAR=value words
+  env CBLOB_BINDINGS_EXPECT_GPU=1 $CBLOB_FAKE_GPU_ENVIRONMENT "$@"
 }

@@ -199,8 +199,8 @@ class TypeMap:
         if t.depth == 0:
             return f"{self.cs_value(t.base)} {name}"
         if t.depth == 1:
-            if kind == "opaque" and t.base in self.destroyers and p["ownership"] != "transfers_to_callee":
-                return f"{self.handle_class(t.base)} {name}"
+            # Handles cross as IntPtr: the safe layer guards each call itself (CBlob/Guard.cs),
+            # more cheaply than the marshaller's SafeHandle reference count.
             if kind in ("opaque", "foreign") or t.base == "void":
                 return f"IntPtr {name}"
             if t.base == "char" and t.base_const and p["dir"] == "in":

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CTest driver of the C# binding: builds CBlob.dll and the NUnit 2.6 tests with Mono's mcs (as
-# C# 7.2, warnings as errors) and runs them with nunit-console, bound to this build's libcblob
-# through a dllmap in CBlob.dll.config. Outputs go to CBLOB_OUT_DIR.
+# C# 7.2, warnings as errors) and runs them with nunit-console (the GPU tests once more against
+# the test doubles of the CUDA libraries), bound to this build's libcblob through a dllmap in
+# CBlob.dll.config. Outputs go to CBLOB_OUT_DIR.
 source "$(dirname "$0")/../common.sh"
 for tool in mcs mono nunit-console pkg-config; do
   command -v "$tool" >/dev/null 2>&1 || skip "$tool not found (install mono-mcs, mono-complete, nunit-console, pkg-config)"
@@ -21,3 +22,4 @@ CONFIG
 cd "$out"
 export CBLOB_TEST_LIBRARY="$CBLOB_LIBRARY_FILE"
 nunit-console -nologo -noshadow -xml="$out/TestResult.xml" "$out/CBlob.Tests.dll"
+run_with_fake_gpu nunit-console -nologo -noshadow -run=CBlob.Tests.GpuTests -xml="$out/TestResult.gpu.xml" "$out/CBlob.Tests.dll"

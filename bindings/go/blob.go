@@ -22,12 +22,22 @@ import (
 // memory and goroutines.
 type Blob struct {
 	ptr *C.cblob_blob
+	// Mappings made through this Blob and not closed yet, oldest first (see Map).
+	mappings []unmapper
 }
 
 func newBlob(ptr *C.cblob_blob) *Blob {
 	b := &Blob{ptr: ptr}
-	runtime.SetFinalizer(b, (*Blob).Close)
+	runtime.SetFinalizer(b, (*Blob).release)
 	return b
+}
+
+// created wraps the handle a creating call returned, or passes its error on.
+func created(ptr *C.cblob_blob, err error) (*Blob, error) {
+	if err != nil {
+		return nil, err
+	}
+	return newBlob(ptr), nil
 }
 
 // NewBlob returns a blob of the given dtype and shape (Caffe's Blob(shape)); no dimensions make
@@ -76,16 +86,36 @@ func NewEmptyBlob(ctx *Context, dtype DType) (*Blob, error) {
 	return newBlob(ptr), nil
 }
 
-// Close drops the hold on the blob; memory it shares with other blobs lives on while they hold
-// it. Calling Close again does nothing.
+// Close ends the mappings made through this Blob that are still open (newest first; see Map)
+// and drops the hold on the blob; memory it shares with other blobs, or that windows view,
+// lives on while they hold it. Calling Close again does nothing. The error is the first a
+// mapping's end reported (a device copy that failed); the hold is dropped even then.
 func (b *Blob) Close() error {
 	if b == nil || b.ptr == nil {
 		return nil
 	}
-	cBlobDestroy(b.ptr)
-	b.ptr = nil
+	var first error
+	open := b.mappings
+	b.mappings = nil
+	for i := len(open) - 1; i >= 0; i-- {
+		// A mapping that fails to end stays open in the library (its Close may try again).
+		if err := open[i].unmap(); err != nil && first == nil {
+			first = err
+		}
+	}
+	b.release()
 	runtime.SetFinalizer(b, nil)
-	return nil
+	return first
+}
+
+// release drops the hold; the finalizer calls it. It never ends mappings: that changes the
+// blob, which another goroutine may be using, and a Blob with open mappings is reachable from
+// them anyway (an open mapping holds its blob).
+func (b *Blob) release() {
+	if b.ptr != nil {
+		cBlobDestroy(b.ptr)
+		b.ptr = nil
+	}
 }
 
 func (b *Blob) handle() (*C.cblob_blob, error) {
@@ -363,11 +393,9 @@ func (b *Blob) ShareDiff(other *Blob) error { return b.Share(other, PartDiff) }
 // CopyFrom copies source's data or diff into this blob (Caffe's CopyFrom). Shapes must be equal
 // unless reshape is true, which reshapes this blob to source first.
 func (b *Blob) CopyFrom(source *Blob, part Part, reshape bool) error {
-	flag := C.int32_t(0)
-	if reshape {
-		flag = 1
-	}
-	return b.with(source, func(p, q *C.cblob_blob) error { return cBlobCopyFrom(p, q, C.cblob_part(part), flag) })
+	return b.with(source, func(p, q *C.cblob_blob) error {
+		return cBlobCopyFrom(p, q, C.cblob_part(part), boolInt(reshape))
+	})
 }
 
 // Update computes data = data - diff (Caffe's Update). Data never written or read is

@@ -1,12 +1,25 @@
 // Package cblob is the Go binding of cblob: Caffe-style blobs (N-d arrays holding data and diff,
 // synced lazily between host and GPU) behind cblob's versioned C ABI.
 //
+// The package covers the whole C API: blobs (Blob), Caffe's files (Model for .caffemodel,
+// ToProto and NewBlobFromProto for BlobProto, BlobVectorToProto and BlobVectorFromProto,
+// DetectProto), the GPU (GPUProbe, Context.SetDevice, Blob.GPUPtr, ...), and NeoML's blob
+// operations (NewTensor and the other creators, Dim, CopyIn, Clone, Transposed, Merge, Split,
+// Fill, Add, Window, Map).
+//
 // # Handles
 //
-// A Context or Blob owns one hold on a library handle. Close drops it; calling Close again does
-// nothing, and a method called after Close returns ErrClosed. A finalizer calls Close for a
-// handle that becomes unreachable without it, but finalizers run late or not at all: call Close
-// (defer it) to free native memory when you are done.
+// A Context, Blob or Model owns one hold on a library handle. Close drops it; calling Close
+// again does nothing, and a method called after Close returns ErrClosed. A finalizer drops the
+// hold of a handle that becomes unreachable without Close, but finalizers run late or not at
+// all: call Close (defer it) to free native memory when you are done. Blobs taken from a model
+// (Model.LayerBlob), windows (Blob.Window) and a window's parent or owner are holders of their
+// own, each closed on its own; memory lives while any holder does.
+//
+// A Mapping (Map) is a scoped view of a range: Close ends it, and closing the Blob it was made
+// through ends the blob's open mappings first. A mapping never closed keeps its blob (an open
+// mapping holds it, in the library and in Go): finalizers never end mappings, because ending one
+// changes the blob, which another goroutine may be using.
 //
 // # Errors
 //
@@ -33,7 +46,17 @@
 // Distinct blobs may be used from different goroutines at once. One blob needs one goroutine at
 // a time (or a lock), except for its pure getters (Count, Shape, DType, ...), which several
 // goroutines may call at once; Close must not race with any other call on the same blob. Blobs
-// sharing memory (Share) count as one blob for this rule.
+// sharing memory (Share), a window and its parent, and every *Blob holding one library blob
+// (two LayerBlob calls for the same blob, say) count as one blob for this rule. Models follow
+// the same rule; contexts too (Mode, Device and Stream are their pure getters). The kernel cache
+// and the GPU libraries' loading are process-wide and safe from any goroutine.
+//
+// # GPU
+//
+// The library loads and works on machines without a GPU. The calls that need one fail there with
+// the status that says why (StatusNoDriver, StatusStubDriver, StatusNoDevice, ...), which
+// IsNoGPU recognises. Device pointers and CUDA streams are uintptr values: addresses on the
+// device or driver objects, never Go memory.
 //
 // # Building
 //

@@ -46,3 +46,45 @@ func ExampleError() {
 	// CBLOB_ERR_SHAPE true
 	// cblob_blob_create: shape[1] is -3; dimensions cannot be negative
 }
+
+func ExampleOpenModelFile() {
+	ctx, _ := cblob.NewContext()
+	defer ctx.Close()
+	model, err := cblob.OpenModelFile(ctx, "../../samples/tiny_lenet.caffemodel")
+	if err != nil {
+		panic(err)
+	}
+	defer model.Close()
+	layer, _ := model.FindLayer("conv1")
+	weights, _ := model.LayerBlob(layer, 0)
+	defer weights.Close()
+	shape, _ := weights.ShapeString()
+	fmt.Println(shape)
+	// Output: 4 1 3 3 (36)
+}
+
+func ExampleMap() {
+	ctx, _ := cblob.NewContext()
+	defer ctx.Close()
+	blob, _ := cblob.NewBlob(ctx, cblob.DTypeInt32, 6)
+	defer blob.Close()
+	m, err := cblob.Map[int32](blob, cblob.PartData, 2, 3, cblob.AccessWrite)
+	if err != nil {
+		panic(err)
+	}
+	copy(m.Slice(), []int32{7, 8, 9})
+	if err := m.Close(); err != nil { // the values reach the blob here
+		panic(err)
+	}
+	values, _ := cblob.ToSlice[int32](blob, cblob.PartData)
+	fmt.Println(values)
+	// Output: [0 0 7 8 9 0]
+}
+
+func ExampleIsNoGPU() {
+	ctx, _ := cblob.NewContext()
+	defer ctx.Close()
+	if err := ctx.SetMode(cblob.ModeGPU); cblob.IsNoGPU(err) {
+		fmt.Println("no GPU here; staying on the CPU")
+	}
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# CTest driver of the Go binding: go vet and go test (tests and examples) with Debian's Go,
-# offline, against this build's header and libcblob. The build cache lives in CBLOB_OUT_DIR.
+# CTest driver of the Go binding: go vet and go test (tests and examples; the GPU tests once more
+# against the test doubles of the CUDA libraries) with Debian's Go, offline, against this build's
+# header and libcblob. The build cache lives in CBLOB_OUT_DIR.
 source "$(dirname "$0")/../common.sh"
 go=$(find_program go /usr/lib/go/bin) || skip "go not found (install golang-go)"
 export GOFLAGS=-mod=mod GOPROXY=off GO111MODULE=on CGO_ENABLED=1
@@ -14,3 +15,4 @@ unformatted=$("$("$go" env GOROOT)/bin/gofmt" -l .)
 "$go" vet ./...
 # -count=1: results depend on libcblob, which go's test cache does not track.
 "$go" test -count=1 -v ./...
+run_with_fake_gpu "$go" test -count=1 -v -run GPU ./...

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# CTest driver of the Rust binding: cargo test (unit, integration and doc tests) and cargo doc of
-# both crates, offline, against this build's libcblob, with warnings as errors. Outputs go to
-# CBLOB_OUT_DIR.
+# CTest driver of the Rust binding: cargo test (unit, integration and doc tests; the GPU tests
+# once more against the test doubles of the CUDA libraries) and cargo doc of both crates,
+# offline, against this build's libcblob, with warnings as errors. Outputs go to CBLOB_OUT_DIR.
 source "$(dirname "$0")/../common.sh"
 # rustup installs cargo in ~/.cargo/bin, which CTest's PATH may lack.
 cargo=$(find_program cargo "${CARGO_HOME:-$HOME/.cargo}/bin") || skip "cargo not found (PATH, \$CARGO_HOME/bin or ~/.cargo/bin)"
@@ -13,4 +13,5 @@ export RUSTFLAGS="-D warnings" RUSTDOCFLAGS="-D warnings"
 cd "$BINDINGS_DIR/rust"
 "$cargo" --version
 "$cargo" test --offline --locked --workspace
+run_with_fake_gpu "$cargo" test --offline --locked -p cblob --test gpu
 "$cargo" doc --offline --locked --workspace --no-deps

@@ -26,8 +26,16 @@ namespace CBlob
     /// Thread safety: distinct blobs may be used from different threads at once. One blob is
     /// used by one thread at a time, except for the pure getters (<see cref="Count"/>,
     /// <see cref="Shape"/>, <see cref="DType"/>, ...), which several threads may call at once.
-    /// Dispose may race with calls on other threads: the handle is released after the last call
-    /// in flight returns. Blobs that share memory (<see cref="Share"/>) count as one blob.
+    /// Blobs that share memory (<see cref="Share"/>), a window and its parent, and every Blob
+    /// object holding one native blob (two <see cref="Model.GetLayerBlob"/> calls for the same
+    /// blob, say) count as one blob.
+    /// </para>
+    /// <para>
+    /// <see cref="Dispose"/> may race with calls on other threads: a call that starts after it
+    /// throws <see cref="ObjectDisposedException"/>, and a call already in flight finishes on a
+    /// live handle, which is released when the last such call returns. The one exception is a
+    /// blob with mappings still open (<see cref="Map{T}"/>): Dispose ends them, which is a call on
+    /// the blob and follows the rule above.
     /// </para>
     /// </remarks>
     /// <example>
@@ -42,9 +50,10 @@ namespace CBlob
     /// }
     /// </code>
     /// </example>
-    public sealed class Blob : IDisposable
+    public sealed partial class Blob : IDisposable
     {
         readonly BlobHandle handle;
+        readonly Guard guard;
 
         /// <summary>
         /// A blob of the given dtype and shape (Caffe's <c>Blob(shape)</c>); no dimensions make a
@@ -55,31 +64,82 @@ namespace CBlob
         /// <see cref="Status.Overflow"/> for a count whose byte size overflows.
         /// </exception>
         public Blob(Context context, DType dtype, params long[] shape)
-            : this(Create(context, dtype, shape))
+            : this(NewHandleIn(context, (IntPtr c, out BlobHandle h) =>
+                NativeMethods.cblob_blob_create(c, dtype, (shape ?? new long[0]).Length, shape ?? new long[0], out h)))
         {
         }
 
         Blob(BlobHandle handle)
         {
             this.handle = handle;
+            guard = new Guard(handle);
         }
 
-        static BlobHandle Create(Context context, DType dtype, long[] shape)
+        /// <summary>A call that creates a blob into its out-parameter.</summary>
+        internal delegate Status Creator(out BlobHandle created);
+
+        /// <summary>The handle a creating call made, or the call's error.</summary>
+        static BlobHandle NewHandle(Creator create)
+        {
+            BlobHandle created;
+            Status status = create(out created);
+            if (status != Status.Ok)
+            {
+                created.Dispose();
+                throw CBlobException.Last(status);
+            }
+            return created;
+        }
+
+        /// <summary>A blob from a call that creates one, or the call's error.</summary>
+        internal static Blob Created(Creator create)
+        {
+            return new Blob(NewHandle(create));
+        }
+
+        /// <summary>A call that creates a blob in a context.</summary>
+        internal delegate Status CreatorIn(IntPtr context, out BlobHandle created);
+
+        static BlobHandle NewHandleIn(Context context, CreatorIn create)
         {
             if (context == null)
                 throw new ArgumentNullException(nameof(context));
-            shape = shape ?? new long[0];
-            BlobHandle handle;
-            return Created(NativeMethods.cblob_blob_create(context.Handle, dtype, shape.Length, shape, out handle), handle);
+            using (var c = context.Use())
+            {
+                IntPtr ptr = c;
+                return NewHandle((out BlobHandle created) => create(ptr, out created));
+            }
+        }
+
+        /// <summary>A blob from a call that creates one in a context, or the call's error.</summary>
+        internal static Blob CreatedIn(Context context, CreatorIn create)
+        {
+            return new Blob(NewHandleIn(context, create));
+        }
+
+        /// <summary>A blob over a handle whose hold the caller gives up (one a call wrote into an array).</summary>
+        internal static Blob Adopt(IntPtr owned)
+        {
+            return new Blob(new BlobHandle(owned));
+        }
+
+        /// <summary>A call that makes a new blob from another.</summary>
+        internal delegate Status Deriver(IntPtr blob, out BlobHandle created);
+
+        /// <summary>A blob made from this one by a call, or the call's error.</summary>
+        internal Blob Derived(Deriver derive)
+        {
+            using (var b = guard.Use())
+            {
+                IntPtr ptr = b;
+                return Created((out BlobHandle created) => derive(ptr, out created));
+            }
         }
 
         /// <summary>A 4-axis blob (num, channels, height, width), Caffe's <c>Blob(n, c, h, w)</c>.</summary>
         public static Blob CreateLegacy(Context context, DType dtype, long num, long channels, long height, long width)
         {
-            if (context == null)
-                throw new ArgumentNullException(nameof(context));
-            BlobHandle handle;
-            return new Blob(Created(NativeMethods.cblob_blob_create_legacy(context.Handle, dtype, num, channels, height, width, out handle), handle));
+            return CreatedIn(context, (IntPtr c, out BlobHandle h) => NativeMethods.cblob_blob_create_legacy(c, dtype, num, channels, height, width, out h));
         }
 
         /// <summary>
@@ -88,31 +148,46 @@ namespace CBlob
         /// </summary>
         public static Blob CreateEmpty(Context context, DType dtype)
         {
-            if (context == null)
-                throw new ArgumentNullException(nameof(context));
-            BlobHandle handle;
-            return new Blob(Created(NativeMethods.cblob_blob_create_empty(context.Handle, dtype, out handle), handle));
+            return CreatedIn(context, (IntPtr c, out BlobHandle h) => NativeMethods.cblob_blob_create_empty(c, dtype, out h));
         }
 
-        static BlobHandle Created(Status status, BlobHandle handle)
-        {
-            if (status == Status.Ok)
-                return handle;
-            handle.Dispose();
-            throw CBlobException.Last(status);
-        }
-
-        /// <summary>The native handle, for interop; it stays owned by this blob.</summary>
+        /// <summary>
+        /// The native handle, for interop; it stays owned by this blob (do not dispose it). Calls
+        /// made through it are guarded only if they take the SafeHandle.
+        /// </summary>
         public BlobHandle Handle { get { return handle; } }
 
-        /// <summary>Releases this object's hold on the blob; calling it again does nothing.</summary>
+        /// <summary>The guard of a blob argument (ArgumentNullException for null).</summary>
+        internal static Guard GuardOf(Blob blob, string name)
+        {
+            if (blob == null)
+                throw new ArgumentNullException(name);
+            return blob.guard;
+        }
+
+        /// <summary>
+        /// Ends the mappings made through this object that are still open (newest first; see
+        /// <see cref="Map{T}"/>) and releases this object's hold on the blob; calling it again
+        /// does nothing. A call in flight on another thread finishes first: the hold is released
+        /// when it returns.
+        /// </summary>
+        /// <exception cref="CBlobException">
+        /// When a mapping's end fails (a copy back to the device); the hold is released even then.
+        /// </exception>
         public void Dispose()
         {
-            handle.Dispose();
+            try
+            {
+                EndMappings();
+            }
+            finally
+            {
+                guard.Dispose();
+            }
         }
 
         /// <summary>Whether <see cref="Dispose"/> has run.</summary>
-        public bool IsDisposed { get { return handle.IsClosed; } }
+        public bool IsDisposed { get { return guard.IsDisposed; } }
 
         // ---- shape ------------------------------------------------------------------------
 
@@ -122,7 +197,8 @@ namespace CBlob
             get
             {
                 DType value;
-                CBlobException.Check(NativeMethods.cblob_blob_dtype(handle, out value));
+                using (var b = guard.Use())
+                    CBlobException.Check(NativeMethods.cblob_blob_dtype(b, out value));
                 return value;
             }
         }
@@ -133,9 +209,8 @@ namespace CBlob
             get
             {
                 long value;
-                Status status = NativeMethods.cblob_blob_count(handle, out value);
-                if (status != Status.Ok)
-                    throw CBlobException.Last(status);
+                using (var b = guard.Use())
+                    CBlobException.Check(NativeMethods.cblob_blob_count(b, out value));
                 return value;
             }
         }
@@ -146,7 +221,8 @@ namespace CBlob
             get
             {
                 int value;
-                CBlobException.Check(NativeMethods.cblob_blob_num_axes(handle, out value));
+                using (var b = guard.Use())
+                    CBlobException.Check(NativeMethods.cblob_blob_num_axes(b, out value));
                 return value;
             }
         }
@@ -158,7 +234,8 @@ namespace CBlob
             {
                 long[] dims = new long[Constants.MaxAxes];
                 int n;
-                CBlobException.Check(NativeMethods.cblob_blob_shape(handle, dims.Length, dims, out n));
+                using (var b = guard.Use())
+                    CBlobException.Check(NativeMethods.cblob_blob_shape(b, dims.Length, dims, out n));
                 Array.Resize(ref dims, n);
                 return dims;
             }
@@ -168,7 +245,8 @@ namespace CBlob
         public long ShapeAt(int axis)
         {
             long value;
-            CBlobException.Check(NativeMethods.cblob_blob_shape_at(handle, axis, out value));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_shape_at(b, axis, out value));
             return value;
         }
 
@@ -176,7 +254,8 @@ namespace CBlob
         public long CountRange(int start, int end)
         {
             long value;
-            CBlobException.Check(NativeMethods.cblob_blob_count_range(handle, start, end, out value));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_count_range(b, start, end, out value));
             return value;
         }
 
@@ -184,7 +263,8 @@ namespace CBlob
         public int CanonicalAxis(int axis)
         {
             int value;
-            CBlobException.Check(NativeMethods.cblob_blob_canonical_axis(handle, axis, out value));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_canonical_axis(b, axis, out value));
             return value;
         }
 
@@ -195,7 +275,8 @@ namespace CBlob
         public long LegacyShape(int index)
         {
             long value;
-            CBlobException.Check(NativeMethods.cblob_blob_legacy_shape(handle, index, out value));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_legacy_shape(b, index, out value));
             return value;
         }
 
@@ -216,11 +297,12 @@ namespace CBlob
         {
             get
             {
-                UIntPtr length;
-                CBlobException.Check(NativeMethods.cblob_blob_shape_string(handle, null, UIntPtr.Zero, out length));
-                byte[] buffer = new byte[(int)length + 1];
-                CBlobException.Check(NativeMethods.cblob_blob_shape_string(handle, buffer, (UIntPtr)buffer.Length, out length));
-                return System.Text.Encoding.UTF8.GetString(buffer, 0, (int)length);
+                using (var b = guard.Use())
+                {
+                    IntPtr ptr = b;
+                    return Text.ReadText((byte[] buffer, UIntPtr size, out UIntPtr length) =>
+                        NativeMethods.cblob_blob_shape_string(ptr, buffer, size, out length));
+                }
             }
         }
 
@@ -230,7 +312,8 @@ namespace CBlob
             get
             {
                 long value;
-                CBlobException.Check(NativeMethods.cblob_blob_capacity(handle, out value));
+                using (var b = guard.Use())
+                    CBlobException.Check(NativeMethods.cblob_blob_capacity(b, out value));
                 return value;
             }
         }
@@ -243,7 +326,8 @@ namespace CBlob
         {
             indices = indices ?? new long[0];
             long value;
-            CBlobException.Check(NativeMethods.cblob_blob_offset(handle, indices.Length, indices, out value));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_offset(b, indices.Length, indices, out value));
             return value;
         }
 
@@ -251,7 +335,8 @@ namespace CBlob
         public long OffsetLegacy(long n, long c, long h, long w)
         {
             long value;
-            CBlobException.Check(NativeMethods.cblob_blob_offset_legacy(handle, n, c, h, w, out value));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_offset_legacy(b, n, c, h, w, out value));
             return value;
         }
 
@@ -262,19 +347,23 @@ namespace CBlob
         public void Reshape(params long[] shape)
         {
             shape = shape ?? new long[0];
-            CBlobException.Check(NativeMethods.cblob_blob_reshape(handle, shape.Length, shape));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_reshape(b, shape.Length, shape));
         }
 
         /// <summary>Reshapes to 4 axes (num, channels, height, width).</summary>
         public void ReshapeLegacy(long num, long channels, long height, long width)
         {
-            CBlobException.Check(NativeMethods.cblob_blob_reshape_legacy(handle, num, channels, height, width));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_reshape_legacy(b, num, channels, height, width));
         }
 
         /// <summary>Reshapes to another blob's shape (of any dtype), Caffe's ReshapeLike.</summary>
         public void ReshapeLike(Blob other)
         {
-            CBlobException.Check(NativeMethods.cblob_blob_reshape_like(handle, Checked(other).handle));
+            using (var b = guard.Use())
+            using (var o = GuardOf(other, nameof(other)).Use())
+                CBlobException.Check(NativeMethods.cblob_blob_reshape_like(b, o));
         }
 
         // ---- memory -----------------------------------------------------------------------
@@ -288,7 +377,8 @@ namespace CBlob
         {
             int length = SpanLength<T>();
             IntPtr ptr;
-            CBlobException.Check(NativeMethods.cblob_blob_cpu_ptr(handle, part, out ptr));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_cpu_ptr(b, part, out ptr));
             return new ReadOnlySpan<T>((void*)ptr, length);
         }
 
@@ -300,7 +390,8 @@ namespace CBlob
         {
             int length = SpanLength<T>();
             IntPtr ptr;
-            CBlobException.Check(NativeMethods.cblob_blob_mutable_cpu_ptr(handle, part, out ptr));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_mutable_cpu_ptr(b, part, out ptr));
             return new Span<T>((void*)ptr, length);
         }
 
@@ -348,7 +439,8 @@ namespace CBlob
         {
             indices = indices ?? new long[0];
             double value;
-            CBlobException.Check(NativeMethods.cblob_blob_read_element(handle, part, indices.Length, indices, out value));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_read_element(b, part, indices.Length, indices, out value));
             return value;
         }
 
@@ -356,7 +448,8 @@ namespace CBlob
         public Head GetHead(Part part)
         {
             Head value;
-            CBlobException.Check(NativeMethods.cblob_blob_head(handle, part, out value));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_head(b, part, out value));
             return value;
         }
 
@@ -375,7 +468,9 @@ namespace CBlob
             CheckElement<T>();
             GCHandle pin = GCHandle.Alloc(buffer, GCHandleType.Pinned);
             ulong bytes = (ulong)buffer.LongLength * (ulong)Marshal.SizeOf(typeof(T));
-            Status status = NativeMethods.cblob_blob_set_cpu_data(handle, pin.AddrOfPinnedObject(), (UIntPtr)bytes, Unpin, GCHandle.ToIntPtr(pin));
+            Status status;
+            using (var b = guard.Use())
+                status = NativeMethods.cblob_blob_set_cpu_data(b, pin.AddrOfPinnedObject(), (UIntPtr)bytes, Unpin, GCHandle.ToIntPtr(pin));
             if (status != Status.Ok)
             {
                 // On failure the library never calls the release callback.
@@ -399,7 +494,9 @@ namespace CBlob
         /// </summary>
         public void Share(Blob other, Part part)
         {
-            CBlobException.Check(NativeMethods.cblob_blob_share(handle, Checked(other).handle, part));
+            using (var b = guard.Use())
+            using (var o = GuardOf(other, nameof(other)).Use())
+                CBlobException.Check(NativeMethods.cblob_blob_share(b, o, part));
         }
 
         /// <summary><c>Share(other, Part.Data)</c>.</summary>
@@ -414,7 +511,9 @@ namespace CBlob
         /// </summary>
         public void CopyFrom(Blob source, Part part = Part.Data, bool reshape = false)
         {
-            CBlobException.Check(NativeMethods.cblob_blob_copy_from(handle, Checked(source).handle, part, reshape ? 1 : 0));
+            using (var b = guard.Use())
+            using (var s = GuardOf(source, nameof(source)).Use())
+                CBlobException.Check(NativeMethods.cblob_blob_copy_from(b, s, part, reshape ? 1 : 0));
         }
 
         /// <summary>
@@ -423,14 +522,16 @@ namespace CBlob
         /// </summary>
         public void Update()
         {
-            CBlobException.Check(NativeMethods.cblob_blob_update(handle));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_update(b));
         }
 
         /// <summary>The sum of absolute values of data or diff (0 for memory never accessed).</summary>
         public double Asum(Part part = Part.Data)
         {
             double value;
-            CBlobException.Check(NativeMethods.cblob_blob_asum(handle, part, out value));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_asum(b, part, out value));
             return value;
         }
 
@@ -438,27 +539,22 @@ namespace CBlob
         public double Sumsq(Part part = Part.Data)
         {
             double value;
-            CBlobException.Check(NativeMethods.cblob_blob_sumsq(handle, part, out value));
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_sumsq(b, part, out value));
             return value;
         }
 
         /// <summary>Multiplies data or diff by factor, where its current copy is.</summary>
         public void Scale(double factor, Part part = Part.Data)
         {
-            CBlobException.Check(NativeMethods.cblob_blob_scale(handle, part, factor));
-        }
-
-        static Blob Checked(Blob blob)
-        {
-            if (blob == null)
-                throw new ArgumentNullException(nameof(blob));
-            return blob;
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_scale(b, part, factor));
         }
 
         /// <summary>"Blob(Float32, 2 3 (6))", or "Blob(disposed)".</summary>
         public override string ToString()
         {
-            return handle.IsClosed ? "Blob(disposed)" : "Blob(" + DType + ", " + ShapeString + ")";
+            return IsDisposed ? "Blob(disposed)" : "Blob(" + DType + ", " + ShapeString + ")";
         }
     }
 }

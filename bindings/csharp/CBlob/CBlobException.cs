@@ -22,6 +22,29 @@ namespace CBlob
             LibraryMessage = message;
         }
 
+        /// <summary>
+        /// Whether the status is one that says the GPU stack cannot be used on this machine (no
+        /// driver, a stub driver, no device, an old driver, no NVRTC, no cuBLAS).
+        /// </summary>
+        public bool IsNoGpu
+        {
+            get
+            {
+                switch (Status)
+                {
+                    case Status.NoDriver:
+                    case Status.StubDriver:
+                    case Status.NoDevice:
+                    case Status.DriverTooOld:
+                    case Status.NvrtcMissing:
+                    case Status.CublasMissing:
+                        return true;
+                    default:
+                        return false;
+                }
+            }
+        }
+
         /// <summary>The C enumerator's name of a status (<c>"CBLOB_ERR_SHAPE"</c>).</summary>
         public static string NameOf(Status status)
         {

@@ -223,6 +223,12 @@ namespace CBlob
         /// <summary>An invalid handle, for the marshaller to fill.</summary>
         public ContextHandle() : base(true) { }
 
+        /// <summary>Takes ownership of one hold on a handle (one a call wrote into an array).</summary>
+        internal ContextHandle(IntPtr owned) : base(true)
+        {
+            SetHandle(owned);
+        }
+
         /// <inheritdoc/>
         protected override bool ReleaseHandle()
         {
@@ -241,6 +247,12 @@ namespace CBlob
     {
         /// <summary>An invalid handle, for the marshaller to fill.</summary>
         public BlobHandle() : base(true) { }
+
+        /// <summary>Takes ownership of one hold on a handle (one a call wrote into an array).</summary>
+        internal BlobHandle(IntPtr owned) : base(true)
+        {
+            SetHandle(owned);
+        }
 
         /// <inheritdoc/>
         protected override bool ReleaseHandle()
@@ -262,6 +274,12 @@ namespace CBlob
         /// <summary>An invalid handle, for the marshaller to fill.</summary>
         public ModelHandle() : base(true) { }
 
+        /// <summary>Takes ownership of one hold on a handle (one a call wrote into an array).</summary>
+        internal ModelHandle(IntPtr owned) : base(true)
+        {
+            SetHandle(owned);
+        }
+
         /// <inheritdoc/>
         protected override bool ReleaseHandle()
         {
@@ -272,8 +290,10 @@ namespace CBlob
 
     /// <summary>
     /// One declaration per C function, in the header's order and with its C names. Handles are
-    /// SafeHandles (the marshaller holds a reference for the call), strings the library returns
-    /// are IntPtr (the library owns them), string arguments are NUL-terminated UTF-8 bytes.
+    /// IntPtr, except handles a call creates, which come out as their SafeHandle class (owned
+    /// from the moment the call returns); the safe layer keeps a handle alive through each call
+    /// (CBlob/Guard.cs). Strings the library returns are IntPtr (the library owns them), string
+    /// arguments are NUL-terminated UTF-8 bytes.
     /// </summary>
     internal static class NativeMethods
     {
@@ -347,14 +367,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_context_set_mode(ContextHandle context, Mode mode);
+        internal static extern Status cblob_context_set_mode(IntPtr context, Mode mode);
 
         /// <summary>
         /// Reads the context's mode.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_context_mode(ContextHandle context, out Mode out_mode);
+        internal static extern Status cblob_context_mode(IntPtr context, out Mode out_mode);
 
         /// <summary>
         /// Creates a blob of the given dtype and shape (Caffe's Blob(shape)). Zero axes make a scalar
@@ -362,14 +382,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_create(ContextHandle context, DType dtype, int num_axes, [In] long[] shape, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_create(IntPtr context, DType dtype, int num_axes, [In] long[] shape, out BlobHandle out_blob);
 
         /// <summary>
         /// Creates a 4-axis blob (num, channels, height, width), Caffe's Blob(n, c, h, w).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_create_legacy(ContextHandle context, DType dtype, long num, long channels, long height, long width, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_create_legacy(IntPtr context, DType dtype, long num, long channels, long height, long width, out BlobHandle out_blob);
 
         /// <summary>
         /// Creates a blob with no axes, count 0 and no storage (Caffe's default-constructed Blob),
@@ -377,14 +397,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_create_empty(ContextHandle context, DType dtype, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_create_empty(IntPtr context, DType dtype, out BlobHandle out_blob);
 
         /// <summary>
         /// Adds a holder to the blob; each holder calls cblob_blob_destroy once. Thread-safe.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_retain(BlobHandle blob);
+        internal static extern Status cblob_blob_retain(IntPtr blob);
 
         /// <summary>
         /// Drops one holder; the last one frees the blob. Its memories are freed when no other blob
@@ -399,7 +419,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_dtype(BlobHandle blob, out DType out_dtype);
+        internal static extern Status cblob_blob_dtype(IntPtr blob, out DType out_dtype);
 
         /// <summary>
         /// Gives the blob a new shape. Storage is replaced (and the old contents dropped) only when the
@@ -407,35 +427,35 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_reshape(BlobHandle blob, int num_axes, [In] long[] shape);
+        internal static extern Status cblob_blob_reshape(IntPtr blob, int num_axes, [In] long[] shape);
 
         /// <summary>
         /// Reshapes to 4 axes (num, channels, height, width).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_reshape_legacy(BlobHandle blob, long num, long channels, long height, long width);
+        internal static extern Status cblob_blob_reshape_legacy(IntPtr blob, long num, long channels, long height, long width);
 
         /// <summary>
         /// Reshapes to another blob's shape (of any dtype), Caffe's ReshapeLike.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_reshape_like(BlobHandle blob, BlobHandle other);
+        internal static extern Status cblob_blob_reshape_like(IntPtr blob, IntPtr other);
 
         /// <summary>
         /// Reads the number of axes.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_num_axes(BlobHandle blob, out int out_num_axes);
+        internal static extern Status cblob_blob_num_axes(IntPtr blob, out int out_num_axes);
 
         /// <summary>
         /// Reads the element count (the product of all dimensions; 0 for an empty blob).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_count(BlobHandle blob, out long out_count);
+        internal static extern Status cblob_blob_count(IntPtr blob, out long out_count);
 
         /// <summary>
         /// The product of the dimensions of axes [start_axis, end_axis); an empty range gives 1.
@@ -445,7 +465,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_count_range(BlobHandle blob, int start_axis, int end_axis, out long out_count);
+        internal static extern Status cblob_blob_count_range(IntPtr blob, int start_axis, int end_axis, out long out_count);
 
         /// <summary>
         /// Copies the whole shape into out_shape, which has room for max_axes dimensions (pass
@@ -454,21 +474,21 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_shape(BlobHandle blob, int max_axes, [Out] long[] out_shape, out int out_num_axes);
+        internal static extern Status cblob_blob_shape(IntPtr blob, int max_axes, [Out] long[] out_shape, out int out_num_axes);
 
         /// <summary>
         /// The dimension of one axis; a negative axis counts from the end (-1 is the last).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_shape_at(BlobHandle blob, int axis, out long out_dim);
+        internal static extern Status cblob_blob_shape_at(IntPtr blob, int axis, out long out_dim);
 
         /// <summary>
         /// Maps an axis in [-num_axes, num_axes) to [0, num_axes) (Caffe's CanonicalAxisIndex).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_canonical_axis(BlobHandle blob, int axis, out int out_axis);
+        internal static extern Status cblob_blob_canonical_axis(IntPtr blob, int axis, out int out_axis);
 
         /// <summary>
         /// Caffe's LegacyShape(index) for index in [-4, 4): the dimension, or 1 for an axis the blob
@@ -476,35 +496,35 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_legacy_shape(BlobHandle blob, int index, out long out_dim);
+        internal static extern Status cblob_blob_legacy_shape(IntPtr blob, int index, out long out_dim);
 
         /// <summary>
         /// Legacy accessor, LegacyShape(0). Only for blobs of at most 4 axes.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_num(BlobHandle blob, out long out_dim);
+        internal static extern Status cblob_blob_num(IntPtr blob, out long out_dim);
 
         /// <summary>
         /// Legacy accessor, LegacyShape(1). Only for blobs of at most 4 axes.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_channels(BlobHandle blob, out long out_dim);
+        internal static extern Status cblob_blob_channels(IntPtr blob, out long out_dim);
 
         /// <summary>
         /// Legacy accessor, LegacyShape(2). Only for blobs of at most 4 axes.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_height(BlobHandle blob, out long out_dim);
+        internal static extern Status cblob_blob_height(IntPtr blob, out long out_dim);
 
         /// <summary>
         /// Legacy accessor, LegacyShape(3). Only for blobs of at most 4 axes.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_width(BlobHandle blob, out long out_dim);
+        internal static extern Status cblob_blob_width(IntPtr blob, out long out_dim);
 
         /// <summary>
         /// Writes Caffe's shape string ("2 3 4 5 (120)") and a terminating NUL into buffer and its
@@ -513,14 +533,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_shape_string(BlobHandle blob, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_length);
+        internal static extern Status cblob_blob_shape_string(IntPtr blob, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_length);
 
         /// <summary>
         /// The number of elements the blob's storage holds (at least its count); for a window, the elements it views.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_capacity(BlobHandle blob, out long out_capacity);
+        internal static extern Status cblob_blob_capacity(IntPtr blob, out long out_capacity);
 
         /// <summary>
         /// The row-major element offset of the given leading indices (missing trailing indices count
@@ -528,7 +548,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_offset(BlobHandle blob, int num_indices, [In] long[] indices, out long out_offset);
+        internal static extern Status cblob_blob_offset(IntPtr blob, int num_indices, [In] long[] indices, out long out_offset);
 
         /// <summary>
         /// Caffe's offset(n, c, h, w) over the legacy (1-padded) dimensions, with every index checked
@@ -537,7 +557,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_offset_legacy(BlobHandle blob, long n, long c, long h, long w, out long out_offset);
+        internal static extern Status cblob_blob_offset_legacy(IntPtr blob, long n, long c, long h, long w, out long out_offset);
 
         /// <summary>
         /// Reads one element of data or diff, converted to double (exact for every dtype), at the
@@ -546,7 +566,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_read_element(BlobHandle blob, Part part, int num_indices, [In] long[] indices, out double out_value);
+        internal static extern Status cblob_blob_read_element(IntPtr blob, Part part, int num_indices, [In] long[] indices, out double out_value);
 
         /// <summary>
         /// A read-only host pointer to data or diff (Caffe's cpu_data / cpu_diff): allocates and
@@ -557,7 +577,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_cpu_ptr(BlobHandle blob, Part part, out IntPtr out_ptr);
+        internal static extern Status cblob_blob_cpu_ptr(IntPtr blob, Part part, out IntPtr out_ptr);
 
         /// <summary>
         /// A writable host pointer to data or diff (Caffe's mutable_cpu_data / mutable_cpu_diff);
@@ -565,14 +585,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_mutable_cpu_ptr(BlobHandle blob, Part part, out IntPtr out_ptr);
+        internal static extern Status cblob_blob_mutable_cpu_ptr(IntPtr blob, Part part, out IntPtr out_ptr);
 
         /// <summary>
         /// Where the current copy of data or diff lives. A blob without storage reports UNINITIALIZED.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_head(BlobHandle blob, Part part, out Head out_head);
+        internal static extern Status cblob_blob_head(IntPtr blob, Part part, out Head out_head);
 
         /// <summary>
         /// Makes a caller's buffer the blob's host data (Caffe's set_cpu_data); the head becomes
@@ -586,7 +606,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_set_cpu_data(BlobHandle blob, IntPtr ptr, UIntPtr size_bytes, ReleaseFn release, IntPtr user_data);
+        internal static extern Status cblob_blob_set_cpu_data(IntPtr blob, IntPtr ptr, UIntPtr size_bytes, ReleaseFn release, IntPtr user_data);
 
         /// <summary>
         /// Makes the blob use other's data or diff memory (Caffe's ShareData / ShareDiff): both then
@@ -596,7 +616,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_share(BlobHandle blob, BlobHandle other, Part part);
+        internal static extern Status cblob_blob_share(IntPtr blob, IntPtr other, Part part);
 
         /// <summary>
         /// Copies source's data or diff into the blob (Caffe's CopyFrom). Shapes must be equal unless
@@ -605,7 +625,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_copy_from(BlobHandle blob, BlobHandle source, Part part, int reshape);
+        internal static extern Status cblob_blob_copy_from(IntPtr blob, IntPtr source, Part part, int reshape);
 
         /// <summary>
         /// data = data - diff over count elements (Caffe's Update), where the data's head is: on the
@@ -615,7 +635,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_update(BlobHandle blob);
+        internal static extern Status cblob_blob_update(IntPtr blob);
 
         /// <summary>
         /// The sum of absolute values of data or diff over count elements, computed where the head is;
@@ -623,14 +643,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_asum(BlobHandle blob, Part part, out double out_sum);
+        internal static extern Status cblob_blob_asum(IntPtr blob, Part part, out double out_sum);
 
         /// <summary>
         /// The sum of squares of data or diff, with the same rules as cblob_blob_asum.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_sumsq(BlobHandle blob, Part part, out double out_sum);
+        internal static extern Status cblob_blob_sumsq(IntPtr blob, Part part, out double out_sum);
 
         /// <summary>
         /// Multiplies data or diff by factor, where the head is (the head becomes AT_CPU or AT_GPU);
@@ -638,7 +658,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_scale(BlobHandle blob, Part part, double factor);
+        internal static extern Status cblob_blob_scale(IntPtr blob, Part part, double factor);
 
         /// <summary>
         /// Tells which Caffe message the bytes hold, from their top-level fields: a NetParameter has
@@ -666,14 +686,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_to_proto(BlobHandle blob, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
+        internal static extern Status cblob_blob_to_proto(IntPtr blob, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
 
         /// <summary>
         /// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_to_proto_file(BlobHandle blob, int write_diff, byte[] path);
+        internal static extern Status cblob_blob_to_proto_file(IntPtr blob, int write_diff, byte[] path);
 
         /// <summary>
         /// Loads a serialized BlobProto into the blob (Caffe's FromProto). With reshape 1 the blob
@@ -686,14 +706,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_from_proto(BlobHandle blob, [In] byte[] bytes, UIntPtr size, int reshape);
+        internal static extern Status cblob_blob_from_proto(IntPtr blob, [In] byte[] bytes, UIntPtr size, int reshape);
 
         /// <summary>
         /// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_from_proto_file(BlobHandle blob, byte[] path, int reshape);
+        internal static extern Status cblob_blob_from_proto_file(IntPtr blob, byte[] path, int reshape);
 
         /// <summary>
         /// Caffe's ShapeEquals: when any legacy dim (num, channels, height, width) is present, even
@@ -703,7 +723,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_shape_equals_proto(BlobHandle blob, [In] byte[] bytes, UIntPtr size, out int out_equal);
+        internal static extern Status cblob_blob_shape_equals_proto(IntPtr blob, [In] byte[] bytes, UIntPtr size, out int out_equal);
 
         /// <summary>
         /// Creates a blob from a serialized BlobProto: float64 when it holds double_data, else
@@ -713,14 +733,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_create_from_proto(ContextHandle context, [In] byte[] bytes, UIntPtr size, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_create_from_proto(IntPtr context, [In] byte[] bytes, UIntPtr size, out BlobHandle out_blob);
 
         /// <summary>
         /// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_create_from_proto_file(ContextHandle context, byte[] path, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_create_from_proto_file(IntPtr context, byte[] path, out BlobHandle out_blob);
 
         /// <summary>
         /// Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
@@ -744,14 +764,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_vector_from_proto(ContextHandle context, [In] byte[] bytes, UIntPtr size, long max_blobs, [Out] IntPtr[] out_blobs, out long out_num_blobs);
+        internal static extern Status cblob_blob_vector_from_proto(IntPtr context, [In] byte[] bytes, UIntPtr size, long max_blobs, [Out] IntPtr[] out_blobs, out long out_num_blobs);
 
         /// <summary>
         /// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_vector_from_proto_file(ContextHandle context, byte[] path, long max_blobs, [Out] IntPtr[] out_blobs, out long out_num_blobs);
+        internal static extern Status cblob_blob_vector_from_proto_file(IntPtr context, byte[] path, long max_blobs, [Out] IntPtr[] out_blobs, out long out_num_blobs);
 
         /// <summary>
         /// Creates an empty model to fill with cblob_model_add_layer and save. name (may be NULL: the
@@ -760,7 +780,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_model_create(ContextHandle context, NetFormat format, byte[] name, out ModelHandle out_model);
+        internal static extern Status cblob_model_create(IntPtr context, NetFormat format, byte[] name, out ModelHandle out_model);
 
         /// <summary>
         /// Reads a serialized NetParameter (a .caffemodel) in the current or the V1 format. Every
@@ -772,7 +792,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_model_open(ContextHandle context, [In] byte[] bytes, UIntPtr size, out ModelHandle out_model);
+        internal static extern Status cblob_model_open(IntPtr context, [In] byte[] bytes, UIntPtr size, out ModelHandle out_model);
 
         /// <summary>
         /// Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
@@ -781,7 +801,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_model_open_file(ContextHandle context, byte[] path, out ModelHandle out_model);
+        internal static extern Status cblob_model_open_file(IntPtr context, byte[] path, out ModelHandle out_model);
 
         /// <summary>
         /// Frees the model and drops its holds on its blobs; blobs the caller holds stay valid.
@@ -796,28 +816,28 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_model_format(ModelHandle model, out NetFormat out_format);
+        internal static extern Status cblob_model_format(IntPtr model, out NetFormat out_format);
 
         /// <summary>
         /// The net's name, or NULL when it has none. The text stays valid until the model is destroyed.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_model_name(ModelHandle model, out IntPtr out_name);
+        internal static extern Status cblob_model_name(IntPtr model, out IntPtr out_name);
 
         /// <summary>
         /// The number of layers.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_model_num_layers(ModelHandle model, out long out_num_layers);
+        internal static extern Status cblob_model_num_layers(IntPtr model, out long out_num_layers);
 
         /// <summary>
         /// The index of the first layer with the given name, or -1 when none has it.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_model_find_layer(ModelHandle model, byte[] name, out long out_layer);
+        internal static extern Status cblob_model_find_layer(IntPtr model, byte[] name, out long out_layer);
 
         /// <summary>
         /// A layer's name ("" when the file gives none). The text stays valid until the model is
@@ -825,7 +845,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_model_layer_name(ModelHandle model, long layer, out IntPtr out_name);
+        internal static extern Status cblob_model_layer_name(IntPtr model, long layer, out IntPtr out_name);
 
         /// <summary>
         /// A layer's type: the type string of the current format ("Convolution"), or the LayerType
@@ -833,14 +853,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_model_layer_type(ModelHandle model, long layer, out IntPtr out_type);
+        internal static extern Status cblob_model_layer_type(IntPtr model, long layer, out IntPtr out_type);
 
         /// <summary>
         /// The number of blobs a layer holds (0 for layers without parameters, such as pooling).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_model_layer_num_blobs(ModelHandle model, long layer, out long out_num_blobs);
+        internal static extern Status cblob_model_layer_num_blobs(IntPtr model, long layer, out long out_num_blobs);
 
         /// <summary>
         /// One of a layer's blobs. The handle is a new holder of the model's blob (as after
@@ -849,7 +869,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_model_layer_blob(ModelHandle model, long layer, long index, out BlobHandle out_blob);
+        internal static extern Status cblob_model_layer_blob(IntPtr model, long layer, long index, out BlobHandle out_blob);
 
         /// <summary>
         /// Appends a layer with a name, a type and blobs. The model becomes a holder of each blob
@@ -858,7 +878,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_model_add_layer(ModelHandle model, byte[] name, byte[] type, [In] IntPtr[] blobs, long num_blobs);
+        internal static extern Status cblob_model_add_layer(IntPtr model, byte[] name, byte[] type, [In] IntPtr[] blobs, long num_blobs);
 
         /// <summary>
         /// Serializes the model as a NetParameter in its format: the net's name, then per layer its
@@ -866,14 +886,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_model_to_proto(ModelHandle model, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
+        internal static extern Status cblob_model_to_proto(IntPtr model, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
 
         /// <summary>
         /// Writes the model as a .caffemodel file, as cblob_model_to_proto does.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_model_to_proto_file(ModelHandle model, int write_diff, byte[] path);
+        internal static extern Status cblob_model_to_proto_file(IntPtr model, int write_diff, byte[] path);
 
         /// <summary>
         /// Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
@@ -940,7 +960,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_kernel_cache_warm_up(ContextHandle context, int compute_capability, out int out_compiled);
+        internal static extern Status cblob_kernel_cache_warm_up(IntPtr context, int compute_capability, out int out_compiled);
 
         /// <summary>
         /// Chooses the CUDA device the context's blobs use (device 0 unless set) and opens it. A
@@ -949,14 +969,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_context_set_device(ContextHandle context, int device_index);
+        internal static extern Status cblob_context_set_device(IntPtr context, int device_index);
 
         /// <summary>
         /// Reads the index of the context's CUDA device (0 unless set).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_context_device(ContextHandle context, out int out_device_index);
+        internal static extern Status cblob_context_device(IntPtr context, out int out_device_index);
 
         /// <summary>
         /// Queues the context's device work on a caller's CUDA stream (a CUstream or cudaStream_t of
@@ -967,14 +987,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_context_set_stream(ContextHandle context, IntPtr stream);
+        internal static extern Status cblob_context_set_stream(IntPtr context, IntPtr stream);
 
         /// <summary>
         /// Reads the stream the context queues device work on (NULL for the default stream).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_context_stream(ContextHandle context, out IntPtr out_stream);
+        internal static extern Status cblob_context_stream(IntPtr context, out IntPtr out_stream);
 
         /// <summary>
         /// Waits until the device work queued by the context (asynchronous pushes included) is done.
@@ -982,7 +1002,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_context_synchronize(ContextHandle context);
+        internal static extern Status cblob_context_synchronize(IntPtr context);
 
         /// <summary>
         /// The context's log: warnings that are not errors of the call that met them (for example a
@@ -991,14 +1011,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_context_log(ContextHandle context, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_length);
+        internal static extern Status cblob_context_log(IntPtr context, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_length);
 
         /// <summary>
         /// Empties the context's log.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_context_clear_log(ContextHandle context);
+        internal static extern Status cblob_context_clear_log(IntPtr context);
 
         /// <summary>
         /// A read-only device pointer to data or diff (Caffe's gpu_data / gpu_diff): allocates and
@@ -1008,7 +1028,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_gpu_ptr(BlobHandle blob, Part part, out IntPtr out_ptr);
+        internal static extern Status cblob_blob_gpu_ptr(IntPtr blob, Part part, out IntPtr out_ptr);
 
         /// <summary>
         /// A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
@@ -1016,7 +1036,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_mutable_gpu_ptr(BlobHandle blob, Part part, out IntPtr out_ptr);
+        internal static extern Status cblob_blob_mutable_gpu_ptr(IntPtr blob, Part part, out IntPtr out_ptr);
 
         /// <summary>
         /// Makes a caller's device buffer the blob's device data (Caffe's set_gpu_data): the head
@@ -1027,7 +1047,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_set_gpu_data(BlobHandle blob, IntPtr ptr, UIntPtr size_bytes, ReleaseFn release, IntPtr user_data);
+        internal static extern Status cblob_blob_set_gpu_data(IntPtr blob, IntPtr ptr, UIntPtr size_bytes, ReleaseFn release, IntPtr user_data);
 
         /// <summary>
         /// Starts copying data or diff from the host to the device on the context's stream and marks
@@ -1038,7 +1058,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_async_push(BlobHandle blob, Part part);
+        internal static extern Status cblob_blob_async_push(IntPtr blob, Part part);
 
         /// <summary>
         /// Creates a 7-axis NeoML blob from up to 7 dimensions, left-aligned as NeoML's CreateTensor:
@@ -1046,49 +1066,49 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_create_tensor(ContextHandle context, DType dtype, int num_dims, [In] long[] dims, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_create_tensor(IntPtr context, DType dtype, int num_dims, [In] long[] dims, out BlobHandle out_blob);
 
         /// <summary>
         /// Creates the NeoML vector blob (size, 1, 1, 1, 1, 1, 1): the size is the BatchLength, as in NeoML.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_create_vector(ContextHandle context, DType dtype, long size, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_create_vector(IntPtr context, DType dtype, long size, out BlobHandle out_blob);
 
         /// <summary>
         /// Creates the NeoML matrix blob (height, width, 1, 1, 1, 1, 1): BatchLength = height, BatchWidth = width.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_create_matrix(ContextHandle context, DType dtype, long height, long width, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_create_matrix(IntPtr context, DType dtype, long height, long width, out BlobHandle out_blob);
 
         /// <summary>
         /// Creates (batch_length, batch_width, 1, 1, 1, 1, channels), NeoML's CreateDataBlob.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_create_data(ContextHandle context, DType dtype, long batch_length, long batch_width, long channels, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_create_data(IntPtr context, DType dtype, long batch_length, long batch_width, long channels, out BlobHandle out_blob);
 
         /// <summary>
         /// Creates (batch_length, batch_width, list_size, 1, 1, 1, channels), NeoML's CreateListBlob.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_create_list(ContextHandle context, DType dtype, long batch_length, long batch_width, long list_size, long channels, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_create_list(IntPtr context, DType dtype, long batch_length, long batch_width, long list_size, long channels, out BlobHandle out_blob);
 
         /// <summary>
         /// Creates (batch_length, batch_width, 1, height, width, 1, channels), NeoML's Create2DImageBlob.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_create_image2d(ContextHandle context, DType dtype, long batch_length, long batch_width, long height, long width, long channels, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_create_image2d(IntPtr context, DType dtype, long batch_length, long batch_width, long height, long width, long channels, out BlobHandle out_blob);
 
         /// <summary>
         /// Creates (batch_length, batch_width, 1, height, width, depth, channels), NeoML's Create3DImageBlob.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_create_image3d(ContextHandle context, DType dtype, long batch_length, long batch_width, long height, long width, long depth, long channels, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_create_image3d(IntPtr context, DType dtype, long batch_length, long batch_width, long height, long width, long depth, long channels, out BlobHandle out_blob);
 
         /// <summary>
         /// Creates a blob with pattern's shape and context and the given dtype (NeoML's
@@ -1098,35 +1118,35 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_create_like(BlobHandle pattern, DType dtype, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_create_like(IntPtr pattern, DType dtype, out BlobHandle out_blob);
 
         /// <summary>
         /// The size of a named axis of a 7-axis blob.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_dim(BlobHandle blob, Dim dim, out long out_size);
+        internal static extern Status cblob_blob_dim(IntPtr blob, Dim dim, out long out_size);
 
         /// <summary>
         /// The number of objects of a 7-axis blob, BatchLength * BatchWidth * ListSize.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_object_count(BlobHandle blob, out long out_count);
+        internal static extern Status cblob_blob_object_count(IntPtr blob, out long out_count);
 
         /// <summary>
         /// The elements per object of a 7-axis blob, Height * Width * Depth * Channels.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_object_size(BlobHandle blob, out long out_size);
+        internal static extern Status cblob_blob_object_size(IntPtr blob, out long out_size);
 
         /// <summary>
         /// The positions per object of a 7-axis blob, Height * Width * Depth.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_geometrical_size(BlobHandle blob, out long out_size);
+        internal static extern Status cblob_blob_geometrical_size(IntPtr blob, out long out_size);
 
         /// <summary>
         /// Writes 1 when both blobs have the same number of axes and the same dimensions, else 0
@@ -1134,7 +1154,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_equal_shape(BlobHandle blob, BlobHandle other, out int out_equal);
+        internal static extern Status cblob_blob_equal_shape(IntPtr blob, IntPtr other, out int out_equal);
 
         /// <summary>
         /// Writes 1 when both blobs have the same dimension on each listed axis, else 0 (NeoML's
@@ -1143,7 +1163,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_equal_dims(BlobHandle blob, BlobHandle other, int num_axes, [In] int[] axes, out int out_equal);
+        internal static extern Status cblob_blob_equal_dims(IntPtr blob, IntPtr other, int num_axes, [In] int[] axes, out int out_equal);
 
         /// <summary>
         /// Gives the blob another shape with the same element count (NeoML's ReinterpretDimensions);
@@ -1152,7 +1172,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_reinterpret(BlobHandle blob, int num_axes, [In] long[] shape);
+        internal static extern Status cblob_blob_reinterpret(IntPtr blob, int num_axes, [In] long[] shape);
 
         /// <summary>
         /// Creates a window of `size` rows over parent's first axis, at position 0 (NeoML's
@@ -1161,7 +1181,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_window_create(BlobHandle parent, long size, out BlobHandle out_window);
+        internal static extern Status cblob_window_create(IntPtr parent, long size, out BlobHandle out_window);
 
         /// <summary>
         /// Moves the window to start at row `position` of its parent (NeoML's SetParentPos), which
@@ -1170,14 +1190,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_window_set_position(BlobHandle window, long position);
+        internal static extern Status cblob_window_set_position(IntPtr window, long position);
 
         /// <summary>
         /// Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds of cblob_window_set_position.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_window_shift(BlobHandle window, long delta);
+        internal static extern Status cblob_window_shift(IntPtr window, long delta);
 
         /// <summary>
         /// Makes the window `size` rows long at its current position; position + size must not exceed
@@ -1185,42 +1205,42 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_window_set_size(BlobHandle window, long size);
+        internal static extern Status cblob_window_set_size(IntPtr window, long size);
 
         /// <summary>
         /// The window's first row in its parent (NeoML's GetParentPos).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_window_position(BlobHandle window, out long out_position);
+        internal static extern Status cblob_window_position(IntPtr window, out long out_position);
 
         /// <summary>
         /// The number of parent rows the window views.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_window_size(BlobHandle window, out long out_size);
+        internal static extern Status cblob_window_size(IntPtr window, out long out_size);
 
         /// <summary>
         /// The blob the window views (NeoML's GetParent), with a new hold for the caller.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_window_parent(BlobHandle window, out BlobHandle out_parent);
+        internal static extern Status cblob_window_parent(IntPtr window, out BlobHandle out_parent);
 
         /// <summary>
         /// The first blob up the chain of parents that is not a window (NeoML's GetOwner), with a new hold for the caller.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_window_owner(BlobHandle window, out BlobHandle out_owner);
+        internal static extern Status cblob_window_owner(IntPtr window, out BlobHandle out_owner);
 
         /// <summary>
         /// Writes 1 when the blob is a window, else 0.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_is_window(BlobHandle blob, out int out_is_window);
+        internal static extern Status cblob_blob_is_window(IntPtr blob, out int out_is_window);
 
         /// <summary>
         /// Copies `length` elements from a caller's array into data or diff (NeoML's CopyFrom(T*)).
@@ -1229,7 +1249,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_copy_in(BlobHandle blob, Part part, DType dtype, IntPtr source, long length);
+        internal static extern Status cblob_blob_copy_in(IntPtr blob, Part part, DType dtype, IntPtr source, long length);
 
         /// <summary>
         /// Copies data or diff into a caller's array of `length` elements (NeoML's CopyTo). dtype names
@@ -1238,7 +1258,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_copy_out(BlobHandle blob, Part part, DType dtype, IntPtr destination, long length);
+        internal static extern Status cblob_blob_copy_out(IntPtr blob, Part part, DType dtype, IntPtr destination, long length);
 
         /// <summary>
         /// Copies source's data or diff into the blob's, converting values to the blob's dtype (see
@@ -1247,7 +1267,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_convert_from(BlobHandle blob, BlobHandle source, Part part);
+        internal static extern Status cblob_blob_convert_from(IntPtr blob, IntPtr source, Part part);
 
         /// <summary>
         /// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy). A
@@ -1255,7 +1275,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_deep_copy(BlobHandle blob, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_deep_copy(IntPtr blob, out BlobHandle out_blob);
 
         /// <summary>
         /// A new, independent blob of the given dtype with the blob's shape, and its data and diff
@@ -1264,7 +1284,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_clone(BlobHandle blob, DType dtype, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_clone(IntPtr blob, DType dtype, out BlobHandle out_blob);
 
         /// <summary>
         /// A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
@@ -1273,7 +1293,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_transposed(BlobHandle blob, int axis1, int axis2, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_transposed(IntPtr blob, int axis1, int axis2, out BlobHandle out_blob);
 
         /// <summary>
         /// Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
@@ -1283,7 +1303,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_transpose_from(BlobHandle blob, BlobHandle source, Part part, int axis1, int axis2);
+        internal static extern Status cblob_blob_transpose_from(IntPtr blob, IntPtr source, Part part, int axis1, int axis2);
 
         /// <summary>
         /// Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
@@ -1294,7 +1314,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_merge(BlobHandle blob, Part part, int axis, int num_inputs, [In] IntPtr[] inputs);
+        internal static extern Status cblob_blob_merge(IntPtr blob, Part part, int axis, int num_inputs, [In] IntPtr[] inputs);
 
         /// <summary>
         /// Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
@@ -1304,7 +1324,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_split(BlobHandle blob, Part part, int axis, int num_outputs, [In] IntPtr[] outputs);
+        internal static extern Status cblob_blob_split(IntPtr blob, Part part, int axis, int num_outputs, [In] IntPtr[] outputs);
 
         /// <summary>
         /// Joins whole objects (NeoML's MergeByObject): for each object, the blob's object is the
@@ -1314,14 +1334,14 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_merge_objects(BlobHandle blob, Part part, int num_inputs, [In] IntPtr[] inputs);
+        internal static extern Status cblob_blob_merge_objects(IntPtr blob, Part part, int num_inputs, [In] IntPtr[] inputs);
 
         /// <summary>
         /// Cuts each object of the blob into the outputs' objects, in order (NeoML's SplitByObject), with the rules of cblob_blob_merge_objects.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_split_objects(BlobHandle blob, Part part, int num_outputs, [In] IntPtr[] outputs);
+        internal static extern Status cblob_blob_split_objects(IntPtr blob, Part part, int num_outputs, [In] IntPtr[] outputs);
 
         /// <summary>
         /// Sets every element of data or diff to value (NeoML's Fill). For an integer blob the value
@@ -1330,28 +1350,28 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_fill(BlobHandle blob, Part part, double value);
+        internal static extern Status cblob_blob_fill(IntPtr blob, Part part, double value);
 
         /// <summary>
         /// Sets every element of one object of a 7-axis blob to value (NeoML's FillObject), with the value rules of cblob_blob_fill.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_fill_object(BlobHandle blob, Part part, long @object, double value);
+        internal static extern Status cblob_blob_fill_object(IntPtr blob, Part part, long @object, double value);
 
         /// <summary>
         /// Sets every element of data or diff to zero (NeoML's Clear).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_clear(BlobHandle blob, Part part);
+        internal static extern Status cblob_blob_clear(IntPtr blob, Part part);
 
         /// <summary>
         /// Sets one object of a 7-axis blob to zero (NeoML's ClearObject).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_clear_object(BlobHandle blob, Part part, long @object);
+        internal static extern Status cblob_blob_clear_object(IntPtr blob, Part part, long @object);
 
         /// <summary>
         /// Adds source's data or diff to the blob's, element by element (NeoML's Add). The dtypes and
@@ -1360,7 +1380,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_add(BlobHandle blob, BlobHandle source, Part part);
+        internal static extern Status cblob_blob_add(IntPtr blob, IntPtr source, Part part);
 
         /// <summary>
         /// Maps elements [position, position + count) of data or diff (NeoML's GetBuffer) and writes
@@ -1373,7 +1393,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_map(BlobHandle blob, Part part, long position, long count, Access access, out IntPtr out_buffer, out IntPtr out_ptr);
+        internal static extern Status cblob_blob_map(IntPtr blob, Part part, long position, long count, Access access, out IntPtr out_buffer, out IntPtr out_ptr);
 
         /// <summary>
         /// Ends a mapping (NeoML's ReleaseBuffer): a staged range mapped with WRITE access is copied

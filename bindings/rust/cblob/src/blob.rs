@@ -50,9 +50,9 @@ use crate::{sys, Context, DType, Element, Head, Part, Status, MAX_AXES};
 /// does: a mutable view, or a call that writes the memory, fails with [`Status::State`] while
 /// another view of that memory is alive, through either blob.
 pub struct Blob {
-    raw: NonNull<sys::cblob_blob>,
-    data: Arc<Memory>,
-    diff: Arc<Memory>,
+    pub(crate) raw: NonNull<sys::cblob_blob>,
+    pub(crate) data: Arc<Memory>,
+    pub(crate) diff: Arc<Memory>,
 }
 
 // SAFETY: a blob handle may be used from any thread (header, Threads: distinct handles may be used
@@ -75,30 +75,30 @@ impl Blob {
     /// # Ok::<(), cblob::Error>(())
     /// ```
     pub fn new(context: &Context, dtype: DType, shape: &[i64]) -> Result<Blob> {
-        let mut raw = ptr::null_mut();
         // SAFETY: shape holds axes(shape) dims (the library reads none when that is over
-        // MAX_AXES); raw is a valid out-pointer.
-        check(unsafe { sys::cblob_blob_create(context.as_ptr(), dtype.raw(), axes(shape), shape.as_ptr(), &mut raw) })?;
-        // SAFETY: the call succeeded, so raw is a new handle this blob now owns.
-        unsafe { Blob::from_raw(raw) }
+        // MAX_AXES).
+        Blob::created(|out| unsafe { sys::cblob_blob_create(context.as_ptr(), dtype.raw(), axes(shape), shape.as_ptr(), out) })
     }
 
     /// A 4-axis blob (num, channels, height, width), Caffe's `Blob(n, c, h, w)`.
     pub fn new_legacy(context: &Context, dtype: DType, num: i64, channels: i64, height: i64, width: i64) -> Result<Blob> {
-        let mut raw = ptr::null_mut();
-        // SAFETY: raw is a valid out-pointer.
-        check(unsafe { sys::cblob_blob_create_legacy(context.as_ptr(), dtype.raw(), num, channels, height, width, &mut raw) })?;
-        // SAFETY: as in Blob::new.
-        unsafe { Blob::from_raw(raw) }
+        // SAFETY: plain values.
+        Blob::created(|out| unsafe { sys::cblob_blob_create_legacy(context.as_ptr(), dtype.raw(), num, channels, height, width, out) })
     }
 
     /// A blob with no axes, count 0 and no storage (Caffe's default-constructed `Blob`), to be
     /// shaped later with [`Blob::reshape`].
     pub fn new_empty(context: &Context, dtype: DType) -> Result<Blob> {
+        // SAFETY: plain values.
+        Blob::created(|out| unsafe { sys::cblob_blob_create_empty(context.as_ptr(), dtype.raw(), out) })
+    }
+
+    /// Runs a call that makes a new blob into `out` (an out-pointer the call writes only on
+    /// success) and takes ownership of the result.
+    pub(crate) fn created(call: impl FnOnce(*mut *mut sys::cblob_blob) -> sys::cblob_status) -> Result<Blob> {
         let mut raw = ptr::null_mut();
-        // SAFETY: raw is a valid out-pointer.
-        check(unsafe { sys::cblob_blob_create_empty(context.as_ptr(), dtype.raw(), &mut raw) })?;
-        // SAFETY: as in Blob::new.
+        check(call(&mut raw))?;
+        // SAFETY: the call succeeded, so raw is a new handle whose hold this blob now owns.
         unsafe { Blob::from_raw(raw) }
     }
 
@@ -259,7 +259,7 @@ impl Blob {
     /// Runs a call that may replace the storage. The header says when it does (the capacity
     /// grows, or set_cpu_data sets it to exactly the count); fresh storage is shared with no
     /// other blob, so the blob then stops counting views with its former sharers.
-    fn reshaping(&mut self, call: impl FnOnce(*mut sys::cblob_blob) -> sys::cblob_status) -> Result<()> {
+    pub(crate) fn reshaping(&mut self, call: impl FnOnce(*mut sys::cblob_blob) -> sys::cblob_status) -> Result<()> {
         let capacity = self.capacity();
         check(call(self.raw.as_ptr()))?;
         if self.capacity() != capacity {
@@ -271,14 +271,14 @@ impl Blob {
 
     // ---- memory ------------------------------------------------------------------------------
 
-    fn memory(&self, part: Part) -> &Arc<Memory> {
+    pub(crate) fn memory(&self, part: Part) -> &Arc<Memory> {
         match part {
             Part::Data => &self.data,
             Part::Diff => &self.diff,
         }
     }
 
-    fn expect_dtype<T: Element>(&self) -> Result<()> {
+    pub(crate) fn expect_dtype<T: Element>(&self) -> Result<()> {
         let dtype = self.dtype()?;
         if dtype == T::DTYPE {
             return Ok(());
@@ -292,15 +292,7 @@ impl Blob {
     /// A slice over `count` elements at `ptr` (NULL for a blob without elements).
     fn slice_parts<T: Element>(&self, ptr: *mut c_void) -> Result<(NonNull<T>, usize)> {
         let len = usize::try_from(self.count()).map_err(|_| Error::new(Status::Internal, "negative count"))?;
-        let ptr = match NonNull::new(ptr.cast::<T>()) {
-            Some(p) => p,
-            None if len == 0 => NonNull::dangling(),
-            None => return Err(Error::new(Status::Internal, "NULL host pointer for a blob with elements")),
-        };
-        if !ptr.as_ptr().is_aligned() {
-            return Err(Error::new(Status::State, "the host buffer is not aligned for the element type"));
-        }
-        Ok((ptr, len))
+        Ok((typed_ptr::<T>(ptr, len)?, len))
     }
 
     fn host_ptr<T: Element>(&self, part: Part, access: Access) -> Result<(ViewClaim, NonNull<T>, usize)> {
@@ -511,8 +503,22 @@ impl Blob {
 
 /// The number of axes (or indices) in `dims`, saturated: the library rejects more than
 /// MAX_AXES before it reads any.
-fn axes(dims: &[i64]) -> i32 {
+pub(crate) fn axes<T>(dims: &[T]) -> i32 {
     i32::try_from(dims.len()).unwrap_or(i32::MAX)
+}
+
+/// The start of a slice of `len` elements at `ptr`, which the library gives as NULL for no
+/// elements; checked for alignment.
+pub(crate) fn typed_ptr<T>(ptr: *mut c_void, len: usize) -> Result<NonNull<T>> {
+    let ptr = match NonNull::new(ptr.cast::<T>()) {
+        Some(p) => p,
+        None if len == 0 => return Ok(NonNull::dangling()),
+        None => return Err(Error::new(Status::Internal, "NULL host pointer for a range with elements")),
+    };
+    if !ptr.as_ptr().is_aligned() {
+        return Err(Error::new(Status::State, "the host buffer is not aligned for the element type"));
+    }
+    Ok(ptr)
 }
 
 /// The release callback of buffers given with set_cpu_data: frees the boxed vector.

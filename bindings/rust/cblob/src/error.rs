@@ -1,5 +1,7 @@
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::fmt;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 use crate::{sys, Status};
 
@@ -94,6 +96,48 @@ pub(crate) unsafe fn text(ptr: *const sys::c_char) -> String {
     } else {
         CStr::from_ptr(ptr).to_string_lossy().into_owned()
     }
+}
+
+/// Runs a call of the two-call convention (`buffer` NULL and `buffer_size` 0 ask for the length)
+/// and returns what it wrote: `nul` says whether the text ends with a NUL the length leaves out.
+/// Asks again while the result grows between the two calls (a log another thread writes to).
+fn read_sized(nul: bool, mut call: impl FnMut(*mut u8, usize, &mut usize) -> sys::cblob_status) -> Result<Vec<u8>> {
+    let mut length = 0usize;
+    check(call(std::ptr::null_mut(), 0, &mut length))?;
+    loop {
+        let mut buffer = vec![0u8; length + usize::from(nul)];
+        let code = call(buffer.as_mut_ptr(), buffer.len(), &mut length);
+        if code == sys::CBLOB_ERR_OUT_OF_RANGE {
+            check(call(std::ptr::null_mut(), 0, &mut length))?;
+            continue;
+        }
+        check(code)?;
+        buffer.truncate(length);
+        return Ok(buffer);
+    }
+}
+
+/// A string the library writes with the two-call convention (a report, a log, a name).
+pub(crate) fn read_text(mut call: impl FnMut(*mut sys::c_char, usize, &mut usize) -> sys::cblob_status) -> Result<String> {
+    let bytes = read_sized(true, |buffer, size, length| call(buffer.cast(), size, length))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Serialized bytes the library writes with the two-call convention.
+pub(crate) fn read_bytes(call: impl FnMut(*mut u8, usize, &mut usize) -> sys::cblob_status) -> Result<Vec<u8>> {
+    read_sized(false, call)
+}
+
+/// A NUL-terminated copy of a string argument; one with a NUL inside is refused (the library
+/// would read only up to it).
+pub(crate) fn c_string(text: &str, what: &str) -> Result<CString> {
+    CString::new(text).map_err(|_| Error::new(Status::InvalidArgument, format!("{what} {text:?} contains a NUL byte")))
+}
+
+/// A path as the library takes it: its bytes, NUL-terminated.
+pub(crate) fn c_path(path: &Path) -> Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Error::new(Status::InvalidArgument, format!("the path {path:?} contains a NUL byte")))
 }
 
 impl fmt::Display for Error {

@@ -1,16 +1,22 @@
 //! Safe Rust bindings to cblob: Caffe-style blobs (N-d arrays holding `data` and `diff`,
-//! synced lazily between host and GPU) behind cblob's versioned C ABI.
+//! synced lazily between host and GPU) behind cblob's versioned C ABI, with Caffe's files
+//! ([`Model`], [`proto`]), the GPU ([`gpu`]) and NeoML's blob operations ([`Window`],
+//! [`Mapping`], and the layout, copy, transpose, merge, split and fill methods of [`Blob`]).
 //!
 //! ```
-//! use cblob::{Blob, Context, DType, Part};
+//! use cblob::{Blob, Context, DType, Model, Part};
 //!
 //! let ctx = Context::new()?;
+//! # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../samples/tiny_lenet.caffemodel");
+//! let model = Model::open_file(&ctx, path)?; // samples/tiny_lenet.caffemodel
+//! let conv1 = &model.layer("conv1").expect("a conv1 layer").blobs[0];
+//! assert_eq!(conv1.shape_string(), "4 1 3 3 (36)");
+//!
 //! let mut weights = Blob::new(&ctx, DType::Float32, &[2, 3])?;
 //! weights.data_mut::<f32>()?.fill(1.0);
 //! weights.diff_mut::<f32>()?.fill(0.25);
 //! weights.update()?; // data -= diff
 //! assert_eq!(weights.asum(Part::Data)?, 4.5);
-//! assert_eq!(weights.shape_string(), "2 3 (6)");
 //! # Ok::<(), cblob::Error>(())
 //! ```
 //!
@@ -20,7 +26,9 @@
 //! keeps its context alive inside the library. Host memory is seen through [`View`] and
 //! [`ViewMut`], which borrow their blob, so a view can neither outlive the blob nor survive a
 //! reshape or a buffer change (the borrow checker refuses). Blobs that share memory
-//! ([`Blob::share`]) are checked at run time instead: see [`Blob`].
+//! ([`Blob::share`]) are checked at run time instead: see [`Blob`]. A [`Window`] borrows its
+//! parent and is counted with it; a [`Mapping`] borrows its blob mutably and unmaps on drop. A
+//! [`Model`] is a plain value whose layers own their blobs.
 //!
 //! # Errors
 //!
@@ -37,13 +45,16 @@
 //! # Ok::<(), cblob::Error>(())
 //! ```
 //!
-//! Getters that cannot fail on a live handle (count, shape, capacity) return plain values.
+//! Getters that cannot fail on a live handle (count, shape, capacity) return plain values. On a
+//! machine without a GPU the GPU calls fail with the status that says why, which
+//! [`Error::is_no_gpu`] recognises.
 //!
 //! # Threads
 //!
 //! The header's rule is that distinct handles may be used from different threads at once, and
-//! one handle from several threads only through its pure getters. Hence `Blob` and `Context`
-//! are `Send` but not `Sync`: move them between threads, or wrap them in a `Mutex` to share.
+//! one handle from several threads only through its pure getters. Hence `Blob`, `Context` and
+//! `Model` are `Send` but not `Sync`: move them between threads, or wrap them in a `Mutex` to
+//! share. A `Window` is not `Send`: it borrows its parent.
 //!
 //! ```compile_fail,E0277
 //! fn shared_between_threads<T: Sync>() {}
@@ -65,10 +76,19 @@
 mod blob;
 mod context;
 mod error;
+pub mod gpu;
+mod mapping;
 mod memory;
+mod model;
+mod neoml;
+pub mod proto;
 mod types;
+mod window;
 
 pub use blob::{Blob, View, ViewMut};
+pub use mapping::{Mapping, MappingMut};
+pub use model::{Layer, Model};
+pub use window::Window;
 /// The raw C declarations this crate is built on.
 pub use cblob_sys as sys;
 pub use context::Context;

@@ -1,5 +1,6 @@
-//! The bindings' common scenario (the parts the current API covers), plus what is particular to
-//! the Rust layer: typed views, view tracking across shared memory, threads.
+//! The bindings' common scenario, blob part (create, reshape, fill, update, asum, sharing, a bad
+//! shape as an error), plus what is particular to the Rust layer: typed views, view tracking
+//! across shared memory, threads. The formats part is in formats.rs, the GPU part in gpu.rs.
 use std::thread;
 
 use cblob::{Blob, Context, DType, Error, Head, Mode, Part, Status};

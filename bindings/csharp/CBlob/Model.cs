@@ -1,0 +1,263 @@
+using System;
+using System.Collections.Generic;
+
+namespace CBlob
+{
+    /// <summary>One layer of a <see cref="Model"/>: its name, type and number of blobs.</summary>
+    public sealed class Layer
+    {
+        internal Layer(string name, string type, int blobCount)
+        {
+            Name = name;
+            Type = type;
+            BlobCount = blobCount;
+        }
+
+        /// <summary>The layer's name ("" when the file gives none).</summary>
+        public string Name { get; }
+
+        /// <summary>
+        /// Caffe's layer type: the type string of the current format ("Convolution"), or the
+        /// LayerType enum name of V1 ("CONVOLUTION").
+        /// </summary>
+        public string Type { get; }
+
+        /// <summary>The number of parameter blobs (0 for layers such as pooling).</summary>
+        public int BlobCount { get; }
+
+        /// <summary>"conv1 (Convolution, 2 blobs)".</summary>
+        public override string ToString()
+        {
+            return Name + " (" + Type + ", " + BlobCount + " blobs)";
+        }
+    }
+
+    /// <summary>
+    /// A Caffe net's weights: its name, format, and layers, each with a name, a type and blobs.
+    /// Open one from a .caffemodel (<see cref="OpenFile"/>, <see cref="Open"/>) or build one
+    /// (the constructor, <see cref="AddLayer"/>) and save it (<see cref="Save"/>,
+    /// <see cref="ToBytes"/>). Saving writes a weights-only NetParameter (layer names, types and
+    /// blobs), which is what Caffe's CopyTrainedLayersFrom reads.
+    /// </summary>
+    /// <remarks>
+    /// Blobs come out of a model as new holders (<see cref="GetLayerBlob"/>): each is a
+    /// <see cref="Blob"/> of its own that the caller disposes, that stays valid after the model is
+    /// disposed, and whose changes are what the model saves. Thread safety: the getters
+    /// (<see cref="Name"/>, <see cref="Format"/>, <see cref="LayerCount"/>,
+    /// <see cref="GetLayer"/>, <see cref="FindLayer"/>, <see cref="GetLayerBlob"/>) may be called
+    /// from several threads at once; anything else needs one thread at a time.
+    /// <see cref="Dispose"/> may race with calls on other threads, as for <see cref="Blob"/>.
+    /// </remarks>
+    public sealed class Model : IDisposable
+    {
+        readonly ModelHandle handle;
+        readonly Guard guard;
+
+        Model(ModelHandle handle)
+        {
+            this.handle = handle;
+            guard = new Guard(handle);
+        }
+
+        delegate Status ModelCreator(IntPtr context, out ModelHandle created);
+
+        static ModelHandle NewHandle(Context context, ModelCreator create)
+        {
+            Blob.Required(context, nameof(context));
+            ModelHandle created;
+            Status status;
+            using (var c = context.Use())
+                status = create(c, out created);
+            if (status != Status.Ok)
+            {
+                created.Dispose();
+                throw CBlobException.Last(status);
+            }
+            return created;
+        }
+
+        /// <summary>
+        /// An empty model to fill with <see cref="AddLayer"/> and save; name may be null (the net
+        /// then has none). A V1 model's layer types must be LayerType names ("CONVOLUTION") or numbers.
+        /// </summary>
+        public Model(Context context, NetFormat format, string name = null)
+            : this(NewHandle(context, (IntPtr c, out ModelHandle h) =>
+                NativeMethods.cblob_model_create(c, format, Text.ToUtf8(name, "the net's name"), out h)))
+        {
+        }
+
+        /// <summary>
+        /// Reads a serialized NetParameter (a .caffemodel) in the current or the V1 format, every
+        /// layer in file order. Each blob is float32, or float64 where the file holds double_data.
+        /// Malformed input throws with <see cref="Status.Parse"/>, naming the field and byte offset.
+        /// </summary>
+        public static Model Open(Context context, byte[] bytes)
+        {
+            Blob.Required(bytes, nameof(bytes));
+            return new Model(NewHandle(context, (IntPtr c, out ModelHandle h) =>
+                NativeMethods.cblob_model_open(c, bytes, (UIntPtr)bytes.Length, out h)));
+        }
+
+        /// <summary>Reads a .caffemodel file as <see cref="Open"/> does; the file is mapped, not read whole.</summary>
+        public static Model OpenFile(Context context, string path)
+        {
+            byte[] cpath = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
+            return new Model(NewHandle(context, (IntPtr c, out ModelHandle h) => NativeMethods.cblob_model_open_file(c, cpath, out h)));
+        }
+
+        /// <summary>The native handle, for interop; it stays owned by this model (do not dispose it).</summary>
+        public ModelHandle Handle { get { return handle; } }
+
+        /// <summary>How the net stores its layers (the file's, or the one it was created with).</summary>
+        public NetFormat Format
+        {
+            get
+            {
+                NetFormat format;
+                using (var m = guard.Use())
+                    CBlobException.Check(NativeMethods.cblob_model_format(m, out format));
+                return format;
+            }
+        }
+
+        /// <summary>The net's name, or null when it has none.</summary>
+        public string Name
+        {
+            get
+            {
+                IntPtr name;
+                using (var m = guard.Use())
+                {
+                    CBlobException.Check(NativeMethods.cblob_model_name(m, out name));
+                    return name == IntPtr.Zero ? null : Text.FromUtf8(name);
+                }
+            }
+        }
+
+        /// <summary>The number of layers.</summary>
+        public int LayerCount
+        {
+            get
+            {
+                long count;
+                using (var m = guard.Use())
+                    CBlobException.Check(NativeMethods.cblob_model_num_layers(m, out count));
+                return checked((int)count);
+            }
+        }
+
+        /// <summary>The name, type and number of blobs of a layer.</summary>
+        public Layer GetLayer(int index)
+        {
+            IntPtr name, type;
+            long count;
+            using (var m = guard.Use())
+            {
+                CBlobException.Check(NativeMethods.cblob_model_layer_name(m, index, out name));
+                CBlobException.Check(NativeMethods.cblob_model_layer_type(m, index, out type));
+                CBlobException.Check(NativeMethods.cblob_model_layer_num_blobs(m, index, out count));
+                return new Layer(Text.FromUtf8(name), Text.FromUtf8(type), checked((int)count));
+            }
+        }
+
+        /// <summary>Every layer, in file order (a new list each time).</summary>
+        public IReadOnlyList<Layer> Layers
+        {
+            get
+            {
+                var layers = new Layer[LayerCount];
+                for (int i = 0; i < layers.Length; i++)
+                    layers[i] = GetLayer(i);
+                return layers;
+            }
+        }
+
+        /// <summary>The index of the first layer with the given name, or -1 when none has it.</summary>
+        public int FindLayer(string name)
+        {
+            byte[] cname = Text.ToUtf8(Blob.Required(name, nameof(name)), "the layer name");
+            long index;
+            using (var m = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_model_find_layer(m, cname, out index));
+            return checked((int)index);
+        }
+
+        /// <summary>One of a layer's blobs, as a new holder the caller disposes.</summary>
+        public Blob GetLayerBlob(int layer, int index)
+        {
+            using (var m = guard.Use())
+            {
+                IntPtr ptr = m;
+                return Blob.Created((out BlobHandle h) => NativeMethods.cblob_model_layer_blob(ptr, layer, index, out h));
+            }
+        }
+
+        /// <summary>Every blob of a layer, as new holders the caller disposes.</summary>
+        public Blob[] GetLayerBlobs(int layer)
+        {
+            var blobs = new Blob[GetLayer(layer).BlobCount];
+            try
+            {
+                for (int i = 0; i < blobs.Length; i++)
+                    blobs[i] = GetLayerBlob(layer, i);
+            }
+            catch
+            {
+                foreach (var b in blobs)
+                    b?.Dispose();
+                throw;
+            }
+            return blobs;
+        }
+
+        /// <summary>
+        /// Appends a layer with a name, a type and blobs. The model becomes a holder of each blob
+        /// (nothing is copied): the values saved are the blobs' values at save time.
+        /// </summary>
+        public void AddLayer(string name, string type, params Blob[] blobs)
+        {
+            byte[] cname = Text.ToUtf8(Blob.Required(name, nameof(name)), "the layer name");
+            byte[] ctype = Text.ToUtf8(Blob.Required(type, nameof(type)), "the layer type");
+            using (var m = guard.Use())
+            using (var list = Guard.UseAll(Proto.Guards(blobs ?? new Blob[0])))
+                CBlobException.Check(NativeMethods.cblob_model_add_layer(m, cname, ctype, list.Ptrs, list.Ptrs.Length));
+        }
+
+        /// <summary>
+        /// Serializes the model as a NetParameter in its format: the name, then each layer's name,
+        /// type and blobs (with their diffs when writeDiff).
+        /// </summary>
+        public byte[] ToBytes(bool writeDiff = false)
+        {
+            using (var m = guard.Use())
+            {
+                IntPtr ptr = m;
+                return Text.ReadBytes((byte[] buffer, UIntPtr size, out UIntPtr length) =>
+                    NativeMethods.cblob_model_to_proto(ptr, writeDiff ? 1 : 0, buffer, size, out length));
+            }
+        }
+
+        /// <summary>
+        /// Writes the model as a .caffemodel file, replacing path atomically (a failed save leaves
+        /// no partial file).
+        /// </summary>
+        public void Save(string path, bool writeDiff = false)
+        {
+            byte[] cpath = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
+            using (var m = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_model_to_proto_file(m, writeDiff ? 1 : 0, cpath));
+        }
+
+        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
+        public bool IsDisposed { get { return guard.IsDisposed; } }
+
+        /// <summary>
+        /// Frees the model and drops its holds on its blobs; blobs taken from it stay valid.
+        /// Calling it again does nothing.
+        /// </summary>
+        public void Dispose()
+        {
+            guard.Dispose();
+        }
+    }
+}

@@ -1,0 +1,173 @@
+package cblob_test
+
+// The GPU calls through the Go layer. Without a usable GPU every call that needs one fails with a
+// no-GPU status and the library's message, and the calls that do not need one work; with one
+// (or with the test double of the driver, which the binding suites run these tests against as
+// well, setting CBLOB_BINDINGS_EXPECT_GPU=1), the calls do their work.
+
+import (
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"cblob"
+)
+
+func wantNoGPU(t *testing.T, err error, status cblob.Status) {
+	t.Helper()
+	wantStatus(t, err, status)
+	if !cblob.IsNoGPU(err) {
+		t.Fatalf("IsNoGPU(%v) is false", err)
+	}
+}
+
+func TestGPUWhatWorksWithoutAGPUToo(t *testing.T) {
+	if _, err := cblob.GPULibraryVersions(); err != nil {
+		t.Fatal(err)
+	}
+	if r := must[string](t)(cblob.GPUReport()); strings.Count(r, "\n") < 2 {
+		t.Fatalf("report %q", r)
+	}
+	if m := must[cblob.CacheMode](t)(cblob.KernelCacheMode()); m < cblob.CacheModeOff || m > cblob.CacheModeDisk {
+		t.Fatalf("cache mode %v", m)
+	}
+	must[string](t)(cblob.KernelCacheDir())
+	ctx := newContext(t)
+	if d, s := must[int](t)(ctx.Device()), must[uintptr](t)(ctx.Stream()); d != 0 || s != 0 {
+		t.Fatalf("device %d, stream %x", d, s)
+	}
+	if err := ctx.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if l := must[string](t)(ctx.Log()); l != "" {
+		t.Fatalf("log %q", l)
+	}
+	if err := ctx.ClearLog(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cblob.GPUDeviceName(-1)
+	wantStatus(t, err, cblob.StatusInvalidArgument)
+}
+
+func TestGPUCallsSayWhyThereIsNoGPUOrWork(t *testing.T) {
+	devices, err := cblob.GPUProbe()
+	if err != nil {
+		if os.Getenv("CBLOB_BINDINGS_EXPECT_GPU") == "1" {
+			t.Fatalf("the test double of the driver was expected: %v", err)
+		}
+		var e *cblob.Error
+		if !errors.As(err, &e) || !cblob.IsNoGPU(err) || !strings.HasPrefix(e.Message, "cblob_gpu_probe: ") {
+			t.Fatalf("probe: %v", err)
+		}
+		gpuCallsWithoutAGPU(t, e.Status)
+		return
+	}
+	if devices < 1 {
+		t.Fatalf("%d devices", devices)
+	}
+	gpuCallsWithAGPU(t)
+}
+
+func gpuCallsWithoutAGPU(t *testing.T, status cblob.Status) {
+	ctx := newContext(t)
+	wantNoGPU(t, ctx.SetMode(cblob.ModeGPU), status)
+	wantNoGPU(t, ctx.SetDevice(0), status)
+	wantNoGPU(t, ctx.SetStream(0), status)
+	_, err := ctx.WarmUpKernels(0)
+	wantNoGPU(t, err, status)
+	_, err = cblob.GPUDeviceName(0)
+	wantNoGPU(t, err, status)
+
+	b := newBlob(t, ctx, cblob.DTypeFloat32, 4)
+	if err := b.Fill(cblob.PartData, 1.5); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.GPUPtr(cblob.PartData)
+	wantNoGPU(t, err, status)
+	_, err = b.MutableGPUPtr(cblob.PartDiff)
+	wantNoGPU(t, err, status)
+	wantNoGPU(t, b.AsyncPush(cblob.PartData), status)
+	var released atomic.Int32
+	wantNoGPU(t, b.SetGPUData(0x1000, 16, func() { released.Add(1) }), status)
+	if released.Load() != 0 {
+		t.Fatal("release ran after a failure")
+	}
+	if h, s := must[cblob.Head](t)(b.Head(cblob.PartData)), must[float64](t)(b.Asum(cblob.PartData)); h != cblob.HeadAtCPU || s != 6 {
+		t.Fatalf("head %v, asum %v: a failed call changed the blob", h, s)
+	}
+}
+
+func gpuCallsWithAGPU(t *testing.T) {
+	if name := must[string](t)(cblob.GPUDeviceName(0)); name == "" {
+		t.Fatal("empty device name")
+	}
+	ctx := newContext(t)
+	if err := ctx.SetDevice(0); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, ctx.SetDevice(1), cblob.StatusState)
+
+	b := filled(t, ctx, []float32{1, 2, 3, 4}, 4)
+	if p := must[uintptr](t)(b.GPUPtr(cblob.PartData)); p == 0 {
+		t.Fatal("NULL device pointer")
+	}
+	if h := must[cblob.Head](t)(b.Head(cblob.PartData)); h != cblob.HeadSynced {
+		t.Fatalf("head %v", h)
+	}
+	must[uintptr](t)(b.MutableGPUPtr(cblob.PartData))
+	if v := values32(t, b, cblob.PartData); !reflect.DeepEqual(v, []float32{1, 2, 3, 4}) {
+		t.Fatalf("synced back %v", v)
+	}
+	if err := cblob.CopyIn(b, cblob.PartDiff, []float32{1, 1, 1, 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AsyncPush(cblob.PartDiff); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, b.AsyncPush(cblob.PartDiff), cblob.StatusState)
+
+	// A caller's device buffer: here another blob's device memory, which outlives the use.
+	donor := filled(t, ctx, []float32{5, 6, 7, 8}, 4)
+	device := must[uintptr](t)(donor.MutableGPUPtr(cblob.PartData))
+	taker := newBlob(t, ctx, cblob.DTypeFloat32, 4)
+	var released atomic.Int32
+	if err := taker.SetGPUData(device, 16, func() { released.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	if v := values32(t, taker, cblob.PartData); !reflect.DeepEqual(v, []float32{5, 6, 7, 8}) {
+		t.Fatalf("taker %v", v)
+	}
+	if released.Load() != 0 {
+		t.Fatal("released early")
+	}
+	taker.Close()
+	if released.Load() != 1 {
+		t.Fatalf("released %d times", released.Load())
+	}
+	bigger := newBlob(t, ctx, cblob.DTypeFloat32, 8)
+	wantStatus(t, bigger.SetGPUData(device, 16, nil), cblob.StatusInvalidArgument)
+
+	if err := ctx.SetMode(cblob.ModeGPU); err != nil {
+		t.Fatal(err)
+	}
+	onGPU := newBlob(t, ctx, cblob.DTypeFloat32, 1000)
+	if err := onGPU.Fill(cblob.PartData, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	if h := must[cblob.Head](t)(onGPU.Head(cblob.PartData)); h != cblob.HeadAtGPU {
+		t.Fatalf("head %v", h)
+	}
+	if s := must[float64](t)(onGPU.Asum(cblob.PartData)); s != 500 {
+		t.Fatalf("asum %v", s)
+	}
+	if m := must[cblob.CacheMode](t)(cblob.KernelCacheMode()); m != cblob.CacheModeDisk {
+		_, err := ctx.WarmUpKernels(80)
+		wantStatus(t, err, cblob.StatusState)
+	}
+}
