@@ -1414,7 +1414,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_to_dlpack(BlobHandle blob, Part part, Memory memory, int read_only, out IntPtr out_tensor);
+        internal static extern Status cblob_blob_to_dlpack(IntPtr blob, Part part, Memory memory, int read_only, out IntPtr out_tensor);
 
         /// <summary>
         /// Exports the blob's data or diff as a legacy DLManagedTensor, which has no flags: the
@@ -1423,7 +1423,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_to_dlpack_legacy(BlobHandle blob, Part part, Memory memory, out IntPtr out_tensor);
+        internal static extern Status cblob_blob_to_dlpack_legacy(IntPtr blob, Part part, Memory memory, out IntPtr out_tensor);
 
         /// <summary>
         /// Makes a blob whose data is a DLManagedTensorVersioned's memory, without copying (see the
@@ -1436,7 +1436,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_from_dlpack(ContextHandle context, IntPtr tensor, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_from_dlpack(IntPtr context, IntPtr tensor, out BlobHandle out_blob);
 
         /// <summary>
         /// Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
@@ -1444,7 +1444,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_blob_from_dlpack_legacy(ContextHandle context, IntPtr tensor, out BlobHandle out_blob);
+        internal static extern Status cblob_blob_from_dlpack_legacy(IntPtr context, IntPtr tensor, out BlobHandle out_blob);
     }
 
     /// <summary>The element types of typed host views, by dtype.</summary>
