@@ -3,7 +3,8 @@
  *
  * Bytes: the sizes of the arrays an operation reads (update reads data and diff and writes data:
  * 2 arrays; the others 1). memcpy copies the same number of bytes. Each figure is the best of
- * several timed batches, so a noisy neighbour costs repetitions, not the result.
+ * several timed batches, taken in turns with the other three, so a noisy neighbour costs
+ * repetitions, not the result, and slows every contender alike.
  *
  * usage: bench_math [--quick]
  */
@@ -28,10 +29,10 @@ static double now_seconds(void)
 typedef void (*operation)(void *state);
 
 static double batch_seconds = 0.02;
-static int batches = 15;
+static int rounds = 15;
 
-/* Best time of one call: batches of calls sized to last about batch_seconds each. */
-static double best_seconds_per_call(operation op, void *state)
+/* Calls per batch so that a batch lasts about batch_seconds. */
+static long calls_per_batch(operation op, void *state)
 {
     op(state); /* warm caches and lazy initialisation */
     long calls = 1;
@@ -40,27 +41,46 @@ static double best_seconds_per_call(operation op, void *state)
         for (long i = 0; i < calls; ++i)
             op(state);
         if (now_seconds() - start >= batch_seconds / 4 || calls > (1L << 30))
-            break;
+            return calls * 4;
         calls *= 2;
     }
-    calls = calls * 4 > 0 ? calls * 4 : calls;
-    double best = INFINITY;
-    for (int b = 0; b < batches; ++b) {
-        double start = now_seconds();
-        for (long i = 0; i < calls; ++i)
-            op(state);
-        double per_call = (now_seconds() - start) / (double)calls;
-        if (per_call < best)
-            best = per_call;
+}
+
+/* Best time of one call for each of `count` operations, timed in turns (one batch of each per
+ * round), so that a neighbour's load or a change in memory bandwidth during the run slows every
+ * operation alike instead of whichever happened to run then. */
+static void best_seconds_per_call(int count, const operation *ops, void *state, double *best)
+{
+    long calls[8];
+    for (int k = 0; k < count; ++k) {
+        calls[k] = calls_per_batch(ops[k], state);
+        best[k] = INFINITY;
     }
-    return best;
+    for (int r = 0; r < rounds; ++r) {
+        /* The order turns each round: what ran just before decides how much of a buffer larger
+         * than the L2 still sits in the L3, and no contender should always come after memcpy. */
+        for (int turn = 0; turn < count; ++turn) {
+            const int k = (turn + r) % count;
+            double start = now_seconds();
+            for (long i = 0; i < calls[k]; ++i)
+                ops[k](state);
+            const double per_call = (now_seconds() - start) / (double)calls[k];
+            if (per_call < best[k])
+                best[k] = per_call;
+        }
+    }
 }
 
 typedef struct state {
     cblob_blob *blob;
     cblob_dtype dtype;
     int64_t n;
-    void *x, *y; /* plain arrays for the loop and BLIS: same values as the blob's */
+    /* The blob's own data and diff: the loop and BLIS work on the same memory as cblob, so that
+     * where the pages happen to live cannot favour one of them. */
+    void *x, *y;
+    /* The next factor of each scale implementation (cblob, loop, BLIS): each alternates 0.5 and
+     * 2 on its own, so the values stay bounded (and normal) however the batches interleave. */
+    int halve[3];
     void *copy_from, *copy_to;
     size_t copy_bytes;
     double sink;
@@ -96,12 +116,16 @@ static void cblob_sumsq(void *p)
     state *s = p;
     check(cblob_blob_sumsq(s->blob, CBLOB_PART_DATA, &s->sink), "sumsq");
 }
-/* Alternating factors keep the values bounded over millions of calls. */
+static double next_factor(state *s, int implementation)
+{
+    s->halve[implementation] = !s->halve[implementation];
+    return s->halve[implementation] ? 0.5 : 2.0;
+}
+
 static void cblob_scale(void *p)
 {
     state *s = p;
-    check(cblob_blob_scale(s->blob, CBLOB_PART_DATA, s->sink > 0 ? 0.5 : 2.0), "scale");
-    s->sink = -s->sink;
+    check(cblob_blob_scale(s->blob, CBLOB_PART_DATA, next_factor(s, 0)), "scale");
 }
 
 static void loop_update(void *p)
@@ -125,8 +149,7 @@ static void loop_sumsq(void *p)
 static void loop_scale(void *p)
 {
     state *s = p;
-    const double factor = s->sink > 0 ? 0.5 : 2.0;
-    s->sink = -s->sink;
+    const double factor = next_factor(s, 1);
     if (s->dtype == CBLOB_DTYPE_FLOAT32)
         loop_scale_f32(s->n, (float)factor, s->x);
     else
@@ -169,8 +192,7 @@ static void blis_sumsq(void *p)
 static void blis_scale(void *p)
 {
     state *s = p;
-    double factor = s->sink > 0 ? 0.5 : 2.0;
-    s->sink = -s->sink;
+    double factor = next_factor(s, 2);
     if (s->dtype == CBLOB_DTYPE_FLOAT32) {
         float alpha = (float)factor;
         bli_sscalv(BLIS_NO_CONJUGATE, (dim_t)s->n, &alpha, s->x, 1);
@@ -208,7 +230,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--quick") == 0) {
         batch_seconds = 0.005;
-        batches = 5;
+        rounds = 5;
     }
     cblob_context *context;
     check(cblob_context_create(&context), "context");
@@ -225,15 +247,10 @@ int main(int argc, char **argv)
         const size_t element = dtypes[d] == CBLOB_DTYPE_FLOAT32 ? 4 : 8;
         for (int z = 0; z < 3; ++z) {
             const int64_t n = sizes[z];
-            state s = {.dtype = dtypes[d], .n = n, .sink = 1.0};
+            state s = {.dtype = dtypes[d], .n = n};
             check(cblob_blob_create(context, s.dtype, 1, &n, &s.blob), "create");
-            void *data, *diff;
-            check(cblob_blob_mutable_cpu_ptr(s.blob, CBLOB_PART_DATA, &data), "data");
-            check(cblob_blob_mutable_cpu_ptr(s.blob, CBLOB_PART_DIFF, &diff), "diff");
-            fill(data, s.dtype, n, 1.0);
-            fill(diff, s.dtype, n, 1e-9);
-            s.x = aligned_alloc(64, (size_t)n * element);
-            s.y = aligned_alloc(64, (size_t)n * element);
+            check(cblob_blob_mutable_cpu_ptr(s.blob, CBLOB_PART_DATA, &s.x), "data");
+            check(cblob_blob_mutable_cpu_ptr(s.blob, CBLOB_PART_DIFF, &s.y), "diff");
             fill(s.x, s.dtype, n, 1.0);
             fill(s.y, s.dtype, n, 1e-9);
             for (size_t b = 0; b < sizeof benchmarks / sizeof benchmarks[0]; ++b) {
@@ -244,10 +261,10 @@ int main(int argc, char **argv)
                 s.copy_to = malloc(s.copy_bytes);
                 memset(s.copy_from, 1, s.copy_bytes);
                 memset(s.copy_to, 2, s.copy_bytes);
-                const double t_memcpy = best_seconds_per_call(op_memcpy, &s);
-                const double t_cblob = best_seconds_per_call(bm->cblob, &s);
-                const double t_loop = best_seconds_per_call(bm->loop, &s);
-                const double t_blis = best_seconds_per_call(bm->blis, &s);
+                const operation ops[4] = {op_memcpy, bm->cblob, bm->loop, bm->blis};
+                double best[4];
+                best_seconds_per_call(4, ops, &s, best);
+                const double t_memcpy = best[0], t_cblob = best[1], t_loop = best[2], t_blis = best[3];
                 free(s.copy_from);
                 free(s.copy_to);
                 const double best_other = t_loop < t_blis ? t_loop : t_blis;
@@ -265,8 +282,6 @@ int main(int argc, char **argv)
                        ok ? "met" : "MISSED");
                 fflush(stdout);
             }
-            free(s.x);
-            free(s.y);
             cblob_blob_destroy(s.blob);
         }
     }

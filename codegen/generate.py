@@ -234,6 +234,7 @@ def enrich(model):
         op.setdefault("prefer", "kernel")
         op.setdefault("cublas", False)
         op.setdefault("may_alias", False)
+        op.setdefault("stream", False)
         op.setdefault("extents", {})
         op.setdefault("n", None)
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
