@@ -86,6 +86,23 @@ static CB_VECTOR_CLONES cblob_status copy_strided_u32_vector(int64_t n, int64_t 
             memcpy(y + r * y_stride, x + r * x_stride, (size_t)cols * sizeof *y);
         return CBLOB_OK;
     }
+    /* Rows of a few bytes (a merge of narrow pieces along an inner axis): a copy of a size known
+     * at compile time is one load and one store per row. */
+    switch ((size_t)cols * sizeof *y) {
+#define CB_COPY_ROWS_OF(BYTES) \
+    case BYTES: \
+        for (int64_t r = 0; r < rows; ++r) \
+            memcpy(y + r * y_stride, x + r * x_stride, BYTES); \
+        return CBLOB_OK;
+        CB_COPY_ROWS_OF(4)
+        CB_COPY_ROWS_OF(8)
+        CB_COPY_ROWS_OF(16)
+        CB_COPY_ROWS_OF(32)
+        CB_COPY_ROWS_OF(64)
+#undef CB_COPY_ROWS_OF
+    default:
+        break;
+    }
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; ++c)
             y[r * y_stride + c] = x[r * x_stride + c];
