@@ -14,6 +14,23 @@ typedef unsigned long long uint64_t;
 #define CB_FOR_EACH_INDEX(i, n) \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
+// Unsigned 64-bit division out of line: ptxas expands each inline 64-bit division into a long
+// routine, and the transpose family's four per dtype made up two thirds of its JIT time.
+typedef struct cb_quotient {
+    uint64_t quotient, remainder;
+} cb_quotient;
+#ifdef __CUDACC_RTC__
+static __device__ __noinline__ /* static: a program that never divides does not compile it */
+#else
+static __attribute__((unused))
+#endif
+cb_quotient cb_divide(uint64_t dividend, uint64_t divisor)
+{
+    const uint64_t quotient = dividend / divisor;
+    const cb_quotient result = {quotient, dividend - quotient * divisor};
+    return result;
+}
+
 // Adds every thread's value into *sum: a warp shuffle, one shared slot per warp, then a single
 // atomicAdd per block, so a reduction costs one global atomic per block. Every thread of the
 // block must call it (it synchronises the block); blocks are whole warps.

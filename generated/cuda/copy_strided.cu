@@ -14,6 +14,23 @@ typedef unsigned long long uint64_t;
 #define CB_FOR_EACH_INDEX(i, n) \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
+// Unsigned 64-bit division out of line: ptxas expands each inline 64-bit division into a long
+// routine, and the transpose family's four per dtype made up two thirds of its JIT time.
+typedef struct cb_quotient {
+    uint64_t quotient, remainder;
+} cb_quotient;
+#ifdef __CUDACC_RTC__
+static __device__ __noinline__ /* static: a program that never divides does not compile it */
+#else
+static __attribute__((unused))
+#endif
+cb_quotient cb_divide(uint64_t dividend, uint64_t divisor)
+{
+    const uint64_t quotient = dividend / divisor;
+    const cb_quotient result = {quotient, dividend - quotient * divisor};
+    return result;
+}
+
 // Adds every thread's value into *sum: a warp shuffle, one shared slot per warp, then a single
 // atomicAdd per block, so a reduction costs one global atomic per block. Every thread of the
 // block must call it (it synchronises the block); blocks are whole warps.
@@ -40,8 +57,8 @@ extern "C" __global__ void __launch_bounds__(256)
 cblob_copy_strided_f32(int64_t n, int64_t rows, int64_t cols, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y, int64_t y_stride)
 {
     CB_FOR_EACH_INDEX(i, n) {
-        const int64_t r = i / cols, c = i - r * cols;
-        y[r * y_stride + c] = x[r * x_stride + c];
+        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
+        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
     }
 }
 
@@ -50,8 +67,8 @@ extern "C" __global__ void __launch_bounds__(256)
 cblob_copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const double *__restrict__ x, int64_t x_stride, double *__restrict__ y, int64_t y_stride)
 {
     CB_FOR_EACH_INDEX(i, n) {
-        const int64_t r = i / cols, c = i - r * cols;
-        y[r * y_stride + c] = x[r * x_stride + c];
+        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
+        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
     }
 }
 
@@ -60,8 +77,8 @@ extern "C" __global__ void __launch_bounds__(256)
 cblob_copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const int32_t *__restrict__ x, int64_t x_stride, int32_t *__restrict__ y, int64_t y_stride)
 {
     CB_FOR_EACH_INDEX(i, n) {
-        const int64_t r = i / cols, c = i - r * cols;
-        y[r * y_stride + c] = x[r * x_stride + c];
+        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
+        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
     }
 }
 
@@ -70,7 +87,7 @@ extern "C" __global__ void __launch_bounds__(256)
 cblob_copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const uint32_t *__restrict__ x, int64_t x_stride, uint32_t *__restrict__ y, int64_t y_stride)
 {
     CB_FOR_EACH_INDEX(i, n) {
-        const int64_t r = i / cols, c = i - r * cols;
-        y[r * y_stride + c] = x[r * x_stride + c];
+        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
+        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
     }
 }

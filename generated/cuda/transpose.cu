@@ -14,6 +14,23 @@ typedef unsigned long long uint64_t;
 #define CB_FOR_EACH_INDEX(i, n) \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
+// Unsigned 64-bit division out of line: ptxas expands each inline 64-bit division into a long
+// routine, and the transpose family's four per dtype made up two thirds of its JIT time.
+typedef struct cb_quotient {
+    uint64_t quotient, remainder;
+} cb_quotient;
+#ifdef __CUDACC_RTC__
+static __device__ __noinline__ /* static: a program that never divides does not compile it */
+#else
+static __attribute__((unused))
+#endif
+cb_quotient cb_divide(uint64_t dividend, uint64_t divisor)
+{
+    const uint64_t quotient = dividend / divisor;
+    const cb_quotient result = {quotient, dividend - quotient * divisor};
+    return result;
+}
+
 // Adds every thread's value into *sum: a warp shuffle, one shared slot per warp, then a single
 // atomicAdd per block, so a reduction costs one global atomic per block. Every thread of the
 // block must call it (it synchronises the block); blocks are whole warps.
@@ -40,16 +57,13 @@ extern "C" __global__ void __launch_bounds__(256)
 cblob_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const float *__restrict__ x, float *__restrict__ y)
 {
     CB_FOR_EACH_INDEX(j, n) {
-        int64_t t = j;
-        const int64_t i = t % inner;
-        t /= inner;
-        const int64_t r = t % rows;
-        t /= rows;
-        const int64_t m = t % middle;
-        t /= middle;
-        const int64_t c = t % cols;
-        const int64_t o = t / cols;
-        y[j] = x[(((o * rows + r) * middle + m) * cols + c) * inner + i];
+        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
+        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
+        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
+        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
+        const uint64_t o = c.quotient;
+        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
+                  c.remainder) * (uint64_t)inner + i.remainder];
     }
 }
 
@@ -58,16 +72,13 @@ extern "C" __global__ void __launch_bounds__(256)
 cblob_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const double *__restrict__ x, double *__restrict__ y)
 {
     CB_FOR_EACH_INDEX(j, n) {
-        int64_t t = j;
-        const int64_t i = t % inner;
-        t /= inner;
-        const int64_t r = t % rows;
-        t /= rows;
-        const int64_t m = t % middle;
-        t /= middle;
-        const int64_t c = t % cols;
-        const int64_t o = t / cols;
-        y[j] = x[(((o * rows + r) * middle + m) * cols + c) * inner + i];
+        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
+        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
+        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
+        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
+        const uint64_t o = c.quotient;
+        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
+                  c.remainder) * (uint64_t)inner + i.remainder];
     }
 }
 
@@ -76,16 +87,13 @@ extern "C" __global__ void __launch_bounds__(256)
 cblob_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const int32_t *__restrict__ x, int32_t *__restrict__ y)
 {
     CB_FOR_EACH_INDEX(j, n) {
-        int64_t t = j;
-        const int64_t i = t % inner;
-        t /= inner;
-        const int64_t r = t % rows;
-        t /= rows;
-        const int64_t m = t % middle;
-        t /= middle;
-        const int64_t c = t % cols;
-        const int64_t o = t / cols;
-        y[j] = x[(((o * rows + r) * middle + m) * cols + c) * inner + i];
+        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
+        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
+        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
+        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
+        const uint64_t o = c.quotient;
+        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
+                  c.remainder) * (uint64_t)inner + i.remainder];
     }
 }
 
@@ -94,15 +102,12 @@ extern "C" __global__ void __launch_bounds__(256)
 cblob_transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const uint32_t *__restrict__ x, uint32_t *__restrict__ y)
 {
     CB_FOR_EACH_INDEX(j, n) {
-        int64_t t = j;
-        const int64_t i = t % inner;
-        t /= inner;
-        const int64_t r = t % rows;
-        t /= rows;
-        const int64_t m = t % middle;
-        t /= middle;
-        const int64_t c = t % cols;
-        const int64_t o = t / cols;
-        y[j] = x[(((o * rows + r) * middle + m) * cols + c) * inner + i];
+        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
+        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
+        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
+        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
+        const uint64_t o = c.quotient;
+        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
+                  c.remainder) * (uint64_t)inner + i.remainder];
     }
 }

@@ -46,6 +46,23 @@ static _Thread_local fake_dim3 gridDim, blockDim, blockIdx, threadIdx;
 #define CB_FOR_EACH_INDEX(i, n) \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
+// Unsigned 64-bit division out of line: ptxas expands each inline 64-bit division into a long
+// routine, and the transpose family's four per dtype made up two thirds of its JIT time.
+typedef struct cb_quotient {
+    uint64_t quotient, remainder;
+} cb_quotient;
+#ifdef __CUDACC_RTC__
+static __device__ __noinline__ /* static: a program that never divides does not compile it */
+#else
+static __attribute__((unused))
+#endif
+cb_quotient cb_divide(uint64_t dividend, uint64_t divisor)
+{
+    const uint64_t quotient = dividend / divisor;
+    const cb_quotient result = {quotient, dividend - quotient * divisor};
+    return result;
+}
+
 /* axpy for float32, as templates/cuda/ops/axpy.cu.j2 writes it */
 static void twin_axpy_f32(int64_t n, double alpha, const float *__restrict__ x, float *__restrict__ y)
 {
@@ -142,8 +159,8 @@ static void twin_add_u32(int64_t n, const uint32_t *x, uint32_t *y)
 static void twin_copy_strided_f32(int64_t n, int64_t rows, int64_t cols, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y, int64_t y_stride)
 {
     CB_FOR_EACH_INDEX(i, n) {
-        const int64_t r = i / cols, c = i - r * cols;
-        y[r * y_stride + c] = x[r * x_stride + c];
+        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
+        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
     }
 }
 
@@ -151,8 +168,8 @@ static void twin_copy_strided_f32(int64_t n, int64_t rows, int64_t cols, const f
 static void twin_copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const double *__restrict__ x, int64_t x_stride, double *__restrict__ y, int64_t y_stride)
 {
     CB_FOR_EACH_INDEX(i, n) {
-        const int64_t r = i / cols, c = i - r * cols;
-        y[r * y_stride + c] = x[r * x_stride + c];
+        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
+        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
     }
 }
 
@@ -160,8 +177,8 @@ static void twin_copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const d
 static void twin_copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const int32_t *__restrict__ x, int64_t x_stride, int32_t *__restrict__ y, int64_t y_stride)
 {
     CB_FOR_EACH_INDEX(i, n) {
-        const int64_t r = i / cols, c = i - r * cols;
-        y[r * y_stride + c] = x[r * x_stride + c];
+        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
+        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
     }
 }
 
@@ -169,8 +186,8 @@ static void twin_copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const i
 static void twin_copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const uint32_t *__restrict__ x, int64_t x_stride, uint32_t *__restrict__ y, int64_t y_stride)
 {
     CB_FOR_EACH_INDEX(i, n) {
-        const int64_t r = i / cols, c = i - r * cols;
-        y[r * y_stride + c] = x[r * x_stride + c];
+        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
+        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
     }
 }
 
@@ -178,16 +195,13 @@ static void twin_copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const u
 static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const float *__restrict__ x, float *__restrict__ y)
 {
     CB_FOR_EACH_INDEX(j, n) {
-        int64_t t = j;
-        const int64_t i = t % inner;
-        t /= inner;
-        const int64_t r = t % rows;
-        t /= rows;
-        const int64_t m = t % middle;
-        t /= middle;
-        const int64_t c = t % cols;
-        const int64_t o = t / cols;
-        y[j] = x[(((o * rows + r) * middle + m) * cols + c) * inner + i];
+        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
+        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
+        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
+        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
+        const uint64_t o = c.quotient;
+        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
+                  c.remainder) * (uint64_t)inner + i.remainder];
     }
 }
 
@@ -195,16 +209,13 @@ static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t m
 static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const double *__restrict__ x, double *__restrict__ y)
 {
     CB_FOR_EACH_INDEX(j, n) {
-        int64_t t = j;
-        const int64_t i = t % inner;
-        t /= inner;
-        const int64_t r = t % rows;
-        t /= rows;
-        const int64_t m = t % middle;
-        t /= middle;
-        const int64_t c = t % cols;
-        const int64_t o = t / cols;
-        y[j] = x[(((o * rows + r) * middle + m) * cols + c) * inner + i];
+        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
+        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
+        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
+        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
+        const uint64_t o = c.quotient;
+        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
+                  c.remainder) * (uint64_t)inner + i.remainder];
     }
 }
 
@@ -212,16 +223,13 @@ static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t m
 static void twin_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const int32_t *__restrict__ x, int32_t *__restrict__ y)
 {
     CB_FOR_EACH_INDEX(j, n) {
-        int64_t t = j;
-        const int64_t i = t % inner;
-        t /= inner;
-        const int64_t r = t % rows;
-        t /= rows;
-        const int64_t m = t % middle;
-        t /= middle;
-        const int64_t c = t % cols;
-        const int64_t o = t / cols;
-        y[j] = x[(((o * rows + r) * middle + m) * cols + c) * inner + i];
+        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
+        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
+        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
+        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
+        const uint64_t o = c.quotient;
+        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
+                  c.remainder) * (uint64_t)inner + i.remainder];
     }
 }
 
@@ -229,16 +237,13 @@ static void twin_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t m
 static void twin_transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const uint32_t *__restrict__ x, uint32_t *__restrict__ y)
 {
     CB_FOR_EACH_INDEX(j, n) {
-        int64_t t = j;
-        const int64_t i = t % inner;
-        t /= inner;
-        const int64_t r = t % rows;
-        t /= rows;
-        const int64_t m = t % middle;
-        t /= middle;
-        const int64_t c = t % cols;
-        const int64_t o = t / cols;
-        y[j] = x[(((o * rows + r) * middle + m) * cols + c) * inner + i];
+        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
+        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
+        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
+        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
+        const uint64_t o = c.quotient;
+        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
+                  c.remainder) * (uint64_t)inner + i.remainder];
     }
 }
 
