@@ -1,11 +1,13 @@
 # Sourced by the binding test drivers (bindings/*/test.sh), which CTest runs with:
 #   CBLOB_LIBRARY_FILE           the libcblob.so.1.x.y of this build
 #   CBLOB_INCLUDE_DIR            the public headers of this source tree
+#   CBLOB_BUILD_INCLUDE_DIR      the headers this build stages (DLPack's as cblob/dlpack.h)
+#   CBLOB_C_COMPILER             the C compiler of this build
 #   CBLOB_OUT_DIR                where build outputs go (inside the CMake build tree)
 #   CBLOB_CAFFE_DATA_DIR         the real Caffe files (the tests skip their part when it is absent)
 #   CBLOB_FAKE_GPU_ENVIRONMENT   VAR=value words that load the test doubles of the CUDA libraries
 set -euo pipefail
-: "${CBLOB_LIBRARY_FILE:?}" "${CBLOB_INCLUDE_DIR:?}" "${CBLOB_OUT_DIR:?}"
+: "${CBLOB_LIBRARY_FILE:?}" "${CBLOB_INCLUDE_DIR:?}" "${CBLOB_BUILD_INCLUDE_DIR:?}" "${CBLOB_OUT_DIR:?}"
 CBLOB_LIBRARY_DIR=$(dirname "$CBLOB_LIBRARY_FILE")
 BINDINGS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # The source tree's root, for tests that read its files (samples/) from elsewhere.
@@ -39,4 +41,15 @@ run_with_fake_gpu() {
   echo "== the GPU tests again, against the test doubles of the CUDA libraries"
   # shellcheck disable=SC2086 # the variable holds separate VAR=value words
   env CBLOB_BINDINGS_EXPECT_GPU=1 $CBLOB_FAKE_GPU_ENVIRONMENT "$@"
+}
+
+# Compiles and runs dlpack_layout.c: DLPack's struct sizes and field offsets as the C compiler
+# lays them out from <cblob/dlpack.h>, into a file the suites check their mirrors of the structs
+# against (CBLOB_DLPACK_LAYOUT). A failure here fails the suite.
+dlpack_layout() {
+  local cc=${CBLOB_C_COMPILER:-cc}
+  "$cc" -std=c11 -Wall -Wextra -Werror -I"$CBLOB_BUILD_INCLUDE_DIR" \
+      -o "$CBLOB_OUT_DIR/dlpack_layout" "$BINDINGS_DIR/dlpack_layout.c"
+  "$CBLOB_OUT_DIR/dlpack_layout" > "$CBLOB_OUT_DIR/dlpack_layout.txt"
+  export CBLOB_DLPACK_LAYOUT="$CBLOB_OUT_DIR/dlpack_layout.txt"
 }
