@@ -1,7 +1,8 @@
 //! Safe Rust bindings to cblob: Caffe-style blobs (N-d arrays holding `data` and `diff`,
 //! synced lazily between host and GPU) behind cblob's versioned C ABI, with Caffe's files
-//! ([`Model`], [`proto`]), the GPU ([`gpu`]) and NeoML's blob operations ([`Window`],
-//! [`Mapping`], and the layout, copy, transpose, merge, split and fill methods of [`Blob`]).
+//! ([`Model`], [`proto`]), the GPU ([`gpu`]), NeoML's blob operations ([`Window`],
+//! [`Mapping`], and the layout, copy, transpose, merge, split and fill methods of [`Blob`]) and
+//! DLPack ([`dlpack`]: [`Blob::to_dlpack`], [`Blob::from_dlpack`]).
 //!
 //! ```
 //! use cblob::{Blob, Context, DType, Model, Part};
@@ -28,7 +29,9 @@
 //! reshape or a buffer change (the borrow checker refuses). Blobs that share memory
 //! ([`Blob::share`]) are checked at run time instead: see [`Blob`]. A [`Window`] borrows its
 //! parent and is counted with it; a [`Mapping`] borrows its blob mutably and unmaps on drop. A
-//! [`Model`] is a plain value whose layers own their blobs.
+//! [`Model`] is a plain value whose layers own their blobs. A [`DlpackTensor`] owns a DLPack
+//! tensor and calls its deleter on drop, unless it was handed over (`into_raw`, or imported
+//! into a blob).
 //!
 //! # Errors
 //!
@@ -75,6 +78,7 @@
 
 mod blob;
 mod context;
+pub mod dlpack;
 mod error;
 pub mod gpu;
 mod mapping;
@@ -92,6 +96,7 @@ pub use window::Window;
 /// The raw C declarations this crate is built on.
 pub use cblob_sys as sys;
 pub use context::Context;
+pub use dlpack::{DlpackTensor, ImportError, LegacyDlpackTensor};
 pub use error::{Error, Result};
 pub use types::*;
 

@@ -7,7 +7,8 @@ use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use cblob::{Blob, CacheMode, Context, DType, Error, Head, Mode, Part, Status};
+use cblob::dlpack::{self, DLDevice};
+use cblob::{Blob, CacheMode, Context, DType, Error, Head, Memory, Mode, Part, Status};
 
 fn expect_gpu() -> bool {
     std::env::var("CBLOB_BINDINGS_EXPECT_GPU").as_deref() == Ok("1")
@@ -70,6 +71,8 @@ fn calls_without_a_gpu(status: Status) -> Result<(), Error> {
     assert_no_gpu(blob.gpu_ptr(Part::Data), status);
     assert_no_gpu(blob.mutable_gpu_ptr(Part::Diff), status);
     assert_no_gpu(blob.async_push(Part::Data), status);
+    assert_no_gpu(blob.to_dlpack(Part::Data, Memory::Device, true), status);
+    assert_no_gpu(blob.to_dlpack_legacy(Part::Diff, Memory::Device), status);
     let released = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&released);
     let release: Box<dyn FnOnce() + Send> = Box::new(move || {
@@ -131,6 +134,8 @@ fn calls_with_a_gpu() -> Result<(), Error> {
     let err = unsafe { Blob::new(&ctx, DType::Float32, &[8])?.set_gpu_data(device, 16, None) }.unwrap_err();
     assert_eq!(err.status(), Status::InvalidArgument, "{err}");
 
+    dlpack_with_a_gpu(&ctx)?;
+
     // GPU mode: memory never accessed is written on the device, and math runs there.
     ctx.set_mode(Mode::Gpu)?;
     let mut on_gpu = Blob::new(&ctx, DType::Float32, &[1000])?;
@@ -139,9 +144,52 @@ fn calls_with_a_gpu() -> Result<(), Error> {
     assert_eq!(on_gpu.asum(Part::Data)?, 500.0);
     assert!(ctx.log().is_ok());
 
+    // Host memory allocated in GPU mode is pinned: its DLPack export says kDLCUDAHost.
+    let mut pinned = Blob::new(&ctx, DType::Float32, &[3])?;
+    pinned.data_mut::<f32>()?.copy_from_slice(&[1.0, 2.0, 3.0]);
+    let tensor = pinned.to_dlpack(Part::Data, Memory::Host, true)?;
+    assert_eq!(tensor.device(), DLDevice { device_type: dlpack::DEVICE_CUDA_HOST, device_id: 0 });
+    // SAFETY: host memory nothing writes while the slice lives.
+    assert_eq!(unsafe { tensor.host_slice::<f32>()? }, [1.0, 2.0, 3.0]);
+
     // Compiling for an architecture goes to the disk cache only.
     if cblob::gpu::kernel_cache_mode()? != CacheMode::Disk {
         assert_eq!(ctx.warm_up_kernels(80).unwrap_err().status(), Status::State);
     }
+    Ok(())
+}
+
+/// DLPack exports of the device copy: kDLCUDA on the context's device, the head moved as the
+/// device accessors move it, and a CUDA tensor taken back in as device data. The device memory
+/// is only read through cblob (the double's is not host-readable).
+fn dlpack_with_a_gpu(ctx: &Context) -> Result<(), Error> {
+    let mut blob = Blob::new(ctx, DType::Float32, &[4])?;
+    blob.copy_in(Part::Data, &[1.0f32, 2.0, 3.0, 4.0])?;
+    let tensor = blob.to_dlpack(Part::Data, Memory::Device, true)?;
+    assert_eq!(tensor.device(), DLDevice { device_type: dlpack::DEVICE_CUDA, device_id: ctx.device() });
+    assert_eq!((tensor.is_read_only(), tensor.shape()), (true, &[4i64][..]));
+    assert_eq!(blob.head(Part::Data)?, Head::Synced, "a read, as gpu_ptr");
+    assert_eq!(tensor.data().cast_const(), blob.gpu_ptr(Part::Data)?);
+    // SAFETY: nothing is read: the call refuses device memory.
+    assert_eq!(unsafe { tensor.host_slice::<f32>() }.unwrap_err().status(), Status::InvalidArgument);
+
+    let legacy = blob.to_dlpack_legacy(Part::Data, Memory::Device)?;
+    assert_eq!(blob.head(Part::Data)?, Head::AtGpu, "a write, as mutable_gpu_ptr");
+    assert_eq!(legacy.data(), tensor.data());
+    drop(legacy);
+
+    // Into a blob of another context: the device copy is the data (head AT_GPU), shared.
+    let other = Context::new()?;
+    let mut back = Blob::from_dlpack(&other, blob.to_dlpack(Part::Data, Memory::Device, false)?)?;
+    assert_eq!(back.head(Part::Data)?, Head::AtGpu);
+    assert_eq!(back.gpu_ptr(Part::Data)?, tensor.data().cast_const());
+    assert_eq!(back.to_vec::<f32>(Part::Data)?, [1.0, 2.0, 3.0, 4.0]);
+    back.scale(Part::Data, 2.0)?;
+    assert_eq!(blob.to_vec::<f32>(Part::Data)?, [2.0, 4.0, 6.0, 8.0]);
+
+    // The tensor outlives its blob (it holds the device memory).
+    drop((blob, back));
+    assert!(!tensor.data().is_null());
+    drop(tensor);
     Ok(())
 }
