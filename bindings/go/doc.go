@@ -5,7 +5,7 @@
 // ToProto and NewBlobFromProto for BlobProto, BlobVectorToProto and BlobVectorFromProto,
 // DetectProto), the GPU (GPUProbe, Context.SetDevice, Blob.GPUPtr, ...), and NeoML's blob
 // operations (NewTensor and the other creators, Dim, CopyIn, Clone, Transposed, Merge, Split,
-// Fill, Add, Window, Map).
+// Fill, Add, Window, Map), and DLPack (Blob.ToDLPack, NewBlobFromDLPack).
 //
 // # Handles
 //
@@ -20,6 +20,10 @@
 // through ends the blob's open mappings first. A mapping never closed keeps its blob (an open
 // mapping holds it, in the library and in Go): finalizers never end mappings, because ending one
 // changes the blob, which another goroutine may be using.
+//
+// A DLPackTensor (ToDLPack) owns a DLPack tensor: Close runs its deleter once, unless Release
+// handed the pointer to a consumer or NewBlobFromDLPack gave the tensor to cblob (a refused import
+// leaves it with the DLPackTensor). A tensor viewing a blob's memory counts as a blob sharing it.
 //
 // # Errors
 //
@@ -60,6 +64,8 @@
 //
 // # Building
 //
-// cgo compiles against cblob/cblob.h and links -lcblob. For a cblob that is not installed, point
-// cgo at it: CGO_CFLAGS=-I<cblob>/include CGO_LDFLAGS="-L<build>/src -Wl,-rpath,<build>/src".
+// cgo compiles against cblob/cblob.h and cblob/dlpack.h (DLPack's header, installed beside it)
+// and links -lcblob. For a cblob that is not installed, point cgo at its source and build trees
+// (the build stages DLPack's header in <build>/include): CGO_CFLAGS="-I<cblob>/include
+// -I<build>/include" CGO_LDFLAGS="-L<build>/src -Wl,-rpath,<build>/src".
 package cblob

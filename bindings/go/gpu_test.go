@@ -90,6 +90,10 @@ func gpuCallsWithoutAGPU(t *testing.T, status cblob.Status) {
 	_, err = b.MutableGPUPtr(cblob.PartDiff)
 	wantNoGPU(t, err, status)
 	wantNoGPU(t, b.AsyncPush(cblob.PartData), status)
+	_, err = b.ToDLPack(cblob.PartData, cblob.MemoryDevice, true)
+	wantNoGPU(t, err, status)
+	_, err = b.ToDLPackLegacy(cblob.PartDiff, cblob.MemoryDevice)
+	wantNoGPU(t, err, status)
 	var released atomic.Int32
 	wantNoGPU(t, b.SetGPUData(0x1000, 16, func() { released.Add(1) }), status)
 	if released.Load() != 0 {
@@ -153,6 +157,8 @@ func gpuCallsWithAGPU(t *testing.T) {
 	bigger := newBlob(t, ctx, cblob.DTypeFloat32, 8)
 	wantStatus(t, bigger.SetGPUData(device, 16, nil), cblob.StatusInvalidArgument)
 
+	dlpackWithAGPU(t, ctx)
+
 	if err := ctx.SetMode(cblob.ModeGPU); err != nil {
 		t.Fatal(err)
 	}
@@ -166,8 +172,76 @@ func gpuCallsWithAGPU(t *testing.T) {
 	if s := must[float64](t)(onGPU.Asum(cblob.PartData)); s != 500 {
 		t.Fatalf("asum %v", s)
 	}
+	// Host memory allocated in GPU mode is pinned: its DLPack export says DLCUDAHost.
+	pinned := newBlob(t, ctx, cblob.DTypeFloat32, 3)
+	copy(must[[]float32](t)(cblob.MutableData[float32](pinned)), []float32{1, 2, 3})
+	tensor := must[*cblob.DLPackTensor](t)(pinned.ToDLPack(cblob.PartData, cblob.MemoryHost, true))
+	defer tensor.Close()
+	if d := tensor.Device(); d != (cblob.DLDevice{Type: cblob.DLCUDAHost, ID: 0}) {
+		t.Fatalf("pinned export on %+v", d)
+	}
+	if v := must[[]float32](t)(cblob.DLPackSlice[float32](tensor)); !reflect.DeepEqual(v, []float32{1, 2, 3}) {
+		t.Fatalf("pinned values %v", v)
+	}
+
 	if m := must[cblob.CacheMode](t)(cblob.KernelCacheMode()); m != cblob.CacheModeDisk {
 		_, err := ctx.WarmUpKernels(80)
 		wantStatus(t, err, cblob.StatusState)
+	}
+}
+
+// dlpackWithAGPU checks DLPack exports of the device copy: DLCUDA on the context's device, the
+// head moved as the device accessors move it, and a CUDA tensor taken back in as device data.
+// Device memory is only read through cblob (the double's is not host-readable).
+func dlpackWithAGPU(t *testing.T, ctx *cblob.Context) {
+	b := filled(t, ctx, []float32{1, 2, 3, 4}, 4)
+	tensor := must[*cblob.DLPackTensor](t)(b.ToDLPack(cblob.PartData, cblob.MemoryDevice, true))
+	defer tensor.Close()
+	if d := tensor.Device(); d != (cblob.DLDevice{Type: cblob.DLCUDA, ID: int32(must[int](t)(ctx.Device()))}) {
+		t.Fatalf("device export on %+v", d)
+	}
+	if !tensor.ReadOnly() || !reflect.DeepEqual(tensor.Shape(), []int64{4}) {
+		t.Fatalf("flags %d, shape %v", tensor.Flags(), tensor.Shape())
+	}
+	if h := must[cblob.Head](t)(b.Head(cblob.PartData)); h != cblob.HeadSynced {
+		t.Fatalf("head %v after a read-only device export", h)
+	}
+	if p := must[uintptr](t)(b.GPUPtr(cblob.PartData)); p != tensor.Data() || p == 0 {
+		t.Fatalf("tensor data %x, device pointer %x", tensor.Data(), p)
+	}
+	_, err := cblob.DLPackSlice[float32](tensor)
+	wantStatus(t, err, cblob.StatusInvalidArgument)
+
+	legacy := must[*cblob.LegacyDLPackTensor](t)(b.ToDLPackLegacy(cblob.PartData, cblob.MemoryDevice))
+	if h := must[cblob.Head](t)(b.Head(cblob.PartData)); h != cblob.HeadAtGPU || legacy.Data() != tensor.Data() {
+		t.Fatalf("head %v after a writable device export", h)
+	}
+	legacy.Close()
+
+	// Into a blob of another context: the device copy is the data (head AT_GPU), shared.
+	other := newContext(t)
+	writable := must[*cblob.DLPackTensor](t)(b.ToDLPack(cblob.PartData, cblob.MemoryDevice, false))
+	back := must[*cblob.Blob](t)(cblob.NewBlobFromDLPack(other, writable))
+	defer back.Close()
+	if h := must[cblob.Head](t)(back.Head(cblob.PartData)); h != cblob.HeadAtGPU {
+		t.Fatalf("imported head %v", h)
+	}
+	if p := must[uintptr](t)(back.GPUPtr(cblob.PartData)); p != tensor.Data() {
+		t.Fatalf("imported device pointer %x, tensor %x", p, tensor.Data())
+	}
+	if v := values32(t, back, cblob.PartData); !reflect.DeepEqual(v, []float32{1, 2, 3, 4}) {
+		t.Fatalf("imported %v", v)
+	}
+	if err := back.Scale(cblob.PartData, 2); err != nil {
+		t.Fatal(err)
+	}
+	if v := values32(t, b, cblob.PartData); !reflect.DeepEqual(v, []float32{2, 4, 6, 8}) {
+		t.Fatalf("original after the import's Scale: %v", v)
+	}
+	// The tensor outlives its blob (it holds the device memory).
+	b.Close()
+	back.Close()
+	if tensor.Data() == 0 {
+		t.Fatal("the tensor lost its memory")
 	}
 }

@@ -6,7 +6,8 @@ source "$(dirname "$0")/../common.sh"
 go=$(find_program go /usr/lib/go/bin) || skip "go not found (install golang-go)"
 export GOFLAGS=-mod=mod GOPROXY=off GO111MODULE=on CGO_ENABLED=1
 export GOCACHE="$CBLOB_OUT_DIR/cache" GOPATH="$CBLOB_OUT_DIR/gopath"
-export CGO_CFLAGS="-I$CBLOB_INCLUDE_DIR"
+# The build tree stages DLPack's header as cblob/dlpack.h, where an installed cblob has it.
+export CGO_CFLAGS="-I$CBLOB_INCLUDE_DIR -I$CBLOB_BUILD_INCLUDE_DIR"
 export CGO_LDFLAGS="-L$CBLOB_LIBRARY_DIR -Wl,-rpath,$CBLOB_LIBRARY_DIR"
 cd "$BINDINGS_DIR/go"
 "$go" version
