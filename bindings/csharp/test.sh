@@ -2,12 +2,14 @@
 # CTest driver of the C# binding: builds CBlob.dll and the NUnit 2.6 tests with Mono's mcs (as
 # C# 7.2, warnings as errors) and runs them with nunit-console (the GPU tests once more against
 # the test doubles of the CUDA libraries), bound to this build's libcblob through a dllmap in
-# CBlob.dll.config. Outputs go to CBLOB_OUT_DIR.
+# CBlob.dll.config. The DLPack mirror is checked against dlpack_layout.c's output. Outputs go to
+# CBLOB_OUT_DIR.
 source "$(dirname "$0")/../common.sh"
 for tool in mcs mono nunit-console pkg-config; do
   command -v "$tool" >/dev/null 2>&1 || skip "$tool not found (install mono-mcs, mono-complete, nunit-console, pkg-config)"
 done
 pkg-config --exists nunit || skip "pkg-config knows no nunit (install nunit-console)"
+dlpack_layout
 cd "$BINDINGS_DIR/csharp"
 out=$CBLOB_OUT_DIR
 mcs -target:library -unsafe -langversion:7.2 -warnaserror+ -nologo \

@@ -78,6 +78,8 @@ namespace CBlob.Tests
                 ThrowsNoGpu(status, () => blob.GetGpuPointer());
                 ThrowsNoGpu(status, () => blob.GetMutableGpuPointer(Part.Diff));
                 ThrowsNoGpu(status, () => blob.AsyncPush());
+                ThrowsNoGpu(status, () => blob.ToDlpack(Part.Data, Memory.Device, readOnly: true));
+                ThrowsNoGpu(status, () => blob.ToDlpackLegacy(Part.Diff, Memory.Device));
                 int released = 0;
                 ThrowsNoGpu(status, () => blob.SetGpuData(new IntPtr(0x1000), 16, () => Interlocked.Increment(ref released)));
                 Assert.AreEqual(0, released, "release never runs after a failure");
@@ -126,6 +128,8 @@ namespace CBlob.Tests
                     Throws(Status.InvalidArgument, () => bigger.SetGpuData(device, 16));
                 }
 
+                DlpackWithAGpu(ctx);
+
                 ctx.SetMode(Mode.Gpu);
                 using (var onGpu = new Blob(ctx, DType.Float32, 1000))
                 {
@@ -133,8 +137,62 @@ namespace CBlob.Tests
                     Assert.AreEqual(Head.AtGpu, onGpu.GetHead(Part.Data));
                     Assert.AreEqual(500.0, onGpu.Asum());
                 }
+
+                // Host memory allocated in GPU mode is pinned: its DLPack export says CudaHost.
+                using (var pinned = new Blob(ctx, DType.Float32, 3))
+                {
+                    Span<float> values = pinned.GetMutableData<float>();
+                    values[0] = 1f;
+                    values[1] = 2f;
+                    values[2] = 3f;
+                    using (var tensor = pinned.ToDlpack(readOnly: true))
+                    {
+                        Assert.AreEqual(new DLDevice(DLDeviceType.CudaHost, 0), tensor.Device);
+                        CollectionAssert.AreEqual(new[] { 1f, 2f, 3f }, tensor.AsReadOnlySpan<float>().ToArray());
+                    }
+                }
                 if (Gpu.KernelCacheMode != CacheMode.Disk)
                     Throws(Status.State, () => ctx.WarmUpKernels(80));
+            }
+        }
+
+        /// <summary>
+        /// DLPack exports of the device copy: Cuda on the context's device, the head moved as the
+        /// device accessors move it, and a CUDA tensor taken back in as device data. Device memory
+        /// is only read through cblob (the double's is not host-readable).
+        /// </summary>
+        static void DlpackWithAGpu(Context ctx)
+        {
+            var blob = new Blob(ctx, DType.Float32, 4);
+            blob.CopyIn(new[] { 1f, 2f, 3f, 4f });
+            using (var tensor = blob.ToDlpack(Part.Data, Memory.Device, readOnly: true))
+            {
+                Assert.AreEqual(new DLDevice(DLDeviceType.Cuda, ctx.Device), tensor.Device);
+                Assert.IsTrue(tensor.IsReadOnly);
+                CollectionAssert.AreEqual(new long[] { 4 }, tensor.Shape);
+                Assert.AreEqual(Head.Synced, blob.GetHead(Part.Data), "a read, as GetGpuPointer");
+                Assert.AreEqual(blob.GetGpuPointer(), tensor.Data);
+                Throws(Status.InvalidArgument, () => tensor.AsReadOnlySpan<float>());
+
+                using (var legacy = blob.ToDlpackLegacy(Part.Data, Memory.Device))
+                {
+                    Assert.AreEqual(Head.AtGpu, blob.GetHead(Part.Data), "a write, as GetMutableGpuPointer");
+                    Assert.AreEqual(tensor.Data, legacy.Data);
+                }
+
+                // Into a blob of another context: the device copy is the data (head AT_GPU), shared.
+                using (var other = new Context())
+                using (var back = Blob.FromDlpack(other, blob.ToDlpack(Part.Data, Memory.Device)))
+                {
+                    Assert.AreEqual(Head.AtGpu, back.GetHead(Part.Data));
+                    Assert.AreEqual(tensor.Data, back.GetGpuPointer());
+                    CollectionAssert.AreEqual(new[] { 1f, 2f, 3f, 4f }, back.ToArray<float>());
+                    back.Scale(2);
+                    CollectionAssert.AreEqual(new[] { 2f, 4f, 6f, 8f }, blob.ToArray<float>());
+                }
+                // The tensor outlives its blob (it holds the device memory).
+                blob.Dispose();
+                Assert.AreNotEqual(IntPtr.Zero, tensor.Data);
             }
         }
     }

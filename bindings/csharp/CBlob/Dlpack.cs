@@ -1,0 +1,564 @@
+using System;
+using System.Runtime.InteropServices;
+using System.Threading;
+
+// DLPack: a blob's data or diff handed to NumPy, PyTorch, CuPy, JAX or any other DLPack 1.x
+// consumer without a copy, and a DLPack tensor taken in as a blob without a copy (the header's
+// "DLPack" section). The structs mirror DLPack's own header (dlpack/dlpack.h, which cblob
+// installs as <cblob/dlpack.h>) field for field; the tests check their layout against that
+// header compiled by the C compiler.
+namespace CBlob
+{
+    /// <summary>DLPack's <c>DLDeviceType</c> (other values than these exist).</summary>
+    public enum DLDeviceType : int
+    {
+        /// <summary><c>kDLCPU</c>: host memory.</summary>
+        Cpu = 1,
+        /// <summary><c>kDLCUDA</c>: CUDA device memory.</summary>
+        Cuda = 2,
+        /// <summary><c>kDLCUDAHost</c>: pinned host memory (cudaMallocHost).</summary>
+        CudaHost = 3,
+        /// <summary><c>kDLCUDAManaged</c>: CUDA managed memory (not taken by cblob).</summary>
+        CudaManaged = 13,
+    }
+
+    /// <summary>DLPack's <c>DLDataTypeCode</c> (other values than these exist).</summary>
+    public enum DLDataTypeCode : byte
+    {
+        /// <summary><c>kDLInt</c>: signed integers.</summary>
+        Int = 0,
+        /// <summary><c>kDLUInt</c>: unsigned integers.</summary>
+        UInt = 1,
+        /// <summary><c>kDLFloat</c>: IEEE floats.</summary>
+        Float = 2,
+        /// <summary><c>kDLBfloat</c>: bfloat16 (not taken by cblob).</summary>
+        Bfloat = 4,
+        /// <summary><c>kDLBool</c> (not taken by cblob).</summary>
+        Bool = 6,
+    }
+
+    /// <summary>The flags of a <c>DLManagedTensorVersioned</c>.</summary>
+    [Flags]
+    public enum DLPackFlags : ulong
+    {
+        /// <summary>No flag.</summary>
+        None = 0,
+        /// <summary><c>DLPACK_FLAG_BITMASK_READ_ONLY</c>: the consumer must not write the memory.</summary>
+        ReadOnly = 1,
+        /// <summary><c>DLPACK_FLAG_BITMASK_IS_COPIED</c>: the producer made a copy for this tensor.</summary>
+        IsCopied = 2,
+    }
+
+    /// <summary>DLPack's <c>DLPackVersion</c>.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct DLPackVersion
+    {
+        /// <summary>A different major means a different layout after the flags.</summary>
+        public uint Major;
+        /// <summary>New enum values within one major.</summary>
+        public uint Minor;
+    }
+
+    /// <summary>DLPack's <c>DLDevice</c>: where a tensor's memory lives.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct DLDevice
+    {
+        /// <summary>The device type.</summary>
+        public DLDeviceType DeviceType;
+        /// <summary>The device's index (0 for host memory).</summary>
+        public int DeviceId;
+
+        /// <summary>A device.</summary>
+        public DLDevice(DLDeviceType deviceType, int deviceId)
+        {
+            DeviceType = deviceType;
+            DeviceId = deviceId;
+        }
+
+        /// <summary>"Cuda:0" and the like.</summary>
+        public override string ToString() { return DeviceType + ":" + DeviceId; }
+    }
+
+    /// <summary>DLPack's <c>DLDataType</c>: an element type.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct DLDataType
+    {
+        /// <summary>The type code.</summary>
+        public DLDataTypeCode Code;
+        /// <summary>Bits per lane.</summary>
+        public byte Bits;
+        /// <summary>Lanes per element (1 for scalars).</summary>
+        public ushort Lanes;
+
+        /// <summary>A type.</summary>
+        public DLDataType(DLDataTypeCode code, byte bits, ushort lanes)
+        {
+            Code = code;
+            Bits = bits;
+            Lanes = lanes;
+        }
+
+        /// <summary>The DLPack type of a cblob dtype (Float32 is kDLFloat 32, Int32 kDLInt 32, ...).</summary>
+        public static DLDataType Of(DType dtype)
+        {
+            switch (dtype)
+            {
+                case CBlob.DType.Float32: return new DLDataType(DLDataTypeCode.Float, 32, 1);
+                case CBlob.DType.Float64: return new DLDataType(DLDataTypeCode.Float, 64, 1);
+                case CBlob.DType.Int32: return new DLDataType(DLDataTypeCode.Int, 32, 1);
+                case CBlob.DType.Uint32: return new DLDataType(DLDataTypeCode.UInt, 32, 1);
+                default: throw new ArgumentOutOfRangeException(nameof(dtype));
+            }
+        }
+
+        /// <summary>The cblob dtype of this type, or null when cblob has none.</summary>
+        public DType? DType
+        {
+            get
+            {
+                foreach (DType d in new[] { CBlob.DType.Float32, CBlob.DType.Float64, CBlob.DType.Int32, CBlob.DType.Uint32 })
+                    if (Of(d).Equals(this))
+                        return d;
+                return null;
+            }
+        }
+
+        /// <summary>"Float32x1" and the like.</summary>
+        public override string ToString() { return Code.ToString() + Bits + "x" + Lanes; }
+    }
+
+    /// <summary>DLPack's <c>DLTensor</c>: the view itself. Its pointers belong to whoever made it.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct DLTensor
+    {
+        /// <summary>The memory (a device address for device memory); zero for a tensor without elements.</summary>
+        public IntPtr Data;
+        /// <summary>Where the memory lives.</summary>
+        public DLDevice Device;
+        /// <summary>The number of axes.</summary>
+        public int NDim;
+        /// <summary>The element type.</summary>
+        public DLDataType DType;
+        /// <summary><c>int64_t *</c>: NDim dimensions.</summary>
+        public IntPtr Shape;
+        /// <summary><c>int64_t *</c>: NDim strides in elements, or zero for C-contiguous.</summary>
+        public IntPtr Strides;
+        /// <summary>Bytes from Data to the first element.</summary>
+        public ulong ByteOffset;
+    }
+
+    /// <summary>DLPack's legacy <c>DLManagedTensor</c> (before DLPack 1.0).</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct DLManagedTensor
+    {
+        /// <summary>The view.</summary>
+        public DLTensor DLTensor;
+        /// <summary>The producer's context for the deleter.</summary>
+        public IntPtr ManagerCtx;
+        /// <summary><c>void (*)(DLManagedTensor *)</c>, or zero when there is nothing to free.</summary>
+        public IntPtr Deleter;
+    }
+
+    /// <summary>DLPack's <c>DLManagedTensorVersioned</c> (DLPack 1.0 and later).</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct DLManagedTensorVersioned
+    {
+        /// <summary>The DLPack version the producer wrote.</summary>
+        public DLPackVersion Version;
+        /// <summary>The producer's context for the deleter.</summary>
+        public IntPtr ManagerCtx;
+        /// <summary><c>void (*)(DLManagedTensorVersioned *)</c>, or zero when there is nothing to free.</summary>
+        public IntPtr Deleter;
+        /// <summary>The flags.</summary>
+        public DLPackFlags Flags;
+        /// <summary>The view.</summary>
+        public DLTensor DLTensor;
+    }
+
+    /// <summary>
+    /// What both owned DLPack tensor types share: the pointer, who deletes it, and the view's
+    /// fields. Exactly one party calls the tensor's deleter: <see cref="Dispose"/> (or, late, the
+    /// finalizer); a consumer, once <see cref="Release"/> has handed it the pointer; or cblob, once
+    /// <see cref="Blob.FromDlpack(Context, DlpackTensor)"/> has taken the tensor in.
+    /// </summary>
+    /// <remarks>
+    /// A tensor exported from a blob views the blob's memory, as a blob sharing that memory does:
+    /// use the two as one blob (one thread at a time). The deleter itself may run on any thread,
+    /// the finalizer's included. The properties throw <see cref="ObjectDisposedException"/> once
+    /// the tensor is disposed or released.
+    /// </remarks>
+    public abstract class DlpackTensorBase : IDisposable
+    {
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        delegate void Deleter(IntPtr self);
+
+        IntPtr ptr;
+
+        internal DlpackTensorBase(IntPtr owned)
+        {
+            if (owned == IntPtr.Zero)
+                throw new ArgumentException("a null DLPack tensor", nameof(owned));
+            ptr = owned;
+        }
+
+        /// <summary>Runs the deleter of a tensor never disposed or handed over.</summary>
+        ~DlpackTensorBase()
+        {
+            Delete(Interlocked.Exchange(ref ptr, IntPtr.Zero));
+        }
+
+        /// <summary>Runs the tensor's deleter, unless it was handed over; calling it again does nothing.</summary>
+        public void Dispose()
+        {
+            Delete(Interlocked.Exchange(ref ptr, IntPtr.Zero));
+            GC.SuppressFinalize(this);
+        }
+
+        /// <summary>
+        /// Hands the tensor over: returns the pointer, whose deleter the caller (or the consumer
+        /// it gives the pointer to) must call exactly once, and leaves this object empty
+        /// (<see cref="Dispose"/> then does nothing). Zero for a disposed or released tensor.
+        /// </summary>
+        public IntPtr Release()
+        {
+            IntPtr owned = Interlocked.Exchange(ref ptr, IntPtr.Zero);
+            GC.SuppressFinalize(this);
+            return owned;
+        }
+
+        /// <summary>The pointer, still owned by this object (zero once disposed or released).</summary>
+        public IntPtr Pointer { get { return ptr; } }
+
+        /// <summary>Whether this object still owns a tensor.</summary>
+        public bool IsOwned { get { return ptr != IntPtr.Zero; } }
+
+        /// <summary>Takes the pointer for an import; <see cref="Restore"/> gives it back if the import fails.</summary>
+        internal IntPtr Claim()
+        {
+            IntPtr owned = Interlocked.Exchange(ref ptr, IntPtr.Zero);
+            if (owned == IntPtr.Zero)
+                throw new ObjectDisposedException(GetType().Name);
+            return owned;
+        }
+
+        internal void Restore(IntPtr owned)
+        {
+            ptr = owned;
+        }
+
+        /// <summary>Called once cblob owns the tensor.</summary>
+        internal void Imported()
+        {
+            GC.SuppressFinalize(this);
+        }
+
+        /// <summary>The offset of the deleter in the struct.</summary>
+        internal abstract int DeleterOffset { get; }
+
+        /// <summary>The offset of the DLTensor in the struct.</summary>
+        internal abstract int TensorOffset { get; }
+
+        void Delete(IntPtr owned)
+        {
+            if (owned == IntPtr.Zero)
+                return;
+            IntPtr deleter = Marshal.ReadIntPtr(owned, DeleterOffset);
+            if (deleter == IntPtr.Zero)
+                return;
+            // For a deleter written in managed code (a delegate's native thunk), the runtime may
+            // hand back that delegate, of its own type: it is called through reflection then.
+            Delegate call = Marshal.GetDelegateForFunctionPointer(deleter, typeof(Deleter));
+            var native = call as Deleter;
+            if (native != null)
+                native(owned);
+            else
+                call.DynamicInvoke(owned);
+        }
+
+        /// <summary>The live pointer, or ObjectDisposedException.</summary>
+        internal IntPtr Live()
+        {
+            IntPtr owned = ptr;
+            if (owned == IntPtr.Zero)
+                throw new ObjectDisposedException(GetType().Name);
+            return owned;
+        }
+
+        /// <summary>A copy of the view's fields.</summary>
+        public unsafe DLTensor Tensor
+        {
+            get
+            {
+                DLTensor value = *(DLTensor*)(Live() + TensorOffset);
+                GC.KeepAlive(this);
+                return value;
+            }
+        }
+
+        /// <summary>
+        /// The data pointer: the first element for cblob's exports (a device address for device
+        /// memory, which host code must not dereference); zero without elements.
+        /// </summary>
+        public IntPtr Data { get { return Tensor.Data; } }
+
+        /// <summary>Bytes from <see cref="Data"/> to the first element (0 in cblob's exports).</summary>
+        public ulong ByteOffset { get { return Tensor.ByteOffset; } }
+
+        /// <summary>Where the memory lives: Cpu, CudaHost (pinned) or Cuda for cblob's exports.</summary>
+        public DLDevice Device { get { return Tensor.Device; } }
+
+        /// <summary>The element type as DLPack codes it.</summary>
+        public DLDataType DType { get { return Tensor.DType; } }
+
+        /// <summary>The number of axes.</summary>
+        public int NDim { get { return Tensor.NDim; } }
+
+        /// <summary>A copy of the dimensions.</summary>
+        public long[] Shape
+        {
+            get
+            {
+                DLTensor t = Tensor;
+                long[] dims = Copy(t.Shape, t.NDim) ?? new long[0];
+                GC.KeepAlive(this);
+                return dims;
+            }
+        }
+
+        /// <summary>A copy of the strides in elements, or null for C-contiguous (cblob's exports).</summary>
+        public long[] Strides
+        {
+            get
+            {
+                DLTensor t = Tensor;
+                long[] strides = Copy(t.Strides, t.NDim);
+                GC.KeepAlive(this);
+                return strides;
+            }
+        }
+
+        static long[] Copy(IntPtr values, int n)
+        {
+            if (values == IntPtr.Zero)
+                return null;
+            var copy = new long[Math.Max(n, 0)];
+            if (n > 0)
+                Marshal.Copy(values, copy, 0, n);
+            return copy;
+        }
+
+        /// <summary>
+        /// The elements as a span over the tensor's memory: for a C-contiguous host tensor (Cpu or
+        /// CudaHost) of T's dtype. The span is valid while this object owns the tensor (keep it
+        /// reachable) and, for an export, under the rules of the blob's spans.
+        /// </summary>
+        /// <exception cref="CBlobException">
+        /// <see cref="Status.InvalidArgument"/> for device memory or strides that are not
+        /// row-major, <see cref="Status.DType"/> for another element type, <see cref="Status.State"/>
+        /// for a read-only tensor.
+        /// </exception>
+        public unsafe Span<T> AsSpan<T>() where T : struct
+        {
+            if (IsReadOnly)
+                throw new CBlobException(Status.State, "cblob (C#): the DLPack tensor is read-only; use AsReadOnlySpan");
+            int count;
+            IntPtr first = HostElements<T>(out count);
+            return new Span<T>((void*)first, count);
+        }
+
+        /// <summary>The elements as a read-only span; as <see cref="AsSpan{T}"/>, for read-only tensors too.</summary>
+        public unsafe ReadOnlySpan<T> AsReadOnlySpan<T>() where T : struct
+        {
+            int count;
+            IntPtr first = HostElements<T>(out count);
+            return new ReadOnlySpan<T>((void*)first, count);
+        }
+
+        /// <summary>Whether the consumer must not write the memory (always false for a legacy tensor).</summary>
+        public abstract bool IsReadOnly { get; }
+
+        IntPtr HostElements<T>(out int count) where T : struct
+        {
+            DLTensor t = Tensor;
+            if (t.Device.DeviceType != DLDeviceType.Cpu && t.Device.DeviceType != DLDeviceType.CudaHost)
+                throw new CBlobException(Status.InvalidArgument, "cblob (C#): the DLPack tensor is on " + t.Device + ", not host memory");
+            DType? wanted = Elements.DTypeOf<T>();
+            if (wanted == null || !DLDataType.Of(wanted.Value).Equals(t.DType))
+                throw new CBlobException(Status.DType, "cblob (C#): the DLPack tensor holds " + t.DType + ", not " + typeof(T).Name);
+            long[] shape = Shape;
+            long total = 1;
+            foreach (long d in shape)
+            {
+                if (d < 0 || (d > 0 && total > int.MaxValue / d))
+                    throw new CBlobException(Status.Overflow, "cblob (C#): the DLPack tensor's elements do not fit in a span");
+                total *= d;
+            }
+            count = (int)total;
+            if (count == 0)
+                return IntPtr.Zero;
+            long[] strides = Strides;
+            if (strides != null)
+            {
+                long expected = 1;
+                for (int axis = shape.Length - 1; axis >= 0; --axis)
+                {
+                    if (shape[axis] != 1 && strides[axis] != expected)
+                        throw new CBlobException(Status.InvalidArgument, "cblob (C#): the DLPack tensor is not C-contiguous");
+                    expected *= shape[axis];
+                }
+            }
+            long first = t.Data.ToInt64() + (long)t.ByteOffset;
+            if (t.Data == IntPtr.Zero || first % Marshal.SizeOf(typeof(T)) != 0)
+                throw new CBlobException(Status.InvalidArgument, "cblob (C#): the DLPack tensor's data is null or not aligned for its elements");
+            return new IntPtr(first);
+        }
+    }
+
+    /// <summary>An owned <c>DLManagedTensorVersioned</c>: see <see cref="DlpackTensorBase"/>.</summary>
+    public sealed class DlpackTensor : DlpackTensorBase
+    {
+        /// <summary>
+        /// Takes ownership of a tensor from elsewhere (another producer, or an earlier
+        /// <see cref="DlpackTensorBase.Release"/>): disposing the object calls its deleter. The
+        /// pointer must be a valid tensor whose shape, strides and memory stay valid until then.
+        /// </summary>
+        /// <exception cref="ArgumentException">For a zero pointer.</exception>
+        public DlpackTensor(IntPtr owned) : base(owned) { }
+
+        internal override int DeleterOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensorVersioned), "Deleter"); } }
+
+        internal override int TensorOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensorVersioned), "DLTensor"); } }
+
+        /// <summary>A copy of the whole struct.</summary>
+        public unsafe DLManagedTensorVersioned Value
+        {
+            get
+            {
+                DLManagedTensorVersioned value = *(DLManagedTensorVersioned*)Live();
+                GC.KeepAlive(this);
+                return value;
+            }
+        }
+
+        /// <summary>The DLPack version the producer wrote (cblob writes its header's, 1.3).</summary>
+        public DLPackVersion Version { get { return Value.Version; } }
+
+        /// <summary>The flags.</summary>
+        public DLPackFlags Flags { get { return Value.Flags; } }
+
+        /// <summary>Whether the consumer must not write the memory (an export with readOnly).</summary>
+        public override bool IsReadOnly { get { return (Flags & DLPackFlags.ReadOnly) != 0; } }
+    }
+
+    /// <summary>
+    /// An owned legacy <c>DLManagedTensor</c> (no version, no flags: always writable): see
+    /// <see cref="DlpackTensorBase"/>.
+    /// </summary>
+    public sealed class LegacyDlpackTensor : DlpackTensorBase
+    {
+        /// <summary>Takes ownership of a tensor from elsewhere, as the <see cref="DlpackTensor"/> constructor does.</summary>
+        public LegacyDlpackTensor(IntPtr owned) : base(owned) { }
+
+        internal override int DeleterOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensor), "Deleter"); } }
+
+        internal override int TensorOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensor), "DLTensor"); } }
+
+        /// <summary>A copy of the whole struct.</summary>
+        public unsafe DLManagedTensor Value
+        {
+            get
+            {
+                DLManagedTensor value = *(DLManagedTensor*)Live();
+                GC.KeepAlive(this);
+                return value;
+            }
+        }
+
+        /// <summary>Always false: the legacy struct cannot say read-only.</summary>
+        public override bool IsReadOnly { get { return false; } }
+    }
+
+    public sealed partial class Blob
+    {
+        /// <summary>
+        /// Exports data or diff as a DLPack tensor viewing it, without copying (the header's
+        /// cblob_blob_to_dlpack). <see cref="Memory.Host"/> gives Cpu (CudaHost for pinned memory),
+        /// <see cref="Memory.Device"/> Cuda (it needs a GPU: without one, the no-GPU status). The
+        /// export moves the head as <see cref="GetView{T}"/> (readOnly, which also sets the
+        /// tensor's read-only flag) or <see cref="GetMutableView{T}"/> would, so the copy it views
+        /// is current now; like a pointer from <see cref="GetGpuPointer"/>, it stays the same
+        /// memory afterwards, whatever the head.
+        /// </summary>
+        /// <remarks>
+        /// The tensor holds the memory until its deleter runs: the blob may be disposed, reshaped
+        /// past its capacity or made to share other memory meanwhile. Giving the blob another
+        /// buffer (<see cref="SetCpuData{T}"/> on exported host data) throws
+        /// <see cref="Status.State"/> until then.
+        /// </remarks>
+        public DlpackTensor ToDlpack(Part part = Part.Data, Memory memory = Memory.Host, bool readOnly = false)
+        {
+            IntPtr tensor;
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_to_dlpack(b, part, memory, readOnly ? 1 : 0, out tensor));
+            return new DlpackTensor(tensor);
+        }
+
+        /// <summary>
+        /// Exports data or diff as a legacy DLManagedTensor (for consumers that only take that):
+        /// writable, with the head moved as for a write; otherwise as <see cref="ToDlpack"/>.
+        /// </summary>
+        public LegacyDlpackTensor ToDlpackLegacy(Part part = Part.Data, Memory memory = Memory.Host)
+        {
+            IntPtr tensor;
+            using (var b = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_to_dlpack_legacy(b, part, memory, out tensor));
+            return new LegacyDlpackTensor(tensor);
+        }
+
+        /// <summary>
+        /// A blob whose data is the tensor's memory, without copying (the header's
+        /// cblob_blob_from_dlpack): C-contiguous float32, float64, int32 or uint32 on Cpu,
+        /// CudaHost or Cuda (the context's device); the diff is new memory. On success cblob owns
+        /// the tensor (the object is released: disposing it does nothing) and runs its deleter
+        /// once nothing uses the memory any more. On failure the object still owns the tensor,
+        /// its deleter not run.
+        /// </summary>
+        /// <exception cref="CBlobException">
+        /// <see cref="Status.DType"/> for another element type or lanes,
+        /// <see cref="Status.InvalidArgument"/> for a read-only tensor, another device or major
+        /// version, <see cref="Status.Shape"/> for strides that are not row-major, ...
+        /// </exception>
+        /// <exception cref="ObjectDisposedException">For a tensor disposed or released.</exception>
+        public static Blob FromDlpack(Context context, DlpackTensor tensor)
+        {
+            return Import(context, tensor, (IntPtr c, IntPtr t, out BlobHandle h) => NativeMethods.cblob_blob_from_dlpack(c, t, out h));
+        }
+
+        /// <summary><see cref="FromDlpack(Context, DlpackTensor)"/> for a legacy DLManagedTensor.</summary>
+        public static Blob FromDlpackLegacy(Context context, LegacyDlpackTensor tensor)
+        {
+            return Import(context, tensor, (IntPtr c, IntPtr t, out BlobHandle h) => NativeMethods.cblob_blob_from_dlpack_legacy(c, t, out h));
+        }
+
+        delegate Status Importer(IntPtr context, IntPtr tensor, out BlobHandle created);
+
+        static Blob Import(Context context, DlpackTensorBase tensor, Importer import)
+        {
+            if (tensor == null)
+                throw new ArgumentNullException(nameof(tensor));
+            IntPtr owned = tensor.Claim();
+            try
+            {
+                Blob blob = CreatedIn(context, (IntPtr c, out BlobHandle h) => import(c, owned, out h));
+                owned = IntPtr.Zero; // cblob's now
+                tensor.Imported();
+                return blob;
+            }
+            finally
+            {
+                if (owned != IntPtr.Zero)
+                    tensor.Restore(owned); // refused: the caller's again
+            }
+        }
+    }
+}
