@@ -102,6 +102,18 @@ CBLOB_API void cblob_blob_destroy(cblob_blob *blob)
     cb_blob_release(blob);
 }
 
+cblob_status cb_check_blob_array(const char *name, cblob_blob *const *blobs, int64_t count)
+{
+    if (count < 0)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "the count of %s is %" PRId64 "; it cannot be negative", name, count);
+    if (count > 0 && blobs == NULL)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "%s is NULL but holds %" PRId64 " blobs", name, count);
+    for (int64_t i = 0; i < count; ++i)
+        if (blobs[i] == NULL)
+            return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "%s[%" PRId64 "] is NULL", name, i);
+    return CBLOB_OK;
+}
+
 /* ---- reshape ---------------------------------------------------------------------------- */
 
 int64_t cb_blob_capacity(const cblob_blob *blob)
@@ -242,19 +254,7 @@ CBLOB_API cblob_status cblob_blob_count_range(const cblob_blob *blob, int32_t st
         return cb_fail(CBLOB_ERR_OUT_OF_RANGE,
                        "axis range [%d, %d) is not within [0, %d] with start <= end",
                        (int)start_axis, (int)end_axis, (int)n);
-    /* A zero dim makes the count 0 whatever the other dims are, so a range without it need not
-     * fit: its product is computed with overflow checks, and any zero in it makes it 0. */
-    int64_t count = 1;
-    bool has_zero = false, overflow = false;
-    for (int32_t i = start_axis; i < end_axis; ++i) {
-        has_zero = has_zero || blob->shape.dims[i] == 0;
-        overflow = __builtin_mul_overflow(count, blob->shape.dims[i], &count) || overflow;
-    }
-    if (!has_zero && overflow)
-        return cb_fail(CBLOB_ERR_OVERFLOW, "the product of axes [%d, %d) does not fit in 64 bits",
-                       (int)start_axis, (int)end_axis);
-    *out_count = has_zero ? 0 : count;
-    return CBLOB_OK;
+    return cb_shape_product(&blob->shape, start_axis, end_axis, out_count);
 }
 
 CBLOB_API cblob_status cblob_blob_shape(const cblob_blob *blob, int32_t max_axes, int64_t *out_shape,
@@ -337,7 +337,7 @@ CBLOB_API cblob_status cblob_blob_shape_string(const cblob_blob *blob, char *buf
 {
     CB_ENTER();
     CB_REQUIRE(blob);
-    char text[64 * CBLOB_MAX_AXES];
+    char text[CB_SHAPE_TEXT_MAX];
     cb_shape_format(&blob->shape, text, sizeof text);
     return cb_return_text(text, buffer, buffer_size, out_length);
 }

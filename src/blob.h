@@ -48,6 +48,10 @@ static inline void cb_blob_retain(cblob_blob *blob)
     atomic_fetch_add_explicit(&blob->holders, 1, memory_order_relaxed);
 }
 
+/* CBLOB_ERR_INVALID_ARGUMENT unless `blobs` holds `count` (>= 0) non-NULL handles; `name` names
+ * the array in the message. */
+cblob_status cb_check_blob_array(const char *name, cblob_blob *const *blobs, int64_t count);
+
 /* The row of a valid dtype, or CBLOB_ERR_INVALID_ARGUMENT naming the bad value. */
 cblob_status cb_check_dtype(cblob_dtype dtype, const cb_dtype_info **out);
 
@@ -104,5 +108,11 @@ cblob_status cb_blob_exact_storage(cblob_blob *blob);
 
 /* The head of a part (UNINITIALIZED for a blob without storage). */
 cblob_head cb_blob_head(const cblob_blob *blob, cblob_part part);
+
+/* Whether a part was never read or written (Caffe's math does nothing to it, sums give 0). */
+static inline bool cb_blob_never_accessed(const cblob_blob *blob, cblob_part part)
+{
+    return cb_blob_head(blob, part) == CBLOB_HEAD_UNINITIALIZED;
+}
 
 #endif

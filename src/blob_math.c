@@ -37,11 +37,6 @@ static cb_current current_copy(const cblob_blob *blob, cblob_part part)
     return current;
 }
 
-static bool never_accessed(const cblob_blob *blob, cblob_part part)
-{
-    return blob->storage[part] == NULL || blob->storage[part]->head == CBLOB_HEAD_UNINITIALIZED;
-}
-
 cblob_status cb_blob_update_impl(cblob_blob *blob)
 {
     if (blob->storage[CBLOB_PART_DATA] == NULL)
@@ -63,7 +58,7 @@ cblob_status cb_blob_update_impl(cblob_blob *blob)
 
 cblob_status cb_blob_asum_impl(const cblob_blob *blob, cblob_part part, double *out_sum)
 {
-    if (never_accessed(blob, part)) {
+    if (cb_blob_never_accessed(blob, part)) {
         *out_sum = 0;
         return CBLOB_OK;
     }
@@ -75,7 +70,7 @@ cblob_status cb_blob_asum_impl(const cblob_blob *blob, cblob_part part, double *
 
 cblob_status cb_blob_sumsq_impl(const cblob_blob *blob, cblob_part part, double *out_sum)
 {
-    if (never_accessed(blob, part)) {
+    if (cb_blob_never_accessed(blob, part)) {
         *out_sum = 0;
         return CBLOB_OK;
     }
@@ -87,7 +82,7 @@ cblob_status cb_blob_sumsq_impl(const cblob_blob *blob, cblob_part part, double 
 
 cblob_status cb_blob_scale_impl(cblob_blob *blob, cblob_part part, double factor)
 {
-    if (never_accessed(blob, part))
+    if (cb_blob_never_accessed(blob, part))
         return CBLOB_OK;
     void *x;
     if (blob->storage[part]->head == CBLOB_HEAD_AT_CPU) {
@@ -168,7 +163,7 @@ CBLOB_API cblob_status cblob_blob_copy_from(cblob_blob *blob, cblob_blob *source
     if (blob->dtype != source->dtype)
         return cb_fail(CBLOB_ERR_DTYPE, "cannot copy a %s blob into a %s blob", source->dtype->name, blob->dtype->name);
     if (!cb_shape_equal(&blob->shape, &source->shape) && !reshape) {
-        char mine[64 * CBLOB_MAX_AXES], theirs[64 * CBLOB_MAX_AXES];
+        char mine[CB_SHAPE_TEXT_MAX], theirs[CB_SHAPE_TEXT_MAX];
         cb_shape_format(&blob->shape, mine, sizeof mine);
         cb_shape_format(&source->shape, theirs, sizeof theirs);
         return cb_fail(CBLOB_ERR_SHAPE, "trying to copy blobs of different shapes (%s from %s) without reshape",

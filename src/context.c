@@ -13,6 +13,7 @@ CBLOB_API cblob_status cblob_context_create(cblob_context **out_context)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a context");
     atomic_init(&context->holders, 1);
     atomic_init(&context->mode, CBLOB_MODE_CPU);
+    atomic_init(&context->device_open, false);
     pthread_mutex_init(&context->device_lock, NULL);
     cb_log_init(&context->log);
     context->device.log = &context->log;
@@ -43,14 +44,21 @@ CBLOB_API void cblob_context_destroy(cblob_context *context)
 
 cblob_status cb_context_use_device(cblob_context *context, int32_t index, const cb_device **out)
 {
+    /* Once open the device never changes, so the common case needs no lock. */
+    if (atomic_load_explicit(&context->device_open, memory_order_acquire) &&
+        (index < 0 || index == context->device.index)) {
+        *out = &context->device;
+        return CBLOB_OK;
+    }
     cblob_status status = CBLOB_OK;
     pthread_mutex_lock(&context->device_lock);
     if (index < 0)
         index = context->device.index;
-    if (context->device_open && index != context->device.index) {
+    const bool open = atomic_load_explicit(&context->device_open, memory_order_relaxed);
+    if (open && index != context->device.index) {
         status = cb_fail(CBLOB_ERR_STATE, "the context already uses device %d; create another context for device %d",
                          (int)context->device.index, (int)index);
-    } else if (!context->device_open) {
+    } else if (!open) {
         const cb_device_backend *backend = cb_device_backend_get();
         if (backend == NULL) {
             status = cb_fail(CBLOB_ERR_NO_DRIVER, "this build of cblob has no GPU backend");
@@ -59,7 +67,7 @@ cblob_status cb_context_use_device(cblob_context *context, int32_t index, const 
             if (status == CBLOB_OK) {
                 context->device.backend = backend;
                 context->device.index = index;
-                context->device_open = true;
+                atomic_store_explicit(&context->device_open, true, memory_order_release);
             }
         }
     }
@@ -76,10 +84,7 @@ cblob_status cb_context_device(cblob_context *context, const cb_device **out)
 
 const cb_device *cb_context_open_device(cblob_context *context)
 {
-    pthread_mutex_lock(&context->device_lock);
-    const bool open = context->device_open;
-    pthread_mutex_unlock(&context->device_lock);
-    return open ? &context->device : NULL;
+    return atomic_load_explicit(&context->device_open, memory_order_acquire) ? &context->device : NULL;
 }
 
 const cb_device *cb_context_pinning_device(cblob_context *context)

@@ -15,7 +15,9 @@ struct cblob_context {
     _Atomic cblob_mode mode;
     /* Opened on first GPU use; blobs of one context may do that from several threads at once. */
     pthread_mutex_t device_lock;
-    bool device_open;
+    /* Set once, under device_lock, after `device` is filled in; read without the lock by the
+     * accessors, which consult it on every host or device access of a blob in GPU mode. */
+    atomic_bool device_open;
     cb_device device; /* device.log points at log */
     cb_log log;
 };

@@ -153,18 +153,6 @@ CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context,
 
 /* ---- blob vectors ------------------------------------------------------------------------- */
 
-static cblob_status check_blob_array(cblob_blob *const *blobs, int64_t num_blobs)
-{
-    if (num_blobs < 0)
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "num_blobs is %" PRId64 "; it cannot be negative", num_blobs);
-    if (num_blobs > 0 && blobs == NULL)
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "blobs is NULL but num_blobs is %" PRId64, num_blobs);
-    for (int64_t i = 0; i < num_blobs; ++i)
-        if (blobs[i] == NULL)
-            return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "blobs[%" PRId64 "] is NULL", i);
-    return CBLOB_OK;
-}
-
 static cblob_status vector_to_buffer(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, uint8_t *buffer,
                                      size_t buffer_size, size_t *out_size, const char *path)
 {
@@ -199,7 +187,7 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int6
                                                   uint8_t *buffer, size_t buffer_size, size_t *out_size)
 {
     CB_ENTER();
-    CB_TRY(check_blob_array(blobs, num_blobs));
+    CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(out_size);
     return vector_to_buffer(blobs, num_blobs, write_diff, buffer, buffer_size, out_size, NULL);
@@ -209,7 +197,7 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs,
                                                        int32_t write_diff, const char *path)
 {
     CB_ENTER();
-    CB_TRY(check_blob_array(blobs, num_blobs));
+    CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(path);
     return vector_to_buffer(blobs, num_blobs, write_diff, NULL, 0, NULL, path);

@@ -308,13 +308,7 @@ CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *nam
     CB_REQUIRE(model);
     CB_REQUIRE(name);
     CB_REQUIRE(type);
-    if (num_blobs < 0)
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "num_blobs is %" PRId64 "; it cannot be negative", num_blobs);
-    if (num_blobs > 0 && blobs == NULL)
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "blobs is NULL but num_blobs is %" PRId64, num_blobs);
-    for (int64_t i = 0; i < num_blobs; ++i)
-        if (blobs[i] == NULL)
-            return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "blobs[%" PRId64 "] is NULL", i);
+    CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
     int32_t v1_type = 0;
     if (model->format == CBLOB_NET_FORMAT_V1 && !cb_v1_type_value(type, &v1_type))
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,

@@ -6,9 +6,6 @@
 
 #include "status.h"
 
-/* The longest shape string: 32 dims of 20 digits and a space, plus the count in parentheses. */
-#define CB_SHAPE_STRING_MAX (CBLOB_MAX_AXES * 21 + 24)
-
 cblob_status cb_shape_make(int32_t num_axes, const int64_t *dims, size_t element_size, cb_shape *out)
 {
     if (num_axes < 0)
@@ -52,10 +49,34 @@ bool cb_shape_equal(const cb_shape *a, const cb_shape *b)
     return a->num_axes == b->num_axes && memcmp(a->dims, b->dims, (size_t)a->num_axes * sizeof a->dims[0]) == 0;
 }
 
+cblob_status cb_shape_require_equal(const cb_shape *shape, const cb_shape *other, const char *name)
+{
+    if (cb_shape_equal(shape, other))
+        return CBLOB_OK;
+    char mine[CB_SHAPE_TEXT_MAX], theirs[CB_SHAPE_TEXT_MAX];
+    cb_shape_format(shape, mine, sizeof mine);
+    cb_shape_format(other, theirs, sizeof theirs);
+    return cb_fail(CBLOB_ERR_SHAPE, "the blob's shape is %s but %s's is %s", mine, name, theirs);
+}
+
+cblob_status cb_shape_product(const cb_shape *shape, int32_t from, int32_t to, int64_t *out)
+{
+    int64_t product = 1;
+    bool has_zero = false, overflow = false;
+    for (int32_t i = from; i < to; ++i) {
+        has_zero = has_zero || shape->dims[i] == 0;
+        overflow = __builtin_mul_overflow(product, shape->dims[i], &product) || overflow;
+    }
+    if (!has_zero && overflow)
+        return cb_fail(CBLOB_ERR_OVERFLOW, "the product of axes [%d, %d) does not fit in 64 bits", (int)from, (int)to);
+    *out = has_zero ? 0 : product;
+    return CBLOB_OK;
+}
+
 cblob_status cb_shape_canonical_axis(const cb_shape *shape, int32_t axis, int32_t *out)
 {
     if (axis < -shape->num_axes || axis >= shape->num_axes) {
-        char text[CB_SHAPE_STRING_MAX];
+        char text[CB_SHAPE_TEXT_MAX];
         cb_shape_format(shape, text, sizeof text);
         return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "axis %d out of range for %d-D blob with shape %s",
                        (int)axis, (int)shape->num_axes, text);
@@ -104,7 +125,7 @@ cblob_status cb_shape_offset(const cb_shape *shape, int32_t num_indices, const i
 
 size_t cb_shape_format(const cb_shape *shape, char *buffer, size_t buffer_size)
 {
-    char text[CB_SHAPE_STRING_MAX];
+    char text[CB_SHAPE_TEXT_MAX];
     size_t length = 0;
     for (int32_t i = 0; i < shape->num_axes; ++i)
         length += (size_t)snprintf(text + length, sizeof text - length, "%" PRId64 " ", shape->dims[i]);

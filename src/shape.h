@@ -21,6 +21,16 @@ cblob_status cb_shape_make(int32_t num_axes, const int64_t *dims, size_t element
 
 bool cb_shape_equal(const cb_shape *a, const cb_shape *b);
 
+/* CBLOB_ERR_SHAPE, showing both shapes, unless `shape` equals `other`'s (`name` names other). */
+cblob_status cb_shape_require_equal(const cb_shape *shape, const cb_shape *other, const char *name);
+
+/* The product of dims [from, to): 1 for an empty range, 0 when any dim in it is 0 (whatever the
+ * others are, as for counts), and CBLOB_ERR_OVERFLOW when it does not fit in 64 bits. */
+cblob_status cb_shape_product(const cb_shape *shape, int32_t from, int32_t to, int64_t *out);
+
+/* Room for cb_shape_format's text of any shape: 32 dims of 20 digits and a space, plus the count. */
+#define CB_SHAPE_TEXT_MAX (CBLOB_MAX_AXES * 21 + 24)
+
 /* Caffe's CanonicalAxisIndex: [-num_axes, num_axes) to [0, num_axes). */
 cblob_status cb_shape_canonical_axis(const cb_shape *shape, int32_t axis, int32_t *out);
 

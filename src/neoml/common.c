@@ -30,11 +30,6 @@ cblob_status cb_part_at(cblob_blob *blob, cblob_part part, const cb_device *plac
     return place == NULL ? cb_blob_host(blob, part, writable, out) : cb_blob_device_on(blob, part, place, writable, out);
 }
 
-bool cb_part_never_accessed(const cblob_blob *blob, cblob_part part)
-{
-    return cb_blob_head(blob, part) == CBLOB_HEAD_UNINITIALIZED;
-}
-
 bool cb_parts_overlap(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b)
 {
     if (a->storage[part_a] == NULL || a->storage[part_a] != b->storage[part_b])
@@ -47,17 +42,6 @@ bool cb_parts_identical(const cblob_blob *a, cblob_part part_a, const cblob_blob
 {
     return a->storage[part_a] != NULL && a->storage[part_a] == b->storage[part_b] &&
            a->offset_bytes == b->offset_bytes && cb_blob_bytes(a) == cb_blob_bytes(b);
-}
-
-cblob_status cb_dims_product(const cb_shape *shape, int32_t from, int32_t to, int64_t *out)
-{
-    int64_t product = 1;
-    for (int32_t i = from; i < to; ++i)
-        if (__builtin_mul_overflow(product, shape->dims[i], &product))
-            return cb_fail(CBLOB_ERR_OVERFLOW, "the product of dimensions %d to %d does not fit in 64 bits",
-                           (int)from, (int)to - 1);
-    *out = product;
-    return CBLOB_OK;
 }
 
 cblob_status cb_require_neoml(const cblob_blob *blob, const char *name)
@@ -89,7 +73,7 @@ cblob_status cb_derive_blob(cblob_blob *source, const cb_dtype_info *dtype, cons
     cblob_blob *target;
     CB_TRY(cb_blob_create(source->context, dtype->dtype, shape->num_axes, shape->dims, &target));
     for (cblob_part part = CBLOB_PART_DATA; part <= CBLOB_PART_DIFF && source->shape.count > 0; ++part) {
-        if (cb_part_never_accessed(source, part))
+        if (cb_blob_never_accessed(source, part))
             continue;
         const cb_device *place;
         void *from, *to;

@@ -65,12 +65,7 @@ CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *sou
     CB_REQUIRE(blob);
     CB_REQUIRE(source);
     CB_TRY(cb_check_part(part));
-    if (!cb_shape_equal(&blob->shape, &source->shape)) {
-        char mine[CB_SHAPE_TEXT_MAX], theirs[CB_SHAPE_TEXT_MAX];
-        cb_shape_format(&blob->shape, mine, sizeof mine);
-        cb_shape_format(&source->shape, theirs, sizeof theirs);
-        return cb_fail(CBLOB_ERR_SHAPE, "the blob's shape is %s but source's is %s", mine, theirs);
-    }
+    CB_TRY(cb_shape_require_equal(&blob->shape, &source->shape, "source"));
     if (blob->shape.count == 0 || cb_parts_identical(blob, part, source, part))
         return CBLOB_OK; /* NeoML's CopyFrom(this) */
     if (cb_parts_overlap(blob, part, source, part))

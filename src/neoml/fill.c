@@ -55,11 +55,11 @@ static cblob_status fill_object(cblob_blob *blob, cblob_part part, int64_t objec
     CB_TRY(cb_check_part(part));
     CB_TRY(cb_require_neoml(blob, "blob"));
     int64_t objects, size;
-    CB_TRY(cb_dims_product(&blob->shape, CBLOB_DIM_BATCH_LENGTH, CBLOB_DIM_HEIGHT, &objects));
+    CB_TRY(cb_shape_product(&blob->shape, CBLOB_DIM_BATCH_LENGTH, CBLOB_DIM_HEIGHT, &objects));
     if (object < 0 || object >= objects)
         return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "object %" PRId64 " is outside [0, %" PRId64 ")", object, objects);
     CB_TRY(check_fill_value(blob->dtype, value));
-    CB_TRY(cb_dims_product(&blob->shape, CBLOB_DIM_HEIGHT, CBLOB_NEOML_AXES, &size));
+    CB_TRY(cb_shape_product(&blob->shape, CBLOB_DIM_HEIGHT, CBLOB_NEOML_AXES, &size));
     return fill_range(blob, part, object * size, size, value);
 }
 
@@ -95,12 +95,7 @@ CBLOB_API cblob_status cblob_blob_add(cblob_blob *blob, cblob_blob *source, cblo
     CB_TRY(cb_check_part(part));
     if (blob->dtype != source->dtype)
         return cb_fail(CBLOB_ERR_DTYPE, "cannot add a %s blob to a %s blob", source->dtype->name, blob->dtype->name);
-    if (!cb_shape_equal(&blob->shape, &source->shape)) {
-        char mine[CB_SHAPE_TEXT_MAX], theirs[CB_SHAPE_TEXT_MAX];
-        cb_shape_format(&blob->shape, mine, sizeof mine);
-        cb_shape_format(&source->shape, theirs, sizeof theirs);
-        return cb_fail(CBLOB_ERR_SHAPE, "the blob's shape is %s but source's is %s", mine, theirs);
-    }
+    CB_TRY(cb_shape_require_equal(&blob->shape, &source->shape, "source"));
     if (blob->shape.count == 0)
         return CBLOB_OK;
     if (cb_parts_overlap(blob, part, source, part) && !cb_parts_identical(blob, part, source, part))

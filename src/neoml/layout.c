@@ -105,7 +105,7 @@ static cblob_status neoml_product(const cblob_blob *blob, cblob_dim from, int32_
     CB_REQUIRE(blob);
     CB_REQUIRE(out);
     CB_TRY(cb_require_neoml(blob, "blob"));
-    return cb_dims_product(&blob->shape, from, to, out);
+    return cb_shape_product(&blob->shape, from, to, out);
 }
 
 CBLOB_API cblob_status cblob_blob_object_count(const cblob_blob *blob, int64_t *out_count)

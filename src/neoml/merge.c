@@ -34,11 +34,8 @@ static cblob_status check_list(const cblob_blob *whole, int32_t num, cblob_blob 
     const char *name = list_name(direction);
     if (num < 1)
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "num_%s is %d; at least one blob is needed", name, (int)num);
-    if (pieces == NULL)
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "%s is NULL", name);
+    CB_TRY(cb_check_blob_array(name, pieces, num));
     for (int32_t i = 0; i < num; ++i) {
-        if (pieces[i] == NULL)
-            return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "%s[%d] is NULL", name, (int)i);
         if (pieces[i]->dtype != whole->dtype)
             return cb_fail(CBLOB_ERR_DTYPE, "%s[%d] is %s but the blob is %s", name, (int)i, pieces[i]->dtype->name,
                            whole->dtype->name);
@@ -77,8 +74,8 @@ static cblob_status axis_layout(const cblob_blob *whole, int32_t axis, int32_t n
     if (shape->count == 0)
         return CBLOB_OK; /* no rows: nothing to copy, and the products below might not fit */
     int64_t inner;
-    CB_TRY(cb_dims_product(shape, 0, axis, &layout->rows));
-    CB_TRY(cb_dims_product(shape, axis + 1, shape->num_axes, &inner));
+    CB_TRY(cb_shape_product(shape, 0, axis, &layout->rows));
+    CB_TRY(cb_shape_product(shape, axis + 1, shape->num_axes, &inner));
     layout->width = shape->dims[axis] * inner;
     for (int32_t i = 0; i < num; ++i)
         layout->pieces[i].width = pieces[i]->shape.dims[axis] * inner;
@@ -104,13 +101,13 @@ static cblob_status object_layout(const cblob_blob *whole, int32_t num, cblob_bl
                                " (objects are joined, so BatchLength, BatchWidth and ListSize must match)", name,
                                (int)i, piece->dims[j], (int)j, shape->dims[j]);
         int64_t size;
-        CB_TRY(cb_dims_product(piece, CBLOB_DIM_HEIGHT, CBLOB_NEOML_AXES, &size));
+        CB_TRY(cb_shape_product(piece, CBLOB_DIM_HEIGHT, CBLOB_NEOML_AXES, &size));
         if (__builtin_add_overflow(total, size, &total))
             return cb_fail(CBLOB_ERR_SHAPE, "the %s' object sizes add up to more than 64 bits hold", name);
         layout->pieces[i].width = size;
     }
     int64_t size;
-    CB_TRY(cb_dims_product(shape, CBLOB_DIM_HEIGHT, CBLOB_NEOML_AXES, &size));
+    CB_TRY(cb_shape_product(shape, CBLOB_DIM_HEIGHT, CBLOB_NEOML_AXES, &size));
     if (total != size)
         return cb_fail(CBLOB_ERR_SHAPE, "the %s' object sizes add up to %" PRId64 " but the blob's is %" PRId64, name,
                        total, size);
@@ -120,7 +117,7 @@ static cblob_status object_layout(const cblob_blob *whole, int32_t num, cblob_bl
         return CBLOB_OK;
     }
     layout->width = size;
-    return cb_dims_product(shape, CBLOB_DIM_BATCH_LENGTH, CBLOB_DIM_HEIGHT, &layout->rows);
+    return cb_shape_product(shape, CBLOB_DIM_BATCH_LENGTH, CBLOB_DIM_HEIGHT, &layout->rows);
 }
 
 /* Refuses pieces that share memory with the whole and, when splitting, with each other: the

@@ -19,22 +19,14 @@ cblob_status cb_place_for_write(cblob_blob *blob, cblob_part part, const cb_devi
  * accessors do; NULL for a blob without elements. */
 cblob_status cb_part_at(cblob_blob *blob, cblob_part part, const cb_device *place, bool writable, void **out);
 
-/* Whether the part has never been written or read (a new blob made from it leaves it so). */
-bool cb_part_never_accessed(const cblob_blob *blob, cblob_part part);
 
 /* Whether the elements of two parts share bytes, and whether they are the very same bytes. */
 bool cb_parts_overlap(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b);
 bool cb_parts_identical(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b);
 
-/* The product of dims [from, to), or CBLOB_ERR_OVERFLOW: a blob with a zero dimension may have
- * other dimensions whose product does not fit. */
-cblob_status cb_dims_product(const cb_shape *shape, int32_t from, int32_t to, int64_t *out);
-
 /* CBLOB_ERR_SHAPE unless the blob has the 7 axes of a NeoML blob; `name` is the parameter. */
 cblob_status cb_require_neoml(const cblob_blob *blob, const char *name);
 
-/* Room for cb_shape_format's text of any shape, for messages. */
-#define CB_SHAPE_TEXT_MAX (64 * CBLOB_MAX_AXES)
 
 /* n elements from `from` (of from_dtype) to `to` (of to_dtype) at a place: a copy when the dtypes
  * are equal, a conversion (README, "Conversions") otherwise. */

@@ -41,9 +41,9 @@ static cblob_status write_transposed(const cb_device *place, const cblob_blob *s
         return cb_run_copy_strided(place, dtype, n, 1, n, from, n, to, n);
     /* Sub-products of a count that is not 0: they fit. */
     int64_t outer, middle, inner;
-    CB_TRY(cb_dims_product(shape, 0, a, &outer));
-    CB_TRY(cb_dims_product(shape, a + 1, b, &middle));
-    CB_TRY(cb_dims_product(shape, b + 1, shape->num_axes, &inner));
+    CB_TRY(cb_shape_product(shape, 0, a, &outer));
+    CB_TRY(cb_shape_product(shape, a + 1, b, &middle));
+    CB_TRY(cb_shape_product(shape, b + 1, shape->num_axes, &inner));
     const int64_t rows = shape->dims[a], cols = shape->dims[b];
     if (middle == 1 && (rows == 1 || cols == 1))
         return cb_run_copy_strided(place, dtype, n, 1, n, from, n, to, n); /* the order does not change */

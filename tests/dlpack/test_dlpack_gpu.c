@@ -11,35 +11,6 @@
 
 #define COUNT 37
 
-typedef struct fixture {
-    cblob_context *ctx;
-    cblob_blob *blob;
-} fixture;
-
-static cblob_status open_fixture(fixture *f)
-{
-    f->ctx = NULL;
-    f->blob = NULL;
-    const int64_t count = COUNT;
-    cblob_status status = cblob_context_create(&f->ctx);
-    if (status == CBLOB_OK)
-        status = cblob_blob_create(f->ctx, CBLOB_DTYPE_FLOAT32, 1, &count, &f->blob);
-    return status;
-}
-
-static void close_fixture(fixture *f)
-{
-    cblob_blob_destroy(f->blob);
-    cblob_context_destroy(f->ctx);
-}
-
-static cblob_head head_of(cblob_blob *blob, cblob_part part)
-{
-    cblob_head head = -1;
-    cblob_blob_head(blob, part, &head);
-    return head;
-}
-
 /* Writes i * 0.5 through the host (head AT_CPU). */
 static cblob_status fill(cblob_blob *blob, cblob_part part)
 {
@@ -60,8 +31,8 @@ static double element(cblob_blob *blob, cblob_part part, int64_t i)
 TEST(device_export_is_the_device_copy)
 {
     REQUIRE_GPU();
-    fixture f;
-    CHECK_OK(open_fixture(&f));
+    gpu_blob f;
+    CHECK_OK(open_blob(&f, CBLOB_DTYPE_FLOAT32, COUNT));
     CHECK_OK(fill(f.blob, CBLOB_PART_DATA));
     fake_cuda_counters before = gpu_counters();
     DLManagedTensorVersioned *t = NULL;
@@ -84,19 +55,19 @@ TEST(device_export_is_the_device_copy)
     CHECK(w->dl_tensor.data == device);
     t->deleter(t);
     w->deleter(w);
-    close_fixture(&f);
+    close_blob(&f);
 }
 
 /* The tensor holds the device memory after the blob is gone; its deleter frees it. */
 TEST(device_tensor_outlives_the_blob)
 {
     REQUIRE_GPU();
-    fixture f;
-    CHECK_OK(open_fixture(&f));
+    gpu_blob f;
+    CHECK_OK(open_blob(&f, CBLOB_DTYPE_FLOAT32, COUNT));
     DLManagedTensorVersioned *t = NULL;
     CHECK_OK(cblob_blob_to_dlpack(f.blob, CBLOB_PART_DIFF, CBLOB_MEMORY_DEVICE, 0, &t));
     fake_cuda_counters before = gpu_counters();
-    close_fixture(&f);
+    close_blob(&f);
     CHECK_COUNTER_DELTA(before, device_frees, 0);
     t->deleter(t);
     CHECK_COUNTER_DELTA(before, device_frees, 1);
@@ -107,8 +78,8 @@ TEST(device_tensor_outlives_the_blob)
 TEST(host_export_syncs_from_the_device)
 {
     REQUIRE_GPU();
-    fixture f;
-    CHECK_OK(open_fixture(&f));
+    gpu_blob f;
+    CHECK_OK(open_blob(&f, CBLOB_DTYPE_FLOAT32, COUNT));
     CHECK_OK(fill(f.blob, CBLOB_PART_DATA));
     void *device = NULL;
     CHECK_OK(cblob_blob_mutable_gpu_ptr(f.blob, CBLOB_PART_DATA, &device));
@@ -128,15 +99,15 @@ TEST(host_export_syncs_from_the_device)
     ((float *)t->dl_tensor.data)[3] = 100;
     CHECK_NEAR(element(f.blob, CBLOB_PART_DATA, 3), 100, 0);
     t->deleter(t);
-    close_fixture(&f);
+    close_blob(&f);
 }
 
 /* Host memory allocated in GPU mode is pinned (Caffe's cudaMallocHost): kDLCUDAHost, device 0. */
 TEST(pinned_host_memory_exports_as_cuda_host)
 {
     REQUIRE_GPU();
-    fixture f;
-    CHECK_OK(open_fixture(&f));
+    gpu_blob f;
+    CHECK_OK(open_blob(&f, CBLOB_DTYPE_FLOAT32, COUNT));
     CHECK_OK(cblob_context_set_mode(f.ctx, CBLOB_MODE_GPU));
     fake_cuda_counters before = gpu_counters();
     CHECK_OK(fill(f.blob, CBLOB_PART_DATA));
@@ -153,7 +124,7 @@ TEST(pinned_host_memory_exports_as_cuda_host)
     CHECK_EQ_INT(head_of(back, CBLOB_PART_DATA), CBLOB_HEAD_AT_CPU);
     CHECK_NEAR(element(back, CBLOB_PART_DATA, 36), 18, 0);
     cblob_blob_destroy(back);
-    close_fixture(&f);
+    close_blob(&f);
     CHECK_COUNTER_DELTA(before, pinned_frees, 0);
     t->deleter(t);
     CHECK_COUNTER_DELTA(before, pinned_frees, 1);
@@ -163,8 +134,8 @@ TEST(pinned_host_memory_exports_as_cuda_host)
 TEST(cuda_tensor_imports_as_device_data)
 {
     REQUIRE_GPU();
-    fixture f;
-    CHECK_OK(open_fixture(&f));
+    gpu_blob f;
+    CHECK_OK(open_blob(&f, CBLOB_DTYPE_FLOAT32, COUNT));
     CHECK_OK(fill(f.blob, CBLOB_PART_DATA));
     DLManagedTensorVersioned *t = NULL;
     CHECK_OK(cblob_blob_to_dlpack(f.blob, CBLOB_PART_DATA, CBLOB_MEMORY_DEVICE, 0, &t));
@@ -181,7 +152,7 @@ TEST(cuda_tensor_imports_as_device_data)
     CHECK_TRANSFERS(before, 0, 1, 0);
     CHECK_OK(cblob_blob_scale(back, CBLOB_PART_DATA, 4.0)); /* SYNCED: runs on the device */
     CHECK_NEAR(element(f.blob, CBLOB_PART_DATA, 20), 40, 0);
-    close_fixture(&f);
+    close_blob(&f);
     cblob_blob_destroy(back);
     cblob_context_destroy(other);
 }
@@ -210,8 +181,8 @@ TEST(cuda_tensor_import_checks_the_memory)
 TEST(set_gpu_data_waits_for_device_exports)
 {
     REQUIRE_GPU();
-    fixture f;
-    CHECK_OK(open_fixture(&f));
+    gpu_blob f;
+    CHECK_OK(open_blob(&f, CBLOB_DTYPE_FLOAT32, COUNT));
     DLManagedTensorVersioned *t = NULL;
     CHECK_OK(cblob_blob_to_dlpack(f.blob, CBLOB_PART_DATA, CBLOB_MEMORY_DEVICE, 0, &t));
     cblob_blob *holder = NULL;
@@ -229,6 +200,6 @@ TEST(set_gpu_data_waits_for_device_exports)
     t->deleter(t);
     CHECK_OK(cblob_blob_set_gpu_data(f.blob, buffer, COUNT * sizeof(float), NULL, NULL));
     host->deleter(host);
-    close_fixture(&f);
+    close_blob(&f);
     cblob_blob_destroy(holder);
 }

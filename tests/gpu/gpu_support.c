@@ -102,3 +102,26 @@ void gpu_stream_destroy(void *stream)
         without_context();
     }
 }
+
+cblob_status open_blob(gpu_blob *b, cblob_dtype dtype, int64_t count)
+{
+    b->ctx = NULL;
+    b->blob = NULL;
+    cblob_status status = cblob_context_create(&b->ctx);
+    if (status == CBLOB_OK)
+        status = cblob_blob_create(b->ctx, dtype, 1, &count, &b->blob);
+    return status;
+}
+
+void close_blob(gpu_blob *b)
+{
+    cblob_blob_destroy(b->blob);
+    cblob_context_destroy(b->ctx);
+}
+
+cblob_head head_of(const cblob_blob *blob, cblob_part part)
+{
+    cblob_head head = -1;
+    cblob_blob_head(blob, part, &head);
+    return head;
+}

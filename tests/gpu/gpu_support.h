@@ -34,6 +34,17 @@ uint64_t gpu_pending_copies(void);
 void *gpu_stream_create(void);
 void gpu_stream_destroy(void *stream);
 
+/* A context and a one-axis blob of `count` elements in it. */
+typedef struct gpu_blob {
+    cblob_context *ctx;
+    cblob_blob *blob;
+} gpu_blob;
+cblob_status open_blob(gpu_blob *b, cblob_dtype dtype, int64_t count);
+void close_blob(gpu_blob *b);
+
+/* A part's head, or -1 when the call fails. */
+cblob_head head_of(const cblob_blob *blob, cblob_part part);
+
 /* Transfers since a snapshot, checked only on the double. */
 #define CHECK_TRANSFERS(since, h2d, d2h, d2d) \
     do { \

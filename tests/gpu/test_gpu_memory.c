@@ -10,34 +10,6 @@
 
 #define COUNT 37 /* not a multiple of anything a kernel might assume */
 
-typedef struct gpu_blob {
-    cblob_context *ctx;
-    cblob_blob *blob;
-} gpu_blob;
-
-static cblob_status open_blob(gpu_blob *b, cblob_dtype dtype, int64_t count)
-{
-    b->ctx = NULL;
-    b->blob = NULL;
-    cblob_status status = cblob_context_create(&b->ctx);
-    if (status == CBLOB_OK)
-        status = cblob_blob_create(b->ctx, dtype, 1, &count, &b->blob);
-    return status;
-}
-
-static void close_blob(gpu_blob *b)
-{
-    cblob_blob_destroy(b->blob);
-    cblob_context_destroy(b->ctx);
-}
-
-static cblob_head head_of(cblob_blob *blob, cblob_part part)
-{
-    cblob_head head = -1;
-    cblob_blob_head(blob, part, &head);
-    return head;
-}
-
 #define CHECK_HEAD(blob, part, expected) CHECK_EQ_INT(head_of((blob), (part)), (expected))
 
 static double value_at(int64_t i, double base)

@@ -161,13 +161,6 @@ static void host_and_device_agree(scenario_fn scenario)
     TEST(name) { host_and_device_agree(name##_run); } \
     static void name##_run(cblob_context *ctx, cblob_dtype dtype, where w, record *out)
 
-static cblob_head head_of(const cblob_blob *blob, cblob_part part)
-{
-    cblob_head head = -1;
-    cblob_blob_head(blob, part, &head);
-    return head;
-}
-
 /* Where the run's results must be: AT_GPU on the device, AT_CPU on the host. */
 #define CHECK_WHERE(blob, part, w) \
     CHECK_EQ_INT(head_of((blob), (part)), (w) == ON_DEVICE ? CBLOB_HEAD_AT_GPU : CBLOB_HEAD_AT_CPU)

@@ -8,23 +8,8 @@ using NUnit.Framework;
 namespace CBlob.Tests
 {
     [TestFixture]
-    public class BlobTests
+    public class BlobTests : ContextFixture
     {
-        Context ctx;
-
-        [SetUp]
-        public void CreateContext() { ctx = new Context(); }
-
-        [TearDown]
-        public void DisposeContext() { ctx.Dispose(); }
-
-        static CBlobException Throws(Status status, TestDelegate call)
-        {
-            var e = Assert.Throws<CBlobException>(call);
-            Assert.AreEqual(status, e.Status, e.Message);
-            return e;
-        }
-
         [Test]
         public void LoadsTheLibraryOfThisBuild()
         {

@@ -13,23 +13,8 @@ using NUnit.Framework;
 namespace CBlob.Tests
 {
     [TestFixture]
-    public class DlpackTests
+    public class DlpackTests : ContextFixture
     {
-        Context ctx;
-
-        [SetUp]
-        public void CreateContext() { ctx = new Context(); }
-
-        [TearDown]
-        public void DisposeContext() { ctx.Dispose(); }
-
-        static CBlobException Throws(Status status, TestDelegate call)
-        {
-            var e = Assert.Throws<CBlobException>(call);
-            Assert.AreEqual(status, e.Status, e.Message);
-            return e;
-        }
-
         Blob FloatBlob(float[] values, params long[] shape)
         {
             var blob = new Blob(ctx, DType.Float32, shape);

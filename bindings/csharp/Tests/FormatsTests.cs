@@ -9,23 +9,8 @@ using NUnit.Framework;
 namespace CBlob.Tests
 {
     [TestFixture]
-    public class FormatsTests
+    public class FormatsTests : ContextFixture
     {
-        Context ctx;
-
-        [SetUp]
-        public void CreateContext() { ctx = new Context(); }
-
-        [TearDown]
-        public void DisposeContext() { ctx.Dispose(); }
-
-        static CBlobException Throws(Status status, TestDelegate call)
-        {
-            var e = Assert.Throws<CBlobException>(call);
-            Assert.AreEqual(status, e.Status, e.Message);
-            return e;
-        }
-
         /// <summary>
         /// Opens a model and checks every layer's name, type, blob shapes, first values and sums
         /// against its .layers.txt; the caller disposes the model.

@@ -7,23 +7,8 @@ using NUnit.Framework;
 namespace CBlob.Tests
 {
     [TestFixture]
-    public class NeomlTests
+    public class NeomlTests : ContextFixture
     {
-        Context ctx;
-
-        [SetUp]
-        public void CreateContext() { ctx = new Context(); }
-
-        [TearDown]
-        public void DisposeContext() { ctx.Dispose(); }
-
-        static CBlobException Throws(Status status, TestDelegate call)
-        {
-            var e = Assert.Throws<CBlobException>(call);
-            Assert.AreEqual(status, e.Status, e.Message);
-            return e;
-        }
-
         static float[] Iota(int n)
         {
             return Enumerable.Range(0, n).Select(i => (float)i).ToArray();
