@@ -1,4 +1,4 @@
-/* The CUDA backend: the device interface of src/backend.h over the driver API, cuBLAS and the
+/* The CUDA backend: the device interface of src/core/backend.h over the driver API, cuBLAS and the
  * NVRTC-compiled kernels. Device pointers cross the interface as void * holding a CUdeviceptr. */
 #include "cuda_backend.h"
 

@@ -1,4 +1,4 @@
-/* The CUDA backend's entry point: the only name src/backends.c knows. */
+/* The CUDA backend's entry point: the only name src/core/backends.c knows. */
 #ifndef CBLOB_CUDA_BACKEND_H
 #define CBLOB_CUDA_BACKEND_H
 

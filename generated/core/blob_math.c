@@ -2,7 +2,7 @@
  * do not edit.
  *
  * Caffe's Blob math per dtype. Dtypes Caffe defines it for (float32, float64)
- * use the implementations in src/blob_math.c; the others get these stubs, which fail with
+ * use the implementations in src/core/blob_math.c; the others get these stubs, which fail with
  * CBLOB_ERR_NOT_IMPLEMENTED before the blob is touched, whether its memory is on the host or
  * the device.
  */

@@ -16,7 +16,7 @@ typedef struct cb_blob_math {
 #define CB_BLOB_MATH_ROWS 5
 extern const cb_blob_math cb_blob_math_table[CB_BLOB_MATH_ROWS];
 
-/* The implementations for the dtypes Caffe defines the math for (src/blob_math.c). */
+/* The implementations for the dtypes Caffe defines the math for (src/core/blob_math.c). */
 cblob_status cb_blob_update_impl(cblob_blob *blob);
 cblob_status cb_blob_asum_impl(const cblob_blob *blob, cblob_part part, double *out_sum);
 cblob_status cb_blob_sumsq_impl(const cblob_blob *blob, cblob_part part, double *out_sum);

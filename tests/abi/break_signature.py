@@ -15,7 +15,7 @@ from pathlib import Path
 
 FUNCTION = "cblob_context_mode"
 OLD, NEW = "cblob_mode *out_mode", "int64_t *out_mode"
-FILES = {"include/cblob/cblob.h": "include/cblob/cblob.h", "src/context.c": "context.c"}
+FILES = {"include/cblob/cblob.h": "include/cblob/cblob.h", "src/core/context.c": "context.c"}
 
 
 def main():

@@ -32,7 +32,7 @@ typedef struct cb_storage {
     /* Open mappings that point straight into `host` (src/neoml/buffer.c): while any is open the
      * host buffer must not be replaced under them. */
     atomic_int direct_mappings;
-    /* DLPack tensors viewing `host` and `dev` (src/dlpack.c): while any is alive, the buffer it
+    /* DLPack tensors viewing `host` and `dev` (src/core/dlpack.c): while any is alive, the buffer it
      * views must not be replaced in place (set_cpu_data, set_gpu_data); the whole storage stays
      * alive for it instead. */
     atomic_int host_exports;
