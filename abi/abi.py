@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """The ABI baseline (abi/cblob.abi) and the comparison against it, with one set of options.
 
     abi.py dump LIBRARY BUILD_DIR OUT         write LIBRARY's ABI to OUT (abi/update-baseline.sh)

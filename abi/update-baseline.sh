@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Regenerates abi/cblob.abi, the ABI baseline that the abi.baseline test compares the library with
 # (abidiff --no-added-syms, through abi/abi.py). One command: it configures and builds the
 # release preset's library, checks it against the current baseline, and writes the new one.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Benchmark of the Caffe formats (not a test): save and load throughput of a large generated
  * .caffemodel against memcpy of the same bytes, measured in the same run, and the peak resident
  * memory of loading it against its size, measured in a fresh child process (getrusage).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The JIT and the kernel cache, timed (a benchmark, not a test: it prints what it measured and
  * how that compares with the targets, and always exits 0 when it could measure).
  *

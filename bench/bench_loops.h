@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Plain loops, the baseline a user would write by hand: compiled in their own file with the
  * project's ordinary flags (-O2, no -march, no -ffast-math), so the compiler treats them as it
  * would any user code. */

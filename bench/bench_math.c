@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Caffe's blob math (update, asum, sumsq, scale) through the public API, against memcpy of the
  * same bytes, a plain loop doing the same work, and the direct BLIS call, all in one run.
  *

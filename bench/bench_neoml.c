@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Throughput of the NeoML operations against memcpy of the same bytes, measured in one run.
  *
  *   bench_neoml [repetitions]

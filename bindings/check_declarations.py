@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Checks that every function the built library exports is declared in each binding's raw layer,
 with the parameter count the public header gives it, and that no raw layer declares a function
 the library does not export.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Sourced by the binding test drivers (bindings/*/test.sh), which CTest runs with:
 #   CBLOB_LIBRARY_FILE           the libcblob.so.1.x.y of this build
 #   CBLOB_INCLUDE_DIR            the public headers of this source tree

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Prints the sizes and field offsets of DLPack's structs as the C compiler lays them out from
  * DLPack's header (<cblob/dlpack.h>, the one cblob installs), one "name value" per line ("Type.field" is
  * the field's offset, "Type.field.size" its size). The

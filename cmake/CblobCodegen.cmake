@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs the code generator at configure time. Ninja re-runs the configure step whenever a
 # template or description changes (CMAKE_CONFIGURE_DEPENDS), before it compiles anything, so
 # the generated sources are always current in the same build. The generator rewrites a file

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Third-party libraries, found where Debian 12 installs them (scripts/setup.sh installs them).
 find_package(Threads REQUIRED)
 

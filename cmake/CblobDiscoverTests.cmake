@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Run after a test executable is built: asks it for its test names (--list) and writes the CTest
 # file that registers each as <SUITE>.<name>. Names come from the binary, so tests made by macros
 # are found too.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Install and package (cmake --install, cpack). Three components, which are also the Debian
 # packages:
 #   runtime      libcblob1     the library, libcblob.so.1.x.y and its SONAME link libcblob.so.1

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Warnings and flags for project code. Third-party and generated-by-others code never uses these.
 set(CBLOB_WARNINGS -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
     -Wno-missing-field-initializers)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The bindings' type map: how each C type of the API description is declared in the Rust
 (cblob-sys), C# (P/Invoke) and Go (cgo) raw layers, and how enum, constant and handle names read
 in each language.

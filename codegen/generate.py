@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """cblob's code generator.
 
 Reads the API description (codegen/api/*.yaml), the dtype table (codegen/dtypes.yaml) and the

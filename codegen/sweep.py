@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The bad-input sweep's cases, derived from the API description.
 
 For every function that returns a status, the sweep makes one valid call (the baseline, which

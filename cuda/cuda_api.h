@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The parts of the CUDA driver, NVRTC and cuBLAS APIs the backend calls, declared here because
  * the library is built without CUDA headers (and never links CUDA: cuda_loader.c opens the
  * libraries with dlopen). Every function is named by the exact symbol the library exports, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The CUDA backend: the device interface of src/core/backend.h over the driver API, cuBLAS and the
  * NVRTC-compiled kernels. Device pointers cross the interface as void * holding a CUdeviceptr. */
 #include "cuda_backend.h"

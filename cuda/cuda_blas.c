@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #include "cuda_blas.h"
 
 #include "cuda_device.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The kernel cache: compiled kernel families, in memory per device and on disk per architecture.
  *
  * Mode (CBLOB_KERNEL_CACHE): disk (default), memory, or off (every use compiles). Folder:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #include "cuda_device.h"
 
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Per-device state of the CUDA backend: the device's primary context (retained on first use and
  * kept for the life of the process), what it is, its cuBLAS handle and its loaded kernels. */
 #ifndef CBLOB_CUDA_DEVICE_H

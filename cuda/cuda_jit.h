@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Compiling a kernel family with NVRTC (needs no GPU): for a device's exact architecture as a
  * cubin, or as PTX for the driver to finish when the device is newer than NVRTC knows. */
 #ifndef CBLOB_CUDA_JIT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Launching the generated kernels (generated/cuda/launch.c calls these): the family's kernel for
  * a dtype, a grid sized for the device, the context's stream; and the device doubles that
  * reductions add into. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #define _GNU_SOURCE /* dladdr */
 #include "cuda_loader.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Opening the CUDA libraries: the driver (libcuda.so.1), NVRTC and cuBLAS, each with dlopen on
  * first use, once per process (pthread_once), never closed. Each load records whether it worked
  * and, if not, the status and message that say why, so every later caller gets the same answer

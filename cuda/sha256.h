@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* SHA-256 (FIPS 180-4), for the kernel cache's keys and entry checksums. */
 #ifndef CBLOB_CUDA_SHA256_H
 #define CBLOB_CUDA_SHA256_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Writes the expected answers for a .caffemodel in the format of ../shared/data/caffe/*.layers.txt
 (net name, format, one line per layer with its blob shapes, and per blob the count, first value,
 sum, min and max of its float data), by decoding the protobuf wire format with Python alone: an

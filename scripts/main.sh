@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The main job: set up, build the release preset, inspect the sample model that ships with cblob,
 # and show what the library found on this machine.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs what a fresh Debian 12 machine lacks to build and test cblob.
 # Idempotent: packages already present are not reinstalled, so a second run is quick.
 # Run as root (CI and the README's commands do).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A small test harness: each TEST is one CTest test (tests/CMakeLists.txt registers every
  * TEST(name) it finds in a suite's sources), run in its own process so that sanitizers report
  * leaks per test. A test passes when it returns without a failed CHECK; it skips by calling

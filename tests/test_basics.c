@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Smoke tests of the public API through the shared library: the paths every user takes first. */
 #include <stdint.h>
 

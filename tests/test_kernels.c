@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The generated CPU kernels and their BLIS twins against a naive double-precision reference,
  * at sizes around every vector and accumulator boundary and from unaligned starts; and the
  * generated dispatcher (core/run_kernels.h) where a table lacks a kernel. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The cblob command-line program. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The cblob program's commands; each takes the arguments after its name and returns the exit
  * status (tool.h). */
 #ifndef CBLOB_TOOLS_COMMANDS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cblob convert: Caffe files to .npy files, and .npy files to a .binaryproto. */
 #include <errno.h>
 #include <inttypes.h>

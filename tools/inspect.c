@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cblob inspect [--json] FILE: what a Caffe file holds, as a table or as one JSON object. */
 #include <inttypes.h>
 #include <math.h>

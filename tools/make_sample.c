@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Writes samples/tiny_lenet.caffemodel, the small model that ships with cblob, with cblob's own
  * writer: a LeNet-shaped net whose weights follow a fixed formula, so that the bytes are the same
  * on every machine (a test regenerates the file and compares).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* NumPy's .npy format (version 1.0 written; 1.0, 2.0 and 3.0 read): a header describing dtype,
  * order and shape, then the values in C order. Only the dtypes a blob has, little-endian. */
 #ifndef CBLOB_TOOLS_NPY_H

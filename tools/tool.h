@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What the cblob program's commands share: exit statuses, one-line errors, progress on a
  * terminal, loading a Caffe file of any kind, and blob statistics. */
 #ifndef CBLOB_TOOLS_TOOL_H

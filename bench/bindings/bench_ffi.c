@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The empty C calls the binding benchmark measures each language's FFI against. Built into its
  * own small library (libbench_ffi.so), not into libcblob, so the call crosses a shared-library
  * boundary (PLT) exactly as a libcblob call does. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #ifndef CBLOB_BENCH_FFI_H
 #define CBLOB_BENCH_FFI_H
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The bindings' call-overhead benchmark: in one run, times one cheap cblob call (count) from
 # Rust, Go and C# against an empty C call (libbench_ffi) from the same language, and prints the
 # ratios with their targets. A benchmark, not a test: it never fails on a slow ratio.

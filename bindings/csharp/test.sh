@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # CTest driver of the C# binding: builds CBlob.dll and the NUnit 2.6 tests with Mono's mcs (as
 # C# 7.2, warnings as errors) and runs them with nunit-console (the GPU tests once more against
 # the test doubles of the CUDA libraries), bound to this build's libcblob through a dllmap in

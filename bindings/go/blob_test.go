@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 package cblob_test
 
 // The bindings' common scenario (the parts the current API covers), plus what is particular to

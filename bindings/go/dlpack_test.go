@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 package cblob_test
 
 // DLPack through the Go layer: round trips that share memory, who runs the deleter (counted by a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Package cblob is the Go binding of cblob: Caffe-style blobs (N-d arrays holding data and diff,
 // synced lazily between host and GPU) behind cblob's versioned C ABI.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 package cblob_test
 
 // What the tests share: where the Caffe files are, and the expected answers of a model

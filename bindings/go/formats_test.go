@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 package cblob_test
 
 // The bindings' scenario, Caffe formats part: a real LeNet model and the bundled sample against

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 package cblob
 
 // The release callback SetGPUData gives the library. It lives in a file of its own: a file that

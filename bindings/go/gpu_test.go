@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 package cblob_test
 
 // The GPU calls through the Go layer. Without a usable GPU every call that needs one fails with a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 package cblob_test
 
 // NeoML's blob operations through the Go layer: the named layout, typed copies, conversions,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # CTest driver of the Go binding: go vet and go test (tests and examples; the GPU tests once more
 # against the test doubles of the CUDA libraries) with Debian's Go, offline, against this build's
 # header and libcblob. The build cache lives in CBLOB_OUT_DIR.

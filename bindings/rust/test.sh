@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # CTest driver of the Rust binding: cargo test (unit, integration and doc tests; the GPU tests
 # once more against the test doubles of the CUDA libraries) and cargo doc of both crates,
 # offline, against this build's libcblob, with warnings as errors; the DLPack mirror is checked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cblob.h - the cblob C ABI: Caffe-style blobs (N-d arrays of data and diff, synced lazily
  * between host and GPU) with NeoML's blob operations, for any language with a C FFI.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The one interface between the core and a device backend (DESIGN.md, "Layout").
  *
  * A backend includes only this header and status.h. The core reaches a backend only through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The registry of device backends: the only place the core names one. */
 #include "backend.h"
 #include "cuda_backend.h"

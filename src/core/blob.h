@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Blobs: Caffe's Blob. A shape over two storages (data and diff), the lazily synced memories.
  * The functions here are what other parts of the core (formats, NeoML operations, DLPack) build
  * on; the public entry points are in blob.c and blob_math.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The blob's device memory: Caffe's gpu_data / mutable_gpu_data, set_gpu_data and
  * async_gpu_push (conformance.md 1.D, 1.H). The state machine itself is storage.c's. */
 #include "blob.h"

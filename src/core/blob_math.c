@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Caffe's Blob math (Update, asum, sumsq, scale) and CopyFrom: each runs where the memory's head
  * is, on the CPU kernels or on the device backend, as conformance.md 1.E-1.F says. */
 #include <inttypes.h>

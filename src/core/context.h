@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Contexts: the mode (Caffe's per-thread Caffe::mode(), held explicitly here) and the device. */
 #ifndef CBLOB_SRC_CONTEXT_H
 #define CBLOB_SRC_CONTEXT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A context's device, stream and log (the GPU half of what Caffe keeps per thread). */
 #include "context.h"
 #include "status.h"

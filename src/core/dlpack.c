@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DLPack (conformance.md section 3): a blob's data or diff exported as DLPack's managed tensor
  * without copying, and a managed tensor imported as a blob without copying. The public header
  * only declares the structs; their layout comes from DLPack's own header (third_party/dlpack). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What the machine's GPU stack is, and the kernel cache: the core's side of the calls, each a
  * thin layer over the backend (backend.h). A build without a GPU backend answers as a machine
  * without a driver does. */

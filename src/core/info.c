@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Versions and what the library found on this machine (for `cblob info`). */
 #include <pthread.h>
 #include <stdio.h>

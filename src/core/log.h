@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A context's log: warnings the library meets on a caller's behalf that are not errors of the
  * call (cblob_context_log). Bounded: the oldest lines go first. */
 #ifndef CBLOB_SRC_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shapes: validation with overflow checks, axis canonicalisation, Caffe's legacy view. */
 #ifndef CBLOB_SRC_SHAPE_H
 #define CBLOB_SRC_SHAPE_H

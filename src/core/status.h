@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Errors: the thread-local last-error message and the argument checks every entry point uses. */
 #ifndef CBLOB_SRC_STATUS_H
 #define CBLOB_SRC_STATUS_H

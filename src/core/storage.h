@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Storage: Caffe's SyncedMemory. A fixed number of bytes with a host copy and a device copy,
  * moved only when an accessor needs them (conformance.md 1.H), and reference counted so that
  * blobs sharing data, windows and exports keep it alive. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The public entry points for BlobProto and BlobProtoVector, and format detection. */
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Models: a Caffe net's weights (NetParameter), read from .caffemodel files and written back. */
 #include <inttypes.h>
 #include <stdio.h>

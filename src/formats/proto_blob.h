@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Caffe's BlobProto: reading it into blobs (FromProto) and writing blobs into it (ToProto).
  *
  * Reading is two passes over the input. The scan (cb_blob_layout_scan) walks the wire format,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* madvise and MADV_DONTNEED (posix_madvise's POSIX_MADV_DONTNEED does nothing on Linux). */
 #define _DEFAULT_SOURCE
 #include "proto_io.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Where serialized messages come from and go to: a caller's bytes, a mapped file, a caller's
  * buffer, or a file written atomically. */
 #ifndef CBLOB_SRC_PROTO_IO_H

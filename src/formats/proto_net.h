@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Caffe's NetParameter (current `layer` = 100 and V1 `layers` = 2, with the V0 layer nested in
  * V1) and BlobProtoVector: scanned with the wire reader into an index of layers and BlobProto
  * layouts, fully validated (every BlobProto's shape and counts included) before any value is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The protobuf wire format, read by hand: every field's tag, wire type, bounds and byte offset.
  *
  * protobuf-c reports only that a message failed to unpack, not where or why, and keeps ~32

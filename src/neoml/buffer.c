@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Buffers: mappings of a range of a blob (NeoML's GetBuffer / ReleaseBuffer). A part current on
  * the device is staged through host memory; otherwise the caller gets the blob's host memory.
  * Mappings of a blob form a stack (last in, first out), as NeoML's per-thread stack allocator

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Copies: typed copies between a blob and a caller's array, blob-to-blob copies with conversion,
  * deep copies and clones. */
 #include <inttypes.h>

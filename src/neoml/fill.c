@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fill, clear (of the whole blob or one object) and elementwise add. */
 #include <float.h>
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* NeoML's named 7-axis layout: creation helpers, named dimensions, object sizes, dimension
  * comparisons and reinterpretation. */
 #include <inttypes.h>

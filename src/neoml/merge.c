@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Merge and split along an axis (NeoML's MergeByDim / SplitByDim) and by object (MergeByObject /
  * SplitByObject). Both see the whole blob as `rows` rows of `width` elements, each row the
  * concatenation of one row of every piece: piece i holds widths[i] elements of each row. Every

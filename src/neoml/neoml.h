@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* NeoML blob operations (codegen/api/40_neoml.yaml): what the files of src/neoml share. Where an
  * operation runs, views of a part there, overlap checks, and the blob-making helpers. */
 #ifndef CBLOB_SRC_NEOML_NEOML_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Transposes: swapping two axes of any blob, into a new blob or an existing one. */
 #include <inttypes.h>
 

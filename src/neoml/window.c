@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Windows: blobs that view rows of a parent along its first axis (NeoML's window blobs). A window
  * holds its parent and the parent's storages; positioning it takes the parent's current storages
  * and shape, so a window detached by a parent's reallocation re-attaches there (header,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Writes copies of the public header and of one source file in which one parameter of one
 function has another type: the deliberately broken library the ABI check must reject
 (tests/abi/CMakeLists.txt builds it from these copies and the real library's other objects).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Checks that the library exports exactly the API: every dynamic symbol is a cblob_ function in a
 version node, and the exported symbols, the linker version script (abi/cblob.map), the API
 description (codegen/api, via generated/api_functions.txt) and the ABI baseline (abi/cblob.abi)

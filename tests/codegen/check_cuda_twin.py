@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """The generator refuses a kernel family without a CUDA twin, and names the template to write.
 
 Copies codegen/ and templates/ into a temporary tree, adds a kernel to ops.yaml there with a CPU

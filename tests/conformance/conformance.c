@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #include "conformance.h"
 
 const cblob_dtype all_dtypes[DTYPE_COUNT] = {

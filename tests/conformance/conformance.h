@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Helpers for the conformance suite: one test per item of conformance.md section 1 (Caffe's Blob
  * and SyncedMemory) that applies on the CPU, and one per deliberate difference from Caffe. Tests
  * go through the public header and the shared library only, as a user would.

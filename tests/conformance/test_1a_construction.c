@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* conformance.md 1.A: constants, construction, global mode.
  *
  * Items that do not apply here:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* conformance.md 1.B: reshape and capacity.
  *
  * Items that do not apply here:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* conformance.md 1.C: shape queries, axis canonicalisation, legacy accessors, offsets.
  *
  * Items that do not apply here:

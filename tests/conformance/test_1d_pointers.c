@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* conformance.md 1.D: pointer accessors and external buffers.
  *
  * Items that do not apply here:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* conformance.md 1.F: arithmetic helpers and type restrictions.
  *
  * Items that do not apply here:

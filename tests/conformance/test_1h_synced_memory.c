@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* conformance.md 1.H: the SyncedMemory state machine, as far as it shows on the CPU.
  *
  * Items that do not apply here (each needs a device; the GPU issue tests them with its test

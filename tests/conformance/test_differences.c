@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The deliberate differences from Caffe (DESIGN.md "Deliberate differences from Caffe" and the
  * table in README.md), one test each: what cblob does, and in a comment what Caffe does instead.
  *

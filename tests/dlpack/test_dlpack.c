@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DLPack export and import on the host, through the public header and the shared library
  * (conformance.md section 3): what an exported tensor says, that it is the blob's memory (no
  * copy), that it keeps that memory alive whatever happens to the blob, that its deleter runs once

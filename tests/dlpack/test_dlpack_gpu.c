@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* DLPack with a GPU: device exports (kDLCUDA), pinned host exports (kDLCUDAHost, conformance.md
  * 1.60 and 3.4), how an export moves the memory's head, CUDA tensors imported as blobs, and
  * set_gpu_data refused under a device export. Built twice, as the GPU memory suites are: against

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """NumPy and cblob exchange memory through DLPack, without copies.
 
 A small shim gives numpy.from_dlpack what it takes (an object with __dlpack__ and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A test double of cuBLAS (built as libcublas.so.13, for tests only), over the fake driver's
  * memory. Its math is plain loops in double, written independently of cblob's kernels, so a
  * test comparing the "GPU" path with the CPU path compares two implementations. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The control interface of the test double of the CUDA driver (libcuda.so.1 in this folder's
  * build output), for tests: what it counted, and knobs that change what it reports.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared by the parts of the test double: the driver, the kernels it runs (generated from
  * codegen/ops.yaml) and the fake cuBLAS. */
 #ifndef CBLOB_TESTS_FAKE_CUDA_INTERNAL_H

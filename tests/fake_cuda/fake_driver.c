@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A test double of the CUDA driver (built as libcuda.so.1, for tests only). See fake_cuda.h for
  * what it models and its knobs. It is strict where a real driver would fail or corrupt memory:
  * unknown pointers and streams, copies past an allocation, calls without a current context and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A test double of NVRTC (built as libnvrtc.so.13, for tests only), used where the CUDA toolkit
  * is not installed, so that the backend's host-side logic is tested everywhere. It does not
  * compile: it lists the source's cblob_* kernels in a small image the fake driver accepts (a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Regenerates the sample model and compares it with the committed file.
 execute_process(COMMAND ${GENERATOR} ${OUT} RESULT_VARIABLE result)
 if(NOT result EQUAL 0)

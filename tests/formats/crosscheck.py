@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Cross-checks cblob's Caffe formats against an independent implementation: Python's protobuf
 package (Debian's python3-protobuf) with proto/caffe_blobs.proto compiled by protoc at test time,
 and NumPy for .npy files. Each check is one CTest test:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A minimal protobuf encoder and field lister for the format tests, written apart from the
  * library so that tests build inputs (packed, unpacked, legacy, unknown fields, broken) and check
  * outputs without trusting the code under test. Header-only; each test file includes it once. */

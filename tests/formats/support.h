@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Helpers the format test suites share: blobs with known values, serialized copies, and
  * snapshots that prove a failed call changed nothing. */
 #ifndef CBLOB_TESTS_FORMATS_SUPPORT_H

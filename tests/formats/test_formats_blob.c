@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* BlobProto through the public API: conformance.md 1.G (items 44-52), round trips for every
  * dtype, the integer-blob rules, and malformed input. Inputs are built with tests/formats/pb.h,
  * outputs checked with its field lister, so neither side trusts the library's own encoder. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The real Caffe files in ../shared/data/caffe/, read through the public API and compared with
  * the independent decodings beside them (.layers.txt for models, .blob.txt for BlobProtos):
  * names, types, shapes and counts exactly, first/sum/min/max within float tolerance. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The format readers' internals: the two BlobProto decoders agree on every input, loading adopts
  * the decoded arrays instead of copying them, and the mapped-file reader. */
 #include <sys/mman.h>

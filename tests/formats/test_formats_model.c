@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Models (NetParameter) through the public API: write then read in both formats, V0 layers
  * nested in V1, handle lifetimes, and malformed nets. */
 #include <sys/stat.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Writes the files crosscheck.py reads with Python's protobuf package: a V2 and a V1 model and a
  * BlobProtoVector, covering every dtype, with and without diff, all values from ft_value.
  *

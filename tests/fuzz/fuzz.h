@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared by the fuzz targets: one context for the whole run, and a check that reports a broken
  * invariant as a crash, which is how libFuzzer (and the replay runner) see failures. */
 #ifndef CBLOB_TESTS_FUZZ_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzzes the BlobProto readers: detection, creation, loading into blobs of every dtype (with and
  * without reshape) and ShapeEquals. A blob read from the input must write back to bytes that read
  * as the same blob. */

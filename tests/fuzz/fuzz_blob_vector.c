@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzzes the BlobProtoVector reader: the count query and the read must agree, and what is read
  * must write back to a vector that reads the same. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzzes the NetParameter reader: every layer's name, type and blobs must be reachable, and the
  * model must write back to bytes that read as the same layers and blob shapes. */
 #include <string.h>

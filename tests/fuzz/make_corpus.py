@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Writes the fuzz targets' seed corpus (tests/fuzz/corpus/): small BlobProto, BlobProtoVector and
 NetParameter inputs covering what the readers must handle: packed and unpacked values, legacy
 dims, double_data, diffs, unknown fields of every wire type (groups too), V2, V1 and V0 layers.

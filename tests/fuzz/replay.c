@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Runs a fuzz target without libFuzzer (for compilers that lack it, such as GCC): over every file
  * of the given corpus folders, every prefix of it, and a fixed set of single-byte mutations, so
  * that the release build exercises the same target code on inputs near the seeds. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What the GPU tests share. The same tests run against the test double of the driver
  * (tests/fake_cuda, on every machine) and against a real GPU (skipped with the reason when the
  * machine has none); only the double can count transfers and allocations, so those checks are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cuda/cuda_api.h declares the CUDA driver, NVRTC and cuBLAS functions by hand (the library is
  * built without CUDA headers). Here it is compiled against the toolkit's own headers: every
  * function pointer must have the toolkit's exact type and every constant its value, or this file

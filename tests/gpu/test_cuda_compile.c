@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Every CUDA kernel family (each template with all its dtypes, as the backend compiles it)
  * compiles with the real NVRTC for sm_80 and sm_90: as a cubin, whose entry points are checked,
  * and as PTX, which nvJitLink then assembles for the same architecture. NVRTC and nvJitLink need

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Each outcome of finding the GPU stack has its own status and message, and a machine without a
  * usable GPU still does everything else. The suite's environment points cblob at the test
  * doubles (tests/fake_cuda); each test changes that environment before its first GPU call (a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The NVRTC JIT and the kernel cache, through the backend's internals: the generated kernels
  * agree with the CPU kernels, and the cache hits, misses, rejects damaged entries, falls back to
  * memory when its folder cannot be written, honours its modes and compiles once under a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Caffe's SyncedMemory on the GPU (conformance.md 1.H), GPU math (1.F), CopyFrom's mode (1.E 36)
  * and the GPU calls around them, through the public API. Built twice: against the test double
  * of the driver (suite gpu_fake, which also counts every transfer and allocation) and against

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The NeoML operations on the GPU path, through the public API. Each test is a scenario run twice
  * for every dtype: once with its blobs on the host and once with them on the device (head
  * AT_GPU, as a GPU layer leaves its output), and what each run kept is compared element by

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs this build into a temporary prefix (cmake --install) and checks what a user gets:
 # the files and links, a program built against it with pkg-config (as C and as C++) and another
 # with find_package(cblob CONFIG), and the installed cblob program.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Builds the packages of this build with CPack (.tar.gz and the Debian packages libcblob1,
 # libcblob-dev and cblob-tools), unpacks them with dpkg-deb and checks their contents, control
 # fields and dependencies; then builds and runs the consumer against the unpacked Debian packages

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Helpers shared by the NeoML operation suites: blobs of any dtype filled with known values, read
  * back as doubles, and a seeded random generator whose seed every failure message prints. */
 #ifndef CBLOB_TESTS_NEOML_TEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Buffers on the host path (conformance.md 2.G), and what a mapping forbids while it is open.
  * The staged (device) path is in tests/gpu/test_gpu_neoml.c. */
 #include "neoml_test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Typed copies, blob-to-blob copies, deep copies and clones with conversion (conformance.md 2.C). */
 #include <float.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* NeoML's named layout and creation helpers (conformance.md 2.A, 2.B, 2.E item 28). */
 #include "neoml_test.h"
 

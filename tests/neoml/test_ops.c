@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* In-place operations, transposes, merges and splits (conformance.md 2.D, 2.E, 2.H), with the
  * checks cblob adds where NeoML checks nothing. */
 #include <float.h>

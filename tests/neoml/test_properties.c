@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Property tests against naive references: random shapes of up to 7 axes, random axis pairs for
  * transposes, random splits that must merge back to the original bytes, random conversions, for
  * every dtype. Seeds are fixed; a failure prints the seed that reproduces it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Windows (conformance.md 2.F) and cblob's lifetime rules for them. Run under ASan, these also
  * show that no window ever reads memory its parent freed. */
 #include "neoml_test.h"

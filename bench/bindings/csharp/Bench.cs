@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Times one cheap cblob call (Blob.Count through CBlob.dll) against an empty C call, both from
 // C# on Mono, and a raw P/Invoke of cblob_blob_count (no call guard, no status check) for the
 // breakdown; prints "RESULT csharp <empty ns> <raw ns> <count ns>".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 module cblob-bench-ffi
 
 go 1.19

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Times one cheap cblob call (Blob.Count through the Go package) against an empty C call, both
 // from Go, and prints "RESULT go <empty ns> - <count ns>" (Go has no raw call to compare: the
 // package's raw layer is its own unexported C wrappers).

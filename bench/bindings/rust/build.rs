@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! Links libbench_ffi from BENCH_FFI_DIR.
 fn main() {
     println!("cargo:rerun-if-env-changed=BENCH_FFI_DIR");

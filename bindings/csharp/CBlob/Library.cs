@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 namespace CBlob
 {
     /// <summary>What the loaded native library says about itself.</summary>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The C# raw layer of cblob: constants, enums, callback delegates, SafeHandles for the owned
 // handles, and one P/Invoke declaration per function of the C ABI (cblob/cblob.h).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The bindings' common scenario (the parts the current API covers), plus what is particular to
 // the C# layer: spans, SafeHandle lifetimes, pinned buffers, library loading. NUnit 2.6.
 using System;

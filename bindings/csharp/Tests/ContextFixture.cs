@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // What every test fixture that works in one context shares: a fresh context per test, disposed
 // after it, and a check that a call throws CBlobException with a given status. NUnit 2.6 runs a
 // base class's [SetUp] and [TearDown] for each test of a derived fixture.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // DLPack through the C# layer: the mirror structs against the C header, round trips that share
 // memory, who runs the deleter (counted by a counting deleter put in front of the producer's),
 // refused imports that leave the tensor with the caller, and the read-only flag. Device exports

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The GPU calls through the C# layer. Without a usable GPU every call that needs one throws with
 // a no-GPU status and the library's message, and the calls that do not need one work; with one
 // (or with the test double of the driver, which the binding suites run these tests against as

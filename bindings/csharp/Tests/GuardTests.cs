@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The guard that keeps a native handle alive through calls (CBlob/Guard.cs): Dispose while a
 // call is in flight defers the release to the call's end; calls after Dispose are refused; and
 // Dispose racing with calls on other threads neither frees a handle under a call nor leaks it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! Finds libcblob for the linker: CBLOB_LIB_DIR names the folder holding libcblob.so (a cblob
 //! build tree's `src/`, or any install); without it, pkg-config's `cblob` package; without that,
 //! the linker's default search path.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A program that uses an installed cblob the way a user's would: through <cblob/cblob.h> and
  * <cblob/dlpack.h> only, found with pkg-config or find_package(cblob CONFIG). It checks that the
  * library it runs against is the ABI it was built for, and uses a blob and a DLPack export. It

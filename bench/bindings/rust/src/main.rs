@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! Times one cheap cblob call (Blob::count through the safe crate) against an empty C call, both
 //! from Rust, and the raw call (cblob_sys) for the breakdown; prints
 //! `RESULT rust <empty ns> <raw ns> <count ns>`.

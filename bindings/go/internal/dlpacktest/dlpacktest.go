@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Package dlpacktest holds what the DLPack tests need from C, which Go test files cannot use: a
 // counting deleter put in front of a tensor's own, field changes, and tensors made in C memory.
 // It is internal: only this module's tests import it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! Raw declarations of the cblob C ABI (`cblob/cblob.h`), for the safe `cblob` crate and for
 //! callers that need the C calls themselves.
 //!

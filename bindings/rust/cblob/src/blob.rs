@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 use std::ptr::{self, NonNull};
 
 use crate::error::{check, infallible, Error, Result};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! DLPack: a blob's data or diff handed to NumPy, PyTorch, CuPy, JAX or any other DLPack 1.x
 //! consumer without a copy, and a DLPack tensor taken in as a blob without a copy (the header's
 //! "DLPack" section).

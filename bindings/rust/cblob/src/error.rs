@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::os::unix::ffi::OsStrExt;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! The GPU backend (CUDA): what the machine has, and the kernel cache.
 //!
 //! The library loads and works without a GPU; the calls that need one then fail with the status

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! Safe Rust bindings to cblob: Caffe-style blobs (N-d arrays holding `data` and `diff`,
 //! synced lazily between host and GPU) behind cblob's versioned C ABI, with Caffe's files
 //! ([`Model`], [`proto`]), the GPU ([`gpu`]), NeoML's blob operations ([`Window`],

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! Mapped ranges of a blob (NeoML's `GetBuffer` / `ReleaseBuffer`) as scoped guards.
 use std::fmt;
 use std::marker::PhantomData;

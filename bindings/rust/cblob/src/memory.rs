@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! Borrow tracking for memory that several blobs can share.
 //!
 //! After `b.share(&a, Part::Data)` two Rust blobs reach one C storage, so the borrow checker,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! Caffe nets' weights (`.caffemodel` files) as plain Rust values.
 use std::ffi::CStr;
 use std::path::Path;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! NeoML's `CDnnBlob` operations on [`Blob`]: the named 7-axis layout, typed copies, clones and
 //! conversions, transposes, merges and splits, fills and adds. Windows are [`crate::Window`],
 //! mapped ranges [`crate::Mapping`].

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! Caffe's BlobProto and BlobProtoVector (`.binaryproto` files), and telling the kinds of Caffe
 //! message apart. A blob's own proto methods are on [`Blob`]; models are [`crate::Model`].
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! NeoML's window blobs.
 use std::fmt;
 use std::ops::{Deref, DerefMut};

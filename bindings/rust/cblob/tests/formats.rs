@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! The bindings' scenario, Caffe formats part: a real LeNet model and the bundled sample against
 //! their independently decoded answers; BlobProto and BlobProtoVector round trips; building and
 //! saving a model; parse errors with the library's message.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! NeoML's blob operations through the Rust layer: the named layout, typed copies, conversions,
 //! transposes, merges and splits, fills, windows (and how they join their parent's view
 //! tracking) and mapped ranges.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 //! The bindings' common scenario, blob part (create, reshape, fill, update, asum, sharing, a bad
 //! shape as an error), plus what is particular to the Rust layer: typed views, view tracking
 //! across shared memory, threads. The formats part is in formats.rs, the GPU part in gpu.rs.
