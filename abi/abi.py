@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause
-"""The ABI baseline (abi/cblob.abi) and the comparison against it, with one set of options.
+"""The ABI baselines (abi/cblob-<version>.abi, one per minor release) and the comparison against
+them, with one set of options.
 
     abi.py dump LIBRARY BUILD_DIR OUT         write LIBRARY's ABI to OUT (abi/update-baseline.sh)
     abi.py compare BASELINE LIBRARY BUILD_DIR  abidiff --no-added-syms; exit 0 only when abidiff's is 0

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# Regenerates abi/cblob.abi, the ABI baseline that the abi.baseline test compares the library with
+# Writes abi/cblob-MAJOR.MINOR.abi, the ABI baseline of the release the header names
+# (CBLOB_ABI_VERSION_MAJOR/MINOR), which an abi.baseline_MAJOR.MINOR test compares the library with
 # (abidiff --no-added-syms, through abi/abi.py). One command: it configures and builds the
-# release preset's library, checks it against the current baseline, and writes the new one.
+# release preset's library, checks it against every committed baseline, and writes this release's.
+# Earlier releases' baselines are never rewritten: what they froze stays frozen.
 #
 # When to run it: only when an issue says to add to the ABI, after the new functions are in the
 # API description (codegen/api), in abi/cblob.map under the new version node and implemented. The
@@ -24,13 +26,19 @@ python=$(scripts/find-python.sh)
 cmake --preset release >/dev/null
 cmake --build --preset release --target cblob
 library=build/release/src/libcblob.so
+header=include/cblob/cblob.h
+version="$(sed -n 's/^#define CBLOB_ABI_VERSION_MAJOR \([0-9]*\)$/\1/p' "$header").$(sed -n 's/^#define CBLOB_ABI_VERSION_MINOR \([0-9]*\)$/\1/p' "$header")"
+out=abi/cblob-$version.abi
 
-if [ -f abi/cblob.abi ] && ! "$python" abi/abi.py compare abi/cblob.abi "$library" build/release; then
-  if [ "$new_major" = 0 ]; then
-    echo "update-baseline: not written: the library breaks the current baseline (see above)." >&2
-    exit 1
+for baseline in abi/cblob-*.abi; do
+  [ -f "$baseline" ] && [ "$baseline" != "$out" ] || continue
+  if ! "$python" abi/abi.py compare "$baseline" "$library" build/release; then
+    if [ "$new_major" = 0 ]; then
+      echo "update-baseline: not written: the library breaks $baseline (see above)." >&2
+      exit 1
+    fi
+    echo "update-baseline: --new-major: starting a new baseline for a new SONAME"
   fi
-  echo "update-baseline: --new-major: starting a new baseline for a new SONAME"
-fi
-"$python" abi/abi.py dump "$library" build/release abi/cblob.abi
-echo "update-baseline: review and commit abi/cblob.abi; then run: ctest --preset release -R '^abi\\.'"
+done
+"$python" abi/abi.py dump "$library" build/release "$out"
+echo "update-baseline: review and commit $out; then run: ctest --preset release -R '^abi\\.'"

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Checks that the library exports exactly the API: every dynamic symbol is a cblob_ function in a
 version node, and the exported symbols, the linker version script (abi/cblob.map), the API
-description (codegen/api, via generated/api_functions.txt) and the ABI baseline (abi/cblob.abi)
-name the same functions, each in the node of the ABI version that added it. The newest node is
+description (codegen/api, via generated/api_functions.txt) and the ABI baselines (abi/cblob-<version>.abi,
+one per minor release) name the same functions, each in the node of the ABI version that added it. The newest node is
 the header's CBLOB_ABI_VERSION_MAJOR.MINOR, and the SONAME carries the major.
 
 usage: check_symbols.py LIBRARY SOURCE_DIR
@@ -58,10 +58,14 @@ def described(path):
     return funcs
 
 
-def baseline(path):
-    """The functions abidw recorded, with their version nodes."""
-    return {m.group(1): m.group(2)
-            for m in re.finditer(r"<elf-symbol name='(cblob_\w+)' version='CBLOB_(\d+\.\d+)'", path.read_text())}
+def baselines(folder):
+    """The functions abidw recorded in any baseline, with their version nodes. Each baseline holds
+    every function of its release, the earlier nodes' included."""
+    frozen = {}
+    for path in sorted(folder.glob("cblob-*.abi")):
+        for m in re.finditer(r"<elf-symbol name='(cblob_\w+)' version='CBLOB_(\d+\.\d+)'", path.read_text()):
+            frozen[m.group(1)] = m.group(2)
+    return frozen
 
 
 def header_version(path):
@@ -95,7 +99,7 @@ def main():
     symbols, problems = exported(library)
     script = version_script(source / "abi" / "cblob.map")
     api = described(source / "generated" / "api_functions.txt")
-    frozen = baseline(source / "abi" / "cblob.abi")
+    frozen = baselines(source / "abi")
     for name in sorted(set(symbols) | set(script) | set(api) | set(frozen)):
         where = {"exported": symbols.get(name), "version script": script.get(name), "API description": api.get(name),
                  "ABI baseline": frozen.get(name)}
