@@ -311,8 +311,8 @@ class Blob:
         A writable view marks the host copy current, as Caffe's mutable_cpu_data does; a
         read-only one syncs the host copy as cpu_data does."""
         shape, dtype = self.shape, self.dtype
-        if self.count == 0:
-            return np.zeros(shape, dtype)
+        if self.count == 0:  # nothing to view (a blob with no axes and no storage views as empty)
+            return np.zeros(shape or (0,), dtype)
         tensor = c_void_p()
         check(lib.cblob_blob_to_dlpack(self._h, part, Memory.HOST, 0 if writable else 1, tensor))
         return _dlpack.array_over(_dlpack.tensor_of(_dlpack.VERSIONED, tensor.value), dtype, shape)

@@ -43,7 +43,7 @@ class Context:
     def set_mode(self, mode):
         """Sets the mode. Mode.GPU needs a working GPU: without one it raises GPUUnavailableError
         and the mode stays as it was."""
-        check(lib.cblob_context_set_mode(self._h, Mode(mode)))
+        check(lib.cblob_context_set_mode(self._h, int(mode)))
 
     @property
     def device(self):

@@ -86,7 +86,7 @@ class Model(Mapping):
         LayerType names ("CONVOLUTION") or numbers."""
         context = context_or_default(context)
         text = None if name is None else name.encode()
-        return cls._opened(lambda out: lib.cblob_model_create(context._h, NetFormat(format), text, out), context)
+        return cls._opened(lambda out: lib.cblob_model_create(context._h, int(format), text, out), context)
 
     def _get(self, function, out_type, *args):
         out = out_type()
