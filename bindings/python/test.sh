@@ -33,16 +33,16 @@ wheel=$(ls "$CBLOB_OUT_DIR"/dist/cblob-*manylinux*.whl)
 "$numpy2" "$python_dir/tests/check_wheel.py" "$wheel"
 
 echo "== pytest: source install, NumPy $("$numpy2" -c 'import numpy; print(numpy.__version__)')"
-run_pytest() {
-  local python=$1; shift
-  (cd "$python_dir/tests" && env -u CBLOB_LIBRARY "$python" -m pytest -p no:cacheprovider -q -rs "$@")
-}
+# run_pytest PYTHON [ARGS]: the suites of tests/ against the cblob that PYTHON imports (a command,
+# not a function, so that run_with_fake_gpu can run it under env).
+run_pytest=(env -C "$python_dir/tests" -u CBLOB_LIBRARY)
+pytest_options=(-m pytest -p no:cacheprovider -q -rs)
 dlpack_layout
-run_pytest "$numpy2"
+"${run_pytest[@]}" "$numpy2" "${pytest_options[@]}"
 echo "== pytest: binary wheel, NumPy $("$numpy1" -c 'import numpy; print(numpy.__version__)')"
 "$numpy1" -m pip install "${pip_quiet[@]}" "$wheel"
-run_pytest "$numpy1"
-run_with_fake_gpu run_pytest "$numpy2" test_gpu.py
+"${run_pytest[@]}" "$numpy1" "${pytest_options[@]}"
+run_with_fake_gpu "${run_pytest[@]}" "$numpy2" "${pytest_options[@]}" test_gpu.py
 
 echo "== a fresh virtual environment with the binary wheel alone"
 fresh=$CBLOB_OUT_DIR/fresh

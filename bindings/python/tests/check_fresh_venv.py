@@ -14,7 +14,7 @@ from pathlib import Path
 
 venv, model = Path(sys.argv[1]).resolve(), sys.argv[2]
 line = f"import cblob; print({{k: [a.shape for a in v] for k, v in cblob.load({model!r}).items()}})"
-print(f"$ python -c {line!r}")
+print(f"$ python -c {line!r}", flush=True)
 subprocess.run([sys.executable, "-c", line], check=True)
 
 import cblob  # noqa: E402
