@@ -16,8 +16,8 @@ packages=(
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler python3-protobuf
   # tests and tools
   python3-numpy abigail-tools binutils file dpkg-dev
-  # bindings
-  golang-go mono-mcs mono-complete nunit-console
+  # bindings (Python: virtual environments, which scripts/python-env.sh fills from PyPI)
+  golang-go mono-mcs mono-complete nunit-console python3-venv
 )
 
 missing=()
