@@ -66,16 +66,24 @@ static bool same_inode(const struct stat *a, const struct stat *b)
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* Whether the name in the folder is the file open as fd. */
+static bool name_is_file(int dirfd, const char *name, int fd)
+{
+    struct stat opened, named;
+    return fstat(fd, &opened) == 0 && fstatat(dirfd, name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+           same_inode(&opened, &named);
+}
+
 static void remove_if_stale(int dirfd, const char *name)
 {
     const int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return;
-    struct stat opened, named;
+    struct stat opened;
     /* The lock is free only once its writer has closed the file or died; the name is checked to
      * still be the file locked, so nothing else under it is removed. */
     if (fstat(fd, &opened) == 0 && S_ISREG(opened.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-        fstatat(dirfd, name, &named, AT_SYMLINK_NOFOLLOW) == 0 && same_inode(&opened, &named))
+        name_is_file(dirfd, name, fd))
         unlinkat(dirfd, name, 0);
     close(fd);
 }
@@ -102,12 +110,16 @@ void cb_remove_stale_temporaries(int dirfd)
  * the moment between its creation and the lock removes it, and the writer takes another name. */
 static bool lock_temporary(int dirfd, const char *name, int fd)
 {
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0)
-        /* A file system without locks: cleaners cannot lock there either, so they leave it. */
-        return errno != EWOULDBLOCK;
-    struct stat opened, named;
-    return fstat(fd, &opened) == 0 && fstatat(dirfd, name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
-           same_inode(&opened, &named);
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return name_is_file(dirfd, name, fd);
+    /* Someone else holds it: the writer lets the name go. */
+    if (errno == EWOULDBLOCK) {
+        if (name_is_file(dirfd, name, fd))
+            unlinkat(dirfd, name, 0);
+        return false;
+    }
+    /* A file system without locks: cleaners cannot lock there either, so they leave it. */
+    return true;
 }
 
 static cblob_status create_temporary(cb_output *output, mode_t mode)
