@@ -41,8 +41,9 @@
  * cb_out_dir_sync, once for the whole folder, not one fsync per file.
  *
  * Temporary files are named ".cblob-tmp-<pid>-<n>" and locked (flock) by their writer for as long
- * as it writes. Every save into a folder first removes the temporaries there that no process
- * holds: those of writers that were killed. Errors (ENOSPC, EDQUOT, EIO, ...) are reported with
+ * as it writes. Every save to a named path, and every output folder when it is opened, first
+ * removes the temporaries in that folder that no process holds: those of writers that were
+ * killed. (On a file system without locks none are removed.) Errors (ENOSPC, EDQUOT, EIO, ...) are reported with
  * the system's reason whether write, close, fsync or rename found them; the temporary is then
  * removed and the target untouched. Nothing here installs a signal handler. */
 #ifndef CBLOB_SRC_IO_H
