@@ -588,7 +588,7 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * character device or a FIFO is written in place, without truncation or rename (so /dev/null
  * stays /dev/null); a FIFO that no process reads fails at once, and a reader that goes away gives
  * CBLOB_ERR_IO (EPIPE), never SIGPIPE. A folder, a socket or a block device is refused with
- * CBLOB_ERR_IO. Errors (no space, quota, I/O) name the step and the system's reason, and leave the
+ * CBLOB_ERR_IO, and so is a file name starting with `.cblob-tmp-`. Errors (no space, quota, I/O) name the step and the system's reason, and leave the
  * target untouched and no temporary behind. A temporary of a killed writer is removed by the next
  * save into the same folder (a writer holds a lock on its temporary while it writes). Nothing in
  * the library installs a signal handler.

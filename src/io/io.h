@@ -29,7 +29,8 @@
  * - a character device or a FIFO is written in place: no temporary, no truncation, no rename
  *   (so /dev/null stays a device). A FIFO that no process reads fails at once, and a reader
  *   that goes away gives EPIPE, never SIGPIPE;
- * - a folder, a socket or a block device is refused with CBLOB_ERR_IO.
+ * - a folder, a socket or a block device is refused with CBLOB_ERR_IO, and so is a name starting
+ *   with CB_TEMP_PREFIX (below).
  *
  * Writing inside an output folder (cb_out_dir_open, cb_output_open_in): the folder is opened
  * once (its own path may hold symbolic links) and every file is made relative to it. Its

@@ -61,6 +61,9 @@ static cblob_status open_folder(const char *path, const char *display, int *out_
     const char *name = slash != NULL ? slash + 1 : path;
     if (name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
         return cb_fail(CBLOB_ERR_IO, "%s names a folder, not a file", display);
+    if (strncmp(name, CB_TEMP_PREFIX, strlen(CB_TEMP_PREFIX)) == 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: names starting with \"" CB_TEMP_PREFIX "\" are cblob's temporary files",
+                       display);
     char *folder = slash == NULL ? strdup(".") : slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
     if (folder == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write %s", display);

@@ -420,6 +420,9 @@ TEST(a_folder_a_socket_and_a_block_device_are_refused)
     } else {
         printf("block device part skipped: %s\n", why);
     }
+    /* Names of cblob's temporaries are not for saving to: the next save would remove them. */
+    CHECK_ERROR(io_payload_save(&fx.payload, io_path(4, fx.folder, ".cblob-tmp-1-1")), CBLOB_ERR_IO);
+    CHECK_MSG(io_message_has("temporary files"), "message: %s", cblob_last_error_message());
     CHECK(io_count_temporaries(fx.folder) == 0);
     fixture_free(&fx);
 }
