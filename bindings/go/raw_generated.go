@@ -2142,7 +2142,7 @@ func cProtoDetect(bytes *C.uint8_t, size C.size_t) (C.cblob_proto_kind, error) {
 	return r.out_kind, nil
 }
 
-// Like cblob_proto_detect, for a file (mapped, not read whole).
+// Like cblob_proto_detect, for a file, read as the other readers read one (the section's introduction).
 func cProtoDetectFile(path *C.char) (C.cblob_proto_kind, error) {
 	r := C.cbgo_proto_detect_file(path)
 	if r.status != C.CBLOB_OK {
@@ -2163,7 +2163,10 @@ func cBlobToProto(blob *C.cblob_blob, writeDiff C.int32_t, buffer *C.uint8_t, bu
 	return r.out_size, nil
 }
 
-// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does.
+// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does, by the
+// rules for writing a file in the section's introduction (links followed, the target replaced
+// atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
+// devices refused).
 func cBlobToProtoFile(blob *C.cblob_blob, writeDiff C.int32_t, path *C.char) error {
 	r := C.cbgo_blob_to_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(blob))), writeDiff, path)
 	if r.status != C.CBLOB_OK {
@@ -2187,7 +2190,9 @@ func cBlobFromProto(blob *C.cblob_blob, bytes *C.uint8_t, size C.size_t, reshape
 	return nil
 }
 
-// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does.
+// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
+// file is read as a snapshot; a path that is not a regular file fails at once (the section's
+// introduction).
 func cBlobFromProtoFile(blob *C.cblob_blob, path *C.char, reshape C.int32_t) error {
 	r := C.cbgo_blob_from_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(blob))), path, reshape)
 	if r.status != C.CBLOB_OK {
@@ -2220,7 +2225,8 @@ func cBlobCreateFromProto(context *C.cblob_context, bytes *C.uint8_t, size C.siz
 	return r.out_blob, nil
 }
 
-// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does.
+// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does,
+// reading the file as the section's introduction says.
 func cBlobCreateFromProtoFile(context *C.cblob_context, path *C.char) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_create_from_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
 	if r.status != C.CBLOB_OK {
@@ -2238,7 +2244,8 @@ func cBlobVectorToProto(blobs **C.cblob_blob, numBlobs C.int64_t, writeDiff C.in
 	return r.out_size, nil
 }
 
-// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does.
+// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
+// writing a file in the section's introduction.
 func cBlobVectorToProtoFile(blobs **C.cblob_blob, numBlobs C.int64_t, writeDiff C.int32_t, path *C.char) error {
 	r := C.cbgo_blob_vector_to_proto_file(blobs, numBlobs, writeDiff, path)
 	if r.status != C.CBLOB_OK {
@@ -2259,7 +2266,8 @@ func cBlobVectorFromProto(context *C.cblob_context, bytes *C.uint8_t, size C.siz
 	return r.out_num_blobs, nil
 }
 
-// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does.
+// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does, reading
+// the file as the section's introduction says.
 func cBlobVectorFromProtoFile(context *C.cblob_context, path *C.char, maxBlobs C.int64_t, outBlobs **C.cblob_blob) (C.int64_t, error) {
 	r := C.cbgo_blob_vector_from_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path, maxBlobs, outBlobs)
 	if r.status != C.CBLOB_OK {
@@ -2293,9 +2301,9 @@ func cModelOpen(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.c
 	return r.out_model, nil
 }
 
-// Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
-// released as soon as its values are decoded, so loading peaks at about the file's size plus
-// its largest blob.
+// Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
+// introduction). Each part of the file's bytes is released as soon as its values are decoded,
+// so loading peaks at about the file's size plus its largest blob.
 func cModelOpenFile(context *C.cblob_context, path *C.char) (*C.cblob_model, error) {
 	r := C.cbgo_model_open_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
 	if r.status != C.CBLOB_OK {
@@ -2407,7 +2415,8 @@ func cModelToProto(model *C.cblob_model, writeDiff C.int32_t, buffer *C.uint8_t,
 	return r.out_size, nil
 }
 
-// Writes the model as a .caffemodel file, as cblob_model_to_proto does.
+// Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
+// writing a file in the section's introduction.
 func cModelToProtoFile(model *C.cblob_model, writeDiff C.int32_t, path *C.char) error {
 	r := C.cbgo_model_to_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(model))), writeDiff, path)
 	if r.status != C.CBLOB_OK {

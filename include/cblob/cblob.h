@@ -562,9 +562,36 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * blob's values), the message says what they hold. Bytes of one kind can also be valid, empty
  * protobuf of another (a BlobProtoVector read as a net with no layers): cblob_proto_detect tells
  * the kinds apart. Loading copies the bulk of the values once: a blob read from a file adopts the
- * decoded array as its storage, and a file is mapped, not read, so a model loads in about its
- * own size of memory. As with any mapped file, a file that another process truncates while
- * cblob reads it can raise SIGBUS.
+ * decoded array as its storage, and the file's bytes are handed back to the system as each blob
+ * is decoded, so a model loads in about its own size of memory (twice it when one blob is the
+ * whole file).
+ *
+ * Reading a file (every *_file reader): a path that is not a regular file (a FIFO, a device, a
+ * socket, a folder) fails at once with CBLOB_ERR_IO, before anything opens it; the file is read
+ * with pread into private memory, never mapped, so another process truncating it cannot raise
+ * SIGBUS; a file that gets shorter or longer, or whose size, modification time or inode changes
+ * while it is read, fails with CBLOB_ERR_IO. A load sees one consistent snapshot or fails (a
+ * rewrite of the same size within one tick of the file system's clock, a few milliseconds, is the
+ * one change a reader cannot see).
+ *
+ * Writing a file (every *_file writer): symbolic links are followed (chains, relative, dangling)
+ * to the final target. A regular file, or no file, is replaced atomically: the bytes go to a
+ * temporary file `.cblob-tmp-<pid>-<n>` in the target's folder, which is fsync'ed and then renamed
+ * over the target, so the name holds the whole old or the whole new file, across crashes and power
+ * loss too. The replaced file's mode is kept, and its owner and group where the caller may set
+ * them (where not, setuid and setgid are dropped and the new group gets the others' permissions,
+ * so the file is never more permissive); ACLs and extended attributes are not carried over. A new
+ * file gets 0666 less the umask. A file the caller may not write is refused. A regular file with
+ * other hard links is updated in place so that every name sees the new content: the bytes are
+ * staged whole in a temporary file and room for them reserved first, so a failed or full-disk
+ * save leaves it untouched, but a crash during the copy can leave it part old, part new. A
+ * character device or a FIFO is written in place, without truncation or rename (so /dev/null
+ * stays /dev/null); a FIFO that no process reads fails at once, and a reader that goes away gives
+ * CBLOB_ERR_IO (EPIPE), never SIGPIPE. A folder, a socket or a block device is refused with
+ * CBLOB_ERR_IO, and so is a file name starting with `.cblob-tmp-`. Errors (no space, quota, I/O) name the step and the system's reason, and leave the
+ * target untouched and no temporary behind. A temporary of a killed writer is removed by the next
+ * save into the same folder (a writer holds a lock on its temporary while it writes). Nothing in
+ * the library installs a signal handler.
  *
  * Writing always makes a fresh message (Caffe's ToProto can leave stale fields in a reused one):
  * float32 blobs write data/diff, float64 blobs double_data/double_diff, and int32/uint32 blobs
@@ -572,8 +599,7 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * integer blobs). Reading into an integer blob truncates toward zero as Caffe's cast does and
  * refuses values that do not fit (CBLOB_ERR_OVERFLOW). The shape is written as `shape`, never
  * as legacy dims. Writing refuses a message over protobuf's 2 GiB limit, which Caffe's reader
- * enforces (CBLOB_ERR_OVERFLOW); reading has no such limit. Files are written to a temporary file that is renamed over the path when complete,
- * so a failed save leaves no partial file (it is not fsync'ed). Serialized bytes use the two-call convention of
+ * enforces (CBLOB_ERR_OVERFLOW); reading has no such limit. Serialized bytes use the two-call convention of
  * cblob_blob_shape_string: pass buffer NULL and buffer_size 0 to learn the size.
  *
  * A model handle holds a net's name, format and layers (name, type, blobs). It keeps only what
@@ -620,7 +646,7 @@ typedef struct cblob_model cblob_model;
 CBLOB_API cblob_status cblob_proto_detect(const uint8_t *bytes, size_t size, cblob_proto_kind *out_kind);
 
 /*
- * Like cblob_proto_detect, for a file (mapped, not read whole).
+ * Like cblob_proto_detect, for a file, read as the other readers read one (the section's introduction).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
@@ -638,7 +664,10 @@ CBLOB_API cblob_status cblob_proto_detect_file(const char *path, cblob_proto_kin
 CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
 
 /*
- * Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does.
+ * Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does, by the
+ * rules for writing a file in the section's introduction (links followed, the target replaced
+ * atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
+ * devices refused).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
  *   Since ABI 1.0.
  */
@@ -658,7 +687,9 @@ CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_
 CBLOB_API cblob_status cblob_blob_from_proto(cblob_blob *blob, const uint8_t *bytes, size_t size, int32_t reshape);
 
 /*
- * Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does.
+ * Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
+ * file is read as a snapshot; a path that is not a regular file fails at once (the section's
+ * introduction).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.
  *   Since ABI 1.0.
  */
@@ -687,7 +718,8 @@ CBLOB_API cblob_status cblob_blob_shape_equals_proto(const cblob_blob *blob, con
 CBLOB_API cblob_status cblob_blob_create_from_proto(cblob_context *context, const uint8_t *bytes, size_t size, cblob_blob **out_blob);
 
 /*
- * Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does.
+ * Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does,
+ * reading the file as the section's introduction says.
  *   out_blob: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
  *   Since ABI 1.0.
@@ -704,7 +736,8 @@ CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context,
 CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
 
 /*
- * Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does.
+ * Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
+ * writing a file in the section's introduction.
  *   blobs: may be NULL when num_blobs is 0
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
  *   Since ABI 1.0.
@@ -723,7 +756,8 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs,
 CBLOB_API cblob_status cblob_blob_vector_from_proto(cblob_context *context, const uint8_t *bytes, size_t size, int64_t max_blobs, cblob_blob **out_blobs, int64_t *out_num_blobs);
 
 /*
- * Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does.
+ * Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does, reading
+ * the file as the section's introduction says.
  *   out_blobs: may be NULL; the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
  *   Since ABI 1.0.
@@ -755,9 +789,9 @@ CBLOB_API cblob_status cblob_model_create(cblob_context *context, cblob_net_form
 CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *bytes, size_t size, cblob_model **out_model);
 
 /*
- * Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
- * released as soon as its values are decoded, so loading peaks at about the file's size plus
- * its largest blob.
+ * Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
+ * introduction). Each part of the file's bytes is released as soon as its values are decoded,
+ * so loading peaks at about the file's size plus its largest blob.
  *   out_model: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
  *   Since ABI 1.0.
@@ -861,7 +895,8 @@ CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *nam
 CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
 
 /*
- * Writes the model as a .caffemodel file, as cblob_model_to_proto does.
+ * Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
+ * writing a file in the section's introduction.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
  *   Since ABI 1.0.
  */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io.h"
 #include "proto_io.h"
 #include "proto_net.h"
 #include "status.h"

@@ -673,7 +673,7 @@ namespace CBlob
         internal static extern Status cblob_proto_detect([In] byte[] bytes, UIntPtr size, out ProtoKind out_kind);
 
         /// <summary>
-        /// Like cblob_proto_detect, for a file (mapped, not read whole).
+        /// Like cblob_proto_detect, for a file, read as the other readers read one (the section's introduction).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -690,7 +690,10 @@ namespace CBlob
         internal static extern Status cblob_blob_to_proto(IntPtr blob, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
 
         /// <summary>
-        /// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does.
+        /// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does, by the
+        /// rules for writing a file in the section's introduction (links followed, the target replaced
+        /// atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
+        /// devices refused).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -710,7 +713,9 @@ namespace CBlob
         internal static extern Status cblob_blob_from_proto(IntPtr blob, [In] byte[] bytes, UIntPtr size, int reshape);
 
         /// <summary>
-        /// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does.
+        /// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
+        /// file is read as a snapshot; a path that is not a regular file fails at once (the section's
+        /// introduction).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -737,7 +742,8 @@ namespace CBlob
         internal static extern Status cblob_blob_create_from_proto(IntPtr context, [In] byte[] bytes, UIntPtr size, out BlobHandle out_blob);
 
         /// <summary>
-        /// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does.
+        /// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does,
+        /// reading the file as the section's introduction says.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -751,7 +757,8 @@ namespace CBlob
         internal static extern Status cblob_blob_vector_to_proto([In] IntPtr[] blobs, long num_blobs, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
 
         /// <summary>
-        /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does.
+        /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
+        /// writing a file in the section's introduction.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -768,7 +775,8 @@ namespace CBlob
         internal static extern Status cblob_blob_vector_from_proto(IntPtr context, [In] byte[] bytes, UIntPtr size, long max_blobs, [Out] IntPtr[] out_blobs, out long out_num_blobs);
 
         /// <summary>
-        /// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does.
+        /// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does, reading
+        /// the file as the section's introduction says.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -796,9 +804,9 @@ namespace CBlob
         internal static extern Status cblob_model_open(IntPtr context, [In] byte[] bytes, UIntPtr size, out ModelHandle out_model);
 
         /// <summary>
-        /// Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
-        /// released as soon as its values are decoded, so loading peaks at about the file's size plus
-        /// its largest blob.
+        /// Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
+        /// introduction). Each part of the file's bytes is released as soon as its values are decoded,
+        /// so loading peaks at about the file's size plus its largest blob.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -890,7 +898,8 @@ namespace CBlob
         internal static extern Status cblob_model_to_proto(IntPtr model, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
 
         /// <summary>
-        /// Writes the model as a .caffemodel file, as cblob_model_to_proto does.
+        /// Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
+        /// writing a file in the section's introduction.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]

@@ -499,7 +499,7 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE.
     pub fn cblob_proto_detect(bytes: *const u8, size: usize, out_kind: *mut cblob_proto_kind) -> cblob_status;
 
-    /// Like cblob_proto_detect, for a file (mapped, not read whole).
+    /// Like cblob_proto_detect, for a file, read as the other readers read one (the section's introduction).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_proto_detect_file(path: *const c_char, out_kind: *mut cblob_proto_kind) -> cblob_status;
@@ -512,7 +512,10 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     pub fn cblob_blob_to_proto(blob: *mut cblob_blob, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
 
-    /// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does.
+    /// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does, by the
+    /// rules for writing a file in the section's introduction (links followed, the target replaced
+    /// atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
+    /// devices refused).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
     pub fn cblob_blob_to_proto_file(blob: *mut cblob_blob, write_diff: i32, path: *const c_char) -> cblob_status;
@@ -528,7 +531,9 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
     pub fn cblob_blob_from_proto(blob: *mut cblob_blob, bytes: *const u8, size: usize, reshape: i32) -> cblob_status;
 
-    /// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does.
+    /// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
+    /// file is read as a snapshot; a path that is not a regular file fails at once (the section's
+    /// introduction).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.
     pub fn cblob_blob_from_proto_file(blob: *mut cblob_blob, path: *const c_char, reshape: i32) -> cblob_status;
@@ -549,7 +554,8 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_blob_create_from_proto(context: *mut cblob_context, bytes: *const u8, size: usize, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
-    /// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does.
+    /// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does,
+    /// reading the file as the section's introduction says.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     pub fn cblob_blob_create_from_proto_file(context: *mut cblob_context, path: *const c_char, out_blob: *mut *mut cblob_blob) -> cblob_status;
@@ -559,7 +565,8 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     pub fn cblob_blob_vector_to_proto(blobs: *const *mut cblob_blob, num_blobs: i64, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
 
-    /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does.
+    /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
+    /// writing a file in the section's introduction.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
     pub fn cblob_blob_vector_to_proto_file(blobs: *const *mut cblob_blob, num_blobs: i64, write_diff: i32, path: *const c_char) -> cblob_status;
@@ -572,7 +579,8 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_blob_vector_from_proto(context: *mut cblob_context, bytes: *const u8, size: usize, max_blobs: i64, out_blobs: *mut *mut cblob_blob, out_num_blobs: *mut i64) -> cblob_status;
 
-    /// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does.
+    /// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does, reading
+    /// the file as the section's introduction says.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     pub fn cblob_blob_vector_from_proto_file(context: *mut cblob_context, path: *const c_char, max_blobs: i64, out_blobs: *mut *mut cblob_blob, out_num_blobs: *mut i64) -> cblob_status;
@@ -594,9 +602,9 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_model_open(context: *mut cblob_context, bytes: *const u8, size: usize, out_model: *mut *mut cblob_model) -> cblob_status;
 
-    /// Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
-    /// released as soon as its values are decoded, so loading peaks at about the file's size plus
-    /// its largest blob.
+    /// Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
+    /// introduction). Each part of the file's bytes is released as soon as its values are decoded,
+    /// so loading peaks at about the file's size plus its largest blob.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     pub fn cblob_model_open_file(context: *mut cblob_context, path: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
@@ -664,7 +672,8 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     pub fn cblob_model_to_proto(model: *const cblob_model, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
 
-    /// Writes the model as a .caffemodel file, as cblob_model_to_proto does.
+    /// Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
+    /// writing a file in the section's introduction.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
     pub fn cblob_model_to_proto_file(model: *const cblob_model, write_diff: i32, path: *const c_char) -> cblob_status;
