@@ -16,6 +16,8 @@ packages=(
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler python3-protobuf
   # tests and tools
   python3-numpy abigail-tools binutils file dpkg-dev
+  # packaging: lintian checks the .deb files; nuget packs the C# binding's .nupkg
+  lintian nuget
   # bindings
   golang-go mono-mcs mono-complete nunit-console
 )
