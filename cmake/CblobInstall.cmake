@@ -35,6 +35,20 @@ else()
 endif()
 configure_file(${CMAKE_SOURCE_DIR}/cmake/cblob.pc.in ${CMAKE_BINARY_DIR}/cblob.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/cblob.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)
+# The build tree as a pkg-config package: pkg-config prefers <name>-uninstalled.pc where it finds
+# one, so PKG_CONFIG_PATH=<build>/pkgconfig-uninstalled makes `pkg-config cblob` (and what asks it:
+# Go's `#cgo pkg-config: cblob`, cblob-sys's build script) use this build's header and library.
+file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/pkgconfig-uninstalled/cblob-uninstalled.pc CONTENT
+"# cblob in its build tree (not installed): written by cmake/CblobInstall.cmake
+libdir=$<TARGET_FILE_DIR:cblob>
+includedir=${CMAKE_SOURCE_DIR}/include
+
+Name: cblob
+Description: ${PROJECT_DESCRIPTION} (build tree)
+Version: ${PROJECT_VERSION}
+Libs: -L\${libdir} -lcblob
+Cflags: -I\${includedir} -I${CBLOB_BUILD_INCLUDE_DIR}
+")
 
 # CMake package config. SameMajorVersion: any 1.x satisfies find_package(cblob 1.y) for y <= x,
 # as the ABI promises.
