@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Sourced by the binding test drivers (bindings/*/test.sh), which CTest runs with:
 #   CBLOB_LIBRARY_FILE           the libcblob.so.1.x.y of this build
+#   CBLOB_VERSION                the project's version (x.y.z)
 #   CBLOB_INCLUDE_DIR            the public headers of this source tree
 #   CBLOB_BUILD_INCLUDE_DIR      the headers this build stages (DLPack's as cblob/dlpack.h)
 #   CBLOB_C_COMPILER             the C compiler of this build

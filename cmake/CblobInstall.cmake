@@ -147,3 +147,15 @@ set(CPACK_CBLOB_PATHS_FILE ${CMAKE_BINARY_DIR}/debian/cpack_paths.cmake)
 set(CPACK_PROJECT_CONFIG_FILE ${CMAKE_SOURCE_DIR}/cmake/CblobCPackProject.cmake)
 
 include(CPack)
+
+# The C# binding's NuGet package (bindings/csharp/pack.sh), where Mono's mcs and nuget are:
+# `cmake --build <build> --target nupkg` writes <build>/nuget/CBlob.<version>.nupkg.
+find_program(CBLOB_MCS mcs)
+find_program(CBLOB_NUGET nuget)
+if(CBLOB_MCS AND CBLOB_NUGET AND NOT CBLOB_SANITIZE)
+  add_custom_target(nupkg
+    COMMAND ${CMAKE_SOURCE_DIR}/bindings/csharp/pack.sh ${PROJECT_VERSION} $<TARGET_FILE:cblob> ${CMAKE_BINARY_DIR}/nuget
+    COMMENT "NuGet package of the C# binding"
+    VERBATIM)
+  add_dependencies(nupkg cblob)
+endif()
