@@ -5,17 +5,16 @@
 if(NOT CPACK_GENERATOR STREQUAL "DEB")
   return()
 endif()
-include(${CPACK_CBLOB_PATHS_FILE}) # CBLOB_LIBRARY_FILE
+include(${CPACK_CBLOB_PATHS_FILE}) # CBLOB_LIBRARY_FILE, CBLOB_SHLIBDEPS_DIR (in the build tree)
 find_program(CBLOB_DPKG_SHLIBDEPS dpkg-shlibdeps)
 if(NOT CBLOB_DPKG_SHLIBDEPS)
   message(FATAL_ERROR "dpkg-shlibdeps not found (install dpkg-dev): it computes libcblob's Depends")
 endif()
 # dpkg-shlibdeps wants to run in a source package: an empty debian/control is enough.
-set(work ${CPACK_TOPLEVEL_DIRECTORY}/shlibdeps)
-file(MAKE_DIRECTORY ${work}/debian)
-file(WRITE ${work}/debian/control "")
+file(MAKE_DIRECTORY ${CBLOB_SHLIBDEPS_DIR}/debian)
+file(WRITE ${CBLOB_SHLIBDEPS_DIR}/debian/control "")
 execute_process(COMMAND env LC_ALL=C ${CBLOB_DPKG_SHLIBDEPS} -O ${CBLOB_LIBRARY_FILE}
-  WORKING_DIRECTORY ${work}
+  WORKING_DIRECTORY ${CBLOB_SHLIBDEPS_DIR}
   RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE errors)
 if(NOT status EQUAL 0 OR NOT output MATCHES "shlibs:Depends=([^\n]+)")
   message(FATAL_ERROR "dpkg-shlibdeps ${CBLOB_LIBRARY_FILE} failed (${status}): ${errors}")

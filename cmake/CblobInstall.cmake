@@ -142,7 +142,7 @@ file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/debian/shlibs
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/debian/shlibs ${cblob_debian_dir}/triggers)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/debian/cpack_paths.cmake
-  CONTENT "set(CBLOB_LIBRARY_FILE \"$<TARGET_FILE:cblob>\")\n")
+  CONTENT "set(CBLOB_LIBRARY_FILE \"$<TARGET_FILE:cblob>\")\nset(CBLOB_SHLIBDEPS_DIR \"${CMAKE_BINARY_DIR}/debian/shlibdeps\")\n")
 set(CPACK_CBLOB_PATHS_FILE ${CMAKE_BINARY_DIR}/debian/cpack_paths.cmake)
 set(CPACK_PROJECT_CONFIG_FILE ${CMAKE_SOURCE_DIR}/cmake/CblobCPackProject.cmake)
 
