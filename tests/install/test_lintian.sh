@@ -22,7 +22,7 @@ multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 cmake -S "$source_dir" -B "$work/build" -G Ninja -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_INSTALL_PREFIX=/usr -DBUILD_TESTING=OFF -DCBLOB_BUILD_BENCH=OFF >"$work/configure.log" 2>&1 ||
   { cat "$work/configure.log"; fail "configure failed"; }
-cmake --build "$work/build" >"$work/build.log" 2>&1 || { cat "$work/build.log"; fail "build failed"; }
+cmake --build "$work/build" --parallel 2 >"$work/build.log" 2>&1 || { cat "$work/build.log"; fail "build failed"; }
 package() { # the Debian packages of the tree into $work/out
   rm -rf "$work/out"
   (cd "$work" && cpack -G DEB --config "$work/build/CPackConfig.cmake" -B "$work/out" >"$work/cpack.log" 2>&1) ||
