@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"cblob"
+	"example.com/cblob"
 )
 
 func iota32(n int) []float32 {

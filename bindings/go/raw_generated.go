@@ -9,11 +9,12 @@ package cblob
 // when it fails (inside the same C call: between two cgo calls the goroutine may move to another
 // thread, whose message is another call's), and returns the status, the message and the
 // out-values in one struct, so no Go pointer crosses for them. -O2 stays even when CGO_CFLAGS
-// is set without it: unoptimised, these wrappers cost as much as the cgo call itself.
+// is set without it: unoptimised, these wrappers cost as much as the cgo call itself. The header
+// and the library come from pkg-config's cblob package (cblob.pc, installed with libcblob-dev).
 
 /*
 #cgo CFLAGS: -O2
-#cgo LDFLAGS: -lcblob
+#cgo pkg-config: cblob
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
