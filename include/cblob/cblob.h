@@ -484,7 +484,10 @@ CBLOB_API cblob_status cblob_blob_head(const cblob_blob *blob, cblob_part part, 
  * first replaced by fresh storage of that size, as in Caffe (diff contents are dropped).
  * Blobs sharing the data see the new buffer. release (may be NULL) is called once with ptr
  * and user_data when cblob lets go of the buffer; on failure it is not called and the buffer
- * stays the caller's. A pointer into the blob's own data or diff buffer (one cblob allocated)
+ * stays the caller's. Each hand-over is released once: handing the buffer in use over again
+ * with the same release and user_data changes nothing, while another release or user_data
+ * ends the earlier hand-over, whose release runs at once, and the buffer stays in use under
+ * the new one (so that release must not free it). A pointer into the blob's own data or diff buffer (one cblob allocated)
  * is refused with CBLOB_ERR_INVALID_ARGUMENT: cblob frees those itself.
  *   release: may be NULL
  *   user_data: may be NULL

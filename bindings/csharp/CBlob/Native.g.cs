@@ -602,7 +602,10 @@ namespace CBlob
         /// first replaced by fresh storage of that size, as in Caffe (diff contents are dropped).
         /// Blobs sharing the data see the new buffer. release (may be NULL) is called once with ptr
         /// and user_data when cblob lets go of the buffer; on failure it is not called and the buffer
-        /// stays the caller's. A pointer into the blob's own data or diff buffer (one cblob allocated)
+        /// stays the caller's. Each hand-over is released once: handing the buffer in use over again
+        /// with the same release and user_data changes nothing, while another release or user_data
+        /// ends the earlier hand-over, whose release runs at once, and the buffer stays in use under
+        /// the new one (so that release must not free it). A pointer into the blob's own data or diff buffer (one cblob allocated)
         /// is refused with CBLOB_ERR_INVALID_ARGUMENT: cblob frees those itself.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE.</remarks>
