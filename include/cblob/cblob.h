@@ -1137,7 +1137,11 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
  *
  * Overlap. An operation that writes one blob from others refuses sources that share memory with
  * the written range (CBLOB_ERR_INVALID_ARGUMENT), except where the result is well defined: a copy
- * from the very same range is a no-op and cblob_blob_add may add a blob to itself.
+ * from the very same range is a no-op and cblob_blob_add may add a blob to itself. Memory is
+ * compared by address, so memory shared without cblob_blob_share also counts: a DLPack export
+ * imported again, or a cblob_blob_set_cpu_data buffer inside another blob's. Such blobs have
+ * heads of their own, so they are refused whenever their buffers (host or device, whole) share
+ * a byte, even for the very same range.
  */
 
 /* The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim. */

@@ -31,12 +31,29 @@ cblob_status cb_part_at(cblob_blob *blob, cblob_part part, const cb_device *plac
     return place == NULL ? cb_blob_host(blob, part, writable, out) : cb_blob_device_on(blob, part, place, writable, out);
 }
 
+static bool ranges_overlap(uintptr_t a, size_t a_size, uintptr_t b, size_t b_size)
+{
+    return a_size > 0 && b_size > 0 && a < b + b_size && b < a + a_size;
+}
+
+/* Whether two storages' buffers share bytes, on the host or on a device. Distinct storages can:
+ * an export imported again, or a caller's buffer inside another blob's. The whole buffers count,
+ * since bringing a part's copy up to date writes all of its storage. */
+static bool buffers_overlap(const cb_storage *a, const cb_storage *b)
+{
+    return (a->host != NULL && b->host != NULL &&
+            ranges_overlap((uintptr_t)a->host, a->size, (uintptr_t)b->host, b->size)) ||
+           (a->dev != NULL && b->dev != NULL && ranges_overlap((uintptr_t)a->dev, a->size, (uintptr_t)b->dev, b->size));
+}
+
 bool cb_parts_overlap(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b)
 {
-    if (a->storage[part_a] == NULL || a->storage[part_a] != b->storage[part_b])
+    const cb_storage *sa = a->storage[part_a], *sb = b->storage[part_b];
+    if (sa == NULL || sb == NULL)
         return false;
-    const size_t a_end = a->offset_bytes + cb_blob_bytes(a), b_end = b->offset_bytes + cb_blob_bytes(b);
-    return a->offset_bytes < b_end && b->offset_bytes < a_end;
+    if (sa != sb)
+        return buffers_overlap(sa, sb);
+    return ranges_overlap(a->offset_bytes, cb_blob_bytes(a), b->offset_bytes, cb_blob_bytes(b));
 }
 
 bool cb_parts_identical(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b)

@@ -21,7 +21,9 @@ cblob_status cb_place_for_write(cblob_blob *blob, cblob_part part, const cb_devi
 cblob_status cb_part_at(cblob_blob *blob, cblob_part part, const cb_device *place, bool writable, void **out);
 
 
-/* Whether the elements of two parts share bytes, and whether they are the very same bytes. */
+/* Whether the elements of two parts share bytes (memory of distinct storages, such as an export
+ * imported again, is compared by address), and whether they are the very same elements of one
+ * storage. */
 bool cb_parts_overlap(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b);
 bool cb_parts_identical(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b);
 
