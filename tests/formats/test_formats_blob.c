@@ -838,6 +838,40 @@ TEST(detect_tells_the_three_kinds_apart)
     cblob_context_destroy(ctx);
 }
 
+/* Detection tries field 1 as a BlobProto, which fails on purpose for a net's name: a call that
+ * succeeds must still leave the thread's message of the last failure as it was. */
+TEST(detect_keeps_the_last_error_message_when_it_succeeds)
+{
+    cblob_context *ctx = context_new();
+    cblob_blob *blob = ft_blob(ctx, CBLOB_DTYPE_FLOAT32, 2, (int64_t[]){2, 2}, 1, false);
+    pb named = {0}, net = {0}, layer = {0};
+    pb_string(&named, 1, "LeNet");
+    pb_string(&net, 1, "LeNet");
+    pb_string(&layer, 1, "conv1");
+    pb_message(&net, 100, &layer);
+    char folder[256], path[300];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    snprintf(path, sizeof path, "%s/net.caffemodel", folder);
+    CHECK(ft_write_file(path, net.data, net.size));
+
+    CHECK_ERROR(cblob_blob_reshape(blob, -1, NULL), CBLOB_ERR_SHAPE);
+    char before[1024];
+    snprintf(before, sizeof before, "%s", cblob_last_error_message());
+    cblob_proto_kind kind = 0;
+    CHECK_OK(cblob_proto_detect(named.data, named.size, &kind));
+    CHECK_EQ_INT(kind, CBLOB_PROTO_NET);
+    CHECK_OK(cblob_proto_detect(net.data, net.size, &kind));
+    CHECK_OK(cblob_proto_detect_file(path, &kind));
+    CHECK_EQ_INT(kind, CBLOB_PROTO_NET);
+    CHECK_MSG(strcmp(cblob_last_error_message(), before) == 0, "the message became \"%s\" (was \"%s\")",
+              cblob_last_error_message(), before);
+
+    ft_remove_folder(folder);
+    pb_free(&named), pb_free(&net), pb_free(&layer);
+    cblob_blob_destroy(blob);
+    cblob_context_destroy(ctx);
+}
+
 TEST(blob_vectors_round_trip_and_report_room)
 {
     cblob_context *ctx = context_new();
