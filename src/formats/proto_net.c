@@ -363,14 +363,19 @@ static bool is_net_field(const cb_wire_field *field)
 }
 
 /* A field 1 payload that is a valid BlobProto with consistent counts: a vector's blob, not a
- * net's name. */
+ * net's name. Trying a name fails on purpose, which must not replace the caller's message. */
 static bool holds_blob(const uint8_t *input, const cb_wire_field *field)
 {
     cb_blob_layout layout;
     cb_shape shape;
     const cb_wire_path path = cb_wire_root(&caffe__blob_proto__descriptor);
-    return cb_blob_layout_scan(cb_wire_range(input, field->payload, field->length, &path), &layout) == CBLOB_OK &&
-           cb_blob_layout_check(&layout, &path, cb_dtype_find(cb_blob_layout_dtype(&layout))->size, &shape) == CBLOB_OK;
+    cb_saved_error saved;
+    cb_error_save(&saved);
+    const bool blob =
+        cb_blob_layout_scan(cb_wire_range(input, field->payload, field->length, &path), &layout) == CBLOB_OK &&
+        cb_blob_layout_check(&layout, &path, cb_dtype_find(cb_blob_layout_dtype(&layout))->size, &shape) == CBLOB_OK;
+    cb_error_restore(&saved);
+    return blob;
 }
 
 /* The top level is malformed. When the fields before the fault already tell the kind, that
