@@ -2181,7 +2181,8 @@ func cBlobToProtoFile(blob *C.cblob_blob, writeDiff C.int32_t, path *C.char) err
 // ShapeEquals rules (cblob_blob_shape_equals_proto), else CBLOB_ERR_SHAPE. Data comes from
 // double_data when that is non-empty, else from data, converted to the blob's dtype; its
 // count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
-// as it is when it has none. The data head becomes AT_CPU. On failure the blob is unchanged.
+// as it is when it has none. The data head becomes AT_CPU, also when there are no values (a
+// blob that never had memory gets an empty one). On failure the blob is unchanged.
 func cBlobFromProto(blob *C.cblob_blob, bytes *C.uint8_t, size C.size_t, reshape C.int32_t) error {
 	r := C.cbgo_blob_from_proto(C.uintptr_t(uintptr(unsafe.Pointer(blob))), bytes, size, reshape)
 	if r.status != C.CBLOB_OK {

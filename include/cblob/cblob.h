@@ -654,7 +654,8 @@ CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_
  * ShapeEquals rules (cblob_blob_shape_equals_proto), else CBLOB_ERR_SHAPE. Data comes from
  * double_data when that is non-empty, else from data, converted to the blob's dtype; its
  * count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
- * as it is when it has none. The data head becomes AT_CPU. On failure the blob is unchanged.
+ * as it is when it has none. The data head becomes AT_CPU, also when there are no values (a
+ * blob that never had memory gets an empty one). On failure the blob is unchanged.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
  *   Since ABI 1.0.
  */

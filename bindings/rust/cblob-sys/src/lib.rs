@@ -526,7 +526,8 @@ extern "C" {
     /// ShapeEquals rules (cblob_blob_shape_equals_proto), else CBLOB_ERR_SHAPE. Data comes from
     /// double_data when that is non-empty, else from data, converted to the blob's dtype; its
     /// count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
-    /// as it is when it has none. The data head becomes AT_CPU. On failure the blob is unchanged.
+    /// as it is when it has none. The data head becomes AT_CPU, also when there are no values (a
+    /// blob that never had memory gets an empty one). On failure the blob is unchanged.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
     pub fn cblob_blob_from_proto(blob: *mut cblob_blob, bytes: *const u8, size: usize, reshape: i32) -> cblob_status;
