@@ -2288,7 +2288,10 @@ func cModelCreate(context *C.cblob_context, format C.cblob_net_format, name *C.c
 // enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
 // V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
 // cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
-// bytes may be freed once the call returns.
+// bytes may be freed once the call returns. Input without layers that is surely another kind
+// (a BlobProto; a BlobProtoVector of several blobs, or of one no net's name could be) is
+// CBLOB_ERR_PARSE with a message saying what it holds; a net whose only field is its name
+// opens as a net with no layers, even when the name's bytes read as a BlobProto too.
 func cModelOpen(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.cblob_model, error) {
 	r := C.cbgo_model_open(C.uintptr_t(uintptr(unsafe.Pointer(context))), bytes, size)
 	if r.status != C.CBLOB_OK {

@@ -563,8 +563,9 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * such as NetParameter.layer[3](conv1).blobs[0].data) and its byte offset; nothing is created or
  * changed then. When a reader fails on bytes that are surely of another kind (a net's layers, a
  * blob's values), the message says what they hold. Bytes of one kind can also be valid, empty
- * protobuf of another (a BlobProtoVector read as a net with no layers): cblob_proto_detect tells
- * the kinds apart. Loading copies the bulk of the values once: a blob read from a file adopts the
+ * protobuf of another: a BlobProto or a BlobProtoVector reads as a net without layers, so
+ * opening one as a model is refused with a message saying what it holds (cblob_model_open), and
+ * cblob_proto_detect tells the kinds apart. Loading copies the bulk of the values once: a blob read from a file adopts the
  * decoded array as its storage, and a file is mapped, not read, so a model loads in about its
  * own size of memory. As with any mapped file, a file that another process truncates while
  * cblob reads it can raise SIGBUS.
@@ -751,7 +752,10 @@ CBLOB_API cblob_status cblob_model_create(cblob_context *context, cblob_net_form
  * enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
  * V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
  * cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
- * bytes may be freed once the call returns.
+ * bytes may be freed once the call returns. Input without layers that is surely another kind
+ * (a BlobProto; a BlobProtoVector of several blobs, or of one no net's name could be) is
+ * CBLOB_ERR_PARSE with a message saying what it holds; a net whose only field is its name
+ * opens as a net with no layers, even when the name's bytes read as a BlobProto too.
  *   out_model: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
  *   Since ABI 1.0.

@@ -793,7 +793,10 @@ namespace CBlob
         /// enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
         /// V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
         /// cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
-        /// bytes may be freed once the call returns.
+        /// bytes may be freed once the call returns. Input without layers that is surely another kind
+        /// (a BlobProto; a BlobProtoVector of several blobs, or of one no net's name could be) is
+        /// CBLOB_ERR_PARSE with a message saying what it holds; a net whose only field is its name
+        /// opens as a net with no layers, even when the name's bytes read as a BlobProto too.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
