@@ -261,12 +261,13 @@ CBLOB_API cblob_status cblob_blob_count_range(const cblob_blob *blob, int32_t st
     CB_ENTER();
     CB_REQUIRE(blob);
     CB_REQUIRE(out_count);
-    const int32_t n = blob->shape.num_axes;
-    if (start_axis < 0 || end_axis < 0 || start_axis > n || end_axis > n || start_axis > end_axis)
-        return cb_fail(CBLOB_ERR_OUT_OF_RANGE,
-                       "axis range [%d, %d) is not within [0, %d] with start <= end",
-                       (int)start_axis, (int)end_axis, (int)n);
-    return cb_shape_product(&blob->shape, start_axis, end_axis, out_count);
+    int32_t start, end;
+    CB_TRY(cb_shape_canonical_bound(&blob->shape, start_axis, &start));
+    CB_TRY(cb_shape_canonical_bound(&blob->shape, end_axis, &end));
+    if (start > end)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "axis range [%d, %d) is [%d, %d), which starts after its end",
+                       (int)start_axis, (int)end_axis, (int)start, (int)end);
+    return cb_shape_product(&blob->shape, start, end, out_count);
 }
 
 CBLOB_API cblob_status cblob_blob_shape(const cblob_blob *blob, int32_t max_axes, int64_t *out_shape,
