@@ -148,7 +148,7 @@ func (b *Blob) EqualShape(other *Blob) (bool, error) {
 }
 
 // EqualDims reports whether both blobs have the same dimension on each listed axis (each must
-// exist in both).
+// exist in both; a negative axis counts from each blob's end).
 func (b *Blob) EqualDims(other *Blob, axesToCompare ...int) (bool, error) {
 	list := make([]C.int32_t, len(axesToCompare))
 	for i, a := range axesToCompare {

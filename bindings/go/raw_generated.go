@@ -1879,7 +1879,9 @@ func cBlobCount(blob *C.cblob_blob) (C.int64_t, error) {
 }
 
 // The product of the dimensions of axes [start_axis, end_axis); an empty range gives 1.
-// Needs 0 <= start_axis <= end_axis <= num_axes. A shape with a zero dimension has count 0
+// Each bound is -num_axes to num_axes, a negative one counting from the end ("Axes" above:
+// -1 is the last axis, so [0, -1) leaves it out), and the start must not come after the end.
+// Caffe's count(start, end) aborts on a negative bound. A shape with a zero dimension has count 0
 // whatever its other dimensions are, so a range without the zero may not fit in int64:
 // that is CBLOB_ERR_OVERFLOW.
 func cBlobCountRange(blob *C.cblob_blob, startAxis C.int32_t, endAxis C.int32_t) (C.int64_t, error) {
@@ -1901,7 +1903,7 @@ func cBlobShape(blob *C.cblob_blob, maxAxes C.int32_t, outShape *C.int64_t) (C.i
 	return r.out_num_axes, nil
 }
 
-// The dimension of one axis; a negative axis counts from the end (-1 is the last).
+// The dimension of one axis, -num_axes to num_axes - 1; a negative axis counts from the end (-1 is the last).
 func cBlobShapeAt(blob *C.cblob_blob, axis C.int32_t) (C.int64_t, error) {
 	r := C.cbgo_blob_shape_at(C.uintptr_t(uintptr(unsafe.Pointer(blob))), axis)
 	if r.status != C.CBLOB_OK {
@@ -2700,7 +2702,7 @@ func cBlobCreateLike(pattern *C.cblob_blob, dtype C.cblob_dtype) (*C.cblob_blob,
 	return r.out_blob, nil
 }
 
-// The size of a named axis of a 7-axis blob.
+// The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels).
 func cBlobDim(blob *C.cblob_blob, dim C.cblob_dim) (C.int64_t, error) {
 	r := C.cbgo_blob_dim(C.uintptr_t(uintptr(unsafe.Pointer(blob))), dim)
 	if r.status != C.CBLOB_OK {
@@ -2748,7 +2750,8 @@ func cBlobEqualShape(blob *C.cblob_blob, other *C.cblob_blob) (C.int32_t, error)
 
 // Writes 1 when both blobs have the same dimension on each listed axis, else 0 (NeoML's
 // HasEqualDimensions with a list of dims; dtypes are not compared). Every axis must exist in
-// both blobs; an empty list gives 1.
+// both blobs; a negative axis counts from each blob's own end, so -1 compares the last
+// dimensions of blobs of different numbers of axes. An empty list gives 1.
 func cBlobEqualDims(blob *C.cblob_blob, other *C.cblob_blob, numAxes C.int32_t, axes *C.int32_t) (C.int32_t, error) {
 	r := C.cbgo_blob_equal_dims(C.uintptr_t(uintptr(unsafe.Pointer(blob))), C.uintptr_t(uintptr(unsafe.Pointer(other))), numAxes, axes)
 	if r.status != C.CBLOB_OK {
@@ -2910,7 +2913,7 @@ func cBlobClone(blob *C.cblob_blob, dtype C.cblob_dtype) (*C.cblob_blob, error) 
 
 // A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
 // GetTransposed). Any pair of axes of any blob; a negative axis counts from the end. Equal
-// axes give a deep copy.
+// axes give a deep copy, as in NeoML.
 func cBlobTransposed(blob *C.cblob_blob, axis1 C.int32_t, axis2 C.int32_t) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_transposed(C.uintptr_t(uintptr(unsafe.Pointer(blob))), axis1, axis2)
 	if r.status != C.CBLOB_OK {
@@ -2920,9 +2923,11 @@ func cBlobTransposed(blob *C.cblob_blob, axis1 C.int32_t, axis2 C.int32_t) (*C.c
 }
 
 // Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
-// (NeoML's TransposeFrom). The dtypes must match and the blob's shape must be source's with
-// the two dimensions swapped: every axis is checked, where NeoML checks only the two swapped
-// dimensions and the total size.
+// (NeoML's TransposeFrom). The axes are source's, a negative one counting from the end. The
+// dtypes must match and the blob's shape must be source's with the two dimensions swapped:
+// every axis is checked, where NeoML checks only the two swapped dimensions and the total
+// size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
+// no-op).
 func cBlobTransposeFrom(blob *C.cblob_blob, source *C.cblob_blob, part C.cblob_part, axis1 C.int32_t, axis2 C.int32_t) error {
 	r := C.cbgo_blob_transpose_from(C.uintptr_t(uintptr(unsafe.Pointer(blob))), C.uintptr_t(uintptr(unsafe.Pointer(source))), part, axis1, axis2)
 	if r.status != C.CBLOB_OK {
@@ -2932,7 +2937,7 @@ func cBlobTransposeFrom(blob *C.cblob_blob, source *C.cblob_blob, part C.cblob_p
 }
 
 // Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
-// MergeByDim, axis 0 included). Every input must have the blob's dtype and number of axes and
+// MergeByDim, axis 0 included; a negative axis counts from the end). Every input must have the blob's dtype and number of axes and
 // its dimensions on every other axis, and the inputs' dimensions on `axis` must add up to
 // the blob's; anything else is an error, never an out-of-bounds write. An input may appear
 // more than once but must not share memory with the blob.
@@ -2945,7 +2950,7 @@ func cBlobMerge(blob *C.cblob_blob, part C.cblob_part, axis C.int32_t, numInputs
 }
 
 // Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
-// axis 0 included), with the rules of cblob_blob_merge. It runs where the blob's part is read
+// axis 0 included; a negative axis counts from the end), with the rules of cblob_blob_merge. It runs where the blob's part is read
 // and brings the outputs there. The outputs must not share memory with the blob or with each
 // other.
 func cBlobSplit(blob *C.cblob_blob, part C.cblob_part, axis C.int32_t, numOutputs C.int32_t, outputs **C.cblob_blob) error {

@@ -229,6 +229,14 @@ CBLOB_API cblob_status cblob_context_mode(const cblob_context *context, cblob_mo
  * Blobs of int32 and uint32 support everything except the math (update, asum, sumsq, scale),
  * which returns CBLOB_ERR_NOT_IMPLEMENTED, as in Caffe.
  *
+ * Axes. Every function that takes an axis or a named dimension (cblob_dim) takes it as Caffe's
+ * CanonicalAxisIndex does: -num_axes to num_axes - 1, a negative axis counting from the end (-1
+ * is the last axis, CBLOB_DIM_CHANNELS of a NeoML blob). A bound of a range of axes
+ * (cblob_blob_count_range) may also be num_axes, one past the last. Anything else is
+ * CBLOB_ERR_OUT_OF_RANGE (CBLOB_ERR_INVALID_ARGUMENT for a cblob_dim) and changes nothing. The
+ * one exception is Caffe's own cblob_blob_legacy_shape, whose index is -4 to 3 whatever the
+ * number of axes.
+ *
  * Threads: distinct blobs may be used from different threads at once. One blob needs external
  * locking, except for cblob_blob_retain, cblob_blob_destroy and the pure getters marked so.
  */
@@ -324,7 +332,9 @@ CBLOB_API cblob_status cblob_blob_count(const cblob_blob *blob, int64_t *out_cou
 
 /*
  * The product of the dimensions of axes [start_axis, end_axis); an empty range gives 1.
- * Needs 0 <= start_axis <= end_axis <= num_axes. A shape with a zero dimension has count 0
+ * Each bound is -num_axes to num_axes, a negative one counting from the end ("Axes" above:
+ * -1 is the last axis, so [0, -1) leaves it out), and the start must not come after the end.
+ * Caffe's count(start, end) aborts on a negative bound. A shape with a zero dimension has count 0
  * whatever its other dimensions are, so a range without the zero may not fit in int64:
  * that is CBLOB_ERR_OVERFLOW.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW.
@@ -345,7 +355,7 @@ CBLOB_API cblob_status cblob_blob_count_range(const cblob_blob *blob, int32_t st
 CBLOB_API cblob_status cblob_blob_shape(const cblob_blob *blob, int32_t max_axes, int64_t *out_shape, int32_t *out_num_axes);
 
 /*
- * The dimension of one axis; a negative axis counts from the end (-1 is the last).
+ * The dimension of one axis, -num_axes to num_axes - 1; a negative axis counts from the end (-1 is the last).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.
@@ -1100,7 +1110,9 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
  * ListSize vectors of Height * Width * Depth * Channels elements. The creation helpers make such
  * blobs; cblob_blob_dim, the object sizes, fill_object, clear_object and the object form of
  * merge and split need exactly 7 axes (CBLOB_ERR_SHAPE otherwise). Everything else here takes
- * any blob and any axis: pass a cblob_dim as the axis of a 7-axis blob.
+ * any blob and any axis: pass a cblob_dim as the axis of a 7-axis blob. Axes and named
+ * dimensions follow the rule of "Axes" in the Blobs section: a negative one counts from the end
+ * (-1 is Channels of a NeoML blob), where NeoML takes only TBlobDim values 0 to 6.
  *
  * Where operations run. Each operation runs where the memory it works on is current: a part
  * whose head is AT_CPU is worked on in host memory, AT_GPU on the device; a SYNCED part is read
@@ -1248,7 +1260,7 @@ CBLOB_API cblob_status cblob_blob_create_image3d(cblob_context *context, cblob_d
 CBLOB_API cblob_status cblob_blob_create_like(const cblob_blob *pattern, cblob_dtype dtype, cblob_blob **out_blob);
 
 /*
- * The size of a named axis of a 7-axis blob.
+ * The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.
@@ -1291,7 +1303,8 @@ CBLOB_API cblob_status cblob_blob_equal_shape(const cblob_blob *blob, const cblo
 /*
  * Writes 1 when both blobs have the same dimension on each listed axis, else 0 (NeoML's
  * HasEqualDimensions with a list of dims; dtypes are not compared). Every axis must exist in
- * both blobs; an empty list gives 1.
+ * both blobs; a negative axis counts from each blob's own end, so -1 compares the last
+ * dimensions of blobs of different numbers of axes. An empty list gives 1.
  *   axes: may be NULL when num_axes is 0
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
  *   Pure getter: safe to call on one handle from several threads at once.
@@ -1435,7 +1448,7 @@ CBLOB_API cblob_status cblob_blob_clone(cblob_blob *blob, cblob_dtype dtype, cbl
 /*
  * A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
  * GetTransposed). Any pair of axes of any blob; a negative axis counts from the end. Equal
- * axes give a deep copy.
+ * axes give a deep copy, as in NeoML.
  *   out_blob: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
@@ -1444,9 +1457,11 @@ CBLOB_API cblob_status cblob_blob_transposed(cblob_blob *blob, int32_t axis1, in
 
 /*
  * Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
- * (NeoML's TransposeFrom). The dtypes must match and the blob's shape must be source's with
- * the two dimensions swapped: every axis is checked, where NeoML checks only the two swapped
- * dimensions and the total size.
+ * (NeoML's TransposeFrom). The axes are source's, a negative one counting from the end. The
+ * dtypes must match and the blob's shape must be source's with the two dimensions swapped:
+ * every axis is checked, where NeoML checks only the two swapped dimensions and the total
+ * size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
+ * no-op).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
@@ -1454,7 +1469,7 @@ CBLOB_API cblob_status cblob_blob_transpose_from(cblob_blob *blob, cblob_blob *s
 
 /*
  * Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
- * MergeByDim, axis 0 included). Every input must have the blob's dtype and number of axes and
+ * MergeByDim, axis 0 included; a negative axis counts from the end). Every input must have the blob's dtype and number of axes and
  * its dimensions on every other axis, and the inputs' dimensions on `axis` must add up to
  * the blob's; anything else is an error, never an out-of-bounds write. An input may appear
  * more than once but must not share memory with the blob.
@@ -1466,7 +1481,7 @@ CBLOB_API cblob_status cblob_blob_merge(cblob_blob *blob, cblob_part part, int32
 
 /*
  * Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
- * axis 0 included), with the rules of cblob_blob_merge. It runs where the blob's part is read
+ * axis 0 included; a negative axis counts from the end), with the rules of cblob_blob_merge. It runs where the blob's part is read
  * and brings the outputs there. The outputs must not share memory with the blob or with each
  * other.
  *   num_outputs: at least 1

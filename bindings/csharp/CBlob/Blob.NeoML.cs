@@ -127,7 +127,7 @@ namespace CBlob
             return equal != 0;
         }
 
-        /// <summary>Whether both blobs have the same dimension on each listed axis (each must exist in both).</summary>
+        /// <summary>Whether both blobs have the same dimension on each listed axis (each must exist in both; a negative axis counts from each blob's end).</summary>
         public bool HasEqualDims(Blob other, params int[] axes)
         {
             axes = axes ?? new int[0];

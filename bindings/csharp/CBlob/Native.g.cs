@@ -460,7 +460,9 @@ namespace CBlob
 
         /// <summary>
         /// The product of the dimensions of axes [start_axis, end_axis); an empty range gives 1.
-        /// Needs 0 &lt;= start_axis &lt;= end_axis &lt;= num_axes. A shape with a zero dimension has count 0
+        /// Each bound is -num_axes to num_axes, a negative one counting from the end ("Axes" above:
+        /// -1 is the last axis, so [0, -1) leaves it out), and the start must not come after the end.
+        /// Caffe's count(start, end) aborts on a negative bound. A shape with a zero dimension has count 0
         /// whatever its other dimensions are, so a range without the zero may not fit in int64:
         /// that is CBLOB_ERR_OVERFLOW.
         /// </summary>
@@ -478,7 +480,7 @@ namespace CBlob
         internal static extern Status cblob_blob_shape(IntPtr blob, int max_axes, [Out] long[] out_shape, out int out_num_axes);
 
         /// <summary>
-        /// The dimension of one axis; a negative axis counts from the end (-1 is the last).
+        /// The dimension of one axis, -num_axes to num_axes - 1; a negative axis counts from the end (-1 is the last).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1129,7 +1131,7 @@ namespace CBlob
         internal static extern Status cblob_blob_create_like(IntPtr pattern, DType dtype, out BlobHandle out_blob);
 
         /// <summary>
-        /// The size of a named axis of a 7-axis blob.
+        /// The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1167,7 +1169,8 @@ namespace CBlob
         /// <summary>
         /// Writes 1 when both blobs have the same dimension on each listed axis, else 0 (NeoML's
         /// HasEqualDimensions with a list of dims; dtypes are not compared). Every axis must exist in
-        /// both blobs; an empty list gives 1.
+        /// both blobs; a negative axis counts from each blob's own end, so -1 compares the last
+        /// dimensions of blobs of different numbers of axes. An empty list gives 1.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1297,7 +1300,7 @@ namespace CBlob
         /// <summary>
         /// A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
         /// GetTransposed). Any pair of axes of any blob; a negative axis counts from the end. Equal
-        /// axes give a deep copy.
+        /// axes give a deep copy, as in NeoML.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1305,9 +1308,11 @@ namespace CBlob
 
         /// <summary>
         /// Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
-        /// (NeoML's TransposeFrom). The dtypes must match and the blob's shape must be source's with
-        /// the two dimensions swapped: every axis is checked, where NeoML checks only the two swapped
-        /// dimensions and the total size.
+        /// (NeoML's TransposeFrom). The axes are source's, a negative one counting from the end. The
+        /// dtypes must match and the blob's shape must be source's with the two dimensions swapped:
+        /// every axis is checked, where NeoML checks only the two swapped dimensions and the total
+        /// size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
+        /// no-op).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1315,7 +1320,7 @@ namespace CBlob
 
         /// <summary>
         /// Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
-        /// MergeByDim, axis 0 included). Every input must have the blob's dtype and number of axes and
+        /// MergeByDim, axis 0 included; a negative axis counts from the end). Every input must have the blob's dtype and number of axes and
         /// its dimensions on every other axis, and the inputs' dimensions on `axis` must add up to
         /// the blob's; anything else is an error, never an out-of-bounds write. An input may appear
         /// more than once but must not share memory with the blob.
@@ -1326,7 +1331,7 @@ namespace CBlob
 
         /// <summary>
         /// Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
-        /// axis 0 included), with the rules of cblob_blob_merge. It runs where the blob's part is read
+        /// axis 0 included; a negative axis counts from the end), with the rules of cblob_blob_merge. It runs where the blob's part is read
         /// and brings the outputs there. The outputs must not share memory with the blob or with each
         /// other.
         /// </summary>

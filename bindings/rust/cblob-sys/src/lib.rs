@@ -336,7 +336,9 @@ extern "C" {
     pub fn cblob_blob_count(blob: *const cblob_blob, out_count: *mut i64) -> cblob_status;
 
     /// The product of the dimensions of axes \[start_axis, end_axis); an empty range gives 1.
-    /// Needs 0 \<= start_axis \<= end_axis \<= num_axes. A shape with a zero dimension has count 0
+    /// Each bound is -num_axes to num_axes, a negative one counting from the end ("Axes" above:
+    /// -1 is the last axis, so \[0, -1) leaves it out), and the start must not come after the end.
+    /// Caffe's count(start, end) aborts on a negative bound. A shape with a zero dimension has count 0
     /// whatever its other dimensions are, so a range without the zero may not fit in int64:
     /// that is CBLOB_ERR_OVERFLOW.
     ///
@@ -350,7 +352,7 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     pub fn cblob_blob_shape(blob: *const cblob_blob, max_axes: i32, out_shape: *mut i64, out_num_axes: *mut i32) -> cblob_status;
 
-    /// The dimension of one axis; a negative axis counts from the end (-1 is the last).
+    /// The dimension of one axis, -num_axes to num_axes - 1; a negative axis counts from the end (-1 is the last).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     pub fn cblob_blob_shape_at(blob: *const cblob_blob, axis: i32, out_dim: *mut i64) -> cblob_status;
@@ -849,7 +851,7 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_blob_create_like(pattern: *const cblob_blob, dtype: cblob_dtype, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
-    /// The size of a named axis of a 7-axis blob.
+    /// The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE.
     pub fn cblob_blob_dim(blob: *const cblob_blob, dim: cblob_dim, out_size: *mut i64) -> cblob_status;
@@ -877,7 +879,8 @@ extern "C" {
 
     /// Writes 1 when both blobs have the same dimension on each listed axis, else 0 (NeoML's
     /// HasEqualDimensions with a list of dims; dtypes are not compared). Every axis must exist in
-    /// both blobs; an empty list gives 1.
+    /// both blobs; a negative axis counts from each blob's own end, so -1 compares the last
+    /// dimensions of blobs of different numbers of axes. An empty list gives 1.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     pub fn cblob_blob_equal_dims(blob: *const cblob_blob, other: *const cblob_blob, num_axes: i32, axes: *const i32, out_equal: *mut i32) -> cblob_status;
@@ -975,21 +978,23 @@ extern "C" {
 
     /// A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
     /// GetTransposed). Any pair of axes of any blob; a negative axis counts from the end. Equal
-    /// axes give a deep copy.
+    /// axes give a deep copy, as in NeoML.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_transposed(blob: *mut cblob_blob, axis1: i32, axis2: i32, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
-    /// (NeoML's TransposeFrom). The dtypes must match and the blob's shape must be source's with
-    /// the two dimensions swapped: every axis is checked, where NeoML checks only the two swapped
-    /// dimensions and the total size.
+    /// (NeoML's TransposeFrom). The axes are source's, a negative one counting from the end. The
+    /// dtypes must match and the blob's shape must be source's with the two dimensions swapped:
+    /// every axis is checked, where NeoML checks only the two swapped dimensions and the total
+    /// size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
+    /// no-op).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_transpose_from(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part, axis1: i32, axis2: i32) -> cblob_status;
 
     /// Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
-    /// MergeByDim, axis 0 included). Every input must have the blob's dtype and number of axes and
+    /// MergeByDim, axis 0 included; a negative axis counts from the end). Every input must have the blob's dtype and number of axes and
     /// its dimensions on every other axis, and the inputs' dimensions on `axis` must add up to
     /// the blob's; anything else is an error, never an out-of-bounds write. An input may appear
     /// more than once but must not share memory with the blob.
@@ -998,7 +1003,7 @@ extern "C" {
     pub fn cblob_blob_merge(blob: *mut cblob_blob, part: cblob_part, axis: i32, num_inputs: i32, inputs: *const *mut cblob_blob) -> cblob_status;
 
     /// Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
-    /// axis 0 included), with the rules of cblob_blob_merge. It runs where the blob's part is read
+    /// axis 0 included; a negative axis counts from the end), with the rules of cblob_blob_merge. It runs where the blob's part is read
     /// and brings the outputs there. The outputs must not share memory with the blob or with each
     /// other.
     ///

@@ -113,7 +113,8 @@ impl Blob {
         equal != 0
     }
 
-    /// Whether both blobs have the same dimension on each listed axis (each must exist in both).
+    /// Whether both blobs have the same dimension on each listed axis (each must exist in both; a
+    /// negative axis counts from each blob's end).
     pub fn equal_dims(&self, other: &Blob, axes_to_compare: &[i32]) -> Result<bool> {
         let mut equal = 0;
         check(unsafe { sys::cblob_blob_equal_dims(self.as_ptr(), other.as_ptr(), axes(axes_to_compare), axes_to_compare.as_ptr(), &mut equal) })?;
