@@ -227,6 +227,15 @@ func (b *Blob) ConvertFrom(source *Blob, part Part) error {
 	return b.with(source, func(p, q *C.cblob_blob) error { return cBlobConvertFrom(p, q, C.cblob_part(part)) })
 }
 
+// ConvertFromTruncating is ConvertFrom with NeoML's float-to-integer rule: the fraction is
+// truncated toward zero (NeoML's VectorConvert), then saturated; NaN gives 0. Other pairs convert
+// as ConvertFrom does. Since ABI 1.1.
+func (b *Blob) ConvertFromTruncating(source *Blob, part Part) error {
+	return b.with(source, func(p, q *C.cblob_blob) error {
+		return cBlobConvertFromTruncating(p, q, C.cblob_part(part))
+	})
+}
+
 // DeepCopy returns a new, independent blob with this one's dtype, shape, data and diff
 // (NeoML's GetCopy).
 func (b *Blob) DeepCopy() (*Blob, error) {

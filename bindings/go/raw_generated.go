@@ -1487,6 +1487,15 @@ static inline cbgo_status_result cbgo_blob_convert_from(uintptr_t blob, uintptr_
     return r;
 }
 
+static inline cbgo_status_result cbgo_blob_convert_from_truncating(uintptr_t blob, uintptr_t source, cblob_part part) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_convert_from_truncating((cblob_blob *)blob, (cblob_blob *)source, part);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
 typedef struct {
     cblob_status status;
     char *message;
@@ -2884,6 +2893,22 @@ func cBlobCopyOut(blob *C.cblob_blob, part C.cblob_part, dtype C.cblob_dtype, de
 // conversion). Runs where the blob's part is current.
 func cBlobConvertFrom(blob *C.cblob_blob, source *C.cblob_blob, part C.cblob_part) error {
 	r := C.cbgo_blob_convert_from(C.uintptr_t(uintptr(unsafe.Pointer(blob))), C.uintptr_t(uintptr(unsafe.Pointer(source))), part)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// cblob_blob_convert_from with NeoML's rule from a float type to an integer type: the
+// fraction is truncated toward zero (2.7 gives 2, -2.7 gives -2, -0.5 gives 0), as NeoML's
+// VectorConvert and its Cast layer do, where cblob_blob_convert_from rounds to the nearest
+// integer, ties to even. The truncated value is then saturated to the target's range
+// (infinities too) and NaN gives 0, as in "Conversions". Every other pair of dtypes converts
+// as cblob_blob_convert_from does: to a float type the nearest value (NeoML's int-to-float
+// cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
+// those of cblob_blob_convert_from.
+func cBlobConvertFromTruncating(blob *C.cblob_blob, source *C.cblob_blob, part C.cblob_part) error {
+	r := C.cbgo_blob_convert_from_truncating(C.uintptr_t(uintptr(unsafe.Pointer(blob))), C.uintptr_t(uintptr(unsafe.Pointer(source))), part)
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}

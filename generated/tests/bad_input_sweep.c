@@ -8507,6 +8507,78 @@ TEST(sweep_cblob_blob_convert_from)
     }
 }
 
+TEST(baseline_cblob_blob_convert_from_truncating)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_convert_from_truncating(fx.a, fx.b, CBLOB_PART_DATA));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_convert_from_truncating)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from_truncating(NULL, fx.b, CBLOB_PART_DATA), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_convert_from_truncating", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from_truncating with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from_truncating with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from_truncating(fx.a, NULL, CBLOB_PART_DATA), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_convert_from_truncating", "source = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from_truncating with source = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from_truncating with source = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source: a blob of another shape */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from_truncating(fx.a, fx.other_shape, CBLOB_PART_DATA), CBLOB_ERR_SHAPE, "cblob_blob_convert_from_truncating", "source: a blob of another shape");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from_truncating with source: a blob of another shape: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from_truncating with source: a blob of another shape: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source: a blob of another count */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from_truncating(fx.a, fx.other_count, CBLOB_PART_DATA), CBLOB_ERR_SHAPE, "cblob_blob_convert_from_truncating", "source: a blob of another count");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from_truncating with source: a blob of another count: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from_truncating with source: a blob of another count: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from_truncating(fx.a, fx.b, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_convert_from_truncating", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from_truncating with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from_truncating with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from_truncating(fx.a, fx.b, -1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_convert_from_truncating", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from_truncating with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from_truncating with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
 TEST(baseline_cblob_blob_deep_copy)
 {
     fixture fx;

@@ -67,7 +67,7 @@ extern "C" {
 #define CBLOB_ABI_VERSION_MAJOR 1
 
 /* The ABI minor version this header describes; a minor release only adds functions. */
-#define CBLOB_ABI_VERSION_MINOR 0
+#define CBLOB_ABI_VERSION_MINOR 1
 
 /* Result of every call that can fail. Values are fixed forever and never renumbered. */
 typedef int32_t cblob_status;
@@ -1150,7 +1150,9 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
  * type to int32 or uint32: rounded to the nearest integer (ties to even), then saturated to the
  * target's range (-infinity and values below give the minimum, +infinity and values above the
  * maximum); NaN gives 0. Between int32 and uint32: saturated (negative int32 gives 0, uint32
- * above INT32_MAX gives INT32_MAX).
+ * above INT32_MAX gives INT32_MAX). NeoML truncates from float to int instead (its
+ * VectorConvert, which its Cast layer uses): cblob_blob_convert_from_truncating does that, with
+ * the same saturation and NaN rules, for code that must match NeoML bit for bit.
  *
  * Overlap. An operation that writes one blob from others refuses sources that share memory with
  * the written range (CBLOB_ERR_INVALID_ARGUMENT), except where the result is well defined: a copy
@@ -1425,6 +1427,20 @@ CBLOB_API cblob_status cblob_blob_copy_out(cblob_blob *blob, cblob_part part, cb
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *source, cblob_part part);
+
+/*
+ * cblob_blob_convert_from with NeoML's rule from a float type to an integer type: the
+ * fraction is truncated toward zero (2.7 gives 2, -2.7 gives -2, -0.5 gives 0), as NeoML's
+ * VectorConvert and its Cast layer do, where cblob_blob_convert_from rounds to the nearest
+ * integer, ties to even. The truncated value is then saturated to the target's range
+ * (infinities too) and NaN gives 0, as in "Conversions". Every other pair of dtypes converts
+ * as cblob_blob_convert_from does: to a float type the nearest value (NeoML's int-to-float
+ * cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
+ * those of cblob_blob_convert_from.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_blob_convert_from_truncating(cblob_blob *blob, cblob_blob *source, cblob_part part);
 
 /*
  * A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy). A

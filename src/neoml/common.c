@@ -85,6 +85,19 @@ cblob_status cb_convert_elements(const cb_device *place, const cb_dtype_info *fr
     return cb_fail(CBLOB_ERR_INTERNAL, "no conversion to dtype %d", (int)to_dtype->dtype);
 }
 
+cblob_status cb_convert_elements_truncating(const cb_device *place, const cb_dtype_info *from_dtype,
+                                            const cb_dtype_info *to_dtype, int64_t n, const void *from, void *to)
+{
+    if (from_dtype->is_float && !to_dtype->is_float) {
+        switch (to_dtype->dtype) {
+        case CBLOB_DTYPE_INT32: return cb_run_truncate_to_i32(place, from_dtype->dtype, n, from, to);
+        case CBLOB_DTYPE_UINT32: return cb_run_truncate_to_u32(place, from_dtype->dtype, n, from, to);
+        default: return cb_fail(CBLOB_ERR_INTERNAL, "no truncating conversion to dtype %d", (int)to_dtype->dtype);
+        }
+    }
+    return cb_convert_elements(place, from_dtype, to_dtype, n, from, to);
+}
+
 cblob_status cb_derive_blob(cblob_blob *source, const cb_dtype_info *dtype, const cb_shape *shape, cb_part_writer write,
                             const void *arg, cblob_blob **out)
 {

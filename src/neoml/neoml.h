@@ -32,9 +32,15 @@ cblob_status cb_require_neoml(const cblob_blob *blob, const char *name);
 
 
 /* n elements from `from` (of from_dtype) to `to` (of to_dtype) at a place: a copy when the dtypes
- * are equal, a conversion (README, "Conversions") otherwise. */
+ * are equal, a conversion (README, "Conversions") otherwise. The truncating form drops the
+ * fraction toward zero from a float type to an integer type (NeoML's rule) and is the same for
+ * every other pair. */
+typedef cblob_status (*cb_element_converter)(const cb_device *place, const cb_dtype_info *from_dtype,
+                                             const cb_dtype_info *to_dtype, int64_t n, const void *from, void *to);
 cblob_status cb_convert_elements(const cb_device *place, const cb_dtype_info *from_dtype, const cb_dtype_info *to_dtype,
                                  int64_t n, const void *from, void *to);
+cblob_status cb_convert_elements_truncating(const cb_device *place, const cb_dtype_info *from_dtype,
+                                            const cb_dtype_info *to_dtype, int64_t n, const void *from, void *to);
 
 /* Writes a new blob's part from its source's part, both at `place`. */
 typedef cblob_status (*cb_part_writer)(const cb_device *place, const cblob_blob *source, const void *from,

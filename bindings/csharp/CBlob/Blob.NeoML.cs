@@ -200,6 +200,18 @@ namespace CBlob
                 CBlobException.Check(NativeMethods.cblob_blob_convert_from(b, s, part));
         }
 
+        /// <summary>
+        /// ConvertFrom with NeoML's float-to-integer rule: the fraction is truncated toward zero
+        /// (NeoML's VectorConvert), then saturated; NaN gives 0. Other pairs convert as ConvertFrom
+        /// does. Since ABI 1.1.
+        /// </summary>
+        public void ConvertFromTruncating(Blob source, Part part = Part.Data)
+        {
+            using (var b = guard.Use())
+            using (var s = GuardOf(source, nameof(source)).Use())
+                CBlobException.Check(NativeMethods.cblob_blob_convert_from_truncating(b, s, part));
+        }
+
         /// <summary>A new, independent blob with this one's dtype, shape, data and diff (NeoML's GetCopy).</summary>
         public Blob DeepCopy()
         {

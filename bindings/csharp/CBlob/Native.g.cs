@@ -19,7 +19,7 @@ namespace CBlob
         /// <summary>The ABI major version this header describes; it is also the SONAME's number.</summary>
         public const int AbiVersionMajor = 1;
         /// <summary>The ABI minor version this header describes; a minor release only adds functions.</summary>
-        public const int AbiVersionMinor = 0;
+        public const int AbiVersionMinor = 1;
         /// <summary>The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.</summary>
         public const int NeomlAxes = 7;
     }
@@ -1279,6 +1279,20 @@ namespace CBlob
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_convert_from(IntPtr blob, IntPtr source, Part part);
+
+        /// <summary>
+        /// cblob_blob_convert_from with NeoML's rule from a float type to an integer type: the
+        /// fraction is truncated toward zero (2.7 gives 2, -2.7 gives -2, -0.5 gives 0), as NeoML's
+        /// VectorConvert and its Cast layer do, where cblob_blob_convert_from rounds to the nearest
+        /// integer, ties to even. The truncated value is then saturated to the target's range
+        /// (infinities too) and NaN gives 0, as in "Conversions". Every other pair of dtypes converts
+        /// as cblob_blob_convert_from does: to a float type the nearest value (NeoML's int-to-float
+        /// cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
+        /// those of cblob_blob_convert_from.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_convert_from_truncating(IntPtr blob, IntPtr source, Part part);
 
         /// <summary>
         /// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy). A

@@ -21,7 +21,7 @@ pub const CBLOB_MAX_AXES: i32 = 32;
 pub const CBLOB_ABI_VERSION_MAJOR: i32 = 1;
 
 /// The ABI minor version this header describes; a minor release only adds functions.
-pub const CBLOB_ABI_VERSION_MINOR: i32 = 0;
+pub const CBLOB_ABI_VERSION_MINOR: i32 = 1;
 
 /// The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 pub const CBLOB_NEOML_AXES: i32 = 7;
@@ -962,6 +962,18 @@ extern "C" {
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_convert_from(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part) -> cblob_status;
+
+    /// cblob_blob_convert_from with NeoML's rule from a float type to an integer type: the
+    /// fraction is truncated toward zero (2.7 gives 2, -2.7 gives -2, -0.5 gives 0), as NeoML's
+    /// VectorConvert and its Cast layer do, where cblob_blob_convert_from rounds to the nearest
+    /// integer, ties to even. The truncated value is then saturated to the target's range
+    /// (infinities too) and NaN gives 0, as in "Conversions". Every other pair of dtypes converts
+    /// as cblob_blob_convert_from does: to a float type the nearest value (NeoML's int-to-float
+    /// cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
+    /// those of cblob_blob_convert_from.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    pub fn cblob_blob_convert_from_truncating(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy). A
     /// window's copy is an ordinary blob of the window's shape.

@@ -163,6 +163,15 @@ impl Blob {
         self.write_from(part, &[source], |raw| unsafe { sys::cblob_blob_convert_from(raw, source.as_ptr(), part.raw()) })
     }
 
+    /// `convert_from` with NeoML's float-to-integer rule: the fraction is truncated toward zero
+    /// (NeoML's `VectorConvert`), then saturated; NaN gives 0. Other pairs convert as
+    /// `convert_from` does. Since ABI 1.1.
+    pub fn convert_from_truncating(&mut self, source: &Blob, part: Part) -> Result<()> {
+        self.write_from(part, &[source], |raw| unsafe {
+            sys::cblob_blob_convert_from_truncating(raw, source.as_ptr(), part.raw())
+        })
+    }
+
     /// A new, independent blob with this one's dtype, shape, data and diff (NeoML's `GetCopy`).
     pub fn deep_copy(&self) -> Result<Blob> {
         self.derive(|raw, out| unsafe { sys::cblob_blob_deep_copy(raw, out) })
