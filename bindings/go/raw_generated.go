@@ -2636,7 +2636,10 @@ func cBlobAsyncPush(blob *C.cblob_blob, part C.cblob_part) error {
 }
 
 // Creates a 7-axis NeoML blob from up to 7 dimensions, left-aligned as NeoML's CreateTensor:
-// dims[i] becomes axis i (BatchLength first) and the remaining axes are 1.
+// dims[i] becomes axis i (BatchLength first) and the remaining axes are 1. Dimensions are
+// int64, a negative one is CBLOB_ERR_SHAPE and an element count that overflows is
+// CBLOB_ERR_OVERFLOW, here and in every creator below (NeoML's CreateTensor and creators
+// take unchecked ints).
 func cBlobCreateTensor(context *C.cblob_context, dtype C.cblob_dtype, numDims C.int32_t, dims *C.int64_t) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_create_tensor(C.uintptr_t(uintptr(unsafe.Pointer(context))), dtype, numDims, dims)
 	if r.status != C.CBLOB_OK {
@@ -2711,7 +2714,7 @@ func cBlobCreateLike(pattern *C.cblob_blob, dtype C.cblob_dtype) (*C.cblob_blob,
 	return r.out_blob, nil
 }
 
-// The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels).
+// The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels; NeoML's TBlobDim is 0 to 6 only).
 func cBlobDim(blob *C.cblob_blob, dim C.cblob_dim) (C.int64_t, error) {
 	r := C.cbgo_blob_dim(C.uintptr_t(uintptr(unsafe.Pointer(blob))), dim)
 	if r.status != C.CBLOB_OK {
@@ -2770,8 +2773,10 @@ func cBlobEqualDims(blob *C.cblob_blob, other *C.cblob_blob, numAxes C.int32_t, 
 }
 
 // Gives the blob another shape with the same element count (NeoML's ReinterpretDimensions);
-// memory and contents stay, and the dtype never changes. Works on windows and on blobs with
-// open mappings, since nothing moves.
+// memory and contents stay, and the dtype never changes (NeoML's takes the descriptor's data
+// type too). Works on windows, where NeoML asserts, and on blobs with open mappings, since
+// nothing moves. A window of a reinterpreted parent takes the parent's new shape when it is
+// positioned next (cblob_window_set_position).
 func cBlobReinterpret(blob *C.cblob_blob, numAxes C.int32_t, shape *C.int64_t) error {
 	r := C.cbgo_blob_reinterpret(C.uintptr_t(uintptr(unsafe.Pointer(blob))), numAxes, shape)
 	if r.status != C.CBLOB_OK {
@@ -2782,7 +2787,11 @@ func cBlobReinterpret(blob *C.cblob_blob, numAxes C.int32_t, shape *C.int64_t) e
 
 // Creates a window of `size` rows over parent's first axis, at position 0 (NeoML's
 // CreateWindowBlob); its shape is parent's with the first dimension set to size. It
-// allocates nothing and holds the parent. Free it with cblob_blob_destroy.
+// allocates nothing and holds the parent. Free it with cblob_blob_destroy. A size of 0 makes
+// a window without elements, which may sit at any position from 0 to the parent's first
+// dimension (NeoML's CreateWindowBlob places the window with SetParentPos, which divides by
+// the window's BatchLength: a size of 0 fails there). A parent with no axes is
+// CBLOB_ERR_SHAPE.
 func cWindowCreate(parent *C.cblob_blob, size C.int64_t) (*C.cblob_blob, error) {
 	r := C.cbgo_window_create(C.uintptr_t(uintptr(unsafe.Pointer(parent))), size)
 	if r.status != C.CBLOB_OK {
@@ -2792,8 +2801,12 @@ func cWindowCreate(parent *C.cblob_blob, size C.int64_t) (*C.cblob_blob, error) 
 }
 
 // Moves the window to start at row `position` of its parent (NeoML's SetParentPos), which
-// must be in [0, parent's first dimension - window size]; a negative position is an error.
-// The window takes the parent's current storage and shape again (see "Windows" above).
+// must be in [0, parent's first dimension - window size]; a negative position is an error
+// (NeoML accepts one). The window takes the parent's current storage and shape again (see
+// "Windows" above): its other dimensions and its row length are the parent's as they are now,
+// after any reshape or cblob_blob_reinterpret of the parent, where NeoML's window keeps the
+// dims it was created with and places itself by them. A parent that now has no axes is
+// CBLOB_ERR_SHAPE, and the window stays where it was.
 func cWindowSetPosition(window *C.cblob_blob, position C.int64_t) error {
 	r := C.cbgo_window_set_position(C.uintptr_t(uintptr(unsafe.Pointer(window))), position)
 	if r.status != C.CBLOB_OK {
@@ -2802,7 +2815,7 @@ func cWindowSetPosition(window *C.cblob_blob, position C.int64_t) error {
 	return nil
 }
 
-// Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds of cblob_window_set_position.
+// Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds and rules of cblob_window_set_position.
 func cWindowShift(window *C.cblob_blob, delta C.int64_t) error {
 	r := C.cbgo_window_shift(C.uintptr_t(uintptr(unsafe.Pointer(window))), delta)
 	if r.status != C.CBLOB_OK {
@@ -2812,7 +2825,8 @@ func cWindowShift(window *C.cblob_blob, delta C.int64_t) error {
 }
 
 // Makes the window `size` rows long at its current position; position + size must not exceed
-// the parent's first dimension. Like set_position, it re-attaches to the parent.
+// the parent's first dimension, and 0 is allowed. Like set_position, it re-attaches to the
+// parent and takes its current shape.
 func cWindowSetSize(window *C.cblob_blob, size C.int64_t) error {
 	r := C.cbgo_window_set_size(C.uintptr_t(uintptr(unsafe.Pointer(window))), size)
 	if r.status != C.CBLOB_OK {
@@ -2868,7 +2882,7 @@ func cBlobIsWindow(blob *C.cblob_blob) (C.int32_t, error) {
 
 // Copies `length` elements from a caller's array into data or diff (NeoML's CopyFrom(T*)).
 // dtype names the array's element type and must be the blob's; length must be the blob's
-// count.
+// count (NeoML's CopyFrom takes no length and reads as many elements as the blob has).
 func cBlobCopyIn(blob *C.cblob_blob, part C.cblob_part, dtype C.cblob_dtype, source unsafe.Pointer, length C.int64_t) error {
 	r := C.cbgo_blob_copy_in(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part, dtype, source, length)
 	if r.status != C.CBLOB_OK {
@@ -2915,8 +2929,8 @@ func cBlobConvertFromTruncating(blob *C.cblob_blob, source *C.cblob_blob, part C
 	return nil
 }
 
-// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy). A
-// window's copy is an ordinary blob of the window's shape.
+// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
+// NeoML blobs have no diff). A window's copy is an ordinary blob of the window's shape.
 func cBlobDeepCopy(blob *C.cblob_blob) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_deep_copy(C.uintptr_t(uintptr(unsafe.Pointer(blob))))
 	if r.status != C.CBLOB_OK {
@@ -2926,8 +2940,8 @@ func cBlobDeepCopy(blob *C.cblob_blob) (*C.cblob_blob, error) {
 }
 
 // A new, independent blob of the given dtype with the blob's shape, and its data and diff
-// converted (see "Conversions"). NeoML's GetClone(type) leaves the contents uninitialized;
-// cblob_blob_create_like does that (zero-filled).
+// converted (see "Conversions"; NeoML blobs have no diff). NeoML's GetClone(type) leaves the
+// contents uninitialized; cblob_blob_create_like does that (zero-filled).
 func cBlobClone(blob *C.cblob_blob, dtype C.cblob_dtype) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_clone(C.uintptr_t(uintptr(unsafe.Pointer(blob))), dtype)
 	if r.status != C.CBLOB_OK {
@@ -2937,7 +2951,7 @@ func cBlobClone(blob *C.cblob_blob, dtype C.cblob_dtype) (*C.cblob_blob, error) 
 }
 
 // A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
-// GetTransposed). Any pair of axes of any blob; a negative axis counts from the end. Equal
+// GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
 // axes give a deep copy, as in NeoML.
 func cBlobTransposed(blob *C.cblob_blob, axis1 C.int32_t, axis2 C.int32_t) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_transposed(C.uintptr_t(uintptr(unsafe.Pointer(blob))), axis1, axis2)
@@ -2965,7 +2979,8 @@ func cBlobTransposeFrom(blob *C.cblob_blob, source *C.cblob_blob, part C.cblob_p
 // MergeByDim, axis 0 included; a negative axis counts from the end). Every input must have the blob's dtype and number of axes and
 // its dimensions on every other axis, and the inputs' dimensions on `axis` must add up to
 // the blob's; anything else is an error, never an out-of-bounds write. An input may appear
-// more than once but must not share memory with the blob.
+// more than once but must not share memory with the blob. There is no limit on the number
+// of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
 func cBlobMerge(blob *C.cblob_blob, part C.cblob_part, axis C.int32_t, numInputs C.int32_t, inputs **C.cblob_blob) error {
 	r := C.cbgo_blob_merge(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part, axis, numInputs, inputs)
 	if r.status != C.CBLOB_OK {
@@ -3057,9 +3072,12 @@ func cBlobAdd(blob *C.cblob_blob, source *C.cblob_blob, part C.cblob_part) error
 }
 
 // Maps elements [position, position + count) of data or diff (NeoML's GetBuffer) and writes
-// the mapping and a pointer to its first element; count 0 gives a NULL pointer. position and
+// the mapping and a pointer to its first element; count 0 gives a NULL pointer, which no one
+// can write through (NeoML's CPU GetBuffer gives a pointer into the blob then). position and
 // count are in elements and must lie within the blob's count (NeoML returns null without a
-// reason). With the part current on the device, the range is staged through host memory,
+// reason). A READ mapping is for reading only: on the host a write through it lands in the
+// blob's memory without marking it written (a device copy never sees it; NeoML's CPU buffer
+// behaves so too), and a staged range drops it at unmap. With the part current on the device, the range is staged through host memory,
 // filled from `position` (NeoML fills from element 0) when access includes READ; otherwise
 // the pointer is into the blob's host memory, and access including WRITE marks the host copy
 // current. See "Buffers" for what the mapping allows and forbids.
@@ -3074,6 +3092,9 @@ func cBlobMap(blob *C.cblob_blob, part C.cblob_part, position C.int64_t, count C
 // Ends a mapping (NeoML's ReleaseBuffer): a staged range mapped with WRITE access is copied
 // back to the device, the pointer becomes invalid and the handle is freed. Only the blob's
 // most recent open mapping may be unmapped (CBLOB_ERR_STATE otherwise, and nothing changes).
+// The order is kept per blob: mappings of different blobs, or on different threads, may end
+// in any order (NeoML's stack allocator needs last in, first out per thread, across blobs,
+// and is corrupted otherwise).
 // If the copy back fails the mapping stays open and the call may be repeated.
 func cBufferUnmap(buffer *C.cblob_buffer) error {
 	r := C.cbgo_buffer_unmap(C.uintptr_t(uintptr(unsafe.Pointer(buffer))))

@@ -1102,7 +1102,11 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
 /* ==========================================================================================
  * NeoML blob operations
  * ==========================================================================================
- * NeoML's CDnnBlob operations, for every dtype, on the CPU and on the GPU.
+ * NeoML's CDnnBlob operations, for every dtype (NeoML has float and int), on the CPU and on the
+ * GPU. Where NeoML asserts (NeoAssert, an exception), presumes in debug builds only
+ * (NeoPresume) or checks nothing, cblob checks and returns a status: bad input changes nothing.
+ * Every difference from NeoML is stated on the function it concerns and listed in README.md,
+ * "Differences from NeoML".
  *
  * Named layout. A NeoML blob is a blob of exactly 7 axes in the order of cblob_dim: BatchLength,
  * BatchWidth, ListSize, Height, Width, Depth, Channels. Memory is row-major in that order, so
@@ -1131,8 +1135,9 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
  * follow a later move of its parent window (as in NeoML). If the parent is later given new
  * storage (a reshape past its capacity, cblob_blob_share, cblob_blob_set_cpu_data on a storage of
  * another size), the window keeps the old storage alive and goes on viewing it, detached from the
- * parent, as a blob that shared memory does; positioning the window again (set_position, shift,
- * set_size) re-attaches it to the parent's current storage and shape. A window cannot be
+ * parent, as a blob that shared memory does (NeoML's window keeps a handle into memory the
+ * parent may have freed); positioning the window again (set_position, shift, set_size)
+ * re-attaches it to the parent's current storage and shape. A window cannot be
  * reshaped beyond the elements it views, given a buffer (set_cpu_data), or share another blob's
  * memory: those return CBLOB_ERR_STATE.
  *
@@ -1156,7 +1161,8 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
  *
  * Overlap. An operation that writes one blob from others refuses sources that share memory with
  * the written range (CBLOB_ERR_INVALID_ARGUMENT), except where the result is well defined: a copy
- * from the very same range is a no-op and cblob_blob_add may add a blob to itself. Memory is
+ * from the very same range is a no-op and cblob_blob_add may add a blob to itself (NeoML checks
+ * no overlap, and an operation in place gives what its loops happen to give). Memory is
  * compared by address, so memory shared without cblob_blob_share also counts: a DLPack export
  * imported again, or a cblob_blob_set_cpu_data buffer inside another blob's. Such blobs have
  * heads of their own, so they are refused whenever their buffers (host or device, whole) share
@@ -1193,7 +1199,10 @@ typedef struct cblob_buffer cblob_buffer;
 
 /*
  * Creates a 7-axis NeoML blob from up to 7 dimensions, left-aligned as NeoML's CreateTensor:
- * dims[i] becomes axis i (BatchLength first) and the remaining axes are 1.
+ * dims[i] becomes axis i (BatchLength first) and the remaining axes are 1. Dimensions are
+ * int64, a negative one is CBLOB_ERR_SHAPE and an element count that overflows is
+ * CBLOB_ERR_OVERFLOW, here and in every creator below (NeoML's CreateTensor and creators
+ * take unchecked ints).
  *   num_dims: 0 to CBLOB_NEOML_AXES
  *   dims: may be NULL when num_dims is 0
  *   out_blob: the caller owns the result
@@ -1262,7 +1271,7 @@ CBLOB_API cblob_status cblob_blob_create_image3d(cblob_context *context, cblob_d
 CBLOB_API cblob_status cblob_blob_create_like(const cblob_blob *pattern, cblob_dtype dtype, cblob_blob **out_blob);
 
 /*
- * The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels).
+ * The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels; NeoML's TBlobDim is 0 to 6 only).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.
@@ -1316,8 +1325,10 @@ CBLOB_API cblob_status cblob_blob_equal_dims(const cblob_blob *blob, const cblob
 
 /*
  * Gives the blob another shape with the same element count (NeoML's ReinterpretDimensions);
- * memory and contents stay, and the dtype never changes. Works on windows and on blobs with
- * open mappings, since nothing moves.
+ * memory and contents stay, and the dtype never changes (NeoML's takes the descriptor's data
+ * type too). Works on windows, where NeoML asserts, and on blobs with open mappings, since
+ * nothing moves. A window of a reinterpreted parent takes the parent's new shape when it is
+ * positioned next (cblob_window_set_position).
  *   shape: may be NULL when num_axes is 0
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW.
  *   Since ABI 1.0.
@@ -1327,7 +1338,11 @@ CBLOB_API cblob_status cblob_blob_reinterpret(cblob_blob *blob, int32_t num_axes
 /*
  * Creates a window of `size` rows over parent's first axis, at position 0 (NeoML's
  * CreateWindowBlob); its shape is parent's with the first dimension set to size. It
- * allocates nothing and holds the parent. Free it with cblob_blob_destroy.
+ * allocates nothing and holds the parent. Free it with cblob_blob_destroy. A size of 0 makes
+ * a window without elements, which may sit at any position from 0 to the parent's first
+ * dimension (NeoML's CreateWindowBlob places the window with SetParentPos, which divides by
+ * the window's BatchLength: a size of 0 fails there). A parent with no axes is
+ * CBLOB_ERR_SHAPE.
  *   size: 0 to parent's first dimension
  *   out_window: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
@@ -1337,23 +1352,28 @@ CBLOB_API cblob_status cblob_window_create(cblob_blob *parent, int64_t size, cbl
 
 /*
  * Moves the window to start at row `position` of its parent (NeoML's SetParentPos), which
- * must be in [0, parent's first dimension - window size]; a negative position is an error.
- * The window takes the parent's current storage and shape again (see "Windows" above).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
+ * must be in [0, parent's first dimension - window size]; a negative position is an error
+ * (NeoML accepts one). The window takes the parent's current storage and shape again (see
+ * "Windows" above): its other dimensions and its row length are the parent's as they are now,
+ * after any reshape or cblob_blob_reinterpret of the parent, where NeoML's window keeps the
+ * dims it was created with and places itself by them. A parent that now has no axes is
+ * CBLOB_ERR_SHAPE, and the window stays where it was.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_window_set_position(cblob_blob *window, int64_t position);
 
 /*
- * Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds of cblob_window_set_position.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
+ * Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds and rules of cblob_window_set_position.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_window_shift(cblob_blob *window, int64_t delta);
 
 /*
  * Makes the window `size` rows long at its current position; position + size must not exceed
- * the parent's first dimension. Like set_position, it re-attaches to the parent.
+ * the parent's first dimension, and 0 is allowed. Like set_position, it re-attaches to the
+ * parent and takes its current shape.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
  *   Since ABI 1.0.
  */
@@ -1402,7 +1422,7 @@ CBLOB_API cblob_status cblob_blob_is_window(const cblob_blob *blob, int32_t *out
 /*
  * Copies `length` elements from a caller's array into data or diff (NeoML's CopyFrom(T*)).
  * dtype names the array's element type and must be the blob's; length must be the blob's
- * count.
+ * count (NeoML's CopyFrom takes no length and reads as many elements as the blob has).
  *   source: length elements of dtype; may be NULL when length is 0
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
@@ -1443,8 +1463,8 @@ CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *sou
 CBLOB_API cblob_status cblob_blob_convert_from_truncating(cblob_blob *blob, cblob_blob *source, cblob_part part);
 
 /*
- * A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy). A
- * window's copy is an ordinary blob of the window's shape.
+ * A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
+ * NeoML blobs have no diff). A window's copy is an ordinary blob of the window's shape.
  *   out_blob: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
@@ -1453,8 +1473,8 @@ CBLOB_API cblob_status cblob_blob_deep_copy(cblob_blob *blob, cblob_blob **out_b
 
 /*
  * A new, independent blob of the given dtype with the blob's shape, and its data and diff
- * converted (see "Conversions"). NeoML's GetClone(type) leaves the contents uninitialized;
- * cblob_blob_create_like does that (zero-filled).
+ * converted (see "Conversions"; NeoML blobs have no diff). NeoML's GetClone(type) leaves the
+ * contents uninitialized; cblob_blob_create_like does that (zero-filled).
  *   out_blob: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
@@ -1463,7 +1483,7 @@ CBLOB_API cblob_status cblob_blob_clone(cblob_blob *blob, cblob_dtype dtype, cbl
 
 /*
  * A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
- * GetTransposed). Any pair of axes of any blob; a negative axis counts from the end. Equal
+ * GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
  * axes give a deep copy, as in NeoML.
  *   out_blob: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
@@ -1488,7 +1508,8 @@ CBLOB_API cblob_status cblob_blob_transpose_from(cblob_blob *blob, cblob_blob *s
  * MergeByDim, axis 0 included; a negative axis counts from the end). Every input must have the blob's dtype and number of axes and
  * its dimensions on every other axis, and the inputs' dimensions on `axis` must add up to
  * the blob's; anything else is an error, never an out-of-bounds write. An input may appear
- * more than once but must not share memory with the blob.
+ * more than once but must not share memory with the blob. There is no limit on the number
+ * of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
  *   num_inputs: at least 1
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
@@ -1568,9 +1589,12 @@ CBLOB_API cblob_status cblob_blob_add(cblob_blob *blob, cblob_blob *source, cblo
 
 /*
  * Maps elements [position, position + count) of data or diff (NeoML's GetBuffer) and writes
- * the mapping and a pointer to its first element; count 0 gives a NULL pointer. position and
+ * the mapping and a pointer to its first element; count 0 gives a NULL pointer, which no one
+ * can write through (NeoML's CPU GetBuffer gives a pointer into the blob then). position and
  * count are in elements and must lie within the blob's count (NeoML returns null without a
- * reason). With the part current on the device, the range is staged through host memory,
+ * reason). A READ mapping is for reading only: on the host a write through it lands in the
+ * blob's memory without marking it written (a device copy never sees it; NeoML's CPU buffer
+ * behaves so too), and a staged range drops it at unmap. With the part current on the device, the range is staged through host memory,
  * filled from `position` (NeoML fills from element 0) when access includes READ; otherwise
  * the pointer is into the blob's host memory, and access including WRITE marks the host copy
  * current. See "Buffers" for what the mapping allows and forbids.
@@ -1584,6 +1608,9 @@ CBLOB_API cblob_status cblob_blob_map(cblob_blob *blob, cblob_part part, int64_t
  * Ends a mapping (NeoML's ReleaseBuffer): a staged range mapped with WRITE access is copied
  * back to the device, the pointer becomes invalid and the handle is freed. Only the blob's
  * most recent open mapping may be unmapped (CBLOB_ERR_STATE otherwise, and nothing changes).
+ * The order is kept per blob: mappings of different blobs, or on different threads, may end
+ * in any order (NeoML's stack allocator needs last in, first out per thread, across blobs,
+ * and is corrupted otherwise).
  * If the copy back fails the mapping stays open and the call may be repeated.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
  *   Since ABI 1.0.

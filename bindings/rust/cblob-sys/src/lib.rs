@@ -808,7 +808,10 @@ extern "C" {
     pub fn cblob_blob_async_push(blob: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// Creates a 7-axis NeoML blob from up to 7 dimensions, left-aligned as NeoML's CreateTensor:
-    /// dims\[i\] becomes axis i (BatchLength first) and the remaining axes are 1.
+    /// dims\[i\] becomes axis i (BatchLength first) and the remaining axes are 1. Dimensions are
+    /// int64, a negative one is CBLOB_ERR_SHAPE and an element count that overflows is
+    /// CBLOB_ERR_OVERFLOW, here and in every creator below (NeoML's CreateTensor and creators
+    /// take unchecked ints).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_blob_create_tensor(context: *mut cblob_context, dtype: cblob_dtype, num_dims: i32, dims: *const i64, out_blob: *mut *mut cblob_blob) -> cblob_status;
@@ -851,7 +854,7 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_blob_create_like(pattern: *const cblob_blob, dtype: cblob_dtype, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
-    /// The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels).
+    /// The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels; NeoML's TBlobDim is 0 to 6 only).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE.
     pub fn cblob_blob_dim(blob: *const cblob_blob, dim: cblob_dim, out_size: *mut i64) -> cblob_status;
@@ -886,33 +889,44 @@ extern "C" {
     pub fn cblob_blob_equal_dims(blob: *const cblob_blob, other: *const cblob_blob, num_axes: i32, axes: *const i32, out_equal: *mut i32) -> cblob_status;
 
     /// Gives the blob another shape with the same element count (NeoML's ReinterpretDimensions);
-    /// memory and contents stay, and the dtype never changes. Works on windows and on blobs with
-    /// open mappings, since nothing moves.
+    /// memory and contents stay, and the dtype never changes (NeoML's takes the descriptor's data
+    /// type too). Works on windows, where NeoML asserts, and on blobs with open mappings, since
+    /// nothing moves. A window of a reinterpreted parent takes the parent's new shape when it is
+    /// positioned next (cblob_window_set_position).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW.
     pub fn cblob_blob_reinterpret(blob: *mut cblob_blob, num_axes: i32, shape: *const i64) -> cblob_status;
 
     /// Creates a window of `size` rows over parent's first axis, at position 0 (NeoML's
     /// CreateWindowBlob); its shape is parent's with the first dimension set to size. It
-    /// allocates nothing and holds the parent. Free it with cblob_blob_destroy.
+    /// allocates nothing and holds the parent. Free it with cblob_blob_destroy. A size of 0 makes
+    /// a window without elements, which may sit at any position from 0 to the parent's first
+    /// dimension (NeoML's CreateWindowBlob places the window with SetParentPos, which divides by
+    /// the window's BatchLength: a size of 0 fails there). A parent with no axes is
+    /// CBLOB_ERR_SHAPE.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_window_create(parent: *mut cblob_blob, size: i64, out_window: *mut *mut cblob_blob) -> cblob_status;
 
     /// Moves the window to start at row `position` of its parent (NeoML's SetParentPos), which
-    /// must be in \[0, parent's first dimension - window size\]; a negative position is an error.
-    /// The window takes the parent's current storage and shape again (see "Windows" above).
+    /// must be in \[0, parent's first dimension - window size\]; a negative position is an error
+    /// (NeoML accepts one). The window takes the parent's current storage and shape again (see
+    /// "Windows" above): its other dimensions and its row length are the parent's as they are now,
+    /// after any reshape or cblob_blob_reinterpret of the parent, where NeoML's window keeps the
+    /// dims it was created with and places itself by them. A parent that now has no axes is
+    /// CBLOB_ERR_SHAPE, and the window stays where it was.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
     pub fn cblob_window_set_position(window: *mut cblob_blob, position: i64) -> cblob_status;
 
-    /// Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds of cblob_window_set_position.
+    /// Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds and rules of cblob_window_set_position.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
     pub fn cblob_window_shift(window: *mut cblob_blob, delta: i64) -> cblob_status;
 
     /// Makes the window `size` rows long at its current position; position + size must not exceed
-    /// the parent's first dimension. Like set_position, it re-attaches to the parent.
+    /// the parent's first dimension, and 0 is allowed. Like set_position, it re-attaches to the
+    /// parent and takes its current shape.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
     pub fn cblob_window_set_size(window: *mut cblob_blob, size: i64) -> cblob_status;
@@ -944,7 +958,7 @@ extern "C" {
 
     /// Copies `length` elements from a caller's array into data or diff (NeoML's CopyFrom(T*)).
     /// dtype names the array's element type and must be the blob's; length must be the blob's
-    /// count.
+    /// count (NeoML's CopyFrom takes no length and reads as many elements as the blob has).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_copy_in(blob: *mut cblob_blob, part: cblob_part, dtype: cblob_dtype, source: *const c_void, length: i64) -> cblob_status;
@@ -975,21 +989,21 @@ extern "C" {
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_convert_from_truncating(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
-    /// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy). A
-    /// window's copy is an ordinary blob of the window's shape.
+    /// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
+    /// NeoML blobs have no diff). A window's copy is an ordinary blob of the window's shape.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_deep_copy(blob: *mut cblob_blob, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// A new, independent blob of the given dtype with the blob's shape, and its data and diff
-    /// converted (see "Conversions"). NeoML's GetClone(type) leaves the contents uninitialized;
-    /// cblob_blob_create_like does that (zero-filled).
+    /// converted (see "Conversions"; NeoML blobs have no diff). NeoML's GetClone(type) leaves the
+    /// contents uninitialized; cblob_blob_create_like does that (zero-filled).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_clone(blob: *mut cblob_blob, dtype: cblob_dtype, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
-    /// GetTransposed). Any pair of axes of any blob; a negative axis counts from the end. Equal
+    /// GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
     /// axes give a deep copy, as in NeoML.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
@@ -1009,7 +1023,8 @@ extern "C" {
     /// MergeByDim, axis 0 included; a negative axis counts from the end). Every input must have the blob's dtype and number of axes and
     /// its dimensions on every other axis, and the inputs' dimensions on `axis` must add up to
     /// the blob's; anything else is an error, never an out-of-bounds write. An input may appear
-    /// more than once but must not share memory with the blob.
+    /// more than once but must not share memory with the blob. There is no limit on the number
+    /// of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_merge(blob: *mut cblob_blob, part: cblob_part, axis: i32, num_inputs: i32, inputs: *const *mut cblob_blob) -> cblob_status;
@@ -1065,9 +1080,12 @@ extern "C" {
     pub fn cblob_blob_add(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// Maps elements \[position, position + count) of data or diff (NeoML's GetBuffer) and writes
-    /// the mapping and a pointer to its first element; count 0 gives a NULL pointer. position and
+    /// the mapping and a pointer to its first element; count 0 gives a NULL pointer, which no one
+    /// can write through (NeoML's CPU GetBuffer gives a pointer into the blob then). position and
     /// count are in elements and must lie within the blob's count (NeoML returns null without a
-    /// reason). With the part current on the device, the range is staged through host memory,
+    /// reason). A READ mapping is for reading only: on the host a write through it lands in the
+    /// blob's memory without marking it written (a device copy never sees it; NeoML's CPU buffer
+    /// behaves so too), and a staged range drops it at unmap. With the part current on the device, the range is staged through host memory,
     /// filled from `position` (NeoML fills from element 0) when access includes READ; otherwise
     /// the pointer is into the blob's host memory, and access including WRITE marks the host copy
     /// current. See "Buffers" for what the mapping allows and forbids.
@@ -1078,6 +1096,9 @@ extern "C" {
     /// Ends a mapping (NeoML's ReleaseBuffer): a staged range mapped with WRITE access is copied
     /// back to the device, the pointer becomes invalid and the handle is freed. Only the blob's
     /// most recent open mapping may be unmapped (CBLOB_ERR_STATE otherwise, and nothing changes).
+    /// The order is kept per blob: mappings of different blobs, or on different threads, may end
+    /// in any order (NeoML's stack allocator needs last in, first out per thread, across blobs,
+    /// and is corrupted otherwise).
     /// If the copy back fails the mapping stays open and the call may be repeated.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
