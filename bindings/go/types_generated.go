@@ -13,7 +13,7 @@ const MaxAxes = 32
 const ABIVersionMajor = 1
 
 // ABIVersionMinor (CBLOB_ABI_VERSION_MINOR): The ABI minor version this header describes; a minor release only adds functions.
-const ABIVersionMinor = 0
+const ABIVersionMinor = 1
 
 // NeomlAxes (CBLOB_NEOML_AXES): The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 const NeomlAxes = 7
