@@ -64,6 +64,30 @@ static inline cbgo_context_mode_result cbgo_context_mode(uintptr_t context) {
     return r;
 }
 
+static inline cbgo_status_result cbgo_context_set_num_threads(uintptr_t context, int32_t num_threads) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_context_set_num_threads((cblob_context *)context, num_threads);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int32_t out_num_threads;
+} cbgo_context_num_threads_result;
+
+static inline cbgo_context_num_threads_result cbgo_context_num_threads(uintptr_t context) {
+    cbgo_context_num_threads_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_context_num_threads((const cblob_context *)context, &r.out_num_threads);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
 typedef struct {
     cblob_status status;
     char *message;
@@ -1787,6 +1811,42 @@ func cContextMode(context *C.cblob_context) (C.cblob_mode, error) {
 		return r.out_mode, newError(r.status, r.message)
 	}
 	return r.out_mode, nil
+}
+
+// Sets how many threads work on the context's blobs may use, the calling thread included.
+// Large operations on the host (Caffe's math, conversions, copies, fills, merges and splits,
+// transposes, and the decoding of BlobProtos and models) split over up to that many threads
+// from about a megabyte of data on; smaller ones always run on the calling thread. An
+// operation on several blobs follows the context of the blob it writes (of the blob it reads,
+// for asum and sumsq). 0, the default, means the process default: the environment variable
+// CBLOB_NUM_THREADS when it holds a number from 1 to CBLOB_MAX_THREADS (read once, at the
+// first large operation), else the CPUs the process may run on (its CPU affinity, capped by a
+// cgroup CPU quota). 1 means no threads at all: the library starts no thread for this
+// context's work, and with CBLOB_NUM_THREADS=1 none for any context left at 0.
+//
+// The worker threads belong to one pool per process, started when first needed. Callers
+// share it: many threads calling at once (goroutines, a .NET thread pool) never start more
+// workers than the largest setting asks for, a call finds the workers that are free and does
+// the rest itself, and work started from inside a worker runs inline. The pool survives
+// fork(): the child starts its own workers when it needs them. Workers block all signals.
+// Results never depend on the setting: asum and sumsq are the same bit for bit for any number
+// of threads. Device work is unaffected.
+func cContextSetNumThreads(context *C.cblob_context, numThreads C.int32_t) error {
+	r := C.cbgo_context_set_num_threads(C.uintptr_t(uintptr(unsafe.Pointer(context))), numThreads)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// The number of threads work on the context's blobs may use: its setting
+// (cblob_context_set_num_threads), or the process default when the setting is 0.
+func cContextNumThreads(context *C.cblob_context) (C.int32_t, error) {
+	r := C.cbgo_context_num_threads(C.uintptr_t(uintptr(unsafe.Pointer(context))))
+	if r.status != C.CBLOB_OK {
+		return r.out_num_threads, newError(r.status, r.message)
+	}
+	return r.out_num_threads, nil
 }
 
 // Creates a blob of the given dtype and shape (Caffe's Blob(shape)). Zero axes make a scalar

@@ -22,10 +22,6 @@
 #  define CB_STREAM_CLONES
 #endif
 
-/* From this many bytes on, ops with a streaming variant (ops.yaml `stream`) use it: the data no
- * longer fits the L2 cache, where 512-bit vectors won. */
-#define CB_STREAM_BYTES (1u << 20)
-
 /* Elements per 512-bit vector, and independent accumulators for reductions (dtypes.yaml). */
 #define CB_VECTOR 16
 #define CB_LANES 64
@@ -34,8 +30,18 @@
 static CB_VECTOR_CLONES cblob_status asum_f32_vector(int64_t n, const void *x_, double *out)
 {
     const float *restrict x = x_;
-    float lanes[CB_LANES] = {0};
     int64_t i = 0;
+    enum { CB_SHORT_BLOCK = CB_LANES * 8 };
+    double wide[CB_LANES] = {0};
+    for (; i + CB_SHORT_BLOCK <= n; i += CB_SHORT_BLOCK) {
+        float block[CB_LANES] = {0};
+        for (int64_t k = i; k < i + CB_SHORT_BLOCK; k += CB_LANES)
+            for (int j = 0; j < CB_LANES; ++j)
+                block[j] += fabsf(x[k + j]);
+        for (int j = 0; j < CB_LANES; ++j)
+            wide[j] += block[j];
+    }
+    float lanes[CB_LANES] = {0};
     for (; i + CB_LANES <= n; i += CB_LANES)
         for (int j = 0; j < CB_LANES; ++j)
             lanes[j] += fabsf(x[i + j]);
@@ -51,6 +57,8 @@ static CB_VECTOR_CLONES cblob_status asum_f32_vector(int64_t n, const void *x_, 
         total += fabsf(x[i]);
     for (int j = 0; j < CB_VECTOR; ++j)
         total += lanes[j];
+    for (int j = 0; j < CB_LANES; ++j)
+        total += wide[j];
     *out = total;
     return CBLOB_OK;
 }
@@ -66,8 +74,18 @@ cblob_status cb_blis_asum_f32(int64_t n, const void *x, double *out)
 static CB_STREAM_CLONES cblob_status asum_f32_stream(int64_t n, const void *x_, double *out)
 {
     const float *restrict x = x_;
-    float lanes[CB_LANES] = {0};
     int64_t i = 0;
+    enum { CB_SHORT_BLOCK = CB_LANES * 8 };
+    double wide[CB_LANES] = {0};
+    for (; i + CB_SHORT_BLOCK <= n; i += CB_SHORT_BLOCK) {
+        float block[CB_LANES] = {0};
+        for (int64_t k = i; k < i + CB_SHORT_BLOCK; k += CB_LANES)
+            for (int j = 0; j < CB_LANES; ++j)
+                block[j] += fabsf(x[k + j]);
+        for (int j = 0; j < CB_LANES; ++j)
+            wide[j] += block[j];
+    }
+    float lanes[CB_LANES] = {0};
     for (; i + CB_LANES <= n; i += CB_LANES)
         for (int j = 0; j < CB_LANES; ++j)
             lanes[j] += fabsf(x[i + j]);
@@ -83,6 +101,8 @@ static CB_STREAM_CLONES cblob_status asum_f32_stream(int64_t n, const void *x_, 
         total += fabsf(x[i]);
     for (int j = 0; j < CB_VECTOR; ++j)
         total += lanes[j];
+    for (int j = 0; j < CB_LANES; ++j)
+        total += wide[j];
     *out = total;
     return CBLOB_OK;
 }
@@ -97,12 +117,27 @@ cblob_status cb_cpu_asum_f32(int64_t n, const void *x, double *out)
     return asum_f32_vector(n, x, out);
 }
 
+cblob_status cb_cpu_asum_stream_f32(int64_t n, const void *x, double *out)
+{
+    return asum_f32_stream(n, x, out);
+}
+
 /* sumsq: *out = sum of x[i] * x[i] */
 static CB_VECTOR_CLONES cblob_status sumsq_f32_vector(int64_t n, const void *x_, double *out)
 {
     const float *restrict x = x_;
-    float lanes[CB_LANES] = {0};
     int64_t i = 0;
+    enum { CB_SHORT_BLOCK = CB_LANES * 8 };
+    double wide[CB_LANES] = {0};
+    for (; i + CB_SHORT_BLOCK <= n; i += CB_SHORT_BLOCK) {
+        float block[CB_LANES] = {0};
+        for (int64_t k = i; k < i + CB_SHORT_BLOCK; k += CB_LANES)
+            for (int j = 0; j < CB_LANES; ++j)
+                block[j] += x[k + j] * x[k + j];
+        for (int j = 0; j < CB_LANES; ++j)
+            wide[j] += block[j];
+    }
+    float lanes[CB_LANES] = {0};
     for (; i + CB_LANES <= n; i += CB_LANES)
         for (int j = 0; j < CB_LANES; ++j)
             lanes[j] += x[i + j] * x[i + j];
@@ -118,6 +153,8 @@ static CB_VECTOR_CLONES cblob_status sumsq_f32_vector(int64_t n, const void *x_,
         total += x[i] * x[i];
     for (int j = 0; j < CB_VECTOR; ++j)
         total += lanes[j];
+    for (int j = 0; j < CB_LANES; ++j)
+        total += wide[j];
     *out = total;
     return CBLOB_OK;
 }
@@ -134,8 +171,18 @@ cblob_status cb_blis_sumsq_f32(int64_t n, const void *x, double *out)
 static CB_STREAM_CLONES cblob_status sumsq_f32_stream(int64_t n, const void *x_, double *out)
 {
     const float *restrict x = x_;
-    float lanes[CB_LANES] = {0};
     int64_t i = 0;
+    enum { CB_SHORT_BLOCK = CB_LANES * 8 };
+    double wide[CB_LANES] = {0};
+    for (; i + CB_SHORT_BLOCK <= n; i += CB_SHORT_BLOCK) {
+        float block[CB_LANES] = {0};
+        for (int64_t k = i; k < i + CB_SHORT_BLOCK; k += CB_LANES)
+            for (int j = 0; j < CB_LANES; ++j)
+                block[j] += x[k + j] * x[k + j];
+        for (int j = 0; j < CB_LANES; ++j)
+            wide[j] += block[j];
+    }
+    float lanes[CB_LANES] = {0};
     for (; i + CB_LANES <= n; i += CB_LANES)
         for (int j = 0; j < CB_LANES; ++j)
             lanes[j] += x[i + j] * x[i + j];
@@ -151,6 +198,8 @@ static CB_STREAM_CLONES cblob_status sumsq_f32_stream(int64_t n, const void *x_,
         total += x[i] * x[i];
     for (int j = 0; j < CB_VECTOR; ++j)
         total += lanes[j];
+    for (int j = 0; j < CB_LANES; ++j)
+        total += wide[j];
     *out = total;
     return CBLOB_OK;
 }
@@ -163,6 +212,11 @@ cblob_status cb_cpu_sumsq_f32(int64_t n, const void *x, double *out)
     if ((uint64_t)n * sizeof(float) >= CB_STREAM_BYTES)
         return sumsq_f32_stream(n, x, out);
     return sumsq_f32_vector(n, x, out);
+}
+
+cblob_status cb_cpu_sumsq_stream_f32(int64_t n, const void *x, double *out)
+{
+    return sumsq_f32_stream(n, x, out);
 }
 
 /* axpy: y[i] += alpha * x[i] */
@@ -203,6 +257,11 @@ cblob_status cb_cpu_axpy_f32(int64_t n, double alpha, const void *x, void *y)
     return axpy_f32_vector(n, alpha, x, y);
 }
 
+cblob_status cb_cpu_axpy_stream_f32(int64_t n, double alpha, const void *x, void *y)
+{
+    return axpy_f32_stream(n, alpha, x, y);
+}
+
 /* scale: x[i] *= alpha */
 static CB_VECTOR_CLONES cblob_status scale_f32_vector(int64_t n, double alpha_, void *x_)
 {
@@ -237,6 +296,11 @@ cblob_status cb_cpu_scale_f32(int64_t n, double alpha, void *x)
     if ((uint64_t)n * sizeof(float) >= CB_STREAM_BYTES)
         return scale_f32_stream(n, alpha, x);
     return scale_f32_vector(n, alpha, x);
+}
+
+cblob_status cb_cpu_scale_stream_f32(int64_t n, double alpha, void *x)
+{
+    return scale_f32_stream(n, alpha, x);
 }
 
 /* fill: x[i] = value (value is exact in T: the caller checked it) */
@@ -370,40 +434,63 @@ static inline void transpose_8x8_f32(const float *x, int64_t lx, float *y, int64
 }
 #endif
 
-static CB_VECTOR_CLONES cblob_status transpose_f32_vector(int64_t n, int64_t outer, int64_t rows, int64_t middle,
-                                                              int64_t cols, int64_t inner, const void *x_, void *y_)
+/* Bands: TILE rows of one (rows, cols) plane each, outer * middle planes. Bands write disjoint
+ * parts of y, so threads may take them apart (generated/cpu/dispatch.c). */
+int64_t cb_cpu_transpose_bands_f32(int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner)
 {
-    (void)n;
+    (void)cols;
+    (void)inner;
     enum { TILE = 64 };
-    const float *restrict x = x_;
-    float *restrict y = y_;
+    return outer * middle * ((rows + TILE - 1) / TILE);
+}
+
+static CB_VECTOR_CLONES void transpose_bands_f32(int64_t begin, int64_t end, int64_t rows, int64_t middle,
+                                                        int64_t cols, int64_t inner, const float *restrict x,
+                                                        float *restrict y)
+{
+    enum { TILE = 64 };
     const int64_t x_row = middle * cols * inner; /* x's step from r to r + 1 */
     const int64_t y_col = middle * rows * inner; /* y's step from c to c + 1 */
+    const int64_t row_bands = (rows + TILE - 1) / TILE;
     float buffer[TILE * TILE];
-    for (int64_t o = 0; o < outer; ++o) {
-        for (int64_t m = 0; m < middle; ++m) {
-            const float *restrict xs = x + (o * rows * middle + m) * cols * inner;
-            float *restrict ys = y + (o * cols * middle + m) * rows * inner;
-            for (int64_t r0 = 0; r0 < rows; r0 += TILE) {
-                const int64_t r1 = r0 + TILE < rows ? r0 + TILE : rows;
-                for (int64_t c0 = 0; c0 < cols; c0 += TILE) {
-                    const int64_t c1 = c0 + TILE < cols ? c0 + TILE : cols;
-                    if (inner == 1 && r1 - r0 == TILE && c1 - c0 == TILE) {
-                        for (int r = 0; r < TILE; r += 8)
-                            for (int c = 0; c < TILE; c += 8)
-                                transpose_8x8_f32(xs + (r0 + r) * x_row + c0 + c, x_row, buffer + c * TILE + r, TILE);
-                        for (int c = 0; c < TILE; ++c)
-                            memcpy(ys + (c0 + c) * y_col + r0, buffer + c * TILE, sizeof buffer[0] * TILE);
-                        continue;
-                    }
-                    for (int64_t c = c0; c < c1; ++c)
-                        for (int64_t r = r0; r < r1; ++r)
-                            for (int64_t i = 0; i < inner; ++i)
-                                ys[c * y_col + r * inner + i] = xs[r * x_row + c * inner + i];
-                }
+    for (int64_t band = begin; band < end; ++band) {
+        const int64_t plane = band / row_bands, o = plane / middle, m = plane % middle;
+        const float *restrict xs = x + (o * rows * middle + m) * cols * inner;
+        float *restrict ys = y + (o * cols * middle + m) * rows * inner;
+        const int64_t r0 = band % row_bands * TILE;
+        const int64_t r1 = r0 + TILE < rows ? r0 + TILE : rows;
+        for (int64_t c0 = 0; c0 < cols; c0 += TILE) {
+            const int64_t c1 = c0 + TILE < cols ? c0 + TILE : cols;
+            if (inner == 1 && r1 - r0 == TILE && c1 - c0 == TILE) {
+                for (int r = 0; r < TILE; r += 8)
+                    for (int c = 0; c < TILE; c += 8)
+                        transpose_8x8_f32(xs + (r0 + r) * x_row + c0 + c, x_row, buffer + c * TILE + r, TILE);
+                for (int c = 0; c < TILE; ++c)
+                    memcpy(ys + (c0 + c) * y_col + r0, buffer + c * TILE, sizeof buffer[0] * TILE);
+                continue;
             }
+            for (int64_t c = c0; c < c1; ++c)
+                for (int64_t r = r0; r < r1; ++r)
+                    for (int64_t i = 0; i < inner; ++i)
+                        ys[c * y_col + r * inner + i] = xs[r * x_row + c * inner + i];
         }
     }
+}
+
+cblob_status cb_cpu_transpose_run_bands_f32(int64_t begin, int64_t end, int64_t outer, int64_t rows,
+                                                   int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
+{
+    (void)outer;
+    transpose_bands_f32(begin, end, rows, middle, cols, inner, x, y);
+    return CBLOB_OK;
+}
+
+static cblob_status transpose_f32_vector(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols,
+                                                 int64_t inner, const void *x, void *y)
+{
+    (void)n;
+    transpose_bands_f32(0, cb_cpu_transpose_bands_f32(outer, rows, middle, cols, inner), rows,
+                                    middle, cols, inner, x, y);
     return CBLOB_OK;
 }
 

@@ -22,10 +22,6 @@
 #  define CB_STREAM_CLONES
 #endif
 
-/* From this many bytes on, ops with a streaming variant (ops.yaml `stream`) use it: the data no
- * longer fits the L2 cache, where 512-bit vectors won. */
-#define CB_STREAM_BYTES (1u << 20)
-
 /* Elements per 512-bit vector, and independent accumulators for reductions (dtypes.yaml). */
 #define CB_VECTOR 16
 #define CB_LANES 64
@@ -161,40 +157,63 @@ static inline void transpose_8x8_u32(const uint32_t *x, int64_t lx, uint32_t *y,
 }
 #endif
 
-static CB_VECTOR_CLONES cblob_status transpose_u32_vector(int64_t n, int64_t outer, int64_t rows, int64_t middle,
-                                                              int64_t cols, int64_t inner, const void *x_, void *y_)
+/* Bands: TILE rows of one (rows, cols) plane each, outer * middle planes. Bands write disjoint
+ * parts of y, so threads may take them apart (generated/cpu/dispatch.c). */
+int64_t cb_cpu_transpose_bands_u32(int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner)
 {
-    (void)n;
+    (void)cols;
+    (void)inner;
     enum { TILE = 64 };
-    const uint32_t *restrict x = x_;
-    uint32_t *restrict y = y_;
+    return outer * middle * ((rows + TILE - 1) / TILE);
+}
+
+static CB_VECTOR_CLONES void transpose_bands_u32(int64_t begin, int64_t end, int64_t rows, int64_t middle,
+                                                        int64_t cols, int64_t inner, const uint32_t *restrict x,
+                                                        uint32_t *restrict y)
+{
+    enum { TILE = 64 };
     const int64_t x_row = middle * cols * inner; /* x's step from r to r + 1 */
     const int64_t y_col = middle * rows * inner; /* y's step from c to c + 1 */
+    const int64_t row_bands = (rows + TILE - 1) / TILE;
     uint32_t buffer[TILE * TILE];
-    for (int64_t o = 0; o < outer; ++o) {
-        for (int64_t m = 0; m < middle; ++m) {
-            const uint32_t *restrict xs = x + (o * rows * middle + m) * cols * inner;
-            uint32_t *restrict ys = y + (o * cols * middle + m) * rows * inner;
-            for (int64_t r0 = 0; r0 < rows; r0 += TILE) {
-                const int64_t r1 = r0 + TILE < rows ? r0 + TILE : rows;
-                for (int64_t c0 = 0; c0 < cols; c0 += TILE) {
-                    const int64_t c1 = c0 + TILE < cols ? c0 + TILE : cols;
-                    if (inner == 1 && r1 - r0 == TILE && c1 - c0 == TILE) {
-                        for (int r = 0; r < TILE; r += 8)
-                            for (int c = 0; c < TILE; c += 8)
-                                transpose_8x8_u32(xs + (r0 + r) * x_row + c0 + c, x_row, buffer + c * TILE + r, TILE);
-                        for (int c = 0; c < TILE; ++c)
-                            memcpy(ys + (c0 + c) * y_col + r0, buffer + c * TILE, sizeof buffer[0] * TILE);
-                        continue;
-                    }
-                    for (int64_t c = c0; c < c1; ++c)
-                        for (int64_t r = r0; r < r1; ++r)
-                            for (int64_t i = 0; i < inner; ++i)
-                                ys[c * y_col + r * inner + i] = xs[r * x_row + c * inner + i];
-                }
+    for (int64_t band = begin; band < end; ++band) {
+        const int64_t plane = band / row_bands, o = plane / middle, m = plane % middle;
+        const uint32_t *restrict xs = x + (o * rows * middle + m) * cols * inner;
+        uint32_t *restrict ys = y + (o * cols * middle + m) * rows * inner;
+        const int64_t r0 = band % row_bands * TILE;
+        const int64_t r1 = r0 + TILE < rows ? r0 + TILE : rows;
+        for (int64_t c0 = 0; c0 < cols; c0 += TILE) {
+            const int64_t c1 = c0 + TILE < cols ? c0 + TILE : cols;
+            if (inner == 1 && r1 - r0 == TILE && c1 - c0 == TILE) {
+                for (int r = 0; r < TILE; r += 8)
+                    for (int c = 0; c < TILE; c += 8)
+                        transpose_8x8_u32(xs + (r0 + r) * x_row + c0 + c, x_row, buffer + c * TILE + r, TILE);
+                for (int c = 0; c < TILE; ++c)
+                    memcpy(ys + (c0 + c) * y_col + r0, buffer + c * TILE, sizeof buffer[0] * TILE);
+                continue;
             }
+            for (int64_t c = c0; c < c1; ++c)
+                for (int64_t r = r0; r < r1; ++r)
+                    for (int64_t i = 0; i < inner; ++i)
+                        ys[c * y_col + r * inner + i] = xs[r * x_row + c * inner + i];
         }
     }
+}
+
+cblob_status cb_cpu_transpose_run_bands_u32(int64_t begin, int64_t end, int64_t outer, int64_t rows,
+                                                   int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
+{
+    (void)outer;
+    transpose_bands_u32(begin, end, rows, middle, cols, inner, x, y);
+    return CBLOB_OK;
+}
+
+static cblob_status transpose_u32_vector(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols,
+                                                 int64_t inner, const void *x, void *y)
+{
+    (void)n;
+    transpose_bands_u32(0, cb_cpu_transpose_bands_u32(outer, rows, middle, cols, inner), rows,
+                                    middle, cols, inner, x, y);
     return CBLOB_OK;
 }
 

@@ -63,6 +63,9 @@ extern "C" {
 /* The most axes a blob can have (Caffe's kMaxBlobAxes). */
 #define CBLOB_MAX_AXES 32
 
+/* The most threads a context may use (cblob_context_set_num_threads). */
+#define CBLOB_MAX_THREADS 256
+
 /* The ABI major version this header describes; it is also the SONAME's number. */
 #define CBLOB_ABI_VERSION_MAJOR 1
 
@@ -217,6 +220,39 @@ CBLOB_API cblob_status cblob_context_set_mode(cblob_context *context, cblob_mode
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_context_mode(const cblob_context *context, cblob_mode *out_mode);
+
+/*
+ * Sets how many threads work on the context's blobs may use, the calling thread included.
+ * Large operations on the host (Caffe's math, conversions, copies, fills, merges and splits,
+ * transposes, and the decoding of BlobProtos and models) split over up to that many threads
+ * from about a megabyte of data on; smaller ones always run on the calling thread. An
+ * operation on several blobs follows the context of the blob it writes (of the blob it reads,
+ * for asum and sumsq). 0, the default, means the process default: the environment variable
+ * CBLOB_NUM_THREADS when it holds a number from 1 to CBLOB_MAX_THREADS (read once, at the
+ * first large operation), else the CPUs the process may run on (its CPU affinity, capped by a
+ * cgroup CPU quota). 1 means no threads at all: the library starts no thread for this
+ * context's work, and with CBLOB_NUM_THREADS=1 none for any context left at 0.
+ *
+ * The worker threads belong to one pool per process, started when first needed. Callers
+ * share it: many threads calling at once (goroutines, a .NET thread pool) never start more
+ * workers than the largest setting asks for, a call finds the workers that are free and does
+ * the rest itself, and work started from inside a worker runs inline. The pool survives
+ * fork(): the child starts its own workers when it needs them. Workers block all signals.
+ * Results never depend on the setting: asum and sumsq are the same bit for bit for any number
+ * of threads. Device work is unaffected.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_context_set_num_threads(cblob_context *context, int32_t num_threads);
+
+/*
+ * The number of threads work on the context's blobs may use: its setting
+ * (cblob_context_set_num_threads), or the process default when the setting is 0.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_context_num_threads(const cblob_context *context, int32_t *out_num_threads);
 
 /* ==========================================================================================
  * Blobs

@@ -5,14 +5,14 @@
 #include <stdio.h>
 #include <string.h>
 
-_Thread_local const char *cb_current_function __attribute__((tls_model("initial-exec")));
+_Thread_local cb_call cb_current_call __attribute__((tls_model("initial-exec")));
 
 /* Long enough for a full shape string plus context; longer messages are cut, never overflowed. */
 static _Thread_local char last_error_message[1024];
 
 cblob_status cb_fail(cblob_status status, const char *format, ...)
 {
-    const char *function = cb_current_function ? cb_current_function : "cblob";
+    const char *function = cb_current_call.function ? cb_current_call.function : "cblob";
     int prefix = snprintf(last_error_message, sizeof last_error_message, "%s: ", function);
     if (prefix < 0 || (size_t)prefix >= sizeof last_error_message)
         prefix = 0;

@@ -8,13 +8,19 @@
 
 #include "cblob/cblob.h"
 
-/* Every public entry point starts with CB_ENTER() so that messages name the call the user made,
- * however deep inside the library the failure is found. */
-/* initial-exec: one instruction per call instead of a __tls_get_addr call, which would cost more
- * than a cheap getter itself. Eight bytes of static TLS are safe even when cblob is dlopen()ed;
- * the message buffer (status.c) stays in the default model, touched only on failure. */
-extern _Thread_local const char *cb_current_function __attribute__((tls_model("initial-exec")));
-#define CB_ENTER() (cb_current_function = __func__)
+/* What the current public call is: its name, so that messages name the call the user made however
+ * deep inside the library the failure is found, and the threads it may use (src/threads: 0 is
+ * the process default, until the call names the context whose setting applies). Every public
+ * entry point starts with CB_ENTER(), which sets both. */
+typedef struct cb_call {
+    const char *function;
+    int32_t threads;
+} cb_call;
+/* initial-exec: one store per call instead of a __tls_get_addr call, which would cost more than a
+ * cheap getter itself. Sixteen bytes of static TLS are safe even when cblob is dlopen()ed; the
+ * message buffer (status.c) stays in the default model, touched only on failure. */
+extern _Thread_local cb_call cb_current_call __attribute__((tls_model("initial-exec")));
+#define CB_ENTER() (cb_current_call = (cb_call){__func__, 0})
 
 /* Records the thread's error message ("<function>: <formatted text>") and returns status. */
 cblob_status cb_fail(cblob_status status, const char *format, ...) __attribute__((format(printf, 2, 3)));
