@@ -39,12 +39,10 @@ CBLOB_API const char *cblob_last_error_message(void)
     return last_error_message;
 }
 
-cblob_status cb_check_part(cblob_part part)
+cblob_status cb_fail_part(cblob_part part)
 {
-    if (part != CBLOB_PART_DATA && part != CBLOB_PART_DIFF)
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
-                       "part %d is neither CBLOB_PART_DATA (0) nor CBLOB_PART_DIFF (1)", (int)part);
-    return CBLOB_OK;
+    return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "part %d is neither CBLOB_PART_DATA (0) nor CBLOB_PART_DIFF (1)",
+                   (int)part);
 }
 
 cblob_status cb_check_bool(const char *name, int32_t value)
