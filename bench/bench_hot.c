@@ -74,11 +74,11 @@ int main(int argc, char **argv)
         return 1;
     }
     const bench_contender contenders[] = {
-        {"empty call (libbench_ffi)", empty_getter, &s},
-        {"cblob_blob_count", count, &s},
-        {"cblob_blob_cpu_ptr", cpu_ptr, &s},
-        {"cblob_blob_mutable_cpu_ptr", mutable_cpu_ptr, &s},
-        {"cblob_blob_reshape (same shape)", reshape_same, &s},
+        {"empty call (libbench_ffi)", empty_getter, NULL, &s},
+        {"cblob_blob_count", count, NULL, &s},
+        {"cblob_blob_cpu_ptr", cpu_ptr, NULL, &s},
+        {"cblob_blob_mutable_cpu_ptr", mutable_cpu_ptr, NULL, &s},
+        {"cblob_blob_reshape (same shape)", reshape_same, NULL, &s},
     };
     const double targets[] = {0, 3, 4, 4, 10};
     enum { N = sizeof contenders / sizeof contenders[0] };

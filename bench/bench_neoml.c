@@ -96,7 +96,7 @@ static void split(bench_case *c)
 static void report(bench_case *c, const char *what, double target)
 {
     const bench_contender contenders[3] = {
-        {"memcpy", run_memcpy, c}, {"1 thread", run_one_thread, c}, {"default threads", run_default_threads, c}};
+        {"memcpy", run_memcpy, NULL, c}, {"1 thread", run_one_thread, NULL, c}, {"default threads", run_default_threads, NULL, c}};
     bench_time t[3];
     bench_measure(&plan, 3, contenders, t);
     const double bytes = 2.0 * (double)c->bytes * 1e-9;

@@ -30,15 +30,22 @@ double bench_median(double *values, int count)
     return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
 }
 
+static double timed_batch(const bench_contender *c, long calls)
+{
+    if (c->batch != NULL)
+        return c->batch(c->state, calls);
+    const double start = bench_now();
+    for (long i = 0; i < calls; ++i)
+        c->run(c->state);
+    return bench_now() - start;
+}
+
 /* Calls per batch so that a batch lasts about batch_seconds (after one warming call). */
 static long calls_per_batch(const bench_contender *c, double batch_seconds)
 {
-    c->run(c->state);
+    timed_batch(c, 1);
     for (long calls = 1;; calls *= 2) {
-        const double start = bench_now();
-        for (long i = 0; i < calls; ++i)
-            c->run(c->state);
-        const double took = bench_now() - start;
+        const double took = timed_batch(c, calls);
         if (took >= batch_seconds / 4 || calls > (1L << 30))
             return took > 0 ? (long)fmax(1, calls * batch_seconds / took) : calls;
     }
@@ -58,10 +65,7 @@ void bench_measure(const bench_plan *plan, int count, const bench_contender *con
     for (int r = 0; r < rounds; ++r) {
         for (int turn = 0; turn < count; ++turn) {
             const int k = (turn + r) % count;
-            const double start = bench_now();
-            for (long i = 0; i < calls[k]; ++i)
-                contenders[k].run(contenders[k].state);
-            samples[k][r] = (bench_now() - start) / (double)calls[k];
+            samples[k][r] = timed_batch(&contenders[k], calls[k]) / (double)calls[k];
         }
     }
     for (int k = 0; k < count; ++k) {

@@ -10,9 +10,14 @@
 
 typedef void (*bench_fn)(void *state);
 
+/* Runs `calls` calls and returns the seconds they took by the contender's own clock: for
+ * contenders in another process (NumPy, bench_math), timed where they run. */
+typedef double (*bench_batch_fn)(void *state, long calls);
+
 typedef struct bench_contender {
     const char *name;
-    bench_fn run;
+    bench_fn run;         /* one call, timed here; or NULL and: */
+    bench_batch_fn batch; /* a timed batch of calls */
     void *state;
 } bench_contender;
 

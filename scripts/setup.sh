@@ -24,6 +24,8 @@ test_packages=(
   protobuf-compiler python3-protobuf
   # tests and tools
   python3-numpy abigail-tools binutils file dpkg-dev
+  # the peer benchmark (bench/bench_math) opens OpenBLAS at run time, as Caffe's CPU blob uses it
+  libopenblas0-pthread
   # packaging: lintian checks the .deb files; nuget packs the C# binding's .nupkg
   lintian nuget
   # bindings (Python: virtual environments, which scripts/python-env.sh fills from PyPI)

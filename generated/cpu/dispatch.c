@@ -74,7 +74,7 @@ static cblob_status axpy_f32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status axpy_f32(int64_t n, double alpha, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_min_bytes)
         return cb_cpu_axpy_f32(n, alpha, x, y);
     const axpy_f32_args args = {
         .kernel = (uint64_t)n * sizeof(float) >= CB_STREAM_BYTES ? cb_cpu_axpy_stream_f32 : cb_cpu_axpy_f32,
@@ -101,7 +101,7 @@ static cblob_status scale_f32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status scale_f32(int64_t n, double alpha, void *x)
 {
-    if ((uint64_t)n * (sizeof(float) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(float) * 2) < cb_split_min_bytes)
         return cb_cpu_scale_f32(n, alpha, x);
     const scale_f32_args args = {
         .kernel = (uint64_t)n * sizeof(float) >= CB_STREAM_BYTES ? cb_cpu_scale_stream_f32 : cb_cpu_scale_f32,
@@ -127,7 +127,7 @@ static cblob_status fill_f32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status fill_f32(int64_t n, double value, void *x)
 {
-    if ((uint64_t)n * (sizeof(float) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(float) * 2) < cb_split_min_bytes)
         return cb_cpu_fill_f32(n, value, x);
     const fill_f32_args args = {
         .kernel = cb_cpu_fill_f32,
@@ -153,7 +153,7 @@ static cblob_status add_f32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status add_f32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_min_bytes)
         return cb_cpu_add_f32(n, x, y);
     const add_f32_args args = {
         .kernel = cb_cpu_add_f32,
@@ -193,7 +193,7 @@ static cblob_status copy_strided_f32_whole(void *arg, int64_t begin, int64_t end
 
 static cblob_status copy_strided_f32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride)
 {
-    if ((uint64_t)n * sizeof(float) * 2 < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * sizeof(float) * 2 < cb_split_min_bytes)
         return cb_cpu_copy_strided_f32(n, rows, cols, x, x_stride, y, y_stride);
     const copy_strided_f32_args args = {.kernel = cb_cpu_copy_strided_f32, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
                                 .y = y, .y_stride = y_stride};
@@ -223,7 +223,7 @@ static cblob_status transpose_f32_range(void *arg, int64_t begin, int64_t end)
 static cblob_status transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
     const int64_t bands = cb_cpu_transpose_bands_f32(outer, rows, middle, cols, inner);
-    if ((uint64_t)n * sizeof(float) * 2 < CB_SPLIT_MIN_BYTES || bands < 2)
+    if ((uint64_t)n * sizeof(float) * 2 < cb_split_min_bytes || bands < 2)
         return cb_cpu_transpose_f32(n, outer, rows, middle, cols, inner, x, y);
     const transpose_f32_args args = {
         .kernel = cb_cpu_transpose_f32,
@@ -253,7 +253,7 @@ static cblob_status convert_to_f32_f32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f32_f32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_f32_f32(n, x, y);
     const convert_to_f32_f32_args args = {
         .kernel = cb_cpu_convert_to_f32_f32,
@@ -279,7 +279,7 @@ static cblob_status convert_to_f64_f32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f64_f32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(double) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(float) + sizeof(double) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_f64_f32(n, x, y);
     const convert_to_f64_f32_args args = {
         .kernel = cb_cpu_convert_to_f64_f32,
@@ -305,7 +305,7 @@ static cblob_status convert_to_i32_f32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_i32_f32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(int32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(float) + sizeof(int32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_i32_f32(n, x, y);
     const convert_to_i32_f32_args args = {
         .kernel = cb_cpu_convert_to_i32_f32,
@@ -331,7 +331,7 @@ static cblob_status convert_to_u32_f32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_u32_f32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(uint32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(float) + sizeof(uint32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_u32_f32(n, x, y);
     const convert_to_u32_f32_args args = {
         .kernel = cb_cpu_convert_to_u32_f32,
@@ -357,7 +357,7 @@ static cblob_status truncate_to_i32_f32_range(void *arg, int64_t begin, int64_t 
 
 static cblob_status truncate_to_i32_f32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(int32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(float) + sizeof(int32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_truncate_to_i32_f32(n, x, y);
     const truncate_to_i32_f32_args args = {
         .kernel = cb_cpu_truncate_to_i32_f32,
@@ -383,7 +383,7 @@ static cblob_status truncate_to_u32_f32_range(void *arg, int64_t begin, int64_t 
 
 static cblob_status truncate_to_u32_f32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(uint32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(float) + sizeof(uint32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_truncate_to_u32_f32(n, x, y);
     const truncate_to_u32_f32_args args = {
         .kernel = cb_cpu_truncate_to_u32_f32,
@@ -456,7 +456,7 @@ static cblob_status axpy_f64_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status axpy_f64(int64_t n, double alpha, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_min_bytes)
         return cb_cpu_axpy_f64(n, alpha, x, y);
     const axpy_f64_args args = {
         .kernel = (uint64_t)n * sizeof(double) >= CB_STREAM_BYTES ? cb_cpu_axpy_stream_f64 : cb_cpu_axpy_f64,
@@ -483,7 +483,7 @@ static cblob_status scale_f64_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status scale_f64(int64_t n, double alpha, void *x)
 {
-    if ((uint64_t)n * (sizeof(double) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(double) * 2) < cb_split_min_bytes)
         return cb_cpu_scale_f64(n, alpha, x);
     const scale_f64_args args = {
         .kernel = (uint64_t)n * sizeof(double) >= CB_STREAM_BYTES ? cb_cpu_scale_stream_f64 : cb_cpu_scale_f64,
@@ -509,7 +509,7 @@ static cblob_status fill_f64_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status fill_f64(int64_t n, double value, void *x)
 {
-    if ((uint64_t)n * (sizeof(double) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(double) * 2) < cb_split_min_bytes)
         return cb_cpu_fill_f64(n, value, x);
     const fill_f64_args args = {
         .kernel = cb_cpu_fill_f64,
@@ -535,7 +535,7 @@ static cblob_status add_f64_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status add_f64(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_min_bytes)
         return cb_cpu_add_f64(n, x, y);
     const add_f64_args args = {
         .kernel = cb_cpu_add_f64,
@@ -575,7 +575,7 @@ static cblob_status copy_strided_f64_whole(void *arg, int64_t begin, int64_t end
 
 static cblob_status copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride)
 {
-    if ((uint64_t)n * sizeof(double) * 2 < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * sizeof(double) * 2 < cb_split_min_bytes)
         return cb_cpu_copy_strided_f64(n, rows, cols, x, x_stride, y, y_stride);
     const copy_strided_f64_args args = {.kernel = cb_cpu_copy_strided_f64, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
                                 .y = y, .y_stride = y_stride};
@@ -605,7 +605,7 @@ static cblob_status transpose_f64_range(void *arg, int64_t begin, int64_t end)
 static cblob_status transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
     const int64_t bands = cb_cpu_transpose_bands_f64(outer, rows, middle, cols, inner);
-    if ((uint64_t)n * sizeof(double) * 2 < CB_SPLIT_MIN_BYTES || bands < 2)
+    if ((uint64_t)n * sizeof(double) * 2 < cb_split_min_bytes || bands < 2)
         return cb_cpu_transpose_f64(n, outer, rows, middle, cols, inner, x, y);
     const transpose_f64_args args = {
         .kernel = cb_cpu_transpose_f64,
@@ -635,7 +635,7 @@ static cblob_status convert_to_f32_f64_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f32_f64(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(float) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(double) + sizeof(float) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_f32_f64(n, x, y);
     const convert_to_f32_f64_args args = {
         .kernel = cb_cpu_convert_to_f32_f64,
@@ -661,7 +661,7 @@ static cblob_status convert_to_f64_f64_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f64_f64(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_f64_f64(n, x, y);
     const convert_to_f64_f64_args args = {
         .kernel = cb_cpu_convert_to_f64_f64,
@@ -687,7 +687,7 @@ static cblob_status convert_to_i32_f64_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_i32_f64(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(int32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(double) + sizeof(int32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_i32_f64(n, x, y);
     const convert_to_i32_f64_args args = {
         .kernel = cb_cpu_convert_to_i32_f64,
@@ -713,7 +713,7 @@ static cblob_status convert_to_u32_f64_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_u32_f64(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(uint32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(double) + sizeof(uint32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_u32_f64(n, x, y);
     const convert_to_u32_f64_args args = {
         .kernel = cb_cpu_convert_to_u32_f64,
@@ -739,7 +739,7 @@ static cblob_status truncate_to_i32_f64_range(void *arg, int64_t begin, int64_t 
 
 static cblob_status truncate_to_i32_f64(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(int32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(double) + sizeof(int32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_truncate_to_i32_f64(n, x, y);
     const truncate_to_i32_f64_args args = {
         .kernel = cb_cpu_truncate_to_i32_f64,
@@ -765,7 +765,7 @@ static cblob_status truncate_to_u32_f64_range(void *arg, int64_t begin, int64_t 
 
 static cblob_status truncate_to_u32_f64(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(uint32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(double) + sizeof(uint32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_truncate_to_u32_f64(n, x, y);
     const truncate_to_u32_f64_args args = {
         .kernel = cb_cpu_truncate_to_u32_f64,
@@ -791,7 +791,7 @@ static cblob_status fill_i32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status fill_i32(int64_t n, double value, void *x)
 {
-    if ((uint64_t)n * (sizeof(int32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(int32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_fill_i32(n, value, x);
     const fill_i32_args args = {
         .kernel = cb_cpu_fill_i32,
@@ -817,7 +817,7 @@ static cblob_status add_i32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status add_i32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(int32_t) + sizeof(int32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(int32_t) + sizeof(int32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_add_i32(n, x, y);
     const add_i32_args args = {
         .kernel = cb_cpu_add_i32,
@@ -857,7 +857,7 @@ static cblob_status copy_strided_i32_whole(void *arg, int64_t begin, int64_t end
 
 static cblob_status copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride)
 {
-    if ((uint64_t)n * sizeof(int32_t) * 2 < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * sizeof(int32_t) * 2 < cb_split_min_bytes)
         return cb_cpu_copy_strided_i32(n, rows, cols, x, x_stride, y, y_stride);
     const copy_strided_i32_args args = {.kernel = cb_cpu_copy_strided_i32, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
                                 .y = y, .y_stride = y_stride};
@@ -887,7 +887,7 @@ static cblob_status transpose_i32_range(void *arg, int64_t begin, int64_t end)
 static cblob_status transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
     const int64_t bands = cb_cpu_transpose_bands_i32(outer, rows, middle, cols, inner);
-    if ((uint64_t)n * sizeof(int32_t) * 2 < CB_SPLIT_MIN_BYTES || bands < 2)
+    if ((uint64_t)n * sizeof(int32_t) * 2 < cb_split_min_bytes || bands < 2)
         return cb_cpu_transpose_i32(n, outer, rows, middle, cols, inner, x, y);
     const transpose_i32_args args = {
         .kernel = cb_cpu_transpose_i32,
@@ -917,7 +917,7 @@ static cblob_status convert_to_f32_i32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f32_i32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(int32_t) + sizeof(float) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(int32_t) + sizeof(float) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_f32_i32(n, x, y);
     const convert_to_f32_i32_args args = {
         .kernel = cb_cpu_convert_to_f32_i32,
@@ -943,7 +943,7 @@ static cblob_status convert_to_f64_i32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f64_i32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(int32_t) + sizeof(double) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(int32_t) + sizeof(double) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_f64_i32(n, x, y);
     const convert_to_f64_i32_args args = {
         .kernel = cb_cpu_convert_to_f64_i32,
@@ -969,7 +969,7 @@ static cblob_status convert_to_i32_i32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_i32_i32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(int32_t) + sizeof(int32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(int32_t) + sizeof(int32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_i32_i32(n, x, y);
     const convert_to_i32_i32_args args = {
         .kernel = cb_cpu_convert_to_i32_i32,
@@ -995,7 +995,7 @@ static cblob_status convert_to_u32_i32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_u32_i32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(int32_t) + sizeof(uint32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(int32_t) + sizeof(uint32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_u32_i32(n, x, y);
     const convert_to_u32_i32_args args = {
         .kernel = cb_cpu_convert_to_u32_i32,
@@ -1021,7 +1021,7 @@ static cblob_status fill_u32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status fill_u32(int64_t n, double value, void *x)
 {
-    if ((uint64_t)n * (sizeof(uint32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(uint32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_fill_u32(n, value, x);
     const fill_u32_args args = {
         .kernel = cb_cpu_fill_u32,
@@ -1047,7 +1047,7 @@ static cblob_status add_u32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status add_u32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(uint32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(uint32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_add_u32(n, x, y);
     const add_u32_args args = {
         .kernel = cb_cpu_add_u32,
@@ -1087,7 +1087,7 @@ static cblob_status copy_strided_u32_whole(void *arg, int64_t begin, int64_t end
 
 static cblob_status copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride)
 {
-    if ((uint64_t)n * sizeof(uint32_t) * 2 < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * sizeof(uint32_t) * 2 < cb_split_min_bytes)
         return cb_cpu_copy_strided_u32(n, rows, cols, x, x_stride, y, y_stride);
     const copy_strided_u32_args args = {.kernel = cb_cpu_copy_strided_u32, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
                                 .y = y, .y_stride = y_stride};
@@ -1117,7 +1117,7 @@ static cblob_status transpose_u32_range(void *arg, int64_t begin, int64_t end)
 static cblob_status transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
     const int64_t bands = cb_cpu_transpose_bands_u32(outer, rows, middle, cols, inner);
-    if ((uint64_t)n * sizeof(uint32_t) * 2 < CB_SPLIT_MIN_BYTES || bands < 2)
+    if ((uint64_t)n * sizeof(uint32_t) * 2 < cb_split_min_bytes || bands < 2)
         return cb_cpu_transpose_u32(n, outer, rows, middle, cols, inner, x, y);
     const transpose_u32_args args = {
         .kernel = cb_cpu_transpose_u32,
@@ -1147,7 +1147,7 @@ static cblob_status convert_to_f32_u32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f32_u32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(float) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(float) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_f32_u32(n, x, y);
     const convert_to_f32_u32_args args = {
         .kernel = cb_cpu_convert_to_f32_u32,
@@ -1173,7 +1173,7 @@ static cblob_status convert_to_f64_u32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f64_u32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(double) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(double) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_f64_u32(n, x, y);
     const convert_to_f64_u32_args args = {
         .kernel = cb_cpu_convert_to_f64_u32,
@@ -1199,7 +1199,7 @@ static cblob_status convert_to_i32_u32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_i32_u32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(int32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(int32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_i32_u32(n, x, y);
     const convert_to_i32_u32_args args = {
         .kernel = cb_cpu_convert_to_i32_u32,
@@ -1225,7 +1225,7 @@ static cblob_status convert_to_u32_u32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_u32_u32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(uint32_t) * 2) < CB_SPLIT_MIN_BYTES)
+    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(uint32_t) * 2) < cb_split_min_bytes)
         return cb_cpu_convert_to_u32_u32(n, x, y);
     const convert_to_u32_u32_args args = {
         .kernel = cb_cpu_convert_to_u32_u32,

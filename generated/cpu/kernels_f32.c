@@ -36,39 +36,56 @@
 #define CB_LANES 64
 
 /* asum: *out = sum of |x[i]| */
+typedef uint32_t cb_sum_bits_f32 __attribute__((vector_size(32)));
+typedef float cb_sum_lanes_f32 __attribute__((vector_size(32)));
+typedef double cb_sum_wide_f32 __attribute__((vector_size(32 / sizeof(float) * sizeof(double))));
+
 static CB_VECTOR_CLONES cblob_status asum_f32_vector(int64_t n, const void *x_, double *out)
 {
-    const float *restrict x = x_;
+    typedef cb_sum_lanes_f32 lanes;
+    typedef cb_sum_wide_f32 wide_lanes;
+    enum { WIDTH = 32 / sizeof(float), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
+    const float *x = x_;
+    wide_lanes wide = {0};
     int64_t i = 0;
-    enum { CB_SHORT_BLOCK = CB_LANES * 8 };
-    double wide[CB_LANES] = {0};
-    for (; i + CB_SHORT_BLOCK <= n; i += CB_SHORT_BLOCK) {
-        float block[CB_LANES] = {0};
-        for (int64_t k = i; k < i + CB_SHORT_BLOCK; k += CB_LANES)
-            for (int j = 0; j < CB_LANES; ++j)
-                block[j] += fabsf(x[k + j]);
-        for (int j = 0; j < CB_LANES; ++j)
-            wide[j] += block[j];
+#define CB_SUM_LOAD(k) \
+    lanes v##k; \
+    memcpy(&v##k, x + i + (k) * WIDTH, sizeof v##k); \
+    a##k += (cb_sum_lanes_f32)((cb_sum_bits_f32)v##k & ~(cb_sum_bits_f32){0} >> 1);
+#define CB_SUM_WIDE(k) __builtin_convertvector(a##k, wide_lanes)
+    while (i + ROUND <= n) {
+        const int64_t end = n - i < CB_SUM_SHORT_BLOCK ? i + (n - i) / ROUND * ROUND : i + CB_SUM_SHORT_BLOCK;
+        lanes a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+        for (; i < end; i += ROUND) {
+            CB_SUM_LOAD(0) CB_SUM_LOAD(1) CB_SUM_LOAD(2) CB_SUM_LOAD(3)
+            CB_SUM_LOAD(4) CB_SUM_LOAD(5) CB_SUM_LOAD(6) CB_SUM_LOAD(7)
+        }
+        wide += ((CB_SUM_WIDE(0) + CB_SUM_WIDE(1)) + (CB_SUM_WIDE(2) + CB_SUM_WIDE(3))) +
+                ((CB_SUM_WIDE(4) + CB_SUM_WIDE(5)) + (CB_SUM_WIDE(6) + CB_SUM_WIDE(7)));
     }
-    float lanes[CB_LANES] = {0};
-    for (; i + CB_LANES <= n; i += CB_LANES)
-        for (int j = 0; j < CB_LANES; ++j)
-            lanes[j] += fabsf(x[i + j]);
-    /* What is left, one vector at a time, so short blobs stay vectorised too. */
-    for (; i + CB_VECTOR <= n; i += CB_VECTOR)
-        for (int j = 0; j < CB_VECTOR; ++j)
-            lanes[j] += fabsf(x[i + j]);
-    for (int j = 0; j < CB_VECTOR; ++j)
-        for (int k = CB_VECTOR; k < CB_LANES; k += CB_VECTOR)
-            lanes[j] += lanes[j + k];
-    double total = 0;
-    for (; i < n; ++i)
-        total += fabsf(x[i]);
-    for (int j = 0; j < CB_VECTOR; ++j)
-        total += lanes[j];
-    for (int j = 0; j < CB_LANES; ++j)
-        total += wide[j];
-    *out = total;
+    /* Fewer than ROUND left: whole vectors, then one zero-padded vector (copied element by
+     * element: a memcpy of a length known only now is a call), into one accumulator. */
+    lanes a0 = {0};
+    for (; i + WIDTH <= n; i += WIDTH) {
+        CB_SUM_LOAD(0)
+    }
+    if (i < n) {
+        float last[WIDTH] = {0};
+        for (int k = 0; i + k < n; ++k)
+            last[k] = x[i + k];
+        lanes v;
+        memcpy(&v, last, sizeof v);
+        a0 += (cb_sum_lanes_f32)((cb_sum_bits_f32)v & ~(cb_sum_bits_f32){0} >> 1);
+    }
+    wide += CB_SUM_WIDE(0);
+#undef CB_SUM_LOAD
+#undef CB_SUM_WIDE
+    double total[WIDTH];
+    memcpy(total, &wide, sizeof total);
+    for (int width = WIDTH / 2; width > 0; width /= 2)
+        for (int v = 0; v < width; ++v)
+            total[v] += total[v + width];
+    *out = total[0];
     return CBLOB_OK;
 }
 
@@ -80,39 +97,56 @@ cblob_status cb_blis_asum_f32(int64_t n, const void *x, double *out)
     return CBLOB_OK;
 }
 
+typedef uint32_t cb_sum_bits_f32 __attribute__((vector_size(32)));
+typedef float cb_sum_lanes_f32 __attribute__((vector_size(32)));
+typedef double cb_sum_wide_f32 __attribute__((vector_size(32 / sizeof(float) * sizeof(double))));
+
 static CB_STREAM_CLONES cblob_status asum_f32_stream(int64_t n, const void *x_, double *out)
 {
-    const float *restrict x = x_;
+    typedef cb_sum_lanes_f32 lanes;
+    typedef cb_sum_wide_f32 wide_lanes;
+    enum { WIDTH = 32 / sizeof(float), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
+    const float *x = x_;
+    wide_lanes wide = {0};
     int64_t i = 0;
-    enum { CB_SHORT_BLOCK = CB_LANES * 8 };
-    double wide[CB_LANES] = {0};
-    for (; i + CB_SHORT_BLOCK <= n; i += CB_SHORT_BLOCK) {
-        float block[CB_LANES] = {0};
-        for (int64_t k = i; k < i + CB_SHORT_BLOCK; k += CB_LANES)
-            for (int j = 0; j < CB_LANES; ++j)
-                block[j] += fabsf(x[k + j]);
-        for (int j = 0; j < CB_LANES; ++j)
-            wide[j] += block[j];
+#define CB_SUM_LOAD(k) \
+    lanes v##k; \
+    memcpy(&v##k, x + i + (k) * WIDTH, sizeof v##k); \
+    a##k += (cb_sum_lanes_f32)((cb_sum_bits_f32)v##k & ~(cb_sum_bits_f32){0} >> 1);
+#define CB_SUM_WIDE(k) __builtin_convertvector(a##k, wide_lanes)
+    while (i + ROUND <= n) {
+        const int64_t end = n - i < CB_SUM_SHORT_BLOCK ? i + (n - i) / ROUND * ROUND : i + CB_SUM_SHORT_BLOCK;
+        lanes a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+        for (; i < end; i += ROUND) {
+            CB_SUM_LOAD(0) CB_SUM_LOAD(1) CB_SUM_LOAD(2) CB_SUM_LOAD(3)
+            CB_SUM_LOAD(4) CB_SUM_LOAD(5) CB_SUM_LOAD(6) CB_SUM_LOAD(7)
+        }
+        wide += ((CB_SUM_WIDE(0) + CB_SUM_WIDE(1)) + (CB_SUM_WIDE(2) + CB_SUM_WIDE(3))) +
+                ((CB_SUM_WIDE(4) + CB_SUM_WIDE(5)) + (CB_SUM_WIDE(6) + CB_SUM_WIDE(7)));
     }
-    float lanes[CB_LANES] = {0};
-    for (; i + CB_LANES <= n; i += CB_LANES)
-        for (int j = 0; j < CB_LANES; ++j)
-            lanes[j] += fabsf(x[i + j]);
-    /* What is left, one vector at a time, so short blobs stay vectorised too. */
-    for (; i + CB_VECTOR <= n; i += CB_VECTOR)
-        for (int j = 0; j < CB_VECTOR; ++j)
-            lanes[j] += fabsf(x[i + j]);
-    for (int j = 0; j < CB_VECTOR; ++j)
-        for (int k = CB_VECTOR; k < CB_LANES; k += CB_VECTOR)
-            lanes[j] += lanes[j + k];
-    double total = 0;
-    for (; i < n; ++i)
-        total += fabsf(x[i]);
-    for (int j = 0; j < CB_VECTOR; ++j)
-        total += lanes[j];
-    for (int j = 0; j < CB_LANES; ++j)
-        total += wide[j];
-    *out = total;
+    /* Fewer than ROUND left: whole vectors, then one zero-padded vector (copied element by
+     * element: a memcpy of a length known only now is a call), into one accumulator. */
+    lanes a0 = {0};
+    for (; i + WIDTH <= n; i += WIDTH) {
+        CB_SUM_LOAD(0)
+    }
+    if (i < n) {
+        float last[WIDTH] = {0};
+        for (int k = 0; i + k < n; ++k)
+            last[k] = x[i + k];
+        lanes v;
+        memcpy(&v, last, sizeof v);
+        a0 += (cb_sum_lanes_f32)((cb_sum_bits_f32)v & ~(cb_sum_bits_f32){0} >> 1);
+    }
+    wide += CB_SUM_WIDE(0);
+#undef CB_SUM_LOAD
+#undef CB_SUM_WIDE
+    double total[WIDTH];
+    memcpy(total, &wide, sizeof total);
+    for (int width = WIDTH / 2; width > 0; width /= 2)
+        for (int v = 0; v < width; ++v)
+            total[v] += total[v + width];
+    *out = total[0];
     return CBLOB_OK;
 }
 
@@ -132,39 +166,55 @@ cblob_status cb_cpu_asum_stream_f32(int64_t n, const void *x, double *out)
 }
 
 /* sumsq: *out = sum of x[i] * x[i] */
+typedef float cb_sum_lanes_f32 __attribute__((vector_size(32)));
+typedef double cb_sum_wide_f32 __attribute__((vector_size(32 / sizeof(float) * sizeof(double))));
+
 static CB_VECTOR_CLONES cblob_status sumsq_f32_vector(int64_t n, const void *x_, double *out)
 {
-    const float *restrict x = x_;
+    typedef cb_sum_lanes_f32 lanes;
+    typedef cb_sum_wide_f32 wide_lanes;
+    enum { WIDTH = 32 / sizeof(float), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
+    const float *x = x_;
+    wide_lanes wide = {0};
     int64_t i = 0;
-    enum { CB_SHORT_BLOCK = CB_LANES * 8 };
-    double wide[CB_LANES] = {0};
-    for (; i + CB_SHORT_BLOCK <= n; i += CB_SHORT_BLOCK) {
-        float block[CB_LANES] = {0};
-        for (int64_t k = i; k < i + CB_SHORT_BLOCK; k += CB_LANES)
-            for (int j = 0; j < CB_LANES; ++j)
-                block[j] += x[k + j] * x[k + j];
-        for (int j = 0; j < CB_LANES; ++j)
-            wide[j] += block[j];
+#define CB_SUM_LOAD(k) \
+    lanes v##k; \
+    memcpy(&v##k, x + i + (k) * WIDTH, sizeof v##k); \
+    a##k += v##k * v##k;
+#define CB_SUM_WIDE(k) __builtin_convertvector(a##k, wide_lanes)
+    while (i + ROUND <= n) {
+        const int64_t end = n - i < CB_SUM_SHORT_BLOCK ? i + (n - i) / ROUND * ROUND : i + CB_SUM_SHORT_BLOCK;
+        lanes a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+        for (; i < end; i += ROUND) {
+            CB_SUM_LOAD(0) CB_SUM_LOAD(1) CB_SUM_LOAD(2) CB_SUM_LOAD(3)
+            CB_SUM_LOAD(4) CB_SUM_LOAD(5) CB_SUM_LOAD(6) CB_SUM_LOAD(7)
+        }
+        wide += ((CB_SUM_WIDE(0) + CB_SUM_WIDE(1)) + (CB_SUM_WIDE(2) + CB_SUM_WIDE(3))) +
+                ((CB_SUM_WIDE(4) + CB_SUM_WIDE(5)) + (CB_SUM_WIDE(6) + CB_SUM_WIDE(7)));
     }
-    float lanes[CB_LANES] = {0};
-    for (; i + CB_LANES <= n; i += CB_LANES)
-        for (int j = 0; j < CB_LANES; ++j)
-            lanes[j] += x[i + j] * x[i + j];
-    /* What is left, one vector at a time, so short blobs stay vectorised too. */
-    for (; i + CB_VECTOR <= n; i += CB_VECTOR)
-        for (int j = 0; j < CB_VECTOR; ++j)
-            lanes[j] += x[i + j] * x[i + j];
-    for (int j = 0; j < CB_VECTOR; ++j)
-        for (int k = CB_VECTOR; k < CB_LANES; k += CB_VECTOR)
-            lanes[j] += lanes[j + k];
-    double total = 0;
-    for (; i < n; ++i)
-        total += x[i] * x[i];
-    for (int j = 0; j < CB_VECTOR; ++j)
-        total += lanes[j];
-    for (int j = 0; j < CB_LANES; ++j)
-        total += wide[j];
-    *out = total;
+    /* Fewer than ROUND left: whole vectors, then one zero-padded vector (copied element by
+     * element: a memcpy of a length known only now is a call), into one accumulator. */
+    lanes a0 = {0};
+    for (; i + WIDTH <= n; i += WIDTH) {
+        CB_SUM_LOAD(0)
+    }
+    if (i < n) {
+        float last[WIDTH] = {0};
+        for (int k = 0; i + k < n; ++k)
+            last[k] = x[i + k];
+        lanes v;
+        memcpy(&v, last, sizeof v);
+        a0 += v * v;
+    }
+    wide += CB_SUM_WIDE(0);
+#undef CB_SUM_LOAD
+#undef CB_SUM_WIDE
+    double total[WIDTH];
+    memcpy(total, &wide, sizeof total);
+    for (int width = WIDTH / 2; width > 0; width /= 2)
+        for (int v = 0; v < width; ++v)
+            total[v] += total[v + width];
+    *out = total[0];
     return CBLOB_OK;
 }
 
@@ -177,39 +227,55 @@ cblob_status cb_blis_sumsq_f32(int64_t n, const void *x, double *out)
     return CBLOB_OK;
 }
 
+typedef float cb_sum_lanes_f32 __attribute__((vector_size(32)));
+typedef double cb_sum_wide_f32 __attribute__((vector_size(32 / sizeof(float) * sizeof(double))));
+
 static CB_STREAM_CLONES cblob_status sumsq_f32_stream(int64_t n, const void *x_, double *out)
 {
-    const float *restrict x = x_;
+    typedef cb_sum_lanes_f32 lanes;
+    typedef cb_sum_wide_f32 wide_lanes;
+    enum { WIDTH = 32 / sizeof(float), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
+    const float *x = x_;
+    wide_lanes wide = {0};
     int64_t i = 0;
-    enum { CB_SHORT_BLOCK = CB_LANES * 8 };
-    double wide[CB_LANES] = {0};
-    for (; i + CB_SHORT_BLOCK <= n; i += CB_SHORT_BLOCK) {
-        float block[CB_LANES] = {0};
-        for (int64_t k = i; k < i + CB_SHORT_BLOCK; k += CB_LANES)
-            for (int j = 0; j < CB_LANES; ++j)
-                block[j] += x[k + j] * x[k + j];
-        for (int j = 0; j < CB_LANES; ++j)
-            wide[j] += block[j];
+#define CB_SUM_LOAD(k) \
+    lanes v##k; \
+    memcpy(&v##k, x + i + (k) * WIDTH, sizeof v##k); \
+    a##k += v##k * v##k;
+#define CB_SUM_WIDE(k) __builtin_convertvector(a##k, wide_lanes)
+    while (i + ROUND <= n) {
+        const int64_t end = n - i < CB_SUM_SHORT_BLOCK ? i + (n - i) / ROUND * ROUND : i + CB_SUM_SHORT_BLOCK;
+        lanes a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+        for (; i < end; i += ROUND) {
+            CB_SUM_LOAD(0) CB_SUM_LOAD(1) CB_SUM_LOAD(2) CB_SUM_LOAD(3)
+            CB_SUM_LOAD(4) CB_SUM_LOAD(5) CB_SUM_LOAD(6) CB_SUM_LOAD(7)
+        }
+        wide += ((CB_SUM_WIDE(0) + CB_SUM_WIDE(1)) + (CB_SUM_WIDE(2) + CB_SUM_WIDE(3))) +
+                ((CB_SUM_WIDE(4) + CB_SUM_WIDE(5)) + (CB_SUM_WIDE(6) + CB_SUM_WIDE(7)));
     }
-    float lanes[CB_LANES] = {0};
-    for (; i + CB_LANES <= n; i += CB_LANES)
-        for (int j = 0; j < CB_LANES; ++j)
-            lanes[j] += x[i + j] * x[i + j];
-    /* What is left, one vector at a time, so short blobs stay vectorised too. */
-    for (; i + CB_VECTOR <= n; i += CB_VECTOR)
-        for (int j = 0; j < CB_VECTOR; ++j)
-            lanes[j] += x[i + j] * x[i + j];
-    for (int j = 0; j < CB_VECTOR; ++j)
-        for (int k = CB_VECTOR; k < CB_LANES; k += CB_VECTOR)
-            lanes[j] += lanes[j + k];
-    double total = 0;
-    for (; i < n; ++i)
-        total += x[i] * x[i];
-    for (int j = 0; j < CB_VECTOR; ++j)
-        total += lanes[j];
-    for (int j = 0; j < CB_LANES; ++j)
-        total += wide[j];
-    *out = total;
+    /* Fewer than ROUND left: whole vectors, then one zero-padded vector (copied element by
+     * element: a memcpy of a length known only now is a call), into one accumulator. */
+    lanes a0 = {0};
+    for (; i + WIDTH <= n; i += WIDTH) {
+        CB_SUM_LOAD(0)
+    }
+    if (i < n) {
+        float last[WIDTH] = {0};
+        for (int k = 0; i + k < n; ++k)
+            last[k] = x[i + k];
+        lanes v;
+        memcpy(&v, last, sizeof v);
+        a0 += v * v;
+    }
+    wide += CB_SUM_WIDE(0);
+#undef CB_SUM_LOAD
+#undef CB_SUM_WIDE
+    double total[WIDTH];
+    memcpy(total, &wide, sizeof total);
+    for (int width = WIDTH / 2; width > 0; width /= 2)
+        for (int v = 0; v < width; ++v)
+            total[v] += total[v + width];
+    *out = total[0];
     return CBLOB_OK;
 }
 
@@ -234,6 +300,8 @@ static CB_VECTOR_CLONES cblob_status axpy_f32_vector(int64_t n, double alpha_, c
     const float alpha = (float)alpha_;
     const float *restrict x = x_;
     float *restrict y = y_;
+    /* Unrolled: a one-vector loop ran at half speed in cache (bench_math, 1000 elements). */
+#pragma GCC unroll 4
     for (int64_t i = 0; i < n; ++i)
         y[i] += alpha * x[i];
     return CBLOB_OK;
@@ -251,6 +319,8 @@ static CB_STREAM_CLONES cblob_status axpy_f32_stream(int64_t n, double alpha_, c
     const float alpha = (float)alpha_;
     const float *restrict x = x_;
     float *restrict y = y_;
+    /* Unrolled: a one-vector loop ran at half speed in cache (bench_math, 1000 elements). */
+#pragma GCC unroll 4
     for (int64_t i = 0; i < n; ++i)
         y[i] += alpha * x[i];
     return CBLOB_OK;
@@ -276,6 +346,8 @@ static CB_VECTOR_CLONES cblob_status scale_f32_vector(int64_t n, double alpha_, 
 {
     const float alpha = (float)alpha_;
     float *restrict x = x_;
+    /* Unrolled: a one-vector loop ran at half speed in cache (bench_math, 1000 elements). */
+#pragma GCC unroll 4
     for (int64_t i = 0; i < n; ++i)
         x[i] *= alpha;
     return CBLOB_OK;
@@ -292,6 +364,8 @@ static CB_STREAM_CLONES cblob_status scale_f32_stream(int64_t n, double alpha_, 
 {
     const float alpha = (float)alpha_;
     float *restrict x = x_;
+    /* Unrolled: a one-vector loop ran at half speed in cache (bench_math, 1000 elements). */
+#pragma GCC unroll 4
     for (int64_t i = 0; i < n; ++i)
         x[i] *= alpha;
     return CBLOB_OK;
@@ -317,6 +391,7 @@ static CB_VECTOR_CLONES cblob_status fill_f32_vector(int64_t n, double value_, v
 {
     const float value = (float)value_;
     float *restrict x = x_;
+#pragma GCC unroll 4
     for (int64_t i = 0; i < n; ++i)
         x[i] = value;
     return CBLOB_OK;
@@ -335,6 +410,7 @@ static CB_VECTOR_CLONES cblob_status add_f32_vector(int64_t n, const void *x_, v
 {
     const float *x = x_;
     float *y = y_;
+#pragma GCC unroll 4
     for (int64_t i = 0; i < n; ++i)
         y[i] += x[i];
     return CBLOB_OK;

@@ -40,6 +40,7 @@ static CB_VECTOR_CLONES cblob_status fill_i32_vector(int64_t n, double value_, v
 {
     const int32_t value = (int32_t)value_;
     int32_t *restrict x = x_;
+#pragma GCC unroll 4
     for (int64_t i = 0; i < n; ++i)
         x[i] = value;
     return CBLOB_OK;
@@ -58,6 +59,7 @@ static CB_VECTOR_CLONES cblob_status add_i32_vector(int64_t n, const void *x_, v
 {
     const int32_t *x = x_;
     int32_t *y = y_;
+#pragma GCC unroll 4
     for (int64_t i = 0; i < n; ++i)
         y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
     return CBLOB_OK;

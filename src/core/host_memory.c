@@ -3,7 +3,6 @@
 #include "host_memory.h"
 
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +14,15 @@
 #define CB_HOST_ALIGNMENT ((size_t)256)
 #define CB_HUGE_PAGE ((size_t)2 << 20)
 
-static bool huge_pages_wanted = true;
+int cb_host_huge_pages = -1;
 static pthread_once_t huge_pages_once = PTHREAD_ONCE_INIT;
 
 static void read_huge_pages_setting(void)
 {
-    const char *setting = getenv("CBLOB_HUGE_PAGES");
-    huge_pages_wanted = setting == NULL || strcmp(setting, "0") != 0;
+    if (cb_host_huge_pages < 0) {
+        const char *setting = getenv("CBLOB_HUGE_PAGES");
+        cb_host_huge_pages = setting == NULL || strcmp(setting, "0") != 0;
+    }
 }
 
 /* A mapping of at least `size` bytes starting on a huge-page boundary: a longer one, trimmed. */
@@ -51,7 +52,7 @@ cblob_status cb_host_alloc(size_t size, void **out, size_t *mapped_size)
         if (ptr == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "cannot map %zu bytes of host memory", size);
         pthread_once(&huge_pages_once, read_huge_pages_setting);
-        if (huge_pages_wanted)
+        if (cb_host_huge_pages)
             (void)madvise(ptr, length, MADV_HUGEPAGE); /* a request: without THP it fails, harmlessly */
         *out = ptr;
         *mapped_size = length;

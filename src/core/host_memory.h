@@ -21,6 +21,10 @@
 /* From this many bytes on, host buffers are mapped (as NumPy maps arrays of 4 MiB and more). */
 #define CB_MAPPED_HOST_BYTES ((size_t)4 << 20)
 
+/* Whether large buffers ask for huge pages: CBLOB_HUGE_PAGES (read at the first large buffer),
+ * or what bench/bench_threads sets before that to compare both. */
+extern int cb_host_huge_pages; /* -1: not read yet; 0: no; 1: yes */
+
 /* A zero-filled buffer of `size` bytes (> 0). *mapped_size is what cb_host_free needs: 0 for a
  * buffer of the heap, else the length of its mapping. */
 cblob_status cb_host_alloc(size_t size, void **out, size_t *mapped_size);

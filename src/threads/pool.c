@@ -6,17 +6,26 @@
  * workers do not survive fork() (a child that uses OpenMP after its parent did can hang); and
  * libgomp spins its idle threads for a while after each region, which a library must not impose.
  * Here callers share one set of workers, a job takes only the workers that are free, the child of
- * a fork starts over, and idle workers sleep.
+ * a fork starts over, and idle workers sleep after a short spin.
  *
  * A job is a number of tasks that the caller and the workers claim one at a time (an atomic
  * counter), so a busy or slow thread simply claims fewer. The job lives on the caller's stack: the
- * caller unlinks it and waits, under the pool's lock, until every worker that joined has left. */
+ * caller unlinks it, then waits until every worker that joined has left.
+ *
+ * Waking a sleeping thread takes tens of microseconds on a virtual machine, as long as the work
+ * of a 1e5-element operation. So a worker that ran out of work spins for CB_SPIN_SECONDS before it
+ * sleeps (a training loop's next call finds it awake), and a caller waiting for its helpers spins
+ * as long before it sleeps. OpenBLAS's threads spin too, and libgomp's for far longer. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <time.h>
 
 #include "threads.h"
+
+/* How long an idle worker, or a caller waiting for its helpers, spins before it sleeps. */
+#define CB_SPIN_SECONDS 100e-6
 
 typedef struct cb_job {
     cb_task_fn task;
@@ -26,7 +35,7 @@ typedef struct cb_job {
     const char *function;     /* the caller's public call, which messages name */
     /* Under pool.lock: */
     int max_helpers;             /* workers that may join: the threads asked for, less the caller */
-    int helpers;                 /* workers inside the job now */
+    atomic_int helpers;          /* workers inside the job now (changed under pool.lock) */
     bool queued;
     struct cb_job *before, *after; /* queue links */
     int64_t failed_task;         /* the lowest-numbered task that failed (tasks: none) */
@@ -39,8 +48,9 @@ static struct {
     pthread_cond_t wake; /* idle workers wait here for a job */
     pthread_cond_t left; /* callers wait here for the workers in their job to leave */
     cb_job *first, *last;
-    int workers; /* started in this process (after fork: in this child) */
-    int idle;
+    atomic_uint posted; /* jobs queued so far: what idle workers watch for a change of */
+    int workers;       /* started in this process (after fork: in this child) */
+    int sleeping;      /* workers waiting on `wake` */
     bool stopping; /* the library is being unloaded */
     pthread_t ids[CB_MAX_THREADS];
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .left = PTHREAD_COND_INITIALIZER};
@@ -76,6 +86,7 @@ static void enqueue(cb_job *job)
         pool.first = job;
     pool.last = job;
     job->queued = true;
+    atomic_fetch_add_explicit(&pool.posted, 1, memory_order_release);
 }
 
 static void unqueue(cb_job *job)
@@ -106,7 +117,7 @@ static cb_job *job_to_help(void)
         cb_job *after = job->after;
         if (exhausted(job))
             unqueue(job);
-        else if (job->helpers < job->max_helpers)
+        else if (atomic_load_explicit(&job->helpers, memory_order_relaxed) < job->max_helpers)
             return job;
         job = after;
     }
@@ -145,26 +156,71 @@ static void run_tasks(cb_job *job)
     cb_current_call = call;
 }
 
+static double seconds_now(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Spins up to CB_SPIN_SECONDS until done(arg); returns whether it came true. */
+static bool spin_until(bool (*done)(const void *arg), const void *arg)
+{
+    const double until = seconds_now() + CB_SPIN_SECONDS;
+    for (int round = 1;; ++round) {
+        if (done(arg))
+            return true;
+        spin_pause();
+        if (round % 64 == 0 && seconds_now() > until)
+            return false;
+    }
+}
+
+/* Whether a job was queued since the worker saw `posted` at *seen. */
+static bool posted_since(const void *seen)
+{
+    return atomic_load_explicit(&pool.posted, memory_order_acquire) != *(const unsigned *)seen;
+}
+
+static bool helpers_left(const void *job)
+{
+    return atomic_load_explicit(&((const cb_job *)job)->helpers, memory_order_acquire) == 0;
+}
+
 static void *worker_main(void *unused)
 {
     (void)unused;
     pthread_mutex_lock(&pool.lock);
     for (;;) {
+        const unsigned seen = atomic_load_explicit(&pool.posted, memory_order_relaxed);
         cb_job *job = job_to_help();
         if (job == NULL) {
             if (pool.stopping)
                 break;
-            ++pool.idle;
-            pthread_cond_wait(&pool.wake, &pool.lock);
-            --pool.idle;
+            pthread_mutex_unlock(&pool.lock);
+            const bool found = spin_until(posted_since, &seen);
+            pthread_mutex_lock(&pool.lock);
+            if (!found && !pool.stopping && !posted_since(&seen)) {
+                ++pool.sleeping;
+                pthread_cond_wait(&pool.wake, &pool.lock);
+                --pool.sleeping;
+            }
             continue;
         }
-        ++job->helpers;
+        atomic_fetch_add_explicit(&job->helpers, 1, memory_order_relaxed);
         pthread_mutex_unlock(&pool.lock);
         run_tasks(job);
         pthread_mutex_lock(&pool.lock);
         unqueue(job);
-        if (--job->helpers == 0)
+        /* The last touch of the job: its caller may return as soon as it sees 0. */
+        if (atomic_fetch_sub_explicit(&job->helpers, 1, memory_order_release) == 1)
             pthread_cond_broadcast(&pool.left);
     }
     pthread_mutex_unlock(&pool.lock);
@@ -189,7 +245,7 @@ static void after_fork_in_child(void)
 {
     pool.first = pool.last = NULL;
     pool.workers = 0;
-    pool.idle = 0;
+    pool.sleeping = 0;
     pthread_cond_init(&pool.wake, NULL);
     pthread_cond_init(&pool.left, NULL);
     pthread_mutex_unlock(&pool.lock);
@@ -253,20 +309,29 @@ cblob_status cb_pool_run(int64_t tasks, int threads, cb_task_fn task, void *arg)
     cb_job job = {.task = task, .arg = arg, .tasks = tasks, .function = cb_current_call.function,
                   .max_helpers = threads - 1, .failed_task = tasks, .status = CBLOB_OK};
     atomic_init(&job.next, 0);
+    atomic_init(&job.helpers, 0);
     pthread_mutex_lock(&pool.lock);
     start_workers(threads - 1);
     enqueue(&job);
-    for (int i = 0; i < job.max_helpers && i < pool.idle; ++i)
+    /* Spinning workers see the job by themselves; sleeping ones need a signal (which costs
+     * nothing when none sleeps). */
+    for (int i = 0; i < job.max_helpers && i < pool.sleeping; ++i)
         pthread_cond_signal(&pool.wake);
     pthread_mutex_unlock(&pool.lock);
 
     run_tasks(&job);
 
+    /* Once unlinked, no worker can join; those inside leave by decrementing `helpers`. */
     pthread_mutex_lock(&pool.lock);
     unqueue(&job);
-    while (job.helpers > 0)
-        pthread_cond_wait(&pool.left, &pool.lock);
     pthread_mutex_unlock(&pool.lock);
+    if (!spin_until(helpers_left, &job)) {
+        pthread_mutex_lock(&pool.lock);
+        while (atomic_load_explicit(&job.helpers, memory_order_acquire) > 0)
+            pthread_cond_wait(&pool.left, &pool.lock);
+        pthread_mutex_unlock(&pool.lock);
+    }
+    /* The failure fields were written before the helpers left (release, acquire above). */
     if (job.status != CBLOB_OK)
         cb_error_restore(&job.error);
     return job.status;

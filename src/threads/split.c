@@ -15,14 +15,17 @@ static int64_t divide_up(int64_t a, int64_t b)
     return a / b + (a % b != 0);
 }
 
-/* The threads work of `bytes` pays for: one per CB_SPLIT_MIN_BYTES, within the call's allowance. */
+size_t cb_split_min_bytes = CB_SPLIT_MIN_BYTES;
+
+/* The threads work of `bytes` pays for: one per cb_split_min_bytes, within the call's allowance. */
 static int threads_for(int64_t items, size_t item_bytes)
 {
     const size_t bytes = items > 0 && item_bytes > SIZE_MAX / (size_t)items ? SIZE_MAX : (size_t)items * item_bytes;
-    if (bytes < 2 * CB_SPLIT_MIN_BYTES)
+    const size_t per_thread = cb_split_min_bytes > 0 ? cb_split_min_bytes : 1;
+    if (bytes < 2 * per_thread)
         return 1;
     const int allowed = cb_threads_allowed();
-    const size_t worth = bytes / CB_SPLIT_MIN_BYTES;
+    const size_t worth = bytes / per_thread;
     return worth < (size_t)allowed ? (int)worth : allowed;
 }
 

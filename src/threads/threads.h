@@ -28,9 +28,12 @@
 /* The most threads a call may use (the pool's workers plus the caller). */
 #define CB_MAX_THREADS CBLOB_MAX_THREADS
 
-/* Work below this many bytes (read plus written) runs on the calling thread: waking a worker
- * costs more than it saves. bench/bench_threads measured where splitting starts to pay. */
+/* Each thread gets at least this many bytes of work (read plus written); smaller work runs on
+ * the calling thread, where handing it over would cost more than it saves. bench/bench_threads
+ * measured where splitting starts to pay (docs/benchmarks.md, "Threads"). */
 #define CB_SPLIT_MIN_BYTES ((size_t)1 << 20)
+/* The same, as a variable: bench/bench_threads sets it to time splits below the threshold. */
+extern size_t cb_split_min_bytes;
 
 /* The threads the current public call may use, the caller included: the setting the call chose
  * (cb_threads_for_call), else the process default. Always 1 inside a range. */
