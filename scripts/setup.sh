@@ -14,8 +14,13 @@ packages=(
   libblis-dev libblis-pthread-dev
   # Caffe formats, and an independent protobuf implementation to cross-check against
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler python3-protobuf
+  # JSON (layer parameters, safetensors headers) and zip (npz) for model exports
+  libjansson-dev libzip-dev
   # tests and tools
   python3-numpy abigail-tools binutils file dpkg-dev
+  # JSON Schema validation of `cblob inspect --json` and the library's layer JSON; venvs for
+  # PyPI-only checkers (safetensors)
+  python3-jsonschema python3-venv
   # bindings
   golang-go mono-mcs mono-complete nunit-console
 )
