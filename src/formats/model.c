@@ -80,7 +80,8 @@ void cb_model_free(cblob_model *model)
     free(model);
 }
 
-cblob_status cb_model_append_record(cblob_model *model, const cb_bytes *record)
+cblob_status cb_model_append_record(cblob_model *model, const cb_bytes *body, uint64_t name_offset,
+                                    uint64_t type_offset, int64_t num_blobs)
 {
     if (model->num_layers == model->capacity) {
         const int64_t next = model->capacity > 0 ? model->capacity * 2 : 8;
@@ -90,7 +91,7 @@ cblob_status cb_model_append_record(cblob_model *model, const cb_bytes *record)
         model->layers = grown;
         model->capacity = next;
     }
-    CB_TRY(cb_arena_store(&model->arena, record->data, record->size, &model->layers[model->num_layers]));
+    CB_TRY(cb_record_store(&model->arena, body, name_offset, type_offset, num_blobs, &model->layers[model->num_layers]));
     ++model->num_layers;
     return CBLOB_OK;
 }
@@ -298,13 +299,11 @@ static cblob_status put_field_prefix(cb_bytes *bytes, uint32_t field, uint64_t l
     return cb_bytes_put_varint(bytes, length);
 }
 
-static cblob_status put_string(cb_bytes *bytes, uint32_t field, const char *text, uint32_t *offset)
+static cblob_status put_string(cb_bytes *bytes, uint32_t field, const char *text, uint64_t *offset)
 {
     CB_TRY(cb_bytes_put_u8(bytes, CB_OP_TEXT));
     CB_TRY(put_field_prefix(bytes, field, strlen(text)));
-    if (bytes->size > UINT32_MAX)
-        return cb_fail(CBLOB_ERR_OVERFLOW, "a layer's name and type take more than 4 GiB");
-    *offset = (uint32_t)bytes->size;
+    *offset = bytes->size;
     return cb_bytes_append(bytes, text, strlen(text) + 1);
 }
 
@@ -342,40 +341,32 @@ CBLOB_API cblob_status cblob_model_create(cblob_context *context, cblob_net_form
 /* A layer given to cblob_model_add_layer, in Caffe's field order: V2 name 1, type 2, blobs 7; V1
  * name 4, type 5 (LayerType), blobs 6. */
 static cblob_status new_record(const cblob_model *model, const char *name, const char *type, int32_t v1_type,
-                               int64_t num_blobs, cb_bytes *record)
+                               int64_t num_blobs, cb_bytes *body, uint64_t *name_offset, uint64_t *type_offset)
 {
     const bool v1 = model->format == CBLOB_NET_FORMAT_V1;
-    cb_record_header header = {0};
-    CB_TRY(cb_bytes_append(record, &header, sizeof header));
-    CB_TRY(cb_bytes_put_varint(record, (uint64_t)num_blobs));
-    if (num_blobs > 0) {
-        cblob_blob **slots = NULL;
-        CB_TRY(cb_bytes_append(record, &slots, sizeof slots));
-    }
-    CB_TRY(cb_bytes_put_u8(record, CB_OP_MESSAGE));
-    CB_TRY(put_field_prefix(record, v1 ? 2 : 100, 0));
-    CB_TRY(put_string(record, v1 ? 4 : 1, name, &header.name_offset));
+    CB_TRY(cb_bytes_put_u8(body, CB_OP_MESSAGE));
+    CB_TRY(put_field_prefix(body, v1 ? 2 : 100, 0));
+    CB_TRY(put_string(body, v1 ? 4 : 1, name, name_offset));
     if (v1) {
-        CB_TRY(cb_bytes_put_u8(record, CB_OP_BYTES));
+        CB_TRY(cb_bytes_put_u8(body, CB_OP_BYTES));
         uint8_t field[11];
         field[0] = 5 << 3; /* varint */
         const size_t size = 1 + cb_varint_write(field + 1, (uint64_t)(int64_t)v1_type);
-        CB_TRY(cb_bytes_put_varint(record, size));
-        CB_TRY(cb_bytes_append(record, field, size));
+        CB_TRY(cb_bytes_put_varint(body, size));
+        CB_TRY(cb_bytes_append(body, field, size));
     } else {
-        CB_TRY(put_string(record, 2, type, &header.type_offset));
+        CB_TRY(put_string(body, 2, type, type_offset));
     }
     for (int64_t i = 0; i < num_blobs; ++i) {
-        CB_TRY(cb_bytes_put_u8(record, CB_OP_NEW_BLOB));
-        CB_TRY(cb_bytes_put_varint(record, ((uint64_t)(v1 ? 6 : 7) << 3) | 2));
+        CB_TRY(cb_bytes_put_u8(body, CB_OP_NEW_BLOB));
+        CB_TRY(cb_bytes_put_varint(body, ((uint64_t)(v1 ? 6 : 7) << 3) | 2));
     }
-    CB_TRY(cb_bytes_put_u8(record, CB_OP_END));
-    CB_TRY(cb_bytes_put_u8(record, CB_OP_END));
+    CB_TRY(cb_bytes_put_u8(body, CB_OP_END));
+    CB_TRY(cb_bytes_put_u8(body, CB_OP_END));
     if (v1) { /* the type as given ("CONVOLUTION" or a number) */
-        header.type_offset = (uint32_t)record->size;
-        CB_TRY(cb_bytes_append(record, type, strlen(type) + 1));
+        *type_offset = body->size;
+        CB_TRY(cb_bytes_append(body, type, strlen(type) + 1));
     }
-    memcpy(record->data, &header, sizeof header);
     return CBLOB_OK;
 }
 
@@ -392,13 +383,14 @@ CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *nam
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
                        "type \"%.64s\" is not a V1LayerParameter.LayerType name (such as CONVOLUTION) or number", type);
     cb_bytes record = {0};
+    uint64_t name_offset = 0, type_offset = 0;
     cblob_blob **slots = num_blobs > 0 ? calloc((size_t)num_blobs, sizeof *slots) : NULL;
     cblob_status status = num_blobs > 0 && slots == NULL
                               ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for layer \"%.64s\"", name)
-                              : new_record(model, name, type, v1_type, num_blobs, &record);
+                              : new_record(model, name, type, v1_type, num_blobs, &record, &name_offset, &type_offset);
     if (status == CBLOB_OK) {
         lock(model);
-        status = cb_model_append_record(model, &record);
+        status = cb_model_append_record(model, &record, name_offset, type_offset, num_blobs);
         if (status == CBLOB_OK && num_blobs > 0) {
             for (int64_t i = 0; i < num_blobs; ++i) {
                 cb_blob_retain(blobs[i]);

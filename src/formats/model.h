@@ -50,8 +50,8 @@ typedef struct cb_arena {
     size_t total;           /* bytes stored, for the next chunk's size */
 } cb_arena;
 
-/* Copies bytes into the arena; the copy never moves. */
-cblob_status cb_arena_store(cb_arena *arena, const uint8_t *bytes, size_t size, uint8_t **out);
+/* Room for size bytes in the arena, which never moves. */
+cblob_status cb_arena_reserve(cb_arena *arena, size_t size, uint8_t **out);
 void cb_arena_free(cb_arena *arena);
 
 /* ---- varints ---------------------------------------------------------------------------------- */
@@ -83,6 +83,8 @@ enum {
     CB_BLOB_ARRAYS = 2,   /* values live in arrays (two pointers follow the dims), not inline */
     CB_BLOB_HAS_DIFF = 4, /* the BlobProto holds a diff (diff or double_diff) */
     CB_BLOB_DIFF_DOUBLE = 8, /* that diff is double_diff */
+    CB_BLOB_RAW = 16, /* a blob without values (a zero dimension): no dims nor inner operations, its
+                       * BlobProto's bytes follow as they are (dims are read from them) */
 };
 
 /* VALUES flags. */
@@ -102,7 +104,7 @@ typedef struct cb_op {
     const uint8_t *length; /* raw length (TEXT, MESSAGE, BLOB, packed VALUES) */
     size_t length_size;
     uint64_t original;     /* the length the file gave (TEXT, MESSAGE, BLOB, packed VALUES) */
-    const uint8_t *bytes;  /* BYTES: the bytes; TEXT: the string (NUL-terminated) */
+    const uint8_t *bytes;  /* BYTES: the bytes; TEXT: the string (NUL-terminated); raw BLOB: the BlobProto */
     size_t size;           /* BYTES, TEXT: the byte count */
     const uint8_t *inner;  /* MESSAGE, BLOB: the first inner operation */
     /* BLOB */
@@ -126,12 +128,9 @@ void cb_op_read(const uint8_t **cursor, bool in_blob_arrays, cb_op *op);
 void cb_op_arrays(const cb_op *blob, void **data, void **diff);
 void cb_op_set_arrays(const cb_op *blob, void *data, void *diff);
 
-/* A layer record: the header, then operations up to END, then strings the operations do not
- * hold (a V1 type's enum name, "" for a missing name). */
-typedef struct cb_record_header {
-    uint32_t name_offset, type_offset; /* from the record's start, to NUL-terminated text */
-} cb_record_header;
-
+/* A layer record: varint name offset, varint type offset (both from the body, to NUL-terminated
+ * text), varint num_blobs, the slots pointer when num_blobs is not 0, then the body: operations up
+ * to END, then strings the operations do not hold (a V1 type's enum name, "" for a missing name). */
 int64_t cb_record_num_blobs(const uint8_t *record);
 const char *cb_record_name(const uint8_t *record);
 const char *cb_record_type(const uint8_t *record);
@@ -140,6 +139,9 @@ cblob_blob **cb_record_slots(const uint8_t *record);
 void cb_record_set_slots(uint8_t *record, cblob_blob **slots);
 /* The first operation. */
 const uint8_t *cb_record_ops(const uint8_t *record);
+/* Writes a record into the arena. */
+cblob_status cb_record_store(cb_arena *arena, const cb_bytes *body, uint64_t name_offset, uint64_t type_offset,
+                             int64_t num_blobs, uint8_t **out);
 
 /* ---- the model ------------------------------------------------------------------------------- */
 
@@ -158,8 +160,10 @@ struct cblob_model {
 
 cblob_status cb_model_new(cblob_context *context, cblob_net_format format, cblob_model **out);
 void cb_model_free(cblob_model *model);
-/* Appends a finished record (copied into the arena). */
-cblob_status cb_model_append_record(cblob_model *model, const cb_bytes *record);
+/* Appends a layer: its record's body (copied into the arena), the offsets of its name and type
+ * text in the body, and its blob count. */
+cblob_status cb_model_append_record(cblob_model *model, const cb_bytes *body, uint64_t name_offset,
+                                    uint64_t type_offset, int64_t num_blobs);
 
 /* Builds a model from a NetParameter; the whole input is checked. done_with (may be NULL) is
  * told each range of the input that will not be read again. */

@@ -16,7 +16,9 @@
  * adopts without a copy; smaller ones keep them inline in the record, beside their fields. */
 #define CB_INLINE_VALUES_MAX 4096
 /* How much of a huge value field is copied before the input behind it is let go. */
-#define CB_COPY_STEP ((size_t)64 << 20)
+#define CB_COPY_STEP ((size_t)4 << 20)
+/* How much of the input is read before it is let go of. */
+#define CB_RELEASE_STEP ((size_t)1 << 20)
 
 typedef struct builder {
     const uint8_t *input;
@@ -26,12 +28,23 @@ typedef struct builder {
     cb_done_with_fn *done_with;
     void *done_context;
     cb_bytes arrays;       /* value arrays of the layer being built, freed if it is not kept */
+    size_t released;       /* the input before this was let go of */
 } builder;
 
 static void let_go(const builder *b, size_t offset, size_t length)
 {
     if (b->done_with != NULL)
         b->done_with(b->done_context, offset, length);
+}
+
+/* Lets go of the input read so far, a few MiB at a time: layers smaller than a page would
+ * otherwise keep every page of a file of many tiny layers. */
+static void let_go_upto(builder *b, size_t end)
+{
+    if (end - b->released >= CB_RELEASE_STEP) {
+        let_go(b, b->released, end - b->released);
+        b->released = end;
+    }
 }
 
 /* ---- writing operations --------------------------------------------------------------------- */
@@ -59,13 +72,13 @@ static cblob_status put_prefix(builder *b, const cb_wire_field *field)
     return put_raw(b, field->offset, field->payload);
 }
 
-static uint32_t record_offset(const builder *b)
+static uint64_t record_offset(const builder *b)
 {
-    return (uint32_t)b->record.size;
+    return b->record.size;
 }
 
 /* A string field kept as TEXT; *offset (when not NULL) is where its text lies in the record. */
-static cblob_status put_text(builder *b, const cb_wire_field *field, uint32_t *offset)
+static cblob_status put_text(builder *b, const cb_wire_field *field, uint64_t *offset)
 {
     CB_TRY(flush_run(b, field->offset));
     CB_TRY(cb_bytes_put_u8(&b->record, CB_OP_TEXT));
@@ -266,6 +279,17 @@ static cblob_status check_blob(const cb_wire *wire, const cb_wire_field *field, 
     return cb_blob_layout_check(layout, &path, dtype->size, shape);
 }
 
+static cblob_status put_raw_blob(builder *b, const cb_wire_field *field)
+{
+    CB_TRY(flush_run(b, field->offset));
+    CB_TRY(cb_bytes_put_u8(&b->record, CB_OP_BLOB));
+    CB_TRY(put_prefix(b, field));
+    CB_TRY(cb_bytes_put_u8(&b->record, CB_BLOB_RAW));
+    CB_TRY(put_raw(b, field->payload, field->payload + field->length));
+    b->run_start = field->payload + field->length;
+    return CBLOB_OK;
+}
+
 /* A blob of the layer: checked whole, then written as a BLOB operation. */
 static cblob_status put_blob(builder *b, const cb_wire *wire, const cb_wire_field *field, const char *field_name,
                              int64_t *index)
@@ -275,6 +299,8 @@ static cblob_status put_blob(builder *b, const cb_wire *wire, const cb_wire_fiel
     CB_TRY(check_blob(wire, field, field_name, (*index)++, &layout, &shape));
     if (b->model == NULL)
         return CBLOB_OK;
+    if (shape.count == 0) /* nothing to decode: the bytes are all it takes */
+        return put_raw_blob(b, field);
     blob_build blob = {.layout = &layout};
     choose_fields(&layout, &blob);
     CB_TRY(begin_nested(b, field, CB_OP_BLOB));
@@ -302,14 +328,14 @@ static cblob_status put_blob(builder *b, const cb_wire *wire, const cb_wire_fiel
 typedef struct layer_build {
     cb_wire_path *path;
     int64_t num_blobs;     /* blobs seen so far */
-    uint32_t name, type;   /* record offsets of the reported name and type text (0: none yet) */
+    uint64_t name, type;   /* body offsets of the reported name and type text (0: none yet) */
     char *label;           /* a copy of the name, for messages */
     /* V1 */
     bool own_name, own_type, own_blobs; /* the V1 layer has them itself (else its V0 layer's count) */
     int32_t v1_type;
 } layer_build;
 
-static cblob_status put_string_field(builder *b, const cb_wire *wire, const cb_wire_field *field, uint32_t *offset,
+static cblob_status put_string_field(builder *b, const cb_wire *wire, const cb_wire_field *field, uint64_t *offset,
                                      bool required)
 {
     if (field->type != CB_WIRE_LENGTH) {
@@ -469,11 +495,9 @@ static void survey_layer(const builder *b, const cb_wire_field *field, bool v1, 
     *num_blobs = own > 0 || !v1 ? own : nested;
 }
 
-static cblob_status put_string_area(cb_bytes *record, const char *text, uint32_t *offset)
+static cblob_status put_string_area(cb_bytes *record, const char *text, uint64_t *offset)
 {
-    if (record->size > UINT32_MAX)
-        return cb_fail(CBLOB_ERR_OVERFLOW, "a layer's fields other than its blobs take more than 4 GiB");
-    *offset = (uint32_t)record->size;
+    *offset = record->size;
     return cb_bytes_append(record, text, strlen(text) + 1);
 }
 
@@ -487,29 +511,17 @@ static cblob_status finish_record(builder *b, bool v1, layer_build *layer)
         const char *known = cb_v1_type_name(layer->v1_type);
         char number[16];
         snprintf(number, sizeof number, "%" PRId32, layer->v1_type);
-        CB_TRY(put_string_area(&b->record, known != NULL ? known : number, &layer->type));
-    } else if (layer->type == 0) {
-        CB_TRY(put_string_area(&b->record, v1 ? "NONE" : "", &layer->type)); /* V1: the enum's default */
+        return put_string_area(&b->record, known != NULL ? known : number, &layer->type);
     }
-    if (b->record.size > UINT32_MAX)
-        return cb_fail(CBLOB_ERR_OVERFLOW, "a layer's fields other than its blobs take more than 4 GiB");
-    const cb_record_header header = {.name_offset = layer->name, .type_offset = layer->type};
-    memcpy(b->record.data, &header, sizeof header);
+    if (layer->type == 0)
+        return put_string_area(&b->record, v1 ? "NONE" : "", &layer->type); /* V1: the enum's default */
     return CBLOB_OK;
 }
 
-/* Starts a record: header (filled in at the end), blob count, slots, and the top-level fields
- * kept since the last layer. */
-static cblob_status begin_record(builder *b, const cb_wire_field *field, int64_t num_blobs)
+/* Starts a record's body: the top-level fields kept since the last layer, then the layer. */
+static cblob_status begin_record(builder *b, const cb_wire_field *field)
 {
     b->record.size = 0;
-    const cb_record_header header = {0};
-    CB_TRY(cb_bytes_append(&b->record, &header, sizeof header));
-    CB_TRY(cb_bytes_put_varint(&b->record, (uint64_t)num_blobs));
-    if (num_blobs > 0) {
-        cblob_blob **slots = NULL;
-        CB_TRY(cb_bytes_append(&b->record, &slots, sizeof slots));
-    }
     CB_TRY(flush_run(b, field->offset));
     return begin_nested(b, field, CB_OP_MESSAGE);
 }
@@ -544,7 +556,7 @@ static cblob_status add_layer(builder *b, const cb_wire *wire, const cb_wire_fie
     layer_build layer = {.path = &path};
     int64_t num_blobs = 0;
     survey_layer(b, field, v1, &layer, &num_blobs);
-    cblob_status status = b->model != NULL ? begin_record(b, field, num_blobs) : CBLOB_OK;
+    cblob_status status = b->model != NULL ? begin_record(b, field) : CBLOB_OK;
     cb_wire nested = cb_wire_nested(wire, field, &path);
     if (status == CBLOB_OK)
         status = walk_layer(b, &nested, v1, &layer);
@@ -557,12 +569,12 @@ static cblob_status add_layer(builder *b, const cb_wire *wire, const cb_wire_fie
         if (status == CBLOB_OK)
             status = finish_record(b, v1, &layer);
         if (status == CBLOB_OK)
-            status = cb_model_append_record(b->model, &b->record);
+            status = cb_model_append_record(b->model, &b->record, layer.name, layer.type, num_blobs);
     }
     if (status != CBLOB_OK)
         drop_arrays(b);
     b->arrays.size = 0; /* the record owns them now */
-    let_go(b, field->offset, field->payload + field->length - field->offset);
+    let_go_upto(b, field->payload + field->length);
     return status;
 }
 

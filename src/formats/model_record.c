@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "proto_blob.h"
 #include "status.h"
 
 /* ---- growable bytes ------------------------------------------------------------------------- */
@@ -63,7 +64,7 @@ static size_t next_chunk_size(const cb_arena *arena, size_t needed)
     return needed > size ? needed : size;
 }
 
-cblob_status cb_arena_store(cb_arena *arena, const uint8_t *bytes, size_t size, uint8_t **out)
+cblob_status cb_arena_reserve(cb_arena *arena, size_t size, uint8_t **out)
 {
     cb_arena_chunk *chunk = arena->chunks;
     if (chunk == NULL || chunk->size - chunk->used < size) {
@@ -76,11 +77,9 @@ cblob_status cb_arena_store(cb_arena *arena, const uint8_t *bytes, size_t size, 
         *chunk = (cb_arena_chunk){.next = arena->chunks, .size = chunk_size};
         arena->chunks = chunk;
     }
-    uint8_t *copy = chunk->bytes + chunk->used;
-    memcpy(copy, bytes, size);
+    *out = chunk->bytes + chunk->used;
     chunk->used += size;
     arena->total += size;
-    *out = copy;
     return CBLOB_OK;
 }
 
@@ -166,9 +165,30 @@ static void skip_inner(const uint8_t **cursor, bool in_blob_arrays)
     }
 }
 
+/* A raw blob's dims, from its bytes (checked when the model was opened). */
+static void read_raw_dims(cb_op *op)
+{
+    cb_blob_layout layout;
+    cb_shape shape = {0};
+    const cb_wire_path root = cb_wire_root(&caffe__blob_proto__descriptor);
+    if (cb_blob_layout_scan(cb_wire_range(op->bytes, 0, op->size, &root), &layout) == CBLOB_OK)
+        cb_blob_layout_check(&layout, &root, 4, &shape);
+    op->num_axes = shape.num_axes;
+    memcpy(op->dims, shape.dims, sizeof op->dims);
+}
+
 static void read_blob_header(const uint8_t **cursor, cb_op *op)
 {
     op->blob_flags = *(*cursor)++;
+    if (op->blob_flags & CB_BLOB_RAW) {
+        op->bytes = *cursor;
+        op->size = (size_t)op->original;
+        *cursor += op->size;
+        op->arrays = NULL;
+        op->inner = NULL;
+        read_raw_dims(op);
+        return;
+    }
     op->num_axes = (int32_t)cb_varint_read(cursor);
     for (int32_t i = 0; i < op->num_axes; ++i)
         op->dims[i] = (int64_t)cb_varint_read(cursor);
@@ -226,8 +246,10 @@ void cb_op_read(const uint8_t **cursor, bool in_blob_arrays, cb_op *op)
         read_tag(cursor, op);
         read_length(cursor, op);
         read_blob_header(cursor, op);
-        op->inner = *cursor;
-        skip_inner(cursor, op->arrays != NULL);
+        if (!(op->blob_flags & CB_BLOB_RAW)) {
+            op->inner = *cursor;
+            skip_inner(cursor, op->arrays != NULL);
+        }
         break;
     case CB_OP_VALUES: read_values(cursor, in_blob_arrays, op); break;
     case CB_OP_NEW_BLOB: read_tag(cursor, op); break;
@@ -249,53 +271,78 @@ void cb_op_set_arrays(const cb_op *blob, void *data, void *diff)
 
 /* ---- layer records -------------------------------------------------------------------------- */
 
-/* A record starts with cb_record_header, then varint num_blobs, then (when it is not 0) the
- * slots pointer, then the operations. */
-static cb_record_header record_header(const uint8_t *record)
+typedef struct record_header {
+    uint64_t name_offset, type_offset;
+    int64_t num_blobs;
+    uint8_t *slots; /* where the slots pointer is stored, or NULL */
+    const uint8_t *body;
+} record_header;
+
+static record_header read_header(const uint8_t *record)
 {
-    cb_record_header header;
-    memcpy(&header, record, sizeof header);
+    record_header header;
+    const uint8_t *cursor = record;
+    header.name_offset = cb_varint_read(&cursor);
+    header.type_offset = cb_varint_read(&cursor);
+    header.num_blobs = (int64_t)cb_varint_read(&cursor);
+    header.slots = header.num_blobs > 0 ? (uint8_t *)cursor : NULL;
+    header.body = header.num_blobs > 0 ? cursor + sizeof(cblob_blob **) : cursor;
     return header;
 }
 
 int64_t cb_record_num_blobs(const uint8_t *record)
 {
-    const uint8_t *cursor = record + sizeof(cb_record_header);
-    return (int64_t)cb_varint_read(&cursor);
+    return read_header(record).num_blobs;
 }
 
 const char *cb_record_name(const uint8_t *record)
 {
-    return (const char *)record + record_header(record).name_offset;
+    const record_header header = read_header(record);
+    return (const char *)header.body + header.name_offset;
 }
 
 const char *cb_record_type(const uint8_t *record)
 {
-    return (const char *)record + record_header(record).type_offset;
-}
-
-static uint8_t *slots_at(const uint8_t *record)
-{
-    const uint8_t *cursor = record + sizeof(cb_record_header);
-    return cb_varint_read(&cursor) > 0 ? (uint8_t *)cursor : NULL;
+    const record_header header = read_header(record);
+    return (const char *)header.body + header.type_offset;
 }
 
 cblob_blob **cb_record_slots(const uint8_t *record)
 {
-    const uint8_t *at = slots_at(record);
+    const record_header header = read_header(record);
     cblob_blob **slots = NULL;
-    if (at != NULL)
-        memcpy(&slots, at, sizeof slots);
+    if (header.slots != NULL)
+        memcpy(&slots, header.slots, sizeof slots);
     return slots;
 }
 
 void cb_record_set_slots(uint8_t *record, cblob_blob **slots)
 {
-    memcpy(slots_at(record), &slots, sizeof slots);
+    memcpy(read_header(record).slots, &slots, sizeof slots);
 }
 
 const uint8_t *cb_record_ops(const uint8_t *record)
 {
-    const uint8_t *cursor = record + sizeof(cb_record_header);
-    return cb_varint_read(&cursor) > 0 ? cursor + sizeof(cblob_blob **) : cursor;
+    return read_header(record).body;
+}
+
+cblob_status cb_record_store(cb_arena *arena, const cb_bytes *body, uint64_t name_offset, uint64_t type_offset,
+                             int64_t num_blobs, uint8_t **out)
+{
+    uint8_t header[3 * 10 + sizeof(cblob_blob **)];
+    size_t size = cb_varint_write(header, name_offset);
+    size += cb_varint_write(header + size, type_offset);
+    size += cb_varint_write(header + size, (uint64_t)num_blobs);
+    if (num_blobs > 0) {
+        memset(header + size, 0, sizeof(cblob_blob **)); /* no handles yet */
+        size += sizeof(cblob_blob **);
+    }
+    if (body->size > SIZE_MAX - size)
+        return cb_fail(CBLOB_ERR_OVERFLOW, "a %zu-byte layer does not fit in memory", body->size);
+    uint8_t *record;
+    CB_TRY(cb_arena_reserve(arena, size + body->size, &record));
+    memcpy(record, header, size);
+    memcpy(record + size, body->data, body->size);
+    *out = record;
+    return CBLOB_OK;
 }

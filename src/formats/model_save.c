@@ -186,6 +186,8 @@ static bool values_written(const emitter *e, const cb_op *values)
 /* The BlobProto's size as its record writes it. */
 static uint64_t record_blob_size(const emitter *e, const cb_op *blob)
 {
+    if (blob->blob_flags & CB_BLOB_RAW)
+        return blob->size;
     uint64_t size = 0;
     for (const uint8_t *cursor = blob->inner;;) {
         cb_op op;
@@ -202,6 +204,10 @@ static uint64_t record_blob_size(const emitter *e, const cb_op *blob)
 static cblob_status write_record_blob(emitter *e, const cb_op *blob, const cblob_blob *handle)
 {
     write_frame(e->sink, blob, record_blob_size(e, blob));
+    if (blob->blob_flags & CB_BLOB_RAW) {
+        cb_sink_write(e->sink, blob->bytes, blob->size);
+        return CBLOB_OK;
+    }
     int64_t first[2] = {0, 0};
     for (const uint8_t *cursor = blob->inner;;) {
         cb_op op;
@@ -351,6 +357,8 @@ static void read_stored(const cb_op *blob, bool diff, int64_t start, int64_t cou
 {
     const bool blob_double = blob->blob_flags & CB_BLOB_DOUBLE;
     memset(out, 0, (size_t)count * element_size(blob_double));
+    if (blob->blob_flags & CB_BLOB_RAW)
+        return;
     int64_t at = 0;
     for (const uint8_t *cursor = blob->inner;;) {
         cb_op op;
