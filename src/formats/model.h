@@ -204,6 +204,11 @@ cblob_status cb_model_blob_facts(const cblob_model *model, int64_t layer, int64_
 cblob_status cb_model_blob_read(const cblob_model *model, int64_t layer, int64_t index, cblob_part part, int64_t start,
                                 int64_t count, void *out);
 
+/* A pointer to all of a part's values in the blob's dtype when they lie in one piece (a made
+ * handle's host memory, or a blob's own array), else NULL (read them with cb_model_blob_read). */
+cblob_status cb_model_blob_values(const cblob_model *model, int64_t layer, int64_t index, cblob_part part,
+                                  const void **out);
+
 /* Writes the model as a NetParameter to the sink. */
 cblob_status cb_model_emit(const cblob_model *model, bool write_diff, cb_sink *sink);
 

@@ -397,3 +397,23 @@ cblob_status cb_model_blob_read(const cblob_model *model, int64_t layer, int64_t
     pthread_mutex_unlock(&((cblob_model *)model)->lock);
     return status;
 }
+
+cblob_status cb_model_blob_values(const cblob_model *model, int64_t layer, int64_t index, cblob_part part,
+                                  const void **out)
+{
+    cb_model_blob found;
+    CB_TRY(cb_model_find_blob(model, layer, index, &found));
+    *out = NULL;
+    if (found.handle != NULL) {
+        void *host = NULL;
+        CB_TRY(cb_blob_host(found.handle, part, false, &host));
+        *out = host;
+    } else if (found.op.arrays != NULL) {
+        void *data, *diff;
+        cb_op_arrays(&found.op, &data, &diff);
+        const bool same_dtype = part == CBLOB_PART_DATA || ((found.op.blob_flags & CB_BLOB_DOUBLE) != 0) ==
+                                                               ((found.op.blob_flags & CB_BLOB_DIFF_DOUBLE) != 0);
+        *out = part == CBLOB_PART_DATA ? data : same_dtype ? diff : NULL;
+    }
+    return CBLOB_OK;
+}
