@@ -36,14 +36,27 @@ typedef struct safetensors_output {
     int32_t flags;
 } safetensors_output;
 
+/* "layer_types": each exported layer's type, by the layer part of its keys. */
 static json_t *metadata(const cblob_model *model)
 {
+    uint8_t *repeats = NULL;
+    if (cb_model_repeats(model, &repeats) != CBLOB_OK)
+        return NULL;
     json_t *types = json_object();
     for (int64_t i = 0; types != NULL && i < model->num_layers; ++i) {
         const char *name = cb_record_name(model->layers[i]), *type = cb_record_type(model->layers[i]);
-        if (cb_record_num_blobs(model->layers[i]) > 0 && json_object_get(types, name) == NULL)
-            json_object_set_new(types, name, cb_json_text(type, strlen(type)));
+        if (cb_record_num_blobs(model->layers[i]) == 0)
+            continue;
+        char *key = malloc(strlen(name) + 24);
+        if (key != NULL) {
+            sprintf(key, repeats[i] ? "%s@%" PRId64 : "%s", name, i);
+            json_t *text = cb_json_text(key, strlen(key));
+            json_object_set_new(types, json_string_value(text), cb_json_text(type, strlen(type)));
+            json_decref(text);
+        }
+        free(key);
     }
+    free(repeats);
     char *text = types != NULL ? json_dumps(types, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(types);
     const char *name = model->name != NULL ? model->name : "";
