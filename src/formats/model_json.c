@@ -248,6 +248,81 @@ static ProtobufCMessage *unpack_fields(const ProtobufCMessageDescriptor *descrip
     return protobuf_c_message_unpack(descriptor, NULL, size, size > 0 ? bytes : (const uint8_t *)"");
 }
 
+/* protobuf-c cannot skip groups (an obsolete wire type forks still use for unknown fields):
+ * copies a message's body with its groups left out, and lists them in `groups`. */
+static cblob_status strip_groups(const uint8_t *data, size_t size, cb_bytes *out, json_t *groups)
+{
+    cb_wire wire = cb_wire_begin(data, size, NULL);
+    size_t run = 0;
+    for (;;) {
+        const size_t at = wire.pos;
+        wire.skipped_group = false;
+        cb_wire_field inner;
+        if (cb_wire_next(&wire, &inner) != CBLOB_OK)
+            break;
+        if (wire.skipped_group) { /* groups lie in [at, the next field) */
+            const size_t group_end = inner.number != 0 ? inner.offset : wire.pos;
+            CB_TRY(cb_bytes_append(out, data + run, at - run));
+            const uint8_t *p = data + at;
+            json_array_append_new(groups, json_pack("{s:I,s:i,s:I}", "field", (json_int_t)(cb_varint_read(&p) >> 3),
+                                                    "wire_type", 3, "bytes", (json_int_t)(group_end - at)));
+            run = group_end;
+        }
+        if (inner.number == 0)
+            break;
+    }
+    return cb_bytes_append(out, data + run, size - run);
+}
+
+/* A field with its message's groups left out. */
+static cblob_status without_groups(const uint8_t *data, const cb_wire_field *field, cb_bytes *out, json_t *groups)
+{
+    cb_bytes payload = {0};
+    cblob_status status = strip_groups(data + field->payload, field->length, &payload, groups);
+    const uint8_t *tag = data + field->offset;
+    if (status == CBLOB_OK)
+        status = cb_bytes_append(out, tag, cb_varint_length(tag));
+    if (status == CBLOB_OK)
+        status = cb_bytes_put_varint(out, payload.size);
+    if (status == CBLOB_OK)
+        status = cb_bytes_append(out, payload.data, payload.size);
+    cb_bytes_free(&payload);
+    return status;
+}
+
+/* A parameter field unpacked (with its groups left out when protobuf-c refuses them), or NULL. */
+static ProtobufCMessage *unpack_field(const ProtobufCMessageDescriptor *descriptor, const uint8_t *data,
+                                      const cb_wire_field *field, json_t *groups)
+{
+    const size_t size = field->payload + field->length - field->offset;
+    ProtobufCMessage *message = unpack_fields(descriptor, data + field->offset, size);
+    if (message != NULL || field->type != CB_WIRE_LENGTH)
+        return message;
+    cb_bytes stripped = {0};
+    if (without_groups(data, field, &stripped, groups) == CBLOB_OK && json_array_size(groups) > 0)
+        message = unpack_fields(descriptor, stripped.data, stripped.size);
+    cb_bytes_free(&stripped);
+    return message;
+}
+
+/* Groups left out of a field's message join the unknown fields of the message rendered. */
+static void add_groups(json_t *rendered, json_t *groups)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(rendered, key, value)
+    {
+        if (json_array_size(groups) == 0 || !json_is_object(value))
+            continue;
+        json_t *unknown = json_object_get(value, "unknown_fields");
+        if (unknown == NULL)
+            json_object_set(value, "unknown_fields", groups);
+        else
+            json_array_extend(unknown, groups);
+    }
+    json_decref(groups);
+}
+
 /* Renders what protobuf-c unpacked, leaving out structure fields; a field it cannot unpack is
  * shown as an unknown one. */
 static cblob_status render_params(const cblob_model *model, const cb_bytes *fields, int32_t flags, json_t *params)
@@ -263,17 +338,18 @@ static cblob_status render_params(const cblob_model *model, const cb_bytes *fiel
             break;
         if (is_structure(v1, field.number))
             continue;
-        const uint8_t *start = fields->data + field.offset;
-        const size_t size = field.payload + field.length - field.offset;
+        json_t *groups = json_array();
         ProtobufCMessage *message = protobuf_c_message_descriptor_get_field(descriptor, field.number) != NULL
-                                        ? unpack_fields(descriptor, start, size)
+                                        ? unpack_field(descriptor, fields->data, &field, groups)
                                         : NULL;
         if (message == NULL) {
+            json_decref(groups);
             json_array_append_new(unknown, json_pack("{s:I,s:i,s:I}", "field", (json_int_t)field.number, "wire_type",
                                                      field.type, "bytes", (json_int_t)field.length));
             continue;
         }
         json_t *rendered = render_message(message, (flags & CBLOB_JSON_DEFAULTS) != 0);
+        add_groups(rendered, groups);
         const char *key;
         json_t *value;
         json_object_foreach(rendered, key, value)
@@ -336,18 +412,29 @@ static json_t *text_value(const cb_op *op)
     return cb_json_text((const char *)op->bytes, op->size);
 }
 
-/* A nested NetStateRule or ParamSpec, rendered from its own bytes. */
+/* A nested NetStateRule or ParamSpec, rendered from its own bytes (groups left out and listed). */
 static json_t *nested_value(const cb_op *op, const ProtobufCMessageDescriptor *descriptor)
 {
-    cb_bytes bytes = {0};
-    json_t *value = NULL;
+    cb_bytes bytes = {0}, stripped = {0};
+    json_t *value = NULL, *groups = json_array();
     if (fields_without_blobs(op->inner, &bytes) == CBLOB_OK) {
         ProtobufCMessage *message = unpack_fields(descriptor, bytes.data, bytes.size);
+        if (message == NULL && strip_groups(bytes.data, bytes.size, &stripped, groups) == CBLOB_OK)
+            message = unpack_fields(descriptor, stripped.data, stripped.size);
         value = message != NULL ? render_message(message, false) : NULL;
         if (message != NULL)
             protobuf_c_message_free_unpacked(message, NULL);
     }
+    if (value != NULL && json_array_size(groups) > 0) {
+        json_t *unknown = json_object_get(value, "unknown_fields");
+        if (unknown == NULL)
+            json_object_set(value, "unknown_fields", groups);
+        else
+            json_array_extend(unknown, groups);
+    }
+    json_decref(groups);
     cb_bytes_free(&bytes);
+    cb_bytes_free(&stripped);
     return value != NULL ? value : json_object();
 }
 
