@@ -12,7 +12,19 @@
 #include "status.h"
 
 /* Large enough that write(2) runs at its full speed; writes this large skip the copy. */
-#define CB_SINK_PENDING (1u << 20)
+#define CB_SINK_PENDING (4u << 20)
+
+/* The writer thread: writes one buffer at a time while the sink fills the other. */
+typedef struct cb_sink_writer {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    const uint8_t *job; /* NULL: idle */
+    size_t job_size;
+    uint64_t job_at;
+    int error;          /* errno of a failed write; later jobs are dropped */
+    bool stop;
+} cb_sink_writer;
 
 static void sink_append(ProtobufCBuffer *buffer, size_t length, const uint8_t *data)
 {
@@ -48,26 +60,126 @@ static void fail_errno(cb_sink *sink, int error)
         sink->status = cb_fail(CBLOB_ERR_IO, "%s: cannot write: %s", sink->path, strerror(error));
 }
 
-static void write_at(cb_sink *sink, uint64_t offset, const uint8_t *data, size_t length)
+static int pwrite_all(int fd, const uint8_t *data, size_t length, uint64_t offset)
 {
-    while (length > 0 && sink->status == CBLOB_OK) {
-        const ssize_t n = pwrite(sink->fd, data, length, (off_t)offset);
+    while (length > 0) {
+        const ssize_t n = pwrite(fd, data, length, (off_t)offset);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0) {
-            fail_errno(sink, errno);
-            return;
-        }
+        if (n < 0)
+            return errno;
         data += n;
         offset += (uint64_t)n;
         length -= (size_t)n;
     }
+    return 0;
 }
 
+static void write_at(cb_sink *sink, uint64_t offset, const uint8_t *data, size_t length)
+{
+    const int error = sink->status == CBLOB_OK ? pwrite_all(sink->fd, data, length, offset) : 0;
+    if (error != 0)
+        fail_errno(sink, error);
+}
+
+static void *writer_main(void *argument)
+{
+    cb_sink *sink = argument;
+    cb_sink_writer *w = sink->writer;
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        while (w->job == NULL && !w->stop)
+            pthread_cond_wait(&w->changed, &w->lock);
+        if (w->job == NULL)
+            break;
+        const uint8_t *job = w->job;
+        const size_t size = w->job_size;
+        const uint64_t at = w->job_at;
+        pthread_mutex_unlock(&w->lock);
+        const int error = pwrite_all(sink->fd, job, size, at);
+        pthread_mutex_lock(&w->lock);
+        if (w->error == 0)
+            w->error = error;
+        w->job = NULL;
+        pthread_cond_broadcast(&w->changed);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+/* Waits until the writer is idle, and takes its failure over. */
+static void wait_writer(cb_sink *sink)
+{
+    cb_sink_writer *w = sink->writer;
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&w->lock);
+    while (w->job != NULL)
+        pthread_cond_wait(&w->changed, &w->lock);
+    const int error = w->error;
+    pthread_mutex_unlock(&w->lock);
+    if (error != 0)
+        fail_errno(sink, error);
+}
+
+/* Hands the pending bytes to the writer and fills the other buffer meanwhile (written in place
+ * when there is no writer). */
 static void flush_pending(cb_sink *sink)
 {
-    write_at(sink, sink->pending_at, sink->pending, sink->pending_used);
+    if (sink->pending_used == 0)
+        return;
+    cb_sink_writer *w = sink->writer;
+    if (w == NULL) {
+        write_at(sink, sink->pending_at, sink->pending, sink->pending_used);
+        sink->pending_used = 0;
+        return;
+    }
+    wait_writer(sink);
+    pthread_mutex_lock(&w->lock);
+    w->job = sink->pending;
+    w->job_size = sink->pending_used;
+    w->job_at = sink->pending_at;
+    pthread_cond_broadcast(&w->changed);
+    pthread_mutex_unlock(&w->lock);
+    uint8_t *filled = sink->pending;
+    sink->pending = sink->spare;
+    sink->spare = filled;
     sink->pending_used = 0;
+}
+
+static void start_writer(cb_sink *sink)
+{
+    cb_sink_writer *w = calloc(1, sizeof *w);
+    sink->spare = malloc(CB_SINK_PENDING);
+    if (w == NULL || sink->spare == NULL || pthread_mutex_init(&w->lock, NULL) != 0) {
+        free(w);
+        return; /* written in place, one buffer at a time */
+    }
+    pthread_cond_init(&w->changed, NULL);
+    sink->writer = w;
+    if (pthread_create(&w->thread, NULL, writer_main, sink) != 0) {
+        pthread_cond_destroy(&w->changed);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        sink->writer = NULL;
+    }
+}
+
+static void stop_writer(cb_sink *sink)
+{
+    cb_sink_writer *w = sink->writer;
+    if (w == NULL)
+        return;
+    wait_writer(sink);
+    pthread_mutex_lock(&w->lock);
+    w->stop = true;
+    pthread_cond_broadcast(&w->changed);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+    pthread_cond_destroy(&w->changed);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+    sink->writer = NULL;
 }
 
 static void file_write(cb_sink *sink, const uint8_t *data, size_t size)
@@ -83,6 +195,7 @@ static void file_write(cb_sink *sink, const uint8_t *data, size_t size)
         return;
     }
     flush_pending(sink);
+    wait_writer(sink); /* in order: a large write goes straight from the caller's memory */
     write_at(sink, sink->position, data, size);
 }
 
@@ -133,11 +246,13 @@ cblob_status cb_sink_file_open(cb_sink *sink, const char *path)
         cb_sink_file_abort(sink);
         return cb_fail(CBLOB_ERR_IO, "%s: cannot create: %s", path, strerror(error));
     }
+    start_writer(sink);
     return CBLOB_OK;
 }
 
 static void release_file(cb_sink *sink, bool remove)
 {
+    stop_writer(sink);
     if (sink->fd >= 0)
         close(sink->fd);
     if (remove && sink->temporary != NULL)
@@ -145,9 +260,10 @@ static void release_file(cb_sink *sink, bool remove)
     free(sink->path);
     free(sink->temporary);
     free(sink->pending);
+    free(sink->spare);
     sink->fd = -1;
     sink->path = sink->temporary = NULL;
-    sink->pending = NULL;
+    sink->pending = sink->spare = NULL;
 }
 
 void cb_sink_file_abort(cb_sink *sink)
@@ -158,6 +274,7 @@ void cb_sink_file_abort(cb_sink *sink)
 cblob_status cb_sink_file_commit(cb_sink *sink)
 {
     flush_pending(sink);
+    stop_writer(sink);
     /* Bytes seeked past and never written would read as zeros: the file ends at its size. */
     if (sink->status == CBLOB_OK && ftruncate(sink->fd, (off_t)sink->size) != 0)
         fail_errno(sink, errno);

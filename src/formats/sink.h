@@ -11,6 +11,7 @@
 #ifndef CBLOB_SRC_SINK_H
 #define CBLOB_SRC_SINK_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,12 +31,15 @@ typedef struct cb_sink {
     /* CB_SINK_BUFFER */
     uint8_t *buffer;
     size_t capacity;
-    /* CB_SINK_FILE: writes gather in `pending`, which starts at file offset pending_at */
+    /* CB_SINK_FILE: writes gather in `pending`, which starts at file offset pending_at; a full
+     * buffer goes to the writer thread while the other one fills, so that what the writer
+     * computes (libzip's CRC, say) overlaps with write(2). */
     int fd;
     char *path, *temporary;
-    uint8_t *pending;
+    uint8_t *pending, *spare;
     size_t pending_used;
     uint64_t pending_at;
+    struct cb_sink_writer *writer;
 } cb_sink;
 
 void cb_sink_count(cb_sink *sink);
