@@ -2893,7 +2893,7 @@ func cModelLayerParamSpec(model *C.cblob_model, layer C.int64_t, index C.int64_t
 // under "unknown_fields" as {"field": N, "wire_type": W, "bytes": L}. With CBLOB_JSON_DEFAULTS,
 // fields of the messages present that the file leaves out appear with their defaults. Text
 // convention of cblob_blob_shape_string.
-func cModelLayerParamsJson(model *C.cblob_model, layer C.int64_t, flags C.int32_t, buffer *C.char, bufferSize C.size_t) (C.size_t, error) {
+func cModelLayerParamsJSON(model *C.cblob_model, layer C.int64_t, flags C.int32_t, buffer *C.char, bufferSize C.size_t) (C.size_t, error) {
 	r := C.cbgo_model_layer_params_json(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, flags, buffer, bufferSize)
 	if r.status != C.CBLOB_OK {
 		return r.out_length, newError(r.status, r.message)
@@ -2906,7 +2906,7 @@ func cModelLayerParamsJson(model *C.cblob_model, layer C.int64_t, flags C.int32_
 // (ParamSpec objects), params (cblob_model_layer_params_json) and blobs ({"shape", "count",
 // "dtype", "has_diff"} each). docs/inspect-schema-2.json describes it. Text convention of
 // cblob_blob_shape_string.
-func cModelLayerJson(model *C.cblob_model, layer C.int64_t, flags C.int32_t, buffer *C.char, bufferSize C.size_t) (C.size_t, error) {
+func cModelLayerJSON(model *C.cblob_model, layer C.int64_t, flags C.int32_t, buffer *C.char, bufferSize C.size_t) (C.size_t, error) {
 	r := C.cbgo_model_layer_json(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, flags, buffer, bufferSize)
 	if r.status != C.CBLOB_OK {
 		return r.out_length, newError(r.status, r.message)

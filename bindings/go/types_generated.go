@@ -325,23 +325,23 @@ func (v RuleKind) String() string {
 	return "RuleKind(" + strconv.Itoa(int(v)) + ")"
 }
 
-// JsonFlags (cblob_json_flags):
+// JSONFlags (cblob_json_flags):
 // Bits for the JSON calls' flags.
-type JsonFlags int32
+type JSONFlags int32
 
-// The values of JsonFlags.
+// The values of JSONFlags.
 const (
-	// JsonFlagsDefaults (CBLOB_JSON_DEFAULTS): Parameter fields the file leaves out appear with their defaults.
-	JsonFlagsDefaults JsonFlags = 1
+	// JSONFlagsDefaults (CBLOB_JSON_DEFAULTS): Parameter fields the file leaves out appear with their defaults.
+	JSONFlagsDefaults JSONFlags = 1
 )
 
 // String returns the C enumerator's name ("CBLOB_JSON_DEFAULTS").
-func (v JsonFlags) String() string {
+func (v JSONFlags) String() string {
 	switch v {
-	case JsonFlagsDefaults:
+	case JSONFlagsDefaults:
 		return "CBLOB_JSON_DEFAULTS"
 	}
-	return "JsonFlags(" + strconv.Itoa(int(v)) + ")"
+	return "JSONFlags(" + strconv.Itoa(int(v)) + ")"
 }
 
 // ExportFlags (cblob_export_flags):
