@@ -2655,8 +2655,8 @@ func cModelCreate(context *C.cblob_context, format C.cblob_net_format, name *C.c
 // layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
 // enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
 // V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
-// cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
-// bytes may be freed once the call returns.
+// cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
+// input is checked before the call returns; bytes may be freed once it has.
 func cModelOpen(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.cblob_model, error) {
 	r := C.cbgo_model_open(C.uintptr_t(uintptr(unsafe.Pointer(context))), bytes, size)
 	if r.status != C.CBLOB_OK {
@@ -2666,8 +2666,8 @@ func cModelOpen(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.c
 }
 
 // Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
-// released as soon as its values are decoded, so loading peaks at about the file's size plus
-// its largest blob.
+// released as soon as it is read, so loading peaks at about the file's size (at most 1.6 times
+// it for files of many tiny layers or empty blobs; bench/model_memory.sh).
 func cModelOpenFile(context *C.cblob_context, path *C.char) (*C.cblob_model, error) {
 	r := C.cbgo_model_open_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
 	if r.status != C.CBLOB_OK {
@@ -2749,7 +2749,8 @@ func cModelLayerNumBlobs(model *C.cblob_model, layer C.int64_t) (C.int64_t, erro
 
 // One of a layer's blobs. The handle is a new holder of the model's blob (as after
 // cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
-// changes made through it are what the model saves.
+// changes made through it are what the model saves. The model makes a blob's handle on its
+// first access (safe from several threads), which may fail for memory.
 func cModelLayerBlob(model *C.cblob_model, layer C.int64_t, index C.int64_t) (*C.cblob_blob, error) {
 	r := C.cbgo_model_layer_blob(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, index)
 	if r.status != C.CBLOB_OK {
@@ -2769,8 +2770,13 @@ func cModelAddLayer(model *C.cblob_model, name *C.char, type_ *C.char, blobs **C
 	return nil
 }
 
-// Serializes the model as a NetParameter in its format: the net's name, then per layer its
-// name, its type and its blobs, each as cblob_blob_to_proto writes it.
+// Serializes the model as a NetParameter in its format. A model opened from bytes or a file
+// writes them back: every field in its order, blobs with their current values (with
+// write_diff 0 their diff fields are left out); a blob reshaped since, or whose diff was
+// written where the file has none, is written as cblob_blob_to_proto writes it. Layers
+// added with cblob_model_add_layer (and every layer of a created model) are written as
+// Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
+// cblob_blob_to_proto writes it.
 func cModelToProto(model *C.cblob_model, writeDiff C.int32_t, buffer *C.uint8_t, bufferSize C.size_t) (C.size_t, error) {
 	r := C.cbgo_model_to_proto(C.uintptr_t(uintptr(unsafe.Pointer(model))), writeDiff, buffer, bufferSize)
 	if r.status != C.CBLOB_OK {

@@ -576,10 +576,11 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * so a failed save leaves no partial file (it is not fsync'ed). Serialized bytes use the two-call convention of
  * cblob_blob_shape_string: pass buffer NULL and buffer_size 0 to learn the size.
  *
- * A model handle holds a net's name, format and layers (name, type, blobs). It keeps only what
- * locates blobs: saving it writes a weights-only NetParameter (layer names, types and blobs),
- * which is what Caffe's CopyTrainedLayersFrom reads; layer parameters, bottoms and tops of the
- * file it came from are not kept.
+ * A model handle holds a net's name, format and layers (name, type, blobs). Since 1.1 it keeps
+ * every field of the file it was opened from, in its order, and saving reproduces the file byte
+ * for byte but for blob values that changed (see the next section); a model created from scratch
+ * writes a weights-only NetParameter (layer names, types and blobs, in field-number order), which
+ * is what Caffe's CopyTrainedLayersFrom reads.
  *
  * Threads: distinct models may be used from different threads at once; one model needs external
  * locking except for the pure getters marked so.
@@ -746,8 +747,8 @@ CBLOB_API cblob_status cblob_model_create(cblob_context *context, cblob_net_form
  * layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
  * enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
  * V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
- * cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
- * bytes may be freed once the call returns.
+ * cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
+ * input is checked before the call returns; bytes may be freed once it has.
  *   out_model: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
  *   Since ABI 1.0.
@@ -756,8 +757,8 @@ CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *b
 
 /*
  * Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
- * released as soon as its values are decoded, so loading peaks at about the file's size plus
- * its largest blob.
+ * released as soon as it is read, so loading peaks at about the file's size (at most 1.6 times
+ * it for files of many tiny layers or empty blobs; bench/model_memory.sh).
  *   out_model: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
  *   Since ABI 1.0.
@@ -833,9 +834,10 @@ CBLOB_API cblob_status cblob_model_layer_num_blobs(const cblob_model *model, int
 /*
  * One of a layer's blobs. The handle is a new holder of the model's blob (as after
  * cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
- * changes made through it are what the model saves.
+ * changes made through it are what the model saves. The model makes a blob's handle on its
+ * first access (safe from several threads), which may fail for memory.
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.
  */
@@ -852,8 +854,13 @@ CBLOB_API cblob_status cblob_model_layer_blob(const cblob_model *model, int64_t 
 CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *name, const char *type, cblob_blob *const *blobs, int64_t num_blobs);
 
 /*
- * Serializes the model as a NetParameter in its format: the net's name, then per layer its
- * name, its type and its blobs, each as cblob_blob_to_proto writes it.
+ * Serializes the model as a NetParameter in its format. A model opened from bytes or a file
+ * writes them back: every field in its order, blobs with their current values (with
+ * write_diff 0 their diff fields are left out); a blob reshaped since, or whose diff was
+ * written where the file has none, is written as cblob_blob_to_proto writes it. Layers
+ * added with cblob_model_add_layer (and every layer of a created model) are written as
+ * Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
+ * cblob_blob_to_proto writes it.
  *   buffer: may be NULL
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
  *   Since ABI 1.0.

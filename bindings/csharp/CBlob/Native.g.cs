@@ -832,8 +832,8 @@ namespace CBlob
         /// layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
         /// enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
         /// V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
-        /// cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
-        /// bytes may be freed once the call returns.
+        /// cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
+        /// input is checked before the call returns; bytes may be freed once it has.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -841,8 +841,8 @@ namespace CBlob
 
         /// <summary>
         /// Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
-        /// released as soon as its values are decoded, so loading peaks at about the file's size plus
-        /// its largest blob.
+        /// released as soon as it is read, so loading peaks at about the file's size (at most 1.6 times
+        /// it for files of many tiny layers or empty blobs; bench/model_memory.sh).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -910,9 +910,10 @@ namespace CBlob
         /// <summary>
         /// One of a layer's blobs. The handle is a new holder of the model's blob (as after
         /// cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
-        /// changes made through it are what the model saves.
+        /// changes made through it are what the model saves. The model makes a blob's handle on its
+        /// first access (safe from several threads), which may fail for memory.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_layer_blob(IntPtr model, long layer, long index, out BlobHandle out_blob);
 
@@ -926,8 +927,13 @@ namespace CBlob
         internal static extern Status cblob_model_add_layer(IntPtr model, byte[] name, byte[] type, [In] IntPtr[] blobs, long num_blobs);
 
         /// <summary>
-        /// Serializes the model as a NetParameter in its format: the net's name, then per layer its
-        /// name, its type and its blobs, each as cblob_blob_to_proto writes it.
+        /// Serializes the model as a NetParameter in its format. A model opened from bytes or a file
+        /// writes them back: every field in its order, blobs with their current values (with
+        /// write_diff 0 their diff fields are left out); a blob reshaped since, or whose diff was
+        /// written where the file has none, is written as cblob_blob_to_proto writes it. Layers
+        /// added with cblob_model_add_layer (and every layer of a created model) are written as
+        /// Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
+        /// cblob_blob_to_proto writes it.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
