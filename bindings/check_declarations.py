@@ -6,7 +6,8 @@ the library does not export.
 
 The raw layers are generated, so this holds by construction; the check proves it by reading the
 files themselves (not the generator's model): the Rust extern block (cblob-sys), the C# DllImport
-declarations, and the C calls of the Go raw layer.
+declarations, the C calls of the Go raw layer, and the ctypes table of the Python raw layer
+(FUNCTIONS: name, restype, argtypes).
 
 usage: check_declarations.py LIBRARY SOURCE_DIR
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 RUST = "bindings/rust/cblob-sys/src/lib.rs"
 CSHARP = "bindings/csharp/CBlob/Native.g.cs"
 GO = "bindings/go/raw_generated.go"
+PYTHON = "bindings/python/src/cblob/_raw.py"
 HEADER = "include/cblob/cblob.h"
 
 
@@ -81,11 +83,26 @@ def go_functions(path):
     text = re.sub(r"//.*", "", path.read_text())
     found = {}
     for m in re.finditer(r"(?<![\w.])(?:C\.)?(cblob_\w+)\s*\(", text):
-        start, depth, i = m.end(), 1, m.end()
-        while depth:
-            depth += {"(": 1, ")": -1}.get(text[i], 0)
-            i += 1
-        found[m.group(1)] = count_params(text[start:i - 1])
+        found[m.group(1)] = count_params(balanced(text, m.end()))
+    return found
+
+
+def balanced(text, start):
+    """The text inside the parentheses that open just before start (nesting included)."""
+    depth, i = 1, start
+    while depth:
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        i += 1
+    return text[start:i - 1]
+
+
+def python_functions(path):
+    """Rows ("cblob_x", restype, (argtypes...)) of FUNCTIONS; comments dropped first."""
+    text = re.sub(r"#.*", "", path.read_text())
+    found = {}
+    for m in re.finditer(r'\(\s*"(cblob_\w+)"\s*,\s*[\w.()]+?\s*,\s*\(', text):
+        # A one-element tuple ends with a comma: (c_int32,).
+        found[m.group(1)] = count_params(balanced(text, m.end()).strip().rstrip(","))
     return found
 
 
@@ -95,7 +112,8 @@ def main():
     header = header_functions(source / HEADER)
     layers = {"Rust (" + RUST + ")": rust_functions(source / RUST),
               "C# (" + CSHARP + ")": csharp_functions(source / CSHARP),
-              "Go (" + GO + ")": go_functions(source / GO)}
+              "Go (" + GO + ")": go_functions(source / GO),
+              "Python (" + PYTHON + ")": python_functions(source / PYTHON)}
     problems = []
     if not symbols:
         problems.append(f"{library} exports no cblob_ function")

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Sourced by the binding test drivers (bindings/*/test.sh), which CTest runs with:
 #   CBLOB_LIBRARY_FILE           the libcblob.so.1.x.y of this build
+#   CBLOB_VERSION                the project's version (x.y.z)
 #   CBLOB_INCLUDE_DIR            the public headers of this source tree
 #   CBLOB_BUILD_INCLUDE_DIR      the headers this build stages (DLPack's as cblob/dlpack.h)
 #   CBLOB_C_COMPILER             the C compiler of this build
 #   CBLOB_OUT_DIR                where build outputs go (inside the CMake build tree)
+#   CBLOB_PKG_CONFIG_DIR         the folder of this build's cblob-uninstalled.pc (pkg-config)
 #   CBLOB_CAFFE_DATA_DIR         the real Caffe files (the tests skip their part when it is absent)
 #   CBLOB_FAKE_GPU_ENVIRONMENT   VAR=value words that load the test doubles of the CUDA libraries
 set -euo pipefail

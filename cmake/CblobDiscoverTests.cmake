@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Run after a test executable is built: asks it for its test names (--list) and writes the CTest
 # file that registers each as <SUITE>.<name>. Names come from the binary, so tests made by macros
-# are found too.
+# are found too. With TWIN_SUITE and TWIN_LAUNCHER, each is registered a second time as
+# <TWIN_SUITE>.<name>, run through the launcher (as another user, say).
 execute_process(COMMAND ${EXE} --list OUTPUT_VARIABLE names RESULT_VARIABLE result)
 if(NOT result EQUAL 0)
   message(FATAL_ERROR "${EXE} --list failed")
@@ -11,15 +12,27 @@ string(REPLACE "\n" ";" names "${names}")
 string(REPLACE "," ";" LABELS "${LABELS}")
 string(REPLACE "|" ";" ENVIRONMENT "${ENVIRONMENT}")
 set(text "")
+function(register suite name)
+  set(command "[=[${EXE}]=] [=[${name}]=]")
+  if(ARGN) # a launcher
+    set(command "[=[${ARGN}]=] ${command}")
+  endif()
+  set(line "add_test([=[${suite}.${name}]=] ${command})\n")
+  string(APPEND line "set_tests_properties([=[${suite}.${name}]=] PROPERTIES SKIP_RETURN_CODE 77 LABELS [=[${LABELS}]=]")
+  if(NOT ENVIRONMENT STREQUAL "")
+    string(APPEND line " ENVIRONMENT [=[${ENVIRONMENT}]=]")
+  endif()
+  string(APPEND line ")\n")
+  set(text "${text}${line}" PARENT_SCOPE)
+endfunction()
+
 foreach(name IN LISTS names)
   if(name STREQUAL "")
     continue()
   endif()
-  string(APPEND text "add_test([=[${SUITE}.${name}]=] [=[${EXE}]=] [=[${name}]=])\n")
-  string(APPEND text "set_tests_properties([=[${SUITE}.${name}]=] PROPERTIES SKIP_RETURN_CODE 77 LABELS [=[${LABELS}]=]")
-  if(NOT ENVIRONMENT STREQUAL "")
-    string(APPEND text " ENVIRONMENT [=[${ENVIRONMENT}]=]")
+  register(${SUITE} ${name})
+  if(DEFINED TWIN_SUITE)
+    register(${TWIN_SUITE} ${name} ${TWIN_LAUNCHER})
   endif()
-  string(APPEND text ")\n")
 endforeach()
 file(WRITE ${OUT} "${text}")

@@ -35,6 +35,20 @@ else()
 endif()
 configure_file(${CMAKE_SOURCE_DIR}/cmake/cblob.pc.in ${CMAKE_BINARY_DIR}/cblob.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/cblob.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)
+# The build tree as a pkg-config package: pkg-config prefers <name>-uninstalled.pc where it finds
+# one, so PKG_CONFIG_PATH=<build>/pkgconfig-uninstalled makes `pkg-config cblob` (and what asks it:
+# Go's `#cgo pkg-config: cblob`, cblob-sys's build script) use this build's header and library.
+file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/pkgconfig-uninstalled/cblob-uninstalled.pc CONTENT
+"# cblob in its build tree (not installed): written by cmake/CblobInstall.cmake
+libdir=$<TARGET_FILE_DIR:cblob>
+includedir=${CMAKE_SOURCE_DIR}/include
+
+Name: cblob
+Description: ${PROJECT_DESCRIPTION} (build tree)
+Version: ${PROJECT_VERSION}
+Libs: -L\${libdir} -lcblob
+Cflags: -I\${includedir} -I${CBLOB_BUILD_INCLUDE_DIR}
+")
 
 # CMake package config. SameMajorVersion: any 1.x satisfies find_package(cblob 1.y) for y <= x,
 # as the ABI promises.
@@ -49,43 +63,99 @@ install(FILES ${CMAKE_BINARY_DIR}/cblobConfig.cmake ${CMAKE_BINARY_DIR}/cblobCon
 set(CPACK_PACKAGE_NAME cblob)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
-set(CPACK_PACKAGE_CONTACT "cblob maintainers <cblob-maintainers@example.invalid>")
+# Whoever publishes the packages names themselves here (-DCBLOB_PACKAGE_MAINTAINER=...). The
+# default is an address that can never reach anyone (.invalid, RFC 2606), which lintian accepts.
+set(CBLOB_PACKAGE_MAINTAINER "cblob maintainers <cblob-maintainers@example.invalid>" CACHE STRING
+  "The Maintainer field of the Debian packages: \"Name <address>\"")
+set(CPACK_PACKAGE_CONTACT "${CBLOB_PACKAGE_MAINTAINER}")
 set(CPACK_GENERATOR TGZ DEB)
 set(CPACK_COMPONENTS_ALL runtime development tools)
 set(CPACK_ARCHIVE_COMPONENT_INSTALL OFF) # one .tar.gz with everything
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGING_INSTALL_PREFIX /usr)
-# Dependencies of the library and the program from dpkg-shlibdeps (libc6, libblis4-...,
-# libprotobuf-c1); the packages of cblob itself are named exactly, at this version.
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# The program needs libcblob.so.1, which no installed package has: dpkg-shlibdeps finds it in the
-# build tree and skips it (cblob-tools names libcblob1 itself).
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_BINARY_DIR}/src)
+# The packaged library and program are stripped; the build tree keeps its debug info (-g), which
+# the ABI check (abidw, abidiff) reads.
+set(CPACK_STRIP_FILES ON)
 set(cblob_runtime_package "libcblob${PROJECT_VERSION_MAJOR}")
+set(cblob_debian_dir ${CMAKE_SOURCE_DIR}/cmake/debian)
 
+# Every package carries /usr/share/doc/<package>/copyright (DEP-5: cblob under BSD-2-Clause,
+# DLPack's header under Apache-2.0) and the changelog; the program's package its manual page.
+# Both compressed as Debian wants them (gzip -9n: no name or time stamp in the bytes), at
+# configure time so that installing never waits on a build target.
+function(cblob_gzip source output)
+  execute_process(COMMAND gzip -9nc ${source} OUTPUT_FILE ${output} RESULT_VARIABLE status)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "gzip ${source} failed")
+  endif()
+  set_property(DIRECTORY ${CMAKE_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${source})
+endfunction()
+file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/debian)
+cblob_gzip(${cblob_debian_dir}/changelog ${CMAKE_BINARY_DIR}/debian/changelog.gz)
+cblob_gzip(${CMAKE_SOURCE_DIR}/tools/cblob.1 ${CMAKE_BINARY_DIR}/debian/cblob.1.gz)
+install(FILES ${CMAKE_BINARY_DIR}/debian/cblob.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT tools)
+
+# One component: the Debian package's name, section, description (lines of at most 80
+# characters, as Debian's control files want) and its documentation folder.
+function(cblob_package component package section description)
+  string(TOUPPER ${component} upper)
+  set(CPACK_DEBIAN_${upper}_PACKAGE_NAME ${package} PARENT_SCOPE)
+  set(CPACK_DEBIAN_${upper}_PACKAGE_SECTION ${section} PARENT_SCOPE)
+  set(CPACK_COMPONENT_${upper}_DESCRIPTION "${description}" PARENT_SCOPE)
+  install(FILES ${cblob_debian_dir}/copyright ${CMAKE_BINARY_DIR}/debian/changelog.gz
+    DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${package} COMPONENT ${component})
+endfunction()
+
+cblob_package(runtime ${cblob_runtime_package} libs
+"cblob gives N-d arrays of data and diff, synced lazily between host and GPU,
+with Caffe's protobuf formats, NeoML's blob operations and DLPack exchange,
+behind a versioned C ABI for Rust, Go, C# and any C FFI.
+.
+This package holds the shared library. CUDA is loaded at run time when present.")
+cblob_package(development libcblob-dev libdevel
+"The development files of cblob: the header cblob/cblob.h, DLPack's header as
+cblob/dlpack.h, the libcblob.so link, the pkg-config file cblob.pc and the
+CMake package config (find_package(cblob CONFIG) gives cblob::cblob).")
+cblob_package(tools cblob-tools science
+"The cblob program: inspect and convert Caffe's .caffemodel and .binaryproto
+files, and report what the library finds on the machine (BLAS, CPU, GPU).")
 set(CPACK_COMPONENT_RUNTIME_DISPLAY_NAME "cblob library")
-set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
-  "The shared library. cblob gives N-d arrays of data and diff synced lazily between host and GPU, Caffe's protobuf formats, NeoML's blob operations and DLPack exchange, behind a versioned C ABI for Rust, Go, C# and any C FFI. CUDA is loaded at run time when present.")
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${cblob_runtime_package})
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
-# DEBIAN/shlibs (packages linking libcblob.so.1 then depend on libcblob1 (>= this version)); the
-# library's package also gets ldconfig calls in postinst and postrm.
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
-
 set(CPACK_COMPONENT_DEVELOPMENT_DISPLAY_NAME "cblob development files")
-set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION
-  "The development files: the header cblob/cblob.h, DLPack's header as cblob/dlpack.h, the libcblob.so link, the pkg-config file cblob.pc and the CMake package config (find_package(cblob CONFIG) gives cblob::cblob).")
-set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_NAME libcblob-dev)
-set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
+set(CPACK_COMPONENT_TOOLS_DISPLAY_NAME "cblob program")
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS "${cblob_runtime_package} (= ${PROJECT_VERSION})")
 
-set(CPACK_COMPONENT_TOOLS_DISPLAY_NAME "cblob program")
-set(CPACK_COMPONENT_TOOLS_DESCRIPTION
-  "The cblob program: inspect and convert Caffe's .caffemodel and .binaryproto files, and report what the library finds on the machine (BLAS, CPU, GPU).")
-set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME cblob-tools)
-set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION science)
+# The program's dependencies come from dpkg-shlibdeps (libc6, and libcblob1 named exactly, at
+# this version). The program needs libcblob.so.1, which no installed package has: dpkg-shlibdeps
+# finds it in the build tree and skips it.
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_BINARY_DIR}/src)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "${cblob_runtime_package} (= ${PROJECT_VERSION})")
 
+# The library's package: CPack's own analysis of a package holding a shared library also writes
+# postinst and postrm scripts calling ldconfig, which Debian replaced by the ldconfig trigger; so
+# CPack does not analyse this package. Its control files are ours instead: the trigger, and
+# DEBIAN/shlibs (packages linking libcblob.so.1 then depend on libcblob1 (>= this version));
+# its Depends come from dpkg-shlibdeps run on the built library (cmake/CblobCPackProject.cmake).
+file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/debian/shlibs
+  CONTENT "libcblob ${PROJECT_VERSION_MAJOR} ${cblob_runtime_package} (>= ${PROJECT_VERSION})\n")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/debian/shlibs ${cblob_debian_dir}/triggers)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/debian/cpack_paths.cmake
+  CONTENT "set(CBLOB_LIBRARY_FILE \"$<TARGET_FILE:cblob>\")\nset(CBLOB_SHLIBDEPS_DIR \"${CMAKE_BINARY_DIR}/debian/shlibdeps\")\n")
+set(CPACK_CBLOB_PATHS_FILE ${CMAKE_BINARY_DIR}/debian/cpack_paths.cmake)
+set(CPACK_PROJECT_CONFIG_FILE ${CMAKE_SOURCE_DIR}/cmake/CblobCPackProject.cmake)
+
 include(CPack)
+
+# The C# binding's NuGet package (bindings/csharp/pack.sh), where Mono's mcs and nuget are:
+# `cmake --build <build> --target nupkg` writes <build>/nuget/CBlob.<version>.nupkg.
+find_program(CBLOB_MCS mcs)
+find_program(CBLOB_NUGET nuget)
+if(CBLOB_MCS AND CBLOB_NUGET AND NOT CBLOB_SANITIZE)
+  add_custom_target(nupkg
+    COMMAND ${CMAKE_SOURCE_DIR}/bindings/csharp/pack.sh ${PROJECT_VERSION} $<TARGET_FILE:cblob> ${CMAKE_BINARY_DIR}/nuget
+    COMMENT "NuGet package of the C# binding"
+    VERBATIM)
+  add_dependencies(nupkg cblob)
+endif()

@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The bindings' type map: how each C type of the API description is declared in the Rust
-(cblob-sys), C# (P/Invoke) and Go (cgo) raw layers, and how enum, constant and handle names read
-in each language.
+(cblob-sys), C# (P/Invoke), Go (cgo) and Python (ctypes) raw layers, and how enum, constant and
+handle names read in each language.
 
 generate.py calls annotate(model) after it has checked and enriched the description. Every
-function then carries `rust`, `cs` and `go` fields with its declaration pieces, and model["ffi"]
-holds the enums, handles, callbacks, structs, constants and element types with their names in
-each language. Templates only print these; every decision lives here, so a new function in
-codegen/api/ is declared in all three bindings without hand work, and a type this module cannot
+function then carries `rust`, `cs`, `go` and `py` fields with its declaration pieces, and
+model["ffi"] holds the enums, handles, callbacks, structs, constants and element types with their
+names in each language. Templates only print these; every decision lives here, so a new function
+in codegen/api/ is declared in all four bindings without hand work, and a type this module cannot
 map stops the generator with a message instead of producing a wrong declaration.
 """
 import re
@@ -130,11 +130,13 @@ class TypeMap:
         return self.camel(re.sub(r"^cblob_", "", c_name), lang)
 
     def value_name(self, enum, value_name, lang):
+        """The value's name in a language: CamelCase, or the C name less its prefix in Python
+        (Status.SHAPE for CBLOB_ERR_SHAPE), where enum members are written in capitals."""
         strips = self.enum_strip.get(enum["name"]) or [self.common_prefix(enum)]
         for prefix in strips:
             rest = value_name[len(prefix):]
             if value_name.startswith(prefix) and re.fullmatch(r"[A-Za-z]\w*", rest):
-                return self.camel(rest, lang)
+                return rest.upper() if lang == "py" else self.camel(rest, lang)
         raise FfiError(f"enum {enum['name']}: cannot name {value_name} (prefixes {strips}); "
                        "set enum_strip in codegen/ffi_types.yaml")
 
@@ -233,6 +235,44 @@ class TypeMap:
     def cs_ident(name):
         return f"@{name}" if name in CS_KEYWORDS else name
 
+    # ---- Python (ctypes) -----------------------------------------------------------------
+
+    def py_scalar(self, base):
+        kind = self.kind(base)
+        if kind == "scalar":
+            return self.scalars[base]["py"]
+        if kind == "enum":
+            return "c_int32"  # enums are int32_t; the safe layer turns them into IntEnums
+        if kind in ("callback", "struct"):
+            return base  # the CFUNCTYPE or Structure the raw layer defines under the C name
+        raise FfiError(f"{base!r} cannot be passed by value to ctypes")
+
+    def py_type(self, c_text):
+        """The ctypes type of a parameter or result. Handles, foreign structs and untyped memory
+        are c_void_p (the safe layer keeps handles as c_void_p, which ctypes passes without a
+        conversion); `const char *` is c_char_p (bytes in, and a result ctypes copies into
+        bytes); other pointers are POINTER(T), arrays of pointers POINTER(c_void_p)."""
+        t = CType(c_text)
+        kind = self.kind(t.base)
+        if t.depth == 0:
+            return "None" if t.base == "void" else self.py_scalar(t.base)
+        if t.depth == 1:
+            if kind in ("opaque", "foreign") or t.base == "void":
+                return "c_void_p"
+            if t.base in ("char", "uint8_t") and t.base_const:
+                return "c_char_p"  # text, or bytes the library reads
+            if t.base in ("char", "uint8_t"):
+                return "POINTER(c_char)"  # a buffer the library writes (create_string_buffer)
+            if kind == "callback":
+                raise FfiError(f"pointer to {t.base!r} has no ctypes mapping")
+            return f"POINTER({self.py_scalar(t.base)})"
+        if t.depth == 2:
+            if t.base == "char":
+                return "POINTER(c_char_p)"
+            if kind in ("opaque", "foreign") or t.base == "void":
+                return "POINTER(c_void_p)"
+        raise FfiError(f"C type {c_text!r} has no ctypes mapping: extend ffi.py's py_type")
+
     # ---- Go (cgo) ------------------------------------------------------------------------
 
     def go_type(self, c_text):
@@ -275,6 +315,11 @@ def annotate_function(tm, fn):
     fn["cs"] = {
         "params": ", ".join(tm.cs_param(p) for p in params),
         "ret": tm.cs_return(fn["returns"]),
+    }
+    fn["py"] = {
+        "restype": tm.py_type(fn["returns"]),
+        "argtypes": [tm.py_type(p["type"]) for p in params],
+        "names": [p["name"] for p in params],
     }
     fn["doc_lines"] = doc_lines(fn["doc"])
 
@@ -332,15 +377,15 @@ def annotate(model):
         enums.append({
             "c": e["name"],
             "doc": e["doc"],
-            "names": {lang: tm.type_name(e["name"], lang) for lang in ("rust", "cs", "go")},
+            "names": {lang: tm.type_name(e["name"], lang) for lang in ("rust", "cs", "go", "py")},
             "values": [{
                 "c": v["name"], "value": v["value"], "doc": v["doc"],
-                "names": {lang: tm.value_name(e, v["name"], lang) for lang in ("rust", "cs", "go")},
+                "names": {lang: tm.value_name(e, v["name"], lang) for lang in ("rust", "cs", "go", "py")},
             } for v in e["values"]],
         })
     constants = [{
         "c": c["name"], "value": c["value"], "doc": c["doc"],
-        "names": {"rust": re.sub(r"^CBLOB_", "", c["name"]),
+        "names": {"rust": re.sub(r"^CBLOB_", "", c["name"]), "py": re.sub(r"^CBLOB_", "", c["name"]),
                   "cs": tm.camel(re.sub(r"^CBLOB_", "", c["name"]), "cs"),
                   "go": tm.camel(re.sub(r"^CBLOB_", "", c["name"]), "go")},
     } for c in model["constants"]]
@@ -356,12 +401,15 @@ def annotate(model):
         "cs_params": ", ".join(tm.cs_param(dict(p, dir="in", ownership="borrowed", length=None))
                                for p in cb["params"]),
         "cs_ret": tm.cs_return(cb["returns"]),
+        "py_restype": tm.py_type(cb["returns"]),
+        "py_argtypes": [tm.py_type(p["type"]) for p in cb["params"]],
     } for cb in tm.callbacks.values()]
     structs = [{
         "c": s["name"], "doc": s["doc"], "cs_name": tm.type_name(s["name"], "cs"),
         "fields": [{"name": f["name"], "doc": f.get("doc", ""),
                     "rust": tm.rust_type(f["type"]),
-                    "cs": tm.cs_value(CType(f["type"]).base) if CType(f["type"]).depth == 0 else "IntPtr"}
+                    "cs": tm.cs_value(CType(f["type"]).base) if CType(f["type"]).depth == 0 else "IntPtr",
+                    "py": tm.py_type(f["type"])}
                    for f in s["fields"]],
     } for s in model["structs"]]
     status_enum = next(e for e in enums if e["c"] == "cblob_status")

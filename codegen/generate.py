@@ -65,6 +65,10 @@ CHECK_KINDS = {
     "read_count", "read_bytes", "safetensors_bytes", "npz_bytes", "safetensors_path", "npz_path",
 }
 
+# How a conversion family from a float type to an integer type drops the fraction (ops.yaml
+# `rounding`): the C function its CPU kernel and its CUDA twin call.
+ROUNDINGS = {"nearest_even": "rint", "toward_zero": "trunc"}
+
 # Threads per block of every generated CUDA kernel: the launcher (templates/cuda/launch.c.j2) and
 # the kernels' __launch_bounds__ read this one number.
 CUDA_BLOCK_THREADS = 256
@@ -241,6 +245,10 @@ def enrich(model):
         op.setdefault("stream", False)
         op.setdefault("extents", {})
         op.setdefault("n", None)
+        op.setdefault("rounding", "nearest_even")
+        if op["rounding"] not in ROUNDINGS:
+            raise DescriptionError(f"kernel {op['name']}: rounding {op['rounding']} is none of {sorted(ROUNDINGS)}")
+        op["round_fn"] = ROUNDINGS[op["rounding"]]
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
         op["cuda_params"] = [cuda_param(op, p) for p in op["params"]]
     for op in model["blob_math"]["ops"]:

@@ -6,7 +6,8 @@ must succeed, so each bad call below differs from a good one in exactly one argu
 call per bad argument: each non-nullable pointer as NULL, and each value the parameter's `check`
 kind says is out of bounds. templates/tests/bad_input_sweep.c.j2 renders them as C, and the test
 asserts the documented status, a non-empty message, untouched out-parameters and fixtures whose
-shape, data and diff are byte-for-byte unchanged.
+shape, data and diff are byte-for-byte unchanged. Where a check kind has other spellings of the
+valid value (a negative axis), one more call per spelling must do what the valid call does.
 
 Argument expressions refer to the fixture in the template: fx.ctx, fx.a (float32, 2x3x4x5, data
 and diff written), fx.b (the same shape), fx.other_dtype (float64, same shape), fx.other_count
@@ -134,8 +135,9 @@ BAD_BY_CHECK = {
     "axis": [("4", "CBLOB_ERR_OUT_OF_RANGE", "axis 4 of 4"), ("-5", "CBLOB_ERR_OUT_OF_RANGE", "axis -5 of 4"),
              ("INT32_MAX", "CBLOB_ERR_OUT_OF_RANGE", "axis INT32_MAX"),
              ("INT32_MIN", "CBLOB_ERR_OUT_OF_RANGE", "axis INT32_MIN")],
-    "axis_bound": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "axis bound -1"),
-                   ("5", "CBLOB_ERR_OUT_OF_RANGE", "axis bound 5 of 4")],
+    "axis_bound": [("-5", "CBLOB_ERR_OUT_OF_RANGE", "axis bound -5 of 4"),
+                   ("5", "CBLOB_ERR_OUT_OF_RANGE", "axis bound 5 of 4"),
+                   ("INT32_MIN", "CBLOB_ERR_OUT_OF_RANGE", "axis bound INT32_MIN")],
     "legacy_index": [("4", "CBLOB_ERR_OUT_OF_RANGE", "legacy index 4"),
                      ("-5", "CBLOB_ERR_OUT_OF_RANGE", "legacy index -5"),
                      ("INT32_MIN", "CBLOB_ERR_OUT_OF_RANGE", "legacy index INT32_MIN")],
@@ -155,10 +157,11 @@ BAD_BY_CHECK = {
     # NeoML operations. fx.neo has 7 axes and 2 objects; fx.window views 1 of fx.a's 2 rows.
     "tensor_rank": [("8", "CBLOB_ERR_SHAPE", "8 dims"), ("-1", "CBLOB_ERR_SHAPE", "-1 dims")],
     "neoml_blob": [("fx.a", "CBLOB_ERR_SHAPE", "a 4-axis blob")],
-    "named_dim": [("7", "CBLOB_ERR_INVALID_ARGUMENT", "dim 7"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "dim -1")],
+    "named_dim": [("7", "CBLOB_ERR_INVALID_ARGUMENT", "dim 7"), ("-8", "CBLOB_ERR_INVALID_ARGUMENT", "dim -8"),
+                  ("INT32_MIN", "CBLOB_ERR_INVALID_ARGUMENT", "dim INT32_MIN")],
     "compare_axes_count": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "-1 axes")],
     "compare_axes": [("past_end_axes", "CBLOB_ERR_OUT_OF_RANGE", "axis 4 of 4"),
-                     ("negative_axes", "CBLOB_ERR_OUT_OF_RANGE", "axis -1")],
+                     ("before_start_axes", "CBLOB_ERR_OUT_OF_RANGE", "axis -5 of 4")],
     "same_count_dims": [("valid_dims", "CBLOB_ERR_SHAPE", "dimensions of another count"),
                         ("negative_dims", "CBLOB_ERR_SHAPE", "a negative dimension"),
                         ("overflowing_dims", "CBLOB_ERR_OVERFLOW", "dimensions whose product overflows int64")],
@@ -235,6 +238,17 @@ BAD_BY_CHECK = {
                  ("files.garbage", "CBLOB_ERR_PARSE", "a file of garbage")],
 }
 
+# Values that name what the valid value names in another way: the axis rule (README, "Axes")
+# counts a negative axis or named dimension from the end. Each must succeed and do exactly what
+# the valid call does: the same out-parameters, the same fixtures afterwards. Fixture fx.a has 4
+# axes and the valid axis is 1; fx.neo has 7 and the valid named dim is CHANNELS (6).
+EQUIVALENT_BY_CHECK = {
+    "axis": [("-3", "axis -3, axis 1 of 4 counted from the end")],
+    "axis_bound": [("-2", "axis bound -2, bound 2 of 4 counted from the end")],
+    "named_dim": [("-1", "dim -1, CBLOB_DIM_CHANNELS counted from the end")],
+    "compare_axes": [("negative_compare_axes", "axes -4 and -1, axes 0 and 3 of 4 counted from the end")],
+}
+
 # DLPack tensors with one thing wrong (sweep_versioned / sweep_legacy in the template), for both
 # structs; the versioned one can also have a version and flags cblob refuses.
 DLPACK_FAULTS = [
@@ -289,6 +303,16 @@ def out_declaration(p):
                 f"buffer_untouched((const char *){name}, sizeof {name})")
     sentinel = f"({pointee}){SENTINEL_INT}"
     return (f"{pointee} {name} = {sentinel};", f"&{name}", f"{name} == {sentinel}")
+
+
+def record_outcome(fn, p):
+    """A C expression that records an out-parameter's value into `outcome` (equivalent calls)."""
+    name = f"out_{p['name']}"
+    if p["depth"] == 1 and not p["length"] and p["base"] not in ("char", "uint8_t", "void"):
+        return f"record_value(outcome, &{name}, sizeof {name})"
+    if p["depth"] == 2 and p["base"] == "cblob_blob" and not p["length"]:
+        return f"record_blob(outcome, {name})"
+    raise SweepError(f"{fn['name']}({p['name']}): the sweep cannot compare this out-parameter of equivalent calls")
 
 
 def valid_argument(fn, p, blob_slot):
@@ -346,6 +370,12 @@ def build(model):
                 add_case(i, "NULL", "CBLOB_ERR_INVALID_ARGUMENT", f"{p['name']} = NULL")
             for expression, status, what in BAD_BY_CHECK.get(p["check"], []):
                 add_case(i, expression, status, f"{p['name']}: {what}")
+        equivalents = []
+        for i, p in enumerate(fn["params"]):
+            for expression, what in EQUIVALENT_BY_CHECK.get(p["check"], []):
+                arguments = list(valid)
+                arguments[i] = expression
+                equivalents.append({"arguments": arguments, "what": f"{p['name']}: {what}"})
         if fn["dtype_math"]:
             first_blob = next(i for i, p in enumerate(fn["params"]) if p["is_handle"] and p["base"] == "cblob_blob")
             for blob in ("fx.i32", "fx.u32"):
@@ -356,6 +386,8 @@ def build(model):
             "valid": valid,
             "outs": outs,
             "cases": cases,
+            "equivalents": equivalents,
+            "records": [record_outcome(fn, p) for p in fn["params"] if p["dir"] == "out"] if equivalents else [],
             "after_ok": fn.get("sweep_after_ok", ""),
         })
     model["sweep"] = sweep

@@ -5,25 +5,37 @@
 # Run as root (CI and the README's commands do).
 set -euo pipefail
 
-packages=(
+# What the main job (scripts/main.sh) needs: configure, build the library and the cblob program.
+main_packages=(
   # build
-  cmake ninja-build gcc g++ clang libclang-rt-14-dev pkg-config
+  cmake ninja-build gcc pkg-config
   # code generator
   python3 python3-jinja2 python3-yaml
   # CPU math: BLIS, pthread variant (the OpenMP default would drag in libgomp's thread pool)
   libblis-dev libblis-pthread-dev
-  # Caffe formats, and an independent protobuf implementation to cross-check against
-  libprotobuf-c-dev protobuf-c-compiler protobuf-compiler python3-protobuf
+  # Caffe formats
+  libprotobuf-c-dev protobuf-c-compiler
   # JSON (layer parameters, safetensors headers) and zip (npz) for model exports
   libjansson-dev libzip-dev
-  # tests and tools
-  python3-numpy abigail-tools binutils file dpkg-dev
-  # JSON Schema validation of `cblob inspect --json` and the library's layer JSON; venvs for
-  # PyPI-only checkers (safetensors)
-  python3-jsonschema python3-venv
-  # bindings
-  golang-go mono-mcs mono-complete nunit-console
 )
+# What the tests, benchmarks, packaging and bindings add (scripts/test.sh).
+test_packages=(
+  # the sanitizer preset (clang), the C++ consumer of cblob.h
+  g++ clang libclang-rt-14-dev
+  # an independent protobuf implementation to cross-check against
+  protobuf-compiler python3-protobuf
+  # tests and tools; JSON Schema validation of the layer JSON (`cblob inspect --json` schema 2)
+  python3-numpy python3-jsonschema abigail-tools binutils file dpkg-dev
+  # packaging: lintian checks the .deb files; nuget packs the C# binding's .nupkg
+  lintian nuget
+  # bindings (Python: virtual environments, which scripts/python-env.sh fills from PyPI)
+  golang-go mono-mcs mono-complete nunit-console python3-venv
+)
+
+# usage: setup.sh          everything (scripts/test.sh)
+#        setup.sh --main   only what building the library and the program needs (scripts/main.sh)
+packages=("${main_packages[@]}")
+[ "${1:-}" = --main ] || packages+=("${test_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
@@ -39,11 +51,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Rust comes from rustup (not Debian): it must already be on the machine.
-if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
-  export PATH="$HOME/.cargo/bin:$PATH"
+# Rust comes from rustup (not Debian): the binding tests need it already on the machine.
+if [ "${1:-}" != --main ]; then
+  if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+  fi
+  command -v cargo >/dev/null 2>&1 || echo "setup: warning: cargo not found; the Rust binding tests will be skipped" >&2
 fi
-command -v cargo >/dev/null 2>&1 || echo "setup: warning: cargo not found; the Rust binding tests will be skipped" >&2
 
 # The first python3 on PATH may be a pyenv shim without Jinja2; name one that has it.
 "$(dirname "$0")/find-python.sh" >/dev/null

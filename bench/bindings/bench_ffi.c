@@ -7,3 +7,10 @@
 void bench_ffi_empty(void)
 {
 }
+
+int32_t bench_ffi_empty_getter(const void *handle, int64_t *out_value)
+{
+    (void)handle;
+    (void)out_value;
+    return 0;
+}

@@ -13,8 +13,8 @@ pkg-config --exists nunit || skip "pkg-config knows no nunit (install nunit-cons
 dlpack_layout
 cd "$BINDINGS_DIR/csharp"
 out=$CBLOB_OUT_DIR
-mcs -target:library -unsafe -langversion:7.2 -warnaserror+ -nologo \
-    -doc:"$out/CBlob.xml" -out:"$out/CBlob.dll" CBlob/*.cs
+source ./assembly.sh
+build_assembly "$out"
 mcs -target:library -unsafe -langversion:7.2 -warnaserror+ -nologo -pkg:nunit \
     -r:"$out/CBlob.dll" -out:"$out/CBlob.Tests.dll" Tests/*.cs
 cat > "$out/CBlob.dll.config" <<CONFIG

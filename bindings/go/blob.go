@@ -168,8 +168,8 @@ func (b *Blob) Count() (int64, error) {
 	return int64(v), err
 }
 
-// CountRange returns the product of the dimensions of axes [start, end); it needs
-// 0 <= start <= end <= NumAxes.
+// CountRange returns the product of the dimensions of axes [start, end); each bound is
+// -NumAxes to NumAxes, a negative one counting from the end, and start must not come after end.
 func (b *Blob) CountRange(start, end int) (int64, error) {
 	p, err := b.handle()
 	if err != nil {

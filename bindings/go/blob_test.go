@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"cblob"
+	"example.com/cblob"
 )
 
 func newContext(t *testing.T) *cblob.Context {

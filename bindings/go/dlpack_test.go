@@ -15,8 +15,8 @@ import (
 	"time"
 	"unsafe"
 
-	"cblob"
-	"cblob/internal/dlpacktest"
+	"example.com/cblob"
+	"example.com/cblob/internal/dlpacktest"
 )
 
 func toDLPack(t *testing.T, b *cblob.Blob, part cblob.Part, readOnly bool) *cblob.DLPackTensor {

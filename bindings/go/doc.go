@@ -65,8 +65,15 @@
 //
 // # Building
 //
-// cgo compiles against cblob/cblob.h and cblob/dlpack.h (DLPack's header, installed beside it)
-// and links -lcblob. For a cblob that is not installed, point cgo at its source and build trees
-// (the build stages DLPack's header in <build>/include): CGO_CFLAGS="-I<cblob>/include
-// -I<build>/include" CGO_LDFLAGS="-L<build>/src -Wl,-rpath,<build>/src".
+// The package asks pkg-config for cblob (#cgo pkg-config: cblob): with libcblob-dev installed,
+// or cblob installed under /usr or /usr/local, go build needs no environment variables. For
+// another install prefix, name its pkg-config folder: PKG_CONFIG_PATH=<prefix>/lib/pkgconfig.
+// For a cblob build tree, name the folder of the cblob-uninstalled.pc it writes (pkg-config
+// prefers it): PKG_CONFIG_PATH=<build>/pkgconfig-uninstalled; a program built that way finds the
+// library at run time through LD_LIBRARY_PATH=<build>/src or CGO_LDFLAGS="-Wl,-rpath,<build>/src".
+//
+// The module path is example.com/cblob, a placeholder: cblob has no public host. A program
+// requires it and points it at a copy of this folder with a replace directive in its go.mod
+// (replace example.com/cblob => /path/to/cblob/bindings/go); README.md here says how a fork
+// that publishes the module renames it.
 package cblob

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"cblob"
+	"example.com/cblob"
 )
 
 func Example() {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"cblob"
+	"example.com/cblob"
 )
 
 // checkModel opens a model and checks every layer's name, type, blob shapes, first values and

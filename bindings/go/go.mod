@@ -1,4 +1,4 @@
 // SPDX-License-Identifier: BSD-2-Clause
-module cblob
+module example.com/cblob
 
 go 1.19

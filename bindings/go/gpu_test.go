@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"cblob"
+	"example.com/cblob"
 )
 
 func wantNoGPU(t *testing.T, err error, status cblob.Status) {

@@ -148,7 +148,7 @@ func (b *Blob) EqualShape(other *Blob) (bool, error) {
 }
 
 // EqualDims reports whether both blobs have the same dimension on each listed axis (each must
-// exist in both).
+// exist in both; a negative axis counts from each blob's end).
 func (b *Blob) EqualDims(other *Blob, axesToCompare ...int) (bool, error) {
 	list := make([]C.int32_t, len(axesToCompare))
 	for i, a := range axesToCompare {
@@ -225,6 +225,15 @@ func ToSlice[T Element](b *Blob, part Part) ([]T, error) {
 // (NeoML's CopyFrom(blob)); the shapes must be equal.
 func (b *Blob) ConvertFrom(source *Blob, part Part) error {
 	return b.with(source, func(p, q *C.cblob_blob) error { return cBlobConvertFrom(p, q, C.cblob_part(part)) })
+}
+
+// ConvertFromTruncating is ConvertFrom with NeoML's float-to-integer rule: the fraction is
+// truncated toward zero (NeoML's VectorConvert), then saturated; NaN gives 0. Other pairs convert
+// as ConvertFrom does. Since ABI 1.1.
+func (b *Blob) ConvertFromTruncating(source *Blob, part Part) error {
+	return b.with(source, func(p, q *C.cblob_blob) error {
+		return cBlobConvertFromTruncating(p, q, C.cblob_part(part))
+	})
 }
 
 // DeepCopy returns a new, independent blob with this one's dtype, shape, data and diff

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"cblob"
+	"example.com/cblob"
 )
 
 func iota32(n int) []float32 {
@@ -110,6 +110,13 @@ func TestTypedCopiesConversionsAndTransposes(t *testing.T) {
 	}
 	if v := must[float64](t)(back.ReadElement(cblob.PartData, 0, 1)); v != 2 {
 		t.Fatalf("converted back %v", v)
+	}
+	truncated := newBlob(t, ctx, cblob.DTypeInt32, 2, 3)
+	if err := truncated.ConvertFromTruncating(a, cblob.PartData); err != nil {
+		t.Fatal(err)
+	}
+	if v := must[[]int32](t)(cblob.ToSlice[int32](truncated, cblob.PartData)); !reflect.DeepEqual(v, []int32{0, 1, -2, math.MaxInt32, math.MinInt32, 0}) {
+		t.Fatalf("truncated %v", v)
 	}
 	c := must[*cblob.Blob](t)(a.DeepCopy())
 	defer c.Close()

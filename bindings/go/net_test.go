@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"cblob"
+	"example.com/cblob"
 )
 
 func varint(v uint64) []byte {

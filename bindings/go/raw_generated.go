@@ -9,11 +9,12 @@ package cblob
 // when it fails (inside the same C call: between two cgo calls the goroutine may move to another
 // thread, whose message is another call's), and returns the status, the message and the
 // out-values in one struct, so no Go pointer crosses for them. -O2 stays even when CGO_CFLAGS
-// is set without it: unoptimised, these wrappers cost as much as the cgo call itself.
+// is set without it: unoptimised, these wrappers cost as much as the cgo call itself. The header
+// and the library come from pkg-config's cblob package (cblob.pc, installed with libcblob-dev).
 
 /*
 #cgo CFLAGS: -O2
-#cgo LDFLAGS: -lcblob
+#cgo pkg-config: cblob
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1859,6 +1860,15 @@ static inline cbgo_status_result cbgo_blob_convert_from(uintptr_t blob, uintptr_
     return r;
 }
 
+static inline cbgo_status_result cbgo_blob_convert_from_truncating(uintptr_t blob, uintptr_t source, cblob_part part) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_convert_from_truncating((cblob_blob *)blob, (cblob_blob *)source, part);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
 typedef struct {
     cblob_status status;
     char *message;
@@ -2251,7 +2261,9 @@ func cBlobCount(blob *C.cblob_blob) (C.int64_t, error) {
 }
 
 // The product of the dimensions of axes [start_axis, end_axis); an empty range gives 1.
-// Needs 0 <= start_axis <= end_axis <= num_axes. A shape with a zero dimension has count 0
+// Each bound is -num_axes to num_axes, a negative one counting from the end ("Axes" above:
+// -1 is the last axis, so [0, -1) leaves it out), and the start must not come after the end.
+// Caffe's count(start, end) aborts on a negative bound. A shape with a zero dimension has count 0
 // whatever its other dimensions are, so a range without the zero may not fit in int64:
 // that is CBLOB_ERR_OVERFLOW.
 func cBlobCountRange(blob *C.cblob_blob, startAxis C.int32_t, endAxis C.int32_t) (C.int64_t, error) {
@@ -2273,7 +2285,7 @@ func cBlobShape(blob *C.cblob_blob, maxAxes C.int32_t, outShape *C.int64_t) (C.i
 	return r.out_num_axes, nil
 }
 
-// The dimension of one axis; a negative axis counts from the end (-1 is the last).
+// The dimension of one axis, -num_axes to num_axes - 1; a negative axis counts from the end (-1 is the last).
 func cBlobShapeAt(blob *C.cblob_blob, axis C.int32_t) (C.int64_t, error) {
 	r := C.cbgo_blob_shape_at(C.uintptr_t(uintptr(unsafe.Pointer(blob))), axis)
 	if r.status != C.CBLOB_OK {
@@ -2427,7 +2439,10 @@ func cBlobHead(blob *C.cblob_blob, part C.cblob_part) (C.cblob_head, error) {
 // first replaced by fresh storage of that size, as in Caffe (diff contents are dropped).
 // Blobs sharing the data see the new buffer. release (may be NULL) is called once with ptr
 // and user_data when cblob lets go of the buffer; on failure it is not called and the buffer
-// stays the caller's. A pointer into the blob's own data or diff buffer (one cblob allocated)
+// stays the caller's. Each hand-over is released once: handing the buffer in use over again
+// with the same release and user_data changes nothing, while another release or user_data
+// ends the earlier hand-over, whose release runs at once, and the buffer stays in use under
+// the new one (so that release must not free it). A pointer into the blob's own data or diff buffer (one cblob allocated)
 // is refused with CBLOB_ERR_INVALID_ARGUMENT: cblob frees those itself.
 func cBlobSetCPUData(blob *C.cblob_blob, ptr unsafe.Pointer, sizeBytes C.size_t, release C.cblob_release_fn, userData unsafe.Pointer) error {
 	r := C.cbgo_blob_set_cpu_data(C.uintptr_t(uintptr(unsafe.Pointer(blob))), ptr, sizeBytes, release, userData)
@@ -2514,7 +2529,7 @@ func cProtoDetect(bytes *C.uint8_t, size C.size_t) (C.cblob_proto_kind, error) {
 	return r.out_kind, nil
 }
 
-// Like cblob_proto_detect, for a file (mapped, not read whole).
+// Like cblob_proto_detect, for a file, read as the other readers read one (the section's introduction).
 func cProtoDetectFile(path *C.char) (C.cblob_proto_kind, error) {
 	r := C.cbgo_proto_detect_file(path)
 	if r.status != C.CBLOB_OK {
@@ -2535,7 +2550,10 @@ func cBlobToProto(blob *C.cblob_blob, writeDiff C.int32_t, buffer *C.uint8_t, bu
 	return r.out_size, nil
 }
 
-// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does.
+// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does, by the
+// rules for writing a file in the section's introduction (links followed, the target replaced
+// atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
+// devices refused).
 func cBlobToProtoFile(blob *C.cblob_blob, writeDiff C.int32_t, path *C.char) error {
 	r := C.cbgo_blob_to_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(blob))), writeDiff, path)
 	if r.status != C.CBLOB_OK {
@@ -2550,7 +2568,8 @@ func cBlobToProtoFile(blob *C.cblob_blob, writeDiff C.int32_t, path *C.char) err
 // ShapeEquals rules (cblob_blob_shape_equals_proto), else CBLOB_ERR_SHAPE. Data comes from
 // double_data when that is non-empty, else from data, converted to the blob's dtype; its
 // count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
-// as it is when it has none. The data head becomes AT_CPU. On failure the blob is unchanged.
+// as it is when it has none. The data head becomes AT_CPU, also when there are no values (a
+// blob that never had memory gets an empty one). On failure the blob is unchanged.
 func cBlobFromProto(blob *C.cblob_blob, bytes *C.uint8_t, size C.size_t, reshape C.int32_t) error {
 	r := C.cbgo_blob_from_proto(C.uintptr_t(uintptr(unsafe.Pointer(blob))), bytes, size, reshape)
 	if r.status != C.CBLOB_OK {
@@ -2559,7 +2578,9 @@ func cBlobFromProto(blob *C.cblob_blob, bytes *C.uint8_t, size C.size_t, reshape
 	return nil
 }
 
-// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does.
+// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
+// file is read as a snapshot; a path that is not a regular file fails at once (the section's
+// introduction).
 func cBlobFromProtoFile(blob *C.cblob_blob, path *C.char, reshape C.int32_t) error {
 	r := C.cbgo_blob_from_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(blob))), path, reshape)
 	if r.status != C.CBLOB_OK {
@@ -2592,7 +2613,8 @@ func cBlobCreateFromProto(context *C.cblob_context, bytes *C.uint8_t, size C.siz
 	return r.out_blob, nil
 }
 
-// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does.
+// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does,
+// reading the file as the section's introduction says.
 func cBlobCreateFromProtoFile(context *C.cblob_context, path *C.char) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_create_from_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
 	if r.status != C.CBLOB_OK {
@@ -2610,7 +2632,8 @@ func cBlobVectorToProto(blobs **C.cblob_blob, numBlobs C.int64_t, writeDiff C.in
 	return r.out_size, nil
 }
 
-// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does.
+// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
+// writing a file in the section's introduction.
 func cBlobVectorToProtoFile(blobs **C.cblob_blob, numBlobs C.int64_t, writeDiff C.int32_t, path *C.char) error {
 	r := C.cbgo_blob_vector_to_proto_file(blobs, numBlobs, writeDiff, path)
 	if r.status != C.CBLOB_OK {
@@ -2631,7 +2654,8 @@ func cBlobVectorFromProto(context *C.cblob_context, bytes *C.uint8_t, size C.siz
 	return r.out_num_blobs, nil
 }
 
-// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does.
+// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does, reading
+// the file as the section's introduction says.
 func cBlobVectorFromProtoFile(context *C.cblob_context, path *C.char, maxBlobs C.int64_t, outBlobs **C.cblob_blob) (C.int64_t, error) {
 	r := C.cbgo_blob_vector_from_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path, maxBlobs, outBlobs)
 	if r.status != C.CBLOB_OK {
@@ -2656,7 +2680,11 @@ func cModelCreate(context *C.cblob_context, format C.cblob_net_format, name *C.c
 // enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
 // V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
 // cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
-// input is checked before the call returns; bytes may be freed once it has.
+// input is checked before the call returns; bytes may be freed once it has. Input without
+// layers that is surely another kind (a BlobProto; a BlobProtoVector of several blobs, or of
+// one no net's name could be) is CBLOB_ERR_PARSE with a message saying what it holds; a net
+// whose only field is its name opens as a net with no layers, even when the name's bytes read
+// as a BlobProto too.
 func cModelOpen(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.cblob_model, error) {
 	r := C.cbgo_model_open(C.uintptr_t(uintptr(unsafe.Pointer(context))), bytes, size)
 	if r.status != C.CBLOB_OK {
@@ -2665,9 +2693,10 @@ func cModelOpen(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.c
 	return r.out_model, nil
 }
 
-// Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
-// released as soon as it is read, so loading peaks at about the file's size (at most 1.6 times
-// it for files of many tiny layers or empty blobs; bench/model_memory.sh).
+// Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
+// introduction). Each part of the file's bytes is released as soon as it is read, so loading
+// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
+// blobs; bench/model_memory.sh).
 func cModelOpenFile(context *C.cblob_context, path *C.char) (*C.cblob_model, error) {
 	r := C.cbgo_model_open_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
 	if r.status != C.CBLOB_OK {
@@ -2785,7 +2814,8 @@ func cModelToProto(model *C.cblob_model, writeDiff C.int32_t, buffer *C.uint8_t,
 	return r.out_size, nil
 }
 
-// Writes the model as a .caffemodel file, as cblob_model_to_proto does.
+// Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
+// writing a file in the section's introduction.
 func cModelToProtoFile(model *C.cblob_model, writeDiff C.int32_t, path *C.char) error {
 	r := C.cbgo_model_to_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(model))), writeDiff, path)
 	if r.status != C.CBLOB_OK {
@@ -3284,7 +3314,10 @@ func cBlobAsyncPush(blob *C.cblob_blob, part C.cblob_part) error {
 }
 
 // Creates a 7-axis NeoML blob from up to 7 dimensions, left-aligned as NeoML's CreateTensor:
-// dims[i] becomes axis i (BatchLength first) and the remaining axes are 1.
+// dims[i] becomes axis i (BatchLength first) and the remaining axes are 1. Dimensions are
+// int64, a negative one is CBLOB_ERR_SHAPE and an element count that overflows is
+// CBLOB_ERR_OVERFLOW, here and in every creator below (NeoML's CreateTensor and creators
+// take unchecked ints).
 func cBlobCreateTensor(context *C.cblob_context, dtype C.cblob_dtype, numDims C.int32_t, dims *C.int64_t) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_create_tensor(C.uintptr_t(uintptr(unsafe.Pointer(context))), dtype, numDims, dims)
 	if r.status != C.CBLOB_OK {
@@ -3359,7 +3392,7 @@ func cBlobCreateLike(pattern *C.cblob_blob, dtype C.cblob_dtype) (*C.cblob_blob,
 	return r.out_blob, nil
 }
 
-// The size of a named axis of a 7-axis blob.
+// The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels; NeoML's TBlobDim is 0 to 6 only).
 func cBlobDim(blob *C.cblob_blob, dim C.cblob_dim) (C.int64_t, error) {
 	r := C.cbgo_blob_dim(C.uintptr_t(uintptr(unsafe.Pointer(blob))), dim)
 	if r.status != C.CBLOB_OK {
@@ -3407,7 +3440,8 @@ func cBlobEqualShape(blob *C.cblob_blob, other *C.cblob_blob) (C.int32_t, error)
 
 // Writes 1 when both blobs have the same dimension on each listed axis, else 0 (NeoML's
 // HasEqualDimensions with a list of dims; dtypes are not compared). Every axis must exist in
-// both blobs; an empty list gives 1.
+// both blobs; a negative axis counts from each blob's own end, so -1 compares the last
+// dimensions of blobs of different numbers of axes. An empty list gives 1.
 func cBlobEqualDims(blob *C.cblob_blob, other *C.cblob_blob, numAxes C.int32_t, axes *C.int32_t) (C.int32_t, error) {
 	r := C.cbgo_blob_equal_dims(C.uintptr_t(uintptr(unsafe.Pointer(blob))), C.uintptr_t(uintptr(unsafe.Pointer(other))), numAxes, axes)
 	if r.status != C.CBLOB_OK {
@@ -3417,8 +3451,10 @@ func cBlobEqualDims(blob *C.cblob_blob, other *C.cblob_blob, numAxes C.int32_t, 
 }
 
 // Gives the blob another shape with the same element count (NeoML's ReinterpretDimensions);
-// memory and contents stay, and the dtype never changes. Works on windows and on blobs with
-// open mappings, since nothing moves.
+// memory and contents stay, and the dtype never changes (NeoML's takes the descriptor's data
+// type too). Works on windows, where NeoML asserts, and on blobs with open mappings, since
+// nothing moves. A window of a reinterpreted parent takes the parent's new shape when it is
+// positioned next (cblob_window_set_position).
 func cBlobReinterpret(blob *C.cblob_blob, numAxes C.int32_t, shape *C.int64_t) error {
 	r := C.cbgo_blob_reinterpret(C.uintptr_t(uintptr(unsafe.Pointer(blob))), numAxes, shape)
 	if r.status != C.CBLOB_OK {
@@ -3429,7 +3465,11 @@ func cBlobReinterpret(blob *C.cblob_blob, numAxes C.int32_t, shape *C.int64_t) e
 
 // Creates a window of `size` rows over parent's first axis, at position 0 (NeoML's
 // CreateWindowBlob); its shape is parent's with the first dimension set to size. It
-// allocates nothing and holds the parent. Free it with cblob_blob_destroy.
+// allocates nothing and holds the parent. Free it with cblob_blob_destroy. A size of 0 makes
+// a window without elements, which may sit at any position from 0 to the parent's first
+// dimension (NeoML's CreateWindowBlob places the window with SetParentPos, which divides by
+// the window's BatchLength: a size of 0 fails there). A parent with no axes is
+// CBLOB_ERR_SHAPE.
 func cWindowCreate(parent *C.cblob_blob, size C.int64_t) (*C.cblob_blob, error) {
 	r := C.cbgo_window_create(C.uintptr_t(uintptr(unsafe.Pointer(parent))), size)
 	if r.status != C.CBLOB_OK {
@@ -3439,8 +3479,12 @@ func cWindowCreate(parent *C.cblob_blob, size C.int64_t) (*C.cblob_blob, error) 
 }
 
 // Moves the window to start at row `position` of its parent (NeoML's SetParentPos), which
-// must be in [0, parent's first dimension - window size]; a negative position is an error.
-// The window takes the parent's current storage and shape again (see "Windows" above).
+// must be in [0, parent's first dimension - window size]; a negative position is an error
+// (NeoML accepts one). The window takes the parent's current storage and shape again (see
+// "Windows" above): its other dimensions and its row length are the parent's as they are now,
+// after any reshape or cblob_blob_reinterpret of the parent, where NeoML's window keeps the
+// dims it was created with and places itself by them. A parent that now has no axes is
+// CBLOB_ERR_SHAPE, and the window stays where it was.
 func cWindowSetPosition(window *C.cblob_blob, position C.int64_t) error {
 	r := C.cbgo_window_set_position(C.uintptr_t(uintptr(unsafe.Pointer(window))), position)
 	if r.status != C.CBLOB_OK {
@@ -3449,7 +3493,7 @@ func cWindowSetPosition(window *C.cblob_blob, position C.int64_t) error {
 	return nil
 }
 
-// Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds of cblob_window_set_position.
+// Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds and rules of cblob_window_set_position.
 func cWindowShift(window *C.cblob_blob, delta C.int64_t) error {
 	r := C.cbgo_window_shift(C.uintptr_t(uintptr(unsafe.Pointer(window))), delta)
 	if r.status != C.CBLOB_OK {
@@ -3459,7 +3503,8 @@ func cWindowShift(window *C.cblob_blob, delta C.int64_t) error {
 }
 
 // Makes the window `size` rows long at its current position; position + size must not exceed
-// the parent's first dimension. Like set_position, it re-attaches to the parent.
+// the parent's first dimension, and 0 is allowed. Like set_position, it re-attaches to the
+// parent and takes its current shape.
 func cWindowSetSize(window *C.cblob_blob, size C.int64_t) error {
 	r := C.cbgo_window_set_size(C.uintptr_t(uintptr(unsafe.Pointer(window))), size)
 	if r.status != C.CBLOB_OK {
@@ -3515,7 +3560,7 @@ func cBlobIsWindow(blob *C.cblob_blob) (C.int32_t, error) {
 
 // Copies `length` elements from a caller's array into data or diff (NeoML's CopyFrom(T*)).
 // dtype names the array's element type and must be the blob's; length must be the blob's
-// count.
+// count (NeoML's CopyFrom takes no length and reads as many elements as the blob has).
 func cBlobCopyIn(blob *C.cblob_blob, part C.cblob_part, dtype C.cblob_dtype, source unsafe.Pointer, length C.int64_t) error {
 	r := C.cbgo_blob_copy_in(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part, dtype, source, length)
 	if r.status != C.CBLOB_OK {
@@ -3546,8 +3591,24 @@ func cBlobConvertFrom(blob *C.cblob_blob, source *C.cblob_blob, part C.cblob_par
 	return nil
 }
 
-// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy). A
-// window's copy is an ordinary blob of the window's shape.
+// cblob_blob_convert_from with NeoML's rule from a float type to an integer type: the
+// fraction is truncated toward zero (2.7 gives 2, -2.7 gives -2, -0.5 gives 0), as NeoML's
+// VectorConvert and its Cast layer do, where cblob_blob_convert_from rounds to the nearest
+// integer, ties to even. The truncated value is then saturated to the target's range
+// (infinities too) and NaN gives 0, as in "Conversions". Every other pair of dtypes converts
+// as cblob_blob_convert_from does: to a float type the nearest value (NeoML's int-to-float
+// cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
+// those of cblob_blob_convert_from.
+func cBlobConvertFromTruncating(blob *C.cblob_blob, source *C.cblob_blob, part C.cblob_part) error {
+	r := C.cbgo_blob_convert_from_truncating(C.uintptr_t(uintptr(unsafe.Pointer(blob))), C.uintptr_t(uintptr(unsafe.Pointer(source))), part)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
+// NeoML blobs have no diff). A window's copy is an ordinary blob of the window's shape.
 func cBlobDeepCopy(blob *C.cblob_blob) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_deep_copy(C.uintptr_t(uintptr(unsafe.Pointer(blob))))
 	if r.status != C.CBLOB_OK {
@@ -3557,8 +3618,8 @@ func cBlobDeepCopy(blob *C.cblob_blob) (*C.cblob_blob, error) {
 }
 
 // A new, independent blob of the given dtype with the blob's shape, and its data and diff
-// converted (see "Conversions"). NeoML's GetClone(type) leaves the contents uninitialized;
-// cblob_blob_create_like does that (zero-filled).
+// converted (see "Conversions"; NeoML blobs have no diff). NeoML's GetClone(type) leaves the
+// contents uninitialized; cblob_blob_create_like does that (zero-filled).
 func cBlobClone(blob *C.cblob_blob, dtype C.cblob_dtype) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_clone(C.uintptr_t(uintptr(unsafe.Pointer(blob))), dtype)
 	if r.status != C.CBLOB_OK {
@@ -3568,8 +3629,8 @@ func cBlobClone(blob *C.cblob_blob, dtype C.cblob_dtype) (*C.cblob_blob, error) 
 }
 
 // A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
-// GetTransposed). Any pair of axes of any blob; a negative axis counts from the end. Equal
-// axes give a deep copy.
+// GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
+// axes give a deep copy, as in NeoML.
 func cBlobTransposed(blob *C.cblob_blob, axis1 C.int32_t, axis2 C.int32_t) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_transposed(C.uintptr_t(uintptr(unsafe.Pointer(blob))), axis1, axis2)
 	if r.status != C.CBLOB_OK {
@@ -3579,9 +3640,11 @@ func cBlobTransposed(blob *C.cblob_blob, axis1 C.int32_t, axis2 C.int32_t) (*C.c
 }
 
 // Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
-// (NeoML's TransposeFrom). The dtypes must match and the blob's shape must be source's with
-// the two dimensions swapped: every axis is checked, where NeoML checks only the two swapped
-// dimensions and the total size.
+// (NeoML's TransposeFrom). The axes are source's, a negative one counting from the end. The
+// dtypes must match and the blob's shape must be source's with the two dimensions swapped:
+// every axis is checked, where NeoML checks only the two swapped dimensions and the total
+// size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
+// no-op).
 func cBlobTransposeFrom(blob *C.cblob_blob, source *C.cblob_blob, part C.cblob_part, axis1 C.int32_t, axis2 C.int32_t) error {
 	r := C.cbgo_blob_transpose_from(C.uintptr_t(uintptr(unsafe.Pointer(blob))), C.uintptr_t(uintptr(unsafe.Pointer(source))), part, axis1, axis2)
 	if r.status != C.CBLOB_OK {
@@ -3591,10 +3654,11 @@ func cBlobTransposeFrom(blob *C.cblob_blob, source *C.cblob_blob, part C.cblob_p
 }
 
 // Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
-// MergeByDim, axis 0 included). Every input must have the blob's dtype and number of axes and
+// MergeByDim, axis 0 included; a negative axis counts from the end). Every input must have the blob's dtype and number of axes and
 // its dimensions on every other axis, and the inputs' dimensions on `axis` must add up to
 // the blob's; anything else is an error, never an out-of-bounds write. An input may appear
-// more than once but must not share memory with the blob.
+// more than once but must not share memory with the blob. There is no limit on the number
+// of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
 func cBlobMerge(blob *C.cblob_blob, part C.cblob_part, axis C.int32_t, numInputs C.int32_t, inputs **C.cblob_blob) error {
 	r := C.cbgo_blob_merge(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part, axis, numInputs, inputs)
 	if r.status != C.CBLOB_OK {
@@ -3604,7 +3668,7 @@ func cBlobMerge(blob *C.cblob_blob, part C.cblob_part, axis C.int32_t, numInputs
 }
 
 // Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
-// axis 0 included), with the rules of cblob_blob_merge. It runs where the blob's part is read
+// axis 0 included; a negative axis counts from the end), with the rules of cblob_blob_merge. It runs where the blob's part is read
 // and brings the outputs there. The outputs must not share memory with the blob or with each
 // other.
 func cBlobSplit(blob *C.cblob_blob, part C.cblob_part, axis C.int32_t, numOutputs C.int32_t, outputs **C.cblob_blob) error {
@@ -3686,9 +3750,12 @@ func cBlobAdd(blob *C.cblob_blob, source *C.cblob_blob, part C.cblob_part) error
 }
 
 // Maps elements [position, position + count) of data or diff (NeoML's GetBuffer) and writes
-// the mapping and a pointer to its first element; count 0 gives a NULL pointer. position and
+// the mapping and a pointer to its first element; count 0 gives a NULL pointer, which no one
+// can write through (NeoML's CPU GetBuffer gives a pointer into the blob then). position and
 // count are in elements and must lie within the blob's count (NeoML returns null without a
-// reason). With the part current on the device, the range is staged through host memory,
+// reason). A READ mapping is for reading only: on the host a write through it lands in the
+// blob's memory without marking it written (a device copy never sees it; NeoML's CPU buffer
+// behaves so too), and a staged range drops it at unmap. With the part current on the device, the range is staged through host memory,
 // filled from `position` (NeoML fills from element 0) when access includes READ; otherwise
 // the pointer is into the blob's host memory, and access including WRITE marks the host copy
 // current. See "Buffers" for what the mapping allows and forbids.
@@ -3703,6 +3770,9 @@ func cBlobMap(blob *C.cblob_blob, part C.cblob_part, position C.int64_t, count C
 // Ends a mapping (NeoML's ReleaseBuffer): a staged range mapped with WRITE access is copied
 // back to the device, the pointer becomes invalid and the handle is freed. Only the blob's
 // most recent open mapping may be unmapped (CBLOB_ERR_STATE otherwise, and nothing changes).
+// The order is kept per blob: mappings of different blobs, or on different threads, may end
+// in any order (NeoML's stack allocator needs last in, first out per thread, across blobs,
+// and is corrupted otherwise).
 // If the copy back fails the mapping stays open and the call may be repeated.
 func cBufferUnmap(buffer *C.cblob_buffer) error {
 	r := C.cbgo_buffer_unmap(C.uintptr_t(uintptr(unsafe.Pointer(buffer))))

@@ -7,9 +7,12 @@ source "$(dirname "$0")/../common.sh"
 go=$(find_program go /usr/lib/go/bin) || skip "go not found (install golang-go)"
 export GOFLAGS=-mod=mod GOPROXY=off GO111MODULE=on CGO_ENABLED=1
 export GOCACHE="$CBLOB_OUT_DIR/cache" GOPATH="$CBLOB_OUT_DIR/gopath"
-# The build tree stages DLPack's header as cblob/dlpack.h, where an installed cblob has it.
-export CGO_CFLAGS="-I$CBLOB_INCLUDE_DIR -I$CBLOB_BUILD_INCLUDE_DIR"
-export CGO_LDFLAGS="-L$CBLOB_LIBRARY_DIR -Wl,-rpath,$CBLOB_LIBRARY_DIR"
+# The package finds cblob through pkg-config (#cgo pkg-config: cblob): here the build tree's
+# cblob-uninstalled.pc, which pkg-config prefers (this build's header, the staged DLPack header,
+# and its library). The run path lets the test binaries load that library.
+: "${CBLOB_PKG_CONFIG_DIR:?}"
+export PKG_CONFIG_PATH="$CBLOB_PKG_CONFIG_DIR" CGO_LDFLAGS="-Wl,-rpath,$CBLOB_LIBRARY_DIR"
+unset CGO_CFLAGS
 cd "$BINDINGS_DIR/go"
 "$go" version
 unformatted=$("$("$go" env GOROOT)/bin/gofmt" -l .)

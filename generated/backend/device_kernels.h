@@ -40,6 +40,10 @@ typedef struct cb_device_kernels {
     cblob_status (*convert_to_i32)(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y);
     /* y[i] = x[i] converted to uint32 */
     cblob_status (*convert_to_u32)(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y);
+    /* y[i] = x[i] converted to int32, the fraction truncated toward zero */
+    cblob_status (*truncate_to_i32)(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y);
+    /* y[i] = x[i] converted to uint32, the fraction truncated toward zero */
+    cblob_status (*truncate_to_u32)(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y);
 } cb_device_kernels;
 
 #endif

@@ -193,4 +193,32 @@ static inline cblob_status cb_run_convert_to_u32(const cb_device *device, cblob_
     return device->backend->kernels->convert_to_u32(device, dtype, n, x, y);
 }
 
+/* y[i] = x[i] converted to int32, the fraction truncated toward zero */
+static inline cblob_status cb_run_truncate_to_i32(const cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y)
+{
+    if (device == NULL) {
+        const cb_cpu_kernels *row = cb_dtype_find(dtype) != NULL ? &cb_cpu_kernel_table[dtype] : NULL;
+        if (row == NULL || row->truncate_to_i32 == NULL)
+            return cb_kernel_missing("truncate_to_i32", dtype, NULL);
+        return row->truncate_to_i32(n, x, y);
+    }
+    if (device->backend->kernels == NULL || device->backend->kernels->truncate_to_i32 == NULL)
+        return cb_kernel_missing("truncate_to_i32", dtype, device);
+    return device->backend->kernels->truncate_to_i32(device, dtype, n, x, y);
+}
+
+/* y[i] = x[i] converted to uint32, the fraction truncated toward zero */
+static inline cblob_status cb_run_truncate_to_u32(const cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y)
+{
+    if (device == NULL) {
+        const cb_cpu_kernels *row = cb_dtype_find(dtype) != NULL ? &cb_cpu_kernel_table[dtype] : NULL;
+        if (row == NULL || row->truncate_to_u32 == NULL)
+            return cb_kernel_missing("truncate_to_u32", dtype, NULL);
+        return row->truncate_to_u32(n, x, y);
+    }
+    if (device->backend->kernels == NULL || device->backend->kernels->truncate_to_u32 == NULL)
+        return cb_kernel_missing("truncate_to_u32", dtype, device);
+    return device->backend->kernels->truncate_to_u32(device, dtype, n, x, y);
+}
+
 #endif

@@ -20,6 +20,8 @@ const cb_cpu_kernels cb_cpu_kernel_table[CB_CPU_KERNEL_ROWS] = {
         .convert_to_f64 = cb_cpu_convert_to_f64_f32,
         .convert_to_i32 = cb_cpu_convert_to_i32_f32,
         .convert_to_u32 = cb_cpu_convert_to_u32_f32,
+        .truncate_to_i32 = cb_cpu_truncate_to_i32_f32,
+        .truncate_to_u32 = cb_cpu_truncate_to_u32_f32,
     },
     [CBLOB_DTYPE_FLOAT64] = {
         .asum = cb_cpu_asum_f64,
@@ -34,6 +36,8 @@ const cb_cpu_kernels cb_cpu_kernel_table[CB_CPU_KERNEL_ROWS] = {
         .convert_to_f64 = cb_cpu_convert_to_f64_f64,
         .convert_to_i32 = cb_cpu_convert_to_i32_f64,
         .convert_to_u32 = cb_cpu_convert_to_u32_f64,
+        .truncate_to_i32 = cb_cpu_truncate_to_i32_f64,
+        .truncate_to_u32 = cb_cpu_truncate_to_u32_f64,
     },
     [CBLOB_DTYPE_INT32] = {
         .fill = cb_cpu_fill_i32,

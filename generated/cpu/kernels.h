@@ -38,6 +38,10 @@ typedef struct cb_cpu_kernels {
     cblob_status (*convert_to_i32)(int64_t n, const void *x, void *y);
     /* y[i] = x[i] converted to uint32 */
     cblob_status (*convert_to_u32)(int64_t n, const void *x, void *y);
+    /* y[i] = x[i] converted to int32, the fraction truncated toward zero */
+    cblob_status (*truncate_to_i32)(int64_t n, const void *x, void *y);
+    /* y[i] = x[i] converted to uint32, the fraction truncated toward zero */
+    cblob_status (*truncate_to_u32)(int64_t n, const void *x, void *y);
 } cb_cpu_kernels;
 
 /* Indexed by cblob_dtype value; row 0 is unused (no dtype has value 0). */
@@ -61,6 +65,8 @@ cblob_status cb_cpu_convert_to_f32_f32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_convert_to_f64_f32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_convert_to_i32_f32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_convert_to_u32_f32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_truncate_to_i32_f32(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_truncate_to_u32_f32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_asum_f64(int64_t n, const void *x, double *out);
 cblob_status cb_blis_asum_f64(int64_t n, const void *x, double *out);
 cblob_status cb_cpu_sumsq_f64(int64_t n, const void *x, double *out);
@@ -77,6 +83,8 @@ cblob_status cb_cpu_convert_to_f32_f64(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_convert_to_f64_f64(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_convert_to_i32_f64(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_convert_to_u32_f64(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_truncate_to_i32_f64(int64_t n, const void *x, void *y);
+cblob_status cb_cpu_truncate_to_u32_f64(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_fill_i32(int64_t n, double value, void *x);
 cblob_status cb_cpu_add_i32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);

@@ -459,7 +459,7 @@ static CB_VECTOR_CLONES cblob_status convert_to_i32_f64_vector(int64_t n, const 
     const double *restrict x = x_;
     int32_t *restrict y = y_;
     for (int64_t i = 0; i < n; ++i) {
-        const double v = rint((double)x[i]); /* the default rounding mode: ties to even */
+        const double v = rint((double)x[i]); /* nearest even */
         if (isnan(v))
             y[i] = 0;
         else if (v <= (double)INT32_MIN)
@@ -486,7 +486,7 @@ static CB_VECTOR_CLONES cblob_status convert_to_u32_f64_vector(int64_t n, const 
     const double *restrict x = x_;
     uint32_t *restrict y = y_;
     for (int64_t i = 0; i < n; ++i) {
-        const double v = rint((double)x[i]); /* the default rounding mode: ties to even */
+        const double v = rint((double)x[i]); /* nearest even */
         if (isnan(v))
             y[i] = 0;
         else if (v <= (double)0)
@@ -505,4 +505,58 @@ static CB_VECTOR_CLONES cblob_status convert_to_u32_f64_vector(int64_t n, const 
 cblob_status cb_cpu_convert_to_u32_f64(int64_t n, const void *x, void *y)
 {
     return convert_to_u32_f64_vector(n, x, y);
+}
+
+/* truncate_to_i32: y[i] = x[i] converted to int32, the fraction truncated toward zero */
+static CB_VECTOR_CLONES cblob_status truncate_to_i32_f64_vector(int64_t n, const void *x_, void *y_)
+{
+    const double *restrict x = x_;
+    int32_t *restrict y = y_;
+    for (int64_t i = 0; i < n; ++i) {
+        const double v = trunc((double)x[i]); /* toward zero */
+        if (isnan(v))
+            y[i] = 0;
+        else if (v <= (double)INT32_MIN)
+            y[i] = (int32_t)INT32_MIN;
+        else if (v >= (double)INT32_MAX)
+            y[i] = (int32_t)INT32_MAX;
+        else
+            y[i] = (int32_t)v;
+    }
+    return CBLOB_OK;
+}
+
+/* The entry other files call is a plain function that calls the clones from this file: clang 14
+ * resolves target_clones only for calls inside the defining translation unit (and gives every
+ * resolver a global name, hence the dtype in the clone's name). */
+cblob_status cb_cpu_truncate_to_i32_f64(int64_t n, const void *x, void *y)
+{
+    return truncate_to_i32_f64_vector(n, x, y);
+}
+
+/* truncate_to_u32: y[i] = x[i] converted to uint32, the fraction truncated toward zero */
+static CB_VECTOR_CLONES cblob_status truncate_to_u32_f64_vector(int64_t n, const void *x_, void *y_)
+{
+    const double *restrict x = x_;
+    uint32_t *restrict y = y_;
+    for (int64_t i = 0; i < n; ++i) {
+        const double v = trunc((double)x[i]); /* toward zero */
+        if (isnan(v))
+            y[i] = 0;
+        else if (v <= (double)0)
+            y[i] = (uint32_t)0;
+        else if (v >= (double)UINT32_MAX)
+            y[i] = (uint32_t)UINT32_MAX;
+        else
+            y[i] = (uint32_t)v;
+    }
+    return CBLOB_OK;
+}
+
+/* The entry other files call is a plain function that calls the clones from this file: clang 14
+ * resolves target_clones only for calls inside the defining translation unit (and gives every
+ * resolver a global name, hence the dtype in the clone's name). */
+cblob_status cb_cpu_truncate_to_u32_f64(int64_t n, const void *x, void *y)
+{
+    return truncate_to_u32_f64_vector(n, x, y);
 }

@@ -59,7 +59,7 @@ cblob_convert_to_i32_f32(int64_t n, const float *__restrict__ x, void *__restric
 {
     int32_t *out = (int32_t *)y;
     CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]);
+        const double v = rint((double)x[i]); /* nearest even */
         out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
                  : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
     }
@@ -71,7 +71,7 @@ cblob_convert_to_i32_f64(int64_t n, const double *__restrict__ x, void *__restri
 {
     int32_t *out = (int32_t *)y;
     CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]);
+        const double v = rint((double)x[i]); /* nearest even */
         out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
                  : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
     }

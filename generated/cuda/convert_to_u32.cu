@@ -59,7 +59,7 @@ cblob_convert_to_u32_f32(int64_t n, const float *__restrict__ x, void *__restric
 {
     uint32_t *out = (uint32_t *)y;
     CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]);
+        const double v = rint((double)x[i]); /* nearest even */
         out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
                  : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
     }
@@ -71,7 +71,7 @@ cblob_convert_to_u32_f64(int64_t n, const double *__restrict__ x, void *__restri
 {
     uint32_t *out = (uint32_t *)y;
     CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]);
+        const double v = rint((double)x[i]); /* nearest even */
         out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
                  : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
     }

@@ -170,6 +170,26 @@ static cblob_status jit_convert_to_u32(const struct cb_device *device, cblob_dty
     return cb_cuda_launch(device, CB_CUDA_FAMILY_CONVERT_TO_U32, dtype, n, args);
 }
 
+static cblob_status jit_truncate_to_i32(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y)
+{
+    CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_TRUNCATE_TO_I32, dtype));
+    if (n == 0) {
+        return CBLOB_OK;
+    }
+    void *args[] = {&n, &x, &y};
+    return cb_cuda_launch(device, CB_CUDA_FAMILY_TRUNCATE_TO_I32, dtype, n, args);
+}
+
+static cblob_status jit_truncate_to_u32(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y)
+{
+    CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_TRUNCATE_TO_U32, dtype));
+    if (n == 0) {
+        return CBLOB_OK;
+    }
+    void *args[] = {&n, &x, &y};
+    return cb_cuda_launch(device, CB_CUDA_FAMILY_TRUNCATE_TO_U32, dtype, n, args);
+}
+
 const cb_device_kernels cb_cuda_jit_kernels = {
     .asum = jit_asum,
     .sumsq = jit_sumsq,
@@ -183,6 +203,8 @@ const cb_device_kernels cb_cuda_jit_kernels = {
     .convert_to_f64 = jit_convert_to_f64,
     .convert_to_i32 = jit_convert_to_i32,
     .convert_to_u32 = jit_convert_to_u32,
+    .truncate_to_i32 = jit_truncate_to_i32,
+    .truncate_to_u32 = jit_truncate_to_u32,
 };
 
 const cb_device_kernels cb_cuda_kernels = {
@@ -198,4 +220,6 @@ const cb_device_kernels cb_cuda_kernels = {
     .convert_to_f64 = jit_convert_to_f64,
     .convert_to_i32 = jit_convert_to_i32,
     .convert_to_u32 = jit_convert_to_u32,
+    .truncate_to_i32 = jit_truncate_to_i32,
+    .truncate_to_u32 = jit_truncate_to_u32,
 };

@@ -7,7 +7,9 @@
  * call in exactly one argument. Every bad call must return its documented status with a
  * non-empty message naming the function, leave out-parameters untouched, leave every fixture
  * blob's shape, capacity, heads, data and diff byte-for-byte unchanged, and never take a
- * caller's buffer (its release callback must not run).
+ * caller's buffer (its release callback must not run). Where an argument can be spelled another
+ * way (a negative axis), equivalent_* calls the function once with each spelling on fresh
+ * fixtures: both must succeed with the same out-parameters and leave the same fixtures.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -64,8 +66,9 @@ static const int64_t past_end_indices[2] = {2, 0};
 static const int64_t negative_indices[2] = {-1, 0};
 static const int64_t reinterpret_dims[2] = {10, 12}; /* the count of fx.a */
 static const int32_t valid_compare_axes[2] = {0, 3};
+static const int32_t negative_compare_axes[2] = {-4, -1}; /* valid_compare_axes counted from the end */
 static const int32_t past_end_axes[2] = {0, 4};
-static const int32_t negative_axes[2] = {-1, 0};
+static const int32_t before_start_axes[2] = {-5, 0};
 
 /* What the GPU functions' baselines return on this machine: CBLOB_OK with a GPU (or the test
  * double of the driver), else the status that says why not. */
@@ -411,6 +414,40 @@ static int first_changed(fixture *fx, const blob_state *before)
     if (cblob_model_num_layers(fx->model, &layers) != CBLOB_OK || layers != model_layers_before)
         return FIXTURE_BLOBS;
     return -1;
+}
+
+/* What a successful call did, for comparing two spellings of its arguments: its out-parameters'
+ * values (a blob's shape and contents), the fixture blobs afterwards and the model's layers. */
+typedef struct call_outcome {
+    unsigned char values[64];
+    size_t values_size;
+    blob_state blob;
+    blob_state fixtures[FIXTURE_BLOBS];
+} call_outcome;
+
+static int record_value(call_outcome *outcome, const void *value, size_t size)
+{
+    if (size > sizeof outcome->values - outcome->values_size)
+        return 0;
+    memcpy(outcome->values + outcome->values_size, value, size);
+    outcome->values_size += size;
+    return 1;
+}
+
+static int record_blob(call_outcome *outcome, cblob_blob *blob)
+{
+    return capture(blob, &outcome->blob);
+}
+
+static int record_fixtures(fixture *fx, call_outcome *outcome)
+{
+    return capture_all(fx, outcome->fixtures) && record_value(outcome, &model_layers_before, sizeof model_layers_before);
+}
+
+static int same_outcome(const call_outcome *a, const call_outcome *b)
+{
+    return a->values_size == b->values_size && memcmp(a->values, b->values, a->values_size) == 0 &&
+           memcmp(&a->blob, &b->blob, sizeof a->blob) == 0 && memcmp(a->fixtures, b->fixtures, sizeof a->fixtures) == 0;
 }
 
 #define EXPECT_FAILURE(call, expected, function, what) \
@@ -1400,16 +1437,16 @@ TEST(sweep_cblob_blob_count_range)
         CHECK_MSG(release_calls == 0, "cblob_blob_count_range with blob = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
     }
-    { /* start_axis: axis bound -1 */
+    { /* start_axis: axis bound -5 of 4 */
         fixture fx;
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
         int64_t out_out_count = (int64_t)0x5A5A5A5A;
-        EXPECT_FAILURE(cblob_blob_count_range(fx.a, -1, 2, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_count_range", "start_axis: axis bound -1");
-        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_blob_count_range with start_axis: axis bound -1: an out-parameter was written");
+        EXPECT_FAILURE(cblob_blob_count_range(fx.a, -5, 2, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_count_range", "start_axis: axis bound -5 of 4");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_blob_count_range with start_axis: axis bound -5 of 4: an out-parameter was written");
         const int changed = first_changed(&fx, before);
-        CHECK_MSG(changed < 0, "cblob_blob_count_range with start_axis: axis bound -1: fixture blob %d changed", changed);
-        CHECK_MSG(release_calls == 0, "cblob_blob_count_range with start_axis: axis bound -1: a caller's buffer was released");
+        CHECK_MSG(changed < 0, "cblob_blob_count_range with start_axis: axis bound -5 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_count_range with start_axis: axis bound -5 of 4: a caller's buffer was released");
         fixture_teardown(&fx);
     }
     { /* start_axis: axis bound 5 of 4 */
@@ -1424,16 +1461,28 @@ TEST(sweep_cblob_blob_count_range)
         CHECK_MSG(release_calls == 0, "cblob_blob_count_range with start_axis: axis bound 5 of 4: a caller's buffer was released");
         fixture_teardown(&fx);
     }
-    { /* end_axis: axis bound -1 */
+    { /* start_axis: axis bound INT32_MIN */
         fixture fx;
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
         int64_t out_out_count = (int64_t)0x5A5A5A5A;
-        EXPECT_FAILURE(cblob_blob_count_range(fx.a, 2, -1, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_count_range", "end_axis: axis bound -1");
-        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_blob_count_range with end_axis: axis bound -1: an out-parameter was written");
+        EXPECT_FAILURE(cblob_blob_count_range(fx.a, INT32_MIN, 2, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_count_range", "start_axis: axis bound INT32_MIN");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_blob_count_range with start_axis: axis bound INT32_MIN: an out-parameter was written");
         const int changed = first_changed(&fx, before);
-        CHECK_MSG(changed < 0, "cblob_blob_count_range with end_axis: axis bound -1: fixture blob %d changed", changed);
-        CHECK_MSG(release_calls == 0, "cblob_blob_count_range with end_axis: axis bound -1: a caller's buffer was released");
+        CHECK_MSG(changed < 0, "cblob_blob_count_range with start_axis: axis bound INT32_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_count_range with start_axis: axis bound INT32_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* end_axis: axis bound -5 of 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_count_range(fx.a, 2, -5, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_count_range", "end_axis: axis bound -5 of 4");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_blob_count_range with end_axis: axis bound -5 of 4: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_count_range with end_axis: axis bound -5 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_count_range with end_axis: axis bound -5 of 4: a caller's buffer was released");
         fixture_teardown(&fx);
     }
     { /* end_axis: axis bound 5 of 4 */
@@ -1448,6 +1497,18 @@ TEST(sweep_cblob_blob_count_range)
         CHECK_MSG(release_calls == 0, "cblob_blob_count_range with end_axis: axis bound 5 of 4: a caller's buffer was released");
         fixture_teardown(&fx);
     }
+    { /* end_axis: axis bound INT32_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_count_range(fx.a, 2, INT32_MIN, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_count_range", "end_axis: axis bound INT32_MIN");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_blob_count_range with end_axis: axis bound INT32_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_count_range with end_axis: axis bound INT32_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_count_range with end_axis: axis bound INT32_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
     { /* out_count = NULL */
         fixture fx;
         blob_state before[FIXTURE_BLOBS];
@@ -1459,6 +1520,44 @@ TEST(sweep_cblob_blob_count_range)
         CHECK_MSG(changed < 0, "cblob_blob_count_range with out_count = NULL: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_blob_count_range with out_count = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
+    }
+}
+
+TEST(equivalent_cblob_blob_count_range)
+{
+    { /* start_axis: axis bound -2, bound 2 of 4 counted from the end */
+        call_outcome outcomes[2];
+        memset(outcomes, 0, sizeof outcomes);
+        for (int spelling = 0; spelling < 2; ++spelling) {
+            fixture fx;
+            call_outcome *outcome = &outcomes[spelling];
+            CHECK(fixture_setup(&fx));
+            int64_t out_out_count = (int64_t)0x5A5A5A5A;
+            if (spelling == 0)
+                CHECK_OK(cblob_blob_count_range(fx.a, 2, 2, &out_out_count));
+            else
+                CHECK_OK(cblob_blob_count_range(fx.a, -2, 2, &out_out_count));
+            CHECK(record_value(outcome, &out_out_count, sizeof out_out_count) && record_fixtures(&fx, outcome));
+            fixture_teardown(&fx);
+        }
+        CHECK_MSG(same_outcome(&outcomes[0], &outcomes[1]), "cblob_blob_count_range with start_axis: axis bound -2, bound 2 of 4 counted from the end did not do what the valid call does");
+    }
+    { /* end_axis: axis bound -2, bound 2 of 4 counted from the end */
+        call_outcome outcomes[2];
+        memset(outcomes, 0, sizeof outcomes);
+        for (int spelling = 0; spelling < 2; ++spelling) {
+            fixture fx;
+            call_outcome *outcome = &outcomes[spelling];
+            CHECK(fixture_setup(&fx));
+            int64_t out_out_count = (int64_t)0x5A5A5A5A;
+            if (spelling == 0)
+                CHECK_OK(cblob_blob_count_range(fx.a, 2, 2, &out_out_count));
+            else
+                CHECK_OK(cblob_blob_count_range(fx.a, 2, -2, &out_out_count));
+            CHECK(record_value(outcome, &out_out_count, sizeof out_out_count) && record_fixtures(&fx, outcome));
+            fixture_teardown(&fx);
+        }
+        CHECK_MSG(same_outcome(&outcomes[0], &outcomes[1]), "cblob_blob_count_range with end_axis: axis bound -2, bound 2 of 4 counted from the end did not do what the valid call does");
     }
 }
 
@@ -1617,6 +1716,27 @@ TEST(sweep_cblob_blob_shape_at)
     }
 }
 
+TEST(equivalent_cblob_blob_shape_at)
+{
+    { /* axis: axis -3, axis 1 of 4 counted from the end */
+        call_outcome outcomes[2];
+        memset(outcomes, 0, sizeof outcomes);
+        for (int spelling = 0; spelling < 2; ++spelling) {
+            fixture fx;
+            call_outcome *outcome = &outcomes[spelling];
+            CHECK(fixture_setup(&fx));
+            int64_t out_out_dim = (int64_t)0x5A5A5A5A;
+            if (spelling == 0)
+                CHECK_OK(cblob_blob_shape_at(fx.a, 1, &out_out_dim));
+            else
+                CHECK_OK(cblob_blob_shape_at(fx.a, -3, &out_out_dim));
+            CHECK(record_value(outcome, &out_out_dim, sizeof out_out_dim) && record_fixtures(&fx, outcome));
+            fixture_teardown(&fx);
+        }
+        CHECK_MSG(same_outcome(&outcomes[0], &outcomes[1]), "cblob_blob_shape_at with axis: axis -3, axis 1 of 4 counted from the end did not do what the valid call does");
+    }
+}
+
 TEST(baseline_cblob_blob_canonical_axis)
 {
     fixture fx;
@@ -1699,6 +1819,27 @@ TEST(sweep_cblob_blob_canonical_axis)
         CHECK_MSG(changed < 0, "cblob_blob_canonical_axis with out_axis = NULL: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_blob_canonical_axis with out_axis = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
+    }
+}
+
+TEST(equivalent_cblob_blob_canonical_axis)
+{
+    { /* axis: axis -3, axis 1 of 4 counted from the end */
+        call_outcome outcomes[2];
+        memset(outcomes, 0, sizeof outcomes);
+        for (int spelling = 0; spelling < 2; ++spelling) {
+            fixture fx;
+            call_outcome *outcome = &outcomes[spelling];
+            CHECK(fixture_setup(&fx));
+            int32_t out_out_axis = (int32_t)0x5A5A5A5A;
+            if (spelling == 0)
+                CHECK_OK(cblob_blob_canonical_axis(fx.a, 1, &out_out_axis));
+            else
+                CHECK_OK(cblob_blob_canonical_axis(fx.a, -3, &out_out_axis));
+            CHECK(record_value(outcome, &out_out_axis, sizeof out_out_axis) && record_fixtures(&fx, outcome));
+            fixture_teardown(&fx);
+        }
+        CHECK_MSG(same_outcome(&outcomes[0], &outcomes[1]), "cblob_blob_canonical_axis with axis: axis -3, axis 1 of 4 counted from the end did not do what the valid call does");
     }
 }
 
@@ -9519,16 +9660,28 @@ TEST(sweep_cblob_blob_dim)
         CHECK_MSG(release_calls == 0, "cblob_blob_dim with dim: dim 7: a caller's buffer was released");
         fixture_teardown(&fx);
     }
-    { /* dim: dim -1 */
+    { /* dim: dim -8 */
         fixture fx;
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
         int64_t out_out_size = (int64_t)0x5A5A5A5A;
-        EXPECT_FAILURE(cblob_blob_dim(fx.neo, -1, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_dim", "dim: dim -1");
-        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_blob_dim with dim: dim -1: an out-parameter was written");
+        EXPECT_FAILURE(cblob_blob_dim(fx.neo, -8, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_dim", "dim: dim -8");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_blob_dim with dim: dim -8: an out-parameter was written");
         const int changed = first_changed(&fx, before);
-        CHECK_MSG(changed < 0, "cblob_blob_dim with dim: dim -1: fixture blob %d changed", changed);
-        CHECK_MSG(release_calls == 0, "cblob_blob_dim with dim: dim -1: a caller's buffer was released");
+        CHECK_MSG(changed < 0, "cblob_blob_dim with dim: dim -8: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_dim with dim: dim -8: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dim: dim INT32_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_size = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_dim(fx.neo, INT32_MIN, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_dim", "dim: dim INT32_MIN");
+        CHECK_MSG(out_out_size == (int64_t)0x5A5A5A5A, "cblob_blob_dim with dim: dim INT32_MIN: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_dim with dim: dim INT32_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_dim with dim: dim INT32_MIN: a caller's buffer was released");
         fixture_teardown(&fx);
     }
     { /* out_size = NULL */
@@ -9542,6 +9695,27 @@ TEST(sweep_cblob_blob_dim)
         CHECK_MSG(changed < 0, "cblob_blob_dim with out_size = NULL: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_blob_dim with out_size = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
+    }
+}
+
+TEST(equivalent_cblob_blob_dim)
+{
+    { /* dim: dim -1, CBLOB_DIM_CHANNELS counted from the end */
+        call_outcome outcomes[2];
+        memset(outcomes, 0, sizeof outcomes);
+        for (int spelling = 0; spelling < 2; ++spelling) {
+            fixture fx;
+            call_outcome *outcome = &outcomes[spelling];
+            CHECK(fixture_setup(&fx));
+            int64_t out_out_size = (int64_t)0x5A5A5A5A;
+            if (spelling == 0)
+                CHECK_OK(cblob_blob_dim(fx.neo, CBLOB_DIM_CHANNELS, &out_out_size));
+            else
+                CHECK_OK(cblob_blob_dim(fx.neo, -1, &out_out_size));
+            CHECK(record_value(outcome, &out_out_size, sizeof out_out_size) && record_fixtures(&fx, outcome));
+            fixture_teardown(&fx);
+        }
+        CHECK_MSG(same_outcome(&outcomes[0], &outcomes[1]), "cblob_blob_dim with dim: dim -1, CBLOB_DIM_CHANNELS counted from the end did not do what the valid call does");
     }
 }
 
@@ -9812,16 +9986,16 @@ TEST(sweep_cblob_blob_equal_dims)
         CHECK_MSG(release_calls == 0, "cblob_blob_equal_dims with axes: axis 4 of 4: a caller's buffer was released");
         fixture_teardown(&fx);
     }
-    { /* axes: axis -1 */
+    { /* axes: axis -5 of 4 */
         fixture fx;
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
         int32_t out_out_equal = (int32_t)0x5A5A5A5A;
-        EXPECT_FAILURE(cblob_blob_equal_dims(fx.a, fx.b, 2, negative_axes, &out_out_equal), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_equal_dims", "axes: axis -1");
-        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_equal_dims with axes: axis -1: an out-parameter was written");
+        EXPECT_FAILURE(cblob_blob_equal_dims(fx.a, fx.b, 2, before_start_axes, &out_out_equal), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_equal_dims", "axes: axis -5 of 4");
+        CHECK_MSG(out_out_equal == (int32_t)0x5A5A5A5A, "cblob_blob_equal_dims with axes: axis -5 of 4: an out-parameter was written");
         const int changed = first_changed(&fx, before);
-        CHECK_MSG(changed < 0, "cblob_blob_equal_dims with axes: axis -1: fixture blob %d changed", changed);
-        CHECK_MSG(release_calls == 0, "cblob_blob_equal_dims with axes: axis -1: a caller's buffer was released");
+        CHECK_MSG(changed < 0, "cblob_blob_equal_dims with axes: axis -5 of 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_equal_dims with axes: axis -5 of 4: a caller's buffer was released");
         fixture_teardown(&fx);
     }
     { /* out_equal = NULL */
@@ -9835,6 +10009,27 @@ TEST(sweep_cblob_blob_equal_dims)
         CHECK_MSG(changed < 0, "cblob_blob_equal_dims with out_equal = NULL: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_blob_equal_dims with out_equal = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
+    }
+}
+
+TEST(equivalent_cblob_blob_equal_dims)
+{
+    { /* axes: axes -4 and -1, axes 0 and 3 of 4 counted from the end */
+        call_outcome outcomes[2];
+        memset(outcomes, 0, sizeof outcomes);
+        for (int spelling = 0; spelling < 2; ++spelling) {
+            fixture fx;
+            call_outcome *outcome = &outcomes[spelling];
+            CHECK(fixture_setup(&fx));
+            int32_t out_out_equal = (int32_t)0x5A5A5A5A;
+            if (spelling == 0)
+                CHECK_OK(cblob_blob_equal_dims(fx.a, fx.b, 2, valid_compare_axes, &out_out_equal));
+            else
+                CHECK_OK(cblob_blob_equal_dims(fx.a, fx.b, 2, negative_compare_axes, &out_out_equal));
+            CHECK(record_value(outcome, &out_out_equal, sizeof out_out_equal) && record_fixtures(&fx, outcome));
+            fixture_teardown(&fx);
+        }
+        CHECK_MSG(same_outcome(&outcomes[0], &outcomes[1]), "cblob_blob_equal_dims with axes: axes -4 and -1, axes 0 and 3 of 4 counted from the end did not do what the valid call does");
     }
 }
 
@@ -10741,6 +10936,78 @@ TEST(sweep_cblob_blob_convert_from)
     }
 }
 
+TEST(baseline_cblob_blob_convert_from_truncating)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_blob_convert_from_truncating(fx.a, fx.b, CBLOB_PART_DATA));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_convert_from_truncating)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from_truncating(NULL, fx.b, CBLOB_PART_DATA), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_convert_from_truncating", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from_truncating with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from_truncating with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from_truncating(fx.a, NULL, CBLOB_PART_DATA), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_convert_from_truncating", "source = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from_truncating with source = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from_truncating with source = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source: a blob of another shape */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from_truncating(fx.a, fx.other_shape, CBLOB_PART_DATA), CBLOB_ERR_SHAPE, "cblob_blob_convert_from_truncating", "source: a blob of another shape");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from_truncating with source: a blob of another shape: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from_truncating with source: a blob of another shape: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* source: a blob of another count */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from_truncating(fx.a, fx.other_count, CBLOB_PART_DATA), CBLOB_ERR_SHAPE, "cblob_blob_convert_from_truncating", "source: a blob of another count");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from_truncating with source: a blob of another count: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from_truncating with source: a blob of another count: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from_truncating(fx.a, fx.b, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_convert_from_truncating", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from_truncating with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from_truncating with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_convert_from_truncating(fx.a, fx.b, -1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_convert_from_truncating", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_convert_from_truncating with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_convert_from_truncating with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
 TEST(baseline_cblob_blob_deep_copy)
 {
     fixture fx;
@@ -10987,6 +11254,46 @@ TEST(sweep_cblob_blob_transposed)
     }
 }
 
+TEST(equivalent_cblob_blob_transposed)
+{
+    { /* axis1: axis -3, axis 1 of 4 counted from the end */
+        call_outcome outcomes[2];
+        memset(outcomes, 0, sizeof outcomes);
+        for (int spelling = 0; spelling < 2; ++spelling) {
+            fixture fx;
+            call_outcome *outcome = &outcomes[spelling];
+            CHECK(fixture_setup(&fx));
+            cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+            if (spelling == 0)
+                CHECK_OK(cblob_blob_transposed(fx.a, 1, 1, &out_out_blob));
+            else
+                CHECK_OK(cblob_blob_transposed(fx.a, -3, 1, &out_out_blob));
+            CHECK(record_blob(outcome, out_out_blob) && record_fixtures(&fx, outcome));
+            cblob_blob_destroy(out_out_blob);
+            fixture_teardown(&fx);
+        }
+        CHECK_MSG(same_outcome(&outcomes[0], &outcomes[1]), "cblob_blob_transposed with axis1: axis -3, axis 1 of 4 counted from the end did not do what the valid call does");
+    }
+    { /* axis2: axis -3, axis 1 of 4 counted from the end */
+        call_outcome outcomes[2];
+        memset(outcomes, 0, sizeof outcomes);
+        for (int spelling = 0; spelling < 2; ++spelling) {
+            fixture fx;
+            call_outcome *outcome = &outcomes[spelling];
+            CHECK(fixture_setup(&fx));
+            cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+            if (spelling == 0)
+                CHECK_OK(cblob_blob_transposed(fx.a, 1, 1, &out_out_blob));
+            else
+                CHECK_OK(cblob_blob_transposed(fx.a, 1, -3, &out_out_blob));
+            CHECK(record_blob(outcome, out_out_blob) && record_fixtures(&fx, outcome));
+            cblob_blob_destroy(out_out_blob);
+            fixture_teardown(&fx);
+        }
+        CHECK_MSG(same_outcome(&outcomes[0], &outcomes[1]), "cblob_blob_transposed with axis2: axis -3, axis 1 of 4 counted from the end did not do what the valid call does");
+    }
+}
+
 TEST(baseline_cblob_blob_transpose_from)
 {
     fixture fx;
@@ -11136,6 +11443,42 @@ TEST(sweep_cblob_blob_transpose_from)
         CHECK_MSG(changed < 0, "cblob_blob_transpose_from with axis2: axis INT32_MIN: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_blob_transpose_from with axis2: axis INT32_MIN: a caller's buffer was released");
         fixture_teardown(&fx);
+    }
+}
+
+TEST(equivalent_cblob_blob_transpose_from)
+{
+    { /* axis1: axis -3, axis 1 of 4 counted from the end */
+        call_outcome outcomes[2];
+        memset(outcomes, 0, sizeof outcomes);
+        for (int spelling = 0; spelling < 2; ++spelling) {
+            fixture fx;
+            call_outcome *outcome = &outcomes[spelling];
+            CHECK(fixture_setup(&fx));
+            if (spelling == 0)
+                CHECK_OK(cblob_blob_transpose_from(fx.a, fx.b, CBLOB_PART_DATA, 1, 1));
+            else
+                CHECK_OK(cblob_blob_transpose_from(fx.a, fx.b, CBLOB_PART_DATA, -3, 1));
+            CHECK(record_fixtures(&fx, outcome));
+            fixture_teardown(&fx);
+        }
+        CHECK_MSG(same_outcome(&outcomes[0], &outcomes[1]), "cblob_blob_transpose_from with axis1: axis -3, axis 1 of 4 counted from the end did not do what the valid call does");
+    }
+    { /* axis2: axis -3, axis 1 of 4 counted from the end */
+        call_outcome outcomes[2];
+        memset(outcomes, 0, sizeof outcomes);
+        for (int spelling = 0; spelling < 2; ++spelling) {
+            fixture fx;
+            call_outcome *outcome = &outcomes[spelling];
+            CHECK(fixture_setup(&fx));
+            if (spelling == 0)
+                CHECK_OK(cblob_blob_transpose_from(fx.a, fx.b, CBLOB_PART_DATA, 1, 1));
+            else
+                CHECK_OK(cblob_blob_transpose_from(fx.a, fx.b, CBLOB_PART_DATA, 1, -3));
+            CHECK(record_fixtures(&fx, outcome));
+            fixture_teardown(&fx);
+        }
+        CHECK_MSG(same_outcome(&outcomes[0], &outcomes[1]), "cblob_blob_transpose_from with axis2: axis -3, axis 1 of 4 counted from the end did not do what the valid call does");
     }
 }
 
@@ -11291,6 +11634,26 @@ TEST(sweep_cblob_blob_merge)
     }
 }
 
+TEST(equivalent_cblob_blob_merge)
+{
+    { /* axis: axis -3, axis 1 of 4 counted from the end */
+        call_outcome outcomes[2];
+        memset(outcomes, 0, sizeof outcomes);
+        for (int spelling = 0; spelling < 2; ++spelling) {
+            fixture fx;
+            call_outcome *outcome = &outcomes[spelling];
+            CHECK(fixture_setup(&fx));
+            if (spelling == 0)
+                CHECK_OK(cblob_blob_merge(fx.a, CBLOB_PART_DATA, 1, 1, (cblob_blob *[]){fx.b}));
+            else
+                CHECK_OK(cblob_blob_merge(fx.a, CBLOB_PART_DATA, -3, 1, (cblob_blob *[]){fx.b}));
+            CHECK(record_fixtures(&fx, outcome));
+            fixture_teardown(&fx);
+        }
+        CHECK_MSG(same_outcome(&outcomes[0], &outcomes[1]), "cblob_blob_merge with axis: axis -3, axis 1 of 4 counted from the end did not do what the valid call does");
+    }
+}
+
 TEST(baseline_cblob_blob_split)
 {
     fixture fx;
@@ -11440,6 +11803,26 @@ TEST(sweep_cblob_blob_split)
         CHECK_MSG(changed < 0, "cblob_blob_split with outputs: a blob sharing the written memory: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_blob_split with outputs: a blob sharing the written memory: a caller's buffer was released");
         fixture_teardown(&fx);
+    }
+}
+
+TEST(equivalent_cblob_blob_split)
+{
+    { /* axis: axis -3, axis 1 of 4 counted from the end */
+        call_outcome outcomes[2];
+        memset(outcomes, 0, sizeof outcomes);
+        for (int spelling = 0; spelling < 2; ++spelling) {
+            fixture fx;
+            call_outcome *outcome = &outcomes[spelling];
+            CHECK(fixture_setup(&fx));
+            if (spelling == 0)
+                CHECK_OK(cblob_blob_split(fx.a, CBLOB_PART_DATA, 1, 1, (cblob_blob *[]){fx.b}));
+            else
+                CHECK_OK(cblob_blob_split(fx.a, CBLOB_PART_DATA, -3, 1, (cblob_blob *[]){fx.b}));
+            CHECK(record_fixtures(&fx, outcome));
+            fixture_teardown(&fx);
+        }
+        CHECK_MSG(same_outcome(&outcomes[0], &outcomes[1]), "cblob_blob_split with axis: axis -3, axis 1 of 4 counted from the end did not do what the valid call does");
     }
 }
 

@@ -325,7 +325,7 @@ static void twin_convert_to_i32_f32(int64_t n, const float *__restrict__ x, void
 {
     int32_t *out = (int32_t *)y;
     CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]);
+        const double v = rint((double)x[i]); /* nearest even */
         out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
                  : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
     }
@@ -336,7 +336,7 @@ static void twin_convert_to_i32_f64(int64_t n, const double *__restrict__ x, voi
 {
     int32_t *out = (int32_t *)y;
     CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]);
+        const double v = rint((double)x[i]); /* nearest even */
         out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
                  : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
     }
@@ -368,7 +368,7 @@ static void twin_convert_to_u32_f32(int64_t n, const float *__restrict__ x, void
 {
     uint32_t *out = (uint32_t *)y;
     CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]);
+        const double v = rint((double)x[i]); /* nearest even */
         out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
                  : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
     }
@@ -379,7 +379,7 @@ static void twin_convert_to_u32_f64(int64_t n, const double *__restrict__ x, voi
 {
     uint32_t *out = (uint32_t *)y;
     CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]);
+        const double v = rint((double)x[i]); /* nearest even */
         out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
                  : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
     }
@@ -403,6 +403,50 @@ static void twin_convert_to_u32_u32(int64_t n, const uint32_t *__restrict__ x, v
     uint32_t *out = (uint32_t *)y;
     CB_FOR_EACH_INDEX(i, n) {
         out[i] = (uint32_t)x[i];
+    }
+}
+
+/* truncate_to_i32 for float32, as templates/cuda/ops/truncate_to_i32.cu.j2 writes it */
+static void twin_truncate_to_i32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
+{
+    int32_t *out = (int32_t *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        const double v = trunc((double)x[i]); /* toward zero */
+        out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
+                 : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
+    }
+}
+
+/* truncate_to_i32 for float64, as templates/cuda/ops/truncate_to_i32.cu.j2 writes it */
+static void twin_truncate_to_i32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
+{
+    int32_t *out = (int32_t *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        const double v = trunc((double)x[i]); /* toward zero */
+        out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
+                 : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
+    }
+}
+
+/* truncate_to_u32 for float32, as templates/cuda/ops/truncate_to_u32.cu.j2 writes it */
+static void twin_truncate_to_u32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
+{
+    uint32_t *out = (uint32_t *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        const double v = trunc((double)x[i]); /* toward zero */
+        out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
+                 : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
+    }
+}
+
+/* truncate_to_u32 for float64, as templates/cuda/ops/truncate_to_u32.cu.j2 writes it */
+static void twin_truncate_to_u32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
+{
+    uint32_t *out = (uint32_t *)y;
+    CB_FOR_EACH_INDEX(i, n) {
+        const double v = trunc((double)x[i]); /* toward zero */
+        out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
+                 : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
     }
 }
 
@@ -1909,6 +1953,150 @@ static int run_convert_to_u32_u32(void **args, unsigned int grid, unsigned int b
     return result;
 }
 
+static int run_truncate_to_i32_f32(void **args, unsigned int grid, unsigned int block)
+{
+    const int64_t n = *(const int64_t *)args[0];
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
+    if (x == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    const size_t y_bytes = (size_t)(n) * sizeof(int32_t);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
+    if (y == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_truncate_to_i32_f32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_truncate_to_i32_f32(n, x_read, y_twin);
+        }
+    cblob_status status = cb_cpu_truncate_to_i32_f32(n, x, y);
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_truncate_to_i32_f32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
+}
+
+static int run_truncate_to_i32_f64(void **args, unsigned int grid, unsigned int block)
+{
+    const int64_t n = *(const int64_t *)args[0];
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
+    if (x == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    const size_t y_bytes = (size_t)(n) * sizeof(int32_t);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
+    if (y == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_truncate_to_i32_f64", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_truncate_to_i32_f64(n, x_read, y_twin);
+        }
+    cblob_status status = cb_cpu_truncate_to_i32_f64(n, x, y);
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_truncate_to_i32_f64", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
+}
+
+static int run_truncate_to_u32_f32(void **args, unsigned int grid, unsigned int block)
+{
+    const int64_t n = *(const int64_t *)args[0];
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
+    if (x == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    const size_t y_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
+    if (y == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_truncate_to_u32_f32", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_truncate_to_u32_f32(n, x_read, y_twin);
+        }
+    cblob_status status = cb_cpu_truncate_to_u32_f32(n, x, y);
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_truncate_to_u32_f32", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
+}
+
+static int run_truncate_to_u32_f64(void **args, unsigned int grid, unsigned int block)
+{
+    const int64_t n = *(const int64_t *)args[0];
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    void *x = fake_device_range(*(void **)args[1], x_bytes);
+    if (x == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    const size_t y_bytes = (size_t)(n) * sizeof(uint32_t);
+    void *y = fake_device_range(*(void **)args[2], y_bytes);
+    if (y == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_truncate_to_u32_f64", "x", x, x_bytes, "y", y, y_bytes))
+        return FAKE_INVALID_VALUE;
+    void *y_twin = twin_copy(y, y_bytes);
+    if (y_twin == NULL) {
+        free(y_twin);
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
+    gridDim = (fake_dim3){grid, 1, 1};
+    blockDim = (fake_dim3){block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = (fake_dim3){b, 0, 0};
+            threadIdx = (fake_dim3){t, 0, 0};
+            twin_truncate_to_u32_f64(n, x_read, y_twin);
+        }
+    cblob_status status = cb_cpu_truncate_to_u32_f64(n, x, y);
+    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_truncate_to_u32_f64", "y", y_twin, y, y_bytes))
+        result = FAKE_LAUNCH_FAILED;
+    free(y_twin);
+    return result;
+}
+
 const fake_kernel fake_kernels[] = {
     {"cblob_asum_f32", 3, run_asum_f32},
     {"cblob_asum_f64", 3, run_asum_f64},
@@ -1950,5 +2138,9 @@ const fake_kernel fake_kernels[] = {
     {"cblob_convert_to_u32_f64", 3, run_convert_to_u32_f64},
     {"cblob_convert_to_u32_i32", 3, run_convert_to_u32_i32},
     {"cblob_convert_to_u32_u32", 3, run_convert_to_u32_u32},
+    {"cblob_truncate_to_i32_f32", 3, run_truncate_to_i32_f32},
+    {"cblob_truncate_to_i32_f64", 3, run_truncate_to_i32_f64},
+    {"cblob_truncate_to_u32_f32", 3, run_truncate_to_u32_f32},
+    {"cblob_truncate_to_u32_f64", 3, run_truncate_to_u32_f64},
     {NULL, 0, NULL},
 };

@@ -229,6 +229,14 @@ CBLOB_API cblob_status cblob_context_mode(const cblob_context *context, cblob_mo
  * Blobs of int32 and uint32 support everything except the math (update, asum, sumsq, scale),
  * which returns CBLOB_ERR_NOT_IMPLEMENTED, as in Caffe.
  *
+ * Axes. Every function that takes an axis or a named dimension (cblob_dim) takes it as Caffe's
+ * CanonicalAxisIndex does: -num_axes to num_axes - 1, a negative axis counting from the end (-1
+ * is the last axis, CBLOB_DIM_CHANNELS of a NeoML blob). A bound of a range of axes
+ * (cblob_blob_count_range) may also be num_axes, one past the last. Anything else is
+ * CBLOB_ERR_OUT_OF_RANGE (CBLOB_ERR_INVALID_ARGUMENT for a cblob_dim) and changes nothing. The
+ * one exception is Caffe's own cblob_blob_legacy_shape, whose index is -4 to 3 whatever the
+ * number of axes.
+ *
  * Threads: distinct blobs may be used from different threads at once. One blob needs external
  * locking, except for cblob_blob_retain, cblob_blob_destroy and the pure getters marked so.
  */
@@ -324,7 +332,9 @@ CBLOB_API cblob_status cblob_blob_count(const cblob_blob *blob, int64_t *out_cou
 
 /*
  * The product of the dimensions of axes [start_axis, end_axis); an empty range gives 1.
- * Needs 0 <= start_axis <= end_axis <= num_axes. A shape with a zero dimension has count 0
+ * Each bound is -num_axes to num_axes, a negative one counting from the end ("Axes" above:
+ * -1 is the last axis, so [0, -1) leaves it out), and the start must not come after the end.
+ * Caffe's count(start, end) aborts on a negative bound. A shape with a zero dimension has count 0
  * whatever its other dimensions are, so a range without the zero may not fit in int64:
  * that is CBLOB_ERR_OVERFLOW.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW.
@@ -345,7 +355,7 @@ CBLOB_API cblob_status cblob_blob_count_range(const cblob_blob *blob, int32_t st
 CBLOB_API cblob_status cblob_blob_shape(const cblob_blob *blob, int32_t max_axes, int64_t *out_shape, int32_t *out_num_axes);
 
 /*
- * The dimension of one axis; a negative axis counts from the end (-1 is the last).
+ * The dimension of one axis, -num_axes to num_axes - 1; a negative axis counts from the end (-1 is the last).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.
@@ -484,7 +494,10 @@ CBLOB_API cblob_status cblob_blob_head(const cblob_blob *blob, cblob_part part, 
  * first replaced by fresh storage of that size, as in Caffe (diff contents are dropped).
  * Blobs sharing the data see the new buffer. release (may be NULL) is called once with ptr
  * and user_data when cblob lets go of the buffer; on failure it is not called and the buffer
- * stays the caller's. A pointer into the blob's own data or diff buffer (one cblob allocated)
+ * stays the caller's. Each hand-over is released once: handing the buffer in use over again
+ * with the same release and user_data changes nothing, while another release or user_data
+ * ends the earlier hand-over, whose release runs at once, and the buffer stays in use under
+ * the new one (so that release must not free it). A pointer into the blob's own data or diff buffer (one cblob allocated)
  * is refused with CBLOB_ERR_INVALID_ARGUMENT: cblob frees those itself.
  *   release: may be NULL
  *   user_data: may be NULL
@@ -560,11 +573,39 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * such as NetParameter.layer[3](conv1).blobs[0].data) and its byte offset; nothing is created or
  * changed then. When a reader fails on bytes that are surely of another kind (a net's layers, a
  * blob's values), the message says what they hold. Bytes of one kind can also be valid, empty
- * protobuf of another (a BlobProtoVector read as a net with no layers): cblob_proto_detect tells
- * the kinds apart. Loading copies the bulk of the values once: a blob read from a file adopts the
- * decoded array as its storage, and a file is mapped, not read, so a model loads in about its
- * own size of memory. As with any mapped file, a file that another process truncates while
- * cblob reads it can raise SIGBUS.
+ * protobuf of another: a BlobProto or a BlobProtoVector reads as a net without layers, so
+ * opening one as a model is refused with a message saying what it holds (cblob_model_open), and
+ * cblob_proto_detect tells the kinds apart. Loading copies the bulk of the values once: a blob read from a file adopts the
+ * decoded array as its storage, and the file's bytes are handed back to the system as each blob
+ * is decoded, so a model loads in about its own size of memory (twice it when one blob is the
+ * whole file).
+ *
+ * Reading a file (every *_file reader): a path that is not a regular file (a FIFO, a device, a
+ * socket, a folder) fails at once with CBLOB_ERR_IO, before anything opens it; the file is read
+ * with pread into private memory, never mapped, so another process truncating it cannot raise
+ * SIGBUS; a file that gets shorter or longer, or whose size, modification time or inode changes
+ * while it is read, fails with CBLOB_ERR_IO. A load sees one consistent snapshot or fails (a
+ * rewrite of the same size within one tick of the file system's clock, a few milliseconds, is the
+ * one change a reader cannot see).
+ *
+ * Writing a file (every *_file writer): symbolic links are followed (chains, relative, dangling)
+ * to the final target. A regular file, or no file, is replaced atomically: the bytes go to a
+ * temporary file `.cblob-tmp-<pid>-<n>` in the target's folder, which is fsync'ed and then renamed
+ * over the target, so the name holds the whole old or the whole new file, across crashes and power
+ * loss too. The replaced file's mode is kept, and its owner and group where the caller may set
+ * them (where not, setuid and setgid are dropped and the new group gets the others' permissions,
+ * so the file is never more permissive); ACLs and extended attributes are not carried over. A new
+ * file gets 0666 less the umask. A file the caller may not write is refused. A regular file with
+ * other hard links is updated in place so that every name sees the new content: the bytes are
+ * staged whole in a temporary file and room for them reserved first, so a failed or full-disk
+ * save leaves it untouched, but a crash during the copy can leave it part old, part new. A
+ * character device or a FIFO is written in place, without truncation or rename (so /dev/null
+ * stays /dev/null); a FIFO that no process reads fails at once, and a reader that goes away gives
+ * CBLOB_ERR_IO (EPIPE), never SIGPIPE. A folder, a socket or a block device is refused with
+ * CBLOB_ERR_IO, and so is a file name starting with `.cblob-tmp-`. Errors (no space, quota, I/O) name the step and the system's reason, and leave the
+ * target untouched and no temporary behind. A temporary of a killed writer is removed by the next
+ * save into the same folder (a writer holds a lock on its temporary while it writes). Nothing in
+ * the library installs a signal handler.
  *
  * Writing always makes a fresh message (Caffe's ToProto can leave stale fields in a reused one):
  * float32 blobs write data/diff, float64 blobs double_data/double_diff, and int32/uint32 blobs
@@ -572,8 +613,7 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * integer blobs). Reading into an integer blob truncates toward zero as Caffe's cast does and
  * refuses values that do not fit (CBLOB_ERR_OVERFLOW). The shape is written as `shape`, never
  * as legacy dims. Writing refuses a message over protobuf's 2 GiB limit, which Caffe's reader
- * enforces (CBLOB_ERR_OVERFLOW); reading has no such limit. Files are written to a temporary file that is renamed over the path when complete,
- * so a failed save leaves no partial file (it is not fsync'ed). Serialized bytes use the two-call convention of
+ * enforces (CBLOB_ERR_OVERFLOW); reading has no such limit. Serialized bytes use the two-call convention of
  * cblob_blob_shape_string: pass buffer NULL and buffer_size 0 to learn the size.
  *
  * A model handle holds a net's name, format and layers (name, type, blobs). Since 1.1 it keeps
@@ -621,7 +661,7 @@ typedef struct cblob_model cblob_model;
 CBLOB_API cblob_status cblob_proto_detect(const uint8_t *bytes, size_t size, cblob_proto_kind *out_kind);
 
 /*
- * Like cblob_proto_detect, for a file (mapped, not read whole).
+ * Like cblob_proto_detect, for a file, read as the other readers read one (the section's introduction).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
@@ -639,7 +679,10 @@ CBLOB_API cblob_status cblob_proto_detect_file(const char *path, cblob_proto_kin
 CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
 
 /*
- * Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does.
+ * Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does, by the
+ * rules for writing a file in the section's introduction (links followed, the target replaced
+ * atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
+ * devices refused).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
  *   Since ABI 1.0.
  */
@@ -652,14 +695,17 @@ CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_
  * ShapeEquals rules (cblob_blob_shape_equals_proto), else CBLOB_ERR_SHAPE. Data comes from
  * double_data when that is non-empty, else from data, converted to the blob's dtype; its
  * count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
- * as it is when it has none. The data head becomes AT_CPU. On failure the blob is unchanged.
+ * as it is when it has none. The data head becomes AT_CPU, also when there are no values (a
+ * blob that never had memory gets an empty one). On failure the blob is unchanged.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_proto(cblob_blob *blob, const uint8_t *bytes, size_t size, int32_t reshape);
 
 /*
- * Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does.
+ * Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
+ * file is read as a snapshot; a path that is not a regular file fails at once (the section's
+ * introduction).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.
  *   Since ABI 1.0.
  */
@@ -688,7 +734,8 @@ CBLOB_API cblob_status cblob_blob_shape_equals_proto(const cblob_blob *blob, con
 CBLOB_API cblob_status cblob_blob_create_from_proto(cblob_context *context, const uint8_t *bytes, size_t size, cblob_blob **out_blob);
 
 /*
- * Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does.
+ * Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does,
+ * reading the file as the section's introduction says.
  *   out_blob: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
  *   Since ABI 1.0.
@@ -705,7 +752,8 @@ CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context,
 CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
 
 /*
- * Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does.
+ * Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
+ * writing a file in the section's introduction.
  *   blobs: may be NULL when num_blobs is 0
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
  *   Since ABI 1.0.
@@ -724,7 +772,8 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs,
 CBLOB_API cblob_status cblob_blob_vector_from_proto(cblob_context *context, const uint8_t *bytes, size_t size, int64_t max_blobs, cblob_blob **out_blobs, int64_t *out_num_blobs);
 
 /*
- * Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does.
+ * Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does, reading
+ * the file as the section's introduction says.
  *   out_blobs: may be NULL; the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
  *   Since ABI 1.0.
@@ -748,7 +797,11 @@ CBLOB_API cblob_status cblob_model_create(cblob_context *context, cblob_net_form
  * enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
  * V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
  * cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
- * input is checked before the call returns; bytes may be freed once it has.
+ * input is checked before the call returns; bytes may be freed once it has. Input without
+ * layers that is surely another kind (a BlobProto; a BlobProtoVector of several blobs, or of
+ * one no net's name could be) is CBLOB_ERR_PARSE with a message saying what it holds; a net
+ * whose only field is its name opens as a net with no layers, even when the name's bytes read
+ * as a BlobProto too.
  *   out_model: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
  *   Since ABI 1.0.
@@ -756,9 +809,10 @@ CBLOB_API cblob_status cblob_model_create(cblob_context *context, cblob_net_form
 CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *bytes, size_t size, cblob_model **out_model);
 
 /*
- * Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
- * released as soon as it is read, so loading peaks at about the file's size (at most 1.6 times
- * it for files of many tiny layers or empty blobs; bench/model_memory.sh).
+ * Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
+ * introduction). Each part of the file's bytes is released as soon as it is read, so loading
+ * peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
+ * blobs; bench/model_memory.sh).
  *   out_model: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
  *   Since ABI 1.0.
@@ -868,7 +922,8 @@ CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *nam
 CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
 
 /*
- * Writes the model as a .caffemodel file, as cblob_model_to_proto does.
+ * Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
+ * writing a file in the section's introduction.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
  *   Since ABI 1.0.
  */
@@ -1412,7 +1467,11 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
 /* ==========================================================================================
  * NeoML blob operations
  * ==========================================================================================
- * NeoML's CDnnBlob operations, for every dtype, on the CPU and on the GPU.
+ * NeoML's CDnnBlob operations, for every dtype (NeoML has float and int), on the CPU and on the
+ * GPU. Where NeoML asserts (NeoAssert, an exception), presumes in debug builds only
+ * (NeoPresume) or checks nothing, cblob checks and returns a status: bad input changes nothing.
+ * Every difference from NeoML is stated on the function it concerns and listed in README.md,
+ * "Differences from NeoML".
  *
  * Named layout. A NeoML blob is a blob of exactly 7 axes in the order of cblob_dim: BatchLength,
  * BatchWidth, ListSize, Height, Width, Depth, Channels. Memory is row-major in that order, so
@@ -1420,7 +1479,9 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
  * ListSize vectors of Height * Width * Depth * Channels elements. The creation helpers make such
  * blobs; cblob_blob_dim, the object sizes, fill_object, clear_object and the object form of
  * merge and split need exactly 7 axes (CBLOB_ERR_SHAPE otherwise). Everything else here takes
- * any blob and any axis: pass a cblob_dim as the axis of a 7-axis blob.
+ * any blob and any axis: pass a cblob_dim as the axis of a 7-axis blob. Axes and named
+ * dimensions follow the rule of "Axes" in the Blobs section: a negative one counts from the end
+ * (-1 is Channels of a NeoML blob), where NeoML takes only TBlobDim values 0 to 6.
  *
  * Where operations run. Each operation runs where the memory it works on is current: a part
  * whose head is AT_CPU is worked on in host memory, AT_GPU on the device; a SYNCED part is read
@@ -1439,8 +1500,9 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
  * follow a later move of its parent window (as in NeoML). If the parent is later given new
  * storage (a reshape past its capacity, cblob_blob_share, cblob_blob_set_cpu_data on a storage of
  * another size), the window keeps the old storage alive and goes on viewing it, detached from the
- * parent, as a blob that shared memory does; positioning the window again (set_position, shift,
- * set_size) re-attaches it to the parent's current storage and shape. A window cannot be
+ * parent, as a blob that shared memory does (NeoML's window keeps a handle into memory the
+ * parent may have freed); positioning the window again (set_position, shift, set_size)
+ * re-attaches it to the parent's current storage and shape. A window cannot be
  * reshaped beyond the elements it views, given a buffer (set_cpu_data), or share another blob's
  * memory: those return CBLOB_ERR_STATE.
  *
@@ -1458,11 +1520,18 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
  * type to int32 or uint32: rounded to the nearest integer (ties to even), then saturated to the
  * target's range (-infinity and values below give the minimum, +infinity and values above the
  * maximum); NaN gives 0. Between int32 and uint32: saturated (negative int32 gives 0, uint32
- * above INT32_MAX gives INT32_MAX).
+ * above INT32_MAX gives INT32_MAX). NeoML truncates from float to int instead (its
+ * VectorConvert, which its Cast layer uses): cblob_blob_convert_from_truncating does that, with
+ * the same saturation and NaN rules, for code that must match NeoML bit for bit.
  *
  * Overlap. An operation that writes one blob from others refuses sources that share memory with
  * the written range (CBLOB_ERR_INVALID_ARGUMENT), except where the result is well defined: a copy
- * from the very same range is a no-op and cblob_blob_add may add a blob to itself.
+ * from the very same range is a no-op and cblob_blob_add may add a blob to itself (NeoML checks
+ * no overlap, and an operation in place gives what its loops happen to give). Memory is
+ * compared by address, so memory shared without cblob_blob_share also counts: a DLPack export
+ * imported again, or a cblob_blob_set_cpu_data buffer inside another blob's. Such blobs have
+ * heads of their own, so they are refused whenever their buffers (host or device, whole) share
+ * a byte, even for the very same range.
  */
 
 /* The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim. */
@@ -1495,7 +1564,10 @@ typedef struct cblob_buffer cblob_buffer;
 
 /*
  * Creates a 7-axis NeoML blob from up to 7 dimensions, left-aligned as NeoML's CreateTensor:
- * dims[i] becomes axis i (BatchLength first) and the remaining axes are 1.
+ * dims[i] becomes axis i (BatchLength first) and the remaining axes are 1. Dimensions are
+ * int64, a negative one is CBLOB_ERR_SHAPE and an element count that overflows is
+ * CBLOB_ERR_OVERFLOW, here and in every creator below (NeoML's CreateTensor and creators
+ * take unchecked ints).
  *   num_dims: 0 to CBLOB_NEOML_AXES
  *   dims: may be NULL when num_dims is 0
  *   out_blob: the caller owns the result
@@ -1564,7 +1636,7 @@ CBLOB_API cblob_status cblob_blob_create_image3d(cblob_context *context, cblob_d
 CBLOB_API cblob_status cblob_blob_create_like(const cblob_blob *pattern, cblob_dtype dtype, cblob_blob **out_blob);
 
 /*
- * The size of a named axis of a 7-axis blob.
+ * The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels; NeoML's TBlobDim is 0 to 6 only).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.
@@ -1607,7 +1679,8 @@ CBLOB_API cblob_status cblob_blob_equal_shape(const cblob_blob *blob, const cblo
 /*
  * Writes 1 when both blobs have the same dimension on each listed axis, else 0 (NeoML's
  * HasEqualDimensions with a list of dims; dtypes are not compared). Every axis must exist in
- * both blobs; an empty list gives 1.
+ * both blobs; a negative axis counts from each blob's own end, so -1 compares the last
+ * dimensions of blobs of different numbers of axes. An empty list gives 1.
  *   axes: may be NULL when num_axes is 0
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
  *   Pure getter: safe to call on one handle from several threads at once.
@@ -1617,8 +1690,10 @@ CBLOB_API cblob_status cblob_blob_equal_dims(const cblob_blob *blob, const cblob
 
 /*
  * Gives the blob another shape with the same element count (NeoML's ReinterpretDimensions);
- * memory and contents stay, and the dtype never changes. Works on windows and on blobs with
- * open mappings, since nothing moves.
+ * memory and contents stay, and the dtype never changes (NeoML's takes the descriptor's data
+ * type too). Works on windows, where NeoML asserts, and on blobs with open mappings, since
+ * nothing moves. A window of a reinterpreted parent takes the parent's new shape when it is
+ * positioned next (cblob_window_set_position).
  *   shape: may be NULL when num_axes is 0
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW.
  *   Since ABI 1.0.
@@ -1628,7 +1703,11 @@ CBLOB_API cblob_status cblob_blob_reinterpret(cblob_blob *blob, int32_t num_axes
 /*
  * Creates a window of `size` rows over parent's first axis, at position 0 (NeoML's
  * CreateWindowBlob); its shape is parent's with the first dimension set to size. It
- * allocates nothing and holds the parent. Free it with cblob_blob_destroy.
+ * allocates nothing and holds the parent. Free it with cblob_blob_destroy. A size of 0 makes
+ * a window without elements, which may sit at any position from 0 to the parent's first
+ * dimension (NeoML's CreateWindowBlob places the window with SetParentPos, which divides by
+ * the window's BatchLength: a size of 0 fails there). A parent with no axes is
+ * CBLOB_ERR_SHAPE.
  *   size: 0 to parent's first dimension
  *   out_window: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
@@ -1638,23 +1717,28 @@ CBLOB_API cblob_status cblob_window_create(cblob_blob *parent, int64_t size, cbl
 
 /*
  * Moves the window to start at row `position` of its parent (NeoML's SetParentPos), which
- * must be in [0, parent's first dimension - window size]; a negative position is an error.
- * The window takes the parent's current storage and shape again (see "Windows" above).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
+ * must be in [0, parent's first dimension - window size]; a negative position is an error
+ * (NeoML accepts one). The window takes the parent's current storage and shape again (see
+ * "Windows" above): its other dimensions and its row length are the parent's as they are now,
+ * after any reshape or cblob_blob_reinterpret of the parent, where NeoML's window keeps the
+ * dims it was created with and places itself by them. A parent that now has no axes is
+ * CBLOB_ERR_SHAPE, and the window stays where it was.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_window_set_position(cblob_blob *window, int64_t position);
 
 /*
- * Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds of cblob_window_set_position.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
+ * Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds and rules of cblob_window_set_position.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_window_shift(cblob_blob *window, int64_t delta);
 
 /*
  * Makes the window `size` rows long at its current position; position + size must not exceed
- * the parent's first dimension. Like set_position, it re-attaches to the parent.
+ * the parent's first dimension, and 0 is allowed. Like set_position, it re-attaches to the
+ * parent and takes its current shape.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
  *   Since ABI 1.0.
  */
@@ -1703,7 +1787,7 @@ CBLOB_API cblob_status cblob_blob_is_window(const cblob_blob *blob, int32_t *out
 /*
  * Copies `length` elements from a caller's array into data or diff (NeoML's CopyFrom(T*)).
  * dtype names the array's element type and must be the blob's; length must be the blob's
- * count.
+ * count (NeoML's CopyFrom takes no length and reads as many elements as the blob has).
  *   source: length elements of dtype; may be NULL when length is 0
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
@@ -1730,8 +1814,22 @@ CBLOB_API cblob_status cblob_blob_copy_out(cblob_blob *blob, cblob_part part, cb
 CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *source, cblob_part part);
 
 /*
- * A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy). A
- * window's copy is an ordinary blob of the window's shape.
+ * cblob_blob_convert_from with NeoML's rule from a float type to an integer type: the
+ * fraction is truncated toward zero (2.7 gives 2, -2.7 gives -2, -0.5 gives 0), as NeoML's
+ * VectorConvert and its Cast layer do, where cblob_blob_convert_from rounds to the nearest
+ * integer, ties to even. The truncated value is then saturated to the target's range
+ * (infinities too) and NaN gives 0, as in "Conversions". Every other pair of dtypes converts
+ * as cblob_blob_convert_from does: to a float type the nearest value (NeoML's int-to-float
+ * cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
+ * those of cblob_blob_convert_from.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_blob_convert_from_truncating(cblob_blob *blob, cblob_blob *source, cblob_part part);
+
+/*
+ * A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
+ * NeoML blobs have no diff). A window's copy is an ordinary blob of the window's shape.
  *   out_blob: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
@@ -1740,8 +1838,8 @@ CBLOB_API cblob_status cblob_blob_deep_copy(cblob_blob *blob, cblob_blob **out_b
 
 /*
  * A new, independent blob of the given dtype with the blob's shape, and its data and diff
- * converted (see "Conversions"). NeoML's GetClone(type) leaves the contents uninitialized;
- * cblob_blob_create_like does that (zero-filled).
+ * converted (see "Conversions"; NeoML blobs have no diff). NeoML's GetClone(type) leaves the
+ * contents uninitialized; cblob_blob_create_like does that (zero-filled).
  *   out_blob: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
@@ -1750,8 +1848,8 @@ CBLOB_API cblob_status cblob_blob_clone(cblob_blob *blob, cblob_dtype dtype, cbl
 
 /*
  * A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
- * GetTransposed). Any pair of axes of any blob; a negative axis counts from the end. Equal
- * axes give a deep copy.
+ * GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
+ * axes give a deep copy, as in NeoML.
  *   out_blob: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
@@ -1760,9 +1858,11 @@ CBLOB_API cblob_status cblob_blob_transposed(cblob_blob *blob, int32_t axis1, in
 
 /*
  * Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
- * (NeoML's TransposeFrom). The dtypes must match and the blob's shape must be source's with
- * the two dimensions swapped: every axis is checked, where NeoML checks only the two swapped
- * dimensions and the total size.
+ * (NeoML's TransposeFrom). The axes are source's, a negative one counting from the end. The
+ * dtypes must match and the blob's shape must be source's with the two dimensions swapped:
+ * every axis is checked, where NeoML checks only the two swapped dimensions and the total
+ * size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
+ * no-op).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
@@ -1770,10 +1870,11 @@ CBLOB_API cblob_status cblob_blob_transpose_from(cblob_blob *blob, cblob_blob *s
 
 /*
  * Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
- * MergeByDim, axis 0 included). Every input must have the blob's dtype and number of axes and
+ * MergeByDim, axis 0 included; a negative axis counts from the end). Every input must have the blob's dtype and number of axes and
  * its dimensions on every other axis, and the inputs' dimensions on `axis` must add up to
  * the blob's; anything else is an error, never an out-of-bounds write. An input may appear
- * more than once but must not share memory with the blob.
+ * more than once but must not share memory with the blob. There is no limit on the number
+ * of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
  *   num_inputs: at least 1
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
@@ -1782,7 +1883,7 @@ CBLOB_API cblob_status cblob_blob_merge(cblob_blob *blob, cblob_part part, int32
 
 /*
  * Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
- * axis 0 included), with the rules of cblob_blob_merge. It runs where the blob's part is read
+ * axis 0 included; a negative axis counts from the end), with the rules of cblob_blob_merge. It runs where the blob's part is read
  * and brings the outputs there. The outputs must not share memory with the blob or with each
  * other.
  *   num_outputs: at least 1
@@ -1853,9 +1954,12 @@ CBLOB_API cblob_status cblob_blob_add(cblob_blob *blob, cblob_blob *source, cblo
 
 /*
  * Maps elements [position, position + count) of data or diff (NeoML's GetBuffer) and writes
- * the mapping and a pointer to its first element; count 0 gives a NULL pointer. position and
+ * the mapping and a pointer to its first element; count 0 gives a NULL pointer, which no one
+ * can write through (NeoML's CPU GetBuffer gives a pointer into the blob then). position and
  * count are in elements and must lie within the blob's count (NeoML returns null without a
- * reason). With the part current on the device, the range is staged through host memory,
+ * reason). A READ mapping is for reading only: on the host a write through it lands in the
+ * blob's memory without marking it written (a device copy never sees it; NeoML's CPU buffer
+ * behaves so too), and a staged range drops it at unmap. With the part current on the device, the range is staged through host memory,
  * filled from `position` (NeoML fills from element 0) when access includes READ; otherwise
  * the pointer is into the blob's host memory, and access including WRITE marks the host copy
  * current. See "Buffers" for what the mapping allows and forbids.
@@ -1869,6 +1973,9 @@ CBLOB_API cblob_status cblob_blob_map(cblob_blob *blob, cblob_part part, int64_t
  * Ends a mapping (NeoML's ReleaseBuffer): a staged range mapped with WRITE access is copied
  * back to the device, the pointer becomes invalid and the handle is freed. Only the blob's
  * most recent open mapping may be unmapped (CBLOB_ERR_STATE otherwise, and nothing changes).
+ * The order is kept per blob: mappings of different blobs, or on different threads, may end
+ * in any order (NeoML's stack allocator needs last in, first out per thread, across blobs,
+ * and is corrupted otherwise).
  * If the copy back fails the mapping stays open and the call may be repeated.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
  *   Since ABI 1.0.

@@ -134,6 +134,18 @@ size_t cb_blob_bytes(const cblob_blob *blob)
     return (size_t)blob->shape.count * blob->dtype->size;
 }
 
+static cblob_status plan_fresh_storage(cb_reshape *plan, size_t bytes)
+{
+    for (int p = 0; p < CB_PARTS; ++p) {
+        cblob_status status = cb_storage_create(bytes, &plan->fresh[p]);
+        if (status != CBLOB_OK) {
+            cb_reshape_abandon(plan);
+            return status;
+        }
+    }
+    return CBLOB_OK;
+}
+
 cblob_status cb_reshape_prepare(const cblob_blob *blob, int32_t num_axes, const int64_t *dims, cb_reshape *plan)
 {
     memset(plan, 0, sizeof *plan);
@@ -146,15 +158,14 @@ cblob_status cb_reshape_prepare(const cblob_blob *blob, int32_t num_axes, const 
         return cb_fail(CBLOB_ERR_STATE, "a window cannot grow past the %" PRId64 " elements it views",
                        blob->window_elements);
     /* Growing past capacity: fresh storage for both parts, as Caffe does. */
-    size_t bytes = (size_t)plan->shape.count * blob->dtype->size;
-    for (int p = 0; p < CB_PARTS; ++p) {
-        cblob_status status = cb_storage_create(bytes, &plan->fresh[p]);
-        if (status != CBLOB_OK) {
-            cb_reshape_abandon(plan);
-            return status;
-        }
-    }
-    return CBLOB_OK;
+    return plan_fresh_storage(plan, (size_t)plan->shape.count * blob->dtype->size);
+}
+
+cblob_status cb_reshape_ensure_storage(const cblob_blob *blob, cb_reshape *plan)
+{
+    if (cb_reshape_storage(blob, plan, CBLOB_PART_DATA) != NULL)
+        return CBLOB_OK;
+    return plan_fresh_storage(plan, (size_t)plan->shape.count * blob->dtype->size);
 }
 
 cb_storage *cb_reshape_storage(const cblob_blob *blob, const cb_reshape *plan, cblob_part part)
@@ -250,12 +261,13 @@ CBLOB_API cblob_status cblob_blob_count_range(const cblob_blob *blob, int32_t st
     CB_ENTER();
     CB_REQUIRE(blob);
     CB_REQUIRE(out_count);
-    const int32_t n = blob->shape.num_axes;
-    if (start_axis < 0 || end_axis < 0 || start_axis > n || end_axis > n || start_axis > end_axis)
-        return cb_fail(CBLOB_ERR_OUT_OF_RANGE,
-                       "axis range [%d, %d) is not within [0, %d] with start <= end",
-                       (int)start_axis, (int)end_axis, (int)n);
-    return cb_shape_product(&blob->shape, start_axis, end_axis, out_count);
+    int32_t start, end;
+    CB_TRY(cb_shape_canonical_bound(&blob->shape, start_axis, &start));
+    CB_TRY(cb_shape_canonical_bound(&blob->shape, end_axis, &end));
+    if (start > end)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "axis range [%d, %d) is [%d, %d), which starts after its end",
+                       (int)start_axis, (int)end_axis, (int)start, (int)end);
+    return cb_shape_product(&blob->shape, start, end, out_count);
 }
 
 CBLOB_API cblob_status cblob_blob_shape(const cblob_blob *blob, int32_t max_axes, int64_t *out_shape,

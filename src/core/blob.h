@@ -75,6 +75,9 @@ typedef struct cb_reshape {
 } cb_reshape;
 
 cblob_status cb_reshape_prepare(const cblob_blob *blob, int32_t num_axes, const int64_t *dims, cb_reshape *plan);
+/* Gives a blob that never had memory (its count was always 0) storages of no bytes in the plan,
+ * so that a head can move, as Caffe's accessors move it on the storage Caffe would have. */
+cblob_status cb_reshape_ensure_storage(const cblob_blob *blob, cb_reshape *plan);
 /* The storage a part will have once the plan is committed. */
 cb_storage *cb_reshape_storage(const cblob_blob *blob, const cb_reshape *plan, cblob_part part);
 void cb_reshape_commit(cblob_blob *blob, cb_reshape *plan);

@@ -74,16 +74,27 @@ cblob_status cb_shape_product(const cb_shape *shape, int32_t from, int32_t to, i
     return CBLOB_OK;
 }
 
-cblob_status cb_shape_canonical_axis(const cb_shape *shape, int32_t axis, int32_t *out)
+/* axis in [-num_axes, num_axes + past_end) to [0, num_axes + past_end). */
+static cblob_status canonical(const cb_shape *shape, int32_t axis, int32_t past_end, const char *what, int32_t *out)
 {
-    if (axis < -shape->num_axes || axis >= shape->num_axes) {
+    if (axis < -shape->num_axes || axis >= shape->num_axes + past_end) {
         char text[CB_SHAPE_TEXT_MAX];
         cb_shape_format(shape, text, sizeof text);
-        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "axis %d out of range for %d-D blob with shape %s",
-                       (int)axis, (int)shape->num_axes, text);
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%s %d out of range for %d-D blob with shape %s", what, (int)axis,
+                       (int)shape->num_axes, text);
     }
     *out = axis < 0 ? axis + shape->num_axes : axis;
     return CBLOB_OK;
+}
+
+cblob_status cb_shape_canonical_axis(const cb_shape *shape, int32_t axis, int32_t *out)
+{
+    return canonical(shape, axis, 0, "axis", out);
+}
+
+cblob_status cb_shape_canonical_bound(const cb_shape *shape, int32_t bound, int32_t *out)
+{
+    return canonical(shape, bound, 1, "axis bound", out);
 }
 
 cblob_status cb_shape_legacy_dim(const cb_shape *shape, int32_t index, int64_t *out)

@@ -32,8 +32,13 @@ cblob_status cb_shape_product(const cb_shape *shape, int32_t from, int32_t to, i
 /* Room for cb_shape_format's text of any shape: 32 dims of 20 digits and a space, plus the count. */
 #define CB_SHAPE_TEXT_MAX (CBLOB_MAX_AXES * 21 + 24)
 
-/* Caffe's CanonicalAxisIndex: [-num_axes, num_axes) to [0, num_axes). */
+/* Caffe's CanonicalAxisIndex: [-num_axes, num_axes) to [0, num_axes). Every public function
+ * that takes an axis takes it so (README, "Axes"). */
 cblob_status cb_shape_canonical_axis(const cb_shape *shape, int32_t axis, int32_t *out);
+
+/* The same rule for a bound of a range of axes, which may also be one past the last axis:
+ * [-num_axes, num_axes] to [0, num_axes]. */
+cblob_status cb_shape_canonical_bound(const cb_shape *shape, int32_t bound, int32_t *out);
 
 /* Caffe's LegacyShape(index): needs at most 4 axes and -4 <= index < 4. */
 cblob_status cb_shape_legacy_dim(const cb_shape *shape, int32_t index, int64_t *out);

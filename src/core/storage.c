@@ -200,10 +200,21 @@ cblob_status cb_storage_async_push(cb_storage *storage, const cb_device *device,
     return CBLOB_OK;
 }
 
+/* The caller's buffer in use handed over again: the same callback and user_data continue the
+ * hand-over in progress (the buffer must not be released under the blob); another callback or
+ * user_data ends the first hand-over, whose callback runs now, and the buffer stays in use under
+ * the new one. */
+static void hand_over_again(void *ptr, cb_release held, cb_release release)
+{
+    if (held.fn != NULL && (held.fn != release.fn || held.user_data != release.user_data))
+        held.fn(ptr, held.user_data);
+}
+
 void cb_storage_set_cpu(cb_storage *storage, void *ptr, cb_release release)
 {
-    /* Handing back the buffer already in use must not release it under the blob. */
-    if (ptr != storage->host || storage->host_owned)
+    if (ptr == storage->host && !storage->host_owned)
+        hand_over_again(ptr, storage->host_release, release);
+    else
         drop_host(storage);
     storage->host = ptr;
     storage->host_release = release;
@@ -212,7 +223,9 @@ void cb_storage_set_cpu(cb_storage *storage, void *ptr, cb_release release)
 
 void cb_storage_set_gpu(cb_storage *storage, const cb_device *device, void *ptr, cb_release release)
 {
-    if (ptr != storage->dev || storage->dev_owned)
+    if (ptr == storage->dev && !storage->dev_owned)
+        hand_over_again(ptr, storage->dev_release, release);
+    else
         drop_dev(storage);
     storage->dev = ptr;
     record_device(storage, device);

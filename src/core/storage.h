@@ -60,7 +60,8 @@ cblob_status cb_storage_mutable_gpu(cb_storage *storage, const cb_device *device
 cblob_status cb_storage_async_push(cb_storage *storage, const cb_device *device, void *stream);
 
 /* Caller buffers (not owned). The previous owned buffer is freed, a previous caller buffer's
- * release callback runs. */
+ * release callback runs; the caller's buffer in use handed over again runs its callback only
+ * when the new release or user_data differs (cblob_blob_set_cpu_data in the header). */
 void cb_storage_set_cpu(cb_storage *storage, void *ptr, cb_release release);
 void cb_storage_set_gpu(cb_storage *storage, const cb_device *device, void *ptr, cb_release release);
 

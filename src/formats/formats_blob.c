@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "io.h"
 #include "proto_io.h"
 #include "proto_net.h"
 #include "status.h"

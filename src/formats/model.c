@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io.h"
 #include "model.h"
 #include "proto_blob.h"
 #include "proto_io.h"

@@ -647,8 +647,19 @@ static cblob_status build(cblob_context *context, const uint8_t *input, size_t s
 cblob_status cb_model_build(cblob_context *context, const uint8_t *input, size_t size, cb_done_with_fn *done_with,
                             void *done_context, cblob_model **out)
 {
-    const cblob_status status = build(context, input, size, done_with, done_context, out);
-    return status == CBLOB_OK ? CBLOB_OK : cb_net_explain(input, size, status);
+    cblob_model *model = NULL;
+    cblob_status status = build(context, input, size, done_with, done_context, &model);
+    /* A BlobProto or a BlobProtoVector is also valid protobuf of a net without layers. A net
+     * with only a name that reads as a blob too stays a net: detection is not sure of it. */
+    if (status != CBLOB_OK || (model != NULL && model->num_layers == 0))
+        status = cb_net_explain(input, size, status);
+    if (status != CBLOB_OK) {
+        if (model != NULL)
+            cb_model_free(model);
+        return status;
+    }
+    *out = model;
+    return CBLOB_OK;
 }
 
 cblob_status cb_net_check(const uint8_t *input, size_t size)

@@ -443,13 +443,16 @@ cblob_status cb_blob_fill(cblob_blob *blob, const cb_shape *target, cb_blob_arra
     }
     cb_reshape plan;
     CB_TRY(cb_reshape_prepare(blob, target->num_axes, target->dims, &plan));
+    /* The data head becomes AT_CPU even without values (Caffe's mutable_cpu_data). */
+    CB_TRY(cb_reshape_ensure_storage(blob, &plan));
     const cb_device *pinning = cb_context_pinning_device(blob->context);
     void *destination[CB_PARTS] = {NULL, NULL};
     bool adopt[CB_PARTS] = {false, false};
     for (int part = 0; part < CB_PARTS; ++part) {
-        if (values[part] == NULL)
-            continue; /* no values (count 0), or no diff in the proto: that part stays as it is */
-        adopt[part] = plan.fresh[part] != NULL && pinning == NULL && same_dtype(blob, is_double[part]);
+        if (values[part] == NULL && part == CBLOB_PART_DIFF)
+            continue; /* no diff in the proto: the diff stays as it is */
+        adopt[part] = values[part] != NULL && plan.fresh[part] != NULL && pinning == NULL &&
+                      same_dtype(blob, is_double[part]);
         if (adopt[part])
             continue;
         void *base;
@@ -458,7 +461,8 @@ cblob_status cb_blob_fill(cblob_blob *blob, const cb_shape *target, cb_blob_arra
             cb_reshape_abandon(&plan);
             return status;
         }
-        destination[part] = (char *)base + (plan.fresh[part] != NULL ? 0 : blob->offset_bytes);
+        if (values[part] != NULL)
+            destination[part] = (char *)base + (plan.fresh[part] != NULL ? 0 : blob->offset_bytes);
     }
     for (int part = 0; part < CB_PARTS; ++part) {
         if (adopt[part]) {

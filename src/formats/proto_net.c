@@ -166,14 +166,19 @@ static bool is_net_field(const cb_wire_field *field)
 }
 
 /* A field 1 payload that is a valid BlobProto with consistent counts: a vector's blob, not a
- * net's name. */
+ * net's name. Trying a name fails on purpose, which must not replace the caller's message. */
 static bool holds_blob(const uint8_t *input, const cb_wire_field *field)
 {
     cb_blob_layout layout;
     cb_shape shape;
     const cb_wire_path path = cb_wire_root(&caffe__blob_proto__descriptor);
-    return cb_blob_layout_scan(cb_wire_range(input, field->payload, field->length, &path), &layout) == CBLOB_OK &&
-           cb_blob_layout_check(&layout, &path, cb_dtype_find(cb_blob_layout_dtype(&layout))->size, &shape) == CBLOB_OK;
+    cb_saved_error saved;
+    cb_error_save(&saved);
+    const bool blob =
+        cb_blob_layout_scan(cb_wire_range(input, field->payload, field->length, &path), &layout) == CBLOB_OK &&
+        cb_blob_layout_check(&layout, &path, cb_dtype_find(cb_blob_layout_dtype(&layout))->size, &shape) == CBLOB_OK;
+    cb_error_restore(&saved);
+    return blob;
 }
 
 /* The top level is malformed. When the fields before the fault already tell the kind, that
@@ -200,7 +205,8 @@ static cblob_status detect(const uint8_t *input, size_t size, cblob_proto_kind *
         return cb_wire_fail(&root, NULL, 0, "the input is empty");
     cb_wire wire = cb_wire_begin(input, size, &root);
     bool net = false, blob = false, named = false, all_blobs = true, has_layers = false, has_values = false;
-    int64_t fields = 0;
+    bool unnameable = false;
+    int64_t fields = 0, entries = 0;
     for (;;) {
         cb_wire_field field;
         const cblob_status status = cb_wire_next(&wire, &field);
@@ -219,14 +225,17 @@ static cblob_status detect(const uint8_t *input, size_t size, cblob_proto_kind *
         const bool entry_is_blob = entry && holds_blob(input, &field);
         all_blobs = all_blobs && entry_is_blob;
         named = named || (entry && !entry_is_blob);
+        entries += entry;
+        /* A net's name holds no NUL byte (its reader refuses one). */
+        unnameable = unnameable || (entry && memchr(input + field.payload, 0, field.length) != NULL);
     }
     *sure = true;
     if (net)
         *out = CBLOB_PROTO_NET, *sure = has_layers;
-    else if (blob)
-        *out = CBLOB_PROTO_BLOB, *sure = has_values;
-    else if (fields > 0 && all_blobs)
-        *out = CBLOB_PROTO_BLOB_VECTOR;
+    else if (blob) /* a BlobProto's field 1 is a varint, never a net's name */
+        *out = CBLOB_PROTO_BLOB, *sure = has_values && entries == 0;
+    else if (fields > 0 && all_blobs) /* one blob may be a net's name that reads as a blob too */
+        *out = CBLOB_PROTO_BLOB_VECTOR, *sure = entries > 1 || unnameable;
     else if (named)
         *out = CBLOB_PROTO_NET, *sure = false; /* a net with a name and no layers */
     else

@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Where the model writers stream their bytes: a counter (to learn the size first), a caller's
- * buffer, or a file written through a temporary file renamed over the path when complete.
+ * buffer, or a file written by src/io's rules (io.h).
  *
  * Writers emit once and never build the output in memory. The sink records the first failure and
  * ignores writes after it, so writers check its status once at the end. Positions can be moved
  * back (libzip rewrites a zip entry's local header once its size and CRC are known).
- *
- * The file part is a stand-in for src/io's streaming writer: switching to it changes
- * cb_sink_file_open / _commit / _abort and the flush, nothing else. */
+ */
 #ifndef CBLOB_SRC_SINK_H
 #define CBLOB_SRC_SINK_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +16,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "cblob/cblob.h"
+#include "io.h"
 
 typedef enum cb_sink_kind { CB_SINK_COUNT, CB_SINK_BUFFER, CB_SINK_FILE } cb_sink_kind;
 
@@ -31,22 +29,15 @@ typedef struct cb_sink {
     /* CB_SINK_BUFFER */
     uint8_t *buffer;
     size_t capacity;
-    /* CB_SINK_FILE: writes gather in `pending`, which starts at file offset pending_at; a full
-     * buffer goes to the writer thread while the other one fills, so that what the writer
-     * computes (libzip's CRC, say) overlaps with write(2). */
-    int fd;
-    char *path, *temporary;
-    uint8_t *pending, *spare;
-    size_t pending_used;
-    uint64_t pending_at;
-    struct cb_sink_writer *writer;
+    /* CB_SINK_FILE: an output of src/io (its rules: symbolic links, modes, atomic replacement) */
+    cb_output *output;
 } cb_sink;
 
 void cb_sink_count(cb_sink *sink);
 void cb_sink_buffer(cb_sink *sink, uint8_t *buffer, size_t capacity);
 cblob_status cb_sink_file_open(cb_sink *sink, const char *path);
-/* Flushes, closes and renames the temporary file over the path; on any failure (the sink's own
- * included) the temporary file is removed and the path left as it was. */
+/* Puts the file in place (cb_output_commit); on any failure (the sink's own included) the path is
+ * left as it was. */
 cblob_status cb_sink_file_commit(cb_sink *sink);
 void cb_sink_file_abort(cb_sink *sink);
 

@@ -31,12 +31,29 @@ cblob_status cb_part_at(cblob_blob *blob, cblob_part part, const cb_device *plac
     return place == NULL ? cb_blob_host(blob, part, writable, out) : cb_blob_device_on(blob, part, place, writable, out);
 }
 
+static bool ranges_overlap(uintptr_t a, size_t a_size, uintptr_t b, size_t b_size)
+{
+    return a_size > 0 && b_size > 0 && a < b + b_size && b < a + a_size;
+}
+
+/* Whether two storages' buffers share bytes, on the host or on a device. Distinct storages can:
+ * an export imported again, or a caller's buffer inside another blob's. The whole buffers count,
+ * since bringing a part's copy up to date writes all of its storage. */
+static bool buffers_overlap(const cb_storage *a, const cb_storage *b)
+{
+    return (a->host != NULL && b->host != NULL &&
+            ranges_overlap((uintptr_t)a->host, a->size, (uintptr_t)b->host, b->size)) ||
+           (a->dev != NULL && b->dev != NULL && ranges_overlap((uintptr_t)a->dev, a->size, (uintptr_t)b->dev, b->size));
+}
+
 bool cb_parts_overlap(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b)
 {
-    if (a->storage[part_a] == NULL || a->storage[part_a] != b->storage[part_b])
+    const cb_storage *sa = a->storage[part_a], *sb = b->storage[part_b];
+    if (sa == NULL || sb == NULL)
         return false;
-    const size_t a_end = a->offset_bytes + cb_blob_bytes(a), b_end = b->offset_bytes + cb_blob_bytes(b);
-    return a->offset_bytes < b_end && b->offset_bytes < a_end;
+    if (sa != sb)
+        return buffers_overlap(sa, sb);
+    return ranges_overlap(a->offset_bytes, cb_blob_bytes(a), b->offset_bytes, cb_blob_bytes(b));
 }
 
 bool cb_parts_identical(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b)
@@ -66,6 +83,19 @@ cblob_status cb_convert_elements(const cb_device *place, const cb_dtype_info *fr
 #undef CB_CONVERT_TO
     }
     return cb_fail(CBLOB_ERR_INTERNAL, "no conversion to dtype %d", (int)to_dtype->dtype);
+}
+
+cblob_status cb_convert_elements_truncating(const cb_device *place, const cb_dtype_info *from_dtype,
+                                            const cb_dtype_info *to_dtype, int64_t n, const void *from, void *to)
+{
+    if (from_dtype->is_float && !to_dtype->is_float) {
+        switch (to_dtype->dtype) {
+        case CBLOB_DTYPE_INT32: return cb_run_truncate_to_i32(place, from_dtype->dtype, n, from, to);
+        case CBLOB_DTYPE_UINT32: return cb_run_truncate_to_u32(place, from_dtype->dtype, n, from, to);
+        default: return cb_fail(CBLOB_ERR_INTERNAL, "no truncating conversion to dtype %d", (int)to_dtype->dtype);
+        }
+    }
+    return cb_convert_elements(place, from_dtype, to_dtype, n, from, to);
 }
 
 cblob_status cb_derive_blob(cblob_blob *source, const cb_dtype_info *dtype, const cb_shape *shape, cb_part_writer write,

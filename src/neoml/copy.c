@@ -60,9 +60,9 @@ CBLOB_API cblob_status cblob_blob_copy_out(cblob_blob *blob, cblob_part part, cb
     return CBLOB_OK;
 }
 
-CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *source, cblob_part part)
+/* Converts one part with `convert` (cb_convert_elements or its truncating form). */
+static cblob_status convert_part(cblob_blob *blob, cblob_blob *source, cblob_part part, cb_element_converter convert)
 {
-    CB_ENTER();
     CB_REQUIRE(blob);
     CB_REQUIRE(source);
     CB_TRY(cb_check_part(part));
@@ -76,7 +76,19 @@ CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *sou
     CB_TRY(cb_place_for_write(blob, part, &place));
     CB_TRY(cb_part_at(source, part, place, false, &from));
     CB_TRY(cb_part_at(blob, part, place, true, &to));
-    return cb_convert_elements(place, source->dtype, blob->dtype, blob->shape.count, from, to);
+    return convert(place, source->dtype, blob->dtype, blob->shape.count, from, to);
+}
+
+CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *source, cblob_part part)
+{
+    CB_ENTER();
+    return convert_part(blob, source, part, cb_convert_elements);
+}
+
+CBLOB_API cblob_status cblob_blob_convert_from_truncating(cblob_blob *blob, cblob_blob *source, cblob_part part)
+{
+    CB_ENTER();
+    return convert_part(blob, source, part, cb_convert_elements_truncating);
 }
 
 static cblob_status write_converted(const cb_device *place, const cblob_blob *source, const void *from,

@@ -95,9 +95,12 @@ CBLOB_API cblob_status cblob_blob_dim(const cblob_blob *blob, cblob_dim dim, int
     CB_REQUIRE(blob);
     CB_REQUIRE(out_size);
     CB_TRY(cb_require_neoml(blob, "blob"));
-    if (dim < CBLOB_DIM_BATCH_LENGTH || dim > CBLOB_DIM_CHANNELS)
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "dim %d is not a cblob_dim value (0 to 6)", (int)dim);
-    *out_size = blob->shape.dims[dim];
+    if (dim < -CBLOB_NEOML_AXES || dim >= CBLOB_NEOML_AXES)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "dim %d is not a cblob_dim value (0 to 6) or one counted from the end "
+                       "(-7 to -1)", (int)dim);
+    int32_t axis;
+    CB_TRY(cb_shape_canonical_axis(&blob->shape, dim, &axis));
+    *out_size = blob->shape.dims[axis];
     return CBLOB_OK;
 }
 
@@ -150,13 +153,14 @@ CBLOB_API cblob_status cblob_blob_equal_dims(const cblob_blob *blob, const cblob
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "num_axes is %d; it cannot be negative", (int)num_axes);
     if (num_axes > 0 && axes == NULL)
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "axes is NULL but num_axes is %d", (int)num_axes);
-    const int32_t shared = blob->shape.num_axes < other->shape.num_axes ? blob->shape.num_axes : other->shape.num_axes;
     int32_t equal = 1;
     for (int32_t i = 0; i < num_axes; ++i) {
-        if (axes[i] < 0 || axes[i] >= shared)
-            return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "axes[%d] is %d, outside [0, %d): the blobs have %d and %d axes",
-                           (int)i, (int)axes[i], (int)shared, (int)blob->shape.num_axes, (int)other->shape.num_axes);
-        equal = equal && blob->shape.dims[axes[i]] == other->shape.dims[axes[i]];
+        int32_t mine, theirs;
+        if (cb_shape_canonical_axis(&blob->shape, axes[i], &mine) != CBLOB_OK ||
+            cb_shape_canonical_axis(&other->shape, axes[i], &theirs) != CBLOB_OK)
+            return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "axes[%d] is %d, which is not an axis of both blobs (they have %d "
+                           "and %d axes)", (int)i, (int)axes[i], (int)blob->shape.num_axes, (int)other->shape.num_axes);
+        equal = equal && blob->shape.dims[mine] == other->shape.dims[theirs];
     }
     *out_equal = equal;
     return CBLOB_OK;

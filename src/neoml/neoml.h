@@ -21,7 +21,9 @@ cblob_status cb_place_for_write(cblob_blob *blob, cblob_part part, const cb_devi
 cblob_status cb_part_at(cblob_blob *blob, cblob_part part, const cb_device *place, bool writable, void **out);
 
 
-/* Whether the elements of two parts share bytes, and whether they are the very same bytes. */
+/* Whether the elements of two parts share bytes (memory of distinct storages, such as an export
+ * imported again, is compared by address), and whether they are the very same elements of one
+ * storage. */
 bool cb_parts_overlap(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b);
 bool cb_parts_identical(const cblob_blob *a, cblob_part part_a, const cblob_blob *b, cblob_part part_b);
 
@@ -30,9 +32,15 @@ cblob_status cb_require_neoml(const cblob_blob *blob, const char *name);
 
 
 /* n elements from `from` (of from_dtype) to `to` (of to_dtype) at a place: a copy when the dtypes
- * are equal, a conversion (README, "Conversions") otherwise. */
+ * are equal, a conversion (README, "Conversions") otherwise. The truncating form drops the
+ * fraction toward zero from a float type to an integer type (NeoML's rule) and is the same for
+ * every other pair. */
+typedef cblob_status (*cb_element_converter)(const cb_device *place, const cb_dtype_info *from_dtype,
+                                             const cb_dtype_info *to_dtype, int64_t n, const void *from, void *to);
 cblob_status cb_convert_elements(const cb_device *place, const cb_dtype_info *from_dtype, const cb_dtype_info *to_dtype,
                                  int64_t n, const void *from, void *to);
+cblob_status cb_convert_elements_truncating(const cb_device *place, const cb_dtype_info *from_dtype,
+                                            const cb_dtype_info *to_dtype, int64_t n, const void *from, void *to);
 
 /* Writes a new blob's part from its source's part, both at `place`. */
 typedef cblob_status (*cb_part_writer)(const cb_device *place, const cblob_blob *source, const void *from,

@@ -14,6 +14,8 @@
 static cblob_status attach(cblob_blob *window, cblob_blob *parent, int64_t position, int64_t size)
 {
     const cb_shape *whole = &parent->shape;
+    if (whole->num_axes == 0)
+        return cb_fail(CBLOB_ERR_SHAPE, "a window views its parent's first axis, and the parent has no axes");
     const int64_t rows = whole->dims[0];
     if (size < 0)
         return cb_fail(CBLOB_ERR_SHAPE, "size is %" PRId64 "; a window cannot have a negative size", size);
@@ -62,8 +64,6 @@ CBLOB_API cblob_status cblob_window_create(cblob_blob *parent, int64_t size, cbl
     CB_ENTER();
     CB_REQUIRE(parent);
     CB_REQUIRE(out_window);
-    if (parent->shape.num_axes == 0)
-        return cb_fail(CBLOB_ERR_SHAPE, "a window views its parent's first axis, and the parent has no axes");
     cblob_blob *window;
     CB_TRY(cb_blob_new(parent->context, parent->dtype->dtype, &window));
     /* The parent is set first, so that the window is one while attach runs. */

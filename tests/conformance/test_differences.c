@@ -321,6 +321,34 @@ TEST(difference_set_cpu_data_takes_size_and_release)
     cblob_context_destroy(ctx);
 }
 
+/* Caffe: no release callback (above).
+ * cblob: each hand-over of a buffer is released once. Handing the buffer in use back with the
+ * same callback and user_data continues that hand-over; with another callback or user_data it
+ * ends the first one, whose callback runs then, and the buffer stays in use under the second. */
+TEST(difference_set_cpu_data_releases_each_hand_over_once)
+{
+    cblob_context *ctx = context_new();
+    CHECK(ctx != NULL);
+    float buffer[6] = {1, 2, 3, 4, 5, 6};
+    release_log first = {0, NULL}, second = {0, NULL};
+    cblob_blob *blob = BLOB(ctx, CBLOB_DTYPE_FLOAT32, 6);
+    CHECK(blob != NULL);
+    CHECK_OK(cblob_blob_set_cpu_data(blob, buffer, sizeof buffer, count_release, &first));
+    CHECK_OK(cblob_blob_set_cpu_data(blob, buffer, sizeof buffer, count_release, &first));
+    CHECK_EQ_INT(first.calls, 0);
+    CHECK_OK(cblob_blob_set_cpu_data(blob, buffer, sizeof buffer, count_release, &second));
+    CHECK_EQ_INT(first.calls, 1);
+    CHECK(first.last_ptr == buffer);
+    CHECK_EQ_INT(second.calls, 0);
+    CHECK(host_ptr(blob, CBLOB_PART_DATA) == buffer);
+    CHECK(part_holds(blob, CBLOB_PART_DATA, 6, 1));
+    cblob_blob_destroy(blob);
+    CHECK_EQ_INT(first.calls, 1);
+    CHECK_EQ_INT(second.calls, 1);
+    CHECK(second.last_ptr == buffer);
+    cblob_context_destroy(ctx);
+}
+
 /* Caffe: set_cpu_data frees the SyncedMemory's owned host buffer and then stores the pointer it
  * was given, so passing back the blob's own buffer (from mutable_cpu_data) leaves it using freed
  * memory.

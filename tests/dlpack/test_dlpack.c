@@ -337,6 +337,66 @@ TEST(round_trip_through_cblob_shares_memory)
     free(buffer);
 }
 
+/* A blob over memory of another blob, as an export imported again makes it: rows [first,
+ * first + rows) of `blob`'s data. */
+static cblob_blob *alias_rows(cblob_context *ctx, cblob_blob *blob, int64_t first, int64_t rows)
+{
+    cblob_blob *window = NULL, *alias = NULL;
+    DLManagedTensorVersioned *t = NULL;
+    if (cblob_window_create(blob, rows, &window) == CBLOB_OK && cblob_window_set_position(window, first) == CBLOB_OK &&
+        cblob_blob_to_dlpack(window, CBLOB_PART_DATA, CBLOB_MEMORY_HOST, 0, &t) == CBLOB_OK &&
+        cblob_blob_from_dlpack(ctx, t, &alias) != CBLOB_OK)
+        t->deleter(t);
+    cblob_blob_destroy(window);
+    return alias;
+}
+
+static int holds_index_values(cblob_blob *blob, int64_t count)
+{
+    for (int64_t i = 0; i < count; ++i)
+        if (element(blob, CBLOB_PART_DATA, i) != (double)i)
+            return 0;
+    return 1;
+}
+
+/* Memory shared through DLPack is memory shared: the operations that write one blob from others
+ * compare addresses, not which storage holds the memory, and refuse what overlaps (a transpose
+ * in place once ran and wrote wrong values). */
+TEST(operations_refuse_memory_aliased_through_an_export)
+{
+    fixture f;
+    CHECK_OK(OPEN(&f, CBLOB_DTYPE_FLOAT32, 3, 3));
+    CHECK_OK(fill(f.blob, CBLOB_PART_DATA, 0));
+    cblob_blob *whole = alias_rows(f.ctx, f.blob, 0, 3), *lower = alias_rows(f.ctx, f.blob, 1, 2);
+    cblob_blob *upper = NULL, *row = NULL, *rows = NULL;
+    CHECK(whole != NULL && lower != NULL);
+    CHECK(host_ptr(whole, CBLOB_PART_DATA) == host_ptr(f.blob, CBLOB_PART_DATA));
+    CHECK_OK(cblob_window_create(f.blob, 2, &upper));
+    CHECK_OK(cblob_blob_create(f.ctx, CBLOB_DTYPE_FLOAT32, 2, DIMS(1, 3), &row));
+    CHECK_OK(cblob_blob_create(f.ctx, CBLOB_DTYPE_FLOAT32, 2, DIMS(2, 3), &rows));
+
+    CHECK_ERROR(cblob_blob_transpose_from(f.blob, whole, CBLOB_PART_DATA, 0, 1), CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR(cblob_blob_convert_from(upper, lower, CBLOB_PART_DATA), CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR(cblob_blob_add(upper, lower, CBLOB_PART_DATA), CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR(cblob_blob_merge(f.blob, CBLOB_PART_DATA, 0, 2, (cblob_blob *const[]){lower, row}),
+                CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR(cblob_blob_split(f.blob, CBLOB_PART_DATA, 0, 2, (cblob_blob *const[]){row, lower}),
+                CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR(cblob_blob_split(whole, CBLOB_PART_DATA, 0, 2, (cblob_blob *const[]){upper, row}),
+                CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK(holds_index_values(f.blob, 9));
+    /* Memory apart is not refused. */
+    CHECK_OK(cblob_blob_split(whole, CBLOB_PART_DATA, 0, 2, (cblob_blob *const[]){row, rows}));
+    CHECK_NEAR(element(rows, CBLOB_PART_DATA, 0), 3, 0);
+
+    cblob_blob_destroy(upper);
+    cblob_blob_destroy(row);
+    cblob_blob_destroy(rows);
+    cblob_blob_destroy(lower);
+    cblob_blob_destroy(whole);
+    close_fixture(&f);
+}
+
 /* A producer's tensor as NumPy or PyTorch make them: explicit row-major strides (any stride on
  * an axis of size 1), byte_offset, and a deleter counted. */
 static atomic_int deleted;

@@ -687,6 +687,40 @@ TEST(empty_and_zero_count_blobs)
     cblob_context_destroy(ctx);
 }
 
+/* The header: "The data head becomes AT_CPU", as Caffe's FromProto takes mutable_cpu_data, also
+ * when the BlobProto holds no values: into a blob that never had memory, one whose memory was
+ * never accessed, and one whose data is current on no host copy yet. The diff is left alone. */
+TEST(from_proto_without_values_makes_the_data_head_at_cpu)
+{
+    cblob_context *ctx = context_new();
+    cblob_blob *zero = NULL;
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT32, 2, (int64_t[]){0, 5}, &zero));
+    size_t size;
+    uint8_t *bytes = ft_to_proto(zero, false, &size);
+    CHECK(bytes != NULL);
+    for (int reshape = 0; reshape < 2; ++reshape) {
+        cblob_blob *never = NULL, *untouched = NULL;
+        CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT32, 2, (int64_t[]){0, 5}, &never));
+        CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT32, 1, (int64_t[]){4}, &untouched));
+        if (!reshape)
+            CHECK_OK(cblob_blob_reshape(untouched, 2, (int64_t[]){0, 5}));
+        cblob_blob *const targets[2] = {never, untouched};
+        for (int t = 0; t < 2; ++t) {
+            CHECK_OK(cblob_blob_from_proto(targets[t], bytes, size, reshape));
+            CHECK(ft_shape_is(targets[t], 2, (int64_t[]){0, 5}));
+            cblob_head head = -1;
+            CHECK_OK(cblob_blob_head(targets[t], CBLOB_PART_DATA, &head));
+            CHECK_MSG(head == CBLOB_HEAD_AT_CPU, "target %d (reshape %d): the data head is %d", t, reshape, (int)head);
+            CHECK_OK(cblob_blob_head(targets[t], CBLOB_PART_DIFF, &head));
+            CHECK_EQ_INT(head, CBLOB_HEAD_UNINITIALIZED);
+        }
+        cblob_blob_destroy(never), cblob_blob_destroy(untouched);
+    }
+    free(bytes);
+    cblob_blob_destroy(zero);
+    cblob_context_destroy(ctx);
+}
+
 /* ---- malformed input -------------------------------------------------------------------- */
 
 /* Loads bytes into a blob that must come out unchanged, and expects a parse error naming what
@@ -834,6 +868,40 @@ TEST(detect_tells_the_three_kinds_apart)
     CHECK_EQ_INT(kind, 0);
     free(blob_bytes);
     pb_free(&legacy), pb_free(&net), pb_free(&named), pb_free(&layer), pb_free(&unknown);
+    cblob_blob_destroy(blob);
+    cblob_context_destroy(ctx);
+}
+
+/* Detection tries field 1 as a BlobProto, which fails on purpose for a net's name: a call that
+ * succeeds must still leave the thread's message of the last failure as it was. */
+TEST(detect_keeps_the_last_error_message_when_it_succeeds)
+{
+    cblob_context *ctx = context_new();
+    cblob_blob *blob = ft_blob(ctx, CBLOB_DTYPE_FLOAT32, 2, (int64_t[]){2, 2}, 1, false);
+    pb named = {0}, net = {0}, layer = {0};
+    pb_string(&named, 1, "LeNet");
+    pb_string(&net, 1, "LeNet");
+    pb_string(&layer, 1, "conv1");
+    pb_message(&net, 100, &layer);
+    char folder[256], path[300];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    snprintf(path, sizeof path, "%s/net.caffemodel", folder);
+    CHECK(ft_write_file(path, net.data, net.size));
+
+    CHECK_ERROR(cblob_blob_reshape(blob, -1, NULL), CBLOB_ERR_SHAPE);
+    char before[1024];
+    snprintf(before, sizeof before, "%s", cblob_last_error_message());
+    cblob_proto_kind kind = 0;
+    CHECK_OK(cblob_proto_detect(named.data, named.size, &kind));
+    CHECK_EQ_INT(kind, CBLOB_PROTO_NET);
+    CHECK_OK(cblob_proto_detect(net.data, net.size, &kind));
+    CHECK_OK(cblob_proto_detect_file(path, &kind));
+    CHECK_EQ_INT(kind, CBLOB_PROTO_NET);
+    CHECK_MSG(strcmp(cblob_last_error_message(), before) == 0, "the message became \"%s\" (was \"%s\")",
+              cblob_last_error_message(), before);
+
+    ft_remove_folder(folder);
+    pb_free(&named), pb_free(&net), pb_free(&layer);
     cblob_blob_destroy(blob);
     cblob_context_destroy(ctx);
 }

@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The format readers' internals: the two BlobProto decoders agree on every input, loading adopts
- * the decoded arrays instead of copying them, and the mapped-file reader. */
-#include <sys/mman.h>
-
+ * the decoded arrays instead of copying them. (Reading files is tests/io's.) */
 #include "harness.h"
 #include "pb.h"
-#include "proto_io.h"
 #include "proto_net.h"
 #include "support.h"
 
@@ -95,30 +92,6 @@ TEST(loading_adopts_the_decoded_array_instead_of_copying_it)
         pb_free(&as_float), pb_free(&as_double);
     }
     cblob_context_destroy(ctx);
-}
-
-TEST(mapped_input_reads_the_file_and_releases_ranges)
-{
-    char folder[256], path[512];
-    CHECK(ft_temp_folder(folder, sizeof folder));
-    snprintf(path, sizeof path, "%s/input.bin", folder);
-    static uint8_t bytes[3 * 65536];
-    for (size_t i = 0; i < sizeof bytes; ++i)
-        bytes[i] = (uint8_t)(i * 7);
-    CHECK(ft_write_file(path, bytes, sizeof bytes));
-    cb_input input;
-    CHECK_OK(cb_input_open(path, &input));
-    CHECK(input.mapping != NULL && input.size == sizeof bytes && memcmp(input.bytes, bytes, sizeof bytes) == 0);
-    /* Released pages are dropped from memory and read again from the file if touched. */
-    cb_input_done_with(&input, 100, 2 * 65536);
-    CHECK(memcmp(input.bytes, bytes, sizeof bytes) == 0);
-    cb_input_close(&input);
-    /* An empty file is an empty input, not a failure. */
-    CHECK(ft_write_file(path, "", 0));
-    CHECK_OK(cb_input_open(path, &input));
-    CHECK(input.size == 0);
-    cb_input_close(&input);
-    ft_remove_folder(folder);
 }
 
 TEST(wire_paths_name_nested_messages)

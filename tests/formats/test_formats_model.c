@@ -280,6 +280,67 @@ TEST(model_files_round_trip_and_are_replaced_whole)
     CHECK(access(folder, F_OK) != 0); /* no temporary file was left behind */
 }
 
+/* The other kinds of Caffe file are valid protobuf of a net without layers. Opened as a model,
+ * one that is surely another kind (a BlobProto, a vector of several blobs) is an error naming
+ * it, not a model of 0 layers; a net whose only field is a name stays a net, also when the name
+ * reads as a BlobProto too. */
+static void check_not_a_model(cblob_context *ctx, const char *path, const uint8_t *bytes, size_t size,
+                              const char *holds)
+{
+    cblob_model *model = NULL;
+    CHECK_ERROR(cblob_model_open_file(ctx, path, &model), CBLOB_ERR_PARSE);
+    CHECK_MSG(strstr(cblob_last_error_message(), holds) != NULL, "%s: \"%s\" does not say it holds %s", path,
+              cblob_last_error_message(), holds);
+    CHECK(model == NULL);
+    CHECK_ERROR(cblob_model_open(ctx, bytes, size, &model), CBLOB_ERR_PARSE);
+    CHECK(strstr(cblob_last_error_message(), holds) != NULL && model == NULL);
+}
+
+TEST(opening_another_kind_of_file_as_a_model_says_what_it_holds)
+{
+    char folder[256], path[512];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    cblob_context *ctx = context_new();
+    cblob_blob *blob = ft_blob(ctx, CBLOB_DTYPE_FLOAT32, 2, (int64_t[]){2, 3}, 1, false);
+    uint8_t buffer[1024];
+    size_t size = 0;
+
+    snprintf(path, sizeof path, "%s/mean.binaryproto", folder);
+    CHECK_OK(cblob_blob_to_proto_file(blob, 0, path));
+    CHECK_OK(cblob_blob_to_proto(blob, 0, buffer, sizeof buffer, &size));
+    check_not_a_model(ctx, path, buffer, size, "holds a BlobProto, not a NetParameter");
+    snprintf(path, sizeof path, "%s/cifar10_mean.binaryproto", CBLOB_CAFFE_DATA_DIR);
+    size_t real_size = 0;
+    uint8_t *real = ft_read_file(path, &real_size);
+    if (real != NULL)
+        check_not_a_model(ctx, path, real, real_size, "holds a BlobProto, not a NetParameter");
+    free(real);
+
+    snprintf(path, sizeof path, "%s/blobs.binaryproto", folder);
+    CHECK_OK(cblob_blob_vector_to_proto_file((cblob_blob *const[]){blob, blob}, 2, 0, path));
+    CHECK_OK(cblob_blob_vector_to_proto((cblob_blob *const[]){blob, blob}, 2, 0, buffer, sizeof buffer, &size));
+    check_not_a_model(ctx, path, buffer, size, "holds a BlobProtoVector, not a NetParameter");
+
+    const char *const names[] = {"", "LeNet", "-abcd"}; /* "-abcd": a float32 scalar's BlobProto */
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+        cblob_model *model = NULL, *back = NULL;
+        CHECK_OK(cblob_model_create(ctx, CBLOB_NET_FORMAT_V2, names[i], &model));
+        uint8_t *bytes = model_bytes(model, false, &size);
+        CHECK(bytes != NULL);
+        CHECK_OK(cblob_model_open(ctx, bytes, size, &back));
+        const char *name = NULL;
+        int64_t layers = -1;
+        CHECK_OK(cblob_model_name(back, &name));
+        CHECK_OK(cblob_model_num_layers(back, &layers));
+        CHECK(strcmp(name, names[i]) == 0 && layers == 0);
+        free(bytes);
+        cblob_model_destroy(model), cblob_model_destroy(back);
+    }
+    cblob_blob_destroy(blob);
+    cblob_context_destroy(ctx);
+    ft_remove_folder(folder);
+}
+
 /* ---- malformed nets ------------------------------------------------------------------------ */
 
 TEST(malformed_nets_name_the_layer_blob_and_byte)

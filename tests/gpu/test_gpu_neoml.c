@@ -418,7 +418,10 @@ SCENARIO(neoml_gpu_deep_copies_and_clones_to_every_dtype_are_made_on_the_device)
     cblob_blob_destroy(source);
 }
 
-SCENARIO(neoml_gpu_convert_from_every_dtype)
+typedef cblob_status (*convert_fn)(cblob_blob *blob, cblob_blob *source, cblob_part part);
+
+/* Special values of `dtype` converted to every dtype with `convert`, one launch per part. */
+static void convert_to_every_dtype(cblob_context *ctx, cblob_dtype dtype, where w, record *out, convert_fn convert)
 {
     cblob_blob *source = made_special(ctx, dtype, 9, w), *targets[NUM_DTYPES] = {NULL};
     CHECK(source != NULL);
@@ -427,10 +430,10 @@ SCENARIO(neoml_gpu_convert_from_every_dtype)
         CHECK((targets[t] = made(ctx, all_dtypes[t], 1, &count, 4, w)) != NULL);
     const fake_cuda_counters before = gpu_counters();
     for (int t = 0; t < NUM_DTYPES; ++t) {
-        CHECK_OK(cblob_blob_convert_from(targets[t], source, DATA));
-        CHECK_OK(cblob_blob_convert_from(targets[t], source, DIFF));
+        CHECK_OK(convert(targets[t], source, DATA));
+        CHECK_OK(convert(targets[t], source, DIFF));
     }
-    CHECK_OK(cblob_blob_convert_from(source, source, DATA)); /* the very same elements: nothing to do */
+    CHECK_OK(convert(source, source, DATA)); /* the very same elements: nothing to do */
     CHECK_RAN_IN_PLACE(before, w, 2 * NUM_DTYPES);
     for (int t = 0; t < NUM_DTYPES; ++t) {
         CHECK_WHERE(targets[t], DATA, w);
@@ -443,6 +446,17 @@ SCENARIO(neoml_gpu_convert_from_every_dtype)
     KEEP("source", source, DATA);
     destroy_all(targets, NUM_DTYPES);
     cblob_blob_destroy(source);
+}
+
+SCENARIO(neoml_gpu_convert_from_every_dtype)
+{
+    convert_to_every_dtype(ctx, dtype, w, out, cblob_blob_convert_from);
+}
+
+/* NeoML's truncation: the truncate_to_* families from float types, convert_to_* otherwise. */
+SCENARIO(neoml_gpu_convert_from_truncating_every_dtype)
+{
+    convert_to_every_dtype(ctx, dtype, w, out, cblob_blob_convert_from_truncating);
 }
 
 /* ---- transposes --------------------------------------------------------------------------------- */

@@ -45,13 +45,18 @@ expect_depends() { # package, then each dependency (an extended regular expressi
   echo "$package: Depends: $depends"
 }
 
-expect_contents "$runtime" usr/lib/libcblob.so.$major usr/lib/libcblob.so.$version
+# Each package also carries Debian's copyright file and changelog in its documentation folder.
+docs() { echo "usr/share/doc/$1/copyright usr/share/doc/$1/changelog.gz"; }
+# shellcheck disable=SC2046 # docs prints two paths
+expect_contents "$runtime" usr/lib/libcblob.so.$major usr/lib/libcblob.so.$version $(docs "$runtime")
+# shellcheck disable=SC2046
 expect_contents libcblob-dev usr/include/cblob/cblob.h usr/include/cblob/dlpack.h usr/lib/libcblob.so \
   usr/lib/pkgconfig/cblob.pc usr/lib/cmake/cblob/cblobConfig.cmake usr/lib/cmake/cblob/cblobConfigVersion.cmake \
   usr/lib/cmake/cblob/cblobTargets.cmake "$(contents libcblob-dev | grep -o 'usr/lib/.*cblobTargets-[a-z]*\.cmake' |
                                             sed -E 's|usr/lib/[a-z0-9_-]+-linux-gnu[a-z]*/|usr/lib/|')" \
-  usr/share/doc/cblob/dlpack/LICENSE usr/share/doc/cblob/dlpack/README.md
-expect_contents cblob-tools usr/bin/cblob
+  usr/share/doc/cblob/dlpack/LICENSE usr/share/doc/cblob/dlpack/README.md $(docs libcblob-dev)
+# shellcheck disable=SC2046
+expect_contents cblob-tools usr/bin/cblob usr/share/man/man1/cblob.1.gz $(docs cblob-tools)
 
 # Dependencies: the library's from dpkg-shlibdeps; cblob's own packages at exactly this version.
 expect_depends "$runtime" 'libc6( \(>= [0-9.]+\))?' 'libblis4[a-z-]*( \(>= [0-9.]+\))?' 'libprotobuf-c1( \(>= [0-9.]+\))?'
@@ -60,11 +65,13 @@ expect_depends cblob-tools "$runtime \(= $version\)" 'libc6( \(>= [0-9.]+\))?'
 [ "$(field "$runtime" Section)" = libs ] || fail "$runtime: Section $(field "$runtime" Section)"
 [ "$(field libcblob-dev Section)" = libdevel ] || fail "libcblob-dev: Section $(field libcblob-dev Section)"
 
-# The runtime package tells the packages linking it what to depend on, and runs ldconfig.
+# The runtime package tells the packages linking it what to depend on, and has dpkg run ldconfig
+# through the trigger (no maintainer scripts).
 dpkg-deb -e "$work/out/${runtime}_${version}_$arch.deb" "$work/control"
 grep -qx "libcblob $major $runtime (>= $version)" "$work/control/shlibs" ||
   fail "$runtime: shlibs is '$(cat "$work/control/shlibs")'"
-grep -q ldconfig "$work/control/postinst" || fail "$runtime: postinst does not run ldconfig"
+grep -qx 'activate-noawait ldconfig' "$work/control/triggers" || fail "$runtime: no ldconfig trigger"
+[ ! -e "$work/control/postinst" ] || fail "$runtime: has a postinst script"
 echo "$runtime: shlibs: $(cat "$work/control/shlibs")"
 
 # The .tar.gz holds all three packages' files.

@@ -33,8 +33,10 @@ TEST(neoml_2A_01_seven_named_dims_in_order)
         CHECK_EQ_INT(dim_of(blob, dims[i]), sizes[i]);
     int64_t out = 99;
     CHECK_ERROR(cblob_blob_dim(blob, 7, &out), CBLOB_ERR_INVALID_ARGUMENT);
-    CHECK_ERROR(cblob_blob_dim(blob, -1, &out), CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR(cblob_blob_dim(blob, -8, &out), CBLOB_ERR_INVALID_ARGUMENT);
     CHECK_EQ_INT(out, 99);
+    CHECK_OK(cblob_blob_dim(blob, -1, &out)); /* the axis rule: Channels, counted from the end */
+    CHECK_EQ_INT(out, 17);
     cblob_blob_destroy(blob);
     cblob_context_destroy(ctx);
 }

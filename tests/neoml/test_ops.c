@@ -459,3 +459,40 @@ TEST(neoml_2H_45_merge_and_split_integers)
     cblob_blob_destroy(out);
     cblob_context_destroy(ctx);
 }
+
+/* NeoML's math engines take at most 32 blobs per merge or split (MaxBlobDescs); cblob has no
+ * such limit. */
+TEST(neoml_merge_and_split_take_any_number_of_blobs)
+{
+    enum { PIECES = 100 };
+    cblob_context *ctx;
+    cblob_blob *whole, *back, *pieces[PIECES], *again[PIECES];
+    CHECK_OK(cblob_context_create(&ctx));
+    const int64_t row[2] = {1, 3}, all[2] = {PIECES, 3};
+    for (int i = 0; i < PIECES; ++i) {
+        CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_INT32, 2, row, &pieces[i]));
+        CHECK_OK(cblob_blob_fill(pieces[i], CBLOB_PART_DATA, i));
+        CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_INT32, 2, row, &again[i]));
+    }
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_INT32, 2, all, &whole));
+    CHECK_OK(cblob_blob_merge(whole, CBLOB_PART_DATA, 0, PIECES, pieces));
+    double *values = read_values(whole, CBLOB_PART_DATA);
+    CHECK(values != NULL);
+    for (int i = 0; i < PIECES * 3; ++i)
+        CHECK_EQ_INT(values[i], i / 3);
+    free(values);
+    CHECK_OK(cblob_blob_split(whole, CBLOB_PART_DATA, -2, PIECES, again));
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_INT32, 2, all, &back));
+    CHECK_OK(cblob_blob_merge(back, CBLOB_PART_DATA, 0, PIECES, again));
+    double *a = read_values(whole, CBLOB_PART_DATA), *b = read_values(back, CBLOB_PART_DATA);
+    CHECK(a != NULL && b != NULL && memcmp(a, b, PIECES * 3 * sizeof *a) == 0);
+    free(a);
+    free(b);
+    for (int i = 0; i < PIECES; ++i) {
+        cblob_blob_destroy(pieces[i]);
+        cblob_blob_destroy(again[i]);
+    }
+    cblob_blob_destroy(whole);
+    cblob_blob_destroy(back);
+    cblob_context_destroy(ctx);
+}

@@ -338,3 +338,82 @@ TEST(neoml_deeply_nested_windows_are_freed_without_recursion)
     cblob_blob_destroy(blob);
     cblob_context_destroy(ctx);
 }
+
+/* A parent reshaped or reinterpreted to no axes has no first axis to view: positioning a window
+ * of it again is refused (it once divided by the parent's zero rows), and the window keeps its
+ * place until the parent has axes again. */
+TEST(neoml_window_of_a_parent_with_no_axes_cannot_move)
+{
+    cblob_context *ctx;
+    cblob_blob *empty, *window;
+    CHECK_OK(cblob_context_create(&ctx));
+    cblob_blob *parent = make_parent(ctx, 1);
+    CHECK(parent != NULL);
+    CHECK_OK(cblob_window_create(parent, 0, &empty));
+    CHECK_OK(cblob_window_create(parent, 1, &window));
+    const char *viewed = host_data(window);
+    for (int reinterpret = 0; reinterpret < 2; ++reinterpret) {
+        const int64_t one[1] = {1};
+        CHECK_OK(cblob_blob_reshape(parent, 1, one)); /* count 1: the same storage */
+        CHECK_OK(reinterpret ? cblob_blob_reinterpret(parent, 0, NULL) : cblob_blob_reshape(parent, 0, NULL));
+        CHECK_ERROR(cblob_window_set_position(empty, 0), CBLOB_ERR_SHAPE);
+        CHECK_ERROR(cblob_window_set_position(window, 0), CBLOB_ERR_SHAPE);
+        CHECK_ERROR(cblob_window_shift(window, 0), CBLOB_ERR_SHAPE);
+        CHECK_ERROR(cblob_window_set_size(window, 0), CBLOB_ERR_SHAPE);
+        CHECK_EQ_INT(first_dim(empty), 0);
+        CHECK_EQ_INT(first_dim(window), 1);
+        CHECK(host_data(window) == viewed);
+        cblob_blob *nested = NULL;
+        CHECK_ERROR(cblob_window_create(parent, 0, &nested), CBLOB_ERR_SHAPE);
+        CHECK(nested == NULL);
+    }
+    const int64_t rows[3] = {1, 2, 3};
+    CHECK_OK(cblob_blob_reshape(parent, 3, rows));
+    CHECK_OK(cblob_window_set_position(window, 0));
+    CHECK_OK(cblob_window_set_position(empty, 1));
+    CHECK(host_data(window) == viewed);
+    cblob_blob_destroy(empty);
+    cblob_blob_destroy(window);
+    cblob_blob_destroy(parent);
+    cblob_context_destroy(ctx);
+}
+
+/* NeoML's window keeps the dims it was created with and places itself by them. A cblob window
+ * takes the parent's current shape each time it is positioned: after the parent is reinterpreted
+ * (or reshaped within its capacity) its rows are the parent's rows as they are now. Until then it
+ * keeps viewing what it viewed. */
+TEST(neoml_window_follows_the_parents_current_shape_when_positioned)
+{
+    cblob_context *ctx;
+    cblob_blob *window;
+    CHECK_OK(cblob_context_create(&ctx));
+    cblob_blob *parent = make_parent(ctx, 4); /* 4 x 2 x 3 */
+    CHECK(parent != NULL);
+    CHECK_OK(cblob_window_create(parent, 1, &window));
+    CHECK_OK(cblob_window_set_position(window, 1));
+    const int64_t wide[2] = {2, 12};
+    CHECK_OK(cblob_blob_reinterpret(parent, 2, wide));
+    int64_t shape[CBLOB_MAX_AXES];
+    int32_t axes = 0;
+    CHECK_OK(cblob_blob_shape(window, CBLOB_MAX_AXES, shape, &axes));
+    CHECK(axes == 3 && shape[0] == 1 && shape[1] == 2 && shape[2] == 3); /* not moved: as it was */
+    CHECK(host_data(window) == host_data(parent) + 6 * sizeof(float));
+    CHECK_OK(cblob_window_set_position(window, 1));
+    CHECK_OK(cblob_blob_shape(window, CBLOB_MAX_AXES, shape, &axes));
+    CHECK(axes == 2 && shape[0] == 1 && shape[1] == 12);
+    CHECK(host_data(window) == host_data(parent) + 12 * sizeof(float)); /* row 1 of 12, not of 6 */
+    CHECK_ERROR(cblob_window_set_position(window, 2), CBLOB_ERR_OUT_OF_RANGE); /* 2 rows now */
+    const int64_t narrow[2] = {8, 3};
+    CHECK_OK(cblob_blob_reshape(parent, 2, narrow)); /* within capacity: the same storage */
+    CHECK_OK(cblob_window_set_size(window, 3));
+    CHECK_OK(cblob_blob_shape(window, CBLOB_MAX_AXES, shape, &axes));
+    CHECK(axes == 2 && shape[0] == 3 && shape[1] == 3);
+    CHECK(host_data(window) == host_data(parent) + 3 * sizeof(float));
+    double *values = read_values(window, CBLOB_PART_DATA);
+    CHECK(values != NULL);
+    CHECK_EQ_INT(values[0], tagged(3, 1));
+    free(values);
+    cblob_blob_destroy(window);
+    cblob_blob_destroy(parent);
+    cblob_context_destroy(ctx);
+}

@@ -127,7 +127,7 @@ namespace CBlob
             return equal != 0;
         }
 
-        /// <summary>Whether both blobs have the same dimension on each listed axis (each must exist in both).</summary>
+        /// <summary>Whether both blobs have the same dimension on each listed axis (each must exist in both; a negative axis counts from each blob's end).</summary>
         public bool HasEqualDims(Blob other, params int[] axes)
         {
             axes = axes ?? new int[0];
@@ -198,6 +198,18 @@ namespace CBlob
             using (var b = guard.Use())
             using (var s = GuardOf(source, nameof(source)).Use())
                 CBlobException.Check(NativeMethods.cblob_blob_convert_from(b, s, part));
+        }
+
+        /// <summary>
+        /// ConvertFrom with NeoML's float-to-integer rule: the fraction is truncated toward zero
+        /// (NeoML's VectorConvert), then saturated; NaN gives 0. Other pairs convert as ConvertFrom
+        /// does. Since ABI 1.1.
+        /// </summary>
+        public void ConvertFromTruncating(Blob source, Part part = Part.Data)
+        {
+            using (var b = guard.Use())
+            using (var s = GuardOf(source, nameof(source)).Use())
+                CBlobException.Check(NativeMethods.cblob_blob_convert_from_truncating(b, s, part));
         }
 
         /// <summary>A new, independent blob with this one's dtype, shape, data and diff (NeoML's GetCopy).</summary>

@@ -251,7 +251,7 @@ namespace CBlob
             return value;
         }
 
-        /// <summary>The product of the dimensions of axes [start, end); needs 0 &lt;= start &lt;= end &lt;= NumAxes.</summary>
+        /// <summary>The product of the dimensions of axes [start, end); each bound is -NumAxes to NumAxes, a negative one counting from the end, and start must not come after end.</summary>
         public long CountRange(int start, int end)
         {
             long value;

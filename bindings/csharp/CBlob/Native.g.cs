@@ -504,7 +504,9 @@ namespace CBlob
 
         /// <summary>
         /// The product of the dimensions of axes [start_axis, end_axis); an empty range gives 1.
-        /// Needs 0 &lt;= start_axis &lt;= end_axis &lt;= num_axes. A shape with a zero dimension has count 0
+        /// Each bound is -num_axes to num_axes, a negative one counting from the end ("Axes" above:
+        /// -1 is the last axis, so [0, -1) leaves it out), and the start must not come after the end.
+        /// Caffe's count(start, end) aborts on a negative bound. A shape with a zero dimension has count 0
         /// whatever its other dimensions are, so a range without the zero may not fit in int64:
         /// that is CBLOB_ERR_OVERFLOW.
         /// </summary>
@@ -522,7 +524,7 @@ namespace CBlob
         internal static extern Status cblob_blob_shape(IntPtr blob, int max_axes, [Out] long[] out_shape, out int out_num_axes);
 
         /// <summary>
-        /// The dimension of one axis; a negative axis counts from the end (-1 is the last).
+        /// The dimension of one axis, -num_axes to num_axes - 1; a negative axis counts from the end (-1 is the last).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -646,7 +648,10 @@ namespace CBlob
         /// first replaced by fresh storage of that size, as in Caffe (diff contents are dropped).
         /// Blobs sharing the data see the new buffer. release (may be NULL) is called once with ptr
         /// and user_data when cblob lets go of the buffer; on failure it is not called and the buffer
-        /// stays the caller's. A pointer into the blob's own data or diff buffer (one cblob allocated)
+        /// stays the caller's. Each hand-over is released once: handing the buffer in use over again
+        /// with the same release and user_data changes nothing, while another release or user_data
+        /// ends the earlier hand-over, whose release runs at once, and the buffer stays in use under
+        /// the new one (so that release must not free it). A pointer into the blob's own data or diff buffer (one cblob allocated)
         /// is refused with CBLOB_ERR_INVALID_ARGUMENT: cblob frees those itself.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE.</remarks>
@@ -717,7 +722,7 @@ namespace CBlob
         internal static extern Status cblob_proto_detect([In] byte[] bytes, UIntPtr size, out ProtoKind out_kind);
 
         /// <summary>
-        /// Like cblob_proto_detect, for a file (mapped, not read whole).
+        /// Like cblob_proto_detect, for a file, read as the other readers read one (the section's introduction).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -734,7 +739,10 @@ namespace CBlob
         internal static extern Status cblob_blob_to_proto(IntPtr blob, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
 
         /// <summary>
-        /// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does.
+        /// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does, by the
+        /// rules for writing a file in the section's introduction (links followed, the target replaced
+        /// atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
+        /// devices refused).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -747,14 +755,17 @@ namespace CBlob
         /// ShapeEquals rules (cblob_blob_shape_equals_proto), else CBLOB_ERR_SHAPE. Data comes from
         /// double_data when that is non-empty, else from data, converted to the blob's dtype; its
         /// count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
-        /// as it is when it has none. The data head becomes AT_CPU. On failure the blob is unchanged.
+        /// as it is when it has none. The data head becomes AT_CPU, also when there are no values (a
+        /// blob that never had memory gets an empty one). On failure the blob is unchanged.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_from_proto(IntPtr blob, [In] byte[] bytes, UIntPtr size, int reshape);
 
         /// <summary>
-        /// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does.
+        /// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
+        /// file is read as a snapshot; a path that is not a regular file fails at once (the section's
+        /// introduction).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -781,7 +792,8 @@ namespace CBlob
         internal static extern Status cblob_blob_create_from_proto(IntPtr context, [In] byte[] bytes, UIntPtr size, out BlobHandle out_blob);
 
         /// <summary>
-        /// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does.
+        /// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does,
+        /// reading the file as the section's introduction says.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -795,7 +807,8 @@ namespace CBlob
         internal static extern Status cblob_blob_vector_to_proto([In] IntPtr[] blobs, long num_blobs, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
 
         /// <summary>
-        /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does.
+        /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
+        /// writing a file in the section's introduction.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -812,7 +825,8 @@ namespace CBlob
         internal static extern Status cblob_blob_vector_from_proto(IntPtr context, [In] byte[] bytes, UIntPtr size, long max_blobs, [Out] IntPtr[] out_blobs, out long out_num_blobs);
 
         /// <summary>
-        /// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does.
+        /// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does, reading
+        /// the file as the section's introduction says.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -833,16 +847,21 @@ namespace CBlob
         /// enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
         /// V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
         /// cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
-        /// input is checked before the call returns; bytes may be freed once it has.
+        /// input is checked before the call returns; bytes may be freed once it has. Input without
+        /// layers that is surely another kind (a BlobProto; a BlobProtoVector of several blobs, or of
+        /// one no net's name could be) is CBLOB_ERR_PARSE with a message saying what it holds; a net
+        /// whose only field is its name opens as a net with no layers, even when the name's bytes read
+        /// as a BlobProto too.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_open(IntPtr context, [In] byte[] bytes, UIntPtr size, out ModelHandle out_model);
 
         /// <summary>
-        /// Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
-        /// released as soon as it is read, so loading peaks at about the file's size (at most 1.6 times
-        /// it for files of many tiny layers or empty blobs; bench/model_memory.sh).
+        /// Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
+        /// introduction). Each part of the file's bytes is released as soon as it is read, so loading
+        /// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
+        /// blobs; bench/model_memory.sh).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -940,7 +959,8 @@ namespace CBlob
         internal static extern Status cblob_model_to_proto(IntPtr model, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
 
         /// <summary>
-        /// Writes the model as a .caffemodel file, as cblob_model_to_proto does.
+        /// Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
+        /// writing a file in the section's introduction.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1349,7 +1369,10 @@ namespace CBlob
 
         /// <summary>
         /// Creates a 7-axis NeoML blob from up to 7 dimensions, left-aligned as NeoML's CreateTensor:
-        /// dims[i] becomes axis i (BatchLength first) and the remaining axes are 1.
+        /// dims[i] becomes axis i (BatchLength first) and the remaining axes are 1. Dimensions are
+        /// int64, a negative one is CBLOB_ERR_SHAPE and an element count that overflows is
+        /// CBLOB_ERR_OVERFLOW, here and in every creator below (NeoML's CreateTensor and creators
+        /// take unchecked ints).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1408,7 +1431,7 @@ namespace CBlob
         internal static extern Status cblob_blob_create_like(IntPtr pattern, DType dtype, out BlobHandle out_blob);
 
         /// <summary>
-        /// The size of a named axis of a 7-axis blob.
+        /// The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels; NeoML's TBlobDim is 0 to 6 only).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1446,7 +1469,8 @@ namespace CBlob
         /// <summary>
         /// Writes 1 when both blobs have the same dimension on each listed axis, else 0 (NeoML's
         /// HasEqualDimensions with a list of dims; dtypes are not compared). Every axis must exist in
-        /// both blobs; an empty list gives 1.
+        /// both blobs; a negative axis counts from each blob's own end, so -1 compares the last
+        /// dimensions of blobs of different numbers of axes. An empty list gives 1.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1454,8 +1478,10 @@ namespace CBlob
 
         /// <summary>
         /// Gives the blob another shape with the same element count (NeoML's ReinterpretDimensions);
-        /// memory and contents stay, and the dtype never changes. Works on windows and on blobs with
-        /// open mappings, since nothing moves.
+        /// memory and contents stay, and the dtype never changes (NeoML's takes the descriptor's data
+        /// type too). Works on windows, where NeoML asserts, and on blobs with open mappings, since
+        /// nothing moves. A window of a reinterpreted parent takes the parent's new shape when it is
+        /// positioned next (cblob_window_set_position).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1464,7 +1490,11 @@ namespace CBlob
         /// <summary>
         /// Creates a window of `size` rows over parent's first axis, at position 0 (NeoML's
         /// CreateWindowBlob); its shape is parent's with the first dimension set to size. It
-        /// allocates nothing and holds the parent. Free it with cblob_blob_destroy.
+        /// allocates nothing and holds the parent. Free it with cblob_blob_destroy. A size of 0 makes
+        /// a window without elements, which may sit at any position from 0 to the parent's first
+        /// dimension (NeoML's CreateWindowBlob places the window with SetParentPos, which divides by
+        /// the window's BatchLength: a size of 0 fails there). A parent with no axes is
+        /// CBLOB_ERR_SHAPE.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1472,23 +1502,28 @@ namespace CBlob
 
         /// <summary>
         /// Moves the window to start at row `position` of its parent (NeoML's SetParentPos), which
-        /// must be in [0, parent's first dimension - window size]; a negative position is an error.
-        /// The window takes the parent's current storage and shape again (see "Windows" above).
+        /// must be in [0, parent's first dimension - window size]; a negative position is an error
+        /// (NeoML accepts one). The window takes the parent's current storage and shape again (see
+        /// "Windows" above): its other dimensions and its row length are the parent's as they are now,
+        /// after any reshape or cblob_blob_reinterpret of the parent, where NeoML's window keeps the
+        /// dims it was created with and places itself by them. A parent that now has no axes is
+        /// CBLOB_ERR_SHAPE, and the window stays where it was.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_window_set_position(IntPtr window, long position);
 
         /// <summary>
-        /// Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds of cblob_window_set_position.
+        /// Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds and rules of cblob_window_set_position.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_window_shift(IntPtr window, long delta);
 
         /// <summary>
         /// Makes the window `size` rows long at its current position; position + size must not exceed
-        /// the parent's first dimension. Like set_position, it re-attaches to the parent.
+        /// the parent's first dimension, and 0 is allowed. Like set_position, it re-attaches to the
+        /// parent and takes its current shape.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1532,7 +1567,7 @@ namespace CBlob
         /// <summary>
         /// Copies `length` elements from a caller's array into data or diff (NeoML's CopyFrom(T*)).
         /// dtype names the array's element type and must be the blob's; length must be the blob's
-        /// count.
+        /// count (NeoML's CopyFrom takes no length and reads as many elements as the blob has).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1557,8 +1592,22 @@ namespace CBlob
         internal static extern Status cblob_blob_convert_from(IntPtr blob, IntPtr source, Part part);
 
         /// <summary>
-        /// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy). A
-        /// window's copy is an ordinary blob of the window's shape.
+        /// cblob_blob_convert_from with NeoML's rule from a float type to an integer type: the
+        /// fraction is truncated toward zero (2.7 gives 2, -2.7 gives -2, -0.5 gives 0), as NeoML's
+        /// VectorConvert and its Cast layer do, where cblob_blob_convert_from rounds to the nearest
+        /// integer, ties to even. The truncated value is then saturated to the target's range
+        /// (infinities too) and NaN gives 0, as in "Conversions". Every other pair of dtypes converts
+        /// as cblob_blob_convert_from does: to a float type the nearest value (NeoML's int-to-float
+        /// cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
+        /// those of cblob_blob_convert_from.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_convert_from_truncating(IntPtr blob, IntPtr source, Part part);
+
+        /// <summary>
+        /// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
+        /// NeoML blobs have no diff). A window's copy is an ordinary blob of the window's shape.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1566,8 +1615,8 @@ namespace CBlob
 
         /// <summary>
         /// A new, independent blob of the given dtype with the blob's shape, and its data and diff
-        /// converted (see "Conversions"). NeoML's GetClone(type) leaves the contents uninitialized;
-        /// cblob_blob_create_like does that (zero-filled).
+        /// converted (see "Conversions"; NeoML blobs have no diff). NeoML's GetClone(type) leaves the
+        /// contents uninitialized; cblob_blob_create_like does that (zero-filled).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1575,8 +1624,8 @@ namespace CBlob
 
         /// <summary>
         /// A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
-        /// GetTransposed). Any pair of axes of any blob; a negative axis counts from the end. Equal
-        /// axes give a deep copy.
+        /// GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
+        /// axes give a deep copy, as in NeoML.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1584,9 +1633,11 @@ namespace CBlob
 
         /// <summary>
         /// Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
-        /// (NeoML's TransposeFrom). The dtypes must match and the blob's shape must be source's with
-        /// the two dimensions swapped: every axis is checked, where NeoML checks only the two swapped
-        /// dimensions and the total size.
+        /// (NeoML's TransposeFrom). The axes are source's, a negative one counting from the end. The
+        /// dtypes must match and the blob's shape must be source's with the two dimensions swapped:
+        /// every axis is checked, where NeoML checks only the two swapped dimensions and the total
+        /// size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
+        /// no-op).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1594,10 +1645,11 @@ namespace CBlob
 
         /// <summary>
         /// Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
-        /// MergeByDim, axis 0 included). Every input must have the blob's dtype and number of axes and
+        /// MergeByDim, axis 0 included; a negative axis counts from the end). Every input must have the blob's dtype and number of axes and
         /// its dimensions on every other axis, and the inputs' dimensions on `axis` must add up to
         /// the blob's; anything else is an error, never an out-of-bounds write. An input may appear
-        /// more than once but must not share memory with the blob.
+        /// more than once but must not share memory with the blob. There is no limit on the number
+        /// of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1605,7 +1657,7 @@ namespace CBlob
 
         /// <summary>
         /// Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
-        /// axis 0 included), with the rules of cblob_blob_merge. It runs where the blob's part is read
+        /// axis 0 included; a negative axis counts from the end), with the rules of cblob_blob_merge. It runs where the blob's part is read
         /// and brings the outputs there. The outputs must not share memory with the blob or with each
         /// other.
         /// </summary>
@@ -1671,9 +1723,12 @@ namespace CBlob
 
         /// <summary>
         /// Maps elements [position, position + count) of data or diff (NeoML's GetBuffer) and writes
-        /// the mapping and a pointer to its first element; count 0 gives a NULL pointer. position and
+        /// the mapping and a pointer to its first element; count 0 gives a NULL pointer, which no one
+        /// can write through (NeoML's CPU GetBuffer gives a pointer into the blob then). position and
         /// count are in elements and must lie within the blob's count (NeoML returns null without a
-        /// reason). With the part current on the device, the range is staged through host memory,
+        /// reason). A READ mapping is for reading only: on the host a write through it lands in the
+        /// blob's memory without marking it written (a device copy never sees it; NeoML's CPU buffer
+        /// behaves so too), and a staged range drops it at unmap. With the part current on the device, the range is staged through host memory,
         /// filled from `position` (NeoML fills from element 0) when access includes READ; otherwise
         /// the pointer is into the blob's host memory, and access including WRITE marks the host copy
         /// current. See "Buffers" for what the mapping allows and forbids.
@@ -1686,6 +1741,9 @@ namespace CBlob
         /// Ends a mapping (NeoML's ReleaseBuffer): a staged range mapped with WRITE access is copied
         /// back to the device, the pointer becomes invalid and the handle is freed. Only the blob's
         /// most recent open mapping may be unmapped (CBLOB_ERR_STATE otherwise, and nothing changes).
+        /// The order is kept per blob: mappings of different blobs, or on different threads, may end
+        /// in any order (NeoML's stack allocator needs last in, first out per thread, across blobs,
+        /// and is corrupted otherwise).
         /// If the copy back fails the mapping stays open and the call may be repeated.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.</remarks>

@@ -75,6 +75,8 @@ namespace CBlob.Tests
                     CollectionAssert.AreEqual(new[] { 0, 2, -2, int.MaxValue, int.MinValue, 0 }, ints.ToArray<int>());
                     back.ConvertFrom(ints);
                     Assert.AreEqual(2.0, back.ReadElement(Part.Data, 0, 1));
+                    ints.ConvertFromTruncating(a);
+                    CollectionAssert.AreEqual(new[] { 0, 1, -2, int.MaxValue, int.MinValue, 0 }, ints.ToArray<int>());
                 }
                 using (var copy = a.DeepCopy())
                 {

@@ -5,6 +5,7 @@
 package dlpacktest
 
 /*
+#cgo pkg-config: cblob
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>

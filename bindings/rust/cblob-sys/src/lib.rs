@@ -364,7 +364,9 @@ extern "C" {
     pub fn cblob_blob_count(blob: *const cblob_blob, out_count: *mut i64) -> cblob_status;
 
     /// The product of the dimensions of axes \[start_axis, end_axis); an empty range gives 1.
-    /// Needs 0 \<= start_axis \<= end_axis \<= num_axes. A shape with a zero dimension has count 0
+    /// Each bound is -num_axes to num_axes, a negative one counting from the end ("Axes" above:
+    /// -1 is the last axis, so \[0, -1) leaves it out), and the start must not come after the end.
+    /// Caffe's count(start, end) aborts on a negative bound. A shape with a zero dimension has count 0
     /// whatever its other dimensions are, so a range without the zero may not fit in int64:
     /// that is CBLOB_ERR_OVERFLOW.
     ///
@@ -378,7 +380,7 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     pub fn cblob_blob_shape(blob: *const cblob_blob, max_axes: i32, out_shape: *mut i64, out_num_axes: *mut i32) -> cblob_status;
 
-    /// The dimension of one axis; a negative axis counts from the end (-1 is the last).
+    /// The dimension of one axis, -num_axes to num_axes - 1; a negative axis counts from the end (-1 is the last).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     pub fn cblob_blob_shape_at(blob: *const cblob_blob, axis: i32, out_dim: *mut i64) -> cblob_status;
@@ -472,7 +474,10 @@ extern "C" {
     /// first replaced by fresh storage of that size, as in Caffe (diff contents are dropped).
     /// Blobs sharing the data see the new buffer. release (may be NULL) is called once with ptr
     /// and user_data when cblob lets go of the buffer; on failure it is not called and the buffer
-    /// stays the caller's. A pointer into the blob's own data or diff buffer (one cblob allocated)
+    /// stays the caller's. Each hand-over is released once: handing the buffer in use over again
+    /// with the same release and user_data changes nothing, while another release or user_data
+    /// ends the earlier hand-over, whose release runs at once, and the buffer stays in use under
+    /// the new one (so that release must not free it). A pointer into the blob's own data or diff buffer (one cblob allocated)
     /// is refused with CBLOB_ERR_INVALID_ARGUMENT: cblob frees those itself.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE.
@@ -527,7 +532,7 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE.
     pub fn cblob_proto_detect(bytes: *const u8, size: usize, out_kind: *mut cblob_proto_kind) -> cblob_status;
 
-    /// Like cblob_proto_detect, for a file (mapped, not read whole).
+    /// Like cblob_proto_detect, for a file, read as the other readers read one (the section's introduction).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_proto_detect_file(path: *const c_char, out_kind: *mut cblob_proto_kind) -> cblob_status;
@@ -540,7 +545,10 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     pub fn cblob_blob_to_proto(blob: *mut cblob_blob, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
 
-    /// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does.
+    /// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does, by the
+    /// rules for writing a file in the section's introduction (links followed, the target replaced
+    /// atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
+    /// devices refused).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
     pub fn cblob_blob_to_proto_file(blob: *mut cblob_blob, write_diff: i32, path: *const c_char) -> cblob_status;
@@ -551,12 +559,15 @@ extern "C" {
     /// ShapeEquals rules (cblob_blob_shape_equals_proto), else CBLOB_ERR_SHAPE. Data comes from
     /// double_data when that is non-empty, else from data, converted to the blob's dtype; its
     /// count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
-    /// as it is when it has none. The data head becomes AT_CPU. On failure the blob is unchanged.
+    /// as it is when it has none. The data head becomes AT_CPU, also when there are no values (a
+    /// blob that never had memory gets an empty one). On failure the blob is unchanged.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
     pub fn cblob_blob_from_proto(blob: *mut cblob_blob, bytes: *const u8, size: usize, reshape: i32) -> cblob_status;
 
-    /// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does.
+    /// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
+    /// file is read as a snapshot; a path that is not a regular file fails at once (the section's
+    /// introduction).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.
     pub fn cblob_blob_from_proto_file(blob: *mut cblob_blob, path: *const c_char, reshape: i32) -> cblob_status;
@@ -577,7 +588,8 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_blob_create_from_proto(context: *mut cblob_context, bytes: *const u8, size: usize, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
-    /// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does.
+    /// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does,
+    /// reading the file as the section's introduction says.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     pub fn cblob_blob_create_from_proto_file(context: *mut cblob_context, path: *const c_char, out_blob: *mut *mut cblob_blob) -> cblob_status;
@@ -587,7 +599,8 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     pub fn cblob_blob_vector_to_proto(blobs: *const *mut cblob_blob, num_blobs: i64, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
 
-    /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does.
+    /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
+    /// writing a file in the section's introduction.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
     pub fn cblob_blob_vector_to_proto_file(blobs: *const *mut cblob_blob, num_blobs: i64, write_diff: i32, path: *const c_char) -> cblob_status;
@@ -600,7 +613,8 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_blob_vector_from_proto(context: *mut cblob_context, bytes: *const u8, size: usize, max_blobs: i64, out_blobs: *mut *mut cblob_blob, out_num_blobs: *mut i64) -> cblob_status;
 
-    /// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does.
+    /// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does, reading
+    /// the file as the section's introduction says.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     pub fn cblob_blob_vector_from_proto_file(context: *mut cblob_context, path: *const c_char, max_blobs: i64, out_blobs: *mut *mut cblob_blob, out_num_blobs: *mut i64) -> cblob_status;
@@ -617,14 +631,19 @@ extern "C" {
     /// enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
     /// V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
     /// cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
-    /// input is checked before the call returns; bytes may be freed once it has.
+    /// input is checked before the call returns; bytes may be freed once it has. Input without
+    /// layers that is surely another kind (a BlobProto; a BlobProtoVector of several blobs, or of
+    /// one no net's name could be) is CBLOB_ERR_PARSE with a message saying what it holds; a net
+    /// whose only field is its name opens as a net with no layers, even when the name's bytes read
+    /// as a BlobProto too.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_model_open(context: *mut cblob_context, bytes: *const u8, size: usize, out_model: *mut *mut cblob_model) -> cblob_status;
 
-    /// Reads a .caffemodel file as cblob_model_open does. The file is mapped and each part of it
-    /// released as soon as it is read, so loading peaks at about the file's size (at most 1.6 times
-    /// it for files of many tiny layers or empty blobs; bench/model_memory.sh).
+    /// Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
+    /// introduction). Each part of the file's bytes is released as soon as it is read, so loading
+    /// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
+    /// blobs; bench/model_memory.sh).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     pub fn cblob_model_open_file(context: *mut cblob_context, path: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
@@ -698,7 +717,8 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     pub fn cblob_model_to_proto(model: *const cblob_model, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
 
-    /// Writes the model as a .caffemodel file, as cblob_model_to_proto does.
+    /// Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
+    /// writing a file in the section's introduction.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
     pub fn cblob_model_to_proto_file(model: *const cblob_model, write_diff: i32, path: *const c_char) -> cblob_status;
@@ -1017,7 +1037,10 @@ extern "C" {
     pub fn cblob_blob_async_push(blob: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// Creates a 7-axis NeoML blob from up to 7 dimensions, left-aligned as NeoML's CreateTensor:
-    /// dims\[i\] becomes axis i (BatchLength first) and the remaining axes are 1.
+    /// dims\[i\] becomes axis i (BatchLength first) and the remaining axes are 1. Dimensions are
+    /// int64, a negative one is CBLOB_ERR_SHAPE and an element count that overflows is
+    /// CBLOB_ERR_OVERFLOW, here and in every creator below (NeoML's CreateTensor and creators
+    /// take unchecked ints).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_blob_create_tensor(context: *mut cblob_context, dtype: cblob_dtype, num_dims: i32, dims: *const i64, out_blob: *mut *mut cblob_blob) -> cblob_status;
@@ -1060,7 +1083,7 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_blob_create_like(pattern: *const cblob_blob, dtype: cblob_dtype, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
-    /// The size of a named axis of a 7-axis blob.
+    /// The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels; NeoML's TBlobDim is 0 to 6 only).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE.
     pub fn cblob_blob_dim(blob: *const cblob_blob, dim: cblob_dim, out_size: *mut i64) -> cblob_status;
@@ -1088,39 +1111,51 @@ extern "C" {
 
     /// Writes 1 when both blobs have the same dimension on each listed axis, else 0 (NeoML's
     /// HasEqualDimensions with a list of dims; dtypes are not compared). Every axis must exist in
-    /// both blobs; an empty list gives 1.
+    /// both blobs; a negative axis counts from each blob's own end, so -1 compares the last
+    /// dimensions of blobs of different numbers of axes. An empty list gives 1.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     pub fn cblob_blob_equal_dims(blob: *const cblob_blob, other: *const cblob_blob, num_axes: i32, axes: *const i32, out_equal: *mut i32) -> cblob_status;
 
     /// Gives the blob another shape with the same element count (NeoML's ReinterpretDimensions);
-    /// memory and contents stay, and the dtype never changes. Works on windows and on blobs with
-    /// open mappings, since nothing moves.
+    /// memory and contents stay, and the dtype never changes (NeoML's takes the descriptor's data
+    /// type too). Works on windows, where NeoML asserts, and on blobs with open mappings, since
+    /// nothing moves. A window of a reinterpreted parent takes the parent's new shape when it is
+    /// positioned next (cblob_window_set_position).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW.
     pub fn cblob_blob_reinterpret(blob: *mut cblob_blob, num_axes: i32, shape: *const i64) -> cblob_status;
 
     /// Creates a window of `size` rows over parent's first axis, at position 0 (NeoML's
     /// CreateWindowBlob); its shape is parent's with the first dimension set to size. It
-    /// allocates nothing and holds the parent. Free it with cblob_blob_destroy.
+    /// allocates nothing and holds the parent. Free it with cblob_blob_destroy. A size of 0 makes
+    /// a window without elements, which may sit at any position from 0 to the parent's first
+    /// dimension (NeoML's CreateWindowBlob places the window with SetParentPos, which divides by
+    /// the window's BatchLength: a size of 0 fails there). A parent with no axes is
+    /// CBLOB_ERR_SHAPE.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_window_create(parent: *mut cblob_blob, size: i64, out_window: *mut *mut cblob_blob) -> cblob_status;
 
     /// Moves the window to start at row `position` of its parent (NeoML's SetParentPos), which
-    /// must be in \[0, parent's first dimension - window size\]; a negative position is an error.
-    /// The window takes the parent's current storage and shape again (see "Windows" above).
+    /// must be in \[0, parent's first dimension - window size\]; a negative position is an error
+    /// (NeoML accepts one). The window takes the parent's current storage and shape again (see
+    /// "Windows" above): its other dimensions and its row length are the parent's as they are now,
+    /// after any reshape or cblob_blob_reinterpret of the parent, where NeoML's window keeps the
+    /// dims it was created with and places itself by them. A parent that now has no axes is
+    /// CBLOB_ERR_SHAPE, and the window stays where it was.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
     pub fn cblob_window_set_position(window: *mut cblob_blob, position: i64) -> cblob_status;
 
-    /// Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds of cblob_window_set_position.
+    /// Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds and rules of cblob_window_set_position.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
     pub fn cblob_window_shift(window: *mut cblob_blob, delta: i64) -> cblob_status;
 
     /// Makes the window `size` rows long at its current position; position + size must not exceed
-    /// the parent's first dimension. Like set_position, it re-attaches to the parent.
+    /// the parent's first dimension, and 0 is allowed. Like set_position, it re-attaches to the
+    /// parent and takes its current shape.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
     pub fn cblob_window_set_size(window: *mut cblob_blob, size: i64) -> cblob_status;
@@ -1152,7 +1187,7 @@ extern "C" {
 
     /// Copies `length` elements from a caller's array into data or diff (NeoML's CopyFrom(T*)).
     /// dtype names the array's element type and must be the blob's; length must be the blob's
-    /// count.
+    /// count (NeoML's CopyFrom takes no length and reads as many elements as the blob has).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_copy_in(blob: *mut cblob_blob, part: cblob_part, dtype: cblob_dtype, source: *const c_void, length: i64) -> cblob_status;
@@ -1171,45 +1206,60 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_convert_from(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
-    /// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy). A
-    /// window's copy is an ordinary blob of the window's shape.
+    /// cblob_blob_convert_from with NeoML's rule from a float type to an integer type: the
+    /// fraction is truncated toward zero (2.7 gives 2, -2.7 gives -2, -0.5 gives 0), as NeoML's
+    /// VectorConvert and its Cast layer do, where cblob_blob_convert_from rounds to the nearest
+    /// integer, ties to even. The truncated value is then saturated to the target's range
+    /// (infinities too) and NaN gives 0, as in "Conversions". Every other pair of dtypes converts
+    /// as cblob_blob_convert_from does: to a float type the nearest value (NeoML's int-to-float
+    /// cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
+    /// those of cblob_blob_convert_from.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    pub fn cblob_blob_convert_from_truncating(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part) -> cblob_status;
+
+    /// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
+    /// NeoML blobs have no diff). A window's copy is an ordinary blob of the window's shape.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_deep_copy(blob: *mut cblob_blob, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// A new, independent blob of the given dtype with the blob's shape, and its data and diff
-    /// converted (see "Conversions"). NeoML's GetClone(type) leaves the contents uninitialized;
-    /// cblob_blob_create_like does that (zero-filled).
+    /// converted (see "Conversions"; NeoML blobs have no diff). NeoML's GetClone(type) leaves the
+    /// contents uninitialized; cblob_blob_create_like does that (zero-filled).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_clone(blob: *mut cblob_blob, dtype: cblob_dtype, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
-    /// GetTransposed). Any pair of axes of any blob; a negative axis counts from the end. Equal
-    /// axes give a deep copy.
+    /// GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
+    /// axes give a deep copy, as in NeoML.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_transposed(blob: *mut cblob_blob, axis1: i32, axis2: i32, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
-    /// (NeoML's TransposeFrom). The dtypes must match and the blob's shape must be source's with
-    /// the two dimensions swapped: every axis is checked, where NeoML checks only the two swapped
-    /// dimensions and the total size.
+    /// (NeoML's TransposeFrom). The axes are source's, a negative one counting from the end. The
+    /// dtypes must match and the blob's shape must be source's with the two dimensions swapped:
+    /// every axis is checked, where NeoML checks only the two swapped dimensions and the total
+    /// size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
+    /// no-op).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_transpose_from(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part, axis1: i32, axis2: i32) -> cblob_status;
 
     /// Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
-    /// MergeByDim, axis 0 included). Every input must have the blob's dtype and number of axes and
+    /// MergeByDim, axis 0 included; a negative axis counts from the end). Every input must have the blob's dtype and number of axes and
     /// its dimensions on every other axis, and the inputs' dimensions on `axis` must add up to
     /// the blob's; anything else is an error, never an out-of-bounds write. An input may appear
-    /// more than once but must not share memory with the blob.
+    /// more than once but must not share memory with the blob. There is no limit on the number
+    /// of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_merge(blob: *mut cblob_blob, part: cblob_part, axis: i32, num_inputs: i32, inputs: *const *mut cblob_blob) -> cblob_status;
 
     /// Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
-    /// axis 0 included), with the rules of cblob_blob_merge. It runs where the blob's part is read
+    /// axis 0 included; a negative axis counts from the end), with the rules of cblob_blob_merge. It runs where the blob's part is read
     /// and brings the outputs there. The outputs must not share memory with the blob or with each
     /// other.
     ///
@@ -1259,9 +1309,12 @@ extern "C" {
     pub fn cblob_blob_add(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// Maps elements \[position, position + count) of data or diff (NeoML's GetBuffer) and writes
-    /// the mapping and a pointer to its first element; count 0 gives a NULL pointer. position and
+    /// the mapping and a pointer to its first element; count 0 gives a NULL pointer, which no one
+    /// can write through (NeoML's CPU GetBuffer gives a pointer into the blob then). position and
     /// count are in elements and must lie within the blob's count (NeoML returns null without a
-    /// reason). With the part current on the device, the range is staged through host memory,
+    /// reason). A READ mapping is for reading only: on the host a write through it lands in the
+    /// blob's memory without marking it written (a device copy never sees it; NeoML's CPU buffer
+    /// behaves so too), and a staged range drops it at unmap. With the part current on the device, the range is staged through host memory,
     /// filled from `position` (NeoML fills from element 0) when access includes READ; otherwise
     /// the pointer is into the blob's host memory, and access including WRITE marks the host copy
     /// current. See "Buffers" for what the mapping allows and forbids.
@@ -1272,6 +1325,9 @@ extern "C" {
     /// Ends a mapping (NeoML's ReleaseBuffer): a staged range mapped with WRITE access is copied
     /// back to the device, the pointer becomes invalid and the handle is freed. Only the blob's
     /// most recent open mapping may be unmapped (CBLOB_ERR_STATE otherwise, and nothing changes).
+    /// The order is kept per blob: mappings of different blobs, or on different threads, may end
+    /// in any order (NeoML's stack allocator needs last in, first out per thread, across blobs,
+    /// and is corrupted otherwise).
     /// If the copy back fails the mapping stays open and the call may be repeated.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.

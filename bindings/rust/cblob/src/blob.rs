@@ -158,7 +158,8 @@ impl Blob {
         self.get(|b, out| unsafe { sys::cblob_blob_count(b, out) })
     }
 
-    /// The product of the dimensions of axes `start..end`; needs `0 <= start <= end <= num_axes`.
+    /// The product of the dimensions of axes `start..end`; each bound is `-num_axes..=num_axes`, a
+    /// negative one counting from the end, and `start` must not come after `end`.
     pub fn count_range(&self, start: i32, end: i32) -> Result<i64> {
         self.try_get(|b, out| unsafe { sys::cblob_blob_count_range(b, start, end, out) })
     }

@@ -113,7 +113,8 @@ impl Blob {
         equal != 0
     }
 
-    /// Whether both blobs have the same dimension on each listed axis (each must exist in both).
+    /// Whether both blobs have the same dimension on each listed axis (each must exist in both; a
+    /// negative axis counts from each blob's end).
     pub fn equal_dims(&self, other: &Blob, axes_to_compare: &[i32]) -> Result<bool> {
         let mut equal = 0;
         check(unsafe { sys::cblob_blob_equal_dims(self.as_ptr(), other.as_ptr(), axes(axes_to_compare), axes_to_compare.as_ptr(), &mut equal) })?;
@@ -160,6 +161,15 @@ impl Blob {
     /// `CopyFrom(blob)`); the shapes must be equal.
     pub fn convert_from(&mut self, source: &Blob, part: Part) -> Result<()> {
         self.write_from(part, &[source], |raw| unsafe { sys::cblob_blob_convert_from(raw, source.as_ptr(), part.raw()) })
+    }
+
+    /// `convert_from` with NeoML's float-to-integer rule: the fraction is truncated toward zero
+    /// (NeoML's `VectorConvert`), then saturated; NaN gives 0. Other pairs convert as
+    /// `convert_from` does. Since ABI 1.1.
+    pub fn convert_from_truncating(&mut self, source: &Blob, part: Part) -> Result<()> {
+        self.write_from(part, &[source], |raw| unsafe {
+            sys::cblob_blob_convert_from_truncating(raw, source.as_ptr(), part.raw())
+        })
     }
 
     /// A new, independent blob with this one's dtype, shape, data and diff (NeoML's `GetCopy`).

@@ -68,6 +68,10 @@ fn typed_copies_conversions_and_transposes() -> Result<(), Error> {
     back.convert_from(&ints, Part::Data)?;
     assert_eq!(back.read_element(Part::Data, &[0, 1])?, 2.0);
     assert_eq!(back.convert_from(&Blob::new(&ctx, DType::Int32, &[6])?, Part::Data).unwrap_err().status(), Status::Shape);
+    // NeoML's rule: toward zero, saturated; NaN gives 0.
+    let mut truncated = Blob::new(&ctx, DType::Int32, &[2, 3])?;
+    truncated.convert_from_truncating(&a, Part::Data)?;
+    assert_eq!(truncated.to_vec::<i32>(Part::Data)?, [0, 1, -2, i32::MAX, i32::MIN, 0]);
 
     let mut copy = a.deep_copy()?;
     copy.fill(Part::Data, 1.0)?;

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""The Python binding's benchmark (not a test): ratios measured in one run.
+
+1. Call overhead: Blob.count (a property: the ctypes call, its status check, the out-value)
+   against an empty C call through the same FFI (ctypes, libbench_ffi.so): bench_ffi_empty(void),
+   the other bindings' baseline, and bench_ffi_empty_getter, an empty function with count's
+   signature (ctypes' cost grows with the arguments). Target: at most 1.5x.
+2. Loading every blob of a large model into NumPy: cblob.load(path) and its arrays (views, no
+   copy) against the usual Caffe-free way, NetParameter.ParseFromString on the file's bytes plus
+   numpy.array(blob.data) per blob, with protobuf's pure-Python and upb (C) backends. Each
+   contender loads in a fresh process (imports excluded from the time); rounds interleave the
+   contenders. Target: cblob at least 10x faster than the faster backend.
+
+Figures are medians over the rounds, with min-max.
+
+usage: bench_python.py --ffi LIBBENCH_FFI [--size-mib N] [--rounds N] [--folder DIR]
+"""
+import argparse
+import ctypes
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import timeit
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def per_call_ns(statement, env, number=200_000):
+    return min(timeit.repeat(statement, globals=env, number=number, repeat=3)) / number * 1e9
+
+
+def call_overhead(ffi_path, rounds):
+    import cblob
+    ffi = ctypes.CDLL(ffi_path)
+    empty, getter = ffi.bench_ffi_empty, ffi.bench_ffi_empty_getter
+    empty.restype, empty.argtypes = None, ()
+    getter.restype, getter.argtypes = ctypes.c_int32, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64))
+    blob = cblob.Blob((2, 3))
+    env = {"empty": empty, "getter": getter, "handle": blob._h, "out": ctypes.c_int64(), "blob": blob}
+    statements = {"empty()": "empty()", "empty getter": "getter(handle, out)", "Blob.count": "blob.count"}
+    times = {name: [] for name in statements}
+    for _ in range(rounds):
+        for name, statement in statements.items():
+            times[name].append(per_call_ns(statement, env))
+    print("\n1. one cheap call (Blob.count) against an empty C call through ctypes (ns per call)")
+    for name, values in times.items():
+        print(f"   {name:14s} {statistics.median(values):7.1f}  ({min(values):.1f}-{max(values):.1f})")
+    count = statistics.median(times["Blob.count"])
+    for baseline in ("empty()", "empty getter"):
+        ratio = count / statistics.median(times[baseline])
+        print(f"   Blob.count / {baseline:13s} {ratio:5.2f}x  target <= 1.5x: {'met' if ratio <= 1.5 else 'MISSED'}")
+
+
+def write_model(path, size_mib):
+    """A V2 .caffemodel of about size_mib MiB of float32 weights: 100 layers of a weight and a
+    bias blob, as a deep net has."""
+    import numpy as np
+    import cblob
+    rng = np.random.default_rng(0)
+    model = cblob.Model.new("Bench")
+    per_layer = size_mib * 2**20 // 4 // 100
+    side = int(per_layer ** 0.5)
+    for i in range(100):
+        model.add_layer(f"fc{i}", "InnerProduct", [rng.standard_normal((side, side), dtype=np.float32),
+                                                   rng.standard_normal(side, dtype=np.float32)])
+    model.save(path)
+
+
+CHILD = {
+    "cblob": """
+import time, cblob
+start = time.perf_counter()
+arrays = dict(cblob.load(PATH))
+total = sum(a.size for v in arrays.values() for a in v)
+print(time.perf_counter() - start, total)
+""",
+    "protobuf": """
+import time, numpy as np
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+pool = descriptor_pool.DescriptorPool()
+for f in descriptor_pb2.FileDescriptorSet.FromString(open(DESCRIPTORS, 'rb').read()).file:
+    pool.Add(f)
+NetParameter = message_factory.GetMessageClass(pool.FindMessageTypeByName('caffe.NetParameter'))
+start = time.perf_counter()
+net = NetParameter()
+with open(PATH, 'rb') as f:
+    net.ParseFromString(f.read())
+arrays = {l.name: [np.array(b.data, dtype=np.float32).reshape(tuple(b.shape.dim)) for b in l.blobs] for l in net.layer}
+total = sum(a.size for v in arrays.values() for a in v)
+print(time.perf_counter() - start, total)
+""",
+}
+
+
+def model_loading(size_mib, rounds, folder):
+    from google.protobuf.internal import api_implementation
+    path = Path(folder) / "bench.caffemodel"
+    descriptors = Path(folder) / "caffe_blobs.pb"
+    write_model(path, size_mib)
+    subprocess.run(["protoc", f"-I{ROOT / 'proto'}", f"--descriptor_set_out={descriptors}",
+                    str(ROOT / "proto" / "caffe_blobs.proto")], check=True)
+    contenders = {"cblob": ("cblob", {}),
+                  "protobuf upb": ("protobuf", {"PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "upb"}),
+                  "protobuf python": ("protobuf", {"PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"})}
+    times, totals = {name: [] for name in contenders}, set()
+    for _ in range(rounds):
+        for name, (child, env) in contenders.items():
+            code = CHILD[child].replace("PATH", repr(str(path))).replace("DESCRIPTORS", repr(str(descriptors)))
+            out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True,
+                                 text=True, check=True).stdout.split()
+            times[name].append(float(out[0]))
+            totals.add(int(out[1]))
+    assert len(totals) == 1, f"the contenders read different numbers of values: {totals}"
+    print(f"\n2. every blob of a {path.stat().st_size / 2**20:.0f} MiB model (100 layers, {totals.pop():,} float32 "
+          f"values) into NumPy arrays (seconds; protobuf {api_implementation.Type()} is this process's default)")
+    for name, values in times.items():
+        print(f"   {name:16s} {statistics.median(values):8.4f}  ({min(values):.4f}-{max(values):.4f})")
+    cblob_time = statistics.median(times["cblob"])
+    faster = min(statistics.median(times["protobuf upb"]), statistics.median(times["protobuf python"]))
+    ratio = faster / cblob_time
+    print(f"   cblob is {ratio:.1f}x faster than the faster protobuf backend; target >= 10x: "
+          f"{'met' if ratio >= 10 else 'MISSED'}")
+    for name in ("protobuf upb", "protobuf python"):
+        print(f"   cblob / {name}: {statistics.median(times[name]) / cblob_time:.1f}x")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--ffi", required=True, help="libbench_ffi.so (build/release/bench)")
+    parser.add_argument("--size-mib", type=int, default=256)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--folder", default=os.environ.get("TMPDIR", "/tmp"))
+    args = parser.parse_args()
+    import cblob
+    print(f"cblob {cblob.version()} ({cblob.library_path()}), Python {sys.version.split()[0]}")
+    call_overhead(args.ffi, args.rounds)
+    folder = tempfile.mkdtemp(dir=args.folder, prefix="cblob-bench-python-")
+    try:
+        model_loading(args.size_mib, args.rounds, folder)
+    finally:
+        shutil.rmtree(folder)
+
+
+if __name__ == "__main__":
+    main()

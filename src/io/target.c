@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* A named output path: links followed to the target, and the way the target's kind is written. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io_internal.h"
+#include "status.h"
+
+/* As many links as the kernel follows in one path (MAXSYMLINKS). */
+#define MAX_LINKS 40
+
+/* The path a link at `link` points to: its text, relative to the link's folder unless absolute. */
+static char *link_destination(const char *link, const char *text)
+{
+    const char *slash = strrchr(link, '/');
+    if (text[0] == '/' || slash == NULL)
+        return strdup(text);
+    const int folder = (int)(slash - link);
+    const size_t size = (size_t)folder + strlen(text) + 2;
+    char *joined = malloc(size);
+    if (joined != NULL)
+        snprintf(joined, size, "%.*s/%s", folder, link, text);
+    return joined;
+}
+
+/* Follows the path's last component while it is a symbolic link; a dangling link gives the path
+ * of the file to create. (Links among the folders are left to the kernel.) */
+static cblob_status follow_links(const char *path, char **out)
+{
+    char *current = strdup(path);
+    for (int hops = 0; current != NULL; ++hops) {
+        char text[PATH_MAX];
+        const ssize_t length = readlink(current, text, sizeof text);
+        if (length < 0 && (errno == EINVAL || errno == ENOENT)) { /* not a link; nothing there */
+            *out = current;
+            return CBLOB_OK;
+        }
+        const int error = length < 0 ? errno : (size_t)length == sizeof text ? ENAMETOOLONG : hops == MAX_LINKS ? ELOOP : 0;
+        if (error != 0) {
+            free(current);
+            return cb_fail(CBLOB_ERR_IO, "%s: cannot follow the path: %s", path, strerror(error));
+        }
+        text[length] = '\0';
+        char *next = link_destination(current, text);
+        free(current);
+        current = next;
+    }
+    return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to follow the links of %s", path);
+}
+
+/* Opens the target's folder and finds the target's name in it. */
+static cblob_status open_folder(const char *path, const char *display, int *out_dirfd, const char **out_name)
+{
+    const char *slash = strrchr(path, '/');
+    const char *name = slash != NULL ? slash + 1 : path;
+    if (name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return cb_fail(CBLOB_ERR_IO, "%s names a folder, not a file", display);
+    if (strncmp(name, CB_TEMP_PREFIX, strlen(CB_TEMP_PREFIX)) == 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: names starting with \"" CB_TEMP_PREFIX "\" are cblob's temporary files",
+                       display);
+    char *folder = slash == NULL ? strdup(".") : slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+    if (folder == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write %s", display);
+    const int dirfd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int error = errno;
+    free(folder);
+    if (dirfd < 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot open its folder: %s", display, strerror(error));
+    *out_dirfd = dirfd;
+    *out_name = name;
+    return CBLOB_OK;
+}
+
+/* Opens the target written in place, and checks it is still the file `checked` describes.
+ * O_NONBLOCK: a FIFO nobody reads fails with ENXIO instead of waiting for a reader. Writes then
+ * block as usual. */
+static cblob_status open_in_place(int dirfd, const char *name, const char *display, const struct stat *checked,
+                                  int *out_fd)
+{
+    const int fd = openat(dirfd, name, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENXIO && S_ISFIFO(checked->st_mode))
+        return cb_fail(CBLOB_ERR_IO, "%s is a FIFO (named pipe) that no process is reading", display);
+    if (fd < 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot open: %s", display, strerror(errno));
+    struct stat opened;
+    const int flags = fcntl(fd, F_GETFL);
+    if (fstat(fd, &opened) != 0 || opened.st_dev != checked->st_dev || opened.st_ino != checked->st_ino ||
+        flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        close(fd);
+        return cb_fail(CBLOB_ERR_IO, "%s changed while it was being opened", display);
+    }
+    *out_fd = fd;
+    return CBLOB_OK;
+}
+
+/* How a target that exists is written: replaced, staged and copied in (other hard links), in
+ * place (devices, FIFOs), or refused. */
+static cblob_status plan_existing(cb_output_plan *plan, const struct stat *target, int *out_fd)
+{
+    const char *display = plan->display;
+    if (S_ISCHR(target->st_mode) || S_ISFIFO(target->st_mode)) {
+        plan->kind = CB_OUTPUT_IN_PLACE;
+        plan->close_fd = true;
+        return open_in_place(plan->dirfd, plan->name, display, target, out_fd);
+    }
+    if (!S_ISREG(target->st_mode))
+        return cb_fail(CBLOB_ERR_IO, "%s is %s; cblob writes regular files, character devices and FIFOs", display,
+                       cb_file_kind(target->st_mode));
+    if (faccessat(plan->dirfd, plan->name, W_OK, AT_EACCESS) != 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot replace it: %s", display, strerror(errno));
+    if (target->st_nlink <= 1) {
+        plan->kind = CB_OUTPUT_REPLACE;
+        plan->original = target;
+        return CBLOB_OK;
+    }
+    plan->kind = CB_OUTPUT_STAGED;
+    const int fd = openat(plan->dirfd, plan->name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat opened;
+    if (fd < 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot open: %s", display, strerror(errno));
+    if (fstat(fd, &opened) != 0 || opened.st_dev != target->st_dev || opened.st_ino != target->st_ino) {
+        close(fd);
+        return cb_fail(CBLOB_ERR_IO, "%s changed while it was being opened", display);
+    }
+    *out_fd = fd;
+    return CBLOB_OK;
+}
+
+/* "path" or "path (a link to target)", for messages. */
+static char *describe(const char *path, const char *target)
+{
+    if (strcmp(path, target) == 0)
+        return strdup(path);
+    const size_t size = strlen(path) + strlen(target) + 16;
+    char *text = malloc(size);
+    if (text != NULL)
+        snprintf(text, size, "%s (a link to %s)", path, target);
+    return text;
+}
+
+static cblob_status plan_output(const char *target, const char *display, cb_output **out)
+{
+    cb_output_plan plan = {.kind = CB_OUTPUT_REPLACE, .display = display, .fd = -1, .durable = true,
+                            .remove_stale = true};
+    CB_TRY(open_folder(target, display, &plan.dirfd, &plan.name));
+    struct stat existing;
+    cblob_status status = CBLOB_OK;
+    if (fstatat(plan.dirfd, plan.name, &existing, AT_SYMLINK_NOFOLLOW) == 0)
+        status = S_ISLNK(existing.st_mode) ? cb_fail(CBLOB_ERR_IO, "%s changed while it was being opened", display)
+                                           : plan_existing(&plan, &existing, &plan.fd);
+    else if (errno != ENOENT)
+        status = cb_fail(CBLOB_ERR_IO, "%s: cannot stat: %s", display, strerror(errno));
+    if (status != CBLOB_OK) {
+        close(plan.dirfd);
+        return status;
+    }
+    if (plan.kind == CB_OUTPUT_IN_PLACE) {
+        close(plan.dirfd);
+        plan.dirfd = -1;
+    }
+    return cb_output_start(&plan, out);
+}
+
+cblob_status cb_output_open(const char *path, cb_output **out)
+{
+    char *target = NULL;
+    CB_TRY(follow_links(path, &target));
+    char *display = describe(path, target);
+    cblob_status status = display != NULL ? plan_output(target, display, out)
+                                          : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write %s", path);
+    free(display);
+    free(target);
+    return status;
+}
+
+cblob_status cb_output_open_fd(int fd, const char *name, cb_output **out)
+{
+    struct stat info;
+    if (fstat(fd, &info) != 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot stat: %s", name, strerror(errno));
+    if (S_ISDIR(info.st_mode))
+        return cb_fail(CBLOB_ERR_IO, "%s is %s, not a file", name, cb_file_kind(info.st_mode));
+    const cb_output_plan plan = {.kind = CB_OUTPUT_IN_PLACE, .display = name, .dirfd = -1, .fd = fd};
+    return cb_output_start(&plan, out);
+}
