@@ -7,10 +7,12 @@
  *                                    files go, a new folder under $TMPDIR or /tmp by default)
  *
  * Interleaved repetitions; prints the median and the min-max of each, in GB/s and as a ratio to
- * write(2), and the process's peak resident memory during each export (VmHWM, reset before
- * each) over the model's size. */
+ * write(2) and fsync of the same bytes (the library's writer fsyncs every file it puts in place;
+ * write(2) alone is shown too), and the process's peak resident memory during each (VmHWM,
+ * reset before each) over the model's size. */
 #define _DEFAULT_SOURCE
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,8 +59,9 @@ static int compare(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* write(2) of every blob's bytes to one file, in 64 MiB calls. */
-static int write_plain(cblob_blob *const *blobs, size_t bytes_each, const char *path)
+/* write(2) of every blob's bytes to one file, in 64 MiB calls, then fsync as the library's
+ * writer does (src/io makes every file it puts in place durable). */
+static int write_plain(cblob_blob *const *blobs, size_t bytes_each, const char *path, bool sync)
 {
     const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     for (int i = 0; fd >= 0 && i < LAYERS; ++i) {
@@ -72,6 +75,10 @@ static int write_plain(cblob_blob *const *blobs, size_t bytes_each, const char *
             }
             done += (size_t)n;
         }
+    }
+    if (fd >= 0 && sync && fsync(fd) != 0) {
+        close(fd);
+        return -1;
     }
     return fd >= 0 ? close(fd) : -1;
 }
@@ -104,18 +111,19 @@ int main(int argc, char **argv)
         }
     }
     const double model_bytes = (double)bytes_each * LAYERS;
-    const char *names[3] = {"write(2)", "safetensors", "npz"};
-    double seconds[3][REPEATS];
-    long peaks[3] = {0, 0, 0};
+    enum { KINDS = 4 };
+    const char *names[KINDS] = {"write+fsync", "safetensors", "npz", "write only"};
+    double seconds[KINDS][REPEATS];
+    long peaks[KINDS] = {0, 0, 0, 0};
     char path[4200];
     for (int r = 0; r < REPEATS; ++r)
-        for (int k = 0; k < 3; ++k) {
+        for (int k = 0; k < KINDS; ++k) {
             snprintf(path, sizeof path, "%s/out.%d", folder, k);
             reset_peak();
             const double start = now();
-            const int failed = k == 0   ? write_plain(blobs, bytes_each, path)
-                               : k == 1 ? (int)cblob_model_to_safetensors_file(model, 0, path)
-                                        : (int)cblob_model_to_npz_file(model, 0, path);
+            const int failed = k == 0 || k == 3 ? write_plain(blobs, bytes_each, path, k == 0)
+                               : k == 1       ? (int)cblob_model_to_safetensors_file(model, 0, path)
+                                              : (int)cblob_model_to_npz_file(model, 0, path);
             seconds[k][r] = now() - start;
             const long peak = peak_kib();
             peaks[k] = peak > peaks[k] ? peak : peaks[k];
@@ -125,11 +133,11 @@ int main(int argc, char **argv)
                 return 1;
             }
         }
-    double median[3];
+    double median[KINDS];
     printf("model: %.0f MiB in %d layers; files in %s; %d interleaved repetitions\n", model_bytes / 1048576, LAYERS,
            folder, REPEATS);
     printf("%-12s %10s %18s %10s %14s\n", "", "GB/s", "min-max GB/s", "x write", "peak/model");
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < KINDS; ++k) {
         qsort(seconds[k], REPEATS, sizeof seconds[k][0], compare);
         median[k] = seconds[k][REPEATS / 2];
         printf("%-12s %10.2f %8.2f - %7.2f %10.2f %14.2f\n", names[k], model_bytes / median[k] / 1e9,

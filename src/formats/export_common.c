@@ -293,9 +293,11 @@ static cblob_status gather_layer(cblob_context *context, cb_tensor_set *set, con
         cb_named_tensor *t = &set->items[i];
         if (strcmp(t->layer, layer) != 0 || t->diff)
             continue;
-        if (blobs[t->index] != NULL)
+        if (blobs[t->index] != NULL) {
             status = cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has blob %" PRId64 " twice", layer, t->index);
-        blobs[t->index] = t->blob;
+            break;
+        }
+        blobs[t->index] = t->blob; /* the layer's now */
         t->blob = NULL;
     }
     if (status == CBLOB_OK && running && blobs[2] == NULL) {

@@ -81,26 +81,36 @@ static cblob_status header_text(const cblob_model *model, const cb_tensor_list *
         json_decref(header);
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the safetensors header");
     }
-    uint64_t offset = 0;
+    /* Data in the order of the passes, keys in the model's order (a reader sees the layers as
+     * they were). */
+    uint64_t *offsets = malloc(((size_t)list->count + 1) * sizeof *offsets), offset = 0;
+    if (offsets == NULL) {
+        json_decref(header);
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the safetensors header");
+    }
     for (int pass = 0; pass < 2; ++pass)
-        for (int64_t i = 0; i < list->count; ++i) {
-            const cb_tensor *t = &list->items[i];
-            if (!in_pass(t, pass))
-                continue;
-            json_t *shape = json_array();
-            for (int32_t a = 0; a < t->facts.num_axes; ++a)
-                json_array_append_new(shape, json_integer(t->facts.dims[a]));
-            json_t *entry = json_pack("{s:s,s:o,s:[I,I]}", "dtype", dtype_name(t->facts.dtype), "shape", shape,
-                                      "data_offsets", (json_int_t)offset, (json_int_t)(offset + t->bytes));
-            json_t *key = cb_json_text(t->key, strlen(t->key));
-            if (entry == NULL || key == NULL || json_object_set_new(header, json_string_value(key), entry) != 0) {
-                json_decref(key);
-                json_decref(header);
-                return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the safetensors header");
+        for (int64_t i = 0; i < list->count; ++i)
+            if (in_pass(&list->items[i], pass)) {
+                offsets[i] = offset;
+                offset += list->items[i].bytes;
             }
+    for (int64_t i = 0; i < list->count; ++i) {
+        const cb_tensor *t = &list->items[i];
+        json_t *shape = json_array();
+        for (int32_t a = 0; a < t->facts.num_axes; ++a)
+            json_array_append_new(shape, json_integer(t->facts.dims[a]));
+        json_t *entry = json_pack("{s:s,s:o,s:[I,I]}", "dtype", dtype_name(t->facts.dtype), "shape", shape,
+                                  "data_offsets", (json_int_t)offsets[i], (json_int_t)(offsets[i] + t->bytes));
+        json_t *key = cb_json_text(t->key, strlen(t->key));
+        if (entry == NULL || key == NULL || json_object_set_new(header, json_string_value(key), entry) != 0) {
             json_decref(key);
-            offset += t->bytes;
+            json_decref(header);
+            free(offsets);
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the safetensors header");
         }
+        json_decref(key);
+    }
+    free(offsets);
     *out = json_dumps(header, JSON_COMPACT);
     json_decref(header);
     return *out != NULL ? CBLOB_OK : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the safetensors header");

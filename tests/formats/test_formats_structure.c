@@ -387,10 +387,18 @@ TEST(readers_refuse_what_is_not_theirs_naming_it)
     cblob_context *ctx = context_new();
     cblob_model *model = NULL;
     static const char header[] = "{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,12]}}";
-    uint8_t bytes[128] = {sizeof header - 1};
+    uint8_t bytes[256] = {sizeof header - 1};
     memcpy(bytes + 8, header, sizeof header - 1);
     CHECK_ERROR(cblob_model_open_safetensors(ctx, bytes, 8 + sizeof header - 1 + 12, &model), CBLOB_ERR_PARSE);
     CHECK(strstr(cblob_last_error_message(), "\"x\"") != NULL);
+    /* One blob twice (by index and by a PyTorch name): refused, nothing leaked. */
+    static const char twice[] = "{\"a.0\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                                "\"a.weight\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}";
+    memset(bytes, 0, sizeof bytes);
+    bytes[0] = sizeof twice - 1;
+    memcpy(bytes + 8, twice, sizeof twice - 1);
+    CHECK_ERROR(cblob_model_open_safetensors(ctx, bytes, 8 + sizeof twice - 1 + 8, &model), CBLOB_ERR_PARSE);
+    CHECK(strstr(cblob_last_error_message(), "blob 0 twice") != NULL);
     CHECK_ERROR(cblob_model_open_npz(ctx, (const uint8_t *)"PK\3\4 no zip", 12, &model), CBLOB_ERR_PARSE);
     CHECK(model == NULL);
     cblob_context_destroy(ctx);
