@@ -9,6 +9,7 @@
 #ifndef CBLOB_SRC_SINK_H
 #define CBLOB_SRC_SINK_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,8 +30,14 @@ typedef struct cb_sink {
     /* CB_SINK_BUFFER */
     uint8_t *buffer;
     size_t capacity;
-    /* CB_SINK_FILE: an output of src/io (its rules: symbolic links, modes, atomic replacement) */
+    /* CB_SINK_FILE: an output of src/io (its rules: symbolic links, modes, atomic replacement).
+     * Appends gather in `pending`; a full buffer goes to the writer thread, which writes it while
+     * the other one fills, so that what the producer computes (libzip's CRC-32, say) overlaps
+     * with write(2). */
     cb_output *output;
+    uint8_t *pending, *spare;
+    size_t pending_used;
+    struct cb_sink_writer *writer;
 } cb_sink;
 
 void cb_sink_count(cb_sink *sink);
