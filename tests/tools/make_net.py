@@ -70,8 +70,9 @@ def field_varint(number, value):
     return tag(number, VARINT) + varint(value)
 
 
-def field_bytes(number, payload):
-    return tag(number, LENGTH) + varint(len(payload)) + payload
+def field_bytes(number, payload, padding=0):
+    """A length-delimited field; padding writes its length with that many bytes more than needed."""
+    return tag(number, LENGTH) + varint(len(payload), padding) + payload
 
 
 def field_float(number, value):
@@ -269,7 +270,8 @@ class Net:
         fields += [self.unknown(), self.unknown()]
         if self.args.unknown:
             self.rng.shuffle(fields)
-        return field_bytes(100, b"".join(fields))
+        # An over-long length now and then: valid protobuf, and a writer must keep its bytes.
+        return field_bytes(100, b"".join(fields), 2 if self.args.unknown and self.rng.random() < 0.1 else 0)
 
     def v1_layer(self, index, name, kind, blobs):
         type_value = self.V1_TYPES[kind]
