@@ -59,6 +59,27 @@ uint64_t gpu_pending_copies(void)
     return pending != NULL ? pending() : 0;
 }
 
+bool gpu_is_deferred(void)
+{
+    fake_cuda_deferred_fn deferred = (fake_cuda_deferred_fn)driver_symbol("fake_cuda_deferred");
+    return deferred != NULL && deferred() != 0;
+}
+
+void gpu_give_back(const void *ptr, size_t bytes)
+{
+    fake_cuda_give_back_fn give_back = (fake_cuda_give_back_fn)driver_symbol("fake_cuda_give_back");
+    if (give_back != NULL)
+        give_back(ptr, bytes);
+}
+
+bool gpu_inject_fault(int error)
+{
+    fake_cuda_inject_fault_fn inject = (fake_cuda_inject_fault_fn)driver_symbol("fake_cuda_inject_fault");
+    if (inject != NULL)
+        inject(error);
+    return inject != NULL;
+}
+
 /* Streams belong to a context: the device's primary one, made current around the call. */
 typedef int (*primary_retain_fn)(void **context, int device);
 typedef int (*context_fn)(void *context);

@@ -30,6 +30,14 @@ fake_cuda_counters gpu_counters(void);
 bool gpu_set_device_memory(uint64_t bytes);
 /* Asynchronous copies the double has queued and not run yet (0 on a real GPU). */
 uint64_t gpu_pending_copies(void);
+/* Whether the double runs queued work only when something waits for it (deferred mode). */
+bool gpu_is_deferred(void);
+/* The test hands memory back to its owner (call it from the release callbacks and deleters tests
+ * give cblob): on the double, work still queued on it, or run on it later, fails the test. */
+void gpu_give_back(const void *ptr, size_t bytes);
+/* On the double, the next kernel to run faults with `error` (a CUresult) and the device is lost;
+ * false on a real GPU. */
+bool gpu_inject_fault(int error);
 
 /* A stream of device 0 from the loaded driver (cuStreamCreate), NULL if it cannot make one. */
 void *gpu_stream_create(void);
