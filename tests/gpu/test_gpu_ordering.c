@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Ordering under real asynchrony (issue 13, section 2): each test sets up work queued on one
+ * stream and used from another, or memory handed back while work on it is queued. On the test
+ * double's deferred runs (gpu_fake_deferred) queued work runs only when something waits for it,
+ * so a missing wait shows as stale or overwritten values, or as an error of the test when memory
+ * handed back is still in use. On a GPU the same tests run as a check of the results. */
+#include <stdint.h>
+
+#include "gpu_support.h"
+
+#define COUNT 4099 /* not a multiple of anything a kernel might assume */
+
+/* A context in GPU mode whose device work goes to a non-blocking stream of its own. */
+typedef struct streamed_context {
+    cblob_context *ctx;
+    void *stream;
+} streamed_context;
+
+static cblob_status open_streamed(streamed_context *c)
+{
+    c->stream = NULL;
+    cblob_status status = cblob_context_create(&c->ctx);
+    if (status == CBLOB_OK)
+        status = cblob_context_set_mode(c->ctx, CBLOB_MODE_GPU);
+    if (status == CBLOB_OK && (c->stream = gpu_stream_create()) == NULL)
+        status = CBLOB_ERR_DEVICE;
+    if (status == CBLOB_OK)
+        status = cblob_context_set_stream(c->ctx, c->stream);
+    return status;
+}
+
+static void close_streamed(streamed_context *c)
+{
+    cblob_context_synchronize(c->ctx);
+    cblob_context_set_stream(c->ctx, NULL);
+    cblob_context_destroy(c->ctx);
+    gpu_stream_destroy(c->stream);
+}
+
+static cblob_status make_blob(cblob_context *ctx, cblob_blob **out)
+{
+    const int64_t count = COUNT;
+    return cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT32, 1, &count, out);
+}
+
+/* data[i] = i + 1 written on the host, then moved to the device (head SYNCED). */
+static cblob_status fill_on_device(cblob_blob *blob)
+{
+    float *host = NULL;
+    cblob_status status = cblob_blob_mutable_cpu_ptr(blob, CBLOB_PART_DATA, (void **)&host);
+    for (int64_t i = 0; status == CBLOB_OK && i < COUNT; ++i)
+        host[i] = (float)(i + 1);
+    const void *dev = NULL;
+    return status == CBLOB_OK ? cblob_blob_gpu_ptr(blob, CBLOB_PART_DATA, &dev) : status;
+}
+
+/* Whether data[i] == factor * (i + 1) for every i, read through the blob's host accessor. */
+static bool holds_scaled(cblob_blob *blob, float factor)
+{
+    const float *host = NULL;
+    if (cblob_blob_cpu_ptr(blob, CBLOB_PART_DATA, (const void **)&host) != CBLOB_OK)
+        return false;
+    for (int64_t i = 0; i < COUNT; ++i)
+        if (host[i] != factor * (float)(i + 1)) {
+            fprintf(stderr, "data[%lld] is %g, expected %g\n", (long long)i, (double)host[i], (double)(factor * (float)(i + 1)));
+            return false;
+        }
+    return true;
+}
+
+/* ---- 1. contexts' streams on shared memory ------------------------------------------------------ */
+
+/* A reads what B's queued kernel writes: B's kernel must run first. */
+TEST(shared_memory_read_by_another_context_waits_for_the_writer)
+{
+    REQUIRE_GPU();
+    streamed_context writer, reader;
+    CHECK_OK(open_streamed(&writer));
+    CHECK_OK(open_streamed(&reader));
+    cblob_blob *written = NULL, *read = NULL;
+    CHECK_OK(make_blob(writer.ctx, &written));
+    CHECK_OK(make_blob(reader.ctx, &read));
+    CHECK_OK(fill_on_device(written));
+    CHECK_OK(cblob_blob_scale(written, CBLOB_PART_DATA, 2.0)); /* queued on the writer's stream */
+    CHECK_OK(cblob_blob_share(read, written, CBLOB_PART_DATA));
+    CHECK(holds_scaled(read, 2.0f)); /* copied back on the reader's stream */
+    cblob_blob_destroy(read);
+    cblob_blob_destroy(written);
+    close_streamed(&reader);
+    close_streamed(&writer);
+}
+
+/* copy_from on the reader's stream reads the source the writer's queued kernel writes. */
+TEST(copy_from_a_blob_of_another_context_waits_for_its_writer)
+{
+    REQUIRE_GPU();
+    streamed_context writer, reader;
+    CHECK_OK(open_streamed(&writer));
+    CHECK_OK(open_streamed(&reader));
+    cblob_blob *source = NULL, *copy = NULL;
+    CHECK_OK(make_blob(writer.ctx, &source));
+    CHECK_OK(make_blob(reader.ctx, &copy));
+    CHECK_OK(fill_on_device(source));
+    CHECK_OK(cblob_blob_scale(source, CBLOB_PART_DATA, 3.0));
+    CHECK_OK(cblob_blob_copy_from(copy, source, CBLOB_PART_DATA, 0)); /* device to device, reader's stream */
+    CHECK(holds_scaled(copy, 3.0f));
+    cblob_blob_destroy(copy);
+    cblob_blob_destroy(source);
+    close_streamed(&reader);
+    close_streamed(&writer);
+}
+
+/* The other way round: B's queued kernel reads shared memory that A then overwrites; A's write
+ * must wait for B's read. */
+TEST(shared_memory_written_by_another_context_waits_for_queued_readers)
+{
+    REQUIRE_GPU();
+    streamed_context owner, reader;
+    CHECK_OK(open_streamed(&owner));
+    CHECK_OK(open_streamed(&reader));
+    cblob_blob *shared = NULL, *view = NULL, *sum = NULL;
+    CHECK_OK(make_blob(owner.ctx, &shared));
+    CHECK_OK(make_blob(reader.ctx, &view));
+    CHECK_OK(make_blob(reader.ctx, &sum));
+    CHECK_OK(fill_on_device(shared));
+    CHECK_OK(cblob_blob_share(view, shared, CBLOB_PART_DATA));
+    void *dev = NULL;
+    CHECK_OK(cblob_blob_mutable_gpu_ptr(sum, CBLOB_PART_DATA, &dev)); /* zeros, on the device */
+    CHECK_OK(cblob_blob_add(sum, view, CBLOB_PART_DATA));             /* queued: sum = data */
+    CHECK_OK(cblob_blob_scale(shared, CBLOB_PART_DATA, 5.0));         /* queued on the owner's stream */
+    CHECK(holds_scaled(shared, 5.0f)); /* the owner's stream has run */
+    CHECK(holds_scaled(sum, 1.0f));    /* the add saw the values before the scale */
+    cblob_blob_destroy(sum);
+    cblob_blob_destroy(view);
+    cblob_blob_destroy(shared);
+    close_streamed(&reader);
+    close_streamed(&owner);
+}
