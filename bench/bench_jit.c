@@ -143,9 +143,9 @@ static double bandwidth(cblob_status (*f)(const cb_device *, void *, void *, int
 {
     double best = 1e30;
     for (int run = 0; run < 10; ++run) {
-        device->backend->synchronize(device, device->stream);
+        device->backend->synchronize(device);
         const double start = seconds(CLOCK_MONOTONIC);
-        if (f(device, x, y, count) != CBLOB_OK || device->backend->synchronize(device, device->stream) != CBLOB_OK)
+        if (f(device, x, y, count) != CBLOB_OK || device->backend->synchronize(device) != CBLOB_OK)
             return 0;
         const double elapsed = seconds(CLOCK_MONOTONIC) - start;
         best = elapsed < best ? elapsed : best;

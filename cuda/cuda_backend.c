@@ -11,6 +11,7 @@
 #include "cuda/families.h"
 #include "cuda_cache.h"
 #include "cuda_device.h"
+#include "cuda_queue.h"
 #include "status.h"
 
 static cbcu_deviceptr address(const void *ptr)
@@ -51,7 +52,7 @@ static void device_free(const cb_device *device, void *ptr)
 static cblob_status device_zero(const cb_device *device, void *ptr, size_t bytes)
 {
     CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
-    const cbcu_result result = cb_cuda_driver_api_get()->cuMemsetD8Async(address(ptr), 0, bytes, (cbcu_stream)device->stream);
+    const cbcu_result result = cb_cuda_driver_api_get()->cuMemsetD8Async(address(ptr), 0, bytes, cb_cuda_stream(device));
     cb_cuda_leave();
     return cb_cuda_check(result, "zero-filling device memory");
 }
@@ -91,25 +92,25 @@ static cblob_status copy(const cb_device *device, void *dst, const void *src, si
     static const char *const what[] = {"copying to the device", "copying to the host", "copying on the device"};
     const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
     CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
-    cbcu_result result = queue_copy(api, dst, src, bytes, kind, (cbcu_stream)device->stream);
+    cbcu_result result = queue_copy(api, dst, src, bytes, kind, cb_cuda_stream(device));
     if (result == CBCU_SUCCESS)
-        result = api->cuStreamSynchronize((cbcu_stream)device->stream);
+        result = api->cuStreamSynchronize(cb_cuda_stream(device));
     cb_cuda_leave();
     return cb_cuda_check(result, what[kind]);
 }
 
-static cblob_status copy_async(const cb_device *device, void *dst, const void *src, size_t bytes, void *stream)
+static cblob_status copy_async(const cb_device *device, void *dst, const void *src, size_t bytes)
 {
     CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
-    const cbcu_result result = cb_cuda_driver_api_get()->cuMemcpyHtoDAsync_v2(address(dst), src, bytes, (cbcu_stream)stream);
+    const cbcu_result result = cb_cuda_driver_api_get()->cuMemcpyHtoDAsync_v2(address(dst), src, bytes, cb_cuda_stream(device));
     cb_cuda_leave();
     return cb_cuda_check(result, "queueing a copy to the device");
 }
 
-static cblob_status synchronize(const cb_device *device, void *stream)
+static cblob_status synchronize(const cb_device *device)
 {
     CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
-    const cbcu_result result = cb_cuda_driver_api_get()->cuStreamSynchronize((cbcu_stream)stream);
+    const cbcu_result result = cb_cuda_driver_api_get()->cuStreamSynchronize(cb_cuda_stream(device));
     cb_cuda_leave();
     return cb_cuda_check(result, "waiting for the stream");
 }
@@ -245,6 +246,11 @@ static const cb_device_backend cuda_backend = {
     .copy = copy,
     .copy_async = copy_async,
     .synchronize = synchronize,
+    .queue_open = cb_cuda_queue_open,
+    .queue_close = cb_cuda_queue_close,
+    .queue_retain = cb_cuda_queue_retain,
+    .queue_release = cb_cuda_queue_release,
+    .queue_follow = cb_cuda_queue_follow,
     .check_device_memory = check_device_memory,
     .kernels = &cb_cuda_kernels,
     .probe = probe,

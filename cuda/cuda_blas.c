@@ -2,6 +2,7 @@
 #include "cuda_blas.h"
 
 #include "cuda_device.h"
+#include "cuda_queue.h"
 #include "status.h"
 
 /* A BLAS call holds the device's handle (created on first use, with host pointer mode so sums
@@ -38,7 +39,7 @@ static cblob_status begin(const cb_device *device, blas_call *call)
                                 "cublasSetPointerMode");
     }
     if (status == CBLOB_OK)
-        status = check_blas(call->api, call->api->cublasSetStream_v2(call->state->blas, (cbcu_stream)device->stream),
+        status = check_blas(call->api, call->api->cublasSetStream_v2(call->state->blas, cb_cuda_stream(device)),
                             "cublasSetStream");
     if (status != CBLOB_OK) {
         cb_cuda_leave();

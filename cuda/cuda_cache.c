@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "cuda_cache.h"
+#include "cuda_queue.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -447,7 +448,7 @@ void cb_cuda_kernel_release(const cb_device *device, cb_cuda_kernel *kernel)
     const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
     if (cb_cuda_enter(cb_cuda_device_state_of(device)) != CBLOB_OK)
         return;
-    api->cuStreamSynchronize((cbcu_stream)device->stream);
+    api->cuStreamSynchronize(cb_cuda_stream(device));
     api->cuModuleUnload(kernel->transient);
     cb_cuda_leave();
     kernel->transient = NULL;

@@ -5,6 +5,7 @@
 
 #include "core/enums.h"
 #include "cuda_cache.h"
+#include "cuda_queue.h"
 
 cblob_status cb_cuda_check_dtype(cb_cuda_family_id family, cblob_dtype dtype)
 {
@@ -35,7 +36,7 @@ cblob_status cb_cuda_launch(const cb_device *device, cb_cuda_family_id family, c
     if (status == CBLOB_OK) {
         status = cb_cuda_check(cb_cuda_driver_api_get()->cuLaunchKernel(kernel.function, grid_size(state, n), 1, 1,
                                                                          CB_CUDA_BLOCK_THREADS, 1, 1, 0,
-                                                                         (cbcu_stream)device->stream, args, NULL),
+                                                                         cb_cuda_stream(device), args, NULL),
                                cb_cuda_families[family].kernels[dtype]);
         cb_cuda_leave();
     }
@@ -50,7 +51,7 @@ cblob_status cb_cuda_sums_begin(const cb_device *device, int count, cb_cuda_sums
     CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
     cblob_status status = cb_cuda_check(api->cuMemAlloc_v2(&sums->device, bytes), "allocating a reduction's sums");
     if (status == CBLOB_OK) {
-        status = cb_cuda_check(api->cuMemsetD8Async(sums->device, 0, bytes, (cbcu_stream)device->stream),
+        status = cb_cuda_check(api->cuMemsetD8Async(sums->device, 0, bytes, cb_cuda_stream(device)),
                                "zeroing a reduction's sums");
         if (status != CBLOB_OK)
             api->cuMemFree_v2(sums->device);
@@ -74,10 +75,10 @@ cblob_status cb_cuda_sums_finish(const cb_device *device, cb_cuda_sums *sums, cb
         return status; /* without the context the sums cannot even be freed */
     if (launched == CBLOB_OK) {
         status = cb_cuda_check(api->cuMemcpyDtoHAsync_v2(values, sums->device, (size_t)sums->count * sizeof(double),
-                                                         (cbcu_stream)device->stream),
+                                                         cb_cuda_stream(device)),
                                "reading a reduction's result");
         if (status == CBLOB_OK)
-            status = cb_cuda_check(api->cuStreamSynchronize((cbcu_stream)device->stream), "waiting for a reduction");
+            status = cb_cuda_check(api->cuStreamSynchronize(cb_cuda_stream(device)), "waiting for a reduction");
     }
     api->cuMemFree_v2(sums->device);
     cb_cuda_leave();

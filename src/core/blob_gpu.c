@@ -55,5 +55,5 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part)
     if (storage == NULL)
         return cb_fail(CBLOB_ERR_STATE, "the blob has never had elements: there is no host copy to push");
     CB_TRY(cb_blob_use_device(blob, part, device));
-    return cb_storage_async_push(storage, device, device->stream);
+    return cb_storage_async_push(storage, device);
 }

@@ -73,8 +73,9 @@ static cblob_status view_device(cblob_blob *blob, cblob_part part, bool writable
     /* The consumer may use the memory on any stream, so the work cblob queued on it (a zero-fill
      * of new memory among it) must be done when the tensor is handed over (conformance.md 3.20). */
     if (blob->storage[part] != NULL) {
-        const cb_device *work = cb_blob_work_device(blob, part);
-        CB_TRY(work->backend->synchronize(work, work->stream));
+        const cb_device *work;
+        CB_TRY(cb_blob_work_device(blob, part, &work));
+        CB_TRY(work->backend->synchronize(work));
     }
     *device = (DLDevice){kDLCUDA, mine->index};
     return CBLOB_OK;
