@@ -125,6 +125,74 @@ void gpu_stream_destroy(void *stream)
     }
 }
 
+typedef int (*mem_alloc_fn)(uint64_t *ptr, size_t bytes);
+typedef int (*mem_free_fn)(uint64_t ptr);
+typedef int (*host_alloc_fn)(void **ptr, size_t bytes, unsigned int flags);
+typedef int (*host_free_fn)(void *ptr);
+
+void *gpu_device_alloc(size_t bytes)
+{
+    mem_alloc_fn alloc = (mem_alloc_fn)driver_symbol("cuMemAlloc_v2");
+    uint64_t ptr = 0;
+    if (alloc == NULL || !with_primary_context())
+        return NULL;
+    if (alloc(&ptr, bytes) != 0)
+        ptr = 0;
+    without_context();
+    return (void *)(uintptr_t)ptr;
+}
+
+void gpu_device_free(void *ptr)
+{
+    mem_free_fn release = (mem_free_fn)driver_symbol("cuMemFree_v2");
+    if (release != NULL && ptr != NULL && with_primary_context()) {
+        release((uint64_t)(uintptr_t)ptr);
+        without_context();
+    }
+}
+
+void *gpu_pinned_alloc(size_t bytes)
+{
+    host_alloc_fn alloc = (host_alloc_fn)driver_symbol("cuMemHostAlloc");
+    void *ptr = NULL;
+    if (alloc == NULL || !with_primary_context())
+        return NULL;
+    if (alloc(&ptr, bytes, 1 /* portable */) != 0)
+        ptr = NULL;
+    without_context();
+    return ptr;
+}
+
+void gpu_pinned_free(void *ptr)
+{
+    host_free_fn release = (host_free_fn)driver_symbol("cuMemFreeHost");
+    if (release != NULL && ptr != NULL && with_primary_context()) {
+        release(ptr);
+        without_context();
+    }
+}
+
+cblob_status open_streamed(streamed_context *c)
+{
+    c->stream = NULL;
+    cblob_status status = cblob_context_create(&c->ctx);
+    if (status == CBLOB_OK)
+        status = cblob_context_set_mode(c->ctx, CBLOB_MODE_GPU);
+    if (status == CBLOB_OK && (c->stream = gpu_stream_create()) == NULL)
+        status = CBLOB_ERR_DEVICE;
+    if (status == CBLOB_OK)
+        status = cblob_context_set_stream(c->ctx, c->stream);
+    return status;
+}
+
+void close_streamed(streamed_context *c)
+{
+    cblob_context_synchronize(c->ctx);
+    cblob_context_set_stream(c->ctx, NULL);
+    cblob_context_destroy(c->ctx);
+    gpu_stream_destroy(c->stream);
+}
+
 cblob_status open_blob(gpu_blob *b, cblob_dtype dtype, int64_t count)
 {
     b->ctx = NULL;

@@ -43,6 +43,21 @@ bool gpu_inject_fault(int error);
 void *gpu_stream_create(void);
 void gpu_stream_destroy(void *stream);
 
+/* Memory from the loaded driver, behind cblob's back (the primary context of device 0): device
+ * memory (cuMemAlloc) and pinned host memory (cuMemHostAlloc); NULL if it cannot be had. */
+void *gpu_device_alloc(size_t bytes);
+void gpu_device_free(void *ptr);
+void *gpu_pinned_alloc(size_t bytes);
+void gpu_pinned_free(void *ptr);
+
+/* A context in GPU mode whose device work goes to a non-blocking stream of its own. */
+typedef struct streamed_context {
+    cblob_context *ctx;
+    void *stream;
+} streamed_context;
+cblob_status open_streamed(streamed_context *c);
+void close_streamed(streamed_context *c);
+
 /* A context and a one-axis blob of `count` elements in it. */
 typedef struct gpu_blob {
     cblob_context *ctx;

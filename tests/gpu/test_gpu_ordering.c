@@ -10,33 +10,6 @@
 
 #define COUNT 4099 /* not a multiple of anything a kernel might assume */
 
-/* A context in GPU mode whose device work goes to a non-blocking stream of its own. */
-typedef struct streamed_context {
-    cblob_context *ctx;
-    void *stream;
-} streamed_context;
-
-static cblob_status open_streamed(streamed_context *c)
-{
-    c->stream = NULL;
-    cblob_status status = cblob_context_create(&c->ctx);
-    if (status == CBLOB_OK)
-        status = cblob_context_set_mode(c->ctx, CBLOB_MODE_GPU);
-    if (status == CBLOB_OK && (c->stream = gpu_stream_create()) == NULL)
-        status = CBLOB_ERR_DEVICE;
-    if (status == CBLOB_OK)
-        status = cblob_context_set_stream(c->ctx, c->stream);
-    return status;
-}
-
-static void close_streamed(streamed_context *c)
-{
-    cblob_context_synchronize(c->ctx);
-    cblob_context_set_stream(c->ctx, NULL);
-    cblob_context_destroy(c->ctx);
-    gpu_stream_destroy(c->stream);
-}
-
 static cblob_status make_blob(cblob_context *ctx, cblob_blob **out)
 {
     const int64_t count = COUNT;
@@ -135,4 +108,59 @@ TEST(shared_memory_written_by_another_context_waits_for_queued_readers)
     cblob_blob_destroy(shared);
     close_streamed(&reader);
     close_streamed(&owner);
+}
+
+/* ---- 2. caller buffers released while work on them is queued ------------------------------------ */
+
+typedef struct handed_back {
+    void *ptr;
+    size_t bytes;
+    int calls;
+    bool device; /* else pinned host memory */
+} handed_back;
+
+/* A caching allocator (PyTorch's, CuPy's) takes the buffer back and may hand it out at once. */
+static void give_back(void *ptr, void *user_data)
+{
+    handed_back *buffer = user_data;
+    gpu_give_back(ptr, buffer->bytes);
+    buffer->calls++;
+    if (buffer->device)
+        gpu_device_free(ptr);
+    else
+        gpu_pinned_free(ptr);
+}
+
+TEST(set_gpu_data_release_waits_for_queued_kernels)
+{
+    REQUIRE_GPU();
+    streamed_context c;
+    CHECK_OK(open_streamed(&c));
+    cblob_blob *blob = NULL;
+    CHECK_OK(make_blob(c.ctx, &blob));
+    handed_back buffer = {gpu_device_alloc(COUNT * sizeof(float)), COUNT * sizeof(float), 0, true};
+    CHECK(buffer.ptr != NULL);
+    CHECK_OK(cblob_blob_set_gpu_data(blob, buffer.ptr, buffer.bytes, give_back, &buffer));
+    CHECK_OK(cblob_blob_scale(blob, CBLOB_PART_DATA, 2.0)); /* queued on the caller's buffer */
+    cblob_blob_destroy(blob);                               /* lets go of the buffer */
+    CHECK_EQ_INT(buffer.calls, 1);
+    close_streamed(&c);
+}
+
+TEST(set_cpu_data_release_waits_for_a_queued_push)
+{
+    REQUIRE_GPU();
+    streamed_context c;
+    CHECK_OK(open_streamed(&c));
+    cblob_blob *blob = NULL;
+    CHECK_OK(make_blob(c.ctx, &blob));
+    handed_back buffer = {gpu_pinned_alloc(COUNT * sizeof(float)), COUNT * sizeof(float), 0, false};
+    CHECK(buffer.ptr != NULL);
+    for (int64_t i = 0; i < COUNT; ++i)
+        ((float *)buffer.ptr)[i] = (float)(i + 1);
+    CHECK_OK(cblob_blob_set_cpu_data(blob, buffer.ptr, buffer.bytes, give_back, &buffer));
+    CHECK_OK(cblob_blob_async_push(blob, CBLOB_PART_DATA)); /* reads the pinned buffer when it runs */
+    cblob_blob_destroy(blob);
+    CHECK_EQ_INT(buffer.calls, 1);
+    close_streamed(&c);
 }
