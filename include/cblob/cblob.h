@@ -142,7 +142,9 @@ typedef struct cblob_blob cblob_blob;
 
 /*
  * Called exactly once when cblob lets go of a caller's buffer (the blob was destroyed, or the
- * buffer was replaced), from whichever thread dropped the last holder.
+ * buffer was replaced), from whichever thread dropped the last holder, and only after the GPU
+ * work cblob queued on the buffer (kernels, copies, an asynchronous push) has finished, so
+ * the owner may hand the memory out again at once.
  */
 typedef void (*cblob_release_fn)(void *ptr, void *user_data);
 

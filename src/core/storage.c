@@ -25,8 +25,19 @@ void cb_storage_retain(cb_storage *storage)
     atomic_fetch_add_explicit(&storage->holders, 1, memory_order_relaxed);
 }
 
+/* Waits for the device work queued on the storage's memory (by its last user, which every
+ * earlier user's work precedes): a caller's buffer goes back to its owner, which may hand it out
+ * again at once (a caching allocator), only when nothing queued still reads or writes it. */
+static void finish_device_work(const cb_storage *storage)
+{
+    if (storage->device.queue != NULL)
+        storage->device.backend->synchronize(&storage->device);
+}
+
 static void drop_host(cb_storage *storage)
 {
+    if (storage->host != NULL && !storage->host_owned && storage->host_release.fn != NULL)
+        finish_device_work(storage);
     if (storage->host != NULL) {
         if (storage->host_owned && storage->host_pinned_by != NULL)
             storage->host_pinned_by->free_pinned(&storage->host_pinned_device, storage->host);
@@ -43,6 +54,8 @@ static void drop_host(cb_storage *storage)
 
 static void drop_dev(cb_storage *storage)
 {
+    if (storage->dev != NULL && !storage->dev_owned && storage->dev_release.fn != NULL)
+        finish_device_work(storage);
     if (storage->dev != NULL) {
         if (storage->dev_owned)
             storage->device.backend->free(&storage->device, storage->dev);

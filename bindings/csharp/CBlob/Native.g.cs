@@ -209,7 +209,9 @@ namespace CBlob
 
     /// <summary>
     /// Called exactly once when cblob lets go of a caller's buffer (the blob was destroyed, or the
-    /// buffer was replaced), from whichever thread dropped the last holder.
+    /// buffer was replaced), from whichever thread dropped the last holder, and only after the GPU
+    /// work cblob queued on the buffer (kernels, copies, an asynchronous push) has finished, so
+    /// the owner may hand the memory out again at once.
     /// </summary>
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     public delegate void ReleaseFn(IntPtr ptr, IntPtr user_data);

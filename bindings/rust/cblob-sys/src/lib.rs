@@ -216,7 +216,9 @@ pub struct DLManagedTensor {
 }
 
 /// Called exactly once when cblob lets go of a caller's buffer (the blob was destroyed, or the
-/// buffer was replaced), from whichever thread dropped the last holder.
+/// buffer was replaced), from whichever thread dropped the last holder, and only after the GPU
+/// work cblob queued on the buffer (kernels, copies, an asynchronous push) has finished, so
+/// the owner may hand the memory out again at once.
 pub type cblob_release_fn = Option<unsafe extern "C" fn(ptr: *mut c_void, user_data: *mut c_void)>;
 
 extern "C" {
