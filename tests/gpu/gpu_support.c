@@ -172,6 +172,34 @@ void gpu_pinned_free(void *ptr)
     }
 }
 
+typedef int (*copy_to_device_fn)(uint64_t dst, const void *src, size_t bytes, void *stream);
+typedef int (*stream_sync_fn)(void *stream);
+
+bool gpu_write_on_stream(void *stream, void *device_dst, const void *src, size_t bytes)
+{
+    copy_to_device_fn copy = (copy_to_device_fn)driver_symbol("cuMemcpyHtoDAsync_v2");
+    stream_sync_fn sync = (stream_sync_fn)driver_symbol("cuStreamSynchronize");
+    if (copy == NULL || sync == NULL || !with_primary_context())
+        return false;
+    const bool done = copy((uint64_t)(uintptr_t)device_dst, src, bytes, stream) == 0 && sync(stream) == 0;
+    without_context();
+    return done;
+}
+
+typedef int (*copy_on_device_fn)(uint64_t dst, uint64_t src, size_t bytes, void *stream);
+
+bool gpu_copy_on_stream(void *stream, void *device_dst, const void *device_src, size_t bytes)
+{
+    copy_on_device_fn copy = (copy_on_device_fn)driver_symbol("cuMemcpyDtoDAsync_v2");
+    stream_sync_fn sync = (stream_sync_fn)driver_symbol("cuStreamSynchronize");
+    if (copy == NULL || sync == NULL || !with_primary_context())
+        return false;
+    const bool done =
+        copy((uint64_t)(uintptr_t)device_dst, (uint64_t)(uintptr_t)device_src, bytes, stream) == 0 && sync(stream) == 0;
+    without_context();
+    return done;
+}
+
 cblob_status open_streamed(streamed_context *c)
 {
     c->stream = NULL;

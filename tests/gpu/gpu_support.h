@@ -49,6 +49,10 @@ void *gpu_device_alloc(size_t bytes);
 void gpu_device_free(void *ptr);
 void *gpu_pinned_alloc(size_t bytes);
 void gpu_pinned_free(void *ptr);
+/* A caller's own work on `stream`: copies host bytes to device memory and waits for it. */
+bool gpu_write_on_stream(void *stream, void *device_dst, const void *src, size_t bytes);
+/* The same, device to device. */
+bool gpu_copy_on_stream(void *stream, void *device_dst, const void *device_src, size_t bytes);
 
 /* A context in GPU mode whose device work goes to a non-blocking stream of its own. */
 typedef struct streamed_context {

@@ -164,3 +164,54 @@ TEST(set_cpu_data_release_waits_for_a_queued_push)
     CHECK_EQ_INT(buffer.calls, 1);
     close_streamed(&c);
 }
+
+/* ---- 3. device pointers and the work queued on them --------------------------------------------- */
+
+/* The caller writes through the pointer on a stream of its own: cblob's zero-fill of the new
+ * memory must not land after it. */
+TEST(mutable_gpu_ptr_is_ready_for_another_stream)
+{
+    REQUIRE_GPU();
+    streamed_context c;
+    CHECK_OK(open_streamed(&c));
+    cblob_blob *blob = NULL;
+    CHECK_OK(make_blob(c.ctx, &blob));
+    void *dev = NULL;
+    CHECK_OK(cblob_blob_mutable_gpu_ptr(blob, CBLOB_PART_DATA, &dev)); /* new memory, zero-filled */
+    void *mine = gpu_stream_create();
+    CHECK(mine != NULL);
+    static float values[COUNT];
+    for (int64_t i = 0; i < COUNT; ++i)
+        values[i] = (float)(i + 1);
+    CHECK(gpu_write_on_stream(mine, dev, values, sizeof values));
+    CHECK(holds_scaled(blob, 1.0f));
+    gpu_stream_destroy(mine);
+    cblob_blob_destroy(blob);
+    close_streamed(&c);
+}
+
+/* The same for a pointer to memory a cblob kernel is still writing. */
+TEST(gpu_ptr_is_ready_after_queued_kernels)
+{
+    REQUIRE_GPU();
+    streamed_context c;
+    CHECK_OK(open_streamed(&c));
+    cblob_blob *blob = NULL, *copy = NULL;
+    CHECK_OK(make_blob(c.ctx, &blob));
+    CHECK_OK(make_blob(c.ctx, &copy));
+    CHECK_OK(fill_on_device(blob));
+    CHECK_OK(cblob_blob_scale(blob, CBLOB_PART_DATA, 2.0));
+    const void *dev = NULL;
+    CHECK_OK(cblob_blob_gpu_ptr(blob, CBLOB_PART_DATA, &dev));
+    /* The caller reads it on its own stream into memory of its own. */
+    void *mine = gpu_stream_create(), *target = NULL;
+    CHECK(mine != NULL);
+    CHECK_OK(cblob_blob_mutable_gpu_ptr(copy, CBLOB_PART_DATA, &target));
+    static float values[COUNT];
+    CHECK(gpu_copy_on_stream(mine, target, dev, sizeof values));
+    CHECK(holds_scaled(copy, 2.0f));
+    gpu_stream_destroy(mine);
+    cblob_blob_destroy(copy);
+    cblob_blob_destroy(blob);
+    close_streamed(&c);
+}
