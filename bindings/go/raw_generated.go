@@ -2573,6 +2573,12 @@ func cContextClearLog(context *C.cblob_context) error {
 // zero-fills on first access (head AT_GPU), copies from the host when the head is there
 // (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
 // device and stays valid as long as a host pointer would (cblob_blob_cpu_ptr).
+//
+// Streams: the call returns once the work cblob queued on the memory (the zero-fill of new
+// memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
+// caller then queues on the memory must have finished, or the context's stream
+// (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
+// that uses the blob.
 func cBlobGPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, error) {
 	r := C.cbgo_blob_gpu_ptr(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part)
 	if r.status != C.CBLOB_OK {
@@ -2582,7 +2588,10 @@ func cBlobGPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, error) 
 }
 
 // A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
-// syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU).
+// syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU). As for
+// cblob_blob_gpu_ptr, it returns once cblob's queued work on the memory has finished, and
+// the caller's own work on it must finish (or be waited for by the context's stream) before
+// cblob uses the blob again.
 func cBlobMutableGPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, error) {
 	r := C.cbgo_blob_mutable_gpu_ptr(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part)
 	if r.status != C.CBLOB_OK {

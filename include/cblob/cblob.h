@@ -1045,6 +1045,12 @@ CBLOB_API cblob_status cblob_context_clear_log(cblob_context *context);
  * zero-fills on first access (head AT_GPU), copies from the host when the head is there
  * (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
  * device and stays valid as long as a host pointer would (cblob_blob_cpu_ptr).
+ *
+ * Streams: the call returns once the work cblob queued on the memory (the zero-fill of new
+ * memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
+ * caller then queues on the memory must have finished, or the context's stream
+ * (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
+ * that uses the blob.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
@@ -1052,7 +1058,10 @@ CBLOB_API cblob_status cblob_blob_gpu_ptr(cblob_blob *blob, cblob_part part, con
 
 /*
  * A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
- * syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU).
+ * syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU). As for
+ * cblob_blob_gpu_ptr, it returns once cblob's queued work on the memory has finished, and
+ * the caller's own work on it must finish (or be waited for by the context's stream) before
+ * cblob uses the blob again.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */

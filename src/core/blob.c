@@ -468,6 +468,16 @@ cblob_status cb_blob_device_on(cblob_blob *blob, cblob_part part, const cb_devic
     return CBLOB_OK;
 }
 
+cblob_status cb_blob_device_ready(cblob_blob *blob, cblob_part part, bool writable, void **out)
+{
+    CB_TRY(cb_blob_device(blob, part, writable, out));
+    if (blob->storage[part] == NULL)
+        return CBLOB_OK;
+    const cb_device *work;
+    CB_TRY(cb_blob_work_device(blob, part, &work));
+    return work->backend->synchronize(work);
+}
+
 CBLOB_API cblob_status cblob_blob_cpu_ptr(cblob_blob *blob, cblob_part part, const void **out_ptr)
 {
     CB_ENTER();

@@ -85,6 +85,10 @@ cblob_status cb_blob_reshape(cblob_blob *blob, int32_t num_axes, const int64_t *
  * elements. They move the storage's head exactly as Caffe's accessors do. */
 cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool writable, void **out);
 cblob_status cb_blob_device(cblob_blob *blob, cblob_part part, bool writable, void **out);
+/* cb_blob_device for a pointer handed out of the library (gpu_ptr, DLPack), which its holder may
+ * use on any stream: returned once the work cblob queued on the memory (a zero-fill of new
+ * memory, kernels, copies) has finished. */
+cblob_status cb_blob_device_ready(cblob_blob *blob, cblob_part part, bool writable, void **out);
 /* cb_blob_device on a given device rather than the blob's context's: operations on several blobs
  * run all of them on the device of the one they write. */
 cblob_status cb_blob_device_on(cblob_blob *blob, cblob_part part, const cb_device *device, bool writable, void **out);

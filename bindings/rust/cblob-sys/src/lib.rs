@@ -773,11 +773,20 @@ extern "C" {
     /// (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
     /// device and stays valid as long as a host pointer would (cblob_blob_cpu_ptr).
     ///
+    /// Streams: the call returns once the work cblob queued on the memory (the zero-fill of new
+    /// memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
+    /// caller then queues on the memory must have finished, or the context's stream
+    /// (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
+    /// that uses the blob.
+    ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_gpu_ptr(blob: *mut cblob_blob, part: cblob_part, out_ptr: *mut *const c_void) -> cblob_status;
 
     /// A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
-    /// syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU).
+    /// syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU). As for
+    /// cblob_blob_gpu_ptr, it returns once cblob's queued work on the memory has finished, and
+    /// the caller's own work on it must finish (or be waited for by the context's stream) before
+    /// cblob uses the blob again.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_mutable_gpu_ptr(blob: *mut cblob_blob, part: cblob_part, out_ptr: *mut *mut c_void) -> cblob_status;
