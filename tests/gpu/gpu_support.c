@@ -59,6 +59,12 @@ uint64_t gpu_pending_copies(void)
     return pending != NULL ? pending() : 0;
 }
 
+uint64_t gpu_pending_work(void)
+{
+    fake_cuda_pending_work_fn pending = (fake_cuda_pending_work_fn)driver_symbol("fake_cuda_pending_work");
+    return pending != NULL ? pending() : 0;
+}
+
 bool gpu_is_deferred(void)
 {
     fake_cuda_deferred_fn deferred = (fake_cuda_deferred_fn)driver_symbol("fake_cuda_deferred");
@@ -87,12 +93,17 @@ typedef int (*context_pop_fn)(void **context);
 typedef int (*stream_create_fn)(void **stream, unsigned int flags);
 typedef int (*stream_destroy_fn)(void *stream);
 
-static bool with_primary_context(void)
+static bool with_context_of(int device)
 {
     primary_retain_fn retain = (primary_retain_fn)driver_symbol("cuDevicePrimaryCtxRetain");
     context_fn push = (context_fn)driver_symbol("cuCtxPushCurrent_v2");
     void *context = NULL;
-    return retain != NULL && push != NULL && retain(&context, 0) == 0 && push(context) == 0;
+    return retain != NULL && push != NULL && retain(&context, device) == 0 && push(context) == 0;
+}
+
+static bool with_primary_context(void)
+{
+    return with_context_of(0);
 }
 
 static void without_context(void)
@@ -105,9 +116,14 @@ static void without_context(void)
 
 void *gpu_stream_create(void)
 {
+    return gpu_stream_create_on(0);
+}
+
+void *gpu_stream_create_on(int device)
+{
     stream_create_fn create = (stream_create_fn)driver_symbol("cuStreamCreate");
     void *stream = NULL;
-    if (create == NULL || !with_primary_context())
+    if (create == NULL || !with_context_of(device))
         return NULL;
     /* CU_STREAM_NON_BLOCKING: the harder case, not ordered with the default stream. */
     if (create(&stream, 1) != 0)

@@ -41,6 +41,10 @@ bool gpu_inject_fault(int error);
 
 /* A stream of device 0 from the loaded driver (cuStreamCreate), NULL if it cannot make one. */
 void *gpu_stream_create(void);
+/* The same on another device. */
+void *gpu_stream_create_on(int device);
+/* Queued work of any kind the double has not run yet (0 on a real GPU). */
+uint64_t gpu_pending_work(void);
 void gpu_stream_destroy(void *stream);
 
 /* Memory from the loaded driver, behind cblob's back (the primary context of device 0): device

@@ -5,6 +5,7 @@
  * so a missing wait shows as stale or overwritten values, or as an error of the test when memory
  * handed back is still in use. On a GPU the same tests run as a check of the results. */
 #include <stdint.h>
+#include <string.h>
 
 #include "gpu_support.h"
 
@@ -214,4 +215,87 @@ TEST(gpu_ptr_is_ready_after_queued_kernels)
     cblob_blob_destroy(copy);
     cblob_blob_destroy(blob);
     close_streamed(&c);
+}
+
+/* ---- 4. a stream per context ----------------------------------------------------------------------- */
+
+TEST(each_context_has_a_stream_of_its_own)
+{
+    REQUIRE_GPU();
+    cblob_context *first = NULL, *second = NULL;
+    CHECK_OK(cblob_context_create(&first));
+    CHECK_OK(cblob_context_create(&second));
+    CHECK_OK(cblob_context_set_mode(first, CBLOB_MODE_GPU));
+    CHECK_OK(cblob_context_set_mode(second, CBLOB_MODE_GPU));
+    void *a = NULL, *b = NULL;
+    CHECK_OK(cblob_context_stream(first, &a));
+    CHECK_OK(cblob_context_stream(second, &b));
+    CHECK(a != NULL && b != NULL && a != b); /* neither the legacy default stream nor shared */
+    cblob_context_destroy(first);
+    cblob_context_destroy(second);
+}
+
+/* Waiting for one context's work does not wait for another's, and a device-to-device copy
+ * queues without blocking the host. */
+TEST(contexts_do_not_wait_for_each_other)
+{
+    REQUIRE_GPU();
+    if (!gpu_is_deferred())
+        SKIP("only the deferred double shows what is still queued");
+    cblob_context *busy = NULL, *other = NULL;
+    CHECK_OK(cblob_context_create(&busy));
+    CHECK_OK(cblob_context_create(&other));
+    CHECK_OK(cblob_context_set_mode(busy, CBLOB_MODE_GPU));
+    CHECK_OK(cblob_context_set_mode(other, CBLOB_MODE_GPU));
+    cblob_blob *queued = NULL, *mine = NULL, *copy = NULL;
+    CHECK_OK(make_blob(busy, &queued));
+    CHECK_OK(make_blob(other, &mine));
+    CHECK_OK(make_blob(other, &copy));
+    CHECK_OK(fill_on_device(queued));
+    CHECK_OK(fill_on_device(mine));
+    CHECK_OK(cblob_blob_scale(queued, CBLOB_PART_DATA, 2.0));
+    CHECK_OK(cblob_blob_scale(mine, CBLOB_PART_DATA, 3.0));
+    CHECK(holds_scaled(mine, 3.0f));     /* waits for this context's stream only */
+    CHECK_EQ_INT(gpu_pending_work(), 1); /* the other context's scale */
+    CHECK_OK(cblob_blob_copy_from(copy, mine, CBLOB_PART_DATA, 0));
+    CHECK(gpu_pending_work() > 1); /* the device-to-device copy is queued */
+    CHECK(holds_scaled(copy, 3.0f));
+    CHECK(holds_scaled(queued, 2.0f));
+    cblob_blob_destroy(copy);
+    cblob_blob_destroy(mine);
+    cblob_blob_destroy(queued);
+    cblob_context_destroy(busy);
+    cblob_context_destroy(other);
+}
+
+/* The per-thread default stream follows the calling OS thread, which goroutines and thread pools
+ * change under a context: refused. */
+TEST(set_stream_refuses_the_per_thread_default_stream)
+{
+    REQUIRE_GPU();
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    void *before = NULL, *after = NULL;
+    CHECK_OK(cblob_context_stream(ctx, &before));
+    CHECK_ERROR(cblob_context_set_stream(ctx, (void *)2 /* CU_STREAM_PER_THREAD */), CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(cblob_last_error_message(), "per-thread") != NULL);
+    CHECK_OK(cblob_context_stream(ctx, &after));
+    CHECK(after == before);
+    cblob_context_destroy(ctx);
+}
+
+TEST(set_stream_refuses_a_stream_of_another_device)
+{
+    REQUIRE_GPU();
+    int32_t devices = 0;
+    CHECK_OK(cblob_gpu_probe(&devices));
+    if (devices < 2)
+        SKIP("needs two devices (the gpu_fake suite's double is given two for this test)");
+    void *foreign = gpu_stream_create_on(1);
+    CHECK(foreign != NULL);
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    CHECK_ERROR(cblob_context_set_stream(ctx, foreign), CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(cblob_last_error_message(), "device 1") != NULL);
+    cblob_context_destroy(ctx);
 }
