@@ -86,14 +86,14 @@ static cbcu_result queue_copy(const cb_cuda_driver_api *api, void *dst, const vo
     }
 }
 
-/* Queued on the context's stream behind its earlier work, then waited for. */
+/* Queued on the context's stream behind its earlier work; waited for when the host is one end. */
 static cblob_status copy(const cb_device *device, void *dst, const void *src, size_t bytes, cb_copy_kind kind)
 {
     static const char *const what[] = {"copying to the device", "copying to the host", "copying on the device"};
     const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
     CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
     cbcu_result result = queue_copy(api, dst, src, bytes, kind, cb_cuda_stream(device));
-    if (result == CBCU_SUCCESS)
+    if (result == CBCU_SUCCESS && kind != CB_COPY_DEVICE_TO_DEVICE)
         result = api->cuStreamSynchronize(cb_cuda_stream(device));
     cb_cuda_leave();
     return cb_cuda_check(result, what[kind]);

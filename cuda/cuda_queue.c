@@ -6,17 +6,69 @@
 #include "cuda_device.h"
 #include "status.h"
 
-cblob_status cb_cuda_queue_open(int32_t index, void *stream, cb_queue **out)
+/* A caller's stream must be one of the device's context: the legacy default stream, or a stream
+ * made in the primary context (the runtime API's streams are). */
+static cblob_status check_stream(const cb_cuda_device_state *state, cbcu_stream stream)
 {
+    if (stream == CBCU_STREAM_PER_THREAD)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
+                       "stream is the per-thread default stream, which follows the calling OS thread (goroutines and "
+                       "thread pools move between threads): give a stream you created, or NULL");
+    cbcu_context owner = NULL;
+    const cbcu_result result = cb_cuda_driver_api_get()->cuStreamGetCtx(stream, &owner);
+    if (result != CBCU_SUCCESS)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "stream %p is not a CUDA stream the driver knows (%s)", (void *)stream,
+                       cb_cuda_error_name(result));
+    if (owner != state->context) {
+        int count = 0;
+        const cb_cuda_device_state *devices = cb_cuda_device_table(&count);
+        for (int d = 0; d < count; ++d)
+            if (devices[d].context == owner)
+                return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
+                               "stream %p belongs to device %d, not to the context's device %d", (void *)stream, d,
+                               (int)state->index);
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
+                       "stream %p belongs to another CUDA context (another device's, or one of its own) than device %d's "
+                       "primary context",
+                       (void *)stream, (int)state->index);
+    }
+    return CBLOB_OK;
+}
+
+static cblob_status make_stream(const cb_cuda_device_state *state, bool own, void *given, cbcu_stream *out)
+{
+    CB_TRY(cb_cuda_enter(state));
+    cblob_status status = CBLOB_OK;
+    if (own)
+        status = cb_cuda_check(cb_cuda_driver_api_get()->cuStreamCreate(out, CBCU_STREAM_NON_BLOCKING),
+                               "creating the context's stream");
+    else if ((status = check_stream(state, (cbcu_stream)given)) == CBLOB_OK)
+        *out = (cbcu_stream)given;
+    cb_cuda_leave();
+    return status;
+}
+
+cblob_status cb_cuda_queue_open(cb_device *device, bool own, void *stream)
+{
+    const cb_cuda_device_state *state = cb_cuda_device_state_of(device);
+    cbcu_stream made = NULL;
+    CB_TRY(make_stream(state, own, stream, &made));
     cb_queue *queue = calloc(1, sizeof *queue);
-    if (queue == NULL)
+    if (queue == NULL) {
+        if (own && cb_cuda_enter(state) == CBLOB_OK) {
+            cb_cuda_driver_api_get()->cuStreamDestroy_v2(made);
+            cb_cuda_leave();
+        }
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a stream record");
+    }
     atomic_init(&queue->holders, 1);
     atomic_init(&queue->retired, false);
     pthread_mutex_init(&queue->lock, NULL);
-    queue->device_index = index;
-    queue->stream = (cbcu_stream)stream;
-    *out = queue;
+    queue->device_index = device->index;
+    queue->stream = made;
+    queue->owned = own;
+    device->queue = queue;
+    device->stream = made;
     return CBLOB_OK;
 }
 
@@ -32,6 +84,8 @@ static void retire(cb_queue *queue)
     pthread_mutex_lock(&queue->lock);
     if (!atomic_load(&queue->retired) && cb_cuda_enter(state_of(queue)) == CBLOB_OK) {
         cb_cuda_driver_api_get()->cuStreamSynchronize(queue->stream);
+        if (queue->owned)
+            cb_cuda_driver_api_get()->cuStreamDestroy_v2(queue->stream);
         cb_cuda_leave();
     }
     atomic_store(&queue->retired, true);

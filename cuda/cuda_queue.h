@@ -22,12 +22,13 @@ struct cb_queue {
     atomic_int holders;
     int32_t device_index;
     cbcu_stream stream;
+    bool owned;           /* made for the context, destroyed when it is retired */
     pthread_mutex_t lock; /* over retiring and recording `event` */
     atomic_bool retired;
     cbcu_event event;     /* created at the first follow */
 };
 
-cblob_status cb_cuda_queue_open(int32_t index, void *stream, cb_queue **out);
+cblob_status cb_cuda_queue_open(cb_device *device, bool own, void *stream);
 void cb_cuda_queue_close(cb_queue *queue);
 void cb_cuda_queue_retain(cb_queue *queue);
 void cb_cuda_queue_release(cb_queue *queue);

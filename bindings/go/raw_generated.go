@@ -2518,10 +2518,18 @@ func cContextDevice(context *C.cblob_context) (C.int32_t, error) {
 }
 
 // Queues the context's device work on a caller's CUDA stream (a CUstream or cudaStream_t of
-// the context's device; NULL is the default stream, the initial one). cblob waits for work
-// already queued on the previous stream first. The stream is borrowed: it must stay valid
-// until another is set or the context and its blobs are gone. Synchronous calls (host
-// accessors, sums) wait for the stream; cblob_blob_async_push does not.
+// the context's device; NULL is the legacy default stream, which waits for every blocking
+// stream). Unless set, a context queues its work on a non-blocking stream of its own, made
+// when it opens its device, so contexts (and the threads using them) do not wait for each
+// other; that stream is destroyed once another is set. cblob waits for work already queued
+// on the previous stream first. The stream is borrowed: it must stay valid until another is
+// set or the context is gone. A stream of another device or another CUDA context is
+// refused, and so is the per-thread default stream (CU_STREAM_PER_THREAD), which follows the
+// calling OS thread while goroutines and thread pools move between threads
+// (CBLOB_ERR_INVALID_ARGUMENT). Synchronous calls (host accessors, sums) wait for the
+// stream; cblob_blob_async_push does not. Memory shared between contexts is ordered across
+// their streams: work queued through one context runs after what another queued on the
+// same memory before.
 func cContextSetStream(context *C.cblob_context, stream unsafe.Pointer) error {
 	r := C.cbgo_context_set_stream(C.uintptr_t(uintptr(unsafe.Pointer(context))), stream)
 	if r.status != C.CBLOB_OK {
@@ -2530,7 +2538,10 @@ func cContextSetStream(context *C.cblob_context, stream unsafe.Pointer) error {
 	return nil
 }
 
-// Reads the stream the context queues device work on (NULL for the default stream).
+// Reads the stream the context queues device work on: its own non-blocking stream, or the
+// one set with cblob_context_set_stream (NULL for the legacy default stream). NULL before
+// the context has opened its device. Work of the caller's that must run after cblob's (or
+// before it) can wait on this stream with an event.
 func cContextStream(context *C.cblob_context) (unsafe.Pointer, error) {
 	r := C.cbgo_context_stream(C.uintptr_t(uintptr(unsafe.Pointer(context))))
 	if r.status != C.CBLOB_OK {

@@ -997,10 +997,18 @@ CBLOB_API cblob_status cblob_context_device(const cblob_context *context, int32_
 
 /*
  * Queues the context's device work on a caller's CUDA stream (a CUstream or cudaStream_t of
- * the context's device; NULL is the default stream, the initial one). cblob waits for work
- * already queued on the previous stream first. The stream is borrowed: it must stay valid
- * until another is set or the context and its blobs are gone. Synchronous calls (host
- * accessors, sums) wait for the stream; cblob_blob_async_push does not.
+ * the context's device; NULL is the legacy default stream, which waits for every blocking
+ * stream). Unless set, a context queues its work on a non-blocking stream of its own, made
+ * when it opens its device, so contexts (and the threads using them) do not wait for each
+ * other; that stream is destroyed once another is set. cblob waits for work already queued
+ * on the previous stream first. The stream is borrowed: it must stay valid until another is
+ * set or the context is gone. A stream of another device or another CUDA context is
+ * refused, and so is the per-thread default stream (CU_STREAM_PER_THREAD), which follows the
+ * calling OS thread while goroutines and thread pools move between threads
+ * (CBLOB_ERR_INVALID_ARGUMENT). Synchronous calls (host accessors, sums) wait for the
+ * stream; cblob_blob_async_push does not. Memory shared between contexts is ordered across
+ * their streams: work queued through one context runs after what another queued on the
+ * same memory before.
  *   stream: may be NULL
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
  *   Since ABI 1.0.
@@ -1008,7 +1016,10 @@ CBLOB_API cblob_status cblob_context_device(const cblob_context *context, int32_
 CBLOB_API cblob_status cblob_context_set_stream(cblob_context *context, void *stream);
 
 /*
- * Reads the stream the context queues device work on (NULL for the default stream).
+ * Reads the stream the context queues device work on: its own non-blocking stream, or the
+ * one set with cblob_context_set_stream (NULL for the legacy default stream). NULL before
+ * the context has opened its device. Work of the caller's that must run after cblob's (or
+ * before it) can wait on this stream with an event.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.

@@ -9,6 +9,7 @@
 #ifndef CBLOB_SRC_BACKEND_H
 #define CBLOB_SRC_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,7 +62,8 @@ struct cb_device_backend {
     cblob_status (*alloc_pinned)(const cb_device *device, size_t bytes, void **out);
     void (*free_pinned)(const cb_device *device, void *ptr);
 
-    /* A copy that has finished when it returns. */
+    /* A copy on the device's stream. To or from the host it has finished when it returns; device
+     * to device it is queued (later work on the stream sees it). */
     cblob_status (*copy)(const cb_device *device, void *dst, const void *src, size_t bytes, cb_copy_kind kind);
     /* A host-to-device copy queued on the device's stream; the caller synchronises before relying
      * on it. */
@@ -69,10 +71,13 @@ struct cb_device_backend {
     /* Waits for everything queued on the device's stream. */
     cblob_status (*synchronize)(const cb_device *device);
 
-    /* Queues. open wraps `stream` (borrowed) for a context of device `index`; close is the
-     * context letting go: it waits for the queue's work, retires it and drops the context's
-     * hold. Storages hold the queue of their last user (retain, release). */
-    cblob_status (*queue_open)(int32_t index, void *stream, cb_queue **out);
+    /* Queues. open gives `device` (an opened one) a queue and sets its queue and stream: with
+     * `own`, a new non-blocking stream of the device's context, else the caller's `stream`
+     * (borrowed), which must belong to that context (CBLOB_ERR_INVALID_ARGUMENT otherwise, and
+     * for the per-thread default stream). close is the context letting go: it waits for the
+     * queue's work, retires it (destroying an own stream) and drops the context's hold. Storages
+     * hold the queue of their last user (retain, release). */
+    cblob_status (*queue_open)(cb_device *device, bool own, void *stream);
     void (*queue_close)(cb_queue *queue);
     void (*queue_retain)(cb_queue *queue);
     void (*queue_release)(cb_queue *queue);

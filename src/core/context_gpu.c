@@ -33,14 +33,13 @@ CBLOB_API cblob_status cblob_context_set_stream(cblob_context *context, void *st
     CB_TRY(cb_context_device(context, &device));
     if (device->stream == stream)
         return CBLOB_OK;
-    cb_queue *fresh;
-    CB_TRY(device->backend->queue_open(device->index, stream, &fresh));
+    cb_device fresh = *device;
+    CB_TRY(device->backend->queue_open(&fresh, false, stream));
     /* Closing waits for the work already queued, so that it cannot race with work queued on the
      * new stream. */
     pthread_mutex_lock(&context->device_lock);
     cb_queue *previous = context->device.queue;
-    context->device.queue = fresh;
-    context->device.stream = stream;
+    context->device = fresh;
     pthread_mutex_unlock(&context->device_lock);
     device->backend->queue_close(previous);
     return CBLOB_OK;

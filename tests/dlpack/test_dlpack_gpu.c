@@ -152,6 +152,9 @@ TEST(cuda_tensor_imports_as_device_data)
     CHECK_NEAR(element(back, CBLOB_PART_DATA, 20), 10, 0);
     CHECK_TRANSFERS(before, 0, 1, 0);
     CHECK_OK(cblob_blob_scale(back, CBLOB_PART_DATA, 4.0)); /* SYNCED: runs on the device */
+    /* The import is a consumer like any other: its work on the memory (queued on its context's
+     * stream) must finish before the producer uses the memory again. */
+    CHECK_OK(cblob_context_synchronize(other));
     CHECK_NEAR(element(f.blob, CBLOB_PART_DATA, 20), 40, 0);
     close_blob(&f);
     cblob_blob_destroy(back);
