@@ -28,7 +28,10 @@ FAKE_API cbbl_status cublasCreate_v2(cbbl_handle *handle)
     if (!fake_context_current())
         return STATUS_NOT_INITIALIZED;
     *handle = calloc(1, sizeof **handle);
-    return *handle != NULL ? CBBL_STATUS_SUCCESS : CBBL_STATUS_ALLOC_FAILED;
+    if (*handle == NULL)
+        return CBBL_STATUS_ALLOC_FAILED;
+    fake_count_blas(1, 0);
+    return CBBL_STATUS_SUCCESS;
 }
 
 FAKE_API cbbl_status cublasDestroy_v2(cbbl_handle handle)
@@ -149,6 +152,8 @@ static cbbl_status queue_call(cbbl_handle handle, blas_call call, int64_t incx, 
     const uint64_t addresses[] = {call.x, call.y, call.alpha_at, device_mode ? call.result : 0};
     /* A sum in host memory is there when the call returns. */
     const bool wait = result != NULL && !device_mode;
+    if (wait)
+        fake_count_blas(0, 1);
     return fake_queue_call(handle->stream, run_call, payload, addresses, 4, wait) == 0 ? CBBL_STATUS_SUCCESS
                                                                                       : STATUS_EXECUTION_FAILED;
 }

@@ -73,6 +73,8 @@ typedef struct fake_cuda_counters {
     uint64_t device_syncs;     /* cuMemFree, cuMemFreeHost and cuCtxSynchronize: the whole device waits */
     uint64_t streams_created;
     uint64_t streams_destroyed;
+    uint64_t blas_handles;     /* cublasCreate (the fake cuBLAS counts here) */
+    uint64_t blas_host_sums;   /* sums returned to host memory: the call itself waited */
 } fake_cuda_counters;
 
 typedef void (*fake_cuda_get_counters_fn)(fake_cuda_counters *out);

@@ -52,6 +52,8 @@ void fake_violation(const char *format, ...) __attribute__((format(printf, 1, 2)
 
 /* The device of the calling thread's current context, or -1. */
 int fake_current_device(void);
+/* The fake cuBLAS's counts. */
+FAKE_API void fake_count_blas(int handles, int host_sums);
 /* Whether the calling thread has a context current (cuBLAS needs one). */
 FAKE_API int fake_context_current(void);
 /* 0, or why calls on the current context fail: no context, or the sticky error of a fault. */

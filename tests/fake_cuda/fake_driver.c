@@ -125,6 +125,14 @@ FAKE_API void fake_cuda_get_counters(fake_cuda_counters *out)
     fake_unlock(0);
 }
 
+FAKE_API void fake_count_blas(int handles, int host_sums)
+{
+    fake_lock();
+    fake_counters.blas_handles += (uint64_t)handles;
+    fake_counters.blas_host_sums += (uint64_t)host_sums;
+    fake_unlock(0);
+}
+
 FAKE_API int fake_cuda_deferred(void)
 {
     return deferred;

@@ -300,3 +300,34 @@ TEST(set_stream_refuses_a_stream_of_another_device)
     CHECK(strstr(cblob_last_error_message(), "device 0") != NULL);
     cblob_context_destroy(ctx);
 }
+
+/* ---- 5. cuBLAS per context, sums in device memory --------------------------------------------- */
+
+/* One handle per device behind one lock, in host pointer mode, made every thread wait while one
+ * asum waited for its stream. Each context has handles of its own now, and sums land in device
+ * memory, so no cuBLAS call waits inside the library's locks. */
+TEST(cublas_handles_are_per_context_and_sums_go_to_device_memory)
+{
+    REQUIRE_GPU();
+    if (!gpu_is_fake())
+        SKIP("only the double counts cuBLAS handles");
+    const fake_cuda_counters before = gpu_counters();
+    cblob_context *contexts[2] = {NULL, NULL};
+    for (int c = 0; c < 2; ++c) {
+        cblob_blob *blob = NULL;
+        double sum = 0;
+        CHECK_OK(cblob_context_create(&contexts[c]));
+        CHECK_OK(cblob_context_set_mode(contexts[c], CBLOB_MODE_GPU));
+        CHECK_OK(make_blob(contexts[c], &blob));
+        CHECK_OK(fill_on_device(blob));
+        CHECK_OK(cblob_blob_asum(blob, CBLOB_PART_DATA, &sum));
+        CHECK_NEAR(sum, (double)COUNT * (COUNT + 1) / 2, 1e-3 * COUNT * COUNT);
+        CHECK_OK(cblob_blob_scale(blob, CBLOB_PART_DATA, 2.0));
+        CHECK_OK(cblob_blob_sumsq(blob, CBLOB_PART_DATA, &sum));
+        cblob_blob_destroy(blob);
+    }
+    CHECK_COUNTER_DELTA(before, blas_handles, 4); /* two per context: sums, and axpy/scal with host scalars */
+    CHECK_COUNTER_DELTA(before, blas_host_sums, 0);
+    cblob_context_destroy(contexts[0]);
+    cblob_context_destroy(contexts[1]);
+}
