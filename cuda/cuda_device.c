@@ -20,7 +20,6 @@ static void make_device_table(void)
     device_count = driver->device_count;
     for (int i = 0; i < device_count; ++i) {
         pthread_mutex_init(&devices[i].open_lock, NULL);
-        pthread_mutex_init(&devices[i].blas_lock, NULL);
         devices[i].index = i;
         for (int f = 0; f < CB_CUDA_FAMILY_COUNT; ++f) {
             pthread_mutex_init(&devices[i].families[f].lock, NULL);

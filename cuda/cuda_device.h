@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Per-device state of the CUDA backend: the device's primary context (retained on first use and
- * kept for the life of the process), what it is, its cuBLAS handle and its loaded kernels. */
+ * kept for the life of the process), what it is and its loaded kernels. (cuBLAS handles belong to
+ * each context's queue: cuda_queue.h.) */
 #ifndef CBLOB_CUDA_DEVICE_H
 #define CBLOB_CUDA_DEVICE_H
 
@@ -37,9 +38,6 @@ typedef struct cb_cuda_device_state {
     int multiprocessors;
     size_t memory_bytes;
     char name[256];
-
-    pthread_mutex_t blas_lock; /* one cuBLAS call at a time: each sets the handle's stream */
-    cbbl_handle blas;          /* created on the first BLAS call */
 
     cb_cuda_family_slot families[CB_CUDA_FAMILY_COUNT];
 } cb_cuda_device_state;

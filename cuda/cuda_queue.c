@@ -78,12 +78,24 @@ static const cb_cuda_device_state *state_of(const cb_queue *queue)
     return &cb_cuda_device_table(&count)[queue->device_index];
 }
 
-/* Waits for the queue's work and marks it retired; after this its stream is never used again. */
+static void destroy_blas(cb_queue *queue)
+{
+    const cb_cuda_cublas *blas = cb_cuda_cublas_get();
+    if (queue->blas_sums != NULL)
+        blas->api.cublasDestroy_v2(queue->blas_sums);
+    if (queue->blas_scalars != NULL)
+        blas->api.cublasDestroy_v2(queue->blas_scalars);
+    queue->blas_sums = queue->blas_scalars = NULL;
+}
+
+/* Waits for the queue's work and marks it retired; after this its stream is never used again
+ * (nor the cuBLAS handles bound to it). */
 static void retire(cb_queue *queue)
 {
     pthread_mutex_lock(&queue->lock);
     if (!atomic_load(&queue->retired) && cb_cuda_enter(state_of(queue)) == CBLOB_OK) {
         cb_cuda_driver_api_get()->cuStreamSynchronize(queue->stream);
+        destroy_blas(queue);
         if (queue->owned)
             cb_cuda_driver_api_get()->cuStreamDestroy_v2(queue->stream);
         cb_cuda_leave();
@@ -109,10 +121,16 @@ void cb_cuda_queue_release(cb_queue *queue)
 {
     if (queue == NULL || atomic_fetch_sub_explicit(&queue->holders, 1, memory_order_acq_rel) != 1)
         return;
-    if (queue->event != NULL && cb_cuda_enter(state_of(queue)) == CBLOB_OK) {
-        cb_cuda_driver_api_get()->cuEventDestroy_v2(queue->event);
+    if (cb_cuda_enter(state_of(queue)) == CBLOB_OK) {
+        if (queue->event != NULL)
+            cb_cuda_driver_api_get()->cuEventDestroy_v2(queue->event);
+        destroy_blas(queue);
+        for (int i = 0; i < queue->chunk_count; ++i)
+            cb_cuda_driver_api_get()->cuMemFreeHost(queue->chunks[i]);
         cb_cuda_leave();
     }
+    free(queue->chunks);
+    free(queue->free_slots);
     pthread_mutex_destroy(&queue->lock);
     free(queue);
 }
@@ -146,4 +164,60 @@ cbcu_stream cb_cuda_stream(const cb_device *device)
     if (queue == NULL || atomic_load(&queue->retired))
         return NULL;
     return queue->stream;
+}
+
+/* ---- result slots ------------------------------------------------------------------------------ */
+
+#define SLOTS_PER_CHUNK 32
+
+/* A pinned chunk cut into slots, all free. Runs under the queue's lock with the context current. */
+static cblob_status add_chunk(cb_queue *queue)
+{
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    void **chunks = realloc(queue->chunks, (size_t)(queue->chunk_count + 1) * sizeof *chunks);
+    cb_cuda_slot *slots = realloc(queue->free_slots, (size_t)(queue->free_room + SLOTS_PER_CHUNK) * sizeof *slots);
+    if (chunks != NULL)
+        queue->chunks = chunks;
+    if (slots != NULL)
+        queue->free_slots = slots;
+    if (chunks == NULL || slots == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for result slots");
+    queue->free_room += SLOTS_PER_CHUNK;
+    const size_t bytes = SLOTS_PER_CHUNK * CB_CUDA_SLOT_DOUBLES * sizeof(double);
+    void *host = NULL;
+    cbcu_deviceptr device = 0;
+    CB_TRY(cb_cuda_check(api->cuMemHostAlloc(&host, bytes, CBCU_MEMHOSTALLOC_PORTABLE), "allocating result slots"));
+    const cbcu_result mapped = api->cuMemHostGetDevicePointer_v2(&device, host, 0);
+    if (mapped != CBCU_SUCCESS) {
+        api->cuMemFreeHost(host);
+        return cb_cuda_check(mapped, "mapping result slots");
+    }
+    queue->chunks[queue->chunk_count++] = host;
+    for (int i = 0; i < SLOTS_PER_CHUNK; ++i)
+        queue->free_slots[queue->free_count++] = (cb_cuda_slot){
+            (double *)host + i * CB_CUDA_SLOT_DOUBLES, device + (cbcu_deviceptr)(i * CB_CUDA_SLOT_DOUBLES * sizeof(double))};
+    return CBLOB_OK;
+}
+
+cblob_status cb_cuda_slot_take(const cb_device *device, cb_cuda_slot *out)
+{
+    cb_queue *queue = device->queue;
+    cblob_status status = CBLOB_OK;
+    pthread_mutex_lock(&queue->lock);
+    if (queue->free_count == 0 && (status = cb_cuda_enter(cb_cuda_device_state_of(device))) == CBLOB_OK) {
+        status = add_chunk(queue);
+        cb_cuda_leave();
+    }
+    if (status == CBLOB_OK)
+        *out = queue->free_slots[--queue->free_count];
+    pthread_mutex_unlock(&queue->lock);
+    return status;
+}
+
+void cb_cuda_slot_give(const cb_device *device, cb_cuda_slot slot)
+{
+    cb_queue *queue = device->queue;
+    pthread_mutex_lock(&queue->lock);
+    queue->free_slots[queue->free_count++] = slot;
+    pthread_mutex_unlock(&queue->lock);
 }
