@@ -25,27 +25,38 @@ static cblob_status open_device(int32_t index)
     return cb_cuda_device_open(index, &state);
 }
 
+/* Stream-ordered memory from the device's pool where there is one: cuMemAlloc and cuMemFree
+ * make the whole device wait. The memory is usable in the order of the device's stream, which
+ * other streams follow through the storage's queue (cuda_queue.h). */
 static cblob_status device_alloc(const cb_device *device, size_t bytes, void **out)
 {
     const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
-    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
+    const cb_cuda_device_state *state = cb_cuda_device_state_of(device);
+    CB_TRY(cb_cuda_enter(state));
     cbcu_deviceptr ptr = 0;
-    const cbcu_result result = api->cuMemAlloc_v2(&ptr, bytes);
+    const cbcu_result result = state->memory_pools ? api->cuMemAllocAsync(&ptr, bytes, cb_cuda_stream(device))
+                                                   : api->cuMemAlloc_v2(&ptr, bytes);
     cb_cuda_leave();
     if (result == CBCU_ERROR_OUT_OF_MEMORY)
         return cb_fail(CBLOB_ERR_DEVICE_OUT_OF_MEMORY,
                        "device %d has no room for %zu more bytes (CUDA_ERROR_OUT_OF_MEMORY); the host copy is unchanged",
                        (int)device->index, bytes);
-    CB_TRY(cb_cuda_check(result, "cuMemAlloc"));
+    CB_TRY(cb_cuda_check(result, state->memory_pools ? "cuMemAllocAsync" : "cuMemAlloc"));
     *out = (void *)(uintptr_t)ptr;
     return CBLOB_OK;
 }
 
+/* Freed in the order of the stream of the memory's last user, after all work queued on it. */
 static void device_free(const cb_device *device, void *ptr)
 {
-    if (cb_cuda_enter(cb_cuda_device_state_of(device)) != CBLOB_OK)
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    const cb_cuda_device_state *state = cb_cuda_device_state_of(device);
+    if (cb_cuda_enter(state) != CBLOB_OK)
         return;
-    cb_cuda_driver_api_get()->cuMemFree_v2(address(ptr));
+    if (state->memory_pools)
+        api->cuMemFreeAsync(address(ptr), cb_cuda_stream(device));
+    else
+        api->cuMemFree_v2(address(ptr));
     cb_cuda_leave();
 }
 

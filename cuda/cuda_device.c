@@ -67,6 +67,9 @@ static cblob_status describe_device(cb_cuda_device_state *state, const cb_cuda_n
     CB_TRY(cb_cuda_check(api->cuDeviceGetAttribute(&state->multiprocessors, CBCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                                    state->device), "reading the multiprocessor count"));
     CB_TRY(cb_cuda_check(api->cuDeviceTotalMem_v2(&state->memory_bytes, state->device), "cuDeviceTotalMem"));
+    int pools = 0;
+    state->memory_pools = api->cuDeviceGetAttribute(&pools, CBCU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, state->device) ==
+                              CBCU_SUCCESS && pools != 0;
     state->compute_capability = major * 10 + minor;
     if (state->compute_capability < compiler->archs[0])
         return cb_fail(CBLOB_ERR_NO_DEVICE,

@@ -36,6 +36,7 @@ typedef struct cb_cuda_device_state {
     cbcu_context context; /* the primary context, shared with the runtime API and other libraries */
     int compute_capability; /* major * 10 + minor */
     int multiprocessors;
+    bool memory_pools; /* cuMemAllocAsync and cuMemFreeAsync from the device's default pool */
     size_t memory_bytes;
     char name[256];
 

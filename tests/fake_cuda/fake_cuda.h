@@ -57,7 +57,7 @@ typedef struct fake_cuda_counters {
     uint64_t device_to_host_bytes;
     uint64_t device_to_device_bytes;
     uint64_t device_allocs;    /* cuMemAlloc and cuMemAllocAsync */
-    uint64_t device_frees;
+    uint64_t device_frees;     /* cuMemFree and cuMemFreeAsync, counted when called */
     uint64_t async_allocs;     /* of those, stream-ordered */
     uint64_t async_frees;
     uint64_t pinned_allocs;

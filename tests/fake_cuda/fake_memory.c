@@ -223,6 +223,7 @@ int fake_device_free_queued(uint64_t address)
     if (a == NULL || a->free_queued)
         return fake_unlock(FAKE_INVALID_VALUE);
     a->free_queued = true;
+    fake_counters.device_frees++; /* counted when asked for, as cuMemFree's are */
     return fake_unlock(0);
 }
 
@@ -242,7 +243,6 @@ void fake_allocation_free(uint64_t address)
     if (a == NULL)
         fake_violation("device memory at %#llx is freed twice", (unsigned long long)address);
     device_bytes[a->device] -= a->size;
-    fake_counters.device_frees++;
     fake_counters.device_bytes_in_use -= a->size;
     free(a->host);
     drop(a);
@@ -255,6 +255,7 @@ int fake_device_free_now(uint64_t address)
     const allocation *a = device_allocation_at(address);
     if (a == NULL || a->free_queued)
         return fake_unlock(FAKE_INVALID_VALUE);
+    fake_counters.device_frees++;
     fake_allocation_free(address);
     return fake_unlock(0);
 }
