@@ -93,6 +93,7 @@ enum {
     CBLOB_ERR_DEVICE = 18,             /* A CUDA driver, cuBLAS or kernel-launch error; the message carries the CUDA error name. */
     CBLOB_ERR_COMPILE = 19,            /* NVRTC failed to compile a kernel; the message carries the start of the compiler log. */
     CBLOB_ERR_INTERNAL = 20,           /* A broken internal invariant: please report it. */
+    CBLOB_ERR_DEVICE_LOST = 21,        /* Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it. */
 };
 
 /* Element type of a blob. */
@@ -447,7 +448,7 @@ CBLOB_API cblob_status cblob_blob_offset_legacy(const cblob_blob *blob, int64_t 
  * given leading indices (Caffe's data_at / diff_at). Like Caffe it reads through the host
  * copy, so a memory whose head is on the GPU is synced to the host first.
  *   indices: may be NULL when num_indices is 0
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_read_element(cblob_blob *blob, cblob_part part, int32_t num_indices, const int64_t *indices, double *out_value);
@@ -458,7 +459,7 @@ CBLOB_API cblob_status cblob_blob_read_element(cblob_blob *blob, cblob_part part
  * SYNCED). A blob with no elements gives NULL. The pointer stays valid until the blob is
  * reshaped past its capacity, given another buffer, shares another blob's memory, or is
  * destroyed.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_cpu_ptr(cblob_blob *blob, cblob_part part, const void **out_ptr);
@@ -466,7 +467,7 @@ CBLOB_API cblob_status cblob_blob_cpu_ptr(cblob_blob *blob, cblob_part part, con
 /*
  * A writable host pointer to data or diff (Caffe's mutable_cpu_data / mutable_cpu_diff);
  * syncs like cblob_blob_cpu_ptr, then marks the host copy current (head AT_CPU).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_mutable_cpu_ptr(cblob_blob *blob, cblob_part part, void **out_ptr);
@@ -509,7 +510,7 @@ CBLOB_API cblob_status cblob_blob_share(cblob_blob *blob, cblob_blob *other, cbl
  * Copies source's data or diff into the blob (Caffe's CopyFrom). Shapes must be equal unless
  * reshape is 1, which reshapes the blob to source first. The context's mode picks the path:
  * CPU mode writes the host copy (head AT_CPU), GPU mode the device copy (head AT_GPU).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_copy_from(cblob_blob *blob, cblob_blob *source, cblob_part part, int32_t reshape);
@@ -519,7 +520,7 @@ CBLOB_API cblob_status cblob_blob_copy_from(cblob_blob *blob, cblob_blob *source
  * CPU when AT_CPU, on the GPU when AT_GPU or SYNCED. Data never written or read
  * (UNINITIALIZED) is an error, as in Caffe. A blob that has never had elements (and so has
  * no storage) has nothing to update: the call succeeds and does nothing.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_update(cblob_blob *blob);
@@ -527,14 +528,14 @@ CBLOB_API cblob_status cblob_blob_update(cblob_blob *blob);
 /*
  * The sum of absolute values of data or diff over count elements, computed where the head is;
  * 0 for memory never accessed (nothing is allocated and the head does not change).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_asum(const cblob_blob *blob, cblob_part part, double *out_sum);
 
 /*
  * The sum of squares of data or diff, with the same rules as cblob_blob_asum.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_sumsq(const cblob_blob *blob, cblob_part part, double *out_sum);
@@ -542,7 +543,7 @@ CBLOB_API cblob_status cblob_blob_sumsq(const cblob_blob *blob, cblob_part part,
 /*
  * Multiplies data or diff by factor, where the head is (the head becomes AT_CPU or AT_GPU);
  * does nothing to memory never accessed.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, double factor);
@@ -634,14 +635,14 @@ CBLOB_API cblob_status cblob_proto_detect_file(const char *path, cblob_proto_kin
  * whose head is on the GPU is synced first, and memory never accessed reads as zeros. A blob
  * that never had a shape (cblob_blob_create_empty) is CBLOB_ERR_STATE.
  *   buffer: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
 
 /*
  * Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_diff, const char *path);
@@ -654,14 +655,14 @@ CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_
  * double_data when that is non-empty, else from data, converted to the blob's dtype; its
  * count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
  * as it is when it has none. The data head becomes AT_CPU. On failure the blob is unchanged.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_proto(cblob_blob *blob, const uint8_t *bytes, size_t size, int32_t reshape);
 
 /*
  * Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_proto_file(cblob_blob *blob, const char *path, int32_t reshape);
@@ -700,7 +701,7 @@ CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context,
  * Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
  *   blobs: may be NULL when num_blobs is 0
  *   buffer: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
@@ -708,7 +709,7 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int6
 /*
  * Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does.
  *   blobs: may be NULL when num_blobs is 0
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, const char *path);
@@ -857,14 +858,14 @@ CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *nam
  * Serializes the model as a NetParameter in its format: the net's name, then per layer its
  * name, its type and its blobs, each as cblob_blob_to_proto writes it.
  *   buffer: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
 
 /*
  * Writes the model as a .caffemodel file, as cblob_model_to_proto does.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32_t write_diff, const char *path);
@@ -910,7 +911,7 @@ enum {
  * Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
  * the number of CUDA devices, or the status that says why not (with a message naming the
  * library or the versions involved).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_gpu_probe(int32_t *out_device_count);
@@ -929,7 +930,7 @@ CBLOB_API cblob_status cblob_gpu_versions(int32_t *out_driver_version, int32_t *
  * and its length into out_length. With buffer NULL and buffer_size 0 it only writes the
  * length; a buffer too small for the name and its NUL is an error.
  *   buffer: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_gpu_device_name(int32_t device_index, char *buffer, size_t buffer_size, size_t *out_length);
@@ -973,7 +974,7 @@ CBLOB_API cblob_status cblob_kernel_cache_dir(char *buffer, size_t buffer_size, 
  * CBLOB_ERR_STATE when the cache mode is not disk). out_compiled receives the number of
  * kernel families compiled now; the others were already cached.
  *   compute_capability: major * 10 + minor (80 for 8.0), or 0 for the context's device
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_kernel_cache_warm_up(cblob_context *context, int32_t compute_capability, int32_t *out_compiled);
@@ -982,7 +983,7 @@ CBLOB_API cblob_status cblob_kernel_cache_warm_up(cblob_context *context, int32_
  * Chooses the CUDA device the context's blobs use (device 0 unless set) and opens it. A
  * context keeps its device once it has opened it: choosing another then fails with
  * CBLOB_ERR_STATE (use one context per device).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_context_set_device(cblob_context *context, int32_t device_index);
@@ -1010,7 +1011,7 @@ CBLOB_API cblob_status cblob_context_device(const cblob_context *context, int32_
  * their streams: work queued through one context runs after what another queued on the
  * same memory before.
  *   stream: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_context_set_stream(cblob_context *context, void *stream);
@@ -1029,7 +1030,7 @@ CBLOB_API cblob_status cblob_context_stream(const cblob_context *context, void *
 /*
  * Waits until the device work queued by the context (asynchronous pushes included) is done.
  * A context that never used a GPU has nothing queued: the call succeeds at once.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_context_synchronize(cblob_context *context);
@@ -1062,7 +1063,7 @@ CBLOB_API cblob_status cblob_context_clear_log(cblob_context *context);
  * caller then queues on the memory must have finished, or the context's stream
  * (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
  * that uses the blob.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_gpu_ptr(cblob_blob *blob, cblob_part part, const void **out_ptr);
@@ -1073,7 +1074,7 @@ CBLOB_API cblob_status cblob_blob_gpu_ptr(cblob_blob *blob, cblob_part part, con
  * cblob_blob_gpu_ptr, it returns once cblob's queued work on the memory has finished, and
  * the caller's own work on it must finish (or be waited for by the context's stream) before
  * cblob uses the blob again.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_mutable_gpu_ptr(cblob_blob *blob, cblob_part part, void **out_ptr);
@@ -1087,7 +1088,7 @@ CBLOB_API cblob_status cblob_blob_mutable_gpu_ptr(cblob_blob *blob, cblob_part p
  *   ptr: device memory (a CUdeviceptr)
  *   release: may be NULL
  *   user_data: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_set_gpu_data(cblob_blob *blob, void *ptr, size_t size_bytes, cblob_release_fn release, void *user_data);
@@ -1098,7 +1099,7 @@ CBLOB_API cblob_status cblob_blob_set_gpu_data(cblob_blob *blob, void *ptr, size
  * Until cblob_context_synchronize returns, the host copy must not change and the device copy
  * may only be used by work queued on the same stream. A host buffer allocated in GPU mode is
  * pinned, so the copy overlaps with the caller's work.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
@@ -1399,7 +1400,7 @@ CBLOB_API cblob_status cblob_blob_is_window(const cblob_blob *blob, int32_t *out
  * dtype names the array's element type and must be the blob's; length must be the blob's
  * count.
  *   source: length elements of dtype; may be NULL when length is 0
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_copy_in(cblob_blob *blob, cblob_part part, cblob_dtype dtype, const void *source, int64_t length);
@@ -1409,7 +1410,7 @@ CBLOB_API cblob_status cblob_blob_copy_in(cblob_blob *blob, cblob_part part, cbl
  * the array's element type and must be the blob's; length must be the blob's count (NeoML
  * does not check it).
  *   destination: room for length elements of dtype; may be NULL when length is 0
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_copy_out(cblob_blob *blob, cblob_part part, cblob_dtype dtype, void *destination, int64_t length);
@@ -1418,7 +1419,7 @@ CBLOB_API cblob_status cblob_blob_copy_out(cblob_blob *blob, cblob_part part, cb
  * Copies source's data or diff into the blob's, converting values to the blob's dtype (see
  * "Conversions"); the shapes must be equal (NeoML's CopyFrom(blob), which also allows no
  * conversion). Runs where the blob's part is current.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *source, cblob_part part);
@@ -1427,7 +1428,7 @@ CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *sou
  * A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy). A
  * window's copy is an ordinary blob of the window's shape.
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_deep_copy(cblob_blob *blob, cblob_blob **out_blob);
@@ -1437,7 +1438,7 @@ CBLOB_API cblob_status cblob_blob_deep_copy(cblob_blob *blob, cblob_blob **out_b
  * converted (see "Conversions"). NeoML's GetClone(type) leaves the contents uninitialized;
  * cblob_blob_create_like does that (zero-filled).
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_clone(cblob_blob *blob, cblob_dtype dtype, cblob_blob **out_blob);
@@ -1447,7 +1448,7 @@ CBLOB_API cblob_status cblob_blob_clone(cblob_blob *blob, cblob_dtype dtype, cbl
  * GetTransposed). Any pair of axes of any blob; a negative axis counts from the end. Equal
  * axes give a deep copy.
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_transposed(cblob_blob *blob, int32_t axis1, int32_t axis2, cblob_blob **out_blob);
@@ -1457,7 +1458,7 @@ CBLOB_API cblob_status cblob_blob_transposed(cblob_blob *blob, int32_t axis1, in
  * (NeoML's TransposeFrom). The dtypes must match and the blob's shape must be source's with
  * the two dimensions swapped: every axis is checked, where NeoML checks only the two swapped
  * dimensions and the total size.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_transpose_from(cblob_blob *blob, cblob_blob *source, cblob_part part, int32_t axis1, int32_t axis2);
@@ -1469,7 +1470,7 @@ CBLOB_API cblob_status cblob_blob_transpose_from(cblob_blob *blob, cblob_blob *s
  * the blob's; anything else is an error, never an out-of-bounds write. An input may appear
  * more than once but must not share memory with the blob.
  *   num_inputs: at least 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_merge(cblob_blob *blob, cblob_part part, int32_t axis, int32_t num_inputs, cblob_blob *const *inputs);
@@ -1480,7 +1481,7 @@ CBLOB_API cblob_status cblob_blob_merge(cblob_blob *blob, cblob_part part, int32
  * and brings the outputs there. The outputs must not share memory with the blob or with each
  * other.
  *   num_outputs: at least 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_split(cblob_blob *blob, cblob_part part, int32_t axis, int32_t num_outputs, cblob_blob *const *outputs);
@@ -1491,7 +1492,7 @@ CBLOB_API cblob_status cblob_blob_split(cblob_blob *blob, cblob_part part, int32
  * its BatchLength, BatchWidth and ListSize, and the inputs' object sizes add up to the
  * blob's; their Height, Width, Depth and Channels may differ.
  *   num_inputs: at least 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_merge_objects(cblob_blob *blob, cblob_part part, int32_t num_inputs, cblob_blob *const *inputs);
@@ -1499,7 +1500,7 @@ CBLOB_API cblob_status cblob_blob_merge_objects(cblob_blob *blob, cblob_part par
 /*
  * Cuts each object of the blob into the outputs' objects, in order (NeoML's SplitByObject), with the rules of cblob_blob_merge_objects.
  *   num_outputs: at least 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_split_objects(cblob_blob *blob, cblob_part part, int32_t num_outputs, cblob_blob *const *outputs);
@@ -1508,7 +1509,7 @@ CBLOB_API cblob_status cblob_blob_split_objects(cblob_blob *blob, cblob_part par
  * Sets every element of data or diff to value (NeoML's Fill). For an integer blob the value
  * must be an integer in the dtype's range; for float32 it is rounded to the nearest float
  * and must not be finite beyond float32's range. Infinities and NaN fill float blobs.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_fill(cblob_blob *blob, cblob_part part, double value);
@@ -1516,14 +1517,14 @@ CBLOB_API cblob_status cblob_blob_fill(cblob_blob *blob, cblob_part part, double
 /*
  * Sets every element of one object of a 7-axis blob to value (NeoML's FillObject), with the value rules of cblob_blob_fill.
  *   object: 0 to object count - 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_fill_object(cblob_blob *blob, cblob_part part, int64_t object, double value);
 
 /*
  * Sets every element of data or diff to zero (NeoML's Clear).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_clear(cblob_blob *blob, cblob_part part);
@@ -1531,7 +1532,7 @@ CBLOB_API cblob_status cblob_blob_clear(cblob_blob *blob, cblob_part part);
 /*
  * Sets one object of a 7-axis blob to zero (NeoML's ClearObject).
  *   object: 0 to object count - 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_clear_object(cblob_blob *blob, cblob_part part, int64_t object);
@@ -1540,7 +1541,7 @@ CBLOB_API cblob_status cblob_blob_clear_object(cblob_blob *blob, cblob_part part
  * Adds source's data or diff to the blob's, element by element (NeoML's Add). The dtypes and
  * shapes must be equal (NeoML checks neither). Integers wrap modulo 2^32; a blob may be added
  * to itself.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_add(cblob_blob *blob, cblob_blob *source, cblob_part part);
@@ -1554,7 +1555,7 @@ CBLOB_API cblob_status cblob_blob_add(cblob_blob *blob, cblob_blob *source, cblo
  * the pointer is into the blob's host memory, and access including WRITE marks the host copy
  * current. See "Buffers" for what the mapping allows and forbids.
  *   out_buffer: end the mapping with cblob_buffer_unmap
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_map(cblob_blob *blob, cblob_part part, int64_t position, int64_t count, cblob_access access, cblob_buffer **out_buffer, void **out_ptr);
@@ -1564,7 +1565,7 @@ CBLOB_API cblob_status cblob_blob_map(cblob_blob *blob, cblob_part part, int64_t
  * back to the device, the pointer becomes invalid and the handle is freed. Only the blob's
  * most recent open mapping may be unmapped (CBLOB_ERR_STATE otherwise, and nothing changes).
  * If the copy back fails the mapping stays open and the call may be repeated.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_buffer_unmap(cblob_buffer *buffer);
@@ -1642,7 +1643,7 @@ struct DLManagedTensor;
  * Exporting CBLOB_MEMORY_DEVICE needs a GPU; without one the call fails with the status that
  * says why.
  *   out_tensor: the consumer calls (*out_tensor)->deleter once; the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_to_dlpack(cblob_blob *blob, cblob_part part, cblob_memory memory, int32_t read_only, struct DLManagedTensorVersioned **out_tensor);
@@ -1652,7 +1653,7 @@ CBLOB_API cblob_status cblob_blob_to_dlpack(cblob_blob *blob, cblob_part part, c
  * consumer may write, and the head moves as for a write (cblob_blob_to_dlpack with read_only
  * 0). Otherwise the same as cblob_blob_to_dlpack.
  *   out_tensor: the consumer calls (*out_tensor)->deleter once; the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_to_dlpack_legacy(cblob_blob *blob, cblob_part part, cblob_memory memory, struct DLManagedTensor **out_tensor);
@@ -1667,7 +1668,7 @@ CBLOB_API cblob_status cblob_blob_to_dlpack_legacy(cblob_blob *blob, cblob_part 
  * another device than the context's is CBLOB_ERR_STATE.
  *   tensor: the caller's again if the call fails (its deleter not called); the callee takes the caller's hold
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_dlpack(cblob_context *context, struct DLManagedTensorVersioned *tensor, cblob_blob **out_blob);
@@ -1677,7 +1678,7 @@ CBLOB_API cblob_status cblob_blob_from_dlpack(cblob_context *context, struct DLM
  * rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
  *   tensor: the caller's again if the call fails (its deleter not called); the callee takes the caller's hold
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, struct DLManagedTensor *tensor, cblob_blob **out_blob);
