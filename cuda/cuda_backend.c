@@ -63,9 +63,11 @@ static void device_free(const cb_device *device, void *ptr)
 static cblob_status device_zero(const cb_device *device, void *ptr, size_t bytes)
 {
     CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
-    const cbcu_result result = cb_cuda_driver_api_get()->cuMemsetD8Async(address(ptr), 0, bytes, cb_cuda_stream(device));
+    const cblob_status status = cb_cuda_queued(
+        device, cb_cuda_driver_api_get()->cuMemsetD8Async(address(ptr), 0, bytes, cb_cuda_stream(device)),
+        "zero-filling device memory");
     cb_cuda_leave();
-    return cb_cuda_check(result, "zero-filling device memory");
+    return status;
 }
 
 static cblob_status pinned_alloc(const cb_device *device, size_t bytes, void **out)
@@ -103,19 +105,21 @@ static cblob_status copy(const cb_device *device, void *dst, const void *src, si
     static const char *const what[] = {"copying to the device", "copying to the host", "copying on the device"};
     const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
     CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
-    cbcu_result result = queue_copy(api, dst, src, bytes, kind, cb_cuda_stream(device));
-    if (result == CBCU_SUCCESS && kind != CB_COPY_DEVICE_TO_DEVICE)
-        result = api->cuStreamSynchronize(cb_cuda_stream(device));
+    cblob_status status = cb_cuda_queued(device, queue_copy(api, dst, src, bytes, kind, cb_cuda_stream(device)), what[kind]);
+    if (status == CBLOB_OK && kind != CB_COPY_DEVICE_TO_DEVICE)
+        status = cb_cuda_check(api->cuStreamSynchronize(cb_cuda_stream(device)), what[kind]);
     cb_cuda_leave();
-    return cb_cuda_check(result, what[kind]);
+    return status;
 }
 
 static cblob_status copy_async(const cb_device *device, void *dst, const void *src, size_t bytes)
 {
     CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
-    const cbcu_result result = cb_cuda_driver_api_get()->cuMemcpyHtoDAsync_v2(address(dst), src, bytes, cb_cuda_stream(device));
+    const cblob_status status = cb_cuda_queued(
+        device, cb_cuda_driver_api_get()->cuMemcpyHtoDAsync_v2(address(dst), src, bytes, cb_cuda_stream(device)),
+        "queueing a copy to the device");
     cb_cuda_leave();
-    return cb_cuda_check(result, "queueing a copy to the device");
+    return status;
 }
 
 static cblob_status synchronize(const cb_device *device)

@@ -111,10 +111,13 @@ static cblob_status with_scalars(const cb_device *device, cbbl_handle *handle)
     return status;
 }
 
-static cblob_status done(cbbl_status result, const char *what)
+static cblob_status done(const cb_device *device, cbbl_status result, const char *what)
 {
+    cblob_status status = check_blas(&cb_cuda_cublas_get()->api, result, what);
+    if (status == CBLOB_OK)
+        status = cb_cuda_queued(device, CBCU_SUCCESS, what);
     cb_cuda_leave();
-    return check_blas(&cb_cuda_cublas_get()->api, result, what);
+    return status;
 }
 
 cblob_status cb_cublas_axpy(const cb_device *device, cblob_dtype dtype, int64_t n, double alpha, const void *x, void *y)
@@ -126,9 +129,9 @@ cblob_status cb_cublas_axpy(const cb_device *device, cblob_dtype dtype, int64_t 
     CB_TRY(with_scalars(device, &handle));
     if (dtype == CBLOB_DTYPE_FLOAT32) {
         const float a = (float)alpha;
-        return done(api->cublasSaxpy_v2_64(handle, n, &a, x, 1, y, 1), "cublasSaxpy");
+        return done(device, api->cublasSaxpy_v2_64(handle, n, &a, x, 1, y, 1), "cublasSaxpy");
     }
-    return done(api->cublasDaxpy_v2_64(handle, n, &alpha, x, 1, y, 1), "cublasDaxpy");
+    return done(device, api->cublasDaxpy_v2_64(handle, n, &alpha, x, 1, y, 1), "cublasDaxpy");
 }
 
 cblob_status cb_cublas_scale(const cb_device *device, cblob_dtype dtype, int64_t n, double alpha, void *x)
@@ -140,7 +143,7 @@ cblob_status cb_cublas_scale(const cb_device *device, cblob_dtype dtype, int64_t
     CB_TRY(with_scalars(device, &handle));
     if (dtype == CBLOB_DTYPE_FLOAT32) {
         const float a = (float)alpha;
-        return done(api->cublasSscal_v2_64(handle, n, &a, x, 1), "cublasSscal");
+        return done(device, api->cublasSscal_v2_64(handle, n, &a, x, 1), "cublasSscal");
     }
-    return done(api->cublasDscal_v2_64(handle, n, &alpha, x, 1), "cublasDscal");
+    return done(device, api->cublasDscal_v2_64(handle, n, &alpha, x, 1), "cublasDscal");
 }

@@ -57,8 +57,16 @@ const cb_cuda_driver_api *cb_cuda_driver_api_get(void);
 cblob_status cb_cuda_enter(const cb_cuda_device_state *state);
 void cb_cuda_leave(void);
 
-/* CBLOB_OK for CUDA_SUCCESS; otherwise CBLOB_ERR_DEVICE_OUT_OF_MEMORY or CBLOB_ERR_DEVICE with a
- * message naming what failed and the CUDA error. */
+/* CBLOB_OK for CUDA_SUCCESS; otherwise CBLOB_ERR_DEVICE_LOST for a sticky error (the context is
+ * unusable from then on), CBLOB_ERR_DEVICE_OUT_OF_MEMORY or CBLOB_ERR_DEVICE, with a message naming
+ * what failed and the CUDA error. */
 cblob_status cb_cuda_check(cbcu_result result, const char *what);
+
+/* CBLOB_CUDA_LAUNCH_BLOCKING=1 (read once): every queued kernel, copy or cuBLAS call is waited
+ * for by the call that queued it, so a fault is reported by the call that caused it. */
+bool cb_cuda_launch_blocking(void);
+/* After queueing work on the device's stream, with the context current: checks `queued` and, in
+ * launch-blocking mode, waits for the stream, naming `what` in a failure. */
+cblob_status cb_cuda_queued(const cb_device *device, cbcu_result queued, const char *what);
 
 #endif

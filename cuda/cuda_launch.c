@@ -34,10 +34,11 @@ cblob_status cb_cuda_launch(const cb_device *device, cb_cuda_family_id family, c
     const cb_cuda_device_state *state = cb_cuda_device_state_of(device);
     cblob_status status = cb_cuda_enter(state);
     if (status == CBLOB_OK) {
-        status = cb_cuda_check(cb_cuda_driver_api_get()->cuLaunchKernel(kernel.function, grid_size(state, n), 1, 1,
+        status = cb_cuda_queued(device,
+                                cb_cuda_driver_api_get()->cuLaunchKernel(kernel.function, grid_size(state, n), 1, 1,
                                                                          CB_CUDA_BLOCK_THREADS, 1, 1, 0,
                                                                          cb_cuda_stream(device), args, NULL),
-                               cb_cuda_families[family].kernels[dtype]);
+                                cb_cuda_families[family].kernels[dtype]);
         cb_cuda_leave();
     }
     cb_cuda_kernel_release(device, &kernel);

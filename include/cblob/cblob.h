@@ -890,6 +890,13 @@ CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32
  * stream of its context and waited for where the host needs the result; device out-of-memory is
  * CBLOB_ERR_DEVICE_OUT_OF_MEMORY and leaves the host copy as it was.
  *
+ * A fault in a kernel or copy (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS) loses the
+ * device's context: from then on every GPU call on the device fails with CBLOB_ERR_DEVICE_LOST.
+ * Recovery: destroy the blobs and contexts using the device and restart the process (the primary
+ * context is shared with every library in the process). CBLOB_CUDA_LAUNCH_BLOCKING=1 (read once
+ * per process) makes every call wait for the work it queued, so the call that caused a fault
+ * reports it, naming the kernel; it is for debugging, and slow.
+ *
  * Kernels are compiled by NVRTC at first use for the device's architecture and cached in memory
  * and on disk. CBLOB_KERNEL_CACHE=disk (the default), memory or off chooses where;
  * CBLOB_KERNEL_CACHE_DIR, else $XDG_CACHE_HOME/cblob/kernels, else ~/.cache/cblob/kernels is the
