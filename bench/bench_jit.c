@@ -75,7 +75,7 @@ static const char *choose_driver(void)
 static void cold_compile(const cb_cuda_nvrtc *compiler, int compute_capability)
 {
     cb_cuda_target target;
-    if (cb_cuda_target_for(compiler, compute_capability, &target) != CBLOB_OK)
+    if (cb_cuda_target_for(compiler, 0, compute_capability, &target) != CBLOB_OK)
         return;
     enum { RUNS = 7 };
     for (int id = 0; id < CB_CUDA_FAMILY_COUNT; ++id) {

@@ -364,7 +364,7 @@ static cblob_status load_family(const cb_device *device, const cb_cuda_device_st
     const cb_cuda_nvrtc *compiler;
     cb_cuda_target target;
     CB_TRY(cb_cuda_nvrtc_ready(&compiler));
-    CB_TRY(cb_cuda_target_for(compiler, state->compute_capability, &target));
+    CB_TRY(cb_cuda_target_for(compiler, cb_cuda_driver_get()->version, state->compute_capability, &target));
     for (int attempt = 0;; ++attempt) {
         cb_cuda_image image = {0};
         bool from_disk = false;
@@ -482,7 +482,7 @@ static cblob_status warm_up_architecture(int32_t compute_capability, int32_t *co
     const cb_cuda_nvrtc *compiler;
     cb_cuda_target target;
     CB_TRY(cb_cuda_nvrtc_ready(&compiler));
-    CB_TRY(cb_cuda_target_for(compiler, compute_capability, &target));
+    CB_TRY(cb_cuda_target_for(compiler, 0, compute_capability, &target));
     int32_t count = 0;
     for (int id = 0; id < CB_CUDA_FAMILY_COUNT; ++id) {
         cb_cuda_image image = {0};

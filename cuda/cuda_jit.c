@@ -7,8 +7,10 @@
 
 #include "status.h"
 
-cblob_status cb_cuda_target_for(const cb_cuda_nvrtc *compiler, int compute_capability, cb_cuda_target *out)
+cblob_status cb_cuda_target_for(const cb_cuda_nvrtc *compiler, int driver_version, int compute_capability,
+                                cb_cuda_target *out)
 {
+    (void)driver_version;
     const int oldest = compiler->archs[0], newest = compiler->archs[compiler->arch_count - 1];
     if (compute_capability < oldest)
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,

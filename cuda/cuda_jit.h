@@ -17,8 +17,10 @@ typedef struct cb_cuda_target {
 } cb_cuda_target;
 
 /* The target for a compute capability: sm_XY when NVRTC supports it, else PTX for the newest
- * architecture NVRTC knows below it. CBLOB_ERR_INVALID_ARGUMENT below NVRTC's oldest. */
-cblob_status cb_cuda_target_for(const cb_cuda_nvrtc *compiler, int compute_capability, cb_cuda_target *out);
+ * architecture NVRTC knows below it. CBLOB_ERR_INVALID_ARGUMENT below NVRTC's oldest.
+ * driver_version is the CUDA version of the driver that will load it (0: none to check). */
+cblob_status cb_cuda_target_for(const cb_cuda_nvrtc *compiler, int driver_version, int compute_capability,
+                                cb_cuda_target *out);
 
 #define CB_CUDA_MAX_OPTIONS 4
 /* The options a family is compiled with for a target (they are part of the cache key).

@@ -303,7 +303,67 @@ static void replace_image_with_garbage(const char *path)
 
 TEST(cache_corrupt_entry_is_deleted_and_recompiled) { check_damaged_entry_is_replaced(flip_a_byte); }
 TEST(cache_truncated_entry_is_deleted_and_recompiled) { check_damaged_entry_is_replaced(truncate_it); }
-TEST(cache_unloadable_entry_is_deleted_and_recompiled) { check_damaged_entry_is_replaced(replace_image_with_garbage); }
+/* An entry that passes every check is what NVRTC produced: when the driver refuses it, compiling
+ * again would give the same bytes, so the load fails with a clear error, and the entry stays (no
+ * delete-and-recompile, in this process or the next). */
+TEST(cache_entry_the_driver_refuses_is_reported_not_recompiled)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    char path[512];
+    CHECK_EQ_INT(entries("scale-", path, sizeof path), 1);
+    replace_image_with_garbage(path);
+    cb_cuda_cache_forget_memory();
+    const cb_cuda_cache_stats before = stats();
+    CHECK_ERROR(load(device, CB_CUDA_FAMILY_SCALE), CBLOB_ERR_DEVICE);
+    CHECK(strstr(cblob_last_error_message(), path) != NULL);
+    CHECK(strstr(cblob_last_error_message(), "NVRTC") != NULL);
+    const cb_cuda_cache_stats after = stats();
+    CHECK_EQ_INT(after.compiles - before.compiles, 0);
+    CHECK_EQ_INT(after.disk_rejected - before.disk_rejected, 0);
+    CHECK_EQ_INT(entries("scale-", NULL, 0), 1);
+    cblob_context_destroy(ctx);
+}
+
+/* ---- the target NVRTC compiles for ---------------------------------------------------------------- */
+
+static const cb_cuda_nvrtc *nvrtc_knowing(int major, int minor)
+{
+    static cb_cuda_nvrtc compiler;
+    static const int archs[] = {75, 80, 86, 89, 90, 100, 120};
+    compiler = (cb_cuda_nvrtc){.status = CBLOB_OK, .major = major, .minor = minor, .arch_count = 7};
+    memcpy(compiler.archs, archs, sizeof archs);
+    return &compiler;
+}
+
+TEST(target_is_a_cubin_of_the_same_major_architecture_when_the_exact_one_is_missing)
+{
+    cb_cuda_target target;
+    CHECK_OK(cb_cuda_target_for(nvrtc_knowing(13, 0), 13000, 87, &target));
+    CHECK(!target.ptx);
+    CHECK(strcmp(target.name, "sm_86") == 0);
+    CHECK_OK(cb_cuda_target_for(nvrtc_knowing(13, 0), 13000, 121, &target));
+    CHECK(!target.ptx && strcmp(target.name, "sm_120") == 0);
+    CHECK_OK(cb_cuda_target_for(nvrtc_knowing(13, 0), 13000, 90, &target));
+    CHECK(!target.ptx && strcmp(target.name, "sm_90") == 0);
+}
+
+TEST(target_is_ptx_only_for_a_driver_at_least_as_new_as_nvrtc)
+{
+    cb_cuda_target target;
+    CHECK_OK(cb_cuda_target_for(nvrtc_knowing(13, 1), 13010, 130, &target));
+    CHECK(target.ptx && strcmp(target.name, "compute_120") == 0);
+    CHECK_ERROR(cb_cuda_target_for(nvrtc_knowing(13, 1), 13000, 130, &target), CBLOB_ERR_DRIVER_TOO_OLD);
+    CHECK(strstr(cblob_last_error_message(), "13.0") != NULL);
+    CHECK(strstr(cblob_last_error_message(), "13.1") != NULL);
+    /* Compiling ahead for an architecture (no driver involved) takes PTX as it is. */
+    CHECK_OK(cb_cuda_target_for(nvrtc_knowing(13, 1), 0, 130, &target));
+    CHECK(target.ptx);
+}
 
 TEST(cache_entry_under_another_key_is_rejected)
 {
@@ -617,7 +677,7 @@ TEST(compile_errors_carry_the_compiler_log)
     if (cb_cuda_nvrtc_ready(&compiler) != CBLOB_OK)
         SKIP("no NVRTC to compile with");
     cb_cuda_target target;
-    CHECK_OK(cb_cuda_target_for(compiler, 80, &target));
+    CHECK_OK(cb_cuda_target_for(compiler, 0, 80, &target));
     cb_cuda_image image = {0};
     CHECK_ERROR(cb_cuda_compile_source(compiler, "broken", "#error the source asked to fail\n", &target, &image),
                 CBLOB_ERR_COMPILE);
