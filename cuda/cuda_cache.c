@@ -354,43 +354,45 @@ static cblob_status resolve_functions(const cb_cuda_family *family, cbcu_module 
 }
 
 /* Loads a family into the device's context, from the disk cache when a good entry is there.
- * An entry the driver refuses is deleted and the family compiled again. Runs with the device's
- * context current. */
+ * An entry that passed every check is what NVRTC produced, so when the driver refuses it a new
+ * compilation would be refused too: the load fails, naming the entry and both versions, and the
+ * entry stays. Runs with the device's context current. */
 static cblob_status load_family(const cb_device *device, const cb_cuda_device_state *state, cb_cuda_family_id id,
                                 cb_cuda_loaded *loaded, bool *compiled)
 {
     const cb_cuda_family *family = &cb_cuda_families[id];
     const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    const cb_cuda_driver *driver = cb_cuda_driver_get();
     const cb_cuda_nvrtc *compiler;
     cb_cuda_target target;
     CB_TRY(cb_cuda_nvrtc_ready(&compiler));
-    CB_TRY(cb_cuda_target_for(compiler, cb_cuda_driver_get()->version, state->compute_capability, &target));
-    for (int attempt = 0;; ++attempt) {
-        cb_cuda_image image = {0};
-        bool from_disk = false;
-        char path[PATH_MAX + 256];
-        CB_TRY(find_or_compile(compiler, family, &target, device, &image, &from_disk, path, sizeof path));
-        cbcu_module module = NULL;
-        const cbcu_result result = api->cuModuleLoadData(&module, image.bytes);
-        cb_cuda_image_free(&image);
-        if (result != CBCU_SUCCESS && from_disk && attempt == 0 && image_refused(result)) {
-            unlink(path);
-            atomic_fetch_add(&cache.disk_rejected, 1);
-            continue;
-        }
-        char what[128];
-        snprintf(what, sizeof what, "loading the %s kernels (%s)", family->name, target.name);
-        CB_TRY(cb_cuda_check(result, what));
-        const cblob_status status = resolve_functions(family, module, loaded);
-        if (status != CBLOB_OK) {
-            api->cuModuleUnload(module);
-            return status;
-        }
-        if (from_disk)
-            atomic_fetch_add(&cache.disk_hits, 1);
-        *compiled = !from_disk;
-        return CBLOB_OK;
+    CB_TRY(cb_cuda_target_for(compiler, driver->version, state->compute_capability, &target));
+    cb_cuda_image image = {0};
+    bool from_disk = false;
+    char path[PATH_MAX + 256];
+    CB_TRY(find_or_compile(compiler, family, &target, device, &image, &from_disk, path, sizeof path));
+    cbcu_module module = NULL;
+    const cbcu_result result = api->cuModuleLoadData(&module, image.bytes);
+    cb_cuda_image_free(&image);
+    if (result != CBCU_SUCCESS && image_refused(result))
+        return cb_fail(CBLOB_ERR_DEVICE,
+                       "the driver (CUDA %d.%d) refuses the %s kernels NVRTC %d.%d compiled for %s (%s)%s%s; a driver "
+                       "at least as new as NVRTC loads them",
+                       driver->version / 1000, driver->version % 1000 / 10, family->name, compiler->major,
+                       compiler->minor, target.name, cb_cuda_error_name(result), from_disk ? ", read from " : "",
+                       from_disk ? path : "");
+    char what[128];
+    snprintf(what, sizeof what, "loading the %s kernels (%s)", family->name, target.name);
+    CB_TRY(cb_cuda_check(result, what));
+    const cblob_status status = resolve_functions(family, module, loaded);
+    if (status != CBLOB_OK) {
+        api->cuModuleUnload(module);
+        return status;
     }
+    if (from_disk)
+        atomic_fetch_add(&cache.disk_hits, 1);
+    *compiled = !from_disk;
+    return CBLOB_OK;
 }
 
 /* The family on the device, loading it at first use. Off mode hands out a module of its own. */

@@ -8,8 +8,9 @@
  * A disk entry's name carries the SHA-256 key of everything that decides the compiler's output:
  * the rendered source, the options, the target architecture, NVRTC's version and cblob's
  * version (never the output itself). Its header repeats the key and carries the output's
- * SHA-256; an entry that fails either check, or that the driver refuses to load, is deleted and
- * compiled again. Entries are written to a temporary file in the folder and renamed into place,
+ * SHA-256; an entry that fails either check is deleted and compiled again. An entry that passes
+ * them is NVRTC's output: if the driver refuses it, the load fails with a clear error (a new
+ * compilation would give the same bytes) and the entry stays. Entries are written to a temporary file in the folder and renamed into place,
  * so readers never see half an entry. When the folder cannot be written, kernels compiled from
  * then on stay in memory and the log of the context that met the failure gets one warning.
  *
