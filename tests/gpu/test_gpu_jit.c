@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "context.h"
@@ -432,6 +433,197 @@ TEST(cache_read_only_folder_for_an_unprivileged_user)
     CHECK(chmod(folder, 0555) == 0);
     check_unwritable_folder(folder);
     rmdir(folder);
+}
+
+/* ---- who may write the cache --------------------------------------------------------------------- */
+
+/* Anyone who can write the folder or an entry could hand the library machine code to load: the
+ * folder and its entries are used only when the effective user owns them and neither group nor
+ * others can write them; entries are opened without following symbolic links. Each refusal is
+ * said in the context's log. Changing owners needs root (chown in the test's private folder). */
+
+#define STRANGER 12345
+
+static bool log_says(cblob_context *ctx, const char *what)
+{
+    char log[4096];
+    size_t length = 0;
+    if (cblob_context_log(ctx, log, sizeof log, &length) != CBLOB_OK)
+        return false;
+    if (strstr(log, what) == NULL)
+        fprintf(stderr, "the log does not say \"%s\": \"%s\"\n", what, log);
+    return strstr(log, what) != NULL;
+}
+
+/* The folder is refused: nothing read from it, nothing written, and the log says why. */
+static void check_folder_refused(void (*spoil)(void), const char *why)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    spoil();
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    const cb_cuda_cache_stats before = stats();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    CHECK_EQ_INT(stats().disk_writes - before.disk_writes, 0);
+    CHECK_EQ_INT(entries("", NULL, 0), 0);
+    CHECK(log_says(ctx, why));
+    CHECK(log_says(ctx, cache_dir));
+    cblob_context_destroy(ctx);
+}
+
+static void give_folder_away(void)
+{
+    if (geteuid() != 0 || chown(cache_dir, STRANGER, STRANGER) != 0)
+        SKIP("changing the folder's owner needs root");
+}
+
+static void open_folder_to_others(void)
+{
+    chmod(cache_dir, 0777);
+}
+
+static void open_folder_to_the_group(void)
+{
+    chmod(cache_dir, 0770);
+}
+
+TEST(cache_folder_of_another_owner_is_refused) { check_folder_refused(give_folder_away, "owned by uid 12345"); }
+TEST(cache_folder_writable_by_others_is_refused) { check_folder_refused(open_folder_to_others, "writable by group or others"); }
+TEST(cache_folder_writable_by_the_group_is_refused) { check_folder_refused(open_folder_to_the_group, "writable by group or others"); }
+
+/* An entry is refused: the family is compiled again and the entry replaced by one of ours. */
+static void check_entry_refused(void (*spoil)(const char *path), const char *why)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    char path[512];
+    CHECK_EQ_INT(entries("scale-", path, sizeof path), 1);
+    spoil(path);
+    cb_cuda_cache_forget_memory();
+    const cb_cuda_cache_stats before = stats();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    CHECK_EQ_INT(stats().disk_hits - before.disk_hits, 0);
+    CHECK_EQ_INT(stats().compiles - before.compiles, 1);
+    CHECK(log_says(ctx, why));
+    CHECK(log_says(ctx, path));
+    struct stat info;
+    CHECK(lstat(path, &info) == 0 && S_ISREG(info.st_mode) && info.st_uid == geteuid() && (info.st_mode & 077) == 0);
+    cblob_context_destroy(ctx);
+}
+
+static void give_entry_away(const char *path)
+{
+    if (geteuid() != 0 || chown(path, STRANGER, STRANGER) != 0)
+        SKIP("changing the entry's owner needs root");
+}
+
+static void open_entry_to_the_group(const char *path)
+{
+    chmod(path, 0660);
+}
+
+/* A valid entry elsewhere, reached through a symbolic link under the entry's name. */
+static char elsewhere[160];
+
+static void remove_elsewhere(void)
+{
+    unlink(elsewhere);
+}
+
+static void link_entry_elsewhere(const char *path)
+{
+    snprintf(elsewhere, sizeof elsewhere, "%s.elsewhere", cache_dir);
+    if (rename(path, elsewhere) != 0 || symlink(elsewhere, path) != 0)
+        SKIP("cannot make the symbolic link");
+    atexit(remove_elsewhere);
+}
+
+TEST(cache_entry_of_another_owner_is_refused) { check_entry_refused(give_entry_away, "owned by uid 12345"); }
+TEST(cache_entry_writable_by_the_group_is_refused) { check_entry_refused(open_entry_to_the_group, "writable by group or others"); }
+TEST(cache_entry_behind_a_symbolic_link_is_refused) { check_entry_refused(link_entry_elsewhere, "symbolic link"); }
+
+TEST(cache_folders_and_entries_are_private)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    char nested[192];
+    snprintf(nested, sizeof nested, "%s/made/by/cblob", cache_dir);
+    setenv("CBLOB_KERNEL_CACHE_DIR", nested, 1);
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    struct stat info;
+    CHECK(stat(nested, &info) == 0 && (info.st_mode & 0777) == 0700);
+    DIR *dir = opendir(nested);
+    CHECK(dir != NULL);
+    int checked = 0;
+    for (struct dirent *entry; (entry = readdir(dir)) != NULL;) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", nested, entry->d_name);
+        if (entry->d_name[0] == '.')
+            continue;
+        CHECK(stat(path, &info) == 0 && (info.st_mode & 0777) == 0600);
+        unlink(path);
+        ++checked;
+    }
+    closedir(dir);
+    CHECK_EQ_INT(checked, 1);
+    for (int depth = 0; depth < 3; ++depth) {
+        rmdir(nested);
+        *strrchr(nested, '/') = '\0';
+    }
+    cblob_context_destroy(ctx);
+}
+
+/* As an unprivileged user: a folder root owns (as after `sudo` kept HOME) is refused. The outer
+ * test runs as root and starts the inner one as nobody (setpriv); the inner one skips otherwise. */
+TEST(cache_root_owned_folder_is_refused_by_an_unprivileged_user)
+{
+    if (geteuid() != 0)
+        SKIP("starts the check as another user, which needs root");
+    if (getenv("CBLOB_CUDA_DRIVER") == NULL)
+        SKIP("runs the inner test on the test double of the driver");
+    char folder[128] = "/tmp/cblob-rootowned-XXXXXX";
+    CHECK(mkdtemp(folder) != NULL);
+    CHECK(chmod(folder, 0755) == 0); /* readable and searchable by nobody, writable by root only */
+    char self[512];
+    const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+    CHECK(length > 0);
+    self[length] = '\0';
+    char command[2048];
+    snprintf(command, sizeof command,
+             "CBLOB_KERNEL_CACHE=disk CBLOB_KERNEL_CACHE_DIR='%s' setpriv --reuid=65534 --regid=65534 --clear-groups "
+             "'%s' cache_root_owned_folder_inner",
+             folder, self);
+    const int status = system(command);
+    rmdir(folder);
+    CHECK(status != -1 && WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77)
+        SKIP("the unprivileged user cannot run the test (the build tree or the double is not readable by nobody)");
+    CHECK_EQ_INT(WEXITSTATUS(status), 0);
+}
+
+TEST(cache_root_owned_folder_inner)
+{
+    if (geteuid() == 0 || getenv("CBLOB_KERNEL_CACHE_DIR") == NULL)
+        SKIP("the inner half of cache_root_owned_folder_is_refused_by_an_unprivileged_user, run as nobody");
+    REQUIRE_GPU();
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    const cb_cuda_cache_stats before = stats();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    CHECK_EQ_INT(stats().disk_writes - before.disk_writes, 0);
+    CHECK_EQ_INT(stats().disk_hits - before.disk_hits, 0);
+    CHECK(log_says(ctx, "owned by uid 0"));
+    cblob_context_destroy(ctx);
 }
 
 /* ---- modes ------------------------------------------------------------------------------------------ */
