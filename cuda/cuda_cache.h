@@ -10,9 +10,15 @@
  * version (never the output itself). Its header repeats the key and carries the output's
  * SHA-256; an entry that fails either check is deleted and compiled again. An entry that passes
  * them is NVRTC's output: if the driver refuses it, the load fails with a clear error (a new
- * compilation would give the same bytes) and the entry stays. Entries are written to a temporary file in the folder and renamed into place,
- * so readers never see half an entry. When the folder cannot be written, kernels compiled from
- * then on stay in memory and the log of the context that met the failure gets one warning.
+ * compilation would give the same bytes) and the entry stays. Entries are written to a temporary
+ * file in the folder and renamed into place, so readers never see half an entry. When the folder
+ * cannot be written, kernels compiled from then on stay in memory and the log of the context that
+ * met the failure gets one warning.
+ *
+ * Who may write it: the folder is made 0700 and entries 0600; an existing folder, and each
+ * entry, is used only when the effective user owns it and neither group nor others may write it,
+ * and entries are opened without following symbolic links. A refused folder is not used at all
+ * (one warning); a refused entry is compiled anew and replaced, and the log says why.
  *
  * In memory, each (device, family) slot has a lock: the first user loads or compiles, concurrent
  * first users wait for it, and later users read the published module without locking.

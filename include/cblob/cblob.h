@@ -901,7 +901,10 @@ CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32
  * and on disk. CBLOB_KERNEL_CACHE=disk (the default), memory or off chooses where;
  * CBLOB_KERNEL_CACHE_DIR, else $XDG_CACHE_HOME/cblob/kernels, else ~/.cache/cblob/kernels is the
  * folder. Entries are written atomically and verified when read; a damaged entry is deleted and
- * recompiled. If the folder cannot be written, new kernels stay in memory and the context's log
+ * recompiled. The folder is made private (0700, entries 0600), and a folder or entry is used only
+ * when the effective user owns it and neither group nor others can write it (entries are never
+ * read through symbolic links): anyone else could hand the library machine code to run. A refused
+ * folder or entry is said in the context's log, with the reason. If the folder cannot be written, new kernels stay in memory and the context's log
  * (cblob_context_log) gets one warning. The driver loader and the kernel cache are process-wide
  * and thread-safe: concurrent first use compiles each kernel once.
  */
