@@ -75,6 +75,7 @@ typedef struct fake_cuda_counters {
     uint64_t streams_destroyed;
     uint64_t blas_handles;     /* cublasCreate (the fake cuBLAS counts here) */
     uint64_t blas_host_sums;   /* sums returned to host memory: the call itself waited */
+    uint64_t last_grid;        /* blocks of the latest launch */
 } fake_cuda_counters;
 
 typedef void (*fake_cuda_get_counters_fn)(fake_cuda_counters *out);

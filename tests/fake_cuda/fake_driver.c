@@ -597,6 +597,7 @@ FAKE_API cbcu_result cuLaunchKernel(cbcu_function function, unsigned int grid_x,
     if (stream == NULL)
         return fake_unlock(CBCU_ERROR_INVALID_HANDLE);
     fake_counters.launches++;
+    fake_counters.last_grid = grid_x;
     return fake_unlock(fake_queue_launch(stream, kernel, params, grid_x, block_x));
 }
 

@@ -182,6 +182,34 @@ static void jit_agrees(cblob_dtype dtype)
 TEST(jit_kernels_agree_with_the_cpu_kernels_float32) { jit_agrees(CBLOB_DTYPE_FLOAT32); }
 TEST(jit_kernels_agree_with_the_cpu_kernels_float64) { jit_agrees(CBLOB_DTYPE_FLOAT64); }
 
+/* A reduction's sums live in a result slot of the context's queue: no allocation and no free
+ * (cuMemFree made the whole device wait, and leaked when the context could not be entered), and
+ * the grid is what the driver says the kernel fills the device with (occupancy), not a fixed 16
+ * blocks per multiprocessor. */
+TEST(jit_reductions_allocate_nothing_and_size_the_grid_by_occupancy)
+{
+    REQUIRE_GPU();
+    if (!gpu_is_fake())
+        SKIP("only the double counts allocations and grids");
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    cblob_blob *holder = NULL;
+    const int64_t n = 1 << 20;
+    void *x = device_array(ctx, CBLOB_DTYPE_FLOAT32, n, 0, &holder);
+    CHECK(x != NULL);
+    double sum = 0;
+    CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT32, n, x, &sum)); /* loads the family */
+    const fake_cuda_counters before = gpu_counters();
+    CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT32, n, x, &sum));
+    CHECK_COUNTER_DELTA(before, device_allocs, 0);
+    CHECK_COUNTER_DELTA(before, device_syncs, 0);
+    /* The double reports 4 multiprocessors and room for 2048 threads each: 8 blocks of 256. */
+    CHECK_EQ_INT(gpu_counters().last_grid, 4 * (2048 / 256));
+    cblob_blob_destroy(holder);
+    cblob_context_destroy(ctx);
+}
+
 TEST(jit_kernel_for_a_dtype_the_family_lacks_is_not_implemented)
 {
     REQUIRE_GPU();
