@@ -457,9 +457,15 @@ static cblob_status resolve_functions(const cb_cuda_family *family, cbcu_module 
     loaded->module = module;
     for (int row = 0; row < CB_CUDA_DTYPE_ROWS; ++row) {
         loaded->functions[row] = NULL;
-        if (family->kernels[row] != NULL)
-            CB_TRY(cb_cuda_check(api->cuModuleGetFunction(&loaded->functions[row], module, family->kernels[row]),
-                                 family->kernels[row]));
+        loaded->blocks_per_multiprocessor[row] = 0;
+        if (family->kernels[row] == NULL)
+            continue;
+        CB_TRY(cb_cuda_check(api->cuModuleGetFunction(&loaded->functions[row], module, family->kernels[row]),
+                             family->kernels[row]));
+        CB_TRY(cb_cuda_check(api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&loaded->blocks_per_multiprocessor[row],
+                                                                             loaded->functions[row],
+                                                                             CB_CUDA_BLOCK_THREADS, 0),
+                             family->kernels[row]));
     }
     return CBLOB_OK;
 }
@@ -550,6 +556,7 @@ cblob_status cb_cuda_kernel_get(const cb_device *device, cb_cuda_family_id famil
     bool compiled;
     CB_TRY(family_on_device(device, family, &loaded, &transient, &compiled));
     out->function = loaded->functions[dtype];
+    out->blocks_per_multiprocessor = loaded->blocks_per_multiprocessor[dtype];
     out->transient = loaded == &transient ? transient.module : NULL;
     return CBLOB_OK;
 }

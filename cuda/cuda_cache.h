@@ -32,6 +32,7 @@
 
 typedef struct cb_cuda_kernel {
     cbcu_function function;
+    int blocks_per_multiprocessor; /* the occupancy the driver reported at load */
     cbcu_module transient; /* set in mode off: unloaded by cb_cuda_kernel_release */
 } cb_cuda_kernel;
 
