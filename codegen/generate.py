@@ -241,6 +241,7 @@ def enrich(model):
         op.setdefault("blis", {})
         op.setdefault("prefer", "kernel")
         op.setdefault("cublas", False)
+        op.setdefault("copy_engine", False)
         op.setdefault("may_alias", False)
         op.setdefault("stream", False)
         op.setdefault("extents", {})

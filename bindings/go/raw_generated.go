@@ -3214,10 +3214,18 @@ func cContextDevice(context *C.cblob_context) (C.int32_t, error) {
 }
 
 // Queues the context's device work on a caller's CUDA stream (a CUstream or cudaStream_t of
-// the context's device; NULL is the default stream, the initial one). cblob waits for work
-// already queued on the previous stream first. The stream is borrowed: it must stay valid
-// until another is set or the context and its blobs are gone. Synchronous calls (host
-// accessors, sums) wait for the stream; cblob_blob_async_push does not.
+// the context's device; NULL is the legacy default stream, which waits for every blocking
+// stream). Unless set, a context queues its work on a non-blocking stream of its own, made
+// when it opens its device, so contexts (and the threads using them) do not wait for each
+// other; that stream is destroyed once another is set. cblob waits for work already queued
+// on the previous stream first. The stream is borrowed: it must stay valid until another is
+// set or the context is gone. A stream of another device or another CUDA context is
+// refused, and so is the per-thread default stream (CU_STREAM_PER_THREAD), which follows the
+// calling OS thread while goroutines and thread pools move between threads
+// (CBLOB_ERR_INVALID_ARGUMENT). Synchronous calls (host accessors, sums) wait for the
+// stream; cblob_blob_async_push does not. Memory shared between contexts is ordered across
+// their streams: work queued through one context runs after what another queued on the
+// same memory before.
 func cContextSetStream(context *C.cblob_context, stream unsafe.Pointer) error {
 	r := C.cbgo_context_set_stream(C.uintptr_t(uintptr(unsafe.Pointer(context))), stream)
 	if r.status != C.CBLOB_OK {
@@ -3226,7 +3234,10 @@ func cContextSetStream(context *C.cblob_context, stream unsafe.Pointer) error {
 	return nil
 }
 
-// Reads the stream the context queues device work on (NULL for the default stream).
+// Reads the stream the context queues device work on: its own non-blocking stream, or the
+// one set with cblob_context_set_stream (NULL for the legacy default stream). NULL before
+// the context has opened its device. Work of the caller's that must run after cblob's (or
+// before it) can wait on this stream with an event.
 func cContextStream(context *C.cblob_context) (unsafe.Pointer, error) {
 	r := C.cbgo_context_stream(C.uintptr_t(uintptr(unsafe.Pointer(context))))
 	if r.status != C.CBLOB_OK {
@@ -3269,6 +3280,12 @@ func cContextClearLog(context *C.cblob_context) error {
 // zero-fills on first access (head AT_GPU), copies from the host when the head is there
 // (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
 // device and stays valid as long as a host pointer would (cblob_blob_cpu_ptr).
+//
+// Streams: the call returns once the work cblob queued on the memory (the zero-fill of new
+// memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
+// caller then queues on the memory must have finished, or the context's stream
+// (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
+// that uses the blob.
 func cBlobGPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, error) {
 	r := C.cbgo_blob_gpu_ptr(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part)
 	if r.status != C.CBLOB_OK {
@@ -3278,7 +3295,10 @@ func cBlobGPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, error) 
 }
 
 // A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
-// syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU).
+// syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU). As for
+// cblob_blob_gpu_ptr, it returns once cblob's queued work on the memory has finished, and
+// the caller's own work on it must finish (or be waited for by the context's stream) before
+// cblob uses the blob again.
 func cBlobMutableGPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, error) {
 	r := C.cbgo_blob_mutable_gpu_ptr(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part)
 	if r.status != C.CBLOB_OK {

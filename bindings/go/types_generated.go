@@ -66,6 +66,8 @@ const (
 	StatusCompile Status = 19
 	// StatusInternal (CBLOB_ERR_INTERNAL): A broken internal invariant: please report it.
 	StatusInternal Status = 20
+	// StatusDeviceLost (CBLOB_ERR_DEVICE_LOST): Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it.
+	StatusDeviceLost Status = 21
 )
 
 // String returns the C enumerator's name ("CBLOB_OK").
@@ -113,6 +115,8 @@ func (v Status) String() string {
 		return "CBLOB_ERR_COMPILE"
 	case StatusInternal:
 		return "CBLOB_ERR_INTERNAL"
+	case StatusDeviceLost:
+		return "CBLOB_ERR_DEVICE_LOST"
 	}
 	return "Status(" + strconv.Itoa(int(v)) + ")"
 }

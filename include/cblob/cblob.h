@@ -93,6 +93,7 @@ enum {
     CBLOB_ERR_DEVICE = 18,             /* A CUDA driver, cuBLAS or kernel-launch error; the message carries the CUDA error name. */
     CBLOB_ERR_COMPILE = 19,            /* NVRTC failed to compile a kernel; the message carries the start of the compiler log. */
     CBLOB_ERR_INTERNAL = 20,           /* A broken internal invariant: please report it. */
+    CBLOB_ERR_DEVICE_LOST = 21,        /* Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it. */
 };
 
 /* Element type of a blob. */
@@ -142,7 +143,9 @@ typedef struct cblob_blob cblob_blob;
 
 /*
  * Called exactly once when cblob lets go of a caller's buffer (the blob was destroyed, or the
- * buffer was replaced), from whichever thread dropped the last holder.
+ * buffer was replaced), from whichever thread dropped the last holder, and only after the GPU
+ * work cblob queued on the buffer (kernels, copies, an asynchronous push) has finished, so
+ * the owner may hand the memory out again at once.
  */
 typedef void (*cblob_release_fn)(void *ptr, void *user_data);
 
@@ -455,7 +458,7 @@ CBLOB_API cblob_status cblob_blob_offset_legacy(const cblob_blob *blob, int64_t 
  * given leading indices (Caffe's data_at / diff_at). Like Caffe it reads through the host
  * copy, so a memory whose head is on the GPU is synced to the host first.
  *   indices: may be NULL when num_indices is 0
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_read_element(cblob_blob *blob, cblob_part part, int32_t num_indices, const int64_t *indices, double *out_value);
@@ -466,7 +469,7 @@ CBLOB_API cblob_status cblob_blob_read_element(cblob_blob *blob, cblob_part part
  * SYNCED). A blob with no elements gives NULL. The pointer stays valid until the blob is
  * reshaped past its capacity, given another buffer, shares another blob's memory, or is
  * destroyed.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_cpu_ptr(cblob_blob *blob, cblob_part part, const void **out_ptr);
@@ -474,7 +477,7 @@ CBLOB_API cblob_status cblob_blob_cpu_ptr(cblob_blob *blob, cblob_part part, con
 /*
  * A writable host pointer to data or diff (Caffe's mutable_cpu_data / mutable_cpu_diff);
  * syncs like cblob_blob_cpu_ptr, then marks the host copy current (head AT_CPU).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_mutable_cpu_ptr(cblob_blob *blob, cblob_part part, void **out_ptr);
@@ -520,7 +523,7 @@ CBLOB_API cblob_status cblob_blob_share(cblob_blob *blob, cblob_blob *other, cbl
  * Copies source's data or diff into the blob (Caffe's CopyFrom). Shapes must be equal unless
  * reshape is 1, which reshapes the blob to source first. The context's mode picks the path:
  * CPU mode writes the host copy (head AT_CPU), GPU mode the device copy (head AT_GPU).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_copy_from(cblob_blob *blob, cblob_blob *source, cblob_part part, int32_t reshape);
@@ -530,7 +533,7 @@ CBLOB_API cblob_status cblob_blob_copy_from(cblob_blob *blob, cblob_blob *source
  * CPU when AT_CPU, on the GPU when AT_GPU or SYNCED. Data never written or read
  * (UNINITIALIZED) is an error, as in Caffe. A blob that has never had elements (and so has
  * no storage) has nothing to update: the call succeeds and does nothing.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_update(cblob_blob *blob);
@@ -538,14 +541,14 @@ CBLOB_API cblob_status cblob_blob_update(cblob_blob *blob);
 /*
  * The sum of absolute values of data or diff over count elements, computed where the head is;
  * 0 for memory never accessed (nothing is allocated and the head does not change).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_asum(const cblob_blob *blob, cblob_part part, double *out_sum);
 
 /*
  * The sum of squares of data or diff, with the same rules as cblob_blob_asum.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_sumsq(const cblob_blob *blob, cblob_part part, double *out_sum);
@@ -553,7 +556,7 @@ CBLOB_API cblob_status cblob_blob_sumsq(const cblob_blob *blob, cblob_part part,
 /*
  * Multiplies data or diff by factor, where the head is (the head becomes AT_CPU or AT_GPU);
  * does nothing to memory never accessed.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, double factor);
@@ -673,7 +676,7 @@ CBLOB_API cblob_status cblob_proto_detect_file(const char *path, cblob_proto_kin
  * whose head is on the GPU is synced first, and memory never accessed reads as zeros. A blob
  * that never had a shape (cblob_blob_create_empty) is CBLOB_ERR_STATE.
  *   buffer: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
@@ -683,7 +686,7 @@ CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff,
  * rules for writing a file in the section's introduction (links followed, the target replaced
  * atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
  * devices refused).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_diff, const char *path);
@@ -697,7 +700,7 @@ CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_
  * count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
  * as it is when it has none. The data head becomes AT_CPU, also when there are no values (a
  * blob that never had memory gets an empty one). On failure the blob is unchanged.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_proto(cblob_blob *blob, const uint8_t *bytes, size_t size, int32_t reshape);
@@ -706,7 +709,7 @@ CBLOB_API cblob_status cblob_blob_from_proto(cblob_blob *blob, const uint8_t *by
  * Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
  * file is read as a snapshot; a path that is not a regular file fails at once (the section's
  * introduction).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_proto_file(cblob_blob *blob, const char *path, int32_t reshape);
@@ -746,7 +749,7 @@ CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context,
  * Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
  *   blobs: may be NULL when num_blobs is 0
  *   buffer: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
@@ -755,7 +758,7 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int6
  * Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
  * writing a file in the section's introduction.
  *   blobs: may be NULL when num_blobs is 0
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, const char *path);
@@ -916,7 +919,7 @@ CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *nam
  * Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
  * cblob_blob_to_proto writes it.
  *   buffer: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
@@ -924,7 +927,7 @@ CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t wr
 /*
  * Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
  * writing a file in the section's introduction.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32_t write_diff, const char *path);
@@ -1270,11 +1273,21 @@ CBLOB_API cblob_status cblob_model_replace_blobs(cblob_model *model, const cblob
  * stream of its context and waited for where the host needs the result; device out-of-memory is
  * CBLOB_ERR_DEVICE_OUT_OF_MEMORY and leaves the host copy as it was.
  *
+ * A fault in a kernel or copy (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS) loses the
+ * device's context: from then on every GPU call on the device fails with CBLOB_ERR_DEVICE_LOST.
+ * Recovery: destroy the blobs and contexts using the device and restart the process (the primary
+ * context is shared with every library in the process). CBLOB_CUDA_LAUNCH_BLOCKING=1 (read once
+ * per process) makes every call wait for the work it queued, so the call that caused a fault
+ * reports it, naming the kernel; it is for debugging, and slow.
+ *
  * Kernels are compiled by NVRTC at first use for the device's architecture and cached in memory
  * and on disk. CBLOB_KERNEL_CACHE=disk (the default), memory or off chooses where;
  * CBLOB_KERNEL_CACHE_DIR, else $XDG_CACHE_HOME/cblob/kernels, else ~/.cache/cblob/kernels is the
  * folder. Entries are written atomically and verified when read; a damaged entry is deleted and
- * recompiled. If the folder cannot be written, new kernels stay in memory and the context's log
+ * recompiled. The folder is made private (0700, entries 0600), and a folder or entry is used only
+ * when the effective user owns it and neither group nor others can write it (entries are never
+ * read through symbolic links): anyone else could hand the library machine code to run. A refused
+ * folder or entry is said in the context's log, with the reason. If the folder cannot be written, new kernels stay in memory and the context's log
  * (cblob_context_log) gets one warning. The driver loader and the kernel cache are process-wide
  * and thread-safe: concurrent first use compiles each kernel once.
  */
@@ -1291,7 +1304,7 @@ enum {
  * Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
  * the number of CUDA devices, or the status that says why not (with a message naming the
  * library or the versions involved).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_gpu_probe(int32_t *out_device_count);
@@ -1310,7 +1323,7 @@ CBLOB_API cblob_status cblob_gpu_versions(int32_t *out_driver_version, int32_t *
  * and its length into out_length. With buffer NULL and buffer_size 0 it only writes the
  * length; a buffer too small for the name and its NUL is an error.
  *   buffer: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_gpu_device_name(int32_t device_index, char *buffer, size_t buffer_size, size_t *out_length);
@@ -1354,7 +1367,7 @@ CBLOB_API cblob_status cblob_kernel_cache_dir(char *buffer, size_t buffer_size, 
  * CBLOB_ERR_STATE when the cache mode is not disk). out_compiled receives the number of
  * kernel families compiled now; the others were already cached.
  *   compute_capability: major * 10 + minor (80 for 8.0), or 0 for the context's device
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_kernel_cache_warm_up(cblob_context *context, int32_t compute_capability, int32_t *out_compiled);
@@ -1363,7 +1376,7 @@ CBLOB_API cblob_status cblob_kernel_cache_warm_up(cblob_context *context, int32_
  * Chooses the CUDA device the context's blobs use (device 0 unless set) and opens it. A
  * context keeps its device once it has opened it: choosing another then fails with
  * CBLOB_ERR_STATE (use one context per device).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_context_set_device(cblob_context *context, int32_t device_index);
@@ -1378,18 +1391,29 @@ CBLOB_API cblob_status cblob_context_device(const cblob_context *context, int32_
 
 /*
  * Queues the context's device work on a caller's CUDA stream (a CUstream or cudaStream_t of
- * the context's device; NULL is the default stream, the initial one). cblob waits for work
- * already queued on the previous stream first. The stream is borrowed: it must stay valid
- * until another is set or the context and its blobs are gone. Synchronous calls (host
- * accessors, sums) wait for the stream; cblob_blob_async_push does not.
+ * the context's device; NULL is the legacy default stream, which waits for every blocking
+ * stream). Unless set, a context queues its work on a non-blocking stream of its own, made
+ * when it opens its device, so contexts (and the threads using them) do not wait for each
+ * other; that stream is destroyed once another is set. cblob waits for work already queued
+ * on the previous stream first. The stream is borrowed: it must stay valid until another is
+ * set or the context is gone. A stream of another device or another CUDA context is
+ * refused, and so is the per-thread default stream (CU_STREAM_PER_THREAD), which follows the
+ * calling OS thread while goroutines and thread pools move between threads
+ * (CBLOB_ERR_INVALID_ARGUMENT). Synchronous calls (host accessors, sums) wait for the
+ * stream; cblob_blob_async_push does not. Memory shared between contexts is ordered across
+ * their streams: work queued through one context runs after what another queued on the
+ * same memory before.
  *   stream: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_context_set_stream(cblob_context *context, void *stream);
 
 /*
- * Reads the stream the context queues device work on (NULL for the default stream).
+ * Reads the stream the context queues device work on: its own non-blocking stream, or the
+ * one set with cblob_context_set_stream (NULL for the legacy default stream). NULL before
+ * the context has opened its device. Work of the caller's that must run after cblob's (or
+ * before it) can wait on this stream with an event.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.
@@ -1399,7 +1423,7 @@ CBLOB_API cblob_status cblob_context_stream(const cblob_context *context, void *
 /*
  * Waits until the device work queued by the context (asynchronous pushes included) is done.
  * A context that never used a GPU has nothing queued: the call succeeds at once.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_context_synchronize(cblob_context *context);
@@ -1426,15 +1450,24 @@ CBLOB_API cblob_status cblob_context_clear_log(cblob_context *context);
  * zero-fills on first access (head AT_GPU), copies from the host when the head is there
  * (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
  * device and stays valid as long as a host pointer would (cblob_blob_cpu_ptr).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *
+ * Streams: the call returns once the work cblob queued on the memory (the zero-fill of new
+ * memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
+ * caller then queues on the memory must have finished, or the context's stream
+ * (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
+ * that uses the blob.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_gpu_ptr(cblob_blob *blob, cblob_part part, const void **out_ptr);
 
 /*
  * A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
- * syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ * syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU). As for
+ * cblob_blob_gpu_ptr, it returns once cblob's queued work on the memory has finished, and
+ * the caller's own work on it must finish (or be waited for by the context's stream) before
+ * cblob uses the blob again.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_mutable_gpu_ptr(cblob_blob *blob, cblob_part part, void **out_ptr);
@@ -1448,7 +1481,7 @@ CBLOB_API cblob_status cblob_blob_mutable_gpu_ptr(cblob_blob *blob, cblob_part p
  *   ptr: device memory (a CUdeviceptr)
  *   release: may be NULL
  *   user_data: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_set_gpu_data(cblob_blob *blob, void *ptr, size_t size_bytes, cblob_release_fn release, void *user_data);
@@ -1459,7 +1492,7 @@ CBLOB_API cblob_status cblob_blob_set_gpu_data(cblob_blob *blob, void *ptr, size
  * Until cblob_context_synchronize returns, the host copy must not change and the device copy
  * may only be used by work queued on the same stream. A host buffer allocated in GPU mode is
  * pinned, so the copy overlaps with the caller's work.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
@@ -1789,7 +1822,7 @@ CBLOB_API cblob_status cblob_blob_is_window(const cblob_blob *blob, int32_t *out
  * dtype names the array's element type and must be the blob's; length must be the blob's
  * count (NeoML's CopyFrom takes no length and reads as many elements as the blob has).
  *   source: length elements of dtype; may be NULL when length is 0
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_copy_in(cblob_blob *blob, cblob_part part, cblob_dtype dtype, const void *source, int64_t length);
@@ -1799,7 +1832,7 @@ CBLOB_API cblob_status cblob_blob_copy_in(cblob_blob *blob, cblob_part part, cbl
  * the array's element type and must be the blob's; length must be the blob's count (NeoML
  * does not check it).
  *   destination: room for length elements of dtype; may be NULL when length is 0
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_copy_out(cblob_blob *blob, cblob_part part, cblob_dtype dtype, void *destination, int64_t length);
@@ -1808,7 +1841,7 @@ CBLOB_API cblob_status cblob_blob_copy_out(cblob_blob *blob, cblob_part part, cb
  * Copies source's data or diff into the blob's, converting values to the blob's dtype (see
  * "Conversions"); the shapes must be equal (NeoML's CopyFrom(blob), which also allows no
  * conversion). Runs where the blob's part is current.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *source, cblob_part part);
@@ -1822,7 +1855,7 @@ CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *sou
  * as cblob_blob_convert_from does: to a float type the nearest value (NeoML's int-to-float
  * cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
  * those of cblob_blob_convert_from.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_blob_convert_from_truncating(cblob_blob *blob, cblob_blob *source, cblob_part part);
@@ -1831,7 +1864,7 @@ CBLOB_API cblob_status cblob_blob_convert_from_truncating(cblob_blob *blob, cblo
  * A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
  * NeoML blobs have no diff). A window's copy is an ordinary blob of the window's shape.
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_deep_copy(cblob_blob *blob, cblob_blob **out_blob);
@@ -1841,7 +1874,7 @@ CBLOB_API cblob_status cblob_blob_deep_copy(cblob_blob *blob, cblob_blob **out_b
  * converted (see "Conversions"; NeoML blobs have no diff). NeoML's GetClone(type) leaves the
  * contents uninitialized; cblob_blob_create_like does that (zero-filled).
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_clone(cblob_blob *blob, cblob_dtype dtype, cblob_blob **out_blob);
@@ -1851,7 +1884,7 @@ CBLOB_API cblob_status cblob_blob_clone(cblob_blob *blob, cblob_dtype dtype, cbl
  * GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
  * axes give a deep copy, as in NeoML.
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_transposed(cblob_blob *blob, int32_t axis1, int32_t axis2, cblob_blob **out_blob);
@@ -1863,7 +1896,7 @@ CBLOB_API cblob_status cblob_blob_transposed(cblob_blob *blob, int32_t axis1, in
  * every axis is checked, where NeoML checks only the two swapped dimensions and the total
  * size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
  * no-op).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_transpose_from(cblob_blob *blob, cblob_blob *source, cblob_part part, int32_t axis1, int32_t axis2);
@@ -1876,7 +1909,7 @@ CBLOB_API cblob_status cblob_blob_transpose_from(cblob_blob *blob, cblob_blob *s
  * more than once but must not share memory with the blob. There is no limit on the number
  * of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
  *   num_inputs: at least 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_merge(cblob_blob *blob, cblob_part part, int32_t axis, int32_t num_inputs, cblob_blob *const *inputs);
@@ -1887,7 +1920,7 @@ CBLOB_API cblob_status cblob_blob_merge(cblob_blob *blob, cblob_part part, int32
  * and brings the outputs there. The outputs must not share memory with the blob or with each
  * other.
  *   num_outputs: at least 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_split(cblob_blob *blob, cblob_part part, int32_t axis, int32_t num_outputs, cblob_blob *const *outputs);
@@ -1898,7 +1931,7 @@ CBLOB_API cblob_status cblob_blob_split(cblob_blob *blob, cblob_part part, int32
  * its BatchLength, BatchWidth and ListSize, and the inputs' object sizes add up to the
  * blob's; their Height, Width, Depth and Channels may differ.
  *   num_inputs: at least 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_merge_objects(cblob_blob *blob, cblob_part part, int32_t num_inputs, cblob_blob *const *inputs);
@@ -1906,7 +1939,7 @@ CBLOB_API cblob_status cblob_blob_merge_objects(cblob_blob *blob, cblob_part par
 /*
  * Cuts each object of the blob into the outputs' objects, in order (NeoML's SplitByObject), with the rules of cblob_blob_merge_objects.
  *   num_outputs: at least 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_split_objects(cblob_blob *blob, cblob_part part, int32_t num_outputs, cblob_blob *const *outputs);
@@ -1915,7 +1948,7 @@ CBLOB_API cblob_status cblob_blob_split_objects(cblob_blob *blob, cblob_part par
  * Sets every element of data or diff to value (NeoML's Fill). For an integer blob the value
  * must be an integer in the dtype's range; for float32 it is rounded to the nearest float
  * and must not be finite beyond float32's range. Infinities and NaN fill float blobs.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_fill(cblob_blob *blob, cblob_part part, double value);
@@ -1923,14 +1956,14 @@ CBLOB_API cblob_status cblob_blob_fill(cblob_blob *blob, cblob_part part, double
 /*
  * Sets every element of one object of a 7-axis blob to value (NeoML's FillObject), with the value rules of cblob_blob_fill.
  *   object: 0 to object count - 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_fill_object(cblob_blob *blob, cblob_part part, int64_t object, double value);
 
 /*
  * Sets every element of data or diff to zero (NeoML's Clear).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_clear(cblob_blob *blob, cblob_part part);
@@ -1938,7 +1971,7 @@ CBLOB_API cblob_status cblob_blob_clear(cblob_blob *blob, cblob_part part);
 /*
  * Sets one object of a 7-axis blob to zero (NeoML's ClearObject).
  *   object: 0 to object count - 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_clear_object(cblob_blob *blob, cblob_part part, int64_t object);
@@ -1947,7 +1980,7 @@ CBLOB_API cblob_status cblob_blob_clear_object(cblob_blob *blob, cblob_part part
  * Adds source's data or diff to the blob's, element by element (NeoML's Add). The dtypes and
  * shapes must be equal (NeoML checks neither). Integers wrap modulo 2^32; a blob may be added
  * to itself.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_add(cblob_blob *blob, cblob_blob *source, cblob_part part);
@@ -1964,7 +1997,7 @@ CBLOB_API cblob_status cblob_blob_add(cblob_blob *blob, cblob_blob *source, cblo
  * the pointer is into the blob's host memory, and access including WRITE marks the host copy
  * current. See "Buffers" for what the mapping allows and forbids.
  *   out_buffer: end the mapping with cblob_buffer_unmap
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_map(cblob_blob *blob, cblob_part part, int64_t position, int64_t count, cblob_access access, cblob_buffer **out_buffer, void **out_ptr);
@@ -1977,7 +2010,7 @@ CBLOB_API cblob_status cblob_blob_map(cblob_blob *blob, cblob_part part, int64_t
  * in any order (NeoML's stack allocator needs last in, first out per thread, across blobs,
  * and is corrupted otherwise).
  * If the copy back fails the mapping stays open and the call may be repeated.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_buffer_unmap(cblob_buffer *buffer);
@@ -2055,7 +2088,7 @@ struct DLManagedTensor;
  * Exporting CBLOB_MEMORY_DEVICE needs a GPU; without one the call fails with the status that
  * says why.
  *   out_tensor: the consumer calls (*out_tensor)->deleter once; the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_to_dlpack(cblob_blob *blob, cblob_part part, cblob_memory memory, int32_t read_only, struct DLManagedTensorVersioned **out_tensor);
@@ -2065,7 +2098,7 @@ CBLOB_API cblob_status cblob_blob_to_dlpack(cblob_blob *blob, cblob_part part, c
  * consumer may write, and the head moves as for a write (cblob_blob_to_dlpack with read_only
  * 0). Otherwise the same as cblob_blob_to_dlpack.
  *   out_tensor: the consumer calls (*out_tensor)->deleter once; the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_to_dlpack_legacy(cblob_blob *blob, cblob_part part, cblob_memory memory, struct DLManagedTensor **out_tensor);
@@ -2080,7 +2113,7 @@ CBLOB_API cblob_status cblob_blob_to_dlpack_legacy(cblob_blob *blob, cblob_part 
  * another device than the context's is CBLOB_ERR_STATE.
  *   tensor: the caller's again if the call fails (its deleter not called); the callee takes the caller's hold
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_dlpack(cblob_context *context, struct DLManagedTensorVersioned *tensor, cblob_blob **out_blob);
@@ -2090,7 +2123,7 @@ CBLOB_API cblob_status cblob_blob_from_dlpack(cblob_context *context, struct DLM
  * rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
  *   tensor: the caller's again if the call fails (its deleter not called); the callee takes the caller's hold
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, struct DLManagedTensor *tensor, cblob_blob **out_blob);

@@ -49,6 +49,7 @@ class Status(enum.IntEnum):
     DEVICE = 18  # A CUDA driver, cuBLAS or kernel-launch error; the message carries the CUDA error name.
     COMPILE = 19  # NVRTC failed to compile a kernel; the message carries the start of the compiler log.
     INTERNAL = 20  # A broken internal invariant: please report it.
+    DEVICE_LOST = 21  # Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it.
 
 
 class DType(enum.IntEnum):
@@ -148,7 +149,9 @@ class Memory(enum.IntEnum):
 
 
 # Called exactly once when cblob lets go of a caller's buffer (the blob was destroyed, or the
-# buffer was replaced), from whichever thread dropped the last holder.
+# buffer was replaced), from whichever thread dropped the last holder, and only after the GPU
+# work cblob queued on the buffer (kernels, copies, an asynchronous push) has finished, so
+# the owner may hand the memory out again at once.
 cblob_release_fn = CFUNCTYPE(None, c_void_p, c_void_p)
 
 # Element types of typed host views: dtype value -> NumPy dtype name.
@@ -289,18 +292,18 @@ FUNCTIONS = (
     # Reads one element of data or diff, converted to double (exact for every dtype), at the
     # given leading indices (Caffe's data_at / diff_at). Like Caffe it reads through the host
     # copy, so a memory whose head is on the GPU is synced to the host first.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_read_element", c_int32, (c_void_p, c_int32, c_int32, POINTER(c_int64), POINTER(c_double))),  # blob, part, num_indices, indices, out_value
     # A read-only host pointer to data or diff (Caffe's cpu_data / cpu_diff): allocates and
     # zero-fills on first access, copies from the device when the head is there (head becomes
     # SYNCED). A blob with no elements gives NULL. The pointer stays valid until the blob is
     # reshaped past its capacity, given another buffer, shares another blob's memory, or is
     # destroyed.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_cpu_ptr", c_int32, (c_void_p, c_int32, POINTER(c_void_p))),  # blob, part, out_ptr
     # A writable host pointer to data or diff (Caffe's mutable_cpu_data / mutable_cpu_diff);
     # syncs like cblob_blob_cpu_ptr, then marks the host copy current (head AT_CPU).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_mutable_cpu_ptr", c_int32, (c_void_p, c_int32, POINTER(c_void_p))),  # blob, part, out_ptr
     # Where the current copy of data or diff lives. A blob without storage reports UNINITIALIZED.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
@@ -327,24 +330,24 @@ FUNCTIONS = (
     # Copies source's data or diff into the blob (Caffe's CopyFrom). Shapes must be equal unless
     # reshape is 1, which reshapes the blob to source first. The context's mode picks the path:
     # CPU mode writes the host copy (head AT_CPU), GPU mode the device copy (head AT_GPU).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_copy_from", c_int32, (c_void_p, c_void_p, c_int32, c_int32)),  # blob, source, part, reshape
     # data = data - diff over count elements (Caffe's Update), where the data's head is: on the
     # CPU when AT_CPU, on the GPU when AT_GPU or SYNCED. Data never written or read
     # (UNINITIALIZED) is an error, as in Caffe. A blob that has never had elements (and so has
     # no storage) has nothing to update: the call succeeds and does nothing.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_update", c_int32, (c_void_p,)),  # blob
     # The sum of absolute values of data or diff over count elements, computed where the head is;
     # 0 for memory never accessed (nothing is allocated and the head does not change).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_asum", c_int32, (c_void_p, c_int32, POINTER(c_double))),  # blob, part, out_sum
     # The sum of squares of data or diff, with the same rules as cblob_blob_asum.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_sumsq", c_int32, (c_void_p, c_int32, POINTER(c_double))),  # blob, part, out_sum
     # Multiplies data or diff by factor, where the head is (the head becomes AT_CPU or AT_GPU);
     # does nothing to memory never accessed.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_scale", c_int32, (c_void_p, c_int32, c_double)),  # blob, part, factor
     # Tells which Caffe message the bytes hold, from their top-level fields: a NetParameter has
     # `layer` (100) or `layers` (2) or another field only a net has; a BlobProto has legacy dims,
@@ -360,13 +363,13 @@ FUNCTIONS = (
     # data and, when write_diff is 1, its diff. Reads through the host copy like Caffe, so memory
     # whose head is on the GPU is synced first, and memory never accessed reads as zeros. A blob
     # that never had a shape (cblob_blob_create_empty) is CBLOB_ERR_STATE.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_to_proto", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # blob, write_diff, buffer, buffer_size, out_size
     # Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does, by the
     # rules for writing a file in the section's introduction (links followed, the target replaced
     # atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
     # devices refused).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_to_proto_file", c_int32, (c_void_p, c_int32, c_char_p)),  # blob, write_diff, path
     # Loads a serialized BlobProto into the blob (Caffe's FromProto). With reshape 1 the blob
     # takes the BlobProto's shape: 4 axes (num, channels, height, width; unset ones 0) when any
@@ -376,12 +379,12 @@ FUNCTIONS = (
     # count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
     # as it is when it has none. The data head becomes AT_CPU, also when there are no values (a
     # blob that never had memory gets an empty one). On failure the blob is unchanged.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_from_proto", c_int32, (c_void_p, c_char_p, c_size_t, c_int32)),  # blob, bytes, size, reshape
     # Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
     # file is read as a snapshot; a path that is not a regular file fails at once (the section's
     # introduction).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO.
     ("cblob_blob_from_proto_file", c_int32, (c_void_p, c_char_p, c_int32)),  # blob, path, reshape
     # Caffe's ShapeEquals: when any legacy dim (num, channels, height, width) is present, even
     # as 0, writes 1 if the blob has at most 4 axes and its 1-padded shape equals those four
@@ -400,11 +403,11 @@ FUNCTIONS = (
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     ("cblob_blob_create_from_proto_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_blob
     # Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_vector_to_proto", c_int32, (POINTER(c_void_p), c_int64, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # blobs, num_blobs, write_diff, buffer, buffer_size, out_size
     # Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
     # writing a file in the section's introduction.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_vector_to_proto_file", c_int32, (POINTER(c_void_p), c_int64, c_int32, c_char_p)),  # blobs, num_blobs, write_diff, path
     # Reads a serialized BlobProtoVector into new blobs, each made as cblob_blob_create_from_proto
     # makes it. out_blobs has room for max_blobs handles; with out_blobs NULL and max_blobs 0 it
@@ -484,11 +487,11 @@ FUNCTIONS = (
     # added with cblob_model_add_layer (and every layer of a created model) are written as
     # Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
     # cblob_blob_to_proto writes it.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_model_to_proto", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, write_diff, buffer, buffer_size, out_size
     # Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
     # writing a file in the section's introduction.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_model_to_proto_file", c_int32, (c_void_p, c_int32, c_char_p)),  # model, write_diff, path
     # The number of a layer's bottoms (its input blobs' names).
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
@@ -625,7 +628,7 @@ FUNCTIONS = (
     # Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
     # the number of CUDA devices, or the status that says why not (with a message naming the
     # library or the versions involved).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_gpu_probe", c_int32, (POINTER(c_int32),)),  # out_device_count
     # The versions found, encoded as CUDA does (major * 1000 + minor * 10: 13000 is 13.0), or 0
     # for a library that could not be loaded: the CUDA version the driver supports, NVRTC's and
@@ -635,7 +638,7 @@ FUNCTIONS = (
     # Writes the name of a CUDA device (as the driver reports it) and a terminating NUL into buffer
     # and its length into out_length. With buffer NULL and buffer_size 0 it only writes the
     # length; a buffer too small for the name and its NUL is an error.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_gpu_device_name", c_int32, (c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # device_index, buffer, buffer_size, out_length
     # A human-readable report of the GPU stack, one item per line: the driver (or why there is
     # none), each device with its compute capability and memory, NVRTC, cuBLAS and the kernel
@@ -659,29 +662,40 @@ FUNCTIONS = (
     # GPU, only NVRTC: it compiles for that architecture into the disk cache (and fails with
     # CBLOB_ERR_STATE when the cache mode is not disk). out_compiled receives the number of
     # kernel families compiled now; the others were already cached.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_kernel_cache_warm_up", c_int32, (c_void_p, c_int32, POINTER(c_int32))),  # context, compute_capability, out_compiled
     # Chooses the CUDA device the context's blobs use (device 0 unless set) and opens it. A
     # context keeps its device once it has opened it: choosing another then fails with
     # CBLOB_ERR_STATE (use one context per device).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_context_set_device", c_int32, (c_void_p, c_int32)),  # context, device_index
     # Reads the index of the context's CUDA device (0 unless set).
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
     ("cblob_context_device", c_int32, (c_void_p, POINTER(c_int32))),  # context, out_device_index
     # Queues the context's device work on a caller's CUDA stream (a CUstream or cudaStream_t of
-    # the context's device; NULL is the default stream, the initial one). cblob waits for work
-    # already queued on the previous stream first. The stream is borrowed: it must stay valid
-    # until another is set or the context and its blobs are gone. Synchronous calls (host
-    # accessors, sums) wait for the stream; cblob_blob_async_push does not.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    # the context's device; NULL is the legacy default stream, which waits for every blocking
+    # stream). Unless set, a context queues its work on a non-blocking stream of its own, made
+    # when it opens its device, so contexts (and the threads using them) do not wait for each
+    # other; that stream is destroyed once another is set. cblob waits for work already queued
+    # on the previous stream first. The stream is borrowed: it must stay valid until another is
+    # set or the context is gone. A stream of another device or another CUDA context is
+    # refused, and so is the per-thread default stream (CU_STREAM_PER_THREAD), which follows the
+    # calling OS thread while goroutines and thread pools move between threads
+    # (CBLOB_ERR_INVALID_ARGUMENT). Synchronous calls (host accessors, sums) wait for the
+    # stream; cblob_blob_async_push does not. Memory shared between contexts is ordered across
+    # their streams: work queued through one context runs after what another queued on the
+    # same memory before.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_context_set_stream", c_int32, (c_void_p, c_void_p)),  # context, stream
-    # Reads the stream the context queues device work on (NULL for the default stream).
+    # Reads the stream the context queues device work on: its own non-blocking stream, or the
+    # one set with cblob_context_set_stream (NULL for the legacy default stream). NULL before
+    # the context has opened its device. Work of the caller's that must run after cblob's (or
+    # before it) can wait on this stream with an event.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
     ("cblob_context_stream", c_int32, (c_void_p, POINTER(c_void_p))),  # context, out_stream
     # Waits until the device work queued by the context (asynchronous pushes included) is done.
     # A context that never used a GPU has nothing queued: the call succeeds at once.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_context_synchronize", c_int32, (c_void_p,)),  # context
     # The context's log: warnings that are not errors of the call that met them (for example a
     # kernel cache folder that cannot be written), one per line, oldest first; the library never
@@ -695,25 +709,34 @@ FUNCTIONS = (
     # zero-fills on first access (head AT_GPU), copies from the host when the head is there
     # (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
     # device and stays valid as long as a host pointer would (cblob_blob_cpu_ptr).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # 
+    # Streams: the call returns once the work cblob queued on the memory (the zero-fill of new
+    # memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
+    # caller then queues on the memory must have finished, or the context's stream
+    # (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
+    # that uses the blob.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_gpu_ptr", c_int32, (c_void_p, c_int32, POINTER(c_void_p))),  # blob, part, out_ptr
     # A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
-    # syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU). As for
+    # cblob_blob_gpu_ptr, it returns once cblob's queued work on the memory has finished, and
+    # the caller's own work on it must finish (or be waited for by the context's stream) before
+    # cblob uses the blob again.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_mutable_gpu_ptr", c_int32, (c_void_p, c_int32, POINTER(c_void_p))),  # blob, part, out_ptr
     # Makes a caller's device buffer the blob's device data (Caffe's set_gpu_data): the head
     # becomes AT_GPU, the host copy is kept (stale), and cblob never frees the buffer. ptr must
     # be memory of the context's device covering size_bytes, and size_bytes must cover count
     # elements. The size rule, sharing and release callback are those of
     # cblob_blob_set_cpu_data.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_set_gpu_data", c_int32, (c_void_p, c_void_p, c_size_t, cblob_release_fn, c_void_p)),  # blob, ptr, size_bytes, release, user_data
     # Starts copying data or diff from the host to the device on the context's stream and marks
     # it SYNCED at once (Caffe's async_gpu_push): the head must be AT_CPU, else CBLOB_ERR_STATE.
     # Until cblob_context_synchronize returns, the host copy must not change and the device copy
     # may only be used by work queued on the same stream. A host buffer allocated in GPU mode is
     # pinned, so the copy overlaps with the caller's work.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_async_push", c_int32, (c_void_p, c_int32)),  # blob, part
     # Creates a 7-axis NeoML blob from up to 7 dimensions, left-aligned as NeoML's CreateTensor:
     # dims[i] becomes axis i (BatchLength first) and the remaining axes are 1. Dimensions are
@@ -819,17 +842,17 @@ FUNCTIONS = (
     # Copies `length` elements from a caller's array into data or diff (NeoML's CopyFrom(T*)).
     # dtype names the array's element type and must be the blob's; length must be the blob's
     # count (NeoML's CopyFrom takes no length and reads as many elements as the blob has).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_copy_in", c_int32, (c_void_p, c_int32, c_int32, c_void_p, c_int64)),  # blob, part, dtype, source, length
     # Copies data or diff into a caller's array of `length` elements (NeoML's CopyTo). dtype names
     # the array's element type and must be the blob's; length must be the blob's count (NeoML
     # does not check it).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_copy_out", c_int32, (c_void_p, c_int32, c_int32, c_void_p, c_int64)),  # blob, part, dtype, destination, length
     # Copies source's data or diff into the blob's, converting values to the blob's dtype (see
     # "Conversions"); the shapes must be equal (NeoML's CopyFrom(blob), which also allows no
     # conversion). Runs where the blob's part is current.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_convert_from", c_int32, (c_void_p, c_void_p, c_int32)),  # blob, source, part
     # cblob_blob_convert_from with NeoML's rule from a float type to an integer type: the
     # fraction is truncated toward zero (2.7 gives 2, -2.7 gives -2, -0.5 gives 0), as NeoML's
@@ -839,21 +862,21 @@ FUNCTIONS = (
     # as cblob_blob_convert_from does: to a float type the nearest value (NeoML's int-to-float
     # cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
     # those of cblob_blob_convert_from.
-    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_convert_from_truncating", c_int32, (c_void_p, c_void_p, c_int32)),  # blob, source, part
     # A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
     # NeoML blobs have no diff). A window's copy is an ordinary blob of the window's shape.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_deep_copy", c_int32, (c_void_p, POINTER(c_void_p))),  # blob, out_blob
     # A new, independent blob of the given dtype with the blob's shape, and its data and diff
     # converted (see "Conversions"; NeoML blobs have no diff). NeoML's GetClone(type) leaves the
     # contents uninitialized; cblob_blob_create_like does that (zero-filled).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_clone", c_int32, (c_void_p, c_int32, POINTER(c_void_p))),  # blob, dtype, out_blob
     # A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
     # GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
     # axes give a deep copy, as in NeoML.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_transposed", c_int32, (c_void_p, c_int32, c_int32, POINTER(c_void_p))),  # blob, axis1, axis2, out_blob
     # Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
     # (NeoML's TransposeFrom). The axes are source's, a negative one counting from the end. The
@@ -861,7 +884,7 @@ FUNCTIONS = (
     # every axis is checked, where NeoML checks only the two swapped dimensions and the total
     # size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
     # no-op).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_transpose_from", c_int32, (c_void_p, c_void_p, c_int32, c_int32, c_int32)),  # blob, source, part, axis1, axis2
     # Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
     # MergeByDim, axis 0 included; a negative axis counts from the end). Every input must have the blob's dtype and number of axes and
@@ -869,41 +892,41 @@ FUNCTIONS = (
     # the blob's; anything else is an error, never an out-of-bounds write. An input may appear
     # more than once but must not share memory with the blob. There is no limit on the number
     # of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_merge", c_int32, (c_void_p, c_int32, c_int32, c_int32, POINTER(c_void_p))),  # blob, part, axis, num_inputs, inputs
     # Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
     # axis 0 included; a negative axis counts from the end), with the rules of cblob_blob_merge. It runs where the blob's part is read
     # and brings the outputs there. The outputs must not share memory with the blob or with each
     # other.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_split", c_int32, (c_void_p, c_int32, c_int32, c_int32, POINTER(c_void_p))),  # blob, part, axis, num_outputs, outputs
     # Joins whole objects (NeoML's MergeByObject): for each object, the blob's object is the
     # concatenation of the inputs' objects in order. All blobs have 7 axes, the blob's dtype and
     # its BatchLength, BatchWidth and ListSize, and the inputs' object sizes add up to the
     # blob's; their Height, Width, Depth and Channels may differ.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_merge_objects", c_int32, (c_void_p, c_int32, c_int32, POINTER(c_void_p))),  # blob, part, num_inputs, inputs
     # Cuts each object of the blob into the outputs' objects, in order (NeoML's SplitByObject), with the rules of cblob_blob_merge_objects.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_split_objects", c_int32, (c_void_p, c_int32, c_int32, POINTER(c_void_p))),  # blob, part, num_outputs, outputs
     # Sets every element of data or diff to value (NeoML's Fill). For an integer blob the value
     # must be an integer in the dtype's range; for float32 it is rounded to the nearest float
     # and must not be finite beyond float32's range. Infinities and NaN fill float blobs.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_fill", c_int32, (c_void_p, c_int32, c_double)),  # blob, part, value
     # Sets every element of one object of a 7-axis blob to value (NeoML's FillObject), with the value rules of cblob_blob_fill.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_fill_object", c_int32, (c_void_p, c_int32, c_int64, c_double)),  # blob, part, object, value
     # Sets every element of data or diff to zero (NeoML's Clear).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_clear", c_int32, (c_void_p, c_int32)),  # blob, part
     # Sets one object of a 7-axis blob to zero (NeoML's ClearObject).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_clear_object", c_int32, (c_void_p, c_int32, c_int64)),  # blob, part, object
     # Adds source's data or diff to the blob's, element by element (NeoML's Add). The dtypes and
     # shapes must be equal (NeoML checks neither). Integers wrap modulo 2^32; a blob may be added
     # to itself.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_add", c_int32, (c_void_p, c_void_p, c_int32)),  # blob, source, part
     # Maps elements [position, position + count) of data or diff (NeoML's GetBuffer) and writes
     # the mapping and a pointer to its first element; count 0 gives a NULL pointer, which no one
@@ -915,7 +938,7 @@ FUNCTIONS = (
     # filled from `position` (NeoML fills from element 0) when access includes READ; otherwise
     # the pointer is into the blob's host memory, and access including WRITE marks the host copy
     # current. See "Buffers" for what the mapping allows and forbids.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_map", c_int32, (c_void_p, c_int32, c_int64, c_int64, c_int32, POINTER(c_void_p), POINTER(c_void_p))),  # blob, part, position, count, access, out_buffer, out_ptr
     # Ends a mapping (NeoML's ReleaseBuffer): a staged range mapped with WRITE access is copied
     # back to the device, the pointer becomes invalid and the handle is freed. Only the blob's
@@ -924,19 +947,19 @@ FUNCTIONS = (
     # in any order (NeoML's stack allocator needs last in, first out per thread, across blobs,
     # and is corrupted otherwise).
     # If the copy back fails the mapping stays open and the call may be repeated.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_buffer_unmap", c_int32, (c_void_p,)),  # buffer
     # Exports the blob's data or diff as a DLManagedTensorVersioned that views it (see the
     # section). With read_only 1 the tensor's flags say DLPACK_FLAG_BITMASK_READ_ONLY and the head
     # moves as for a read; with 0 the consumer may write and the head moves as for a write.
     # Exporting CBLOB_MEMORY_DEVICE needs a GPU; without one the call fails with the status that
     # says why.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_to_dlpack", c_int32, (c_void_p, c_int32, c_int32, c_int32, POINTER(c_void_p))),  # blob, part, memory, read_only, out_tensor
     # Exports the blob's data or diff as a legacy DLManagedTensor, which has no flags: the
     # consumer may write, and the head moves as for a write (cblob_blob_to_dlpack with read_only
     # 0). Otherwise the same as cblob_blob_to_dlpack.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_to_dlpack_legacy", c_int32, (c_void_p, c_int32, c_int32, POINTER(c_void_p))),  # blob, part, memory, out_tensor
     # Makes a blob whose data is a DLManagedTensorVersioned's memory, without copying (see the
     # section for what is accepted and who deletes the tensor). A major version other than 1
@@ -945,11 +968,11 @@ FUNCTIONS = (
     # lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
     # dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
     # another device than the context's is CBLOB_ERR_STATE.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_from_dlpack", c_int32, (c_void_p, c_void_p, POINTER(c_void_p))),  # context, tensor, out_blob
     # Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
     # rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_from_dlpack_legacy", c_int32, (c_void_p, c_void_p, POINTER(c_void_p))),  # context, tensor, out_blob
 )
 

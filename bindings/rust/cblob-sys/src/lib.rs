@@ -70,6 +70,8 @@ pub const CBLOB_ERR_DEVICE: cblob_status = 18;
 pub const CBLOB_ERR_COMPILE: cblob_status = 19;
 /// A broken internal invariant: please report it.
 pub const CBLOB_ERR_INTERNAL: cblob_status = 20;
+/// Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it.
+pub const CBLOB_ERR_DEVICE_LOST: cblob_status = 21;
 
 /// Element type of a blob.
 pub type cblob_dtype = i32;
@@ -244,7 +246,9 @@ pub struct DLManagedTensor {
 }
 
 /// Called exactly once when cblob lets go of a caller's buffer (the blob was destroyed, or the
-/// buffer was replaced), from whichever thread dropped the last holder.
+/// buffer was replaced), from whichever thread dropped the last holder, and only after the GPU
+/// work cblob queued on the buffer (kernels, copies, an asynchronous push) has finished, so
+/// the owner may hand the memory out again at once.
 pub type cblob_release_fn = Option<unsafe extern "C" fn(ptr: *mut c_void, user_data: *mut c_void)>;
 
 extern "C" {
@@ -445,7 +449,7 @@ extern "C" {
     /// given leading indices (Caffe's data_at / diff_at). Like Caffe it reads through the host
     /// copy, so a memory whose head is on the GPU is synced to the host first.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_read_element(blob: *mut cblob_blob, part: cblob_part, num_indices: i32, indices: *const i64, out_value: *mut f64) -> cblob_status;
 
     /// A read-only host pointer to data or diff (Caffe's cpu_data / cpu_diff): allocates and
@@ -454,13 +458,13 @@ extern "C" {
     /// reshaped past its capacity, given another buffer, shares another blob's memory, or is
     /// destroyed.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_cpu_ptr(blob: *mut cblob_blob, part: cblob_part, out_ptr: *mut *const c_void) -> cblob_status;
 
     /// A writable host pointer to data or diff (Caffe's mutable_cpu_data / mutable_cpu_diff);
     /// syncs like cblob_blob_cpu_ptr, then marks the host copy current (head AT_CPU).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_mutable_cpu_ptr(blob: *mut cblob_blob, part: cblob_part, out_ptr: *mut *mut c_void) -> cblob_status;
 
     /// Where the current copy of data or diff lives. A blob without storage reports UNINITIALIZED.
@@ -495,7 +499,7 @@ extern "C" {
     /// reshape is 1, which reshapes the blob to source first. The context's mode picks the path:
     /// CPU mode writes the host copy (head AT_CPU), GPU mode the device copy (head AT_GPU).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_copy_from(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part, reshape: i32) -> cblob_status;
 
     /// data = data - diff over count elements (Caffe's Update), where the data's head is: on the
@@ -503,24 +507,24 @@ extern "C" {
     /// (UNINITIALIZED) is an error, as in Caffe. A blob that has never had elements (and so has
     /// no storage) has nothing to update: the call succeeds and does nothing.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_update(blob: *mut cblob_blob) -> cblob_status;
 
     /// The sum of absolute values of data or diff over count elements, computed where the head is;
     /// 0 for memory never accessed (nothing is allocated and the head does not change).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_asum(blob: *const cblob_blob, part: cblob_part, out_sum: *mut f64) -> cblob_status;
 
     /// The sum of squares of data or diff, with the same rules as cblob_blob_asum.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_sumsq(blob: *const cblob_blob, part: cblob_part, out_sum: *mut f64) -> cblob_status;
 
     /// Multiplies data or diff by factor, where the head is (the head becomes AT_CPU or AT_GPU);
     /// does nothing to memory never accessed.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_scale(blob: *mut cblob_blob, part: cblob_part, factor: f64) -> cblob_status;
 
     /// Tells which Caffe message the bytes hold, from their top-level fields: a NetParameter has
@@ -542,7 +546,7 @@ extern "C" {
     /// whose head is on the GPU is synced first, and memory never accessed reads as zeros. A blob
     /// that never had a shape (cblob_blob_create_empty) is CBLOB_ERR_STATE.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_to_proto(blob: *mut cblob_blob, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
 
     /// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does, by the
@@ -550,7 +554,7 @@ extern "C" {
     /// atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
     /// devices refused).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_to_proto_file(blob: *mut cblob_blob, write_diff: i32, path: *const c_char) -> cblob_status;
 
     /// Loads a serialized BlobProto into the blob (Caffe's FromProto). With reshape 1 the blob
@@ -562,14 +566,14 @@ extern "C" {
     /// as it is when it has none. The data head becomes AT_CPU, also when there are no values (a
     /// blob that never had memory gets an empty one). On failure the blob is unchanged.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_from_proto(blob: *mut cblob_blob, bytes: *const u8, size: usize, reshape: i32) -> cblob_status;
 
     /// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
     /// file is read as a snapshot; a path that is not a regular file fails at once (the section's
     /// introduction).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO.
     pub fn cblob_blob_from_proto_file(blob: *mut cblob_blob, path: *const c_char, reshape: i32) -> cblob_status;
 
     /// Caffe's ShapeEquals: when any legacy dim (num, channels, height, width) is present, even
@@ -596,13 +600,13 @@ extern "C" {
 
     /// Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_vector_to_proto(blobs: *const *mut cblob_blob, num_blobs: i64, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
 
     /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
     /// writing a file in the section's introduction.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_vector_to_proto_file(blobs: *const *mut cblob_blob, num_blobs: i64, write_diff: i32, path: *const c_char) -> cblob_status;
 
     /// Reads a serialized BlobProtoVector into new blobs, each made as cblob_blob_create_from_proto
@@ -714,13 +718,13 @@ extern "C" {
     /// Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
     /// cblob_blob_to_proto writes it.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_model_to_proto(model: *const cblob_model, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
 
     /// Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
     /// writing a file in the section's introduction.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_model_to_proto_file(model: *const cblob_model, write_diff: i32, path: *const c_char) -> cblob_status;
 
     /// The number of a layer's bottoms (its input blobs' names).
@@ -911,7 +915,7 @@ extern "C" {
     /// the number of CUDA devices, or the status that says why not (with a message naming the
     /// library or the versions involved).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_gpu_probe(out_device_count: *mut i32) -> cblob_status;
 
     /// The versions found, encoded as CUDA does (major * 1000 + minor * 10: 13000 is 13.0), or 0
@@ -925,7 +929,7 @@ extern "C" {
     /// and its length into out_length. With buffer NULL and buffer_size 0 it only writes the
     /// length; a buffer too small for the name and its NUL is an error.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_gpu_device_name(device_index: i32, buffer: *mut c_char, buffer_size: usize, out_length: *mut usize) -> cblob_status;
 
     /// A human-readable report of the GPU stack, one item per line: the driver (or why there is
@@ -957,14 +961,14 @@ extern "C" {
     /// CBLOB_ERR_STATE when the cache mode is not disk). out_compiled receives the number of
     /// kernel families compiled now; the others were already cached.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_kernel_cache_warm_up(context: *mut cblob_context, compute_capability: i32, out_compiled: *mut i32) -> cblob_status;
 
     /// Chooses the CUDA device the context's blobs use (device 0 unless set) and opens it. A
     /// context keeps its device once it has opened it: choosing another then fails with
     /// CBLOB_ERR_STATE (use one context per device).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_context_set_device(context: *mut cblob_context, device_index: i32) -> cblob_status;
 
     /// Reads the index of the context's CUDA device (0 unless set).
@@ -973,15 +977,26 @@ extern "C" {
     pub fn cblob_context_device(context: *const cblob_context, out_device_index: *mut i32) -> cblob_status;
 
     /// Queues the context's device work on a caller's CUDA stream (a CUstream or cudaStream_t of
-    /// the context's device; NULL is the default stream, the initial one). cblob waits for work
-    /// already queued on the previous stream first. The stream is borrowed: it must stay valid
-    /// until another is set or the context and its blobs are gone. Synchronous calls (host
-    /// accessors, sums) wait for the stream; cblob_blob_async_push does not.
+    /// the context's device; NULL is the legacy default stream, which waits for every blocking
+    /// stream). Unless set, a context queues its work on a non-blocking stream of its own, made
+    /// when it opens its device, so contexts (and the threads using them) do not wait for each
+    /// other; that stream is destroyed once another is set. cblob waits for work already queued
+    /// on the previous stream first. The stream is borrowed: it must stay valid until another is
+    /// set or the context is gone. A stream of another device or another CUDA context is
+    /// refused, and so is the per-thread default stream (CU_STREAM_PER_THREAD), which follows the
+    /// calling OS thread while goroutines and thread pools move between threads
+    /// (CBLOB_ERR_INVALID_ARGUMENT). Synchronous calls (host accessors, sums) wait for the
+    /// stream; cblob_blob_async_push does not. Memory shared between contexts is ordered across
+    /// their streams: work queued through one context runs after what another queued on the
+    /// same memory before.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_context_set_stream(context: *mut cblob_context, stream: *mut c_void) -> cblob_status;
 
-    /// Reads the stream the context queues device work on (NULL for the default stream).
+    /// Reads the stream the context queues device work on: its own non-blocking stream, or the
+    /// one set with cblob_context_set_stream (NULL for the legacy default stream). NULL before
+    /// the context has opened its device. Work of the caller's that must run after cblob's (or
+    /// before it) can wait on this stream with an event.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
     pub fn cblob_context_stream(context: *const cblob_context, out_stream: *mut *mut c_void) -> cblob_status;
@@ -989,7 +1004,7 @@ extern "C" {
     /// Waits until the device work queued by the context (asynchronous pushes included) is done.
     /// A context that never used a GPU has nothing queued: the call succeeds at once.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_context_synchronize(context: *mut cblob_context) -> cblob_status;
 
     /// The context's log: warnings that are not errors of the call that met them (for example a
@@ -1009,13 +1024,22 @@ extern "C" {
     /// (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
     /// device and stays valid as long as a host pointer would (cblob_blob_cpu_ptr).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Streams: the call returns once the work cblob queued on the memory (the zero-fill of new
+    /// memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
+    /// caller then queues on the memory must have finished, or the context's stream
+    /// (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
+    /// that uses the blob.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_gpu_ptr(blob: *mut cblob_blob, part: cblob_part, out_ptr: *mut *const c_void) -> cblob_status;
 
     /// A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
-    /// syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU).
+    /// syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU). As for
+    /// cblob_blob_gpu_ptr, it returns once cblob's queued work on the memory has finished, and
+    /// the caller's own work on it must finish (or be waited for by the context's stream) before
+    /// cblob uses the blob again.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_mutable_gpu_ptr(blob: *mut cblob_blob, part: cblob_part, out_ptr: *mut *mut c_void) -> cblob_status;
 
     /// Makes a caller's device buffer the blob's device data (Caffe's set_gpu_data): the head
@@ -1024,7 +1048,7 @@ extern "C" {
     /// elements. The size rule, sharing and release callback are those of
     /// cblob_blob_set_cpu_data.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_set_gpu_data(blob: *mut cblob_blob, ptr: *mut c_void, size_bytes: usize, release: cblob_release_fn, user_data: *mut c_void) -> cblob_status;
 
     /// Starts copying data or diff from the host to the device on the context's stream and marks
@@ -1033,7 +1057,7 @@ extern "C" {
     /// may only be used by work queued on the same stream. A host buffer allocated in GPU mode is
     /// pinned, so the copy overlaps with the caller's work.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_async_push(blob: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// Creates a 7-axis NeoML blob from up to 7 dimensions, left-aligned as NeoML's CreateTensor:
@@ -1189,21 +1213,21 @@ extern "C" {
     /// dtype names the array's element type and must be the blob's; length must be the blob's
     /// count (NeoML's CopyFrom takes no length and reads as many elements as the blob has).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_copy_in(blob: *mut cblob_blob, part: cblob_part, dtype: cblob_dtype, source: *const c_void, length: i64) -> cblob_status;
 
     /// Copies data or diff into a caller's array of `length` elements (NeoML's CopyTo). dtype names
     /// the array's element type and must be the blob's; length must be the blob's count (NeoML
     /// does not check it).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_copy_out(blob: *mut cblob_blob, part: cblob_part, dtype: cblob_dtype, destination: *mut c_void, length: i64) -> cblob_status;
 
     /// Copies source's data or diff into the blob's, converting values to the blob's dtype (see
     /// "Conversions"); the shapes must be equal (NeoML's CopyFrom(blob), which also allows no
     /// conversion). Runs where the blob's part is current.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_convert_from(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// cblob_blob_convert_from with NeoML's rule from a float type to an integer type: the
@@ -1215,27 +1239,27 @@ extern "C" {
     /// cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
     /// those of cblob_blob_convert_from.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_convert_from_truncating(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
     /// NeoML blobs have no diff). A window's copy is an ordinary blob of the window's shape.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_deep_copy(blob: *mut cblob_blob, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// A new, independent blob of the given dtype with the blob's shape, and its data and diff
     /// converted (see "Conversions"; NeoML blobs have no diff). NeoML's GetClone(type) leaves the
     /// contents uninitialized; cblob_blob_create_like does that (zero-filled).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_clone(blob: *mut cblob_blob, dtype: cblob_dtype, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
     /// GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
     /// axes give a deep copy, as in NeoML.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_transposed(blob: *mut cblob_blob, axis1: i32, axis2: i32, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
@@ -1245,7 +1269,7 @@ extern "C" {
     /// size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
     /// no-op).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_transpose_from(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part, axis1: i32, axis2: i32) -> cblob_status;
 
     /// Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
@@ -1255,7 +1279,7 @@ extern "C" {
     /// more than once but must not share memory with the blob. There is no limit on the number
     /// of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_merge(blob: *mut cblob_blob, part: cblob_part, axis: i32, num_inputs: i32, inputs: *const *mut cblob_blob) -> cblob_status;
 
     /// Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
@@ -1263,7 +1287,7 @@ extern "C" {
     /// and brings the outputs there. The outputs must not share memory with the blob or with each
     /// other.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_split(blob: *mut cblob_blob, part: cblob_part, axis: i32, num_outputs: i32, outputs: *const *mut cblob_blob) -> cblob_status;
 
     /// Joins whole objects (NeoML's MergeByObject): for each object, the blob's object is the
@@ -1271,41 +1295,41 @@ extern "C" {
     /// its BatchLength, BatchWidth and ListSize, and the inputs' object sizes add up to the
     /// blob's; their Height, Width, Depth and Channels may differ.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_merge_objects(blob: *mut cblob_blob, part: cblob_part, num_inputs: i32, inputs: *const *mut cblob_blob) -> cblob_status;
 
     /// Cuts each object of the blob into the outputs' objects, in order (NeoML's SplitByObject), with the rules of cblob_blob_merge_objects.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_split_objects(blob: *mut cblob_blob, part: cblob_part, num_outputs: i32, outputs: *const *mut cblob_blob) -> cblob_status;
 
     /// Sets every element of data or diff to value (NeoML's Fill). For an integer blob the value
     /// must be an integer in the dtype's range; for float32 it is rounded to the nearest float
     /// and must not be finite beyond float32's range. Infinities and NaN fill float blobs.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_fill(blob: *mut cblob_blob, part: cblob_part, value: f64) -> cblob_status;
 
     /// Sets every element of one object of a 7-axis blob to value (NeoML's FillObject), with the value rules of cblob_blob_fill.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_fill_object(blob: *mut cblob_blob, part: cblob_part, object: i64, value: f64) -> cblob_status;
 
     /// Sets every element of data or diff to zero (NeoML's Clear).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_clear(blob: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// Sets one object of a 7-axis blob to zero (NeoML's ClearObject).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_clear_object(blob: *mut cblob_blob, part: cblob_part, object: i64) -> cblob_status;
 
     /// Adds source's data or diff to the blob's, element by element (NeoML's Add). The dtypes and
     /// shapes must be equal (NeoML checks neither). Integers wrap modulo 2^32; a blob may be added
     /// to itself.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_add(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// Maps elements \[position, position + count) of data or diff (NeoML's GetBuffer) and writes
@@ -1319,7 +1343,7 @@ extern "C" {
     /// the pointer is into the blob's host memory, and access including WRITE marks the host copy
     /// current. See "Buffers" for what the mapping allows and forbids.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_map(blob: *mut cblob_blob, part: cblob_part, position: i64, count: i64, access: cblob_access, out_buffer: *mut *mut cblob_buffer, out_ptr: *mut *mut c_void) -> cblob_status;
 
     /// Ends a mapping (NeoML's ReleaseBuffer): a staged range mapped with WRITE access is copied
@@ -1330,7 +1354,7 @@ extern "C" {
     /// and is corrupted otherwise).
     /// If the copy back fails the mapping stays open and the call may be repeated.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_buffer_unmap(buffer: *mut cblob_buffer) -> cblob_status;
 
     /// Exports the blob's data or diff as a DLManagedTensorVersioned that views it (see the
@@ -1339,14 +1363,14 @@ extern "C" {
     /// Exporting CBLOB_MEMORY_DEVICE needs a GPU; without one the call fails with the status that
     /// says why.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_to_dlpack(blob: *mut cblob_blob, part: cblob_part, memory: cblob_memory, read_only: i32, out_tensor: *mut *mut DLManagedTensorVersioned) -> cblob_status;
 
     /// Exports the blob's data or diff as a legacy DLManagedTensor, which has no flags: the
     /// consumer may write, and the head moves as for a write (cblob_blob_to_dlpack with read_only
     /// 0). Otherwise the same as cblob_blob_to_dlpack.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_to_dlpack_legacy(blob: *mut cblob_blob, part: cblob_part, memory: cblob_memory, out_tensor: *mut *mut DLManagedTensor) -> cblob_status;
 
     /// Makes a blob whose data is a DLManagedTensorVersioned's memory, without copying (see the
@@ -1357,12 +1381,12 @@ extern "C" {
     /// dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
     /// another device than the context's is CBLOB_ERR_STATE.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_from_dlpack(context: *mut cblob_context, tensor: *mut DLManagedTensorVersioned, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
     /// rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_from_dlpack_legacy(context: *mut cblob_context, tensor: *mut DLManagedTensor, out_blob: *mut *mut cblob_blob) -> cblob_status;
 }

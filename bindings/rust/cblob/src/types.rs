@@ -67,11 +67,13 @@ pub enum Status {
     Compile,
     /// A broken internal invariant: please report it.
     Internal,
+    /// Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it.
+    DeviceLost,
 }
 
 impl Status {
     /// Every value, in the header's order.
-    pub const ALL: &'static [Status] = &[Status::Ok, Status::InvalidArgument, Status::OutOfRange, Status::Shape, Status::Overflow, Status::DType, Status::NotImplemented, Status::OutOfMemory, Status::State, Status::Parse, Status::Io, Status::NoDriver, Status::StubDriver, Status::NoDevice, Status::DriverTooOld, Status::NvrtcMissing, Status::CublasMissing, Status::DeviceOutOfMemory, Status::Device, Status::Compile, Status::Internal];
+    pub const ALL: &'static [Status] = &[Status::Ok, Status::InvalidArgument, Status::OutOfRange, Status::Shape, Status::Overflow, Status::DType, Status::NotImplemented, Status::OutOfMemory, Status::State, Status::Parse, Status::Io, Status::NoDriver, Status::StubDriver, Status::NoDevice, Status::DriverTooOld, Status::NvrtcMissing, Status::CublasMissing, Status::DeviceOutOfMemory, Status::Device, Status::Compile, Status::Internal, Status::DeviceLost];
 
     /// The value for a raw `cblob_status`, if this crate knows it.
     pub const fn from_raw(raw: sys::cblob_status) -> Option<Self> {
@@ -97,6 +99,7 @@ impl Status {
             sys::CBLOB_ERR_DEVICE => Some(Status::Device),
             sys::CBLOB_ERR_COMPILE => Some(Status::Compile),
             sys::CBLOB_ERR_INTERNAL => Some(Status::Internal),
+            sys::CBLOB_ERR_DEVICE_LOST => Some(Status::DeviceLost),
             _ => None,
         }
     }
@@ -125,6 +128,7 @@ impl Status {
             Status::Device => sys::CBLOB_ERR_DEVICE,
             Status::Compile => sys::CBLOB_ERR_COMPILE,
             Status::Internal => sys::CBLOB_ERR_INTERNAL,
+            Status::DeviceLost => sys::CBLOB_ERR_DEVICE_LOST,
         }
     }
 
@@ -152,6 +156,7 @@ impl Status {
             Status::Device => "CBLOB_ERR_DEVICE",
             Status::Compile => "CBLOB_ERR_COMPILE",
             Status::Internal => "CBLOB_ERR_INTERNAL",
+            Status::DeviceLost => "CBLOB_ERR_DEVICE_LOST",
         }
     }
 }
