@@ -60,6 +60,9 @@ CHECK_KINDS = {
     "blob_proto_bytes", "vector_proto_bytes", "net_proto_bytes", "proto_size", "proto_capacity",
     "blob_proto_path", "vector_proto_path", "net_proto_path", "output_path", "blob_array", "proto_blob_count",
     "blob_capacity", "net_format", "text", "layer_index", "layer_blob_index",
+    # Net structure and exports
+    "net_model", "layer_capacity", "structure_index", "rule_kind", "json_flags", "export_flags", "npz_flags", "read_start",
+    "read_count", "read_bytes", "safetensors_bytes", "npz_bytes", "safetensors_path", "npz_path",
 }
 
 # How a conversion family from a float type to an integer type drops the fraction (ops.yaml

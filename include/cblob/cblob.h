@@ -619,10 +619,11 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * enforces (CBLOB_ERR_OVERFLOW); reading has no such limit. Serialized bytes use the two-call convention of
  * cblob_blob_shape_string: pass buffer NULL and buffer_size 0 to learn the size.
  *
- * A model handle holds a net's name, format and layers (name, type, blobs). It keeps only what
- * locates blobs: saving it writes a weights-only NetParameter (layer names, types and blobs),
- * which is what Caffe's CopyTrainedLayersFrom reads; layer parameters, bottoms and tops of the
- * file it came from are not kept.
+ * A model handle holds a net's name, format and layers (name, type, blobs). Since 1.1 it keeps
+ * every field of the file it was opened from, in its order, and saving reproduces the file byte
+ * for byte but for blob values that changed (see the next section); a model created from scratch
+ * writes a weights-only NetParameter (layer names, types and blobs, in field-number order), which
+ * is what Caffe's CopyTrainedLayersFrom reads.
  *
  * Threads: distinct models may be used from different threads at once; one model needs external
  * locking except for the pure getters marked so.
@@ -798,11 +799,12 @@ CBLOB_API cblob_status cblob_model_create(cblob_context *context, cblob_net_form
  * layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
  * enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
  * V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
- * cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
- * bytes may be freed once the call returns. Input without layers that is surely another kind
- * (a BlobProto; a BlobProtoVector of several blobs, or of one no net's name could be) is
- * CBLOB_ERR_PARSE with a message saying what it holds; a net whose only field is its name
- * opens as a net with no layers, even when the name's bytes read as a BlobProto too.
+ * cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
+ * input is checked before the call returns; bytes may be freed once it has. Input without
+ * layers that is surely another kind (a BlobProto; a BlobProtoVector of several blobs, or of
+ * one no net's name could be) is CBLOB_ERR_PARSE with a message saying what it holds; a net
+ * whose only field is its name opens as a net with no layers, even when the name's bytes read
+ * as a BlobProto too.
  *   out_model: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
  *   Since ABI 1.0.
@@ -811,8 +813,9 @@ CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *b
 
 /*
  * Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
- * introduction). Each part of the file's bytes is released as soon as its values are decoded,
- * so loading peaks at about the file's size plus its largest blob.
+ * introduction). Each part of the file's bytes is released as soon as it is read, so loading
+ * peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
+ * blobs; bench/model_memory.sh).
  *   out_model: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
  *   Since ABI 1.0.
@@ -888,9 +891,10 @@ CBLOB_API cblob_status cblob_model_layer_num_blobs(const cblob_model *model, int
 /*
  * One of a layer's blobs. The handle is a new holder of the model's blob (as after
  * cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
- * changes made through it are what the model saves.
+ * changes made through it are what the model saves. The model makes a blob's handle on its
+ * first access (safe from several threads), which may fail for memory.
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.
  */
@@ -907,8 +911,13 @@ CBLOB_API cblob_status cblob_model_layer_blob(const cblob_model *model, int64_t 
 CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *name, const char *type, cblob_blob *const *blobs, int64_t num_blobs);
 
 /*
- * Serializes the model as a NetParameter in its format: the net's name, then per layer its
- * name, its type and its blobs, each as cblob_blob_to_proto writes it.
+ * Serializes the model as a NetParameter in its format. A model opened from bytes or a file
+ * writes them back: every field in its order, blobs with their current values (with
+ * write_diff 0 their diff fields are left out); a blob reshaped since, or whose diff was
+ * written where the file has none, is written as cblob_blob_to_proto writes it. Layers
+ * added with cblob_model_add_layer (and every layer of a created model) are written as
+ * Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
+ * cblob_blob_to_proto writes it.
  *   buffer: may be NULL
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
@@ -922,6 +931,327 @@ CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t wr
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32_t write_diff, const char *path);
+
+/* ==========================================================================================
+ * Net structure, lossless models and single-file exports
+ * ==========================================================================================
+ * Since 1.1 a model keeps every field of the file it was opened from, in its order: bottoms,
+ * tops, phases, rules, param specs, layer parameters, and fields of Caffe forks cblob's schema
+ * does not know (SSD-Caffe's 200-206 and others). Saving a model opened from a file reproduces
+ * the file byte for byte (with write_diff 1; write_diff 0 leaves out the diffs a file holds). A
+ * blob whose values changed changes only its value bytes; a blob reshaped, or given a diff the
+ * file had none of, is written as cblob_blob_to_proto writes it; nothing else moves. A model
+ * created from scratch is written in field-number order, as Caffe writes.
+ *
+ * Blob handles are made on first use (cblob_model_layer_blob): until then a blob costs its
+ * decoded values and a few bytes, and the calls below (shape, dtype, values, exports) read it
+ * without making one. Opening a file peaks at about 1.6 times its size for any shape of file
+ * (many tiny layers, many empty blobs, one huge layer; bench/model_memory.sh measures it).
+ *
+ * Structure: each layer's bottoms, tops, phase, include/exclude rules (Caffe's NetStateRule),
+ * param specs (ParamSpec; V1's param, blobs_lr and weight_decay) and its parameters as JSON,
+ * rendered from proto/caffe_params.proto (Caffe's and SSD-Caffe's parameter messages with their
+ * field numbers and defaults); a field no schema knows appears as {"field": N, "wire_type": W,
+ * "bytes": L}. The text the structure calls return stays valid until the model is destroyed.
+ *
+ * Exports: safetensors (keys `<layer>.<index>`, or PyTorch's names with
+ * CBLOB_EXPORT_TORCH_NAMES) and NumPy .npz (keys `<layer>/<index>`, diffs `<layer>/<index>/diff`),
+ * streamed to a file or to bytes (two-call convention), and read back into a model whose layers
+ * are the keys' layers, for cblob_model_replace_blobs. A key that a layer name already produced
+ * (two layers of one name) gets the layer's index: `<layer>@<index>`.
+ */
+
+/* Caffe's Phase, of a layer or a NetStateRule. */
+typedef int32_t cblob_phase;
+enum {
+    CBLOB_PHASE_TRAIN = 0,             /* TRAIN. */
+    CBLOB_PHASE_TEST = 1,              /* TEST. */
+    CBLOB_PHASE_NONE = 2,              /* No phase set. */
+};
+
+/* Which rules of a layer (LayerParameter include = 8, exclude = 9; V1 32 and 33). */
+typedef int32_t cblob_rule_kind;
+enum {
+    CBLOB_RULE_INCLUDE = 0,            /* The layer is in a net whose state meets any of them. */
+    CBLOB_RULE_EXCLUDE = 1,            /* The layer is left out of a net whose state meets any of them. */
+};
+
+/* Bits for the JSON calls' flags. */
+typedef int32_t cblob_json_flags;
+enum {
+    CBLOB_JSON_DEFAULTS = 1,           /* Parameter fields the file leaves out appear with their defaults. */
+};
+
+/* Bits for the export calls' flags. */
+typedef int32_t cblob_export_flags;
+enum {
+    CBLOB_EXPORT_DIFF = 1,             /* Diffs too, where a blob has one (npz `<layer>/<index>/diff`, safetensors `<key>.diff`). */
+    CBLOB_EXPORT_TORCH_NAMES = 2,      /* safetensors keys with PyTorch's names (see cblob_model_to_safetensors). */
+};
+
+/*
+ * The number of a layer's bottoms (its input blobs' names).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_num_bottoms(const cblob_model *model, int64_t layer, int64_t *out_count);
+
+/*
+ * One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
+ * layer's fields: a layer of k bottoms takes O(k) per call.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_bottom(const cblob_model *model, int64_t layer, int64_t index, const char **out_name);
+
+/*
+ * The number of a layer's tops (its output blobs' names).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_num_tops(const cblob_model *model, int64_t layer, int64_t *out_count);
+
+/*
+ * One of a layer's tops, as cblob_model_layer_bottom.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_top(const cblob_model *model, int64_t layer, int64_t index, const char **out_name);
+
+/*
+ * A layer's phase (LayerParameter.phase = 10): CBLOB_PHASE_NONE when it sets none (always in
+ * V1). A value other than TRAIN or TEST is written as the file has it (the last one).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_phase(const cblob_model *model, int64_t layer, cblob_phase *out_phase);
+
+/*
+ * The number of a layer's include or exclude rules.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_num_rules(const cblob_model *model, int64_t layer, cblob_rule_kind kind, int64_t *out_count);
+
+/*
+ * One include or exclude rule (NetStateRule): its phase (CBLOB_PHASE_NONE when it sets none),
+ * min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+ * not_stages it names (cblob_model_layer_rule_stage reads them).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_rule(const cblob_model *model, int64_t layer, cblob_rule_kind kind, int64_t index, cblob_phase *out_phase, int32_t *out_min_level, int32_t *out_max_level, int64_t *out_num_stages, int64_t *out_num_not_stages);
+
+/*
+ * One stage (not_stage 0) or not_stage (not_stage 1) a rule names.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_rule_stage(const cblob_model *model, int64_t layer, cblob_rule_kind kind, int64_t rule, int32_t not_stage, int64_t index, const char **out_stage);
+
+/*
+ * The number of a layer's param specs: its ParamSpec messages (param = 6), or in V1 the
+ * longest of param (1001), blobs_lr (7) and weight_decay (8), as Caffe's upgrade pairs them.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_num_param_specs(const cblob_model *model, int64_t layer, int64_t *out_count);
+
+/*
+ * One param spec: its name (NULL when it has none), lr_mult and decay_mult (Caffe's default 1
+ * when unset).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_param_spec(const cblob_model *model, int64_t layer, int64_t index, const char **out_name, float *out_lr_mult, float *out_decay_mult);
+
+/*
+ * A layer's parameters as a JSON object: every field of the layer other than name, type,
+ * bottom, top, phase, param, include, exclude and blobs, by Caffe's field name
+ * ("convolution_param": {"num_output": 96, "kernel_size": [11]}, "loss_weight": [1]), rendered
+ * from proto/caffe_params.proto; enums by name, floats as the shortest text that reads back to
+ * the same value (NaN and infinities as the strings "nan", "inf", "-inf"), text that is not
+ * UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
+ * under "unknown_fields" as {"field": N, "wire_type": W, "bytes": L}. With CBLOB_JSON_DEFAULTS,
+ * fields of the messages present that the file leaves out appear with their defaults. Text
+ * convention of cblob_blob_shape_string.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_params_json(const cblob_model *model, int64_t layer, int32_t flags, char *buffer, size_t buffer_size, size_t *out_length);
+
+/*
+ * A layer as the JSON object `cblob inspect --json` (schema 2) lists it: name, type, bottoms,
+ * tops, phase ("TRAIN", "TEST" or null), include and exclude (NetStateRule objects), param
+ * (ParamSpec objects), params (cblob_model_layer_params_json) and blobs ({"shape", "count",
+ * "dtype", "has_diff"} each). docs/inspect-schema-2.json describes it. Text convention of
+ * cblob_blob_shape_string.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_json(const cblob_model *model, int64_t layer, int32_t flags, char *buffer, size_t buffer_size, size_t *out_length);
+
+/*
+ * A blob's shape, as cblob_blob_shape gives it, without making its handle.
+ *   out_shape: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_blob_shape(const cblob_model *model, int64_t layer, int64_t index, int32_t max_axes, int64_t *out_shape, int32_t *out_num_axes);
+
+/*
+ * A blob's dtype (float64 when the file holds double_data, else float32), without making its handle.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_blob_dtype(const cblob_model *model, int64_t layer, int64_t index, cblob_dtype *out_dtype);
+
+/*
+ * 1 when a blob has a diff: the file holds one, or (once its handle was made) its diff was
+ * accessed; else 0. Makes no handle.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_blob_has_diff(const cblob_model *model, int64_t layer, int64_t index, int32_t *out_has_diff);
+
+/*
+ * Copies count elements of a blob's data or diff from element start, in the blob's dtype, into
+ * buffer (buffer_size bytes at least count times the element size), without making its handle
+ * (a made handle is read through its host memory, syncing it as cpu_ptr does). A diff the file
+ * does not hold reads as zeros. Reading in pieces keeps memory small for huge blobs.
+ *   buffer: room for count elements of the blob's dtype (buffer_size bytes)
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DEVICE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_blob_read(const cblob_model *model, int64_t layer, int64_t index, cblob_part part, int64_t start, int64_t count, void *buffer, size_t buffer_size);
+
+/*
+ * Exports the model's blobs as safetensors: an 8-byte little-endian header length, a JSON
+ * header ({"<key>": {"dtype", "shape", "data_offsets"}}, padded with spaces to 8 bytes), then
+ * the data, each tensor aligned to 8 bytes. "__metadata__" holds "name" (the net's), "format"
+ * ("V1" or "V2") and "layer_types" (a JSON object text: layer name to type). Keys are
+ * `<layer>.<index>`; with CBLOB_EXPORT_TORCH_NAMES, blobs of Convolution, Deconvolution and
+ * InnerProduct layers are `<layer>.weight` and `.bias`, Scale's `.weight` and `.bias`, PReLU's
+ * `.weight`, and BatchNorm's `.running_mean` and `.running_var` divided by Caffe's scale
+ * factor (its third blob; 0 reads as 0, as Caffe does), which is not exported; other layers'
+ * blobs keep `<layer>.<index>` (cblob_model_torch_unmapped lists them). Diffs with
+ * CBLOB_EXPORT_DIFF as `<key>.diff`. Streams: memory stays small whatever the model's size.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_to_safetensors(const cblob_model *model, int32_t flags, uint8_t *buffer, size_t buffer_size, size_t *out_size);
+
+/*
+ * Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_to_safetensors_file(const cblob_model *model, int32_t flags, const char *path);
+
+/*
+ * Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
+ * compressed, .npy members; Zip64 past 4 GiB), keys `<layer>/<index>` (pycaffe's
+ * net.params[layer][index]), diffs with CBLOB_EXPORT_DIFF as `<layer>/<index>/diff`. Members
+ * carry a fixed date (1980-01-01), so the same model gives the same bytes.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_to_npz(const cblob_model *model, int32_t flags, uint8_t *buffer, size_t buffer_size, size_t *out_size);
+
+/*
+ * Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_to_npz_file(const cblob_model *model, int32_t flags, const char *path);
+
+/*
+ * The layers with blobs that CBLOB_EXPORT_TORCH_NAMES cannot name (their type has no PyTorch
+ * names, or they hold more blobs than it names), in order. out_layers has room for max_layers
+ * indices; with out_layers NULL and max_layers 0 it writes the count only; room for fewer is
+ * CBLOB_ERR_OUT_OF_RANGE.
+ *   out_layers: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_torch_unmapped(const cblob_model *model, int64_t *out_layers, int64_t max_layers, int64_t *out_count);
+
+/*
+ * Reads safetensors bytes into a new V2 model: one layer per layer name, its blobs by index.
+ * Keys are `<layer>.<index>` or PyTorch's `<layer>.weight` (0), `.bias` (1), `.running_mean`
+ * (0) and `.running_var` (1) (a layer with running statistics gets Caffe's scale factor 1 as
+ * blob 2); `<key>.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
+ * types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
+ * F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
+ * gap in a layer's indices, overlapping or out-of-range offsets, or another dtype is
+ * CBLOB_ERR_PARSE naming the key.
+ *   out_model: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_open_safetensors(cblob_context *context, const uint8_t *bytes, size_t size, cblob_model **out_model);
+
+/*
+ * Reads a .safetensors file as cblob_model_open_safetensors does.
+ *   out_model: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_open_safetensors_file(cblob_context *context, const char *path, cblob_model **out_model);
+
+/*
+ * Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
+ * into a new V2 model: keys `<layer>/<index>` and `<layer>/<index>/diff`, .npy members of
+ * dtype <f4, <f8, <i4 or <u4 in C order. Another key, dtype or a Fortran-order array is
+ * CBLOB_ERR_PARSE naming the member.
+ *   out_model: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_open_npz(cblob_context *context, const uint8_t *bytes, size_t size, cblob_model **out_model);
+
+/*
+ * Reads a .npz file as cblob_model_open_npz does.
+ *   out_model: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_open_npz_file(cblob_context *context, const char *path, cblob_model **out_model);
+
+/*
+ * Net surgery: for each layer of `weights` (from cblob_model_open_npz or _safetensors, or any
+ * model), the layer of `model` with its name (or `<name>@<index>`: the layer at that index, as
+ * the exports name a repeated name's later layers) takes the values of its blobs, by index,
+ * converted to the model blob's dtype; a weights blob's diff replaces the diff. Every layer
+ * and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
+ * that differs is CBLOB_ERR_SHAPE with one message listing every mismatch, and nothing
+ * changes. Everything else of the model stays as it is: saved, only the replaced values'
+ * bytes change.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_replace_blobs(cblob_model *model, const cblob_model *weights);
 
 /* ==========================================================================================
  * GPU

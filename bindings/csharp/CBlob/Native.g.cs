@@ -152,6 +152,50 @@ namespace CBlob
     }
 
     /// <summary>
+    /// Caffe's Phase, of a layer or a NetStateRule.
+    /// </summary>
+    public enum Phase : int
+    {
+        /// <summary>TRAIN. (<c>CBLOB_PHASE_TRAIN</c>)</summary>
+        Train = 0,
+        /// <summary>TEST. (<c>CBLOB_PHASE_TEST</c>)</summary>
+        Test = 1,
+        /// <summary>No phase set. (<c>CBLOB_PHASE_NONE</c>)</summary>
+        None = 2,
+    }
+
+    /// <summary>
+    /// Which rules of a layer (LayerParameter include = 8, exclude = 9; V1 32 and 33).
+    /// </summary>
+    public enum RuleKind : int
+    {
+        /// <summary>The layer is in a net whose state meets any of them. (<c>CBLOB_RULE_INCLUDE</c>)</summary>
+        Include = 0,
+        /// <summary>The layer is left out of a net whose state meets any of them. (<c>CBLOB_RULE_EXCLUDE</c>)</summary>
+        Exclude = 1,
+    }
+
+    /// <summary>
+    /// Bits for the JSON calls' flags.
+    /// </summary>
+    public enum JsonFlags : int
+    {
+        /// <summary>Parameter fields the file leaves out appear with their defaults. (<c>CBLOB_JSON_DEFAULTS</c>)</summary>
+        Defaults = 1,
+    }
+
+    /// <summary>
+    /// Bits for the export calls' flags.
+    /// </summary>
+    public enum ExportFlags : int
+    {
+        /// <summary>Diffs too, where a blob has one (npz `&lt;layer&gt;/&lt;index&gt;/diff`, safetensors `&lt;key&gt;.diff`). (<c>CBLOB_EXPORT_DIFF</c>)</summary>
+        Diff = 1,
+        /// <summary>safetensors keys with PyTorch's names (see cblob_model_to_safetensors). (<c>CBLOB_EXPORT_TORCH_NAMES</c>)</summary>
+        TorchNames = 2,
+    }
+
+    /// <summary>
     /// Where compiled GPU kernels are kept (CBLOB_KERNEL_CACHE).
     /// </summary>
     public enum CacheMode : int
@@ -806,11 +850,12 @@ namespace CBlob
         /// layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
         /// enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
         /// V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
-        /// cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
-        /// bytes may be freed once the call returns. Input without layers that is surely another kind
-        /// (a BlobProto; a BlobProtoVector of several blobs, or of one no net's name could be) is
-        /// CBLOB_ERR_PARSE with a message saying what it holds; a net whose only field is its name
-        /// opens as a net with no layers, even when the name's bytes read as a BlobProto too.
+        /// cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
+        /// input is checked before the call returns; bytes may be freed once it has. Input without
+        /// layers that is surely another kind (a BlobProto; a BlobProtoVector of several blobs, or of
+        /// one no net's name could be) is CBLOB_ERR_PARSE with a message saying what it holds; a net
+        /// whose only field is its name opens as a net with no layers, even when the name's bytes read
+        /// as a BlobProto too.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -818,8 +863,9 @@ namespace CBlob
 
         /// <summary>
         /// Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
-        /// introduction). Each part of the file's bytes is released as soon as its values are decoded,
-        /// so loading peaks at about the file's size plus its largest blob.
+        /// introduction). Each part of the file's bytes is released as soon as it is read, so loading
+        /// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
+        /// blobs; bench/model_memory.sh).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -887,9 +933,10 @@ namespace CBlob
         /// <summary>
         /// One of a layer's blobs. The handle is a new holder of the model's blob (as after
         /// cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
-        /// changes made through it are what the model saves.
+        /// changes made through it are what the model saves. The model makes a blob's handle on its
+        /// first access (safe from several threads), which may fail for memory.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_layer_blob(IntPtr model, long layer, long index, out BlobHandle out_blob);
 
@@ -903,8 +950,13 @@ namespace CBlob
         internal static extern Status cblob_model_add_layer(IntPtr model, byte[] name, byte[] type, [In] IntPtr[] blobs, long num_blobs);
 
         /// <summary>
-        /// Serializes the model as a NetParameter in its format: the net's name, then per layer its
-        /// name, its type and its blobs, each as cblob_blob_to_proto writes it.
+        /// Serializes the model as a NetParameter in its format. A model opened from bytes or a file
+        /// writes them back: every field in its order, blobs with their current values (with
+        /// write_diff 0 their diff fields are left out); a blob reshaped since, or whose diff was
+        /// written where the file has none, is written as cblob_blob_to_proto writes it. Layers
+        /// added with cblob_model_add_layer (and every layer of a created model) are written as
+        /// Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
+        /// cblob_blob_to_proto writes it.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -917,6 +969,242 @@ namespace CBlob
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_to_proto_file(IntPtr model, int write_diff, byte[] path);
+
+        /// <summary>
+        /// The number of a layer's bottoms (its input blobs' names).
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_num_bottoms(IntPtr model, long layer, out long out_count);
+
+        /// <summary>
+        /// One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
+        /// layer's fields: a layer of k bottoms takes O(k) per call.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_bottom(IntPtr model, long layer, long index, out IntPtr out_name);
+
+        /// <summary>
+        /// The number of a layer's tops (its output blobs' names).
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_num_tops(IntPtr model, long layer, out long out_count);
+
+        /// <summary>
+        /// One of a layer's tops, as cblob_model_layer_bottom.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_top(IntPtr model, long layer, long index, out IntPtr out_name);
+
+        /// <summary>
+        /// A layer's phase (LayerParameter.phase = 10): CBLOB_PHASE_NONE when it sets none (always in
+        /// V1). A value other than TRAIN or TEST is written as the file has it (the last one).
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_phase(IntPtr model, long layer, out Phase out_phase);
+
+        /// <summary>
+        /// The number of a layer's include or exclude rules.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_num_rules(IntPtr model, long layer, RuleKind kind, out long out_count);
+
+        /// <summary>
+        /// One include or exclude rule (NetStateRule): its phase (CBLOB_PHASE_NONE when it sets none),
+        /// min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+        /// not_stages it names (cblob_model_layer_rule_stage reads them).
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_rule(IntPtr model, long layer, RuleKind kind, long index, out Phase out_phase, out int out_min_level, out int out_max_level, out long out_num_stages, out long out_num_not_stages);
+
+        /// <summary>
+        /// One stage (not_stage 0) or not_stage (not_stage 1) a rule names.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_rule_stage(IntPtr model, long layer, RuleKind kind, long rule, int not_stage, long index, out IntPtr out_stage);
+
+        /// <summary>
+        /// The number of a layer's param specs: its ParamSpec messages (param = 6), or in V1 the
+        /// longest of param (1001), blobs_lr (7) and weight_decay (8), as Caffe's upgrade pairs them.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_num_param_specs(IntPtr model, long layer, out long out_count);
+
+        /// <summary>
+        /// One param spec: its name (NULL when it has none), lr_mult and decay_mult (Caffe's default 1
+        /// when unset).
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_param_spec(IntPtr model, long layer, long index, out IntPtr out_name, out float out_lr_mult, out float out_decay_mult);
+
+        /// <summary>
+        /// A layer's parameters as a JSON object: every field of the layer other than name, type,
+        /// bottom, top, phase, param, include, exclude and blobs, by Caffe's field name
+        /// ("convolution_param": {"num_output": 96, "kernel_size": [11]}, "loss_weight": [1]), rendered
+        /// from proto/caffe_params.proto; enums by name, floats as the shortest text that reads back to
+        /// the same value (NaN and infinities as the strings "nan", "inf", "-inf"), text that is not
+        /// UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
+        /// under "unknown_fields" as {"field": N, "wire_type": W, "bytes": L}. With CBLOB_JSON_DEFAULTS,
+        /// fields of the messages present that the file leaves out appear with their defaults. Text
+        /// convention of cblob_blob_shape_string.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_params_json(IntPtr model, long layer, int flags, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_length);
+
+        /// <summary>
+        /// A layer as the JSON object `cblob inspect --json` (schema 2) lists it: name, type, bottoms,
+        /// tops, phase ("TRAIN", "TEST" or null), include and exclude (NetStateRule objects), param
+        /// (ParamSpec objects), params (cblob_model_layer_params_json) and blobs ({"shape", "count",
+        /// "dtype", "has_diff"} each). docs/inspect-schema-2.json describes it. Text convention of
+        /// cblob_blob_shape_string.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_json(IntPtr model, long layer, int flags, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_length);
+
+        /// <summary>
+        /// A blob's shape, as cblob_blob_shape gives it, without making its handle.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_blob_shape(IntPtr model, long layer, long index, int max_axes, [Out] long[] out_shape, out int out_num_axes);
+
+        /// <summary>
+        /// A blob's dtype (float64 when the file holds double_data, else float32), without making its handle.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_blob_dtype(IntPtr model, long layer, long index, out DType out_dtype);
+
+        /// <summary>
+        /// 1 when a blob has a diff: the file holds one, or (once its handle was made) its diff was
+        /// accessed; else 0. Makes no handle.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_blob_has_diff(IntPtr model, long layer, long index, out int out_has_diff);
+
+        /// <summary>
+        /// Copies count elements of a blob's data or diff from element start, in the blob's dtype, into
+        /// buffer (buffer_size bytes at least count times the element size), without making its handle
+        /// (a made handle is read through its host memory, syncing it as cpu_ptr does). A diff the file
+        /// does not hold reads as zeros. Reading in pieces keeps memory small for huge blobs.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_blob_read(IntPtr model, long layer, long index, Part part, long start, long count, IntPtr buffer, UIntPtr buffer_size);
+
+        /// <summary>
+        /// Exports the model's blobs as safetensors: an 8-byte little-endian header length, a JSON
+        /// header ({"&lt;key&gt;": {"dtype", "shape", "data_offsets"}}, padded with spaces to 8 bytes), then
+        /// the data, each tensor aligned to 8 bytes. "__metadata__" holds "name" (the net's), "format"
+        /// ("V1" or "V2") and "layer_types" (a JSON object text: layer name to type). Keys are
+        /// `&lt;layer&gt;.&lt;index&gt;`; with CBLOB_EXPORT_TORCH_NAMES, blobs of Convolution, Deconvolution and
+        /// InnerProduct layers are `&lt;layer&gt;.weight` and `.bias`, Scale's `.weight` and `.bias`, PReLU's
+        /// `.weight`, and BatchNorm's `.running_mean` and `.running_var` divided by Caffe's scale
+        /// factor (its third blob; 0 reads as 0, as Caffe does), which is not exported; other layers'
+        /// blobs keep `&lt;layer&gt;.&lt;index&gt;` (cblob_model_torch_unmapped lists them). Diffs with
+        /// CBLOB_EXPORT_DIFF as `&lt;key&gt;.diff`. Streams: memory stays small whatever the model's size.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_to_safetensors(IntPtr model, int flags, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
+
+        /// <summary>
+        /// Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_to_safetensors_file(IntPtr model, int flags, byte[] path);
+
+        /// <summary>
+        /// Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
+        /// compressed, .npy members; Zip64 past 4 GiB), keys `&lt;layer&gt;/&lt;index&gt;` (pycaffe's
+        /// net.params[layer][index]), diffs with CBLOB_EXPORT_DIFF as `&lt;layer&gt;/&lt;index&gt;/diff`. Members
+        /// carry a fixed date (1980-01-01), so the same model gives the same bytes.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_to_npz(IntPtr model, int flags, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
+
+        /// <summary>
+        /// Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_to_npz_file(IntPtr model, int flags, byte[] path);
+
+        /// <summary>
+        /// The layers with blobs that CBLOB_EXPORT_TORCH_NAMES cannot name (their type has no PyTorch
+        /// names, or they hold more blobs than it names), in order. out_layers has room for max_layers
+        /// indices; with out_layers NULL and max_layers 0 it writes the count only; room for fewer is
+        /// CBLOB_ERR_OUT_OF_RANGE.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_torch_unmapped(IntPtr model, [Out] long[] out_layers, long max_layers, out long out_count);
+
+        /// <summary>
+        /// Reads safetensors bytes into a new V2 model: one layer per layer name, its blobs by index.
+        /// Keys are `&lt;layer&gt;.&lt;index&gt;` or PyTorch's `&lt;layer&gt;.weight` (0), `.bias` (1), `.running_mean`
+        /// (0) and `.running_var` (1) (a layer with running statistics gets Caffe's scale factor 1 as
+        /// blob 2); `&lt;key&gt;.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
+        /// types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
+        /// F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
+        /// gap in a layer's indices, overlapping or out-of-range offsets, or another dtype is
+        /// CBLOB_ERR_PARSE naming the key.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_open_safetensors(IntPtr context, [In] byte[] bytes, UIntPtr size, out ModelHandle out_model);
+
+        /// <summary>
+        /// Reads a .safetensors file as cblob_model_open_safetensors does.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_open_safetensors_file(IntPtr context, byte[] path, out ModelHandle out_model);
+
+        /// <summary>
+        /// Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
+        /// into a new V2 model: keys `&lt;layer&gt;/&lt;index&gt;` and `&lt;layer&gt;/&lt;index&gt;/diff`, .npy members of
+        /// dtype &lt;f4, &lt;f8, &lt;i4 or &lt;u4 in C order. Another key, dtype or a Fortran-order array is
+        /// CBLOB_ERR_PARSE naming the member.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_open_npz(IntPtr context, [In] byte[] bytes, UIntPtr size, out ModelHandle out_model);
+
+        /// <summary>
+        /// Reads a .npz file as cblob_model_open_npz does.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_open_npz_file(IntPtr context, byte[] path, out ModelHandle out_model);
+
+        /// <summary>
+        /// Net surgery: for each layer of `weights` (from cblob_model_open_npz or _safetensors, or any
+        /// model), the layer of `model` with its name (or `&lt;name&gt;@&lt;index&gt;`: the layer at that index, as
+        /// the exports name a repeated name's later layers) takes the values of its blobs, by index,
+        /// converted to the model blob's dtype; a weights blob's diff replaces the diff. Every layer
+        /// and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
+        /// that differs is CBLOB_ERR_SHAPE with one message listing every mismatch, and nothing
+        /// changes. Everything else of the model stays as it is: saved, only the replaced values'
+        /// bytes change.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_replace_blobs(IntPtr model, IntPtr weights);
 
         /// <summary>
         /// Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and

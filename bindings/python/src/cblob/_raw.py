@@ -93,6 +93,30 @@ class NetFormat(enum.IntEnum):
     V2 = 2  # LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today.
 
 
+class Phase(enum.IntEnum):
+    """Caffe's Phase, of a layer or a NetStateRule. (cblob_phase)"""
+    TRAIN = 0  # TRAIN.
+    TEST = 1  # TEST.
+    NONE = 2  # No phase set.
+
+
+class RuleKind(enum.IntEnum):
+    """Which rules of a layer (LayerParameter include = 8, exclude = 9; V1 32 and 33). (cblob_rule_kind)"""
+    INCLUDE = 0  # The layer is in a net whose state meets any of them.
+    EXCLUDE = 1  # The layer is left out of a net whose state meets any of them.
+
+
+class JsonFlags(enum.IntEnum):
+    """Bits for the JSON calls' flags. (cblob_json_flags)"""
+    DEFAULTS = 1  # Parameter fields the file leaves out appear with their defaults.
+
+
+class ExportFlags(enum.IntEnum):
+    """Bits for the export calls' flags. (cblob_export_flags)"""
+    DIFF = 1  # Diffs too, where a blob has one (npz `<layer>/<index>/diff`, safetensors `<key>.diff`).
+    TORCH_NAMES = 2  # safetensors keys with PyTorch's names (see cblob_model_to_safetensors).
+
+
 class CacheMode(enum.IntEnum):
     """Where compiled GPU kernels are kept (CBLOB_KERNEL_CACHE). (cblob_cache_mode)"""
     OFF = 0  # Not kept: every use compiles (for debugging the compiler path).
@@ -404,16 +428,18 @@ FUNCTIONS = (
     # layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
     # enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
     # V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
-    # cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
-    # bytes may be freed once the call returns. Input without layers that is surely another kind
-    # (a BlobProto; a BlobProtoVector of several blobs, or of one no net's name could be) is
-    # CBLOB_ERR_PARSE with a message saying what it holds; a net whose only field is its name
-    # opens as a net with no layers, even when the name's bytes read as a BlobProto too.
+    # cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
+    # input is checked before the call returns; bytes may be freed once it has. Input without
+    # layers that is surely another kind (a BlobProto; a BlobProtoVector of several blobs, or of
+    # one no net's name could be) is CBLOB_ERR_PARSE with a message saying what it holds; a net
+    # whose only field is its name opens as a net with no layers, even when the name's bytes read
+    # as a BlobProto too.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
     ("cblob_model_open", c_int32, (c_void_p, c_char_p, c_size_t, POINTER(c_void_p))),  # context, bytes, size, out_model
     # Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
-    # introduction). Each part of the file's bytes is released as soon as its values are decoded,
-    # so loading peaks at about the file's size plus its largest blob.
+    # introduction). Each part of the file's bytes is released as soon as it is read, so loading
+    # peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
+    # blobs; bench/model_memory.sh).
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     ("cblob_model_open_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_model
     # Frees the model and drops its holds on its blobs; blobs the caller holds stay valid.
@@ -445,22 +471,160 @@ FUNCTIONS = (
     ("cblob_model_layer_num_blobs", c_int32, (c_void_p, c_int64, POINTER(c_int64))),  # model, layer, out_num_blobs
     # One of a layer's blobs. The handle is a new holder of the model's blob (as after
     # cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
-    # changes made through it are what the model saves.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    # changes made through it are what the model saves. The model makes a blob's handle on its
+    # first access (safe from several threads), which may fail for memory.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
     ("cblob_model_layer_blob", c_int32, (c_void_p, c_int64, c_int64, POINTER(c_void_p))),  # model, layer, index, out_blob
     # Appends a layer with a name, a type and blobs. The model becomes a holder of each blob
     # (nothing is copied): the values written are the blobs' values at save time. In a V1 model
     # the type must be a LayerType enum name ("INNER_PRODUCT") or a decimal number.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.
     ("cblob_model_add_layer", c_int32, (c_void_p, c_char_p, c_char_p, POINTER(c_void_p), c_int64)),  # model, name, type, blobs, num_blobs
-    # Serializes the model as a NetParameter in its format: the net's name, then per layer its
-    # name, its type and its blobs, each as cblob_blob_to_proto writes it.
+    # Serializes the model as a NetParameter in its format. A model opened from bytes or a file
+    # writes them back: every field in its order, blobs with their current values (with
+    # write_diff 0 their diff fields are left out); a blob reshaped since, or whose diff was
+    # written where the file has none, is written as cblob_blob_to_proto writes it. Layers
+    # added with cblob_model_add_layer (and every layer of a created model) are written as
+    # Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
+    # cblob_blob_to_proto writes it.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_model_to_proto", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, write_diff, buffer, buffer_size, out_size
     # Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
     # writing a file in the section's introduction.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_model_to_proto_file", c_int32, (c_void_p, c_int32, c_char_p)),  # model, write_diff, path
+    # The number of a layer's bottoms (its input blobs' names).
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_num_bottoms", c_int32, (c_void_p, c_int64, POINTER(c_int64))),  # model, layer, out_count
+    # One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
+    # layer's fields: a layer of k bottoms takes O(k) per call.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_bottom", c_int32, (c_void_p, c_int64, c_int64, POINTER(c_char_p))),  # model, layer, index, out_name
+    # The number of a layer's tops (its output blobs' names).
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_num_tops", c_int32, (c_void_p, c_int64, POINTER(c_int64))),  # model, layer, out_count
+    # One of a layer's tops, as cblob_model_layer_bottom.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_top", c_int32, (c_void_p, c_int64, c_int64, POINTER(c_char_p))),  # model, layer, index, out_name
+    # A layer's phase (LayerParameter.phase = 10): CBLOB_PHASE_NONE when it sets none (always in
+    # V1). A value other than TRAIN or TEST is written as the file has it (the last one).
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_phase", c_int32, (c_void_p, c_int64, POINTER(c_int32))),  # model, layer, out_phase
+    # The number of a layer's include or exclude rules.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_num_rules", c_int32, (c_void_p, c_int64, c_int32, POINTER(c_int64))),  # model, layer, kind, out_count
+    # One include or exclude rule (NetStateRule): its phase (CBLOB_PHASE_NONE when it sets none),
+    # min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+    # not_stages it names (cblob_model_layer_rule_stage reads them).
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_rule", c_int32, (c_void_p, c_int64, c_int32, c_int64, POINTER(c_int32), POINTER(c_int32), POINTER(c_int32), POINTER(c_int64), POINTER(c_int64))),  # model, layer, kind, index, out_phase, out_min_level, out_max_level, out_num_stages, out_num_not_stages
+    # One stage (not_stage 0) or not_stage (not_stage 1) a rule names.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_rule_stage", c_int32, (c_void_p, c_int64, c_int32, c_int64, c_int32, c_int64, POINTER(c_char_p))),  # model, layer, kind, rule, not_stage, index, out_stage
+    # The number of a layer's param specs: its ParamSpec messages (param = 6), or in V1 the
+    # longest of param (1001), blobs_lr (7) and weight_decay (8), as Caffe's upgrade pairs them.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_num_param_specs", c_int32, (c_void_p, c_int64, POINTER(c_int64))),  # model, layer, out_count
+    # One param spec: its name (NULL when it has none), lr_mult and decay_mult (Caffe's default 1
+    # when unset).
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_param_spec", c_int32, (c_void_p, c_int64, c_int64, POINTER(c_char_p), POINTER(c_float), POINTER(c_float))),  # model, layer, index, out_name, out_lr_mult, out_decay_mult
+    # A layer's parameters as a JSON object: every field of the layer other than name, type,
+    # bottom, top, phase, param, include, exclude and blobs, by Caffe's field name
+    # ("convolution_param": {"num_output": 96, "kernel_size": [11]}, "loss_weight": [1]), rendered
+    # from proto/caffe_params.proto; enums by name, floats as the shortest text that reads back to
+    # the same value (NaN and infinities as the strings "nan", "inf", "-inf"), text that is not
+    # UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
+    # under "unknown_fields" as {"field": N, "wire_type": W, "bytes": L}. With CBLOB_JSON_DEFAULTS,
+    # fields of the messages present that the file leaves out appear with their defaults. Text
+    # convention of cblob_blob_shape_string.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+    ("cblob_model_layer_params_json", c_int32, (c_void_p, c_int64, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, layer, flags, buffer, buffer_size, out_length
+    # A layer as the JSON object `cblob inspect --json` (schema 2) lists it: name, type, bottoms,
+    # tops, phase ("TRAIN", "TEST" or null), include and exclude (NetStateRule objects), param
+    # (ParamSpec objects), params (cblob_model_layer_params_json) and blobs ({"shape", "count",
+    # "dtype", "has_diff"} each). docs/inspect-schema-2.json describes it. Text convention of
+    # cblob_blob_shape_string.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+    ("cblob_model_layer_json", c_int32, (c_void_p, c_int64, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, layer, flags, buffer, buffer_size, out_length
+    # A blob's shape, as cblob_blob_shape gives it, without making its handle.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_blob_shape", c_int32, (c_void_p, c_int64, c_int64, c_int32, POINTER(c_int64), POINTER(c_int32))),  # model, layer, index, max_axes, out_shape, out_num_axes
+    # A blob's dtype (float64 when the file holds double_data, else float32), without making its handle.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_blob_dtype", c_int32, (c_void_p, c_int64, c_int64, POINTER(c_int32))),  # model, layer, index, out_dtype
+    # 1 when a blob has a diff: the file holds one, or (once its handle was made) its diff was
+    # accessed; else 0. Makes no handle.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_blob_has_diff", c_int32, (c_void_p, c_int64, c_int64, POINTER(c_int32))),  # model, layer, index, out_has_diff
+    # Copies count elements of a blob's data or diff from element start, in the blob's dtype, into
+    # buffer (buffer_size bytes at least count times the element size), without making its handle
+    # (a made handle is read through its host memory, syncing it as cpu_ptr does). A diff the file
+    # does not hold reads as zeros. Reading in pieces keeps memory small for huge blobs.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DEVICE.
+    ("cblob_model_layer_blob_read", c_int32, (c_void_p, c_int64, c_int64, c_int32, c_int64, c_int64, c_void_p, c_size_t)),  # model, layer, index, part, start, count, buffer, buffer_size
+    # Exports the model's blobs as safetensors: an 8-byte little-endian header length, a JSON
+    # header ({"<key>": {"dtype", "shape", "data_offsets"}}, padded with spaces to 8 bytes), then
+    # the data, each tensor aligned to 8 bytes. "__metadata__" holds "name" (the net's), "format"
+    # ("V1" or "V2") and "layer_types" (a JSON object text: layer name to type). Keys are
+    # `<layer>.<index>`; with CBLOB_EXPORT_TORCH_NAMES, blobs of Convolution, Deconvolution and
+    # InnerProduct layers are `<layer>.weight` and `.bias`, Scale's `.weight` and `.bias`, PReLU's
+    # `.weight`, and BatchNorm's `.running_mean` and `.running_var` divided by Caffe's scale
+    # factor (its third blob; 0 reads as 0, as Caffe does), which is not exported; other layers'
+    # blobs keep `<layer>.<index>` (cblob_model_torch_unmapped lists them). Diffs with
+    # CBLOB_EXPORT_DIFF as `<key>.diff`. Streams: memory stays small whatever the model's size.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    ("cblob_model_to_safetensors", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, flags, buffer, buffer_size, out_size
+    # Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    ("cblob_model_to_safetensors_file", c_int32, (c_void_p, c_int32, c_char_p)),  # model, flags, path
+    # Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
+    # compressed, .npy members; Zip64 past 4 GiB), keys `<layer>/<index>` (pycaffe's
+    # net.params[layer][index]), diffs with CBLOB_EXPORT_DIFF as `<layer>/<index>/diff`. Members
+    # carry a fixed date (1980-01-01), so the same model gives the same bytes.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    ("cblob_model_to_npz", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, flags, buffer, buffer_size, out_size
+    # Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    ("cblob_model_to_npz_file", c_int32, (c_void_p, c_int32, c_char_p)),  # model, flags, path
+    # The layers with blobs that CBLOB_EXPORT_TORCH_NAMES cannot name (their type has no PyTorch
+    # names, or they hold more blobs than it names), in order. out_layers has room for max_layers
+    # indices; with out_layers NULL and max_layers 0 it writes the count only; room for fewer is
+    # CBLOB_ERR_OUT_OF_RANGE.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_torch_unmapped", c_int32, (c_void_p, POINTER(c_int64), c_int64, POINTER(c_int64))),  # model, out_layers, max_layers, out_count
+    # Reads safetensors bytes into a new V2 model: one layer per layer name, its blobs by index.
+    # Keys are `<layer>.<index>` or PyTorch's `<layer>.weight` (0), `.bias` (1), `.running_mean`
+    # (0) and `.running_var` (1) (a layer with running statistics gets Caffe's scale factor 1 as
+    # blob 2); `<key>.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
+    # types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
+    # F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
+    # gap in a layer's indices, overlapping or out-of-range offsets, or another dtype is
+    # CBLOB_ERR_PARSE naming the key.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
+    ("cblob_model_open_safetensors", c_int32, (c_void_p, c_char_p, c_size_t, POINTER(c_void_p))),  # context, bytes, size, out_model
+    # Reads a .safetensors file as cblob_model_open_safetensors does.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    ("cblob_model_open_safetensors_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_model
+    # Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
+    # into a new V2 model: keys `<layer>/<index>` and `<layer>/<index>/diff`, .npy members of
+    # dtype <f4, <f8, <i4 or <u4 in C order. Another key, dtype or a Fortran-order array is
+    # CBLOB_ERR_PARSE naming the member.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
+    ("cblob_model_open_npz", c_int32, (c_void_p, c_char_p, c_size_t, POINTER(c_void_p))),  # context, bytes, size, out_model
+    # Reads a .npz file as cblob_model_open_npz does.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    ("cblob_model_open_npz_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_model
+    # Net surgery: for each layer of `weights` (from cblob_model_open_npz or _safetensors, or any
+    # model), the layer of `model` with its name (or `<name>@<index>`: the layer at that index, as
+    # the exports name a repeated name's later layers) takes the values of its blobs, by index,
+    # converted to the model blob's dtype; a weights blob's diff replaces the diff. Every layer
+    # and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
+    # that differs is CBLOB_ERR_SHAPE with one message listing every mismatch, and nothing
+    # changes. Everything else of the model stays as it is: saved, only the replaced values'
+    # bytes change.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    ("cblob_model_replace_blobs", c_int32, (c_void_p, c_void_p)),  # model, weights
     # Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
     # the number of CUDA devices, or the status that says why not (with a message naming the
     # library or the versions involved).

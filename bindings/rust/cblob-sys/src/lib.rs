@@ -125,6 +125,34 @@ pub const CBLOB_NET_FORMAT_V1: cblob_net_format = 1;
 /// LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today.
 pub const CBLOB_NET_FORMAT_V2: cblob_net_format = 2;
 
+/// Caffe's Phase, of a layer or a NetStateRule.
+pub type cblob_phase = i32;
+/// TRAIN.
+pub const CBLOB_PHASE_TRAIN: cblob_phase = 0;
+/// TEST.
+pub const CBLOB_PHASE_TEST: cblob_phase = 1;
+/// No phase set.
+pub const CBLOB_PHASE_NONE: cblob_phase = 2;
+
+/// Which rules of a layer (LayerParameter include = 8, exclude = 9; V1 32 and 33).
+pub type cblob_rule_kind = i32;
+/// The layer is in a net whose state meets any of them.
+pub const CBLOB_RULE_INCLUDE: cblob_rule_kind = 0;
+/// The layer is left out of a net whose state meets any of them.
+pub const CBLOB_RULE_EXCLUDE: cblob_rule_kind = 1;
+
+/// Bits for the JSON calls' flags.
+pub type cblob_json_flags = i32;
+/// Parameter fields the file leaves out appear with their defaults.
+pub const CBLOB_JSON_DEFAULTS: cblob_json_flags = 1;
+
+/// Bits for the export calls' flags.
+pub type cblob_export_flags = i32;
+/// Diffs too, where a blob has one (npz `\<layer\>/\<index\>/diff`, safetensors `\<key\>.diff`).
+pub const CBLOB_EXPORT_DIFF: cblob_export_flags = 1;
+/// safetensors keys with PyTorch's names (see cblob_model_to_safetensors).
+pub const CBLOB_EXPORT_TORCH_NAMES: cblob_export_flags = 2;
+
 /// Where compiled GPU kernels are kept (CBLOB_KERNEL_CACHE).
 pub type cblob_cache_mode = i32;
 /// Not kept: every use compiles (for debugging the compiler path).
@@ -606,18 +634,20 @@ extern "C" {
     /// layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
     /// enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
     /// V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
-    /// cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
-    /// bytes may be freed once the call returns. Input without layers that is surely another kind
-    /// (a BlobProto; a BlobProtoVector of several blobs, or of one no net's name could be) is
-    /// CBLOB_ERR_PARSE with a message saying what it holds; a net whose only field is its name
-    /// opens as a net with no layers, even when the name's bytes read as a BlobProto too.
+    /// cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
+    /// input is checked before the call returns; bytes may be freed once it has. Input without
+    /// layers that is surely another kind (a BlobProto; a BlobProtoVector of several blobs, or of
+    /// one no net's name could be) is CBLOB_ERR_PARSE with a message saying what it holds; a net
+    /// whose only field is its name opens as a net with no layers, even when the name's bytes read
+    /// as a BlobProto too.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_model_open(context: *mut cblob_context, bytes: *const u8, size: usize, out_model: *mut *mut cblob_model) -> cblob_status;
 
     /// Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
-    /// introduction). Each part of the file's bytes is released as soon as its values are decoded,
-    /// so loading peaks at about the file's size plus its largest blob.
+    /// introduction). Each part of the file's bytes is released as soon as it is read, so loading
+    /// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
+    /// blobs; bench/model_memory.sh).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     pub fn cblob_model_open_file(context: *mut cblob_context, path: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
@@ -667,9 +697,10 @@ extern "C" {
 
     /// One of a layer's blobs. The handle is a new holder of the model's blob (as after
     /// cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
-    /// changes made through it are what the model saves.
+    /// changes made through it are what the model saves. The model makes a blob's handle on its
+    /// first access (safe from several threads), which may fail for memory.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_model_layer_blob(model: *const cblob_model, layer: i64, index: i64, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// Appends a layer with a name, a type and blobs. The model becomes a holder of each blob
@@ -679,8 +710,13 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_model_add_layer(model: *mut cblob_model, name: *const c_char, r#type: *const c_char, blobs: *const *mut cblob_blob, num_blobs: i64) -> cblob_status;
 
-    /// Serializes the model as a NetParameter in its format: the net's name, then per layer its
-    /// name, its type and its blobs, each as cblob_blob_to_proto writes it.
+    /// Serializes the model as a NetParameter in its format. A model opened from bytes or a file
+    /// writes them back: every field in its order, blobs with their current values (with
+    /// write_diff 0 their diff fields are left out); a blob reshaped since, or whose diff was
+    /// written where the file has none, is written as cblob_blob_to_proto writes it. Layers
+    /// added with cblob_model_add_layer (and every layer of a created model) are written as
+    /// Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
+    /// cblob_blob_to_proto writes it.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_model_to_proto(model: *const cblob_model, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
@@ -690,6 +726,190 @@ extern "C" {
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_model_to_proto_file(model: *const cblob_model, write_diff: i32, path: *const c_char) -> cblob_status;
+
+    /// The number of a layer's bottoms (its input blobs' names).
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_num_bottoms(model: *const cblob_model, layer: i64, out_count: *mut i64) -> cblob_status;
+
+    /// One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
+    /// layer's fields: a layer of k bottoms takes O(k) per call.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_bottom(model: *const cblob_model, layer: i64, index: i64, out_name: *mut *const c_char) -> cblob_status;
+
+    /// The number of a layer's tops (its output blobs' names).
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_num_tops(model: *const cblob_model, layer: i64, out_count: *mut i64) -> cblob_status;
+
+    /// One of a layer's tops, as cblob_model_layer_bottom.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_top(model: *const cblob_model, layer: i64, index: i64, out_name: *mut *const c_char) -> cblob_status;
+
+    /// A layer's phase (LayerParameter.phase = 10): CBLOB_PHASE_NONE when it sets none (always in
+    /// V1). A value other than TRAIN or TEST is written as the file has it (the last one).
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_phase(model: *const cblob_model, layer: i64, out_phase: *mut cblob_phase) -> cblob_status;
+
+    /// The number of a layer's include or exclude rules.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_num_rules(model: *const cblob_model, layer: i64, kind: cblob_rule_kind, out_count: *mut i64) -> cblob_status;
+
+    /// One include or exclude rule (NetStateRule): its phase (CBLOB_PHASE_NONE when it sets none),
+    /// min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+    /// not_stages it names (cblob_model_layer_rule_stage reads them).
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_rule(model: *const cblob_model, layer: i64, kind: cblob_rule_kind, index: i64, out_phase: *mut cblob_phase, out_min_level: *mut i32, out_max_level: *mut i32, out_num_stages: *mut i64, out_num_not_stages: *mut i64) -> cblob_status;
+
+    /// One stage (not_stage 0) or not_stage (not_stage 1) a rule names.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_rule_stage(model: *const cblob_model, layer: i64, kind: cblob_rule_kind, rule: i64, not_stage: i32, index: i64, out_stage: *mut *const c_char) -> cblob_status;
+
+    /// The number of a layer's param specs: its ParamSpec messages (param = 6), or in V1 the
+    /// longest of param (1001), blobs_lr (7) and weight_decay (8), as Caffe's upgrade pairs them.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_num_param_specs(model: *const cblob_model, layer: i64, out_count: *mut i64) -> cblob_status;
+
+    /// One param spec: its name (NULL when it has none), lr_mult and decay_mult (Caffe's default 1
+    /// when unset).
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_param_spec(model: *const cblob_model, layer: i64, index: i64, out_name: *mut *const c_char, out_lr_mult: *mut f32, out_decay_mult: *mut f32) -> cblob_status;
+
+    /// A layer's parameters as a JSON object: every field of the layer other than name, type,
+    /// bottom, top, phase, param, include, exclude and blobs, by Caffe's field name
+    /// ("convolution_param": {"num_output": 96, "kernel_size": \[11\]}, "loss_weight": \[1\]), rendered
+    /// from proto/caffe_params.proto; enums by name, floats as the shortest text that reads back to
+    /// the same value (NaN and infinities as the strings "nan", "inf", "-inf"), text that is not
+    /// UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
+    /// under "unknown_fields" as {"field": N, "wire_type": W, "bytes": L}. With CBLOB_JSON_DEFAULTS,
+    /// fields of the messages present that the file leaves out appear with their defaults. Text
+    /// convention of cblob_blob_shape_string.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+    pub fn cblob_model_layer_params_json(model: *const cblob_model, layer: i64, flags: i32, buffer: *mut c_char, buffer_size: usize, out_length: *mut usize) -> cblob_status;
+
+    /// A layer as the JSON object `cblob inspect --json` (schema 2) lists it: name, type, bottoms,
+    /// tops, phase ("TRAIN", "TEST" or null), include and exclude (NetStateRule objects), param
+    /// (ParamSpec objects), params (cblob_model_layer_params_json) and blobs ({"shape", "count",
+    /// "dtype", "has_diff"} each). docs/inspect-schema-2.json describes it. Text convention of
+    /// cblob_blob_shape_string.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+    pub fn cblob_model_layer_json(model: *const cblob_model, layer: i64, flags: i32, buffer: *mut c_char, buffer_size: usize, out_length: *mut usize) -> cblob_status;
+
+    /// A blob's shape, as cblob_blob_shape gives it, without making its handle.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_blob_shape(model: *const cblob_model, layer: i64, index: i64, max_axes: i32, out_shape: *mut i64, out_num_axes: *mut i32) -> cblob_status;
+
+    /// A blob's dtype (float64 when the file holds double_data, else float32), without making its handle.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_blob_dtype(model: *const cblob_model, layer: i64, index: i64, out_dtype: *mut cblob_dtype) -> cblob_status;
+
+    /// 1 when a blob has a diff: the file holds one, or (once its handle was made) its diff was
+    /// accessed; else 0. Makes no handle.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_blob_has_diff(model: *const cblob_model, layer: i64, index: i64, out_has_diff: *mut i32) -> cblob_status;
+
+    /// Copies count elements of a blob's data or diff from element start, in the blob's dtype, into
+    /// buffer (buffer_size bytes at least count times the element size), without making its handle
+    /// (a made handle is read through its host memory, syncing it as cpu_ptr does). A diff the file
+    /// does not hold reads as zeros. Reading in pieces keeps memory small for huge blobs.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_layer_blob_read(model: *const cblob_model, layer: i64, index: i64, part: cblob_part, start: i64, count: i64, buffer: *mut c_void, buffer_size: usize) -> cblob_status;
+
+    /// Exports the model's blobs as safetensors: an 8-byte little-endian header length, a JSON
+    /// header ({"\<key\>": {"dtype", "shape", "data_offsets"}}, padded with spaces to 8 bytes), then
+    /// the data, each tensor aligned to 8 bytes. "__metadata__" holds "name" (the net's), "format"
+    /// ("V1" or "V2") and "layer_types" (a JSON object text: layer name to type). Keys are
+    /// `\<layer\>.\<index\>`; with CBLOB_EXPORT_TORCH_NAMES, blobs of Convolution, Deconvolution and
+    /// InnerProduct layers are `\<layer\>.weight` and `.bias`, Scale's `.weight` and `.bias`, PReLU's
+    /// `.weight`, and BatchNorm's `.running_mean` and `.running_var` divided by Caffe's scale
+    /// factor (its third blob; 0 reads as 0, as Caffe does), which is not exported; other layers'
+    /// blobs keep `\<layer\>.\<index\>` (cblob_model_torch_unmapped lists them). Diffs with
+    /// CBLOB_EXPORT_DIFF as `\<key\>.diff`. Streams: memory stays small whatever the model's size.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_to_safetensors(model: *const cblob_model, flags: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
+
+    /// Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_to_safetensors_file(model: *const cblob_model, flags: i32, path: *const c_char) -> cblob_status;
+
+    /// Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
+    /// compressed, .npy members; Zip64 past 4 GiB), keys `\<layer\>/\<index\>` (pycaffe's
+    /// net.params\[layer\]\[index\]), diffs with CBLOB_EXPORT_DIFF as `\<layer\>/\<index\>/diff`. Members
+    /// carry a fixed date (1980-01-01), so the same model gives the same bytes.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_to_npz(model: *const cblob_model, flags: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
+
+    /// Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_to_npz_file(model: *const cblob_model, flags: i32, path: *const c_char) -> cblob_status;
+
+    /// The layers with blobs that CBLOB_EXPORT_TORCH_NAMES cannot name (their type has no PyTorch
+    /// names, or they hold more blobs than it names), in order. out_layers has room for max_layers
+    /// indices; with out_layers NULL and max_layers 0 it writes the count only; room for fewer is
+    /// CBLOB_ERR_OUT_OF_RANGE.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_torch_unmapped(model: *const cblob_model, out_layers: *mut i64, max_layers: i64, out_count: *mut i64) -> cblob_status;
+
+    /// Reads safetensors bytes into a new V2 model: one layer per layer name, its blobs by index.
+    /// Keys are `\<layer\>.\<index\>` or PyTorch's `\<layer\>.weight` (0), `.bias` (1), `.running_mean`
+    /// (0) and `.running_var` (1) (a layer with running statistics gets Caffe's scale factor 1 as
+    /// blob 2); `\<key\>.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
+    /// types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
+    /// F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
+    /// gap in a layer's indices, overlapping or out-of-range offsets, or another dtype is
+    /// CBLOB_ERR_PARSE naming the key.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
+    pub fn cblob_model_open_safetensors(context: *mut cblob_context, bytes: *const u8, size: usize, out_model: *mut *mut cblob_model) -> cblob_status;
+
+    /// Reads a .safetensors file as cblob_model_open_safetensors does.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    pub fn cblob_model_open_safetensors_file(context: *mut cblob_context, path: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
+
+    /// Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
+    /// into a new V2 model: keys `\<layer\>/\<index\>` and `\<layer\>/\<index\>/diff`, .npy members of
+    /// dtype \<f4, \<f8, \<i4 or \<u4 in C order. Another key, dtype or a Fortran-order array is
+    /// CBLOB_ERR_PARSE naming the member.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
+    pub fn cblob_model_open_npz(context: *mut cblob_context, bytes: *const u8, size: usize, out_model: *mut *mut cblob_model) -> cblob_status;
+
+    /// Reads a .npz file as cblob_model_open_npz does.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    pub fn cblob_model_open_npz_file(context: *mut cblob_context, path: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
+
+    /// Net surgery: for each layer of `weights` (from cblob_model_open_npz or _safetensors, or any
+    /// model), the layer of `model` with its name (or `\<name\>@\<index\>`: the layer at that index, as
+    /// the exports name a repeated name's later layers) takes the values of its blobs, by index,
+    /// converted to the model blob's dtype; a weights blob's diff replaces the diff. Every layer
+    /// and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
+    /// that differs is CBLOB_ERR_SHAPE with one message listing every mismatch, and nothing
+    /// changes. Everything else of the model stays as it is: saved, only the replaced values'
+    /// bytes change.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_replace_blobs(model: *mut cblob_model, weights: *const cblob_model) -> cblob_status;
 
     /// Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
     /// the number of CUDA devices, or the status that says why not (with a message naming the
