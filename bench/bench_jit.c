@@ -75,7 +75,7 @@ static const char *choose_driver(void)
 static void cold_compile(const cb_cuda_nvrtc *compiler, int compute_capability)
 {
     cb_cuda_target target;
-    if (cb_cuda_target_for(compiler, compute_capability, &target) != CBLOB_OK)
+    if (cb_cuda_target_for(compiler, 0, compute_capability, &target) != CBLOB_OK)
         return;
     enum { RUNS = 7 };
     for (int id = 0; id < CB_CUDA_FAMILY_COUNT; ++id) {
@@ -143,9 +143,9 @@ static double bandwidth(cblob_status (*f)(const cb_device *, void *, void *, int
 {
     double best = 1e30;
     for (int run = 0; run < 10; ++run) {
-        device->backend->synchronize(device, device->stream);
+        device->backend->synchronize(device);
         const double start = seconds(CLOCK_MONOTONIC);
-        if (f(device, x, y, count) != CBLOB_OK || device->backend->synchronize(device, device->stream) != CBLOB_OK)
+        if (f(device, x, y, count) != CBLOB_OK || device->backend->synchronize(device) != CBLOB_OK)
             return 0;
         const double elapsed = seconds(CLOCK_MONOTONIC) - start;
         best = elapsed < best ? elapsed : best;

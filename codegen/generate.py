@@ -60,6 +60,9 @@ CHECK_KINDS = {
     "blob_proto_bytes", "vector_proto_bytes", "net_proto_bytes", "proto_size", "proto_capacity",
     "blob_proto_path", "vector_proto_path", "net_proto_path", "output_path", "blob_array", "proto_blob_count",
     "blob_capacity", "net_format", "text", "layer_index", "layer_blob_index",
+    # Net structure and exports
+    "net_model", "layer_capacity", "structure_index", "rule_kind", "json_flags", "export_flags", "npz_flags", "read_start",
+    "read_count", "read_bytes", "safetensors_bytes", "npz_bytes", "safetensors_path", "npz_path",
 }
 
 # How the CPU dispatch cuts a kernel's work into ranges for the thread pool (ops.yaml `split`).
@@ -241,6 +244,7 @@ def enrich(model):
         op.setdefault("blis", {})
         op.setdefault("prefer", "kernel")
         op.setdefault("cublas", False)
+        op.setdefault("copy_engine", False)
         op.setdefault("may_alias", False)
         op.setdefault("stream", False)
         op.setdefault("extents", {})

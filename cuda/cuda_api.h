@@ -21,6 +21,9 @@ typedef CUcontext cbcu_context;
 typedef CUmodule cbcu_module;
 typedef CUfunction cbcu_function;
 typedef CUstream cbcu_stream;
+typedef CUevent cbcu_event;
+typedef CUDA_MEMCPY2D cbcu_memcpy2d;
+typedef CUfunction_attribute cbcu_function_attribute;
 typedef CUdevice_attribute cbcu_device_attribute;
 typedef CUpointer_attribute cbcu_pointer_attribute;
 typedef CUdriverProcAddressQueryResult cbcu_proc_address_result;
@@ -39,6 +42,9 @@ typedef struct CUctx_st *cbcu_context;
 typedef struct CUmod_st *cbcu_module;
 typedef struct CUfunc_st *cbcu_function;
 typedef struct CUstream_st *cbcu_stream;
+typedef struct CUevent_st *cbcu_event;
+typedef int cbcu_function_attribute;
+typedef struct cb_cuda_memcpy2d cbcu_memcpy2d;
 typedef int cbcu_device_attribute;
 typedef int cbcu_pointer_attribute;
 typedef int cbcu_proc_address_result;
@@ -50,6 +56,23 @@ typedef struct cublasContext *cbbl_handle;
 typedef int cbbl_pointer_mode;
 typedef int cbbl_library_property;
 #endif
+
+/* CUDA_MEMCPY2D, field for field (tests/gpu/test_cuda_api.c checks the layout against cuda.h). */
+struct cb_cuda_memcpy2d {
+    size_t srcXInBytes, srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    unsigned long long srcDevice;
+    struct CUarray_st *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    int dstMemoryType;
+    void *dstHost;
+    unsigned long long dstDevice;
+    struct CUarray_st *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+};
 
 /* CUresult values the backend tells apart. */
 #define CBCU_SUCCESS 0
@@ -65,18 +88,36 @@ typedef int cbbl_library_property;
 #define CBCU_ERROR_UNSUPPORTED_PTX_VERSION 222
 #define CBCU_ERROR_INVALID_HANDLE 400
 #define CBCU_ERROR_NOT_FOUND 500
+#define CBCU_ERROR_NOT_READY 600
+/* The sticky errors: after one, the context is unusable for the rest of the process. */
+#define CBCU_ERROR_ECC_UNCORRECTABLE 214
 #define CBCU_ERROR_ILLEGAL_ADDRESS 700
+#define CBCU_ERROR_LAUNCH_TIMEOUT 702
+#define CBCU_ERROR_ASSERT 710
+#define CBCU_ERROR_HARDWARE_STACK_ERROR 714
+#define CBCU_ERROR_ILLEGAL_INSTRUCTION 715
+#define CBCU_ERROR_MISALIGNED_ADDRESS 716
+#define CBCU_ERROR_INVALID_ADDRESS_SPACE 717
+#define CBCU_ERROR_INVALID_PC 718
 #define CBCU_ERROR_LAUNCH_FAILED 719
 #define CBCU_ERROR_SYSTEM_DRIVER_MISMATCH 803
 
+#define CBCU_DEVICE_ATTRIBUTE_MAX_PITCH 11
 #define CBCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CBCU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED 115
 #define CBCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CBCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define CBCU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 #define CBCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
 #define CBCU_POINTER_ATTRIBUTE_RANGE_START_ADDR 11
 #define CBCU_POINTER_ATTRIBUTE_RANGE_SIZE 12
+#define CBCU_MEMORYTYPE_HOST 1
 #define CBCU_MEMORYTYPE_DEVICE 2
+#define CBCU_STREAM_LEGACY ((cbcu_stream)0x1)
+#define CBCU_STREAM_PER_THREAD ((cbcu_stream)0x2)
+#define CBCU_STREAM_NON_BLOCKING 1
+#define CBCU_EVENT_DISABLE_TIMING 2
+#define CBCU_FUNC_ATTRIBUTE_NUM_REGS 4
 #define CBCU_MEMHOSTALLOC_PORTABLE 1
 #define CBCU_GET_PROC_ADDRESS_DEFAULT 0
 
@@ -86,6 +127,7 @@ typedef int cbbl_library_property;
 #define CBBL_STATUS_SUCCESS 0
 #define CBBL_STATUS_ALLOC_FAILED 3
 #define CBBL_POINTER_MODE_HOST 0
+#define CBBL_POINTER_MODE_DEVICE 1
 #define CBBL_MAJOR_VERSION 0
 #define CBBL_MINOR_VERSION 1
 
@@ -108,19 +150,35 @@ typedef cbcu_result (*cbcu_get_proc_address_fn)(const char *symbol, void **funct
     X(cbcu_result, cuDevicePrimaryCtxRetain, (cbcu_context *context, cbcu_device device)) \
     X(cbcu_result, cuCtxPushCurrent_v2, (cbcu_context context)) \
     X(cbcu_result, cuCtxPopCurrent_v2, (cbcu_context *context)) \
+    X(cbcu_result, cuCtxSynchronize, (void)) \
     X(cbcu_result, cuMemAlloc_v2, (cbcu_deviceptr *ptr, size_t bytes)) \
     X(cbcu_result, cuMemFree_v2, (cbcu_deviceptr ptr)) \
+    X(cbcu_result, cuMemAllocAsync, (cbcu_deviceptr *ptr, size_t bytes, cbcu_stream stream)) \
+    X(cbcu_result, cuMemFreeAsync, (cbcu_deviceptr ptr, cbcu_stream stream)) \
+    X(cbcu_result, cuMemHostGetDevicePointer_v2, (cbcu_deviceptr *ptr, void *host, unsigned int flags)) \
     X(cbcu_result, cuMemHostAlloc, (void **ptr, size_t bytes, unsigned int flags)) \
     X(cbcu_result, cuMemFreeHost, (void *ptr)) \
     X(cbcu_result, cuMemcpyHtoDAsync_v2, (cbcu_deviceptr dst, const void *src, size_t bytes, cbcu_stream stream)) \
     X(cbcu_result, cuMemcpyDtoHAsync_v2, (void *dst, cbcu_deviceptr src, size_t bytes, cbcu_stream stream)) \
     X(cbcu_result, cuMemcpyDtoDAsync_v2, (cbcu_deviceptr dst, cbcu_deviceptr src, size_t bytes, cbcu_stream stream)) \
+    X(cbcu_result, cuMemcpy2DAsync_v2, (const cbcu_memcpy2d *copy, cbcu_stream stream)) \
     X(cbcu_result, cuMemsetD8Async, (cbcu_deviceptr dst, unsigned char value, size_t count, cbcu_stream stream)) \
+    X(cbcu_result, cuStreamCreate, (cbcu_stream *stream, unsigned int flags)) \
+    X(cbcu_result, cuStreamDestroy_v2, (cbcu_stream stream)) \
+    X(cbcu_result, cuStreamGetCtx, (cbcu_stream stream, cbcu_context *context)) \
     X(cbcu_result, cuStreamSynchronize, (cbcu_stream stream)) \
+    X(cbcu_result, cuStreamWaitEvent, (cbcu_stream stream, cbcu_event event, unsigned int flags)) \
+    X(cbcu_result, cuEventCreate, (cbcu_event *event, unsigned int flags)) \
+    X(cbcu_result, cuEventRecord, (cbcu_event event, cbcu_stream stream)) \
+    X(cbcu_result, cuEventSynchronize, (cbcu_event event)) \
+    X(cbcu_result, cuEventDestroy_v2, (cbcu_event event)) \
     X(cbcu_result, cuPointerGetAttribute, (void *data, cbcu_pointer_attribute attribute, cbcu_deviceptr ptr)) \
     X(cbcu_result, cuModuleLoadData, (cbcu_module *module, const void *image)) \
     X(cbcu_result, cuModuleUnload, (cbcu_module module)) \
     X(cbcu_result, cuModuleGetFunction, (cbcu_function *function, cbcu_module module, const char *name)) \
+    X(cbcu_result, cuFuncGetAttribute, (int *value, cbcu_function_attribute attribute, cbcu_function function)) \
+    X(cbcu_result, cuOccupancyMaxActiveBlocksPerMultiprocessor, \
+      (int *blocks, cbcu_function function, int block_size, size_t shared_bytes)) \
     X(cbcu_result, cuLaunchKernel, \
       (cbcu_function function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z, unsigned int block_x, \
        unsigned int block_y, unsigned int block_z, unsigned int shared_bytes, cbcu_stream stream, void **params, \

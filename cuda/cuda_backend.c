@@ -11,6 +11,7 @@
 #include "cuda/families.h"
 #include "cuda_cache.h"
 #include "cuda_device.h"
+#include "cuda_queue.h"
 #include "status.h"
 
 static cbcu_deviceptr address(const void *ptr)
@@ -24,36 +25,49 @@ static cblob_status open_device(int32_t index)
     return cb_cuda_device_open(index, &state);
 }
 
+/* Stream-ordered memory from the device's pool where there is one: cuMemAlloc and cuMemFree
+ * make the whole device wait. The memory is usable in the order of the device's stream, which
+ * other streams follow through the storage's queue (cuda_queue.h). */
 static cblob_status device_alloc(const cb_device *device, size_t bytes, void **out)
 {
     const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
-    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
+    const cb_cuda_device_state *state = cb_cuda_device_state_of(device);
+    CB_TRY(cb_cuda_enter(state));
     cbcu_deviceptr ptr = 0;
-    const cbcu_result result = api->cuMemAlloc_v2(&ptr, bytes);
+    const cbcu_result result = state->memory_pools ? api->cuMemAllocAsync(&ptr, bytes, cb_cuda_stream(device))
+                                                   : api->cuMemAlloc_v2(&ptr, bytes);
     cb_cuda_leave();
     if (result == CBCU_ERROR_OUT_OF_MEMORY)
         return cb_fail(CBLOB_ERR_DEVICE_OUT_OF_MEMORY,
                        "device %d has no room for %zu more bytes (CUDA_ERROR_OUT_OF_MEMORY); the host copy is unchanged",
                        (int)device->index, bytes);
-    CB_TRY(cb_cuda_check(result, "cuMemAlloc"));
+    CB_TRY(cb_cuda_check(result, state->memory_pools ? "cuMemAllocAsync" : "cuMemAlloc"));
     *out = (void *)(uintptr_t)ptr;
     return CBLOB_OK;
 }
 
+/* Freed in the order of the stream of the memory's last user, after all work queued on it. */
 static void device_free(const cb_device *device, void *ptr)
 {
-    if (cb_cuda_enter(cb_cuda_device_state_of(device)) != CBLOB_OK)
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    const cb_cuda_device_state *state = cb_cuda_device_state_of(device);
+    if (cb_cuda_enter(state) != CBLOB_OK)
         return;
-    cb_cuda_driver_api_get()->cuMemFree_v2(address(ptr));
+    if (state->memory_pools)
+        api->cuMemFreeAsync(address(ptr), cb_cuda_stream(device));
+    else
+        api->cuMemFree_v2(address(ptr));
     cb_cuda_leave();
 }
 
 static cblob_status device_zero(const cb_device *device, void *ptr, size_t bytes)
 {
     CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
-    const cbcu_result result = cb_cuda_driver_api_get()->cuMemsetD8Async(address(ptr), 0, bytes, (cbcu_stream)device->stream);
+    const cblob_status status = cb_cuda_queued(
+        device, cb_cuda_driver_api_get()->cuMemsetD8Async(address(ptr), 0, bytes, cb_cuda_stream(device)),
+        "zero-filling device memory");
     cb_cuda_leave();
-    return cb_cuda_check(result, "zero-filling device memory");
+    return status;
 }
 
 static cblob_status pinned_alloc(const cb_device *device, size_t bytes, void **out)
@@ -85,31 +99,33 @@ static cbcu_result queue_copy(const cb_cuda_driver_api *api, void *dst, const vo
     }
 }
 
-/* Queued on the context's stream behind its earlier work, then waited for. */
+/* Queued on the context's stream behind its earlier work; waited for when the host is one end. */
 static cblob_status copy(const cb_device *device, void *dst, const void *src, size_t bytes, cb_copy_kind kind)
 {
     static const char *const what[] = {"copying to the device", "copying to the host", "copying on the device"};
     const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
     CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
-    cbcu_result result = queue_copy(api, dst, src, bytes, kind, (cbcu_stream)device->stream);
-    if (result == CBCU_SUCCESS)
-        result = api->cuStreamSynchronize((cbcu_stream)device->stream);
+    cblob_status status = cb_cuda_queued(device, queue_copy(api, dst, src, bytes, kind, cb_cuda_stream(device)), what[kind]);
+    if (status == CBLOB_OK && kind != CB_COPY_DEVICE_TO_DEVICE)
+        status = cb_cuda_check(api->cuStreamSynchronize(cb_cuda_stream(device)), what[kind]);
     cb_cuda_leave();
-    return cb_cuda_check(result, what[kind]);
+    return status;
 }
 
-static cblob_status copy_async(const cb_device *device, void *dst, const void *src, size_t bytes, void *stream)
+static cblob_status copy_async(const cb_device *device, void *dst, const void *src, size_t bytes)
 {
     CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
-    const cbcu_result result = cb_cuda_driver_api_get()->cuMemcpyHtoDAsync_v2(address(dst), src, bytes, (cbcu_stream)stream);
+    const cblob_status status = cb_cuda_queued(
+        device, cb_cuda_driver_api_get()->cuMemcpyHtoDAsync_v2(address(dst), src, bytes, cb_cuda_stream(device)),
+        "queueing a copy to the device");
     cb_cuda_leave();
-    return cb_cuda_check(result, "queueing a copy to the device");
+    return status;
 }
 
-static cblob_status synchronize(const cb_device *device, void *stream)
+static cblob_status synchronize(const cb_device *device)
 {
     CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
-    const cbcu_result result = cb_cuda_driver_api_get()->cuStreamSynchronize((cbcu_stream)stream);
+    const cbcu_result result = cb_cuda_driver_api_get()->cuStreamSynchronize(cb_cuda_stream(device));
     cb_cuda_leave();
     return cb_cuda_check(result, "waiting for the stream");
 }
@@ -245,6 +261,11 @@ static const cb_device_backend cuda_backend = {
     .copy = copy,
     .copy_async = copy_async,
     .synchronize = synchronize,
+    .queue_open = cb_cuda_queue_open,
+    .queue_close = cb_cuda_queue_close,
+    .queue_retain = cb_cuda_queue_retain,
+    .queue_release = cb_cuda_queue_release,
+    .queue_follow = cb_cuda_queue_follow,
     .check_device_memory = check_device_memory,
     .kernels = &cb_cuda_kernels,
     .probe = probe,

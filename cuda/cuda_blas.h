@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* cuBLAS for the float32 and float64 ops that codegen/ops.yaml marks `cublas: true` (Caffe's
- * caffe_gpu_asum, caffe_gpu_dot, caffe_gpu_axpy, caffe_gpu_scal). Sums come back to the host:
- * the calls wait for them, as Caffe's do. */
+ * caffe_gpu_asum, caffe_gpu_dot, caffe_gpu_axpy, caffe_gpu_scal), on handles of the work's
+ * queue (one context's stream). Sums come back to the host: the calls wait for their stream,
+ * with no lock held, as Caffe's wait for the sum. */
 #ifndef CBLOB_CUDA_BLAS_H
 #define CBLOB_CUDA_BLAS_H
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "cuda_cache.h"
+#include "cuda_queue.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,7 @@ static struct {
     char note[160];              /* a problem with the environment, for reports */
     atomic_bool unwritable;      /* a write failed: new kernels stay in memory */
     atomic_bool warned;          /* the one warning has been logged */
+    atomic_bool refused;         /* the folder is not to be trusted: not even read */
     pthread_mutex_t reason_lock;
     char reason[PATH_MAX + 128]; /* why the folder could not be written */
     atomic_uint_fast64_t compiles, disk_hits, disk_writes, disk_rejected, temp_counter;
@@ -59,7 +61,7 @@ static void configure(void)
 static bool disk_readable(void)
 {
     pthread_once(&configure_once, configure);
-    return cache.requested == CBLOB_KERNEL_CACHE_DISK && cache.dir[0] != '\0';
+    return cache.requested == CBLOB_KERNEL_CACHE_DISK && cache.dir[0] != '\0' && !atomic_load(&cache.refused);
 }
 
 static bool disk_writable(void)
@@ -90,7 +92,8 @@ void cb_cuda_cache_describe(char *text, size_t size)
     if (cache.requested == CBLOB_KERNEL_CACHE_DISK && cache.dir[0] == '\0')
         snprintf(text, size, "memory (no folder: set CBLOB_KERNEL_CACHE_DIR or HOME)");
     else if (cache.requested == CBLOB_KERNEL_CACHE_DISK && atomic_load(&cache.unwritable))
-        snprintf(text, size, "memory (%s); existing entries are still read", cache.reason);
+        snprintf(text, size, "memory (%s)%s", cache.reason,
+                 atomic_load(&cache.refused) ? "" : "; existing entries are still read");
     else
         snprintf(text, size, "%s, folder %s%s%s", names[cache.requested], folder, cache.note[0] ? "; " : "", cache.note);
     pthread_mutex_unlock(&cache.reason_lock);
@@ -131,13 +134,14 @@ static void entry_key(const cb_cuda_nvrtc *compiler, const cb_cuda_family *famil
     cb_sha256_final(&hash, key);
 }
 
-static void entry_path(const cb_cuda_family *family, const cb_cuda_target *target, const unsigned char key[CB_SHA256_BYTES],
-                       char *path, size_t size)
+/* The entry's file name: family, target and key. */
+static void entry_name(const cb_cuda_family *family, const cb_cuda_target *target, const unsigned char key[CB_SHA256_BYTES],
+                       char *name, size_t size)
 {
     char hex[2 * CB_SHA256_BYTES + 1];
     for (int i = 0; i < CB_SHA256_BYTES; ++i)
         snprintf(hex + 2 * i, 3, "%02x", key[i]);
-    snprintf(path, size, "%s/%s-%s-%s.%s", cache.dir, family->name, target->name, hex, target->ptx ? "ptx" : "cubin");
+    snprintf(name, size, "%s-%s-%s.%s", family->name, target->name, hex, target->ptx ? "ptx" : "cubin");
 }
 
 static void put_u32(unsigned char *at, uint32_t value)
@@ -165,7 +169,105 @@ static uint32_t get_u32(const unsigned char *at)
     return (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24;
 }
 
-typedef enum entry_read { ENTRY_MISSING, ENTRY_DAMAGED, ENTRY_FOUND } entry_read;
+/* ---- the file system ----------------------------------------------------------------------------
+ * Every call that touches the cache folder is in the few functions below (src/io may later do
+ * the writing). Anyone who can write the folder or an entry could hand the library machine code
+ * to load, so the folder and each entry are used only when the effective user owns them and
+ * neither group nor others may write them; entries are opened relative to the folder's
+ * descriptor without following symbolic links, and made private (0600, the folder 0700). */
+
+/* Whether a file the cache opened may be trusted; if not, `why` says so. */
+static bool trusted(const struct stat *info, const char *what, char *why, size_t size)
+{
+    if (info->st_uid != geteuid()) {
+        snprintf(why, size, "%s is owned by uid %ld, not by the effective user (uid %ld)", what, (long)info->st_uid,
+                 (long)geteuid());
+        return false;
+    }
+    if ((info->st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        snprintf(why, size, "%s is writable by group or others (mode %04o)", what, (unsigned)(info->st_mode & 07777));
+        return false;
+    }
+    return true;
+}
+
+/* mkdir -p, private to the user. Returns 0 or -1 with errno. */
+static int make_folders(const char *dir)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *slash = path + 1;; ++slash) {
+        const bool last = *slash == '\0';
+        if (*slash != '/' && !last)
+            continue;
+        *slash = '\0';
+        if (mkdir(path, 0700) != 0 && errno != EEXIST)
+            return -1;
+        if (last)
+            return 0;
+        *slash = '/';
+    }
+}
+
+/* The cache folder's descriptor (made first when `create`), or -1: with `why` set when the folder
+ * is there but not to be trusted, with errno otherwise. */
+static int open_folder(bool create, char *why, size_t size)
+{
+    why[0] = '\0';
+    if (create && make_folders(cache.dir) != 0)
+        return -1;
+    const int folder = open(cache.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat info;
+    if (folder < 0)
+        return -1;
+    if (fstat(folder, &info) != 0 || !trusted(&info, "the folder", why, size)) {
+        close(folder);
+        return -1;
+    }
+    return folder;
+}
+
+/* An entry opened for reading, or -1: with `why` set when it is there but refused. */
+static int open_entry(int folder, const char *name, char *why, size_t size)
+{
+    why[0] = '\0';
+    const int fd = openat(folder, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            snprintf(why, size, "it is a symbolic link");
+        return -1;
+    }
+    struct stat info;
+    if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || !trusted(&info, "it", why, size)) {
+        if (why[0] == '\0')
+            snprintf(why, size, "it is not a regular file");
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A new private file beside the entry's final name; its name goes to `temporary`. */
+static int create_entry(int folder, const char *name, char *temporary, size_t size)
+{
+    snprintf(temporary, size, ".%s.%ld.%lu.tmp", name, (long)getpid(),
+             (unsigned long)atomic_fetch_add(&cache.temp_counter, 1));
+    return openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+static int publish_entry(int folder, const char *temporary, const char *name)
+{
+    return renameat(folder, temporary, folder, name);
+}
+
+static void remove_entry(int folder, const char *name)
+{
+    unlinkat(folder, name, 0);
+}
+
+/* ---- entries ------------------------------------------------------------------------------------ */
+
+typedef enum entry_read { ENTRY_MISSING, ENTRY_DAMAGED, ENTRY_REFUSED, ENTRY_FOUND } entry_read;
 
 /* The driver takes an image without its size: PTX must end in its NUL, and a cubin must at least
  * hold a whole ELF64 header, or the driver would read past the buffer. */
@@ -176,11 +278,12 @@ static bool looks_like(const unsigned char *image, size_t size, bool ptx)
     return size >= 64 && memcmp(image, "\x7f" "ELF", 4) == 0;
 }
 
-static entry_read read_entry(const char *path, const unsigned char key[CB_SHA256_BYTES], bool ptx, cb_cuda_image *out)
+static entry_read read_entry(int folder, const char *name, const unsigned char key[CB_SHA256_BYTES], bool ptx,
+                             cb_cuda_image *out, char *why, size_t why_size)
 {
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    const int fd = open_entry(folder, name, why, why_size);
     if (fd < 0)
-        return ENTRY_MISSING;
+        return why[0] != '\0' ? ENTRY_REFUSED : ENTRY_MISSING;
     struct stat info;
     unsigned char *bytes = NULL;
     entry_read result = ENTRY_DAMAGED;
@@ -211,24 +314,6 @@ done:
     return result;
 }
 
-/* mkdir -p, private to the user: a cache others can write could hand us their code. */
-static int make_folders(const char *dir)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *slash = path + 1;; ++slash) {
-        const bool last = *slash == '\0';
-        if (*slash != '/' && !last)
-            continue;
-        *slash = '\0';
-        if (mkdir(path, 0700) != 0 && errno != EEXIST)
-            return -1;
-        if (last)
-            return 0;
-        *slash = '/';
-    }
-}
-
 static bool write_all(int fd, const void *data, size_t size)
 {
     const unsigned char *bytes = data;
@@ -243,10 +328,8 @@ static bool write_all(int fd, const void *data, size_t size)
 }
 
 /* Writes the entry beside its final name and renames it into place. Returns 0 or an errno. */
-static int write_entry(const char *path, const unsigned char key[CB_SHA256_BYTES], const cb_cuda_image *image)
+static int write_entry(int folder, const char *name, const unsigned char key[CB_SHA256_BYTES], const cb_cuda_image *image)
 {
-    if (make_folders(cache.dir) != 0)
-        return errno;
     unsigned char header[ENTRY_HEADER_BYTES];
     memcpy(header, ENTRY_MAGIC, 8);
     put_u32(header + 8, ENTRY_FORMAT);
@@ -255,36 +338,35 @@ static int write_entry(const char *path, const unsigned char key[CB_SHA256_BYTES
     memcpy(header + 24, key, CB_SHA256_BYTES);
     cb_sha256_digest(image->bytes, image->size, header + 56);
 
-    char temporary[PATH_MAX + 64];
-    const char *name = strrchr(path, '/') + 1;
-    snprintf(temporary, sizeof temporary, "%s/.%s.%ld.%lu.tmp", cache.dir, name, (long)getpid(),
-             (unsigned long)atomic_fetch_add(&cache.temp_counter, 1));
-    const int fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    char temporary[NAME_MAX + 64];
+    const int fd = create_entry(folder, name, temporary, sizeof temporary);
     if (fd < 0)
         return errno;
     const bool written = write_all(fd, header, sizeof header) && write_all(fd, image->bytes, image->size);
     const int write_error = errno;
     if (close(fd) != 0 || !written) {
-        unlink(temporary);
+        remove_entry(folder, temporary);
         return written ? EIO : write_error;
     }
-    if (rename(temporary, path) != 0) {
+    if (publish_entry(folder, temporary, name) != 0) {
         const int rename_error = errno;
-        unlink(temporary);
+        remove_entry(folder, temporary);
         return rename_error;
     }
     return 0;
 }
 
 /* The first failed write turns writing off for the process, with one warning in the log of the
- * context that met it. */
-static void stop_writing(const cb_device *device, int error)
+ * context that met it. A folder that is not to be trusted turns reading off too. */
+static void stop_using_disk(const cb_device *device, bool refused, const char *why)
 {
     pthread_mutex_lock(&cache.reason_lock);
     if (!atomic_load(&cache.unwritable))
-        snprintf(cache.reason, sizeof cache.reason, "the kernel cache folder %s cannot be written: %s", cache.dir,
-                 strerror(error));
+        snprintf(cache.reason, sizeof cache.reason, "the kernel cache folder %s %s: %s", cache.dir,
+                 refused ? "is refused" : "cannot be written", why);
     atomic_store(&cache.unwritable, true);
+    if (refused)
+        atomic_store(&cache.refused, true);
     pthread_mutex_unlock(&cache.reason_lock);
     if (!atomic_exchange(&cache.warned, true) && device != NULL)
         cb_log_warning(device->log, "warning: %s; compiled kernels are kept in memory for the rest of this process",
@@ -293,6 +375,29 @@ static void stop_writing(const cb_device *device, int error)
 
 /* ---- compiling or reading one family --------------------------------------------------------- */
 
+/* Writes a fresh image into the folder (opened, or made, here when `folder` is -1). */
+static cblob_status store(int *folder, const char *name, const unsigned char key[CB_SHA256_BYTES],
+                          const cb_cuda_image *image, const cb_device *device)
+{
+    char why[256] = "";
+    int error = 0;
+    if (*folder < 0 && (*folder = open_folder(true, why, sizeof why)) < 0)
+        error = errno;
+    if (*folder >= 0)
+        error = write_entry(*folder, name, key, image);
+    if (error == 0 && *folder >= 0) {
+        atomic_fetch_add(&cache.disk_writes, 1);
+        return CBLOB_OK;
+    }
+    if (device != NULL) {
+        stop_using_disk(device, why[0] != '\0', why[0] != '\0' ? why : strerror(error));
+        return CBLOB_OK;
+    }
+    /* warming up for an architecture: writing is the whole point */
+    return cb_fail(CBLOB_ERR_IO, "cannot write the kernel cache entry %s/%s: %s", cache.dir, name,
+                   why[0] != '\0' ? why : strerror(error));
+}
+
 /* The family's image for a target: a verified disk entry, or a fresh compilation (written to
  * disk when it can be). *from_disk says which; `path` is the entry's name. */
 static cblob_status find_or_compile(const cb_cuda_nvrtc *compiler, const cb_cuda_family *family,
@@ -300,36 +405,43 @@ static cblob_status find_or_compile(const cb_cuda_nvrtc *compiler, const cb_cuda
                                     bool *from_disk, char *path, size_t path_size)
 {
     unsigned char key[CB_SHA256_BYTES] = {0};
+    char name[NAME_MAX + 1] = "", why[256] = "";
+    int folder = -1;
     *from_disk = false;
     path[0] = '\0';
     if (disk_readable()) {
         entry_key(compiler, family, target, key);
-        entry_path(family, target, key, path, path_size);
-        const entry_read found = read_entry(path, key, target->ptx, image);
+        entry_name(family, target, key, name, sizeof name);
+        snprintf(path, path_size, "%s/%s", cache.dir, name);
+        folder = open_folder(false, why, sizeof why);
+        if (folder < 0 && why[0] != '\0' && device != NULL)
+            stop_using_disk(device, true, why);
+        const entry_read found = folder >= 0 ? read_entry(folder, name, key, target->ptx, image, why, sizeof why) : ENTRY_MISSING;
         if (found == ENTRY_FOUND) {
+            close(folder);
             *from_disk = true;
             return CBLOB_OK;
         }
         if (found == ENTRY_DAMAGED) {
-            unlink(path);
+            remove_entry(folder, name);
             atomic_fetch_add(&cache.disk_rejected, 1);
         }
+        if (found == ENTRY_REFUSED && device != NULL)
+            cb_log_warning(device->log, "kernel cache: refused the entry %s (%s); compiling the %s kernels instead", path,
+                           why, family->name);
     }
-    CB_TRY(cb_cuda_compile(compiler, family, target, image));
-    atomic_fetch_add(&cache.compiles, 1);
+    cblob_status status = cb_cuda_compile(compiler, family, target, image);
+    if (status == CBLOB_OK)
+        atomic_fetch_add(&cache.compiles, 1);
     /* Warming up for an architecture (no device) tries even after a failed write: it reports. */
-    if (path[0] != '\0' && (disk_writable() || device == NULL)) {
-        const int error = write_entry(path, key, image);
-        if (error == 0)
-            atomic_fetch_add(&cache.disk_writes, 1);
-        else if (device != NULL)
-            stop_writing(device, error);
-        else { /* warming up for an architecture: writing is the whole point */
+    if (status == CBLOB_OK && name[0] != '\0' && (disk_writable() || device == NULL)) {
+        status = store(&folder, name, key, image, device);
+        if (status != CBLOB_OK)
             cb_cuda_image_free(image);
-            return cb_fail(CBLOB_ERR_IO, "cannot write the kernel cache entry %s: %s", path, strerror(error));
-        }
     }
-    return CBLOB_OK;
+    if (folder >= 0)
+        close(folder);
+    return status;
 }
 
 static bool image_refused(cbcu_result result)
@@ -345,51 +457,59 @@ static cblob_status resolve_functions(const cb_cuda_family *family, cbcu_module 
     loaded->module = module;
     for (int row = 0; row < CB_CUDA_DTYPE_ROWS; ++row) {
         loaded->functions[row] = NULL;
-        if (family->kernels[row] != NULL)
-            CB_TRY(cb_cuda_check(api->cuModuleGetFunction(&loaded->functions[row], module, family->kernels[row]),
-                                 family->kernels[row]));
+        loaded->blocks_per_multiprocessor[row] = 0;
+        if (family->kernels[row] == NULL)
+            continue;
+        CB_TRY(cb_cuda_check(api->cuModuleGetFunction(&loaded->functions[row], module, family->kernels[row]),
+                             family->kernels[row]));
+        CB_TRY(cb_cuda_check(api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&loaded->blocks_per_multiprocessor[row],
+                                                                             loaded->functions[row],
+                                                                             CB_CUDA_BLOCK_THREADS, 0),
+                             family->kernels[row]));
     }
     return CBLOB_OK;
 }
 
 /* Loads a family into the device's context, from the disk cache when a good entry is there.
- * An entry the driver refuses is deleted and the family compiled again. Runs with the device's
- * context current. */
+ * An entry that passed every check is what NVRTC produced, so when the driver refuses it a new
+ * compilation would be refused too: the load fails, naming the entry and both versions, and the
+ * entry stays. Runs with the device's context current. */
 static cblob_status load_family(const cb_device *device, const cb_cuda_device_state *state, cb_cuda_family_id id,
                                 cb_cuda_loaded *loaded, bool *compiled)
 {
     const cb_cuda_family *family = &cb_cuda_families[id];
     const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    const cb_cuda_driver *driver = cb_cuda_driver_get();
     const cb_cuda_nvrtc *compiler;
     cb_cuda_target target;
     CB_TRY(cb_cuda_nvrtc_ready(&compiler));
-    CB_TRY(cb_cuda_target_for(compiler, state->compute_capability, &target));
-    for (int attempt = 0;; ++attempt) {
-        cb_cuda_image image = {0};
-        bool from_disk = false;
-        char path[PATH_MAX + 256];
-        CB_TRY(find_or_compile(compiler, family, &target, device, &image, &from_disk, path, sizeof path));
-        cbcu_module module = NULL;
-        const cbcu_result result = api->cuModuleLoadData(&module, image.bytes);
-        cb_cuda_image_free(&image);
-        if (result != CBCU_SUCCESS && from_disk && attempt == 0 && image_refused(result)) {
-            unlink(path);
-            atomic_fetch_add(&cache.disk_rejected, 1);
-            continue;
-        }
-        char what[128];
-        snprintf(what, sizeof what, "loading the %s kernels (%s)", family->name, target.name);
-        CB_TRY(cb_cuda_check(result, what));
-        const cblob_status status = resolve_functions(family, module, loaded);
-        if (status != CBLOB_OK) {
-            api->cuModuleUnload(module);
-            return status;
-        }
-        if (from_disk)
-            atomic_fetch_add(&cache.disk_hits, 1);
-        *compiled = !from_disk;
-        return CBLOB_OK;
+    CB_TRY(cb_cuda_target_for(compiler, driver->version, state->compute_capability, &target));
+    cb_cuda_image image = {0};
+    bool from_disk = false;
+    char path[PATH_MAX + 256];
+    CB_TRY(find_or_compile(compiler, family, &target, device, &image, &from_disk, path, sizeof path));
+    cbcu_module module = NULL;
+    const cbcu_result result = api->cuModuleLoadData(&module, image.bytes);
+    cb_cuda_image_free(&image);
+    if (result != CBCU_SUCCESS && image_refused(result))
+        return cb_fail(CBLOB_ERR_DEVICE,
+                       "the driver (CUDA %d.%d) refuses the %s kernels NVRTC %d.%d compiled for %s (%s)%s%s; a driver "
+                       "at least as new as NVRTC loads them",
+                       driver->version / 1000, driver->version % 1000 / 10, family->name, compiler->major,
+                       compiler->minor, target.name, cb_cuda_error_name(result), from_disk ? ", read from " : "",
+                       from_disk ? path : "");
+    char what[128];
+    snprintf(what, sizeof what, "loading the %s kernels (%s)", family->name, target.name);
+    CB_TRY(cb_cuda_check(result, what));
+    const cblob_status status = resolve_functions(family, module, loaded);
+    if (status != CBLOB_OK) {
+        api->cuModuleUnload(module);
+        return status;
     }
+    if (from_disk)
+        atomic_fetch_add(&cache.disk_hits, 1);
+    *compiled = !from_disk;
+    return CBLOB_OK;
 }
 
 /* The family on the device, loading it at first use. Off mode hands out a module of its own. */
@@ -436,6 +556,7 @@ cblob_status cb_cuda_kernel_get(const cb_device *device, cb_cuda_family_id famil
     bool compiled;
     CB_TRY(family_on_device(device, family, &loaded, &transient, &compiled));
     out->function = loaded->functions[dtype];
+    out->blocks_per_multiprocessor = loaded->blocks_per_multiprocessor[dtype];
     out->transient = loaded == &transient ? transient.module : NULL;
     return CBLOB_OK;
 }
@@ -447,7 +568,7 @@ void cb_cuda_kernel_release(const cb_device *device, cb_cuda_kernel *kernel)
     const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
     if (cb_cuda_enter(cb_cuda_device_state_of(device)) != CBLOB_OK)
         return;
-    api->cuStreamSynchronize((cbcu_stream)device->stream);
+    api->cuStreamSynchronize(cb_cuda_stream(device));
     api->cuModuleUnload(kernel->transient);
     cb_cuda_leave();
     kernel->transient = NULL;
@@ -481,7 +602,7 @@ static cblob_status warm_up_architecture(int32_t compute_capability, int32_t *co
     const cb_cuda_nvrtc *compiler;
     cb_cuda_target target;
     CB_TRY(cb_cuda_nvrtc_ready(&compiler));
-    CB_TRY(cb_cuda_target_for(compiler, compute_capability, &target));
+    CB_TRY(cb_cuda_target_for(compiler, 0, compute_capability, &target));
     int32_t count = 0;
     for (int id = 0; id < CB_CUDA_FAMILY_COUNT; ++id) {
         cb_cuda_image image = {0};

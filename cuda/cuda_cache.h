@@ -8,10 +8,17 @@
  * A disk entry's name carries the SHA-256 key of everything that decides the compiler's output:
  * the rendered source, the options, the target architecture, NVRTC's version and cblob's
  * version (never the output itself). Its header repeats the key and carries the output's
- * SHA-256; an entry that fails either check, or that the driver refuses to load, is deleted and
- * compiled again. Entries are written to a temporary file in the folder and renamed into place,
- * so readers never see half an entry. When the folder cannot be written, kernels compiled from
- * then on stay in memory and the log of the context that met the failure gets one warning.
+ * SHA-256; an entry that fails either check is deleted and compiled again. An entry that passes
+ * them is NVRTC's output: if the driver refuses it, the load fails with a clear error (a new
+ * compilation would give the same bytes) and the entry stays. Entries are written to a temporary
+ * file in the folder and renamed into place, so readers never see half an entry. When the folder
+ * cannot be written, kernels compiled from then on stay in memory and the log of the context that
+ * met the failure gets one warning.
+ *
+ * Who may write it: the folder is made 0700 and entries 0600; an existing folder, and each
+ * entry, is used only when the effective user owns it and neither group nor others may write it,
+ * and entries are opened without following symbolic links. A refused folder is not used at all
+ * (one warning); a refused entry is compiled anew and replaced, and the log says why.
  *
  * In memory, each (device, family) slot has a lock: the first user loads or compiles, concurrent
  * first users wait for it, and later users read the published module without locking.
@@ -25,6 +32,7 @@
 
 typedef struct cb_cuda_kernel {
     cbcu_function function;
+    int blocks_per_multiprocessor; /* the occupancy the driver reported at load */
     cbcu_module transient; /* set in mode off: unloaded by cb_cuda_kernel_release */
 } cb_cuda_kernel;
 

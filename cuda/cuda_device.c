@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_queue.h"
 #include "status.h"
 
 static cb_cuda_device_state *devices; /* one per device the driver reports; never freed */
@@ -20,7 +21,6 @@ static void make_device_table(void)
     device_count = driver->device_count;
     for (int i = 0; i < device_count; ++i) {
         pthread_mutex_init(&devices[i].open_lock, NULL);
-        pthread_mutex_init(&devices[i].blas_lock, NULL);
         devices[i].index = i;
         for (int f = 0; f < CB_CUDA_FAMILY_COUNT; ++f) {
             pthread_mutex_init(&devices[i].families[f].lock, NULL);
@@ -34,13 +34,60 @@ const cb_cuda_driver_api *cb_cuda_driver_api_get(void)
     return &cb_cuda_driver_get()->api;
 }
 
+/* The errors after which the context cannot be used again (CUDA calls them sticky). */
+static bool sticky(cbcu_result result)
+{
+    switch (result) {
+    case CBCU_ERROR_ECC_UNCORRECTABLE:
+    case CBCU_ERROR_ILLEGAL_ADDRESS:
+    case CBCU_ERROR_LAUNCH_TIMEOUT:
+    case CBCU_ERROR_ASSERT:
+    case CBCU_ERROR_HARDWARE_STACK_ERROR:
+    case CBCU_ERROR_ILLEGAL_INSTRUCTION:
+    case CBCU_ERROR_MISALIGNED_ADDRESS:
+    case CBCU_ERROR_INVALID_ADDRESS_SPACE:
+    case CBCU_ERROR_INVALID_PC:
+    case CBCU_ERROR_LAUNCH_FAILED: return true;
+    default: return false;
+    }
+}
+
+static pthread_once_t blocking_once = PTHREAD_ONCE_INIT;
+static bool blocking;
+
+static void read_blocking(void)
+{
+    const char *knob = getenv("CBLOB_CUDA_LAUNCH_BLOCKING");
+    blocking = knob != NULL && strcmp(knob, "1") == 0;
+}
+
+bool cb_cuda_launch_blocking(void)
+{
+    pthread_once(&blocking_once, read_blocking);
+    return blocking;
+}
+
 cblob_status cb_cuda_check(cbcu_result result, const char *what)
 {
     if (result == CBCU_SUCCESS)
         return CBLOB_OK;
+    if (sticky(result))
+        return cb_fail(CBLOB_ERR_DEVICE_LOST,
+                       "%s failed: the device's context is lost (%s, %d), after a fault in this or an earlier kernel or "
+                       "copy; every later GPU call on the device fails: restart the process to use it again (with "
+                       "CBLOB_CUDA_LAUNCH_BLOCKING=1 the call that faulted reports it)",
+                       what, cb_cuda_error_name(result), (int)result);
     if (result == CBCU_ERROR_OUT_OF_MEMORY)
         return cb_fail(CBLOB_ERR_DEVICE_OUT_OF_MEMORY, "%s: the device is out of memory (CUDA_ERROR_OUT_OF_MEMORY)", what);
     return cb_fail(CBLOB_ERR_DEVICE, "%s failed: %s (%d)", what, cb_cuda_error_name(result), (int)result);
+}
+
+cblob_status cb_cuda_queued(const cb_device *device, cbcu_result queued, const char *what)
+{
+    CB_TRY(cb_cuda_check(queued, what));
+    if (!cb_cuda_launch_blocking())
+        return CBLOB_OK;
+    return cb_cuda_check(cb_cuda_driver_api_get()->cuStreamSynchronize(cb_cuda_stream(device)), what);
 }
 
 cblob_status cb_cuda_enter(const cb_cuda_device_state *state)
@@ -68,6 +115,9 @@ static cblob_status describe_device(cb_cuda_device_state *state, const cb_cuda_n
     CB_TRY(cb_cuda_check(api->cuDeviceGetAttribute(&state->multiprocessors, CBCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                                    state->device), "reading the multiprocessor count"));
     CB_TRY(cb_cuda_check(api->cuDeviceTotalMem_v2(&state->memory_bytes, state->device), "cuDeviceTotalMem"));
+    int pools = 0;
+    state->memory_pools = api->cuDeviceGetAttribute(&pools, CBCU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, state->device) ==
+                              CBCU_SUCCESS && pools != 0;
     state->compute_capability = major * 10 + minor;
     if (state->compute_capability < compiler->archs[0])
         return cb_fail(CBLOB_ERR_NO_DEVICE,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Per-device state of the CUDA backend: the device's primary context (retained on first use and
- * kept for the life of the process), what it is, its cuBLAS handle and its loaded kernels. */
+ * kept for the life of the process), what it is and its loaded kernels. (cuBLAS handles belong to
+ * each context's queue: cuda_queue.h.) */
 #ifndef CBLOB_CUDA_DEVICE_H
 #define CBLOB_CUDA_DEVICE_H
 
@@ -17,6 +18,7 @@
 typedef struct cb_cuda_loaded {
     cbcu_module module;
     cbcu_function functions[CB_CUDA_DTYPE_ROWS];
+    int blocks_per_multiprocessor[CB_CUDA_DTYPE_ROWS]; /* asked once per kernel, at load */
 } cb_cuda_loaded;
 
 typedef struct cb_cuda_family_slot {
@@ -35,11 +37,9 @@ typedef struct cb_cuda_device_state {
     cbcu_context context; /* the primary context, shared with the runtime API and other libraries */
     int compute_capability; /* major * 10 + minor */
     int multiprocessors;
+    bool memory_pools; /* cuMemAllocAsync and cuMemFreeAsync from the device's default pool */
     size_t memory_bytes;
     char name[256];
-
-    pthread_mutex_t blas_lock; /* one cuBLAS call at a time: each sets the handle's stream */
-    cbbl_handle blas;          /* created on the first BLAS call */
 
     cb_cuda_family_slot families[CB_CUDA_FAMILY_COUNT];
 } cb_cuda_device_state;
@@ -58,8 +58,16 @@ const cb_cuda_driver_api *cb_cuda_driver_api_get(void);
 cblob_status cb_cuda_enter(const cb_cuda_device_state *state);
 void cb_cuda_leave(void);
 
-/* CBLOB_OK for CUDA_SUCCESS; otherwise CBLOB_ERR_DEVICE_OUT_OF_MEMORY or CBLOB_ERR_DEVICE with a
- * message naming what failed and the CUDA error. */
+/* CBLOB_OK for CUDA_SUCCESS; otherwise CBLOB_ERR_DEVICE_LOST for a sticky error (the context is
+ * unusable from then on), CBLOB_ERR_DEVICE_OUT_OF_MEMORY or CBLOB_ERR_DEVICE, with a message naming
+ * what failed and the CUDA error. */
 cblob_status cb_cuda_check(cbcu_result result, const char *what);
+
+/* CBLOB_CUDA_LAUNCH_BLOCKING=1 (read once): every queued kernel, copy or cuBLAS call is waited
+ * for by the call that queued it, so a fault is reported by the call that caused it. */
+bool cb_cuda_launch_blocking(void);
+/* After queueing work on the device's stream, with the context current: checks `queued` and, in
+ * launch-blocking mode, waits for the stream, naming `what` in a failure. */
+cblob_status cb_cuda_queued(const cb_device *device, cbcu_result queued, const char *what);
 
 #endif

@@ -7,7 +7,10 @@
 
 #include "status.h"
 
-cblob_status cb_cuda_target_for(const cb_cuda_nvrtc *compiler, int compute_capability, cb_cuda_target *out)
+/* A cubin for sm_XY runs on any device of major X and minor at least Y; PTX is finished by the
+ * driver, which must know NVRTC's PTX version: a driver at least as new as NVRTC. */
+cblob_status cb_cuda_target_for(const cb_cuda_nvrtc *compiler, int driver_version, int compute_capability,
+                                cb_cuda_target *out)
 {
     const int oldest = compiler->archs[0], newest = compiler->archs[compiler->arch_count - 1];
     if (compute_capability < oldest)
@@ -16,15 +19,22 @@ cblob_status cb_cuda_target_for(const cb_cuda_nvrtc *compiler, int compute_capab
                        compiler->major, compiler->minor, compute_capability / 10, compute_capability % 10, oldest / 10,
                        oldest % 10, newest / 10, newest % 10);
     int best = oldest;
-    bool exact = false;
-    for (int i = 0; i < compiler->arch_count; ++i) {
+    for (int i = 0; i < compiler->arch_count; ++i)
         if (compiler->archs[i] <= compute_capability)
             best = compiler->archs[i];
-        exact = exact || compiler->archs[i] == compute_capability;
-    }
+    const bool cubin = best / 10 == compute_capability / 10;
+    const int nvrtc_version = compiler->major * 1000 + compiler->minor * 10;
+    if (!cubin && driver_version != 0 && driver_version < nvrtc_version)
+        return cb_fail(CBLOB_ERR_DRIVER_TOO_OLD,
+                       "compute capability %d.%d needs PTX from NVRTC %d.%d (it has no cubin target of major %d), which "
+                       "the driver, supporting CUDA %d.%d, is too old to load: update the NVIDIA driver to CUDA %d.%d or "
+                       "newer",
+                       compute_capability / 10, compute_capability % 10, compiler->major, compiler->minor,
+                       compute_capability / 10, driver_version / 1000, driver_version % 1000 / 10, compiler->major,
+                       compiler->minor);
     out->compute_capability = compute_capability;
-    out->ptx = !exact;
-    snprintf(out->name, sizeof out->name, "%s_%d", exact ? "sm" : "compute", exact ? compute_capability : best);
+    out->ptx = !cubin;
+    snprintf(out->name, sizeof out->name, "%s_%d", cubin ? "sm" : "compute", best);
     return CBLOB_OK;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Compiling a kernel family with NVRTC (needs no GPU): for a device's exact architecture as a
- * cubin, or as PTX for the driver to finish when the device is newer than NVRTC knows. */
+/* Compiling a kernel family with NVRTC (needs no GPU): as a cubin for the device's architecture
+ * (or an earlier one of its major), or as PTX for the driver to finish when NVRTC knows no
+ * architecture of the device's major. */
 #ifndef CBLOB_CUDA_JIT_H
 #define CBLOB_CUDA_JIT_H
 
@@ -16,9 +17,13 @@ typedef struct cb_cuda_target {
     char name[24];          /* NVRTC's --gpu-architecture: "sm_90" or "compute_120" */
 } cb_cuda_target;
 
-/* The target for a compute capability: sm_XY when NVRTC supports it, else PTX for the newest
- * architecture NVRTC knows below it. CBLOB_ERR_INVALID_ARGUMENT below NVRTC's oldest. */
-cblob_status cb_cuda_target_for(const cb_cuda_nvrtc *compiler, int compute_capability, cb_cuda_target *out);
+/* The target for a compute capability: a cubin for the newest architecture NVRTC knows of the
+ * same major at or below it (sm_86 for 8.7), else PTX for the newest below it, which needs a
+ * driver at least as new as NVRTC (CBLOB_ERR_DRIVER_TOO_OLD naming both versions otherwise).
+ * CBLOB_ERR_INVALID_ARGUMENT below NVRTC's oldest. driver_version is the CUDA version of the
+ * driver that will load it (0: none to check, as when compiling ahead for an architecture). */
+cblob_status cb_cuda_target_for(const cb_cuda_nvrtc *compiler, int driver_version, int compute_capability,
+                                cb_cuda_target *out);
 
 #define CB_CUDA_MAX_OPTIONS 4
 /* The options a family is compiled with for a target (they are part of the cache key).

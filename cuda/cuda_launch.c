@@ -5,6 +5,7 @@
 
 #include "core/enums.h"
 #include "cuda_cache.h"
+#include "cuda_queue.h"
 
 cblob_status cb_cuda_check_dtype(cb_cuda_family_id family, cblob_dtype dtype)
 {
@@ -15,12 +16,13 @@ cblob_status cb_cuda_check_dtype(cb_cuda_family_id family, cblob_dtype dtype)
     return CBLOB_OK;
 }
 
-/* Enough blocks to fill every multiprocessor several times over; the kernels' grid-stride loops
- * cover the rest, so a huge n does not mean a huge grid. */
-static unsigned int grid_size(const cb_cuda_device_state *state, int64_t n)
+/* As many blocks as the device runs at once (the occupancy the driver reported for the kernel
+ * when it was loaded, times the multiprocessors); the kernels' grid-stride loops cover the rest,
+ * so a huge n does not mean a huge grid. */
+static unsigned int grid_size(const cb_cuda_device_state *state, const cb_cuda_kernel *kernel, int64_t n)
 {
     const int64_t wanted = (n + CB_CUDA_BLOCK_THREADS - 1) / CB_CUDA_BLOCK_THREADS;
-    int64_t most = (int64_t)state->multiprocessors * 16;
+    int64_t most = (int64_t)state->multiprocessors * (kernel->blocks_per_multiprocessor > 0 ? kernel->blocks_per_multiprocessor : 1);
     if (most < 1)
         most = 1;
     return (unsigned int)(wanted < most ? wanted : most);
@@ -33,10 +35,11 @@ cblob_status cb_cuda_launch(const cb_device *device, cb_cuda_family_id family, c
     const cb_cuda_device_state *state = cb_cuda_device_state_of(device);
     cblob_status status = cb_cuda_enter(state);
     if (status == CBLOB_OK) {
-        status = cb_cuda_check(cb_cuda_driver_api_get()->cuLaunchKernel(kernel.function, grid_size(state, n), 1, 1,
+        status = cb_cuda_queued(device,
+                                cb_cuda_driver_api_get()->cuLaunchKernel(kernel.function, grid_size(state, &kernel, n), 1, 1,
                                                                          CB_CUDA_BLOCK_THREADS, 1, 1, 0,
-                                                                         (cbcu_stream)device->stream, args, NULL),
-                               cb_cuda_families[family].kernels[dtype]);
+                                                                         cb_cuda_stream(device), args, NULL),
+                                cb_cuda_families[family].kernels[dtype]);
         cb_cuda_leave();
     }
     cb_cuda_kernel_release(device, &kernel);
@@ -45,46 +48,30 @@ cblob_status cb_cuda_launch(const cb_device *device, cb_cuda_family_id family, c
 
 cblob_status cb_cuda_sums_begin(const cb_device *device, int count, cb_cuda_sums *sums)
 {
-    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
-    const size_t bytes = (size_t)count * sizeof(double);
-    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
-    cblob_status status = cb_cuda_check(api->cuMemAlloc_v2(&sums->device, bytes), "allocating a reduction's sums");
-    if (status == CBLOB_OK) {
-        status = cb_cuda_check(api->cuMemsetD8Async(sums->device, 0, bytes, (cbcu_stream)device->stream),
-                               "zeroing a reduction's sums");
-        if (status != CBLOB_OK)
-            api->cuMemFree_v2(sums->device);
-    }
-    cb_cuda_leave();
+    CB_TRY(cb_cuda_slot_take(device, &sums->slot));
+    for (int i = 0; i < count; ++i)
+        sums->slot.host[i] = 0; /* no work on the slot is queued before this call's launch */
     sums->count = count;
-    return status;
+    return CBLOB_OK;
 }
 
 void *cb_cuda_sum_slot(const cb_cuda_sums *sums, int index)
 {
-    return (void *)(uintptr_t)(sums->device + (cbcu_deviceptr)index * sizeof(double));
+    return (void *)(uintptr_t)(sums->slot.device + (cbcu_deviceptr)index * sizeof(double));
 }
 
 cblob_status cb_cuda_sums_finish(const cb_device *device, cb_cuda_sums *sums, cblob_status launched, double **results)
 {
-    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
-    double values[CB_CUDA_MAX_SUMS] = {0};
-    cblob_status status = cb_cuda_enter(cb_cuda_device_state_of(device));
-    if (status != CBLOB_OK)
-        return status; /* without the context the sums cannot even be freed */
-    if (launched == CBLOB_OK) {
-        status = cb_cuda_check(api->cuMemcpyDtoHAsync_v2(values, sums->device, (size_t)sums->count * sizeof(double),
-                                                         (cbcu_stream)device->stream),
-                               "reading a reduction's result");
-        if (status == CBLOB_OK)
-            status = cb_cuda_check(api->cuStreamSynchronize((cbcu_stream)device->stream), "waiting for a reduction");
+    cblob_status status = launched;
+    if (status == CBLOB_OK)
+        status = cb_cuda_enter(cb_cuda_device_state_of(device));
+    if (status == CBLOB_OK) {
+        status = cb_cuda_check(cb_cuda_driver_api_get()->cuStreamSynchronize(cb_cuda_stream(device)), "waiting for a reduction");
+        cb_cuda_leave();
     }
-    api->cuMemFree_v2(sums->device);
-    cb_cuda_leave();
-    if (launched != CBLOB_OK)
-        return launched;
     if (status == CBLOB_OK)
         for (int i = 0; i < sums->count; ++i)
-            *results[i] = values[i];
+            *results[i] = sums->slot.host[i];
+    cb_cuda_slot_give(device, sums->slot);
     return status;
 }

@@ -15,6 +15,8 @@ main_packages=(
   libblis-dev libblis-pthread-dev
   # Caffe formats
   libprotobuf-c-dev protobuf-c-compiler
+  # JSON (layer parameters, safetensors headers) and zip (npz) for model exports
+  libjansson-dev libzip-dev
 )
 # What the tests, benchmarks, packaging and bindings add (scripts/test.sh).
 test_packages=(
@@ -22,8 +24,8 @@ test_packages=(
   g++ clang libclang-rt-14-dev
   # an independent protobuf implementation to cross-check against
   protobuf-compiler python3-protobuf
-  # tests and tools
-  python3-numpy abigail-tools binutils file dpkg-dev
+  # tests and tools; JSON Schema validation of the layer JSON (`cblob inspect --json` schema 2)
+  python3-numpy python3-jsonschema abigail-tools binutils file dpkg-dev
   # the peer benchmark (bench/bench_math) opens OpenBLAS at run time, as Caffe's CPU blob uses it
   libopenblas0-pthread
   # packaging: lintian checks the .deb files; nuget packs the C# binding's .nupkg

@@ -916,6 +916,378 @@ static inline cbgo_status_result cbgo_model_to_proto_file(uintptr_t model, int32
 typedef struct {
     cblob_status status;
     char *message;
+    int64_t out_count;
+} cbgo_model_layer_num_bottoms_result;
+
+static inline cbgo_model_layer_num_bottoms_result cbgo_model_layer_num_bottoms(uintptr_t model, int64_t layer) {
+    cbgo_model_layer_num_bottoms_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_num_bottoms((const cblob_model *)model, layer, &r.out_count);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    const char *out_name;
+} cbgo_model_layer_bottom_result;
+
+static inline cbgo_model_layer_bottom_result cbgo_model_layer_bottom(uintptr_t model, int64_t layer, int64_t index) {
+    cbgo_model_layer_bottom_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_bottom((const cblob_model *)model, layer, index, &r.out_name);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int64_t out_count;
+} cbgo_model_layer_num_tops_result;
+
+static inline cbgo_model_layer_num_tops_result cbgo_model_layer_num_tops(uintptr_t model, int64_t layer) {
+    cbgo_model_layer_num_tops_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_num_tops((const cblob_model *)model, layer, &r.out_count);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    const char *out_name;
+} cbgo_model_layer_top_result;
+
+static inline cbgo_model_layer_top_result cbgo_model_layer_top(uintptr_t model, int64_t layer, int64_t index) {
+    cbgo_model_layer_top_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_top((const cblob_model *)model, layer, index, &r.out_name);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_phase out_phase;
+} cbgo_model_layer_phase_result;
+
+static inline cbgo_model_layer_phase_result cbgo_model_layer_phase(uintptr_t model, int64_t layer) {
+    cbgo_model_layer_phase_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_phase((const cblob_model *)model, layer, &r.out_phase);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int64_t out_count;
+} cbgo_model_layer_num_rules_result;
+
+static inline cbgo_model_layer_num_rules_result cbgo_model_layer_num_rules(uintptr_t model, int64_t layer, cblob_rule_kind kind) {
+    cbgo_model_layer_num_rules_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_num_rules((const cblob_model *)model, layer, kind, &r.out_count);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_phase out_phase;
+    int32_t out_min_level;
+    int32_t out_max_level;
+    int64_t out_num_stages;
+    int64_t out_num_not_stages;
+} cbgo_model_layer_rule_result;
+
+static inline cbgo_model_layer_rule_result cbgo_model_layer_rule(uintptr_t model, int64_t layer, cblob_rule_kind kind, int64_t index) {
+    cbgo_model_layer_rule_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_rule((const cblob_model *)model, layer, kind, index, &r.out_phase, &r.out_min_level, &r.out_max_level, &r.out_num_stages, &r.out_num_not_stages);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    const char *out_stage;
+} cbgo_model_layer_rule_stage_result;
+
+static inline cbgo_model_layer_rule_stage_result cbgo_model_layer_rule_stage(uintptr_t model, int64_t layer, cblob_rule_kind kind, int64_t rule, int32_t not_stage, int64_t index) {
+    cbgo_model_layer_rule_stage_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_rule_stage((const cblob_model *)model, layer, kind, rule, not_stage, index, &r.out_stage);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int64_t out_count;
+} cbgo_model_layer_num_param_specs_result;
+
+static inline cbgo_model_layer_num_param_specs_result cbgo_model_layer_num_param_specs(uintptr_t model, int64_t layer) {
+    cbgo_model_layer_num_param_specs_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_num_param_specs((const cblob_model *)model, layer, &r.out_count);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    const char *out_name;
+    float out_lr_mult;
+    float out_decay_mult;
+} cbgo_model_layer_param_spec_result;
+
+static inline cbgo_model_layer_param_spec_result cbgo_model_layer_param_spec(uintptr_t model, int64_t layer, int64_t index) {
+    cbgo_model_layer_param_spec_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_param_spec((const cblob_model *)model, layer, index, &r.out_name, &r.out_lr_mult, &r.out_decay_mult);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    size_t out_length;
+} cbgo_model_layer_params_json_result;
+
+static inline cbgo_model_layer_params_json_result cbgo_model_layer_params_json(uintptr_t model, int64_t layer, int32_t flags, char *buffer, size_t buffer_size) {
+    cbgo_model_layer_params_json_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_params_json((const cblob_model *)model, layer, flags, buffer, buffer_size, &r.out_length);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    size_t out_length;
+} cbgo_model_layer_json_result;
+
+static inline cbgo_model_layer_json_result cbgo_model_layer_json(uintptr_t model, int64_t layer, int32_t flags, char *buffer, size_t buffer_size) {
+    cbgo_model_layer_json_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_json((const cblob_model *)model, layer, flags, buffer, buffer_size, &r.out_length);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int32_t out_num_axes;
+} cbgo_model_layer_blob_shape_result;
+
+static inline cbgo_model_layer_blob_shape_result cbgo_model_layer_blob_shape(uintptr_t model, int64_t layer, int64_t index, int32_t max_axes, int64_t *out_shape) {
+    cbgo_model_layer_blob_shape_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_blob_shape((const cblob_model *)model, layer, index, max_axes, out_shape, &r.out_num_axes);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_dtype out_dtype;
+} cbgo_model_layer_blob_dtype_result;
+
+static inline cbgo_model_layer_blob_dtype_result cbgo_model_layer_blob_dtype(uintptr_t model, int64_t layer, int64_t index) {
+    cbgo_model_layer_blob_dtype_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_blob_dtype((const cblob_model *)model, layer, index, &r.out_dtype);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int32_t out_has_diff;
+} cbgo_model_layer_blob_has_diff_result;
+
+static inline cbgo_model_layer_blob_has_diff_result cbgo_model_layer_blob_has_diff(uintptr_t model, int64_t layer, int64_t index) {
+    cbgo_model_layer_blob_has_diff_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_blob_has_diff((const cblob_model *)model, layer, index, &r.out_has_diff);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_model_layer_blob_read(uintptr_t model, int64_t layer, int64_t index, cblob_part part, int64_t start, int64_t count, void *buffer, size_t buffer_size) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_blob_read((const cblob_model *)model, layer, index, part, start, count, buffer, buffer_size);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    size_t out_size;
+} cbgo_model_to_safetensors_result;
+
+static inline cbgo_model_to_safetensors_result cbgo_model_to_safetensors(uintptr_t model, int32_t flags, uint8_t *buffer, size_t buffer_size) {
+    cbgo_model_to_safetensors_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_to_safetensors((const cblob_model *)model, flags, buffer, buffer_size, &r.out_size);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_model_to_safetensors_file(uintptr_t model, int32_t flags, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_to_safetensors_file((const cblob_model *)model, flags, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    size_t out_size;
+} cbgo_model_to_npz_result;
+
+static inline cbgo_model_to_npz_result cbgo_model_to_npz(uintptr_t model, int32_t flags, uint8_t *buffer, size_t buffer_size) {
+    cbgo_model_to_npz_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_to_npz((const cblob_model *)model, flags, buffer, buffer_size, &r.out_size);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_model_to_npz_file(uintptr_t model, int32_t flags, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_to_npz_file((const cblob_model *)model, flags, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int64_t out_count;
+} cbgo_model_torch_unmapped_result;
+
+static inline cbgo_model_torch_unmapped_result cbgo_model_torch_unmapped(uintptr_t model, int64_t *out_layers, int64_t max_layers) {
+    cbgo_model_torch_unmapped_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_torch_unmapped((const cblob_model *)model, out_layers, max_layers, &r.out_count);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_model *out_model;
+} cbgo_model_open_safetensors_result;
+
+static inline cbgo_model_open_safetensors_result cbgo_model_open_safetensors(uintptr_t context, const uint8_t *bytes, size_t size) {
+    cbgo_model_open_safetensors_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_open_safetensors((cblob_context *)context, bytes, size, &r.out_model);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_model *out_model;
+} cbgo_model_open_safetensors_file_result;
+
+static inline cbgo_model_open_safetensors_file_result cbgo_model_open_safetensors_file(uintptr_t context, const char *path) {
+    cbgo_model_open_safetensors_file_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_open_safetensors_file((cblob_context *)context, path, &r.out_model);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_model *out_model;
+} cbgo_model_open_npz_result;
+
+static inline cbgo_model_open_npz_result cbgo_model_open_npz(uintptr_t context, const uint8_t *bytes, size_t size) {
+    cbgo_model_open_npz_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_open_npz((cblob_context *)context, bytes, size, &r.out_model);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_model *out_model;
+} cbgo_model_open_npz_file_result;
+
+static inline cbgo_model_open_npz_file_result cbgo_model_open_npz_file(uintptr_t context, const char *path) {
+    cbgo_model_open_npz_file_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_open_npz_file((cblob_context *)context, path, &r.out_model);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_model_replace_blobs(uintptr_t model, uintptr_t weights) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_replace_blobs((cblob_model *)model, (const cblob_model *)weights);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
     int32_t out_device_count;
 } cbgo_gpu_probe_result;
 
@@ -2367,11 +2739,12 @@ func cModelCreate(context *C.cblob_context, format C.cblob_net_format, name *C.c
 // layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
 // enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
 // V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
-// cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
-// bytes may be freed once the call returns. Input without layers that is surely another kind
-// (a BlobProto; a BlobProtoVector of several blobs, or of one no net's name could be) is
-// CBLOB_ERR_PARSE with a message saying what it holds; a net whose only field is its name
-// opens as a net with no layers, even when the name's bytes read as a BlobProto too.
+// cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
+// input is checked before the call returns; bytes may be freed once it has. Input without
+// layers that is surely another kind (a BlobProto; a BlobProtoVector of several blobs, or of
+// one no net's name could be) is CBLOB_ERR_PARSE with a message saying what it holds; a net
+// whose only field is its name opens as a net with no layers, even when the name's bytes read
+// as a BlobProto too.
 func cModelOpen(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.cblob_model, error) {
 	r := C.cbgo_model_open(C.uintptr_t(uintptr(unsafe.Pointer(context))), bytes, size)
 	if r.status != C.CBLOB_OK {
@@ -2381,8 +2754,9 @@ func cModelOpen(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.c
 }
 
 // Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
-// introduction). Each part of the file's bytes is released as soon as its values are decoded,
-// so loading peaks at about the file's size plus its largest blob.
+// introduction). Each part of the file's bytes is released as soon as it is read, so loading
+// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
+// blobs; bench/model_memory.sh).
 func cModelOpenFile(context *C.cblob_context, path *C.char) (*C.cblob_model, error) {
 	r := C.cbgo_model_open_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
 	if r.status != C.CBLOB_OK {
@@ -2464,7 +2838,8 @@ func cModelLayerNumBlobs(model *C.cblob_model, layer C.int64_t) (C.int64_t, erro
 
 // One of a layer's blobs. The handle is a new holder of the model's blob (as after
 // cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
-// changes made through it are what the model saves.
+// changes made through it are what the model saves. The model makes a blob's handle on its
+// first access (safe from several threads), which may fail for memory.
 func cModelLayerBlob(model *C.cblob_model, layer C.int64_t, index C.int64_t) (*C.cblob_blob, error) {
 	r := C.cbgo_model_layer_blob(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, index)
 	if r.status != C.CBLOB_OK {
@@ -2484,8 +2859,13 @@ func cModelAddLayer(model *C.cblob_model, name *C.char, type_ *C.char, blobs **C
 	return nil
 }
 
-// Serializes the model as a NetParameter in its format: the net's name, then per layer its
-// name, its type and its blobs, each as cblob_blob_to_proto writes it.
+// Serializes the model as a NetParameter in its format. A model opened from bytes or a file
+// writes them back: every field in its order, blobs with their current values (with
+// write_diff 0 their diff fields are left out); a blob reshaped since, or whose diff was
+// written where the file has none, is written as cblob_blob_to_proto writes it. Layers
+// added with cblob_model_add_layer (and every layer of a created model) are written as
+// Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
+// cblob_blob_to_proto writes it.
 func cModelToProto(model *C.cblob_model, writeDiff C.int32_t, buffer *C.uint8_t, bufferSize C.size_t) (C.size_t, error) {
 	r := C.cbgo_model_to_proto(C.uintptr_t(uintptr(unsafe.Pointer(model))), writeDiff, buffer, bufferSize)
 	if r.status != C.CBLOB_OK {
@@ -2498,6 +2878,294 @@ func cModelToProto(model *C.cblob_model, writeDiff C.int32_t, buffer *C.uint8_t,
 // writing a file in the section's introduction.
 func cModelToProtoFile(model *C.cblob_model, writeDiff C.int32_t, path *C.char) error {
 	r := C.cbgo_model_to_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(model))), writeDiff, path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// The number of a layer's bottoms (its input blobs' names).
+func cModelLayerNumBottoms(model *C.cblob_model, layer C.int64_t) (C.int64_t, error) {
+	r := C.cbgo_model_layer_num_bottoms(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer)
+	if r.status != C.CBLOB_OK {
+		return r.out_count, newError(r.status, r.message)
+	}
+	return r.out_count, nil
+}
+
+// One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
+// layer's fields: a layer of k bottoms takes O(k) per call.
+func cModelLayerBottom(model *C.cblob_model, layer C.int64_t, index C.int64_t) (*C.char, error) {
+	r := C.cbgo_model_layer_bottom(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, index)
+	if r.status != C.CBLOB_OK {
+		return r.out_name, newError(r.status, r.message)
+	}
+	return r.out_name, nil
+}
+
+// The number of a layer's tops (its output blobs' names).
+func cModelLayerNumTops(model *C.cblob_model, layer C.int64_t) (C.int64_t, error) {
+	r := C.cbgo_model_layer_num_tops(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer)
+	if r.status != C.CBLOB_OK {
+		return r.out_count, newError(r.status, r.message)
+	}
+	return r.out_count, nil
+}
+
+// One of a layer's tops, as cblob_model_layer_bottom.
+func cModelLayerTop(model *C.cblob_model, layer C.int64_t, index C.int64_t) (*C.char, error) {
+	r := C.cbgo_model_layer_top(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, index)
+	if r.status != C.CBLOB_OK {
+		return r.out_name, newError(r.status, r.message)
+	}
+	return r.out_name, nil
+}
+
+// A layer's phase (LayerParameter.phase = 10): CBLOB_PHASE_NONE when it sets none (always in
+// V1). A value other than TRAIN or TEST is written as the file has it (the last one).
+func cModelLayerPhase(model *C.cblob_model, layer C.int64_t) (C.cblob_phase, error) {
+	r := C.cbgo_model_layer_phase(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer)
+	if r.status != C.CBLOB_OK {
+		return r.out_phase, newError(r.status, r.message)
+	}
+	return r.out_phase, nil
+}
+
+// The number of a layer's include or exclude rules.
+func cModelLayerNumRules(model *C.cblob_model, layer C.int64_t, kind C.cblob_rule_kind) (C.int64_t, error) {
+	r := C.cbgo_model_layer_num_rules(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, kind)
+	if r.status != C.CBLOB_OK {
+		return r.out_count, newError(r.status, r.message)
+	}
+	return r.out_count, nil
+}
+
+// One include or exclude rule (NetStateRule): its phase (CBLOB_PHASE_NONE when it sets none),
+// min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+// not_stages it names (cblob_model_layer_rule_stage reads them).
+func cModelLayerRule(model *C.cblob_model, layer C.int64_t, kind C.cblob_rule_kind, index C.int64_t) (C.cblob_phase, C.int32_t, C.int32_t, C.int64_t, C.int64_t, error) {
+	r := C.cbgo_model_layer_rule(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, kind, index)
+	if r.status != C.CBLOB_OK {
+		return r.out_phase, r.out_min_level, r.out_max_level, r.out_num_stages, r.out_num_not_stages, newError(r.status, r.message)
+	}
+	return r.out_phase, r.out_min_level, r.out_max_level, r.out_num_stages, r.out_num_not_stages, nil
+}
+
+// One stage (not_stage 0) or not_stage (not_stage 1) a rule names.
+func cModelLayerRuleStage(model *C.cblob_model, layer C.int64_t, kind C.cblob_rule_kind, rule C.int64_t, notStage C.int32_t, index C.int64_t) (*C.char, error) {
+	r := C.cbgo_model_layer_rule_stage(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, kind, rule, notStage, index)
+	if r.status != C.CBLOB_OK {
+		return r.out_stage, newError(r.status, r.message)
+	}
+	return r.out_stage, nil
+}
+
+// The number of a layer's param specs: its ParamSpec messages (param = 6), or in V1 the
+// longest of param (1001), blobs_lr (7) and weight_decay (8), as Caffe's upgrade pairs them.
+func cModelLayerNumParamSpecs(model *C.cblob_model, layer C.int64_t) (C.int64_t, error) {
+	r := C.cbgo_model_layer_num_param_specs(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer)
+	if r.status != C.CBLOB_OK {
+		return r.out_count, newError(r.status, r.message)
+	}
+	return r.out_count, nil
+}
+
+// One param spec: its name (NULL when it has none), lr_mult and decay_mult (Caffe's default 1
+// when unset).
+func cModelLayerParamSpec(model *C.cblob_model, layer C.int64_t, index C.int64_t) (*C.char, C.float, C.float, error) {
+	r := C.cbgo_model_layer_param_spec(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, index)
+	if r.status != C.CBLOB_OK {
+		return r.out_name, r.out_lr_mult, r.out_decay_mult, newError(r.status, r.message)
+	}
+	return r.out_name, r.out_lr_mult, r.out_decay_mult, nil
+}
+
+// A layer's parameters as a JSON object: every field of the layer other than name, type,
+// bottom, top, phase, param, include, exclude and blobs, by Caffe's field name
+// ("convolution_param": {"num_output": 96, "kernel_size": [11]}, "loss_weight": [1]), rendered
+// from proto/caffe_params.proto; enums by name, floats as the shortest text that reads back to
+// the same value (NaN and infinities as the strings "nan", "inf", "-inf"), text that is not
+// UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
+// under "unknown_fields" as {"field": N, "wire_type": W, "bytes": L}. With CBLOB_JSON_DEFAULTS,
+// fields of the messages present that the file leaves out appear with their defaults. Text
+// convention of cblob_blob_shape_string.
+func cModelLayerParamsJSON(model *C.cblob_model, layer C.int64_t, flags C.int32_t, buffer *C.char, bufferSize C.size_t) (C.size_t, error) {
+	r := C.cbgo_model_layer_params_json(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, flags, buffer, bufferSize)
+	if r.status != C.CBLOB_OK {
+		return r.out_length, newError(r.status, r.message)
+	}
+	return r.out_length, nil
+}
+
+// A layer as the JSON object `cblob inspect --json` (schema 2) lists it: name, type, bottoms,
+// tops, phase ("TRAIN", "TEST" or null), include and exclude (NetStateRule objects), param
+// (ParamSpec objects), params (cblob_model_layer_params_json) and blobs ({"shape", "count",
+// "dtype", "has_diff"} each). docs/inspect-schema-2.json describes it. Text convention of
+// cblob_blob_shape_string.
+func cModelLayerJSON(model *C.cblob_model, layer C.int64_t, flags C.int32_t, buffer *C.char, bufferSize C.size_t) (C.size_t, error) {
+	r := C.cbgo_model_layer_json(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, flags, buffer, bufferSize)
+	if r.status != C.CBLOB_OK {
+		return r.out_length, newError(r.status, r.message)
+	}
+	return r.out_length, nil
+}
+
+// A blob's shape, as cblob_blob_shape gives it, without making its handle.
+func cModelLayerBlobShape(model *C.cblob_model, layer C.int64_t, index C.int64_t, maxAxes C.int32_t, outShape *C.int64_t) (C.int32_t, error) {
+	r := C.cbgo_model_layer_blob_shape(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, index, maxAxes, outShape)
+	if r.status != C.CBLOB_OK {
+		return r.out_num_axes, newError(r.status, r.message)
+	}
+	return r.out_num_axes, nil
+}
+
+// A blob's dtype (float64 when the file holds double_data, else float32), without making its handle.
+func cModelLayerBlobDType(model *C.cblob_model, layer C.int64_t, index C.int64_t) (C.cblob_dtype, error) {
+	r := C.cbgo_model_layer_blob_dtype(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, index)
+	if r.status != C.CBLOB_OK {
+		return r.out_dtype, newError(r.status, r.message)
+	}
+	return r.out_dtype, nil
+}
+
+// 1 when a blob has a diff: the file holds one, or (once its handle was made) its diff was
+// accessed; else 0. Makes no handle.
+func cModelLayerBlobHasDiff(model *C.cblob_model, layer C.int64_t, index C.int64_t) (C.int32_t, error) {
+	r := C.cbgo_model_layer_blob_has_diff(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, index)
+	if r.status != C.CBLOB_OK {
+		return r.out_has_diff, newError(r.status, r.message)
+	}
+	return r.out_has_diff, nil
+}
+
+// Copies count elements of a blob's data or diff from element start, in the blob's dtype, into
+// buffer (buffer_size bytes at least count times the element size), without making its handle
+// (a made handle is read through its host memory, syncing it as cpu_ptr does). A diff the file
+// does not hold reads as zeros. Reading in pieces keeps memory small for huge blobs.
+func cModelLayerBlobRead(model *C.cblob_model, layer C.int64_t, index C.int64_t, part C.cblob_part, start C.int64_t, count C.int64_t, buffer unsafe.Pointer, bufferSize C.size_t) error {
+	r := C.cbgo_model_layer_blob_read(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, index, part, start, count, buffer, bufferSize)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Exports the model's blobs as safetensors: an 8-byte little-endian header length, a JSON
+// header ({"<key>": {"dtype", "shape", "data_offsets"}}, padded with spaces to 8 bytes), then
+// the data, each tensor aligned to 8 bytes. "__metadata__" holds "name" (the net's), "format"
+// ("V1" or "V2") and "layer_types" (a JSON object text: layer name to type). Keys are
+// `<layer>.<index>`; with CBLOB_EXPORT_TORCH_NAMES, blobs of Convolution, Deconvolution and
+// InnerProduct layers are `<layer>.weight` and `.bias`, Scale's `.weight` and `.bias`, PReLU's
+// `.weight`, and BatchNorm's `.running_mean` and `.running_var` divided by Caffe's scale
+// factor (its third blob; 0 reads as 0, as Caffe does), which is not exported; other layers'
+// blobs keep `<layer>.<index>` (cblob_model_torch_unmapped lists them). Diffs with
+// CBLOB_EXPORT_DIFF as `<key>.diff`. Streams: memory stays small whatever the model's size.
+func cModelToSafetensors(model *C.cblob_model, flags C.int32_t, buffer *C.uint8_t, bufferSize C.size_t) (C.size_t, error) {
+	r := C.cbgo_model_to_safetensors(C.uintptr_t(uintptr(unsafe.Pointer(model))), flags, buffer, bufferSize)
+	if r.status != C.CBLOB_OK {
+		return r.out_size, newError(r.status, r.message)
+	}
+	return r.out_size, nil
+}
+
+// Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
+func cModelToSafetensorsFile(model *C.cblob_model, flags C.int32_t, path *C.char) error {
+	r := C.cbgo_model_to_safetensors_file(C.uintptr_t(uintptr(unsafe.Pointer(model))), flags, path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
+// compressed, .npy members; Zip64 past 4 GiB), keys `<layer>/<index>` (pycaffe's
+// net.params[layer][index]), diffs with CBLOB_EXPORT_DIFF as `<layer>/<index>/diff`. Members
+// carry a fixed date (1980-01-01), so the same model gives the same bytes.
+func cModelToNpz(model *C.cblob_model, flags C.int32_t, buffer *C.uint8_t, bufferSize C.size_t) (C.size_t, error) {
+	r := C.cbgo_model_to_npz(C.uintptr_t(uintptr(unsafe.Pointer(model))), flags, buffer, bufferSize)
+	if r.status != C.CBLOB_OK {
+		return r.out_size, newError(r.status, r.message)
+	}
+	return r.out_size, nil
+}
+
+// Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
+func cModelToNpzFile(model *C.cblob_model, flags C.int32_t, path *C.char) error {
+	r := C.cbgo_model_to_npz_file(C.uintptr_t(uintptr(unsafe.Pointer(model))), flags, path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// The layers with blobs that CBLOB_EXPORT_TORCH_NAMES cannot name (their type has no PyTorch
+// names, or they hold more blobs than it names), in order. out_layers has room for max_layers
+// indices; with out_layers NULL and max_layers 0 it writes the count only; room for fewer is
+// CBLOB_ERR_OUT_OF_RANGE.
+func cModelTorchUnmapped(model *C.cblob_model, outLayers *C.int64_t, maxLayers C.int64_t) (C.int64_t, error) {
+	r := C.cbgo_model_torch_unmapped(C.uintptr_t(uintptr(unsafe.Pointer(model))), outLayers, maxLayers)
+	if r.status != C.CBLOB_OK {
+		return r.out_count, newError(r.status, r.message)
+	}
+	return r.out_count, nil
+}
+
+// Reads safetensors bytes into a new V2 model: one layer per layer name, its blobs by index.
+// Keys are `<layer>.<index>` or PyTorch's `<layer>.weight` (0), `.bias` (1), `.running_mean`
+// (0) and `.running_var` (1) (a layer with running statistics gets Caffe's scale factor 1 as
+// blob 2); `<key>.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
+// types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
+// F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
+// gap in a layer's indices, overlapping or out-of-range offsets, or another dtype is
+// CBLOB_ERR_PARSE naming the key.
+func cModelOpenSafetensors(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.cblob_model, error) {
+	r := C.cbgo_model_open_safetensors(C.uintptr_t(uintptr(unsafe.Pointer(context))), bytes, size)
+	if r.status != C.CBLOB_OK {
+		return r.out_model, newError(r.status, r.message)
+	}
+	return r.out_model, nil
+}
+
+// Reads a .safetensors file as cblob_model_open_safetensors does.
+func cModelOpenSafetensorsFile(context *C.cblob_context, path *C.char) (*C.cblob_model, error) {
+	r := C.cbgo_model_open_safetensors_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
+	if r.status != C.CBLOB_OK {
+		return r.out_model, newError(r.status, r.message)
+	}
+	return r.out_model, nil
+}
+
+// Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
+// into a new V2 model: keys `<layer>/<index>` and `<layer>/<index>/diff`, .npy members of
+// dtype <f4, <f8, <i4 or <u4 in C order. Another key, dtype or a Fortran-order array is
+// CBLOB_ERR_PARSE naming the member.
+func cModelOpenNpz(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.cblob_model, error) {
+	r := C.cbgo_model_open_npz(C.uintptr_t(uintptr(unsafe.Pointer(context))), bytes, size)
+	if r.status != C.CBLOB_OK {
+		return r.out_model, newError(r.status, r.message)
+	}
+	return r.out_model, nil
+}
+
+// Reads a .npz file as cblob_model_open_npz does.
+func cModelOpenNpzFile(context *C.cblob_context, path *C.char) (*C.cblob_model, error) {
+	r := C.cbgo_model_open_npz_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
+	if r.status != C.CBLOB_OK {
+		return r.out_model, newError(r.status, r.message)
+	}
+	return r.out_model, nil
+}
+
+// Net surgery: for each layer of `weights` (from cblob_model_open_npz or _safetensors, or any
+// model), the layer of `model` with its name (or `<name>@<index>`: the layer at that index, as
+// the exports name a repeated name's later layers) takes the values of its blobs, by index,
+// converted to the model blob's dtype; a weights blob's diff replaces the diff. Every layer
+// and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
+// that differs is CBLOB_ERR_SHAPE with one message listing every mismatch, and nothing
+// changes. Everything else of the model stays as it is: saved, only the replaced values'
+// bytes change.
+func cModelReplaceBlobs(model *C.cblob_model, weights *C.cblob_model) error {
+	r := C.cbgo_model_replace_blobs(C.uintptr_t(uintptr(unsafe.Pointer(model))), C.uintptr_t(uintptr(unsafe.Pointer(weights))))
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}
@@ -2606,10 +3274,18 @@ func cContextDevice(context *C.cblob_context) (C.int32_t, error) {
 }
 
 // Queues the context's device work on a caller's CUDA stream (a CUstream or cudaStream_t of
-// the context's device; NULL is the default stream, the initial one). cblob waits for work
-// already queued on the previous stream first. The stream is borrowed: it must stay valid
-// until another is set or the context and its blobs are gone. Synchronous calls (host
-// accessors, sums) wait for the stream; cblob_blob_async_push does not.
+// the context's device; NULL is the legacy default stream, which waits for every blocking
+// stream). Unless set, a context queues its work on a non-blocking stream of its own, made
+// when it opens its device, so contexts (and the threads using them) do not wait for each
+// other; that stream is destroyed once another is set. cblob waits for work already queued
+// on the previous stream first. The stream is borrowed: it must stay valid until another is
+// set or the context is gone. A stream of another device or another CUDA context is
+// refused, and so is the per-thread default stream (CU_STREAM_PER_THREAD), which follows the
+// calling OS thread while goroutines and thread pools move between threads
+// (CBLOB_ERR_INVALID_ARGUMENT). Synchronous calls (host accessors, sums) wait for the
+// stream; cblob_blob_async_push does not. Memory shared between contexts is ordered across
+// their streams: work queued through one context runs after what another queued on the
+// same memory before.
 func cContextSetStream(context *C.cblob_context, stream unsafe.Pointer) error {
 	r := C.cbgo_context_set_stream(C.uintptr_t(uintptr(unsafe.Pointer(context))), stream)
 	if r.status != C.CBLOB_OK {
@@ -2618,7 +3294,10 @@ func cContextSetStream(context *C.cblob_context, stream unsafe.Pointer) error {
 	return nil
 }
 
-// Reads the stream the context queues device work on (NULL for the default stream).
+// Reads the stream the context queues device work on: its own non-blocking stream, or the
+// one set with cblob_context_set_stream (NULL for the legacy default stream). NULL before
+// the context has opened its device. Work of the caller's that must run after cblob's (or
+// before it) can wait on this stream with an event.
 func cContextStream(context *C.cblob_context) (unsafe.Pointer, error) {
 	r := C.cbgo_context_stream(C.uintptr_t(uintptr(unsafe.Pointer(context))))
 	if r.status != C.CBLOB_OK {
@@ -2661,6 +3340,12 @@ func cContextClearLog(context *C.cblob_context) error {
 // zero-fills on first access (head AT_GPU), copies from the host when the head is there
 // (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
 // device and stays valid as long as a host pointer would (cblob_blob_cpu_ptr).
+//
+// Streams: the call returns once the work cblob queued on the memory (the zero-fill of new
+// memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
+// caller then queues on the memory must have finished, or the context's stream
+// (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
+// that uses the blob.
 func cBlobGPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, error) {
 	r := C.cbgo_blob_gpu_ptr(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part)
 	if r.status != C.CBLOB_OK {
@@ -2670,7 +3355,10 @@ func cBlobGPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, error) 
 }
 
 // A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
-// syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU).
+// syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU). As for
+// cblob_blob_gpu_ptr, it returns once cblob's queued work on the memory has finished, and
+// the caller's own work on it must finish (or be waited for by the context's stream) before
+// cblob uses the blob again.
 func cBlobMutableGPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, error) {
 	r := C.cbgo_blob_mutable_gpu_ptr(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part)
 	if r.status != C.CBLOB_OK {

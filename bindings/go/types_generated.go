@@ -69,6 +69,8 @@ const (
 	StatusCompile Status = 19
 	// StatusInternal (CBLOB_ERR_INTERNAL): A broken internal invariant: please report it.
 	StatusInternal Status = 20
+	// StatusDeviceLost (CBLOB_ERR_DEVICE_LOST): Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it.
+	StatusDeviceLost Status = 21
 )
 
 // String returns the C enumerator's name ("CBLOB_OK").
@@ -116,6 +118,8 @@ func (v Status) String() string {
 		return "CBLOB_ERR_COMPILE"
 	case StatusInternal:
 		return "CBLOB_ERR_INTERNAL"
+	case StatusDeviceLost:
+		return "CBLOB_ERR_DEVICE_LOST"
 	}
 	return "Status(" + strconv.Itoa(int(v)) + ")"
 }
@@ -276,6 +280,98 @@ func (v NetFormat) String() string {
 		return "CBLOB_NET_FORMAT_V2"
 	}
 	return "NetFormat(" + strconv.Itoa(int(v)) + ")"
+}
+
+// Phase (cblob_phase):
+// Caffe's Phase, of a layer or a NetStateRule.
+type Phase int32
+
+// The values of Phase.
+const (
+	// PhaseTrain (CBLOB_PHASE_TRAIN): TRAIN.
+	PhaseTrain Phase = 0
+	// PhaseTest (CBLOB_PHASE_TEST): TEST.
+	PhaseTest Phase = 1
+	// PhaseNone (CBLOB_PHASE_NONE): No phase set.
+	PhaseNone Phase = 2
+)
+
+// String returns the C enumerator's name ("CBLOB_PHASE_TRAIN").
+func (v Phase) String() string {
+	switch v {
+	case PhaseTrain:
+		return "CBLOB_PHASE_TRAIN"
+	case PhaseTest:
+		return "CBLOB_PHASE_TEST"
+	case PhaseNone:
+		return "CBLOB_PHASE_NONE"
+	}
+	return "Phase(" + strconv.Itoa(int(v)) + ")"
+}
+
+// RuleKind (cblob_rule_kind):
+// Which rules of a layer (LayerParameter include = 8, exclude = 9; V1 32 and 33).
+type RuleKind int32
+
+// The values of RuleKind.
+const (
+	// RuleKindInclude (CBLOB_RULE_INCLUDE): The layer is in a net whose state meets any of them.
+	RuleKindInclude RuleKind = 0
+	// RuleKindExclude (CBLOB_RULE_EXCLUDE): The layer is left out of a net whose state meets any of them.
+	RuleKindExclude RuleKind = 1
+)
+
+// String returns the C enumerator's name ("CBLOB_RULE_INCLUDE").
+func (v RuleKind) String() string {
+	switch v {
+	case RuleKindInclude:
+		return "CBLOB_RULE_INCLUDE"
+	case RuleKindExclude:
+		return "CBLOB_RULE_EXCLUDE"
+	}
+	return "RuleKind(" + strconv.Itoa(int(v)) + ")"
+}
+
+// JSONFlags (cblob_json_flags):
+// Bits for the JSON calls' flags.
+type JSONFlags int32
+
+// The values of JSONFlags.
+const (
+	// JSONFlagsDefaults (CBLOB_JSON_DEFAULTS): Parameter fields the file leaves out appear with their defaults.
+	JSONFlagsDefaults JSONFlags = 1
+)
+
+// String returns the C enumerator's name ("CBLOB_JSON_DEFAULTS").
+func (v JSONFlags) String() string {
+	switch v {
+	case JSONFlagsDefaults:
+		return "CBLOB_JSON_DEFAULTS"
+	}
+	return "JSONFlags(" + strconv.Itoa(int(v)) + ")"
+}
+
+// ExportFlags (cblob_export_flags):
+// Bits for the export calls' flags.
+type ExportFlags int32
+
+// The values of ExportFlags.
+const (
+	// ExportFlagsDiff (CBLOB_EXPORT_DIFF): Diffs too, where a blob has one (npz `<layer>/<index>/diff`, safetensors `<key>.diff`).
+	ExportFlagsDiff ExportFlags = 1
+	// ExportFlagsTorchNames (CBLOB_EXPORT_TORCH_NAMES): safetensors keys with PyTorch's names (see cblob_model_to_safetensors).
+	ExportFlagsTorchNames ExportFlags = 2
+)
+
+// String returns the C enumerator's name ("CBLOB_EXPORT_DIFF").
+func (v ExportFlags) String() string {
+	switch v {
+	case ExportFlagsDiff:
+		return "CBLOB_EXPORT_DIFF"
+	case ExportFlagsTorchNames:
+		return "CBLOB_EXPORT_TORCH_NAMES"
+	}
+	return "ExportFlags(" + strconv.Itoa(int(v)) + ")"
 }
 
 // CacheMode (cblob_cache_mode):

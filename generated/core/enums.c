@@ -29,6 +29,7 @@ CBLOB_API const char *cblob_status_name(cblob_status status)
     case CBLOB_ERR_DEVICE: return "CBLOB_ERR_DEVICE";
     case CBLOB_ERR_COMPILE: return "CBLOB_ERR_COMPILE";
     case CBLOB_ERR_INTERNAL: return "CBLOB_ERR_INTERNAL";
+    case CBLOB_ERR_DEVICE_LOST: return "CBLOB_ERR_DEVICE_LOST";
     }
     return "CBLOB_ERR_UNKNOWN";
 }

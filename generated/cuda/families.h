@@ -51,7 +51,8 @@ extern const cb_cuda_family cb_cuda_families[CB_CUDA_FAMILY_COUNT];
  * it with cuBLAS and the CPU). */
 extern const cb_device_kernels cb_cuda_jit_kernels;
 /* The backend's table: cuBLAS for float32 and float64 where ops.yaml says `cublas: true`, the
- * generated kernel otherwise. */
+ * driver's copy engines where it says `copy_engine: true` (cuda/cuda_copy.c), the generated
+ * kernel otherwise. */
 extern const cb_device_kernels cb_cuda_kernels;
 
 #endif

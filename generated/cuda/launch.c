@@ -8,6 +8,7 @@
  */
 #include "cuda/families.h"
 #include "cuda_blas.h"
+#include "cuda_copy.h"
 #include "cuda_launch.h"
 
 static cblob_status jit_asum(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, double *out)
@@ -214,7 +215,7 @@ const cb_device_kernels cb_cuda_kernels = {
     .scale = scale,
     .fill = jit_fill,
     .add = jit_add,
-    .copy_strided = jit_copy_strided,
+    .copy_strided = cb_cuda_copy_strided,
     .transpose = jit_transpose,
     .convert_to_f32 = jit_convert_to_f32,
     .convert_to_f64 = jit_convert_to_f64,

@@ -34,6 +34,7 @@ typedef struct fixture {
     cblob_blob *window;      /* a window of 1 row of a, at position 0 */
     cblob_blob *device_holder; /* owns the device memory device_buffer() hands out; not swept */
     cblob_model *model;      /* V2, one layer "conv1" holding a and b */
+    cblob_model *net;        /* V2, opened: one layer with a bottom, top, rule, param spec and parameters */
     struct sweep_tensor *tensors[4]; /* DLPack tensors handed to the import calls; freed at teardown */
 } fixture;
 
@@ -125,13 +126,15 @@ static int fill(cblob_blob *blob, int seed)
 
 /* ---- Caffe formats: serialized messages and files ---------------------------------------- */
 
-static uint8_t *valid_blob_proto, *valid_vector_proto, *valid_net_proto;
-static size_t valid_blob_proto_size, valid_vector_proto_size, valid_net_proto_size;
+static uint8_t *valid_blob_proto, *valid_vector_proto, *valid_net_proto, *valid_safetensors, *valid_npz;
+static size_t valid_blob_proto_size, valid_vector_proto_size, valid_net_proto_size, valid_safetensors_size,
+    valid_npz_size;
 static uint8_t garbage_bytes[65536];
 
 static struct {
     char folder[64];
     char blob[96], vector[96], net[96], garbage[96], missing[96], output[96], unwritable[128];
+    char safetensors[96], npz[96];
 } files;
 
 typedef cblob_status (*serialize_fn)(const fixture *fx, uint8_t *buffer, size_t size, size_t *out_size);
@@ -150,6 +153,26 @@ static cblob_status serialize_net(const fixture *fx, uint8_t *buffer, size_t siz
 {
     return cblob_model_to_proto(fx->model, 0, buffer, size, out_size);
 }
+
+static cblob_status serialize_safetensors(const fixture *fx, uint8_t *buffer, size_t size, size_t *out_size)
+{
+    return cblob_model_to_safetensors(fx->model, 0, buffer, size, out_size);
+}
+
+static cblob_status serialize_npz(const fixture *fx, uint8_t *buffer, size_t size, size_t *out_size)
+{
+    return cblob_model_to_npz(fx->model, 0, buffer, size, out_size);
+}
+
+/* net { name: "net" layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+ * phase: TRAIN param { name: "w" lr_mult: 1 decay_mult: 1 } include { phase: TRAIN stage: "s"
+ * not_stage: "n" } convolution_param { num_output: 2 } } } */
+static const uint8_t structured_net[] = {
+    0x0a, 0x03, 0x6e, 0x65, 0x74, 0xa2, 0x06, 0x41, 0x0a, 0x05, 0x63, 0x6f, 0x6e, 0x76, 0x31, 0x12, 0x0b, 0x43,
+    0x6f, 0x6e, 0x76, 0x6f, 0x6c, 0x75, 0x74, 0x69, 0x6f, 0x6e, 0x1a, 0x04, 0x64, 0x61, 0x74, 0x61, 0x22, 0x05,
+    0x63, 0x6f, 0x6e, 0x76, 0x31, 0x50, 0x00, 0x32, 0x0d, 0x0a, 0x01, 0x77, 0x1d, 0x00, 0x00, 0x80, 0x3f, 0x25,
+    0x00, 0x00, 0x80, 0x3f, 0x42, 0x08, 0x08, 0x00, 0x22, 0x01, 0x73, 0x2a, 0x01, 0x6e, 0xd2, 0x06, 0x02, 0x08,
+    0x02};
 
 static int serialize(const fixture *fx, serialize_fn fn, uint8_t **out, size_t *out_size)
 {
@@ -175,7 +198,10 @@ static int formats_setup(fixture *fx)
         cblob_model_add_layer(fx->model, "conv1", "Convolution", (cblob_blob *const[]){fx->a, fx->b}, 2) != CBLOB_OK ||
         !serialize(fx, serialize_blob, &valid_blob_proto, &valid_blob_proto_size) ||
         !serialize(fx, serialize_vector, &valid_vector_proto, &valid_vector_proto_size) ||
-        !serialize(fx, serialize_net, &valid_net_proto, &valid_net_proto_size))
+        !serialize(fx, serialize_net, &valid_net_proto, &valid_net_proto_size) ||
+        !serialize(fx, serialize_safetensors, &valid_safetensors, &valid_safetensors_size) ||
+        !serialize(fx, serialize_npz, &valid_npz, &valid_npz_size) ||
+        cblob_model_open(fx->ctx, structured_net, sizeof structured_net, &fx->net) != CBLOB_OK)
         return 0;
     snprintf(files.folder, sizeof files.folder, "/tmp/cblob-sweep-XXXXXX");
     if (mkdtemp(files.folder) == NULL)
@@ -187,21 +213,30 @@ static int formats_setup(fixture *fx)
     snprintf(files.missing, sizeof files.missing, "%s/missing.bin", files.folder);
     snprintf(files.output, sizeof files.output, "%s/output.bin", files.folder);
     snprintf(files.unwritable, sizeof files.unwritable, "%s/no-such-folder/output.bin", files.folder);
+    snprintf(files.safetensors, sizeof files.safetensors, "%s/model.safetensors", files.folder);
+    snprintf(files.npz, sizeof files.npz, "%s/model.npz", files.folder);
     return write_file(files.blob, valid_blob_proto, valid_blob_proto_size) &&
            write_file(files.vector, valid_vector_proto, valid_vector_proto_size) &&
            write_file(files.net, valid_net_proto, valid_net_proto_size) &&
+           write_file(files.safetensors, valid_safetensors, valid_safetensors_size) &&
+           write_file(files.npz, valid_npz, valid_npz_size) &&
            write_file(files.garbage, garbage_bytes, 4096);
 }
 
 static void formats_teardown(fixture *fx)
 {
     cblob_model_destroy(fx->model);
+    cblob_model_destroy(fx->net);
+    free(valid_safetensors);
+    free(valid_npz);
+    valid_safetensors = valid_npz = NULL;
     free(valid_blob_proto);
     free(valid_vector_proto);
     free(valid_net_proto);
     valid_blob_proto = valid_vector_proto = valid_net_proto = NULL;
     if (files.folder[0] != '\0') {
-        const char *const made[] = {files.blob, files.vector, files.net, files.garbage, files.output};
+        const char *const made[] = {files.blob,   files.vector,      files.net, files.garbage,
+                                    files.output, files.safetensors, files.npz};
         for (size_t i = 0; i < sizeof made / sizeof made[0]; ++i)
             unlink(made[i]);
         rmdir(files.folder);
@@ -5131,6 +5166,2400 @@ TEST(sweep_cblob_model_to_proto_file)
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_model_to_proto_file with path: a path in a missing folder: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_model_to_proto_file with path: a path in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_num_bottoms)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_count = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_num_bottoms(fx.net, 0, &out_out_count));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_num_bottoms)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_bottoms(NULL, 0, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_num_bottoms", "model = NULL");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_bottoms with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_bottoms with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_bottoms with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_bottoms(fx.net, -1, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_num_bottoms", "layer: layer -1");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_bottoms with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_bottoms with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_bottoms with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_bottoms(fx.net, 1, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_num_bottoms", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_bottoms with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_bottoms with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_bottoms with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_count = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_bottoms(fx.net, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_num_bottoms", "out_count = NULL");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_bottoms with out_count = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_bottoms with out_count = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_bottoms with out_count = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_bottom)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_bottom(fx.net, 0, 0, &out_out_name));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_bottom)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_bottom(NULL, 0, 0, &out_out_name), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_bottom", "model = NULL");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_bottom with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_bottom with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_bottom with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_bottom(fx.net, -1, 0, &out_out_name), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_bottom", "layer: layer -1");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_bottom with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_bottom with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_bottom with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_bottom(fx.net, 1, 0, &out_out_name), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_bottom", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_bottom with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_bottom with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_bottom with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: index -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_bottom(fx.net, 0, -1, &out_out_name), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_bottom", "index: index -1");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_bottom with index: index -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_bottom with index: index -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_bottom with index: index -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: index 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_bottom(fx.net, 0, 1, &out_out_name), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_bottom", "index: index 1 of 1");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_bottom with index: index 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_bottom with index: index 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_bottom with index: index 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_name = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_bottom(fx.net, 0, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_bottom", "out_name = NULL");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_bottom with out_name = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_bottom with out_name = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_bottom with out_name = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_num_tops)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_count = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_num_tops(fx.net, 0, &out_out_count));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_num_tops)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_tops(NULL, 0, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_num_tops", "model = NULL");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_tops with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_tops with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_tops with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_tops(fx.net, -1, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_num_tops", "layer: layer -1");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_tops with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_tops with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_tops with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_tops(fx.net, 1, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_num_tops", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_tops with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_tops with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_tops with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_count = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_tops(fx.net, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_num_tops", "out_count = NULL");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_tops with out_count = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_tops with out_count = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_tops with out_count = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_top)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_top(fx.net, 0, 0, &out_out_name));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_top)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_top(NULL, 0, 0, &out_out_name), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_top", "model = NULL");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_top with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_top with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_top with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_top(fx.net, -1, 0, &out_out_name), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_top", "layer: layer -1");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_top with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_top with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_top with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_top(fx.net, 1, 0, &out_out_name), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_top", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_top with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_top with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_top with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: index -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_top(fx.net, 0, -1, &out_out_name), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_top", "index: index -1");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_top with index: index -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_top with index: index -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_top with index: index -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: index 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_top(fx.net, 0, 1, &out_out_name), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_top", "index: index 1 of 1");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_top with index: index 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_top with index: index 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_top with index: index 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_name = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_top(fx.net, 0, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_top", "out_name = NULL");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_top with out_name = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_top with out_name = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_top with out_name = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_phase)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_phase(fx.net, 0, &out_out_phase));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_phase)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_phase(NULL, 0, &out_out_phase), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_phase", "model = NULL");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_phase with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_phase with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_phase with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_phase(fx.net, -1, &out_out_phase), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_phase", "layer: layer -1");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_phase with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_phase with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_phase with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_phase(fx.net, 1, &out_out_phase), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_phase", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_phase with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_phase with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_phase with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_phase = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_phase(fx.net, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_phase", "out_phase = NULL");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_phase with out_phase = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_phase with out_phase = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_phase with out_phase = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_num_rules)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_count = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_num_rules(fx.net, 0, CBLOB_RULE_INCLUDE, &out_out_count));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_num_rules)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_rules(NULL, 0, CBLOB_RULE_INCLUDE, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_num_rules", "model = NULL");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_rules with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_rules with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_rules with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_rules(fx.net, -1, CBLOB_RULE_INCLUDE, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_num_rules", "layer: layer -1");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_rules with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_rules with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_rules with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_rules(fx.net, 1, CBLOB_RULE_INCLUDE, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_num_rules", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_rules with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_rules with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_rules with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* kind: rule kind 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_rules(fx.net, 0, 2, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_num_rules", "kind: rule kind 2");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_rules with kind: rule kind 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_rules with kind: rule kind 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_rules with kind: rule kind 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* kind: rule kind -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_rules(fx.net, 0, -1, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_num_rules", "kind: rule kind -1");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_rules with kind: rule kind -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_rules with kind: rule kind -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_rules with kind: rule kind -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_count = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_rules(fx.net, 0, CBLOB_RULE_INCLUDE, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_num_rules", "out_count = NULL");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_rules with out_count = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_rules with out_count = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_rules with out_count = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_rule)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+    int32_t out_out_min_level = (int32_t)0x5A5A5A5A;
+    int32_t out_out_max_level = (int32_t)0x5A5A5A5A;
+    int64_t out_out_num_stages = (int64_t)0x5A5A5A5A;
+    int64_t out_out_num_not_stages = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_rule(fx.net, 0, CBLOB_RULE_INCLUDE, 0, &out_out_phase, &out_out_min_level, &out_out_max_level, &out_out_num_stages, &out_out_num_not_stages));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_rule)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        int32_t out_out_min_level = (int32_t)0x5A5A5A5A;
+        int32_t out_out_max_level = (int32_t)0x5A5A5A5A;
+        int64_t out_out_num_stages = (int64_t)0x5A5A5A5A;
+        int64_t out_out_num_not_stages = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule(NULL, 0, CBLOB_RULE_INCLUDE, 0, &out_out_phase, &out_out_min_level, &out_out_max_level, &out_out_num_stages, &out_out_num_not_stages), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_rule", "model = NULL");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_rule with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_min_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_max_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_not_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        int32_t out_out_min_level = (int32_t)0x5A5A5A5A;
+        int32_t out_out_max_level = (int32_t)0x5A5A5A5A;
+        int64_t out_out_num_stages = (int64_t)0x5A5A5A5A;
+        int64_t out_out_num_not_stages = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule(fx.net, -1, CBLOB_RULE_INCLUDE, 0, &out_out_phase, &out_out_min_level, &out_out_max_level, &out_out_num_stages, &out_out_num_not_stages), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_rule", "layer: layer -1");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_rule with layer: layer -1: an out-parameter was written");
+        CHECK_MSG(out_out_min_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with layer: layer -1: an out-parameter was written");
+        CHECK_MSG(out_out_max_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with layer: layer -1: an out-parameter was written");
+        CHECK_MSG(out_out_num_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with layer: layer -1: an out-parameter was written");
+        CHECK_MSG(out_out_num_not_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        int32_t out_out_min_level = (int32_t)0x5A5A5A5A;
+        int32_t out_out_max_level = (int32_t)0x5A5A5A5A;
+        int64_t out_out_num_stages = (int64_t)0x5A5A5A5A;
+        int64_t out_out_num_not_stages = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule(fx.net, 1, CBLOB_RULE_INCLUDE, 0, &out_out_phase, &out_out_min_level, &out_out_max_level, &out_out_num_stages, &out_out_num_not_stages), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_rule", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_rule with layer: layer 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_min_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with layer: layer 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_max_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with layer: layer 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_num_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with layer: layer 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_num_not_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* kind: rule kind 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        int32_t out_out_min_level = (int32_t)0x5A5A5A5A;
+        int32_t out_out_max_level = (int32_t)0x5A5A5A5A;
+        int64_t out_out_num_stages = (int64_t)0x5A5A5A5A;
+        int64_t out_out_num_not_stages = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule(fx.net, 0, 2, 0, &out_out_phase, &out_out_min_level, &out_out_max_level, &out_out_num_stages, &out_out_num_not_stages), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_rule", "kind: rule kind 2");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_rule with kind: rule kind 2: an out-parameter was written");
+        CHECK_MSG(out_out_min_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with kind: rule kind 2: an out-parameter was written");
+        CHECK_MSG(out_out_max_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with kind: rule kind 2: an out-parameter was written");
+        CHECK_MSG(out_out_num_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with kind: rule kind 2: an out-parameter was written");
+        CHECK_MSG(out_out_num_not_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with kind: rule kind 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule with kind: rule kind 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule with kind: rule kind 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* kind: rule kind -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        int32_t out_out_min_level = (int32_t)0x5A5A5A5A;
+        int32_t out_out_max_level = (int32_t)0x5A5A5A5A;
+        int64_t out_out_num_stages = (int64_t)0x5A5A5A5A;
+        int64_t out_out_num_not_stages = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule(fx.net, 0, -1, 0, &out_out_phase, &out_out_min_level, &out_out_max_level, &out_out_num_stages, &out_out_num_not_stages), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_rule", "kind: rule kind -1");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_rule with kind: rule kind -1: an out-parameter was written");
+        CHECK_MSG(out_out_min_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with kind: rule kind -1: an out-parameter was written");
+        CHECK_MSG(out_out_max_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with kind: rule kind -1: an out-parameter was written");
+        CHECK_MSG(out_out_num_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with kind: rule kind -1: an out-parameter was written");
+        CHECK_MSG(out_out_num_not_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with kind: rule kind -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule with kind: rule kind -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule with kind: rule kind -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: index -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        int32_t out_out_min_level = (int32_t)0x5A5A5A5A;
+        int32_t out_out_max_level = (int32_t)0x5A5A5A5A;
+        int64_t out_out_num_stages = (int64_t)0x5A5A5A5A;
+        int64_t out_out_num_not_stages = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule(fx.net, 0, CBLOB_RULE_INCLUDE, -1, &out_out_phase, &out_out_min_level, &out_out_max_level, &out_out_num_stages, &out_out_num_not_stages), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_rule", "index: index -1");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_rule with index: index -1: an out-parameter was written");
+        CHECK_MSG(out_out_min_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with index: index -1: an out-parameter was written");
+        CHECK_MSG(out_out_max_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with index: index -1: an out-parameter was written");
+        CHECK_MSG(out_out_num_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with index: index -1: an out-parameter was written");
+        CHECK_MSG(out_out_num_not_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with index: index -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule with index: index -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule with index: index -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: index 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        int32_t out_out_min_level = (int32_t)0x5A5A5A5A;
+        int32_t out_out_max_level = (int32_t)0x5A5A5A5A;
+        int64_t out_out_num_stages = (int64_t)0x5A5A5A5A;
+        int64_t out_out_num_not_stages = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule(fx.net, 0, CBLOB_RULE_INCLUDE, 1, &out_out_phase, &out_out_min_level, &out_out_max_level, &out_out_num_stages, &out_out_num_not_stages), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_rule", "index: index 1 of 1");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_rule with index: index 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_min_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with index: index 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_max_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with index: index 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_num_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with index: index 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_num_not_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with index: index 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule with index: index 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule with index: index 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_phase = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        int32_t out_out_min_level = (int32_t)0x5A5A5A5A;
+        int32_t out_out_max_level = (int32_t)0x5A5A5A5A;
+        int64_t out_out_num_stages = (int64_t)0x5A5A5A5A;
+        int64_t out_out_num_not_stages = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule(fx.net, 0, CBLOB_RULE_INCLUDE, 0, NULL, &out_out_min_level, &out_out_max_level, &out_out_num_stages, &out_out_num_not_stages), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_rule", "out_phase = NULL");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_rule with out_phase = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_min_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with out_phase = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_max_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with out_phase = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with out_phase = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_not_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with out_phase = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule with out_phase = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule with out_phase = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_min_level = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        int32_t out_out_min_level = (int32_t)0x5A5A5A5A;
+        int32_t out_out_max_level = (int32_t)0x5A5A5A5A;
+        int64_t out_out_num_stages = (int64_t)0x5A5A5A5A;
+        int64_t out_out_num_not_stages = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule(fx.net, 0, CBLOB_RULE_INCLUDE, 0, &out_out_phase, NULL, &out_out_max_level, &out_out_num_stages, &out_out_num_not_stages), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_rule", "out_min_level = NULL");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_rule with out_min_level = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_min_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with out_min_level = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_max_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with out_min_level = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with out_min_level = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_not_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with out_min_level = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule with out_min_level = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule with out_min_level = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_max_level = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        int32_t out_out_min_level = (int32_t)0x5A5A5A5A;
+        int32_t out_out_max_level = (int32_t)0x5A5A5A5A;
+        int64_t out_out_num_stages = (int64_t)0x5A5A5A5A;
+        int64_t out_out_num_not_stages = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule(fx.net, 0, CBLOB_RULE_INCLUDE, 0, &out_out_phase, &out_out_min_level, NULL, &out_out_num_stages, &out_out_num_not_stages), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_rule", "out_max_level = NULL");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_rule with out_max_level = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_min_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with out_max_level = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_max_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with out_max_level = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with out_max_level = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_not_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with out_max_level = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule with out_max_level = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule with out_max_level = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_num_stages = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        int32_t out_out_min_level = (int32_t)0x5A5A5A5A;
+        int32_t out_out_max_level = (int32_t)0x5A5A5A5A;
+        int64_t out_out_num_stages = (int64_t)0x5A5A5A5A;
+        int64_t out_out_num_not_stages = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule(fx.net, 0, CBLOB_RULE_INCLUDE, 0, &out_out_phase, &out_out_min_level, &out_out_max_level, NULL, &out_out_num_not_stages), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_rule", "out_num_stages = NULL");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_rule with out_num_stages = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_min_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with out_num_stages = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_max_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with out_num_stages = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with out_num_stages = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_not_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with out_num_stages = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule with out_num_stages = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule with out_num_stages = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_num_not_stages = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_phase out_out_phase = (cblob_phase)0x5A5A5A5A;
+        int32_t out_out_min_level = (int32_t)0x5A5A5A5A;
+        int32_t out_out_max_level = (int32_t)0x5A5A5A5A;
+        int64_t out_out_num_stages = (int64_t)0x5A5A5A5A;
+        int64_t out_out_num_not_stages = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule(fx.net, 0, CBLOB_RULE_INCLUDE, 0, &out_out_phase, &out_out_min_level, &out_out_max_level, &out_out_num_stages, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_rule", "out_num_not_stages = NULL");
+        CHECK_MSG(out_out_phase == (cblob_phase)0x5A5A5A5A, "cblob_model_layer_rule with out_num_not_stages = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_min_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with out_num_not_stages = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_max_level == (int32_t)0x5A5A5A5A, "cblob_model_layer_rule with out_num_not_stages = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with out_num_not_stages = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_not_stages == (int64_t)0x5A5A5A5A, "cblob_model_layer_rule with out_num_not_stages = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule with out_num_not_stages = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule with out_num_not_stages = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_rule_stage)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const char * out_out_stage = (const char *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_rule_stage(fx.net, 0, CBLOB_RULE_INCLUDE, 0, 0, 0, &out_out_stage));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_rule_stage)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_stage = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule_stage(NULL, 0, CBLOB_RULE_INCLUDE, 0, 0, 0, &out_out_stage), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_rule_stage", "model = NULL");
+        CHECK_MSG(out_out_stage == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_rule_stage with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule_stage with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule_stage with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_stage = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule_stage(fx.net, -1, CBLOB_RULE_INCLUDE, 0, 0, 0, &out_out_stage), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_rule_stage", "layer: layer -1");
+        CHECK_MSG(out_out_stage == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_rule_stage with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule_stage with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule_stage with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_stage = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule_stage(fx.net, 1, CBLOB_RULE_INCLUDE, 0, 0, 0, &out_out_stage), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_rule_stage", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_stage == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_rule_stage with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule_stage with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule_stage with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* kind: rule kind 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_stage = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule_stage(fx.net, 0, 2, 0, 0, 0, &out_out_stage), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_rule_stage", "kind: rule kind 2");
+        CHECK_MSG(out_out_stage == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_rule_stage with kind: rule kind 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule_stage with kind: rule kind 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule_stage with kind: rule kind 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* kind: rule kind -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_stage = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule_stage(fx.net, 0, -1, 0, 0, 0, &out_out_stage), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_rule_stage", "kind: rule kind -1");
+        CHECK_MSG(out_out_stage == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_rule_stage with kind: rule kind -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule_stage with kind: rule kind -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule_stage with kind: rule kind -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* rule: index -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_stage = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule_stage(fx.net, 0, CBLOB_RULE_INCLUDE, -1, 0, 0, &out_out_stage), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_rule_stage", "rule: index -1");
+        CHECK_MSG(out_out_stage == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_rule_stage with rule: index -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule_stage with rule: index -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule_stage with rule: index -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* rule: index 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_stage = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule_stage(fx.net, 0, CBLOB_RULE_INCLUDE, 1, 0, 0, &out_out_stage), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_rule_stage", "rule: index 1 of 1");
+        CHECK_MSG(out_out_stage == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_rule_stage with rule: index 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule_stage with rule: index 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule_stage with rule: index 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* not_stage: boolean 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_stage = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule_stage(fx.net, 0, CBLOB_RULE_INCLUDE, 0, 2, 0, &out_out_stage), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_rule_stage", "not_stage: boolean 2");
+        CHECK_MSG(out_out_stage == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_rule_stage with not_stage: boolean 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule_stage with not_stage: boolean 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule_stage with not_stage: boolean 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* not_stage: boolean -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_stage = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule_stage(fx.net, 0, CBLOB_RULE_INCLUDE, 0, -1, 0, &out_out_stage), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_rule_stage", "not_stage: boolean -1");
+        CHECK_MSG(out_out_stage == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_rule_stage with not_stage: boolean -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule_stage with not_stage: boolean -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule_stage with not_stage: boolean -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: index -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_stage = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule_stage(fx.net, 0, CBLOB_RULE_INCLUDE, 0, 0, -1, &out_out_stage), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_rule_stage", "index: index -1");
+        CHECK_MSG(out_out_stage == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_rule_stage with index: index -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule_stage with index: index -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule_stage with index: index -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: index 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_stage = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule_stage(fx.net, 0, CBLOB_RULE_INCLUDE, 0, 0, 1, &out_out_stage), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_rule_stage", "index: index 1 of 1");
+        CHECK_MSG(out_out_stage == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_rule_stage with index: index 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule_stage with index: index 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule_stage with index: index 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_stage = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_stage = (const char *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_rule_stage(fx.net, 0, CBLOB_RULE_INCLUDE, 0, 0, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_rule_stage", "out_stage = NULL");
+        CHECK_MSG(out_out_stage == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_rule_stage with out_stage = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_rule_stage with out_stage = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_rule_stage with out_stage = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_num_param_specs)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_count = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_num_param_specs(fx.net, 0, &out_out_count));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_num_param_specs)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_param_specs(NULL, 0, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_num_param_specs", "model = NULL");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_param_specs with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_param_specs with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_param_specs with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_param_specs(fx.net, -1, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_num_param_specs", "layer: layer -1");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_param_specs with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_param_specs with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_param_specs with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_param_specs(fx.net, 1, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_num_param_specs", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_param_specs with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_param_specs with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_param_specs with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_count = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_num_param_specs(fx.net, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_num_param_specs", "out_count = NULL");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_layer_num_param_specs with out_count = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_num_param_specs with out_count = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_num_param_specs with out_count = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_param_spec)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+    float out_out_lr_mult = (float)0x5A5A5A5A;
+    float out_out_decay_mult = (float)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_param_spec(fx.net, 0, 0, &out_out_name, &out_out_lr_mult, &out_out_decay_mult));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_param_spec)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        float out_out_lr_mult = (float)0x5A5A5A5A;
+        float out_out_decay_mult = (float)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_param_spec(NULL, 0, 0, &out_out_name, &out_out_lr_mult, &out_out_decay_mult), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_param_spec", "model = NULL");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_param_spec with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_lr_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_decay_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_param_spec with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_param_spec with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        float out_out_lr_mult = (float)0x5A5A5A5A;
+        float out_out_decay_mult = (float)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_param_spec(fx.net, -1, 0, &out_out_name, &out_out_lr_mult, &out_out_decay_mult), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_param_spec", "layer: layer -1");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_param_spec with layer: layer -1: an out-parameter was written");
+        CHECK_MSG(out_out_lr_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with layer: layer -1: an out-parameter was written");
+        CHECK_MSG(out_out_decay_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_param_spec with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_param_spec with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        float out_out_lr_mult = (float)0x5A5A5A5A;
+        float out_out_decay_mult = (float)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_param_spec(fx.net, 1, 0, &out_out_name, &out_out_lr_mult, &out_out_decay_mult), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_param_spec", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_param_spec with layer: layer 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_lr_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with layer: layer 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_decay_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_param_spec with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_param_spec with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: index -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        float out_out_lr_mult = (float)0x5A5A5A5A;
+        float out_out_decay_mult = (float)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_param_spec(fx.net, 0, -1, &out_out_name, &out_out_lr_mult, &out_out_decay_mult), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_param_spec", "index: index -1");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_param_spec with index: index -1: an out-parameter was written");
+        CHECK_MSG(out_out_lr_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with index: index -1: an out-parameter was written");
+        CHECK_MSG(out_out_decay_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with index: index -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_param_spec with index: index -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_param_spec with index: index -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: index 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        float out_out_lr_mult = (float)0x5A5A5A5A;
+        float out_out_decay_mult = (float)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_param_spec(fx.net, 0, 1, &out_out_name, &out_out_lr_mult, &out_out_decay_mult), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_param_spec", "index: index 1 of 1");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_param_spec with index: index 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_lr_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with index: index 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_decay_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with index: index 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_param_spec with index: index 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_param_spec with index: index 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_name = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        float out_out_lr_mult = (float)0x5A5A5A5A;
+        float out_out_decay_mult = (float)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_param_spec(fx.net, 0, 0, NULL, &out_out_lr_mult, &out_out_decay_mult), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_param_spec", "out_name = NULL");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_param_spec with out_name = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_lr_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with out_name = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_decay_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with out_name = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_param_spec with out_name = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_param_spec with out_name = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_lr_mult = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        float out_out_lr_mult = (float)0x5A5A5A5A;
+        float out_out_decay_mult = (float)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_param_spec(fx.net, 0, 0, &out_out_name, NULL, &out_out_decay_mult), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_param_spec", "out_lr_mult = NULL");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_param_spec with out_lr_mult = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_lr_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with out_lr_mult = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_decay_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with out_lr_mult = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_param_spec with out_lr_mult = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_param_spec with out_lr_mult = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_decay_mult = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        const char * out_out_name = (const char *)(uintptr_t)0x5A5A5A5A;
+        float out_out_lr_mult = (float)0x5A5A5A5A;
+        float out_out_decay_mult = (float)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_param_spec(fx.net, 0, 0, &out_out_name, &out_out_lr_mult, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_param_spec", "out_decay_mult = NULL");
+        CHECK_MSG(out_out_name == (const char *)(uintptr_t)0x5A5A5A5A, "cblob_model_layer_param_spec with out_decay_mult = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_lr_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with out_decay_mult = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_decay_mult == (float)0x5A5A5A5A, "cblob_model_layer_param_spec with out_decay_mult = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_param_spec with out_decay_mult = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_param_spec with out_decay_mult = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_params_json)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_length = (size_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_params_json(fx.net, 0, 0, out_buffer, sizeof out_buffer, &out_out_length));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_params_json)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_params_json(NULL, 0, 0, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_params_json", "model = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_layer_params_json with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_layer_params_json with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_params_json with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_params_json with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_params_json(fx.net, -1, 0, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_params_json", "layer: layer -1");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_layer_params_json with layer: layer -1: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_layer_params_json with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_params_json with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_params_json with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_params_json(fx.net, 1, 0, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_params_json", "layer: layer 1 of 1");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_layer_params_json with layer: layer 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_layer_params_json with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_params_json with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_params_json with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_params_json(fx.net, 0, 2, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_params_json", "flags: unknown flag 2");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_layer_params_json with flags: unknown flag 2: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_layer_params_json with flags: unknown flag 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_params_json with flags: unknown flag 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_params_json with flags: unknown flag 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: flags -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_params_json(fx.net, 0, -1, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_params_json", "flags: flags -1");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_layer_params_json with flags: flags -1: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_layer_params_json with flags: flags -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_params_json with flags: flags -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_params_json with flags: flags -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* buffer_size: a 3-byte text buffer */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_params_json(fx.net, 0, 0, out_buffer, 3, &out_out_length), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_params_json", "buffer_size: a 3-byte text buffer");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_layer_params_json with buffer_size: a 3-byte text buffer: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_layer_params_json with buffer_size: a 3-byte text buffer: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_params_json with buffer_size: a 3-byte text buffer: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_params_json with buffer_size: a 3-byte text buffer: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_length = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_params_json(fx.net, 0, 0, out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_params_json", "out_length = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_layer_params_json with out_length = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_layer_params_json with out_length = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_params_json with out_length = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_params_json with out_length = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_json)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_length = (size_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_json(fx.net, 0, 0, out_buffer, sizeof out_buffer, &out_out_length));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_json)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_json(NULL, 0, 0, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_json", "model = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_layer_json with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_layer_json with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_json with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_json with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_json(fx.net, -1, 0, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_json", "layer: layer -1");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_layer_json with layer: layer -1: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_layer_json with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_json with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_json with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_json(fx.net, 1, 0, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_json", "layer: layer 1 of 1");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_layer_json with layer: layer 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_layer_json with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_json with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_json with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_json(fx.net, 0, 2, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_json", "flags: unknown flag 2");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_layer_json with flags: unknown flag 2: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_layer_json with flags: unknown flag 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_json with flags: unknown flag 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_json with flags: unknown flag 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: flags -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_json(fx.net, 0, -1, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_json", "flags: flags -1");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_layer_json with flags: flags -1: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_layer_json with flags: flags -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_json with flags: flags -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_json with flags: flags -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* buffer_size: a 3-byte text buffer */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_json(fx.net, 0, 0, out_buffer, 3, &out_out_length), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_json", "buffer_size: a 3-byte text buffer");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_layer_json with buffer_size: a 3-byte text buffer: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_layer_json with buffer_size: a 3-byte text buffer: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_json with buffer_size: a 3-byte text buffer: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_json with buffer_size: a 3-byte text buffer: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_length = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_json(fx.net, 0, 0, out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_json", "out_length = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_layer_json with out_length = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_layer_json with out_length = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_json with out_length = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_json with out_length = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_blob_shape)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_shape[CBLOB_MAX_AXES + 1]; memset(out_out_shape, 0x5A, sizeof out_out_shape);
+    int32_t out_out_num_axes = (int32_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_blob_shape(fx.model, 0, 1, CBLOB_MAX_AXES, out_out_shape, &out_out_num_axes));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_blob_shape)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_shape[CBLOB_MAX_AXES + 1]; memset(out_out_shape, 0x5A, sizeof out_out_shape);
+        int32_t out_out_num_axes = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_shape(NULL, 0, 1, CBLOB_MAX_AXES, out_out_shape, &out_out_num_axes), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_blob_shape", "model = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_shape, sizeof out_out_shape), "cblob_model_layer_blob_shape with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_axes == (int32_t)0x5A5A5A5A, "cblob_model_layer_blob_shape with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_shape with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_shape with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_shape[CBLOB_MAX_AXES + 1]; memset(out_out_shape, 0x5A, sizeof out_out_shape);
+        int32_t out_out_num_axes = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_shape(fx.model, -1, 1, CBLOB_MAX_AXES, out_out_shape, &out_out_num_axes), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_shape", "layer: layer -1");
+        CHECK_MSG(buffer_untouched((const char *)out_out_shape, sizeof out_out_shape), "cblob_model_layer_blob_shape with layer: layer -1: an out-parameter was written");
+        CHECK_MSG(out_out_num_axes == (int32_t)0x5A5A5A5A, "cblob_model_layer_blob_shape with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_shape with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_shape with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_shape[CBLOB_MAX_AXES + 1]; memset(out_out_shape, 0x5A, sizeof out_out_shape);
+        int32_t out_out_num_axes = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_shape(fx.model, 1, 1, CBLOB_MAX_AXES, out_out_shape, &out_out_num_axes), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_shape", "layer: layer 1 of 1");
+        CHECK_MSG(buffer_untouched((const char *)out_out_shape, sizeof out_out_shape), "cblob_model_layer_blob_shape with layer: layer 1 of 1: an out-parameter was written");
+        CHECK_MSG(out_out_num_axes == (int32_t)0x5A5A5A5A, "cblob_model_layer_blob_shape with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_shape with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_shape with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: blob -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_shape[CBLOB_MAX_AXES + 1]; memset(out_out_shape, 0x5A, sizeof out_out_shape);
+        int32_t out_out_num_axes = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_shape(fx.model, 0, -1, CBLOB_MAX_AXES, out_out_shape, &out_out_num_axes), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_shape", "index: blob -1");
+        CHECK_MSG(buffer_untouched((const char *)out_out_shape, sizeof out_out_shape), "cblob_model_layer_blob_shape with index: blob -1: an out-parameter was written");
+        CHECK_MSG(out_out_num_axes == (int32_t)0x5A5A5A5A, "cblob_model_layer_blob_shape with index: blob -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_shape with index: blob -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_shape with index: blob -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: blob 2 of 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_shape[CBLOB_MAX_AXES + 1]; memset(out_out_shape, 0x5A, sizeof out_out_shape);
+        int32_t out_out_num_axes = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_shape(fx.model, 0, 2, CBLOB_MAX_AXES, out_out_shape, &out_out_num_axes), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_shape", "index: blob 2 of 2");
+        CHECK_MSG(buffer_untouched((const char *)out_out_shape, sizeof out_out_shape), "cblob_model_layer_blob_shape with index: blob 2 of 2: an out-parameter was written");
+        CHECK_MSG(out_out_num_axes == (int32_t)0x5A5A5A5A, "cblob_model_layer_blob_shape with index: blob 2 of 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_shape with index: blob 2 of 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_shape with index: blob 2 of 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* max_axes: room for -1 axes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_shape[CBLOB_MAX_AXES + 1]; memset(out_out_shape, 0x5A, sizeof out_out_shape);
+        int32_t out_out_num_axes = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_shape(fx.model, 0, 1, -1, out_out_shape, &out_out_num_axes), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_shape", "max_axes: room for -1 axes");
+        CHECK_MSG(buffer_untouched((const char *)out_out_shape, sizeof out_out_shape), "cblob_model_layer_blob_shape with max_axes: room for -1 axes: an out-parameter was written");
+        CHECK_MSG(out_out_num_axes == (int32_t)0x5A5A5A5A, "cblob_model_layer_blob_shape with max_axes: room for -1 axes: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_shape with max_axes: room for -1 axes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_shape with max_axes: room for -1 axes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* max_axes: room for 3 of 4 axes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_shape[CBLOB_MAX_AXES + 1]; memset(out_out_shape, 0x5A, sizeof out_out_shape);
+        int32_t out_out_num_axes = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_shape(fx.model, 0, 1, 3, out_out_shape, &out_out_num_axes), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_shape", "max_axes: room for 3 of 4 axes");
+        CHECK_MSG(buffer_untouched((const char *)out_out_shape, sizeof out_out_shape), "cblob_model_layer_blob_shape with max_axes: room for 3 of 4 axes: an out-parameter was written");
+        CHECK_MSG(out_out_num_axes == (int32_t)0x5A5A5A5A, "cblob_model_layer_blob_shape with max_axes: room for 3 of 4 axes: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_shape with max_axes: room for 3 of 4 axes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_shape with max_axes: room for 3 of 4 axes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_num_axes = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_shape[CBLOB_MAX_AXES + 1]; memset(out_out_shape, 0x5A, sizeof out_out_shape);
+        int32_t out_out_num_axes = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_shape(fx.model, 0, 1, CBLOB_MAX_AXES, out_out_shape, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_blob_shape", "out_num_axes = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_shape, sizeof out_out_shape), "cblob_model_layer_blob_shape with out_num_axes = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_num_axes == (int32_t)0x5A5A5A5A, "cblob_model_layer_blob_shape with out_num_axes = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_shape with out_num_axes = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_shape with out_num_axes = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_blob_dtype)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_dtype out_out_dtype = (cblob_dtype)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_blob_dtype(fx.model, 0, 1, &out_out_dtype));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_blob_dtype)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_dtype out_out_dtype = (cblob_dtype)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_dtype(NULL, 0, 1, &out_out_dtype), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_blob_dtype", "model = NULL");
+        CHECK_MSG(out_out_dtype == (cblob_dtype)0x5A5A5A5A, "cblob_model_layer_blob_dtype with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_dtype with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_dtype with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_dtype out_out_dtype = (cblob_dtype)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_dtype(fx.model, -1, 1, &out_out_dtype), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_dtype", "layer: layer -1");
+        CHECK_MSG(out_out_dtype == (cblob_dtype)0x5A5A5A5A, "cblob_model_layer_blob_dtype with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_dtype with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_dtype with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_dtype out_out_dtype = (cblob_dtype)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_dtype(fx.model, 1, 1, &out_out_dtype), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_dtype", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_dtype == (cblob_dtype)0x5A5A5A5A, "cblob_model_layer_blob_dtype with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_dtype with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_dtype with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: blob -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_dtype out_out_dtype = (cblob_dtype)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_dtype(fx.model, 0, -1, &out_out_dtype), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_dtype", "index: blob -1");
+        CHECK_MSG(out_out_dtype == (cblob_dtype)0x5A5A5A5A, "cblob_model_layer_blob_dtype with index: blob -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_dtype with index: blob -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_dtype with index: blob -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: blob 2 of 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_dtype out_out_dtype = (cblob_dtype)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_dtype(fx.model, 0, 2, &out_out_dtype), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_dtype", "index: blob 2 of 2");
+        CHECK_MSG(out_out_dtype == (cblob_dtype)0x5A5A5A5A, "cblob_model_layer_blob_dtype with index: blob 2 of 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_dtype with index: blob 2 of 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_dtype with index: blob 2 of 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_dtype = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_dtype out_out_dtype = (cblob_dtype)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_dtype(fx.model, 0, 1, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_blob_dtype", "out_dtype = NULL");
+        CHECK_MSG(out_out_dtype == (cblob_dtype)0x5A5A5A5A, "cblob_model_layer_blob_dtype with out_dtype = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_dtype with out_dtype = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_dtype with out_dtype = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_blob_has_diff)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int32_t out_out_has_diff = (int32_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_layer_blob_has_diff(fx.model, 0, 1, &out_out_has_diff));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_blob_has_diff)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_has_diff = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_has_diff(NULL, 0, 1, &out_out_has_diff), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_blob_has_diff", "model = NULL");
+        CHECK_MSG(out_out_has_diff == (int32_t)0x5A5A5A5A, "cblob_model_layer_blob_has_diff with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_has_diff with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_has_diff with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_has_diff = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_has_diff(fx.model, -1, 1, &out_out_has_diff), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_has_diff", "layer: layer -1");
+        CHECK_MSG(out_out_has_diff == (int32_t)0x5A5A5A5A, "cblob_model_layer_blob_has_diff with layer: layer -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_has_diff with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_has_diff with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_has_diff = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_has_diff(fx.model, 1, 1, &out_out_has_diff), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_has_diff", "layer: layer 1 of 1");
+        CHECK_MSG(out_out_has_diff == (int32_t)0x5A5A5A5A, "cblob_model_layer_blob_has_diff with layer: layer 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_has_diff with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_has_diff with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: blob -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_has_diff = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_has_diff(fx.model, 0, -1, &out_out_has_diff), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_has_diff", "index: blob -1");
+        CHECK_MSG(out_out_has_diff == (int32_t)0x5A5A5A5A, "cblob_model_layer_blob_has_diff with index: blob -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_has_diff with index: blob -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_has_diff with index: blob -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: blob 2 of 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_has_diff = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_has_diff(fx.model, 0, 2, &out_out_has_diff), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_has_diff", "index: blob 2 of 2");
+        CHECK_MSG(out_out_has_diff == (int32_t)0x5A5A5A5A, "cblob_model_layer_blob_has_diff with index: blob 2 of 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_has_diff with index: blob 2 of 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_has_diff with index: blob 2 of 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_has_diff = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_has_diff = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_layer_blob_has_diff(fx.model, 0, 1, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_blob_has_diff", "out_has_diff = NULL");
+        CHECK_MSG(out_out_has_diff == (int32_t)0x5A5A5A5A, "cblob_model_layer_blob_has_diff with out_has_diff = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_has_diff with out_has_diff = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_has_diff with out_has_diff = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_blob_read)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_model_layer_blob_read(fx.model, 0, 1, CBLOB_PART_DATA, 0, 120, external_buffer, sizeof external_buffer));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_blob_read)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_blob_read(NULL, 0, 1, CBLOB_PART_DATA, 0, 120, external_buffer, sizeof external_buffer), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_blob_read", "model = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_read with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_read with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_blob_read(fx.model, -1, 1, CBLOB_PART_DATA, 0, 120, external_buffer, sizeof external_buffer), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_read", "layer: layer -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_read with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_read with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_blob_read(fx.model, 1, 1, CBLOB_PART_DATA, 0, 120, external_buffer, sizeof external_buffer), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_read", "layer: layer 1 of 1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_read with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_read with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: blob -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_blob_read(fx.model, 0, -1, CBLOB_PART_DATA, 0, 120, external_buffer, sizeof external_buffer), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_read", "index: blob -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_read with index: blob -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_read with index: blob -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: blob 2 of 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_blob_read(fx.model, 0, 2, CBLOB_PART_DATA, 0, 120, external_buffer, sizeof external_buffer), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_read", "index: blob 2 of 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_read with index: blob 2 of 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_read with index: blob 2 of 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_blob_read(fx.model, 0, 1, 2, 0, 120, external_buffer, sizeof external_buffer), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_blob_read", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_read with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_read with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_blob_read(fx.model, 0, 1, -1, 0, 120, external_buffer, sizeof external_buffer), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_blob_read", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_read with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_read with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* start: start -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_blob_read(fx.model, 0, 1, CBLOB_PART_DATA, -1, 120, external_buffer, sizeof external_buffer), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_read", "start: start -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_read with start: start -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_read with start: start -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* start: 120 elements from 1 of 120 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_blob_read(fx.model, 0, 1, CBLOB_PART_DATA, 1, 120, external_buffer, sizeof external_buffer), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_read", "start: 120 elements from 1 of 120");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_read with start: 120 elements from 1 of 120: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_read with start: 120 elements from 1 of 120: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* count: count -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_blob_read(fx.model, 0, 1, CBLOB_PART_DATA, 0, -1, external_buffer, sizeof external_buffer), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_read", "count: count -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_read with count: count -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_read with count: count -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* count: count 121 of 120 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_blob_read(fx.model, 0, 1, CBLOB_PART_DATA, 0, 121, external_buffer, sizeof external_buffer), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_read", "count: count 121 of 120");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_read with count: count 121 of 120: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_read with count: count 121 of 120: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* buffer = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_blob_read(fx.model, 0, 1, CBLOB_PART_DATA, 0, 120, NULL, sizeof external_buffer), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_blob_read", "buffer = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_read with buffer = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_read with buffer = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* buffer_size: a 3-byte buffer */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_blob_read(fx.model, 0, 1, CBLOB_PART_DATA, 0, 120, external_buffer, 3), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_blob_read", "buffer_size: a 3-byte buffer");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_blob_read with buffer_size: a 3-byte buffer: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_blob_read with buffer_size: a 3-byte buffer: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_to_safetensors)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_size = (size_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_to_safetensors(fx.model, 0, out_buffer, sizeof out_buffer, &out_out_size));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_to_safetensors)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_safetensors(NULL, 0, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_safetensors", "model = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_safetensors with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_safetensors with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_safetensors with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_safetensors with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_safetensors(fx.model, 4, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_safetensors", "flags: unknown flag 4");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_safetensors with flags: unknown flag 4: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_safetensors with flags: unknown flag 4: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_safetensors with flags: unknown flag 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_safetensors with flags: unknown flag 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: flags -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_safetensors(fx.model, -1, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_safetensors", "flags: flags -1");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_safetensors with flags: flags -1: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_safetensors with flags: flags -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_safetensors with flags: flags -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_safetensors with flags: flags -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* buffer_size: a 3-byte buffer */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_safetensors(fx.model, 0, out_buffer, 3, &out_out_size), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_to_safetensors", "buffer_size: a 3-byte buffer");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_safetensors with buffer_size: a 3-byte buffer: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_safetensors with buffer_size: a 3-byte buffer: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_safetensors with buffer_size: a 3-byte buffer: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_safetensors with buffer_size: a 3-byte buffer: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_size = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_safetensors(fx.model, 0, out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_safetensors", "out_size = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_safetensors with out_size = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_safetensors with out_size = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_safetensors with out_size = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_safetensors with out_size = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_to_safetensors_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_model_to_safetensors_file(fx.model, 0, files.output));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_to_safetensors_file)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_safetensors_file(NULL, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_safetensors_file", "model = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_safetensors_file with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_safetensors_file with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_safetensors_file(fx.model, 4, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_safetensors_file", "flags: unknown flag 4");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_safetensors_file with flags: unknown flag 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_safetensors_file with flags: unknown flag 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: flags -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_safetensors_file(fx.model, -1, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_safetensors_file", "flags: flags -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_safetensors_file with flags: flags -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_safetensors_file with flags: flags -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_safetensors_file(fx.model, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_safetensors_file", "path = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_safetensors_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_safetensors_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a path in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_safetensors_file(fx.model, 0, files.unwritable), CBLOB_ERR_IO, "cblob_model_to_safetensors_file", "path: a path in a missing folder");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_safetensors_file with path: a path in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_safetensors_file with path: a path in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_to_npz)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_size = (size_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_to_npz(fx.model, 0, out_buffer, sizeof out_buffer, &out_out_size));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_to_npz)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_npz(NULL, 0, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_npz", "model = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_npz with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_npz with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npz with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npz with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: torch names, which npz does not take */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_npz(fx.model, 2, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_npz", "flags: torch names, which npz does not take");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_npz with flags: torch names, which npz does not take: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_npz with flags: torch names, which npz does not take: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npz with flags: torch names, which npz does not take: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npz with flags: torch names, which npz does not take: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_npz(fx.model, 4, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_npz", "flags: unknown flag 4");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_npz with flags: unknown flag 4: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_npz with flags: unknown flag 4: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npz with flags: unknown flag 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npz with flags: unknown flag 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* buffer_size: a 3-byte buffer */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_npz(fx.model, 0, out_buffer, 3, &out_out_size), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_to_npz", "buffer_size: a 3-byte buffer");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_npz with buffer_size: a 3-byte buffer: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_npz with buffer_size: a 3-byte buffer: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npz with buffer_size: a 3-byte buffer: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npz with buffer_size: a 3-byte buffer: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_size = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_npz(fx.model, 0, out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_npz", "out_size = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_model_to_npz with out_size = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_model_to_npz with out_size = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npz with out_size = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npz with out_size = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_to_npz_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_model_to_npz_file(fx.model, 0, files.output));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_to_npz_file)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_npz_file(NULL, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_npz_file", "model = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npz_file with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npz_file with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: torch names, which npz does not take */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_npz_file(fx.model, 2, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_npz_file", "flags: torch names, which npz does not take");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npz_file with flags: torch names, which npz does not take: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npz_file with flags: torch names, which npz does not take: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_npz_file(fx.model, 4, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_npz_file", "flags: unknown flag 4");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npz_file with flags: unknown flag 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npz_file with flags: unknown flag 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_npz_file(fx.model, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_npz_file", "path = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npz_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npz_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a path in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_npz_file(fx.model, 0, files.unwritable), CBLOB_ERR_IO, "cblob_model_to_npz_file", "path: a path in a missing folder");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npz_file with path: a path in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npz_file with path: a path in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_torch_unmapped)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+    int64_t out_out_count = (int64_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_torch_unmapped(fx.model, out_out_layers, 8, &out_out_count));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_torch_unmapped)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_torch_unmapped(NULL, out_out_layers, 8, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_torch_unmapped", "model = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_torch_unmapped with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_torch_unmapped with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_torch_unmapped with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_torch_unmapped with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* max_layers: room for -1 layers */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_torch_unmapped(fx.model, out_out_layers, -1, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_torch_unmapped", "max_layers: room for -1 layers");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_torch_unmapped with max_layers: room for -1 layers: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_torch_unmapped with max_layers: room for -1 layers: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_torch_unmapped with max_layers: room for -1 layers: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_torch_unmapped with max_layers: room for -1 layers: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_count = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_torch_unmapped(fx.model, out_out_layers, 8, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_torch_unmapped", "out_count = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_torch_unmapped with out_count = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_torch_unmapped with out_count = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_torch_unmapped with out_count = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_torch_unmapped with out_count = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_open_safetensors)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_open_safetensors(fx.ctx, valid_safetensors, valid_safetensors_size, &out_out_model));
+    cblob_model_destroy(out_out_model);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_open_safetensors)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_safetensors(NULL, valid_safetensors, valid_safetensors_size, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_safetensors", "context = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_safetensors with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_safetensors with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_safetensors with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_safetensors(fx.ctx, NULL, valid_safetensors_size, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_safetensors", "bytes = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_safetensors with bytes = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_safetensors with bytes = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_safetensors with bytes = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes: bytes that are no safetensors */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_safetensors(fx.ctx, garbage_bytes, valid_safetensors_size, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_safetensors", "bytes: bytes that are no safetensors");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_safetensors with bytes: bytes that are no safetensors: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_safetensors with bytes: bytes that are no safetensors: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_safetensors with bytes: bytes that are no safetensors: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: only the first 3 bytes (truncated) */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_safetensors(fx.ctx, valid_safetensors, 3, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_safetensors", "size: only the first 3 bytes (truncated)");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_safetensors with size: only the first 3 bytes (truncated): an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_safetensors with size: only the first 3 bytes (truncated): fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_safetensors with size: only the first 3 bytes (truncated): a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_safetensors(fx.ctx, valid_safetensors, valid_safetensors_size, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_safetensors", "out_model = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_safetensors with out_model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_safetensors with out_model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_safetensors with out_model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_open_safetensors_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_open_safetensors_file(fx.ctx, files.safetensors, &out_out_model));
+    cblob_model_destroy(out_out_model);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_open_safetensors_file)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_safetensors_file(NULL, files.safetensors, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_safetensors_file", "context = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_safetensors_file with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_safetensors_file with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_safetensors_file with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_safetensors_file(fx.ctx, NULL, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_safetensors_file", "path = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_safetensors_file with path = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_safetensors_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_safetensors_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a missing file */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_safetensors_file(fx.ctx, files.missing, &out_out_model), CBLOB_ERR_IO, "cblob_model_open_safetensors_file", "path: a missing file");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_safetensors_file with path: a missing file: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_safetensors_file with path: a missing file: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_safetensors_file with path: a missing file: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a file of garbage */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_safetensors_file(fx.ctx, files.garbage, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_safetensors_file", "path: a file of garbage");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_safetensors_file with path: a file of garbage: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_safetensors_file with path: a file of garbage: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_safetensors_file with path: a file of garbage: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_safetensors_file(fx.ctx, files.safetensors, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_safetensors_file", "out_model = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_safetensors_file with out_model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_safetensors_file with out_model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_safetensors_file with out_model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_open_npz)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_open_npz(fx.ctx, valid_npz, valid_npz_size, &out_out_model));
+    cblob_model_destroy(out_out_model);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_open_npz)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_npz(NULL, valid_npz, valid_npz_size, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_npz", "context = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_npz with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_npz with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_npz with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_npz(fx.ctx, NULL, valid_npz_size, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_npz", "bytes = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_npz with bytes = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_npz with bytes = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_npz with bytes = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bytes: bytes that are no zip */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_npz(fx.ctx, garbage_bytes, valid_npz_size, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_npz", "bytes: bytes that are no zip");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_npz with bytes: bytes that are no zip: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_npz with bytes: bytes that are no zip: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_npz with bytes: bytes that are no zip: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: only the first 3 bytes (truncated) */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_npz(fx.ctx, valid_npz, 3, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_npz", "size: only the first 3 bytes (truncated)");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_npz with size: only the first 3 bytes (truncated): an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_npz with size: only the first 3 bytes (truncated): fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_npz with size: only the first 3 bytes (truncated): a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_npz(fx.ctx, valid_npz, valid_npz_size, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_npz", "out_model = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_npz with out_model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_npz with out_model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_npz with out_model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_open_npz_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_open_npz_file(fx.ctx, files.npz, &out_out_model));
+    cblob_model_destroy(out_out_model);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_open_npz_file)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_npz_file(NULL, files.npz, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_npz_file", "context = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_npz_file with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_npz_file with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_npz_file with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_npz_file(fx.ctx, NULL, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_npz_file", "path = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_npz_file with path = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_npz_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_npz_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a missing file */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_npz_file(fx.ctx, files.missing, &out_out_model), CBLOB_ERR_IO, "cblob_model_open_npz_file", "path: a missing file");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_npz_file with path: a missing file: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_npz_file with path: a missing file: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_npz_file with path: a missing file: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a file of garbage */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_npz_file(fx.ctx, files.garbage, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_npz_file", "path: a file of garbage");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_npz_file with path: a file of garbage: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_npz_file with path: a file of garbage: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_npz_file with path: a file of garbage: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_npz_file(fx.ctx, files.npz, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_npz_file", "out_model = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_npz_file with out_model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_npz_file with out_model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_npz_file with out_model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_replace_blobs)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_model_replace_blobs(fx.model, fx.model));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_replace_blobs)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_replace_blobs(NULL, fx.model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_replace_blobs", "model = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_replace_blobs with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_replace_blobs with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* weights = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_replace_blobs(fx.model, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_replace_blobs", "weights = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_replace_blobs with weights = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_replace_blobs with weights = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
     }
 }

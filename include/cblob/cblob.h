@@ -96,6 +96,7 @@ enum {
     CBLOB_ERR_DEVICE = 18,             /* A CUDA driver, cuBLAS or kernel-launch error; the message carries the CUDA error name. */
     CBLOB_ERR_COMPILE = 19,            /* NVRTC failed to compile a kernel; the message carries the start of the compiler log. */
     CBLOB_ERR_INTERNAL = 20,           /* A broken internal invariant: please report it. */
+    CBLOB_ERR_DEVICE_LOST = 21,        /* Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it. */
 };
 
 /* Element type of a blob. */
@@ -145,7 +146,9 @@ typedef struct cblob_blob cblob_blob;
 
 /*
  * Called exactly once when cblob lets go of a caller's buffer (the blob was destroyed, or the
- * buffer was replaced), from whichever thread dropped the last holder.
+ * buffer was replaced), from whichever thread dropped the last holder, and only after the GPU
+ * work cblob queued on the buffer (kernels, copies, an asynchronous push) has finished, so
+ * the owner may hand the memory out again at once.
  */
 typedef void (*cblob_release_fn)(void *ptr, void *user_data);
 
@@ -491,7 +494,7 @@ CBLOB_API cblob_status cblob_blob_offset_legacy(const cblob_blob *blob, int64_t 
  * given leading indices (Caffe's data_at / diff_at). Like Caffe it reads through the host
  * copy, so a memory whose head is on the GPU is synced to the host first.
  *   indices: may be NULL when num_indices is 0
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_read_element(cblob_blob *blob, cblob_part part, int32_t num_indices, const int64_t *indices, double *out_value);
@@ -502,7 +505,7 @@ CBLOB_API cblob_status cblob_blob_read_element(cblob_blob *blob, cblob_part part
  * SYNCED). A blob with no elements gives NULL. The pointer stays valid until the blob is
  * reshaped past its capacity, given another buffer, shares another blob's memory, or is
  * destroyed.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_cpu_ptr(cblob_blob *blob, cblob_part part, const void **out_ptr);
@@ -510,7 +513,7 @@ CBLOB_API cblob_status cblob_blob_cpu_ptr(cblob_blob *blob, cblob_part part, con
 /*
  * A writable host pointer to data or diff (Caffe's mutable_cpu_data / mutable_cpu_diff);
  * syncs like cblob_blob_cpu_ptr, then marks the host copy current (head AT_CPU).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_mutable_cpu_ptr(cblob_blob *blob, cblob_part part, void **out_ptr);
@@ -556,7 +559,7 @@ CBLOB_API cblob_status cblob_blob_share(cblob_blob *blob, cblob_blob *other, cbl
  * Copies source's data or diff into the blob (Caffe's CopyFrom). Shapes must be equal unless
  * reshape is 1, which reshapes the blob to source first. The context's mode picks the path:
  * CPU mode writes the host copy (head AT_CPU), GPU mode the device copy (head AT_GPU).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_copy_from(cblob_blob *blob, cblob_blob *source, cblob_part part, int32_t reshape);
@@ -566,7 +569,7 @@ CBLOB_API cblob_status cblob_blob_copy_from(cblob_blob *blob, cblob_blob *source
  * CPU when AT_CPU, on the GPU when AT_GPU or SYNCED. Data never written or read
  * (UNINITIALIZED) is an error, as in Caffe. A blob that has never had elements (and so has
  * no storage) has nothing to update: the call succeeds and does nothing.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_update(cblob_blob *blob);
@@ -574,14 +577,14 @@ CBLOB_API cblob_status cblob_blob_update(cblob_blob *blob);
 /*
  * The sum of absolute values of data or diff over count elements, computed where the head is;
  * 0 for memory never accessed (nothing is allocated and the head does not change).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_asum(const cblob_blob *blob, cblob_part part, double *out_sum);
 
 /*
  * The sum of squares of data or diff, with the same rules as cblob_blob_asum.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_sumsq(const cblob_blob *blob, cblob_part part, double *out_sum);
@@ -589,7 +592,7 @@ CBLOB_API cblob_status cblob_blob_sumsq(const cblob_blob *blob, cblob_part part,
 /*
  * Multiplies data or diff by factor, where the head is (the head becomes AT_CPU or AT_GPU);
  * does nothing to memory never accessed.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, double factor);
@@ -652,10 +655,11 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * enforces (CBLOB_ERR_OVERFLOW); reading has no such limit. Serialized bytes use the two-call convention of
  * cblob_blob_shape_string: pass buffer NULL and buffer_size 0 to learn the size.
  *
- * A model handle holds a net's name, format and layers (name, type, blobs). It keeps only what
- * locates blobs: saving it writes a weights-only NetParameter (layer names, types and blobs),
- * which is what Caffe's CopyTrainedLayersFrom reads; layer parameters, bottoms and tops of the
- * file it came from are not kept.
+ * A model handle holds a net's name, format and layers (name, type, blobs). Since 1.1 it keeps
+ * every field of the file it was opened from, in its order, and saving reproduces the file byte
+ * for byte but for blob values that changed (see the next section); a model created from scratch
+ * writes a weights-only NetParameter (layer names, types and blobs, in field-number order), which
+ * is what Caffe's CopyTrainedLayersFrom reads.
  *
  * Threads: distinct models may be used from different threads at once; one model needs external
  * locking except for the pure getters marked so.
@@ -708,7 +712,7 @@ CBLOB_API cblob_status cblob_proto_detect_file(const char *path, cblob_proto_kin
  * whose head is on the GPU is synced first, and memory never accessed reads as zeros. A blob
  * that never had a shape (cblob_blob_create_empty) is CBLOB_ERR_STATE.
  *   buffer: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
@@ -718,7 +722,7 @@ CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff,
  * rules for writing a file in the section's introduction (links followed, the target replaced
  * atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
  * devices refused).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_diff, const char *path);
@@ -732,7 +736,7 @@ CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_
  * count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
  * as it is when it has none. The data head becomes AT_CPU, also when there are no values (a
  * blob that never had memory gets an empty one). On failure the blob is unchanged.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_proto(cblob_blob *blob, const uint8_t *bytes, size_t size, int32_t reshape);
@@ -741,7 +745,7 @@ CBLOB_API cblob_status cblob_blob_from_proto(cblob_blob *blob, const uint8_t *by
  * Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
  * file is read as a snapshot; a path that is not a regular file fails at once (the section's
  * introduction).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_proto_file(cblob_blob *blob, const char *path, int32_t reshape);
@@ -781,7 +785,7 @@ CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context,
  * Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
  *   blobs: may be NULL when num_blobs is 0
  *   buffer: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
@@ -790,7 +794,7 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int6
  * Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
  * writing a file in the section's introduction.
  *   blobs: may be NULL when num_blobs is 0
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, const char *path);
@@ -831,11 +835,12 @@ CBLOB_API cblob_status cblob_model_create(cblob_context *context, cblob_net_form
  * layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
  * enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
  * V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
- * cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
- * bytes may be freed once the call returns. Input without layers that is surely another kind
- * (a BlobProto; a BlobProtoVector of several blobs, or of one no net's name could be) is
- * CBLOB_ERR_PARSE with a message saying what it holds; a net whose only field is its name
- * opens as a net with no layers, even when the name's bytes read as a BlobProto too.
+ * cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
+ * input is checked before the call returns; bytes may be freed once it has. Input without
+ * layers that is surely another kind (a BlobProto; a BlobProtoVector of several blobs, or of
+ * one no net's name could be) is CBLOB_ERR_PARSE with a message saying what it holds; a net
+ * whose only field is its name opens as a net with no layers, even when the name's bytes read
+ * as a BlobProto too.
  *   out_model: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
  *   Since ABI 1.0.
@@ -844,8 +849,9 @@ CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *b
 
 /*
  * Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
- * introduction). Each part of the file's bytes is released as soon as its values are decoded,
- * so loading peaks at about the file's size plus its largest blob.
+ * introduction). Each part of the file's bytes is released as soon as it is read, so loading
+ * peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
+ * blobs; bench/model_memory.sh).
  *   out_model: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
  *   Since ABI 1.0.
@@ -921,9 +927,10 @@ CBLOB_API cblob_status cblob_model_layer_num_blobs(const cblob_model *model, int
 /*
  * One of a layer's blobs. The handle is a new holder of the model's blob (as after
  * cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
- * changes made through it are what the model saves.
+ * changes made through it are what the model saves. The model makes a blob's handle on its
+ * first access (safe from several threads), which may fail for memory.
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.
  */
@@ -940,10 +947,15 @@ CBLOB_API cblob_status cblob_model_layer_blob(const cblob_model *model, int64_t 
 CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *name, const char *type, cblob_blob *const *blobs, int64_t num_blobs);
 
 /*
- * Serializes the model as a NetParameter in its format: the net's name, then per layer its
- * name, its type and its blobs, each as cblob_blob_to_proto writes it.
+ * Serializes the model as a NetParameter in its format. A model opened from bytes or a file
+ * writes them back: every field in its order, blobs with their current values (with
+ * write_diff 0 their diff fields are left out); a blob reshaped since, or whose diff was
+ * written where the file has none, is written as cblob_blob_to_proto writes it. Layers
+ * added with cblob_model_add_layer (and every layer of a created model) are written as
+ * Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
+ * cblob_blob_to_proto writes it.
  *   buffer: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t write_diff, uint8_t *buffer, size_t buffer_size, size_t *out_size);
@@ -951,10 +963,331 @@ CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t wr
 /*
  * Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
  * writing a file in the section's introduction.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32_t write_diff, const char *path);
+
+/* ==========================================================================================
+ * Net structure, lossless models and single-file exports
+ * ==========================================================================================
+ * Since 1.1 a model keeps every field of the file it was opened from, in its order: bottoms,
+ * tops, phases, rules, param specs, layer parameters, and fields of Caffe forks cblob's schema
+ * does not know (SSD-Caffe's 200-206 and others). Saving a model opened from a file reproduces
+ * the file byte for byte (with write_diff 1; write_diff 0 leaves out the diffs a file holds). A
+ * blob whose values changed changes only its value bytes; a blob reshaped, or given a diff the
+ * file had none of, is written as cblob_blob_to_proto writes it; nothing else moves. A model
+ * created from scratch is written in field-number order, as Caffe writes.
+ *
+ * Blob handles are made on first use (cblob_model_layer_blob): until then a blob costs its
+ * decoded values and a few bytes, and the calls below (shape, dtype, values, exports) read it
+ * without making one. Opening a file peaks at about 1.6 times its size for any shape of file
+ * (many tiny layers, many empty blobs, one huge layer; bench/model_memory.sh measures it).
+ *
+ * Structure: each layer's bottoms, tops, phase, include/exclude rules (Caffe's NetStateRule),
+ * param specs (ParamSpec; V1's param, blobs_lr and weight_decay) and its parameters as JSON,
+ * rendered from proto/caffe_params.proto (Caffe's and SSD-Caffe's parameter messages with their
+ * field numbers and defaults); a field no schema knows appears as {"field": N, "wire_type": W,
+ * "bytes": L}. The text the structure calls return stays valid until the model is destroyed.
+ *
+ * Exports: safetensors (keys `<layer>.<index>`, or PyTorch's names with
+ * CBLOB_EXPORT_TORCH_NAMES) and NumPy .npz (keys `<layer>/<index>`, diffs `<layer>/<index>/diff`),
+ * streamed to a file or to bytes (two-call convention), and read back into a model whose layers
+ * are the keys' layers, for cblob_model_replace_blobs. A key that a layer name already produced
+ * (two layers of one name) gets the layer's index: `<layer>@<index>`.
+ */
+
+/* Caffe's Phase, of a layer or a NetStateRule. */
+typedef int32_t cblob_phase;
+enum {
+    CBLOB_PHASE_TRAIN = 0,             /* TRAIN. */
+    CBLOB_PHASE_TEST = 1,              /* TEST. */
+    CBLOB_PHASE_NONE = 2,              /* No phase set. */
+};
+
+/* Which rules of a layer (LayerParameter include = 8, exclude = 9; V1 32 and 33). */
+typedef int32_t cblob_rule_kind;
+enum {
+    CBLOB_RULE_INCLUDE = 0,            /* The layer is in a net whose state meets any of them. */
+    CBLOB_RULE_EXCLUDE = 1,            /* The layer is left out of a net whose state meets any of them. */
+};
+
+/* Bits for the JSON calls' flags. */
+typedef int32_t cblob_json_flags;
+enum {
+    CBLOB_JSON_DEFAULTS = 1,           /* Parameter fields the file leaves out appear with their defaults. */
+};
+
+/* Bits for the export calls' flags. */
+typedef int32_t cblob_export_flags;
+enum {
+    CBLOB_EXPORT_DIFF = 1,             /* Diffs too, where a blob has one (npz `<layer>/<index>/diff`, safetensors `<key>.diff`). */
+    CBLOB_EXPORT_TORCH_NAMES = 2,      /* safetensors keys with PyTorch's names (see cblob_model_to_safetensors). */
+};
+
+/*
+ * The number of a layer's bottoms (its input blobs' names).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_num_bottoms(const cblob_model *model, int64_t layer, int64_t *out_count);
+
+/*
+ * One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
+ * layer's fields: a layer of k bottoms takes O(k) per call.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_bottom(const cblob_model *model, int64_t layer, int64_t index, const char **out_name);
+
+/*
+ * The number of a layer's tops (its output blobs' names).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_num_tops(const cblob_model *model, int64_t layer, int64_t *out_count);
+
+/*
+ * One of a layer's tops, as cblob_model_layer_bottom.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_top(const cblob_model *model, int64_t layer, int64_t index, const char **out_name);
+
+/*
+ * A layer's phase (LayerParameter.phase = 10): CBLOB_PHASE_NONE when it sets none (always in
+ * V1). A value other than TRAIN or TEST is written as the file has it (the last one).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_phase(const cblob_model *model, int64_t layer, cblob_phase *out_phase);
+
+/*
+ * The number of a layer's include or exclude rules.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_num_rules(const cblob_model *model, int64_t layer, cblob_rule_kind kind, int64_t *out_count);
+
+/*
+ * One include or exclude rule (NetStateRule): its phase (CBLOB_PHASE_NONE when it sets none),
+ * min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+ * not_stages it names (cblob_model_layer_rule_stage reads them).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_rule(const cblob_model *model, int64_t layer, cblob_rule_kind kind, int64_t index, cblob_phase *out_phase, int32_t *out_min_level, int32_t *out_max_level, int64_t *out_num_stages, int64_t *out_num_not_stages);
+
+/*
+ * One stage (not_stage 0) or not_stage (not_stage 1) a rule names.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_rule_stage(const cblob_model *model, int64_t layer, cblob_rule_kind kind, int64_t rule, int32_t not_stage, int64_t index, const char **out_stage);
+
+/*
+ * The number of a layer's param specs: its ParamSpec messages (param = 6), or in V1 the
+ * longest of param (1001), blobs_lr (7) and weight_decay (8), as Caffe's upgrade pairs them.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_num_param_specs(const cblob_model *model, int64_t layer, int64_t *out_count);
+
+/*
+ * One param spec: its name (NULL when it has none), lr_mult and decay_mult (Caffe's default 1
+ * when unset).
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_param_spec(const cblob_model *model, int64_t layer, int64_t index, const char **out_name, float *out_lr_mult, float *out_decay_mult);
+
+/*
+ * A layer's parameters as a JSON object: every field of the layer other than name, type,
+ * bottom, top, phase, param, include, exclude and blobs, by Caffe's field name
+ * ("convolution_param": {"num_output": 96, "kernel_size": [11]}, "loss_weight": [1]), rendered
+ * from proto/caffe_params.proto; enums by name, floats as the shortest text that reads back to
+ * the same value (NaN and infinities as the strings "nan", "inf", "-inf"), text that is not
+ * UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
+ * under "unknown_fields" as {"field": N, "wire_type": W, "bytes": L}. With CBLOB_JSON_DEFAULTS,
+ * fields of the messages present that the file leaves out appear with their defaults. Text
+ * convention of cblob_blob_shape_string.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_params_json(const cblob_model *model, int64_t layer, int32_t flags, char *buffer, size_t buffer_size, size_t *out_length);
+
+/*
+ * A layer as the JSON object `cblob inspect --json` (schema 2) lists it: name, type, bottoms,
+ * tops, phase ("TRAIN", "TEST" or null), include and exclude (NetStateRule objects), param
+ * (ParamSpec objects), params (cblob_model_layer_params_json) and blobs ({"shape", "count",
+ * "dtype", "has_diff"} each). docs/inspect-schema-2.json describes it. Text convention of
+ * cblob_blob_shape_string.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_json(const cblob_model *model, int64_t layer, int32_t flags, char *buffer, size_t buffer_size, size_t *out_length);
+
+/*
+ * A blob's shape, as cblob_blob_shape gives it, without making its handle.
+ *   out_shape: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_blob_shape(const cblob_model *model, int64_t layer, int64_t index, int32_t max_axes, int64_t *out_shape, int32_t *out_num_axes);
+
+/*
+ * A blob's dtype (float64 when the file holds double_data, else float32), without making its handle.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_blob_dtype(const cblob_model *model, int64_t layer, int64_t index, cblob_dtype *out_dtype);
+
+/*
+ * 1 when a blob has a diff: the file holds one, or (once its handle was made) its diff was
+ * accessed; else 0. Makes no handle.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_blob_has_diff(const cblob_model *model, int64_t layer, int64_t index, int32_t *out_has_diff);
+
+/*
+ * Copies count elements of a blob's data or diff from element start, in the blob's dtype, into
+ * buffer (buffer_size bytes at least count times the element size), without making its handle
+ * (a made handle is read through its host memory, syncing it as cpu_ptr does). A diff the file
+ * does not hold reads as zeros. Reading in pieces keeps memory small for huge blobs.
+ *   buffer: room for count elements of the blob's dtype (buffer_size bytes)
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DEVICE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_layer_blob_read(const cblob_model *model, int64_t layer, int64_t index, cblob_part part, int64_t start, int64_t count, void *buffer, size_t buffer_size);
+
+/*
+ * Exports the model's blobs as safetensors: an 8-byte little-endian header length, a JSON
+ * header ({"<key>": {"dtype", "shape", "data_offsets"}}, padded with spaces to 8 bytes), then
+ * the data, each tensor aligned to 8 bytes. "__metadata__" holds "name" (the net's), "format"
+ * ("V1" or "V2") and "layer_types" (a JSON object text: layer name to type). Keys are
+ * `<layer>.<index>`; with CBLOB_EXPORT_TORCH_NAMES, blobs of Convolution, Deconvolution and
+ * InnerProduct layers are `<layer>.weight` and `.bias`, Scale's `.weight` and `.bias`, PReLU's
+ * `.weight`, and BatchNorm's `.running_mean` and `.running_var` divided by Caffe's scale
+ * factor (its third blob; 0 reads as 0, as Caffe does), which is not exported; other layers'
+ * blobs keep `<layer>.<index>` (cblob_model_torch_unmapped lists them). Diffs with
+ * CBLOB_EXPORT_DIFF as `<key>.diff`. Streams: memory stays small whatever the model's size.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_to_safetensors(const cblob_model *model, int32_t flags, uint8_t *buffer, size_t buffer_size, size_t *out_size);
+
+/*
+ * Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_to_safetensors_file(const cblob_model *model, int32_t flags, const char *path);
+
+/*
+ * Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
+ * compressed, .npy members; Zip64 past 4 GiB), keys `<layer>/<index>` (pycaffe's
+ * net.params[layer][index]), diffs with CBLOB_EXPORT_DIFF as `<layer>/<index>/diff`. Members
+ * carry a fixed date (1980-01-01), so the same model gives the same bytes.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_to_npz(const cblob_model *model, int32_t flags, uint8_t *buffer, size_t buffer_size, size_t *out_size);
+
+/*
+ * Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_to_npz_file(const cblob_model *model, int32_t flags, const char *path);
+
+/*
+ * The layers with blobs that CBLOB_EXPORT_TORCH_NAMES cannot name (their type has no PyTorch
+ * names, or they hold more blobs than it names), in order. out_layers has room for max_layers
+ * indices; with out_layers NULL and max_layers 0 it writes the count only; room for fewer is
+ * CBLOB_ERR_OUT_OF_RANGE.
+ *   out_layers: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_torch_unmapped(const cblob_model *model, int64_t *out_layers, int64_t max_layers, int64_t *out_count);
+
+/*
+ * Reads safetensors bytes into a new V2 model: one layer per layer name, its blobs by index.
+ * Keys are `<layer>.<index>` or PyTorch's `<layer>.weight` (0), `.bias` (1), `.running_mean`
+ * (0) and `.running_var` (1) (a layer with running statistics gets Caffe's scale factor 1 as
+ * blob 2); `<key>.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
+ * types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
+ * F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
+ * gap in a layer's indices, overlapping or out-of-range offsets, or another dtype is
+ * CBLOB_ERR_PARSE naming the key.
+ *   out_model: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_open_safetensors(cblob_context *context, const uint8_t *bytes, size_t size, cblob_model **out_model);
+
+/*
+ * Reads a .safetensors file as cblob_model_open_safetensors does.
+ *   out_model: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_open_safetensors_file(cblob_context *context, const char *path, cblob_model **out_model);
+
+/*
+ * Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
+ * into a new V2 model: keys `<layer>/<index>` and `<layer>/<index>/diff`, .npy members of
+ * dtype <f4, <f8, <i4 or <u4 in C order. Another key, dtype or a Fortran-order array is
+ * CBLOB_ERR_PARSE naming the member.
+ *   out_model: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_open_npz(cblob_context *context, const uint8_t *bytes, size_t size, cblob_model **out_model);
+
+/*
+ * Reads a .npz file as cblob_model_open_npz does.
+ *   out_model: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_open_npz_file(cblob_context *context, const char *path, cblob_model **out_model);
+
+/*
+ * Net surgery: for each layer of `weights` (from cblob_model_open_npz or _safetensors, or any
+ * model), the layer of `model` with its name (or `<name>@<index>`: the layer at that index, as
+ * the exports name a repeated name's later layers) takes the values of its blobs, by index,
+ * converted to the model blob's dtype; a weights blob's diff replaces the diff. Every layer
+ * and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
+ * that differs is CBLOB_ERR_SHAPE with one message listing every mismatch, and nothing
+ * changes. Everything else of the model stays as it is: saved, only the replaced values'
+ * bytes change.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_model_replace_blobs(cblob_model *model, const cblob_model *weights);
 
 /* ==========================================================================================
  * GPU
@@ -976,11 +1309,21 @@ CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32
  * stream of its context and waited for where the host needs the result; device out-of-memory is
  * CBLOB_ERR_DEVICE_OUT_OF_MEMORY and leaves the host copy as it was.
  *
+ * A fault in a kernel or copy (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS) loses the
+ * device's context: from then on every GPU call on the device fails with CBLOB_ERR_DEVICE_LOST.
+ * Recovery: destroy the blobs and contexts using the device and restart the process (the primary
+ * context is shared with every library in the process). CBLOB_CUDA_LAUNCH_BLOCKING=1 (read once
+ * per process) makes every call wait for the work it queued, so the call that caused a fault
+ * reports it, naming the kernel; it is for debugging, and slow.
+ *
  * Kernels are compiled by NVRTC at first use for the device's architecture and cached in memory
  * and on disk. CBLOB_KERNEL_CACHE=disk (the default), memory or off chooses where;
  * CBLOB_KERNEL_CACHE_DIR, else $XDG_CACHE_HOME/cblob/kernels, else ~/.cache/cblob/kernels is the
  * folder. Entries are written atomically and verified when read; a damaged entry is deleted and
- * recompiled. If the folder cannot be written, new kernels stay in memory and the context's log
+ * recompiled. The folder is made private (0700, entries 0600), and a folder or entry is used only
+ * when the effective user owns it and neither group nor others can write it (entries are never
+ * read through symbolic links): anyone else could hand the library machine code to run. A refused
+ * folder or entry is said in the context's log, with the reason. If the folder cannot be written, new kernels stay in memory and the context's log
  * (cblob_context_log) gets one warning. The driver loader and the kernel cache are process-wide
  * and thread-safe: concurrent first use compiles each kernel once.
  */
@@ -997,7 +1340,7 @@ enum {
  * Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
  * the number of CUDA devices, or the status that says why not (with a message naming the
  * library or the versions involved).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_gpu_probe(int32_t *out_device_count);
@@ -1016,7 +1359,7 @@ CBLOB_API cblob_status cblob_gpu_versions(int32_t *out_driver_version, int32_t *
  * and its length into out_length. With buffer NULL and buffer_size 0 it only writes the
  * length; a buffer too small for the name and its NUL is an error.
  *   buffer: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_gpu_device_name(int32_t device_index, char *buffer, size_t buffer_size, size_t *out_length);
@@ -1060,7 +1403,7 @@ CBLOB_API cblob_status cblob_kernel_cache_dir(char *buffer, size_t buffer_size, 
  * CBLOB_ERR_STATE when the cache mode is not disk). out_compiled receives the number of
  * kernel families compiled now; the others were already cached.
  *   compute_capability: major * 10 + minor (80 for 8.0), or 0 for the context's device
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_kernel_cache_warm_up(cblob_context *context, int32_t compute_capability, int32_t *out_compiled);
@@ -1069,7 +1412,7 @@ CBLOB_API cblob_status cblob_kernel_cache_warm_up(cblob_context *context, int32_
  * Chooses the CUDA device the context's blobs use (device 0 unless set) and opens it. A
  * context keeps its device once it has opened it: choosing another then fails with
  * CBLOB_ERR_STATE (use one context per device).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_context_set_device(cblob_context *context, int32_t device_index);
@@ -1084,18 +1427,29 @@ CBLOB_API cblob_status cblob_context_device(const cblob_context *context, int32_
 
 /*
  * Queues the context's device work on a caller's CUDA stream (a CUstream or cudaStream_t of
- * the context's device; NULL is the default stream, the initial one). cblob waits for work
- * already queued on the previous stream first. The stream is borrowed: it must stay valid
- * until another is set or the context and its blobs are gone. Synchronous calls (host
- * accessors, sums) wait for the stream; cblob_blob_async_push does not.
+ * the context's device; NULL is the legacy default stream, which waits for every blocking
+ * stream). Unless set, a context queues its work on a non-blocking stream of its own, made
+ * when it opens its device, so contexts (and the threads using them) do not wait for each
+ * other; that stream is destroyed once another is set. cblob waits for work already queued
+ * on the previous stream first. The stream is borrowed: it must stay valid until another is
+ * set or the context is gone. A stream of another device or another CUDA context is
+ * refused, and so is the per-thread default stream (CU_STREAM_PER_THREAD), which follows the
+ * calling OS thread while goroutines and thread pools move between threads
+ * (CBLOB_ERR_INVALID_ARGUMENT). Synchronous calls (host accessors, sums) wait for the
+ * stream; cblob_blob_async_push does not. Memory shared between contexts is ordered across
+ * their streams: work queued through one context runs after what another queued on the
+ * same memory before.
  *   stream: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_context_set_stream(cblob_context *context, void *stream);
 
 /*
- * Reads the stream the context queues device work on (NULL for the default stream).
+ * Reads the stream the context queues device work on: its own non-blocking stream, or the
+ * one set with cblob_context_set_stream (NULL for the legacy default stream). NULL before
+ * the context has opened its device. Work of the caller's that must run after cblob's (or
+ * before it) can wait on this stream with an event.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.0.
@@ -1105,7 +1459,7 @@ CBLOB_API cblob_status cblob_context_stream(const cblob_context *context, void *
 /*
  * Waits until the device work queued by the context (asynchronous pushes included) is done.
  * A context that never used a GPU has nothing queued: the call succeeds at once.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_context_synchronize(cblob_context *context);
@@ -1132,15 +1486,24 @@ CBLOB_API cblob_status cblob_context_clear_log(cblob_context *context);
  * zero-fills on first access (head AT_GPU), copies from the host when the head is there
  * (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
  * device and stays valid as long as a host pointer would (cblob_blob_cpu_ptr).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *
+ * Streams: the call returns once the work cblob queued on the memory (the zero-fill of new
+ * memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
+ * caller then queues on the memory must have finished, or the context's stream
+ * (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
+ * that uses the blob.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_gpu_ptr(cblob_blob *blob, cblob_part part, const void **out_ptr);
 
 /*
  * A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
- * syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ * syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU). As for
+ * cblob_blob_gpu_ptr, it returns once cblob's queued work on the memory has finished, and
+ * the caller's own work on it must finish (or be waited for by the context's stream) before
+ * cblob uses the blob again.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_mutable_gpu_ptr(cblob_blob *blob, cblob_part part, void **out_ptr);
@@ -1154,7 +1517,7 @@ CBLOB_API cblob_status cblob_blob_mutable_gpu_ptr(cblob_blob *blob, cblob_part p
  *   ptr: device memory (a CUdeviceptr)
  *   release: may be NULL
  *   user_data: may be NULL
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_set_gpu_data(cblob_blob *blob, void *ptr, size_t size_bytes, cblob_release_fn release, void *user_data);
@@ -1165,7 +1528,7 @@ CBLOB_API cblob_status cblob_blob_set_gpu_data(cblob_blob *blob, void *ptr, size
  * Until cblob_context_synchronize returns, the host copy must not change and the device copy
  * may only be used by work queued on the same stream. A host buffer allocated in GPU mode is
  * pinned, so the copy overlaps with the caller's work.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
@@ -1495,7 +1858,7 @@ CBLOB_API cblob_status cblob_blob_is_window(const cblob_blob *blob, int32_t *out
  * dtype names the array's element type and must be the blob's; length must be the blob's
  * count (NeoML's CopyFrom takes no length and reads as many elements as the blob has).
  *   source: length elements of dtype; may be NULL when length is 0
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_copy_in(cblob_blob *blob, cblob_part part, cblob_dtype dtype, const void *source, int64_t length);
@@ -1505,7 +1868,7 @@ CBLOB_API cblob_status cblob_blob_copy_in(cblob_blob *blob, cblob_part part, cbl
  * the array's element type and must be the blob's; length must be the blob's count (NeoML
  * does not check it).
  *   destination: room for length elements of dtype; may be NULL when length is 0
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_copy_out(cblob_blob *blob, cblob_part part, cblob_dtype dtype, void *destination, int64_t length);
@@ -1514,7 +1877,7 @@ CBLOB_API cblob_status cblob_blob_copy_out(cblob_blob *blob, cblob_part part, cb
  * Copies source's data or diff into the blob's, converting values to the blob's dtype (see
  * "Conversions"); the shapes must be equal (NeoML's CopyFrom(blob), which also allows no
  * conversion). Runs where the blob's part is current.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *source, cblob_part part);
@@ -1528,7 +1891,7 @@ CBLOB_API cblob_status cblob_blob_convert_from(cblob_blob *blob, cblob_blob *sou
  * as cblob_blob_convert_from does: to a float type the nearest value (NeoML's int-to-float
  * cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
  * those of cblob_blob_convert_from.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_blob_convert_from_truncating(cblob_blob *blob, cblob_blob *source, cblob_part part);
@@ -1537,7 +1900,7 @@ CBLOB_API cblob_status cblob_blob_convert_from_truncating(cblob_blob *blob, cblo
  * A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
  * NeoML blobs have no diff). A window's copy is an ordinary blob of the window's shape.
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_deep_copy(cblob_blob *blob, cblob_blob **out_blob);
@@ -1547,7 +1910,7 @@ CBLOB_API cblob_status cblob_blob_deep_copy(cblob_blob *blob, cblob_blob **out_b
  * converted (see "Conversions"; NeoML blobs have no diff). NeoML's GetClone(type) leaves the
  * contents uninitialized; cblob_blob_create_like does that (zero-filled).
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_clone(cblob_blob *blob, cblob_dtype dtype, cblob_blob **out_blob);
@@ -1557,7 +1920,7 @@ CBLOB_API cblob_status cblob_blob_clone(cblob_blob *blob, cblob_dtype dtype, cbl
  * GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
  * axes give a deep copy, as in NeoML.
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_transposed(cblob_blob *blob, int32_t axis1, int32_t axis2, cblob_blob **out_blob);
@@ -1569,7 +1932,7 @@ CBLOB_API cblob_status cblob_blob_transposed(cblob_blob *blob, int32_t axis1, in
  * every axis is checked, where NeoML checks only the two swapped dimensions and the total
  * size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
  * no-op).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_transpose_from(cblob_blob *blob, cblob_blob *source, cblob_part part, int32_t axis1, int32_t axis2);
@@ -1582,7 +1945,7 @@ CBLOB_API cblob_status cblob_blob_transpose_from(cblob_blob *blob, cblob_blob *s
  * more than once but must not share memory with the blob. There is no limit on the number
  * of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
  *   num_inputs: at least 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_merge(cblob_blob *blob, cblob_part part, int32_t axis, int32_t num_inputs, cblob_blob *const *inputs);
@@ -1593,7 +1956,7 @@ CBLOB_API cblob_status cblob_blob_merge(cblob_blob *blob, cblob_part part, int32
  * and brings the outputs there. The outputs must not share memory with the blob or with each
  * other.
  *   num_outputs: at least 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_split(cblob_blob *blob, cblob_part part, int32_t axis, int32_t num_outputs, cblob_blob *const *outputs);
@@ -1604,7 +1967,7 @@ CBLOB_API cblob_status cblob_blob_split(cblob_blob *blob, cblob_part part, int32
  * its BatchLength, BatchWidth and ListSize, and the inputs' object sizes add up to the
  * blob's; their Height, Width, Depth and Channels may differ.
  *   num_inputs: at least 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_merge_objects(cblob_blob *blob, cblob_part part, int32_t num_inputs, cblob_blob *const *inputs);
@@ -1612,7 +1975,7 @@ CBLOB_API cblob_status cblob_blob_merge_objects(cblob_blob *blob, cblob_part par
 /*
  * Cuts each object of the blob into the outputs' objects, in order (NeoML's SplitByObject), with the rules of cblob_blob_merge_objects.
  *   num_outputs: at least 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_split_objects(cblob_blob *blob, cblob_part part, int32_t num_outputs, cblob_blob *const *outputs);
@@ -1621,7 +1984,7 @@ CBLOB_API cblob_status cblob_blob_split_objects(cblob_blob *blob, cblob_part par
  * Sets every element of data or diff to value (NeoML's Fill). For an integer blob the value
  * must be an integer in the dtype's range; for float32 it is rounded to the nearest float
  * and must not be finite beyond float32's range. Infinities and NaN fill float blobs.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_fill(cblob_blob *blob, cblob_part part, double value);
@@ -1629,14 +1992,14 @@ CBLOB_API cblob_status cblob_blob_fill(cblob_blob *blob, cblob_part part, double
 /*
  * Sets every element of one object of a 7-axis blob to value (NeoML's FillObject), with the value rules of cblob_blob_fill.
  *   object: 0 to object count - 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_fill_object(cblob_blob *blob, cblob_part part, int64_t object, double value);
 
 /*
  * Sets every element of data or diff to zero (NeoML's Clear).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_clear(cblob_blob *blob, cblob_part part);
@@ -1644,7 +2007,7 @@ CBLOB_API cblob_status cblob_blob_clear(cblob_blob *blob, cblob_part part);
 /*
  * Sets one object of a 7-axis blob to zero (NeoML's ClearObject).
  *   object: 0 to object count - 1
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_clear_object(cblob_blob *blob, cblob_part part, int64_t object);
@@ -1653,7 +2016,7 @@ CBLOB_API cblob_status cblob_blob_clear_object(cblob_blob *blob, cblob_part part
  * Adds source's data or diff to the blob's, element by element (NeoML's Add). The dtypes and
  * shapes must be equal (NeoML checks neither). Integers wrap modulo 2^32; a blob may be added
  * to itself.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_add(cblob_blob *blob, cblob_blob *source, cblob_part part);
@@ -1670,7 +2033,7 @@ CBLOB_API cblob_status cblob_blob_add(cblob_blob *blob, cblob_blob *source, cblo
  * the pointer is into the blob's host memory, and access including WRITE marks the host copy
  * current. See "Buffers" for what the mapping allows and forbids.
  *   out_buffer: end the mapping with cblob_buffer_unmap
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_map(cblob_blob *blob, cblob_part part, int64_t position, int64_t count, cblob_access access, cblob_buffer **out_buffer, void **out_ptr);
@@ -1683,7 +2046,7 @@ CBLOB_API cblob_status cblob_blob_map(cblob_blob *blob, cblob_part part, int64_t
  * in any order (NeoML's stack allocator needs last in, first out per thread, across blobs,
  * and is corrupted otherwise).
  * If the copy back fails the mapping stays open and the call may be repeated.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_buffer_unmap(cblob_buffer *buffer);
@@ -1761,7 +2124,7 @@ struct DLManagedTensor;
  * Exporting CBLOB_MEMORY_DEVICE needs a GPU; without one the call fails with the status that
  * says why.
  *   out_tensor: the consumer calls (*out_tensor)->deleter once; the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_to_dlpack(cblob_blob *blob, cblob_part part, cblob_memory memory, int32_t read_only, struct DLManagedTensorVersioned **out_tensor);
@@ -1771,7 +2134,7 @@ CBLOB_API cblob_status cblob_blob_to_dlpack(cblob_blob *blob, cblob_part part, c
  * consumer may write, and the head moves as for a write (cblob_blob_to_dlpack with read_only
  * 0). Otherwise the same as cblob_blob_to_dlpack.
  *   out_tensor: the consumer calls (*out_tensor)->deleter once; the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_to_dlpack_legacy(cblob_blob *blob, cblob_part part, cblob_memory memory, struct DLManagedTensor **out_tensor);
@@ -1786,7 +2149,7 @@ CBLOB_API cblob_status cblob_blob_to_dlpack_legacy(cblob_blob *blob, cblob_part 
  * another device than the context's is CBLOB_ERR_STATE.
  *   tensor: the caller's again if the call fails (its deleter not called); the callee takes the caller's hold
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_dlpack(cblob_context *context, struct DLManagedTensorVersioned *tensor, cblob_blob **out_blob);
@@ -1796,7 +2159,7 @@ CBLOB_API cblob_status cblob_blob_from_dlpack(cblob_context *context, struct DLM
  * rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
  *   tensor: the caller's again if the call fails (its deleter not called); the callee takes the caller's hold
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, struct DLManagedTensor *tensor, cblob_blob **out_blob);

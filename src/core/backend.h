@@ -9,6 +9,7 @@
 #ifndef CBLOB_SRC_BACKEND_H
 #define CBLOB_SRC_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,14 +18,19 @@
 
 typedef struct cb_device_backend cb_device_backend;
 typedef struct cb_log cb_log;
+/* A backend's stream as contexts and storages hold it: reference counted, and "retired" once its
+ * context lets go of it (its work has then finished and the stream may be gone). Opaque to the
+ * core. */
+typedef struct cb_queue cb_queue;
 
-/* A device as the core sees it: which backend, which device index, the stream that copies and
- * kernels of one context are queued on (NULL: the default stream), and the context's log for
- * warnings that are not errors of the call (NULL in the copies storages keep: dropped). */
+/* A device as the core sees it: which backend, which device index, the queue (and its stream)
+ * that copies and kernels of one context go to, and the context's log for warnings that are not
+ * errors of the call (NULL in the copies storages keep: dropped). */
 typedef struct cb_device {
     const cb_device_backend *backend;
     int32_t index;
     void *stream;
+    cb_queue *queue;
     cb_log *log;
 } cb_device;
 
@@ -56,12 +62,28 @@ struct cb_device_backend {
     cblob_status (*alloc_pinned)(const cb_device *device, size_t bytes, void **out);
     void (*free_pinned)(const cb_device *device, void *ptr);
 
-    /* A copy that has finished when it returns. */
+    /* A copy on the device's stream. To or from the host it has finished when it returns; device
+     * to device it is queued (later work on the stream sees it). */
     cblob_status (*copy)(const cb_device *device, void *dst, const void *src, size_t bytes, cb_copy_kind kind);
-    /* A host-to-device copy queued on `stream`; the caller synchronises before relying on it. */
-    cblob_status (*copy_async)(const cb_device *device, void *dst, const void *src, size_t bytes, void *stream);
-    /* Waits for everything queued on `stream`. */
-    cblob_status (*synchronize)(const cb_device *device, void *stream);
+    /* A host-to-device copy queued on the device's stream; the caller synchronises before relying
+     * on it. */
+    cblob_status (*copy_async)(const cb_device *device, void *dst, const void *src, size_t bytes);
+    /* Waits for everything queued on the device's stream. */
+    cblob_status (*synchronize)(const cb_device *device);
+
+    /* Queues. open gives `device` (an opened one) a queue and sets its queue and stream: with
+     * `own`, a new non-blocking stream of the device's context, else the caller's `stream`
+     * (borrowed), which must belong to that context (CBLOB_ERR_INVALID_ARGUMENT otherwise, and
+     * for the per-thread default stream). close is the context letting go: it waits for the
+     * queue's work, retires it (destroying an own stream) and drops the context's hold. Storages
+     * hold the queue of their last user (retain, release). */
+    cblob_status (*queue_open)(cb_device *device, bool own, void *stream);
+    void (*queue_close)(cb_queue *queue);
+    void (*queue_retain)(cb_queue *queue);
+    void (*queue_release)(cb_queue *queue);
+    /* Orders work: what `device` queues from now on runs after what `previous` (another queue of
+     * the same device) has queued so far. Nothing to do for a retired queue or the same stream. */
+    cblob_status (*queue_follow)(const cb_device *device, cb_queue *previous);
 
     /* Checks that a caller's pointer is memory of `device` covering `bytes`
      * (cblob_blob_set_gpu_data): CBLOB_ERR_INVALID_ARGUMENT with a message if not. */

@@ -419,19 +419,22 @@ static bool same_device(const cb_device *a, const cb_device *b)
     return a->backend == b->backend && a->index == b->index;
 }
 
-const cb_device *cb_blob_work_device(const cblob_blob *blob, cblob_part part)
+cblob_status cb_blob_work_device(const cblob_blob *blob, cblob_part part, const cb_device **out)
 {
     cb_storage *storage = blob->storage[part];
     const cb_device *mine = cb_context_open_device(blob->context);
-    if (mine == NULL || storage->dev == NULL || !same_device(mine, &storage->device))
-        return &storage->device;
-    storage->device.stream = mine->stream;
-    return mine;
+    if (mine == NULL || storage->dev == NULL || !same_device(mine, &storage->device)) {
+        *out = &storage->device;
+        return CBLOB_OK;
+    }
+    CB_TRY(cb_storage_follow(storage, mine));
+    *out = mine;
+    return CBLOB_OK;
 }
 
 cblob_status cb_blob_use_device(const cblob_blob *blob, cblob_part part, const cb_device *device)
 {
-    const cb_storage *storage = blob->storage[part];
+    cb_storage *storage = blob->storage[part];
     if (storage->dev == NULL)
         return CBLOB_OK;
     /* Which device, not whose: `device` may be another context's (cb_blob_device_on), and a
@@ -439,8 +442,7 @@ cblob_status cb_blob_use_device(const cblob_blob *blob, cblob_part part, const c
     if (!same_device(&storage->device, device))
         return cb_fail(CBLOB_ERR_STATE, "the %s lives on device %d but the work runs on device %d",
                        part == CBLOB_PART_DATA ? "data" : "diff", (int)storage->device.index, (int)device->index);
-    cb_blob_work_device(blob, part);
-    return CBLOB_OK;
+    return cb_storage_follow(storage, device);
 }
 
 cblob_status cb_blob_host_moving(cblob_blob *blob, cblob_part part, bool writable, void **out)
@@ -450,8 +452,10 @@ cblob_status cb_blob_host_moving(cblob_blob *blob, cblob_part part, bool writabl
         *out = NULL;
         return CBLOB_OK;
     }
-    if (storage->dev != NULL)
-        cb_blob_work_device(blob, part); /* a copy back to the host follows this context's stream */
+    if (storage->dev != NULL) {
+        const cb_device *work; /* a copy back to the host follows this context's stream */
+        CB_TRY(cb_blob_work_device(blob, part, &work));
+    }
     const cb_device *pinning = cb_context_pinning_device(blob->context);
     void *base;
     if (writable)
@@ -484,6 +488,16 @@ cblob_status cb_blob_device_on(cblob_blob *blob, cblob_part part, const cb_devic
         CB_TRY(cb_storage_gpu(storage, device, &base));
     *out = base != NULL && blob->shape.count > 0 ? (char *)base + blob->offset_bytes : NULL;
     return CBLOB_OK;
+}
+
+cblob_status cb_blob_device_ready(cblob_blob *blob, cblob_part part, bool writable, void **out)
+{
+    CB_TRY(cb_blob_device(blob, part, writable, out));
+    if (blob->storage[part] == NULL)
+        return CBLOB_OK;
+    const cb_device *work;
+    CB_TRY(cb_blob_work_device(blob, part, &work));
+    return work->backend->synchronize(work);
 }
 
 CBLOB_API cblob_status cblob_blob_cpu_ptr(cblob_blob *blob, cblob_part part, const void **out_ptr)

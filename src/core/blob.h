@@ -101,18 +101,22 @@ static inline cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool 
     return cb_blob_host_moving(blob, part, writable, out);
 }
 cblob_status cb_blob_device(cblob_blob *blob, cblob_part part, bool writable, void **out);
+/* cb_blob_device for a pointer handed out of the library (gpu_ptr, DLPack), which its holder may
+ * use on any stream: returned once the work cblob queued on the memory (a zero-fill of new
+ * memory, kernels, copies) has finished. */
+cblob_status cb_blob_device_ready(cblob_blob *blob, cblob_part part, bool writable, void **out);
 /* cb_blob_device on a given device rather than the blob's context's: operations on several blobs
  * run all of them on the device of the one they write. */
 cblob_status cb_blob_device_on(cblob_blob *blob, cblob_part part, const cb_device *device, bool writable, void **out);
 
 /* The device to run work on a part's device copy with: the context's own (its stream and its
  * log) when the copy lives on it, else the device the copy was made on. Work on a memory follows
- * the stream of the context that asks for it, so this also points the storage's later copies at
- * that stream. The part must have storage. */
-const cb_device *cb_blob_work_device(const cblob_blob *blob, cblob_part part);
+ * the stream of the context that asks for it, after what other streams queued on it so far
+ * (cb_storage_follow). The part must have storage. */
+cblob_status cb_blob_work_device(const cblob_blob *blob, cblob_part part, const cb_device **out);
 /* Fails with CBLOB_ERR_STATE when the part's device copy lives on another device than `device`
- * (an opened one: the blob's context's, or another context's on the same GPU); otherwise as
- * cb_blob_work_device. The part must have storage. */
+ * (an opened one: the blob's context's, or another context's on the same GPU); otherwise makes
+ * `device` the copy's user as cb_blob_work_device does. The part must have storage. */
 cblob_status cb_blob_use_device(const cblob_blob *blob, cblob_part part, const cb_device *device);
 
 /* Caller buffers (set_cpu_data, set_gpu_data): the checks, which change nothing, and Caffe's size

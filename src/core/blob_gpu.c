@@ -11,7 +11,7 @@ CBLOB_API cblob_status cblob_blob_gpu_ptr(cblob_blob *blob, cblob_part part, con
     CB_TRY(cb_check_part(part));
     CB_REQUIRE(out_ptr);
     void *ptr;
-    CB_TRY(cb_blob_device(blob, part, false, &ptr));
+    CB_TRY(cb_blob_device_ready(blob, part, false, &ptr));
     *out_ptr = ptr;
     return CBLOB_OK;
 }
@@ -23,7 +23,7 @@ CBLOB_API cblob_status cblob_blob_mutable_gpu_ptr(cblob_blob *blob, cblob_part p
     CB_TRY(cb_check_part(part));
     CB_REQUIRE(out_ptr);
     void *ptr;
-    CB_TRY(cb_blob_device(blob, part, true, &ptr));
+    CB_TRY(cb_blob_device_ready(blob, part, true, &ptr));
     *out_ptr = ptr;
     return CBLOB_OK;
 }
@@ -55,5 +55,5 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part)
     if (storage == NULL)
         return cb_fail(CBLOB_ERR_STATE, "the blob has never had elements: there is no host copy to push");
     CB_TRY(cb_blob_use_device(blob, part, device));
-    return cb_storage_async_push(storage, device, device->stream);
+    return cb_storage_async_push(storage, device);
 }

@@ -22,20 +22,20 @@ typedef struct cb_current {
     const cb_device *device;
 } cb_current;
 
-static cb_current current_copy(const cblob_blob *blob, cblob_part part)
+static cblob_status current_copy(const cblob_blob *blob, cblob_part part, cb_current *current)
 {
     cb_storage *storage = blob->storage[part];
-    cb_current current = {false, NULL, NULL};
+    *current = (cb_current){false, NULL, NULL};
     if (storage->head == CBLOB_HEAD_AT_CPU) {
-        current.ptr = storage->host;
+        current->ptr = storage->host;
     } else {
-        current.on_device = true;
-        current.ptr = storage->dev;
-        current.device = cb_blob_work_device(blob, part);
+        current->on_device = true;
+        current->ptr = storage->dev;
+        CB_TRY(cb_blob_work_device(blob, part, &current->device));
     }
-    if (current.ptr != NULL)
-        current.ptr = (char *)current.ptr + blob->offset_bytes;
-    return current;
+    if (current->ptr != NULL)
+        current->ptr = (char *)current->ptr + blob->offset_bytes;
+    return CBLOB_OK;
 }
 
 cblob_status cb_blob_update_impl(cblob_blob *blob)
@@ -53,7 +53,8 @@ cblob_status cb_blob_update_impl(cblob_blob *blob)
     }
     CB_TRY(cb_blob_device(blob, CBLOB_PART_DIFF, false, &diff));
     CB_TRY(cb_blob_device(blob, CBLOB_PART_DATA, true, &data));
-    const cb_device *device = cb_blob_work_device(blob, CBLOB_PART_DATA);
+    const cb_device *device;
+    CB_TRY(cb_blob_work_device(blob, CBLOB_PART_DATA, &device));
     return device->backend->kernels->axpy(device, blob->dtype->dtype, blob->shape.count, -1.0, diff, data);
 }
 
@@ -63,7 +64,8 @@ cblob_status cb_blob_asum_impl(const cblob_blob *blob, cblob_part part, double *
         *out_sum = 0;
         return CBLOB_OK;
     }
-    cb_current x = current_copy(blob, part);
+    cb_current x;
+    CB_TRY(current_copy(blob, part, &x));
     if (!x.on_device)
         return cpu_kernels(blob)->asum(blob->shape.count, x.ptr, out_sum);
     return x.device->backend->kernels->asum(x.device, blob->dtype->dtype, blob->shape.count, x.ptr, out_sum);
@@ -75,7 +77,8 @@ cblob_status cb_blob_sumsq_impl(const cblob_blob *blob, cblob_part part, double 
         *out_sum = 0;
         return CBLOB_OK;
     }
-    cb_current x = current_copy(blob, part);
+    cb_current x;
+    CB_TRY(current_copy(blob, part, &x));
     if (!x.on_device)
         return cpu_kernels(blob)->sumsq(blob->shape.count, x.ptr, out_sum);
     return x.device->backend->kernels->sumsq(x.device, blob->dtype->dtype, blob->shape.count, x.ptr, out_sum);
@@ -91,7 +94,8 @@ cblob_status cb_blob_scale_impl(cblob_blob *blob, cblob_part part, double factor
         return cpu_kernels(blob)->scale(blob->shape.count, factor, x);
     }
     CB_TRY(cb_blob_device(blob, part, true, &x));
-    const cb_device *device = cb_blob_work_device(blob, part);
+    const cb_device *device;
+    CB_TRY(cb_blob_work_device(blob, part, &device));
     return device->backend->kernels->scale(device, blob->dtype->dtype, blob->shape.count, factor, x);
 }
 
@@ -143,7 +147,7 @@ static cblob_status copy_part(cblob_blob *blob, cb_storage *destination, cblob_b
     if (atomic_load(&blob->context->mode) == CBLOB_MODE_GPU) {
         const cb_device *device;
         CB_TRY(cb_context_device(blob->context, &device));
-        CB_TRY(cb_blob_device(source, part, false, &from));
+        CB_TRY(cb_blob_device_on(source, part, device, false, &from)); /* read on this context's stream */
         CB_TRY(cb_storage_mutable_gpu(destination, device, &base));
         void *to = (char *)base + blob->offset_bytes;
         if (to == from)

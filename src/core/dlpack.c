@@ -69,13 +69,8 @@ static cblob_status view_device(cblob_blob *blob, cblob_part part, bool writable
 {
     const cb_device *mine;
     CB_TRY(cb_context_device(blob->context, &mine));
-    CB_TRY(cb_blob_device_on(blob, part, mine, writable, data));
-    /* The consumer may use the memory on any stream, so the work cblob queued on it (a zero-fill
-     * of new memory among it) must be done when the tensor is handed over (conformance.md 3.20). */
-    if (blob->storage[part] != NULL) {
-        const cb_device *work = cb_blob_work_device(blob, part);
-        CB_TRY(work->backend->synchronize(work, work->stream));
-    }
+    /* The consumer may use the memory on any stream (conformance.md 3.20). */
+    CB_TRY(cb_blob_device_ready(blob, part, writable, data));
     *device = (DLDevice){kDLCUDA, mine->index};
     return CBLOB_OK;
 }

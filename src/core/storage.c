@@ -24,8 +24,19 @@ void cb_storage_retain(cb_storage *storage)
     atomic_fetch_add_explicit(&storage->holders, 1, memory_order_relaxed);
 }
 
+/* Waits for the device work queued on the storage's memory (by its last user, which every
+ * earlier user's work precedes): a caller's buffer goes back to its owner, which may hand it out
+ * again at once (a caching allocator), only when nothing queued still reads or writes it. */
+static void finish_device_work(const cb_storage *storage)
+{
+    if (storage->device.queue != NULL)
+        storage->device.backend->synchronize(&storage->device);
+}
+
 static void drop_host(cb_storage *storage)
 {
+    if (storage->host != NULL && !storage->host_owned && storage->host_release.fn != NULL)
+        finish_device_work(storage);
     if (storage->host != NULL) {
         if (storage->host_owned && storage->host_pinned_by != NULL)
             storage->host_pinned_by->free_pinned(&storage->host_pinned_device, storage->host);
@@ -43,6 +54,8 @@ static void drop_host(cb_storage *storage)
 
 static void drop_dev(cb_storage *storage)
 {
+    if (storage->dev != NULL && !storage->dev_owned && storage->dev_release.fn != NULL)
+        finish_device_work(storage);
     if (storage->dev != NULL) {
         if (storage->dev_owned)
             storage->device.backend->free(&storage->device, storage->dev);
@@ -54,12 +67,25 @@ static void drop_dev(cb_storage *storage)
     storage->dev_release = (cb_release){0};
 }
 
+/* Holds `device`'s queue as the storage's last user, letting go of the previous one. */
+static void hold_queue(cb_storage *storage, const cb_device *device)
+{
+    if (device->queue != NULL)
+        device->backend->queue_retain(device->queue);
+    if (storage->device.queue != NULL)
+        storage->device.backend->queue_release(storage->device.queue);
+    storage->device.queue = device->queue;
+    storage->device.stream = device->stream;
+}
+
 void cb_storage_release(cb_storage *storage)
 {
     if (storage == NULL || atomic_fetch_sub_explicit(&storage->holders, 1, memory_order_acq_rel) != 1)
         return;
     drop_host(storage);
     drop_dev(storage);
+    if (storage->device.queue != NULL)
+        storage->device.backend->queue_release(storage->device.queue);
     free(storage);
 }
 
@@ -85,11 +111,23 @@ static cblob_status allocate_host(cb_storage *storage, const cb_device *pinning)
 }
 
 /* The storage may outlive the context whose device it was given, so it keeps no pointer to that
- * context's log; the stream is refreshed by whichever blob uses the memory next (blob.c). */
+ * context's log; it holds the queue of its last user (cb_storage_follow). */
 static void record_device(cb_storage *storage, const cb_device *device)
 {
-    storage->device = *device;
+    hold_queue(storage, device);
+    storage->device.backend = device->backend;
+    storage->device.index = device->index;
     storage->device.log = NULL;
+}
+
+cblob_status cb_storage_follow(cb_storage *storage, const cb_device *device)
+{
+    if (storage->dev == NULL || storage->device.queue == device->queue)
+        return CBLOB_OK;
+    if (storage->device.queue != NULL)
+        CB_TRY(device->backend->queue_follow(device, storage->device.queue));
+    hold_queue(storage, device);
+    return CBLOB_OK;
 }
 
 /* Gives the storage an owned device buffer on `device`; zero-filled only when asked, since a
@@ -170,6 +208,7 @@ cblob_status cb_storage_mutable_cpu(cb_storage *storage, const cb_device *pinnin
 
 cblob_status cb_storage_gpu(cb_storage *storage, const cb_device *device, void **out)
 {
+    CB_TRY(cb_storage_follow(storage, device));
     CB_TRY(to_gpu(storage, device));
     *out = storage->dev;
     return CBLOB_OK;
@@ -177,13 +216,14 @@ cblob_status cb_storage_gpu(cb_storage *storage, const cb_device *device, void *
 
 cblob_status cb_storage_mutable_gpu(cb_storage *storage, const cb_device *device, void **out)
 {
+    CB_TRY(cb_storage_follow(storage, device));
     CB_TRY(to_gpu(storage, device));
     storage->head = CBLOB_HEAD_AT_GPU;
     *out = storage->dev;
     return CBLOB_OK;
 }
 
-cblob_status cb_storage_async_push(cb_storage *storage, const cb_device *device, void *stream)
+cblob_status cb_storage_async_push(cb_storage *storage, const cb_device *device)
 {
     if (storage->head != CBLOB_HEAD_AT_CPU)
         return cb_fail(CBLOB_ERR_STATE,
@@ -191,8 +231,7 @@ cblob_status cb_storage_async_push(cb_storage *storage, const cb_device *device,
     if (storage->dev == NULL)
         CB_TRY(allocate_dev(storage, device, false));
     if (storage->size > 0)
-        CB_TRY(storage->device.backend->copy_async(&storage->device, storage->dev, storage->host,
-                                                   storage->size, stream));
+        CB_TRY(storage->device.backend->copy_async(&storage->device, storage->dev, storage->host, storage->size));
     storage->head = CBLOB_HEAD_SYNCED;
     return CBLOB_OK;
 }

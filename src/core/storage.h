@@ -42,7 +42,9 @@ typedef struct cb_storage {
 
     void *dev;
     bool dev_owned;
-    cb_device device; /* valid while dev != NULL */
+    /* Valid while dev != NULL: the device the copy lives on, and the queue (with its stream) of
+     * the copy's last user, which the storage holds: work from another queue follows it. */
+    cb_device device;
     cb_release dev_release;
 } cb_storage;
 
@@ -52,13 +54,17 @@ void cb_storage_retain(cb_storage *storage);
 void cb_storage_release(cb_storage *storage);
 
 /* The accessors of Caffe's SyncedMemory. `pinning` is the device to pin new host buffers with
- * (NULL: plain host memory); `device` is where a device copy lives or is created. Each either
- * succeeds and moves the head as conformance.md 1.H says, or fails and changes nothing. */
+ * (NULL: plain host memory); `device` is where a device copy lives or is created, and becomes its
+ * user (cb_storage_follow). Each either succeeds and moves the head as conformance.md 1.H says,
+ * or fails and changes nothing. */
 cblob_status cb_storage_cpu(cb_storage *storage, const cb_device *pinning, void **out);
 cblob_status cb_storage_mutable_cpu(cb_storage *storage, const cb_device *pinning, void **out);
 cblob_status cb_storage_gpu(cb_storage *storage, const cb_device *device, void **out);
 cblob_status cb_storage_mutable_gpu(cb_storage *storage, const cb_device *device, void **out);
-cblob_status cb_storage_async_push(cb_storage *storage, const cb_device *device, void *stream);
+cblob_status cb_storage_async_push(cb_storage *storage, const cb_device *device);
+/* Makes `device` (a context's, on the device the copy lives on) the copy's user: its later work
+ * runs after what the previous user's queue has queued so far (backend.h, queue_follow). */
+cblob_status cb_storage_follow(cb_storage *storage, const cb_device *device);
 
 /* Caller buffers (not owned). The previous owned buffer is freed, a previous caller buffer's
  * release callback runs; the caller's buffer in use handed over again runs its callback only

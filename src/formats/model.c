@@ -1,59 +1,35 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Models: a Caffe net's weights (NetParameter), read from .caffemodel files and written back. */
+/* Models: a Caffe net (NetParameter) kept as its bytes (model.h), read from .caffemodel files,
+ * built up layer by layer, and written back. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io.h"
+#include "model.h"
+#include "proto_blob.h"
 #include "proto_io.h"
 #include "proto_net.h"
 #include "status.h"
 
-typedef struct cb_layer {
-    char *name;
-    char *type;
-    /* In a V1 model: the LayerType value of `type`, which a V0 type string ("conv") lacks. */
-    bool has_v1_type;
-    int32_t v1_type;
-    int64_t num_blobs;
-    cblob_blob **blobs;
-} cb_layer;
-
-struct cblob_model {
-    cblob_context *context;
-    cblob_net_format format;
-    char *name; /* NULL: the net has none */
-    int64_t num_layers, capacity;
-    cb_layer *layers;
-};
-
 /* ---- lifetime ---------------------------------------------------------------------------- */
 
-static void layer_clear(cb_layer *layer)
-{
-    for (int64_t i = 0; i < layer->num_blobs; ++i)
-        cb_blob_release(layer->blobs[i]);
-    free(layer->blobs);
-    free(layer->name);
-    free(layer->type);
-}
-
-static void model_free(cblob_model *model)
-{
-    for (int64_t i = 0; i < model->num_layers; ++i)
-        layer_clear(&model->layers[i]);
-    free(model->layers);
-    free(model->name);
-    cb_context_release(model->context);
-    free(model);
-}
-
-static cblob_status model_new(cblob_context *context, cblob_net_format format, cblob_model **out)
+cblob_status cb_model_new(cblob_context *context, cblob_net_format format, cblob_model **out)
 {
     cblob_model *model = calloc(1, sizeof *model);
     if (model == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a model");
+    /* Recursive: saving holds the lock while it reads values through the calls that take it. */
+    pthread_mutexattr_t attributes;
+    pthread_mutexattr_init(&attributes);
+    pthread_mutexattr_settype(&attributes, PTHREAD_MUTEX_RECURSIVE);
+    const int failed = pthread_mutex_init(&model->lock, &attributes);
+    pthread_mutexattr_destroy(&attributes);
+    if (failed != 0) {
+        free(model);
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no resources for a model's lock");
+    }
     model->context = context;
     cb_context_retain(context);
     model->format = format;
@@ -61,21 +37,252 @@ static cblob_status model_new(cblob_context *context, cblob_net_format format, c
     return CBLOB_OK;
 }
 
-/* Room for one more layer, zeroed. */
-static cblob_status reserve_layer(cblob_model *model, cb_layer **out)
+/* Frees the arrays blobs not yet made still own (their handles own the others). */
+static void free_blob_arrays(const uint8_t *ops)
+{
+    for (const uint8_t *cursor = ops;;) {
+        cb_op op;
+        cb_op_read(&cursor, false, &op);
+        if (op.code == CB_OP_END)
+            return;
+        if (op.code == CB_OP_MESSAGE)
+            free_blob_arrays(op.inner);
+        if (op.code == CB_OP_BLOB && op.arrays != NULL) {
+            void *data, *diff;
+            cb_op_arrays(&op, &data, &diff);
+            free(data);
+            free(diff);
+        }
+    }
+}
+
+static void free_record(const uint8_t *record)
+{
+    free_blob_arrays(cb_record_ops(record));
+    cblob_blob **slots = cb_record_slots(record);
+    if (slots == NULL)
+        return;
+    for (int64_t i = 0; i < cb_record_num_blobs(record); ++i)
+        cb_blob_release(slots[i]);
+    free(slots);
+}
+
+void cb_model_free(cblob_model *model)
+{
+    for (int64_t i = 0; i < model->num_layers; ++i)
+        free_record(model->layers[i]);
+    free(model->layers);
+    cb_arena_free(&model->arena);
+    cb_bytes_free(&model->head);
+    cb_bytes_free(&model->trailer);
+    free(model->name);
+    pthread_mutex_destroy(&model->lock);
+    cb_context_release(model->context);
+    free(model);
+}
+
+cblob_status cb_model_append_record(cblob_model *model, const cb_bytes *body, uint64_t name_offset,
+                                    uint64_t type_offset, int64_t num_blobs)
 {
     if (model->num_layers == model->capacity) {
         const int64_t next = model->capacity > 0 ? model->capacity * 2 : 8;
-        cb_layer *grown = realloc(model->layers, (size_t)next * sizeof *grown);
+        uint8_t **grown = realloc(model->layers, (size_t)next * sizeof *grown);
         if (grown == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", next);
         model->layers = grown;
         model->capacity = next;
     }
-    *out = &model->layers[model->num_layers];
-    memset(*out, 0, sizeof **out);
+    CB_TRY(cb_record_store(&model->arena, body, name_offset, type_offset, num_blobs, &model->layers[model->num_layers]));
+    ++model->num_layers;
     return CBLOB_OK;
 }
+
+/* ---- finding layers and blobs ---------------------------------------------------------------- */
+
+cblob_status cb_model_record(const cblob_model *model, int64_t layer, const uint8_t **out)
+{
+    if (layer < 0 || layer >= model->num_layers)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "layer %" PRId64 " is outside [0, %" PRId64 ")", layer,
+                       model->num_layers);
+    *out = model->layers[layer];
+    return CBLOB_OK;
+}
+
+/* The BLOB or NEW_BLOB operation that is blob *remaining of the operations, depth first. */
+static bool find_blob_op(const uint8_t *ops, int64_t *remaining, cb_op *out)
+{
+    for (const uint8_t *cursor = ops;;) {
+        cb_op op;
+        cb_op_read(&cursor, false, &op);
+        if (op.code == CB_OP_END)
+            return false;
+        if (op.code == CB_OP_MESSAGE && find_blob_op(op.inner, remaining, out))
+            return true;
+        if ((op.code == CB_OP_BLOB || op.code == CB_OP_NEW_BLOB) && (*remaining)-- == 0) {
+            *out = op;
+            return true;
+        }
+    }
+}
+
+static void lock(const cblob_model *model)
+{
+    pthread_mutex_lock(&((cblob_model *)model)->lock);
+}
+
+static void unlock(const cblob_model *model)
+{
+    pthread_mutex_unlock(&((cblob_model *)model)->lock);
+}
+
+/* Under the lock. */
+static cblob_status find_blob_locked(const cblob_model *model, int64_t layer, int64_t index, cb_model_blob *out)
+{
+    const uint8_t *record = NULL;
+    CB_TRY(cb_model_record(model, layer, &record));
+    const int64_t num_blobs = cb_record_num_blobs(record);
+    if (index < 0 || index >= num_blobs)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "blob %" PRId64 " is outside [0, %" PRId64 ") for layer %" PRId64 " (%s)",
+                       index, num_blobs, layer, cb_record_name(record));
+    int64_t remaining = index;
+    if (!find_blob_op(cb_record_ops(record), &remaining, &out->op))
+        return cb_fail(CBLOB_ERR_INTERNAL, "layer %" PRId64 " lost blob %" PRId64, layer, index);
+    cblob_blob **slots = cb_record_slots(record);
+    out->handle = slots != NULL ? slots[index] : NULL;
+    return CBLOB_OK;
+}
+
+cblob_status cb_model_find_blob(const cblob_model *model, int64_t layer, int64_t index, cb_model_blob *out)
+{
+    lock(model);
+    const cblob_status status = find_blob_locked(model, layer, index, out);
+    unlock(model);
+    return status;
+}
+
+/* ---- making handles --------------------------------------------------------------------------- */
+
+static size_t element_size(bool is_double)
+{
+    return is_double ? 8 : 4;
+}
+
+/* Inline values of one part, gathered into a new array. */
+static cblob_status gather_inline(const cb_op *blob, bool diff, int64_t count, void **out)
+{
+    *out = NULL;
+    if (count == 0)
+        return CBLOB_OK;
+    const bool is_double = diff ? (blob->blob_flags & CB_BLOB_DIFF_DOUBLE) : (blob->blob_flags & CB_BLOB_DOUBLE);
+    uint8_t *array = malloc((size_t)count * element_size(is_double));
+    if (array == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " values", count);
+    size_t filled = 0;
+    for (const uint8_t *cursor = blob->inner;;) {
+        cb_op op;
+        cb_op_read(&cursor, false, &op);
+        if (op.code == CB_OP_END)
+            break;
+        if (op.code != CB_OP_VALUES || ((op.values_flags & CB_VALUES_OF_DIFF) != 0) != diff)
+            continue;
+        const size_t bytes = (size_t)op.count * element_size(op.values_flags & CB_VALUES_DOUBLE);
+        memcpy(array + filled, op.payload, bytes);
+        filled += bytes;
+    }
+    *out = array;
+    return CBLOB_OK;
+}
+
+cblob_status cb_model_blob_shape(const cb_op *blob, cb_shape *out)
+{
+    return cb_shape_make(blob->num_axes, blob->dims, element_size(blob->blob_flags & CB_BLOB_DOUBLE), out);
+}
+
+/* The values a new handle takes: the blob's arrays, or its inline values gathered. */
+static cblob_status blob_arrays(const cb_op *blob, const cb_shape *shape, cb_blob_arrays *out)
+{
+    const bool has_diff = blob->blob_flags & CB_BLOB_HAS_DIFF;
+    *out = (cb_blob_arrays){
+        .data_is_double = blob->blob_flags & CB_BLOB_DOUBLE,
+        .diff_is_double = blob->blob_flags & CB_BLOB_DIFF_DOUBLE,
+        .data_count = shape->count,
+        .diff_count = has_diff ? shape->count : 0,
+    };
+    if (blob->arrays != NULL) {
+        cb_op_arrays(blob, &out->data, &out->diff);
+        return CBLOB_OK;
+    }
+    CB_TRY(gather_inline(blob, false, out->data_count, &out->data));
+    cblob_status status = gather_inline(blob, true, out->diff_count, &out->diff);
+    if (status != CBLOB_OK)
+        cb_blob_arrays_free(out);
+    return status;
+}
+
+/* Makes the handle of a BLOB operation, as cblob_blob_create_from_proto makes a blob. Arrays the
+ * handle adopts leave the record; so do arrays of its own dtype it copied (the handle holds the
+ * values now). A diff of the other dtype stays: saving compares it with the handle's (see
+ * model_save.c). */
+static cblob_status make_handle(const cblob_model *model, const cb_op *blob, cblob_blob **out)
+{
+    cb_shape shape;
+    CB_TRY(cb_model_blob_shape(blob, &shape));
+    const cblob_dtype dtype = (blob->blob_flags & CB_BLOB_DOUBLE) ? CBLOB_DTYPE_FLOAT64 : CBLOB_DTYPE_FLOAT32;
+    cb_blob_arrays arrays;
+    CB_TRY(blob_arrays(blob, &shape, &arrays));
+    cblob_blob *handle = NULL;
+    cblob_status status = cb_blob_new(model->context, dtype, &handle);
+    if (status == CBLOB_OK)
+        status = cb_blob_fill(handle, &shape, &arrays);
+    if (status != CBLOB_OK) {
+        cb_blob_release(handle);
+        if (blob->arrays == NULL)
+            cb_blob_arrays_free(&arrays);
+        return status;
+    }
+    const bool diff_other_dtype = arrays.diff != NULL && arrays.diff_is_double != arrays.data_is_double;
+    void *keep_diff = diff_other_dtype ? arrays.diff : NULL;
+    if (diff_other_dtype)
+        arrays.diff = NULL;
+    cb_blob_arrays_free(&arrays);
+    if (blob->arrays != NULL)
+        cb_op_set_arrays(blob, NULL, keep_diff);
+    else
+        free(keep_diff); /* an inline diff stays in the record */
+    *out = handle;
+    return CBLOB_OK;
+}
+
+static cblob_status handle_locked(const cblob_model *model, int64_t layer, int64_t index, cblob_blob **out)
+{
+    cb_model_blob found;
+    CB_TRY(find_blob_locked(model, layer, index, &found));
+    if (found.handle != NULL) {
+        *out = found.handle;
+        return CBLOB_OK;
+    }
+    uint8_t *record = model->layers[layer];
+    cblob_blob **slots = cb_record_slots(record);
+    if (slots == NULL) {
+        slots = calloc((size_t)cb_record_num_blobs(record), sizeof *slots);
+        if (slots == NULL)
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the blob handles of layer %" PRId64, layer);
+        cb_record_set_slots(record, slots);
+    }
+    CB_TRY(make_handle(model, &found.op, &slots[index]));
+    *out = slots[index];
+    return CBLOB_OK;
+}
+
+cblob_status cb_model_blob_handle(const cblob_model *model, int64_t layer, int64_t index, cblob_blob **out)
+{
+    lock(model);
+    const cblob_status status = handle_locked(model, layer, index, out);
+    unlock(model);
+    return status;
+}
+
+/* ---- creating ------------------------------------------------------------------------------ */
 
 static cblob_status check_format(cblob_net_format format)
 {
@@ -83,6 +290,22 @@ static cblob_status check_format(cblob_net_format format)
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
                        "format %d is neither CBLOB_NET_FORMAT_V1 (1) nor CBLOB_NET_FORMAT_V2 (2)", (int)format);
     return CBLOB_OK;
+}
+
+/* A length-delimited field's tag and length (the length of a fresh message is written when the
+ * message is, so 0 stands in for it). */
+static cblob_status put_field_prefix(cb_bytes *bytes, uint32_t field, uint64_t length)
+{
+    CB_TRY(cb_bytes_put_varint(bytes, ((uint64_t)field << 3) | 2));
+    return cb_bytes_put_varint(bytes, length);
+}
+
+static cblob_status put_string(cb_bytes *bytes, uint32_t field, const char *text, uint64_t *offset)
+{
+    CB_TRY(cb_bytes_put_u8(bytes, CB_OP_TEXT));
+    CB_TRY(put_field_prefix(bytes, field, strlen(text)));
+    *offset = bytes->size;
+    return cb_bytes_append(bytes, text, strlen(text) + 1);
 }
 
 CBLOB_API cblob_status cblob_model_create(cblob_context *context, cblob_net_format format, const char *name,
@@ -96,83 +319,106 @@ CBLOB_API cblob_status cblob_model_create(cblob_context *context, cblob_net_form
     if (name != NULL && (copy = strdup(name)) == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the net's name");
     cblob_model *model = NULL;
-    cblob_status status = model_new(context, format, &model);
+    cblob_status status = cb_model_new(context, format, &model);
     if (status != CBLOB_OK) {
         free(copy);
         return status;
     }
     model->name = copy;
+    /* As Caffe writes a net: its name (field 1) before its layers. */
+    if (name != NULL) {
+        status = put_field_prefix(&model->head, 1, strlen(name));
+        if (status == CBLOB_OK)
+            status = cb_bytes_append(&model->head, name, strlen(name));
+    }
+    if (status != CBLOB_OK) {
+        cb_model_free(model);
+        return status;
+    }
     *out_model = model;
     return CBLOB_OK;
+}
+
+/* A layer given to cblob_model_add_layer, in Caffe's field order: V2 name 1, type 2, blobs 7; V1
+ * name 4, type 5 (LayerType), blobs 6. */
+static cblob_status new_record(const cblob_model *model, const char *name, const char *type, int32_t v1_type,
+                               int64_t num_blobs, cb_bytes *body, uint64_t *name_offset, uint64_t *type_offset)
+{
+    const bool v1 = model->format == CBLOB_NET_FORMAT_V1;
+    CB_TRY(cb_bytes_put_u8(body, CB_OP_MESSAGE));
+    CB_TRY(put_field_prefix(body, v1 ? 2 : 100, 0));
+    CB_TRY(put_string(body, v1 ? 4 : 1, name, name_offset));
+    if (v1) {
+        CB_TRY(cb_bytes_put_u8(body, CB_OP_BYTES));
+        uint8_t field[11];
+        field[0] = 5 << 3; /* varint */
+        const size_t size = 1 + cb_varint_write(field + 1, (uint64_t)(int64_t)v1_type);
+        CB_TRY(cb_bytes_put_varint(body, size));
+        CB_TRY(cb_bytes_append(body, field, size));
+    } else {
+        CB_TRY(put_string(body, 2, type, type_offset));
+    }
+    for (int64_t i = 0; i < num_blobs; ++i) {
+        CB_TRY(cb_bytes_put_u8(body, CB_OP_NEW_BLOB));
+        CB_TRY(cb_bytes_put_varint(body, ((uint64_t)(v1 ? 6 : 7) << 3) | 2));
+    }
+    CB_TRY(cb_bytes_put_u8(body, CB_OP_END));
+    CB_TRY(cb_bytes_put_u8(body, CB_OP_END));
+    if (v1) { /* the type as given ("CONVOLUTION" or a number) */
+        *type_offset = body->size;
+        CB_TRY(cb_bytes_append(body, type, strlen(type) + 1));
+    }
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *name, const char *type,
+                                             cblob_blob *const *blobs, int64_t num_blobs)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(name);
+    CB_REQUIRE(type);
+    CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
+    int32_t v1_type = 0;
+    if (model->format == CBLOB_NET_FORMAT_V1 && !cb_v1_type_value(type, &v1_type))
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
+                       "type \"%.64s\" is not a V1LayerParameter.LayerType name (such as CONVOLUTION) or number", type);
+    cb_bytes record = {0};
+    uint64_t name_offset = 0, type_offset = 0;
+    cblob_blob **slots = num_blobs > 0 ? calloc((size_t)num_blobs, sizeof *slots) : NULL;
+    cblob_status status = num_blobs > 0 && slots == NULL
+                              ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for layer \"%.64s\"", name)
+                              : new_record(model, name, type, v1_type, num_blobs, &record, &name_offset, &type_offset);
+    if (status == CBLOB_OK) {
+        lock(model);
+        status = cb_model_append_record(model, &record, name_offset, type_offset, num_blobs);
+        if (status == CBLOB_OK && num_blobs > 0) {
+            for (int64_t i = 0; i < num_blobs; ++i) {
+                cb_blob_retain(blobs[i]);
+                slots[i] = blobs[i];
+            }
+            cb_record_set_slots(model->layers[model->num_layers - 1], slots);
+            slots = NULL;
+        }
+        unlock(model);
+    }
+    free(slots);
+    cb_bytes_free(&record);
+    return status;
 }
 
 CBLOB_API void cblob_model_destroy(cblob_model *model)
 {
     CB_ENTER();
     if (model != NULL)
-        model_free(model);
+        cb_model_free(model);
 }
 
 /* ---- reading ------------------------------------------------------------------------------- */
 
-/* Makes the blobs of one layer. The index was checked whole, so only memory can run out. */
-static cblob_status load_layer(cblob_model *model, const cb_input *input, cb_layer_index *scanned, cb_layer *layer)
+static void let_go_of_input(void *input, size_t offset, size_t length)
 {
-    const cb_wire_path root = cb_wire_root(&caffe__blob_proto__descriptor);
-    if (scanned->blobs.count > 0) {
-        layer->blobs = calloc((size_t)scanned->blobs.count, sizeof *layer->blobs);
-        if (layer->blobs == NULL)
-            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " blob handles", scanned->blobs.count);
-    }
-    for (int64_t i = 0; i < scanned->blobs.count; ++i) {
-        const cb_blob_layout *layout = &scanned->blobs.items[i];
-        cblob_blob *blob;
-        CB_TRY(cb_blob_new(model->context, cb_blob_layout_dtype(layout), &blob));
-        cblob_status status = cb_blob_load(blob, input->bytes, layout, &root, true);
-        if (status != CBLOB_OK) {
-            cb_blob_release(blob);
-            return status;
-        }
-        layer->blobs[layer->num_blobs++] = blob;
-        cb_input_done_with(input, layout->offset, layout->length);
-    }
-    /* The strings move from the index to the layer. */
-    layer->name = scanned->name;
-    layer->type = scanned->type;
-    scanned->name = scanned->type = NULL;
-    if (model->format == CBLOB_NET_FORMAT_V1)
-        layer->has_v1_type = cb_v1_type_value(layer->type, &layer->v1_type);
-    return CBLOB_OK;
-}
-
-static cblob_status open_model(cblob_context *context, const cb_input *input, cblob_model **out)
-{
-    cb_net_index index;
-    CB_TRY(cb_net_scan(input->bytes, input->size, &index));
-    cblob_model *model = NULL;
-    cblob_status status = model_new(context, index.format, &model);
-    if (status != CBLOB_OK) {
-        cb_net_index_free(&index);
-        return status;
-    }
-    model->name = index.name;
-    index.name = NULL;
-    for (int64_t i = 0; status == CBLOB_OK && i < index.num_layers; ++i) {
-        cb_layer *layer;
-        status = reserve_layer(model, &layer);
-        if (status == CBLOB_OK) {
-            /* Counted before loading, so that a half-loaded layer is freed with the model. */
-            ++model->num_layers;
-            status = load_layer(model, input, &index.layers[i], layer);
-        }
-    }
-    cb_net_index_free(&index);
-    if (status != CBLOB_OK) {
-        model_free(model);
-        return status;
-    }
-    *out = model;
-    return CBLOB_OK;
+    cb_input_done_with(input, offset, length);
 }
 
 CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *bytes, size_t size,
@@ -182,8 +428,7 @@ CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *b
     CB_REQUIRE(context);
     CB_REQUIRE(bytes);
     CB_REQUIRE(out_model);
-    const cb_input input = cb_input_bytes(bytes, size);
-    return open_model(context, &input, out_model);
+    return cb_model_build(context, bytes, size, NULL, NULL, out_model);
 }
 
 CBLOB_API cblob_status cblob_model_open_file(cblob_context *context, const char *path, cblob_model **out_model)
@@ -194,7 +439,7 @@ CBLOB_API cblob_status cblob_model_open_file(cblob_context *context, const char 
     CB_REQUIRE(out_model);
     cb_input input;
     CB_TRY(cb_input_open(path, &input));
-    cblob_status status = open_model(context, &input, out_model);
+    cblob_status status = cb_model_build(context, input.bytes, input.size, let_go_of_input, &input, out_model);
     cb_input_close(&input);
     return status;
 }
@@ -224,7 +469,9 @@ CBLOB_API cblob_status cblob_model_num_layers(const cblob_model *model, int64_t 
     CB_ENTER();
     CB_REQUIRE(model);
     CB_REQUIRE(out_num_layers);
+    lock(model);
     *out_num_layers = model->num_layers;
+    unlock(model);
     return CBLOB_OK;
 }
 
@@ -236,18 +483,9 @@ CBLOB_API cblob_status cblob_model_find_layer(const cblob_model *model, const ch
     CB_REQUIRE(out_layer);
     int64_t found = -1;
     for (int64_t i = 0; i < model->num_layers && found < 0; ++i)
-        if (strcmp(model->layers[i].name, name) == 0)
+        if (strcmp(cb_record_name(model->layers[i]), name) == 0)
             found = i;
     *out_layer = found;
-    return CBLOB_OK;
-}
-
-static cblob_status find_layer(const cblob_model *model, int64_t layer, const cb_layer **out)
-{
-    if (layer < 0 || layer >= model->num_layers)
-        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "layer %" PRId64 " is outside [0, %" PRId64 ")", layer,
-                       model->num_layers);
-    *out = &model->layers[layer];
     return CBLOB_OK;
 }
 
@@ -256,9 +494,9 @@ CBLOB_API cblob_status cblob_model_layer_name(const cblob_model *model, int64_t 
     CB_ENTER();
     CB_REQUIRE(model);
     CB_REQUIRE(out_name);
-    const cb_layer *found = NULL;
-    CB_TRY(find_layer(model, layer, &found));
-    *out_name = found->name;
+    const uint8_t *record = NULL;
+    CB_TRY(cb_model_record(model, layer, &record));
+    *out_name = cb_record_name(record);
     return CBLOB_OK;
 }
 
@@ -267,9 +505,9 @@ CBLOB_API cblob_status cblob_model_layer_type(const cblob_model *model, int64_t 
     CB_ENTER();
     CB_REQUIRE(model);
     CB_REQUIRE(out_type);
-    const cb_layer *found = NULL;
-    CB_TRY(find_layer(model, layer, &found));
-    *out_type = found->type;
+    const uint8_t *record = NULL;
+    CB_TRY(cb_model_record(model, layer, &record));
+    *out_type = cb_record_type(record);
     return CBLOB_OK;
 }
 
@@ -278,9 +516,9 @@ CBLOB_API cblob_status cblob_model_layer_num_blobs(const cblob_model *model, int
     CB_ENTER();
     CB_REQUIRE(model);
     CB_REQUIRE(out_num_blobs);
-    const cb_layer *found = NULL;
-    CB_TRY(find_layer(model, layer, &found));
-    *out_num_blobs = found->num_blobs;
+    const uint8_t *record = NULL;
+    CB_TRY(cb_model_record(model, layer, &record));
+    *out_num_blobs = cb_record_num_blobs(record);
     return CBLOB_OK;
 }
 
@@ -290,12 +528,8 @@ CBLOB_API cblob_status cblob_model_layer_blob(const cblob_model *model, int64_t 
     CB_ENTER();
     CB_REQUIRE(model);
     CB_REQUIRE(out_blob);
-    const cb_layer *found = NULL;
-    CB_TRY(find_layer(model, layer, &found));
-    if (index < 0 || index >= found->num_blobs)
-        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "blob %" PRId64 " is outside [0, %" PRId64 ") for layer %" PRId64 " (%s)",
-                       index, found->num_blobs, layer, found->name);
-    cblob_blob *blob = found->blobs[index];
+    cblob_blob *blob;
+    CB_TRY(cb_model_blob_handle(model, layer, index, &blob));
     cb_blob_retain(blob);
     *out_blob = blob;
     return CBLOB_OK;
@@ -303,142 +537,15 @@ CBLOB_API cblob_status cblob_model_layer_blob(const cblob_model *model, int64_t 
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *name, const char *type,
-                                             cblob_blob *const *blobs, int64_t num_blobs)
-{
-    CB_ENTER();
-    CB_REQUIRE(model);
-    CB_REQUIRE(name);
-    CB_REQUIRE(type);
-    CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
-    int32_t v1_type = 0;
-    if (model->format == CBLOB_NET_FORMAT_V1 && !cb_v1_type_value(type, &v1_type))
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
-                       "type \"%.64s\" is not a V1LayerParameter.LayerType name (such as CONVOLUTION) or number", type);
-    cb_layer *layer;
-    CB_TRY(reserve_layer(model, &layer));
-    layer->name = strdup(name);
-    layer->type = strdup(type);
-    layer->blobs = num_blobs > 0 ? malloc((size_t)num_blobs * sizeof *layer->blobs) : NULL;
-    if (layer->name == NULL || layer->type == NULL || (num_blobs > 0 && layer->blobs == NULL)) {
-        layer_clear(layer);
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for layer \"%.64s\"", name);
-    }
-    layer->v1_type = v1_type;
-    layer->has_v1_type = model->format == CBLOB_NET_FORMAT_V1;
-    for (int64_t i = 0; i < num_blobs; ++i) {
-        cb_blob_retain(blobs[i]);
-        layer->blobs[i] = blobs[i];
-    }
-    layer->num_blobs = num_blobs;
-    ++model->num_layers;
-    return CBLOB_OK;
-}
+typedef struct model_output {
+    const cblob_model *model;
+    bool write_diff;
+} model_output;
 
-/* The NetParameter message over the model's blobs (see cb_blob_message). */
-typedef struct net_message {
-    Caffe__NetParameter net;
-    Caffe__LayerParameter *layers;
-    Caffe__V1LayerParameter *v1_layers;
-    void **layer_pointers;
-    cb_blob_message *blobs;
-    Caffe__BlobProto **blob_pointers;
-    int64_t num_blobs; /* messages initialised so far */
-} net_message;
-
-static void net_message_clear(net_message *message)
+static cblob_status emit_model(const void *what, cb_sink *sink)
 {
-    for (int64_t i = 0; i < message->num_blobs; ++i)
-        cb_blob_message_clear(&message->blobs[i]);
-    free(message->layers);
-    free(message->v1_layers);
-    free(message->layer_pointers);
-    free(message->blobs);
-    free(message->blob_pointers);
-}
-
-static cblob_status init_layer_blobs(net_message *message, const cb_layer *layer, int64_t layer_index, bool write_diff,
-                                     Caffe__BlobProto ***out_first)
-{
-    *out_first = &message->blob_pointers[message->num_blobs];
-    for (int64_t i = 0; i < layer->num_blobs; ++i) {
-        char what[128];
-        snprintf(what, sizeof what, "layer %" PRId64 " (%.64s) blob %" PRId64, layer_index, layer->name, i);
-        cb_blob_message *blob = &message->blobs[message->num_blobs];
-        CB_TRY(cb_blob_message_init(blob, layer->blobs[i], write_diff, what));
-        message->blob_pointers[message->num_blobs++] = &blob->proto;
-    }
-    return CBLOB_OK;
-}
-
-static cblob_status net_message_init(net_message *message, const cblob_model *model, bool write_diff)
-{
-    memset(message, 0, sizeof *message);
-    int64_t total = 0;
-    for (int64_t i = 0; i < model->num_layers; ++i)
-        total += model->layers[i].num_blobs;
-    const size_t layers = (size_t)model->num_layers + 1, blobs = (size_t)total + 1;
-    const bool v1 = model->format == CBLOB_NET_FORMAT_V1;
-    message->layer_pointers = calloc(layers, sizeof *message->layer_pointers);
-    message->blobs = calloc(blobs, sizeof *message->blobs);
-    message->blob_pointers = calloc(blobs, sizeof *message->blob_pointers);
-    if (v1)
-        message->v1_layers = calloc(layers, sizeof *message->v1_layers);
-    else
-        message->layers = calloc(layers, sizeof *message->layers);
-    if (message->layer_pointers == NULL || message->blobs == NULL || message->blob_pointers == NULL ||
-        (v1 ? (void *)message->v1_layers : (void *)message->layers) == NULL) {
-        net_message_clear(message);
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a message of %" PRId64 " layers", model->num_layers);
-    }
-    caffe__net_parameter__init(&message->net);
-    message->net.name = model->name;
-    for (int64_t i = 0; i < model->num_layers; ++i) {
-        const cb_layer *layer = &model->layers[i];
-        Caffe__BlobProto **first;
-        cblob_status status = init_layer_blobs(message, layer, i, write_diff, &first);
-        if (status != CBLOB_OK) {
-            net_message_clear(message);
-            return status;
-        }
-        if (v1) {
-            Caffe__V1LayerParameter *out = &message->v1_layers[i];
-            caffe__v1_layer_parameter__init(out);
-            out->name = layer->name;
-            out->has_type = layer->has_v1_type;
-            out->type = (Caffe__V1LayerParameter__LayerType)layer->v1_type;
-            out->n_blobs = (size_t)layer->num_blobs;
-            out->blobs = first;
-            message->layer_pointers[i] = out;
-        } else {
-            Caffe__LayerParameter *out = &message->layers[i];
-            caffe__layer_parameter__init(out);
-            out->name = layer->name;
-            out->type = layer->type;
-            out->n_blobs = (size_t)layer->num_blobs;
-            out->blobs = first;
-            message->layer_pointers[i] = out;
-        }
-    }
-    if (v1) {
-        message->net.n_layers = (size_t)model->num_layers;
-        message->net.layers = (Caffe__V1LayerParameter **)message->layer_pointers;
-    } else {
-        message->net.n_layer = (size_t)model->num_layers;
-        message->net.layer = (Caffe__LayerParameter **)message->layer_pointers;
-    }
-    return CBLOB_OK;
-}
-
-static cblob_status write_model(const cblob_model *model, int32_t write_diff, uint8_t *buffer, size_t buffer_size,
-                                size_t *out_size, const char *path)
-{
-    net_message message;
-    CB_TRY(net_message_init(&message, model, write_diff == 1));
-    cblob_status status = path != NULL ? cb_pack_to_file(&message.net.base, path)
-                                       : cb_pack_to_buffer(&message.net.base, buffer, buffer_size, out_size);
-    net_message_clear(&message);
-    return status;
+    const model_output *output = what;
+    return cb_model_emit(output->model, output->write_diff, sink);
 }
 
 CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t write_diff, uint8_t *buffer,
@@ -448,7 +555,8 @@ CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t wr
     CB_REQUIRE(model);
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(out_size);
-    return write_model(model, write_diff, buffer, buffer_size, out_size, NULL);
+    const model_output output = {model, write_diff == 1};
+    return cb_emit_to_buffer(emit_model, &output, "NetParameter", buffer, buffer_size, out_size);
 }
 
 CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32_t write_diff, const char *path)
@@ -457,5 +565,6 @@ CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32
     CB_REQUIRE(model);
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(path);
-    return write_model(model, write_diff, NULL, 0, NULL, path);
+    const model_output output = {model, write_diff == 1};
+    return cb_emit_to_file(emit_model, &output, path);
 }

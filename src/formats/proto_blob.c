@@ -433,7 +433,7 @@ static bool same_dtype(const cblob_blob *blob, bool is_double)
 /* Gives the decoded values to the blob under the reshape plan: adopted as fresh storage when the
  * dtype matches and nothing pins host memory, else copied (converted) into the storage. Every
  * step that can fail runs before anything changes. */
-static cblob_status fill(cblob_blob *blob, const cb_shape *target, cb_blob_arrays *arrays)
+cblob_status cb_blob_fill(cblob_blob *blob, const cb_shape *target, cb_blob_arrays *arrays)
 {
     void *values[CB_PARTS] = {arrays->data, arrays->diff};
     const bool is_double[CB_PARTS] = {arrays->data_is_double, arrays->diff_is_double};
@@ -498,7 +498,7 @@ cblob_status cb_blob_load(cblob_blob *blob, const uint8_t *input, const cb_blob_
     }
     cb_blob_arrays arrays;
     CB_TRY(cb_blob_decode(input, layout, CB_DECODER_AUTO, &arrays));
-    cblob_status status = fill(blob, &target, &arrays);
+    cblob_status status = cb_blob_fill(blob, &target, &arrays);
     cb_blob_arrays_free(&arrays);
     return status;
 }

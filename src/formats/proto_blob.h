@@ -90,6 +90,11 @@ typedef struct cb_blob_arrays {
     int64_t data_count, diff_count;
 } cb_blob_arrays;
 
+/* Gives decoded values to the blob, reshaped to target: adopted as fresh storage when the dtype
+ * matches and nothing pins host memory (the array's pointer in `arrays` becomes NULL), else
+ * converted into the storage. Fails without changing the blob. */
+cblob_status cb_blob_fill(cblob_blob *blob, const cb_shape *target, cb_blob_arrays *arrays);
+
 cblob_status cb_blob_decode(const uint8_t *input, const cb_blob_layout *layout, cb_blob_decoder decoder,
                             cb_blob_arrays *out);
 void cb_blob_arrays_free(cb_blob_arrays *arrays);

@@ -47,15 +47,6 @@ static cblob_status scan_blob_field(const cb_wire *wire, const cb_wire_field *fi
     return CBLOB_OK;
 }
 
-static cblob_status replace_string(const cb_wire *wire, const cb_wire_field *field, char **slot)
-{
-    char *text;
-    CB_TRY(cb_wire_string(wire, field, &text));
-    free(*slot);
-    *slot = text;
-    return CBLOB_OK;
-}
-
 static cblob_status detect(const uint8_t *input, size_t size, cblob_proto_kind *out, bool *sure);
 
 /* Bytes of another kind can be valid protobuf for this one too, only empty (a vector's blobs
@@ -76,57 +67,7 @@ static cblob_status explain_kind(const uint8_t *input, size_t size, const cb_wir
     return result;
 }
 
-/* ---- NetParameter -------------------------------------------------------------------------- */
-
-static void layer_free(cb_layer_index *layer)
-{
-    free(layer->name);
-    free(layer->type);
-    cb_blob_list_free(&layer->blobs);
-}
-
-void cb_net_index_free(cb_net_index *index)
-{
-    for (int64_t i = 0; i < index->num_layers; ++i)
-        layer_free(&index->layers[i]);
-    free(index->layers);
-    free(index->name);
-    *index = (cb_net_index){0};
-}
-
-static cblob_status copy_string(const char *text, char **out)
-{
-    char *copy = strdup(text);
-    if (copy == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte string", strlen(text));
-    free(*out);
-    *out = copy;
-    return CBLOB_OK;
-}
-
-/* LayerParameter: name = 1, type = 2, blobs = 7. */
-static cblob_status scan_layer(cb_wire wire, cb_wire_path *path, cb_layer_index *layer)
-{
-    for (;;) {
-        cb_wire_field field;
-        CB_TRY(cb_wire_next(&wire, &field));
-        switch (field.number) {
-        case 0:
-            if (layer->name == NULL)
-                CB_TRY(copy_string("", &layer->name));
-            if (layer->type == NULL)
-                CB_TRY(copy_string("", &layer->type));
-            return CBLOB_OK;
-        case 1:
-            CB_TRY(replace_string(&wire, &field, &layer->name));
-            path->label = layer->name; /* later messages name the layer */
-            break;
-        case 2: CB_TRY(replace_string(&wire, &field, &layer->type)); break;
-        case 7: CB_TRY(scan_blob_field(&wire, &field, "blobs", &layer->blobs)); break;
-        default: break;
-        }
-    }
-}
+/* ---- NetParameter ---------------------------------------------------------------------------- */
 
 const char *cb_v1_type_name(int32_t value)
 {
@@ -152,152 +93,10 @@ bool cb_v1_type_value(const char *text, int32_t *out)
     return true;
 }
 
-static cblob_status v1_type_text(int32_t value, char **out)
-{
-    const char *name = cb_v1_type_name(value);
-    char number[16];
-    snprintf(number, sizeof number, "%" PRId32, value);
-    return copy_string(name != NULL ? name : number, out);
-}
-
-/* V0LayerParameter (nested in V1 as `layer` = 1): name = 1, type = 2, blobs = 50. */
-static cblob_status scan_v0_layer(const cb_wire *outer, const cb_wire_field *field, cb_layer_index *v0)
-{
-    CB_TRY(cb_wire_expect(outer, field, CB_WIRE_LENGTH, "V0LayerParameter"));
-    cb_wire_path path = {.parent = outer->path, .message = &caffe__v0_layer_parameter__descriptor, .field = "layer",
-                         .index = -1};
-    cb_wire wire = cb_wire_nested(outer, field, &path);
-    for (;;) {
-        cb_wire_field inner;
-        CB_TRY(cb_wire_next(&wire, &inner));
-        switch (inner.number) {
-        case 0: return CBLOB_OK;
-        case 1: CB_TRY(replace_string(&wire, &inner, &v0->name)); break;
-        case 2: CB_TRY(replace_string(&wire, &inner, &v0->type)); break;
-        case 50: CB_TRY(scan_blob_field(&wire, &inner, "blobs", &v0->blobs)); break;
-        default: break;
-        }
-    }
-}
-
-/* Takes *from's value when *to has none. */
-static void adopt_missing(char **to, char **from)
-{
-    if (*to == NULL) {
-        *to = *from;
-        *from = NULL;
-    }
-}
-
-/* V1LayerParameter: name = 4, type = 5 (LayerType), blobs = 6, and the V0 layer it was upgraded
- * from (layer = 1), whose name, type and blobs stand in for missing V1 ones, as Caffe's upgrade
- * does. */
-static cblob_status scan_v1_layer(cb_wire wire, cb_wire_path *path, cb_layer_index *layer)
-{
-    cb_layer_index v0 = {0};
-    cblob_status status = CBLOB_OK;
-    for (;;) {
-        cb_wire_field field;
-        status = cb_wire_next(&wire, &field);
-        if (status != CBLOB_OK || field.number == 0)
-            break;
-        switch (field.number) {
-        case 4:
-            status = replace_string(&wire, &field, &layer->name);
-            path->label = layer->name;
-            break;
-        case 5:
-            status = cb_wire_expect(&wire, &field, CB_WIRE_VARINT, "LayerType enum");
-            if (status == CBLOB_OK)
-                status = v1_type_text((int32_t)(uint32_t)field.varint, &layer->type); /* int32 varint rules */
-            break;
-        case 6: status = scan_blob_field(&wire, &field, "blobs", &layer->blobs); break;
-        case 1: status = scan_v0_layer(&wire, &field, &v0); break;
-        default: break;
-        }
-        if (status != CBLOB_OK)
-            break;
-    }
-    if (status == CBLOB_OK) {
-        adopt_missing(&layer->name, &v0.name);
-        adopt_missing(&layer->type, &v0.type);
-        if (layer->blobs.count == 0) {
-            cb_blob_list_free(&layer->blobs);
-            layer->blobs = v0.blobs;
-            v0.blobs = (cb_blob_list){0};
-        }
-        if (layer->name == NULL)
-            status = copy_string("", &layer->name);
-        if (status == CBLOB_OK && layer->type == NULL)
-            status = copy_string("NONE", &layer->type); /* the enum's default */
-    }
-    layer_free(&v0);
-    return status;
-}
-
-static cblob_status add_layer(const cb_wire *wire, const cb_wire_field *field, cblob_net_format format,
-                              cb_net_index *index)
-{
-    const bool v1 = format == CBLOB_NET_FORMAT_V1;
-    CB_TRY(cb_wire_expect(wire, field, CB_WIRE_LENGTH, v1 ? "V1LayerParameter" : "LayerParameter"));
-    if (index->num_layers > 0 && index->format != format)
-        return cb_wire_fail(wire->path, field, field->offset,
-                            "the net has both layer (field 100) and layers (field 2, V1); Caffe refuses such input too");
-    index->format = format;
-    CB_TRY(grow((void **)&index->layers, &index->capacity, index->num_layers + 1, sizeof *index->layers));
-    cb_layer_index *layer = &index->layers[index->num_layers++];
-    *layer = (cb_layer_index){0};
-    cb_wire_path path = {.parent = wire->path,
-                         .message = v1 ? &caffe__v1_layer_parameter__descriptor : &caffe__layer_parameter__descriptor,
-                         .field = v1 ? "layers" : "layer",
-                         .index = index->num_layers - 1};
-    cb_wire nested = cb_wire_nested(wire, field, &path);
-    return v1 ? scan_v1_layer(nested, &path, layer) : scan_layer(nested, &path, layer);
-}
-
-/* The scan alone; cb_net_scan adds what detection can tell about a failure. */
-static cblob_status scan_net(const uint8_t *input, size_t size, const cb_wire_path *root, cb_net_index *out)
-{
-    cb_net_index index = {.format = CBLOB_NET_FORMAT_V2};
-    cb_wire wire = cb_wire_begin(input, size, root);
-    cblob_status status = CBLOB_OK;
-    for (;;) {
-        cb_wire_field field;
-        status = cb_wire_next(&wire, &field);
-        if (status != CBLOB_OK || field.number == 0)
-            break;
-        if (field.number == 1)
-            status = replace_string(&wire, &field, &index.name);
-        else if (field.number == 100)
-            status = add_layer(&wire, &field, CBLOB_NET_FORMAT_V2, &index);
-        else if (field.number == 2)
-            status = add_layer(&wire, &field, CBLOB_NET_FORMAT_V1, &index);
-        if (status != CBLOB_OK)
-            break;
-    }
-    if (status != CBLOB_OK) {
-        cb_net_index_free(&index);
-        return status;
-    }
-    *out = index;
-    return CBLOB_OK;
-}
-
-cblob_status cb_net_scan(const uint8_t *input, size_t size, cb_net_index *out)
+cblob_status cb_net_explain(const uint8_t *input, size_t size, cblob_status status)
 {
     const cb_wire_path root = cb_wire_root(&caffe__net_parameter__descriptor);
-    cb_net_index index = {0};
-    cblob_status status = scan_net(input, size, &root, &index);
-    /* A BlobProto or a BlobProtoVector is also valid protobuf of a net without layers. A net
-     * with only a name that reads as a blob too stays a net: detection is not sure of it. */
-    if (status != CBLOB_OK || index.num_layers == 0)
-        status = explain_kind(input, size, &root, CBLOB_PROTO_NET, status);
-    if (status != CBLOB_OK) {
-        cb_net_index_free(&index);
-        return status;
-    }
-    *out = index;
-    return CBLOB_OK;
+    return explain_kind(input, size, &root, CBLOB_PROTO_NET, status);
 }
 
 /* ---- BlobProtoVector and BlobProto --------------------------------------------------------- */
@@ -387,11 +186,8 @@ static bool holds_blob(const uint8_t *input, const cb_wire_field *field)
 static cblob_status explain_failure(const uint8_t *input, size_t size, bool net, bool blob, cblob_status status)
 {
     if (net) {
-        const cb_wire_path root = cb_wire_root(&caffe__net_parameter__descriptor);
-        cb_net_index index;
-        if (scan_net(input, size, &root, &index) != CBLOB_OK)
+        if (cb_net_check(input, size) != CBLOB_OK)
             return CBLOB_ERR_PARSE;
-        cb_net_index_free(&index);
     } else if (blob) {
         const cb_wire_path root = cb_wire_root(&caffe__blob_proto__descriptor);
         cb_blob_layout layout;

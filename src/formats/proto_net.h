@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Caffe's NetParameter (current `layer` = 100 and V1 `layers` = 2, with the V0 layer nested in
- * V1) and BlobProtoVector: scanned with the wire reader into an index of layers and BlobProto
- * layouts, fully validated (every BlobProto's shape and counts included) before any value is
- * decoded. Also tells the three kinds of file apart. */
+/* BlobProtoVector, scanned with the wire reader into BlobProto layouts, fully validated (every
+ * BlobProto's shape and counts included) before any value is decoded; and telling the three kinds
+ * of file apart. NetParameter is read by model_open.c. */
 #ifndef CBLOB_SRC_PROTO_NET_H
 #define CBLOB_SRC_PROTO_NET_H
 
@@ -13,21 +12,11 @@ typedef struct cb_blob_list {
     cb_blob_layout *items;
 } cb_blob_list;
 
-typedef struct cb_layer_index {
-    char *name; /* never NULL once scanned ("" when the file has none) */
-    char *type; /* V2: the type string; V1: the LayerType enum name (a number when unnamed) */
-    cb_blob_list blobs;
-} cb_layer_index;
-
-typedef struct cb_net_index {
-    char *name; /* NULL when the file has none */
-    cblob_net_format format;
-    int64_t num_layers, capacity;
-    cb_layer_index *layers;
-} cb_net_index;
-
-cblob_status cb_net_scan(const uint8_t *input, size_t size, cb_net_index *out);
-void cb_net_index_free(cb_net_index *index);
+/* Checks a NetParameter the way opening a model does, keeping nothing (model_open.c). */
+cblob_status cb_net_check(const uint8_t *input, size_t size);
+/* A NetParameter reader failed with `status`: when the input is surely of another kind, says so
+ * instead; otherwise returns status as it is. */
+cblob_status cb_net_explain(const uint8_t *input, size_t size, cblob_status status);
 
 cblob_status cb_vector_scan(const uint8_t *input, size_t size, cb_blob_list *out);
 void cb_blob_list_free(cb_blob_list *list);

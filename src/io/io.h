@@ -105,6 +105,10 @@ cblob_status cb_output_open(const char *path, cb_output **out);
  * truncated or synced. name is for messages. A folder is refused. */
 cblob_status cb_output_open_fd(int fd, const char *name, cb_output **out);
 cblob_status cb_output_write(cb_output *output, const void *bytes, size_t size);
+/* Rewrites bytes already written (a zip entry's local header, once its size and CRC are known):
+ * only a file written through a temporary can go back; one written in place (a device, a FIFO)
+ * fails with CBLOB_ERR_IO. */
+cblob_status cb_output_write_at(cb_output *output, uint64_t offset, const void *bytes, size_t size);
 cblob_status cb_output_commit(cb_output *output);
 void cb_output_abort(cb_output *output);
 

@@ -294,6 +294,22 @@ cblob_status cb_output_write(cb_output *output, const void *bytes, size_t size)
     return output->error == 0 ? CBLOB_OK : write_failure(output);
 }
 
+static bool pwrite_all(int fd, const uint8_t *data, size_t length, off_t offset);
+
+cblob_status cb_output_write_at(cb_output *output, uint64_t offset, const void *bytes, size_t size)
+{
+    if (output->error == 0 && output->kind == CB_OUTPUT_IN_PLACE)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot go back to byte %llu (it is written in place, not a regular file)",
+                       output->display, (unsigned long long)offset);
+    flush_pending(output);
+    if (output->error == 0 && (offset > output->written || size > output->written - offset))
+        return cb_fail(CBLOB_ERR_INTERNAL, "%s: rewrites bytes past the %llu written", output->display,
+                       (unsigned long long)output->written);
+    if (output->error == 0 && !pwrite_all(output->fd, bytes, size, (off_t)offset))
+        record(output, "write", errno);
+    return output->error == 0 ? CBLOB_OK : write_failure(output);
+}
+
 /* ---- commit ------------------------------------------------------------------------------- */
 
 /* The replaced file's owner and group where the writer may set them, then its mode, made no more

@@ -152,6 +152,9 @@ TEST(cuda_tensor_imports_as_device_data)
     CHECK_NEAR(element(back, CBLOB_PART_DATA, 20), 10, 0);
     CHECK_TRANSFERS(before, 0, 1, 0);
     CHECK_OK(cblob_blob_scale(back, CBLOB_PART_DATA, 4.0)); /* SYNCED: runs on the device */
+    /* The import is a consumer like any other: its work on the memory (queued on its context's
+     * stream) must finish before the producer uses the memory again. */
+    CHECK_OK(cblob_context_synchronize(other));
     CHECK_NEAR(element(f.blob, CBLOB_PART_DATA, 20), 40, 0);
     close_blob(&f);
     cblob_blob_destroy(back);
@@ -203,4 +206,42 @@ TEST(set_gpu_data_waits_for_device_exports)
     host->deleter(host);
     close_blob(&f);
     cblob_blob_destroy(holder);
+}
+
+/* The producer's deleter hands the memory back (to a caching allocator): only once the work
+ * cblob queued on it has run. */
+typedef struct produced {
+    DLManagedTensorVersioned tensor;
+    int64_t shape[1];
+    int deleted;
+} produced;
+
+static void delete_produced(DLManagedTensorVersioned *tensor)
+{
+    produced *p = tensor->manager_ctx;
+    gpu_give_back(tensor->dl_tensor.data, COUNT * sizeof(float));
+    gpu_device_free(tensor->dl_tensor.data);
+    p->deleted++;
+}
+
+TEST(cuda_tensor_deleter_waits_for_queued_kernels)
+{
+    REQUIRE_GPU();
+    streamed_context c;
+    CHECK_OK(open_streamed(&c));
+    produced p = {.shape = {COUNT}};
+    p.tensor = (DLManagedTensorVersioned){
+        .version = {1, 0},
+        .manager_ctx = &p,
+        .deleter = delete_produced,
+        .dl_tensor = {.data = gpu_device_alloc(COUNT * sizeof(float)), .device = {kDLCUDA, 0}, .ndim = 1,
+                      .dtype = {kDLFloat, 32, 1}, .shape = p.shape},
+    };
+    CHECK(p.tensor.dl_tensor.data != NULL);
+    cblob_blob *blob = NULL;
+    CHECK_OK(cblob_blob_from_dlpack(c.ctx, &p.tensor, &blob));
+    CHECK_OK(cblob_blob_scale(blob, CBLOB_PART_DATA, 2.0)); /* queued on the tensor's memory */
+    cblob_blob_destroy(blob);
+    CHECK_EQ_INT(p.deleted, 1);
+    close_streamed(&c);
 }

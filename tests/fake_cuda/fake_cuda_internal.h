@@ -1,20 +1,31 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Shared by the parts of the test double: the driver, the kernels it runs (generated from
- * codegen/ops.yaml) and the fake cuBLAS. */
+/* Shared by the parts of the test double: the driver's entry points (fake_driver.c), its memory
+ * (fake_memory.c), its streams, events and the order work runs in (fake_queue.c), the kernels it
+ * runs (generated from codegen/ops.yaml) and the fake cuBLAS. */
 #ifndef CBLOB_TESTS_FAKE_CUDA_INTERNAL_H
 #define CBLOB_TESTS_FAKE_CUDA_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "fake_cuda.h"
 
 #define FAKE_API __attribute__((visibility("default")))
 
-/* CUresult values a launch can end with. */
+/* CUresult values the double returns. */
 #define FAKE_INVALID_VALUE 1
 #define FAKE_OUT_OF_MEMORY 2
+#define FAKE_INVALID_CONTEXT 201
+#define FAKE_INVALID_HANDLE 400
+#define FAKE_NOT_READY 600
 #define FAKE_ILLEGAL_ADDRESS 700
 #define FAKE_LAUNCH_FAILED 719
+#define FAKE_NOT_SUPPORTED 801
+
+#define FAKE_MAX_DEVICES 8
+/* Device memory is host memory at this distance: the host cannot read it by mistake. */
+#define FAKE_DEVICE_TAG ((uintptr_t)1 << 60)
 
 typedef struct fake_kernel {
     const char *name;
@@ -25,13 +36,93 @@ typedef struct fake_kernel {
 /* Every kernel the generated families hold, ending with a NULL name. */
 extern const fake_kernel fake_kernels[];
 
-/* The host address of [device_ptr, device_ptr + bytes) when it lies inside one device
- * allocation, else NULL. */
-FAKE_API void *fake_device_range(const void *device_ptr, size_t bytes);
-/* Runs what is queued on a stream (and, for the default stream, on every stream), as any later
- * work on it would wait for. 0, or CUDA_ERROR_INVALID_HANDLE for a stream that does not exist. */
-FAKE_API int fake_stream_flush(void *stream);
+/* ---- the one lock (recursive) and the knobs ---------------------------------------------------- */
+
+void fake_lock(void);
+/* Unlocks and returns `result`, so that an entry point can end with `return fake_unlock(code);`. */
+int fake_unlock(int result);
+extern fake_cuda_counters fake_counters;
+/* CBLOB_FAKE_CUDA_DEFERRED: queued work runs only when something waits for it. */
+bool fake_deferred(void);
+/* Reports a misuse that a real GPU would turn into silent corruption, and ends the process: the
+ * test fails, whatever it checks. */
+void fake_violation(const char *format, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* ---- contexts ------------------------------------------------------------------------------------ */
+
+/* The device of the calling thread's current context, or -1. */
+int fake_current_device(void);
+/* The fake cuBLAS's counts. */
+FAKE_API void fake_count_blas(int handles, int host_sums);
 /* Whether the calling thread has a context current (cuBLAS needs one). */
 FAKE_API int fake_context_current(void);
+/* 0, or why calls on the current context fail: no context, or the sticky error of a fault. */
+int fake_context_status(void);
+/* The sticky error of a device (0: none). A fault makes every later call on the device fail. */
+int fake_device_lost(int device);
+void fake_device_fault(int device, int error);
+/* The primary context of a device, as cuDevicePrimaryCtxRetain hands it out. */
+struct CUctx_st *fake_device_context(int device);
+
+/* ---- memory (fake_memory.c) ---------------------------------------------------------------------- */
+
+/* At enqueue time: whether [address, address + bytes) lies in one device allocation (or mapped
+ * pinned memory), ready or not. */
+bool fake_is_device_range(uint64_t address, size_t bytes);
+bool fake_is_pinned(const void *host, size_t bytes);
+/* At execution time: the host address of a device range, checked to be inside one live
+ * allocation whose stream-ordered allocation has run and that nobody handed back; a violation
+ * otherwise. The generated kernels and the fake cuBLAS call this for every array they touch. */
+FAKE_API void *fake_device_range(const void *device_ptr, size_t bytes);
+/* At execution time: a host range an asynchronous copy reads or writes, checked likewise. */
+void *fake_host_range(const void *host, size_t bytes);
+/* Whether [a, a + a_bytes) and [b, b + b_bytes) share a byte. */
+bool fake_ranges_overlap(uint64_t a, size_t a_bytes, uint64_t b, size_t b_bytes);
+void fake_memory_configure(uint64_t bytes_per_device);
+/* The memory calls behind cuMemAlloc, cuMemAllocAsync (ready false until its turn), cuMemFree,
+ * cuMemFreeAsync (free_queued when called, free when it runs), cuMemHostAlloc, cuMemFreeHost and
+ * cuPointerGetAttribute. Each returns a CUresult. */
+int fake_device_alloc(int device, size_t bytes, bool ready, uint64_t *out);
+int fake_device_free_queued(uint64_t address);
+int fake_device_free_now(uint64_t address);
+int fake_pinned_alloc(size_t bytes, void **out);
+int fake_pinned_free(void *ptr);
+int fake_device_pointer_info(uint64_t address, int *device, uint64_t *start, size_t *size);
+/* Marks a stream-ordered allocation ready, and frees one, when their turn in the stream comes. */
+void fake_allocation_ready(uint64_t address);
+void fake_allocation_free(uint64_t address);
+
+/* ---- streams and work (fake_queue.c) ------------------------------------------------------------- */
+
+typedef struct fake_stream fake_stream;
+typedef int (*fake_call_fn)(void *payload); /* a CUresult */
+
+void fake_queue_configure(int device_count, uint64_t seed);
+
+/* A stream handle of the current context (NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD
+ * included), or NULL for an unknown or destroyed handle. */
+fake_stream *fake_find_stream(void *handle);
+int fake_stream_device(const fake_stream *stream);
+
+/* Queues work; each returns a CUresult. Immediate mode runs it at once; deferred mode when
+ * something waits for it. `wait` runs it (and what it needs) before returning, as calls that the
+ * driver documents as synchronous do. */
+int fake_queue_copy(fake_stream *stream, uint64_t dst, uint64_t src, size_t bytes, bool wait);
+int fake_queue_copy_2d(fake_stream *stream, uint64_t dst, size_t dst_pitch, uint64_t src, size_t src_pitch,
+                       size_t width, size_t height);
+int fake_queue_memset(fake_stream *stream, uint64_t dst, unsigned char value, size_t bytes);
+int fake_queue_launch(fake_stream *stream, const fake_kernel *kernel, void **params, unsigned int grid,
+                      unsigned int block);
+int fake_queue_alloc(fake_stream *stream, uint64_t address);
+int fake_queue_free(fake_stream *stream, uint64_t address);
+/* Generic work for the fake cuBLAS: `run(payload)` at its turn, then free(payload). `addresses`
+ * are the device arrays it touches (for the hand-back check). */
+FAKE_API int fake_queue_call(void *stream_handle, fake_call_fn run, void *payload, const uint64_t *addresses,
+                             int address_count, bool wait);
+/* Runs everything queued on every stream of a device (-1: every device), as cuMemFree and
+ * cuCtxSynchronize do. Returns the device's sticky error, or 0. */
+int fake_run_device(int device);
+/* Whether queued work touches [address, address + bytes); describes it in `what`. */
+bool fake_queued_work_touches(uint64_t address, size_t bytes, char *what, size_t size);
 
 #endif

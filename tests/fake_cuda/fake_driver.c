@@ -2,7 +2,8 @@
 /* A test double of the CUDA driver (built as libcuda.so.1, for tests only). See fake_cuda.h for
  * what it models and its knobs. It is strict where a real driver would fail or corrupt memory:
  * unknown pointers and streams, copies past an allocation, calls without a current context and
- * frees of memory it did not hand out are errors. */
+ * frees of memory it did not hand out are errors. This file holds the entry points; memory is in
+ * fake_memory.c, streams and the order work runs in in fake_queue.c. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -13,33 +14,12 @@
 #include "cuda_api.h"
 #include "fake_cuda_internal.h"
 
-#define CUDA_ERROR_INVALID_CONTEXT 201
-#define CUDA_ERROR_INVALID_HANDLE 400
-#define DEVICE_TAG ((uintptr_t)1 << 60)
-#define PINNED_HEADER 64
-#define MAX_DEVICES 8
+/* Every driver function the library calls, some defined in fake_queue.c. */
+#define FAKE_DECLARE(ret, symbol, params) FAKE_API ret symbol params;
+CB_CUDA_DRIVER_FUNCTIONS(FAKE_DECLARE)
+#undef FAKE_DECLARE
 
 /* ---- state --------------------------------------------------------------------------------- */
-
-typedef struct allocation {
-    unsigned char *host;
-    size_t size;
-    int device;
-    bool pinned;
-} allocation;
-
-typedef struct pending_copy {
-    unsigned char *dst;
-    const unsigned char *src; /* pinned source: read when the copy runs */
-    unsigned char *snapshot;  /* pageable source: taken when queued, as the driver stages it */
-    size_t bytes;
-    struct pending_copy *next;
-} pending_copy;
-
-typedef struct fake_stream {
-    pending_copy *head, *tail;
-    struct fake_stream *next_stream;
-} fake_stream;
 
 typedef struct fake_context {
     int device;
@@ -52,17 +32,12 @@ typedef struct fake_module {
 
 static pthread_mutex_t lock;
 static pthread_once_t lock_once = PTHREAD_ONCE_INIT;
-static bool initialised;
+static bool initialised, deferred, no_pools;
 static int device_count = 1, driver_version = 13000, arch = 80;
-static uint64_t memory_per_device = (uint64_t)1 << 30;
 static bool no_proc_address;
-static allocation *allocations;
-static size_t allocation_count, allocation_room;
-static fake_stream default_stream;
-static fake_stream *streams; /* created by cuStreamCreate */
-static fake_context contexts[MAX_DEVICES];
-static fake_cuda_counters counters;
-static uint64_t device_bytes[MAX_DEVICES];
+static fake_context contexts[FAKE_MAX_DEVICES];
+static int lost[FAKE_MAX_DEVICES]; /* each device's sticky error */
+fake_cuda_counters fake_counters;
 
 #define CONTEXT_STACK 16
 static _Thread_local fake_context *context_stack[CONTEXT_STACK];
@@ -77,16 +52,21 @@ static void make_lock(void)
     pthread_mutexattr_destroy(&attributes);
 }
 
-static void enter(void)
+void fake_lock(void)
 {
     pthread_once(&lock_once, make_lock);
     pthread_mutex_lock(&lock);
 }
 
-static int leave(int result)
+int fake_unlock(int result)
 {
     pthread_mutex_unlock(&lock);
     return result;
+}
+
+bool fake_deferred(void)
+{
+    return deferred;
 }
 
 static long env_number(const char *name, long fallback)
@@ -100,129 +80,62 @@ static fake_context *current_context(void)
     return context_depth > 0 ? context_stack[context_depth - 1] : NULL;
 }
 
+int fake_current_device(void)
+{
+    const fake_context *context = current_context();
+    return context != NULL ? context->device : -1;
+}
+
 FAKE_API int fake_context_current(void)
 {
     return current_context() != NULL;
+}
+
+struct CUctx_st *fake_device_context(int device)
+{
+    return (struct CUctx_st *)&contexts[device];
+}
+
+int fake_device_lost(int device)
+{
+    fake_lock();
+    return fake_unlock(lost[device]);
+}
+
+void fake_device_fault(int device, int error)
+{
+    fake_lock();
+    if (lost[device] == 0)
+        lost[device] = error;
+    fake_unlock(0);
+}
+
+int fake_context_status(void)
+{
+    const fake_context *context = current_context();
+    return context == NULL ? FAKE_INVALID_CONTEXT : fake_device_lost(context->device);
 }
 
 /* ---- the control interface --------------------------------------------------------------- */
 
 FAKE_API void fake_cuda_get_counters(fake_cuda_counters *out)
 {
-    enter();
-    *out = counters;
-    leave(0);
+    fake_lock();
+    *out = fake_counters;
+    fake_unlock(0);
 }
 
-FAKE_API void fake_cuda_set_memory(uint64_t bytes_per_device)
+FAKE_API void fake_count_blas(int handles, int host_sums)
 {
-    enter();
-    memory_per_device = bytes_per_device;
-    leave(0);
+    fake_lock();
+    fake_counters.blas_handles += (uint64_t)handles;
+    fake_counters.blas_host_sums += (uint64_t)host_sums;
+    fake_unlock(0);
 }
 
-FAKE_API uint64_t fake_cuda_pending_copies(void)
+FAKE_API int fake_cuda_deferred(void)
 {
-    enter();
-    uint64_t pending = 0;
-    for (fake_stream *stream = &default_stream; stream != NULL;
-         stream = stream == &default_stream ? streams : stream->next_stream)
-        for (pending_copy *copy = stream->head; copy != NULL; copy = copy->next)
-            ++pending;
-    leave(0);
-    return pending;
-}
-
-/* ---- memory ---------------------------------------------------------------------------------- */
-
-static allocation *find_allocation(uintptr_t host, size_t bytes, bool pinned)
-{
-    for (size_t i = 0; i < allocation_count; ++i) {
-        allocation *a = &allocations[i];
-        const uintptr_t start = (uintptr_t)a->host;
-        if (a->pinned == pinned && host >= start && host - start <= a->size && bytes <= a->size - (host - start))
-            return a;
-    }
-    return NULL;
-}
-
-FAKE_API void *fake_device_range(const void *device_ptr, size_t bytes)
-{
-    const uintptr_t address = (uintptr_t)device_ptr;
-    if (address < DEVICE_TAG)
-        return NULL;
-    enter();
-    const allocation *a = find_allocation(address - DEVICE_TAG, bytes, false);
-    leave(0);
-    return a != NULL ? (void *)(address - DEVICE_TAG) : NULL;
-}
-
-static bool add_allocation(unsigned char *host, size_t size, int device, bool pinned)
-{
-    if (allocation_count == allocation_room) {
-        const size_t room = allocation_room ? 2 * allocation_room : 64;
-        allocation *grown = realloc(allocations, room * sizeof *grown);
-        if (grown == NULL)
-            return false;
-        allocations = grown;
-        allocation_room = room;
-    }
-    allocations[allocation_count++] = (allocation){host, size, device, pinned};
-    return true;
-}
-
-static void remove_allocation(allocation *a)
-{
-    *a = allocations[--allocation_count];
-}
-
-/* ---- streams --------------------------------------------------------------------------------- */
-
-static fake_stream *find_stream(void *handle)
-{
-    /* NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD all mean the default stream here. */
-    if ((uintptr_t)handle <= 2)
-        return &default_stream;
-    for (fake_stream *stream = streams; stream != NULL; stream = stream->next_stream)
-        if (stream == handle)
-            return stream;
-    return NULL;
-}
-
-static void run_queue(fake_stream *stream)
-{
-    while (stream->head != NULL) {
-        pending_copy *copy = stream->head;
-        memcpy(copy->dst, copy->snapshot != NULL ? copy->snapshot : copy->src, copy->bytes);
-        stream->head = copy->next;
-        free(copy->snapshot);
-        free(copy);
-    }
-    stream->tail = NULL;
-}
-
-static void run_all_queues(void)
-{
-    run_queue(&default_stream);
-    for (fake_stream *stream = streams; stream != NULL; stream = stream->next_stream)
-        run_queue(stream);
-}
-
-/* Work on a stream waits for what is queued on it; the legacy default stream also waits for
- * every other (blocking) stream, and they for it. */
-FAKE_API int fake_stream_flush(void *handle)
-{
-    enter();
-    fake_stream *stream = find_stream(handle);
-    if (stream == NULL)
-        return leave(CUDA_ERROR_INVALID_HANDLE);
-    if (stream == &default_stream)
-        run_all_queues();
-    else {
-        run_queue(&default_stream);
-        run_queue(stream);
-    }
-    return leave(CBCU_SUCCESS);
+    return deferred;
 }
 
 /* ---- initialisation and devices ---------------------------------------------------------------- */
@@ -233,18 +146,24 @@ FAKE_API cbcu_result cuInit(unsigned int flags)
         return CBCU_ERROR_INVALID_VALUE;
     if (env_number("CBLOB_FAKE_CUDA_STUB", 0) != 0)
         return CBCU_ERROR_STUB_LIBRARY;
-    enter();
-    device_count = (int)env_number("CBLOB_FAKE_CUDA_DEVICES", 1);
-    if (device_count > MAX_DEVICES)
-        device_count = MAX_DEVICES;
-    driver_version = (int)env_number("CBLOB_FAKE_CUDA_VERSION", 13000);
-    arch = (int)env_number("CBLOB_FAKE_CUDA_ARCH", 80);
-    memory_per_device = (uint64_t)env_number("CBLOB_FAKE_CUDA_MEMORY", 1L << 30);
-    no_proc_address = env_number("CBLOB_FAKE_CUDA_NO_PROC_ADDRESS", 0) != 0;
-    for (int i = 0; i < MAX_DEVICES; ++i)
-        contexts[i].device = i;
-    initialised = true;
-    return leave(device_count > 0 ? CBCU_SUCCESS : CBCU_ERROR_NO_DEVICE);
+    fake_lock();
+    if (!initialised) {
+        device_count = (int)env_number("CBLOB_FAKE_CUDA_DEVICES", 1);
+        if (device_count > FAKE_MAX_DEVICES)
+            device_count = FAKE_MAX_DEVICES;
+        driver_version = (int)env_number("CBLOB_FAKE_CUDA_VERSION", 13000);
+        arch = (int)env_number("CBLOB_FAKE_CUDA_ARCH", 80);
+        fake_memory_configure((uint64_t)env_number("CBLOB_FAKE_CUDA_MEMORY", 1L << 30));
+        no_proc_address = env_number("CBLOB_FAKE_CUDA_NO_PROC_ADDRESS", 0) != 0;
+        no_pools = env_number("CBLOB_FAKE_CUDA_NO_POOLS", 0) != 0;
+        const char *seed = getenv("CBLOB_FAKE_CUDA_DEFERRED");
+        deferred = seed != NULL && seed[0] != '\0';
+        fake_queue_configure(device_count, deferred ? strtoull(seed, NULL, 10) : 0);
+        for (int i = 0; i < FAKE_MAX_DEVICES; ++i)
+            contexts[i].device = i;
+        initialised = true;
+    }
+    return fake_unlock(device_count > 0 ? CBCU_SUCCESS : CBCU_ERROR_NO_DEVICE);
 }
 
 FAKE_API cbcu_result cuDriverGetVersion(int *version)
@@ -266,8 +185,9 @@ FAKE_API cbcu_result cuGetErrorName(cbcu_result error, const char **name)
         {0, "CUDA_SUCCESS"}, {1, "CUDA_ERROR_INVALID_VALUE"}, {2, "CUDA_ERROR_OUT_OF_MEMORY"},
         {3, "CUDA_ERROR_NOT_INITIALIZED"}, {34, "CUDA_ERROR_STUB_LIBRARY"}, {100, "CUDA_ERROR_NO_DEVICE"},
         {101, "CUDA_ERROR_INVALID_DEVICE"}, {200, "CUDA_ERROR_INVALID_IMAGE"}, {201, "CUDA_ERROR_INVALID_CONTEXT"},
-        {400, "CUDA_ERROR_INVALID_HANDLE"}, {500, "CUDA_ERROR_NOT_FOUND"}, {700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
-        {719, "CUDA_ERROR_LAUNCH_FAILED"},
+        {222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"}, {400, "CUDA_ERROR_INVALID_HANDLE"}, {500, "CUDA_ERROR_NOT_FOUND"},
+        {600, "CUDA_ERROR_NOT_READY"}, {700, "CUDA_ERROR_ILLEGAL_ADDRESS"}, {715, "CUDA_ERROR_ILLEGAL_INSTRUCTION"},
+        {719, "CUDA_ERROR_LAUNCH_FAILED"}, {801, "CUDA_ERROR_NOT_SUPPORTED"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
         if (names[i].code == (int)error) {
@@ -316,6 +236,8 @@ FAKE_API cbcu_result cuDeviceGetAttribute(int *value, cbcu_device_attribute attr
     case CBCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = arch / 10; return CBCU_SUCCESS;
     case CBCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = arch % 10; return CBCU_SUCCESS;
     case CBCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 4; return CBCU_SUCCESS;
+    case CBCU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *value = !no_pools; return CBCU_SUCCESS;
+    case CBCU_DEVICE_ATTRIBUTE_MAX_PITCH: *value = 2147483647; return CBCU_SUCCESS;
     default: return CBCU_ERROR_INVALID_VALUE;
     }
 }
@@ -324,7 +246,7 @@ FAKE_API cbcu_result cuDeviceTotalMem_v2(size_t *bytes, cbcu_device device)
 {
     if (device < 0 || device >= device_count)
         return CBCU_ERROR_INVALID_DEVICE;
-    *bytes = (size_t)memory_per_device;
+    *bytes = (size_t)env_number("CBLOB_FAKE_CUDA_MEMORY", 1L << 30);
     return CBCU_SUCCESS;
 }
 
@@ -348,7 +270,7 @@ FAKE_API cbcu_result cuCtxPushCurrent_v2(cbcu_context context)
 FAKE_API cbcu_result cuCtxPopCurrent_v2(cbcu_context *context)
 {
     if (context_depth == 0)
-        return CUDA_ERROR_INVALID_CONTEXT;
+        return FAKE_INVALID_CONTEXT;
     fake_context *popped = context_stack[--context_depth];
     if (context != NULL)
         *context = (cbcu_context)popped;
@@ -359,233 +281,214 @@ FAKE_API cbcu_result cuCtxPopCurrent_v2(cbcu_context *context)
 
 FAKE_API cbcu_result cuMemAlloc_v2(cbcu_deviceptr *ptr, size_t bytes)
 {
-    fake_context *context = current_context();
-    if (context == NULL)
-        return CUDA_ERROR_INVALID_CONTEXT;
+    const int status = fake_context_status();
+    if (status != 0)
+        return status;
     if (bytes == 0 || ptr == NULL)
         return CBCU_ERROR_INVALID_VALUE;
-    enter();
-    if (device_bytes[context->device] + bytes > memory_per_device)
-        return leave(CBCU_ERROR_OUT_OF_MEMORY);
-    unsigned char *host = malloc(bytes);
-    if (host == NULL || !add_allocation(host, bytes, context->device, false)) {
-        free(host);
-        return leave(CBCU_ERROR_OUT_OF_MEMORY);
-    }
-    /* Fresh device memory holds garbage, which a missing zero-fill would show. */
-    memset(host, 0xA5, bytes);
-    device_bytes[context->device] += bytes;
-    counters.device_allocs++;
-    counters.device_bytes_in_use += bytes;
-    *ptr = (cbcu_deviceptr)((uintptr_t)host + DEVICE_TAG);
-    return leave(CBCU_SUCCESS);
+    uint64_t address = 0;
+    const int result = fake_device_alloc(fake_current_device(), bytes, true, &address);
+    if (result == 0)
+        *ptr = address;
+    return result;
 }
 
+/* Freeing waits for the whole device first, as cuMemFree does. */
 FAKE_API cbcu_result cuMemFree_v2(cbcu_deviceptr ptr)
 {
-    if (current_context() == NULL)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    enter();
-    run_all_queues(); /* freeing waits for the device, as cuMemFree does */
-    allocation *a = ptr >= DEVICE_TAG ? find_allocation((uintptr_t)ptr - DEVICE_TAG, 0, false) : NULL;
-    if (a == NULL || (uintptr_t)a->host != (uintptr_t)ptr - DEVICE_TAG)
-        return leave(CBCU_ERROR_INVALID_VALUE);
-    device_bytes[a->device] -= a->size;
-    counters.device_frees++;
-    counters.device_bytes_in_use -= a->size;
-    free(a->host);
-    remove_allocation(a);
-    return leave(CBCU_SUCCESS);
+    const int status = fake_context_status();
+    if (status != 0)
+        return status;
+    fake_lock();
+    fake_counters.device_syncs++;
+    const int lost_now = fake_run_device(fake_current_device());
+    return fake_unlock(lost_now != 0 ? lost_now : fake_device_free_now(ptr));
+}
+
+FAKE_API cbcu_result cuMemAllocAsync(cbcu_deviceptr *ptr, size_t bytes, cbcu_stream stream_handle)
+{
+    const int status = fake_context_status();
+    if (status != 0)
+        return status;
+    if (bytes == 0 || ptr == NULL)
+        return CBCU_ERROR_INVALID_VALUE;
+    if (no_pools)
+        return FAKE_NOT_SUPPORTED;
+    fake_lock();
+    fake_stream *stream = fake_find_stream(stream_handle);
+    if (stream == NULL)
+        return fake_unlock(CBCU_ERROR_INVALID_HANDLE);
+    uint64_t address = 0;
+    int result = fake_device_alloc(fake_stream_device(stream), bytes, false, &address);
+    if (result == 0) {
+        fake_counters.async_allocs++;
+        *ptr = address;
+        result = fake_queue_alloc(stream, address);
+    }
+    return fake_unlock(result);
+}
+
+FAKE_API cbcu_result cuMemFreeAsync(cbcu_deviceptr ptr, cbcu_stream stream_handle)
+{
+    const int status = fake_context_status();
+    if (status != 0)
+        return status;
+    if (no_pools)
+        return FAKE_NOT_SUPPORTED;
+    fake_lock();
+    fake_stream *stream = fake_find_stream(stream_handle);
+    if (stream == NULL)
+        return fake_unlock(CBCU_ERROR_INVALID_HANDLE);
+    int result = fake_device_free_queued(ptr);
+    if (result == 0) {
+        fake_counters.async_frees++;
+        result = fake_queue_free(stream, ptr);
+    }
+    return fake_unlock(result);
 }
 
 FAKE_API cbcu_result cuMemHostAlloc(void **ptr, size_t bytes, unsigned int flags)
 {
-    if (current_context() == NULL)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    if (bytes == 0 || (flags & ~(unsigned)CBCU_MEMHOSTALLOC_PORTABLE) != 0)
+    const int status = fake_context_status();
+    if (status != 0)
+        return status;
+    if (bytes == 0 || ptr == NULL || (flags & ~(unsigned)CBCU_MEMHOSTALLOC_PORTABLE) != 0)
         return CBCU_ERROR_INVALID_VALUE;
-    enter();
-    /* Offset from what malloc returned, so that free() of it by mistake is caught at once. */
-    unsigned char *block = malloc(bytes + PINNED_HEADER);
-    if (block == NULL || !add_allocation(block + PINNED_HEADER, bytes, -1, true)) {
-        free(block);
-        return leave(CBCU_ERROR_OUT_OF_MEMORY);
-    }
-    counters.pinned_allocs++;
-    counters.pinned_bytes_in_use += bytes;
-    *ptr = block + PINNED_HEADER;
-    return leave(CBCU_SUCCESS);
+    return fake_pinned_alloc(bytes, ptr);
 }
 
 FAKE_API cbcu_result cuMemFreeHost(void *ptr)
 {
-    if (current_context() == NULL)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    enter();
-    run_all_queues();
-    allocation *a = find_allocation((uintptr_t)ptr, 0, true);
-    if (a == NULL || a->host != ptr)
-        return leave(CBCU_ERROR_INVALID_VALUE);
-    counters.pinned_frees++;
-    counters.pinned_bytes_in_use -= a->size;
-    free(a->host - PINNED_HEADER);
-    remove_allocation(a);
-    return leave(CBCU_SUCCESS);
+    const int status = fake_context_status();
+    if (status != 0)
+        return status;
+    fake_lock();
+    fake_counters.device_syncs++;
+    fake_run_device(-1);
+    return fake_unlock(fake_pinned_free(ptr));
 }
 
-static void *device_range_locked(cbcu_deviceptr ptr, size_t bytes)
+/* Unified addressing maps pinned memory into every context: its device address. */
+FAKE_API cbcu_result cuMemHostGetDevicePointer_v2(cbcu_deviceptr *ptr, void *host, unsigned int flags)
 {
-    if (ptr < DEVICE_TAG)
-        return NULL;
-    allocation *a = find_allocation((uintptr_t)ptr - DEVICE_TAG, bytes, false);
-    return a != NULL ? (void *)((uintptr_t)ptr - DEVICE_TAG) : NULL;
-}
-
-static bool is_pinned(const void *host, size_t bytes)
-{
-    return find_allocation((uintptr_t)host, bytes, true) != NULL;
-}
-
-/* Runs a copy in stream order: after what the stream has queued. */
-static cbcu_result copy_now(void *stream_handle, void *dst, const void *src, size_t bytes)
-{
-    fake_stream *stream = find_stream(stream_handle);
-    if (stream == NULL)
-        return CUDA_ERROR_INVALID_HANDLE;
-    fake_stream_flush(stream_handle);
-    memmove(dst, src, bytes);
+    const int status = fake_context_status();
+    if (status != 0)
+        return status;
+    if (ptr == NULL || flags != 0 || !fake_is_pinned(host, 1))
+        return CBCU_ERROR_INVALID_VALUE;
+    *ptr = (cbcu_deviceptr)((uintptr_t)host + FAKE_DEVICE_TAG);
     return CBCU_SUCCESS;
-}
-
-FAKE_API cbcu_result cuMemcpyHtoDAsync_v2(cbcu_deviceptr dst, const void *src, size_t bytes, cbcu_stream stream_handle)
-{
-    if (current_context() == NULL)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    enter();
-    void *to = device_range_locked(dst, bytes);
-    fake_stream *stream = find_stream(stream_handle);
-    if (to == NULL || src == NULL)
-        return leave(CBCU_ERROR_INVALID_VALUE);
-    if (stream == NULL)
-        return leave(CUDA_ERROR_INVALID_HANDLE);
-    counters.host_to_device++;
-    counters.host_to_device_bytes += bytes;
-    counters.async_copies++;
-    pending_copy *copy = calloc(1, sizeof *copy);
-    if (copy == NULL)
-        return leave(CBCU_ERROR_OUT_OF_MEMORY);
-    copy->dst = to;
-    copy->bytes = bytes;
-    if (is_pinned(src, bytes)) {
-        copy->src = src;
-    } else {
-        copy->snapshot = malloc(bytes);
-        if (copy->snapshot == NULL) {
-            free(copy);
-            return leave(CBCU_ERROR_OUT_OF_MEMORY);
-        }
-        memcpy(copy->snapshot, src, bytes);
-    }
-    if (stream->tail != NULL)
-        stream->tail->next = copy;
-    else
-        stream->head = copy;
-    stream->tail = copy;
-    return leave(CBCU_SUCCESS);
-}
-
-FAKE_API cbcu_result cuMemcpyDtoHAsync_v2(void *dst, cbcu_deviceptr src, size_t bytes, cbcu_stream stream)
-{
-    if (current_context() == NULL)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    enter();
-    void *from = device_range_locked(src, bytes);
-    if (from == NULL || dst == NULL)
-        return leave(CBCU_ERROR_INVALID_VALUE);
-    counters.device_to_host++;
-    counters.device_to_host_bytes += bytes;
-    return leave(copy_now(stream, dst, from, bytes));
-}
-
-FAKE_API cbcu_result cuMemcpyDtoDAsync_v2(cbcu_deviceptr dst, cbcu_deviceptr src, size_t bytes, cbcu_stream stream)
-{
-    if (current_context() == NULL)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    enter();
-    void *to = device_range_locked(dst, bytes), *from = device_range_locked(src, bytes);
-    if (to == NULL || from == NULL)
-        return leave(CBCU_ERROR_INVALID_VALUE);
-    counters.device_to_device++;
-    counters.device_to_device_bytes += bytes;
-    return leave(copy_now(stream, to, from, bytes));
-}
-
-FAKE_API cbcu_result cuMemsetD8Async(cbcu_deviceptr dst, unsigned char value, size_t count, cbcu_stream stream)
-{
-    if (current_context() == NULL)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    enter();
-    void *to = device_range_locked(dst, count);
-    if (to == NULL)
-        return leave(CBCU_ERROR_INVALID_VALUE);
-    if (find_stream(stream) == NULL)
-        return leave(CUDA_ERROR_INVALID_HANDLE);
-    fake_stream_flush(stream);
-    memset(to, value, count);
-    counters.memsets++;
-    return leave(CBCU_SUCCESS);
-}
-
-FAKE_API cbcu_result cuStreamSynchronize(cbcu_stream stream)
-{
-    if (current_context() == NULL)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    return fake_stream_flush(stream);
-}
-
-FAKE_API cbcu_result cuStreamCreate(cbcu_stream *out, unsigned int flags)
-{
-    (void)flags;
-    if (current_context() == NULL)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    fake_stream *stream = calloc(1, sizeof *stream);
-    if (stream == NULL)
-        return CBCU_ERROR_OUT_OF_MEMORY;
-    enter();
-    stream->next_stream = streams;
-    streams = stream;
-    *out = (cbcu_stream)stream;
-    return leave(CBCU_SUCCESS);
-}
-
-FAKE_API cbcu_result cuStreamDestroy_v2(cbcu_stream handle)
-{
-    enter();
-    for (fake_stream **link = &streams; *link != NULL; link = &(*link)->next_stream)
-        if (*link == (fake_stream *)handle) {
-            fake_stream *stream = *link;
-            run_queue(stream); /* destroying lets queued work finish */
-            *link = stream->next_stream;
-            free(stream);
-            return leave(CBCU_SUCCESS);
-        }
-    return leave(CUDA_ERROR_INVALID_HANDLE);
 }
 
 FAKE_API cbcu_result cuPointerGetAttribute(void *data, cbcu_pointer_attribute attribute, cbcu_deviceptr ptr)
 {
-    enter();
-    allocation *a = ptr >= DEVICE_TAG ? find_allocation((uintptr_t)ptr - DEVICE_TAG, 0, false) : NULL;
-    if (a == NULL)
-        return leave(CBCU_ERROR_INVALID_VALUE);
+    int device = -1;
+    uint64_t start = 0;
+    size_t size = 0;
+    if (fake_device_pointer_info(ptr, &device, &start, &size) != 0)
+        return CBCU_ERROR_INVALID_VALUE;
     switch (attribute) {
     case CBCU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned int *)data = CBCU_MEMORYTYPE_DEVICE; break;
-    case CBCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = a->device; break;
-    case CBCU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(cbcu_deviceptr *)data = (uintptr_t)a->host + DEVICE_TAG; break;
-    case CBCU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = a->size; break;
-    default: return leave(CBCU_ERROR_INVALID_VALUE);
+    case CBCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = device; break;
+    case CBCU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(cbcu_deviceptr *)data = start; break;
+    case CBCU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = size; break;
+    default: return CBCU_ERROR_INVALID_VALUE;
     }
-    return leave(CBCU_SUCCESS);
+    return CBCU_SUCCESS;
+}
+
+/* ---- copies ------------------------------------------------------------------------------------ */
+
+/* The stream and the check every asynchronous copy starts with. */
+static int copy_stream(cbcu_stream handle, fake_stream **out)
+{
+    const int status = fake_context_status();
+    if (status != 0)
+        return status;
+    *out = fake_find_stream(handle);
+    return *out != NULL ? 0 : CBCU_ERROR_INVALID_HANDLE;
+}
+
+FAKE_API cbcu_result cuMemcpyHtoDAsync_v2(cbcu_deviceptr dst, const void *src, size_t bytes, cbcu_stream handle)
+{
+    fake_stream *stream;
+    const int status = copy_stream(handle, &stream);
+    if (status != 0)
+        return status;
+    if (!fake_is_device_range(dst, bytes) || src == NULL)
+        return CBCU_ERROR_INVALID_VALUE;
+    fake_lock();
+    fake_counters.host_to_device++;
+    fake_counters.host_to_device_bytes += bytes;
+    fake_counters.async_copies++;
+    return fake_unlock(fake_queue_copy(stream, dst, (uint64_t)(uintptr_t)src, bytes, false));
+}
+
+/* To pageable memory the copy has finished when the call returns (the driver says so); to
+ * pinned memory it is queued like any other. */
+FAKE_API cbcu_result cuMemcpyDtoHAsync_v2(void *dst, cbcu_deviceptr src, size_t bytes, cbcu_stream handle)
+{
+    fake_stream *stream;
+    const int status = copy_stream(handle, &stream);
+    if (status != 0)
+        return status;
+    if (!fake_is_device_range(src, bytes) || dst == NULL)
+        return CBCU_ERROR_INVALID_VALUE;
+    fake_lock();
+    fake_counters.device_to_host++;
+    fake_counters.device_to_host_bytes += bytes;
+    return fake_unlock(fake_queue_copy(stream, (uint64_t)(uintptr_t)dst, src, bytes, !fake_is_pinned(dst, bytes)));
+}
+
+FAKE_API cbcu_result cuMemcpyDtoDAsync_v2(cbcu_deviceptr dst, cbcu_deviceptr src, size_t bytes, cbcu_stream handle)
+{
+    fake_stream *stream;
+    const int status = copy_stream(handle, &stream);
+    if (status != 0)
+        return status;
+    if (!fake_is_device_range(dst, bytes) || !fake_is_device_range(src, bytes))
+        return CBCU_ERROR_INVALID_VALUE;
+    fake_lock();
+    fake_counters.device_to_device++;
+    fake_counters.device_to_device_bytes += bytes;
+    return fake_unlock(fake_queue_copy(stream, dst, src, bytes, false));
+}
+
+/* Device to device only: the one kind the library asks for. */
+FAKE_API cbcu_result cuMemcpy2DAsync_v2(const cbcu_memcpy2d *copy, cbcu_stream handle)
+{
+    fake_stream *stream;
+    const int status = copy_stream(handle, &stream);
+    if (status != 0)
+        return status;
+    if (copy == NULL || copy->srcMemoryType != CBCU_MEMORYTYPE_DEVICE || copy->dstMemoryType != CBCU_MEMORYTYPE_DEVICE)
+        return copy == NULL ? CBCU_ERROR_INVALID_VALUE : FAKE_NOT_SUPPORTED;
+    if (copy->WidthInBytes > copy->srcPitch || copy->WidthInBytes > copy->dstPitch || copy->Height == 0 ||
+        copy->srcPitch > 2147483647 || copy->dstPitch > 2147483647)
+        return CBCU_ERROR_INVALID_VALUE;
+    const uint64_t src = copy->srcDevice + copy->srcY * copy->srcPitch + copy->srcXInBytes;
+    const uint64_t dst = copy->dstDevice + copy->dstY * copy->dstPitch + copy->dstXInBytes;
+    if (!fake_is_device_range(src, (copy->Height - 1) * copy->srcPitch + copy->WidthInBytes) ||
+        !fake_is_device_range(dst, (copy->Height - 1) * copy->dstPitch + copy->WidthInBytes))
+        return CBCU_ERROR_INVALID_VALUE;
+    fake_lock();
+    fake_counters.device_to_device++;
+    fake_counters.copies_2d++;
+    fake_counters.device_to_device_bytes += copy->WidthInBytes * copy->Height;
+    return fake_unlock(fake_queue_copy_2d(stream, dst, copy->dstPitch, src, copy->srcPitch, copy->WidthInBytes, copy->Height));
+}
+
+FAKE_API cbcu_result cuMemsetD8Async(cbcu_deviceptr dst, unsigned char value, size_t count, cbcu_stream handle)
+{
+    fake_stream *stream;
+    const int status = copy_stream(handle, &stream);
+    if (status != 0)
+        return status;
+    if (!fake_is_device_range(dst, count))
+        return CBCU_ERROR_INVALID_VALUE;
+    fake_lock();
+    fake_counters.memsets++;
+    return fake_unlock(fake_queue_memset(stream, dst, value, count));
 }
 
 /* ---- modules and launches ---------------------------------------------------------------------- */
@@ -608,8 +511,9 @@ static size_t image_size(const unsigned char *image)
 
 FAKE_API cbcu_result cuModuleLoadData(cbcu_module *module, const void *image)
 {
-    if (current_context() == NULL)
-        return CUDA_ERROR_INVALID_CONTEXT;
+    const int status = fake_context_status();
+    if (status != 0)
+        return status;
     const size_t size = image != NULL ? image_size(image) : 0;
     if (size == 0 || size > ((size_t)64 << 20))
         return CBCU_ERROR_INVALID_IMAGE;
@@ -622,9 +526,9 @@ FAKE_API cbcu_result cuModuleLoadData(cbcu_module *module, const void *image)
     }
     memcpy(copy, image, size);
     *loaded = (fake_module){copy, size};
-    enter();
-    counters.module_loads++;
-    leave(0);
+    fake_lock();
+    fake_counters.module_loads++;
+    fake_unlock(0);
     *module = (cbcu_module)loaded;
     return CBCU_SUCCESS;
 }
@@ -657,23 +561,44 @@ FAKE_API cbcu_result cuModuleGetFunction(cbcu_function *function, cbcu_module mo
     return CBCU_ERROR_NOT_FOUND;
 }
 
-FAKE_API cbcu_result cuLaunchKernel(cbcu_function function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
-                                    unsigned int block_x, unsigned int block_y, unsigned int block_z,
-                                    unsigned int shared_bytes, cbcu_stream stream, void **params, void **extra)
+/* Each kernel uses what the double says; occupancy follows from its block size. */
+FAKE_API cbcu_result cuFuncGetAttribute(int *value, cbcu_function_attribute attribute, cbcu_function function)
+{
+    if (value == NULL || function == NULL || attribute != CBCU_FUNC_ATTRIBUTE_NUM_REGS)
+        return CBCU_ERROR_INVALID_VALUE;
+    *value = 32;
+    return CBCU_SUCCESS;
+}
+
+FAKE_API cbcu_result cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, cbcu_function function, int block_size,
+                                                                 size_t shared_bytes)
 {
     (void)shared_bytes;
-    if (current_context() == NULL)
-        return CUDA_ERROR_INVALID_CONTEXT;
+    if (blocks == NULL || function == NULL || block_size <= 0 || block_size > 1024)
+        return CBCU_ERROR_INVALID_VALUE;
+    *blocks = 2048 / block_size;
+    return CBCU_SUCCESS;
+}
+
+FAKE_API cbcu_result cuLaunchKernel(cbcu_function function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
+                                    unsigned int block_x, unsigned int block_y, unsigned int block_z,
+                                    unsigned int shared_bytes, cbcu_stream handle, void **params, void **extra)
+{
+    (void)shared_bytes;
+    const int status = fake_context_status();
+    if (status != 0)
+        return status;
     const fake_kernel *kernel = (const fake_kernel *)function;
     if (kernel == NULL || params == NULL || extra != NULL || grid_x == 0 || grid_y != 1 || grid_z != 1 ||
         block_x == 0 || block_x > 1024 || block_x % 32 != 0 || block_y != 1 || block_z != 1)
         return CBCU_ERROR_INVALID_VALUE;
-    enter();
-    const int flushed = fake_stream_flush(stream);
-    if (flushed != CBCU_SUCCESS)
-        return leave(flushed);
-    counters.launches++;
-    return leave(kernel->run(params, grid_x, block_x));
+    fake_lock();
+    fake_stream *stream = fake_find_stream(handle);
+    if (stream == NULL)
+        return fake_unlock(CBCU_ERROR_INVALID_HANDLE);
+    fake_counters.launches++;
+    fake_counters.last_grid = grid_x;
+    return fake_unlock(fake_queue_launch(stream, kernel, params, grid_x, block_x));
 }
 
 /* ---- cuGetProcAddress ---------------------------------------------------------------------- */
@@ -700,13 +625,21 @@ FAKE_API cbcu_result cuGetProcAddress_v2(const char *symbol, void **function, in
         {"cuStreamSynchronize", (void *)cuStreamSynchronize}, {"cuPointerGetAttribute", (void *)cuPointerGetAttribute},
         {"cuModuleLoadData", (void *)cuModuleLoadData}, {"cuModuleUnload", (void *)cuModuleUnload},
         {"cuModuleGetFunction", (void *)cuModuleGetFunction}, {"cuLaunchKernel", (void *)cuLaunchKernel},
+        {"cuCtxSynchronize", (void *)cuCtxSynchronize}, {"cuMemAllocAsync", (void *)cuMemAllocAsync},
+        {"cuMemFreeAsync", (void *)cuMemFreeAsync}, {"cuMemHostGetDevicePointer", (void *)cuMemHostGetDevicePointer_v2},
+        {"cuMemcpy2DAsync", (void *)cuMemcpy2DAsync_v2}, {"cuStreamCreate", (void *)cuStreamCreate},
+        {"cuStreamDestroy", (void *)cuStreamDestroy_v2}, {"cuStreamGetCtx", (void *)cuStreamGetCtx},
+        {"cuStreamWaitEvent", (void *)cuStreamWaitEvent}, {"cuEventCreate", (void *)cuEventCreate},
+        {"cuEventRecord", (void *)cuEventRecord}, {"cuEventSynchronize", (void *)cuEventSynchronize},
+        {"cuEventDestroy", (void *)cuEventDestroy_v2}, {"cuFuncGetAttribute", (void *)cuFuncGetAttribute},
+        {"cuOccupancyMaxActiveBlocksPerMultiprocessor", (void *)cuOccupancyMaxActiveBlocksPerMultiprocessor},
     };
     (void)flags;
     if (!initialised)
         return CBCU_ERROR_NOT_INITIALIZED;
-    enter();
-    counters.proc_address_lookups++;
-    leave(0);
+    fake_lock();
+    fake_counters.proc_address_lookups++;
+    fake_unlock(0);
     if (no_proc_address || cuda_version < 12000)
         return CBCU_ERROR_NOT_FOUND;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Fuzzes the NetParameter reader: every layer's name, type and blobs must be reachable, and the
- * model must write back to bytes that read as the same layers and blob shapes. */
+/* Fuzzes the NetParameter reader: every layer's name, type and blobs must be reachable, the model
+ * must write back to exactly its input (models keep their bytes), and, once every blob was made
+ * into a handle, to bytes that read as the same layers and blob shapes. */
 #include <string.h>
 
 #include "fuzz.h"
@@ -11,6 +12,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cblob_model *model = NULL;
     if (cblob_model_open(context, data, size, &model) != CBLOB_OK)
         return 0;
+    size_t same_size = 0;
+    FUZZ_ASSERT(cblob_model_to_proto(model, 1, NULL, 0, &same_size) == CBLOB_OK && same_size == size);
+    uint8_t *same = malloc(size + 1);
+    FUZZ_ASSERT(same != NULL && cblob_model_to_proto(model, 1, same, size, &same_size) == CBLOB_OK);
+    FUZZ_ASSERT(memcmp(same, data, size) == 0);
+    free(same);
     int64_t layers = -1;
     FUZZ_ASSERT(cblob_model_num_layers(model, &layers) == CBLOB_OK && layers >= 0);
     for (int64_t i = 0; i < layers; ++i) {

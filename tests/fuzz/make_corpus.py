@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause
-"""Writes the fuzz targets' seed corpus (tests/fuzz/corpus/): small BlobProto, BlobProtoVector and
-NetParameter inputs covering what the readers must handle: packed and unpacked values, legacy
+"""Writes the fuzz targets' seed corpus (tests/fuzz/corpus/): small BlobProto, BlobProtoVector,
+NetParameter, safetensors and npz inputs covering what the readers must handle: packed and unpacked values, legacy
 dims, double_data, diffs, unknown fields of every wire type (groups too), V2, V1 and V0 layers.
 Encoded by hand here, independently of cblob; deterministic, so rerunning changes nothing.
 Files named regression_*.bin are inputs the fuzzers once failed on, kept as seeds; this script
@@ -9,9 +9,12 @@ leaves them alone.
 
     make_corpus.py [OUT_DIR]   (default: the corpus folder beside this script)
 """
+import io
+import json
 import os
 import struct
 import sys
+import zipfile
 
 
 def varint(v):
@@ -100,10 +103,69 @@ def models(b):
     }
 
 
+def safetensors_file(tensors, metadata=None):
+    """tensors: [(key, dtype, shape, raw bytes)]"""
+    header, offset, data = {}, 0, b""
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for key, dtype, dims, raw in tensors:
+        header[key] = {"dtype": dtype, "shape": dims, "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+        data += raw
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def safetensors_seeds():
+    f32 = struct.pack("<6f", 1, 2, 3, 4, 5, 6)
+    return {
+        "plain": safetensors_file([("conv1.0", "F32", [2, 3], f32), ("conv1.1", "F64", [1], struct.pack("<d", 0.5))],
+                                  {"name": "net", "format": "V2", "layer_types": json.dumps({"conv1": "Convolution"})}),
+        "torch": safetensors_file([("bn.running_mean", "F32", [2], f32[:8]), ("bn.running_var", "F32", [2], f32[8:16]),
+                                   ("bn.num_batches_tracked", "I64", [], struct.pack("<q", 3)),
+                                   ("fc.weight", "F16", [2], b"\x00\x3c\x00\xc0"), ("fc.bias", "BF16", [1], b"\x80\x3f")]),
+        "diff": safetensors_file([("a.0", "I32", [2], struct.pack("<2i", -1, 2)), ("a.0.diff", "U32", [2], struct.pack("<2I", 1, 2))]),
+        "empty": safetensors_file([]),
+        "scalar": safetensors_file([("s.0", "F32", [], f32[:4]), ("z.0", "F32", [0, 3], b"")]),
+    }
+
+
+def npy(dtype, dims, raw):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        dtype, "".join("%d, " % d for d in dims) if len(dims) != 1 else "%d," % dims[0])
+    total = (10 + len(header) + 1 + 63) // 64 * 64
+    header = header + " " * (total - 10 - len(header) - 1) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + raw
+
+
+def npz_file(members, compression=zipfile.ZIP_STORED):
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression) as archive:
+        for name, data in members:
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = compression
+            archive.writestr(info, data)
+    return out.getvalue()
+
+
+def npz_seeds():
+    f32 = struct.pack("<6f", 1, 2, 3, 4, 5, 6)
+    members = [("conv1/0.npy", npy("<f4", [2, 3], f32)), ("conv1/1.npy", npy("<f8", [1], struct.pack("<d", 0.5))),
+               ("conv1/0/diff.npy", npy("<f4", [2, 3], f32)), ("fc/0.npy", npy("<i4", [], struct.pack("<i", 7)))]
+    return {
+        "stored": npz_file(members),
+        "deflated": npz_file(members, zipfile.ZIP_DEFLATED),
+        "empty": npz_file([]),
+        "uint": npz_file([("u/0.npy", npy("<u4", [0, 2], b""))]),
+    }
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
     b = blobs()
-    for kind, seeds in (("blob", b), ("blob_vector", vectors(b)), ("model", models(b))):
+    for kind, seeds in (("blob", b), ("blob_vector", vectors(b)), ("model", models(b)),
+                        ("safetensors", safetensors_seeds()), ("npz", npz_seeds())):
         folder = os.path.join(out, kind)
         os.makedirs(folder, exist_ok=True)
         for name, data in seeds.items():

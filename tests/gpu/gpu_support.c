@@ -59,6 +59,33 @@ uint64_t gpu_pending_copies(void)
     return pending != NULL ? pending() : 0;
 }
 
+uint64_t gpu_pending_work(void)
+{
+    fake_cuda_pending_work_fn pending = (fake_cuda_pending_work_fn)driver_symbol("fake_cuda_pending_work");
+    return pending != NULL ? pending() : 0;
+}
+
+bool gpu_is_deferred(void)
+{
+    fake_cuda_deferred_fn deferred = (fake_cuda_deferred_fn)driver_symbol("fake_cuda_deferred");
+    return deferred != NULL && deferred() != 0;
+}
+
+void gpu_give_back(const void *ptr, size_t bytes)
+{
+    fake_cuda_give_back_fn give_back = (fake_cuda_give_back_fn)driver_symbol("fake_cuda_give_back");
+    if (give_back != NULL)
+        give_back(ptr, bytes);
+}
+
+bool gpu_inject_fault(int error)
+{
+    fake_cuda_inject_fault_fn inject = (fake_cuda_inject_fault_fn)driver_symbol("fake_cuda_inject_fault");
+    if (inject != NULL)
+        inject(error);
+    return inject != NULL;
+}
+
 /* Streams belong to a context: the device's primary one, made current around the call. */
 typedef int (*primary_retain_fn)(void **context, int device);
 typedef int (*context_fn)(void *context);
@@ -66,12 +93,17 @@ typedef int (*context_pop_fn)(void **context);
 typedef int (*stream_create_fn)(void **stream, unsigned int flags);
 typedef int (*stream_destroy_fn)(void *stream);
 
-static bool with_primary_context(void)
+static bool with_context_of(int device)
 {
     primary_retain_fn retain = (primary_retain_fn)driver_symbol("cuDevicePrimaryCtxRetain");
     context_fn push = (context_fn)driver_symbol("cuCtxPushCurrent_v2");
     void *context = NULL;
-    return retain != NULL && push != NULL && retain(&context, 0) == 0 && push(context) == 0;
+    return retain != NULL && push != NULL && retain(&context, device) == 0 && push(context) == 0;
+}
+
+static bool with_primary_context(void)
+{
+    return with_context_of(0);
 }
 
 static void without_context(void)
@@ -84,9 +116,14 @@ static void without_context(void)
 
 void *gpu_stream_create(void)
 {
+    return gpu_stream_create_on(0);
+}
+
+void *gpu_stream_create_on(int device)
+{
     stream_create_fn create = (stream_create_fn)driver_symbol("cuStreamCreate");
     void *stream = NULL;
-    if (create == NULL || !with_primary_context())
+    if (create == NULL || !with_context_of(device))
         return NULL;
     /* CU_STREAM_NON_BLOCKING: the harder case, not ordered with the default stream. */
     if (create(&stream, 1) != 0)
@@ -102,6 +139,102 @@ void gpu_stream_destroy(void *stream)
         destroy(stream);
         without_context();
     }
+}
+
+typedef int (*mem_alloc_fn)(uint64_t *ptr, size_t bytes);
+typedef int (*mem_free_fn)(uint64_t ptr);
+typedef int (*host_alloc_fn)(void **ptr, size_t bytes, unsigned int flags);
+typedef int (*host_free_fn)(void *ptr);
+
+void *gpu_device_alloc(size_t bytes)
+{
+    mem_alloc_fn alloc = (mem_alloc_fn)driver_symbol("cuMemAlloc_v2");
+    uint64_t ptr = 0;
+    if (alloc == NULL || !with_primary_context())
+        return NULL;
+    if (alloc(&ptr, bytes) != 0)
+        ptr = 0;
+    without_context();
+    return (void *)(uintptr_t)ptr;
+}
+
+void gpu_device_free(void *ptr)
+{
+    mem_free_fn release = (mem_free_fn)driver_symbol("cuMemFree_v2");
+    if (release != NULL && ptr != NULL && with_primary_context()) {
+        release((uint64_t)(uintptr_t)ptr);
+        without_context();
+    }
+}
+
+void *gpu_pinned_alloc(size_t bytes)
+{
+    host_alloc_fn alloc = (host_alloc_fn)driver_symbol("cuMemHostAlloc");
+    void *ptr = NULL;
+    if (alloc == NULL || !with_primary_context())
+        return NULL;
+    if (alloc(&ptr, bytes, 1 /* portable */) != 0)
+        ptr = NULL;
+    without_context();
+    return ptr;
+}
+
+void gpu_pinned_free(void *ptr)
+{
+    host_free_fn release = (host_free_fn)driver_symbol("cuMemFreeHost");
+    if (release != NULL && ptr != NULL && with_primary_context()) {
+        release(ptr);
+        without_context();
+    }
+}
+
+typedef int (*copy_to_device_fn)(uint64_t dst, const void *src, size_t bytes, void *stream);
+typedef int (*stream_sync_fn)(void *stream);
+
+bool gpu_write_on_stream(void *stream, void *device_dst, const void *src, size_t bytes)
+{
+    copy_to_device_fn copy = (copy_to_device_fn)driver_symbol("cuMemcpyHtoDAsync_v2");
+    stream_sync_fn sync = (stream_sync_fn)driver_symbol("cuStreamSynchronize");
+    if (copy == NULL || sync == NULL || !with_primary_context())
+        return false;
+    const bool done = copy((uint64_t)(uintptr_t)device_dst, src, bytes, stream) == 0 && sync(stream) == 0;
+    without_context();
+    return done;
+}
+
+typedef int (*copy_on_device_fn)(uint64_t dst, uint64_t src, size_t bytes, void *stream);
+
+bool gpu_copy_on_stream(void *stream, void *device_dst, const void *device_src, size_t bytes)
+{
+    copy_on_device_fn copy = (copy_on_device_fn)driver_symbol("cuMemcpyDtoDAsync_v2");
+    stream_sync_fn sync = (stream_sync_fn)driver_symbol("cuStreamSynchronize");
+    if (copy == NULL || sync == NULL || !with_primary_context())
+        return false;
+    const bool done =
+        copy((uint64_t)(uintptr_t)device_dst, (uint64_t)(uintptr_t)device_src, bytes, stream) == 0 && sync(stream) == 0;
+    without_context();
+    return done;
+}
+
+cblob_status open_streamed(streamed_context *c)
+{
+    c->stream = NULL;
+    cblob_status status = cblob_context_create(&c->ctx);
+    if (status == CBLOB_OK)
+        status = cblob_context_set_mode(c->ctx, CBLOB_MODE_GPU);
+    if (status == CBLOB_OK && (c->stream = gpu_stream_create()) == NULL)
+        status = CBLOB_ERR_DEVICE;
+    if (status == CBLOB_OK)
+        status = cblob_context_set_stream(c->ctx, c->stream);
+    return status;
+}
+
+void close_streamed(streamed_context *c)
+{
+    cblob_context_synchronize(c->ctx);
+    cblob_context_set_stream(c->ctx, NULL);
+    cblob_context_destroy(c->ctx);
+    gpu_stream_destroy(c->stream);
 }
 
 cblob_status open_blob(gpu_blob *b, cblob_dtype dtype, int64_t count)

@@ -30,10 +30,41 @@ fake_cuda_counters gpu_counters(void);
 bool gpu_set_device_memory(uint64_t bytes);
 /* Asynchronous copies the double has queued and not run yet (0 on a real GPU). */
 uint64_t gpu_pending_copies(void);
+/* Whether the double runs queued work only when something waits for it (deferred mode). */
+bool gpu_is_deferred(void);
+/* The test hands memory back to its owner (call it from the release callbacks and deleters tests
+ * give cblob): on the double, work still queued on it, or run on it later, fails the test. */
+void gpu_give_back(const void *ptr, size_t bytes);
+/* On the double, the next kernel to run faults with `error` (a CUresult) and the device is lost;
+ * false on a real GPU. */
+bool gpu_inject_fault(int error);
 
 /* A stream of device 0 from the loaded driver (cuStreamCreate), NULL if it cannot make one. */
 void *gpu_stream_create(void);
+/* The same on another device. */
+void *gpu_stream_create_on(int device);
+/* Queued work of any kind the double has not run yet (0 on a real GPU). */
+uint64_t gpu_pending_work(void);
 void gpu_stream_destroy(void *stream);
+
+/* Memory from the loaded driver, behind cblob's back (the primary context of device 0): device
+ * memory (cuMemAlloc) and pinned host memory (cuMemHostAlloc); NULL if it cannot be had. */
+void *gpu_device_alloc(size_t bytes);
+void gpu_device_free(void *ptr);
+void *gpu_pinned_alloc(size_t bytes);
+void gpu_pinned_free(void *ptr);
+/* A caller's own work on `stream`: copies host bytes to device memory and waits for it. */
+bool gpu_write_on_stream(void *stream, void *device_dst, const void *src, size_t bytes);
+/* The same, device to device. */
+bool gpu_copy_on_stream(void *stream, void *device_dst, const void *device_src, size_t bytes);
+
+/* A context in GPU mode whose device work goes to a non-blocking stream of its own. */
+typedef struct streamed_context {
+    cblob_context *ctx;
+    void *stream;
+} streamed_context;
+cblob_status open_streamed(streamed_context *c);
+void close_streamed(streamed_context *c);
 
 /* A context and a one-axis blob of `count` elements in it. */
 typedef struct gpu_blob {

@@ -6,6 +6,7 @@
 #include <cublas_api.h>
 #include <cuda.h>
 #include <nvrtc.h>
+#include <stddef.h>
 
 #define CB_CUDA_API_CHECK
 #include "cuda_api.h"
@@ -42,6 +43,22 @@ SAME_VALUE(CBCU_ERROR_INVALID_HANDLE, CUDA_ERROR_INVALID_HANDLE)
 SAME_VALUE(CBCU_ERROR_NOT_FOUND, CUDA_ERROR_NOT_FOUND)
 SAME_VALUE(CBCU_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_ILLEGAL_ADDRESS)
 SAME_VALUE(CBCU_ERROR_LAUNCH_FAILED, CUDA_ERROR_LAUNCH_FAILED)
+SAME_VALUE(CBCU_ERROR_NOT_READY, CUDA_ERROR_NOT_READY)
+SAME_VALUE(CBCU_ERROR_ECC_UNCORRECTABLE, CUDA_ERROR_ECC_UNCORRECTABLE)
+SAME_VALUE(CBCU_ERROR_LAUNCH_TIMEOUT, CUDA_ERROR_LAUNCH_TIMEOUT)
+SAME_VALUE(CBCU_ERROR_ASSERT, CUDA_ERROR_ASSERT)
+SAME_VALUE(CBCU_ERROR_HARDWARE_STACK_ERROR, CUDA_ERROR_HARDWARE_STACK_ERROR)
+SAME_VALUE(CBCU_ERROR_ILLEGAL_INSTRUCTION, CUDA_ERROR_ILLEGAL_INSTRUCTION)
+SAME_VALUE(CBCU_ERROR_MISALIGNED_ADDRESS, CUDA_ERROR_MISALIGNED_ADDRESS)
+SAME_VALUE(CBCU_ERROR_INVALID_ADDRESS_SPACE, CUDA_ERROR_INVALID_ADDRESS_SPACE)
+SAME_VALUE(CBCU_ERROR_INVALID_PC, CUDA_ERROR_INVALID_PC)
+SAME_VALUE(CBCU_DEVICE_ATTRIBUTE_MAX_PITCH, CU_DEVICE_ATTRIBUTE_MAX_PITCH)
+SAME_VALUE(CBCU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
+SAME_VALUE(CBCU_MEMORYTYPE_HOST, CU_MEMORYTYPE_HOST)
+SAME_VALUE(CBCU_STREAM_NON_BLOCKING, CU_STREAM_NON_BLOCKING)
+SAME_VALUE(CBCU_EVENT_DISABLE_TIMING, CU_EVENT_DISABLE_TIMING)
+SAME_VALUE(CBCU_FUNC_ATTRIBUTE_NUM_REGS, CU_FUNC_ATTRIBUTE_NUM_REGS)
+SAME_VALUE(CBBL_POINTER_MODE_DEVICE, CUBLAS_POINTER_MODE_DEVICE)
 SAME_VALUE(CBCU_ERROR_SYSTEM_DRIVER_MISMATCH, CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)
 SAME_VALUE(CBCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
 SAME_VALUE(CBCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
@@ -62,6 +79,17 @@ SAME_VALUE(CBBL_MAJOR_VERSION, MAJOR_VERSION)
 SAME_VALUE(CBBL_MINOR_VERSION, MINOR_VERSION)
 SAME_VALUE(CB_CUDA_API_VERSION <= CUDA_VERSION, 1)
 
+/* The hand-written CUDA_MEMCPY2D has the toolkit's layout. */
+#define SAME_FIELD(field) \
+    _Static_assert(offsetof(struct cb_cuda_memcpy2d, field) == offsetof(CUDA_MEMCPY2D, field) && \
+                       sizeof(((struct cb_cuda_memcpy2d *)0)->field) == sizeof(((CUDA_MEMCPY2D *)0)->field), \
+                   "CUDA_MEMCPY2D." #field " differs");
+SAME_FIELD(srcXInBytes) SAME_FIELD(srcY) SAME_FIELD(srcMemoryType) SAME_FIELD(srcHost) SAME_FIELD(srcDevice)
+SAME_FIELD(srcArray) SAME_FIELD(srcPitch) SAME_FIELD(dstXInBytes) SAME_FIELD(dstY) SAME_FIELD(dstMemoryType)
+SAME_FIELD(dstHost) SAME_FIELD(dstDevice) SAME_FIELD(dstArray) SAME_FIELD(dstPitch) SAME_FIELD(WidthInBytes)
+SAME_FIELD(Height)
+_Static_assert(sizeof(struct cb_cuda_memcpy2d) == sizeof(CUDA_MEMCPY2D), "CUDA_MEMCPY2D's size differs");
+
 /* The unversioned names the loader asks cuGetProcAddress_v2 for must map, in the toolkit's
  * headers, to the exact symbols declared (cuMemAlloc -> cuMemAlloc_v2): checked by expanding
  * each base name through cuda.h's own macros. */
@@ -70,6 +98,7 @@ SAME_VALUE(CB_CUDA_API_VERSION <= CUDA_VERSION, 1)
 
 TEST(declarations_match_the_toolkit_headers)
 {
+    CHECK(CBCU_STREAM_LEGACY == CU_STREAM_LEGACY && CBCU_STREAM_PER_THREAD == CU_STREAM_PER_THREAD);
     static const struct {
         const char *declared, *toolkit_expansion;
     } names[] = {
@@ -82,6 +111,11 @@ TEST(declarations_match_the_toolkit_headers)
         {"cuMemcpyDtoHAsync_v2", EXPANDED(cuMemcpyDtoHAsync)},
         {"cuMemcpyDtoDAsync_v2", EXPANDED(cuMemcpyDtoDAsync)},
         {"cuMemsetD8Async", EXPANDED(cuMemsetD8Async)},
+        {"cuMemcpy2DAsync_v2", EXPANDED(cuMemcpy2DAsync)},
+        {"cuMemHostGetDevicePointer_v2", EXPANDED(cuMemHostGetDevicePointer)},
+        {"cuStreamDestroy_v2", EXPANDED(cuStreamDestroy)},
+        {"cuEventDestroy_v2", EXPANDED(cuEventDestroy)},
+        {"cuStreamGetCtx", EXPANDED(cuStreamGetCtx)},
         {"cuGetProcAddress_v2", EXPANDED(cuGetProcAddress)},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)

@@ -101,7 +101,7 @@ static void every_family_compiles_for(int arch)
         const cb_cuda_family *family = &cb_cuda_families[id];
         char missing[96];
         cb_cuda_target target;
-        CHECK_OK(cb_cuda_target_for(compiler, arch, &target));
+        CHECK_OK(cb_cuda_target_for(compiler, 0, arch, &target));
         CHECK(!target.ptx);
         cb_cuda_image cubin = {0};
         CHECK_OK(cb_cuda_compile(compiler, family, &target, &cubin));

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "context.h"
@@ -181,6 +182,34 @@ static void jit_agrees(cblob_dtype dtype)
 TEST(jit_kernels_agree_with_the_cpu_kernels_float32) { jit_agrees(CBLOB_DTYPE_FLOAT32); }
 TEST(jit_kernels_agree_with_the_cpu_kernels_float64) { jit_agrees(CBLOB_DTYPE_FLOAT64); }
 
+/* A reduction's sums live in a result slot of the context's queue: no allocation and no free
+ * (cuMemFree made the whole device wait, and leaked when the context could not be entered), and
+ * the grid is what the driver says the kernel fills the device with (occupancy), not a fixed 16
+ * blocks per multiprocessor. */
+TEST(jit_reductions_allocate_nothing_and_size_the_grid_by_occupancy)
+{
+    REQUIRE_GPU();
+    if (!gpu_is_fake())
+        SKIP("only the double counts allocations and grids");
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    cblob_blob *holder = NULL;
+    const int64_t n = 1 << 20;
+    void *x = device_array(ctx, CBLOB_DTYPE_FLOAT32, n, 0, &holder);
+    CHECK(x != NULL);
+    double sum = 0;
+    CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT32, n, x, &sum)); /* loads the family */
+    const fake_cuda_counters before = gpu_counters();
+    CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT32, n, x, &sum));
+    CHECK_COUNTER_DELTA(before, device_allocs, 0);
+    CHECK_COUNTER_DELTA(before, device_syncs, 0);
+    /* The double reports 4 multiprocessors and room for 2048 threads each: 8 blocks of 256. */
+    CHECK_EQ_INT(gpu_counters().last_grid, 4 * (2048 / 256));
+    cblob_blob_destroy(holder);
+    cblob_context_destroy(ctx);
+}
+
 TEST(jit_kernel_for_a_dtype_the_family_lacks_is_not_implemented)
 {
     REQUIRE_GPU();
@@ -303,7 +332,67 @@ static void replace_image_with_garbage(const char *path)
 
 TEST(cache_corrupt_entry_is_deleted_and_recompiled) { check_damaged_entry_is_replaced(flip_a_byte); }
 TEST(cache_truncated_entry_is_deleted_and_recompiled) { check_damaged_entry_is_replaced(truncate_it); }
-TEST(cache_unloadable_entry_is_deleted_and_recompiled) { check_damaged_entry_is_replaced(replace_image_with_garbage); }
+/* An entry that passes every check is what NVRTC produced: when the driver refuses it, compiling
+ * again would give the same bytes, so the load fails with a clear error, and the entry stays (no
+ * delete-and-recompile, in this process or the next). */
+TEST(cache_entry_the_driver_refuses_is_reported_not_recompiled)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    char path[512];
+    CHECK_EQ_INT(entries("scale-", path, sizeof path), 1);
+    replace_image_with_garbage(path);
+    cb_cuda_cache_forget_memory();
+    const cb_cuda_cache_stats before = stats();
+    CHECK_ERROR(load(device, CB_CUDA_FAMILY_SCALE), CBLOB_ERR_DEVICE);
+    CHECK(strstr(cblob_last_error_message(), path) != NULL);
+    CHECK(strstr(cblob_last_error_message(), "NVRTC") != NULL);
+    const cb_cuda_cache_stats after = stats();
+    CHECK_EQ_INT(after.compiles - before.compiles, 0);
+    CHECK_EQ_INT(after.disk_rejected - before.disk_rejected, 0);
+    CHECK_EQ_INT(entries("scale-", NULL, 0), 1);
+    cblob_context_destroy(ctx);
+}
+
+/* ---- the target NVRTC compiles for ---------------------------------------------------------------- */
+
+static const cb_cuda_nvrtc *nvrtc_knowing(int major, int minor)
+{
+    static cb_cuda_nvrtc compiler;
+    static const int archs[] = {75, 80, 86, 89, 90, 100, 120};
+    compiler = (cb_cuda_nvrtc){.status = CBLOB_OK, .major = major, .minor = minor, .arch_count = 7};
+    memcpy(compiler.archs, archs, sizeof archs);
+    return &compiler;
+}
+
+TEST(target_is_a_cubin_of_the_same_major_architecture_when_the_exact_one_is_missing)
+{
+    cb_cuda_target target;
+    CHECK_OK(cb_cuda_target_for(nvrtc_knowing(13, 0), 13000, 87, &target));
+    CHECK(!target.ptx);
+    CHECK(strcmp(target.name, "sm_86") == 0);
+    CHECK_OK(cb_cuda_target_for(nvrtc_knowing(13, 0), 13000, 121, &target));
+    CHECK(!target.ptx && strcmp(target.name, "sm_120") == 0);
+    CHECK_OK(cb_cuda_target_for(nvrtc_knowing(13, 0), 13000, 90, &target));
+    CHECK(!target.ptx && strcmp(target.name, "sm_90") == 0);
+}
+
+TEST(target_is_ptx_only_for_a_driver_at_least_as_new_as_nvrtc)
+{
+    cb_cuda_target target;
+    CHECK_OK(cb_cuda_target_for(nvrtc_knowing(13, 1), 13010, 130, &target));
+    CHECK(target.ptx && strcmp(target.name, "compute_120") == 0);
+    CHECK_ERROR(cb_cuda_target_for(nvrtc_knowing(13, 1), 13000, 130, &target), CBLOB_ERR_DRIVER_TOO_OLD);
+    CHECK(strstr(cblob_last_error_message(), "13.0") != NULL);
+    CHECK(strstr(cblob_last_error_message(), "13.1") != NULL);
+    /* Compiling ahead for an architecture (no driver involved) takes PTX as it is. */
+    CHECK_OK(cb_cuda_target_for(nvrtc_knowing(13, 1), 0, 130, &target));
+    CHECK(target.ptx);
+}
 
 TEST(cache_entry_under_another_key_is_rejected)
 {
@@ -372,6 +461,197 @@ TEST(cache_read_only_folder_for_an_unprivileged_user)
     CHECK(chmod(folder, 0555) == 0);
     check_unwritable_folder(folder);
     rmdir(folder);
+}
+
+/* ---- who may write the cache --------------------------------------------------------------------- */
+
+/* Anyone who can write the folder or an entry could hand the library machine code to load: the
+ * folder and its entries are used only when the effective user owns them and neither group nor
+ * others can write them; entries are opened without following symbolic links. Each refusal is
+ * said in the context's log. Changing owners needs root (chown in the test's private folder). */
+
+#define STRANGER 12345
+
+static bool log_says(cblob_context *ctx, const char *what)
+{
+    char log[4096];
+    size_t length = 0;
+    if (cblob_context_log(ctx, log, sizeof log, &length) != CBLOB_OK)
+        return false;
+    if (strstr(log, what) == NULL)
+        fprintf(stderr, "the log does not say \"%s\": \"%s\"\n", what, log);
+    return strstr(log, what) != NULL;
+}
+
+/* The folder is refused: nothing read from it, nothing written, and the log says why. */
+static void check_folder_refused(void (*spoil)(void), const char *why)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    spoil();
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    const cb_cuda_cache_stats before = stats();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    CHECK_EQ_INT(stats().disk_writes - before.disk_writes, 0);
+    CHECK_EQ_INT(entries("", NULL, 0), 0);
+    CHECK(log_says(ctx, why));
+    CHECK(log_says(ctx, cache_dir));
+    cblob_context_destroy(ctx);
+}
+
+static void give_folder_away(void)
+{
+    if (geteuid() != 0 || chown(cache_dir, STRANGER, STRANGER) != 0)
+        SKIP("changing the folder's owner needs root");
+}
+
+static void open_folder_to_others(void)
+{
+    chmod(cache_dir, 0777);
+}
+
+static void open_folder_to_the_group(void)
+{
+    chmod(cache_dir, 0770);
+}
+
+TEST(cache_folder_of_another_owner_is_refused) { check_folder_refused(give_folder_away, "owned by uid 12345"); }
+TEST(cache_folder_writable_by_others_is_refused) { check_folder_refused(open_folder_to_others, "writable by group or others"); }
+TEST(cache_folder_writable_by_the_group_is_refused) { check_folder_refused(open_folder_to_the_group, "writable by group or others"); }
+
+/* An entry is refused: the family is compiled again and the entry replaced by one of ours. */
+static void check_entry_refused(void (*spoil)(const char *path), const char *why)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    char path[512];
+    CHECK_EQ_INT(entries("scale-", path, sizeof path), 1);
+    spoil(path);
+    cb_cuda_cache_forget_memory();
+    const cb_cuda_cache_stats before = stats();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    CHECK_EQ_INT(stats().disk_hits - before.disk_hits, 0);
+    CHECK_EQ_INT(stats().compiles - before.compiles, 1);
+    CHECK(log_says(ctx, why));
+    CHECK(log_says(ctx, path));
+    struct stat info;
+    CHECK(lstat(path, &info) == 0 && S_ISREG(info.st_mode) && info.st_uid == geteuid() && (info.st_mode & 077) == 0);
+    cblob_context_destroy(ctx);
+}
+
+static void give_entry_away(const char *path)
+{
+    if (geteuid() != 0 || chown(path, STRANGER, STRANGER) != 0)
+        SKIP("changing the entry's owner needs root");
+}
+
+static void open_entry_to_the_group(const char *path)
+{
+    chmod(path, 0660);
+}
+
+/* A valid entry elsewhere, reached through a symbolic link under the entry's name. */
+static char elsewhere[160];
+
+static void remove_elsewhere(void)
+{
+    unlink(elsewhere);
+}
+
+static void link_entry_elsewhere(const char *path)
+{
+    snprintf(elsewhere, sizeof elsewhere, "%s.elsewhere", cache_dir);
+    if (rename(path, elsewhere) != 0 || symlink(elsewhere, path) != 0)
+        SKIP("cannot make the symbolic link");
+    atexit(remove_elsewhere);
+}
+
+TEST(cache_entry_of_another_owner_is_refused) { check_entry_refused(give_entry_away, "owned by uid 12345"); }
+TEST(cache_entry_writable_by_the_group_is_refused) { check_entry_refused(open_entry_to_the_group, "writable by group or others"); }
+TEST(cache_entry_behind_a_symbolic_link_is_refused) { check_entry_refused(link_entry_elsewhere, "symbolic link"); }
+
+TEST(cache_folders_and_entries_are_private)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    char nested[192];
+    snprintf(nested, sizeof nested, "%s/made/by/cblob", cache_dir);
+    setenv("CBLOB_KERNEL_CACHE_DIR", nested, 1);
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    struct stat info;
+    CHECK(stat(nested, &info) == 0 && (info.st_mode & 0777) == 0700);
+    DIR *dir = opendir(nested);
+    CHECK(dir != NULL);
+    int checked = 0;
+    for (struct dirent *entry; (entry = readdir(dir)) != NULL;) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", nested, entry->d_name);
+        if (entry->d_name[0] == '.')
+            continue;
+        CHECK(stat(path, &info) == 0 && (info.st_mode & 0777) == 0600);
+        unlink(path);
+        ++checked;
+    }
+    closedir(dir);
+    CHECK_EQ_INT(checked, 1);
+    for (int depth = 0; depth < 3; ++depth) {
+        rmdir(nested);
+        *strrchr(nested, '/') = '\0';
+    }
+    cblob_context_destroy(ctx);
+}
+
+/* As an unprivileged user: a folder root owns (as after `sudo` kept HOME) is refused. The outer
+ * test runs as root and starts the inner one as nobody (setpriv); the inner one skips otherwise. */
+TEST(cache_root_owned_folder_is_refused_by_an_unprivileged_user)
+{
+    if (geteuid() != 0)
+        SKIP("starts the check as another user, which needs root");
+    if (getenv("CBLOB_CUDA_DRIVER") == NULL)
+        SKIP("runs the inner test on the test double of the driver");
+    char folder[128] = "/tmp/cblob-rootowned-XXXXXX";
+    CHECK(mkdtemp(folder) != NULL);
+    CHECK(chmod(folder, 0755) == 0); /* readable and searchable by nobody, writable by root only */
+    char self[512];
+    const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+    CHECK(length > 0);
+    self[length] = '\0';
+    char command[2048];
+    snprintf(command, sizeof command,
+             "CBLOB_KERNEL_CACHE=disk CBLOB_KERNEL_CACHE_DIR='%s' setpriv --reuid=65534 --regid=65534 --clear-groups "
+             "'%s' cache_root_owned_folder_inner",
+             folder, self);
+    const int status = system(command);
+    rmdir(folder);
+    CHECK(status != -1 && WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77)
+        SKIP("the unprivileged user cannot run the test (the build tree or the double is not readable by nobody)");
+    CHECK_EQ_INT(WEXITSTATUS(status), 0);
+}
+
+TEST(cache_root_owned_folder_inner)
+{
+    if (geteuid() == 0 || getenv("CBLOB_KERNEL_CACHE_DIR") == NULL)
+        SKIP("the inner half of cache_root_owned_folder_is_refused_by_an_unprivileged_user, run as nobody");
+    REQUIRE_GPU();
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    const cb_cuda_cache_stats before = stats();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_SCALE));
+    CHECK_EQ_INT(stats().disk_writes - before.disk_writes, 0);
+    CHECK_EQ_INT(stats().disk_hits - before.disk_hits, 0);
+    CHECK(log_says(ctx, "owned by uid 0"));
+    cblob_context_destroy(ctx);
 }
 
 /* ---- modes ------------------------------------------------------------------------------------------ */
@@ -617,7 +897,7 @@ TEST(compile_errors_carry_the_compiler_log)
     if (cb_cuda_nvrtc_ready(&compiler) != CBLOB_OK)
         SKIP("no NVRTC to compile with");
     cb_cuda_target target;
-    CHECK_OK(cb_cuda_target_for(compiler, 80, &target));
+    CHECK_OK(cb_cuda_target_for(compiler, 0, 80, &target));
     cb_cuda_image image = {0};
     CHECK_ERROR(cb_cuda_compile_source(compiler, "broken", "#error the source asked to fail\n", &target, &image),
                 CBLOB_ERR_COMPILE);

@@ -49,7 +49,7 @@ namespace CBlob
     /// from several threads at once; anything else needs one thread at a time.
     /// <see cref="Dispose"/> may race with calls on other threads, as for <see cref="Blob"/>.
     /// </remarks>
-    public sealed class Model : IDisposable
+    public sealed partial class Model : IDisposable
     {
         readonly ModelHandle handle;
         readonly Guard guard;

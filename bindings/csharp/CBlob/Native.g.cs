@@ -73,6 +73,8 @@ namespace CBlob
         Compile = 19,
         /// <summary>A broken internal invariant: please report it. (<c>CBLOB_ERR_INTERNAL</c>)</summary>
         Internal = 20,
+        /// <summary>Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it. (<c>CBLOB_ERR_DEVICE_LOST</c>)</summary>
+        DeviceLost = 21,
     }
 
     /// <summary>
@@ -152,6 +154,50 @@ namespace CBlob
     }
 
     /// <summary>
+    /// Caffe's Phase, of a layer or a NetStateRule.
+    /// </summary>
+    public enum Phase : int
+    {
+        /// <summary>TRAIN. (<c>CBLOB_PHASE_TRAIN</c>)</summary>
+        Train = 0,
+        /// <summary>TEST. (<c>CBLOB_PHASE_TEST</c>)</summary>
+        Test = 1,
+        /// <summary>No phase set. (<c>CBLOB_PHASE_NONE</c>)</summary>
+        None = 2,
+    }
+
+    /// <summary>
+    /// Which rules of a layer (LayerParameter include = 8, exclude = 9; V1 32 and 33).
+    /// </summary>
+    public enum RuleKind : int
+    {
+        /// <summary>The layer is in a net whose state meets any of them. (<c>CBLOB_RULE_INCLUDE</c>)</summary>
+        Include = 0,
+        /// <summary>The layer is left out of a net whose state meets any of them. (<c>CBLOB_RULE_EXCLUDE</c>)</summary>
+        Exclude = 1,
+    }
+
+    /// <summary>
+    /// Bits for the JSON calls' flags.
+    /// </summary>
+    public enum JsonFlags : int
+    {
+        /// <summary>Parameter fields the file leaves out appear with their defaults. (<c>CBLOB_JSON_DEFAULTS</c>)</summary>
+        Defaults = 1,
+    }
+
+    /// <summary>
+    /// Bits for the export calls' flags.
+    /// </summary>
+    public enum ExportFlags : int
+    {
+        /// <summary>Diffs too, where a blob has one (npz `&lt;layer&gt;/&lt;index&gt;/diff`, safetensors `&lt;key&gt;.diff`). (<c>CBLOB_EXPORT_DIFF</c>)</summary>
+        Diff = 1,
+        /// <summary>safetensors keys with PyTorch's names (see cblob_model_to_safetensors). (<c>CBLOB_EXPORT_TORCH_NAMES</c>)</summary>
+        TorchNames = 2,
+    }
+
+    /// <summary>
     /// Where compiled GPU kernels are kept (CBLOB_KERNEL_CACHE).
     /// </summary>
     public enum CacheMode : int
@@ -211,7 +257,9 @@ namespace CBlob
 
     /// <summary>
     /// Called exactly once when cblob lets go of a caller's buffer (the blob was destroyed, or the
-    /// buffer was replaced), from whichever thread dropped the last holder.
+    /// buffer was replaced), from whichever thread dropped the last holder, and only after the GPU
+    /// work cblob queued on the buffer (kernels, copies, an asynchronous push) has finished, so
+    /// the owner may hand the memory out again at once.
     /// </summary>
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     public delegate void ReleaseFn(IntPtr ptr, IntPtr user_data);
@@ -601,7 +649,7 @@ namespace CBlob
         /// given leading indices (Caffe's data_at / diff_at). Like Caffe it reads through the host
         /// copy, so a memory whose head is on the GPU is synced to the host first.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_read_element(IntPtr blob, Part part, int num_indices, [In] long[] indices, out double out_value);
 
@@ -612,7 +660,7 @@ namespace CBlob
         /// reshaped past its capacity, given another buffer, shares another blob's memory, or is
         /// destroyed.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_cpu_ptr(IntPtr blob, Part part, out IntPtr out_ptr);
 
@@ -620,7 +668,7 @@ namespace CBlob
         /// A writable host pointer to data or diff (Caffe's mutable_cpu_data / mutable_cpu_diff);
         /// syncs like cblob_blob_cpu_ptr, then marks the host copy current (head AT_CPU).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_mutable_cpu_ptr(IntPtr blob, Part part, out IntPtr out_ptr);
 
@@ -663,7 +711,7 @@ namespace CBlob
         /// reshape is 1, which reshapes the blob to source first. The context's mode picks the path:
         /// CPU mode writes the host copy (head AT_CPU), GPU mode the device copy (head AT_GPU).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_copy_from(IntPtr blob, IntPtr source, Part part, int reshape);
 
@@ -673,7 +721,7 @@ namespace CBlob
         /// (UNINITIALIZED) is an error, as in Caffe. A blob that has never had elements (and so has
         /// no storage) has nothing to update: the call succeeds and does nothing.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_update(IntPtr blob);
 
@@ -681,14 +729,14 @@ namespace CBlob
         /// The sum of absolute values of data or diff over count elements, computed where the head is;
         /// 0 for memory never accessed (nothing is allocated and the head does not change).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_asum(IntPtr blob, Part part, out double out_sum);
 
         /// <summary>
         /// The sum of squares of data or diff, with the same rules as cblob_blob_asum.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_sumsq(IntPtr blob, Part part, out double out_sum);
 
@@ -696,7 +744,7 @@ namespace CBlob
         /// Multiplies data or diff by factor, where the head is (the head becomes AT_CPU or AT_GPU);
         /// does nothing to memory never accessed.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_scale(IntPtr blob, Part part, double factor);
 
@@ -724,7 +772,7 @@ namespace CBlob
         /// whose head is on the GPU is synced first, and memory never accessed reads as zeros. A blob
         /// that never had a shape (cblob_blob_create_empty) is CBLOB_ERR_STATE.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_to_proto(IntPtr blob, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
 
@@ -734,7 +782,7 @@ namespace CBlob
         /// atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
         /// devices refused).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_to_proto_file(IntPtr blob, int write_diff, byte[] path);
 
@@ -748,7 +796,7 @@ namespace CBlob
         /// as it is when it has none. The data head becomes AT_CPU, also when there are no values (a
         /// blob that never had memory gets an empty one). On failure the blob is unchanged.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_from_proto(IntPtr blob, [In] byte[] bytes, UIntPtr size, int reshape);
 
@@ -757,7 +805,7 @@ namespace CBlob
         /// file is read as a snapshot; a path that is not a regular file fails at once (the section's
         /// introduction).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_from_proto_file(IntPtr blob, byte[] path, int reshape);
 
@@ -792,7 +840,7 @@ namespace CBlob
         /// <summary>
         /// Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_vector_to_proto([In] IntPtr[] blobs, long num_blobs, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
 
@@ -800,7 +848,7 @@ namespace CBlob
         /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
         /// writing a file in the section's introduction.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_vector_to_proto_file([In] IntPtr[] blobs, long num_blobs, int write_diff, byte[] path);
 
@@ -836,11 +884,12 @@ namespace CBlob
         /// layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
         /// enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
         /// V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
-        /// cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
-        /// bytes may be freed once the call returns. Input without layers that is surely another kind
-        /// (a BlobProto; a BlobProtoVector of several blobs, or of one no net's name could be) is
-        /// CBLOB_ERR_PARSE with a message saying what it holds; a net whose only field is its name
-        /// opens as a net with no layers, even when the name's bytes read as a BlobProto too.
+        /// cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
+        /// input is checked before the call returns; bytes may be freed once it has. Input without
+        /// layers that is surely another kind (a BlobProto; a BlobProtoVector of several blobs, or of
+        /// one no net's name could be) is CBLOB_ERR_PARSE with a message saying what it holds; a net
+        /// whose only field is its name opens as a net with no layers, even when the name's bytes read
+        /// as a BlobProto too.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -848,8 +897,9 @@ namespace CBlob
 
         /// <summary>
         /// Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
-        /// introduction). Each part of the file's bytes is released as soon as its values are decoded,
-        /// so loading peaks at about the file's size plus its largest blob.
+        /// introduction). Each part of the file's bytes is released as soon as it is read, so loading
+        /// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
+        /// blobs; bench/model_memory.sh).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -917,9 +967,10 @@ namespace CBlob
         /// <summary>
         /// One of a layer's blobs. The handle is a new holder of the model's blob (as after
         /// cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
-        /// changes made through it are what the model saves.
+        /// changes made through it are what the model saves. The model makes a blob's handle on its
+        /// first access (safe from several threads), which may fail for memory.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_layer_blob(IntPtr model, long layer, long index, out BlobHandle out_blob);
 
@@ -933,10 +984,15 @@ namespace CBlob
         internal static extern Status cblob_model_add_layer(IntPtr model, byte[] name, byte[] type, [In] IntPtr[] blobs, long num_blobs);
 
         /// <summary>
-        /// Serializes the model as a NetParameter in its format: the net's name, then per layer its
-        /// name, its type and its blobs, each as cblob_blob_to_proto writes it.
+        /// Serializes the model as a NetParameter in its format. A model opened from bytes or a file
+        /// writes them back: every field in its order, blobs with their current values (with
+        /// write_diff 0 their diff fields are left out); a blob reshaped since, or whose diff was
+        /// written where the file has none, is written as cblob_blob_to_proto writes it. Layers
+        /// added with cblob_model_add_layer (and every layer of a created model) are written as
+        /// Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
+        /// cblob_blob_to_proto writes it.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_to_proto(IntPtr model, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
 
@@ -944,16 +1000,252 @@ namespace CBlob
         /// Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
         /// writing a file in the section's introduction.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_to_proto_file(IntPtr model, int write_diff, byte[] path);
+
+        /// <summary>
+        /// The number of a layer's bottoms (its input blobs' names).
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_num_bottoms(IntPtr model, long layer, out long out_count);
+
+        /// <summary>
+        /// One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
+        /// layer's fields: a layer of k bottoms takes O(k) per call.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_bottom(IntPtr model, long layer, long index, out IntPtr out_name);
+
+        /// <summary>
+        /// The number of a layer's tops (its output blobs' names).
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_num_tops(IntPtr model, long layer, out long out_count);
+
+        /// <summary>
+        /// One of a layer's tops, as cblob_model_layer_bottom.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_top(IntPtr model, long layer, long index, out IntPtr out_name);
+
+        /// <summary>
+        /// A layer's phase (LayerParameter.phase = 10): CBLOB_PHASE_NONE when it sets none (always in
+        /// V1). A value other than TRAIN or TEST is written as the file has it (the last one).
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_phase(IntPtr model, long layer, out Phase out_phase);
+
+        /// <summary>
+        /// The number of a layer's include or exclude rules.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_num_rules(IntPtr model, long layer, RuleKind kind, out long out_count);
+
+        /// <summary>
+        /// One include or exclude rule (NetStateRule): its phase (CBLOB_PHASE_NONE when it sets none),
+        /// min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+        /// not_stages it names (cblob_model_layer_rule_stage reads them).
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_rule(IntPtr model, long layer, RuleKind kind, long index, out Phase out_phase, out int out_min_level, out int out_max_level, out long out_num_stages, out long out_num_not_stages);
+
+        /// <summary>
+        /// One stage (not_stage 0) or not_stage (not_stage 1) a rule names.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_rule_stage(IntPtr model, long layer, RuleKind kind, long rule, int not_stage, long index, out IntPtr out_stage);
+
+        /// <summary>
+        /// The number of a layer's param specs: its ParamSpec messages (param = 6), or in V1 the
+        /// longest of param (1001), blobs_lr (7) and weight_decay (8), as Caffe's upgrade pairs them.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_num_param_specs(IntPtr model, long layer, out long out_count);
+
+        /// <summary>
+        /// One param spec: its name (NULL when it has none), lr_mult and decay_mult (Caffe's default 1
+        /// when unset).
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_param_spec(IntPtr model, long layer, long index, out IntPtr out_name, out float out_lr_mult, out float out_decay_mult);
+
+        /// <summary>
+        /// A layer's parameters as a JSON object: every field of the layer other than name, type,
+        /// bottom, top, phase, param, include, exclude and blobs, by Caffe's field name
+        /// ("convolution_param": {"num_output": 96, "kernel_size": [11]}, "loss_weight": [1]), rendered
+        /// from proto/caffe_params.proto; enums by name, floats as the shortest text that reads back to
+        /// the same value (NaN and infinities as the strings "nan", "inf", "-inf"), text that is not
+        /// UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
+        /// under "unknown_fields" as {"field": N, "wire_type": W, "bytes": L}. With CBLOB_JSON_DEFAULTS,
+        /// fields of the messages present that the file leaves out appear with their defaults. Text
+        /// convention of cblob_blob_shape_string.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_params_json(IntPtr model, long layer, int flags, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_length);
+
+        /// <summary>
+        /// A layer as the JSON object `cblob inspect --json` (schema 2) lists it: name, type, bottoms,
+        /// tops, phase ("TRAIN", "TEST" or null), include and exclude (NetStateRule objects), param
+        /// (ParamSpec objects), params (cblob_model_layer_params_json) and blobs ({"shape", "count",
+        /// "dtype", "has_diff"} each). docs/inspect-schema-2.json describes it. Text convention of
+        /// cblob_blob_shape_string.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_json(IntPtr model, long layer, int flags, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_length);
+
+        /// <summary>
+        /// A blob's shape, as cblob_blob_shape gives it, without making its handle.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_blob_shape(IntPtr model, long layer, long index, int max_axes, [Out] long[] out_shape, out int out_num_axes);
+
+        /// <summary>
+        /// A blob's dtype (float64 when the file holds double_data, else float32), without making its handle.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_blob_dtype(IntPtr model, long layer, long index, out DType out_dtype);
+
+        /// <summary>
+        /// 1 when a blob has a diff: the file holds one, or (once its handle was made) its diff was
+        /// accessed; else 0. Makes no handle.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_blob_has_diff(IntPtr model, long layer, long index, out int out_has_diff);
+
+        /// <summary>
+        /// Copies count elements of a blob's data or diff from element start, in the blob's dtype, into
+        /// buffer (buffer_size bytes at least count times the element size), without making its handle
+        /// (a made handle is read through its host memory, syncing it as cpu_ptr does). A diff the file
+        /// does not hold reads as zeros. Reading in pieces keeps memory small for huge blobs.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_blob_read(IntPtr model, long layer, long index, Part part, long start, long count, IntPtr buffer, UIntPtr buffer_size);
+
+        /// <summary>
+        /// Exports the model's blobs as safetensors: an 8-byte little-endian header length, a JSON
+        /// header ({"&lt;key&gt;": {"dtype", "shape", "data_offsets"}}, padded with spaces to 8 bytes), then
+        /// the data, each tensor aligned to 8 bytes. "__metadata__" holds "name" (the net's), "format"
+        /// ("V1" or "V2") and "layer_types" (a JSON object text: layer name to type). Keys are
+        /// `&lt;layer&gt;.&lt;index&gt;`; with CBLOB_EXPORT_TORCH_NAMES, blobs of Convolution, Deconvolution and
+        /// InnerProduct layers are `&lt;layer&gt;.weight` and `.bias`, Scale's `.weight` and `.bias`, PReLU's
+        /// `.weight`, and BatchNorm's `.running_mean` and `.running_var` divided by Caffe's scale
+        /// factor (its third blob; 0 reads as 0, as Caffe does), which is not exported; other layers'
+        /// blobs keep `&lt;layer&gt;.&lt;index&gt;` (cblob_model_torch_unmapped lists them). Diffs with
+        /// CBLOB_EXPORT_DIFF as `&lt;key&gt;.diff`. Streams: memory stays small whatever the model's size.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_to_safetensors(IntPtr model, int flags, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
+
+        /// <summary>
+        /// Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_to_safetensors_file(IntPtr model, int flags, byte[] path);
+
+        /// <summary>
+        /// Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
+        /// compressed, .npy members; Zip64 past 4 GiB), keys `&lt;layer&gt;/&lt;index&gt;` (pycaffe's
+        /// net.params[layer][index]), diffs with CBLOB_EXPORT_DIFF as `&lt;layer&gt;/&lt;index&gt;/diff`. Members
+        /// carry a fixed date (1980-01-01), so the same model gives the same bytes.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_to_npz(IntPtr model, int flags, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
+
+        /// <summary>
+        /// Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_to_npz_file(IntPtr model, int flags, byte[] path);
+
+        /// <summary>
+        /// The layers with blobs that CBLOB_EXPORT_TORCH_NAMES cannot name (their type has no PyTorch
+        /// names, or they hold more blobs than it names), in order. out_layers has room for max_layers
+        /// indices; with out_layers NULL and max_layers 0 it writes the count only; room for fewer is
+        /// CBLOB_ERR_OUT_OF_RANGE.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_torch_unmapped(IntPtr model, [Out] long[] out_layers, long max_layers, out long out_count);
+
+        /// <summary>
+        /// Reads safetensors bytes into a new V2 model: one layer per layer name, its blobs by index.
+        /// Keys are `&lt;layer&gt;.&lt;index&gt;` or PyTorch's `&lt;layer&gt;.weight` (0), `.bias` (1), `.running_mean`
+        /// (0) and `.running_var` (1) (a layer with running statistics gets Caffe's scale factor 1 as
+        /// blob 2); `&lt;key&gt;.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
+        /// types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
+        /// F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
+        /// gap in a layer's indices, overlapping or out-of-range offsets, or another dtype is
+        /// CBLOB_ERR_PARSE naming the key.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_open_safetensors(IntPtr context, [In] byte[] bytes, UIntPtr size, out ModelHandle out_model);
+
+        /// <summary>
+        /// Reads a .safetensors file as cblob_model_open_safetensors does.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_open_safetensors_file(IntPtr context, byte[] path, out ModelHandle out_model);
+
+        /// <summary>
+        /// Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
+        /// into a new V2 model: keys `&lt;layer&gt;/&lt;index&gt;` and `&lt;layer&gt;/&lt;index&gt;/diff`, .npy members of
+        /// dtype &lt;f4, &lt;f8, &lt;i4 or &lt;u4 in C order. Another key, dtype or a Fortran-order array is
+        /// CBLOB_ERR_PARSE naming the member.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_open_npz(IntPtr context, [In] byte[] bytes, UIntPtr size, out ModelHandle out_model);
+
+        /// <summary>
+        /// Reads a .npz file as cblob_model_open_npz does.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_open_npz_file(IntPtr context, byte[] path, out ModelHandle out_model);
+
+        /// <summary>
+        /// Net surgery: for each layer of `weights` (from cblob_model_open_npz or _safetensors, or any
+        /// model), the layer of `model` with its name (or `&lt;name&gt;@&lt;index&gt;`: the layer at that index, as
+        /// the exports name a repeated name's later layers) takes the values of its blobs, by index,
+        /// converted to the model blob's dtype; a weights blob's diff replaces the diff. Every layer
+        /// and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
+        /// that differs is CBLOB_ERR_SHAPE with one message listing every mismatch, and nothing
+        /// changes. Everything else of the model stays as it is: saved, only the replaced values'
+        /// bytes change.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_replace_blobs(IntPtr model, IntPtr weights);
 
         /// <summary>
         /// Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
         /// the number of CUDA devices, or the status that says why not (with a message naming the
         /// library or the versions involved).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_gpu_probe(out int out_device_count);
 
@@ -971,7 +1263,7 @@ namespace CBlob
         /// and its length into out_length. With buffer NULL and buffer_size 0 it only writes the
         /// length; a buffer too small for the name and its NUL is an error.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_gpu_device_name(int device_index, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_length);
 
@@ -1011,7 +1303,7 @@ namespace CBlob
         /// CBLOB_ERR_STATE when the cache mode is not disk). out_compiled receives the number of
         /// kernel families compiled now; the others were already cached.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_kernel_cache_warm_up(IntPtr context, int compute_capability, out int out_compiled);
 
@@ -1020,7 +1312,7 @@ namespace CBlob
         /// context keeps its device once it has opened it: choosing another then fails with
         /// CBLOB_ERR_STATE (use one context per device).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_context_set_device(IntPtr context, int device_index);
 
@@ -1033,17 +1325,28 @@ namespace CBlob
 
         /// <summary>
         /// Queues the context's device work on a caller's CUDA stream (a CUstream or cudaStream_t of
-        /// the context's device; NULL is the default stream, the initial one). cblob waits for work
-        /// already queued on the previous stream first. The stream is borrowed: it must stay valid
-        /// until another is set or the context and its blobs are gone. Synchronous calls (host
-        /// accessors, sums) wait for the stream; cblob_blob_async_push does not.
+        /// the context's device; NULL is the legacy default stream, which waits for every blocking
+        /// stream). Unless set, a context queues its work on a non-blocking stream of its own, made
+        /// when it opens its device, so contexts (and the threads using them) do not wait for each
+        /// other; that stream is destroyed once another is set. cblob waits for work already queued
+        /// on the previous stream first. The stream is borrowed: it must stay valid until another is
+        /// set or the context is gone. A stream of another device or another CUDA context is
+        /// refused, and so is the per-thread default stream (CU_STREAM_PER_THREAD), which follows the
+        /// calling OS thread while goroutines and thread pools move between threads
+        /// (CBLOB_ERR_INVALID_ARGUMENT). Synchronous calls (host accessors, sums) wait for the
+        /// stream; cblob_blob_async_push does not. Memory shared between contexts is ordered across
+        /// their streams: work queued through one context runs after what another queued on the
+        /// same memory before.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_context_set_stream(IntPtr context, IntPtr stream);
 
         /// <summary>
-        /// Reads the stream the context queues device work on (NULL for the default stream).
+        /// Reads the stream the context queues device work on: its own non-blocking stream, or the
+        /// one set with cblob_context_set_stream (NULL for the legacy default stream). NULL before
+        /// the context has opened its device. Work of the caller's that must run after cblob's (or
+        /// before it) can wait on this stream with an event.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1053,7 +1356,7 @@ namespace CBlob
         /// Waits until the device work queued by the context (asynchronous pushes included) is done.
         /// A context that never used a GPU has nothing queued: the call succeeds at once.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_context_synchronize(IntPtr context);
 
@@ -1078,16 +1381,25 @@ namespace CBlob
         /// zero-fills on first access (head AT_GPU), copies from the host when the head is there
         /// (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
         /// device and stays valid as long as a host pointer would (cblob_blob_cpu_ptr).
+        ///
+        /// Streams: the call returns once the work cblob queued on the memory (the zero-fill of new
+        /// memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
+        /// caller then queues on the memory must have finished, or the context's stream
+        /// (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
+        /// that uses the blob.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_gpu_ptr(IntPtr blob, Part part, out IntPtr out_ptr);
 
         /// <summary>
         /// A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
-        /// syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU).
+        /// syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU). As for
+        /// cblob_blob_gpu_ptr, it returns once cblob's queued work on the memory has finished, and
+        /// the caller's own work on it must finish (or be waited for by the context's stream) before
+        /// cblob uses the blob again.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_mutable_gpu_ptr(IntPtr blob, Part part, out IntPtr out_ptr);
 
@@ -1098,7 +1410,7 @@ namespace CBlob
         /// elements. The size rule, sharing and release callback are those of
         /// cblob_blob_set_cpu_data.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_set_gpu_data(IntPtr blob, IntPtr ptr, UIntPtr size_bytes, ReleaseFn release, IntPtr user_data);
 
@@ -1109,7 +1421,7 @@ namespace CBlob
         /// may only be used by work queued on the same stream. A host buffer allocated in GPU mode is
         /// pinned, so the copy overlaps with the caller's work.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_async_push(IntPtr blob, Part part);
 
@@ -1315,7 +1627,7 @@ namespace CBlob
         /// dtype names the array's element type and must be the blob's; length must be the blob's
         /// count (NeoML's CopyFrom takes no length and reads as many elements as the blob has).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_copy_in(IntPtr blob, Part part, DType dtype, IntPtr source, long length);
 
@@ -1324,7 +1636,7 @@ namespace CBlob
         /// the array's element type and must be the blob's; length must be the blob's count (NeoML
         /// does not check it).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_copy_out(IntPtr blob, Part part, DType dtype, IntPtr destination, long length);
 
@@ -1333,7 +1645,7 @@ namespace CBlob
         /// "Conversions"); the shapes must be equal (NeoML's CopyFrom(blob), which also allows no
         /// conversion). Runs where the blob's part is current.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_convert_from(IntPtr blob, IntPtr source, Part part);
 
@@ -1347,7 +1659,7 @@ namespace CBlob
         /// cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
         /// those of cblob_blob_convert_from.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_convert_from_truncating(IntPtr blob, IntPtr source, Part part);
 
@@ -1355,7 +1667,7 @@ namespace CBlob
         /// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
         /// NeoML blobs have no diff). A window's copy is an ordinary blob of the window's shape.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_deep_copy(IntPtr blob, out BlobHandle out_blob);
 
@@ -1364,7 +1676,7 @@ namespace CBlob
         /// converted (see "Conversions"; NeoML blobs have no diff). NeoML's GetClone(type) leaves the
         /// contents uninitialized; cblob_blob_create_like does that (zero-filled).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_clone(IntPtr blob, DType dtype, out BlobHandle out_blob);
 
@@ -1373,7 +1685,7 @@ namespace CBlob
         /// GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
         /// axes give a deep copy, as in NeoML.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_transposed(IntPtr blob, int axis1, int axis2, out BlobHandle out_blob);
 
@@ -1385,7 +1697,7 @@ namespace CBlob
         /// size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
         /// no-op).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_transpose_from(IntPtr blob, IntPtr source, Part part, int axis1, int axis2);
 
@@ -1397,7 +1709,7 @@ namespace CBlob
         /// more than once but must not share memory with the blob. There is no limit on the number
         /// of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_merge(IntPtr blob, Part part, int axis, int num_inputs, [In] IntPtr[] inputs);
 
@@ -1407,7 +1719,7 @@ namespace CBlob
         /// and brings the outputs there. The outputs must not share memory with the blob or with each
         /// other.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_split(IntPtr blob, Part part, int axis, int num_outputs, [In] IntPtr[] outputs);
 
@@ -1417,14 +1729,14 @@ namespace CBlob
         /// its BatchLength, BatchWidth and ListSize, and the inputs' object sizes add up to the
         /// blob's; their Height, Width, Depth and Channels may differ.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_merge_objects(IntPtr blob, Part part, int num_inputs, [In] IntPtr[] inputs);
 
         /// <summary>
         /// Cuts each object of the blob into the outputs' objects, in order (NeoML's SplitByObject), with the rules of cblob_blob_merge_objects.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_split_objects(IntPtr blob, Part part, int num_outputs, [In] IntPtr[] outputs);
 
@@ -1433,28 +1745,28 @@ namespace CBlob
         /// must be an integer in the dtype's range; for float32 it is rounded to the nearest float
         /// and must not be finite beyond float32's range. Infinities and NaN fill float blobs.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_fill(IntPtr blob, Part part, double value);
 
         /// <summary>
         /// Sets every element of one object of a 7-axis blob to value (NeoML's FillObject), with the value rules of cblob_blob_fill.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_fill_object(IntPtr blob, Part part, long @object, double value);
 
         /// <summary>
         /// Sets every element of data or diff to zero (NeoML's Clear).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_clear(IntPtr blob, Part part);
 
         /// <summary>
         /// Sets one object of a 7-axis blob to zero (NeoML's ClearObject).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_clear_object(IntPtr blob, Part part, long @object);
 
@@ -1463,7 +1775,7 @@ namespace CBlob
         /// shapes must be equal (NeoML checks neither). Integers wrap modulo 2^32; a blob may be added
         /// to itself.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_add(IntPtr blob, IntPtr source, Part part);
 
@@ -1479,7 +1791,7 @@ namespace CBlob
         /// the pointer is into the blob's host memory, and access including WRITE marks the host copy
         /// current. See "Buffers" for what the mapping allows and forbids.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_map(IntPtr blob, Part part, long position, long count, Access access, out IntPtr out_buffer, out IntPtr out_ptr);
 
@@ -1492,7 +1804,7 @@ namespace CBlob
         /// and is corrupted otherwise).
         /// If the copy back fails the mapping stays open and the call may be repeated.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_buffer_unmap(IntPtr buffer);
 
@@ -1503,7 +1815,7 @@ namespace CBlob
         /// Exporting CBLOB_MEMORY_DEVICE needs a GPU; without one the call fails with the status that
         /// says why.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_to_dlpack(IntPtr blob, Part part, Memory memory, int read_only, out IntPtr out_tensor);
 
@@ -1512,7 +1824,7 @@ namespace CBlob
         /// consumer may write, and the head moves as for a write (cblob_blob_to_dlpack with read_only
         /// 0). Otherwise the same as cblob_blob_to_dlpack.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_to_dlpack_legacy(IntPtr blob, Part part, Memory memory, out IntPtr out_tensor);
 
@@ -1525,7 +1837,7 @@ namespace CBlob
         /// dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
         /// another device than the context's is CBLOB_ERR_STATE.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_from_dlpack(IntPtr context, IntPtr tensor, out BlobHandle out_blob);
 
@@ -1533,7 +1845,7 @@ namespace CBlob
         /// Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
         /// rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_from_dlpack_legacy(IntPtr context, IntPtr tensor, out BlobHandle out_blob);
     }

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Checks the binary wheel (bindings/python/test.sh runs it on auditwheel repair's output):
 auditwheel show calls it manylinux and finds no library outside the wheel but glibc's; the
-wheel holds libcblob.so.1, the program and the bundled BLIS and protobuf-c, and every ELF file's
+wheel holds libcblob.so.1, the program and the bundled BLIS, protobuf-c, Jansson and libzip (with
+the zlib and libcrypto libzip needs), and every ELF file's
 run path stays inside the wheel ($ORIGIN...).
 
 usage: check_wheel.py WHEEL
@@ -28,7 +29,9 @@ def main(wheel):
     if not re.search(r'consistent with the following platform tag: "manylinux_2_\d+_x86_64"', text):
         fail("auditwheel does not call the wheel manylinux")
     external = set(re.findall(r"(\S+\.so[.\d]*) with versions", text))
-    inside = {n for n in external if n.startswith(("libcblob.so", "libprotobuf-c-", "libblis-"))}
+    bundled_prefixes = ("libcblob.so", "libprotobuf-c-", "libblis-", "libjansson-", "libzip-", "libz-", "libcrypto-",
+                        "libbz2-", "liblzma-", "libzstd-", "libgnutls-", "libnettle-")
+    inside = {n for n in external if n.startswith(bundled_prefixes)}
     if external - GLIBC - inside:
         fail(f"libraries from outside the wheel: {sorted(external - GLIBC - inside)}")
     with zipfile.ZipFile(wheel) as z, tempfile.TemporaryDirectory() as folder:
@@ -37,7 +40,7 @@ def main(wheel):
             if needed not in names:
                 fail(f"{needed} is not in the wheel")
         bundled = [n for n in names if n.startswith("cblob.libs/")]
-        for prefix in ("cblob.libs/libblis-", "cblob.libs/libprotobuf-c-"):
+        for prefix in ("cblob.libs/libblis-", "cblob.libs/libprotobuf-c-", "cblob.libs/libjansson-", "cblob.libs/libzip-"):
             if not any(n.startswith(prefix) for n in bundled):
                 fail(f"no {prefix}* bundled: {bundled}")
         z.extractall(folder)
@@ -47,7 +50,7 @@ def main(wheel):
             paths = re.findall(r"R(?:UN)?PATH\).*\[(.*)\]", dynamic)
             if not paths or any(not p.startswith("$ORIGIN") for p in paths[0].split(":")):
                 fail(f"{name}'s run path leaves the wheel: {paths}")
-    print(f"check_wheel: {Path(wheel).name}: manylinux, BLIS and protobuf-c bundled, run paths inside")
+    print(f"check_wheel: {Path(wheel).name}: manylinux, BLIS, protobuf-c, Jansson and libzip bundled, run paths inside")
 
 
 if __name__ == "__main__":

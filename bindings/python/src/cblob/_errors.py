@@ -68,6 +68,11 @@ class DeviceError(CblobError, RuntimeError):
     """A CUDA error, device memory exhausted, or a kernel that failed to compile."""
 
 
+class DeviceLostError(DeviceError):
+    """The device faulted (a CUDA sticky error) and cannot be used again in this process
+    (Status.DEVICE_LOST); CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the faulting call report it."""
+
+
 class InternalError(CblobError, RuntimeError):
     """A broken internal invariant, or a status this package does not know (please report it)."""
 
@@ -92,6 +97,7 @@ FAMILIES = {
     Status.DEVICE_OUT_OF_MEMORY: DeviceError,
     Status.DEVICE: DeviceError,
     Status.COMPILE: DeviceError,
+    Status.DEVICE_LOST: DeviceLostError,
     Status.INTERNAL: InternalError,
 }
 

@@ -51,6 +51,7 @@ class Status(enum.IntEnum):
     DEVICE = 18  # A CUDA driver, cuBLAS or kernel-launch error; the message carries the CUDA error name.
     COMPILE = 19  # NVRTC failed to compile a kernel; the message carries the start of the compiler log.
     INTERNAL = 20  # A broken internal invariant: please report it.
+    DEVICE_LOST = 21  # Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it.
 
 
 class DType(enum.IntEnum):
@@ -94,6 +95,30 @@ class NetFormat(enum.IntEnum):
     V2 = 2  # LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today.
 
 
+class Phase(enum.IntEnum):
+    """Caffe's Phase, of a layer or a NetStateRule. (cblob_phase)"""
+    TRAIN = 0  # TRAIN.
+    TEST = 1  # TEST.
+    NONE = 2  # No phase set.
+
+
+class RuleKind(enum.IntEnum):
+    """Which rules of a layer (LayerParameter include = 8, exclude = 9; V1 32 and 33). (cblob_rule_kind)"""
+    INCLUDE = 0  # The layer is in a net whose state meets any of them.
+    EXCLUDE = 1  # The layer is left out of a net whose state meets any of them.
+
+
+class JsonFlags(enum.IntEnum):
+    """Bits for the JSON calls' flags. (cblob_json_flags)"""
+    DEFAULTS = 1  # Parameter fields the file leaves out appear with their defaults.
+
+
+class ExportFlags(enum.IntEnum):
+    """Bits for the export calls' flags. (cblob_export_flags)"""
+    DIFF = 1  # Diffs too, where a blob has one (npz `<layer>/<index>/diff`, safetensors `<key>.diff`).
+    TORCH_NAMES = 2  # safetensors keys with PyTorch's names (see cblob_model_to_safetensors).
+
+
 class CacheMode(enum.IntEnum):
     """Where compiled GPU kernels are kept (CBLOB_KERNEL_CACHE). (cblob_cache_mode)"""
     OFF = 0  # Not kept: every use compiles (for debugging the compiler path).
@@ -126,7 +151,9 @@ class Memory(enum.IntEnum):
 
 
 # Called exactly once when cblob lets go of a caller's buffer (the blob was destroyed, or the
-# buffer was replaced), from whichever thread dropped the last holder.
+# buffer was replaced), from whichever thread dropped the last holder, and only after the GPU
+# work cblob queued on the buffer (kernels, copies, an asynchronous push) has finished, so
+# the owner may hand the memory out again at once.
 cblob_release_fn = CFUNCTYPE(None, c_void_p, c_void_p)
 
 # Element types of typed host views: dtype value -> NumPy dtype name.
@@ -291,18 +318,18 @@ FUNCTIONS = (
     # Reads one element of data or diff, converted to double (exact for every dtype), at the
     # given leading indices (Caffe's data_at / diff_at). Like Caffe it reads through the host
     # copy, so a memory whose head is on the GPU is synced to the host first.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_read_element", c_int32, (c_void_p, c_int32, c_int32, POINTER(c_int64), POINTER(c_double))),  # blob, part, num_indices, indices, out_value
     # A read-only host pointer to data or diff (Caffe's cpu_data / cpu_diff): allocates and
     # zero-fills on first access, copies from the device when the head is there (head becomes
     # SYNCED). A blob with no elements gives NULL. The pointer stays valid until the blob is
     # reshaped past its capacity, given another buffer, shares another blob's memory, or is
     # destroyed.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_cpu_ptr", c_int32, (c_void_p, c_int32, POINTER(c_void_p))),  # blob, part, out_ptr
     # A writable host pointer to data or diff (Caffe's mutable_cpu_data / mutable_cpu_diff);
     # syncs like cblob_blob_cpu_ptr, then marks the host copy current (head AT_CPU).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_mutable_cpu_ptr", c_int32, (c_void_p, c_int32, POINTER(c_void_p))),  # blob, part, out_ptr
     # Where the current copy of data or diff lives. A blob without storage reports UNINITIALIZED.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
@@ -329,24 +356,24 @@ FUNCTIONS = (
     # Copies source's data or diff into the blob (Caffe's CopyFrom). Shapes must be equal unless
     # reshape is 1, which reshapes the blob to source first. The context's mode picks the path:
     # CPU mode writes the host copy (head AT_CPU), GPU mode the device copy (head AT_GPU).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_copy_from", c_int32, (c_void_p, c_void_p, c_int32, c_int32)),  # blob, source, part, reshape
     # data = data - diff over count elements (Caffe's Update), where the data's head is: on the
     # CPU when AT_CPU, on the GPU when AT_GPU or SYNCED. Data never written or read
     # (UNINITIALIZED) is an error, as in Caffe. A blob that has never had elements (and so has
     # no storage) has nothing to update: the call succeeds and does nothing.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_update", c_int32, (c_void_p,)),  # blob
     # The sum of absolute values of data or diff over count elements, computed where the head is;
     # 0 for memory never accessed (nothing is allocated and the head does not change).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_asum", c_int32, (c_void_p, c_int32, POINTER(c_double))),  # blob, part, out_sum
     # The sum of squares of data or diff, with the same rules as cblob_blob_asum.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_sumsq", c_int32, (c_void_p, c_int32, POINTER(c_double))),  # blob, part, out_sum
     # Multiplies data or diff by factor, where the head is (the head becomes AT_CPU or AT_GPU);
     # does nothing to memory never accessed.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_scale", c_int32, (c_void_p, c_int32, c_double)),  # blob, part, factor
     # Tells which Caffe message the bytes hold, from their top-level fields: a NetParameter has
     # `layer` (100) or `layers` (2) or another field only a net has; a BlobProto has legacy dims,
@@ -362,13 +389,13 @@ FUNCTIONS = (
     # data and, when write_diff is 1, its diff. Reads through the host copy like Caffe, so memory
     # whose head is on the GPU is synced first, and memory never accessed reads as zeros. A blob
     # that never had a shape (cblob_blob_create_empty) is CBLOB_ERR_STATE.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_to_proto", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # blob, write_diff, buffer, buffer_size, out_size
     # Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does, by the
     # rules for writing a file in the section's introduction (links followed, the target replaced
     # atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
     # devices refused).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_to_proto_file", c_int32, (c_void_p, c_int32, c_char_p)),  # blob, write_diff, path
     # Loads a serialized BlobProto into the blob (Caffe's FromProto). With reshape 1 the blob
     # takes the BlobProto's shape: 4 axes (num, channels, height, width; unset ones 0) when any
@@ -378,12 +405,12 @@ FUNCTIONS = (
     # count must equal the blob's. Diff is loaded likewise when the BlobProto has one, and left
     # as it is when it has none. The data head becomes AT_CPU, also when there are no values (a
     # blob that never had memory gets an empty one). On failure the blob is unchanged.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_from_proto", c_int32, (c_void_p, c_char_p, c_size_t, c_int32)),  # blob, bytes, size, reshape
     # Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
     # file is read as a snapshot; a path that is not a regular file fails at once (the section's
     # introduction).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO.
     ("cblob_blob_from_proto_file", c_int32, (c_void_p, c_char_p, c_int32)),  # blob, path, reshape
     # Caffe's ShapeEquals: when any legacy dim (num, channels, height, width) is present, even
     # as 0, writes 1 if the blob has at most 4 axes and its 1-padded shape equals those four
@@ -402,11 +429,11 @@ FUNCTIONS = (
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     ("cblob_blob_create_from_proto_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_blob
     # Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_vector_to_proto", c_int32, (POINTER(c_void_p), c_int64, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # blobs, num_blobs, write_diff, buffer, buffer_size, out_size
     # Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
     # writing a file in the section's introduction.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_vector_to_proto_file", c_int32, (POINTER(c_void_p), c_int64, c_int32, c_char_p)),  # blobs, num_blobs, write_diff, path
     # Reads a serialized BlobProtoVector into new blobs, each made as cblob_blob_create_from_proto
     # makes it. out_blobs has room for max_blobs handles; with out_blobs NULL and max_blobs 0 it
@@ -427,16 +454,18 @@ FUNCTIONS = (
     # layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
     # enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
     # V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
-    # cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
-    # bytes may be freed once the call returns. Input without layers that is surely another kind
-    # (a BlobProto; a BlobProtoVector of several blobs, or of one no net's name could be) is
-    # CBLOB_ERR_PARSE with a message saying what it holds; a net whose only field is its name
-    # opens as a net with no layers, even when the name's bytes read as a BlobProto too.
+    # cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
+    # input is checked before the call returns; bytes may be freed once it has. Input without
+    # layers that is surely another kind (a BlobProto; a BlobProtoVector of several blobs, or of
+    # one no net's name could be) is CBLOB_ERR_PARSE with a message saying what it holds; a net
+    # whose only field is its name opens as a net with no layers, even when the name's bytes read
+    # as a BlobProto too.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
     ("cblob_model_open", c_int32, (c_void_p, c_char_p, c_size_t, POINTER(c_void_p))),  # context, bytes, size, out_model
     # Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
-    # introduction). Each part of the file's bytes is released as soon as its values are decoded,
-    # so loading peaks at about the file's size plus its largest blob.
+    # introduction). Each part of the file's bytes is released as soon as it is read, so loading
+    # peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
+    # blobs; bench/model_memory.sh).
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     ("cblob_model_open_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_model
     # Frees the model and drops its holds on its blobs; blobs the caller holds stay valid.
@@ -468,26 +497,164 @@ FUNCTIONS = (
     ("cblob_model_layer_num_blobs", c_int32, (c_void_p, c_int64, POINTER(c_int64))),  # model, layer, out_num_blobs
     # One of a layer's blobs. The handle is a new holder of the model's blob (as after
     # cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
-    # changes made through it are what the model saves.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    # changes made through it are what the model saves. The model makes a blob's handle on its
+    # first access (safe from several threads), which may fail for memory.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
     ("cblob_model_layer_blob", c_int32, (c_void_p, c_int64, c_int64, POINTER(c_void_p))),  # model, layer, index, out_blob
     # Appends a layer with a name, a type and blobs. The model becomes a holder of each blob
     # (nothing is copied): the values written are the blobs' values at save time. In a V1 model
     # the type must be a LayerType enum name ("INNER_PRODUCT") or a decimal number.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.
     ("cblob_model_add_layer", c_int32, (c_void_p, c_char_p, c_char_p, POINTER(c_void_p), c_int64)),  # model, name, type, blobs, num_blobs
-    # Serializes the model as a NetParameter in its format: the net's name, then per layer its
-    # name, its type and its blobs, each as cblob_blob_to_proto writes it.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Serializes the model as a NetParameter in its format. A model opened from bytes or a file
+    # writes them back: every field in its order, blobs with their current values (with
+    # write_diff 0 their diff fields are left out); a blob reshaped since, or whose diff was
+    # written where the file has none, is written as cblob_blob_to_proto writes it. Layers
+    # added with cblob_model_add_layer (and every layer of a created model) are written as
+    # Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
+    # cblob_blob_to_proto writes it.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_model_to_proto", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, write_diff, buffer, buffer_size, out_size
     # Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
     # writing a file in the section's introduction.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_model_to_proto_file", c_int32, (c_void_p, c_int32, c_char_p)),  # model, write_diff, path
+    # The number of a layer's bottoms (its input blobs' names).
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_num_bottoms", c_int32, (c_void_p, c_int64, POINTER(c_int64))),  # model, layer, out_count
+    # One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
+    # layer's fields: a layer of k bottoms takes O(k) per call.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_bottom", c_int32, (c_void_p, c_int64, c_int64, POINTER(c_char_p))),  # model, layer, index, out_name
+    # The number of a layer's tops (its output blobs' names).
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_num_tops", c_int32, (c_void_p, c_int64, POINTER(c_int64))),  # model, layer, out_count
+    # One of a layer's tops, as cblob_model_layer_bottom.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_top", c_int32, (c_void_p, c_int64, c_int64, POINTER(c_char_p))),  # model, layer, index, out_name
+    # A layer's phase (LayerParameter.phase = 10): CBLOB_PHASE_NONE when it sets none (always in
+    # V1). A value other than TRAIN or TEST is written as the file has it (the last one).
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_phase", c_int32, (c_void_p, c_int64, POINTER(c_int32))),  # model, layer, out_phase
+    # The number of a layer's include or exclude rules.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_num_rules", c_int32, (c_void_p, c_int64, c_int32, POINTER(c_int64))),  # model, layer, kind, out_count
+    # One include or exclude rule (NetStateRule): its phase (CBLOB_PHASE_NONE when it sets none),
+    # min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+    # not_stages it names (cblob_model_layer_rule_stage reads them).
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_rule", c_int32, (c_void_p, c_int64, c_int32, c_int64, POINTER(c_int32), POINTER(c_int32), POINTER(c_int32), POINTER(c_int64), POINTER(c_int64))),  # model, layer, kind, index, out_phase, out_min_level, out_max_level, out_num_stages, out_num_not_stages
+    # One stage (not_stage 0) or not_stage (not_stage 1) a rule names.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_rule_stage", c_int32, (c_void_p, c_int64, c_int32, c_int64, c_int32, c_int64, POINTER(c_char_p))),  # model, layer, kind, rule, not_stage, index, out_stage
+    # The number of a layer's param specs: its ParamSpec messages (param = 6), or in V1 the
+    # longest of param (1001), blobs_lr (7) and weight_decay (8), as Caffe's upgrade pairs them.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_num_param_specs", c_int32, (c_void_p, c_int64, POINTER(c_int64))),  # model, layer, out_count
+    # One param spec: its name (NULL when it has none), lr_mult and decay_mult (Caffe's default 1
+    # when unset).
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_param_spec", c_int32, (c_void_p, c_int64, c_int64, POINTER(c_char_p), POINTER(c_float), POINTER(c_float))),  # model, layer, index, out_name, out_lr_mult, out_decay_mult
+    # A layer's parameters as a JSON object: every field of the layer other than name, type,
+    # bottom, top, phase, param, include, exclude and blobs, by Caffe's field name
+    # ("convolution_param": {"num_output": 96, "kernel_size": [11]}, "loss_weight": [1]), rendered
+    # from proto/caffe_params.proto; enums by name, floats as the shortest text that reads back to
+    # the same value (NaN and infinities as the strings "nan", "inf", "-inf"), text that is not
+    # UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
+    # under "unknown_fields" as {"field": N, "wire_type": W, "bytes": L}. With CBLOB_JSON_DEFAULTS,
+    # fields of the messages present that the file leaves out appear with their defaults. Text
+    # convention of cblob_blob_shape_string.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+    ("cblob_model_layer_params_json", c_int32, (c_void_p, c_int64, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, layer, flags, buffer, buffer_size, out_length
+    # A layer as the JSON object `cblob inspect --json` (schema 2) lists it: name, type, bottoms,
+    # tops, phase ("TRAIN", "TEST" or null), include and exclude (NetStateRule objects), param
+    # (ParamSpec objects), params (cblob_model_layer_params_json) and blobs ({"shape", "count",
+    # "dtype", "has_diff"} each). docs/inspect-schema-2.json describes it. Text convention of
+    # cblob_blob_shape_string.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+    ("cblob_model_layer_json", c_int32, (c_void_p, c_int64, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, layer, flags, buffer, buffer_size, out_length
+    # A blob's shape, as cblob_blob_shape gives it, without making its handle.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_blob_shape", c_int32, (c_void_p, c_int64, c_int64, c_int32, POINTER(c_int64), POINTER(c_int32))),  # model, layer, index, max_axes, out_shape, out_num_axes
+    # A blob's dtype (float64 when the file holds double_data, else float32), without making its handle.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_blob_dtype", c_int32, (c_void_p, c_int64, c_int64, POINTER(c_int32))),  # model, layer, index, out_dtype
+    # 1 when a blob has a diff: the file holds one, or (once its handle was made) its diff was
+    # accessed; else 0. Makes no handle.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_layer_blob_has_diff", c_int32, (c_void_p, c_int64, c_int64, POINTER(c_int32))),  # model, layer, index, out_has_diff
+    # Copies count elements of a blob's data or diff from element start, in the blob's dtype, into
+    # buffer (buffer_size bytes at least count times the element size), without making its handle
+    # (a made handle is read through its host memory, syncing it as cpu_ptr does). A diff the file
+    # does not hold reads as zeros. Reading in pieces keeps memory small for huge blobs.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DEVICE.
+    ("cblob_model_layer_blob_read", c_int32, (c_void_p, c_int64, c_int64, c_int32, c_int64, c_int64, c_void_p, c_size_t)),  # model, layer, index, part, start, count, buffer, buffer_size
+    # Exports the model's blobs as safetensors: an 8-byte little-endian header length, a JSON
+    # header ({"<key>": {"dtype", "shape", "data_offsets"}}, padded with spaces to 8 bytes), then
+    # the data, each tensor aligned to 8 bytes. "__metadata__" holds "name" (the net's), "format"
+    # ("V1" or "V2") and "layer_types" (a JSON object text: layer name to type). Keys are
+    # `<layer>.<index>`; with CBLOB_EXPORT_TORCH_NAMES, blobs of Convolution, Deconvolution and
+    # InnerProduct layers are `<layer>.weight` and `.bias`, Scale's `.weight` and `.bias`, PReLU's
+    # `.weight`, and BatchNorm's `.running_mean` and `.running_var` divided by Caffe's scale
+    # factor (its third blob; 0 reads as 0, as Caffe does), which is not exported; other layers'
+    # blobs keep `<layer>.<index>` (cblob_model_torch_unmapped lists them). Diffs with
+    # CBLOB_EXPORT_DIFF as `<key>.diff`. Streams: memory stays small whatever the model's size.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    ("cblob_model_to_safetensors", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, flags, buffer, buffer_size, out_size
+    # Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    ("cblob_model_to_safetensors_file", c_int32, (c_void_p, c_int32, c_char_p)),  # model, flags, path
+    # Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
+    # compressed, .npy members; Zip64 past 4 GiB), keys `<layer>/<index>` (pycaffe's
+    # net.params[layer][index]), diffs with CBLOB_EXPORT_DIFF as `<layer>/<index>/diff`. Members
+    # carry a fixed date (1980-01-01), so the same model gives the same bytes.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    ("cblob_model_to_npz", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, flags, buffer, buffer_size, out_size
+    # Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    ("cblob_model_to_npz_file", c_int32, (c_void_p, c_int32, c_char_p)),  # model, flags, path
+    # The layers with blobs that CBLOB_EXPORT_TORCH_NAMES cannot name (their type has no PyTorch
+    # names, or they hold more blobs than it names), in order. out_layers has room for max_layers
+    # indices; with out_layers NULL and max_layers 0 it writes the count only; room for fewer is
+    # CBLOB_ERR_OUT_OF_RANGE.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    ("cblob_model_torch_unmapped", c_int32, (c_void_p, POINTER(c_int64), c_int64, POINTER(c_int64))),  # model, out_layers, max_layers, out_count
+    # Reads safetensors bytes into a new V2 model: one layer per layer name, its blobs by index.
+    # Keys are `<layer>.<index>` or PyTorch's `<layer>.weight` (0), `.bias` (1), `.running_mean`
+    # (0) and `.running_var` (1) (a layer with running statistics gets Caffe's scale factor 1 as
+    # blob 2); `<key>.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
+    # types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
+    # F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
+    # gap in a layer's indices, overlapping or out-of-range offsets, or another dtype is
+    # CBLOB_ERR_PARSE naming the key.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
+    ("cblob_model_open_safetensors", c_int32, (c_void_p, c_char_p, c_size_t, POINTER(c_void_p))),  # context, bytes, size, out_model
+    # Reads a .safetensors file as cblob_model_open_safetensors does.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    ("cblob_model_open_safetensors_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_model
+    # Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
+    # into a new V2 model: keys `<layer>/<index>` and `<layer>/<index>/diff`, .npy members of
+    # dtype <f4, <f8, <i4 or <u4 in C order. Another key, dtype or a Fortran-order array is
+    # CBLOB_ERR_PARSE naming the member.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
+    ("cblob_model_open_npz", c_int32, (c_void_p, c_char_p, c_size_t, POINTER(c_void_p))),  # context, bytes, size, out_model
+    # Reads a .npz file as cblob_model_open_npz does.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    ("cblob_model_open_npz_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_model
+    # Net surgery: for each layer of `weights` (from cblob_model_open_npz or _safetensors, or any
+    # model), the layer of `model` with its name (or `<name>@<index>`: the layer at that index, as
+    # the exports name a repeated name's later layers) takes the values of its blobs, by index,
+    # converted to the model blob's dtype; a weights blob's diff replaces the diff. Every layer
+    # and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
+    # that differs is CBLOB_ERR_SHAPE with one message listing every mismatch, and nothing
+    # changes. Everything else of the model stays as it is: saved, only the replaced values'
+    # bytes change.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    ("cblob_model_replace_blobs", c_int32, (c_void_p, c_void_p)),  # model, weights
     # Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
     # the number of CUDA devices, or the status that says why not (with a message naming the
     # library or the versions involved).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_gpu_probe", c_int32, (POINTER(c_int32),)),  # out_device_count
     # The versions found, encoded as CUDA does (major * 1000 + minor * 10: 13000 is 13.0), or 0
     # for a library that could not be loaded: the CUDA version the driver supports, NVRTC's and
@@ -497,7 +664,7 @@ FUNCTIONS = (
     # Writes the name of a CUDA device (as the driver reports it) and a terminating NUL into buffer
     # and its length into out_length. With buffer NULL and buffer_size 0 it only writes the
     # length; a buffer too small for the name and its NUL is an error.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_gpu_device_name", c_int32, (c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # device_index, buffer, buffer_size, out_length
     # A human-readable report of the GPU stack, one item per line: the driver (or why there is
     # none), each device with its compute capability and memory, NVRTC, cuBLAS and the kernel
@@ -521,29 +688,40 @@ FUNCTIONS = (
     # GPU, only NVRTC: it compiles for that architecture into the disk cache (and fails with
     # CBLOB_ERR_STATE when the cache mode is not disk). out_compiled receives the number of
     # kernel families compiled now; the others were already cached.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_kernel_cache_warm_up", c_int32, (c_void_p, c_int32, POINTER(c_int32))),  # context, compute_capability, out_compiled
     # Chooses the CUDA device the context's blobs use (device 0 unless set) and opens it. A
     # context keeps its device once it has opened it: choosing another then fails with
     # CBLOB_ERR_STATE (use one context per device).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_context_set_device", c_int32, (c_void_p, c_int32)),  # context, device_index
     # Reads the index of the context's CUDA device (0 unless set).
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
     ("cblob_context_device", c_int32, (c_void_p, POINTER(c_int32))),  # context, out_device_index
     # Queues the context's device work on a caller's CUDA stream (a CUstream or cudaStream_t of
-    # the context's device; NULL is the default stream, the initial one). cblob waits for work
-    # already queued on the previous stream first. The stream is borrowed: it must stay valid
-    # until another is set or the context and its blobs are gone. Synchronous calls (host
-    # accessors, sums) wait for the stream; cblob_blob_async_push does not.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    # the context's device; NULL is the legacy default stream, which waits for every blocking
+    # stream). Unless set, a context queues its work on a non-blocking stream of its own, made
+    # when it opens its device, so contexts (and the threads using them) do not wait for each
+    # other; that stream is destroyed once another is set. cblob waits for work already queued
+    # on the previous stream first. The stream is borrowed: it must stay valid until another is
+    # set or the context is gone. A stream of another device or another CUDA context is
+    # refused, and so is the per-thread default stream (CU_STREAM_PER_THREAD), which follows the
+    # calling OS thread while goroutines and thread pools move between threads
+    # (CBLOB_ERR_INVALID_ARGUMENT). Synchronous calls (host accessors, sums) wait for the
+    # stream; cblob_blob_async_push does not. Memory shared between contexts is ordered across
+    # their streams: work queued through one context runs after what another queued on the
+    # same memory before.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_context_set_stream", c_int32, (c_void_p, c_void_p)),  # context, stream
-    # Reads the stream the context queues device work on (NULL for the default stream).
+    # Reads the stream the context queues device work on: its own non-blocking stream, or the
+    # one set with cblob_context_set_stream (NULL for the legacy default stream). NULL before
+    # the context has opened its device. Work of the caller's that must run after cblob's (or
+    # before it) can wait on this stream with an event.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
     ("cblob_context_stream", c_int32, (c_void_p, POINTER(c_void_p))),  # context, out_stream
     # Waits until the device work queued by the context (asynchronous pushes included) is done.
     # A context that never used a GPU has nothing queued: the call succeeds at once.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_context_synchronize", c_int32, (c_void_p,)),  # context
     # The context's log: warnings that are not errors of the call that met them (for example a
     # kernel cache folder that cannot be written), one per line, oldest first; the library never
@@ -557,25 +735,34 @@ FUNCTIONS = (
     # zero-fills on first access (head AT_GPU), copies from the host when the head is there
     # (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
     # device and stays valid as long as a host pointer would (cblob_blob_cpu_ptr).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # 
+    # Streams: the call returns once the work cblob queued on the memory (the zero-fill of new
+    # memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
+    # caller then queues on the memory must have finished, or the context's stream
+    # (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
+    # that uses the blob.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_gpu_ptr", c_int32, (c_void_p, c_int32, POINTER(c_void_p))),  # blob, part, out_ptr
     # A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
-    # syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU). As for
+    # cblob_blob_gpu_ptr, it returns once cblob's queued work on the memory has finished, and
+    # the caller's own work on it must finish (or be waited for by the context's stream) before
+    # cblob uses the blob again.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_mutable_gpu_ptr", c_int32, (c_void_p, c_int32, POINTER(c_void_p))),  # blob, part, out_ptr
     # Makes a caller's device buffer the blob's device data (Caffe's set_gpu_data): the head
     # becomes AT_GPU, the host copy is kept (stale), and cblob never frees the buffer. ptr must
     # be memory of the context's device covering size_bytes, and size_bytes must cover count
     # elements. The size rule, sharing and release callback are those of
     # cblob_blob_set_cpu_data.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_set_gpu_data", c_int32, (c_void_p, c_void_p, c_size_t, cblob_release_fn, c_void_p)),  # blob, ptr, size_bytes, release, user_data
     # Starts copying data or diff from the host to the device on the context's stream and marks
     # it SYNCED at once (Caffe's async_gpu_push): the head must be AT_CPU, else CBLOB_ERR_STATE.
     # Until cblob_context_synchronize returns, the host copy must not change and the device copy
     # may only be used by work queued on the same stream. A host buffer allocated in GPU mode is
     # pinned, so the copy overlaps with the caller's work.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_async_push", c_int32, (c_void_p, c_int32)),  # blob, part
     # Creates a 7-axis NeoML blob from up to 7 dimensions, left-aligned as NeoML's CreateTensor:
     # dims[i] becomes axis i (BatchLength first) and the remaining axes are 1. Dimensions are
@@ -681,17 +868,17 @@ FUNCTIONS = (
     # Copies `length` elements from a caller's array into data or diff (NeoML's CopyFrom(T*)).
     # dtype names the array's element type and must be the blob's; length must be the blob's
     # count (NeoML's CopyFrom takes no length and reads as many elements as the blob has).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_copy_in", c_int32, (c_void_p, c_int32, c_int32, c_void_p, c_int64)),  # blob, part, dtype, source, length
     # Copies data or diff into a caller's array of `length` elements (NeoML's CopyTo). dtype names
     # the array's element type and must be the blob's; length must be the blob's count (NeoML
     # does not check it).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_copy_out", c_int32, (c_void_p, c_int32, c_int32, c_void_p, c_int64)),  # blob, part, dtype, destination, length
     # Copies source's data or diff into the blob's, converting values to the blob's dtype (see
     # "Conversions"); the shapes must be equal (NeoML's CopyFrom(blob), which also allows no
     # conversion). Runs where the blob's part is current.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_convert_from", c_int32, (c_void_p, c_void_p, c_int32)),  # blob, source, part
     # cblob_blob_convert_from with NeoML's rule from a float type to an integer type: the
     # fraction is truncated toward zero (2.7 gives 2, -2.7 gives -2, -0.5 gives 0), as NeoML's
@@ -701,21 +888,21 @@ FUNCTIONS = (
     # as cblob_blob_convert_from does: to a float type the nearest value (NeoML's int-to-float
     # cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
     # those of cblob_blob_convert_from.
-    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_convert_from_truncating", c_int32, (c_void_p, c_void_p, c_int32)),  # blob, source, part
     # A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
     # NeoML blobs have no diff). A window's copy is an ordinary blob of the window's shape.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_deep_copy", c_int32, (c_void_p, POINTER(c_void_p))),  # blob, out_blob
     # A new, independent blob of the given dtype with the blob's shape, and its data and diff
     # converted (see "Conversions"; NeoML blobs have no diff). NeoML's GetClone(type) leaves the
     # contents uninitialized; cblob_blob_create_like does that (zero-filled).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_clone", c_int32, (c_void_p, c_int32, POINTER(c_void_p))),  # blob, dtype, out_blob
     # A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
     # GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
     # axes give a deep copy, as in NeoML.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_transposed", c_int32, (c_void_p, c_int32, c_int32, POINTER(c_void_p))),  # blob, axis1, axis2, out_blob
     # Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
     # (NeoML's TransposeFrom). The axes are source's, a negative one counting from the end. The
@@ -723,7 +910,7 @@ FUNCTIONS = (
     # every axis is checked, where NeoML checks only the two swapped dimensions and the total
     # size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
     # no-op).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_transpose_from", c_int32, (c_void_p, c_void_p, c_int32, c_int32, c_int32)),  # blob, source, part, axis1, axis2
     # Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
     # MergeByDim, axis 0 included; a negative axis counts from the end). Every input must have the blob's dtype and number of axes and
@@ -731,41 +918,41 @@ FUNCTIONS = (
     # the blob's; anything else is an error, never an out-of-bounds write. An input may appear
     # more than once but must not share memory with the blob. There is no limit on the number
     # of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_merge", c_int32, (c_void_p, c_int32, c_int32, c_int32, POINTER(c_void_p))),  # blob, part, axis, num_inputs, inputs
     # Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
     # axis 0 included; a negative axis counts from the end), with the rules of cblob_blob_merge. It runs where the blob's part is read
     # and brings the outputs there. The outputs must not share memory with the blob or with each
     # other.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_split", c_int32, (c_void_p, c_int32, c_int32, c_int32, POINTER(c_void_p))),  # blob, part, axis, num_outputs, outputs
     # Joins whole objects (NeoML's MergeByObject): for each object, the blob's object is the
     # concatenation of the inputs' objects in order. All blobs have 7 axes, the blob's dtype and
     # its BatchLength, BatchWidth and ListSize, and the inputs' object sizes add up to the
     # blob's; their Height, Width, Depth and Channels may differ.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_merge_objects", c_int32, (c_void_p, c_int32, c_int32, POINTER(c_void_p))),  # blob, part, num_inputs, inputs
     # Cuts each object of the blob into the outputs' objects, in order (NeoML's SplitByObject), with the rules of cblob_blob_merge_objects.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_split_objects", c_int32, (c_void_p, c_int32, c_int32, POINTER(c_void_p))),  # blob, part, num_outputs, outputs
     # Sets every element of data or diff to value (NeoML's Fill). For an integer blob the value
     # must be an integer in the dtype's range; for float32 it is rounded to the nearest float
     # and must not be finite beyond float32's range. Infinities and NaN fill float blobs.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_fill", c_int32, (c_void_p, c_int32, c_double)),  # blob, part, value
     # Sets every element of one object of a 7-axis blob to value (NeoML's FillObject), with the value rules of cblob_blob_fill.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_fill_object", c_int32, (c_void_p, c_int32, c_int64, c_double)),  # blob, part, object, value
     # Sets every element of data or diff to zero (NeoML's Clear).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_clear", c_int32, (c_void_p, c_int32)),  # blob, part
     # Sets one object of a 7-axis blob to zero (NeoML's ClearObject).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_clear_object", c_int32, (c_void_p, c_int32, c_int64)),  # blob, part, object
     # Adds source's data or diff to the blob's, element by element (NeoML's Add). The dtypes and
     # shapes must be equal (NeoML checks neither). Integers wrap modulo 2^32; a blob may be added
     # to itself.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_blob_add", c_int32, (c_void_p, c_void_p, c_int32)),  # blob, source, part
     # Maps elements [position, position + count) of data or diff (NeoML's GetBuffer) and writes
     # the mapping and a pointer to its first element; count 0 gives a NULL pointer, which no one
@@ -777,7 +964,7 @@ FUNCTIONS = (
     # filled from `position` (NeoML fills from element 0) when access includes READ; otherwise
     # the pointer is into the blob's host memory, and access including WRITE marks the host copy
     # current. See "Buffers" for what the mapping allows and forbids.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_map", c_int32, (c_void_p, c_int32, c_int64, c_int64, c_int32, POINTER(c_void_p), POINTER(c_void_p))),  # blob, part, position, count, access, out_buffer, out_ptr
     # Ends a mapping (NeoML's ReleaseBuffer): a staged range mapped with WRITE access is copied
     # back to the device, the pointer becomes invalid and the handle is freed. Only the blob's
@@ -786,19 +973,19 @@ FUNCTIONS = (
     # in any order (NeoML's stack allocator needs last in, first out per thread, across blobs,
     # and is corrupted otherwise).
     # If the copy back fails the mapping stays open and the call may be repeated.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_buffer_unmap", c_int32, (c_void_p,)),  # buffer
     # Exports the blob's data or diff as a DLManagedTensorVersioned that views it (see the
     # section). With read_only 1 the tensor's flags say DLPACK_FLAG_BITMASK_READ_ONLY and the head
     # moves as for a read; with 0 the consumer may write and the head moves as for a write.
     # Exporting CBLOB_MEMORY_DEVICE needs a GPU; without one the call fails with the status that
     # says why.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_to_dlpack", c_int32, (c_void_p, c_int32, c_int32, c_int32, POINTER(c_void_p))),  # blob, part, memory, read_only, out_tensor
     # Exports the blob's data or diff as a legacy DLManagedTensor, which has no flags: the
     # consumer may write, and the head moves as for a write (cblob_blob_to_dlpack with read_only
     # 0). Otherwise the same as cblob_blob_to_dlpack.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_to_dlpack_legacy", c_int32, (c_void_p, c_int32, c_int32, POINTER(c_void_p))),  # blob, part, memory, out_tensor
     # Makes a blob whose data is a DLManagedTensorVersioned's memory, without copying (see the
     # section for what is accepted and who deletes the tensor). A major version other than 1
@@ -807,11 +994,11 @@ FUNCTIONS = (
     # lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
     # dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
     # another device than the context's is CBLOB_ERR_STATE.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_from_dlpack", c_int32, (c_void_p, c_void_p, POINTER(c_void_p))),  # context, tensor, out_blob
     # Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
     # rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_from_dlpack_legacy", c_int32, (c_void_p, c_void_p, POINTER(c_void_p))),  # context, tensor, out_blob
 )
 

@@ -73,6 +73,8 @@ pub const CBLOB_ERR_DEVICE: cblob_status = 18;
 pub const CBLOB_ERR_COMPILE: cblob_status = 19;
 /// A broken internal invariant: please report it.
 pub const CBLOB_ERR_INTERNAL: cblob_status = 20;
+/// Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it.
+pub const CBLOB_ERR_DEVICE_LOST: cblob_status = 21;
 
 /// Element type of a blob.
 pub type cblob_dtype = i32;
@@ -125,6 +127,34 @@ pub type cblob_net_format = i32;
 pub const CBLOB_NET_FORMAT_V1: cblob_net_format = 1;
 /// LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today.
 pub const CBLOB_NET_FORMAT_V2: cblob_net_format = 2;
+
+/// Caffe's Phase, of a layer or a NetStateRule.
+pub type cblob_phase = i32;
+/// TRAIN.
+pub const CBLOB_PHASE_TRAIN: cblob_phase = 0;
+/// TEST.
+pub const CBLOB_PHASE_TEST: cblob_phase = 1;
+/// No phase set.
+pub const CBLOB_PHASE_NONE: cblob_phase = 2;
+
+/// Which rules of a layer (LayerParameter include = 8, exclude = 9; V1 32 and 33).
+pub type cblob_rule_kind = i32;
+/// The layer is in a net whose state meets any of them.
+pub const CBLOB_RULE_INCLUDE: cblob_rule_kind = 0;
+/// The layer is left out of a net whose state meets any of them.
+pub const CBLOB_RULE_EXCLUDE: cblob_rule_kind = 1;
+
+/// Bits for the JSON calls' flags.
+pub type cblob_json_flags = i32;
+/// Parameter fields the file leaves out appear with their defaults.
+pub const CBLOB_JSON_DEFAULTS: cblob_json_flags = 1;
+
+/// Bits for the export calls' flags.
+pub type cblob_export_flags = i32;
+/// Diffs too, where a blob has one (npz `\<layer\>/\<index\>/diff`, safetensors `\<key\>.diff`).
+pub const CBLOB_EXPORT_DIFF: cblob_export_flags = 1;
+/// safetensors keys with PyTorch's names (see cblob_model_to_safetensors).
+pub const CBLOB_EXPORT_TORCH_NAMES: cblob_export_flags = 2;
 
 /// Where compiled GPU kernels are kept (CBLOB_KERNEL_CACHE).
 pub type cblob_cache_mode = i32;
@@ -219,7 +249,9 @@ pub struct DLManagedTensor {
 }
 
 /// Called exactly once when cblob lets go of a caller's buffer (the blob was destroyed, or the
-/// buffer was replaced), from whichever thread dropped the last holder.
+/// buffer was replaced), from whichever thread dropped the last holder, and only after the GPU
+/// work cblob queued on the buffer (kernels, copies, an asynchronous push) has finished, so
+/// the owner may hand the memory out again at once.
 pub type cblob_release_fn = Option<unsafe extern "C" fn(ptr: *mut c_void, user_data: *mut c_void)>;
 
 extern "C" {
@@ -448,7 +480,7 @@ extern "C" {
     /// given leading indices (Caffe's data_at / diff_at). Like Caffe it reads through the host
     /// copy, so a memory whose head is on the GPU is synced to the host first.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_read_element(blob: *mut cblob_blob, part: cblob_part, num_indices: i32, indices: *const i64, out_value: *mut f64) -> cblob_status;
 
     /// A read-only host pointer to data or diff (Caffe's cpu_data / cpu_diff): allocates and
@@ -457,13 +489,13 @@ extern "C" {
     /// reshaped past its capacity, given another buffer, shares another blob's memory, or is
     /// destroyed.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_cpu_ptr(blob: *mut cblob_blob, part: cblob_part, out_ptr: *mut *const c_void) -> cblob_status;
 
     /// A writable host pointer to data or diff (Caffe's mutable_cpu_data / mutable_cpu_diff);
     /// syncs like cblob_blob_cpu_ptr, then marks the host copy current (head AT_CPU).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_mutable_cpu_ptr(blob: *mut cblob_blob, part: cblob_part, out_ptr: *mut *mut c_void) -> cblob_status;
 
     /// Where the current copy of data or diff lives. A blob without storage reports UNINITIALIZED.
@@ -498,7 +530,7 @@ extern "C" {
     /// reshape is 1, which reshapes the blob to source first. The context's mode picks the path:
     /// CPU mode writes the host copy (head AT_CPU), GPU mode the device copy (head AT_GPU).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_copy_from(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part, reshape: i32) -> cblob_status;
 
     /// data = data - diff over count elements (Caffe's Update), where the data's head is: on the
@@ -506,24 +538,24 @@ extern "C" {
     /// (UNINITIALIZED) is an error, as in Caffe. A blob that has never had elements (and so has
     /// no storage) has nothing to update: the call succeeds and does nothing.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_STATE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_update(blob: *mut cblob_blob) -> cblob_status;
 
     /// The sum of absolute values of data or diff over count elements, computed where the head is;
     /// 0 for memory never accessed (nothing is allocated and the head does not change).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_asum(blob: *const cblob_blob, part: cblob_part, out_sum: *mut f64) -> cblob_status;
 
     /// The sum of squares of data or diff, with the same rules as cblob_blob_asum.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_sumsq(blob: *const cblob_blob, part: cblob_part, out_sum: *mut f64) -> cblob_status;
 
     /// Multiplies data or diff by factor, where the head is (the head becomes AT_CPU or AT_GPU);
     /// does nothing to memory never accessed.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_scale(blob: *mut cblob_blob, part: cblob_part, factor: f64) -> cblob_status;
 
     /// Tells which Caffe message the bytes hold, from their top-level fields: a NetParameter has
@@ -545,7 +577,7 @@ extern "C" {
     /// whose head is on the GPU is synced first, and memory never accessed reads as zeros. A blob
     /// that never had a shape (cblob_blob_create_empty) is CBLOB_ERR_STATE.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_to_proto(blob: *mut cblob_blob, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
 
     /// Writes the blob as a BlobProto file (a .binaryproto), as cblob_blob_to_proto does, by the
@@ -553,7 +585,7 @@ extern "C" {
     /// atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
     /// devices refused).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_to_proto_file(blob: *mut cblob_blob, write_diff: i32, path: *const c_char) -> cblob_status;
 
     /// Loads a serialized BlobProto into the blob (Caffe's FromProto). With reshape 1 the blob
@@ -565,14 +597,14 @@ extern "C" {
     /// as it is when it has none. The data head becomes AT_CPU, also when there are no values (a
     /// blob that never had memory gets an empty one). On failure the blob is unchanged.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_from_proto(blob: *mut cblob_blob, bytes: *const u8, size: usize, reshape: i32) -> cblob_status;
 
     /// Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
     /// file is read as a snapshot; a path that is not a regular file fails at once (the section's
     /// introduction).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_IO.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO.
     pub fn cblob_blob_from_proto_file(blob: *mut cblob_blob, path: *const c_char, reshape: i32) -> cblob_status;
 
     /// Caffe's ShapeEquals: when any legacy dim (num, channels, height, width) is present, even
@@ -599,13 +631,13 @@ extern "C" {
 
     /// Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_vector_to_proto(blobs: *const *mut cblob_blob, num_blobs: i64, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
 
     /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
     /// writing a file in the section's introduction.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_vector_to_proto_file(blobs: *const *mut cblob_blob, num_blobs: i64, write_diff: i32, path: *const c_char) -> cblob_status;
 
     /// Reads a serialized BlobProtoVector into new blobs, each made as cblob_blob_create_from_proto
@@ -633,18 +665,20 @@ extern "C" {
     /// layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
     /// enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
     /// V1 layer that has no blobs of its own takes its nested V0 layer's. Each blob is made as
-    /// cblob_blob_create_from_proto makes it. The whole input is checked before any blob is made.
-    /// bytes may be freed once the call returns. Input without layers that is surely another kind
-    /// (a BlobProto; a BlobProtoVector of several blobs, or of one no net's name could be) is
-    /// CBLOB_ERR_PARSE with a message saying what it holds; a net whose only field is its name
-    /// opens as a net with no layers, even when the name's bytes read as a BlobProto too.
+    /// cblob_blob_create_from_proto makes it, on first access (cblob_model_layer_blob). The whole
+    /// input is checked before the call returns; bytes may be freed once it has. Input without
+    /// layers that is surely another kind (a BlobProto; a BlobProtoVector of several blobs, or of
+    /// one no net's name could be) is CBLOB_ERR_PARSE with a message saying what it holds; a net
+    /// whose only field is its name opens as a net with no layers, even when the name's bytes read
+    /// as a BlobProto too.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_model_open(context: *mut cblob_context, bytes: *const u8, size: usize, out_model: *mut *mut cblob_model) -> cblob_status;
 
     /// Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
-    /// introduction). Each part of the file's bytes is released as soon as its values are decoded,
-    /// so loading peaks at about the file's size plus its largest blob.
+    /// introduction). Each part of the file's bytes is released as soon as it is read, so loading
+    /// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
+    /// blobs; bench/model_memory.sh).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     pub fn cblob_model_open_file(context: *mut cblob_context, path: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
@@ -694,9 +728,10 @@ extern "C" {
 
     /// One of a layer's blobs. The handle is a new holder of the model's blob (as after
     /// cblob_blob_retain): the caller destroys it, it stays valid after the model is destroyed, and
-    /// changes made through it are what the model saves.
+    /// changes made through it are what the model saves. The model makes a blob's handle on its
+    /// first access (safe from several threads), which may fail for memory.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_model_layer_blob(model: *const cblob_model, layer: i64, index: i64, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// Appends a layer with a name, a type and blobs. The model becomes a holder of each blob
@@ -706,23 +741,212 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_model_add_layer(model: *mut cblob_model, name: *const c_char, r#type: *const c_char, blobs: *const *mut cblob_blob, num_blobs: i64) -> cblob_status;
 
-    /// Serializes the model as a NetParameter in its format: the net's name, then per layer its
-    /// name, its type and its blobs, each as cblob_blob_to_proto writes it.
+    /// Serializes the model as a NetParameter in its format. A model opened from bytes or a file
+    /// writes them back: every field in its order, blobs with their current values (with
+    /// write_diff 0 their diff fields are left out); a blob reshaped since, or whose diff was
+    /// written where the file has none, is written as cblob_blob_to_proto writes it. Layers
+    /// added with cblob_model_add_layer (and every layer of a created model) are written as
+    /// Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
+    /// cblob_blob_to_proto writes it.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_model_to_proto(model: *const cblob_model, write_diff: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
 
     /// Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
     /// writing a file in the section's introduction.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_model_to_proto_file(model: *const cblob_model, write_diff: i32, path: *const c_char) -> cblob_status;
+
+    /// The number of a layer's bottoms (its input blobs' names).
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_num_bottoms(model: *const cblob_model, layer: i64, out_count: *mut i64) -> cblob_status;
+
+    /// One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
+    /// layer's fields: a layer of k bottoms takes O(k) per call.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_bottom(model: *const cblob_model, layer: i64, index: i64, out_name: *mut *const c_char) -> cblob_status;
+
+    /// The number of a layer's tops (its output blobs' names).
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_num_tops(model: *const cblob_model, layer: i64, out_count: *mut i64) -> cblob_status;
+
+    /// One of a layer's tops, as cblob_model_layer_bottom.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_top(model: *const cblob_model, layer: i64, index: i64, out_name: *mut *const c_char) -> cblob_status;
+
+    /// A layer's phase (LayerParameter.phase = 10): CBLOB_PHASE_NONE when it sets none (always in
+    /// V1). A value other than TRAIN or TEST is written as the file has it (the last one).
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_phase(model: *const cblob_model, layer: i64, out_phase: *mut cblob_phase) -> cblob_status;
+
+    /// The number of a layer's include or exclude rules.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_num_rules(model: *const cblob_model, layer: i64, kind: cblob_rule_kind, out_count: *mut i64) -> cblob_status;
+
+    /// One include or exclude rule (NetStateRule): its phase (CBLOB_PHASE_NONE when it sets none),
+    /// min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+    /// not_stages it names (cblob_model_layer_rule_stage reads them).
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_rule(model: *const cblob_model, layer: i64, kind: cblob_rule_kind, index: i64, out_phase: *mut cblob_phase, out_min_level: *mut i32, out_max_level: *mut i32, out_num_stages: *mut i64, out_num_not_stages: *mut i64) -> cblob_status;
+
+    /// One stage (not_stage 0) or not_stage (not_stage 1) a rule names.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_rule_stage(model: *const cblob_model, layer: i64, kind: cblob_rule_kind, rule: i64, not_stage: i32, index: i64, out_stage: *mut *const c_char) -> cblob_status;
+
+    /// The number of a layer's param specs: its ParamSpec messages (param = 6), or in V1 the
+    /// longest of param (1001), blobs_lr (7) and weight_decay (8), as Caffe's upgrade pairs them.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_num_param_specs(model: *const cblob_model, layer: i64, out_count: *mut i64) -> cblob_status;
+
+    /// One param spec: its name (NULL when it has none), lr_mult and decay_mult (Caffe's default 1
+    /// when unset).
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_param_spec(model: *const cblob_model, layer: i64, index: i64, out_name: *mut *const c_char, out_lr_mult: *mut f32, out_decay_mult: *mut f32) -> cblob_status;
+
+    /// A layer's parameters as a JSON object: every field of the layer other than name, type,
+    /// bottom, top, phase, param, include, exclude and blobs, by Caffe's field name
+    /// ("convolution_param": {"num_output": 96, "kernel_size": \[11\]}, "loss_weight": \[1\]), rendered
+    /// from proto/caffe_params.proto; enums by name, floats as the shortest text that reads back to
+    /// the same value (NaN and infinities as the strings "nan", "inf", "-inf"), text that is not
+    /// UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
+    /// under "unknown_fields" as {"field": N, "wire_type": W, "bytes": L}. With CBLOB_JSON_DEFAULTS,
+    /// fields of the messages present that the file leaves out appear with their defaults. Text
+    /// convention of cblob_blob_shape_string.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+    pub fn cblob_model_layer_params_json(model: *const cblob_model, layer: i64, flags: i32, buffer: *mut c_char, buffer_size: usize, out_length: *mut usize) -> cblob_status;
+
+    /// A layer as the JSON object `cblob inspect --json` (schema 2) lists it: name, type, bottoms,
+    /// tops, phase ("TRAIN", "TEST" or null), include and exclude (NetStateRule objects), param
+    /// (ParamSpec objects), params (cblob_model_layer_params_json) and blobs ({"shape", "count",
+    /// "dtype", "has_diff"} each). docs/inspect-schema-2.json describes it. Text convention of
+    /// cblob_blob_shape_string.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+    pub fn cblob_model_layer_json(model: *const cblob_model, layer: i64, flags: i32, buffer: *mut c_char, buffer_size: usize, out_length: *mut usize) -> cblob_status;
+
+    /// A blob's shape, as cblob_blob_shape gives it, without making its handle.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_blob_shape(model: *const cblob_model, layer: i64, index: i64, max_axes: i32, out_shape: *mut i64, out_num_axes: *mut i32) -> cblob_status;
+
+    /// A blob's dtype (float64 when the file holds double_data, else float32), without making its handle.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_blob_dtype(model: *const cblob_model, layer: i64, index: i64, out_dtype: *mut cblob_dtype) -> cblob_status;
+
+    /// 1 when a blob has a diff: the file holds one, or (once its handle was made) its diff was
+    /// accessed; else 0. Makes no handle.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_layer_blob_has_diff(model: *const cblob_model, layer: i64, index: i64, out_has_diff: *mut i32) -> cblob_status;
+
+    /// Copies count elements of a blob's data or diff from element start, in the blob's dtype, into
+    /// buffer (buffer_size bytes at least count times the element size), without making its handle
+    /// (a made handle is read through its host memory, syncing it as cpu_ptr does). A diff the file
+    /// does not hold reads as zeros. Reading in pieces keeps memory small for huge blobs.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_layer_blob_read(model: *const cblob_model, layer: i64, index: i64, part: cblob_part, start: i64, count: i64, buffer: *mut c_void, buffer_size: usize) -> cblob_status;
+
+    /// Exports the model's blobs as safetensors: an 8-byte little-endian header length, a JSON
+    /// header ({"\<key\>": {"dtype", "shape", "data_offsets"}}, padded with spaces to 8 bytes), then
+    /// the data, each tensor aligned to 8 bytes. "__metadata__" holds "name" (the net's), "format"
+    /// ("V1" or "V2") and "layer_types" (a JSON object text: layer name to type). Keys are
+    /// `\<layer\>.\<index\>`; with CBLOB_EXPORT_TORCH_NAMES, blobs of Convolution, Deconvolution and
+    /// InnerProduct layers are `\<layer\>.weight` and `.bias`, Scale's `.weight` and `.bias`, PReLU's
+    /// `.weight`, and BatchNorm's `.running_mean` and `.running_var` divided by Caffe's scale
+    /// factor (its third blob; 0 reads as 0, as Caffe does), which is not exported; other layers'
+    /// blobs keep `\<layer\>.\<index\>` (cblob_model_torch_unmapped lists them). Diffs with
+    /// CBLOB_EXPORT_DIFF as `\<key\>.diff`. Streams: memory stays small whatever the model's size.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_to_safetensors(model: *const cblob_model, flags: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
+
+    /// Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_to_safetensors_file(model: *const cblob_model, flags: i32, path: *const c_char) -> cblob_status;
+
+    /// Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
+    /// compressed, .npy members; Zip64 past 4 GiB), keys `\<layer\>/\<index\>` (pycaffe's
+    /// net.params\[layer\]\[index\]), diffs with CBLOB_EXPORT_DIFF as `\<layer\>/\<index\>/diff`. Members
+    /// carry a fixed date (1980-01-01), so the same model gives the same bytes.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_to_npz(model: *const cblob_model, flags: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
+
+    /// Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_to_npz_file(model: *const cblob_model, flags: i32, path: *const c_char) -> cblob_status;
+
+    /// The layers with blobs that CBLOB_EXPORT_TORCH_NAMES cannot name (their type has no PyTorch
+    /// names, or they hold more blobs than it names), in order. out_layers has room for max_layers
+    /// indices; with out_layers NULL and max_layers 0 it writes the count only; room for fewer is
+    /// CBLOB_ERR_OUT_OF_RANGE.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
+    pub fn cblob_model_torch_unmapped(model: *const cblob_model, out_layers: *mut i64, max_layers: i64, out_count: *mut i64) -> cblob_status;
+
+    /// Reads safetensors bytes into a new V2 model: one layer per layer name, its blobs by index.
+    /// Keys are `\<layer\>.\<index\>` or PyTorch's `\<layer\>.weight` (0), `.bias` (1), `.running_mean`
+    /// (0) and `.running_var` (1) (a layer with running statistics gets Caffe's scale factor 1 as
+    /// blob 2); `\<key\>.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
+    /// types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
+    /// F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
+    /// gap in a layer's indices, overlapping or out-of-range offsets, or another dtype is
+    /// CBLOB_ERR_PARSE naming the key.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
+    pub fn cblob_model_open_safetensors(context: *mut cblob_context, bytes: *const u8, size: usize, out_model: *mut *mut cblob_model) -> cblob_status;
+
+    /// Reads a .safetensors file as cblob_model_open_safetensors does.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    pub fn cblob_model_open_safetensors_file(context: *mut cblob_context, path: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
+
+    /// Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
+    /// into a new V2 model: keys `\<layer\>/\<index\>` and `\<layer\>/\<index\>/diff`, .npy members of
+    /// dtype \<f4, \<f8, \<i4 or \<u4 in C order. Another key, dtype or a Fortran-order array is
+    /// CBLOB_ERR_PARSE naming the member.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
+    pub fn cblob_model_open_npz(context: *mut cblob_context, bytes: *const u8, size: usize, out_model: *mut *mut cblob_model) -> cblob_status;
+
+    /// Reads a .npz file as cblob_model_open_npz does.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    pub fn cblob_model_open_npz_file(context: *mut cblob_context, path: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
+
+    /// Net surgery: for each layer of `weights` (from cblob_model_open_npz or _safetensors, or any
+    /// model), the layer of `model` with its name (or `\<name\>@\<index\>`: the layer at that index, as
+    /// the exports name a repeated name's later layers) takes the values of its blobs, by index,
+    /// converted to the model blob's dtype; a weights blob's diff replaces the diff. Every layer
+    /// and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
+    /// that differs is CBLOB_ERR_SHAPE with one message listing every mismatch, and nothing
+    /// changes. Everything else of the model stays as it is: saved, only the replaced values'
+    /// bytes change.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_replace_blobs(model: *mut cblob_model, weights: *const cblob_model) -> cblob_status;
 
     /// Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
     /// the number of CUDA devices, or the status that says why not (with a message naming the
     /// library or the versions involved).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_gpu_probe(out_device_count: *mut i32) -> cblob_status;
 
     /// The versions found, encoded as CUDA does (major * 1000 + minor * 10: 13000 is 13.0), or 0
@@ -736,7 +960,7 @@ extern "C" {
     /// and its length into out_length. With buffer NULL and buffer_size 0 it only writes the
     /// length; a buffer too small for the name and its NUL is an error.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_gpu_device_name(device_index: i32, buffer: *mut c_char, buffer_size: usize, out_length: *mut usize) -> cblob_status;
 
     /// A human-readable report of the GPU stack, one item per line: the driver (or why there is
@@ -768,14 +992,14 @@ extern "C" {
     /// CBLOB_ERR_STATE when the cache mode is not disk). out_compiled receives the number of
     /// kernel families compiled now; the others were already cached.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_COMPILE, CBLOB_ERR_IO, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_kernel_cache_warm_up(context: *mut cblob_context, compute_capability: i32, out_compiled: *mut i32) -> cblob_status;
 
     /// Chooses the CUDA device the context's blobs use (device 0 unless set) and opens it. A
     /// context keeps its device once it has opened it: choosing another then fails with
     /// CBLOB_ERR_STATE (use one context per device).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_context_set_device(context: *mut cblob_context, device_index: i32) -> cblob_status;
 
     /// Reads the index of the context's CUDA device (0 unless set).
@@ -784,15 +1008,26 @@ extern "C" {
     pub fn cblob_context_device(context: *const cblob_context, out_device_index: *mut i32) -> cblob_status;
 
     /// Queues the context's device work on a caller's CUDA stream (a CUstream or cudaStream_t of
-    /// the context's device; NULL is the default stream, the initial one). cblob waits for work
-    /// already queued on the previous stream first. The stream is borrowed: it must stay valid
-    /// until another is set or the context and its blobs are gone. Synchronous calls (host
-    /// accessors, sums) wait for the stream; cblob_blob_async_push does not.
+    /// the context's device; NULL is the legacy default stream, which waits for every blocking
+    /// stream). Unless set, a context queues its work on a non-blocking stream of its own, made
+    /// when it opens its device, so contexts (and the threads using them) do not wait for each
+    /// other; that stream is destroyed once another is set. cblob waits for work already queued
+    /// on the previous stream first. The stream is borrowed: it must stay valid until another is
+    /// set or the context is gone. A stream of another device or another CUDA context is
+    /// refused, and so is the per-thread default stream (CU_STREAM_PER_THREAD), which follows the
+    /// calling OS thread while goroutines and thread pools move between threads
+    /// (CBLOB_ERR_INVALID_ARGUMENT). Synchronous calls (host accessors, sums) wait for the
+    /// stream; cblob_blob_async_push does not. Memory shared between contexts is ordered across
+    /// their streams: work queued through one context runs after what another queued on the
+    /// same memory before.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_context_set_stream(context: *mut cblob_context, stream: *mut c_void) -> cblob_status;
 
-    /// Reads the stream the context queues device work on (NULL for the default stream).
+    /// Reads the stream the context queues device work on: its own non-blocking stream, or the
+    /// one set with cblob_context_set_stream (NULL for the legacy default stream). NULL before
+    /// the context has opened its device. Work of the caller's that must run after cblob's (or
+    /// before it) can wait on this stream with an event.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
     pub fn cblob_context_stream(context: *const cblob_context, out_stream: *mut *mut c_void) -> cblob_status;
@@ -800,7 +1035,7 @@ extern "C" {
     /// Waits until the device work queued by the context (asynchronous pushes included) is done.
     /// A context that never used a GPU has nothing queued: the call succeeds at once.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_context_synchronize(context: *mut cblob_context) -> cblob_status;
 
     /// The context's log: warnings that are not errors of the call that met them (for example a
@@ -820,13 +1055,22 @@ extern "C" {
     /// (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
     /// device and stays valid as long as a host pointer would (cblob_blob_cpu_ptr).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Streams: the call returns once the work cblob queued on the memory (the zero-fill of new
+    /// memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
+    /// caller then queues on the memory must have finished, or the context's stream
+    /// (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
+    /// that uses the blob.
+    ///
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_gpu_ptr(blob: *mut cblob_blob, part: cblob_part, out_ptr: *mut *const c_void) -> cblob_status;
 
     /// A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
-    /// syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU).
+    /// syncs like cblob_blob_gpu_ptr, then marks the device copy current (head AT_GPU). As for
+    /// cblob_blob_gpu_ptr, it returns once cblob's queued work on the memory has finished, and
+    /// the caller's own work on it must finish (or be waited for by the context's stream) before
+    /// cblob uses the blob again.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_mutable_gpu_ptr(blob: *mut cblob_blob, part: cblob_part, out_ptr: *mut *mut c_void) -> cblob_status;
 
     /// Makes a caller's device buffer the blob's device data (Caffe's set_gpu_data): the head
@@ -835,7 +1079,7 @@ extern "C" {
     /// elements. The size rule, sharing and release callback are those of
     /// cblob_blob_set_cpu_data.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_set_gpu_data(blob: *mut cblob_blob, ptr: *mut c_void, size_bytes: usize, release: cblob_release_fn, user_data: *mut c_void) -> cblob_status;
 
     /// Starts copying data or diff from the host to the device on the context's stream and marks
@@ -844,7 +1088,7 @@ extern "C" {
     /// may only be used by work queued on the same stream. A host buffer allocated in GPU mode is
     /// pinned, so the copy overlaps with the caller's work.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_async_push(blob: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// Creates a 7-axis NeoML blob from up to 7 dimensions, left-aligned as NeoML's CreateTensor:
@@ -1000,21 +1244,21 @@ extern "C" {
     /// dtype names the array's element type and must be the blob's; length must be the blob's
     /// count (NeoML's CopyFrom takes no length and reads as many elements as the blob has).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_copy_in(blob: *mut cblob_blob, part: cblob_part, dtype: cblob_dtype, source: *const c_void, length: i64) -> cblob_status;
 
     /// Copies data or diff into a caller's array of `length` elements (NeoML's CopyTo). dtype names
     /// the array's element type and must be the blob's; length must be the blob's count (NeoML
     /// does not check it).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_copy_out(blob: *mut cblob_blob, part: cblob_part, dtype: cblob_dtype, destination: *mut c_void, length: i64) -> cblob_status;
 
     /// Copies source's data or diff into the blob's, converting values to the blob's dtype (see
     /// "Conversions"); the shapes must be equal (NeoML's CopyFrom(blob), which also allows no
     /// conversion). Runs where the blob's part is current.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_convert_from(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// cblob_blob_convert_from with NeoML's rule from a float type to an integer type: the
@@ -1026,27 +1270,27 @@ extern "C" {
     /// cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
     /// those of cblob_blob_convert_from.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_convert_from_truncating(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
     /// NeoML blobs have no diff). A window's copy is an ordinary blob of the window's shape.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_deep_copy(blob: *mut cblob_blob, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// A new, independent blob of the given dtype with the blob's shape, and its data and diff
     /// converted (see "Conversions"; NeoML blobs have no diff). NeoML's GetClone(type) leaves the
     /// contents uninitialized; cblob_blob_create_like does that (zero-filled).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_clone(blob: *mut cblob_blob, dtype: cblob_dtype, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// A new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
     /// GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
     /// axes give a deep copy, as in NeoML.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_transposed(blob: *mut cblob_blob, axis1: i32, axis2: i32, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
@@ -1056,7 +1300,7 @@ extern "C" {
     /// size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
     /// no-op).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_transpose_from(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part, axis1: i32, axis2: i32) -> cblob_status;
 
     /// Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
@@ -1066,7 +1310,7 @@ extern "C" {
     /// more than once but must not share memory with the blob. There is no limit on the number
     /// of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_merge(blob: *mut cblob_blob, part: cblob_part, axis: i32, num_inputs: i32, inputs: *const *mut cblob_blob) -> cblob_status;
 
     /// Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
@@ -1074,7 +1318,7 @@ extern "C" {
     /// and brings the outputs there. The outputs must not share memory with the blob or with each
     /// other.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_split(blob: *mut cblob_blob, part: cblob_part, axis: i32, num_outputs: i32, outputs: *const *mut cblob_blob) -> cblob_status;
 
     /// Joins whole objects (NeoML's MergeByObject): for each object, the blob's object is the
@@ -1082,41 +1326,41 @@ extern "C" {
     /// its BatchLength, BatchWidth and ListSize, and the inputs' object sizes add up to the
     /// blob's; their Height, Width, Depth and Channels may differ.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_merge_objects(blob: *mut cblob_blob, part: cblob_part, num_inputs: i32, inputs: *const *mut cblob_blob) -> cblob_status;
 
     /// Cuts each object of the blob into the outputs' objects, in order (NeoML's SplitByObject), with the rules of cblob_blob_merge_objects.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_split_objects(blob: *mut cblob_blob, part: cblob_part, num_outputs: i32, outputs: *const *mut cblob_blob) -> cblob_status;
 
     /// Sets every element of data or diff to value (NeoML's Fill). For an integer blob the value
     /// must be an integer in the dtype's range; for float32 it is rounded to the nearest float
     /// and must not be finite beyond float32's range. Infinities and NaN fill float blobs.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_fill(blob: *mut cblob_blob, part: cblob_part, value: f64) -> cblob_status;
 
     /// Sets every element of one object of a 7-axis blob to value (NeoML's FillObject), with the value rules of cblob_blob_fill.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_fill_object(blob: *mut cblob_blob, part: cblob_part, object: i64, value: f64) -> cblob_status;
 
     /// Sets every element of data or diff to zero (NeoML's Clear).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_clear(blob: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// Sets one object of a 7-axis blob to zero (NeoML's ClearObject).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_clear_object(blob: *mut cblob_blob, part: cblob_part, object: i64) -> cblob_status;
 
     /// Adds source's data or diff to the blob's, element by element (NeoML's Add). The dtypes and
     /// shapes must be equal (NeoML checks neither). Integers wrap modulo 2^32; a blob may be added
     /// to itself.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NOT_IMPLEMENTED, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_blob_add(blob: *mut cblob_blob, source: *mut cblob_blob, part: cblob_part) -> cblob_status;
 
     /// Maps elements \[position, position + count) of data or diff (NeoML's GetBuffer) and writes
@@ -1130,7 +1374,7 @@ extern "C" {
     /// the pointer is into the blob's host memory, and access including WRITE marks the host copy
     /// current. See "Buffers" for what the mapping allows and forbids.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_blob_map(blob: *mut cblob_blob, part: cblob_part, position: i64, count: i64, access: cblob_access, out_buffer: *mut *mut cblob_buffer, out_ptr: *mut *mut c_void) -> cblob_status;
 
     /// Ends a mapping (NeoML's ReleaseBuffer): a staged range mapped with WRITE access is copied
@@ -1141,7 +1385,7 @@ extern "C" {
     /// and is corrupted otherwise).
     /// If the copy back fails the mapping stays open and the call may be repeated.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_buffer_unmap(buffer: *mut cblob_buffer) -> cblob_status;
 
     /// Exports the blob's data or diff as a DLManagedTensorVersioned that views it (see the
@@ -1150,14 +1394,14 @@ extern "C" {
     /// Exporting CBLOB_MEMORY_DEVICE needs a GPU; without one the call fails with the status that
     /// says why.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_to_dlpack(blob: *mut cblob_blob, part: cblob_part, memory: cblob_memory, read_only: i32, out_tensor: *mut *mut DLManagedTensorVersioned) -> cblob_status;
 
     /// Exports the blob's data or diff as a legacy DLManagedTensor, which has no flags: the
     /// consumer may write, and the head moves as for a write (cblob_blob_to_dlpack with read_only
     /// 0). Otherwise the same as cblob_blob_to_dlpack.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_to_dlpack_legacy(blob: *mut cblob_blob, part: cblob_part, memory: cblob_memory, out_tensor: *mut *mut DLManagedTensor) -> cblob_status;
 
     /// Makes a blob whose data is a DLManagedTensorVersioned's memory, without copying (see the
@@ -1168,12 +1412,12 @@ extern "C" {
     /// dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
     /// another device than the context's is CBLOB_ERR_STATE.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_from_dlpack(context: *mut cblob_context, tensor: *mut DLManagedTensorVersioned, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
     /// rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_from_dlpack_legacy(context: *mut cblob_context, tensor: *mut DLManagedTensor, out_blob: *mut *mut cblob_blob) -> cblob_status;
 }

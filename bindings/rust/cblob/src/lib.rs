@@ -86,6 +86,7 @@ mod mapping;
 mod memory;
 mod model;
 mod neoml;
+mod net;
 pub mod proto;
 mod types;
 mod window;
@@ -93,6 +94,7 @@ mod window;
 pub use blob::{Blob, View, ViewMut};
 pub use mapping::{Mapping, MappingMut};
 pub use model::{Layer, Model};
+pub use net::{Net, ParamSpec, Rule};
 pub use window::Window;
 /// The raw C declarations this crate is built on.
 pub use cblob_sys as sys;

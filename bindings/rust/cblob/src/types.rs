@@ -70,11 +70,13 @@ pub enum Status {
     Compile,
     /// A broken internal invariant: please report it.
     Internal,
+    /// Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it.
+    DeviceLost,
 }
 
 impl Status {
     /// Every value, in the header's order.
-    pub const ALL: &'static [Status] = &[Status::Ok, Status::InvalidArgument, Status::OutOfRange, Status::Shape, Status::Overflow, Status::DType, Status::NotImplemented, Status::OutOfMemory, Status::State, Status::Parse, Status::Io, Status::NoDriver, Status::StubDriver, Status::NoDevice, Status::DriverTooOld, Status::NvrtcMissing, Status::CublasMissing, Status::DeviceOutOfMemory, Status::Device, Status::Compile, Status::Internal];
+    pub const ALL: &'static [Status] = &[Status::Ok, Status::InvalidArgument, Status::OutOfRange, Status::Shape, Status::Overflow, Status::DType, Status::NotImplemented, Status::OutOfMemory, Status::State, Status::Parse, Status::Io, Status::NoDriver, Status::StubDriver, Status::NoDevice, Status::DriverTooOld, Status::NvrtcMissing, Status::CublasMissing, Status::DeviceOutOfMemory, Status::Device, Status::Compile, Status::Internal, Status::DeviceLost];
 
     /// The value for a raw `cblob_status`, if this crate knows it.
     pub const fn from_raw(raw: sys::cblob_status) -> Option<Self> {
@@ -100,6 +102,7 @@ impl Status {
             sys::CBLOB_ERR_DEVICE => Some(Status::Device),
             sys::CBLOB_ERR_COMPILE => Some(Status::Compile),
             sys::CBLOB_ERR_INTERNAL => Some(Status::Internal),
+            sys::CBLOB_ERR_DEVICE_LOST => Some(Status::DeviceLost),
             _ => None,
         }
     }
@@ -128,6 +131,7 @@ impl Status {
             Status::Device => sys::CBLOB_ERR_DEVICE,
             Status::Compile => sys::CBLOB_ERR_COMPILE,
             Status::Internal => sys::CBLOB_ERR_INTERNAL,
+            Status::DeviceLost => sys::CBLOB_ERR_DEVICE_LOST,
         }
     }
 
@@ -155,6 +159,7 @@ impl Status {
             Status::Device => "CBLOB_ERR_DEVICE",
             Status::Compile => "CBLOB_ERR_COMPILE",
             Status::Internal => "CBLOB_ERR_INTERNAL",
+            Status::DeviceLost => "CBLOB_ERR_DEVICE_LOST",
         }
     }
 }
@@ -432,6 +437,174 @@ impl NetFormat {
         match self {
             NetFormat::V1 => "CBLOB_NET_FORMAT_V1",
             NetFormat::V2 => "CBLOB_NET_FORMAT_V2",
+        }
+    }
+}
+
+/// Caffe's Phase, of a layer or a NetStateRule.
+///
+/// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// TRAIN.
+    Train,
+    /// TEST.
+    Test,
+    /// No phase set.
+    None,
+}
+
+impl Phase {
+    /// Every value, in the header's order.
+    pub const ALL: &'static [Phase] = &[Phase::Train, Phase::Test, Phase::None];
+
+    /// The value for a raw `cblob_phase`, if this crate knows it.
+    pub const fn from_raw(raw: sys::cblob_phase) -> Option<Self> {
+        match raw {
+            sys::CBLOB_PHASE_TRAIN => Some(Phase::Train),
+            sys::CBLOB_PHASE_TEST => Some(Phase::Test),
+            sys::CBLOB_PHASE_NONE => Some(Phase::None),
+            _ => None,
+        }
+    }
+
+    /// The raw `cblob_phase` value the C ABI uses.
+    pub const fn raw(self) -> sys::cblob_phase {
+        match self {
+            Phase::Train => sys::CBLOB_PHASE_TRAIN,
+            Phase::Test => sys::CBLOB_PHASE_TEST,
+            Phase::None => sys::CBLOB_PHASE_NONE,
+        }
+    }
+
+    /// The C enumerator's name (`"CBLOB_PHASE_TRAIN"`).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            Phase::Train => "CBLOB_PHASE_TRAIN",
+            Phase::Test => "CBLOB_PHASE_TEST",
+            Phase::None => "CBLOB_PHASE_NONE",
+        }
+    }
+}
+
+/// Which rules of a layer (LayerParameter include = 8, exclude = 9; V1 32 and 33).
+///
+/// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RuleKind {
+    /// The layer is in a net whose state meets any of them.
+    Include,
+    /// The layer is left out of a net whose state meets any of them.
+    Exclude,
+}
+
+impl RuleKind {
+    /// Every value, in the header's order.
+    pub const ALL: &'static [RuleKind] = &[RuleKind::Include, RuleKind::Exclude];
+
+    /// The value for a raw `cblob_rule_kind`, if this crate knows it.
+    pub const fn from_raw(raw: sys::cblob_rule_kind) -> Option<Self> {
+        match raw {
+            sys::CBLOB_RULE_INCLUDE => Some(RuleKind::Include),
+            sys::CBLOB_RULE_EXCLUDE => Some(RuleKind::Exclude),
+            _ => None,
+        }
+    }
+
+    /// The raw `cblob_rule_kind` value the C ABI uses.
+    pub const fn raw(self) -> sys::cblob_rule_kind {
+        match self {
+            RuleKind::Include => sys::CBLOB_RULE_INCLUDE,
+            RuleKind::Exclude => sys::CBLOB_RULE_EXCLUDE,
+        }
+    }
+
+    /// The C enumerator's name (`"CBLOB_RULE_INCLUDE"`).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            RuleKind::Include => "CBLOB_RULE_INCLUDE",
+            RuleKind::Exclude => "CBLOB_RULE_EXCLUDE",
+        }
+    }
+}
+
+/// Bits for the JSON calls' flags.
+///
+/// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JsonFlags {
+    /// Parameter fields the file leaves out appear with their defaults.
+    Defaults,
+}
+
+impl JsonFlags {
+    /// Every value, in the header's order.
+    pub const ALL: &'static [JsonFlags] = &[JsonFlags::Defaults];
+
+    /// The value for a raw `cblob_json_flags`, if this crate knows it.
+    pub const fn from_raw(raw: sys::cblob_json_flags) -> Option<Self> {
+        match raw {
+            sys::CBLOB_JSON_DEFAULTS => Some(JsonFlags::Defaults),
+            _ => None,
+        }
+    }
+
+    /// The raw `cblob_json_flags` value the C ABI uses.
+    pub const fn raw(self) -> sys::cblob_json_flags {
+        match self {
+            JsonFlags::Defaults => sys::CBLOB_JSON_DEFAULTS,
+        }
+    }
+
+    /// The C enumerator's name (`"CBLOB_JSON_DEFAULTS"`).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            JsonFlags::Defaults => "CBLOB_JSON_DEFAULTS",
+        }
+    }
+}
+
+/// Bits for the export calls' flags.
+///
+/// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExportFlags {
+    /// Diffs too, where a blob has one (npz `\<layer\>/\<index\>/diff`, safetensors `\<key\>.diff`).
+    Diff,
+    /// safetensors keys with PyTorch's names (see cblob_model_to_safetensors).
+    TorchNames,
+}
+
+impl ExportFlags {
+    /// Every value, in the header's order.
+    pub const ALL: &'static [ExportFlags] = &[ExportFlags::Diff, ExportFlags::TorchNames];
+
+    /// The value for a raw `cblob_export_flags`, if this crate knows it.
+    pub const fn from_raw(raw: sys::cblob_export_flags) -> Option<Self> {
+        match raw {
+            sys::CBLOB_EXPORT_DIFF => Some(ExportFlags::Diff),
+            sys::CBLOB_EXPORT_TORCH_NAMES => Some(ExportFlags::TorchNames),
+            _ => None,
+        }
+    }
+
+    /// The raw `cblob_export_flags` value the C ABI uses.
+    pub const fn raw(self) -> sys::cblob_export_flags {
+        match self {
+            ExportFlags::Diff => sys::CBLOB_EXPORT_DIFF,
+            ExportFlags::TorchNames => sys::CBLOB_EXPORT_TORCH_NAMES,
+        }
+    }
+
+    /// The C enumerator's name (`"CBLOB_EXPORT_DIFF"`).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            ExportFlags::Diff => "CBLOB_EXPORT_DIFF",
+            ExportFlags::TorchNames => "CBLOB_EXPORT_TORCH_NAMES",
         }
     }
 }

@@ -1,0 +1,558 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* A layer as JSON (jansson): its structure, its blobs, and its parameters rendered from the
+ * protobuf-c descriptors of proto/caffe_params.proto by one generic renderer. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "caffe_params.pb-c.h"
+#include "model_layers.h"
+#include "status.h"
+#include "wire.h"
+
+#define CB_JSON_FLAGS (CBLOB_JSON_DEFAULTS)
+
+/* ---- values ----------------------------------------------------------------------------------- */
+
+/* JSON text of bytes that may not be UTF-8: each byte of a bad sequence becomes U+FFFD. */
+json_t *cb_json_text(const char *bytes, size_t length)
+{
+    char *text = malloc(length * 3 + 1);
+    if (text == NULL)
+        return NULL;
+    size_t used = 0;
+    const unsigned char *p = (const unsigned char *)bytes;
+    for (size_t i = 0; i < length;) {
+        const unsigned char c = p[i];
+        size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        for (size_t k = 1; k < n; ++k)
+            if (i + k >= length || (p[i + k] & 0xc0) != 0x80)
+                n = 0;
+        /* Overlong three-byte forms, surrogates and code points past U+10FFFF are not UTF-8. */
+        if ((n == 3 && ((c == 0xe0 && p[i + 1] < 0xa0) || (c == 0xed && p[i + 1] >= 0xa0))) ||
+            (n == 4 && ((c == 0xf0 && p[i + 1] < 0x90) || (c == 0xf4 && p[i + 1] >= 0x90))))
+            n = 0;
+        if (n == 0) {
+            memcpy(text + used, "\xef\xbf\xbd", 3);
+            used += 3;
+            ++i;
+        } else {
+            memcpy(text + used, p + i, n);
+            used += n;
+            i += n;
+        }
+    }
+    json_t *value = json_stringn(text, used);
+    free(text);
+    return value;
+}
+
+/* A float as the shortest decimal that reads back to it (dumped with 15 digits, which keep it). */
+static json_t *float_value(float value)
+{
+    if (isnan(value))
+        return json_string("nan");
+    if (isinf(value))
+        return json_string(value > 0 ? "inf" : "-inf");
+    char text[32];
+    for (int digits = 1; digits <= 9; ++digits) {
+        snprintf(text, sizeof text, "%.*g", digits, (double)value);
+        if (strtof(text, NULL) == value)
+            break;
+    }
+    return json_real(strtod(text, NULL));
+}
+
+static json_t *double_value(double value)
+{
+    if (isnan(value))
+        return json_string("nan");
+    if (isinf(value))
+        return json_string(value > 0 ? "inf" : "-inf");
+    return json_real(value);
+}
+
+static json_t *render_message(const ProtobufCMessage *message, bool defaults);
+
+static json_t *enum_value(const ProtobufCFieldDescriptor *field, int value)
+{
+    const ProtobufCEnumValue *known = protobuf_c_enum_descriptor_get_value(field->descriptor, value);
+    return known != NULL ? json_string(known->name) : json_integer(value);
+}
+
+/* One element of a field, at `at`. */
+static json_t *element(const ProtobufCFieldDescriptor *field, const void *at, bool defaults)
+{
+    switch (field->type) {
+    case PROTOBUF_C_TYPE_INT32:
+    case PROTOBUF_C_TYPE_SINT32:
+    case PROTOBUF_C_TYPE_SFIXED32: return json_integer(*(const int32_t *)at);
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_FIXED32: return json_integer(*(const uint32_t *)at);
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_SFIXED64: return json_integer(*(const int64_t *)at);
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_FIXED64: return json_integer((json_int_t) * (const uint64_t *)at);
+    case PROTOBUF_C_TYPE_FLOAT: return float_value(*(const float *)at);
+    case PROTOBUF_C_TYPE_DOUBLE: return double_value(*(const double *)at);
+    case PROTOBUF_C_TYPE_BOOL: return json_boolean(*(const protobuf_c_boolean *)at);
+    case PROTOBUF_C_TYPE_ENUM: return enum_value(field, *(const int *)at);
+    case PROTOBUF_C_TYPE_STRING: {
+        const char *text = *(char *const *)at;
+        return cb_json_text(text != NULL ? text : "", text != NULL ? strlen(text) : 0);
+    }
+    case PROTOBUF_C_TYPE_BYTES: return json_pack("{s:I}", "bytes", (json_int_t)((const ProtobufCBinaryData *)at)->len);
+    case PROTOBUF_C_TYPE_MESSAGE: return render_message(*(ProtobufCMessage *const *)at, defaults);
+    }
+    return json_null();
+}
+
+static size_t element_size(const ProtobufCFieldDescriptor *field)
+{
+    switch (field->type) {
+    case PROTOBUF_C_TYPE_INT64: case PROTOBUF_C_TYPE_SINT64: case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_UINT64: case PROTOBUF_C_TYPE_FIXED64: case PROTOBUF_C_TYPE_DOUBLE: return 8;
+    case PROTOBUF_C_TYPE_STRING: case PROTOBUF_C_TYPE_MESSAGE: return sizeof(void *);
+    case PROTOBUF_C_TYPE_BYTES: return sizeof(ProtobufCBinaryData);
+    case PROTOBUF_C_TYPE_BOOL: return sizeof(protobuf_c_boolean);
+    default: return 4;
+    }
+}
+
+/* Whether an optional field is in the message. */
+static bool present(const ProtobufCMessage *message, const ProtobufCFieldDescriptor *field)
+{
+    const char *base = (const char *)message;
+    if (field->type == PROTOBUF_C_TYPE_STRING || field->type == PROTOBUF_C_TYPE_MESSAGE) {
+        const void *pointer = *(void *const *)(base + field->offset);
+        return pointer != NULL && pointer != field->default_value;
+    }
+    return *(const protobuf_c_boolean *)(base + field->quantifier_offset);
+}
+
+/* The default of an absent optional scalar field (protobuf's zero when the schema gives none). */
+static json_t *default_value(const ProtobufCFieldDescriptor *field)
+{
+    static const uint8_t zeros[16];
+    if (field->type == PROTOBUF_C_TYPE_MESSAGE)
+        return NULL;
+    if (field->type == PROTOBUF_C_TYPE_STRING) {
+        const char *text = field->default_value != NULL ? *(char *const *)&field->default_value : "";
+        return cb_json_text(text, strlen(text));
+    }
+    if (field->type == PROTOBUF_C_TYPE_ENUM && field->default_value == NULL) {
+        const ProtobufCEnumDescriptor *values = field->descriptor;
+        return values->n_values > 0 ? json_string(values->values[0].name) : json_integer(0);
+    }
+    return element(field, field->default_value != NULL ? field->default_value : zeros, false);
+}
+
+static json_t *unknown_fields(const ProtobufCMessage *message)
+{
+    json_t *list = json_array();
+    for (unsigned i = 0; list != NULL && i < message->n_unknown_fields; ++i) {
+        const ProtobufCMessageUnknownField *field = &message->unknown_fields[i];
+        json_array_append_new(list, json_pack("{s:I,s:i,s:I}", "field", (json_int_t)field->tag, "wire_type",
+                                              (int)field->wire_type, "bytes", (json_int_t)field->len));
+    }
+    return list;
+}
+
+/* Every field the message holds, by name, in field-number order; fields no schema knows under
+ * "unknown_fields". */
+static json_t *render_message(const ProtobufCMessage *message, bool defaults)
+{
+    json_t *object = json_object();
+    const ProtobufCMessageDescriptor *descriptor = message->descriptor;
+    for (unsigned i = 0; object != NULL && i < descriptor->n_fields; ++i) {
+        const ProtobufCFieldDescriptor *field = &descriptor->fields[i];
+        const char *base = (const char *)message;
+        json_t *value = NULL;
+        if (field->label == PROTOBUF_C_LABEL_REPEATED) {
+            const size_t count = *(const size_t *)(base + field->quantifier_offset);
+            const char *array = *(char *const *)(base + field->offset);
+            if (count > 0)
+                value = json_array();
+            for (size_t k = 0; value != NULL && k < count; ++k)
+                json_array_append_new(value, element(field, array + k * element_size(field), defaults));
+        } else if (present(message, field)) {
+            value = element(field, base + field->offset, defaults);
+        } else if (defaults) {
+            value = default_value(field);
+        }
+        if (value != NULL)
+            json_object_set_new(object, field->name, value);
+    }
+    if (object != NULL && message->n_unknown_fields > 0)
+        json_object_set_new(object, "unknown_fields", unknown_fields(message));
+    return object;
+}
+
+/* ---- a layer's parameters ---------------------------------------------------------------------- */
+
+/* Re-emits a record's operations without blobs (nested messages re-framed), for protobuf-c to
+ * unpack as the *Fields messages. */
+static cblob_status fields_without_blobs(const uint8_t *ops, cb_bytes *out)
+{
+    for (const uint8_t *cursor = ops;;) {
+        cb_op op;
+        cb_op_read(&cursor, false, &op);
+        switch (op.code) {
+        case CB_OP_END: return CBLOB_OK;
+        case CB_OP_BYTES: CB_TRY(cb_bytes_append(out, op.bytes, op.size)); break;
+        case CB_OP_TEXT:
+            CB_TRY(cb_bytes_append(out, op.tag, op.tag_size));
+            CB_TRY(cb_bytes_append(out, op.length, op.length_size));
+            CB_TRY(cb_bytes_append(out, op.bytes, op.size));
+            break;
+        case CB_OP_MESSAGE: {
+            cb_bytes inner = {0};
+            cblob_status status = fields_without_blobs(op.inner, &inner);
+            if (status == CBLOB_OK)
+                status = cb_bytes_append(out, op.tag, op.tag_size);
+            if (status == CBLOB_OK)
+                status = cb_bytes_put_varint(out, inner.size);
+            if (status == CBLOB_OK)
+                status = cb_bytes_append(out, inner.data, inner.size);
+            cb_bytes_free(&inner);
+            CB_TRY(status);
+            break;
+        }
+        default: break; /* blobs */
+        }
+    }
+}
+
+/* Fields the structure calls (and the layer object) show: not parameters. */
+static bool is_structure(bool v1, uint32_t number)
+{
+    static const uint32_t v2_fields[] = {1, 2, 3, 4, 6, 8, 9, 10};
+    static const uint32_t v1_fields[] = {2, 3, 4, 5, 32, 33, 1001};
+    const uint32_t *list = v1 ? v1_fields : v2_fields;
+    const size_t n = v1 ? sizeof v1_fields / sizeof *v1_fields : sizeof v2_fields / sizeof *v2_fields;
+    for (size_t i = 0; i < n; ++i)
+        if (list[i] == number)
+            return true;
+    return false;
+}
+
+/* Unpacks fields with the *Fields descriptor; NULL when protobuf-c refuses them (a known field of
+ * the wrong wire type, say). */
+static ProtobufCMessage *unpack_fields(const ProtobufCMessageDescriptor *descriptor, const uint8_t *bytes, size_t size)
+{
+    return protobuf_c_message_unpack(descriptor, NULL, size, size > 0 ? bytes : (const uint8_t *)"");
+}
+
+/* protobuf-c cannot skip groups (an obsolete wire type forks still use for unknown fields):
+ * copies a message's body with its groups left out, and lists them in `groups`. */
+static cblob_status strip_groups(const uint8_t *data, size_t size, cb_bytes *out, json_t *groups)
+{
+    cb_wire wire = cb_wire_begin(data, size, NULL);
+    size_t run = 0;
+    for (;;) {
+        const size_t at = wire.pos;
+        wire.skipped_group = false;
+        cb_wire_field inner;
+        if (cb_wire_next(&wire, &inner) != CBLOB_OK)
+            break;
+        if (wire.skipped_group) { /* groups lie in [at, the next field) */
+            const size_t group_end = inner.number != 0 ? inner.offset : wire.pos;
+            CB_TRY(cb_bytes_append(out, data + run, at - run));
+            const uint8_t *p = data + at;
+            json_array_append_new(groups, json_pack("{s:I,s:i,s:I}", "field", (json_int_t)(cb_varint_read(&p) >> 3),
+                                                    "wire_type", 3, "bytes", (json_int_t)(group_end - at)));
+            run = group_end;
+        }
+        if (inner.number == 0)
+            break;
+    }
+    return cb_bytes_append(out, data + run, size - run);
+}
+
+/* A field with its message's groups left out. */
+static cblob_status without_groups(const uint8_t *data, const cb_wire_field *field, cb_bytes *out, json_t *groups)
+{
+    cb_bytes payload = {0};
+    cblob_status status = strip_groups(data + field->payload, field->length, &payload, groups);
+    const uint8_t *tag = data + field->offset;
+    if (status == CBLOB_OK)
+        status = cb_bytes_append(out, tag, cb_varint_length(tag));
+    if (status == CBLOB_OK)
+        status = cb_bytes_put_varint(out, payload.size);
+    if (status == CBLOB_OK)
+        status = cb_bytes_append(out, payload.data, payload.size);
+    cb_bytes_free(&payload);
+    return status;
+}
+
+/* A parameter field unpacked (with its groups left out when protobuf-c refuses them), or NULL. */
+static ProtobufCMessage *unpack_field(const ProtobufCMessageDescriptor *descriptor, const uint8_t *data,
+                                      const cb_wire_field *field, json_t *groups)
+{
+    const size_t size = field->payload + field->length - field->offset;
+    ProtobufCMessage *message = unpack_fields(descriptor, data + field->offset, size);
+    if (message != NULL || field->type != CB_WIRE_LENGTH)
+        return message;
+    cb_bytes stripped = {0};
+    if (without_groups(data, field, &stripped, groups) == CBLOB_OK && json_array_size(groups) > 0)
+        message = unpack_fields(descriptor, stripped.data, stripped.size);
+    cb_bytes_free(&stripped);
+    return message;
+}
+
+/* Groups left out of a field's message join the unknown fields of the message rendered. */
+static void add_groups(json_t *rendered, json_t *groups)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(rendered, key, value)
+    {
+        if (json_array_size(groups) == 0 || !json_is_object(value))
+            continue;
+        json_t *unknown = json_object_get(value, "unknown_fields");
+        if (unknown == NULL)
+            json_object_set(value, "unknown_fields", groups);
+        else
+            json_array_extend(unknown, groups);
+    }
+    json_decref(groups);
+}
+
+/* Renders what protobuf-c unpacked, leaving out structure fields; a field it cannot unpack is
+ * shown as an unknown one. */
+static cblob_status render_params(const cblob_model *model, const cb_bytes *fields, int32_t flags, json_t *params)
+{
+    const bool v1 = model->format == CBLOB_NET_FORMAT_V1;
+    const ProtobufCMessageDescriptor *descriptor =
+        v1 ? &caffe__v1_layer_parameter_fields__descriptor : &caffe__layer_parameter_fields__descriptor;
+    cb_wire wire = cb_wire_begin(fields->data, fields->size, NULL);
+    json_t *unknown = json_array();
+    for (;;) {
+        cb_wire_field field;
+        if (cb_wire_next(&wire, &field) != CBLOB_OK || field.number == 0)
+            break;
+        if (is_structure(v1, field.number))
+            continue;
+        json_t *groups = json_array();
+        ProtobufCMessage *message = protobuf_c_message_descriptor_get_field(descriptor, field.number) != NULL
+                                        ? unpack_field(descriptor, fields->data, &field, groups)
+                                        : NULL;
+        if (message == NULL) {
+            json_decref(groups);
+            json_array_append_new(unknown, json_pack("{s:I,s:i,s:I}", "field", (json_int_t)field.number, "wire_type",
+                                                     field.type, "bytes", (json_int_t)field.length));
+            continue;
+        }
+        json_t *rendered = render_message(message, (flags & CBLOB_JSON_DEFAULTS) != 0);
+        add_groups(rendered, groups);
+        const char *key;
+        json_t *value;
+        json_object_foreach(rendered, key, value)
+        {
+            json_t *existing = json_object_get(params, key);
+            /* Repeated fields given in several pieces, or a message given twice: one entry. */
+            if (json_is_array(existing) && json_is_array(value))
+                json_array_extend(existing, value);
+            else if (json_is_object(existing) && json_is_object(value))
+                json_object_update(existing, value);
+            else
+                json_object_set(params, key, value);
+        }
+        json_decref(rendered);
+        protobuf_c_message_free_unpacked(message, NULL);
+    }
+    if (json_array_size(unknown) > 0)
+        json_object_set(params, "unknown_fields", unknown);
+    json_decref(unknown);
+    return CBLOB_OK;
+}
+
+static cblob_status layer_params(const cblob_model *model, int64_t layer, int32_t flags, json_t **out)
+{
+    const uint8_t *record;
+    CB_TRY(cb_model_record(model, layer, &record));
+    cb_op message;
+    cb_record_layer(record, &message);
+    cb_bytes fields = {0};
+    cblob_status status = message.code == CB_OP_MESSAGE ? fields_without_blobs(message.inner, &fields) : CBLOB_OK;
+    json_t *params = json_object();
+    if (status == CBLOB_OK && params == NULL)
+        status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a JSON object");
+    if (status == CBLOB_OK)
+        status = render_params(model, &fields, flags, params);
+    cb_bytes_free(&fields);
+    if (status != CBLOB_OK) {
+        json_decref(params);
+        return status;
+    }
+    *out = params;
+    return CBLOB_OK;
+}
+
+/* ---- the layer object ------------------------------------------------------------------------- */
+
+static json_t *phase_value(cblob_phase phase)
+{
+    return phase == CBLOB_PHASE_TRAIN ? json_string("TRAIN") : phase == CBLOB_PHASE_TEST ? json_string("TEST")
+           : phase == CBLOB_PHASE_NONE ? json_null() : json_integer(phase);
+}
+
+typedef struct structure_json {
+    bool v1;
+    json_t *bottoms, *tops, *include, *exclude, *param;
+} structure_json;
+
+static json_t *text_value(const cb_op *op)
+{
+    return cb_json_text((const char *)op->bytes, op->size);
+}
+
+/* A nested NetStateRule or ParamSpec, rendered from its own bytes (groups left out and listed). */
+static json_t *nested_value(const cb_op *op, const ProtobufCMessageDescriptor *descriptor)
+{
+    cb_bytes bytes = {0}, stripped = {0};
+    json_t *value = NULL, *groups = json_array();
+    if (fields_without_blobs(op->inner, &bytes) == CBLOB_OK) {
+        ProtobufCMessage *message = unpack_fields(descriptor, bytes.data, bytes.size);
+        if (message == NULL && strip_groups(bytes.data, bytes.size, &stripped, groups) == CBLOB_OK)
+            message = unpack_fields(descriptor, stripped.data, stripped.size);
+        value = message != NULL ? render_message(message, false) : NULL;
+        if (message != NULL)
+            protobuf_c_message_free_unpacked(message, NULL);
+    }
+    if (value != NULL && json_array_size(groups) > 0) {
+        json_t *unknown = json_object_get(value, "unknown_fields");
+        if (unknown == NULL)
+            json_object_set(value, "unknown_fields", groups);
+        else
+            json_array_extend(unknown, groups);
+    }
+    json_decref(groups);
+    cb_bytes_free(&bytes);
+    cb_bytes_free(&stripped);
+    return value != NULL ? value : json_object();
+}
+
+static bool gather_structure(void *context, const cb_layer_field *field)
+{
+    structure_json *s = context;
+    if (field->op == NULL)
+        return true;
+    const uint32_t n = field->number;
+    const bool text = field->op->code == CB_OP_TEXT, message = field->op->code == CB_OP_MESSAGE;
+    if (text && n == (s->v1 ? 2u : 3u))
+        json_array_append_new(s->bottoms, text_value(field->op));
+    else if (text && n == (s->v1 ? 3u : 4u))
+        json_array_append_new(s->tops, text_value(field->op));
+    else if (message && (n == (s->v1 ? 32u : 8u) || n == (s->v1 ? 33u : 9u)))
+        json_array_append_new(n == (s->v1 ? 32u : 8u) ? s->include : s->exclude,
+                              nested_value(field->op, &caffe__net_state_rule__descriptor));
+    else if (message && !s->v1 && n == 6)
+        json_array_append_new(s->param, nested_value(field->op, &caffe__param_spec__descriptor));
+    else if (text && s->v1 && n == 1001)
+        json_array_append_new(s->param, json_pack("{s:o}", "name", text_value(field->op)));
+    return true;
+}
+
+static cblob_status blobs_value(const cblob_model *model, int64_t layer, json_t **out)
+{
+    json_t *blobs = json_array();
+    const uint8_t *record = model->layers[layer];
+    for (int64_t i = 0; blobs != NULL && i < cb_record_num_blobs(record); ++i) {
+        cb_blob_facts facts;
+        cblob_status status = cb_model_blob_facts(model, layer, i, &facts);
+        if (status != CBLOB_OK) {
+            json_decref(blobs);
+            return status;
+        }
+        json_t *shape = json_array();
+        for (int32_t a = 0; a < facts.num_axes; ++a)
+            json_array_append_new(shape, json_integer(facts.dims[a]));
+        json_array_append_new(blobs, json_pack("{s:o,s:I,s:s,s:b}", "shape", shape, "count", (json_int_t)facts.count,
+                                               "dtype", cb_dtype_find(facts.dtype)->name, "has_diff", facts.has_diff));
+    }
+    *out = blobs;
+    return CBLOB_OK;
+}
+
+static cblob_status layer_object(const cblob_model *model, int64_t layer, int32_t flags, json_t **out)
+{
+    const uint8_t *record;
+    CB_TRY(cb_model_record(model, layer, &record));
+    structure_json s = {.v1 = model->format == CBLOB_NET_FORMAT_V1, .bottoms = json_array(), .tops = json_array(),
+                        .include = json_array(), .exclude = json_array(), .param = json_array()};
+    cb_op message;
+    cb_record_layer(record, &message);
+    if (message.code == CB_OP_MESSAGE)
+        cb_for_each_field(message.inner, gather_structure, &s);
+    const cblob_phase phase = cb_record_phase(model, record);
+    json_t *params = NULL, *blobs = NULL;
+    cblob_status status = layer_params(model, layer, flags, &params);
+    if (status == CBLOB_OK)
+        status = blobs_value(model, layer, &blobs);
+    const char *name = cb_record_name(record), *type = cb_record_type(record);
+    json_t *object = status != CBLOB_OK ? NULL
+                                        : json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "name",
+                                                    cb_json_text(name, strlen(name)), "type", cb_json_text(type, strlen(type)),
+                                                    "bottoms", s.bottoms, "tops", s.tops, "phase", phase_value(phase),
+                                                    "include", s.include, "exclude", s.exclude, "param", s.param,
+                                                    "params", params, "blobs", blobs);
+    if (object == NULL) {
+        if (status == CBLOB_OK) /* json_pack took the references it was given */
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for layer %" PRId64 "'s JSON", layer);
+        json_decref(s.bottoms), json_decref(s.tops), json_decref(s.include), json_decref(s.exclude);
+        json_decref(s.param), json_decref(params), json_decref(blobs);
+        return status;
+    }
+    *out = object;
+    return CBLOB_OK;
+}
+
+/* ---- the calls -------------------------------------------------------------------------------- */
+
+static cblob_status check_flags(int32_t flags)
+{
+    if (flags & ~CB_JSON_FLAGS)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "flags 0x%x has bits no CBLOB_JSON_* flag names", (unsigned)flags);
+    return CBLOB_OK;
+}
+
+cblob_status cb_json_return(json_t *value, char *buffer, size_t buffer_size, size_t *out_length)
+{
+    char *text = json_dumps(value, JSON_COMPACT | JSON_REAL_PRECISION(15) | JSON_ENCODE_ANY);
+    json_decref(value);
+    if (text == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for JSON text");
+    const cblob_status status = cb_return_text(text, buffer, buffer_size, out_length);
+    free(text);
+    return status;
+}
+
+CBLOB_API cblob_status cblob_model_layer_params_json(const cblob_model *model, int64_t layer, int32_t flags,
+                                                     char *buffer, size_t buffer_size, size_t *out_length)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_TRY(check_flags(flags));
+    CB_REQUIRE(out_length);
+    json_t *params;
+    CB_TRY(layer_params(model, layer, flags, &params));
+    return cb_json_return(params, buffer, buffer_size, out_length);
+}
+
+CBLOB_API cblob_status cblob_model_layer_json(const cblob_model *model, int64_t layer, int32_t flags, char *buffer,
+                                              size_t buffer_size, size_t *out_length)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_TRY(check_flags(flags));
+    CB_REQUIRE(out_length);
+    json_t *object;
+    CB_TRY(layer_object(model, layer, flags, &object));
+    return cb_json_return(object, buffer, buffer_size, out_length);
+}

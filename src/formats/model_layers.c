@@ -1,0 +1,653 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Net structure: bottoms, tops, phase, rules and param specs of a layer, read from its record;
+ * blobs read without handles; and net surgery (replacing blobs' values). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_layers.h"
+#include "neoml/neoml.h"
+#include "proto_blob.h"
+#include "status.h"
+
+/* ---- walking fields ------------------------------------------------------------------------- */
+
+static bool visit_bytes(const cb_op *op, cb_field_visit *visit, void *context)
+{
+    cb_wire wire = cb_wire_begin(op->bytes, op->size, NULL);
+    for (;;) {
+        cb_wire_field field;
+        if (cb_wire_next(&wire, &field) != CBLOB_OK || field.number == 0)
+            return true; /* kept bytes were read whole when the model was opened */
+        const cb_layer_field out = {.number = field.number, .type = field.type, .varint = field.varint,
+                                    .payload = op->bytes + field.payload, .length = field.length};
+        if (!visit(context, &out))
+            return false;
+    }
+}
+
+void cb_for_each_field(const uint8_t *ops, cb_field_visit *visit, void *context)
+{
+    cb_saved_error saved;
+    cb_error_save(&saved);
+    for (const uint8_t *cursor = ops;;) {
+        cb_op op;
+        cb_op_read(&cursor, false, &op);
+        if (op.code == CB_OP_END)
+            break;
+        bool more = true;
+        if (op.code == CB_OP_BYTES) {
+            more = visit_bytes(&op, visit, context);
+        } else {
+            const cb_layer_field field = {.number = op.field, .type = CB_WIRE_LENGTH,
+                                          .payload = op.code == CB_OP_TEXT ? op.bytes : NULL,
+                                          .length = op.code == CB_OP_TEXT ? op.size : (size_t)op.original, .op = &op};
+            more = visit(context, &field);
+        }
+        if (!more)
+            break;
+    }
+    cb_error_restore(&saved);
+}
+
+void cb_record_layer(const uint8_t *record, cb_op *out)
+{
+    for (const uint8_t *cursor = cb_record_ops(record);;) {
+        cb_op_read(&cursor, false, out);
+        if (out->code == CB_OP_MESSAGE || out->code == CB_OP_END)
+            return;
+    }
+}
+
+static bool is_v1(const cblob_model *model)
+{
+    return model->format == CBLOB_NET_FORMAT_V1;
+}
+
+/* ---- texts: bottoms, tops, stages ----------------------------------------------------------- */
+
+typedef struct text_search {
+    uint32_t number;
+    int64_t wanted; /* the index looked for; -1: count only */
+    int64_t seen;
+    const char *found;
+} text_search;
+
+static bool find_text(void *context, const cb_layer_field *field)
+{
+    text_search *search = context;
+    if (field->number != search->number || field->op == NULL || field->op->code != CB_OP_TEXT)
+        return true;
+    if (search->seen++ == search->wanted) {
+        search->found = (const char *)field->op->bytes;
+        return false;
+    }
+    return true;
+}
+
+static cblob_status layer_texts(const cblob_model *model, int64_t layer, uint32_t number, int64_t index,
+                                const char *what, const char **out_text, int64_t *out_count)
+{
+    const uint8_t *record;
+    CB_TRY(cb_model_record(model, layer, &record));
+    cb_op message;
+    cb_record_layer(record, &message);
+    text_search search = {.number = number, .wanted = out_text != NULL ? index : -1};
+    if (message.code == CB_OP_MESSAGE && (out_text == NULL || index >= 0))
+        cb_for_each_field(message.inner, find_text, &search);
+    if (out_text == NULL) {
+        *out_count = search.seen;
+        return CBLOB_OK;
+    }
+    if (search.found == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%s %" PRId64 " is outside [0, %" PRId64 ") for layer %" PRId64, what,
+                       index, search.seen, layer);
+    *out_text = search.found;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_model_layer_num_bottoms(const cblob_model *model, int64_t layer, int64_t *out_count)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(out_count);
+    return layer_texts(model, layer, is_v1(model) ? 2 : 3, 0, "bottom", NULL, out_count);
+}
+
+CBLOB_API cblob_status cblob_model_layer_bottom(const cblob_model *model, int64_t layer, int64_t index,
+                                                const char **out_name)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(out_name);
+    return layer_texts(model, layer, is_v1(model) ? 2 : 3, index, "bottom", out_name, NULL);
+}
+
+CBLOB_API cblob_status cblob_model_layer_num_tops(const cblob_model *model, int64_t layer, int64_t *out_count)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(out_count);
+    return layer_texts(model, layer, is_v1(model) ? 3 : 4, 0, "top", NULL, out_count);
+}
+
+CBLOB_API cblob_status cblob_model_layer_top(const cblob_model *model, int64_t layer, int64_t index,
+                                             const char **out_name)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(out_name);
+    return layer_texts(model, layer, is_v1(model) ? 3 : 4, index, "top", out_name, NULL);
+}
+
+/* ---- phase ------------------------------------------------------------------------------------ */
+
+static bool find_phase(void *context, const cb_layer_field *field)
+{
+    if (field->number == 10 && field->type == CB_WIRE_VARINT)
+        *(cblob_phase *)context = (cblob_phase)(int32_t)(uint32_t)field->varint;
+    return true;
+}
+
+cblob_phase cb_record_phase(const cblob_model *model, const uint8_t *record)
+{
+    cblob_phase phase = CBLOB_PHASE_NONE;
+    cb_op message;
+    cb_record_layer(record, &message);
+    if (!is_v1(model) && message.code == CB_OP_MESSAGE)
+        cb_for_each_field(message.inner, find_phase, &phase);
+    return phase;
+}
+
+CBLOB_API cblob_status cblob_model_layer_phase(const cblob_model *model, int64_t layer, cblob_phase *out_phase)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(out_phase);
+    const uint8_t *record;
+    CB_TRY(cb_model_record(model, layer, &record));
+    *out_phase = cb_record_phase(model, record);
+    return CBLOB_OK;
+}
+
+/* ---- rules ------------------------------------------------------------------------------------ */
+
+static cblob_status check_kind(cblob_rule_kind kind)
+{
+    if (kind != CBLOB_RULE_INCLUDE && kind != CBLOB_RULE_EXCLUDE)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
+                       "kind %d is neither CBLOB_RULE_INCLUDE (0) nor CBLOB_RULE_EXCLUDE (1)", (int)kind);
+    return CBLOB_OK;
+}
+
+typedef struct message_search {
+    uint32_t number;
+    int64_t wanted;
+    int64_t seen;
+    cb_op found;
+} message_search;
+
+static bool find_message(void *context, const cb_layer_field *field)
+{
+    message_search *search = context;
+    if (field->number != search->number || field->op == NULL || field->op->code != CB_OP_MESSAGE)
+        return true;
+    if (search->seen++ == search->wanted) {
+        search->found = *field->op;
+        return false;
+    }
+    return true;
+}
+
+/* The index-th nested message of a field number in a layer (index -1: count them). */
+static cblob_status layer_message(const cblob_model *model, int64_t layer, uint32_t number, int64_t index,
+                                  const char *what, message_search *out)
+{
+    const uint8_t *record;
+    CB_TRY(cb_model_record(model, layer, &record));
+    cb_op message;
+    cb_record_layer(record, &message);
+    *out = (message_search){.number = number, .wanted = index};
+    if (message.code == CB_OP_MESSAGE)
+        cb_for_each_field(message.inner, find_message, out);
+    if (index >= 0 && out->seen <= index)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%s %" PRId64 " is outside [0, %" PRId64 ") for layer %" PRId64, what,
+                       index, out->seen, layer);
+    if (index < -1)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%s %" PRId64 " is negative", what, index);
+    return CBLOB_OK;
+}
+
+static uint32_t rule_field(const cblob_model *model, cblob_rule_kind kind)
+{
+    return (is_v1(model) ? 32 : 8) + (kind == CBLOB_RULE_EXCLUDE);
+}
+
+CBLOB_API cblob_status cblob_model_layer_num_rules(const cblob_model *model, int64_t layer, cblob_rule_kind kind,
+                                                   int64_t *out_count)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_TRY(check_kind(kind));
+    CB_REQUIRE(out_count);
+    message_search search;
+    CB_TRY(layer_message(model, layer, rule_field(model, kind), -1, "rule", &search));
+    *out_count = search.seen;
+    return CBLOB_OK;
+}
+
+typedef struct rule_facts {
+    cblob_phase phase;
+    int32_t min_level, max_level;
+    int64_t stages, not_stages;
+} rule_facts;
+
+static bool read_rule(void *context, const cb_layer_field *field)
+{
+    rule_facts *rule = context;
+    if (field->type == CB_WIRE_VARINT && field->number == 1)
+        rule->phase = (cblob_phase)(int32_t)(uint32_t)field->varint;
+    else if (field->type == CB_WIRE_VARINT && field->number == 2)
+        rule->min_level = (int32_t)(uint32_t)field->varint;
+    else if (field->type == CB_WIRE_VARINT && field->number == 3)
+        rule->max_level = (int32_t)(uint32_t)field->varint;
+    else if (field->op != NULL && field->op->code == CB_OP_TEXT)
+        *(field->number == 4 ? &rule->stages : &rule->not_stages) += 1;
+    return true;
+}
+
+CBLOB_API cblob_status cblob_model_layer_rule(const cblob_model *model, int64_t layer, cblob_rule_kind kind,
+                                              int64_t index, cblob_phase *out_phase, int32_t *out_min_level,
+                                              int32_t *out_max_level, int64_t *out_num_stages,
+                                              int64_t *out_num_not_stages)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_TRY(check_kind(kind));
+    CB_REQUIRE(out_phase);
+    CB_REQUIRE(out_min_level);
+    CB_REQUIRE(out_max_level);
+    CB_REQUIRE(out_num_stages);
+    CB_REQUIRE(out_num_not_stages);
+    if (index < 0)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "rule %" PRId64 " is negative", index);
+    message_search search;
+    CB_TRY(layer_message(model, layer, rule_field(model, kind), index, "rule", &search));
+    rule_facts rule = {.phase = CBLOB_PHASE_NONE, .min_level = INT32_MIN, .max_level = INT32_MAX};
+    cb_for_each_field(search.found.inner, read_rule, &rule);
+    *out_phase = rule.phase;
+    *out_min_level = rule.min_level;
+    *out_max_level = rule.max_level;
+    *out_num_stages = rule.stages;
+    *out_num_not_stages = rule.not_stages;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_model_layer_rule_stage(const cblob_model *model, int64_t layer, cblob_rule_kind kind,
+                                                    int64_t rule, int32_t not_stage, int64_t index,
+                                                    const char **out_stage)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_TRY(check_kind(kind));
+    CB_TRY(cb_check_bool("not_stage", not_stage));
+    CB_REQUIRE(out_stage);
+    if (rule < 0 || index < 0)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "rule %" PRId64 ", stage %" PRId64 ": negative", rule, index);
+    message_search search;
+    CB_TRY(layer_message(model, layer, rule_field(model, kind), rule, "rule", &search));
+    text_search texts = {.number = not_stage ? 5 : 4, .wanted = index};
+    cb_for_each_field(search.found.inner, find_text, &texts);
+    if (texts.found == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%s %" PRId64 " is outside [0, %" PRId64 ") for rule %" PRId64,
+                       not_stage ? "not_stage" : "stage", index, texts.seen, rule);
+    *out_stage = texts.found;
+    return CBLOB_OK;
+}
+
+/* ---- param specs ------------------------------------------------------------------------------ */
+
+typedef struct param_spec {
+    const char *name;
+    float lr_mult, decay_mult;
+} param_spec;
+
+static float fixed32_float(const uint8_t *bytes)
+{
+    float value;
+    memcpy(&value, bytes, sizeof value);
+    return value;
+}
+
+static bool read_param_spec(void *context, const cb_layer_field *field)
+{
+    param_spec *spec = context;
+    if (field->number == 1 && field->op != NULL && field->op->code == CB_OP_TEXT)
+        spec->name = (const char *)field->op->bytes;
+    else if ((field->number == 3 || field->number == 4) && field->type == CB_WIRE_FIXED32)
+        *(field->number == 3 ? &spec->lr_mult : &spec->decay_mult) = fixed32_float(field->payload);
+    return true;
+}
+
+/* V1: param names (1001), blobs_lr (7) and weight_decay (8), paired by position. */
+typedef struct v1_specs {
+    int64_t wanted;
+    int64_t names, lrs, decays;
+    param_spec spec;
+} v1_specs;
+
+static void v1_floats(v1_specs *specs, const cb_layer_field *field, int64_t *seen, float *slot)
+{
+    const bool packed = field->type == CB_WIRE_LENGTH;
+    const size_t count = packed ? field->length / 4 : 1;
+    for (size_t i = 0; i < count; ++i, ++*seen)
+        if (*seen == specs->wanted)
+            *slot = fixed32_float(field->payload + 4 * i);
+}
+
+static bool read_v1_specs(void *context, const cb_layer_field *field)
+{
+    v1_specs *specs = context;
+    if (field->number == 1001 && field->op != NULL && field->op->code == CB_OP_TEXT) {
+        if (specs->names++ == specs->wanted)
+            specs->spec.name = (const char *)field->op->bytes;
+    } else if ((field->number == 7 || field->number == 8) &&
+               (field->type == CB_WIRE_FIXED32 || (field->type == CB_WIRE_LENGTH && field->op == NULL))) {
+        v1_floats(specs, field, field->number == 7 ? &specs->lrs : &specs->decays,
+                  field->number == 7 ? &specs->spec.lr_mult : &specs->spec.decay_mult);
+    }
+    return true;
+}
+
+static cblob_status layer_param_spec(const cblob_model *model, int64_t layer, int64_t index, int64_t *out_count,
+                                     param_spec *out)
+{
+    const param_spec defaults = {.name = NULL, .lr_mult = 1.0f, .decay_mult = 1.0f};
+    int64_t count = 0;
+    param_spec spec = defaults;
+    if (is_v1(model)) {
+        const uint8_t *record;
+        CB_TRY(cb_model_record(model, layer, &record));
+        cb_op message;
+        cb_record_layer(record, &message);
+        v1_specs specs = {.wanted = index, .spec = defaults};
+        if (message.code == CB_OP_MESSAGE)
+            cb_for_each_field(message.inner, read_v1_specs, &specs);
+        count = specs.names > specs.lrs ? specs.names : specs.lrs;
+        count = count > specs.decays ? count : specs.decays;
+        spec = specs.spec;
+    } else {
+        message_search search;
+        CB_TRY(layer_message(model, layer, 6, index >= 0 ? -1 : -1, "param spec", &search));
+        count = search.seen;
+        if (index >= 0 && index < count) {
+            CB_TRY(layer_message(model, layer, 6, index, "param spec", &search));
+            cb_for_each_field(search.found.inner, read_param_spec, &spec);
+        }
+    }
+    if (index >= 0 && index >= count)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "param spec %" PRId64 " is outside [0, %" PRId64 ") for layer %" PRId64,
+                       index, count, layer);
+    *out_count = count;
+    *out = spec;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_model_layer_num_param_specs(const cblob_model *model, int64_t layer, int64_t *out_count)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(out_count);
+    param_spec spec;
+    return layer_param_spec(model, layer, -1, out_count, &spec);
+}
+
+CBLOB_API cblob_status cblob_model_layer_param_spec(const cblob_model *model, int64_t layer, int64_t index,
+                                                    const char **out_name, float *out_lr_mult, float *out_decay_mult)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(out_name);
+    CB_REQUIRE(out_lr_mult);
+    CB_REQUIRE(out_decay_mult);
+    if (index < 0)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "param spec %" PRId64 " is negative", index);
+    int64_t count = 0;
+    param_spec spec;
+    CB_TRY(layer_param_spec(model, layer, index, &count, &spec));
+    *out_name = spec.name;
+    *out_lr_mult = spec.lr_mult;
+    *out_decay_mult = spec.decay_mult;
+    return CBLOB_OK;
+}
+
+/* ---- blobs without handles -------------------------------------------------------------------- */
+
+CBLOB_API cblob_status cblob_model_layer_blob_shape(const cblob_model *model, int64_t layer, int64_t index,
+                                                    int32_t max_axes, int64_t *out_shape, int32_t *out_num_axes)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(out_num_axes);
+    if (max_axes < 0 || (max_axes > 0 && out_shape == NULL))
+        return cb_fail(max_axes < 0 ? CBLOB_ERR_OUT_OF_RANGE : CBLOB_ERR_INVALID_ARGUMENT,
+                       "out_shape is %s with room for %d axes", out_shape == NULL ? "NULL" : "given", (int)max_axes);
+    cb_blob_facts facts;
+    CB_TRY(cb_model_blob_facts(model, layer, index, &facts));
+    if (out_shape != NULL || max_axes > 0) {
+        if (facts.num_axes > max_axes)
+            return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "out_shape has room for %d axes, the blob has %d", (int)max_axes,
+                           (int)facts.num_axes);
+        memcpy(out_shape, facts.dims, (size_t)facts.num_axes * sizeof *out_shape);
+    }
+    *out_num_axes = facts.num_axes;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_model_layer_blob_dtype(const cblob_model *model, int64_t layer, int64_t index,
+                                                    cblob_dtype *out_dtype)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(out_dtype);
+    cb_blob_facts facts;
+    CB_TRY(cb_model_blob_facts(model, layer, index, &facts));
+    *out_dtype = facts.dtype;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_model_layer_blob_has_diff(const cblob_model *model, int64_t layer, int64_t index,
+                                                       int32_t *out_has_diff)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(out_has_diff);
+    cb_blob_facts facts;
+    CB_TRY(cb_model_blob_facts(model, layer, index, &facts));
+    *out_has_diff = facts.has_diff;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_model_layer_blob_read(const cblob_model *model, int64_t layer, int64_t index,
+                                                   cblob_part part, int64_t start, int64_t count, void *buffer,
+                                                   size_t buffer_size)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_TRY(cb_check_part(part));
+    CB_REQUIRE(buffer);
+    cb_blob_facts facts;
+    CB_TRY(cb_model_blob_facts(model, layer, index, &facts));
+    if (start < 0 || count < 0 || start > facts.count || count > facts.count - start)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%" PRId64 " elements from %" PRId64 " are outside the blob's %" PRId64,
+                       count, start, facts.count);
+    const size_t element = cb_dtype_find(facts.dtype)->size;
+    if ((uint64_t)count > buffer_size / element)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "a %zu-byte buffer cannot hold %" PRId64 " elements of %zu bytes",
+                       buffer_size, count, element);
+    return cb_model_blob_read(model, layer, index, part, start, count, buffer);
+}
+
+/* ---- keys -------------------------------------------------------------------------------------- */
+
+static uint64_t hash_name(const char *name)
+{
+    uint64_t hash = 1469598103934665603ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; ++p)
+        hash = (hash ^ *p) * 1099511628211ull;
+    return hash;
+}
+
+cblob_status cb_model_repeats(const cblob_model *model, uint8_t **out)
+{
+    const size_t layers = (size_t)model->num_layers;
+    size_t buckets = 16;
+    while (buckets < 2 * layers)
+        buckets *= 2;
+    uint8_t *repeats = calloc(layers + 1, 1);
+    const char **table = calloc(buckets, sizeof *table);
+    if (repeats == NULL || table == NULL) {
+        free(repeats);
+        free(table);
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %zu layer names apart", layers);
+    }
+    for (size_t i = 0; i < layers; ++i) {
+        const char *name = cb_record_name(model->layers[i]);
+        size_t at = (size_t)hash_name(name) & (buckets - 1);
+        while (table[at] != NULL && strcmp(table[at], name) != 0)
+            at = (at + 1) & (buckets - 1);
+        repeats[i] = table[at] != NULL;
+        table[at] = name;
+    }
+    free(table);
+    *out = repeats;
+    return CBLOB_OK;
+}
+
+int64_t cb_model_layer_for_key(const cblob_model *model, const char *name)
+{
+    for (int64_t i = 0; i < model->num_layers; ++i)
+        if (strcmp(cb_record_name(model->layers[i]), name) == 0)
+            return i;
+    const char *at = strrchr(name, '@');
+    if (at == NULL || at[1] == '\0')
+        return -1;
+    char *end;
+    const long long index = strtoll(at + 1, &end, 10);
+    if (*end != '\0' || index < 0 || index >= model->num_layers)
+        return -1;
+    const char *layer = cb_record_name(model->layers[index]);
+    return strlen(layer) == (size_t)(at - name) && memcmp(layer, name, (size_t)(at - name)) == 0 ? index : -1;
+}
+
+/* ---- net surgery ------------------------------------------------------------------------------ */
+
+/* Appends "; <text>" to the message being gathered (at most its size). */
+static void note(char *message, size_t size, size_t *used, const char *format, ...) __attribute__((format(printf, 4, 5)));
+static void note(char *message, size_t size, size_t *used, const char *format, ...)
+{
+    if (*used >= size)
+        return;
+    va_list args;
+    va_start(args, format);
+    const int n = vsnprintf(message + *used, size - *used, format, args);
+    va_end(args);
+    if (n > 0)
+        *used = *used + (size_t)n < size ? *used + (size_t)n : size;
+}
+
+/* Every weights blob's target, checked: the layer, the index and the shape. */
+static cblob_status check_replacements(const cblob_model *model, const cblob_model *weights, int64_t *targets)
+{
+    char message[2048] = "";
+    size_t used = 0;
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < weights->num_layers; ++i) {
+        const char *name = cb_record_name(weights->layers[i]);
+        targets[i] = cb_model_layer_for_key(model, name);
+        if (targets[i] < 0) {
+            note(message, sizeof message, &used, "%slayer \"%.64s\" is not in the model", mismatches++ ? "; " : "", name);
+            continue;
+        }
+        const int64_t have = cb_record_num_blobs(model->layers[targets[i]]);
+        for (int64_t j = 0; j < cb_record_num_blobs(weights->layers[i]); ++j) {
+            cb_blob_facts want, got;
+            CB_TRY(cb_model_blob_facts(weights, i, j, &got));
+            if (j >= have) {
+                note(message, sizeof message, &used, "%s%.64s blob %" PRId64 ": the layer has %" PRId64 " blobs",
+                     mismatches++ ? "; " : "", name, j, have);
+                continue;
+            }
+            CB_TRY(cb_model_blob_facts(model, targets[i], j, &want));
+            cb_shape a = {.num_axes = want.num_axes}, b = {.num_axes = got.num_axes};
+            memcpy(a.dims, want.dims, sizeof a.dims);
+            memcpy(b.dims, got.dims, sizeof b.dims);
+            a.count = want.count, b.count = got.count;
+            if (!cb_shape_equal(&a, &b)) {
+                char ta[CB_SHAPE_TEXT_MAX], tb[CB_SHAPE_TEXT_MAX];
+                cb_shape_format(&a, ta, sizeof ta);
+                cb_shape_format(&b, tb, sizeof tb);
+                note(message, sizeof message, &used, "%s%.64s blob %" PRId64 ": the model's is %s, the weights' %s",
+                     mismatches++ ? "; " : "", name, j, ta, tb);
+            }
+        }
+    }
+    if (mismatches > 0)
+        return cb_fail(CBLOB_ERR_SHAPE, "%" PRId64 " mismatch%s, nothing replaced: %s", mismatches,
+                       mismatches > 1 ? "es" : "", message);
+    return CBLOB_OK;
+}
+
+/* Copies one part of a weights blob into a model blob's handle, converting the dtype. */
+static cblob_status copy_part(const cblob_model *weights, int64_t layer, int64_t index, cblob_part part,
+                              cblob_blob *target)
+{
+    cb_blob_facts facts;
+    CB_TRY(cb_model_blob_facts(weights, layer, index, &facts));
+    const size_t element = cb_dtype_find(facts.dtype)->size;
+    void *values = malloc(facts.count > 0 ? (size_t)facts.count * element : 1);
+    if (values == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " values", facts.count);
+    void *host = NULL;
+    cblob_status status = cb_model_blob_read(weights, layer, index, part, 0, facts.count, values);
+    if (status == CBLOB_OK)
+        status = cb_blob_host(target, part, true, &host);
+    if (status == CBLOB_OK)
+        status = cb_convert_elements(NULL, cb_dtype_find(facts.dtype), target->dtype, facts.count, values, host);
+    free(values);
+    return status;
+}
+
+CBLOB_API cblob_status cblob_model_replace_blobs(cblob_model *model, const cblob_model *weights)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(weights);
+    int64_t *targets = malloc(((size_t)weights->num_layers + 1) * sizeof *targets);
+    if (targets == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", weights->num_layers);
+    cblob_status status = check_replacements(model, weights, targets);
+    /* Handles first, so that nothing is half replaced when memory runs out. */
+    for (int64_t i = 0; status == CBLOB_OK && i < weights->num_layers; ++i)
+        for (int64_t j = 0; status == CBLOB_OK && j < cb_record_num_blobs(weights->layers[i]); ++j) {
+            cblob_blob *target;
+            status = cb_model_blob_handle(model, targets[i], j, &target);
+        }
+    for (int64_t i = 0; status == CBLOB_OK && i < weights->num_layers; ++i)
+        for (int64_t j = 0; status == CBLOB_OK && j < cb_record_num_blobs(weights->layers[i]); ++j) {
+            cblob_blob *target;
+            cb_blob_facts facts;
+            status = cb_model_blob_handle(model, targets[i], j, &target);
+            if (status == CBLOB_OK)
+                status = copy_part(weights, i, j, CBLOB_PART_DATA, target);
+            if (status == CBLOB_OK)
+                status = cb_model_blob_facts(weights, i, j, &facts);
+            if (status == CBLOB_OK && facts.has_diff)
+                status = copy_part(weights, i, j, CBLOB_PART_DIFF, target);
+        }
+    free(targets);
+    return status;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Reading a layer's structure from its record (model.h): its fields one by one, whether kept as
+ * bytes, text or nested messages. Shared by the structure calls, the JSON renderer and exports. */
+#ifndef CBLOB_SRC_MODEL_LAYERS_H
+#define CBLOB_SRC_MODEL_LAYERS_H
+
+#include "model.h"
+
+/* One field of a message in a record. */
+typedef struct cb_layer_field {
+    uint32_t number;
+    int type;              /* CB_WIRE_* */
+    uint64_t varint;       /* CB_WIRE_VARINT */
+    const uint8_t *payload; /* fixed and length-delimited fields: their bytes; NULL for blobs */
+    size_t length;
+    const cb_op *op;       /* the TEXT, MESSAGE or BLOB operation it is; NULL for kept bytes */
+} cb_layer_field;
+
+/* Calls visit for every field of the operations (not descending into nested messages); stops
+ * when visit returns false. */
+typedef bool cb_field_visit(void *context, const cb_layer_field *field);
+void cb_for_each_field(const uint8_t *ops, cb_field_visit *visit, void *context);
+
+/* A layer's phase (LayerParameter.phase; CBLOB_PHASE_NONE when unset or V1). */
+cblob_phase cb_record_phase(const cblob_model *model, const uint8_t *record);
+
+/* The layer message's operation of a record. */
+void cb_record_layer(const uint8_t *record, cb_op *out);
+
+/* Which layers repeat the name of an earlier one (a malloc'd array of num_layers flags): exports
+ * name those `<name>@<index>` so that every key is unique. */
+cblob_status cb_model_repeats(const cblob_model *model, uint8_t **out);
+
+/* The layer a key's layer part names: a layer of that name (the first), or `<name>@<index>`
+ * naming the layer at that index; -1 when none. */
+int64_t cb_model_layer_for_key(const cblob_model *model, const char *name);
+
+/* JSON (model_json.c): text of bytes that may not be UTF-8 (bad bytes become U+FFFD), and the
+ * text convention over a value (which it releases). */
+typedef struct json_t json_t;
+json_t *cb_json_text(const char *bytes, size_t length);
+cblob_status cb_json_return(json_t *value, char *buffer, size_t buffer_size, size_t *out_length);
+
+#endif

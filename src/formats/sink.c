@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "sink.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+
+/* Large enough that write(2) runs at full speed; appends this large skip the copy. */
+#define CB_SINK_PENDING ((size_t)4 << 20)
+
+/* The writer thread: writes one buffer to the output at a time. Only it touches the output while
+ * a job runs; the producer waits for it to be idle before anything else (rewrites, commit). */
+typedef struct cb_sink_writer {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    cb_output *output;
+    const uint8_t *job; /* NULL: idle */
+    size_t job_size;
+    bool failed, stop;
+} cb_sink_writer;
+
+static void *writer_main(void *argument)
+{
+    cb_sink_writer *w = argument;
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        while (w->job == NULL && !w->stop)
+            pthread_cond_wait(&w->changed, &w->lock);
+        if (w->job == NULL)
+            break;
+        const uint8_t *job = w->job;
+        const size_t size = w->job_size;
+        pthread_mutex_unlock(&w->lock);
+        /* A failure's message is this thread's; the producer asks the output for it again. */
+        const bool failed = cb_output_write(w->output, job, size) != CBLOB_OK;
+        pthread_mutex_lock(&w->lock);
+        w->failed = w->failed || failed;
+        w->job = NULL;
+        pthread_cond_broadcast(&w->changed);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+/* Waits until the writer is idle; a write it failed fails the sink, with the output's message. */
+static void wait_writer(cb_sink *sink)
+{
+    cb_sink_writer *w = sink->writer;
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&w->lock);
+    while (w->job != NULL)
+        pthread_cond_wait(&w->changed, &w->lock);
+    const bool failed = w->failed;
+    pthread_mutex_unlock(&w->lock);
+    if (failed && sink->status == CBLOB_OK)
+        sink->status = cb_output_write(sink->output, NULL, 0); /* the failure again, in this thread */
+}
+
+/* Hands the pending bytes to the writer (or writes them here, without one). */
+static void flush_pending(cb_sink *sink)
+{
+    if (sink->pending_used == 0 || sink->status != CBLOB_OK)
+        return;
+    cb_sink_writer *w = sink->writer;
+    if (w == NULL) {
+        cb_sink_fail(sink, cb_output_write(sink->output, sink->pending, sink->pending_used));
+        sink->pending_used = 0;
+        return;
+    }
+    wait_writer(sink);
+    pthread_mutex_lock(&w->lock);
+    w->job = sink->pending;
+    w->job_size = sink->pending_used;
+    pthread_cond_broadcast(&w->changed);
+    pthread_mutex_unlock(&w->lock);
+    uint8_t *handed = sink->pending;
+    sink->pending = sink->spare;
+    sink->spare = handed;
+    sink->pending_used = 0;
+}
+
+/* Everything appended so far is written: the output is the producer's again. */
+static void drain(cb_sink *sink)
+{
+    flush_pending(sink);
+    wait_writer(sink);
+}
+
+static void start_writer(cb_sink *sink)
+{
+    cb_sink_writer *w = calloc(1, sizeof *w);
+    sink->pending = malloc(CB_SINK_PENDING);
+    sink->spare = malloc(CB_SINK_PENDING);
+    if (w == NULL || sink->spare == NULL || pthread_mutex_init(&w->lock, NULL) != 0) {
+        free(w);
+        return; /* without a writer, appends go straight out */
+    }
+    pthread_cond_init(&w->changed, NULL);
+    w->output = sink->output;
+    if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
+        pthread_cond_destroy(&w->changed);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return;
+    }
+    sink->writer = w;
+}
+
+static void stop_writer(cb_sink *sink)
+{
+    cb_sink_writer *w = sink->writer;
+    if (w != NULL) {
+        wait_writer(sink);
+        pthread_mutex_lock(&w->lock);
+        w->stop = true;
+        pthread_cond_broadcast(&w->changed);
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->thread, NULL);
+        pthread_cond_destroy(&w->changed);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        sink->writer = NULL;
+    }
+    free(sink->pending);
+    free(sink->spare);
+    sink->pending = sink->spare = NULL;
+}
+
+static void sink_append(ProtobufCBuffer *buffer, size_t length, const uint8_t *data)
+{
+    cb_sink_write((cb_sink *)buffer, data, length);
+}
+
+static void sink_init(cb_sink *sink, cb_sink_kind kind)
+{
+    *sink = (cb_sink){.base = {.append = sink_append}, .kind = kind};
+}
+
+void cb_sink_count(cb_sink *sink)
+{
+    sink_init(sink, CB_SINK_COUNT);
+}
+
+void cb_sink_buffer(cb_sink *sink, uint8_t *buffer, size_t capacity)
+{
+    sink_init(sink, CB_SINK_BUFFER);
+    sink->buffer = buffer;
+    sink->capacity = capacity;
+}
+
+void cb_sink_fail(cb_sink *sink, cblob_status status)
+{
+    if (sink->status == CBLOB_OK)
+        sink->status = status;
+}
+
+static void append(cb_sink *sink, const uint8_t *data, size_t size)
+{
+    if (sink->pending != NULL && size <= CB_SINK_PENDING - sink->pending_used) {
+        memcpy(sink->pending + sink->pending_used, data, size);
+        sink->pending_used += size;
+        if (sink->pending_used == CB_SINK_PENDING)
+            flush_pending(sink);
+        return;
+    }
+    drain(sink); /* in order: a large piece goes straight from the producer's memory */
+    if (sink->status == CBLOB_OK)
+        cb_sink_fail(sink, cb_output_write(sink->output, data, size));
+}
+
+/* Appends at the end of the file, or rewrites bytes written before (libzip goes back to a local
+ * header once its entry is written). */
+static void file_write(cb_sink *sink, const uint8_t *data, size_t size)
+{
+    if (sink->position < sink->size) {
+        drain(sink);
+        const size_t inside = sink->size - sink->position < size ? (size_t)(sink->size - sink->position) : size;
+        if (sink->status == CBLOB_OK)
+            cb_sink_fail(sink, cb_output_write_at(sink->output, sink->position, data, inside));
+        data += inside;
+        size -= inside;
+    }
+    if (size > 0 && sink->status == CBLOB_OK)
+        append(sink, data, size);
+}
+
+void cb_sink_write(cb_sink *sink, const void *data, size_t size)
+{
+    if (sink->status != CBLOB_OK || size == 0)
+        return;
+    switch (sink->kind) {
+    case CB_SINK_COUNT: break;
+    case CB_SINK_BUFFER:
+        if (sink->position > sink->capacity || size > sink->capacity - sink->position) {
+            sink->status = cb_fail(CBLOB_ERR_INTERNAL, "the output outgrew the %zu bytes measured for it", sink->capacity);
+            return;
+        }
+        memcpy(sink->buffer + sink->position, data, size);
+        break;
+    case CB_SINK_FILE: file_write(sink, data, size); break;
+    }
+    sink->position += size;
+    if (sink->position > sink->size)
+        sink->size = sink->position;
+}
+
+void cb_sink_seek(cb_sink *sink, uint64_t position)
+{
+    sink->position = position;
+}
+
+/* ---- files -------------------------------------------------------------------------------------- */
+
+cblob_status cb_sink_file_open(cb_sink *sink, const char *path)
+{
+    sink_init(sink, CB_SINK_FILE);
+    CB_TRY(cb_output_open(path, &sink->output));
+    start_writer(sink);
+    return CBLOB_OK;
+}
+
+void cb_sink_file_abort(cb_sink *sink)
+{
+    stop_writer(sink);
+    cb_output_abort(sink->output);
+    sink->output = NULL;
+}
+
+cblob_status cb_sink_file_commit(cb_sink *sink)
+{
+    drain(sink);
+    if (sink->status != CBLOB_OK) {
+        cb_sink_file_abort(sink);
+        return sink->status;
+    }
+    stop_writer(sink);
+    const cblob_status status = cb_output_commit(sink->output);
+    sink->output = NULL;
+    return status;
+}
+
+/* ---- the two conventions ---------------------------------------------------------------------- */
+
+
+cblob_status cb_emit_to_buffer(cb_emit_fn *emit, const void *what, const char *name, uint8_t *buffer,
+                               size_t buffer_size, size_t *out_size)
+{
+    if (buffer == NULL && buffer_size > 0)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "buffer is NULL but buffer_size is %zu", buffer_size);
+    cb_sink sink;
+    cb_sink_count(&sink);
+    cblob_status status = emit(what, &sink);
+    if (status == CBLOB_OK)
+        status = sink.status;
+    if (status != CBLOB_OK)
+        return status;
+    if (sink.size > SIZE_MAX)
+        return cb_fail(CBLOB_ERR_OVERFLOW, "the %s would take %llu bytes, more than memory can hold", name,
+                       (unsigned long long)sink.size);
+    const size_t size = (size_t)sink.size;
+    if (buffer != NULL) {
+        if (buffer_size < size)
+            return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "a buffer of %zu bytes cannot hold the %zu-byte %s", buffer_size, size,
+                           name);
+        cb_sink_buffer(&sink, buffer, size);
+        status = emit(what, &sink);
+        if (status == CBLOB_OK)
+            status = sink.status;
+        if (status == CBLOB_OK && sink.size != size)
+            status = cb_fail(CBLOB_ERR_INTERNAL, "the %s took %llu bytes, not the %zu measured", name,
+                             (unsigned long long)sink.size, size);
+        if (status != CBLOB_OK)
+            return status;
+    }
+    *out_size = size;
+    return CBLOB_OK;
+}
+
+cblob_status cb_emit_to_file(cb_emit_fn *emit, const void *what, const char *path)
+{
+    cb_sink sink;
+    CB_TRY(cb_sink_file_open(&sink, path));
+    const cblob_status status = emit(what, &sink);
+    if (status != CBLOB_OK) {
+        cb_sink_fail(&sink, status);
+        cb_sink_file_abort(&sink);
+        return status;
+    }
+    return cb_sink_file_commit(&sink);
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Where the model writers stream their bytes: a counter (to learn the size first), a caller's
+ * buffer, or a file written by src/io's rules (io.h).
+ *
+ * Writers emit once and never build the output in memory. The sink records the first failure and
+ * ignores writes after it, so writers check its status once at the end. Positions can be moved
+ * back (libzip rewrites a zip entry's local header once its size and CRC are known).
+ */
+#ifndef CBLOB_SRC_SINK_H
+#define CBLOB_SRC_SINK_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "cblob/cblob.h"
+#include "io.h"
+
+typedef enum cb_sink_kind { CB_SINK_COUNT, CB_SINK_BUFFER, CB_SINK_FILE } cb_sink_kind;
+
+typedef struct cb_sink {
+    ProtobufCBuffer base; /* protobuf-c packs messages straight into the sink */
+    cb_sink_kind kind;
+    cblob_status status;  /* the first failure (its message is the thread's); CBLOB_OK so far */
+    uint64_t position;    /* where the next byte goes */
+    uint64_t size;        /* the output's size so far: the highest position written */
+    /* CB_SINK_BUFFER */
+    uint8_t *buffer;
+    size_t capacity;
+    /* CB_SINK_FILE: an output of src/io (its rules: symbolic links, modes, atomic replacement).
+     * Appends gather in `pending`; a full buffer goes to the writer thread, which writes it while
+     * the other one fills, so that what the producer computes (libzip's CRC-32, say) overlaps
+     * with write(2). */
+    cb_output *output;
+    uint8_t *pending, *spare;
+    size_t pending_used;
+    struct cb_sink_writer *writer;
+} cb_sink;
+
+void cb_sink_count(cb_sink *sink);
+void cb_sink_buffer(cb_sink *sink, uint8_t *buffer, size_t capacity);
+cblob_status cb_sink_file_open(cb_sink *sink, const char *path);
+/* Puts the file in place (cb_output_commit); on any failure (the sink's own included) the path is
+ * left as it was. */
+cblob_status cb_sink_file_commit(cb_sink *sink);
+void cb_sink_file_abort(cb_sink *sink);
+
+void cb_sink_write(cb_sink *sink, const void *data, size_t size);
+void cb_sink_seek(cb_sink *sink, uint64_t position);
+/* Records a failure the writer found (the thread's message is already set). */
+void cb_sink_fail(cb_sink *sink, cblob_status status);
+
+/* A writer: emits everything to the sink (and returns the first failure it found itself). */
+typedef cblob_status cb_emit_fn(const void *what, cb_sink *sink);
+
+/* The two-call convention over a writer: buffer NULL and buffer_size 0 write only the size (the
+ * writer runs into a counter); a buffer too small is CBLOB_ERR_OUT_OF_RANGE; otherwise the bytes. */
+cblob_status cb_emit_to_buffer(cb_emit_fn *emit, const void *what, const char *name, uint8_t *buffer,
+                               size_t buffer_size, size_t *out_size);
+/* A writer's output written to a file, atomically (see cb_sink_file_commit). */
+cblob_status cb_emit_to_file(cb_emit_fn *emit, const void *what, const char *path);
+
+#endif

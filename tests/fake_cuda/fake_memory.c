@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The test double's memory: device allocations (host memory at FAKE_DEVICE_TAG), pinned host
+ * allocations (also mapped at FAKE_DEVICE_TAG, as unified addressing maps them), and the ranges
+ * tests handed back to their owners. Enqueue-time checks answer yes or no; execution-time checks
+ * end the process on a misuse (fake_violation). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_api.h"
+#include "fake_cuda_internal.h"
+
+#define PINNED_HEADER 64
+
+typedef struct allocation {
+    unsigned char *host;
+    size_t size;
+    int device;       /* -1: pinned host memory */
+    bool ready;       /* false from cuMemAllocAsync until its turn in the stream */
+    bool free_queued; /* cuMemFreeAsync was called: nothing may use it from now on */
+} allocation;
+
+typedef struct range {
+    uintptr_t start;
+    size_t bytes;
+} range;
+
+static allocation *allocations;
+static size_t allocation_count, allocation_room;
+static range *given_back;
+static size_t given_back_count, given_back_room;
+static uint64_t device_bytes[FAKE_MAX_DEVICES];
+static uint64_t memory_per_device = (uint64_t)1 << 30;
+
+void fake_violation(const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    fputs("fake_cuda: error of the test (a real GPU would corrupt memory silently here): ", stderr);
+    vfprintf(stderr, format, args);
+    fputc('\n', stderr);
+    va_end(args);
+    fflush(stderr);
+    abort();
+}
+
+bool fake_ranges_overlap(uint64_t a, size_t a_bytes, uint64_t b, size_t b_bytes)
+{
+    return a < b + b_bytes && b < a + a_bytes;
+}
+
+static bool inside(const allocation *a, uintptr_t host, size_t bytes)
+{
+    const uintptr_t start = (uintptr_t)a->host;
+    return host >= start && host - start <= a->size && bytes <= a->size - (host - start);
+}
+
+static allocation *find(uintptr_t host, size_t bytes, bool pinned)
+{
+    for (size_t i = 0; i < allocation_count; ++i)
+        if ((allocations[i].device < 0) == pinned && inside(&allocations[i], host, bytes))
+            return &allocations[i];
+    return NULL;
+}
+
+/* The allocation a device address falls in: device memory, or pinned memory seen through its
+ * device mapping. */
+static allocation *find_device(uint64_t address, size_t bytes)
+{
+    if (address < FAKE_DEVICE_TAG)
+        return NULL;
+    const uintptr_t host = (uintptr_t)(address - FAKE_DEVICE_TAG);
+    allocation *a = find(host, bytes, false);
+    return a != NULL ? a : find(host, bytes, true);
+}
+
+static bool add(unsigned char *host, size_t size, int device, bool ready)
+{
+    if (allocation_count == allocation_room) {
+        const size_t room = allocation_room ? 2 * allocation_room : 64;
+        allocation *grown = realloc(allocations, room * sizeof *grown);
+        if (grown == NULL)
+            return false;
+        allocations = grown;
+        allocation_room = room;
+    }
+    allocations[allocation_count++] = (allocation){host, size, device, ready, false};
+    return true;
+}
+
+/* Handed-back ranges inside memory that is freed now are the memory's business no more. */
+static void forget_given_back(const allocation *a)
+{
+    for (size_t i = 0; i < given_back_count;)
+        if (inside(a, given_back[i].start, given_back[i].bytes) ||
+            inside(a, given_back[i].start - FAKE_DEVICE_TAG, given_back[i].bytes))
+            given_back[i] = given_back[--given_back_count];
+        else
+            ++i;
+}
+
+static void drop(allocation *a)
+{
+    forget_given_back(a);
+    *a = allocations[--allocation_count];
+}
+
+static void check_not_given_back(uint64_t address, size_t bytes, const char *what)
+{
+    for (size_t i = 0; i < given_back_count; ++i)
+        if (fake_ranges_overlap(address, bytes, given_back[i].start, given_back[i].bytes))
+            fake_violation("%s touches [%#llx, +%zu), which was handed back to its owner at %#llx (%zu bytes)", what,
+                           (unsigned long long)address, bytes, (unsigned long long)given_back[i].start,
+                           given_back[i].bytes);
+}
+
+/* ---- knobs and control ------------------------------------------------------------------------ */
+
+void fake_memory_configure(uint64_t bytes_per_device)
+{
+    memory_per_device = bytes_per_device;
+}
+
+FAKE_API void fake_cuda_set_memory(uint64_t bytes_per_device)
+{
+    fake_lock();
+    memory_per_device = bytes_per_device;
+    fake_unlock(0);
+}
+
+FAKE_API void fake_cuda_give_back(const void *ptr, size_t bytes)
+{
+    fake_lock();
+    char what[160];
+    if (fake_queued_work_touches((uint64_t)(uintptr_t)ptr, bytes, what, sizeof what))
+        fake_violation("[%p, +%zu) was handed back to its owner while %s, still queued, touches it", ptr, bytes, what);
+    if (given_back_count == given_back_room) {
+        const size_t room = given_back_room ? 2 * given_back_room : 16;
+        range *grown = realloc(given_back, room * sizeof *grown);
+        if (grown == NULL)
+            fake_violation("no memory to record a handed-back range");
+        given_back = grown;
+        given_back_room = room;
+    }
+    given_back[given_back_count++] = (range){(uintptr_t)ptr, bytes};
+    fake_unlock(0);
+}
+
+/* ---- enqueue-time and execution-time checks --------------------------------------------------- */
+
+bool fake_is_device_range(uint64_t address, size_t bytes)
+{
+    fake_lock();
+    const allocation *a = find_device(address, bytes);
+    return fake_unlock(a != NULL && !a->free_queued);
+}
+
+bool fake_is_pinned(const void *host, size_t bytes)
+{
+    fake_lock();
+    return fake_unlock(find((uintptr_t)host, bytes, true) != NULL);
+}
+
+FAKE_API void *fake_device_range(const void *device_ptr, size_t bytes)
+{
+    const uint64_t address = (uint64_t)(uintptr_t)device_ptr;
+    fake_lock();
+    const allocation *a = find_device(address, bytes);
+    if (a == NULL)
+        fake_violation("device range [%#llx, +%zu) is not inside a live allocation: it was freed before this work ran",
+                       (unsigned long long)address, bytes);
+    if (!a->ready)
+        fake_violation("device range [%#llx, +%zu) is used before its stream-ordered allocation ran: the work's "
+                       "stream does not wait for the allocating stream",
+                       (unsigned long long)address, bytes);
+    check_not_given_back(address, bytes, "work running now");
+    fake_unlock(0);
+    return (void *)(uintptr_t)(address - FAKE_DEVICE_TAG);
+}
+
+void *fake_host_range(const void *host, size_t bytes)
+{
+    fake_lock();
+    check_not_given_back((uint64_t)(uintptr_t)host, bytes, "a copy running now");
+    fake_unlock(0);
+    return (void *)host;
+}
+
+/* ---- allocation calls ---------------------------------------------------------------------------- */
+
+int fake_device_alloc(int device, size_t bytes, bool ready, uint64_t *out)
+{
+    fake_lock();
+    if (device_bytes[device] + bytes > memory_per_device)
+        return fake_unlock(FAKE_OUT_OF_MEMORY);
+    unsigned char *host = malloc(bytes);
+    if (host == NULL || !add(host, bytes, device, ready)) {
+        free(host);
+        return fake_unlock(FAKE_OUT_OF_MEMORY);
+    }
+    /* Fresh device memory holds garbage, which a missing zero-fill would show. */
+    memset(host, 0xA5, bytes);
+    device_bytes[device] += bytes;
+    fake_counters.device_allocs++;
+    fake_counters.device_bytes_in_use += bytes;
+    *out = (uint64_t)((uintptr_t)host + FAKE_DEVICE_TAG);
+    return fake_unlock(0);
+}
+
+/* The allocation that starts exactly at a device address, or NULL. */
+static allocation *device_allocation_at(uint64_t address)
+{
+    allocation *a = address >= FAKE_DEVICE_TAG ? find((uintptr_t)(address - FAKE_DEVICE_TAG), 0, false) : NULL;
+    return a != NULL && (uint64_t)(uintptr_t)a->host + FAKE_DEVICE_TAG == address ? a : NULL;
+}
+
+/* cuMemFreeAsync's check when queued: the start of a live allocation, freed once. */
+int fake_device_free_queued(uint64_t address)
+{
+    fake_lock();
+    allocation *a = device_allocation_at(address);
+    if (a == NULL || a->free_queued)
+        return fake_unlock(FAKE_INVALID_VALUE);
+    a->free_queued = true;
+    fake_counters.device_frees++; /* counted when asked for, as cuMemFree's are */
+    return fake_unlock(0);
+}
+
+void fake_allocation_ready(uint64_t address)
+{
+    fake_lock();
+    allocation *a = device_allocation_at(address);
+    if (a != NULL)
+        a->ready = true;
+    fake_unlock(0);
+}
+
+void fake_allocation_free(uint64_t address)
+{
+    fake_lock();
+    allocation *a = device_allocation_at(address);
+    if (a == NULL)
+        fake_violation("device memory at %#llx is freed twice", (unsigned long long)address);
+    device_bytes[a->device] -= a->size;
+    fake_counters.device_bytes_in_use -= a->size;
+    free(a->host);
+    drop(a);
+    fake_unlock(0);
+}
+
+int fake_device_free_now(uint64_t address)
+{
+    fake_lock();
+    const allocation *a = device_allocation_at(address);
+    if (a == NULL || a->free_queued)
+        return fake_unlock(FAKE_INVALID_VALUE);
+    fake_counters.device_frees++;
+    fake_allocation_free(address);
+    return fake_unlock(0);
+}
+
+int fake_pinned_alloc(size_t bytes, void **out)
+{
+    fake_lock();
+    /* Offset from what malloc returned, so that free() of it by mistake is caught at once. */
+    unsigned char *block = malloc(bytes + PINNED_HEADER);
+    if (block == NULL || !add(block + PINNED_HEADER, bytes, -1, true)) {
+        free(block);
+        return fake_unlock(FAKE_OUT_OF_MEMORY);
+    }
+    fake_counters.pinned_allocs++;
+    fake_counters.pinned_bytes_in_use += bytes;
+    *out = block + PINNED_HEADER;
+    return fake_unlock(0);
+}
+
+int fake_pinned_free(void *ptr)
+{
+    fake_lock();
+    allocation *a = find((uintptr_t)ptr, 0, true);
+    if (a == NULL || a->host != ptr)
+        return fake_unlock(FAKE_INVALID_VALUE);
+    fake_counters.pinned_frees++;
+    fake_counters.pinned_bytes_in_use -= a->size;
+    free(a->host - PINNED_HEADER);
+    drop(a);
+    return fake_unlock(0);
+}
+
+/* cuPointerGetAttribute's view: device memory only. */
+int fake_device_pointer_info(uint64_t address, int *device, uint64_t *start, size_t *size)
+{
+    fake_lock();
+    const allocation *a = address >= FAKE_DEVICE_TAG ? find((uintptr_t)(address - FAKE_DEVICE_TAG), 0, false) : NULL;
+    if (a == NULL)
+        return fake_unlock(FAKE_INVALID_VALUE);
+    *device = a->device;
+    *start = (uint64_t)(uintptr_t)a->host + FAKE_DEVICE_TAG;
+    *size = a->size;
+    return fake_unlock(0);
+}

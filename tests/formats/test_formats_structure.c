@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Net structure (bottoms, tops, phase, rules, param specs, parameters as JSON), blobs read without
+ * handles, the safetensors and npz exports read back, and net surgery. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+#include "pb.h"
+#include "support.h"
+
+static cblob_context *context_new(void)
+{
+    cblob_context *context = NULL;
+    return cblob_context_create(&context) == CBLOB_OK ? context : NULL;
+}
+
+/* A V2 layer: conv1 (bottom data, top conv1, phase TEST, param {name w lr_mult 2}, param {},
+ * include {phase TRAIN stage a stage b}, exclude {not_stage c min_level 2}, convolution_param
+ * {num_output 8 kernel_size 3 kernel_size 5 weight_filler {type "xavier"}}, an unknown field 5000
+ * inside convolution_param and one in the layer), blobs of 2x3 and 2. */
+static void structured_v2(pb *net)
+{
+    pb layer = {0}, spec = {0}, empty = {0}, include = {0}, exclude = {0}, conv = {0}, filler = {0}, blob = {0},
+       bias = {0};
+    pb_string(&layer, 1, "conv1");
+    pb_string(&layer, 2, "Convolution");
+    pb_string(&layer, 3, "data");
+    pb_string(&layer, 4, "conv1");
+    pb_int(&layer, 10, 1);
+    pb_string(&spec, 1, "w");
+    pb_floats(&spec, 3, (float[]){2.0f}, 1, false);
+    pb_message(&layer, 6, &spec);
+    pb_message(&layer, 6, &empty);
+    pb_int(&include, 1, 0);
+    pb_string(&include, 4, "a");
+    pb_string(&include, 4, "b");
+    pb_message(&layer, 8, &include);
+    pb_string(&exclude, 5, "c");
+    pb_int(&exclude, 2, 2);
+    pb_message(&layer, 9, &exclude);
+    pb_int(&conv, 1, 8);
+    pb_int(&conv, 4, 3);
+    pb_int(&conv, 4, 5);
+    pb_string(&filler, 1, "xavier");
+    pb_message(&conv, 7, &filler);
+    pb_int(&conv, 5000, 7);
+    pb_message(&layer, 106, &conv);
+    pb_string(&layer, 5001, "fork");
+    pb_shape(&blob, (int64_t[]){2, 3}, 2, true);
+    pb_floats(&blob, 5, (float[]){1, 2, 3, 4, 5, 6}, 6, true);
+    pb_message(&layer, 7, &blob);
+    pb_shape(&bias, (int64_t[]){2}, 1, true);
+    pb_floats(&bias, 5, (float[]){0.5f, -0.5f}, 2, false);
+    pb_message(&layer, 7, &bias);
+    pb_string(net, 1, "structured");
+    pb_message(net, 100, &layer);
+    pb_free(&layer), pb_free(&spec), pb_free(&include), pb_free(&exclude), pb_free(&conv), pb_free(&filler);
+    pb_free(&blob), pb_free(&bias);
+}
+
+TEST(v2_layers_report_bottoms_tops_phase_rules_and_param_specs)
+{
+    cblob_context *ctx = context_new();
+    pb net = {0};
+    structured_v2(&net);
+    cblob_model *model = NULL;
+    CHECK_OK(cblob_model_open(ctx, net.data, net.size, &model));
+    int64_t n = -1;
+    const char *text = NULL;
+    CHECK_OK(cblob_model_layer_num_bottoms(model, 0, &n));
+    CHECK(n == 1);
+    CHECK_OK(cblob_model_layer_bottom(model, 0, 0, &text));
+    CHECK(strcmp(text, "data") == 0);
+    CHECK_STATUS(cblob_model_layer_bottom(model, 0, 1, &text), CBLOB_ERR_OUT_OF_RANGE);
+    CHECK_OK(cblob_model_layer_num_tops(model, 0, &n));
+    CHECK_OK(cblob_model_layer_top(model, 0, 0, &text));
+    CHECK(n == 1 && strcmp(text, "conv1") == 0);
+    cblob_phase phase;
+    CHECK_OK(cblob_model_layer_phase(model, 0, &phase));
+    CHECK(phase == CBLOB_PHASE_TEST);
+    int32_t min_level = 0, max_level = 0;
+    int64_t stages = 0, not_stages = 0;
+    CHECK_OK(cblob_model_layer_num_rules(model, 0, CBLOB_RULE_INCLUDE, &n));
+    CHECK(n == 1);
+    CHECK_OK(cblob_model_layer_rule(model, 0, CBLOB_RULE_INCLUDE, 0, &phase, &min_level, &max_level, &stages, &not_stages));
+    CHECK(phase == CBLOB_PHASE_TRAIN && min_level == INT32_MIN && max_level == INT32_MAX && stages == 2 && not_stages == 0);
+    CHECK_OK(cblob_model_layer_rule_stage(model, 0, CBLOB_RULE_INCLUDE, 0, 0, 1, &text));
+    CHECK(strcmp(text, "b") == 0);
+    CHECK_OK(cblob_model_layer_rule(model, 0, CBLOB_RULE_EXCLUDE, 0, &phase, &min_level, &max_level, &stages, &not_stages));
+    CHECK(phase == CBLOB_PHASE_NONE && min_level == 2 && stages == 0 && not_stages == 1);
+    CHECK_OK(cblob_model_layer_rule_stage(model, 0, CBLOB_RULE_EXCLUDE, 0, 1, 0, &text));
+    CHECK(strcmp(text, "c") == 0);
+    float lr = 0, decay = 0;
+    CHECK_OK(cblob_model_layer_num_param_specs(model, 0, &n));
+    CHECK(n == 2);
+    CHECK_OK(cblob_model_layer_param_spec(model, 0, 0, &text, &lr, &decay));
+    CHECK(strcmp(text, "w") == 0 && lr == 2.0f && decay == 1.0f);
+    CHECK_OK(cblob_model_layer_param_spec(model, 0, 1, &text, &lr, &decay));
+    CHECK(text == NULL && lr == 1.0f && decay == 1.0f);
+    cblob_model_destroy(model);
+    pb_free(&net);
+    cblob_context_destroy(ctx);
+}
+
+static char *layer_text(const cblob_model *model, int64_t layer, bool params, int32_t flags)
+{
+    size_t length = 0;
+    cblob_status status = params ? cblob_model_layer_params_json(model, layer, flags, NULL, 0, &length)
+                                 : cblob_model_layer_json(model, layer, flags, NULL, 0, &length);
+    char *text = status == CBLOB_OK ? malloc(length + 1) : NULL;
+    if (text != NULL && (params ? cblob_model_layer_params_json(model, layer, flags, text, length + 1, &length)
+                                : cblob_model_layer_json(model, layer, flags, text, length + 1, &length)) != CBLOB_OK) {
+        free(text);
+        text = NULL;
+    }
+    return text;
+}
+
+TEST(parameters_render_from_the_schema_and_unknown_fields_by_number)
+{
+    cblob_context *ctx = context_new();
+    pb net = {0};
+    structured_v2(&net);
+    cblob_model *model = NULL;
+    CHECK_OK(cblob_model_open(ctx, net.data, net.size, &model));
+    char *params = layer_text(model, 0, true, 0);
+    CHECK(params != NULL);
+    CHECK_MSG(strcmp(params, "{\"convolution_param\":{\"num_output\":8,\"kernel_size\":[3,5],\"weight_filler\":{\"type\":"
+                             "\"xavier\"},\"unknown_fields\":[{\"field\":5000,\"wire_type\":0,\"bytes\":1}]},"
+                             "\"unknown_fields\":[{\"field\":5001,\"wire_type\":2,\"bytes\":4}]}") == 0,
+              "%s", params);
+    free(params);
+    /* With defaults: fields the file leaves out, with Caffe's defaults. */
+    params = layer_text(model, 0, true, CBLOB_JSON_DEFAULTS);
+    CHECK(params != NULL && strstr(params, "\"bias_term\":true") != NULL && strstr(params, "\"group\":1") != NULL &&
+          strstr(params, "\"std\":1.0") != NULL);
+    free(params);
+    char *layer = layer_text(model, 0, false, 0);
+    CHECK(layer != NULL && strstr(layer, "\"bottoms\":[\"data\"]") != NULL && strstr(layer, "\"phase\":\"TEST\"") != NULL &&
+          strstr(layer, "\"include\":[{\"phase\":\"TRAIN\",\"stage\":[\"a\",\"b\"]}]") != NULL &&
+          strstr(layer, "{\"shape\":[2,3],\"count\":6,\"dtype\":\"float32\",\"has_diff\":false}") != NULL);
+    free(layer);
+    cblob_model_destroy(model);
+    pb_free(&net);
+    cblob_context_destroy(ctx);
+}
+
+TEST(v1_param_specs_pair_names_rates_and_decays)
+{
+    cblob_context *ctx = context_new();
+    pb layer = {0}, net = {0};
+    pb_string(&layer, 4, "fc");
+    pb_int(&layer, 5, 14);
+    pb_string(&layer, 2, "in");
+    pb_string(&layer, 1001, "shared");
+    pb_floats(&layer, 7, (float[]){1.0f, 2.0f}, 2, true);
+    pb_floats(&layer, 8, (float[]){0.5f, 0.0f, 3.0f}, 3, false);
+    pb_message(&net, 2, &layer);
+    cblob_model *model = NULL;
+    CHECK_OK(cblob_model_open(ctx, net.data, net.size, &model));
+    int64_t n = 0;
+    const char *name = NULL;
+    float lr = 0, decay = 0;
+    CHECK_OK(cblob_model_layer_num_param_specs(model, 0, &n));
+    CHECK(n == 3);
+    CHECK_OK(cblob_model_layer_param_spec(model, 0, 1, &name, &lr, &decay));
+    CHECK(name == NULL && lr == 2.0f && decay == 0.0f);
+    CHECK_OK(cblob_model_layer_param_spec(model, 0, 2, &name, &lr, &decay));
+    CHECK(lr == 1.0f && decay == 3.0f);
+    CHECK_OK(cblob_model_layer_bottom(model, 0, 0, &name));
+    CHECK(strcmp(name, "in") == 0);
+    cblob_phase phase;
+    CHECK_OK(cblob_model_layer_phase(model, 0, &phase));
+    CHECK(phase == CBLOB_PHASE_NONE);
+    cblob_model_destroy(model);
+    pb_free(&layer), pb_free(&net);
+    cblob_context_destroy(ctx);
+}
+
+TEST(blobs_read_without_handles_match_the_handles)
+{
+    cblob_context *ctx = context_new();
+    pb net = {0};
+    structured_v2(&net);
+    cblob_model *model = NULL;
+    CHECK_OK(cblob_model_open(ctx, net.data, net.size, &model));
+    int64_t dims[CBLOB_MAX_AXES];
+    int32_t axes = 0;
+    CHECK_OK(cblob_model_layer_blob_shape(model, 0, 0, CBLOB_MAX_AXES, dims, &axes));
+    CHECK(axes == 2 && dims[0] == 2 && dims[1] == 3);
+    float values[6] = {0};
+    CHECK_OK(cblob_model_layer_blob_read(model, 0, 0, CBLOB_PART_DATA, 2, 3, values, sizeof values));
+    CHECK(values[0] == 3 && values[2] == 5);
+    CHECK_OK(cblob_model_layer_blob_read(model, 0, 1, CBLOB_PART_DATA, 0, 2, values, sizeof values));
+    CHECK(values[0] == 0.5f && values[1] == -0.5f);
+    CHECK_STATUS(cblob_model_layer_blob_read(model, 0, 1, CBLOB_PART_DATA, 1, 2, values, sizeof values),
+                 CBLOB_ERR_OUT_OF_RANGE);
+    int32_t has_diff = -1;
+    CHECK_OK(cblob_model_layer_blob_has_diff(model, 0, 0, &has_diff));
+    CHECK(has_diff == 0);
+    cblob_model_destroy(model);
+    pb_free(&net);
+    cblob_context_destroy(ctx);
+}
+
+/* ---- exports ---------------------------------------------------------------------------------- */
+
+typedef cblob_status (*export_fn)(const cblob_model *, int32_t, uint8_t *, size_t, size_t *);
+
+static uint8_t *exported(const cblob_model *model, export_fn fn, int32_t flags, size_t *size)
+{
+    size_t needed = 0;
+    if (fn(model, flags, NULL, 0, &needed) != CBLOB_OK)
+        return NULL;
+    uint8_t *bytes = malloc(needed + 1);
+    if (bytes == NULL || fn(model, flags, bytes, needed, size) != CBLOB_OK) {
+        free(bytes);
+        return NULL;
+    }
+    return bytes;
+}
+
+/* A model of every dtype, a repeated layer name and a diff. */
+static cblob_model *mixed_model(cblob_context *ctx)
+{
+    cblob_model *model = NULL;
+    cblob_blob *a = ft_blob(ctx, CBLOB_DTYPE_FLOAT32, 2, (int64_t[]){3, 2}, 1, true);
+    cblob_blob *b = ft_blob(ctx, CBLOB_DTYPE_FLOAT64, 1, (int64_t[]){5}, 2, false);
+    cblob_blob *c = ft_blob(ctx, CBLOB_DTYPE_INT32, 3, (int64_t[]){1, 2, 2}, 3, false);
+    cblob_blob *d = ft_blob(ctx, CBLOB_DTYPE_UINT32, 0, NULL, 4, false);
+    cblob_model_create(ctx, CBLOB_NET_FORMAT_V2, "mixed", &model);
+    cblob_model_add_layer(model, "conv/1", "Convolution", (cblob_blob *[]){a, b}, 2);
+    cblob_model_add_layer(model, "relu", "ReLU", NULL, 0);
+    cblob_model_add_layer(model, "conv/1", "Scale", (cblob_blob *[]){c, d}, 2);
+    cblob_blob_destroy(a), cblob_blob_destroy(b), cblob_blob_destroy(c), cblob_blob_destroy(d);
+    return model;
+}
+
+static bool same_blobs(cblob_model *model, int64_t layer, cblob_model *read, int64_t read_layer, bool diff)
+{
+    int64_t n = 0, m = 0;
+    if (cblob_model_layer_num_blobs(model, layer, &n) != CBLOB_OK ||
+        cblob_model_layer_num_blobs(read, read_layer, &m) != CBLOB_OK || n != m)
+        return false;
+    bool same = true;
+    for (int64_t j = 0; j < n && same; ++j) {
+        cblob_blob *x = NULL, *y = NULL;
+        cblob_dtype dx, dy;
+        same = cblob_model_layer_blob(model, layer, j, &x) == CBLOB_OK &&
+               cblob_model_layer_blob(read, read_layer, j, &y) == CBLOB_OK && cblob_blob_dtype(x, &dx) == CBLOB_OK &&
+               cblob_blob_dtype(y, &dy) == CBLOB_OK && dx == dy && ft_same_values(x, y, CBLOB_PART_DATA) &&
+               (!diff || ft_same_values(x, y, CBLOB_PART_DIFF));
+        cblob_blob_destroy(x);
+        cblob_blob_destroy(y);
+    }
+    return same;
+}
+
+TEST(safetensors_and_npz_read_back_what_they_export)
+{
+    cblob_context *ctx = context_new();
+    cblob_model *model = mixed_model(ctx);
+    for (int format = 0; format < 2; ++format) {
+        size_t size = 0;
+        uint8_t *bytes = format == 0 ? exported(model, cblob_model_to_safetensors, CBLOB_EXPORT_DIFF, &size)
+                                     : exported(model, cblob_model_to_npz, CBLOB_EXPORT_DIFF, &size);
+        CHECK(bytes != NULL);
+        /* The same model gives the same bytes (before anything reads the blobs' diffs). */
+        size_t again_size = 0;
+        uint8_t *again = format == 0 ? exported(model, cblob_model_to_safetensors, CBLOB_EXPORT_DIFF, &again_size)
+                                     : exported(model, cblob_model_to_npz, CBLOB_EXPORT_DIFF, &again_size);
+        CHECK_MSG(again != NULL && again_size == size && memcmp(again, bytes, size) == 0, "format %d: %zu vs %zu", format, size, again_size);
+        cblob_model *read = NULL;
+        CHECK_OK(format == 0 ? cblob_model_open_safetensors(ctx, bytes, size, &read)
+                             : cblob_model_open_npz(ctx, bytes, size, &read));
+        int64_t layers = 0, found = -1;
+        const char *name = NULL, *type = NULL;
+        CHECK_OK(cblob_model_num_layers(read, &layers));
+        CHECK(layers == 2); /* relu has no blobs */
+        CHECK_OK(cblob_model_layer_name(read, 1, &name));
+        CHECK_MSG(strcmp(name, "conv/1@2") == 0, "%s", name); /* a repeated name: the layer's index */
+        CHECK_OK(cblob_model_layer_type(read, 1, &type));
+        CHECK(strcmp(type, format == 0 ? "Scale" : "") == 0);
+        CHECK(same_blobs(model, 0, read, 0, true));
+        CHECK(same_blobs(model, 2, read, 1, false));
+        /* Surgery with what was read: the repeated name finds its layer. */
+        CHECK_OK(cblob_model_replace_blobs(model, read));
+        CHECK_OK(cblob_model_find_layer(read, "conv/1@2", &found));
+        CHECK(found == 1);
+        free(again);
+        free(bytes);
+        cblob_model_destroy(read);
+    }
+    cblob_model_destroy(model);
+    cblob_context_destroy(ctx);
+}
+
+TEST(torch_names_scale_batch_norm_statistics_and_list_what_they_cannot_name)
+{
+    cblob_context *ctx = context_new();
+    cblob_blob *mean = NULL, *var = NULL, *factor = NULL, *other = NULL;
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT32, 1, (int64_t[]){2}, &mean));
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT32, 1, (int64_t[]){2}, &var));
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT32, 1, (int64_t[]){1}, &factor));
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT32, 1, (int64_t[]){1}, &other));
+    CHECK_OK(cblob_blob_fill(mean, CBLOB_PART_DATA, 10.0));
+    CHECK_OK(cblob_blob_fill(var, CBLOB_PART_DATA, 4.0));
+    CHECK_OK(cblob_blob_fill(factor, CBLOB_PART_DATA, 2.0));
+    cblob_model *model = NULL;
+    CHECK_OK(cblob_model_create(ctx, CBLOB_NET_FORMAT_V2, NULL, &model));
+    CHECK_OK(cblob_model_add_layer(model, "bn", "BatchNorm", (cblob_blob *[]){mean, var, factor}, 3));
+    CHECK_OK(cblob_model_add_layer(model, "odd", "Custom", &other, 1));
+    int64_t unmapped[4], count = 0;
+    CHECK_OK(cblob_model_torch_unmapped(model, unmapped, 4, &count));
+    CHECK(count == 1 && unmapped[0] == 1);
+    size_t size = 0;
+    uint8_t *bytes = exported(model, cblob_model_to_safetensors, CBLOB_EXPORT_TORCH_NAMES, &size);
+    CHECK(bytes != NULL && strstr((const char *)bytes + 8, "\"bn.running_mean\"") != NULL &&
+          strstr((const char *)bytes + 8, "\"odd.0\"") != NULL && strstr((const char *)bytes + 8, "bn.2") == NULL);
+    cblob_model *read = NULL;
+    CHECK_OK(cblob_model_open_safetensors(ctx, bytes, size, &read));
+    float values[2] = {0};
+    CHECK_OK(cblob_model_layer_blob_read(read, 0, 0, CBLOB_PART_DATA, 0, 2, values, sizeof values));
+    CHECK(values[0] == 5.0f && values[1] == 5.0f); /* 10 / 2 */
+    CHECK_OK(cblob_model_layer_blob_read(read, 0, 2, CBLOB_PART_DATA, 0, 1, values, sizeof values));
+    CHECK(values[0] == 1.0f); /* the statistics are plain values now */
+    free(bytes);
+    cblob_model_destroy(read);
+    cblob_model_destroy(model);
+    cblob_blob_destroy(mean), cblob_blob_destroy(var), cblob_blob_destroy(factor), cblob_blob_destroy(other);
+    cblob_context_destroy(ctx);
+}
+
+TEST(surgery_lists_every_mismatch_and_changes_nothing)
+{
+    cblob_context *ctx = context_new();
+    pb net = {0};
+    structured_v2(&net);
+    cblob_model *model = NULL, *weights = NULL;
+    CHECK_OK(cblob_model_open(ctx, net.data, net.size, &model));
+    cblob_blob *wrong = NULL, *right = NULL;
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT64, 1, (int64_t[]){6}, &wrong));
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT64, 1, (int64_t[]){2}, &right));
+    CHECK_OK(cblob_blob_fill(right, CBLOB_PART_DATA, 0.25));
+    CHECK_OK(cblob_model_create(ctx, CBLOB_NET_FORMAT_V2, NULL, &weights));
+    CHECK_OK(cblob_model_add_layer(weights, "conv1", "", (cblob_blob *[]){wrong, right, right}, 3));
+    CHECK_OK(cblob_model_add_layer(weights, "missing", "", NULL, 0));
+    CHECK_ERROR(cblob_model_replace_blobs(model, weights), CBLOB_ERR_SHAPE);
+    const char *message = cblob_last_error_message();
+    CHECK_MSG(strstr(message, "3 mismatches") != NULL && strstr(message, "conv1 blob 0") != NULL &&
+                  strstr(message, "conv1 blob 2") != NULL && strstr(message, "\"missing\"") != NULL,
+              "%s", message);
+    size_t size = 0;
+    uint8_t *bytes = NULL;
+    CHECK_OK(cblob_model_to_proto(model, 1, NULL, 0, &size));
+    bytes = malloc(size);
+    CHECK_OK(cblob_model_to_proto(model, 1, bytes, size, &size));
+    CHECK(size == net.size && memcmp(bytes, net.data, size) == 0); /* nothing changed */
+    free(bytes);
+    cblob_model_destroy(weights);
+    /* The right shape only: its values (converted to float32) replace the bias's, nothing else moves. */
+    CHECK_OK(cblob_model_create(ctx, CBLOB_NET_FORMAT_V2, NULL, &weights));
+    cblob_blob *first = NULL;
+    CHECK_OK(cblob_model_layer_blob(model, 0, 0, &first));
+    CHECK_OK(cblob_model_add_layer(weights, "conv1", "", (cblob_blob *[]){first, right}, 2));
+    CHECK_OK(cblob_model_replace_blobs(model, weights));
+    CHECK_OK(cblob_model_to_proto(model, 1, NULL, 0, &size));
+    bytes = malloc(size);
+    CHECK_OK(cblob_model_to_proto(model, 1, bytes, size, &size));
+    CHECK(size == net.size);
+    size_t differing = 0;
+    for (size_t i = 0; i < size; ++i)
+        differing += bytes[i] != net.data[i];
+    CHECK(differing > 0 && differing <= 8); /* the two float values of the bias */
+    free(bytes);
+    cblob_blob_destroy(first);
+    cblob_blob_destroy(wrong), cblob_blob_destroy(right);
+    cblob_model_destroy(weights);
+    cblob_model_destroy(model);
+    pb_free(&net);
+    cblob_context_destroy(ctx);
+}
+
+TEST(readers_refuse_what_is_not_theirs_naming_it)
+{
+    cblob_context *ctx = context_new();
+    cblob_model *model = NULL;
+    static const char header[] = "{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,12]}}";
+    uint8_t bytes[256] = {sizeof header - 1};
+    memcpy(bytes + 8, header, sizeof header - 1);
+    CHECK_ERROR(cblob_model_open_safetensors(ctx, bytes, 8 + sizeof header - 1 + 12, &model), CBLOB_ERR_PARSE);
+    CHECK(strstr(cblob_last_error_message(), "\"x\"") != NULL);
+    /* One blob twice (by index and by a PyTorch name): refused, nothing leaked. */
+    static const char twice[] = "{\"a.0\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                                "\"a.weight\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}";
+    memset(bytes, 0, sizeof bytes);
+    bytes[0] = sizeof twice - 1;
+    memcpy(bytes + 8, twice, sizeof twice - 1);
+    CHECK_ERROR(cblob_model_open_safetensors(ctx, bytes, 8 + sizeof twice - 1 + 8, &model), CBLOB_ERR_PARSE);
+    CHECK(strstr(cblob_last_error_message(), "blob 0 twice") != NULL);
+    CHECK_ERROR(cblob_model_open_npz(ctx, (const uint8_t *)"PK\3\4 no zip", 12, &model), CBLOB_ERR_PARSE);
+    CHECK(model == NULL);
+    cblob_context_destroy(ctx);
+}
