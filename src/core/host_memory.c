@@ -25,37 +25,39 @@ static void read_huge_pages_setting(void)
     }
 }
 
-/* A mapping of at least `size` bytes starting on a huge-page boundary: a longer one, trimmed. */
-static void *map_aligned(size_t size, size_t *length)
+/* The length of the mapping of a buffer of `size` bytes: whole huge pages. */
+static size_t mapped_length(size_t size)
 {
-    const size_t rounded = (size + CB_HUGE_PAGE - 1) / CB_HUGE_PAGE * CB_HUGE_PAGE;
-    if (rounded < size || rounded > SIZE_MAX - CB_HUGE_PAGE)
-        return NULL;
-    char *raw = mmap(NULL, rounded + CB_HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return (size + CB_HUGE_PAGE - 1) / CB_HUGE_PAGE * CB_HUGE_PAGE;
+}
+
+/* A mapping of `length` bytes (whole huge pages) starting on a huge-page boundary: a longer one,
+ * trimmed. */
+static void *map_aligned(size_t length)
+{
+    char *raw = mmap(NULL, length + CB_HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED)
         return NULL;
     char *start = (char *)(((uintptr_t)raw + CB_HUGE_PAGE - 1) & ~(uintptr_t)(CB_HUGE_PAGE - 1));
     if (start > raw)
         munmap(raw, (size_t)(start - raw));
-    const size_t tail = (size_t)(raw + rounded + CB_HUGE_PAGE - (start + rounded));
+    const size_t tail = (size_t)(raw + length + CB_HUGE_PAGE - (start + length));
     if (tail > 0)
-        munmap(start + rounded, tail);
-    *length = rounded;
+        munmap(start + length, tail);
     return start;
 }
 
-cblob_status cb_host_alloc(size_t size, void **out, size_t *mapped_size)
+cblob_status cb_host_alloc(size_t size, bool zero, void **out)
 {
     if (size >= CB_MAPPED_HOST_BYTES) {
-        size_t length = 0;
-        void *ptr = map_aligned(size, &length);
+        const size_t length = mapped_length(size);
+        void *ptr = length >= size && length <= SIZE_MAX - CB_HUGE_PAGE ? map_aligned(length) : NULL;
         if (ptr == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "cannot map %zu bytes of host memory", size);
         pthread_once(&huge_pages_once, read_huge_pages_setting);
         if (cb_host_huge_pages)
             (void)madvise(ptr, length, MADV_HUGEPAGE); /* a request: without THP it fails, harmlessly */
         *out = ptr;
-        *mapped_size = length;
         return CBLOB_OK;
     }
     /* aligned_alloc wants a multiple of the alignment. */
@@ -63,16 +65,23 @@ cblob_status cb_host_alloc(size_t size, void **out, size_t *mapped_size)
     void *ptr = NULL;
     if (rounded < size || (ptr = aligned_alloc(CB_HOST_ALIGNMENT, rounded)) == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory", size);
-    memset(ptr, 0, size);
+    if (zero)
+        memset(ptr, 0, size);
     *out = ptr;
-    *mapped_size = 0;
     return CBLOB_OK;
 }
 
-void cb_host_free(void *ptr, size_t mapped_size)
+void cb_host_free(void *ptr, size_t size)
 {
-    if (mapped_size > 0)
-        munmap(ptr, mapped_size);
+    if (ptr == NULL)
+        return;
+    if (size >= CB_MAPPED_HOST_BYTES)
+        munmap(ptr, mapped_length(size));
     else
         free(ptr);
+}
+
+void cb_host_release(void *ptr, void *size)
+{
+    cb_host_free(ptr, (size_t)(uintptr_t)size);
 }

@@ -14,6 +14,7 @@
 #ifndef CBLOB_SRC_HOST_MEMORY_H
 #define CBLOB_SRC_HOST_MEMORY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "cblob/cblob.h"
@@ -25,9 +26,11 @@
  * or what bench/bench_threads sets before that to compare both. */
 extern int cb_host_huge_pages; /* -1: not read yet; 0: no; 1: yes */
 
-/* A zero-filled buffer of `size` bytes (> 0). *mapped_size is what cb_host_free needs: 0 for a
- * buffer of the heap, else the length of its mapping. */
-cblob_status cb_host_alloc(size_t size, void **out, size_t *mapped_size);
-void cb_host_free(void *ptr, size_t mapped_size);
+/* A buffer of `size` bytes (> 0), zero-filled when `zero` is set or when it is mapped (the
+ * kernel's fresh pages are zero). Free it with cb_host_free and the same size, from any thread. */
+cblob_status cb_host_alloc(size_t size, bool zero, void **out);
+void cb_host_free(void *ptr, size_t size);
+/* cb_host_free as a release callback (storage.h, cb_release): user_data holds the size. */
+void cb_host_release(void *ptr, void *size);
 
 #endif

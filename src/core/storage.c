@@ -41,13 +41,12 @@ static void drop_host(cb_storage *storage)
         if (storage->host_owned && storage->host_pinned_by != NULL)
             storage->host_pinned_by->free_pinned(&storage->host_pinned_device, storage->host);
         else if (storage->host_owned)
-            cb_host_free(storage->host, storage->host_mapped_size);
+            cb_host_free(storage->host, storage->size);
         else if (storage->host_release.fn != NULL)
             storage->host_release.fn(storage->host, storage->host_release.user_data);
     }
     storage->host = NULL;
     storage->host_owned = false;
-    storage->host_mapped_size = 0;
     storage->host_pinned_by = NULL;
     storage->host_release = (cb_release){0};
 }
@@ -103,7 +102,7 @@ static cblob_status allocate_host(cb_storage *storage, const cb_device *pinning)
         storage->host_pinned_by = pinning->backend;
         storage->host_pinned_device = *pinning;
     } else {
-        CB_TRY(cb_host_alloc(storage->size, &ptr, &storage->host_mapped_size));
+        CB_TRY(cb_host_alloc(storage->size, true, &ptr));
     }
     storage->host = ptr;
     storage->host_owned = true;

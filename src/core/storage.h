@@ -25,7 +25,6 @@ typedef struct cb_storage {
 
     void *host;
     bool host_owned;
-    size_t host_mapped_size; /* an owned buffer's mapping length; 0 for one from the heap */
     /* Pinned host memory is freed by the backend that pinned it, whatever the mode is now. */
     const cb_device_backend *host_pinned_by;
     cb_device host_pinned_device;

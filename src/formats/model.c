@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_memory.h"
 #include "io.h"
 #include "model.h"
 #include "proto_blob.h"
@@ -37,6 +38,16 @@ cblob_status cb_model_new(cblob_context *context, cblob_net_format format, cblob
     return CBLOB_OK;
 }
 
+/* The bytes of a blob's data (or diff) array: count elements of the part's type. */
+static size_t array_bytes(const cb_op *blob, bool diff)
+{
+    int64_t count = 1;
+    for (int32_t i = 0; i < blob->num_axes; ++i)
+        count *= blob->dims[i];
+    const bool is_double = diff ? (blob->blob_flags & CB_BLOB_DIFF_DOUBLE) : (blob->blob_flags & CB_BLOB_DOUBLE);
+    return (size_t)count * (is_double ? 8 : 4);
+}
+
 /* Frees the arrays blobs not yet made still own (their handles own the others). */
 static void free_blob_arrays(const uint8_t *ops)
 {
@@ -50,8 +61,8 @@ static void free_blob_arrays(const uint8_t *ops)
         if (op.code == CB_OP_BLOB && op.arrays != NULL) {
             void *data, *diff;
             cb_op_arrays(&op, &data, &diff);
-            free(data);
-            free(diff);
+            cb_host_free(data, array_bytes(&op, false));
+            cb_host_free(diff, array_bytes(&op, true));
         }
     }
 }
@@ -174,9 +185,8 @@ static cblob_status gather_inline(const cb_op *blob, bool diff, int64_t count, v
     if (count == 0)
         return CBLOB_OK;
     const bool is_double = diff ? (blob->blob_flags & CB_BLOB_DIFF_DOUBLE) : (blob->blob_flags & CB_BLOB_DOUBLE);
-    uint8_t *array = malloc((size_t)count * element_size(is_double));
-    if (array == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " values", count);
+    uint8_t *array = NULL;
+    CB_TRY(cb_host_alloc((size_t)count * element_size(is_double), false, (void **)&array));
     size_t filled = 0;
     for (const uint8_t *cursor = blob->inner;;) {
         cb_op op;
@@ -248,7 +258,7 @@ static cblob_status make_handle(const cblob_model *model, const cb_op *blob, cbl
     if (blob->arrays != NULL)
         cb_op_set_arrays(blob, NULL, keep_diff);
     else
-        free(keep_diff); /* an inline diff stays in the record */
+        cb_host_free(keep_diff, (size_t)arrays.diff_count * element_size(arrays.diff_is_double)); /* an inline diff stays in the record */
     *out = handle;
     return CBLOB_OK;
 }

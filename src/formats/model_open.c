@@ -10,7 +10,9 @@
 #include "model.h"
 #include "proto_blob.h"
 #include "proto_net.h"
+#include "host_memory.h"
 #include "status.h"
+#include "threads.h"
 
 /* Blobs whose values take more bytes than this keep them in arrays of their own, which a handle
  * adopts without a copy; smaller ones keep them inline in the record, beside their fields. */
@@ -116,22 +118,40 @@ typedef struct blob_build {
     int64_t filled[2];    /* elements written so far, per part */
 } blob_build;
 
+/* An array the builder holds until its layer is kept (the record owns it then). */
+typedef struct owned_array {
+    void *ptr;
+    size_t size;
+} owned_array;
+
 static bool field_is_double(uint32_t number)
 {
     return number == 8 || number == 9;
 }
 
+/* Host memory like a storage's own (cb_host_alloc: large arrays mapped with huge pages), since a
+ * handle adopts the array as its storage. */
 static cblob_status allocate_array(int64_t count, uint32_t field, uint8_t **out)
 {
     *out = NULL;
     if (count == 0)
         return CBLOB_OK;
-    const size_t bytes = (size_t)count * (field_is_double(field) ? 8 : 4);
-    /* Aligned like the library's own host buffers (vector loads, DLPack consumers). */
-    *out = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (*out == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " values", count);
-    return CBLOB_OK;
+    return cb_host_alloc((size_t)count * (field_is_double(field) ? 8 : 4), false, (void **)out);
+}
+
+static size_t array_size(const blob_build *blob, int part)
+{
+    const int64_t count = blob->layout->values[part == 0 ? (blob->data_field == 8 ? CB_VALUES_DOUBLE_DATA : CB_VALUES_DATA)
+                                                        : (blob->diff_field == 9 ? CB_VALUES_DOUBLE_DIFF : CB_VALUES_DIFF)]
+                              .count;
+    const uint32_t field = part == 0 ? blob->data_field : blob->diff_field;
+    return field == 0 ? 0 : (size_t)count * (field_is_double(field) ? 8 : 4);
+}
+
+static void free_arrays(const blob_build *blob)
+{
+    for (int part = 0; part < 2; ++part)
+        cb_host_free(blob->array[part], array_size(blob, part));
 }
 
 static cblob_status put_blob_header(builder *b, const cb_shape *shape, blob_build *blob)
@@ -154,7 +174,7 @@ static cblob_status put_blob_header(builder *b, const cb_shape *shape, blob_buil
         CB_TRY(allocate_array(data_count, blob->data_field, &blob->array[0]));
         cblob_status status = allocate_array(diff_count, blob->diff_field, &blob->array[1]);
         if (status != CBLOB_OK) {
-            free(blob->array[0]);
+            free_arrays(blob);
             return status;
         }
     }
@@ -174,7 +194,7 @@ static void copy_into_array(const builder *b, blob_build *blob, int part, size_t
     uint8_t *to = blob->array[part] + (size_t)blob->filled[part] * element;
     for (size_t done = 0; done < length;) {
         const size_t step = length - done < CB_COPY_STEP ? length - done : CB_COPY_STEP;
-        memcpy(to + done, b->input + from + done, step);
+        cb_parallel_copy(to + done, b->input + from + done, step); /* first touches spread over threads */
         if (step == CB_COPY_STEP)
             let_go(b, from + done, step);
         done += step;
@@ -306,15 +326,11 @@ static cblob_status put_blob(builder *b, const cb_wire *wire, const cb_wire_fiel
     CB_TRY(begin_nested(b, field, CB_OP_BLOB));
     CB_TRY(put_blob_header(b, &shape, &blob));
     cblob_status status = put_blob_fields(b, field, &blob);
+    const owned_array owned[2] = {{blob.array[0], array_size(&blob, 0)}, {blob.array[1], array_size(&blob, 1)}};
+    if (status == CBLOB_OK)
+        status = cb_bytes_append(&b->arrays, owned, sizeof owned);
     if (status != CBLOB_OK) {
-        free(blob.array[0]);
-        free(blob.array[1]);
-        return status;
-    }
-    status = cb_bytes_append(&b->arrays, blob.array, sizeof blob.array);
-    if (status != CBLOB_OK) {
-        free(blob.array[0]);
-        free(blob.array[1]);
+        free_arrays(&blob);
         return status;
     }
     let_go(b, field->offset, field->payload + field->length - field->offset);
@@ -529,9 +545,9 @@ static cblob_status begin_record(builder *b, const cb_wire_field *field)
 /* Frees the value arrays of a layer that will not be kept. */
 static void drop_arrays(builder *b)
 {
-    void **arrays = (void **)b->arrays.data;
+    const owned_array *arrays = (const owned_array *)b->arrays.data;
     for (size_t i = 0; i < b->arrays.size / sizeof *arrays; ++i)
-        free(arrays[i]);
+        cb_host_free(arrays[i].ptr, arrays[i].size);
     b->arrays.size = 0;
 }
 
