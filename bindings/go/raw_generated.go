@@ -763,6 +763,21 @@ static inline cbgo_model_open_file_result cbgo_model_open_file(uintptr_t context
 typedef struct {
     cblob_status status;
     char *message;
+    cblob_model *out_model;
+} cbgo_model_open_file_lazy_result;
+
+static inline cbgo_model_open_file_lazy_result cbgo_model_open_file_lazy(uintptr_t context, const char *path) {
+    cbgo_model_open_file_lazy_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_open_file_lazy((cblob_context *)context, path, &r.out_model);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
     cblob_net_format out_format;
 } cbgo_model_format_result;
 
@@ -2759,6 +2774,26 @@ func cModelOpen(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.c
 // blobs; bench/model_memory.sh).
 func cModelOpenFile(context *C.cblob_context, path *C.char) (*C.cblob_model, error) {
 	r := C.cbgo_model_open_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
+	if r.status != C.CBLOB_OK {
+		return r.out_model, newError(r.status, r.message)
+	}
+	return r.out_model, nil
+}
+
+// Opens a .caffemodel file reading only its structure: layer names and types, and the shape,
+// dtype and count of every blob, are available at once, while each blob's values stay in the
+// file until first accessed (cblob_model_layer_blob, cblob_model_layer_blob_read, a save or an
+// export), when that blob's bytes alone are read, straight into its storage. A model of large
+// blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
+// docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
+// model is destroyed. Every access checks that it is still the file that was opened: when its
+// size, modification or change time, device or inode differ (the file was rewritten, replaced
+// or truncated), the access fails with CBLOB_ERR_IO and a message saying so, rather than mix
+// two versions of the file; the values read before stay valid. Malformed files are refused as
+// cblob_model_open_file refuses them, with the same messages. Otherwise the model is one of
+// cblob_model_open_file's: every call takes it.
+func cModelOpenFileLazy(context *C.cblob_context, path *C.char) (*C.cblob_model, error) {
+	r := C.cbgo_model_open_file_lazy(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
 	if r.status != C.CBLOB_OK {
 		return r.out_model, newError(r.status, r.message)
 	}

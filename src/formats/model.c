@@ -80,6 +80,7 @@ static void free_record(const uint8_t *record)
 
 void cb_model_free(cblob_model *model)
 {
+    cb_input_file_close(model->file);
     for (int64_t i = 0; i < model->num_layers; ++i)
         free_record(model->layers[i]);
     free(model->layers);
@@ -233,8 +234,9 @@ static cblob_status blob_arrays(const cb_op *blob, const cb_shape *shape, cb_blo
  * handle adopts leave the record; so do arrays of its own dtype it copied (the handle holds the
  * values now). A diff of the other dtype stays: saving compares it with the handle's (see
  * model_save.c). */
-static cblob_status make_handle(const cblob_model *model, const cb_op *blob, cblob_blob **out)
+static cblob_status make_handle(const cblob_model *model, cb_op *blob, cblob_blob **out)
 {
+    CB_TRY(cb_model_load_values(model, blob));
     cb_shape shape;
     CB_TRY(cb_model_blob_shape(blob, &shape));
     const cblob_dtype dtype = (blob->blob_flags & CB_BLOB_DOUBLE) ? CBLOB_DTYPE_FLOAT64 : CBLOB_DTYPE_FLOAT32;
@@ -438,6 +440,7 @@ CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *b
     CB_REQUIRE(context);
     CB_REQUIRE(bytes);
     CB_REQUIRE(out_model);
+    cb_context_use_threads(context);
     return cb_model_build(context, bytes, size, NULL, NULL, out_model);
 }
 
@@ -447,6 +450,7 @@ CBLOB_API cblob_status cblob_model_open_file(cblob_context *context, const char 
     CB_REQUIRE(context);
     CB_REQUIRE(path);
     CB_REQUIRE(out_model);
+    cb_context_use_threads(context);
     cb_input input;
     CB_TRY(cb_input_open(path, &input));
     cblob_status status = cb_model_build(context, input.bytes, input.size, let_go_of_input, &input, out_model);

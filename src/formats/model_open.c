@@ -25,6 +25,7 @@
 typedef struct builder {
     const uint8_t *input;
     cblob_model *model;    /* NULL: only check the input */
+    bool lazy;             /* values kept in arrays stay in the file (cb_model_build_lazy) */
     cb_bytes record;       /* the layer being built */
     size_t run_start;      /* the start of fields kept as bytes and not yet written */
     cb_done_with_fn *done_with;
@@ -116,6 +117,7 @@ typedef struct blob_build {
     bool arrays;
     uint8_t *array[2];    /* CB_BLOB_ARRAYS: data and diff */
     int64_t filled[2];    /* elements written so far, per part */
+    size_t offset;        /* of the BlobProto's first byte in the input (the file's, when lazy) */
 } blob_build;
 
 /* An array the builder holds until its layer is kept (the record owns it then). */
@@ -166,10 +168,10 @@ static cblob_status put_blob_header(builder *b, const cb_shape *shape, blob_buil
         flags |= CB_BLOB_DIFF_DOUBLE;
     const int64_t data_count = layout->values[blob->data_field == 8 ? CB_VALUES_DOUBLE_DATA : CB_VALUES_DATA].count;
     const int64_t diff_count = blob->diff_field == 0 ? 0 : shape->count;
-    const size_t value_bytes = (size_t)data_count * (field_is_double(blob->data_field) ? 8 : 4) +
-                               (size_t)diff_count * (field_is_double(blob->diff_field) ? 8 : 4);
-    blob->arrays = value_bytes > CB_INLINE_VALUES_MAX;
-    if (blob->arrays) {
+    blob->arrays = !cb_model_keeps_inline(layout, shape);
+    if (blob->arrays && b->lazy) {
+        flags |= CB_BLOB_ARRAYS | CB_BLOB_LAZY | CB_BLOB_UNREAD;
+    } else if (blob->arrays) {
         flags |= CB_BLOB_ARRAYS;
         CB_TRY(allocate_array(data_count, blob->data_field, &blob->array[0]));
         cblob_status status = allocate_array(diff_count, blob->diff_field, &blob->array[1]);
@@ -184,7 +186,20 @@ static cblob_status put_blob_header(builder *b, const cb_shape *shape, blob_buil
         CB_TRY(cb_bytes_put_varint(&b->record, (uint64_t)shape->dims[i]));
     if (blob->arrays)
         CB_TRY(cb_bytes_append(&b->record, blob->array, sizeof blob->array));
+    if (flags & CB_BLOB_LAZY)
+        CB_TRY(cb_bytes_put_varint(&b->record, blob->offset));
     return CBLOB_OK;
+}
+
+bool cb_model_keeps_inline(const cb_blob_layout *layout, const cb_shape *shape)
+{
+    const bool data_double = layout->values[CB_VALUES_DOUBLE_DATA].count > 0;
+    const int64_t data_count = layout->values[data_double ? CB_VALUES_DOUBLE_DATA : CB_VALUES_DATA].count;
+    const bool diff_double = layout->values[CB_VALUES_DOUBLE_DIFF].count > 0;
+    const bool has_diff = diff_double || layout->values[CB_VALUES_DIFF].count > 0;
+    const size_t value_bytes = (size_t)data_count * (data_double ? 8 : 4) +
+                               (has_diff ? (size_t)shape->count * (diff_double ? 8 : 4) : 0);
+    return value_bytes <= CB_INLINE_VALUES_MAX;
 }
 
 /* Copies payload bytes into a part's array, letting go of the input behind them as it goes. */
@@ -192,7 +207,7 @@ static void copy_into_array(const builder *b, blob_build *blob, int part, size_t
 {
     const size_t element = field_is_double(part == 0 ? blob->data_field : blob->diff_field) ? 8 : 4;
     uint8_t *to = blob->array[part] + (size_t)blob->filled[part] * element;
-    for (size_t done = 0; done < length;) {
+    for (size_t done = 0; done < length && !b->lazy;) { /* lazy: the values stay in the file */
         const size_t step = length - done < CB_COPY_STEP ? length - done : CB_COPY_STEP;
         cb_parallel_copy(to + done, b->input + from + done, step); /* first touches spread over threads */
         if (step == CB_COPY_STEP)
@@ -321,7 +336,7 @@ static cblob_status put_blob(builder *b, const cb_wire *wire, const cb_wire_fiel
         return CBLOB_OK;
     if (shape.count == 0) /* nothing to decode: the bytes are all it takes */
         return put_raw_blob(b, field);
-    blob_build blob = {.layout = &layout};
+    blob_build blob = {.layout = &layout, .offset = field->payload};
     choose_fields(&layout, &blob);
     CB_TRY(begin_nested(b, field, CB_OP_BLOB));
     CB_TRY(put_blob_header(b, &shape, &blob));
@@ -639,10 +654,10 @@ static cblob_status walk_net(builder *b, size_t size, cblob_net_format *format)
     return CBLOB_OK;
 }
 
-static cblob_status build(cblob_context *context, const uint8_t *input, size_t size, cb_done_with_fn *done_with,
-                          void *done_context, cblob_model **out)
+static cblob_status build(cblob_context *context, const uint8_t *input, size_t size, bool lazy,
+                          cb_done_with_fn *done_with, void *done_context, cblob_model **out)
 {
-    builder b = {.input = input, .done_with = done_with, .done_context = done_context};
+    builder b = {.input = input, .lazy = lazy, .done_with = done_with, .done_context = done_context};
     if (context != NULL)
         CB_TRY(cb_model_new(context, CBLOB_NET_FORMAT_V2, &b.model));
     cblob_net_format format = CBLOB_NET_FORMAT_V2;
@@ -664,7 +679,7 @@ cblob_status cb_model_build(cblob_context *context, const uint8_t *input, size_t
                             void *done_context, cblob_model **out)
 {
     cblob_model *model = NULL;
-    cblob_status status = build(context, input, size, done_with, done_context, &model);
+    cblob_status status = build(context, input, size, false, done_with, done_context, &model);
     /* A BlobProto or a BlobProtoVector is also valid protobuf of a net without layers. A net
      * with only a name that reads as a blob too stays a net: detection is not sure of it. */
     if (status != CBLOB_OK || (model != NULL && model->num_layers == 0))
@@ -678,8 +693,13 @@ cblob_status cb_model_build(cblob_context *context, const uint8_t *input, size_t
     return CBLOB_OK;
 }
 
+cblob_status cb_model_build_lazy(cblob_context *context, const uint8_t *image, size_t size, cblob_model **out)
+{
+    return build(context, image, size, true, NULL, NULL, out);
+}
+
 cblob_status cb_net_check(const uint8_t *input, size_t size)
 {
-    return build(NULL, input, size, NULL, NULL, NULL);
+    return build(NULL, input, size, false, NULL, NULL, NULL);
 }
 

@@ -906,6 +906,24 @@ namespace CBlob
         internal static extern Status cblob_model_open_file(IntPtr context, byte[] path, out ModelHandle out_model);
 
         /// <summary>
+        /// Opens a .caffemodel file reading only its structure: layer names and types, and the shape,
+        /// dtype and count of every blob, are available at once, while each blob's values stay in the
+        /// file until first accessed (cblob_model_layer_blob, cblob_model_layer_blob_read, a save or an
+        /// export), when that blob's bytes alone are read, straight into its storage. A model of large
+        /// blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
+        /// docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
+        /// model is destroyed. Every access checks that it is still the file that was opened: when its
+        /// size, modification or change time, device or inode differ (the file was rewritten, replaced
+        /// or truncated), the access fails with CBLOB_ERR_IO and a message saying so, rather than mix
+        /// two versions of the file; the values read before stay valid. Malformed files are refused as
+        /// cblob_model_open_file refuses them, with the same messages. Otherwise the model is one of
+        /// cblob_model_open_file's: every call takes it.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_open_file_lazy(IntPtr context, byte[] path, out ModelHandle out_model);
+
+        /// <summary>
         /// Frees the model and drops its holds on its blobs; blobs the caller holds stay valid.
         /// NULL is a no-op.
         /// </summary>
