@@ -206,15 +206,18 @@ bool cb_model_keeps_inline(const cb_blob_layout *layout, const cb_shape *shape)
 static void copy_into_array(const builder *b, blob_build *blob, int part, size_t from, size_t length)
 {
     const size_t element = field_is_double(part == 0 ? blob->data_field : blob->diff_field) ? 8 : 4;
-    uint8_t *to = blob->array[part] + (size_t)blob->filled[part] * element;
-    for (size_t done = 0; done < length && !b->lazy;) { /* lazy: the values stay in the file */
+    const int64_t first = blob->filled[part];
+    blob->filled[part] += (int64_t)(length / element);
+    if (b->lazy) /* the values stay in the file */
+        return;
+    uint8_t *to = blob->array[part] + (size_t)first * element;
+    for (size_t done = 0; done < length;) {
         const size_t step = length - done < CB_COPY_STEP ? length - done : CB_COPY_STEP;
         cb_parallel_copy(to + done, b->input + from + done, step); /* first touches spread over threads */
         if (step == CB_COPY_STEP)
             let_go(b, from + done, step);
         done += step;
     }
-    blob->filled[part] += (int64_t)(length / element);
 }
 
 static cblob_status put_payload(builder *b, blob_build *blob, int part, size_t from, size_t length)
