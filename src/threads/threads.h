@@ -30,9 +30,13 @@
 
 /* Each thread gets at least this many bytes of work (read plus written); smaller work runs on
  * the calling thread, where handing it over would cost more than it saves. bench/bench_threads
- * measured where splitting starts to pay (docs/benchmarks.md, "Threads"). */
-#define CB_SPLIT_MIN_BYTES ((size_t)1 << 20)
-/* The same, as a variable: bench/bench_threads sets it to time splits below the threshold. */
+ * and bench/bench_math measured where splitting starts to pay (docs/benchmarks.md, "Threads and
+ * pages"): on the shared 2-core development machine, whose second core was often busy with other
+ * work, two threads lost below about 16 MiB and won on hundreds of MiB, so the threshold is
+ * conservative: a thread per 4 MiB. */
+#define CB_SPLIT_MIN_BYTES ((size_t)4 << 20)
+/* The same, as a variable: bench/bench_threads sets it to time splits below the threshold, and
+ * tests to split small work. */
 extern size_t cb_split_min_bytes;
 
 /* The threads the current public call may use, the caller included: the setting the call chose

@@ -50,6 +50,7 @@ static void *call_many_times(void *arg)
 
 TEST(many_callers_at_once_share_the_pool)
 {
+    split_small_work();
     cblob_context *contexts[2] = {NULL, NULL};
     for (int c = 0; c < 2; ++c) {
         CHECK_OK(cblob_context_create(&contexts[c]));

@@ -36,6 +36,7 @@ static bool large_work(int32_t threads)
 
 TEST(cblob_num_threads_1_starts_no_thread)
 {
+    split_small_work();
     setenv("CBLOB_NUM_THREADS", "1", 1);
     const int threads = process_threads();
     CHECK(threads >= 1);
@@ -52,6 +53,7 @@ TEST(cblob_num_threads_1_starts_no_thread)
 
 TEST(a_context_set_to_one_thread_starts_no_thread)
 {
+    split_small_work();
     setenv("CBLOB_NUM_THREADS", "4", 1);
     const int threads = process_threads();
     CHECK(large_work(1));
@@ -197,6 +199,7 @@ static bool child_succeeded(pid_t child)
  * gets right results; the parent's pool goes on working. */
 TEST(a_child_after_fork_uses_the_pool)
 {
+    split_small_work();
     CHECK(large_work(4));
     CHECK_EQ_INT(cb_pool_workers_started(), 3);
     atomic_store(&stop_background, false);

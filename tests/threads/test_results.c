@@ -32,6 +32,7 @@ static int sums(int32_t threads, double out[2][2][2])
 
 TEST(asum_and_sumsq_are_bit_identical_on_1_2_and_5_threads)
 {
+    split_small_work();
     double one[2][2][2], two[2][2][2], five[2][2][2];
     CHECK(sums(1, one));
     CHECK_EQ_INT(cb_pool_workers_started(), 0);
@@ -204,6 +205,7 @@ static int hashed_run(int32_t threads, uint64_t hashes[MAX_OUTPUTS][2])
 
 TEST(every_splitting_operation_gives_the_same_bytes_on_1_2_and_5_threads)
 {
+    split_small_work();
     uint64_t one[MAX_OUTPUTS][2], other[MAX_OUTPUTS][2];
     const int count = hashed_run(1, one);
     CHECK(count > 30);
