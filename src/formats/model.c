@@ -428,11 +428,6 @@ CBLOB_API void cblob_model_destroy(cblob_model *model)
 
 /* ---- reading ------------------------------------------------------------------------------- */
 
-static void let_go_of_input(void *input, size_t offset, size_t length)
-{
-    cb_input_done_with(input, offset, length);
-}
-
 CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *bytes, size_t size,
                                         cblob_model **out_model)
 {
@@ -444,6 +439,10 @@ CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *b
     return cb_model_build(context, bytes, size, NULL, NULL, out_model);
 }
 
+/* Opened as the lazy open opens, then every value read at once, straight from the file into the
+ * arrays the blobs will adopt (on the pool's threads, which first-touch their pages): one copy, where
+ * reading the file into memory first and decoding it from there made two, and the file's pages
+ * were faulted in twice. Then the file is let go: the model does not depend on it. */
 CBLOB_API cblob_status cblob_model_open_file(cblob_context *context, const char *path, cblob_model **out_model)
 {
     CB_ENTER();
@@ -451,11 +450,17 @@ CBLOB_API cblob_status cblob_model_open_file(cblob_context *context, const char 
     CB_REQUIRE(path);
     CB_REQUIRE(out_model);
     cb_context_use_threads(context);
-    cb_input input;
-    CB_TRY(cb_input_open(path, &input));
-    cblob_status status = cb_model_build(context, input.bytes, input.size, let_go_of_input, &input, out_model);
-    cb_input_close(&input);
-    return status;
+    cblob_model *model = NULL;
+    CB_TRY(cb_model_open_lazy(context, path, &model));
+    cblob_status status = cb_model_load_all(model);
+    cb_input_file_close(model->file);
+    model->file = NULL;
+    if (status != CBLOB_OK) {
+        cb_model_free(model);
+        return status;
+    }
+    *out_model = model;
+    return CBLOB_OK;
 }
 
 /* ---- queries ------------------------------------------------------------------------------ */

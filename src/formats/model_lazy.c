@@ -131,8 +131,8 @@ static cblob_status survey_message(surveyor *s, size_t start, size_t end, cb_mes
         if (field.number == 0)
             return CBLOB_OK;
         if (field.type != CB_WIRE_LENGTH) {
-            if (kind == CB_BLOB && is_value_field(field.number)) /* unpacked values: read it all */
-                CB_TRY(ensure(s, at, end));
+            if (kind == CB_BLOB && is_value_field(field.number)) /* unpacked values: the rest, at once */
+                return ensure(s, at, end);
             continue;
         }
         const size_t payload_end = field.payload + field.length;

@@ -182,8 +182,8 @@ static cblob_status check_still_the_file(const cb_input_file *file)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot stat: %s", file->path, strerror(errno));
     if (!same_snapshot(&file->opened, &now) || stat(file->path, &named) != 0 || named.st_dev != now.st_dev ||
         named.st_ino != now.st_ino)
-        return cb_fail(CBLOB_ERR_IO, "%s changed since it was opened (it was written, truncated, removed or "
-                       "replaced): what it holds now cannot be read as the model opened from it", file->path);
+        return cb_fail(CBLOB_ERR_IO, "%s changed while it was read: it was written, truncated, removed or replaced "
+                       "since it was opened", file->path);
     return CBLOB_OK;
 }
 

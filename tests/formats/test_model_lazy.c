@@ -173,7 +173,7 @@ TEST(a_file_changed_after_a_lazy_open_fails_the_access_with_a_clear_error)
         CHECK_MSG(change_file(path, how), "%s", names[how]);
         cblob_blob *blob = NULL;
         CHECK_ERROR(cblob_model_layer_blob(model, 2, 0, &blob), CBLOB_ERR_IO);
-        CHECK_MSG(strstr(cblob_last_error_message(), "changed since it was opened") != NULL, "%s: %s", names[how],
+        CHECK_MSG(strstr(cblob_last_error_message(), "changed while it was read") != NULL, "%s: %s", names[how],
                   cblob_last_error_message());
         CHECK(blob == NULL);
         float value = 0;

@@ -691,7 +691,7 @@ extern "C" {
     /// docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
     /// model is destroyed. Every access checks that it is still the file that was opened: when its
     /// size, modification or change time, device or inode differ (the file was rewritten, replaced
-    /// or truncated), the access fails with CBLOB_ERR_IO and a message saying so, rather than mix
+    /// or truncated), the access fails with CBLOB_ERR_IO ("... changed while it was read"), rather than mix
     /// two versions of the file; the values read before stay valid. Malformed files are refused as
     /// cblob_model_open_file refuses them, with the same messages. Otherwise the model is one of
     /// cblob_model_open_file's: every call takes it.
