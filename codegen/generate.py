@@ -44,7 +44,7 @@ TYPE_KINDS = {"opaque", "callback", "foreign"}
 OWNERSHIPS = {"borrowed", "caller_owns", "transfers_to_callee"}
 # Kinds of value the bad-input sweep knows how to make bad (templates/tests/bad_input_sweep.c.j2).
 CHECK_KINDS = {
-    "dtype", "part", "mode", "bool", "num_axes", "dims", "dim", "axis", "axis_bound",
+    "dtype", "part", "mode", "thread_count", "bool", "num_axes", "dims", "dim", "axis", "axis_bound",
     "legacy_index", "capacity_axes", "text_capacity", "num_indices", "indices",
     "legacy_position", "buffer_bytes", "same_count_blob", "same_shape_blob",
     # NeoML operations (codegen/api/40_neoml.yaml)
@@ -64,6 +64,9 @@ CHECK_KINDS = {
     "net_model", "layer_capacity", "structure_index", "rule_kind", "json_flags", "export_flags", "npz_flags", "read_start",
     "read_count", "read_bytes", "safetensors_bytes", "npz_bytes", "safetensors_path", "npz_path",
 }
+
+# How the CPU dispatch cuts a kernel's work into ranges for the thread pool (ops.yaml `split`).
+SPLITS = {"elements", "sum", "rows", "bands"}
 
 # How a conversion family from a float type to an integer type drops the fraction (ops.yaml
 # `rounding`): the C function its CPU kernel and its CUDA twin call.
@@ -252,6 +255,11 @@ def enrich(model):
         op["round_fn"] = ROUNDINGS[op["rounding"]]
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
         op["cuda_params"] = [cuda_param(op, p) for p in op["params"]]
+        has_sum = any(p["kind"] == "sum" for p in op["cuda_params"])
+        op.setdefault("split", "sum" if has_sum else "elements")
+        if op["split"] not in SPLITS or (op["split"] == "sum") != has_sum:
+            raise DescriptionError(f"kernel {op['name']}: split {op['split']} is none of {sorted(SPLITS)}, "
+                                   "or `sum` for a kernel without a double * sum (or the reverse)")
     for op in model["blob_math"]["ops"]:
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
     for d in model["dtypes"]:
