@@ -5,8 +5,7 @@
  * What the test double of the driver (tests/fake_cuda) runs for a launch: the CPU kernel
  * generated from the same ops.yaml entry, with the arguments unpacked as the CUDA kernel's
  * signature has them. Device arrays are checked to lie inside one allocation (n elements, or the
- * extent ops.yaml gives, an expression of the scalars, which are unpacked first); a `double *` sum
- * is added into, as the CUDA kernels' atomicAdd does.
+ * extent ops.yaml gives, an expression of the scalars, which are unpacked first).
  *
  * Two things a GPU would get wrong without a word, and the CPU kernel would not notice, are
  * refused with CUDA_ERROR_INVALID_VALUE and a line on stderr: an n other than what ops.yaml says
@@ -15,15 +14,19 @@
  * are a conservative test: two interleaved strided arrays would be refused too, and no caller
  * makes those.
  *
- * The CUDA twins run here too. Their bodies (templates/cuda/ops/) are compiled as C with the
- * built-ins they read emulated, and each launch first runs its twin one thread at a time over the
- * launch's own grid, into copies of the arrays it writes; then the CPU kernel writes the device
- * memory, and the two must agree byte for byte (any NaN matching any NaN, the most README.md
- * promises), or the launch fails with CUDA_ERROR_LAUNCH_FAILED and a line on stderr. So every
- * test on the double also checks the twins' index math, grid coverage and conversion rules on
- * this machine's arithmetic. Twins whose threads cooperate (shared memory, __syncthreads, warp
- * shuffles, atomics: the reductions) cannot run one thread at a time; those launches run only
- * the CPU kernel.
+ * The CUDA twins run here too. Their bodies (templates/cuda/ops/) are compiled as C with what CUDA
+ * gives them emulated (tests/fake_cuda/fake_threads.c): each launch first runs its twin over the
+ * launch's own grid, blocks and threads in an order drawn from the double's seed, into copies of
+ * the arrays it writes (placed at the same alignment as the device arrays, so a twin takes the
+ * same vector paths as on a GPU); then the CPU kernel writes the device memory, and the two must
+ * agree byte for byte (any NaN matching any NaN, the most README.md promises), or the launch fails
+ * with CUDA_ERROR_LAUNCH_FAILED and a line on stderr. A twin whose threads cooperate (__shared__
+ * memory, __syncthreads, warp shuffles) runs each block's threads as coroutines that switch where
+ * a GPU's threads wait for each other. So every test on the double also checks the twins' index
+ * math, grid coverage, barriers and conversion rules on this machine's arithmetic. A sum a twin
+ * adds into cannot agree byte for byte (the CPU kernel adds in another order): it must agree
+ * within the tolerance of the dtype (1e-5 of 1 + |sum| for float32, 1e-12 for float64), and
+ * the twin's sum is what the launch writes.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -37,11 +40,27 @@
 
 /* ---- the CUDA twins on the host -------------------------------------------------------------- */
 
-/* The built-ins a twin reads, set for each emulated thread. */
-typedef struct fake_dim3 {
-    unsigned int x, y, z;
-} fake_dim3;
-static _Thread_local fake_dim3 gridDim, blockDim, blockIdx, threadIdx;
+/* What CUDA gives a twin, emulated (tests/fake_cuda/fake_threads.c). */
+#define gridDim fake_grid_dim
+#define blockDim fake_block_dim
+#define blockIdx fake_block_idx
+#define threadIdx fake_thread_idx
+#define __device__ static
+#define __forceinline__ inline
+/* One copy for the launch's block that runs; fake_threads.c fills the section with garbage
+ * before each block. */
+#define __shared__ static __attribute__((section("fake_shared"), aligned(16)))
+#define __syncthreads() fake_syncthreads()
+/* Doubles only: a shuffle of another type fails to compile here rather than convert silently. */
+#define __shfl_down_sync(mask, value, delta) fake_shfl_down_double((mask), _Generic((value), double: (value)), (delta))
+/* One thread runs at a time, so an atomic is a plain read-modify-write. */
+#define atomicAdd(address, value) fake_atomic_add((address), (value))
+static __attribute__((unused)) double fake_atomic_add(double *address, double value)
+{
+    const double old = *address;
+    *address = old + value;
+    return old;
+}
 
 // A grid-stride loop: any grid covers any n, so the launcher sizes the grid for occupancy only.
 #define CB_FOR_EACH_INDEX(i, n) \
@@ -64,12 +83,130 @@ cb_quotient cb_divide(uint64_t dividend, uint64_t divisor)
     return result;
 }
 
+// Adds every thread's value into *sum: a warp shuffle, one shared slot per warp, then a single
+// atomicAdd per block, so a reduction costs one global atomic per block. Every thread of the
+// block must call it (it synchronises the block); blocks are whole warps.
+__device__ __forceinline__ void cb_block_sum_add(double value, double *sum)
+{
+    __shared__ double warp_sums[32];
+    for (int offset = 16; offset > 0; offset >>= 1)
+        value += __shfl_down_sync(0xffffffffu, value, offset);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0)
+        warp_sums[warp] = value;
+    __syncthreads();
+    if (warp == 0) {
+        value = lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : 0.0;
+        for (int offset = 16; offset > 0; offset >>= 1)
+            value += __shfl_down_sync(0xffffffffu, value, offset);
+        if (lane == 0)
+            atomicAdd(sum, value);
+    }
+}
+
+/* asum for float32, as templates/cuda/ops/asum.cu.j2 writes it */
+static void twin_asum_f32(int64_t n, const float *__restrict__ x, double *out)
+{
+    float total = 0;
+    CB_FOR_EACH_INDEX(i, n)
+        total += fabsf(x[i]);
+    cb_block_sum_add((double)total, out);
+}
+
+typedef struct twin_args_asum_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    double *out;
+} twin_args_asum_f32;
+
+static void twin_thread_asum_f32(void *args)
+{
+    const twin_args_asum_f32 *a = args;
+    twin_asum_f32(a->n, a->x, a->out);
+}
+
+/* asum for float64, as templates/cuda/ops/asum.cu.j2 writes it */
+static void twin_asum_f64(int64_t n, const double *__restrict__ x, double *out)
+{
+    double total = 0;
+    CB_FOR_EACH_INDEX(i, n)
+        total += fabs(x[i]);
+    cb_block_sum_add((double)total, out);
+}
+
+typedef struct twin_args_asum_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    double *out;
+} twin_args_asum_f64;
+
+static void twin_thread_asum_f64(void *args)
+{
+    const twin_args_asum_f64 *a = args;
+    twin_asum_f64(a->n, a->x, a->out);
+}
+
+/* sumsq for float32, as templates/cuda/ops/sumsq.cu.j2 writes it */
+static void twin_sumsq_f32(int64_t n, const float *__restrict__ x, double *out)
+{
+    float total = 0;
+    CB_FOR_EACH_INDEX(i, n)
+        total += x[i] * x[i];
+    cb_block_sum_add((double)total, out);
+}
+
+typedef struct twin_args_sumsq_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    double *out;
+} twin_args_sumsq_f32;
+
+static void twin_thread_sumsq_f32(void *args)
+{
+    const twin_args_sumsq_f32 *a = args;
+    twin_sumsq_f32(a->n, a->x, a->out);
+}
+
+/* sumsq for float64, as templates/cuda/ops/sumsq.cu.j2 writes it */
+static void twin_sumsq_f64(int64_t n, const double *__restrict__ x, double *out)
+{
+    double total = 0;
+    CB_FOR_EACH_INDEX(i, n)
+        total += x[i] * x[i];
+    cb_block_sum_add((double)total, out);
+}
+
+typedef struct twin_args_sumsq_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    double *out;
+} twin_args_sumsq_f64;
+
+static void twin_thread_sumsq_f64(void *args)
+{
+    const twin_args_sumsq_f64 *a = args;
+    twin_sumsq_f64(a->n, a->x, a->out);
+}
+
 /* axpy for float32, as templates/cuda/ops/axpy.cu.j2 writes it */
 static void twin_axpy_f32(int64_t n, double alpha, const float *__restrict__ x, float *__restrict__ y)
 {
     const float a = (float)alpha;
     CB_FOR_EACH_INDEX(i, n)
         y[i] += a * x[i];
+}
+
+typedef struct twin_args_axpy_f32 {
+    int64_t n;
+    double alpha;
+    const float *__restrict__ x;
+    float *__restrict__ y;
+} twin_args_axpy_f32;
+
+static void twin_thread_axpy_f32(void *args)
+{
+    const twin_args_axpy_f32 *a = args;
+    twin_axpy_f32(a->n, a->alpha, a->x, a->y);
 }
 
 /* axpy for float64, as templates/cuda/ops/axpy.cu.j2 writes it */
@@ -80,12 +217,37 @@ static void twin_axpy_f64(int64_t n, double alpha, const double *__restrict__ x,
         y[i] += a * x[i];
 }
 
+typedef struct twin_args_axpy_f64 {
+    int64_t n;
+    double alpha;
+    const double *__restrict__ x;
+    double *__restrict__ y;
+} twin_args_axpy_f64;
+
+static void twin_thread_axpy_f64(void *args)
+{
+    const twin_args_axpy_f64 *a = args;
+    twin_axpy_f64(a->n, a->alpha, a->x, a->y);
+}
+
 /* scale for float32, as templates/cuda/ops/scale.cu.j2 writes it */
 static void twin_scale_f32(int64_t n, double alpha, float *__restrict__ x)
 {
     const float a = (float)alpha;
     CB_FOR_EACH_INDEX(i, n)
         x[i] *= a;
+}
+
+typedef struct twin_args_scale_f32 {
+    int64_t n;
+    double alpha;
+    float *__restrict__ x;
+} twin_args_scale_f32;
+
+static void twin_thread_scale_f32(void *args)
+{
+    const twin_args_scale_f32 *a = args;
+    twin_scale_f32(a->n, a->alpha, a->x);
 }
 
 /* scale for float64, as templates/cuda/ops/scale.cu.j2 writes it */
@@ -96,12 +258,36 @@ static void twin_scale_f64(int64_t n, double alpha, double *__restrict__ x)
         x[i] *= a;
 }
 
+typedef struct twin_args_scale_f64 {
+    int64_t n;
+    double alpha;
+    double *__restrict__ x;
+} twin_args_scale_f64;
+
+static void twin_thread_scale_f64(void *args)
+{
+    const twin_args_scale_f64 *a = args;
+    twin_scale_f64(a->n, a->alpha, a->x);
+}
+
 /* fill for float32, as templates/cuda/ops/fill.cu.j2 writes it */
 static void twin_fill_f32(int64_t n, double value, float *__restrict__ x)
 {
     const float v = (float)value;
     CB_FOR_EACH_INDEX(i, n)
         x[i] = v;
+}
+
+typedef struct twin_args_fill_f32 {
+    int64_t n;
+    double value;
+    float *__restrict__ x;
+} twin_args_fill_f32;
+
+static void twin_thread_fill_f32(void *args)
+{
+    const twin_args_fill_f32 *a = args;
+    twin_fill_f32(a->n, a->value, a->x);
 }
 
 /* fill for float64, as templates/cuda/ops/fill.cu.j2 writes it */
@@ -112,12 +298,36 @@ static void twin_fill_f64(int64_t n, double value, double *__restrict__ x)
         x[i] = v;
 }
 
+typedef struct twin_args_fill_f64 {
+    int64_t n;
+    double value;
+    double *__restrict__ x;
+} twin_args_fill_f64;
+
+static void twin_thread_fill_f64(void *args)
+{
+    const twin_args_fill_f64 *a = args;
+    twin_fill_f64(a->n, a->value, a->x);
+}
+
 /* fill for int32, as templates/cuda/ops/fill.cu.j2 writes it */
 static void twin_fill_i32(int64_t n, double value, int32_t *__restrict__ x)
 {
     const int32_t v = (int32_t)value;
     CB_FOR_EACH_INDEX(i, n)
         x[i] = v;
+}
+
+typedef struct twin_args_fill_i32 {
+    int64_t n;
+    double value;
+    int32_t *__restrict__ x;
+} twin_args_fill_i32;
+
+static void twin_thread_fill_i32(void *args)
+{
+    const twin_args_fill_i32 *a = args;
+    twin_fill_i32(a->n, a->value, a->x);
 }
 
 /* fill for uint32, as templates/cuda/ops/fill.cu.j2 writes it */
@@ -128,11 +338,35 @@ static void twin_fill_u32(int64_t n, double value, uint32_t *__restrict__ x)
         x[i] = v;
 }
 
+typedef struct twin_args_fill_u32 {
+    int64_t n;
+    double value;
+    uint32_t *__restrict__ x;
+} twin_args_fill_u32;
+
+static void twin_thread_fill_u32(void *args)
+{
+    const twin_args_fill_u32 *a = args;
+    twin_fill_u32(a->n, a->value, a->x);
+}
+
 /* add for float32, as templates/cuda/ops/add.cu.j2 writes it */
 static void twin_add_f32(int64_t n, const float *x, float *y)
 {
     CB_FOR_EACH_INDEX(i, n)
         y[i] += x[i];
+}
+
+typedef struct twin_args_add_f32 {
+    int64_t n;
+    const float *x;
+    float *y;
+} twin_args_add_f32;
+
+static void twin_thread_add_f32(void *args)
+{
+    const twin_args_add_f32 *a = args;
+    twin_add_f32(a->n, a->x, a->y);
 }
 
 /* add for float64, as templates/cuda/ops/add.cu.j2 writes it */
@@ -142,6 +376,18 @@ static void twin_add_f64(int64_t n, const double *x, double *y)
         y[i] += x[i];
 }
 
+typedef struct twin_args_add_f64 {
+    int64_t n;
+    const double *x;
+    double *y;
+} twin_args_add_f64;
+
+static void twin_thread_add_f64(void *args)
+{
+    const twin_args_add_f64 *a = args;
+    twin_add_f64(a->n, a->x, a->y);
+}
+
 /* add for int32, as templates/cuda/ops/add.cu.j2 writes it */
 static void twin_add_i32(int64_t n, const int32_t *x, int32_t *y)
 {
@@ -149,11 +395,35 @@ static void twin_add_i32(int64_t n, const int32_t *x, int32_t *y)
         y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
 }
 
+typedef struct twin_args_add_i32 {
+    int64_t n;
+    const int32_t *x;
+    int32_t *y;
+} twin_args_add_i32;
+
+static void twin_thread_add_i32(void *args)
+{
+    const twin_args_add_i32 *a = args;
+    twin_add_i32(a->n, a->x, a->y);
+}
+
 /* add for uint32, as templates/cuda/ops/add.cu.j2 writes it */
 static void twin_add_u32(int64_t n, const uint32_t *x, uint32_t *y)
 {
     CB_FOR_EACH_INDEX(i, n)
         y[i] = (uint32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+}
+
+typedef struct twin_args_add_u32 {
+    int64_t n;
+    const uint32_t *x;
+    uint32_t *y;
+} twin_args_add_u32;
+
+static void twin_thread_add_u32(void *args)
+{
+    const twin_args_add_u32 *a = args;
+    twin_add_u32(a->n, a->x, a->y);
 }
 
 /* copy_strided for float32, as templates/cuda/ops/copy_strided.cu.j2 writes it */
@@ -165,6 +435,22 @@ static void twin_copy_strided_f32(int64_t n, int64_t rows, int64_t cols, const f
     }
 }
 
+typedef struct twin_args_copy_strided_f32 {
+    int64_t n;
+    int64_t rows;
+    int64_t cols;
+    const float *__restrict__ x;
+    int64_t x_stride;
+    float *__restrict__ y;
+    int64_t y_stride;
+} twin_args_copy_strided_f32;
+
+static void twin_thread_copy_strided_f32(void *args)
+{
+    const twin_args_copy_strided_f32 *a = args;
+    twin_copy_strided_f32(a->n, a->rows, a->cols, a->x, a->x_stride, a->y, a->y_stride);
+}
+
 /* copy_strided for float64, as templates/cuda/ops/copy_strided.cu.j2 writes it */
 static void twin_copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const double *__restrict__ x, int64_t x_stride, double *__restrict__ y, int64_t y_stride)
 {
@@ -172,6 +458,22 @@ static void twin_copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const d
         const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
         y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
     }
+}
+
+typedef struct twin_args_copy_strided_f64 {
+    int64_t n;
+    int64_t rows;
+    int64_t cols;
+    const double *__restrict__ x;
+    int64_t x_stride;
+    double *__restrict__ y;
+    int64_t y_stride;
+} twin_args_copy_strided_f64;
+
+static void twin_thread_copy_strided_f64(void *args)
+{
+    const twin_args_copy_strided_f64 *a = args;
+    twin_copy_strided_f64(a->n, a->rows, a->cols, a->x, a->x_stride, a->y, a->y_stride);
 }
 
 /* copy_strided for int32, as templates/cuda/ops/copy_strided.cu.j2 writes it */
@@ -183,6 +485,22 @@ static void twin_copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const i
     }
 }
 
+typedef struct twin_args_copy_strided_i32 {
+    int64_t n;
+    int64_t rows;
+    int64_t cols;
+    const int32_t *__restrict__ x;
+    int64_t x_stride;
+    int32_t *__restrict__ y;
+    int64_t y_stride;
+} twin_args_copy_strided_i32;
+
+static void twin_thread_copy_strided_i32(void *args)
+{
+    const twin_args_copy_strided_i32 *a = args;
+    twin_copy_strided_i32(a->n, a->rows, a->cols, a->x, a->x_stride, a->y, a->y_stride);
+}
+
 /* copy_strided for uint32, as templates/cuda/ops/copy_strided.cu.j2 writes it */
 static void twin_copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const uint32_t *__restrict__ x, int64_t x_stride, uint32_t *__restrict__ y, int64_t y_stride)
 {
@@ -190,6 +508,22 @@ static void twin_copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const u
         const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
         y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
     }
+}
+
+typedef struct twin_args_copy_strided_u32 {
+    int64_t n;
+    int64_t rows;
+    int64_t cols;
+    const uint32_t *__restrict__ x;
+    int64_t x_stride;
+    uint32_t *__restrict__ y;
+    int64_t y_stride;
+} twin_args_copy_strided_u32;
+
+static void twin_thread_copy_strided_u32(void *args)
+{
+    const twin_args_copy_strided_u32 *a = args;
+    twin_copy_strided_u32(a->n, a->rows, a->cols, a->x, a->x_stride, a->y, a->y_stride);
 }
 
 /* transpose for float32, as templates/cuda/ops/transpose.cu.j2 writes it */
@@ -206,6 +540,23 @@ static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t m
     }
 }
 
+typedef struct twin_args_transpose_f32 {
+    int64_t n;
+    int64_t outer;
+    int64_t rows;
+    int64_t middle;
+    int64_t cols;
+    int64_t inner;
+    const float *__restrict__ x;
+    float *__restrict__ y;
+} twin_args_transpose_f32;
+
+static void twin_thread_transpose_f32(void *args)
+{
+    const twin_args_transpose_f32 *a = args;
+    twin_transpose_f32(a->n, a->outer, a->rows, a->middle, a->cols, a->inner, a->x, a->y);
+}
+
 /* transpose for float64, as templates/cuda/ops/transpose.cu.j2 writes it */
 static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const double *__restrict__ x, double *__restrict__ y)
 {
@@ -218,6 +569,23 @@ static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t m
         y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
                   c.remainder) * (uint64_t)inner + i.remainder];
     }
+}
+
+typedef struct twin_args_transpose_f64 {
+    int64_t n;
+    int64_t outer;
+    int64_t rows;
+    int64_t middle;
+    int64_t cols;
+    int64_t inner;
+    const double *__restrict__ x;
+    double *__restrict__ y;
+} twin_args_transpose_f64;
+
+static void twin_thread_transpose_f64(void *args)
+{
+    const twin_args_transpose_f64 *a = args;
+    twin_transpose_f64(a->n, a->outer, a->rows, a->middle, a->cols, a->inner, a->x, a->y);
 }
 
 /* transpose for int32, as templates/cuda/ops/transpose.cu.j2 writes it */
@@ -234,6 +602,23 @@ static void twin_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t m
     }
 }
 
+typedef struct twin_args_transpose_i32 {
+    int64_t n;
+    int64_t outer;
+    int64_t rows;
+    int64_t middle;
+    int64_t cols;
+    int64_t inner;
+    const int32_t *__restrict__ x;
+    int32_t *__restrict__ y;
+} twin_args_transpose_i32;
+
+static void twin_thread_transpose_i32(void *args)
+{
+    const twin_args_transpose_i32 *a = args;
+    twin_transpose_i32(a->n, a->outer, a->rows, a->middle, a->cols, a->inner, a->x, a->y);
+}
+
 /* transpose for uint32, as templates/cuda/ops/transpose.cu.j2 writes it */
 static void twin_transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const uint32_t *__restrict__ x, uint32_t *__restrict__ y)
 {
@@ -248,6 +633,23 @@ static void twin_transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t m
     }
 }
 
+typedef struct twin_args_transpose_u32 {
+    int64_t n;
+    int64_t outer;
+    int64_t rows;
+    int64_t middle;
+    int64_t cols;
+    int64_t inner;
+    const uint32_t *__restrict__ x;
+    uint32_t *__restrict__ y;
+} twin_args_transpose_u32;
+
+static void twin_thread_transpose_u32(void *args)
+{
+    const twin_args_transpose_u32 *a = args;
+    twin_transpose_u32(a->n, a->outer, a->rows, a->middle, a->cols, a->inner, a->x, a->y);
+}
+
 /* convert_to_f32 for float32, as templates/cuda/ops/convert_to_f32.cu.j2 writes it */
 static void twin_convert_to_f32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
@@ -255,6 +657,18 @@ static void twin_convert_to_f32_f32(int64_t n, const float *__restrict__ x, void
     CB_FOR_EACH_INDEX(i, n) {
         out[i] = (float)x[i];
     }
+}
+
+typedef struct twin_args_convert_to_f32_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f32_f32;
+
+static void twin_thread_convert_to_f32_f32(void *args)
+{
+    const twin_args_convert_to_f32_f32 *a = args;
+    twin_convert_to_f32_f32(a->n, a->x, a->y);
 }
 
 /* convert_to_f32 for float64, as templates/cuda/ops/convert_to_f32.cu.j2 writes it */
@@ -266,6 +680,18 @@ static void twin_convert_to_f32_f64(int64_t n, const double *__restrict__ x, voi
     }
 }
 
+typedef struct twin_args_convert_to_f32_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f32_f64;
+
+static void twin_thread_convert_to_f32_f64(void *args)
+{
+    const twin_args_convert_to_f32_f64 *a = args;
+    twin_convert_to_f32_f64(a->n, a->x, a->y);
+}
+
 /* convert_to_f32 for int32, as templates/cuda/ops/convert_to_f32.cu.j2 writes it */
 static void twin_convert_to_f32_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
 {
@@ -273,6 +699,18 @@ static void twin_convert_to_f32_i32(int64_t n, const int32_t *__restrict__ x, vo
     CB_FOR_EACH_INDEX(i, n) {
         out[i] = (float)x[i];
     }
+}
+
+typedef struct twin_args_convert_to_f32_i32 {
+    int64_t n;
+    const int32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f32_i32;
+
+static void twin_thread_convert_to_f32_i32(void *args)
+{
+    const twin_args_convert_to_f32_i32 *a = args;
+    twin_convert_to_f32_i32(a->n, a->x, a->y);
 }
 
 /* convert_to_f32 for uint32, as templates/cuda/ops/convert_to_f32.cu.j2 writes it */
@@ -284,6 +722,18 @@ static void twin_convert_to_f32_u32(int64_t n, const uint32_t *__restrict__ x, v
     }
 }
 
+typedef struct twin_args_convert_to_f32_u32 {
+    int64_t n;
+    const uint32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f32_u32;
+
+static void twin_thread_convert_to_f32_u32(void *args)
+{
+    const twin_args_convert_to_f32_u32 *a = args;
+    twin_convert_to_f32_u32(a->n, a->x, a->y);
+}
+
 /* convert_to_f64 for float32, as templates/cuda/ops/convert_to_f64.cu.j2 writes it */
 static void twin_convert_to_f64_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
@@ -291,6 +741,18 @@ static void twin_convert_to_f64_f32(int64_t n, const float *__restrict__ x, void
     CB_FOR_EACH_INDEX(i, n) {
         out[i] = (double)x[i];
     }
+}
+
+typedef struct twin_args_convert_to_f64_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f64_f32;
+
+static void twin_thread_convert_to_f64_f32(void *args)
+{
+    const twin_args_convert_to_f64_f32 *a = args;
+    twin_convert_to_f64_f32(a->n, a->x, a->y);
 }
 
 /* convert_to_f64 for float64, as templates/cuda/ops/convert_to_f64.cu.j2 writes it */
@@ -302,6 +764,18 @@ static void twin_convert_to_f64_f64(int64_t n, const double *__restrict__ x, voi
     }
 }
 
+typedef struct twin_args_convert_to_f64_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f64_f64;
+
+static void twin_thread_convert_to_f64_f64(void *args)
+{
+    const twin_args_convert_to_f64_f64 *a = args;
+    twin_convert_to_f64_f64(a->n, a->x, a->y);
+}
+
 /* convert_to_f64 for int32, as templates/cuda/ops/convert_to_f64.cu.j2 writes it */
 static void twin_convert_to_f64_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
 {
@@ -311,6 +785,18 @@ static void twin_convert_to_f64_i32(int64_t n, const int32_t *__restrict__ x, vo
     }
 }
 
+typedef struct twin_args_convert_to_f64_i32 {
+    int64_t n;
+    const int32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f64_i32;
+
+static void twin_thread_convert_to_f64_i32(void *args)
+{
+    const twin_args_convert_to_f64_i32 *a = args;
+    twin_convert_to_f64_i32(a->n, a->x, a->y);
+}
+
 /* convert_to_f64 for uint32, as templates/cuda/ops/convert_to_f64.cu.j2 writes it */
 static void twin_convert_to_f64_u32(int64_t n, const uint32_t *__restrict__ x, void *__restrict__ y)
 {
@@ -318,6 +804,18 @@ static void twin_convert_to_f64_u32(int64_t n, const uint32_t *__restrict__ x, v
     CB_FOR_EACH_INDEX(i, n) {
         out[i] = (double)x[i];
     }
+}
+
+typedef struct twin_args_convert_to_f64_u32 {
+    int64_t n;
+    const uint32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f64_u32;
+
+static void twin_thread_convert_to_f64_u32(void *args)
+{
+    const twin_args_convert_to_f64_u32 *a = args;
+    twin_convert_to_f64_u32(a->n, a->x, a->y);
 }
 
 /* convert_to_i32 for float32, as templates/cuda/ops/convert_to_i32.cu.j2 writes it */
@@ -331,6 +829,18 @@ static void twin_convert_to_i32_f32(int64_t n, const float *__restrict__ x, void
     }
 }
 
+typedef struct twin_args_convert_to_i32_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_i32_f32;
+
+static void twin_thread_convert_to_i32_f32(void *args)
+{
+    const twin_args_convert_to_i32_f32 *a = args;
+    twin_convert_to_i32_f32(a->n, a->x, a->y);
+}
+
 /* convert_to_i32 for float64, as templates/cuda/ops/convert_to_i32.cu.j2 writes it */
 static void twin_convert_to_i32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
@@ -342,6 +852,18 @@ static void twin_convert_to_i32_f64(int64_t n, const double *__restrict__ x, voi
     }
 }
 
+typedef struct twin_args_convert_to_i32_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_i32_f64;
+
+static void twin_thread_convert_to_i32_f64(void *args)
+{
+    const twin_args_convert_to_i32_f64 *a = args;
+    twin_convert_to_i32_f64(a->n, a->x, a->y);
+}
+
 /* convert_to_i32 for int32, as templates/cuda/ops/convert_to_i32.cu.j2 writes it */
 static void twin_convert_to_i32_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
 {
@@ -349,6 +871,18 @@ static void twin_convert_to_i32_i32(int64_t n, const int32_t *__restrict__ x, vo
     CB_FOR_EACH_INDEX(i, n) {
         out[i] = (int32_t)x[i];
     }
+}
+
+typedef struct twin_args_convert_to_i32_i32 {
+    int64_t n;
+    const int32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_i32_i32;
+
+static void twin_thread_convert_to_i32_i32(void *args)
+{
+    const twin_args_convert_to_i32_i32 *a = args;
+    twin_convert_to_i32_i32(a->n, a->x, a->y);
 }
 
 /* convert_to_i32 for uint32, as templates/cuda/ops/convert_to_i32.cu.j2 writes it */
@@ -363,6 +897,18 @@ static void twin_convert_to_i32_u32(int64_t n, const uint32_t *__restrict__ x, v
     }
 }
 
+typedef struct twin_args_convert_to_i32_u32 {
+    int64_t n;
+    const uint32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_i32_u32;
+
+static void twin_thread_convert_to_i32_u32(void *args)
+{
+    const twin_args_convert_to_i32_u32 *a = args;
+    twin_convert_to_i32_u32(a->n, a->x, a->y);
+}
+
 /* convert_to_u32 for float32, as templates/cuda/ops/convert_to_u32.cu.j2 writes it */
 static void twin_convert_to_u32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
@@ -374,6 +920,18 @@ static void twin_convert_to_u32_f32(int64_t n, const float *__restrict__ x, void
     }
 }
 
+typedef struct twin_args_convert_to_u32_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_u32_f32;
+
+static void twin_thread_convert_to_u32_f32(void *args)
+{
+    const twin_args_convert_to_u32_f32 *a = args;
+    twin_convert_to_u32_f32(a->n, a->x, a->y);
+}
+
 /* convert_to_u32 for float64, as templates/cuda/ops/convert_to_u32.cu.j2 writes it */
 static void twin_convert_to_u32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
@@ -383,6 +941,18 @@ static void twin_convert_to_u32_f64(int64_t n, const double *__restrict__ x, voi
         out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
                  : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
     }
+}
+
+typedef struct twin_args_convert_to_u32_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_u32_f64;
+
+static void twin_thread_convert_to_u32_f64(void *args)
+{
+    const twin_args_convert_to_u32_f64 *a = args;
+    twin_convert_to_u32_f64(a->n, a->x, a->y);
 }
 
 /* convert_to_u32 for int32, as templates/cuda/ops/convert_to_u32.cu.j2 writes it */
@@ -397,6 +967,18 @@ static void twin_convert_to_u32_i32(int64_t n, const int32_t *__restrict__ x, vo
     }
 }
 
+typedef struct twin_args_convert_to_u32_i32 {
+    int64_t n;
+    const int32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_u32_i32;
+
+static void twin_thread_convert_to_u32_i32(void *args)
+{
+    const twin_args_convert_to_u32_i32 *a = args;
+    twin_convert_to_u32_i32(a->n, a->x, a->y);
+}
+
 /* convert_to_u32 for uint32, as templates/cuda/ops/convert_to_u32.cu.j2 writes it */
 static void twin_convert_to_u32_u32(int64_t n, const uint32_t *__restrict__ x, void *__restrict__ y)
 {
@@ -404,6 +986,18 @@ static void twin_convert_to_u32_u32(int64_t n, const uint32_t *__restrict__ x, v
     CB_FOR_EACH_INDEX(i, n) {
         out[i] = (uint32_t)x[i];
     }
+}
+
+typedef struct twin_args_convert_to_u32_u32 {
+    int64_t n;
+    const uint32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_u32_u32;
+
+static void twin_thread_convert_to_u32_u32(void *args)
+{
+    const twin_args_convert_to_u32_u32 *a = args;
+    twin_convert_to_u32_u32(a->n, a->x, a->y);
 }
 
 /* truncate_to_i32 for float32, as templates/cuda/ops/truncate_to_i32.cu.j2 writes it */
@@ -417,6 +1011,18 @@ static void twin_truncate_to_i32_f32(int64_t n, const float *__restrict__ x, voi
     }
 }
 
+typedef struct twin_args_truncate_to_i32_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_truncate_to_i32_f32;
+
+static void twin_thread_truncate_to_i32_f32(void *args)
+{
+    const twin_args_truncate_to_i32_f32 *a = args;
+    twin_truncate_to_i32_f32(a->n, a->x, a->y);
+}
+
 /* truncate_to_i32 for float64, as templates/cuda/ops/truncate_to_i32.cu.j2 writes it */
 static void twin_truncate_to_i32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
@@ -426,6 +1032,18 @@ static void twin_truncate_to_i32_f64(int64_t n, const double *__restrict__ x, vo
         out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
                  : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
     }
+}
+
+typedef struct twin_args_truncate_to_i32_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_truncate_to_i32_f64;
+
+static void twin_thread_truncate_to_i32_f64(void *args)
+{
+    const twin_args_truncate_to_i32_f64 *a = args;
+    twin_truncate_to_i32_f64(a->n, a->x, a->y);
 }
 
 /* truncate_to_u32 for float32, as templates/cuda/ops/truncate_to_u32.cu.j2 writes it */
@@ -439,6 +1057,18 @@ static void twin_truncate_to_u32_f32(int64_t n, const float *__restrict__ x, voi
     }
 }
 
+typedef struct twin_args_truncate_to_u32_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_truncate_to_u32_f32;
+
+static void twin_thread_truncate_to_u32_f32(void *args)
+{
+    const twin_args_truncate_to_u32_f32 *a = args;
+    twin_truncate_to_u32_f32(a->n, a->x, a->y);
+}
+
 /* truncate_to_u32 for float64, as templates/cuda/ops/truncate_to_u32.cu.j2 writes it */
 static void twin_truncate_to_u32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
@@ -448,6 +1078,18 @@ static void twin_truncate_to_u32_f64(int64_t n, const double *__restrict__ x, vo
         out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
                  : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
     }
+}
+
+typedef struct twin_args_truncate_to_u32_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_truncate_to_u32_f64;
+
+static void twin_thread_truncate_to_u32_f64(void *args)
+{
+    const twin_args_truncate_to_u32_f64 *a = args;
+    twin_truncate_to_u32_f64(a->n, a->x, a->y);
 }
 
 /* ---- checks ------------------------------------------------------------------------------------ */
@@ -464,13 +1106,24 @@ static int spans_overlap(const char *kernel, const char *a_name, const void *a, 
     return 0;
 }
 
-/* A copy of an array a twin writes, for it to write instead. */
-static void *twin_copy(const void *array, size_t bytes)
+/* A copy of an array a twin writes, for it to write instead: at the same address modulo 256 (the
+ * alignment of device memory) as the array, so that the twin's alignment tests answer as they do
+ * for the array. */
+#define TWIN_ALIGNMENT 256
+typedef struct twin_copy {
+    void *block;
+    void *data;
+} twin_copy;
+
+static bool twin_copy_make(twin_copy *copy, const void *array, size_t bytes)
 {
-    void *copy = malloc(bytes > 0 ? bytes : 1);
-    if (copy != NULL)
-        memcpy(copy, array, bytes);
-    return copy;
+    const size_t shift = (uintptr_t)array % TWIN_ALIGNMENT;
+    const size_t room = (shift + bytes + TWIN_ALIGNMENT) / TWIN_ALIGNMENT * TWIN_ALIGNMENT;
+    copy->block = aligned_alloc(TWIN_ALIGNMENT, room);
+    copy->data = copy->block != NULL ? (char *)copy->block + shift : NULL;
+    if (copy->data != NULL)
+        memcpy(copy->data, array, bytes);
+    return copy->data != NULL;
 }
 
 /* Where a twin reads an array that lies inside one it writes (an op that may alias): in the copy. */
@@ -543,12 +1196,21 @@ static __attribute__((unused)) bool twin_agrees_u32(const char *kernel, const ch
     return true;
 }
 
+/* Whether a sum from the twin agrees with the CPU kernel's within `tolerance` of 1 + |cpu|. */
+static __attribute__((unused)) bool sums_agree(const char *kernel, const char *name, double twin, double cpu,
+                                               double tolerance)
+{
+    if (twin == cpu || (isnan(twin) && isnan(cpu)) || fabs(twin - cpu) <= tolerance * (1 + fabs(cpu)))
+        return true;
+    fprintf(stderr, "fake_cuda: %s: the sum %s is %.17g from the CUDA twin but %.17g from the CPU kernel\n", kernel, name,
+            twin, cpu);
+    return false;
+}
+
 /* ---- launches ------------------------------------------------------------------------------------- */
 
 static int run_asum_f32(void **args, unsigned int grid, unsigned int block)
 {
-    (void)grid;
-    (void)block;
     const int64_t n = *(const int64_t *)args[0];
     const size_t x_bytes = (size_t)(n) * sizeof(float);
     void *x = fake_device_range(*(void **)args[1], x_bytes);
@@ -557,17 +1219,23 @@ static int run_asum_f32(void **args, unsigned int grid, unsigned int block)
     double *out = fake_device_range(*(void **)args[2], sizeof(double));
     if (out == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    double out_partial = 0;
+    double out_partial = 0, out_twin = *out;
+    if (false) {
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    twin_args_asum_f32 twin_args = {n, x_read, &out_twin};
+    fake_run_threads(grid, block, true, twin_thread_asum_f32, &twin_args);
     cblob_status status = cb_cpu_asum_f32(n, x, &out_partial);
-    *out += out_partial;
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !sums_agree("cblob_asum_f32", "out", out_twin - *out, out_partial, 1e-5))
+        result = FAKE_LAUNCH_FAILED;
+    *out = out_twin;
     return result;
 }
 
 static int run_asum_f64(void **args, unsigned int grid, unsigned int block)
 {
-    (void)grid;
-    (void)block;
     const int64_t n = *(const int64_t *)args[0];
     const size_t x_bytes = (size_t)(n) * sizeof(double);
     void *x = fake_device_range(*(void **)args[1], x_bytes);
@@ -576,17 +1244,23 @@ static int run_asum_f64(void **args, unsigned int grid, unsigned int block)
     double *out = fake_device_range(*(void **)args[2], sizeof(double));
     if (out == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    double out_partial = 0;
+    double out_partial = 0, out_twin = *out;
+    if (false) {
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    twin_args_asum_f64 twin_args = {n, x_read, &out_twin};
+    fake_run_threads(grid, block, true, twin_thread_asum_f64, &twin_args);
     cblob_status status = cb_cpu_asum_f64(n, x, &out_partial);
-    *out += out_partial;
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !sums_agree("cblob_asum_f64", "out", out_twin - *out, out_partial, 1e-12))
+        result = FAKE_LAUNCH_FAILED;
+    *out = out_twin;
     return result;
 }
 
 static int run_sumsq_f32(void **args, unsigned int grid, unsigned int block)
 {
-    (void)grid;
-    (void)block;
     const int64_t n = *(const int64_t *)args[0];
     const size_t x_bytes = (size_t)(n) * sizeof(float);
     void *x = fake_device_range(*(void **)args[1], x_bytes);
@@ -595,17 +1269,23 @@ static int run_sumsq_f32(void **args, unsigned int grid, unsigned int block)
     double *out = fake_device_range(*(void **)args[2], sizeof(double));
     if (out == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    double out_partial = 0;
+    double out_partial = 0, out_twin = *out;
+    if (false) {
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    twin_args_sumsq_f32 twin_args = {n, x_read, &out_twin};
+    fake_run_threads(grid, block, true, twin_thread_sumsq_f32, &twin_args);
     cblob_status status = cb_cpu_sumsq_f32(n, x, &out_partial);
-    *out += out_partial;
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !sums_agree("cblob_sumsq_f32", "out", out_twin - *out, out_partial, 1e-5))
+        result = FAKE_LAUNCH_FAILED;
+    *out = out_twin;
     return result;
 }
 
 static int run_sumsq_f64(void **args, unsigned int grid, unsigned int block)
 {
-    (void)grid;
-    (void)block;
     const int64_t n = *(const int64_t *)args[0];
     const size_t x_bytes = (size_t)(n) * sizeof(double);
     void *x = fake_device_range(*(void **)args[1], x_bytes);
@@ -614,10 +1294,18 @@ static int run_sumsq_f64(void **args, unsigned int grid, unsigned int block)
     double *out = fake_device_range(*(void **)args[2], sizeof(double));
     if (out == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    double out_partial = 0;
+    double out_partial = 0, out_twin = *out;
+    if (false) {
+        return FAKE_OUT_OF_MEMORY;
+    }
+    const void *x_read = x;
+    twin_args_sumsq_f64 twin_args = {n, x_read, &out_twin};
+    fake_run_threads(grid, block, true, twin_thread_sumsq_f64, &twin_args);
     cblob_status status = cb_cpu_sumsq_f64(n, x, &out_partial);
-    *out += out_partial;
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !sums_agree("cblob_sumsq_f64", "out", out_twin - *out, out_partial, 1e-12))
+        result = FAKE_LAUNCH_FAILED;
+    *out = out_twin;
     return result;
 }
 
@@ -635,26 +1323,20 @@ static int run_axpy_f32(void **args, unsigned int grid, unsigned int block)
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_axpy_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_axpy_f32(n, alpha, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_axpy_f32 twin_args = {n, alpha, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_axpy_f32, &twin_args);
     cblob_status status = cb_cpu_axpy_f32(n, alpha, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_axpy_f32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f32("cblob_axpy_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -672,26 +1354,20 @@ static int run_axpy_f64(void **args, unsigned int grid, unsigned int block)
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_axpy_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_axpy_f64(n, alpha, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_axpy_f64 twin_args = {n, alpha, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_axpy_f64, &twin_args);
     cblob_status status = cb_cpu_axpy_f64(n, alpha, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_axpy_f64", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f64("cblob_axpy_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -703,24 +1379,18 @@ static int run_scale_f32(void **args, unsigned int grid, unsigned int block)
     void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *x_twin = twin_copy(x, x_bytes);
-    if (x_twin == NULL) {
-        free(x_twin);
+    twin_copy x_twin;
+    if (!twin_copy_make(&x_twin, x, x_bytes)) {
+        free(x_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_scale_f32(n, alpha, x_twin);
-        }
+    twin_args_scale_f32 twin_args = {n, alpha, x_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_scale_f32, &twin_args);
     cblob_status status = cb_cpu_scale_f32(n, alpha, x);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_scale_f32", "x", x_twin, x, x_bytes))
+    if (result == 0 && !twin_agrees_f32("cblob_scale_f32", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(x_twin);
+    free(x_twin.block);
     return result;
 }
 
@@ -732,24 +1402,18 @@ static int run_scale_f64(void **args, unsigned int grid, unsigned int block)
     void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *x_twin = twin_copy(x, x_bytes);
-    if (x_twin == NULL) {
-        free(x_twin);
+    twin_copy x_twin;
+    if (!twin_copy_make(&x_twin, x, x_bytes)) {
+        free(x_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_scale_f64(n, alpha, x_twin);
-        }
+    twin_args_scale_f64 twin_args = {n, alpha, x_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_scale_f64, &twin_args);
     cblob_status status = cb_cpu_scale_f64(n, alpha, x);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_scale_f64", "x", x_twin, x, x_bytes))
+    if (result == 0 && !twin_agrees_f64("cblob_scale_f64", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(x_twin);
+    free(x_twin.block);
     return result;
 }
 
@@ -761,24 +1425,18 @@ static int run_fill_f32(void **args, unsigned int grid, unsigned int block)
     void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *x_twin = twin_copy(x, x_bytes);
-    if (x_twin == NULL) {
-        free(x_twin);
+    twin_copy x_twin;
+    if (!twin_copy_make(&x_twin, x, x_bytes)) {
+        free(x_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_fill_f32(n, value, x_twin);
-        }
+    twin_args_fill_f32 twin_args = {n, value, x_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_fill_f32, &twin_args);
     cblob_status status = cb_cpu_fill_f32(n, value, x);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_fill_f32", "x", x_twin, x, x_bytes))
+    if (result == 0 && !twin_agrees_f32("cblob_fill_f32", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(x_twin);
+    free(x_twin.block);
     return result;
 }
 
@@ -790,24 +1448,18 @@ static int run_fill_f64(void **args, unsigned int grid, unsigned int block)
     void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *x_twin = twin_copy(x, x_bytes);
-    if (x_twin == NULL) {
-        free(x_twin);
+    twin_copy x_twin;
+    if (!twin_copy_make(&x_twin, x, x_bytes)) {
+        free(x_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_fill_f64(n, value, x_twin);
-        }
+    twin_args_fill_f64 twin_args = {n, value, x_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_fill_f64, &twin_args);
     cblob_status status = cb_cpu_fill_f64(n, value, x);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_fill_f64", "x", x_twin, x, x_bytes))
+    if (result == 0 && !twin_agrees_f64("cblob_fill_f64", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(x_twin);
+    free(x_twin.block);
     return result;
 }
 
@@ -819,24 +1471,18 @@ static int run_fill_i32(void **args, unsigned int grid, unsigned int block)
     void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *x_twin = twin_copy(x, x_bytes);
-    if (x_twin == NULL) {
-        free(x_twin);
+    twin_copy x_twin;
+    if (!twin_copy_make(&x_twin, x, x_bytes)) {
+        free(x_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_fill_i32(n, value, x_twin);
-        }
+    twin_args_fill_i32 twin_args = {n, value, x_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_fill_i32, &twin_args);
     cblob_status status = cb_cpu_fill_i32(n, value, x);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_fill_i32", "x", x_twin, x, x_bytes))
+    if (result == 0 && !twin_agrees_i32("cblob_fill_i32", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(x_twin);
+    free(x_twin.block);
     return result;
 }
 
@@ -848,24 +1494,18 @@ static int run_fill_u32(void **args, unsigned int grid, unsigned int block)
     void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *x_twin = twin_copy(x, x_bytes);
-    if (x_twin == NULL) {
-        free(x_twin);
+    twin_copy x_twin;
+    if (!twin_copy_make(&x_twin, x, x_bytes)) {
+        free(x_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_fill_u32(n, value, x_twin);
-        }
+    twin_args_fill_u32 twin_args = {n, value, x_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_fill_u32, &twin_args);
     cblob_status status = cb_cpu_fill_u32(n, value, x);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_fill_u32", "x", x_twin, x, x_bytes))
+    if (result == 0 && !twin_agrees_u32("cblob_fill_u32", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(x_twin);
+    free(x_twin.block);
     return result;
 }
 
@@ -880,26 +1520,20 @@ static int run_add_f32(void **args, unsigned int grid, unsigned int block)
     void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_add_f32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_add_f32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_add_f32, &twin_args);
     cblob_status status = cb_cpu_add_f32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_add_f32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f32("cblob_add_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -914,26 +1548,20 @@ static int run_add_f64(void **args, unsigned int grid, unsigned int block)
     void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_add_f64(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_add_f64 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_add_f64, &twin_args);
     cblob_status status = cb_cpu_add_f64(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_add_f64", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f64("cblob_add_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -948,26 +1576,20 @@ static int run_add_i32(void **args, unsigned int grid, unsigned int block)
     void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_add_i32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_add_i32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_add_i32, &twin_args);
     cblob_status status = cb_cpu_add_i32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_add_i32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_i32("cblob_add_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -982,26 +1604,20 @@ static int run_add_u32(void **args, unsigned int grid, unsigned int block)
     void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_add_u32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_add_u32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_add_u32, &twin_args);
     cblob_status status = cb_cpu_add_u32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_add_u32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_u32("cblob_add_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1028,26 +1644,20 @@ static int run_copy_strided_f32(void **args, unsigned int grid, unsigned int blo
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_copy_strided_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_copy_strided_f32(n, rows, cols, x_read, x_stride, y_twin, y_stride);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_copy_strided_f32 twin_args = {n, rows, cols, x_read, x_stride, y_twin.data, y_stride};
+    fake_run_threads(grid, block, false, twin_thread_copy_strided_f32, &twin_args);
     cblob_status status = cb_cpu_copy_strided_f32(n, rows, cols, x, x_stride, y, y_stride);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_copy_strided_f32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f32("cblob_copy_strided_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1074,26 +1684,20 @@ static int run_copy_strided_f64(void **args, unsigned int grid, unsigned int blo
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_copy_strided_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_copy_strided_f64(n, rows, cols, x_read, x_stride, y_twin, y_stride);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_copy_strided_f64 twin_args = {n, rows, cols, x_read, x_stride, y_twin.data, y_stride};
+    fake_run_threads(grid, block, false, twin_thread_copy_strided_f64, &twin_args);
     cblob_status status = cb_cpu_copy_strided_f64(n, rows, cols, x, x_stride, y, y_stride);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_copy_strided_f64", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f64("cblob_copy_strided_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1120,26 +1724,20 @@ static int run_copy_strided_i32(void **args, unsigned int grid, unsigned int blo
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_copy_strided_i32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_copy_strided_i32(n, rows, cols, x_read, x_stride, y_twin, y_stride);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_copy_strided_i32 twin_args = {n, rows, cols, x_read, x_stride, y_twin.data, y_stride};
+    fake_run_threads(grid, block, false, twin_thread_copy_strided_i32, &twin_args);
     cblob_status status = cb_cpu_copy_strided_i32(n, rows, cols, x, x_stride, y, y_stride);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_copy_strided_i32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_i32("cblob_copy_strided_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1166,26 +1764,20 @@ static int run_copy_strided_u32(void **args, unsigned int grid, unsigned int blo
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_copy_strided_u32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_copy_strided_u32(n, rows, cols, x_read, x_stride, y_twin, y_stride);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_copy_strided_u32 twin_args = {n, rows, cols, x_read, x_stride, y_twin.data, y_stride};
+    fake_run_threads(grid, block, false, twin_thread_copy_strided_u32, &twin_args);
     cblob_status status = cb_cpu_copy_strided_u32(n, rows, cols, x, x_stride, y, y_stride);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_copy_strided_u32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_u32("cblob_copy_strided_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1213,26 +1805,20 @@ static int run_transpose_f32(void **args, unsigned int grid, unsigned int block)
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_transpose_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_transpose_f32(n, outer, rows, middle, cols, inner, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_transpose_f32 twin_args = {n, outer, rows, middle, cols, inner, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_transpose_f32, &twin_args);
     cblob_status status = cb_cpu_transpose_f32(n, outer, rows, middle, cols, inner, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_transpose_f32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f32("cblob_transpose_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1260,26 +1846,20 @@ static int run_transpose_f64(void **args, unsigned int grid, unsigned int block)
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_transpose_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_transpose_f64(n, outer, rows, middle, cols, inner, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_transpose_f64 twin_args = {n, outer, rows, middle, cols, inner, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_transpose_f64, &twin_args);
     cblob_status status = cb_cpu_transpose_f64(n, outer, rows, middle, cols, inner, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_transpose_f64", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f64("cblob_transpose_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1307,26 +1887,20 @@ static int run_transpose_i32(void **args, unsigned int grid, unsigned int block)
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_transpose_i32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_transpose_i32(n, outer, rows, middle, cols, inner, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_transpose_i32 twin_args = {n, outer, rows, middle, cols, inner, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_transpose_i32, &twin_args);
     cblob_status status = cb_cpu_transpose_i32(n, outer, rows, middle, cols, inner, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_transpose_i32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_i32("cblob_transpose_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1354,26 +1928,20 @@ static int run_transpose_u32(void **args, unsigned int grid, unsigned int block)
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_transpose_u32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_transpose_u32(n, outer, rows, middle, cols, inner, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_transpose_u32 twin_args = {n, outer, rows, middle, cols, inner, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_transpose_u32, &twin_args);
     cblob_status status = cb_cpu_transpose_u32(n, outer, rows, middle, cols, inner, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_transpose_u32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_u32("cblob_transpose_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1390,26 +1958,20 @@ static int run_convert_to_f32_f32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f32_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f32_f32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f32_f32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f32_f32, &twin_args);
     cblob_status status = cb_cpu_convert_to_f32_f32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_f32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1426,26 +1988,20 @@ static int run_convert_to_f32_f64(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f32_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f32_f64(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f32_f64 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f32_f64, &twin_args);
     cblob_status status = cb_cpu_convert_to_f32_f64(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_f64", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1462,26 +2018,20 @@ static int run_convert_to_f32_i32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f32_i32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f32_i32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f32_i32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f32_i32, &twin_args);
     cblob_status status = cb_cpu_convert_to_f32_i32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_i32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1498,26 +2048,20 @@ static int run_convert_to_f32_u32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f32_u32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f32_u32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f32_u32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f32_u32, &twin_args);
     cblob_status status = cb_cpu_convert_to_f32_u32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_u32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1534,26 +2078,20 @@ static int run_convert_to_f64_f32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f64_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f64_f32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f64_f32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f64_f32, &twin_args);
     cblob_status status = cb_cpu_convert_to_f64_f32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_f32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1570,26 +2108,20 @@ static int run_convert_to_f64_f64(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f64_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f64_f64(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f64_f64 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f64_f64, &twin_args);
     cblob_status status = cb_cpu_convert_to_f64_f64(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_f64", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1606,26 +2138,20 @@ static int run_convert_to_f64_i32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f64_i32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f64_i32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f64_i32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f64_i32, &twin_args);
     cblob_status status = cb_cpu_convert_to_f64_i32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_i32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1642,26 +2168,20 @@ static int run_convert_to_f64_u32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f64_u32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f64_u32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f64_u32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f64_u32, &twin_args);
     cblob_status status = cb_cpu_convert_to_f64_u32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_u32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1678,26 +2198,20 @@ static int run_convert_to_i32_f32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_i32_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_i32_f32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_i32_f32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_i32_f32, &twin_args);
     cblob_status status = cb_cpu_convert_to_i32_f32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_f32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1714,26 +2228,20 @@ static int run_convert_to_i32_f64(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_i32_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_i32_f64(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_i32_f64 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_i32_f64, &twin_args);
     cblob_status status = cb_cpu_convert_to_i32_f64(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_f64", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1750,26 +2258,20 @@ static int run_convert_to_i32_i32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_i32_i32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_i32_i32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_i32_i32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_i32_i32, &twin_args);
     cblob_status status = cb_cpu_convert_to_i32_i32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_i32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1786,26 +2288,20 @@ static int run_convert_to_i32_u32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_i32_u32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_i32_u32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_i32_u32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_i32_u32, &twin_args);
     cblob_status status = cb_cpu_convert_to_i32_u32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_u32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1822,26 +2318,20 @@ static int run_convert_to_u32_f32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_u32_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_u32_f32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_u32_f32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_u32_f32, &twin_args);
     cblob_status status = cb_cpu_convert_to_u32_f32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_f32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1858,26 +2348,20 @@ static int run_convert_to_u32_f64(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_u32_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_u32_f64(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_u32_f64 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_u32_f64, &twin_args);
     cblob_status status = cb_cpu_convert_to_u32_f64(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_f64", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1894,26 +2378,20 @@ static int run_convert_to_u32_i32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_u32_i32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_u32_i32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_u32_i32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_u32_i32, &twin_args);
     cblob_status status = cb_cpu_convert_to_u32_i32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_i32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1930,26 +2408,20 @@ static int run_convert_to_u32_u32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_u32_u32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_u32_u32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_u32_u32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_u32_u32, &twin_args);
     cblob_status status = cb_cpu_convert_to_u32_u32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_u32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1966,26 +2438,20 @@ static int run_truncate_to_i32_f32(void **args, unsigned int grid, unsigned int 
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_truncate_to_i32_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_truncate_to_i32_f32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_truncate_to_i32_f32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_truncate_to_i32_f32, &twin_args);
     cblob_status status = cb_cpu_truncate_to_i32_f32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_truncate_to_i32_f32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_i32("cblob_truncate_to_i32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -2002,26 +2468,20 @@ static int run_truncate_to_i32_f64(void **args, unsigned int grid, unsigned int 
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_truncate_to_i32_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_truncate_to_i32_f64(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_truncate_to_i32_f64 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_truncate_to_i32_f64, &twin_args);
     cblob_status status = cb_cpu_truncate_to_i32_f64(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_truncate_to_i32_f64", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_i32("cblob_truncate_to_i32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -2038,26 +2498,20 @@ static int run_truncate_to_u32_f32(void **args, unsigned int grid, unsigned int 
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_truncate_to_u32_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_truncate_to_u32_f32(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_truncate_to_u32_f32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_truncate_to_u32_f32, &twin_args);
     cblob_status status = cb_cpu_truncate_to_u32_f32(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_truncate_to_u32_f32", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_u32("cblob_truncate_to_u32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -2074,26 +2528,20 @@ static int run_truncate_to_u32_f64(void **args, unsigned int grid, unsigned int 
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_truncate_to_u32_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_truncate_to_u32_f64(n, x_read, y_twin);
-        }
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_truncate_to_u32_f64 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_truncate_to_u32_f64, &twin_args);
     cblob_status status = cb_cpu_truncate_to_u32_f64(n, x, y);
     int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_truncate_to_u32_f64", "y", y_twin, y, y_bytes))
+    if (result == 0 && !twin_agrees_u32("cblob_truncate_to_u32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
