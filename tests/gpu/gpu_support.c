@@ -53,6 +53,14 @@ bool gpu_set_device_memory(uint64_t bytes)
     return set != NULL;
 }
 
+bool gpu_set_occupancy(int blocks_per_multiprocessor)
+{
+    fake_cuda_set_occupancy_fn set = (fake_cuda_set_occupancy_fn)driver_symbol("fake_cuda_set_occupancy");
+    if (set != NULL)
+        set(blocks_per_multiprocessor);
+    return set != NULL;
+}
+
 uint64_t gpu_pending_copies(void)
 {
     fake_cuda_pending_copies_fn pending = (fake_cuda_pending_copies_fn)driver_symbol("fake_cuda_pending_copies");

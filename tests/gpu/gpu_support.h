@@ -38,6 +38,9 @@ void gpu_give_back(const void *ptr, size_t bytes);
 /* On the double, the next kernel to run faults with `error` (a CUresult) and the device is lost;
  * false on a real GPU. */
 bool gpu_inject_fault(int error);
+/* On the double, the occupancy the driver reports from now on (0: its default); false on a real
+ * GPU. Kernels loaded before keep the occupancy they were loaded with. */
+bool gpu_set_occupancy(int blocks_per_multiprocessor);
 
 /* A stream of device 0 from the loaded driver (cuStreamCreate), NULL if it cannot make one. */
 void *gpu_stream_create(void);
