@@ -69,6 +69,10 @@ ROUNDINGS = {"nearest_even": "rint", "toward_zero": "trunc"}
 # Threads per block of every generated CUDA kernel: the launcher (templates/cuda/launch.c.j2) and
 # the kernels' __launch_bounds__ read this one number.
 CUDA_BLOCK_THREADS = 256
+# A CUDA reduction's first pass: at most this many partial sums (the second pass's input), each
+# thread with this many loads in flight (templates/cuda/_reduce_parts.j2).
+CUDA_REDUCE_PARTS = 1024
+CUDA_REDUCE_UNROLL = 4
 
 
 class DescriptionError(Exception):
@@ -249,6 +253,10 @@ def enrich(model):
         op["round_fn"] = ROUNDINGS[op["rounding"]]
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
         op["cuda_params"] = [cuda_param(op, p) for p in op["params"]]
+        sums = [p for p in op["cuda_params"] if p["kind"] == "sum"]
+        if len(sums) > 1:
+            raise DescriptionError(f"kernel {op['name']}: a CUDA reduction computes one sum, not {len(sums)}")
+        op["cuda_sum"] = sums[0] if sums else None
     for op in model["blob_math"]["ops"]:
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
     for d in model["dtypes"]:
@@ -259,8 +267,8 @@ def enrich(model):
 
 
 def cuda_param(op, text):
-    """How a kernel parameter crosses to the GPU: a device array of T, a double sum the kernel
-    adds into (zeroed and read back by the host), or a scalar passed by value."""
+    """How a kernel parameter crosses to the GPU: a device array of T, a reduction's sum (the host
+    reads the result; the kernel writes partial sums), or a scalar passed by value."""
     name = re.split(r"[ *]", text)[-1]
     c_type = text[: len(text) - len(name)].strip()
     if "*" not in c_type:
@@ -271,7 +279,8 @@ def cuda_param(op, text):
         # The output of a conversion family: an array of the family's target dtype.
         return {"name": name, "kind": "array", "type": c_type, "const": False, "untyped": True}
     if c_type == "double *":
-        return {"name": name, "kind": "sum", "type": c_type}
+        # The host's result; on the device, the first pass's partial sums (templates/cuda/_reduce.j2).
+        return {"name": "partials", "kind": "sum", "type": c_type, "result": name}
     raise DescriptionError(
         f"kernel {op['name']}, parameter '{text}': the CUDA launcher passes T arrays, double sums and "
         f"scalars; teach cuda_param() in codegen/generate.py and templates/cuda/launch.c.j2 this kind")
@@ -338,6 +347,8 @@ def make_env():
         if param["kind"] == "array":
             restrict = "" if op["may_alias"] else "__restrict__ "
             return re.sub(r"\bT\b", dt["ctype"], param["type"]) + restrict + param["name"]
+        if param["kind"] == "sum":
+            return f"double *__restrict__ {param['name']}"
         return f"{param['type']}{'' if param['type'].endswith('*') else ' '}{param['name']}"
 
     env.filters["ctype"] = ctype
@@ -346,6 +357,8 @@ def make_env():
     env.filters["c_string"] = c_string
     env.filters["cuda_param"] = cuda_param_decl
     env.globals["cuda_block_threads"] = CUDA_BLOCK_THREADS
+    env.globals["cuda_reduce_parts"] = CUDA_REDUCE_PARTS
+    env.globals["cuda_reduce_unroll"] = CUDA_REDUCE_UNROLL
     return env
 
 

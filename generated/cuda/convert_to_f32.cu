@@ -32,10 +32,11 @@ cb_quotient cb_divide(uint64_t dividend, uint64_t divisor)
     return result;
 }
 
-// Adds every thread's value into *sum: a warp shuffle, one shared slot per warp, then a single
-// atomicAdd per block, so a reduction costs one global atomic per block. Every thread of the
-// block must call it (it synchronises the block); blocks are whole warps.
-__device__ __forceinline__ void cb_block_sum_add(double value, double *sum)
+// The sum of every thread's value, added in an order fixed by the block's size alone: pairwise
+// down each warp (offsets 16, 8, 4, 2, 1), then warp 0 the same way over the warps' sums. Thread
+// 0 gets the total. Every thread of the block must call it (it synchronises the block twice, the
+// second time so that a block may call it again); blocks are whole warps.
+__device__ __forceinline__ double cb_block_sum(double value)
 {
     __shared__ double warp_sums[32];
     for (int offset = 16; offset > 0; offset >>= 1)
@@ -48,9 +49,26 @@ __device__ __forceinline__ void cb_block_sum_add(double value, double *sum)
         value = lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : 0.0;
         for (int offset = 16; offset > 0; offset >>= 1)
             value += __shfl_down_sync(0xffffffffu, value, offset);
-        if (lane == 0)
-            atomicAdd(sum, value);
     }
+    __syncthreads();
+    return value;
+}
+
+// A reduction's first pass sums n elements in at most 1024 parts of whole block-wide passes
+// (4 loads in flight per thread of 256). A function of n alone, so the parts, the
+// order each is summed in and the order the second pass adds the partial sums in do not depend
+// on the grid, and neither does the sum: bit for bit the same on every run and every GPU.
+__device__ __forceinline__ int64_t cb_part_length(int64_t n)
+{
+    const int64_t pass = 4 * 256;
+    const int64_t least = (n + 1024 - 1) / 1024;
+    return (least + pass - 1) / pass * pass;
+}
+
+__device__ __forceinline__ int64_t cb_part_count(int64_t n)
+{
+    const int64_t length = cb_part_length(n);
+    return (n + length - 1) / length;
 }
 
 // convert_to_f32 for float32

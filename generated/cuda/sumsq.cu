@@ -32,10 +32,11 @@ cb_quotient cb_divide(uint64_t dividend, uint64_t divisor)
     return result;
 }
 
-// Adds every thread's value into *sum: a warp shuffle, one shared slot per warp, then a single
-// atomicAdd per block, so a reduction costs one global atomic per block. Every thread of the
-// block must call it (it synchronises the block); blocks are whole warps.
-__device__ __forceinline__ void cb_block_sum_add(double value, double *sum)
+// The sum of every thread's value, added in an order fixed by the block's size alone: pairwise
+// down each warp (offsets 16, 8, 4, 2, 1), then warp 0 the same way over the warps' sums. Thread
+// 0 gets the total. Every thread of the block must call it (it synchronises the block twice, the
+// second time so that a block may call it again); blocks are whole warps.
+__device__ __forceinline__ double cb_block_sum(double value)
 {
     __shared__ double warp_sums[32];
     for (int offset = 16; offset > 0; offset >>= 1)
@@ -48,27 +49,91 @@ __device__ __forceinline__ void cb_block_sum_add(double value, double *sum)
         value = lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : 0.0;
         for (int offset = 16; offset > 0; offset >>= 1)
             value += __shfl_down_sync(0xffffffffu, value, offset);
-        if (lane == 0)
-            atomicAdd(sum, value);
     }
+    __syncthreads();
+    return value;
+}
+
+// A reduction's first pass sums n elements in at most 1024 parts of whole block-wide passes
+// (4 loads in flight per thread of 256). A function of n alone, so the parts, the
+// order each is summed in and the order the second pass adds the partial sums in do not depend
+// on the grid, and neither does the sum: bit for bit the same on every run and every GPU.
+__device__ __forceinline__ int64_t cb_part_length(int64_t n)
+{
+    const int64_t pass = 4 * 256;
+    const int64_t least = (n + 1024 - 1) / 1024;
+    return (least + pass - 1) / pass * pass;
+}
+
+__device__ __forceinline__ int64_t cb_part_count(int64_t n)
+{
+    const int64_t length = cb_part_length(n);
+    return (n + length - 1) / length;
 }
 
 // sumsq for float32
 extern "C" __global__ void __launch_bounds__(256)
-cblob_sumsq_f32(int64_t n, const float *__restrict__ x, double *out)
+cblob_sumsq_f32(int64_t n, const float *__restrict__ x, double *__restrict__ partials)
 {
-    float total = 0;
-    CB_FOR_EACH_INDEX(i, n)
-        total += x[i] * x[i];
-    cb_block_sum_add((double)total, out);
+    const int64_t length = cb_part_length(n);
+    for (int64_t part = blockIdx.x; part * length < n; part += gridDim.x) {
+        const int64_t end = (part + 1) * length < n ? (part + 1) * length : n;
+        double total = 0;
+        int64_t i = part * length + threadIdx.x;
+        for (; i + 3 * 256 < end; i += 4 * 256) {
+            const float v0 = x[i];
+            const float v1 = x[i + 1 * 256];
+            const float v2 = x[i + 2 * 256];
+            const float v3 = x[i + 3 * 256];
+            total += (double)v0 * (double)v0;
+            total += (double)v1 * (double)v1;
+            total += (double)v2 * (double)v2;
+            total += (double)v3 * (double)v3;
+        }
+        for (; i < end; i += 256)
+            total += (double)x[i] * (double)x[i];
+        total = cb_block_sum(total);
+        if (threadIdx.x == 0)
+            partials[part] = total;
+    }
 }
 
 // sumsq for float64
 extern "C" __global__ void __launch_bounds__(256)
-cblob_sumsq_f64(int64_t n, const double *__restrict__ x, double *out)
+cblob_sumsq_f64(int64_t n, const double *__restrict__ x, double *__restrict__ partials)
 {
+    const int64_t length = cb_part_length(n);
+    for (int64_t part = blockIdx.x; part * length < n; part += gridDim.x) {
+        const int64_t end = (part + 1) * length < n ? (part + 1) * length : n;
+        double total = 0;
+        int64_t i = part * length + threadIdx.x;
+        for (; i + 3 * 256 < end; i += 4 * 256) {
+            const double v0 = x[i];
+            const double v1 = x[i + 1 * 256];
+            const double v2 = x[i + 2 * 256];
+            const double v3 = x[i + 3 * 256];
+            total += (double)v0 * (double)v0;
+            total += (double)v1 * (double)v1;
+            total += (double)v2 * (double)v2;
+            total += (double)v3 * (double)v3;
+        }
+        for (; i < end; i += 256)
+            total += (double)x[i] * (double)x[i];
+        total = cb_block_sum(total);
+        if (threadIdx.x == 0)
+            partials[part] = total;
+    }
+}
+
+// The second pass of the reduction, for every dtype: one block adds the partial sums into *out.
+extern "C" __global__ void __launch_bounds__(256)
+cblob_sum_parts(int64_t n, const double *__restrict__ partials, double *__restrict__ out)
+{
+    const int64_t parts = cb_part_count(n);
     double total = 0;
-    CB_FOR_EACH_INDEX(i, n)
-        total += x[i] * x[i];
-    cb_block_sum_add((double)total, out);
+    for (int64_t part = threadIdx.x; part < parts; part += 256)
+        total += partials[part];
+    total = cb_block_sum(total);
+    if (threadIdx.x == 0)
+        *out = total;
 }

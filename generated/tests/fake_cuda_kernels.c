@@ -23,10 +23,14 @@
  * with CUDA_ERROR_LAUNCH_FAILED and a line on stderr. A twin whose threads cooperate (__shared__
  * memory, __syncthreads, warp shuffles) runs each block's threads as coroutines that switch where
  * a GPU's threads wait for each other. So every test on the double also checks the twins' index
- * math, grid coverage, barriers and conversion rules on this machine's arithmetic. A sum a twin
- * adds into cannot agree byte for byte (the CPU kernel adds in another order): it must agree
- * within the tolerance of the dtype (1e-5 of 1 + |sum| for float32, 1e-12 for float64), and
- * the twin's sum is what the launch writes.
+ * math, grid coverage, barriers and conversion rules on this machine's arithmetic.
+ *
+ * Reductions (an op with a `double *` sum) run in two launches, as on a GPU. The first writes
+ * the twin's partial sums (no CPU kernel writes those), whose sum must agree with the CPU
+ * kernel's within the tolerance of the dtype (1e-5 of 1 + |sum| for float32, 1e-12 for float64:
+ * the CPU kernel adds in another order, float32 in float lanes); the second (cblob_sum_parts)
+ * writes the twin's sum of them, which must agree with the partial sums added in order within
+ * 1e-12 of the sum of their magnitudes.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -53,14 +57,6 @@
 #define __syncthreads() fake_syncthreads()
 /* Doubles only: a shuffle of another type fails to compile here rather than convert silently. */
 #define __shfl_down_sync(mask, value, delta) fake_shfl_down_double((mask), _Generic((value), double: (value)), (delta))
-/* One thread runs at a time, so an atomic is a plain read-modify-write. */
-#define atomicAdd(address, value) fake_atomic_add((address), (value))
-static __attribute__((unused)) double fake_atomic_add(double *address, double value)
-{
-    const double old = *address;
-    *address = old + value;
-    return old;
-}
 
 // A grid-stride loop: any grid covers any n, so the launcher sizes the grid for occupancy only.
 #define CB_FOR_EACH_INDEX(i, n) \
@@ -83,10 +79,11 @@ cb_quotient cb_divide(uint64_t dividend, uint64_t divisor)
     return result;
 }
 
-// Adds every thread's value into *sum: a warp shuffle, one shared slot per warp, then a single
-// atomicAdd per block, so a reduction costs one global atomic per block. Every thread of the
-// block must call it (it synchronises the block); blocks are whole warps.
-__device__ __forceinline__ void cb_block_sum_add(double value, double *sum)
+// The sum of every thread's value, added in an order fixed by the block's size alone: pairwise
+// down each warp (offsets 16, 8, 4, 2, 1), then warp 0 the same way over the warps' sums. Thread
+// 0 gets the total. Every thread of the block must call it (it synchronises the block twice, the
+// second time so that a block may call it again); blocks are whole warps.
+__device__ __forceinline__ double cb_block_sum(double value)
 {
     __shared__ double warp_sums[32];
     for (int offset = 16; offset > 0; offset >>= 1)
@@ -99,93 +96,178 @@ __device__ __forceinline__ void cb_block_sum_add(double value, double *sum)
         value = lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : 0.0;
         for (int offset = 16; offset > 0; offset >>= 1)
             value += __shfl_down_sync(0xffffffffu, value, offset);
-        if (lane == 0)
-            atomicAdd(sum, value);
     }
+    __syncthreads();
+    return value;
+}
+
+// A reduction's first pass sums n elements in at most 1024 parts of whole block-wide passes
+// (4 loads in flight per thread of 256). A function of n alone, so the parts, the
+// order each is summed in and the order the second pass adds the partial sums in do not depend
+// on the grid, and neither does the sum: bit for bit the same on every run and every GPU.
+static inline int64_t cb_part_length(int64_t n)
+{
+    const int64_t pass = 4 * 256;
+    const int64_t least = (n + 1024 - 1) / 1024;
+    return (least + pass - 1) / pass * pass;
+}
+
+static inline int64_t cb_part_count(int64_t n)
+{
+    const int64_t length = cb_part_length(n);
+    return (n + length - 1) / length;
 }
 
 /* asum for float32, as templates/cuda/ops/asum.cu.j2 writes it */
-static void twin_asum_f32(int64_t n, const float *__restrict__ x, double *out)
+static void twin_asum_f32(int64_t n, const float *__restrict__ x, double *__restrict__ partials)
 {
-    float total = 0;
-    CB_FOR_EACH_INDEX(i, n)
-        total += fabsf(x[i]);
-    cb_block_sum_add((double)total, out);
+    const int64_t length = cb_part_length(n);
+    for (int64_t part = blockIdx.x; part * length < n; part += gridDim.x) {
+        const int64_t end = (part + 1) * length < n ? (part + 1) * length : n;
+        double total = 0;
+        int64_t i = part * length + threadIdx.x;
+        for (; i + 3 * 256 < end; i += 4 * 256) {
+            const float v0 = x[i];
+            const float v1 = x[i + 1 * 256];
+            const float v2 = x[i + 2 * 256];
+            const float v3 = x[i + 3 * 256];
+            total += fabs((double)v0);
+            total += fabs((double)v1);
+            total += fabs((double)v2);
+            total += fabs((double)v3);
+        }
+        for (; i < end; i += 256)
+            total += fabs((double)x[i]);
+        total = cb_block_sum(total);
+        if (threadIdx.x == 0)
+            partials[part] = total;
+    }
 }
 
 typedef struct twin_args_asum_f32 {
     int64_t n;
     const float *__restrict__ x;
-    double *out;
+    double *__restrict__ partials;
 } twin_args_asum_f32;
 
 static void twin_thread_asum_f32(void *args)
 {
     const twin_args_asum_f32 *a = args;
-    twin_asum_f32(a->n, a->x, a->out);
+    twin_asum_f32(a->n, a->x, a->partials);
 }
 
 /* asum for float64, as templates/cuda/ops/asum.cu.j2 writes it */
-static void twin_asum_f64(int64_t n, const double *__restrict__ x, double *out)
+static void twin_asum_f64(int64_t n, const double *__restrict__ x, double *__restrict__ partials)
 {
-    double total = 0;
-    CB_FOR_EACH_INDEX(i, n)
-        total += fabs(x[i]);
-    cb_block_sum_add((double)total, out);
+    const int64_t length = cb_part_length(n);
+    for (int64_t part = blockIdx.x; part * length < n; part += gridDim.x) {
+        const int64_t end = (part + 1) * length < n ? (part + 1) * length : n;
+        double total = 0;
+        int64_t i = part * length + threadIdx.x;
+        for (; i + 3 * 256 < end; i += 4 * 256) {
+            const double v0 = x[i];
+            const double v1 = x[i + 1 * 256];
+            const double v2 = x[i + 2 * 256];
+            const double v3 = x[i + 3 * 256];
+            total += fabs((double)v0);
+            total += fabs((double)v1);
+            total += fabs((double)v2);
+            total += fabs((double)v3);
+        }
+        for (; i < end; i += 256)
+            total += fabs((double)x[i]);
+        total = cb_block_sum(total);
+        if (threadIdx.x == 0)
+            partials[part] = total;
+    }
 }
 
 typedef struct twin_args_asum_f64 {
     int64_t n;
     const double *__restrict__ x;
-    double *out;
+    double *__restrict__ partials;
 } twin_args_asum_f64;
 
 static void twin_thread_asum_f64(void *args)
 {
     const twin_args_asum_f64 *a = args;
-    twin_asum_f64(a->n, a->x, a->out);
+    twin_asum_f64(a->n, a->x, a->partials);
 }
 
 /* sumsq for float32, as templates/cuda/ops/sumsq.cu.j2 writes it */
-static void twin_sumsq_f32(int64_t n, const float *__restrict__ x, double *out)
+static void twin_sumsq_f32(int64_t n, const float *__restrict__ x, double *__restrict__ partials)
 {
-    float total = 0;
-    CB_FOR_EACH_INDEX(i, n)
-        total += x[i] * x[i];
-    cb_block_sum_add((double)total, out);
+    const int64_t length = cb_part_length(n);
+    for (int64_t part = blockIdx.x; part * length < n; part += gridDim.x) {
+        const int64_t end = (part + 1) * length < n ? (part + 1) * length : n;
+        double total = 0;
+        int64_t i = part * length + threadIdx.x;
+        for (; i + 3 * 256 < end; i += 4 * 256) {
+            const float v0 = x[i];
+            const float v1 = x[i + 1 * 256];
+            const float v2 = x[i + 2 * 256];
+            const float v3 = x[i + 3 * 256];
+            total += (double)v0 * (double)v0;
+            total += (double)v1 * (double)v1;
+            total += (double)v2 * (double)v2;
+            total += (double)v3 * (double)v3;
+        }
+        for (; i < end; i += 256)
+            total += (double)x[i] * (double)x[i];
+        total = cb_block_sum(total);
+        if (threadIdx.x == 0)
+            partials[part] = total;
+    }
 }
 
 typedef struct twin_args_sumsq_f32 {
     int64_t n;
     const float *__restrict__ x;
-    double *out;
+    double *__restrict__ partials;
 } twin_args_sumsq_f32;
 
 static void twin_thread_sumsq_f32(void *args)
 {
     const twin_args_sumsq_f32 *a = args;
-    twin_sumsq_f32(a->n, a->x, a->out);
+    twin_sumsq_f32(a->n, a->x, a->partials);
 }
 
 /* sumsq for float64, as templates/cuda/ops/sumsq.cu.j2 writes it */
-static void twin_sumsq_f64(int64_t n, const double *__restrict__ x, double *out)
+static void twin_sumsq_f64(int64_t n, const double *__restrict__ x, double *__restrict__ partials)
 {
-    double total = 0;
-    CB_FOR_EACH_INDEX(i, n)
-        total += x[i] * x[i];
-    cb_block_sum_add((double)total, out);
+    const int64_t length = cb_part_length(n);
+    for (int64_t part = blockIdx.x; part * length < n; part += gridDim.x) {
+        const int64_t end = (part + 1) * length < n ? (part + 1) * length : n;
+        double total = 0;
+        int64_t i = part * length + threadIdx.x;
+        for (; i + 3 * 256 < end; i += 4 * 256) {
+            const double v0 = x[i];
+            const double v1 = x[i + 1 * 256];
+            const double v2 = x[i + 2 * 256];
+            const double v3 = x[i + 3 * 256];
+            total += (double)v0 * (double)v0;
+            total += (double)v1 * (double)v1;
+            total += (double)v2 * (double)v2;
+            total += (double)v3 * (double)v3;
+        }
+        for (; i < end; i += 256)
+            total += (double)x[i] * (double)x[i];
+        total = cb_block_sum(total);
+        if (threadIdx.x == 0)
+            partials[part] = total;
+    }
 }
 
 typedef struct twin_args_sumsq_f64 {
     int64_t n;
     const double *__restrict__ x;
-    double *out;
+    double *__restrict__ partials;
 } twin_args_sumsq_f64;
 
 static void twin_thread_sumsq_f64(void *args)
 {
     const twin_args_sumsq_f64 *a = args;
-    twin_sumsq_f64(a->n, a->x, a->out);
+    twin_sumsq_f64(a->n, a->x, a->partials);
 }
 
 /* axpy for float32, as templates/cuda/ops/axpy.cu.j2 writes it */
@@ -1092,6 +1174,29 @@ static void twin_thread_truncate_to_u32_f64(void *args)
     twin_truncate_to_u32_f64(a->n, a->x, a->y);
 }
 
+/* cblob_sum_parts, every reduction's second pass, as templates/cuda/_sum_parts.j2 writes it */
+static void twin_sum_parts(int64_t n, const double *__restrict__ partials, double *__restrict__ out)
+{
+    const int64_t parts = cb_part_count(n);
+    double total = 0;
+    for (int64_t part = threadIdx.x; part < parts; part += 256)
+        total += partials[part];
+    total = cb_block_sum(total);
+    if (threadIdx.x == 0)
+        *out = total;
+}
+typedef struct twin_args_sum_parts {
+    int64_t n;
+    const double *partials;
+    double *out;
+} twin_args_sum_parts;
+
+static void twin_thread_sum_parts(void *args)
+{
+    const twin_args_sum_parts *a = args;
+    twin_sum_parts(a->n, a->partials, a->out);
+}
+
 /* ---- checks ------------------------------------------------------------------------------------ */
 
 static int spans_overlap(const char *kernel, const char *a_name, const void *a, size_t a_bytes, const char *b_name,
@@ -1209,106 +1314,6 @@ static __attribute__((unused)) bool sums_agree(const char *kernel, const char *n
 
 /* ---- launches ------------------------------------------------------------------------------------- */
 
-static int run_asum_f32(void **args, unsigned int grid, unsigned int block)
-{
-    const int64_t n = *(const int64_t *)args[0];
-    const size_t x_bytes = (size_t)(n) * sizeof(float);
-    void *x = fake_device_range(*(void **)args[1], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double *out = fake_device_range(*(void **)args[2], sizeof(double));
-    if (out == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double out_partial = 0, out_twin = *out;
-    if (false) {
-        return FAKE_OUT_OF_MEMORY;
-    }
-    const void *x_read = x;
-    twin_args_asum_f32 twin_args = {n, x_read, &out_twin};
-    fake_run_threads(grid, block, true, twin_thread_asum_f32, &twin_args);
-    cblob_status status = cb_cpu_asum_f32(n, x, &out_partial);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !sums_agree("cblob_asum_f32", "out", out_twin - *out, out_partial, 1e-5))
-        result = FAKE_LAUNCH_FAILED;
-    *out = out_twin;
-    return result;
-}
-
-static int run_asum_f64(void **args, unsigned int grid, unsigned int block)
-{
-    const int64_t n = *(const int64_t *)args[0];
-    const size_t x_bytes = (size_t)(n) * sizeof(double);
-    void *x = fake_device_range(*(void **)args[1], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double *out = fake_device_range(*(void **)args[2], sizeof(double));
-    if (out == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double out_partial = 0, out_twin = *out;
-    if (false) {
-        return FAKE_OUT_OF_MEMORY;
-    }
-    const void *x_read = x;
-    twin_args_asum_f64 twin_args = {n, x_read, &out_twin};
-    fake_run_threads(grid, block, true, twin_thread_asum_f64, &twin_args);
-    cblob_status status = cb_cpu_asum_f64(n, x, &out_partial);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !sums_agree("cblob_asum_f64", "out", out_twin - *out, out_partial, 1e-12))
-        result = FAKE_LAUNCH_FAILED;
-    *out = out_twin;
-    return result;
-}
-
-static int run_sumsq_f32(void **args, unsigned int grid, unsigned int block)
-{
-    const int64_t n = *(const int64_t *)args[0];
-    const size_t x_bytes = (size_t)(n) * sizeof(float);
-    void *x = fake_device_range(*(void **)args[1], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double *out = fake_device_range(*(void **)args[2], sizeof(double));
-    if (out == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double out_partial = 0, out_twin = *out;
-    if (false) {
-        return FAKE_OUT_OF_MEMORY;
-    }
-    const void *x_read = x;
-    twin_args_sumsq_f32 twin_args = {n, x_read, &out_twin};
-    fake_run_threads(grid, block, true, twin_thread_sumsq_f32, &twin_args);
-    cblob_status status = cb_cpu_sumsq_f32(n, x, &out_partial);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !sums_agree("cblob_sumsq_f32", "out", out_twin - *out, out_partial, 1e-5))
-        result = FAKE_LAUNCH_FAILED;
-    *out = out_twin;
-    return result;
-}
-
-static int run_sumsq_f64(void **args, unsigned int grid, unsigned int block)
-{
-    const int64_t n = *(const int64_t *)args[0];
-    const size_t x_bytes = (size_t)(n) * sizeof(double);
-    void *x = fake_device_range(*(void **)args[1], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double *out = fake_device_range(*(void **)args[2], sizeof(double));
-    if (out == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double out_partial = 0, out_twin = *out;
-    if (false) {
-        return FAKE_OUT_OF_MEMORY;
-    }
-    const void *x_read = x;
-    twin_args_sumsq_f64 twin_args = {n, x_read, &out_twin};
-    fake_run_threads(grid, block, true, twin_thread_sumsq_f64, &twin_args);
-    cblob_status status = cb_cpu_sumsq_f64(n, x, &out_partial);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !sums_agree("cblob_sumsq_f64", "out", out_twin - *out, out_partial, 1e-12))
-        result = FAKE_LAUNCH_FAILED;
-    *out = out_twin;
-    return result;
-}
-
 static int run_axpy_f32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
@@ -1332,8 +1337,7 @@ static int run_axpy_f32(void **args, unsigned int grid, unsigned int block)
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_axpy_f32 twin_args = {n, alpha, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_axpy_f32, &twin_args);
-    cblob_status status = cb_cpu_axpy_f32(n, alpha, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_axpy_f32(n, alpha, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f32("cblob_axpy_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1363,8 +1367,7 @@ static int run_axpy_f64(void **args, unsigned int grid, unsigned int block)
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_axpy_f64 twin_args = {n, alpha, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_axpy_f64, &twin_args);
-    cblob_status status = cb_cpu_axpy_f64(n, alpha, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_axpy_f64(n, alpha, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f64("cblob_axpy_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1386,8 +1389,7 @@ static int run_scale_f32(void **args, unsigned int grid, unsigned int block)
     }
     twin_args_scale_f32 twin_args = {n, alpha, x_twin.data};
     fake_run_threads(grid, block, false, twin_thread_scale_f32, &twin_args);
-    cblob_status status = cb_cpu_scale_f32(n, alpha, x);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_scale_f32(n, alpha, x) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f32("cblob_scale_f32", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(x_twin.block);
@@ -1409,8 +1411,7 @@ static int run_scale_f64(void **args, unsigned int grid, unsigned int block)
     }
     twin_args_scale_f64 twin_args = {n, alpha, x_twin.data};
     fake_run_threads(grid, block, false, twin_thread_scale_f64, &twin_args);
-    cblob_status status = cb_cpu_scale_f64(n, alpha, x);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_scale_f64(n, alpha, x) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f64("cblob_scale_f64", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(x_twin.block);
@@ -1432,8 +1433,7 @@ static int run_fill_f32(void **args, unsigned int grid, unsigned int block)
     }
     twin_args_fill_f32 twin_args = {n, value, x_twin.data};
     fake_run_threads(grid, block, false, twin_thread_fill_f32, &twin_args);
-    cblob_status status = cb_cpu_fill_f32(n, value, x);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_fill_f32(n, value, x) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f32("cblob_fill_f32", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(x_twin.block);
@@ -1455,8 +1455,7 @@ static int run_fill_f64(void **args, unsigned int grid, unsigned int block)
     }
     twin_args_fill_f64 twin_args = {n, value, x_twin.data};
     fake_run_threads(grid, block, false, twin_thread_fill_f64, &twin_args);
-    cblob_status status = cb_cpu_fill_f64(n, value, x);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_fill_f64(n, value, x) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f64("cblob_fill_f64", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(x_twin.block);
@@ -1478,8 +1477,7 @@ static int run_fill_i32(void **args, unsigned int grid, unsigned int block)
     }
     twin_args_fill_i32 twin_args = {n, value, x_twin.data};
     fake_run_threads(grid, block, false, twin_thread_fill_i32, &twin_args);
-    cblob_status status = cb_cpu_fill_i32(n, value, x);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_fill_i32(n, value, x) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_i32("cblob_fill_i32", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(x_twin.block);
@@ -1501,8 +1499,7 @@ static int run_fill_u32(void **args, unsigned int grid, unsigned int block)
     }
     twin_args_fill_u32 twin_args = {n, value, x_twin.data};
     fake_run_threads(grid, block, false, twin_thread_fill_u32, &twin_args);
-    cblob_status status = cb_cpu_fill_u32(n, value, x);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_fill_u32(n, value, x) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_u32("cblob_fill_u32", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(x_twin.block);
@@ -1529,8 +1526,7 @@ static int run_add_f32(void **args, unsigned int grid, unsigned int block)
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_add_f32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_add_f32, &twin_args);
-    cblob_status status = cb_cpu_add_f32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_add_f32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f32("cblob_add_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1557,8 +1553,7 @@ static int run_add_f64(void **args, unsigned int grid, unsigned int block)
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_add_f64 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_add_f64, &twin_args);
-    cblob_status status = cb_cpu_add_f64(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_add_f64(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f64("cblob_add_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1585,8 +1580,7 @@ static int run_add_i32(void **args, unsigned int grid, unsigned int block)
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_add_i32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_add_i32, &twin_args);
-    cblob_status status = cb_cpu_add_i32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_add_i32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_i32("cblob_add_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1613,8 +1607,7 @@ static int run_add_u32(void **args, unsigned int grid, unsigned int block)
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_add_u32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_add_u32, &twin_args);
-    cblob_status status = cb_cpu_add_u32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_add_u32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_u32("cblob_add_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1653,8 +1646,7 @@ static int run_copy_strided_f32(void **args, unsigned int grid, unsigned int blo
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_copy_strided_f32 twin_args = {n, rows, cols, x_read, x_stride, y_twin.data, y_stride};
     fake_run_threads(grid, block, false, twin_thread_copy_strided_f32, &twin_args);
-    cblob_status status = cb_cpu_copy_strided_f32(n, rows, cols, x, x_stride, y, y_stride);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_copy_strided_f32(n, rows, cols, x, x_stride, y, y_stride) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f32("cblob_copy_strided_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1693,8 +1685,7 @@ static int run_copy_strided_f64(void **args, unsigned int grid, unsigned int blo
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_copy_strided_f64 twin_args = {n, rows, cols, x_read, x_stride, y_twin.data, y_stride};
     fake_run_threads(grid, block, false, twin_thread_copy_strided_f64, &twin_args);
-    cblob_status status = cb_cpu_copy_strided_f64(n, rows, cols, x, x_stride, y, y_stride);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_copy_strided_f64(n, rows, cols, x, x_stride, y, y_stride) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f64("cblob_copy_strided_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1733,8 +1724,7 @@ static int run_copy_strided_i32(void **args, unsigned int grid, unsigned int blo
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_copy_strided_i32 twin_args = {n, rows, cols, x_read, x_stride, y_twin.data, y_stride};
     fake_run_threads(grid, block, false, twin_thread_copy_strided_i32, &twin_args);
-    cblob_status status = cb_cpu_copy_strided_i32(n, rows, cols, x, x_stride, y, y_stride);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_copy_strided_i32(n, rows, cols, x, x_stride, y, y_stride) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_i32("cblob_copy_strided_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1773,8 +1763,7 @@ static int run_copy_strided_u32(void **args, unsigned int grid, unsigned int blo
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_copy_strided_u32 twin_args = {n, rows, cols, x_read, x_stride, y_twin.data, y_stride};
     fake_run_threads(grid, block, false, twin_thread_copy_strided_u32, &twin_args);
-    cblob_status status = cb_cpu_copy_strided_u32(n, rows, cols, x, x_stride, y, y_stride);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_copy_strided_u32(n, rows, cols, x, x_stride, y, y_stride) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_u32("cblob_copy_strided_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1814,8 +1803,7 @@ static int run_transpose_f32(void **args, unsigned int grid, unsigned int block)
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_transpose_f32 twin_args = {n, outer, rows, middle, cols, inner, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_transpose_f32, &twin_args);
-    cblob_status status = cb_cpu_transpose_f32(n, outer, rows, middle, cols, inner, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_transpose_f32(n, outer, rows, middle, cols, inner, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f32("cblob_transpose_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1855,8 +1843,7 @@ static int run_transpose_f64(void **args, unsigned int grid, unsigned int block)
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_transpose_f64 twin_args = {n, outer, rows, middle, cols, inner, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_transpose_f64, &twin_args);
-    cblob_status status = cb_cpu_transpose_f64(n, outer, rows, middle, cols, inner, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_transpose_f64(n, outer, rows, middle, cols, inner, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f64("cblob_transpose_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1896,8 +1883,7 @@ static int run_transpose_i32(void **args, unsigned int grid, unsigned int block)
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_transpose_i32 twin_args = {n, outer, rows, middle, cols, inner, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_transpose_i32, &twin_args);
-    cblob_status status = cb_cpu_transpose_i32(n, outer, rows, middle, cols, inner, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_transpose_i32(n, outer, rows, middle, cols, inner, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_i32("cblob_transpose_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1937,8 +1923,7 @@ static int run_transpose_u32(void **args, unsigned int grid, unsigned int block)
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_transpose_u32 twin_args = {n, outer, rows, middle, cols, inner, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_transpose_u32, &twin_args);
-    cblob_status status = cb_cpu_transpose_u32(n, outer, rows, middle, cols, inner, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_transpose_u32(n, outer, rows, middle, cols, inner, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_u32("cblob_transpose_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1967,8 +1952,7 @@ static int run_convert_to_f32_f32(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_f32_f32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_f32_f32, &twin_args);
-    cblob_status status = cb_cpu_convert_to_f32_f32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_f32_f32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -1997,8 +1981,7 @@ static int run_convert_to_f32_f64(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_f32_f64 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_f32_f64, &twin_args);
-    cblob_status status = cb_cpu_convert_to_f32_f64(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_f32_f64(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2027,8 +2010,7 @@ static int run_convert_to_f32_i32(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_f32_i32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_f32_i32, &twin_args);
-    cblob_status status = cb_cpu_convert_to_f32_i32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_f32_i32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2057,8 +2039,7 @@ static int run_convert_to_f32_u32(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_f32_u32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_f32_u32, &twin_args);
-    cblob_status status = cb_cpu_convert_to_f32_u32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_f32_u32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2087,8 +2068,7 @@ static int run_convert_to_f64_f32(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_f64_f32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_f64_f32, &twin_args);
-    cblob_status status = cb_cpu_convert_to_f64_f32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_f64_f32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2117,8 +2097,7 @@ static int run_convert_to_f64_f64(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_f64_f64 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_f64_f64, &twin_args);
-    cblob_status status = cb_cpu_convert_to_f64_f64(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_f64_f64(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2147,8 +2126,7 @@ static int run_convert_to_f64_i32(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_f64_i32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_f64_i32, &twin_args);
-    cblob_status status = cb_cpu_convert_to_f64_i32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_f64_i32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2177,8 +2155,7 @@ static int run_convert_to_f64_u32(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_f64_u32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_f64_u32, &twin_args);
-    cblob_status status = cb_cpu_convert_to_f64_u32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_f64_u32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2207,8 +2184,7 @@ static int run_convert_to_i32_f32(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_i32_f32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_i32_f32, &twin_args);
-    cblob_status status = cb_cpu_convert_to_i32_f32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_i32_f32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2237,8 +2213,7 @@ static int run_convert_to_i32_f64(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_i32_f64 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_i32_f64, &twin_args);
-    cblob_status status = cb_cpu_convert_to_i32_f64(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_i32_f64(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2267,8 +2242,7 @@ static int run_convert_to_i32_i32(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_i32_i32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_i32_i32, &twin_args);
-    cblob_status status = cb_cpu_convert_to_i32_i32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_i32_i32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2297,8 +2271,7 @@ static int run_convert_to_i32_u32(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_i32_u32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_i32_u32, &twin_args);
-    cblob_status status = cb_cpu_convert_to_i32_u32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_i32_u32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2327,8 +2300,7 @@ static int run_convert_to_u32_f32(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_u32_f32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_u32_f32, &twin_args);
-    cblob_status status = cb_cpu_convert_to_u32_f32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_u32_f32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2357,8 +2329,7 @@ static int run_convert_to_u32_f64(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_u32_f64 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_u32_f64, &twin_args);
-    cblob_status status = cb_cpu_convert_to_u32_f64(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_u32_f64(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2387,8 +2358,7 @@ static int run_convert_to_u32_i32(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_u32_i32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_u32_i32, &twin_args);
-    cblob_status status = cb_cpu_convert_to_u32_i32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_u32_i32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2417,8 +2387,7 @@ static int run_convert_to_u32_u32(void **args, unsigned int grid, unsigned int b
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_convert_to_u32_u32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_convert_to_u32_u32, &twin_args);
-    cblob_status status = cb_cpu_convert_to_u32_u32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_convert_to_u32_u32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2447,8 +2416,7 @@ static int run_truncate_to_i32_f32(void **args, unsigned int grid, unsigned int 
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_truncate_to_i32_f32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_truncate_to_i32_f32, &twin_args);
-    cblob_status status = cb_cpu_truncate_to_i32_f32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_truncate_to_i32_f32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_i32("cblob_truncate_to_i32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2477,8 +2445,7 @@ static int run_truncate_to_i32_f64(void **args, unsigned int grid, unsigned int 
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_truncate_to_i32_f64 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_truncate_to_i32_f64, &twin_args);
-    cblob_status status = cb_cpu_truncate_to_i32_f64(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_truncate_to_i32_f64(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_i32("cblob_truncate_to_i32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2507,8 +2474,7 @@ static int run_truncate_to_u32_f32(void **args, unsigned int grid, unsigned int 
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_truncate_to_u32_f32 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_truncate_to_u32_f32, &twin_args);
-    cblob_status status = cb_cpu_truncate_to_u32_f32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_truncate_to_u32_f32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_u32("cblob_truncate_to_u32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
@@ -2537,12 +2503,140 @@ static int run_truncate_to_u32_f64(void **args, unsigned int grid, unsigned int 
     x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
     twin_args_truncate_to_u32_f64 twin_args = {n, x_read, y_twin.data};
     fake_run_threads(grid, block, false, twin_thread_truncate_to_u32_f64, &twin_args);
-    cblob_status status = cb_cpu_truncate_to_u32_f64(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    int result = cb_cpu_truncate_to_u32_f64(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_u32("cblob_truncate_to_u32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
     return result;
+}
+
+/* ---- reductions: the partial sums of the first pass, then their sum ------------------------------ */
+
+/* The twin writes one partial sum per part; their sum must agree with the CPU kernel's. */
+static int run_asum_f32(void **args, unsigned int grid, unsigned int block)
+{
+    const int64_t n = *(const int64_t *)args[0];
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    const void *x = fake_device_range(*(void **)args[1], x_bytes);
+    if (x == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    const size_t partials_bytes = (size_t)cb_part_count(n) * sizeof(double);
+    double *partials = fake_device_range(*(void **)args[2], partials_bytes);
+    if (partials == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_asum_f32", "x", x, x_bytes, "partials", partials, partials_bytes))
+        return FAKE_INVALID_VALUE;
+    memset(partials, 0xA5, partials_bytes); /* garbage, as a part the twin missed would hold */
+    twin_args_asum_f32 twin_args = {n, x, partials};
+    fake_run_threads(grid, block, true, twin_thread_asum_f32, &twin_args);
+    double cpu = 0, twin = 0;
+    if (cb_cpu_asum_f32(n, x, &cpu) != CBLOB_OK)
+        return FAKE_LAUNCH_FAILED;
+    for (size_t part = 0; part < partials_bytes / sizeof(double); ++part)
+        twin += partials[part];
+    return sums_agree("cblob_asum_f32", "the partial sums", twin, cpu, 1e-5) ? 0 : FAKE_LAUNCH_FAILED;
+}
+
+/* The twin writes one partial sum per part; their sum must agree with the CPU kernel's. */
+static int run_asum_f64(void **args, unsigned int grid, unsigned int block)
+{
+    const int64_t n = *(const int64_t *)args[0];
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    const void *x = fake_device_range(*(void **)args[1], x_bytes);
+    if (x == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    const size_t partials_bytes = (size_t)cb_part_count(n) * sizeof(double);
+    double *partials = fake_device_range(*(void **)args[2], partials_bytes);
+    if (partials == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_asum_f64", "x", x, x_bytes, "partials", partials, partials_bytes))
+        return FAKE_INVALID_VALUE;
+    memset(partials, 0xA5, partials_bytes); /* garbage, as a part the twin missed would hold */
+    twin_args_asum_f64 twin_args = {n, x, partials};
+    fake_run_threads(grid, block, true, twin_thread_asum_f64, &twin_args);
+    double cpu = 0, twin = 0;
+    if (cb_cpu_asum_f64(n, x, &cpu) != CBLOB_OK)
+        return FAKE_LAUNCH_FAILED;
+    for (size_t part = 0; part < partials_bytes / sizeof(double); ++part)
+        twin += partials[part];
+    return sums_agree("cblob_asum_f64", "the partial sums", twin, cpu, 1e-12) ? 0 : FAKE_LAUNCH_FAILED;
+}
+
+/* The twin writes one partial sum per part; their sum must agree with the CPU kernel's. */
+static int run_sumsq_f32(void **args, unsigned int grid, unsigned int block)
+{
+    const int64_t n = *(const int64_t *)args[0];
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    const void *x = fake_device_range(*(void **)args[1], x_bytes);
+    if (x == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    const size_t partials_bytes = (size_t)cb_part_count(n) * sizeof(double);
+    double *partials = fake_device_range(*(void **)args[2], partials_bytes);
+    if (partials == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_sumsq_f32", "x", x, x_bytes, "partials", partials, partials_bytes))
+        return FAKE_INVALID_VALUE;
+    memset(partials, 0xA5, partials_bytes); /* garbage, as a part the twin missed would hold */
+    twin_args_sumsq_f32 twin_args = {n, x, partials};
+    fake_run_threads(grid, block, true, twin_thread_sumsq_f32, &twin_args);
+    double cpu = 0, twin = 0;
+    if (cb_cpu_sumsq_f32(n, x, &cpu) != CBLOB_OK)
+        return FAKE_LAUNCH_FAILED;
+    for (size_t part = 0; part < partials_bytes / sizeof(double); ++part)
+        twin += partials[part];
+    return sums_agree("cblob_sumsq_f32", "the partial sums", twin, cpu, 1e-5) ? 0 : FAKE_LAUNCH_FAILED;
+}
+
+/* The twin writes one partial sum per part; their sum must agree with the CPU kernel's. */
+static int run_sumsq_f64(void **args, unsigned int grid, unsigned int block)
+{
+    const int64_t n = *(const int64_t *)args[0];
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    const void *x = fake_device_range(*(void **)args[1], x_bytes);
+    if (x == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    const size_t partials_bytes = (size_t)cb_part_count(n) * sizeof(double);
+    double *partials = fake_device_range(*(void **)args[2], partials_bytes);
+    if (partials == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_sumsq_f64", "x", x, x_bytes, "partials", partials, partials_bytes))
+        return FAKE_INVALID_VALUE;
+    memset(partials, 0xA5, partials_bytes); /* garbage, as a part the twin missed would hold */
+    twin_args_sumsq_f64 twin_args = {n, x, partials};
+    fake_run_threads(grid, block, true, twin_thread_sumsq_f64, &twin_args);
+    double cpu = 0, twin = 0;
+    if (cb_cpu_sumsq_f64(n, x, &cpu) != CBLOB_OK)
+        return FAKE_LAUNCH_FAILED;
+    for (size_t part = 0; part < partials_bytes / sizeof(double); ++part)
+        twin += partials[part];
+    return sums_agree("cblob_sumsq_f64", "the partial sums", twin, cpu, 1e-12) ? 0 : FAKE_LAUNCH_FAILED;
+}
+
+/* The twin adds the partial sums in its order; in any order, the sum is the same within 1e-12 of
+ * the sum of their magnitudes. */
+static int run_sum_parts(void **args, unsigned int grid, unsigned int block)
+{
+    const int64_t n = *(const int64_t *)args[0];
+    const size_t partials_bytes = (size_t)cb_part_count(n) * sizeof(double);
+    const double *partials = fake_device_range(*(void **)args[1], partials_bytes);
+    double *out = fake_device_range(*(void **)args[2], sizeof(double));
+    if (partials == NULL || out == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_sum_parts", "partials", partials, partials_bytes, "out", out, sizeof(double)))
+        return FAKE_INVALID_VALUE;
+    double twin = NAN, sum = 0, magnitude = 0;
+    twin_args_sum_parts twin_args = {n, partials, &twin};
+    fake_run_threads(grid, block, true, twin_thread_sum_parts, &twin_args);
+    for (size_t part = 0; part < partials_bytes / sizeof(double); ++part) {
+        sum += partials[part];
+        magnitude += fabs(partials[part]);
+    }
+    *out = twin;
+    if (twin == sum || (isnan(twin) && isnan(sum)) || fabs(twin - sum) <= 1e-12 * magnitude)
+        return 0;
+    fprintf(stderr, "fake_cuda: cblob_sum_parts: the sum is %.17g from the CUDA twin, but the partial sums add up to %.17g\n",
+            twin, sum);
+    return FAKE_LAUNCH_FAILED;
 }
 
 const fake_kernel fake_kernels[] = {
@@ -2590,5 +2684,6 @@ const fake_kernel fake_kernels[] = {
     {"cblob_truncate_to_i32_f64", 3, run_truncate_to_i32_f64},
     {"cblob_truncate_to_u32_f32", 3, run_truncate_to_u32_f32},
     {"cblob_truncate_to_u32_f64", 3, run_truncate_to_u32_f64},
+    {"cblob_sum_parts", 3, run_sum_parts},
     {NULL, 0, NULL},
 };

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The threads of a launch, on the host (fake_cuda_internal.h, "threads"). A launch's blocks run
  * one after another, in an order drawn from the double's seed; a block's threads run in an order
- * of their own. A twin that cooperates runs each thread of a block as a coroutine (ucontext) on a
+ * of their own. A twin that cooperates runs each thread of a block as a coroutine (a fiber) on a
  * stack of its own: a thread runs until it reaches __syncthreads or a warp shuffle, then the next
  * one runs; a barrier opens once every thread of the block waits at it, a warp shuffle once all
  * 32 lanes of the warp do. __shared__ variables live in the section fake_shared, filled with
@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
 
 #include "fake_cuda_internal.h"
 
@@ -42,8 +44,79 @@ extern unsigned char __start_fake_shared[] __attribute__((weak)), __stop_fake_sh
 
 typedef enum thread_state { THREAD_READY, THREAD_AT_BARRIER, THREAD_AT_WARP, THREAD_DONE } thread_state;
 
-typedef struct emulated_thread {
+/* ---- fibers: a stack and where it stopped ------------------------------------------------------------ */
+
+/* On x86-64 a switch saves the callee-saved registers on the stack it leaves and takes them from
+ * the one it enters, with no system call (swapcontext makes two, and a reduction's barriers and
+ * shuffles switch millions of times in a test). Elsewhere, ucontext. */
+#if defined(__x86_64__)
+typedef struct fiber {
+    void *sp;
+} fiber;
+
+void fake_switch_stack(void **save_sp, void *load_sp);
+__asm__(".text\n"
+        ".globl fake_switch_stack\n"
+        ".hidden fake_switch_stack\n"
+        ".type fake_switch_stack, @function\n"
+        "fake_switch_stack:\n"
+        "    pushq %rbp\n"
+        "    pushq %rbx\n"
+        "    pushq %r12\n"
+        "    pushq %r13\n"
+        "    pushq %r14\n"
+        "    pushq %r15\n"
+        "    movq %rsp, (%rdi)\n"
+        "    movq %rsi, %rsp\n"
+        "    popq %r15\n"
+        "    popq %r14\n"
+        "    popq %r13\n"
+        "    popq %r12\n"
+        "    popq %rbx\n"
+        "    popq %rbp\n"
+        "    ret\n"
+        ".size fake_switch_stack, .-fake_switch_stack\n");
+
+static void fiber_switch(fiber *from, const fiber *to)
+{
+    fake_switch_stack(&from->sp, to->sp);
+}
+
+/* A fiber that starts in entry(), which never returns: the first switch to it pops six zero
+ * registers and "returns" into entry with the stack aligned as after a call. */
+static void fiber_make(fiber *f, unsigned char *stack, size_t bytes, void (*entry)(void))
+{
+    void **sp = (void **)((uintptr_t)(stack + bytes) & ~(uintptr_t)15);
+    *--sp = NULL; /* entry's own return address */
+    --sp;
+    memcpy(sp, &entry, sizeof entry);
+    for (int i = 0; i < 6; ++i)
+        *--sp = NULL;
+    f->sp = sp;
+}
+#else
+typedef struct fiber {
     ucontext_t context;
+} fiber;
+
+static void fiber_switch(fiber *from, const fiber *to)
+{
+    swapcontext(&from->context, &to->context);
+}
+
+static void fiber_make(fiber *f, unsigned char *stack, size_t bytes, void (*entry)(void))
+{
+    if (getcontext(&f->context) != 0)
+        fake_violation("getcontext failed");
+    f->context.uc_stack.ss_sp = stack;
+    f->context.uc_stack.ss_size = bytes;
+    f->context.uc_link = NULL;
+    makecontext(&f->context, entry, 0);
+}
+#endif
+
+typedef struct emulated_thread {
+    fiber fiber;
     thread_state state;
 } emulated_thread;
 
@@ -52,11 +125,11 @@ static struct {
     fake_thread_fn body;
     void *args;
     unsigned int block;
-    bool cooperative; /* the block's threads are coroutines */
+    bool cooperative; /* the block's threads are fibers */
     unsigned int running;
     emulated_thread threads[MAX_BLOCK];
     unsigned char *stacks; /* MAX_BLOCK stacks, each above a guard page; made at first use */
-    ucontext_t scheduler, fresh;
+    fiber scheduler;
     uint64_t exchange[MAX_BLOCK]; /* what each lane offers to its warp's shuffle */
 #ifdef FAKE_ASAN
     const void *scheduler_stack;
@@ -79,7 +152,7 @@ static void enter_thread(unsigned int thread)
 #ifdef FAKE_ASAN
     __sanitizer_start_switch_fiber(&emu.scheduler_fake_stack, stack_of(thread), STACK_BYTES);
 #endif
-    swapcontext(&emu.scheduler, &emu.threads[thread].context);
+    fiber_switch(&emu.scheduler, &emu.threads[thread].fiber);
 #ifdef FAKE_ASAN
     __sanitizer_finish_switch_fiber(emu.scheduler_fake_stack, NULL, NULL);
 #endif
@@ -97,7 +170,7 @@ static void wait_as(thread_state state)
     void *fake_stack = NULL;
     __sanitizer_start_switch_fiber(&fake_stack, emu.scheduler_stack, emu.scheduler_stack_bytes);
 #endif
-    swapcontext(&self->context, &emu.scheduler);
+    fiber_switch(&self->fiber, &emu.scheduler);
 #ifdef FAKE_ASAN
     __sanitizer_finish_switch_fiber(fake_stack, &emu.scheduler_stack, &emu.scheduler_stack_bytes);
 #endif
@@ -109,11 +182,12 @@ static void thread_main(void)
     __sanitizer_finish_switch_fiber(NULL, &emu.scheduler_stack, &emu.scheduler_stack_bytes);
 #endif
     emu.body(emu.args);
-    emu.threads[emu.running].state = THREAD_DONE;
+    emulated_thread *self = &emu.threads[emu.running];
+    self->state = THREAD_DONE;
 #ifdef FAKE_ASAN
     __sanitizer_start_switch_fiber(NULL, emu.scheduler_stack, emu.scheduler_stack_bytes); /* this fiber ends */
 #endif
-    /* Returning resumes the scheduler (uc_link). */
+    fiber_switch(&self->fiber, &emu.scheduler); /* never resumed */
 }
 
 static void make_stacks(void)
@@ -129,8 +203,6 @@ static void make_stacks(void)
     for (unsigned int t = 0; t < MAX_BLOCK; ++t)
         if (mprotect(stack_of(t), page, PROT_NONE) != 0) /* a stack overflow faults at once */
             fake_violation("cannot guard the stacks of emulated GPU threads");
-    if (getcontext(&emu.fresh) != 0)
-        fake_violation("getcontext failed");
 }
 
 /* ---- orders ------------------------------------------------------------------------------------------- */
@@ -195,13 +267,8 @@ static void report_deadlock(void)
 static void run_block_as_coroutines(const unsigned int *order)
 {
     for (unsigned int t = 0; t < emu.block; ++t) {
-        emulated_thread *thread = &emu.threads[t];
-        thread->context = emu.fresh;
-        thread->context.uc_stack.ss_sp = stack_of(t);
-        thread->context.uc_stack.ss_size = STACK_BYTES;
-        thread->context.uc_link = &emu.scheduler;
-        makecontext(&thread->context, thread_main, 0);
-        thread->state = THREAD_READY;
+        fiber_make(&emu.threads[t].fiber, stack_of(t), STACK_BYTES, thread_main);
+        emu.threads[t].state = THREAD_READY;
     }
     fill_shared_memory_with_garbage();
     for (;;) {

@@ -182,15 +182,17 @@ static void jit_agrees(cblob_dtype dtype)
 TEST(jit_kernels_agree_with_the_cpu_kernels_float32) { jit_agrees(CBLOB_DTYPE_FLOAT32); }
 TEST(jit_kernels_agree_with_the_cpu_kernels_float64) { jit_agrees(CBLOB_DTYPE_FLOAT64); }
 
-/* A reduction's sums live in a result slot of the context's queue: no allocation and no free
- * (cuMemFree made the whole device wait, and leaked when the context could not be entered), and
- * the grid is what the driver says the kernel fills the device with (occupancy), not a fixed 16
- * blocks per multiprocessor. */
+/* A reduction's sum lives in a result slot of the context's queue and its partial sums in the
+ * queue's scratch, made at the first reduction and freed with the queue: no allocation and no
+ * free per call (cuMemFree made the whole device wait, and leaked when the context could not be
+ * entered). The first pass's grid is what the driver says the kernel fills the device with
+ * (occupancy), not a fixed 16 blocks per multiprocessor; the second pass is one block. */
 TEST(jit_reductions_allocate_nothing_and_size_the_grid_by_occupancy)
 {
     REQUIRE_GPU();
     if (!gpu_is_fake())
         SKIP("only the double counts allocations and grids");
+    const uint64_t in_use = gpu_counters().device_bytes_in_use;
     cblob_context *ctx = NULL;
     const cb_device *device = open_device(&ctx);
     CHECK(device != NULL);
@@ -201,13 +203,19 @@ TEST(jit_reductions_allocate_nothing_and_size_the_grid_by_occupancy)
     double sum = 0;
     CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT32, n, x, &sum)); /* loads the family */
     const fake_cuda_counters before = gpu_counters();
-    CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT32, n, x, &sum));
+    for (int call = 0; call < 3; ++call) {
+        CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT32, n, x, &sum));
+        CHECK_OK(cb_cuda_jit_kernels.sumsq(device, CBLOB_DTYPE_FLOAT32, n, x, &sum));
+    }
     CHECK_COUNTER_DELTA(before, device_allocs, 0);
     CHECK_COUNTER_DELTA(before, device_syncs, 0);
+    CHECK_COUNTER_DELTA(before, launches, 12);
     /* The double reports 4 multiprocessors and room for 2048 threads each: 8 blocks of 256. */
-    CHECK_EQ_INT(gpu_counters().last_grid, 4 * (2048 / 256));
+    CHECK_EQ_INT(gpu_counters().previous_grid, 4 * (2048 / 256));
+    CHECK_EQ_INT(gpu_counters().last_grid, 1);
     cblob_blob_destroy(holder);
     cblob_context_destroy(ctx);
+    CHECK_EQ_INT(gpu_counters().device_bytes_in_use, in_use);
 }
 
 /* A reduction's sum is the same, bit for bit, whatever grid the occupancy the driver reports gives
