@@ -32,6 +32,40 @@ cb_quotient cb_divide(uint64_t dividend, uint64_t divisor)
     return result;
 }
 
+// A thread's place in a grid-stride walk over a mixed-radix index (digit[0] changes fastest, the
+// last digit has no radix: the walk ends when it reaches its bound). Each thread divides to find
+// its first position and the digits of its step, once; a step is then adds and compares, so no
+// loop divides.
+#define CB_DIGITS 4
+typedef struct cb_position {
+    int64_t digit[CB_DIGITS];
+} cb_position;
+
+__device__ __forceinline__ cb_position cb_position_of(int64_t value, const int64_t *radix)
+{
+    cb_position position;
+    for (int d = 0; d < CB_DIGITS - 1; ++d) {
+        const cb_quotient q = cb_divide((uint64_t)value, (uint64_t)radix[d]);
+        position.digit[d] = (int64_t)q.remainder;
+        value = (int64_t)q.quotient;
+    }
+    position.digit[CB_DIGITS - 1] = value;
+    return position;
+}
+
+// Adds step (digit by digit, each below its radix) to position.
+__device__ __forceinline__ void cb_position_add(cb_position *position, const cb_position *step, const int64_t *radix)
+{
+    int64_t carry = 0;
+    for (int d = 0; d < CB_DIGITS - 1; ++d) {
+        position->digit[d] += step->digit[d] + carry;
+        carry = position->digit[d] >= radix[d];
+        if (carry)
+            position->digit[d] -= radix[d];
+    }
+    position->digit[CB_DIGITS - 1] += step->digit[CB_DIGITS - 1] + carry;
+}
+
 // The sum of every thread's value, added in an order fixed by the block's size alone: pairwise
 // down each warp (offsets 16, 8, 4, 2, 1), then warp 0 the same way over the warps' sums. Thread
 // 0 gets the total. Every thread of the block must call it (it synchronises the block twice, the

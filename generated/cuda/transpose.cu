@@ -32,6 +32,40 @@ cb_quotient cb_divide(uint64_t dividend, uint64_t divisor)
     return result;
 }
 
+// A thread's place in a grid-stride walk over a mixed-radix index (digit[0] changes fastest, the
+// last digit has no radix: the walk ends when it reaches its bound). Each thread divides to find
+// its first position and the digits of its step, once; a step is then adds and compares, so no
+// loop divides.
+#define CB_DIGITS 4
+typedef struct cb_position {
+    int64_t digit[CB_DIGITS];
+} cb_position;
+
+__device__ __forceinline__ cb_position cb_position_of(int64_t value, const int64_t *radix)
+{
+    cb_position position;
+    for (int d = 0; d < CB_DIGITS - 1; ++d) {
+        const cb_quotient q = cb_divide((uint64_t)value, (uint64_t)radix[d]);
+        position.digit[d] = (int64_t)q.remainder;
+        value = (int64_t)q.quotient;
+    }
+    position.digit[CB_DIGITS - 1] = value;
+    return position;
+}
+
+// Adds step (digit by digit, each below its radix) to position.
+__device__ __forceinline__ void cb_position_add(cb_position *position, const cb_position *step, const int64_t *radix)
+{
+    int64_t carry = 0;
+    for (int d = 0; d < CB_DIGITS - 1; ++d) {
+        position->digit[d] += step->digit[d] + carry;
+        carry = position->digit[d] >= radix[d];
+        if (carry)
+            position->digit[d] -= radix[d];
+    }
+    position->digit[CB_DIGITS - 1] += step->digit[CB_DIGITS - 1] + carry;
+}
+
 // The sum of every thread's value, added in an order fixed by the block's size alone: pairwise
 // down each warp (offsets 16, 8, 4, 2, 1), then warp 0 the same way over the warps' sums. Thread
 // 0 gets the total. Every thread of the block must call it (it synchronises the block twice, the
@@ -75,14 +109,52 @@ __device__ __forceinline__ int64_t cb_part_count(int64_t n)
 extern "C" __global__ void __launch_bounds__(256)
 cblob_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const float *__restrict__ x, float *__restrict__ y)
 {
-    CB_FOR_EACH_INDEX(j, n) {
-        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
-        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
-        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
-        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
-        const uint64_t o = c.quotient;
-        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
-                  c.remainder) * (uint64_t)inner + i.remainder];
+    if (inner == 1) {
+        __shared__ float tile[32][33];
+        const int64_t tiles_c = (cols + 31) / 32;
+        const int64_t radix[CB_DIGITS - 1] = {(tiles_c + 7) / 8, (rows + 31) / 32, middle};
+        cb_position at = cb_position_of(blockIdx.x, radix);
+        const cb_position step = cb_position_of(gridDim.x, radix);
+        const int lane = threadIdx.x & 31, row = threadIdx.x >> 5;
+        const int64_t plane = rows * middle * cols, x_pitch = middle * cols, y_pitch = middle * rows;
+        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+            const int64_t r0 = at.digit[1] * 32, c_first = at.digit[0] * 256;
+            const int r_end = rows - r0 < 32 ? (int)(rows - r0) : 32;
+            const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
+            const float *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
+            float *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
+            for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
+                const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < r_end && lane < c_end)
+                        tile[row + k][lane] = from[k * x_pitch];
+                __syncthreads();
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < c_end && lane < r_end)
+                        to[k * y_pitch] = tile[lane][row + k];
+                __syncthreads(); /* the next tile overwrites this one */
+            }
+        }
+        return;
+    }
+    int width = 1, shift = 0;
+    while (width < inner && width < 256) {
+        width <<= 1;
+        ++shift;
+    }
+    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
+    const int64_t radix[CB_DIGITS - 1] = {(rows + 7) / 8, middle, cols};
+    cb_position at = cb_position_of((int64_t)blockIdx.x * groups + (threadIdx.x >> shift), radix);
+    const cb_position step = cb_position_of((int64_t)gridDim.x * groups, radix);
+    const int64_t x_pitch = middle * cols * inner;
+    for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+        const int64_t r_first = at.digit[0] * 8;
+        const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
+        const float *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
+        float *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
+        for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            for (int64_t i = 0; i < inner - lane; i += width)
+                to[i] = from[i];
     }
 }
 
@@ -90,14 +162,52 @@ cblob_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
 extern "C" __global__ void __launch_bounds__(256)
 cblob_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const double *__restrict__ x, double *__restrict__ y)
 {
-    CB_FOR_EACH_INDEX(j, n) {
-        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
-        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
-        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
-        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
-        const uint64_t o = c.quotient;
-        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
-                  c.remainder) * (uint64_t)inner + i.remainder];
+    if (inner == 1) {
+        __shared__ double tile[32][33];
+        const int64_t tiles_c = (cols + 31) / 32;
+        const int64_t radix[CB_DIGITS - 1] = {(tiles_c + 7) / 8, (rows + 31) / 32, middle};
+        cb_position at = cb_position_of(blockIdx.x, radix);
+        const cb_position step = cb_position_of(gridDim.x, radix);
+        const int lane = threadIdx.x & 31, row = threadIdx.x >> 5;
+        const int64_t plane = rows * middle * cols, x_pitch = middle * cols, y_pitch = middle * rows;
+        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+            const int64_t r0 = at.digit[1] * 32, c_first = at.digit[0] * 256;
+            const int r_end = rows - r0 < 32 ? (int)(rows - r0) : 32;
+            const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
+            const double *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
+            double *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
+            for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
+                const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < r_end && lane < c_end)
+                        tile[row + k][lane] = from[k * x_pitch];
+                __syncthreads();
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < c_end && lane < r_end)
+                        to[k * y_pitch] = tile[lane][row + k];
+                __syncthreads(); /* the next tile overwrites this one */
+            }
+        }
+        return;
+    }
+    int width = 1, shift = 0;
+    while (width < inner && width < 256) {
+        width <<= 1;
+        ++shift;
+    }
+    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
+    const int64_t radix[CB_DIGITS - 1] = {(rows + 7) / 8, middle, cols};
+    cb_position at = cb_position_of((int64_t)blockIdx.x * groups + (threadIdx.x >> shift), radix);
+    const cb_position step = cb_position_of((int64_t)gridDim.x * groups, radix);
+    const int64_t x_pitch = middle * cols * inner;
+    for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+        const int64_t r_first = at.digit[0] * 8;
+        const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
+        const double *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
+        double *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
+        for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            for (int64_t i = 0; i < inner - lane; i += width)
+                to[i] = from[i];
     }
 }
 
@@ -105,14 +215,52 @@ cblob_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
 extern "C" __global__ void __launch_bounds__(256)
 cblob_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const int32_t *__restrict__ x, int32_t *__restrict__ y)
 {
-    CB_FOR_EACH_INDEX(j, n) {
-        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
-        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
-        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
-        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
-        const uint64_t o = c.quotient;
-        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
-                  c.remainder) * (uint64_t)inner + i.remainder];
+    if (inner == 1) {
+        __shared__ int32_t tile[32][33];
+        const int64_t tiles_c = (cols + 31) / 32;
+        const int64_t radix[CB_DIGITS - 1] = {(tiles_c + 7) / 8, (rows + 31) / 32, middle};
+        cb_position at = cb_position_of(blockIdx.x, radix);
+        const cb_position step = cb_position_of(gridDim.x, radix);
+        const int lane = threadIdx.x & 31, row = threadIdx.x >> 5;
+        const int64_t plane = rows * middle * cols, x_pitch = middle * cols, y_pitch = middle * rows;
+        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+            const int64_t r0 = at.digit[1] * 32, c_first = at.digit[0] * 256;
+            const int r_end = rows - r0 < 32 ? (int)(rows - r0) : 32;
+            const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
+            const int32_t *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
+            int32_t *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
+            for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
+                const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < r_end && lane < c_end)
+                        tile[row + k][lane] = from[k * x_pitch];
+                __syncthreads();
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < c_end && lane < r_end)
+                        to[k * y_pitch] = tile[lane][row + k];
+                __syncthreads(); /* the next tile overwrites this one */
+            }
+        }
+        return;
+    }
+    int width = 1, shift = 0;
+    while (width < inner && width < 256) {
+        width <<= 1;
+        ++shift;
+    }
+    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
+    const int64_t radix[CB_DIGITS - 1] = {(rows + 7) / 8, middle, cols};
+    cb_position at = cb_position_of((int64_t)blockIdx.x * groups + (threadIdx.x >> shift), radix);
+    const cb_position step = cb_position_of((int64_t)gridDim.x * groups, radix);
+    const int64_t x_pitch = middle * cols * inner;
+    for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+        const int64_t r_first = at.digit[0] * 8;
+        const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
+        const int32_t *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
+        int32_t *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
+        for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            for (int64_t i = 0; i < inner - lane; i += width)
+                to[i] = from[i];
     }
 }
 
@@ -120,13 +268,51 @@ cblob_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
 extern "C" __global__ void __launch_bounds__(256)
 cblob_transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const uint32_t *__restrict__ x, uint32_t *__restrict__ y)
 {
-    CB_FOR_EACH_INDEX(j, n) {
-        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
-        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
-        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
-        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
-        const uint64_t o = c.quotient;
-        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
-                  c.remainder) * (uint64_t)inner + i.remainder];
+    if (inner == 1) {
+        __shared__ uint32_t tile[32][33];
+        const int64_t tiles_c = (cols + 31) / 32;
+        const int64_t radix[CB_DIGITS - 1] = {(tiles_c + 7) / 8, (rows + 31) / 32, middle};
+        cb_position at = cb_position_of(blockIdx.x, radix);
+        const cb_position step = cb_position_of(gridDim.x, radix);
+        const int lane = threadIdx.x & 31, row = threadIdx.x >> 5;
+        const int64_t plane = rows * middle * cols, x_pitch = middle * cols, y_pitch = middle * rows;
+        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+            const int64_t r0 = at.digit[1] * 32, c_first = at.digit[0] * 256;
+            const int r_end = rows - r0 < 32 ? (int)(rows - r0) : 32;
+            const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
+            const uint32_t *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
+            uint32_t *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
+            for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
+                const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < r_end && lane < c_end)
+                        tile[row + k][lane] = from[k * x_pitch];
+                __syncthreads();
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < c_end && lane < r_end)
+                        to[k * y_pitch] = tile[lane][row + k];
+                __syncthreads(); /* the next tile overwrites this one */
+            }
+        }
+        return;
+    }
+    int width = 1, shift = 0;
+    while (width < inner && width < 256) {
+        width <<= 1;
+        ++shift;
+    }
+    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
+    const int64_t radix[CB_DIGITS - 1] = {(rows + 7) / 8, middle, cols};
+    cb_position at = cb_position_of((int64_t)blockIdx.x * groups + (threadIdx.x >> shift), radix);
+    const cb_position step = cb_position_of((int64_t)gridDim.x * groups, radix);
+    const int64_t x_pitch = middle * cols * inner;
+    for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+        const int64_t r_first = at.digit[0] * 8;
+        const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
+        const uint32_t *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
+        uint32_t *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
+        for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            for (int64_t i = 0; i < inner - lane; i += width)
+                to[i] = from[i];
     }
 }

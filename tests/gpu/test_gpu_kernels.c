@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The generated CUDA kernels (cb_cuda_jit_kernels) on inputs that take each of their paths:
+ * transposes of every shape class (tiles with ragged edges and several strips, runs of one to
+ * hundreds of elements), element-wise kernels on windows at every alignment (vector body, head
+ * and tail), conversions of the values their rules single out, the strided copy kernel, and
+ * reductions on windows. Each result is read back and compared with the CPU kernel's on the
+ * host: byte for byte (a NaN matching any NaN, as README.md promises), sums within the dtype's
+ * tolerance. Built against the test double (gpu_kernels, where each launch is also checked by
+ * the double: its twin, run on the host, against the CPU kernel) and against the machine's GPU
+ * (gpu_kernels_device). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "core/enums.h"
+#include "cpu/kernels.h"
+#include "cuda/families.h"
+#include "gpu_support.h"
+
+static const cblob_dtype dtypes[] = {CBLOB_DTYPE_FLOAT32, CBLOB_DTYPE_FLOAT64, CBLOB_DTYPE_INT32, CBLOB_DTYPE_UINT32};
+#define DTYPE_COUNT (sizeof dtypes / sizeof dtypes[0])
+
+static size_t size_of(cblob_dtype dtype)
+{
+    return cb_dtype_find(dtype)->size;
+}
+
+/* ---- device memory and the host's view of it ------------------------------------------------- */
+
+typedef struct bench {
+    cblob_context *ctx;
+    const cb_device *device;
+} bench;
+
+static void bench_open(bench *b)
+{
+    b->ctx = NULL;
+    b->device = NULL;
+    CHECK_OK(cblob_context_create(&b->ctx));
+    CHECK_OK(cb_context_device(b->ctx, &b->device));
+}
+
+/* Device memory of `bytes` (held by a blob, 256-byte aligned as cuMemAlloc's), filled from host. */
+typedef struct buffer {
+    cblob_blob *holder;
+    unsigned char *device;
+    size_t bytes;
+} buffer;
+
+static void buffer_make(const bench *b, const void *host, size_t bytes, buffer *out)
+{
+    const int64_t doubles = (int64_t)(bytes / sizeof(double)) + 1;
+    void *device = NULL;
+    CHECK_OK(cblob_blob_create(b->ctx, CBLOB_DTYPE_FLOAT64, 1, &doubles, &out->holder));
+    CHECK_OK(cblob_blob_mutable_gpu_ptr(out->holder, CBLOB_PART_DATA, &device));
+    out->device = device;
+    out->bytes = bytes;
+    CHECK_OK(b->device->backend->copy(b->device, out->device, host, bytes, CB_COPY_HOST_TO_DEVICE));
+}
+
+static void buffer_read(const bench *b, const buffer *from, void *host)
+{
+    CHECK_OK(b->device->backend->copy(b->device, host, from->device, from->bytes, CB_COPY_DEVICE_TO_HOST));
+}
+
+static void buffer_free(buffer *b)
+{
+    cblob_blob_destroy(b->holder);
+    b->holder = NULL;
+}
+
+/* ---- values -------------------------------------------------------------------------------------- */
+
+/* Values the kernels' rules single out (ties, the integer ranges' edges, NaN, infinities,
+ * subnormals, negative zero), then ordinary ones. */
+static double value_at(cblob_dtype dtype, int64_t i)
+{
+    static const double floats[] = {0.5, 1.5, 2.5, -0.5, -2.5, -0.0, 2147483647.5, 2147483648.0, -2147483648.5,
+                                    -2147483649.0, 4294967295.4, 4294967296.0, 1e300, -1e300, INFINITY, -INFINITY,
+                                    NAN, 4.9e-324, -1.2e-38, 3.0000001};
+    static const double ints[] = {-2147483648.0, -1.0, 0.0, 2147483647.0, 17.0};
+    static const double uints[] = {0.0, 2147483648.0, 4294967295.0, 1.0};
+    const double ordinary = ((double)((i * 7919) % 2003) - 1001.0) / 7.0;
+    switch (dtype) {
+    case CBLOB_DTYPE_FLOAT32:
+    case CBLOB_DTYPE_FLOAT64: return i % 3 == 0 ? floats[(i / 3) % (sizeof floats / sizeof floats[0])] : ordinary;
+    case CBLOB_DTYPE_INT32: return i % 3 == 0 ? ints[(i / 3) % (sizeof ints / sizeof ints[0])] : trunc(ordinary * 1000);
+    default: return i % 3 == 0 ? uints[(i / 3) % (sizeof uints / sizeof uints[0])] : fabs(trunc(ordinary * 1000));
+    }
+}
+
+/* n elements of dtype, value_at(i + shift) (NULL without memory); `finite` replaces the special
+ * values with 1.25 (for sums). */
+static void *values(cblob_dtype dtype, int64_t n, int64_t shift, bool finite)
+{
+    unsigned char *host = malloc((size_t)(n > 0 ? n : 1) * size_of(dtype));
+    for (int64_t i = 0; host != NULL && i < n; ++i) {
+        const double v = finite && (i + shift) % 3 == 0 ? 1.25 : value_at(dtype, i + shift);
+        switch (dtype) {
+        case CBLOB_DTYPE_FLOAT32: ((float *)host)[i] = (float)v; break;
+        case CBLOB_DTYPE_FLOAT64: ((double *)host)[i] = v; break;
+        case CBLOB_DTYPE_INT32: ((int32_t *)host)[i] = (int32_t)v; break;
+        default: ((uint32_t *)host)[i] = (uint32_t)v; break;
+        }
+    }
+    return host;
+}
+
+/* The device wrote what the CPU kernel wrote, element by element (a NaN matches any NaN). */
+static void same_elements(const char *what, cblob_dtype dtype, const void *device, const void *cpu, int64_t n)
+{
+    const size_t size = size_of(dtype);
+    for (int64_t i = 0; i < n; ++i) {
+        const unsigned char *d = (const unsigned char *)device + (size_t)i * size, *c = (const unsigned char *)cpu + (size_t)i * size;
+        if (memcmp(d, c, size) == 0)
+            continue;
+        if (dtype == CBLOB_DTYPE_FLOAT32 && isnan(*(const float *)d) && isnan(*(const float *)c))
+            continue;
+        if (dtype == CBLOB_DTYPE_FLOAT64 && isnan(*(const double *)d) && isnan(*(const double *)c))
+            continue;
+        CHECK_MSG(false, "%s, %s: element %lld differs between the device and the CPU kernel", what,
+                  cb_dtype_find(dtype)->name, (long long)i);
+        return;
+    }
+}
+
+/* ---- transposes ------------------------------------------------------------------------------- */
+
+typedef struct shape5 {
+    int64_t outer, rows, middle, cols, inner;
+} shape5;
+
+static void transpose_agrees(const bench *b, cblob_dtype dtype, shape5 s)
+{
+    const int64_t n = s.outer * s.rows * s.middle * s.cols * s.inner;
+    const size_t bytes = (size_t)n * size_of(dtype);
+    void *x = values(dtype, n, 0, false), *want = malloc(bytes), *got = malloc(bytes);
+    CHECK(x != NULL && want != NULL && got != NULL);
+    memset(got, 0, bytes);
+    buffer dx, dy;
+    buffer_make(b, x, bytes, &dx);
+    buffer_make(b, got, bytes, &dy);
+    CHECK_OK(cb_cpu_kernel_table[dtype].transpose(n, s.outer, s.rows, s.middle, s.cols, s.inner, x, want));
+    CHECK_OK(cb_cuda_jit_kernels.transpose(b->device, dtype, n, s.outer, s.rows, s.middle, s.cols, s.inner, dx.device,
+                                           dy.device));
+    buffer_read(b, &dy, got);
+    char what[128];
+    snprintf(what, sizeof what, "transpose [%lld, %lld, %lld, %lld, %lld]", (long long)s.outer, (long long)s.rows,
+             (long long)s.middle, (long long)s.cols, (long long)s.inner);
+    same_elements(what, dtype, got, want, n);
+    buffer_free(&dx);
+    buffer_free(&dy);
+    free(x);
+    free(want);
+    free(got);
+}
+
+/* Tiles: one element, ragged edges, a strip of several tiles and more than one strip, planes
+ * (outer, middle), a single row or column of tiles. Runs: inner from 2 to past the block. */
+static const shape5 tile_shapes[] = {
+    {1, 1, 1, 1, 1}, {1, 33, 1, 65, 1}, {2, 70, 3, 300, 1}, {1, 5, 1, 2000, 1}, {1, 2000, 1, 5, 1}, {3, 31, 2, 33, 1},
+};
+static const shape5 run_shapes[] = {
+    {1, 3, 1, 2, 2}, {3, 7, 2, 5, 3}, {2, 3, 4, 5, 64}, {1, 20, 1, 9, 300}, {1, 17, 3, 2, 33},
+};
+
+static void transposes_agree(const shape5 *shapes, size_t count)
+{
+    REQUIRE_GPU();
+    bench b;
+    bench_open(&b);
+    for (size_t d = 0; d < DTYPE_COUNT && !cbt_failed(); ++d)
+        for (size_t s = 0; s < count && !cbt_failed(); ++s)
+            transpose_agrees(&b, dtypes[d], shapes[s]);
+    cblob_context_destroy(b.ctx);
+}
+
+TEST(transpose_in_tiles_agrees_with_the_cpu) { transposes_agree(tile_shapes, sizeof tile_shapes / sizeof tile_shapes[0]); }
+TEST(transpose_of_runs_agrees_with_the_cpu) { transposes_agree(run_shapes, sizeof run_shapes / sizeof run_shapes[0]); }
+
+/* A grid much smaller than the work: each block walks many strips and runs. */
+TEST(transpose_with_a_small_grid_agrees_with_the_cpu)
+{
+    REQUIRE_GPU();
+    if (!gpu_is_fake())
+        SKIP("only the double can report another occupancy");
+    CHECK(gpu_set_occupancy(1));
+    bench b;
+    bench_open(&b);
+    transpose_agrees(&b, CBLOB_DTYPE_FLOAT32, (shape5){2, 100, 3, 90, 1});
+    transpose_agrees(&b, CBLOB_DTYPE_FLOAT64, (shape5){2, 50, 3, 7, 5});
+    cblob_context_destroy(b.ctx);
+}
