@@ -133,7 +133,7 @@ typedef struct shape5 {
     int64_t outer, rows, middle, cols, inner;
 } shape5;
 
-static void transpose_agrees(const bench *b, cblob_dtype dtype, shape5 s)
+static void transpose_agrees_through(const cb_device_kernels *kernels, const bench *b, cblob_dtype dtype, shape5 s)
 {
     const int64_t n = s.outer * s.rows * s.middle * s.cols * s.inner;
     const size_t bytes = (size_t)n * size_of(dtype);
@@ -144,8 +144,7 @@ static void transpose_agrees(const bench *b, cblob_dtype dtype, shape5 s)
     buffer_make(b, x, bytes, &dx);
     buffer_make(b, got, bytes, &dy);
     CHECK_OK(cb_cpu_kernel_table[dtype].transpose(n, s.outer, s.rows, s.middle, s.cols, s.inner, x, want));
-    CHECK_OK(cb_cuda_jit_kernels.transpose(b->device, dtype, n, s.outer, s.rows, s.middle, s.cols, s.inner, dx.device,
-                                           dy.device));
+    CHECK_OK(kernels->transpose(b->device, dtype, n, s.outer, s.rows, s.middle, s.cols, s.inner, dx.device, dy.device));
     buffer_read(b, &dy, got);
     char what[128];
     snprintf(what, sizeof what, "transpose [%lld, %lld, %lld, %lld, %lld]", (long long)s.outer, (long long)s.rows,
@@ -156,6 +155,11 @@ static void transpose_agrees(const bench *b, cblob_dtype dtype, shape5 s)
     free(x);
     free(want);
     free(got);
+}
+
+static void transpose_agrees(const bench *b, cblob_dtype dtype, shape5 s)
+{
+    transpose_agrees_through(&cb_cuda_jit_kernels, b, dtype, s);
 }
 
 /* Tiles: one element, ragged edges, a strip of several tiles and more than one strip, planes
@@ -192,5 +196,19 @@ TEST(transpose_with_a_small_grid_agrees_with_the_cpu)
     bench_open(&b);
     transpose_agrees(&b, CBLOB_DTYPE_FLOAT32, (shape5){2, 100, 3, 90, 1});
     transpose_agrees(&b, CBLOB_DTYPE_FLOAT64, (shape5){2, 50, 3, 7, 5});
+    cblob_context_destroy(b.ctx);
+}
+
+/* Long runs go to the copy engines, a 2D copy per line of runs, along c (rows <= cols) or along r. */
+TEST(transpose_of_long_runs_by_2d_copies_agrees_with_the_cpu)
+{
+    REQUIRE_GPU();
+    bench b;
+    bench_open(&b);
+    const fake_cuda_counters before = gpu_counters();
+    transpose_agrees_through(&cb_cuda_kernels, &b, CBLOB_DTYPE_FLOAT32, (shape5){1, 2, 2, 3, 1024});
+    transpose_agrees_through(&cb_cuda_kernels, &b, CBLOB_DTYPE_FLOAT64, (shape5){2, 3, 1, 2, 512});
+    CHECK_COUNTER_DELTA(before, copies_2d, 8);
+    CHECK_COUNTER_DELTA(before, launches, 0);
     cblob_context_destroy(b.ctx);
 }
