@@ -10,6 +10,7 @@ typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
+typedef unsigned long long uintptr_t;
 
 // A grid-stride loop: any grid covers any n, so the launcher sizes the grid for occupancy only.
 #define CB_FOR_EACH_INDEX(i, n) \
@@ -66,6 +67,110 @@ __device__ __forceinline__ void cb_position_add(cb_position *position, const cb_
     position->digit[CB_DIGITS - 1] += step->digit[CB_DIGITS - 1] + carry;
 }
 
+// A float to a 32-bit integer as PTX's cvt does it (PTX ISA, "cvt", Integer Notes and the .sat
+// modifier): rounded to an integer (rni: to nearest, ties to even; rzi: toward zero), then
+// clamped to the destination's range, which cvt does by default for float-to-integer
+// conversions. NaN gives 0 from an .f32 source but 1 << 31 from an .f64 one, so a double is
+// tested for NaN first. One instruction for the rules of templates/cpu/ops/_convert.c.j2 (CUDA's
+// own __float2int_rn and friends leave out-of-range values undefined). The host's version,
+// which the test double runs, spells the same rules out.
+__device__ __forceinline__ int32_t cb_f32_to_i32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f32_to_i32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+
 // The sum of every thread's value, added in an order fixed by the block's size alone: pairwise
 // down each warp (offsets 16, 8, 4, 2, 1), then warp 0 the same way over the warps' sums. Thread
 // 0 gets the total. Every thread of the block must call it (it synchronises the block twice, the
@@ -109,30 +214,400 @@ __device__ __forceinline__ int64_t cb_part_count(int64_t n)
 extern "C" __global__ void __launch_bounds__(256)
 cblob_add_f32(int64_t n, const float *x, float *y)
 {
-    CB_FOR_EACH_INDEX(i, n)
-        y[i] += x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            y[i] += x[i];
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            float v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_y {
+            float v[4];
+        } cb_lanes4_y;
+        cb_lanes4_y *y_lanes = (cb_lanes4_y *)(y + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_y y0 = y_lanes[j];
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] += x0.v[0];
+            y0.v[1] += x0.v[1];
+            y0.v[2] += x0.v[2];
+            y0.v[3] += x0.v[3];
+            y1.v[0] += x1.v[0];
+            y1.v[1] += x1.v[1];
+            y1.v[2] += x1.v[2];
+            y1.v[3] += x1.v[3];
+            y2.v[0] += x2.v[0];
+            y2.v[1] += x2.v[1];
+            y2.v[2] += x2.v[2];
+            y2.v[3] += x2.v[3];
+            y3.v[0] += x3.v[0];
+            y3.v[1] += x3.v[1];
+            y3.v[2] += x3.v[2];
+            y3.v[3] += x3.v[3];
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_y y0 = y_lanes[j];
+            y0.v[0] += x0.v[0];
+            y0.v[1] += x0.v[1];
+            y0.v[2] += x0.v[2];
+            y0.v[3] += x0.v[3];
+            y_lanes[j] = y0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            y[done + i] += x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            float v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_y {
+            float v[1];
+        } cb_lanes1_y;
+        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] += x0.v[0];
+            y1.v[0] += x1.v[0];
+            y2.v[0] += x2.v[0];
+            y3.v[0] += x3.v[0];
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            y0.v[0] += x0.v[0];
+            y_lanes[j] = y0;
+        }
+    }
 }
 
 // add for float64
 extern "C" __global__ void __launch_bounds__(256)
 cblob_add_f64(int64_t n, const double *x, double *y)
 {
-    CB_FOR_EACH_INDEX(i, n)
-        y[i] += x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 8 % 2 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            y[i] += x[i];
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
+            double v[2];
+        } cb_lanes2_x;
+        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes2_y {
+            double v[2];
+        } cb_lanes2_y;
+        cb_lanes2_y *y_lanes = (cb_lanes2_y *)(y + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_y y0 = y_lanes[j];
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes2_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] += x0.v[0];
+            y0.v[1] += x0.v[1];
+            y1.v[0] += x1.v[0];
+            y1.v[1] += x1.v[1];
+            y2.v[0] += x2.v[0];
+            y2.v[1] += x2.v[1];
+            y3.v[0] += x3.v[0];
+            y3.v[1] += x3.v[1];
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_y y0 = y_lanes[j];
+            y0.v[0] += x0.v[0];
+            y0.v[1] += x0.v[1];
+            y_lanes[j] = y0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            y[done + i] += x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
+            double v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(8))) cb_lanes1_y {
+            double v[1];
+        } cb_lanes1_y;
+        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] += x0.v[0];
+            y1.v[0] += x1.v[0];
+            y2.v[0] += x2.v[0];
+            y3.v[0] += x3.v[0];
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            y0.v[0] += x0.v[0];
+            y_lanes[j] = y0;
+        }
+    }
 }
 
 // add for int32
 extern "C" __global__ void __launch_bounds__(256)
 cblob_add_i32(int64_t n, const int32_t *x, int32_t *y)
 {
-    CB_FOR_EACH_INDEX(i, n)
-        y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            int32_t v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_y {
+            int32_t v[4];
+        } cb_lanes4_y;
+        cb_lanes4_y *y_lanes = (cb_lanes4_y *)(y + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_y y0 = y_lanes[j];
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y0.v[1] = (int32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+            y0.v[2] = (int32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+            y0.v[3] = (int32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+            y1.v[0] = (int32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
+            y1.v[1] = (int32_t)((uint32_t)y1.v[1] + (uint32_t)x1.v[1]);
+            y1.v[2] = (int32_t)((uint32_t)y1.v[2] + (uint32_t)x1.v[2]);
+            y1.v[3] = (int32_t)((uint32_t)y1.v[3] + (uint32_t)x1.v[3]);
+            y2.v[0] = (int32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
+            y2.v[1] = (int32_t)((uint32_t)y2.v[1] + (uint32_t)x2.v[1]);
+            y2.v[2] = (int32_t)((uint32_t)y2.v[2] + (uint32_t)x2.v[2]);
+            y2.v[3] = (int32_t)((uint32_t)y2.v[3] + (uint32_t)x2.v[3]);
+            y3.v[0] = (int32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
+            y3.v[1] = (int32_t)((uint32_t)y3.v[1] + (uint32_t)x3.v[1]);
+            y3.v[2] = (int32_t)((uint32_t)y3.v[2] + (uint32_t)x3.v[2]);
+            y3.v[3] = (int32_t)((uint32_t)y3.v[3] + (uint32_t)x3.v[3]);
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_y y0 = y_lanes[j];
+            y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y0.v[1] = (int32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+            y0.v[2] = (int32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+            y0.v[3] = (int32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+            y_lanes[j] = y0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            y[done + i] = (int32_t)((uint32_t)y[done + i] + (uint32_t)x[done + i]);
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            int32_t v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_y {
+            int32_t v[1];
+        } cb_lanes1_y;
+        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y1.v[0] = (int32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
+            y2.v[0] = (int32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
+            y3.v[0] = (int32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y_lanes[j] = y0;
+        }
+    }
 }
 
 // add for uint32
 extern "C" __global__ void __launch_bounds__(256)
 cblob_add_u32(int64_t n, const uint32_t *x, uint32_t *y)
 {
-    CB_FOR_EACH_INDEX(i, n)
-        y[i] = (uint32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            y[i] = (uint32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            uint32_t v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_y {
+            uint32_t v[4];
+        } cb_lanes4_y;
+        cb_lanes4_y *y_lanes = (cb_lanes4_y *)(y + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_y y0 = y_lanes[j];
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y0.v[1] = (uint32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+            y0.v[2] = (uint32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+            y0.v[3] = (uint32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+            y1.v[0] = (uint32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
+            y1.v[1] = (uint32_t)((uint32_t)y1.v[1] + (uint32_t)x1.v[1]);
+            y1.v[2] = (uint32_t)((uint32_t)y1.v[2] + (uint32_t)x1.v[2]);
+            y1.v[3] = (uint32_t)((uint32_t)y1.v[3] + (uint32_t)x1.v[3]);
+            y2.v[0] = (uint32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
+            y2.v[1] = (uint32_t)((uint32_t)y2.v[1] + (uint32_t)x2.v[1]);
+            y2.v[2] = (uint32_t)((uint32_t)y2.v[2] + (uint32_t)x2.v[2]);
+            y2.v[3] = (uint32_t)((uint32_t)y2.v[3] + (uint32_t)x2.v[3]);
+            y3.v[0] = (uint32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
+            y3.v[1] = (uint32_t)((uint32_t)y3.v[1] + (uint32_t)x3.v[1]);
+            y3.v[2] = (uint32_t)((uint32_t)y3.v[2] + (uint32_t)x3.v[2]);
+            y3.v[3] = (uint32_t)((uint32_t)y3.v[3] + (uint32_t)x3.v[3]);
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_y y0 = y_lanes[j];
+            y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y0.v[1] = (uint32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+            y0.v[2] = (uint32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+            y0.v[3] = (uint32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+            y_lanes[j] = y0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            y[done + i] = (uint32_t)((uint32_t)y[done + i] + (uint32_t)x[done + i]);
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            uint32_t v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_y {
+            uint32_t v[1];
+        } cb_lanes1_y;
+        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y1.v[0] = (uint32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
+            y2.v[0] = (uint32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
+            y3.v[0] = (uint32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y_lanes[j] = y0;
+        }
+    }
 }

@@ -10,6 +10,7 @@ typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
+typedef unsigned long long uintptr_t;
 
 // A grid-stride loop: any grid covers any n, so the launcher sizes the grid for occupancy only.
 #define CB_FOR_EACH_INDEX(i, n) \
@@ -65,6 +66,110 @@ __device__ __forceinline__ void cb_position_add(cb_position *position, const cb_
     }
     position->digit[CB_DIGITS - 1] += step->digit[CB_DIGITS - 1] + carry;
 }
+
+// A float to a 32-bit integer as PTX's cvt does it (PTX ISA, "cvt", Integer Notes and the .sat
+// modifier): rounded to an integer (rni: to nearest, ties to even; rzi: toward zero), then
+// clamped to the destination's range, which cvt does by default for float-to-integer
+// conversions. NaN gives 0 from an .f32 source but 1 << 31 from an .f64 one, so a double is
+// tested for NaN first. One instruction for the rules of templates/cpu/ops/_convert.c.j2 (CUDA's
+// own __float2int_rn and friends leave out-of-range values undefined). The host's version,
+// which the test double runs, spells the same rules out.
+__device__ __forceinline__ int32_t cb_f32_to_i32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f32_to_i32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
 
 // The sum of every thread's value, added in an order fixed by the block's size alone: pairwise
 // down each warp (offsets 16, 8, 4, 2, 1), then warp 0 the same way over the warps' sums. Thread

@@ -10,6 +10,7 @@ typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
+typedef unsigned long long uintptr_t;
 
 // A grid-stride loop: any grid covers any n, so the launcher sizes the grid for occupancy only.
 #define CB_FOR_EACH_INDEX(i, n) \
@@ -66,6 +67,110 @@ __device__ __forceinline__ void cb_position_add(cb_position *position, const cb_
     position->digit[CB_DIGITS - 1] += step->digit[CB_DIGITS - 1] + carry;
 }
 
+// A float to a 32-bit integer as PTX's cvt does it (PTX ISA, "cvt", Integer Notes and the .sat
+// modifier): rounded to an integer (rni: to nearest, ties to even; rzi: toward zero), then
+// clamped to the destination's range, which cvt does by default for float-to-integer
+// conversions. NaN gives 0 from an .f32 source but 1 << 31 from an .f64 one, so a double is
+// tested for NaN first. One instruction for the rules of templates/cpu/ops/_convert.c.j2 (CUDA's
+// own __float2int_rn and friends leave out-of-range values undefined). The host's version,
+// which the test double runs, spells the same rules out.
+__device__ __forceinline__ int32_t cb_f32_to_i32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f32_to_i32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+
 // The sum of every thread's value, added in an order fixed by the block's size alone: pairwise
 // down each warp (offsets 16, 8, 4, 2, 1), then warp 0 the same way over the warps' sums. Thread
 // 0 gets the total. Every thread of the block must call it (it synchronises the block twice, the
@@ -110,8 +215,84 @@ extern "C" __global__ void __launch_bounds__(256)
 cblob_scale_f32(int64_t n, double alpha, float *__restrict__ x)
 {
     const float a = (float)alpha;
-    CB_FOR_EACH_INDEX(i, n)
-        x[i] *= a;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            x[i] *= a;
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            float v[4];
+        } cb_lanes4_x;
+        cb_lanes4_x *x_lanes = (cb_lanes4_x *)(x + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            x0.v[0] *= a;
+            x0.v[1] *= a;
+            x0.v[2] *= a;
+            x0.v[3] *= a;
+            x1.v[0] *= a;
+            x1.v[1] *= a;
+            x1.v[2] *= a;
+            x1.v[3] *= a;
+            x2.v[0] *= a;
+            x2.v[1] *= a;
+            x2.v[2] *= a;
+            x2.v[3] *= a;
+            x3.v[0] *= a;
+            x3.v[1] *= a;
+            x3.v[2] *= a;
+            x3.v[3] *= a;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            x0.v[0] *= a;
+            x0.v[1] *= a;
+            x0.v[2] *= a;
+            x0.v[3] *= a;
+            x_lanes[j] = x0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            x[done + i] *= a;
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            float v[1];
+        } cb_lanes1_x;
+        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            x0.v[0] *= a;
+            x1.v[0] *= a;
+            x2.v[0] *= a;
+            x3.v[0] *= a;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            x0.v[0] *= a;
+            x_lanes[j] = x0;
+        }
+    }
 }
 
 // scale for float64
@@ -119,6 +300,72 @@ extern "C" __global__ void __launch_bounds__(256)
 cblob_scale_f64(int64_t n, double alpha, double *__restrict__ x)
 {
     const double a = (double)alpha;
-    CB_FOR_EACH_INDEX(i, n)
-        x[i] *= a;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            x[i] *= a;
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
+            double v[2];
+        } cb_lanes2_x;
+        cb_lanes2_x *x_lanes = (cb_lanes2_x *)(x + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            x0.v[0] *= a;
+            x0.v[1] *= a;
+            x1.v[0] *= a;
+            x1.v[1] *= a;
+            x2.v[0] *= a;
+            x2.v[1] *= a;
+            x3.v[0] *= a;
+            x3.v[1] *= a;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            x0.v[0] *= a;
+            x0.v[1] *= a;
+            x_lanes[j] = x0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            x[done + i] *= a;
+        }
+    } else {
+        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
+            double v[1];
+        } cb_lanes1_x;
+        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            x0.v[0] *= a;
+            x1.v[0] *= a;
+            x2.v[0] *= a;
+            x3.v[0] *= a;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            x0.v[0] *= a;
+            x_lanes[j] = x0;
+        }
+    }
 }

@@ -10,6 +10,7 @@ typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
+typedef unsigned long long uintptr_t;
 
 // A grid-stride loop: any grid covers any n, so the launcher sizes the grid for occupancy only.
 #define CB_FOR_EACH_INDEX(i, n) \
@@ -66,6 +67,110 @@ __device__ __forceinline__ void cb_position_add(cb_position *position, const cb_
     position->digit[CB_DIGITS - 1] += step->digit[CB_DIGITS - 1] + carry;
 }
 
+// A float to a 32-bit integer as PTX's cvt does it (PTX ISA, "cvt", Integer Notes and the .sat
+// modifier): rounded to an integer (rni: to nearest, ties to even; rzi: toward zero), then
+// clamped to the destination's range, which cvt does by default for float-to-integer
+// conversions. NaN gives 0 from an .f32 source but 1 << 31 from an .f64 one, so a double is
+// tested for NaN first. One instruction for the rules of templates/cpu/ops/_convert.c.j2 (CUDA's
+// own __float2int_rn and friends leave out-of-range values undefined). The host's version,
+// which the test double runs, spells the same rules out.
+__device__ __forceinline__ int32_t cb_f32_to_i32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f32_to_i32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+
 // The sum of every thread's value, added in an order fixed by the block's size alone: pairwise
 // down each warp (offsets 16, 8, 4, 2, 1), then warp 0 the same way over the warps' sums. Thread
 // 0 gets the total. Every thread of the block must call it (it synchronises the block twice, the
@@ -110,10 +215,102 @@ extern "C" __global__ void __launch_bounds__(256)
 cblob_truncate_to_u32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
     uint32_t *out = (uint32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = trunc((double)x[i]); /* toward zero */
-        out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
-                 : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = cb_f32_to_u32_rzi(x[i]);
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            float v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
+            uint32_t v[4];
+        } cb_lanes4_out;
+        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_out out1;
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_out out2;
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_out out3;
+            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
+            out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
+            out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
+            out0.v[3] = cb_f32_to_u32_rzi(x0.v[3]);
+            out1.v[0] = cb_f32_to_u32_rzi(x1.v[0]);
+            out1.v[1] = cb_f32_to_u32_rzi(x1.v[1]);
+            out1.v[2] = cb_f32_to_u32_rzi(x1.v[2]);
+            out1.v[3] = cb_f32_to_u32_rzi(x1.v[3]);
+            out2.v[0] = cb_f32_to_u32_rzi(x2.v[0]);
+            out2.v[1] = cb_f32_to_u32_rzi(x2.v[1]);
+            out2.v[2] = cb_f32_to_u32_rzi(x2.v[2]);
+            out2.v[3] = cb_f32_to_u32_rzi(x2.v[3]);
+            out3.v[0] = cb_f32_to_u32_rzi(x3.v[0]);
+            out3.v[1] = cb_f32_to_u32_rzi(x3.v[1]);
+            out3.v[2] = cb_f32_to_u32_rzi(x3.v[2]);
+            out3.v[3] = cb_f32_to_u32_rzi(x3.v[3]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
+            out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
+            out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
+            out0.v[3] = cb_f32_to_u32_rzi(x0.v[3]);
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = cb_f32_to_u32_rzi(x[done + i]);
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            float v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            uint32_t v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
+            out1.v[0] = cb_f32_to_u32_rzi(x1.v[0]);
+            out2.v[0] = cb_f32_to_u32_rzi(x2.v[0]);
+            out3.v[0] = cb_f32_to_u32_rzi(x3.v[0]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -122,9 +319,91 @@ extern "C" __global__ void __launch_bounds__(256)
 cblob_truncate_to_u32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
     uint32_t *out = (uint32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = trunc((double)x[i]); /* toward zero */
-        out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
-                 : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = cb_f64_to_u32_rzi(x[i]);
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
+            double v[2];
+        } cb_lanes2_x;
+        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
+        typedef struct __attribute__((aligned(8))) cb_lanes2_out {
+            uint32_t v[2];
+        } cb_lanes2_out;
+        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_out out1;
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_out out2;
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes2_out out3;
+            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
+            out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
+            out1.v[0] = cb_f64_to_u32_rzi(x1.v[0]);
+            out1.v[1] = cb_f64_to_u32_rzi(x1.v[1]);
+            out2.v[0] = cb_f64_to_u32_rzi(x2.v[0]);
+            out2.v[1] = cb_f64_to_u32_rzi(x2.v[1]);
+            out3.v[0] = cb_f64_to_u32_rzi(x3.v[0]);
+            out3.v[1] = cb_f64_to_u32_rzi(x3.v[1]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
+            out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = cb_f64_to_u32_rzi(x[done + i]);
+        }
+    } else {
+        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
+            double v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            uint32_t v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
+            out1.v[0] = cb_f64_to_u32_rzi(x1.v[0]);
+            out2.v[0] = cb_f64_to_u32_rzi(x2.v[0]);
+            out3.v[0] = cb_f64_to_u32_rzi(x3.v[0]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
+            out_lanes[j] = out0;
+        }
     }
 }

@@ -113,6 +113,110 @@ __device__ __forceinline__ void cb_position_add(cb_position *position, const cb_
     position->digit[CB_DIGITS - 1] += step->digit[CB_DIGITS - 1] + carry;
 }
 
+// A float to a 32-bit integer as PTX's cvt does it (PTX ISA, "cvt", Integer Notes and the .sat
+// modifier): rounded to an integer (rni: to nearest, ties to even; rzi: toward zero), then
+// clamped to the destination's range, which cvt does by default for float-to-integer
+// conversions. NaN gives 0 from an .f32 source but 1 << 31 from an .f64 one, so a double is
+// tested for NaN first. One instruction for the rules of templates/cpu/ops/_convert.c.j2 (CUDA's
+// own __float2int_rn and friends leave out-of-range values undefined). The host's version,
+// which the test double runs, spells the same rules out.
+__device__ __forceinline__ int32_t cb_f32_to_i32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f32_to_i32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+
 // The sum of every thread's value, added in an order fixed by the block's size alone: pairwise
 // down each warp (offsets 16, 8, 4, 2, 1), then warp 0 the same way over the warps' sums. Thread
 // 0 gets the total. Every thread of the block must call it (it synchronises the block twice, the
@@ -308,8 +412,103 @@ static void twin_thread_sumsq_f64(void *args)
 static void twin_axpy_f32(int64_t n, double alpha, const float *__restrict__ x, float *__restrict__ y)
 {
     const float a = (float)alpha;
-    CB_FOR_EACH_INDEX(i, n)
-        y[i] += a * x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            y[i] += a * x[i];
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            float v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_y {
+            float v[4];
+        } cb_lanes4_y;
+        cb_lanes4_y *y_lanes = (cb_lanes4_y *)(y + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_y y0 = y_lanes[j];
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] += a * x0.v[0];
+            y0.v[1] += a * x0.v[1];
+            y0.v[2] += a * x0.v[2];
+            y0.v[3] += a * x0.v[3];
+            y1.v[0] += a * x1.v[0];
+            y1.v[1] += a * x1.v[1];
+            y1.v[2] += a * x1.v[2];
+            y1.v[3] += a * x1.v[3];
+            y2.v[0] += a * x2.v[0];
+            y2.v[1] += a * x2.v[1];
+            y2.v[2] += a * x2.v[2];
+            y2.v[3] += a * x2.v[3];
+            y3.v[0] += a * x3.v[0];
+            y3.v[1] += a * x3.v[1];
+            y3.v[2] += a * x3.v[2];
+            y3.v[3] += a * x3.v[3];
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_y y0 = y_lanes[j];
+            y0.v[0] += a * x0.v[0];
+            y0.v[1] += a * x0.v[1];
+            y0.v[2] += a * x0.v[2];
+            y0.v[3] += a * x0.v[3];
+            y_lanes[j] = y0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            y[done + i] += a * x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            float v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_y {
+            float v[1];
+        } cb_lanes1_y;
+        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] += a * x0.v[0];
+            y1.v[0] += a * x1.v[0];
+            y2.v[0] += a * x2.v[0];
+            y3.v[0] += a * x3.v[0];
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            y0.v[0] += a * x0.v[0];
+            y_lanes[j] = y0;
+        }
+    }
 }
 
 typedef struct twin_args_axpy_f32 {
@@ -329,8 +528,93 @@ static void twin_thread_axpy_f32(void *args)
 static void twin_axpy_f64(int64_t n, double alpha, const double *__restrict__ x, double *__restrict__ y)
 {
     const double a = (double)alpha;
-    CB_FOR_EACH_INDEX(i, n)
-        y[i] += a * x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 8 % 2 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            y[i] += a * x[i];
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
+            double v[2];
+        } cb_lanes2_x;
+        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes2_y {
+            double v[2];
+        } cb_lanes2_y;
+        cb_lanes2_y *y_lanes = (cb_lanes2_y *)(y + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_y y0 = y_lanes[j];
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes2_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] += a * x0.v[0];
+            y0.v[1] += a * x0.v[1];
+            y1.v[0] += a * x1.v[0];
+            y1.v[1] += a * x1.v[1];
+            y2.v[0] += a * x2.v[0];
+            y2.v[1] += a * x2.v[1];
+            y3.v[0] += a * x3.v[0];
+            y3.v[1] += a * x3.v[1];
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_y y0 = y_lanes[j];
+            y0.v[0] += a * x0.v[0];
+            y0.v[1] += a * x0.v[1];
+            y_lanes[j] = y0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            y[done + i] += a * x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
+            double v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(8))) cb_lanes1_y {
+            double v[1];
+        } cb_lanes1_y;
+        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] += a * x0.v[0];
+            y1.v[0] += a * x1.v[0];
+            y2.v[0] += a * x2.v[0];
+            y3.v[0] += a * x3.v[0];
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            y0.v[0] += a * x0.v[0];
+            y_lanes[j] = y0;
+        }
+    }
 }
 
 typedef struct twin_args_axpy_f64 {
@@ -350,8 +634,84 @@ static void twin_thread_axpy_f64(void *args)
 static void twin_scale_f32(int64_t n, double alpha, float *__restrict__ x)
 {
     const float a = (float)alpha;
-    CB_FOR_EACH_INDEX(i, n)
-        x[i] *= a;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            x[i] *= a;
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            float v[4];
+        } cb_lanes4_x;
+        cb_lanes4_x *x_lanes = (cb_lanes4_x *)(x + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            x0.v[0] *= a;
+            x0.v[1] *= a;
+            x0.v[2] *= a;
+            x0.v[3] *= a;
+            x1.v[0] *= a;
+            x1.v[1] *= a;
+            x1.v[2] *= a;
+            x1.v[3] *= a;
+            x2.v[0] *= a;
+            x2.v[1] *= a;
+            x2.v[2] *= a;
+            x2.v[3] *= a;
+            x3.v[0] *= a;
+            x3.v[1] *= a;
+            x3.v[2] *= a;
+            x3.v[3] *= a;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            x0.v[0] *= a;
+            x0.v[1] *= a;
+            x0.v[2] *= a;
+            x0.v[3] *= a;
+            x_lanes[j] = x0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            x[done + i] *= a;
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            float v[1];
+        } cb_lanes1_x;
+        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            x0.v[0] *= a;
+            x1.v[0] *= a;
+            x2.v[0] *= a;
+            x3.v[0] *= a;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            x0.v[0] *= a;
+            x_lanes[j] = x0;
+        }
+    }
 }
 
 typedef struct twin_args_scale_f32 {
@@ -370,8 +730,74 @@ static void twin_thread_scale_f32(void *args)
 static void twin_scale_f64(int64_t n, double alpha, double *__restrict__ x)
 {
     const double a = (double)alpha;
-    CB_FOR_EACH_INDEX(i, n)
-        x[i] *= a;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            x[i] *= a;
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
+            double v[2];
+        } cb_lanes2_x;
+        cb_lanes2_x *x_lanes = (cb_lanes2_x *)(x + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            x0.v[0] *= a;
+            x0.v[1] *= a;
+            x1.v[0] *= a;
+            x1.v[1] *= a;
+            x2.v[0] *= a;
+            x2.v[1] *= a;
+            x3.v[0] *= a;
+            x3.v[1] *= a;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            x0.v[0] *= a;
+            x0.v[1] *= a;
+            x_lanes[j] = x0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            x[done + i] *= a;
+        }
+    } else {
+        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
+            double v[1];
+        } cb_lanes1_x;
+        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            x0.v[0] *= a;
+            x1.v[0] *= a;
+            x2.v[0] *= a;
+            x3.v[0] *= a;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            x0.v[0] *= a;
+            x_lanes[j] = x0;
+        }
+    }
 }
 
 typedef struct twin_args_scale_f64 {
@@ -390,8 +816,84 @@ static void twin_thread_scale_f64(void *args)
 static void twin_fill_f32(int64_t n, double value, float *__restrict__ x)
 {
     const float v = (float)value;
-    CB_FOR_EACH_INDEX(i, n)
-        x[i] = v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            x[i] = v;
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            float v[4];
+        } cb_lanes4_x;
+        cb_lanes4_x *x_lanes = (cb_lanes4_x *)(x + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0;
+            cb_lanes4_x x1;
+            cb_lanes4_x x2;
+            cb_lanes4_x x3;
+            x0.v[0] = v;
+            x0.v[1] = v;
+            x0.v[2] = v;
+            x0.v[3] = v;
+            x1.v[0] = v;
+            x1.v[1] = v;
+            x1.v[2] = v;
+            x1.v[3] = v;
+            x2.v[0] = v;
+            x2.v[1] = v;
+            x2.v[2] = v;
+            x2.v[3] = v;
+            x3.v[0] = v;
+            x3.v[1] = v;
+            x3.v[2] = v;
+            x3.v[3] = v;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0;
+            x0.v[0] = v;
+            x0.v[1] = v;
+            x0.v[2] = v;
+            x0.v[3] = v;
+            x_lanes[j] = x0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            x[done + i] = v;
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            float v[1];
+        } cb_lanes1_x;
+        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0;
+            cb_lanes1_x x1;
+            cb_lanes1_x x2;
+            cb_lanes1_x x3;
+            x0.v[0] = v;
+            x1.v[0] = v;
+            x2.v[0] = v;
+            x3.v[0] = v;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0;
+            x0.v[0] = v;
+            x_lanes[j] = x0;
+        }
+    }
 }
 
 typedef struct twin_args_fill_f32 {
@@ -410,8 +912,74 @@ static void twin_thread_fill_f32(void *args)
 static void twin_fill_f64(int64_t n, double value, double *__restrict__ x)
 {
     const double v = (double)value;
-    CB_FOR_EACH_INDEX(i, n)
-        x[i] = v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            x[i] = v;
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
+            double v[2];
+        } cb_lanes2_x;
+        cb_lanes2_x *x_lanes = (cb_lanes2_x *)(x + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0;
+            cb_lanes2_x x1;
+            cb_lanes2_x x2;
+            cb_lanes2_x x3;
+            x0.v[0] = v;
+            x0.v[1] = v;
+            x1.v[0] = v;
+            x1.v[1] = v;
+            x2.v[0] = v;
+            x2.v[1] = v;
+            x3.v[0] = v;
+            x3.v[1] = v;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0;
+            x0.v[0] = v;
+            x0.v[1] = v;
+            x_lanes[j] = x0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            x[done + i] = v;
+        }
+    } else {
+        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
+            double v[1];
+        } cb_lanes1_x;
+        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0;
+            cb_lanes1_x x1;
+            cb_lanes1_x x2;
+            cb_lanes1_x x3;
+            x0.v[0] = v;
+            x1.v[0] = v;
+            x2.v[0] = v;
+            x3.v[0] = v;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0;
+            x0.v[0] = v;
+            x_lanes[j] = x0;
+        }
+    }
 }
 
 typedef struct twin_args_fill_f64 {
@@ -430,8 +998,84 @@ static void twin_thread_fill_f64(void *args)
 static void twin_fill_i32(int64_t n, double value, int32_t *__restrict__ x)
 {
     const int32_t v = (int32_t)value;
-    CB_FOR_EACH_INDEX(i, n)
-        x[i] = v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            x[i] = v;
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            int32_t v[4];
+        } cb_lanes4_x;
+        cb_lanes4_x *x_lanes = (cb_lanes4_x *)(x + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0;
+            cb_lanes4_x x1;
+            cb_lanes4_x x2;
+            cb_lanes4_x x3;
+            x0.v[0] = v;
+            x0.v[1] = v;
+            x0.v[2] = v;
+            x0.v[3] = v;
+            x1.v[0] = v;
+            x1.v[1] = v;
+            x1.v[2] = v;
+            x1.v[3] = v;
+            x2.v[0] = v;
+            x2.v[1] = v;
+            x2.v[2] = v;
+            x2.v[3] = v;
+            x3.v[0] = v;
+            x3.v[1] = v;
+            x3.v[2] = v;
+            x3.v[3] = v;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0;
+            x0.v[0] = v;
+            x0.v[1] = v;
+            x0.v[2] = v;
+            x0.v[3] = v;
+            x_lanes[j] = x0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            x[done + i] = v;
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            int32_t v[1];
+        } cb_lanes1_x;
+        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0;
+            cb_lanes1_x x1;
+            cb_lanes1_x x2;
+            cb_lanes1_x x3;
+            x0.v[0] = v;
+            x1.v[0] = v;
+            x2.v[0] = v;
+            x3.v[0] = v;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0;
+            x0.v[0] = v;
+            x_lanes[j] = x0;
+        }
+    }
 }
 
 typedef struct twin_args_fill_i32 {
@@ -450,8 +1094,84 @@ static void twin_thread_fill_i32(void *args)
 static void twin_fill_u32(int64_t n, double value, uint32_t *__restrict__ x)
 {
     const uint32_t v = (uint32_t)value;
-    CB_FOR_EACH_INDEX(i, n)
-        x[i] = v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            x[i] = v;
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            uint32_t v[4];
+        } cb_lanes4_x;
+        cb_lanes4_x *x_lanes = (cb_lanes4_x *)(x + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0;
+            cb_lanes4_x x1;
+            cb_lanes4_x x2;
+            cb_lanes4_x x3;
+            x0.v[0] = v;
+            x0.v[1] = v;
+            x0.v[2] = v;
+            x0.v[3] = v;
+            x1.v[0] = v;
+            x1.v[1] = v;
+            x1.v[2] = v;
+            x1.v[3] = v;
+            x2.v[0] = v;
+            x2.v[1] = v;
+            x2.v[2] = v;
+            x2.v[3] = v;
+            x3.v[0] = v;
+            x3.v[1] = v;
+            x3.v[2] = v;
+            x3.v[3] = v;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0;
+            x0.v[0] = v;
+            x0.v[1] = v;
+            x0.v[2] = v;
+            x0.v[3] = v;
+            x_lanes[j] = x0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            x[done + i] = v;
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            uint32_t v[1];
+        } cb_lanes1_x;
+        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0;
+            cb_lanes1_x x1;
+            cb_lanes1_x x2;
+            cb_lanes1_x x3;
+            x0.v[0] = v;
+            x1.v[0] = v;
+            x2.v[0] = v;
+            x3.v[0] = v;
+            x_lanes[j] = x0;
+            x_lanes[j + 1 * stride] = x1;
+            x_lanes[j + 2 * stride] = x2;
+            x_lanes[j + 3 * stride] = x3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0;
+            x0.v[0] = v;
+            x_lanes[j] = x0;
+        }
+    }
 }
 
 typedef struct twin_args_fill_u32 {
@@ -469,8 +1189,103 @@ static void twin_thread_fill_u32(void *args)
 /* add for float32, as templates/cuda/ops/add.cu.j2 writes it */
 static void twin_add_f32(int64_t n, const float *x, float *y)
 {
-    CB_FOR_EACH_INDEX(i, n)
-        y[i] += x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            y[i] += x[i];
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            float v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_y {
+            float v[4];
+        } cb_lanes4_y;
+        cb_lanes4_y *y_lanes = (cb_lanes4_y *)(y + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_y y0 = y_lanes[j];
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] += x0.v[0];
+            y0.v[1] += x0.v[1];
+            y0.v[2] += x0.v[2];
+            y0.v[3] += x0.v[3];
+            y1.v[0] += x1.v[0];
+            y1.v[1] += x1.v[1];
+            y1.v[2] += x1.v[2];
+            y1.v[3] += x1.v[3];
+            y2.v[0] += x2.v[0];
+            y2.v[1] += x2.v[1];
+            y2.v[2] += x2.v[2];
+            y2.v[3] += x2.v[3];
+            y3.v[0] += x3.v[0];
+            y3.v[1] += x3.v[1];
+            y3.v[2] += x3.v[2];
+            y3.v[3] += x3.v[3];
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_y y0 = y_lanes[j];
+            y0.v[0] += x0.v[0];
+            y0.v[1] += x0.v[1];
+            y0.v[2] += x0.v[2];
+            y0.v[3] += x0.v[3];
+            y_lanes[j] = y0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            y[done + i] += x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            float v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_y {
+            float v[1];
+        } cb_lanes1_y;
+        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] += x0.v[0];
+            y1.v[0] += x1.v[0];
+            y2.v[0] += x2.v[0];
+            y3.v[0] += x3.v[0];
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            y0.v[0] += x0.v[0];
+            y_lanes[j] = y0;
+        }
+    }
 }
 
 typedef struct twin_args_add_f32 {
@@ -488,8 +1303,93 @@ static void twin_thread_add_f32(void *args)
 /* add for float64, as templates/cuda/ops/add.cu.j2 writes it */
 static void twin_add_f64(int64_t n, const double *x, double *y)
 {
-    CB_FOR_EACH_INDEX(i, n)
-        y[i] += x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 8 % 2 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            y[i] += x[i];
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
+            double v[2];
+        } cb_lanes2_x;
+        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes2_y {
+            double v[2];
+        } cb_lanes2_y;
+        cb_lanes2_y *y_lanes = (cb_lanes2_y *)(y + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_y y0 = y_lanes[j];
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes2_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] += x0.v[0];
+            y0.v[1] += x0.v[1];
+            y1.v[0] += x1.v[0];
+            y1.v[1] += x1.v[1];
+            y2.v[0] += x2.v[0];
+            y2.v[1] += x2.v[1];
+            y3.v[0] += x3.v[0];
+            y3.v[1] += x3.v[1];
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_y y0 = y_lanes[j];
+            y0.v[0] += x0.v[0];
+            y0.v[1] += x0.v[1];
+            y_lanes[j] = y0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            y[done + i] += x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
+            double v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(8))) cb_lanes1_y {
+            double v[1];
+        } cb_lanes1_y;
+        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] += x0.v[0];
+            y1.v[0] += x1.v[0];
+            y2.v[0] += x2.v[0];
+            y3.v[0] += x3.v[0];
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            y0.v[0] += x0.v[0];
+            y_lanes[j] = y0;
+        }
+    }
 }
 
 typedef struct twin_args_add_f64 {
@@ -507,8 +1407,103 @@ static void twin_thread_add_f64(void *args)
 /* add for int32, as templates/cuda/ops/add.cu.j2 writes it */
 static void twin_add_i32(int64_t n, const int32_t *x, int32_t *y)
 {
-    CB_FOR_EACH_INDEX(i, n)
-        y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            int32_t v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_y {
+            int32_t v[4];
+        } cb_lanes4_y;
+        cb_lanes4_y *y_lanes = (cb_lanes4_y *)(y + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_y y0 = y_lanes[j];
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y0.v[1] = (int32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+            y0.v[2] = (int32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+            y0.v[3] = (int32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+            y1.v[0] = (int32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
+            y1.v[1] = (int32_t)((uint32_t)y1.v[1] + (uint32_t)x1.v[1]);
+            y1.v[2] = (int32_t)((uint32_t)y1.v[2] + (uint32_t)x1.v[2]);
+            y1.v[3] = (int32_t)((uint32_t)y1.v[3] + (uint32_t)x1.v[3]);
+            y2.v[0] = (int32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
+            y2.v[1] = (int32_t)((uint32_t)y2.v[1] + (uint32_t)x2.v[1]);
+            y2.v[2] = (int32_t)((uint32_t)y2.v[2] + (uint32_t)x2.v[2]);
+            y2.v[3] = (int32_t)((uint32_t)y2.v[3] + (uint32_t)x2.v[3]);
+            y3.v[0] = (int32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
+            y3.v[1] = (int32_t)((uint32_t)y3.v[1] + (uint32_t)x3.v[1]);
+            y3.v[2] = (int32_t)((uint32_t)y3.v[2] + (uint32_t)x3.v[2]);
+            y3.v[3] = (int32_t)((uint32_t)y3.v[3] + (uint32_t)x3.v[3]);
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_y y0 = y_lanes[j];
+            y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y0.v[1] = (int32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+            y0.v[2] = (int32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+            y0.v[3] = (int32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+            y_lanes[j] = y0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            y[done + i] = (int32_t)((uint32_t)y[done + i] + (uint32_t)x[done + i]);
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            int32_t v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_y {
+            int32_t v[1];
+        } cb_lanes1_y;
+        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y1.v[0] = (int32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
+            y2.v[0] = (int32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
+            y3.v[0] = (int32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y_lanes[j] = y0;
+        }
+    }
 }
 
 typedef struct twin_args_add_i32 {
@@ -526,8 +1521,103 @@ static void twin_thread_add_i32(void *args)
 /* add for uint32, as templates/cuda/ops/add.cu.j2 writes it */
 static void twin_add_u32(int64_t n, const uint32_t *x, uint32_t *y)
 {
-    CB_FOR_EACH_INDEX(i, n)
-        y[i] = (uint32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            y[i] = (uint32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            uint32_t v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_y {
+            uint32_t v[4];
+        } cb_lanes4_y;
+        cb_lanes4_y *y_lanes = (cb_lanes4_y *)(y + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_y y0 = y_lanes[j];
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y0.v[1] = (uint32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+            y0.v[2] = (uint32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+            y0.v[3] = (uint32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+            y1.v[0] = (uint32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
+            y1.v[1] = (uint32_t)((uint32_t)y1.v[1] + (uint32_t)x1.v[1]);
+            y1.v[2] = (uint32_t)((uint32_t)y1.v[2] + (uint32_t)x1.v[2]);
+            y1.v[3] = (uint32_t)((uint32_t)y1.v[3] + (uint32_t)x1.v[3]);
+            y2.v[0] = (uint32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
+            y2.v[1] = (uint32_t)((uint32_t)y2.v[1] + (uint32_t)x2.v[1]);
+            y2.v[2] = (uint32_t)((uint32_t)y2.v[2] + (uint32_t)x2.v[2]);
+            y2.v[3] = (uint32_t)((uint32_t)y2.v[3] + (uint32_t)x2.v[3]);
+            y3.v[0] = (uint32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
+            y3.v[1] = (uint32_t)((uint32_t)y3.v[1] + (uint32_t)x3.v[1]);
+            y3.v[2] = (uint32_t)((uint32_t)y3.v[2] + (uint32_t)x3.v[2]);
+            y3.v[3] = (uint32_t)((uint32_t)y3.v[3] + (uint32_t)x3.v[3]);
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_y y0 = y_lanes[j];
+            y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y0.v[1] = (uint32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+            y0.v[2] = (uint32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+            y0.v[3] = (uint32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+            y_lanes[j] = y0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            y[done + i] = (uint32_t)((uint32_t)y[done + i] + (uint32_t)x[done + i]);
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            uint32_t v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_y {
+            uint32_t v[1];
+        } cb_lanes1_y;
+        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
+            y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y1.v[0] = (uint32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
+            y2.v[0] = (uint32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
+            y3.v[0] = (uint32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
+            y_lanes[j] = y0;
+            y_lanes[j + 1 * stride] = y1;
+            y_lanes[j + 2 * stride] = y2;
+            y_lanes[j + 3 * stride] = y3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_y y0 = y_lanes[j];
+            y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+            y_lanes[j] = y0;
+        }
+    }
 }
 
 typedef struct twin_args_add_u32 {
@@ -922,8 +2012,102 @@ static void twin_thread_transpose_u32(void *args)
 static void twin_convert_to_f32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
     float *out = (float *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        out[i] = (float)x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = (float)x[i];
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            float v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
+            float v[4];
+        } cb_lanes4_out;
+        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_out out1;
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_out out2;
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_out out3;
+            out0.v[0] = (float)x0.v[0];
+            out0.v[1] = (float)x0.v[1];
+            out0.v[2] = (float)x0.v[2];
+            out0.v[3] = (float)x0.v[3];
+            out1.v[0] = (float)x1.v[0];
+            out1.v[1] = (float)x1.v[1];
+            out1.v[2] = (float)x1.v[2];
+            out1.v[3] = (float)x1.v[3];
+            out2.v[0] = (float)x2.v[0];
+            out2.v[1] = (float)x2.v[1];
+            out2.v[2] = (float)x2.v[2];
+            out2.v[3] = (float)x2.v[3];
+            out3.v[0] = (float)x3.v[0];
+            out3.v[1] = (float)x3.v[1];
+            out3.v[2] = (float)x3.v[2];
+            out3.v[3] = (float)x3.v[3];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            out0.v[0] = (float)x0.v[0];
+            out0.v[1] = (float)x0.v[1];
+            out0.v[2] = (float)x0.v[2];
+            out0.v[3] = (float)x0.v[3];
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = (float)x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            float v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            float v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = (float)x0.v[0];
+            out1.v[0] = (float)x1.v[0];
+            out2.v[0] = (float)x2.v[0];
+            out3.v[0] = (float)x3.v[0];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = (float)x0.v[0];
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -943,8 +2127,92 @@ static void twin_thread_convert_to_f32_f32(void *args)
 static void twin_convert_to_f32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
     float *out = (float *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        out[i] = (float)x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = (float)x[i];
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
+            double v[2];
+        } cb_lanes2_x;
+        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
+        typedef struct __attribute__((aligned(8))) cb_lanes2_out {
+            float v[2];
+        } cb_lanes2_out;
+        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_out out1;
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_out out2;
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes2_out out3;
+            out0.v[0] = (float)x0.v[0];
+            out0.v[1] = (float)x0.v[1];
+            out1.v[0] = (float)x1.v[0];
+            out1.v[1] = (float)x1.v[1];
+            out2.v[0] = (float)x2.v[0];
+            out2.v[1] = (float)x2.v[1];
+            out3.v[0] = (float)x3.v[0];
+            out3.v[1] = (float)x3.v[1];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            out0.v[0] = (float)x0.v[0];
+            out0.v[1] = (float)x0.v[1];
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = (float)x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
+            double v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            float v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = (float)x0.v[0];
+            out1.v[0] = (float)x1.v[0];
+            out2.v[0] = (float)x2.v[0];
+            out3.v[0] = (float)x3.v[0];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = (float)x0.v[0];
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -964,8 +2232,102 @@ static void twin_thread_convert_to_f32_f64(void *args)
 static void twin_convert_to_f32_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
 {
     float *out = (float *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        out[i] = (float)x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = (float)x[i];
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            int32_t v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
+            float v[4];
+        } cb_lanes4_out;
+        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_out out1;
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_out out2;
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_out out3;
+            out0.v[0] = (float)x0.v[0];
+            out0.v[1] = (float)x0.v[1];
+            out0.v[2] = (float)x0.v[2];
+            out0.v[3] = (float)x0.v[3];
+            out1.v[0] = (float)x1.v[0];
+            out1.v[1] = (float)x1.v[1];
+            out1.v[2] = (float)x1.v[2];
+            out1.v[3] = (float)x1.v[3];
+            out2.v[0] = (float)x2.v[0];
+            out2.v[1] = (float)x2.v[1];
+            out2.v[2] = (float)x2.v[2];
+            out2.v[3] = (float)x2.v[3];
+            out3.v[0] = (float)x3.v[0];
+            out3.v[1] = (float)x3.v[1];
+            out3.v[2] = (float)x3.v[2];
+            out3.v[3] = (float)x3.v[3];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            out0.v[0] = (float)x0.v[0];
+            out0.v[1] = (float)x0.v[1];
+            out0.v[2] = (float)x0.v[2];
+            out0.v[3] = (float)x0.v[3];
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = (float)x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            int32_t v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            float v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = (float)x0.v[0];
+            out1.v[0] = (float)x1.v[0];
+            out2.v[0] = (float)x2.v[0];
+            out3.v[0] = (float)x3.v[0];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = (float)x0.v[0];
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -985,8 +2347,102 @@ static void twin_thread_convert_to_f32_i32(void *args)
 static void twin_convert_to_f32_u32(int64_t n, const uint32_t *__restrict__ x, void *__restrict__ y)
 {
     float *out = (float *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        out[i] = (float)x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = (float)x[i];
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            uint32_t v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
+            float v[4];
+        } cb_lanes4_out;
+        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_out out1;
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_out out2;
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_out out3;
+            out0.v[0] = (float)x0.v[0];
+            out0.v[1] = (float)x0.v[1];
+            out0.v[2] = (float)x0.v[2];
+            out0.v[3] = (float)x0.v[3];
+            out1.v[0] = (float)x1.v[0];
+            out1.v[1] = (float)x1.v[1];
+            out1.v[2] = (float)x1.v[2];
+            out1.v[3] = (float)x1.v[3];
+            out2.v[0] = (float)x2.v[0];
+            out2.v[1] = (float)x2.v[1];
+            out2.v[2] = (float)x2.v[2];
+            out2.v[3] = (float)x2.v[3];
+            out3.v[0] = (float)x3.v[0];
+            out3.v[1] = (float)x3.v[1];
+            out3.v[2] = (float)x3.v[2];
+            out3.v[3] = (float)x3.v[3];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            out0.v[0] = (float)x0.v[0];
+            out0.v[1] = (float)x0.v[1];
+            out0.v[2] = (float)x0.v[2];
+            out0.v[3] = (float)x0.v[3];
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = (float)x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            uint32_t v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            float v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = (float)x0.v[0];
+            out1.v[0] = (float)x1.v[0];
+            out2.v[0] = (float)x2.v[0];
+            out3.v[0] = (float)x3.v[0];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = (float)x0.v[0];
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1006,8 +2462,92 @@ static void twin_thread_convert_to_f32_u32(void *args)
 static void twin_convert_to_f64_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
     double *out = (double *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        out[i] = (double)x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = (double)x[i];
+        }
+        typedef struct __attribute__((aligned(8))) cb_lanes2_x {
+            float v[2];
+        } cb_lanes2_x;
+        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes2_out {
+            double v[2];
+        } cb_lanes2_out;
+        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_out out1;
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_out out2;
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes2_out out3;
+            out0.v[0] = (double)x0.v[0];
+            out0.v[1] = (double)x0.v[1];
+            out1.v[0] = (double)x1.v[0];
+            out1.v[1] = (double)x1.v[1];
+            out2.v[0] = (double)x2.v[0];
+            out2.v[1] = (double)x2.v[1];
+            out3.v[0] = (double)x3.v[0];
+            out3.v[1] = (double)x3.v[1];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            out0.v[0] = (double)x0.v[0];
+            out0.v[1] = (double)x0.v[1];
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = (double)x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            float v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(8))) cb_lanes1_out {
+            double v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = (double)x0.v[0];
+            out1.v[0] = (double)x1.v[0];
+            out2.v[0] = (double)x2.v[0];
+            out3.v[0] = (double)x3.v[0];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = (double)x0.v[0];
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1027,8 +2567,92 @@ static void twin_thread_convert_to_f64_f32(void *args)
 static void twin_convert_to_f64_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
     double *out = (double *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        out[i] = (double)x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = (double)x[i];
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
+            double v[2];
+        } cb_lanes2_x;
+        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes2_out {
+            double v[2];
+        } cb_lanes2_out;
+        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_out out1;
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_out out2;
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes2_out out3;
+            out0.v[0] = (double)x0.v[0];
+            out0.v[1] = (double)x0.v[1];
+            out1.v[0] = (double)x1.v[0];
+            out1.v[1] = (double)x1.v[1];
+            out2.v[0] = (double)x2.v[0];
+            out2.v[1] = (double)x2.v[1];
+            out3.v[0] = (double)x3.v[0];
+            out3.v[1] = (double)x3.v[1];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            out0.v[0] = (double)x0.v[0];
+            out0.v[1] = (double)x0.v[1];
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = (double)x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
+            double v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(8))) cb_lanes1_out {
+            double v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = (double)x0.v[0];
+            out1.v[0] = (double)x1.v[0];
+            out2.v[0] = (double)x2.v[0];
+            out3.v[0] = (double)x3.v[0];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = (double)x0.v[0];
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1048,8 +2672,92 @@ static void twin_thread_convert_to_f64_f64(void *args)
 static void twin_convert_to_f64_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
 {
     double *out = (double *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        out[i] = (double)x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = (double)x[i];
+        }
+        typedef struct __attribute__((aligned(8))) cb_lanes2_x {
+            int32_t v[2];
+        } cb_lanes2_x;
+        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes2_out {
+            double v[2];
+        } cb_lanes2_out;
+        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_out out1;
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_out out2;
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes2_out out3;
+            out0.v[0] = (double)x0.v[0];
+            out0.v[1] = (double)x0.v[1];
+            out1.v[0] = (double)x1.v[0];
+            out1.v[1] = (double)x1.v[1];
+            out2.v[0] = (double)x2.v[0];
+            out2.v[1] = (double)x2.v[1];
+            out3.v[0] = (double)x3.v[0];
+            out3.v[1] = (double)x3.v[1];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            out0.v[0] = (double)x0.v[0];
+            out0.v[1] = (double)x0.v[1];
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = (double)x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            int32_t v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(8))) cb_lanes1_out {
+            double v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = (double)x0.v[0];
+            out1.v[0] = (double)x1.v[0];
+            out2.v[0] = (double)x2.v[0];
+            out3.v[0] = (double)x3.v[0];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = (double)x0.v[0];
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1069,8 +2777,92 @@ static void twin_thread_convert_to_f64_i32(void *args)
 static void twin_convert_to_f64_u32(int64_t n, const uint32_t *__restrict__ x, void *__restrict__ y)
 {
     double *out = (double *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        out[i] = (double)x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = (double)x[i];
+        }
+        typedef struct __attribute__((aligned(8))) cb_lanes2_x {
+            uint32_t v[2];
+        } cb_lanes2_x;
+        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes2_out {
+            double v[2];
+        } cb_lanes2_out;
+        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_out out1;
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_out out2;
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes2_out out3;
+            out0.v[0] = (double)x0.v[0];
+            out0.v[1] = (double)x0.v[1];
+            out1.v[0] = (double)x1.v[0];
+            out1.v[1] = (double)x1.v[1];
+            out2.v[0] = (double)x2.v[0];
+            out2.v[1] = (double)x2.v[1];
+            out3.v[0] = (double)x3.v[0];
+            out3.v[1] = (double)x3.v[1];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            out0.v[0] = (double)x0.v[0];
+            out0.v[1] = (double)x0.v[1];
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = (double)x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            uint32_t v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(8))) cb_lanes1_out {
+            double v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = (double)x0.v[0];
+            out1.v[0] = (double)x1.v[0];
+            out2.v[0] = (double)x2.v[0];
+            out3.v[0] = (double)x3.v[0];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = (double)x0.v[0];
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1090,10 +2882,102 @@ static void twin_thread_convert_to_f64_u32(void *args)
 static void twin_convert_to_i32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
     int32_t *out = (int32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]); /* nearest even */
-        out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
-                 : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = cb_f32_to_i32_rni(x[i]);
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            float v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
+            int32_t v[4];
+        } cb_lanes4_out;
+        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_out out1;
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_out out2;
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_out out3;
+            out0.v[0] = cb_f32_to_i32_rni(x0.v[0]);
+            out0.v[1] = cb_f32_to_i32_rni(x0.v[1]);
+            out0.v[2] = cb_f32_to_i32_rni(x0.v[2]);
+            out0.v[3] = cb_f32_to_i32_rni(x0.v[3]);
+            out1.v[0] = cb_f32_to_i32_rni(x1.v[0]);
+            out1.v[1] = cb_f32_to_i32_rni(x1.v[1]);
+            out1.v[2] = cb_f32_to_i32_rni(x1.v[2]);
+            out1.v[3] = cb_f32_to_i32_rni(x1.v[3]);
+            out2.v[0] = cb_f32_to_i32_rni(x2.v[0]);
+            out2.v[1] = cb_f32_to_i32_rni(x2.v[1]);
+            out2.v[2] = cb_f32_to_i32_rni(x2.v[2]);
+            out2.v[3] = cb_f32_to_i32_rni(x2.v[3]);
+            out3.v[0] = cb_f32_to_i32_rni(x3.v[0]);
+            out3.v[1] = cb_f32_to_i32_rni(x3.v[1]);
+            out3.v[2] = cb_f32_to_i32_rni(x3.v[2]);
+            out3.v[3] = cb_f32_to_i32_rni(x3.v[3]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            out0.v[0] = cb_f32_to_i32_rni(x0.v[0]);
+            out0.v[1] = cb_f32_to_i32_rni(x0.v[1]);
+            out0.v[2] = cb_f32_to_i32_rni(x0.v[2]);
+            out0.v[3] = cb_f32_to_i32_rni(x0.v[3]);
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = cb_f32_to_i32_rni(x[done + i]);
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            float v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            int32_t v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = cb_f32_to_i32_rni(x0.v[0]);
+            out1.v[0] = cb_f32_to_i32_rni(x1.v[0]);
+            out2.v[0] = cb_f32_to_i32_rni(x2.v[0]);
+            out3.v[0] = cb_f32_to_i32_rni(x3.v[0]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = cb_f32_to_i32_rni(x0.v[0]);
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1113,10 +2997,92 @@ static void twin_thread_convert_to_i32_f32(void *args)
 static void twin_convert_to_i32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
     int32_t *out = (int32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]); /* nearest even */
-        out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
-                 : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = cb_f64_to_i32_rni(x[i]);
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
+            double v[2];
+        } cb_lanes2_x;
+        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
+        typedef struct __attribute__((aligned(8))) cb_lanes2_out {
+            int32_t v[2];
+        } cb_lanes2_out;
+        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_out out1;
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_out out2;
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes2_out out3;
+            out0.v[0] = cb_f64_to_i32_rni(x0.v[0]);
+            out0.v[1] = cb_f64_to_i32_rni(x0.v[1]);
+            out1.v[0] = cb_f64_to_i32_rni(x1.v[0]);
+            out1.v[1] = cb_f64_to_i32_rni(x1.v[1]);
+            out2.v[0] = cb_f64_to_i32_rni(x2.v[0]);
+            out2.v[1] = cb_f64_to_i32_rni(x2.v[1]);
+            out3.v[0] = cb_f64_to_i32_rni(x3.v[0]);
+            out3.v[1] = cb_f64_to_i32_rni(x3.v[1]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            out0.v[0] = cb_f64_to_i32_rni(x0.v[0]);
+            out0.v[1] = cb_f64_to_i32_rni(x0.v[1]);
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = cb_f64_to_i32_rni(x[done + i]);
+        }
+    } else {
+        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
+            double v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            int32_t v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = cb_f64_to_i32_rni(x0.v[0]);
+            out1.v[0] = cb_f64_to_i32_rni(x1.v[0]);
+            out2.v[0] = cb_f64_to_i32_rni(x2.v[0]);
+            out3.v[0] = cb_f64_to_i32_rni(x3.v[0]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = cb_f64_to_i32_rni(x0.v[0]);
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1136,8 +3102,102 @@ static void twin_thread_convert_to_i32_f64(void *args)
 static void twin_convert_to_i32_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
 {
     int32_t *out = (int32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        out[i] = (int32_t)x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = (int32_t)x[i];
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            int32_t v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
+            int32_t v[4];
+        } cb_lanes4_out;
+        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_out out1;
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_out out2;
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_out out3;
+            out0.v[0] = (int32_t)x0.v[0];
+            out0.v[1] = (int32_t)x0.v[1];
+            out0.v[2] = (int32_t)x0.v[2];
+            out0.v[3] = (int32_t)x0.v[3];
+            out1.v[0] = (int32_t)x1.v[0];
+            out1.v[1] = (int32_t)x1.v[1];
+            out1.v[2] = (int32_t)x1.v[2];
+            out1.v[3] = (int32_t)x1.v[3];
+            out2.v[0] = (int32_t)x2.v[0];
+            out2.v[1] = (int32_t)x2.v[1];
+            out2.v[2] = (int32_t)x2.v[2];
+            out2.v[3] = (int32_t)x2.v[3];
+            out3.v[0] = (int32_t)x3.v[0];
+            out3.v[1] = (int32_t)x3.v[1];
+            out3.v[2] = (int32_t)x3.v[2];
+            out3.v[3] = (int32_t)x3.v[3];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            out0.v[0] = (int32_t)x0.v[0];
+            out0.v[1] = (int32_t)x0.v[1];
+            out0.v[2] = (int32_t)x0.v[2];
+            out0.v[3] = (int32_t)x0.v[3];
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = (int32_t)x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            int32_t v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            int32_t v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = (int32_t)x0.v[0];
+            out1.v[0] = (int32_t)x1.v[0];
+            out2.v[0] = (int32_t)x2.v[0];
+            out3.v[0] = (int32_t)x3.v[0];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = (int32_t)x0.v[0];
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1157,11 +3217,102 @@ static void twin_thread_convert_to_i32_i32(void *args)
 static void twin_convert_to_i32_u32(int64_t n, const uint32_t *__restrict__ x, void *__restrict__ y)
 {
     int32_t *out = (int32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const int64_t v = (int64_t)x[i];
-        out[i] = v <= (int64_t)-2147483648 ? (int32_t)-2147483648
-                 : v >= (int64_t)2147483647 ? (int32_t)2147483647
-                 : (int32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = x[i] > 2147483647u ? 2147483647 : (int32_t)x[i]; /* from uint32 */
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            uint32_t v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
+            int32_t v[4];
+        } cb_lanes4_out;
+        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_out out1;
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_out out2;
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_out out3;
+            out0.v[0] = x0.v[0] > 2147483647u ? 2147483647 : (int32_t)x0.v[0]; /* from uint32 */
+            out0.v[1] = x0.v[1] > 2147483647u ? 2147483647 : (int32_t)x0.v[1]; /* from uint32 */
+            out0.v[2] = x0.v[2] > 2147483647u ? 2147483647 : (int32_t)x0.v[2]; /* from uint32 */
+            out0.v[3] = x0.v[3] > 2147483647u ? 2147483647 : (int32_t)x0.v[3]; /* from uint32 */
+            out1.v[0] = x1.v[0] > 2147483647u ? 2147483647 : (int32_t)x1.v[0]; /* from uint32 */
+            out1.v[1] = x1.v[1] > 2147483647u ? 2147483647 : (int32_t)x1.v[1]; /* from uint32 */
+            out1.v[2] = x1.v[2] > 2147483647u ? 2147483647 : (int32_t)x1.v[2]; /* from uint32 */
+            out1.v[3] = x1.v[3] > 2147483647u ? 2147483647 : (int32_t)x1.v[3]; /* from uint32 */
+            out2.v[0] = x2.v[0] > 2147483647u ? 2147483647 : (int32_t)x2.v[0]; /* from uint32 */
+            out2.v[1] = x2.v[1] > 2147483647u ? 2147483647 : (int32_t)x2.v[1]; /* from uint32 */
+            out2.v[2] = x2.v[2] > 2147483647u ? 2147483647 : (int32_t)x2.v[2]; /* from uint32 */
+            out2.v[3] = x2.v[3] > 2147483647u ? 2147483647 : (int32_t)x2.v[3]; /* from uint32 */
+            out3.v[0] = x3.v[0] > 2147483647u ? 2147483647 : (int32_t)x3.v[0]; /* from uint32 */
+            out3.v[1] = x3.v[1] > 2147483647u ? 2147483647 : (int32_t)x3.v[1]; /* from uint32 */
+            out3.v[2] = x3.v[2] > 2147483647u ? 2147483647 : (int32_t)x3.v[2]; /* from uint32 */
+            out3.v[3] = x3.v[3] > 2147483647u ? 2147483647 : (int32_t)x3.v[3]; /* from uint32 */
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            out0.v[0] = x0.v[0] > 2147483647u ? 2147483647 : (int32_t)x0.v[0]; /* from uint32 */
+            out0.v[1] = x0.v[1] > 2147483647u ? 2147483647 : (int32_t)x0.v[1]; /* from uint32 */
+            out0.v[2] = x0.v[2] > 2147483647u ? 2147483647 : (int32_t)x0.v[2]; /* from uint32 */
+            out0.v[3] = x0.v[3] > 2147483647u ? 2147483647 : (int32_t)x0.v[3]; /* from uint32 */
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = x[done + i] > 2147483647u ? 2147483647 : (int32_t)x[done + i]; /* from uint32 */
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            uint32_t v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            int32_t v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = x0.v[0] > 2147483647u ? 2147483647 : (int32_t)x0.v[0]; /* from uint32 */
+            out1.v[0] = x1.v[0] > 2147483647u ? 2147483647 : (int32_t)x1.v[0]; /* from uint32 */
+            out2.v[0] = x2.v[0] > 2147483647u ? 2147483647 : (int32_t)x2.v[0]; /* from uint32 */
+            out3.v[0] = x3.v[0] > 2147483647u ? 2147483647 : (int32_t)x3.v[0]; /* from uint32 */
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = x0.v[0] > 2147483647u ? 2147483647 : (int32_t)x0.v[0]; /* from uint32 */
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1181,10 +3332,102 @@ static void twin_thread_convert_to_i32_u32(void *args)
 static void twin_convert_to_u32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
     uint32_t *out = (uint32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]); /* nearest even */
-        out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
-                 : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = cb_f32_to_u32_rni(x[i]);
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            float v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
+            uint32_t v[4];
+        } cb_lanes4_out;
+        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_out out1;
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_out out2;
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_out out3;
+            out0.v[0] = cb_f32_to_u32_rni(x0.v[0]);
+            out0.v[1] = cb_f32_to_u32_rni(x0.v[1]);
+            out0.v[2] = cb_f32_to_u32_rni(x0.v[2]);
+            out0.v[3] = cb_f32_to_u32_rni(x0.v[3]);
+            out1.v[0] = cb_f32_to_u32_rni(x1.v[0]);
+            out1.v[1] = cb_f32_to_u32_rni(x1.v[1]);
+            out1.v[2] = cb_f32_to_u32_rni(x1.v[2]);
+            out1.v[3] = cb_f32_to_u32_rni(x1.v[3]);
+            out2.v[0] = cb_f32_to_u32_rni(x2.v[0]);
+            out2.v[1] = cb_f32_to_u32_rni(x2.v[1]);
+            out2.v[2] = cb_f32_to_u32_rni(x2.v[2]);
+            out2.v[3] = cb_f32_to_u32_rni(x2.v[3]);
+            out3.v[0] = cb_f32_to_u32_rni(x3.v[0]);
+            out3.v[1] = cb_f32_to_u32_rni(x3.v[1]);
+            out3.v[2] = cb_f32_to_u32_rni(x3.v[2]);
+            out3.v[3] = cb_f32_to_u32_rni(x3.v[3]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            out0.v[0] = cb_f32_to_u32_rni(x0.v[0]);
+            out0.v[1] = cb_f32_to_u32_rni(x0.v[1]);
+            out0.v[2] = cb_f32_to_u32_rni(x0.v[2]);
+            out0.v[3] = cb_f32_to_u32_rni(x0.v[3]);
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = cb_f32_to_u32_rni(x[done + i]);
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            float v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            uint32_t v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = cb_f32_to_u32_rni(x0.v[0]);
+            out1.v[0] = cb_f32_to_u32_rni(x1.v[0]);
+            out2.v[0] = cb_f32_to_u32_rni(x2.v[0]);
+            out3.v[0] = cb_f32_to_u32_rni(x3.v[0]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = cb_f32_to_u32_rni(x0.v[0]);
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1204,10 +3447,92 @@ static void twin_thread_convert_to_u32_f32(void *args)
 static void twin_convert_to_u32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
     uint32_t *out = (uint32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]); /* nearest even */
-        out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
-                 : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = cb_f64_to_u32_rni(x[i]);
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
+            double v[2];
+        } cb_lanes2_x;
+        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
+        typedef struct __attribute__((aligned(8))) cb_lanes2_out {
+            uint32_t v[2];
+        } cb_lanes2_out;
+        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_out out1;
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_out out2;
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes2_out out3;
+            out0.v[0] = cb_f64_to_u32_rni(x0.v[0]);
+            out0.v[1] = cb_f64_to_u32_rni(x0.v[1]);
+            out1.v[0] = cb_f64_to_u32_rni(x1.v[0]);
+            out1.v[1] = cb_f64_to_u32_rni(x1.v[1]);
+            out2.v[0] = cb_f64_to_u32_rni(x2.v[0]);
+            out2.v[1] = cb_f64_to_u32_rni(x2.v[1]);
+            out3.v[0] = cb_f64_to_u32_rni(x3.v[0]);
+            out3.v[1] = cb_f64_to_u32_rni(x3.v[1]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            out0.v[0] = cb_f64_to_u32_rni(x0.v[0]);
+            out0.v[1] = cb_f64_to_u32_rni(x0.v[1]);
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = cb_f64_to_u32_rni(x[done + i]);
+        }
+    } else {
+        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
+            double v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            uint32_t v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = cb_f64_to_u32_rni(x0.v[0]);
+            out1.v[0] = cb_f64_to_u32_rni(x1.v[0]);
+            out2.v[0] = cb_f64_to_u32_rni(x2.v[0]);
+            out3.v[0] = cb_f64_to_u32_rni(x3.v[0]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = cb_f64_to_u32_rni(x0.v[0]);
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1227,11 +3552,102 @@ static void twin_thread_convert_to_u32_f64(void *args)
 static void twin_convert_to_u32_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
 {
     uint32_t *out = (uint32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const int64_t v = (int64_t)x[i];
-        out[i] = v <= (int64_t)0 ? (uint32_t)0
-                 : v >= (int64_t)4294967295 ? (uint32_t)4294967295
-                 : (uint32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = x[i] < 0 ? 0u : (uint32_t)x[i]; /* from int32 */
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            int32_t v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
+            uint32_t v[4];
+        } cb_lanes4_out;
+        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_out out1;
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_out out2;
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_out out3;
+            out0.v[0] = x0.v[0] < 0 ? 0u : (uint32_t)x0.v[0]; /* from int32 */
+            out0.v[1] = x0.v[1] < 0 ? 0u : (uint32_t)x0.v[1]; /* from int32 */
+            out0.v[2] = x0.v[2] < 0 ? 0u : (uint32_t)x0.v[2]; /* from int32 */
+            out0.v[3] = x0.v[3] < 0 ? 0u : (uint32_t)x0.v[3]; /* from int32 */
+            out1.v[0] = x1.v[0] < 0 ? 0u : (uint32_t)x1.v[0]; /* from int32 */
+            out1.v[1] = x1.v[1] < 0 ? 0u : (uint32_t)x1.v[1]; /* from int32 */
+            out1.v[2] = x1.v[2] < 0 ? 0u : (uint32_t)x1.v[2]; /* from int32 */
+            out1.v[3] = x1.v[3] < 0 ? 0u : (uint32_t)x1.v[3]; /* from int32 */
+            out2.v[0] = x2.v[0] < 0 ? 0u : (uint32_t)x2.v[0]; /* from int32 */
+            out2.v[1] = x2.v[1] < 0 ? 0u : (uint32_t)x2.v[1]; /* from int32 */
+            out2.v[2] = x2.v[2] < 0 ? 0u : (uint32_t)x2.v[2]; /* from int32 */
+            out2.v[3] = x2.v[3] < 0 ? 0u : (uint32_t)x2.v[3]; /* from int32 */
+            out3.v[0] = x3.v[0] < 0 ? 0u : (uint32_t)x3.v[0]; /* from int32 */
+            out3.v[1] = x3.v[1] < 0 ? 0u : (uint32_t)x3.v[1]; /* from int32 */
+            out3.v[2] = x3.v[2] < 0 ? 0u : (uint32_t)x3.v[2]; /* from int32 */
+            out3.v[3] = x3.v[3] < 0 ? 0u : (uint32_t)x3.v[3]; /* from int32 */
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            out0.v[0] = x0.v[0] < 0 ? 0u : (uint32_t)x0.v[0]; /* from int32 */
+            out0.v[1] = x0.v[1] < 0 ? 0u : (uint32_t)x0.v[1]; /* from int32 */
+            out0.v[2] = x0.v[2] < 0 ? 0u : (uint32_t)x0.v[2]; /* from int32 */
+            out0.v[3] = x0.v[3] < 0 ? 0u : (uint32_t)x0.v[3]; /* from int32 */
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = x[done + i] < 0 ? 0u : (uint32_t)x[done + i]; /* from int32 */
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            int32_t v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            uint32_t v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = x0.v[0] < 0 ? 0u : (uint32_t)x0.v[0]; /* from int32 */
+            out1.v[0] = x1.v[0] < 0 ? 0u : (uint32_t)x1.v[0]; /* from int32 */
+            out2.v[0] = x2.v[0] < 0 ? 0u : (uint32_t)x2.v[0]; /* from int32 */
+            out3.v[0] = x3.v[0] < 0 ? 0u : (uint32_t)x3.v[0]; /* from int32 */
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = x0.v[0] < 0 ? 0u : (uint32_t)x0.v[0]; /* from int32 */
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1251,8 +3667,102 @@ static void twin_thread_convert_to_u32_i32(void *args)
 static void twin_convert_to_u32_u32(int64_t n, const uint32_t *__restrict__ x, void *__restrict__ y)
 {
     uint32_t *out = (uint32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        out[i] = (uint32_t)x[i];
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = (uint32_t)x[i];
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            uint32_t v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
+            uint32_t v[4];
+        } cb_lanes4_out;
+        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_out out1;
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_out out2;
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_out out3;
+            out0.v[0] = (uint32_t)x0.v[0];
+            out0.v[1] = (uint32_t)x0.v[1];
+            out0.v[2] = (uint32_t)x0.v[2];
+            out0.v[3] = (uint32_t)x0.v[3];
+            out1.v[0] = (uint32_t)x1.v[0];
+            out1.v[1] = (uint32_t)x1.v[1];
+            out1.v[2] = (uint32_t)x1.v[2];
+            out1.v[3] = (uint32_t)x1.v[3];
+            out2.v[0] = (uint32_t)x2.v[0];
+            out2.v[1] = (uint32_t)x2.v[1];
+            out2.v[2] = (uint32_t)x2.v[2];
+            out2.v[3] = (uint32_t)x2.v[3];
+            out3.v[0] = (uint32_t)x3.v[0];
+            out3.v[1] = (uint32_t)x3.v[1];
+            out3.v[2] = (uint32_t)x3.v[2];
+            out3.v[3] = (uint32_t)x3.v[3];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            out0.v[0] = (uint32_t)x0.v[0];
+            out0.v[1] = (uint32_t)x0.v[1];
+            out0.v[2] = (uint32_t)x0.v[2];
+            out0.v[3] = (uint32_t)x0.v[3];
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = (uint32_t)x[done + i];
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            uint32_t v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            uint32_t v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = (uint32_t)x0.v[0];
+            out1.v[0] = (uint32_t)x1.v[0];
+            out2.v[0] = (uint32_t)x2.v[0];
+            out3.v[0] = (uint32_t)x3.v[0];
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = (uint32_t)x0.v[0];
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1272,10 +3782,102 @@ static void twin_thread_convert_to_u32_u32(void *args)
 static void twin_truncate_to_i32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
     int32_t *out = (int32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = trunc((double)x[i]); /* toward zero */
-        out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
-                 : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = cb_f32_to_i32_rzi(x[i]);
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            float v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
+            int32_t v[4];
+        } cb_lanes4_out;
+        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_out out1;
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_out out2;
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_out out3;
+            out0.v[0] = cb_f32_to_i32_rzi(x0.v[0]);
+            out0.v[1] = cb_f32_to_i32_rzi(x0.v[1]);
+            out0.v[2] = cb_f32_to_i32_rzi(x0.v[2]);
+            out0.v[3] = cb_f32_to_i32_rzi(x0.v[3]);
+            out1.v[0] = cb_f32_to_i32_rzi(x1.v[0]);
+            out1.v[1] = cb_f32_to_i32_rzi(x1.v[1]);
+            out1.v[2] = cb_f32_to_i32_rzi(x1.v[2]);
+            out1.v[3] = cb_f32_to_i32_rzi(x1.v[3]);
+            out2.v[0] = cb_f32_to_i32_rzi(x2.v[0]);
+            out2.v[1] = cb_f32_to_i32_rzi(x2.v[1]);
+            out2.v[2] = cb_f32_to_i32_rzi(x2.v[2]);
+            out2.v[3] = cb_f32_to_i32_rzi(x2.v[3]);
+            out3.v[0] = cb_f32_to_i32_rzi(x3.v[0]);
+            out3.v[1] = cb_f32_to_i32_rzi(x3.v[1]);
+            out3.v[2] = cb_f32_to_i32_rzi(x3.v[2]);
+            out3.v[3] = cb_f32_to_i32_rzi(x3.v[3]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            out0.v[0] = cb_f32_to_i32_rzi(x0.v[0]);
+            out0.v[1] = cb_f32_to_i32_rzi(x0.v[1]);
+            out0.v[2] = cb_f32_to_i32_rzi(x0.v[2]);
+            out0.v[3] = cb_f32_to_i32_rzi(x0.v[3]);
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = cb_f32_to_i32_rzi(x[done + i]);
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            float v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            int32_t v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = cb_f32_to_i32_rzi(x0.v[0]);
+            out1.v[0] = cb_f32_to_i32_rzi(x1.v[0]);
+            out2.v[0] = cb_f32_to_i32_rzi(x2.v[0]);
+            out3.v[0] = cb_f32_to_i32_rzi(x3.v[0]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = cb_f32_to_i32_rzi(x0.v[0]);
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1295,10 +3897,92 @@ static void twin_thread_truncate_to_i32_f32(void *args)
 static void twin_truncate_to_i32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
     int32_t *out = (int32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = trunc((double)x[i]); /* toward zero */
-        out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
-                 : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = cb_f64_to_i32_rzi(x[i]);
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
+            double v[2];
+        } cb_lanes2_x;
+        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
+        typedef struct __attribute__((aligned(8))) cb_lanes2_out {
+            int32_t v[2];
+        } cb_lanes2_out;
+        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_out out1;
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_out out2;
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes2_out out3;
+            out0.v[0] = cb_f64_to_i32_rzi(x0.v[0]);
+            out0.v[1] = cb_f64_to_i32_rzi(x0.v[1]);
+            out1.v[0] = cb_f64_to_i32_rzi(x1.v[0]);
+            out1.v[1] = cb_f64_to_i32_rzi(x1.v[1]);
+            out2.v[0] = cb_f64_to_i32_rzi(x2.v[0]);
+            out2.v[1] = cb_f64_to_i32_rzi(x2.v[1]);
+            out3.v[0] = cb_f64_to_i32_rzi(x3.v[0]);
+            out3.v[1] = cb_f64_to_i32_rzi(x3.v[1]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            out0.v[0] = cb_f64_to_i32_rzi(x0.v[0]);
+            out0.v[1] = cb_f64_to_i32_rzi(x0.v[1]);
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = cb_f64_to_i32_rzi(x[done + i]);
+        }
+    } else {
+        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
+            double v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            int32_t v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = cb_f64_to_i32_rzi(x0.v[0]);
+            out1.v[0] = cb_f64_to_i32_rzi(x1.v[0]);
+            out2.v[0] = cb_f64_to_i32_rzi(x2.v[0]);
+            out3.v[0] = cb_f64_to_i32_rzi(x3.v[0]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = cb_f64_to_i32_rzi(x0.v[0]);
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1318,10 +4002,102 @@ static void twin_thread_truncate_to_i32_f64(void *args)
 static void twin_truncate_to_u32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
     uint32_t *out = (uint32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = trunc((double)x[i]); /* toward zero */
-        out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
-                 : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = cb_f32_to_u32_rzi(x[i]);
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
+            float v[4];
+        } cb_lanes4_x;
+        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
+        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
+            uint32_t v[4];
+        } cb_lanes4_out;
+        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes4_out out1;
+            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes4_out out2;
+            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes4_out out3;
+            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
+            out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
+            out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
+            out0.v[3] = cb_f32_to_u32_rzi(x0.v[3]);
+            out1.v[0] = cb_f32_to_u32_rzi(x1.v[0]);
+            out1.v[1] = cb_f32_to_u32_rzi(x1.v[1]);
+            out1.v[2] = cb_f32_to_u32_rzi(x1.v[2]);
+            out1.v[3] = cb_f32_to_u32_rzi(x1.v[3]);
+            out2.v[0] = cb_f32_to_u32_rzi(x2.v[0]);
+            out2.v[1] = cb_f32_to_u32_rzi(x2.v[1]);
+            out2.v[2] = cb_f32_to_u32_rzi(x2.v[2]);
+            out2.v[3] = cb_f32_to_u32_rzi(x2.v[3]);
+            out3.v[0] = cb_f32_to_u32_rzi(x3.v[0]);
+            out3.v[1] = cb_f32_to_u32_rzi(x3.v[1]);
+            out3.v[2] = cb_f32_to_u32_rzi(x3.v[2]);
+            out3.v[3] = cb_f32_to_u32_rzi(x3.v[3]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes4_x x0 = x_lanes[j];
+            cb_lanes4_out out0;
+            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
+            out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
+            out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
+            out0.v[3] = cb_f32_to_u32_rzi(x0.v[3]);
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = cb_f32_to_u32_rzi(x[done + i]);
+        }
+    } else {
+        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
+            float v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            uint32_t v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
+            out1.v[0] = cb_f32_to_u32_rzi(x1.v[0]);
+            out2.v[0] = cb_f32_to_u32_rzi(x2.v[0]);
+            out3.v[0] = cb_f32_to_u32_rzi(x3.v[0]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
+            out_lanes[j] = out0;
+        }
     }
 }
 
@@ -1341,10 +4117,92 @@ static void twin_thread_truncate_to_u32_f32(void *args)
 static void twin_truncate_to_u32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
     uint32_t *out = (uint32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = trunc((double)x[i]); /* toward zero */
-        out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
-                 : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
+    if (together) {
+        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+        CB_FOR_EACH_INDEX(i, head) {
+            out[i] = cb_f64_to_u32_rzi(x[i]);
+        }
+        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
+            double v[2];
+        } cb_lanes2_x;
+        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
+        typedef struct __attribute__((aligned(8))) cb_lanes2_out {
+            uint32_t v[2];
+        } cb_lanes2_out;
+        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < vectors; j += 4 * stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes2_out out1;
+            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes2_out out2;
+            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes2_out out3;
+            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
+            out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
+            out1.v[0] = cb_f64_to_u32_rzi(x1.v[0]);
+            out1.v[1] = cb_f64_to_u32_rzi(x1.v[1]);
+            out2.v[0] = cb_f64_to_u32_rzi(x2.v[0]);
+            out2.v[1] = cb_f64_to_u32_rzi(x2.v[1]);
+            out3.v[0] = cb_f64_to_u32_rzi(x3.v[0]);
+            out3.v[1] = cb_f64_to_u32_rzi(x3.v[1]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < vectors; j += stride) {
+            cb_lanes2_x x0 = x_lanes[j];
+            cb_lanes2_out out0;
+            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
+            out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
+            out_lanes[j] = out0;
+        }
+        CB_FOR_EACH_INDEX(i, n - done) {
+            out[done + i] = cb_f64_to_u32_rzi(x[done + i]);
+        }
+    } else {
+        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
+            double v[1];
+        } cb_lanes1_x;
+        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
+        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
+            uint32_t v[1];
+        } cb_lanes1_out;
+        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (; j + 3 * stride < n; j += 4 * stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
+            cb_lanes1_out out1;
+            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
+            cb_lanes1_out out2;
+            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
+            cb_lanes1_out out3;
+            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
+            out1.v[0] = cb_f64_to_u32_rzi(x1.v[0]);
+            out2.v[0] = cb_f64_to_u32_rzi(x2.v[0]);
+            out3.v[0] = cb_f64_to_u32_rzi(x3.v[0]);
+            out_lanes[j] = out0;
+            out_lanes[j + 1 * stride] = out1;
+            out_lanes[j + 2 * stride] = out2;
+            out_lanes[j + 3 * stride] = out3;
+        }
+        for (; j < n; j += stride) {
+            cb_lanes1_x x0 = x_lanes[j];
+            cb_lanes1_out out0;
+            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
+            out_lanes[j] = out0;
+        }
     }
 }
 

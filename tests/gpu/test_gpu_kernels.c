@@ -212,3 +212,200 @@ TEST(transpose_of_long_runs_by_2d_copies_agrees_with_the_cpu)
     CHECK_COUNTER_DELTA(before, launches, 0);
     cblob_context_destroy(b.ctx);
 }
+
+/* ---- element-wise kernels on windows ---------------------------------------------------------------- */
+
+/* Offsets (in elements) of the x and y windows: aligned together at every phase of a vector, and
+ * misaligned against each other. Lengths: shorter than a vector, a few vectors with head and
+ * tail, and enough for the unrolled loop (4 vectors per thread) to run a few times on the
+ * double's smallest grid (4 blocks, set below). */
+static const int64_t offset_pairs[][2] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {0, 1}, {1, 0}, {3, 2}, {2, 0}};
+static const int64_t lengths[] = {1, 2, 3, 5, 17, 64, 1001, 40003};
+#define PAD 8
+
+/* One element-wise op, on the device and with the CPU kernel, over windows of two buffers. */
+typedef struct window_case {
+    cblob_dtype x_dtype, y_dtype; /* y_dtype 0: the op has one array (x) */
+    int64_t n, x_offset, y_offset;
+    bool same_array; /* y is x (add's aliasing) */
+} window_case;
+
+typedef cblob_status (*device_op)(const cb_device *device, const window_case *c, void *x, void *y);
+typedef cblob_status (*cpu_op)(const window_case *c, void *x, void *y);
+
+static void window_agrees(const bench *b, const window_case *c, device_op on_device, cpu_op on_cpu, const char *name)
+{
+    const size_t x_bytes = (size_t)(c->n + PAD) * size_of(c->x_dtype);
+    const size_t y_bytes = c->y_dtype != 0 ? (size_t)(c->n + PAD) * size_of(c->y_dtype) : 0;
+    unsigned char *x = values(c->x_dtype, c->n + PAD, 0, false), *x_got = malloc(x_bytes);
+    unsigned char *y = c->y_dtype != 0 ? values(c->y_dtype, c->n + PAD, 7, false) : NULL;
+    unsigned char *y_got = c->y_dtype != 0 ? malloc(y_bytes) : NULL;
+    CHECK(x != NULL && x_got != NULL && (c->y_dtype == 0 || (y != NULL && y_got != NULL)));
+    buffer dx, dy = {0};
+    buffer_make(b, x, x_bytes, &dx);
+    if (c->y_dtype != 0)
+        buffer_make(b, y, y_bytes, &dy);
+    unsigned char *x_window = x + (size_t)c->x_offset * size_of(c->x_dtype);
+    unsigned char *y_window = c->same_array ? x_window : y != NULL ? y + (size_t)c->y_offset * size_of(c->y_dtype) : NULL;
+    CHECK_OK(on_cpu(c, x_window, y_window));
+    unsigned char *dx_window = dx.device + (size_t)c->x_offset * size_of(c->x_dtype);
+    unsigned char *dy_window = c->same_array ? dx_window : dy.device != NULL ? dy.device + (size_t)c->y_offset * size_of(c->y_dtype) : NULL;
+    CHECK_OK(on_device(b->device, c, dx_window, dy_window));
+    char what[160];
+    snprintf(what, sizeof what, "%s, n %lld, x at %lld, y at %lld: x", name, (long long)c->n, (long long)c->x_offset,
+             (long long)c->y_offset);
+    buffer_read(b, &dx, x_got);
+    same_elements(what, c->x_dtype, x_got, x, c->n + PAD); /* outside the window: untouched */
+    if (c->y_dtype != 0) {
+        what[strlen(what) - 1] = 'y';
+        buffer_read(b, &dy, y_got);
+        same_elements(what, c->y_dtype, y_got, y, c->n + PAD);
+        buffer_free(&dy);
+    }
+    buffer_free(&dx);
+    free(x);
+    free(x_got);
+    free(y);
+    free(y_got);
+}
+
+/* Every length and offset pair for one op and dtype pair. */
+static void windows_agree(cblob_dtype x_dtype, cblob_dtype y_dtype, bool same_array, device_op on_device, cpu_op on_cpu,
+                          const char *name)
+{
+    REQUIRE_GPU();
+    gpu_set_occupancy(1); /* on the double: 4 blocks, so that long windows loop */
+    bench b;
+    bench_open(&b);
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0] && !cbt_failed(); ++l)
+        for (size_t o = 0; o < sizeof offset_pairs / sizeof offset_pairs[0] && !cbt_failed(); ++o) {
+            const window_case c = {x_dtype, y_dtype, lengths[l], offset_pairs[o][0], same_array ? 0 : offset_pairs[o][1],
+                                   same_array};
+            window_agrees(&b, &c, on_device, on_cpu, name);
+        }
+    cblob_context_destroy(b.ctx);
+}
+
+static cblob_status fill_device(const cb_device *device, const window_case *c, void *x, void *y)
+{
+    (void)y;
+    return cb_cuda_jit_kernels.fill(device, c->x_dtype, c->n, 7.0, x);
+}
+static cblob_status fill_cpu(const window_case *c, void *x, void *y)
+{
+    (void)y;
+    return cb_cpu_kernel_table[c->x_dtype].fill(c->n, 7.0, x);
+}
+static cblob_status scale_device(const cb_device *device, const window_case *c, void *x, void *y)
+{
+    (void)y;
+    return cb_cuda_jit_kernels.scale(device, c->x_dtype, c->n, -0.75, x);
+}
+static cblob_status scale_cpu(const window_case *c, void *x, void *y)
+{
+    (void)y;
+    return cb_cpu_kernel_table[c->x_dtype].scale(c->n, -0.75, x);
+}
+static cblob_status add_device(const cb_device *device, const window_case *c, void *x, void *y)
+{
+    return cb_cuda_jit_kernels.add(device, c->x_dtype, c->n, x, y);
+}
+static cblob_status add_cpu(const window_case *c, void *x, void *y)
+{
+    return cb_cpu_kernel_table[c->x_dtype].add(c->n, x, y);
+}
+static cblob_status axpy_device(const cb_device *device, const window_case *c, void *x, void *y)
+{
+    return cb_cuda_jit_kernels.axpy(device, c->x_dtype, c->n, 1.5, x, y);
+}
+static cblob_status axpy_cpu(const window_case *c, void *x, void *y)
+{
+    return cb_cpu_kernel_table[c->x_dtype].axpy(c->n, 1.5, x, y);
+}
+
+TEST(fill_on_windows_agrees_with_the_cpu)
+{
+    for (size_t d = 0; d < DTYPE_COUNT && !cbt_failed(); ++d)
+        windows_agree(dtypes[d], 0, false, fill_device, fill_cpu, "fill");
+}
+
+TEST(scale_on_windows_agrees_with_the_cpu)
+{
+    windows_agree(CBLOB_DTYPE_FLOAT32, 0, false, scale_device, scale_cpu, "scale");
+    windows_agree(CBLOB_DTYPE_FLOAT64, 0, false, scale_device, scale_cpu, "scale");
+}
+
+TEST(add_on_windows_agrees_with_the_cpu)
+{
+    for (size_t d = 0; d < DTYPE_COUNT && !cbt_failed(); ++d) {
+        windows_agree(dtypes[d], dtypes[d], false, add_device, add_cpu, "add");
+        windows_agree(dtypes[d], dtypes[d], true, add_device, add_cpu, "add to itself");
+    }
+}
+
+TEST(axpy_on_windows_agrees_with_the_cpu)
+{
+    windows_agree(CBLOB_DTYPE_FLOAT32, CBLOB_DTYPE_FLOAT32, false, axpy_device, axpy_cpu, "axpy");
+    windows_agree(CBLOB_DTYPE_FLOAT64, CBLOB_DTYPE_FLOAT64, false, axpy_device, axpy_cpu, "axpy");
+}
+
+/* ---- conversions on windows -------------------------------------------------------------------- */
+
+typedef cblob_status (*device_convert)(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y);
+typedef cblob_status (*cpu_convert)(int64_t n, const void *x, void *y);
+
+/* The conversion for the case's dtypes, by the op's name: "convert_to" or "truncate_to". */
+static bool truncating;
+
+static device_convert device_conversion(cblob_dtype target)
+{
+    if (truncating)
+        return target == CBLOB_DTYPE_INT32 ? cb_cuda_jit_kernels.truncate_to_i32 : cb_cuda_jit_kernels.truncate_to_u32;
+    switch (target) {
+    case CBLOB_DTYPE_FLOAT32: return cb_cuda_jit_kernels.convert_to_f32;
+    case CBLOB_DTYPE_FLOAT64: return cb_cuda_jit_kernels.convert_to_f64;
+    case CBLOB_DTYPE_INT32: return cb_cuda_jit_kernels.convert_to_i32;
+    default: return cb_cuda_jit_kernels.convert_to_u32;
+    }
+}
+
+static cpu_convert cpu_conversion(cblob_dtype source, cblob_dtype target)
+{
+    const cb_cpu_kernels *k = &cb_cpu_kernel_table[source];
+    if (truncating)
+        return target == CBLOB_DTYPE_INT32 ? k->truncate_to_i32 : k->truncate_to_u32;
+    switch (target) {
+    case CBLOB_DTYPE_FLOAT32: return k->convert_to_f32;
+    case CBLOB_DTYPE_FLOAT64: return k->convert_to_f64;
+    case CBLOB_DTYPE_INT32: return k->convert_to_i32;
+    default: return k->convert_to_u32;
+    }
+}
+
+static cblob_status convert_device(const cb_device *device, const window_case *c, void *x, void *y)
+{
+    return device_conversion(c->y_dtype)(device, c->x_dtype, c->n, x, y);
+}
+static cblob_status convert_cpu(const window_case *c, void *x, void *y)
+{
+    return cpu_conversion(c->x_dtype, c->y_dtype)(c->n, x, y);
+}
+
+static void conversions_agree(cblob_dtype target)
+{
+    for (size_t d = 0; d < DTYPE_COUNT && !cbt_failed(); ++d)
+        if (!truncating || dtypes[d] == CBLOB_DTYPE_FLOAT32 || dtypes[d] == CBLOB_DTYPE_FLOAT64)
+            windows_agree(dtypes[d], target, false, convert_device, convert_cpu, truncating ? "truncate" : "convert");
+}
+
+TEST(conversions_to_float32_on_windows_agree_with_the_cpu) { conversions_agree(CBLOB_DTYPE_FLOAT32); }
+TEST(conversions_to_float64_on_windows_agree_with_the_cpu) { conversions_agree(CBLOB_DTYPE_FLOAT64); }
+TEST(conversions_to_int32_on_windows_agree_with_the_cpu) { conversions_agree(CBLOB_DTYPE_INT32); }
+TEST(conversions_to_uint32_on_windows_agree_with_the_cpu) { conversions_agree(CBLOB_DTYPE_UINT32); }
+
+TEST(truncations_on_windows_agree_with_the_cpu)
+{
+    truncating = true;
+    conversions_agree(CBLOB_DTYPE_INT32);
+    conversions_agree(CBLOB_DTYPE_UINT32);
+}
