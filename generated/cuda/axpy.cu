@@ -16,8 +16,18 @@ typedef unsigned long long uintptr_t;
 #define CB_FOR_EACH_INDEX(i, n) \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
+// Unrolls the loop that follows n times on the GPU, so that n loads are in flight (the host has
+// nothing to gain).
+#ifdef __CUDACC_RTC__
+#define CB_PRAGMA(text) _Pragma(#text)
+#define CB_UNROLL(n) CB_PRAGMA(unroll n)
+#else
+#define CB_UNROLL(n)
+#endif
+
 // Unsigned 64-bit division out of line: ptxas expands each inline 64-bit division into a long
-// routine, and the transpose family's four per dtype made up two thirds of its JIT time.
+// routine (the transpose family's divisions once made up two thirds of its JIT time). Kernels
+// divide only to set up a walk (cb_position_of), never per element.
 typedef struct cb_quotient {
     uint64_t quotient, remainder;
 } cb_quotient;

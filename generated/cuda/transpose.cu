@@ -16,8 +16,18 @@ typedef unsigned long long uintptr_t;
 #define CB_FOR_EACH_INDEX(i, n) \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
+// Unrolls the loop that follows n times on the GPU, so that n loads are in flight (the host has
+// nothing to gain).
+#ifdef __CUDACC_RTC__
+#define CB_PRAGMA(text) _Pragma(#text)
+#define CB_UNROLL(n) CB_PRAGMA(unroll n)
+#else
+#define CB_UNROLL(n)
+#endif
+
 // Unsigned 64-bit division out of line: ptxas expands each inline 64-bit division into a long
-// routine, and the transpose family's four per dtype made up two thirds of its JIT time.
+// routine (the transpose family's divisions once made up two thirds of its JIT time). Kernels
+// divide only to set up a walk (cb_position_of), never per element.
 typedef struct cb_quotient {
     uint64_t quotient, remainder;
 } cb_quotient;
@@ -258,6 +268,7 @@ cblob_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
         const float *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
         float *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
         for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            CB_UNROLL(4)
             for (int64_t i = 0; i < inner - lane; i += width)
                 to[i] = from[i];
     }
@@ -311,6 +322,7 @@ cblob_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
         const double *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
         double *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
         for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            CB_UNROLL(4)
             for (int64_t i = 0; i < inner - lane; i += width)
                 to[i] = from[i];
     }
@@ -364,6 +376,7 @@ cblob_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
         const int32_t *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
         int32_t *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
         for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            CB_UNROLL(4)
             for (int64_t i = 0; i < inner - lane; i += width)
                 to[i] = from[i];
     }
@@ -417,6 +430,7 @@ cblob_transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
         const uint32_t *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
         uint32_t *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
         for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            CB_UNROLL(4)
             for (int64_t i = 0; i < inner - lane; i += width)
                 to[i] = from[i];
     }

@@ -62,8 +62,18 @@
 #define CB_FOR_EACH_INDEX(i, n) \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
+// Unrolls the loop that follows n times on the GPU, so that n loads are in flight (the host has
+// nothing to gain).
+#ifdef __CUDACC_RTC__
+#define CB_PRAGMA(text) _Pragma(#text)
+#define CB_UNROLL(n) CB_PRAGMA(unroll n)
+#else
+#define CB_UNROLL(n)
+#endif
+
 // Unsigned 64-bit division out of line: ptxas expands each inline 64-bit division into a long
-// routine, and the transpose family's four per dtype made up two thirds of its JIT time.
+// routine (the transpose family's divisions once made up two thirds of its JIT time). Kernels
+// divide only to set up a walk (cb_position_of), never per element.
 typedef struct cb_quotient {
     uint64_t quotient, remainder;
 } cb_quotient;
@@ -1635,9 +1645,19 @@ static void twin_thread_add_u32(void *args)
 /* copy_strided for float32, as templates/cuda/ops/copy_strided.cu.j2 writes it */
 static void twin_copy_strided_f32(int64_t n, int64_t rows, int64_t cols, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y, int64_t y_stride)
 {
-    CB_FOR_EACH_INDEX(i, n) {
-        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
-        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
+    int width = 1, shift = 0;
+    while (width < cols && width < 256) {
+        width <<= 1;
+        ++shift;
+    }
+    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
+    const int64_t step = (int64_t)gridDim.x * groups;
+    for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
+        const float *from = x + row * x_stride + lane;
+        float *to = y + row * y_stride + lane;
+        CB_UNROLL(4)
+        for (int64_t c = 0; c < cols - lane; c += width)
+            to[c] = from[c];
     }
 }
 
@@ -1660,9 +1680,19 @@ static void twin_thread_copy_strided_f32(void *args)
 /* copy_strided for float64, as templates/cuda/ops/copy_strided.cu.j2 writes it */
 static void twin_copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const double *__restrict__ x, int64_t x_stride, double *__restrict__ y, int64_t y_stride)
 {
-    CB_FOR_EACH_INDEX(i, n) {
-        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
-        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
+    int width = 1, shift = 0;
+    while (width < cols && width < 256) {
+        width <<= 1;
+        ++shift;
+    }
+    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
+    const int64_t step = (int64_t)gridDim.x * groups;
+    for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
+        const double *from = x + row * x_stride + lane;
+        double *to = y + row * y_stride + lane;
+        CB_UNROLL(4)
+        for (int64_t c = 0; c < cols - lane; c += width)
+            to[c] = from[c];
     }
 }
 
@@ -1685,9 +1715,19 @@ static void twin_thread_copy_strided_f64(void *args)
 /* copy_strided for int32, as templates/cuda/ops/copy_strided.cu.j2 writes it */
 static void twin_copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const int32_t *__restrict__ x, int64_t x_stride, int32_t *__restrict__ y, int64_t y_stride)
 {
-    CB_FOR_EACH_INDEX(i, n) {
-        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
-        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
+    int width = 1, shift = 0;
+    while (width < cols && width < 256) {
+        width <<= 1;
+        ++shift;
+    }
+    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
+    const int64_t step = (int64_t)gridDim.x * groups;
+    for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
+        const int32_t *from = x + row * x_stride + lane;
+        int32_t *to = y + row * y_stride + lane;
+        CB_UNROLL(4)
+        for (int64_t c = 0; c < cols - lane; c += width)
+            to[c] = from[c];
     }
 }
 
@@ -1710,9 +1750,19 @@ static void twin_thread_copy_strided_i32(void *args)
 /* copy_strided for uint32, as templates/cuda/ops/copy_strided.cu.j2 writes it */
 static void twin_copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const uint32_t *__restrict__ x, int64_t x_stride, uint32_t *__restrict__ y, int64_t y_stride)
 {
-    CB_FOR_EACH_INDEX(i, n) {
-        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
-        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
+    int width = 1, shift = 0;
+    while (width < cols && width < 256) {
+        width <<= 1;
+        ++shift;
+    }
+    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
+    const int64_t step = (int64_t)gridDim.x * groups;
+    for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
+        const uint32_t *from = x + row * x_stride + lane;
+        uint32_t *to = y + row * y_stride + lane;
+        CB_UNROLL(4)
+        for (int64_t c = 0; c < cols - lane; c += width)
+            to[c] = from[c];
     }
 }
 
@@ -1779,6 +1829,7 @@ static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t m
         const float *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
         float *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
         for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            CB_UNROLL(4)
             for (int64_t i = 0; i < inner - lane; i += width)
                 to[i] = from[i];
     }
@@ -1848,6 +1899,7 @@ static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t m
         const double *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
         double *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
         for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            CB_UNROLL(4)
             for (int64_t i = 0; i < inner - lane; i += width)
                 to[i] = from[i];
     }
@@ -1917,6 +1969,7 @@ static void twin_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t m
         const int32_t *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
         int32_t *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
         for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            CB_UNROLL(4)
             for (int64_t i = 0; i < inner - lane; i += width)
                 to[i] = from[i];
     }
@@ -1986,6 +2039,7 @@ static void twin_transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t m
         const uint32_t *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
         uint32_t *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
         for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            CB_UNROLL(4)
             for (int64_t i = 0; i < inner - lane; i += width)
                 to[i] = from[i];
     }

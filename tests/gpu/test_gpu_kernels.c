@@ -409,3 +409,49 @@ TEST(truncations_on_windows_agree_with_the_cpu)
     conversions_agree(CBLOB_DTYPE_INT32);
     conversions_agree(CBLOB_DTYPE_UINT32);
 }
+
+/* ---- the strided copy kernel (the copy engines' fallback) ----------------------------------------------- */
+
+typedef struct strided_case {
+    int64_t rows, cols, x_stride, y_stride;
+} strided_case;
+
+/* Rows of one element to longer than a block, strides equal to, above and (for x, rows read
+ * twice) below the row. */
+static const strided_case strided_cases[] = {
+    {7, 1, 3, 2}, {5, 3, 3, 7}, {40, 17, 20, 17}, {3, 300, 310, 305}, {9, 8, 4, 8}, {1, 1000, 1000, 1000},
+};
+
+TEST(copy_strided_kernel_agrees_with_the_cpu)
+{
+    REQUIRE_GPU();
+    bench b;
+    bench_open(&b);
+    for (size_t d = 0; d < DTYPE_COUNT && !cbt_failed(); ++d)
+        for (size_t k = 0; k < sizeof strided_cases / sizeof strided_cases[0] && !cbt_failed(); ++k) {
+            const cblob_dtype dtype = dtypes[d];
+            const strided_case s = strided_cases[k];
+            const int64_t x_count = (s.rows - 1) * s.x_stride + s.cols, y_count = (s.rows - 1) * s.y_stride + s.cols;
+            const size_t y_bytes = (size_t)y_count * size_of(dtype);
+            void *x = values(dtype, x_count, 0, false), *y = values(dtype, y_count, 5, false), *got = malloc(y_bytes);
+            CHECK(x != NULL && y != NULL && got != NULL);
+            buffer dx, dy;
+            buffer_make(&b, x, (size_t)x_count * size_of(dtype), &dx);
+            buffer_make(&b, y, y_bytes, &dy);
+            const int64_t n = s.rows * s.cols;
+            CHECK_OK(cb_cpu_kernel_table[dtype].copy_strided(n, s.rows, s.cols, x, s.x_stride, y, s.y_stride));
+            CHECK_OK(cb_cuda_jit_kernels.copy_strided(b.device, dtype, n, s.rows, s.cols, dx.device, s.x_stride, dy.device,
+                                                      s.y_stride));
+            buffer_read(&b, &dy, got);
+            char what[96];
+            snprintf(what, sizeof what, "copy_strided %lld rows of %lld, strides %lld and %lld", (long long)s.rows,
+                     (long long)s.cols, (long long)s.x_stride, (long long)s.y_stride);
+            same_elements(what, dtype, got, y, y_count);
+            buffer_free(&dx);
+            buffer_free(&dy);
+            free(x);
+            free(y);
+            free(got);
+        }
+    cblob_context_destroy(b.ctx);
+}
