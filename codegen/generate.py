@@ -262,6 +262,16 @@ def enrich(model):
     for d in model["dtypes"]:
         d["kernels"] = [op["name"] for op in model["ops"] if d["name"] in op["dtypes"]]
     model["dtype_by_name"] = {d["name"]: d for d in model["dtypes"]}
+    for op in model["ops"]:
+        # A kernel that only moves elements (ops.yaml `moves_bits`) serves every dtype of its size:
+        # the first dtype of each size has it, the others launch that one.
+        op.setdefault("moves_bits", False)
+        owners = {}
+        op["cuda_kernel_of"] = {}
+        for name in op["dtypes"]:
+            size = model["dtype_by_name"][name]["dlpack"]["bits"]
+            op["cuda_kernel_of"][name] = owners.setdefault(size, name) if op["moves_bits"] else name
+        op["cuda_dtypes"] = [name for name in op["dtypes"] if op["cuda_kernel_of"][name] == name]
     model["versions"] = sorted({fn["since"] for fn in model["functions"]},
                                key=lambda v: tuple(int(x) for x in v.split(".")))
 

@@ -228,99 +228,68 @@ cblob_axpy_f32(int64_t n, double alpha, const float *__restrict__ x, float *__re
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             y[i] += a * x[i];
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            float v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_y {
-            float v[4];
-        } cb_lanes4_y;
-        cb_lanes4_y *y_lanes = (cb_lanes4_y *)(y + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_y y0 = y_lanes[j];
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] += a * x0.v[0];
-            y0.v[1] += a * x0.v[1];
-            y0.v[2] += a * x0.v[2];
-            y0.v[3] += a * x0.v[3];
-            y1.v[0] += a * x1.v[0];
-            y1.v[1] += a * x1.v[1];
-            y1.v[2] += a * x1.v[2];
-            y1.v[3] += a * x1.v[3];
-            y2.v[0] += a * x2.v[0];
-            y2.v[1] += a * x2.v[1];
-            y2.v[2] += a * x2.v[2];
-            y2.v[3] += a * x2.v[3];
-            y3.v[0] += a * x3.v[0];
-            y3.v[1] += a * x3.v[1];
-            y3.v[2] += a * x3.v[2];
-            y3.v[3] += a * x3.v[3];
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_y y0 = y_lanes[j];
-            y0.v[0] += a * x0.v[0];
-            y0.v[1] += a * x0.v[1];
-            y0.v[2] += a * x0.v[2];
-            y0.v[3] += a * x0.v[3];
-            y_lanes[j] = y0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            y[done + i] += a * x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            float v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_y {
-            float v[1];
-        } cb_lanes1_y;
-        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] += a * x0.v[0];
-            y1.v[0] += a * x1.v[0];
-            y2.v[0] += a * x2.v[0];
-            y3.v[0] += a * x3.v[0];
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            y0.v[0] += a * x0.v[0];
-            y_lanes[j] = y0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        y[i] += a * x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_y {
+        float v[4];
+    } cb_lanes_y;
+    cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_y y1 = y_lanes[j + 1 * stride];
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_y y2 = y_lanes[j + 2 * stride];
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_y y3 = y_lanes[j + 3 * stride];
+        y0.v[0] += a * x0.v[0];
+        y0.v[1] += a * x0.v[1];
+        y0.v[2] += a * x0.v[2];
+        y0.v[3] += a * x0.v[3];
+        y1.v[0] += a * x1.v[0];
+        y1.v[1] += a * x1.v[1];
+        y1.v[2] += a * x1.v[2];
+        y1.v[3] += a * x1.v[3];
+        y2.v[0] += a * x2.v[0];
+        y2.v[1] += a * x2.v[1];
+        y2.v[2] += a * x2.v[2];
+        y2.v[3] += a * x2.v[3];
+        y3.v[0] += a * x3.v[0];
+        y3.v[1] += a * x3.v[1];
+        y3.v[2] += a * x3.v[2];
+        y3.v[3] += a * x3.v[3];
+        y_lanes[j] = y0;
+        y_lanes[j + 1 * stride] = y1;
+        y_lanes[j + 2 * stride] = y2;
+        y_lanes[j + 3 * stride] = y3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        y0.v[0] += a * x0.v[0];
+        y0.v[1] += a * x0.v[1];
+        y0.v[2] += a * x0.v[2];
+        y0.v[3] += a * x0.v[3];
+        y_lanes[j] = y0;
     }
 }
 
@@ -332,88 +301,57 @@ cblob_axpy_f64(int64_t n, double alpha, const double *__restrict__ x, double *__
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 8 % 2 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             y[i] += a * x[i];
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
-            double v[2];
-        } cb_lanes2_x;
-        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes2_y {
-            double v[2];
-        } cb_lanes2_y;
-        cb_lanes2_y *y_lanes = (cb_lanes2_y *)(y + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_y y0 = y_lanes[j];
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes2_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] += a * x0.v[0];
-            y0.v[1] += a * x0.v[1];
-            y1.v[0] += a * x1.v[0];
-            y1.v[1] += a * x1.v[1];
-            y2.v[0] += a * x2.v[0];
-            y2.v[1] += a * x2.v[1];
-            y3.v[0] += a * x3.v[0];
-            y3.v[1] += a * x3.v[1];
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_y y0 = y_lanes[j];
-            y0.v[0] += a * x0.v[0];
-            y0.v[1] += a * x0.v[1];
-            y_lanes[j] = y0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            y[done + i] += a * x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
-            double v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(8))) cb_lanes1_y {
-            double v[1];
-        } cb_lanes1_y;
-        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] += a * x0.v[0];
-            y1.v[0] += a * x1.v[0];
-            y2.v[0] += a * x2.v[0];
-            y3.v[0] += a * x3.v[0];
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            y0.v[0] += a * x0.v[0];
-            y_lanes[j] = y0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        y[i] += a * x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_y {
+        double v[2];
+    } cb_lanes_y;
+    cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_y y1 = y_lanes[j + 1 * stride];
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_y y2 = y_lanes[j + 2 * stride];
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_y y3 = y_lanes[j + 3 * stride];
+        y0.v[0] += a * x0.v[0];
+        y0.v[1] += a * x0.v[1];
+        y1.v[0] += a * x1.v[0];
+        y1.v[1] += a * x1.v[1];
+        y2.v[0] += a * x2.v[0];
+        y2.v[1] += a * x2.v[1];
+        y3.v[0] += a * x3.v[0];
+        y3.v[1] += a * x3.v[1];
+        y_lanes[j] = y0;
+        y_lanes[j + 1 * stride] = y1;
+        y_lanes[j + 2 * stride] = y2;
+        y_lanes[j + 3 * stride] = y3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        y0.v[0] += a * x0.v[0];
+        y0.v[1] += a * x0.v[1];
+        y_lanes[j] = y0;
     }
 }

@@ -4,6 +4,7 @@
 // copy_strided: copies `rows` rows of `cols` elements from x (rows x_stride apart) to y (rows y_stride apart); n = rows * cols
 // One NVRTC program for every dtype of the family (float32, float64, int32, uint32), compiled at
 // first use for the device's architecture (cuda/jit.c) and cached (cuda/kernel_cache.c).
+// The kernels only move elements: float32 and float64 serve every dtype of their size.
 
 // NVRTC compiles without the host's headers: the fixed-width types the dtypes use.
 typedef int int32_t;
@@ -254,46 +255,6 @@ cblob_copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const double *__re
     for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
         const double *from = x + row * x_stride + lane;
         double *to = y + row * y_stride + lane;
-        CB_UNROLL(4)
-        for (int64_t c = 0; c < cols - lane; c += width)
-            to[c] = from[c];
-    }
-}
-
-// copy_strided for int32
-extern "C" __global__ void __launch_bounds__(256)
-cblob_copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const int32_t *__restrict__ x, int64_t x_stride, int32_t *__restrict__ y, int64_t y_stride)
-{
-    int width = 1, shift = 0;
-    while (width < cols && width < 256) {
-        width <<= 1;
-        ++shift;
-    }
-    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
-    const int64_t step = (int64_t)gridDim.x * groups;
-    for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
-        const int32_t *from = x + row * x_stride + lane;
-        int32_t *to = y + row * y_stride + lane;
-        CB_UNROLL(4)
-        for (int64_t c = 0; c < cols - lane; c += width)
-            to[c] = from[c];
-    }
-}
-
-// copy_strided for uint32
-extern "C" __global__ void __launch_bounds__(256)
-cblob_copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const uint32_t *__restrict__ x, int64_t x_stride, uint32_t *__restrict__ y, int64_t y_stride)
-{
-    int width = 1, shift = 0;
-    while (width < cols && width < 256) {
-        width <<= 1;
-        ++shift;
-    }
-    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
-    const int64_t step = (int64_t)gridDim.x * groups;
-    for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
-        const uint32_t *from = x + row * x_stride + lane;
-        uint32_t *to = y + row * y_stride + lane;
         CB_UNROLL(4)
         for (int64_t c = 0; c < cols - lane; c += width)
             to[c] = from[c];

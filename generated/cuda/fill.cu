@@ -227,81 +227,59 @@ cblob_fill_f32(int64_t n, double value, float *__restrict__ x)
     const float v = (float)value;
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            float v[4];
-        } cb_lanes4_x;
-        cb_lanes4_x *x_lanes = (cb_lanes4_x *)(x + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0;
-            cb_lanes4_x x1;
-            cb_lanes4_x x2;
-            cb_lanes4_x x3;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x0.v[2] = v;
-            x0.v[3] = v;
-            x1.v[0] = v;
-            x1.v[1] = v;
-            x1.v[2] = v;
-            x1.v[3] = v;
-            x2.v[0] = v;
-            x2.v[1] = v;
-            x2.v[2] = v;
-            x2.v[3] = v;
-            x3.v[0] = v;
-            x3.v[1] = v;
-            x3.v[2] = v;
-            x3.v[3] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x0.v[2] = v;
-            x0.v[3] = v;
-            x_lanes[j] = x0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            x[done + i] = v;
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            float v[1];
-        } cb_lanes1_x;
-        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0;
-            cb_lanes1_x x1;
-            cb_lanes1_x x2;
-            cb_lanes1_x x3;
-            x0.v[0] = v;
-            x1.v[0] = v;
-            x2.v[0] = v;
-            x3.v[0] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0;
-            x0.v[0] = v;
-            x_lanes[j] = x0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        x[i] = v;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0;
+        cb_lanes_x x1;
+        cb_lanes_x x2;
+        cb_lanes_x x3;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x1.v[0] = v;
+        x1.v[1] = v;
+        x1.v[2] = v;
+        x1.v[3] = v;
+        x2.v[0] = v;
+        x2.v[1] = v;
+        x2.v[2] = v;
+        x2.v[3] = v;
+        x3.v[0] = v;
+        x3.v[1] = v;
+        x3.v[2] = v;
+        x3.v[3] = v;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+        x_lanes[j + 2 * stride] = x2;
+        x_lanes[j + 3 * stride] = x3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x_lanes[j] = x0;
     }
 }
 
@@ -312,71 +290,49 @@ cblob_fill_f64(int64_t n, double value, double *__restrict__ x)
     const double v = (double)value;
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
-            double v[2];
-        } cb_lanes2_x;
-        cb_lanes2_x *x_lanes = (cb_lanes2_x *)(x + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0;
-            cb_lanes2_x x1;
-            cb_lanes2_x x2;
-            cb_lanes2_x x3;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x1.v[0] = v;
-            x1.v[1] = v;
-            x2.v[0] = v;
-            x2.v[1] = v;
-            x3.v[0] = v;
-            x3.v[1] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x_lanes[j] = x0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            x[done + i] = v;
-        }
-    } else {
-        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
-            double v[1];
-        } cb_lanes1_x;
-        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0;
-            cb_lanes1_x x1;
-            cb_lanes1_x x2;
-            cb_lanes1_x x3;
-            x0.v[0] = v;
-            x1.v[0] = v;
-            x2.v[0] = v;
-            x3.v[0] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0;
-            x0.v[0] = v;
-            x_lanes[j] = x0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        x[i] = v;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0;
+        cb_lanes_x x1;
+        cb_lanes_x x2;
+        cb_lanes_x x3;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x1.v[0] = v;
+        x1.v[1] = v;
+        x2.v[0] = v;
+        x2.v[1] = v;
+        x3.v[0] = v;
+        x3.v[1] = v;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+        x_lanes[j + 2 * stride] = x2;
+        x_lanes[j + 3 * stride] = x3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x_lanes[j] = x0;
     }
 }
 
@@ -387,81 +343,59 @@ cblob_fill_i32(int64_t n, double value, int32_t *__restrict__ x)
     const int32_t v = (int32_t)value;
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            int32_t v[4];
-        } cb_lanes4_x;
-        cb_lanes4_x *x_lanes = (cb_lanes4_x *)(x + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0;
-            cb_lanes4_x x1;
-            cb_lanes4_x x2;
-            cb_lanes4_x x3;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x0.v[2] = v;
-            x0.v[3] = v;
-            x1.v[0] = v;
-            x1.v[1] = v;
-            x1.v[2] = v;
-            x1.v[3] = v;
-            x2.v[0] = v;
-            x2.v[1] = v;
-            x2.v[2] = v;
-            x2.v[3] = v;
-            x3.v[0] = v;
-            x3.v[1] = v;
-            x3.v[2] = v;
-            x3.v[3] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x0.v[2] = v;
-            x0.v[3] = v;
-            x_lanes[j] = x0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            x[done + i] = v;
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            int32_t v[1];
-        } cb_lanes1_x;
-        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0;
-            cb_lanes1_x x1;
-            cb_lanes1_x x2;
-            cb_lanes1_x x3;
-            x0.v[0] = v;
-            x1.v[0] = v;
-            x2.v[0] = v;
-            x3.v[0] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0;
-            x0.v[0] = v;
-            x_lanes[j] = x0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        x[i] = v;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        int32_t v[4];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0;
+        cb_lanes_x x1;
+        cb_lanes_x x2;
+        cb_lanes_x x3;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x1.v[0] = v;
+        x1.v[1] = v;
+        x1.v[2] = v;
+        x1.v[3] = v;
+        x2.v[0] = v;
+        x2.v[1] = v;
+        x2.v[2] = v;
+        x2.v[3] = v;
+        x3.v[0] = v;
+        x3.v[1] = v;
+        x3.v[2] = v;
+        x3.v[3] = v;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+        x_lanes[j + 2 * stride] = x2;
+        x_lanes[j + 3 * stride] = x3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x_lanes[j] = x0;
     }
 }
 
@@ -472,80 +406,58 @@ cblob_fill_u32(int64_t n, double value, uint32_t *__restrict__ x)
     const uint32_t v = (uint32_t)value;
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            uint32_t v[4];
-        } cb_lanes4_x;
-        cb_lanes4_x *x_lanes = (cb_lanes4_x *)(x + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0;
-            cb_lanes4_x x1;
-            cb_lanes4_x x2;
-            cb_lanes4_x x3;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x0.v[2] = v;
-            x0.v[3] = v;
-            x1.v[0] = v;
-            x1.v[1] = v;
-            x1.v[2] = v;
-            x1.v[3] = v;
-            x2.v[0] = v;
-            x2.v[1] = v;
-            x2.v[2] = v;
-            x2.v[3] = v;
-            x3.v[0] = v;
-            x3.v[1] = v;
-            x3.v[2] = v;
-            x3.v[3] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x0.v[2] = v;
-            x0.v[3] = v;
-            x_lanes[j] = x0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            x[done + i] = v;
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            uint32_t v[1];
-        } cb_lanes1_x;
-        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0;
-            cb_lanes1_x x1;
-            cb_lanes1_x x2;
-            cb_lanes1_x x3;
-            x0.v[0] = v;
-            x1.v[0] = v;
-            x2.v[0] = v;
-            x3.v[0] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0;
-            x0.v[0] = v;
-            x_lanes[j] = x0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        x[i] = v;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        uint32_t v[4];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0;
+        cb_lanes_x x1;
+        cb_lanes_x x2;
+        cb_lanes_x x3;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x1.v[0] = v;
+        x1.v[1] = v;
+        x1.v[2] = v;
+        x1.v[3] = v;
+        x2.v[0] = v;
+        x2.v[1] = v;
+        x2.v[2] = v;
+        x2.v[3] = v;
+        x3.v[0] = v;
+        x3.v[1] = v;
+        x3.v[2] = v;
+        x3.v[3] = v;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+        x_lanes[j + 2 * stride] = x2;
+        x_lanes[j + 3 * stride] = x3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x_lanes[j] = x0;
     }
 }

@@ -227,81 +227,59 @@ cblob_scale_f32(int64_t n, double alpha, float *__restrict__ x)
     const float a = (float)alpha;
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             x[i] *= a;
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            float v[4];
-        } cb_lanes4_x;
-        cb_lanes4_x *x_lanes = (cb_lanes4_x *)(x + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            x0.v[0] *= a;
-            x0.v[1] *= a;
-            x0.v[2] *= a;
-            x0.v[3] *= a;
-            x1.v[0] *= a;
-            x1.v[1] *= a;
-            x1.v[2] *= a;
-            x1.v[3] *= a;
-            x2.v[0] *= a;
-            x2.v[1] *= a;
-            x2.v[2] *= a;
-            x2.v[3] *= a;
-            x3.v[0] *= a;
-            x3.v[1] *= a;
-            x3.v[2] *= a;
-            x3.v[3] *= a;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            x0.v[0] *= a;
-            x0.v[1] *= a;
-            x0.v[2] *= a;
-            x0.v[3] *= a;
-            x_lanes[j] = x0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            x[done + i] *= a;
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            float v[1];
-        } cb_lanes1_x;
-        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            x0.v[0] *= a;
-            x1.v[0] *= a;
-            x2.v[0] *= a;
-            x3.v[0] *= a;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            x0.v[0] *= a;
-            x_lanes[j] = x0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        x[i] *= a;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        x0.v[0] *= a;
+        x0.v[1] *= a;
+        x0.v[2] *= a;
+        x0.v[3] *= a;
+        x1.v[0] *= a;
+        x1.v[1] *= a;
+        x1.v[2] *= a;
+        x1.v[3] *= a;
+        x2.v[0] *= a;
+        x2.v[1] *= a;
+        x2.v[2] *= a;
+        x2.v[3] *= a;
+        x3.v[0] *= a;
+        x3.v[1] *= a;
+        x3.v[2] *= a;
+        x3.v[3] *= a;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+        x_lanes[j + 2 * stride] = x2;
+        x_lanes[j + 3 * stride] = x3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        x0.v[0] *= a;
+        x0.v[1] *= a;
+        x0.v[2] *= a;
+        x0.v[3] *= a;
+        x_lanes[j] = x0;
     }
 }
 
@@ -312,70 +290,48 @@ cblob_scale_f64(int64_t n, double alpha, double *__restrict__ x)
     const double a = (double)alpha;
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             x[i] *= a;
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
-            double v[2];
-        } cb_lanes2_x;
-        cb_lanes2_x *x_lanes = (cb_lanes2_x *)(x + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            x0.v[0] *= a;
-            x0.v[1] *= a;
-            x1.v[0] *= a;
-            x1.v[1] *= a;
-            x2.v[0] *= a;
-            x2.v[1] *= a;
-            x3.v[0] *= a;
-            x3.v[1] *= a;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            x0.v[0] *= a;
-            x0.v[1] *= a;
-            x_lanes[j] = x0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            x[done + i] *= a;
-        }
-    } else {
-        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
-            double v[1];
-        } cb_lanes1_x;
-        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            x0.v[0] *= a;
-            x1.v[0] *= a;
-            x2.v[0] *= a;
-            x3.v[0] *= a;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            x0.v[0] *= a;
-            x_lanes[j] = x0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        x[i] *= a;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        x0.v[0] *= a;
+        x0.v[1] *= a;
+        x1.v[0] *= a;
+        x1.v[1] *= a;
+        x2.v[0] *= a;
+        x2.v[1] *= a;
+        x3.v[0] *= a;
+        x3.v[1] *= a;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+        x_lanes[j + 2 * stride] = x2;
+        x_lanes[j + 3 * stride] = x3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        x0.v[0] *= a;
+        x0.v[1] *= a;
+        x_lanes[j] = x0;
     }
 }

@@ -4,6 +4,7 @@
 // transpose: swaps two axes: x viewed as [outer, rows, middle, cols, inner] is written to y as [outer, cols, middle, rows, inner]; n = the product of all five
 // One NVRTC program for every dtype of the family (float32, float64, int32, uint32), compiled at
 // first use for the device's architecture (cuda/jit.c) and cached (cuda/kernel_cache.c).
+// The kernels only move elements: float32 and float64 serve every dtype of their size.
 
 // NVRTC compiles without the host's headers: the fixed-width types the dtypes use.
 typedef int int32_t;
@@ -238,6 +239,7 @@ cblob_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
             const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
             const float *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
             float *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
+            CB_UNROLL(1)
             for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
                 const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
                 for (int k = 0; k < 32; k += 8)
@@ -267,6 +269,7 @@ cblob_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
         const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
         const float *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
         float *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
+        CB_UNROLL(1)
         for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
             CB_UNROLL(4)
             for (int64_t i = 0; i < inner - lane; i += width)
@@ -292,6 +295,7 @@ cblob_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
             const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
             const double *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
             double *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
+            CB_UNROLL(1)
             for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
                 const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
                 for (int k = 0; k < 32; k += 8)
@@ -321,114 +325,7 @@ cblob_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
         const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
         const double *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
         double *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
-        for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
-            CB_UNROLL(4)
-            for (int64_t i = 0; i < inner - lane; i += width)
-                to[i] = from[i];
-    }
-}
-
-// transpose for int32
-extern "C" __global__ void __launch_bounds__(256)
-cblob_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const int32_t *__restrict__ x, int32_t *__restrict__ y)
-{
-    if (inner == 1) {
-        __shared__ int32_t tile[32][33];
-        const int64_t tiles_c = (cols + 31) / 32;
-        const int64_t radix[CB_DIGITS - 1] = {(tiles_c + 7) / 8, (rows + 31) / 32, middle};
-        cb_position at = cb_position_of(blockIdx.x, radix);
-        const cb_position step = cb_position_of(gridDim.x, radix);
-        const int lane = threadIdx.x & 31, row = threadIdx.x >> 5;
-        const int64_t plane = rows * middle * cols, x_pitch = middle * cols, y_pitch = middle * rows;
-        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
-            const int64_t r0 = at.digit[1] * 32, c_first = at.digit[0] * 256;
-            const int r_end = rows - r0 < 32 ? (int)(rows - r0) : 32;
-            const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
-            const int32_t *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
-            int32_t *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
-            for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
-                const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
-                for (int k = 0; k < 32; k += 8)
-                    if (row + k < r_end && lane < c_end)
-                        tile[row + k][lane] = from[k * x_pitch];
-                __syncthreads();
-                for (int k = 0; k < 32; k += 8)
-                    if (row + k < c_end && lane < r_end)
-                        to[k * y_pitch] = tile[lane][row + k];
-                __syncthreads(); /* the next tile overwrites this one */
-            }
-        }
-        return;
-    }
-    int width = 1, shift = 0;
-    while (width < inner && width < 256) {
-        width <<= 1;
-        ++shift;
-    }
-    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
-    const int64_t radix[CB_DIGITS - 1] = {(rows + 7) / 8, middle, cols};
-    cb_position at = cb_position_of((int64_t)blockIdx.x * groups + (threadIdx.x >> shift), radix);
-    const cb_position step = cb_position_of((int64_t)gridDim.x * groups, radix);
-    const int64_t x_pitch = middle * cols * inner;
-    for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
-        const int64_t r_first = at.digit[0] * 8;
-        const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
-        const int32_t *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
-        int32_t *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
-        for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
-            CB_UNROLL(4)
-            for (int64_t i = 0; i < inner - lane; i += width)
-                to[i] = from[i];
-    }
-}
-
-// transpose for uint32
-extern "C" __global__ void __launch_bounds__(256)
-cblob_transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const uint32_t *__restrict__ x, uint32_t *__restrict__ y)
-{
-    if (inner == 1) {
-        __shared__ uint32_t tile[32][33];
-        const int64_t tiles_c = (cols + 31) / 32;
-        const int64_t radix[CB_DIGITS - 1] = {(tiles_c + 7) / 8, (rows + 31) / 32, middle};
-        cb_position at = cb_position_of(blockIdx.x, radix);
-        const cb_position step = cb_position_of(gridDim.x, radix);
-        const int lane = threadIdx.x & 31, row = threadIdx.x >> 5;
-        const int64_t plane = rows * middle * cols, x_pitch = middle * cols, y_pitch = middle * rows;
-        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
-            const int64_t r0 = at.digit[1] * 32, c_first = at.digit[0] * 256;
-            const int r_end = rows - r0 < 32 ? (int)(rows - r0) : 32;
-            const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
-            const uint32_t *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
-            uint32_t *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
-            for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
-                const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
-                for (int k = 0; k < 32; k += 8)
-                    if (row + k < r_end && lane < c_end)
-                        tile[row + k][lane] = from[k * x_pitch];
-                __syncthreads();
-                for (int k = 0; k < 32; k += 8)
-                    if (row + k < c_end && lane < r_end)
-                        to[k * y_pitch] = tile[lane][row + k];
-                __syncthreads(); /* the next tile overwrites this one */
-            }
-        }
-        return;
-    }
-    int width = 1, shift = 0;
-    while (width < inner && width < 256) {
-        width <<= 1;
-        ++shift;
-    }
-    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
-    const int64_t radix[CB_DIGITS - 1] = {(rows + 7) / 8, middle, cols};
-    cb_position at = cb_position_of((int64_t)blockIdx.x * groups + (threadIdx.x >> shift), radix);
-    const cb_position step = cb_position_of((int64_t)gridDim.x * groups, radix);
-    const int64_t x_pitch = middle * cols * inner;
-    for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
-        const int64_t r_first = at.digit[0] * 8;
-        const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
-        const uint32_t *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
-        uint32_t *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
+        CB_UNROLL(1)
         for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
             CB_UNROLL(4)
             for (int64_t i = 0; i < inner - lane; i += width)

@@ -228,99 +228,68 @@ cblob_truncate_to_u32_f32(int64_t n, const float *__restrict__ x, void *__restri
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f32_to_u32_rzi(x[i]);
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            float v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
-            uint32_t v[4];
-        } cb_lanes4_out;
-        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_out out1;
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_out out2;
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_out out3;
-            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
-            out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
-            out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
-            out0.v[3] = cb_f32_to_u32_rzi(x0.v[3]);
-            out1.v[0] = cb_f32_to_u32_rzi(x1.v[0]);
-            out1.v[1] = cb_f32_to_u32_rzi(x1.v[1]);
-            out1.v[2] = cb_f32_to_u32_rzi(x1.v[2]);
-            out1.v[3] = cb_f32_to_u32_rzi(x1.v[3]);
-            out2.v[0] = cb_f32_to_u32_rzi(x2.v[0]);
-            out2.v[1] = cb_f32_to_u32_rzi(x2.v[1]);
-            out2.v[2] = cb_f32_to_u32_rzi(x2.v[2]);
-            out2.v[3] = cb_f32_to_u32_rzi(x2.v[3]);
-            out3.v[0] = cb_f32_to_u32_rzi(x3.v[0]);
-            out3.v[1] = cb_f32_to_u32_rzi(x3.v[1]);
-            out3.v[2] = cb_f32_to_u32_rzi(x3.v[2]);
-            out3.v[3] = cb_f32_to_u32_rzi(x3.v[3]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
-            out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
-            out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
-            out0.v[3] = cb_f32_to_u32_rzi(x0.v[3]);
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = cb_f32_to_u32_rzi(x[done + i]);
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            float v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            uint32_t v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
-            out1.v[0] = cb_f32_to_u32_rzi(x1.v[0]);
-            out2.v[0] = cb_f32_to_u32_rzi(x2.v[0]);
-            out3.v[0] = cb_f32_to_u32_rzi(x3.v[0]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f32_to_u32_rzi(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        uint32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
+        out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
+        out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
+        out0.v[3] = cb_f32_to_u32_rzi(x0.v[3]);
+        out1.v[0] = cb_f32_to_u32_rzi(x1.v[0]);
+        out1.v[1] = cb_f32_to_u32_rzi(x1.v[1]);
+        out1.v[2] = cb_f32_to_u32_rzi(x1.v[2]);
+        out1.v[3] = cb_f32_to_u32_rzi(x1.v[3]);
+        out2.v[0] = cb_f32_to_u32_rzi(x2.v[0]);
+        out2.v[1] = cb_f32_to_u32_rzi(x2.v[1]);
+        out2.v[2] = cb_f32_to_u32_rzi(x2.v[2]);
+        out2.v[3] = cb_f32_to_u32_rzi(x2.v[3]);
+        out3.v[0] = cb_f32_to_u32_rzi(x3.v[0]);
+        out3.v[1] = cb_f32_to_u32_rzi(x3.v[1]);
+        out3.v[2] = cb_f32_to_u32_rzi(x3.v[2]);
+        out3.v[3] = cb_f32_to_u32_rzi(x3.v[3]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
+        out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
+        out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
+        out0.v[3] = cb_f32_to_u32_rzi(x0.v[3]);
+        out_lanes[j] = out0;
     }
 }
 
@@ -332,88 +301,57 @@ cblob_truncate_to_u32_f64(int64_t n, const double *__restrict__ x, void *__restr
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f64_to_u32_rzi(x[i]);
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
-            double v[2];
-        } cb_lanes2_x;
-        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
-        typedef struct __attribute__((aligned(8))) cb_lanes2_out {
-            uint32_t v[2];
-        } cb_lanes2_out;
-        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_out out1;
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_out out2;
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes2_out out3;
-            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
-            out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
-            out1.v[0] = cb_f64_to_u32_rzi(x1.v[0]);
-            out1.v[1] = cb_f64_to_u32_rzi(x1.v[1]);
-            out2.v[0] = cb_f64_to_u32_rzi(x2.v[0]);
-            out2.v[1] = cb_f64_to_u32_rzi(x2.v[1]);
-            out3.v[0] = cb_f64_to_u32_rzi(x3.v[0]);
-            out3.v[1] = cb_f64_to_u32_rzi(x3.v[1]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
-            out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = cb_f64_to_u32_rzi(x[done + i]);
-        }
-    } else {
-        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
-            double v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            uint32_t v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
-            out1.v[0] = cb_f64_to_u32_rzi(x1.v[0]);
-            out2.v[0] = cb_f64_to_u32_rzi(x2.v[0]);
-            out3.v[0] = cb_f64_to_u32_rzi(x3.v[0]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f64_to_u32_rzi(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(8))) cb_lanes_out {
+        uint32_t v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
+        out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
+        out1.v[0] = cb_f64_to_u32_rzi(x1.v[0]);
+        out1.v[1] = cb_f64_to_u32_rzi(x1.v[1]);
+        out2.v[0] = cb_f64_to_u32_rzi(x2.v[0]);
+        out2.v[1] = cb_f64_to_u32_rzi(x2.v[1]);
+        out3.v[0] = cb_f64_to_u32_rzi(x3.v[0]);
+        out3.v[1] = cb_f64_to_u32_rzi(x3.v[1]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
+        out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
+        out_lanes[j] = out0;
     }
 }

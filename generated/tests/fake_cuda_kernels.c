@@ -425,99 +425,68 @@ static void twin_axpy_f32(int64_t n, double alpha, const float *__restrict__ x, 
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             y[i] += a * x[i];
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            float v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_y {
-            float v[4];
-        } cb_lanes4_y;
-        cb_lanes4_y *y_lanes = (cb_lanes4_y *)(y + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_y y0 = y_lanes[j];
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] += a * x0.v[0];
-            y0.v[1] += a * x0.v[1];
-            y0.v[2] += a * x0.v[2];
-            y0.v[3] += a * x0.v[3];
-            y1.v[0] += a * x1.v[0];
-            y1.v[1] += a * x1.v[1];
-            y1.v[2] += a * x1.v[2];
-            y1.v[3] += a * x1.v[3];
-            y2.v[0] += a * x2.v[0];
-            y2.v[1] += a * x2.v[1];
-            y2.v[2] += a * x2.v[2];
-            y2.v[3] += a * x2.v[3];
-            y3.v[0] += a * x3.v[0];
-            y3.v[1] += a * x3.v[1];
-            y3.v[2] += a * x3.v[2];
-            y3.v[3] += a * x3.v[3];
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_y y0 = y_lanes[j];
-            y0.v[0] += a * x0.v[0];
-            y0.v[1] += a * x0.v[1];
-            y0.v[2] += a * x0.v[2];
-            y0.v[3] += a * x0.v[3];
-            y_lanes[j] = y0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            y[done + i] += a * x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            float v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_y {
-            float v[1];
-        } cb_lanes1_y;
-        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] += a * x0.v[0];
-            y1.v[0] += a * x1.v[0];
-            y2.v[0] += a * x2.v[0];
-            y3.v[0] += a * x3.v[0];
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            y0.v[0] += a * x0.v[0];
-            y_lanes[j] = y0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        y[i] += a * x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_y {
+        float v[4];
+    } cb_lanes_y;
+    cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_y y1 = y_lanes[j + 1 * stride];
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_y y2 = y_lanes[j + 2 * stride];
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_y y3 = y_lanes[j + 3 * stride];
+        y0.v[0] += a * x0.v[0];
+        y0.v[1] += a * x0.v[1];
+        y0.v[2] += a * x0.v[2];
+        y0.v[3] += a * x0.v[3];
+        y1.v[0] += a * x1.v[0];
+        y1.v[1] += a * x1.v[1];
+        y1.v[2] += a * x1.v[2];
+        y1.v[3] += a * x1.v[3];
+        y2.v[0] += a * x2.v[0];
+        y2.v[1] += a * x2.v[1];
+        y2.v[2] += a * x2.v[2];
+        y2.v[3] += a * x2.v[3];
+        y3.v[0] += a * x3.v[0];
+        y3.v[1] += a * x3.v[1];
+        y3.v[2] += a * x3.v[2];
+        y3.v[3] += a * x3.v[3];
+        y_lanes[j] = y0;
+        y_lanes[j + 1 * stride] = y1;
+        y_lanes[j + 2 * stride] = y2;
+        y_lanes[j + 3 * stride] = y3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        y0.v[0] += a * x0.v[0];
+        y0.v[1] += a * x0.v[1];
+        y0.v[2] += a * x0.v[2];
+        y0.v[3] += a * x0.v[3];
+        y_lanes[j] = y0;
     }
 }
 
@@ -541,89 +510,58 @@ static void twin_axpy_f64(int64_t n, double alpha, const double *__restrict__ x,
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 8 % 2 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             y[i] += a * x[i];
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
-            double v[2];
-        } cb_lanes2_x;
-        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes2_y {
-            double v[2];
-        } cb_lanes2_y;
-        cb_lanes2_y *y_lanes = (cb_lanes2_y *)(y + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_y y0 = y_lanes[j];
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes2_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] += a * x0.v[0];
-            y0.v[1] += a * x0.v[1];
-            y1.v[0] += a * x1.v[0];
-            y1.v[1] += a * x1.v[1];
-            y2.v[0] += a * x2.v[0];
-            y2.v[1] += a * x2.v[1];
-            y3.v[0] += a * x3.v[0];
-            y3.v[1] += a * x3.v[1];
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_y y0 = y_lanes[j];
-            y0.v[0] += a * x0.v[0];
-            y0.v[1] += a * x0.v[1];
-            y_lanes[j] = y0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            y[done + i] += a * x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
-            double v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(8))) cb_lanes1_y {
-            double v[1];
-        } cb_lanes1_y;
-        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] += a * x0.v[0];
-            y1.v[0] += a * x1.v[0];
-            y2.v[0] += a * x2.v[0];
-            y3.v[0] += a * x3.v[0];
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            y0.v[0] += a * x0.v[0];
-            y_lanes[j] = y0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        y[i] += a * x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_y {
+        double v[2];
+    } cb_lanes_y;
+    cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_y y1 = y_lanes[j + 1 * stride];
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_y y2 = y_lanes[j + 2 * stride];
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_y y3 = y_lanes[j + 3 * stride];
+        y0.v[0] += a * x0.v[0];
+        y0.v[1] += a * x0.v[1];
+        y1.v[0] += a * x1.v[0];
+        y1.v[1] += a * x1.v[1];
+        y2.v[0] += a * x2.v[0];
+        y2.v[1] += a * x2.v[1];
+        y3.v[0] += a * x3.v[0];
+        y3.v[1] += a * x3.v[1];
+        y_lanes[j] = y0;
+        y_lanes[j + 1 * stride] = y1;
+        y_lanes[j + 2 * stride] = y2;
+        y_lanes[j + 3 * stride] = y3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        y0.v[0] += a * x0.v[0];
+        y0.v[1] += a * x0.v[1];
+        y_lanes[j] = y0;
     }
 }
 
@@ -646,81 +584,59 @@ static void twin_scale_f32(int64_t n, double alpha, float *__restrict__ x)
     const float a = (float)alpha;
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             x[i] *= a;
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            float v[4];
-        } cb_lanes4_x;
-        cb_lanes4_x *x_lanes = (cb_lanes4_x *)(x + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            x0.v[0] *= a;
-            x0.v[1] *= a;
-            x0.v[2] *= a;
-            x0.v[3] *= a;
-            x1.v[0] *= a;
-            x1.v[1] *= a;
-            x1.v[2] *= a;
-            x1.v[3] *= a;
-            x2.v[0] *= a;
-            x2.v[1] *= a;
-            x2.v[2] *= a;
-            x2.v[3] *= a;
-            x3.v[0] *= a;
-            x3.v[1] *= a;
-            x3.v[2] *= a;
-            x3.v[3] *= a;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            x0.v[0] *= a;
-            x0.v[1] *= a;
-            x0.v[2] *= a;
-            x0.v[3] *= a;
-            x_lanes[j] = x0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            x[done + i] *= a;
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            float v[1];
-        } cb_lanes1_x;
-        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            x0.v[0] *= a;
-            x1.v[0] *= a;
-            x2.v[0] *= a;
-            x3.v[0] *= a;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            x0.v[0] *= a;
-            x_lanes[j] = x0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        x[i] *= a;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        x0.v[0] *= a;
+        x0.v[1] *= a;
+        x0.v[2] *= a;
+        x0.v[3] *= a;
+        x1.v[0] *= a;
+        x1.v[1] *= a;
+        x1.v[2] *= a;
+        x1.v[3] *= a;
+        x2.v[0] *= a;
+        x2.v[1] *= a;
+        x2.v[2] *= a;
+        x2.v[3] *= a;
+        x3.v[0] *= a;
+        x3.v[1] *= a;
+        x3.v[2] *= a;
+        x3.v[3] *= a;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+        x_lanes[j + 2 * stride] = x2;
+        x_lanes[j + 3 * stride] = x3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        x0.v[0] *= a;
+        x0.v[1] *= a;
+        x0.v[2] *= a;
+        x0.v[3] *= a;
+        x_lanes[j] = x0;
     }
 }
 
@@ -742,71 +658,49 @@ static void twin_scale_f64(int64_t n, double alpha, double *__restrict__ x)
     const double a = (double)alpha;
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             x[i] *= a;
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
-            double v[2];
-        } cb_lanes2_x;
-        cb_lanes2_x *x_lanes = (cb_lanes2_x *)(x + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            x0.v[0] *= a;
-            x0.v[1] *= a;
-            x1.v[0] *= a;
-            x1.v[1] *= a;
-            x2.v[0] *= a;
-            x2.v[1] *= a;
-            x3.v[0] *= a;
-            x3.v[1] *= a;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            x0.v[0] *= a;
-            x0.v[1] *= a;
-            x_lanes[j] = x0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            x[done + i] *= a;
-        }
-    } else {
-        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
-            double v[1];
-        } cb_lanes1_x;
-        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            x0.v[0] *= a;
-            x1.v[0] *= a;
-            x2.v[0] *= a;
-            x3.v[0] *= a;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            x0.v[0] *= a;
-            x_lanes[j] = x0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        x[i] *= a;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        x0.v[0] *= a;
+        x0.v[1] *= a;
+        x1.v[0] *= a;
+        x1.v[1] *= a;
+        x2.v[0] *= a;
+        x2.v[1] *= a;
+        x3.v[0] *= a;
+        x3.v[1] *= a;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+        x_lanes[j + 2 * stride] = x2;
+        x_lanes[j + 3 * stride] = x3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        x0.v[0] *= a;
+        x0.v[1] *= a;
+        x_lanes[j] = x0;
     }
 }
 
@@ -828,81 +722,59 @@ static void twin_fill_f32(int64_t n, double value, float *__restrict__ x)
     const float v = (float)value;
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            float v[4];
-        } cb_lanes4_x;
-        cb_lanes4_x *x_lanes = (cb_lanes4_x *)(x + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0;
-            cb_lanes4_x x1;
-            cb_lanes4_x x2;
-            cb_lanes4_x x3;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x0.v[2] = v;
-            x0.v[3] = v;
-            x1.v[0] = v;
-            x1.v[1] = v;
-            x1.v[2] = v;
-            x1.v[3] = v;
-            x2.v[0] = v;
-            x2.v[1] = v;
-            x2.v[2] = v;
-            x2.v[3] = v;
-            x3.v[0] = v;
-            x3.v[1] = v;
-            x3.v[2] = v;
-            x3.v[3] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x0.v[2] = v;
-            x0.v[3] = v;
-            x_lanes[j] = x0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            x[done + i] = v;
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            float v[1];
-        } cb_lanes1_x;
-        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0;
-            cb_lanes1_x x1;
-            cb_lanes1_x x2;
-            cb_lanes1_x x3;
-            x0.v[0] = v;
-            x1.v[0] = v;
-            x2.v[0] = v;
-            x3.v[0] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0;
-            x0.v[0] = v;
-            x_lanes[j] = x0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        x[i] = v;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0;
+        cb_lanes_x x1;
+        cb_lanes_x x2;
+        cb_lanes_x x3;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x1.v[0] = v;
+        x1.v[1] = v;
+        x1.v[2] = v;
+        x1.v[3] = v;
+        x2.v[0] = v;
+        x2.v[1] = v;
+        x2.v[2] = v;
+        x2.v[3] = v;
+        x3.v[0] = v;
+        x3.v[1] = v;
+        x3.v[2] = v;
+        x3.v[3] = v;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+        x_lanes[j + 2 * stride] = x2;
+        x_lanes[j + 3 * stride] = x3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x_lanes[j] = x0;
     }
 }
 
@@ -924,71 +796,49 @@ static void twin_fill_f64(int64_t n, double value, double *__restrict__ x)
     const double v = (double)value;
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
-            double v[2];
-        } cb_lanes2_x;
-        cb_lanes2_x *x_lanes = (cb_lanes2_x *)(x + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0;
-            cb_lanes2_x x1;
-            cb_lanes2_x x2;
-            cb_lanes2_x x3;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x1.v[0] = v;
-            x1.v[1] = v;
-            x2.v[0] = v;
-            x2.v[1] = v;
-            x3.v[0] = v;
-            x3.v[1] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x_lanes[j] = x0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            x[done + i] = v;
-        }
-    } else {
-        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
-            double v[1];
-        } cb_lanes1_x;
-        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0;
-            cb_lanes1_x x1;
-            cb_lanes1_x x2;
-            cb_lanes1_x x3;
-            x0.v[0] = v;
-            x1.v[0] = v;
-            x2.v[0] = v;
-            x3.v[0] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0;
-            x0.v[0] = v;
-            x_lanes[j] = x0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        x[i] = v;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0;
+        cb_lanes_x x1;
+        cb_lanes_x x2;
+        cb_lanes_x x3;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x1.v[0] = v;
+        x1.v[1] = v;
+        x2.v[0] = v;
+        x2.v[1] = v;
+        x3.v[0] = v;
+        x3.v[1] = v;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+        x_lanes[j + 2 * stride] = x2;
+        x_lanes[j + 3 * stride] = x3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x_lanes[j] = x0;
     }
 }
 
@@ -1010,81 +860,59 @@ static void twin_fill_i32(int64_t n, double value, int32_t *__restrict__ x)
     const int32_t v = (int32_t)value;
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            int32_t v[4];
-        } cb_lanes4_x;
-        cb_lanes4_x *x_lanes = (cb_lanes4_x *)(x + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0;
-            cb_lanes4_x x1;
-            cb_lanes4_x x2;
-            cb_lanes4_x x3;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x0.v[2] = v;
-            x0.v[3] = v;
-            x1.v[0] = v;
-            x1.v[1] = v;
-            x1.v[2] = v;
-            x1.v[3] = v;
-            x2.v[0] = v;
-            x2.v[1] = v;
-            x2.v[2] = v;
-            x2.v[3] = v;
-            x3.v[0] = v;
-            x3.v[1] = v;
-            x3.v[2] = v;
-            x3.v[3] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x0.v[2] = v;
-            x0.v[3] = v;
-            x_lanes[j] = x0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            x[done + i] = v;
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            int32_t v[1];
-        } cb_lanes1_x;
-        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0;
-            cb_lanes1_x x1;
-            cb_lanes1_x x2;
-            cb_lanes1_x x3;
-            x0.v[0] = v;
-            x1.v[0] = v;
-            x2.v[0] = v;
-            x3.v[0] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0;
-            x0.v[0] = v;
-            x_lanes[j] = x0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        x[i] = v;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        int32_t v[4];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0;
+        cb_lanes_x x1;
+        cb_lanes_x x2;
+        cb_lanes_x x3;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x1.v[0] = v;
+        x1.v[1] = v;
+        x1.v[2] = v;
+        x1.v[3] = v;
+        x2.v[0] = v;
+        x2.v[1] = v;
+        x2.v[2] = v;
+        x2.v[3] = v;
+        x3.v[0] = v;
+        x3.v[1] = v;
+        x3.v[2] = v;
+        x3.v[3] = v;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+        x_lanes[j + 2 * stride] = x2;
+        x_lanes[j + 3 * stride] = x3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x_lanes[j] = x0;
     }
 }
 
@@ -1106,81 +934,59 @@ static void twin_fill_u32(int64_t n, double value, uint32_t *__restrict__ x)
     const uint32_t v = (uint32_t)value;
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            uint32_t v[4];
-        } cb_lanes4_x;
-        cb_lanes4_x *x_lanes = (cb_lanes4_x *)(x + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0;
-            cb_lanes4_x x1;
-            cb_lanes4_x x2;
-            cb_lanes4_x x3;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x0.v[2] = v;
-            x0.v[3] = v;
-            x1.v[0] = v;
-            x1.v[1] = v;
-            x1.v[2] = v;
-            x1.v[3] = v;
-            x2.v[0] = v;
-            x2.v[1] = v;
-            x2.v[2] = v;
-            x2.v[3] = v;
-            x3.v[0] = v;
-            x3.v[1] = v;
-            x3.v[2] = v;
-            x3.v[3] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0;
-            x0.v[0] = v;
-            x0.v[1] = v;
-            x0.v[2] = v;
-            x0.v[3] = v;
-            x_lanes[j] = x0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            x[done + i] = v;
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            uint32_t v[1];
-        } cb_lanes1_x;
-        cb_lanes1_x *x_lanes = (cb_lanes1_x *)(x + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0;
-            cb_lanes1_x x1;
-            cb_lanes1_x x2;
-            cb_lanes1_x x3;
-            x0.v[0] = v;
-            x1.v[0] = v;
-            x2.v[0] = v;
-            x3.v[0] = v;
-            x_lanes[j] = x0;
-            x_lanes[j + 1 * stride] = x1;
-            x_lanes[j + 2 * stride] = x2;
-            x_lanes[j + 3 * stride] = x3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0;
-            x0.v[0] = v;
-            x_lanes[j] = x0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        x[i] = v;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        uint32_t v[4];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0;
+        cb_lanes_x x1;
+        cb_lanes_x x2;
+        cb_lanes_x x3;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x1.v[0] = v;
+        x1.v[1] = v;
+        x1.v[2] = v;
+        x1.v[3] = v;
+        x2.v[0] = v;
+        x2.v[1] = v;
+        x2.v[2] = v;
+        x2.v[3] = v;
+        x3.v[0] = v;
+        x3.v[1] = v;
+        x3.v[2] = v;
+        x3.v[3] = v;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+        x_lanes[j + 2 * stride] = x2;
+        x_lanes[j + 3 * stride] = x3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x_lanes[j] = x0;
     }
 }
 
@@ -1202,99 +1008,68 @@ static void twin_add_f32(int64_t n, const float *x, float *y)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             y[i] += x[i];
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            float v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_y {
-            float v[4];
-        } cb_lanes4_y;
-        cb_lanes4_y *y_lanes = (cb_lanes4_y *)(y + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_y y0 = y_lanes[j];
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] += x0.v[0];
-            y0.v[1] += x0.v[1];
-            y0.v[2] += x0.v[2];
-            y0.v[3] += x0.v[3];
-            y1.v[0] += x1.v[0];
-            y1.v[1] += x1.v[1];
-            y1.v[2] += x1.v[2];
-            y1.v[3] += x1.v[3];
-            y2.v[0] += x2.v[0];
-            y2.v[1] += x2.v[1];
-            y2.v[2] += x2.v[2];
-            y2.v[3] += x2.v[3];
-            y3.v[0] += x3.v[0];
-            y3.v[1] += x3.v[1];
-            y3.v[2] += x3.v[2];
-            y3.v[3] += x3.v[3];
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_y y0 = y_lanes[j];
-            y0.v[0] += x0.v[0];
-            y0.v[1] += x0.v[1];
-            y0.v[2] += x0.v[2];
-            y0.v[3] += x0.v[3];
-            y_lanes[j] = y0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            y[done + i] += x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            float v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_y {
-            float v[1];
-        } cb_lanes1_y;
-        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] += x0.v[0];
-            y1.v[0] += x1.v[0];
-            y2.v[0] += x2.v[0];
-            y3.v[0] += x3.v[0];
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            y0.v[0] += x0.v[0];
-            y_lanes[j] = y0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        y[i] += x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_y {
+        float v[4];
+    } cb_lanes_y;
+    cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_y y1 = y_lanes[j + 1 * stride];
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_y y2 = y_lanes[j + 2 * stride];
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_y y3 = y_lanes[j + 3 * stride];
+        y0.v[0] += x0.v[0];
+        y0.v[1] += x0.v[1];
+        y0.v[2] += x0.v[2];
+        y0.v[3] += x0.v[3];
+        y1.v[0] += x1.v[0];
+        y1.v[1] += x1.v[1];
+        y1.v[2] += x1.v[2];
+        y1.v[3] += x1.v[3];
+        y2.v[0] += x2.v[0];
+        y2.v[1] += x2.v[1];
+        y2.v[2] += x2.v[2];
+        y2.v[3] += x2.v[3];
+        y3.v[0] += x3.v[0];
+        y3.v[1] += x3.v[1];
+        y3.v[2] += x3.v[2];
+        y3.v[3] += x3.v[3];
+        y_lanes[j] = y0;
+        y_lanes[j + 1 * stride] = y1;
+        y_lanes[j + 2 * stride] = y2;
+        y_lanes[j + 3 * stride] = y3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        y0.v[0] += x0.v[0];
+        y0.v[1] += x0.v[1];
+        y0.v[2] += x0.v[2];
+        y0.v[3] += x0.v[3];
+        y_lanes[j] = y0;
     }
 }
 
@@ -1316,89 +1091,58 @@ static void twin_add_f64(int64_t n, const double *x, double *y)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 8 % 2 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             y[i] += x[i];
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
-            double v[2];
-        } cb_lanes2_x;
-        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes2_y {
-            double v[2];
-        } cb_lanes2_y;
-        cb_lanes2_y *y_lanes = (cb_lanes2_y *)(y + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_y y0 = y_lanes[j];
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes2_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] += x0.v[0];
-            y0.v[1] += x0.v[1];
-            y1.v[0] += x1.v[0];
-            y1.v[1] += x1.v[1];
-            y2.v[0] += x2.v[0];
-            y2.v[1] += x2.v[1];
-            y3.v[0] += x3.v[0];
-            y3.v[1] += x3.v[1];
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_y y0 = y_lanes[j];
-            y0.v[0] += x0.v[0];
-            y0.v[1] += x0.v[1];
-            y_lanes[j] = y0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            y[done + i] += x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
-            double v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(8))) cb_lanes1_y {
-            double v[1];
-        } cb_lanes1_y;
-        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] += x0.v[0];
-            y1.v[0] += x1.v[0];
-            y2.v[0] += x2.v[0];
-            y3.v[0] += x3.v[0];
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            y0.v[0] += x0.v[0];
-            y_lanes[j] = y0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        y[i] += x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_y {
+        double v[2];
+    } cb_lanes_y;
+    cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_y y1 = y_lanes[j + 1 * stride];
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_y y2 = y_lanes[j + 2 * stride];
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_y y3 = y_lanes[j + 3 * stride];
+        y0.v[0] += x0.v[0];
+        y0.v[1] += x0.v[1];
+        y1.v[0] += x1.v[0];
+        y1.v[1] += x1.v[1];
+        y2.v[0] += x2.v[0];
+        y2.v[1] += x2.v[1];
+        y3.v[0] += x3.v[0];
+        y3.v[1] += x3.v[1];
+        y_lanes[j] = y0;
+        y_lanes[j + 1 * stride] = y1;
+        y_lanes[j + 2 * stride] = y2;
+        y_lanes[j + 3 * stride] = y3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        y0.v[0] += x0.v[0];
+        y0.v[1] += x0.v[1];
+        y_lanes[j] = y0;
     }
 }
 
@@ -1420,99 +1164,68 @@ static void twin_add_i32(int64_t n, const int32_t *x, int32_t *y)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            int32_t v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_y {
-            int32_t v[4];
-        } cb_lanes4_y;
-        cb_lanes4_y *y_lanes = (cb_lanes4_y *)(y + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_y y0 = y_lanes[j];
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
-            y0.v[1] = (int32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
-            y0.v[2] = (int32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
-            y0.v[3] = (int32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
-            y1.v[0] = (int32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
-            y1.v[1] = (int32_t)((uint32_t)y1.v[1] + (uint32_t)x1.v[1]);
-            y1.v[2] = (int32_t)((uint32_t)y1.v[2] + (uint32_t)x1.v[2]);
-            y1.v[3] = (int32_t)((uint32_t)y1.v[3] + (uint32_t)x1.v[3]);
-            y2.v[0] = (int32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
-            y2.v[1] = (int32_t)((uint32_t)y2.v[1] + (uint32_t)x2.v[1]);
-            y2.v[2] = (int32_t)((uint32_t)y2.v[2] + (uint32_t)x2.v[2]);
-            y2.v[3] = (int32_t)((uint32_t)y2.v[3] + (uint32_t)x2.v[3]);
-            y3.v[0] = (int32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
-            y3.v[1] = (int32_t)((uint32_t)y3.v[1] + (uint32_t)x3.v[1]);
-            y3.v[2] = (int32_t)((uint32_t)y3.v[2] + (uint32_t)x3.v[2]);
-            y3.v[3] = (int32_t)((uint32_t)y3.v[3] + (uint32_t)x3.v[3]);
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_y y0 = y_lanes[j];
-            y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
-            y0.v[1] = (int32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
-            y0.v[2] = (int32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
-            y0.v[3] = (int32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
-            y_lanes[j] = y0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            y[done + i] = (int32_t)((uint32_t)y[done + i] + (uint32_t)x[done + i]);
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            int32_t v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_y {
-            int32_t v[1];
-        } cb_lanes1_y;
-        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
-            y1.v[0] = (int32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
-            y2.v[0] = (int32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
-            y3.v[0] = (int32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
-            y_lanes[j] = y0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        int32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_y {
+        int32_t v[4];
+    } cb_lanes_y;
+    cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_y y1 = y_lanes[j + 1 * stride];
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_y y2 = y_lanes[j + 2 * stride];
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_y y3 = y_lanes[j + 3 * stride];
+        y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+        y0.v[1] = (int32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+        y0.v[2] = (int32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+        y0.v[3] = (int32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+        y1.v[0] = (int32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
+        y1.v[1] = (int32_t)((uint32_t)y1.v[1] + (uint32_t)x1.v[1]);
+        y1.v[2] = (int32_t)((uint32_t)y1.v[2] + (uint32_t)x1.v[2]);
+        y1.v[3] = (int32_t)((uint32_t)y1.v[3] + (uint32_t)x1.v[3]);
+        y2.v[0] = (int32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
+        y2.v[1] = (int32_t)((uint32_t)y2.v[1] + (uint32_t)x2.v[1]);
+        y2.v[2] = (int32_t)((uint32_t)y2.v[2] + (uint32_t)x2.v[2]);
+        y2.v[3] = (int32_t)((uint32_t)y2.v[3] + (uint32_t)x2.v[3]);
+        y3.v[0] = (int32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
+        y3.v[1] = (int32_t)((uint32_t)y3.v[1] + (uint32_t)x3.v[1]);
+        y3.v[2] = (int32_t)((uint32_t)y3.v[2] + (uint32_t)x3.v[2]);
+        y3.v[3] = (int32_t)((uint32_t)y3.v[3] + (uint32_t)x3.v[3]);
+        y_lanes[j] = y0;
+        y_lanes[j + 1 * stride] = y1;
+        y_lanes[j + 2 * stride] = y2;
+        y_lanes[j + 3 * stride] = y3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+        y0.v[1] = (int32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+        y0.v[2] = (int32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+        y0.v[3] = (int32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+        y_lanes[j] = y0;
     }
 }
 
@@ -1534,99 +1247,68 @@ static void twin_add_u32(int64_t n, const uint32_t *x, uint32_t *y)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             y[i] = (uint32_t)((uint32_t)y[i] + (uint32_t)x[i]);
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            uint32_t v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_y {
-            uint32_t v[4];
-        } cb_lanes4_y;
-        cb_lanes4_y *y_lanes = (cb_lanes4_y *)(y + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_y y0 = y_lanes[j];
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
-            y0.v[1] = (uint32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
-            y0.v[2] = (uint32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
-            y0.v[3] = (uint32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
-            y1.v[0] = (uint32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
-            y1.v[1] = (uint32_t)((uint32_t)y1.v[1] + (uint32_t)x1.v[1]);
-            y1.v[2] = (uint32_t)((uint32_t)y1.v[2] + (uint32_t)x1.v[2]);
-            y1.v[3] = (uint32_t)((uint32_t)y1.v[3] + (uint32_t)x1.v[3]);
-            y2.v[0] = (uint32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
-            y2.v[1] = (uint32_t)((uint32_t)y2.v[1] + (uint32_t)x2.v[1]);
-            y2.v[2] = (uint32_t)((uint32_t)y2.v[2] + (uint32_t)x2.v[2]);
-            y2.v[3] = (uint32_t)((uint32_t)y2.v[3] + (uint32_t)x2.v[3]);
-            y3.v[0] = (uint32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
-            y3.v[1] = (uint32_t)((uint32_t)y3.v[1] + (uint32_t)x3.v[1]);
-            y3.v[2] = (uint32_t)((uint32_t)y3.v[2] + (uint32_t)x3.v[2]);
-            y3.v[3] = (uint32_t)((uint32_t)y3.v[3] + (uint32_t)x3.v[3]);
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_y y0 = y_lanes[j];
-            y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
-            y0.v[1] = (uint32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
-            y0.v[2] = (uint32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
-            y0.v[3] = (uint32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
-            y_lanes[j] = y0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            y[done + i] = (uint32_t)((uint32_t)y[done + i] + (uint32_t)x[done + i]);
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            uint32_t v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_y {
-            uint32_t v[1];
-        } cb_lanes1_y;
-        cb_lanes1_y *y_lanes = (cb_lanes1_y *)(y + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_y y1 = y_lanes[j + 1 * stride];
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_y y2 = y_lanes[j + 2 * stride];
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_y y3 = y_lanes[j + 3 * stride];
-            y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
-            y1.v[0] = (uint32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
-            y2.v[0] = (uint32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
-            y3.v[0] = (uint32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
-            y_lanes[j] = y0;
-            y_lanes[j + 1 * stride] = y1;
-            y_lanes[j + 2 * stride] = y2;
-            y_lanes[j + 3 * stride] = y3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_y y0 = y_lanes[j];
-            y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
-            y_lanes[j] = y0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        y[i] = (uint32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        uint32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_y {
+        uint32_t v[4];
+    } cb_lanes_y;
+    cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_y y1 = y_lanes[j + 1 * stride];
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_y y2 = y_lanes[j + 2 * stride];
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_y y3 = y_lanes[j + 3 * stride];
+        y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+        y0.v[1] = (uint32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+        y0.v[2] = (uint32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+        y0.v[3] = (uint32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+        y1.v[0] = (uint32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
+        y1.v[1] = (uint32_t)((uint32_t)y1.v[1] + (uint32_t)x1.v[1]);
+        y1.v[2] = (uint32_t)((uint32_t)y1.v[2] + (uint32_t)x1.v[2]);
+        y1.v[3] = (uint32_t)((uint32_t)y1.v[3] + (uint32_t)x1.v[3]);
+        y2.v[0] = (uint32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
+        y2.v[1] = (uint32_t)((uint32_t)y2.v[1] + (uint32_t)x2.v[1]);
+        y2.v[2] = (uint32_t)((uint32_t)y2.v[2] + (uint32_t)x2.v[2]);
+        y2.v[3] = (uint32_t)((uint32_t)y2.v[3] + (uint32_t)x2.v[3]);
+        y3.v[0] = (uint32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
+        y3.v[1] = (uint32_t)((uint32_t)y3.v[1] + (uint32_t)x3.v[1]);
+        y3.v[2] = (uint32_t)((uint32_t)y3.v[2] + (uint32_t)x3.v[2]);
+        y3.v[3] = (uint32_t)((uint32_t)y3.v[3] + (uint32_t)x3.v[3]);
+        y_lanes[j] = y0;
+        y_lanes[j + 1 * stride] = y1;
+        y_lanes[j + 2 * stride] = y2;
+        y_lanes[j + 3 * stride] = y3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+        y0.v[1] = (uint32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+        y0.v[2] = (uint32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+        y0.v[3] = (uint32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+        y_lanes[j] = y0;
     }
 }
 
@@ -1712,76 +1394,6 @@ static void twin_thread_copy_strided_f64(void *args)
     twin_copy_strided_f64(a->n, a->rows, a->cols, a->x, a->x_stride, a->y, a->y_stride);
 }
 
-/* copy_strided for int32, as templates/cuda/ops/copy_strided.cu.j2 writes it */
-static void twin_copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const int32_t *__restrict__ x, int64_t x_stride, int32_t *__restrict__ y, int64_t y_stride)
-{
-    int width = 1, shift = 0;
-    while (width < cols && width < 256) {
-        width <<= 1;
-        ++shift;
-    }
-    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
-    const int64_t step = (int64_t)gridDim.x * groups;
-    for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
-        const int32_t *from = x + row * x_stride + lane;
-        int32_t *to = y + row * y_stride + lane;
-        CB_UNROLL(4)
-        for (int64_t c = 0; c < cols - lane; c += width)
-            to[c] = from[c];
-    }
-}
-
-typedef struct twin_args_copy_strided_i32 {
-    int64_t n;
-    int64_t rows;
-    int64_t cols;
-    const int32_t *__restrict__ x;
-    int64_t x_stride;
-    int32_t *__restrict__ y;
-    int64_t y_stride;
-} twin_args_copy_strided_i32;
-
-static void twin_thread_copy_strided_i32(void *args)
-{
-    const twin_args_copy_strided_i32 *a = args;
-    twin_copy_strided_i32(a->n, a->rows, a->cols, a->x, a->x_stride, a->y, a->y_stride);
-}
-
-/* copy_strided for uint32, as templates/cuda/ops/copy_strided.cu.j2 writes it */
-static void twin_copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const uint32_t *__restrict__ x, int64_t x_stride, uint32_t *__restrict__ y, int64_t y_stride)
-{
-    int width = 1, shift = 0;
-    while (width < cols && width < 256) {
-        width <<= 1;
-        ++shift;
-    }
-    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
-    const int64_t step = (int64_t)gridDim.x * groups;
-    for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
-        const uint32_t *from = x + row * x_stride + lane;
-        uint32_t *to = y + row * y_stride + lane;
-        CB_UNROLL(4)
-        for (int64_t c = 0; c < cols - lane; c += width)
-            to[c] = from[c];
-    }
-}
-
-typedef struct twin_args_copy_strided_u32 {
-    int64_t n;
-    int64_t rows;
-    int64_t cols;
-    const uint32_t *__restrict__ x;
-    int64_t x_stride;
-    uint32_t *__restrict__ y;
-    int64_t y_stride;
-} twin_args_copy_strided_u32;
-
-static void twin_thread_copy_strided_u32(void *args)
-{
-    const twin_args_copy_strided_u32 *a = args;
-    twin_copy_strided_u32(a->n, a->rows, a->cols, a->x, a->x_stride, a->y, a->y_stride);
-}
-
 /* transpose for float32, as templates/cuda/ops/transpose.cu.j2 writes it */
 static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const float *__restrict__ x, float *__restrict__ y)
 {
@@ -1799,6 +1411,7 @@ static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t m
             const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
             const float *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
             float *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
+            CB_UNROLL(1)
             for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
                 const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
                 for (int k = 0; k < 32; k += 8)
@@ -1828,6 +1441,7 @@ static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t m
         const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
         const float *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
         float *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
+        CB_UNROLL(1)
         for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
             CB_UNROLL(4)
             for (int64_t i = 0; i < inner - lane; i += width)
@@ -1869,6 +1483,7 @@ static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t m
             const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
             const double *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
             double *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
+            CB_UNROLL(1)
             for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
                 const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
                 for (int k = 0; k < 32; k += 8)
@@ -1898,6 +1513,7 @@ static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t m
         const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
         const double *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
         double *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
+        CB_UNROLL(1)
         for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
             CB_UNROLL(4)
             for (int64_t i = 0; i < inner - lane; i += width)
@@ -1922,146 +1538,6 @@ static void twin_thread_transpose_f64(void *args)
     twin_transpose_f64(a->n, a->outer, a->rows, a->middle, a->cols, a->inner, a->x, a->y);
 }
 
-/* transpose for int32, as templates/cuda/ops/transpose.cu.j2 writes it */
-static void twin_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const int32_t *__restrict__ x, int32_t *__restrict__ y)
-{
-    if (inner == 1) {
-        __shared__ int32_t tile[32][33];
-        const int64_t tiles_c = (cols + 31) / 32;
-        const int64_t radix[CB_DIGITS - 1] = {(tiles_c + 7) / 8, (rows + 31) / 32, middle};
-        cb_position at = cb_position_of(blockIdx.x, radix);
-        const cb_position step = cb_position_of(gridDim.x, radix);
-        const int lane = threadIdx.x & 31, row = threadIdx.x >> 5;
-        const int64_t plane = rows * middle * cols, x_pitch = middle * cols, y_pitch = middle * rows;
-        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
-            const int64_t r0 = at.digit[1] * 32, c_first = at.digit[0] * 256;
-            const int r_end = rows - r0 < 32 ? (int)(rows - r0) : 32;
-            const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
-            const int32_t *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
-            int32_t *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
-            for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
-                const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
-                for (int k = 0; k < 32; k += 8)
-                    if (row + k < r_end && lane < c_end)
-                        tile[row + k][lane] = from[k * x_pitch];
-                __syncthreads();
-                for (int k = 0; k < 32; k += 8)
-                    if (row + k < c_end && lane < r_end)
-                        to[k * y_pitch] = tile[lane][row + k];
-                __syncthreads(); /* the next tile overwrites this one */
-            }
-        }
-        return;
-    }
-    int width = 1, shift = 0;
-    while (width < inner && width < 256) {
-        width <<= 1;
-        ++shift;
-    }
-    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
-    const int64_t radix[CB_DIGITS - 1] = {(rows + 7) / 8, middle, cols};
-    cb_position at = cb_position_of((int64_t)blockIdx.x * groups + (threadIdx.x >> shift), radix);
-    const cb_position step = cb_position_of((int64_t)gridDim.x * groups, radix);
-    const int64_t x_pitch = middle * cols * inner;
-    for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
-        const int64_t r_first = at.digit[0] * 8;
-        const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
-        const int32_t *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
-        int32_t *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
-        for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
-            CB_UNROLL(4)
-            for (int64_t i = 0; i < inner - lane; i += width)
-                to[i] = from[i];
-    }
-}
-
-typedef struct twin_args_transpose_i32 {
-    int64_t n;
-    int64_t outer;
-    int64_t rows;
-    int64_t middle;
-    int64_t cols;
-    int64_t inner;
-    const int32_t *__restrict__ x;
-    int32_t *__restrict__ y;
-} twin_args_transpose_i32;
-
-static void twin_thread_transpose_i32(void *args)
-{
-    const twin_args_transpose_i32 *a = args;
-    twin_transpose_i32(a->n, a->outer, a->rows, a->middle, a->cols, a->inner, a->x, a->y);
-}
-
-/* transpose for uint32, as templates/cuda/ops/transpose.cu.j2 writes it */
-static void twin_transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const uint32_t *__restrict__ x, uint32_t *__restrict__ y)
-{
-    if (inner == 1) {
-        __shared__ uint32_t tile[32][33];
-        const int64_t tiles_c = (cols + 31) / 32;
-        const int64_t radix[CB_DIGITS - 1] = {(tiles_c + 7) / 8, (rows + 31) / 32, middle};
-        cb_position at = cb_position_of(blockIdx.x, radix);
-        const cb_position step = cb_position_of(gridDim.x, radix);
-        const int lane = threadIdx.x & 31, row = threadIdx.x >> 5;
-        const int64_t plane = rows * middle * cols, x_pitch = middle * cols, y_pitch = middle * rows;
-        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
-            const int64_t r0 = at.digit[1] * 32, c_first = at.digit[0] * 256;
-            const int r_end = rows - r0 < 32 ? (int)(rows - r0) : 32;
-            const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
-            const uint32_t *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
-            uint32_t *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
-            for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
-                const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
-                for (int k = 0; k < 32; k += 8)
-                    if (row + k < r_end && lane < c_end)
-                        tile[row + k][lane] = from[k * x_pitch];
-                __syncthreads();
-                for (int k = 0; k < 32; k += 8)
-                    if (row + k < c_end && lane < r_end)
-                        to[k * y_pitch] = tile[lane][row + k];
-                __syncthreads(); /* the next tile overwrites this one */
-            }
-        }
-        return;
-    }
-    int width = 1, shift = 0;
-    while (width < inner && width < 256) {
-        width <<= 1;
-        ++shift;
-    }
-    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
-    const int64_t radix[CB_DIGITS - 1] = {(rows + 7) / 8, middle, cols};
-    cb_position at = cb_position_of((int64_t)blockIdx.x * groups + (threadIdx.x >> shift), radix);
-    const cb_position step = cb_position_of((int64_t)gridDim.x * groups, radix);
-    const int64_t x_pitch = middle * cols * inner;
-    for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
-        const int64_t r_first = at.digit[0] * 8;
-        const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
-        const uint32_t *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
-        uint32_t *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
-        for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
-            CB_UNROLL(4)
-            for (int64_t i = 0; i < inner - lane; i += width)
-                to[i] = from[i];
-    }
-}
-
-typedef struct twin_args_transpose_u32 {
-    int64_t n;
-    int64_t outer;
-    int64_t rows;
-    int64_t middle;
-    int64_t cols;
-    int64_t inner;
-    const uint32_t *__restrict__ x;
-    uint32_t *__restrict__ y;
-} twin_args_transpose_u32;
-
-static void twin_thread_transpose_u32(void *args)
-{
-    const twin_args_transpose_u32 *a = args;
-    twin_transpose_u32(a->n, a->outer, a->rows, a->middle, a->cols, a->inner, a->x, a->y);
-}
-
 /* convert_to_f32 for float32, as templates/cuda/ops/convert_to_f32.cu.j2 writes it */
 static void twin_convert_to_f32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
@@ -2069,99 +1545,68 @@ static void twin_convert_to_f32_f32(int64_t n, const float *__restrict__ x, void
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = (float)x[i];
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            float v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
-            float v[4];
-        } cb_lanes4_out;
-        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_out out1;
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_out out2;
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_out out3;
-            out0.v[0] = (float)x0.v[0];
-            out0.v[1] = (float)x0.v[1];
-            out0.v[2] = (float)x0.v[2];
-            out0.v[3] = (float)x0.v[3];
-            out1.v[0] = (float)x1.v[0];
-            out1.v[1] = (float)x1.v[1];
-            out1.v[2] = (float)x1.v[2];
-            out1.v[3] = (float)x1.v[3];
-            out2.v[0] = (float)x2.v[0];
-            out2.v[1] = (float)x2.v[1];
-            out2.v[2] = (float)x2.v[2];
-            out2.v[3] = (float)x2.v[3];
-            out3.v[0] = (float)x3.v[0];
-            out3.v[1] = (float)x3.v[1];
-            out3.v[2] = (float)x3.v[2];
-            out3.v[3] = (float)x3.v[3];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            out0.v[0] = (float)x0.v[0];
-            out0.v[1] = (float)x0.v[1];
-            out0.v[2] = (float)x0.v[2];
-            out0.v[3] = (float)x0.v[3];
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = (float)x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            float v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            float v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = (float)x0.v[0];
-            out1.v[0] = (float)x1.v[0];
-            out2.v[0] = (float)x2.v[0];
-            out3.v[0] = (float)x3.v[0];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = (float)x0.v[0];
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = (float)x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        float v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out0.v[2] = (float)x0.v[2];
+        out0.v[3] = (float)x0.v[3];
+        out1.v[0] = (float)x1.v[0];
+        out1.v[1] = (float)x1.v[1];
+        out1.v[2] = (float)x1.v[2];
+        out1.v[3] = (float)x1.v[3];
+        out2.v[0] = (float)x2.v[0];
+        out2.v[1] = (float)x2.v[1];
+        out2.v[2] = (float)x2.v[2];
+        out2.v[3] = (float)x2.v[3];
+        out3.v[0] = (float)x3.v[0];
+        out3.v[1] = (float)x3.v[1];
+        out3.v[2] = (float)x3.v[2];
+        out3.v[3] = (float)x3.v[3];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out0.v[2] = (float)x0.v[2];
+        out0.v[3] = (float)x0.v[3];
+        out_lanes[j] = out0;
     }
 }
 
@@ -2184,89 +1629,58 @@ static void twin_convert_to_f32_f64(int64_t n, const double *__restrict__ x, voi
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = (float)x[i];
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
-            double v[2];
-        } cb_lanes2_x;
-        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
-        typedef struct __attribute__((aligned(8))) cb_lanes2_out {
-            float v[2];
-        } cb_lanes2_out;
-        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_out out1;
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_out out2;
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes2_out out3;
-            out0.v[0] = (float)x0.v[0];
-            out0.v[1] = (float)x0.v[1];
-            out1.v[0] = (float)x1.v[0];
-            out1.v[1] = (float)x1.v[1];
-            out2.v[0] = (float)x2.v[0];
-            out2.v[1] = (float)x2.v[1];
-            out3.v[0] = (float)x3.v[0];
-            out3.v[1] = (float)x3.v[1];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            out0.v[0] = (float)x0.v[0];
-            out0.v[1] = (float)x0.v[1];
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = (float)x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
-            double v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            float v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = (float)x0.v[0];
-            out1.v[0] = (float)x1.v[0];
-            out2.v[0] = (float)x2.v[0];
-            out3.v[0] = (float)x3.v[0];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = (float)x0.v[0];
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = (float)x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(8))) cb_lanes_out {
+        float v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out1.v[0] = (float)x1.v[0];
+        out1.v[1] = (float)x1.v[1];
+        out2.v[0] = (float)x2.v[0];
+        out2.v[1] = (float)x2.v[1];
+        out3.v[0] = (float)x3.v[0];
+        out3.v[1] = (float)x3.v[1];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out_lanes[j] = out0;
     }
 }
 
@@ -2289,99 +1703,68 @@ static void twin_convert_to_f32_i32(int64_t n, const int32_t *__restrict__ x, vo
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = (float)x[i];
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            int32_t v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
-            float v[4];
-        } cb_lanes4_out;
-        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_out out1;
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_out out2;
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_out out3;
-            out0.v[0] = (float)x0.v[0];
-            out0.v[1] = (float)x0.v[1];
-            out0.v[2] = (float)x0.v[2];
-            out0.v[3] = (float)x0.v[3];
-            out1.v[0] = (float)x1.v[0];
-            out1.v[1] = (float)x1.v[1];
-            out1.v[2] = (float)x1.v[2];
-            out1.v[3] = (float)x1.v[3];
-            out2.v[0] = (float)x2.v[0];
-            out2.v[1] = (float)x2.v[1];
-            out2.v[2] = (float)x2.v[2];
-            out2.v[3] = (float)x2.v[3];
-            out3.v[0] = (float)x3.v[0];
-            out3.v[1] = (float)x3.v[1];
-            out3.v[2] = (float)x3.v[2];
-            out3.v[3] = (float)x3.v[3];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            out0.v[0] = (float)x0.v[0];
-            out0.v[1] = (float)x0.v[1];
-            out0.v[2] = (float)x0.v[2];
-            out0.v[3] = (float)x0.v[3];
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = (float)x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            int32_t v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            float v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = (float)x0.v[0];
-            out1.v[0] = (float)x1.v[0];
-            out2.v[0] = (float)x2.v[0];
-            out3.v[0] = (float)x3.v[0];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = (float)x0.v[0];
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = (float)x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        int32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        float v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out0.v[2] = (float)x0.v[2];
+        out0.v[3] = (float)x0.v[3];
+        out1.v[0] = (float)x1.v[0];
+        out1.v[1] = (float)x1.v[1];
+        out1.v[2] = (float)x1.v[2];
+        out1.v[3] = (float)x1.v[3];
+        out2.v[0] = (float)x2.v[0];
+        out2.v[1] = (float)x2.v[1];
+        out2.v[2] = (float)x2.v[2];
+        out2.v[3] = (float)x2.v[3];
+        out3.v[0] = (float)x3.v[0];
+        out3.v[1] = (float)x3.v[1];
+        out3.v[2] = (float)x3.v[2];
+        out3.v[3] = (float)x3.v[3];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out0.v[2] = (float)x0.v[2];
+        out0.v[3] = (float)x0.v[3];
+        out_lanes[j] = out0;
     }
 }
 
@@ -2404,99 +1787,68 @@ static void twin_convert_to_f32_u32(int64_t n, const uint32_t *__restrict__ x, v
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = (float)x[i];
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            uint32_t v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
-            float v[4];
-        } cb_lanes4_out;
-        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_out out1;
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_out out2;
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_out out3;
-            out0.v[0] = (float)x0.v[0];
-            out0.v[1] = (float)x0.v[1];
-            out0.v[2] = (float)x0.v[2];
-            out0.v[3] = (float)x0.v[3];
-            out1.v[0] = (float)x1.v[0];
-            out1.v[1] = (float)x1.v[1];
-            out1.v[2] = (float)x1.v[2];
-            out1.v[3] = (float)x1.v[3];
-            out2.v[0] = (float)x2.v[0];
-            out2.v[1] = (float)x2.v[1];
-            out2.v[2] = (float)x2.v[2];
-            out2.v[3] = (float)x2.v[3];
-            out3.v[0] = (float)x3.v[0];
-            out3.v[1] = (float)x3.v[1];
-            out3.v[2] = (float)x3.v[2];
-            out3.v[3] = (float)x3.v[3];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            out0.v[0] = (float)x0.v[0];
-            out0.v[1] = (float)x0.v[1];
-            out0.v[2] = (float)x0.v[2];
-            out0.v[3] = (float)x0.v[3];
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = (float)x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            uint32_t v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            float v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = (float)x0.v[0];
-            out1.v[0] = (float)x1.v[0];
-            out2.v[0] = (float)x2.v[0];
-            out3.v[0] = (float)x3.v[0];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = (float)x0.v[0];
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = (float)x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        uint32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        float v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out0.v[2] = (float)x0.v[2];
+        out0.v[3] = (float)x0.v[3];
+        out1.v[0] = (float)x1.v[0];
+        out1.v[1] = (float)x1.v[1];
+        out1.v[2] = (float)x1.v[2];
+        out1.v[3] = (float)x1.v[3];
+        out2.v[0] = (float)x2.v[0];
+        out2.v[1] = (float)x2.v[1];
+        out2.v[2] = (float)x2.v[2];
+        out2.v[3] = (float)x2.v[3];
+        out3.v[0] = (float)x3.v[0];
+        out3.v[1] = (float)x3.v[1];
+        out3.v[2] = (float)x3.v[2];
+        out3.v[3] = (float)x3.v[3];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out0.v[2] = (float)x0.v[2];
+        out0.v[3] = (float)x0.v[3];
+        out_lanes[j] = out0;
     }
 }
 
@@ -2519,89 +1871,58 @@ static void twin_convert_to_f64_f32(int64_t n, const float *__restrict__ x, void
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 2;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = (double)x[i];
         }
-        typedef struct __attribute__((aligned(8))) cb_lanes2_x {
-            float v[2];
-        } cb_lanes2_x;
-        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes2_out {
-            double v[2];
-        } cb_lanes2_out;
-        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_out out1;
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_out out2;
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes2_out out3;
-            out0.v[0] = (double)x0.v[0];
-            out0.v[1] = (double)x0.v[1];
-            out1.v[0] = (double)x1.v[0];
-            out1.v[1] = (double)x1.v[1];
-            out2.v[0] = (double)x2.v[0];
-            out2.v[1] = (double)x2.v[1];
-            out3.v[0] = (double)x3.v[0];
-            out3.v[1] = (double)x3.v[1];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            out0.v[0] = (double)x0.v[0];
-            out0.v[1] = (double)x0.v[1];
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = (double)x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            float v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(8))) cb_lanes1_out {
-            double v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = (double)x0.v[0];
-            out1.v[0] = (double)x1.v[0];
-            out2.v[0] = (double)x2.v[0];
-            out3.v[0] = (double)x3.v[0];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = (double)x0.v[0];
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = (double)x[i];
+    }
+    typedef struct __attribute__((aligned(8))) cb_lanes_x {
+        float v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        double v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out1.v[0] = (double)x1.v[0];
+        out1.v[1] = (double)x1.v[1];
+        out2.v[0] = (double)x2.v[0];
+        out2.v[1] = (double)x2.v[1];
+        out3.v[0] = (double)x3.v[0];
+        out3.v[1] = (double)x3.v[1];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out_lanes[j] = out0;
     }
 }
 
@@ -2624,89 +1945,58 @@ static void twin_convert_to_f64_f64(int64_t n, const double *__restrict__ x, voi
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = (double)x[i];
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
-            double v[2];
-        } cb_lanes2_x;
-        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes2_out {
-            double v[2];
-        } cb_lanes2_out;
-        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_out out1;
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_out out2;
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes2_out out3;
-            out0.v[0] = (double)x0.v[0];
-            out0.v[1] = (double)x0.v[1];
-            out1.v[0] = (double)x1.v[0];
-            out1.v[1] = (double)x1.v[1];
-            out2.v[0] = (double)x2.v[0];
-            out2.v[1] = (double)x2.v[1];
-            out3.v[0] = (double)x3.v[0];
-            out3.v[1] = (double)x3.v[1];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            out0.v[0] = (double)x0.v[0];
-            out0.v[1] = (double)x0.v[1];
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = (double)x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
-            double v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(8))) cb_lanes1_out {
-            double v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = (double)x0.v[0];
-            out1.v[0] = (double)x1.v[0];
-            out2.v[0] = (double)x2.v[0];
-            out3.v[0] = (double)x3.v[0];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = (double)x0.v[0];
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = (double)x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        double v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out1.v[0] = (double)x1.v[0];
+        out1.v[1] = (double)x1.v[1];
+        out2.v[0] = (double)x2.v[0];
+        out2.v[1] = (double)x2.v[1];
+        out3.v[0] = (double)x3.v[0];
+        out3.v[1] = (double)x3.v[1];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out_lanes[j] = out0;
     }
 }
 
@@ -2729,89 +2019,58 @@ static void twin_convert_to_f64_i32(int64_t n, const int32_t *__restrict__ x, vo
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 2;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = (double)x[i];
         }
-        typedef struct __attribute__((aligned(8))) cb_lanes2_x {
-            int32_t v[2];
-        } cb_lanes2_x;
-        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes2_out {
-            double v[2];
-        } cb_lanes2_out;
-        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_out out1;
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_out out2;
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes2_out out3;
-            out0.v[0] = (double)x0.v[0];
-            out0.v[1] = (double)x0.v[1];
-            out1.v[0] = (double)x1.v[0];
-            out1.v[1] = (double)x1.v[1];
-            out2.v[0] = (double)x2.v[0];
-            out2.v[1] = (double)x2.v[1];
-            out3.v[0] = (double)x3.v[0];
-            out3.v[1] = (double)x3.v[1];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            out0.v[0] = (double)x0.v[0];
-            out0.v[1] = (double)x0.v[1];
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = (double)x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            int32_t v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(8))) cb_lanes1_out {
-            double v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = (double)x0.v[0];
-            out1.v[0] = (double)x1.v[0];
-            out2.v[0] = (double)x2.v[0];
-            out3.v[0] = (double)x3.v[0];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = (double)x0.v[0];
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = (double)x[i];
+    }
+    typedef struct __attribute__((aligned(8))) cb_lanes_x {
+        int32_t v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        double v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out1.v[0] = (double)x1.v[0];
+        out1.v[1] = (double)x1.v[1];
+        out2.v[0] = (double)x2.v[0];
+        out2.v[1] = (double)x2.v[1];
+        out3.v[0] = (double)x3.v[0];
+        out3.v[1] = (double)x3.v[1];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out_lanes[j] = out0;
     }
 }
 
@@ -2834,89 +2093,58 @@ static void twin_convert_to_f64_u32(int64_t n, const uint32_t *__restrict__ x, v
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 2;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = (double)x[i];
         }
-        typedef struct __attribute__((aligned(8))) cb_lanes2_x {
-            uint32_t v[2];
-        } cb_lanes2_x;
-        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes2_out {
-            double v[2];
-        } cb_lanes2_out;
-        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_out out1;
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_out out2;
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes2_out out3;
-            out0.v[0] = (double)x0.v[0];
-            out0.v[1] = (double)x0.v[1];
-            out1.v[0] = (double)x1.v[0];
-            out1.v[1] = (double)x1.v[1];
-            out2.v[0] = (double)x2.v[0];
-            out2.v[1] = (double)x2.v[1];
-            out3.v[0] = (double)x3.v[0];
-            out3.v[1] = (double)x3.v[1];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            out0.v[0] = (double)x0.v[0];
-            out0.v[1] = (double)x0.v[1];
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = (double)x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            uint32_t v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(8))) cb_lanes1_out {
-            double v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = (double)x0.v[0];
-            out1.v[0] = (double)x1.v[0];
-            out2.v[0] = (double)x2.v[0];
-            out3.v[0] = (double)x3.v[0];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = (double)x0.v[0];
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = (double)x[i];
+    }
+    typedef struct __attribute__((aligned(8))) cb_lanes_x {
+        uint32_t v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        double v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out1.v[0] = (double)x1.v[0];
+        out1.v[1] = (double)x1.v[1];
+        out2.v[0] = (double)x2.v[0];
+        out2.v[1] = (double)x2.v[1];
+        out3.v[0] = (double)x3.v[0];
+        out3.v[1] = (double)x3.v[1];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out_lanes[j] = out0;
     }
 }
 
@@ -2939,99 +2167,68 @@ static void twin_convert_to_i32_f32(int64_t n, const float *__restrict__ x, void
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f32_to_i32_rni(x[i]);
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            float v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
-            int32_t v[4];
-        } cb_lanes4_out;
-        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_out out1;
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_out out2;
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_out out3;
-            out0.v[0] = cb_f32_to_i32_rni(x0.v[0]);
-            out0.v[1] = cb_f32_to_i32_rni(x0.v[1]);
-            out0.v[2] = cb_f32_to_i32_rni(x0.v[2]);
-            out0.v[3] = cb_f32_to_i32_rni(x0.v[3]);
-            out1.v[0] = cb_f32_to_i32_rni(x1.v[0]);
-            out1.v[1] = cb_f32_to_i32_rni(x1.v[1]);
-            out1.v[2] = cb_f32_to_i32_rni(x1.v[2]);
-            out1.v[3] = cb_f32_to_i32_rni(x1.v[3]);
-            out2.v[0] = cb_f32_to_i32_rni(x2.v[0]);
-            out2.v[1] = cb_f32_to_i32_rni(x2.v[1]);
-            out2.v[2] = cb_f32_to_i32_rni(x2.v[2]);
-            out2.v[3] = cb_f32_to_i32_rni(x2.v[3]);
-            out3.v[0] = cb_f32_to_i32_rni(x3.v[0]);
-            out3.v[1] = cb_f32_to_i32_rni(x3.v[1]);
-            out3.v[2] = cb_f32_to_i32_rni(x3.v[2]);
-            out3.v[3] = cb_f32_to_i32_rni(x3.v[3]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            out0.v[0] = cb_f32_to_i32_rni(x0.v[0]);
-            out0.v[1] = cb_f32_to_i32_rni(x0.v[1]);
-            out0.v[2] = cb_f32_to_i32_rni(x0.v[2]);
-            out0.v[3] = cb_f32_to_i32_rni(x0.v[3]);
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = cb_f32_to_i32_rni(x[done + i]);
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            float v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            int32_t v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = cb_f32_to_i32_rni(x0.v[0]);
-            out1.v[0] = cb_f32_to_i32_rni(x1.v[0]);
-            out2.v[0] = cb_f32_to_i32_rni(x2.v[0]);
-            out3.v[0] = cb_f32_to_i32_rni(x3.v[0]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = cb_f32_to_i32_rni(x0.v[0]);
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f32_to_i32_rni(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        int32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = cb_f32_to_i32_rni(x0.v[0]);
+        out0.v[1] = cb_f32_to_i32_rni(x0.v[1]);
+        out0.v[2] = cb_f32_to_i32_rni(x0.v[2]);
+        out0.v[3] = cb_f32_to_i32_rni(x0.v[3]);
+        out1.v[0] = cb_f32_to_i32_rni(x1.v[0]);
+        out1.v[1] = cb_f32_to_i32_rni(x1.v[1]);
+        out1.v[2] = cb_f32_to_i32_rni(x1.v[2]);
+        out1.v[3] = cb_f32_to_i32_rni(x1.v[3]);
+        out2.v[0] = cb_f32_to_i32_rni(x2.v[0]);
+        out2.v[1] = cb_f32_to_i32_rni(x2.v[1]);
+        out2.v[2] = cb_f32_to_i32_rni(x2.v[2]);
+        out2.v[3] = cb_f32_to_i32_rni(x2.v[3]);
+        out3.v[0] = cb_f32_to_i32_rni(x3.v[0]);
+        out3.v[1] = cb_f32_to_i32_rni(x3.v[1]);
+        out3.v[2] = cb_f32_to_i32_rni(x3.v[2]);
+        out3.v[3] = cb_f32_to_i32_rni(x3.v[3]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f32_to_i32_rni(x0.v[0]);
+        out0.v[1] = cb_f32_to_i32_rni(x0.v[1]);
+        out0.v[2] = cb_f32_to_i32_rni(x0.v[2]);
+        out0.v[3] = cb_f32_to_i32_rni(x0.v[3]);
+        out_lanes[j] = out0;
     }
 }
 
@@ -3054,89 +2251,58 @@ static void twin_convert_to_i32_f64(int64_t n, const double *__restrict__ x, voi
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f64_to_i32_rni(x[i]);
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
-            double v[2];
-        } cb_lanes2_x;
-        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
-        typedef struct __attribute__((aligned(8))) cb_lanes2_out {
-            int32_t v[2];
-        } cb_lanes2_out;
-        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_out out1;
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_out out2;
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes2_out out3;
-            out0.v[0] = cb_f64_to_i32_rni(x0.v[0]);
-            out0.v[1] = cb_f64_to_i32_rni(x0.v[1]);
-            out1.v[0] = cb_f64_to_i32_rni(x1.v[0]);
-            out1.v[1] = cb_f64_to_i32_rni(x1.v[1]);
-            out2.v[0] = cb_f64_to_i32_rni(x2.v[0]);
-            out2.v[1] = cb_f64_to_i32_rni(x2.v[1]);
-            out3.v[0] = cb_f64_to_i32_rni(x3.v[0]);
-            out3.v[1] = cb_f64_to_i32_rni(x3.v[1]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            out0.v[0] = cb_f64_to_i32_rni(x0.v[0]);
-            out0.v[1] = cb_f64_to_i32_rni(x0.v[1]);
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = cb_f64_to_i32_rni(x[done + i]);
-        }
-    } else {
-        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
-            double v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            int32_t v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = cb_f64_to_i32_rni(x0.v[0]);
-            out1.v[0] = cb_f64_to_i32_rni(x1.v[0]);
-            out2.v[0] = cb_f64_to_i32_rni(x2.v[0]);
-            out3.v[0] = cb_f64_to_i32_rni(x3.v[0]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = cb_f64_to_i32_rni(x0.v[0]);
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f64_to_i32_rni(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(8))) cb_lanes_out {
+        int32_t v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = cb_f64_to_i32_rni(x0.v[0]);
+        out0.v[1] = cb_f64_to_i32_rni(x0.v[1]);
+        out1.v[0] = cb_f64_to_i32_rni(x1.v[0]);
+        out1.v[1] = cb_f64_to_i32_rni(x1.v[1]);
+        out2.v[0] = cb_f64_to_i32_rni(x2.v[0]);
+        out2.v[1] = cb_f64_to_i32_rni(x2.v[1]);
+        out3.v[0] = cb_f64_to_i32_rni(x3.v[0]);
+        out3.v[1] = cb_f64_to_i32_rni(x3.v[1]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f64_to_i32_rni(x0.v[0]);
+        out0.v[1] = cb_f64_to_i32_rni(x0.v[1]);
+        out_lanes[j] = out0;
     }
 }
 
@@ -3159,99 +2325,68 @@ static void twin_convert_to_i32_i32(int64_t n, const int32_t *__restrict__ x, vo
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = (int32_t)x[i];
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            int32_t v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
-            int32_t v[4];
-        } cb_lanes4_out;
-        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_out out1;
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_out out2;
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_out out3;
-            out0.v[0] = (int32_t)x0.v[0];
-            out0.v[1] = (int32_t)x0.v[1];
-            out0.v[2] = (int32_t)x0.v[2];
-            out0.v[3] = (int32_t)x0.v[3];
-            out1.v[0] = (int32_t)x1.v[0];
-            out1.v[1] = (int32_t)x1.v[1];
-            out1.v[2] = (int32_t)x1.v[2];
-            out1.v[3] = (int32_t)x1.v[3];
-            out2.v[0] = (int32_t)x2.v[0];
-            out2.v[1] = (int32_t)x2.v[1];
-            out2.v[2] = (int32_t)x2.v[2];
-            out2.v[3] = (int32_t)x2.v[3];
-            out3.v[0] = (int32_t)x3.v[0];
-            out3.v[1] = (int32_t)x3.v[1];
-            out3.v[2] = (int32_t)x3.v[2];
-            out3.v[3] = (int32_t)x3.v[3];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            out0.v[0] = (int32_t)x0.v[0];
-            out0.v[1] = (int32_t)x0.v[1];
-            out0.v[2] = (int32_t)x0.v[2];
-            out0.v[3] = (int32_t)x0.v[3];
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = (int32_t)x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            int32_t v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            int32_t v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = (int32_t)x0.v[0];
-            out1.v[0] = (int32_t)x1.v[0];
-            out2.v[0] = (int32_t)x2.v[0];
-            out3.v[0] = (int32_t)x3.v[0];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = (int32_t)x0.v[0];
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = (int32_t)x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        int32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        int32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = (int32_t)x0.v[0];
+        out0.v[1] = (int32_t)x0.v[1];
+        out0.v[2] = (int32_t)x0.v[2];
+        out0.v[3] = (int32_t)x0.v[3];
+        out1.v[0] = (int32_t)x1.v[0];
+        out1.v[1] = (int32_t)x1.v[1];
+        out1.v[2] = (int32_t)x1.v[2];
+        out1.v[3] = (int32_t)x1.v[3];
+        out2.v[0] = (int32_t)x2.v[0];
+        out2.v[1] = (int32_t)x2.v[1];
+        out2.v[2] = (int32_t)x2.v[2];
+        out2.v[3] = (int32_t)x2.v[3];
+        out3.v[0] = (int32_t)x3.v[0];
+        out3.v[1] = (int32_t)x3.v[1];
+        out3.v[2] = (int32_t)x3.v[2];
+        out3.v[3] = (int32_t)x3.v[3];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (int32_t)x0.v[0];
+        out0.v[1] = (int32_t)x0.v[1];
+        out0.v[2] = (int32_t)x0.v[2];
+        out0.v[3] = (int32_t)x0.v[3];
+        out_lanes[j] = out0;
     }
 }
 
@@ -3274,99 +2409,68 @@ static void twin_convert_to_i32_u32(int64_t n, const uint32_t *__restrict__ x, v
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = x[i] > 2147483647u ? 2147483647 : (int32_t)x[i]; /* from uint32 */
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            uint32_t v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
-            int32_t v[4];
-        } cb_lanes4_out;
-        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_out out1;
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_out out2;
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_out out3;
-            out0.v[0] = x0.v[0] > 2147483647u ? 2147483647 : (int32_t)x0.v[0]; /* from uint32 */
-            out0.v[1] = x0.v[1] > 2147483647u ? 2147483647 : (int32_t)x0.v[1]; /* from uint32 */
-            out0.v[2] = x0.v[2] > 2147483647u ? 2147483647 : (int32_t)x0.v[2]; /* from uint32 */
-            out0.v[3] = x0.v[3] > 2147483647u ? 2147483647 : (int32_t)x0.v[3]; /* from uint32 */
-            out1.v[0] = x1.v[0] > 2147483647u ? 2147483647 : (int32_t)x1.v[0]; /* from uint32 */
-            out1.v[1] = x1.v[1] > 2147483647u ? 2147483647 : (int32_t)x1.v[1]; /* from uint32 */
-            out1.v[2] = x1.v[2] > 2147483647u ? 2147483647 : (int32_t)x1.v[2]; /* from uint32 */
-            out1.v[3] = x1.v[3] > 2147483647u ? 2147483647 : (int32_t)x1.v[3]; /* from uint32 */
-            out2.v[0] = x2.v[0] > 2147483647u ? 2147483647 : (int32_t)x2.v[0]; /* from uint32 */
-            out2.v[1] = x2.v[1] > 2147483647u ? 2147483647 : (int32_t)x2.v[1]; /* from uint32 */
-            out2.v[2] = x2.v[2] > 2147483647u ? 2147483647 : (int32_t)x2.v[2]; /* from uint32 */
-            out2.v[3] = x2.v[3] > 2147483647u ? 2147483647 : (int32_t)x2.v[3]; /* from uint32 */
-            out3.v[0] = x3.v[0] > 2147483647u ? 2147483647 : (int32_t)x3.v[0]; /* from uint32 */
-            out3.v[1] = x3.v[1] > 2147483647u ? 2147483647 : (int32_t)x3.v[1]; /* from uint32 */
-            out3.v[2] = x3.v[2] > 2147483647u ? 2147483647 : (int32_t)x3.v[2]; /* from uint32 */
-            out3.v[3] = x3.v[3] > 2147483647u ? 2147483647 : (int32_t)x3.v[3]; /* from uint32 */
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            out0.v[0] = x0.v[0] > 2147483647u ? 2147483647 : (int32_t)x0.v[0]; /* from uint32 */
-            out0.v[1] = x0.v[1] > 2147483647u ? 2147483647 : (int32_t)x0.v[1]; /* from uint32 */
-            out0.v[2] = x0.v[2] > 2147483647u ? 2147483647 : (int32_t)x0.v[2]; /* from uint32 */
-            out0.v[3] = x0.v[3] > 2147483647u ? 2147483647 : (int32_t)x0.v[3]; /* from uint32 */
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = x[done + i] > 2147483647u ? 2147483647 : (int32_t)x[done + i]; /* from uint32 */
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            uint32_t v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            int32_t v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = x0.v[0] > 2147483647u ? 2147483647 : (int32_t)x0.v[0]; /* from uint32 */
-            out1.v[0] = x1.v[0] > 2147483647u ? 2147483647 : (int32_t)x1.v[0]; /* from uint32 */
-            out2.v[0] = x2.v[0] > 2147483647u ? 2147483647 : (int32_t)x2.v[0]; /* from uint32 */
-            out3.v[0] = x3.v[0] > 2147483647u ? 2147483647 : (int32_t)x3.v[0]; /* from uint32 */
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = x0.v[0] > 2147483647u ? 2147483647 : (int32_t)x0.v[0]; /* from uint32 */
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = x[i] > 2147483647u ? 2147483647 : (int32_t)x[i]; /* from uint32 */
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        uint32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        int32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = x0.v[0] > 2147483647u ? 2147483647 : (int32_t)x0.v[0]; /* from uint32 */
+        out0.v[1] = x0.v[1] > 2147483647u ? 2147483647 : (int32_t)x0.v[1]; /* from uint32 */
+        out0.v[2] = x0.v[2] > 2147483647u ? 2147483647 : (int32_t)x0.v[2]; /* from uint32 */
+        out0.v[3] = x0.v[3] > 2147483647u ? 2147483647 : (int32_t)x0.v[3]; /* from uint32 */
+        out1.v[0] = x1.v[0] > 2147483647u ? 2147483647 : (int32_t)x1.v[0]; /* from uint32 */
+        out1.v[1] = x1.v[1] > 2147483647u ? 2147483647 : (int32_t)x1.v[1]; /* from uint32 */
+        out1.v[2] = x1.v[2] > 2147483647u ? 2147483647 : (int32_t)x1.v[2]; /* from uint32 */
+        out1.v[3] = x1.v[3] > 2147483647u ? 2147483647 : (int32_t)x1.v[3]; /* from uint32 */
+        out2.v[0] = x2.v[0] > 2147483647u ? 2147483647 : (int32_t)x2.v[0]; /* from uint32 */
+        out2.v[1] = x2.v[1] > 2147483647u ? 2147483647 : (int32_t)x2.v[1]; /* from uint32 */
+        out2.v[2] = x2.v[2] > 2147483647u ? 2147483647 : (int32_t)x2.v[2]; /* from uint32 */
+        out2.v[3] = x2.v[3] > 2147483647u ? 2147483647 : (int32_t)x2.v[3]; /* from uint32 */
+        out3.v[0] = x3.v[0] > 2147483647u ? 2147483647 : (int32_t)x3.v[0]; /* from uint32 */
+        out3.v[1] = x3.v[1] > 2147483647u ? 2147483647 : (int32_t)x3.v[1]; /* from uint32 */
+        out3.v[2] = x3.v[2] > 2147483647u ? 2147483647 : (int32_t)x3.v[2]; /* from uint32 */
+        out3.v[3] = x3.v[3] > 2147483647u ? 2147483647 : (int32_t)x3.v[3]; /* from uint32 */
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = x0.v[0] > 2147483647u ? 2147483647 : (int32_t)x0.v[0]; /* from uint32 */
+        out0.v[1] = x0.v[1] > 2147483647u ? 2147483647 : (int32_t)x0.v[1]; /* from uint32 */
+        out0.v[2] = x0.v[2] > 2147483647u ? 2147483647 : (int32_t)x0.v[2]; /* from uint32 */
+        out0.v[3] = x0.v[3] > 2147483647u ? 2147483647 : (int32_t)x0.v[3]; /* from uint32 */
+        out_lanes[j] = out0;
     }
 }
 
@@ -3389,99 +2493,68 @@ static void twin_convert_to_u32_f32(int64_t n, const float *__restrict__ x, void
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f32_to_u32_rni(x[i]);
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            float v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
-            uint32_t v[4];
-        } cb_lanes4_out;
-        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_out out1;
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_out out2;
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_out out3;
-            out0.v[0] = cb_f32_to_u32_rni(x0.v[0]);
-            out0.v[1] = cb_f32_to_u32_rni(x0.v[1]);
-            out0.v[2] = cb_f32_to_u32_rni(x0.v[2]);
-            out0.v[3] = cb_f32_to_u32_rni(x0.v[3]);
-            out1.v[0] = cb_f32_to_u32_rni(x1.v[0]);
-            out1.v[1] = cb_f32_to_u32_rni(x1.v[1]);
-            out1.v[2] = cb_f32_to_u32_rni(x1.v[2]);
-            out1.v[3] = cb_f32_to_u32_rni(x1.v[3]);
-            out2.v[0] = cb_f32_to_u32_rni(x2.v[0]);
-            out2.v[1] = cb_f32_to_u32_rni(x2.v[1]);
-            out2.v[2] = cb_f32_to_u32_rni(x2.v[2]);
-            out2.v[3] = cb_f32_to_u32_rni(x2.v[3]);
-            out3.v[0] = cb_f32_to_u32_rni(x3.v[0]);
-            out3.v[1] = cb_f32_to_u32_rni(x3.v[1]);
-            out3.v[2] = cb_f32_to_u32_rni(x3.v[2]);
-            out3.v[3] = cb_f32_to_u32_rni(x3.v[3]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            out0.v[0] = cb_f32_to_u32_rni(x0.v[0]);
-            out0.v[1] = cb_f32_to_u32_rni(x0.v[1]);
-            out0.v[2] = cb_f32_to_u32_rni(x0.v[2]);
-            out0.v[3] = cb_f32_to_u32_rni(x0.v[3]);
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = cb_f32_to_u32_rni(x[done + i]);
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            float v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            uint32_t v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = cb_f32_to_u32_rni(x0.v[0]);
-            out1.v[0] = cb_f32_to_u32_rni(x1.v[0]);
-            out2.v[0] = cb_f32_to_u32_rni(x2.v[0]);
-            out3.v[0] = cb_f32_to_u32_rni(x3.v[0]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = cb_f32_to_u32_rni(x0.v[0]);
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f32_to_u32_rni(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        uint32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = cb_f32_to_u32_rni(x0.v[0]);
+        out0.v[1] = cb_f32_to_u32_rni(x0.v[1]);
+        out0.v[2] = cb_f32_to_u32_rni(x0.v[2]);
+        out0.v[3] = cb_f32_to_u32_rni(x0.v[3]);
+        out1.v[0] = cb_f32_to_u32_rni(x1.v[0]);
+        out1.v[1] = cb_f32_to_u32_rni(x1.v[1]);
+        out1.v[2] = cb_f32_to_u32_rni(x1.v[2]);
+        out1.v[3] = cb_f32_to_u32_rni(x1.v[3]);
+        out2.v[0] = cb_f32_to_u32_rni(x2.v[0]);
+        out2.v[1] = cb_f32_to_u32_rni(x2.v[1]);
+        out2.v[2] = cb_f32_to_u32_rni(x2.v[2]);
+        out2.v[3] = cb_f32_to_u32_rni(x2.v[3]);
+        out3.v[0] = cb_f32_to_u32_rni(x3.v[0]);
+        out3.v[1] = cb_f32_to_u32_rni(x3.v[1]);
+        out3.v[2] = cb_f32_to_u32_rni(x3.v[2]);
+        out3.v[3] = cb_f32_to_u32_rni(x3.v[3]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f32_to_u32_rni(x0.v[0]);
+        out0.v[1] = cb_f32_to_u32_rni(x0.v[1]);
+        out0.v[2] = cb_f32_to_u32_rni(x0.v[2]);
+        out0.v[3] = cb_f32_to_u32_rni(x0.v[3]);
+        out_lanes[j] = out0;
     }
 }
 
@@ -3504,89 +2577,58 @@ static void twin_convert_to_u32_f64(int64_t n, const double *__restrict__ x, voi
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f64_to_u32_rni(x[i]);
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
-            double v[2];
-        } cb_lanes2_x;
-        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
-        typedef struct __attribute__((aligned(8))) cb_lanes2_out {
-            uint32_t v[2];
-        } cb_lanes2_out;
-        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_out out1;
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_out out2;
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes2_out out3;
-            out0.v[0] = cb_f64_to_u32_rni(x0.v[0]);
-            out0.v[1] = cb_f64_to_u32_rni(x0.v[1]);
-            out1.v[0] = cb_f64_to_u32_rni(x1.v[0]);
-            out1.v[1] = cb_f64_to_u32_rni(x1.v[1]);
-            out2.v[0] = cb_f64_to_u32_rni(x2.v[0]);
-            out2.v[1] = cb_f64_to_u32_rni(x2.v[1]);
-            out3.v[0] = cb_f64_to_u32_rni(x3.v[0]);
-            out3.v[1] = cb_f64_to_u32_rni(x3.v[1]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            out0.v[0] = cb_f64_to_u32_rni(x0.v[0]);
-            out0.v[1] = cb_f64_to_u32_rni(x0.v[1]);
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = cb_f64_to_u32_rni(x[done + i]);
-        }
-    } else {
-        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
-            double v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            uint32_t v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = cb_f64_to_u32_rni(x0.v[0]);
-            out1.v[0] = cb_f64_to_u32_rni(x1.v[0]);
-            out2.v[0] = cb_f64_to_u32_rni(x2.v[0]);
-            out3.v[0] = cb_f64_to_u32_rni(x3.v[0]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = cb_f64_to_u32_rni(x0.v[0]);
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f64_to_u32_rni(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(8))) cb_lanes_out {
+        uint32_t v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = cb_f64_to_u32_rni(x0.v[0]);
+        out0.v[1] = cb_f64_to_u32_rni(x0.v[1]);
+        out1.v[0] = cb_f64_to_u32_rni(x1.v[0]);
+        out1.v[1] = cb_f64_to_u32_rni(x1.v[1]);
+        out2.v[0] = cb_f64_to_u32_rni(x2.v[0]);
+        out2.v[1] = cb_f64_to_u32_rni(x2.v[1]);
+        out3.v[0] = cb_f64_to_u32_rni(x3.v[0]);
+        out3.v[1] = cb_f64_to_u32_rni(x3.v[1]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f64_to_u32_rni(x0.v[0]);
+        out0.v[1] = cb_f64_to_u32_rni(x0.v[1]);
+        out_lanes[j] = out0;
     }
 }
 
@@ -3609,99 +2651,68 @@ static void twin_convert_to_u32_i32(int64_t n, const int32_t *__restrict__ x, vo
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = x[i] < 0 ? 0u : (uint32_t)x[i]; /* from int32 */
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            int32_t v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
-            uint32_t v[4];
-        } cb_lanes4_out;
-        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_out out1;
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_out out2;
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_out out3;
-            out0.v[0] = x0.v[0] < 0 ? 0u : (uint32_t)x0.v[0]; /* from int32 */
-            out0.v[1] = x0.v[1] < 0 ? 0u : (uint32_t)x0.v[1]; /* from int32 */
-            out0.v[2] = x0.v[2] < 0 ? 0u : (uint32_t)x0.v[2]; /* from int32 */
-            out0.v[3] = x0.v[3] < 0 ? 0u : (uint32_t)x0.v[3]; /* from int32 */
-            out1.v[0] = x1.v[0] < 0 ? 0u : (uint32_t)x1.v[0]; /* from int32 */
-            out1.v[1] = x1.v[1] < 0 ? 0u : (uint32_t)x1.v[1]; /* from int32 */
-            out1.v[2] = x1.v[2] < 0 ? 0u : (uint32_t)x1.v[2]; /* from int32 */
-            out1.v[3] = x1.v[3] < 0 ? 0u : (uint32_t)x1.v[3]; /* from int32 */
-            out2.v[0] = x2.v[0] < 0 ? 0u : (uint32_t)x2.v[0]; /* from int32 */
-            out2.v[1] = x2.v[1] < 0 ? 0u : (uint32_t)x2.v[1]; /* from int32 */
-            out2.v[2] = x2.v[2] < 0 ? 0u : (uint32_t)x2.v[2]; /* from int32 */
-            out2.v[3] = x2.v[3] < 0 ? 0u : (uint32_t)x2.v[3]; /* from int32 */
-            out3.v[0] = x3.v[0] < 0 ? 0u : (uint32_t)x3.v[0]; /* from int32 */
-            out3.v[1] = x3.v[1] < 0 ? 0u : (uint32_t)x3.v[1]; /* from int32 */
-            out3.v[2] = x3.v[2] < 0 ? 0u : (uint32_t)x3.v[2]; /* from int32 */
-            out3.v[3] = x3.v[3] < 0 ? 0u : (uint32_t)x3.v[3]; /* from int32 */
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            out0.v[0] = x0.v[0] < 0 ? 0u : (uint32_t)x0.v[0]; /* from int32 */
-            out0.v[1] = x0.v[1] < 0 ? 0u : (uint32_t)x0.v[1]; /* from int32 */
-            out0.v[2] = x0.v[2] < 0 ? 0u : (uint32_t)x0.v[2]; /* from int32 */
-            out0.v[3] = x0.v[3] < 0 ? 0u : (uint32_t)x0.v[3]; /* from int32 */
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = x[done + i] < 0 ? 0u : (uint32_t)x[done + i]; /* from int32 */
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            int32_t v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            uint32_t v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = x0.v[0] < 0 ? 0u : (uint32_t)x0.v[0]; /* from int32 */
-            out1.v[0] = x1.v[0] < 0 ? 0u : (uint32_t)x1.v[0]; /* from int32 */
-            out2.v[0] = x2.v[0] < 0 ? 0u : (uint32_t)x2.v[0]; /* from int32 */
-            out3.v[0] = x3.v[0] < 0 ? 0u : (uint32_t)x3.v[0]; /* from int32 */
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = x0.v[0] < 0 ? 0u : (uint32_t)x0.v[0]; /* from int32 */
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = x[i] < 0 ? 0u : (uint32_t)x[i]; /* from int32 */
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        int32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        uint32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = x0.v[0] < 0 ? 0u : (uint32_t)x0.v[0]; /* from int32 */
+        out0.v[1] = x0.v[1] < 0 ? 0u : (uint32_t)x0.v[1]; /* from int32 */
+        out0.v[2] = x0.v[2] < 0 ? 0u : (uint32_t)x0.v[2]; /* from int32 */
+        out0.v[3] = x0.v[3] < 0 ? 0u : (uint32_t)x0.v[3]; /* from int32 */
+        out1.v[0] = x1.v[0] < 0 ? 0u : (uint32_t)x1.v[0]; /* from int32 */
+        out1.v[1] = x1.v[1] < 0 ? 0u : (uint32_t)x1.v[1]; /* from int32 */
+        out1.v[2] = x1.v[2] < 0 ? 0u : (uint32_t)x1.v[2]; /* from int32 */
+        out1.v[3] = x1.v[3] < 0 ? 0u : (uint32_t)x1.v[3]; /* from int32 */
+        out2.v[0] = x2.v[0] < 0 ? 0u : (uint32_t)x2.v[0]; /* from int32 */
+        out2.v[1] = x2.v[1] < 0 ? 0u : (uint32_t)x2.v[1]; /* from int32 */
+        out2.v[2] = x2.v[2] < 0 ? 0u : (uint32_t)x2.v[2]; /* from int32 */
+        out2.v[3] = x2.v[3] < 0 ? 0u : (uint32_t)x2.v[3]; /* from int32 */
+        out3.v[0] = x3.v[0] < 0 ? 0u : (uint32_t)x3.v[0]; /* from int32 */
+        out3.v[1] = x3.v[1] < 0 ? 0u : (uint32_t)x3.v[1]; /* from int32 */
+        out3.v[2] = x3.v[2] < 0 ? 0u : (uint32_t)x3.v[2]; /* from int32 */
+        out3.v[3] = x3.v[3] < 0 ? 0u : (uint32_t)x3.v[3]; /* from int32 */
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = x0.v[0] < 0 ? 0u : (uint32_t)x0.v[0]; /* from int32 */
+        out0.v[1] = x0.v[1] < 0 ? 0u : (uint32_t)x0.v[1]; /* from int32 */
+        out0.v[2] = x0.v[2] < 0 ? 0u : (uint32_t)x0.v[2]; /* from int32 */
+        out0.v[3] = x0.v[3] < 0 ? 0u : (uint32_t)x0.v[3]; /* from int32 */
+        out_lanes[j] = out0;
     }
 }
 
@@ -3724,99 +2735,68 @@ static void twin_convert_to_u32_u32(int64_t n, const uint32_t *__restrict__ x, v
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = (uint32_t)x[i];
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            uint32_t v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
-            uint32_t v[4];
-        } cb_lanes4_out;
-        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_out out1;
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_out out2;
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_out out3;
-            out0.v[0] = (uint32_t)x0.v[0];
-            out0.v[1] = (uint32_t)x0.v[1];
-            out0.v[2] = (uint32_t)x0.v[2];
-            out0.v[3] = (uint32_t)x0.v[3];
-            out1.v[0] = (uint32_t)x1.v[0];
-            out1.v[1] = (uint32_t)x1.v[1];
-            out1.v[2] = (uint32_t)x1.v[2];
-            out1.v[3] = (uint32_t)x1.v[3];
-            out2.v[0] = (uint32_t)x2.v[0];
-            out2.v[1] = (uint32_t)x2.v[1];
-            out2.v[2] = (uint32_t)x2.v[2];
-            out2.v[3] = (uint32_t)x2.v[3];
-            out3.v[0] = (uint32_t)x3.v[0];
-            out3.v[1] = (uint32_t)x3.v[1];
-            out3.v[2] = (uint32_t)x3.v[2];
-            out3.v[3] = (uint32_t)x3.v[3];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            out0.v[0] = (uint32_t)x0.v[0];
-            out0.v[1] = (uint32_t)x0.v[1];
-            out0.v[2] = (uint32_t)x0.v[2];
-            out0.v[3] = (uint32_t)x0.v[3];
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = (uint32_t)x[done + i];
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            uint32_t v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            uint32_t v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = (uint32_t)x0.v[0];
-            out1.v[0] = (uint32_t)x1.v[0];
-            out2.v[0] = (uint32_t)x2.v[0];
-            out3.v[0] = (uint32_t)x3.v[0];
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = (uint32_t)x0.v[0];
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = (uint32_t)x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        uint32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        uint32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = (uint32_t)x0.v[0];
+        out0.v[1] = (uint32_t)x0.v[1];
+        out0.v[2] = (uint32_t)x0.v[2];
+        out0.v[3] = (uint32_t)x0.v[3];
+        out1.v[0] = (uint32_t)x1.v[0];
+        out1.v[1] = (uint32_t)x1.v[1];
+        out1.v[2] = (uint32_t)x1.v[2];
+        out1.v[3] = (uint32_t)x1.v[3];
+        out2.v[0] = (uint32_t)x2.v[0];
+        out2.v[1] = (uint32_t)x2.v[1];
+        out2.v[2] = (uint32_t)x2.v[2];
+        out2.v[3] = (uint32_t)x2.v[3];
+        out3.v[0] = (uint32_t)x3.v[0];
+        out3.v[1] = (uint32_t)x3.v[1];
+        out3.v[2] = (uint32_t)x3.v[2];
+        out3.v[3] = (uint32_t)x3.v[3];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (uint32_t)x0.v[0];
+        out0.v[1] = (uint32_t)x0.v[1];
+        out0.v[2] = (uint32_t)x0.v[2];
+        out0.v[3] = (uint32_t)x0.v[3];
+        out_lanes[j] = out0;
     }
 }
 
@@ -3839,99 +2819,68 @@ static void twin_truncate_to_i32_f32(int64_t n, const float *__restrict__ x, voi
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f32_to_i32_rzi(x[i]);
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            float v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
-            int32_t v[4];
-        } cb_lanes4_out;
-        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_out out1;
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_out out2;
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_out out3;
-            out0.v[0] = cb_f32_to_i32_rzi(x0.v[0]);
-            out0.v[1] = cb_f32_to_i32_rzi(x0.v[1]);
-            out0.v[2] = cb_f32_to_i32_rzi(x0.v[2]);
-            out0.v[3] = cb_f32_to_i32_rzi(x0.v[3]);
-            out1.v[0] = cb_f32_to_i32_rzi(x1.v[0]);
-            out1.v[1] = cb_f32_to_i32_rzi(x1.v[1]);
-            out1.v[2] = cb_f32_to_i32_rzi(x1.v[2]);
-            out1.v[3] = cb_f32_to_i32_rzi(x1.v[3]);
-            out2.v[0] = cb_f32_to_i32_rzi(x2.v[0]);
-            out2.v[1] = cb_f32_to_i32_rzi(x2.v[1]);
-            out2.v[2] = cb_f32_to_i32_rzi(x2.v[2]);
-            out2.v[3] = cb_f32_to_i32_rzi(x2.v[3]);
-            out3.v[0] = cb_f32_to_i32_rzi(x3.v[0]);
-            out3.v[1] = cb_f32_to_i32_rzi(x3.v[1]);
-            out3.v[2] = cb_f32_to_i32_rzi(x3.v[2]);
-            out3.v[3] = cb_f32_to_i32_rzi(x3.v[3]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            out0.v[0] = cb_f32_to_i32_rzi(x0.v[0]);
-            out0.v[1] = cb_f32_to_i32_rzi(x0.v[1]);
-            out0.v[2] = cb_f32_to_i32_rzi(x0.v[2]);
-            out0.v[3] = cb_f32_to_i32_rzi(x0.v[3]);
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = cb_f32_to_i32_rzi(x[done + i]);
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            float v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            int32_t v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = cb_f32_to_i32_rzi(x0.v[0]);
-            out1.v[0] = cb_f32_to_i32_rzi(x1.v[0]);
-            out2.v[0] = cb_f32_to_i32_rzi(x2.v[0]);
-            out3.v[0] = cb_f32_to_i32_rzi(x3.v[0]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = cb_f32_to_i32_rzi(x0.v[0]);
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f32_to_i32_rzi(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        int32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = cb_f32_to_i32_rzi(x0.v[0]);
+        out0.v[1] = cb_f32_to_i32_rzi(x0.v[1]);
+        out0.v[2] = cb_f32_to_i32_rzi(x0.v[2]);
+        out0.v[3] = cb_f32_to_i32_rzi(x0.v[3]);
+        out1.v[0] = cb_f32_to_i32_rzi(x1.v[0]);
+        out1.v[1] = cb_f32_to_i32_rzi(x1.v[1]);
+        out1.v[2] = cb_f32_to_i32_rzi(x1.v[2]);
+        out1.v[3] = cb_f32_to_i32_rzi(x1.v[3]);
+        out2.v[0] = cb_f32_to_i32_rzi(x2.v[0]);
+        out2.v[1] = cb_f32_to_i32_rzi(x2.v[1]);
+        out2.v[2] = cb_f32_to_i32_rzi(x2.v[2]);
+        out2.v[3] = cb_f32_to_i32_rzi(x2.v[3]);
+        out3.v[0] = cb_f32_to_i32_rzi(x3.v[0]);
+        out3.v[1] = cb_f32_to_i32_rzi(x3.v[1]);
+        out3.v[2] = cb_f32_to_i32_rzi(x3.v[2]);
+        out3.v[3] = cb_f32_to_i32_rzi(x3.v[3]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f32_to_i32_rzi(x0.v[0]);
+        out0.v[1] = cb_f32_to_i32_rzi(x0.v[1]);
+        out0.v[2] = cb_f32_to_i32_rzi(x0.v[2]);
+        out0.v[3] = cb_f32_to_i32_rzi(x0.v[3]);
+        out_lanes[j] = out0;
     }
 }
 
@@ -3954,89 +2903,58 @@ static void twin_truncate_to_i32_f64(int64_t n, const double *__restrict__ x, vo
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f64_to_i32_rzi(x[i]);
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
-            double v[2];
-        } cb_lanes2_x;
-        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
-        typedef struct __attribute__((aligned(8))) cb_lanes2_out {
-            int32_t v[2];
-        } cb_lanes2_out;
-        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_out out1;
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_out out2;
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes2_out out3;
-            out0.v[0] = cb_f64_to_i32_rzi(x0.v[0]);
-            out0.v[1] = cb_f64_to_i32_rzi(x0.v[1]);
-            out1.v[0] = cb_f64_to_i32_rzi(x1.v[0]);
-            out1.v[1] = cb_f64_to_i32_rzi(x1.v[1]);
-            out2.v[0] = cb_f64_to_i32_rzi(x2.v[0]);
-            out2.v[1] = cb_f64_to_i32_rzi(x2.v[1]);
-            out3.v[0] = cb_f64_to_i32_rzi(x3.v[0]);
-            out3.v[1] = cb_f64_to_i32_rzi(x3.v[1]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            out0.v[0] = cb_f64_to_i32_rzi(x0.v[0]);
-            out0.v[1] = cb_f64_to_i32_rzi(x0.v[1]);
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = cb_f64_to_i32_rzi(x[done + i]);
-        }
-    } else {
-        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
-            double v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            int32_t v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = cb_f64_to_i32_rzi(x0.v[0]);
-            out1.v[0] = cb_f64_to_i32_rzi(x1.v[0]);
-            out2.v[0] = cb_f64_to_i32_rzi(x2.v[0]);
-            out3.v[0] = cb_f64_to_i32_rzi(x3.v[0]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = cb_f64_to_i32_rzi(x0.v[0]);
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f64_to_i32_rzi(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(8))) cb_lanes_out {
+        int32_t v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = cb_f64_to_i32_rzi(x0.v[0]);
+        out0.v[1] = cb_f64_to_i32_rzi(x0.v[1]);
+        out1.v[0] = cb_f64_to_i32_rzi(x1.v[0]);
+        out1.v[1] = cb_f64_to_i32_rzi(x1.v[1]);
+        out2.v[0] = cb_f64_to_i32_rzi(x2.v[0]);
+        out2.v[1] = cb_f64_to_i32_rzi(x2.v[1]);
+        out3.v[0] = cb_f64_to_i32_rzi(x3.v[0]);
+        out3.v[1] = cb_f64_to_i32_rzi(x3.v[1]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f64_to_i32_rzi(x0.v[0]);
+        out0.v[1] = cb_f64_to_i32_rzi(x0.v[1]);
+        out_lanes[j] = out0;
     }
 }
 
@@ -4059,99 +2977,68 @@ static void twin_truncate_to_u32_f32(int64_t n, const float *__restrict__ x, voi
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
-        const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f32_to_u32_rzi(x[i]);
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes4_x {
-            float v[4];
-        } cb_lanes4_x;
-        const cb_lanes4_x *x_lanes = (const cb_lanes4_x *)(x + head);
-        typedef struct __attribute__((aligned(16))) cb_lanes4_out {
-            uint32_t v[4];
-        } cb_lanes4_out;
-        cb_lanes4_out *out_lanes = (cb_lanes4_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            cb_lanes4_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes4_out out1;
-            cb_lanes4_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes4_out out2;
-            cb_lanes4_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes4_out out3;
-            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
-            out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
-            out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
-            out0.v[3] = cb_f32_to_u32_rzi(x0.v[3]);
-            out1.v[0] = cb_f32_to_u32_rzi(x1.v[0]);
-            out1.v[1] = cb_f32_to_u32_rzi(x1.v[1]);
-            out1.v[2] = cb_f32_to_u32_rzi(x1.v[2]);
-            out1.v[3] = cb_f32_to_u32_rzi(x1.v[3]);
-            out2.v[0] = cb_f32_to_u32_rzi(x2.v[0]);
-            out2.v[1] = cb_f32_to_u32_rzi(x2.v[1]);
-            out2.v[2] = cb_f32_to_u32_rzi(x2.v[2]);
-            out2.v[3] = cb_f32_to_u32_rzi(x2.v[3]);
-            out3.v[0] = cb_f32_to_u32_rzi(x3.v[0]);
-            out3.v[1] = cb_f32_to_u32_rzi(x3.v[1]);
-            out3.v[2] = cb_f32_to_u32_rzi(x3.v[2]);
-            out3.v[3] = cb_f32_to_u32_rzi(x3.v[3]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes4_x x0 = x_lanes[j];
-            cb_lanes4_out out0;
-            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
-            out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
-            out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
-            out0.v[3] = cb_f32_to_u32_rzi(x0.v[3]);
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = cb_f32_to_u32_rzi(x[done + i]);
-        }
-    } else {
-        typedef struct __attribute__((aligned(4))) cb_lanes1_x {
-            float v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            uint32_t v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
-            out1.v[0] = cb_f32_to_u32_rzi(x1.v[0]);
-            out2.v[0] = cb_f32_to_u32_rzi(x2.v[0]);
-            out3.v[0] = cb_f32_to_u32_rzi(x3.v[0]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f32_to_u32_rzi(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        uint32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
+        out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
+        out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
+        out0.v[3] = cb_f32_to_u32_rzi(x0.v[3]);
+        out1.v[0] = cb_f32_to_u32_rzi(x1.v[0]);
+        out1.v[1] = cb_f32_to_u32_rzi(x1.v[1]);
+        out1.v[2] = cb_f32_to_u32_rzi(x1.v[2]);
+        out1.v[3] = cb_f32_to_u32_rzi(x1.v[3]);
+        out2.v[0] = cb_f32_to_u32_rzi(x2.v[0]);
+        out2.v[1] = cb_f32_to_u32_rzi(x2.v[1]);
+        out2.v[2] = cb_f32_to_u32_rzi(x2.v[2]);
+        out2.v[3] = cb_f32_to_u32_rzi(x2.v[3]);
+        out3.v[0] = cb_f32_to_u32_rzi(x3.v[0]);
+        out3.v[1] = cb_f32_to_u32_rzi(x3.v[1]);
+        out3.v[2] = cb_f32_to_u32_rzi(x3.v[2]);
+        out3.v[3] = cb_f32_to_u32_rzi(x3.v[3]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
+        out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
+        out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
+        out0.v[3] = cb_f32_to_u32_rzi(x0.v[3]);
+        out_lanes[j] = out0;
     }
 }
 
@@ -4174,89 +3061,58 @@ static void twin_truncate_to_u32_f64(int64_t n, const double *__restrict__ x, vo
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
-    if (together) {
-        const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
-        const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
-        CB_FOR_EACH_INDEX(i, head) {
+    if (!together) {
+        CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f64_to_u32_rzi(x[i]);
         }
-        typedef struct __attribute__((aligned(16))) cb_lanes2_x {
-            double v[2];
-        } cb_lanes2_x;
-        const cb_lanes2_x *x_lanes = (const cb_lanes2_x *)(x + head);
-        typedef struct __attribute__((aligned(8))) cb_lanes2_out {
-            uint32_t v[2];
-        } cb_lanes2_out;
-        cb_lanes2_out *out_lanes = (cb_lanes2_out *)(out + head);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < vectors; j += 4 * stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            cb_lanes2_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes2_out out1;
-            cb_lanes2_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes2_out out2;
-            cb_lanes2_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes2_out out3;
-            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
-            out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
-            out1.v[0] = cb_f64_to_u32_rzi(x1.v[0]);
-            out1.v[1] = cb_f64_to_u32_rzi(x1.v[1]);
-            out2.v[0] = cb_f64_to_u32_rzi(x2.v[0]);
-            out2.v[1] = cb_f64_to_u32_rzi(x2.v[1]);
-            out3.v[0] = cb_f64_to_u32_rzi(x3.v[0]);
-            out3.v[1] = cb_f64_to_u32_rzi(x3.v[1]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < vectors; j += stride) {
-            cb_lanes2_x x0 = x_lanes[j];
-            cb_lanes2_out out0;
-            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
-            out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
-            out_lanes[j] = out0;
-        }
-        CB_FOR_EACH_INDEX(i, n - done) {
-            out[done + i] = cb_f64_to_u32_rzi(x[done + i]);
-        }
-    } else {
-        typedef struct __attribute__((aligned(8))) cb_lanes1_x {
-            double v[1];
-        } cb_lanes1_x;
-        const cb_lanes1_x *x_lanes = (const cb_lanes1_x *)(x + 0);
-        typedef struct __attribute__((aligned(4))) cb_lanes1_out {
-            uint32_t v[1];
-        } cb_lanes1_out;
-        cb_lanes1_out *out_lanes = (cb_lanes1_out *)(out + 0);
-        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-        int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-        for (; j + 3 * stride < n; j += 4 * stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            cb_lanes1_x x1 = x_lanes[j + 1 * stride];
-            cb_lanes1_out out1;
-            cb_lanes1_x x2 = x_lanes[j + 2 * stride];
-            cb_lanes1_out out2;
-            cb_lanes1_x x3 = x_lanes[j + 3 * stride];
-            cb_lanes1_out out3;
-            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
-            out1.v[0] = cb_f64_to_u32_rzi(x1.v[0]);
-            out2.v[0] = cb_f64_to_u32_rzi(x2.v[0]);
-            out3.v[0] = cb_f64_to_u32_rzi(x3.v[0]);
-            out_lanes[j] = out0;
-            out_lanes[j + 1 * stride] = out1;
-            out_lanes[j + 2 * stride] = out2;
-            out_lanes[j + 3 * stride] = out3;
-        }
-        for (; j < n; j += stride) {
-            cb_lanes1_x x0 = x_lanes[j];
-            cb_lanes1_out out0;
-            out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
-            out_lanes[j] = out0;
-        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f64_to_u32_rzi(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(8))) cb_lanes_out {
+        uint32_t v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 3 * stride < vectors; j += 4 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        cb_lanes_x x2 = x_lanes[j + 2 * stride];
+        cb_lanes_out out2;
+        cb_lanes_x x3 = x_lanes[j + 3 * stride];
+        cb_lanes_out out3;
+        out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
+        out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
+        out1.v[0] = cb_f64_to_u32_rzi(x1.v[0]);
+        out1.v[1] = cb_f64_to_u32_rzi(x1.v[1]);
+        out2.v[0] = cb_f64_to_u32_rzi(x2.v[0]);
+        out2.v[1] = cb_f64_to_u32_rzi(x2.v[1]);
+        out3.v[0] = cb_f64_to_u32_rzi(x3.v[0]);
+        out3.v[1] = cb_f64_to_u32_rzi(x3.v[1]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+        out_lanes[j + 2 * stride] = out2;
+        out_lanes[j + 3 * stride] = out3;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
+        out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
+        out_lanes[j] = out0;
     }
 }
 
@@ -4790,84 +3646,6 @@ static int run_copy_strided_f64(void **args, unsigned int grid, unsigned int blo
     return result;
 }
 
-static int run_copy_strided_i32(void **args, unsigned int grid, unsigned int block)
-{
-    const int64_t n = *(const int64_t *)args[0];
-    const int64_t rows = *(const int64_t *)args[1];
-    const int64_t cols = *(const int64_t *)args[2];
-    const int64_t x_stride = *(const int64_t *)args[4];
-    const int64_t y_stride = *(const int64_t *)args[6];
-    const int64_t n_wanted = rows * cols;
-    if (n != n_wanted) {
-        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_copy_strided_i32", (long long)n, "rows * cols",
-                (long long)n_wanted);
-        return FAKE_INVALID_VALUE;
-    }
-    const size_t x_bytes = (size_t)((rows - 1) * x_stride + cols) * sizeof(int32_t);
-    void *x = fake_device_range(*(void **)args[3], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    const size_t y_bytes = (size_t)((rows - 1) * y_stride + cols) * sizeof(int32_t);
-    void *y = fake_device_range(*(void **)args[5], y_bytes);
-    if (y == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    if (spans_overlap("cblob_copy_strided_i32", "x", x, x_bytes, "y", y, y_bytes))
-        return FAKE_INVALID_VALUE;
-    twin_copy y_twin;
-    if (!twin_copy_make(&y_twin, y, y_bytes)) {
-        free(y_twin.block);
-        return FAKE_OUT_OF_MEMORY;
-    }
-    const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
-    twin_args_copy_strided_i32 twin_args = {n, rows, cols, x_read, x_stride, y_twin.data, y_stride};
-    fake_run_threads(grid, block, false, twin_thread_copy_strided_i32, &twin_args);
-    int result = cb_cpu_copy_strided_i32(n, rows, cols, x, x_stride, y, y_stride) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_copy_strided_i32", "y", y_twin.data, y, y_bytes))
-        result = FAKE_LAUNCH_FAILED;
-    free(y_twin.block);
-    return result;
-}
-
-static int run_copy_strided_u32(void **args, unsigned int grid, unsigned int block)
-{
-    const int64_t n = *(const int64_t *)args[0];
-    const int64_t rows = *(const int64_t *)args[1];
-    const int64_t cols = *(const int64_t *)args[2];
-    const int64_t x_stride = *(const int64_t *)args[4];
-    const int64_t y_stride = *(const int64_t *)args[6];
-    const int64_t n_wanted = rows * cols;
-    if (n != n_wanted) {
-        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_copy_strided_u32", (long long)n, "rows * cols",
-                (long long)n_wanted);
-        return FAKE_INVALID_VALUE;
-    }
-    const size_t x_bytes = (size_t)((rows - 1) * x_stride + cols) * sizeof(uint32_t);
-    void *x = fake_device_range(*(void **)args[3], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    const size_t y_bytes = (size_t)((rows - 1) * y_stride + cols) * sizeof(uint32_t);
-    void *y = fake_device_range(*(void **)args[5], y_bytes);
-    if (y == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    if (spans_overlap("cblob_copy_strided_u32", "x", x, x_bytes, "y", y, y_bytes))
-        return FAKE_INVALID_VALUE;
-    twin_copy y_twin;
-    if (!twin_copy_make(&y_twin, y, y_bytes)) {
-        free(y_twin.block);
-        return FAKE_OUT_OF_MEMORY;
-    }
-    const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
-    twin_args_copy_strided_u32 twin_args = {n, rows, cols, x_read, x_stride, y_twin.data, y_stride};
-    fake_run_threads(grid, block, false, twin_thread_copy_strided_u32, &twin_args);
-    int result = cb_cpu_copy_strided_u32(n, rows, cols, x, x_stride, y, y_stride) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_copy_strided_u32", "y", y_twin.data, y, y_bytes))
-        result = FAKE_LAUNCH_FAILED;
-    free(y_twin.block);
-    return result;
-}
-
 static int run_transpose_f32(void **args, unsigned int grid, unsigned int block)
 {
     const int64_t n = *(const int64_t *)args[0];
@@ -4943,86 +3721,6 @@ static int run_transpose_f64(void **args, unsigned int grid, unsigned int block)
     fake_run_threads(grid, block, true, twin_thread_transpose_f64, &twin_args);
     int result = cb_cpu_transpose_f64(n, outer, rows, middle, cols, inner, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
     if (result == 0 && !twin_agrees_f64("cblob_transpose_f64", "y", y_twin.data, y, y_bytes))
-        result = FAKE_LAUNCH_FAILED;
-    free(y_twin.block);
-    return result;
-}
-
-static int run_transpose_i32(void **args, unsigned int grid, unsigned int block)
-{
-    const int64_t n = *(const int64_t *)args[0];
-    const int64_t outer = *(const int64_t *)args[1];
-    const int64_t rows = *(const int64_t *)args[2];
-    const int64_t middle = *(const int64_t *)args[3];
-    const int64_t cols = *(const int64_t *)args[4];
-    const int64_t inner = *(const int64_t *)args[5];
-    const int64_t n_wanted = outer * rows * middle * cols * inner;
-    if (n != n_wanted) {
-        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_transpose_i32", (long long)n, "outer * rows * middle * cols * inner",
-                (long long)n_wanted);
-        return FAKE_INVALID_VALUE;
-    }
-    const size_t x_bytes = (size_t)(n) * sizeof(int32_t);
-    void *x = fake_device_range(*(void **)args[6], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    const size_t y_bytes = (size_t)(n) * sizeof(int32_t);
-    void *y = fake_device_range(*(void **)args[7], y_bytes);
-    if (y == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    if (spans_overlap("cblob_transpose_i32", "x", x, x_bytes, "y", y, y_bytes))
-        return FAKE_INVALID_VALUE;
-    twin_copy y_twin;
-    if (!twin_copy_make(&y_twin, y, y_bytes)) {
-        free(y_twin.block);
-        return FAKE_OUT_OF_MEMORY;
-    }
-    const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
-    twin_args_transpose_i32 twin_args = {n, outer, rows, middle, cols, inner, x_read, y_twin.data};
-    fake_run_threads(grid, block, true, twin_thread_transpose_i32, &twin_args);
-    int result = cb_cpu_transpose_i32(n, outer, rows, middle, cols, inner, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_transpose_i32", "y", y_twin.data, y, y_bytes))
-        result = FAKE_LAUNCH_FAILED;
-    free(y_twin.block);
-    return result;
-}
-
-static int run_transpose_u32(void **args, unsigned int grid, unsigned int block)
-{
-    const int64_t n = *(const int64_t *)args[0];
-    const int64_t outer = *(const int64_t *)args[1];
-    const int64_t rows = *(const int64_t *)args[2];
-    const int64_t middle = *(const int64_t *)args[3];
-    const int64_t cols = *(const int64_t *)args[4];
-    const int64_t inner = *(const int64_t *)args[5];
-    const int64_t n_wanted = outer * rows * middle * cols * inner;
-    if (n != n_wanted) {
-        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_transpose_u32", (long long)n, "outer * rows * middle * cols * inner",
-                (long long)n_wanted);
-        return FAKE_INVALID_VALUE;
-    }
-    const size_t x_bytes = (size_t)(n) * sizeof(uint32_t);
-    void *x = fake_device_range(*(void **)args[6], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    const size_t y_bytes = (size_t)(n) * sizeof(uint32_t);
-    void *y = fake_device_range(*(void **)args[7], y_bytes);
-    if (y == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    if (spans_overlap("cblob_transpose_u32", "x", x, x_bytes, "y", y, y_bytes))
-        return FAKE_INVALID_VALUE;
-    twin_copy y_twin;
-    if (!twin_copy_make(&y_twin, y, y_bytes)) {
-        free(y_twin.block);
-        return FAKE_OUT_OF_MEMORY;
-    }
-    const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
-    twin_args_transpose_u32 twin_args = {n, outer, rows, middle, cols, inner, x_read, y_twin.data};
-    fake_run_threads(grid, block, true, twin_thread_transpose_u32, &twin_args);
-    int result = cb_cpu_transpose_u32(n, outer, rows, middle, cols, inner, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_transpose_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
     free(y_twin.block);
     return result;
@@ -5756,12 +4454,8 @@ const fake_kernel fake_kernels[] = {
     {"cblob_add_u32", 3, run_add_u32},
     {"cblob_copy_strided_f32", 7, run_copy_strided_f32},
     {"cblob_copy_strided_f64", 7, run_copy_strided_f64},
-    {"cblob_copy_strided_i32", 7, run_copy_strided_i32},
-    {"cblob_copy_strided_u32", 7, run_copy_strided_u32},
     {"cblob_transpose_f32", 8, run_transpose_f32},
     {"cblob_transpose_f64", 8, run_transpose_f64},
-    {"cblob_transpose_i32", 8, run_transpose_i32},
-    {"cblob_transpose_u32", 8, run_transpose_u32},
     {"cblob_convert_to_f32_f32", 3, run_convert_to_f32_f32},
     {"cblob_convert_to_f32_f64", 3, run_convert_to_f32_f64},
     {"cblob_convert_to_f32_i32", 3, run_convert_to_f32_i32},
