@@ -228,6 +228,7 @@ cblob_add_f32(int64_t n, const float *x, float *y)
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             y[i] += x[i];
         }
@@ -250,15 +251,11 @@ cblob_add_f32(int64_t n, const float *x, float *y)
     cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_y y0 = y_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_y y1 = y_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_y y2 = y_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_y y3 = y_lanes[j + 3 * stride];
         y0.v[0] += x0.v[0];
         y0.v[1] += x0.v[1];
         y0.v[2] += x0.v[2];
@@ -267,18 +264,8 @@ cblob_add_f32(int64_t n, const float *x, float *y)
         y1.v[1] += x1.v[1];
         y1.v[2] += x1.v[2];
         y1.v[3] += x1.v[3];
-        y2.v[0] += x2.v[0];
-        y2.v[1] += x2.v[1];
-        y2.v[2] += x2.v[2];
-        y2.v[3] += x2.v[3];
-        y3.v[0] += x3.v[0];
-        y3.v[1] += x3.v[1];
-        y3.v[2] += x3.v[2];
-        y3.v[3] += x3.v[3];
         y_lanes[j] = y0;
         y_lanes[j + 1 * stride] = y1;
-        y_lanes[j + 2 * stride] = y2;
-        y_lanes[j + 3 * stride] = y3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -300,6 +287,7 @@ cblob_add_f64(int64_t n, const double *x, double *y)
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 8 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             y[i] += x[i];
         }
@@ -322,27 +310,17 @@ cblob_add_f64(int64_t n, const double *x, double *y)
     cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_y y0 = y_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_y y1 = y_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_y y2 = y_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_y y3 = y_lanes[j + 3 * stride];
         y0.v[0] += x0.v[0];
         y0.v[1] += x0.v[1];
         y1.v[0] += x1.v[0];
         y1.v[1] += x1.v[1];
-        y2.v[0] += x2.v[0];
-        y2.v[1] += x2.v[1];
-        y3.v[0] += x3.v[0];
-        y3.v[1] += x3.v[1];
         y_lanes[j] = y0;
         y_lanes[j + 1 * stride] = y1;
-        y_lanes[j + 2 * stride] = y2;
-        y_lanes[j + 3 * stride] = y3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -362,6 +340,7 @@ cblob_add_i32(int64_t n, const int32_t *x, int32_t *y)
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
         }
@@ -384,15 +363,11 @@ cblob_add_i32(int64_t n, const int32_t *x, int32_t *y)
     cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_y y0 = y_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_y y1 = y_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_y y2 = y_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_y y3 = y_lanes[j + 3 * stride];
         y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
         y0.v[1] = (int32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
         y0.v[2] = (int32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
@@ -401,18 +376,8 @@ cblob_add_i32(int64_t n, const int32_t *x, int32_t *y)
         y1.v[1] = (int32_t)((uint32_t)y1.v[1] + (uint32_t)x1.v[1]);
         y1.v[2] = (int32_t)((uint32_t)y1.v[2] + (uint32_t)x1.v[2]);
         y1.v[3] = (int32_t)((uint32_t)y1.v[3] + (uint32_t)x1.v[3]);
-        y2.v[0] = (int32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
-        y2.v[1] = (int32_t)((uint32_t)y2.v[1] + (uint32_t)x2.v[1]);
-        y2.v[2] = (int32_t)((uint32_t)y2.v[2] + (uint32_t)x2.v[2]);
-        y2.v[3] = (int32_t)((uint32_t)y2.v[3] + (uint32_t)x2.v[3]);
-        y3.v[0] = (int32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
-        y3.v[1] = (int32_t)((uint32_t)y3.v[1] + (uint32_t)x3.v[1]);
-        y3.v[2] = (int32_t)((uint32_t)y3.v[2] + (uint32_t)x3.v[2]);
-        y3.v[3] = (int32_t)((uint32_t)y3.v[3] + (uint32_t)x3.v[3]);
         y_lanes[j] = y0;
         y_lanes[j + 1 * stride] = y1;
-        y_lanes[j + 2 * stride] = y2;
-        y_lanes[j + 3 * stride] = y3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -434,6 +399,7 @@ cblob_add_u32(int64_t n, const uint32_t *x, uint32_t *y)
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             y[i] = (uint32_t)((uint32_t)y[i] + (uint32_t)x[i]);
         }
@@ -456,15 +422,11 @@ cblob_add_u32(int64_t n, const uint32_t *x, uint32_t *y)
     cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_y y0 = y_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_y y1 = y_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_y y2 = y_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_y y3 = y_lanes[j + 3 * stride];
         y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
         y0.v[1] = (uint32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
         y0.v[2] = (uint32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
@@ -473,18 +435,8 @@ cblob_add_u32(int64_t n, const uint32_t *x, uint32_t *y)
         y1.v[1] = (uint32_t)((uint32_t)y1.v[1] + (uint32_t)x1.v[1]);
         y1.v[2] = (uint32_t)((uint32_t)y1.v[2] + (uint32_t)x1.v[2]);
         y1.v[3] = (uint32_t)((uint32_t)y1.v[3] + (uint32_t)x1.v[3]);
-        y2.v[0] = (uint32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
-        y2.v[1] = (uint32_t)((uint32_t)y2.v[1] + (uint32_t)x2.v[1]);
-        y2.v[2] = (uint32_t)((uint32_t)y2.v[2] + (uint32_t)x2.v[2]);
-        y2.v[3] = (uint32_t)((uint32_t)y2.v[3] + (uint32_t)x2.v[3]);
-        y3.v[0] = (uint32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
-        y3.v[1] = (uint32_t)((uint32_t)y3.v[1] + (uint32_t)x3.v[1]);
-        y3.v[2] = (uint32_t)((uint32_t)y3.v[2] + (uint32_t)x3.v[2]);
-        y3.v[3] = (uint32_t)((uint32_t)y3.v[3] + (uint32_t)x3.v[3]);
         y_lanes[j] = y0;
         y_lanes[j + 1 * stride] = y1;
-        y_lanes[j + 2 * stride] = y2;
-        y_lanes[j + 3 * stride] = y3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {

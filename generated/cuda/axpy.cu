@@ -229,6 +229,7 @@ cblob_axpy_f32(int64_t n, double alpha, const float *__restrict__ x, float *__re
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             y[i] += a * x[i];
         }
@@ -251,15 +252,11 @@ cblob_axpy_f32(int64_t n, double alpha, const float *__restrict__ x, float *__re
     cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_y y0 = y_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_y y1 = y_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_y y2 = y_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_y y3 = y_lanes[j + 3 * stride];
         y0.v[0] += a * x0.v[0];
         y0.v[1] += a * x0.v[1];
         y0.v[2] += a * x0.v[2];
@@ -268,18 +265,8 @@ cblob_axpy_f32(int64_t n, double alpha, const float *__restrict__ x, float *__re
         y1.v[1] += a * x1.v[1];
         y1.v[2] += a * x1.v[2];
         y1.v[3] += a * x1.v[3];
-        y2.v[0] += a * x2.v[0];
-        y2.v[1] += a * x2.v[1];
-        y2.v[2] += a * x2.v[2];
-        y2.v[3] += a * x2.v[3];
-        y3.v[0] += a * x3.v[0];
-        y3.v[1] += a * x3.v[1];
-        y3.v[2] += a * x3.v[2];
-        y3.v[3] += a * x3.v[3];
         y_lanes[j] = y0;
         y_lanes[j + 1 * stride] = y1;
-        y_lanes[j + 2 * stride] = y2;
-        y_lanes[j + 3 * stride] = y3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -302,6 +289,7 @@ cblob_axpy_f64(int64_t n, double alpha, const double *__restrict__ x, double *__
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 8 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             y[i] += a * x[i];
         }
@@ -324,27 +312,17 @@ cblob_axpy_f64(int64_t n, double alpha, const double *__restrict__ x, double *__
     cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_y y0 = y_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_y y1 = y_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_y y2 = y_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_y y3 = y_lanes[j + 3 * stride];
         y0.v[0] += a * x0.v[0];
         y0.v[1] += a * x0.v[1];
         y1.v[0] += a * x1.v[0];
         y1.v[1] += a * x1.v[1];
-        y2.v[0] += a * x2.v[0];
-        y2.v[1] += a * x2.v[1];
-        y3.v[0] += a * x3.v[0];
-        y3.v[1] += a * x3.v[1];
         y_lanes[j] = y0;
         y_lanes[j + 1 * stride] = y1;
-        y_lanes[j + 2 * stride] = y2;
-        y_lanes[j + 3 * stride] = y3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {

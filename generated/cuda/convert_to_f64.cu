@@ -229,6 +229,7 @@ cblob_convert_to_f64_f32(int64_t n, const float *__restrict__ x, void *__restric
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = (double)x[i];
         }
@@ -251,27 +252,17 @@ cblob_convert_to_f64_f32(int64_t n, const float *__restrict__ x, void *__restric
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = (double)x0.v[0];
         out0.v[1] = (double)x0.v[1];
         out1.v[0] = (double)x1.v[0];
         out1.v[1] = (double)x1.v[1];
-        out2.v[0] = (double)x2.v[0];
-        out2.v[1] = (double)x2.v[1];
-        out3.v[0] = (double)x3.v[0];
-        out3.v[1] = (double)x3.v[1];
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -292,6 +283,7 @@ cblob_convert_to_f64_f64(int64_t n, const double *__restrict__ x, void *__restri
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = (double)x[i];
         }
@@ -314,27 +306,17 @@ cblob_convert_to_f64_f64(int64_t n, const double *__restrict__ x, void *__restri
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = (double)x0.v[0];
         out0.v[1] = (double)x0.v[1];
         out1.v[0] = (double)x1.v[0];
         out1.v[1] = (double)x1.v[1];
-        out2.v[0] = (double)x2.v[0];
-        out2.v[1] = (double)x2.v[1];
-        out3.v[0] = (double)x3.v[0];
-        out3.v[1] = (double)x3.v[1];
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -355,6 +337,7 @@ cblob_convert_to_f64_i32(int64_t n, const int32_t *__restrict__ x, void *__restr
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = (double)x[i];
         }
@@ -377,27 +360,17 @@ cblob_convert_to_f64_i32(int64_t n, const int32_t *__restrict__ x, void *__restr
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = (double)x0.v[0];
         out0.v[1] = (double)x0.v[1];
         out1.v[0] = (double)x1.v[0];
         out1.v[1] = (double)x1.v[1];
-        out2.v[0] = (double)x2.v[0];
-        out2.v[1] = (double)x2.v[1];
-        out3.v[0] = (double)x3.v[0];
-        out3.v[1] = (double)x3.v[1];
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -418,6 +391,7 @@ cblob_convert_to_f64_u32(int64_t n, const uint32_t *__restrict__ x, void *__rest
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = (double)x[i];
         }
@@ -440,27 +414,17 @@ cblob_convert_to_f64_u32(int64_t n, const uint32_t *__restrict__ x, void *__rest
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = (double)x0.v[0];
         out0.v[1] = (double)x0.v[1];
         out1.v[0] = (double)x1.v[0];
         out1.v[1] = (double)x1.v[1];
-        out2.v[0] = (double)x2.v[0];
-        out2.v[1] = (double)x2.v[1];
-        out3.v[0] = (double)x3.v[0];
-        out3.v[1] = (double)x3.v[1];
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {

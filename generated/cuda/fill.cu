@@ -228,6 +228,7 @@ cblob_fill_f32(int64_t n, double value, float *__restrict__ x)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
@@ -246,11 +247,9 @@ cblob_fill_f32(int64_t n, double value, float *__restrict__ x)
     cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0;
         cb_lanes_x x1;
-        cb_lanes_x x2;
-        cb_lanes_x x3;
         x0.v[0] = v;
         x0.v[1] = v;
         x0.v[2] = v;
@@ -259,18 +258,8 @@ cblob_fill_f32(int64_t n, double value, float *__restrict__ x)
         x1.v[1] = v;
         x1.v[2] = v;
         x1.v[3] = v;
-        x2.v[0] = v;
-        x2.v[1] = v;
-        x2.v[2] = v;
-        x2.v[3] = v;
-        x3.v[0] = v;
-        x3.v[1] = v;
-        x3.v[2] = v;
-        x3.v[3] = v;
         x_lanes[j] = x0;
         x_lanes[j + 1 * stride] = x1;
-        x_lanes[j + 2 * stride] = x2;
-        x_lanes[j + 3 * stride] = x3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -291,6 +280,7 @@ cblob_fill_f64(int64_t n, double value, double *__restrict__ x)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
@@ -309,23 +299,15 @@ cblob_fill_f64(int64_t n, double value, double *__restrict__ x)
     cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0;
         cb_lanes_x x1;
-        cb_lanes_x x2;
-        cb_lanes_x x3;
         x0.v[0] = v;
         x0.v[1] = v;
         x1.v[0] = v;
         x1.v[1] = v;
-        x2.v[0] = v;
-        x2.v[1] = v;
-        x3.v[0] = v;
-        x3.v[1] = v;
         x_lanes[j] = x0;
         x_lanes[j + 1 * stride] = x1;
-        x_lanes[j + 2 * stride] = x2;
-        x_lanes[j + 3 * stride] = x3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -344,6 +326,7 @@ cblob_fill_i32(int64_t n, double value, int32_t *__restrict__ x)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
@@ -362,11 +345,9 @@ cblob_fill_i32(int64_t n, double value, int32_t *__restrict__ x)
     cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0;
         cb_lanes_x x1;
-        cb_lanes_x x2;
-        cb_lanes_x x3;
         x0.v[0] = v;
         x0.v[1] = v;
         x0.v[2] = v;
@@ -375,18 +356,8 @@ cblob_fill_i32(int64_t n, double value, int32_t *__restrict__ x)
         x1.v[1] = v;
         x1.v[2] = v;
         x1.v[3] = v;
-        x2.v[0] = v;
-        x2.v[1] = v;
-        x2.v[2] = v;
-        x2.v[3] = v;
-        x3.v[0] = v;
-        x3.v[1] = v;
-        x3.v[2] = v;
-        x3.v[3] = v;
         x_lanes[j] = x0;
         x_lanes[j + 1 * stride] = x1;
-        x_lanes[j + 2 * stride] = x2;
-        x_lanes[j + 3 * stride] = x3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -407,6 +378,7 @@ cblob_fill_u32(int64_t n, double value, uint32_t *__restrict__ x)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
@@ -425,11 +397,9 @@ cblob_fill_u32(int64_t n, double value, uint32_t *__restrict__ x)
     cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0;
         cb_lanes_x x1;
-        cb_lanes_x x2;
-        cb_lanes_x x3;
         x0.v[0] = v;
         x0.v[1] = v;
         x0.v[2] = v;
@@ -438,18 +408,8 @@ cblob_fill_u32(int64_t n, double value, uint32_t *__restrict__ x)
         x1.v[1] = v;
         x1.v[2] = v;
         x1.v[3] = v;
-        x2.v[0] = v;
-        x2.v[1] = v;
-        x2.v[2] = v;
-        x2.v[3] = v;
-        x3.v[0] = v;
-        x3.v[1] = v;
-        x3.v[2] = v;
-        x3.v[3] = v;
         x_lanes[j] = x0;
         x_lanes[j + 1 * stride] = x1;
-        x_lanes[j + 2 * stride] = x2;
-        x_lanes[j + 3 * stride] = x3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {

@@ -228,6 +228,7 @@ cblob_scale_f32(int64_t n, double alpha, float *__restrict__ x)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             x[i] *= a;
         }
@@ -246,11 +247,9 @@ cblob_scale_f32(int64_t n, double alpha, float *__restrict__ x)
     cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
         x0.v[0] *= a;
         x0.v[1] *= a;
         x0.v[2] *= a;
@@ -259,18 +258,8 @@ cblob_scale_f32(int64_t n, double alpha, float *__restrict__ x)
         x1.v[1] *= a;
         x1.v[2] *= a;
         x1.v[3] *= a;
-        x2.v[0] *= a;
-        x2.v[1] *= a;
-        x2.v[2] *= a;
-        x2.v[3] *= a;
-        x3.v[0] *= a;
-        x3.v[1] *= a;
-        x3.v[2] *= a;
-        x3.v[3] *= a;
         x_lanes[j] = x0;
         x_lanes[j + 1 * stride] = x1;
-        x_lanes[j + 2 * stride] = x2;
-        x_lanes[j + 3 * stride] = x3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -291,6 +280,7 @@ cblob_scale_f64(int64_t n, double alpha, double *__restrict__ x)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             x[i] *= a;
         }
@@ -309,23 +299,15 @@ cblob_scale_f64(int64_t n, double alpha, double *__restrict__ x)
     cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
         x0.v[0] *= a;
         x0.v[1] *= a;
         x1.v[0] *= a;
         x1.v[1] *= a;
-        x2.v[0] *= a;
-        x2.v[1] *= a;
-        x3.v[0] *= a;
-        x3.v[1] *= a;
         x_lanes[j] = x0;
         x_lanes[j + 1 * stride] = x1;
-        x_lanes[j + 2 * stride] = x2;
-        x_lanes[j + 3 * stride] = x3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {

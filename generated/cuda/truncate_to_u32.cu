@@ -229,6 +229,7 @@ cblob_truncate_to_u32_f32(int64_t n, const float *__restrict__ x, void *__restri
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f32_to_u32_rzi(x[i]);
         }
@@ -251,15 +252,11 @@ cblob_truncate_to_u32_f32(int64_t n, const float *__restrict__ x, void *__restri
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
         out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
         out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
@@ -268,18 +265,8 @@ cblob_truncate_to_u32_f32(int64_t n, const float *__restrict__ x, void *__restri
         out1.v[1] = cb_f32_to_u32_rzi(x1.v[1]);
         out1.v[2] = cb_f32_to_u32_rzi(x1.v[2]);
         out1.v[3] = cb_f32_to_u32_rzi(x1.v[3]);
-        out2.v[0] = cb_f32_to_u32_rzi(x2.v[0]);
-        out2.v[1] = cb_f32_to_u32_rzi(x2.v[1]);
-        out2.v[2] = cb_f32_to_u32_rzi(x2.v[2]);
-        out2.v[3] = cb_f32_to_u32_rzi(x2.v[3]);
-        out3.v[0] = cb_f32_to_u32_rzi(x3.v[0]);
-        out3.v[1] = cb_f32_to_u32_rzi(x3.v[1]);
-        out3.v[2] = cb_f32_to_u32_rzi(x3.v[2]);
-        out3.v[3] = cb_f32_to_u32_rzi(x3.v[3]);
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -302,6 +289,7 @@ cblob_truncate_to_u32_f64(int64_t n, const double *__restrict__ x, void *__restr
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f64_to_u32_rzi(x[i]);
         }
@@ -324,27 +312,17 @@ cblob_truncate_to_u32_f64(int64_t n, const double *__restrict__ x, void *__restr
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
         out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
         out1.v[0] = cb_f64_to_u32_rzi(x1.v[0]);
         out1.v[1] = cb_f64_to_u32_rzi(x1.v[1]);
-        out2.v[0] = cb_f64_to_u32_rzi(x2.v[0]);
-        out2.v[1] = cb_f64_to_u32_rzi(x2.v[1]);
-        out3.v[0] = cb_f64_to_u32_rzi(x3.v[0]);
-        out3.v[1] = cb_f64_to_u32_rzi(x3.v[1]);
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {

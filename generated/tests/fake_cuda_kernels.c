@@ -426,6 +426,7 @@ static void twin_axpy_f32(int64_t n, double alpha, const float *__restrict__ x, 
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             y[i] += a * x[i];
         }
@@ -448,15 +449,11 @@ static void twin_axpy_f32(int64_t n, double alpha, const float *__restrict__ x, 
     cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_y y0 = y_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_y y1 = y_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_y y2 = y_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_y y3 = y_lanes[j + 3 * stride];
         y0.v[0] += a * x0.v[0];
         y0.v[1] += a * x0.v[1];
         y0.v[2] += a * x0.v[2];
@@ -465,18 +462,8 @@ static void twin_axpy_f32(int64_t n, double alpha, const float *__restrict__ x, 
         y1.v[1] += a * x1.v[1];
         y1.v[2] += a * x1.v[2];
         y1.v[3] += a * x1.v[3];
-        y2.v[0] += a * x2.v[0];
-        y2.v[1] += a * x2.v[1];
-        y2.v[2] += a * x2.v[2];
-        y2.v[3] += a * x2.v[3];
-        y3.v[0] += a * x3.v[0];
-        y3.v[1] += a * x3.v[1];
-        y3.v[2] += a * x3.v[2];
-        y3.v[3] += a * x3.v[3];
         y_lanes[j] = y0;
         y_lanes[j + 1 * stride] = y1;
-        y_lanes[j + 2 * stride] = y2;
-        y_lanes[j + 3 * stride] = y3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -511,6 +498,7 @@ static void twin_axpy_f64(int64_t n, double alpha, const double *__restrict__ x,
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 8 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             y[i] += a * x[i];
         }
@@ -533,27 +521,17 @@ static void twin_axpy_f64(int64_t n, double alpha, const double *__restrict__ x,
     cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_y y0 = y_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_y y1 = y_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_y y2 = y_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_y y3 = y_lanes[j + 3 * stride];
         y0.v[0] += a * x0.v[0];
         y0.v[1] += a * x0.v[1];
         y1.v[0] += a * x1.v[0];
         y1.v[1] += a * x1.v[1];
-        y2.v[0] += a * x2.v[0];
-        y2.v[1] += a * x2.v[1];
-        y3.v[0] += a * x3.v[0];
-        y3.v[1] += a * x3.v[1];
         y_lanes[j] = y0;
         y_lanes[j + 1 * stride] = y1;
-        y_lanes[j + 2 * stride] = y2;
-        y_lanes[j + 3 * stride] = y3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -585,6 +563,7 @@ static void twin_scale_f32(int64_t n, double alpha, float *__restrict__ x)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             x[i] *= a;
         }
@@ -603,11 +582,9 @@ static void twin_scale_f32(int64_t n, double alpha, float *__restrict__ x)
     cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
         x0.v[0] *= a;
         x0.v[1] *= a;
         x0.v[2] *= a;
@@ -616,18 +593,8 @@ static void twin_scale_f32(int64_t n, double alpha, float *__restrict__ x)
         x1.v[1] *= a;
         x1.v[2] *= a;
         x1.v[3] *= a;
-        x2.v[0] *= a;
-        x2.v[1] *= a;
-        x2.v[2] *= a;
-        x2.v[3] *= a;
-        x3.v[0] *= a;
-        x3.v[1] *= a;
-        x3.v[2] *= a;
-        x3.v[3] *= a;
         x_lanes[j] = x0;
         x_lanes[j + 1 * stride] = x1;
-        x_lanes[j + 2 * stride] = x2;
-        x_lanes[j + 3 * stride] = x3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -659,6 +626,7 @@ static void twin_scale_f64(int64_t n, double alpha, double *__restrict__ x)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             x[i] *= a;
         }
@@ -677,23 +645,15 @@ static void twin_scale_f64(int64_t n, double alpha, double *__restrict__ x)
     cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
         x0.v[0] *= a;
         x0.v[1] *= a;
         x1.v[0] *= a;
         x1.v[1] *= a;
-        x2.v[0] *= a;
-        x2.v[1] *= a;
-        x3.v[0] *= a;
-        x3.v[1] *= a;
         x_lanes[j] = x0;
         x_lanes[j + 1 * stride] = x1;
-        x_lanes[j + 2 * stride] = x2;
-        x_lanes[j + 3 * stride] = x3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -723,6 +683,7 @@ static void twin_fill_f32(int64_t n, double value, float *__restrict__ x)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
@@ -741,11 +702,9 @@ static void twin_fill_f32(int64_t n, double value, float *__restrict__ x)
     cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0;
         cb_lanes_x x1;
-        cb_lanes_x x2;
-        cb_lanes_x x3;
         x0.v[0] = v;
         x0.v[1] = v;
         x0.v[2] = v;
@@ -754,18 +713,8 @@ static void twin_fill_f32(int64_t n, double value, float *__restrict__ x)
         x1.v[1] = v;
         x1.v[2] = v;
         x1.v[3] = v;
-        x2.v[0] = v;
-        x2.v[1] = v;
-        x2.v[2] = v;
-        x2.v[3] = v;
-        x3.v[0] = v;
-        x3.v[1] = v;
-        x3.v[2] = v;
-        x3.v[3] = v;
         x_lanes[j] = x0;
         x_lanes[j + 1 * stride] = x1;
-        x_lanes[j + 2 * stride] = x2;
-        x_lanes[j + 3 * stride] = x3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -797,6 +746,7 @@ static void twin_fill_f64(int64_t n, double value, double *__restrict__ x)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
     bool together = true;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
@@ -815,23 +765,15 @@ static void twin_fill_f64(int64_t n, double value, double *__restrict__ x)
     cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0;
         cb_lanes_x x1;
-        cb_lanes_x x2;
-        cb_lanes_x x3;
         x0.v[0] = v;
         x0.v[1] = v;
         x1.v[0] = v;
         x1.v[1] = v;
-        x2.v[0] = v;
-        x2.v[1] = v;
-        x3.v[0] = v;
-        x3.v[1] = v;
         x_lanes[j] = x0;
         x_lanes[j + 1 * stride] = x1;
-        x_lanes[j + 2 * stride] = x2;
-        x_lanes[j + 3 * stride] = x3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -861,6 +803,7 @@ static void twin_fill_i32(int64_t n, double value, int32_t *__restrict__ x)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
@@ -879,11 +822,9 @@ static void twin_fill_i32(int64_t n, double value, int32_t *__restrict__ x)
     cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0;
         cb_lanes_x x1;
-        cb_lanes_x x2;
-        cb_lanes_x x3;
         x0.v[0] = v;
         x0.v[1] = v;
         x0.v[2] = v;
@@ -892,18 +833,8 @@ static void twin_fill_i32(int64_t n, double value, int32_t *__restrict__ x)
         x1.v[1] = v;
         x1.v[2] = v;
         x1.v[3] = v;
-        x2.v[0] = v;
-        x2.v[1] = v;
-        x2.v[2] = v;
-        x2.v[3] = v;
-        x3.v[0] = v;
-        x3.v[1] = v;
-        x3.v[2] = v;
-        x3.v[3] = v;
         x_lanes[j] = x0;
         x_lanes[j + 1 * stride] = x1;
-        x_lanes[j + 2 * stride] = x2;
-        x_lanes[j + 3 * stride] = x3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -935,6 +866,7 @@ static void twin_fill_u32(int64_t n, double value, uint32_t *__restrict__ x)
     const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
     bool together = true;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             x[i] = v;
         }
@@ -953,11 +885,9 @@ static void twin_fill_u32(int64_t n, double value, uint32_t *__restrict__ x)
     cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0;
         cb_lanes_x x1;
-        cb_lanes_x x2;
-        cb_lanes_x x3;
         x0.v[0] = v;
         x0.v[1] = v;
         x0.v[2] = v;
@@ -966,18 +896,8 @@ static void twin_fill_u32(int64_t n, double value, uint32_t *__restrict__ x)
         x1.v[1] = v;
         x1.v[2] = v;
         x1.v[3] = v;
-        x2.v[0] = v;
-        x2.v[1] = v;
-        x2.v[2] = v;
-        x2.v[3] = v;
-        x3.v[0] = v;
-        x3.v[1] = v;
-        x3.v[2] = v;
-        x3.v[3] = v;
         x_lanes[j] = x0;
         x_lanes[j + 1 * stride] = x1;
-        x_lanes[j + 2 * stride] = x2;
-        x_lanes[j + 3 * stride] = x3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -1009,6 +929,7 @@ static void twin_add_f32(int64_t n, const float *x, float *y)
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             y[i] += x[i];
         }
@@ -1031,15 +952,11 @@ static void twin_add_f32(int64_t n, const float *x, float *y)
     cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_y y0 = y_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_y y1 = y_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_y y2 = y_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_y y3 = y_lanes[j + 3 * stride];
         y0.v[0] += x0.v[0];
         y0.v[1] += x0.v[1];
         y0.v[2] += x0.v[2];
@@ -1048,18 +965,8 @@ static void twin_add_f32(int64_t n, const float *x, float *y)
         y1.v[1] += x1.v[1];
         y1.v[2] += x1.v[2];
         y1.v[3] += x1.v[3];
-        y2.v[0] += x2.v[0];
-        y2.v[1] += x2.v[1];
-        y2.v[2] += x2.v[2];
-        y2.v[3] += x2.v[3];
-        y3.v[0] += x3.v[0];
-        y3.v[1] += x3.v[1];
-        y3.v[2] += x3.v[2];
-        y3.v[3] += x3.v[3];
         y_lanes[j] = y0;
         y_lanes[j + 1 * stride] = y1;
-        y_lanes[j + 2 * stride] = y2;
-        y_lanes[j + 3 * stride] = y3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -1092,6 +999,7 @@ static void twin_add_f64(int64_t n, const double *x, double *y)
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 8 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             y[i] += x[i];
         }
@@ -1114,27 +1022,17 @@ static void twin_add_f64(int64_t n, const double *x, double *y)
     cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_y y0 = y_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_y y1 = y_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_y y2 = y_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_y y3 = y_lanes[j + 3 * stride];
         y0.v[0] += x0.v[0];
         y0.v[1] += x0.v[1];
         y1.v[0] += x1.v[0];
         y1.v[1] += x1.v[1];
-        y2.v[0] += x2.v[0];
-        y2.v[1] += x2.v[1];
-        y3.v[0] += x3.v[0];
-        y3.v[1] += x3.v[1];
         y_lanes[j] = y0;
         y_lanes[j + 1 * stride] = y1;
-        y_lanes[j + 2 * stride] = y2;
-        y_lanes[j + 3 * stride] = y3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -1165,6 +1063,7 @@ static void twin_add_i32(int64_t n, const int32_t *x, int32_t *y)
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
         }
@@ -1187,15 +1086,11 @@ static void twin_add_i32(int64_t n, const int32_t *x, int32_t *y)
     cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_y y0 = y_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_y y1 = y_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_y y2 = y_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_y y3 = y_lanes[j + 3 * stride];
         y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
         y0.v[1] = (int32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
         y0.v[2] = (int32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
@@ -1204,18 +1099,8 @@ static void twin_add_i32(int64_t n, const int32_t *x, int32_t *y)
         y1.v[1] = (int32_t)((uint32_t)y1.v[1] + (uint32_t)x1.v[1]);
         y1.v[2] = (int32_t)((uint32_t)y1.v[2] + (uint32_t)x1.v[2]);
         y1.v[3] = (int32_t)((uint32_t)y1.v[3] + (uint32_t)x1.v[3]);
-        y2.v[0] = (int32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
-        y2.v[1] = (int32_t)((uint32_t)y2.v[1] + (uint32_t)x2.v[1]);
-        y2.v[2] = (int32_t)((uint32_t)y2.v[2] + (uint32_t)x2.v[2]);
-        y2.v[3] = (int32_t)((uint32_t)y2.v[3] + (uint32_t)x2.v[3]);
-        y3.v[0] = (int32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
-        y3.v[1] = (int32_t)((uint32_t)y3.v[1] + (uint32_t)x3.v[1]);
-        y3.v[2] = (int32_t)((uint32_t)y3.v[2] + (uint32_t)x3.v[2]);
-        y3.v[3] = (int32_t)((uint32_t)y3.v[3] + (uint32_t)x3.v[3]);
         y_lanes[j] = y0;
         y_lanes[j + 1 * stride] = y1;
-        y_lanes[j + 2 * stride] = y2;
-        y_lanes[j + 3 * stride] = y3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -1248,6 +1133,7 @@ static void twin_add_u32(int64_t n, const uint32_t *x, uint32_t *y)
     bool together = true;
     together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             y[i] = (uint32_t)((uint32_t)y[i] + (uint32_t)x[i]);
         }
@@ -1270,15 +1156,11 @@ static void twin_add_u32(int64_t n, const uint32_t *x, uint32_t *y)
     cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_y y0 = y_lanes[j];
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_y y1 = y_lanes[j + 1 * stride];
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_y y2 = y_lanes[j + 2 * stride];
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_y y3 = y_lanes[j + 3 * stride];
         y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
         y0.v[1] = (uint32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
         y0.v[2] = (uint32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
@@ -1287,18 +1169,8 @@ static void twin_add_u32(int64_t n, const uint32_t *x, uint32_t *y)
         y1.v[1] = (uint32_t)((uint32_t)y1.v[1] + (uint32_t)x1.v[1]);
         y1.v[2] = (uint32_t)((uint32_t)y1.v[2] + (uint32_t)x1.v[2]);
         y1.v[3] = (uint32_t)((uint32_t)y1.v[3] + (uint32_t)x1.v[3]);
-        y2.v[0] = (uint32_t)((uint32_t)y2.v[0] + (uint32_t)x2.v[0]);
-        y2.v[1] = (uint32_t)((uint32_t)y2.v[1] + (uint32_t)x2.v[1]);
-        y2.v[2] = (uint32_t)((uint32_t)y2.v[2] + (uint32_t)x2.v[2]);
-        y2.v[3] = (uint32_t)((uint32_t)y2.v[3] + (uint32_t)x2.v[3]);
-        y3.v[0] = (uint32_t)((uint32_t)y3.v[0] + (uint32_t)x3.v[0]);
-        y3.v[1] = (uint32_t)((uint32_t)y3.v[1] + (uint32_t)x3.v[1]);
-        y3.v[2] = (uint32_t)((uint32_t)y3.v[2] + (uint32_t)x3.v[2]);
-        y3.v[3] = (uint32_t)((uint32_t)y3.v[3] + (uint32_t)x3.v[3]);
         y_lanes[j] = y0;
         y_lanes[j + 1 * stride] = y1;
-        y_lanes[j + 2 * stride] = y2;
-        y_lanes[j + 3 * stride] = y3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -1546,6 +1418,7 @@ static void twin_convert_to_f32_f32(int64_t n, const float *__restrict__ x, void
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = (float)x[i];
         }
@@ -1568,15 +1441,11 @@ static void twin_convert_to_f32_f32(int64_t n, const float *__restrict__ x, void
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = (float)x0.v[0];
         out0.v[1] = (float)x0.v[1];
         out0.v[2] = (float)x0.v[2];
@@ -1585,18 +1454,8 @@ static void twin_convert_to_f32_f32(int64_t n, const float *__restrict__ x, void
         out1.v[1] = (float)x1.v[1];
         out1.v[2] = (float)x1.v[2];
         out1.v[3] = (float)x1.v[3];
-        out2.v[0] = (float)x2.v[0];
-        out2.v[1] = (float)x2.v[1];
-        out2.v[2] = (float)x2.v[2];
-        out2.v[3] = (float)x2.v[3];
-        out3.v[0] = (float)x3.v[0];
-        out3.v[1] = (float)x3.v[1];
-        out3.v[2] = (float)x3.v[2];
-        out3.v[3] = (float)x3.v[3];
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -1630,6 +1489,7 @@ static void twin_convert_to_f32_f64(int64_t n, const double *__restrict__ x, voi
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = (float)x[i];
         }
@@ -1652,27 +1512,17 @@ static void twin_convert_to_f32_f64(int64_t n, const double *__restrict__ x, voi
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = (float)x0.v[0];
         out0.v[1] = (float)x0.v[1];
         out1.v[0] = (float)x1.v[0];
         out1.v[1] = (float)x1.v[1];
-        out2.v[0] = (float)x2.v[0];
-        out2.v[1] = (float)x2.v[1];
-        out3.v[0] = (float)x3.v[0];
-        out3.v[1] = (float)x3.v[1];
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -1704,6 +1554,7 @@ static void twin_convert_to_f32_i32(int64_t n, const int32_t *__restrict__ x, vo
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = (float)x[i];
         }
@@ -1726,15 +1577,11 @@ static void twin_convert_to_f32_i32(int64_t n, const int32_t *__restrict__ x, vo
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = (float)x0.v[0];
         out0.v[1] = (float)x0.v[1];
         out0.v[2] = (float)x0.v[2];
@@ -1743,18 +1590,8 @@ static void twin_convert_to_f32_i32(int64_t n, const int32_t *__restrict__ x, vo
         out1.v[1] = (float)x1.v[1];
         out1.v[2] = (float)x1.v[2];
         out1.v[3] = (float)x1.v[3];
-        out2.v[0] = (float)x2.v[0];
-        out2.v[1] = (float)x2.v[1];
-        out2.v[2] = (float)x2.v[2];
-        out2.v[3] = (float)x2.v[3];
-        out3.v[0] = (float)x3.v[0];
-        out3.v[1] = (float)x3.v[1];
-        out3.v[2] = (float)x3.v[2];
-        out3.v[3] = (float)x3.v[3];
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -1788,6 +1625,7 @@ static void twin_convert_to_f32_u32(int64_t n, const uint32_t *__restrict__ x, v
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = (float)x[i];
         }
@@ -1810,15 +1648,11 @@ static void twin_convert_to_f32_u32(int64_t n, const uint32_t *__restrict__ x, v
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = (float)x0.v[0];
         out0.v[1] = (float)x0.v[1];
         out0.v[2] = (float)x0.v[2];
@@ -1827,18 +1661,8 @@ static void twin_convert_to_f32_u32(int64_t n, const uint32_t *__restrict__ x, v
         out1.v[1] = (float)x1.v[1];
         out1.v[2] = (float)x1.v[2];
         out1.v[3] = (float)x1.v[3];
-        out2.v[0] = (float)x2.v[0];
-        out2.v[1] = (float)x2.v[1];
-        out2.v[2] = (float)x2.v[2];
-        out2.v[3] = (float)x2.v[3];
-        out3.v[0] = (float)x3.v[0];
-        out3.v[1] = (float)x3.v[1];
-        out3.v[2] = (float)x3.v[2];
-        out3.v[3] = (float)x3.v[3];
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -1872,6 +1696,7 @@ static void twin_convert_to_f64_f32(int64_t n, const float *__restrict__ x, void
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = (double)x[i];
         }
@@ -1894,27 +1719,17 @@ static void twin_convert_to_f64_f32(int64_t n, const float *__restrict__ x, void
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = (double)x0.v[0];
         out0.v[1] = (double)x0.v[1];
         out1.v[0] = (double)x1.v[0];
         out1.v[1] = (double)x1.v[1];
-        out2.v[0] = (double)x2.v[0];
-        out2.v[1] = (double)x2.v[1];
-        out3.v[0] = (double)x3.v[0];
-        out3.v[1] = (double)x3.v[1];
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -1946,6 +1761,7 @@ static void twin_convert_to_f64_f64(int64_t n, const double *__restrict__ x, voi
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = (double)x[i];
         }
@@ -1968,27 +1784,17 @@ static void twin_convert_to_f64_f64(int64_t n, const double *__restrict__ x, voi
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = (double)x0.v[0];
         out0.v[1] = (double)x0.v[1];
         out1.v[0] = (double)x1.v[0];
         out1.v[1] = (double)x1.v[1];
-        out2.v[0] = (double)x2.v[0];
-        out2.v[1] = (double)x2.v[1];
-        out3.v[0] = (double)x3.v[0];
-        out3.v[1] = (double)x3.v[1];
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -2020,6 +1826,7 @@ static void twin_convert_to_f64_i32(int64_t n, const int32_t *__restrict__ x, vo
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = (double)x[i];
         }
@@ -2042,27 +1849,17 @@ static void twin_convert_to_f64_i32(int64_t n, const int32_t *__restrict__ x, vo
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = (double)x0.v[0];
         out0.v[1] = (double)x0.v[1];
         out1.v[0] = (double)x1.v[0];
         out1.v[1] = (double)x1.v[1];
-        out2.v[0] = (double)x2.v[0];
-        out2.v[1] = (double)x2.v[1];
-        out3.v[0] = (double)x3.v[0];
-        out3.v[1] = (double)x3.v[1];
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -2094,6 +1891,7 @@ static void twin_convert_to_f64_u32(int64_t n, const uint32_t *__restrict__ x, v
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = (double)x[i];
         }
@@ -2116,27 +1914,17 @@ static void twin_convert_to_f64_u32(int64_t n, const uint32_t *__restrict__ x, v
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = (double)x0.v[0];
         out0.v[1] = (double)x0.v[1];
         out1.v[0] = (double)x1.v[0];
         out1.v[1] = (double)x1.v[1];
-        out2.v[0] = (double)x2.v[0];
-        out2.v[1] = (double)x2.v[1];
-        out3.v[0] = (double)x3.v[0];
-        out3.v[1] = (double)x3.v[1];
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -2168,6 +1956,7 @@ static void twin_convert_to_i32_f32(int64_t n, const float *__restrict__ x, void
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f32_to_i32_rni(x[i]);
         }
@@ -2190,15 +1979,11 @@ static void twin_convert_to_i32_f32(int64_t n, const float *__restrict__ x, void
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = cb_f32_to_i32_rni(x0.v[0]);
         out0.v[1] = cb_f32_to_i32_rni(x0.v[1]);
         out0.v[2] = cb_f32_to_i32_rni(x0.v[2]);
@@ -2207,18 +1992,8 @@ static void twin_convert_to_i32_f32(int64_t n, const float *__restrict__ x, void
         out1.v[1] = cb_f32_to_i32_rni(x1.v[1]);
         out1.v[2] = cb_f32_to_i32_rni(x1.v[2]);
         out1.v[3] = cb_f32_to_i32_rni(x1.v[3]);
-        out2.v[0] = cb_f32_to_i32_rni(x2.v[0]);
-        out2.v[1] = cb_f32_to_i32_rni(x2.v[1]);
-        out2.v[2] = cb_f32_to_i32_rni(x2.v[2]);
-        out2.v[3] = cb_f32_to_i32_rni(x2.v[3]);
-        out3.v[0] = cb_f32_to_i32_rni(x3.v[0]);
-        out3.v[1] = cb_f32_to_i32_rni(x3.v[1]);
-        out3.v[2] = cb_f32_to_i32_rni(x3.v[2]);
-        out3.v[3] = cb_f32_to_i32_rni(x3.v[3]);
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -2252,6 +2027,7 @@ static void twin_convert_to_i32_f64(int64_t n, const double *__restrict__ x, voi
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f64_to_i32_rni(x[i]);
         }
@@ -2274,27 +2050,17 @@ static void twin_convert_to_i32_f64(int64_t n, const double *__restrict__ x, voi
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = cb_f64_to_i32_rni(x0.v[0]);
         out0.v[1] = cb_f64_to_i32_rni(x0.v[1]);
         out1.v[0] = cb_f64_to_i32_rni(x1.v[0]);
         out1.v[1] = cb_f64_to_i32_rni(x1.v[1]);
-        out2.v[0] = cb_f64_to_i32_rni(x2.v[0]);
-        out2.v[1] = cb_f64_to_i32_rni(x2.v[1]);
-        out3.v[0] = cb_f64_to_i32_rni(x3.v[0]);
-        out3.v[1] = cb_f64_to_i32_rni(x3.v[1]);
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -2326,6 +2092,7 @@ static void twin_convert_to_i32_i32(int64_t n, const int32_t *__restrict__ x, vo
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = (int32_t)x[i];
         }
@@ -2348,15 +2115,11 @@ static void twin_convert_to_i32_i32(int64_t n, const int32_t *__restrict__ x, vo
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = (int32_t)x0.v[0];
         out0.v[1] = (int32_t)x0.v[1];
         out0.v[2] = (int32_t)x0.v[2];
@@ -2365,18 +2128,8 @@ static void twin_convert_to_i32_i32(int64_t n, const int32_t *__restrict__ x, vo
         out1.v[1] = (int32_t)x1.v[1];
         out1.v[2] = (int32_t)x1.v[2];
         out1.v[3] = (int32_t)x1.v[3];
-        out2.v[0] = (int32_t)x2.v[0];
-        out2.v[1] = (int32_t)x2.v[1];
-        out2.v[2] = (int32_t)x2.v[2];
-        out2.v[3] = (int32_t)x2.v[3];
-        out3.v[0] = (int32_t)x3.v[0];
-        out3.v[1] = (int32_t)x3.v[1];
-        out3.v[2] = (int32_t)x3.v[2];
-        out3.v[3] = (int32_t)x3.v[3];
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -2410,6 +2163,7 @@ static void twin_convert_to_i32_u32(int64_t n, const uint32_t *__restrict__ x, v
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = x[i] > 2147483647u ? 2147483647 : (int32_t)x[i]; /* from uint32 */
         }
@@ -2432,15 +2186,11 @@ static void twin_convert_to_i32_u32(int64_t n, const uint32_t *__restrict__ x, v
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = x0.v[0] > 2147483647u ? 2147483647 : (int32_t)x0.v[0]; /* from uint32 */
         out0.v[1] = x0.v[1] > 2147483647u ? 2147483647 : (int32_t)x0.v[1]; /* from uint32 */
         out0.v[2] = x0.v[2] > 2147483647u ? 2147483647 : (int32_t)x0.v[2]; /* from uint32 */
@@ -2449,18 +2199,8 @@ static void twin_convert_to_i32_u32(int64_t n, const uint32_t *__restrict__ x, v
         out1.v[1] = x1.v[1] > 2147483647u ? 2147483647 : (int32_t)x1.v[1]; /* from uint32 */
         out1.v[2] = x1.v[2] > 2147483647u ? 2147483647 : (int32_t)x1.v[2]; /* from uint32 */
         out1.v[3] = x1.v[3] > 2147483647u ? 2147483647 : (int32_t)x1.v[3]; /* from uint32 */
-        out2.v[0] = x2.v[0] > 2147483647u ? 2147483647 : (int32_t)x2.v[0]; /* from uint32 */
-        out2.v[1] = x2.v[1] > 2147483647u ? 2147483647 : (int32_t)x2.v[1]; /* from uint32 */
-        out2.v[2] = x2.v[2] > 2147483647u ? 2147483647 : (int32_t)x2.v[2]; /* from uint32 */
-        out2.v[3] = x2.v[3] > 2147483647u ? 2147483647 : (int32_t)x2.v[3]; /* from uint32 */
-        out3.v[0] = x3.v[0] > 2147483647u ? 2147483647 : (int32_t)x3.v[0]; /* from uint32 */
-        out3.v[1] = x3.v[1] > 2147483647u ? 2147483647 : (int32_t)x3.v[1]; /* from uint32 */
-        out3.v[2] = x3.v[2] > 2147483647u ? 2147483647 : (int32_t)x3.v[2]; /* from uint32 */
-        out3.v[3] = x3.v[3] > 2147483647u ? 2147483647 : (int32_t)x3.v[3]; /* from uint32 */
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -2494,6 +2234,7 @@ static void twin_convert_to_u32_f32(int64_t n, const float *__restrict__ x, void
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f32_to_u32_rni(x[i]);
         }
@@ -2516,15 +2257,11 @@ static void twin_convert_to_u32_f32(int64_t n, const float *__restrict__ x, void
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = cb_f32_to_u32_rni(x0.v[0]);
         out0.v[1] = cb_f32_to_u32_rni(x0.v[1]);
         out0.v[2] = cb_f32_to_u32_rni(x0.v[2]);
@@ -2533,18 +2270,8 @@ static void twin_convert_to_u32_f32(int64_t n, const float *__restrict__ x, void
         out1.v[1] = cb_f32_to_u32_rni(x1.v[1]);
         out1.v[2] = cb_f32_to_u32_rni(x1.v[2]);
         out1.v[3] = cb_f32_to_u32_rni(x1.v[3]);
-        out2.v[0] = cb_f32_to_u32_rni(x2.v[0]);
-        out2.v[1] = cb_f32_to_u32_rni(x2.v[1]);
-        out2.v[2] = cb_f32_to_u32_rni(x2.v[2]);
-        out2.v[3] = cb_f32_to_u32_rni(x2.v[3]);
-        out3.v[0] = cb_f32_to_u32_rni(x3.v[0]);
-        out3.v[1] = cb_f32_to_u32_rni(x3.v[1]);
-        out3.v[2] = cb_f32_to_u32_rni(x3.v[2]);
-        out3.v[3] = cb_f32_to_u32_rni(x3.v[3]);
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -2578,6 +2305,7 @@ static void twin_convert_to_u32_f64(int64_t n, const double *__restrict__ x, voi
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f64_to_u32_rni(x[i]);
         }
@@ -2600,27 +2328,17 @@ static void twin_convert_to_u32_f64(int64_t n, const double *__restrict__ x, voi
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = cb_f64_to_u32_rni(x0.v[0]);
         out0.v[1] = cb_f64_to_u32_rni(x0.v[1]);
         out1.v[0] = cb_f64_to_u32_rni(x1.v[0]);
         out1.v[1] = cb_f64_to_u32_rni(x1.v[1]);
-        out2.v[0] = cb_f64_to_u32_rni(x2.v[0]);
-        out2.v[1] = cb_f64_to_u32_rni(x2.v[1]);
-        out3.v[0] = cb_f64_to_u32_rni(x3.v[0]);
-        out3.v[1] = cb_f64_to_u32_rni(x3.v[1]);
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -2652,6 +2370,7 @@ static void twin_convert_to_u32_i32(int64_t n, const int32_t *__restrict__ x, vo
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = x[i] < 0 ? 0u : (uint32_t)x[i]; /* from int32 */
         }
@@ -2674,15 +2393,11 @@ static void twin_convert_to_u32_i32(int64_t n, const int32_t *__restrict__ x, vo
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = x0.v[0] < 0 ? 0u : (uint32_t)x0.v[0]; /* from int32 */
         out0.v[1] = x0.v[1] < 0 ? 0u : (uint32_t)x0.v[1]; /* from int32 */
         out0.v[2] = x0.v[2] < 0 ? 0u : (uint32_t)x0.v[2]; /* from int32 */
@@ -2691,18 +2406,8 @@ static void twin_convert_to_u32_i32(int64_t n, const int32_t *__restrict__ x, vo
         out1.v[1] = x1.v[1] < 0 ? 0u : (uint32_t)x1.v[1]; /* from int32 */
         out1.v[2] = x1.v[2] < 0 ? 0u : (uint32_t)x1.v[2]; /* from int32 */
         out1.v[3] = x1.v[3] < 0 ? 0u : (uint32_t)x1.v[3]; /* from int32 */
-        out2.v[0] = x2.v[0] < 0 ? 0u : (uint32_t)x2.v[0]; /* from int32 */
-        out2.v[1] = x2.v[1] < 0 ? 0u : (uint32_t)x2.v[1]; /* from int32 */
-        out2.v[2] = x2.v[2] < 0 ? 0u : (uint32_t)x2.v[2]; /* from int32 */
-        out2.v[3] = x2.v[3] < 0 ? 0u : (uint32_t)x2.v[3]; /* from int32 */
-        out3.v[0] = x3.v[0] < 0 ? 0u : (uint32_t)x3.v[0]; /* from int32 */
-        out3.v[1] = x3.v[1] < 0 ? 0u : (uint32_t)x3.v[1]; /* from int32 */
-        out3.v[2] = x3.v[2] < 0 ? 0u : (uint32_t)x3.v[2]; /* from int32 */
-        out3.v[3] = x3.v[3] < 0 ? 0u : (uint32_t)x3.v[3]; /* from int32 */
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -2736,6 +2441,7 @@ static void twin_convert_to_u32_u32(int64_t n, const uint32_t *__restrict__ x, v
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = (uint32_t)x[i];
         }
@@ -2758,15 +2464,11 @@ static void twin_convert_to_u32_u32(int64_t n, const uint32_t *__restrict__ x, v
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = (uint32_t)x0.v[0];
         out0.v[1] = (uint32_t)x0.v[1];
         out0.v[2] = (uint32_t)x0.v[2];
@@ -2775,18 +2477,8 @@ static void twin_convert_to_u32_u32(int64_t n, const uint32_t *__restrict__ x, v
         out1.v[1] = (uint32_t)x1.v[1];
         out1.v[2] = (uint32_t)x1.v[2];
         out1.v[3] = (uint32_t)x1.v[3];
-        out2.v[0] = (uint32_t)x2.v[0];
-        out2.v[1] = (uint32_t)x2.v[1];
-        out2.v[2] = (uint32_t)x2.v[2];
-        out2.v[3] = (uint32_t)x2.v[3];
-        out3.v[0] = (uint32_t)x3.v[0];
-        out3.v[1] = (uint32_t)x3.v[1];
-        out3.v[2] = (uint32_t)x3.v[2];
-        out3.v[3] = (uint32_t)x3.v[3];
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -2820,6 +2512,7 @@ static void twin_truncate_to_i32_f32(int64_t n, const float *__restrict__ x, voi
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f32_to_i32_rzi(x[i]);
         }
@@ -2842,15 +2535,11 @@ static void twin_truncate_to_i32_f32(int64_t n, const float *__restrict__ x, voi
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = cb_f32_to_i32_rzi(x0.v[0]);
         out0.v[1] = cb_f32_to_i32_rzi(x0.v[1]);
         out0.v[2] = cb_f32_to_i32_rzi(x0.v[2]);
@@ -2859,18 +2548,8 @@ static void twin_truncate_to_i32_f32(int64_t n, const float *__restrict__ x, voi
         out1.v[1] = cb_f32_to_i32_rzi(x1.v[1]);
         out1.v[2] = cb_f32_to_i32_rzi(x1.v[2]);
         out1.v[3] = cb_f32_to_i32_rzi(x1.v[3]);
-        out2.v[0] = cb_f32_to_i32_rzi(x2.v[0]);
-        out2.v[1] = cb_f32_to_i32_rzi(x2.v[1]);
-        out2.v[2] = cb_f32_to_i32_rzi(x2.v[2]);
-        out2.v[3] = cb_f32_to_i32_rzi(x2.v[3]);
-        out3.v[0] = cb_f32_to_i32_rzi(x3.v[0]);
-        out3.v[1] = cb_f32_to_i32_rzi(x3.v[1]);
-        out3.v[2] = cb_f32_to_i32_rzi(x3.v[2]);
-        out3.v[3] = cb_f32_to_i32_rzi(x3.v[3]);
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -2904,6 +2583,7 @@ static void twin_truncate_to_i32_f64(int64_t n, const double *__restrict__ x, vo
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f64_to_i32_rzi(x[i]);
         }
@@ -2926,27 +2606,17 @@ static void twin_truncate_to_i32_f64(int64_t n, const double *__restrict__ x, vo
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = cb_f64_to_i32_rzi(x0.v[0]);
         out0.v[1] = cb_f64_to_i32_rzi(x0.v[1]);
         out1.v[0] = cb_f64_to_i32_rzi(x1.v[0]);
         out1.v[1] = cb_f64_to_i32_rzi(x1.v[1]);
-        out2.v[0] = cb_f64_to_i32_rzi(x2.v[0]);
-        out2.v[1] = cb_f64_to_i32_rzi(x2.v[1]);
-        out3.v[0] = cb_f64_to_i32_rzi(x3.v[0]);
-        out3.v[1] = cb_f64_to_i32_rzi(x3.v[1]);
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -2978,6 +2648,7 @@ static void twin_truncate_to_u32_f32(int64_t n, const float *__restrict__ x, voi
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f32_to_u32_rzi(x[i]);
         }
@@ -3000,15 +2671,11 @@ static void twin_truncate_to_u32_f32(int64_t n, const float *__restrict__ x, voi
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
         out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
         out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
@@ -3017,18 +2684,8 @@ static void twin_truncate_to_u32_f32(int64_t n, const float *__restrict__ x, voi
         out1.v[1] = cb_f32_to_u32_rzi(x1.v[1]);
         out1.v[2] = cb_f32_to_u32_rzi(x1.v[2]);
         out1.v[3] = cb_f32_to_u32_rzi(x1.v[3]);
-        out2.v[0] = cb_f32_to_u32_rzi(x2.v[0]);
-        out2.v[1] = cb_f32_to_u32_rzi(x2.v[1]);
-        out2.v[2] = cb_f32_to_u32_rzi(x2.v[2]);
-        out2.v[3] = cb_f32_to_u32_rzi(x2.v[3]);
-        out3.v[0] = cb_f32_to_u32_rzi(x3.v[0]);
-        out3.v[1] = cb_f32_to_u32_rzi(x3.v[1]);
-        out3.v[2] = cb_f32_to_u32_rzi(x3.v[2]);
-        out3.v[3] = cb_f32_to_u32_rzi(x3.v[3]);
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
@@ -3062,6 +2719,7 @@ static void twin_truncate_to_u32_f64(int64_t n, const double *__restrict__ x, vo
     bool together = true;
     together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
     if (!together) {
+        CB_UNROLL(2)
         CB_FOR_EACH_INDEX(i, n) {
             out[i] = cb_f64_to_u32_rzi(x[i]);
         }
@@ -3084,27 +2742,17 @@ static void twin_truncate_to_u32_f64(int64_t n, const double *__restrict__ x, vo
     cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; j + 3 * stride < vectors; j += 4 * stride) {
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
         cb_lanes_x x0 = x_lanes[j];
         cb_lanes_out out0;
         cb_lanes_x x1 = x_lanes[j + 1 * stride];
         cb_lanes_out out1;
-        cb_lanes_x x2 = x_lanes[j + 2 * stride];
-        cb_lanes_out out2;
-        cb_lanes_x x3 = x_lanes[j + 3 * stride];
-        cb_lanes_out out3;
         out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
         out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
         out1.v[0] = cb_f64_to_u32_rzi(x1.v[0]);
         out1.v[1] = cb_f64_to_u32_rzi(x1.v[1]);
-        out2.v[0] = cb_f64_to_u32_rzi(x2.v[0]);
-        out2.v[1] = cb_f64_to_u32_rzi(x2.v[1]);
-        out3.v[0] = cb_f64_to_u32_rzi(x3.v[0]);
-        out3.v[1] = cb_f64_to_u32_rzi(x3.v[1]);
         out_lanes[j] = out0;
         out_lanes[j + 1 * stride] = out1;
-        out_lanes[j + 2 * stride] = out2;
-        out_lanes[j + 3 * stride] = out3;
     }
     CB_UNROLL(1)
     for (; j < vectors; j += stride) {
