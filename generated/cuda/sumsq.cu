@@ -278,9 +278,9 @@ cblob_sumsq_f64(int64_t n, const double *__restrict__ x, double *__restrict__ pa
 extern "C" __global__ void __launch_bounds__(256)
 cblob_sum_parts(int64_t n, const double *__restrict__ partials, double *__restrict__ out)
 {
-    const int64_t parts = cb_part_count(n);
+    const int64_t length = cb_part_length(n);
     double total = 0;
-    for (int64_t part = threadIdx.x; part < parts; part += 256)
+    for (int64_t part = threadIdx.x; part * length < n; part += 256)
         total += partials[part];
     total = cb_block_sum(total);
     if (threadIdx.x == 0)

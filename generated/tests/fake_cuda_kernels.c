@@ -2779,9 +2779,9 @@ static void twin_thread_truncate_to_u32_f64(void *args)
 /* cblob_sum_parts, every reduction's second pass, as templates/cuda/_sum_parts.j2 writes it */
 static void twin_sum_parts(int64_t n, const double *__restrict__ partials, double *__restrict__ out)
 {
-    const int64_t parts = cb_part_count(n);
+    const int64_t length = cb_part_length(n);
     double total = 0;
-    for (int64_t part = threadIdx.x; part < parts; part += 256)
+    for (int64_t part = threadIdx.x; part * length < n; part += 256)
         total += partials[part];
     total = cb_block_sum(total);
     if (threadIdx.x == 0)
