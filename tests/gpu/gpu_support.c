@@ -122,6 +122,20 @@ static void without_context(void)
         pop(&previous);
 }
 
+int gpu_fill_context_stack(void)
+{
+    int pushed = 0;
+    while (pushed < 1000 && with_primary_context())
+        ++pushed;
+    return pushed;
+}
+
+void gpu_empty_context_stack(int pushed)
+{
+    for (int i = 0; i < pushed; ++i)
+        without_context();
+}
+
 void *gpu_stream_create(void)
 {
     return gpu_stream_create_on(0);

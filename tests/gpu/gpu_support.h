@@ -42,6 +42,12 @@ bool gpu_inject_fault(int error);
  * GPU. Kernels loaded before keep the occupancy they were loaded with. */
 bool gpu_set_occupancy(int blocks_per_multiprocessor);
 
+/* Pushes device 0's primary context on the calling thread until the driver refuses (the double
+ * holds 16), so that cblob cannot make its context current; returns how many it pushed, for
+ * gpu_empty_context_stack. */
+int gpu_fill_context_stack(void);
+void gpu_empty_context_stack(int pushed);
+
 /* A stream of device 0 from the loaded driver (cuStreamCreate), NULL if it cannot make one. */
 void *gpu_stream_create(void);
 /* The same on another device. */

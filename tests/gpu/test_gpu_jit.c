@@ -218,6 +218,39 @@ TEST(jit_reductions_allocate_nothing_and_size_the_grid_by_occupancy)
     CHECK_EQ_INT(gpu_counters().device_bytes_in_use, in_use);
 }
 
+/* A reduction that cannot make the device's context current fails and leaves nothing behind:
+ * nothing is allocated per call, and the queue's scratch goes with the context. */
+TEST(jit_reduction_that_cannot_enter_the_context_leaks_nothing)
+{
+    REQUIRE_GPU();
+    if (!gpu_is_fake())
+        SKIP("only the double can refuse to make a context current");
+    const fake_cuda_counters at_start = gpu_counters();
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    cblob_blob *holder = NULL;
+    void *x = device_array(ctx, CBLOB_DTYPE_FLOAT64, 5000, 0, &holder);
+    CHECK(x != NULL);
+    double sum = 0, first = 0;
+    CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT64, 5000, x, &first));
+    const fake_cuda_counters before = gpu_counters();
+    const int pushed = gpu_fill_context_stack();
+    CHECK(pushed > 0);
+    const cblob_status refused = cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT64, 5000, x, &sum);
+    gpu_empty_context_stack(pushed);
+    CHECK_MSG(refused == CBLOB_ERR_DEVICE, "asum with the context stack full returned %s", cblob_status_name(refused));
+    CHECK_COUNTER_DELTA(before, device_allocs, 0);
+    CHECK_COUNTER_DELTA(before, pinned_allocs, 0);
+    CHECK_COUNTER_DELTA(before, launches, 0);
+    CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT64, 5000, x, &sum));
+    CHECK(memcmp(&sum, &first, sizeof sum) == 0);
+    cblob_blob_destroy(holder);
+    cblob_context_destroy(ctx);
+    CHECK_EQ_INT(gpu_counters().device_bytes_in_use, at_start.device_bytes_in_use);
+    CHECK_EQ_INT(gpu_counters().pinned_bytes_in_use, at_start.pinned_bytes_in_use);
+}
+
 /* A reduction's sum is the same, bit for bit, whatever grid the occupancy the driver reports gives
  * it and from one run to the next (the double runs blocks and threads in another order each
  * time), and agrees with the CPU kernel's within the dtype's tolerance. */
