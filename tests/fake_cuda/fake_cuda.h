@@ -39,8 +39,11 @@
  *
  * Launches run the CPU kernels generated from the same codegen/ops.yaml entry and fail where the
  * CUDA twin, run on the host over the launch's grid, writes something else (generated/tests/
- * fake_cuda_kernels.c says what else a launch is checked for). Tests find these functions with
- * dlsym on the loaded driver (tests/gpu/gpu_support.h).
+ * fake_cuda_kernels.c says what else a launch is checked for). The twin's blocks and threads run
+ * in an order drawn from the seed (a fixed one in immediate mode); a twin whose threads cooperate
+ * runs each block's threads as coroutines (fake_threads.c: barriers, warp shuffles, shared memory
+ * that holds garbage at each block's start). Tests find these functions with dlsym on the loaded
+ * driver (tests/gpu/gpu_support.h).
  */
 #ifndef CBLOB_TESTS_FAKE_CUDA_H
 #define CBLOB_TESTS_FAKE_CUDA_H
