@@ -19,7 +19,7 @@
 #include "cuda_api.h"
 
 /* A place for one call's result (a sum) that the device writes and the host reads: mapped
- * pinned memory, so no copy is queued for them. */
+ * pinned memory, so no copy is queued for it. */
 #define CB_CUDA_SLOT_DOUBLES 1
 typedef struct cb_cuda_slot {
     double *host;
