@@ -18,10 +18,10 @@ typedef struct asum_f32_args {
     const void *x;
 } asum_f32_args;
 
-static cblob_status asum_f32_block(void *arg, int64_t begin, int64_t end, double *partials)
+static cblob_status asum_f32_block(void *arg, int64_t begin, int64_t end, double *out)
 {
     const asum_f32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), partials);
+    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), out);
 }
 
 static cblob_status asum_f32(int64_t n, const void *x, double *out)
@@ -32,7 +32,7 @@ static cblob_status asum_f32(int64_t n, const void *x, double *out)
         .kernel = (uint64_t)n * sizeof(float) >= CB_STREAM_BYTES ? cb_cpu_asum_stream_f32 : cb_cpu_asum_f32,
         .x = x,
     };
-    return cb_parallel_sum(n, (sizeof(float)), asum_f32_block, (void *)&args, partials);
+    return cb_parallel_sum(n, (sizeof(float)), asum_f32_block, (void *)&args, out);
 }
 
 /* sumsq, float32: *out = sum of x[i] * x[i] */
@@ -41,10 +41,10 @@ typedef struct sumsq_f32_args {
     const void *x;
 } sumsq_f32_args;
 
-static cblob_status sumsq_f32_block(void *arg, int64_t begin, int64_t end, double *partials)
+static cblob_status sumsq_f32_block(void *arg, int64_t begin, int64_t end, double *out)
 {
     const sumsq_f32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), partials);
+    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), out);
 }
 
 static cblob_status sumsq_f32(int64_t n, const void *x, double *out)
@@ -55,7 +55,7 @@ static cblob_status sumsq_f32(int64_t n, const void *x, double *out)
         .kernel = (uint64_t)n * sizeof(float) >= CB_STREAM_BYTES ? cb_cpu_sumsq_stream_f32 : cb_cpu_sumsq_f32,
         .x = x,
     };
-    return cb_parallel_sum(n, (sizeof(float)), sumsq_f32_block, (void *)&args, partials);
+    return cb_parallel_sum(n, (sizeof(float)), sumsq_f32_block, (void *)&args, out);
 }
 
 /* axpy, float32: y[i] += alpha * x[i] */
@@ -400,10 +400,10 @@ typedef struct asum_f64_args {
     const void *x;
 } asum_f64_args;
 
-static cblob_status asum_f64_block(void *arg, int64_t begin, int64_t end, double *partials)
+static cblob_status asum_f64_block(void *arg, int64_t begin, int64_t end, double *out)
 {
     const asum_f64_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), partials);
+    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), out);
 }
 
 static cblob_status asum_f64(int64_t n, const void *x, double *out)
@@ -414,7 +414,7 @@ static cblob_status asum_f64(int64_t n, const void *x, double *out)
         .kernel = (uint64_t)n * sizeof(double) >= CB_STREAM_BYTES ? cb_cpu_asum_stream_f64 : cb_cpu_asum_f64,
         .x = x,
     };
-    return cb_parallel_sum(n, (sizeof(double)), asum_f64_block, (void *)&args, partials);
+    return cb_parallel_sum(n, (sizeof(double)), asum_f64_block, (void *)&args, out);
 }
 
 /* sumsq, float64: *out = sum of x[i] * x[i] */
@@ -423,10 +423,10 @@ typedef struct sumsq_f64_args {
     const void *x;
 } sumsq_f64_args;
 
-static cblob_status sumsq_f64_block(void *arg, int64_t begin, int64_t end, double *partials)
+static cblob_status sumsq_f64_block(void *arg, int64_t begin, int64_t end, double *out)
 {
     const sumsq_f64_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), partials);
+    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), out);
 }
 
 static cblob_status sumsq_f64(int64_t n, const void *x, double *out)
@@ -437,7 +437,7 @@ static cblob_status sumsq_f64(int64_t n, const void *x, double *out)
         .kernel = (uint64_t)n * sizeof(double) >= CB_STREAM_BYTES ? cb_cpu_sumsq_stream_f64 : cb_cpu_sumsq_f64,
         .x = x,
     };
-    return cb_parallel_sum(n, (sizeof(double)), sumsq_f64_block, (void *)&args, partials);
+    return cb_parallel_sum(n, (sizeof(double)), sumsq_f64_block, (void *)&args, out);
 }
 
 /* axpy, float64: y[i] += alpha * x[i] */
