@@ -12,6 +12,7 @@ def test_library_identifies_itself():
     major, minor = cblob.abi_version()
     assert major == cblob.ABI_VERSION_MAJOR and minor >= cblob.ABI_VERSION_MINOR
     assert len(cblob.version().split(".")) == 3
+    assert cblob.__version__ == cblob.version()  # the package is the library it bundles
     assert "BLIS" in cblob.blas_info()
     assert cblob.cpu_features()
     assert cblob.library_path().endswith("libcblob.so.1")

@@ -14,6 +14,8 @@ carrying the library's message. Every call releases the GIL while the library wo
 The library is the libcblob.so.1 bundled with the package, or $CBLOB_LIBRARY when set.
 `python -m cblob` runs the cblob program (inspect, convert, info).
 """
+import importlib.metadata as _metadata
+
 from ._blob import Blob, Window
 from ._context import (Context, default_context, gpu_device_name, gpu_probe, gpu_report, gpu_versions,
                        kernel_cache_dir, kernel_cache_mode, kernel_cache_warm_up)
@@ -27,12 +29,22 @@ from ._model import Layer, Model
 from ._raw import (ABI_VERSION_MAJOR, ABI_VERSION_MINOR, MAX_AXES, NEOML_AXES, CacheMode, Dim, DType, Head, Memory,
                    Mode, NetFormat, Part, ProtoKind, Status)
 
-__version__ = "1.0.0"
-
 
 def version():
-    """The library's version ("1.0.0")."""
+    """The loaded library's version ("1.1.0")."""
     return _lib.cblob_version().decode()
+
+
+def _package_version():
+    # The installed distribution's version; run from a source tree (no metadata), the library's,
+    # which is the same number (pyproject.toml reads it from CMakeLists.txt).
+    try:
+        return _metadata.version("cblob")
+    except _metadata.PackageNotFoundError:
+        return version()
+
+
+__version__ = _package_version()
 
 
 def abi_version():
