@@ -401,3 +401,27 @@ TEST(way_back_lists_every_mismatch_and_writes_nothing)
     CHECK_EQ_INT(io_count_temporaries(folder), 0);
     io_remove_tree(folder);
 }
+
+TEST(way_back_of_a_5000_layer_net_with_repeated_names)
+{
+    char folder[512];
+    CHECK(io_temp_folder(folder, sizeof folder));
+    const char *net = path_in(0, folder, "base.caffemodel"), *back = path_in(1, folder, "back.caffemodel");
+    CHECK(cli_make_net("--names hostile --layers 5000 --seed 21 --max-values 6 --diffs", net));
+    static const char *const ways[][2] = {{"npy", "w_npy"}, {"npz", "w.npz"}};
+    for (int w = 0; w < 2; ++w) {
+        const char *weights = path_in(2, folder, ways[w][1]);
+        cli_result r;
+        CHECK(CLI(&r, "convert", net, "--to", ways[w][0], weights));
+        CHECK_MSG(r.status == 0, "%s: %s", ways[w][0], r.err);
+        cli_result_free(&r);
+        CHECK(CLI(&r, "convert", weights, "--like", net, "--to", "caffemodel", back));
+        CHECK_MSG(r.status == 0, "%s: %s", ways[w][0], r.err);
+        cli_result_free(&r);
+        size_t size = 0;
+        uint8_t *bytes = ft_read_file(net, &size);
+        CHECK_MSG(io_file_holds(back, bytes, size), "through %s the base changed", ways[w][0]);
+        free(bytes);
+    }
+    io_remove_tree(folder);
+}
