@@ -181,6 +181,7 @@ static cblob_status print_json(const tool_caffe *file)
         status = json_blob(&out, file->blobs[j]);
     json_out_close(&out, ']');
     json_out_close(&out, '}');
+    json_out_finish(&out);
     fputc('\n', stdout);
     tool_progress_done();
     if (status == CBLOB_OK && out.failed && !ferror(stdout))

@@ -1,15 +1,41 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "json_out.h"
 
+#include <string.h>
+
 void json_out_start(json_out *out, json_out_write *write, void *context)
 {
-    *out = (json_out){.write = write, .context = context};
+    out->write = write;
+    out->context = context;
+    out->depth = 0;
+    out->after_key = out->failed = false;
+    out->used = 0;
+}
+
+static void flush(json_out *out)
+{
+    if (!out->failed && out->used > 0 && out->write(out->pending, out->used, out->context) != 0)
+        out->failed = true;
+    out->used = 0;
 }
 
 static void emit(json_out *out, const char *text, size_t size)
 {
-    if (!out->failed && out->write(text, size, out->context) != 0)
-        out->failed = true;
+    if (out->used + size > sizeof out->pending)
+        flush(out);
+    if (size > sizeof out->pending) {
+        if (!out->failed && out->write(text, size, out->context) != 0)
+            out->failed = true;
+        return;
+    }
+    memcpy(out->pending + out->used, text, size);
+    out->used += size;
+}
+
+bool json_out_finish(json_out *out)
+{
+    flush(out);
+    return !out->failed;
 }
 
 /* The separator before an item (a value that follows its key has one already). */

@@ -23,6 +23,8 @@ typedef struct json_out {
     bool has_items[JSON_OUT_DEPTH];
     bool after_key; /* a key was written: its value comes next */
     bool failed; /* a write or an encoding failed: see the sink for why */
+    size_t used;  /* text gathered for the next write (Jansson hands it over a token at a time) */
+    char pending[1 << 16];
 } json_out;
 
 void json_out_start(json_out *out, json_out_write *write, void *context);
@@ -33,6 +35,8 @@ void json_out_close(json_out *out, char bracket);
 void json_out_key(json_out *out, const char *key);
 /* A value, taken over (NULL, from a Jansson constructor that failed, marks the output failed). */
 void json_out_value(json_out *out, json_t *value);
+/* Writes what is gathered; true when everything was written. */
+bool json_out_finish(json_out *out);
 
 /* Flags every dump of the program uses. */
 #define TOOL_JSON_FLAGS (JSON_ENCODE_ANY | JSON_ENSURE_ASCII)

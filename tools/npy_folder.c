@@ -255,6 +255,7 @@ static cblob_status write_all(folder_writer *w, const tool_caffe *file)
     }
     json_out_close(&w->index, ']');
     json_out_close(&w->index, '}');
+    json_out_finish(&w->index);
     if (status == CBLOB_OK)
         status = cb_output_write(w->index_output, "\n", 1);
     if (status == CBLOB_OK && w->index.failed)
