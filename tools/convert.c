@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -180,18 +181,13 @@ static cblob_status open_weights(cblob_context *context, const char *path, const
     cblob_status status = tool_identify(name, input.bytes, input.size, &kind);
     if (status == CBLOB_OK && (kind == TOOL_KIND_NPZ || kind == TOOL_KIND_SAFETENSORS))
         status = open_export(context, name, kind, &input, out);
-    else if (status == CBLOB_OK && kind != TOOL_KIND_NET)
+    else if (status == CBLOB_OK && kind == TOOL_KIND_NET)
+        status = tool_net_open(context, path, &input, out);
+    else if (status == CBLOB_OK)
         status = cb_fail(CBLOB_ERR_PARSE, "%s is %s; weights come as a .caffemodel, an .npz, a .safetensors file or "
                          "a folder of .npy files", name, kind_text(kind));
     cb_input_close(&input);
-    if (status != CBLOB_OK || kind != TOOL_KIND_NET)
-        return status;
-    tool_caffe file;
-    CB_TRY(tool_caffe_open(context, path, &file));
-    *out = file.model;
-    file.model = NULL;
-    tool_caffe_close(&file);
-    return CBLOB_OK;
+    return status;
 }
 
 /* ---- npz and safetensors ------------------------------------------------------------------------ */
@@ -343,7 +339,7 @@ static int parse_to(int argc, char **argv, int *i, convert_args *args)
         return TOOL_BAD_INPUT;
     args->format_name = format;
     size_t f = 0;
-    while (f < sizeof format_names / sizeof format_names[0] && strcmp(format, format_names[f]) != 0)
+    while (f < sizeof format_names / sizeof format_names[0] && strcasecmp(format, format_names[f]) != 0)
         ++f;
     if (f == sizeof format_names / sizeof format_names[0])
         return tool_fail(TOOL_BAD_INPUT, "convert", "%s: unknown format (" FORMATS ")", format);

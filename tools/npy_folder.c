@@ -286,6 +286,9 @@ cblob_status npy_folder_write(const tool_caffe *file, const char *folder, int64_
 
 /* ---- reading back --------------------------------------------------------------------------- */
 
+/* A layer's blobs are numbered from 0 without gaps: an index past this is not a layer's. */
+#define MAX_BLOB_INDEX (1 << 20)
+
 /* One .npy file of the folder: which layer (by index.json's index, or by name), blob and part. */
 typedef struct entry {
     char *file;
@@ -344,7 +347,7 @@ static cblob_status index_entry_read(const char *index_name, json_t *item, size_
     const char *part = json_string_value(json_object_get(item, "part"));
     json_t *layer_index = json_object_get(item, "layer_index"), *blob = json_object_get(item, "blob");
     if (file == NULL || !is_plain_npy_name(file) || part == NULL || (strcmp(part, "data") != 0 && strcmp(part, "diff") != 0) ||
-        !json_is_integer(blob) || json_integer_value(blob) < 0)
+        !json_is_integer(blob) || json_integer_value(blob) < 0 || json_integer_value(blob) > MAX_BLOB_INDEX)
         return cb_fail(CBLOB_ERR_PARSE, "%s: files[%zu] lacks a .npy file name of the folder, a blob index or a part "
                        "(data or diff)", index_name, i);
     if (layer == NULL || !json_is_integer(layer_index) || json_integer_value(layer_index) < 0)
@@ -380,7 +383,8 @@ static cblob_status name_entry_read(const char *folder, const char *file, entry_
     size_t digits = end;
     while (digits > 0 && isdigit((unsigned char)file[digits - 1]))
         --digits;
-    if (digits == end || digits < 2 || file[digits - 1] != '_' || end - digits > 9)
+    if (digits == end || digits < 2 || file[digits - 1] != '_' || end - digits > 7 ||
+        strtoll(file + digits, NULL, 10) > MAX_BLOB_INDEX)
         return cb_fail(CBLOB_ERR_PARSE, "%s/%s is not named <layer>_<index>.npy, and the folder has no index.json "
                        "to say which blob it is", folder, file);
     return entries_add(list, file, file, digits - 1, -1, strtoll(file + digits, NULL, 10), diff);

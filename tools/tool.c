@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "status.h"
@@ -74,7 +75,17 @@ const char *tool_input_name(const char *path)
 
 cblob_status tool_read(const char *path, cb_input *out)
 {
-    return tool_is_stdio(path) ? cb_input_read_fd(STDIN_FILENO, "standard input", out) : cb_input_open(path, out);
+    if (tool_is_stdio(path))
+        return cb_input_read_fd(STDIN_FILENO, "standard input", out);
+    const cblob_status status = cb_input_open(path, out);
+    /* /dev/stdin, a pipe or a FIFO named as a file: the way to read one is "-". */
+    struct stat info;
+    if (status == CBLOB_ERR_IO && stat(path, &info) == 0 && (S_ISFIFO(info.st_mode) || S_ISCHR(info.st_mode))) {
+        char message[1024];
+        snprintf(message, sizeof message, "%s", tool_error());
+        return cb_fail(status, "%s (give - to read standard input)", message);
+    }
+    return status;
 }
 
 /* ---- Caffe files -------------------------------------------------------------------------- */
@@ -102,12 +113,15 @@ static cblob_status open_blobs(cblob_context *context, const tool_caffe *file, c
     return CBLOB_OK;
 }
 
-static cblob_status open_net(cblob_context *context, const char *path, const cb_input *input, tool_caffe *file)
+cblob_status tool_net_open(cblob_context *context, const char *path, cb_input *input, cblob_model **out)
 {
-    const cblob_status status = tool_is_stdio(path)
-                                    ? cblob_model_open(context, input->bytes, input->size, &file->model)
-                                    : cblob_model_open_file(context, path, &file->model);
-    return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, file->name);
+    /* From a path the library reads the file again, letting go of its bytes as it reads them:
+     * holding this copy too would double the peak. */
+    if (!tool_is_stdio(path))
+        cb_input_close(input);
+    const cblob_status status = tool_is_stdio(path) ? cblob_model_open(context, input->bytes, input->size, out)
+                                                    : cblob_model_open_file(context, path, out);
+    return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, tool_input_name(path));
 }
 
 cblob_status tool_caffe_open(cblob_context *context, const char *path, tool_caffe *out)
@@ -121,12 +135,8 @@ cblob_status tool_caffe_open(cblob_context *context, const char *path, tool_caff
                          file.kind == TOOL_KIND_NPY ? "NumPy .npy" : file.kind == TOOL_KIND_NPZ ? "NumPy .npz" : "safetensors");
     if (status == CBLOB_OK && file.kind != TOOL_KIND_NET)
         status = open_blobs(context, &file, &input, &file.blobs, &file.num_blobs);
-    /* A net from a path is read again by the library, which lets go of its bytes as it reads them:
-     * holding this copy too would double the peak. */
-    if (status == CBLOB_OK && file.kind == TOOL_KIND_NET && !tool_is_stdio(path))
-        cb_input_close(&input);
     if (status == CBLOB_OK && file.kind == TOOL_KIND_NET)
-        status = open_net(context, path, &input, &file);
+        status = tool_net_open(context, path, &input, &file.model);
     cb_input_close(&input);
     if (status != CBLOB_OK) {
         tool_caffe_close(&file);

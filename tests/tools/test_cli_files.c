@@ -358,7 +358,7 @@ TEST(fifo_inputs_fail_at_once)
         cli_result r;
         CHECK(cli_run(&r, NULL, 20, cases[i]));
         CHECK_MSG(r.status == 2, "case %zu: exit %d", i, r.status);
-        CHECK(CLI_ERROR_HAS(&r, fifo, "FIFO"));
+        CHECK(CLI_ERROR_HAS(&r, fifo, "FIFO", "give - to read standard input"));
         cli_result_free(&r);
     }
     io_remove_tree(folder);

@@ -90,6 +90,13 @@ TEST(usage_is_said_once_and_errors_name_the_argument)
     }
     struct stat info;
     CHECK(stat(out, &info) != 0 && errno == ENOENT);
+    /* What people also type: the options after the output, --to=FORMAT, a format in capitals. */
+    CHECK(CLI(&r, "convert", SAMPLE, "--to=NPZ", out));
+    CHECK_MSG(r.status == 0, "%s", r.err);
+    cli_result_free(&r);
+    CHECK(CLI(&r, "inspect", out, "--json"));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "is a NumPy .npz file, not a Caffe"));
+    cli_result_free(&r);
     io_remove_tree(folder);
 }
 
