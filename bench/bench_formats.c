@@ -24,11 +24,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_timing.h"
 #include "cblob/cblob.h"
 
 extern char **environ;
 
-#define REPEATS 3
+#define REPEATS 5
 
 static double now(void)
 {
@@ -138,29 +139,28 @@ static void write_unpacked_model(const char *path, size_t bytes)
 /* ---- measurements -------------------------------------------------------------------------- */
 
 /* memcpy of `bytes` into memory already touched: the copy alone. */
-static double best_memcpy_seconds(const char *source, size_t bytes)
+static double median_memcpy_seconds(const char *source, size_t bytes)
 {
     char *target = malloc(bytes);
     if (target == NULL)
         die("allocating the memcpy target");
     memset(target, 2, bytes); /* touched, so the copy measures copying, not page faults */
-    double best = 1e30;
+    double seconds[REPEATS];
     for (int r = 0; r < REPEATS; ++r) {
         const double start = now();
         memcpy(target, source, bytes);
-        const double seconds = now() - start;
-        best = seconds < best ? seconds : best;
+        seconds[r] = now() - start;
     }
     volatile char sink = target[bytes / 2];
     (void)sink;
     free(target);
-    return best;
+    return bench_median(seconds, REPEATS);
 }
 
 /* write(2) of the same bytes to a new file in the same folder: what any save must do. */
-static double best_write_seconds(const char *source, size_t bytes, const char *path)
+static double median_write_seconds(const char *source, size_t bytes, const char *path)
 {
-    double best = 1e30;
+    double seconds[REPEATS];
     for (int r = 0; r < REPEATS; ++r) {
         unlink(path);
         const double start = now();
@@ -173,45 +173,42 @@ static double best_write_seconds(const char *source, size_t bytes, const char *p
         }
         if (fd < 0 || close(fd) != 0)
             die("write(2)");
-        const double seconds = now() - start;
-        best = seconds < best ? seconds : best;
+        seconds[r] = now() - start;
     }
     unlink(path);
-    return best;
+    return bench_median(seconds, REPEATS);
 }
 
-static double best_save_seconds(const cblob_model *model, const char *path)
+static double median_save_seconds(const cblob_model *model, const char *path)
 {
-    double best = 1e30;
+    double seconds[REPEATS];
     for (int r = 0; r < REPEATS; ++r) {
         /* As for write(2): a new file, not the release of the previous one's pages at rename. */
         unlink(path);
         const double start = now();
         if (cblob_model_to_proto_file(model, 0, path) != CBLOB_OK)
             die("cblob_model_to_proto_file");
-        const double seconds = now() - start;
-        best = seconds < best ? seconds : best;
+        seconds[r] = now() - start;
     }
-    return best;
+    return bench_median(seconds, REPEATS);
 }
 
-static double best_serialize_seconds(const cblob_model *model, size_t size)
+static double median_serialize_seconds(const cblob_model *model, size_t size)
 {
     uint8_t *buffer = malloc(size);
     if (buffer == NULL)
         die("allocating the serialization buffer");
     memset(buffer, 0, size);
-    double best = 1e30;
+    double seconds[REPEATS];
     for (int r = 0; r < REPEATS; ++r) {
         size_t written = 0;
         const double start = now();
         if (cblob_model_to_proto(model, 0, buffer, size, &written) != CBLOB_OK)
             die("cblob_model_to_proto");
-        const double seconds = now() - start;
-        best = seconds < best ? seconds : best;
+        seconds[r] = now() - start;
     }
     free(buffer);
-    return best;
+    return bench_median(seconds, REPEATS);
 }
 
 /* Runs this program with args in a fresh process; returns that process's peak resident memory
@@ -247,16 +244,16 @@ static long long run_child(const char *self, const char *mode, const char *path,
     return (long long)usage.ru_maxrss * 1024;
 }
 
-/* The best time of REPEATS fresh processes doing one thing once. */
-static double best_child_seconds(const char *self, const char *mode, const char *path)
+/* The median times of REPEATS fresh processes doing one thing once each, for two things in
+ * turns (so that a neighbour's load slows both alike). */
+static void median_child_seconds(const char *self, const char *const modes[2], const char *path, double out[2])
 {
-    double best = 1e30;
-    for (int r = 0; r < REPEATS; ++r) {
-        double seconds = 0;
-        run_child(self, mode, path, NULL, &seconds);
-        best = seconds < best ? seconds : best;
-    }
-    return best;
+    double seconds[2][REPEATS];
+    for (int r = 0; r < REPEATS; ++r)
+        for (int k = 0; k < 2; ++k)
+            run_child(self, modes[(k + r) % 2], path, NULL, &seconds[(k + r) % 2][r]);
+    for (int k = 0; k < 2; ++k)
+        out[k] = bench_median(seconds[k], REPEATS);
 }
 
 /* memcpy of the file's bytes into newly allocated memory, in 16 parts like the model's blobs:
@@ -392,8 +389,10 @@ int main(int argc, char **argv)
     unlink(unpacked_path);
     /* Loads happen once in a process: each is timed in a fresh one (a second load in the same
      * process would reuse the heap pages the first freed). */
-    const double load = best_child_seconds(self, "--child-time-load", path);
-    const double fresh_copy = best_child_seconds(self, "--child-fresh-memcpy", path);
+    const char *const load_modes[2] = {"--child-time-load", "--child-fresh-memcpy"};
+    double loads[2];
+    median_child_seconds(self, load_modes, path, loads);
+    const double load = loads[0], fresh_copy = loads[1];
 
     cblob_context *context = NULL;
     if (cblob_context_create(&context) != CBLOB_OK)
@@ -405,15 +404,15 @@ int main(int argc, char **argv)
     memset(source, 1, size);
     char write_path[4200];
     snprintf(write_path, sizeof write_path, "%s.write", path);
-    const double copy = best_memcpy_seconds(source, size);
-    const double raw_write = best_write_seconds(source, size, write_path);
+    const double copy = median_memcpy_seconds(source, size);
+    const double raw_write = median_write_seconds(source, size, write_path);
     free(source);
     cblob_model *model = make_model(context, mib << 20, 16);
-    const double save = best_save_seconds(model, path);
-    const double serialize = best_serialize_seconds(model, size);
+    const double save = median_save_seconds(model, path);
+    const double serialize = median_serialize_seconds(model, size);
     cblob_model_destroy(model);
     const double gb = (double)size / 1e9;
-    printf("\nthroughput, 16 layers (best of %d; loads each in a fresh process; file %.1f MiB; GB/s = 1e9 bytes/s)\n",
+    printf("\nthroughput, 16 layers (median of %d; loads each in a fresh process; file %.1f MiB; GB/s = 1e9 bytes/s)\n",
            REPEATS,
            (double)size / 1048576.0);
     printf("  memcpy into memory already touched       %7.2f GB/s\n", gb / copy);

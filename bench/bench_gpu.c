@@ -5,7 +5,11 @@
  *
  *   bandwidth   each kernel family (the generated kernel) and each cuBLAS call on float32 vectors
  *               of 64 Mi elements, against cuMemcpyDtoDAsync of the same bytes: the median of
- *               interleaved repetitions, with the min-max range, as bytes moved per second.
+ *               interleaved repetitions, with the min-max range, as bytes moved per second. Each
+ *               path of a kernel gets its line: element-wise kernels on aligned vectors and on
+ *               windows misaligned against each other (one element at a time), the transpose's
+ *               tiles (inner 1), runs (inner 64) and long runs through the kernel and through
+ *               the copy engines' 2D copies, the strided copy kernel on long and on 3-element rows.
  *               Targets on an H100: element-wise kernels and reductions at least 0.85 of the copy,
  *               transpose at least 0.7.
  *   host cost   cblob_blob_scale (queues a cuBLAS call) and cblob_blob_asum (waits for its sum) on a
@@ -62,7 +66,16 @@ static cblob_status copy(const vectors *v)
 }
 static cblob_status fill(const vectors *v) { return cb_cuda_jit_kernels.fill(v->device, CBLOB_DTYPE_FLOAT32, v->n, 1.0, v->y); }
 static cblob_status add(const vectors *v) { return cb_cuda_jit_kernels.add(v->device, CBLOB_DTYPE_FLOAT32, v->n, v->x, v->y); }
+/* x one element past y's phase: the arrays never align together, every element is loaded alone. */
+static cblob_status add_misaligned(const vectors *v)
+{
+    return cb_cuda_jit_kernels.add(v->device, CBLOB_DTYPE_FLOAT32, v->n - 1, (const float *)v->x + 1, v->y);
+}
 static cblob_status axpy(const vectors *v) { return cb_cuda_jit_kernels.axpy(v->device, CBLOB_DTYPE_FLOAT32, v->n, -1.0, v->x, v->y); }
+static cblob_status axpy_misaligned(const vectors *v)
+{
+    return cb_cuda_jit_kernels.axpy(v->device, CBLOB_DTYPE_FLOAT32, v->n - 1, -1.0, (const float *)v->x + 1, v->y);
+}
 static cblob_status axpy_blas(const vectors *v) { return cb_cuda_kernels.axpy(v->device, CBLOB_DTYPE_FLOAT32, v->n, -1.0, v->x, v->y); }
 static cblob_status scale(const vectors *v) { return cb_cuda_jit_kernels.scale(v->device, CBLOB_DTYPE_FLOAT32, v->n, 0.5, v->y); }
 static cblob_status scale_blas(const vectors *v) { return cb_cuda_kernels.scale(v->device, CBLOB_DTYPE_FLOAT32, v->n, 0.5, v->y); }
@@ -85,16 +98,37 @@ static cblob_status convert(const vectors *v)
 {
     return cb_cuda_jit_kernels.convert_to_i32(v->device, CBLOB_DTYPE_FLOAT32, v->n, v->x, v->y);
 }
-/* A square matrix of the vector's elements, rows and columns swapped. */
+/* A square matrix of the vector's elements, rows and columns swapped: the tiles. */
 static cblob_status transpose(const vectors *v)
 {
     const int64_t side = 8192;
     return cb_cuda_jit_kernels.transpose(v->device, CBLOB_DTYPE_FLOAT32, side * side, 1, side, 1, side, 1, v->x, v->y);
 }
+/* 1024 x 1024 runs of 64 elements swapped: the kernel's runs. */
+static cblob_status transpose_runs(const vectors *v)
+{
+    return cb_cuda_jit_kernels.transpose(v->device, CBLOB_DTYPE_FLOAT32, v->n, 1, 1024, 1, 1024, v->n >> 20, v->x, v->y);
+}
+/* 4 x 4 runs of 4 Mi elements: the kernel, then the copy engines (4 lines of 2D copies). */
+static cblob_status transpose_long_runs(const vectors *v)
+{
+    return cb_cuda_jit_kernels.transpose(v->device, CBLOB_DTYPE_FLOAT32, v->n, 1, 4, 1, 4, v->n / 16, v->x, v->y);
+}
+static cblob_status transpose_long_runs_2d(const vectors *v)
+{
+    return cb_cuda_kernels.transpose(v->device, CBLOB_DTYPE_FLOAT32, v->n, 1, 4, 1, 4, v->n / 16, v->x, v->y);
+}
 /* Every other row of 1024 elements: the kernel, then the copy engine's 2D copy. */
 static cblob_status strided(const vectors *v)
 {
     const int64_t cols = 1024, rows = v->n / (2 * cols);
+    return cb_cuda_jit_kernels.copy_strided(v->device, CBLOB_DTYPE_FLOAT32, rows * cols, rows, cols, v->x, 2 * cols, v->y,
+                                            2 * cols);
+}
+/* Every other row of 3 elements: a row per group of 4 threads. */
+static cblob_status strided_short_rows(const vectors *v)
+{
+    const int64_t cols = 3, rows = v->n / (2 * cols);
     return cb_cuda_jit_kernels.copy_strided(v->device, CBLOB_DTYPE_FLOAT32, rows * cols, rows, cols, v->x, 2 * cols, v->y,
                                             2 * cols);
 }
@@ -122,7 +156,9 @@ static void bandwidth(const vectors *v)
         {"cuMemcpyDtoDAsync", copy, 8, 0, {0}},
         {"fill (kernel)", fill, 4, 0.85, {0}},
         {"add (kernel)", add, 12, 0.85, {0}},
+        {"add, misaligned (kernel)", add_misaligned, 12, 0.85, {0}},
         {"axpy (kernel)", axpy, 12, 0.85, {0}},
+        {"axpy, misaligned (kernel)", axpy_misaligned, 12, 0.85, {0}},
         {"axpy (cuBLAS)", axpy_blas, 12, 0.85, {0}},
         {"scale (kernel)", scale, 8, 0.85, {0}},
         {"scale (cuBLAS)", scale_blas, 8, 0.85, {0}},
@@ -131,7 +167,11 @@ static void bandwidth(const vectors *v)
         {"sumsq (kernel)", sumsq, 4, 0.85, {0}},
         {"convert f32->i32 (kernel)", convert, 8, 0.85, {0}},
         {"transpose 8192^2 (kernel)", transpose, 8, 0.7, {0}},
+        {"transpose, runs of 64 (kernel)", transpose_runs, 8, 0.7, {0}},
+        {"transpose, runs of 4Mi (kernel)", transpose_long_runs, 8, 0.7, {0}},
+        {"transpose, runs of 4Mi (2D copies)", transpose_long_runs_2d, 8, 0.7, {0}},
         {"strided copy (kernel)", strided, 4, 0.85, {0}},
+        {"strided copy, rows of 3 (kernel)", strided_short_rows, 4, 0.85, {0}},
         {"strided copy (2D copy)", strided_2d, 4, 0.85, {0}},
     };
     const int count = (int)(sizeof variants / sizeof variants[0]);
@@ -148,7 +188,7 @@ static void bandwidth(const vectors *v)
         const double rate = bytes / variants[i].seconds[ROUNDS / 2];
         if (i == 0)
             copy_rate = rate;
-        printf("  %-26s %7.0f GB/s (%5.0f-%5.0f)  %.2f of the copy", variants[i].name, rate * 1e-9,
+        printf("  %-36s %7.0f GB/s (%5.0f-%5.0f)  %.2f of the copy", variants[i].name, rate * 1e-9,
                bytes / variants[i].seconds[ROUNDS - 1] * 1e-9, bytes / variants[i].seconds[0] * 1e-9, rate / copy_rate);
         if (variants[i].target > 0)
             printf("  target %.2f: %s", variants[i].target, rate / copy_rate >= variants[i].target ? "met" : "MISSED");

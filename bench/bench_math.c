@@ -1,91 +1,44 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Caffe's blob math (update, asum, sumsq, scale) through the public API, against memcpy of the
- * same bytes, a plain loop doing the same work, and the direct BLIS call, all in one run.
+/* Caffe's blob math (update, asum, sumsq, scale) against its peers, measured in one run: cblob
+ * through the public API (shared library, every check) on one thread and on its default threads;
+ * the calls Caffe's CPU blob makes, OpenBLAS's cblas_?axpy, ?asum, ?dot and ?scal, on one thread
+ * and on OpenBLAS's default; BLIS's bli_?axpyv, ?asumv, ?dotv, ?scalv; NumPy in child processes
+ * (one thread and its default); a plain loop compiled -O3 -march=native -ffast-math
+ * (bench_loops.c); and memcpy of one array.
  *
- * Bytes: the sizes of the arrays an operation reads (update reads data and diff and writes data:
- * 2 arrays; the others 1). memcpy copies the same number of bytes. Each figure is the best of
- * several timed batches, taken in turns with the other three, so a noisy neighbour costs
- * repetitions, not the result, and slows every contender alike.
+ *   bench_math [--quick] [--rounds N] [--sizes 1e3,1e5,1e7,1e8] [--python PATH | --no-numpy]
  *
- * usage: bench_math [--quick]
- */
+ * OpenBLAS is opened with dlopen (libopenblas.so.0), so that its cblas.h never meets BLIS's and
+ * the benchmark builds without it; without it its columns are "-". NumPy runs in
+ * bench/numpy_peer.py under PATH (default /usr/bin/python3).
+ *
+ * GB/s counts bytes read plus bytes written (update: 3 arrays, scale: 2, asum and sumsq: 1,
+ * memcpy: 2). C contenders work on the blob's own memory, so page placement and page size favour
+ * nobody; NumPy works on arrays of its own. Each figure is the median of interleaved rounds, with
+ * min-max. Targets (issue 15): cblob at least 1.0x the fastest peer using as many threads (one
+ * thread: loop, BLIS, OpenBLAS 1, NumPy 1; default: OpenBLAS and NumPy default), and at 1e7
+ * elements and more at least 0.9x memcpy's bandwidth. */
+#define _GNU_SOURCE /* pipe2 */
 #include <blis.h>
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench_loops.h"
+#include "bench_timing.h"
 #include "cblob/cblob.h"
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+extern char **environ;
 
-typedef void (*operation)(void *state);
-
-static double batch_seconds = 0.02;
-static int rounds = 15;
-
-/* Calls per batch so that a batch lasts about batch_seconds. */
-static long calls_per_batch(operation op, void *state)
-{
-    op(state); /* warm caches and lazy initialisation */
-    long calls = 1;
-    for (;;) {
-        double start = now_seconds();
-        for (long i = 0; i < calls; ++i)
-            op(state);
-        if (now_seconds() - start >= batch_seconds / 4 || calls > (1L << 30))
-            return calls * 4;
-        calls *= 2;
-    }
-}
-
-/* Best time of one call for each of `count` operations, timed in turns (one batch of each per
- * round), so that a neighbour's load or a change in memory bandwidth during the run slows every
- * operation alike instead of whichever happened to run then. */
-static void best_seconds_per_call(int count, const operation *ops, void *state, double *best)
-{
-    long calls[8];
-    for (int k = 0; k < count; ++k) {
-        calls[k] = calls_per_batch(ops[k], state);
-        best[k] = INFINITY;
-    }
-    for (int r = 0; r < rounds; ++r) {
-        /* The order turns each round: what ran just before decides how much of a buffer larger
-         * than the L2 still sits in the L3, and no contender should always come after memcpy. */
-        for (int turn = 0; turn < count; ++turn) {
-            const int k = (turn + r) % count;
-            double start = now_seconds();
-            for (long i = 0; i < calls[k]; ++i)
-                ops[k](state);
-            const double per_call = (now_seconds() - start) / (double)calls[k];
-            if (per_call < best[k])
-                best[k] = per_call;
-        }
-    }
-}
-
-typedef struct state {
-    cblob_blob *blob;
-    cblob_dtype dtype;
-    int64_t n;
-    /* The blob's own data and diff: the loop and BLIS work on the same memory as cblob, so that
-     * where the pages happen to live cannot favour one of them. */
-    void *x, *y;
-    /* The next factor of each scale implementation (cblob, loop, BLIS): each alternates 0.5 and
-     * 2 on its own, so the values stay bounded (and normal) however the batches interleave. */
-    int halve[3];
-    void *copy_from, *copy_to;
-    size_t copy_bytes;
-    double sink;
-} state;
+static bench_plan plan = {.rounds = 7, .batch_seconds = 0.05};
 
 static void check(cblob_status status, const char *what)
 {
@@ -95,131 +48,333 @@ static void check(cblob_status status, const char *what)
     }
 }
 
-/* ---- the operations, each as cblob, plain loop and BLIS ------------------------------------ */
+/* ---- OpenBLAS, through dlopen ------------------------------------------------------------ */
 
-static void op_memcpy(void *p)
+static struct {
+    void (*set_num_threads)(int);
+    int default_threads;
+    void (*saxpy)(int, float, const float *, int, float *, int);
+    void (*daxpy)(int, double, const double *, int, double *, int);
+    float (*sasum)(int, const float *, int);
+    double (*dasum)(int, const double *, int);
+    float (*sdot)(int, const float *, int, const float *, int);
+    double (*ddot)(int, const double *, int, const double *, int);
+    void (*sscal)(int, float, float *, int);
+    void (*dscal)(int, double, double *, int);
+} openblas;
+
+static bool open_openblas(void)
 {
-    state *s = p;
-    memcpy(s->copy_to, s->copy_from, s->copy_bytes);
+    void *library = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL)
+        return false;
+    int (*get_num_threads)(void) = (int (*)(void))dlsym(library, "openblas_get_num_threads");
+#define CB_LOAD(field, name) *(void **)&openblas.field = dlsym(library, name)
+    CB_LOAD(set_num_threads, "openblas_set_num_threads");
+    CB_LOAD(saxpy, "cblas_saxpy");
+    CB_LOAD(daxpy, "cblas_daxpy");
+    CB_LOAD(sasum, "cblas_sasum");
+    CB_LOAD(dasum, "cblas_dasum");
+    CB_LOAD(sdot, "cblas_sdot");
+    CB_LOAD(ddot, "cblas_ddot");
+    CB_LOAD(sscal, "cblas_sscal");
+    CB_LOAD(dscal, "cblas_dscal");
+#undef CB_LOAD
+    if (get_num_threads == NULL || openblas.set_num_threads == NULL || openblas.dscal == NULL)
+        return false;
+    openblas.default_threads = get_num_threads();
+    return true;
 }
 
-static void cblob_update(void *p)
+/* ---- NumPy, in a child process ----------------------------------------------------------- */
+
+typedef struct numpy_child {
+    pid_t pid;
+    FILE *to, *from;
+} numpy_child;
+
+static char *numpy_ask(numpy_child *child, const char *command, char *answer, size_t size)
 {
-    check(cblob_blob_update(((state *)p)->blob), "update");
-}
-static void cblob_asum(void *p)
-{
-    state *s = p;
-    check(cblob_blob_asum(s->blob, CBLOB_PART_DATA, &s->sink), "asum");
-}
-static void cblob_sumsq(void *p)
-{
-    state *s = p;
-    check(cblob_blob_sumsq(s->blob, CBLOB_PART_DATA, &s->sink), "sumsq");
-}
-static double next_factor(state *s, int implementation)
-{
-    s->halve[implementation] = !s->halve[implementation];
-    return s->halve[implementation] ? 0.5 : 2.0;
+    fprintf(child->to, "%s\n", command);
+    fflush(child->to);
+    if (fgets(answer, (int)size, child->from) == NULL || strncmp(answer, "error", 5) == 0) {
+        fprintf(stderr, "bench_math: the NumPy child answered \"%s\" to \"%s\"\n", answer, command);
+        exit(1);
+    }
+    answer[strcspn(answer, "\n")] = '\0';
+    return answer;
 }
 
-static void cblob_scale(void *p)
+/* Starts bench/numpy_peer.py under python; one_thread limits its BLAS to one thread. */
+static bool numpy_start(numpy_child *child, const char *python, bool one_thread)
 {
-    state *s = p;
-    check(cblob_blob_scale(s->blob, CBLOB_PART_DATA, next_factor(s, 0)), "scale");
+    /* Close-on-exec: a second child must not inherit the first one's pipes, or the first would
+     * never see its input end. */
+    int to_child[2], from_child[2];
+    if (pipe2(to_child, O_CLOEXEC) != 0 || pipe2(from_child, O_CLOEXEC) != 0)
+        return false;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
+    posix_spawn_file_actions_addclose(&actions, to_child[1]);
+    posix_spawn_file_actions_addclose(&actions, from_child[0]);
+    char **env = environ;
+    char *limited[256];
+    if (one_thread) {
+        int n = 0;
+        limited[n++] = "OPENBLAS_NUM_THREADS=1";
+        limited[n++] = "OMP_NUM_THREADS=1";
+        limited[n++] = "MKL_NUM_THREADS=1";
+        for (char **e = environ; *e != NULL && n < 255; ++e)
+            if (strncmp(*e, "OPENBLAS_NUM_THREADS=", 21) != 0 && strncmp(*e, "OMP_NUM_THREADS=", 16) != 0)
+                limited[n++] = *e;
+        limited[n] = NULL;
+        env = limited;
+    }
+    char *argv[] = {(char *)python, CBLOB_BENCH_DIR "/numpy_peer.py", NULL};
+    const int failed = posix_spawn(&child->pid, python, &actions, NULL, argv, env);
+    posix_spawn_file_actions_destroy(&actions);
+    close(to_child[0]);
+    close(from_child[1]);
+    if (failed != 0) {
+        close(to_child[1]);
+        close(from_child[0]);
+        return false;
+    }
+    child->to = fdopen(to_child[1], "w");
+    child->from = fdopen(from_child[0], "r");
+    char answer[256];
+    fprintf(child->to, "info\n");
+    fflush(child->to);
+    return fgets(answer, sizeof answer, child->from) != NULL && strncmp(answer, "NumPy", 5) == 0;
 }
 
-static void loop_update(void *p)
+static void numpy_stop(numpy_child *child)
 {
-    state *s = p;
-    if (s->dtype == CBLOB_DTYPE_FLOAT32)
-        loop_sub_f32(s->n, s->y, s->x);
+    fclose(child->to);
+    fclose(child->from);
+    waitpid(child->pid, NULL, 0);
+}
+
+/* ---- the state every contender works on -------------------------------------------------- */
+
+typedef struct state {
+    cblob_context *context;
+    cblob_blob *blob, *scratch;
+    cblob_dtype dtype;
+    int64_t n;
+    void *x, *y, *copy_to; /* the blob's data and diff, and the scratch blob's data */
+    size_t bytes;          /* one array */
+    int halve[8];          /* each scale contender alternates 0.5 and 2 on its own */
+    double sink;
+    const char *op;
+    numpy_child *numpy[2];
+} state;
+
+typedef struct contender_state {
+    state *s;
+    int variant; /* threads for cblob (1 or 0: default), OpenBLAS (1 or its default), NumPy child */
+} contender_state;
+
+static double next_factor(state *s, int contender)
+{
+    s->halve[contender] = !s->halve[contender];
+    return s->halve[contender] ? 0.5 : 2.0;
+}
+
+static bool is_f32(const state *s)
+{
+    return s->dtype == CBLOB_DTYPE_FLOAT32;
+}
+
+static void run_memcpy(void *p)
+{
+    state *s = ((contender_state *)p)->s;
+    memcpy(s->copy_to, s->x, s->bytes);
+}
+
+static void run_cblob(void *p)
+{
+    contender_state *c = p;
+    state *s = c->s;
+    check(cblob_context_set_num_threads(s->context, c->variant), "set_num_threads");
+    if (strcmp(s->op, "update") == 0)
+        check(cblob_blob_update(s->blob), "update");
+    else if (strcmp(s->op, "asum") == 0)
+        check(cblob_blob_asum(s->blob, CBLOB_PART_DATA, &s->sink), "asum");
+    else if (strcmp(s->op, "sumsq") == 0)
+        check(cblob_blob_sumsq(s->blob, CBLOB_PART_DATA, &s->sink), "sumsq");
     else
-        loop_sub_f64(s->n, s->y, s->x);
+        check(cblob_blob_scale(s->blob, CBLOB_PART_DATA, next_factor(s, c->variant)), "scale");
 }
-static void loop_asum(void *p)
+
+static void run_loop(void *p)
 {
-    state *s = p;
-    s->sink = s->dtype == CBLOB_DTYPE_FLOAT32 ? loop_asum_f32(s->n, s->x) : loop_asum_f64(s->n, s->x);
-}
-static void loop_sumsq(void *p)
-{
-    state *s = p;
-    s->sink = s->dtype == CBLOB_DTYPE_FLOAT32 ? loop_sumsq_f32(s->n, s->x) : loop_sumsq_f64(s->n, s->x);
-}
-static void loop_scale(void *p)
-{
-    state *s = p;
-    const double factor = next_factor(s, 1);
-    if (s->dtype == CBLOB_DTYPE_FLOAT32)
-        loop_scale_f32(s->n, (float)factor, s->x);
+    state *s = ((contender_state *)p)->s;
+    if (strcmp(s->op, "update") == 0)
+        is_f32(s) ? loop_sub_f32(s->n, s->y, s->x) : loop_sub_f64(s->n, s->y, s->x);
+    else if (strcmp(s->op, "asum") == 0)
+        s->sink = is_f32(s) ? loop_asum_f32(s->n, s->x) : loop_asum_f64(s->n, s->x);
+    else if (strcmp(s->op, "sumsq") == 0)
+        s->sink = is_f32(s) ? loop_sumsq_f32(s->n, s->x) : loop_sumsq_f64(s->n, s->x);
+    else if (is_f32(s))
+        loop_scale_f32(s->n, (float)next_factor(s, 2), s->x);
     else
-        loop_scale_f64(s->n, factor, s->x);
+        loop_scale_f64(s->n, next_factor(s, 2), s->x);
 }
 
-static void blis_update(void *p)
+static void run_blis(void *p)
 {
-    state *s = p;
-    if (s->dtype == CBLOB_DTYPE_FLOAT32) {
-        float alpha = -1.0f;
-        bli_saxpyv(BLIS_NO_CONJUGATE, (dim_t)s->n, &alpha, s->y, 1, s->x, 1);
+    state *s = ((contender_state *)p)->s;
+    const dim_t n = (dim_t)s->n;
+    float sf = 0, alpha_f = -1.0f;
+    double alpha_d = -1.0;
+    if (strcmp(s->op, "update") == 0) {
+        if (is_f32(s))
+            bli_saxpyv(BLIS_NO_CONJUGATE, n, &alpha_f, s->y, 1, s->x, 1);
+        else
+            bli_daxpyv(BLIS_NO_CONJUGATE, n, &alpha_d, s->y, 1, s->x, 1);
+    } else if (strcmp(s->op, "asum") == 0) {
+        if (is_f32(s)) {
+            bli_sasumv(n, s->x, 1, &sf);
+            s->sink = sf;
+        } else {
+            bli_dasumv(n, s->x, 1, &s->sink);
+        }
+    } else if (strcmp(s->op, "sumsq") == 0) {
+        if (is_f32(s)) {
+            bli_sdotv(BLIS_NO_CONJUGATE, BLIS_NO_CONJUGATE, n, s->x, 1, s->x, 1, &sf);
+            s->sink = sf;
+        } else {
+            bli_ddotv(BLIS_NO_CONJUGATE, BLIS_NO_CONJUGATE, n, s->x, 1, s->x, 1, &s->sink);
+        }
     } else {
-        double alpha = -1.0;
-        bli_daxpyv(BLIS_NO_CONJUGATE, (dim_t)s->n, &alpha, s->y, 1, s->x, 1);
-    }
-}
-static void blis_asum(void *p)
-{
-    state *s = p;
-    if (s->dtype == CBLOB_DTYPE_FLOAT32) {
-        float r;
-        bli_sasumv((dim_t)s->n, s->x, 1, &r);
-        s->sink = r;
-    } else {
-        bli_dasumv((dim_t)s->n, s->x, 1, &s->sink);
-    }
-}
-static void blis_sumsq(void *p)
-{
-    state *s = p;
-    if (s->dtype == CBLOB_DTYPE_FLOAT32) {
-        float r;
-        bli_sdotv(BLIS_NO_CONJUGATE, BLIS_NO_CONJUGATE, (dim_t)s->n, s->x, 1, s->x, 1, &r);
-        s->sink = r;
-    } else {
-        bli_ddotv(BLIS_NO_CONJUGATE, BLIS_NO_CONJUGATE, (dim_t)s->n, s->x, 1, s->x, 1, &s->sink);
-    }
-}
-static void blis_scale(void *p)
-{
-    state *s = p;
-    double factor = next_factor(s, 2);
-    if (s->dtype == CBLOB_DTYPE_FLOAT32) {
-        float alpha = (float)factor;
-        bli_sscalv(BLIS_NO_CONJUGATE, (dim_t)s->n, &alpha, s->x, 1);
-    } else {
-        bli_dscalv(BLIS_NO_CONJUGATE, (dim_t)s->n, &factor, s->x, 1);
+        double factor = next_factor(s, 3);
+        float factor_f = (float)factor;
+        if (is_f32(s))
+            bli_sscalv(BLIS_NO_CONJUGATE, n, &factor_f, s->x, 1);
+        else
+            bli_dscalv(BLIS_NO_CONJUGATE, n, &factor, s->x, 1);
     }
 }
 
-typedef struct benchmark {
-    const char *name;
-    int arrays; /* arrays read, for the byte count */
-    operation cblob, loop, blis;
-} benchmark;
+/* Caffe's CPU blob: Update is axpy(-1, diff, data), asum_data is ?asum, sumsq_data is ?dot of
+ * data with itself, scale_data is ?scal. */
+static void run_openblas(void *p)
+{
+    contender_state *c = p;
+    state *s = c->s;
+    const int n = (int)s->n;
+    openblas.set_num_threads(c->variant);
+    if (strcmp(s->op, "update") == 0)
+        is_f32(s) ? openblas.saxpy(n, -1.0f, s->y, 1, s->x, 1) : openblas.daxpy(n, -1.0, s->y, 1, s->x, 1);
+    else if (strcmp(s->op, "asum") == 0)
+        s->sink = is_f32(s) ? openblas.sasum(n, s->x, 1) : openblas.dasum(n, s->x, 1);
+    else if (strcmp(s->op, "sumsq") == 0)
+        s->sink = is_f32(s) ? openblas.sdot(n, s->x, 1, s->x, 1) : openblas.ddot(n, s->x, 1, s->x, 1);
+    else if (is_f32(s))
+        openblas.sscal(n, (float)next_factor(s, 4 + (c->variant > 1)), s->x, 1);
+    else
+        openblas.dscal(n, next_factor(s, 4 + (c->variant > 1)), s->x, 1);
+}
 
-static const benchmark benchmarks[] = {
-    {"update", 2, cblob_update, loop_update, blis_update},
-    {"asum", 1, cblob_asum, loop_asum, blis_asum},
-    {"sumsq", 1, cblob_sumsq, loop_sumsq, blis_sumsq},
-    {"scale", 1, cblob_scale, loop_scale, blis_scale},
-};
+static double batch_numpy(void *p, long calls)
+{
+    contender_state *c = p;
+    char command[64], answer[64];
+    snprintf(command, sizeof command, "time %s %ld", c->s->op, calls);
+    return atof(numpy_ask(c->s->numpy[c->variant], command, answer, sizeof answer));
+}
 
-/* Values in [-1, 1): update subtracts a small diff, so data drifts slowly and stays finite. */
+/* ---- one cell of the table ------------------------------------------------------------- */
+
+enum { MEMCPY, CBLOB_1, CBLOB_N, LOOP, BLIS_1, OPENBLAS_1, OPENBLAS_N, NUMPY_1, NUMPY_N, CONTENDERS };
+static const char *const names[CONTENDERS] = {"memcpy", "cblob 1", "cblob N", "loop",     "BLIS",
+                                              "OpenBLAS 1", "OpenBLAS N", "NumPy 1", "NumPy N"};
+
+static int arrays_moved(const char *op)
+{
+    return strcmp(op, "update") == 0 ? 3 : strcmp(op, "scale") == 0 ? 2 : 1;
+}
+
+static bool cell(state *s, bool have_openblas, bool have_numpy, int *misses)
+{
+    contender_state cs[CONTENDERS];
+    bench_contender list[CONTENDERS];
+    int index[CONTENDERS], count = 0;
+    const struct {
+        int id;
+        bench_fn run;
+        bench_batch_fn batch;
+        int variant;
+        bool present;
+    } all[CONTENDERS] = {
+        {MEMCPY, run_memcpy, NULL, 0, true},
+        {CBLOB_1, run_cblob, NULL, 1, true},
+        {CBLOB_N, run_cblob, NULL, 0, true},
+        {LOOP, run_loop, NULL, 0, true},
+        {BLIS_1, run_blis, NULL, 0, true},
+        {OPENBLAS_1, run_openblas, NULL, 1, have_openblas},
+        {OPENBLAS_N, run_openblas, NULL, openblas.default_threads, have_openblas},
+        {NUMPY_1, NULL, batch_numpy, 0, have_numpy},
+        {NUMPY_N, NULL, batch_numpy, 1, have_numpy},
+    };
+    for (int k = 0; k < CONTENDERS; ++k) {
+        index[k] = -1;
+        if (!all[k].present)
+            continue;
+        cs[count] = (contender_state){s, all[k].variant};
+        list[count] = (bench_contender){names[k], all[k].run, all[k].batch, &cs[count]};
+        index[k] = count++;
+    }
+    bench_time t[CONTENDERS];
+    bench_measure(&plan, count, list, t);
+    const double element = is_f32(s) ? 4 : 8;
+    const double moved = arrays_moved(s->op) * (double)s->n * element, copied = 2.0 * (double)s->n * element;
+    double gbs[CONTENDERS];
+    printf("%-7s %-6s %9.0e", is_f32(s) ? "float32" : "float64", s->op, (double)s->n);
+    for (int k = 0; k < CONTENDERS; ++k) {
+        gbs[k] = index[k] < 0 ? 0 : (k == MEMCPY ? copied : moved) / t[index[k]].median * 1e-9;
+        if (index[k] < 0)
+            printf(" %8s", "-");
+        else
+            printf(" %8.2f", gbs[k]);
+    }
+    /* The fastest peer with as many threads, and memcpy's bandwidth. */
+    double one = gbs[LOOP], many = 0;
+    for (int k = BLIS_1; k < CONTENDERS; ++k) {
+        const bool multi = k == OPENBLAS_N || k == NUMPY_N;
+        if (multi && gbs[k] > many)
+            many = gbs[k];
+        if (!multi && gbs[k] > one)
+            one = gbs[k];
+    }
+    const double vs_one = gbs[CBLOB_1] / one, vs_many = many > 0 ? gbs[CBLOB_N] / many : INFINITY;
+    const double vs_memcpy = gbs[CBLOB_N] / gbs[MEMCPY];
+    const bool ok = vs_one >= 1.0 && vs_many >= 1.0 && (s->n < 10000000 || vs_memcpy >= 0.9);
+    printf(" | %5.2f %5.2f %5.2f %s\n", vs_one, vs_many, vs_memcpy, ok ? "met" : "MISSED");
+    /* min-max of cblob and of every peer, in GB/s, on a second line */
+    printf("%24s", "min-max:");
+    for (int k = 0; k < CONTENDERS; ++k) {
+        if (index[k] < 0) {
+            printf(" %8s", "");
+            continue;
+        }
+        const double bytes = (k == MEMCPY ? copied : moved) * 1e-9;
+        printf(" %3.0f-%-4.0f", bytes / t[index[k]].max, bytes / t[index[k]].min);
+    }
+    printf("\n");
+    fflush(stdout);
+    *misses += !ok;
+    return ok;
+}
+
+/* Values in [-1, 1): update subtracts a tiny diff, so data drifts slowly and stays finite. */
 static void fill(void *ptr, cblob_dtype dtype, int64_t n, double magnitude)
 {
     for (int64_t i = 0; i < n; ++i) {
-        double v = magnitude * ((double)((i * 7919) % 2000) / 1000.0 - 1.0);
+        const double v = magnitude * ((double)((i * 7919) % 2000) / 1000.0 - 1.0);
         if (dtype == CBLOB_DTYPE_FLOAT32)
             ((float *)ptr)[i] = (float)v;
         else
@@ -227,65 +382,97 @@ static void fill(void *ptr, cblob_dtype dtype, int64_t n, double magnitude)
     }
 }
 
+static int parse_sizes(const char *text, int64_t *sizes)
+{
+    int count = 0;
+    for (const char *p = text; *p != '\0' && count < 8;) {
+        char *end;
+        sizes[count++] = (int64_t)strtod(p, &end);
+        p = *end == ',' ? end + 1 : end;
+        if (end == p && *p != '\0')
+            break;
+    }
+    return count;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--quick") == 0) {
-        batch_seconds = 0.005;
-        rounds = 5;
-    }
-    cblob_context *context;
-    check(cblob_context_create(&context), "context");
-    printf("cblob %s; %s; %s\n", cblob_version(), cblob_blas_info(), cblob_cpu_features());
-    printf("GB/s counts the bytes of the arrays each operation reads; ratios are against memcpy of\n"
-           "those bytes, a plain -O2 loop and the direct BLIS call, measured in this run.\n\n");
-    printf("%-7s %-6s %9s %9s %9s %9s %9s | %8s %8s %8s %s\n", "dtype", "op", "n", "cblob", "memcpy", "loop",
-           "BLIS", "/memcpy", "/loop", "/BLIS", "targets");
-
-    const cblob_dtype dtypes[2] = {CBLOB_DTYPE_FLOAT32, CBLOB_DTYPE_FLOAT64};
-    const int64_t sizes[3] = {1000, 100000, 10000000};
-    int misses = 0;
-    for (int d = 0; d < 2; ++d) {
-        const size_t element = dtypes[d] == CBLOB_DTYPE_FLOAT32 ? 4 : 8;
-        for (int z = 0; z < 3; ++z) {
-            const int64_t n = sizes[z];
-            state s = {.dtype = dtypes[d], .n = n};
-            check(cblob_blob_create(context, s.dtype, 1, &n, &s.blob), "create");
-            check(cblob_blob_mutable_cpu_ptr(s.blob, CBLOB_PART_DATA, &s.x), "data");
-            check(cblob_blob_mutable_cpu_ptr(s.blob, CBLOB_PART_DIFF, &s.y), "diff");
-            fill(s.x, s.dtype, n, 1.0);
-            fill(s.y, s.dtype, n, 1e-9);
-            for (size_t b = 0; b < sizeof benchmarks / sizeof benchmarks[0]; ++b) {
-                const benchmark *bm = &benchmarks[b];
-                const double bytes = (double)bm->arrays * (double)n * (double)element;
-                s.copy_bytes = (size_t)bytes;
-                s.copy_from = malloc(s.copy_bytes);
-                s.copy_to = malloc(s.copy_bytes);
-                memset(s.copy_from, 1, s.copy_bytes);
-                memset(s.copy_to, 2, s.copy_bytes);
-                const operation ops[4] = {op_memcpy, bm->cblob, bm->loop, bm->blis};
-                double best[4];
-                best_seconds_per_call(4, ops, &s, best);
-                const double t_memcpy = best[0], t_cblob = best[1], t_loop = best[2], t_blis = best[3];
-                free(s.copy_from);
-                free(s.copy_to);
-                const double best_other = t_loop < t_blis ? t_loop : t_blis;
-                /* The issue's targets: >= 0.9x the faster of loop and BLIS everywhere; >= 0.8x
-                 * memcpy at 1e7; asum >= 4x BLIS at 1e7. */
-                const int fast_enough = best_other / t_cblob >= 0.9;
-                const int memory_bound_ok = n < 10000000 || t_memcpy / t_cblob >= 0.8;
-                const int asum_ok = n < 10000000 || strcmp(bm->name, "asum") != 0 || t_blis / t_cblob >= 4.0;
-                const int ok = fast_enough && memory_bound_ok && asum_ok;
-                misses += !ok;
-                printf("%-7s %-6s %9lld %9.2f %9.2f %9.2f %9.2f | %8.2f %8.2f %8.2f %s\n",
-                       s.dtype == CBLOB_DTYPE_FLOAT32 ? "float32" : "float64", bm->name, (long long)n,
-                       bytes / t_cblob * 1e-9, bytes / t_memcpy * 1e-9, bytes / t_loop * 1e-9,
-                       bytes / t_blis * 1e-9, t_memcpy / t_cblob, t_loop / t_cblob, t_blis / t_cblob,
-                       ok ? "met" : "MISSED");
-                fflush(stdout);
-            }
-            cblob_blob_destroy(s.blob);
+    int64_t sizes[8] = {1000, 100000, 10000000, 100000000};
+    int num_sizes = 4;
+    const char *python = "/usr/bin/python3";
+    bool want_numpy = true;
+    for (int i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            plan.rounds = 3;
+            plan.batch_seconds = 0.01;
+        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+            plan.rounds = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
+            num_sizes = parse_sizes(argv[++i], sizes);
+        } else if (strcmp(argv[i], "--python") == 0 && i + 1 < argc) {
+            python = argv[++i];
+        } else if (strcmp(argv[i], "--no-numpy") == 0) {
+            want_numpy = false;
+        } else {
+            fprintf(stderr, "usage: bench_math [--quick] [--rounds N] [--sizes 1e3,1e5,...] [--python PATH | --no-numpy]\n");
+            return 2;
         }
     }
+    signal(SIGPIPE, SIG_IGN);
+    bench_print_machine("bench_math");
+    const bool have_openblas = open_openblas();
+    numpy_child children[2];
+    const bool have_numpy = want_numpy && numpy_start(&children[0], python, true) && numpy_start(&children[1], python, false);
+    char answer[256] = "not run";
+    if (have_numpy)
+        numpy_ask(&children[1], "info", answer, sizeof answer);
+    cblob_context *context;
+    int32_t threads = 0;
+    check(cblob_context_create(&context), "context");
+    check(cblob_context_num_threads(context, &threads), "num_threads");
+    printf("cblob %s (%s), default %d threads; %s; OpenBLAS %s (default %d threads); %s\n", cblob_version(),
+           cblob_cpu_features(), (int)threads, cblob_blas_info(), have_openblas ? "libopenblas.so.0" : "missing",
+           openblas.default_threads, have_numpy ? answer : "NumPy: not run");
+    printf("GB/s (bytes read + written), medians of %d interleaved rounds; N = default threads.\n"
+           "Ratios: cblob 1 / fastest one-thread peer, cblob N / fastest default-thread peer, cblob N / memcpy.\n\n",
+           plan.rounds);
+    printf("%-7s %-6s %9s", "dtype", "op", "n");
+    for (int k = 0; k < CONTENDERS; ++k)
+        printf(" %8s", names[k]);
+    printf(" | %5s %5s %5s\n", "/1", "/N", "/mem");
+
+    const cblob_dtype dtypes[2] = {CBLOB_DTYPE_FLOAT32, CBLOB_DTYPE_FLOAT64};
+    const char *const ops[4] = {"update", "asum", "sumsq", "scale"};
+    int misses = 0;
+    for (int d = 0; d < 2; ++d) {
+        for (int z = 0; z < num_sizes; ++z) {
+            state s = {.context = context, .dtype = dtypes[d], .n = sizes[z], .numpy = {&children[0], &children[1]}};
+            s.bytes = (size_t)s.n * (is_f32(&s) ? 4 : 8);
+            check(cblob_blob_create(context, s.dtype, 1, &s.n, &s.blob), "create");
+            check(cblob_blob_create(context, s.dtype, 1, &s.n, &s.scratch), "create");
+            check(cblob_blob_mutable_cpu_ptr(s.blob, CBLOB_PART_DATA, &s.x), "data");
+            check(cblob_blob_mutable_cpu_ptr(s.blob, CBLOB_PART_DIFF, &s.y), "diff");
+            check(cblob_blob_mutable_cpu_ptr(s.scratch, CBLOB_PART_DATA, &s.copy_to), "scratch");
+            fill(s.x, s.dtype, s.n, 1.0);
+            fill(s.y, s.dtype, s.n, 1e-9);
+            memset(s.copy_to, 0, s.bytes);
+            if (have_numpy) {
+                char command[64];
+                snprintf(command, sizeof command, "setup %s %lld", is_f32(&s) ? "float32" : "float64", (long long)s.n);
+                for (int c = 0; c < 2; ++c)
+                    numpy_ask(&children[c], command, answer, sizeof answer);
+            }
+            for (int o = 0; o < 4; ++o) {
+                s.op = ops[o];
+                cell(&s, have_openblas, have_numpy, &misses);
+            }
+            cblob_blob_destroy(s.blob);
+            cblob_blob_destroy(s.scratch);
+        }
+    }
+    if (have_numpy)
+        for (int c = 0; c < 2; ++c)
+            numpy_stop(&children[c]);
     cblob_context_destroy(context);
     printf("\n%s\n", misses == 0 ? "all targets met" : "some targets missed (see MISSED rows)");
     return 0;

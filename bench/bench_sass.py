@@ -4,12 +4,15 @@
 Compiles every kernel family (generated/cuda/<family>.cu, the sources the library embeds) with the
 real NVRTC for sm_90 and sm_80, with the library's options (cuda/cuda_jit.c: --fmad=false), and
 disassembles the cubins with cuobjdump (from PyPI: scripts/sass-tools.sh). For each kernel it prints
-the registers per thread and its hot loop: of the loops that touch global memory (a backward
-branch whose body holds LDG or STG), the one handling the most elements per pass (the compiler's
-unrolled main loop; the others are remainders run at most a few times), with its instructions and
-the elements one pass handles: the bytes its global stores write (its loads read, for a
-reduction, which stores nothing in the loop) divided by the element size. Instructions per element
-is their ratio. --all-loops lists the remainder loops too.
+the registers per thread and its hot loop: of the innermost loops that touch global memory (a
+backward branch whose body holds LDG or STG and no other backward branch), the one handling the
+most elements per pass (the unrolled main loop; the others are remainders run at most a few
+times), with its instructions and the elements one pass handles: the bytes its global stores write
+(its loads read, for a reduction, which stores nothing in the loop) divided by the element size.
+Instructions per element is their ratio. A kernel with two paths, one through shared memory (LDS or
+STS in the loop: the transpose's tiles) and one without, gets a row for each. --all-loops lists
+every loop, outer loops (marked "outer": their body holds the inner loop's instructions once, and
+its elements) and remainders too.
 
 Targets (issue 13): transpose at most 24 instructions per element, strided copy at most 12,
 element-wise kernels at most 10.
@@ -28,7 +31,6 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARCHS = ["sm_90", "sm_80"]
 ELEMENT_BYTES = {"f32": 4, "f64": 8, "i32": 4, "u32": 4}
-TARGET_BYTES = {"convert_to_f32": 4, "convert_to_f64": 8, "convert_to_i32": 4, "convert_to_u32": 4}
 TARGETS = {"transpose": 24, "copy_strided": 12}
 ELEMENT_WISE_TARGET = 10
 REDUCTIONS = {"asum", "sumsq"}
@@ -104,26 +106,49 @@ def access_bytes(opcode):
     return 4
 
 
-def loops(code):
-    """Each backward branch's body that touches global memory: (instructions, stored, loaded)."""
-    result = []
+def backward_branches(code):
+    """(start, end) of each loop: a branch back to an earlier address."""
+    found = []
     for address, opcode, operands in code:
-        if not opcode.startswith("BRA"):
-            continue
         m = re.search(r"0x([0-9a-f]+)", operands)
-        if not m or int(m.group(1), 16) >= address:
-            continue
-        start = int(m.group(1), 16)
-        body = [(a, o) for a, o, _ in code if start <= a <= address]
-        stored = sum(access_bytes(o) for _, o in body if o.startswith("STG"))
-        loaded = sum(access_bytes(o) for _, o in body if o.startswith("LDG"))
+        if opcode.startswith("BRA") and m and int(m.group(1), 16) < address:
+            found.append((int(m.group(1), 16), address))
+    return found
+
+
+def loops(code):
+    """Each loop whose body touches global memory: (instructions, stored, loaded, innermost, shared)."""
+    result = []
+    branches = backward_branches(code)
+    for start, end in branches:
+        body = [o for a, o, _ in code if start <= a <= end]
+        stored = sum(access_bytes(o) for o in body if o.startswith("STG"))
+        loaded = sum(access_bytes(o) for o in body if o.startswith("LDG"))
+        innermost = not any(start <= s and e <= end and (s, e) != (start, end) for s, e in branches)
+        shared = any(o.startswith(("LDS", "STS")) for o in body)
         if stored or loaded:
-            result.append((len(body), stored, loaded))
+            result.append((len(body), stored, loaded, innermost, shared))
     return result
 
 
 def target_for(family):
     return TARGETS.get(family, None if family in REDUCTIONS else ELEMENT_WISE_TARGET)
+
+
+def written_bytes(family, suffix):
+    """Bytes of an element a kernel writes: the target's for a conversion family, else the dtype's."""
+    if family.startswith(("convert_to_", "truncate_to_")):
+        return ELEMENT_BYTES[family.rsplit("_", 1)[-1]]
+    return ELEMENT_BYTES.get(suffix, 4)
+
+
+def hot_loops(found, elements_of):
+    """The innermost loop with the most elements per pass; one per path when a kernel has a
+    shared-memory path and a direct one."""
+    innermost = [loop for loop in found if loop[-2]]
+    paths = [[loop for loop in innermost if loop[-1]], [loop for loop in innermost if not loop[-1]]]
+    paths = [path for path in paths if path] or [found]
+    return [max(path, key=lambda loop: (elements_of(loop), -loop[0])) for path in paths]
 
 
 def report(family, arch, cubin, cuobjdump, env, rows, all_loops):
@@ -136,22 +161,24 @@ def report(family, arch, cubin, cuobjdump, env, rows, all_loops):
     regs = registers(usage)
     for kernel, code in sorted(functions(sass).items()):
         suffix = kernel.rsplit("_", 1)[-1]
-        element = TARGET_BYTES.get(family, ELEMENT_BYTES.get(suffix, 4))
-        read_element = ELEMENT_BYTES.get(suffix, 4)
+        element = written_bytes(family, suffix)
+        read_element = ELEMENT_BYTES.get(suffix, 8 if kernel == "cblob_sum_parts" else 4)
         found = loops(code)
         if not found:
-            rows.append((kernel, arch, regs.get(kernel, 0), "-", "-", "-", target_for(family), "no loop"))
+            rows.append((kernel, arch, regs.get(kernel, 0), "-", "-", "-", "", target_for(family), "no loop"))
             continue
-        measured = [(instructions, stored / element if stored else loaded / read_element)
-                     for instructions, stored, loaded in found]
-        if not all_loops:
-            measured = [max(measured, key=lambda loop: (loop[1], -loop[0]))]
-        for instructions, elements in measured:
+        def elements_of(loop):
+            return loop[1] / element if loop[1] else loop[2] / read_element
+
+        for loop in (found if all_loops else hot_loops(found, elements_of)):
+            instructions, _, _, innermost, shared = loop
+            elements = elements_of(loop)
             per_element = instructions / elements
             target = target_for(family)
             verdict = "-" if target is None else ("meets" if per_element <= target else "MISSES")
-            rows.append((kernel, arch, regs.get(kernel, 0), instructions, f"{elements:g}", f"{per_element:.1f}", target,
-                         verdict))
+            kind = ", ".join(word for word, yes in (("shared memory", shared), ("outer", not innermost)) if yes)
+            rows.append((kernel, arch, regs.get(kernel, 0), instructions, f"{elements:g}", f"{per_element:.1f}", kind,
+                         target, verdict))
 
 
 def main():
@@ -176,11 +203,11 @@ def main():
             report(family, arch, compile_cubin(nvrtc, source, f"cblob_{family}.cu", arch), cuobjdump, env, rows,
                    args.all_loops)
     print(f"NVRTC {major.value}.{minor.value}, options --fmad=false; the hot loop of each kernel")
-    header = ("kernel", "arch", "regs", "loop instr", "elements/pass", "instr/element", "target", "verdict")
+    header = ("kernel", "arch", "regs", "loop instr", "elements/pass", "instr/element", "loop", "target", "verdict")
     widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
     for row in [header] + rows:
         print("  ".join(str(value).ljust(width) for value, width in zip(row, widths)).rstrip())
-    misses = sum(1 for row in rows if row[-1] == "MISSES")
+    misses = sum(1 for row in rows if row[-1] == "MISSES" and "outer" not in row[-3])
     print(f"{misses} loop(s) miss their target" if misses else "every loop meets its target")
 
 

@@ -44,7 +44,7 @@ TYPE_KINDS = {"opaque", "callback", "foreign"}
 OWNERSHIPS = {"borrowed", "caller_owns", "transfers_to_callee"}
 # Kinds of value the bad-input sweep knows how to make bad (templates/tests/bad_input_sweep.c.j2).
 CHECK_KINDS = {
-    "dtype", "part", "mode", "bool", "num_axes", "dims", "dim", "axis", "axis_bound",
+    "dtype", "part", "mode", "thread_count", "bool", "num_axes", "dims", "dim", "axis", "axis_bound",
     "legacy_index", "capacity_axes", "text_capacity", "num_indices", "indices",
     "legacy_position", "buffer_bytes", "same_count_blob", "same_shape_blob",
     # NeoML operations (codegen/api/40_neoml.yaml)
@@ -65,6 +65,9 @@ CHECK_KINDS = {
     "read_count", "read_bytes", "safetensors_bytes", "npz_bytes", "safetensors_path", "npz_path",
 }
 
+# How the CPU dispatch cuts a kernel's work into ranges for the thread pool (ops.yaml `split`).
+SPLITS = {"elements", "sum", "rows", "bands"}
+
 # How a conversion family from a float type to an integer type drops the fraction (ops.yaml
 # `rounding`): the C function its CPU kernel and its CUDA twin call.
 ROUNDINGS = {"nearest_even": "rint", "toward_zero": "trunc"}
@@ -72,6 +75,10 @@ ROUNDINGS = {"nearest_even": "rint", "toward_zero": "trunc"}
 # Threads per block of every generated CUDA kernel: the launcher (templates/cuda/launch.c.j2) and
 # the kernels' __launch_bounds__ read this one number.
 CUDA_BLOCK_THREADS = 256
+# A CUDA reduction's first pass: at most this many partial sums (the second pass's input), each
+# thread with this many loads in flight (templates/cuda/_reduce_parts.j2).
+CUDA_REDUCE_PARTS = 1024
+CUDA_REDUCE_UNROLL = 4
 
 
 class DescriptionError(Exception):
@@ -252,18 +259,36 @@ def enrich(model):
         op["round_fn"] = ROUNDINGS[op["rounding"]]
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
         op["cuda_params"] = [cuda_param(op, p) for p in op["params"]]
+        sums = [p for p in op["cuda_params"] if p["kind"] == "sum"]
+        if len(sums) > 1:
+            raise DescriptionError(f"kernel {op['name']}: a CUDA reduction computes one sum, not {len(sums)}")
+        op["cuda_sum"] = sums[0] if sums else None
+        op.setdefault("split", "sum" if sums else "elements")
+        if op["split"] not in SPLITS or (op["split"] == "sum") != bool(sums):
+            raise DescriptionError(f"kernel {op['name']}: split {op['split']} is none of {sorted(SPLITS)}, "
+                                   "or `sum` for a kernel without a double * sum (or the reverse)")
     for op in model["blob_math"]["ops"]:
         op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
     for d in model["dtypes"]:
         d["kernels"] = [op["name"] for op in model["ops"] if d["name"] in op["dtypes"]]
     model["dtype_by_name"] = {d["name"]: d for d in model["dtypes"]}
+    for op in model["ops"]:
+        # A kernel that only moves elements (ops.yaml `moves_bits`) serves every dtype of its size:
+        # the first dtype of each size has it, the others launch that one.
+        op.setdefault("moves_bits", False)
+        owners = {}
+        op["cuda_kernel_of"] = {}
+        for name in op["dtypes"]:
+            size = model["dtype_by_name"][name]["dlpack"]["bits"]
+            op["cuda_kernel_of"][name] = owners.setdefault(size, name) if op["moves_bits"] else name
+        op["cuda_dtypes"] = [name for name in op["dtypes"] if op["cuda_kernel_of"][name] == name]
     model["versions"] = sorted({fn["since"] for fn in model["functions"]},
                                key=lambda v: tuple(int(x) for x in v.split(".")))
 
 
 def cuda_param(op, text):
-    """How a kernel parameter crosses to the GPU: a device array of T, a double sum the kernel
-    adds into (zeroed and read back by the host), or a scalar passed by value."""
+    """How a kernel parameter crosses to the GPU: a device array of T, a reduction's sum (the host
+    reads the result; the kernel writes partial sums), or a scalar passed by value."""
     name = re.split(r"[ *]", text)[-1]
     c_type = text[: len(text) - len(name)].strip()
     if "*" not in c_type:
@@ -274,7 +299,8 @@ def cuda_param(op, text):
         # The output of a conversion family: an array of the family's target dtype.
         return {"name": name, "kind": "array", "type": c_type, "const": False, "untyped": True}
     if c_type == "double *":
-        return {"name": name, "kind": "sum", "type": c_type}
+        # The host's result; on the device, the first pass's partial sums (templates/cuda/_reduce.j2).
+        return {"name": "partials", "kind": "sum", "type": c_type, "result": name}
     raise DescriptionError(
         f"kernel {op['name']}, parameter '{text}': the CUDA launcher passes T arrays, double sums and "
         f"scalars; teach cuda_param() in codegen/generate.py and templates/cuda/launch.c.j2 this kind")
@@ -341,6 +367,8 @@ def make_env():
         if param["kind"] == "array":
             restrict = "" if op["may_alias"] else "__restrict__ "
             return re.sub(r"\bT\b", dt["ctype"], param["type"]) + restrict + param["name"]
+        if param["kind"] == "sum":
+            return f"double *__restrict__ {param['name']}"
         return f"{param['type']}{'' if param['type'].endswith('*') else ' '}{param['name']}"
 
     env.filters["ctype"] = ctype
@@ -349,6 +377,8 @@ def make_env():
     env.filters["c_string"] = c_string
     env.filters["cuda_param"] = cuda_param_decl
     env.globals["cuda_block_threads"] = CUDA_BLOCK_THREADS
+    env.globals["cuda_reduce_parts"] = CUDA_REDUCE_PARTS
+    env.globals["cuda_reduce_unroll"] = CUDA_REDUCE_UNROLL
     return env
 
 

@@ -455,6 +455,9 @@ static cblob_status resolve_functions(const cb_cuda_family *family, cbcu_module 
 {
     const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
     loaded->module = module;
+    loaded->combine = NULL;
+    if (family->combine != NULL)
+        CB_TRY(cb_cuda_check(api->cuModuleGetFunction(&loaded->combine, module, family->combine), family->combine));
     for (int row = 0; row < CB_CUDA_DTYPE_ROWS; ++row) {
         loaded->functions[row] = NULL;
         loaded->blocks_per_multiprocessor[row] = 0;
@@ -557,6 +560,7 @@ cblob_status cb_cuda_kernel_get(const cb_device *device, cb_cuda_family_id famil
     CB_TRY(family_on_device(device, family, &loaded, &transient, &compiled));
     out->function = loaded->functions[dtype];
     out->blocks_per_multiprocessor = loaded->blocks_per_multiprocessor[dtype];
+    out->combine = loaded->combine;
     out->transient = loaded == &transient ? transient.module : NULL;
     return CBLOB_OK;
 }

@@ -33,6 +33,7 @@
 typedef struct cb_cuda_kernel {
     cbcu_function function;
     int blocks_per_multiprocessor; /* the occupancy the driver reported at load */
+    cbcu_function combine; /* a reduction's second pass; NULL for other families */
     cbcu_module transient; /* set in mode off: unloaded by cb_cuda_kernel_release */
 } cb_cuda_kernel;
 

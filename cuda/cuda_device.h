@@ -19,6 +19,7 @@ typedef struct cb_cuda_loaded {
     cbcu_module module;
     cbcu_function functions[CB_CUDA_DTYPE_ROWS];
     int blocks_per_multiprocessor[CB_CUDA_DTYPE_ROWS]; /* asked once per kernel, at load */
+    cbcu_function combine; /* a reduction's second pass (cb_cuda_family.combine); NULL elsewhere */
 } cb_cuda_loaded;
 
 typedef struct cb_cuda_family_slot {

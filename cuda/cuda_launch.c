@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "cuda_launch.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #include "core/enums.h"
@@ -46,32 +47,59 @@ cblob_status cb_cuda_launch(const cb_device *device, cb_cuda_family_id family, c
     return status;
 }
 
-cblob_status cb_cuda_sums_begin(const cb_device *device, int count, cb_cuda_sums *sums)
+/* Both passes, queued back to back under the queue's reduction lock: the stream runs them in
+ * that order, so no other reduction on the queue writes the scratch between them. Runs with the
+ * device's context current. */
+static cblob_status queue_passes(const cb_device *device, const cb_cuda_kernel *kernel, int64_t n, void **args,
+                                 void **partials, cbcu_deviceptr result, const char *name)
 {
-    CB_TRY(cb_cuda_slot_take(device, &sums->slot));
-    for (int i = 0; i < count; ++i)
-        sums->slot.host[i] = 0; /* no work on the slot is queued before this call's launch */
-    sums->count = count;
-    return CBLOB_OK;
-}
-
-void *cb_cuda_sum_slot(const cb_cuda_sums *sums, int index)
-{
-    return (void *)(uintptr_t)(sums->slot.device + (cbcu_deviceptr)index * sizeof(double));
-}
-
-cblob_status cb_cuda_sums_finish(const cb_device *device, cb_cuda_sums *sums, cblob_status launched, double **results)
-{
-    cblob_status status = launched;
-    if (status == CBLOB_OK)
-        status = cb_cuda_enter(cb_cuda_device_state_of(device));
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    cb_queue *queue = device->queue;
+    pthread_mutex_lock(&queue->reduce_lock);
+    cblob_status status = CBLOB_OK;
+    if (queue->scratch == 0)
+        status = cb_cuda_check(api->cuMemAlloc_v2(&queue->scratch, CB_CUDA_REDUCE_PARTS * sizeof(double)),
+                               "allocating the reduction scratch");
     if (status == CBLOB_OK) {
-        status = cb_cuda_check(cb_cuda_driver_api_get()->cuStreamSynchronize(cb_cuda_stream(device)), "waiting for a reduction");
-        cb_cuda_leave();
+        *partials = (void *)(uintptr_t)queue->scratch;
+        const int64_t parts = cb_part_count(n);
+        const unsigned int most = grid_size(cb_cuda_device_state_of(device), kernel, n);
+        status = cb_cuda_queued(device,
+                                api->cuLaunchKernel(kernel->function, parts < most ? (unsigned int)parts : most, 1, 1,
+                                                    CB_CUDA_BLOCK_THREADS, 1, 1, 0, cb_cuda_stream(device), args, NULL),
+                                name);
     }
-    if (status == CBLOB_OK)
-        for (int i = 0; i < sums->count; ++i)
-            *results[i] = sums->slot.host[i];
-    cb_cuda_slot_give(device, sums->slot);
+    if (status == CBLOB_OK) {
+        void *combine_args[] = {&n, &queue->scratch, &result};
+        status = cb_cuda_queued(device,
+                                api->cuLaunchKernel(kernel->combine, 1, 1, 1, CB_CUDA_BLOCK_THREADS, 1, 1, 0,
+                                                    cb_cuda_stream(device), combine_args, NULL),
+                                "cblob_sum_parts");
+    }
+    pthread_mutex_unlock(&queue->reduce_lock);
+    return status;
+}
+
+cblob_status cb_cuda_reduce(const cb_device *device, cb_cuda_family_id family, cblob_dtype dtype, int64_t n, void **args,
+                            void **partials, double *out)
+{
+    cb_cuda_kernel kernel;
+    CB_TRY(cb_cuda_kernel_get(device, family, dtype, &kernel));
+    cb_cuda_slot slot;
+    cblob_status status = cb_cuda_slot_take(device, &slot);
+    if (status == CBLOB_OK) {
+        status = cb_cuda_enter(cb_cuda_device_state_of(device));
+        if (status == CBLOB_OK) {
+            const char *name = cb_cuda_families[family].kernels[dtype];
+            status = queue_passes(device, &kernel, n, args, partials, slot.device, name);
+            if (status == CBLOB_OK)
+                status = cb_cuda_check(cb_cuda_driver_api_get()->cuStreamSynchronize(cb_cuda_stream(device)), name);
+            cb_cuda_leave();
+        }
+        if (status == CBLOB_OK)
+            *out = *slot.host;
+        cb_cuda_slot_give(device, slot);
+    }
+    cb_cuda_kernel_release(device, &kernel);
     return status;
 }

@@ -64,6 +64,7 @@ cblob_status cb_cuda_queue_open(cb_device *device, bool own, void *stream)
     atomic_init(&queue->holders, 1);
     atomic_init(&queue->retired, false);
     pthread_mutex_init(&queue->lock, NULL);
+    pthread_mutex_init(&queue->reduce_lock, NULL);
     queue->device_index = device->index;
     queue->stream = made;
     queue->owned = own;
@@ -127,10 +128,13 @@ void cb_cuda_queue_release(cb_queue *queue)
         destroy_blas(queue);
         for (int i = 0; i < queue->chunk_count; ++i)
             cb_cuda_driver_api_get()->cuMemFreeHost(queue->chunks[i]);
+        if (queue->scratch != 0)
+            cb_cuda_driver_api_get()->cuMemFree_v2(queue->scratch);
         cb_cuda_leave();
     }
     free(queue->chunks);
     free(queue->free_slots);
+    pthread_mutex_destroy(&queue->reduce_lock);
     pthread_mutex_destroy(&queue->lock);
     free(queue);
 }

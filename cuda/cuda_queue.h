@@ -18,9 +18,9 @@
 #include "backend.h"
 #include "cuda_api.h"
 
-/* A place for one call's results (sums) that the device writes and the host reads: mapped
- * pinned memory, so no copy is queued for them. */
-#define CB_CUDA_SLOT_DOUBLES 4
+/* A place for one call's result (a sum) that the device writes and the host reads: mapped
+ * pinned memory, so no copy is queued for it. */
+#define CB_CUDA_SLOT_DOUBLES 1
 typedef struct cb_cuda_slot {
     double *host;
     cbcu_deviceptr device;
@@ -43,6 +43,11 @@ struct cb_queue {
     int free_count, free_room;
     void **chunks;
     int chunk_count;
+    /* The reductions' partial sums (CB_CUDA_REDUCE_PARTS doubles, made at the first reduction):
+     * both passes of one reduction are queued under `reduce_lock`, so the stream orders each
+     * reduction's use of it after the previous one's. */
+    pthread_mutex_t reduce_lock;
+    cbcu_deviceptr scratch;
 };
 
 cblob_status cb_cuda_queue_open(cb_device *device, bool own, void *stream);

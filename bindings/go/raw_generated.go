@@ -64,6 +64,30 @@ static inline cbgo_context_mode_result cbgo_context_mode(uintptr_t context) {
     return r;
 }
 
+static inline cbgo_status_result cbgo_context_set_num_threads(uintptr_t context, int32_t num_threads) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_context_set_num_threads((cblob_context *)context, num_threads);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int32_t out_num_threads;
+} cbgo_context_num_threads_result;
+
+static inline cbgo_context_num_threads_result cbgo_context_num_threads(uintptr_t context) {
+    cbgo_context_num_threads_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_context_num_threads((const cblob_context *)context, &r.out_num_threads);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
 typedef struct {
     cblob_status status;
     char *message;
@@ -731,6 +755,21 @@ static inline cbgo_model_open_file_result cbgo_model_open_file(uintptr_t context
     cbgo_model_open_file_result r;
     memset(&r, 0, sizeof r);
     r.status = cblob_model_open_file((cblob_context *)context, path, &r.out_model);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_model *out_model;
+} cbgo_model_open_file_lazy_result;
+
+static inline cbgo_model_open_file_lazy_result cbgo_model_open_file_lazy(uintptr_t context, const char *path) {
+    cbgo_model_open_file_lazy_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_open_file_lazy((cblob_context *)context, path, &r.out_model);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -2161,6 +2200,42 @@ func cContextMode(context *C.cblob_context) (C.cblob_mode, error) {
 	return r.out_mode, nil
 }
 
+// Sets how many threads work on the context's blobs may use, the calling thread included.
+// Large operations on the host (Caffe's math, conversions, copies, fills, merges and splits,
+// transposes, and the decoding of BlobProtos and models) split over up to that many threads
+// from about a megabyte of data on; smaller ones always run on the calling thread. An
+// operation on several blobs follows the context of the blob it writes (of the blob it reads,
+// for asum and sumsq). 0, the default, means the process default: the environment variable
+// CBLOB_NUM_THREADS when it holds a number from 1 to CBLOB_MAX_THREADS (read once, at the
+// first large operation), else the CPUs the process may run on (its CPU affinity, capped by a
+// cgroup CPU quota). 1 means no threads at all: the library starts no thread for this
+// context's work, and with CBLOB_NUM_THREADS=1 none for any context left at 0.
+//
+// The worker threads belong to one pool per process, started when first needed. Callers
+// share it: many threads calling at once (goroutines, a .NET thread pool) never start more
+// workers than the largest setting asks for, a call finds the workers that are free and does
+// the rest itself, and work started from inside a worker runs inline. The pool survives
+// fork(): the child starts its own workers when it needs them. Workers block all signals.
+// Results never depend on the setting: asum and sumsq are the same bit for bit for any number
+// of threads. Device work is unaffected.
+func cContextSetNumThreads(context *C.cblob_context, numThreads C.int32_t) error {
+	r := C.cbgo_context_set_num_threads(C.uintptr_t(uintptr(unsafe.Pointer(context))), numThreads)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// The number of threads work on the context's blobs may use: its setting
+// (cblob_context_set_num_threads), or the process default when the setting is 0.
+func cContextNumThreads(context *C.cblob_context) (C.int32_t, error) {
+	r := C.cbgo_context_num_threads(C.uintptr_t(uintptr(unsafe.Pointer(context))))
+	if r.status != C.CBLOB_OK {
+		return r.out_num_threads, newError(r.status, r.message)
+	}
+	return r.out_num_threads, nil
+}
+
 // Creates a blob of the given dtype and shape (Caffe's Blob(shape)). Zero axes make a scalar
 // (count 1). Nothing is allocated until the first access. Free it with cblob_blob_destroy.
 func cBlobCreate(context *C.cblob_context, dtype C.cblob_dtype, numAxes C.int32_t, shape *C.int64_t) (*C.cblob_blob, error) {
@@ -2699,6 +2774,26 @@ func cModelOpen(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.c
 // blobs; bench/model_memory.sh).
 func cModelOpenFile(context *C.cblob_context, path *C.char) (*C.cblob_model, error) {
 	r := C.cbgo_model_open_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
+	if r.status != C.CBLOB_OK {
+		return r.out_model, newError(r.status, r.message)
+	}
+	return r.out_model, nil
+}
+
+// Opens a .caffemodel file reading only its structure: layer names and types, and the shape,
+// dtype and count of every blob, are available at once, while each blob's values stay in the
+// file until first accessed (cblob_model_layer_blob, cblob_model_layer_blob_read, a save or an
+// export), when that blob's bytes alone are read, straight into its storage. A model of large
+// blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
+// docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
+// model is destroyed. Every access checks that it is still the file that was opened: when its
+// size, modification or change time, device or inode differ (the file was rewritten, replaced
+// or truncated), the access fails with CBLOB_ERR_IO ("... changed while it was read"), rather than mix
+// two versions of the file; the values read before stay valid. Malformed files are refused as
+// cblob_model_open_file refuses them, with the same messages. Otherwise the model is one of
+// cblob_model_open_file's: every call takes it.
+func cModelOpenFileLazy(context *C.cblob_context, path *C.char) (*C.cblob_model, error) {
+	r := C.cbgo_model_open_file_lazy(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
 	if r.status != C.CBLOB_OK {
 		return r.out_model, newError(r.status, r.message)
 	}

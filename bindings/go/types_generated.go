@@ -9,6 +9,9 @@ import "strconv"
 // MaxAxes (CBLOB_MAX_AXES): The most axes a blob can have (Caffe's kMaxBlobAxes).
 const MaxAxes = 32
 
+// MaxThreads (CBLOB_MAX_THREADS): The most threads a context may use (cblob_context_set_num_threads).
+const MaxThreads = 256
+
 // ABIVersionMajor (CBLOB_ABI_VERSION_MAJOR): The ABI major version this header describes; it is also the SONAME's number.
 const ABIVersionMajor = 1
 

@@ -48,19 +48,33 @@ typedef struct cb_cpu_kernels {
 #define CB_CPU_KERNEL_ROWS 5
 extern const cb_cpu_kernels cb_cpu_kernel_table[CB_CPU_KERNEL_ROWS];
 
-/* The generated kernels and their BLIS twins, exposed for benchmarks and kernel tests. */
+/* From this many bytes on, ops with a streaming variant (ops.yaml `stream`) use it: the data no
+ * longer fits the L2 cache, where 512-bit vectors won. A call split into ranges for threads uses
+ * the variant its whole size asks for (cb_cpu_<op>_stream_<suffix>). */
+#define CB_STREAM_BYTES (1u << 20)
+
+/* The generated kernels and their BLIS twins, exposed for benchmarks, kernel tests and the
+ * dispatch (generated/cpu/dispatch.c), which splits large calls over threads. Each is a plain
+ * single-threaded function. */
 cblob_status cb_cpu_asum_f32(int64_t n, const void *x, double *out);
+cblob_status cb_cpu_asum_stream_f32(int64_t n, const void *x, double *out);
 cblob_status cb_blis_asum_f32(int64_t n, const void *x, double *out);
 cblob_status cb_cpu_sumsq_f32(int64_t n, const void *x, double *out);
+cblob_status cb_cpu_sumsq_stream_f32(int64_t n, const void *x, double *out);
 cblob_status cb_blis_sumsq_f32(int64_t n, const void *x, double *out);
 cblob_status cb_cpu_axpy_f32(int64_t n, double alpha, const void *x, void *y);
+cblob_status cb_cpu_axpy_stream_f32(int64_t n, double alpha, const void *x, void *y);
 cblob_status cb_blis_axpy_f32(int64_t n, double alpha, const void *x, void *y);
 cblob_status cb_cpu_scale_f32(int64_t n, double alpha, void *x);
+cblob_status cb_cpu_scale_stream_f32(int64_t n, double alpha, void *x);
 cblob_status cb_blis_scale_f32(int64_t n, double alpha, void *x);
 cblob_status cb_cpu_fill_f32(int64_t n, double value, void *x);
 cblob_status cb_cpu_add_f32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_copy_strided_f32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);
 cblob_status cb_cpu_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
+/* The work cut into bands that threads may take apart, and bands [begin, end) of it. */
+int64_t cb_cpu_transpose_bands_f32(int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner);
+cblob_status cb_cpu_transpose_run_bands_f32(int64_t begin, int64_t end, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
 cblob_status cb_cpu_convert_to_f32_f32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_convert_to_f64_f32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_convert_to_i32_f32(int64_t n, const void *x, void *y);
@@ -68,17 +82,24 @@ cblob_status cb_cpu_convert_to_u32_f32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_truncate_to_i32_f32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_truncate_to_u32_f32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_asum_f64(int64_t n, const void *x, double *out);
+cblob_status cb_cpu_asum_stream_f64(int64_t n, const void *x, double *out);
 cblob_status cb_blis_asum_f64(int64_t n, const void *x, double *out);
 cblob_status cb_cpu_sumsq_f64(int64_t n, const void *x, double *out);
+cblob_status cb_cpu_sumsq_stream_f64(int64_t n, const void *x, double *out);
 cblob_status cb_blis_sumsq_f64(int64_t n, const void *x, double *out);
 cblob_status cb_cpu_axpy_f64(int64_t n, double alpha, const void *x, void *y);
+cblob_status cb_cpu_axpy_stream_f64(int64_t n, double alpha, const void *x, void *y);
 cblob_status cb_blis_axpy_f64(int64_t n, double alpha, const void *x, void *y);
 cblob_status cb_cpu_scale_f64(int64_t n, double alpha, void *x);
+cblob_status cb_cpu_scale_stream_f64(int64_t n, double alpha, void *x);
 cblob_status cb_blis_scale_f64(int64_t n, double alpha, void *x);
 cblob_status cb_cpu_fill_f64(int64_t n, double value, void *x);
 cblob_status cb_cpu_add_f64(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);
 cblob_status cb_cpu_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
+/* The work cut into bands that threads may take apart, and bands [begin, end) of it. */
+int64_t cb_cpu_transpose_bands_f64(int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner);
+cblob_status cb_cpu_transpose_run_bands_f64(int64_t begin, int64_t end, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
 cblob_status cb_cpu_convert_to_f32_f64(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_convert_to_f64_f64(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_convert_to_i32_f64(int64_t n, const void *x, void *y);
@@ -89,6 +110,9 @@ cblob_status cb_cpu_fill_i32(int64_t n, double value, void *x);
 cblob_status cb_cpu_add_i32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);
 cblob_status cb_cpu_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
+/* The work cut into bands that threads may take apart, and bands [begin, end) of it. */
+int64_t cb_cpu_transpose_bands_i32(int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner);
+cblob_status cb_cpu_transpose_run_bands_i32(int64_t begin, int64_t end, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
 cblob_status cb_cpu_convert_to_f32_i32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_convert_to_f64_i32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_convert_to_i32_i32(int64_t n, const void *x, void *y);
@@ -97,6 +121,9 @@ cblob_status cb_cpu_fill_u32(int64_t n, double value, void *x);
 cblob_status cb_cpu_add_u32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);
 cblob_status cb_cpu_transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
+/* The work cut into bands that threads may take apart, and bands [begin, end) of it. */
+int64_t cb_cpu_transpose_bands_u32(int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner);
+cblob_status cb_cpu_transpose_run_bands_u32(int64_t begin, int64_t end, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
 cblob_status cb_cpu_convert_to_f32_u32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_convert_to_f64_u32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_convert_to_i32_u32(int64_t n, const void *x, void *y);

@@ -5,8 +5,13 @@
  * target_clones, so the library runs on any x86-64 and uses AVX-512 or AVX2 where present.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__x86_64__)
+#  include <emmintrin.h> /* SSE2, in every x86-64: non-temporal stores (transpose) */
+#  define CB_HAVE_STREAM_STORES 1
+#endif
 
 #include <blis.h>
 
@@ -22,9 +27,9 @@
 #  define CB_STREAM_CLONES
 #endif
 
-/* From this many bytes on, ops with a streaming variant (ops.yaml `stream`) use it: the data no
- * longer fits the L2 cache, where 512-bit vectors won. */
-#define CB_STREAM_BYTES (1u << 20)
+/* Outputs of this many bytes and more are written with non-temporal stores where a kernel can
+ * (transpose): more than the caches keep, so writing around them costs nothing later. */
+#define CB_TRANSPOSE_STREAM_BYTES ((uint64_t)8 << 20)
 
 /* Elements per 512-bit vector, and independent accumulators for reductions (dtypes.yaml). */
 #define CB_VECTOR 16
@@ -35,6 +40,7 @@ static CB_VECTOR_CLONES cblob_status fill_i32_vector(int64_t n, double value_, v
 {
     const int32_t value = (int32_t)value_;
     int32_t *restrict x = x_;
+#pragma GCC unroll 4
     for (int64_t i = 0; i < n; ++i)
         x[i] = value;
     return CBLOB_OK;
@@ -53,6 +59,7 @@ static CB_VECTOR_CLONES cblob_status add_i32_vector(int64_t n, const void *x_, v
 {
     const int32_t *x = x_;
     int32_t *y = y_;
+#pragma GCC unroll 4
     for (int64_t i = 0; i < n; ++i)
         y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
     return CBLOB_OK;
@@ -128,32 +135,50 @@ cblob_status cb_cpu_copy_strided_i32(int64_t n, int64_t rows, int64_t cols, cons
 typedef int32_t cb_lanes8_i32 __attribute__((vector_size(8 * sizeof(int32_t))));
 
 /* y[j * ly + i] = x[i * lx + j] for an 8 x 8 block: unpack pairs, then pairs of pairs, then halves. */
-static inline __attribute__((always_inline)) void transpose_8x8_i32(const int32_t *x, int64_t lx,
-                                                                           int32_t *y, int64_t ly)
+static inline __attribute__((always_inline)) void transpose_block_i32(const int32_t *x, int64_t lx,
+                                                                             int32_t *y, int64_t ly)
 {
     typedef cb_lanes8_i32 lanes;
-    lanes r[8], t[8], u[8];
-    for (int i = 0; i < 8; ++i)
-        memcpy(&r[i], x + i * lx, sizeof r[i]);
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-    }
-    for (int i = 0; i < 8; i += 4) {
-        u[i] = __builtin_shufflevector(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-        u[i + 1] = __builtin_shufflevector(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-        u[i + 2] = __builtin_shufflevector(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
-        u[i + 3] = __builtin_shufflevector(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
-    }
-    for (int i = 0; i < 4; ++i) {
-        const lanes low = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-        const lanes high = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-        memcpy(y + i * ly, &low, sizeof low);
-        memcpy(y + (i + 4) * ly, &high, sizeof high);
-    }
+    lanes r0, r1, r2, r3, r4, r5, r6, r7;
+    memcpy(&r0, x, sizeof r0);
+    memcpy(&r1, x + lx, sizeof r1);
+    memcpy(&r2, x + 2 * lx, sizeof r2);
+    memcpy(&r3, x + 3 * lx, sizeof r3);
+    memcpy(&r4, x + 4 * lx, sizeof r4);
+    memcpy(&r5, x + 5 * lx, sizeof r5);
+    memcpy(&r6, x + 6 * lx, sizeof r6);
+    memcpy(&r7, x + 7 * lx, sizeof r7);
+#define CB_PAIRS(a, b, lo, hi) \
+    const lanes lo = __builtin_shufflevector(a, b, 0, 8, 1, 9, 4, 12, 5, 13); \
+    const lanes hi = __builtin_shufflevector(a, b, 2, 10, 3, 11, 6, 14, 7, 15);
+#define CB_QUADS(a, b, lo, hi) \
+    const lanes lo = __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13); \
+    const lanes hi = __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15);
+#define CB_HALVES(a, b, i) \
+    do { \
+        const lanes low = __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11); \
+        const lanes high = __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15); \
+        memcpy(y + (i) * ly, &low, sizeof low); \
+        memcpy(y + ((i) + 4) * ly, &high, sizeof high); \
+    } while (0)
+    CB_PAIRS(r0, r1, t0, t1)
+    CB_PAIRS(r2, r3, t2, t3)
+    CB_PAIRS(r4, r5, t4, t5)
+    CB_PAIRS(r6, r7, t6, t7)
+    CB_QUADS(t0, t2, u0, u1)
+    CB_QUADS(t1, t3, u2, u3)
+    CB_QUADS(t4, t6, u4, u5)
+    CB_QUADS(t5, t7, u6, u7)
+    CB_HALVES(u0, u4, 0);
+    CB_HALVES(u1, u5, 1);
+    CB_HALVES(u2, u6, 2);
+    CB_HALVES(u3, u7, 3);
+#undef CB_PAIRS
+#undef CB_QUADS
+#undef CB_HALVES
 }
 #else
-static inline void transpose_8x8_i32(const int32_t *x, int64_t lx, int32_t *y, int64_t ly)
+static inline void transpose_block_i32(const int32_t *x, int64_t lx, int32_t *y, int64_t ly)
 {
     for (int i = 0; i < 8; ++i)
         for (int j = 0; j < 8; ++j)
@@ -161,40 +186,89 @@ static inline void transpose_8x8_i32(const int32_t *x, int64_t lx, int32_t *y, i
 }
 #endif
 
-static CB_VECTOR_CLONES cblob_status transpose_i32_vector(int64_t n, int64_t outer, int64_t rows, int64_t middle,
-                                                              int64_t cols, int64_t inner, const void *x_, void *y_)
+/* Writes one buffered tile row of `bytes` (a multiple of 16) to y. */
+static inline void write_tile_row_i32(int32_t *y, const int32_t *row, size_t bytes, bool stream)
 {
-    (void)n;
+#ifdef CB_HAVE_STREAM_STORES
+    if (stream && ((uintptr_t)y & 15) == 0) {
+        for (size_t k = 0; k < bytes; k += 16)
+            _mm_stream_si128((__m128i *)((char *)y + k), _mm_load_si128((const __m128i *)((const char *)row + k)));
+        return;
+    }
+#endif
+    (void)stream;
+    memcpy(y, row, bytes);
+}
+
+/* Bands: TILE rows of one (rows, cols) plane each, outer * middle planes. Bands write disjoint
+ * parts of y, so threads may take them apart (generated/cpu/dispatch.c). */
+int64_t cb_cpu_transpose_bands_i32(int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner)
+{
+    (void)cols;
+    (void)inner;
     enum { TILE = 64 };
-    const int32_t *restrict x = x_;
-    int32_t *restrict y = y_;
+    return outer * middle * ((rows + TILE - 1) / TILE);
+}
+
+/* `stream`: y is written with non-temporal stores (a call whose output is far larger than the
+ * caches: the whole call decides, so that every band of a split call writes alike). */
+static CB_VECTOR_CLONES void transpose_bands_i32(int64_t begin, int64_t end, int64_t rows, int64_t middle,
+                                                        int64_t cols, int64_t inner, const int32_t *restrict x,
+                                                        int32_t *restrict y, bool stream)
+{
+    enum { TILE = 64 };
     const int64_t x_row = middle * cols * inner; /* x's step from r to r + 1 */
     const int64_t y_col = middle * rows * inner; /* y's step from c to c + 1 */
-    int32_t buffer[TILE * TILE];
-    for (int64_t o = 0; o < outer; ++o) {
-        for (int64_t m = 0; m < middle; ++m) {
-            const int32_t *restrict xs = x + (o * rows * middle + m) * cols * inner;
-            int32_t *restrict ys = y + (o * cols * middle + m) * rows * inner;
-            for (int64_t r0 = 0; r0 < rows; r0 += TILE) {
-                const int64_t r1 = r0 + TILE < rows ? r0 + TILE : rows;
-                for (int64_t c0 = 0; c0 < cols; c0 += TILE) {
-                    const int64_t c1 = c0 + TILE < cols ? c0 + TILE : cols;
-                    if (inner == 1 && r1 - r0 == TILE && c1 - c0 == TILE) {
-                        for (int r = 0; r < TILE; r += 8)
-                            for (int c = 0; c < TILE; c += 8)
-                                transpose_8x8_i32(xs + (r0 + r) * x_row + c0 + c, x_row, buffer + c * TILE + r, TILE);
-                        for (int c = 0; c < TILE; ++c)
-                            memcpy(ys + (c0 + c) * y_col + r0, buffer + c * TILE, sizeof buffer[0] * TILE);
-                        continue;
-                    }
-                    for (int64_t c = c0; c < c1; ++c)
-                        for (int64_t r = r0; r < r1; ++r)
-                            for (int64_t i = 0; i < inner; ++i)
-                                ys[c * y_col + r * inner + i] = xs[r * x_row + c * inner + i];
-                }
+    const int64_t row_bands = (rows + TILE - 1) / TILE;
+    _Alignas(64) int32_t buffer[TILE * TILE];
+    for (int64_t band = begin; band < end; ++band) {
+        const int64_t plane = band / row_bands, o = plane / middle, m = plane % middle;
+        const int32_t *restrict xs = x + (o * rows * middle + m) * cols * inner;
+        int32_t *restrict ys = y + (o * cols * middle + m) * rows * inner;
+        const int64_t r0 = band % row_bands * TILE;
+        const int64_t r1 = r0 + TILE < rows ? r0 + TILE : rows;
+        for (int64_t c0 = 0; c0 < cols; c0 += TILE) {
+            const int64_t c1 = c0 + TILE < cols ? c0 + TILE : cols;
+            if (inner == 1 && r1 - r0 == TILE && c1 - c0 == TILE) {
+                for (int r = 0; r < TILE; r += 8)
+                    for (int c = 0; c < TILE; c += 8)
+                        transpose_block_i32(xs + (r0 + r) * x_row + c0 + c, x_row, buffer + c * TILE + r, TILE);
+                for (int c = 0; c < TILE; ++c)
+                    write_tile_row_i32(ys + (c0 + c) * y_col + r0, buffer + c * TILE, sizeof buffer[0] * TILE, stream);
+                continue;
             }
+            for (int64_t c = c0; c < c1; ++c)
+                for (int64_t r = r0; r < r1; ++r)
+                    for (int64_t i = 0; i < inner; ++i)
+                        ys[c * y_col + r * inner + i] = xs[r * x_row + c * inner + i];
         }
     }
+#ifdef CB_HAVE_STREAM_STORES
+    if (stream)
+        _mm_sfence(); /* non-temporal stores are weakly ordered: done before anyone reads y */
+#endif
+}
+
+/* Non-temporal stores from this many bytes of output on: beyond what the caches could keep. */
+static bool transpose_streams_i32(int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner)
+{
+    return (uint64_t)(outer * rows * middle * cols * inner) * sizeof(int32_t) >= CB_TRANSPOSE_STREAM_BYTES;
+}
+
+cblob_status cb_cpu_transpose_run_bands_i32(int64_t begin, int64_t end, int64_t outer, int64_t rows,
+                                                   int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
+{
+    transpose_bands_i32(begin, end, rows, middle, cols, inner, x, y,
+                                    transpose_streams_i32(outer, rows, middle, cols, inner));
+    return CBLOB_OK;
+}
+
+static cblob_status transpose_i32_vector(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols,
+                                                 int64_t inner, const void *x, void *y)
+{
+    (void)n;
+    transpose_bands_i32(0, cb_cpu_transpose_bands_i32(outer, rows, middle, cols, inner), rows,
+                                    middle, cols, inner, x, y, transpose_streams_i32(outer, rows, middle, cols, inner));
     return CBLOB_OK;
 }
 

@@ -10,6 +10,7 @@
 #define CBLOB_GENERATED_CUDA_FAMILIES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backend/device_kernels.h"
 #include "cblob/cblob.h"
@@ -43,9 +44,29 @@ typedef struct cb_cuda_family {
     const char *source;                      /* the program (generated/cuda/<name>.cu) */
     size_t source_length;
     const char *kernels[CB_CUDA_DTYPE_ROWS]; /* entry point per dtype; NULL where there is none */
+    const char *combine; /* a reduction's second pass (cblob_sum_parts); NULL for other families */
 } cb_cuda_family;
 
 extern const cb_cuda_family cb_cuda_families[CB_CUDA_FAMILY_COUNT];
+
+/* The partial sums a reduction's first pass writes, at most (its scratch). */
+#define CB_CUDA_REDUCE_PARTS 1024
+// A reduction's first pass sums n elements in at most 1024 parts of whole block-wide passes
+// (4 loads in flight per thread of 256). A function of n alone, so the parts, the
+// order each is summed in and the order the second pass adds the partial sums in do not depend
+// on the grid, and neither does the sum: bit for bit the same on every run and every GPU.
+static inline int64_t cb_part_length(int64_t n)
+{
+    const int64_t pass = 4 * 256;
+    const int64_t least = (n + 1024 - 1) / 1024;
+    return (least + pass - 1) / pass * pass;
+}
+
+static inline int64_t cb_part_count(int64_t n)
+{
+    const int64_t length = cb_part_length(n);
+    return (n + length - 1) / length;
+}
 
 /* Every op through its generated kernel, whatever ops.yaml prefers (tests and benchmarks compare
  * it with cuBLAS and the CPU). */

@@ -3,8 +3,9 @@
  * do not edit.
  *
  * Launchers for the generated kernels: each packs its arguments as the kernel's signature
- * (templates/cuda/family.cu.j2) takes them. Device arrays pass as pointers; a `double *` sum
- * is a zeroed device double the kernel adds into, read back once the kernel is done.
+ * (templates/cuda/family.cu.j2) takes them. Device arrays pass as pointers; an op with a
+ * `double *` sum is a reduction in two passes (cb_cuda_reduce), whose first pass writes partial
+ * sums where `partials` points.
  */
 #include "cuda/families.h"
 #include "cuda_blas.h"
@@ -18,13 +19,9 @@ static cblob_status jit_asum(const struct cb_device *device, cblob_dtype dtype, 
         *out = 0;
         return CBLOB_OK;
     }
-    cb_cuda_sums sums;
-    CB_TRY(cb_cuda_sums_begin(device, 1, &sums));
-    void *out_on_device = cb_cuda_sum_slot(&sums, 0);
-    void *args[] = {&n, &x, &out_on_device};
-    cblob_status status = cb_cuda_launch(device, CB_CUDA_FAMILY_ASUM, dtype, n, args);
-    double *results[] = {out};
-    return cb_cuda_sums_finish(device, &sums, status, results);
+    void *partials = NULL; /* the queue's scratch, set by cb_cuda_reduce */
+    void *args[] = {&n, &x, &partials};
+    return cb_cuda_reduce(device, CB_CUDA_FAMILY_ASUM, dtype, n, args, &partials, out);
 }
 
 static cblob_status asum(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, double *out)
@@ -41,13 +38,9 @@ static cblob_status jit_sumsq(const struct cb_device *device, cblob_dtype dtype,
         *out = 0;
         return CBLOB_OK;
     }
-    cb_cuda_sums sums;
-    CB_TRY(cb_cuda_sums_begin(device, 1, &sums));
-    void *out_on_device = cb_cuda_sum_slot(&sums, 0);
-    void *args[] = {&n, &x, &out_on_device};
-    cblob_status status = cb_cuda_launch(device, CB_CUDA_FAMILY_SUMSQ, dtype, n, args);
-    double *results[] = {out};
-    return cb_cuda_sums_finish(device, &sums, status, results);
+    void *partials = NULL; /* the queue's scratch, set by cb_cuda_reduce */
+    void *args[] = {&n, &x, &partials};
+    return cb_cuda_reduce(device, CB_CUDA_FAMILY_SUMSQ, dtype, n, args, &partials, out);
 }
 
 static cblob_status sumsq(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, double *out)
@@ -60,9 +53,8 @@ static cblob_status sumsq(const struct cb_device *device, cblob_dtype dtype, int
 static cblob_status jit_axpy(const struct cb_device *device, cblob_dtype dtype, int64_t n, double alpha, const void *x, void *y)
 {
     CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_AXPY, dtype));
-    if (n == 0) {
+    if (n == 0)
         return CBLOB_OK;
-    }
     void *args[] = {&n, &alpha, &x, &y};
     return cb_cuda_launch(device, CB_CUDA_FAMILY_AXPY, dtype, n, args);
 }
@@ -77,9 +69,8 @@ static cblob_status axpy(const struct cb_device *device, cblob_dtype dtype, int6
 static cblob_status jit_scale(const struct cb_device *device, cblob_dtype dtype, int64_t n, double alpha, void *x)
 {
     CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_SCALE, dtype));
-    if (n == 0) {
+    if (n == 0)
         return CBLOB_OK;
-    }
     void *args[] = {&n, &alpha, &x};
     return cb_cuda_launch(device, CB_CUDA_FAMILY_SCALE, dtype, n, args);
 }
@@ -94,9 +85,8 @@ static cblob_status scale(const struct cb_device *device, cblob_dtype dtype, int
 static cblob_status jit_fill(const struct cb_device *device, cblob_dtype dtype, int64_t n, double value, void *x)
 {
     CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_FILL, dtype));
-    if (n == 0) {
+    if (n == 0)
         return CBLOB_OK;
-    }
     void *args[] = {&n, &value, &x};
     return cb_cuda_launch(device, CB_CUDA_FAMILY_FILL, dtype, n, args);
 }
@@ -104,9 +94,8 @@ static cblob_status jit_fill(const struct cb_device *device, cblob_dtype dtype, 
 static cblob_status jit_add(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y)
 {
     CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_ADD, dtype));
-    if (n == 0) {
+    if (n == 0)
         return CBLOB_OK;
-    }
     void *args[] = {&n, &x, &y};
     return cb_cuda_launch(device, CB_CUDA_FAMILY_ADD, dtype, n, args);
 }
@@ -114,9 +103,8 @@ static cblob_status jit_add(const struct cb_device *device, cblob_dtype dtype, i
 static cblob_status jit_copy_strided(const struct cb_device *device, cblob_dtype dtype, int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride)
 {
     CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_COPY_STRIDED, dtype));
-    if (n == 0) {
+    if (n == 0)
         return CBLOB_OK;
-    }
     void *args[] = {&n, &rows, &cols, &x, &x_stride, &y, &y_stride};
     return cb_cuda_launch(device, CB_CUDA_FAMILY_COPY_STRIDED, dtype, n, args);
 }
@@ -124,9 +112,8 @@ static cblob_status jit_copy_strided(const struct cb_device *device, cblob_dtype
 static cblob_status jit_transpose(const struct cb_device *device, cblob_dtype dtype, int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
     CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_TRANSPOSE, dtype));
-    if (n == 0) {
+    if (n == 0)
         return CBLOB_OK;
-    }
     void *args[] = {&n, &outer, &rows, &middle, &cols, &inner, &x, &y};
     return cb_cuda_launch(device, CB_CUDA_FAMILY_TRANSPOSE, dtype, n, args);
 }
@@ -134,9 +121,8 @@ static cblob_status jit_transpose(const struct cb_device *device, cblob_dtype dt
 static cblob_status jit_convert_to_f32(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y)
 {
     CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_CONVERT_TO_F32, dtype));
-    if (n == 0) {
+    if (n == 0)
         return CBLOB_OK;
-    }
     void *args[] = {&n, &x, &y};
     return cb_cuda_launch(device, CB_CUDA_FAMILY_CONVERT_TO_F32, dtype, n, args);
 }
@@ -144,9 +130,8 @@ static cblob_status jit_convert_to_f32(const struct cb_device *device, cblob_dty
 static cblob_status jit_convert_to_f64(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y)
 {
     CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_CONVERT_TO_F64, dtype));
-    if (n == 0) {
+    if (n == 0)
         return CBLOB_OK;
-    }
     void *args[] = {&n, &x, &y};
     return cb_cuda_launch(device, CB_CUDA_FAMILY_CONVERT_TO_F64, dtype, n, args);
 }
@@ -154,9 +139,8 @@ static cblob_status jit_convert_to_f64(const struct cb_device *device, cblob_dty
 static cblob_status jit_convert_to_i32(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y)
 {
     CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_CONVERT_TO_I32, dtype));
-    if (n == 0) {
+    if (n == 0)
         return CBLOB_OK;
-    }
     void *args[] = {&n, &x, &y};
     return cb_cuda_launch(device, CB_CUDA_FAMILY_CONVERT_TO_I32, dtype, n, args);
 }
@@ -164,9 +148,8 @@ static cblob_status jit_convert_to_i32(const struct cb_device *device, cblob_dty
 static cblob_status jit_convert_to_u32(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y)
 {
     CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_CONVERT_TO_U32, dtype));
-    if (n == 0) {
+    if (n == 0)
         return CBLOB_OK;
-    }
     void *args[] = {&n, &x, &y};
     return cb_cuda_launch(device, CB_CUDA_FAMILY_CONVERT_TO_U32, dtype, n, args);
 }
@@ -174,9 +157,8 @@ static cblob_status jit_convert_to_u32(const struct cb_device *device, cblob_dty
 static cblob_status jit_truncate_to_i32(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y)
 {
     CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_TRUNCATE_TO_I32, dtype));
-    if (n == 0) {
+    if (n == 0)
         return CBLOB_OK;
-    }
     void *args[] = {&n, &x, &y};
     return cb_cuda_launch(device, CB_CUDA_FAMILY_TRUNCATE_TO_I32, dtype, n, args);
 }
@@ -184,9 +166,8 @@ static cblob_status jit_truncate_to_i32(const struct cb_device *device, cblob_dt
 static cblob_status jit_truncate_to_u32(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y)
 {
     CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_TRUNCATE_TO_U32, dtype));
-    if (n == 0) {
+    if (n == 0)
         return CBLOB_OK;
-    }
     void *args[] = {&n, &x, &y};
     return cb_cuda_launch(device, CB_CUDA_FAMILY_TRUNCATE_TO_U32, dtype, n, args);
 }
@@ -216,7 +197,7 @@ const cb_device_kernels cb_cuda_kernels = {
     .fill = jit_fill,
     .add = jit_add,
     .copy_strided = cb_cuda_copy_strided,
-    .transpose = jit_transpose,
+    .transpose = cb_cuda_transpose,
     .convert_to_f32 = jit_convert_to_f32,
     .convert_to_f64 = jit_convert_to_f64,
     .convert_to_i32 = jit_convert_to_i32,

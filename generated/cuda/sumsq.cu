@@ -10,13 +10,24 @@ typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
+typedef unsigned long long uintptr_t;
 
 // A grid-stride loop: any grid covers any n, so the launcher sizes the grid for occupancy only.
 #define CB_FOR_EACH_INDEX(i, n) \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
+// Unrolls the loop that follows n times on the GPU, so that n loads are in flight (the host has
+// nothing to gain).
+#ifdef __CUDACC_RTC__
+#define CB_PRAGMA(text) _Pragma(#text)
+#define CB_UNROLL(n) CB_PRAGMA(unroll n)
+#else
+#define CB_UNROLL(n)
+#endif
+
 // Unsigned 64-bit division out of line: ptxas expands each inline 64-bit division into a long
-// routine, and the transpose family's four per dtype made up two thirds of its JIT time.
+// routine (the transpose family's divisions once made up two thirds of its JIT time). Kernels
+// divide only to set up a walk (cb_position_of), never per element.
 typedef struct cb_quotient {
     uint64_t quotient, remainder;
 } cb_quotient;
@@ -32,10 +43,149 @@ cb_quotient cb_divide(uint64_t dividend, uint64_t divisor)
     return result;
 }
 
-// Adds every thread's value into *sum: a warp shuffle, one shared slot per warp, then a single
-// atomicAdd per block, so a reduction costs one global atomic per block. Every thread of the
-// block must call it (it synchronises the block); blocks are whole warps.
-__device__ __forceinline__ void cb_block_sum_add(double value, double *sum)
+// A thread's place in a grid-stride walk over a mixed-radix index (digit[0] changes fastest, the
+// last digit has no radix: the walk ends when it reaches its bound). Each thread divides to find
+// its first position and the digits of its step, once; a step is then adds and compares, so no
+// loop divides.
+#define CB_DIGITS 4
+typedef struct cb_position {
+    int64_t digit[CB_DIGITS];
+} cb_position;
+
+__device__ __forceinline__ cb_position cb_position_of(int64_t value, const int64_t *radix)
+{
+    cb_position position;
+    for (int d = 0; d < CB_DIGITS - 1; ++d) {
+        const cb_quotient q = cb_divide((uint64_t)value, (uint64_t)radix[d]);
+        position.digit[d] = (int64_t)q.remainder;
+        value = (int64_t)q.quotient;
+    }
+    position.digit[CB_DIGITS - 1] = value;
+    return position;
+}
+
+// Adds step (digit by digit, each below its radix) to position.
+__device__ __forceinline__ void cb_position_add(cb_position *position, const cb_position *step, const int64_t *radix)
+{
+    int64_t carry = 0;
+    for (int d = 0; d < CB_DIGITS - 1; ++d) {
+        position->digit[d] += step->digit[d] + carry;
+        carry = position->digit[d] >= radix[d];
+        if (carry)
+            position->digit[d] -= radix[d];
+    }
+    position->digit[CB_DIGITS - 1] += step->digit[CB_DIGITS - 1] + carry;
+}
+
+// A float to a 32-bit integer as PTX's cvt does it (PTX ISA, "cvt", Integer Notes and the .sat
+// modifier): rounded to an integer (rni: to nearest, ties to even; rzi: toward zero), then
+// clamped to the destination's range, which cvt does by default for float-to-integer
+// conversions. NaN gives 0 from an .f32 source but 1 << 31 from an .f64 one, so a double is
+// tested for NaN first. One instruction for the rules of templates/cpu/ops/_convert.c.j2 (CUDA's
+// own __float2int_rn and friends leave out-of-range values undefined). The host's version,
+// which the test double runs, spells the same rules out.
+__device__ __forceinline__ int32_t cb_f32_to_i32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f32_to_i32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+
+// The sum of every thread's value, added in an order fixed by the block's size alone: pairwise
+// down each warp (offsets 16, 8, 4, 2, 1), then warp 0 the same way over the warps' sums. Thread
+// 0 gets the total. Every thread of the block must call it (it synchronises the block twice, the
+// second time so that a block may call it again); blocks are whole warps.
+__device__ __forceinline__ double cb_block_sum(double value)
 {
     __shared__ double warp_sums[32];
     for (int offset = 16; offset > 0; offset >>= 1)
@@ -48,27 +198,91 @@ __device__ __forceinline__ void cb_block_sum_add(double value, double *sum)
         value = lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : 0.0;
         for (int offset = 16; offset > 0; offset >>= 1)
             value += __shfl_down_sync(0xffffffffu, value, offset);
-        if (lane == 0)
-            atomicAdd(sum, value);
     }
+    __syncthreads();
+    return value;
+}
+
+// A reduction's first pass sums n elements in at most 1024 parts of whole block-wide passes
+// (4 loads in flight per thread of 256). A function of n alone, so the parts, the
+// order each is summed in and the order the second pass adds the partial sums in do not depend
+// on the grid, and neither does the sum: bit for bit the same on every run and every GPU.
+__device__ __forceinline__ int64_t cb_part_length(int64_t n)
+{
+    const int64_t pass = 4 * 256;
+    const int64_t least = (n + 1024 - 1) / 1024;
+    return (least + pass - 1) / pass * pass;
+}
+
+__device__ __forceinline__ int64_t cb_part_count(int64_t n)
+{
+    const int64_t length = cb_part_length(n);
+    return (n + length - 1) / length;
 }
 
 // sumsq for float32
 extern "C" __global__ void __launch_bounds__(256)
-cblob_sumsq_f32(int64_t n, const float *__restrict__ x, double *out)
+cblob_sumsq_f32(int64_t n, const float *__restrict__ x, double *__restrict__ partials)
 {
-    float total = 0;
-    CB_FOR_EACH_INDEX(i, n)
-        total += x[i] * x[i];
-    cb_block_sum_add((double)total, out);
+    const int64_t length = cb_part_length(n);
+    for (int64_t part = blockIdx.x; part * length < n; part += gridDim.x) {
+        const int64_t end = (part + 1) * length < n ? (part + 1) * length : n;
+        double total = 0;
+        int64_t i = part * length + threadIdx.x;
+        for (; i + 3 * 256 < end; i += 4 * 256) {
+            const float v0 = x[i];
+            const float v1 = x[i + 1 * 256];
+            const float v2 = x[i + 2 * 256];
+            const float v3 = x[i + 3 * 256];
+            total += (double)v0 * (double)v0;
+            total += (double)v1 * (double)v1;
+            total += (double)v2 * (double)v2;
+            total += (double)v3 * (double)v3;
+        }
+        for (; i < end; i += 256)
+            total += (double)x[i] * (double)x[i];
+        total = cb_block_sum(total);
+        if (threadIdx.x == 0)
+            partials[part] = total;
+    }
 }
 
 // sumsq for float64
 extern "C" __global__ void __launch_bounds__(256)
-cblob_sumsq_f64(int64_t n, const double *__restrict__ x, double *out)
+cblob_sumsq_f64(int64_t n, const double *__restrict__ x, double *__restrict__ partials)
 {
+    const int64_t length = cb_part_length(n);
+    for (int64_t part = blockIdx.x; part * length < n; part += gridDim.x) {
+        const int64_t end = (part + 1) * length < n ? (part + 1) * length : n;
+        double total = 0;
+        int64_t i = part * length + threadIdx.x;
+        for (; i + 3 * 256 < end; i += 4 * 256) {
+            const double v0 = x[i];
+            const double v1 = x[i + 1 * 256];
+            const double v2 = x[i + 2 * 256];
+            const double v3 = x[i + 3 * 256];
+            total += (double)v0 * (double)v0;
+            total += (double)v1 * (double)v1;
+            total += (double)v2 * (double)v2;
+            total += (double)v3 * (double)v3;
+        }
+        for (; i < end; i += 256)
+            total += (double)x[i] * (double)x[i];
+        total = cb_block_sum(total);
+        if (threadIdx.x == 0)
+            partials[part] = total;
+    }
+}
+
+// The second pass of the reduction, for every dtype: one block adds the partial sums into *out.
+extern "C" __global__ void __launch_bounds__(256)
+cblob_sum_parts(int64_t n, const double *__restrict__ partials, double *__restrict__ out)
+{
+    const int64_t length = cb_part_length(n);
     double total = 0;
-    CB_FOR_EACH_INDEX(i, n)
-        total += x[i] * x[i];
-    cb_block_sum_add((double)total, out);
+    for (int64_t part = threadIdx.x; part * length < n; part += 256)
+        total += partials[part];
+    total = cb_block_sum(total);
+    if (threadIdx.x == 0)
+        *out = total;
 }

@@ -4,19 +4,31 @@
 // transpose: swaps two axes: x viewed as [outer, rows, middle, cols, inner] is written to y as [outer, cols, middle, rows, inner]; n = the product of all five
 // One NVRTC program for every dtype of the family (float32, float64, int32, uint32), compiled at
 // first use for the device's architecture (cuda/jit.c) and cached (cuda/kernel_cache.c).
+// The kernels only move elements: float32 and float64 serve every dtype of their size.
 
 // NVRTC compiles without the host's headers: the fixed-width types the dtypes use.
 typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
+typedef unsigned long long uintptr_t;
 
 // A grid-stride loop: any grid covers any n, so the launcher sizes the grid for occupancy only.
 #define CB_FOR_EACH_INDEX(i, n) \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
+// Unrolls the loop that follows n times on the GPU, so that n loads are in flight (the host has
+// nothing to gain).
+#ifdef __CUDACC_RTC__
+#define CB_PRAGMA(text) _Pragma(#text)
+#define CB_UNROLL(n) CB_PRAGMA(unroll n)
+#else
+#define CB_UNROLL(n)
+#endif
+
 // Unsigned 64-bit division out of line: ptxas expands each inline 64-bit division into a long
-// routine, and the transpose family's four per dtype made up two thirds of its JIT time.
+// routine (the transpose family's divisions once made up two thirds of its JIT time). Kernels
+// divide only to set up a walk (cb_position_of), never per element.
 typedef struct cb_quotient {
     uint64_t quotient, remainder;
 } cb_quotient;
@@ -32,10 +44,149 @@ cb_quotient cb_divide(uint64_t dividend, uint64_t divisor)
     return result;
 }
 
-// Adds every thread's value into *sum: a warp shuffle, one shared slot per warp, then a single
-// atomicAdd per block, so a reduction costs one global atomic per block. Every thread of the
-// block must call it (it synchronises the block); blocks are whole warps.
-__device__ __forceinline__ void cb_block_sum_add(double value, double *sum)
+// A thread's place in a grid-stride walk over a mixed-radix index (digit[0] changes fastest, the
+// last digit has no radix: the walk ends when it reaches its bound). Each thread divides to find
+// its first position and the digits of its step, once; a step is then adds and compares, so no
+// loop divides.
+#define CB_DIGITS 4
+typedef struct cb_position {
+    int64_t digit[CB_DIGITS];
+} cb_position;
+
+__device__ __forceinline__ cb_position cb_position_of(int64_t value, const int64_t *radix)
+{
+    cb_position position;
+    for (int d = 0; d < CB_DIGITS - 1; ++d) {
+        const cb_quotient q = cb_divide((uint64_t)value, (uint64_t)radix[d]);
+        position.digit[d] = (int64_t)q.remainder;
+        value = (int64_t)q.quotient;
+    }
+    position.digit[CB_DIGITS - 1] = value;
+    return position;
+}
+
+// Adds step (digit by digit, each below its radix) to position.
+__device__ __forceinline__ void cb_position_add(cb_position *position, const cb_position *step, const int64_t *radix)
+{
+    int64_t carry = 0;
+    for (int d = 0; d < CB_DIGITS - 1; ++d) {
+        position->digit[d] += step->digit[d] + carry;
+        carry = position->digit[d] >= radix[d];
+        if (carry)
+            position->digit[d] -= radix[d];
+    }
+    position->digit[CB_DIGITS - 1] += step->digit[CB_DIGITS - 1] + carry;
+}
+
+// A float to a 32-bit integer as PTX's cvt does it (PTX ISA, "cvt", Integer Notes and the .sat
+// modifier): rounded to an integer (rni: to nearest, ties to even; rzi: toward zero), then
+// clamped to the destination's range, which cvt does by default for float-to-integer
+// conversions. NaN gives 0 from an .f32 source but 1 << 31 from an .f64 one, so a double is
+// tested for NaN first. One instruction for the rules of templates/cpu/ops/_convert.c.j2 (CUDA's
+// own __float2int_rn and friends leave out-of-range values undefined). The host's version,
+// which the test double runs, spells the same rules out.
+__device__ __forceinline__ int32_t cb_f32_to_i32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f32_to_i32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+
+// The sum of every thread's value, added in an order fixed by the block's size alone: pairwise
+// down each warp (offsets 16, 8, 4, 2, 1), then warp 0 the same way over the warps' sums. Thread
+// 0 gets the total. Every thread of the block must call it (it synchronises the block twice, the
+// second time so that a block may call it again); blocks are whole warps.
+__device__ __forceinline__ double cb_block_sum(double value)
 {
     __shared__ double warp_sums[32];
     for (int offset = 16; offset > 0; offset >>= 1)
@@ -48,23 +199,81 @@ __device__ __forceinline__ void cb_block_sum_add(double value, double *sum)
         value = lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : 0.0;
         for (int offset = 16; offset > 0; offset >>= 1)
             value += __shfl_down_sync(0xffffffffu, value, offset);
-        if (lane == 0)
-            atomicAdd(sum, value);
     }
+    __syncthreads();
+    return value;
+}
+
+// A reduction's first pass sums n elements in at most 1024 parts of whole block-wide passes
+// (4 loads in flight per thread of 256). A function of n alone, so the parts, the
+// order each is summed in and the order the second pass adds the partial sums in do not depend
+// on the grid, and neither does the sum: bit for bit the same on every run and every GPU.
+__device__ __forceinline__ int64_t cb_part_length(int64_t n)
+{
+    const int64_t pass = 4 * 256;
+    const int64_t least = (n + 1024 - 1) / 1024;
+    return (least + pass - 1) / pass * pass;
+}
+
+__device__ __forceinline__ int64_t cb_part_count(int64_t n)
+{
+    const int64_t length = cb_part_length(n);
+    return (n + length - 1) / length;
 }
 
 // transpose for float32
 extern "C" __global__ void __launch_bounds__(256)
 cblob_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const float *__restrict__ x, float *__restrict__ y)
 {
-    CB_FOR_EACH_INDEX(j, n) {
-        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
-        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
-        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
-        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
-        const uint64_t o = c.quotient;
-        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
-                  c.remainder) * (uint64_t)inner + i.remainder];
+    if (inner == 1) {
+        __shared__ float tile[32][33];
+        const int64_t tiles_c = (cols + 31) / 32;
+        const int64_t radix[CB_DIGITS - 1] = {(tiles_c + 7) / 8, (rows + 31) / 32, middle};
+        cb_position at = cb_position_of(blockIdx.x, radix);
+        const cb_position step = cb_position_of(gridDim.x, radix);
+        const int lane = threadIdx.x & 31, row = threadIdx.x >> 5;
+        const int64_t plane = rows * middle * cols, x_pitch = middle * cols, y_pitch = middle * rows;
+        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+            const int64_t r0 = at.digit[1] * 32, c_first = at.digit[0] * 256;
+            const int r_end = rows - r0 < 32 ? (int)(rows - r0) : 32;
+            const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
+            const float *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
+            float *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
+            CB_UNROLL(1)
+            for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
+                const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < r_end && lane < c_end)
+                        tile[row + k][lane] = from[k * x_pitch];
+                __syncthreads();
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < c_end && lane < r_end)
+                        to[k * y_pitch] = tile[lane][row + k];
+                __syncthreads(); /* the next tile overwrites this one */
+            }
+        }
+        return;
+    }
+    int width = 1, shift = 0;
+    while (width < inner && width < 256) {
+        width <<= 1;
+        ++shift;
+    }
+    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
+    const int64_t radix[CB_DIGITS - 1] = {(rows + 7) / 8, middle, cols};
+    cb_position at = cb_position_of((int64_t)blockIdx.x * groups + (threadIdx.x >> shift), radix);
+    const cb_position step = cb_position_of((int64_t)gridDim.x * groups, radix);
+    const int64_t x_pitch = middle * cols * inner;
+    for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+        const int64_t r_first = at.digit[0] * 8;
+        const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
+        const float *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
+        float *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
+        CB_UNROLL(1)
+        for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            CB_UNROLL(4)
+            for (int64_t i = 0; i < inner - lane; i += width)
+                to[i] = from[i];
     }
 }
 
@@ -72,43 +281,54 @@ cblob_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
 extern "C" __global__ void __launch_bounds__(256)
 cblob_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const double *__restrict__ x, double *__restrict__ y)
 {
-    CB_FOR_EACH_INDEX(j, n) {
-        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
-        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
-        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
-        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
-        const uint64_t o = c.quotient;
-        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
-                  c.remainder) * (uint64_t)inner + i.remainder];
+    if (inner == 1) {
+        __shared__ double tile[32][33];
+        const int64_t tiles_c = (cols + 31) / 32;
+        const int64_t radix[CB_DIGITS - 1] = {(tiles_c + 7) / 8, (rows + 31) / 32, middle};
+        cb_position at = cb_position_of(blockIdx.x, radix);
+        const cb_position step = cb_position_of(gridDim.x, radix);
+        const int lane = threadIdx.x & 31, row = threadIdx.x >> 5;
+        const int64_t plane = rows * middle * cols, x_pitch = middle * cols, y_pitch = middle * rows;
+        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+            const int64_t r0 = at.digit[1] * 32, c_first = at.digit[0] * 256;
+            const int r_end = rows - r0 < 32 ? (int)(rows - r0) : 32;
+            const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
+            const double *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
+            double *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
+            CB_UNROLL(1)
+            for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
+                const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < r_end && lane < c_end)
+                        tile[row + k][lane] = from[k * x_pitch];
+                __syncthreads();
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < c_end && lane < r_end)
+                        to[k * y_pitch] = tile[lane][row + k];
+                __syncthreads(); /* the next tile overwrites this one */
+            }
+        }
+        return;
     }
-}
-
-// transpose for int32
-extern "C" __global__ void __launch_bounds__(256)
-cblob_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const int32_t *__restrict__ x, int32_t *__restrict__ y)
-{
-    CB_FOR_EACH_INDEX(j, n) {
-        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
-        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
-        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
-        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
-        const uint64_t o = c.quotient;
-        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
-                  c.remainder) * (uint64_t)inner + i.remainder];
+    int width = 1, shift = 0;
+    while (width < inner && width < 256) {
+        width <<= 1;
+        ++shift;
     }
-}
-
-// transpose for uint32
-extern "C" __global__ void __launch_bounds__(256)
-cblob_transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const uint32_t *__restrict__ x, uint32_t *__restrict__ y)
-{
-    CB_FOR_EACH_INDEX(j, n) {
-        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
-        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
-        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
-        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
-        const uint64_t o = c.quotient;
-        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
-                  c.remainder) * (uint64_t)inner + i.remainder];
+    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
+    const int64_t radix[CB_DIGITS - 1] = {(rows + 7) / 8, middle, cols};
+    cb_position at = cb_position_of((int64_t)blockIdx.x * groups + (threadIdx.x >> shift), radix);
+    const cb_position step = cb_position_of((int64_t)gridDim.x * groups, radix);
+    const int64_t x_pitch = middle * cols * inner;
+    for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+        const int64_t r_first = at.digit[0] * 8;
+        const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
+        const double *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
+        double *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
+        CB_UNROLL(1)
+        for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            CB_UNROLL(4)
+            for (int64_t i = 0; i < inner - lane; i += width)
+                to[i] = from[i];
     }
 }

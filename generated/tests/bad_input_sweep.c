@@ -564,6 +564,95 @@ TEST(sweep_cblob_context_mode)
     }
 }
 
+TEST(baseline_cblob_context_set_num_threads)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_context_set_num_threads(fx.ctx, 2));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_context_set_num_threads)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_context_set_num_threads(NULL, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_set_num_threads", "context = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_set_num_threads with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_set_num_threads with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_threads: -1 threads */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_context_set_num_threads(fx.ctx, -1), CBLOB_ERR_OUT_OF_RANGE, "cblob_context_set_num_threads", "num_threads: -1 threads");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_set_num_threads with num_threads: -1 threads: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_set_num_threads with num_threads: -1 threads: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_threads: one thread more than CBLOB_MAX_THREADS */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_context_set_num_threads(fx.ctx, CBLOB_MAX_THREADS + 1), CBLOB_ERR_OUT_OF_RANGE, "cblob_context_set_num_threads", "num_threads: one thread more than CBLOB_MAX_THREADS");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_set_num_threads with num_threads: one thread more than CBLOB_MAX_THREADS: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_set_num_threads with num_threads: one thread more than CBLOB_MAX_THREADS: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_threads: INT32_MIN threads */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_context_set_num_threads(fx.ctx, INT32_MIN), CBLOB_ERR_OUT_OF_RANGE, "cblob_context_set_num_threads", "num_threads: INT32_MIN threads");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_set_num_threads with num_threads: INT32_MIN threads: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_set_num_threads with num_threads: INT32_MIN threads: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_context_num_threads)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int32_t out_out_num_threads = (int32_t)0x5A5A5A5A;
+    CHECK_OK(cblob_context_num_threads(fx.ctx, &out_out_num_threads));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_context_num_threads)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_num_threads = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_context_num_threads(NULL, &out_out_num_threads), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_num_threads", "context = NULL");
+        CHECK_MSG(out_out_num_threads == (int32_t)0x5A5A5A5A, "cblob_context_num_threads with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_num_threads with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_num_threads with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_num_threads = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_num_threads = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_context_num_threads(fx.ctx, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_num_threads", "out_num_threads = NULL");
+        CHECK_MSG(out_out_num_threads == (int32_t)0x5A5A5A5A, "cblob_context_num_threads with out_num_threads = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_num_threads with out_num_threads = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_num_threads with out_num_threads = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
 TEST(baseline_cblob_blob_create)
 {
     fixture fx;
@@ -4430,6 +4519,80 @@ TEST(sweep_cblob_model_open_file)
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_model_open_file with out_model = NULL: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_model_open_file with out_model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_open_file_lazy)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_model_open_file_lazy(fx.ctx, files.net, &out_out_model));
+    cblob_model_destroy(out_out_model);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_open_file_lazy)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_file_lazy(NULL, files.net, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_file_lazy", "context = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_file_lazy with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_file_lazy with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_file_lazy with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_file_lazy(fx.ctx, NULL, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_file_lazy", "path = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_file_lazy with path = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_file_lazy with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_file_lazy with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a missing file */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_file_lazy(fx.ctx, files.missing, &out_out_model), CBLOB_ERR_IO, "cblob_model_open_file_lazy", "path: a missing file");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_file_lazy with path: a missing file: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_file_lazy with path: a missing file: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_file_lazy with path: a missing file: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a file of garbage */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_file_lazy(fx.ctx, files.garbage, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_file_lazy", "path: a file of garbage");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_file_lazy with path: a file of garbage: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_file_lazy with path: a file of garbage: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_file_lazy with path: a file of garbage: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_file_lazy(fx.ctx, files.net, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_file_lazy", "out_model = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_file_lazy with out_model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_file_lazy with out_model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_file_lazy with out_model = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
     }
 }

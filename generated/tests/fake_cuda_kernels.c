@@ -5,8 +5,7 @@
  * What the test double of the driver (tests/fake_cuda) runs for a launch: the CPU kernel
  * generated from the same ops.yaml entry, with the arguments unpacked as the CUDA kernel's
  * signature has them. Device arrays are checked to lie inside one allocation (n elements, or the
- * extent ops.yaml gives, an expression of the scalars, which are unpacked first); a `double *` sum
- * is added into, as the CUDA kernels' atomicAdd does.
+ * extent ops.yaml gives, an expression of the scalars, which are unpacked first).
  *
  * Two things a GPU would get wrong without a word, and the CPU kernel would not notice, are
  * refused with CUDA_ERROR_INVALID_VALUE and a line on stderr: an n other than what ops.yaml says
@@ -15,15 +14,23 @@
  * are a conservative test: two interleaved strided arrays would be refused too, and no caller
  * makes those.
  *
- * The CUDA twins run here too. Their bodies (templates/cuda/ops/) are compiled as C with the
- * built-ins they read emulated, and each launch first runs its twin one thread at a time over the
- * launch's own grid, into copies of the arrays it writes; then the CPU kernel writes the device
- * memory, and the two must agree byte for byte (any NaN matching any NaN, the most README.md
- * promises), or the launch fails with CUDA_ERROR_LAUNCH_FAILED and a line on stderr. So every
- * test on the double also checks the twins' index math, grid coverage and conversion rules on
- * this machine's arithmetic. Twins whose threads cooperate (shared memory, __syncthreads, warp
- * shuffles, atomics: the reductions) cannot run one thread at a time; those launches run only
- * the CPU kernel.
+ * The CUDA twins run here too. Their bodies (templates/cuda/ops/) are compiled as C with what CUDA
+ * gives them emulated (tests/fake_cuda/fake_threads.c): each launch first runs its twin over the
+ * launch's own grid, blocks and threads in an order drawn from the double's seed, into copies of
+ * the arrays it writes (placed at the same alignment as the device arrays, so a twin takes the
+ * same vector paths as on a GPU); then the CPU kernel writes the device memory, and the two must
+ * agree byte for byte (any NaN matching any NaN, the most README.md promises), or the launch fails
+ * with CUDA_ERROR_LAUNCH_FAILED and a line on stderr. A twin whose threads cooperate (__shared__
+ * memory, __syncthreads, warp shuffles) runs each block's threads as coroutines that switch where
+ * a GPU's threads wait for each other. So every test on the double also checks the twins' index
+ * math, grid coverage, barriers and conversion rules on this machine's arithmetic.
+ *
+ * Reductions (an op with a `double *` sum) run in two launches, as on a GPU. The first writes
+ * the twin's partial sums (no CPU kernel writes those), whose sum must agree with the CPU
+ * kernel's within the tolerance of the dtype (1e-5 of 1 + |sum| for float32, 1e-12 for float64:
+ * the CPU kernel adds in another order, float32 in float lanes); the second (cblob_sum_parts)
+ * writes the twin's sum of them, which must agree with the partial sums added in order within
+ * 1e-12 of the sum of their magnitudes.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -37,18 +44,36 @@
 
 /* ---- the CUDA twins on the host -------------------------------------------------------------- */
 
-/* The built-ins a twin reads, set for each emulated thread. */
-typedef struct fake_dim3 {
-    unsigned int x, y, z;
-} fake_dim3;
-static _Thread_local fake_dim3 gridDim, blockDim, blockIdx, threadIdx;
+/* What CUDA gives a twin, emulated (tests/fake_cuda/fake_threads.c). */
+#define gridDim fake_grid_dim
+#define blockDim fake_block_dim
+#define blockIdx fake_block_idx
+#define threadIdx fake_thread_idx
+#define __device__ static
+#define __forceinline__ inline
+/* One copy for the launch's block that runs; fake_threads.c fills the section with garbage
+ * before each block. */
+#define __shared__ static __attribute__((section("fake_shared"), aligned(16)))
+#define __syncthreads() fake_syncthreads()
+/* Doubles only: a shuffle of another type fails to compile here rather than convert silently. */
+#define __shfl_down_sync(mask, value, delta) fake_shfl_down_double((mask), _Generic((value), double: (value)), (delta))
 
 // A grid-stride loop: any grid covers any n, so the launcher sizes the grid for occupancy only.
 #define CB_FOR_EACH_INDEX(i, n) \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
+// Unrolls the loop that follows n times on the GPU, so that n loads are in flight (the host has
+// nothing to gain).
+#ifdef __CUDACC_RTC__
+#define CB_PRAGMA(text) _Pragma(#text)
+#define CB_UNROLL(n) CB_PRAGMA(unroll n)
+#else
+#define CB_UNROLL(n)
+#endif
+
 // Unsigned 64-bit division out of line: ptxas expands each inline 64-bit division into a long
-// routine, and the transpose family's four per dtype made up two thirds of its JIT time.
+// routine (the transpose family's divisions once made up two thirds of its JIT time). Kernels
+// divide only to set up a walk (cb_position_of), never per element.
 typedef struct cb_quotient {
     uint64_t quotient, remainder;
 } cb_quotient;
@@ -64,390 +89,2714 @@ cb_quotient cb_divide(uint64_t dividend, uint64_t divisor)
     return result;
 }
 
+// A thread's place in a grid-stride walk over a mixed-radix index (digit[0] changes fastest, the
+// last digit has no radix: the walk ends when it reaches its bound). Each thread divides to find
+// its first position and the digits of its step, once; a step is then adds and compares, so no
+// loop divides.
+#define CB_DIGITS 4
+typedef struct cb_position {
+    int64_t digit[CB_DIGITS];
+} cb_position;
+
+__device__ __forceinline__ cb_position cb_position_of(int64_t value, const int64_t *radix)
+{
+    cb_position position;
+    for (int d = 0; d < CB_DIGITS - 1; ++d) {
+        const cb_quotient q = cb_divide((uint64_t)value, (uint64_t)radix[d]);
+        position.digit[d] = (int64_t)q.remainder;
+        value = (int64_t)q.quotient;
+    }
+    position.digit[CB_DIGITS - 1] = value;
+    return position;
+}
+
+// Adds step (digit by digit, each below its radix) to position.
+__device__ __forceinline__ void cb_position_add(cb_position *position, const cb_position *step, const int64_t *radix)
+{
+    int64_t carry = 0;
+    for (int d = 0; d < CB_DIGITS - 1; ++d) {
+        position->digit[d] += step->digit[d] + carry;
+        carry = position->digit[d] >= radix[d];
+        if (carry)
+            position->digit[d] -= radix[d];
+    }
+    position->digit[CB_DIGITS - 1] += step->digit[CB_DIGITS - 1] + carry;
+}
+
+// A float to a 32-bit integer as PTX's cvt does it (PTX ISA, "cvt", Integer Notes and the .sat
+// modifier): rounded to an integer (rni: to nearest, ties to even; rzi: toward zero), then
+// clamped to the destination's range, which cvt does by default for float-to-integer
+// conversions. NaN gives 0 from an .f32 source but 1 << 31 from an .f64 one, so a double is
+// tested for NaN first. One instruction for the rules of templates/cpu/ops/_convert.c.j2 (CUDA's
+// own __float2int_rn and friends leave out-of-range values undefined). The host's version,
+// which the test double runs, spells the same rules out.
+__device__ __forceinline__ int32_t cb_f32_to_i32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f32_to_i32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rni(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f32_to_u32_rzi(float v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rni.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ int32_t cb_f64_to_i32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    int32_t r;
+    asm("cvt.rzi.s32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= -2147483648.0 ? (int32_t)-2147483648.0 : w >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rni(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rni.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = rint((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+__device__ __forceinline__ uint32_t cb_f64_to_u32_rzi(double v)
+{
+#ifdef __CUDACC_RTC__
+    uint32_t r;
+    asm("cvt.rzi.u32.f64 %0, %1;" : "=r"(r) : "d"(v));
+    return isnan(v) ? 0 : r;
+#else
+    const double w = trunc((double)v);
+    return isnan(w) ? 0 : w <= 0.0 ? (uint32_t)0.0 : w >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)w;
+#endif
+}
+
+
+// The sum of every thread's value, added in an order fixed by the block's size alone: pairwise
+// down each warp (offsets 16, 8, 4, 2, 1), then warp 0 the same way over the warps' sums. Thread
+// 0 gets the total. Every thread of the block must call it (it synchronises the block twice, the
+// second time so that a block may call it again); blocks are whole warps.
+__device__ __forceinline__ double cb_block_sum(double value)
+{
+    __shared__ double warp_sums[32];
+    for (int offset = 16; offset > 0; offset >>= 1)
+        value += __shfl_down_sync(0xffffffffu, value, offset);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0)
+        warp_sums[warp] = value;
+    __syncthreads();
+    if (warp == 0) {
+        value = lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : 0.0;
+        for (int offset = 16; offset > 0; offset >>= 1)
+            value += __shfl_down_sync(0xffffffffu, value, offset);
+    }
+    __syncthreads();
+    return value;
+}
+
+// A reduction's first pass sums n elements in at most 1024 parts of whole block-wide passes
+// (4 loads in flight per thread of 256). A function of n alone, so the parts, the
+// order each is summed in and the order the second pass adds the partial sums in do not depend
+// on the grid, and neither does the sum: bit for bit the same on every run and every GPU.
+static inline int64_t cb_part_length(int64_t n)
+{
+    const int64_t pass = 4 * 256;
+    const int64_t least = (n + 1024 - 1) / 1024;
+    return (least + pass - 1) / pass * pass;
+}
+
+static inline int64_t cb_part_count(int64_t n)
+{
+    const int64_t length = cb_part_length(n);
+    return (n + length - 1) / length;
+}
+
+/* asum for float32, as templates/cuda/ops/asum.cu.j2 writes it */
+static void twin_asum_f32(int64_t n, const float *__restrict__ x, double *__restrict__ partials)
+{
+    const int64_t length = cb_part_length(n);
+    for (int64_t part = blockIdx.x; part * length < n; part += gridDim.x) {
+        const int64_t end = (part + 1) * length < n ? (part + 1) * length : n;
+        double total = 0;
+        int64_t i = part * length + threadIdx.x;
+        for (; i + 3 * 256 < end; i += 4 * 256) {
+            const float v0 = x[i];
+            const float v1 = x[i + 1 * 256];
+            const float v2 = x[i + 2 * 256];
+            const float v3 = x[i + 3 * 256];
+            total += fabs((double)v0);
+            total += fabs((double)v1);
+            total += fabs((double)v2);
+            total += fabs((double)v3);
+        }
+        for (; i < end; i += 256)
+            total += fabs((double)x[i]);
+        total = cb_block_sum(total);
+        if (threadIdx.x == 0)
+            partials[part] = total;
+    }
+}
+
+typedef struct twin_args_asum_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    double *__restrict__ partials;
+} twin_args_asum_f32;
+
+static void twin_thread_asum_f32(void *args)
+{
+    const twin_args_asum_f32 *a = args;
+    twin_asum_f32(a->n, a->x, a->partials);
+}
+
+/* asum for float64, as templates/cuda/ops/asum.cu.j2 writes it */
+static void twin_asum_f64(int64_t n, const double *__restrict__ x, double *__restrict__ partials)
+{
+    const int64_t length = cb_part_length(n);
+    for (int64_t part = blockIdx.x; part * length < n; part += gridDim.x) {
+        const int64_t end = (part + 1) * length < n ? (part + 1) * length : n;
+        double total = 0;
+        int64_t i = part * length + threadIdx.x;
+        for (; i + 3 * 256 < end; i += 4 * 256) {
+            const double v0 = x[i];
+            const double v1 = x[i + 1 * 256];
+            const double v2 = x[i + 2 * 256];
+            const double v3 = x[i + 3 * 256];
+            total += fabs((double)v0);
+            total += fabs((double)v1);
+            total += fabs((double)v2);
+            total += fabs((double)v3);
+        }
+        for (; i < end; i += 256)
+            total += fabs((double)x[i]);
+        total = cb_block_sum(total);
+        if (threadIdx.x == 0)
+            partials[part] = total;
+    }
+}
+
+typedef struct twin_args_asum_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    double *__restrict__ partials;
+} twin_args_asum_f64;
+
+static void twin_thread_asum_f64(void *args)
+{
+    const twin_args_asum_f64 *a = args;
+    twin_asum_f64(a->n, a->x, a->partials);
+}
+
+/* sumsq for float32, as templates/cuda/ops/sumsq.cu.j2 writes it */
+static void twin_sumsq_f32(int64_t n, const float *__restrict__ x, double *__restrict__ partials)
+{
+    const int64_t length = cb_part_length(n);
+    for (int64_t part = blockIdx.x; part * length < n; part += gridDim.x) {
+        const int64_t end = (part + 1) * length < n ? (part + 1) * length : n;
+        double total = 0;
+        int64_t i = part * length + threadIdx.x;
+        for (; i + 3 * 256 < end; i += 4 * 256) {
+            const float v0 = x[i];
+            const float v1 = x[i + 1 * 256];
+            const float v2 = x[i + 2 * 256];
+            const float v3 = x[i + 3 * 256];
+            total += (double)v0 * (double)v0;
+            total += (double)v1 * (double)v1;
+            total += (double)v2 * (double)v2;
+            total += (double)v3 * (double)v3;
+        }
+        for (; i < end; i += 256)
+            total += (double)x[i] * (double)x[i];
+        total = cb_block_sum(total);
+        if (threadIdx.x == 0)
+            partials[part] = total;
+    }
+}
+
+typedef struct twin_args_sumsq_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    double *__restrict__ partials;
+} twin_args_sumsq_f32;
+
+static void twin_thread_sumsq_f32(void *args)
+{
+    const twin_args_sumsq_f32 *a = args;
+    twin_sumsq_f32(a->n, a->x, a->partials);
+}
+
+/* sumsq for float64, as templates/cuda/ops/sumsq.cu.j2 writes it */
+static void twin_sumsq_f64(int64_t n, const double *__restrict__ x, double *__restrict__ partials)
+{
+    const int64_t length = cb_part_length(n);
+    for (int64_t part = blockIdx.x; part * length < n; part += gridDim.x) {
+        const int64_t end = (part + 1) * length < n ? (part + 1) * length : n;
+        double total = 0;
+        int64_t i = part * length + threadIdx.x;
+        for (; i + 3 * 256 < end; i += 4 * 256) {
+            const double v0 = x[i];
+            const double v1 = x[i + 1 * 256];
+            const double v2 = x[i + 2 * 256];
+            const double v3 = x[i + 3 * 256];
+            total += (double)v0 * (double)v0;
+            total += (double)v1 * (double)v1;
+            total += (double)v2 * (double)v2;
+            total += (double)v3 * (double)v3;
+        }
+        for (; i < end; i += 256)
+            total += (double)x[i] * (double)x[i];
+        total = cb_block_sum(total);
+        if (threadIdx.x == 0)
+            partials[part] = total;
+    }
+}
+
+typedef struct twin_args_sumsq_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    double *__restrict__ partials;
+} twin_args_sumsq_f64;
+
+static void twin_thread_sumsq_f64(void *args)
+{
+    const twin_args_sumsq_f64 *a = args;
+    twin_sumsq_f64(a->n, a->x, a->partials);
+}
+
 /* axpy for float32, as templates/cuda/ops/axpy.cu.j2 writes it */
 static void twin_axpy_f32(int64_t n, double alpha, const float *__restrict__ x, float *__restrict__ y)
 {
     const float a = (float)alpha;
-    CB_FOR_EACH_INDEX(i, n)
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            y[i] += a * x[i];
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         y[i] += a * x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_y {
+        float v[4];
+    } cb_lanes_y;
+    cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_y y1 = y_lanes[j + 1 * stride];
+        y0.v[0] += a * x0.v[0];
+        y0.v[1] += a * x0.v[1];
+        y0.v[2] += a * x0.v[2];
+        y0.v[3] += a * x0.v[3];
+        y1.v[0] += a * x1.v[0];
+        y1.v[1] += a * x1.v[1];
+        y1.v[2] += a * x1.v[2];
+        y1.v[3] += a * x1.v[3];
+        y_lanes[j] = y0;
+        y_lanes[j + 1 * stride] = y1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        y0.v[0] += a * x0.v[0];
+        y0.v[1] += a * x0.v[1];
+        y0.v[2] += a * x0.v[2];
+        y0.v[3] += a * x0.v[3];
+        y_lanes[j] = y0;
+    }
+}
+
+typedef struct twin_args_axpy_f32 {
+    int64_t n;
+    double alpha;
+    const float *__restrict__ x;
+    float *__restrict__ y;
+} twin_args_axpy_f32;
+
+static void twin_thread_axpy_f32(void *args)
+{
+    const twin_args_axpy_f32 *a = args;
+    twin_axpy_f32(a->n, a->alpha, a->x, a->y);
 }
 
 /* axpy for float64, as templates/cuda/ops/axpy.cu.j2 writes it */
 static void twin_axpy_f64(int64_t n, double alpha, const double *__restrict__ x, double *__restrict__ y)
 {
     const double a = (double)alpha;
-    CB_FOR_EACH_INDEX(i, n)
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 8 % 2 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            y[i] += a * x[i];
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         y[i] += a * x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_y {
+        double v[2];
+    } cb_lanes_y;
+    cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_y y1 = y_lanes[j + 1 * stride];
+        y0.v[0] += a * x0.v[0];
+        y0.v[1] += a * x0.v[1];
+        y1.v[0] += a * x1.v[0];
+        y1.v[1] += a * x1.v[1];
+        y_lanes[j] = y0;
+        y_lanes[j + 1 * stride] = y1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        y0.v[0] += a * x0.v[0];
+        y0.v[1] += a * x0.v[1];
+        y_lanes[j] = y0;
+    }
+}
+
+typedef struct twin_args_axpy_f64 {
+    int64_t n;
+    double alpha;
+    const double *__restrict__ x;
+    double *__restrict__ y;
+} twin_args_axpy_f64;
+
+static void twin_thread_axpy_f64(void *args)
+{
+    const twin_args_axpy_f64 *a = args;
+    twin_axpy_f64(a->n, a->alpha, a->x, a->y);
 }
 
 /* scale for float32, as templates/cuda/ops/scale.cu.j2 writes it */
 static void twin_scale_f32(int64_t n, double alpha, float *__restrict__ x)
 {
     const float a = (float)alpha;
-    CB_FOR_EACH_INDEX(i, n)
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            x[i] *= a;
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         x[i] *= a;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        x0.v[0] *= a;
+        x0.v[1] *= a;
+        x0.v[2] *= a;
+        x0.v[3] *= a;
+        x1.v[0] *= a;
+        x1.v[1] *= a;
+        x1.v[2] *= a;
+        x1.v[3] *= a;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        x0.v[0] *= a;
+        x0.v[1] *= a;
+        x0.v[2] *= a;
+        x0.v[3] *= a;
+        x_lanes[j] = x0;
+    }
+}
+
+typedef struct twin_args_scale_f32 {
+    int64_t n;
+    double alpha;
+    float *__restrict__ x;
+} twin_args_scale_f32;
+
+static void twin_thread_scale_f32(void *args)
+{
+    const twin_args_scale_f32 *a = args;
+    twin_scale_f32(a->n, a->alpha, a->x);
 }
 
 /* scale for float64, as templates/cuda/ops/scale.cu.j2 writes it */
 static void twin_scale_f64(int64_t n, double alpha, double *__restrict__ x)
 {
     const double a = (double)alpha;
-    CB_FOR_EACH_INDEX(i, n)
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            x[i] *= a;
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         x[i] *= a;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        x0.v[0] *= a;
+        x0.v[1] *= a;
+        x1.v[0] *= a;
+        x1.v[1] *= a;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        x0.v[0] *= a;
+        x0.v[1] *= a;
+        x_lanes[j] = x0;
+    }
+}
+
+typedef struct twin_args_scale_f64 {
+    int64_t n;
+    double alpha;
+    double *__restrict__ x;
+} twin_args_scale_f64;
+
+static void twin_thread_scale_f64(void *args)
+{
+    const twin_args_scale_f64 *a = args;
+    twin_scale_f64(a->n, a->alpha, a->x);
 }
 
 /* fill for float32, as templates/cuda/ops/fill.cu.j2 writes it */
 static void twin_fill_f32(int64_t n, double value, float *__restrict__ x)
 {
     const float v = (float)value;
-    CB_FOR_EACH_INDEX(i, n)
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            x[i] = v;
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         x[i] = v;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0;
+        cb_lanes_x x1;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x1.v[0] = v;
+        x1.v[1] = v;
+        x1.v[2] = v;
+        x1.v[3] = v;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x_lanes[j] = x0;
+    }
+}
+
+typedef struct twin_args_fill_f32 {
+    int64_t n;
+    double value;
+    float *__restrict__ x;
+} twin_args_fill_f32;
+
+static void twin_thread_fill_f32(void *args)
+{
+    const twin_args_fill_f32 *a = args;
+    twin_fill_f32(a->n, a->value, a->x);
 }
 
 /* fill for float64, as templates/cuda/ops/fill.cu.j2 writes it */
 static void twin_fill_f64(int64_t n, double value, double *__restrict__ x)
 {
     const double v = (double)value;
-    CB_FOR_EACH_INDEX(i, n)
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            x[i] = v;
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         x[i] = v;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0;
+        cb_lanes_x x1;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x1.v[0] = v;
+        x1.v[1] = v;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x_lanes[j] = x0;
+    }
+}
+
+typedef struct twin_args_fill_f64 {
+    int64_t n;
+    double value;
+    double *__restrict__ x;
+} twin_args_fill_f64;
+
+static void twin_thread_fill_f64(void *args)
+{
+    const twin_args_fill_f64 *a = args;
+    twin_fill_f64(a->n, a->value, a->x);
 }
 
 /* fill for int32, as templates/cuda/ops/fill.cu.j2 writes it */
 static void twin_fill_i32(int64_t n, double value, int32_t *__restrict__ x)
 {
     const int32_t v = (int32_t)value;
-    CB_FOR_EACH_INDEX(i, n)
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            x[i] = v;
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         x[i] = v;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        int32_t v[4];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0;
+        cb_lanes_x x1;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x1.v[0] = v;
+        x1.v[1] = v;
+        x1.v[2] = v;
+        x1.v[3] = v;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x_lanes[j] = x0;
+    }
+}
+
+typedef struct twin_args_fill_i32 {
+    int64_t n;
+    double value;
+    int32_t *__restrict__ x;
+} twin_args_fill_i32;
+
+static void twin_thread_fill_i32(void *args)
+{
+    const twin_args_fill_i32 *a = args;
+    twin_fill_i32(a->n, a->value, a->x);
 }
 
 /* fill for uint32, as templates/cuda/ops/fill.cu.j2 writes it */
 static void twin_fill_u32(int64_t n, double value, uint32_t *__restrict__ x)
 {
     const uint32_t v = (uint32_t)value;
-    CB_FOR_EACH_INDEX(i, n)
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            x[i] = v;
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         x[i] = v;
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        uint32_t v[4];
+    } cb_lanes_x;
+    cb_lanes_x *x_lanes = (cb_lanes_x *)(x + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0;
+        cb_lanes_x x1;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x1.v[0] = v;
+        x1.v[1] = v;
+        x1.v[2] = v;
+        x1.v[3] = v;
+        x_lanes[j] = x0;
+        x_lanes[j + 1 * stride] = x1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0;
+        x0.v[0] = v;
+        x0.v[1] = v;
+        x0.v[2] = v;
+        x0.v[3] = v;
+        x_lanes[j] = x0;
+    }
+}
+
+typedef struct twin_args_fill_u32 {
+    int64_t n;
+    double value;
+    uint32_t *__restrict__ x;
+} twin_args_fill_u32;
+
+static void twin_thread_fill_u32(void *args)
+{
+    const twin_args_fill_u32 *a = args;
+    twin_fill_u32(a->n, a->value, a->x);
 }
 
 /* add for float32, as templates/cuda/ops/add.cu.j2 writes it */
 static void twin_add_f32(int64_t n, const float *x, float *y)
 {
-    CB_FOR_EACH_INDEX(i, n)
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            y[i] += x[i];
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         y[i] += x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_y {
+        float v[4];
+    } cb_lanes_y;
+    cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_y y1 = y_lanes[j + 1 * stride];
+        y0.v[0] += x0.v[0];
+        y0.v[1] += x0.v[1];
+        y0.v[2] += x0.v[2];
+        y0.v[3] += x0.v[3];
+        y1.v[0] += x1.v[0];
+        y1.v[1] += x1.v[1];
+        y1.v[2] += x1.v[2];
+        y1.v[3] += x1.v[3];
+        y_lanes[j] = y0;
+        y_lanes[j + 1 * stride] = y1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        y0.v[0] += x0.v[0];
+        y0.v[1] += x0.v[1];
+        y0.v[2] += x0.v[2];
+        y0.v[3] += x0.v[3];
+        y_lanes[j] = y0;
+    }
+}
+
+typedef struct twin_args_add_f32 {
+    int64_t n;
+    const float *x;
+    float *y;
+} twin_args_add_f32;
+
+static void twin_thread_add_f32(void *args)
+{
+    const twin_args_add_f32 *a = args;
+    twin_add_f32(a->n, a->x, a->y);
 }
 
 /* add for float64, as templates/cuda/ops/add.cu.j2 writes it */
 static void twin_add_f64(int64_t n, const double *x, double *y)
 {
-    CB_FOR_EACH_INDEX(i, n)
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 8 % 2 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            y[i] += x[i];
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         y[i] += x[i];
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_y {
+        double v[2];
+    } cb_lanes_y;
+    cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_y y1 = y_lanes[j + 1 * stride];
+        y0.v[0] += x0.v[0];
+        y0.v[1] += x0.v[1];
+        y1.v[0] += x1.v[0];
+        y1.v[1] += x1.v[1];
+        y_lanes[j] = y0;
+        y_lanes[j + 1 * stride] = y1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        y0.v[0] += x0.v[0];
+        y0.v[1] += x0.v[1];
+        y_lanes[j] = y0;
+    }
+}
+
+typedef struct twin_args_add_f64 {
+    int64_t n;
+    const double *x;
+    double *y;
+} twin_args_add_f64;
+
+static void twin_thread_add_f64(void *args)
+{
+    const twin_args_add_f64 *a = args;
+    twin_add_f64(a->n, a->x, a->y);
 }
 
 /* add for int32, as templates/cuda/ops/add.cu.j2 writes it */
 static void twin_add_i32(int64_t n, const int32_t *x, int32_t *y)
 {
-    CB_FOR_EACH_INDEX(i, n)
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        int32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_y {
+        int32_t v[4];
+    } cb_lanes_y;
+    cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_y y1 = y_lanes[j + 1 * stride];
+        y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+        y0.v[1] = (int32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+        y0.v[2] = (int32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+        y0.v[3] = (int32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+        y1.v[0] = (int32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
+        y1.v[1] = (int32_t)((uint32_t)y1.v[1] + (uint32_t)x1.v[1]);
+        y1.v[2] = (int32_t)((uint32_t)y1.v[2] + (uint32_t)x1.v[2]);
+        y1.v[3] = (int32_t)((uint32_t)y1.v[3] + (uint32_t)x1.v[3]);
+        y_lanes[j] = y0;
+        y_lanes[j + 1 * stride] = y1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        y0.v[0] = (int32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+        y0.v[1] = (int32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+        y0.v[2] = (int32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+        y0.v[3] = (int32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+        y_lanes[j] = y0;
+    }
+}
+
+typedef struct twin_args_add_i32 {
+    int64_t n;
+    const int32_t *x;
+    int32_t *y;
+} twin_args_add_i32;
+
+static void twin_thread_add_i32(void *args)
+{
+    const twin_args_add_i32 *a = args;
+    twin_add_i32(a->n, a->x, a->y);
 }
 
 /* add for uint32, as templates/cuda/ops/add.cu.j2 writes it */
 static void twin_add_u32(int64_t n, const uint32_t *x, uint32_t *y)
 {
-    CB_FOR_EACH_INDEX(i, n)
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)y / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            y[i] = (uint32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         y[i] = (uint32_t)((uint32_t)y[i] + (uint32_t)x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        uint32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_y {
+        uint32_t v[4];
+    } cb_lanes_y;
+    cb_lanes_y *y_lanes = (cb_lanes_y *)(y + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_y y1 = y_lanes[j + 1 * stride];
+        y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+        y0.v[1] = (uint32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+        y0.v[2] = (uint32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+        y0.v[3] = (uint32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+        y1.v[0] = (uint32_t)((uint32_t)y1.v[0] + (uint32_t)x1.v[0]);
+        y1.v[1] = (uint32_t)((uint32_t)y1.v[1] + (uint32_t)x1.v[1]);
+        y1.v[2] = (uint32_t)((uint32_t)y1.v[2] + (uint32_t)x1.v[2]);
+        y1.v[3] = (uint32_t)((uint32_t)y1.v[3] + (uint32_t)x1.v[3]);
+        y_lanes[j] = y0;
+        y_lanes[j + 1 * stride] = y1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_y y0 = y_lanes[j];
+        y0.v[0] = (uint32_t)((uint32_t)y0.v[0] + (uint32_t)x0.v[0]);
+        y0.v[1] = (uint32_t)((uint32_t)y0.v[1] + (uint32_t)x0.v[1]);
+        y0.v[2] = (uint32_t)((uint32_t)y0.v[2] + (uint32_t)x0.v[2]);
+        y0.v[3] = (uint32_t)((uint32_t)y0.v[3] + (uint32_t)x0.v[3]);
+        y_lanes[j] = y0;
+    }
+}
+
+typedef struct twin_args_add_u32 {
+    int64_t n;
+    const uint32_t *x;
+    uint32_t *y;
+} twin_args_add_u32;
+
+static void twin_thread_add_u32(void *args)
+{
+    const twin_args_add_u32 *a = args;
+    twin_add_u32(a->n, a->x, a->y);
 }
 
 /* copy_strided for float32, as templates/cuda/ops/copy_strided.cu.j2 writes it */
 static void twin_copy_strided_f32(int64_t n, int64_t rows, int64_t cols, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y, int64_t y_stride)
 {
-    CB_FOR_EACH_INDEX(i, n) {
-        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
-        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
+    int width = 1, shift = 0;
+    while (width < cols && width < 256) {
+        width <<= 1;
+        ++shift;
     }
+    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
+    const int64_t step = (int64_t)gridDim.x * groups;
+    for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
+        const float *from = x + row * x_stride + lane;
+        float *to = y + row * y_stride + lane;
+        CB_UNROLL(4)
+        for (int64_t c = 0; c < cols - lane; c += width)
+            to[c] = from[c];
+    }
+}
+
+typedef struct twin_args_copy_strided_f32 {
+    int64_t n;
+    int64_t rows;
+    int64_t cols;
+    const float *__restrict__ x;
+    int64_t x_stride;
+    float *__restrict__ y;
+    int64_t y_stride;
+} twin_args_copy_strided_f32;
+
+static void twin_thread_copy_strided_f32(void *args)
+{
+    const twin_args_copy_strided_f32 *a = args;
+    twin_copy_strided_f32(a->n, a->rows, a->cols, a->x, a->x_stride, a->y, a->y_stride);
 }
 
 /* copy_strided for float64, as templates/cuda/ops/copy_strided.cu.j2 writes it */
 static void twin_copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const double *__restrict__ x, int64_t x_stride, double *__restrict__ y, int64_t y_stride)
 {
-    CB_FOR_EACH_INDEX(i, n) {
-        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
-        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
+    int width = 1, shift = 0;
+    while (width < cols && width < 256) {
+        width <<= 1;
+        ++shift;
+    }
+    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
+    const int64_t step = (int64_t)gridDim.x * groups;
+    for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
+        const double *from = x + row * x_stride + lane;
+        double *to = y + row * y_stride + lane;
+        CB_UNROLL(4)
+        for (int64_t c = 0; c < cols - lane; c += width)
+            to[c] = from[c];
     }
 }
 
-/* copy_strided for int32, as templates/cuda/ops/copy_strided.cu.j2 writes it */
-static void twin_copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const int32_t *__restrict__ x, int64_t x_stride, int32_t *__restrict__ y, int64_t y_stride)
-{
-    CB_FOR_EACH_INDEX(i, n) {
-        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
-        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
-    }
-}
+typedef struct twin_args_copy_strided_f64 {
+    int64_t n;
+    int64_t rows;
+    int64_t cols;
+    const double *__restrict__ x;
+    int64_t x_stride;
+    double *__restrict__ y;
+    int64_t y_stride;
+} twin_args_copy_strided_f64;
 
-/* copy_strided for uint32, as templates/cuda/ops/copy_strided.cu.j2 writes it */
-static void twin_copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const uint32_t *__restrict__ x, int64_t x_stride, uint32_t *__restrict__ y, int64_t y_stride)
+static void twin_thread_copy_strided_f64(void *args)
 {
-    CB_FOR_EACH_INDEX(i, n) {
-        const cb_quotient rc = cb_divide((uint64_t)i, (uint64_t)cols);
-        y[(int64_t)rc.quotient * y_stride + (int64_t)rc.remainder] = x[(int64_t)rc.quotient * x_stride + (int64_t)rc.remainder];
-    }
+    const twin_args_copy_strided_f64 *a = args;
+    twin_copy_strided_f64(a->n, a->rows, a->cols, a->x, a->x_stride, a->y, a->y_stride);
 }
 
 /* transpose for float32, as templates/cuda/ops/transpose.cu.j2 writes it */
 static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const float *__restrict__ x, float *__restrict__ y)
 {
-    CB_FOR_EACH_INDEX(j, n) {
-        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
-        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
-        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
-        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
-        const uint64_t o = c.quotient;
-        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
-                  c.remainder) * (uint64_t)inner + i.remainder];
+    if (inner == 1) {
+        __shared__ float tile[32][33];
+        const int64_t tiles_c = (cols + 31) / 32;
+        const int64_t radix[CB_DIGITS - 1] = {(tiles_c + 7) / 8, (rows + 31) / 32, middle};
+        cb_position at = cb_position_of(blockIdx.x, radix);
+        const cb_position step = cb_position_of(gridDim.x, radix);
+        const int lane = threadIdx.x & 31, row = threadIdx.x >> 5;
+        const int64_t plane = rows * middle * cols, x_pitch = middle * cols, y_pitch = middle * rows;
+        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+            const int64_t r0 = at.digit[1] * 32, c_first = at.digit[0] * 256;
+            const int r_end = rows - r0 < 32 ? (int)(rows - r0) : 32;
+            const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
+            const float *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
+            float *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
+            CB_UNROLL(1)
+            for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
+                const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < r_end && lane < c_end)
+                        tile[row + k][lane] = from[k * x_pitch];
+                __syncthreads();
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < c_end && lane < r_end)
+                        to[k * y_pitch] = tile[lane][row + k];
+                __syncthreads(); /* the next tile overwrites this one */
+            }
+        }
+        return;
     }
+    int width = 1, shift = 0;
+    while (width < inner && width < 256) {
+        width <<= 1;
+        ++shift;
+    }
+    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
+    const int64_t radix[CB_DIGITS - 1] = {(rows + 7) / 8, middle, cols};
+    cb_position at = cb_position_of((int64_t)blockIdx.x * groups + (threadIdx.x >> shift), radix);
+    const cb_position step = cb_position_of((int64_t)gridDim.x * groups, radix);
+    const int64_t x_pitch = middle * cols * inner;
+    for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+        const int64_t r_first = at.digit[0] * 8;
+        const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
+        const float *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
+        float *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
+        CB_UNROLL(1)
+        for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            CB_UNROLL(4)
+            for (int64_t i = 0; i < inner - lane; i += width)
+                to[i] = from[i];
+    }
+}
+
+typedef struct twin_args_transpose_f32 {
+    int64_t n;
+    int64_t outer;
+    int64_t rows;
+    int64_t middle;
+    int64_t cols;
+    int64_t inner;
+    const float *__restrict__ x;
+    float *__restrict__ y;
+} twin_args_transpose_f32;
+
+static void twin_thread_transpose_f32(void *args)
+{
+    const twin_args_transpose_f32 *a = args;
+    twin_transpose_f32(a->n, a->outer, a->rows, a->middle, a->cols, a->inner, a->x, a->y);
 }
 
 /* transpose for float64, as templates/cuda/ops/transpose.cu.j2 writes it */
 static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const double *__restrict__ x, double *__restrict__ y)
 {
-    CB_FOR_EACH_INDEX(j, n) {
-        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
-        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
-        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
-        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
-        const uint64_t o = c.quotient;
-        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
-                  c.remainder) * (uint64_t)inner + i.remainder];
+    if (inner == 1) {
+        __shared__ double tile[32][33];
+        const int64_t tiles_c = (cols + 31) / 32;
+        const int64_t radix[CB_DIGITS - 1] = {(tiles_c + 7) / 8, (rows + 31) / 32, middle};
+        cb_position at = cb_position_of(blockIdx.x, radix);
+        const cb_position step = cb_position_of(gridDim.x, radix);
+        const int lane = threadIdx.x & 31, row = threadIdx.x >> 5;
+        const int64_t plane = rows * middle * cols, x_pitch = middle * cols, y_pitch = middle * rows;
+        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+            const int64_t r0 = at.digit[1] * 32, c_first = at.digit[0] * 256;
+            const int r_end = rows - r0 < 32 ? (int)(rows - r0) : 32;
+            const int64_t c_stop = cols - c_first < 256 ? cols - c_first : 256;
+            const double *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
+            double *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
+            CB_UNROLL(1)
+            for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
+                const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < r_end && lane < c_end)
+                        tile[row + k][lane] = from[k * x_pitch];
+                __syncthreads();
+                for (int k = 0; k < 32; k += 8)
+                    if (row + k < c_end && lane < r_end)
+                        to[k * y_pitch] = tile[lane][row + k];
+                __syncthreads(); /* the next tile overwrites this one */
+            }
+        }
+        return;
+    }
+    int width = 1, shift = 0;
+    while (width < inner && width < 256) {
+        width <<= 1;
+        ++shift;
+    }
+    const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
+    const int64_t radix[CB_DIGITS - 1] = {(rows + 7) / 8, middle, cols};
+    cb_position at = cb_position_of((int64_t)blockIdx.x * groups + (threadIdx.x >> shift), radix);
+    const cb_position step = cb_position_of((int64_t)gridDim.x * groups, radix);
+    const int64_t x_pitch = middle * cols * inner;
+    for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+        const int64_t r_first = at.digit[0] * 8;
+        const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
+        const double *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
+        double *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
+        CB_UNROLL(1)
+        for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
+            CB_UNROLL(4)
+            for (int64_t i = 0; i < inner - lane; i += width)
+                to[i] = from[i];
     }
 }
 
-/* transpose for int32, as templates/cuda/ops/transpose.cu.j2 writes it */
-static void twin_transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const int32_t *__restrict__ x, int32_t *__restrict__ y)
-{
-    CB_FOR_EACH_INDEX(j, n) {
-        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
-        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
-        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
-        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
-        const uint64_t o = c.quotient;
-        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
-                  c.remainder) * (uint64_t)inner + i.remainder];
-    }
-}
+typedef struct twin_args_transpose_f64 {
+    int64_t n;
+    int64_t outer;
+    int64_t rows;
+    int64_t middle;
+    int64_t cols;
+    int64_t inner;
+    const double *__restrict__ x;
+    double *__restrict__ y;
+} twin_args_transpose_f64;
 
-/* transpose for uint32, as templates/cuda/ops/transpose.cu.j2 writes it */
-static void twin_transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const uint32_t *__restrict__ x, uint32_t *__restrict__ y)
+static void twin_thread_transpose_f64(void *args)
 {
-    CB_FOR_EACH_INDEX(j, n) {
-        const cb_quotient i = cb_divide((uint64_t)j, (uint64_t)inner);
-        const cb_quotient r = cb_divide(i.quotient, (uint64_t)rows);
-        const cb_quotient m = cb_divide(r.quotient, (uint64_t)middle);
-        const cb_quotient c = cb_divide(m.quotient, (uint64_t)cols);
-        const uint64_t o = c.quotient;
-        y[j] = x[(((o * (uint64_t)rows + r.remainder) * (uint64_t)middle + m.remainder) * (uint64_t)cols +
-                  c.remainder) * (uint64_t)inner + i.remainder];
-    }
+    const twin_args_transpose_f64 *a = args;
+    twin_transpose_f64(a->n, a->outer, a->rows, a->middle, a->cols, a->inner, a->x, a->y);
 }
 
 /* convert_to_f32 for float32, as templates/cuda/ops/convert_to_f32.cu.j2 writes it */
 static void twin_convert_to_f32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
     float *out = (float *)y;
-    CB_FOR_EACH_INDEX(i, n) {
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = (float)x[i];
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         out[i] = (float)x[i];
     }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        float v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out0.v[2] = (float)x0.v[2];
+        out0.v[3] = (float)x0.v[3];
+        out1.v[0] = (float)x1.v[0];
+        out1.v[1] = (float)x1.v[1];
+        out1.v[2] = (float)x1.v[2];
+        out1.v[3] = (float)x1.v[3];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out0.v[2] = (float)x0.v[2];
+        out0.v[3] = (float)x0.v[3];
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_f32_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f32_f32;
+
+static void twin_thread_convert_to_f32_f32(void *args)
+{
+    const twin_args_convert_to_f32_f32 *a = args;
+    twin_convert_to_f32_f32(a->n, a->x, a->y);
 }
 
 /* convert_to_f32 for float64, as templates/cuda/ops/convert_to_f32.cu.j2 writes it */
 static void twin_convert_to_f32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
     float *out = (float *)y;
-    CB_FOR_EACH_INDEX(i, n) {
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = (float)x[i];
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         out[i] = (float)x[i];
     }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(8))) cb_lanes_out {
+        float v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out1.v[0] = (float)x1.v[0];
+        out1.v[1] = (float)x1.v[1];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_f32_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f32_f64;
+
+static void twin_thread_convert_to_f32_f64(void *args)
+{
+    const twin_args_convert_to_f32_f64 *a = args;
+    twin_convert_to_f32_f64(a->n, a->x, a->y);
 }
 
 /* convert_to_f32 for int32, as templates/cuda/ops/convert_to_f32.cu.j2 writes it */
 static void twin_convert_to_f32_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
 {
     float *out = (float *)y;
-    CB_FOR_EACH_INDEX(i, n) {
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = (float)x[i];
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         out[i] = (float)x[i];
     }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        int32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        float v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out0.v[2] = (float)x0.v[2];
+        out0.v[3] = (float)x0.v[3];
+        out1.v[0] = (float)x1.v[0];
+        out1.v[1] = (float)x1.v[1];
+        out1.v[2] = (float)x1.v[2];
+        out1.v[3] = (float)x1.v[3];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out0.v[2] = (float)x0.v[2];
+        out0.v[3] = (float)x0.v[3];
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_f32_i32 {
+    int64_t n;
+    const int32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f32_i32;
+
+static void twin_thread_convert_to_f32_i32(void *args)
+{
+    const twin_args_convert_to_f32_i32 *a = args;
+    twin_convert_to_f32_i32(a->n, a->x, a->y);
 }
 
 /* convert_to_f32 for uint32, as templates/cuda/ops/convert_to_f32.cu.j2 writes it */
 static void twin_convert_to_f32_u32(int64_t n, const uint32_t *__restrict__ x, void *__restrict__ y)
 {
     float *out = (float *)y;
-    CB_FOR_EACH_INDEX(i, n) {
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = (float)x[i];
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         out[i] = (float)x[i];
     }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        uint32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        float v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out0.v[2] = (float)x0.v[2];
+        out0.v[3] = (float)x0.v[3];
+        out1.v[0] = (float)x1.v[0];
+        out1.v[1] = (float)x1.v[1];
+        out1.v[2] = (float)x1.v[2];
+        out1.v[3] = (float)x1.v[3];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (float)x0.v[0];
+        out0.v[1] = (float)x0.v[1];
+        out0.v[2] = (float)x0.v[2];
+        out0.v[3] = (float)x0.v[3];
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_f32_u32 {
+    int64_t n;
+    const uint32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f32_u32;
+
+static void twin_thread_convert_to_f32_u32(void *args)
+{
+    const twin_args_convert_to_f32_u32 *a = args;
+    twin_convert_to_f32_u32(a->n, a->x, a->y);
 }
 
 /* convert_to_f64 for float32, as templates/cuda/ops/convert_to_f64.cu.j2 writes it */
 static void twin_convert_to_f64_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
     double *out = (double *)y;
-    CB_FOR_EACH_INDEX(i, n) {
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = (double)x[i];
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         out[i] = (double)x[i];
     }
+    typedef struct __attribute__((aligned(8))) cb_lanes_x {
+        float v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        double v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out1.v[0] = (double)x1.v[0];
+        out1.v[1] = (double)x1.v[1];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_f64_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f64_f32;
+
+static void twin_thread_convert_to_f64_f32(void *args)
+{
+    const twin_args_convert_to_f64_f32 *a = args;
+    twin_convert_to_f64_f32(a->n, a->x, a->y);
 }
 
 /* convert_to_f64 for float64, as templates/cuda/ops/convert_to_f64.cu.j2 writes it */
 static void twin_convert_to_f64_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
     double *out = (double *)y;
-    CB_FOR_EACH_INDEX(i, n) {
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = (double)x[i];
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         out[i] = (double)x[i];
     }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        double v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out1.v[0] = (double)x1.v[0];
+        out1.v[1] = (double)x1.v[1];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_f64_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f64_f64;
+
+static void twin_thread_convert_to_f64_f64(void *args)
+{
+    const twin_args_convert_to_f64_f64 *a = args;
+    twin_convert_to_f64_f64(a->n, a->x, a->y);
 }
 
 /* convert_to_f64 for int32, as templates/cuda/ops/convert_to_f64.cu.j2 writes it */
 static void twin_convert_to_f64_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
 {
     double *out = (double *)y;
-    CB_FOR_EACH_INDEX(i, n) {
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = (double)x[i];
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         out[i] = (double)x[i];
     }
+    typedef struct __attribute__((aligned(8))) cb_lanes_x {
+        int32_t v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        double v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out1.v[0] = (double)x1.v[0];
+        out1.v[1] = (double)x1.v[1];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_f64_i32 {
+    int64_t n;
+    const int32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f64_i32;
+
+static void twin_thread_convert_to_f64_i32(void *args)
+{
+    const twin_args_convert_to_f64_i32 *a = args;
+    twin_convert_to_f64_i32(a->n, a->x, a->y);
 }
 
 /* convert_to_f64 for uint32, as templates/cuda/ops/convert_to_f64.cu.j2 writes it */
 static void twin_convert_to_f64_u32(int64_t n, const uint32_t *__restrict__ x, void *__restrict__ y)
 {
     double *out = (double *)y;
-    CB_FOR_EACH_INDEX(i, n) {
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 8 % 2 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = (double)x[i];
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         out[i] = (double)x[i];
     }
+    typedef struct __attribute__((aligned(8))) cb_lanes_x {
+        uint32_t v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        double v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out1.v[0] = (double)x1.v[0];
+        out1.v[1] = (double)x1.v[1];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (double)x0.v[0];
+        out0.v[1] = (double)x0.v[1];
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_f64_u32 {
+    int64_t n;
+    const uint32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_f64_u32;
+
+static void twin_thread_convert_to_f64_u32(void *args)
+{
+    const twin_args_convert_to_f64_u32 *a = args;
+    twin_convert_to_f64_u32(a->n, a->x, a->y);
 }
 
 /* convert_to_i32 for float32, as templates/cuda/ops/convert_to_i32.cu.j2 writes it */
 static void twin_convert_to_i32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
     int32_t *out = (int32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]); /* nearest even */
-        out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
-                 : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = cb_f32_to_i32_rni(x[i]);
+        }
+        return;
     }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f32_to_i32_rni(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        int32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = cb_f32_to_i32_rni(x0.v[0]);
+        out0.v[1] = cb_f32_to_i32_rni(x0.v[1]);
+        out0.v[2] = cb_f32_to_i32_rni(x0.v[2]);
+        out0.v[3] = cb_f32_to_i32_rni(x0.v[3]);
+        out1.v[0] = cb_f32_to_i32_rni(x1.v[0]);
+        out1.v[1] = cb_f32_to_i32_rni(x1.v[1]);
+        out1.v[2] = cb_f32_to_i32_rni(x1.v[2]);
+        out1.v[3] = cb_f32_to_i32_rni(x1.v[3]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f32_to_i32_rni(x0.v[0]);
+        out0.v[1] = cb_f32_to_i32_rni(x0.v[1]);
+        out0.v[2] = cb_f32_to_i32_rni(x0.v[2]);
+        out0.v[3] = cb_f32_to_i32_rni(x0.v[3]);
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_i32_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_i32_f32;
+
+static void twin_thread_convert_to_i32_f32(void *args)
+{
+    const twin_args_convert_to_i32_f32 *a = args;
+    twin_convert_to_i32_f32(a->n, a->x, a->y);
 }
 
 /* convert_to_i32 for float64, as templates/cuda/ops/convert_to_i32.cu.j2 writes it */
 static void twin_convert_to_i32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
     int32_t *out = (int32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]); /* nearest even */
-        out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
-                 : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = cb_f64_to_i32_rni(x[i]);
+        }
+        return;
     }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f64_to_i32_rni(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(8))) cb_lanes_out {
+        int32_t v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = cb_f64_to_i32_rni(x0.v[0]);
+        out0.v[1] = cb_f64_to_i32_rni(x0.v[1]);
+        out1.v[0] = cb_f64_to_i32_rni(x1.v[0]);
+        out1.v[1] = cb_f64_to_i32_rni(x1.v[1]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f64_to_i32_rni(x0.v[0]);
+        out0.v[1] = cb_f64_to_i32_rni(x0.v[1]);
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_i32_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_i32_f64;
+
+static void twin_thread_convert_to_i32_f64(void *args)
+{
+    const twin_args_convert_to_i32_f64 *a = args;
+    twin_convert_to_i32_f64(a->n, a->x, a->y);
 }
 
 /* convert_to_i32 for int32, as templates/cuda/ops/convert_to_i32.cu.j2 writes it */
 static void twin_convert_to_i32_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
 {
     int32_t *out = (int32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = (int32_t)x[i];
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         out[i] = (int32_t)x[i];
     }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        int32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        int32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = (int32_t)x0.v[0];
+        out0.v[1] = (int32_t)x0.v[1];
+        out0.v[2] = (int32_t)x0.v[2];
+        out0.v[3] = (int32_t)x0.v[3];
+        out1.v[0] = (int32_t)x1.v[0];
+        out1.v[1] = (int32_t)x1.v[1];
+        out1.v[2] = (int32_t)x1.v[2];
+        out1.v[3] = (int32_t)x1.v[3];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (int32_t)x0.v[0];
+        out0.v[1] = (int32_t)x0.v[1];
+        out0.v[2] = (int32_t)x0.v[2];
+        out0.v[3] = (int32_t)x0.v[3];
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_i32_i32 {
+    int64_t n;
+    const int32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_i32_i32;
+
+static void twin_thread_convert_to_i32_i32(void *args)
+{
+    const twin_args_convert_to_i32_i32 *a = args;
+    twin_convert_to_i32_i32(a->n, a->x, a->y);
 }
 
 /* convert_to_i32 for uint32, as templates/cuda/ops/convert_to_i32.cu.j2 writes it */
 static void twin_convert_to_i32_u32(int64_t n, const uint32_t *__restrict__ x, void *__restrict__ y)
 {
     int32_t *out = (int32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const int64_t v = (int64_t)x[i];
-        out[i] = v <= (int64_t)-2147483648 ? (int32_t)-2147483648
-                 : v >= (int64_t)2147483647 ? (int32_t)2147483647
-                 : (int32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = x[i] > 2147483647u ? 2147483647 : (int32_t)x[i]; /* from uint32 */
+        }
+        return;
     }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = x[i] > 2147483647u ? 2147483647 : (int32_t)x[i]; /* from uint32 */
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        uint32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        int32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = x0.v[0] > 2147483647u ? 2147483647 : (int32_t)x0.v[0]; /* from uint32 */
+        out0.v[1] = x0.v[1] > 2147483647u ? 2147483647 : (int32_t)x0.v[1]; /* from uint32 */
+        out0.v[2] = x0.v[2] > 2147483647u ? 2147483647 : (int32_t)x0.v[2]; /* from uint32 */
+        out0.v[3] = x0.v[3] > 2147483647u ? 2147483647 : (int32_t)x0.v[3]; /* from uint32 */
+        out1.v[0] = x1.v[0] > 2147483647u ? 2147483647 : (int32_t)x1.v[0]; /* from uint32 */
+        out1.v[1] = x1.v[1] > 2147483647u ? 2147483647 : (int32_t)x1.v[1]; /* from uint32 */
+        out1.v[2] = x1.v[2] > 2147483647u ? 2147483647 : (int32_t)x1.v[2]; /* from uint32 */
+        out1.v[3] = x1.v[3] > 2147483647u ? 2147483647 : (int32_t)x1.v[3]; /* from uint32 */
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = x0.v[0] > 2147483647u ? 2147483647 : (int32_t)x0.v[0]; /* from uint32 */
+        out0.v[1] = x0.v[1] > 2147483647u ? 2147483647 : (int32_t)x0.v[1]; /* from uint32 */
+        out0.v[2] = x0.v[2] > 2147483647u ? 2147483647 : (int32_t)x0.v[2]; /* from uint32 */
+        out0.v[3] = x0.v[3] > 2147483647u ? 2147483647 : (int32_t)x0.v[3]; /* from uint32 */
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_i32_u32 {
+    int64_t n;
+    const uint32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_i32_u32;
+
+static void twin_thread_convert_to_i32_u32(void *args)
+{
+    const twin_args_convert_to_i32_u32 *a = args;
+    twin_convert_to_i32_u32(a->n, a->x, a->y);
 }
 
 /* convert_to_u32 for float32, as templates/cuda/ops/convert_to_u32.cu.j2 writes it */
 static void twin_convert_to_u32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
     uint32_t *out = (uint32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]); /* nearest even */
-        out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
-                 : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = cb_f32_to_u32_rni(x[i]);
+        }
+        return;
     }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f32_to_u32_rni(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        uint32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = cb_f32_to_u32_rni(x0.v[0]);
+        out0.v[1] = cb_f32_to_u32_rni(x0.v[1]);
+        out0.v[2] = cb_f32_to_u32_rni(x0.v[2]);
+        out0.v[3] = cb_f32_to_u32_rni(x0.v[3]);
+        out1.v[0] = cb_f32_to_u32_rni(x1.v[0]);
+        out1.v[1] = cb_f32_to_u32_rni(x1.v[1]);
+        out1.v[2] = cb_f32_to_u32_rni(x1.v[2]);
+        out1.v[3] = cb_f32_to_u32_rni(x1.v[3]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f32_to_u32_rni(x0.v[0]);
+        out0.v[1] = cb_f32_to_u32_rni(x0.v[1]);
+        out0.v[2] = cb_f32_to_u32_rni(x0.v[2]);
+        out0.v[3] = cb_f32_to_u32_rni(x0.v[3]);
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_u32_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_u32_f32;
+
+static void twin_thread_convert_to_u32_f32(void *args)
+{
+    const twin_args_convert_to_u32_f32 *a = args;
+    twin_convert_to_u32_f32(a->n, a->x, a->y);
 }
 
 /* convert_to_u32 for float64, as templates/cuda/ops/convert_to_u32.cu.j2 writes it */
 static void twin_convert_to_u32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
     uint32_t *out = (uint32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = rint((double)x[i]); /* nearest even */
-        out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
-                 : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = cb_f64_to_u32_rni(x[i]);
+        }
+        return;
     }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f64_to_u32_rni(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(8))) cb_lanes_out {
+        uint32_t v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = cb_f64_to_u32_rni(x0.v[0]);
+        out0.v[1] = cb_f64_to_u32_rni(x0.v[1]);
+        out1.v[0] = cb_f64_to_u32_rni(x1.v[0]);
+        out1.v[1] = cb_f64_to_u32_rni(x1.v[1]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f64_to_u32_rni(x0.v[0]);
+        out0.v[1] = cb_f64_to_u32_rni(x0.v[1]);
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_u32_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_u32_f64;
+
+static void twin_thread_convert_to_u32_f64(void *args)
+{
+    const twin_args_convert_to_u32_f64 *a = args;
+    twin_convert_to_u32_f64(a->n, a->x, a->y);
 }
 
 /* convert_to_u32 for int32, as templates/cuda/ops/convert_to_u32.cu.j2 writes it */
 static void twin_convert_to_u32_i32(int64_t n, const int32_t *__restrict__ x, void *__restrict__ y)
 {
     uint32_t *out = (uint32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const int64_t v = (int64_t)x[i];
-        out[i] = v <= (int64_t)0 ? (uint32_t)0
-                 : v >= (int64_t)4294967295 ? (uint32_t)4294967295
-                 : (uint32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = x[i] < 0 ? 0u : (uint32_t)x[i]; /* from int32 */
+        }
+        return;
     }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = x[i] < 0 ? 0u : (uint32_t)x[i]; /* from int32 */
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        int32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        uint32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = x0.v[0] < 0 ? 0u : (uint32_t)x0.v[0]; /* from int32 */
+        out0.v[1] = x0.v[1] < 0 ? 0u : (uint32_t)x0.v[1]; /* from int32 */
+        out0.v[2] = x0.v[2] < 0 ? 0u : (uint32_t)x0.v[2]; /* from int32 */
+        out0.v[3] = x0.v[3] < 0 ? 0u : (uint32_t)x0.v[3]; /* from int32 */
+        out1.v[0] = x1.v[0] < 0 ? 0u : (uint32_t)x1.v[0]; /* from int32 */
+        out1.v[1] = x1.v[1] < 0 ? 0u : (uint32_t)x1.v[1]; /* from int32 */
+        out1.v[2] = x1.v[2] < 0 ? 0u : (uint32_t)x1.v[2]; /* from int32 */
+        out1.v[3] = x1.v[3] < 0 ? 0u : (uint32_t)x1.v[3]; /* from int32 */
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = x0.v[0] < 0 ? 0u : (uint32_t)x0.v[0]; /* from int32 */
+        out0.v[1] = x0.v[1] < 0 ? 0u : (uint32_t)x0.v[1]; /* from int32 */
+        out0.v[2] = x0.v[2] < 0 ? 0u : (uint32_t)x0.v[2]; /* from int32 */
+        out0.v[3] = x0.v[3] < 0 ? 0u : (uint32_t)x0.v[3]; /* from int32 */
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_u32_i32 {
+    int64_t n;
+    const int32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_u32_i32;
+
+static void twin_thread_convert_to_u32_i32(void *args)
+{
+    const twin_args_convert_to_u32_i32 *a = args;
+    twin_convert_to_u32_i32(a->n, a->x, a->y);
 }
 
 /* convert_to_u32 for uint32, as templates/cuda/ops/convert_to_u32.cu.j2 writes it */
 static void twin_convert_to_u32_u32(int64_t n, const uint32_t *__restrict__ x, void *__restrict__ y)
 {
     uint32_t *out = (uint32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = (uint32_t)x[i];
+        }
+        return;
+    }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
         out[i] = (uint32_t)x[i];
     }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        uint32_t v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        uint32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = (uint32_t)x0.v[0];
+        out0.v[1] = (uint32_t)x0.v[1];
+        out0.v[2] = (uint32_t)x0.v[2];
+        out0.v[3] = (uint32_t)x0.v[3];
+        out1.v[0] = (uint32_t)x1.v[0];
+        out1.v[1] = (uint32_t)x1.v[1];
+        out1.v[2] = (uint32_t)x1.v[2];
+        out1.v[3] = (uint32_t)x1.v[3];
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = (uint32_t)x0.v[0];
+        out0.v[1] = (uint32_t)x0.v[1];
+        out0.v[2] = (uint32_t)x0.v[2];
+        out0.v[3] = (uint32_t)x0.v[3];
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_convert_to_u32_u32 {
+    int64_t n;
+    const uint32_t *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_convert_to_u32_u32;
+
+static void twin_thread_convert_to_u32_u32(void *args)
+{
+    const twin_args_convert_to_u32_u32 *a = args;
+    twin_convert_to_u32_u32(a->n, a->x, a->y);
 }
 
 /* truncate_to_i32 for float32, as templates/cuda/ops/truncate_to_i32.cu.j2 writes it */
 static void twin_truncate_to_i32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
     int32_t *out = (int32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = trunc((double)x[i]); /* toward zero */
-        out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
-                 : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = cb_f32_to_i32_rzi(x[i]);
+        }
+        return;
     }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f32_to_i32_rzi(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        int32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = cb_f32_to_i32_rzi(x0.v[0]);
+        out0.v[1] = cb_f32_to_i32_rzi(x0.v[1]);
+        out0.v[2] = cb_f32_to_i32_rzi(x0.v[2]);
+        out0.v[3] = cb_f32_to_i32_rzi(x0.v[3]);
+        out1.v[0] = cb_f32_to_i32_rzi(x1.v[0]);
+        out1.v[1] = cb_f32_to_i32_rzi(x1.v[1]);
+        out1.v[2] = cb_f32_to_i32_rzi(x1.v[2]);
+        out1.v[3] = cb_f32_to_i32_rzi(x1.v[3]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f32_to_i32_rzi(x0.v[0]);
+        out0.v[1] = cb_f32_to_i32_rzi(x0.v[1]);
+        out0.v[2] = cb_f32_to_i32_rzi(x0.v[2]);
+        out0.v[3] = cb_f32_to_i32_rzi(x0.v[3]);
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_truncate_to_i32_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_truncate_to_i32_f32;
+
+static void twin_thread_truncate_to_i32_f32(void *args)
+{
+    const twin_args_truncate_to_i32_f32 *a = args;
+    twin_truncate_to_i32_f32(a->n, a->x, a->y);
 }
 
 /* truncate_to_i32 for float64, as templates/cuda/ops/truncate_to_i32.cu.j2 writes it */
 static void twin_truncate_to_i32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
     int32_t *out = (int32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = trunc((double)x[i]); /* toward zero */
-        out[i] = isnan(v) ? (int32_t)0 : v <= -2147483648.0 ? (int32_t)-2147483648.0
-                 : v >= 2147483647.0 ? (int32_t)2147483647.0 : (int32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = cb_f64_to_i32_rzi(x[i]);
+        }
+        return;
     }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f64_to_i32_rzi(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(8))) cb_lanes_out {
+        int32_t v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = cb_f64_to_i32_rzi(x0.v[0]);
+        out0.v[1] = cb_f64_to_i32_rzi(x0.v[1]);
+        out1.v[0] = cb_f64_to_i32_rzi(x1.v[0]);
+        out1.v[1] = cb_f64_to_i32_rzi(x1.v[1]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f64_to_i32_rzi(x0.v[0]);
+        out0.v[1] = cb_f64_to_i32_rzi(x0.v[1]);
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_truncate_to_i32_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_truncate_to_i32_f64;
+
+static void twin_thread_truncate_to_i32_f64(void *args)
+{
+    const twin_args_truncate_to_i32_f64 *a = args;
+    twin_truncate_to_i32_f64(a->n, a->x, a->y);
 }
 
 /* truncate_to_u32 for float32, as templates/cuda/ops/truncate_to_u32.cu.j2 writes it */
 static void twin_truncate_to_u32_f32(int64_t n, const float *__restrict__ x, void *__restrict__ y)
 {
     uint32_t *out = (uint32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = trunc((double)x[i]); /* toward zero */
-        out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
-                 : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 4 % 4;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 4 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = cb_f32_to_u32_rzi(x[i]);
+        }
+        return;
     }
+    const int64_t head = n < (int64_t)((4 - phase) % 4) ? n : (int64_t)((4 - phase) % 4);
+    const int64_t vectors = (n - head) / 4, done = head + vectors * 4;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f32_to_u32_rzi(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        float v[4];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(16))) cb_lanes_out {
+        uint32_t v[4];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
+        out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
+        out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
+        out0.v[3] = cb_f32_to_u32_rzi(x0.v[3]);
+        out1.v[0] = cb_f32_to_u32_rzi(x1.v[0]);
+        out1.v[1] = cb_f32_to_u32_rzi(x1.v[1]);
+        out1.v[2] = cb_f32_to_u32_rzi(x1.v[2]);
+        out1.v[3] = cb_f32_to_u32_rzi(x1.v[3]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f32_to_u32_rzi(x0.v[0]);
+        out0.v[1] = cb_f32_to_u32_rzi(x0.v[1]);
+        out0.v[2] = cb_f32_to_u32_rzi(x0.v[2]);
+        out0.v[3] = cb_f32_to_u32_rzi(x0.v[3]);
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_truncate_to_u32_f32 {
+    int64_t n;
+    const float *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_truncate_to_u32_f32;
+
+static void twin_thread_truncate_to_u32_f32(void *args)
+{
+    const twin_args_truncate_to_u32_f32 *a = args;
+    twin_truncate_to_u32_f32(a->n, a->x, a->y);
 }
 
 /* truncate_to_u32 for float64, as templates/cuda/ops/truncate_to_u32.cu.j2 writes it */
 static void twin_truncate_to_u32_f64(int64_t n, const double *__restrict__ x, void *__restrict__ y)
 {
     uint32_t *out = (uint32_t *)y;
-    CB_FOR_EACH_INDEX(i, n) {
-        const double v = trunc((double)x[i]); /* toward zero */
-        out[i] = isnan(v) ? (uint32_t)0 : v <= 0.0 ? (uint32_t)0.0
-                 : v >= 4294967295.0 ? (uint32_t)4294967295.0 : (uint32_t)v;
+    const uint64_t phase = (uint64_t)(uintptr_t)x / 8 % 2;
+    bool together = true;
+    together = together && (uint64_t)(uintptr_t)out / 4 % 2 == phase;
+    if (!together) {
+        CB_UNROLL(2)
+        CB_FOR_EACH_INDEX(i, n) {
+            out[i] = cb_f64_to_u32_rzi(x[i]);
+        }
+        return;
     }
+    const int64_t head = n < (int64_t)((2 - phase) % 2) ? n : (int64_t)((2 - phase) % 2);
+    const int64_t vectors = (n - head) / 2, done = head + vectors * 2;
+    CB_UNROLL(1)
+    CB_FOR_EACH_INDEX(k, head + (n - done)) { /* the head and the tail */
+        const int64_t i = k < head ? k : done + (k - head);
+        out[i] = cb_f64_to_u32_rzi(x[i]);
+    }
+    typedef struct __attribute__((aligned(16))) cb_lanes_x {
+        double v[2];
+    } cb_lanes_x;
+    const cb_lanes_x *x_lanes = (const cb_lanes_x *)(x + head);
+    typedef struct __attribute__((aligned(8))) cb_lanes_out {
+        uint32_t v[2];
+    } cb_lanes_out;
+    cb_lanes_out *out_lanes = (cb_lanes_out *)(out + head);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; j + 1 * stride < vectors; j += 2 * stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        cb_lanes_x x1 = x_lanes[j + 1 * stride];
+        cb_lanes_out out1;
+        out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
+        out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
+        out1.v[0] = cb_f64_to_u32_rzi(x1.v[0]);
+        out1.v[1] = cb_f64_to_u32_rzi(x1.v[1]);
+        out_lanes[j] = out0;
+        out_lanes[j + 1 * stride] = out1;
+    }
+    CB_UNROLL(1)
+    for (; j < vectors; j += stride) {
+        cb_lanes_x x0 = x_lanes[j];
+        cb_lanes_out out0;
+        out0.v[0] = cb_f64_to_u32_rzi(x0.v[0]);
+        out0.v[1] = cb_f64_to_u32_rzi(x0.v[1]);
+        out_lanes[j] = out0;
+    }
+}
+
+typedef struct twin_args_truncate_to_u32_f64 {
+    int64_t n;
+    const double *__restrict__ x;
+    void *__restrict__ y;
+} twin_args_truncate_to_u32_f64;
+
+static void twin_thread_truncate_to_u32_f64(void *args)
+{
+    const twin_args_truncate_to_u32_f64 *a = args;
+    twin_truncate_to_u32_f64(a->n, a->x, a->y);
+}
+
+/* cblob_sum_parts, every reduction's second pass, as templates/cuda/_sum_parts.j2 writes it */
+static void twin_sum_parts(int64_t n, const double *__restrict__ partials, double *__restrict__ out)
+{
+    const int64_t length = cb_part_length(n);
+    double total = 0;
+    for (int64_t part = threadIdx.x; part * length < n; part += 256)
+        total += partials[part];
+    total = cb_block_sum(total);
+    if (threadIdx.x == 0)
+        *out = total;
+}
+typedef struct twin_args_sum_parts {
+    int64_t n;
+    const double *partials;
+    double *out;
+} twin_args_sum_parts;
+
+static void twin_thread_sum_parts(void *args)
+{
+    const twin_args_sum_parts *a = args;
+    twin_sum_parts(a->n, a->partials, a->out);
 }
 
 /* ---- checks ------------------------------------------------------------------------------------ */
@@ -464,13 +2813,24 @@ static int spans_overlap(const char *kernel, const char *a_name, const void *a, 
     return 0;
 }
 
-/* A copy of an array a twin writes, for it to write instead. */
-static void *twin_copy(const void *array, size_t bytes)
+/* A copy of an array a twin writes, for it to write instead: at the same address modulo 256 (the
+ * alignment of device memory) as the array, so that the twin's alignment tests answer as they do
+ * for the array. */
+#define TWIN_ALIGNMENT 256
+typedef struct twin_copy {
+    void *block;
+    void *data;
+} twin_copy;
+
+static bool twin_copy_make(twin_copy *copy, const void *array, size_t bytes)
 {
-    void *copy = malloc(bytes > 0 ? bytes : 1);
-    if (copy != NULL)
-        memcpy(copy, array, bytes);
-    return copy;
+    const size_t shift = (uintptr_t)array % TWIN_ALIGNMENT;
+    const size_t room = (shift + bytes + TWIN_ALIGNMENT) / TWIN_ALIGNMENT * TWIN_ALIGNMENT;
+    copy->block = aligned_alloc(TWIN_ALIGNMENT, room);
+    copy->data = copy->block != NULL ? (char *)copy->block + shift : NULL;
+    if (copy->data != NULL)
+        memcpy(copy->data, array, bytes);
+    return copy->data != NULL;
 }
 
 /* Where a twin reads an array that lies inside one it writes (an op that may alias): in the copy. */
@@ -543,83 +2903,18 @@ static __attribute__((unused)) bool twin_agrees_u32(const char *kernel, const ch
     return true;
 }
 
+/* Whether a sum from the twin agrees with the CPU kernel's within `tolerance` of 1 + |cpu|. */
+static __attribute__((unused)) bool sums_agree(const char *kernel, const char *name, double twin, double cpu,
+                                               double tolerance)
+{
+    if (twin == cpu || (isnan(twin) && isnan(cpu)) || fabs(twin - cpu) <= tolerance * (1 + fabs(cpu)))
+        return true;
+    fprintf(stderr, "fake_cuda: %s: the sum %s is %.17g from the CUDA twin but %.17g from the CPU kernel\n", kernel, name,
+            twin, cpu);
+    return false;
+}
+
 /* ---- launches ------------------------------------------------------------------------------------- */
-
-static int run_asum_f32(void **args, unsigned int grid, unsigned int block)
-{
-    (void)grid;
-    (void)block;
-    const int64_t n = *(const int64_t *)args[0];
-    const size_t x_bytes = (size_t)(n) * sizeof(float);
-    void *x = fake_device_range(*(void **)args[1], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double *out = fake_device_range(*(void **)args[2], sizeof(double));
-    if (out == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double out_partial = 0;
-    cblob_status status = cb_cpu_asum_f32(n, x, &out_partial);
-    *out += out_partial;
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    return result;
-}
-
-static int run_asum_f64(void **args, unsigned int grid, unsigned int block)
-{
-    (void)grid;
-    (void)block;
-    const int64_t n = *(const int64_t *)args[0];
-    const size_t x_bytes = (size_t)(n) * sizeof(double);
-    void *x = fake_device_range(*(void **)args[1], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double *out = fake_device_range(*(void **)args[2], sizeof(double));
-    if (out == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double out_partial = 0;
-    cblob_status status = cb_cpu_asum_f64(n, x, &out_partial);
-    *out += out_partial;
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    return result;
-}
-
-static int run_sumsq_f32(void **args, unsigned int grid, unsigned int block)
-{
-    (void)grid;
-    (void)block;
-    const int64_t n = *(const int64_t *)args[0];
-    const size_t x_bytes = (size_t)(n) * sizeof(float);
-    void *x = fake_device_range(*(void **)args[1], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double *out = fake_device_range(*(void **)args[2], sizeof(double));
-    if (out == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double out_partial = 0;
-    cblob_status status = cb_cpu_sumsq_f32(n, x, &out_partial);
-    *out += out_partial;
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    return result;
-}
-
-static int run_sumsq_f64(void **args, unsigned int grid, unsigned int block)
-{
-    (void)grid;
-    (void)block;
-    const int64_t n = *(const int64_t *)args[0];
-    const size_t x_bytes = (size_t)(n) * sizeof(double);
-    void *x = fake_device_range(*(void **)args[1], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double *out = fake_device_range(*(void **)args[2], sizeof(double));
-    if (out == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    double out_partial = 0;
-    cblob_status status = cb_cpu_sumsq_f64(n, x, &out_partial);
-    *out += out_partial;
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    return result;
-}
 
 static int run_axpy_f32(void **args, unsigned int grid, unsigned int block)
 {
@@ -635,26 +2930,19 @@ static int run_axpy_f32(void **args, unsigned int grid, unsigned int block)
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_axpy_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_axpy_f32(n, alpha, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_axpy_f32(n, alpha, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_axpy_f32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_axpy_f32 twin_args = {n, alpha, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_axpy_f32, &twin_args);
+    int result = cb_cpu_axpy_f32(n, alpha, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_axpy_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -672,26 +2960,19 @@ static int run_axpy_f64(void **args, unsigned int grid, unsigned int block)
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_axpy_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_axpy_f64(n, alpha, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_axpy_f64(n, alpha, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_axpy_f64", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_axpy_f64 twin_args = {n, alpha, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_axpy_f64, &twin_args);
+    int result = cb_cpu_axpy_f64(n, alpha, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_axpy_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -703,24 +2984,17 @@ static int run_scale_f32(void **args, unsigned int grid, unsigned int block)
     void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *x_twin = twin_copy(x, x_bytes);
-    if (x_twin == NULL) {
-        free(x_twin);
+    twin_copy x_twin;
+    if (!twin_copy_make(&x_twin, x, x_bytes)) {
+        free(x_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_scale_f32(n, alpha, x_twin);
-        }
-    cblob_status status = cb_cpu_scale_f32(n, alpha, x);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_scale_f32", "x", x_twin, x, x_bytes))
+    twin_args_scale_f32 twin_args = {n, alpha, x_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_scale_f32, &twin_args);
+    int result = cb_cpu_scale_f32(n, alpha, x) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_scale_f32", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(x_twin);
+    free(x_twin.block);
     return result;
 }
 
@@ -732,24 +3006,17 @@ static int run_scale_f64(void **args, unsigned int grid, unsigned int block)
     void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *x_twin = twin_copy(x, x_bytes);
-    if (x_twin == NULL) {
-        free(x_twin);
+    twin_copy x_twin;
+    if (!twin_copy_make(&x_twin, x, x_bytes)) {
+        free(x_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_scale_f64(n, alpha, x_twin);
-        }
-    cblob_status status = cb_cpu_scale_f64(n, alpha, x);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_scale_f64", "x", x_twin, x, x_bytes))
+    twin_args_scale_f64 twin_args = {n, alpha, x_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_scale_f64, &twin_args);
+    int result = cb_cpu_scale_f64(n, alpha, x) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_scale_f64", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(x_twin);
+    free(x_twin.block);
     return result;
 }
 
@@ -761,24 +3028,17 @@ static int run_fill_f32(void **args, unsigned int grid, unsigned int block)
     void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *x_twin = twin_copy(x, x_bytes);
-    if (x_twin == NULL) {
-        free(x_twin);
+    twin_copy x_twin;
+    if (!twin_copy_make(&x_twin, x, x_bytes)) {
+        free(x_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_fill_f32(n, value, x_twin);
-        }
-    cblob_status status = cb_cpu_fill_f32(n, value, x);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_fill_f32", "x", x_twin, x, x_bytes))
+    twin_args_fill_f32 twin_args = {n, value, x_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_fill_f32, &twin_args);
+    int result = cb_cpu_fill_f32(n, value, x) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_fill_f32", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(x_twin);
+    free(x_twin.block);
     return result;
 }
 
@@ -790,24 +3050,17 @@ static int run_fill_f64(void **args, unsigned int grid, unsigned int block)
     void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *x_twin = twin_copy(x, x_bytes);
-    if (x_twin == NULL) {
-        free(x_twin);
+    twin_copy x_twin;
+    if (!twin_copy_make(&x_twin, x, x_bytes)) {
+        free(x_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_fill_f64(n, value, x_twin);
-        }
-    cblob_status status = cb_cpu_fill_f64(n, value, x);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_fill_f64", "x", x_twin, x, x_bytes))
+    twin_args_fill_f64 twin_args = {n, value, x_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_fill_f64, &twin_args);
+    int result = cb_cpu_fill_f64(n, value, x) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_fill_f64", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(x_twin);
+    free(x_twin.block);
     return result;
 }
 
@@ -819,24 +3072,17 @@ static int run_fill_i32(void **args, unsigned int grid, unsigned int block)
     void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *x_twin = twin_copy(x, x_bytes);
-    if (x_twin == NULL) {
-        free(x_twin);
+    twin_copy x_twin;
+    if (!twin_copy_make(&x_twin, x, x_bytes)) {
+        free(x_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_fill_i32(n, value, x_twin);
-        }
-    cblob_status status = cb_cpu_fill_i32(n, value, x);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_fill_i32", "x", x_twin, x, x_bytes))
+    twin_args_fill_i32 twin_args = {n, value, x_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_fill_i32, &twin_args);
+    int result = cb_cpu_fill_i32(n, value, x) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_fill_i32", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(x_twin);
+    free(x_twin.block);
     return result;
 }
 
@@ -848,24 +3094,17 @@ static int run_fill_u32(void **args, unsigned int grid, unsigned int block)
     void *x = fake_device_range(*(void **)args[2], x_bytes);
     if (x == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *x_twin = twin_copy(x, x_bytes);
-    if (x_twin == NULL) {
-        free(x_twin);
+    twin_copy x_twin;
+    if (!twin_copy_make(&x_twin, x, x_bytes)) {
+        free(x_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_fill_u32(n, value, x_twin);
-        }
-    cblob_status status = cb_cpu_fill_u32(n, value, x);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_fill_u32", "x", x_twin, x, x_bytes))
+    twin_args_fill_u32 twin_args = {n, value, x_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_fill_u32, &twin_args);
+    int result = cb_cpu_fill_u32(n, value, x) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_fill_u32", "x", x_twin.data, x, x_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(x_twin);
+    free(x_twin.block);
     return result;
 }
 
@@ -880,26 +3119,19 @@ static int run_add_f32(void **args, unsigned int grid, unsigned int block)
     void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_add_f32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_add_f32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_add_f32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_add_f32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_add_f32, &twin_args);
+    int result = cb_cpu_add_f32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_add_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -914,26 +3146,19 @@ static int run_add_f64(void **args, unsigned int grid, unsigned int block)
     void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_add_f64(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_add_f64(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_add_f64", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_add_f64 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_add_f64, &twin_args);
+    int result = cb_cpu_add_f64(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_add_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -948,26 +3173,19 @@ static int run_add_i32(void **args, unsigned int grid, unsigned int block)
     void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_add_i32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_add_i32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_add_i32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_add_i32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_add_i32, &twin_args);
+    int result = cb_cpu_add_i32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_add_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -982,26 +3200,19 @@ static int run_add_u32(void **args, unsigned int grid, unsigned int block)
     void *y = fake_device_range(*(void **)args[2], y_bytes);
     if (y == NULL)
         return FAKE_ILLEGAL_ADDRESS;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_add_u32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_add_u32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_add_u32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_add_u32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_add_u32, &twin_args);
+    int result = cb_cpu_add_u32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_add_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1028,26 +3239,19 @@ static int run_copy_strided_f32(void **args, unsigned int grid, unsigned int blo
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_copy_strided_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_copy_strided_f32(n, rows, cols, x_read, x_stride, y_twin, y_stride);
-        }
-    cblob_status status = cb_cpu_copy_strided_f32(n, rows, cols, x, x_stride, y, y_stride);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_copy_strided_f32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_copy_strided_f32 twin_args = {n, rows, cols, x_read, x_stride, y_twin.data, y_stride};
+    fake_run_threads(grid, block, false, twin_thread_copy_strided_f32, &twin_args);
+    int result = cb_cpu_copy_strided_f32(n, rows, cols, x, x_stride, y, y_stride) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_copy_strided_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1074,118 +3278,19 @@ static int run_copy_strided_f64(void **args, unsigned int grid, unsigned int blo
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_copy_strided_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_copy_strided_f64(n, rows, cols, x_read, x_stride, y_twin, y_stride);
-        }
-    cblob_status status = cb_cpu_copy_strided_f64(n, rows, cols, x, x_stride, y, y_stride);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_copy_strided_f64", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_copy_strided_f64 twin_args = {n, rows, cols, x_read, x_stride, y_twin.data, y_stride};
+    fake_run_threads(grid, block, false, twin_thread_copy_strided_f64, &twin_args);
+    int result = cb_cpu_copy_strided_f64(n, rows, cols, x, x_stride, y, y_stride) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_copy_strided_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
-    return result;
-}
-
-static int run_copy_strided_i32(void **args, unsigned int grid, unsigned int block)
-{
-    const int64_t n = *(const int64_t *)args[0];
-    const int64_t rows = *(const int64_t *)args[1];
-    const int64_t cols = *(const int64_t *)args[2];
-    const int64_t x_stride = *(const int64_t *)args[4];
-    const int64_t y_stride = *(const int64_t *)args[6];
-    const int64_t n_wanted = rows * cols;
-    if (n != n_wanted) {
-        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_copy_strided_i32", (long long)n, "rows * cols",
-                (long long)n_wanted);
-        return FAKE_INVALID_VALUE;
-    }
-    const size_t x_bytes = (size_t)((rows - 1) * x_stride + cols) * sizeof(int32_t);
-    void *x = fake_device_range(*(void **)args[3], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    const size_t y_bytes = (size_t)((rows - 1) * y_stride + cols) * sizeof(int32_t);
-    void *y = fake_device_range(*(void **)args[5], y_bytes);
-    if (y == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    if (spans_overlap("cblob_copy_strided_i32", "x", x, x_bytes, "y", y, y_bytes))
-        return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
-        return FAKE_OUT_OF_MEMORY;
-    }
-    const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_copy_strided_i32(n, rows, cols, x_read, x_stride, y_twin, y_stride);
-        }
-    cblob_status status = cb_cpu_copy_strided_i32(n, rows, cols, x, x_stride, y, y_stride);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_copy_strided_i32", "y", y_twin, y, y_bytes))
-        result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
-    return result;
-}
-
-static int run_copy_strided_u32(void **args, unsigned int grid, unsigned int block)
-{
-    const int64_t n = *(const int64_t *)args[0];
-    const int64_t rows = *(const int64_t *)args[1];
-    const int64_t cols = *(const int64_t *)args[2];
-    const int64_t x_stride = *(const int64_t *)args[4];
-    const int64_t y_stride = *(const int64_t *)args[6];
-    const int64_t n_wanted = rows * cols;
-    if (n != n_wanted) {
-        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_copy_strided_u32", (long long)n, "rows * cols",
-                (long long)n_wanted);
-        return FAKE_INVALID_VALUE;
-    }
-    const size_t x_bytes = (size_t)((rows - 1) * x_stride + cols) * sizeof(uint32_t);
-    void *x = fake_device_range(*(void **)args[3], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    const size_t y_bytes = (size_t)((rows - 1) * y_stride + cols) * sizeof(uint32_t);
-    void *y = fake_device_range(*(void **)args[5], y_bytes);
-    if (y == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    if (spans_overlap("cblob_copy_strided_u32", "x", x, x_bytes, "y", y, y_bytes))
-        return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
-        return FAKE_OUT_OF_MEMORY;
-    }
-    const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_copy_strided_u32(n, rows, cols, x_read, x_stride, y_twin, y_stride);
-        }
-    cblob_status status = cb_cpu_copy_strided_u32(n, rows, cols, x, x_stride, y, y_stride);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_copy_strided_u32", "y", y_twin, y, y_bytes))
-        result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1213,26 +3318,19 @@ static int run_transpose_f32(void **args, unsigned int grid, unsigned int block)
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_transpose_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_transpose_f32(n, outer, rows, middle, cols, inner, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_transpose_f32(n, outer, rows, middle, cols, inner, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_transpose_f32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_transpose_f32 twin_args = {n, outer, rows, middle, cols, inner, x_read, y_twin.data};
+    fake_run_threads(grid, block, true, twin_thread_transpose_f32, &twin_args);
+    int result = cb_cpu_transpose_f32(n, outer, rows, middle, cols, inner, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_transpose_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1260,120 +3358,19 @@ static int run_transpose_f64(void **args, unsigned int grid, unsigned int block)
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_transpose_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_transpose_f64(n, outer, rows, middle, cols, inner, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_transpose_f64(n, outer, rows, middle, cols, inner, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_transpose_f64", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_transpose_f64 twin_args = {n, outer, rows, middle, cols, inner, x_read, y_twin.data};
+    fake_run_threads(grid, block, true, twin_thread_transpose_f64, &twin_args);
+    int result = cb_cpu_transpose_f64(n, outer, rows, middle, cols, inner, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_transpose_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
-    return result;
-}
-
-static int run_transpose_i32(void **args, unsigned int grid, unsigned int block)
-{
-    const int64_t n = *(const int64_t *)args[0];
-    const int64_t outer = *(const int64_t *)args[1];
-    const int64_t rows = *(const int64_t *)args[2];
-    const int64_t middle = *(const int64_t *)args[3];
-    const int64_t cols = *(const int64_t *)args[4];
-    const int64_t inner = *(const int64_t *)args[5];
-    const int64_t n_wanted = outer * rows * middle * cols * inner;
-    if (n != n_wanted) {
-        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_transpose_i32", (long long)n, "outer * rows * middle * cols * inner",
-                (long long)n_wanted);
-        return FAKE_INVALID_VALUE;
-    }
-    const size_t x_bytes = (size_t)(n) * sizeof(int32_t);
-    void *x = fake_device_range(*(void **)args[6], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    const size_t y_bytes = (size_t)(n) * sizeof(int32_t);
-    void *y = fake_device_range(*(void **)args[7], y_bytes);
-    if (y == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    if (spans_overlap("cblob_transpose_i32", "x", x, x_bytes, "y", y, y_bytes))
-        return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
-        return FAKE_OUT_OF_MEMORY;
-    }
-    const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_transpose_i32(n, outer, rows, middle, cols, inner, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_transpose_i32(n, outer, rows, middle, cols, inner, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_transpose_i32", "y", y_twin, y, y_bytes))
-        result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
-    return result;
-}
-
-static int run_transpose_u32(void **args, unsigned int grid, unsigned int block)
-{
-    const int64_t n = *(const int64_t *)args[0];
-    const int64_t outer = *(const int64_t *)args[1];
-    const int64_t rows = *(const int64_t *)args[2];
-    const int64_t middle = *(const int64_t *)args[3];
-    const int64_t cols = *(const int64_t *)args[4];
-    const int64_t inner = *(const int64_t *)args[5];
-    const int64_t n_wanted = outer * rows * middle * cols * inner;
-    if (n != n_wanted) {
-        fprintf(stderr, "fake_cuda: %s: n is %lld, but %s is %lld\n", "cblob_transpose_u32", (long long)n, "outer * rows * middle * cols * inner",
-                (long long)n_wanted);
-        return FAKE_INVALID_VALUE;
-    }
-    const size_t x_bytes = (size_t)(n) * sizeof(uint32_t);
-    void *x = fake_device_range(*(void **)args[6], x_bytes);
-    if (x == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    const size_t y_bytes = (size_t)(n) * sizeof(uint32_t);
-    void *y = fake_device_range(*(void **)args[7], y_bytes);
-    if (y == NULL)
-        return FAKE_ILLEGAL_ADDRESS;
-    if (spans_overlap("cblob_transpose_u32", "x", x, x_bytes, "y", y, y_bytes))
-        return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
-        return FAKE_OUT_OF_MEMORY;
-    }
-    const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_transpose_u32(n, outer, rows, middle, cols, inner, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_transpose_u32(n, outer, rows, middle, cols, inner, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_transpose_u32", "y", y_twin, y, y_bytes))
-        result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1390,26 +3387,19 @@ static int run_convert_to_f32_f32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f32_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f32_f32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_f32_f32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_f32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f32_f32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f32_f32, &twin_args);
+    int result = cb_cpu_convert_to_f32_f32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1426,26 +3416,19 @@ static int run_convert_to_f32_f64(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f32_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f32_f64(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_f32_f64(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_f64", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f32_f64 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f32_f64, &twin_args);
+    int result = cb_cpu_convert_to_f32_f64(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1462,26 +3445,19 @@ static int run_convert_to_f32_i32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f32_i32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f32_i32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_f32_i32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_i32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f32_i32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f32_i32, &twin_args);
+    int result = cb_cpu_convert_to_f32_i32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1498,26 +3474,19 @@ static int run_convert_to_f32_u32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f32_u32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f32_u32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_f32_u32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_u32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f32_u32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f32_u32, &twin_args);
+    int result = cb_cpu_convert_to_f32_u32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f32("cblob_convert_to_f32_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1534,26 +3503,19 @@ static int run_convert_to_f64_f32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f64_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f64_f32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_f64_f32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_f32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f64_f32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f64_f32, &twin_args);
+    int result = cb_cpu_convert_to_f64_f32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1570,26 +3532,19 @@ static int run_convert_to_f64_f64(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f64_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f64_f64(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_f64_f64(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_f64", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f64_f64 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f64_f64, &twin_args);
+    int result = cb_cpu_convert_to_f64_f64(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1606,26 +3561,19 @@ static int run_convert_to_f64_i32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f64_i32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f64_i32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_f64_i32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_i32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f64_i32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f64_i32, &twin_args);
+    int result = cb_cpu_convert_to_f64_i32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1642,26 +3590,19 @@ static int run_convert_to_f64_u32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_f64_u32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_f64_u32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_f64_u32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_u32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_f64_u32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_f64_u32, &twin_args);
+    int result = cb_cpu_convert_to_f64_u32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_f64("cblob_convert_to_f64_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1678,26 +3619,19 @@ static int run_convert_to_i32_f32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_i32_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_i32_f32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_i32_f32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_f32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_i32_f32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_i32_f32, &twin_args);
+    int result = cb_cpu_convert_to_i32_f32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1714,26 +3648,19 @@ static int run_convert_to_i32_f64(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_i32_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_i32_f64(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_i32_f64(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_f64", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_i32_f64 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_i32_f64, &twin_args);
+    int result = cb_cpu_convert_to_i32_f64(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1750,26 +3677,19 @@ static int run_convert_to_i32_i32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_i32_i32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_i32_i32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_i32_i32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_i32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_i32_i32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_i32_i32, &twin_args);
+    int result = cb_cpu_convert_to_i32_i32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1786,26 +3706,19 @@ static int run_convert_to_i32_u32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_i32_u32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_i32_u32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_i32_u32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_u32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_i32_u32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_i32_u32, &twin_args);
+    int result = cb_cpu_convert_to_i32_u32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_convert_to_i32_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1822,26 +3735,19 @@ static int run_convert_to_u32_f32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_u32_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_u32_f32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_u32_f32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_f32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_u32_f32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_u32_f32, &twin_args);
+    int result = cb_cpu_convert_to_u32_f32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1858,26 +3764,19 @@ static int run_convert_to_u32_f64(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_u32_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_u32_f64(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_u32_f64(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_f64", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_u32_f64 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_u32_f64, &twin_args);
+    int result = cb_cpu_convert_to_u32_f64(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1894,26 +3793,19 @@ static int run_convert_to_u32_i32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_u32_i32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_u32_i32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_u32_i32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_i32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_u32_i32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_u32_i32, &twin_args);
+    int result = cb_cpu_convert_to_u32_i32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_i32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1930,26 +3822,19 @@ static int run_convert_to_u32_u32(void **args, unsigned int grid, unsigned int b
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_convert_to_u32_u32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_convert_to_u32_u32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_convert_to_u32_u32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_u32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_convert_to_u32_u32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_convert_to_u32_u32, &twin_args);
+    int result = cb_cpu_convert_to_u32_u32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_convert_to_u32_u32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -1966,26 +3851,19 @@ static int run_truncate_to_i32_f32(void **args, unsigned int grid, unsigned int 
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_truncate_to_i32_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_truncate_to_i32_f32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_truncate_to_i32_f32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_truncate_to_i32_f32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_truncate_to_i32_f32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_truncate_to_i32_f32, &twin_args);
+    int result = cb_cpu_truncate_to_i32_f32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_truncate_to_i32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -2002,26 +3880,19 @@ static int run_truncate_to_i32_f64(void **args, unsigned int grid, unsigned int 
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_truncate_to_i32_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_truncate_to_i32_f64(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_truncate_to_i32_f64(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_i32("cblob_truncate_to_i32_f64", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_truncate_to_i32_f64 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_truncate_to_i32_f64, &twin_args);
+    int result = cb_cpu_truncate_to_i32_f64(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_i32("cblob_truncate_to_i32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -2038,26 +3909,19 @@ static int run_truncate_to_u32_f32(void **args, unsigned int grid, unsigned int 
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_truncate_to_u32_f32", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_truncate_to_u32_f32(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_truncate_to_u32_f32(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_truncate_to_u32_f32", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_truncate_to_u32_f32 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_truncate_to_u32_f32, &twin_args);
+    int result = cb_cpu_truncate_to_u32_f32(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_truncate_to_u32_f32", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
 }
 
@@ -2074,27 +3938,149 @@ static int run_truncate_to_u32_f64(void **args, unsigned int grid, unsigned int 
         return FAKE_ILLEGAL_ADDRESS;
     if (spans_overlap("cblob_truncate_to_u32_f64", "x", x, x_bytes, "y", y, y_bytes))
         return FAKE_INVALID_VALUE;
-    void *y_twin = twin_copy(y, y_bytes);
-    if (y_twin == NULL) {
-        free(y_twin);
+    twin_copy y_twin;
+    if (!twin_copy_make(&y_twin, y, y_bytes)) {
+        free(y_twin.block);
         return FAKE_OUT_OF_MEMORY;
     }
     const void *x_read = x;
-    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin);
-    gridDim = (fake_dim3){grid, 1, 1};
-    blockDim = (fake_dim3){block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx = (fake_dim3){b, 0, 0};
-            threadIdx = (fake_dim3){t, 0, 0};
-            twin_truncate_to_u32_f64(n, x_read, y_twin);
-        }
-    cblob_status status = cb_cpu_truncate_to_u32_f64(n, x, y);
-    int result = status == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
-    if (result == 0 && !twin_agrees_u32("cblob_truncate_to_u32_f64", "y", y_twin, y, y_bytes))
+    x_read = read_by_twin(x_read, x_bytes, y, y_bytes, y_twin.data);
+    twin_args_truncate_to_u32_f64 twin_args = {n, x_read, y_twin.data};
+    fake_run_threads(grid, block, false, twin_thread_truncate_to_u32_f64, &twin_args);
+    int result = cb_cpu_truncate_to_u32_f64(n, x, y) == CBLOB_OK ? 0 : FAKE_LAUNCH_FAILED;
+    if (result == 0 && !twin_agrees_u32("cblob_truncate_to_u32_f64", "y", y_twin.data, y, y_bytes))
         result = FAKE_LAUNCH_FAILED;
-    free(y_twin);
+    free(y_twin.block);
     return result;
+}
+
+/* ---- reductions: the partial sums of the first pass, then their sum ------------------------------ */
+
+/* The twin writes one partial sum per part; their sum must agree with the CPU kernel's. */
+static int run_asum_f32(void **args, unsigned int grid, unsigned int block)
+{
+    const int64_t n = *(const int64_t *)args[0];
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    const void *x = fake_device_range(*(void **)args[1], x_bytes);
+    if (x == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    const size_t partials_bytes = (size_t)cb_part_count(n) * sizeof(double);
+    double *partials = fake_device_range(*(void **)args[2], partials_bytes);
+    if (partials == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_asum_f32", "x", x, x_bytes, "partials", partials, partials_bytes))
+        return FAKE_INVALID_VALUE;
+    memset(partials, 0xA5, partials_bytes); /* garbage, as a part the twin missed would hold */
+    twin_args_asum_f32 twin_args = {n, x, partials};
+    fake_run_threads(grid, block, true, twin_thread_asum_f32, &twin_args);
+    double cpu = 0, twin = 0;
+    if (cb_cpu_asum_f32(n, x, &cpu) != CBLOB_OK)
+        return FAKE_LAUNCH_FAILED;
+    for (size_t part = 0; part < partials_bytes / sizeof(double); ++part)
+        twin += partials[part];
+    return sums_agree("cblob_asum_f32", "the partial sums", twin, cpu, 1e-5) ? 0 : FAKE_LAUNCH_FAILED;
+}
+
+/* The twin writes one partial sum per part; their sum must agree with the CPU kernel's. */
+static int run_asum_f64(void **args, unsigned int grid, unsigned int block)
+{
+    const int64_t n = *(const int64_t *)args[0];
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    const void *x = fake_device_range(*(void **)args[1], x_bytes);
+    if (x == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    const size_t partials_bytes = (size_t)cb_part_count(n) * sizeof(double);
+    double *partials = fake_device_range(*(void **)args[2], partials_bytes);
+    if (partials == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_asum_f64", "x", x, x_bytes, "partials", partials, partials_bytes))
+        return FAKE_INVALID_VALUE;
+    memset(partials, 0xA5, partials_bytes); /* garbage, as a part the twin missed would hold */
+    twin_args_asum_f64 twin_args = {n, x, partials};
+    fake_run_threads(grid, block, true, twin_thread_asum_f64, &twin_args);
+    double cpu = 0, twin = 0;
+    if (cb_cpu_asum_f64(n, x, &cpu) != CBLOB_OK)
+        return FAKE_LAUNCH_FAILED;
+    for (size_t part = 0; part < partials_bytes / sizeof(double); ++part)
+        twin += partials[part];
+    return sums_agree("cblob_asum_f64", "the partial sums", twin, cpu, 1e-12) ? 0 : FAKE_LAUNCH_FAILED;
+}
+
+/* The twin writes one partial sum per part; their sum must agree with the CPU kernel's. */
+static int run_sumsq_f32(void **args, unsigned int grid, unsigned int block)
+{
+    const int64_t n = *(const int64_t *)args[0];
+    const size_t x_bytes = (size_t)(n) * sizeof(float);
+    const void *x = fake_device_range(*(void **)args[1], x_bytes);
+    if (x == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    const size_t partials_bytes = (size_t)cb_part_count(n) * sizeof(double);
+    double *partials = fake_device_range(*(void **)args[2], partials_bytes);
+    if (partials == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_sumsq_f32", "x", x, x_bytes, "partials", partials, partials_bytes))
+        return FAKE_INVALID_VALUE;
+    memset(partials, 0xA5, partials_bytes); /* garbage, as a part the twin missed would hold */
+    twin_args_sumsq_f32 twin_args = {n, x, partials};
+    fake_run_threads(grid, block, true, twin_thread_sumsq_f32, &twin_args);
+    double cpu = 0, twin = 0;
+    if (cb_cpu_sumsq_f32(n, x, &cpu) != CBLOB_OK)
+        return FAKE_LAUNCH_FAILED;
+    for (size_t part = 0; part < partials_bytes / sizeof(double); ++part)
+        twin += partials[part];
+    return sums_agree("cblob_sumsq_f32", "the partial sums", twin, cpu, 1e-5) ? 0 : FAKE_LAUNCH_FAILED;
+}
+
+/* The twin writes one partial sum per part; their sum must agree with the CPU kernel's. */
+static int run_sumsq_f64(void **args, unsigned int grid, unsigned int block)
+{
+    const int64_t n = *(const int64_t *)args[0];
+    const size_t x_bytes = (size_t)(n) * sizeof(double);
+    const void *x = fake_device_range(*(void **)args[1], x_bytes);
+    if (x == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    const size_t partials_bytes = (size_t)cb_part_count(n) * sizeof(double);
+    double *partials = fake_device_range(*(void **)args[2], partials_bytes);
+    if (partials == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_sumsq_f64", "x", x, x_bytes, "partials", partials, partials_bytes))
+        return FAKE_INVALID_VALUE;
+    memset(partials, 0xA5, partials_bytes); /* garbage, as a part the twin missed would hold */
+    twin_args_sumsq_f64 twin_args = {n, x, partials};
+    fake_run_threads(grid, block, true, twin_thread_sumsq_f64, &twin_args);
+    double cpu = 0, twin = 0;
+    if (cb_cpu_sumsq_f64(n, x, &cpu) != CBLOB_OK)
+        return FAKE_LAUNCH_FAILED;
+    for (size_t part = 0; part < partials_bytes / sizeof(double); ++part)
+        twin += partials[part];
+    return sums_agree("cblob_sumsq_f64", "the partial sums", twin, cpu, 1e-12) ? 0 : FAKE_LAUNCH_FAILED;
+}
+
+/* The twin adds the partial sums in its order; in any order, the sum is the same within 1e-12 of
+ * the sum of their magnitudes. */
+static int run_sum_parts(void **args, unsigned int grid, unsigned int block)
+{
+    const int64_t n = *(const int64_t *)args[0];
+    const size_t partials_bytes = (size_t)cb_part_count(n) * sizeof(double);
+    const double *partials = fake_device_range(*(void **)args[1], partials_bytes);
+    double *out = fake_device_range(*(void **)args[2], sizeof(double));
+    if (partials == NULL || out == NULL)
+        return FAKE_ILLEGAL_ADDRESS;
+    if (spans_overlap("cblob_sum_parts", "partials", partials, partials_bytes, "out", out, sizeof(double)))
+        return FAKE_INVALID_VALUE;
+    double twin = NAN, sum = 0, magnitude = 0;
+    twin_args_sum_parts twin_args = {n, partials, &twin};
+    fake_run_threads(grid, block, true, twin_thread_sum_parts, &twin_args);
+    for (size_t part = 0; part < partials_bytes / sizeof(double); ++part) {
+        sum += partials[part];
+        magnitude += fabs(partials[part]);
+    }
+    *out = twin;
+    if (twin == sum || (isnan(twin) && isnan(sum)) || fabs(twin - sum) <= 1e-12 * magnitude)
+        return 0;
+    fprintf(stderr, "fake_cuda: cblob_sum_parts: the sum is %.17g from the CUDA twin, but the partial sums add up to %.17g\n",
+            twin, sum);
+    return FAKE_LAUNCH_FAILED;
 }
 
 const fake_kernel fake_kernels[] = {
@@ -2116,12 +4102,8 @@ const fake_kernel fake_kernels[] = {
     {"cblob_add_u32", 3, run_add_u32},
     {"cblob_copy_strided_f32", 7, run_copy_strided_f32},
     {"cblob_copy_strided_f64", 7, run_copy_strided_f64},
-    {"cblob_copy_strided_i32", 7, run_copy_strided_i32},
-    {"cblob_copy_strided_u32", 7, run_copy_strided_u32},
     {"cblob_transpose_f32", 8, run_transpose_f32},
     {"cblob_transpose_f64", 8, run_transpose_f64},
-    {"cblob_transpose_i32", 8, run_transpose_i32},
-    {"cblob_transpose_u32", 8, run_transpose_u32},
     {"cblob_convert_to_f32_f32", 3, run_convert_to_f32_f32},
     {"cblob_convert_to_f32_f64", 3, run_convert_to_f32_f64},
     {"cblob_convert_to_f32_i32", 3, run_convert_to_f32_i32},
@@ -2142,5 +4124,6 @@ const fake_kernel fake_kernels[] = {
     {"cblob_truncate_to_i32_f64", 3, run_truncate_to_i32_f64},
     {"cblob_truncate_to_u32_f32", 3, run_truncate_to_u32_f32},
     {"cblob_truncate_to_u32_f64", 3, run_truncate_to_u32_f64},
+    {"cblob_sum_parts", 3, run_sum_parts},
     {NULL, 0, NULL},
 };

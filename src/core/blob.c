@@ -193,8 +193,22 @@ void cb_reshape_abandon(cb_reshape *plan)
     }
 }
 
+/* Whether dims name the blob's shape: a reshape to it changes nothing. A blob that never had a
+ * shape has no axes but count 0, where a reshape to no axes makes a scalar: not the same. */
+static bool is_current_shape(const cblob_blob *blob, int32_t num_axes, const int64_t *dims)
+{
+    if (num_axes != blob->shape.num_axes || num_axes == 0 || dims == NULL)
+        return false;
+    for (int32_t i = 0; i < num_axes; ++i)
+        if (dims[i] != blob->shape.dims[i])
+            return false;
+    return true;
+}
+
 cblob_status cb_blob_reshape(cblob_blob *blob, int32_t num_axes, const int64_t *dims)
 {
+    if (is_current_shape(blob, num_axes, dims))
+        return CBLOB_OK;
     cb_reshape plan;
     CB_TRY(cb_reshape_prepare(blob, num_axes, dims, &plan));
     cb_reshape_commit(blob, &plan);
@@ -230,27 +244,24 @@ CBLOB_API cblob_status cblob_blob_reshape_like(cblob_blob *blob, const cblob_blo
 
 CBLOB_API cblob_status cblob_blob_dtype(const cblob_blob *blob, cblob_dtype *out_dtype)
 {
-    CB_ENTER();
-    CB_REQUIRE(blob);
-    CB_REQUIRE(out_dtype);
+    CB_GETTER_REQUIRE(blob);
+    CB_GETTER_REQUIRE(out_dtype);
     *out_dtype = blob->dtype->dtype;
     return CBLOB_OK;
 }
 
 CBLOB_API cblob_status cblob_blob_num_axes(const cblob_blob *blob, int32_t *out_num_axes)
 {
-    CB_ENTER();
-    CB_REQUIRE(blob);
-    CB_REQUIRE(out_num_axes);
+    CB_GETTER_REQUIRE(blob);
+    CB_GETTER_REQUIRE(out_num_axes);
     *out_num_axes = blob->shape.num_axes;
     return CBLOB_OK;
 }
 
 CBLOB_API cblob_status cblob_blob_count(const cblob_blob *blob, int64_t *out_count)
 {
-    CB_ENTER();
-    CB_REQUIRE(blob);
-    CB_REQUIRE(out_count);
+    CB_GETTER_REQUIRE(blob);
+    CB_GETTER_REQUIRE(out_count);
     *out_count = blob->shape.count;
     return CBLOB_OK;
 }
@@ -357,9 +368,8 @@ CBLOB_API cblob_status cblob_blob_shape_string(const cblob_blob *blob, char *buf
 
 CBLOB_API cblob_status cblob_blob_capacity(const cblob_blob *blob, int64_t *out_capacity)
 {
-    CB_ENTER();
-    CB_REQUIRE(blob);
-    CB_REQUIRE(out_capacity);
+    CB_GETTER_REQUIRE(blob);
+    CB_GETTER_REQUIRE(out_capacity);
     *out_capacity = cb_blob_capacity(blob);
     return CBLOB_OK;
 }
@@ -435,7 +445,7 @@ cblob_status cb_blob_use_device(const cblob_blob *blob, cblob_part part, const c
     return cb_storage_follow(storage, device);
 }
 
-cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool writable, void **out)
+cblob_status cb_blob_host_moving(cblob_blob *blob, cblob_part part, bool writable, void **out)
 {
     cb_storage *storage = blob->storage[part];
     if (storage == NULL) {
@@ -496,10 +506,8 @@ CBLOB_API cblob_status cblob_blob_cpu_ptr(cblob_blob *blob, cblob_part part, con
     CB_REQUIRE(blob);
     CB_TRY(cb_check_part(part));
     CB_REQUIRE(out_ptr);
-    void *ptr;
-    CB_TRY(cb_blob_host(blob, part, false, &ptr));
-    *out_ptr = ptr;
-    return CBLOB_OK;
+    /* cb_blob_host writes only on success, so out_ptr is handed straight on: no frame, no copy. */
+    return cb_blob_host(blob, part, false, (void **)out_ptr);
 }
 
 CBLOB_API cblob_status cblob_blob_mutable_cpu_ptr(cblob_blob *blob, cblob_part part, void **out_ptr)
@@ -508,10 +516,7 @@ CBLOB_API cblob_status cblob_blob_mutable_cpu_ptr(cblob_blob *blob, cblob_part p
     CB_REQUIRE(blob);
     CB_TRY(cb_check_part(part));
     CB_REQUIRE(out_ptr);
-    void *ptr;
-    CB_TRY(cb_blob_host(blob, part, true, &ptr));
-    *out_ptr = ptr;
-    return CBLOB_OK;
+    return cb_blob_host(blob, part, true, out_ptr);
 }
 
 CBLOB_API cblob_status cblob_blob_head(const cblob_blob *blob, cblob_part part, cblob_head *out_head)

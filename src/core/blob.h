@@ -86,7 +86,20 @@ cblob_status cb_blob_reshape(cblob_blob *blob, int32_t num_axes, const int64_t *
 
 /* Host and device views of a part, with the blob's offset applied; NULL for a blob without
  * elements. They move the storage's head exactly as Caffe's accessors do. */
-cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool writable, void **out);
+cblob_status cb_blob_host_moving(cblob_blob *blob, cblob_part part, bool writable, void **out);
+/* cb_blob_host's common case inline: a host copy already current (head AT_CPU, or SYNCED for a
+ * read) moves nothing and copies nothing, so it needs neither the device's stream nor an
+ * allocation. (A later copy to or from a device is made by the accessors that set its stream.) */
+static inline cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool writable, void **out)
+{
+    cb_storage *storage = blob->storage[part];
+    if (__builtin_expect(storage != NULL && (storage->head == CBLOB_HEAD_AT_CPU ||
+                                             (storage->head == CBLOB_HEAD_SYNCED && !writable)), 1)) {
+        *out = storage->host != NULL && blob->shape.count > 0 ? (char *)storage->host + blob->offset_bytes : NULL;
+        return CBLOB_OK;
+    }
+    return cb_blob_host_moving(blob, part, writable, out);
+}
 cblob_status cb_blob_device(cblob_blob *blob, cblob_part part, bool writable, void **out);
 /* cb_blob_device for a pointer handed out of the library (gpu_ptr, DLPack), which its holder may
  * use on any stream: returned once the work cblob queued on the memory (a zero-fill of new

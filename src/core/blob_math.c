@@ -103,6 +103,7 @@ CBLOB_API cblob_status cblob_blob_update(cblob_blob *blob)
 {
     CB_ENTER();
     CB_REQUIRE(blob);
+    cb_context_use_threads(blob->context);
     return cb_blob_math_table[blob->dtype->dtype].update(blob);
 }
 
@@ -112,6 +113,7 @@ CBLOB_API cblob_status cblob_blob_asum(const cblob_blob *blob, cblob_part part, 
     CB_REQUIRE(blob);
     CB_TRY(cb_check_part(part));
     CB_REQUIRE(out_sum);
+    cb_context_use_threads(blob->context);
     return cb_blob_math_table[blob->dtype->dtype].asum(blob, part, out_sum);
 }
 
@@ -121,6 +123,7 @@ CBLOB_API cblob_status cblob_blob_sumsq(const cblob_blob *blob, cblob_part part,
     CB_REQUIRE(blob);
     CB_TRY(cb_check_part(part));
     CB_REQUIRE(out_sum);
+    cb_context_use_threads(blob->context);
     return cb_blob_math_table[blob->dtype->dtype].sumsq(blob, part, out_sum);
 }
 
@@ -129,6 +132,7 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
     CB_ENTER();
     CB_REQUIRE(blob);
     CB_TRY(cb_check_part(part));
+    cb_context_use_threads(blob->context);
     return cb_blob_math_table[blob->dtype->dtype].scale(blob, part, factor);
 }
 
@@ -154,7 +158,7 @@ static cblob_status copy_part(cblob_blob *blob, cb_storage *destination, cblob_b
     CB_TRY(cb_storage_mutable_cpu(destination, cb_context_pinning_device(blob->context), &base));
     void *to = (char *)base + blob->offset_bytes;
     if (to != from) /* self-copy and shared memory: nothing to move (Caffe's caffe_copy) */
-        memcpy(to, from, bytes);
+        cb_parallel_copy(to, from, bytes);
     return CBLOB_OK;
 }
 
@@ -176,6 +180,7 @@ CBLOB_API cblob_status cblob_blob_copy_from(cblob_blob *blob, cblob_blob *source
     }
     cb_reshape plan;
     CB_TRY(cb_reshape_prepare(blob, source->shape.num_axes, source->shape.dims, &plan));
+    cb_context_use_threads(blob->context);
     if (source->shape.count > 0) {
         cblob_status status = copy_part(blob, cb_reshape_storage(blob, &plan, part), source, part);
         if (status != CBLOB_OK) {

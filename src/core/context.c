@@ -15,6 +15,7 @@ CBLOB_API cblob_status cblob_context_create(cblob_context **out_context)
     atomic_init(&context->holders, 1);
     atomic_init(&context->mode, CBLOB_MODE_CPU);
     atomic_init(&context->device_open, false);
+    atomic_init(&context->num_threads, 0);
     pthread_mutex_init(&context->device_lock, NULL);
     cb_log_init(&context->log);
     context->device.log = &context->log;
@@ -123,5 +124,26 @@ CBLOB_API cblob_status cblob_context_mode(const cblob_context *context, cblob_mo
     CB_REQUIRE(context);
     CB_REQUIRE(out_mode);
     *out_mode = atomic_load(&((cblob_context *)context)->mode);
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_context_set_num_threads(cblob_context *context, int32_t num_threads)
+{
+    CB_ENTER();
+    CB_REQUIRE(context);
+    if (num_threads < 0 || num_threads > CBLOB_MAX_THREADS)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "num_threads is %d; it must be 0 (the process default) to %d",
+                       (int)num_threads, CBLOB_MAX_THREADS);
+    atomic_store_explicit(&context->num_threads, num_threads, memory_order_relaxed);
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_context_num_threads(const cblob_context *context, int32_t *out_num_threads)
+{
+    CB_ENTER();
+    CB_REQUIRE(context);
+    CB_REQUIRE(out_num_threads);
+    const int32_t setting = atomic_load_explicit(&((cblob_context *)context)->num_threads, memory_order_relaxed);
+    *out_num_threads = setting > 0 ? setting : cb_threads_default();
     return CBLOB_OK;
 }

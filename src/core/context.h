@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "cblob/cblob.h"
 #include "log.h"
+#include "threads.h"
 
 struct cblob_context {
     atomic_int holders;
@@ -21,7 +22,17 @@ struct cblob_context {
     atomic_bool device_open;
     cb_device device; /* device.log points at log */
     cb_log log;
+    /* Threads work on the context's blobs may use (cblob_context_set_num_threads); 0: the
+     * process default. */
+    atomic_int num_threads;
 };
+
+/* Makes the rest of the current call use the context's thread setting (src/threads). Entry
+ * points call it with the context of the blob they write (or read, for sums). */
+static inline void cb_context_use_threads(const cblob_context *context)
+{
+    cb_threads_for_call(atomic_load_explicit(&((cblob_context *)context)->num_threads, memory_order_relaxed));
+}
 
 void cb_context_retain(cblob_context *context);
 void cb_context_release(cblob_context *context);

@@ -5,14 +5,14 @@
 #include <stdio.h>
 #include <string.h>
 
-_Thread_local const char *cb_current_function __attribute__((tls_model("initial-exec")));
+_Thread_local cb_call cb_current_call __attribute__((tls_model("initial-exec")));
 
 /* Long enough for a full shape string plus context; longer messages are cut, never overflowed. */
 static _Thread_local char last_error_message[1024];
 
 cblob_status cb_fail(cblob_status status, const char *format, ...)
 {
-    const char *function = cb_current_function ? cb_current_function : "cblob";
+    const char *function = cb_current_call.function ? cb_current_call.function : "cblob";
     int prefix = snprintf(last_error_message, sizeof last_error_message, "%s: ", function);
     if (prefix < 0 || (size_t)prefix >= sizeof last_error_message)
         prefix = 0;
@@ -39,12 +39,10 @@ CBLOB_API const char *cblob_last_error_message(void)
     return last_error_message;
 }
 
-cblob_status cb_check_part(cblob_part part)
+cblob_status cb_fail_part(cblob_part part)
 {
-    if (part != CBLOB_PART_DATA && part != CBLOB_PART_DIFF)
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
-                       "part %d is neither CBLOB_PART_DATA (0) nor CBLOB_PART_DIFF (1)", (int)part);
-    return CBLOB_OK;
+    return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "part %d is neither CBLOB_PART_DATA (0) nor CBLOB_PART_DIFF (1)",
+                   (int)part);
 }
 
 cblob_status cb_check_bool(const char *name, int32_t value)

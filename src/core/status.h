@@ -8,13 +8,19 @@
 
 #include "cblob/cblob.h"
 
-/* Every public entry point starts with CB_ENTER() so that messages name the call the user made,
- * however deep inside the library the failure is found. */
-/* initial-exec: one instruction per call instead of a __tls_get_addr call, which would cost more
- * than a cheap getter itself. Eight bytes of static TLS are safe even when cblob is dlopen()ed;
- * the message buffer (status.c) stays in the default model, touched only on failure. */
-extern _Thread_local const char *cb_current_function __attribute__((tls_model("initial-exec")));
-#define CB_ENTER() (cb_current_function = __func__)
+/* What the current public call is: its name, so that messages name the call the user made however
+ * deep inside the library the failure is found, and the threads it may use (src/threads: 0 is
+ * the process default, until the call names the context whose setting applies). Every public
+ * entry point starts with CB_ENTER(), which sets both. */
+typedef struct cb_call {
+    const char *function;
+    int32_t threads;
+} cb_call;
+/* initial-exec: one store per call instead of a __tls_get_addr call, which would cost more than a
+ * cheap getter itself. Sixteen bytes of static TLS are safe even when cblob is dlopen()ed; the
+ * message buffer (status.c) stays in the default model, touched only on failure. */
+extern _Thread_local cb_call cb_current_call __attribute__((tls_model("initial-exec")));
+#define CB_ENTER() (cb_current_call = (cb_call){__func__, 0})
 
 /* Records the thread's error message ("<function>: <formatted text>") and returns status. */
 cblob_status cb_fail(cblob_status status, const char *format, ...) __attribute__((format(printf, 2, 3)));
@@ -24,6 +30,17 @@ cblob_status cb_fail(cblob_status status, const char *format, ...) __attribute__
     do { \
         if ((ptr) == NULL) \
             return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "%s is NULL", #ptr); \
+    } while (0)
+
+/* CB_REQUIRE for the cheapest pure getters (count, dtype, num_axes), whose only failures are these
+ * checks: they skip CB_ENTER and name the call only when a check fails, since on this machine the
+ * store of the name was a tenth of a call's cost (bench/bench_hot). */
+#define CB_GETTER_REQUIRE(ptr) \
+    do { \
+        if ((ptr) == NULL) { \
+            CB_ENTER(); \
+            return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "%s is NULL", #ptr); \
+        } \
     } while (0)
 
 #define CB_TRY(expr) \
@@ -41,7 +58,19 @@ typedef struct cb_saved_error {
 void cb_error_save(cb_saved_error *saved);
 void cb_error_restore(const cb_saved_error *saved);
 
-cblob_status cb_check_part(cblob_part part);
+/* Inline: hot calls (cpu_ptr, asum) check a part on every call, and only a failure leaves the
+ * line. Telling the compiler that the failure never returns CBLOB_OK lets CB_TRY return at once
+ * from there, so the hot path keeps no registers across the call (no stack frame at all). */
+cblob_status cb_fail_part(cblob_part part);
+static inline cblob_status cb_check_part(cblob_part part)
+{
+    if (part == CBLOB_PART_DATA || part == CBLOB_PART_DIFF)
+        return CBLOB_OK;
+    const cblob_status status = cb_fail_part(part);
+    if (status == CBLOB_OK)
+        __builtin_unreachable();
+    return status;
+}
 cblob_status cb_check_bool(const char *name, int32_t value);
 
 /* Hands text to a caller the way every text-returning call does: the length (without the NUL)

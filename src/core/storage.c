@@ -2,11 +2,10 @@
 #include "storage.h"
 
 #include <stdlib.h>
-#include <string.h>
 
+#include "host_memory.h"
 #include "status.h"
-
-#define CB_HOST_ALIGNMENT 256
+#include "threads.h"
 
 cblob_status cb_storage_create(size_t size, cb_storage **out)
 {
@@ -42,7 +41,7 @@ static void drop_host(cb_storage *storage)
         if (storage->host_owned && storage->host_pinned_by != NULL)
             storage->host_pinned_by->free_pinned(&storage->host_pinned_device, storage->host);
         else if (storage->host_owned)
-            free(storage->host);
+            cb_host_free(storage->host, storage->size);
         else if (storage->host_release.fn != NULL)
             storage->host_release.fn(storage->host, storage->host_release.user_data);
     }
@@ -89,7 +88,9 @@ void cb_storage_release(cb_storage *storage)
     free(storage);
 }
 
-/* Gives the storage an owned, zero-filled host buffer (Caffe's CaffeMallocHost + memset). */
+/* Gives the storage an owned, zero-filled host buffer (Caffe's CaffeMallocHost + memset). Large
+ * plain buffers come zeroed from the kernel, their pages faulted in by whichever threads first
+ * write them (src/core/host_memory.h); pinned ones are cleared by the pool's threads. */
 static cblob_status allocate_host(cb_storage *storage, const cb_device *pinning)
 {
     if (storage->size == 0)
@@ -97,16 +98,11 @@ static cblob_status allocate_host(cb_storage *storage, const cb_device *pinning)
     void *ptr = NULL;
     if (pinning != NULL) {
         CB_TRY(pinning->backend->alloc_pinned(pinning, storage->size, &ptr));
-        memset(ptr, 0, storage->size);
+        cb_parallel_zero(ptr, storage->size);
         storage->host_pinned_by = pinning->backend;
         storage->host_pinned_device = *pinning;
     } else {
-        /* Aligned for full-width vector loads and for DLPack consumers, which prefer 256 bytes;
-         * aligned_alloc wants a multiple of the alignment. */
-        const size_t rounded = (storage->size + CB_HOST_ALIGNMENT - 1) / CB_HOST_ALIGNMENT * CB_HOST_ALIGNMENT;
-        if (rounded < storage->size || (ptr = aligned_alloc(CB_HOST_ALIGNMENT, rounded)) == NULL)
-            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory", storage->size);
-        memset(ptr, 0, storage->size);
+        CB_TRY(cb_host_alloc(storage->size, true, &ptr));
     }
     storage->host = ptr;
     storage->host_owned = true;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_memory.h"
 #include "io.h"
 #include "model.h"
 #include "proto_blob.h"
@@ -37,6 +38,16 @@ cblob_status cb_model_new(cblob_context *context, cblob_net_format format, cblob
     return CBLOB_OK;
 }
 
+/* The bytes of a blob's data (or diff) array: count elements of the part's type. */
+static size_t array_bytes(const cb_op *blob, bool diff)
+{
+    int64_t count = 1;
+    for (int32_t i = 0; i < blob->num_axes; ++i)
+        count *= blob->dims[i];
+    const bool is_double = diff ? (blob->blob_flags & CB_BLOB_DIFF_DOUBLE) : (blob->blob_flags & CB_BLOB_DOUBLE);
+    return (size_t)count * (is_double ? 8 : 4);
+}
+
 /* Frees the arrays blobs not yet made still own (their handles own the others). */
 static void free_blob_arrays(const uint8_t *ops)
 {
@@ -50,8 +61,8 @@ static void free_blob_arrays(const uint8_t *ops)
         if (op.code == CB_OP_BLOB && op.arrays != NULL) {
             void *data, *diff;
             cb_op_arrays(&op, &data, &diff);
-            free(data);
-            free(diff);
+            cb_host_free(data, array_bytes(&op, false));
+            cb_host_free(diff, array_bytes(&op, true));
         }
     }
 }
@@ -69,6 +80,7 @@ static void free_record(const uint8_t *record)
 
 void cb_model_free(cblob_model *model)
 {
+    cb_input_file_close(model->file);
     for (int64_t i = 0; i < model->num_layers; ++i)
         free_record(model->layers[i]);
     free(model->layers);
@@ -212,9 +224,8 @@ static cblob_status gather_inline(const cb_op *blob, bool diff, int64_t count, v
     if (count == 0)
         return CBLOB_OK;
     const bool is_double = diff ? (blob->blob_flags & CB_BLOB_DIFF_DOUBLE) : (blob->blob_flags & CB_BLOB_DOUBLE);
-    uint8_t *array = malloc((size_t)count * element_size(is_double));
-    if (array == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " values", count);
+    uint8_t *array = NULL;
+    CB_TRY(cb_host_alloc((size_t)count * element_size(is_double), false, (void **)&array));
     size_t filled = 0;
     for (const uint8_t *cursor = blob->inner;;) {
         cb_op op;
@@ -263,8 +274,9 @@ static cblob_status blob_arrays(const cb_op *blob, const cb_shape *shape, cb_blo
  * handle adopts leave the record; so do arrays of its own dtype it copied (the handle holds the
  * values now). A diff of the other dtype stays: saving compares it with the handle's (see
  * model_save.c). */
-static cblob_status make_handle(const cblob_model *model, const cb_op *blob, cblob_blob **out)
+static cblob_status make_handle(const cblob_model *model, cb_op *blob, cblob_blob **out)
 {
+    CB_TRY(cb_model_load_values(model, blob));
     cb_shape shape;
     CB_TRY(cb_model_blob_shape(blob, &shape));
     const cblob_dtype dtype = (blob->blob_flags & CB_BLOB_DOUBLE) ? CBLOB_DTYPE_FLOAT64 : CBLOB_DTYPE_FLOAT32;
@@ -288,7 +300,7 @@ static cblob_status make_handle(const cblob_model *model, const cb_op *blob, cbl
     if (blob->arrays != NULL)
         cb_op_set_arrays(blob, NULL, keep_diff);
     else
-        free(keep_diff); /* an inline diff stays in the record */
+        cb_host_free(keep_diff, (size_t)arrays.diff_count * element_size(arrays.diff_is_double)); /* an inline diff stays in the record */
     *out = handle;
     return CBLOB_OK;
 }
@@ -456,11 +468,6 @@ CBLOB_API void cblob_model_destroy(cblob_model *model)
 
 /* ---- reading ------------------------------------------------------------------------------- */
 
-static void let_go_of_input(void *input, size_t offset, size_t length)
-{
-    cb_input_done_with(input, offset, length);
-}
-
 CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *bytes, size_t size,
                                         cblob_model **out_model)
 {
@@ -468,20 +475,32 @@ CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *b
     CB_REQUIRE(context);
     CB_REQUIRE(bytes);
     CB_REQUIRE(out_model);
+    cb_context_use_threads(context);
     return cb_model_build(context, bytes, size, NULL, NULL, out_model);
 }
 
+/* Opened as the lazy open opens, then every value read at once, straight from the file into the
+ * arrays the blobs will adopt (on the pool's threads, which first-touch their pages): one copy, where
+ * reading the file into memory first and decoding it from there made two, and the file's pages
+ * were faulted in twice. Then the file is let go: the model does not depend on it. */
 CBLOB_API cblob_status cblob_model_open_file(cblob_context *context, const char *path, cblob_model **out_model)
 {
     CB_ENTER();
     CB_REQUIRE(context);
     CB_REQUIRE(path);
     CB_REQUIRE(out_model);
-    cb_input input;
-    CB_TRY(cb_input_open(path, &input));
-    cblob_status status = cb_model_build(context, input.bytes, input.size, let_go_of_input, &input, out_model);
-    cb_input_close(&input);
-    return status;
+    cb_context_use_threads(context);
+    cblob_model *model = NULL;
+    CB_TRY(cb_model_open_lazy(context, path, &model));
+    cblob_status status = cb_model_load_all(model);
+    cb_input_file_close(model->file);
+    model->file = NULL;
+    if (status != CBLOB_OK) {
+        cb_model_free(model);
+        return status;
+    }
+    *out_model = model;
+    return CBLOB_OK;
 }
 
 /* ---- queries ------------------------------------------------------------------------------ */

@@ -85,6 +85,10 @@ enum {
     CB_BLOB_DIFF_DOUBLE = 8, /* that diff is double_diff */
     CB_BLOB_RAW = 16, /* a blob without values (a zero dimension): no dims nor inner operations, its
                        * BlobProto's bytes follow as they are (dims are read from them) */
+    CB_BLOB_LAZY = 32,   /* ARRAYS of a lazily opened model: a varint follows the two pointers, the
+                          * file offset of the BlobProto's first byte; the inner operations then
+                          * give every value's offset (model_lazy.c) */
+    CB_BLOB_UNREAD = 64, /* LAZY values still in the file: the arrays are not made yet */
 };
 
 /* VALUES flags. */
@@ -112,6 +116,8 @@ typedef struct cb_op {
     int32_t num_axes;      /* a raw blob's only once cb_op_load_dims has read them */
     int64_t dims[CBLOB_MAX_AXES];
     uint8_t *arrays;       /* where the two array pointers are stored (ARRAYS), else NULL */
+    uint8_t *flags;        /* where blob_flags is stored (loading an UNREAD blob clears the flag) */
+    uint64_t file_offset;  /* LAZY: the file offset of the BlobProto's first byte */
     /* VALUES */
     uint8_t values_flags;
     int64_t count;         /* elements */
@@ -161,8 +167,12 @@ typedef struct cb_blob_walk {
     const uint8_t *cursors[CB_BLOB_WALK_DEPTH]; /* where the walk goes on at each level */
 } cb_blob_walk;
 
+struct cb_input_file;
+
 struct cblob_model {
     cblob_context *context;
+    /* A lazily opened model's file, which its LAZY blobs are read from on first access; NULL. */
+    struct cb_input_file *file;
     cblob_net_format format;
     char *name;      /* NULL: the net has none */
     cb_bytes head;   /* top-level fields before the first layer (the name, for a created model) */
@@ -187,6 +197,23 @@ cblob_status cb_model_append_record(cblob_model *model, const cb_bytes *body, ui
 typedef void cb_done_with_fn(void *context, size_t offset, size_t length);
 cblob_status cb_model_build(cblob_context *context, const uint8_t *input, size_t size, cb_done_with_fn *done_with,
                             void *done_context, cblob_model **out);
+
+/* Opens a model reading only its structure from the file (the blobs' values stay there until
+ * first access); model_lazy.c. */
+cblob_status cb_model_open_lazy(cblob_context *context, const char *path, cblob_model **out);
+/* Reads an UNREAD blob's values from the model's file into arrays of its own (and clears the flag,
+ * in the record and in *blob); does nothing for other blobs. Under the model's lock. */
+cblob_status cb_model_load_values(const cblob_model *model, cb_op *blob);
+/* Loads every UNREAD blob (before a save, which writes them all). */
+cblob_status cb_model_load_all(const cblob_model *model);
+
+/* cb_model_build over an image of the file (io.h, cb_input_file_image) in which only the structure
+ * was read: blobs whose values are kept in arrays become LAZY and UNREAD, their values left in the
+ * file. Blobs kept inline (cb_model_keeps_inline) need their values in the image. */
+cblob_status cb_model_build_lazy(cblob_context *context, const uint8_t *image, size_t size, cblob_model **out);
+/* Whether a blob's values are kept inline in its record (small ones), not in arrays. */
+struct cb_blob_layout;
+bool cb_model_keeps_inline(const struct cb_blob_layout *layout, const cb_shape *shape);
 
 /* The layer's record, or CBLOB_ERR_OUT_OF_RANGE. */
 cblob_status cb_model_record(const cblob_model *model, int64_t layer, const uint8_t **out);

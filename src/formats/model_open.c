@@ -10,7 +10,9 @@
 #include "model.h"
 #include "proto_blob.h"
 #include "proto_net.h"
+#include "host_memory.h"
 #include "status.h"
+#include "threads.h"
 
 /* Blobs whose values take more bytes than this keep them in arrays of their own, which a handle
  * adopts without a copy; smaller ones keep them inline in the record, beside their fields. */
@@ -23,6 +25,7 @@
 typedef struct builder {
     const uint8_t *input;
     cblob_model *model;    /* NULL: only check the input */
+    bool lazy;             /* values kept in arrays stay in the file (cb_model_build_lazy) */
     cb_bytes record;       /* the layer being built */
     size_t run_start;      /* the start of fields kept as bytes and not yet written */
     cb_done_with_fn *done_with;
@@ -114,24 +117,43 @@ typedef struct blob_build {
     bool arrays;
     uint8_t *array[2];    /* CB_BLOB_ARRAYS: data and diff */
     int64_t filled[2];    /* elements written so far, per part */
+    size_t offset;        /* of the BlobProto's first byte in the input (the file's, when lazy) */
 } blob_build;
+
+/* An array the builder holds until its layer is kept (the record owns it then). */
+typedef struct owned_array {
+    void *ptr;
+    size_t size;
+} owned_array;
 
 static bool field_is_double(uint32_t number)
 {
     return number == 8 || number == 9;
 }
 
+/* Host memory like a storage's own (cb_host_alloc: large arrays mapped with huge pages), since a
+ * handle adopts the array as its storage. */
 static cblob_status allocate_array(int64_t count, uint32_t field, uint8_t **out)
 {
     *out = NULL;
     if (count == 0)
         return CBLOB_OK;
-    const size_t bytes = (size_t)count * (field_is_double(field) ? 8 : 4);
-    /* Aligned like the library's own host buffers (vector loads, DLPack consumers). */
-    *out = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (*out == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " values", count);
-    return CBLOB_OK;
+    return cb_host_alloc((size_t)count * (field_is_double(field) ? 8 : 4), false, (void **)out);
+}
+
+static size_t array_size(const blob_build *blob, int part)
+{
+    const int64_t count = blob->layout->values[part == 0 ? (blob->data_field == 8 ? CB_VALUES_DOUBLE_DATA : CB_VALUES_DATA)
+                                                        : (blob->diff_field == 9 ? CB_VALUES_DOUBLE_DIFF : CB_VALUES_DIFF)]
+                              .count;
+    const uint32_t field = part == 0 ? blob->data_field : blob->diff_field;
+    return field == 0 ? 0 : (size_t)count * (field_is_double(field) ? 8 : 4);
+}
+
+static void free_arrays(const blob_build *blob)
+{
+    for (int part = 0; part < 2; ++part)
+        cb_host_free(blob->array[part], array_size(blob, part));
 }
 
 static cblob_status put_blob_header(builder *b, const cb_shape *shape, blob_build *blob)
@@ -146,15 +168,15 @@ static cblob_status put_blob_header(builder *b, const cb_shape *shape, blob_buil
         flags |= CB_BLOB_DIFF_DOUBLE;
     const int64_t data_count = layout->values[blob->data_field == 8 ? CB_VALUES_DOUBLE_DATA : CB_VALUES_DATA].count;
     const int64_t diff_count = blob->diff_field == 0 ? 0 : shape->count;
-    const size_t value_bytes = (size_t)data_count * (field_is_double(blob->data_field) ? 8 : 4) +
-                               (size_t)diff_count * (field_is_double(blob->diff_field) ? 8 : 4);
-    blob->arrays = value_bytes > CB_INLINE_VALUES_MAX;
-    if (blob->arrays) {
+    blob->arrays = !cb_model_keeps_inline(layout, shape);
+    if (blob->arrays && b->lazy) {
+        flags |= CB_BLOB_ARRAYS | CB_BLOB_LAZY | CB_BLOB_UNREAD;
+    } else if (blob->arrays) {
         flags |= CB_BLOB_ARRAYS;
         CB_TRY(allocate_array(data_count, blob->data_field, &blob->array[0]));
         cblob_status status = allocate_array(diff_count, blob->diff_field, &blob->array[1]);
         if (status != CBLOB_OK) {
-            free(blob->array[0]);
+            free_arrays(blob);
             return status;
         }
     }
@@ -164,22 +186,38 @@ static cblob_status put_blob_header(builder *b, const cb_shape *shape, blob_buil
         CB_TRY(cb_bytes_put_varint(&b->record, (uint64_t)shape->dims[i]));
     if (blob->arrays)
         CB_TRY(cb_bytes_append(&b->record, blob->array, sizeof blob->array));
+    if (flags & CB_BLOB_LAZY)
+        CB_TRY(cb_bytes_put_varint(&b->record, blob->offset));
     return CBLOB_OK;
+}
+
+bool cb_model_keeps_inline(const cb_blob_layout *layout, const cb_shape *shape)
+{
+    const bool data_double = layout->values[CB_VALUES_DOUBLE_DATA].count > 0;
+    const int64_t data_count = layout->values[data_double ? CB_VALUES_DOUBLE_DATA : CB_VALUES_DATA].count;
+    const bool diff_double = layout->values[CB_VALUES_DOUBLE_DIFF].count > 0;
+    const bool has_diff = diff_double || layout->values[CB_VALUES_DIFF].count > 0;
+    const size_t value_bytes = (size_t)data_count * (data_double ? 8 : 4) +
+                               (has_diff ? (size_t)shape->count * (diff_double ? 8 : 4) : 0);
+    return value_bytes <= CB_INLINE_VALUES_MAX;
 }
 
 /* Copies payload bytes into a part's array, letting go of the input behind them as it goes. */
 static void copy_into_array(const builder *b, blob_build *blob, int part, size_t from, size_t length)
 {
     const size_t element = field_is_double(part == 0 ? blob->data_field : blob->diff_field) ? 8 : 4;
-    uint8_t *to = blob->array[part] + (size_t)blob->filled[part] * element;
+    const int64_t first = blob->filled[part];
+    blob->filled[part] += (int64_t)(length / element);
+    if (b->lazy) /* the values stay in the file */
+        return;
+    uint8_t *to = blob->array[part] + (size_t)first * element;
     for (size_t done = 0; done < length;) {
         const size_t step = length - done < CB_COPY_STEP ? length - done : CB_COPY_STEP;
-        memcpy(to + done, b->input + from + done, step);
+        cb_parallel_copy(to + done, b->input + from + done, step); /* first touches spread over threads */
         if (step == CB_COPY_STEP)
             let_go(b, from + done, step);
         done += step;
     }
-    blob->filled[part] += (int64_t)(length / element);
 }
 
 static cblob_status put_payload(builder *b, blob_build *blob, int part, size_t from, size_t length)
@@ -301,20 +339,16 @@ static cblob_status put_blob(builder *b, const cb_wire *wire, const cb_wire_fiel
         return CBLOB_OK;
     if (shape.count == 0) /* nothing to decode: the bytes are all it takes */
         return put_raw_blob(b, field);
-    blob_build blob = {.layout = &layout};
+    blob_build blob = {.layout = &layout, .offset = field->payload};
     choose_fields(&layout, &blob);
     CB_TRY(begin_nested(b, field, CB_OP_BLOB));
     CB_TRY(put_blob_header(b, &shape, &blob));
     cblob_status status = put_blob_fields(b, field, &blob);
+    const owned_array owned[2] = {{blob.array[0], array_size(&blob, 0)}, {blob.array[1], array_size(&blob, 1)}};
+    if (status == CBLOB_OK)
+        status = cb_bytes_append(&b->arrays, owned, sizeof owned);
     if (status != CBLOB_OK) {
-        free(blob.array[0]);
-        free(blob.array[1]);
-        return status;
-    }
-    status = cb_bytes_append(&b->arrays, blob.array, sizeof blob.array);
-    if (status != CBLOB_OK) {
-        free(blob.array[0]);
-        free(blob.array[1]);
+        free_arrays(&blob);
         return status;
     }
     let_go(b, field->offset, field->payload + field->length - field->offset);
@@ -529,9 +563,9 @@ static cblob_status begin_record(builder *b, const cb_wire_field *field)
 /* Frees the value arrays of a layer that will not be kept. */
 static void drop_arrays(builder *b)
 {
-    void **arrays = (void **)b->arrays.data;
+    const owned_array *arrays = (const owned_array *)b->arrays.data;
     for (size_t i = 0; i < b->arrays.size / sizeof *arrays; ++i)
-        free(arrays[i]);
+        cb_host_free(arrays[i].ptr, arrays[i].size);
     b->arrays.size = 0;
 }
 
@@ -623,10 +657,10 @@ static cblob_status walk_net(builder *b, size_t size, cblob_net_format *format)
     return CBLOB_OK;
 }
 
-static cblob_status build(cblob_context *context, const uint8_t *input, size_t size, cb_done_with_fn *done_with,
-                          void *done_context, cblob_model **out)
+static cblob_status build(cblob_context *context, const uint8_t *input, size_t size, bool lazy,
+                          cb_done_with_fn *done_with, void *done_context, cblob_model **out)
 {
-    builder b = {.input = input, .done_with = done_with, .done_context = done_context};
+    builder b = {.input = input, .lazy = lazy, .done_with = done_with, .done_context = done_context};
     if (context != NULL)
         CB_TRY(cb_model_new(context, CBLOB_NET_FORMAT_V2, &b.model));
     cblob_net_format format = CBLOB_NET_FORMAT_V2;
@@ -648,7 +682,7 @@ cblob_status cb_model_build(cblob_context *context, const uint8_t *input, size_t
                             void *done_context, cblob_model **out)
 {
     cblob_model *model = NULL;
-    cblob_status status = build(context, input, size, done_with, done_context, &model);
+    cblob_status status = build(context, input, size, false, done_with, done_context, &model);
     /* A BlobProto or a BlobProtoVector is also valid protobuf of a net without layers. A net
      * with only a name that reads as a blob too stays a net: detection is not sure of it. */
     if (status != CBLOB_OK || (model != NULL && model->num_layers == 0))
@@ -662,8 +696,13 @@ cblob_status cb_model_build(cblob_context *context, const uint8_t *input, size_t
     return CBLOB_OK;
 }
 
+cblob_status cb_model_build_lazy(cblob_context *context, const uint8_t *image, size_t size, cblob_model **out)
+{
+    return build(context, image, size, true, NULL, NULL, out);
+}
+
 cblob_status cb_net_check(const uint8_t *input, size_t size)
 {
-    return build(NULL, input, size, NULL, NULL, NULL);
+    return build(NULL, input, size, false, NULL, NULL, NULL);
 }
 

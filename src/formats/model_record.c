@@ -181,6 +181,7 @@ void cb_op_load_dims(cb_op *op)
 
 static void read_blob_header(const uint8_t **cursor, cb_op *op)
 {
+    op->flags = (uint8_t *)*cursor;
     op->blob_flags = *(*cursor)++;
     if (op->blob_flags & CB_BLOB_RAW) {
         op->bytes = *cursor;
@@ -199,6 +200,9 @@ static void read_blob_header(const uint8_t **cursor, cb_op *op)
         op->arrays = (uint8_t *)*cursor;
         *cursor += 2 * sizeof(void *);
     }
+    op->file_offset = 0;
+    if (op->blob_flags & CB_BLOB_LAZY)
+        op->file_offset = cb_varint_read(cursor);
 }
 
 static void read_values(const uint8_t **cursor, bool in_blob_arrays, cb_op *op)

@@ -313,10 +313,13 @@ static cblob_status write_model(const cblob_model *model, bool write_diff, cb_si
 cblob_status cb_model_emit(const cblob_model *model, bool write_diff, cb_sink *sink)
 {
     pthread_mutex_lock(&((cblob_model *)model)->lock);
-    /* Measured first: a message over protobuf's limit is refused before anything is written. */
+    /* Measured first: a message over protobuf's limit is refused before anything is written. A
+     * lazily opened model reads every value first: a save writes them all. */
     cb_sink counter;
     cb_sink_count(&counter);
-    cblob_status status = write_model(model, write_diff, &counter);
+    cblob_status status = cb_model_load_all(model);
+    if (status == CBLOB_OK)
+        status = write_model(model, write_diff, &counter);
     if (status == CBLOB_OK && counter.size > CB_PROTO_MAX_MESSAGE)
         status = cb_fail(CBLOB_ERR_OVERFLOW,
                          "the NetParameter would take %llu bytes, over protobuf's 2 GiB message limit (which Caffe enforces)",
@@ -387,6 +390,8 @@ cblob_status cb_model_blob_read(const cblob_model *model, int64_t layer, int64_t
     pthread_mutex_lock(&((cblob_model *)model)->lock);
     cb_model_blob found;
     cblob_status status = cb_model_find_blob(model, layer, index, &found);
+    if (status == CBLOB_OK && found.handle == NULL)
+        status = cb_model_load_values(model, &found.op);
     if (status == CBLOB_OK && found.handle != NULL) {
         void *host = NULL;
         status = cb_blob_host(found.handle, part, false, &host);
@@ -404,7 +409,12 @@ cblob_status cb_model_blob_values(const cblob_model *model, int64_t layer, int64
                                   const void **out)
 {
     cb_model_blob found;
-    CB_TRY(cb_model_find_blob(model, layer, index, &found));
+    pthread_mutex_lock(&((cblob_model *)model)->lock);
+    cblob_status status = cb_model_find_blob(model, layer, index, &found);
+    if (status == CBLOB_OK && found.handle == NULL)
+        status = cb_model_load_values(model, &found.op);
+    pthread_mutex_unlock(&((cblob_model *)model)->lock);
+    CB_TRY(status);
     *out = NULL;
     if (found.handle != NULL) {
         void *host = NULL;

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_memory.h"
 #include "status.h"
+#include "threads.h"
 
 /* Field numbers of the value fields, in cb_blob_values order. */
 static const uint32_t value_numbers[CB_VALUES_FIELDS] = {5, 6, 8, 9};
@@ -255,191 +257,180 @@ static void describe_dims(const cb_blob_layout *layout, char *text, size_t size)
         snprintf(text + used, size - used, " () (a scalar)");
 }
 
-/* ---- decode ------------------------------------------------------------------------------- */
-
-/* protobuf-c allocates through this, so that adopted arrays are free()d like any other and an
- * allocation failure is told apart from a parse failure. */
-static void *proto_alloc(void *failed, size_t size)
-{
-    void *ptr = malloc(size);
-    if (ptr == NULL)
-        *(bool *)failed = true;
-    return ptr;
-}
-
-static void proto_free(void *failed, void *ptr)
-{
-    (void)failed;
-    free(ptr);
-}
-
-/* Takes a repeated value array out of the message, so free_unpacked leaves it to us. */
-static cblob_status steal(Caffe__BlobProto *message, cb_blob_values which, int64_t expected, void **out)
-{
-    size_t *counts[CB_VALUES_FIELDS] = {&message->n_data, &message->n_diff, &message->n_double_data,
-                                        &message->n_double_diff};
-    void **arrays[CB_VALUES_FIELDS] = {(void **)&message->data, (void **)&message->diff,
-                                       (void **)&message->double_data, (void **)&message->double_diff};
-    if ((int64_t)*counts[which] != expected)
-        return cb_fail(CBLOB_ERR_INTERNAL, "protobuf-c decoded %zu values where the wire reader counted %" PRId64,
-                       *counts[which], expected);
-    *out = *arrays[which];
-    *arrays[which] = NULL;
-    *counts[which] = 0;
-    return CBLOB_OK;
-}
-
-static cblob_status decode_with_protobuf_c(const uint8_t *input, const cb_blob_layout *layout, cb_blob_values used[2],
-                                           void *arrays[2])
-{
-    bool failed = false;
-    ProtobufCAllocator allocator = {.alloc = proto_alloc, .free = proto_free, .allocator_data = &failed};
-    Caffe__BlobProto *message = caffe__blob_proto__unpack(&allocator, layout->length, input + layout->offset);
-    if (message == NULL)
-        return failed ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to unpack the BlobProto at byte %zu", layout->offset)
-                      : cb_fail(CBLOB_ERR_PARSE, "protobuf-c could not unpack the BlobProto at byte %zu", layout->offset);
-    cblob_status status = CBLOB_OK;
-    for (int part = 0; part < 2 && status == CBLOB_OK; ++part)
-        status = steal(message, used[part], layout->values[used[part]].count, &arrays[part]);
-    caffe__blob_proto__free_unpacked(message, &allocator);
-    return status;
-}
-
-/* Copies one value field's elements, packed or not, straight from the input. */
-static cblob_status decode_with_wire(const uint8_t *input, const cb_blob_layout *layout, cb_blob_values which,
-                                     void **out)
-{
-    const int64_t count = layout->values[which].count;
-    const size_t element = value_is_double(which) ? 8 : 4;
-    if (count == 0)
-        return CBLOB_OK;
-    uint8_t *array = malloc((size_t)count * element);
-    if (array == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " values of %zu bytes", count, element);
-    cb_wire wire = cb_wire_range(input, layout->offset, layout->length, NULL);
-    size_t filled = 0;
-    const size_t total = (size_t)count * element;
-    for (;;) {
-        cb_wire_field field;
-        cblob_status status = cb_wire_next(&wire, &field);
-        if (status != CBLOB_OK) {
-            free(array);
-            return status;
-        }
-        if (field.number == 0)
-            break;
-        if (field.number != value_numbers[which])
-            continue;
-        if (field.length > total - filled) {
-            free(array);
-            return cb_fail(CBLOB_ERR_INTERNAL, "the BlobProto at byte %zu changed between scan and decode", layout->offset);
-        }
-        memcpy(array + filled, input + field.payload, field.length);
-        filled += field.length;
-    }
-    *out = array;
-    return CBLOB_OK;
-}
-
-cblob_status cb_blob_decode(const uint8_t *input, const cb_blob_layout *layout, cb_blob_decoder decoder,
-                            cb_blob_arrays *out)
-{
-    cb_blob_values used[2] = {data_field(layout), diff_field(layout)};
-    bool any_unpacked = layout->has_group;
-    for (int i = 0; i < CB_VALUES_FIELDS; ++i)
-        any_unpacked = any_unpacked || layout->values[i].unpacked;
-    void *arrays[2] = {NULL, NULL};
-    cblob_status status = CBLOB_OK;
-    if (decoder == CB_DECODER_PROTOBUF_C || (decoder == CB_DECODER_AUTO && !any_unpacked)) {
-        status = decode_with_protobuf_c(input, layout, used, arrays);
-    } else {
-        for (int part = 0; part < 2 && status == CBLOB_OK; ++part)
-            status = decode_with_wire(input, layout, used[part], &arrays[part]);
-    }
-    if (status != CBLOB_OK) {
-        free(arrays[0]);
-        free(arrays[1]);
-        return status;
-    }
-    *out = (cb_blob_arrays){
-        .data = arrays[0],
-        .diff = arrays[1],
-        .data_is_double = value_is_double(used[0]),
-        .diff_is_double = value_is_double(used[1]),
-        .data_count = layout->values[used[0]].count,
-        .diff_count = layout->values[used[1]].count,
-    };
-    return CBLOB_OK;
-}
-
-void cb_blob_arrays_free(cb_blob_arrays *arrays)
-{
-    free(arrays->data);
-    free(arrays->diff);
-    arrays->data = arrays->diff = NULL;
-}
-
 /* ---- load (FromProto) ----------------------------------------------------------------------- */
 
-static double value_at(const void *values, bool is_double, int64_t i)
+/* The values of one value field, piece by piece as the input holds them: a packed field's
+ * payload whole, an unpacked element alone. The layout was scanned, so the walk cannot fail. */
+typedef cblob_status (*cb_piece_fn)(void *context, const uint8_t *bytes, int64_t count);
+
+static cblob_status for_each_piece(const uint8_t *input, const cb_blob_layout *layout, cb_blob_values which,
+                                   cb_piece_fn piece, void *context)
 {
-    return is_double ? ((const double *)values)[i] : (double)((const float *)values)[i];
+    const size_t element = value_is_double(which) ? 8 : 4;
+    cb_wire wire = cb_wire_range(input, layout->offset, layout->length, NULL);
+    for (;;) {
+        cb_wire_field field;
+        CB_TRY(cb_wire_next(&wire, &field));
+        if (field.number == 0)
+            return CBLOB_OK;
+        if (field.number == value_numbers[which])
+            CB_TRY(piece(context, input + field.payload, (int64_t)(field.length / element)));
+    }
+}
+
+/* Element i of little-endian values on the wire, as double (the wire is not aligned). */
+static double wire_value(const uint8_t *bytes, bool is_double, int64_t i)
+{
+    if (is_double) {
+        uint64_t bits = 0;
+        for (int b = 7; b >= 0; --b)
+            bits = bits << 8 | bytes[i * 8 + b];
+        double value;
+        memcpy(&value, &bits, sizeof value);
+        return value;
+    }
+    uint32_t bits = 0;
+    for (int b = 3; b >= 0; --b)
+        bits = bits << 8 | bytes[i * 4 + b];
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
 }
 
 /* Integer blobs take values truncated toward zero, as Caffe's static_cast does; a value whose
  * truncation does not fit (or NaN) is refused instead of being undefined behaviour. */
-static cblob_status check_integer_range(const cb_dtype_info *dtype, const void *values, bool is_double, int64_t count,
-                                        const char *part)
+typedef struct cb_range_check {
+    const cb_dtype_info *dtype;
+    bool is_double;
+    const char *part;
+    int64_t seen;
+} cb_range_check;
+
+static cblob_status check_piece(void *context, const uint8_t *bytes, int64_t count)
 {
-    const double low = dtype->dtype == CBLOB_DTYPE_INT32 ? -2147483649.0 : -1.0;
-    const double high = dtype->dtype == CBLOB_DTYPE_INT32 ? 2147483648.0 : 4294967296.0;
-    for (int64_t i = 0; i < count; ++i) {
-        const double v = value_at(values, is_double, i);
+    cb_range_check *check = context;
+    const double low = check->dtype->dtype == CBLOB_DTYPE_INT32 ? -2147483649.0 : -1.0;
+    const double high = check->dtype->dtype == CBLOB_DTYPE_INT32 ? 2147483648.0 : 4294967296.0;
+    for (int64_t i = 0; i < count; ++i, ++check->seen) {
+        const double v = wire_value(bytes, check->is_double, i);
         if (!(v > low && v < high))
-            return cb_fail(CBLOB_ERR_OVERFLOW, "%s value %" PRId64 " is %g, which does not fit in %s", part, i, v,
-                           dtype->name);
+            return cb_fail(CBLOB_ERR_OVERFLOW, "%s value %" PRId64 " is %g, which does not fit in %s", check->part,
+                           check->seen, v, check->dtype->name);
     }
     return CBLOB_OK;
 }
 
-static void convert_values(void *dst, cblob_dtype dtype, const void *src, bool src_double, int64_t count)
+/* Writes pieces of values into a part's memory, converting to the blob's dtype. */
+typedef struct cb_values_writer {
+    uint8_t *to;
+    const cb_dtype_info *dtype;
+    bool is_double; /* of the values on the wire */
+    int64_t filled;
+} cb_values_writer;
+
+static bool same_dtype(const cb_dtype_info *dtype, bool is_double)
 {
-    if ((dtype == CBLOB_DTYPE_FLOAT32 && !src_double) || (dtype == CBLOB_DTYPE_FLOAT64 && src_double)) {
-        memcpy(dst, src, (size_t)count * (src_double ? 8 : 4));
-        return;
+    return dtype->dtype == (is_double ? CBLOB_DTYPE_FLOAT64 : CBLOB_DTYPE_FLOAT32);
+}
+
+static cblob_status write_piece(void *context, const uint8_t *bytes, int64_t count)
+{
+    cb_values_writer *writer = context;
+    uint8_t *to = writer->to + (size_t)writer->filled * writer->dtype->size;
+    writer->filled += count;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* The wire's values are the blob's own: the bytes go straight into its memory. */
+    if (same_dtype(writer->dtype, writer->is_double)) {
+        const size_t size = (size_t)count * writer->dtype->size;
+        if (count > 1)
+            cb_parallel_copy(to, bytes, size);
+        else
+            memcpy(to, bytes, size);
+        return CBLOB_OK;
     }
-    switch (dtype) {
-#define CB_CONVERT(ENUM, CTYPE, SUFFIX) \
-    case ENUM: \
-        for (int64_t i = 0; i < count; ++i) \
-            ((CTYPE *)dst)[i] = (CTYPE)value_at(src, src_double, i); \
-        break;
-        CB_FOR_EACH_DTYPE(CB_CONVERT)
-#undef CB_CONVERT
+#endif
+    for (int64_t i = 0; i < count; ++i) {
+        const double value = wire_value(bytes, writer->is_double, i);
+        switch (writer->dtype->dtype) {
+#define CB_STORE(ENUM, CTYPE, SUFFIX) \
+    case ENUM: { \
+        const CTYPE converted = (CTYPE)value; \
+        memcpy(to + (size_t)i * sizeof(CTYPE), &converted, sizeof converted); \
+        break; \
     }
+            CB_FOR_EACH_DTYPE(CB_STORE)
+#undef CB_STORE
+        }
+    }
+    return CBLOB_OK;
 }
 
-static void release_decoded(void *ptr, void *user_data)
+/* Loads the BlobProto's values into the blob reshaped to target: decoded straight from the input
+ * into the storage the blob will have (fresh storage comes zeroed from the kernel, and its pages
+ * are first touched by the threads that copy into it, cb_parallel_copy), with no array in
+ * between. Every step that can fail runs before anything changes. */
+static cblob_status load_values(cblob_blob *blob, const uint8_t *input, const cb_blob_layout *layout,
+                                const cb_shape *target)
 {
-    (void)user_data;
-    free(ptr);
+    const cb_blob_values used[CB_PARTS] = {data_field(layout), diff_field(layout)};
+    const bool present[CB_PARTS] = {layout->values[used[0]].count > 0, layout->values[used[1]].count > 0};
+    if (!blob->dtype->is_float) {
+        for (int part = 0; part < CB_PARTS; ++part) {
+            cb_range_check check = {blob->dtype, value_is_double(used[part]), part == 0 ? "data" : "diff", 0};
+            if (present[part])
+                CB_TRY(for_each_piece(input, layout, used[part], check_piece, &check));
+        }
+    }
+    cb_reshape plan;
+    CB_TRY(cb_reshape_prepare(blob, target->num_axes, target->dims, &plan));
+    /* The data head becomes AT_CPU even without values (Caffe's mutable_cpu_data). */
+    CB_TRY(cb_reshape_ensure_storage(blob, &plan));
+    const cb_device *pinning = cb_context_pinning_device(blob->context);
+    uint8_t *destination[CB_PARTS] = {NULL, NULL};
+    for (int part = 0; part < CB_PARTS; ++part) {
+        if (!present[part] && part == CBLOB_PART_DIFF)
+            continue; /* no diff in the proto: the diff stays as it is */
+        void *base;
+        cblob_status status = cb_storage_mutable_cpu(cb_reshape_storage(blob, &plan, part), pinning, &base);
+        if (status != CBLOB_OK) {
+            cb_reshape_abandon(&plan);
+            return status;
+        }
+        if (present[part])
+            destination[part] = (uint8_t *)base + (plan.fresh[part] != NULL ? 0 : blob->offset_bytes);
+    }
+    for (int part = 0; part < CB_PARTS; ++part) {
+        cb_values_writer writer = {destination[part], blob->dtype, value_is_double(used[part]), 0};
+        cblob_status status = destination[part] != NULL
+                                  ? for_each_piece(input, layout, used[part], write_piece, &writer)
+                                  : CBLOB_OK;
+        if (status != CBLOB_OK) { /* a scanned layout cannot fail here */
+            cb_reshape_abandon(&plan);
+            return status;
+        }
+    }
+    cb_reshape_commit(blob, &plan);
+    return CBLOB_OK;
 }
 
-static bool same_dtype(const cblob_blob *blob, bool is_double)
+static void release_values(void *ptr, void *size)
 {
-    return blob->dtype->dtype == (is_double ? CBLOB_DTYPE_FLOAT64 : CBLOB_DTYPE_FLOAT32);
+    cb_host_free(ptr, (size_t)(uintptr_t)size);
 }
 
-/* Gives the decoded values to the blob under the reshape plan: adopted as fresh storage when the
+/* Gives decoded values to the blob under the reshape plan: adopted as fresh storage when the
  * dtype matches and nothing pins host memory, else copied (converted) into the storage. Every
  * step that can fail runs before anything changes. */
 cblob_status cb_blob_fill(cblob_blob *blob, const cb_shape *target, cb_blob_arrays *arrays)
 {
     void *values[CB_PARTS] = {arrays->data, arrays->diff};
     const bool is_double[CB_PARTS] = {arrays->data_is_double, arrays->diff_is_double};
+    const int64_t counts[CB_PARTS] = {arrays->data_count, arrays->diff_count};
     if (!blob->dtype->is_float) {
-        CB_TRY(check_integer_range(blob->dtype, arrays->data, arrays->data_is_double, arrays->data_count, "data"));
-        CB_TRY(check_integer_range(blob->dtype, arrays->diff, arrays->diff_is_double, arrays->diff_count, "diff"));
+        for (int part = 0; part < CB_PARTS; ++part) {
+            cb_range_check check = {blob->dtype, is_double[part], part == 0 ? "data" : "diff", 0};
+            CB_TRY(check_piece(&check, values[part], counts[part]));
+        }
     }
     cb_reshape plan;
     CB_TRY(cb_reshape_prepare(blob, target->num_axes, target->dims, &plan));
@@ -452,7 +443,7 @@ cblob_status cb_blob_fill(cblob_blob *blob, const cb_shape *target, cb_blob_arra
         if (values[part] == NULL && part == CBLOB_PART_DIFF)
             continue; /* no diff in the proto: the diff stays as it is */
         adopt[part] = values[part] != NULL && plan.fresh[part] != NULL && pinning == NULL &&
-                      same_dtype(blob, is_double[part]);
+                      same_dtype(blob->dtype, is_double[part]);
         if (adopt[part])
             continue;
         void *base;
@@ -466,17 +457,26 @@ cblob_status cb_blob_fill(cblob_blob *blob, const cb_shape *target, cb_blob_arra
     }
     for (int part = 0; part < CB_PARTS; ++part) {
         if (adopt[part]) {
-            cb_storage_set_cpu(plan.fresh[part], values[part], (cb_release){release_decoded, NULL});
+            const size_t size = (size_t)counts[part] * blob->dtype->size;
+            cb_storage_set_cpu(plan.fresh[part], values[part], (cb_release){release_values, (void *)(uintptr_t)size});
             if (part == CBLOB_PART_DATA)
                 arrays->data = NULL;
             else
                 arrays->diff = NULL;
         } else if (destination[part] != NULL) {
-            convert_values(destination[part], blob->dtype->dtype, values[part], is_double[part], target->count);
+            cb_values_writer writer = {destination[part], blob->dtype, is_double[part], 0};
+            write_piece(&writer, values[part], target->count);
         }
     }
     cb_reshape_commit(blob, &plan);
     return CBLOB_OK;
+}
+
+void cb_blob_arrays_free(cb_blob_arrays *arrays)
+{
+    cb_host_free(arrays->data, (size_t)arrays->data_count * (arrays->data_is_double ? 8 : 4));
+    cb_host_free(arrays->diff, (size_t)arrays->diff_count * (arrays->diff_is_double ? 8 : 4));
+    arrays->data = arrays->diff = NULL;
 }
 
 cblob_status cb_blob_load(cblob_blob *blob, const uint8_t *input, const cb_blob_layout *layout,
@@ -496,11 +496,8 @@ cblob_status cb_blob_load(cblob_blob *blob, const uint8_t *input, const cb_blob_
         target = blob->shape;
         CB_TRY(check_values(layout, path, &target));
     }
-    cb_blob_arrays arrays;
-    CB_TRY(cb_blob_decode(input, layout, CB_DECODER_AUTO, &arrays));
-    cblob_status status = cb_blob_fill(blob, &target, &arrays);
-    cb_blob_arrays_free(&arrays);
-    return status;
+    cb_context_use_threads(blob->context);
+    return load_values(blob, input, layout, &target);
 }
 
 /* ---- write (ToProto) ------------------------------------------------------------------------ */

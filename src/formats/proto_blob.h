@@ -4,13 +4,11 @@
  * Reading is two passes over the input. The scan (cb_blob_layout_scan) walks the wire format,
  * records where every value lies and how many there are, and rejects malformed input with the
  * field and byte offset; nothing is copied. The load (cb_blob_load) then decodes the values that
- * count (double_data wins over data, double_diff over diff) and gives them to the blob:
- *   - a BlobProto whose repeated values are all packed (what every protobuf writer emits) is
- *     unpacked by protobuf-c, and the blob adopts protobuf-c's arrays as its storage when the
- *     dtype matches and the storage is fresh, so the bulk is copied once, from the input;
- *   - one with unpacked values is decoded by the scan's reader straight into the arrays, since
- *     protobuf-c keeps ~32 bytes of bookkeeping per unpacked element (7x the input).
- * Values of another dtype are converted into the blob's storage.
+ * count (double_data wins over data, double_diff over diff) straight from the input into the
+ * storage the blob will have: packed values of the blob's dtype are copied as they are, by the
+ * thread pool's threads (which first-touch the fresh storage's pages), unpacked ones element by
+ * element, values of another dtype converted. No array comes in between (protobuf-c's unpacking
+ * made one, whose ~10,000 fresh pages per 1e7 floats were faulted in before the copy).
  *
  * Writing builds a protobuf-c message whose arrays point at the blobs' host memory, so
  * packing copies each value once, into the output. */
@@ -75,15 +73,8 @@ bool cb_blob_layout_shape_equals(const cb_blob_layout *layout, const cb_shape *s
 cblob_status cb_blob_load(cblob_blob *blob, const uint8_t *input, const cb_blob_layout *layout,
                           const cb_wire_path *path, bool reshape);
 
-/* Which decoder turns a BlobProto's values into arrays (see the top of this file). */
-typedef enum cb_blob_decoder {
-    CB_DECODER_AUTO,       /* protobuf-c when every value is packed, else the wire reader */
-    CB_DECODER_PROTOBUF_C, /* tests compare the two on the same input */
-    CB_DECODER_WIRE,
-} cb_blob_decoder;
-
-/* The values that count, decoded into malloc'd arrays (NULL where absent): data is double_data
- * when that is non-empty, else data; diff likewise. The caller frees both arrays with free(). */
+/* Values already decoded into arrays (the model's, model.h): data is double_data when that is
+ * non-empty, else data; diff likewise. Arrays are cb_host_alloc'ed, of count elements each. */
 typedef struct cb_blob_arrays {
     void *data, *diff;
     bool data_is_double, diff_is_double;
@@ -95,8 +86,6 @@ typedef struct cb_blob_arrays {
  * converted into the storage. Fails without changing the blob. */
 cblob_status cb_blob_fill(cblob_blob *blob, const cb_shape *target, cb_blob_arrays *arrays);
 
-cblob_status cb_blob_decode(const uint8_t *input, const cb_blob_layout *layout, cb_blob_decoder decoder,
-                            cb_blob_arrays *out);
 void cb_blob_arrays_free(cb_blob_arrays *arrays);
 
 /* A BlobProto message over a blob's host memory (Caffe's ToProto into a fresh message). */

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -103,7 +104,8 @@ static cblob_status read_snapshot(int fd, const char *name, const struct stat *b
     return CBLOB_OK;
 }
 
-cblob_status cb_input_open(const char *path, cb_input *out)
+/* Opens the regular file at path, checked before it is opened; *opened is what it is. */
+static cblob_status open_regular(const char *path, int *fd_out, struct stat *opened)
 {
     struct stat checked;
     if (stat(path, &checked) != 0)
@@ -114,16 +116,109 @@ cblob_status cb_input_open(const char *path, cb_input *out)
     const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat opened;
     cblob_status status = CBLOB_OK;
-    if (fstat(fd, &opened) != 0)
+    if (fstat(fd, opened) != 0)
         status = cb_fail(CBLOB_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    else if (opened.st_dev != checked.st_dev || opened.st_ino != checked.st_ino)
+    else if (opened->st_dev != checked.st_dev || opened->st_ino != checked.st_ino)
         status = cb_fail(CBLOB_ERR_IO, "%s was replaced while it was being opened", path);
-    else
-        status = read_snapshot(fd, path, &opened, 0, out);
+    if (status != CBLOB_OK) {
+        close(fd);
+        return status;
+    }
+    *fd_out = fd;
+    return CBLOB_OK;
+}
+
+cblob_status cb_input_open(const char *path, cb_input *out)
+{
+    int fd;
+    struct stat opened;
+    CB_TRY(open_regular(path, &fd, &opened));
+    const cblob_status status = read_snapshot(fd, path, &opened, 0, out);
     close(fd);
     return status;
+}
+
+/* ---- files read range by range ------------------------------------------------------------ */
+
+struct cb_input_file {
+    int fd;
+    struct stat opened;
+    char *path; /* for messages */
+};
+
+cblob_status cb_input_file_open(const char *path, cb_input_file **out)
+{
+    cb_input_file *file = calloc(1, sizeof *file);
+    if (file == NULL || (file->path = strdup(path)) == NULL) {
+        free(file);
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to keep %s open", path);
+    }
+    cblob_status status = open_regular(path, &file->fd, &file->opened);
+    if (status != CBLOB_OK) {
+        free(file->path);
+        free(file);
+        return status;
+    }
+    /* Reads jump from one blob's header to the next, then read whole blobs when asked: the
+     * kernel's read-ahead would only read what nobody asked for. */
+    (void)posix_fadvise(file->fd, 0, 0, POSIX_FADV_RANDOM);
+    *out = file;
+    return CBLOB_OK;
+}
+
+uint64_t cb_input_file_size(const cb_input_file *file)
+{
+    return (uint64_t)file->opened.st_size;
+}
+
+/* The file opened is unchanged (written in place or truncated, it is not), and it is still the
+ * file at its path (replaced by another, a rename over it, it is not: the values read so far
+ * would then be another file's than those read next). */
+static cblob_status check_still_the_file(const cb_input_file *file)
+{
+    struct stat now, named;
+    if (fstat(file->fd, &now) != 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot stat: %s", file->path, strerror(errno));
+    if (!same_snapshot(&file->opened, &now) || stat(file->path, &named) != 0 || named.st_dev != now.st_dev ||
+        named.st_ino != now.st_ino)
+        return cb_fail(CBLOB_ERR_IO, "%s changed while it was read: it was written, truncated, removed or replaced "
+                       "since it was opened", file->path);
+    return CBLOB_OK;
+}
+
+cblob_status cb_input_file_read(const cb_input_file *file, uint64_t offset, void *to, size_t length)
+{
+    if (offset > cb_input_file_size(file) || length > cb_input_file_size(file) - offset)
+        return cb_fail(CBLOB_ERR_IO, "%s: bytes [%llu, +%zu) lie past its end", file->path,
+                       (unsigned long long)offset, length);
+    CB_TRY(check_still_the_file(file));
+    CB_TRY(read_pieces(file->fd, file->path, to, length, (off_t)offset));
+    return check_still_the_file(file);
+}
+
+cblob_status cb_input_file_image(const cb_input_file *file, cb_input *out)
+{
+    const uint64_t size = cb_input_file_size(file);
+    if (size > SIZE_MAX)
+        return cb_fail(CBLOB_ERR_IO, "%s: the file is too large to read", file->path);
+    if (size == 0) {
+        *out = empty_input;
+        return CBLOB_OK;
+    }
+    void *memory = NULL;
+    CB_TRY(map_memory((size_t)size, file->path, &memory));
+    *out = (cb_input){.bytes = memory, .size = (size_t)size, .memory = memory, .memory_size = (size_t)size};
+    return CBLOB_OK;
+}
+
+void cb_input_file_close(cb_input_file *file)
+{
+    if (file == NULL)
+        return;
+    close(file->fd);
+    free(file->path);
+    free(file);
 }
 
 /* Reads a pipe, a terminal or a socket until end of file, doubling the buffer as it fills. */

@@ -83,6 +83,25 @@ cblob_status cb_input_read_fd(int fd, const char *name, cb_input *out);
 void cb_input_done_with(const cb_input *input, size_t offset, size_t length);
 void cb_input_close(cb_input *input);
 
+/* A regular file kept open to be read range by range, for as long as its reader lives (a model
+ * opened lazily reads each blob's values on first access). Opening checks the path as
+ * cb_input_open does and remembers what the file is: device, inode, size, modification and change
+ * times. Every read checks them again, before and after the pread, and that the path still names
+ * that file, and fails with CBLOB_ERR_IO ("... changed while it was read") when any differs, or
+ * when the file got shorter: a reader never mixes bytes of two versions of a file. The file is never mapped. Reads may run on several threads at
+ * once. */
+typedef struct cb_input_file cb_input_file;
+
+cblob_status cb_input_file_open(const char *path, cb_input_file **out);
+uint64_t cb_input_file_size(const cb_input_file *file);
+/* Reads [offset, offset + length) of the file into `to`. */
+cblob_status cb_input_file_read(const cb_input_file *file, uint64_t offset, void *to, size_t length);
+/* Private zero-filled memory of the file's size, into which cb_input_file_read may copy ranges of
+ * the file at their own offsets: an image of the parts of the file that were read (the rest reads
+ * as zeros and costs no memory). Free it with cb_input_close. */
+cblob_status cb_input_file_image(const cb_input_file *file, cb_input *out);
+void cb_input_file_close(cb_input_file *file);
+
 /* For tests only: when set, runs after each piece a reader reads, with the descriptor and the
  * bytes read so far, so a test can change the file at a chosen moment. */
 extern void (*cb_io_after_read_hook)(int fd, size_t done);

@@ -7,6 +7,7 @@
 
 cblob_status cb_place_for_read(cblob_blob *blob, cblob_part part, const cb_device **out)
 {
+    cb_context_use_threads(blob->context);
     if (cb_blob_head(blob, part) != CBLOB_HEAD_AT_GPU) {
         *out = NULL;
         return CBLOB_OK;
@@ -16,6 +17,7 @@ cblob_status cb_place_for_read(cblob_blob *blob, cblob_part part, const cb_devic
 
 cblob_status cb_place_for_write(cblob_blob *blob, cblob_part part, const cb_device **out)
 {
+    cb_context_use_threads(blob->context);
     const cblob_head head = cb_blob_head(blob, part);
     const bool on_device = head == CBLOB_HEAD_AT_GPU || head == CBLOB_HEAD_SYNCED ||
                            (head == CBLOB_HEAD_UNINITIALIZED && atomic_load(&blob->context->mode) == CBLOB_MODE_GPU);

@@ -6,6 +6,7 @@
 
 #include "neoml/neoml.h"
 #include "status.h"
+#include "threads.h"
 
 /* The checks copy_in and copy_out share: the caller's array must be of the blob's dtype and
  * exactly its count. */
@@ -39,7 +40,7 @@ CBLOB_API cblob_status cblob_blob_copy_in(cblob_blob *blob, cblob_part part, cbl
     CB_TRY(cb_part_at(blob, part, place, true, &to));
     if (place != NULL)
         return place->backend->copy(place, to, source, cb_blob_bytes(blob), CB_COPY_HOST_TO_DEVICE);
-    memmove(to, source, cb_blob_bytes(blob)); /* the caller may pass the blob's own host memory */
+    cb_parallel_move(to, source, cb_blob_bytes(blob)); /* the caller may pass the blob's own host memory */
     return CBLOB_OK;
 }
 
@@ -56,7 +57,7 @@ CBLOB_API cblob_status cblob_blob_copy_out(cblob_blob *blob, cblob_part part, cb
     CB_TRY(cb_part_at(blob, part, place, false, &from));
     if (place != NULL)
         return place->backend->copy(place, destination, from, cb_blob_bytes(blob), CB_COPY_DEVICE_TO_HOST);
-    memmove(destination, from, cb_blob_bytes(blob));
+    cb_parallel_move(destination, from, cb_blob_bytes(blob));
     return CBLOB_OK;
 }
 

@@ -10,6 +10,7 @@
 #include "core/run_kernels.h"
 #include "neoml/neoml.h"
 #include "status.h"
+#include "threads.h"
 
 typedef enum cb_direction { CB_MERGE, CB_SPLIT } cb_direction;
 
@@ -177,6 +178,29 @@ static cblob_status copy_band(const cblob_blob *whole, void *whole_view, int32_t
     return CBLOB_OK;
 }
 
+/* Bands of `rows` rows: the work threads take apart. */
+typedef struct cb_bands {
+    const cblob_blob *whole;
+    void *whole_view;
+    int32_t num;
+    const cb_layout *layout;
+    cb_direction direction;
+    const cb_device *place;
+    int64_t rows;
+} cb_bands;
+
+static cblob_status copy_bands(void *arg, int64_t begin, int64_t end)
+{
+    const cb_bands *bands = arg;
+    for (int64_t band = begin; band < end; ++band) {
+        const int64_t first = band * bands->rows;
+        const int64_t rows = bands->layout->rows - first < bands->rows ? bands->layout->rows - first : bands->rows;
+        CB_TRY(copy_band(bands->whole, bands->whole_view, bands->num, bands->layout, bands->direction, bands->place,
+                         first, rows));
+    }
+    return CBLOB_OK;
+}
+
 /* Moves the rows once the layout is known. Every view is taken before the first copy, so a
  * failure to reach one (memory, device) leaves every blob's values as they were. */
 static cblob_status copy_pieces(cblob_blob *whole, cblob_part part, int32_t num, cblob_blob *const *pieces,
@@ -196,13 +220,13 @@ static cblob_status copy_pieces(cblob_blob *whole, cblob_part part, int32_t num,
     void *whole_view;
     CB_TRY(cb_part_at(whole, part, place, merging, &whole_view));
 
-    /* A device gets each piece in one launch: the order of its writes does not matter there. */
-    const int64_t band = place != NULL ? layout->rows : band_rows(layout, num, whole->dtype->size);
-    for (int64_t first = 0; first < layout->rows; first += band) {
-        const int64_t rows = first + band < layout->rows ? band : layout->rows - first;
-        CB_TRY(copy_band(whole, whole_view, num, layout, direction, place, first, rows));
-    }
-    return CBLOB_OK;
+    /* A device gets each piece in one launch: the order of its writes does not matter there. On
+     * the host, threads take bands apart (each writes rows of its own). */
+    const size_t element = whole->dtype->size;
+    cb_bands bands = {whole, whole_view, num, layout, direction, place,
+                      place != NULL ? layout->rows : band_rows(layout, num, element)};
+    const int64_t count = (layout->rows + bands.rows - 1) / bands.rows;
+    return cb_parallel_for(count, (size_t)(bands.rows * layout->width) * element * 2, 1, copy_bands, &bands);
 }
 
 /* axis: a canonical axis, or -1 for the object form. */

@@ -12,7 +12,8 @@
 /* Where an operation runs: NULL for the host, else the device. The rules are the header's
  * "Where operations run": reads go where the current copy is (the host unless the head is
  * AT_GPU); writes go to the device when the head is AT_GPU or SYNCED, or when a part never
- * accessed belongs to a context in GPU mode. */
+ * accessed belongs to a context in GPU mode. Both make the rest of the call use the thread setting
+ * of the blob's context (cb_context_use_threads). */
 cblob_status cb_place_for_read(cblob_blob *blob, cblob_part part, const cb_device **out);
 cblob_status cb_place_for_write(cblob_blob *blob, cblob_part part, const cb_device **out);
 

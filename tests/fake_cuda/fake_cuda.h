@@ -39,8 +39,11 @@
  *
  * Launches run the CPU kernels generated from the same codegen/ops.yaml entry and fail where the
  * CUDA twin, run on the host over the launch's grid, writes something else (generated/tests/
- * fake_cuda_kernels.c says what else a launch is checked for). Tests find these functions with
- * dlsym on the loaded driver (tests/gpu/gpu_support.h).
+ * fake_cuda_kernels.c says what else a launch is checked for). The twin's blocks and threads run
+ * in an order drawn from the seed (a fixed one in immediate mode); a twin whose threads cooperate
+ * runs each block's threads as coroutines (fake_threads.c: barriers, warp shuffles, shared memory
+ * that holds garbage at each block's start). Tests find these functions with dlsym on the loaded
+ * driver (tests/gpu/gpu_support.h).
  */
 #ifndef CBLOB_TESTS_FAKE_CUDA_H
 #define CBLOB_TESTS_FAKE_CUDA_H
@@ -76,6 +79,7 @@ typedef struct fake_cuda_counters {
     uint64_t blas_handles;     /* cublasCreate (the fake cuBLAS counts here) */
     uint64_t blas_host_sums;   /* sums returned to host memory: the call itself waited */
     uint64_t last_grid;        /* blocks of the latest launch */
+    uint64_t previous_grid;    /* blocks of the launch before it */
 } fake_cuda_counters;
 
 typedef void (*fake_cuda_get_counters_fn)(fake_cuda_counters *out);
@@ -91,5 +95,8 @@ typedef int (*fake_cuda_deferred_fn)(void);
 typedef void (*fake_cuda_give_back_fn)(const void *ptr, size_t bytes);
 /* The next launch to run faults with `error` (a CUresult such as 700), and the device is lost. */
 typedef void (*fake_cuda_inject_fault_fn)(int error);
+/* What cuOccupancyMaxActiveBlocksPerMultiprocessor reports from now on (0: as many blocks as
+ * 2048 threads make, the default), so a test can change the grids cblob sizes by occupancy. */
+typedef void (*fake_cuda_set_occupancy_fn)(int blocks_per_multiprocessor);
 
 #endif

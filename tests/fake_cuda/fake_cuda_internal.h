@@ -36,6 +36,23 @@ typedef struct fake_kernel {
 /* Every kernel the generated families hold, ending with a NULL name. */
 extern const fake_kernel fake_kernels[];
 
+/* ---- threads (fake_threads.c): a launch's threads on the host ----------------------------------- */
+
+typedef struct fake_dim3 {
+    unsigned int x, y, z;
+} fake_dim3;
+/* The built-ins the twins read (gridDim, blockDim, blockIdx, threadIdx), set for the running thread. */
+extern fake_dim3 fake_grid_dim, fake_block_dim, fake_block_idx, fake_thread_idx;
+typedef void (*fake_thread_fn)(void *args);
+/* Runs body(args) once per thread of `grid` blocks of `block` threads: blocks in a random order,
+ * each block's threads in a random order. `cooperative`: the threads are coroutines that switch
+ * at fake_syncthreads and fake_shfl_down_double (and __shared__ memory is garbage at each block's
+ * start); otherwise each runs to its end before the next starts. */
+void fake_run_threads(unsigned int grid, unsigned int block, bool cooperative, fake_thread_fn body, void *args);
+/* __syncthreads and __shfl_down_sync (of a double) for cooperative twins. */
+void fake_syncthreads(void);
+double fake_shfl_down_double(unsigned int mask, double value, int delta);
+
 /* ---- the one lock (recursive) and the knobs ---------------------------------------------------- */
 
 void fake_lock(void);
@@ -98,6 +115,9 @@ typedef struct fake_stream fake_stream;
 typedef int (*fake_call_fn)(void *payload); /* a CUresult */
 
 void fake_queue_configure(int device_count, uint64_t seed);
+/* The next number of the double's random sequence (from CBLOB_FAKE_CUDA_DEFERRED's seed, or a
+ * fixed one in immediate mode): the order of deferred work, blocks and threads. */
+uint64_t fake_random(void);
 
 /* A stream handle of the current context (NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD
  * included), or NULL for an unknown or destroyed handle. */

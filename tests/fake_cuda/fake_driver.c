@@ -35,6 +35,7 @@ static pthread_once_t lock_once = PTHREAD_ONCE_INIT;
 static bool initialised, deferred, no_pools;
 static int device_count = 1, driver_version = 13000, arch = 80;
 static bool no_proc_address;
+static int occupancy; /* fake_cuda_set_occupancy's; 0: the default */
 static fake_context contexts[FAKE_MAX_DEVICES];
 static int lost[FAKE_MAX_DEVICES]; /* each device's sticky error */
 fake_cuda_counters fake_counters;
@@ -576,8 +577,16 @@ FAKE_API cbcu_result cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, cb
     (void)shared_bytes;
     if (blocks == NULL || function == NULL || block_size <= 0 || block_size > 1024)
         return CBCU_ERROR_INVALID_VALUE;
-    *blocks = 2048 / block_size;
-    return CBCU_SUCCESS;
+    fake_lock();
+    *blocks = occupancy > 0 ? occupancy : 2048 / block_size;
+    return fake_unlock(CBCU_SUCCESS);
+}
+
+FAKE_API void fake_cuda_set_occupancy(int blocks_per_multiprocessor)
+{
+    fake_lock();
+    occupancy = blocks_per_multiprocessor;
+    fake_unlock(0);
 }
 
 FAKE_API cbcu_result cuLaunchKernel(cbcu_function function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
@@ -597,6 +606,7 @@ FAKE_API cbcu_result cuLaunchKernel(cbcu_function function, unsigned int grid_x,
     if (stream == NULL)
         return fake_unlock(CBCU_ERROR_INVALID_HANDLE);
     fake_counters.launches++;
+    fake_counters.previous_grid = fake_counters.last_grid;
     fake_counters.last_grid = grid_x;
     return fake_unlock(fake_queue_launch(stream, kernel, params, grid_x, block_x));
 }

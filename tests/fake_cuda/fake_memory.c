@@ -12,6 +12,7 @@
 #include "fake_cuda_internal.h"
 
 #define PINNED_HEADER 64
+#define DEVICE_ALIGNMENT 256
 
 typedef struct allocation {
     unsigned char *host;
@@ -194,7 +195,8 @@ int fake_device_alloc(int device, size_t bytes, bool ready, uint64_t *out)
     fake_lock();
     if (device_bytes[device] + bytes > memory_per_device)
         return fake_unlock(FAKE_OUT_OF_MEMORY);
-    unsigned char *host = malloc(bytes);
+    /* Aligned as cuMemAlloc's (256 bytes), so that kernels' vector paths are the ones a GPU takes. */
+    unsigned char *host = aligned_alloc(DEVICE_ALIGNMENT, (bytes + DEVICE_ALIGNMENT - 1) / DEVICE_ALIGNMENT * DEVICE_ALIGNMENT);
     if (host == NULL || !add(host, bytes, device, ready)) {
         free(host);
         return fake_unlock(FAKE_OUT_OF_MEMORY);

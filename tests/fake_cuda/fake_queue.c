@@ -76,7 +76,7 @@ void fake_queue_configure(int device_count, uint64_t seed)
     }
 }
 
-static uint64_t next_random(void)
+uint64_t fake_random(void)
 {
     random_state ^= random_state << 13;
     random_state ^= random_state >> 7;
@@ -260,7 +260,7 @@ static fake_stream *pick(void)
         }
     if (count == 0)
         return NULL;
-    return candidates[fake_deferred() ? next_random() % (uint64_t)count : 0];
+    return candidates[fake_deferred() ? fake_random() % (uint64_t)count : 0];
 }
 
 static void run_until(fake_stream *stream, uint64_t number)

@@ -1,37 +1,43 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The format readers' internals: the two BlobProto decoders agree on every input, loading adopts
- * the decoded arrays instead of copying them. (Reading files is tests/io's.) */
+/* The format readers' internals: loading decodes what protobuf-c unpacks, straight into the blob's
+ * own storage. (Reading files is tests/io's.) */
 #include "harness.h"
 #include "pb.h"
 #include "proto_net.h"
 #include "support.h"
 
-/* Decodes with both decoders and compares the arrays byte for byte. */
-static bool decoders_agree(const pb *proto)
+/* Loads the BlobProto into a blob and compares its values with what protobuf-c unpacks from the
+ * same bytes, byte for byte. */
+static bool loads_as_protobuf_c_unpacks(cblob_context *ctx, const pb *proto)
 {
-    cb_blob_layout layout;
-    if (cb_blob_scan(proto->data, proto->size, &layout) != CBLOB_OK)
-        return false;
-    cb_blob_arrays a, b;
-    if (cb_blob_decode(proto->data, &layout, CB_DECODER_PROTOBUF_C, &a) != CBLOB_OK)
-        return false;
-    if (cb_blob_decode(proto->data, &layout, CB_DECODER_WIRE, &b) != CBLOB_OK) {
-        cb_blob_arrays_free(&a);
+    Caffe__BlobProto *message = caffe__blob_proto__unpack(NULL, proto->size, proto->data);
+    cblob_blob *blob = NULL;
+    if (message == NULL || cblob_blob_create_from_proto(ctx, proto->data, proto->size, &blob) != CBLOB_OK) {
+        caffe__blob_proto__free_unpacked(message, NULL);
         return false;
     }
-    const size_t data_bytes = (size_t)a.data_count * (a.data_is_double ? 8 : 4);
-    const size_t diff_bytes = (size_t)a.diff_count * (a.diff_is_double ? 8 : 4);
-    const bool same = a.data_count == b.data_count && a.diff_count == b.diff_count &&
-                      a.data_is_double == b.data_is_double && a.diff_is_double == b.diff_is_double &&
-                      (data_bytes == 0 || memcmp(a.data, b.data, data_bytes) == 0) &&
-                      (diff_bytes == 0 || memcmp(a.diff, b.diff, diff_bytes) == 0);
-    cb_blob_arrays_free(&a);
-    cb_blob_arrays_free(&b);
+    const bool is_double = message->n_double_data > 0;
+    const void *expected[2] = {is_double ? (const void *)message->double_data : message->data,
+                               message->n_double_diff > 0 ? (const void *)message->double_diff : message->diff};
+    const size_t counts[2] = {is_double ? message->n_double_data : message->n_data,
+                              message->n_double_diff > 0 ? message->n_double_diff : message->n_diff};
+    bool same = true;
+    for (int part = 0; part < 2 && same; ++part) {
+        const void *got = NULL;
+        if (counts[part] == 0)
+            continue;
+        same = cblob_blob_cpu_ptr(blob, part, &got) == CBLOB_OK &&
+               memcmp(got, expected[part], counts[part] * (is_double ? 8 : 4)) == 0;
+    }
+    cblob_blob_destroy(blob);
+    caffe__blob_proto__free_unpacked(message, NULL);
     return same;
 }
 
-TEST(protobuf_c_and_the_wire_reader_decode_alike)
+TEST(loading_decodes_what_protobuf_c_unpacks)
 {
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
     float floats[64];
     double doubles[64];
     for (int i = 0; i < 64; ++i) {
@@ -54,33 +60,42 @@ TEST(protobuf_c_and_the_wire_reader_decode_alike)
         pb_floats(&cases[4], 5, floats + 20, 24, !packed);
         pb_floats(&cases[4], 5, floats + 44, 20, packed);
         for (int i = 0; i < 5; ++i) {
-            CHECK_MSG(decoders_agree(&cases[i]), "case %d (%s) decodes differently", i, packed ? "packed" : "unpacked");
+            CHECK_MSG(loads_as_protobuf_c_unpacks(ctx, &cases[i]), "case %d (%s) decodes differently", i,
+                      packed ? "packed" : "unpacked");
             pb_free(&cases[i]);
         }
     }
+    cblob_context_destroy(ctx);
 }
 
-TEST(loading_adopts_the_decoded_array_instead_of_copying_it)
+/* No array between the input and the blob: the values land in storage cblob allocated for the
+ * blob (for a large one, pages mapped on a 2 MiB boundary, first touched by the copy), where
+ * protobuf-c's unpacking used to make an array the blob then adopted. */
+TEST(loading_decodes_straight_into_the_blobs_own_storage)
 {
     cblob_context *ctx = NULL;
     CHECK_OK(cblob_context_create(&ctx));
-    float floats[16] = {0};
+    enum { LARGE = 2 << 20 }; /* 8 MiB of float32: a mapped buffer */
+    float *floats = calloc(LARGE, sizeof *floats);
     double doubles[16] = {0};
+    CHECK(floats != NULL);
+    for (int i = 0; i < LARGE; ++i)
+        floats[i] = (float)i;
     for (int packed = 0; packed <= 1; ++packed) {
-        pb as_float = {0}, as_double = {0};
+        pb as_float = {0}, as_double = {0}, large = {0};
         pb_shape(&as_float, (int64_t[]){16}, 1, packed);
         pb_floats(&as_float, 5, floats, 16, packed);
         pb_floats(&as_float, 6, floats, 16, packed);
         pb_shape(&as_double, (int64_t[]){16}, 1, packed);
         pb_doubles(&as_double, 8, doubles, 16, packed);
-        /* A new blob of the file's dtype: both parts are the decoder's arrays, handed over with a
-         * release callback, not buffers cblob allocated and filled. */
+        pb_shape(&large, (int64_t[]){LARGE}, 1, true);
+        pb_floats(&large, 5, floats, LARGE, true);
         cblob_blob *blob = NULL;
         CHECK_OK(cblob_blob_create_from_proto(ctx, as_float.data, as_float.size, &blob));
         for (int part = 0; part < CB_PARTS; ++part)
-            CHECK(!blob->storage[part]->host_owned && blob->storage[part]->host_release.fn != NULL);
+            CHECK(blob->storage[part]->host_owned && blob->storage[part]->host_release.fn == NULL);
         cblob_blob_destroy(blob);
-        /* Another dtype cannot adopt: the values are converted into cblob's own storage. */
+        /* Another dtype: the values are converted into cblob's own storage. */
         CHECK_OK(cblob_blob_create_empty(ctx, CBLOB_DTYPE_FLOAT32, &blob));
         CHECK_OK(cblob_blob_from_proto(blob, as_double.data, as_double.size, 1));
         CHECK(blob->storage[CBLOB_PART_DATA]->host_owned);
@@ -89,8 +104,14 @@ TEST(loading_adopts_the_decoded_array_instead_of_copying_it)
         CHECK_OK(cblob_blob_from_proto(blob, as_float.data, as_float.size, 1));
         CHECK(blob->storage[CBLOB_PART_DATA]->host == before);
         cblob_blob_destroy(blob);
-        pb_free(&as_float), pb_free(&as_double);
+        CHECK_OK(cblob_blob_create_from_proto(ctx, large.data, large.size, &blob));
+        const float *values = blob->storage[CBLOB_PART_DATA]->host;
+        CHECK(blob->storage[CBLOB_PART_DATA]->host_owned && (uintptr_t)values % (2 << 20) == 0);
+        CHECK(values[0] == 0 && values[LARGE - 1] == (float)(LARGE - 1));
+        cblob_blob_destroy(blob);
+        pb_free(&as_float), pb_free(&as_double), pb_free(&large);
     }
+    free(floats);
     cblob_context_destroy(ctx);
 }
 

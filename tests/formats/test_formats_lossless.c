@@ -30,14 +30,17 @@ static uint8_t *saved(const cblob_model *model, int32_t write_diff, size_t *size
     return bytes;
 }
 
-/* Opens the file, saves it (write_diff 1 keeps diffs), and compares; also through a file. */
-static bool round_trips(const char *path, const char *folder)
+typedef cblob_status (*opener)(cblob_context *context, const char *path, cblob_model **out);
+
+/* Opens the file (with open_file, or lazily), saves it (write_diff 1 keeps diffs), and compares;
+ * also through a file. */
+static bool round_trips_opened(const char *path, const char *folder, opener open_file)
 {
     size_t size = 0, again_size = 0;
     uint8_t *original = ft_read_file(path, &size);
     cblob_context *ctx = context_new();
     cblob_model *model = NULL;
-    bool same = original != NULL && cblob_model_open_file(ctx, path, &model) == CBLOB_OK;
+    bool same = original != NULL && open_file(ctx, path, &model) == CBLOB_OK;
     uint8_t *again = same ? saved(model, 1, &again_size) : NULL;
     same = again != NULL && again_size == size && memcmp(again, original, size) == 0;
     if (!same)
@@ -53,6 +56,13 @@ static bool round_trips(const char *path, const char *folder)
     cblob_model_destroy(model);
     cblob_context_destroy(ctx);
     return same;
+}
+
+/* Eagerly and lazily opened, the file saves byte for byte. */
+static bool round_trips(const char *path, const char *folder)
+{
+    return round_trips_opened(path, folder, cblob_model_open_file) &&
+           round_trips_opened(path, folder, cblob_model_open_file_lazy);
 }
 
 TEST(real_caffe_models_save_byte_for_byte)

@@ -53,6 +53,14 @@ bool gpu_set_device_memory(uint64_t bytes)
     return set != NULL;
 }
 
+bool gpu_set_occupancy(int blocks_per_multiprocessor)
+{
+    fake_cuda_set_occupancy_fn set = (fake_cuda_set_occupancy_fn)driver_symbol("fake_cuda_set_occupancy");
+    if (set != NULL)
+        set(blocks_per_multiprocessor);
+    return set != NULL;
+}
+
 uint64_t gpu_pending_copies(void)
 {
     fake_cuda_pending_copies_fn pending = (fake_cuda_pending_copies_fn)driver_symbol("fake_cuda_pending_copies");
@@ -112,6 +120,20 @@ static void without_context(void)
     void *previous = NULL;
     if (pop != NULL)
         pop(&previous);
+}
+
+int gpu_fill_context_stack(void)
+{
+    int pushed = 0;
+    while (pushed < 1000 && with_primary_context())
+        ++pushed;
+    return pushed;
+}
+
+void gpu_empty_context_stack(int pushed)
+{
+    for (int i = 0; i < pushed; ++i)
+        without_context();
 }
 
 void *gpu_stream_create(void)

@@ -38,6 +38,15 @@ void gpu_give_back(const void *ptr, size_t bytes);
 /* On the double, the next kernel to run faults with `error` (a CUresult) and the device is lost;
  * false on a real GPU. */
 bool gpu_inject_fault(int error);
+/* On the double, the occupancy the driver reports from now on (0: its default); false on a real
+ * GPU. Kernels loaded before keep the occupancy they were loaded with. */
+bool gpu_set_occupancy(int blocks_per_multiprocessor);
+
+/* Pushes device 0's primary context on the calling thread until the driver refuses (the double
+ * holds 16), so that cblob cannot make its context current; returns how many it pushed, for
+ * gpu_empty_context_stack. */
+int gpu_fill_context_stack(void);
+void gpu_empty_context_stack(int pushed);
 
 /* A stream of device 0 from the loaded driver (cuStreamCreate), NULL if it cannot make one. */
 void *gpu_stream_create(void);

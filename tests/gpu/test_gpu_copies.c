@@ -2,7 +2,8 @@
 /* Copies on the device through the driver's copy engines (issue 13, section 3): contiguous copies
  * (a clone or conversion to the same dtype, an identity transpose) are one cuMemcpyDtoDAsync,
  * strided ones (merges and splits) one cuMemcpy2DAsync where the pitches fit, and the
- * copy_strided kernel only the fallback. The values are checked through the host. */
+ * copy_strided kernel only the fallback; a transpose of long runs is a few 2D copies. The values
+ * are checked through the host. */
 #include <stdint.h>
 
 #include "gpu_support.h"
@@ -68,5 +69,47 @@ TEST(strided_device_copies_use_2d_copies)
     cblob_blob_destroy(whole);
     cblob_blob_destroy(right);
     cblob_blob_destroy(left);
+    close_blob(&b);
+}
+
+/* A transpose whose inner block is long moves each run with the copy engines: one 2D copy per
+ * row of runs (the fewer of rows and cols), no kernel. With many such rows the kernel runs. */
+TEST(transpose_of_long_runs_uses_2d_copies)
+{
+    REQUIRE_GPU();
+    gpu_blob b;
+    CHECK_OK(open_blob(&b, CBLOB_DTYPE_FLOAT32, 1));
+    const int64_t dims[3] = {4, 3, 2048};
+    cblob_blob *source = NULL, *swapped = NULL;
+    CHECK_OK(device_blob(b.ctx, 3, dims, 0.25f, &source));
+    const fake_cuda_counters before = gpu_counters();
+    CHECK_OK(cblob_blob_transposed(source, 0, 1, &swapped));
+    CHECK_COUNTER_DELTA(before, launches, 0);
+    CHECK_COUNTER_DELTA(before, copies_2d, 3);
+    /* swapped[c][r][i] = source[r][c][i] */
+    for (int64_t r = 0; r < 4; ++r)
+        for (int64_t c = 0; c < 3; ++c)
+            for (int64_t i = 0; i < 2048; i += 511)
+                CHECK(at(swapped, (c * 4 + r) * 2048 + i) == 0.25f + (float)((r * 3 + c) * 2048 + i));
+    cblob_blob_destroy(swapped);
+    cblob_blob_destroy(source);
+    close_blob(&b);
+}
+
+TEST(transpose_of_many_rows_of_runs_uses_the_kernel)
+{
+    REQUIRE_GPU();
+    gpu_blob b;
+    CHECK_OK(open_blob(&b, CBLOB_DTYPE_FLOAT32, 1));
+    const int64_t dims[3] = {40, 30, 1024};
+    cblob_blob *source = NULL, *swapped = NULL;
+    CHECK_OK(device_blob(b.ctx, 3, dims, 0.0f, &source));
+    const fake_cuda_counters before = gpu_counters();
+    CHECK_OK(cblob_blob_transposed(source, 0, 1, &swapped));
+    CHECK_COUNTER_DELTA(before, launches, 1);
+    CHECK_COUNTER_DELTA(before, copies_2d, 0);
+    CHECK(at(swapped, (7 * 40 + 39) * 1024 + 1000) == (float)((39 * 30 + 7) * 1024 + 1000));
+    cblob_blob_destroy(swapped);
+    cblob_blob_destroy(source);
     close_blob(&b);
 }

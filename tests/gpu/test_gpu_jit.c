@@ -182,15 +182,17 @@ static void jit_agrees(cblob_dtype dtype)
 TEST(jit_kernels_agree_with_the_cpu_kernels_float32) { jit_agrees(CBLOB_DTYPE_FLOAT32); }
 TEST(jit_kernels_agree_with_the_cpu_kernels_float64) { jit_agrees(CBLOB_DTYPE_FLOAT64); }
 
-/* A reduction's sums live in a result slot of the context's queue: no allocation and no free
- * (cuMemFree made the whole device wait, and leaked when the context could not be entered), and
- * the grid is what the driver says the kernel fills the device with (occupancy), not a fixed 16
- * blocks per multiprocessor. */
+/* A reduction's sum lives in a result slot of the context's queue and its partial sums in the
+ * queue's scratch, made at the first reduction and freed with the queue: no allocation and no
+ * free per call (cuMemFree made the whole device wait, and leaked when the context could not be
+ * entered). The first pass's grid is what the driver says the kernel fills the device with
+ * (occupancy), not a fixed 16 blocks per multiprocessor; the second pass is one block. */
 TEST(jit_reductions_allocate_nothing_and_size_the_grid_by_occupancy)
 {
     REQUIRE_GPU();
     if (!gpu_is_fake())
         SKIP("only the double counts allocations and grids");
+    const uint64_t in_use = gpu_counters().device_bytes_in_use;
     cblob_context *ctx = NULL;
     const cb_device *device = open_device(&ctx);
     CHECK(device != NULL);
@@ -201,14 +203,108 @@ TEST(jit_reductions_allocate_nothing_and_size_the_grid_by_occupancy)
     double sum = 0;
     CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT32, n, x, &sum)); /* loads the family */
     const fake_cuda_counters before = gpu_counters();
-    CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT32, n, x, &sum));
+    for (int call = 0; call < 3; ++call) {
+        CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT32, n, x, &sum));
+        CHECK_OK(cb_cuda_jit_kernels.sumsq(device, CBLOB_DTYPE_FLOAT32, n, x, &sum));
+    }
     CHECK_COUNTER_DELTA(before, device_allocs, 0);
     CHECK_COUNTER_DELTA(before, device_syncs, 0);
+    CHECK_COUNTER_DELTA(before, launches, 12);
     /* The double reports 4 multiprocessors and room for 2048 threads each: 8 blocks of 256. */
-    CHECK_EQ_INT(gpu_counters().last_grid, 4 * (2048 / 256));
+    CHECK_EQ_INT(gpu_counters().previous_grid, 4 * (2048 / 256));
+    CHECK_EQ_INT(gpu_counters().last_grid, 1);
     cblob_blob_destroy(holder);
     cblob_context_destroy(ctx);
+    CHECK_EQ_INT(gpu_counters().device_bytes_in_use, in_use);
 }
+
+/* A reduction that cannot make the device's context current fails and leaves nothing behind:
+ * nothing is allocated per call, and the queue's scratch goes with the context. */
+TEST(jit_reduction_that_cannot_enter_the_context_leaks_nothing)
+{
+    REQUIRE_GPU();
+    if (!gpu_is_fake())
+        SKIP("only the double can refuse to make a context current");
+    const fake_cuda_counters at_start = gpu_counters();
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    cblob_blob *holder = NULL;
+    void *x = device_array(ctx, CBLOB_DTYPE_FLOAT64, 5000, 0, &holder);
+    CHECK(x != NULL);
+    double sum = 0, first = 0;
+    CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT64, 5000, x, &first));
+    const fake_cuda_counters before = gpu_counters();
+    const int pushed = gpu_fill_context_stack();
+    CHECK(pushed > 0);
+    const cblob_status refused = cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT64, 5000, x, &sum);
+    gpu_empty_context_stack(pushed);
+    CHECK_MSG(refused == CBLOB_ERR_DEVICE, "asum with the context stack full returned %s", cblob_status_name(refused));
+    CHECK_COUNTER_DELTA(before, device_allocs, 0);
+    CHECK_COUNTER_DELTA(before, pinned_allocs, 0);
+    CHECK_COUNTER_DELTA(before, launches, 0);
+    CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT64, 5000, x, &sum));
+    CHECK(memcmp(&sum, &first, sizeof sum) == 0);
+    cblob_blob_destroy(holder);
+    cblob_context_destroy(ctx);
+    CHECK_EQ_INT(gpu_counters().device_bytes_in_use, at_start.device_bytes_in_use);
+    CHECK_EQ_INT(gpu_counters().pinned_bytes_in_use, at_start.pinned_bytes_in_use);
+}
+
+/* A reduction's sum is the same, bit for bit, whatever grid the occupancy the driver reports gives
+ * it and from one run to the next (the double runs blocks and threads in another order each
+ * time), and agrees with the CPU kernel's within the dtype's tolerance. */
+static void reductions_are_deterministic(cblob_dtype dtype)
+{
+    REQUIRE_GPU();
+    if (!gpu_is_fake())
+        SKIP("only the double can report another occupancy");
+    CHECK(use_cache("disk")); /* reloads with another occupancy come from the disk */
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    const cb_cpu_kernels *cpu = &cb_cpu_kernel_table[dtype];
+    const double tolerance = dtype == CBLOB_DTYPE_FLOAT32 ? 1e-5 : 1e-12;
+    static const int64_t sizes[] = {1, 1000, 300001};
+    static const int occupancies[] = {1, 3, 8, 2};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; ++s) {
+        const int64_t n = sizes[s];
+        cblob_blob *holder = NULL;
+        void *x = device_array(ctx, dtype, n, 5, &holder);
+        CHECK(x != NULL);
+        void *host = NULL;
+        CHECK_OK(cblob_blob_mutable_cpu_ptr(holder, CBLOB_PART_DATA, &host));
+        double cpu_asum = 0, cpu_sumsq = 0;
+        CHECK_OK(cpu->asum(n, host, &cpu_asum));
+        CHECK_OK(cpu->sumsq(n, host, &cpu_sumsq));
+        CHECK(cblob_blob_mutable_gpu_ptr(holder, CBLOB_PART_DATA, &x) == CBLOB_OK);
+        double first_asum = 0, first_sumsq = 0;
+        for (size_t o = 0; o < sizeof occupancies / sizeof occupancies[0]; ++o) {
+            CHECK(gpu_set_occupancy(occupancies[o]));
+            cb_cuda_cache_forget_memory();
+            for (int run = 0; run < 2; ++run) {
+                double asum = -1, sumsq = -1;
+                CHECK_OK(cb_cuda_jit_kernels.asum(device, dtype, n, x, &asum));
+                CHECK_OK(cb_cuda_jit_kernels.sumsq(device, dtype, n, x, &sumsq));
+                if (o == 0 && run == 0) {
+                    first_asum = asum;
+                    first_sumsq = sumsq;
+                    CHECK_NEAR(asum, cpu_asum, tolerance * (1 + cpu_asum));
+                    CHECK_NEAR(sumsq, cpu_sumsq, tolerance * (1 + cpu_sumsq));
+                }
+                CHECK_MSG(memcmp(&asum, &first_asum, sizeof asum) == 0 && memcmp(&sumsq, &first_sumsq, sizeof sumsq) == 0,
+                          "n=%lld, %d blocks per multiprocessor, run %d: asum %.17g and sumsq %.17g, first %.17g and %.17g",
+                          (long long)n, occupancies[o], run, asum, sumsq, first_asum, first_sumsq);
+            }
+        }
+        CHECK(gpu_set_occupancy(0));
+        cblob_blob_destroy(holder);
+    }
+    cblob_context_destroy(ctx);
+}
+
+TEST(jit_reductions_are_bit_identical_across_grids_and_runs_float32) { reductions_are_deterministic(CBLOB_DTYPE_FLOAT32); }
+TEST(jit_reductions_are_bit_identical_across_grids_and_runs_float64) { reductions_are_deterministic(CBLOB_DTYPE_FLOAT64); }
 
 TEST(jit_kernel_for_a_dtype_the_family_lacks_is_not_implemented)
 {

@@ -16,6 +16,8 @@ namespace CBlob
     {
         /// <summary>The most axes a blob can have (Caffe's kMaxBlobAxes).</summary>
         public const int MaxAxes = 32;
+        /// <summary>The most threads a context may use (cblob_context_set_num_threads).</summary>
+        public const int MaxThreads = 256;
         /// <summary>The ABI major version this header describes; it is also the SONAME's number.</summary>
         public const int AbiVersionMajor = 1;
         /// <summary>The ABI minor version this header describes; a minor release only adds functions.</summary>
@@ -424,6 +426,38 @@ namespace CBlob
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_context_mode(IntPtr context, out Mode out_mode);
+
+        /// <summary>
+        /// Sets how many threads work on the context's blobs may use, the calling thread included.
+        /// Large operations on the host (Caffe's math, conversions, copies, fills, merges and splits,
+        /// transposes, and the decoding of BlobProtos and models) split over up to that many threads
+        /// from about a megabyte of data on; smaller ones always run on the calling thread. An
+        /// operation on several blobs follows the context of the blob it writes (of the blob it reads,
+        /// for asum and sumsq). 0, the default, means the process default: the environment variable
+        /// CBLOB_NUM_THREADS when it holds a number from 1 to CBLOB_MAX_THREADS (read once, at the
+        /// first large operation), else the CPUs the process may run on (its CPU affinity, capped by a
+        /// cgroup CPU quota). 1 means no threads at all: the library starts no thread for this
+        /// context's work, and with CBLOB_NUM_THREADS=1 none for any context left at 0.
+        ///
+        /// The worker threads belong to one pool per process, started when first needed. Callers
+        /// share it: many threads calling at once (goroutines, a .NET thread pool) never start more
+        /// workers than the largest setting asks for, a call finds the workers that are free and does
+        /// the rest itself, and work started from inside a worker runs inline. The pool survives
+        /// fork(): the child starts its own workers when it needs them. Workers block all signals.
+        /// Results never depend on the setting: asum and sumsq are the same bit for bit for any number
+        /// of threads. Device work is unaffected.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_context_set_num_threads(IntPtr context, int num_threads);
+
+        /// <summary>
+        /// The number of threads work on the context's blobs may use: its setting
+        /// (cblob_context_set_num_threads), or the process default when the setting is 0.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_context_num_threads(IntPtr context, out int out_num_threads);
 
         /// <summary>
         /// Creates a blob of the given dtype and shape (Caffe's Blob(shape)). Zero axes make a scalar
@@ -870,6 +904,24 @@ namespace CBlob
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_open_file(IntPtr context, byte[] path, out ModelHandle out_model);
+
+        /// <summary>
+        /// Opens a .caffemodel file reading only its structure: layer names and types, and the shape,
+        /// dtype and count of every blob, are available at once, while each blob's values stay in the
+        /// file until first accessed (cblob_model_layer_blob, cblob_model_layer_blob_read, a save or an
+        /// export), when that blob's bytes alone are read, straight into its storage. A model of large
+        /// blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
+        /// docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
+        /// model is destroyed. Every access checks that it is still the file that was opened: when its
+        /// size, modification or change time, device or inode differ (the file was rewritten, replaced
+        /// or truncated), the access fails with CBLOB_ERR_IO ("... changed while it was read"), rather than mix
+        /// two versions of the file; the values read before stay valid. Malformed files are refused as
+        /// cblob_model_open_file refuses them, with the same messages. Otherwise the model is one of
+        /// cblob_model_open_file's: every call takes it.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_open_file_lazy(IntPtr context, byte[] path, out ModelHandle out_model);
 
         /// <summary>
         /// Frees the model and drops its holds on its blobs; blobs the caller holds stay valid.

@@ -10,6 +10,9 @@ use crate::sys;
 /// The most axes a blob can have (Caffe's kMaxBlobAxes).
 pub const MAX_AXES: i32 = sys::CBLOB_MAX_AXES;
 
+/// The most threads a context may use (cblob_context_set_num_threads).
+pub const MAX_THREADS: i32 = sys::CBLOB_MAX_THREADS;
+
 /// The ABI major version this header describes; it is also the SONAME's number.
 pub const ABI_VERSION_MAJOR: i32 = sys::CBLOB_ABI_VERSION_MAJOR;
 

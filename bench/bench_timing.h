@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* How every benchmark in bench/ times: contenders measured in turns within one run (the order
+ * rotating each round, so that none always follows another's cache eviction), each figure the
+ * median of the rounds with its min and max, never the best of N. A shared machine slows every
+ * contender of a round alike, so ratios within a run are what to read. */
+#ifndef CBLOB_BENCH_TIMING_H
+#define CBLOB_BENCH_TIMING_H
+
+#include <stddef.h>
+
+typedef void (*bench_fn)(void *state);
+
+/* Runs `calls` calls and returns the seconds they took by the contender's own clock: for
+ * contenders in another process (NumPy, bench_math), timed where they run. */
+typedef double (*bench_batch_fn)(void *state, long calls);
+
+typedef struct bench_contender {
+    const char *name;
+    bench_fn run;         /* one call, timed here; or NULL and: */
+    bench_batch_fn batch; /* a timed batch of calls */
+    void *state;
+} bench_contender;
+
+/* Seconds per call of one contender: the median over the rounds, and the extremes. */
+typedef struct bench_time {
+    double median, min, max;
+} bench_time;
+
+typedef struct bench_plan {
+    int rounds;           /* interleaved rounds; each times one batch of every contender */
+    double batch_seconds; /* a batch repeats calls for about this long (at least one call) */
+} bench_plan;
+
+double bench_now(void);
+
+/* Times `count` contenders (at most 32) by `plan`; out[i] is contender i's time per call. */
+void bench_measure(const bench_plan *plan, int count, const bench_contender *contenders, bench_time *out);
+
+/* The median of `count` values (sorted in place). */
+double bench_median(double *values, int count);
+
+/* How loaded the machine is: the 1-minute load average and the CPUs online, for the report. */
+void bench_print_machine(const char *program);
+
+#endif
