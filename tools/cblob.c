@@ -14,7 +14,7 @@ static const char info_help[] =
     "what was found of the GPU stack (CUDA driver, NVRTC, cuBLAS).\n";
 
 static const char inspect_help[] =
-    "usage: cblob inspect [--json] [--params] FILE\n"
+    "usage: cblob inspect [--json] [--params] [--shapes] FILE\n"
     "\n"
     "What a Caffe file holds: a .caffemodel (NetParameter, V2, V1 or V0), a .binaryproto (BlobProto)\n"
     "or a BlobProtoVector, found from its contents (FILE - reads standard input). A table lists each\n"
@@ -24,6 +24,8 @@ static const char inspect_help[] =
     "terminal raw.\n"
     "\n"
     "  --params   each layer's parameters too (convolution_param, ...), as JSON on a line of its own\n"
+    "  --shapes   no statistics: no value is read, and a .caffemodel named by its path is opened\n"
+    "             lazily (its structure only), which lists a large model in a fraction of the time\n"
     "  --json     one JSON object instead (schema 2, docs/inspect-schema-2.json), ASCII only:\n"
     "             {\"schema\": 2, \"file\", \"kind\": \"net\" | \"blob\" | \"blob_vector\", \"format\": \"V1\" |\n"
     "             \"V2\" | null, \"name\", \"layers\": [{\"name\", \"type\", \"bottoms\", \"tops\", \"phase\":\n"
@@ -84,7 +86,7 @@ static const char main_help[] =
     "\n"
     "commands:\n"
     "  info                              versions, ABI version, BLAS, CPU features, the GPU stack\n"
-    "  inspect [--json] [--params] FILE  what a Caffe file holds: layers, bottoms -> tops, blobs\n"
+    "  inspect [options] FILE            what a Caffe file holds: layers, bottoms -> tops, blobs\n"
     "  convert FILE --to npy DIR         blobs as .npy files, with index.json\n"
     "  convert FILE.npy... --to binaryproto OUT\n"
     "  convert WEIGHTS --to npz|safetensors OUT\n"

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* cblob inspect [--json] [--params] FILE: what a Caffe file holds, as a table or as one JSON
- * object (docs/inspect-schema-2.json). Both are written layer by layer as they are made, and blob
- * values are read in pieces without making blob handles, so memory stays near the model's own
- * size whatever the shape of the file. */
+/* cblob inspect [--json] [--params] [--shapes] FILE: what a Caffe file holds, as a table or as one
+ * JSON object (docs/inspect-schema-2.json). Both are written layer by layer as they are made, and
+ * blob values are read in pieces without making blob handles, so memory stays near the model's own
+ * size whatever the shape of the file. With --shapes no value is read: a net from a path is opened
+ * lazily (its structure only), so a large model is listed reading a few KiB per layer. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -79,7 +80,7 @@ static cblob_status add_stats(json_t *object, const tool_blob *blob, const tool_
 }
 
 /* The library's layer JSON (schema 2's $defs/layer) with each blob's statistics added. */
-static cblob_status json_layer(json_out *out, const cblob_model *model, int64_t layer, text_buffer *buffer)
+static cblob_status json_layer(json_out *out, const cblob_model *model, int64_t layer, bool stats, text_buffer *buffer)
 {
     CB_TRY(layer_text(cblob_model_layer_json, model, layer, buffer));
     json_error_t error;
@@ -87,7 +88,7 @@ static cblob_status json_layer(json_out *out, const cblob_model *model, int64_t 
     json_t *blobs = json_object_get(object, "blobs");
     cblob_status status = json_is_array(blobs) ? CBLOB_OK
                                                : cb_fail(CBLOB_ERR_INTERNAL, "layer %" PRId64 ": %s", layer, error.text);
-    for (size_t j = 0; status == CBLOB_OK && j < json_array_size(blobs); ++j) {
+    for (size_t j = 0; status == CBLOB_OK && stats && j < json_array_size(blobs); ++j) {
         const tool_blob blob = tool_model_blob(model, layer, (int64_t)j);
         tool_blob_facts facts;
         status = tool_blob_facts_of(&blob, &facts);
@@ -101,7 +102,7 @@ static cblob_status json_layer(json_out *out, const cblob_model *model, int64_t 
 }
 
 /* A blob file's blob: what the library's layer JSON says of a blob, and its statistics. */
-static cblob_status json_blob(json_out *out, cblob_blob *handle)
+static cblob_status json_blob(json_out *out, cblob_blob *handle, bool stats)
 {
     const tool_blob blob = tool_handle_blob(handle);
     tool_blob_facts facts;
@@ -111,8 +112,9 @@ static cblob_status json_blob(json_out *out, cblob_blob *handle)
         json_array_append_new(shape, json_integer(facts.dims[i]));
     json_t *object = json_pack("{s:o, s:I, s:s, s:b}", "shape", shape, "count", (json_int_t)facts.count, "dtype",
                                tool_dtype_name(facts.dtype), "has_diff", facts.has_diff);
-    cblob_status status = object != NULL ? add_stats(object, &blob, &facts)
-                                         : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a blob's JSON");
+    cblob_status status = object == NULL ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a blob's JSON")
+                          : stats        ? add_stats(object, &blob, &facts)
+                                         : CBLOB_OK;
     if (status == CBLOB_OK)
         json_out_value(out, json_incref(object));
     json_decref(object);
@@ -156,7 +158,7 @@ static void json_header(json_out *out, const tool_caffe *file, int64_t *layers)
     json_out_value(out, text_or_null(name));
 }
 
-static cblob_status print_json(const tool_caffe *file)
+static cblob_status print_json(const tool_caffe *file, bool stats)
 {
     json_out out;
     json_out_start(&out, write_stdout, stdout);
@@ -171,14 +173,14 @@ static cblob_status print_json(const tool_caffe *file)
         const char *name = "";
         cblob_model_layer_name(file->model, i, &name);
         tool_progress("inspect", i + 1, layers, name);
-        status = json_layer(&out, file->model, i, &buffer);
+        status = json_layer(&out, file->model, i, stats, &buffer);
     }
     free(buffer.text);
     json_out_close(&out, ']');
     json_out_key(&out, "blobs");
     json_out_open(&out, '[');
     for (int64_t j = 0; status == CBLOB_OK && j < file->num_blobs; ++j)
-        status = json_blob(&out, file->blobs[j]);
+        status = json_blob(&out, file->blobs[j], stats);
     json_out_close(&out, ']');
     json_out_close(&out, '}');
     json_out_finish(&out);
@@ -240,6 +242,7 @@ static const char *shown(const char *name)
 }
 
 typedef struct table {
+    bool stats; /* the min, max and sum columns */
     int layer, type, io, shape, count;
     int64_t with_blobs, blobs, values;
 } table;
@@ -269,9 +272,9 @@ static cblob_status measure_blob(table *t, const tool_blob *blob)
 }
 
 /* The columns' widths and the totals, from every layer's names and blobs' shapes. */
-static cblob_status measure(const tool_caffe *file, table *t)
+static cblob_status measure(const tool_caffe *file, bool stats, table *t)
 {
-    *t = (table){.layer = 5, .type = 4, .io = 15, .shape = 5, .count = 5};
+    *t = (table){.stats = stats, .layer = 5, .type = 4, .io = 15, .shape = 5, .count = 5};
     int64_t layers = 0;
     if (file->model != NULL)
         cblob_model_num_layers(file->model, &layers);
@@ -310,13 +313,17 @@ static void print_stat(double value, int width)
 static cblob_status print_blob_row(const table *t, const tool_blob *blob, int64_t index)
 {
     tool_blob_facts facts;
-    tool_stats stats;
     CB_TRY(tool_blob_facts_of(blob, &facts));
-    CB_TRY(tool_stats_compute(blob, &facts, &stats));
     char shape[CBLOB_MAX_AXES * 21 + 4];
     tool_shape_text(&facts, shape, sizeof shape);
     printf("  %4" PRId64 "  %-*s  %*" PRId64 "  %-7s  %-4s", index, t->shape, shape, t->count, facts.count,
            tool_dtype_name(facts.dtype), facts.has_diff ? "yes" : "no");
+    if (!t->stats) {
+        putchar('\n');
+        return CBLOB_OK;
+    }
+    tool_stats stats;
+    CB_TRY(tool_stats_compute(blob, &facts, &stats));
     print_stat(stats.min, 12);
     print_stat(stats.max, 12);
     print_stat(stats.sum, 14);
@@ -365,6 +372,13 @@ static cblob_status print_layer(const table *t, const cblob_model *model, int64_
     return status == CBLOB_OK && params ? print_params(t, model, layer, buffer) : status;
 }
 
+static void print_stat_titles(const table *t)
+{
+    if (t->stats)
+        printf("  %12s  %12s  %14s", "min", "max", "sum");
+    putchar('\n');
+}
+
 static void print_header(const tool_caffe *file, const table *t)
 {
     printf("file    ");
@@ -372,8 +386,8 @@ static void print_header(const tool_caffe *file, const table *t)
     if (file->model == NULL) {
         printf("\nkind    %s\n", file->kind == TOOL_KIND_BLOB ? "blob (BlobProto)" : "blob vector (BlobProtoVector)");
         printf("blobs   %" PRId64 " (%" PRId64 " values)\n\n", t->blobs, t->values);
-        printf("  %4s  %-*s  %*s  %-7s  %-4s  %12s  %12s  %14s\n", "blob", t->shape, "shape", t->count, "count", "dtype",
-               "diff", "min", "max", "sum");
+        printf("  %4s  %-*s  %*s  %-7s  %-4s", "blob", t->shape, "shape", t->count, "count", "dtype", "diff");
+        print_stat_titles(t);
         return;
     }
     cblob_net_format format = CBLOB_NET_FORMAT_V2;
@@ -387,14 +401,15 @@ static void print_header(const tool_caffe *file, const table *t)
     tool_print_escaped(stdout, name != NULL ? name : "(none)", 0);
     printf("\nlayers  %" PRId64 " (%" PRId64 " with blobs: %" PRId64 " blobs, %" PRId64 " values)\n\n", layers,
            t->with_blobs, t->blobs, t->values);
-    printf("  %-*s  %-*s  %-*s  %4s  %-*s  %*s  %-7s  %-4s  %12s  %12s  %14s\n", t->layer, "layer", t->type, "type",
-           t->io, "bottoms -> tops", "blob", t->shape, "shape", t->count, "count", "dtype", "diff", "min", "max", "sum");
+    printf("  %-*s  %-*s  %-*s  %4s  %-*s  %*s  %-7s  %-4s", t->layer, "layer", t->type, "type", t->io,
+           "bottoms -> tops", "blob", t->shape, "shape", t->count, "count", "dtype", "diff");
+    print_stat_titles(t);
 }
 
-static cblob_status print_table(const tool_caffe *file, bool params)
+static cblob_status print_table(const tool_caffe *file, bool params, bool stats)
 {
     table t;
-    CB_TRY(measure(file, &t));
+    CB_TRY(measure(file, stats, &t));
     print_header(file, &t);
     int64_t layers = 0;
     if (file->model != NULL)
@@ -420,7 +435,7 @@ static cblob_status print_table(const tool_caffe *file, bool params)
 
 int command_inspect(int argc, char **argv)
 {
-    bool json = false, params = false, options_done = false;
+    bool json = false, params = false, shapes = false, options_done = false;
     const char *path = NULL;
     for (int i = 0; i < argc; ++i) {
         const bool option = !options_done && argv[i][0] == '-' && argv[i][1] != '\0';
@@ -428,6 +443,8 @@ int command_inspect(int argc, char **argv)
             json = true;
         else if (option && strcmp(argv[i], "--params") == 0)
             params = true;
+        else if (option && strcmp(argv[i], "--shapes") == 0)
+            shapes = true;
         else if (option && strcmp(argv[i], "--") == 0)
             options_done = true;
         else if (option)
@@ -438,17 +455,17 @@ int command_inspect(int argc, char **argv)
             path = argv[i];
     }
     if (path == NULL)
-        return tool_fail(TOOL_BAD_INPUT, "inspect", "FILE is missing (cblob inspect [--json] [--params] FILE)");
+        return tool_fail(TOOL_BAD_INPUT, "inspect", "FILE is missing (cblob inspect [--json] [--params] [--shapes] FILE)");
     cblob_context *context = NULL;
     if (cblob_context_create(&context) != CBLOB_OK)
         return tool_fail(TOOL_FAILED, "inspect", "%s", cblob_last_error_message());
     tool_caffe file;
-    cblob_status status = tool_caffe_open(context, path, &file);
+    cblob_status status = shapes ? tool_caffe_open_structure(context, path, &file) : tool_caffe_open(context, path, &file);
     if (status != CBLOB_OK) {
         cblob_context_destroy(context);
         return tool_report(tool_input_exit(status), "inspect");
     }
-    status = json ? print_json(&file) : print_table(&file, params);
+    status = json ? print_json(&file, !shapes) : print_table(&file, params, !shapes);
     tool_caffe_close(&file);
     cblob_context_destroy(context);
     if (status == CBLOB_OK && (fflush(stdout) != 0 || ferror(stdout)))

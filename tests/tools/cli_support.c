@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
+/* wait4: the child's own peak memory, which RUSAGE_CHILDREN would mix with earlier children's. */
+#define _DEFAULT_SOURCE
 #include "cli_support.h"
 
 #include <dirent.h>
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -108,8 +111,10 @@ bool cli_run(cli_result *result, const char *stdin_path, int timeout, const char
     capture o = {.fd = out[0]}, e = {.fd = err[0]};
     const bool finished = child > 0 && collect(child, &o, &e, timeout);
     int status = 0;
+    struct rusage usage = {0};
     if (child > 0)
-        waitpid(child, &status, 0);
+        wait4(child, &status, 0, &usage);
+    result->peak_kib = usage.ru_maxrss;
     close(out[0]);
     close(err[0]);
     result->status = !finished ? CLI_TIMED_OUT : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

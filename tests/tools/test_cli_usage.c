@@ -232,6 +232,48 @@ TEST(inspect_json_of_a_5000_layer_net)
     io_remove_tree(folder);
 }
 
+/* --shapes lists what the full inspect lists, without statistics, and reads no value: a model
+ * with a 192 MiB blob is listed in a few MiB, where the full inspect holds the blob. */
+TEST(inspect_shapes_reads_the_structure_only)
+{
+    char folder[512];
+    CHECK(io_temp_folder(folder, sizeof folder));
+    const char *net = path_in(0, folder, "huge.caffemodel");
+    const long huge_kib = 192 * 1024;
+    char options[128];
+    snprintf(options, sizeof options, "--structure --layers 40 --seed 3 --huge %ld", huge_kib * 1024);
+    CHECK(cli_make_net(options, net));
+    cli_result full, shapes, table;
+    CHECK(CLI(&full, "inspect", "--json", net));
+    CHECK(CLI(&shapes, "inspect", "--json", "--shapes", net));
+    CHECK(CLI(&table, "inspect", "--shapes", net));
+    CHECK_MSG(full.status == 0 && shapes.status == 0 && table.status == 0, "%s%s%s", full.err, shapes.err, table.err);
+    CHECK_MSG(full.peak_kib > huge_kib, "the full inspect peaked at %ld KiB", full.peak_kib);
+    CHECK_MSG(shapes.peak_kib < huge_kib / 4 && table.peak_kib < huge_kib / 4,
+              "--shapes peaked at %ld KiB (JSON) and %ld KiB (table) for a %ld KiB blob", shapes.peak_kib,
+              table.peak_kib, huge_kib);
+    CHECK(strstr(table.out, "bottoms -> tops") != NULL && strstr(table.out, "  min  ") == NULL);
+    /* The same document once the statistics are taken out of the full one. */
+    json_t *with_stats = json_loads(full.out, 0, NULL), *without = json_loads(shapes.out, 0, NULL);
+    CHECK(with_stats != NULL && without != NULL);
+    json_t *layers = json_object_get(with_stats, "layers");
+    CHECK(json_array_size(layers) == 41);
+    const char *const stats[] = {"sum", "asum", "sumsq", "min", "max"};
+    for (size_t i = 0; i < json_array_size(layers); ++i) {
+        json_t *blobs = json_object_get(json_array_get(layers, i), "blobs");
+        for (size_t j = 0; j < json_array_size(blobs); ++j)
+            for (size_t k = 0; k < 5; ++k)
+                CHECK(json_object_del(json_array_get(blobs, j), stats[k]) == 0);
+    }
+    CHECK(json_equal(with_stats, without));
+    json_decref(with_stats);
+    json_decref(without);
+    cli_result_free(&full);
+    cli_result_free(&shapes);
+    cli_result_free(&table);
+    io_remove_tree(folder);
+}
+
 /* ---- standard input and output -------------------------------------------------------------- */
 
 TEST(dash_reads_standard_input_and_writes_standard_output)
