@@ -344,9 +344,14 @@ static int parse_to(int argc, char **argv, int *i, convert_args *args)
     if (f == sizeof format_names / sizeof format_names[0])
         return tool_fail(TOOL_BAD_INPUT, "convert", "%s: unknown format (" FORMATS ")", format);
     args->format = (target_format)f;
+    const char *output_kind = args->format == FORMAT_NPY ? "folder (DIR)" : "file (OUT, or - for standard output)";
+    /* "cblob convert in.caffemodel out --to npy": the output was given, but before the format. */
+    if (*i + 1 >= argc && args->num_inputs >= 2)
+        return tool_fail(TOOL_BAD_INPUT, "convert", "--to %s: the output %s comes after the format (was %s meant "
+                         "as the output? %s)", format, output_kind, args->inputs[args->num_inputs - 1], USAGE_HINT);
     if (*i + 1 >= argc)
-        return tool_fail(TOOL_BAD_INPUT, "convert", "--to %s: the output %s is missing (%s)", format,
-                         args->format == FORMAT_NPY ? "folder (DIR)" : "file (OUT, or - for standard output)", USAGE_HINT);
+        return tool_fail(TOOL_BAD_INPUT, "convert", "--to %s: the output %s is missing (%s)", format, output_kind,
+                         USAGE_HINT);
     args->output = argv[++*i];
     return TOOL_OK;
 }

@@ -90,6 +90,11 @@ TEST(usage_is_said_once_and_errors_name_the_argument)
     }
     struct stat info;
     CHECK(stat(out, &info) != 0 && errno == ENOENT);
+    /* The output before the format: said so, naming what was probably meant. */
+    CHECK(CLI(&r, "convert", SAMPLE, out, "--to", "npy"));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "comes after the format", out));
+    cli_result_free(&r);
+    CHECK(stat(out, &info) != 0 && errno == ENOENT);
     /* What people also type: the options after the output, --to=FORMAT, a format in capitals. */
     CHECK(CLI(&r, "convert", SAMPLE, "--to=NPZ", out));
     CHECK_MSG(r.status == 0, "%s", r.err);
