@@ -1,156 +1,251 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* cblob inspect [--json] FILE: what a Caffe file holds, as a table or as one JSON object. */
+/* cblob inspect [--json] [--params] [--shapes] FILE: what a Caffe file holds, as a table or as one
+ * JSON object (docs/inspect-schema-2.json). Both are written layer by layer as they are made, and
+ * blob values are read in pieces without making blob handles, so memory stays near the model's own
+ * size whatever the shape of the file. With --shapes no value is read: a net from a path is opened
+ * lazily (its structure only), so a large model is listed reading a few KiB per layer. */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "commands.h"
+#include "json_out.h"
+#include "status.h"
 #include "tool.h"
 
-/* ---- one blob's description ------------------------------------------------------------ */
+/* ---- layer facts the table and JSON share ---------------------------------------------------- */
 
-typedef struct blob_row {
-    char shape[CBLOB_MAX_AXES * 21 + 4]; /* "20x1x5x5", or "()" for a scalar */
-    int32_t num_axes;
-    int64_t dims[CBLOB_MAX_AXES];
-    cblob_dtype dtype;
-    bool has_diff;
-    tool_stats stats;
-} blob_row;
+/* A layer's text from a two-call library function, in a buffer that grows as needed. */
+typedef cblob_status layer_text_fn(const cblob_model *model, int64_t layer, int32_t flags, char *buffer,
+                                   size_t buffer_size, size_t *out_length);
 
-static cblob_status describe(cblob_blob *blob, blob_row *row)
+typedef struct text_buffer {
+    char *text;
+    size_t size;
+} text_buffer;
+
+static cblob_status layer_text(layer_text_fn *fn, const cblob_model *model, int64_t layer, text_buffer *buffer)
 {
-    cblob_status status = cblob_blob_shape(blob, CBLOB_MAX_AXES, row->dims, &row->num_axes);
+    size_t length = 0;
+    cblob_status status = fn(model, layer, 0, NULL, 0, &length);
+    if (status == CBLOB_OK && length + 1 > buffer->size) {
+        char *grown = realloc(buffer->text, length + 1);
+        if (grown == NULL)
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %zu bytes of a layer's JSON", length + 1);
+        buffer->text = grown;
+        buffer->size = length + 1;
+    }
     if (status == CBLOB_OK)
-        status = cblob_blob_dtype(blob, &row->dtype);
-    if (status == CBLOB_OK)
-        status = tool_stats_compute(blob, &row->stats);
-    if (status != CBLOB_OK)
-        return status;
-    row->has_diff = tool_has_diff(blob);
-    size_t used = 0;
-    row->shape[0] = '\0';
-    for (int32_t i = 0; i < row->num_axes; ++i)
-        used += (size_t)snprintf(row->shape + used, sizeof row->shape - used, "%s%" PRId64, i > 0 ? "x" : "",
-                                 row->dims[i]);
-    if (row->num_axes == 0)
-        snprintf(row->shape, sizeof row->shape, "()");
+        status = fn(model, layer, 0, buffer->text, buffer->size, &length);
+    return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, "a layer");
+}
+
+static cblob_status layer_names(const cblob_model *model, int64_t layer, const char **name, const char **type,
+                                int64_t *blobs)
+{
+    if (cblob_model_layer_name(model, layer, name) != CBLOB_OK || cblob_model_layer_type(model, layer, type) != CBLOB_OK ||
+        cblob_model_layer_num_blobs(model, layer, blobs) != CBLOB_OK)
+        return tool_library_error(CBLOB_ERR_INTERNAL, "a layer");
     return CBLOB_OK;
 }
 
-/* ---- JSON ------------------------------------------------------------------------------ */
+/* ---- JSON ----------------------------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at text, or 0. */
-static size_t utf8_length(const unsigned char *text)
+static int write_stdout(const char *text, size_t size, void *context)
 {
-    const unsigned char c = text[0];
-    size_t length = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
-    if (c >= 0xf5)
-        length = 0;
-    for (size_t i = 1; i < length; ++i)
-        if ((text[i] & 0xc0) != 0x80)
-            return 0;
-    return length;
+    return fwrite(text, 1, size, context) == size ? 0 : -1;
 }
 
-/* A JSON string; bytes that are not UTF-8 (names are bytes in a protobuf file) become U+FFFD. */
-static void json_string(FILE *out, const char *text)
+/* JSON has no NaN or infinity: those (and the min and max of an empty blob) are null. */
+static json_t *number(double value)
 {
-    if (text == NULL) {
-        fputs("null", out);
-        return;
-    }
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)text; *p != '\0';) {
-        if (*p == '"' || *p == '\\') {
-            fprintf(out, "\\%c", *p++);
-        } else if (*p < 0x20) {
-            fprintf(out, "\\u%04x", *p++);
-        } else if (*p < 0x80) {
-            fputc(*p++, out);
-        } else {
-            const size_t length = utf8_length(p);
-            if (length == 0) {
-                fputs("\\ufffd", out);
-                ++p;
-            } else {
-                fwrite(p, 1, length, out);
-                p += length;
-            }
-        }
-    }
-    fputc('"', out);
+    return isfinite(value) ? json_real(value) : json_null();
 }
 
-/* JSON has no NaN or infinity: those (and the min/max of an empty blob) are null. */
-static void json_number(FILE *out, double value)
+static cblob_status add_stats(json_t *object, const tool_blob *blob, const tool_blob_facts *facts)
 {
-    if (isfinite(value))
-        fprintf(out, "%.17g", value);
-    else
-        fputs("null", out);
-}
-
-static void json_blob(FILE *out, const blob_row *row)
-{
-    fputs("{\"shape\": [", out);
-    for (int32_t i = 0; i < row->num_axes; ++i)
-        fprintf(out, "%s%" PRId64, i > 0 ? ", " : "", row->dims[i]);
-    fprintf(out, "], \"count\": %" PRId64 ", \"dtype\": \"%s\", \"has_diff\": %s", row->stats.count,
-            tool_dtype_name(row->dtype), row->has_diff ? "true" : "false");
+    tool_stats stats;
+    CB_TRY(tool_stats_compute(blob, facts, &stats));
     const char *const names[5] = {"sum", "asum", "sumsq", "min", "max"};
-    const double values[5] = {row->stats.sum, row->stats.asum, row->stats.sumsq, row->stats.min, row->stats.max};
-    for (int i = 0; i < 5; ++i) {
-        fprintf(out, ", \"%s\": ", names[i]);
-        json_number(out, values[i]);
-    }
-    fputc('}', out);
+    const double values[5] = {stats.sum, stats.asum, stats.sumsq, stats.min, stats.max};
+    for (int i = 0; i < 5; ++i)
+        if (json_object_set_new(object, names[i], number(values[i])) != 0)
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a blob's statistics");
+    return CBLOB_OK;
 }
 
-static const char *kind_name(cblob_proto_kind kind)
+/* The library's layer JSON (schema 2's $defs/layer) with each blob's statistics added. */
+static cblob_status json_layer(json_out *out, const cblob_model *model, int64_t layer, bool stats, text_buffer *buffer)
 {
-    return kind == CBLOB_PROTO_NET ? "net" : kind == CBLOB_PROTO_BLOB ? "blob" : "blob_vector";
+    CB_TRY(layer_text(cblob_model_layer_json, model, layer, buffer));
+    json_error_t error;
+    json_t *object = json_loads(buffer->text, 0, &error);
+    json_t *blobs = json_object_get(object, "blobs");
+    cblob_status status = json_is_array(blobs) ? CBLOB_OK
+                                               : cb_fail(CBLOB_ERR_INTERNAL, "layer %" PRId64 ": %s", layer, error.text);
+    for (size_t j = 0; status == CBLOB_OK && stats && j < json_array_size(blobs); ++j) {
+        const tool_blob blob = tool_model_blob(model, layer, (int64_t)j);
+        tool_blob_facts facts;
+        status = tool_blob_facts_of(&blob, &facts);
+        if (status == CBLOB_OK)
+            status = add_stats(json_array_get(blobs, j), &blob, &facts);
+    }
+    if (status == CBLOB_OK)
+        json_out_value(out, json_incref(object));
+    json_decref(object);
+    return status;
 }
 
-static int print_json(const tool_file *file, blob_row **rows)
+/* A blob file's blob: what the library's layer JSON says of a blob, and its statistics. */
+static cblob_status json_blob(json_out *out, cblob_blob *handle, bool stats)
 {
-    FILE *out = stdout;
-    fputs("{\"file\": ", out);
-    json_string(out, file->path);
-    fprintf(out, ", \"kind\": \"%s\", \"format\": ", kind_name(file->kind));
-    json_string(out, file->format);
-    fputs(", \"name\": ", out);
-    json_string(out, file->name);
-    fputs(", \"layers\": [", out);
-    for (int64_t i = 0; i < file->num_layers; ++i) {
-        const tool_layer *layer = &file->layers[i];
-        fputs(i > 0 ? ", {\"name\": " : "{\"name\": ", out);
-        json_string(out, layer->name);
-        fputs(", \"type\": ", out);
-        json_string(out, layer->type);
-        fputs(", \"blobs\": [", out);
-        for (int64_t j = 0; j < layer->num_blobs; ++j) {
-            fputs(j > 0 ? ", " : "", out);
-            json_blob(out, &rows[i][j]);
-        }
-        fputs("]}", out);
-    }
-    fputs("], \"blobs\": [", out);
-    for (int64_t j = 0; j < file->num_blobs; ++j) {
-        fputs(j > 0 ? ", " : "", out);
-        json_blob(out, &rows[file->num_layers][j]);
-    }
-    fputs("]}\n", out);
-    return TOOL_OK;
+    const tool_blob blob = tool_handle_blob(handle);
+    tool_blob_facts facts;
+    CB_TRY(tool_blob_facts_of(&blob, &facts));
+    json_t *shape = json_array();
+    for (int32_t i = 0; i < facts.num_axes; ++i)
+        json_array_append_new(shape, json_integer(facts.dims[i]));
+    json_t *object = json_pack("{s:o, s:I, s:s, s:b}", "shape", shape, "count", (json_int_t)facts.count, "dtype",
+                               tool_dtype_name(facts.dtype), "has_diff", facts.has_diff);
+    cblob_status status = object == NULL ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a blob's JSON")
+                          : stats        ? add_stats(object, &blob, &facts)
+                                         : CBLOB_OK;
+    if (status == CBLOB_OK)
+        json_out_value(out, json_incref(object));
+    json_decref(object);
+    return status;
 }
 
-/* ---- table ----------------------------------------------------------------------------- */
+static const char *kind_name(tool_kind kind)
+{
+    return kind == TOOL_KIND_NET ? "net" : kind == TOOL_KIND_BLOB ? "blob" : "blob_vector";
+}
 
-typedef struct widths {
-    int layer, type, shape, count;
-} widths;
+static json_t *text_or_null(const char *text)
+{
+    if (text == NULL)
+        return json_null();
+    char *valid = tool_utf8(text);
+    json_t *value = valid != NULL ? json_string(valid) : NULL;
+    free(valid);
+    return value;
+}
+
+static void json_header(json_out *out, const tool_caffe *file, int64_t *layers)
+{
+    const char *name = NULL;
+    cblob_net_format format = CBLOB_NET_FORMAT_V2;
+    *layers = 0;
+    if (file->model != NULL) {
+        cblob_model_name(file->model, &name);
+        cblob_model_format(file->model, &format);
+        cblob_model_num_layers(file->model, layers);
+    }
+    json_out_key(out, "schema");
+    json_out_value(out, json_integer(2));
+    json_out_key(out, "file");
+    json_out_value(out, text_or_null(file->name));
+    json_out_key(out, "kind");
+    json_out_value(out, json_string(kind_name(file->kind)));
+    json_out_key(out, "format");
+    json_out_value(out, file->model == NULL ? json_null() : json_string(format == CBLOB_NET_FORMAT_V1 ? "V1" : "V2"));
+    json_out_key(out, "name");
+    json_out_value(out, text_or_null(name));
+}
+
+static cblob_status print_json(const tool_caffe *file, bool stats)
+{
+    json_out out;
+    json_out_start(&out, write_stdout, stdout);
+    json_out_open(&out, '{');
+    int64_t layers;
+    json_header(&out, file, &layers);
+    json_out_key(&out, "layers");
+    json_out_open(&out, '[');
+    text_buffer buffer = {0};
+    cblob_status status = CBLOB_OK;
+    for (int64_t i = 0; status == CBLOB_OK && !out.failed && i < layers; ++i) {
+        const char *name = "";
+        cblob_model_layer_name(file->model, i, &name);
+        tool_progress("inspect", i + 1, layers, name);
+        status = json_layer(&out, file->model, i, stats, &buffer);
+    }
+    free(buffer.text);
+    json_out_close(&out, ']');
+    json_out_key(&out, "blobs");
+    json_out_open(&out, '[');
+    for (int64_t j = 0; status == CBLOB_OK && j < file->num_blobs; ++j)
+        status = json_blob(&out, file->blobs[j], stats);
+    json_out_close(&out, ']');
+    json_out_close(&out, '}');
+    json_out_finish(&out);
+    fputc('\n', stdout);
+    tool_progress_done();
+    if (status == CBLOB_OK && out.failed && !ferror(stdout))
+        status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write the JSON");
+    return status;
+}
+
+/* ---- table ---------------------------------------------------------------------------------- */
+
+/* "bottom, bottom -> top, top", as the library gives the names. */
+static char *io_text(const cblob_model *model, int64_t layer)
+{
+    int64_t bottoms = 0, tops = 0;
+    cblob_model_layer_num_bottoms(model, layer, &bottoms);
+    cblob_model_layer_num_tops(model, layer, &tops);
+    size_t size = 8;
+    const char *name;
+    for (int64_t i = 0; i < bottoms + tops; ++i) {
+        if ((i < bottoms ? cblob_model_layer_bottom(model, layer, i, &name)
+                         : cblob_model_layer_top(model, layer, i - bottoms, &name)) == CBLOB_OK)
+            size += strlen(name) + 4;
+    }
+    char *text = malloc(size);
+    if (text == NULL)
+        return NULL;
+    size_t used = 0;
+    text[0] = '\0';
+    for (int64_t i = 0; i < bottoms + tops; ++i) {
+        name = "";
+        if (i < bottoms)
+            cblob_model_layer_bottom(model, layer, i, &name);
+        else
+            cblob_model_layer_top(model, layer, i - bottoms, &name);
+        const char *separator = i == bottoms ? (bottoms > 0 ? " -> " : "-> ") : i > 0 ? ", " : "";
+        used += (size_t)snprintf(text + used, size - used, "%s%s", separator, name);
+    }
+    if (bottoms > 0 && tops == 0)
+        snprintf(text + used, size - used, " ->");
+    return text;
+}
+
+/* Wider cells overflow their column rather than widen it for every row. */
+#define NAME_WIDTH_MAX 40
+#define IO_WIDTH_MAX 48
+
+static int capped_width(const char *text, int cap)
+{
+    const int width = tool_escaped_width(text);
+    return width < cap ? width : cap;
+}
+
+/* An empty name shows as "" rather than as a blank cell. */
+static const char *shown(const char *name)
+{
+    return name[0] != '\0' ? name : "\"\"";
+}
+
+typedef struct table {
+    bool stats; /* the min, max and sum columns */
+    int layer, type, io, shape, count;
+    int64_t with_blobs, blobs, values;
+} table;
 
 static int max_int(int a, int b)
 {
@@ -163,117 +258,217 @@ static int digits(int64_t value)
     return snprintf(text, sizeof text, "%" PRId64, value);
 }
 
-static void print_blob_row(FILE *out, const widths *w, const char *layer, const char *type, int64_t index,
-                           const blob_row *row)
+static cblob_status measure_blob(table *t, const tool_blob *blob)
 {
-    if (w->layer > 0)
-        fprintf(out, "  %-*s  %-*s", w->layer, layer, w->type, type);
-    fprintf(out, "  %4" PRId64 "  %-*s  %*" PRId64 "  %-7s  %-4s  %12.6g  %12.6g  %14.8g\n", index, w->shape, row->shape,
-            w->count, row->stats.count, tool_dtype_name(row->dtype), row->has_diff ? "yes" : "no", row->stats.min,
-            row->stats.max, row->stats.sum);
+    tool_blob_facts facts;
+    CB_TRY(tool_blob_facts_of(blob, &facts));
+    char shape[CBLOB_MAX_AXES * 21 + 4];
+    tool_shape_text(&facts, shape, sizeof shape);
+    t->shape = max_int(t->shape, (int)strlen(shape));
+    t->count = max_int(t->count, digits(facts.count));
+    t->values += facts.count;
+    ++t->blobs;
+    return CBLOB_OK;
 }
 
-static int print_table(const tool_file *file, blob_row **rows)
+/* The columns' widths and the totals, from every layer's names and blobs' shapes. */
+static cblob_status measure(const tool_caffe *file, bool stats, table *t)
 {
-    FILE *out = stdout;
-    const bool net = file->kind == CBLOB_PROTO_NET;
-    widths w = {.layer = net ? 5 : 0, .type = 4, .shape = 5, .count = 5};
-    int64_t values = 0, with_blobs = 0, blobs = net ? 0 : file->num_blobs;
-    for (int64_t i = 0; i <= file->num_layers; ++i) {
-        const int64_t n = i < file->num_layers ? file->layers[i].num_blobs : file->num_blobs;
-        if (i < file->num_layers) {
-            w.layer = max_int(w.layer, (int)strlen(file->layers[i].name));
-            w.type = max_int(w.type, (int)strlen(file->layers[i].type));
-            with_blobs += n > 0;
-            blobs += n;
+    *t = (table){.stats = stats, .layer = 5, .type = 4, .io = 15, .shape = 5, .count = 5};
+    int64_t layers = 0;
+    if (file->model != NULL)
+        cblob_model_num_layers(file->model, &layers);
+    for (int64_t i = 0; i < layers; ++i) {
+        const char *name, *type;
+        int64_t blobs;
+        CB_TRY(layer_names(file->model, i, &name, &type, &blobs));
+        char *io = io_text(file->model, i);
+        if (io == NULL)
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a layer's bottoms and tops");
+        t->layer = max_int(t->layer, capped_width(shown(name), NAME_WIDTH_MAX));
+        t->type = max_int(t->type, capped_width(type, NAME_WIDTH_MAX));
+        t->io = max_int(t->io, capped_width(io, IO_WIDTH_MAX));
+        free(io);
+        t->with_blobs += blobs > 0;
+        for (int64_t j = 0; j < blobs; ++j) {
+            const tool_blob blob = tool_model_blob(file->model, i, j);
+            CB_TRY(measure_blob(t, &blob));
         }
-        for (int64_t j = 0; j < n; ++j) {
-            w.shape = max_int(w.shape, (int)strlen(rows[i][j].shape));
-            w.count = max_int(w.count, digits(rows[i][j].stats.count));
-            values += rows[i][j].stats.count;
-        }
     }
-    fprintf(out, "file    %s\n", file->path);
-    if (net) {
-        fprintf(out, "kind    net, format %s (%s)\n", file->format,
-                strcmp(file->format, "V1") == 0 ? "V1LayerParameter, field layers = 2" : "LayerParameter, field layer = 100");
-        fprintf(out, "name    %s\n", file->name != NULL ? file->name : "(none)");
-        fprintf(out, "layers  %" PRId64 " (%" PRId64 " with blobs: %" PRId64 " blobs, %" PRId64 " values)\n",
-                file->num_layers, with_blobs, blobs, values);
-    } else {
-        fprintf(out, "kind    %s\n", file->kind == CBLOB_PROTO_BLOB ? "blob (BlobProto)" : "blob vector (BlobProtoVector)");
-        fprintf(out, "blobs   %" PRId64 " (%" PRId64 " values)\n", blobs, values);
+    for (int64_t j = 0; j < file->num_blobs; ++j) {
+        const tool_blob blob = tool_handle_blob(file->blobs[j]);
+        CB_TRY(measure_blob(t, &blob));
     }
-    fputc('\n', out);
-    if (net)
-        fprintf(out, "  %-*s  %-*s", w.layer, "layer", w.type, "type");
-    fprintf(out, "  %4s  %-*s  %*s  %-7s  %-4s  %12s  %12s  %14s\n", "blob", w.shape, "shape", w.count, "count", "dtype",
-            "diff", "min", "max", "sum");
-    for (int64_t i = 0; i < file->num_layers; ++i) {
-        const tool_layer *layer = &file->layers[i];
-        if (layer->num_blobs == 0)
-            fprintf(out, "  %-*s  %-*s  %4s\n", w.layer, layer->name, w.type, layer->type, "-");
-        for (int64_t j = 0; j < layer->num_blobs; ++j)
-            print_blob_row(out, &w, j == 0 ? layer->name : "", j == 0 ? layer->type : "", j, &rows[i][j]);
-    }
-    for (int64_t j = 0; j < file->num_blobs; ++j)
-        print_blob_row(out, &w, "", "", j, &rows[file->num_layers][j]);
-    return TOOL_OK;
+    return CBLOB_OK;
 }
 
-/* ---- the command ----------------------------------------------------------------------- */
-
-/* rows[i] describes layer i's blobs; rows[num_layers] a blob file's blobs. */
-static int describe_all(const tool_file *file, blob_row ***out)
+static void print_stat(double value, int width)
 {
-    blob_row **rows = calloc((size_t)file->num_layers + 1, sizeof *rows);
-    int status = rows != NULL ? TOOL_OK : tool_fail(TOOL_FAILED, "inspect", file->path, "out of memory");
-    for (int64_t i = 0; status == TOOL_OK && i <= file->num_layers; ++i) {
-        const bool blob_file = i == file->num_layers;
-        const int64_t n = blob_file ? file->num_blobs : file->layers[i].num_blobs;
-        cblob_blob *const *blobs = blob_file ? file->blobs : file->layers[i].blobs;
-        if (!blob_file)
-            tool_progress("inspect", i + 1, file->num_layers, file->layers[i].name);
-        rows[i] = calloc((size_t)n + 1, sizeof *rows[i]);
-        if (rows[i] == NULL)
-            status = tool_fail(TOOL_FAILED, "inspect", file->path, "out of memory");
-        for (int64_t j = 0; status == TOOL_OK && j < n; ++j)
-            if (describe(blobs[j], &rows[i][j]) != CBLOB_OK)
-                status = tool_fail(TOOL_FAILED, "inspect", file->path, "%s", tool_library_message());
+    if (isnan(value))
+        printf("  %*s", width, "-");
+    else
+        printf("  %*.*g", width, width > 12 ? 8 : 6, value);
+}
+
+static cblob_status print_blob_row(const table *t, const tool_blob *blob, int64_t index)
+{
+    tool_blob_facts facts;
+    CB_TRY(tool_blob_facts_of(blob, &facts));
+    char shape[CBLOB_MAX_AXES * 21 + 4];
+    tool_shape_text(&facts, shape, sizeof shape);
+    printf("  %4" PRId64 "  %-*s  %*" PRId64 "  %-7s  %-4s", index, t->shape, shape, t->count, facts.count,
+           tool_dtype_name(facts.dtype), facts.has_diff ? "yes" : "no");
+    if (!t->stats) {
+        putchar('\n');
+        return CBLOB_OK;
+    }
+    tool_stats stats;
+    CB_TRY(tool_stats_compute(blob, &facts, &stats));
+    print_stat(stats.min, 12);
+    print_stat(stats.max, 12);
+    print_stat(stats.sum, 14);
+    putchar('\n');
+    return CBLOB_OK;
+}
+
+/* A layer's parameters, on a line of their own under its rows (only when it has some). */
+static cblob_status print_params(const table *t, const cblob_model *model, int64_t layer, text_buffer *buffer)
+{
+    CB_TRY(layer_text(cblob_model_layer_params_json, model, layer, buffer));
+    if (strcmp(buffer->text, "{}") != 0) {
+        printf("  %*s  params ", t->layer, "");
+        tool_print_escaped(stdout, buffer->text, 0);
+        putchar('\n');
+    }
+    return CBLOB_OK;
+}
+
+static cblob_status print_layer(const table *t, const cblob_model *model, int64_t layer, bool params,
+                                text_buffer *buffer)
+{
+    const char *name, *type;
+    int64_t blobs;
+    CB_TRY(layer_names(model, layer, &name, &type, &blobs));
+    char *io = io_text(model, layer);
+    if (io == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a layer's bottoms and tops");
+    putchar(' ');
+    putchar(' ');
+    tool_print_escaped(stdout, shown(name), t->layer);
+    fputs("  ", stdout);
+    tool_print_escaped(stdout, type, t->type);
+    fputs("  ", stdout);
+    tool_print_escaped(stdout, io, t->io);
+    free(io);
+    if (blobs == 0)
+        printf("  %4s\n", "-");
+    cblob_status status = CBLOB_OK;
+    for (int64_t j = 0; status == CBLOB_OK && j < blobs; ++j) {
+        if (j > 0)
+            printf("  %*s  %*s  %*s", t->layer, "", t->type, "", t->io, "");
+        const tool_blob blob = tool_model_blob(model, layer, j);
+        status = print_blob_row(t, &blob, j);
+    }
+    return status == CBLOB_OK && params ? print_params(t, model, layer, buffer) : status;
+}
+
+static void print_stat_titles(const table *t)
+{
+    if (t->stats)
+        printf("  %12s  %12s  %14s", "min", "max", "sum");
+    putchar('\n');
+}
+
+static void print_header(const tool_caffe *file, const table *t)
+{
+    printf("file    ");
+    tool_print_escaped(stdout, file->name, 0);
+    if (file->model == NULL) {
+        printf("\nkind    %s\n", file->kind == TOOL_KIND_BLOB ? "blob (BlobProto)" : "blob vector (BlobProtoVector)");
+        printf("blobs   %" PRId64 " (%" PRId64 " values)\n\n", t->blobs, t->values);
+        printf("  %4s  %-*s  %*s  %-7s  %-4s", "blob", t->shape, "shape", t->count, "count", "dtype", "diff");
+        print_stat_titles(t);
+        return;
+    }
+    cblob_net_format format = CBLOB_NET_FORMAT_V2;
+    const char *name = NULL;
+    int64_t layers = 0;
+    cblob_model_format(file->model, &format);
+    cblob_model_name(file->model, &name);
+    cblob_model_num_layers(file->model, &layers);
+    printf("\nkind    net, format %s\nname    ", format == CBLOB_NET_FORMAT_V1 ? "V1 (V1LayerParameter, field layers = 2)"
+                                                                             : "V2 (LayerParameter, field layer = 100)");
+    tool_print_escaped(stdout, name != NULL ? name : "(none)", 0);
+    printf("\nlayers  %" PRId64 " (%" PRId64 " with blobs: %" PRId64 " blobs, %" PRId64 " values)\n\n", layers,
+           t->with_blobs, t->blobs, t->values);
+    printf("  %-*s  %-*s  %-*s  %4s  %-*s  %*s  %-7s  %-4s", t->layer, "layer", t->type, "type", t->io,
+           "bottoms -> tops", "blob", t->shape, "shape", t->count, "count", "dtype", "diff");
+    print_stat_titles(t);
+}
+
+static cblob_status print_table(const tool_caffe *file, bool params, bool stats)
+{
+    table t;
+    CB_TRY(measure(file, stats, &t));
+    print_header(file, &t);
+    int64_t layers = 0;
+    if (file->model != NULL)
+        cblob_model_num_layers(file->model, &layers);
+    text_buffer buffer = {0};
+    cblob_status status = CBLOB_OK;
+    for (int64_t i = 0; status == CBLOB_OK && i < layers; ++i) {
+        const char *name = "";
+        cblob_model_layer_name(file->model, i, &name);
+        tool_progress("inspect", i + 1, layers, name);
+        status = print_layer(&t, file->model, i, params, &buffer);
+    }
+    free(buffer.text);
+    for (int64_t j = 0; status == CBLOB_OK && j < file->num_blobs; ++j) {
+        const tool_blob blob = tool_handle_blob(file->blobs[j]);
+        status = print_blob_row(&t, &blob, j);
     }
     tool_progress_done();
-    *out = rows;
     return status;
 }
+
+/* ---- the command ---------------------------------------------------------------------------- */
 
 int command_inspect(int argc, char **argv)
 {
-    bool json = false;
+    bool json = false, params = false, shapes = false, options_done = false;
     const char *path = NULL;
     for (int i = 0; i < argc; ++i) {
-        if (strcmp(argv[i], "--json") == 0)
+        const bool option = !options_done && argv[i][0] == '-' && argv[i][1] != '\0';
+        if (option && strcmp(argv[i], "--json") == 0)
             json = true;
-        else if (path == NULL && (argv[i][0] != '-' || argv[i][1] == '\0'))
-            path = argv[i];
+        else if (option && strcmp(argv[i], "--params") == 0)
+            params = true;
+        else if (option && strcmp(argv[i], "--shapes") == 0)
+            shapes = true;
+        else if (option && strcmp(argv[i], "--") == 0)
+            options_done = true;
+        else if (option)
+            return tool_fail(TOOL_BAD_INPUT, "inspect", "%s: unknown option (try 'cblob inspect --help')", argv[i]);
+        else if (path != NULL)
+            return tool_fail(TOOL_BAD_INPUT, "inspect", "%s: one FILE only (%s was given first)", argv[i], path);
         else
-            return tool_fail(TOOL_BAD_INPUT, "inspect", argv[i], "unexpected argument (usage: cblob inspect [--json] FILE)");
+            path = argv[i];
     }
     if (path == NULL)
-        return tool_fail(TOOL_BAD_INPUT, "inspect", "usage", "cblob inspect [--json] FILE");
+        return tool_fail(TOOL_BAD_INPUT, "inspect", "FILE is missing (cblob inspect [--json] [--params] [--shapes] FILE)");
     cblob_context *context = NULL;
     if (cblob_context_create(&context) != CBLOB_OK)
-        return tool_fail(TOOL_FAILED, "inspect", path, "%s", tool_library_message());
-    tool_file file;
-    int status = tool_file_load(context, "inspect", path, &file);
-    blob_row **rows = NULL;
-    if (status == TOOL_OK)
-        status = describe_all(&file, &rows);
-    if (status == TOOL_OK)
-        status = json ? print_json(&file, rows) : print_table(&file, rows);
-    for (int64_t i = 0; rows != NULL && i <= file.num_layers; ++i)
-        free(rows[i]);
-    free(rows);
-    tool_file_free(&file);
+        return tool_fail(TOOL_FAILED, "inspect", "%s", cblob_last_error_message());
+    tool_caffe file;
+    cblob_status status = shapes ? tool_caffe_open_structure(context, path, &file) : tool_caffe_open(context, path, &file);
+    if (status != CBLOB_OK) {
+        cblob_context_destroy(context);
+        return tool_report(tool_input_exit(status), "inspect");
+    }
+    status = json ? print_json(&file, !shapes) : print_table(&file, params, !shapes);
+    tool_caffe_close(&file);
     cblob_context_destroy(context);
-    return status;
+    if (status == CBLOB_OK && (fflush(stdout) != 0 || ferror(stdout)))
+        status = cb_fail(CBLOB_ERR_IO, "standard output: cannot write: %s", strerror(errno));
+    return status == CBLOB_OK ? TOOL_OK : tool_report(TOOL_FAILED, "inspect");
 }

@@ -1,50 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "tool.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-int tool_fail(int status, const char *command, const char *subject, const char *format, ...)
-{
-    tool_progress_done();
-    fprintf(stderr, "cblob %s: %s: ", command, subject);
-    va_list args;
-    va_start(args, format);
-    vfprintf(stderr, format, args);
-    va_end(args);
-    fputc('\n', stderr);
-    return status;
-}
+#include "status.h"
 
-const char *tool_library_message(void)
-{
-    const char *message = cblob_last_error_message();
-    const char *colon = strstr(message, ": ");
-    return strncmp(message, "cblob_", 6) == 0 && colon != NULL ? colon + 2 : message;
-}
-
-const char *tool_library_message_about(const char *subject)
-{
-    const char *message = tool_library_message();
-    const size_t length = strlen(subject);
-    return strncmp(message, subject, length) == 0 && strncmp(message + length, ": ", 2) == 0 ? message + length + 2
-                                                                                            : message;
-}
+/* ---- errors ------------------------------------------------------------------------------- */
 
 static bool progress_shown;
-
-void tool_progress(const char *command, int64_t done, int64_t total, const char *what)
-{
-    if (!isatty(STDERR_FILENO))
-        return;
-    fprintf(stderr, "\r\033[K%s: %lld/%lld %.60s", command, (long long)done, (long long)total, what);
-    fflush(stderr);
-    progress_shown = true;
-}
 
 void tool_progress_done(void)
 {
@@ -53,6 +22,265 @@ void tool_progress_done(void)
         fflush(stderr);
         progress_shown = false;
     }
+}
+
+int tool_fail(int exit_status, const char *command, const char *format, ...)
+{
+    tool_progress_done();
+    fprintf(stderr, "cblob %s: ", command);
+    va_list args;
+    va_start(args, format);
+    vfprintf(stderr, format, args);
+    va_end(args);
+    fputc('\n', stderr);
+    return exit_status;
+}
+
+int tool_report(int exit_status, const char *command)
+{
+    return tool_fail(exit_status, command, "%s", tool_error());
+}
+
+int tool_input_exit(cblob_status status)
+{
+    return status == CBLOB_ERR_OUT_OF_MEMORY ? TOOL_FAILED : TOOL_BAD_INPUT;
+}
+
+/* ---- progress ----------------------------------------------------------------------------- */
+
+void tool_progress(const char *command, int64_t done, int64_t total, const char *what)
+{
+    /* A terminal redraws many times a second at most: every 256th step is enough. */
+    if ((done & 255) != 1 && done != total)
+        return;
+    if (!isatty(STDERR_FILENO))
+        return;
+    fprintf(stderr, "\r\033[K%s: %" PRId64 "/%" PRId64 " ", command, done, total);
+    tool_print_escaped(stderr, what, 0);
+    fflush(stderr);
+    progress_shown = true;
+}
+
+/* ---- inputs ------------------------------------------------------------------------------- */
+
+bool tool_is_stdio(const char *path)
+{
+    return strcmp(path, "-") == 0;
+}
+
+const char *tool_input_name(const char *path)
+{
+    return tool_is_stdio(path) ? "standard input" : path;
+}
+
+cblob_status tool_read(const char *path, cb_input *out)
+{
+    if (tool_is_stdio(path))
+        return cb_input_read_fd(STDIN_FILENO, "standard input", out);
+    const cblob_status status = cb_input_open(path, out);
+    /* /dev/stdin, a pipe or a FIFO named as a file: the way to read one is "-". */
+    struct stat info;
+    if (status == CBLOB_ERR_IO && stat(path, &info) == 0 && (S_ISFIFO(info.st_mode) || S_ISCHR(info.st_mode))) {
+        char message[1024];
+        snprintf(message, sizeof message, "%s", tool_error());
+        return cb_fail(status, "%s (give - to read standard input)", message);
+    }
+    return status;
+}
+
+/* ---- Caffe files -------------------------------------------------------------------------- */
+
+static cblob_status open_blobs(cblob_context *context, const tool_caffe *file, const cb_input *input,
+                               cblob_blob ***out, int64_t *out_count)
+{
+    int64_t count = 1;
+    if (file->kind == TOOL_KIND_BLOB_VECTOR &&
+        cblob_blob_vector_from_proto(context, input->bytes, input->size, 0, NULL, &count) != CBLOB_OK)
+        return tool_library_error(CBLOB_ERR_PARSE, file->name);
+    cblob_blob **blobs = calloc((size_t)count + 1, sizeof *blobs);
+    if (blobs == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "%s: no memory for %" PRId64 " blobs", file->name, count);
+    const cblob_status status =
+        file->kind == TOOL_KIND_BLOB
+            ? cblob_blob_create_from_proto(context, input->bytes, input->size, &blobs[0])
+            : cblob_blob_vector_from_proto(context, input->bytes, input->size, count, blobs, &count);
+    if (status != CBLOB_OK) {
+        free(blobs);
+        return tool_library_error(status, file->name);
+    }
+    *out = blobs;
+    *out_count = count;
+    return CBLOB_OK;
+}
+
+cblob_status tool_net_open(cblob_context *context, const char *path, cb_input *input, bool lazy, cblob_model **out)
+{
+    /* From a path the library reads the file again, letting go of its bytes as it reads them:
+     * holding this copy too would double the peak. */
+    if (!tool_is_stdio(path))
+        cb_input_close(input);
+    const cblob_status status = tool_is_stdio(path) ? cblob_model_open(context, input->bytes, input->size, out)
+                                : lazy              ? cblob_model_open_file_lazy(context, path, out)
+                                                    : cblob_model_open_file(context, path, out);
+    return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, tool_input_name(path));
+}
+
+static cblob_status caffe_open(cblob_context *context, const char *path, bool lazy, tool_caffe *out)
+{
+    tool_caffe file = {.name = tool_input_name(path)};
+    cb_input input;
+    CB_TRY(tool_read(path, &input));
+    cblob_status status = tool_identify(file.name, input.bytes, input.size, &file.kind);
+    if (status == CBLOB_OK && file.kind > TOOL_KIND_BLOB_VECTOR)
+        status = cb_fail(CBLOB_ERR_PARSE, "%s is a %s file, not a Caffe .caffemodel or .binaryproto file", file.name,
+                         file.kind == TOOL_KIND_NPY ? "NumPy .npy" : file.kind == TOOL_KIND_NPZ ? "NumPy .npz" : "safetensors");
+    if (status == CBLOB_OK && file.kind != TOOL_KIND_NET)
+        status = open_blobs(context, &file, &input, &file.blobs, &file.num_blobs);
+    if (status == CBLOB_OK && file.kind == TOOL_KIND_NET)
+        status = tool_net_open(context, path, &input, lazy, &file.model);
+    cb_input_close(&input);
+    if (status != CBLOB_OK) {
+        tool_caffe_close(&file);
+        return status;
+    }
+    *out = file;
+    return CBLOB_OK;
+}
+
+cblob_status tool_caffe_open(cblob_context *context, const char *path, tool_caffe *out)
+{
+    return caffe_open(context, path, false, out);
+}
+
+cblob_status tool_caffe_open_structure(cblob_context *context, const char *path, tool_caffe *out)
+{
+    /* A net is opened without reading the file whole, which identifying it first would do; what
+     * the lazy open refuses (a blob file, a .npy, a missing file, ...) takes the usual way, which
+     * reads what it is and says so. */
+    if (!tool_is_stdio(path)) {
+        cblob_model *model = NULL;
+        if (cblob_model_open_file_lazy(context, path, &model) == CBLOB_OK) {
+            *out = (tool_caffe){.name = tool_input_name(path), .kind = TOOL_KIND_NET, .model = model};
+            return CBLOB_OK;
+        }
+    }
+    return caffe_open(context, path, true, out);
+}
+
+void tool_caffe_close(tool_caffe *file)
+{
+    for (int64_t i = 0; i < file->num_blobs; ++i)
+        cblob_blob_destroy(file->blobs[i]);
+    free(file->blobs);
+    cblob_model_destroy(file->model);
+    *file = (tool_caffe){0};
+}
+
+/* ---- blobs -------------------------------------------------------------------------------- */
+
+tool_blob tool_model_blob(const cblob_model *model, int64_t layer, int64_t index)
+{
+    return (tool_blob){.model = model, .layer = layer, .index = index};
+}
+
+tool_blob tool_handle_blob(cblob_blob *blob)
+{
+    return (tool_blob){.handle = blob};
+}
+
+static bool handle_has_diff(const cblob_blob *blob)
+{
+    cblob_head head = CBLOB_HEAD_UNINITIALIZED;
+    return cblob_blob_head(blob, CBLOB_PART_DIFF, &head) == CBLOB_OK && head != CBLOB_HEAD_UNINITIALIZED;
+}
+
+cblob_status tool_blob_facts_of(const tool_blob *blob, tool_blob_facts *out)
+{
+    tool_blob_facts facts = {0};
+    int32_t has_diff = 0;
+    cblob_status status;
+    if (blob->handle != NULL) {
+        status = cblob_blob_shape(blob->handle, CBLOB_MAX_AXES, facts.dims, &facts.num_axes);
+        if (status == CBLOB_OK)
+            status = cblob_blob_dtype(blob->handle, &facts.dtype);
+        has_diff = handle_has_diff(blob->handle);
+    } else {
+        status = cblob_model_layer_blob_shape(blob->model, blob->layer, blob->index, CBLOB_MAX_AXES, facts.dims,
+                                              &facts.num_axes);
+        if (status == CBLOB_OK)
+            status = cblob_model_layer_blob_dtype(blob->model, blob->layer, blob->index, &facts.dtype);
+        if (status == CBLOB_OK)
+            status = cblob_model_layer_blob_has_diff(blob->model, blob->layer, blob->index, &has_diff);
+    }
+    if (status != CBLOB_OK)
+        return tool_library_error(status, "a blob");
+    facts.count = 1;
+    for (int32_t i = 0; i < facts.num_axes; ++i)
+        facts.count *= facts.dims[i]; /* the library checked that it fits */
+    facts.has_diff = has_diff != 0;
+    *out = facts;
+    return CBLOB_OK;
+}
+
+static size_t dtype_size(cblob_dtype dtype)
+{
+    return dtype == CBLOB_DTYPE_FLOAT64 ? 8 : 4;
+}
+
+cblob_status tool_blob_read(const tool_blob *blob, cblob_part part, int64_t start, int64_t count, void *buffer,
+                            size_t buffer_size)
+{
+    if (blob->handle == NULL) {
+        const cblob_status status = cblob_model_layer_blob_read(blob->model, blob->layer, blob->index, part, start,
+                                                                count, buffer, buffer_size);
+        return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, "reading a blob");
+    }
+    cblob_dtype dtype = CBLOB_DTYPE_FLOAT32;
+    const void *values = NULL;
+    cblob_status status = cblob_blob_dtype(blob->handle, &dtype);
+    if (status == CBLOB_OK && count > 0)
+        status = cblob_blob_cpu_ptr(blob->handle, part, &values);
+    if (status != CBLOB_OK)
+        return tool_library_error(status, "reading a blob");
+    if (count > 0)
+        memcpy(buffer, (const char *)values + (size_t)start * dtype_size(dtype), (size_t)count * dtype_size(dtype));
+    return CBLOB_OK;
+}
+
+#define TOOL_ACCUMULATE(CTYPE)                                      \
+    do {                                                            \
+        const CTYPE *values = (const CTYPE *)piece;                 \
+        for (int64_t i = 0; i < n; ++i) {                           \
+            const double v = (double)values[i];                     \
+            stats.sum += v;                                         \
+            stats.asum += fabs(v);                                  \
+            stats.sumsq += v * v;                                   \
+            low = v < low ? v : low;                                \
+            high = v > high ? v : high;                             \
+        }                                                           \
+    } while (0)
+
+cblob_status tool_stats_compute(const tool_blob *blob, const tool_blob_facts *facts, tool_stats *out)
+{
+    static double piece[TOOL_PIECE_BYTES / sizeof(double)];
+    const int64_t per_piece = (int64_t)(sizeof piece / dtype_size(facts->dtype));
+    tool_stats stats = {0};
+    double low = INFINITY, high = -INFINITY;
+    for (int64_t start = 0; start < facts->count; start += per_piece) {
+        const int64_t n = facts->count - start < per_piece ? facts->count - start : per_piece;
+        CB_TRY(tool_blob_read(blob, CBLOB_PART_DATA, start, n, piece, sizeof piece));
+        switch (facts->dtype) {
+        case CBLOB_DTYPE_FLOAT32: TOOL_ACCUMULATE(float); break;
+        case CBLOB_DTYPE_FLOAT64: TOOL_ACCUMULATE(double); break;
+        case CBLOB_DTYPE_INT32: TOOL_ACCUMULATE(int32_t); break;
+        case CBLOB_DTYPE_UINT32: TOOL_ACCUMULATE(uint32_t); break;
+        default: break;
+        }
+    }
+    stats.min = facts->count > 0 ? low : NAN;
+    stats.max = facts->count > 0 ? high : NAN;
+    *out = stats;
+    return CBLOB_OK;
 }
 
 const char *tool_dtype_name(cblob_dtype dtype)
@@ -66,142 +294,116 @@ const char *tool_dtype_name(cblob_dtype dtype)
     }
 }
 
-bool tool_has_diff(const cblob_blob *blob)
+void tool_shape_text(const tool_blob_facts *facts, char *out, size_t size)
 {
-    cblob_head head = CBLOB_HEAD_UNINITIALIZED;
-    return cblob_blob_head(blob, CBLOB_PART_DIFF, &head) == CBLOB_OK && head != CBLOB_HEAD_UNINITIALIZED;
+    size_t used = 0;
+    out[0] = '\0';
+    for (int32_t i = 0; i < facts->num_axes && used < size; ++i)
+        used += (size_t)snprintf(out + used, size - used, "%s%" PRId64, i > 0 ? "x" : "", facts->dims[i]);
+    if (facts->num_axes == 0)
+        snprintf(out, size, "()");
 }
 
-/* Whether a failure is the input's fault (exit 2) or the machine's (exit 1). */
-static int status_for(cblob_status status)
-{
-    return status == CBLOB_ERR_OUT_OF_MEMORY ? TOOL_FAILED : TOOL_BAD_INPUT;
-}
+/* ---- text --------------------------------------------------------------------------------- */
 
-static int load_net(cblob_context *context, const char *command, tool_file *file)
+/* The code point of the valid UTF-8 sequence at text and its length, or length 0. */
+static size_t utf8_decode(const unsigned char *text, uint32_t *out)
 {
-    cblob_status status = cblob_model_open_file(context, file->path, &file->model);
-    if (status != CBLOB_OK)
-        return tool_fail(status_for(status), command, file->path, "%s", tool_library_message_about(file->path));
-    cblob_net_format format = CBLOB_NET_FORMAT_V2;
-    cblob_model_format(file->model, &format);
-    file->format = format == CBLOB_NET_FORMAT_V1 ? "V1" : "V2";
-    cblob_model_name(file->model, &file->name);
-    cblob_model_num_layers(file->model, &file->num_layers);
-    file->layers = calloc((size_t)file->num_layers + 1, sizeof *file->layers);
-    if (file->layers == NULL)
-        return tool_fail(TOOL_FAILED, command, file->path, "out of memory");
-    for (int64_t i = 0; i < file->num_layers; ++i) {
-        tool_layer *layer = &file->layers[i];
-        cblob_model_layer_name(file->model, i, &layer->name);
-        cblob_model_layer_type(file->model, i, &layer->type);
-        int64_t count = 0;
-        cblob_model_layer_num_blobs(file->model, i, &count);
-        layer->blobs = calloc((size_t)count + 1, sizeof *layer->blobs);
-        if (layer->blobs == NULL)
-            return tool_fail(TOOL_FAILED, command, file->path, "out of memory");
-        for (; layer->num_blobs < count; ++layer->num_blobs)
-            cblob_model_layer_blob(file->model, i, layer->num_blobs, &layer->blobs[layer->num_blobs]);
+    const unsigned char c = text[0];
+    size_t length = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    uint32_t point = length == 2 ? c & 0x1f : length == 3 ? c & 0x0f : c & 0x07;
+    for (size_t i = 1; i < length; ++i) {
+        if ((text[i] & 0xc0) != 0x80)
+            return 0;
+        point = point << 6 | (text[i] & 0x3f);
     }
-    return TOOL_OK;
+    /* Overlong forms, surrogates and points past U+10FFFF are not UTF-8. */
+    if ((length == 3 && (point < 0x800 || (point >= 0xd800 && point <= 0xdfff))) ||
+        (length == 4 && (point < 0x10000 || point > 0x10ffff)))
+        return 0;
+    *out = point;
+    return length;
 }
 
-static int load_blobs(cblob_context *context, const char *command, tool_file *file)
+size_t tool_utf8_length(const unsigned char *text)
 {
-    cblob_status status;
-    if (file->kind == CBLOB_PROTO_BLOB) {
-        file->blobs = calloc(1, sizeof *file->blobs);
-        if (file->blobs == NULL)
-            return tool_fail(TOOL_FAILED, command, file->path, "out of memory");
-        status = cblob_blob_create_from_proto_file(context, file->path, &file->blobs[0]);
-        file->num_blobs = status == CBLOB_OK ? 1 : 0;
-    } else {
-        int64_t count = 0;
-        status = cblob_blob_vector_from_proto_file(context, file->path, 0, NULL, &count);
-        if (status == CBLOB_OK) {
-            file->blobs = calloc((size_t)count + 1, sizeof *file->blobs);
-            if (file->blobs == NULL)
-                return tool_fail(TOOL_FAILED, command, file->path, "out of memory");
-            status = cblob_blob_vector_from_proto_file(context, file->path, count, file->blobs, &file->num_blobs);
+    uint32_t point;
+    return text[0] < 0x80 ? 1 : utf8_decode(text, &point);
+}
+
+char *tool_utf8(const char *text)
+{
+    char *out = malloc(strlen(text) * 3 + 1);
+    if (out == NULL)
+        return NULL;
+    size_t used = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0';) {
+        uint32_t point;
+        const size_t length = *p < 0x80 ? 1 : utf8_decode(p, &point);
+        if (length == 0) {
+            memcpy(out + used, "\xef\xbf\xbd", 3);
+            used += 3;
+            ++p;
+        } else {
+            memcpy(out + used, p, length);
+            used += length;
+            p += length;
         }
     }
-    if (status != CBLOB_OK)
-        return tool_fail(status_for(status), command, file->path, "%s", tool_library_message_about(file->path));
-    return TOOL_OK;
+    out[used] = '\0';
+    return out;
 }
 
-int tool_file_load(cblob_context *context, const char *command, const char *path, tool_file *out)
+/* The escape of the character at text into out (at most 11 bytes), or "" when it shows as it is;
+ * *length is how many bytes of text it covers. */
+static void escape_at(const unsigned char *text, char *out, size_t *length)
 {
-    memset(out, 0, sizeof *out);
-    out->path = path;
-    cblob_status status = cblob_proto_detect_file(path, &out->kind);
-    if (status != CBLOB_OK)
-        return tool_fail(status_for(status), command, path, "%s", tool_library_message_about(path));
-    if (isatty(STDERR_FILENO)) {
-        fprintf(stderr, "\r\033[K%s: reading %.60s", command, path);
-        fflush(stderr);
+    static const char *const named[] = {['\t'] = "\\t", ['\n'] = "\\n", ['\r'] = "\\r", ['\\'] = "\\\\"};
+    uint32_t point = text[0];
+    *length = point < 0x80 ? 1 : utf8_decode(text, &point);
+    out[0] = '\0';
+    if (*length == 0) {
+        *length = 1;
+        snprintf(out, 11, "\\x%02x", text[0]);
+    } else if (point < sizeof named / sizeof named[0] && named[point] != NULL) {
+        snprintf(out, 11, "%s", named[point]);
+    } else if (point < 0x20 || point == 0x7f) {
+        snprintf(out, 11, "\\x%02x", (unsigned)point);
+    } else if ((point >= 0x80 && point <= 0x9f) || (point >= 0x202a && point <= 0x202e) ||
+               (point >= 0x2066 && point <= 0x2069)) {
+        snprintf(out, 11, "\\u%04x", (unsigned)point);
     }
-    const int result = out->kind == CBLOB_PROTO_NET ? load_net(context, command, out) : load_blobs(context, command, out);
-    if (isatty(STDERR_FILENO) && result == TOOL_OK) {
-        fputs("\r\033[K", stderr);
-        fflush(stderr);
-    }
-    return result;
 }
 
-void tool_file_free(tool_file *file)
+int tool_escaped_width(const char *text)
 {
-    for (int64_t i = 0; file->layers != NULL && i < file->num_layers; ++i) {
-        for (int64_t j = 0; j < file->layers[i].num_blobs; ++j)
-            cblob_blob_destroy(file->layers[i].blobs[j]);
-        free(file->layers[i].blobs);
+    int width = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0';) {
+        char escape[12];
+        size_t length;
+        escape_at(p, escape, &length);
+        width += escape[0] != '\0' ? (int)strlen(escape) : 1;
+        p += length;
     }
-    free(file->layers);
-    for (int64_t i = 0; i < file->num_blobs; ++i)
-        cblob_blob_destroy(file->blobs[i]);
-    free(file->blobs);
-    cblob_model_destroy(file->model);
-    memset(file, 0, sizeof *file);
+    return width;
 }
 
-#define TOOL_ACCUMULATE(CTYPE)                                      \
-    do {                                                            \
-        const CTYPE *values = data;                                 \
-        for (int64_t i = 0; i < count; ++i) {                       \
-            const double v = (double)values[i];                     \
-            sum += v;                                               \
-            asum += fabs(v);                                        \
-            sumsq += v * v;                                         \
-            low = v < low ? v : low;                                \
-            high = v > high ? v : high;                             \
-        }                                                           \
-    } while (0)
-
-cblob_status tool_stats_compute(cblob_blob *blob, tool_stats *out)
+void tool_print_escaped(FILE *out, const char *text, int width)
 {
-    int64_t count = 0;
-    cblob_dtype dtype = CBLOB_DTYPE_FLOAT32;
-    const void *data = NULL;
-    cblob_status status = cblob_blob_count(blob, &count);
-    if (status == CBLOB_OK)
-        status = cblob_blob_dtype(blob, &dtype);
-    if (status == CBLOB_OK && count > 0)
-        status = cblob_blob_cpu_ptr(blob, CBLOB_PART_DATA, &data);
-    if (status != CBLOB_OK)
-        return status;
-    double sum = 0, asum = 0, sumsq = 0, low = INFINITY, high = -INFINITY;
-    switch (dtype) {
-    case CBLOB_DTYPE_FLOAT32: TOOL_ACCUMULATE(float); break;
-    case CBLOB_DTYPE_FLOAT64: TOOL_ACCUMULATE(double); break;
-    case CBLOB_DTYPE_INT32: TOOL_ACCUMULATE(int32_t); break;
-    case CBLOB_DTYPE_UINT32: TOOL_ACCUMULATE(uint32_t); break;
-    default: break;
+    int used = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0';) {
+        char escape[12];
+        size_t length;
+        escape_at(p, escape, &length);
+        if (escape[0] != '\0') {
+            fputs(escape, out);
+            used += (int)strlen(escape);
+        } else {
+            fwrite(p, 1, length, out);
+            ++used;
+        }
+        p += length;
     }
-    *out = (tool_stats){.count = count,
-                        .sum = sum,
-                        .asum = asum,
-                        .sumsq = sumsq,
-                        .min = count > 0 ? low : NAN,
-                        .max = count > 0 ? high : NAN};
-    return CBLOB_OK;
+    for (; used < width; ++used)
+        fputc(' ', out);
 }

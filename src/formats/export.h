@@ -34,9 +34,6 @@ void cb_tensor_list_free(cb_tensor_list *list);
 /* Streams a tensor's bytes (its values, little-endian) to the sink; a counting sink only counts. */
 cblob_status cb_tensor_write(const cblob_model *model, const cb_tensor *tensor, cb_sink *sink);
 
-/* Which PyTorch name a blob of a layer type has ("weight", ...), or NULL. */
-const char *cb_torch_name(const char *type, int64_t index);
-
 /* Models read back from named tensors: keys split into layer and index (and diff). */
 typedef struct cb_named_tensor {
     char *layer;

@@ -6,6 +6,7 @@
 
 #include "export.h"
 #include "model_layers.h"
+#include "name_index.h"
 #include "neoml/neoml.h"
 #include "status.h"
 
@@ -23,7 +24,7 @@ static const torch_type_names torch_types[] = {
     {"Scale", {"weight", "bias"}},       {"PReLU", {"weight", NULL}},            {"BatchNorm", {"running_mean", "running_var"}},
 };
 
-const char *cb_torch_name(const char *type, int64_t index)
+static const char *type_torch_name(const char *type, int64_t index)
 {
     for (size_t i = 0; i < sizeof torch_types / sizeof *torch_types; ++i)
         if (strcmp(torch_types[i].type, type) == 0)
@@ -36,11 +37,44 @@ static bool is_batch_norm(const char *type)
     return strcmp(type, "BatchNorm") == 0;
 }
 
+/* A BatchNorm layer PyTorch's names fit: Caffe's three float blobs (mean, variance, and a scale
+ * factor with a value). Any other keeps <layer>.<index> for every blob. */
+static bool batch_norm_fits(const cblob_model *model, int64_t layer)
+{
+    if (cb_record_num_blobs(model->layers[layer]) != 3)
+        return false;
+    for (int64_t j = 0; j < 3; ++j) {
+        cb_blob_facts facts;
+        if (cb_model_blob_facts(model, layer, j, &facts) != CBLOB_OK || !cb_dtype_find(facts.dtype)->is_float ||
+            (j == 2 && facts.count < 1))
+            return false;
+    }
+    return true;
+}
+
+/* The PyTorch name of a layer's blob, or NULL. */
+static const char *torch_name(const cblob_model *model, int64_t layer, int64_t index)
+{
+    const char *type = cb_record_type(model->layers[layer]);
+    if (is_batch_norm(type) && !batch_norm_fits(model, layer))
+        return NULL;
+    return type_torch_name(type, index);
+}
+
 /* Whether blob `index` of a layer is exported: BatchNorm's scale factor (blob 2) is applied to
  * the statistics, not exported, when PyTorch names are asked for. */
-static bool exported(const char *type, int64_t index, bool torch_names)
+static bool exported(const cblob_model *model, int64_t layer, int64_t index, bool torch_names)
 {
-    return !(torch_names && is_batch_norm(type) && index == 2);
+    return !(torch_names && index == 2 && is_batch_norm(cb_record_type(model->layers[layer])) &&
+             batch_norm_fits(model, layer));
+}
+
+static bool torch_unmapped(const cblob_model *model, int64_t layer)
+{
+    for (int64_t j = 0; j < cb_record_num_blobs(model->layers[layer]); ++j)
+        if (exported(model, layer, j, true) && torch_name(model, layer, j) == NULL)
+            return true;
+    return false;
 }
 
 CBLOB_API cblob_status cblob_model_torch_unmapped(const cblob_model *model, int64_t *out_layers, int64_t max_layers,
@@ -53,30 +87,14 @@ CBLOB_API cblob_status cblob_model_torch_unmapped(const cblob_model *model, int6
         return cb_fail(max_layers < 0 ? CBLOB_ERR_OUT_OF_RANGE : CBLOB_ERR_INVALID_ARGUMENT,
                        "out_layers has room for %" PRId64 " layers", max_layers);
     int64_t count = 0;
-    for (int64_t i = 0; i < model->num_layers; ++i) {
-        const uint8_t *record = model->layers[i];
-        const char *type = cb_record_type(record);
-        bool unmapped = false;
-        for (int64_t j = 0; j < cb_record_num_blobs(record); ++j)
-            unmapped = unmapped || (exported(type, j, true) && cb_torch_name(type, j) == NULL);
-        if (unmapped)
-            ++count;
-    }
+    for (int64_t i = 0; i < model->num_layers; ++i)
+        count += torch_unmapped(model, i);
     if (out_layers != NULL && count > max_layers)
         return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "out_layers has room for %" PRId64 " of %" PRId64 " layers", max_layers,
                        count);
-    if (out_layers != NULL) {
-        int64_t written = 0;
-        for (int64_t i = 0; i < model->num_layers; ++i) {
-            const uint8_t *record = model->layers[i];
-            bool unmapped = false;
-            for (int64_t j = 0; j < cb_record_num_blobs(record); ++j)
-                unmapped = unmapped || (exported(cb_record_type(record), j, true) &&
-                                        cb_torch_name(cb_record_type(record), j) == NULL);
-            if (unmapped)
-                out_layers[written++] = i;
-        }
-    }
+    for (int64_t i = 0, written = 0; out_layers != NULL && i < model->num_layers; ++i)
+        if (torch_unmapped(model, i))
+            out_layers[written++] = i;
     *out_count = count;
     return CBLOB_OK;
 }
@@ -111,7 +129,7 @@ static cblob_status add_tensor(const cblob_model *model, int64_t layer, int64_t 
     cb_tensor *tensor = &list->items[list->count];
     *tensor = (cb_tensor){.layer = layer, .index = index, .part = part};
     CB_TRY(cb_model_blob_facts(model, layer, index, &tensor->facts));
-    const char *torch = torch_names ? cb_torch_name(type, index) : NULL;
+    const char *torch = torch_names ? torch_name(model, layer, index) : NULL;
     char number[24];
     snprintf(number, sizeof number, "%" PRId64, index);
     tensor->kind = torch != NULL && is_batch_norm(type) ? CB_TENSOR_SCALED : CB_TENSOR_PLAIN;
@@ -130,7 +148,7 @@ static cblob_status add_layer_tensors(const cblob_model *model, int64_t layer, b
     if (repeat)
         snprintf(suffix, sizeof suffix, "@%" PRId64, layer);
     for (int64_t j = 0; j < cb_record_num_blobs(record); ++j) {
-        if (!exported(cb_record_type(record), j, torch_names))
+        if (!exported(model, layer, j, torch_names))
             continue;
         CB_TRY(add_tensor(model, layer, j, CBLOB_PART_DATA, separator, torch_names, suffix, list));
         if (diffs && list->items[list->count - 1].facts.has_diff)
@@ -272,26 +290,28 @@ static cblob_status data_into_diff(cblob_blob *from, cblob_blob *to, const char 
     return cb_convert_elements(NULL, from->dtype, to->dtype, from->shape.count, source, target);
 }
 
-/* The blobs of one layer name, by index: data tensors give the blob, diff tensors its diff. */
-static cblob_status gather_layer(cblob_context *context, cb_tensor_set *set, const char *layer, cblob_blob ***out,
-                                 int64_t *out_count)
+/* The blobs of one layer name, by index, from its tensors (positions in the set): data tensors
+ * give the blob, diff tensors its diff. */
+static cblob_status gather_layer(cblob_context *context, cb_tensor_set *set, const int64_t *members, int64_t n,
+                                 cblob_blob ***out, int64_t *out_count)
 {
+    const char *layer = set->items[members[0]].layer;
     int64_t count = 0;
     bool running = false;
-    for (int64_t i = 0; i < set->count; ++i)
-        if (strcmp(set->items[i].layer, layer) == 0) {
-            count = set->items[i].index + 1 > count ? set->items[i].index + 1 : count;
-            running = running || set->items[i].running_stat;
-        }
+    for (int64_t m = 0; m < n; ++m) {
+        const cb_named_tensor *t = &set->items[members[m]];
+        count = t->index + 1 > count ? t->index + 1 : count;
+        running = running || t->running_stat;
+    }
     if (running && count < 3)
         count = 3; /* BatchNorm's scale factor, 1: the statistics are plain values */
     cblob_blob **blobs = calloc((size_t)count + 1, sizeof *blobs);
     if (blobs == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " blobs", count);
     cblob_status status = CBLOB_OK;
-    for (int64_t i = 0; status == CBLOB_OK && i < set->count; ++i) {
-        cb_named_tensor *t = &set->items[i];
-        if (strcmp(t->layer, layer) != 0 || t->diff)
+    for (int64_t m = 0; status == CBLOB_OK && m < n; ++m) {
+        cb_named_tensor *t = &set->items[members[m]];
+        if (t->diff)
             continue;
         if (blobs[t->index] != NULL) {
             status = cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has blob %" PRId64 " twice", layer, t->index);
@@ -305,9 +325,9 @@ static cblob_status gather_layer(cblob_context *context, cb_tensor_set *set, con
         if (status == CBLOB_OK)
             status = cblob_blob_fill(blobs[2], CBLOB_PART_DATA, 1.0);
     }
-    for (int64_t i = 0; status == CBLOB_OK && i < set->count; ++i) {
-        const cb_named_tensor *t = &set->items[i];
-        if (strcmp(t->layer, layer) != 0 || !t->diff)
+    for (int64_t m = 0; status == CBLOB_OK && m < n; ++m) {
+        const cb_named_tensor *t = &set->items[members[m]];
+        if (!t->diff)
             continue;
         if (blobs[t->index] == NULL)
             status = cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has a diff for blob %" PRId64 " but no blob", layer, t->index);
@@ -329,22 +349,68 @@ static cblob_status gather_layer(cblob_context *context, cb_tensor_set *set, con
     return CBLOB_OK;
 }
 
+/* The set's tensors grouped by layer name, in order of each name's first tensor: members holds
+ * the positions of group g's tensors at [start[g], start[g + 1]). Linear in the tensors. */
+typedef struct tensor_groups {
+    int64_t count;
+    int64_t *start, *members;
+} tensor_groups;
+
+static cblob_status group_tensors(const cb_tensor_set *set, tensor_groups *out)
+{
+    const size_t n = (size_t)set->count + 1;
+    const char **names = malloc(n * sizeof *names);
+    int64_t *group = malloc(n * sizeof *group), *start = calloc(n + 1, sizeof *start), *members = malloc(n * sizeof *members);
+    cb_name_index index = {0};
+    cblob_status status = names != NULL && group != NULL && start != NULL && members != NULL
+                              ? CBLOB_OK
+                              : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to group %" PRId64 " tensors", set->count);
+    for (int64_t i = 0; status == CBLOB_OK && i < set->count; ++i)
+        names[i] = set->items[i].layer;
+    if (status == CBLOB_OK)
+        status = cb_name_index_make(names, set->count, &index);
+    int64_t groups = 0;
+    /* A name's group is numbered at its first tensor, which the index finds from any of them. */
+    for (int64_t i = 0; status == CBLOB_OK && i < set->count; ++i) {
+        const int64_t first = cb_name_index_find(&index, names[i], strlen(names[i]));
+        group[i] = first == i ? groups++ : group[first];
+        ++start[group[i] + 1];
+    }
+    /* Counting sort: start[g] walks through group g's places as its tensors take them, in set
+     * order, and is moved back after. */
+    for (int64_t g = 0; status == CBLOB_OK && g < groups; ++g)
+        start[g + 1] += start[g];
+    for (int64_t i = 0; status == CBLOB_OK && i < set->count; ++i)
+        members[start[group[i]]++] = i;
+    for (int64_t g = groups; status == CBLOB_OK && g > 0; --g)
+        start[g] = start[g - 1];
+    if (start != NULL)
+        start[0] = 0;
+    cb_name_index_free(&index);
+    free(names);
+    free(group);
+    if (status != CBLOB_OK) {
+        free(start);
+        free(members);
+        return status;
+    }
+    *out = (tensor_groups){groups, start, members};
+    return CBLOB_OK;
+}
+
 cblob_status cb_tensor_set_model(cblob_context *context, cb_tensor_set *set, const char *name, cb_type_lookup *types,
                                  void *types_context, cblob_model **out)
 {
     cblob_model *model = NULL;
     CB_TRY(cblob_model_create(context, CBLOB_NET_FORMAT_V2, name, &model));
-    cblob_status status = CBLOB_OK;
-    for (int64_t i = 0; status == CBLOB_OK && i < set->count; ++i) {
-        const char *layer = set->items[i].layer;
-        bool seen = false;
-        for (int64_t k = 0; k < i && !seen; ++k)
-            seen = strcmp(set->items[k].layer, layer) == 0;
-        if (seen)
-            continue;
+    tensor_groups groups = {0};
+    cblob_status status = group_tensors(set, &groups);
+    for (int64_t g = 0; status == CBLOB_OK && g < groups.count; ++g) {
+        const int64_t *members = groups.members + groups.start[g];
+        const char *layer = set->items[members[0]].layer;
         cblob_blob **blobs = NULL;
         int64_t count = 0;
-        status = gather_layer(context, set, layer, &blobs, &count);
+        status = gather_layer(context, set, members, groups.start[g + 1] - groups.start[g], &blobs, &count);
         const char *type = types != NULL ? types(types_context, layer) : NULL;
         if (status == CBLOB_OK)
             status = cblob_model_add_layer(model, layer, type != NULL ? type : "", blobs, count);
@@ -352,6 +418,8 @@ cblob_status cb_tensor_set_model(cblob_context *context, cb_tensor_set *set, con
             cblob_blob_destroy(blobs[k]);
         free(blobs);
     }
+    free(groups.start);
+    free(groups.members);
     if (status != CBLOB_OK) {
         cblob_model_destroy(model);
         return status;

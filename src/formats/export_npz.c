@@ -53,16 +53,18 @@ static size_t npy_header(const cb_blob_facts *facts, char *out)
 
 /* ---- a member: its .npy bytes, pulled by libzip ------------------------------------------------ */
 
+/* libzip keeps every member's source until the archive is closed: the header is sized to fit, as
+ * a net of millions of empty blobs makes millions of members. */
 typedef struct member {
     const cblob_model *model;
     const cb_tensor *tensor;
-    char header[1024];
     size_t header_size;
     uint64_t position;
     const uint8_t *whole; /* the values in one piece, or NULL: read in chunks */
     uint8_t *chunk;
     uint64_t chunk_start, chunk_size;
     zip_error_t error;
+    char header[];
 } member;
 
 static zip_int64_t fail_member(member *m, int code)
@@ -202,16 +204,18 @@ static cblob_status zip_failure(zip_t *zip, const char *what)
 /* One member per tensor, stored, dated 1980-01-01 (the same model gives the same bytes). */
 static cblob_status add_member(zip_t *zip, const cblob_model *model, const cb_tensor *tensor)
 {
-    member *m = calloc(1, sizeof *m);
+    char header[1024];
+    const size_t header_size = npy_header(&tensor->facts, header);
+    member *m = calloc(1, sizeof *m + header_size);
     char *name = malloc(strlen(tensor->key) + 5);
     if (m == NULL || name == NULL) {
         free(m);
         free(name);
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for npz member \"%.64s\"", tensor->key);
     }
-    *m = (member){.model = model, .tensor = tensor};
+    *m = (member){.model = model, .tensor = tensor, .header_size = header_size};
+    memcpy(m->header, header, header_size);
     zip_error_init(&m->error);
-    m->header_size = npy_header(&tensor->facts, m->header);
     const void *whole = NULL;
     cblob_status status = cb_model_blob_values(model, tensor->layer, tensor->index, tensor->part, &whole);
     m->whole = whole;

@@ -147,6 +147,43 @@ static void unlock(const cblob_model *model)
     pthread_mutex_unlock(&((cblob_model *)model)->lock);
 }
 
+/* Moves the walk to the next blob of its record, in find_blob_op's order; false past the last, or
+ * when messages nest deeper than the walk keeps. */
+static bool walk_next(cb_blob_walk *walk)
+{
+    while (walk->depth > 0) {
+        cb_op op;
+        cb_op_read(&walk->cursors[walk->depth - 1], false, &op);
+        if (op.code == CB_OP_END) {
+            --walk->depth;
+        } else if (op.code == CB_OP_MESSAGE) {
+            if (walk->depth == CB_BLOB_WALK_DEPTH)
+                return false;
+            walk->cursors[walk->depth++] = op.inner;
+        } else if (op.code == CB_OP_BLOB || op.code == CB_OP_NEW_BLOB) {
+            walk->op = op;
+            ++walk->index;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Blob `index` of a record through the model's walk, going on from where it stopped when it can. */
+static bool walk_to(cblob_model *model, const uint8_t *record, int64_t index, cb_op *out)
+{
+    cb_blob_walk *walk = &model->walk;
+    if (walk->record != record || index < walk->index)
+        *walk = (cb_blob_walk){.record = record, .index = -1, .depth = 1, .cursors = {cb_record_ops(record)}};
+    while (walk->index < index)
+        if (!walk_next(walk)) {
+            walk->record = NULL;
+            return false;
+        }
+    *out = walk->op;
+    return true;
+}
+
 /* Under the lock. */
 static cblob_status find_blob_locked(const cblob_model *model, int64_t layer, int64_t index, cb_model_blob *out)
 {
@@ -157,7 +194,8 @@ static cblob_status find_blob_locked(const cblob_model *model, int64_t layer, in
         return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "blob %" PRId64 " is outside [0, %" PRId64 ") for layer %" PRId64 " (%s)",
                        index, num_blobs, layer, cb_record_name(record));
     int64_t remaining = index;
-    if (!find_blob_op(cb_record_ops(record), &remaining, &out->op))
+    if (!walk_to((cblob_model *)model, record, index, &out->op) &&
+        !find_blob_op(cb_record_ops(record), &remaining, &out->op))
         return cb_fail(CBLOB_ERR_INTERNAL, "layer %" PRId64 " lost blob %" PRId64, layer, index);
     cblob_blob **slots = cb_record_slots(record);
     out->handle = slots != NULL ? slots[index] : NULL;
@@ -206,7 +244,9 @@ static cblob_status gather_inline(const cb_op *blob, bool diff, int64_t count, v
 
 cblob_status cb_model_blob_shape(const cb_op *blob, cb_shape *out)
 {
-    return cb_shape_make(blob->num_axes, blob->dims, element_size(blob->blob_flags & CB_BLOB_DOUBLE), out);
+    cb_op loaded = *blob;
+    cb_op_load_dims(&loaded);
+    return cb_shape_make(loaded.num_axes, loaded.dims, element_size(blob->blob_flags & CB_BLOB_DOUBLE), out);
 }
 
 /* The values a new handle takes: the blob's arrays, or its inline values gathered. */

@@ -113,7 +113,7 @@ typedef struct cb_op {
     const uint8_t *inner;  /* MESSAGE, BLOB: the first inner operation */
     /* BLOB */
     uint8_t blob_flags;
-    int32_t num_axes;
+    int32_t num_axes;      /* a raw blob's only once cb_op_load_dims has read them */
     int64_t dims[CBLOB_MAX_AXES];
     uint8_t *arrays;       /* where the two array pointers are stored (ARRAYS), else NULL */
     uint8_t *flags;        /* where blob_flags is stored (loading an UNREAD blob clears the flag) */
@@ -129,6 +129,10 @@ typedef struct cb_op {
  * operations start at op->inner). in_blob_arrays: the enclosing blob keeps its values in arrays
  * (for VALUES operations). */
 void cb_op_read(const uint8_t **cursor, bool in_blob_arrays, cb_op *op);
+/* Reads a raw blob's dims from its BlobProto bytes (other blobs have them already). Apart from
+ * cb_op_read, which walks past many blobs to reach one (a scan per raw blob there made a layer of
+ * k empty blobs cost O(k^2) scans). */
+void cb_op_load_dims(cb_op *blob);
 
 /* Reads the two array pointers of a BLOB header with ARRAYS. */
 void cb_op_arrays(const cb_op *blob, void **data, void **diff);
@@ -151,6 +155,18 @@ cblob_status cb_record_store(cb_arena *arena, const cb_bytes *body, uint64_t nam
 
 /* ---- the model ------------------------------------------------------------------------------- */
 
+/* Where the last blob lookup stopped: reading a layer's blobs in order (exports, the cblob
+ * program) then costs O(1) per blob instead of a walk from the layer's start, which made a layer
+ * of k blobs cost O(k^2). */
+#define CB_BLOB_WALK_DEPTH 8
+typedef struct cb_blob_walk {
+    const uint8_t *record; /* whose blobs; NULL: no walk */
+    int64_t index;         /* the blob found last (-1 before the first) */
+    cb_op op;              /* it */
+    int depth;             /* MESSAGE operations open */
+    const uint8_t *cursors[CB_BLOB_WALK_DEPTH]; /* where the walk goes on at each level */
+} cb_blob_walk;
+
 struct cb_input_file;
 
 struct cblob_model {
@@ -164,8 +180,9 @@ struct cblob_model {
     int64_t num_layers, capacity;
     uint8_t **layers; /* records */
     cb_arena arena;
-    /* Guards making handles (which the pure getters may do) and the slots. */
+    /* Guards making handles (which the pure getters may do), the slots and the walk. */
     pthread_mutex_t lock;
+    cb_blob_walk walk;
 };
 
 cblob_status cb_model_new(cblob_context *context, cblob_net_format format, cblob_model **out);

@@ -493,54 +493,57 @@ CBLOB_API cblob_status cblob_model_layer_blob_read(const cblob_model *model, int
 
 /* ---- keys -------------------------------------------------------------------------------------- */
 
-static uint64_t hash_name(const char *name)
+cblob_status cb_model_names_make(const cblob_model *model, cb_model_names *out)
 {
-    uint64_t hash = 1469598103934665603ull; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; ++p)
-        hash = (hash ^ *p) * 1099511628211ull;
-    return hash;
+    const char **names = malloc(((size_t)model->num_layers + 1) * sizeof *names);
+    if (names == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", model->num_layers);
+    for (int64_t i = 0; i < model->num_layers; ++i)
+        names[i] = cb_record_name(model->layers[i]);
+    const cblob_status status = cb_name_index_make(names, model->num_layers, &out->index);
+    if (status != CBLOB_OK) {
+        free(names);
+        return status;
+    }
+    out->names = names;
+    return CBLOB_OK;
+}
+
+void cb_model_names_free(cb_model_names *names)
+{
+    cb_name_index_free(&names->index);
+    free(names->names);
+    names->names = NULL;
 }
 
 cblob_status cb_model_repeats(const cblob_model *model, uint8_t **out)
 {
-    const size_t layers = (size_t)model->num_layers;
-    size_t buckets = 16;
-    while (buckets < 2 * layers)
-        buckets *= 2;
-    uint8_t *repeats = calloc(layers + 1, 1);
-    const char **table = calloc(buckets, sizeof *table);
-    if (repeats == NULL || table == NULL) {
-        free(repeats);
-        free(table);
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %zu layer names apart", layers);
-    }
-    for (size_t i = 0; i < layers; ++i) {
-        const char *name = cb_record_name(model->layers[i]);
-        size_t at = (size_t)hash_name(name) & (buckets - 1);
-        while (table[at] != NULL && strcmp(table[at], name) != 0)
-            at = (at + 1) & (buckets - 1);
-        repeats[i] = table[at] != NULL;
-        table[at] = name;
-    }
-    free(table);
+    cb_model_names names;
+    CB_TRY(cb_model_names_make(model, &names));
+    uint8_t *repeats = calloc((size_t)model->num_layers + 1, 1);
+    for (int64_t i = 0; repeats != NULL && i < model->num_layers; ++i)
+        repeats[i] = cb_name_index_find(&names.index, names.names[i], strlen(names.names[i])) != i;
+    cb_model_names_free(&names);
+    if (repeats == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", model->num_layers);
     *out = repeats;
     return CBLOB_OK;
 }
 
-int64_t cb_model_layer_for_key(const cblob_model *model, const char *name)
+int64_t cb_model_layer_for_key(const cb_model_names *names, int64_t num_layers, const char *name)
 {
-    for (int64_t i = 0; i < model->num_layers; ++i)
-        if (strcmp(cb_record_name(model->layers[i]), name) == 0)
-            return i;
+    const int64_t layer = cb_name_index_find(&names->index, name, strlen(name));
+    if (layer >= 0)
+        return layer;
     const char *at = strrchr(name, '@');
     if (at == NULL || at[1] == '\0')
         return -1;
     char *end;
     const long long index = strtoll(at + 1, &end, 10);
-    if (*end != '\0' || index < 0 || index >= model->num_layers)
+    if (*end != '\0' || index < 0 || index >= num_layers)
         return -1;
-    const char *layer = cb_record_name(model->layers[index]);
-    return strlen(layer) == (size_t)(at - name) && memcmp(layer, name, (size_t)(at - name)) == 0 ? index : -1;
+    const char *held = names->names[index];
+    return strlen(held) == (size_t)(at - name) && memcmp(held, name, (size_t)(at - name)) == 0 ? index : -1;
 }
 
 /* ---- net surgery ------------------------------------------------------------------------------ */
@@ -560,14 +563,15 @@ static void note(char *message, size_t size, size_t *used, const char *format, .
 }
 
 /* Every weights blob's target, checked: the layer, the index and the shape. */
-static cblob_status check_replacements(const cblob_model *model, const cblob_model *weights, int64_t *targets)
+static cblob_status check_replacements(const cblob_model *model, const cb_model_names *names,
+                                       const cblob_model *weights, int64_t *targets)
 {
     char message[2048] = "";
     size_t used = 0;
     int64_t mismatches = 0;
     for (int64_t i = 0; i < weights->num_layers; ++i) {
         const char *name = cb_record_name(weights->layers[i]);
-        targets[i] = cb_model_layer_for_key(model, name);
+        targets[i] = cb_model_layer_for_key(names, model->num_layers, name);
         if (targets[i] < 0) {
             note(message, sizeof message, &used, "%slayer \"%.64s\" is not in the model", mismatches++ ? "; " : "", name);
             continue;
@@ -629,7 +633,12 @@ CBLOB_API cblob_status cblob_model_replace_blobs(cblob_model *model, const cblob
     int64_t *targets = malloc(((size_t)weights->num_layers + 1) * sizeof *targets);
     if (targets == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", weights->num_layers);
-    cblob_status status = check_replacements(model, weights, targets);
+    cb_model_names names;
+    cblob_status status = cb_model_names_make(model, &names);
+    if (status == CBLOB_OK) {
+        status = check_replacements(model, &names, weights, targets);
+        cb_model_names_free(&names);
+    }
     /* Handles first, so that nothing is half replaced when memory runs out. */
     for (int64_t i = 0; status == CBLOB_OK && i < weights->num_layers; ++i)
         for (int64_t j = 0; status == CBLOB_OK && j < cb_record_num_blobs(weights->layers[i]); ++j) {

@@ -5,6 +5,7 @@
 #define CBLOB_SRC_MODEL_LAYERS_H
 
 #include "model.h"
+#include "name_index.h"
 
 /* One field of a message in a record. */
 typedef struct cb_layer_field {
@@ -27,13 +28,22 @@ cblob_phase cb_record_phase(const cblob_model *model, const uint8_t *record);
 /* The layer message's operation of a record. */
 void cb_record_layer(const uint8_t *record, cb_op *out);
 
+/* A model's layer names (pointing into its records), indexed: finding a layer by name is O(1). */
+typedef struct cb_model_names {
+    const char **names;
+    cb_name_index index;
+} cb_model_names;
+
+cblob_status cb_model_names_make(const cblob_model *model, cb_model_names *out);
+void cb_model_names_free(cb_model_names *names);
+
 /* Which layers repeat the name of an earlier one (a malloc'd array of num_layers flags): exports
  * name those `<name>@<index>` so that every key is unique. */
 cblob_status cb_model_repeats(const cblob_model *model, uint8_t **out);
 
 /* The layer a key's layer part names: a layer of that name (the first), or `<name>@<index>`
  * naming the layer at that index; -1 when none. */
-int64_t cb_model_layer_for_key(const cblob_model *model, const char *name);
+int64_t cb_model_layer_for_key(const cb_model_names *names, int64_t num_layers, const char *name);
 
 /* JSON (model_json.c): text of bytes that may not be UTF-8 (bad bytes become U+FFFD), and the
  * text convention over a value (which it releases). */

@@ -166,8 +166,10 @@ static void skip_inner(const uint8_t **cursor, bool in_blob_arrays)
 }
 
 /* A raw blob's dims, from its bytes (checked when the model was opened). */
-static void read_raw_dims(cb_op *op)
+void cb_op_load_dims(cb_op *op)
 {
+    if (!(op->blob_flags & CB_BLOB_RAW))
+        return;
     cb_blob_layout layout;
     cb_shape shape = {0};
     const cb_wire_path root = cb_wire_root(&caffe__blob_proto__descriptor);
@@ -187,7 +189,7 @@ static void read_blob_header(const uint8_t **cursor, cb_op *op)
         *cursor += op->size;
         op->arrays = NULL;
         op->inner = NULL;
-        read_raw_dims(op);
+        op->num_axes = 0;
         return;
     }
     op->num_axes = (int32_t)cb_varint_read(cursor);

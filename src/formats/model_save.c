@@ -168,11 +168,13 @@ static void write_frame(cb_sink *sink, const cb_op *op, uint64_t inner)
 /* Whether a made handle can still be written from its blob's record. */
 static bool fits_record(const emitter *e, const cb_op *blob, const cblob_blob *handle)
 {
+    cb_op loaded = *blob;
+    cb_op_load_dims(&loaded);
     if (handle_is_double(handle) != ((blob->blob_flags & CB_BLOB_DOUBLE) != 0) ||
-        handle->shape.num_axes != blob->num_axes)
+        handle->shape.num_axes != loaded.num_axes)
         return false;
-    for (int32_t i = 0; i < blob->num_axes; ++i)
-        if (handle->shape.dims[i] != blob->dims[i])
+    for (int32_t i = 0; i < loaded.num_axes; ++i)
+        if (handle->shape.dims[i] != loaded.dims[i])
             return false;
     /* A diff written since the file was read, where the file has none, needs a field of its own. */
     return !e->write_diff || (blob->blob_flags & CB_BLOB_HAS_DIFF) || cb_blob_never_accessed(handle, CBLOB_PART_DIFF);

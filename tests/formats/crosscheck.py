@@ -285,7 +285,13 @@ def python_writes_what_cblob_reads(ctx):
         check(doc["layers"][1]["blobs"][0]["shape"] == [2, 1, 1, 3], f"{variant} net blob shape")
         out = os.path.join(ctx.tmp, f"net_{variant}")
         to_npy(ctx.tool, path, out)
-        check(sorted(os.listdir(out)) == ["conv_1x1_0.npy", "conv_1x1_1.npy"], f"{variant} npy names: {os.listdir(out)}")
+        check(sorted(os.listdir(out)) == ["conv_1x1_0.npy", "conv_1x1_1.npy", "index.json"],
+              f"{variant} npy names: {os.listdir(out)}")
+        with open(os.path.join(out, "index.json"), encoding="utf-8") as f:
+            index = json.load(f)
+        check([(e["file"], e["layer"], e["layer_index"], e["blob"], e["part"], e["shape"]) for e in index["files"]] ==
+              [("conv_1x1_0.npy", "conv/1x1", 1, 0, "data", [2, 1, 1, 3]), ("conv_1x1_1.npy", "conv/1x1", 1, 1, "data", [2])],
+              f"{variant} index.json: {index}")
         check(floats_equal(load_npy(out, "conv_1x1_0.npy").ravel().tolist(), values), f"{variant} npy values")
 
         # V1, with legacy dims as old Caffe wrote them.
@@ -347,15 +353,17 @@ def npy_to_binaryproto(ctx):
 
 
 BLOB_KEYS = {"shape", "count", "dtype", "has_diff", "sum", "asum", "sumsq", "min", "max"}
+LAYER_KEYS = {"name", "type", "bottoms", "tops", "phase", "include", "exclude", "param", "params", "blobs"}
 
 
 def check_schema(doc):
-    check(set(doc) == {"file", "kind", "format", "name", "layers", "blobs"}, f"top-level keys {sorted(doc)}")
+    check(set(doc) == {"schema", "file", "kind", "format", "name", "layers", "blobs"} and doc["schema"] == 2,
+          f"top-level keys {sorted(doc)}")
     check(doc["kind"] in ("net", "blob", "blob_vector"), "kind")
     check(doc["format"] in ("V2", "V1", None) and (doc["format"] is None) == (doc["kind"] != "net"), "format")
     blobs = list(doc["blobs"])
     for layer in doc["layers"]:
-        check(set(layer) == {"name", "type", "blobs"} and isinstance(layer["name"], str), "layer keys")
+        check(set(layer) == LAYER_KEYS and isinstance(layer["name"], str), "layer keys")
         blobs += layer["blobs"]
     check(not (doc["kind"] == "net" and doc["blobs"]) and not (doc["kind"] != "net" and doc["layers"]),
           "layers for nets, blobs for blob files")
@@ -503,9 +511,9 @@ def cli_bad_input(ctx):
         (["inspect", garbage], garbage, "at byte"),
         (["inspect", empty], empty, "empty"),
         (["convert", truncated, "--to", "npy", os.path.join(ctx.tmp, "never")], truncated, "truncated"),
-        (["inspect"], "usage", "inspect"),
-        (["inspect", "--frobnicate", sample], "--frobnicate", "unexpected"),
-        (["convert", sample], "usage", "--to"),
+        (["inspect"], "FILE", "missing"),
+        (["inspect", "--frobnicate", sample], "--frobnicate", "unknown option"),
+        (["convert", sample], "--to", "missing"),
         (["convert", sample, "--to", "hdf5", os.path.join(ctx.tmp, "x")], "hdf5", "unknown format"),
         (["frobnicate"], "frobnicate", "unknown command"),
     ]

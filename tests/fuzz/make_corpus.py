@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause
 """Writes the fuzz targets' seed corpus (tests/fuzz/corpus/): small BlobProto, BlobProtoVector,
-NetParameter, safetensors and npz inputs covering what the readers must handle: packed and unpacked values, legacy
+NetParameter, safetensors, npz and npy inputs covering what the readers must handle: packed and unpacked values, legacy
 dims, double_data, diffs, unknown fields of every wire type (groups too), V2, V1 and V0 layers.
 Encoded by hand here, independently of cblob; deterministic, so rerunning changes nothing.
 Files named regression_*.bin are inputs the fuzzers once failed on, kept as seeds; this script
@@ -161,11 +161,33 @@ def npz_seeds():
     }
 
 
+def npy_seeds():
+    f32 = struct.pack("<6f", 1, 2, 3, 4, 5, 6)
+    version2 = npy("<f8", [2], struct.pack("<2d", 0.5, -1))
+    version2 = b"\x93NUMPY\x02\x00" + struct.pack("<I", len(version2) - 10) + version2[10:]
+    return {
+        "f4": npy("<f4", [2, 3], f32),
+        "scalar_i4": npy("<i4", [], struct.pack("<i", -7)),
+        "empty_u4": npy("<u4", [0, 5], b""),
+        "i8": npy("<i8", [2], struct.pack("<2q", 1 << 40, -3)),
+        "f2": npy("<f2", [3], struct.pack("<3H", 0x3C00, 0xFC00, 0x7E00)),
+        "b1": npy("|b1", [4], bytes([1, 0, 1, 2])),
+        "u1_many_axes": npy("|u1", [1] * 32, b"\x09"),
+        "u8": npy("<u8", [1], struct.pack("<Q", (1 << 64) - 1)),
+        "version2": version2,
+        "fortran": npy("<f4", [1], f32[:4]).replace(b"False", b"True "),
+        "big_endian": npy(">f4", [1], f32[:4]),
+        # The header ends right after "'descr':" with the value missing (the 1.0 reader ran strchr
+        # past the end of the header here).
+        "descr_at_end": b"\x93NUMPY\x01\x00\x09\x00{'descr':",
+    }
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
     b = blobs()
     for kind, seeds in (("blob", b), ("blob_vector", vectors(b)), ("model", models(b)),
-                        ("safetensors", safetensors_seeds()), ("npz", npz_seeds())):
+                        ("safetensors", safetensors_seeds()), ("npz", npz_seeds()), ("npy", npy_seeds())):
         folder = os.path.join(out, kind)
         os.makedirs(folder, exist_ok=True)
         for name, data in seeds.items():

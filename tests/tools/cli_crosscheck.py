@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""Cross-checks what the cblob program writes against independent readers:
+
+    cli_crosscheck.py CHECK --tool CBLOB --source DIR --data DIR --work DIR
+
+Checks:
+    json_schemas          every `cblob inspect --json` output (the sample, the real Caffe files,
+                          nets from tests/tools/make_net.py in V2, V1 and V0 with hostile names and
+                          every kind of field, a 5,000-layer net, blob files, standard input)
+                          against docs/inspect-schema-2.json, and every index.json of `--to npy`
+                          against docs/npy-index-schema-1.json (jsonschema, Draft 2020-12)
+    exports_numpy         `--to npz` read by numpy.load, equal to the `--to npy` folder's files
+                          (through index.json) and to the statistics `inspect --json` gives
+    exports_safetensors   `--to safetensors` (and `--names torch`) read by PyPI's safetensors
+                          (safetensors.numpy.load_file), equal to the npz; the package comes from
+                          the virtual environment tests/formats/model_crosscheck.py makes
+    way_back_from_numpy   weights changed in NumPy (np.savez, and a folder of np.save files)
+                          go back into the net with `--like`; Python's protobuf reads the result:
+                          the changed blobs hold the new values, every other byte is the base's
+
+Exits 77 (skipped) with a reason when NumPy, jsonschema, protobuf or safetensors cannot be had.
+"""
+import argparse
+import importlib.util
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIPPED = 77
+
+
+def skip(reason):
+    print(f"SKIPPED: {reason}")
+    sys.exit(SKIPPED)
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, what):
+    if not condition:
+        raise Failure(what)
+
+
+try:
+    import numpy as np
+except ImportError:
+    skip("NumPy is not installed (scripts/setup.sh installs python3-numpy)")
+
+
+def load_module(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- running cblob and the generator ---------------------------------------------------------
+
+def run(args, ctx, expect=0, stdin=None):
+    result = subprocess.run([ctx.tool] + args, capture_output=True, stdin=stdin)
+    if expect is not None and result.returncode != expect:
+        raise Failure(f"cblob {' '.join(args)} exited {result.returncode}, expected {expect}: "
+                      f"{result.stderr.decode(errors='replace')}")
+    return result
+
+
+def make_net(ctx, options, name):
+    path = os.path.join(ctx.work, name)
+    subprocess.run([sys.executable, os.path.join(ctx.source, "tests", "tools", "make_net.py")] + options.split() + [path],
+                   check=True)
+    return path
+
+
+def inspect_json(ctx, path, stdin=None):
+    out = run(["inspect", "--json", path], ctx, stdin=stdin).stdout
+    check(all(b == 10 or 32 <= b < 127 for b in out), f"inspect --json {path}: output is not ASCII")
+    return json.loads(out)
+
+
+def to_npy(ctx, path, name):
+    folder = os.path.join(ctx.work, name)
+    run(["convert", path, "--to", "npy", folder], ctx)
+    with open(os.path.join(folder, "index.json"), encoding="utf-8") as f:
+        return folder, json.load(f)
+
+
+def npy_arrays(folder, index):
+    """{(layer_index, blob, part): array} of a --to npy folder."""
+    return {(e["layer_index"], e["blob"], e["part"]): np.load(os.path.join(folder, e["file"])) for e in index["files"]}
+
+
+# ---- checks ------------------------------------------------------------------------------------
+
+def json_schemas(ctx):
+    try:
+        import jsonschema
+    except ImportError:
+        skip("python3-jsonschema is not installed (scripts/setup.sh installs it)")
+    validators = {}
+    for name in ("inspect-schema-2.json", "npy-index-schema-1.json"):
+        with open(os.path.join(ctx.source, "docs", name), encoding="utf-8") as f:
+            validators[name] = jsonschema.Draft202012Validator(json.load(f))
+
+    def validate(doc, schema, what):
+        errors = sorted(validators[schema].iter_errors(doc), key=lambda e: list(e.path))
+        check(not errors, f"{what}: {errors[0].message if errors else ''} at {list(errors[0].path) if errors else ''}")
+
+    inputs = [os.path.join(ctx.source, "samples", "tiny_lenet.caffemodel")]
+    for options in ("--format v2 --all --layers 120", "--format v1 --all --layers 80 --seed 2",
+                    "--format v0 --all --layers 60 --seed 3", "--all --layers 5000 --seed 4 --max-values 4",
+                    "--tiny --layers 2000", "--blobs 0 --empty-blobs 8 --layers 50"):
+        inputs.append(make_net(ctx, options, f"net{len(inputs)}.caffemodel"))
+    if os.path.isdir(ctx.data):
+        inputs += [os.path.join(ctx.data, n) for n in sorted(os.listdir(ctx.data)) if n.endswith((".caffemodel", ".binaryproto"))]
+    else:
+        print(f"(the Caffe files folder {ctx.data} is absent: checking the sample and generated nets only)")
+    np.save(os.path.join(ctx.work, "a.npy"), np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.save(os.path.join(ctx.work, "b.npy"), np.arange(3, dtype=np.int32))
+    for name, npys in (("blob", ["a.npy"]), ("vector", ["a.npy", "b.npy"])):
+        out = os.path.join(ctx.work, f"{name}.binaryproto")
+        run(["convert"] + [os.path.join(ctx.work, n) for n in npys] + ["--to", "binaryproto", out], ctx)
+        inputs.append(out)
+    layers = 0
+    for path in inputs:
+        doc = inspect_json(ctx, path)
+        validate(doc, "inspect-schema-2.json", path)
+        layers += len(doc["layers"])
+        if len(doc["layers"]) > 1000:
+            continue  # thousands of files: the tools_files suite converts those
+        _, index = to_npy(ctx, path, "npy_" + os.path.basename(path))
+        validate(index, "npy-index-schema-1.json", f"{path}: index.json")
+        shutil.rmtree(os.path.join(ctx.work, "npy_" + os.path.basename(path)))
+    with open(inputs[0], "rb") as f:
+        validate(inspect_json(ctx, "-", stdin=f), "inspect-schema-2.json", "standard input")
+    print(f"{len(inputs)} files ({layers} layers) follow inspect-schema-2.json; their index.json files npy-index-schema-1.json")
+
+
+def exports_numpy(ctx):
+    net = make_net(ctx, "--format v2 --all --layers 200 --seed 5 --max-values 2000", "net.caffemodel")
+    folder, index = to_npy(ctx, net, "npy")
+    arrays = npy_arrays(folder, index)
+    doc = inspect_json(ctx, net)
+    npz = os.path.join(ctx.work, "net.npz")
+    run(["convert", net, "--to", "npz", npz], ctx)
+    # Keys as the library names them: <layer>/<index>, <layer>@<layer index>/... for a repeated name.
+    seen, checked = set(), 0
+    with np.load(npz) as archive:
+        keys = set(archive.keys())
+        for i, layer in enumerate(doc["layers"]):
+            prefix = layer["name"] if layer["name"] not in seen else f"{layer['name']}@{i}"
+            seen.add(layer["name"])
+            if "\ufffd" in prefix:
+                continue  # zip names are bytes: numpy decodes them its own way
+            for j, blob in enumerate(layer["blobs"]):
+                got = archive[f"{prefix}/{j}"]
+                want = arrays[(i, j, "data")]
+                check(got.dtype == want.dtype and got.shape == tuple(blob["shape"]) and np.array_equal(got, want),
+                      f"{prefix}/{j}: npz and npy differ")
+                total = got.astype(np.float64).sum()
+                check(math.isclose(total, blob["sum"], rel_tol=1e-12, abs_tol=1e-9), f"{prefix}/{j}: sum {total} vs {blob['sum']}")
+                if blob["has_diff"]:
+                    check(np.array_equal(archive[f"{prefix}/{j}/diff"], arrays[(i, j, "diff")]), f"{prefix}/{j}/diff")
+                checked += 1
+        check(checked > 100 and len(keys) >= checked, f"only {checked} arrays checked of {len(keys)}")
+    print(f"{checked} npz arrays agree with the .npy folder and inspect's statistics")
+
+
+def exports_safetensors(ctx):
+    crosscheck = load_module(os.path.join(ctx.source, "tests", "formats", "model_crosscheck.py"), "model_crosscheck")
+    crosscheck.ensure_safetensors(ctx.home, ctx.work)
+    from safetensors.numpy import load_file
+    net = make_net(ctx, "--format v1 --doubles --diffs --layers 80 --seed 6 --max-values 3000", "net.caffemodel")
+    folder, index = to_npy(ctx, net, "npy")
+    arrays = npy_arrays(folder, index)
+    path = os.path.join(ctx.work, "net.safetensors")
+    run(["convert", net, "--to", "safetensors", path], ctx)
+    tensors = load_file(path)
+    for entry in index["files"]:
+        key = f"{entry['layer']}.{entry['blob']}" + (".diff" if entry["part"] == "diff" else "")
+        want = arrays[(entry["layer_index"], entry["blob"], entry["part"])]
+        check(key in tensors and np.array_equal(tensors[key], want) and tensors[key].dtype == want.dtype,
+              f"safetensors reads {key} differently")
+    # PyTorch's names: a Convolution's blobs are weight and bias; the unmapped layers are said.
+    torch = os.path.join(ctx.work, "torch.safetensors")
+    result = run(["convert", net, "--names", "torch", "--to", "safetensors", torch], ctx)
+    named = load_file(torch)
+    doc = inspect_json(ctx, net)
+    for layer in doc["layers"]:
+        if layer["type"] == "CONVOLUTION" and len(layer["blobs"]) == 2:
+            check(f"{layer['name']}.weight" in named and f"{layer['name']}.bias" in named, f"{layer['name']}: torch names")
+    stderr = result.stderr.decode()
+    check("--names torch:" in stderr and "keep <layer>.<index> keys" in stderr, f"unmapped layers not said: {stderr!r}")
+    print(f"{len(index['files'])} tensors agree with safetensors.numpy.load_file; --names torch names convolutions")
+
+
+def way_back_from_numpy(ctx):
+    formats = load_module(os.path.join(ctx.source, "tests", "formats", "crosscheck.py"), "crosscheck")
+    os.makedirs(os.path.join(ctx.work, "protos"))
+    protos = formats.compile_protos(ctx.source, os.path.join(ctx.work, "protos"))
+    base = os.path.join(ctx.source, "samples", "tiny_lenet.caffemodel")
+    with open(base, "rb") as f:
+        base_bytes = f.read()
+    npz = os.path.join(ctx.work, "w.npz")
+    run(["convert", base, "--to", "npz", npz], ctx)
+    with np.load(npz) as archive:
+        weights = {k: archive[k] for k in archive.keys()}
+    weights["conv1/0"] = weights["conv1/0"] * 2
+    weights["ip2/1"] = np.arange(10, dtype=np.float32)
+    np.savez(npz, **weights)
+    folder = os.path.join(ctx.work, "by_hand")
+    os.mkdir(folder)
+    for key, value in weights.items():  # a folder as a user writes it: <layer>_<index>.npy, no index.json
+        layer, index = key.split("/")
+        np.save(os.path.join(folder, f"{layer}_{index}.npy"), value)
+    for weights_path in (npz, folder):
+        out = os.path.join(ctx.work, "back.caffemodel")
+        run(["convert", weights_path, "--like", base, "--to", "caffemodel", out], ctx)
+        with open(out, "rb") as f:
+            back = f.read()
+        net = protos["caffe_packed"].NetParameter.FromString(back)
+        layers = {layer.name: layer for layer in net.layer}
+        check(np.array_equal(np.array(layers["conv1"].blobs[0].data, dtype=np.float32).reshape(4, 1, 3, 3),
+                             weights["conv1/0"]), "conv1/0 was not replaced")
+        check(list(layers["ip2"].blobs[1].data) == list(range(10)), "ip2/1 was not replaced")
+        # Only the changed values' bytes differ: the same length, and equal outside them.
+        check(len(back) == len(base_bytes), "the net's size changed")
+        differing = sum(a != b for a, b in zip(back, base_bytes))
+        check(0 < differing <= 4 * (36 + 10), f"{differing} bytes differ")
+    print("weights changed in NumPy come back into the net; everything else stays byte for byte")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("check", choices=["json_schemas", "exports_numpy", "exports_safetensors", "way_back_from_numpy"])
+    parser.add_argument("--tool", required=True)
+    parser.add_argument("--source", required=True)
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    args.home = args.work  # the safetensors virtual environment stays there between runs
+    scratch = args.work = tempfile.mkdtemp(dir=args.home)
+    try:
+        globals()[args.check](args)
+    except Failure as e:
+        print(f"FAILED: {e}")
+        sys.exit(1)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
