@@ -151,7 +151,7 @@ TEST(names_are_escaped_in_the_table)
     char folder[512];
     CHECK(io_temp_folder(folder, sizeof folder));
     static const char *const names[] = {"\x1b[31mred\x1b[0m", "tab\tand\nnewline", "\xff\xfe", "bidi\xe2\x80\xae",
-                                        "c1\xc2\x9b" "2J", "back\\slash", "plain"};
+                                        "c1\xc2\x9b\x32J" /* \x32: the digit 2 */, "back\\slash", "plain"};
     const char *net = path_in(0, folder, "escapes.caffemodel");
     CHECK(cli_write_named_net(net, names, 7));
     cli_result r;
