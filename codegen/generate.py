@@ -63,6 +63,9 @@ CHECK_KINDS = {
     # Net structure and exports
     "net_model", "layer_capacity", "structure_index", "rule_kind", "json_flags", "export_flags", "npz_flags", "read_start",
     "read_count", "read_bytes", "safetensors_bytes", "npz_bytes", "safetensors_path", "npz_path",
+    # Arenas and communicators (codegen/api/60_comm.yaml)
+    "arena_blobs", "arena_count", "arena_alignment", "comm_engine", "timeout_ms", "bucket_bytes",
+    "comm_blobs", "comm_blob_count", "reduce_op", "comm_root",
 }
 
 # How the CPU dispatch cuts a kernel's work into ranges for the thread pool (ops.yaml `split`).

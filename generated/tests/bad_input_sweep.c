@@ -36,6 +36,8 @@ typedef struct fixture {
     cblob_model *model;      /* V2, one layer "conv1" holding a and b */
     cblob_model *net;        /* V2, opened: one layer with a bottom, top, rule, param spec and parameters */
     struct sweep_tensor *tensors[4]; /* DLPack tensors handed to the import calls; freed at teardown */
+    cblob_comm *comm;        /* 1 rank over sweep_engine */
+    cblob_comm_request *request; /* a barrier on comm, not yet waited for */
 } fixture;
 
 #define FIXTURE_BLOBS 10
@@ -123,6 +125,47 @@ static int fill(cblob_blob *blob, int seed)
     }
     return 1;
 }
+
+/* ---- Communicators: a 1-rank host engine (a sum or broadcast over one rank leaves the buffer
+ * as it is), float32 and float64 only, and engines with one thing wrong ---------------------- */
+
+static cblob_status sweep_allreduce(void *state, void *buffer, int64_t count, cblob_dtype dtype, void **out_pending,
+                                    char *message, size_t message_size)
+{
+    (void)state, (void)buffer, (void)count, (void)dtype, (void)message, (void)message_size;
+    *out_pending = NULL;
+    return CBLOB_OK;
+}
+
+static cblob_status sweep_broadcast(void *state, void *buffer, int64_t count, cblob_dtype dtype, int32_t root,
+                                    void **out_pending, char *message, size_t message_size)
+{
+    (void)root;
+    return sweep_allreduce(state, buffer, count, dtype, out_pending, message, message_size);
+}
+
+static cblob_status sweep_barrier(void *state, void **out_pending, char *message, size_t message_size)
+{
+    (void)state, (void)message, (void)message_size;
+    *out_pending = NULL;
+    return CBLOB_OK;
+}
+
+static cblob_status sweep_wait(void *state, void *pending, int64_t timeout_ms, char *message, size_t message_size)
+{
+    (void)state, (void)pending, (void)timeout_ms, (void)message, (void)message_size;
+    return CBLOB_OK;
+}
+
+#define SWEEP_ENGINE(struct_size, rank, size, memory, wait) {struct_size, "sweep", rank, size, memory, \
+    (1u << CBLOB_DTYPE_FLOAT32) | (1u << CBLOB_DTYPE_FLOAT64), NULL, sweep_allreduce, sweep_broadcast, \
+    sweep_barrier, wait, NULL}
+static const cblob_comm_engine sweep_engine = SWEEP_ENGINE(sizeof(cblob_comm_engine), 0, 1, CBLOB_MEMORY_HOST, sweep_wait);
+static const cblob_comm_engine sweep_engine_old = SWEEP_ENGINE(8, 0, 1, CBLOB_MEMORY_HOST, sweep_wait);
+static const cblob_comm_engine sweep_engine_no_wait = SWEEP_ENGINE(sizeof(cblob_comm_engine), 0, 1, CBLOB_MEMORY_HOST, NULL);
+static const cblob_comm_engine sweep_engine_no_ranks = SWEEP_ENGINE(sizeof(cblob_comm_engine), 0, 0, CBLOB_MEMORY_HOST, sweep_wait);
+static const cblob_comm_engine sweep_engine_bad_rank = SWEEP_ENGINE(sizeof(cblob_comm_engine), 1, 1, CBLOB_MEMORY_HOST, sweep_wait);
+static const cblob_comm_engine sweep_engine_device = SWEEP_ENGINE(sizeof(cblob_comm_engine), 0, 1, CBLOB_MEMORY_DEVICE, sweep_wait);
 
 /* ---- Caffe formats: serialized messages and files ---------------------------------------- */
 
@@ -260,7 +303,9 @@ static int fixture_setup(fixture *fx)
         cblob_blob_create(fx->ctx, CBLOB_DTYPE_UINT32, 4, s2345, &fx->u32) != CBLOB_OK ||
         cblob_blob_create(fx->ctx, CBLOB_DTYPE_FLOAT32, CBLOB_NEOML_AXES, neoml, &fx->neo) != CBLOB_OK ||
         cblob_blob_create(fx->ctx, CBLOB_DTYPE_FLOAT32, CBLOB_NEOML_AXES, neoml, &fx->neo_b) != CBLOB_OK ||
-        cblob_window_create(fx->a, 1, &fx->window) != CBLOB_OK)
+        cblob_window_create(fx->a, 1, &fx->window) != CBLOB_OK ||
+        cblob_comm_create(fx->ctx, &sweep_engine, &fx->comm) != CBLOB_OK ||
+        cblob_comm_barrier_start(fx->comm, &fx->request) != CBLOB_OK)
         return 0;
     for (int i = 0; i < FIXTURE_BLOBS; ++i)
         if (!fill(*fixture_blobs(fx, i), i))
@@ -360,6 +405,8 @@ static void fixture_teardown(fixture *fx)
     for (int i = 0; i < FIXTURE_BLOBS; ++i)
         cblob_blob_destroy(*fixture_blobs(fx, i));
     cblob_blob_destroy(fx->device_holder);
+    cblob_comm_request_destroy(fx->request);
+    cblob_comm_destroy(fx->comm);
     cblob_context_destroy(fx->ctx);
     for (size_t i = 0; i < sizeof fx->tensors / sizeof fx->tensors[0]; ++i)
         free(fx->tensors[i]);
@@ -13332,6 +13379,1100 @@ TEST(sweep_cblob_blob_from_dlpack_legacy)
     }
 }
 
+TEST(baseline_cblob_arena_create)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_arena_create((cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 64, &out_out_arena));
+    cblob_blob_destroy(out_out_arena);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_arena_create)
+{
+    { /* blobs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create(NULL, 2, CBLOB_PART_DATA, 64, &out_out_arena), CBLOB_ERR_INVALID_ARGUMENT, "cblob_arena_create", "blobs = NULL");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with blobs = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with blobs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with blobs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a NULL blob in the list */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create((cblob_blob *const[]){fx.a, NULL}, 2, CBLOB_PART_DATA, 64, &out_out_arena), CBLOB_ERR_INVALID_ARGUMENT, "cblob_arena_create", "blobs: a NULL blob in the list");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with blobs: a NULL blob in the list: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with blobs: a NULL blob in the list: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with blobs: a NULL blob in the list: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a blob listed twice */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create((cblob_blob *const[]){fx.a, fx.a}, 2, CBLOB_PART_DATA, 64, &out_out_arena), CBLOB_ERR_INVALID_ARGUMENT, "cblob_arena_create", "blobs: a blob listed twice");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with blobs: a blob listed twice: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with blobs: a blob listed twice: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with blobs: a blob listed twice: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: blobs of two dtypes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create((cblob_blob *const[]){fx.a, fx.other_dtype}, 2, CBLOB_PART_DATA, 64, &out_out_arena), CBLOB_ERR_DTYPE, "cblob_arena_create", "blobs: blobs of two dtypes");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with blobs: blobs of two dtypes: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with blobs: blobs of two dtypes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with blobs: blobs of two dtypes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a window */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create((cblob_blob *const[]){fx.b, fx.window}, 2, CBLOB_PART_DATA, 64, &out_out_arena), CBLOB_ERR_STATE, "cblob_arena_create", "blobs: a window");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with blobs: a window: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with blobs: a window: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with blobs: a window: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* count: no blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create((cblob_blob *const[]){fx.a, fx.b}, 0, CBLOB_PART_DATA, 64, &out_out_arena), CBLOB_ERR_INVALID_ARGUMENT, "cblob_arena_create", "count: no blobs");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with count: no blobs: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with count: no blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with count: no blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* count: -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create((cblob_blob *const[]){fx.a, fx.b}, -1, CBLOB_PART_DATA, 64, &out_out_arena), CBLOB_ERR_INVALID_ARGUMENT, "cblob_arena_create", "count: -1 blobs");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with count: -1 blobs: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with count: -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with count: -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create((cblob_blob *const[]){fx.a, fx.b}, 2, 2, 64, &out_out_arena), CBLOB_ERR_INVALID_ARGUMENT, "cblob_arena_create", "part: part 2");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with part: part 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create((cblob_blob *const[]){fx.a, fx.b}, 2, -1, 64, &out_out_arena), CBLOB_ERR_INVALID_ARGUMENT, "cblob_arena_create", "part: part -1");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with part: part -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* alignment: alignment 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create((cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 0, &out_out_arena), CBLOB_ERR_INVALID_ARGUMENT, "cblob_arena_create", "alignment: alignment 0");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with alignment: alignment 0: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with alignment: alignment 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with alignment: alignment 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* alignment: alignment 96, not a power of two */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create((cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 96, &out_out_arena), CBLOB_ERR_INVALID_ARGUMENT, "cblob_arena_create", "alignment: alignment 96, not a power of two");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with alignment: alignment 96, not a power of two: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with alignment: alignment 96, not a power of two: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with alignment: alignment 96, not a power of two: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* alignment: alignment 2, less than a float32 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create((cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 2, &out_out_arena), CBLOB_ERR_INVALID_ARGUMENT, "cblob_arena_create", "alignment: alignment 2, less than a float32");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with alignment: alignment 2, less than a float32: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with alignment: alignment 2, less than a float32: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with alignment: alignment 2, less than a float32: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* alignment: alignment 8192 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create((cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 8192, &out_out_arena), CBLOB_ERR_INVALID_ARGUMENT, "cblob_arena_create", "alignment: alignment 8192");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with alignment: alignment 8192: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with alignment: alignment 8192: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with alignment: alignment 8192: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* alignment: alignment -64 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create((cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, -64, &out_out_arena), CBLOB_ERR_INVALID_ARGUMENT, "cblob_arena_create", "alignment: alignment -64");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with alignment: alignment -64: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with alignment: alignment -64: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with alignment: alignment -64: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_arena = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_arena = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_arena_create((cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 64, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_arena_create", "out_arena = NULL");
+        CHECK_MSG(out_out_arena == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_arena_create with out_arena = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_arena_create with out_arena = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_arena_create with out_arena = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_comm_create)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_comm * out_out_comm = (cblob_comm *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_comm_create(fx.ctx, &sweep_engine, &out_out_comm));
+    cblob_comm_destroy(out_out_comm);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_comm_create)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm * out_out_comm = (cblob_comm *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_create(NULL, &sweep_engine, &out_out_comm), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_create", "context = NULL");
+        CHECK_MSG(out_out_comm == (cblob_comm *)(uintptr_t)0x5A5A5A5A, "cblob_comm_create with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_create with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_create with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* engine = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm * out_out_comm = (cblob_comm *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_create(fx.ctx, NULL, &out_out_comm), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_create", "engine = NULL");
+        CHECK_MSG(out_out_comm == (cblob_comm *)(uintptr_t)0x5A5A5A5A, "cblob_comm_create with engine = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_create with engine = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_create with engine = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* engine: a struct_size of 8 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm * out_out_comm = (cblob_comm *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_create(fx.ctx, &sweep_engine_old, &out_out_comm), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_create", "engine: a struct_size of 8");
+        CHECK_MSG(out_out_comm == (cblob_comm *)(uintptr_t)0x5A5A5A5A, "cblob_comm_create with engine: a struct_size of 8: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_create with engine: a struct_size of 8: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_create with engine: a struct_size of 8: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* engine: no wait operation */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm * out_out_comm = (cblob_comm *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_create(fx.ctx, &sweep_engine_no_wait, &out_out_comm), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_create", "engine: no wait operation");
+        CHECK_MSG(out_out_comm == (cblob_comm *)(uintptr_t)0x5A5A5A5A, "cblob_comm_create with engine: no wait operation: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_create with engine: no wait operation: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_create with engine: no wait operation: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* engine: size 0 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm * out_out_comm = (cblob_comm *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_create(fx.ctx, &sweep_engine_no_ranks, &out_out_comm), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_create", "engine: size 0");
+        CHECK_MSG(out_out_comm == (cblob_comm *)(uintptr_t)0x5A5A5A5A, "cblob_comm_create with engine: size 0: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_create with engine: size 0: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_create with engine: size 0: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* engine: rank 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm * out_out_comm = (cblob_comm *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_create(fx.ctx, &sweep_engine_bad_rank, &out_out_comm), CBLOB_ERR_OUT_OF_RANGE, "cblob_comm_create", "engine: rank 1 of 1");
+        CHECK_MSG(out_out_comm == (cblob_comm *)(uintptr_t)0x5A5A5A5A, "cblob_comm_create with engine: rank 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_create with engine: rank 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_create with engine: rank 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* engine: a device engine on a CPU-mode context */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm * out_out_comm = (cblob_comm *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_create(fx.ctx, &sweep_engine_device, &out_out_comm), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_create", "engine: a device engine on a CPU-mode context");
+        CHECK_MSG(out_out_comm == (cblob_comm *)(uintptr_t)0x5A5A5A5A, "cblob_comm_create with engine: a device engine on a CPU-mode context: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_create with engine: a device engine on a CPU-mode context: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_create with engine: a device engine on a CPU-mode context: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_comm = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm * out_out_comm = (cblob_comm *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_create(fx.ctx, &sweep_engine, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_create", "out_comm = NULL");
+        CHECK_MSG(out_out_comm == (cblob_comm *)(uintptr_t)0x5A5A5A5A, "cblob_comm_create with out_comm = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_create with out_comm = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_create with out_comm = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_comm_rank)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int32_t out_out_rank = (int32_t)0x5A5A5A5A;
+    CHECK_OK(cblob_comm_rank(fx.comm, &out_out_rank));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_comm_rank)
+{
+    { /* comm = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_rank = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_rank(NULL, &out_out_rank), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_rank", "comm = NULL");
+        CHECK_MSG(out_out_rank == (int32_t)0x5A5A5A5A, "cblob_comm_rank with comm = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_rank with comm = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_rank with comm = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_rank = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_rank = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_rank(fx.comm, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_rank", "out_rank = NULL");
+        CHECK_MSG(out_out_rank == (int32_t)0x5A5A5A5A, "cblob_comm_rank with out_rank = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_rank with out_rank = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_rank with out_rank = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_comm_size)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int32_t out_out_size = (int32_t)0x5A5A5A5A;
+    CHECK_OK(cblob_comm_size(fx.comm, &out_out_size));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_comm_size)
+{
+    { /* comm = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_size = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_size(NULL, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_size", "comm = NULL");
+        CHECK_MSG(out_out_size == (int32_t)0x5A5A5A5A, "cblob_comm_size with comm = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_size with comm = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_size with comm = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_size = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int32_t out_out_size = (int32_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_size(fx.comm, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_size", "out_size = NULL");
+        CHECK_MSG(out_out_size == (int32_t)0x5A5A5A5A, "cblob_comm_size with out_size = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_size with out_size = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_size with out_size = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_comm_set_timeout)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_comm_set_timeout(fx.comm, 1000));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_comm_set_timeout)
+{
+    { /* comm = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_set_timeout(NULL, 1000), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_set_timeout", "comm = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_set_timeout with comm = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_set_timeout with comm = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* timeout_ms: timeout -2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_set_timeout(fx.comm, -2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_set_timeout", "timeout_ms: timeout -2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_set_timeout with timeout_ms: timeout -2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_set_timeout with timeout_ms: timeout -2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* timeout_ms: timeout INT64_MIN */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_set_timeout(fx.comm, INT64_MIN), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_set_timeout", "timeout_ms: timeout INT64_MIN");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_set_timeout with timeout_ms: timeout INT64_MIN: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_set_timeout with timeout_ms: timeout INT64_MIN: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_comm_set_bucket_bytes)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_comm_set_bucket_bytes(fx.comm, 1024));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_comm_set_bucket_bytes)
+{
+    { /* comm = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_set_bucket_bytes(NULL, 1024), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_set_bucket_bytes", "comm = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_set_bucket_bytes with comm = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_set_bucket_bytes with comm = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* bucket_bytes: -1 bytes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_set_bucket_bytes(fx.comm, -1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_set_bucket_bytes", "bucket_bytes: -1 bytes");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_set_bucket_bytes with bucket_bytes: -1 bytes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_set_bucket_bytes with bucket_bytes: -1 bytes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_comm_allreduce_start)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_comm_allreduce_start(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE, &out_out_request));
+    cblob_comm_request_destroy(out_out_request);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_comm_allreduce_start)
+{
+    { /* comm = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_allreduce_start(NULL, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce_start", "comm = NULL");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_allreduce_start with comm = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce_start with comm = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce_start with comm = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_allreduce_start(fx.comm, NULL, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce_start", "blobs = NULL");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_allreduce_start with blobs = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce_start with blobs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce_start with blobs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a NULL blob in the list */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_allreduce_start(fx.comm, (cblob_blob *const[]){fx.a, NULL}, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce_start", "blobs: a NULL blob in the list");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_allreduce_start with blobs: a NULL blob in the list: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce_start with blobs: a NULL blob in the list: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce_start with blobs: a NULL blob in the list: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a blob listed twice */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_allreduce_start(fx.comm, (cblob_blob *const[]){fx.a, fx.a}, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce_start", "blobs: a blob listed twice");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_allreduce_start with blobs: a blob listed twice: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce_start with blobs: a blob listed twice: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce_start with blobs: a blob listed twice: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a window of another listed blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_allreduce_start(fx.comm, (cblob_blob *const[]){fx.a, fx.window}, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce_start", "blobs: a window of another listed blob");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_allreduce_start with blobs: a window of another listed blob: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce_start with blobs: a window of another listed blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce_start with blobs: a window of another listed blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: an int32 blob, which sweep_engine does not take */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_allreduce_start(fx.comm, (cblob_blob *const[]){fx.a, fx.i32}, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE, &out_out_request), CBLOB_ERR_DTYPE, "cblob_comm_allreduce_start", "blobs: an int32 blob, which sweep_engine does not take");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_allreduce_start with blobs: an int32 blob, which sweep_engine does not take: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce_start with blobs: an int32 blob, which sweep_engine does not take: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce_start with blobs: an int32 blob, which sweep_engine does not take: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* count: -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_allreduce_start(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, -1, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce_start", "count: -1 blobs");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_allreduce_start with count: -1 blobs: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce_start with count: -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce_start with count: -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_allreduce_start(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, 2, CBLOB_REDUCE_AVERAGE, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce_start", "part: part 2");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_allreduce_start with part: part 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce_start with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce_start with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_allreduce_start(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, -1, CBLOB_REDUCE_AVERAGE, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce_start", "part: part -1");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_allreduce_start with part: part -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce_start with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce_start with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* op: op 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_allreduce_start(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 2, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce_start", "op: op 2");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_allreduce_start with op: op 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce_start with op: op 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce_start with op: op 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* op: op -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_allreduce_start(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, -1, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce_start", "op: op -1");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_allreduce_start with op: op -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce_start with op: op -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce_start with op: op -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_request = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_allreduce_start(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce_start", "out_request = NULL");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_allreduce_start with out_request = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce_start with out_request = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce_start with out_request = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_comm_broadcast_start)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_comm_broadcast_start(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 0, &out_out_request));
+    cblob_comm_request_destroy(out_out_request);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_comm_broadcast_start)
+{
+    { /* comm = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_broadcast_start(NULL, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 0, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast_start", "comm = NULL");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_broadcast_start with comm = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast_start with comm = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast_start with comm = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_broadcast_start(fx.comm, NULL, 2, CBLOB_PART_DATA, 0, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast_start", "blobs = NULL");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_broadcast_start with blobs = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast_start with blobs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast_start with blobs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a NULL blob in the list */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_broadcast_start(fx.comm, (cblob_blob *const[]){fx.a, NULL}, 2, CBLOB_PART_DATA, 0, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast_start", "blobs: a NULL blob in the list");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_broadcast_start with blobs: a NULL blob in the list: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast_start with blobs: a NULL blob in the list: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast_start with blobs: a NULL blob in the list: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a blob listed twice */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_broadcast_start(fx.comm, (cblob_blob *const[]){fx.a, fx.a}, 2, CBLOB_PART_DATA, 0, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast_start", "blobs: a blob listed twice");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_broadcast_start with blobs: a blob listed twice: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast_start with blobs: a blob listed twice: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast_start with blobs: a blob listed twice: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a window of another listed blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_broadcast_start(fx.comm, (cblob_blob *const[]){fx.a, fx.window}, 2, CBLOB_PART_DATA, 0, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast_start", "blobs: a window of another listed blob");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_broadcast_start with blobs: a window of another listed blob: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast_start with blobs: a window of another listed blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast_start with blobs: a window of another listed blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: an int32 blob, which sweep_engine does not take */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_broadcast_start(fx.comm, (cblob_blob *const[]){fx.a, fx.i32}, 2, CBLOB_PART_DATA, 0, &out_out_request), CBLOB_ERR_DTYPE, "cblob_comm_broadcast_start", "blobs: an int32 blob, which sweep_engine does not take");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_broadcast_start with blobs: an int32 blob, which sweep_engine does not take: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast_start with blobs: an int32 blob, which sweep_engine does not take: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast_start with blobs: an int32 blob, which sweep_engine does not take: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* count: -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_broadcast_start(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, -1, CBLOB_PART_DATA, 0, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast_start", "count: -1 blobs");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_broadcast_start with count: -1 blobs: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast_start with count: -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast_start with count: -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_broadcast_start(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, 2, 0, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast_start", "part: part 2");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_broadcast_start with part: part 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast_start with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast_start with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_broadcast_start(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, -1, 0, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast_start", "part: part -1");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_broadcast_start with part: part -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast_start with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast_start with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* root: root -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_broadcast_start(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, -1, &out_out_request), CBLOB_ERR_OUT_OF_RANGE, "cblob_comm_broadcast_start", "root: root -1");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_broadcast_start with root: root -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast_start with root: root -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast_start with root: root -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* root: root 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_broadcast_start(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 1, &out_out_request), CBLOB_ERR_OUT_OF_RANGE, "cblob_comm_broadcast_start", "root: root 1 of 1");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_broadcast_start with root: root 1 of 1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast_start with root: root 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast_start with root: root 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_request = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_broadcast_start(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast_start", "out_request = NULL");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_broadcast_start with out_request = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast_start with out_request = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast_start with out_request = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_comm_barrier_start)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+    CHECK_OK(cblob_comm_barrier_start(fx.comm, &out_out_request));
+    cblob_comm_request_destroy(out_out_request);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_comm_barrier_start)
+{
+    { /* comm = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_barrier_start(NULL, &out_out_request), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_barrier_start", "comm = NULL");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_barrier_start with comm = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_barrier_start with comm = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_barrier_start with comm = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_request = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_comm_request * out_out_request = (cblob_comm_request *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_comm_barrier_start(fx.comm, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_barrier_start", "out_request = NULL");
+        CHECK_MSG(out_out_request == (cblob_comm_request *)(uintptr_t)0x5A5A5A5A, "cblob_comm_barrier_start with out_request = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_barrier_start with out_request = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_barrier_start with out_request = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_comm_request_wait)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_comm_request_wait(fx.request));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_comm_request_wait)
+{
+    { /* request = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_request_wait(NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_request_wait", "request = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_request_wait with request = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_request_wait with request = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_comm_allreduce)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_comm_allreduce(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_comm_allreduce)
+{
+    { /* comm = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_allreduce(NULL, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce", "comm = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce with comm = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce with comm = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_allreduce(fx.comm, NULL, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce", "blobs = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce with blobs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce with blobs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a NULL blob in the list */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_allreduce(fx.comm, (cblob_blob *const[]){fx.a, NULL}, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce", "blobs: a NULL blob in the list");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce with blobs: a NULL blob in the list: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce with blobs: a NULL blob in the list: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a blob listed twice */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_allreduce(fx.comm, (cblob_blob *const[]){fx.a, fx.a}, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce", "blobs: a blob listed twice");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce with blobs: a blob listed twice: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce with blobs: a blob listed twice: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a window of another listed blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_allreduce(fx.comm, (cblob_blob *const[]){fx.a, fx.window}, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce", "blobs: a window of another listed blob");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce with blobs: a window of another listed blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce with blobs: a window of another listed blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: an int32 blob, which sweep_engine does not take */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_allreduce(fx.comm, (cblob_blob *const[]){fx.a, fx.i32}, 2, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE), CBLOB_ERR_DTYPE, "cblob_comm_allreduce", "blobs: an int32 blob, which sweep_engine does not take");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce with blobs: an int32 blob, which sweep_engine does not take: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce with blobs: an int32 blob, which sweep_engine does not take: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* count: -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_allreduce(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, -1, CBLOB_PART_DATA, CBLOB_REDUCE_AVERAGE), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce", "count: -1 blobs");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce with count: -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce with count: -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_allreduce(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, 2, CBLOB_REDUCE_AVERAGE), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_allreduce(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, -1, CBLOB_REDUCE_AVERAGE), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* op: op 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_allreduce(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce", "op: op 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce with op: op 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce with op: op 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* op: op -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_allreduce(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, -1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_allreduce", "op: op -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_allreduce with op: op -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_allreduce with op: op -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_comm_broadcast)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_comm_broadcast(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 0));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_comm_broadcast)
+{
+    { /* comm = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_broadcast(NULL, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast", "comm = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast with comm = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast with comm = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_broadcast(fx.comm, NULL, 2, CBLOB_PART_DATA, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast", "blobs = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast with blobs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast with blobs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a NULL blob in the list */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_broadcast(fx.comm, (cblob_blob *const[]){fx.a, NULL}, 2, CBLOB_PART_DATA, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast", "blobs: a NULL blob in the list");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast with blobs: a NULL blob in the list: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast with blobs: a NULL blob in the list: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a blob listed twice */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_broadcast(fx.comm, (cblob_blob *const[]){fx.a, fx.a}, 2, CBLOB_PART_DATA, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast", "blobs: a blob listed twice");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast with blobs: a blob listed twice: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast with blobs: a blob listed twice: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a window of another listed blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_broadcast(fx.comm, (cblob_blob *const[]){fx.a, fx.window}, 2, CBLOB_PART_DATA, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast", "blobs: a window of another listed blob");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast with blobs: a window of another listed blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast with blobs: a window of another listed blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: an int32 blob, which sweep_engine does not take */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_broadcast(fx.comm, (cblob_blob *const[]){fx.a, fx.i32}, 2, CBLOB_PART_DATA, 0), CBLOB_ERR_DTYPE, "cblob_comm_broadcast", "blobs: an int32 blob, which sweep_engine does not take");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast with blobs: an int32 blob, which sweep_engine does not take: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast with blobs: an int32 blob, which sweep_engine does not take: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* count: -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_broadcast(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, -1, CBLOB_PART_DATA, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast", "count: -1 blobs");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast with count: -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast with count: -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_broadcast(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, 2, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_broadcast(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, -1, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_broadcast", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* root: root -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_broadcast(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, -1), CBLOB_ERR_OUT_OF_RANGE, "cblob_comm_broadcast", "root: root -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast with root: root -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast with root: root -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* root: root 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_broadcast(fx.comm, (cblob_blob *const[]){fx.a, fx.b}, 2, CBLOB_PART_DATA, 1), CBLOB_ERR_OUT_OF_RANGE, "cblob_comm_broadcast", "root: root 1 of 1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_broadcast with root: root 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_broadcast with root: root 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_comm_barrier)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    CHECK_OK(cblob_comm_barrier(fx.comm));
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_comm_barrier)
+{
+    { /* comm = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_barrier(NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_barrier", "comm = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_barrier with comm = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_barrier with comm = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
 TEST(null_is_a_no_op_cblob_context_destroy)
 {
     cblob_context_destroy(NULL);
@@ -13345,4 +14486,14 @@ TEST(null_is_a_no_op_cblob_blob_destroy)
 TEST(null_is_a_no_op_cblob_model_destroy)
 {
     cblob_model_destroy(NULL);
+}
+
+TEST(null_is_a_no_op_cblob_comm_destroy)
+{
+    cblob_comm_destroy(NULL);
+}
+
+TEST(null_is_a_no_op_cblob_comm_request_destroy)
+{
+    cblob_comm_request_destroy(NULL);
 }
