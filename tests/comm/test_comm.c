@@ -291,7 +291,7 @@ static void allreduce_rank(int rank, void *arg)
             CHECK_MSG(get(ptr, s->dtype, i) == want, "rank %d blob %d element %" PRId64 ": %.17g, expected %.17g", rank, b,
                       i, get(ptr, s->dtype, i), want);
         }
-        if (rank == 0 && s->results[b] != NULL)
+        if (rank == 0 && s->results[b] != NULL && s->counts[b] > 0)
             memcpy(s->results[b], ptr, (size_t)s->counts[b] * dtype_bytes(s->dtype));
     }
     if (rank == 0)
