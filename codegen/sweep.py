@@ -113,6 +113,22 @@ VALID_BY_CHECK = {
     "memory": "CBLOB_MEMORY_HOST",
     "dlpack_versioned": "sweep_versioned(&fx, TENSOR_VALID)",
     "dlpack_legacy": "sweep_legacy(&fx, TENSOR_VALID)",
+    # Arenas and communicators: fx.comm is a 1-rank communicator over sweep_engine, a host engine
+    # in the template; fx.request is a barrier request on it.
+    "arena_blobs": "(cblob_blob *const[]){fx.a, fx.b}",
+    "arena_count": "2",
+    "arena_alignment": "64",
+    "comm_engine": "&sweep_engine",
+    "timeout_ms": "1000",
+    "bucket_bytes": "1024",
+    "comm_blobs": "(cblob_blob *const[]){fx.a, fx.b}",
+    "comm_blob_count": "2",
+    "reduce_op": "CBLOB_REDUCE_AVERAGE",
+    "comm_root": "0",
+    "nccl_id_size": "CBLOB_NCCL_UNIQUE_ID_BYTES",
+    "nccl_id": "sweep_nccl_id",
+    "nccl_ranks": "1",
+    "nccl_rank": "0",
 }
 
 # Parameters whose valid value follows another's: a size is the size of the bytes it measures.
@@ -267,6 +283,35 @@ DLPACK_FAULTS = [
     ("TENSOR_NULL_DATA", "CBLOB_ERR_INVALID_ARGUMENT", "data NULL with 12 elements"),
     ("TENSOR_MISALIGNED", "CBLOB_ERR_INVALID_ARGUMENT", "float32 data at an odd byte offset"),
 ]
+BAD_BY_CHECK.update({
+    "arena_blobs": [("(cblob_blob *const[]){fx.a, NULL}", "CBLOB_ERR_INVALID_ARGUMENT", "a NULL blob in the list"),
+                    ("(cblob_blob *const[]){fx.a, fx.a}", "CBLOB_ERR_INVALID_ARGUMENT", "a blob listed twice"),
+                    ("(cblob_blob *const[]){fx.a, fx.other_dtype}", "CBLOB_ERR_DTYPE", "blobs of two dtypes"),
+                    ("(cblob_blob *const[]){fx.b, fx.window}", "CBLOB_ERR_STATE", "a window")],
+    "arena_count": [("0", "CBLOB_ERR_INVALID_ARGUMENT", "no blobs"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "-1 blobs")],
+    "arena_alignment": [("0", "CBLOB_ERR_INVALID_ARGUMENT", "alignment 0"),
+                        ("96", "CBLOB_ERR_INVALID_ARGUMENT", "alignment 96, not a power of two"),
+                        ("2", "CBLOB_ERR_INVALID_ARGUMENT", "alignment 2, less than a float32"),
+                        ("8192", "CBLOB_ERR_INVALID_ARGUMENT", "alignment 8192"),
+                        ("-64", "CBLOB_ERR_INVALID_ARGUMENT", "alignment -64")],
+    "comm_engine": [("&sweep_engine_old", "CBLOB_ERR_INVALID_ARGUMENT", "a struct_size of 8"),
+                    ("&sweep_engine_no_wait", "CBLOB_ERR_INVALID_ARGUMENT", "no wait operation"),
+                    ("&sweep_engine_no_ranks", "CBLOB_ERR_INVALID_ARGUMENT", "size 0"),
+                    ("&sweep_engine_bad_rank", "CBLOB_ERR_OUT_OF_RANGE", "rank 1 of 1")],
+    "timeout_ms": [("-2", "CBLOB_ERR_INVALID_ARGUMENT", "timeout -2"),
+                   ("INT64_MIN", "CBLOB_ERR_INVALID_ARGUMENT", "timeout INT64_MIN")],
+    "bucket_bytes": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "-1 bytes")],
+    "comm_blobs": [("(cblob_blob *const[]){fx.a, NULL}", "CBLOB_ERR_INVALID_ARGUMENT", "a NULL blob in the list"),
+                   ("(cblob_blob *const[]){fx.a, fx.a}", "CBLOB_ERR_INVALID_ARGUMENT", "a blob listed twice"),
+                   ("(cblob_blob *const[]){fx.a, fx.window}", "CBLOB_ERR_INVALID_ARGUMENT", "a window of another listed blob"),
+                   ("(cblob_blob *const[]){fx.a, fx.i32}", "CBLOB_ERR_DTYPE", "an int32 blob, which sweep_engine does not take")],
+    "comm_blob_count": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "-1 blobs")],
+    "reduce_op": [("2", "CBLOB_ERR_INVALID_ARGUMENT", "op 2"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "op -1")],
+    "comm_root": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "root -1"), ("1", "CBLOB_ERR_OUT_OF_RANGE", "root 1 of 1")],
+    "nccl_id_size": [("CBLOB_NCCL_UNIQUE_ID_BYTES - 1", "CBLOB_ERR_OUT_OF_RANGE", "room for 127 of 128 bytes")],
+    "nccl_ranks": [("0", "CBLOB_ERR_INVALID_ARGUMENT", "0 ranks"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "-1 ranks")],
+    "nccl_rank": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "rank -1"), ("1", "CBLOB_ERR_OUT_OF_RANGE", "rank 1 of 1")],
+})
 BAD_BY_CHECK["memory"] = [("2", "CBLOB_ERR_INVALID_ARGUMENT", "memory 2"),
                           ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "memory -1")]
 BAD_BY_CHECK["dlpack_legacy"] = [(f"sweep_legacy(&fx, {fault})", status, what)
@@ -329,6 +374,10 @@ def valid_argument(fn, p, blob_slot):
         return VALID_BY_CHECK[p["check"]]
     if p["is_handle"] and p["base"] == "cblob_model":
         return "fx.model"
+    if p["is_handle"] and p["base"] == "cblob_comm":
+        return "fx.comm"
+    if p["is_handle"] and p["base"] == "cblob_comm_request":
+        return "fx.request"
     if p["is_handle"] and p["base"] == "cblob_context":
         return "fx.ctx"
     if p["is_handle"] and p["base"] == "cblob_blob":

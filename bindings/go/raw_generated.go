@@ -2127,6 +2127,189 @@ static inline cbgo_blob_from_dlpack_legacy_result cbgo_blob_from_dlpack_legacy(u
         r.message = cbgo_message();
     return r;
 }
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_arena;
+} cbgo_arena_create_result;
+
+static inline cbgo_arena_create_result cbgo_arena_create(cblob_blob *const *blobs, int64_t count, cblob_part part, int64_t alignment) {
+    cbgo_arena_create_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_arena_create(blobs, count, part, alignment, &r.out_arena);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_comm *out_comm;
+} cbgo_comm_create_result;
+
+static inline cbgo_comm_create_result cbgo_comm_create(uintptr_t context, const cblob_comm_engine *engine) {
+    cbgo_comm_create_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_create((cblob_context *)context, engine, &r.out_comm);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int32_t out_rank;
+} cbgo_comm_rank_result;
+
+static inline cbgo_comm_rank_result cbgo_comm_rank(uintptr_t comm) {
+    cbgo_comm_rank_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_rank((cblob_comm *)comm, &r.out_rank);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int32_t out_size;
+} cbgo_comm_size_result;
+
+static inline cbgo_comm_size_result cbgo_comm_size(uintptr_t comm) {
+    cbgo_comm_size_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_size((cblob_comm *)comm, &r.out_size);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_comm_set_timeout(uintptr_t comm, int64_t timeout_ms) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_set_timeout((cblob_comm *)comm, timeout_ms);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_comm_set_bucket_bytes(uintptr_t comm, int64_t bucket_bytes) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_set_bucket_bytes((cblob_comm *)comm, bucket_bytes);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_comm_request *out_request;
+} cbgo_comm_allreduce_start_result;
+
+static inline cbgo_comm_allreduce_start_result cbgo_comm_allreduce_start(uintptr_t comm, cblob_blob *const *blobs, int64_t count, cblob_part part, cblob_reduce_op op) {
+    cbgo_comm_allreduce_start_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_allreduce_start((cblob_comm *)comm, blobs, count, part, op, &r.out_request);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_comm_request *out_request;
+} cbgo_comm_broadcast_start_result;
+
+static inline cbgo_comm_broadcast_start_result cbgo_comm_broadcast_start(uintptr_t comm, cblob_blob *const *blobs, int64_t count, cblob_part part, int32_t root) {
+    cbgo_comm_broadcast_start_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_broadcast_start((cblob_comm *)comm, blobs, count, part, root, &r.out_request);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_comm_request *out_request;
+} cbgo_comm_barrier_start_result;
+
+static inline cbgo_comm_barrier_start_result cbgo_comm_barrier_start(uintptr_t comm) {
+    cbgo_comm_barrier_start_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_barrier_start((cblob_comm *)comm, &r.out_request);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_comm_request_wait(uintptr_t request) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_request_wait((cblob_comm_request *)request);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_comm_allreduce(uintptr_t comm, cblob_blob *const *blobs, int64_t count, cblob_part part, cblob_reduce_op op) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_allreduce((cblob_comm *)comm, blobs, count, part, op);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_comm_broadcast(uintptr_t comm, cblob_blob *const *blobs, int64_t count, cblob_part part, int32_t root) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_broadcast((cblob_comm *)comm, blobs, count, part, root);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_comm_barrier(uintptr_t comm) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_barrier((cblob_comm *)comm);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_comm_nccl_unique_id(uint8_t *out_id, size_t id_size) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_nccl_unique_id(out_id, id_size);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_comm *out_comm;
+} cbgo_comm_create_nccl_result;
+
+static inline cbgo_comm_create_nccl_result cbgo_comm_create_nccl(uintptr_t context, const uint8_t *unique_id, int32_t nranks, int32_t rank) {
+    cbgo_comm_create_nccl_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_create_nccl((cblob_context *)context, unique_id, nranks, rank, &r.out_comm);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
 */
 import "C"
 
@@ -3944,4 +4127,186 @@ func cBlobFromDlpackLegacy(context *C.cblob_context, tensor *C.struct_DLManagedT
 		return r.out_blob, newError(r.status, r.message)
 	}
 	return r.out_blob, nil
+}
+
+// Lays out the data or diff of count blobs in one buffer and makes each blob's part use its
+// slice (see the section). The blobs must have one dtype and one context, be listed once,
+// not be windows or mapped, and not share the part with each other; blobs without elements
+// take no room. Each slice starts at a multiple of alignment bytes (a power of two, at least
+// the element size, at most 4096; 64 fits cache lines and vector loads, 256 fits
+// cuMemAlloc). A blob already in an arena moves to the new one. Other blobs that shared a
+// member's part (cblob_blob_share) keep the memory they had, as after a reshape that grows.
+func cArenaCreate(blobs **C.cblob_blob, count C.int64_t, part C.cblob_part, alignment C.int64_t) (*C.cblob_blob, error) {
+	r := C.cbgo_arena_create(blobs, count, part, alignment)
+	if r.status != C.CBLOB_OK {
+		return r.out_arena, newError(r.status, r.message)
+	}
+	return r.out_arena, nil
+}
+
+// Makes a communicator over an engine (see cblob_comm_engine). On success the communicator
+// owns the engine's state and calls its destroy once; on failure the state stays the
+// caller's. The context is where blobs of a device engine are worked on (its device and
+// stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
+// A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size < 1 are
+// CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
+// engine opens the context's device (whatever its mode), failing as the GPU calls do.
+func cCommCreate(context *C.cblob_context, engine *C.cblob_comm_engine) (*C.cblob_comm, error) {
+	r := C.cbgo_comm_create(C.uintptr_t(uintptr(unsafe.Pointer(context))), engine)
+	if r.status != C.CBLOB_OK {
+		return r.out_comm, newError(r.status, r.message)
+	}
+	return r.out_comm, nil
+}
+
+// Frees the communicator and its engine's state. Requests still alive keep it until they are
+// destroyed. NULL is a no-op.
+func cCommDestroy(comm *C.cblob_comm) {
+	C.cblob_comm_destroy(comm)
+}
+
+// This process's rank in the communicator.
+func cCommRank(comm *C.cblob_comm) (C.int32_t, error) {
+	r := C.cbgo_comm_rank(C.uintptr_t(uintptr(unsafe.Pointer(comm))))
+	if r.status != C.CBLOB_OK {
+		return r.out_rank, newError(r.status, r.message)
+	}
+	return r.out_rank, nil
+}
+
+// The number of ranks in the communicator.
+func cCommSize(comm *C.cblob_comm) (C.int32_t, error) {
+	r := C.cbgo_comm_size(C.uintptr_t(uintptr(unsafe.Pointer(comm))))
+	if r.status != C.CBLOB_OK {
+		return r.out_size, newError(r.status, r.message)
+	}
+	return r.out_size, nil
+}
+
+// How long a wait may take, in milliseconds, before it fails with CBLOB_ERR_TIMEOUT and breaks
+// the communicator; -1 (the default) waits as long as it takes. Set the same on every rank:
+// a rank that died leaves the others waiting for it.
+func cCommSetTimeout(comm *C.cblob_comm, timeoutMs C.int64_t) error {
+	r := C.cbgo_comm_set_timeout(C.uintptr_t(uintptr(unsafe.Pointer(comm))), timeoutMs)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// The most bytes fused into one engine call (CBLOB_COMM_DEFAULT_BUCKET_BYTES until set); 0
+// fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
+// decides the engine calls.
+func cCommSetBucketBytes(comm *C.cblob_comm, bucketBytes C.int64_t) error {
+	r := C.cbgo_comm_set_bucket_bytes(C.uintptr_t(uintptr(unsafe.Pointer(comm))), bucketBytes)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Starts an all-reduce of the part of count blobs (any dtypes the engine takes, listed once,
+// not overlapping) and returns its request; the blocking form is cblob_comm_allreduce.
+// CBLOB_REDUCE_AVERAGE of an integer blob, and a dtype the engine does not take, are
+// CBLOB_ERR_DTYPE; a blob on another device than a device engine's is CBLOB_ERR_STATE. A
+// broken communicator is CBLOB_ERR_COMM.
+func cCommAllreduceStart(comm *C.cblob_comm, blobs **C.cblob_blob, count C.int64_t, part C.cblob_part, op C.cblob_reduce_op) (*C.cblob_comm_request, error) {
+	r := C.cbgo_comm_allreduce_start(C.uintptr_t(uintptr(unsafe.Pointer(comm))), blobs, count, part, op)
+	if r.status != C.CBLOB_OK {
+		return r.out_request, newError(r.status, r.message)
+	}
+	return r.out_request, nil
+}
+
+// Starts a broadcast of the root's part of count blobs to every rank and returns its
+// request; otherwise as cblob_comm_allreduce_start. A root outside 0..size-1 is
+// CBLOB_ERR_OUT_OF_RANGE.
+func cCommBroadcastStart(comm *C.cblob_comm, blobs **C.cblob_blob, count C.int64_t, part C.cblob_part, root C.int32_t) (*C.cblob_comm_request, error) {
+	r := C.cbgo_comm_broadcast_start(C.uintptr_t(uintptr(unsafe.Pointer(comm))), blobs, count, part, root)
+	if r.status != C.CBLOB_OK {
+		return r.out_request, newError(r.status, r.message)
+	}
+	return r.out_request, nil
+}
+
+// Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM.
+func cCommBarrierStart(comm *C.cblob_comm) (*C.cblob_comm_request, error) {
+	r := C.cbgo_comm_barrier_start(C.uintptr_t(uintptr(unsafe.Pointer(comm))))
+	if r.status != C.CBLOB_OK {
+		return r.out_request, newError(r.status, r.message)
+	}
+	return r.out_request, nil
+}
+
+// Finishes the collective: waits for the engine, copies fused buckets back, scales an
+// average. Returns the collective's status (CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT: see the
+// section); waiting again returns the same status and does nothing.
+func cCommRequestWait(request *C.cblob_comm_request) error {
+	r := C.cbgo_comm_request_wait(C.uintptr_t(uintptr(unsafe.Pointer(request))))
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Waits for the request if nobody has (its status is lost: wait first to see it) and frees it.
+// NULL is a no-op.
+func cCommRequestDestroy(request *C.cblob_comm_request) {
+	C.cblob_comm_request_destroy(request)
+}
+
+// cblob_comm_allreduce_start, then cblob_comm_request_wait.
+func cCommAllreduce(comm *C.cblob_comm, blobs **C.cblob_blob, count C.int64_t, part C.cblob_part, op C.cblob_reduce_op) error {
+	r := C.cbgo_comm_allreduce(C.uintptr_t(uintptr(unsafe.Pointer(comm))), blobs, count, part, op)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// cblob_comm_broadcast_start, then cblob_comm_request_wait.
+func cCommBroadcast(comm *C.cblob_comm, blobs **C.cblob_blob, count C.int64_t, part C.cblob_part, root C.int32_t) error {
+	r := C.cbgo_comm_broadcast(C.uintptr_t(uintptr(unsafe.Pointer(comm))), blobs, count, part, root)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// cblob_comm_barrier_start, then cblob_comm_request_wait.
+func cCommBarrier(comm *C.cblob_comm) error {
+	r := C.cbgo_comm_barrier(C.uintptr_t(uintptr(unsafe.Pointer(comm))))
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Makes the unique id of a new NCCL communicator (ncclGetUniqueId): one rank calls it and
+// sends the CBLOB_NCCL_UNIQUE_ID_BYTES bytes to the others by its own means (MPI, a file, a
+// socket); every rank then calls cblob_comm_create_nccl with them. Needs the GPU stack
+// (CBLOB_ERR_NO_DRIVER and friends without) and NCCL 2 (libnccl.so.2, or the library
+// CBLOB_NCCL_LIBRARY names): CBLOB_ERR_NCCL_MISSING without. An NCCL failure is
+// CBLOB_ERR_COMM.
+func cCommNcclUniqueID(outId *C.uint8_t, idSize C.size_t) error {
+	r := C.cbgo_comm_nccl_unique_id(outId, idSize)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
+// rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
+// Its collectives run on device memory, queued on the context's stream after cblob's own work
+// there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
+// for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
+// communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+// errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
+func cCommCreateNccl(context *C.cblob_context, uniqueId *C.uint8_t, nranks C.int32_t, rank C.int32_t) (*C.cblob_comm, error) {
+	r := C.cbgo_comm_create_nccl(C.uintptr_t(uintptr(unsafe.Pointer(context))), uniqueId, nranks, rank)
+	if r.status != C.CBLOB_OK {
+		return r.out_comm, newError(r.status, r.message)
+	}
+	return r.out_comm, nil
 }

@@ -21,6 +21,15 @@ const ABIVersionMinor = 1
 // NeomlAxes (CBLOB_NEOML_AXES): The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 const NeomlAxes = 7
 
+// CommMessageBytes (CBLOB_COMM_MESSAGE_BYTES): Room, terminating NUL included, in the message buffer cblob hands to each engine operation.
+const CommMessageBytes = 512
+
+// NcclUniqueIDBytes (CBLOB_NCCL_UNIQUE_ID_BYTES): The bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES), which ranks pass to cblob_comm_create_nccl.
+const NcclUniqueIDBytes = 128
+
+// CommDefaultBucketBytes (CBLOB_COMM_DEFAULT_BUCKET_BYTES): A communicator's bucket size (8 MiB) until cblob_comm_set_bucket_bytes changes it.
+const CommDefaultBucketBytes = 8388608
+
 // Status (cblob_status):
 // Result of every call that can fail. Values are fixed forever and never renumbered.
 type Status int32
@@ -71,6 +80,12 @@ const (
 	StatusInternal Status = 20
 	// StatusDeviceLost (CBLOB_ERR_DEVICE_LOST): Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it.
 	StatusDeviceLost Status = 21
+	// StatusComm (CBLOB_ERR_COMM): Since ABI 1.1. A collective failed in its engine (a rank died, the network failed, MPI or NCCL reported an error), or the communicator is broken by an earlier failure; the message carries the engine's.
+	StatusComm Status = 22
+	// StatusTimeout (CBLOB_ERR_TIMEOUT): Since ABI 1.1. A collective did not finish within the communicator's timeout (cblob_comm_set_timeout); the communicator is broken.
+	StatusTimeout Status = 23
+	// StatusNcclMissing (CBLOB_ERR_NCCL_MISSING): Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls.
+	StatusNcclMissing Status = 24
 )
 
 // String returns the C enumerator's name ("CBLOB_OK").
@@ -120,6 +135,12 @@ func (v Status) String() string {
 		return "CBLOB_ERR_INTERNAL"
 	case StatusDeviceLost:
 		return "CBLOB_ERR_DEVICE_LOST"
+	case StatusComm:
+		return "CBLOB_ERR_COMM"
+	case StatusTimeout:
+		return "CBLOB_ERR_TIMEOUT"
+	case StatusNcclMissing:
+		return "CBLOB_ERR_NCCL_MISSING"
 	}
 	return "Status(" + strconv.Itoa(int(v)) + ")"
 }
@@ -492,6 +513,29 @@ func (v Memory) String() string {
 		return "CBLOB_MEMORY_DEVICE"
 	}
 	return "Memory(" + strconv.Itoa(int(v)) + ")"
+}
+
+// ReduceOp (cblob_reduce_op):
+// How an all-reduce combines the ranks' values.
+type ReduceOp int32
+
+// The values of ReduceOp.
+const (
+	// ReduceOpSum (CBLOB_REDUCE_SUM): The sum over the ranks, added by the engine (in the rank order it chooses).
+	ReduceOpSum ReduceOp = 0
+	// ReduceOpAverage (CBLOB_REDUCE_AVERAGE): The sum, then multiplied by 1/size in the blob's dtype (as cblob_blob_scale would); float dtypes only: integer blobs are CBLOB_ERR_DTYPE.
+	ReduceOpAverage ReduceOp = 1
+)
+
+// String returns the C enumerator's name ("CBLOB_REDUCE_SUM").
+func (v ReduceOp) String() string {
+	switch v {
+	case ReduceOpSum:
+		return "CBLOB_REDUCE_SUM"
+	case ReduceOpAverage:
+		return "CBLOB_REDUCE_AVERAGE"
+	}
+	return "ReduceOp(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Element is a Go type that is the element type of one dtype, so that a blob's host memory can

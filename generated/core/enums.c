@@ -30,6 +30,9 @@ CBLOB_API const char *cblob_status_name(cblob_status status)
     case CBLOB_ERR_COMPILE: return "CBLOB_ERR_COMPILE";
     case CBLOB_ERR_INTERNAL: return "CBLOB_ERR_INTERNAL";
     case CBLOB_ERR_DEVICE_LOST: return "CBLOB_ERR_DEVICE_LOST";
+    case CBLOB_ERR_COMM: return "CBLOB_ERR_COMM";
+    case CBLOB_ERR_TIMEOUT: return "CBLOB_ERR_TIMEOUT";
+    case CBLOB_ERR_NCCL_MISSING: return "CBLOB_ERR_NCCL_MISSING";
     }
     return "CBLOB_ERR_UNKNOWN";
 }

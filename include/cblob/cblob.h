@@ -97,6 +97,9 @@ enum {
     CBLOB_ERR_COMPILE = 19,            /* NVRTC failed to compile a kernel; the message carries the start of the compiler log. */
     CBLOB_ERR_INTERNAL = 20,           /* A broken internal invariant: please report it. */
     CBLOB_ERR_DEVICE_LOST = 21,        /* Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it. */
+    CBLOB_ERR_COMM = 22,               /* Since ABI 1.1. A collective failed in its engine (a rank died, the network failed, MPI or NCCL reported an error), or the communicator is broken by an earlier failure; the message carries the engine's. */
+    CBLOB_ERR_TIMEOUT = 23,            /* Since ABI 1.1. A collective did not finish within the communicator's timeout (cblob_comm_set_timeout); the communicator is broken. */
+    CBLOB_ERR_NCCL_MISSING = 24,       /* Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls. */
 };
 
 /* Element type of a blob. */
@@ -2182,6 +2185,315 @@ CBLOB_API cblob_status cblob_blob_from_dlpack(cblob_context *context, struct DLM
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, struct DLManagedTensor *tensor, cblob_blob **out_blob);
+
+/* ==========================================================================================
+ * Arenas and communicators
+ * ==========================================================================================
+ * Data-parallel training as Caffe did it on many GPUs: after each backward pass, every rank
+ * all-reduces the diff of every learnable blob, then each applies the same update.
+ *
+ * Arenas. cblob_arena_create lays out the data or diff of many blobs in one contiguous buffer,
+ * each blob's slice aligned, copies their current values in and makes each blob's part use its
+ * slice (Caffe's learnable-params buffer), then hands back the arena: a 1-D blob whose same part
+ * is the whole buffer, padding included (padding elements are 0 and stay 0 under all-reduce and
+ * broadcast). A collective on the arena moves every member at once. The arena lives on the
+ * host when the first blob's context is in CPU mode and on that context's device in GPU mode.
+ * A member keeps working as before: it reads and writes its slice through its usual accessors,
+ * and a copy of the other side (the device copy of a host arena, the host copy of a device
+ * arena) is a memory of its own, synced lazily as always. A collective on the arena first brings
+ * each member's current values into its slice and afterwards marks the slice as the member's
+ * current copy, so members written on the other side take part too (a member's values win over
+ * the arena blob's own copy on that side: use the arena blob itself only in collectives and for
+ * reading). A reshape within a member's count stays in its slice. A member leaves the arena when
+ * it gets memory of its own, as any blob does: a reshape past its count (fresh memory, as
+ * always), sharing another blob's part, or a caller buffer (cblob_blob_set_cpu_data); its slice
+ * then keeps its last values and is still reduced. The arena holds its members and the members
+ * hold the buffer, so blobs may be destroyed in any order. Listing an arena and one of its
+ * members in one collective is CBLOB_ERR_INVALID_ARGUMENT: that is the same memory twice.
+ *
+ * Communicators. A cblob_comm is a group of ranks (processes, or GPUs) that run collectives
+ * together, built on an existing engine: MPI (libcblob_mpi, cblob/mpi.h), NCCL (the CUDA
+ * backend) or any engine a caller describes with a cblob_comm_engine. Every rank calls the same
+ * collectives in the same order with lists of the same dtypes and counts; cblob checks its own
+ * arguments but cannot see another rank's.
+ *
+ * Collectives take a list of blobs and a part: one blob, many, or an arena. An all-reduce sums
+ * (or averages) each element over the ranks; a broadcast copies the root's values to every rank;
+ * a barrier returns once every rank has reached it. Lists are fused into buckets: consecutive
+ * blobs of one dtype are copied into a bucket buffer of at most cblob_comm_set_bucket_bytes bytes,
+ * the engine reduces the bucket in one call, and the results are copied back; a blob larger than
+ * a bucket goes alone, in place. Fused and one-by-one collectives give the same bits when the
+ * engine adds each element's terms in an order that does not depend on the buffer's size (MPI
+ * and NCCL may pick their algorithm, and so the order, by size).
+ * The engine works on host memory (MPI) or device memory (NCCL): cblob reads and writes the
+ * blobs' copy on that side, moving heads as the accessors do.
+ *
+ * Non-blocking forms (the _start calls) return a request once the work is handed to the engine,
+ * so communication overlaps the backward pass of the next layers: until the request is waited for,
+ * the blobs must not be read, written, reshaped or used in another collective (cblob holds them
+ * alive). cblob_comm_request_wait finishes the work and says how it went; destroying a request
+ * waits for it first.
+ *
+ * Failures. The engine's errors (a rank that died, a network failure) are CBLOB_ERR_COMM with
+ * the engine's message; a wait that exceeds the communicator's timeout is CBLOB_ERR_TIMEOUT.
+ * After a failed collective, the blobs it was given keep their shapes and dtypes but hold
+ * undefined values in the part it worked on (whose head may have moved to the engine's side),
+ * and the communicator is broken: every later collective on it fails with CBLOB_ERR_COMM at
+ * once. Destroy it (other ranks may be stuck in the collective; a timeout on every rank turns
+ * that into an error too). Since a failed engine may still write into the memory it was given
+ * (a peer that turns up late), the communicator keeps that memory (its buckets, and the blobs,
+ * held) until it is destroyed; destroying the blobs earlier is safe. Errors in the arguments,
+ * found before anything starts, change nothing and leave the communicator usable.
+ *
+ * Threads: a communicator and its requests are one handle; use them from one thread at a time.
+ */
+
+/* Room, terminating NUL included, in the message buffer cblob hands to each engine operation. */
+#define CBLOB_COMM_MESSAGE_BYTES 512
+
+/* The bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES), which ranks pass to cblob_comm_create_nccl. */
+#define CBLOB_NCCL_UNIQUE_ID_BYTES 128
+
+/* A communicator's bucket size (8 MiB) until cblob_comm_set_bucket_bytes changes it. */
+#define CBLOB_COMM_DEFAULT_BUCKET_BYTES 8388608
+
+/* How an all-reduce combines the ranks' values. */
+typedef int32_t cblob_reduce_op;
+enum {
+    CBLOB_REDUCE_SUM = 0,              /* The sum over the ranks, added by the engine (in the rank order it chooses). */
+    CBLOB_REDUCE_AVERAGE = 1,          /* The sum, then multiplied by 1/size in the blob's dtype (as cblob_blob_scale would); float dtypes only: integer blobs are CBLOB_ERR_DTYPE. */
+};
+
+/*
+ * A communicator: a group of ranks running collectives through one engine. Owned by the
+ * caller; cblob_comm_destroy frees it and its engine's state.
+ */
+typedef struct cblob_comm cblob_comm;
+
+/*
+ * A collective in flight (cblob_comm_allreduce_start and friends). Wait for it with
+ * cblob_comm_request_wait and free it with cblob_comm_request_destroy.
+ */
+typedef struct cblob_comm_request cblob_comm_request;
+
+/*
+ * Starts summing count elements of dtype at buffer over all ranks, in place. Returns
+ * CBLOB_OK and an engine-defined pending value (anything, NULL included) that cblob later
+ * passes to wait exactly once; or a status (CBLOB_ERR_COMM, CBLOB_ERR_OUT_OF_MEMORY, ...)
+ * after writing a NUL-terminated message of at most message_size bytes.
+ */
+typedef cblob_status (*cblob_comm_allreduce_fn)(void *state, void *buffer, int64_t count, cblob_dtype dtype, void **out_pending, char *message, size_t message_size);
+
+/*
+ * Starts copying count elements at the root's buffer into every rank's; otherwise as cblob_comm_allreduce_fn.
+ */
+typedef cblob_status (*cblob_comm_broadcast_fn)(void *state, void *buffer, int64_t count, cblob_dtype dtype, int32_t root, void **out_pending, char *message, size_t message_size);
+
+/*
+ * Starts a barrier; otherwise as cblob_comm_allreduce_fn.
+ */
+typedef cblob_status (*cblob_comm_barrier_fn)(void *state, void **out_pending, char *message, size_t message_size);
+
+/*
+ * Finishes the operation a start call returned `pending` for, taking it back whatever the
+ * outcome. CBLOB_OK means the buffer holds the result and the engine no longer touches it.
+ * timeout_ms -1 means wait as long as it takes; otherwise, after about timeout_ms
+ * milliseconds, give up with CBLOB_ERR_TIMEOUT and a message. Any failure (CBLOB_ERR_COMM
+ * for a dead rank, say) comes with a message; cblob then breaks the communicator and calls
+ * no engine operation but this one (for the other operations already started) and destroy.
+ */
+typedef cblob_status (*cblob_comm_wait_fn)(void *state, void *pending, int64_t timeout_ms, char *message, size_t message_size);
+
+/*
+ * Frees the engine's state, once, when the communicator is destroyed; never called if cblob_comm_create fails.
+ */
+typedef void (*cblob_comm_destroy_fn)(void *state);
+
+/*
+ * How cblob reaches a collective engine: the table an engine library (libcblob_mpi, or a
+ * caller's own) fills and hands to cblob_comm_create, which copies it. Operations are called
+ * from the thread using the communicator, in the order the collectives are made; each
+ * buffer stays valid and untouched by cblob from its start call to its wait.
+ */
+typedef struct cblob_comm_engine {
+    size_t struct_size; /* sizeof(cblob_comm_engine) as the engine was compiled: later ABI versions only append fields. */
+    const char *name; /* The engine's name, for messages ("mpi"); cblob copies it. */
+    int32_t rank; /* This process's rank, 0 <= rank < size. */
+    int32_t size; /* The number of ranks, at least 1. */
+    cblob_memory memory; /* The memory the buffers are in: CBLOB_MEMORY_HOST, or CBLOB_MEMORY_DEVICE (device pointers on the communicator's context's device, whose writes have finished when a start call is made; a wait returning CBLOB_OK means the engine's writes have too). */
+    uint32_t dtypes; /* The dtypes the engine's all-reduce and broadcast take: bit (1u << dtype) for each; others are CBLOB_ERR_DTYPE before anything starts. */
+    void *state; /* The engine's own state, passed to every operation. */
+    cblob_comm_allreduce_fn allreduce_sum; /* Starts an in-place sum over the ranks. */
+    cblob_comm_broadcast_fn broadcast; /* Starts a broadcast from a root. */
+    cblob_comm_barrier_fn barrier; /* Starts a barrier. */
+    cblob_comm_wait_fn wait; /* Finishes a started operation. */
+    cblob_comm_destroy_fn destroy; /* Frees state (may be NULL: nothing to free). */
+} cblob_comm_engine;
+
+/*
+ * Lays out the data or diff of count blobs in one buffer and makes each blob's part use its
+ * slice (see the section). The blobs must have one dtype and one context, be listed once,
+ * not be windows or mapped, and not share the part with each other; blobs without elements
+ * take no room. Each slice starts at a multiple of alignment bytes (a power of two, at least
+ * the element size, at most 4096; 64 fits cache lines and vector loads, 256 fits
+ * cuMemAlloc). A blob already in an arena moves to the new one. Other blobs that shared a
+ * member's part (cblob_blob_share) keep the memory they had, as after a reshape that grows.
+ *   out_arena: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_arena_create(cblob_blob *const *blobs, int64_t count, cblob_part part, int64_t alignment, cblob_blob **out_arena);
+
+/*
+ * Makes a communicator over an engine (see cblob_comm_engine). On success the communicator
+ * owns the engine's state and calls its destroy once; on failure the state stays the
+ * caller's. The context is where blobs of a device engine are worked on (its device and
+ * stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
+ * A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size < 1 are
+ * CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
+ * engine opens the context's device (whatever its mode), failing as the GPU calls do.
+ *   out_comm: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_comm_create(cblob_context *context, const cblob_comm_engine *engine, cblob_comm **out_comm);
+
+/*
+ * Frees the communicator and its engine's state. Requests still alive keep it until they are
+ * destroyed. NULL is a no-op.
+ *   comm: may be NULL; the callee takes the caller's hold
+ *   Since ABI 1.1.
+ */
+CBLOB_API void cblob_comm_destroy(cblob_comm *comm);
+
+/*
+ * This process's rank in the communicator.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_comm_rank(cblob_comm *comm, int32_t *out_rank);
+
+/*
+ * The number of ranks in the communicator.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_comm_size(cblob_comm *comm, int32_t *out_size);
+
+/*
+ * How long a wait may take, in milliseconds, before it fails with CBLOB_ERR_TIMEOUT and breaks
+ * the communicator; -1 (the default) waits as long as it takes. Set the same on every rank:
+ * a rank that died leaves the others waiting for it.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_comm_set_timeout(cblob_comm *comm, int64_t timeout_ms);
+
+/*
+ * The most bytes fused into one engine call (CBLOB_COMM_DEFAULT_BUCKET_BYTES until set); 0
+ * fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
+ * decides the engine calls.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_comm_set_bucket_bytes(cblob_comm *comm, int64_t bucket_bytes);
+
+/*
+ * Starts an all-reduce of the part of count blobs (any dtypes the engine takes, listed once,
+ * not overlapping) and returns its request; the blocking form is cblob_comm_allreduce.
+ * CBLOB_REDUCE_AVERAGE of an integer blob, and a dtype the engine does not take, are
+ * CBLOB_ERR_DTYPE; a blob on another device than a device engine's is CBLOB_ERR_STATE. A
+ * broken communicator is CBLOB_ERR_COMM.
+ *   out_request: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_comm_allreduce_start(cblob_comm *comm, cblob_blob *const *blobs, int64_t count, cblob_part part, cblob_reduce_op op, cblob_comm_request **out_request);
+
+/*
+ * Starts a broadcast of the root's part of count blobs to every rank and returns its
+ * request; otherwise as cblob_comm_allreduce_start. A root outside 0..size-1 is
+ * CBLOB_ERR_OUT_OF_RANGE.
+ *   out_request: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_comm_broadcast_start(cblob_comm *comm, cblob_blob *const *blobs, int64_t count, cblob_part part, int32_t root, cblob_comm_request **out_request);
+
+/*
+ * Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM.
+ *   out_request: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_comm_barrier_start(cblob_comm *comm, cblob_comm_request **out_request);
+
+/*
+ * Finishes the collective: waits for the engine, copies fused buckets back, scales an
+ * average. Returns the collective's status (CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT: see the
+ * section); waiting again returns the same status and does nothing.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_comm_request_wait(cblob_comm_request *request);
+
+/*
+ * Waits for the request if nobody has (its status is lost: wait first to see it) and frees it.
+ * NULL is a no-op.
+ *   request: may be NULL; the callee takes the caller's hold
+ *   Since ABI 1.1.
+ */
+CBLOB_API void cblob_comm_request_destroy(cblob_comm_request *request);
+
+/*
+ * cblob_comm_allreduce_start, then cblob_comm_request_wait.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_comm_allreduce(cblob_comm *comm, cblob_blob *const *blobs, int64_t count, cblob_part part, cblob_reduce_op op);
+
+/*
+ * cblob_comm_broadcast_start, then cblob_comm_request_wait.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_comm_broadcast(cblob_comm *comm, cblob_blob *const *blobs, int64_t count, cblob_part part, int32_t root);
+
+/*
+ * cblob_comm_barrier_start, then cblob_comm_request_wait.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_comm_barrier(cblob_comm *comm);
+
+/*
+ * Makes the unique id of a new NCCL communicator (ncclGetUniqueId): one rank calls it and
+ * sends the CBLOB_NCCL_UNIQUE_ID_BYTES bytes to the others by its own means (MPI, a file, a
+ * socket); every rank then calls cblob_comm_create_nccl with them. Needs the GPU stack
+ * (CBLOB_ERR_NO_DRIVER and friends without) and NCCL 2 (libnccl.so.2, or the library
+ * CBLOB_NCCL_LIBRARY names): CBLOB_ERR_NCCL_MISSING without. An NCCL failure is
+ * CBLOB_ERR_COMM.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_comm_nccl_unique_id(uint8_t *out_id, size_t id_size);
+
+/*
+ * Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
+ * rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
+ * Its collectives run on device memory, queued on the context's stream after cblob's own work
+ * there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
+ * for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
+ * communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+ * errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
+ *   unique_id: CBLOB_NCCL_UNIQUE_ID_BYTES bytes from cblob_comm_nccl_unique_id
+ *   out_comm: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Since ABI 1.1.
+ */
+CBLOB_API cblob_status cblob_comm_create_nccl(cblob_context *context, const uint8_t *unique_id, int32_t nranks, int32_t rank, cblob_comm **out_comm);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/comm.h"
 #include "status.h"
 
 /* ---- lifetime ------------------------------------------------------------------------- */
@@ -41,6 +42,7 @@ void cb_blob_release(cblob_blob *blob)
      * turn, in a loop rather than a recursion as deep as the nesting. */
     while (blob != NULL && atomic_fetch_sub_explicit(&blob->holders, 1, memory_order_acq_rel) == 1) {
         cblob_blob *parent = blob->parent;
+        cb_param_arena_free(blob->arena);
         for (int p = 0; p < CB_PARTS; ++p)
             cb_storage_release(blob->storage[p]);
         cb_context_release(blob->context);

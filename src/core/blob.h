@@ -35,6 +35,8 @@ struct cblob_blob {
     /* The most recent open mapping (src/neoml/buffer.c), NULL when none: mappings close last in,
      * first out, and while one is open the blob keeps its shape and storage. */
     struct cblob_buffer *mappings;
+    /* Arenas (src/comm/arena.c): the members of the buffer this blob is, NULL for other blobs. */
+    struct cb_param_arena *arena;
 };
 
 /* A new blob with no axes, count 0 and no storage (Caffe's default Blob). */

@@ -24,6 +24,12 @@ namespace CBlob
         public const int AbiVersionMinor = 1;
         /// <summary>The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.</summary>
         public const int NeomlAxes = 7;
+        /// <summary>Room, terminating NUL included, in the message buffer cblob hands to each engine operation.</summary>
+        public const int CommMessageBytes = 512;
+        /// <summary>The bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES), which ranks pass to cblob_comm_create_nccl.</summary>
+        public const int NcclUniqueIdBytes = 128;
+        /// <summary>A communicator's bucket size (8 MiB) until cblob_comm_set_bucket_bytes changes it.</summary>
+        public const int CommDefaultBucketBytes = 8388608;
     }
 
     /// <summary>
@@ -75,6 +81,12 @@ namespace CBlob
         Internal = 20,
         /// <summary>Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it. (<c>CBLOB_ERR_DEVICE_LOST</c>)</summary>
         DeviceLost = 21,
+        /// <summary>Since ABI 1.1. A collective failed in its engine (a rank died, the network failed, MPI or NCCL reported an error), or the communicator is broken by an earlier failure; the message carries the engine's. (<c>CBLOB_ERR_COMM</c>)</summary>
+        Comm = 22,
+        /// <summary>Since ABI 1.1. A collective did not finish within the communicator's timeout (cblob_comm_set_timeout); the communicator is broken. (<c>CBLOB_ERR_TIMEOUT</c>)</summary>
+        Timeout = 23,
+        /// <summary>Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls. (<c>CBLOB_ERR_NCCL_MISSING</c>)</summary>
+        NcclMissing = 24,
     }
 
     /// <summary>
@@ -256,6 +268,17 @@ namespace CBlob
     }
 
     /// <summary>
+    /// How an all-reduce combines the ranks' values.
+    /// </summary>
+    public enum ReduceOp : int
+    {
+        /// <summary>The sum over the ranks, added by the engine (in the rank order it chooses). (<c>CBLOB_REDUCE_SUM</c>)</summary>
+        Sum = 0,
+        /// <summary>The sum, then multiplied by 1/size in the blob's dtype (as cblob_blob_scale would); float dtypes only: integer blobs are CBLOB_ERR_DTYPE. (<c>CBLOB_REDUCE_AVERAGE</c>)</summary>
+        Average = 1,
+    }
+
+    /// <summary>
     /// Called exactly once when cblob lets go of a caller's buffer (the blob was destroyed, or the
     /// buffer was replaced), from whichever thread dropped the last holder, and only after the GPU
     /// work cblob queued on the buffer (kernels, copies, an asynchronous push) has finished, so
@@ -263,6 +286,79 @@ namespace CBlob
     /// </summary>
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     public delegate void ReleaseFn(IntPtr ptr, IntPtr user_data);
+
+    /// <summary>
+    /// Starts summing count elements of dtype at buffer over all ranks, in place. Returns
+    /// CBLOB_OK and an engine-defined pending value (anything, NULL included) that cblob later
+    /// passes to wait exactly once; or a status (CBLOB_ERR_COMM, CBLOB_ERR_OUT_OF_MEMORY, ...)
+    /// after writing a NUL-terminated message of at most message_size bytes.
+    /// </summary>
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    public delegate Status CommAllreduceFn(IntPtr state, IntPtr buffer, long count, DType dtype, IntPtr out_pending, [In] ref byte message, UIntPtr message_size);
+
+    /// <summary>
+    /// Starts copying count elements at the root's buffer into every rank's; otherwise as cblob_comm_allreduce_fn.
+    /// </summary>
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    public delegate Status CommBroadcastFn(IntPtr state, IntPtr buffer, long count, DType dtype, int root, IntPtr out_pending, [In] ref byte message, UIntPtr message_size);
+
+    /// <summary>
+    /// Starts a barrier; otherwise as cblob_comm_allreduce_fn.
+    /// </summary>
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    public delegate Status CommBarrierFn(IntPtr state, IntPtr out_pending, [In] ref byte message, UIntPtr message_size);
+
+    /// <summary>
+    /// Finishes the operation a start call returned `pending` for, taking it back whatever the
+    /// outcome. CBLOB_OK means the buffer holds the result and the engine no longer touches it.
+    /// timeout_ms -1 means wait as long as it takes; otherwise, after about timeout_ms
+    /// milliseconds, give up with CBLOB_ERR_TIMEOUT and a message. Any failure (CBLOB_ERR_COMM
+    /// for a dead rank, say) comes with a message; cblob then breaks the communicator and calls
+    /// no engine operation but this one (for the other operations already started) and destroy.
+    /// </summary>
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    public delegate Status CommWaitFn(IntPtr state, IntPtr pending, long timeout_ms, [In] ref byte message, UIntPtr message_size);
+
+    /// <summary>
+    /// Frees the engine's state, once, when the communicator is destroyed; never called if cblob_comm_create fails.
+    /// </summary>
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    public delegate void CommDestroyFn(IntPtr state);
+
+    /// <summary>
+    /// How cblob reaches a collective engine: the table an engine library (libcblob_mpi, or a
+    /// caller's own) fills and hands to cblob_comm_create, which copies it. Operations are called
+    /// from the thread using the communicator, in the order the collectives are made; each
+    /// buffer stays valid and untouched by cblob from its start call to its wait.
+    /// </summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct CommEngine
+    {
+        /// <summary>sizeof(cblob_comm_engine) as the engine was compiled: later ABI versions only append fields.</summary>
+        public UIntPtr struct_size;
+        /// <summary>The engine's name, for messages ("mpi"); cblob copies it.</summary>
+        public IntPtr name;
+        /// <summary>This process's rank, 0 &lt;= rank &lt; size.</summary>
+        public int rank;
+        /// <summary>The number of ranks, at least 1.</summary>
+        public int size;
+        /// <summary>The memory the buffers are in: CBLOB_MEMORY_HOST, or CBLOB_MEMORY_DEVICE (device pointers on the communicator's context's device, whose writes have finished when a start call is made; a wait returning CBLOB_OK means the engine's writes have too).</summary>
+        public Memory memory;
+        /// <summary>The dtypes the engine's all-reduce and broadcast take: bit (1u &lt;&lt; dtype) for each; others are CBLOB_ERR_DTYPE before anything starts.</summary>
+        public uint dtypes;
+        /// <summary>The engine's own state, passed to every operation.</summary>
+        public IntPtr state;
+        /// <summary>Starts an in-place sum over the ranks.</summary>
+        public CommAllreduceFn allreduce_sum;
+        /// <summary>Starts a broadcast from a root.</summary>
+        public CommBroadcastFn broadcast;
+        /// <summary>Starts a barrier.</summary>
+        public CommBarrierFn barrier;
+        /// <summary>Finishes a started operation.</summary>
+        public CommWaitFn wait;
+        /// <summary>Frees state (may be NULL: nothing to free).</summary>
+        public CommDestroyFn destroy;
+    }
 
     /// <summary>
     /// Holds what Caffe keeps in its per-thread singleton: the mode (CPU or GPU) and, with a GPU,
@@ -335,6 +431,54 @@ namespace CBlob
         protected override bool ReleaseHandle()
         {
             NativeMethods.cblob_model_destroy(handle);
+            return true;
+        }
+    }
+
+    /// <summary>
+    /// A communicator: a group of ranks running collectives through one engine. Owned by the
+    /// caller; cblob_comm_destroy frees it and its engine's state.
+    /// Owns one hold on a <c>cblob_comm</c>; releasing it calls <c>cblob_comm_destroy</c>.
+    /// </summary>
+    public sealed class CommHandle : SafeHandleZeroOrMinusOneIsInvalid
+    {
+        /// <summary>An invalid handle, for the marshaller to fill.</summary>
+        public CommHandle() : base(true) { }
+
+        /// <summary>Takes ownership of one hold on a handle (one a call wrote into an array).</summary>
+        internal CommHandle(IntPtr owned) : base(true)
+        {
+            SetHandle(owned);
+        }
+
+        /// <inheritdoc/>
+        protected override bool ReleaseHandle()
+        {
+            NativeMethods.cblob_comm_destroy(handle);
+            return true;
+        }
+    }
+
+    /// <summary>
+    /// A collective in flight (cblob_comm_allreduce_start and friends). Wait for it with
+    /// cblob_comm_request_wait and free it with cblob_comm_request_destroy.
+    /// Owns one hold on a <c>cblob_comm_request</c>; releasing it calls <c>cblob_comm_request_destroy</c>.
+    /// </summary>
+    public sealed class CommRequestHandle : SafeHandleZeroOrMinusOneIsInvalid
+    {
+        /// <summary>An invalid handle, for the marshaller to fill.</summary>
+        public CommRequestHandle() : base(true) { }
+
+        /// <summary>Takes ownership of one hold on a handle (one a call wrote into an array).</summary>
+        internal CommRequestHandle(IntPtr owned) : base(true)
+        {
+            SetHandle(owned);
+        }
+
+        /// <inheritdoc/>
+        protected override bool ReleaseHandle()
+        {
+            NativeMethods.cblob_comm_request_destroy(handle);
             return true;
         }
     }
@@ -1866,6 +2010,162 @@ namespace CBlob
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_from_dlpack_legacy(IntPtr context, IntPtr tensor, out BlobHandle out_blob);
+
+        /// <summary>
+        /// Lays out the data or diff of count blobs in one buffer and makes each blob's part use its
+        /// slice (see the section). The blobs must have one dtype and one context, be listed once,
+        /// not be windows or mapped, and not share the part with each other; blobs without elements
+        /// take no room. Each slice starts at a multiple of alignment bytes (a power of two, at least
+        /// the element size, at most 4096; 64 fits cache lines and vector loads, 256 fits
+        /// cuMemAlloc). A blob already in an arena moves to the new one. Other blobs that shared a
+        /// member's part (cblob_blob_share) keep the memory they had, as after a reshape that grows.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_arena_create([In] IntPtr[] blobs, long count, Part part, long alignment, out BlobHandle out_arena);
+
+        /// <summary>
+        /// Makes a communicator over an engine (see cblob_comm_engine). On success the communicator
+        /// owns the engine's state and calls its destroy once; on failure the state stays the
+        /// caller's. The context is where blobs of a device engine are worked on (its device and
+        /// stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
+        /// A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size &lt; 1 are
+        /// CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
+        /// engine opens the context's device (whatever its mode), failing as the GPU calls do.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_create(IntPtr context, [In] ref CommEngine engine, out CommHandle out_comm);
+
+        /// <summary>
+        /// Frees the communicator and its engine's state. Requests still alive keep it until they are
+        /// destroyed. NULL is a no-op.
+        /// </summary>
+        /// <remarks>Since ABI 1.1.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern void cblob_comm_destroy(IntPtr comm);
+
+        /// <summary>
+        /// This process's rank in the communicator.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_rank(IntPtr comm, out int out_rank);
+
+        /// <summary>
+        /// The number of ranks in the communicator.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_size(IntPtr comm, out int out_size);
+
+        /// <summary>
+        /// How long a wait may take, in milliseconds, before it fails with CBLOB_ERR_TIMEOUT and breaks
+        /// the communicator; -1 (the default) waits as long as it takes. Set the same on every rank:
+        /// a rank that died leaves the others waiting for it.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_set_timeout(IntPtr comm, long timeout_ms);
+
+        /// <summary>
+        /// The most bytes fused into one engine call (CBLOB_COMM_DEFAULT_BUCKET_BYTES until set); 0
+        /// fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
+        /// decides the engine calls.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_set_bucket_bytes(IntPtr comm, long bucket_bytes);
+
+        /// <summary>
+        /// Starts an all-reduce of the part of count blobs (any dtypes the engine takes, listed once,
+        /// not overlapping) and returns its request; the blocking form is cblob_comm_allreduce.
+        /// CBLOB_REDUCE_AVERAGE of an integer blob, and a dtype the engine does not take, are
+        /// CBLOB_ERR_DTYPE; a blob on another device than a device engine's is CBLOB_ERR_STATE. A
+        /// broken communicator is CBLOB_ERR_COMM.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_allreduce_start(IntPtr comm, [In] IntPtr[] blobs, long count, Part part, ReduceOp op, out CommRequestHandle out_request);
+
+        /// <summary>
+        /// Starts a broadcast of the root's part of count blobs to every rank and returns its
+        /// request; otherwise as cblob_comm_allreduce_start. A root outside 0..size-1 is
+        /// CBLOB_ERR_OUT_OF_RANGE.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_broadcast_start(IntPtr comm, [In] IntPtr[] blobs, long count, Part part, int root, out CommRequestHandle out_request);
+
+        /// <summary>
+        /// Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_barrier_start(IntPtr comm, out CommRequestHandle out_request);
+
+        /// <summary>
+        /// Finishes the collective: waits for the engine, copies fused buckets back, scales an
+        /// average. Returns the collective's status (CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT: see the
+        /// section); waiting again returns the same status and does nothing.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_request_wait(IntPtr request);
+
+        /// <summary>
+        /// Waits for the request if nobody has (its status is lost: wait first to see it) and frees it.
+        /// NULL is a no-op.
+        /// </summary>
+        /// <remarks>Since ABI 1.1.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern void cblob_comm_request_destroy(IntPtr request);
+
+        /// <summary>
+        /// cblob_comm_allreduce_start, then cblob_comm_request_wait.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_allreduce(IntPtr comm, [In] IntPtr[] blobs, long count, Part part, ReduceOp op);
+
+        /// <summary>
+        /// cblob_comm_broadcast_start, then cblob_comm_request_wait.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_broadcast(IntPtr comm, [In] IntPtr[] blobs, long count, Part part, int root);
+
+        /// <summary>
+        /// cblob_comm_barrier_start, then cblob_comm_request_wait.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_barrier(IntPtr comm);
+
+        /// <summary>
+        /// Makes the unique id of a new NCCL communicator (ncclGetUniqueId): one rank calls it and
+        /// sends the CBLOB_NCCL_UNIQUE_ID_BYTES bytes to the others by its own means (MPI, a file, a
+        /// socket); every rank then calls cblob_comm_create_nccl with them. Needs the GPU stack
+        /// (CBLOB_ERR_NO_DRIVER and friends without) and NCCL 2 (libnccl.so.2, or the library
+        /// CBLOB_NCCL_LIBRARY names): CBLOB_ERR_NCCL_MISSING without. An NCCL failure is
+        /// CBLOB_ERR_COMM.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_nccl_unique_id([Out] byte[] out_id, UIntPtr id_size);
+
+        /// <summary>
+        /// Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
+        /// rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
+        /// Its collectives run on device memory, queued on the context's stream after cblob's own work
+        /// there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
+        /// for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
+        /// communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+        /// errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_create_nccl(IntPtr context, [In] ref byte unique_id, int nranks, int rank, out CommHandle out_comm);
     }
 
     /// <summary>The element types of typed host views, by dtype.</summary>

@@ -19,7 +19,7 @@ import importlib.metadata as _metadata
 from ._blob import Blob, Window
 from ._context import (Context, default_context, gpu_device_name, gpu_probe, gpu_report, gpu_versions,
                        kernel_cache_dir, kernel_cache_mode, kernel_cache_warm_up)
-from ._errors import (CblobError, CblobIOError, CblobMemoryError, DeviceError, DeviceLostError, DTypeError, GPUUnavailableError,
+from ._errors import (CblobError, CblobIOError, CblobMemoryError, CommError, CommTimeoutError, DeviceError, DeviceLostError, DTypeError, GPUUnavailableError,
                       InternalError, InvalidArgumentError, NotImplementedForDTypeError, OutOfRangeError, ParseError,
                       ShapeError, SizeOverflowError, StateError)
 from ._formats import detect, detect_file, load, load_blob, load_blobs, save_blob, save_blobs
@@ -65,7 +65,7 @@ def cpu_features():
 
 __all__ = [
     "ABI_VERSION_MAJOR", "ABI_VERSION_MINOR", "MAX_AXES", "NEOML_AXES",
-    "Blob", "CacheMode", "CblobError", "CblobIOError", "CblobMemoryError", "Context", "DType", "DTypeError",
+    "Blob", "CacheMode", "CblobError", "CblobIOError", "CblobMemoryError", "CommError", "CommTimeoutError", "Context", "DType", "DTypeError",
     "DeviceError", "DeviceLostError", "Dim", "GPUUnavailableError", "Head", "InternalError", "InvalidArgumentError", "Layer", "Memory",
     "Mode", "Model", "NetFormat", "NotImplementedForDTypeError", "OutOfRangeError", "ParseError", "Part", "ProtoKind",
     "ShapeError", "SizeOverflowError", "StateError", "Status", "Window",

@@ -73,6 +73,15 @@ class DeviceLostError(DeviceError):
     (Status.DEVICE_LOST); CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the faulting call report it."""
 
 
+class CommError(CblobError, RuntimeError):
+    """A collective failed in its engine (a rank died, MPI or NCCL reported an error), or the
+    communicator is broken by an earlier failure (Status.COMM)."""
+
+
+class CommTimeoutError(CommError, TimeoutError):
+    """A collective did not finish within the communicator's timeout (Status.TIMEOUT)."""
+
+
 class InternalError(CblobError, RuntimeError):
     """A broken internal invariant, or a status this package does not know (please report it)."""
 
@@ -94,10 +103,13 @@ FAMILIES = {
     Status.DRIVER_TOO_OLD: GPUUnavailableError,
     Status.NVRTC_MISSING: GPUUnavailableError,
     Status.CUBLAS_MISSING: GPUUnavailableError,
+    Status.NCCL_MISSING: GPUUnavailableError,
     Status.DEVICE_OUT_OF_MEMORY: DeviceError,
     Status.DEVICE: DeviceError,
     Status.COMPILE: DeviceError,
     Status.DEVICE_LOST: DeviceLostError,
+    Status.COMM: CommError,
+    Status.TIMEOUT: CommTimeoutError,
     Status.INTERNAL: InternalError,
 }
 

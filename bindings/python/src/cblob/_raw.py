@@ -26,6 +26,12 @@ ABI_VERSION_MAJOR = 1
 ABI_VERSION_MINOR = 1
 # The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 NEOML_AXES = 7
+# Room, terminating NUL included, in the message buffer cblob hands to each engine operation.
+COMM_MESSAGE_BYTES = 512
+# The bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES), which ranks pass to cblob_comm_create_nccl.
+NCCL_UNIQUE_ID_BYTES = 128
+# A communicator's bucket size (8 MiB) until cblob_comm_set_bucket_bytes changes it.
+COMM_DEFAULT_BUCKET_BYTES = 8388608
 
 
 class Status(enum.IntEnum):
@@ -52,6 +58,9 @@ class Status(enum.IntEnum):
     COMPILE = 19  # NVRTC failed to compile a kernel; the message carries the start of the compiler log.
     INTERNAL = 20  # A broken internal invariant: please report it.
     DEVICE_LOST = 21  # Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it.
+    COMM = 22  # Since ABI 1.1. A collective failed in its engine (a rank died, the network failed, MPI or NCCL reported an error), or the communicator is broken by an earlier failure; the message carries the engine's.
+    TIMEOUT = 23  # Since ABI 1.1. A collective did not finish within the communicator's timeout (cblob_comm_set_timeout); the communicator is broken.
+    NCCL_MISSING = 24  # Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls.
 
 
 class DType(enum.IntEnum):
@@ -150,11 +159,63 @@ class Memory(enum.IntEnum):
     DEVICE = 1  # The device copy on the context's device: kDLCUDA. Needs a GPU.
 
 
+class ReduceOp(enum.IntEnum):
+    """How an all-reduce combines the ranks' values. (cblob_reduce_op)"""
+    SUM = 0  # The sum over the ranks, added by the engine (in the rank order it chooses).
+    AVERAGE = 1  # The sum, then multiplied by 1/size in the blob's dtype (as cblob_blob_scale would); float dtypes only: integer blobs are CBLOB_ERR_DTYPE.
+
+
 # Called exactly once when cblob lets go of a caller's buffer (the blob was destroyed, or the
 # buffer was replaced), from whichever thread dropped the last holder, and only after the GPU
 # work cblob queued on the buffer (kernels, copies, an asynchronous push) has finished, so
 # the owner may hand the memory out again at once.
 cblob_release_fn = CFUNCTYPE(None, c_void_p, c_void_p)
+
+
+# Starts summing count elements of dtype at buffer over all ranks, in place. Returns
+# CBLOB_OK and an engine-defined pending value (anything, NULL included) that cblob later
+# passes to wait exactly once; or a status (CBLOB_ERR_COMM, CBLOB_ERR_OUT_OF_MEMORY, ...)
+# after writing a NUL-terminated message of at most message_size bytes.
+cblob_comm_allreduce_fn = CFUNCTYPE(c_int32, c_void_p, c_void_p, c_int64, c_int32, POINTER(c_void_p), POINTER(c_char), c_size_t)
+
+
+# Starts copying count elements at the root's buffer into every rank's; otherwise as cblob_comm_allreduce_fn.
+cblob_comm_broadcast_fn = CFUNCTYPE(c_int32, c_void_p, c_void_p, c_int64, c_int32, c_int32, POINTER(c_void_p), POINTER(c_char), c_size_t)
+
+
+# Starts a barrier; otherwise as cblob_comm_allreduce_fn.
+cblob_comm_barrier_fn = CFUNCTYPE(c_int32, c_void_p, POINTER(c_void_p), POINTER(c_char), c_size_t)
+
+
+# Finishes the operation a start call returned `pending` for, taking it back whatever the
+# outcome. CBLOB_OK means the buffer holds the result and the engine no longer touches it.
+# timeout_ms -1 means wait as long as it takes; otherwise, after about timeout_ms
+# milliseconds, give up with CBLOB_ERR_TIMEOUT and a message. Any failure (CBLOB_ERR_COMM
+# for a dead rank, say) comes with a message; cblob then breaks the communicator and calls
+# no engine operation but this one (for the other operations already started) and destroy.
+cblob_comm_wait_fn = CFUNCTYPE(c_int32, c_void_p, c_void_p, c_int64, POINTER(c_char), c_size_t)
+
+
+# Frees the engine's state, once, when the communicator is destroyed; never called if cblob_comm_create fails.
+cblob_comm_destroy_fn = CFUNCTYPE(None, c_void_p)
+
+
+class cblob_comm_engine(Structure):
+    """How cblob reaches a collective engine: the table an engine library (libcblob_mpi, or a caller's own) fills and hands to cblob_comm_create, which copies it. Operations are called from the thread using the communicator, in the order the collectives are made; each buffer stays valid and untouched by cblob from its start call to its wait."""
+    _fields_ = [
+        ("struct_size", c_size_t),  # sizeof(cblob_comm_engine) as the engine was compiled: later ABI versions only append fields.
+        ("name", c_char_p),  # The engine's name, for messages ("mpi"); cblob copies it.
+        ("rank", c_int32),  # This process's rank, 0 <= rank < size.
+        ("size", c_int32),  # The number of ranks, at least 1.
+        ("memory", c_int32),  # The memory the buffers are in: CBLOB_MEMORY_HOST, or CBLOB_MEMORY_DEVICE (device pointers on the communicator's context's device, whose writes have finished when a start call is made; a wait returning CBLOB_OK means the engine's writes have too).
+        ("dtypes", c_uint32),  # The dtypes the engine's all-reduce and broadcast take: bit (1u << dtype) for each; others are CBLOB_ERR_DTYPE before anything starts.
+        ("state", c_void_p),  # The engine's own state, passed to every operation.
+        ("allreduce_sum", cblob_comm_allreduce_fn),  # Starts an in-place sum over the ranks.
+        ("broadcast", cblob_comm_broadcast_fn),  # Starts a broadcast from a root.
+        ("barrier", cblob_comm_barrier_fn),  # Starts a barrier.
+        ("wait", cblob_comm_wait_fn),  # Finishes a started operation.
+        ("destroy", cblob_comm_destroy_fn),  # Frees state (may be NULL: nothing to free).
+    ]
 
 # Element types of typed host views: dtype value -> NumPy dtype name.
 ELEMENTS = {
@@ -1014,6 +1075,94 @@ FUNCTIONS = (
     # rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_from_dlpack_legacy", c_int32, (c_void_p, c_void_p, POINTER(c_void_p))),  # context, tensor, out_blob
+    # Lays out the data or diff of count blobs in one buffer and makes each blob's part use its
+    # slice (see the section). The blobs must have one dtype and one context, be listed once,
+    # not be windows or mapped, and not share the part with each other; blobs without elements
+    # take no room. Each slice starts at a multiple of alignment bytes (a power of two, at least
+    # the element size, at most 4096; 64 fits cache lines and vector loads, 256 fits
+    # cuMemAlloc). A blob already in an arena moves to the new one. Other blobs that shared a
+    # member's part (cblob_blob_share) keep the memory they had, as after a reshape that grows.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    ("cblob_arena_create", c_int32, (POINTER(c_void_p), c_int64, c_int32, c_int64, POINTER(c_void_p))),  # blobs, count, part, alignment, out_arena
+    # Makes a communicator over an engine (see cblob_comm_engine). On success the communicator
+    # owns the engine's state and calls its destroy once; on failure the state stays the
+    # caller's. The context is where blobs of a device engine are worked on (its device and
+    # stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
+    # A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size < 1 are
+    # CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
+    # engine opens the context's device (whatever its mode), failing as the GPU calls do.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    ("cblob_comm_create", c_int32, (c_void_p, POINTER(cblob_comm_engine), POINTER(c_void_p))),  # context, engine, out_comm
+    # Frees the communicator and its engine's state. Requests still alive keep it until they are
+    # destroyed. NULL is a no-op.
+    # Since ABI 1.1.
+    ("cblob_comm_destroy", None, (c_void_p,)),  # comm
+    # This process's rank in the communicator.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    ("cblob_comm_rank", c_int32, (c_void_p, POINTER(c_int32))),  # comm, out_rank
+    # The number of ranks in the communicator.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    ("cblob_comm_size", c_int32, (c_void_p, POINTER(c_int32))),  # comm, out_size
+    # How long a wait may take, in milliseconds, before it fails with CBLOB_ERR_TIMEOUT and breaks
+    # the communicator; -1 (the default) waits as long as it takes. Set the same on every rank:
+    # a rank that died leaves the others waiting for it.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    ("cblob_comm_set_timeout", c_int32, (c_void_p, c_int64)),  # comm, timeout_ms
+    # The most bytes fused into one engine call (CBLOB_COMM_DEFAULT_BUCKET_BYTES until set); 0
+    # fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
+    # decides the engine calls.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    ("cblob_comm_set_bucket_bytes", c_int32, (c_void_p, c_int64)),  # comm, bucket_bytes
+    # Starts an all-reduce of the part of count blobs (any dtypes the engine takes, listed once,
+    # not overlapping) and returns its request; the blocking form is cblob_comm_allreduce.
+    # CBLOB_REDUCE_AVERAGE of an integer blob, and a dtype the engine does not take, are
+    # CBLOB_ERR_DTYPE; a blob on another device than a device engine's is CBLOB_ERR_STATE. A
+    # broken communicator is CBLOB_ERR_COMM.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    ("cblob_comm_allreduce_start", c_int32, (c_void_p, POINTER(c_void_p), c_int64, c_int32, c_int32, POINTER(c_void_p))),  # comm, blobs, count, part, op, out_request
+    # Starts a broadcast of the root's part of count blobs to every rank and returns its
+    # request; otherwise as cblob_comm_allreduce_start. A root outside 0..size-1 is
+    # CBLOB_ERR_OUT_OF_RANGE.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    ("cblob_comm_broadcast_start", c_int32, (c_void_p, POINTER(c_void_p), c_int64, c_int32, c_int32, POINTER(c_void_p))),  # comm, blobs, count, part, root, out_request
+    # Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+    ("cblob_comm_barrier_start", c_int32, (c_void_p, POINTER(c_void_p))),  # comm, out_request
+    # Finishes the collective: waits for the engine, copies fused buckets back, scales an
+    # average. Returns the collective's status (CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT: see the
+    # section); waiting again returns the same status and does nothing.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    ("cblob_comm_request_wait", c_int32, (c_void_p,)),  # request
+    # Waits for the request if nobody has (its status is lost: wait first to see it) and frees it.
+    # NULL is a no-op.
+    # Since ABI 1.1.
+    ("cblob_comm_request_destroy", None, (c_void_p,)),  # request
+    # cblob_comm_allreduce_start, then cblob_comm_request_wait.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    ("cblob_comm_allreduce", c_int32, (c_void_p, POINTER(c_void_p), c_int64, c_int32, c_int32)),  # comm, blobs, count, part, op
+    # cblob_comm_broadcast_start, then cblob_comm_request_wait.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    ("cblob_comm_broadcast", c_int32, (c_void_p, POINTER(c_void_p), c_int64, c_int32, c_int32)),  # comm, blobs, count, part, root
+    # cblob_comm_barrier_start, then cblob_comm_request_wait.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+    ("cblob_comm_barrier", c_int32, (c_void_p,)),  # comm
+    # Makes the unique id of a new NCCL communicator (ncclGetUniqueId): one rank calls it and
+    # sends the CBLOB_NCCL_UNIQUE_ID_BYTES bytes to the others by its own means (MPI, a file, a
+    # socket); every rank then calls cblob_comm_create_nccl with them. Needs the GPU stack
+    # (CBLOB_ERR_NO_DRIVER and friends without) and NCCL 2 (libnccl.so.2, or the library
+    # CBLOB_NCCL_LIBRARY names): CBLOB_ERR_NCCL_MISSING without. An NCCL failure is
+    # CBLOB_ERR_COMM.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    ("cblob_comm_nccl_unique_id", c_int32, (POINTER(c_char), c_size_t)),  # out_id, id_size
+    # Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
+    # rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
+    # Its collectives run on device memory, queued on the context's stream after cblob's own work
+    # there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
+    # for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
+    # communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+    # errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    ("cblob_comm_create_nccl", c_int32, (c_void_p, c_char_p, c_int32, c_int32, POINTER(c_void_p))),  # context, unique_id, nranks, rank, out_comm
 )
 
 

@@ -29,6 +29,15 @@ pub const CBLOB_ABI_VERSION_MINOR: i32 = 1;
 /// The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 pub const CBLOB_NEOML_AXES: i32 = 7;
 
+/// Room, terminating NUL included, in the message buffer cblob hands to each engine operation.
+pub const CBLOB_COMM_MESSAGE_BYTES: i32 = 512;
+
+/// The bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES), which ranks pass to cblob_comm_create_nccl.
+pub const CBLOB_NCCL_UNIQUE_ID_BYTES: i32 = 128;
+
+/// A communicator's bucket size (8 MiB) until cblob_comm_set_bucket_bytes changes it.
+pub const CBLOB_COMM_DEFAULT_BUCKET_BYTES: i32 = 8388608;
+
 /// Result of every call that can fail. Values are fixed forever and never renumbered.
 pub type cblob_status = i32;
 /// Success.
@@ -75,6 +84,12 @@ pub const CBLOB_ERR_COMPILE: cblob_status = 19;
 pub const CBLOB_ERR_INTERNAL: cblob_status = 20;
 /// Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it.
 pub const CBLOB_ERR_DEVICE_LOST: cblob_status = 21;
+/// Since ABI 1.1. A collective failed in its engine (a rank died, the network failed, MPI or NCCL reported an error), or the communicator is broken by an earlier failure; the message carries the engine's.
+pub const CBLOB_ERR_COMM: cblob_status = 22;
+/// Since ABI 1.1. A collective did not finish within the communicator's timeout (cblob_comm_set_timeout); the communicator is broken.
+pub const CBLOB_ERR_TIMEOUT: cblob_status = 23;
+/// Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls.
+pub const CBLOB_ERR_NCCL_MISSING: cblob_status = 24;
 
 /// Element type of a blob.
 pub type cblob_dtype = i32;
@@ -198,6 +213,13 @@ pub const CBLOB_MEMORY_HOST: cblob_memory = 0;
 /// The device copy on the context's device: kDLCUDA. Needs a GPU.
 pub const CBLOB_MEMORY_DEVICE: cblob_memory = 1;
 
+/// How an all-reduce combines the ranks' values.
+pub type cblob_reduce_op = i32;
+/// The sum over the ranks, added by the engine (in the rank order it chooses).
+pub const CBLOB_REDUCE_SUM: cblob_reduce_op = 0;
+/// The sum, then multiplied by 1/size in the blob's dtype (as cblob_blob_scale would); float dtypes only: integer blobs are CBLOB_ERR_DTYPE.
+pub const CBLOB_REDUCE_AVERAGE: cblob_reduce_op = 1;
+
 /// Holds what Caffe keeps in its per-thread singleton: the mode (CPU or GPU) and, with a GPU,
 /// the device. Blobs keep their context alive.
 #[repr(C)]
@@ -232,6 +254,22 @@ pub struct cblob_buffer {
     _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
 
+/// A communicator: a group of ranks running collectives through one engine. Owned by the
+/// caller; cblob_comm_destroy frees it and its engine's state.
+#[repr(C)]
+pub struct cblob_comm {
+    _private: [u8; 0],
+    _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+/// A collective in flight (cblob_comm_allreduce_start and friends). Wait for it with
+/// cblob_comm_request_wait and free it with cblob_comm_request_destroy.
+#[repr(C)]
+pub struct cblob_comm_request {
+    _private: [u8; 0],
+    _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
 /// DLPack's managed tensor (DLPack 1.0 and later), defined by dlpack/dlpack.h.
 /// cblob passes it by pointer only.
 #[repr(C)]
@@ -253,6 +291,62 @@ pub struct DLManagedTensor {
 /// work cblob queued on the buffer (kernels, copies, an asynchronous push) has finished, so
 /// the owner may hand the memory out again at once.
 pub type cblob_release_fn = Option<unsafe extern "C" fn(ptr: *mut c_void, user_data: *mut c_void)>;
+
+/// Starts summing count elements of dtype at buffer over all ranks, in place. Returns
+/// CBLOB_OK and an engine-defined pending value (anything, NULL included) that cblob later
+/// passes to wait exactly once; or a status (CBLOB_ERR_COMM, CBLOB_ERR_OUT_OF_MEMORY, ...)
+/// after writing a NUL-terminated message of at most message_size bytes.
+pub type cblob_comm_allreduce_fn = Option<unsafe extern "C" fn(state: *mut c_void, buffer: *mut c_void, count: i64, dtype: cblob_dtype, out_pending: *mut *mut c_void, message: *mut c_char, message_size: usize) -> cblob_status>;
+
+/// Starts copying count elements at the root's buffer into every rank's; otherwise as cblob_comm_allreduce_fn.
+pub type cblob_comm_broadcast_fn = Option<unsafe extern "C" fn(state: *mut c_void, buffer: *mut c_void, count: i64, dtype: cblob_dtype, root: i32, out_pending: *mut *mut c_void, message: *mut c_char, message_size: usize) -> cblob_status>;
+
+/// Starts a barrier; otherwise as cblob_comm_allreduce_fn.
+pub type cblob_comm_barrier_fn = Option<unsafe extern "C" fn(state: *mut c_void, out_pending: *mut *mut c_void, message: *mut c_char, message_size: usize) -> cblob_status>;
+
+/// Finishes the operation a start call returned `pending` for, taking it back whatever the
+/// outcome. CBLOB_OK means the buffer holds the result and the engine no longer touches it.
+/// timeout_ms -1 means wait as long as it takes; otherwise, after about timeout_ms
+/// milliseconds, give up with CBLOB_ERR_TIMEOUT and a message. Any failure (CBLOB_ERR_COMM
+/// for a dead rank, say) comes with a message; cblob then breaks the communicator and calls
+/// no engine operation but this one (for the other operations already started) and destroy.
+pub type cblob_comm_wait_fn = Option<unsafe extern "C" fn(state: *mut c_void, pending: *mut c_void, timeout_ms: i64, message: *mut c_char, message_size: usize) -> cblob_status>;
+
+/// Frees the engine's state, once, when the communicator is destroyed; never called if cblob_comm_create fails.
+pub type cblob_comm_destroy_fn = Option<unsafe extern "C" fn(state: *mut c_void)>;
+
+/// How cblob reaches a collective engine: the table an engine library (libcblob_mpi, or a
+/// caller's own) fills and hands to cblob_comm_create, which copies it. Operations are called
+/// from the thread using the communicator, in the order the collectives are made; each
+/// buffer stays valid and untouched by cblob from its start call to its wait.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct cblob_comm_engine {
+    /// sizeof(cblob_comm_engine) as the engine was compiled: later ABI versions only append fields.
+    pub struct_size: usize,
+    /// The engine's name, for messages ("mpi"); cblob copies it.
+    pub name: *const c_char,
+    /// This process's rank, 0 \<= rank \< size.
+    pub rank: i32,
+    /// The number of ranks, at least 1.
+    pub size: i32,
+    /// The memory the buffers are in: CBLOB_MEMORY_HOST, or CBLOB_MEMORY_DEVICE (device pointers on the communicator's context's device, whose writes have finished when a start call is made; a wait returning CBLOB_OK means the engine's writes have too).
+    pub memory: cblob_memory,
+    /// The dtypes the engine's all-reduce and broadcast take: bit (1u \<\< dtype) for each; others are CBLOB_ERR_DTYPE before anything starts.
+    pub dtypes: u32,
+    /// The engine's own state, passed to every operation.
+    pub state: *mut c_void,
+    /// Starts an in-place sum over the ranks.
+    pub allreduce_sum: cblob_comm_allreduce_fn,
+    /// Starts a broadcast from a root.
+    pub broadcast: cblob_comm_broadcast_fn,
+    /// Starts a barrier.
+    pub barrier: cblob_comm_barrier_fn,
+    /// Finishes a started operation.
+    pub wait: cblob_comm_wait_fn,
+    /// Frees state (may be NULL: nothing to free).
+    pub destroy: cblob_comm_destroy_fn,
+}
 
 extern "C" {
     /// The calling thread's message for its last failed call ("" if none failed yet); never NULL.
@@ -1436,4 +1530,126 @@ extern "C" {
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_from_dlpack_legacy(context: *mut cblob_context, tensor: *mut DLManagedTensor, out_blob: *mut *mut cblob_blob) -> cblob_status;
+
+    /// Lays out the data or diff of count blobs in one buffer and makes each blob's part use its
+    /// slice (see the section). The blobs must have one dtype and one context, be listed once,
+    /// not be windows or mapped, and not share the part with each other; blobs without elements
+    /// take no room. Each slice starts at a multiple of alignment bytes (a power of two, at least
+    /// the element size, at most 4096; 64 fits cache lines and vector loads, 256 fits
+    /// cuMemAlloc). A blob already in an arena moves to the new one. Other blobs that shared a
+    /// member's part (cblob_blob_share) keep the memory they had, as after a reshape that grows.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    pub fn cblob_arena_create(blobs: *const *mut cblob_blob, count: i64, part: cblob_part, alignment: i64, out_arena: *mut *mut cblob_blob) -> cblob_status;
+
+    /// Makes a communicator over an engine (see cblob_comm_engine). On success the communicator
+    /// owns the engine's state and calls its destroy once; on failure the state stays the
+    /// caller's. The context is where blobs of a device engine are worked on (its device and
+    /// stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
+    /// A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size \< 1 are
+    /// CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
+    /// engine opens the context's device (whatever its mode), failing as the GPU calls do.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    pub fn cblob_comm_create(context: *mut cblob_context, engine: *const cblob_comm_engine, out_comm: *mut *mut cblob_comm) -> cblob_status;
+
+    /// Frees the communicator and its engine's state. Requests still alive keep it until they are
+    /// destroyed. NULL is a no-op.
+    ///
+    /// Since ABI 1.1.
+    pub fn cblob_comm_destroy(comm: *mut cblob_comm);
+
+    /// This process's rank in the communicator.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    pub fn cblob_comm_rank(comm: *mut cblob_comm, out_rank: *mut i32) -> cblob_status;
+
+    /// The number of ranks in the communicator.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    pub fn cblob_comm_size(comm: *mut cblob_comm, out_size: *mut i32) -> cblob_status;
+
+    /// How long a wait may take, in milliseconds, before it fails with CBLOB_ERR_TIMEOUT and breaks
+    /// the communicator; -1 (the default) waits as long as it takes. Set the same on every rank:
+    /// a rank that died leaves the others waiting for it.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    pub fn cblob_comm_set_timeout(comm: *mut cblob_comm, timeout_ms: i64) -> cblob_status;
+
+    /// The most bytes fused into one engine call (CBLOB_COMM_DEFAULT_BUCKET_BYTES until set); 0
+    /// fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
+    /// decides the engine calls.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    pub fn cblob_comm_set_bucket_bytes(comm: *mut cblob_comm, bucket_bytes: i64) -> cblob_status;
+
+    /// Starts an all-reduce of the part of count blobs (any dtypes the engine takes, listed once,
+    /// not overlapping) and returns its request; the blocking form is cblob_comm_allreduce.
+    /// CBLOB_REDUCE_AVERAGE of an integer blob, and a dtype the engine does not take, are
+    /// CBLOB_ERR_DTYPE; a blob on another device than a device engine's is CBLOB_ERR_STATE. A
+    /// broken communicator is CBLOB_ERR_COMM.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    pub fn cblob_comm_allreduce_start(comm: *mut cblob_comm, blobs: *const *mut cblob_blob, count: i64, part: cblob_part, op: cblob_reduce_op, out_request: *mut *mut cblob_comm_request) -> cblob_status;
+
+    /// Starts a broadcast of the root's part of count blobs to every rank and returns its
+    /// request; otherwise as cblob_comm_allreduce_start. A root outside 0..size-1 is
+    /// CBLOB_ERR_OUT_OF_RANGE.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    pub fn cblob_comm_broadcast_start(comm: *mut cblob_comm, blobs: *const *mut cblob_blob, count: i64, part: cblob_part, root: i32, out_request: *mut *mut cblob_comm_request) -> cblob_status;
+
+    /// Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+    pub fn cblob_comm_barrier_start(comm: *mut cblob_comm, out_request: *mut *mut cblob_comm_request) -> cblob_status;
+
+    /// Finishes the collective: waits for the engine, copies fused buckets back, scales an
+    /// average. Returns the collective's status (CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT: see the
+    /// section); waiting again returns the same status and does nothing.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    pub fn cblob_comm_request_wait(request: *mut cblob_comm_request) -> cblob_status;
+
+    /// Waits for the request if nobody has (its status is lost: wait first to see it) and frees it.
+    /// NULL is a no-op.
+    ///
+    /// Since ABI 1.1.
+    pub fn cblob_comm_request_destroy(request: *mut cblob_comm_request);
+
+    /// cblob_comm_allreduce_start, then cblob_comm_request_wait.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    pub fn cblob_comm_allreduce(comm: *mut cblob_comm, blobs: *const *mut cblob_blob, count: i64, part: cblob_part, op: cblob_reduce_op) -> cblob_status;
+
+    /// cblob_comm_broadcast_start, then cblob_comm_request_wait.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    pub fn cblob_comm_broadcast(comm: *mut cblob_comm, blobs: *const *mut cblob_blob, count: i64, part: cblob_part, root: i32) -> cblob_status;
+
+    /// cblob_comm_barrier_start, then cblob_comm_request_wait.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+    pub fn cblob_comm_barrier(comm: *mut cblob_comm) -> cblob_status;
+
+    /// Makes the unique id of a new NCCL communicator (ncclGetUniqueId): one rank calls it and
+    /// sends the CBLOB_NCCL_UNIQUE_ID_BYTES bytes to the others by its own means (MPI, a file, a
+    /// socket); every rank then calls cblob_comm_create_nccl with them. Needs the GPU stack
+    /// (CBLOB_ERR_NO_DRIVER and friends without) and NCCL 2 (libnccl.so.2, or the library
+    /// CBLOB_NCCL_LIBRARY names): CBLOB_ERR_NCCL_MISSING without. An NCCL failure is
+    /// CBLOB_ERR_COMM.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    pub fn cblob_comm_nccl_unique_id(out_id: *mut u8, id_size: usize) -> cblob_status;
+
+    /// Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
+    /// rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
+    /// Its collectives run on device memory, queued on the context's stream after cblob's own work
+    /// there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
+    /// for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
+    /// communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+    /// errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
+    ///
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    pub fn cblob_comm_create_nccl(context: *mut cblob_context, unique_id: *const u8, nranks: i32, rank: i32, out_comm: *mut *mut cblob_comm) -> cblob_status;
 }

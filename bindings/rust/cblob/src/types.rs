@@ -22,6 +22,15 @@ pub const ABI_VERSION_MINOR: i32 = sys::CBLOB_ABI_VERSION_MINOR;
 /// The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 pub const NEOML_AXES: i32 = sys::CBLOB_NEOML_AXES;
 
+/// Room, terminating NUL included, in the message buffer cblob hands to each engine operation.
+pub const COMM_MESSAGE_BYTES: i32 = sys::CBLOB_COMM_MESSAGE_BYTES;
+
+/// The bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES), which ranks pass to cblob_comm_create_nccl.
+pub const NCCL_UNIQUE_ID_BYTES: i32 = sys::CBLOB_NCCL_UNIQUE_ID_BYTES;
+
+/// A communicator's bucket size (8 MiB) until cblob_comm_set_bucket_bytes changes it.
+pub const COMM_DEFAULT_BUCKET_BYTES: i32 = sys::CBLOB_COMM_DEFAULT_BUCKET_BYTES;
+
 /// Result of every call that can fail. Values are fixed forever and never renumbered.
 ///
 /// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
@@ -72,11 +81,17 @@ pub enum Status {
     Internal,
     /// Since ABI 1.1. The device's context is lost: a kernel or copy faulted (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS), and every later GPU call on that device fails with this status. Restart the process to use the device again; CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the call that faulted report it.
     DeviceLost,
+    /// Since ABI 1.1. A collective failed in its engine (a rank died, the network failed, MPI or NCCL reported an error), or the communicator is broken by an earlier failure; the message carries the engine's.
+    Comm,
+    /// Since ABI 1.1. A collective did not finish within the communicator's timeout (cblob_comm_set_timeout); the communicator is broken.
+    Timeout,
+    /// Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls.
+    NcclMissing,
 }
 
 impl Status {
     /// Every value, in the header's order.
-    pub const ALL: &'static [Status] = &[Status::Ok, Status::InvalidArgument, Status::OutOfRange, Status::Shape, Status::Overflow, Status::DType, Status::NotImplemented, Status::OutOfMemory, Status::State, Status::Parse, Status::Io, Status::NoDriver, Status::StubDriver, Status::NoDevice, Status::DriverTooOld, Status::NvrtcMissing, Status::CublasMissing, Status::DeviceOutOfMemory, Status::Device, Status::Compile, Status::Internal, Status::DeviceLost];
+    pub const ALL: &'static [Status] = &[Status::Ok, Status::InvalidArgument, Status::OutOfRange, Status::Shape, Status::Overflow, Status::DType, Status::NotImplemented, Status::OutOfMemory, Status::State, Status::Parse, Status::Io, Status::NoDriver, Status::StubDriver, Status::NoDevice, Status::DriverTooOld, Status::NvrtcMissing, Status::CublasMissing, Status::DeviceOutOfMemory, Status::Device, Status::Compile, Status::Internal, Status::DeviceLost, Status::Comm, Status::Timeout, Status::NcclMissing];
 
     /// The value for a raw `cblob_status`, if this crate knows it.
     pub const fn from_raw(raw: sys::cblob_status) -> Option<Self> {
@@ -103,6 +118,9 @@ impl Status {
             sys::CBLOB_ERR_COMPILE => Some(Status::Compile),
             sys::CBLOB_ERR_INTERNAL => Some(Status::Internal),
             sys::CBLOB_ERR_DEVICE_LOST => Some(Status::DeviceLost),
+            sys::CBLOB_ERR_COMM => Some(Status::Comm),
+            sys::CBLOB_ERR_TIMEOUT => Some(Status::Timeout),
+            sys::CBLOB_ERR_NCCL_MISSING => Some(Status::NcclMissing),
             _ => None,
         }
     }
@@ -132,6 +150,9 @@ impl Status {
             Status::Compile => sys::CBLOB_ERR_COMPILE,
             Status::Internal => sys::CBLOB_ERR_INTERNAL,
             Status::DeviceLost => sys::CBLOB_ERR_DEVICE_LOST,
+            Status::Comm => sys::CBLOB_ERR_COMM,
+            Status::Timeout => sys::CBLOB_ERR_TIMEOUT,
+            Status::NcclMissing => sys::CBLOB_ERR_NCCL_MISSING,
         }
     }
 
@@ -160,6 +181,9 @@ impl Status {
             Status::Compile => "CBLOB_ERR_COMPILE",
             Status::Internal => "CBLOB_ERR_INTERNAL",
             Status::DeviceLost => "CBLOB_ERR_DEVICE_LOST",
+            Status::Comm => "CBLOB_ERR_COMM",
+            Status::Timeout => "CBLOB_ERR_TIMEOUT",
+            Status::NcclMissing => "CBLOB_ERR_NCCL_MISSING",
         }
     }
 }
@@ -808,6 +832,48 @@ impl Memory {
         match self {
             Memory::Host => "CBLOB_MEMORY_HOST",
             Memory::Device => "CBLOB_MEMORY_DEVICE",
+        }
+    }
+}
+
+/// How an all-reduce combines the ranks' values.
+///
+/// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// The sum over the ranks, added by the engine (in the rank order it chooses).
+    Sum,
+    /// The sum, then multiplied by 1/size in the blob's dtype (as cblob_blob_scale would); float dtypes only: integer blobs are CBLOB_ERR_DTYPE.
+    Average,
+}
+
+impl ReduceOp {
+    /// Every value, in the header's order.
+    pub const ALL: &'static [ReduceOp] = &[ReduceOp::Sum, ReduceOp::Average];
+
+    /// The value for a raw `cblob_reduce_op`, if this crate knows it.
+    pub const fn from_raw(raw: sys::cblob_reduce_op) -> Option<Self> {
+        match raw {
+            sys::CBLOB_REDUCE_SUM => Some(ReduceOp::Sum),
+            sys::CBLOB_REDUCE_AVERAGE => Some(ReduceOp::Average),
+            _ => None,
+        }
+    }
+
+    /// The raw `cblob_reduce_op` value the C ABI uses.
+    pub const fn raw(self) -> sys::cblob_reduce_op {
+        match self {
+            ReduceOp::Sum => sys::CBLOB_REDUCE_SUM,
+            ReduceOp::Average => sys::CBLOB_REDUCE_AVERAGE,
+        }
+    }
+
+    /// The C enumerator's name (`"CBLOB_REDUCE_SUM"`).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "CBLOB_REDUCE_SUM",
+            ReduceOp::Average => "CBLOB_REDUCE_AVERAGE",
         }
     }
 }
