@@ -32,6 +32,8 @@ test_packages=(
   lintian nuget
   # bindings (Python: virtual environments, which scripts/python-env.sh fills from PyPI)
   golang-go mono-mcs mono-complete nunit-console python3-venv
+  # libcblob_mpi (src/comm/mpi), its tests under mpirun and its benchmark: Open MPI
+  openmpi-bin libopenmpi-dev
 )
 
 # usage: setup.sh          everything (scripts/test.sh)
