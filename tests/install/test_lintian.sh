@@ -44,7 +44,7 @@ errors=$(grep -c '^E: ' "$work/lintian.txt" || true)
 unjustified=$(grep '^W: ' "$work/lintian.txt" | awk '{print $3}' | sort -u | grep -vxF -f <(echo "$accepted"; echo) || true)
 [ "$errors" = 0 ] || fail "lintian reports $errors errors"
 [ -z "$unjustified" ] || fail "lintian warnings that $note does not justify: $unjustified"
-echo "lintian: no errors, $(grep -c '^W: ' "$work/lintian.txt" || true) warnings, each justified in docs/packaging.md"
+echo "lintian: $(( ${#debs[@]} + ${#mpi_debs[@]} )) packages, no errors, $(grep -c '^W: ' "$work/lintian.txt" || true) warnings, each justified in docs/packaging.md"
 
 # The library in Debian's multiarch folder; ldconfig through the trigger, no maintainer scripts.
 dpkg-deb -c "${debs[0]}" >"$work/contents.txt"
