@@ -75,6 +75,17 @@ CBLOB_MPI_API cblob_status cblob_comm_create_mpi(cblob_context *context, MPI_Com
  */
 CBLOB_MPI_API const char *cblob_mpi_last_error_message(void);
 
+/*
+ * cblob_comm_create_mpi over MPI_COMM_WORLD, for callers without MPI's types (the Rust, Go, C# and
+ * Python bindings, which load libcblob_mpi.so.1 at run time). When MPI is not initialised yet it
+ * calls MPI_Init_thread (MPI_THREAD_SERIALIZED) and registers an atexit handler that finalizes MPI
+ * when the process exits; when the caller initialised MPI it neither initialises nor finalizes it.
+ * Collective over MPI_COMM_WORLD. Under mpirun the ranks are mpirun's; started alone, the process
+ * is a world of one rank (MPI's singleton start). Statuses as cblob_comm_create_mpi, whose name the
+ * messages carry; MPI already finalized is CBLOB_ERR_STATE. Since libcblob_mpi ABI 1.1.
+ */
+CBLOB_MPI_API cblob_status cblob_comm_create_mpi_world(cblob_context *context, cblob_comm **out_comm);
+
 #ifdef __cplusplus
 }
 #endif
