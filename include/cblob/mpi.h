@@ -78,7 +78,7 @@ CBLOB_MPI_API const char *cblob_mpi_last_error_message(void);
 /*
  * cblob_comm_create_mpi over MPI_COMM_WORLD, for callers without MPI's types (the Rust, Go, C# and
  * Python bindings, which load libcblob_mpi.so.1 at run time). When MPI is not initialised yet it
- * calls MPI_Init_thread (MPI_THREAD_SERIALIZED) and registers an atexit handler that finalizes MPI
+ * calls MPI_Init_thread (MPI_THREAD_MULTIPLE) and registers an atexit handler that finalizes MPI
  * when the process exits; when the caller initialised MPI it neither initialises nor finalizes it.
  * Collective over MPI_COMM_WORLD. Under mpirun the ranks are mpirun's; started alone, the process
  * is a world of one rank (MPI's singleton start). Statuses as cblob_comm_create_mpi, whose name the

@@ -26,9 +26,10 @@ static void ensure_mpi(void)
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
     if (!initialized && !finalized) {
-        /* SERIALIZED: a binding may call from different OS threads, one at a time (Go). */
+        /* MULTIPLE: bindings call from any OS thread (Go moves goroutines, test harnesses run tests
+         * on threads), and distinct communicators may then be used on different threads at once. */
         int provided = 0;
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) == MPI_SUCCESS)
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) == MPI_SUCCESS)
             atexit(finalize_our_mpi);
     }
     pthread_mutex_unlock(&init_lock);

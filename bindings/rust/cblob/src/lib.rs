@@ -78,6 +78,7 @@
 #![warn(missing_docs)]
 
 mod blob;
+mod comm;
 mod context;
 pub mod dlpack;
 mod error;
@@ -92,6 +93,7 @@ mod types;
 mod window;
 
 pub use blob::{Blob, View, ViewMut};
+pub use comm::{mpi_library_path, Comm, Request};
 pub use mapping::{Mapping, MappingMut};
 pub use model::{Layer, Model};
 pub use net::{Net, ParamSpec, Rule};
