@@ -3,7 +3,8 @@
 //! synced lazily between host and GPU) behind cblob's versioned C ABI, with Caffe's files
 //! ([`Model`], [`proto`]), the GPU ([`gpu`]), NeoML's blob operations ([`Window`],
 //! [`Mapping`], and the layout, copy, transpose, merge, split and fill methods of [`Blob`]) and
-//! DLPack ([`dlpack`]: [`Blob::to_dlpack`], [`Blob::from_dlpack`]).
+//! DLPack ([`dlpack`]: [`Blob::to_dlpack`], [`Blob::from_dlpack`]), and arenas and collectives
+//! ([`Blob::arena`], [`Comm`], [`Request`]) over MPI or NCCL.
 //!
 //! ```
 //! use cblob::{Blob, Context, DType, Model, Part};
