@@ -55,7 +55,12 @@ def test_two_ranks_allreduce_broadcast_arena_requests():
                           env=env, capture_output=True, text=True, timeout=120)
     print(done.stdout, done.stderr)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count(": ok") in (2, 4)  # two ranks, one or two communicators each
+    try:  # over mpi4py's communicator too where it can be imported (Debian's, in the NumPy 1 venv)
+        import mpi4py  # noqa: F401
+        communicators = 2
+    except ImportError:
+        communicators = 1
+    assert done.stdout.count(": ok") == 2 * communicators, done.stdout
 
 
 # ---- arenas --------------------------------------------------------------------------------------
