@@ -165,6 +165,14 @@ def test_from_mpi_takes_an_mpi4py_communicator():
         cblob.Comm.from_mpi("MPI_COMM_WORLD")
 
 
+def test_an_mpi4py_null_communicator_is_refused_with_libcblob_mpis_message(comm):
+    MPI = pytest.importorskip("mpi4py.MPI", reason="mpi4py cannot be imported here (Debian's is in the NumPy 1 venv)")
+    with pytest.raises(cblob.InvalidArgumentError, match="cblob_comm_create_mpi"):
+        cblob.Comm.from_mpi(MPI.COMM_NULL)
+    with cblob.Comm.from_mpi(MPI.COMM_WORLD) as world:  # MPI's own world, here of one rank
+        assert (world.rank, world.size) == (comm.rank, comm.size)
+
+
 # ---- NCCL: no GPU here ---------------------------------------------------------------------------
 
 def gpu_expected():
