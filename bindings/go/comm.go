@@ -75,7 +75,8 @@ import (
 // (zeros), Caffe's learnable-params buffer. A collective on the arena moves every member at once.
 //
 // Each member's current values are copied into its slice and its part uses the slice from then
-// on: members keep working as before (slices from View see the arena's memory). A member leaves
+// on: members keep working as before through slices taken from then on (slices taken before
+// point at the old memory and are invalid, as after Share). A member leaves
 // the arena when it gets memory of its own (a reshape past its count, Share, SetCPUData); its
 // slice keeps its last values. The arena and its members keep each other's memory alive: close
 // them in any order. Use the arena only in collectives and for reading. Members must have one

@@ -15,7 +15,8 @@ namespace CBlob
         /// </summary>
         /// <remarks>
         /// Each member's current values are copied into its slice and its part uses the slice
-        /// from then on: members keep working as before. A member leaves the arena when it gets
+        /// from then on: members keep working as before, through spans taken from then on (spans
+        /// taken before point at the old memory and are invalid, as after sharing). A member leaves the arena when it gets
         /// memory of its own (a reshape past its count, sharing, a caller's buffer); its slice
         /// keeps its last values. The arena and its members keep each other's memory alive:
         /// dispose them in any order. Use the arena only in collectives and for reading.

@@ -29,8 +29,8 @@ class Arena(Blob):
     included (zeros that stay zero). A collective on the arena moves every member at once.
 
     Creating it copies each member's current values into its slice and makes the member's part
-    use the slice: members keep working as before (their views of that part are of the arena's
-    memory from then on). A member leaves the arena when it gets memory of its own (a reshape past
+    use the slice: members keep working as before, through views taken from then on (a view
+    taken before keeps the member's old memory, as after a reshape past the capacity). A member leaves the arena when it gets memory of its own (a reshape past
     its count, share_data/share_diff, from_numpy's buffer); its slice keeps its last values. The
     arena and its members keep each other's memory alive: drop them in any order. Use the arena
     itself only in collectives and for reading. A blob already in an arena moves to the new one.
