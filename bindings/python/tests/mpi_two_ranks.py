@@ -103,6 +103,29 @@ def check_requests(comm):
     same_bits(blob.data, serial_sum(4096, np.float32, 3, comm.size) * comm.size, "request dropped unwaited")
 
 
+def check_timeout(comm):
+    """Rank 1 stays away from a collective: rank 0 times out, and its communicator is broken."""
+    if comm.rank == 1:
+        return
+    comm.set_timeout(0.3)
+    blob = cblob.Blob.from_numpy(np.ones(8, np.float32))
+    try:
+        comm.allreduce(blob)
+    except cblob.CommTimeoutError as e:
+        assert isinstance(e, TimeoutError) and e.status == cblob.Status.TIMEOUT, e
+    else:
+        raise AssertionError("an all-reduce that rank 1 never joins returned")
+    try:
+        comm.barrier()
+    except cblob.CommTimeoutError:
+        raise AssertionError("a broken communicator fails at once, with CommError") from None
+    except cblob.CommError:
+        pass
+    else:
+        raise AssertionError("a broken communicator made a barrier")
+    print("rank 0: a collective rank 1 never joins: CommTimeoutError, then CommError: ok", flush=True)
+
+
 def run(comm, name):
     assert comm.size == 2, f"{name}: run under mpirun -np 2, not {comm.size}"
     comm.set_timeout(60)
@@ -123,6 +146,8 @@ def main():
             assert comm.rank == MPI.COMM_WORLD.Get_rank()
     with cblob.Comm.from_mpi() as comm:
         run(comm, "Comm.from_mpi()")
+    with cblob.Comm.from_mpi() as comm:  # last: MPI keeps the collective rank 1 never joined
+        check_timeout(comm)
     return 0
 
 

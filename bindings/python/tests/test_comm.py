@@ -44,7 +44,7 @@ def mpirun_or_skip():
     return words
 
 
-def test_two_ranks_allreduce_broadcast_arena_requests():
+def test_two_ranks_allreduce_broadcast_arena_requests_timeout():
     mpi_or_skip()
     launcher = mpirun_or_skip()
     # Not what this process's own MPI start put in its environment: mpirun starts a job of its own.
@@ -60,7 +60,8 @@ def test_two_ranks_allreduce_broadcast_arena_requests():
         communicators = 2
     except ImportError:
         communicators = 1
-    assert done.stdout.count(": ok") == 2 * communicators, done.stdout
+    assert done.stdout.count("requests: ok") == 2 * communicators, done.stdout
+    assert "CommTimeoutError, then CommError: ok" in done.stdout
 
 
 # ---- arenas --------------------------------------------------------------------------------------
