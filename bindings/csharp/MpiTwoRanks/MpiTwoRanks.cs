@@ -54,8 +54,12 @@ static class MpiTwoRanks
         try
         {
             using (var ctx = new Context())
-            using (var comm = Comm.MpiWorld(ctx))
-                Run(ctx, comm);
+            {
+                using (var comm = Comm.MpiWorld(ctx))
+                    Run(ctx, comm);
+                using (var comm = Comm.MpiWorld(ctx))
+                    Timeout(ctx, comm);
+            }
             return 0;
         }
         catch (Exception e)
@@ -63,6 +67,37 @@ static class MpiTwoRanks
             Console.Error.WriteLine(e);
             return 1;
         }
+    }
+
+    /// <summary>
+    /// Rank 1 stays away from a collective: rank 0 times out, and its communicator is broken.
+    /// Last: MPI keeps the collective rank 1 never joined.
+    /// </summary>
+    static void Timeout(Context ctx, Comm comm)
+    {
+        if (comm.Rank == 1)
+            return;
+        comm.SetTimeout(TimeSpan.FromMilliseconds(300));
+        using (var blob = new Blob(ctx, DType.Float32, 8))
+        {
+            try
+            {
+                comm.Allreduce(Part.Data, ReduceOp.Sum, blob);
+                Check(false, "a collective nobody joins returned");
+            }
+            catch (CBlobException e) when (e.Status == Status.Timeout)
+            {
+            }
+        }
+        try
+        {
+            comm.Barrier();
+            Check(false, "a broken communicator made a barrier");
+        }
+        catch (CBlobException e) when (e.Status == Status.Comm)
+        {
+        }
+        Console.WriteLine("rank 0: a collective rank 1 never joins: Status.Timeout, then Status.Comm: ok");
     }
 
     static void Run(Context ctx, Comm comm)

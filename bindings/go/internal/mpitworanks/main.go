@@ -7,6 +7,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -76,7 +77,27 @@ func main() {
 	must(err)
 	run(ctx, comm)
 	must(comm.Close())
+	comm, err = cblob.NewMPIWorldComm(ctx)
+	must(err)
+	timeout(ctx, comm)
+	must(comm.Close())
 	must(cblob.FinalizeMPI()) // Go's exit runs no C exit handlers
+}
+
+// timeout: rank 1 stays away from a collective; rank 0 times out, and its communicator is
+// broken. Last: MPI keeps the collective rank 1 never joined.
+func timeout(ctx *cblob.Context, comm *cblob.Comm) {
+	if rank, _ := comm.Rank(); rank == 1 {
+		return
+	}
+	must(comm.SetTimeout(300 * time.Millisecond))
+	b, err := cblob.NewBlob(ctx, cblob.DTypeFloat32, 8)
+	must(err)
+	err = comm.Allreduce(cblob.PartData, cblob.ReduceOpSum, b)
+	check(errors.Is(err, cblob.StatusTimeout), fmt.Sprintf("a collective nobody joins: %v", err))
+	err = comm.Barrier()
+	check(errors.Is(err, cblob.StatusComm), fmt.Sprintf("a broken communicator: %v", err))
+	fmt.Println("rank 0: a collective rank 1 never joins: StatusTimeout, then StatusComm: ok")
 }
 
 func run(ctx *cblob.Context, comm *cblob.Comm) {

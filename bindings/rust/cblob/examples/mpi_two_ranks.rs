@@ -102,8 +102,22 @@ fn run(ctx: &Context, comm: &Comm) {
     println!("rank {rank}: all-reduce, average, fused list, arena, broadcast, requests: ok");
 }
 
+/// Rank 1 stays away from a collective: rank 0 times out, and its communicator is broken. Last:
+/// MPI keeps the collective rank 1 never joined.
+fn timeout(ctx: &Context, comm: &Comm) {
+    if comm.rank() == 1 {
+        return;
+    }
+    comm.set_timeout(Some(Duration::from_millis(300))).unwrap();
+    let mut blob = Blob::new(ctx, DType::Float32, &[8]).unwrap();
+    let err = comm.allreduce(&mut [&mut blob], Part::Data, ReduceOp::Sum).unwrap_err();
+    assert_eq!(err.status(), cblob::Status::Timeout, "{err}");
+    assert_eq!(comm.barrier().unwrap_err().status(), cblob::Status::Comm, "a broken communicator");
+    println!("rank 0: a collective rank 1 never joins: Timeout, then Comm: ok");
+}
+
 fn main() {
     let ctx = Context::new().unwrap();
-    let comm = Comm::mpi_world(&ctx).unwrap();
-    run(&ctx, &comm);
+    run(&ctx, &Comm::mpi_world(&ctx).unwrap());
+    timeout(&ctx, &Comm::mpi_world(&ctx).unwrap());
 }
