@@ -65,7 +65,7 @@ CHECK_KINDS = {
     "read_count", "read_bytes", "safetensors_bytes", "npz_bytes", "safetensors_path", "npz_path",
     # Arenas and communicators (codegen/api/60_comm.yaml)
     "arena_blobs", "arena_count", "arena_alignment", "comm_engine", "timeout_ms", "bucket_bytes",
-    "comm_blobs", "comm_blob_count", "reduce_op", "comm_root",
+    "comm_blobs", "comm_blob_count", "reduce_op", "comm_root", "nccl_id_size", "nccl_id", "nccl_ranks", "nccl_rank",
 }
 
 # How the CPU dispatch cuts a kernel's work into ranges for the thread pool (ops.yaml `split`).
@@ -227,6 +227,7 @@ def enrich(model):
         fn.setdefault("dtype_math", False)
         fn.setdefault("sweep_after_ok", "")
         fn.setdefault("gpu", False)
+        fn.setdefault("nccl", False)
         fn["returns_status"] = fn["returns"] == "cblob_status"
         fn["summary"] = fn["doc"].strip().split("\n")[0]
         for p in fn["params"]:

@@ -125,6 +125,10 @@ VALID_BY_CHECK = {
     "comm_blob_count": "2",
     "reduce_op": "CBLOB_REDUCE_AVERAGE",
     "comm_root": "0",
+    "nccl_id_size": "CBLOB_NCCL_UNIQUE_ID_BYTES",
+    "nccl_id": "sweep_nccl_id",
+    "nccl_ranks": "1",
+    "nccl_rank": "0",
 }
 
 # Parameters whose valid value follows another's: a size is the size of the bytes it measures.
@@ -293,8 +297,7 @@ BAD_BY_CHECK.update({
     "comm_engine": [("&sweep_engine_old", "CBLOB_ERR_INVALID_ARGUMENT", "a struct_size of 8"),
                     ("&sweep_engine_no_wait", "CBLOB_ERR_INVALID_ARGUMENT", "no wait operation"),
                     ("&sweep_engine_no_ranks", "CBLOB_ERR_INVALID_ARGUMENT", "size 0"),
-                    ("&sweep_engine_bad_rank", "CBLOB_ERR_OUT_OF_RANGE", "rank 1 of 1"),
-                    ("&sweep_engine_device", "CBLOB_ERR_INVALID_ARGUMENT", "a device engine on a CPU-mode context")],
+                    ("&sweep_engine_bad_rank", "CBLOB_ERR_OUT_OF_RANGE", "rank 1 of 1")],
     "timeout_ms": [("-2", "CBLOB_ERR_INVALID_ARGUMENT", "timeout -2"),
                    ("INT64_MIN", "CBLOB_ERR_INVALID_ARGUMENT", "timeout INT64_MIN")],
     "bucket_bytes": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "-1 bytes")],
@@ -305,6 +308,9 @@ BAD_BY_CHECK.update({
     "comm_blob_count": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "-1 blobs")],
     "reduce_op": [("2", "CBLOB_ERR_INVALID_ARGUMENT", "op 2"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "op -1")],
     "comm_root": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "root -1"), ("1", "CBLOB_ERR_OUT_OF_RANGE", "root 1 of 1")],
+    "nccl_id_size": [("CBLOB_NCCL_UNIQUE_ID_BYTES - 1", "CBLOB_ERR_OUT_OF_RANGE", "room for 127 of 128 bytes")],
+    "nccl_ranks": [("0", "CBLOB_ERR_INVALID_ARGUMENT", "0 ranks"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "-1 ranks")],
+    "nccl_rank": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "rank -1"), ("1", "CBLOB_ERR_OUT_OF_RANGE", "rank 1 of 1")],
 })
 BAD_BY_CHECK["memory"] = [("2", "CBLOB_ERR_INVALID_ARGUMENT", "memory 2"),
                           ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "memory -1")]

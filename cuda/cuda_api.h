@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The parts of the CUDA driver, NVRTC and cuBLAS APIs the backend calls, declared here because
+/* The parts of the CUDA driver, NVRTC, cuBLAS and NCCL APIs the backend calls, declared here because
  * the library is built without CUDA headers (and never links CUDA: cuda_loader.c opens the
  * libraries with dlopen). Every function is named by the exact symbol the library exports, so
  * `_v2` and `_64` variants are explicit. tests/gpu/test_cuda_api.c compiles this header against
@@ -55,6 +55,22 @@ typedef int cbbl_status;
 typedef struct cublasContext *cbbl_handle;
 typedef int cbbl_pointer_mode;
 typedef int cbbl_library_property;
+#endif
+#if defined(CB_CUDA_API_CHECK) && defined(CB_CHECK_NCCL)
+/* The including file has also included nccl.h (which comes with NCCL, not always the toolkit). */
+typedef ncclResult_t cbnc_result;
+typedef ncclComm_t cbnc_comm;
+typedef ncclUniqueId cbnc_unique_id;
+typedef ncclDataType_t cbnc_datatype;
+typedef ncclRedOp_t cbnc_red_op;
+#else
+typedef int cbnc_result;
+typedef struct ncclComm *cbnc_comm;
+typedef struct {
+    char internal[128];
+} cbnc_unique_id;
+typedef int cbnc_datatype;
+typedef int cbnc_red_op;
 #endif
 
 /* CUDA_MEMCPY2D, field for field (tests/gpu/test_cuda_api.c checks the layout against cuda.h). */
@@ -171,6 +187,7 @@ typedef cbcu_result (*cbcu_get_proc_address_fn)(const char *symbol, void **funct
     X(cbcu_result, cuEventCreate, (cbcu_event *event, unsigned int flags)) \
     X(cbcu_result, cuEventRecord, (cbcu_event event, cbcu_stream stream)) \
     X(cbcu_result, cuEventSynchronize, (cbcu_event event)) \
+    X(cbcu_result, cuEventQuery, (cbcu_event event)) \
     X(cbcu_result, cuEventDestroy_v2, (cbcu_event event)) \
     X(cbcu_result, cuPointerGetAttribute, (void *data, cbcu_pointer_attribute attribute, cbcu_deviceptr ptr)) \
     X(cbcu_result, cuModuleLoadData, (cbcu_module *module, const void *image)) \
@@ -222,6 +239,31 @@ typedef cbcu_result (*cbcu_get_proc_address_fn)(const char *symbol, void **funct
     X(cbbl_status, cublasSscal_v2_64, (cbbl_handle handle, int64_t n, const float *alpha, float *x, int64_t incx)) \
     X(cbbl_status, cublasDscal_v2_64, (cbbl_handle handle, int64_t n, const double *alpha, double *x, int64_t incx))
 
+#define CBNC_SUCCESS 0
+#define CBNC_IN_PROGRESS 7
+#define CBNC_UNIQUE_ID_BYTES 128
+#define CBNC_INT32 2
+#define CBNC_UINT32 3
+#define CBNC_FLOAT32 7
+#define CBNC_FLOAT64 8
+#define CBNC_SUM 0
+
+/* NCCL (libnccl.so.2): the communicator's life, its two collectives and its errors. */
+#define CB_NCCL_FUNCTIONS(X) \
+    X(cbnc_result, ncclGetVersion, (int *version)) \
+    X(cbnc_result, ncclGetUniqueId, (cbnc_unique_id * unique_id)) \
+    X(cbnc_result, ncclCommInitRank, (cbnc_comm * comm, int nranks, cbnc_unique_id comm_id, int rank)) \
+    X(cbnc_result, ncclCommDestroy, (cbnc_comm comm)) \
+    X(cbnc_result, ncclCommAbort, (cbnc_comm comm)) \
+    X(cbnc_result, ncclCommGetAsyncError, (cbnc_comm comm, cbnc_result * async_error)) \
+    X(const char *, ncclGetErrorString, (cbnc_result result)) \
+    X(cbnc_result, ncclAllReduce, \
+      (const void *sendbuff, void *recvbuff, size_t count, cbnc_datatype datatype, cbnc_red_op op, cbnc_comm comm, \
+       cbcu_stream stream)) \
+    X(cbnc_result, ncclBroadcast, \
+      (const void *sendbuff, void *recvbuff, size_t count, cbnc_datatype datatype, int root, cbnc_comm comm, \
+       cbcu_stream stream))
+
 #define CB_CUDA_DECLARE_POINTER(ret, symbol, params) ret(*symbol) params;
 
 typedef struct cb_cuda_driver_api {
@@ -235,6 +277,10 @@ typedef struct cb_nvrtc_api {
 typedef struct cb_cublas_api {
     CB_CUBLAS_FUNCTIONS(CB_CUDA_DECLARE_POINTER)
 } cb_cublas_api;
+
+typedef struct cb_nccl_api {
+    CB_NCCL_FUNCTIONS(CB_CUDA_DECLARE_POINTER)
+} cb_nccl_api;
 
 /* The CUDA version whose signatures the driver table above declares: cuGetProcAddress_v2 hands
  * out the variant of each symbol that matches it. */

@@ -275,6 +275,8 @@ static const cb_device_backend cuda_backend = {
     .cache_mode = cb_cuda_cache_mode,
     .cache_dir = cb_cuda_cache_dir,
     .warm_up = cb_cuda_cache_warm_up,
+    .nccl_unique_id = cb_cuda_nccl_unique_id,
+    .nccl_engine = cb_cuda_nccl_engine,
 };
 
 const cb_device_backend *cb_cuda_backend(void)

@@ -17,6 +17,8 @@ static cb_cuda_cublas cublas;
 static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
 static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
 static pthread_once_t cublas_once = PTHREAD_ONCE_INIT;
+static cb_cuda_nccl nccl;
+static pthread_once_t nccl_once = PTHREAD_ONCE_INIT;
 
 static void set_message(char message[CB_CUDA_MESSAGE_BYTES], const char *format, ...)
     __attribute__((format(printf, 2, 3)));
@@ -269,6 +271,36 @@ const cb_cuda_cublas *cb_cuda_cublas_get(void)
 {
     pthread_once(&cublas_once, load_cublas);
     return &cublas;
+}
+
+static void load_nccl(void)
+{
+    char tried[CB_CUDA_MESSAGE_BYTES - 160];
+    void *handle = open_library("CBLOB_NCCL_LIBRARY", "libnccl.so.2", true, tried, sizeof tried);
+    if (handle == NULL) {
+        nccl.status = CBLOB_ERR_NCCL_MISSING;
+        set_message(nccl.message, "no NCCL: %s (install NCCL 2, or name it with CBLOB_NCCL_LIBRARY)", tried);
+        return;
+    }
+    where_loaded(dlsym(handle, "ncclGetUniqueId"), "libnccl.so.2", nccl.path);
+#define CB_RESOLVE(ret, symbol, params) \
+    *(void **)&nccl.api.symbol = dlsym(handle, #symbol); \
+    if (nccl.api.symbol == NULL) { \
+        nccl.status = CBLOB_ERR_NCCL_MISSING; \
+        set_message(nccl.message, "the NCCL library at %s lacks %s", nccl.path, #symbol); \
+        return; \
+    }
+    CB_NCCL_FUNCTIONS(CB_RESOLVE)
+#undef CB_RESOLVE
+    if (nccl.api.ncclGetVersion(&nccl.version) != CBNC_SUCCESS)
+        nccl.version = 0;
+    nccl.status = CBLOB_OK;
+}
+
+const cb_cuda_nccl *cb_cuda_nccl_get(void)
+{
+    pthread_once(&nccl_once, load_nccl);
+    return &nccl;
 }
 
 /* ---- the stack ------------------------------------------------------------------------------ */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Opening the CUDA libraries: the driver (libcuda.so.1), NVRTC and cuBLAS, each with dlopen on
+/* Opening the CUDA libraries: the driver (libcuda.so.1), NVRTC, cuBLAS and NCCL, each with dlopen on
  * first use, once per process (pthread_once), never closed. Each load records whether it worked
  * and, if not, the status and message that say why, so every later caller gets the same answer
  * at no cost.
@@ -9,6 +9,8 @@
  *   driver  CBLOB_CUDA_DRIVER,    else libcuda.so.1 on the loader's search path
  *   NVRTC   CBLOB_NVRTC_LIBRARY,  else libnvrtc.so.13, $CUDA_HOME/lib64, /usr/local/cuda/lib64
  *   cuBLAS  CBLOB_CUBLAS_LIBRARY, else libcublas.so.13, $CUDA_HOME/lib64, /usr/local/cuda/lib64
+ *   NCCL    CBLOB_NCCL_LIBRARY,   else libnccl.so.2, $CUDA_HOME/lib64, /usr/local/cuda/lib64
+ * NCCL is needed only by NCCL communicators: the GPU stack (cb_cuda_stack) does not include it.
  */
 #ifndef CBLOB_CUDA_LOADER_H
 #define CBLOB_CUDA_LOADER_H
@@ -49,10 +51,19 @@ typedef struct cb_cuda_cublas {
     cb_cublas_api api;
 } cb_cuda_cublas;
 
+typedef struct cb_cuda_nccl {
+    cblob_status status; /* CBLOB_OK or CBLOB_ERR_NCCL_MISSING */
+    char message[CB_CUDA_MESSAGE_BYTES];
+    char path[CB_CUDA_PATH_BYTES];
+    int version; /* NCCL's code: 22800 for 2.28.0 */
+    cb_nccl_api api;
+} cb_cuda_nccl;
+
 /* Each loads its library on the first call; later calls return the same record. */
 const cb_cuda_driver *cb_cuda_driver_get(void);
 const cb_cuda_nvrtc *cb_cuda_nvrtc_get(void);
 const cb_cuda_cublas *cb_cuda_cublas_get(void);
+const cb_cuda_nccl *cb_cuda_nccl_get(void);
 
 /* The whole stack in the order a user fixes it: the driver, NVRTC, a driver new enough for
  * NVRTC's output, cuBLAS. CBLOB_OK and the device count, or the first failure's status with its

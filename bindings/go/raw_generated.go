@@ -2286,6 +2286,30 @@ static inline cbgo_status_result cbgo_comm_barrier(uintptr_t comm) {
         r.message = cbgo_message();
     return r;
 }
+
+static inline cbgo_status_result cbgo_comm_nccl_unique_id(uint8_t *out_id, size_t id_size) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_nccl_unique_id(out_id, id_size);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_comm *out_comm;
+} cbgo_comm_create_nccl_result;
+
+static inline cbgo_comm_create_nccl_result cbgo_comm_create_nccl(uintptr_t context, const uint8_t *unique_id, int32_t nranks, int32_t rank) {
+    cbgo_comm_create_nccl_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_create_nccl((cblob_context *)context, unique_id, nranks, rank, &r.out_comm);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
 */
 import "C"
 
@@ -4123,9 +4147,9 @@ func cArenaCreate(blobs **C.cblob_blob, count C.int64_t, part C.cblob_part, alig
 // owns the engine's state and calls its destroy once; on failure the state stays the
 // caller's. The context is where blobs of a device engine are worked on (its device and
 // stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
-// A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, size < 1, or a
-// device engine on a CPU-mode context are CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1
-// is CBLOB_ERR_OUT_OF_RANGE.
+// A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size < 1 are
+// CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
+// engine opens the context's device (whatever its mode), failing as the GPU calls do.
 func cCommCreate(context *C.cblob_context, engine *C.cblob_comm_engine) (*C.cblob_comm, error) {
 	r := C.cbgo_comm_create(C.uintptr_t(uintptr(unsafe.Pointer(context))), engine)
 	if r.status != C.CBLOB_OK {
@@ -4255,4 +4279,33 @@ func cCommBarrier(comm *C.cblob_comm) error {
 		return newError(r.status, r.message)
 	}
 	return nil
+}
+
+// Makes the unique id of a new NCCL communicator (ncclGetUniqueId): one rank calls it and
+// sends the CBLOB_NCCL_UNIQUE_ID_BYTES bytes to the others by its own means (MPI, a file, a
+// socket); every rank then calls cblob_comm_create_nccl with them. Needs the GPU stack
+// (CBLOB_ERR_NO_DRIVER and friends without) and NCCL 2 (libnccl.so.2, or the library
+// CBLOB_NCCL_LIBRARY names): CBLOB_ERR_NCCL_MISSING without. An NCCL failure is
+// CBLOB_ERR_COMM.
+func cCommNcclUniqueID(outId *C.uint8_t, idSize C.size_t) error {
+	r := C.cbgo_comm_nccl_unique_id(outId, idSize)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
+// rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
+// Its collectives run on device memory, queued on the context's stream after cblob's own work
+// there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
+// for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
+// communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+// errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
+func cCommCreateNccl(context *C.cblob_context, uniqueId *C.uint8_t, nranks C.int32_t, rank C.int32_t) (*C.cblob_comm, error) {
+	r := C.cbgo_comm_create_nccl(C.uintptr_t(uintptr(unsafe.Pointer(context))), uniqueId, nranks, rank)
+	if r.status != C.CBLOB_OK {
+		return r.out_comm, newError(r.status, r.message)
+	}
+	return r.out_comm, nil
 }

@@ -24,6 +24,9 @@ const NeomlAxes = 7
 // CommMessageBytes (CBLOB_COMM_MESSAGE_BYTES): Room, terminating NUL included, in the message buffer cblob hands to each engine operation.
 const CommMessageBytes = 512
 
+// NcclUniqueIDBytes (CBLOB_NCCL_UNIQUE_ID_BYTES): The bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES), which ranks pass to cblob_comm_create_nccl.
+const NcclUniqueIDBytes = 128
+
 // CommDefaultBucketBytes (CBLOB_COMM_DEFAULT_BUCKET_BYTES): A communicator's bucket size (8 MiB) until cblob_comm_set_bucket_bytes changes it.
 const CommDefaultBucketBytes = 8388608
 

@@ -11,7 +11,7 @@
 /* The ABI 1.1 table: every field up to and including destroy. */
 #define CB_ENGINE_SIZE_1_1 (offsetof(cblob_comm_engine, destroy) + sizeof(cblob_comm_destroy_fn))
 
-static cblob_status check_engine(const cblob_context *context, const cblob_comm_engine *engine)
+static cblob_status check_engine(const cblob_comm_engine *engine)
 {
     if (engine->struct_size < CB_ENGINE_SIZE_1_1)
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "engine->struct_size is %zu; the ABI 1.1 table has %zu bytes",
@@ -33,8 +33,6 @@ static cblob_status check_engine(const cblob_context *context, const cblob_comm_
     if (engine->memory != CBLOB_MEMORY_HOST && engine->memory != CBLOB_MEMORY_DEVICE)
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "engine->memory %" PRId32 " is not a cblob_memory value",
                        (int32_t)engine->memory);
-    if (engine->memory == CBLOB_MEMORY_DEVICE && atomic_load(&((cblob_context *)context)->mode) != CBLOB_MODE_GPU)
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "a device engine needs a context in GPU mode");
     return CBLOB_OK;
 }
 
@@ -44,7 +42,7 @@ cblob_status cb_comm_create_engine(cblob_context *context, const cblob_comm_engi
     CB_REQUIRE(context);
     CB_REQUIRE(engine);
     CB_REQUIRE(out);
-    CB_TRY(check_engine(context, engine));
+    CB_TRY(check_engine(engine));
     const cb_device *device = NULL;
     if (engine->memory == CBLOB_MEMORY_DEVICE)
         CB_TRY(cb_context_device(context, &device));

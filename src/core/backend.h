@@ -108,6 +108,13 @@ struct cb_device_backend {
     cblob_cache_mode (*cache_mode)(void);
     void (*cache_dir)(char *text, size_t size);
     cblob_status (*warm_up)(const cb_device *device, int32_t compute_capability, int32_t *compiled);
+
+    /* Collectives on device memory (src/comm): a unique id for a new communicator, and the
+     * engine table of this rank's member of it on `device`, whose work goes on the device's
+     * stream (CBLOB_ERR_NCCL_MISSING and friends when the library is missing). */
+    cblob_status (*nccl_unique_id)(uint8_t *out_id);
+    cblob_status (*nccl_engine)(const cb_device *device, const uint8_t *unique_id, int32_t nranks, int32_t rank,
+                                cblob_comm_engine *out);
 };
 
 /* The GPU backend compiled into this library, or NULL when there is none. */

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -290,7 +291,7 @@ static void allreduce_rank(int rank, void *arg)
             CHECK_MSG(get(ptr, s->dtype, i) == want, "rank %d blob %d element %" PRId64 ": %.17g, expected %.17g", rank, b,
                       i, get(ptr, s->dtype, i), want);
         }
-        if (rank == 0 && s->results[b] != NULL)
+        if (rank == 0 && s->results[b] != NULL && s->counts[b] > 0)
             memcpy(s->results[b], ptr, (size_t)s->counts[b] * dtype_bytes(s->dtype));
     }
     if (rank == 0)
@@ -573,4 +574,22 @@ TEST(an_engine_without_a_dtype_refuses_it_by_name)
     cblob_comm_destroy(comm);
     cblob_context_destroy(ctx);
     te_world_free(world);
+}
+
+/* ---- NCCL without a GPU ------------------------------------------------------------------------- */
+
+TEST(nccl_without_a_gpu_says_so_before_looking_for_nccl)
+{
+    setenv("CBLOB_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+    setenv("CBLOB_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
+    uint8_t id[CBLOB_NCCL_UNIQUE_ID_BYTES];
+    CHECK_ERROR(cblob_comm_nccl_unique_id(id, sizeof id), CBLOB_ERR_NO_DRIVER);
+    cblob_context *ctx = NULL;
+    cblob_comm *comm = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    memset(id, 0, sizeof id);
+    CHECK_ERROR(cblob_comm_create_nccl(ctx, id, 2, 1, &comm), CBLOB_ERR_NO_DRIVER);
+    CHECK_ERROR(cblob_comm_create_nccl(ctx, id, 2, 2, &comm), CBLOB_ERR_OUT_OF_RANGE); /* arguments first */
+    CHECK(comm == NULL);
+    cblob_context_destroy(ctx);
 }

@@ -6,6 +6,10 @@
 #include <cublas_api.h>
 #include <cuda.h>
 #include <nvrtc.h>
+#if __has_include(<nccl.h>)
+#include <nccl.h>
+#define CB_CHECK_NCCL 1
+#endif
 #include <stddef.h>
 
 #define CB_CUDA_API_CHECK
@@ -19,15 +23,30 @@
 #define DRIVER(ret, symbol, params) SAME_AS_TOOLKIT(cb_cuda_driver_api, ret, symbol, params)
 #define NVRTC(ret, symbol, params) SAME_AS_TOOLKIT(cb_nvrtc_api, ret, symbol, params)
 #define CUBLAS(ret, symbol, params) SAME_AS_TOOLKIT(cb_cublas_api, ret, symbol, params)
+#define NCCL(ret, symbol, params) SAME_AS_TOOLKIT(cb_nccl_api, ret, symbol, params)
 CB_CUDA_DRIVER_FUNCTIONS(DRIVER)
 CB_NVRTC_FUNCTIONS(NVRTC)
 CB_CUBLAS_FUNCTIONS(CUBLAS)
+#ifdef CB_CHECK_NCCL /* NCCL's header comes with NCCL, not always with the toolkit */
+CB_NCCL_FUNCTIONS(NCCL)
+#endif
 
 _Static_assert(__builtin_types_compatible_p(cbcu_init_fn, __typeof__(&cuInit)), "cuInit");
 _Static_assert(__builtin_types_compatible_p(cbcu_get_proc_address_fn, __typeof__(&cuGetProcAddress_v2)),
                "cuGetProcAddress_v2");
 
 #define SAME_VALUE(mine, theirs) _Static_assert((mine) == (theirs), #mine " is not " #theirs);
+#ifdef CB_CHECK_NCCL
+SAME_VALUE(CBNC_SUCCESS, ncclSuccess)
+SAME_VALUE(CBNC_IN_PROGRESS, ncclInProgress)
+SAME_VALUE(CBNC_UNIQUE_ID_BYTES, NCCL_UNIQUE_ID_BYTES)
+SAME_VALUE(CBNC_UNIQUE_ID_BYTES, sizeof(cbnc_unique_id))
+SAME_VALUE(CBNC_INT32, ncclInt32)
+SAME_VALUE(CBNC_UINT32, ncclUint32)
+SAME_VALUE(CBNC_FLOAT32, ncclFloat32)
+SAME_VALUE(CBNC_FLOAT64, ncclFloat64)
+SAME_VALUE(CBNC_SUM, ncclSum)
+#endif
 SAME_VALUE(CBCU_SUCCESS, CUDA_SUCCESS)
 SAME_VALUE(CBCU_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE)
 SAME_VALUE(CBCU_ERROR_OUT_OF_MEMORY, CUDA_ERROR_OUT_OF_MEMORY)

@@ -26,6 +26,8 @@ namespace CBlob
         public const int NeomlAxes = 7;
         /// <summary>Room, terminating NUL included, in the message buffer cblob hands to each engine operation.</summary>
         public const int CommMessageBytes = 512;
+        /// <summary>The bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES), which ranks pass to cblob_comm_create_nccl.</summary>
+        public const int NcclUniqueIdBytes = 128;
         /// <summary>A communicator's bucket size (8 MiB) until cblob_comm_set_bucket_bytes changes it.</summary>
         public const int CommDefaultBucketBytes = 8388608;
     }
@@ -2026,11 +2028,11 @@ namespace CBlob
         /// owns the engine's state and calls its destroy once; on failure the state stays the
         /// caller's. The context is where blobs of a device engine are worked on (its device and
         /// stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
-        /// A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, size &lt; 1, or a
-        /// device engine on a CPU-mode context are CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1
-        /// is CBLOB_ERR_OUT_OF_RANGE.
+        /// A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size &lt; 1 are
+        /// CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
+        /// engine opens the context's device (whatever its mode), failing as the GPU calls do.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_comm_create(IntPtr context, [In] ref CommEngine engine, out CommHandle out_comm);
 
@@ -2138,6 +2140,31 @@ namespace CBlob
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_comm_barrier(IntPtr comm);
+
+        /// <summary>
+        /// Makes the unique id of a new NCCL communicator (ncclGetUniqueId): one rank calls it and
+        /// sends the CBLOB_NCCL_UNIQUE_ID_BYTES bytes to the others by its own means (MPI, a file, a
+        /// socket); every rank then calls cblob_comm_create_nccl with them. Needs the GPU stack
+        /// (CBLOB_ERR_NO_DRIVER and friends without) and NCCL 2 (libnccl.so.2, or the library
+        /// CBLOB_NCCL_LIBRARY names): CBLOB_ERR_NCCL_MISSING without. An NCCL failure is
+        /// CBLOB_ERR_COMM.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_nccl_unique_id([Out] byte[] out_id, UIntPtr id_size);
+
+        /// <summary>
+        /// Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
+        /// rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
+        /// Its collectives run on device memory, queued on the context's stream after cblob's own work
+        /// there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
+        /// for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
+        /// communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+        /// errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
+        /// </summary>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_create_nccl(IntPtr context, [In] ref byte unique_id, int nranks, int rank, out CommHandle out_comm);
     }
 
     /// <summary>The element types of typed host views, by dtype.</summary>

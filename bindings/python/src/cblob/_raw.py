@@ -28,6 +28,8 @@ ABI_VERSION_MINOR = 1
 NEOML_AXES = 7
 # Room, terminating NUL included, in the message buffer cblob hands to each engine operation.
 COMM_MESSAGE_BYTES = 512
+# The bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES), which ranks pass to cblob_comm_create_nccl.
+NCCL_UNIQUE_ID_BYTES = 128
 # A communicator's bucket size (8 MiB) until cblob_comm_set_bucket_bytes changes it.
 COMM_DEFAULT_BUCKET_BYTES = 8388608
 
@@ -1085,10 +1087,10 @@ FUNCTIONS = (
     # owns the engine's state and calls its destroy once; on failure the state stays the
     # caller's. The context is where blobs of a device engine are worked on (its device and
     # stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
-    # A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, size < 1, or a
-    # device engine on a CPU-mode context are CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1
-    # is CBLOB_ERR_OUT_OF_RANGE.
-    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+    # A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size < 1 are
+    # CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
+    # engine opens the context's device (whatever its mode), failing as the GPU calls do.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_comm_create", c_int32, (c_void_p, POINTER(cblob_comm_engine), POINTER(c_void_p))),  # context, engine, out_comm
     # Frees the communicator and its engine's state. Requests still alive keep it until they are
     # destroyed. NULL is a no-op.
@@ -1143,6 +1145,23 @@ FUNCTIONS = (
     # cblob_comm_barrier_start, then cblob_comm_request_wait.
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
     ("cblob_comm_barrier", c_int32, (c_void_p,)),  # comm
+    # Makes the unique id of a new NCCL communicator (ncclGetUniqueId): one rank calls it and
+    # sends the CBLOB_NCCL_UNIQUE_ID_BYTES bytes to the others by its own means (MPI, a file, a
+    # socket); every rank then calls cblob_comm_create_nccl with them. Needs the GPU stack
+    # (CBLOB_ERR_NO_DRIVER and friends without) and NCCL 2 (libnccl.so.2, or the library
+    # CBLOB_NCCL_LIBRARY names): CBLOB_ERR_NCCL_MISSING without. An NCCL failure is
+    # CBLOB_ERR_COMM.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    ("cblob_comm_nccl_unique_id", c_int32, (POINTER(c_char), c_size_t)),  # out_id, id_size
+    # Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
+    # rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
+    # Its collectives run on device memory, queued on the context's stream after cblob's own work
+    # there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
+    # for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
+    # communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+    # errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    ("cblob_comm_create_nccl", c_int32, (c_void_p, c_char_p, c_int32, c_int32, POINTER(c_void_p))),  # context, unique_id, nranks, rank, out_comm
 )
 
 

@@ -25,6 +25,9 @@ pub const NEOML_AXES: i32 = sys::CBLOB_NEOML_AXES;
 /// Room, terminating NUL included, in the message buffer cblob hands to each engine operation.
 pub const COMM_MESSAGE_BYTES: i32 = sys::CBLOB_COMM_MESSAGE_BYTES;
 
+/// The bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES), which ranks pass to cblob_comm_create_nccl.
+pub const NCCL_UNIQUE_ID_BYTES: i32 = sys::CBLOB_NCCL_UNIQUE_ID_BYTES;
+
 /// A communicator's bucket size (8 MiB) until cblob_comm_set_bucket_bytes changes it.
 pub const COMM_DEFAULT_BUCKET_BYTES: i32 = sys::CBLOB_COMM_DEFAULT_BUCKET_BYTES;
 
