@@ -69,6 +69,21 @@ extern "C" {
 CBLOB_MPI_API cblob_status cblob_comm_create_mpi(cblob_context *context, MPI_Comm comm, cblob_comm **out_comm);
 
 /*
+ * Makes an NCCL communicator (cblob_comm_create_nccl: collectives on GPUs) over the ranks of the
+ * MPI communicator `comm`, in its order: rank 0 makes the unique id (cblob_comm_nccl_unique_id),
+ * MPI carries it to the others, and every rank joins. Collective over comm; each rank's context
+ * is in GPU mode on the device that rank uses (one rank per GPU). If rank 0 cannot make the id
+ * (no GPU, no NCCL), every rank fails with rank 0's status. Later collectives go through NCCL
+ * only; comm is not kept.
+ *   Returns: CBLOB_OK; CBLOB_ERR_INVALID_ARGUMENT for a NULL context or out_comm, MPI_COMM_NULL or
+ *   an inter-communicator; CBLOB_ERR_STATE when MPI is not initialised or already finalized;
+ *   CBLOB_ERR_COMM when MPI or NCCL fails; and the statuses of cblob_comm_nccl_unique_id and
+ *   cblob_comm_create_nccl (CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, ...). Since
+ *   libcblob_mpi ABI 1.1. On failure cblob_mpi_last_error_message() says why.
+ */
+CBLOB_MPI_API cblob_status cblob_comm_create_nccl_mpi(cblob_context *context, MPI_Comm comm, cblob_comm **out_comm);
+
+/*
  * The calling thread's message for the last failed call of this library, naming the call; never
  * NULL. (A library that uses only cblob.h's functions cannot set cblob_last_error_message(); where
  * cblob itself refused, this is cblob's message.) Since libcblob_mpi ABI 1.1.
