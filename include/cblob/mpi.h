@@ -18,9 +18,9 @@
  *     uint32 (MPI_UINT32_T). A collective on more than INT_MAX elements is split into several
  *     MPI calls. The order of the sum is MPI's: Open MPI gives every rank the same bits (the
  *     tests check it), but the sum may differ in the last bits from a serial sum.
- *   - A wait polls MPI_Testall, yielding the CPU between tests after a short spin, until the
- *     collective completes or the communicator's timeout (cblob_comm_set_timeout) passes; then it
- *     fails with CBLOB_ERR_TIMEOUT. MPI can neither cancel nor free a collective in flight: after
+ *   - A wait polls MPI_Testall (spinning as MPI_Wait does; MPI yields the CPU when ranks share
+ *     cores) until the collective completes or the communicator's timeout
+ *     (cblob_comm_set_timeout) passes; then it fails with CBLOB_ERR_TIMEOUT. MPI can neither cancel nor free a collective in flight: after
  *     a failure MPI keeps what it started, the blobs' buffer included, until MPI_Finalize.
  *
  * A rank that stops
@@ -31,7 +31,8 @@
  *     and finalize; the job then ends normally.
  *   - A rank that dies (a signal, or an exit without MPI_Finalize): by default mpirun kills
  *     every other rank of the job at once, so there is nobody left to report to. Started with
- *     `mpirun --enable-recovery`, the others keep running and get CBLOB_ERR_TIMEOUT.
+ *     `mpirun --enable-recovery`, the others keep running and get CBLOB_ERR_TIMEOUT (tried by
+ *     hand with a rank killed by SIGKILL), but mpirun itself often never exits afterwards.
  *   Set the same timeout on every rank, longer than the slowest rank's work between collectives.
  *
  * Threads
