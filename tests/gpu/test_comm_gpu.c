@@ -5,6 +5,7 @@
  * GPU, so several ranks need several GPUs); each test skips with the reason when what it needs
  * is missing. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -276,4 +277,183 @@ TEST(nccl_ranks_on_several_gpus_sum_exactly)
     te_run_ranks(run.ranks, nccl_rank, &run);
     for (int r = 0; r < run.ranks; ++r)
         CHECK_MSG(run.failures[r] == 0, "rank %d failed", r);
+}
+
+/* ---- a device engine of a caller's own ------------------------------------------------------ */
+
+/* A device engine as a CUDA-aware MPI could be: it stages each device buffer through host
+ * memory into the thread engine, and writes the result back before its wait returns. It relies
+ * on what the engine table promises a device engine: the buffer's writes have finished at the
+ * start call, and nothing touches it until the wait. */
+typedef struct staged_engine {
+    cblob_comm_engine inner;
+} staged_engine;
+
+typedef struct staged_op {
+    void *inner_pending;
+    void *device;
+    void *host;
+    size_t bytes;
+} staged_op;
+
+static cblob_status staged_start(staged_engine *engine, void *buffer, int64_t count, cblob_dtype dtype, int32_t root,
+                                 void **out_pending, char *message, size_t message_size)
+{
+    staged_op *op = calloc(1, sizeof *op);
+    op->device = buffer;
+    op->bytes = (size_t)count * (dtype == CBLOB_DTYPE_FLOAT64 ? 8 : 4);
+    op->host = malloc(op->bytes);
+    if (!gpu_read_on_stream(NULL, op->host, buffer, op->bytes)) {
+        snprintf(message, message_size, "staging %zu bytes from the device failed", op->bytes);
+        return CBLOB_ERR_COMM;
+    }
+    const cblob_status status =
+        root < 0 ? engine->inner.allreduce_sum(engine->inner.state, op->host, count, dtype, &op->inner_pending, message,
+                                               message_size)
+                 : engine->inner.broadcast(engine->inner.state, op->host, count, dtype, root, &op->inner_pending, message,
+                                           message_size);
+    *out_pending = op;
+    return status;
+}
+
+static cblob_status staged_allreduce(void *state, void *buffer, int64_t count, cblob_dtype dtype, void **out_pending,
+                                     char *message, size_t message_size)
+{
+    return staged_start(state, buffer, count, dtype, -1, out_pending, message, message_size);
+}
+
+static cblob_status staged_broadcast(void *state, void *buffer, int64_t count, cblob_dtype dtype, int32_t root,
+                                     void **out_pending, char *message, size_t message_size)
+{
+    return staged_start(state, buffer, count, dtype, root, out_pending, message, message_size);
+}
+
+static cblob_status staged_barrier(void *state, void **out_pending, char *message, size_t message_size)
+{
+    staged_engine *engine = state;
+    staged_op *op = calloc(1, sizeof *op);
+    *out_pending = op;
+    return engine->inner.barrier(engine->inner.state, &op->inner_pending, message, message_size);
+}
+
+static cblob_status staged_wait(void *state, void *pending, int64_t timeout_ms, char *message, size_t message_size)
+{
+    staged_engine *engine = state;
+    staged_op *op = pending;
+    cblob_status status = engine->inner.wait(engine->inner.state, op->inner_pending, timeout_ms, message, message_size);
+    if (status == CBLOB_OK && op->bytes > 0 && !gpu_write_on_stream(NULL, op->device, op->host, op->bytes)) {
+        snprintf(message, message_size, "staging %zu bytes back to the device failed", op->bytes);
+        status = CBLOB_ERR_COMM;
+    }
+    free(op->host);
+    free(op);
+    return status;
+}
+
+static void staged_destroy(void *state)
+{
+    staged_engine *engine = state;
+    engine->inner.destroy(engine->inner.state);
+    free(engine);
+}
+
+static cblob_comm_engine staged(te_world *world, int rank)
+{
+    staged_engine *engine = malloc(sizeof *engine);
+    engine->inner = te_engine(world, rank);
+    cblob_comm_engine table = engine->inner;
+    table.name = "staged";
+    table.memory = CBLOB_MEMORY_DEVICE;
+    table.state = engine;
+    table.allreduce_sum = staged_allreduce;
+    table.broadcast = staged_broadcast;
+    table.barrier = staged_barrier;
+    table.wait = staged_wait;
+    table.destroy = staged_destroy;
+    return table;
+}
+
+typedef struct device_run {
+    te_world *world;
+    cblob_dtype dtype;
+    int failures[RANKS];
+} device_run;
+
+#define DEVICE_BLOBS 9
+
+static int64_t device_count(int b)
+{
+    return b == 4 ? 700 : 3 + b * 5; /* blob 4 is larger than a bucket: alone, in place */
+}
+
+static double device_value(int rank, int b, int64_t i)
+{
+    return (double)((i * 3 + b * 11 + rank * 5) % 19 - 9) * 0.1;
+}
+
+static void device_engine_rank(int rank, void *arg)
+{
+    device_run *run = arg;
+    run->failures[rank] = 1;
+    const bool f64 = run->dtype == CBLOB_DTYPE_FLOAT64;
+    cblob_context *ctx = gpu_context();
+    CHECK(ctx != NULL);
+    const cblob_comm_engine engine = staged(run->world, rank);
+    cblob_comm *comm = NULL;
+    CHECK_OK(cblob_comm_create(ctx, &engine, &comm));
+    CHECK_OK(cblob_comm_set_timeout(comm, 20000));
+    CHECK_OK(cblob_comm_set_bucket_bytes(comm, 512));
+    cblob_blob *blobs[DEVICE_BLOBS];
+    for (int b = 0; b < DEVICE_BLOBS; ++b) {
+        int64_t count = device_count(b);
+        void *host = NULL, *device = NULL;
+        CHECK_OK(cblob_blob_create(ctx, run->dtype, 1, &count, &blobs[b]));
+        CHECK_OK(cblob_blob_mutable_cpu_ptr(blobs[b], CBLOB_PART_DIFF, &host));
+        for (int64_t i = 0; i < count; ++i) {
+            if (f64)
+                ((double *)host)[i] = device_value(rank, b, i);
+            else
+                ((float *)host)[i] = (float)device_value(rank, b, i);
+        }
+        CHECK_OK(cblob_blob_mutable_gpu_ptr(blobs[b], CBLOB_PART_DIFF, &device));
+    }
+    cblob_comm_request *request = NULL;
+    CHECK_OK(cblob_comm_allreduce_start(comm, blobs, DEVICE_BLOBS, CBLOB_PART_DIFF, CBLOB_REDUCE_AVERAGE, &request));
+    CHECK_OK(cblob_comm_request_wait(request));
+    cblob_comm_request_destroy(request);
+    for (int b = 0; b < DEVICE_BLOBS; ++b) {
+        CHECK_EQ_INT(head_of(blobs[b], CBLOB_PART_DIFF), CBLOB_HEAD_AT_GPU);
+        const void *got = NULL;
+        CHECK_OK(cblob_blob_cpu_ptr(blobs[b], CBLOB_PART_DIFF, &got));
+        for (int64_t i = 0; i < device_count(b); ++i) {
+            if (f64) {
+                double sum = device_value(0, b, i);
+                for (int r = 1; r < RANKS; ++r)
+                    sum += device_value(r, b, i);
+                CHECK_MSG(((const double *)got)[i] == sum * (1.0 / RANKS), "rank %d blob %d [%d]", rank, b, (int)i);
+            } else {
+                float sum = (float)device_value(0, b, i);
+                for (int r = 1; r < RANKS; ++r)
+                    sum += (float)device_value(r, b, i);
+                CHECK_MSG(((const float *)got)[i] == sum * (float)(1.0 / RANKS), "rank %d blob %d [%d]", rank, b, (int)i);
+            }
+        }
+        cblob_blob_destroy(blobs[b]);
+    }
+    cblob_comm_destroy(comm);
+    cblob_context_destroy(ctx);
+    run->failures[rank] = 0;
+}
+
+TEST(a_device_engine_averages_fused_device_buckets_on_the_device)
+{
+    REQUIRE_GPU();
+    const cblob_dtype dtypes[2] = {CBLOB_DTYPE_FLOAT32, CBLOB_DTYPE_FLOAT64};
+    for (int d = 0; d < 2; ++d) {
+        device_run run = {.world = te_world_new(RANKS, 21 + (uint64_t)d), .dtype = dtypes[d]};
+        te_run_ranks(RANKS, device_engine_rank, &run);
+        te_world_free(run.world);
+        for (int r = 0; r < RANKS; ++r)
+            CHECK_MSG(run.failures[r] == 0, "%s: rank %d failed", d ? "float64" : "float32", r);
+    }
 }
