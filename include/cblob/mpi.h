@@ -20,8 +20,11 @@
  *     tests check it), but the sum may differ in the last bits from a serial sum.
  *   - A wait polls MPI_Testall (spinning as MPI_Wait does; MPI yields the CPU when ranks share
  *     cores) until the collective completes or the communicator's timeout
- *     (cblob_comm_set_timeout) passes; then it fails with CBLOB_ERR_TIMEOUT. MPI can neither cancel nor free a collective in flight: after
- *     a failure MPI keeps what it started, the blobs' buffer included, until MPI_Finalize.
+ *     (cblob_comm_set_timeout) passes; then it fails with CBLOB_ERR_TIMEOUT. MPI can neither cancel
+ *     nor free a collective in flight: after a failure MPI keeps what it started, and a rank that
+ *     joins that collective late still makes MPI write into its memory, until MPI_Finalize. cblob
+ *     keeps that memory until the communicator is destroyed: after a failed collective, call
+ *     MPI_Finalize before cblob_comm_destroy unless the missing rank is known to be gone.
  *
  * A rank that stops
  *   MPI has no notion of a collective that fails because a rank left. What the other ranks see
