@@ -4134,7 +4134,8 @@ func cBlobFromDlpackLegacy(context *C.cblob_context, tensor *C.struct_DLManagedT
 // not be windows or mapped, and not share the part with each other; blobs without elements
 // take no room. Each slice starts at a multiple of alignment bytes (a power of two, at least
 // the element size, at most 4096; 64 fits cache lines and vector loads, 256 fits
-// cuMemAlloc). A blob already in an arena moves to the new one.
+// cuMemAlloc). A blob already in an arena moves to the new one. Other blobs that shared a
+// member's part (cblob_blob_share) keep the memory they had, as after a reshape that grows.
 func cArenaCreate(blobs **C.cblob_blob, count C.int64_t, part C.cblob_part, alignment C.int64_t) (*C.cblob_blob, error) {
 	r := C.cbgo_arena_create(blobs, count, part, alignment)
 	if r.status != C.CBLOB_OK {

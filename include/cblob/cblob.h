@@ -2237,7 +2237,10 @@ CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, str
  * After a failed collective, the blobs it was given keep their shapes, dtypes and heads but hold
  * undefined values in the part it worked on, and the communicator is broken: every later
  * collective on it fails with CBLOB_ERR_COMM at once. Destroy it (other ranks may be stuck in
- * the collective; a timeout on every rank turns that into an error too). Errors in the
+ * the collective; a timeout on every rank turns that into an error too). Since a failed engine
+ * may still write into the memory it was given (a peer that turns up late), the communicator
+ * keeps that memory (its buckets, and the blobs, held) until it is destroyed; destroying the
+ * blobs earlier is safe. Errors in the
  * arguments, found before anything starts, change nothing and leave the communicator usable.
  *
  * Threads: a communicator and its requests are one handle; use them from one thread at a time.
@@ -2331,7 +2334,8 @@ typedef struct cblob_comm_engine {
  * not be windows or mapped, and not share the part with each other; blobs without elements
  * take no room. Each slice starts at a multiple of alignment bytes (a power of two, at least
  * the element size, at most 4096; 64 fits cache lines and vector loads, 256 fits
- * cuMemAlloc). A blob already in an arena moves to the new one.
+ * cuMemAlloc). A blob already in an arena moves to the new one. Other blobs that shared a
+ * member's part (cblob_blob_share) keep the memory they had, as after a reshape that grows.
  *   out_arena: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.1.

@@ -18,10 +18,13 @@
  *     uint32 (MPI_UINT32_T). A collective on more than INT_MAX elements is split into several
  *     MPI calls. The order of the sum is MPI's: Open MPI gives every rank the same bits (the
  *     tests check it), but the sum may differ in the last bits from a serial sum.
- *   - A wait polls MPI_Testall, yielding the CPU between tests after a short spin, until the
- *     collective completes or the communicator's timeout (cblob_comm_set_timeout) passes; then it
- *     fails with CBLOB_ERR_TIMEOUT. MPI can neither cancel nor free a collective in flight: after
- *     a failure MPI keeps what it started, the blobs' buffer included, until MPI_Finalize.
+ *   - A wait polls MPI_Testall (spinning as MPI_Wait does; MPI yields the CPU when ranks share
+ *     cores) until the collective completes or the communicator's timeout
+ *     (cblob_comm_set_timeout) passes; then it fails with CBLOB_ERR_TIMEOUT. MPI can neither cancel
+ *     nor free a collective in flight: after a failure MPI keeps what it started, and a rank that
+ *     joins that collective late still makes MPI write into its memory, until MPI_Finalize. cblob
+ *     keeps that memory until the communicator is destroyed: after a failed collective, call
+ *     MPI_Finalize before cblob_comm_destroy unless the missing rank is known to be gone.
  *
  * A rank that stops
  *   MPI has no notion of a collective that fails because a rank left. What the other ranks see
@@ -31,7 +34,8 @@
  *     and finalize; the job then ends normally.
  *   - A rank that dies (a signal, or an exit without MPI_Finalize): by default mpirun kills
  *     every other rank of the job at once, so there is nobody left to report to. Started with
- *     `mpirun --enable-recovery`, the others keep running and get CBLOB_ERR_TIMEOUT.
+ *     `mpirun --enable-recovery`, the others keep running and get CBLOB_ERR_TIMEOUT (tried by
+ *     hand with a rank killed by SIGKILL), but mpirun itself often never exits afterwards.
  *   Set the same timeout on every rank, longer than the slowest rank's work between collectives.
  *
  * Threads
@@ -67,6 +71,21 @@ extern "C" {
  *   On failure cblob_mpi_last_error_message() says why.
  */
 CBLOB_MPI_API cblob_status cblob_comm_create_mpi(cblob_context *context, MPI_Comm comm, cblob_comm **out_comm);
+
+/*
+ * Makes an NCCL communicator (cblob_comm_create_nccl: collectives on GPUs) over the ranks of the
+ * MPI communicator `comm`, in its order: rank 0 makes the unique id (cblob_comm_nccl_unique_id),
+ * MPI carries it to the others, and every rank joins. Collective over comm; each rank's context
+ * is in GPU mode on the device that rank uses (one rank per GPU). If rank 0 cannot make the id
+ * (no GPU, no NCCL), every rank fails with rank 0's status. Later collectives go through NCCL
+ * only; comm is not kept.
+ *   Returns: CBLOB_OK; CBLOB_ERR_INVALID_ARGUMENT for a NULL context or out_comm, MPI_COMM_NULL or
+ *   an inter-communicator; CBLOB_ERR_STATE when MPI is not initialised or already finalized;
+ *   CBLOB_ERR_COMM when MPI or NCCL fails; and the statuses of cblob_comm_nccl_unique_id and
+ *   cblob_comm_create_nccl (CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, ...). Since
+ *   libcblob_mpi ABI 1.1. On failure cblob_mpi_last_error_message() says why.
+ */
+CBLOB_MPI_API cblob_status cblob_comm_create_nccl_mpi(cblob_context *context, MPI_Comm comm, cblob_comm **out_comm);
 
 /*
  * The calling thread's message for the last failed call of this library, naming the call; never

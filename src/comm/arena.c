@@ -51,8 +51,9 @@ bool cb_param_arena_has_member(const cblob_blob *arena_blob, const cblob_blob *m
     return false;
 }
 
-/* The member's home copy, current (read) or about to be written (write), moving its head as the
- * accessors do: a member written on its other side is copied into its slice. */
+/* The home copy of a member (or of the arena blob), current (read) or about to be written
+ * (write), moving its head as the accessors do: a member written on its other side is copied
+ * into its slice. */
 static cblob_status touch_home(const cb_param_arena *arena, cblob_blob *member, bool writable)
 {
     void *ptr = NULL;
@@ -60,11 +61,14 @@ static cblob_status touch_home(const cb_param_arena *arena, cblob_blob *member, 
                             : cb_blob_host(member, arena->part, writable, &ptr);
 }
 
+/* Makes the arena's home copy current (a collective may have run on its other copy, or a caller
+ * written there), then each member's: read to gather, written to scatter. */
 static cblob_status touch_members(cblob_blob *blob, cblob_part part, bool writable)
 {
     cb_param_arena *arena = blob->arena;
     if (arena == NULL || arena->part != part)
         return CBLOB_OK;
+    CB_TRY(touch_home(arena, blob, false));
     for (int64_t i = 0; i < arena->count; ++i)
         if (is_member(arena, i))
             CB_TRY(touch_home(arena, arena->members[i], writable));

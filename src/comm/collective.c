@@ -44,8 +44,10 @@ struct cblob_comm_request {
     cb_engine_call *calls;
     void *bucket; /* host or device memory of bucket_size bytes */
     size_t bucket_size;
+    bool engine_had_memory; /* some call was started: the engine was given the buffers */
     bool finished;
     cblob_status status;
+    cblob_comm_request *next_parked; /* in comm->parked (see request_free) */
     char message[sizeof ((cblob_comm *)0)->broken_message];
 };
 
@@ -279,16 +281,40 @@ static cblob_status copy_bucket(cblob_comm_request *request, const cb_engine_cal
 
 /* ---- requests ---------------------------------------------------------------------------- */
 
-static void request_free(cblob_comm_request *request)
+/* Frees what the request holds; cblob_comm_free_parked calls it, without the comm hold. */
+static void request_free_memory(cblob_comm_request *request)
 {
     bucket_free(request);
     for (int64_t i = 0; i < request->count; ++i)
         cb_blob_release(request->blobs[i]);
-    cb_comm_release(request->comm);
     free(request->blobs);
     free(request->memory);
     free(request->calls);
     free(request);
+}
+
+/* A request whose engine failed after being given memory is parked in the communicator until the
+ * engine is destroyed: a failed engine (an MPI collective that timed out, a peer that turns up
+ * late) may still write into the bucket or the blobs, so they stay allocated until then. */
+static void request_free(cblob_comm_request *request)
+{
+    cblob_comm *comm = request->comm;
+    if (request->status != CBLOB_OK && request->engine_had_memory) {
+        request->next_parked = comm->parked;
+        comm->parked = request;
+    } else {
+        request_free_memory(request);
+    }
+    cb_comm_release(comm);
+}
+
+void cb_comm_free_parked(cblob_comm *comm)
+{
+    while (comm->parked != NULL) {
+        cblob_comm_request *request = comm->parked;
+        comm->parked = request->next_parked;
+        request_free_memory(request);
+    }
 }
 
 static cblob_status request_new(cblob_comm *comm, cb_collective kind, cblob_blob *const *blobs, int64_t count,
@@ -372,6 +398,7 @@ static cblob_status start_calls(cblob_comm_request *request)
             return failed;
         }
         call->started = true;
+        request->engine_had_memory = true;
     }
     return CBLOB_OK;
 }
@@ -400,6 +427,7 @@ static cblob_status start(cblob_comm *comm, cb_collective kind, cblob_blob *cons
     if (status == CBLOB_OK)
         status = start_calls(request);
     if (status != CBLOB_OK) {
+        request->status = status;
         request_free(request);
         return status;
     }
@@ -437,7 +465,8 @@ static cblob_status finish(cblob_comm_request *request)
     cblob_status status = wait_calls(request);
     if (status == CBLOB_OK)
         status = finish_calls(request);
-    bucket_free(request);
+    if (status == CBLOB_OK)
+        bucket_free(request);
     request->finished = true;
     request->status = status;
     if (status != CBLOB_OK)

@@ -76,6 +76,7 @@ void cb_comm_release(cblob_comm *comm)
         return;
     if (comm->engine.destroy != NULL)
         comm->engine.destroy(comm->engine.state);
+    cb_comm_free_parked(comm);
     cb_context_release(comm->context);
     free(comm);
 }

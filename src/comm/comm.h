@@ -28,6 +28,9 @@ struct cblob_comm {
     /* Set by the first failed engine operation: every later collective fails with it. */
     bool broken;
     char broken_message[CBLOB_COMM_MESSAGE_BYTES + 128];
+    /* Requests that failed after the engine was given their memory, which stays allocated until
+     * the engine is destroyed (collective.c, request_free). */
+    struct cblob_comm_request *parked;
 };
 
 /* cblob_comm_create's work, for engines of the library itself: `stream_ordered` engines take
@@ -38,6 +41,8 @@ cblob_status cb_comm_create_engine(cblob_context *context, const cblob_comm_engi
 
 /* Drops one holder; the last frees the communicator and calls the engine's destroy. */
 void cb_comm_release(cblob_comm *comm);
+/* Frees the parked requests' memory; called once the engine is destroyed. */
+void cb_comm_free_parked(cblob_comm *comm);
 
 /* Arenas (arena.c). A blob made by cblob_arena_create carries its members; a collective brings
  * each current member's values into its slice first (cb_param_arena_gather) and makes the slice the

@@ -5,7 +5,10 @@
  * timeout, so that a rank that fails a CHECK and leaves makes the others fail, not hang. */
 #include <inttypes.h>
 #include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -290,7 +293,7 @@ static void allreduce_rank(int rank, void *arg)
             CHECK_MSG(get(ptr, s->dtype, i) == want, "rank %d blob %d element %" PRId64 ": %.17g, expected %.17g", rank, b,
                       i, get(ptr, s->dtype, i), want);
         }
-        if (rank == 0 && s->results[b] != NULL)
+        if (rank == 0 && s->results[b] != NULL && s->counts[b] > 0)
             memcpy(s->results[b], ptr, (size_t)s->counts[b] * dtype_bytes(s->dtype));
     }
     if (rank == 0)
@@ -573,4 +576,70 @@ TEST(an_engine_without_a_dtype_refuses_it_by_name)
     cblob_comm_destroy(comm);
     cblob_context_destroy(ctx);
     te_world_free(world);
+}
+
+/* ---- NCCL without a GPU ------------------------------------------------------------------------- */
+
+TEST(nccl_without_a_gpu_says_so_before_looking_for_nccl)
+{
+    setenv("CBLOB_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+    setenv("CBLOB_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
+    uint8_t id[CBLOB_NCCL_UNIQUE_ID_BYTES];
+    CHECK_ERROR(cblob_comm_nccl_unique_id(id, sizeof id), CBLOB_ERR_NO_DRIVER);
+    cblob_context *ctx = NULL;
+    cblob_comm *comm = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    memset(id, 0, sizeof id);
+    CHECK_ERROR(cblob_comm_create_nccl(ctx, id, 2, 1, &comm), CBLOB_ERR_NO_DRIVER);
+    CHECK_ERROR(cblob_comm_create_nccl(ctx, id, 2, 2, &comm), CBLOB_ERR_OUT_OF_RANGE); /* arguments first */
+    CHECK(comm == NULL);
+    cblob_context_destroy(ctx);
+}
+
+/* ---- a rank that turns up late -------------------------------------------------------------------- */
+
+typedef struct late {
+    te_world *world;
+    atomic_int timed_out;
+    cblob_status seen[RANKS];
+} late;
+
+/* Ranks 0..2 time out and destroy their blobs at once; rank 3 then joins the collective, and the
+ * engine completes it, writing into every rank's buffer: memory the communicators must still
+ * hold (ASan reports a use after free otherwise). */
+static void late_rank(int rank, void *arg)
+{
+    late *l = arg;
+    rank_env env;
+    CHECK(open_rank(l->world, rank, &env));
+    cblob_blob *blobs[3];
+    for (int b = 0; b < 3; ++b)
+        CHECK((blobs[b] = make_blob(env.ctx, CBLOB_DTYPE_FLOAT64, 20 + b, rank, b, CBLOB_PART_DIFF)) != NULL);
+    if (rank == RANKS - 1) {
+        while (atomic_load(&l->timed_out) < RANKS - 1)
+            sched_yield();
+    } else {
+        CHECK_OK(cblob_comm_set_timeout(env.comm, 100));
+    }
+    l->seen[rank] = cblob_comm_allreduce(env.comm, blobs, 3, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM);
+    for (int b = 0; b < 3; ++b)
+        cblob_blob_destroy(blobs[b]);
+    if (rank != RANKS - 1) {
+        atomic_fetch_add(&l->timed_out, 1);
+        while (atomic_load(&l->timed_out) < RANKS) /* until the late rank is done */
+            sched_yield();
+    } else {
+        atomic_fetch_add(&l->timed_out, 1);
+    }
+    close_rank(&env);
+}
+
+TEST(a_late_rank_writes_only_into_memory_the_communicators_still_hold)
+{
+    late l = {.world = te_world_new(RANKS, 17)};
+    te_run_ranks(RANKS, late_rank, &l);
+    te_world_free(l.world);
+    for (int r = 0; r < RANKS - 1; ++r)
+        CHECK_EQ_INT(l.seen[r], CBLOB_ERR_TIMEOUT);
+    CHECK_EQ_INT(l.seen[RANKS - 1], CBLOB_OK);
 }

@@ -224,6 +224,19 @@ bool gpu_write_on_stream(void *stream, void *device_dst, const void *src, size_t
     return done;
 }
 
+typedef int (*copy_to_host_fn)(void *dst, uint64_t src, size_t bytes, void *stream);
+
+bool gpu_read_on_stream(void *stream, void *dst, const void *device_src, size_t bytes)
+{
+    copy_to_host_fn copy = (copy_to_host_fn)driver_symbol("cuMemcpyDtoHAsync_v2");
+    stream_sync_fn sync = (stream_sync_fn)driver_symbol("cuStreamSynchronize");
+    if (copy == NULL || sync == NULL || !with_primary_context())
+        return false;
+    const bool done = copy(dst, (uint64_t)(uintptr_t)device_src, bytes, stream) == 0 && sync(stream) == 0;
+    without_context();
+    return done;
+}
+
 typedef int (*copy_on_device_fn)(uint64_t dst, uint64_t src, size_t bytes, void *stream);
 
 bool gpu_copy_on_stream(void *stream, void *device_dst, const void *device_src, size_t bytes)

@@ -66,6 +66,8 @@ void gpu_pinned_free(void *ptr);
 bool gpu_write_on_stream(void *stream, void *device_dst, const void *src, size_t bytes);
 /* The same, device to device. */
 bool gpu_copy_on_stream(void *stream, void *device_dst, const void *device_src, size_t bytes);
+/* The same, device to host. */
+bool gpu_read_on_stream(void *stream, void *dst, const void *device_src, size_t bytes);
 
 /* A context in GPU mode whose device work goes to a non-blocking stream of its own. */
 typedef struct streamed_context {

@@ -25,7 +25,7 @@ foreach(name IN LISTS names)
       endif()
     endforeach()
     string(APPEND text "add_test([=[${test}]=]${command} [=[${NUMPROC_FLAG}]=] ${ranks} [=[${EXE}]=] [=[${name}]=])\n")
-    string(APPEND text "set_tests_properties([=[${test}]=] PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 PROCESSORS ${ranks} "
+    string(APPEND text "set_tests_properties([=[${test}]=] PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 PROCESSORS ${ranks} "
                        "LABELS [=[mpi;${SUITE}]=] ENVIRONMENT [=[${ENVIRONMENT}]=])\n")
   endforeach()
 endforeach()

@@ -2017,7 +2017,8 @@ namespace CBlob
         /// not be windows or mapped, and not share the part with each other; blobs without elements
         /// take no room. Each slice starts at a multiple of alignment bytes (a power of two, at least
         /// the element size, at most 4096; 64 fits cache lines and vector loads, 256 fits
-        /// cuMemAlloc). A blob already in an arena moves to the new one.
+        /// cuMemAlloc). A blob already in an arena moves to the new one. Other blobs that shared a
+        /// member's part (cblob_blob_share) keep the memory they had, as after a reshape that grows.
         /// </summary>
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]

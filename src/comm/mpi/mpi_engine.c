@@ -2,7 +2,6 @@
 #include "mpi_engine.h"
 
 #include <limits.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,12 +258,12 @@ static cblob_status testall_fail(int code, const cbm_pending *pending, char *mes
 }
 
 /* MPI_Testall until done: each test also drives MPI's progress, which (without a progress thread)
- * only happens inside MPI calls. After a short spin the loop yields the CPU between tests, so that
- * ranks sharing cores (mpirun --oversubscribe) let each other run. */
+ * only happens inside MPI calls. The loop spins as MPI_Wait does; MPI itself yields the CPU inside
+ * its progress when ranks share cores (Open MPI: mpirun --oversubscribe sets mpi_yield_when_idle).
+ * A yield of our own on top cost latency on a loaded machine (bench_mpi). */
 static cblob_status poll(cbm_pending *pending, int64_t timeout_ms, char *message, size_t message_size)
 {
     const double start = seconds_now();
-    const double spin_seconds = 50e-6;
     for (;;) {
         int done = 0;
         const int code = MPI_Testall(pending->count, pending->requests, &done, pending->statuses);
@@ -272,13 +271,10 @@ static cblob_status poll(cbm_pending *pending, int64_t timeout_ms, char *message
             return testall_fail(code, pending, message, message_size);
         if (done)
             return CBLOB_OK;
-        const double waited = seconds_now() - start;
-        if (timeout_ms >= 0 && waited * 1e3 >= (double)timeout_ms)
+        if (timeout_ms >= 0 && (seconds_now() - start) * 1e3 >= (double)timeout_ms)
             return fail(CBLOB_ERR_TIMEOUT, message, message_size,
                         "the MPI collective did not complete within %lld ms (a rank may have stopped, died or "
                         "called other collectives)", (long long)timeout_ms);
-        if (waited > spin_seconds)
-            sched_yield();
     }
 }
 

@@ -1080,7 +1080,8 @@ FUNCTIONS = (
     # not be windows or mapped, and not share the part with each other; blobs without elements
     # take no room. Each slice starts at a multiple of alignment bytes (a power of two, at least
     # the element size, at most 4096; 64 fits cache lines and vector loads, 256 fits
-    # cuMemAlloc). A blob already in an arena moves to the new one.
+    # cuMemAlloc). A blob already in an arena moves to the new one. Other blobs that shared a
+    # member's part (cblob_blob_share) keep the memory they had, as after a reshape that grows.
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_arena_create", c_int32, (POINTER(c_void_p), c_int64, c_int32, c_int64, POINTER(c_void_p))),  # blobs, count, part, alignment, out_arena
     # Makes a communicator over an engine (see cblob_comm_engine). On success the communicator
