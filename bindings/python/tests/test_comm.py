@@ -189,6 +189,16 @@ def test_nccl_without_a_gpu_is_gpu_unavailable():
         cblob.Comm.from_nccl(bytes(cblob._raw.NCCL_UNIQUE_ID_BYTES), 1, 0)
 
 
+def test_nccl_over_mpi_without_a_gpu_is_gpu_unavailable(comm):
+    MPI = pytest.importorskip("mpi4py.MPI", reason="mpi4py cannot be imported here (Debian's is in the NumPy 1 venv)")
+    if gpu_expected():
+        pytest.skip("a GPU (or its test double) is expected: NCCL's errors without one are not what is seen")
+    with pytest.raises(cblob.GPUUnavailableError, match="cblob_comm_nccl_unique_id"):  # rank 0 could not make the id
+        cblob.Comm.from_nccl_mpi(MPI.COMM_WORLD)
+    with pytest.raises(cblob.InvalidArgumentError):
+        cblob.Comm.from_nccl_mpi(None)
+
+
 def test_an_nccl_id_of_the_wrong_size_is_invalid():
     with pytest.raises(cblob.InvalidArgumentError, match="128 bytes"):
         cblob.Comm.from_nccl(b"short", 1, 0)

@@ -156,8 +156,20 @@ class Comm:
         context = context_or_default(context)
         if comm is None:
             return cls._created(lambda out: _check_mpi(mpi, mpi.cblob_comm_create_mpi_world(context._h, out)), context)
-        handle = _mpi_handle(comm)
+        handle = _mpi_handle(comm, mpi.cblob_comm_create_mpi)
         return cls._created(lambda out: _check_mpi(mpi, mpi.cblob_comm_create_mpi(context._h, handle, out)), context)
+
+    @classmethod
+    def from_nccl_mpi(cls, comm, *, context=None):
+        """An NCCL communicator over the ranks of an mpi4py communicator, in its order: rank 0
+        makes the unique id and MPI carries it to the others (libcblob_mpi's
+        cblob_comm_create_nccl_mpi). Collective over comm; each rank's context is in GPU mode on
+        its own device. Errors as from_nccl, on every rank when rank 0 cannot make the id."""
+        mpi = mpi_library()
+        context = context_or_default(context)
+        handle = _mpi_handle(comm, mpi.cblob_comm_create_nccl_mpi)
+        return cls._created(lambda out: _check_mpi(mpi, mpi.cblob_comm_create_nccl_mpi(context._h, handle, out)),
+                            context)
 
     @staticmethod
     def nccl_unique_id():
@@ -298,6 +310,7 @@ def mpi_library():
         mpi.cblob_comm_create_mpi_world.restype = c_int32
         mpi.cblob_comm_create_mpi_world.argtypes = (c_void_p, ctypes.POINTER(c_void_p))
         mpi.cblob_comm_create_mpi.restype = c_int32
+        mpi.cblob_comm_create_nccl_mpi.restype = c_int32
         _mpi = mpi
     return _mpi
 
@@ -307,9 +320,9 @@ def _check_mpi(mpi, status):
         raise failure(status, mpi.cblob_mpi_last_error_message())
 
 
-def _mpi_handle(comm):
+def _mpi_handle(comm, function):
     """An mpi4py communicator's MPI_Comm as ctypes passes it (a pointer in Open MPI, an int in
-    MPICH), with cblob_comm_create_mpi's argument type set to match."""
+    MPICH), with the argument types of `function` (context, MPI_Comm, out) set to match."""
     try:
         from mpi4py import MPI
     except ImportError:
@@ -320,5 +333,5 @@ def _mpi_handle(comm):
         raise usage_error(InvalidArgumentError, Status.INVALID_ARGUMENT,
                           f"Comm.from_mpi takes an mpi4py communicator (MPI.Comm), not {type(comm).__name__}")
     handle_type = c_void_p if MPI._sizeof(MPI.Comm) == ctypes.sizeof(c_void_p) else ctypes.c_int
-    mpi_library().cblob_comm_create_mpi.argtypes = (c_void_p, handle_type, ctypes.POINTER(c_void_p))
+    function.argtypes = (c_void_p, handle_type, ctypes.POINTER(c_void_p))
     return handle_type(MPI._handleof(comm))
