@@ -102,6 +102,28 @@ namespace CBlob
         }
 
         /// <summary>
+        /// Finalizes MPI now, once every communicator over it is disposed. libcblob_mpi finalizes
+        /// the MPI that <see cref="MpiWorld"/> initialised when the process exits; call this
+        /// before disposing a communicator after a failed collective whose missing rank may still
+        /// join it (MPI may write into the blobs' memory until it is finalized: cblob/mpi.h).
+        /// Nothing happens when MPI was never initialised, is finalized already, or libcblob_mpi
+        /// was never loaded. MPI cannot be initialised again afterwards.
+        /// </summary>
+        /// <exception cref="CBlobException"><see cref="Status.Comm"/> when MPI_Finalize fails.</exception>
+        public static void FinalizeMpi()
+        {
+            MpiLibrary library = MpiLibrary.IfLoaded;
+            if (library == null)
+                return;
+            int started, done;
+            library.Initialized(out started);
+            library.Finalized(out done);
+            int code = started != 0 && done == 0 ? library.Finalize() : 0;
+            if (code != 0)
+                throw new CBlobException(Status.Comm, "cblob (C#): MPI_Finalize failed (MPI error " + code + ")");
+        }
+
+        /// <summary>
         /// The unique id of a new NCCL communicator (ncclGetUniqueId): one rank makes it and sends
         /// it to the others by its own means; each then calls <see cref="Nccl"/>.
         /// </summary>
@@ -324,8 +346,20 @@ namespace CBlob
         [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
         internal delegate IntPtr LastErrorFn();
 
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        internal delegate int QueryFn(out int flag);
+
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        internal delegate int FinalizeFn();
+
         internal CreateWorldFn CreateWorld;
         internal LastErrorFn LastError;
+        // MPI's own, through libcblob_mpi's dependencies (for Comm.FinalizeMpi).
+        internal QueryFn Initialized, Finalized;
+        internal FinalizeFn Finalize;
+
+        /// <summary>The library if it was loaded, else null (nothing loads it).</summary>
+        internal static MpiLibrary IfLoaded { get { return loaded.IsValueCreated ? loaded.Value : null; } }
 
         static readonly Lazy<MpiLibrary> loaded = new Lazy<MpiLibrary>(Open);
         static string failure;
@@ -358,16 +392,24 @@ namespace CBlob
                 failure = Text.FromUtf8(dlerror());
                 return null;
             }
-            IntPtr create = dlsym(handle, "cblob_comm_create_mpi_world"), last = dlsym(handle, "cblob_mpi_last_error_message");
-            if (create == IntPtr.Zero || last == IntPtr.Zero)
+            string[] names = { "cblob_comm_create_mpi_world", "cblob_mpi_last_error_message", "MPI_Initialized", "MPI_Finalized", "MPI_Finalize" };
+            var symbols = new IntPtr[names.Length];
+            for (int i = 0; i < names.Length; i++)
             {
-                failure = "it lacks cblob_comm_create_mpi_world or cblob_mpi_last_error_message";
-                return null;
+                symbols[i] = dlsym(handle, names[i]);
+                if (symbols[i] == IntPtr.Zero)
+                {
+                    failure = "it lacks " + names[i];
+                    return null;
+                }
             }
             return new MpiLibrary
             {
-                CreateWorld = (CreateWorldFn)Marshal.GetDelegateForFunctionPointer(create, typeof(CreateWorldFn)),
-                LastError = (LastErrorFn)Marshal.GetDelegateForFunctionPointer(last, typeof(LastErrorFn)),
+                CreateWorld = (CreateWorldFn)Marshal.GetDelegateForFunctionPointer(symbols[0], typeof(CreateWorldFn)),
+                LastError = (LastErrorFn)Marshal.GetDelegateForFunctionPointer(symbols[1], typeof(LastErrorFn)),
+                Initialized = (QueryFn)Marshal.GetDelegateForFunctionPointer(symbols[2], typeof(QueryFn)),
+                Finalized = (QueryFn)Marshal.GetDelegateForFunctionPointer(symbols[3], typeof(QueryFn)),
+                Finalize = (FinalizeFn)Marshal.GetDelegateForFunctionPointer(symbols[4], typeof(FinalizeFn)),
             };
         }
     }

@@ -97,6 +97,7 @@ func timeout(ctx *cblob.Context, comm *cblob.Comm) {
 	check(errors.Is(err, cblob.StatusTimeout), fmt.Sprintf("a collective nobody joins: %v", err))
 	err = comm.Barrier()
 	check(errors.Is(err, cblob.StatusComm), fmt.Sprintf("a broken communicator: %v", err))
+	must(cblob.FinalizeMPI()) // before the communicator closes: MPI may still write into the blob
 	fmt.Println("rank 0: a collective rank 1 never joins: StatusTimeout, then StatusComm: ok")
 }
 

@@ -15,7 +15,7 @@ The library is the libcblob.so.1 bundled with the package, or $CBLOB_LIBRARY whe
 `python -m cblob` runs the cblob program (inspect, convert, info).
 """
 from ._blob import Blob, Window
-from ._comm import Arena, Comm, Request, mpi_library_path
+from ._comm import Arena, Comm, Request, finalize_mpi, mpi_library_path
 from ._context import (Context, default_context, gpu_device_name, gpu_probe, gpu_report, gpu_versions,
                        kernel_cache_dir, kernel_cache_mode, kernel_cache_warm_up)
 from ._errors import (CblobError, CblobIOError, CblobMemoryError, CommError, CommTimeoutError, DeviceError, DeviceLostError, DTypeError, GPUUnavailableError,
@@ -58,7 +58,7 @@ __all__ = [
     "DeviceError", "DeviceLostError", "Dim", "GPUUnavailableError", "Head", "InternalError", "InvalidArgumentError", "Layer", "Memory",
     "Mode", "Model", "NetFormat", "NotImplementedForDTypeError", "OutOfRangeError", "ParseError", "Part", "ProtoKind",
     "ReduceOp", "Request", "ShapeError", "SizeOverflowError", "StateError", "Status", "Window",
-    "abi_version", "blas_info", "cpu_features", "default_context", "detect", "detect_file", "gpu_device_name",
+    "abi_version", "blas_info", "cpu_features", "default_context", "detect", "detect_file", "finalize_mpi", "gpu_device_name",
     "gpu_probe", "gpu_report", "gpu_versions", "kernel_cache_dir", "kernel_cache_mode", "kernel_cache_warm_up",
     "library_path", "load", "mpi_library_path", "load_blob", "load_blobs", "save_blob", "save_blobs", "version",
 ]

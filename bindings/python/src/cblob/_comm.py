@@ -16,7 +16,7 @@ from ctypes import c_int32, c_void_p
 
 from ._blob import Blob, _handles
 from ._context import context_or_default
-from ._errors import InvalidArgumentError, StateError, check, failure, usage_error
+from ._errors import CommError, InvalidArgumentError, StateError, check, failure, usage_error
 from ._library import lib, library_path
 from ._raw import NCCL_UNIQUE_ID_BYTES, Part, ReduceOp, Status
 
@@ -313,6 +313,24 @@ def mpi_library():
         mpi.cblob_comm_create_nccl_mpi.restype = c_int32
         _mpi = mpi
     return _mpi
+
+
+def finalize_mpi():
+    """Finalizes MPI now, once every communicator over it is closed. libcblob_mpi finalizes the
+    MPI that Comm.from_mpi() initialised when the process exits (and mpi4py the MPI it did); call
+    this before closing a communicator after a failed collective whose missing rank may still
+    join it (MPI may write into the blobs' memory until it is finalized: cblob/mpi.h). Nothing
+    happens when MPI was never initialised, is finalized already, or libcblob_mpi was never
+    loaded. MPI cannot be initialised again afterwards."""
+    if _mpi is None:
+        return
+    started, done = ctypes.c_int(), ctypes.c_int()
+    _mpi.MPI_Initialized(ctypes.byref(started))
+    _mpi.MPI_Finalized(ctypes.byref(done))
+    if started.value and not done.value:
+        code = _mpi.MPI_Finalize()
+        if code:
+            raise CommError(Status.COMM, f"cblob: MPI_Finalize failed (MPI error {code})")
 
 
 def _check_mpi(mpi, status):

@@ -313,6 +313,35 @@ impl Drop for Request<'_> {
 struct MpiLibrary {
     create_world: unsafe extern "C" fn(*mut sys::cblob_context, *mut *mut sys::cblob_comm) -> sys::cblob_status,
     last_error: unsafe extern "C" fn() -> *const c_char,
+    // MPI's own, through libcblob_mpi's dependencies (for finalize_mpi).
+    initialized: unsafe extern "C" fn(*mut c_int) -> c_int,
+    finalized: unsafe extern "C" fn(*mut c_int) -> c_int,
+    finalize: unsafe extern "C" fn() -> c_int,
+}
+
+/// Finalizes MPI now, once every communicator over it is dropped. libcblob_mpi finalizes the MPI
+/// that [`Comm::mpi_world`] initialised when the process exits; call this before dropping a
+/// communicator after a failed collective whose missing rank may still join it (MPI may write
+/// into the blobs' memory until it is finalized: `cblob/mpi.h`). Nothing happens when MPI was
+/// never initialised, is finalized already, or libcblob_mpi was never loaded. MPI cannot be
+/// initialised again afterwards ([`Comm::mpi_world`] is then [`Status::State`]).
+pub fn finalize_mpi() -> Result<()> {
+    let Some(Ok(mpi)) = MPI_LIBRARY.get() else { return Ok(()) };
+    let (mut started, mut done) = (0, 0);
+    // SAFETY: MPI's query functions take a valid out-pointer; MPI_Finalize runs once (checked).
+    let code = unsafe {
+        (mpi.initialized)(&mut started);
+        (mpi.finalized)(&mut done);
+        if started != 0 && done == 0 {
+            (mpi.finalize)()
+        } else {
+            0
+        }
+    };
+    if code != 0 {
+        return Err(Error::new(Status::Comm, format!("MPI_Finalize failed (MPI error {code})")));
+    }
+    Ok(())
 }
 
 extern "C" {
@@ -329,9 +358,10 @@ pub fn mpi_library_path() -> String {
     std::env::var("CBLOB_MPI_LIBRARY").ok().filter(|p| !p.is_empty()).unwrap_or_else(|| "libcblob_mpi.so.1".into())
 }
 
+static MPI_LIBRARY: OnceLock<std::result::Result<MpiLibrary, String>> = OnceLock::new();
+
 fn mpi_library() -> Result<&'static MpiLibrary> {
-    static LIBRARY: OnceLock<std::result::Result<MpiLibrary, String>> = OnceLock::new();
-    LIBRARY.get_or_init(load_mpi_library).as_ref().map_err(|why| Error::new(Status::State, why.clone()))
+    MPI_LIBRARY.get_or_init(load_mpi_library).as_ref().map_err(|why| Error::new(Status::State, why.clone()))
 }
 
 fn load_mpi_library() -> std::result::Result<MpiLibrary, String> {
@@ -354,6 +384,9 @@ fn load_mpi_library() -> std::result::Result<MpiLibrary, String> {
         Ok(MpiLibrary {
             create_world: std::mem::transmute::<*mut c_void, _>(symbol(c"cblob_comm_create_mpi_world")?),
             last_error: std::mem::transmute::<*mut c_void, _>(symbol(c"cblob_mpi_last_error_message")?),
+            initialized: std::mem::transmute::<*mut c_void, _>(symbol(c"MPI_Initialized")?),
+            finalized: std::mem::transmute::<*mut c_void, _>(symbol(c"MPI_Finalized")?),
+            finalize: std::mem::transmute::<*mut c_void, _>(symbol(c"MPI_Finalize")?),
         })
     }
 }

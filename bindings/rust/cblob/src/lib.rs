@@ -94,7 +94,7 @@ mod types;
 mod window;
 
 pub use blob::{Blob, View, ViewMut};
-pub use comm::{mpi_library_path, Comm, Request};
+pub use comm::{finalize_mpi, mpi_library_path, Comm, Request};
 pub use mapping::{Mapping, MappingMut};
 pub use model::{Layer, Model};
 pub use net::{Net, ParamSpec, Rule};
