@@ -9,6 +9,9 @@
 #   CBLOB_PKG_CONFIG_DIR         the folder of this build's cblob-uninstalled.pc (pkg-config)
 #   CBLOB_CAFFE_DATA_DIR         the real Caffe files (the tests skip their part when it is absent)
 #   CBLOB_FAKE_GPU_ENVIRONMENT   VAR=value words that load the test doubles of the CUDA libraries
+#   CBLOB_MPI_LIBRARY_FILE       the libcblob_mpi.so.1.x.y of this build, when it built one
+#   CBLOB_MPIEXEC                the launcher the collectives' tests start two ranks with (words)
+#   CBLOB_MPI_MISSING            why libcblob_mpi was not built (the suites skip their collectives)
 set -euo pipefail
 : "${CBLOB_LIBRARY_FILE:?}" "${CBLOB_INCLUDE_DIR:?}" "${CBLOB_BUILD_INCLUDE_DIR:?}" "${CBLOB_OUT_DIR:?}"
 CBLOB_LIBRARY_DIR=$(dirname "$CBLOB_LIBRARY_FILE")
@@ -55,4 +58,18 @@ dlpack_layout() {
       -o "$CBLOB_OUT_DIR/dlpack_layout" "$BINDINGS_DIR/dlpack_layout.c"
   "$CBLOB_OUT_DIR/dlpack_layout" > "$CBLOB_OUT_DIR/dlpack_layout.txt"
   export CBLOB_DLPACK_LAYOUT="$CBLOB_OUT_DIR/dlpack_layout.txt"
+}
+
+# The suites' collectives run two ranks under mpirun with this build's libcblob_mpi
+# (CBLOB_MPI_LIBRARY); Open MPI refuses root without these (CI runs as root). mpi_ranks_or_skip
+# prints why they cannot run and returns 1.
+if [ -n "${CBLOB_MPI_LIBRARY_FILE:-}" ]; then
+  export CBLOB_MPI_LIBRARY="$CBLOB_MPI_LIBRARY_FILE"
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi_ranks_or_skip() {
+  if [ -z "${CBLOB_MPI_LIBRARY_FILE:-}" ] || [ -z "${CBLOB_MPIEXEC:-}" ]; then
+    echo "SKIPPED: the collectives on two ranks: ${CBLOB_MPI_MISSING:-libcblob_mpi or mpirun not given (CBLOB_MPI_LIBRARY_FILE, CBLOB_MPIEXEC)}"
+    return 1
+  fi
 }

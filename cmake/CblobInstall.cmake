@@ -146,6 +146,45 @@ file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/debian/cpack_paths.cmake
 set(CPACK_CBLOB_PATHS_FILE ${CMAKE_BINARY_DIR}/debian/cpack_paths.cmake)
 set(CPACK_PROJECT_CONFIG_FILE ${CMAKE_SOURCE_DIR}/cmake/CblobCPackProject.cmake)
 
+# libcblob_mpi (src/comm/mpi), where MPI was found: two more packages, made as libcblob's are.
+#   mpi_runtime      libcblob-mpi1      libcblob_mpi.so.1.x.y and its SONAME link
+#   mpi_development  libcblob-mpi-dev   cblob/mpi.h, the libcblob_mpi.so link, cblob-mpi.pc
+if(TARGET cblob_mpi)
+  set(cblob_mpi_runtime_package "libcblob-mpi${PROJECT_VERSION_MAJOR}")
+  install(TARGETS cblob_mpi
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT mpi_runtime NAMELINK_COMPONENT mpi_development)
+  install(FILES ${CMAKE_SOURCE_DIR}/include/cblob/mpi.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cblob
+    COMPONENT mpi_development)
+  configure_file(${CMAKE_SOURCE_DIR}/cmake/cblob-mpi.pc.in ${CMAKE_BINARY_DIR}/cblob-mpi.pc @ONLY)
+  install(FILES ${CMAKE_BINARY_DIR}/cblob-mpi.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+    COMPONENT mpi_development)
+  list(APPEND CPACK_COMPONENTS_ALL mpi_runtime mpi_development)
+  cblob_package(mpi_runtime ${cblob_mpi_runtime_package} libs
+"cblob's communicators over MPI: data-parallel training with cblob blobs
+(all-reduce, broadcast and barrier, blocking or not, with timeouts) on an
+MPI communicator, such as Open MPI's.
+.
+This package holds the shared library libcblob_mpi.so.1.")
+  cblob_package(mpi_development libcblob-mpi-dev libdevel
+"The development files of cblob's MPI communicators: the header cblob/mpi.h,
+the libcblob_mpi.so link and the pkg-config file cblob-mpi.pc.")
+  set(CPACK_COMPONENT_MPI_RUNTIME_DISPLAY_NAME "cblob MPI library")
+  set(CPACK_COMPONENT_MPI_DEVELOPMENT_DISPLAY_NAME "cblob MPI development files")
+  set(CPACK_DEBIAN_MPI_DEVELOPMENT_PACKAGE_DEPENDS
+      "${cblob_mpi_runtime_package} (= ${PROJECT_VERSION}), libcblob-dev (= ${PROJECT_VERSION}), libopenmpi-dev")
+  # As for libcblob1: the shlibs file and the ldconfig trigger by hand, Depends from dpkg-shlibdeps
+  # (cmake/CblobCPackProject.cmake), which cannot know libcblob1 from the build tree: it is named
+  # here.
+  file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/debian/mpi/shlibs
+    CONTENT "libcblob_mpi ${PROJECT_VERSION_MAJOR} ${cblob_mpi_runtime_package} (>= ${PROJECT_VERSION})\n")
+  set(CPACK_DEBIAN_MPI_RUNTIME_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/debian/mpi/shlibs ${cblob_debian_dir}/triggers)
+  set(CPACK_DEBIAN_MPI_RUNTIME_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+  set(CPACK_CBLOB_MPI_DEPENDS_ON "${cblob_runtime_package} (>= ${PROJECT_VERSION})")
+  file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/debian/cpack_mpi_paths.cmake
+    CONTENT "set(CBLOB_MPI_LIBRARY_FILE \"$<TARGET_FILE:cblob_mpi>\")\nset(CBLOB_LIBRARY_DIR \"$<TARGET_FILE_DIR:cblob>\")\n")
+  set(CPACK_CBLOB_MPI_PATHS_FILE ${CMAKE_BINARY_DIR}/debian/cpack_mpi_paths.cmake)
+endif()
+
 include(CPack)
 
 # The C# binding's NuGet package (bindings/csharp/pack.sh), where Mono's mcs and nuget are:

@@ -32,6 +32,11 @@ test_packages=(
   lintian nuget
   # bindings (Python: virtual environments, which scripts/python-env.sh fills from PyPI)
   golang-go mono-mcs mono-complete nunit-console python3-venv
+  # libcblob_mpi (src/comm/mpi), its tests under mpirun and its benchmark: Open MPI
+  openmpi-bin libopenmpi-dev
+  # the Python binding's Comm.from_mpi(mpi4py communicator), tested in the NumPy 1 environment,
+  # which sees Debian's packages
+  python3-mpi4py
 )
 
 # usage: setup.sh          everything (scripts/test.sh)

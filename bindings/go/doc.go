@@ -6,7 +6,8 @@
 // ToProto and NewBlobFromProto for BlobProto, BlobVectorToProto and BlobVectorFromProto,
 // DetectProto), the GPU (GPUProbe, Context.SetDevice, Blob.GPUPtr, ...), and NeoML's blob
 // operations (NewTensor and the other creators, Dim, CopyIn, Clone, Transposed, Merge, Split,
-// Fill, Add, Window, Map), and DLPack (Blob.ToDLPack, NewBlobFromDLPack).
+// Fill, Add, Window, Map), DLPack (Blob.ToDLPack, NewBlobFromDLPack), and arenas and
+// collectives (NewArena, Comm from NewMPIWorldComm or NewNCCLComm, Request, FinalizeMPI).
 //
 // # Handles
 //

@@ -20,4 +20,10 @@ unformatted=$("$("$go" env GOROOT)/bin/gofmt" -l .)
 "$go" vet ./...
 # -count=1: results depend on libcblob, which go's test cache does not track.
 "$go" test -count=1 -v ./...
+# The collectives on two ranks (internal/mpitworanks).
+if mpi_ranks_or_skip; then
+  "$go" build -o "$CBLOB_OUT_DIR/mpitworanks" ./internal/mpitworanks
+  # shellcheck disable=SC2086 # CBLOB_MPIEXEC holds the launcher and its flags
+  timeout 120 $CBLOB_MPIEXEC -np 2 "$CBLOB_OUT_DIR/mpitworanks"
+fi
 run_with_fake_gpu "$go" test -count=1 -v -run GPU ./...

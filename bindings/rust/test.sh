@@ -18,6 +18,12 @@ cd "$BINDINGS_DIR/rust"
 "$cargo" --version
 dlpack_layout
 "$cargo" test --offline --locked --workspace --all-targets
+# The collectives on two ranks (examples/mpi_two_ranks.rs; --all-targets built it as a test).
+if mpi_ranks_or_skip; then
+  "$cargo" build --offline --locked -p cblob --example mpi_two_ranks
+  # shellcheck disable=SC2086 # CBLOB_MPIEXEC holds the launcher and its flags
+  timeout 120 $CBLOB_MPIEXEC -np 2 "$CARGO_TARGET_DIR/debug/examples/mpi_two_ranks"
+fi
 run_with_fake_gpu "$cargo" test --offline --locked -p cblob --test gpu
 "$cargo" test --offline --locked --workspace --doc
 "$cargo" doc --offline --locked --workspace --no-deps

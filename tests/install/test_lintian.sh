@@ -32,16 +32,19 @@ package
 debs=("$work/out/${runtime}_${version}_$arch.deb" "$work/out/libcblob-dev_${version}_$arch.deb"
       "$work/out/cblob-tools_${version}_$arch.deb")
 ls "${debs[@]}" >/dev/null
+# libcblob_mpi's packages too, where the tree found MPI.
+mpi_debs=("$work/out/libcblob-mpi${major}_${version}_$arch.deb" "$work/out/libcblob-mpi-dev_${version}_$arch.deb")
+[ -f "${mpi_debs[0]}" ] || mpi_debs=()
 
 # lintian: errors fail; a warning fails unless the packaging note lists its tag.
 note=$source_dir/docs/packaging.md
 accepted=$(sed -n '/^## Lintian warnings accepted/,/^## /p' "$note" | sed -n 's/^- `\([a-z0-9.+-]*\)`.*/\1/p')
-lintian --fail-on none "${debs[@]}" 2>&1 | { grep -v 'running with root privileges' || true; } | tee "$work/lintian.txt"
+lintian --fail-on none "${debs[@]}" "${mpi_debs[@]}" 2>&1 | { grep -v 'running with root privileges' || true; } | tee "$work/lintian.txt"
 errors=$(grep -c '^E: ' "$work/lintian.txt" || true)
 unjustified=$(grep '^W: ' "$work/lintian.txt" | awk '{print $3}' | sort -u | grep -vxF -f <(echo "$accepted"; echo) || true)
 [ "$errors" = 0 ] || fail "lintian reports $errors errors"
 [ -z "$unjustified" ] || fail "lintian warnings that $note does not justify: $unjustified"
-echo "lintian: no errors, $(grep -c '^W: ' "$work/lintian.txt" || true) warnings, each justified in docs/packaging.md"
+echo "lintian: $(( ${#debs[@]} + ${#mpi_debs[@]} )) packages, no errors, $(grep -c '^W: ' "$work/lintian.txt" || true) warnings, each justified in docs/packaging.md"
 
 # The library in Debian's multiarch folder; ldconfig through the trigger, no maintainer scripts.
 dpkg-deb -c "${debs[0]}" >"$work/contents.txt"

@@ -74,6 +74,26 @@ grep -qx 'activate-noawait ldconfig' "$work/control/triggers" || fail "$runtime:
 [ ! -e "$work/control/postinst" ] || fail "$runtime: has a postinst script"
 echo "$runtime: shlibs: $(cat "$work/control/shlibs")"
 
+# libcblob_mpi's packages, where the build found MPI (src/comm/mpi): as libcblob's, and depending on
+# it and on Open MPI's library.
+mpi_runtime=libcblob-mpi$major
+if [ -f "$work/out/${mpi_runtime}_${version}_$arch.deb" ]; then
+  # shellcheck disable=SC2046
+  expect_contents "$mpi_runtime" usr/lib/libcblob_mpi.so.$major usr/lib/libcblob_mpi.so.$version $(docs "$mpi_runtime")
+  # shellcheck disable=SC2046
+  expect_contents libcblob-mpi-dev usr/include/cblob/mpi.h usr/lib/libcblob_mpi.so usr/lib/pkgconfig/cblob-mpi.pc \
+    $(docs libcblob-mpi-dev)
+  expect_depends "$mpi_runtime" 'libc6( \(>= [0-9.]+\))?' 'libopenmpi[0-9]+( \(>= [0-9.]+\))?' "$runtime \(>= $version\)"
+  expect_depends libcblob-mpi-dev "$mpi_runtime \(= $version\)" "libcblob-dev \(= $version\)" libopenmpi-dev
+  dpkg-deb -e "$work/out/${mpi_runtime}_${version}_$arch.deb" "$work/mpi_control"
+  grep -qx "libcblob_mpi $major $mpi_runtime (>= $version)" "$work/mpi_control/shlibs" ||
+    fail "$mpi_runtime: shlibs is '$(cat "$work/mpi_control/shlibs")'"
+  grep -qx 'activate-noawait ldconfig' "$work/mpi_control/triggers" || fail "$mpi_runtime: no ldconfig trigger"
+  [ ! -e "$work/mpi_control/postinst" ] || fail "$mpi_runtime: has a postinst script"
+else
+  echo "packages: no $mpi_runtime (this build has no libcblob_mpi)"
+fi
+
 # The .tar.gz holds all three packages' files.
 tar tzf "$tarball" >"$work/tarball.txt"
 grep -Eq '/lib(/[^/]+)?/libcblob\.so\.'"$version"'$' "$work/tarball.txt" || fail "the .tar.gz lacks the library"

@@ -17,6 +17,7 @@ The library is the libcblob.so.1 bundled with the package, or $CBLOB_LIBRARY whe
 import importlib.metadata as _metadata
 
 from ._blob import Blob, Window
+from ._comm import Arena, Comm, Request, finalize_mpi, mpi_library_path
 from ._context import (Context, default_context, gpu_device_name, gpu_probe, gpu_report, gpu_versions,
                        kernel_cache_dir, kernel_cache_mode, kernel_cache_warm_up)
 from ._errors import (CblobError, CblobIOError, CblobMemoryError, CommError, CommTimeoutError, DeviceError, DeviceLostError, DTypeError, GPUUnavailableError,
@@ -27,7 +28,7 @@ from ._library import lib as _lib
 from ._library import library_path
 from ._model import Layer, Model
 from ._raw import (ABI_VERSION_MAJOR, ABI_VERSION_MINOR, MAX_AXES, NEOML_AXES, CacheMode, Dim, DType, Head, Memory,
-                   Mode, NetFormat, Part, ProtoKind, Status)
+                   Mode, NetFormat, Part, ProtoKind, ReduceOp, Status)
 
 
 def version():
@@ -65,11 +66,11 @@ def cpu_features():
 
 __all__ = [
     "ABI_VERSION_MAJOR", "ABI_VERSION_MINOR", "MAX_AXES", "NEOML_AXES",
-    "Blob", "CacheMode", "CblobError", "CblobIOError", "CblobMemoryError", "CommError", "CommTimeoutError", "Context", "DType", "DTypeError",
+    "Arena", "Blob", "CacheMode", "Comm", "CblobError", "CblobIOError", "CblobMemoryError", "CommError", "CommTimeoutError", "Context", "DType", "DTypeError",
     "DeviceError", "DeviceLostError", "Dim", "GPUUnavailableError", "Head", "InternalError", "InvalidArgumentError", "Layer", "Memory",
     "Mode", "Model", "NetFormat", "NotImplementedForDTypeError", "OutOfRangeError", "ParseError", "Part", "ProtoKind",
-    "ShapeError", "SizeOverflowError", "StateError", "Status", "Window",
-    "abi_version", "blas_info", "cpu_features", "default_context", "detect", "detect_file", "gpu_device_name",
+    "ReduceOp", "Request", "ShapeError", "SizeOverflowError", "StateError", "Status", "Window",
+    "abi_version", "blas_info", "cpu_features", "default_context", "detect", "detect_file", "finalize_mpi", "gpu_device_name",
     "gpu_probe", "gpu_report", "gpu_versions", "kernel_cache_dir", "kernel_cache_mode", "kernel_cache_warm_up",
-    "library_path", "load", "load_blob", "load_blobs", "save_blob", "save_blobs", "version",
+    "library_path", "load", "mpi_library_path", "load_blob", "load_blobs", "save_blob", "save_blobs", "version",
 ]

@@ -118,9 +118,12 @@ def _status_name(status):
     return lib.cblob_status_name(status).decode()
 
 
-def failure(status):
-    """The exception for a failed call's status, with the calling thread's message."""
-    message = lib.cblob_last_error_message().decode("utf-8", "replace")
+def failure(status, message=None):
+    """The exception for a failed call's status, with the calling thread's message (libcblob's,
+    or `message` from a library with its own, as libcblob_mpi)."""
+    if message is None:
+        message = lib.cblob_last_error_message()
+    message = message.decode("utf-8", "replace")
     try:
         status = Status(status)
     except ValueError:

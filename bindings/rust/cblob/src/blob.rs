@@ -273,6 +273,14 @@ impl Blob {
 
     // ---- memory ------------------------------------------------------------------------------
 
+    /// Counts this blob's `part` as one memory with other holders of `memory` (an arena's).
+    pub(crate) fn set_memory(&mut self, part: Part, memory: Arc<Memory>) {
+        match part {
+            Part::Data => self.data = memory,
+            Part::Diff => self.diff = memory,
+        }
+    }
+
     pub(crate) fn memory(&self, part: Part) -> &Arc<Memory> {
         match part {
             Part::Data => &self.data,

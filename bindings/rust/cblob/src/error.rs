@@ -48,6 +48,11 @@ impl Error {
         Error { code: status.raw(), message: format!("cblob (Rust): {}", message.into()) }
     }
 
+    /// An error of another library of cblob's (libcblob_mpi) with its own message.
+    pub(crate) fn with_message(code: sys::cblob_status, message: String) -> Error {
+        Error { code, message }
+    }
+
     /// The calling thread's last cblob error. Rust threads are OS threads, so reading it right
     /// after the failed call on the same thread reads that call's message.
     #[cold]

@@ -3,7 +3,8 @@
 //! synced lazily between host and GPU) behind cblob's versioned C ABI, with Caffe's files
 //! ([`Model`], [`proto`]), the GPU ([`gpu`]), NeoML's blob operations ([`Window`],
 //! [`Mapping`], and the layout, copy, transpose, merge, split and fill methods of [`Blob`]) and
-//! DLPack ([`dlpack`]: [`Blob::to_dlpack`], [`Blob::from_dlpack`]).
+//! DLPack ([`dlpack`]: [`Blob::to_dlpack`], [`Blob::from_dlpack`]), and arenas and collectives
+//! ([`Blob::arena`], [`Comm`], [`Request`]) over MPI or NCCL.
 //!
 //! ```
 //! use cblob::{Blob, Context, DType, Model, Part};
@@ -78,6 +79,7 @@
 #![warn(missing_docs)]
 
 mod blob;
+mod comm;
 mod context;
 pub mod dlpack;
 mod error;
@@ -92,6 +94,7 @@ mod types;
 mod window;
 
 pub use blob::{Blob, View, ViewMut};
+pub use comm::{finalize_mpi, mpi_library_path, Comm, Request};
 pub use mapping::{Mapping, MappingMut};
 pub use model::{Layer, Model};
 pub use net::{Net, ParamSpec, Rule};

@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: BSD-2-Clause
+using System;
+using System.Runtime.InteropServices;
+
+namespace CBlob
+{
+    public sealed partial class Blob
+    {
+        /// <summary>
+        /// Lays out the <paramref name="part"/> of the members in one buffer, each in a slice
+        /// aligned to <paramref name="alignment"/> bytes (a power of two from the element size to
+        /// 4096; 64 fits cache lines), and returns the arena: a 1-D blob whose part is the whole
+        /// buffer, padding included (zeros), Caffe's learnable-params buffer. A collective on the
+        /// arena moves every member at once.
+        /// </summary>
+        /// <remarks>
+        /// Each member's current values are copied into its slice and its part uses the slice
+        /// from then on: members keep working as before, through spans taken from then on (spans
+        /// taken before point at the old memory and are invalid, as after sharing). A member leaves the arena when it gets
+        /// memory of its own (a reshape past its count, sharing, a caller's buffer); its slice
+        /// keeps its last values. The arena and its members keep each other's memory alive:
+        /// dispose them in any order. Use the arena only in collectives and for reading.
+        /// </remarks>
+        /// <exception cref="CBlobException">
+        /// <see cref="Status.DType"/> for members of different dtypes;
+        /// <see cref="Status.InvalidArgument"/> for no members, a member listed twice, a window,
+        /// a bad part or alignment.
+        /// </exception>
+        public static Blob CreateArena(Part part, long alignment, params Blob[] members)
+        {
+            using (var list = Guard.UseAll(Proto.Guards(members)))
+            {
+                IntPtr[] ptrs = list.Ptrs;
+                return Created((out BlobHandle h) => NativeMethods.cblob_arena_create(ptrs, ptrs.Length, part, alignment, out h));
+            }
+        }
+    }
+
+    /// <summary>
+    /// A communicator: a group of ranks (processes, or GPUs) that run collectives together. Every
+    /// rank makes the same collectives in the same order, with lists of the same dtypes and
+    /// counts. Collectives take a part and blobs (one, many, or an arena from
+    /// <see cref="Blob.CreateArena"/>); lists are fused into buckets
+    /// (<see cref="SetBucketBytes"/>) with bit-identical results.
+    /// </summary>
+    /// <remarks>
+    /// An engine failure throws <see cref="CBlobException"/> with <see cref="Status.Comm"/> and
+    /// breaks the communicator (every later collective throws at once: dispose it); a wait past
+    /// the timeout is <see cref="Status.Timeout"/>. Errors in the arguments are found before
+    /// anything starts and leave it usable. A communicator and its requests are used from one
+    /// thread at a time. Dispose frees it (requests not disposed yet keep the library's
+    /// communicator until they are); the finalizer frees one that is forgotten.
+    /// </remarks>
+    public sealed class Comm : IDisposable
+    {
+        readonly CommHandle handle;
+        readonly Guard guard;
+
+        Comm(CommHandle handle)
+        {
+            this.handle = handle;
+            guard = new Guard(handle);
+        }
+
+        /// <summary>
+        /// A communicator over MPI_COMM_WORLD (under mpirun, its ranks; started alone, one rank)
+        /// through libcblob_mpi.so.1, loaded at run time (<see cref="MpiLibraryPath"/>): libcblob
+        /// never links MPI. MPI is initialised (MPI_THREAD_MULTIPLE) if nobody has, and then
+        /// finalized when the process exits. Collective over the world. MPI's engine works on
+        /// host memory (float32, float64, int32, uint32).
+        /// </summary>
+        /// <exception cref="CBlobException">
+        /// <see cref="Status.State"/> when the library cannot be loaded or MPI is finalized,
+        /// <see cref="Status.Comm"/> when MPI fails.
+        /// </exception>
+        public static Comm MpiWorld(Context context)
+        {
+            if (context == null)
+                throw new ArgumentNullException(nameof(context));
+            var library = MpiLibrary.Load();
+            using (var c = context.Use())
+            {
+                IntPtr created;
+                Status status = library.CreateWorld(c, out created);
+                if (status != Status.Ok)
+                    throw new CBlobException(status, Text.FromUtf8(library.LastError()));
+                return new Comm(new CommHandle(created));
+            }
+        }
+
+        /// <summary>
+        /// The file <see cref="MpiWorld"/> loads: <c>$CBLOB_MPI_LIBRARY</c> when set, else
+        /// libcblob_mpi.so.1 from the dynamic loader's search path.
+        /// </summary>
+        public static string MpiLibraryPath
+        {
+            get
+            {
+                string path = Environment.GetEnvironmentVariable("CBLOB_MPI_LIBRARY");
+                return string.IsNullOrEmpty(path) ? "libcblob_mpi.so.1" : path;
+            }
+        }
+
+        /// <summary>
+        /// Finalizes MPI now, once every communicator over it is disposed. libcblob_mpi finalizes
+        /// the MPI that <see cref="MpiWorld"/> initialised when the process exits; call this
+        /// before disposing a communicator after a failed collective whose missing rank may still
+        /// join it (MPI may write into the blobs' memory until it is finalized: cblob/mpi.h).
+        /// Nothing happens when MPI was never initialised, is finalized already, or libcblob_mpi
+        /// was never loaded. MPI cannot be initialised again afterwards.
+        /// </summary>
+        /// <exception cref="CBlobException"><see cref="Status.Comm"/> when MPI_Finalize fails.</exception>
+        public static void FinalizeMpi()
+        {
+            MpiLibrary library = MpiLibrary.IfLoaded;
+            if (library == null)
+                return;
+            int started, done;
+            library.Initialized(out started);
+            library.Finalized(out done);
+            int code = started != 0 && done == 0 ? library.Finalize() : 0;
+            if (code != 0)
+                throw new CBlobException(Status.Comm, "cblob (C#): MPI_Finalize failed (MPI error " + code + ")");
+        }
+
+        /// <summary>
+        /// The unique id of a new NCCL communicator (ncclGetUniqueId): one rank makes it and sends
+        /// it to the others by its own means; each then calls <see cref="Nccl"/>.
+        /// </summary>
+        /// <exception cref="CBlobException">
+        /// Without a GPU, the status that says why (<see cref="CBlobException.IsNoGpu"/>); without
+        /// NCCL, <see cref="Status.NcclMissing"/>; <see cref="Status.Comm"/> when NCCL fails.
+        /// </exception>
+        public static byte[] NcclUniqueId()
+        {
+            var id = new byte[Constants.NcclUniqueIdBytes];
+            CBlobException.Check(NativeMethods.cblob_comm_nccl_unique_id(id, (UIntPtr)id.Length));
+            return id;
+        }
+
+        /// <summary>
+        /// Joins the NCCL communicator of <paramref name="nranks"/> ranks that
+        /// <paramref name="uniqueId"/> names, as <paramref name="rank"/>, on the context's GPU (one
+        /// rank per GPU), blocking until every rank has joined. Collectives then run on device
+        /// memory, queued on the context's stream. Errors as <see cref="NcclUniqueId"/>.
+        /// </summary>
+        public static Comm Nccl(Context context, byte[] uniqueId, int nranks, int rank)
+        {
+            if (context == null)
+                throw new ArgumentNullException(nameof(context));
+            if (uniqueId == null || uniqueId.Length != Constants.NcclUniqueIdBytes)
+                throw new ArgumentException("an NCCL unique id has " + Constants.NcclUniqueIdBytes + " bytes", nameof(uniqueId));
+            using (var c = context.Use())
+            {
+                CommHandle created;
+                Status status = NativeMethods.cblob_comm_create_nccl(c, ref uniqueId[0], nranks, rank, out created);
+                if (status != Status.Ok)
+                {
+                    created.Dispose();
+                    throw CBlobException.Last(status);
+                }
+                return new Comm(created);
+            }
+        }
+
+        /// <summary>The native handle, for interop; it stays owned by this object.</summary>
+        public CommHandle Handle { get { return handle; } }
+
+        /// <summary>This process's rank, 0 &lt;= Rank &lt; Size.</summary>
+        public int Rank
+        {
+            get
+            {
+                int value;
+                using (var c = guard.Use())
+                    CBlobException.Check(NativeMethods.cblob_comm_rank(c, out value));
+                return value;
+            }
+        }
+
+        /// <summary>The number of ranks.</summary>
+        public int Size
+        {
+            get
+            {
+                int value;
+                using (var c = guard.Use())
+                    CBlobException.Check(NativeMethods.cblob_comm_size(c, out value));
+                return value;
+            }
+        }
+
+        /// <summary>
+        /// How long a wait may take before it throws <see cref="Status.Timeout"/> (and breaks the
+        /// communicator), in whole milliseconds; null (the default) waits as long as it takes. Set
+        /// the same on every rank.
+        /// </summary>
+        public void SetTimeout(TimeSpan? timeout)
+        {
+            long ms = timeout.HasValue ? (long)timeout.Value.TotalMilliseconds : -1;
+            if (timeout.HasValue && ms < 0)
+                throw new ArgumentOutOfRangeException(nameof(timeout), "a timeout is not negative");
+            using (var c = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_comm_set_timeout(c, ms));
+        }
+
+        /// <summary>
+        /// The most bytes fused into one engine call (8 MiB until set; 0 fuses nothing). The same
+        /// on every rank.
+        /// </summary>
+        public void SetBucketBytes(long bytes)
+        {
+            using (var c = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_comm_set_bucket_bytes(c, bytes));
+        }
+
+        /// <summary>
+        /// Sums (<see cref="ReduceOp.Sum"/>) or averages (<see cref="ReduceOp.Average"/>, float
+        /// dtypes only: <see cref="Status.DType"/> for integers) the part of the blobs over the
+        /// ranks, in place; returns when done.
+        /// </summary>
+        public void Allreduce(Part part, ReduceOp op, params Blob[] blobs)
+        {
+            using (var c = guard.Use())
+            using (var list = Guard.UseAll(Proto.Guards(blobs)))
+                CBlobException.Check(NativeMethods.cblob_comm_allreduce(c, list.Ptrs, list.Ptrs.Length, part, op));
+        }
+
+        /// <summary>Copies the root's part of the blobs to every rank; returns when done.</summary>
+        public void Broadcast(Part part, int root, params Blob[] blobs)
+        {
+            using (var c = guard.Use())
+            using (var list = Guard.UseAll(Proto.Guards(blobs)))
+                CBlobException.Check(NativeMethods.cblob_comm_broadcast(c, list.Ptrs, list.Ptrs.Length, part, root));
+        }
+
+        /// <summary>Returns once every rank has reached it.</summary>
+        public void Barrier()
+        {
+            using (var c = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_comm_barrier(c));
+        }
+
+        /// <summary>
+        /// Starts <see cref="Allreduce"/> and returns its request. Until the request is waited
+        /// for, the blobs must not be read, written, reshaped or used in another collective.
+        /// </summary>
+        public CommRequest AllreduceStart(Part part, ReduceOp op, params Blob[] blobs)
+        {
+            using (var c = guard.Use())
+            using (var list = Guard.UseAll(Proto.Guards(blobs)))
+            {
+                CommRequestHandle request;
+                Status status = NativeMethods.cblob_comm_allreduce_start(c, list.Ptrs, list.Ptrs.Length, part, op, out request);
+                return CommRequest.Started(status, request);
+            }
+        }
+
+        /// <summary>Starts <see cref="Broadcast"/> and returns its request.</summary>
+        public CommRequest BroadcastStart(Part part, int root, params Blob[] blobs)
+        {
+            using (var c = guard.Use())
+            using (var list = Guard.UseAll(Proto.Guards(blobs)))
+            {
+                CommRequestHandle request;
+                Status status = NativeMethods.cblob_comm_broadcast_start(c, list.Ptrs, list.Ptrs.Length, part, root, out request);
+                return CommRequest.Started(status, request);
+            }
+        }
+
+        /// <summary>Starts a barrier and returns its request.</summary>
+        public CommRequest BarrierStart()
+        {
+            using (var c = guard.Use())
+            {
+                CommRequestHandle request;
+                Status status = NativeMethods.cblob_comm_barrier_start(c, out request);
+                return CommRequest.Started(status, request);
+            }
+        }
+
+        /// <summary>Frees the communicator; calling it again does nothing.</summary>
+        public void Dispose()
+        {
+            guard.Dispose();
+        }
+
+        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
+        public bool IsDisposed { get { return guard.IsDisposed; } }
+
+        /// <inheritdoc/>
+        public override string ToString()
+        {
+            return IsDisposed ? "Comm(disposed)" : "Comm(rank " + Rank + " of " + Size + ")";
+        }
+    }
+
+    /// <summary>
+    /// A collective in flight (<see cref="Comm.AllreduceStart"/> and friends).
+    /// <see cref="Wait"/> finishes it and throws the collective's error; Dispose (after Wait, or
+    /// instead of it, which waits and loses the error) frees it; the finalizer frees one that is
+    /// forgotten.
+    /// </summary>
+    public sealed class CommRequest : IDisposable
+    {
+        readonly Guard guard;
+
+        CommRequest(CommRequestHandle handle)
+        {
+            guard = new Guard(handle);
+        }
+
+        internal static CommRequest Started(Status status, CommRequestHandle request)
+        {
+            if (status != Status.Ok)
+            {
+                request.Dispose();
+                throw CBlobException.Last(status);
+            }
+            return new CommRequest(request);
+        }
+
+        /// <summary>
+        /// Waits for the collective and throws how it failed (<see cref="Status.Comm"/>,
+        /// <see cref="Status.Timeout"/>); waiting again throws the same or returns.
+        /// </summary>
+        public void Wait()
+        {
+            using (var r = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_comm_request_wait(r));
+        }
+
+        /// <summary>Waits for the request if nobody has and frees it; calling it again does nothing.</summary>
+        public void Dispose()
+        {
+            guard.Dispose();
+        }
+    }
+
+    /// <summary>libcblob_mpi, loaded once with dlopen (RTLD_GLOBAL: Open MPI's plugins look up libmpi's symbols).</summary>
+    sealed class MpiLibrary
+    {
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        internal delegate Status CreateWorldFn(IntPtr context, out IntPtr comm);
+
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        internal delegate IntPtr LastErrorFn();
+
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        internal delegate int QueryFn(out int flag);
+
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        internal delegate int FinalizeFn();
+
+        internal CreateWorldFn CreateWorld;
+        internal LastErrorFn LastError;
+        // MPI's own, through libcblob_mpi's dependencies (for Comm.FinalizeMpi).
+        internal QueryFn Initialized, Finalized;
+        internal FinalizeFn Finalize;
+
+        /// <summary>The library if it was loaded, else null (nothing loads it).</summary>
+        internal static MpiLibrary IfLoaded { get { return loaded.IsValueCreated ? loaded.Value : null; } }
+
+        static readonly Lazy<MpiLibrary> loaded = new Lazy<MpiLibrary>(Open);
+        static string failure;
+
+        const int RTLD_NOW = 2, RTLD_GLOBAL = 0x100;
+
+        [DllImport("libdl.so.2")]
+        static extern IntPtr dlopen(string file, int mode);
+
+        [DllImport("libdl.so.2")]
+        static extern IntPtr dlsym(IntPtr handle, string symbol);
+
+        [DllImport("libdl.so.2")]
+        static extern IntPtr dlerror();
+
+        internal static MpiLibrary Load()
+        {
+            MpiLibrary library = loaded.Value;
+            if (library == null)
+                throw new CBlobException(Status.State, "cblob (C#): cannot load " + Comm.MpiLibraryPath + " (" + failure +
+                    "): install libcblob-mpi1, or set CBLOB_MPI_LIBRARY");
+            return library;
+        }
+
+        static MpiLibrary Open()
+        {
+            IntPtr handle = dlopen(Comm.MpiLibraryPath, RTLD_NOW | RTLD_GLOBAL);
+            if (handle == IntPtr.Zero)
+            {
+                failure = Text.FromUtf8(dlerror());
+                return null;
+            }
+            string[] names = { "cblob_comm_create_mpi_world", "cblob_mpi_last_error_message", "MPI_Initialized", "MPI_Finalized", "MPI_Finalize" };
+            var symbols = new IntPtr[names.Length];
+            for (int i = 0; i < names.Length; i++)
+            {
+                symbols[i] = dlsym(handle, names[i]);
+                if (symbols[i] == IntPtr.Zero)
+                {
+                    failure = "it lacks " + names[i];
+                    return null;
+                }
+            }
+            return new MpiLibrary
+            {
+                CreateWorld = (CreateWorldFn)Marshal.GetDelegateForFunctionPointer(symbols[0], typeof(CreateWorldFn)),
+                LastError = (LastErrorFn)Marshal.GetDelegateForFunctionPointer(symbols[1], typeof(LastErrorFn)),
+                Initialized = (QueryFn)Marshal.GetDelegateForFunctionPointer(symbols[2], typeof(QueryFn)),
+                Finalized = (QueryFn)Marshal.GetDelegateForFunctionPointer(symbols[3], typeof(QueryFn)),
+                Finalize = (FinalizeFn)Marshal.GetDelegateForFunctionPointer(symbols[4], typeof(FinalizeFn)),
+            };
+        }
+    }
+}
