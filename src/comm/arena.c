@@ -42,13 +42,15 @@ static bool is_member(const cb_param_arena *arena, int64_t i)
     return arena->members[i]->storage[arena->part] == arena->slices[i];
 }
 
-bool cb_param_arena_has_member(const cblob_blob *arena_blob, const cblob_blob *member)
+int64_t cb_param_arena_count(const cblob_blob *arena_blob)
+{
+    return arena_blob->arena != NULL ? arena_blob->arena->count : 0;
+}
+
+const cblob_blob *cb_param_arena_current_member(const cblob_blob *arena_blob, int64_t i)
 {
     const cb_param_arena *arena = arena_blob->arena;
-    for (int64_t i = 0; arena != NULL && i < arena->count; ++i)
-        if (arena->members[i] == member && is_member(arena, i))
-            return true;
-    return false;
+    return is_member(arena, i) ? arena->members[i] : NULL;
 }
 
 /* The home copy of a member (or of the arena blob), current (read) or about to be written

@@ -52,7 +52,9 @@ typedef struct cb_param_arena cb_param_arena;
 void cb_param_arena_free(cb_param_arena *arena);
 cblob_status cb_param_arena_gather(cblob_blob *blob, cblob_part part);
 cblob_status cb_param_arena_scatter(cblob_blob *blob, cblob_part part);
-/* Whether `member` is a current member of the arena blob (it has not left). */
-bool cb_param_arena_has_member(const cblob_blob *arena_blob, const cblob_blob *member);
+/* How many blobs the arena blob was made of, and its i-th one while it is still a member (NULL
+ * once it left: reshaped beyond its slice, or given other memory). */
+int64_t cb_param_arena_count(const cblob_blob *arena_blob);
+const cblob_blob *cb_param_arena_current_member(const cblob_blob *arena_blob, int64_t i);
 
 #endif

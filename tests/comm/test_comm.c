@@ -553,6 +553,62 @@ TEST(bad_lists_fail_before_anything_starts_and_leave_the_communicator_usable)
     te_world_free(world);
 }
 
+/* A whole net's list: a duplicate, windows that overlap with another window between them, and an
+ * arena with its member are found wherever they sit in the list, and nothing starts. */
+TEST(overlaps_far_apart_in_a_long_list_are_found)
+{
+    te_world *world = te_world_new(1, 6);
+    rank_env env;
+    CHECK(open_rank(world, 0, &env));
+    enum { N = 600 };
+    cblob_blob *blobs[N + 1];
+    for (int b = 0; b < N; ++b)
+        CHECK((blobs[b] = make_blob(env.ctx, CBLOB_DTYPE_FLOAT32, 4, 0, b, CBLOB_PART_DIFF)) != NULL);
+    CHECK_OK(cblob_comm_allreduce(env.comm, blobs, N, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM));
+    cblob_blob *const kept = blobs[100];
+    blobs[N] = blobs[3];
+    CHECK_ERROR(cblob_comm_allreduce(env.comm, blobs, N + 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM),
+                CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(cblob_last_error_message(), "blobs[600] is blobs[3] again") != NULL);
+    /* Windows of one parent: [0, 64), [8, 12) and [32, 40): the first and the last overlap although
+     * [8, 12) sorts between them. */
+    cblob_blob *parent = make_blob(env.ctx, CBLOB_DTYPE_FLOAT32, 64, 0, N, CBLOB_PART_DIFF), *windows[3];
+    CHECK(parent != NULL);
+    const int64_t sizes[3] = {64, 4, 8}, positions[3] = {0, 8, 32};
+    for (int w = 0; w < 3; ++w) {
+        CHECK_OK(cblob_window_create(parent, sizes[w], &windows[w]));
+        CHECK_OK(cblob_window_set_position(windows[w], positions[w]));
+    }
+    blobs[100] = windows[2];
+    blobs[N] = windows[0];
+    CHECK_ERROR(cblob_comm_allreduce(env.comm, blobs, N + 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM),
+                CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(cblob_last_error_message(), "the diff of blobs[100] and blobs[600] overlap") != NULL);
+    CHECK_OK(cblob_comm_allreduce(env.comm, (cblob_blob *const[]){windows[1], windows[2]}, 2, CBLOB_PART_DIFF,
+                                  CBLOB_REDUCE_SUM));
+    /* An arena of the first ten, listed last, with its members blobs[5..9] first in the list. */
+    blobs[100] = make_blob(env.ctx, CBLOB_DTYPE_FLOAT32, 4, 0, N + 1, CBLOB_PART_DIFF);
+    CHECK(blobs[100] != NULL);
+    cblob_blob *arena = NULL;
+    CHECK_OK(cblob_arena_create(blobs, 10, CBLOB_PART_DIFF, 64, &arena));
+    blobs[N] = arena;
+    CHECK_ERROR(cblob_comm_allreduce(env.comm, blobs + 5, N - 4, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM),
+                CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(cblob_last_error_message(), "the diff of blobs[0] and blobs[595] overlap") != NULL);
+    CHECK_OK(cblob_comm_allreduce(env.comm, blobs + 10, N - 9, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM));
+    CHECK_EQ_INT(te_calls(world, 0), 3); /* only the lists that passed */
+    cblob_blob_destroy(arena);
+    cblob_blob_destroy(blobs[100]);
+    for (int w = 0; w < 3; ++w)
+        cblob_blob_destroy(windows[w]);
+    cblob_blob_destroy(parent);
+    blobs[100] = kept;
+    for (int b = 0; b < N; ++b)
+        cblob_blob_destroy(blobs[b]);
+    close_rank(&env);
+    te_world_free(world);
+}
+
 static cblob_status refuse_wait(void *state, void *pending, int64_t timeout_ms, char *message, size_t message_size)
 {
     (void)state, (void)pending, (void)timeout_ms, (void)message, (void)message_size;
