@@ -2222,7 +2222,9 @@ CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, str
  * a barrier returns once every rank has reached it. Lists are fused into buckets: consecutive
  * blobs of one dtype are copied into a bucket buffer of at most cblob_comm_set_bucket_bytes bytes,
  * the engine reduces the bucket in one call, and the results are copied back; a blob larger than
- * a bucket goes alone, in place. Fused and one-by-one collectives give bit-identical results.
+ * a bucket goes alone, in place. Fused and one-by-one collectives give the same bits when the
+ * engine adds each element's terms in an order that does not depend on the buffer's size (MPI
+ * and NCCL may pick their algorithm, and so the order, by size).
  * The engine works on host memory (MPI) or device memory (NCCL): cblob reads and writes the
  * blobs' copy on that side, moving heads as the accessors do.
  *
@@ -2234,14 +2236,14 @@ CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, str
  *
  * Failures. The engine's errors (a rank that died, a network failure) are CBLOB_ERR_COMM with
  * the engine's message; a wait that exceeds the communicator's timeout is CBLOB_ERR_TIMEOUT.
- * After a failed collective, the blobs it was given keep their shapes, dtypes and heads but hold
- * undefined values in the part it worked on, and the communicator is broken: every later
- * collective on it fails with CBLOB_ERR_COMM at once. Destroy it (other ranks may be stuck in
- * the collective; a timeout on every rank turns that into an error too). Since a failed engine
- * may still write into the memory it was given (a peer that turns up late), the communicator
- * keeps that memory (its buckets, and the blobs, held) until it is destroyed; destroying the
- * blobs earlier is safe. Errors in the
- * arguments, found before anything starts, change nothing and leave the communicator usable.
+ * After a failed collective, the blobs it was given keep their shapes and dtypes but hold
+ * undefined values in the part it worked on (whose head may have moved to the engine's side),
+ * and the communicator is broken: every later collective on it fails with CBLOB_ERR_COMM at
+ * once. Destroy it (other ranks may be stuck in the collective; a timeout on every rank turns
+ * that into an error too). Since a failed engine may still write into the memory it was given
+ * (a peer that turns up late), the communicator keeps that memory (its buckets, and the blobs,
+ * held) until it is destroyed; destroying the blobs earlier is safe. Errors in the arguments,
+ * found before anything starts, change nothing and leave the communicator usable.
  *
  * Threads: a communicator and its requests are one handle; use them from one thread at a time.
  */
