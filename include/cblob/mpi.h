@@ -40,7 +40,11 @@
  *
  * Threads
  *   As cblob.h says for communicators: one thread at a time per communicator. MPI must have been
- *   initialised with at least MPI_THREAD_SERIALIZED if several threads make MPI calls.
+ *   initialised with at least MPI_THREAD_SERIALIZED if several threads make MPI calls. Open MPI
+ *   4.1 reports the error of a non-blocking collective through MPI_COMM_WORLD's error handler
+ *   (which aborts the job by default), whichever communicator it ran on; so a wait sets
+ *   MPI_COMM_WORLD's handler to MPI_ERRORS_RETURN while it polls and puts the caller's back
+ *   before it returns. Another thread's MPI calls on MPI_COMM_WORLD during a wait would see that.
  */
 #ifndef CBLOB_MPI_H
 #define CBLOB_MPI_H

@@ -212,8 +212,10 @@ TEST(allreduce_of_an_arena_gives_every_member_its_serial_sum)
     test_comm_close(&tc);
 }
 
-/* Fusion (buckets) moves bytes, not results: 200 small blobs fused give the bits of 200 calls. */
-TEST(fused_allreduce_of_200_blobs_gives_the_bits_of_one_call_per_blob)
+/* Fusion (buckets) moves bytes, not results: 200 small blobs fused give the serial means, the same
+ * bits on every rank, and on two ranks (one addition, whatever MPI's algorithm) the bits of 200
+ * calls. With more ranks MPI may add in another order for the bucket's size (cblob.h). */
+TEST(fused_allreduce_of_200_blobs_matches_one_call_per_blob)
 {
     test_comm tc;
     CHECK(test_comm_open(&tc));
@@ -230,8 +232,11 @@ TEST(fused_allreduce_of_200_blobs_gives_the_bits_of_one_call_per_blob)
     for (int i = 0; i < count; ++i) {
         const void *a = host_part(fused[i], CBLOB_PART_DIFF), *b = host_part(alone[i], CBLOB_PART_DIFF);
         CHECK(a != NULL && b != NULL);
-        CHECK_MSG(memcmp(a, b, elements * 4) == 0, "blob %d: fused and alone differ", i);
+        if (world_size() <= 2)
+            CHECK_MSG(memcmp(a, b, elements * 4) == 0, "blob %d: fused and alone differ", i);
         CHECK(on_every_rank(matches_reference(CBLOB_DTYPE_FLOAT32, a, elements, 100 + (uint64_t)i, true)));
+        CHECK(on_every_rank(matches_reference(CBLOB_DTYPE_FLOAT32, b, elements, 100 + (uint64_t)i, true)));
+        CHECK(same_bytes_on_every_rank(a, elements * 4));
         cblob_blob_destroy(fused[i]);
         cblob_blob_destroy(alone[i]);
     }
