@@ -182,7 +182,7 @@ static cblob_status open_weights(cblob_context *context, const char *path, const
     if (status == CBLOB_OK && (kind == TOOL_KIND_NPZ || kind == TOOL_KIND_SAFETENSORS))
         status = open_export(context, name, kind, &input, out);
     else if (status == CBLOB_OK && kind == TOOL_KIND_NET)
-        status = tool_net_open(context, path, &input, false, out);
+        status = tool_net_open(context, path, &input, out);
     else if (status == CBLOB_OK)
         status = cb_fail(CBLOB_ERR_PARSE, "%s is %s; weights come as a .caffemodel, an .npz, a .safetensors file or "
                          "a folder of .npy files", name, kind_text(kind));

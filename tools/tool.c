@@ -113,19 +113,18 @@ static cblob_status open_blobs(cblob_context *context, const tool_caffe *file, c
     return CBLOB_OK;
 }
 
-cblob_status tool_net_open(cblob_context *context, const char *path, cb_input *input, bool lazy, cblob_model **out)
+cblob_status tool_net_open(cblob_context *context, const char *path, cb_input *input, cblob_model **out)
 {
     /* From a path the library reads the file again, letting go of its bytes as it reads them:
      * holding this copy too would double the peak. */
     if (!tool_is_stdio(path))
         cb_input_close(input);
     const cblob_status status = tool_is_stdio(path) ? cblob_model_open(context, input->bytes, input->size, out)
-                                : lazy              ? cblob_model_open_file_lazy(context, path, out)
                                                     : cblob_model_open_file(context, path, out);
     return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, tool_input_name(path));
 }
 
-static cblob_status caffe_open(cblob_context *context, const char *path, bool lazy, tool_caffe *out)
+cblob_status tool_caffe_open(cblob_context *context, const char *path, tool_caffe *out)
 {
     tool_caffe file = {.name = tool_input_name(path)};
     cb_input input;
@@ -137,7 +136,7 @@ static cblob_status caffe_open(cblob_context *context, const char *path, bool la
     if (status == CBLOB_OK && file.kind != TOOL_KIND_NET)
         status = open_blobs(context, &file, &input, &file.blobs, &file.num_blobs);
     if (status == CBLOB_OK && file.kind == TOOL_KIND_NET)
-        status = tool_net_open(context, path, &input, lazy, &file.model);
+        status = tool_net_open(context, path, &input, &file.model);
     cb_input_close(&input);
     if (status != CBLOB_OK) {
         tool_caffe_close(&file);
@@ -145,11 +144,6 @@ static cblob_status caffe_open(cblob_context *context, const char *path, bool la
     }
     *out = file;
     return CBLOB_OK;
-}
-
-cblob_status tool_caffe_open(cblob_context *context, const char *path, tool_caffe *out)
-{
-    return caffe_open(context, path, false, out);
 }
 
 cblob_status tool_caffe_open_structure(cblob_context *context, const char *path, tool_caffe *out)
@@ -164,7 +158,7 @@ cblob_status tool_caffe_open_structure(cblob_context *context, const char *path,
             return CBLOB_OK;
         }
     }
-    return caffe_open(context, path, true, out);
+    return tool_caffe_open(context, path, out);
 }
 
 void tool_caffe_close(tool_caffe *file)

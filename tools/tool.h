@@ -84,9 +84,8 @@ cblob_status tool_caffe_open(cblob_context *context, const char *path, tool_caff
  * every blob's shape at once, a blob's values only when something reads them. */
 cblob_status tool_caffe_open_structure(cblob_context *context, const char *path, tool_caffe *out);
 /* Opens a net whose bytes tool_read gave (and tool_identify named a net): from a path with
- * cblob_model_open_file (or, lazy, cblob_model_open_file_lazy; input is closed first), from standard
- * input with cblob_model_open. */
-cblob_status tool_net_open(cblob_context *context, const char *path, cb_input *input, bool lazy, cblob_model **out);
+ * cblob_model_open_file (input is closed first), from standard input with cblob_model_open. */
+cblob_status tool_net_open(cblob_context *context, const char *path, cb_input *input, cblob_model **out);
 void tool_caffe_close(tool_caffe *file);
 
 /* ---- blobs -------------------------------------------------------------------------------- */

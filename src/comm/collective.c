@@ -130,14 +130,18 @@ static cblob_status check_places(const listed_blob *sorted, int64_t count, cblob
             return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "blobs[%" PRId64 "] is blobs[%" PRId64 "] again",
                            b->index > first ? b->index : first, b->index > first ? first : b->index);
         }
-        if (k == 0 || b->storage != sorted[k - 1].storage)
-            reach = 0, reacher = -1;
+        if (k == 0 || b->storage != sorted[k - 1].storage) {
+            reach = 0;
+            reacher = -1;
+        }
         if (b->end == b->begin)
             continue;
         if (reacher >= 0 && b->begin < reach)
             return overlap_failure(part, reacher, b->index);
-        if (b->end > reach)
-            reach = b->end, reacher = b->index;
+        if (b->end > reach) {
+            reach = b->end;
+            reacher = b->index;
+        }
     }
     return CBLOB_OK;
 }

@@ -305,6 +305,18 @@ static ProtobufCMessage *unpack_field(const ProtobufCMessageDescriptor *descript
     return message;
 }
 
+/* Groups left out of a message join the unknown fields of its rendered object. */
+static void add_unknown_groups(json_t *object, json_t *groups)
+{
+    if (json_array_size(groups) == 0)
+        return;
+    json_t *unknown = json_object_get(object, "unknown_fields");
+    if (unknown == NULL)
+        json_object_set(object, "unknown_fields", groups);
+    else
+        json_array_extend(unknown, groups);
+}
+
 /* Groups left out of a field's message join the unknown fields of the message rendered. */
 static void add_groups(json_t *rendered, json_t *groups)
 {
@@ -312,13 +324,8 @@ static void add_groups(json_t *rendered, json_t *groups)
     json_t *value;
     json_object_foreach(rendered, key, value)
     {
-        if (json_array_size(groups) == 0 || !json_is_object(value))
-            continue;
-        json_t *unknown = json_object_get(value, "unknown_fields");
-        if (unknown == NULL)
-            json_object_set(value, "unknown_fields", groups);
-        else
-            json_array_extend(unknown, groups);
+        if (json_is_object(value))
+            add_unknown_groups(value, groups);
     }
     json_decref(groups);
 }
@@ -425,13 +432,8 @@ static json_t *nested_value(const cb_op *op, const ProtobufCMessageDescriptor *d
         if (message != NULL)
             protobuf_c_message_free_unpacked(message, NULL);
     }
-    if (value != NULL && json_array_size(groups) > 0) {
-        json_t *unknown = json_object_get(value, "unknown_fields");
-        if (unknown == NULL)
-            json_object_set(value, "unknown_fields", groups);
-        else
-            json_array_extend(unknown, groups);
-    }
+    if (value != NULL)
+        add_unknown_groups(value, groups);
     json_decref(groups);
     cb_bytes_free(&bytes);
     cb_bytes_free(&stripped);
