@@ -148,15 +148,19 @@ cblob_status tool_caffe_open(cblob_context *context, const char *path, tool_caff
 
 cblob_status tool_caffe_open_structure(cblob_context *context, const char *path, tool_caffe *out)
 {
-    /* A net is opened without reading the file whole, which identifying it first would do; what
-     * the lazy open refuses (a blob file, a .npy, a missing file, ...) takes the usual way, which
-     * reads what it is and says so. */
+    /* A net is opened without reading the file whole, which identifying it first would do. What
+     * the lazy open refuses (a blob file, a .npy, a missing file, ...) and what it finds no layer
+     * in (an empty file reads as a net without layers) take the usual way, which reads what the
+     * file is and says so: such files are small. */
     if (!tool_is_stdio(path)) {
         cblob_model *model = NULL;
-        if (cblob_model_open_file_lazy(context, path, &model) == CBLOB_OK) {
+        int64_t layers = 0;
+        if (cblob_model_open_file_lazy(context, path, &model) == CBLOB_OK &&
+            cblob_model_num_layers(model, &layers) == CBLOB_OK && layers > 0) {
             *out = (tool_caffe){.name = tool_input_name(path), .kind = TOOL_KIND_NET, .model = model};
             return CBLOB_OK;
         }
+        cblob_model_destroy(model);
     }
     return tool_caffe_open(context, path, out);
 }

@@ -271,6 +271,14 @@ TEST(inspect_shapes_reads_the_structure_only)
                 CHECK(json_object_del(json_array_get(blobs, j), stats[k]) == 0);
     }
     CHECK(json_equal(with_stats, without));
+    /* What the lazy open reads as a net without layers is still named for what it is. */
+    const char *empty = path_in(1, folder, "empty.caffemodel");
+    FILE *f = fopen(empty, "wb");
+    CHECK(f != NULL && fclose(f) == 0);
+    cli_result refused;
+    CHECK(CLI(&refused, "inspect", "--shapes", empty));
+    CHECK_MSG(refused.status == 2 && CLI_ERROR_HAS(&refused, "is empty"), "exit %d: %s", refused.status, refused.err);
+    cli_result_free(&refused);
     json_decref(with_stats);
     json_decref(without);
     cli_result_free(&full);
