@@ -109,6 +109,16 @@ VALID_BY_CHECK = {
     "npz_bytes": "valid_npz",
     "safetensors_path": "files.safetensors",
     "npz_path": "files.npz",
+    # Files of any kind (ABI 1.2)
+    "any_file_path": "files.net",
+    "open_flags": "0",
+    "convert_dtype": "0",
+    "file_descriptor": "sweep_fd(files.net)",
+    "model_file": "fx.net_file",
+    "blobs_file": "fx.blob_file",
+    "file_blob_index": "1",
+    "output_folder": "files.output_folder",
+    "replace_flags": "0",
     # DLPack
     "memory": "CBLOB_MEMORY_HOST",
     "dlpack_versioned": "sweep_versioned(&fx, TENSOR_VALID)",
@@ -256,6 +266,17 @@ BAD_BY_CHECK = {
                          ("files.garbage", "CBLOB_ERR_PARSE", "a file of garbage")],
     "npz_path": [("files.missing", "CBLOB_ERR_IO", "a missing file"),
                  ("files.garbage", "CBLOB_ERR_PARSE", "a file of garbage")],
+    "any_file_path": [("files.missing", "CBLOB_ERR_IO", "a missing file"),
+                      ("files.garbage", "CBLOB_ERR_PARSE", "a file of garbage")],
+    "open_flags": [("4", "CBLOB_ERR_INVALID_ARGUMENT", "unknown flag 4"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "flags -1")],
+    "convert_dtype": [("99", "CBLOB_ERR_INVALID_ARGUMENT", "dtype 99"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "dtype -1")],
+    "file_descriptor": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "descriptor -1")],
+    "model_file": [("fx.blob_file", "CBLOB_ERR_STATE", "a file of blobs")],
+    "blobs_file": [("fx.net_file", "CBLOB_ERR_STATE", "a file holding a net")],
+    "file_blob_index": [("-1", "CBLOB_ERR_OUT_OF_RANGE", "blob -1"), ("2", "CBLOB_ERR_OUT_OF_RANGE", "blob 2 of 2")],
+    "output_folder": [("files.unwritable", "CBLOB_ERR_IO", "a folder in a missing folder"),
+                      ("files.blob", "CBLOB_ERR_IO", "a regular file")],
+    "replace_flags": [("2", "CBLOB_ERR_INVALID_ARGUMENT", "unknown flag 2"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "flags -1")],
 }
 
 # Values that name what the valid value names in another way: the axis rule (README, "Axes")
@@ -374,6 +395,8 @@ def valid_argument(fn, p, blob_slot):
         return VALID_BY_CHECK[p["check"]]
     if p["is_handle"] and p["base"] == "cblob_model":
         return "fx.model"
+    if p["is_handle"] and p["base"] == "cblob_file":
+        return "fx.net_file"
     if p["is_handle"] and p["base"] == "cblob_comm":
         return "fx.comm"
     if p["is_handle"] and p["base"] == "cblob_comm_request":

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cuda_jit.h"
+#include "io.h"
 #include "sha256.h"
 #include "status.h"
 
@@ -31,7 +32,7 @@ static struct {
     atomic_bool refused;         /* the folder is not to be trusted: not even read */
     pthread_mutex_t reason_lock;
     char reason[PATH_MAX + 128]; /* why the folder could not be written */
-    atomic_uint_fast64_t compiles, disk_hits, disk_writes, disk_rejected, temp_counter;
+    atomic_uint_fast64_t compiles, disk_hits, disk_writes, disk_rejected;
 } cache = {.reason_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t configure_once = PTHREAD_ONCE_INIT;
@@ -247,19 +248,6 @@ static int open_entry(int folder, const char *name, char *why, size_t size)
     return fd;
 }
 
-/* A new private file beside the entry's final name; its name goes to `temporary`. */
-static int create_entry(int folder, const char *name, char *temporary, size_t size)
-{
-    snprintf(temporary, size, ".%s.%ld.%lu.tmp", name, (long)getpid(),
-             (unsigned long)atomic_fetch_add(&cache.temp_counter, 1));
-    return openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-}
-
-static int publish_entry(int folder, const char *temporary, const char *name)
-{
-    return renameat(folder, temporary, folder, name);
-}
-
 static void remove_entry(int folder, const char *name)
 {
     unlinkat(folder, name, 0);
@@ -314,21 +302,9 @@ done:
     return result;
 }
 
-static bool write_all(int fd, const void *data, size_t size)
-{
-    const unsigned char *bytes = data;
-    while (size > 0) {
-        const ssize_t wrote = write(fd, bytes, size);
-        if (wrote <= 0)
-            return false;
-        bytes += wrote;
-        size -= (size_t)wrote;
-    }
-    return true;
-}
-
-/* Writes the entry beside its final name and renames it into place. Returns 0 or an errno. */
-static int write_entry(int folder, const char *name, const unsigned char key[CB_SHA256_BYTES], const cb_cuda_image *image)
+/* Writes the entry through src/io's one writer: a temporary in the folder, put in place whole.
+ * (An entry need not be durable: a cut one fails its checksum and is compiled again.) */
+static cblob_status write_entry(const char *name, const unsigned char key[CB_SHA256_BYTES], const cb_cuda_image *image)
 {
     unsigned char header[ENTRY_HEADER_BYTES];
     memcpy(header, ENTRY_MAGIC, 8);
@@ -338,22 +314,18 @@ static int write_entry(int folder, const char *name, const unsigned char key[CB_
     memcpy(header + 24, key, CB_SHA256_BYTES);
     cb_sha256_digest(image->bytes, image->size, header + 56);
 
-    char temporary[NAME_MAX + 64];
-    const int fd = create_entry(folder, name, temporary, sizeof temporary);
-    if (fd < 0)
-        return errno;
-    const bool written = write_all(fd, header, sizeof header) && write_all(fd, image->bytes, image->size);
-    const int write_error = errno;
-    if (close(fd) != 0 || !written) {
-        remove_entry(folder, temporary);
-        return written ? EIO : write_error;
+    cb_out_dir *dir = NULL;
+    cb_output *output = NULL;
+    CB_TRY(cb_out_dir_open(cache.dir, &dir));
+    cblob_status status = cb_output_open_in_private(dir, name, &output);
+    if (status == CBLOB_OK) {
+        /* A failed write fails the commit, which then cleans up. */
+        (void)cb_output_write(output, header, sizeof header);
+        (void)cb_output_write(output, image->bytes, image->size);
+        status = cb_output_commit(output);
     }
-    if (publish_entry(folder, temporary, name) != 0) {
-        const int rename_error = errno;
-        remove_entry(folder, temporary);
-        return rename_error;
-    }
-    return 0;
+    cb_out_dir_close(dir);
+    return status;
 }
 
 /* The first failed write turns writing off for the process, with one warning in the log of the
@@ -379,23 +351,28 @@ static void stop_using_disk(const cb_device *device, bool refused, const char *w
 static cblob_status store(int *folder, const char *name, const unsigned char key[CB_SHA256_BYTES],
                           const cb_cuda_image *image, const cb_device *device)
 {
+    bool refused = false;
     char why[256] = "";
-    int error = 0;
-    if (*folder < 0 && (*folder = open_folder(true, why, sizeof why)) < 0)
-        error = errno;
-    if (*folder >= 0)
-        error = write_entry(*folder, name, key, image);
-    if (error == 0 && *folder >= 0) {
+    if (*folder < 0 && (*folder = open_folder(true, why, sizeof why)) < 0 && why[0] == '\0')
+        snprintf(why, sizeof why, "%s", strerror(errno));
+    else if (*folder < 0)
+        refused = true; /* the folder is there, but not to be trusted */
+    /* A failed write is no failure of the call that met it: the caller's message stays. */
+    cb_saved_error saved;
+    cb_error_save(&saved);
+    if (*folder >= 0 && write_entry(name, key, image) != CBLOB_OK)
+        snprintf(why, sizeof why, "%s", cb_last_error_detail());
+    cb_error_restore(&saved);
+    if (why[0] == '\0') {
         atomic_fetch_add(&cache.disk_writes, 1);
         return CBLOB_OK;
     }
     if (device != NULL) {
-        stop_using_disk(device, why[0] != '\0', why[0] != '\0' ? why : strerror(error));
+        stop_using_disk(device, refused, why);
         return CBLOB_OK;
     }
     /* warming up for an architecture: writing is the whole point */
-    return cb_fail(CBLOB_ERR_IO, "cannot write the kernel cache entry %s/%s: %s", cache.dir, name,
-                   why[0] != '\0' ? why : strerror(error));
+    return cb_fail(CBLOB_ERR_IO, "cannot write the kernel cache entry %s/%s: %s", cache.dir, name, why);
 }
 
 /* The family's image for a target: a verified disk entry, or a fresh compilation (written to

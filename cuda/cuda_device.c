@@ -142,7 +142,7 @@ cblob_status cb_cuda_device_open(int32_t index, cb_cuda_device_state **out)
     if (!state->opened) {
         state->open_status = describe_device(state, cb_cuda_nvrtc_get());
         if (state->open_status != CBLOB_OK)
-            snprintf(state->open_message, sizeof state->open_message, "%s", cblob_last_error_message());
+            snprintf(state->open_message, sizeof state->open_message, "%s", cb_last_error_message());
         state->opened = true;
     }
     const cblob_status status = state->open_status;

@@ -94,7 +94,7 @@ static cblob_status queue_collective(nccl_engine *engine, void *buffer, int64_t 
         return CBLOB_ERR_COMM;
     }
     if (cb_cuda_enter(engine->state) != CBLOB_OK) {
-        snprintf(message, message_size, "%s", cblob_last_error_message());
+        snprintf(message, message_size, "%s", cb_last_error_message());
         return CBLOB_ERR_DEVICE;
     }
     const cb_nccl_api *nccl = nccl_api();
@@ -166,7 +166,7 @@ static cblob_status nccl_wait(void *state, void *pending, int64_t timeout_ms, ch
     nccl_engine *engine = state;
     cbcu_event event = pending;
     if (cb_cuda_enter(engine->state) != CBLOB_OK) {
-        snprintf(message, message_size, "%s", cblob_last_error_message());
+        snprintf(message, message_size, "%s", cb_last_error_message());
         return CBLOB_ERR_DEVICE;
     }
     const cb_cuda_driver_api *cuda = cb_cuda_driver_api_get();

@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* cblob convert: Caffe files to .npy folders, .npz and safetensors; .npy files to a .binaryproto;
- * and weights (npz, safetensors, a .npy folder, a net) back into a .caffemodel like another. */
+/* cblob convert: Caffe files to .npy files and folders, .npz and safetensors; .npy files to a
+ * .binaryproto; and weights (npz, safetensors, a .npy folder, a net) back into a .caffemodel like
+ * another. Every input is opened once, by the library; an output is never one of the inputs, and
+ * an existing file of another format is replaced only with --force. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,98 +15,189 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "npy.h"
-#include "npy_folder.h"
-#include "status.h"
 #include "tool.h"
 
 typedef enum target_format { FORMAT_NPY, FORMAT_BINARYPROTO, FORMAT_NPZ, FORMAT_SAFETENSORS, FORMAT_CAFFEMODEL } target_format;
 
-static const char *const format_names[] = {"npy", "binaryproto", "npz", "safetensors", "caffemodel"};
+#define NUM_FORMATS 5
+static const char *const format_names[NUM_FORMATS] = {"npy", "binaryproto", "npz", "safetensors", "caffemodel"};
 #define FORMATS "npy, binaryproto, npz, safetensors or caffemodel"
+#define USAGE_HINT "try 'cblob convert --help'"
 
 typedef struct convert_args {
     const char **inputs;
     int num_inputs;
     const char *format_name, *output, *like, *dtype_name, *names;
     target_format format;
-    cblob_dtype dtype;
-    bool vector;
+    cblob_dtype dtype; /* 0: each .npy array's own */
+    bool vector, force, allow_missing, npy_names;
+    /* Where the old spelling left the output: the position among the words of the first word after
+     * --to FORMAT (-1: no --to). */
+    int word_after_to;
 } convert_args;
 
-/* ---- writing one file (or standard output) -------------------------------------------------- */
+static int fail(const char *format, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *format, ...)
+{
+    char text[2048];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    return tool_fail(TOOL_BAD_INPUT, "convert", "%s", text);
+}
 
-/* A library writer's two-call form, for standard output: the bytes are made in memory (the model's
- * size again: npz goes back to each member's header once it is written, which a pipe cannot). */
+/* ---- writing one output ----------------------------------------------------------------------- */
+
+/* A library writer's two-call form, for standard output: the bytes are made in memory first. */
 typedef cblob_status bytes_fn(const void *what, uint8_t *buffer, size_t buffer_size, size_t *out_size);
 
 static cblob_status write_stdout(bytes_fn *fn, const void *what)
 {
     size_t size = 0;
-    CB_TRY(fn(what, NULL, 0, &size));
+    TOOL_TRY(fn(what, NULL, 0, &size));
     uint8_t *bytes = malloc(size > 0 ? size : 1);
     if (bytes == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the %zu bytes to write to standard output", size);
-    cb_output *output = NULL;
+        return tool_own_failure("convert", "no memory for the %zu bytes to write to standard output", size);
     cblob_status status = fn(what, bytes, size, &size);
-    if (status == CBLOB_OK)
-        status = cb_output_open_fd(STDOUT_FILENO, "standard output", &output);
-    if (status == CBLOB_OK && (status = cb_output_write(output, bytes, size)) != CBLOB_OK)
-        cb_output_abort(output);
-    else if (status == CBLOB_OK)
-        status = cb_output_commit(output);
+    if (status == CBLOB_OK && !tool_write_stdout(bytes, size))
+        status = tool_own_failure("convert", "standard output: cannot write: %s", strerror(errno));
     free(bytes);
     return status;
 }
 
-/* ---- Caffe file to a .npy folder ------------------------------------------------------------ */
+/* ---- what an output may replace --------------------------------------------------------------- */
 
-static int to_npy(cblob_context *context, const convert_args *args)
+/* The format a name's extension names (-1: none), and a few that cblob does not write. */
+static int extension_format(const char *path, const char **extension)
 {
-    tool_caffe file;
-    cblob_status status = tool_caffe_open(context, args->inputs[0], &file);
-    if (status != CBLOB_OK)
-        return tool_report(tool_input_exit(status), "convert");
-    int64_t written = 0;
-    status = npy_folder_write(&file, args->output, &written);
-    tool_caffe_close(&file);
-    if (status != CBLOB_OK)
-        return tool_report(TOOL_FAILED, "convert");
-    printf("wrote %" PRId64 " .npy file%s and index.json to %s\n", written, written == 1 ? "" : "s", args->output);
+    static const struct {
+        const char *extension;
+        int format;
+    } known[] = {{".npy", FORMAT_NPY},       {".binaryproto", FORMAT_BINARYPROTO}, {".npz", FORMAT_NPZ},
+                 {".safetensors", FORMAT_SAFETENSORS}, {".caffemodel", FORMAT_CAFFEMODEL}, {".prototxt", NUM_FORMATS},
+                 {".h5", NUM_FORMATS},       {".hdf5", NUM_FORMATS},               {".pt", NUM_FORMATS},
+                 {".pth", NUM_FORMATS},      {".pkl", NUM_FORMATS},                {".onnx", NUM_FORMATS},
+                 {".json", NUM_FORMATS}};
+    const char *base = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
+    const char *dot = strrchr(base, '.');
+    *extension = dot;
+    for (size_t i = 0; dot != NULL && i < sizeof known / sizeof known[0]; ++i)
+        if (strcasecmp(dot, known[i].extension) == 0)
+            return known[i].format;
+    return -1;
+}
+
+/* The format a file of that kind is written by. */
+static target_format kind_format(cblob_file_kind kind)
+{
+    switch (kind) {
+    case CBLOB_FILE_NET: return FORMAT_CAFFEMODEL;
+    case CBLOB_FILE_BLOB:
+    case CBLOB_FILE_BLOB_VECTOR: return FORMAT_BINARYPROTO;
+    case CBLOB_FILE_NPZ: return FORMAT_NPZ;
+    case CBLOB_FILE_SAFETENSORS: return FORMAT_SAFETENSORS;
+    default: return FORMAT_NPY;
+    }
+}
+
+static const char *kind_text(cblob_file_kind kind)
+{
+    switch (kind) {
+    case CBLOB_FILE_NET: return "a Caffe net (.caffemodel)";
+    case CBLOB_FILE_BLOB: return "a BlobProto (.binaryproto)";
+    case CBLOB_FILE_BLOB_VECTOR: return "a BlobProtoVector";
+    case CBLOB_FILE_NPY: return "a NumPy .npy file";
+    case CBLOB_FILE_NPZ: return "a NumPy .npz file";
+    case CBLOB_FILE_SAFETENSORS: return "a safetensors file";
+    default: return "a folder of .npy files";
+    }
+}
+
+/* Whether two paths name the same file (through links, hard links and "..": the same inode). */
+static bool same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    return !tool_is_stdio(a) && !tool_is_stdio(b) && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
+           x.st_ino == y.st_ino;
+}
+
+/* The output is none of the inputs, names the format it gets, and replaces a file of another
+ * format only with --force: checked before anything is read or written. */
+static int check_output(const convert_args *args)
+{
+    const char *output = args->output;
+    if (tool_is_stdio(output))
+        return TOOL_OK;
+    for (int i = 0; i <= args->num_inputs; ++i) {
+        const char *input = i < args->num_inputs ? args->inputs[i] : args->like;
+        if (input != NULL && same_file(input, output))
+            return fail("%s is the input %s%s (the same file): cblob never writes over an input; name another output",
+                        output, input, i == args->num_inputs ? " given to --like" : "");
+    }
+    const char *extension = NULL;
+    const int named = extension_format(output, &extension);
+    const bool one_npy = args->format == FORMAT_NPY && named == FORMAT_NPY;
+    if (named >= 0 && named != (int)args->format && !one_npy)
+        return fail("%s: its name says %s (%s), but --to %s writes %s: name the output for what it holds, or give "
+                    "--to %s", output, named < NUM_FORMATS ? format_names[named] : "a format cblob does not write",
+                    extension, args->format_name, args->format_name,
+                    named < NUM_FORMATS ? format_names[named] : args->format_name);
+    struct stat info;
+    if (stat(output, &info) != 0 || !S_ISREG(info.st_mode) || info.st_size == 0 || args->force)
+        return TOOL_OK; /* nothing there, a folder, a device, a FIFO, an empty file, or the user's say */
+    cblob_file_kind kind = CBLOB_FILE_NET;
+    if (cblob_file_detect(output, &kind) != CBLOB_OK)
+        return fail("%s exists and holds something cblob does not write (%s); replacing it needs --force", output,
+                    cblob_last_error_detail());
+    if (kind_format(kind) != args->format)
+        return fail("%s exists and holds %s; replacing it with %s needs --force", output, kind_text(kind),
+                    args->format_name);
     return TOOL_OK;
 }
 
-/* ---- .npy files to a .binaryproto ------------------------------------------------------------ */
+/* ---- Caffe file to .npy ------------------------------------------------------------------------- */
 
-static const char *kind_text(tool_kind kind)
+static cblob_status npy_bytes(const void *what, uint8_t *buffer, size_t buffer_size, size_t *out_size)
 {
-    static const char *const names[] = {[TOOL_KIND_NET] = "a Caffe net (.caffemodel)",
-                                        [TOOL_KIND_BLOB] = "a BlobProto (.binaryproto)",
-                                        [TOOL_KIND_BLOB_VECTOR] = "a BlobProtoVector",
-                                        [TOOL_KIND_NPY] = "a .npy file",
-                                        [TOOL_KIND_NPZ] = "a NumPy .npz file",
-                                        [TOOL_KIND_SAFETENSORS] = "a safetensors file"};
-    return names[kind];
+    return cblob_blob_to_npy((cblob_blob *)what, CBLOB_PART_DATA, buffer, buffer_size, out_size);
 }
 
-static cblob_status read_npy_input(cblob_context *context, const char *path, cblob_dtype dtype, cblob_blob **out)
+/* The one blob of a file of one blob as one .npy file (OUT.npy, or -), or every blob into a
+ * folder with index.json. */
+static int to_npy(cblob_context *context, const convert_args *args)
 {
-    const char *name = tool_input_name(path);
-    cb_input input;
-    CB_TRY(tool_read(path, &input));
-    tool_kind kind = TOOL_KIND_NPY;
-    npy_array array;
-    cblob_status status = tool_identify(name, input.bytes, input.size, &kind);
-    if (status == CBLOB_OK && kind != TOOL_KIND_NPY)
-        status = cb_fail(CBLOB_ERR_PARSE, "%s is %s, not a .npy file: --to binaryproto takes .npy files", name,
-                         kind_text(kind));
-    if (status == CBLOB_OK)
-        status = npy_parse(name, input.bytes, input.size, &array);
-    if (status == CBLOB_OK)
-        status = npy_to_blob(context, name, &array, dtype, out);
-    cb_input_close(&input);
-    return status;
+    tool_caffe file;
+    const int opened = tool_caffe_open(context, "convert", args->inputs[0], 0, args->dtype, &file);
+    if (opened != TOOL_OK)
+        return opened;
+    const char *extension = NULL;
+    const bool stdio = tool_is_stdio(args->output);
+    const bool one_file = stdio || extension_format(args->output, &extension) == FORMAT_NPY;
+    int result = TOOL_OK;
+    cblob_status status = CBLOB_OK;
+    if (one_file && (file.model != NULL || file.num_blobs != 1)) {
+        result = fail("--to npy %s: %s is %s, whose blobs go in a folder: a .npy file holds one blob; name a folder%s",
+                      args->output, file.name, kind_text(file.kind), stdio ? ", not standard output" : "");
+    } else if (stdio) {
+        status = write_stdout(npy_bytes, file.blobs[0]);
+    } else if (one_file) {
+        status = cblob_blob_to_npy_file(file.blobs[0], CBLOB_PART_DATA, args->output);
+        if (status == CBLOB_OK)
+            printf("wrote %s (the blob of %s)\n", args->output, file.name);
+    } else {
+        int64_t written = 0;
+        status = cblob_file_to_npy_folder(file.file, CBLOB_EXPORT_DIFF, args->output, &written);
+        if (status == CBLOB_OK)
+            printf("wrote %" PRId64 " .npy file%s and index.json to %s\n", written, written == 1 ? "" : "s", args->output);
+    }
+    if (status != CBLOB_OK)
+        result = tool_report(status, TOOL_FAILED, "convert");
+    tool_caffe_close(&file);
+    return result;
 }
+
+/* ---- .npy files to a .binaryproto ------------------------------------------------------------- */
 
 typedef struct blob_list {
     cblob_blob **blobs;
@@ -112,19 +208,34 @@ typedef struct blob_list {
 static cblob_status blobs_to_bytes(const void *what, uint8_t *buffer, size_t buffer_size, size_t *out_size)
 {
     const blob_list *list = what;
-    const cblob_status status = list->vector
-                                    ? cblob_blob_vector_to_proto(list->blobs, list->count, 0, buffer, buffer_size, out_size)
-                                    : cblob_blob_to_proto(list->blobs[0], 0, buffer, buffer_size, out_size);
-    return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, "standard output");
+    return list->vector ? cblob_blob_vector_to_proto(list->blobs, list->count, 0, buffer, buffer_size, out_size)
+                        : cblob_blob_to_proto(list->blobs[0], 0, buffer, buffer_size, out_size);
 }
 
 static cblob_status write_blobs(const blob_list *list, const char *output)
 {
     if (tool_is_stdio(output))
         return write_stdout(blobs_to_bytes, list);
-    const cblob_status status = list->vector ? cblob_blob_vector_to_proto_file(list->blobs, list->count, 0, output)
-                                             : cblob_blob_to_proto_file(list->blobs[0], 0, output);
-    return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, output);
+    return list->vector ? cblob_blob_vector_to_proto_file(list->blobs, list->count, 0, output)
+                        : cblob_blob_to_proto_file(list->blobs[0], 0, output);
+}
+
+/* An input's one blob: a .npy file's (or a BlobProto's). */
+static int take_blob(cblob_context *context, const convert_args *args, int i, cblob_blob **out)
+{
+    tool_caffe file;
+    const int opened = tool_caffe_open(context, "convert", args->inputs[i], 0, args->dtype, &file);
+    if (opened != TOOL_OK)
+        return opened;
+    int result = TOOL_OK;
+    if (file.model != NULL || file.num_blobs != 1)
+        result = fail("%s is %s, not a .npy file: --to binaryproto takes .npy files", file.name, kind_text(file.kind));
+    else {
+        cblob_blob_retain(file.blobs[0]);
+        *out = file.blobs[0];
+    }
+    tool_caffe_close(&file);
+    return result;
 }
 
 static int to_binaryproto(cblob_context *context, const convert_args *args)
@@ -132,15 +243,15 @@ static int to_binaryproto(cblob_context *context, const convert_args *args)
     blob_list list = {calloc((size_t)args->num_inputs, sizeof *list.blobs), 0, args->vector || args->num_inputs > 1};
     if (list.blobs == NULL)
         return tool_fail(TOOL_FAILED, "convert", "no memory for %d blobs", args->num_inputs);
-    cblob_status status = CBLOB_OK;
-    for (; status == CBLOB_OK && list.count < args->num_inputs; ++list.count) {
+    int result = TOOL_OK;
+    for (; result == TOOL_OK && list.count < args->num_inputs; ++list.count) {
         tool_progress("convert", list.count + 1, args->num_inputs, args->inputs[list.count]);
-        status = read_npy_input(context, args->inputs[list.count], args->dtype, &list.blobs[list.count]);
+        result = take_blob(context, args, (int)list.count, &list.blobs[list.count]);
     }
     tool_progress_done();
-    int result = status == CBLOB_OK ? TOOL_OK : tool_report(tool_input_exit(status), "convert");
-    if (result == TOOL_OK && write_blobs(&list, args->output) != CBLOB_OK)
-        result = tool_report(TOOL_FAILED, "convert");
+    cblob_status status = CBLOB_OK;
+    if (result == TOOL_OK && (status = write_blobs(&list, args->output)) != CBLOB_OK)
+        result = tool_report(status, TOOL_FAILED, "convert");
     else if (result == TOOL_OK && !tool_is_stdio(args->output))
         printf("wrote %s (%s of %d blob%s)\n", args->output, list.vector ? "BlobProtoVector" : "BlobProto",
                args->num_inputs, args->num_inputs == 1 ? "" : "s");
@@ -150,44 +261,28 @@ static int to_binaryproto(cblob_context *context, const convert_args *args)
     return result;
 }
 
-/* ---- any weights as a model ------------------------------------------------------------------- */
+/* ---- weights of any kind ------------------------------------------------------------------------ */
 
-static bool is_folder(const char *path)
+/* Weights: a Caffe net, an .npz, a safetensors file or a folder of .npy files, as a model. */
+static int open_weights(cblob_context *context, const convert_args *args, tool_caffe *out)
 {
-    struct stat info;
-    return !tool_is_stdio(path) && stat(path, &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-/* npz and safetensors bytes, read already. */
-static cblob_status open_export(cblob_context *context, const char *name, tool_kind kind, const cb_input *input,
-                                cblob_model **out)
-{
-    const cblob_status status = kind == TOOL_KIND_NPZ ? cblob_model_open_npz(context, input->bytes, input->size, out)
-                                                      : cblob_model_open_safetensors(context, input->bytes, input->size, out);
-    return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, name);
-}
-
-/* Weights of any kind as a model: a Caffe net, npz, safetensors or a folder of .npy files (whose
- * layers are named to be found in base, when given). */
-static cblob_status open_weights(cblob_context *context, const char *path, const cblob_model *base, cblob_dtype dtype,
-                                 cblob_model **out)
-{
-    if (is_folder(path))
-        return npy_folder_read(context, path, base, dtype, out);
-    const char *name = tool_input_name(path);
-    cb_input input;
-    CB_TRY(tool_read(path, &input));
-    tool_kind kind = TOOL_KIND_NET;
-    cblob_status status = tool_identify(name, input.bytes, input.size, &kind);
-    if (status == CBLOB_OK && (kind == TOOL_KIND_NPZ || kind == TOOL_KIND_SAFETENSORS))
-        status = open_export(context, name, kind, &input, out);
-    else if (status == CBLOB_OK && kind == TOOL_KIND_NET)
-        status = tool_net_open(context, path, &input, out);
-    else if (status == CBLOB_OK)
-        status = cb_fail(CBLOB_ERR_PARSE, "%s is %s; weights come as a .caffemodel, an .npz, a .safetensors file or "
-                         "a folder of .npy files", name, kind_text(kind));
-    cb_input_close(&input);
-    return status;
+    const int32_t flags = args->npy_names ? CBLOB_OPEN_NPY_BY_NAME : 0;
+    const int opened = tool_caffe_open(context, "convert", args->inputs[0], flags, args->dtype, out);
+    if (opened != TOOL_OK)
+        return opened;
+    if (out->model == NULL) {
+        const int result = fail("%s is %s; weights come as a .caffemodel, an .npz, a .safetensors file or a folder of "
+                                ".npy files", out->name, kind_text(out->kind));
+        tool_caffe_close(out);
+        return result;
+    }
+    if (args->dtype_name != NULL && out->kind != CBLOB_FILE_NPZ && out->kind != CBLOB_FILE_NPY_FOLDER) {
+        const int result = fail("--dtype %s: converts .npy values (.npy files, .npz, .npy folders); %s is %s, whose "
+                                "values keep their dtype", args->dtype_name, out->name, kind_text(out->kind));
+        tool_caffe_close(out);
+        return result;
+    }
+    return TOOL_OK;
 }
 
 /* ---- npz and safetensors ------------------------------------------------------------------------ */
@@ -201,18 +296,16 @@ typedef struct export_job {
 static cblob_status export_to_bytes(const void *what, uint8_t *buffer, size_t buffer_size, size_t *out_size)
 {
     const export_job *job = what;
-    const cblob_status status = job->npz ? cblob_model_to_npz(job->model, job->flags, buffer, buffer_size, out_size)
-                                         : cblob_model_to_safetensors(job->model, job->flags, buffer, buffer_size, out_size);
-    return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, "standard output");
+    return job->npz ? cblob_model_to_npz(job->model, job->flags, buffer, buffer_size, out_size)
+                    : cblob_model_to_safetensors(job->model, job->flags, buffer, buffer_size, out_size);
 }
 
 static cblob_status export_model(const export_job *job, const char *output)
 {
     if (tool_is_stdio(output))
         return write_stdout(export_to_bytes, job);
-    const cblob_status status = job->npz ? cblob_model_to_npz_file(job->model, job->flags, output)
-                                         : cblob_model_to_safetensors_file(job->model, job->flags, output);
-    return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, output);
+    return job->npz ? cblob_model_to_npz_file(job->model, job->flags, output)
+                    : cblob_model_to_safetensors_file(job->model, job->flags, output);
 }
 
 /* Says (on stderr: it is not an error) which layers kept <layer>.<index> keys under --names torch. */
@@ -246,21 +339,22 @@ static void note_unmapped(const cblob_model *model)
 
 static int to_export(cblob_context *context, const convert_args *args)
 {
-    cblob_model *model = NULL;
-    cblob_status status = open_weights(context, args->inputs[0], NULL, args->dtype, &model);
-    if (status != CBLOB_OK)
-        return tool_report(tool_input_exit(status), "convert");
+    tool_caffe weights;
+    const int opened = open_weights(context, args, &weights);
+    if (opened != TOOL_OK)
+        return opened;
     const bool torch = args->names != NULL && strcmp(args->names, "torch") == 0;
-    const export_job job = {model, CBLOB_EXPORT_DIFF | (torch ? CBLOB_EXPORT_TORCH_NAMES : 0),
+    const export_job job = {weights.model, CBLOB_EXPORT_DIFF | (torch ? CBLOB_EXPORT_TORCH_NAMES : 0),
                             args->format == FORMAT_NPZ};
     int result = TOOL_OK;
-    if (export_model(&job, args->output) != CBLOB_OK)
-        result = tool_report(TOOL_FAILED, "convert");
+    const cblob_status status = export_model(&job, args->output);
+    if (status != CBLOB_OK)
+        result = tool_report(status, TOOL_FAILED, "convert");
     else if (!tool_is_stdio(args->output))
-        printf("wrote %s (%s)\n", args->output, args->format_name);
+        printf("wrote %s (%s)\n", args->output, format_names[args->format]);
     if (result == TOOL_OK && torch)
-        note_unmapped(model);
-    cblob_model_destroy(model);
+        note_unmapped(weights.model);
+    tool_caffe_close(&weights);
     return result;
 }
 
@@ -268,50 +362,56 @@ static int to_export(cblob_context *context, const convert_args *args)
 
 static cblob_status model_to_bytes(const void *what, uint8_t *buffer, size_t buffer_size, size_t *out_size)
 {
-    const cblob_status status = cblob_model_to_proto(what, 1, buffer, buffer_size, out_size);
-    return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, "standard output");
+    return cblob_model_to_proto(what, 1, buffer, buffer_size, out_size);
 }
 
 static cblob_status save_model(const cblob_model *model, const char *output)
 {
     if (tool_is_stdio(output))
         return write_stdout(model_to_bytes, model);
-    const cblob_status status = cblob_model_to_proto_file(model, 1, output);
-    return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, output);
+    return cblob_model_to_proto_file(model, 1, output);
 }
 
 static int to_caffemodel(cblob_context *context, const convert_args *args)
 {
     tool_caffe base;
-    cblob_status status = tool_caffe_open(context, args->like, &base);
-    if (status == CBLOB_OK && base.kind != TOOL_KIND_NET) {
-        status = cb_fail(CBLOB_ERR_PARSE, "--like %s: %s is %s, not a Caffe net", args->like, base.name,
-                         kind_text(base.kind));
+    int result = tool_caffe_open(context, "convert", args->like, 0, 0, &base);
+    if (result != TOOL_OK)
+        return result;
+    if (base.kind != CBLOB_FILE_NET) {
+        result = fail("--like %s: %s is %s, not a Caffe net", args->like, base.name, kind_text(base.kind));
         tool_caffe_close(&base);
+        return result;
     }
+    tool_caffe weights;
+    if ((result = open_weights(context, args, &weights)) != TOOL_OK) {
+        tool_caffe_close(&base);
+        return result;
+    }
+    /* Every layer and shape is checked before anything changes: one message lists every mismatch,
+     * and, unless --allow-missing, every blob of BASE the weights give no values. */
+    int64_t kept = 0;
+    cblob_status status = cblob_model_replace_blobs_with(base.model, weights.model,
+                                                         args->allow_missing ? 0 : CBLOB_REPLACE_ALL, &kept);
     if (status != CBLOB_OK)
-        return tool_report(tool_input_exit(status), "convert");
-    cblob_model *weights = NULL;
-    status = open_weights(context, args->inputs[0], base.model, args->dtype, &weights);
-    int result = status == CBLOB_OK ? TOOL_OK : tool_report(tool_input_exit(status), "convert");
-    /* Every layer and shape is checked before anything changes: one message lists every mismatch. */
-    if (result == TOOL_OK && (status = cblob_model_replace_blobs(base.model, weights)) != CBLOB_OK) {
-        tool_library_error(status, tool_input_name(args->inputs[0]));
-        result = tool_fail(tool_input_exit(status), "convert", "%s (like %s); nothing was written", tool_error(),
-                           base.name);
-    }
-    if (result == TOOL_OK && save_model(base.model, args->output) != CBLOB_OK)
-        result = tool_report(TOOL_FAILED, "convert");
-    else if (result == TOOL_OK && !tool_is_stdio(args->output))
-        printf("wrote %s (%s with the blobs of %s)\n", args->output, base.name, tool_input_name(args->inputs[0]));
-    cblob_model_destroy(weights);
+        result = tool_fail(tool_input_exit(status), "convert", "%s (like %s)%s; nothing was written",
+                           cblob_last_error_detail(), base.name,
+                           args->allow_missing || strstr(cblob_last_error_detail(), "no values") == NULL
+                               ? ""
+                               : "; --allow-missing keeps BASE's values for blobs the weights lack");
+    else if ((status = save_model(base.model, args->output)) != CBLOB_OK)
+        result = tool_report(status, TOOL_FAILED, "convert");
+    else if (!tool_is_stdio(args->output))
+        printf("wrote %s (%s with the blobs of %s)\n", args->output, base.name, weights.name);
+    if (result == TOOL_OK && kept > 0)
+        fprintf(stderr, "cblob convert: --allow-missing: %" PRId64 " blob%s of %s kept %s values: %s has none for "
+                "them\n", kept, kept == 1 ? "" : "s", base.name, kept == 1 ? "its" : "their", weights.name);
+    tool_caffe_close(&weights);
     tool_caffe_close(&base);
     return result;
 }
 
 /* ---- the command -------------------------------------------------------------------------------- */
-
-#define USAGE_HINT "try 'cblob convert --help'"
 
 /* An option's value: "--name value" or "--name=value"; NULL (after saying so) when missing. */
 static const char *option_value(int argc, char **argv, int *i, const char *name)
@@ -321,7 +421,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *name)
         return argv[*i] + length + 1;
     if (*i + 1 < argc)
         return argv[++*i];
-    tool_fail(TOOL_BAD_INPUT, "convert", "%s: its value is missing (%s)", name, USAGE_HINT);
+    fail("%s: its value is missing (%s)", name, USAGE_HINT);
     return NULL;
 }
 
@@ -331,7 +431,7 @@ static bool is_option(const char *arg, const char *name)
     return strncmp(arg, name, length) == 0 && (arg[length] == '\0' || arg[length] == '=');
 }
 
-/* --to FORMAT OUTPUT. */
+/* --to FORMAT: one word (since 1.2; an output right after it is the old spelling, see resolve_output). */
 static int parse_to(int argc, char **argv, int *i, convert_args *args)
 {
     const char *format = option_value(argc, argv, i, "--to");
@@ -339,20 +439,13 @@ static int parse_to(int argc, char **argv, int *i, convert_args *args)
         return TOOL_BAD_INPUT;
     args->format_name = format;
     size_t f = 0;
-    while (f < sizeof format_names / sizeof format_names[0] && strcasecmp(format, format_names[f]) != 0)
+    while (f < NUM_FORMATS && strcasecmp(format, format_names[f]) != 0)
         ++f;
-    if (f == sizeof format_names / sizeof format_names[0])
-        return tool_fail(TOOL_BAD_INPUT, "convert", "%s: unknown format (" FORMATS ")", format);
+    if (f == NUM_FORMATS)
+        return fail("%s: unknown format (" FORMATS ")", format);
     args->format = (target_format)f;
-    const char *output_kind = args->format == FORMAT_NPY ? "folder (DIR)" : "file (OUT, or - for standard output)";
-    /* "cblob convert in.caffemodel out --to npy": the output was given, but before the format. */
-    if (*i + 1 >= argc && args->num_inputs >= 2)
-        return tool_fail(TOOL_BAD_INPUT, "convert", "--to %s: the output %s comes after the format (was %s meant "
-                         "as the output? %s)", format, output_kind, args->inputs[args->num_inputs - 1], USAGE_HINT);
-    if (*i + 1 >= argc)
-        return tool_fail(TOOL_BAD_INPUT, "convert", "--to %s: the output %s is missing (%s)", format, output_kind,
-                         USAGE_HINT);
-    args->output = argv[++*i];
+    args->format_name = format_names[f];
+    args->word_after_to = args->num_inputs;
     return TOOL_OK;
 }
 
@@ -361,18 +454,33 @@ static int parse_option(int argc, char **argv, int *i, convert_args *args)
     const char *arg = argv[*i];
     if (is_option(arg, "--to"))
         return parse_to(argc, argv, i, args);
-    if (strcmp(arg, "--vector") == 0) {
-        args->vector = true;
-        return TOOL_OK;
-    }
-    const char **slot = is_option(arg, "--like") ? &args->like : is_option(arg, "--dtype") ? &args->dtype_name
-                        : is_option(arg, "--names")                                        ? &args->names
-                                                                                           : NULL;
-    if (slot == NULL)
-        return tool_fail(TOOL_BAD_INPUT, "convert", "%s: unknown option (%s)", arg, USAGE_HINT);
-    const char *name = is_option(arg, "--like") ? "--like" : is_option(arg, "--dtype") ? "--dtype" : "--names";
-    *slot = option_value(argc, argv, i, name);
-    return *slot != NULL ? TOOL_OK : TOOL_BAD_INPUT;
+    static const struct {
+        const char *name;
+        size_t offset;
+    } flags[] = {{"--vector", offsetof(convert_args, vector)},
+                 {"--force", offsetof(convert_args, force)},
+                 {"--allow-missing", offsetof(convert_args, allow_missing)},
+                 {"--npy-names", offsetof(convert_args, npy_names)}};
+    for (size_t f = 0; f < sizeof flags / sizeof flags[0]; ++f)
+        if (strcmp(arg, flags[f].name) == 0) {
+            *(bool *)((char *)args + flags[f].offset) = true;
+            return TOOL_OK;
+        }
+    static const struct {
+        const char *name;
+        size_t offset;
+    } values[] = {{"--output", offsetof(convert_args, output)}, {"-o", offsetof(convert_args, output)},
+                  {"--like", offsetof(convert_args, like)},     {"--dtype", offsetof(convert_args, dtype_name)},
+                  {"--names", offsetof(convert_args, names)}};
+    for (size_t v = 0; v < sizeof values / sizeof values[0]; ++v)
+        if (is_option(arg, values[v].name)) {
+            const char **slot = (const char **)((char *)args + values[v].offset);
+            if (*slot != NULL)
+                return fail("%s is given twice (%s and %s)", values[v].name, *slot, arg);
+            *slot = option_value(argc, argv, i, values[v].name);
+            return *slot != NULL ? TOOL_OK : TOOL_BAD_INPUT;
+        }
+    return fail("%s: unknown option (%s)", arg, USAGE_HINT);
 }
 
 static int parse_args(int argc, char **argv, convert_args *args)
@@ -385,52 +493,116 @@ static int parse_args(int argc, char **argv, convert_args *args)
             const int status = parse_option(argc, argv, &i, args);
             if (status != TOOL_OK)
                 return status;
-        } else
+        } else {
             args->inputs[args->num_inputs++] = argv[i];
+        }
     }
     return TOOL_OK;
+}
+
+/* The output: -o OUT; or, in the old spelling `IN... --to FORMAT OUT`, the last word when it comes
+ * right after --to FORMAT and an input came before --to. Anything else could take an input for the
+ * output (`--to npz IN OUT` wrote over IN before 1.2), so it is refused with the spelling that says
+ * which is which. */
+static int resolve_output(convert_args *args)
+{
+    if (args->output != NULL)
+        return TOOL_OK;
+    const bool old_spelling = args->format_name != NULL && args->word_after_to > 0 &&
+                              args->word_after_to == args->num_inputs - 1;
+    if (old_spelling) {
+        args->output = args->inputs[--args->num_inputs];
+        return TOOL_OK;
+    }
+    const char *const output_kind = args->format == FORMAT_NPY ? "folder (DIR)" : "file (OUT, or - for standard output)";
+    if (args->format_name != NULL && args->word_after_to == 0 && args->num_inputs == 1)
+        return fail("--to %s %s: the input is missing, or the output: cblob convert IN -o OUT --to %s (%s)",
+                    args->format_name, args->inputs[0], args->format_name, USAGE_HINT);
+    if (args->num_inputs >= 2)
+        return fail("which is the output? %s was given last; say it with -o: cblob convert %s%s -o %s%s%s", 
+                    args->inputs[args->num_inputs - 1], args->inputs[0], args->num_inputs > 2 ? " ..." : "",
+                    args->inputs[args->num_inputs - 1], args->format_name != NULL ? " --to " : "",
+                    args->format_name != NULL ? args->format_name : "");
+    if (args->format_name != NULL)
+        return fail("--to %s: the output %s is missing: -o OUT, or --to %s OUT after the input (%s)", args->format_name,
+                    output_kind, args->format_name, USAGE_HINT);
+    return fail("the output is missing: -o OUT, or --to FORMAT OUT after the input (%s)", USAGE_HINT);
+}
+
+/* --to from the output's name when it is not given. */
+static int resolve_format(convert_args *args)
+{
+    if (args->format_name != NULL)
+        return TOOL_OK;
+    const char *extension = NULL;
+    const int named = extension_format(args->output, &extension);
+    if (named < 0 || named >= NUM_FORMATS)
+        return fail("--to FORMAT is missing, and %s's name does not say one (" FORMATS ")", args->output);
+    args->format = (target_format)named;
+    args->format_name = format_names[named];
+    return TOOL_OK;
+}
+
+static bool dtype_parse(const char *text, cblob_dtype *out)
+{
+    static const struct {
+        const char *name;
+        cblob_dtype dtype;
+    } dtypes[] = {{"float32", CBLOB_DTYPE_FLOAT32}, {"float64", CBLOB_DTYPE_FLOAT64}, {"int32", CBLOB_DTYPE_INT32},
+                  {"uint32", CBLOB_DTYPE_UINT32}};
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; ++i)
+        if (strcmp(text, dtypes[i].name) == 0) {
+            *out = dtypes[i].dtype;
+            return true;
+        }
+    return false;
 }
 
 /* What the options say together, checked before any file is read. */
 static int check_args(convert_args *args)
 {
     static const char *const input_of[] = {"a Caffe file", ".npy files", "weights", "weights", "weights"};
-    if (args->format_name == NULL)
-        return tool_fail(TOOL_BAD_INPUT, "convert", "--to FORMAT OUTPUT is missing (%s)", USAGE_HINT);
+    if (args->num_inputs == 0 && args->output == NULL && args->format_name == NULL)
+        return fail("the input and the output are missing: cblob convert IN -o OUT [--to FORMAT] (%s)", USAGE_HINT);
+    if (args->format_name != NULL && args->num_inputs == 0)
+        return fail("--to %s: the input is missing: %s (%s)", args->format_name, input_of[args->format], USAGE_HINT);
+    int status = resolve_output(args);
+    if (status == TOOL_OK)
+        status = resolve_format(args);
+    if (status != TOOL_OK)
+        return status;
     if (args->num_inputs == 0)
-        return tool_fail(TOOL_BAD_INPUT, "convert", "--to %s: the input is missing: %s (%s)", args->format_name,
-                         input_of[args->format], USAGE_HINT);
+        return fail("--to %s: the input is missing: %s (%s)", args->format_name, input_of[args->format], USAGE_HINT);
     if (args->num_inputs > 1 && args->format != FORMAT_BINARYPROTO)
-        return tool_fail(TOOL_BAD_INPUT, "convert", "%s: --to %s takes one input (%s was given first)",
-                         args->inputs[1], args->format_name, args->inputs[0]);
+        return fail("%s: --to %s takes one input (%s was given first)", args->inputs[1], args->format_name,
+                    args->inputs[0]);
     if (args->vector && args->format != FORMAT_BINARYPROTO)
-        return tool_fail(TOOL_BAD_INPUT, "convert", "--vector: only --to binaryproto writes a BlobProtoVector");
+        return fail("--vector: only --to binaryproto writes a BlobProtoVector");
     if (args->like != NULL && args->format != FORMAT_CAFFEMODEL)
-        return tool_fail(TOOL_BAD_INPUT, "convert", "--like %s: only --to caffemodel takes a base net", args->like);
+        return fail("--like %s: only --to caffemodel takes a base net", args->like);
     if (args->like == NULL && args->format == FORMAT_CAFFEMODEL)
-        return tool_fail(TOOL_BAD_INPUT, "convert", "--to caffemodel: --like BASE.caffemodel is missing (the net "
-                         "whose blobs the weights replace; everything else of it is kept)");
+        return fail("--to caffemodel: --like BASE.caffemodel is missing (the net whose blobs the weights replace; "
+                    "everything else of it is kept)");
+    if (args->allow_missing && args->format != FORMAT_CAFFEMODEL)
+        return fail("--allow-missing: only --to caffemodel --like BASE replaces blobs");
     if (args->names != NULL && (args->format != FORMAT_SAFETENSORS || (strcmp(args->names, "torch") != 0 &&
                                                                        strcmp(args->names, "caffe") != 0)))
-        return tool_fail(TOOL_BAD_INPUT, "convert", "--names %s: --to safetensors takes --names torch or caffe",
-                         args->names);
-    if (args->dtype_name != NULL && (args->format == FORMAT_NPY || !npy_dtype_parse(args->dtype_name, &args->dtype)))
-        return tool_fail(TOOL_BAD_INPUT, "convert", "--dtype %s: %s", args->dtype_name,
-                         args->format == FORMAT_NPY ? "--dtype converts .npy inputs; --to npy writes blobs as they are"
-                                                    : "a blob holds float32, float64, int32 or uint32");
-    if (args->format == FORMAT_NPY && tool_is_stdio(args->output))
-        return tool_fail(TOOL_BAD_INPUT, "convert", "--to npy -: npy writes a folder, not standard output");
+        return fail("--names %s: --to safetensors takes --names torch or caffe", args->names);
+    if (args->dtype_name != NULL && (args->format == FORMAT_NPY || !dtype_parse(args->dtype_name, &args->dtype)))
+        return fail("--dtype %s: %s", args->dtype_name,
+                    args->format == FORMAT_NPY ? "--dtype converts .npy inputs; --to npy writes blobs as they are"
+                                               : "a blob holds float32, float64, int32 or uint32");
     int stdin_uses = args->like != NULL && tool_is_stdio(args->like);
     for (int i = 0; i < args->num_inputs; ++i)
         stdin_uses += tool_is_stdio(args->inputs[i]);
     if (stdin_uses > 1)
-        return tool_fail(TOOL_BAD_INPUT, "convert", "-: standard input can be read once only");
-    return TOOL_OK;
+        return fail("-: standard input can be read once only");
+    return check_output(args);
 }
 
 int command_convert(int argc, char **argv)
 {
-    convert_args args = {.inputs = calloc((size_t)argc + 1, sizeof *args.inputs), .dtype = NPY_DTYPE_AS_IS};
+    convert_args args = {.inputs = calloc((size_t)argc + 1, sizeof *args.inputs), .word_after_to = -1};
     if (args.inputs == NULL)
         return tool_fail(TOOL_FAILED, "convert", "out of memory");
     int status = parse_args(argc, argv, &args);
@@ -438,7 +610,7 @@ int command_convert(int argc, char **argv)
         status = check_args(&args);
     cblob_context *context = NULL;
     if (status == TOOL_OK && cblob_context_create(&context) != CBLOB_OK)
-        status = tool_fail(TOOL_FAILED, "convert", "%s", cblob_last_error_message());
+        status = tool_library_fail(TOOL_FAILED, "convert");
     if (status == TOOL_OK) {
         switch (args.format) {
         case FORMAT_NPY: status = to_npy(context, &args); break;

@@ -15,7 +15,6 @@
 
 #include "commands.h"
 #include "json_out.h"
-#include "status.h"
 #include "tool.h"
 
 /* ---- layer facts the table and JSON share ---------------------------------------------------- */
@@ -36,13 +35,13 @@ static cblob_status layer_text(layer_text_fn *fn, const cblob_model *model, int6
     if (status == CBLOB_OK && length + 1 > buffer->size) {
         char *grown = realloc(buffer->text, length + 1);
         if (grown == NULL)
-            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %zu bytes of a layer's JSON", length + 1);
+            return tool_own_failure("inspect", "no memory for %zu bytes of a layer's JSON", length + 1);
         buffer->text = grown;
         buffer->size = length + 1;
     }
     if (status == CBLOB_OK)
         status = fn(model, layer, 0, buffer->text, buffer->size, &length);
-    return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, "a layer");
+    return status;
 }
 
 static cblob_status layer_names(const cblob_model *model, int64_t layer, const char **name, const char **type,
@@ -50,7 +49,7 @@ static cblob_status layer_names(const cblob_model *model, int64_t layer, const c
 {
     if (cblob_model_layer_name(model, layer, name) != CBLOB_OK || cblob_model_layer_type(model, layer, type) != CBLOB_OK ||
         cblob_model_layer_num_blobs(model, layer, blobs) != CBLOB_OK)
-        return tool_library_error(CBLOB_ERR_INTERNAL, "a layer");
+        return CBLOB_ERR_INTERNAL; /* the library said why */
     return CBLOB_OK;
 }
 
@@ -70,24 +69,24 @@ static json_t *number(double value)
 static cblob_status add_stats(json_t *object, const tool_blob *blob, const tool_blob_facts *facts)
 {
     tool_stats stats;
-    CB_TRY(tool_stats_compute(blob, facts, &stats));
+    TOOL_TRY(tool_stats_compute(blob, facts, &stats));
     const char *const names[5] = {"sum", "asum", "sumsq", "min", "max"};
     const double values[5] = {stats.sum, stats.asum, stats.sumsq, stats.min, stats.max};
     for (int i = 0; i < 5; ++i)
         if (json_object_set_new(object, names[i], number(values[i])) != 0)
-            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a blob's statistics");
+            return tool_own_failure("inspect", "no memory for a blob's statistics");
     return CBLOB_OK;
 }
 
 /* The library's layer JSON (schema 2's $defs/layer) with each blob's statistics added. */
 static cblob_status json_layer(json_out *out, const cblob_model *model, int64_t layer, bool stats, text_buffer *buffer)
 {
-    CB_TRY(layer_text(cblob_model_layer_json, model, layer, buffer));
+    TOOL_TRY(layer_text(cblob_model_layer_json, model, layer, buffer));
     json_error_t error;
     json_t *object = json_loads(buffer->text, 0, &error);
     json_t *blobs = json_object_get(object, "blobs");
     cblob_status status = json_is_array(blobs) ? CBLOB_OK
-                                               : cb_fail(CBLOB_ERR_INTERNAL, "layer %" PRId64 ": %s", layer, error.text);
+                                               : tool_own_failure("inspect", "layer %" PRId64 ": the library's JSON does not parse: %s", layer, error.text);
     for (size_t j = 0; status == CBLOB_OK && stats && j < json_array_size(blobs); ++j) {
         const tool_blob blob = tool_model_blob(model, layer, (int64_t)j);
         tool_blob_facts facts;
@@ -106,13 +105,13 @@ static cblob_status json_blob(json_out *out, cblob_blob *handle, bool stats)
 {
     const tool_blob blob = tool_handle_blob(handle);
     tool_blob_facts facts;
-    CB_TRY(tool_blob_facts_of(&blob, &facts));
+    TOOL_TRY(tool_blob_facts_of(&blob, &facts));
     json_t *shape = json_array();
     for (int32_t i = 0; i < facts.num_axes; ++i)
         json_array_append_new(shape, json_integer(facts.dims[i]));
     json_t *object = json_pack("{s:o, s:I, s:s, s:b}", "shape", shape, "count", (json_int_t)facts.count, "dtype",
                                tool_dtype_name(facts.dtype), "has_diff", facts.has_diff);
-    cblob_status status = object == NULL ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a blob's JSON")
+    cblob_status status = object == NULL ? tool_own_failure("inspect", "no memory for a blob's JSON")
                           : stats        ? add_stats(object, &blob, &facts)
                                          : CBLOB_OK;
     if (status == CBLOB_OK)
@@ -121,9 +120,12 @@ static cblob_status json_blob(json_out *out, cblob_blob *handle, bool stats)
     return status;
 }
 
-static const char *kind_name(tool_kind kind)
+/* Schema 2's kinds: a model read from any file is a net; a .npy file holds one blob. */
+static const char *kind_name(cblob_file_kind kind)
 {
-    return kind == TOOL_KIND_NET ? "net" : kind == TOOL_KIND_BLOB ? "blob" : "blob_vector";
+    return kind == CBLOB_FILE_BLOB || kind == CBLOB_FILE_NPY ? "blob"
+           : kind == CBLOB_FILE_BLOB_VECTOR             ? "blob_vector"
+                                                         : "net";
 }
 
 static json_t *text_or_null(const char *text)
@@ -187,7 +189,7 @@ static cblob_status print_json(const tool_caffe *file, bool stats)
     fputc('\n', stdout);
     tool_progress_done();
     if (status == CBLOB_OK && out.failed && !ferror(stdout))
-        status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write the JSON");
+        status = tool_own_failure("inspect", "no memory to write the JSON");
     return status;
 }
 
@@ -261,7 +263,7 @@ static int digits(int64_t value)
 static cblob_status measure_blob(table *t, const tool_blob *blob)
 {
     tool_blob_facts facts;
-    CB_TRY(tool_blob_facts_of(blob, &facts));
+    TOOL_TRY(tool_blob_facts_of(blob, &facts));
     char shape[CBLOB_MAX_AXES * 21 + 4];
     tool_shape_text(&facts, shape, sizeof shape);
     t->shape = max_int(t->shape, (int)strlen(shape));
@@ -281,10 +283,10 @@ static cblob_status measure(const tool_caffe *file, bool stats, table *t)
     for (int64_t i = 0; i < layers; ++i) {
         const char *name, *type;
         int64_t blobs;
-        CB_TRY(layer_names(file->model, i, &name, &type, &blobs));
+        TOOL_TRY(layer_names(file->model, i, &name, &type, &blobs));
         char *io = io_text(file->model, i);
         if (io == NULL)
-            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a layer's bottoms and tops");
+            return tool_own_failure("inspect", "no memory for a layer's bottoms and tops");
         t->layer = max_int(t->layer, capped_width(shown(name), NAME_WIDTH_MAX));
         t->type = max_int(t->type, capped_width(type, NAME_WIDTH_MAX));
         t->io = max_int(t->io, capped_width(io, IO_WIDTH_MAX));
@@ -292,12 +294,12 @@ static cblob_status measure(const tool_caffe *file, bool stats, table *t)
         t->with_blobs += blobs > 0;
         for (int64_t j = 0; j < blobs; ++j) {
             const tool_blob blob = tool_model_blob(file->model, i, j);
-            CB_TRY(measure_blob(t, &blob));
+            TOOL_TRY(measure_blob(t, &blob));
         }
     }
     for (int64_t j = 0; j < file->num_blobs; ++j) {
         const tool_blob blob = tool_handle_blob(file->blobs[j]);
-        CB_TRY(measure_blob(t, &blob));
+        TOOL_TRY(measure_blob(t, &blob));
     }
     return CBLOB_OK;
 }
@@ -313,7 +315,7 @@ static void print_stat(double value, int width)
 static cblob_status print_blob_row(const table *t, const tool_blob *blob, int64_t index)
 {
     tool_blob_facts facts;
-    CB_TRY(tool_blob_facts_of(blob, &facts));
+    TOOL_TRY(tool_blob_facts_of(blob, &facts));
     char shape[CBLOB_MAX_AXES * 21 + 4];
     tool_shape_text(&facts, shape, sizeof shape);
     printf("  %4" PRId64 "  %-*s  %*" PRId64 "  %-7s  %-4s", index, t->shape, shape, t->count, facts.count,
@@ -323,7 +325,7 @@ static cblob_status print_blob_row(const table *t, const tool_blob *blob, int64_
         return CBLOB_OK;
     }
     tool_stats stats;
-    CB_TRY(tool_stats_compute(blob, &facts, &stats));
+    TOOL_TRY(tool_stats_compute(blob, &facts, &stats));
     print_stat(stats.min, 12);
     print_stat(stats.max, 12);
     print_stat(stats.sum, 14);
@@ -334,7 +336,7 @@ static cblob_status print_blob_row(const table *t, const tool_blob *blob, int64_
 /* A layer's parameters, on a line of their own under its rows (only when it has some). */
 static cblob_status print_params(const table *t, const cblob_model *model, int64_t layer, text_buffer *buffer)
 {
-    CB_TRY(layer_text(cblob_model_layer_params_json, model, layer, buffer));
+    TOOL_TRY(layer_text(cblob_model_layer_params_json, model, layer, buffer));
     if (strcmp(buffer->text, "{}") != 0) {
         printf("  %*s  params ", t->layer, "");
         tool_print_escaped(stdout, buffer->text, 0);
@@ -348,10 +350,10 @@ static cblob_status print_layer(const table *t, const cblob_model *model, int64_
 {
     const char *name, *type;
     int64_t blobs;
-    CB_TRY(layer_names(model, layer, &name, &type, &blobs));
+    TOOL_TRY(layer_names(model, layer, &name, &type, &blobs));
     char *io = io_text(model, layer);
     if (io == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a layer's bottoms and tops");
+        return tool_own_failure("inspect", "no memory for a layer's bottoms and tops");
     putchar(' ');
     putchar(' ');
     tool_print_escaped(stdout, shown(name), t->layer);
@@ -384,7 +386,9 @@ static void print_header(const tool_caffe *file, const table *t)
     printf("file    ");
     tool_print_escaped(stdout, file->name, 0);
     if (file->model == NULL) {
-        printf("\nkind    %s\n", file->kind == TOOL_KIND_BLOB ? "blob (BlobProto)" : "blob vector (BlobProtoVector)");
+        printf("\nkind    %s\n", file->kind == CBLOB_FILE_BLOB  ? "blob (BlobProto)"
+                                : file->kind == CBLOB_FILE_NPY ? "blob (NumPy .npy)"
+                                                               : "blob vector (BlobProtoVector)");
         printf("blobs   %" PRId64 " (%" PRId64 " values)\n\n", t->blobs, t->values);
         printf("  %4s  %-*s  %*s  %-7s  %-4s", "blob", t->shape, "shape", t->count, "count", "dtype", "diff");
         print_stat_titles(t);
@@ -396,8 +400,13 @@ static void print_header(const tool_caffe *file, const table *t)
     cblob_model_format(file->model, &format);
     cblob_model_name(file->model, &name);
     cblob_model_num_layers(file->model, &layers);
-    printf("\nkind    net, format %s\nname    ", format == CBLOB_NET_FORMAT_V1 ? "V1 (V1LayerParameter, field layers = 2)"
-                                                                             : "V2 (LayerParameter, field layer = 100)");
+    if (file->kind == CBLOB_FILE_NET)
+        printf("\nkind    net, format %s\nname    ", format == CBLOB_NET_FORMAT_V1 ? "V1 (V1LayerParameter, field layers = 2)"
+                                                                                 : "V2 (LayerParameter, field layer = 100)");
+    else
+        printf("\nkind    %s: weights, a layer per key's layer\nname    ",
+               file->kind == CBLOB_FILE_NPZ ? "NumPy .npz" : file->kind == CBLOB_FILE_SAFETENSORS ? "safetensors"
+                                                                                                  : "folder of .npy files");
     tool_print_escaped(stdout, name != NULL ? name : "(none)", 0);
     printf("\nlayers  %" PRId64 " (%" PRId64 " with blobs: %" PRId64 " blobs, %" PRId64 " values)\n\n", layers,
            t->with_blobs, t->blobs, t->values);
@@ -409,7 +418,7 @@ static void print_header(const tool_caffe *file, const table *t)
 static cblob_status print_table(const tool_caffe *file, bool params, bool stats)
 {
     table t;
-    CB_TRY(measure(file, stats, &t));
+    TOOL_TRY(measure(file, stats, &t));
     print_header(file, &t);
     int64_t layers = 0;
     if (file->model != NULL)
@@ -460,15 +469,16 @@ int command_inspect(int argc, char **argv)
     if (cblob_context_create(&context) != CBLOB_OK)
         return tool_fail(TOOL_FAILED, "inspect", "%s", cblob_last_error_message());
     tool_caffe file;
-    cblob_status status = shapes ? tool_caffe_open_structure(context, path, &file) : tool_caffe_open(context, path, &file);
-    if (status != CBLOB_OK) {
+    const int opened = tool_caffe_open(context, "inspect", path, shapes ? CBLOB_OPEN_LAZY : 0, 0, &file);
+    if (opened != TOOL_OK) {
         cblob_context_destroy(context);
-        return tool_report(tool_input_exit(status), "inspect");
+        return opened;
     }
+    cblob_status status;
     status = json ? print_json(&file, !shapes) : print_table(&file, params, !shapes);
     tool_caffe_close(&file);
     cblob_context_destroy(context);
     if (status == CBLOB_OK && (fflush(stdout) != 0 || ferror(stdout)))
-        status = cb_fail(CBLOB_ERR_IO, "standard output: cannot write: %s", strerror(errno));
-    return status == CBLOB_OK ? TOOL_OK : tool_report(TOOL_FAILED, "inspect");
+        status = tool_own_failure("inspect", "standard output: cannot write: %s", strerror(errno));
+    return status == CBLOB_OK ? TOOL_OK : tool_report(status, TOOL_FAILED, "inspect");
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "tool.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -9,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "status.h"
+#include "utf8.h"
 
 /* ---- errors ------------------------------------------------------------------------------- */
 
@@ -36,14 +37,31 @@ int tool_fail(int exit_status, const char *command, const char *format, ...)
     return exit_status;
 }
 
-int tool_report(int exit_status, const char *command)
+int tool_library_fail(int exit_status, const char *command)
 {
-    return tool_fail(exit_status, command, "%s", tool_error());
+    return tool_fail(exit_status, command, "%s", cblob_last_error_detail());
 }
 
 int tool_input_exit(cblob_status status)
 {
-    return status == CBLOB_ERR_OUT_OF_MEMORY ? TOOL_FAILED : TOOL_BAD_INPUT;
+    return status == CBLOB_ERR_OUT_OF_MEMORY || status == TOOL_REPORTED ? TOOL_FAILED : TOOL_BAD_INPUT;
+}
+
+cblob_status tool_own_failure(const char *command, const char *format, ...)
+{
+    tool_progress_done();
+    fprintf(stderr, "cblob %s: ", command);
+    va_list args;
+    va_start(args, format);
+    vfprintf(stderr, format, args);
+    va_end(args);
+    fputc('\n', stderr);
+    return TOOL_REPORTED;
+}
+
+int tool_report(cblob_status status, int exit_status, const char *command)
+{
+    return status == TOOL_REPORTED ? exit_status : tool_library_fail(exit_status, command);
 }
 
 /* ---- progress ----------------------------------------------------------------------------- */
@@ -61,7 +79,7 @@ void tool_progress(const char *command, int64_t done, int64_t total, const char 
     progress_shown = true;
 }
 
-/* ---- inputs ------------------------------------------------------------------------------- */
+/* ---- inputs and outputs ------------------------------------------------------------------- */
 
 bool tool_is_stdio(const char *path)
 {
@@ -73,104 +91,63 @@ const char *tool_input_name(const char *path)
     return tool_is_stdio(path) ? "standard input" : path;
 }
 
-cblob_status tool_read(const char *path, cb_input *out)
+cblob_status tool_open(cblob_context *context, const char *path, int32_t flags, cblob_dtype dtype, cblob_file **out)
 {
     if (tool_is_stdio(path))
-        return cb_input_read_fd(STDIN_FILENO, "standard input", out);
-    const cblob_status status = cb_input_open(path, out);
-    /* /dev/stdin, a pipe or a FIFO named as a file: the way to read one is "-". */
-    struct stat info;
-    if (status == CBLOB_ERR_IO && stat(path, &info) == 0 && (S_ISFIFO(info.st_mode) || S_ISCHR(info.st_mode))) {
-        char message[1024];
-        snprintf(message, sizeof message, "%s", tool_error());
-        return cb_fail(status, "%s (give - to read standard input)", message);
-    }
-    return status;
+        return cblob_file_open_fd(context, STDIN_FILENO, "standard input", flags, dtype, out);
+    return cblob_file_open(context, path, flags, dtype, out);
 }
 
-/* ---- Caffe files -------------------------------------------------------------------------- */
-
-static cblob_status open_blobs(cblob_context *context, const tool_caffe *file, const cb_input *input,
-                               cblob_blob ***out, int64_t *out_count)
+bool tool_write_stdout(const uint8_t *bytes, size_t size)
 {
-    int64_t count = 1;
-    if (file->kind == TOOL_KIND_BLOB_VECTOR &&
-        cblob_blob_vector_from_proto(context, input->bytes, input->size, 0, NULL, &count) != CBLOB_OK)
-        return tool_library_error(CBLOB_ERR_PARSE, file->name);
-    cblob_blob **blobs = calloc((size_t)count + 1, sizeof *blobs);
-    if (blobs == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "%s: no memory for %" PRId64 " blobs", file->name, count);
-    const cblob_status status =
-        file->kind == TOOL_KIND_BLOB
-            ? cblob_blob_create_from_proto(context, input->bytes, input->size, &blobs[0])
-            : cblob_blob_vector_from_proto(context, input->bytes, input->size, count, blobs, &count);
-    if (status != CBLOB_OK) {
-        free(blobs);
-        return tool_library_error(status, file->name);
+    while (size > 0) {
+        const ssize_t n = write(STDOUT_FILENO, bytes, size);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        bytes += n;
+        size -= (size_t)n;
     }
-    *out = blobs;
-    *out_count = count;
-    return CBLOB_OK;
+    return true;
 }
 
-cblob_status tool_net_open(cblob_context *context, const char *path, cb_input *input, cblob_model **out)
-{
-    /* From a path the library reads the file again, letting go of its bytes as it reads them:
-     * holding this copy too would double the peak. */
-    if (!tool_is_stdio(path))
-        cb_input_close(input);
-    const cblob_status status = tool_is_stdio(path) ? cblob_model_open(context, input->bytes, input->size, out)
-                                                    : cblob_model_open_file(context, path, out);
-    return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, tool_input_name(path));
-}
-
-cblob_status tool_caffe_open(cblob_context *context, const char *path, tool_caffe *out)
+int tool_caffe_open(cblob_context *context, const char *command, const char *path, int32_t flags, cblob_dtype dtype,
+                    tool_caffe *out)
 {
     tool_caffe file = {.name = tool_input_name(path)};
-    cb_input input;
-    CB_TRY(tool_read(path, &input));
-    cblob_status status = tool_identify(file.name, input.bytes, input.size, &file.kind);
-    if (status == CBLOB_OK && file.kind > TOOL_KIND_BLOB_VECTOR)
-        status = cb_fail(CBLOB_ERR_PARSE, "%s is a %s file, not a Caffe .caffemodel or .binaryproto file", file.name,
-                         file.kind == TOOL_KIND_NPY ? "NumPy .npy" : file.kind == TOOL_KIND_NPZ ? "NumPy .npz" : "safetensors");
-    if (status == CBLOB_OK && file.kind != TOOL_KIND_NET)
-        status = open_blobs(context, &file, &input, &file.blobs, &file.num_blobs);
-    if (status == CBLOB_OK && file.kind == TOOL_KIND_NET)
-        status = tool_net_open(context, path, &input, &file.model);
-    cb_input_close(&input);
+    cblob_status status = tool_open(context, path, flags, dtype, &file.file);
+    struct stat info;
+    /* /dev/stdin, a pipe or a FIFO named as a file: the program's way to read one is "-". */
+    if (status == CBLOB_ERR_IO && !tool_is_stdio(path) && stat(path, &info) == 0 &&
+        (S_ISFIFO(info.st_mode) || S_ISCHR(info.st_mode)))
+        return tool_fail(TOOL_BAD_INPUT, command, "%s (give - to read standard input)", cblob_last_error_detail());
+    if (status != CBLOB_OK)
+        return tool_library_fail(tool_input_exit(status), command);
+    cblob_file_get_kind(file.file, &file.kind);
+    if (cblob_file_model(file.file, &file.model) != CBLOB_OK) {
+        cblob_file_num_blobs(file.file, &file.num_blobs);
+        if ((file.blobs = calloc((size_t)file.num_blobs + 1, sizeof *file.blobs)) == NULL) {
+            tool_caffe_close(&file);
+            return tool_fail(TOOL_FAILED, command, "no memory for %" PRId64 " blobs", file.num_blobs);
+        }
+        for (int64_t i = 0; status == CBLOB_OK && i < file.num_blobs; ++i)
+            status = cblob_file_blob(file.file, i, &file.blobs[i]);
+    }
     if (status != CBLOB_OK) {
         tool_caffe_close(&file);
-        return status;
+        return tool_library_fail(TOOL_FAILED, command);
     }
     *out = file;
-    return CBLOB_OK;
-}
-
-cblob_status tool_caffe_open_structure(cblob_context *context, const char *path, tool_caffe *out)
-{
-    /* A net is opened without reading the file whole, which identifying it first would do. What
-     * the lazy open refuses (a blob file, a .npy, a missing file, ...) and what it finds no layer
-     * in (an empty file reads as a net without layers) take the usual way, which reads what the
-     * file is and says so: such files are small. */
-    if (!tool_is_stdio(path)) {
-        cblob_model *model = NULL;
-        int64_t layers = 0;
-        if (cblob_model_open_file_lazy(context, path, &model) == CBLOB_OK &&
-            cblob_model_num_layers(model, &layers) == CBLOB_OK && layers > 0) {
-            *out = (tool_caffe){.name = tool_input_name(path), .kind = TOOL_KIND_NET, .model = model};
-            return CBLOB_OK;
-        }
-        cblob_model_destroy(model);
-    }
-    return tool_caffe_open(context, path, out);
+    return TOOL_OK;
 }
 
 void tool_caffe_close(tool_caffe *file)
 {
-    for (int64_t i = 0; i < file->num_blobs; ++i)
+    for (int64_t i = 0; file->blobs != NULL && i < file->num_blobs; ++i)
         cblob_blob_destroy(file->blobs[i]);
     free(file->blobs);
-    cblob_model_destroy(file->model);
+    cblob_file_destroy(file->file);
     *file = (tool_caffe){0};
 }
 
@@ -211,7 +188,7 @@ cblob_status tool_blob_facts_of(const tool_blob *blob, tool_blob_facts *out)
             status = cblob_model_layer_blob_has_diff(blob->model, blob->layer, blob->index, &has_diff);
     }
     if (status != CBLOB_OK)
-        return tool_library_error(status, "a blob");
+        return status;
     facts.count = 1;
     for (int32_t i = 0; i < facts.num_axes; ++i)
         facts.count *= facts.dims[i]; /* the library checked that it fits */
@@ -231,7 +208,7 @@ cblob_status tool_blob_read(const tool_blob *blob, cblob_part part, int64_t star
     if (blob->handle == NULL) {
         const cblob_status status = cblob_model_layer_blob_read(blob->model, blob->layer, blob->index, part, start,
                                                                 count, buffer, buffer_size);
-        return status == CBLOB_OK ? CBLOB_OK : tool_library_error(status, "reading a blob");
+        return status;
     }
     cblob_dtype dtype = CBLOB_DTYPE_FLOAT32;
     const void *values = NULL;
@@ -239,7 +216,7 @@ cblob_status tool_blob_read(const tool_blob *blob, cblob_part part, int64_t star
     if (status == CBLOB_OK && count > 0)
         status = cblob_blob_cpu_ptr(blob->handle, part, &values);
     if (status != CBLOB_OK)
-        return tool_library_error(status, "reading a blob");
+        return status;
     if (count > 0)
         memcpy(buffer, (const char *)values + (size_t)start * dtype_size(dtype), (size_t)count * dtype_size(dtype));
     return CBLOB_OK;
@@ -266,7 +243,9 @@ cblob_status tool_stats_compute(const tool_blob *blob, const tool_blob_facts *fa
     double low = INFINITY, high = -INFINITY;
     for (int64_t start = 0; start < facts->count; start += per_piece) {
         const int64_t n = facts->count - start < per_piece ? facts->count - start : per_piece;
-        CB_TRY(tool_blob_read(blob, CBLOB_PART_DATA, start, n, piece, sizeof piece));
+        const cblob_status status = tool_blob_read(blob, CBLOB_PART_DATA, start, n, piece, sizeof piece);
+        if (status != CBLOB_OK)
+            return status;
         switch (facts->dtype) {
         case CBLOB_DTYPE_FLOAT32: TOOL_ACCUMULATE(float); break;
         case CBLOB_DTYPE_FLOAT64: TOOL_ACCUMULATE(double); break;
@@ -304,23 +283,10 @@ void tool_shape_text(const tool_blob_facts *facts, char *out, size_t size)
 
 /* ---- text --------------------------------------------------------------------------------- */
 
-/* The code point of the valid UTF-8 sequence at text and its length, or length 0. */
+/* The code point of the valid UTF-8 sequence at text (NUL-terminated) and its length, or length 0. */
 static size_t utf8_decode(const unsigned char *text, uint32_t *out)
 {
-    const unsigned char c = text[0];
-    size_t length = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-    uint32_t point = length == 2 ? c & 0x1f : length == 3 ? c & 0x0f : c & 0x07;
-    for (size_t i = 1; i < length; ++i) {
-        if ((text[i] & 0xc0) != 0x80)
-            return 0;
-        point = point << 6 | (text[i] & 0x3f);
-    }
-    /* Overlong forms, surrogates and points past U+10FFFF are not UTF-8. */
-    if ((length == 3 && (point < 0x800 || (point >= 0xd800 && point <= 0xdfff))) ||
-        (length == 4 && (point < 0x10000 || point > 0x10ffff)))
-        return 0;
-    *out = point;
-    return length;
+    return cb_utf8_decode(text, strnlen((const char *)text, 4), out);
 }
 
 size_t tool_utf8_length(const unsigned char *text)

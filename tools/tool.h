@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* What the cblob program's commands share: exit statuses and one-line errors, progress on a
- * terminal, reading inputs (a path or "-"), telling what a file holds, opening a Caffe file of
- * any kind, reading blob values in pieces, statistics, and names made safe for a terminal. */
+ * terminal, opening inputs (a path or "-") by the library, reading blob values in pieces,
+ * statistics, and names made safe for a terminal. The program is a user of the public ABI: files,
+ * formats and errors are the library's (it links src/util's UTF-8 alone). */
 #ifndef CBLOB_TOOLS_TOOL_H
 #define CBLOB_TOOLS_TOOL_H
 
@@ -10,7 +11,6 @@
 #include <stdio.h>
 
 #include "cblob/cblob.h"
-#include "io.h"
 
 enum {
     TOOL_OK = 0,
@@ -20,20 +20,28 @@ enum {
 
 /* ---- errors ------------------------------------------------------------------------------- */
 
-/* The last failure of the program's own code, src/io's, or the library's passed on by
- * tool_library_error (tool_error.c). Functions of the program return a cblob_status and leave the
- * message here; commands print it once. */
-const char *tool_error(void);
-/* Takes the library's last message (without its "cblob_function: " prefix), naming subject unless
- * it names it already, as the program's last error; returns status. */
-cblob_status tool_library_error(cblob_status status, const char *subject);
-
-/* Prints "cblob <command>: <text>" on stderr and returns exit_status. */
+/* Prints "cblob <command>: <text>" on stderr (clearing any progress first) and returns exit_status. */
 int tool_fail(int exit_status, const char *command, const char *format, ...) __attribute__((format(printf, 3, 4)));
-/* Prints the last error as tool_fail does. */
-int tool_report(int exit_status, const char *command);
+/* The library's last failure, as tool_fail prints it: its detail (cblob_last_error_detail), which
+ * names the file; the program never takes the library's message apart. */
+int tool_library_fail(int exit_status, const char *command);
 /* The exit status for an input that failed with status: memory is the machine's fault. */
 int tool_input_exit(cblob_status status);
+/* A failure of the program's own (no memory for its lists, output it could not write), said at
+ * once; the status it returns tells tool_report that nothing is left to say. */
+#define TOOL_REPORTED ((cblob_status)-1)
+cblob_status tool_own_failure(const char *command, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* Says why a call failed with status (the library's detail, unless the program said it already)
+ * and returns exit_status. */
+int tool_report(cblob_status status, int exit_status, const char *command);
+
+/* Returns a failed status at once. */
+#define TOOL_TRY(expr) \
+    do { \
+        const cblob_status tool_try_status_ = (expr); \
+        if (tool_try_status_ != CBLOB_OK) \
+            return tool_try_status_; \
+    } while (0)
 
 /* ---- progress ----------------------------------------------------------------------------- */
 
@@ -41,51 +49,31 @@ int tool_input_exit(cblob_status status);
 void tool_progress(const char *command, int64_t done, int64_t total, const char *what);
 void tool_progress_done(void);
 
-/* ---- inputs ------------------------------------------------------------------------------- */
+/* ---- inputs and outputs ------------------------------------------------------------------- */
 
 /* "-" stands for standard input or output wherever one file is read or written. */
 bool tool_is_stdio(const char *path);
 /* How messages name an input: the path, or "standard input". */
 const char *tool_input_name(const char *path);
-/* Reads a path by src/io's rules (its type checked before it is opened, so a FIFO or a device
- * fails at once; one snapshot), or standard input for "-". */
-cblob_status tool_read(const char *path, cb_input *out);
+/* Opens an input by the library (cblob_file_open, or cblob_file_open_fd for "-"): read once,
+ * whatever it holds. */
+cblob_status tool_open(cblob_context *context, const char *path, int32_t flags, cblob_dtype dtype, cblob_file **out);
+/* Writes bytes to standard output whole; false (errno set) when it could not. */
+bool tool_write_stdout(const uint8_t *bytes, size_t size);
 
-/* What a file holds, from its first bytes. */
-typedef enum tool_kind {
-    TOOL_KIND_NET = CBLOB_PROTO_NET,
-    TOOL_KIND_BLOB = CBLOB_PROTO_BLOB,
-    TOOL_KIND_BLOB_VECTOR = CBLOB_PROTO_BLOB_VECTOR,
-    TOOL_KIND_NPY,
-    TOOL_KIND_NPZ,
-    TOOL_KIND_SAFETENSORS,
-} tool_kind;
-
-/* Tells the kind of bytes named name. Bytes of none of these kinds fail with CBLOB_ERR_PARSE and
- * a message that says first what the file is (a text-format prototxt, an HDF5 file, not protobuf
- * at all, ...) and then the reader's detail. */
-cblob_status tool_identify(const char *name, const uint8_t *bytes, size_t size, tool_kind *out);
-
-/* ---- Caffe files -------------------------------------------------------------------------- */
-
-/* A Caffe file of any kind, opened: a net as a model (no blob handles), a blob file's blobs. */
+/* A file opened for the commands: a model (the file's own) or the file's blobs. */
 typedef struct tool_caffe {
     const char *name; /* for messages */
-    tool_kind kind;
-    cblob_model *model;
+    cblob_file *file;
+    cblob_file_kind kind;
+    cblob_model *model; /* borrowed from file, or NULL */
     int64_t num_blobs;
-    cblob_blob **blobs;
+    cblob_blob **blobs; /* new holders, destroyed by tool_caffe_close */
 } tool_caffe;
 
-/* Opens a Caffe file (or "-"). A net read from a path is opened with cblob_model_open_file, which
- * lets go of the file's bytes as it reads them. */
-cblob_status tool_caffe_open(cblob_context *context, const char *path, tool_caffe *out);
-/* The same, but a net from a path is opened with cblob_model_open_file_lazy: its structure and
- * every blob's shape at once, a blob's values only when something reads them. */
-cblob_status tool_caffe_open_structure(cblob_context *context, const char *path, tool_caffe *out);
-/* Opens a net whose bytes tool_read gave (and tool_identify named a net): from a path with
- * cblob_model_open_file (input is closed first), from standard input with cblob_model_open. */
-cblob_status tool_net_open(cblob_context *context, const char *path, cb_input *input, cblob_model **out);
+/* Opens path (tool_open) for `command`: TOOL_OK, or the exit status after saying why. */
+int tool_caffe_open(cblob_context *context, const char *command, const char *path, int32_t flags, cblob_dtype dtype,
+                    tool_caffe *out);
 void tool_caffe_close(tool_caffe *file);
 
 /* ---- blobs -------------------------------------------------------------------------------- */

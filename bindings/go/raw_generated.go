@@ -1303,6 +1303,180 @@ static inline cbgo_status_result cbgo_model_replace_blobs(uintptr_t model, uintp
 typedef struct {
     cblob_status status;
     char *message;
+    int64_t out_kept;
+} cbgo_model_replace_blobs_with_result;
+
+static inline cbgo_model_replace_blobs_with_result cbgo_model_replace_blobs_with(uintptr_t model, uintptr_t weights, int32_t flags) {
+    cbgo_model_replace_blobs_with_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_replace_blobs_with((cblob_model *)model, (const cblob_model *)weights, flags, &r.out_kept);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_file *out_file;
+} cbgo_file_open_result;
+
+static inline cbgo_file_open_result cbgo_file_open(uintptr_t context, const char *path, int32_t flags, cblob_dtype dtype) {
+    cbgo_file_open_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_file_open((cblob_context *)context, path, flags, dtype, &r.out_file);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_file *out_file;
+} cbgo_file_open_fd_result;
+
+static inline cbgo_file_open_fd_result cbgo_file_open_fd(uintptr_t context, int32_t fd, const char *name, int32_t flags, cblob_dtype dtype) {
+    cbgo_file_open_fd_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_file_open_fd((cblob_context *)context, fd, name, flags, dtype, &r.out_file);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_file_kind out_kind;
+} cbgo_file_get_kind_result;
+
+static inline cbgo_file_get_kind_result cbgo_file_get_kind(uintptr_t file) {
+    cbgo_file_get_kind_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_file_get_kind((const cblob_file *)file, &r.out_kind);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_model *out_model;
+} cbgo_file_model_result;
+
+static inline cbgo_file_model_result cbgo_file_model(uintptr_t file) {
+    cbgo_file_model_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_file_model((cblob_file *)file, &r.out_model);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int64_t out_count;
+} cbgo_file_num_blobs_result;
+
+static inline cbgo_file_num_blobs_result cbgo_file_num_blobs(uintptr_t file) {
+    cbgo_file_num_blobs_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_file_num_blobs((const cblob_file *)file, &r.out_count);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_blob;
+} cbgo_file_blob_result;
+
+static inline cbgo_file_blob_result cbgo_file_blob(uintptr_t file, int64_t index) {
+    cbgo_file_blob_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_file_blob((const cblob_file *)file, index, &r.out_blob);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_file_kind out_kind;
+} cbgo_file_detect_result;
+
+static inline cbgo_file_detect_result cbgo_file_detect(const char *path) {
+    cbgo_file_detect_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_file_detect(path, &r.out_kind);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    size_t out_size;
+} cbgo_blob_to_npy_result;
+
+static inline cbgo_blob_to_npy_result cbgo_blob_to_npy(uintptr_t blob, cblob_part part, uint8_t *buffer, size_t buffer_size) {
+    cbgo_blob_to_npy_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_to_npy((cblob_blob *)blob, part, buffer, buffer_size, &r.out_size);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_blob_to_npy_file(uintptr_t blob, cblob_part part, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_to_npy_file((cblob_blob *)blob, part, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int64_t out_num_files;
+} cbgo_model_to_npy_folder_result;
+
+static inline cbgo_model_to_npy_folder_result cbgo_model_to_npy_folder(uintptr_t model, int32_t flags, const char *folder) {
+    cbgo_model_to_npy_folder_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_to_npy_folder((const cblob_model *)model, flags, folder, &r.out_num_files);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int64_t out_num_files;
+} cbgo_file_to_npy_folder_result;
+
+static inline cbgo_file_to_npy_folder_result cbgo_file_to_npy_folder(uintptr_t file, int32_t flags, const char *folder) {
+    cbgo_file_to_npy_folder_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_file_to_npy_folder((const cblob_file *)file, flags, folder, &r.out_num_files);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
     int32_t out_device_count;
 } cbgo_gpu_probe_result;
 
@@ -2319,6 +2493,20 @@ import "unsafe"
 // The text stays valid until the thread's next failing call.
 func cLastErrorMessage() string {
 	return C.GoString(C.cblob_last_error_message())
+}
+
+// The public function whose call made the calling thread's last failure ("cblob_model_open_file"),
+// or "" if none failed yet; never NULL. It is the function the caller called, however deep
+// inside the library the failure was found. Valid until the thread's next failing call.
+func cLastErrorFunction() string {
+	return C.GoString(C.cblob_last_error_function())
+}
+
+// The calling thread's last failure without the function's name: cblob_last_error_message()
+// is "<function>: <detail>". For a program that names the failing call itself, or not at all;
+// never NULL. Valid until the thread's next failing call.
+func cLastErrorDetail() string {
+	return C.GoString(C.cblob_last_error_detail())
 }
 
 // The enumerator's name for a status ("CBLOB_ERR_SHAPE"), or "CBLOB_ERR_UNKNOWN"; never NULL.
@@ -3388,6 +3576,150 @@ func cModelReplaceBlobs(model *C.cblob_model, weights *C.cblob_model) error {
 		return newError(r.status, r.message)
 	}
 	return nil
+}
+
+// cblob_model_replace_blobs with flags (cblob_replace_flags' bits), counting into out_kept the
+// model's blobs that kept their values because the weights have none for them (0 when every
+// blob was replaced). With CBLOB_REPLACE_ALL such a blob is a mismatch: the message lists each
+// (layer, blob index) among the other mismatches and nothing changes.
+func cModelReplaceBlobsWith(model *C.cblob_model, weights *C.cblob_model, flags C.int32_t) (C.int64_t, error) {
+	r := C.cbgo_model_replace_blobs_with(C.uintptr_t(uintptr(unsafe.Pointer(model))), C.uintptr_t(uintptr(unsafe.Pointer(weights))), flags)
+	if r.status != C.CBLOB_OK {
+		return r.out_kept, newError(r.status, r.message)
+	}
+	return r.out_kept, nil
+}
+
+// Opens the file or folder at path, whatever it holds (the section's introduction), opening and
+// reading it once: its kind is told from its first bytes, and the reader of that kind goes on
+// from there. Files are read as every reader reads them: a snapshot, with pread, never mapped
+// (cblob_model_open_file's memory bounds hold). flags is 0 or cblob_open_flags' bits. dtype
+// 0 keeps every .npy value's own dtype (which must be one a blob holds); a dtype converts .npy
+// values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
+// that no reader takes is CBLOB_ERR_PARSE saying what it is; a missing or unreadable path, or
+// one that is neither a regular file nor a folder, is CBLOB_ERR_IO.
+func cFileOpen(context *C.cblob_context, path *C.char, flags C.int32_t, dtype C.cblob_dtype) (*C.cblob_file, error) {
+	r := C.cbgo_file_open(C.uintptr_t(uintptr(unsafe.Pointer(context))), path, flags, dtype)
+	if r.status != C.CBLOB_OK {
+		return r.out_file, newError(r.status, r.message)
+	}
+	return r.out_file, nil
+}
+
+// cblob_file_open for what a descriptor the caller owns holds, from its current offset to its
+// end (standard input, say): a regular file is read as a snapshot and its offset moves to its
+// end; a pipe, a terminal or a socket is read until end of file. The descriptor is never closed.
+// name (may be NULL: "the descriptor") is how messages name it. CBLOB_OPEN_LAZY does nothing
+// here, and a folder is refused.
+func cFileOpenFd(context *C.cblob_context, fd C.int32_t, name *C.char, flags C.int32_t, dtype C.cblob_dtype) (*C.cblob_file, error) {
+	r := C.cbgo_file_open_fd(C.uintptr_t(uintptr(unsafe.Pointer(context))), fd, name, flags, dtype)
+	if r.status != C.CBLOB_OK {
+		return r.out_file, newError(r.status, r.message)
+	}
+	return r.out_file, nil
+}
+
+// Frees the file, its model and its holds on its blobs; blobs the caller holds stay valid. A
+// lazily opened net's file is closed. NULL is a no-op.
+func cFileDestroy(file *C.cblob_file) {
+	C.cblob_file_destroy(file)
+}
+
+// What the file holds.
+func cFileGetKind(file *C.cblob_file) (C.cblob_file_kind, error) {
+	r := C.cbgo_file_get_kind(C.uintptr_t(uintptr(unsafe.Pointer(file))))
+	if r.status != C.CBLOB_OK {
+		return r.out_kind, newError(r.status, r.message)
+	}
+	return r.out_kind, nil
+}
+
+// The model of a net, an .npz, a safetensors file or a .npy folder: the file's own, valid until
+// the file is destroyed (cblob_model_destroy must not be called on it). A model read from an
+// .npz, a safetensors file or a .npy folder is one of cblob_model_open_npz's: its layers are
+// the keys' layers. A file of blobs is CBLOB_ERR_STATE.
+func cFileModel(file *C.cblob_file) (*C.cblob_model, error) {
+	r := C.cbgo_file_model(C.uintptr_t(uintptr(unsafe.Pointer(file))))
+	if r.status != C.CBLOB_OK {
+		return r.out_model, newError(r.status, r.message)
+	}
+	return r.out_model, nil
+}
+
+// The number of blobs of a BlobProto (1), a BlobProtoVector or a .npy file (1); a file holding a model is CBLOB_ERR_STATE.
+func cFileNumBlobs(file *C.cblob_file) (C.int64_t, error) {
+	r := C.cbgo_file_num_blobs(C.uintptr_t(uintptr(unsafe.Pointer(file))))
+	if r.status != C.CBLOB_OK {
+		return r.out_count, newError(r.status, r.message)
+	}
+	return r.out_count, nil
+}
+
+// Blob `index` of a file of blobs, as a new holder of it: destroy it with cblob_blob_destroy
+// (the file keeps its own hold). A file holding a model is CBLOB_ERR_STATE.
+func cFileBlob(file *C.cblob_file, index C.int64_t) (*C.cblob_blob, error) {
+	r := C.cbgo_file_blob(C.uintptr_t(uintptr(unsafe.Pointer(file))), index)
+	if r.status != C.CBLOB_OK {
+		return r.out_blob, newError(r.status, r.message)
+	}
+	return r.out_blob, nil
+}
+
+// Tells what the file or folder at path holds without opening it as a model or blobs, reading
+// at most its first 64 KiB: a Caffe message is told from its first top-level fields (a net's
+// layers, a blob's shape or values, a vector's blobs), the other kinds from their headers. A
+// folder is CBLOB_FILE_NPY_FOLDER. What cblob_file_open would refuse as of no kind it reads is
+// CBLOB_ERR_PARSE with the same message.
+func cFileDetect(path *C.char) (C.cblob_file_kind, error) {
+	r := C.cbgo_file_detect(path)
+	if r.status != C.CBLOB_OK {
+		return r.out_kind, newError(r.status, r.message)
+	}
+	return r.out_kind, nil
+}
+
+// Writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
+// padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
+// two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the
+// host copy, as cblob_blob_to_proto does.
+func cBlobToNpy(blob *C.cblob_blob, part C.cblob_part, buffer *C.uint8_t, bufferSize C.size_t) (C.size_t, error) {
+	r := C.cbgo_blob_to_npy(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part, buffer, bufferSize)
+	if r.status != C.CBLOB_OK {
+		return r.out_size, newError(r.status, r.message)
+	}
+	return r.out_size, nil
+}
+
+// Writes cblob_blob_to_npy's bytes to a file, atomically as every file is written.
+func cBlobToNpyFile(blob *C.cblob_blob, part C.cblob_part, path *C.char) error {
+	r := C.cbgo_blob_to_npy_file(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part, path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Writes every blob of the model into folder (made when missing) as a .npy folder (the
+// section's introduction), the diffs too with CBLOB_EXPORT_DIFF, and counts the .npy files
+// written into out_num_files. index.json's "source" is null. Streams: memory stays small
+// whatever the model's size; everything is synced once at the end.
+func cModelToNpyFolder(model *C.cblob_model, flags C.int32_t, folder *C.char) (C.int64_t, error) {
+	r := C.cbgo_model_to_npy_folder(C.uintptr_t(uintptr(unsafe.Pointer(model))), flags, folder)
+	if r.status != C.CBLOB_OK {
+		return r.out_num_files, newError(r.status, r.message)
+	}
+	return r.out_num_files, nil
+}
+
+// cblob_model_to_npy_folder for whatever the file holds: a model's blobs, or a file of blobs as
+// `blob_<index>.npy`. index.json's "source" is the path or name the file was opened by, and its
+// "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
+func cFileToNpyFolder(file *C.cblob_file, flags C.int32_t, folder *C.char) (C.int64_t, error) {
+	r := C.cbgo_file_to_npy_folder(C.uintptr_t(uintptr(unsafe.Pointer(file))), flags, folder)
+	if r.status != C.CBLOB_OK {
+		return r.out_num_files, newError(r.status, r.message)
+	}
+	return r.out_num_files, nil
 }
 
 // Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and

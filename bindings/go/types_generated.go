@@ -16,7 +16,7 @@ const MaxThreads = 256
 const ABIVersionMajor = 1
 
 // ABIVersionMinor (CBLOB_ABI_VERSION_MINOR): The ABI minor version this header describes; a minor release only adds functions.
-const ABIVersionMinor = 1
+const ABIVersionMinor = 2
 
 // NeomlAxes (CBLOB_NEOML_AXES): The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 const NeomlAxes = 7
@@ -393,6 +393,91 @@ func (v ExportFlags) String() string {
 		return "CBLOB_EXPORT_TORCH_NAMES"
 	}
 	return "ExportFlags(" + strconv.Itoa(int(v)) + ")"
+}
+
+// ReplaceFlags (cblob_replace_flags):
+// Bits for cblob_model_replace_blobs_with's flags (since ABI 1.2).
+type ReplaceFlags int32
+
+// The values of ReplaceFlags.
+const (
+	// ReplaceFlagsAll (CBLOB_REPLACE_ALL): Every blob of the model must get values from the weights: one it would keep is CBLOB_ERR_SHAPE, listed with the other mismatches.
+	ReplaceFlagsAll ReplaceFlags = 1
+)
+
+// String returns the C enumerator's name ("CBLOB_REPLACE_ALL").
+func (v ReplaceFlags) String() string {
+	switch v {
+	case ReplaceFlagsAll:
+		return "CBLOB_REPLACE_ALL"
+	}
+	return "ReplaceFlags(" + strconv.Itoa(int(v)) + ")"
+}
+
+// FileKind (cblob_file_kind):
+// What a file holds (cblob_file_open, cblob_file_detect). The first three are cblob_proto_kind's values.
+type FileKind int32
+
+// The values of FileKind.
+const (
+	// FileKindNet (CBLOB_FILE_NET): A NetParameter: a .caffemodel or a binary net definition.
+	FileKindNet FileKind = 1
+	// FileKindBlob (CBLOB_FILE_BLOB): A BlobProto: a .binaryproto such as a mean image.
+	FileKindBlob FileKind = 2
+	// FileKindBlobVector (CBLOB_FILE_BLOB_VECTOR): A BlobProtoVector.
+	FileKindBlobVector FileKind = 3
+	// FileKindNpy (CBLOB_FILE_NPY): A NumPy .npy array.
+	FileKindNpy FileKind = 4
+	// FileKindNpz (CBLOB_FILE_NPZ): A NumPy .npz archive.
+	FileKindNpz FileKind = 5
+	// FileKindSafetensors (CBLOB_FILE_SAFETENSORS): A safetensors file.
+	FileKindSafetensors FileKind = 6
+	// FileKindNpyFolder (CBLOB_FILE_NPY_FOLDER): A folder of .npy files.
+	FileKindNpyFolder FileKind = 7
+)
+
+// String returns the C enumerator's name ("CBLOB_FILE_NET").
+func (v FileKind) String() string {
+	switch v {
+	case FileKindNet:
+		return "CBLOB_FILE_NET"
+	case FileKindBlob:
+		return "CBLOB_FILE_BLOB"
+	case FileKindBlobVector:
+		return "CBLOB_FILE_BLOB_VECTOR"
+	case FileKindNpy:
+		return "CBLOB_FILE_NPY"
+	case FileKindNpz:
+		return "CBLOB_FILE_NPZ"
+	case FileKindSafetensors:
+		return "CBLOB_FILE_SAFETENSORS"
+	case FileKindNpyFolder:
+		return "CBLOB_FILE_NPY_FOLDER"
+	}
+	return "FileKind(" + strconv.Itoa(int(v)) + ")"
+}
+
+// OpenFlags (cblob_open_flags):
+// Bits for cblob_file_open's flags.
+type OpenFlags int32
+
+// The values of OpenFlags.
+const (
+	// OpenFlagsLazy (CBLOB_OPEN_LAZY): A .caffemodel named by its path is opened as cblob_model_open_file_lazy opens one: its structure at once, each blob's values on first access.
+	OpenFlagsLazy OpenFlags = 1
+	// OpenFlagsNpyByName (CBLOB_OPEN_NPY_BY_NAME): A .npy folder without index.json is read by its file names, `<layer>_<index>.npy` and `<layer>_<index>_diff.npy` (a folder of one's own .npy files); without this flag such a folder is refused as an interrupted conversion.
+	OpenFlagsNpyByName OpenFlags = 2
+)
+
+// String returns the C enumerator's name ("CBLOB_OPEN_LAZY").
+func (v OpenFlags) String() string {
+	switch v {
+	case OpenFlagsLazy:
+		return "CBLOB_OPEN_LAZY"
+	case OpenFlagsNpyByName:
+		return "CBLOB_OPEN_NPY_BY_NAME"
+	}
+	return "OpenFlags(" + strconv.Itoa(int(v)) + ")"
 }
 
 // CacheMode (cblob_cache_mode):

@@ -11,10 +11,15 @@
  * way (a negative axis), equivalent_* calls the function once with each spelling on fresh
  * fixtures: both must succeed with the same out-parameters and leave the same fixtures.
  */
+/* nftw */
+#define _XOPEN_SOURCE 700
+#include <fcntl.h>
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cblob/dlpack.h"
@@ -35,6 +40,8 @@ typedef struct fixture {
     cblob_blob *device_holder; /* owns the device memory device_buffer() hands out; not swept */
     cblob_model *model;      /* V2, one layer "conv1" holding a and b */
     cblob_model *net;        /* V2, opened: one layer with a bottom, top, rule, param spec and parameters */
+    cblob_file *net_file;    /* files.net opened with cblob_file_open: a model */
+    cblob_file *blob_file;   /* files.vector opened with cblob_file_open: two blobs */
     struct sweep_tensor *tensors[4]; /* DLPack tensors handed to the import calls; freed at teardown */
     cblob_comm *comm;        /* 1 rank over sweep_engine */
     cblob_comm_request *request; /* a barrier on comm, not yet waited for */
@@ -185,8 +192,27 @@ static uint8_t garbage_bytes[65536];
 static struct {
     char folder[64];
     char blob[96], vector[96], net[96], garbage[96], missing[96], output[96], unwritable[128];
-    char safetensors[96], npz[96];
+    char safetensors[96], npz[96], output_folder[96];
 } files;
+
+/* Descriptors handed to cblob_file_open_fd, each fresh (a read moves its offset), closed at teardown. */
+static int sweep_fds[64];
+static size_t sweep_fd_count;
+
+static int sweep_fd(const char *path)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && sweep_fd_count < sizeof sweep_fds / sizeof sweep_fds[0])
+        sweep_fds[sweep_fd_count++] = fd;
+    return fd;
+}
+
+/* Removes what a call may have made at files.output_folder: .npy files and index.json. */
+static int remove_entry(const char *path, const struct stat *info, int type, struct FTW *ftw)
+{
+    (void)info, (void)type, (void)ftw;
+    return remove(path);
+}
 
 typedef cblob_status (*serialize_fn)(const fixture *fx, uint8_t *buffer, size_t size, size_t *out_size);
 
@@ -266,18 +292,26 @@ static int formats_setup(fixture *fx)
     snprintf(files.unwritable, sizeof files.unwritable, "%s/no-such-folder/output.bin", files.folder);
     snprintf(files.safetensors, sizeof files.safetensors, "%s/model.safetensors", files.folder);
     snprintf(files.npz, sizeof files.npz, "%s/model.npz", files.folder);
+    snprintf(files.output_folder, sizeof files.output_folder, "%s/npy-folder", files.folder);
     return write_file(files.blob, valid_blob_proto, valid_blob_proto_size) &&
            write_file(files.vector, valid_vector_proto, valid_vector_proto_size) &&
            write_file(files.net, valid_net_proto, valid_net_proto_size) &&
            write_file(files.safetensors, valid_safetensors, valid_safetensors_size) &&
            write_file(files.npz, valid_npz, valid_npz_size) &&
-           write_file(files.garbage, garbage_bytes, 4096);
+           write_file(files.garbage, garbage_bytes, 4096) &&
+           cblob_file_open(fx->ctx, files.net, 0, 0, &fx->net_file) == CBLOB_OK &&
+           cblob_file_open(fx->ctx, files.vector, 0, 0, &fx->blob_file) == CBLOB_OK;
 }
 
 static void formats_teardown(fixture *fx)
 {
     cblob_model_destroy(fx->model);
     cblob_model_destroy(fx->net);
+    cblob_file_destroy(fx->net_file);
+    cblob_file_destroy(fx->blob_file);
+    for (size_t i = 0; i < sweep_fd_count; ++i)
+        close(sweep_fds[i]);
+    sweep_fd_count = 0;
     free(valid_safetensors);
     free(valid_npz);
     valid_safetensors = valid_npz = NULL;
@@ -290,6 +324,7 @@ static void formats_teardown(fixture *fx)
                                     files.output, files.safetensors, files.npz};
         for (size_t i = 0; i < sizeof made / sizeof made[0]; ++i)
             unlink(made[i]);
+        nftw(files.output_folder, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
         rmdir(files.folder);
         files.folder[0] = '\0';
     }
@@ -7894,6 +7929,936 @@ TEST(sweep_cblob_model_replace_blobs)
     }
 }
 
+TEST(baseline_cblob_model_replace_blobs_with)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_kept = (int64_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_model_replace_blobs_with(fx.model, fx.model, 0, &out_out_kept));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_replace_blobs_with)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_kept = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_replace_blobs_with(NULL, fx.model, 0, &out_out_kept), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_replace_blobs_with", "model = NULL");
+        CHECK_MSG(out_out_kept == (int64_t)0x5A5A5A5A, "cblob_model_replace_blobs_with with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_replace_blobs_with with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_replace_blobs_with with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* weights = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_kept = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_replace_blobs_with(fx.model, NULL, 0, &out_out_kept), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_replace_blobs_with", "weights = NULL");
+        CHECK_MSG(out_out_kept == (int64_t)0x5A5A5A5A, "cblob_model_replace_blobs_with with weights = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_replace_blobs_with with weights = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_replace_blobs_with with weights = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_kept = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_replace_blobs_with(fx.model, fx.model, 2, &out_out_kept), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_replace_blobs_with", "flags: unknown flag 2");
+        CHECK_MSG(out_out_kept == (int64_t)0x5A5A5A5A, "cblob_model_replace_blobs_with with flags: unknown flag 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_replace_blobs_with with flags: unknown flag 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_replace_blobs_with with flags: unknown flag 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: flags -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_kept = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_replace_blobs_with(fx.model, fx.model, -1, &out_out_kept), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_replace_blobs_with", "flags: flags -1");
+        CHECK_MSG(out_out_kept == (int64_t)0x5A5A5A5A, "cblob_model_replace_blobs_with with flags: flags -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_replace_blobs_with with flags: flags -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_replace_blobs_with with flags: flags -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_kept = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_kept = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_replace_blobs_with(fx.model, fx.model, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_replace_blobs_with", "out_kept = NULL");
+        CHECK_MSG(out_out_kept == (int64_t)0x5A5A5A5A, "cblob_model_replace_blobs_with with out_kept = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_replace_blobs_with with out_kept = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_replace_blobs_with with out_kept = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_file_open)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_file_open(fx.ctx, files.net, 0, 0, &out_out_file));
+    (void)expected;
+    if (expected == CBLOB_OK)
+        cblob_file_destroy(out_out_file);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_file_open)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open(NULL, files.net, 0, 0, &out_out_file), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_open", "context = NULL");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open(fx.ctx, NULL, 0, 0, &out_out_file), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_open", "path = NULL");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open with path = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a missing file */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open(fx.ctx, files.missing, 0, 0, &out_out_file), CBLOB_ERR_IO, "cblob_file_open", "path: a missing file");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open with path: a missing file: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open with path: a missing file: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open with path: a missing file: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a file of garbage */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open(fx.ctx, files.garbage, 0, 0, &out_out_file), CBLOB_ERR_PARSE, "cblob_file_open", "path: a file of garbage");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open with path: a file of garbage: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open with path: a file of garbage: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open with path: a file of garbage: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open(fx.ctx, files.net, 4, 0, &out_out_file), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_open", "flags: unknown flag 4");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open with flags: unknown flag 4: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open with flags: unknown flag 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open with flags: unknown flag 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: flags -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open(fx.ctx, files.net, -1, 0, &out_out_file), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_open", "flags: flags -1");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open with flags: flags -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open with flags: flags -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open with flags: flags -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 99 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open(fx.ctx, files.net, 0, 99, &out_out_file), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_open", "dtype: dtype 99");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open with dtype: dtype 99: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open with dtype: dtype 99: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open with dtype: dtype 99: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open(fx.ctx, files.net, 0, -1, &out_out_file), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_open", "dtype: dtype -1");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open with dtype: dtype -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open with dtype: dtype -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open with dtype: dtype -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_file = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open(fx.ctx, files.net, 0, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_open", "out_file = NULL");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open with out_file = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open with out_file = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open with out_file = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_file_open_fd)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_file_open_fd(fx.ctx, sweep_fd(files.net), "conv1", 0, 0, &out_out_file));
+    (void)expected;
+    if (expected == CBLOB_OK)
+        cblob_file_destroy(out_out_file);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_file_open_fd)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open_fd(NULL, sweep_fd(files.net), "conv1", 0, 0, &out_out_file), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_open_fd", "context = NULL");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open_fd with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open_fd with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open_fd with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* fd: descriptor -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open_fd(fx.ctx, -1, "conv1", 0, 0, &out_out_file), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_open_fd", "fd: descriptor -1");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open_fd with fd: descriptor -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open_fd with fd: descriptor -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open_fd with fd: descriptor -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open_fd(fx.ctx, sweep_fd(files.net), "conv1", 4, 0, &out_out_file), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_open_fd", "flags: unknown flag 4");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open_fd with flags: unknown flag 4: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open_fd with flags: unknown flag 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open_fd with flags: unknown flag 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: flags -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open_fd(fx.ctx, sweep_fd(files.net), "conv1", -1, 0, &out_out_file), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_open_fd", "flags: flags -1");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open_fd with flags: flags -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open_fd with flags: flags -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open_fd with flags: flags -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype 99 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open_fd(fx.ctx, sweep_fd(files.net), "conv1", 0, 99, &out_out_file), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_open_fd", "dtype: dtype 99");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open_fd with dtype: dtype 99: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open_fd with dtype: dtype 99: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open_fd with dtype: dtype 99: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* dtype: dtype -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open_fd(fx.ctx, sweep_fd(files.net), "conv1", 0, -1, &out_out_file), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_open_fd", "dtype: dtype -1");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open_fd with dtype: dtype -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open_fd with dtype: dtype -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open_fd with dtype: dtype -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_file = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file * out_out_file = (cblob_file *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_open_fd(fx.ctx, sweep_fd(files.net), "conv1", 0, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_open_fd", "out_file = NULL");
+        CHECK_MSG(out_out_file == (cblob_file *)(uintptr_t)0x5A5A5A5A, "cblob_file_open_fd with out_file = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_open_fd with out_file = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_open_fd with out_file = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_file_get_kind)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_file_kind out_out_kind = (cblob_file_kind)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_file_get_kind(fx.net_file, &out_out_kind));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_file_get_kind)
+{
+    { /* file = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file_kind out_out_kind = (cblob_file_kind)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_get_kind(NULL, &out_out_kind), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_get_kind", "file = NULL");
+        CHECK_MSG(out_out_kind == (cblob_file_kind)0x5A5A5A5A, "cblob_file_get_kind with file = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_get_kind with file = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_get_kind with file = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_kind = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file_kind out_out_kind = (cblob_file_kind)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_get_kind(fx.net_file, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_get_kind", "out_kind = NULL");
+        CHECK_MSG(out_out_kind == (cblob_file_kind)0x5A5A5A5A, "cblob_file_get_kind with out_kind = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_get_kind with out_kind = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_get_kind with out_kind = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_file_model)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_file_model(fx.net_file, &out_out_model));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_file_model)
+{
+    { /* file = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_model(NULL, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_model", "file = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_file_model with file = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_model with file = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_model with file = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* file: a file of blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_model(fx.blob_file, &out_out_model), CBLOB_ERR_STATE, "cblob_file_model", "file: a file of blobs");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_file_model with file: a file of blobs: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_model with file: a file of blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_model with file: a file of blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_model(fx.net_file, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_model", "out_model = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_file_model with out_model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_model with out_model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_model with out_model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_file_num_blobs)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_count = (int64_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_file_num_blobs(fx.blob_file, &out_out_count));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_file_num_blobs)
+{
+    { /* file = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_num_blobs(NULL, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_num_blobs", "file = NULL");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_file_num_blobs with file = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_num_blobs with file = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_num_blobs with file = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* file: a file holding a net */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_num_blobs(fx.net_file, &out_out_count), CBLOB_ERR_STATE, "cblob_file_num_blobs", "file: a file holding a net");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_file_num_blobs with file: a file holding a net: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_num_blobs with file: a file holding a net: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_num_blobs with file: a file holding a net: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_count = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_num_blobs(fx.blob_file, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_num_blobs", "out_count = NULL");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_file_num_blobs with out_count = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_num_blobs with out_count = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_num_blobs with out_count = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_file_blob)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_file_blob(fx.blob_file, 1, &out_out_blob));
+    (void)expected;
+    if (expected == CBLOB_OK)
+        cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_file_blob)
+{
+    { /* file = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_blob(NULL, 1, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_blob", "file = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_file_blob with file = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_blob with file = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_blob with file = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* file: a file holding a net */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_blob(fx.net_file, 1, &out_out_blob), CBLOB_ERR_STATE, "cblob_file_blob", "file: a file holding a net");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_file_blob with file: a file holding a net: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_blob with file: a file holding a net: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_blob with file: a file holding a net: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: blob -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_blob(fx.blob_file, -1, &out_out_blob), CBLOB_ERR_OUT_OF_RANGE, "cblob_file_blob", "index: blob -1");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_file_blob with index: blob -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_blob with index: blob -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_blob with index: blob -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* index: blob 2 of 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_blob(fx.blob_file, 2, &out_out_blob), CBLOB_ERR_OUT_OF_RANGE, "cblob_file_blob", "index: blob 2 of 2");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_file_blob with index: blob 2 of 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_blob with index: blob 2 of 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_blob with index: blob 2 of 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_blob(fx.blob_file, 1, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_blob", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_file_blob with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_blob with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_blob with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_file_detect)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_file_kind out_out_kind = (cblob_file_kind)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_file_detect(files.net, &out_out_kind));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_file_detect)
+{
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file_kind out_out_kind = (cblob_file_kind)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_detect(NULL, &out_out_kind), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_detect", "path = NULL");
+        CHECK_MSG(out_out_kind == (cblob_file_kind)0x5A5A5A5A, "cblob_file_detect with path = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_detect with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_detect with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a missing file */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file_kind out_out_kind = (cblob_file_kind)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_detect(files.missing, &out_out_kind), CBLOB_ERR_IO, "cblob_file_detect", "path: a missing file");
+        CHECK_MSG(out_out_kind == (cblob_file_kind)0x5A5A5A5A, "cblob_file_detect with path: a missing file: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_detect with path: a missing file: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_detect with path: a missing file: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a file of garbage */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file_kind out_out_kind = (cblob_file_kind)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_detect(files.garbage, &out_out_kind), CBLOB_ERR_PARSE, "cblob_file_detect", "path: a file of garbage");
+        CHECK_MSG(out_out_kind == (cblob_file_kind)0x5A5A5A5A, "cblob_file_detect with path: a file of garbage: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_detect with path: a file of garbage: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_detect with path: a file of garbage: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_kind = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_file_kind out_out_kind = (cblob_file_kind)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_detect(files.net, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_detect", "out_kind = NULL");
+        CHECK_MSG(out_out_kind == (cblob_file_kind)0x5A5A5A5A, "cblob_file_detect with out_kind = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_detect with out_kind = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_detect with out_kind = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_to_npy)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_size = (size_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_blob_to_npy(fx.a, CBLOB_PART_DATA, out_buffer, sizeof out_buffer, &out_out_size));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_to_npy)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_npy(NULL, CBLOB_PART_DATA, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_npy", "blob = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_to_npy with blob = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_to_npy with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_npy with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_npy with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_npy(fx.a, 2, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_npy", "part: part 2");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_to_npy with part: part 2: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_to_npy with part: part 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_npy with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_npy with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_npy(fx.a, -1, out_buffer, sizeof out_buffer, &out_out_size), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_npy", "part: part -1");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_to_npy with part: part -1: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_to_npy with part: part -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_npy with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_npy with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* buffer_size: a 3-byte buffer */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_npy(fx.a, CBLOB_PART_DATA, out_buffer, 3, &out_out_size), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_to_npy", "buffer_size: a 3-byte buffer");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_to_npy with buffer_size: a 3-byte buffer: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_to_npy with buffer_size: a 3-byte buffer: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_npy with buffer_size: a 3-byte buffer: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_npy with buffer_size: a 3-byte buffer: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_size = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        uint8_t out_buffer[16384]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_size = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_npy(fx.a, CBLOB_PART_DATA, out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_npy", "out_size = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_buffer, sizeof out_buffer), "cblob_blob_to_npy with out_size = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_size == (size_t)0x5A5A5A5A, "cblob_blob_to_npy with out_size = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_npy with out_size = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_npy with out_size = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_to_npy_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_blob_to_npy_file(fx.a, CBLOB_PART_DATA, files.output));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_to_npy_file)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_npy_file(NULL, CBLOB_PART_DATA, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_npy_file", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_npy_file with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_npy_file with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_npy_file(fx.a, 2, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_npy_file", "part: part 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_npy_file with part: part 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_npy_file with part: part 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* part: part -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_npy_file(fx.a, -1, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_npy_file", "part: part -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_npy_file with part: part -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_npy_file with part: part -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_npy_file(fx.a, CBLOB_PART_DATA, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_npy_file", "path = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_npy_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_npy_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a path in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_npy_file(fx.a, CBLOB_PART_DATA, files.unwritable), CBLOB_ERR_IO, "cblob_blob_to_npy_file", "path: a path in a missing folder");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_npy_file with path: a path in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_npy_file with path: a path in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_to_npy_folder)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_model_to_npy_folder(fx.model, 0, files.output_folder, &out_out_num_files));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_to_npy_folder)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_npy_folder(NULL, 0, files.output_folder, &out_out_num_files), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_npy_folder", "model = NULL");
+        CHECK_MSG(out_out_num_files == (int64_t)0x5A5A5A5A, "cblob_model_to_npy_folder with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npy_folder with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npy_folder with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: torch names, which npz does not take */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_npy_folder(fx.model, 2, files.output_folder, &out_out_num_files), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_npy_folder", "flags: torch names, which npz does not take");
+        CHECK_MSG(out_out_num_files == (int64_t)0x5A5A5A5A, "cblob_model_to_npy_folder with flags: torch names, which npz does not take: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npy_folder with flags: torch names, which npz does not take: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npy_folder with flags: torch names, which npz does not take: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_npy_folder(fx.model, 4, files.output_folder, &out_out_num_files), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_npy_folder", "flags: unknown flag 4");
+        CHECK_MSG(out_out_num_files == (int64_t)0x5A5A5A5A, "cblob_model_to_npy_folder with flags: unknown flag 4: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npy_folder with flags: unknown flag 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npy_folder with flags: unknown flag 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* folder = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_npy_folder(fx.model, 0, NULL, &out_out_num_files), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_npy_folder", "folder = NULL");
+        CHECK_MSG(out_out_num_files == (int64_t)0x5A5A5A5A, "cblob_model_to_npy_folder with folder = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npy_folder with folder = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npy_folder with folder = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* folder: a folder in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_npy_folder(fx.model, 0, files.unwritable, &out_out_num_files), CBLOB_ERR_IO, "cblob_model_to_npy_folder", "folder: a folder in a missing folder");
+        CHECK_MSG(out_out_num_files == (int64_t)0x5A5A5A5A, "cblob_model_to_npy_folder with folder: a folder in a missing folder: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npy_folder with folder: a folder in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npy_folder with folder: a folder in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* folder: a regular file */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_npy_folder(fx.model, 0, files.blob, &out_out_num_files), CBLOB_ERR_IO, "cblob_model_to_npy_folder", "folder: a regular file");
+        CHECK_MSG(out_out_num_files == (int64_t)0x5A5A5A5A, "cblob_model_to_npy_folder with folder: a regular file: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npy_folder with folder: a regular file: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npy_folder with folder: a regular file: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_num_files = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_npy_folder(fx.model, 0, files.output_folder, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_npy_folder", "out_num_files = NULL");
+        CHECK_MSG(out_out_num_files == (int64_t)0x5A5A5A5A, "cblob_model_to_npy_folder with out_num_files = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_npy_folder with out_num_files = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_npy_folder with out_num_files = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_file_to_npy_folder)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_file_to_npy_folder(fx.net_file, 0, files.output_folder, &out_out_num_files));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_file_to_npy_folder)
+{
+    { /* file = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_to_npy_folder(NULL, 0, files.output_folder, &out_out_num_files), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_to_npy_folder", "file = NULL");
+        CHECK_MSG(out_out_num_files == (int64_t)0x5A5A5A5A, "cblob_file_to_npy_folder with file = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_to_npy_folder with file = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_to_npy_folder with file = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: torch names, which npz does not take */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_to_npy_folder(fx.net_file, 2, files.output_folder, &out_out_num_files), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_to_npy_folder", "flags: torch names, which npz does not take");
+        CHECK_MSG(out_out_num_files == (int64_t)0x5A5A5A5A, "cblob_file_to_npy_folder with flags: torch names, which npz does not take: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_to_npy_folder with flags: torch names, which npz does not take: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_to_npy_folder with flags: torch names, which npz does not take: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_to_npy_folder(fx.net_file, 4, files.output_folder, &out_out_num_files), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_to_npy_folder", "flags: unknown flag 4");
+        CHECK_MSG(out_out_num_files == (int64_t)0x5A5A5A5A, "cblob_file_to_npy_folder with flags: unknown flag 4: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_to_npy_folder with flags: unknown flag 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_to_npy_folder with flags: unknown flag 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* folder = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_to_npy_folder(fx.net_file, 0, NULL, &out_out_num_files), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_to_npy_folder", "folder = NULL");
+        CHECK_MSG(out_out_num_files == (int64_t)0x5A5A5A5A, "cblob_file_to_npy_folder with folder = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_to_npy_folder with folder = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_to_npy_folder with folder = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* folder: a folder in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_to_npy_folder(fx.net_file, 0, files.unwritable, &out_out_num_files), CBLOB_ERR_IO, "cblob_file_to_npy_folder", "folder: a folder in a missing folder");
+        CHECK_MSG(out_out_num_files == (int64_t)0x5A5A5A5A, "cblob_file_to_npy_folder with folder: a folder in a missing folder: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_to_npy_folder with folder: a folder in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_to_npy_folder with folder: a folder in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* folder: a regular file */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_to_npy_folder(fx.net_file, 0, files.blob, &out_out_num_files), CBLOB_ERR_IO, "cblob_file_to_npy_folder", "folder: a regular file");
+        CHECK_MSG(out_out_num_files == (int64_t)0x5A5A5A5A, "cblob_file_to_npy_folder with folder: a regular file: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_to_npy_folder with folder: a regular file: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_to_npy_folder with folder: a regular file: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_num_files = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_num_files = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_file_to_npy_folder(fx.net_file, 0, files.output_folder, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_file_to_npy_folder", "out_num_files = NULL");
+        CHECK_MSG(out_out_num_files == (int64_t)0x5A5A5A5A, "cblob_file_to_npy_folder with out_num_files = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_file_to_npy_folder with out_num_files = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_file_to_npy_folder with out_num_files = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
 TEST(baseline_cblob_gpu_probe)
 {
     fixture fx;
@@ -15002,6 +15967,11 @@ TEST(null_is_a_no_op_cblob_blob_destroy)
 TEST(null_is_a_no_op_cblob_model_destroy)
 {
     cblob_model_destroy(NULL);
+}
+
+TEST(null_is_a_no_op_cblob_file_destroy)
+{
+    cblob_file_destroy(NULL);
 }
 
 TEST(null_is_a_no_op_cblob_comm_destroy)

@@ -70,7 +70,7 @@ extern "C" {
 #define CBLOB_ABI_VERSION_MAJOR 1
 
 /* The ABI minor version this header describes; a minor release only adds functions. */
-#define CBLOB_ABI_VERSION_MINOR 1
+#define CBLOB_ABI_VERSION_MINOR 2
 
 /* Result of every call that can fail. Values are fixed forever and never renumbered. */
 typedef int32_t cblob_status;
@@ -161,6 +161,22 @@ typedef void (*cblob_release_fn)(void *ptr, void *user_data);
  *   Since ABI 1.0.
  */
 CBLOB_API const char *cblob_last_error_message(void);
+
+/*
+ * The public function whose call made the calling thread's last failure ("cblob_model_open_file"),
+ * or "" if none failed yet; never NULL. It is the function the caller called, however deep
+ * inside the library the failure was found. Valid until the thread's next failing call.
+ *   Since ABI 1.2.
+ */
+CBLOB_API const char *cblob_last_error_function(void);
+
+/*
+ * The calling thread's last failure without the function's name: cblob_last_error_message()
+ * is "<function>: <detail>". For a program that names the failing call itself, or not at all;
+ * never NULL. Valid until the thread's next failing call.
+ *   Since ABI 1.2.
+ */
+CBLOB_API const char *cblob_last_error_detail(void);
 
 /*
  * The enumerator's name for a status ("CBLOB_ERR_SHAPE"), or "CBLOB_ERR_UNKNOWN"; never NULL.
@@ -1047,6 +1063,12 @@ enum {
     CBLOB_EXPORT_TORCH_NAMES = 2,      /* safetensors keys with PyTorch's names (see cblob_model_to_safetensors). */
 };
 
+/* Bits for cblob_model_replace_blobs_with's flags (since ABI 1.2). */
+typedef int32_t cblob_replace_flags;
+enum {
+    CBLOB_REPLACE_ALL = 1,             /* Every blob of the model must get values from the weights: one it would keep is CBLOB_ERR_SHAPE, listed with the other mismatches. */
+};
+
 /*
  * The number of a layer's bottoms (its input blobs' names).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
@@ -1310,6 +1332,196 @@ CBLOB_API cblob_status cblob_model_open_npz_file(cblob_context *context, const c
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_model_replace_blobs(cblob_model *model, const cblob_model *weights);
+
+/*
+ * cblob_model_replace_blobs with flags (cblob_replace_flags' bits), counting into out_kept the
+ * model's blobs that kept their values because the weights have none for them (0 when every
+ * blob was replaced). With CBLOB_REPLACE_ALL such a blob is a mismatch: the message lists each
+ * (layer, blob index) among the other mismatches and nothing changes.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_model_replace_blobs_with(cblob_model *model, const cblob_model *weights, int32_t flags, int64_t *out_kept);
+
+/* ==========================================================================================
+ * Files of any kind, and NumPy's .npy
+ * ==========================================================================================
+ * Since 1.2 one call opens whatever a file holds, reading it once: a Caffe net (.caffemodel), a
+ * BlobProto (.binaryproto) or BlobProtoVector, a NumPy .npy array, an .npz, a .safetensors file,
+ * or a folder of .npy files as cblob_model_to_npy_folder writes it. The kind is told from the
+ * bytes read anyway, never from the name; what no reader takes is refused with a message that
+ * says first what the file is when it is something people give by mistake (a text-format
+ * prototxt, an HDF5 snapshot, a gzip, bzip2, xz, zstd or tar archive, a zip that is not an .npz,
+ * a Python pickle, a truncated safetensors file), then the reader's detail. The model and blob
+ * openers of the other sections give the same explanation.
+ *
+ * .npy values: arrays of float32, float64, int32 and uint32 (little-endian, C order) become blobs
+ * as they are. int64, uint64, int16, uint16, int8, uint8, bool and float16 arrays (NumPy's
+ * defaults for integers and booleans among them) convert to the dtype a call asks for, in .npy
+ * files, .npz members and .npy folders alike, refusing any value that does not fit: an integer a
+ * float type cannot hold exactly, a float outside the target's range, a fraction or an
+ * out-of-range value for an integer type; the message names the first such value and its index.
+ *
+ * A .npy folder holds one file per blob part: `<stem>_<index>.npy` for a blob's data,
+ * `<stem>_<index>_diff.npy` for its diff, where the stem is the layer's name made safe for any
+ * file system (characters other than ASCII letters, digits, '.', '-' and '_' become '_'; a leading
+ * '.' becomes '_'; a Windows device name such as CON gets a leading '_'; an empty name is
+ * `layer<i>`; a stem longer than 100 bytes keeps its first 83 and appends '~' and 16 hex digits of
+ * the name's FNV-1a hash; two layers whose stems are equal ignoring ASCII case get distinct ones,
+ * the later appending `_L<i>`), `blob_<index>.npy` for a blob file's blobs, and index.json
+ * (docs/npy-index-schema-1.json) mapping each file to its layer name, layer index, blob index,
+ * part, dtype and shape. index.json is removed first and written last, once every file it lists
+ * is in place: a folder whose writing was interrupted has none, and reading one requires it
+ * (CBLOB_OPEN_NPY_BY_NAME reads a folder without index.json by its file names instead). Each file
+ * read is checked against its entry in index.json (its dtype and shape), so a folder that mixes
+ * two conversions is refused rather than read as one. Files are made inside the folder only (a
+ * link planted there is replaced, never followed) and each appears whole or not at all.
+ */
+
+/* What a file holds (cblob_file_open, cblob_file_detect). The first three are cblob_proto_kind's values. */
+typedef int32_t cblob_file_kind;
+enum {
+    CBLOB_FILE_NET = 1,                /* A NetParameter: a .caffemodel or a binary net definition. */
+    CBLOB_FILE_BLOB = 2,               /* A BlobProto: a .binaryproto such as a mean image. */
+    CBLOB_FILE_BLOB_VECTOR = 3,        /* A BlobProtoVector. */
+    CBLOB_FILE_NPY = 4,                /* A NumPy .npy array. */
+    CBLOB_FILE_NPZ = 5,                /* A NumPy .npz archive. */
+    CBLOB_FILE_SAFETENSORS = 6,        /* A safetensors file. */
+    CBLOB_FILE_NPY_FOLDER = 7,         /* A folder of .npy files. */
+};
+
+/* Bits for cblob_file_open's flags. */
+typedef int32_t cblob_open_flags;
+enum {
+    CBLOB_OPEN_LAZY = 1,               /* A .caffemodel named by its path is opened as cblob_model_open_file_lazy opens one: its structure at once, each blob's values on first access. */
+    CBLOB_OPEN_NPY_BY_NAME = 2,        /* A .npy folder without index.json is read by its file names, `<layer>_<index>.npy` and `<layer>_<index>_diff.npy` (a folder of one's own .npy files); without this flag such a folder is refused as an interrupted conversion. */
+};
+
+/*
+ * A file opened whatever it holds (cblob_file_open): a model for a net, an .npz, a safetensors
+ * file or a .npy folder (cblob_file_model), blobs for a BlobProto, a BlobProtoVector or a .npy
+ * file (cblob_file_blob). Free it with cblob_file_destroy.
+ */
+typedef struct cblob_file cblob_file;
+
+/*
+ * Opens the file or folder at path, whatever it holds (the section's introduction), opening and
+ * reading it once: its kind is told from its first bytes, and the reader of that kind goes on
+ * from there. Files are read as every reader reads them: a snapshot, with pread, never mapped
+ * (cblob_model_open_file's memory bounds hold). flags is 0 or cblob_open_flags' bits. dtype
+ * 0 keeps every .npy value's own dtype (which must be one a blob holds); a dtype converts .npy
+ * values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
+ * that no reader takes is CBLOB_ERR_PARSE saying what it is; a missing or unreadable path, or
+ * one that is neither a regular file nor a folder, is CBLOB_ERR_IO.
+ *   out_file: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_file_open(cblob_context *context, const char *path, int32_t flags, cblob_dtype dtype, cblob_file **out_file);
+
+/*
+ * cblob_file_open for what a descriptor the caller owns holds, from its current offset to its
+ * end (standard input, say): a regular file is read as a snapshot and its offset moves to its
+ * end; a pipe, a terminal or a socket is read until end of file. The descriptor is never closed.
+ * name (may be NULL: "the descriptor") is how messages name it. CBLOB_OPEN_LAZY does nothing
+ * here, and a folder is refused.
+ *   name: may be NULL
+ *   out_file: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_file_open_fd(cblob_context *context, int32_t fd, const char *name, int32_t flags, cblob_dtype dtype, cblob_file **out_file);
+
+/*
+ * Frees the file, its model and its holds on its blobs; blobs the caller holds stay valid. A
+ * lazily opened net's file is closed. NULL is a no-op.
+ *   file: may be NULL; the callee takes the caller's hold
+ *   Since ABI 1.2.
+ */
+CBLOB_API void cblob_file_destroy(cblob_file *file);
+
+/*
+ * What the file holds.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_file_get_kind(const cblob_file *file, cblob_file_kind *out_kind);
+
+/*
+ * The model of a net, an .npz, a safetensors file or a .npy folder: the file's own, valid until
+ * the file is destroyed (cblob_model_destroy must not be called on it). A model read from an
+ * .npz, a safetensors file or a .npy folder is one of cblob_model_open_npz's: its layers are
+ * the keys' layers. A file of blobs is CBLOB_ERR_STATE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_file_model(cblob_file *file, cblob_model **out_model);
+
+/*
+ * The number of blobs of a BlobProto (1), a BlobProtoVector or a .npy file (1); a file holding a model is CBLOB_ERR_STATE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_file_num_blobs(const cblob_file *file, int64_t *out_count);
+
+/*
+ * Blob `index` of a file of blobs, as a new holder of it: destroy it with cblob_blob_destroy
+ * (the file keeps its own hold). A file holding a model is CBLOB_ERR_STATE.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_file_blob(const cblob_file *file, int64_t index, cblob_blob **out_blob);
+
+/*
+ * Tells what the file or folder at path holds without opening it as a model or blobs, reading
+ * at most its first 64 KiB: a Caffe message is told from its first top-level fields (a net's
+ * layers, a blob's shape or values, a vector's blobs), the other kinds from their headers. A
+ * folder is CBLOB_FILE_NPY_FOLDER. What cblob_file_open would refuse as of no kind it reads is
+ * CBLOB_ERR_PARSE with the same message.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_file_detect(const char *path, cblob_file_kind *out_kind);
+
+/*
+ * Writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
+ * padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
+ * two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the
+ * host copy, as cblob_blob_to_proto does.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_blob_to_npy(cblob_blob *blob, cblob_part part, uint8_t *buffer, size_t buffer_size, size_t *out_size);
+
+/*
+ * Writes cblob_blob_to_npy's bytes to a file, atomically as every file is written.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_blob_to_npy_file(cblob_blob *blob, cblob_part part, const char *path);
+
+/*
+ * Writes every blob of the model into folder (made when missing) as a .npy folder (the
+ * section's introduction), the diffs too with CBLOB_EXPORT_DIFF, and counts the .npy files
+ * written into out_num_files. index.json's "source" is null. Streams: memory stays small
+ * whatever the model's size; everything is synced once at the end.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_model_to_npy_folder(const cblob_model *model, int32_t flags, const char *folder, int64_t *out_num_files);
+
+/*
+ * cblob_model_to_npy_folder for whatever the file holds: a model's blobs, or a file of blobs as
+ * `blob_<index>.npy`. index.json's "source" is the path or name the file was opened by, and its
+ * "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_file_to_npy_folder(const cblob_file *file, int32_t flags, const char *folder, int64_t *out_num_files);
 
 /* ==========================================================================================
  * GPU

@@ -549,7 +549,7 @@ static cblob_status finish(cblob_comm_request *request)
     request->finished = true;
     request->status = status;
     if (status != CBLOB_OK)
-        snprintf(request->message, sizeof request->message, "%s", cblob_last_error_message());
+        snprintf(request->message, sizeof request->message, "%s", cb_last_error_message());
     return status;
 }
 

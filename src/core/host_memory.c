@@ -81,7 +81,3 @@ void cb_host_free(void *ptr, size_t size)
         free(ptr);
 }
 
-void cb_host_release(void *ptr, void *size)
-{
-    cb_host_free(ptr, (size_t)(uintptr_t)size);
-}

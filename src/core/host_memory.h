@@ -30,7 +30,5 @@ extern int cb_host_huge_pages; /* -1: not read yet; 0: no; 1: yes */
  * kernel's fresh pages are zero). Free it with cb_host_free and the same size, from any thread. */
 cblob_status cb_host_alloc(size_t size, bool zero, void **out);
 void cb_host_free(void *ptr, size_t size);
-/* cb_host_free as a release callback (storage.h, cb_release): user_data holds the size. */
-void cb_host_release(void *ptr, void *size);
 
 #endif

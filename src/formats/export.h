@@ -58,4 +58,11 @@ typedef const char *cb_type_lookup(void *context, const char *layer);
 cblob_status cb_tensor_set_model(cblob_context *context, cb_tensor_set *set, const char *name,
                                  cb_type_lookup *types, void *types_context, cblob_model **out);
 
+/* The readers of the single-file exports (export_npz.c, export_safetensors.c); npz's .npy members
+ * convert to dtype (0: their own). */
+cblob_status cb_model_open_npz_bytes(cblob_context *context, const uint8_t *bytes, size_t size, cblob_dtype dtype,
+                                     cblob_model **out);
+cblob_status cb_model_open_safetensors_bytes(cblob_context *context, const uint8_t *bytes, size_t size,
+                                             cblob_model **out);
+
 #endif

@@ -8,6 +8,7 @@
 #include "model_layers.h"
 #include "name_index.h"
 #include "neoml/neoml.h"
+#include "utf8.h"
 #include "status.h"
 
 /* ---- PyTorch names ------------------------------------------------------------------------------ */
@@ -15,21 +16,45 @@
 typedef struct torch_type_names {
     const char *type;
     const char *names[2];
+    int32_t ranks[2]; /* the axes PyTorch's tensor has (a V1 blob's legacy 4 axes are more) */
 } torch_type_names;
 
 /* Layer types (V2 and V1 spellings) whose blobs PyTorch names. */
 static const torch_type_names torch_types[] = {
-    {"Convolution", {"weight", "bias"}}, {"Deconvolution", {"weight", "bias"}}, {"InnerProduct", {"weight", "bias"}},
-    {"CONVOLUTION", {"weight", "bias"}}, {"DECONVOLUTION", {"weight", "bias"}}, {"INNER_PRODUCT", {"weight", "bias"}},
-    {"Scale", {"weight", "bias"}},       {"PReLU", {"weight", NULL}},            {"BatchNorm", {"running_mean", "running_var"}},
+    {"Convolution", {"weight", "bias"}, {4, 1}},   {"Deconvolution", {"weight", "bias"}, {4, 1}},
+    {"InnerProduct", {"weight", "bias"}, {2, 1}},  {"CONVOLUTION", {"weight", "bias"}, {4, 1}},
+    {"DECONVOLUTION", {"weight", "bias"}, {4, 1}}, {"INNER_PRODUCT", {"weight", "bias"}, {2, 1}},
+    {"Scale", {"weight", "bias"}, {1, 1}},         {"PReLU", {"weight", NULL}, {1, 0}},
+    {"BatchNorm", {"running_mean", "running_var"}, {1, 1}},
 };
 
-static const char *type_torch_name(const char *type, int64_t index)
+static const torch_type_names *torch_type(const char *type)
 {
     for (size_t i = 0; i < sizeof torch_types / sizeof *torch_types; ++i)
         if (strcmp(torch_types[i].type, type) == 0)
-            return index >= 0 && index < 2 ? torch_types[i].names[index] : NULL;
+            return &torch_types[i];
     return NULL;
+}
+
+static const char *type_torch_name(const char *type, int64_t index)
+{
+    const torch_type_names *names = torch_type(type);
+    return names != NULL && index >= 0 && index < 2 ? names->names[index] : NULL;
+}
+
+/* PyTorch's shape of a blob Caffe stores with legacy 4-D dims (V1 nets: an InnerProduct weight
+ * (1, 1, 64, 1024) is PyTorch's (64, 1024), a bias (1, 1, 1, 64) its (64,)): the leading 1s past
+ * PyTorch's rank dropped, which load_state_dict needs. cblob_model_replace_blobs takes either
+ * back, as Caffe's legacy ShapeEquals does. */
+static void torch_shape(const char *type, int64_t index, cb_blob_facts *facts)
+{
+    const torch_type_names *names = torch_type(type);
+    const int32_t rank = names != NULL && index >= 0 && index < 2 ? names->ranks[index] : 0;
+    int32_t drop = 0;
+    while (rank > 0 && facts->num_axes - drop > rank && facts->dims[drop] == 1)
+        ++drop;
+    memmove(facts->dims, facts->dims + drop, (size_t)(facts->num_axes - drop) * sizeof *facts->dims);
+    facts->num_axes -= drop;
 }
 
 static bool is_batch_norm(const char *type)
@@ -109,17 +134,49 @@ void cb_tensor_list_free(cb_tensor_list *list)
     *list = (cb_tensor_list){0};
 }
 
+/* A key, always UTF-8 (safetensors' JSON and the npz members' names need it): a byte of a layer
+ * name that is not becomes U+FFFD, as the readers' matching (cb_model_layer_for_key) expects. */
 static cblob_status make_key(const char *layer, const char *repeat_suffix, char separator, const char *what,
                              bool diff, char **out)
 {
-    const size_t size = strlen(layer) + strlen(repeat_suffix) + strlen(what) + 16;
+    const size_t name_size = cb_utf8_repaired_length(layer, strlen(layer));
+    const size_t size = name_size + strlen(repeat_suffix) + strlen(what) + 16;
     char *key = malloc(size);
     if (key == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte key", size);
-    snprintf(key, size, "%s%s%c%s%s%s", layer, repeat_suffix, separator, what, diff ? (separator == '/' ? "/" : ".") : "",
-             diff ? "diff" : "");
+    cb_utf8_repair(layer, strlen(layer), key);
+    snprintf(key + name_size, size - name_size, "%s%c%s%s%s", repeat_suffix, separator, what,
+             diff ? (separator == '/' ? "/" : ".") : "", diff ? "diff" : "");
     *out = key;
     return CBLOB_OK;
+}
+
+/* Two tensors of one key would lose one in the file (a layer named "conv@3" beside a repeated
+ * "conv" at layer 3; two names that differ only in bytes that are not UTF-8): refused. */
+static cblob_status check_unique_keys(const cblob_model *model, const cb_tensor_list *list)
+{
+    const char **keys = malloc(((size_t)list->count + 1) * sizeof *keys);
+    cb_name_index index = {0};
+    cblob_status status = keys != NULL ? CBLOB_OK : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " keys",
+                                                            list->count);
+    for (int64_t i = 0; status == CBLOB_OK && i < list->count; ++i)
+        keys[i] = list->items[i].key;
+    if (status == CBLOB_OK)
+        status = cb_name_index_init(keys, list->count, false, &index);
+    for (int64_t i = 0; status == CBLOB_OK && i < list->count; ++i) {
+        const int64_t held = cb_name_index_put(&index, i);
+        if (held >= 0) {
+            const cb_tensor *a = &list->items[held], *b = &list->items[i];
+            status = cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
+                             "layer %" PRId64 " (\"%.64s\") and layer %" PRId64 " (\"%.64s\") would both be "
+                             "exported as key \"%.200s\", and one would be lost: rename one of them",
+                             a->layer, cb_record_name(model->layers[a->layer]), b->layer,
+                             cb_record_name(model->layers[b->layer]), b->key);
+        }
+    }
+    cb_name_index_free(&index);
+    free(keys);
+    return status;
 }
 
 static cblob_status add_tensor(const cblob_model *model, int64_t layer, int64_t index, cblob_part part, char separator,
@@ -130,6 +187,8 @@ static cblob_status add_tensor(const cblob_model *model, int64_t layer, int64_t 
     *tensor = (cb_tensor){.layer = layer, .index = index, .part = part};
     CB_TRY(cb_model_blob_facts(model, layer, index, &tensor->facts));
     const char *torch = torch_names ? torch_name(model, layer, index) : NULL;
+    if (torch != NULL)
+        torch_shape(type, index, &tensor->facts);
     char number[24];
     snprintf(number, sizeof number, "%" PRId64, index);
     tensor->kind = torch != NULL && is_batch_norm(type) ? CB_TENSOR_SCALED : CB_TENSOR_PLAIN;
@@ -170,6 +229,8 @@ cblob_status cb_tensor_list_make(const cblob_model *model, char separator, bool 
     for (int64_t i = 0; status == CBLOB_OK && i < model->num_layers; ++i)
         status = add_layer_tensors(model, i, repeats[i], separator, torch_names, diffs, &list);
     free(repeats);
+    if (status == CBLOB_OK)
+        status = check_unique_keys(model, &list);
     if (status != CBLOB_OK) {
         cb_tensor_list_free(&list);
         return status;
@@ -251,7 +312,7 @@ cblob_status cb_tensor_set_add(cb_tensor_set *set, const char *layer, size_t lay
         const int64_t next = set->capacity > 0 ? 2 * set->capacity : 16;
         cb_named_tensor *grown = realloc(set->items, (size_t)next * sizeof *grown);
         if (grown == NULL) {
-            cblob_blob_destroy(blob);
+            cb_blob_release(blob);
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " tensors", next);
         }
         set->items = grown;
@@ -259,7 +320,7 @@ cblob_status cb_tensor_set_add(cb_tensor_set *set, const char *layer, size_t lay
     }
     char *copy = malloc(layer_length + 1);
     if (copy == NULL) {
-        cblob_blob_destroy(blob);
+        cb_blob_release(blob);
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for key \"%.64s\"", key);
     }
     memcpy(copy, layer, layer_length);
@@ -272,7 +333,7 @@ void cb_tensor_set_free(cb_tensor_set *set)
 {
     for (int64_t i = 0; i < set->count; ++i) {
         free(set->items[i].layer);
-        cblob_blob_destroy(set->items[i].blob);
+        cb_blob_release(set->items[i].blob);
     }
     free(set->items);
     *set = (cb_tensor_set){0};
@@ -296,13 +357,19 @@ static cblob_status gather_layer(cblob_context *context, cb_tensor_set *set, con
                                  cblob_blob ***out, int64_t *out_count)
 {
     const char *layer = set->items[members[0]].layer;
-    int64_t count = 0;
+    int64_t count = 0, values = 0;
     bool running = false;
     for (int64_t m = 0; m < n; ++m) {
         const cb_named_tensor *t = &set->items[members[m]];
         count = t->index + 1 > count ? t->index + 1 : count;
         running = running || t->running_stat;
+        values += !t->diff;
     }
+    /* Blobs are numbered from 0 without gaps: an index past the layer's tensors names a blob that
+     * cannot be there, and must not size anything ("a.2000000000" in a 97-byte file). */
+    if (count > values + (running ? 1 : 0) && count > (running ? 3 : 0))
+        return cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has blob %" PRId64 " but only %" PRId64 " tensor%s", layer,
+                       count - 1, values, values == 1 ? "" : "s");
     if (running && count < 3)
         count = 3; /* BatchNorm's scale factor, 1: the statistics are plain values */
     cblob_blob **blobs = calloc((size_t)count + 1, sizeof *blobs);
@@ -321,9 +388,12 @@ static cblob_status gather_layer(cblob_context *context, cb_tensor_set *set, con
         t->blob = NULL;
     }
     if (status == CBLOB_OK && running && blobs[2] == NULL) {
-        status = cblob_blob_create(context, CBLOB_DTYPE_FLOAT32, 1, (int64_t[]){1}, &blobs[2]);
+        void *factor = NULL;
+        status = cb_blob_create(context, CBLOB_DTYPE_FLOAT32, 1, (int64_t[]){1}, &blobs[2]);
         if (status == CBLOB_OK)
-            status = cblob_blob_fill(blobs[2], CBLOB_PART_DATA, 1.0);
+            status = cb_blob_host(blobs[2], CBLOB_PART_DATA, true, &factor);
+        if (status == CBLOB_OK)
+            *(float *)factor = 1.0f;
     }
     for (int64_t m = 0; status == CBLOB_OK && m < n; ++m) {
         const cb_named_tensor *t = &set->items[members[m]];
@@ -340,7 +410,7 @@ static cblob_status gather_layer(cblob_context *context, cb_tensor_set *set, con
                              count - 1, i);
     if (status != CBLOB_OK) {
         for (int64_t i = 0; i < count; ++i)
-            cblob_blob_destroy(blobs[i]);
+            cb_blob_release(blobs[i]);
         free(blobs);
         return status;
     }
@@ -402,7 +472,7 @@ cblob_status cb_tensor_set_model(cblob_context *context, cb_tensor_set *set, con
                                  void *types_context, cblob_model **out)
 {
     cblob_model *model = NULL;
-    CB_TRY(cblob_model_create(context, CBLOB_NET_FORMAT_V2, name, &model));
+    CB_TRY(cb_model_create(context, CBLOB_NET_FORMAT_V2, name, &model));
     tensor_groups groups = {0};
     cblob_status status = group_tensors(set, &groups);
     for (int64_t g = 0; status == CBLOB_OK && g < groups.count; ++g) {
@@ -413,15 +483,15 @@ cblob_status cb_tensor_set_model(cblob_context *context, cb_tensor_set *set, con
         status = gather_layer(context, set, members, groups.start[g + 1] - groups.start[g], &blobs, &count);
         const char *type = types != NULL ? types(types_context, layer) : NULL;
         if (status == CBLOB_OK)
-            status = cblob_model_add_layer(model, layer, type != NULL ? type : "", blobs, count);
+            status = cb_model_add_layer(model, layer, type != NULL ? type : "", blobs, count);
         for (int64_t k = 0; k < count; ++k)
-            cblob_blob_destroy(blobs[k]);
+            cb_blob_release(blobs[k]);
         free(blobs);
     }
     free(groups.start);
     free(groups.members);
     if (status != CBLOB_OK) {
-        cblob_model_destroy(model);
+        cb_model_free(model);
         return status;
     }
     *out = model;

@@ -11,45 +11,14 @@
 #include <zip.h>
 
 #include "export.h"
+#include "identify.h"
 #include "model_layers.h"
+#include "npy.h"
 #include "proto_io.h"
 #include "status.h"
 
 #define CB_NPZ_FLAGS (CBLOB_EXPORT_DIFF)
 #define CB_NPZ_CHUNK ((size_t)1 << 20)
-
-/* ---- .npy headers ----------------------------------------------------------------------------- */
-
-static const char *npy_descr(cblob_dtype dtype)
-{
-    switch (dtype) {
-    case CBLOB_DTYPE_FLOAT64: return "<f8";
-    case CBLOB_DTYPE_INT32: return "<i4";
-    case CBLOB_DTYPE_UINT32: return "<u4";
-    default: return "<f4";
-    }
-}
-
-/* NumPy's format 1.0 header: magic, version, length, then the dict padded with spaces to a
- * multiple of 64 bytes with a newline. Returns its size (at most 1024 for 32 dims). */
-static size_t npy_header(const cb_blob_facts *facts, char *out)
-{
-    char dict[900];
-    int used = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", npy_descr(facts->dtype));
-    for (int32_t i = 0; i < facts->num_axes; ++i)
-        used += snprintf(dict + used, sizeof dict - (size_t)used, "%" PRId64 "%s", facts->dims[i],
-                         facts->num_axes == 1 ? "," : i + 1 < facts->num_axes ? ", " : "");
-    used += snprintf(dict + used, sizeof dict - (size_t)used, "), }");
-    const size_t total = (10 + (size_t)used + 1 + 63) / 64 * 64;
-    const size_t length = total - 10;
-    memcpy(out, "\x93NUMPY\x01\x00", 8);
-    out[8] = (char)(length & 0xff);
-    out[9] = (char)(length >> 8);
-    memcpy(out + 10, dict, (size_t)used);
-    memset(out + 10 + used, ' ', total - 10 - (size_t)used - 1);
-    out[total - 1] = '\n';
-    return total;
-}
 
 /* ---- a member: its .npy bytes, pulled by libzip ------------------------------------------------ */
 
@@ -202,10 +171,16 @@ static cblob_status zip_failure(zip_t *zip, const char *what)
 }
 
 /* One member per tensor, stored, dated 1980-01-01 (the same model gives the same bytes). */
+/* A zip entry's name has a 16-bit length. */
+#define CB_ZIP_MAX_NAME 65535
+
 static cblob_status add_member(zip_t *zip, const cblob_model *model, const cb_tensor *tensor)
 {
-    char header[1024];
-    const size_t header_size = npy_header(&tensor->facts, header);
+    if (strlen(tensor->key) + 4 > CB_ZIP_MAX_NAME)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "layer %" PRId64 "'s key is %zu bytes; a zip member's name holds at "
+                       "most %d (rename the layer)", tensor->layer, strlen(tensor->key), CB_ZIP_MAX_NAME - 4);
+    uint8_t header[CB_NPY_WRITE_HEADER_BYTES];
+    const size_t header_size = cb_npy_make_header(tensor->facts.dtype, tensor->facts.num_axes, tensor->facts.dims, header);
     member *m = calloc(1, sizeof *m + header_size);
     char *name = malloc(strlen(tensor->key) + 5);
     if (m == NULL || name == NULL) {
@@ -319,57 +294,6 @@ static cblob_status npy_fail(const char *name, const char *what)
     return cb_fail(CBLOB_ERR_PARSE, "malformed npz: member \"%.64s\": %s", name, what);
 }
 
-/* The dict's value after `key` (a NUL-terminated copy of the header), or NULL. */
-static const char *dict_value(const char *dict, const char *key)
-{
-    const char *at = strstr(dict, key);
-    if (at == NULL)
-        return NULL;
-    at += strlen(key);
-    while (*at == ' ')
-        ++at;
-    return *at == ':' ? at + 1 + strspn(at + 1, " ") : NULL;
-}
-
-static cblob_status parse_dict(const char *name, const char *dict, cblob_dtype *dtype, cb_shape *shape)
-{
-    static const struct {
-        const char *descr;
-        cblob_dtype dtype;
-    } dtypes[] = {{"'<f4'", CBLOB_DTYPE_FLOAT32}, {"'<f8'", CBLOB_DTYPE_FLOAT64}, {"'<i4'", CBLOB_DTYPE_INT32},
-                  {"'<u4'", CBLOB_DTYPE_UINT32}};
-    const char *descr = dict_value(dict, "'descr'"), *order = dict_value(dict, "'fortran_order'"),
-               *dims = dict_value(dict, "'shape'");
-    if (descr == NULL || order == NULL || dims == NULL || *dims != '(')
-        return npy_fail(name, "the .npy header lacks descr, fortran_order or shape");
-    bool known = false;
-    for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; ++i)
-        if (strncmp(descr, dtypes[i].descr, strlen(dtypes[i].descr)) == 0) {
-            *dtype = dtypes[i].dtype;
-            known = true;
-        }
-    if (!known)
-        return npy_fail(name, "its dtype is none of <f4, <f8, <i4, <u4");
-    if (strncmp(order, "False", 5) != 0)
-        return npy_fail(name, "a Fortran-order array (save it with numpy.ascontiguousarray)");
-    int64_t values[CBLOB_MAX_AXES];
-    int32_t axes = 0;
-    for (const char *p = dims + 1; *p != ')';) {
-        p += strspn(p, " ,");
-        if (*p == ')')
-            break;
-        char *end;
-        const long long dim = strtoll(p, &end, 10);
-        if (end == p || dim < 0 || axes == CBLOB_MAX_AXES)
-            return npy_fail(name, "its shape is not a tuple of at most 32 non-negative dims");
-        values[axes++] = dim;
-        p = end;
-    }
-    if (cb_shape_make(axes, values, cb_dtype_find(*dtype)->size, shape) != CBLOB_OK)
-        return npy_fail(name, "its dims' product overflows");
-    return CBLOB_OK;
-}
-
 /* Reads exactly size bytes of a member. */
 static bool read_exactly(zip_file_t *file, void *out, uint64_t size)
 {
@@ -384,41 +308,85 @@ static bool read_exactly(zip_file_t *file, void *out, uint64_t size)
     return true;
 }
 
-static cblob_status read_npy(cblob_context *context, zip_file_t *file, const char *name, uint64_t member_size,
-                             cblob_blob **out)
+/* A member's .npy header, read through the one .npy codec (src/util/npy.h). */
+static cblob_status read_header(zip_file_t *file, const char *name, const char *what, uint64_t member_size,
+                                cb_npy_array *out)
 {
-    uint8_t start[12];
-    if (member_size < 10 || !read_exactly(file, start, 10) || memcmp(start, "\x93NUMPY", 6) != 0)
-        return npy_fail(name, "not a .npy array (no \\x93NUMPY magic)");
-    uint64_t header = start[8] | (uint64_t)start[9] << 8, prefix = 10;
-    if (start[6] >= 2) {
-        if (!read_exactly(file, start + 10, 2))
-            return npy_fail(name, "truncated header");
-        header |= (uint64_t)start[10] << 16 | (uint64_t)start[11] << 24;
-        prefix = 12;
+    uint8_t preamble[CB_NPY_PREAMBLE_BYTES];
+    const size_t got = member_size < sizeof preamble ? (size_t)member_size : sizeof preamble;
+    size_t header_size = 0;
+    if (!read_exactly(file, preamble, got))
+        return npy_fail(name, "it could not be read (truncated or corrupt)");
+    CB_TRY(cb_npy_header_size(what, preamble, got, &header_size));
+    if (header_size > member_size)
+        return npy_fail(name, "its .npy header runs past the member");
+    uint8_t *header = malloc(header_size);
+    if (header == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte .npy header", header_size);
+    memcpy(header, preamble, got);
+    cblob_status status = read_exactly(file, header + got, header_size - got)
+                              ? cb_npy_parse_header(what, header, header_size, out)
+                              : npy_fail(name, "its header could not be read (truncated or corrupt)");
+    free(header);
+    if (status == CBLOB_OK && out->value_bytes != member_size - header_size)
+        status = npy_fail(name, "its data is not the size its shape gives");
+    return status;
+}
+
+/* The member's values into host memory, in pieces, converted to `to` unless it is their own. */
+static cblob_status read_member_values(zip_file_t *file, const char *name, const char *what, const cb_npy_array *array,
+                                cblob_dtype to, uint8_t *host)
+{
+    const size_t from_size = cb_npy_element_size(array), to_size = cb_dtype_find(to)->size;
+    cblob_dtype own = 0;
+    if (cb_npy_blob_dtype(what, array, 0, &own) != CBLOB_OK)
+        own = 0; /* no blob's dtype: converted, and that message is not the caller's */
+    if (own == to)
+        return read_exactly(file, host, array->value_bytes) ? CBLOB_OK
+                                                             : npy_fail(name, "its data could not be read (truncated or corrupt)");
+    const int64_t per_piece = (int64_t)(CB_NPZ_CHUNK / from_size);
+    uint8_t *piece = malloc(CB_NPZ_CHUNK);
+    cblob_status status = piece != NULL ? CBLOB_OK : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a piece of values");
+    for (int64_t first = 0; status == CBLOB_OK && first < array->count; first += per_piece) {
+        const int64_t n = array->count - first < per_piece ? array->count - first : per_piece;
+        status = read_exactly(file, piece, (uint64_t)n * from_size)
+                     ? cb_npy_convert(what, array, piece, first, n, to, host + (size_t)first * to_size)
+                     : npy_fail(name, "its data could not be read (truncated or corrupt)");
     }
-    if (header > member_size - prefix || header > 1 << 20)
-        return npy_fail(name, "its header runs past the member");
-    char *dict = malloc((size_t)header + 1);
-    if (dict == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a .npy header");
-    cb_shape shape;
-    cblob_dtype dtype = CBLOB_DTYPE_FLOAT32;
-    cblob_status status = read_exactly(file, dict, header) ? CBLOB_OK : npy_fail(name, "truncated header");
-    dict[header] = '\0';
-    if (status == CBLOB_OK)
-        status = parse_dict(name, dict, &dtype, &shape);
-    free(dict);
-    CB_TRY(status);
-    const uint64_t bytes = (uint64_t)shape.count * cb_dtype_find(dtype)->size;
-    if (bytes != member_size - prefix - header)
-        return npy_fail(name, "its data is not the size its shape gives");
+    free(piece);
+    return status;
+}
+
+/* libzip checks a member's CRC-32 when its end is read: a member whose bytes do not match it is
+ * refused, as NumPy refuses it (zipfile.BadZipFile). */
+static cblob_status check_end(zip_file_t *file, const char *name)
+{
+    uint8_t extra;
+    const zip_int64_t n = zip_fread(file, &extra, 1);
+    if (n == 0)
+        return CBLOB_OK;
+    return n < 0 ? cb_fail(CBLOB_ERR_PARSE, "malformed npz: member \"%.64s\": %s (the archive is corrupt)", name,
+                           zip_file_strerror(file))
+                 : npy_fail(name, "it holds more bytes than its size says");
+}
+
+static cblob_status read_npy(cblob_context *context, zip_file_t *file, const char *name, uint64_t member_size,
+                             cblob_dtype dtype, cblob_blob **out)
+{
+    char what[128];
+    snprintf(what, sizeof what, "npz member \"%.64s\"", name);
+    cb_npy_array array;
+    CB_TRY(read_header(file, name, what, member_size, &array));
+    cblob_dtype target = CBLOB_DTYPE_FLOAT32;
+    CB_TRY(cb_npy_blob_dtype(what, &array, dtype, &target));
     cblob_blob *blob;
-    CB_TRY(cb_blob_create(context, dtype, shape.num_axes, shape.dims, &blob));
+    CB_TRY(cb_blob_create(context, target, array.num_axes, array.dims, &blob));
     void *host = NULL;
-    status = bytes > 0 ? cb_blob_host(blob, CBLOB_PART_DATA, true, &host) : CBLOB_OK;
-    if (status == CBLOB_OK && bytes > 0 && !read_exactly(file, host, bytes))
-        status = npy_fail(name, "its data could not be read (truncated or corrupt)");
+    cblob_status status = array.count > 0 ? cb_blob_host(blob, CBLOB_PART_DATA, true, &host) : CBLOB_OK;
+    if (status == CBLOB_OK && array.count > 0)
+        status = read_member_values(file, name, what, &array, target, host);
+    if (status == CBLOB_OK)
+        status = check_end(file, name);
     if (status != CBLOB_OK) {
         cb_blob_release(blob);
         return status;
@@ -453,7 +421,8 @@ static bool split_member(const char *name, size_t *layer_length, int64_t *index,
     return true;
 }
 
-static cblob_status read_member(cblob_context *context, zip_t *zip, zip_uint64_t i, cb_tensor_set *set)
+static cblob_status read_member(cblob_context *context, zip_t *zip, zip_uint64_t i, cblob_dtype dtype,
+                                cb_tensor_set *set)
 {
     const char *name = zip_get_name(zip, i, ZIP_FL_ENC_RAW);
     zip_stat_t stat;
@@ -468,15 +437,18 @@ static cblob_status read_member(cblob_context *context, zip_t *zip, zip_uint64_t
     if (file == NULL)
         return cb_fail(CBLOB_ERR_PARSE, "malformed npz: member \"%.64s\": %s", name, zip_strerror(zip));
     cblob_blob *blob = NULL;
-    cblob_status status = read_npy(context, file, name, stat.size, &blob);
+    cblob_status status = read_npy(context, file, name, stat.size, dtype, &blob);
     zip_fclose(file);
     if (status == CBLOB_OK)
         status = cb_tensor_set_add(set, name, layer_length, index, diff, false, blob, name);
     return status;
 }
 
-static cblob_status open_npz(cblob_context *context, const uint8_t *bytes, size_t size, cblob_model **out)
+cblob_status cb_model_open_npz_bytes(cblob_context *context, const uint8_t *bytes, size_t size, cblob_dtype dtype,
+                                     cblob_model **out)
 {
+    if (size == 0) /* a zip holds at least its 22-byte end record: libzip would read nothing as empty */
+        return cb_fail(CBLOB_ERR_PARSE, "malformed npz: no bytes (an empty archive is 22 bytes, its end record)");
     zip_error_t error;
     zip_error_init(&error);
     zip_source_t *source = zip_source_buffer_create(bytes, size, 0, &error);
@@ -493,7 +465,7 @@ static cblob_status open_npz(cblob_context *context, const uint8_t *bytes, size_
     cblob_status status = CBLOB_OK;
     const zip_int64_t entries = zip_get_num_entries(zip, 0);
     for (zip_int64_t i = 0; status == CBLOB_OK && i < entries; ++i)
-        status = read_member(context, zip, (zip_uint64_t)i, &set);
+        status = read_member(context, zip, (zip_uint64_t)i, dtype, &set);
     if (status == CBLOB_OK)
         status = cb_tensor_set_model(context, &set, NULL, NULL, NULL, out);
     cb_tensor_set_free(&set);
@@ -508,7 +480,8 @@ CBLOB_API cblob_status cblob_model_open_npz(cblob_context *context, const uint8_
     CB_REQUIRE(context);
     CB_REQUIRE(bytes);
     CB_REQUIRE(out_model);
-    return open_npz(context, bytes, size, out_model);
+    return cb_explain_bytes("the bytes", bytes, size, CBLOB_FILE_NPZ,
+                            cb_model_open_npz_bytes(context, bytes, size, 0, out_model));
 }
 
 CBLOB_API cblob_status cblob_model_open_npz_file(cblob_context *context, const char *path, cblob_model **out_model)
@@ -519,7 +492,8 @@ CBLOB_API cblob_status cblob_model_open_npz_file(cblob_context *context, const c
     CB_REQUIRE(out_model);
     cb_input input;
     CB_TRY(cb_input_open(path, &input));
-    const cblob_status status = open_npz(context, input.bytes, input.size, out_model);
+    const cblob_status status = cb_explain_bytes(path, input.bytes, input.size, CBLOB_FILE_NPZ,
+                                                 cb_model_open_npz_bytes(context, input.bytes, input.size, 0, out_model));
     cb_input_close(&input);
     return status;
 }

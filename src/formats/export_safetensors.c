@@ -11,6 +11,8 @@
 #include <jansson.h>
 
 #include "export.h"
+#include "identify.h"
+#include "half.h"
 #include "model_layers.h"
 #include "proto_io.h"
 #include "status.h"
@@ -195,35 +197,6 @@ static bool known_dtype(const char *name, tensor_entry *out)
     return false;
 }
 
-static float half_to_float(uint16_t h, bool brain)
-{
-    if (brain) {
-        const uint32_t bits = (uint32_t)h << 16;
-        float f;
-        memcpy(&f, &bits, 4);
-        return f;
-    }
-    const uint32_t sign = (uint32_t)(h >> 15) << 31, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-    uint32_t bits;
-    if (exponent == 0x1f) {
-        bits = sign | 0x7f800000u | (mantissa << 13);
-    } else if (exponent != 0) {
-        bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-    } else if (mantissa == 0) {
-        bits = sign;
-    } else { /* subnormal: normalise */
-        uint32_t m = mantissa, e = 113;
-        while (!(m & 0x400)) {
-            m <<= 1;
-            --e;
-        }
-        bits = sign | (e << 23) | ((m & 0x3ff) << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
 /* A key's layer, index and whether it is a diff: `<layer>.<index>` or a PyTorch name, with an
  * optional `.diff`. Returns 0 for a key to skip, 1 for a tensor, -1 for a key of another form. */
 static int split_key(const char *key, size_t *layer_length, int64_t *index, bool *diff, bool *running)
@@ -318,7 +291,7 @@ static cblob_status read_tensor(cblob_context *context, const char *key, json_t 
     for (int64_t i = 0; status == CBLOB_OK && dtype.source != 0 && i < shape.count; ++i) {
         uint16_t half;
         memcpy(&half, data + begin + 2 * (uint64_t)i, 2);
-        ((float *)host)[i] = half_to_float(half, dtype.source == 17);
+        ((float *)host)[i] = dtype.source == 17 ? cb_bfloat16_to_float(half) : cb_half_to_float(half);
     }
     if (status != CBLOB_OK) {
         cb_blob_release(blob);
@@ -355,7 +328,7 @@ static cblob_status parse_header(const uint8_t *bytes, size_t size, json_t **out
     return CBLOB_OK;
 }
 
-static cblob_status open_safetensors(cblob_context *context, const uint8_t *bytes, size_t size, cblob_model **out)
+cblob_status cb_model_open_safetensors_bytes(cblob_context *context, const uint8_t *bytes, size_t size, cblob_model **out)
 {
     json_t *header = NULL;
     uint64_t start = 0;
@@ -401,7 +374,8 @@ CBLOB_API cblob_status cblob_model_open_safetensors(cblob_context *context, cons
     CB_REQUIRE(context);
     CB_REQUIRE(bytes);
     CB_REQUIRE(out_model);
-    return open_safetensors(context, bytes, size, out_model);
+    return cb_explain_bytes("the bytes", bytes, size, CBLOB_FILE_SAFETENSORS,
+                            cb_model_open_safetensors_bytes(context, bytes, size, out_model));
 }
 
 CBLOB_API cblob_status cblob_model_open_safetensors_file(cblob_context *context, const char *path,
@@ -413,7 +387,8 @@ CBLOB_API cblob_status cblob_model_open_safetensors_file(cblob_context *context,
     CB_REQUIRE(out_model);
     cb_input input;
     CB_TRY(cb_input_open(path, &input));
-    const cblob_status status = open_safetensors(context, input.bytes, input.size, out_model);
+    const cblob_status status = cb_explain_bytes(path, input.bytes, input.size, CBLOB_FILE_SAFETENSORS,
+                                                 cb_model_open_safetensors_bytes(context, input.bytes, input.size, out_model));
     cb_input_close(&input);
     return status;
 }

@@ -7,6 +7,7 @@
 #include "io.h"
 #include "proto_io.h"
 #include "proto_net.h"
+#include "identify.h"
 #include "status.h"
 
 /* ---- detection ---------------------------------------------------------------------------- */
@@ -121,7 +122,7 @@ static cblob_status create_blob(cblob_context *context, const uint8_t *input, co
     return CBLOB_OK;
 }
 
-static cblob_status create_from_bytes(cblob_context *context, const uint8_t *bytes, size_t size, cblob_blob **out)
+cblob_status cb_blob_create_from_proto_bytes(cblob_context *context, const uint8_t *bytes, size_t size, cblob_blob **out)
 {
     const cb_wire_path root = cb_wire_root(&caffe__blob_proto__descriptor);
     cb_blob_layout layout;
@@ -136,7 +137,8 @@ CBLOB_API cblob_status cblob_blob_create_from_proto(cblob_context *context, cons
     CB_REQUIRE(context);
     CB_REQUIRE(bytes);
     CB_REQUIRE(out_blob);
-    return create_from_bytes(context, bytes, size, out_blob);
+    return cb_explain_bytes("the bytes", bytes, size, CBLOB_FILE_BLOB,
+                            cb_blob_create_from_proto_bytes(context, bytes, size, out_blob));
 }
 
 CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context, const char *path,
@@ -148,7 +150,8 @@ CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context,
     CB_REQUIRE(out_blob);
     cb_input input;
     CB_TRY(cb_input_open(path, &input));
-    cblob_status status = create_from_bytes(context, input.bytes, input.size, out_blob);
+    cblob_status status = cb_explain_bytes(path, input.bytes, input.size, CBLOB_FILE_BLOB,
+                                           cb_blob_create_from_proto_bytes(context, input.bytes, input.size, out_blob));
     cb_input_close(&input);
     return status;
 }
@@ -262,7 +265,8 @@ CBLOB_API cblob_status cblob_blob_vector_from_proto(cblob_context *context, cons
     CB_TRY(check_room(max_blobs, out_blobs));
     CB_REQUIRE(out_num_blobs);
     const cb_input input = cb_input_bytes(bytes, size);
-    return read_vector(context, &input, max_blobs, out_blobs, out_num_blobs);
+    return cb_explain_bytes("the bytes", bytes, size, CBLOB_FILE_BLOB_VECTOR,
+                            read_vector(context, &input, max_blobs, out_blobs, out_num_blobs));
 }
 
 CBLOB_API cblob_status cblob_blob_vector_from_proto_file(cblob_context *context, const char *path, int64_t max_blobs,
@@ -275,7 +279,26 @@ CBLOB_API cblob_status cblob_blob_vector_from_proto_file(cblob_context *context,
     CB_REQUIRE(out_num_blobs);
     cb_input input;
     CB_TRY(cb_input_open(path, &input));
-    cblob_status status = read_vector(context, &input, max_blobs, out_blobs, out_num_blobs);
+    cblob_status status = cb_explain_bytes(path, input.bytes, input.size, CBLOB_FILE_BLOB_VECTOR,
+                                           read_vector(context, &input, max_blobs, out_blobs, out_num_blobs));
     cb_input_close(&input);
     return status;
+}
+
+cblob_status cb_blob_vector_read(cblob_context *context, const cb_input *input, cblob_blob ***out_blobs,
+                                 int64_t *out_count)
+{
+    int64_t count = 0;
+    CB_TRY(read_vector(context, input, 0, NULL, &count));
+    cblob_blob **blobs = calloc((size_t)count + 1, sizeof *blobs);
+    if (blobs == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " blob handles", count);
+    const cblob_status status = read_vector(context, input, count, blobs, &count);
+    if (status != CBLOB_OK) {
+        free(blobs);
+        return status;
+    }
+    *out_blobs = blobs;
+    *out_count = count;
+    return CBLOB_OK;
 }

@@ -12,6 +12,7 @@
 #include "proto_blob.h"
 #include "proto_io.h"
 #include "proto_net.h"
+#include "identify.h"
 #include "status.h"
 
 /* ---- lifetime ---------------------------------------------------------------------------- */
@@ -360,13 +361,8 @@ static cblob_status put_string(cb_bytes *bytes, uint32_t field, const char *text
     return cb_bytes_append(bytes, text, strlen(text) + 1);
 }
 
-CBLOB_API cblob_status cblob_model_create(cblob_context *context, cblob_net_format format, const char *name,
-                                          cblob_model **out_model)
+cblob_status cb_model_create(cblob_context *context, cblob_net_format format, const char *name, cblob_model **out_model)
 {
-    CB_ENTER();
-    CB_REQUIRE(context);
-    CB_TRY(check_format(format));
-    CB_REQUIRE(out_model);
     char *copy = NULL;
     if (name != NULL && (copy = strdup(name)) == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the net's name");
@@ -391,6 +387,16 @@ CBLOB_API cblob_status cblob_model_create(cblob_context *context, cblob_net_form
     return CBLOB_OK;
 }
 
+CBLOB_API cblob_status cblob_model_create(cblob_context *context, cblob_net_format format, const char *name,
+                                          cblob_model **out_model)
+{
+    CB_ENTER();
+    CB_REQUIRE(context);
+    CB_TRY(check_format(format));
+    CB_REQUIRE(out_model);
+    return cb_model_create(context, format, name, out_model);
+}
+
 /* A layer given to cblob_model_add_layer, in Caffe's field order: V2 name 1, type 2, blobs 7; V1
  * name 4, type 5 (LayerType), blobs 6. */
 static cblob_status new_record(const cblob_model *model, const char *name, const char *type, int32_t v1_type,
@@ -404,7 +410,7 @@ static cblob_status new_record(const cblob_model *model, const char *name, const
         CB_TRY(cb_bytes_put_u8(body, CB_OP_BYTES));
         uint8_t field[11];
         field[0] = 5 << 3; /* varint */
-        const size_t size = 1 + cb_varint_write(field + 1, (uint64_t)(int64_t)v1_type);
+        const size_t size = 1 + cb_varint_encode(field + 1, (uint64_t)(int64_t)v1_type);
         CB_TRY(cb_bytes_put_varint(body, size));
         CB_TRY(cb_bytes_append(body, field, size));
     } else {
@@ -423,14 +429,9 @@ static cblob_status new_record(const cblob_model *model, const char *name, const
     return CBLOB_OK;
 }
 
-CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *name, const char *type,
-                                             cblob_blob *const *blobs, int64_t num_blobs)
+cblob_status cb_model_add_layer(cblob_model *model, const char *name, const char *type, cblob_blob *const *blobs,
+                                int64_t num_blobs)
 {
-    CB_ENTER();
-    CB_REQUIRE(model);
-    CB_REQUIRE(name);
-    CB_REQUIRE(type);
-    CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
     int32_t v1_type = 0;
     if (model->format == CBLOB_NET_FORMAT_V1 && !cb_v1_type_value(type, &v1_type))
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
@@ -459,6 +460,17 @@ CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *nam
     return status;
 }
 
+CBLOB_API cblob_status cblob_model_add_layer(cblob_model *model, const char *name, const char *type,
+                                             cblob_blob *const *blobs, int64_t num_blobs)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(name);
+    CB_REQUIRE(type);
+    CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
+    return cb_model_add_layer(model, name, type, blobs, num_blobs);
+}
+
 CBLOB_API void cblob_model_destroy(cblob_model *model)
 {
     CB_ENTER();
@@ -476,7 +488,8 @@ CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *b
     CB_REQUIRE(bytes);
     CB_REQUIRE(out_model);
     cb_context_use_threads(context);
-    return cb_model_build(context, bytes, size, NULL, NULL, out_model);
+    return cb_explain_bytes("the bytes", bytes, size, CBLOB_FILE_NET,
+                            cb_model_build(context, bytes, size, NULL, NULL, out_model));
 }
 
 /* Opened as the lazy open opens, then every value read at once, straight from the file into the

@@ -31,6 +31,7 @@
 #include "blob.h"
 #include "cblob/cblob.h"
 #include "sink.h"
+#include "varint.h"
 
 /* ---- growable bytes and the arena ------------------------------------------------------------ */
 
@@ -56,9 +57,8 @@ void cb_arena_free(cb_arena *arena);
 
 /* ---- varints ---------------------------------------------------------------------------------- */
 
-size_t cb_varint_size(uint64_t value);
-size_t cb_varint_write(uint8_t *out, uint64_t value); /* at most 10 bytes */
-/* Reads a varint that is known to be well formed (records are written by cblob). */
+/* Records hold varints checked when they were read from the file (src/util/varint.h decodes and
+ * encodes them): these read one known to be well formed. */
 uint64_t cb_varint_read(const uint8_t **cursor);
 /* The bytes of the varint at p (well formed). */
 size_t cb_varint_length(const uint8_t *p);
@@ -186,6 +186,10 @@ struct cblob_model {
 };
 
 cblob_status cb_model_new(cblob_context *context, cblob_net_format format, cblob_model **out);
+/* cblob_model_create and cblob_model_add_layer for internal callers (arguments checked). */
+cblob_status cb_model_create(cblob_context *context, cblob_net_format format, const char *name, cblob_model **out);
+cblob_status cb_model_add_layer(cblob_model *model, const char *name, const char *type, cblob_blob *const *blobs,
+                                int64_t num_blobs);
 void cb_model_free(cblob_model *model);
 /* Appends a layer: its record's body (copied into the arena), the offsets of its name and type
  * text in the body, and its blob count. */
@@ -201,6 +205,10 @@ cblob_status cb_model_build(cblob_context *context, const uint8_t *input, size_t
 /* Opens a model reading only its structure from the file (the blobs' values stay there until
  * first access); model_lazy.c. */
 cblob_status cb_model_open_lazy(cblob_context *context, const char *path, cblob_model **out);
+/* The same over a file opened already, which the model keeps on success. A file the survey finds no
+ * layer in (a blob, a vector, a net of only a name) is CBLOB_ERR_PARSE with no message: the
+ * caller reads it whole to tell what it is. */
+cblob_status cb_model_open_lazy_file(cblob_context *context, struct cb_input_file *file, cblob_model **out);
 /* Reads an UNREAD blob's values from the model's file into arrays of its own (and clears the flag,
  * in the record and in *blob); does nothing for other blobs. Under the model's lock. */
 cblob_status cb_model_load_values(const cblob_model *model, cb_op *blob);

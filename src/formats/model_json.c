@@ -12,6 +12,7 @@
 #include "caffe_params.pb-c.h"
 #include "model_layers.h"
 #include "status.h"
+#include "utf8.h"
 #include "wire.h"
 
 #define CB_JSON_FLAGS (CBLOB_JSON_DEFAULTS)
@@ -21,32 +22,14 @@
 /* JSON text of bytes that may not be UTF-8: each byte of a bad sequence becomes U+FFFD. */
 json_t *cb_json_text(const char *bytes, size_t length)
 {
-    char *text = malloc(length * 3 + 1);
+    if (cb_utf8_valid(bytes, length))
+        return json_stringn(bytes, length);
+    const size_t size = cb_utf8_repaired_length(bytes, length);
+    char *text = malloc(size + 1);
     if (text == NULL)
         return NULL;
-    size_t used = 0;
-    const unsigned char *p = (const unsigned char *)bytes;
-    for (size_t i = 0; i < length;) {
-        const unsigned char c = p[i];
-        size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-        for (size_t k = 1; k < n; ++k)
-            if (i + k >= length || (p[i + k] & 0xc0) != 0x80)
-                n = 0;
-        /* Overlong three-byte forms, surrogates and code points past U+10FFFF are not UTF-8. */
-        if ((n == 3 && ((c == 0xe0 && p[i + 1] < 0xa0) || (c == 0xed && p[i + 1] >= 0xa0))) ||
-            (n == 4 && ((c == 0xf0 && p[i + 1] < 0x90) || (c == 0xf4 && p[i + 1] >= 0x90))))
-            n = 0;
-        if (n == 0) {
-            memcpy(text + used, "\xef\xbf\xbd", 3);
-            used += 3;
-            ++i;
-        } else {
-            memcpy(text + used, p + i, n);
-            used += n;
-            i += n;
-        }
-    }
-    json_t *value = json_stringn(text, used);
+    cb_utf8_repair(bytes, length, text);
+    json_t *value = json_stringn(text, size);
     free(text);
     return value;
 }

@@ -12,6 +12,7 @@
 #include "neoml/neoml.h"
 #include "proto_blob.h"
 #include "status.h"
+#include "utf8.h"
 
 /* ---- walking fields ------------------------------------------------------------------------- */
 
@@ -493,27 +494,60 @@ CBLOB_API cblob_status cblob_model_layer_blob_read(const cblob_model *model, int
 
 /* ---- keys -------------------------------------------------------------------------------------- */
 
+/* Names as UTF-8 (each bad byte U+FFFD), for keys the exports and the .npy index wrote so; NULL
+ * when every name is UTF-8 already. */
+static cblob_status repair_names(cb_model_names *names, int64_t count)
+{
+    bool all_valid = true;
+    for (int64_t i = 0; all_valid && i < count; ++i)
+        all_valid = cb_utf8_valid(names->names[i], strlen(names->names[i]));
+    if (all_valid)
+        return CBLOB_OK;
+    names->repaired = calloc((size_t)count + 1, sizeof *names->repaired);
+    if (names->repaired == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", count);
+    for (int64_t i = 0; i < count; ++i) {
+        const char *name = names->names[i];
+        const size_t size = cb_utf8_repaired_length(name, strlen(name));
+        if ((names->repaired[i] = malloc(size + 1)) == NULL)
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", count);
+        cb_utf8_repair(name, strlen(name), names->repaired[i]);
+        names->repaired[i][size] = '\0';
+    }
+    return cb_name_index_make((const char *const *)names->repaired, count, &names->repaired_index);
+}
+
 cblob_status cb_model_names_make(const cblob_model *model, cb_model_names *out)
 {
-    const char **names = malloc(((size_t)model->num_layers + 1) * sizeof *names);
-    if (names == NULL)
+    *out = (cb_model_names){.count = model->num_layers};
+    out->names = malloc(((size_t)model->num_layers + 1) * sizeof *out->names);
+    if (out->names == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", model->num_layers);
     for (int64_t i = 0; i < model->num_layers; ++i)
-        names[i] = cb_record_name(model->layers[i]);
-    const cblob_status status = cb_name_index_make(names, model->num_layers, &out->index);
-    if (status != CBLOB_OK) {
-        free(names);
-        return status;
-    }
-    out->names = names;
-    return CBLOB_OK;
+        out->names[i] = cb_record_name(model->layers[i]);
+    cblob_status status = cb_name_index_make(out->names, model->num_layers, &out->index);
+    if (status == CBLOB_OK)
+        status = cb_name_index_init(out->names, model->num_layers, false, &out->with_blobs);
+    for (int64_t i = 0; status == CBLOB_OK && i < model->num_layers; ++i)
+        if (cb_record_num_blobs(model->layers[i]) > 0)
+            (void)cb_name_index_put(&out->with_blobs, i);
+    if (status == CBLOB_OK)
+        status = repair_names(out, model->num_layers);
+    if (status != CBLOB_OK)
+        cb_model_names_free(out);
+    return status;
 }
 
 void cb_model_names_free(cb_model_names *names)
 {
     cb_name_index_free(&names->index);
+    cb_name_index_free(&names->with_blobs);
+    cb_name_index_free(&names->repaired_index);
+    for (int64_t i = 0; names->repaired != NULL && i < names->count; ++i)
+        free(names->repaired[i]);
+    free(names->repaired);
     free(names->names);
-    names->names = NULL;
+    *names = (cb_model_names){0};
 }
 
 cblob_status cb_model_repeats(const cblob_model *model, uint8_t **out)
@@ -530,9 +564,23 @@ cblob_status cb_model_repeats(const cblob_model *model, uint8_t **out)
     return CBLOB_OK;
 }
 
+/* Whether a layer's name, as it is or as UTF-8, is the key's name part of `length` bytes. */
+static bool layer_named(const cb_model_names *names, int64_t layer, const char *name, size_t length)
+{
+    const char *held = names->names[layer];
+    if (strlen(held) == length && memcmp(held, name, length) == 0)
+        return true;
+    held = names->repaired != NULL ? names->repaired[layer] : NULL;
+    return held != NULL && strlen(held) == length && memcmp(held, name, length) == 0;
+}
+
 int64_t cb_model_layer_for_key(const cb_model_names *names, int64_t num_layers, const char *name)
 {
-    const int64_t layer = cb_name_index_find(&names->index, name, strlen(name));
+    int64_t layer = cb_name_index_find(&names->with_blobs, name, strlen(name));
+    if (layer < 0)
+        layer = cb_name_index_find(&names->index, name, strlen(name));
+    if (layer < 0 && names->repaired != NULL)
+        layer = cb_name_index_find(&names->repaired_index, name, strlen(name));
     if (layer >= 0)
         return layer;
     const char *at = strrchr(name, '@');
@@ -542,8 +590,7 @@ int64_t cb_model_layer_for_key(const cb_model_names *names, int64_t num_layers, 
     const long long index = strtoll(at + 1, &end, 10);
     if (*end != '\0' || index < 0 || index >= num_layers)
         return -1;
-    const char *held = names->names[index];
-    return strlen(held) == (size_t)(at - name) && memcmp(held, name, (size_t)(at - name)) == 0 ? index : -1;
+    return layer_named(names, index, name, (size_t)(at - name)) ? index : -1;
 }
 
 /* ---- net surgery ------------------------------------------------------------------------------ */
@@ -562,9 +609,45 @@ static void note(char *message, size_t size, size_t *used, const char *format, .
         *used = *used + (size_t)n < size ? *used + (size_t)n : size;
 }
 
-/* Every weights blob's target, checked: the layer, the index and the shape. */
+/* Shapes Caffe's ShapeEquals takes for one another: equal, or, for shapes of at most 4 axes,
+ * equal once each is padded to 4 axes with leading 1s (a V1 or legacy blob's num, channels,
+ * height, width against PyTorch's (64, 1024) or (64,)). */
+static bool same_legacy_shape(const cb_blob_facts *a, const cb_blob_facts *b)
+{
+    if (a->num_axes > 4 || b->num_axes > 4)
+        return false;
+    for (int32_t i = 1; i <= 4; ++i) {
+        const int64_t x = i <= a->num_axes ? a->dims[a->num_axes - i] : 1, y = i <= b->num_axes ? b->dims[b->num_axes - i] : 1;
+        if (x != y)
+            return false;
+    }
+    return true;
+}
+
+/* The model's blobs the weights give no values, listed as mismatches (CBLOB_REPLACE_ALL). */
+static int64_t count_kept(const cblob_model *model, const cblob_model *weights, const int64_t *targets, bool list,
+                          char *message, size_t size, size_t *used, int64_t *mismatches)
+{
+    int64_t kept = 0;
+    for (int64_t layer = 0; layer < model->num_layers; ++layer) {
+        int64_t covered = 0;
+        for (int64_t i = 0; i < weights->num_layers; ++i)
+            if (targets[i] == layer && cb_record_num_blobs(weights->layers[i]) > covered)
+                covered = cb_record_num_blobs(weights->layers[i]);
+        for (int64_t j = covered; j < cb_record_num_blobs(model->layers[layer]); ++j) {
+            ++kept;
+            if (list)
+                note(message, size, used, "%s%.64s blob %" PRId64 ": no values in the weights",
+                     (*mismatches)++ ? "; " : "", cb_record_name(model->layers[layer]), j);
+        }
+    }
+    return kept;
+}
+
+/* Every weights blob's target, checked: the layer, the index and the shape; and the model's blobs
+ * that would keep their values. */
 static cblob_status check_replacements(const cblob_model *model, const cb_model_names *names,
-                                       const cblob_model *weights, int64_t *targets)
+                                       const cblob_model *weights, bool require_all, int64_t *targets, int64_t *kept)
 {
     char message[2048] = "";
     size_t used = 0;
@@ -590,7 +673,7 @@ static cblob_status check_replacements(const cblob_model *model, const cb_model_
             memcpy(a.dims, want.dims, sizeof a.dims);
             memcpy(b.dims, got.dims, sizeof b.dims);
             a.count = want.count, b.count = got.count;
-            if (!cb_shape_equal(&a, &b)) {
+            if (!cb_shape_equal(&a, &b) && !same_legacy_shape(&want, &got)) {
                 char ta[CB_SHAPE_TEXT_MAX], tb[CB_SHAPE_TEXT_MAX];
                 cb_shape_format(&a, ta, sizeof ta);
                 cb_shape_format(&b, tb, sizeof tb);
@@ -599,6 +682,8 @@ static cblob_status check_replacements(const cblob_model *model, const cb_model_
             }
         }
     }
+    *kept = mismatches > 0 ? 0 : count_kept(model, weights, targets, require_all, message, sizeof message, &used,
+                                            &mismatches);
     if (mismatches > 0)
         return cb_fail(CBLOB_ERR_SHAPE, "%" PRId64 " mismatch%s, nothing replaced: %s", mismatches,
                        mismatches > 1 ? "es" : "", message);
@@ -625,18 +710,16 @@ static cblob_status copy_part(const cblob_model *weights, int64_t layer, int64_t
     return status;
 }
 
-CBLOB_API cblob_status cblob_model_replace_blobs(cblob_model *model, const cblob_model *weights)
+static cblob_status replace_blobs(cblob_model *model, const cblob_model *weights, int32_t flags, int64_t *out_kept)
 {
-    CB_ENTER();
-    CB_REQUIRE(model);
-    CB_REQUIRE(weights);
+    int64_t kept = 0;
     int64_t *targets = malloc(((size_t)weights->num_layers + 1) * sizeof *targets);
     if (targets == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", weights->num_layers);
     cb_model_names names;
     cblob_status status = cb_model_names_make(model, &names);
     if (status == CBLOB_OK) {
-        status = check_replacements(model, &names, weights, targets);
+        status = check_replacements(model, &names, weights, flags & CBLOB_REPLACE_ALL, targets, &kept);
         cb_model_names_free(&names);
     }
     /* Handles first, so that nothing is half replaced when memory runs out. */
@@ -658,5 +741,27 @@ CBLOB_API cblob_status cblob_model_replace_blobs(cblob_model *model, const cblob
                 status = copy_part(weights, i, j, CBLOB_PART_DIFF, target);
         }
     free(targets);
+    if (status == CBLOB_OK && out_kept != NULL)
+        *out_kept = kept;
     return status;
+}
+
+CBLOB_API cblob_status cblob_model_replace_blobs(cblob_model *model, const cblob_model *weights)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(weights);
+    return replace_blobs(model, weights, 0, NULL);
+}
+
+CBLOB_API cblob_status cblob_model_replace_blobs_with(cblob_model *model, const cblob_model *weights, int32_t flags,
+                                                      int64_t *out_kept)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(weights);
+    if (flags & ~CBLOB_REPLACE_ALL)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "flags 0x%x has bits other than CBLOB_REPLACE_ALL", (unsigned)flags);
+    CB_REQUIRE(out_kept);
+    return replace_blobs(model, weights, flags, out_kept);
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "host_memory.h"
+#include "identify.h"
 #include "io.h"
 #include "model.h"
 #include "proto_blob.h"
@@ -74,13 +75,8 @@ typedef enum cb_message_kind { CB_NET, CB_LAYER, CB_V1_LAYER, CB_V0_LAYER, CB_BL
 static bool peek_group(const uint8_t *image, size_t pos, size_t end)
 {
     uint64_t tag = 0;
-    for (int shift = 0; pos < end && shift < 64; shift += 7) {
-        const uint8_t byte = image[pos++];
-        tag |= (uint64_t)(byte & 0x7f) << shift;
-        if (!(byte & 0x80))
-            return (tag & 7) == 3;
-    }
-    return false;
+    size_t length = 0;
+    return pos < end && cb_varint_decode(image + pos, end - pos, &tag, &length) == CB_VARINT_OK && (tag & 7) == 3;
 }
 
 static cblob_status survey_message(surveyor *s, size_t start, size_t end, cb_message_kind kind);
@@ -163,40 +159,43 @@ static cblob_status survey_and_build(cblob_context *context, cb_input_file *file
     return cb_model_build_lazy(context, image->bytes, image->size, out);
 }
 
+cblob_status cb_model_open_lazy_file(cblob_context *context, cb_input_file *file, cblob_model **out)
+{
+    cb_input image;
+    CB_TRY(cb_input_file_image(file, &image));
+    cblob_model *model = NULL;
+    cblob_status status = survey_and_build(context, file, &image, &model);
+    cb_input_close(&image);
+    if (status == CBLOB_OK && model->num_layers == 0) { /* a blob, a vector, nothing: the caller reads it whole */
+        cb_model_free(model);
+        return CBLOB_ERR_PARSE;
+    }
+    if (status != CBLOB_OK)
+        return status;
+    model->file = file;
+    *out = model;
+    return CBLOB_OK;
+}
+
 cblob_status cb_model_open_lazy(cblob_context *context, const char *path, cblob_model **out)
 {
     cb_input_file *file = NULL;
     CB_TRY(cb_input_file_open(path, &file));
-    cb_input image;
-    cblob_status status = cb_input_file_image(file, &image);
-    cblob_model *model = NULL;
-    if (status == CBLOB_OK) {
-        status = survey_and_build(context, file, &image, &model);
-        cb_input_close(&image);
-    }
-    if (status == CBLOB_OK && model->num_layers == 0) { /* a blob, a vector, nothing: say so as an open does */
-        cb_model_free(model);
-        model = NULL;
-        status = CBLOB_ERR_PARSE;
-    }
-    if (status != CBLOB_OK && status != CBLOB_ERR_IO && status != CBLOB_ERR_OUT_OF_MEMORY) {
-        /* The eager open reads the whole file and explains what it holds. */
-        cb_input_file_close(file);
-        cb_input whole;
-        CB_TRY(cb_input_open(path, &whole));
-        status = cb_model_build(context, whole.bytes, whole.size, NULL, NULL, &model);
-        cb_input_close(&whole);
-        CB_TRY(status);
-        *out = model;
+    cblob_status status = cb_model_open_lazy_file(context, file, out);
+    if (status == CBLOB_OK)
         return CBLOB_OK;
+    if (status != CBLOB_ERR_IO && status != CBLOB_ERR_OUT_OF_MEMORY) {
+        /* The eager open reads the whole file (from the same descriptor) and explains what it holds. */
+        cb_input whole;
+        status = cb_input_file_read_all(file, &whole);
+        if (status == CBLOB_OK) {
+            status = cb_explain_bytes(path, whole.bytes, whole.size, CBLOB_FILE_NET,
+                                      cb_model_build(context, whole.bytes, whole.size, NULL, NULL, out));
+            cb_input_close(&whole);
+        }
     }
-    if (status != CBLOB_OK) {
-        cb_input_file_close(file);
-        return status;
-    }
-    model->file = file;
-    *out = model;
-    return CBLOB_OK;
+    cb_input_file_close(file);
+    return status;
 }
 
 CBLOB_API cblob_status cblob_model_open_file_lazy(cblob_context *context, const char *path, cblob_model **out_model)

@@ -37,7 +37,7 @@ cblob_status cb_bytes_put_u8(cb_bytes *bytes, uint8_t value)
 cblob_status cb_bytes_put_varint(cb_bytes *bytes, uint64_t value)
 {
     uint8_t encoded[10];
-    return cb_bytes_append(bytes, encoded, cb_varint_write(encoded, value));
+    return cb_bytes_append(bytes, encoded, cb_varint_encode(encoded, value));
 }
 
 void cb_bytes_free(cb_bytes *bytes)
@@ -94,48 +94,21 @@ void cb_arena_free(cb_arena *arena)
 
 /* ---- varints -------------------------------------------------------------------------------- */
 
-size_t cb_varint_size(uint64_t value)
-{
-    size_t size = 1;
-    while (value >= 0x80) {
-        value >>= 7;
-        ++size;
-    }
-    return size;
-}
-
-size_t cb_varint_write(uint8_t *out, uint64_t value)
-{
-    size_t n = 0;
-    while (value >= 0x80) {
-        out[n++] = (uint8_t)(value | 0x80);
-        value >>= 7;
-    }
-    out[n++] = (uint8_t)value;
-    return n;
-}
-
 uint64_t cb_varint_read(const uint8_t **cursor)
 {
-    const uint8_t *p = *cursor;
     uint64_t value = 0;
-    for (unsigned shift = 0;; shift += 7) {
-        const uint8_t byte = *p++;
-        if (shift < 64)
-            value |= (uint64_t)(byte & 0x7f) << shift;
-        if ((byte & 0x80) == 0)
-            break;
-    }
-    *cursor = p;
+    size_t length = 0;
+    cb_varint_decode(*cursor, CB_VARINT_MAX_BYTES, &value, &length);
+    *cursor += length;
     return value;
 }
 
 size_t cb_varint_length(const uint8_t *p)
 {
-    size_t n = 1;
-    while (p[n - 1] & 0x80)
-        ++n;
-    return n;
+    uint64_t value = 0;
+    size_t length = 0;
+    cb_varint_decode(p, CB_VARINT_MAX_BYTES, &value, &length);
+    return length;
 }
 
 /* ---- operations ----------------------------------------------------------------------------- */
@@ -336,9 +309,9 @@ cblob_status cb_record_store(cb_arena *arena, const cb_bytes *body, uint64_t nam
                              int64_t num_blobs, uint8_t **out)
 {
     uint8_t header[3 * 10 + sizeof(cblob_blob **)];
-    size_t size = cb_varint_write(header, name_offset);
-    size += cb_varint_write(header + size, type_offset);
-    size += cb_varint_write(header + size, (uint64_t)num_blobs);
+    size_t size = cb_varint_encode(header, name_offset);
+    size += cb_varint_encode(header + size, type_offset);
+    size += cb_varint_encode(header + size, (uint64_t)num_blobs);
     if (num_blobs > 0) {
         memset(header + size, 0, sizeof(cblob_blob **)); /* no handles yet */
         size += sizeof(cblob_blob **);

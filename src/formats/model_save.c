@@ -159,7 +159,7 @@ static void write_frame(cb_sink *sink, const cb_op *op, uint64_t inner)
         cb_sink_write(sink, op->length, op->length_size);
     } else {
         uint8_t length[10];
-        cb_sink_write(sink, length, cb_varint_write(length, inner));
+        cb_sink_write(sink, length, cb_varint_encode(length, inner));
     }
 }
 
@@ -237,7 +237,7 @@ static cblob_status write_fresh_blob(emitter *e, const cb_op *op, cblob_blob *ha
     const size_t size = protobuf_c_message_get_packed_size(&message.proto.base);
     cb_sink_write(e->sink, op->tag, op->tag_size);
     uint8_t length[10];
-    cb_sink_write(e->sink, length, cb_varint_write(length, size));
+    cb_sink_write(e->sink, length, cb_varint_encode(length, size));
     protobuf_c_message_pack_to_buffer(&message.proto.base, &e->sink->base);
     cb_blob_message_clear(&message);
     return CBLOB_OK;

@@ -142,11 +142,6 @@ cblob_dtype cb_blob_layout_dtype(const cb_blob_layout *layout)
     return data_field(layout) == CB_VALUES_DOUBLE_DATA ? CBLOB_DTYPE_FLOAT64 : CBLOB_DTYPE_FLOAT32;
 }
 
-bool cb_blob_layout_has_diff(const cb_blob_layout *layout)
-{
-    return layout->values[diff_field(layout)].count > 0;
-}
-
 static cblob_status fail_at(const cb_wire_path *path, uint32_t number, size_t offset, const char *text)
 {
     const cb_wire_field field = {.number = number};

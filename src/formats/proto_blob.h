@@ -62,8 +62,6 @@ cblob_status cb_blob_layout_check(const cb_blob_layout *layout, const cb_wire_pa
 /* The dtype a blob read from the BlobProto gets: float64 when it holds double_data, else float32. */
 cblob_dtype cb_blob_layout_dtype(const cb_blob_layout *layout);
 
-/* Whether the BlobProto holds a diff (a non-empty diff or double_diff). */
-bool cb_blob_layout_has_diff(const cb_blob_layout *layout);
 
 /* Caffe's ShapeEquals(proto): legacy rules when any legacy dim is present, else exact. */
 bool cb_blob_layout_shape_equals(const cb_blob_layout *layout, const cb_shape *shape);

@@ -2,6 +2,7 @@
 #include "proto_io.h"
 
 #include "proto_blob.h"
+#include "sink.h"
 #include "status.h"
 
 /* ---- output ----------------------------------------------------------------------------- */
@@ -32,43 +33,16 @@ cblob_status cb_pack_to_buffer(const ProtobufCMessage *message, uint8_t *buffer,
     return CBLOB_OK;
 }
 
-/* A ProtobufCBuffer over an output: the output gathers small pieces and keeps the first failure,
- * which the commit reports. */
-typedef struct output_sink {
-    ProtobufCBuffer base;
-    cb_output *output;
-} output_sink;
-
-static void sink_append(ProtobufCBuffer *buffer, size_t length, const uint8_t *data)
+/* A message packed straight into a sink (the sink is protobuf-c's ProtobufCBuffer). */
+static cblob_status emit_message(const void *what, cb_sink *sink)
 {
-    output_sink *sink = (output_sink *)buffer;
-    (void)cb_output_write(sink->output, data, length);
-}
-
-/* Streams the message, whose size was checked, to the output and commits it. */
-static cblob_status pack_checked(const ProtobufCMessage *message, cb_output *output)
-{
-    output_sink sink = {.base = {.append = sink_append}, .output = output};
-    protobuf_c_message_pack_to_buffer(message, &sink.base);
-    return cb_output_commit(output);
-}
-
-cblob_status cb_pack_to_output(const ProtobufCMessage *message, cb_output *output)
-{
-    size_t size = 0;
-    const cblob_status status = packed_size(message, &size);
-    if (status != CBLOB_OK) {
-        cb_output_abort(output);
-        return status;
-    }
-    return pack_checked(message, output);
+    protobuf_c_message_pack_to_buffer(what, &sink->base);
+    return CBLOB_OK;
 }
 
 cblob_status cb_pack_to_file(const ProtobufCMessage *message, const char *path)
 {
     size_t size = 0;
     CB_TRY(packed_size(message, &size)); /* before anything is created */
-    cb_output *output = NULL;
-    CB_TRY(cb_output_open(path, &output));
-    return pack_checked(message, output);
+    return cb_emit_to_file(emit_message, message, path);
 }

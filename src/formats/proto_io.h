@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Where serialized messages go: a caller's buffer, or an output of src/io (a file written by its
- * rules). Input bytes come from src/io too (cb_input). */
+/* Where serialized messages go: a caller's buffer, or a file written by src/io's rules through
+ * the one sink (sink.h). Input bytes come from src/io too (cb_input). */
 #ifndef CBLOB_SRC_PROTO_IO_H
 #define CBLOB_SRC_PROTO_IO_H
 
@@ -18,9 +18,6 @@
  * over protobuf's 2 GiB limit are CBLOB_ERR_OVERFLOW. */
 cblob_status cb_pack_to_buffer(const ProtobufCMessage *message, uint8_t *buffer, size_t buffer_size, size_t *out_size);
 
-/* Writes a message to an output and commits it, or aborts it on failure; either way the output is
- * freed. The bytes stream straight from the message's arrays to the file. */
-cblob_status cb_pack_to_output(const ProtobufCMessage *message, cb_output *output);
 /* Writes a message to a named path by src/io's rules (cb_output_open). */
 cblob_status cb_pack_to_file(const ProtobufCMessage *message, const char *path);
 

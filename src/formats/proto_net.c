@@ -47,7 +47,7 @@ static cblob_status scan_blob_field(const cb_wire *wire, const cb_wire_field *fi
     return CBLOB_OK;
 }
 
-static cblob_status detect(const uint8_t *input, size_t size, cblob_proto_kind *out, bool *sure);
+static cblob_status detect(const uint8_t *input, size_t size, bool prefix, cblob_proto_kind *out, bool *sure);
 
 /* Bytes of another kind can be valid protobuf for this one too, only empty (a vector's blobs
  * read as a net's name, a net's layers as a vector's unknown fields), or fail in a way that says
@@ -61,7 +61,7 @@ static cblob_status explain_kind(const uint8_t *input, size_t size, const cb_wir
     cb_error_save(&saved);
     cblob_proto_kind kind;
     bool sure = false;
-    if (size > 0 && detect(input, size, &kind, &sure) == CBLOB_OK && sure && kind != expected)
+    if (size > 0 && detect(input, size, false, &kind, &sure) == CBLOB_OK && sure && kind != expected)
         return cb_wire_fail(root, NULL, 0, "the input holds a %s, not a %s", names[kind], names[expected]);
     cb_error_restore(&saved);
     return result;
@@ -197,8 +197,10 @@ static cblob_status explain_failure(const uint8_t *input, size_t size, bool net,
     return status;
 }
 
-/* The kind, and whether a field only that kind has decided it (a name-only net is a guess). */
-static cblob_status detect(const uint8_t *input, size_t size, cblob_proto_kind *out, bool *sure)
+/* The kind, and whether a field only that kind has decided it (a name-only net is a guess). A
+ * prefix is the start of a longer input: a field cut by its end ends the walk, and the fields
+ * before it decide. */
+static cblob_status detect(const uint8_t *input, size_t size, bool prefix, cblob_proto_kind *out, bool *sure)
 {
     const cb_wire_path root = {.parent = NULL, .message = NULL, .index = -1};
     if (size == 0)
@@ -210,6 +212,8 @@ static cblob_status detect(const uint8_t *input, size_t size, cblob_proto_kind *
     for (;;) {
         cb_wire_field field;
         const cblob_status status = cb_wire_next(&wire, &field);
+        if (status != CBLOB_OK && prefix && fields > 0)
+            break;
         if (status != CBLOB_OK)
             return explain_failure(input, size, net, blob, status);
         if (field.number == 0)
@@ -247,5 +251,11 @@ static cblob_status detect(const uint8_t *input, size_t size, cblob_proto_kind *
 cblob_status cb_proto_detect_kind(const uint8_t *input, size_t size, cblob_proto_kind *out)
 {
     bool sure;
-    return detect(input, size, out, &sure);
+    return detect(input, size, false, out, &sure);
+}
+
+cblob_status cb_proto_detect_prefix(const uint8_t *input, size_t size, cblob_proto_kind *out)
+{
+    bool sure;
+    return detect(input, size, true, out, &sure);
 }

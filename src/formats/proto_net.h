@@ -27,6 +27,16 @@ cblob_status cb_blob_scan(const uint8_t *input, size_t size, cb_blob_layout *out
 /* Which of NetParameter, BlobProto or BlobProtoVector the input holds, from its top-level fields
  * (see cblob_proto_detect in the header for the rules). */
 cblob_status cb_proto_detect_kind(const uint8_t *input, size_t size, cblob_proto_kind *out);
+/* The same from the first bytes of a longer input: a field cut by their end ends the walk, and the
+ * fields before it decide (at least one must be whole). */
+cblob_status cb_proto_detect_prefix(const uint8_t *input, size_t size, cblob_proto_kind *out);
+
+/* A BlobProto's bytes as a new blob, and a BlobProtoVector's as new blobs (an array the caller
+ * frees, with each blob); formats_blob.c. */
+cblob_status cb_blob_create_from_proto_bytes(cblob_context *context, const uint8_t *bytes, size_t size, cblob_blob **out);
+struct cb_input;
+cblob_status cb_blob_vector_read(cblob_context *context, const struct cb_input *input, cblob_blob ***out_blobs,
+                                 int64_t *out_count);
 
 /* V1LayerParameter.LayerType: the enum name of a value (NULL when unnamed), and the value of a
  * name or of a decimal number. */

@@ -222,6 +222,12 @@ cblob_status cb_sink_file_open(cb_sink *sink, const char *path)
     return CBLOB_OK;
 }
 
+void cb_sink_output(cb_sink *sink, cb_output *output)
+{
+    sink_init(sink, CB_SINK_FILE);
+    sink->output = output;
+}
+
 void cb_sink_file_abort(cb_sink *sink)
 {
     stop_writer(sink);

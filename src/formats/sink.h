@@ -43,6 +43,9 @@ typedef struct cb_sink {
 void cb_sink_count(cb_sink *sink);
 void cb_sink_buffer(cb_sink *sink, uint8_t *buffer, size_t capacity);
 cblob_status cb_sink_file_open(cb_sink *sink, const char *path);
+/* A file sink over an output opened already (a file of an output folder): the sink takes it over,
+ * and commits or aborts it as cb_sink_file_open's. Small files: no writer thread. */
+void cb_sink_output(cb_sink *sink, cb_output *output);
 /* Puts the file in place (cb_output_commit); on any failure (the sink's own included) the path is
  * left as it was. */
 cblob_status cb_sink_file_commit(cb_sink *sink);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "status.h"
+#include "varint.h"
 
 /* Deeper nesting than any Caffe message needs; groups of unknown fields count too. */
 #define CB_WIRE_MAX_DEPTH 64
@@ -97,20 +98,11 @@ cblob_status cb_wire_fail(const cb_wire_path *path, const cb_wire_field *field, 
 /* Reads a varint at *pos; false when it runs past end or past 10 bytes. */
 static bool read_varint(const uint8_t *input, size_t *pos, size_t end, uint64_t *out, bool *too_long)
 {
-    uint64_t value = 0;
-    *too_long = false;
-    for (unsigned shift = 0, i = 0; i < 10; ++i, shift += 7) {
-        if (*pos >= end)
-            return false;
-        const uint8_t byte = input[(*pos)++];
-        value |= (uint64_t)(byte & 0x7f) << shift;
-        if ((byte & 0x80) == 0) {
-            *out = value;
-            return true;
-        }
-    }
-    *too_long = true;
-    return false;
+    size_t length = 0;
+    const cb_varint_result result = cb_varint_decode(input + *pos, end - *pos, out, &length);
+    *too_long = result == CB_VARINT_TOO_LONG;
+    *pos += result == CB_VARINT_OK ? length : 0;
+    return result == CB_VARINT_OK;
 }
 
 bool cb_wire_packed_varint(const uint8_t *input, size_t *pos, size_t end, uint64_t *out)

@@ -212,6 +212,18 @@ cblob_status cb_input_file_image(const cb_input_file *file, cb_input *out)
     return CBLOB_OK;
 }
 
+cblob_status cb_input_file_read_all(const cb_input_file *file, cb_input *out)
+{
+    CB_TRY(check_still_the_file(file));
+    return read_snapshot(file->fd, file->path, &file->opened, 0, out);
+}
+
+int cb_path_is_folder(const char *path)
+{
+    struct stat info;
+    return stat(path, &info) == 0 && S_ISDIR(info.st_mode);
+}
+
 void cb_input_file_close(cb_input_file *file)
 {
     if (file == NULL)

@@ -100,6 +100,11 @@ cblob_status cb_input_file_read(const cb_input_file *file, uint64_t offset, void
  * the file at their own offsets: an image of the parts of the file that were read (the rest reads
  * as zeros and costs no memory). Free it with cb_input_close. */
 cblob_status cb_input_file_image(const cb_input_file *file, cb_input *out);
+/* Reads the whole file, as cb_input_open reads one: a snapshot into private memory. */
+cblob_status cb_input_file_read_all(const cb_input_file *file, cb_input *out);
+/* The path's kind without opening it: 1 a folder, 0 anything else (or nothing: opening it will
+ * say what is wrong). */
+int cb_path_is_folder(const char *path);
 void cb_input_file_close(cb_input_file *file);
 
 /* For tests only: when set, runs after each piece a reader reads, with the descriptor and the
@@ -136,9 +141,16 @@ typedef struct cb_out_dir cb_out_dir;
 
 /* Opens the folder (following links in its path) and removes stale temporaries in it. */
 cblob_status cb_out_dir_open(const char *path, cb_out_dir **out);
+/* The same, making the folder first when it is missing (0777 less the umask). */
+cblob_status cb_out_dir_create(const char *path, cb_out_dir **out);
 /* A file of the folder: name is one path component (no '/', not "." or "..", not starting with
  * ".cblob-tmp-"). The file appears under name at commit. */
 cblob_status cb_output_open_in(cb_out_dir *dir, const char *name, cb_output **out);
+/* The same for a file only its owner may read and write (0600 whatever the umask). */
+cblob_status cb_output_open_in_private(cb_out_dir *dir, const char *name, cb_output **out);
+/* Removes the entry `name` of the folder (a regular file or a symbolic link, never followed; a
+ * missing one is no failure): an index that must not outlive the files it lists. */
+cblob_status cb_out_dir_remove(cb_out_dir *dir, const char *name);
 /* Makes everything committed in the folder so far durable (syncfs, then the folder itself), and
  * reports the first error the file system kept for it. */
 cblob_status cb_out_dir_sync(cb_out_dir *dir);

@@ -29,6 +29,7 @@ typedef struct cb_output_plan {
     bool close_fd;       /* IN_PLACE: whether the output closes fd (not a caller's) */
     bool durable;        /* fsync before the file takes its place */
     bool remove_stale;   /* remove the folder's stale temporaries first (an output folder did) */
+    bool private_file;   /* a fresh file is made 0600 whatever the umask (the kernel cache's entries) */
     /* REPLACE: the file replaced, whose mode and owner the new one keeps; NULL: a fresh file */
     const struct stat *original;
 } cb_output_plan;

@@ -37,6 +37,13 @@ cblob_status cb_out_dir_open(const char *path, cb_out_dir **out)
     return CBLOB_OK;
 }
 
+cblob_status cb_out_dir_create(const char *path, cb_out_dir **out)
+{
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot make the folder: %s", path, strerror(errno));
+    return cb_out_dir_open(path, out);
+}
+
 static cblob_status check_name(const cb_out_dir *dir, const char *name)
 {
     if (name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strchr(name, '/') != NULL ||
@@ -48,7 +55,7 @@ static cblob_status check_name(const cb_out_dir *dir, const char *name)
     return CBLOB_OK;
 }
 
-cblob_status cb_output_open_in(cb_out_dir *dir, const char *name, cb_output **out)
+static cblob_status open_in(cb_out_dir *dir, const char *name, bool private_file, cb_output **out)
 {
     CB_TRY(check_name(dir, name));
     const size_t size = strlen(dir->path) + strlen(name) + 2;
@@ -74,11 +81,36 @@ cblob_status cb_output_open_in(cb_out_dir *dir, const char *name, cb_output **ou
     if (status == CBLOB_OK && dirfd < 0)
         status = cb_fail(CBLOB_ERR_IO, "%s: cannot duplicate the folder's descriptor: %s", display, strerror(errno));
     if (status == CBLOB_OK) {
-        const cb_output_plan plan = {.kind = kind, .display = display, .dirfd = dirfd, .name = name, .fd = -1};
+        const cb_output_plan plan = {.kind = kind, .display = display, .dirfd = dirfd, .name = name, .fd = -1,
+                                     .private_file = private_file};
         status = cb_output_start(&plan, out);
     }
     free(display);
     return status;
+}
+
+cblob_status cb_output_open_in(cb_out_dir *dir, const char *name, cb_output **out)
+{
+    return open_in(dir, name, false, out);
+}
+
+cblob_status cb_output_open_in_private(cb_out_dir *dir, const char *name, cb_output **out)
+{
+    return open_in(dir, name, true, out);
+}
+
+cblob_status cb_out_dir_remove(cb_out_dir *dir, const char *name)
+{
+    CB_TRY(check_name(dir, name));
+    struct stat existing;
+    if (fstatat(dir->fd, name, &existing, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? CBLOB_OK : cb_fail(CBLOB_ERR_IO, "%s/%s: cannot stat: %s", dir->path, name, strerror(errno));
+    if (!S_ISREG(existing.st_mode) && !S_ISLNK(existing.st_mode))
+        return cb_fail(CBLOB_ERR_IO, "%s/%s is %s; cblob removes only regular files and symbolic links in an output "
+                       "folder", dir->path, name, cb_file_kind(existing.st_mode));
+    if (unlinkat(dir->fd, name, 0) != 0 && errno != ENOENT)
+        return cb_fail(CBLOB_ERR_IO, "%s/%s: cannot remove: %s", dir->path, name, strerror(errno));
+    return CBLOB_OK;
 }
 
 cblob_status cb_out_dir_sync(cb_out_dir *dir)

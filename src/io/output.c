@@ -28,6 +28,7 @@ struct cb_output {
     int target_fd;      /* STAGED: the target */
     bool close_fd, durable, pipe;
     bool keep_attributes;
+    bool private_file;
     struct stat original;
     uint64_t written;
     int error;        /* errno of the first failure; later writes do nothing */
@@ -198,6 +199,7 @@ cblob_status cb_output_start(const cb_output_plan *plan, cb_output **out)
         .durable = plan->durable,
         .pipe = in_place && is_pipe(plan->fd),
         .keep_attributes = plan->original != NULL,
+        .private_file = plan->private_file,
     };
     if (plan->original != NULL)
         output->original = *plan->original;
@@ -209,7 +211,8 @@ cblob_status cb_output_start(const cb_output_plan *plan, cb_output **out)
         if (plan->remove_stale)
             cb_remove_stale_temporaries(output->dirfd);
         /* A file whose mode will be copied stays private until then; a fresh one takes the umask. */
-        const cblob_status status = create_temporary(output, output->keep_attributes ? 0600 : 0666);
+        const cblob_status status =
+            create_temporary(output, output->keep_attributes || output->private_file ? 0600 : 0666);
         if (status != CBLOB_OK) {
             output_free(output);
             return status;

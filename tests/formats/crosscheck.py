@@ -506,7 +506,7 @@ def cli_bad_input(ctx):
     missing = os.path.join(ctx.tmp, "missing.caffemodel")
     cases = [
         (["inspect", missing], missing, "No such file"),
-        (["inspect", ctx.tmp], ctx.tmp, "not a regular file"),
+        (["inspect", ctx.tmp], ctx.tmp, "has no index.json"),
         (["inspect", "--json", truncated], truncated, "NetParameter.layer"),
         (["inspect", garbage], garbage, "at byte"),
         (["inspect", empty], empty, "empty"),

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Fuzzes the cblob program's .npy reader (tools/npy.c): the header is parsed within the bytes it
- * is given (they have no terminator: an input that ends inside the header must fail, not read
- * past it), and what it accepts becomes a blob of the shape it announced, in its own dtype where
- * a blob holds it and converted to float64 where every value fits. */
+/* Fuzzes the one .npy codec (src/util/npy.h) as every reader uses it (cblob_file_open's .npy
+ * files, .npz members, .npy folders): the header is parsed within the bytes it is given (they
+ * have no terminator: an input that ends inside the header must fail, not read past it), and what
+ * it accepts becomes a blob of the shape it announced, in its own dtype where a blob holds it and
+ * converted to float64 where every value fits. */
 #include <string.h>
 
 #include "fuzz.h"
 #include "npy.h"
+#include "npy_files.h"
 
-static void check_blob(cblob_blob *blob, const npy_array *array)
+static void check_blob(cblob_blob *blob, const cb_npy_array *array)
 {
     int64_t dims[CBLOB_MAX_AXES], count = -1;
     int32_t axes = -1;
@@ -24,13 +26,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *bytes = malloc(size > 0 ? size : 1);
     FUZZ_ASSERT(bytes != NULL);
     memcpy(bytes, data, size);
-    npy_array array;
-    if (npy_parse("fuzz.npy", bytes, size, &array) == CBLOB_OK) {
-        FUZZ_ASSERT(array.values >= bytes && array.values <= bytes + size);
+    cb_npy_array array;
+    if (cb_npy_parse("fuzz.npy", bytes, size, &array) == CBLOB_OK) {
+        FUZZ_ASSERT(array.header_size <= size && array.header_size + array.value_bytes == size);
         cblob_blob *blob = NULL;
-        if (npy_to_blob(fuzz_context(), "fuzz.npy", &array, NPY_DTYPE_AS_IS, &blob) == CBLOB_OK)
+        if (cb_npy_blob_from_bytes(fuzz_context(), "fuzz.npy", bytes, size, 0, &blob) == CBLOB_OK)
             check_blob(blob, &array);
-        if (npy_to_blob(fuzz_context(), "fuzz.npy", &array, CBLOB_DTYPE_FLOAT64, &blob) == CBLOB_OK)
+        if (cb_npy_blob_from_bytes(fuzz_context(), "fuzz.npy", bytes, size, CBLOB_DTYPE_FLOAT64, &blob) == CBLOB_OK)
             check_blob(blob, &array);
     }
     free(bytes);

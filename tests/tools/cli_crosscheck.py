@@ -134,9 +134,11 @@ def json_schemas(ctx):
         layers += len(doc["layers"])
         if len(doc["layers"]) > 1000:
             continue  # thousands of files: the tools_files suite converts those
-        _, index = to_npy(ctx, path, "npy_" + os.path.basename(path))
+        # A folder's name that names no format (a name ending .caffemodel would be refused).
+        npy_folder = "npy_" + os.path.basename(path).replace(".", "_")
+        _, index = to_npy(ctx, path, npy_folder)
         validate(index, "npy-index-schema-1.json", f"{path}: index.json")
-        shutil.rmtree(os.path.join(ctx.work, "npy_" + os.path.basename(path)))
+        shutil.rmtree(os.path.join(ctx.work, npy_folder))
     with open(inputs[0], "rb") as f:
         validate(inspect_json(ctx, "-", stdin=f), "inspect-schema-2.json", "standard input")
     print(f"{len(inputs)} files ({layers} layers) follow inspect-schema-2.json; their index.json files npy-index-schema-1.json")
@@ -221,7 +223,10 @@ def way_back_from_numpy(ctx):
         np.save(os.path.join(folder, f"{layer}_{index}.npy"), value)
     for weights_path in (npz, folder):
         out = os.path.join(ctx.work, "back.caffemodel")
-        run(["convert", weights_path, "--like", base, "--to", "caffemodel", out], ctx)
+        # A folder without index.json is read by its files' names only when asked: an interrupted
+        # conversion leaves no index.json too.
+        by_name = ["--npy-names"] if weights_path == folder else []
+        run(["convert", weights_path] + by_name + ["--like", base, "--to", "caffemodel", out], ctx)
         with open(out, "rb") as f:
             back = f.read()
         net = protos["caffe_packed"].NetParameter.FromString(back)

@@ -21,7 +21,7 @@ namespace CBlob
         /// <summary>The ABI major version this header describes; it is also the SONAME's number.</summary>
         public const int AbiVersionMajor = 1;
         /// <summary>The ABI minor version this header describes; a minor release only adds functions.</summary>
-        public const int AbiVersionMinor = 1;
+        public const int AbiVersionMinor = 2;
         /// <summary>The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.</summary>
         public const int NeomlAxes = 7;
         /// <summary>Room, terminating NUL included, in the message buffer cblob hands to each engine operation.</summary>
@@ -207,6 +207,47 @@ namespace CBlob
         Diff = 1,
         /// <summary>safetensors keys with PyTorch's names (see cblob_model_to_safetensors). (<c>CBLOB_EXPORT_TORCH_NAMES</c>)</summary>
         TorchNames = 2,
+    }
+
+    /// <summary>
+    /// Bits for cblob_model_replace_blobs_with's flags (since ABI 1.2).
+    /// </summary>
+    public enum ReplaceFlags : int
+    {
+        /// <summary>Every blob of the model must get values from the weights: one it would keep is CBLOB_ERR_SHAPE, listed with the other mismatches. (<c>CBLOB_REPLACE_ALL</c>)</summary>
+        All = 1,
+    }
+
+    /// <summary>
+    /// What a file holds (cblob_file_open, cblob_file_detect). The first three are cblob_proto_kind's values.
+    /// </summary>
+    public enum FileKind : int
+    {
+        /// <summary>A NetParameter: a .caffemodel or a binary net definition. (<c>CBLOB_FILE_NET</c>)</summary>
+        Net = 1,
+        /// <summary>A BlobProto: a .binaryproto such as a mean image. (<c>CBLOB_FILE_BLOB</c>)</summary>
+        Blob = 2,
+        /// <summary>A BlobProtoVector. (<c>CBLOB_FILE_BLOB_VECTOR</c>)</summary>
+        BlobVector = 3,
+        /// <summary>A NumPy .npy array. (<c>CBLOB_FILE_NPY</c>)</summary>
+        Npy = 4,
+        /// <summary>A NumPy .npz archive. (<c>CBLOB_FILE_NPZ</c>)</summary>
+        Npz = 5,
+        /// <summary>A safetensors file. (<c>CBLOB_FILE_SAFETENSORS</c>)</summary>
+        Safetensors = 6,
+        /// <summary>A folder of .npy files. (<c>CBLOB_FILE_NPY_FOLDER</c>)</summary>
+        NpyFolder = 7,
+    }
+
+    /// <summary>
+    /// Bits for cblob_file_open's flags.
+    /// </summary>
+    public enum OpenFlags : int
+    {
+        /// <summary>A .caffemodel named by its path is opened as cblob_model_open_file_lazy opens one: its structure at once, each blob's values on first access. (<c>CBLOB_OPEN_LAZY</c>)</summary>
+        Lazy = 1,
+        /// <summary>A .npy folder without index.json is read by its file names, `&lt;layer&gt;_&lt;index&gt;.npy` and `&lt;layer&gt;_&lt;index&gt;_diff.npy` (a folder of one's own .npy files); without this flag such a folder is refused as an interrupted conversion. (<c>CBLOB_OPEN_NPY_BY_NAME</c>)</summary>
+        NpyByName = 2,
     }
 
     /// <summary>
@@ -436,6 +477,31 @@ namespace CBlob
     }
 
     /// <summary>
+    /// A file opened whatever it holds (cblob_file_open): a model for a net, an .npz, a safetensors
+    /// file or a .npy folder (cblob_file_model), blobs for a BlobProto, a BlobProtoVector or a .npy
+    /// file (cblob_file_blob). Free it with cblob_file_destroy.
+    /// Owns one hold on a <c>cblob_file</c>; releasing it calls <c>cblob_file_destroy</c>.
+    /// </summary>
+    public sealed class FileHandle : SafeHandleZeroOrMinusOneIsInvalid
+    {
+        /// <summary>An invalid handle, for the marshaller to fill.</summary>
+        public FileHandle() : base(true) { }
+
+        /// <summary>Takes ownership of one hold on a handle (one a call wrote into an array).</summary>
+        internal FileHandle(IntPtr owned) : base(true)
+        {
+            SetHandle(owned);
+        }
+
+        /// <inheritdoc/>
+        protected override bool ReleaseHandle()
+        {
+            NativeMethods.cblob_file_destroy(handle);
+            return true;
+        }
+    }
+
+    /// <summary>
     /// A communicator: a group of ranks running collectives through one engine. Owned by the
     /// caller; cblob_comm_destroy frees it and its engine's state.
     /// Owns one hold on a <c>cblob_comm</c>; releasing it calls <c>cblob_comm_destroy</c>.
@@ -502,6 +568,24 @@ namespace CBlob
         /// <remarks>Since ABI 1.0.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern IntPtr cblob_last_error_message();
+
+        /// <summary>
+        /// The public function whose call made the calling thread's last failure ("cblob_model_open_file"),
+        /// or "" if none failed yet; never NULL. It is the function the caller called, however deep
+        /// inside the library the failure was found. Valid until the thread's next failing call.
+        /// </summary>
+        /// <remarks>Since ABI 1.2.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern IntPtr cblob_last_error_function();
+
+        /// <summary>
+        /// The calling thread's last failure without the function's name: cblob_last_error_message()
+        /// is "&lt;function&gt;: &lt;detail&gt;". For a program that names the failing call itself, or not at all;
+        /// never NULL. Valid until the thread's next failing call.
+        /// </summary>
+        /// <remarks>Since ABI 1.2.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern IntPtr cblob_last_error_detail();
 
         /// <summary>
         /// The enumerator's name for a status ("CBLOB_ERR_SHAPE"), or "CBLOB_ERR_UNKNOWN"; never NULL.
@@ -1401,6 +1485,128 @@ namespace CBlob
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_replace_blobs(IntPtr model, IntPtr weights);
+
+        /// <summary>
+        /// cblob_model_replace_blobs with flags (cblob_replace_flags' bits), counting into out_kept the
+        /// model's blobs that kept their values because the weights have none for them (0 when every
+        /// blob was replaced). With CBLOB_REPLACE_ALL such a blob is a mismatch: the message lists each
+        /// (layer, blob index) among the other mismatches and nothing changes.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_replace_blobs_with(IntPtr model, IntPtr weights, int flags, out long out_kept);
+
+        /// <summary>
+        /// Opens the file or folder at path, whatever it holds (the section's introduction), opening and
+        /// reading it once: its kind is told from its first bytes, and the reader of that kind goes on
+        /// from there. Files are read as every reader reads them: a snapshot, with pread, never mapped
+        /// (cblob_model_open_file's memory bounds hold). flags is 0 or cblob_open_flags' bits. dtype
+        /// 0 keeps every .npy value's own dtype (which must be one a blob holds); a dtype converts .npy
+        /// values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
+        /// that no reader takes is CBLOB_ERR_PARSE saying what it is; a missing or unreadable path, or
+        /// one that is neither a regular file nor a folder, is CBLOB_ERR_IO.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_file_open(IntPtr context, byte[] path, int flags, DType dtype, out FileHandle out_file);
+
+        /// <summary>
+        /// cblob_file_open for what a descriptor the caller owns holds, from its current offset to its
+        /// end (standard input, say): a regular file is read as a snapshot and its offset moves to its
+        /// end; a pipe, a terminal or a socket is read until end of file. The descriptor is never closed.
+        /// name (may be NULL: "the descriptor") is how messages name it. CBLOB_OPEN_LAZY does nothing
+        /// here, and a folder is refused.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_file_open_fd(IntPtr context, int fd, byte[] name, int flags, DType dtype, out FileHandle out_file);
+
+        /// <summary>
+        /// Frees the file, its model and its holds on its blobs; blobs the caller holds stay valid. A
+        /// lazily opened net's file is closed. NULL is a no-op.
+        /// </summary>
+        /// <remarks>Since ABI 1.2.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern void cblob_file_destroy(IntPtr file);
+
+        /// <summary>
+        /// What the file holds.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_file_get_kind(IntPtr file, out FileKind out_kind);
+
+        /// <summary>
+        /// The model of a net, an .npz, a safetensors file or a .npy folder: the file's own, valid until
+        /// the file is destroyed (cblob_model_destroy must not be called on it). A model read from an
+        /// .npz, a safetensors file or a .npy folder is one of cblob_model_open_npz's: its layers are
+        /// the keys' layers. A file of blobs is CBLOB_ERR_STATE.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_file_model(IntPtr file, out ModelHandle out_model);
+
+        /// <summary>
+        /// The number of blobs of a BlobProto (1), a BlobProtoVector or a .npy file (1); a file holding a model is CBLOB_ERR_STATE.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_file_num_blobs(IntPtr file, out long out_count);
+
+        /// <summary>
+        /// Blob `index` of a file of blobs, as a new holder of it: destroy it with cblob_blob_destroy
+        /// (the file keeps its own hold). A file holding a model is CBLOB_ERR_STATE.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_file_blob(IntPtr file, long index, out BlobHandle out_blob);
+
+        /// <summary>
+        /// Tells what the file or folder at path holds without opening it as a model or blobs, reading
+        /// at most its first 64 KiB: a Caffe message is told from its first top-level fields (a net's
+        /// layers, a blob's shape or values, a vector's blobs), the other kinds from their headers. A
+        /// folder is CBLOB_FILE_NPY_FOLDER. What cblob_file_open would refuse as of no kind it reads is
+        /// CBLOB_ERR_PARSE with the same message.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_file_detect(byte[] path, out FileKind out_kind);
+
+        /// <summary>
+        /// Writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
+        /// padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
+        /// two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the
+        /// host copy, as cblob_blob_to_proto does.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_to_npy(IntPtr blob, Part part, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_size);
+
+        /// <summary>
+        /// Writes cblob_blob_to_npy's bytes to a file, atomically as every file is written.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_to_npy_file(IntPtr blob, Part part, byte[] path);
+
+        /// <summary>
+        /// Writes every blob of the model into folder (made when missing) as a .npy folder (the
+        /// section's introduction), the diffs too with CBLOB_EXPORT_DIFF, and counts the .npy files
+        /// written into out_num_files. index.json's "source" is null. Streams: memory stays small
+        /// whatever the model's size; everything is synced once at the end.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_to_npy_folder(IntPtr model, int flags, byte[] folder, out long out_num_files);
+
+        /// <summary>
+        /// cblob_model_to_npy_folder for whatever the file holds: a model's blobs, or a file of blobs as
+        /// `blob_&lt;index&gt;.npy`. index.json's "source" is the path or name the file was opened by, and its
+        /// "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_file_to_npy_folder(IntPtr file, int flags, byte[] folder, out long out_num_files);
 
         /// <summary>
         /// Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and

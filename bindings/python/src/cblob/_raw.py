@@ -23,7 +23,7 @@ MAX_THREADS = 256
 # The ABI major version this header describes; it is also the SONAME's number.
 ABI_VERSION_MAJOR = 1
 # The ABI minor version this header describes; a minor release only adds functions.
-ABI_VERSION_MINOR = 1
+ABI_VERSION_MINOR = 2
 # The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 NEOML_AXES = 7
 # Room, terminating NUL included, in the message buffer cblob hands to each engine operation.
@@ -126,6 +126,28 @@ class ExportFlags(enum.IntEnum):
     """Bits for the export calls' flags. (cblob_export_flags)"""
     DIFF = 1  # Diffs too, where a blob has one (npz `<layer>/<index>/diff`, safetensors `<key>.diff`).
     TORCH_NAMES = 2  # safetensors keys with PyTorch's names (see cblob_model_to_safetensors).
+
+
+class ReplaceFlags(enum.IntEnum):
+    """Bits for cblob_model_replace_blobs_with's flags (since ABI 1.2). (cblob_replace_flags)"""
+    ALL = 1  # Every blob of the model must get values from the weights: one it would keep is CBLOB_ERR_SHAPE, listed with the other mismatches.
+
+
+class FileKind(enum.IntEnum):
+    """What a file holds (cblob_file_open, cblob_file_detect). The first three are cblob_proto_kind's values. (cblob_file_kind)"""
+    NET = 1  # A NetParameter: a .caffemodel or a binary net definition.
+    BLOB = 2  # A BlobProto: a .binaryproto such as a mean image.
+    BLOB_VECTOR = 3  # A BlobProtoVector.
+    NPY = 4  # A NumPy .npy array.
+    NPZ = 5  # A NumPy .npz archive.
+    SAFETENSORS = 6  # A safetensors file.
+    NPY_FOLDER = 7  # A folder of .npy files.
+
+
+class OpenFlags(enum.IntEnum):
+    """Bits for cblob_file_open's flags. (cblob_open_flags)"""
+    LAZY = 1  # A .caffemodel named by its path is opened as cblob_model_open_file_lazy opens one: its structure at once, each blob's values on first access.
+    NPY_BY_NAME = 2  # A .npy folder without index.json is read by its file names, `<layer>_<index>.npy` and `<layer>_<index>_diff.npy` (a folder of one's own .npy files); without this flag such a folder is refused as an interrupted conversion.
 
 
 class CacheMode(enum.IntEnum):
@@ -231,6 +253,16 @@ FUNCTIONS = (
     # The text stays valid until the thread's next failing call.
     # Since ABI 1.0.
     ("cblob_last_error_message", c_char_p, ()),
+    # The public function whose call made the calling thread's last failure ("cblob_model_open_file"),
+    # or "" if none failed yet; never NULL. It is the function the caller called, however deep
+    # inside the library the failure was found. Valid until the thread's next failing call.
+    # Since ABI 1.2.
+    ("cblob_last_error_function", c_char_p, ()),
+    # The calling thread's last failure without the function's name: cblob_last_error_message()
+    # is "<function>: <detail>". For a program that names the failing call itself, or not at all;
+    # never NULL. Valid until the thread's next failing call.
+    # Since ABI 1.2.
+    ("cblob_last_error_detail", c_char_p, ()),
     # The enumerator's name for a status ("CBLOB_ERR_SHAPE"), or "CBLOB_ERR_UNKNOWN"; never NULL.
     # Since ABI 1.0.
     ("cblob_status_name", c_char_p, (c_int32,)),  # status
@@ -726,6 +758,76 @@ FUNCTIONS = (
     # bytes change.
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     ("cblob_model_replace_blobs", c_int32, (c_void_p, c_void_p)),  # model, weights
+    # cblob_model_replace_blobs with flags (cblob_replace_flags' bits), counting into out_kept the
+    # model's blobs that kept their values because the weights have none for them (0 when every
+    # blob was replaced). With CBLOB_REPLACE_ALL such a blob is a mismatch: the message lists each
+    # (layer, blob index) among the other mismatches and nothing changes.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    ("cblob_model_replace_blobs_with", c_int32, (c_void_p, c_void_p, c_int32, POINTER(c_int64))),  # model, weights, flags, out_kept
+    # Opens the file or folder at path, whatever it holds (the section's introduction), opening and
+    # reading it once: its kind is told from its first bytes, and the reader of that kind goes on
+    # from there. Files are read as every reader reads them: a snapshot, with pread, never mapped
+    # (cblob_model_open_file's memory bounds hold). flags is 0 or cblob_open_flags' bits. dtype
+    # 0 keeps every .npy value's own dtype (which must be one a blob holds); a dtype converts .npy
+    # values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
+    # that no reader takes is CBLOB_ERR_PARSE saying what it is; a missing or unreadable path, or
+    # one that is neither a regular file nor a folder, is CBLOB_ERR_IO.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    ("cblob_file_open", c_int32, (c_void_p, c_char_p, c_int32, c_int32, POINTER(c_void_p))),  # context, path, flags, dtype, out_file
+    # cblob_file_open for what a descriptor the caller owns holds, from its current offset to its
+    # end (standard input, say): a regular file is read as a snapshot and its offset moves to its
+    # end; a pipe, a terminal or a socket is read until end of file. The descriptor is never closed.
+    # name (may be NULL: "the descriptor") is how messages name it. CBLOB_OPEN_LAZY does nothing
+    # here, and a folder is refused.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    ("cblob_file_open_fd", c_int32, (c_void_p, c_int32, c_char_p, c_int32, c_int32, POINTER(c_void_p))),  # context, fd, name, flags, dtype, out_file
+    # Frees the file, its model and its holds on its blobs; blobs the caller holds stay valid. A
+    # lazily opened net's file is closed. NULL is a no-op.
+    # Since ABI 1.2.
+    ("cblob_file_destroy", None, (c_void_p,)),  # file
+    # What the file holds.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    ("cblob_file_get_kind", c_int32, (c_void_p, POINTER(c_int32))),  # file, out_kind
+    # The model of a net, an .npz, a safetensors file or a .npy folder: the file's own, valid until
+    # the file is destroyed (cblob_model_destroy must not be called on it). A model read from an
+    # .npz, a safetensors file or a .npy folder is one of cblob_model_open_npz's: its layers are
+    # the keys' layers. A file of blobs is CBLOB_ERR_STATE.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.
+    ("cblob_file_model", c_int32, (c_void_p, POINTER(c_void_p))),  # file, out_model
+    # The number of blobs of a BlobProto (1), a BlobProtoVector or a .npy file (1); a file holding a model is CBLOB_ERR_STATE.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.
+    ("cblob_file_num_blobs", c_int32, (c_void_p, POINTER(c_int64))),  # file, out_count
+    # Blob `index` of a file of blobs, as a new holder of it: destroy it with cblob_blob_destroy
+    # (the file keeps its own hold). A file holding a model is CBLOB_ERR_STATE.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
+    ("cblob_file_blob", c_int32, (c_void_p, c_int64, POINTER(c_void_p))),  # file, index, out_blob
+    # Tells what the file or folder at path holds without opening it as a model or blobs, reading
+    # at most its first 64 KiB: a Caffe message is told from its first top-level fields (a net's
+    # layers, a blob's shape or values, a vector's blobs), the other kinds from their headers. A
+    # folder is CBLOB_FILE_NPY_FOLDER. What cblob_file_open would refuse as of no kind it reads is
+    # CBLOB_ERR_PARSE with the same message.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+    ("cblob_file_detect", c_int32, (c_char_p, POINTER(c_int32))),  # path, out_kind
+    # Writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
+    # padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
+    # two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the
+    # host copy, as cblob_blob_to_proto does.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+    ("cblob_blob_to_npy", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # blob, part, buffer, buffer_size, out_size
+    # Writes cblob_blob_to_npy's bytes to a file, atomically as every file is written.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    ("cblob_blob_to_npy_file", c_int32, (c_void_p, c_int32, c_char_p)),  # blob, part, path
+    # Writes every blob of the model into folder (made when missing) as a .npy folder (the
+    # section's introduction), the diffs too with CBLOB_EXPORT_DIFF, and counts the .npy files
+    # written into out_num_files. index.json's "source" is null. Streams: memory stays small
+    # whatever the model's size; everything is synced once at the end.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    ("cblob_model_to_npy_folder", c_int32, (c_void_p, c_int32, c_char_p, POINTER(c_int64))),  # model, flags, folder, out_num_files
+    # cblob_model_to_npy_folder for whatever the file holds: a model's blobs, or a file of blobs as
+    # `blob_<index>.npy`. index.json's "source" is the path or name the file was opened by, and its
+    # "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    ("cblob_file_to_npy_folder", c_int32, (c_void_p, c_int32, c_char_p, POINTER(c_int64))),  # file, flags, folder, out_num_files
     # Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
     # the number of CUDA devices, or the status that says why not (with a message naming the
     # library or the versions involved).

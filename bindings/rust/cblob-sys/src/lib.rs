@@ -24,7 +24,7 @@ pub const CBLOB_MAX_THREADS: i32 = 256;
 pub const CBLOB_ABI_VERSION_MAJOR: i32 = 1;
 
 /// The ABI minor version this header describes; a minor release only adds functions.
-pub const CBLOB_ABI_VERSION_MINOR: i32 = 1;
+pub const CBLOB_ABI_VERSION_MINOR: i32 = 2;
 
 /// The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 pub const CBLOB_NEOML_AXES: i32 = 7;
@@ -171,6 +171,35 @@ pub const CBLOB_EXPORT_DIFF: cblob_export_flags = 1;
 /// safetensors keys with PyTorch's names (see cblob_model_to_safetensors).
 pub const CBLOB_EXPORT_TORCH_NAMES: cblob_export_flags = 2;
 
+/// Bits for cblob_model_replace_blobs_with's flags (since ABI 1.2).
+pub type cblob_replace_flags = i32;
+/// Every blob of the model must get values from the weights: one it would keep is CBLOB_ERR_SHAPE, listed with the other mismatches.
+pub const CBLOB_REPLACE_ALL: cblob_replace_flags = 1;
+
+/// What a file holds (cblob_file_open, cblob_file_detect). The first three are cblob_proto_kind's values.
+pub type cblob_file_kind = i32;
+/// A NetParameter: a .caffemodel or a binary net definition.
+pub const CBLOB_FILE_NET: cblob_file_kind = 1;
+/// A BlobProto: a .binaryproto such as a mean image.
+pub const CBLOB_FILE_BLOB: cblob_file_kind = 2;
+/// A BlobProtoVector.
+pub const CBLOB_FILE_BLOB_VECTOR: cblob_file_kind = 3;
+/// A NumPy .npy array.
+pub const CBLOB_FILE_NPY: cblob_file_kind = 4;
+/// A NumPy .npz archive.
+pub const CBLOB_FILE_NPZ: cblob_file_kind = 5;
+/// A safetensors file.
+pub const CBLOB_FILE_SAFETENSORS: cblob_file_kind = 6;
+/// A folder of .npy files.
+pub const CBLOB_FILE_NPY_FOLDER: cblob_file_kind = 7;
+
+/// Bits for cblob_file_open's flags.
+pub type cblob_open_flags = i32;
+/// A .caffemodel named by its path is opened as cblob_model_open_file_lazy opens one: its structure at once, each blob's values on first access.
+pub const CBLOB_OPEN_LAZY: cblob_open_flags = 1;
+/// A .npy folder without index.json is read by its file names, `\<layer\>_\<index\>.npy` and `\<layer\>_\<index\>_diff.npy` (a folder of one's own .npy files); without this flag such a folder is refused as an interrupted conversion.
+pub const CBLOB_OPEN_NPY_BY_NAME: cblob_open_flags = 2;
+
 /// Where compiled GPU kernels are kept (CBLOB_KERNEL_CACHE).
 pub type cblob_cache_mode = i32;
 /// Not kept: every use compiles (for debugging the compiler path).
@@ -243,6 +272,15 @@ pub struct cblob_blob {
 /// out by cblob_model_layer_blob stay valid after that.
 #[repr(C)]
 pub struct cblob_model {
+    _private: [u8; 0],
+    _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+/// A file opened whatever it holds (cblob_file_open): a model for a net, an .npz, a safetensors
+/// file or a .npy folder (cblob_file_model), blobs for a BlobProto, a BlobProtoVector or a .npy
+/// file (cblob_file_blob). Free it with cblob_file_destroy.
+#[repr(C)]
+pub struct cblob_file {
     _private: [u8; 0],
     _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
@@ -354,6 +392,20 @@ extern "C" {
     ///
     /// Since ABI 1.0.
     pub fn cblob_last_error_message() -> *const c_char;
+
+    /// The public function whose call made the calling thread's last failure ("cblob_model_open_file"),
+    /// or "" if none failed yet; never NULL. It is the function the caller called, however deep
+    /// inside the library the failure was found. Valid until the thread's next failing call.
+    ///
+    /// Since ABI 1.2.
+    pub fn cblob_last_error_function() -> *const c_char;
+
+    /// The calling thread's last failure without the function's name: cblob_last_error_message()
+    /// is "\<function\>: \<detail\>". For a program that names the failing call itself, or not at all;
+    /// never NULL. Valid until the thread's next failing call.
+    ///
+    /// Since ABI 1.2.
+    pub fn cblob_last_error_detail() -> *const c_char;
 
     /// The enumerator's name for a status ("CBLOB_ERR_SHAPE"), or "CBLOB_ERR_UNKNOWN"; never NULL.
     ///
@@ -1051,6 +1103,102 @@ extern "C" {
     ///
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     pub fn cblob_model_replace_blobs(model: *mut cblob_model, weights: *const cblob_model) -> cblob_status;
+
+    /// cblob_model_replace_blobs with flags (cblob_replace_flags' bits), counting into out_kept the
+    /// model's blobs that kept their values because the weights have none for them (0 when every
+    /// blob was replaced). With CBLOB_REPLACE_ALL such a blob is a mismatch: the message lists each
+    /// (layer, blob index) among the other mismatches and nothing changes.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_replace_blobs_with(model: *mut cblob_model, weights: *const cblob_model, flags: i32, out_kept: *mut i64) -> cblob_status;
+
+    /// Opens the file or folder at path, whatever it holds (the section's introduction), opening and
+    /// reading it once: its kind is told from its first bytes, and the reader of that kind goes on
+    /// from there. Files are read as every reader reads them: a snapshot, with pread, never mapped
+    /// (cblob_model_open_file's memory bounds hold). flags is 0 or cblob_open_flags' bits. dtype
+    /// 0 keeps every .npy value's own dtype (which must be one a blob holds); a dtype converts .npy
+    /// values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
+    /// that no reader takes is CBLOB_ERR_PARSE saying what it is; a missing or unreadable path, or
+    /// one that is neither a regular file nor a folder, is CBLOB_ERR_IO.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    pub fn cblob_file_open(context: *mut cblob_context, path: *const c_char, flags: i32, dtype: cblob_dtype, out_file: *mut *mut cblob_file) -> cblob_status;
+
+    /// cblob_file_open for what a descriptor the caller owns holds, from its current offset to its
+    /// end (standard input, say): a regular file is read as a snapshot and its offset moves to its
+    /// end; a pipe, a terminal or a socket is read until end of file. The descriptor is never closed.
+    /// name (may be NULL: "the descriptor") is how messages name it. CBLOB_OPEN_LAZY does nothing
+    /// here, and a folder is refused.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    pub fn cblob_file_open_fd(context: *mut cblob_context, fd: i32, name: *const c_char, flags: i32, dtype: cblob_dtype, out_file: *mut *mut cblob_file) -> cblob_status;
+
+    /// Frees the file, its model and its holds on its blobs; blobs the caller holds stay valid. A
+    /// lazily opened net's file is closed. NULL is a no-op.
+    ///
+    /// Since ABI 1.2.
+    pub fn cblob_file_destroy(file: *mut cblob_file);
+
+    /// What the file holds.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    pub fn cblob_file_get_kind(file: *const cblob_file, out_kind: *mut cblob_file_kind) -> cblob_status;
+
+    /// The model of a net, an .npz, a safetensors file or a .npy folder: the file's own, valid until
+    /// the file is destroyed (cblob_model_destroy must not be called on it). A model read from an
+    /// .npz, a safetensors file or a .npy folder is one of cblob_model_open_npz's: its layers are
+    /// the keys' layers. A file of blobs is CBLOB_ERR_STATE.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.
+    pub fn cblob_file_model(file: *mut cblob_file, out_model: *mut *mut cblob_model) -> cblob_status;
+
+    /// The number of blobs of a BlobProto (1), a BlobProtoVector or a .npy file (1); a file holding a model is CBLOB_ERR_STATE.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.
+    pub fn cblob_file_num_blobs(file: *const cblob_file, out_count: *mut i64) -> cblob_status;
+
+    /// Blob `index` of a file of blobs, as a new holder of it: destroy it with cblob_blob_destroy
+    /// (the file keeps its own hold). A file holding a model is CBLOB_ERR_STATE.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE.
+    pub fn cblob_file_blob(file: *const cblob_file, index: i64, out_blob: *mut *mut cblob_blob) -> cblob_status;
+
+    /// Tells what the file or folder at path holds without opening it as a model or blobs, reading
+    /// at most its first 64 KiB: a Caffe message is told from its first top-level fields (a net's
+    /// layers, a blob's shape or values, a vector's blobs), the other kinds from their headers. A
+    /// folder is CBLOB_FILE_NPY_FOLDER. What cblob_file_open would refuse as of no kind it reads is
+    /// CBLOB_ERR_PARSE with the same message.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+    pub fn cblob_file_detect(path: *const c_char, out_kind: *mut cblob_file_kind) -> cblob_status;
+
+    /// Writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
+    /// padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
+    /// two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the
+    /// host copy, as cblob_blob_to_proto does.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
+    pub fn cblob_blob_to_npy(blob: *mut cblob_blob, part: cblob_part, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
+
+    /// Writes cblob_blob_to_npy's bytes to a file, atomically as every file is written.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    pub fn cblob_blob_to_npy_file(blob: *mut cblob_blob, part: cblob_part, path: *const c_char) -> cblob_status;
+
+    /// Writes every blob of the model into folder (made when missing) as a .npy folder (the
+    /// section's introduction), the diffs too with CBLOB_EXPORT_DIFF, and counts the .npy files
+    /// written into out_num_files. index.json's "source" is null. Streams: memory stays small
+    /// whatever the model's size; everything is synced once at the end.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    pub fn cblob_model_to_npy_folder(model: *const cblob_model, flags: i32, folder: *const c_char, out_num_files: *mut i64) -> cblob_status;
+
+    /// cblob_model_to_npy_folder for whatever the file holds: a model's blobs, or a file of blobs as
+    /// `blob_\<index\>.npy`. index.json's "source" is the path or name the file was opened by, and its
+    /// "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    pub fn cblob_file_to_npy_folder(file: *const cblob_file, flags: i32, folder: *const c_char, out_num_files: *mut i64) -> cblob_status;
 
     /// Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
     /// the number of CUDA devices, or the status that says why not (with a message naming the

@@ -633,6 +633,152 @@ impl ExportFlags {
     }
 }
 
+/// Bits for cblob_model_replace_blobs_with's flags (since ABI 1.2).
+///
+/// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReplaceFlags {
+    /// Every blob of the model must get values from the weights: one it would keep is CBLOB_ERR_SHAPE, listed with the other mismatches.
+    All,
+}
+
+impl ReplaceFlags {
+    /// Every value, in the header's order.
+    pub const ALL: &'static [ReplaceFlags] = &[ReplaceFlags::All];
+
+    /// The value for a raw `cblob_replace_flags`, if this crate knows it.
+    pub const fn from_raw(raw: sys::cblob_replace_flags) -> Option<Self> {
+        match raw {
+            sys::CBLOB_REPLACE_ALL => Some(ReplaceFlags::All),
+            _ => None,
+        }
+    }
+
+    /// The raw `cblob_replace_flags` value the C ABI uses.
+    pub const fn raw(self) -> sys::cblob_replace_flags {
+        match self {
+            ReplaceFlags::All => sys::CBLOB_REPLACE_ALL,
+        }
+    }
+
+    /// The C enumerator's name (`"CBLOB_REPLACE_ALL"`).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            ReplaceFlags::All => "CBLOB_REPLACE_ALL",
+        }
+    }
+}
+
+/// What a file holds (cblob_file_open, cblob_file_detect). The first three are cblob_proto_kind's values.
+///
+/// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FileKind {
+    /// A NetParameter: a .caffemodel or a binary net definition.
+    Net,
+    /// A BlobProto: a .binaryproto such as a mean image.
+    Blob,
+    /// A BlobProtoVector.
+    BlobVector,
+    /// A NumPy .npy array.
+    Npy,
+    /// A NumPy .npz archive.
+    Npz,
+    /// A safetensors file.
+    Safetensors,
+    /// A folder of .npy files.
+    NpyFolder,
+}
+
+impl FileKind {
+    /// Every value, in the header's order.
+    pub const ALL: &'static [FileKind] = &[FileKind::Net, FileKind::Blob, FileKind::BlobVector, FileKind::Npy, FileKind::Npz, FileKind::Safetensors, FileKind::NpyFolder];
+
+    /// The value for a raw `cblob_file_kind`, if this crate knows it.
+    pub const fn from_raw(raw: sys::cblob_file_kind) -> Option<Self> {
+        match raw {
+            sys::CBLOB_FILE_NET => Some(FileKind::Net),
+            sys::CBLOB_FILE_BLOB => Some(FileKind::Blob),
+            sys::CBLOB_FILE_BLOB_VECTOR => Some(FileKind::BlobVector),
+            sys::CBLOB_FILE_NPY => Some(FileKind::Npy),
+            sys::CBLOB_FILE_NPZ => Some(FileKind::Npz),
+            sys::CBLOB_FILE_SAFETENSORS => Some(FileKind::Safetensors),
+            sys::CBLOB_FILE_NPY_FOLDER => Some(FileKind::NpyFolder),
+            _ => None,
+        }
+    }
+
+    /// The raw `cblob_file_kind` value the C ABI uses.
+    pub const fn raw(self) -> sys::cblob_file_kind {
+        match self {
+            FileKind::Net => sys::CBLOB_FILE_NET,
+            FileKind::Blob => sys::CBLOB_FILE_BLOB,
+            FileKind::BlobVector => sys::CBLOB_FILE_BLOB_VECTOR,
+            FileKind::Npy => sys::CBLOB_FILE_NPY,
+            FileKind::Npz => sys::CBLOB_FILE_NPZ,
+            FileKind::Safetensors => sys::CBLOB_FILE_SAFETENSORS,
+            FileKind::NpyFolder => sys::CBLOB_FILE_NPY_FOLDER,
+        }
+    }
+
+    /// The C enumerator's name (`"CBLOB_FILE_NET"`).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            FileKind::Net => "CBLOB_FILE_NET",
+            FileKind::Blob => "CBLOB_FILE_BLOB",
+            FileKind::BlobVector => "CBLOB_FILE_BLOB_VECTOR",
+            FileKind::Npy => "CBLOB_FILE_NPY",
+            FileKind::Npz => "CBLOB_FILE_NPZ",
+            FileKind::Safetensors => "CBLOB_FILE_SAFETENSORS",
+            FileKind::NpyFolder => "CBLOB_FILE_NPY_FOLDER",
+        }
+    }
+}
+
+/// Bits for cblob_file_open's flags.
+///
+/// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OpenFlags {
+    /// A .caffemodel named by its path is opened as cblob_model_open_file_lazy opens one: its structure at once, each blob's values on first access.
+    Lazy,
+    /// A .npy folder without index.json is read by its file names, `\<layer\>_\<index\>.npy` and `\<layer\>_\<index\>_diff.npy` (a folder of one's own .npy files); without this flag such a folder is refused as an interrupted conversion.
+    NpyByName,
+}
+
+impl OpenFlags {
+    /// Every value, in the header's order.
+    pub const ALL: &'static [OpenFlags] = &[OpenFlags::Lazy, OpenFlags::NpyByName];
+
+    /// The value for a raw `cblob_open_flags`, if this crate knows it.
+    pub const fn from_raw(raw: sys::cblob_open_flags) -> Option<Self> {
+        match raw {
+            sys::CBLOB_OPEN_LAZY => Some(OpenFlags::Lazy),
+            sys::CBLOB_OPEN_NPY_BY_NAME => Some(OpenFlags::NpyByName),
+            _ => None,
+        }
+    }
+
+    /// The raw `cblob_open_flags` value the C ABI uses.
+    pub const fn raw(self) -> sys::cblob_open_flags {
+        match self {
+            OpenFlags::Lazy => sys::CBLOB_OPEN_LAZY,
+            OpenFlags::NpyByName => sys::CBLOB_OPEN_NPY_BY_NAME,
+        }
+    }
+
+    /// The C enumerator's name (`"CBLOB_OPEN_LAZY"`).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            OpenFlags::Lazy => "CBLOB_OPEN_LAZY",
+            OpenFlags::NpyByName => "CBLOB_OPEN_NPY_BY_NAME",
+        }
+    }
+}
+
 /// Where compiled GPU kernels are kept (CBLOB_KERNEL_CACHE).
 ///
 /// `from_raw` gives `None` for a value this crate does not know (one a newer library added).

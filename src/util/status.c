@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
+/* The error core (src/util): the thread's last failure, kept as its parts. The function that
+ * failed is data beside the text, never parsed out of it (src/core/errors.c hands both out). */
 #include "status.h"
 
 #include <stdarg.h>
@@ -7,36 +9,50 @@
 
 _Thread_local cb_call cb_current_call __attribute__((tls_model("initial-exec")));
 
-/* Long enough for a full shape string plus context; longer messages are cut, never overflowed. */
-static _Thread_local char last_error_message[1024];
+/* The whole message is "<function>: <detail>": the function's name and ": " come first, so the
+ * message and the detail are one buffer (the detail starts at detail_start). Long enough for a
+ * full shape string plus context; longer messages are cut, never overflowed. */
+static _Thread_local cb_saved_error last_error;
 
 cblob_status cb_fail(cblob_status status, const char *format, ...)
 {
-    const char *function = cb_current_call.function ? cb_current_call.function : "cblob";
-    int prefix = snprintf(last_error_message, sizeof last_error_message, "%s: ", function);
-    if (prefix < 0 || (size_t)prefix >= sizeof last_error_message)
+    const char *function = cb_current_call.function ? cb_current_call.function : "";
+    int prefix = function[0] != '\0' ? snprintf(last_error.text, sizeof last_error.text, "%s: ", function) : 0;
+    if (prefix < 0 || (size_t)prefix >= sizeof last_error.text || (size_t)prefix - 2 >= sizeof last_error.function)
         prefix = 0;
+    memcpy(last_error.function, function, prefix > 0 ? (size_t)prefix - 2 : 0);
+    last_error.function[prefix > 0 ? prefix - 2 : 0] = '\0';
+    last_error.detail_start = (size_t)prefix;
     va_list args;
     va_start(args, format);
-    vsnprintf(last_error_message + prefix, sizeof last_error_message - (size_t)prefix, format, args);
+    vsnprintf(last_error.text + prefix, sizeof last_error.text - (size_t)prefix, format, args);
     va_end(args);
     return status;
 }
 
 void cb_error_save(cb_saved_error *saved)
 {
-    _Static_assert(sizeof saved->text == sizeof last_error_message, "a saved message holds a whole message");
-    memcpy(saved->text, last_error_message, sizeof saved->text);
+    *saved = last_error;
 }
 
 void cb_error_restore(const cb_saved_error *saved)
 {
-    memcpy(last_error_message, saved->text, sizeof last_error_message);
+    last_error = *saved;
 }
 
-CBLOB_API const char *cblob_last_error_message(void)
+const char *cb_last_error_message(void)
 {
-    return last_error_message;
+    return last_error.text;
+}
+
+const char *cb_last_error_function(void)
+{
+    return last_error.function;
+}
+
+const char *cb_last_error_detail(void)
+{
+    return last_error.text + last_error.detail_start;
 }
 
 cblob_status cb_fail_part(cblob_part part)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Errors: the thread-local last-error message and the argument checks every entry point uses. */
-#ifndef CBLOB_SRC_STATUS_H
-#define CBLOB_SRC_STATUS_H
+/* The error core (src/util, shared by the library, cuda/ and libcblob_mpi): the thread-local last
+ * error, kept as the function that failed and the detail, and the argument checks every entry
+ * point uses. */
+#ifndef CBLOB_UTIL_STATUS_H
+#define CBLOB_UTIL_STATUS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,8 +24,15 @@ typedef struct cb_call {
 extern _Thread_local cb_call cb_current_call __attribute__((tls_model("initial-exec")));
 #define CB_ENTER() (cb_current_call = (cb_call){__func__, 0})
 
-/* Records the thread's error message ("<function>: <formatted text>") and returns status. */
+/* Records the thread's error: the function of the current call (CB_ENTER's) and the formatted
+ * detail, whole as "<function>: <detail>" (just the detail outside any call); returns status.
+ * Internal code calls internal functions, never public entry points, so the function named is
+ * always the one the caller called (tests/abi's internal_calls check keeps it so). */
 cblob_status cb_fail(cblob_status status, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* The thread's last error: whole, the function's name ("" outside any call), and the detail. */
+const char *cb_last_error_message(void);
+const char *cb_last_error_function(void);
+const char *cb_last_error_detail(void);
 
 /* Argument checks: each returns CBLOB_OK or fails with a message naming the parameter. */
 #define CB_REQUIRE(ptr) \
@@ -54,6 +63,8 @@ cblob_status cb_fail(cblob_status status, const char *format, ...) __attribute__
  * kind, say), so the message the caller sees is the one that explains its failure. */
 typedef struct cb_saved_error {
     char text[1024];
+    char function[64];
+    size_t detail_start;
 } cb_saved_error;
 void cb_error_save(cb_saved_error *saved);
 void cb_error_restore(const cb_saved_error *saved);
@@ -78,4 +89,4 @@ cblob_status cb_check_bool(const char *name, int32_t value);
  * fit. buffer NULL with buffer_size 0 asks for the length only. */
 cblob_status cb_return_text(const char *text, char *buffer, size_t buffer_size, size_t *out_length);
 
-#endif
+#endif /* CBLOB_UTIL_STATUS_H */

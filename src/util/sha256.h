@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* SHA-256 (FIPS 180-4), for the kernel cache's keys and entry checksums. */
-#ifndef CBLOB_CUDA_SHA256_H
-#define CBLOB_CUDA_SHA256_H
+/* SHA-256 (FIPS 180-4), for the kernel cache's keys and entry checksums (src/util: any part of cblob may hash). */
+#ifndef CBLOB_UTIL_SHA256_H
+#define CBLOB_UTIL_SHA256_H
 
 #include <stddef.h>
 #include <stdint.h>

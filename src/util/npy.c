@@ -1,45 +1,43 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "npy.h"
 
-#include <float.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "half.h"
 #include "status.h"
 
-static const char magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
+static const uint8_t magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 
 typedef enum value_kind { KIND_FLOAT, KIND_INT, KIND_UINT, KIND_BOOL } value_kind;
 
-/* Every dtype read. Those a blob holds come first; the others convert with a dtype given. */
+/* Every dtype read. Those a blob holds come first; the others convert when a dtype is asked for. */
 static const struct npy_type {
     const char *descr; /* as NumPy writes it on a little-endian machine */
     const char *name;
     size_t size;
     value_kind kind;
-    cblob_dtype dtype; /* a blob's own, or NPY_DTYPE_AS_IS */
+    cblob_dtype dtype; /* a blob's own, or 0 */
 } types[] = {
     {"<f4", "float32", 4, KIND_FLOAT, CBLOB_DTYPE_FLOAT32},
     {"<f8", "float64", 8, KIND_FLOAT, CBLOB_DTYPE_FLOAT64},
     {"<i4", "int32", 4, KIND_INT, CBLOB_DTYPE_INT32},
     {"<u4", "uint32", 4, KIND_UINT, CBLOB_DTYPE_UINT32},
-    {"<i8", "int64", 8, KIND_INT, NPY_DTYPE_AS_IS},
-    {"<u8", "uint64", 8, KIND_UINT, NPY_DTYPE_AS_IS},
-    {"<i2", "int16", 2, KIND_INT, NPY_DTYPE_AS_IS},
-    {"<u2", "uint16", 2, KIND_UINT, NPY_DTYPE_AS_IS},
-    {"|i1", "int8", 1, KIND_INT, NPY_DTYPE_AS_IS},
-    {"|u1", "uint8", 1, KIND_UINT, NPY_DTYPE_AS_IS},
-    {"|b1", "bool", 1, KIND_BOOL, NPY_DTYPE_AS_IS},
-    {"<f2", "float16", 2, KIND_FLOAT, NPY_DTYPE_AS_IS},
+    {"<i8", "int64", 8, KIND_INT, 0},
+    {"<u8", "uint64", 8, KIND_UINT, 0},
+    {"<i2", "int16", 2, KIND_INT, 0},
+    {"<u2", "uint16", 2, KIND_UINT, 0},
+    {"|i1", "int8", 1, KIND_INT, 0},
+    {"|u1", "uint8", 1, KIND_UINT, 0},
+    {"|b1", "bool", 1, KIND_BOOL, 0},
+    {"<f2", "float16", 2, KIND_FLOAT, 0},
 };
 
 #define NUM_TYPES ((int)(sizeof types / sizeof types[0]))
-
-static const char *const blob_dtypes_text = "float32, float64, int32 or uint32";
+#define BLOB_DTYPES "float32, float64, int32 or uint32"
+#define OTHER_DTYPES "int64, uint64, int16, uint16, int8, uint8, bool and float16"
 
 /* ---- the header ----------------------------------------------------------------------------- */
 
@@ -92,7 +90,7 @@ static bool take_word(cursor *c, const char *word)
 }
 
 /* A tuple of non-negative integers: "()", "(3,)", "(2, 3)". */
-static bool take_shape(cursor *c, npy_array *array)
+static bool take_shape(cursor *c, cb_npy_array *array)
 {
     if (!take(c, '('))
         return false;
@@ -116,7 +114,7 @@ static bool take_shape(cursor *c, npy_array *array)
     return true;
 }
 
-static cblob_status parse_descr(const char *name, const char *descr, size_t length, npy_array *array)
+static cblob_status parse_descr(const char *name, const char *descr, size_t length, cb_npy_array *array)
 {
     for (int i = 0; i < NUM_TYPES; ++i) {
         const char *own = types[i].descr;
@@ -129,18 +127,17 @@ static cblob_status parse_descr(const char *name, const char *descr, size_t leng
     }
     if (length == 3 && descr[0] == '>')
         return cb_fail(CBLOB_ERR_PARSE,
-                       "%s holds big-endian values (%.3s); cblob reads little-endian .npy files: save it with "
+                       "%s holds big-endian values (%.3s); cblob reads little-endian .npy arrays: save it with "
                        "numpy.save(path, a.astype(a.dtype.newbyteorder('<')))",
                        name, descr);
     return cb_fail(CBLOB_ERR_PARSE,
-                   "%s holds dtype '%.*s', which cblob does not read (a blob holds %s; int64, uint64, int16, uint16, "
-                   "int8, uint8, bool and float16 convert with --dtype): save it with numpy.save(path, "
-                   "a.astype(numpy.float32))",
-                   name, (int)(length < 32 ? length : 32), descr, blob_dtypes_text);
+                   "%s holds dtype '%.*s', which cblob does not read (a blob holds " BLOB_DTYPES "; " OTHER_DTYPES
+                   " convert when a dtype is asked for): save it with numpy.save(path, a.astype(numpy.float32))",
+                   name, (int)(length < 32 ? length : 32), descr);
 }
 
 /* One key's value; NumPy writes exactly descr, fortran_order and shape. */
-static cblob_status parse_entry(const char *name, cursor *c, npy_array *array, int *seen)
+static cblob_status parse_entry(const char *name, cursor *c, cb_npy_array *array, int *seen)
 {
     const char *key, *text;
     size_t key_length, length;
@@ -149,7 +146,7 @@ static cblob_status parse_entry(const char *name, cursor *c, npy_array *array, i
     if (key_length == 5 && memcmp(key, "descr", 5) == 0) {
         if (!take_string(c, &text, &length))
             return cb_fail(CBLOB_ERR_PARSE, "%s holds a structured array or a dtype cblob does not read "
-                           "(a blob holds %s)", name, blob_dtypes_text);
+                           "(a blob holds " BLOB_DTYPES ")", name);
         CB_TRY(parse_descr(name, text, length, array));
         *seen |= 1;
     } else if (key_length == 13 && memcmp(key, "fortran_order", 13) == 0) {
@@ -171,7 +168,7 @@ static cblob_status parse_entry(const char *name, cursor *c, npy_array *array, i
     return CBLOB_OK;
 }
 
-static cblob_status parse_dict(const char *name, const char *header, size_t length, npy_array *array)
+static cblob_status parse_dict(const char *name, const char *header, size_t length, cb_npy_array *array)
 {
     cursor c = {header, header + length};
     int seen = 0;
@@ -191,70 +188,101 @@ static cblob_status parse_dict(const char *name, const char *header, size_t leng
     return CBLOB_OK;
 }
 
-cblob_status npy_parse(const char *name, const uint8_t *bytes, size_t size, npy_array *out)
+cblob_status cb_npy_header_size(const char *name, const uint8_t *bytes, size_t available, size_t *out)
 {
-    if (size < sizeof magic + 2 || memcmp(bytes, magic, sizeof magic) != 0)
-        return cb_fail(CBLOB_ERR_PARSE, "%s is not a .npy file (no \\x93NUMPY magic)", name);
+    if (available < 8 || memcmp(bytes, magic, sizeof magic) != 0)
+        return cb_fail(CBLOB_ERR_PARSE, "%s is not a .npy array (no \\x93NUMPY magic)", name);
     const int major = bytes[sizeof magic];
     const size_t length_size = major == 1 ? 2 : 4;
-    if (major < 1 || major > 3 || size < sizeof magic + 2 + length_size)
+    if (major < 1 || major > 3)
         return cb_fail(CBLOB_ERR_PARSE, "%s: unsupported .npy version %d", name, major);
-    const uint8_t *l = bytes + sizeof magic + 2;
+    if (available < 8 + length_size)
+        return cb_fail(CBLOB_ERR_PARSE, "%s: truncated .npy header", name);
+    const uint8_t *l = bytes + 8;
     const size_t length = length_size == 2 ? (size_t)l[0] | (size_t)l[1] << 8
                                            : (size_t)l[0] | (size_t)l[1] << 8 | (size_t)l[2] << 16 | (size_t)l[3] << 24;
-    const size_t start = sizeof magic + 2 + length_size;
-    if (length > size - start)
-        return cb_fail(CBLOB_ERR_PARSE, "%s: truncated .npy header (%zu bytes announced, %zu there)", name, length,
-                       size - start);
-    npy_array array = {0};
-    CB_TRY(parse_dict(name, (const char *)bytes + start, length, &array));
+    if (length > CB_NPY_MAX_HEADER_BYTES)
+        return cb_fail(CBLOB_ERR_PARSE, "%s: a %zu-byte .npy header (cblob reads at most %zu)", name, length,
+                       CB_NPY_MAX_HEADER_BYTES);
+    *out = 8 + length_size + length;
+    return CBLOB_OK;
+}
+
+cblob_status cb_npy_parse_header(const char *name, const uint8_t *bytes, size_t available, cb_npy_array *out)
+{
+    size_t size = 0;
+    CB_TRY(cb_npy_header_size(name, bytes, available, &size));
+    if (size > available)
+        return cb_fail(CBLOB_ERR_PARSE, "%s: truncated .npy header (%zu bytes announced, %zu there)", name, size,
+                       available);
+    const size_t start = bytes[sizeof magic] == 1 ? 10 : 12;
+    cb_npy_array array = {.header_size = size};
+    CB_TRY(parse_dict(name, (const char *)bytes + start, size - start, &array));
     uint64_t needed = types[array.type].size, count = 1;
     bool overflow = false;
     for (int32_t i = 0; i < array.num_axes; ++i)
         overflow = overflow || __builtin_mul_overflow(needed, (uint64_t)array.dims[i], &needed) ||
                    __builtin_mul_overflow(count, (uint64_t)array.dims[i], &count);
-    const uint64_t held = size - start - length;
-    if (overflow || needed != held || count > INT64_MAX)
-        return cb_fail(CBLOB_ERR_PARSE, "%s: the header's shape needs %s%" PRIu64 " bytes of values but the file holds %" PRIu64,
-                       name, overflow ? "more than " : "", overflow ? UINT64_MAX : needed, held);
+    if (overflow || count > INT64_MAX)
+        return cb_fail(CBLOB_ERR_PARSE, "%s: the header's shape holds more than 2^63 values", name);
     array.count = (int64_t)count;
-    array.values = bytes + start + length;
+    array.value_bytes = needed;
     *out = array;
     return CBLOB_OK;
 }
 
-/* ---- values into a blob --------------------------------------------------------------------- */
-
-bool npy_dtype_parse(const char *text, cblob_dtype *out)
+cblob_status cb_npy_parse(const char *name, const uint8_t *bytes, size_t size, cb_npy_array *out)
 {
-    for (int i = 0; i < NUM_TYPES; ++i)
-        if (types[i].dtype != NPY_DTYPE_AS_IS && strcmp(text, types[i].name) == 0) {
-            *out = types[i].dtype;
-            return true;
-        }
-    return false;
+    cb_npy_array array;
+    CB_TRY(cb_npy_parse_header(name, bytes, size, &array));
+    const uint64_t held = size - array.header_size;
+    if (array.value_bytes != held)
+        return cb_fail(CBLOB_ERR_PARSE, "%s: the header's shape needs %" PRIu64 " bytes of values but %" PRIu64
+                       " follow", name, array.value_bytes, held);
+    *out = array;
+    return CBLOB_OK;
 }
+
+const char *cb_npy_type_name(const cb_npy_array *array)
+{
+    return types[array->type].name;
+}
+
+size_t cb_npy_element_size(const cb_npy_array *array)
+{
+    return types[array->type].size;
+}
+
+/* ---- values --------------------------------------------------------------------------------- */
 
 static const struct npy_type *type_of(cblob_dtype dtype)
 {
     for (int i = 0; i < NUM_TYPES; ++i)
         if (types[i].dtype == dtype)
             return &types[i];
-    return &types[0];
+    return NULL;
 }
 
-static float half_to_float(uint16_t h)
+cblob_status cb_npy_blob_dtype(const char *name, const cb_npy_array *array, cblob_dtype requested, cblob_dtype *out)
 {
-    const int exponent = h >> 10 & 0x1f, mantissa = h & 0x3ff;
-    const float sign = h & 0x8000 ? -1.0f : 1.0f;
-    if (exponent == 0)
-        return sign * ldexpf((float)mantissa, -24);
-    if (exponent == 31)
-        return mantissa != 0 ? NAN : sign * INFINITY;
-    return sign * ldexpf((float)(mantissa | 0x400), exponent - 25);
+    if (requested != 0) {
+        if (type_of(requested) == NULL)
+            return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "dtype %d is none of " BLOB_DTYPES, (int)requested);
+        *out = requested;
+        return CBLOB_OK;
+    }
+    const struct npy_type *from = &types[array->type];
+    if (from->dtype == 0)
+        return cb_fail(CBLOB_ERR_PARSE,
+                       "%s holds %s values%s; a blob holds " BLOB_DTYPES ": ask for a dtype to convert them, "
+                       "refusing values that do not fit (cblob convert --dtype float32), or cast with NumPy: "
+                       "numpy.save(path, numpy.load(path).astype(numpy.float32))",
+                       name, from->name, strcmp(from->name, "int64") == 0 ? " (NumPy's default integer type)" : "");
+    *out = from->dtype;
+    return CBLOB_OK;
 }
 
-/* Value i of the array, exactly (long double holds every int64, uint64 and double). */
+/* Value i of values (an array of type), exactly (long double holds every int64, uint64 and double). */
 static long double value_at(const struct npy_type *type, const uint8_t *values, int64_t i)
 {
     const uint8_t *p = values + (size_t)i * type->size;
@@ -265,11 +293,12 @@ static long double value_at(const struct npy_type *type, const uint8_t *values, 
     switch (type->kind) {
     case KIND_BOOL: return raw != 0;
     case KIND_UINT: return (long double)raw;
-    case KIND_INT: return bits < 64 && raw >> (bits - 1) ? (long double)(int64_t)(raw - (1ull << bits)) : (long double)(int64_t)raw;
+    case KIND_INT:
+        return bits < 64 && raw >> (bits - 1) ? (long double)(int64_t)(raw - (1ull << bits)) : (long double)(int64_t)raw;
     default: break;
     }
     if (type->size == 2)
-        return half_to_float((uint16_t)raw);
+        return cb_half_to_float((uint16_t)raw);
     if (type->size == 4) {
         float f;
         memcpy(&f, p, 4);
@@ -304,95 +333,51 @@ static void store(const struct npy_type *to, long double v, void *values, int64_
     }
 }
 
-static cblob_status convert(const char *name, const npy_array *array, const struct npy_type *to, void *values)
+cblob_status cb_npy_convert(const char *name, const cb_npy_array *array, const void *values, int64_t first,
+                            int64_t count, cblob_dtype to_dtype, void *out)
 {
-    const struct npy_type *from = &types[array->type];
-    for (int64_t i = 0; i < array->count; ++i) {
-        const long double v = value_at(from, array->values, i);
+    const struct npy_type *from = &types[array->type], *to = type_of(to_dtype);
+    if (to == NULL)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "dtype %d is none of " BLOB_DTYPES, (int)to_dtype);
+    if (from == to) {
+        if (count > 0)
+            memcpy(out, values, (size_t)count * to->size);
+        return CBLOB_OK;
+    }
+    for (int64_t i = 0; i < count; ++i) {
+        const long double v = value_at(from, values, i);
         if (!fits(v, from->kind, to))
-            return cb_fail(CBLOB_ERR_PARSE, "%s: value %.21Lg at index %" PRId64 " does not fit %s%s: nothing was "
-                           "converted", name, v, i, to->name,
-                           from->kind != KIND_FLOAT && to->kind == KIND_FLOAT ? " exactly (try --dtype float64)" : "");
-        store(to, v, values, i);
+            return cb_fail(CBLOB_ERR_PARSE, "%s: value %.21Lg at index %" PRId64 " does not fit %s%s", name, v,
+                           first + i, to->name,
+                           from->kind != KIND_FLOAT && to->kind == KIND_FLOAT ? " exactly (ask for float64)" : "");
+        store(to, v, out, i);
     }
-    return CBLOB_OK;
-}
-
-static cblob_status refuse_unconverted(const char *name, const npy_array *array)
-{
-    const char *type = types[array->type].name;
-    return cb_fail(CBLOB_ERR_PARSE,
-                   "%s holds %s values%s; a blob holds %s: give --dtype float32 (or float64, int32, uint32) to "
-                   "convert them, refusing values that do not fit, or cast with NumPy: numpy.save(path, "
-                   "numpy.load(path).astype(numpy.float32))",
-                   name, type, strcmp(type, "int64") == 0 ? " (NumPy's default integer type)" : "", blob_dtypes_text);
-}
-
-cblob_status npy_to_blob(cblob_context *context, const char *name, const npy_array *array, cblob_dtype dtype,
-                         cblob_blob **out)
-{
-    const struct npy_type *from = &types[array->type];
-    if (dtype == NPY_DTYPE_AS_IS && from->dtype == NPY_DTYPE_AS_IS)
-        return refuse_unconverted(name, array);
-    const struct npy_type *to = type_of(dtype != NPY_DTYPE_AS_IS ? dtype : from->dtype);
-    cblob_blob *blob = NULL;
-    cblob_status status = cblob_blob_create(context, to->dtype, array->num_axes, array->dims, &blob);
-    void *values = NULL;
-    if (status == CBLOB_OK && array->count > 0)
-        status = cblob_blob_mutable_cpu_ptr(blob, CBLOB_PART_DATA, &values);
-    if (status != CBLOB_OK) {
-        cblob_blob_destroy(blob);
-        return tool_library_error(status, name);
-    }
-    if (from == to && array->count > 0)
-        memcpy(values, array->values, (size_t)array->count * to->size);
-    else if (from != to)
-        status = convert(name, array, to, values);
-    if (status != CBLOB_OK) {
-        cblob_blob_destroy(blob);
-        return status;
-    }
-    *out = blob;
     return CBLOB_OK;
 }
 
 /* ---- writing -------------------------------------------------------------------------------- */
 
-/* The preamble and header dict, padded with spaces and a newline so that the values start at a
- * multiple of 64 bytes, as NumPy writes it. */
-static size_t make_header(char *out, size_t size, const char *descr, const tool_blob_facts *facts)
+size_t cb_npy_make_header(cblob_dtype dtype, int32_t num_axes, const int64_t *dims,
+                          uint8_t out[CB_NPY_WRITE_HEADER_BYTES])
 {
-    const size_t prefix = sizeof magic + 4; /* magic, version, header length */
+    const struct npy_type *type = type_of(dtype);
+    char *text = (char *)out;
+    const size_t size = CB_NPY_WRITE_HEADER_BYTES, prefix = 10; /* magic, version, header length */
     size_t used = prefix;
-    used += (size_t)snprintf(out + used, size - used, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
-    for (int32_t i = 0; i < facts->num_axes; ++i)
-        used += (size_t)snprintf(out + used, size - used, "%s%" PRId64 "%s", i > 0 ? " " : "", facts->dims[i],
-                                 facts->num_axes == 1 || i + 1 < facts->num_axes ? "," : "");
-    used += (size_t)snprintf(out + used, size - used, "), }");
+    used += (size_t)snprintf(text + used, size - used, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                             type != NULL ? type->descr : "<f4");
+    for (int32_t i = 0; i < num_axes; ++i)
+        used += (size_t)snprintf(text + used, size - used, "%s%" PRId64 "%s", i > 0 ? " " : "", dims[i],
+                                 num_axes == 1 || i + 1 < num_axes ? "," : "");
+    used += (size_t)snprintf(text + used, size - used, "), }");
     while ((used + 1) % 64 != 0)
-        out[used++] = ' ';
-    out[used++] = '\n';
+        text[used++] = ' ';
+    text[used++] = '\n';
     const size_t length = used - prefix;
     memcpy(out, magic, sizeof magic);
     out[6] = 1;
     out[7] = 0;
-    out[8] = (char)(length & 0xff);
-    out[9] = (char)(length >> 8);
+    out[8] = (uint8_t)(length & 0xff);
+    out[9] = (uint8_t)(length >> 8);
     return used;
-}
-
-cblob_status npy_write(cb_output *output, const tool_blob *blob, const tool_blob_facts *facts, cblob_part part)
-{
-    /* At most 32 axes of 20 digits and 3 more characters each. */
-    char header[64 + CBLOB_MAX_AXES * 24 + 128];
-    const struct npy_type *type = type_of(facts->dtype);
-    CB_TRY(cb_output_write(output, header, make_header(header, sizeof header, type->descr, facts)));
-    static uint8_t piece[TOOL_PIECE_BYTES];
-    const int64_t per_piece = (int64_t)(sizeof piece / type->size);
-    for (int64_t start = 0; start < facts->count; start += per_piece) {
-        const int64_t n = facts->count - start < per_piece ? facts->count - start : per_piece;
-        CB_TRY(tool_blob_read(blob, part, start, n, piece, sizeof piece));
-        CB_TRY(cb_output_write(output, piece, (size_t)n * type->size));
-    }
-    return CBLOB_OK;
 }

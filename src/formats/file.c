@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Files of any kind (ABI 1.2, codegen/api/24_files.yaml): one open that reads a file once, tells
+ * its kind from the first bytes and hands them to the reader of that kind. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blob.h"
+#include "context.h"
+#include "export.h"
+#include "identify.h"
+#include "io.h"
+#include "model.h"
+#include "npy_files.h"
+#include "proto_net.h"
+#include "status.h"
+
+#define CB_OPEN_FLAGS (CBLOB_OPEN_LAZY | CBLOB_OPEN_NPY_BY_NAME)
+
+struct cblob_file {
+    cblob_file_kind kind;
+    char *name; /* the path or name it was opened by */
+    cblob_model *model;
+    cblob_blob **blobs;
+    int64_t num_blobs;
+};
+
+static void file_free(cblob_file *file)
+{
+    if (file == NULL)
+        return;
+    if (file->model != NULL)
+        cb_model_free(file->model);
+    for (int64_t i = 0; i < file->num_blobs; ++i)
+        cb_blob_release(file->blobs[i]);
+    free(file->blobs);
+    free(file->name);
+    free(file);
+}
+
+static cblob_status file_new(const char *name, cblob_file **out)
+{
+    cblob_file *file = calloc(1, sizeof *file);
+    if (file == NULL || (file->name = strdup(name)) == NULL) {
+        free(file);
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to open %s", name);
+    }
+    *out = file;
+    return CBLOB_OK;
+}
+
+static cblob_status check_open(cblob_context *context, int32_t flags, cblob_dtype dtype)
+{
+    CB_REQUIRE(context);
+    if (flags & ~CB_OPEN_FLAGS)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "flags 0x%x has bits other than CBLOB_OPEN_LAZY and "
+                       "CBLOB_OPEN_NPY_BY_NAME", (unsigned)flags);
+    if (dtype != 0 && cb_dtype_find(dtype) == NULL)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "dtype %d is none of cblob_dtype's values (0 keeps each .npy "
+                       "array's own)", (int)dtype);
+    return CBLOB_OK;
+}
+
+/* The file's content, whole in memory, read by the reader of its kind. */
+static cblob_status open_bytes(cblob_context *context, const cb_input *input, cblob_file_kind kind, cblob_dtype dtype,
+                               cblob_file *file)
+{
+    file->kind = kind;
+    switch (kind) {
+    case CBLOB_FILE_NET: return cb_model_build(context, input->bytes, input->size, NULL, NULL, &file->model);
+    case CBLOB_FILE_BLOB:
+        if ((file->blobs = calloc(1, sizeof *file->blobs)) == NULL)
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a blob handle");
+        CB_TRY(cb_blob_create_from_proto_bytes(context, input->bytes, input->size, &file->blobs[0]));
+        file->num_blobs = 1;
+        return CBLOB_OK;
+    case CBLOB_FILE_BLOB_VECTOR: return cb_blob_vector_read(context, input, &file->blobs, &file->num_blobs);
+    case CBLOB_FILE_NPY:
+        if ((file->blobs = calloc(1, sizeof *file->blobs)) == NULL)
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a blob handle");
+        CB_TRY(cb_npy_blob_from_bytes(context, file->name, input->bytes, input->size, dtype, &file->blobs[0]));
+        file->num_blobs = 1;
+        return CBLOB_OK;
+    case CBLOB_FILE_NPZ: return cb_model_open_npz_bytes(context, input->bytes, input->size, dtype, &file->model);
+    case CBLOB_FILE_SAFETENSORS:
+        return cb_model_open_safetensors_bytes(context, input->bytes, input->size, &file->model);
+    default: return cb_fail(CBLOB_ERR_INTERNAL, "no reader of kind %d", (int)kind);
+    }
+}
+
+/* Whole bytes of a Caffe message: its exact kind from all its top-level fields, then its reader,
+ * whose refusal says what the file is when it is something else. */
+static cblob_status open_identified(cblob_context *context, const cb_input *input, cblob_file_kind kind,
+                                    cblob_dtype dtype, cblob_file *file)
+{
+    if (kind <= CBLOB_FILE_BLOB_VECTOR) {
+        cblob_proto_kind exact;
+        CB_TRY(cb_explain_bytes(file->name, input->bytes, input->size, kind,
+                                cb_proto_detect_kind(input->bytes, input->size, &exact)));
+        kind = (cblob_file_kind)exact;
+    }
+    return cb_explain_bytes(file->name, input->bytes, input->size, kind, open_bytes(context, input, kind, dtype, file));
+}
+
+/* A net from a file opened already: its structure (and, unless lazily, every value) read
+ * straight from it; a file the survey finds no layer in (a blob, a vector) read whole, once more
+ * from the same descriptor. */
+static cblob_status open_net(cblob_context *context, cb_input_file *input, int32_t flags, cblob_dtype dtype,
+                             cblob_file *file)
+{
+    cblob_model *model = NULL;
+    cblob_status status = cb_model_open_lazy_file(context, input, &model);
+    if (status == CBLOB_OK) {
+        file->kind = CBLOB_FILE_NET;
+        file->model = model;
+        if (flags & CBLOB_OPEN_LAZY)
+            return CBLOB_OK;
+        status = cb_model_load_all(model);
+        cb_input_file_close(model->file);
+        model->file = NULL;
+        return status;
+    }
+    if (status == CBLOB_ERR_IO || status == CBLOB_ERR_OUT_OF_MEMORY) {
+        cb_input_file_close(input);
+        return status;
+    }
+    cb_input whole;
+    status = cb_input_file_read_all(input, &whole);
+    cb_input_file_close(input);
+    if (status == CBLOB_OK) {
+        status = open_identified(context, &whole, CBLOB_FILE_NET, dtype, file);
+        cb_input_close(&whole);
+    }
+    return status;
+}
+
+/* The first bytes of a file opened already, and what they say it is. */
+static cblob_status identify_file(const char *name, const cb_input_file *input, cblob_file_kind *out)
+{
+    const uint64_t size = cb_input_file_size(input);
+    const size_t head_size = size < CB_IDENTIFY_HEAD_BYTES ? (size_t)size : CB_IDENTIFY_HEAD_BYTES;
+    uint8_t *head = malloc(head_size + 1);
+    if (head == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to read the start of %s", name);
+    cblob_status status = cb_input_file_read(input, 0, head, head_size);
+    if (status == CBLOB_OK)
+        status = cb_identify(name, head, head_size, size, out);
+    free(head);
+    return status;
+}
+
+static cblob_status open_path(cblob_context *context, const char *path, int32_t flags, cblob_dtype dtype,
+                              cblob_file *file)
+{
+    if (cb_path_is_folder(path)) {
+        file->kind = CBLOB_FILE_NPY_FOLDER;
+        return cb_npy_folder_read(context, path, flags & CBLOB_OPEN_NPY_BY_NAME, dtype, &file->model);
+    }
+    cb_input_file *input = NULL;
+    CB_TRY(cb_input_file_open(path, &input));
+    cblob_file_kind kind = CBLOB_FILE_NET;
+    cblob_status status = identify_file(path, input, &kind);
+    if (status == CBLOB_OK && kind == CBLOB_FILE_NET)
+        return open_net(context, input, flags, dtype, file); /* it takes the input */
+    cb_input whole = {0};
+    if (status == CBLOB_OK)
+        status = cb_input_file_read_all(input, &whole);
+    cb_input_file_close(input);
+    if (status == CBLOB_OK)
+        status = open_identified(context, &whole, kind, dtype, file);
+    cb_input_close(&whole);
+    return status;
+}
+
+CBLOB_API cblob_status cblob_file_open(cblob_context *context, const char *path, int32_t flags, cblob_dtype dtype,
+                                       cblob_file **out_file)
+{
+    CB_ENTER();
+    CB_REQUIRE(path);
+    CB_TRY(check_open(context, flags, dtype));
+    CB_REQUIRE(out_file);
+    cb_context_use_threads(context);
+    cblob_file *file = NULL;
+    CB_TRY(file_new(path, &file));
+    const cblob_status status = open_path(context, path, flags, dtype, file);
+    if (status != CBLOB_OK) {
+        file_free(file);
+        return status;
+    }
+    *out_file = file;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_file_open_fd(cblob_context *context, int32_t fd, const char *name, int32_t flags,
+                                          cblob_dtype dtype, cblob_file **out_file)
+{
+    CB_ENTER();
+    CB_TRY(check_open(context, flags, dtype));
+    if (fd < 0)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "fd is %d; a descriptor is not negative", (int)fd);
+    CB_REQUIRE(out_file);
+    cb_context_use_threads(context);
+    cblob_file *file = NULL;
+    CB_TRY(file_new(name != NULL ? name : "the descriptor", &file));
+    cb_input input = {0};
+    cblob_file_kind kind = CBLOB_FILE_NET;
+    cblob_status status = cb_input_read_fd(fd, file->name, &input);
+    if (status == CBLOB_OK)
+        status = cb_identify(file->name, input.bytes, input.size, input.size, &kind);
+    if (status == CBLOB_OK)
+        status = open_identified(context, &input, kind, dtype, file);
+    cb_input_close(&input);
+    if (status != CBLOB_OK) {
+        file_free(file);
+        return status;
+    }
+    *out_file = file;
+    return CBLOB_OK;
+}
+
+CBLOB_API void cblob_file_destroy(cblob_file *file)
+{
+    CB_ENTER();
+    file_free(file);
+}
+
+CBLOB_API cblob_status cblob_file_get_kind(const cblob_file *file, cblob_file_kind *out_kind)
+{
+    CB_ENTER();
+    CB_REQUIRE(file);
+    CB_REQUIRE(out_kind);
+    *out_kind = file->kind;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_file_model(cblob_file *file, cblob_model **out_model)
+{
+    CB_ENTER();
+    CB_REQUIRE(file);
+    if (file->model == NULL)
+        return cb_fail(CBLOB_ERR_STATE, "%s holds blobs, not a model (cblob_file_blob)", file->name);
+    CB_REQUIRE(out_model);
+    *out_model = file->model;
+    return CBLOB_OK;
+}
+
+static cblob_status require_blobs(const cblob_file *file)
+{
+    CB_REQUIRE(file);
+    if (file->model != NULL)
+        return cb_fail(CBLOB_ERR_STATE, "%s holds a model, not blobs (cblob_file_model)", file->name);
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_file_num_blobs(const cblob_file *file, int64_t *out_count)
+{
+    CB_ENTER();
+    CB_TRY(require_blobs(file));
+    CB_REQUIRE(out_count);
+    *out_count = file->num_blobs;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_file_blob(const cblob_file *file, int64_t index, cblob_blob **out_blob)
+{
+    CB_ENTER();
+    CB_TRY(require_blobs(file));
+    if (index < 0 || index >= file->num_blobs)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "blob %" PRId64 " of %" PRId64, index, file->num_blobs);
+    CB_REQUIRE(out_blob);
+    cb_blob_retain(file->blobs[index]);
+    *out_blob = file->blobs[index];
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_file_detect(const char *path, cblob_file_kind *out_kind)
+{
+    CB_ENTER();
+    CB_REQUIRE(path);
+    CB_REQUIRE(out_kind);
+    if (cb_path_is_folder(path)) {
+        *out_kind = CBLOB_FILE_NPY_FOLDER;
+        return CBLOB_OK;
+    }
+    cb_input_file *input = NULL;
+    CB_TRY(cb_input_file_open(path, &input));
+    cblob_file_kind kind = CBLOB_FILE_NET;
+    const cblob_status status = identify_file(path, input, &kind);
+    cb_input_file_close(input);
+    CB_TRY(status);
+    *out_kind = kind;
+    return CBLOB_OK;
+}
+
+/* ---- .npy folders ------------------------------------------------------------------------------ */
+
+static cblob_status check_folder_args(int32_t flags, const char *folder, int64_t *out_num_files)
+{
+    if (flags & ~CBLOB_EXPORT_DIFF)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "flags 0x%x has bits other than CBLOB_EXPORT_DIFF", (unsigned)flags);
+    CB_REQUIRE(folder);
+    CB_REQUIRE(out_num_files);
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_model_to_npy_folder(const cblob_model *model, int32_t flags, const char *folder,
+                                                 int64_t *out_num_files)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_TRY(check_folder_args(flags, folder, out_num_files));
+    cb_context_use_threads(model->context);
+    const cb_npy_folder_source source = {.model = model, .kind = "net"};
+    return cb_npy_folder_write(&source, flags & CBLOB_EXPORT_DIFF, folder, out_num_files);
+}
+
+CBLOB_API cblob_status cblob_file_to_npy_folder(const cblob_file *file, int32_t flags, const char *folder,
+                                                int64_t *out_num_files)
+{
+    CB_ENTER();
+    CB_REQUIRE(file);
+    CB_TRY(check_folder_args(flags, folder, out_num_files));
+    const cb_npy_folder_source source = {.model = file->model, .blobs = file->blobs, .num_blobs = file->num_blobs,
+                                         .source = file->name,
+                                         .kind = file->kind == CBLOB_FILE_BLOB          ? "blob"
+                                                 : file->kind == CBLOB_FILE_BLOB_VECTOR ? "blob_vector"
+                                                 : file->kind == CBLOB_FILE_NPY         ? "blob"
+                                                                                        : "net"};
+    return cb_npy_folder_write(&source, flags & CBLOB_EXPORT_DIFF, folder, out_num_files);
+}
