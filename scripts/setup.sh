@@ -26,6 +26,8 @@ test_packages=(
   protobuf-compiler python3-protobuf
   # tests and tools; JSON Schema validation of the layer JSON (`cblob inspect --json` schema 2)
   python3-numpy python3-jsonschema abigail-tools binutils file dpkg-dev
+  # tests/tools/one_source.py: each input of the cblob program opened once
+  strace
   # the peer benchmark (bench/bench_math) opens OpenBLAS at run time, as Caffe's CPU blob uses it
   libopenblas0-pthread
   # packaging: lintian checks the .deb files; nuget packs the C# binding's .nupkg

@@ -18,6 +18,11 @@ Checks:
     way_back_from_numpy   weights changed in NumPy (np.savez, and a folder of np.save files)
                           go back into the net with `--like`; Python's protobuf reads the result:
                           the changed blobs hold the new values, every other byte is the base's
+    codecs_against_peers  one .npy codec for .npy files and .npz members (an int64 member
+                          converts with --dtype as a .npy file does); an npz whose member NumPy
+                          refuses for its CRC-32 is refused too; names that are not UTF-8 export
+                          as keys NumPy opens; --names torch of a V1 net writes the shapes
+                          PyTorch's load_state_dict wants, read back by PyPI's safetensors
 
 Exits 77 (skipped) with a reason when NumPy, jsonschema, protobuf or safetensors cannot be had.
 """
@@ -241,9 +246,79 @@ def way_back_from_numpy(ctx):
     print("weights changed in NumPy come back into the net; everything else stays byte for byte")
 
 
+def codecs_against_peers(ctx):
+    # An int64 member (NumPy's default integer type), as a .npy file and inside an .npz.
+    labels = np.array([0, 1, 7, -3], dtype=np.int64)
+    npz = os.path.join(ctx.work, "labels.npz")
+    np.savez(npz, **{"fc/0": labels})
+    npy = os.path.join(ctx.work, "labels.npy")
+    np.save(npy, labels)
+    for path in (npz, npy):
+        refused = run(["convert", path, "-o", os.path.join(ctx.work, "x.safetensors" if path == npz else "x.binaryproto")],
+                      ctx, expect=2).stderr.decode()
+        check("int64 values (NumPy's default integer type)" in refused, f"{path}: {refused!r}")
+    out = os.path.join(ctx.work, "labels.safetensors")
+    run(["convert", npz, "--dtype", "int32", "-o", out], ctx)
+    doc = inspect_json(ctx, out)
+    blob = doc["layers"][0]["blobs"][0]
+    check(blob["dtype"] == "int32" and blob["sum"] == 5 and blob["shape"] == [4], f"converted member: {blob}")
+    # A flipped data byte: NumPy raises BadZipFile on the member's CRC-32; cblob refuses the file.
+    corrupt = os.path.join(ctx.work, "corrupt.npz")
+    np.savez(corrupt, **{"fc/0": np.arange(64, dtype=np.float32)})
+    with open(corrupt, "r+b") as f:
+        data = bytearray(f.read())
+        at = data.index(b"PK\x01\x02") - 8  # inside the member's values
+        data[at] ^= 0x10
+        f.seek(0)
+        f.write(data)
+    import zipfile
+    try:
+        with np.load(corrupt) as archive:
+            archive["fc/0"]
+        check(False, "NumPy read a corrupt member")
+    except zipfile.BadZipFile:
+        pass
+    refused = run(["inspect", corrupt], ctx, expect=2).stderr.decode()
+    check("CRC" in refused, f"corrupt npz: {refused!r}")
+    # Hostile names (bytes that are not UTF-8 among them) export as keys NumPy opens.
+    net = make_net(ctx, "--names hostile --layers 60 --seed 23 --blobs 1 --max-values 4", "hostile.caffemodel")
+    exported = os.path.join(ctx.work, "hostile.npz")
+    result = run(["convert", net, "-o", exported], ctx, expect=None)
+    if result.returncode == 0:
+        with np.load(exported) as archive:
+            check(len(archive.files) > 0 and all(archive[k] is not None for k in archive.files), "numpy.load")
+    else:  # two layers whose keys would be one: refused, never one of them dropped
+        check("would both be exported as key" in result.stderr.decode(), result.stderr.decode())
+    # PyTorch's shapes for a V1 net's InnerProduct (legacy 4-D (1, 1, out, in) in the file).
+    crosscheck = load_module(os.path.join(ctx.source, "tests", "formats", "model_crosscheck.py"), "model_crosscheck")
+    crosscheck.ensure_safetensors(ctx.home, ctx.work)
+    from safetensors.numpy import load_file
+    net = make_net(ctx, "--format v1 --layers 40 --seed 5 --blobs 2 --max-values 300", "v1.caffemodel")
+    torch = os.path.join(ctx.work, "torch.safetensors")
+    run(["convert", net, "--names", "torch", "-o", torch], ctx)
+    tensors = load_file(torch)
+    doc = inspect_json(ctx, net)
+    checked = 0
+    for layer in doc["layers"]:
+        if layer["type"] == "INNER_PRODUCT" and len(layer["blobs"]) == 2:
+            for blob, suffix, rank in ((layer["blobs"][0], ".weight", 2), (layer["blobs"][1], ".bias", 1)):
+                want = list(blob["shape"])  # Caffe's legacy leading 1s dropped down to PyTorch's rank
+                while len(want) > rank and want[0] == 1:
+                    want = want[1:]
+                got = tensors[layer["name"] + suffix].shape
+                check(list(got) == want, f"{layer['name']}{suffix}: {got}, want {want} (file {blob['shape']})")
+                checked += len(blob["shape"]) > rank and blob["shape"][0] == 1
+    # And the way back takes PyTorch's shapes for the legacy ones.
+    back = os.path.join(ctx.work, "back.caffemodel")
+    run(["convert", torch, "--like", net, "-o", back], ctx)
+    print(f"int64 members convert as .npy files do; corrupt members refused as NumPy refuses them; "
+          f"{checked} V1 InnerProduct blobs with legacy leading 1s in PyTorch's shapes, and back")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("check", choices=["json_schemas", "exports_numpy", "exports_safetensors", "way_back_from_numpy"])
+    parser.add_argument("check", choices=["json_schemas", "exports_numpy", "exports_safetensors", "way_back_from_numpy",
+                                          "codecs_against_peers"])
     parser.add_argument("--tool", required=True)
     parser.add_argument("--source", required=True)
     parser.add_argument("--data", required=True)

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* cblob convert never destroys an input (issue 23): the grammar that cannot swallow an input
+ * (-o OUT, --to FORMAT one word, the old spelling only where unambiguous), an output that is an
+ * input refused (by its name, through a symbolic link, through a hard link), an output name that
+ * names another format refused, an existing file of another format replaced only with --force;
+ * and what convert writes: one .npy for one blob, the blobs the weights lack reported. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_support.h"
+#include "harness.h"
+#include "io_support.h"
+#include "support.h"
+
+#define LENET CBLOB_CAFFE_DATA_DIR "/lenet_iter_10000.caffemodel"
+#define MEAN CBLOB_CAFFE_DATA_DIR "/cifar10_mean.binaryproto"
+#define SAMPLE CBLOB_SOURCE_DIR "/samples/tiny_lenet.caffemodel"
+
+/* A private copy of a real file, and its bytes to compare with afterwards. */
+static bool copy_of(const char *from, const char *to, uint8_t **bytes, size_t *size)
+{
+    *bytes = ft_read_file(from, size);
+    return *bytes != NULL && io_write_file(to, *bytes, *size);
+}
+
+TEST(an_input_is_never_written_over)
+{
+    char folder[512];
+    CHECK(io_temp_folder(folder, sizeof folder));
+    const char *model = io_path(0, folder, "lenet.caffemodel"), *npz = io_path(1, folder, "lenet.npz");
+    uint8_t *original = NULL;
+    size_t size = 0;
+    CHECK(copy_of(LENET, model, &original, &size));
+    cli_result r;
+    CHECK(CLI(&r, "convert", model, "-o", npz));
+    CHECK_MSG(r.status == 0, "%s", r.err);
+    cli_result_free(&r);
+    size_t npz_size = 0;
+    uint8_t *npz_bytes = ft_read_file(npz, &npz_size);
+    CHECK(npz_bytes != NULL);
+    const char *hard = io_path(2, folder, "hard.npz"), *soft = io_path(3, folder, "soft.npz");
+    CHECK(link(model, hard) == 0 && symlink("lenet.caffemodel", soft) == 0);
+    /* The format before the input, after an earlier export left lenet.npz (1.1 wrote a zip over
+     * lenet.caffemodel); the input named as the output; through a hard link and a symbolic link. */
+    const char *const cases[][10] = {
+        {"convert", "--to", "npz", model, npz},
+        {"convert", model, "--to", "npz", model},
+        {"convert", model, "-o", model, "--to", "npz"},
+        {"convert", model, "--to", "npz", hard},
+        {"convert", model, "--to", "npz", soft},
+        {"convert", npz, "--like", model, "--to", "caffemodel", model},
+        {"convert", npz, "--like", model, "--to", "caffemodel", "-o", soft, "--force"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        CHECK(cli_run(&r, NULL, 30, cases[i]));
+        CHECK_MSG(r.status == 2 && r.out[0] == '\0', "case %zu: exit %d, %s", i, r.status, r.err);
+        CHECK_MSG(i == 0 ? CLI_ERROR_HAS(&r, "which is the output", "-o")
+                         : CLI_ERROR_HAS(&r, "(the same file): cblob never writes over an input"),
+                  "case %zu: %s", i, r.err);
+        cli_result_free(&r);
+        CHECK_MSG(io_file_holds(model, original, size), "case %zu changed the input", i);
+        CHECK_MSG(io_file_holds(npz, npz_bytes, npz_size), "case %zu changed lenet.npz", i);
+        CHECK_EQ_INT(io_count_temporaries(folder), 0);
+    }
+    free(npz_bytes);
+    free(original);
+    io_remove_tree(folder);
+}
+
+TEST(an_output_name_says_its_format_and_other_formats_need_force)
+{
+    char folder[512];
+    CHECK(io_temp_folder(folder, sizeof folder));
+    const char *other = io_path(0, folder, "other.caffemodel"), *out = io_path(1, folder, "out.npz");
+    uint8_t *original = NULL;
+    size_t size = 0;
+    CHECK(copy_of(SAMPLE, other, &original, &size));
+    cli_result r;
+    /* The extension names another format than --to: nothing is written. */
+    CHECK(CLI(&r, "convert", LENET, "--to", "npz", io_path(2, folder, "w.safetensors")));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "w.safetensors", "its name says safetensors", "--to npz"));
+    cli_result_free(&r);
+    CHECK(CLI(&r, "convert", LENET, "-o", io_path(2, folder, "w.prototxt"), "--to", "npz"));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "a format cblob does not write"));
+    cli_result_free(&r);
+    CHECK_EQ_INT(io_count_entries(folder), 1);
+    /* A Caffe model replaced by a zip: only with --force. */
+    CHECK(rename(other, out) == 0);
+    CHECK(CLI(&r, "convert", LENET, "--to", "npz", out));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "holds a Caffe net (.caffemodel)", "--force"));
+    cli_result_free(&r);
+    CHECK(io_file_holds(out, original, size));
+    CHECK(CLI(&r, "convert", LENET, "--to", "npz", out, "--force"));
+    CHECK_MSG(r.status == 0, "%s", r.err);
+    cli_result_free(&r);
+    CHECK(!io_file_holds(out, original, size));
+    /* An npz over an npz needs nothing, and -o names the format by itself. */
+    CHECK(CLI(&r, "convert", SAMPLE, "-o", out));
+    CHECK_MSG(r.status == 0 && strstr(r.out, "(npz)") != NULL, "%s", r.err);
+    cli_result_free(&r);
+    CHECK(CLI(&r, "convert", SAMPLE, "-o", io_path(2, folder, "noext")));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "--to FORMAT is missing"));
+    cli_result_free(&r);
+    free(original);
+    io_remove_tree(folder);
+}
+
+/* A BlobProto to --to npy mean.npy writes one .npy file (a folder named mean.npy before), also to
+ * standard output; a net's blobs go in a folder. */
+TEST(one_blob_to_npy_is_one_file)
+{
+    char folder[512];
+    CHECK(io_temp_folder(folder, sizeof folder));
+    const char *npy = io_path(0, folder, "mean.npy");
+    cli_result r, piped;
+    CHECK(CLI(&r, "convert", MEAN, "--to", "npy", npy));
+    CHECK_MSG(r.status == 0, "%s", r.err);
+    cli_result_free(&r);
+    struct stat info;
+    CHECK(stat(npy, &info) == 0 && S_ISREG(info.st_mode));
+    CHECK(CLI(&piped, "convert", MEAN, "--to", "npy", "-"));
+    CHECK(piped.status == 0 && io_file_holds(npy, piped.out, piped.out_size));
+    CHECK(memcmp(piped.out, "\x93NUMPY\x01\x00", 8) == 0 && strstr(piped.out + 10, "'shape': (1, 3, 32, 32)") != NULL);
+    cli_result_free(&piped);
+    CHECK(CLI(&r, "convert", LENET, "--to", "npy", io_path(1, folder, "lenet.npy")));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "a .npy file holds one blob; name a folder"));
+    cli_result_free(&r);
+    io_remove_tree(folder);
+}
+
+/* --like with weights that lack blobs of the base: refused, listing them, unless --allow-missing
+ * (which says how many kept their values). 1.1 kept them silently. */
+TEST(blobs_the_weights_lack_are_reported)
+{
+    char folder[512];
+    CHECK(io_temp_folder(folder, sizeof folder));
+    const char *npy = io_path(0, folder, "w"), *out = io_path(1, folder, "out.caffemodel");
+    cli_result r;
+    CHECK(CLI(&r, "convert", SAMPLE, "--to", "npy", npy));
+    CHECK(r.status == 0);
+    cli_result_free(&r);
+    CHECK(unlink(io_path(2, npy, "ip2_1.npy")) == 0);
+    CHECK(unlink(io_path(2, npy, "index.json")) == 0);
+    CHECK(CLI(&r, "convert", npy, "--npy-names", "--like", SAMPLE, "--to", "caffemodel", out));
+    CHECK_MSG(r.status == 2 && CLI_ERROR_HAS(&r, "ip2 blob 1: no values in the weights", "--allow-missing",
+                                             "nothing was written"), "exit %d: %s", r.status, r.err);
+    cli_result_free(&r);
+    CHECK(access(out, F_OK) != 0 && errno == ENOENT);
+    CHECK(CLI(&r, "convert", npy, "--npy-names", "--allow-missing", "--like", SAMPLE, "--to", "caffemodel", out));
+    CHECK_MSG(r.status == 0 && CLI_ERROR_HAS(&r, "1 blob of", "kept its values"), "exit %d: %s", r.status, r.err);
+    cli_result_free(&r);
+    io_remove_tree(folder);
+}
+
+/* --dtype applies to .npy values wherever they are, and is refused where there are none. */
+TEST(dtype_applies_to_npy_values_only)
+{
+    char folder[512];
+    CHECK(io_temp_folder(folder, sizeof folder));
+    const char *tensors = io_path(0, folder, "w.safetensors");
+    cli_result r;
+    CHECK(CLI(&r, "convert", SAMPLE, "-o", tensors));
+    CHECK(r.status == 0);
+    cli_result_free(&r);
+    CHECK(CLI(&r, "convert", tensors, "--dtype", "float64", "-o", io_path(1, folder, "w.npz")));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "--dtype float64", "converts .npy values", "a safetensors file"));
+    cli_result_free(&r);
+    io_remove_tree(folder);
+}
