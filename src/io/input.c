@@ -144,8 +144,27 @@ cblob_status cb_input_open(const char *path, cb_input *out)
 struct cb_input_file {
     int fd;
     struct stat opened;
-    char *path; /* for messages */
+    char *path;       /* as given, for messages */
+    int folder;       /* the folder the path named when the file was opened (O_PATH) ... */
+    const char *base; /* ... and the file's name in it (in path): checked there, whatever chdir does */
 };
+
+/* The folder of a path (its part before the last '/', or "."), opened to look names up in, and
+ * the name after it. */
+static cblob_status open_folder_of(const char *path, int *folder, const char **base)
+{
+    const char *slash = strrchr(path, '/');
+    *base = slash != NULL ? slash + 1 : path;
+    char *name = slash == NULL ? strdup(".") : slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+    if (name == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to keep %s open", path);
+    *folder = open(name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    const int error = errno;
+    free(name);
+    if (*folder < 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot open its folder: %s", path, strerror(error));
+    return CBLOB_OK;
+}
 
 cblob_status cb_input_file_open(const char *path, cb_input_file **out)
 {
@@ -154,10 +173,12 @@ cblob_status cb_input_file_open(const char *path, cb_input_file **out)
         free(file);
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to keep %s open", path);
     }
+    file->fd = file->folder = -1;
     cblob_status status = open_regular(path, &file->fd, &file->opened);
+    if (status == CBLOB_OK)
+        status = open_folder_of(file->path, &file->folder, &file->base);
     if (status != CBLOB_OK) {
-        free(file->path);
-        free(file);
+        cb_input_file_close(file);
         return status;
     }
     /* Reads jump from one blob's header to the next, then read whole blobs when asked: the
@@ -174,14 +195,15 @@ uint64_t cb_input_file_size(const cb_input_file *file)
 
 /* The file opened is unchanged (written in place or truncated, it is not), and it is still the
  * file at its path (replaced by another, a rename over it, it is not: the values read so far
- * would then be another file's than those read next). */
+ * would then be another file's than those read next). The path is looked up in the folder it
+ * named when the file was opened, so a chdir since changes nothing. */
 static cblob_status check_still_the_file(const cb_input_file *file)
 {
     struct stat now, named;
     if (fstat(file->fd, &now) != 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot stat: %s", file->path, strerror(errno));
-    if (!same_snapshot(&file->opened, &now) || stat(file->path, &named) != 0 || named.st_dev != now.st_dev ||
-        named.st_ino != now.st_ino)
+    if (!same_snapshot(&file->opened, &now) || fstatat(file->folder, file->base, &named, 0) != 0 ||
+        named.st_dev != now.st_dev || named.st_ino != now.st_ino)
         return cb_fail(CBLOB_ERR_IO, "%s changed while it was read: it was written, truncated, removed or replaced "
                        "since it was opened", file->path);
     return CBLOB_OK;
@@ -228,7 +250,10 @@ void cb_input_file_close(cb_input_file *file)
 {
     if (file == NULL)
         return;
-    close(file->fd);
+    if (file->fd >= 0)
+        close(file->fd);
+    if (file->folder >= 0)
+        close(file->folder);
     free(file->path);
     free(file);
 }

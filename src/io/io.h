@@ -87,8 +87,9 @@ void cb_input_close(cb_input *input);
  * opened lazily reads each blob's values on first access). Opening checks the path as
  * cb_input_open does and remembers what the file is: device, inode, size, modification and change
  * times. Every read checks them again, before and after the pread, and that the path still names
- * that file, and fails with CBLOB_ERR_IO ("... changed while it was read") when any differs, or
- * when the file got shorter: a reader never mixes bytes of two versions of a file. The file is never mapped. Reads may run on several threads at
+ * that file (looked up in the folder the path named at open, so the process changing its working
+ * folder changes nothing), and fails with CBLOB_ERR_IO ("... changed while it was read") when any
+ * differs, or when the file got shorter: a reader never mixes bytes of two versions of a file. The file is never mapped. Reads may run on several threads at
  * once. */
 typedef struct cb_input_file cb_input_file;
 
