@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "proto_io.h"
 
-#include "proto_blob.h"
 #include "sink.h"
 #include "status.h"
+#include "wire.h"
 
 /* ---- output ----------------------------------------------------------------------------- */
 

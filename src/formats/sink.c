@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zlib.h>
+
 #include "status.h"
 
 /* Large enough that write(2) runs at full speed; appends this large skip the copy. */
@@ -191,6 +193,12 @@ void cb_sink_write(cb_sink *sink, const void *data, size_t size)
 {
     if (sink->status != CBLOB_OK || size == 0)
         return;
+    if (sink->crc_on && sink->kind != CB_SINK_COUNT)
+        for (size_t done = 0; done < size;) { /* zlib counts in uInt */
+            const size_t step = size - done < ((size_t)1 << 30) ? size - done : ((size_t)1 << 30);
+            sink->crc = (uint32_t)crc32(sink->crc, (const Bytef *)data + done, (uInt)step);
+            done += step;
+        }
     switch (sink->kind) {
     case CB_SINK_COUNT: break;
     case CB_SINK_BUFFER:
@@ -210,6 +218,19 @@ void cb_sink_write(cb_sink *sink, const void *data, size_t size)
 void cb_sink_seek(cb_sink *sink, uint64_t position)
 {
     sink->position = position;
+}
+
+void cb_sink_skip(cb_sink *sink, uint64_t size)
+{
+    sink->position += size;
+    if (sink->position > sink->size)
+        sink->size = sink->position;
+}
+
+void cb_sink_crc(cb_sink *sink, bool on)
+{
+    sink->crc_on = on;
+    sink->crc = 0;
 }
 
 /* ---- files -------------------------------------------------------------------------------------- */

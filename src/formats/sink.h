@@ -27,6 +27,8 @@ typedef struct cb_sink {
     cblob_status status;  /* the first failure (its message is the thread's); CBLOB_OK so far */
     uint64_t position;    /* where the next byte goes */
     uint64_t size;        /* the output's size so far: the highest position written */
+    bool crc_on;          /* the CRC-32 of what is written is kept in crc (a zip member's) */
+    uint32_t crc;
     /* CB_SINK_BUFFER */
     uint8_t *buffer;
     size_t capacity;
@@ -51,7 +53,12 @@ void cb_sink_output(cb_sink *sink, cb_output *output);
 cblob_status cb_sink_file_commit(cb_sink *sink);
 void cb_sink_file_abort(cb_sink *sink);
 
+/* Every byte any writer produces goes through here. */
 void cb_sink_write(cb_sink *sink, const void *data, size_t size);
+/* Counts `size` bytes a counting sink would be given, without them. */
+void cb_sink_skip(cb_sink *sink, uint64_t size);
+/* From now on (on) or no longer, keeps the CRC-32 of what is written, from 0. */
+void cb_sink_crc(cb_sink *sink, bool on);
 void cb_sink_seek(cb_sink *sink, uint64_t position);
 /* Records a failure the writer found (the thread's message is already set). */
 void cb_sink_fail(cb_sink *sink, cblob_status status);

@@ -3,7 +3,7 @@
  * own storage. (Reading files is tests/io's.) */
 #include "harness.h"
 #include "pb.h"
-#include "proto_net.h"
+#include "walk.h"
 #include "support.h"
 
 /* Loads the BlobProto into a blob and compares its values with what protobuf-c unpacks from the
@@ -126,7 +126,7 @@ TEST(wire_paths_name_nested_messages)
     pb_string(&v1, 4, "v1name");
     pb_message(&v1, 1, &v0);
     pb_message(&net, 2, &v1);
-    CHECK_STATUS(cb_net_check(net.data, net.size), CBLOB_ERR_PARSE);
+    CHECK_STATUS(cb_walk_check_net(net.data, net.size), CBLOB_ERR_PARSE);
     CHECK_MSG(strstr(cblob_last_error_message(),
                      "NetParameter.layers[0](v1name).layer.blobs[0].double_data at byte 29: packed length 3") != NULL,
               "message: %s", cblob_last_error_message());

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "source.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+#include "threads.h"
+
+/* A file is read into its image in blocks of this size, each once. */
+#define CB_SOURCE_BLOCK ((size_t)1024)
+/* Copies of at least this many bytes go straight from the file to their place; smaller ones are
+ * read into the image with their neighbours (one read for many small fields). */
+#define CB_SOURCE_DIRECT ((size_t)64 << 10)
+/* Memory is let go of in steps of at least this much (a call per small layer would cost more). */
+#define CB_SOURCE_RELEASE_STEP ((size_t)1 << 20)
+/* How much of a large copy from memory is made before the input behind it is let go of. */
+#define CB_SOURCE_COPY_STEP ((size_t)4 << 20)
+
+void cb_source_memory(cb_source *source, const uint8_t *bytes, size_t size, const cb_input *input)
+{
+    *source = (cb_source){.bytes = bytes, .size = size, .input = input};
+}
+
+static bool block_read(const cb_source *source, size_t block)
+{
+    return source->read[block / 8] & (1u << (block % 8));
+}
+
+static void mark_read(cb_source *source, size_t block)
+{
+    source->read[block / 8] |= (uint8_t)(1u << (block % 8));
+}
+
+cblob_status cb_source_file(cb_source *source, const cb_input_file *file, const uint8_t *head, size_t head_size)
+{
+    *source = (cb_source){.file = file};
+    CB_TRY(cb_input_file_image(file, &source->image));
+    source->bytes = source->image.bytes;
+    source->size = source->image.size;
+    const size_t blocks = (source->size + CB_SOURCE_BLOCK - 1) / CB_SOURCE_BLOCK;
+    source->read = calloc(blocks / 8 + 1, 1);
+    if (source->read == NULL) {
+        cb_input_close(&source->image);
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to note which parts of the file were read");
+    }
+    if (head_size > source->size)
+        head_size = source->size;
+    memcpy((uint8_t *)source->bytes, head, head_size);
+    /* Whole blocks of the head, and the last block when the head is the whole file. */
+    const size_t whole = head_size == source->size ? blocks : head_size / CB_SOURCE_BLOCK;
+    for (size_t block = 0; block < whole; ++block)
+        mark_read(source, block);
+    return CBLOB_OK;
+}
+
+void cb_source_close(cb_source *source)
+{
+    if (source->file != NULL) {
+        cb_input_close(&source->image);
+        free(source->read);
+    }
+    *source = (cb_source){0};
+}
+
+/* Every read of a file a reader makes goes through here: large runs on the pool's threads. */
+static cblob_status read_file(cb_source *source, size_t offset, void *to, size_t length)
+{
+    source->bytes_read += length;
+    if (length >= CB_SOURCE_DIRECT)
+        return cb_source_read_values(source->file, offset, to, length);
+    return cb_input_file_read(source->file, offset, to, length);
+}
+
+cblob_status cb_source_need(cb_source *source, size_t from, size_t to)
+{
+    if (to > source->size)
+        to = source->size;
+    if (source->file == NULL || from >= to)
+        return CBLOB_OK;
+    const size_t last = (to - 1) / CB_SOURCE_BLOCK;
+    for (size_t block = from / CB_SOURCE_BLOCK; block <= last;) {
+        if (block_read(source, block)) {
+            ++block;
+            continue;
+        }
+        size_t end = block;
+        while (end <= last && !block_read(source, end))
+            mark_read(source, end++);
+        const size_t start_byte = block * CB_SOURCE_BLOCK;
+        const size_t end_byte = end * CB_SOURCE_BLOCK < source->size ? end * CB_SOURCE_BLOCK : source->size;
+        CB_TRY(read_file(source, start_byte, (uint8_t *)source->bytes + start_byte, end_byte - start_byte));
+        block = end;
+    }
+    return CBLOB_OK;
+}
+
+/* Copies bytes of the image that will not be looked at again, letting go of its whole pages inside
+ * them as it goes (and forgetting that their blocks were read), so that a long run read to be
+ * looked at (a huge name) is not held twice. */
+static void copy_and_let_go(cb_source *source, size_t from, size_t length, uint8_t *to)
+{
+    for (size_t done = 0; done < length;) {
+        const size_t step = length - done < CB_SOURCE_COPY_STEP ? length - done : CB_SOURCE_COPY_STEP;
+        memcpy(to + done, source->bytes + from + done, step);
+        if (length >= CB_SOURCE_COPY_STEP) {
+            cb_input_done_with(&source->image, from + done, step);
+            /* Blocks wholly inside the range: read again (not zeros) should anyone look. */
+            for (size_t block = (from + done + CB_SOURCE_BLOCK - 1) / CB_SOURCE_BLOCK;
+                 (block + 1) * CB_SOURCE_BLOCK <= from + done + step; ++block)
+                source->read[block / 8] &= (uint8_t) ~(1u << (block % 8));
+        }
+        done += step;
+    }
+}
+
+/* From a file: the blocks read already are copied from the image, the others read straight. */
+static cblob_status copy_from_file(cb_source *source, size_t from, size_t length, uint8_t *to)
+{
+    if (length < CB_SOURCE_DIRECT) {
+        CB_TRY(cb_source_need(source, from, from + length));
+        memcpy(to, source->bytes + from, length);
+        return CBLOB_OK;
+    }
+    for (size_t at = from, end = from + length; at < end;) {
+        const size_t block = at / CB_SOURCE_BLOCK;
+        const bool present = block_read(source, block);
+        size_t run_end = (block + 1) * CB_SOURCE_BLOCK;
+        while (run_end < end && block_read(source, run_end / CB_SOURCE_BLOCK) == present)
+            run_end += CB_SOURCE_BLOCK;
+        if (run_end > end)
+            run_end = end;
+        if (present)
+            copy_and_let_go(source, at, run_end - at, to + (at - from));
+        else
+            CB_TRY(read_file(source, at, to + (at - from), run_end - at));
+        at = run_end;
+    }
+    return CBLOB_OK;
+}
+
+cblob_status cb_source_copy(cb_source *source, size_t from, size_t length, void *to)
+{
+    if (length == 0)
+        return CBLOB_OK;
+    if (source->file != NULL)
+        return copy_from_file(source, from, length, to);
+    if (length < CB_SOURCE_COPY_STEP) {
+        memcpy(to, source->bytes + from, length);
+        return CBLOB_OK;
+    }
+    /* Large values: copied by the pool's threads (which first-touch the fresh pages), the input
+     * behind them let go of step by step, so a file read whole is not held twice. */
+    for (size_t done = 0; done < length;) {
+        const size_t step = length - done < CB_SOURCE_COPY_STEP ? length - done : CB_SOURCE_COPY_STEP;
+        cb_parallel_copy((uint8_t *)to + done, source->bytes + from + done, step);
+        if (source->input != NULL)
+            cb_input_done_with(source->input, from + done, step);
+        done += step;
+    }
+    return CBLOB_OK;
+}
+
+void cb_source_release(cb_source *source, size_t upto)
+{
+    if (upto > source->size)
+        upto = source->size;
+    if (upto < source->released + CB_SOURCE_RELEASE_STEP)
+        return;
+    if (source->file != NULL)
+        cb_input_done_with(&source->image, source->released, upto - source->released);
+    else if (source->input != NULL)
+        cb_input_done_with(source->input, source->released, upto - source->released);
+    source->released = upto;
+}
+
+cblob_status cb_source_wire_need(void *source, size_t from, size_t to)
+{
+    return cb_source_need(source, from, to);
+}
+
+typedef struct values_range {
+    const cb_input_file *file;
+    uint64_t offset;
+    uint8_t *to;
+} values_range;
+
+static cblob_status read_values_range(void *arg, int64_t begin, int64_t end)
+{
+    const values_range *range = arg;
+    return cb_input_file_read(range->file, range->offset + (uint64_t)begin, range->to + begin, (size_t)(end - begin));
+}
+
+cblob_status cb_source_read_values(const cb_input_file *file, uint64_t offset, void *to, size_t length)
+{
+    values_range range = {file, offset, to};
+    return cb_parallel_for((int64_t)length, 2, 4096, read_values_range, &range);
+}
