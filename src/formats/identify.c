@@ -212,10 +212,13 @@ static cblob_status detect(cb_source *source, bool prefix, cblob_proto_kind *out
         const cblob_status status = cb_wire_next(&wire, &field);
         if (status != CBLOB_OK && prefix && field.number != CB_WIRE_END && field.type == CB_WIRE_LENGTH &&
             field.payload <= source->size) {
-            /* A field cut by the end of the prefix: its tag tells what it is. */
-            const bool entry_is_blob = field.number == CB_NET_NAME && starts_blob(source->bytes, field.payload, source->size);
-            classify(&d, field.number, field.type, entry_is_blob, false);
-            *undecided = d.fields == 1 && field.number == CB_NET_NAME; /* more bytes may make it whole */
+            /* A field cut by the end of the prefix: its tag tells what it is, and a field 1 its first
+             * bytes, when they read as a BlobProto's; else the fields before it decide. */
+            const bool entry = field.number == CB_NET_NAME;
+            const bool entry_is_blob = entry && starts_blob(source->bytes, field.payload, source->size);
+            if (!entry || entry_is_blob || d.fields == 0)
+                classify(&d, field.number, field.type, entry_is_blob, false);
+            *undecided = d.fields == 1 && entry; /* more bytes may make it whole */
             break;
         }
         if (status != CBLOB_OK && prefix && d.fields > 0)

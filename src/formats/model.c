@@ -102,11 +102,11 @@ cblob_status cb_arena_reserve(cb_arena *arena, size_t size, size_t align, void *
     return CBLOB_OK;
 }
 
-cblob_status cb_arena_keep(cb_arena *arena, cb_bytes *bytes, const uint8_t **out)
+cblob_status cb_arena_keep(cb_arena *arena, cb_bytes *bytes, size_t align, const uint8_t **out)
 {
     if (bytes->size < CB_ARENA_TAKE_OVER) {
         void *copy = NULL;
-        CB_TRY(cb_arena_reserve(arena, bytes->size, 16, &copy));
+        CB_TRY(cb_arena_reserve(arena, bytes->size, align, &copy));
         if (bytes->size > 0)
             memcpy(copy, bytes->data, bytes->size);
         *out = copy;
@@ -191,10 +191,11 @@ static void free_blobs(cb_model_blob *blobs, size_t count)
 void cb_model_free(cblob_model *model)
 {
     cb_input_file_close(model->file);
-    for (int64_t i = 0; i < model->num_layers; ++i) {
+    for (int64_t i = 0; i < model->num_layers; ++i)
         free_blobs(model->layers[i].blobs, model->layers[i].num_blobs);
-        free(model->layers[i].index); /* one block (model_layers.c) */
-    }
+    for (int64_t i = 0; i < model->num_indexes; ++i)
+        free(model->indexes[i]); /* one block each (model_layers.c) */
+    free(model->indexes);
     free(model->layers);
     cb_arena_free(&model->arena);
     cb_bytes_free(&model->top);
@@ -348,9 +349,9 @@ cblob_status cb_model_keep_layer(cblob_model *model, cb_layer_draft *draft, size
     cb_layer layer = {.lead_end = (uint32_t)lead_end, .size = (uint32_t)field_size, .num_blobs = (uint32_t)num_blobs,
                       .num_frames = (uint32_t)(draft->frames.size / sizeof(cb_frame))};
     const uint8_t *bytes = NULL, *blobs = NULL, *frames = NULL;
-    CB_TRY(cb_arena_keep(&model->arena, &draft->bytes, &bytes));
-    CB_TRY(cb_arena_keep(&model->arena, &draft->frames, &frames));
-    CB_TRY(cb_arena_keep(&model->arena, &draft->blobs, &blobs)); /* the arrays are the model's from here on */
+    CB_TRY(cb_arena_keep(&model->arena, &draft->bytes, 1, &bytes));
+    CB_TRY(cb_arena_keep(&model->arena, &draft->frames, 4, &frames));
+    CB_TRY(cb_arena_keep(&model->arena, &draft->blobs, 8, &blobs)); /* the arrays are the model's from here on */
     layer.bytes = bytes;
     layer.blobs = num_blobs > 0 ? (cb_model_blob *)blobs : NULL;
     layer.frames = layer.num_frames > 0 ? (const cb_frame *)frames : NULL;

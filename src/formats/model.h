@@ -15,7 +15,7 @@
  * changed is written as Caffe's ToProto writes it (model_save.c). Blobs added as handles or as
  * arrays (cblob_model_add_layer, the readers of npz and safetensors) have no frame: ToProto too.
  *
- * Memory: a layer costs its struct (64 bytes), a blob its struct (64 bytes) and its dims (8 bytes
+ * Memory: a layer costs its struct (56 bytes), a blob its struct (64 bytes) and its dims (8 bytes
  * an axis), and both their bytes; values are the arrays. Everything lives in an arena of chunks
  * that never move, so the text the structure calls return stays valid until the model is
  * destroyed.
@@ -54,11 +54,11 @@ typedef struct cb_arena {
     size_t total;           /* bytes stored, for the next chunk's size */
 } cb_arena;
 
-/* Room for size bytes aligned to `align` (a power of two, at most 16), which never moves. */
+/* Room for size bytes aligned to `align` (a power of two, at most 8), which never moves. */
 cblob_status cb_arena_reserve(cb_arena *arena, size_t size, size_t align, void **out);
-/* Keeps bytes staged in `bytes` in the arena, and leaves `bytes` empty: large ones are taken over
- * as they are (no copy), small ones copied. */
-cblob_status cb_arena_keep(cb_arena *arena, cb_bytes *bytes, const uint8_t **out);
+/* Keeps bytes staged in `bytes` in the arena (aligned to `align`), and leaves `bytes` empty: large
+ * ones are taken over as they are (no copy), small ones copied. */
+cblob_status cb_arena_keep(cb_arena *arena, cb_bytes *bytes, size_t align, const uint8_t **out);
 void cb_arena_free(cb_arena *arena);
 
 /* ---- blobs, layers and the model --------------------------------------------------------------- */
@@ -104,9 +104,6 @@ typedef struct cb_layer {
     const char *name, *type; /* never NULL ("" when the layer names none) */
     cb_model_blob *blobs;
     const cb_frame *frames;
-    /* Bottoms, tops, rules and param specs, indexed on the first question about them (under the
-     * model's lock); NULL before. */
-    struct cb_layer_index *index;
     uint32_t lead_end; /* the model's top bytes before this position come before this layer */
     uint32_t size;     /* of the field (texts it does not hold follow) */
     uint32_t num_blobs, num_frames;
@@ -124,6 +121,10 @@ struct cblob_model {
     size_t name_nul;  /* the NUL after the name's text in `top` (SIZE_MAX: none) */
     int64_t num_layers, capacity;
     cb_layer *layers;
+    /* Each layer's bottoms, tops, rules and param specs, indexed on the first question about it
+     * (model_layers.c, one block each): NULL until a question is asked of any layer. */
+    struct cb_layer_index **indexes;
+    int64_t num_indexes;
     cb_arena arena;
     /* Guards making handles and indexes (which the pure getters may do) and loading values. */
     pthread_mutex_t lock;

@@ -307,21 +307,33 @@ static cblob_status make_index(const cb_layer *layer, bool v1, cb_layer_index **
     return CBLOB_OK;
 }
 
+/* The model's table of indexes, made (or grown, for layers added since) on first use. */
+static cblob_status index_table(cblob_model *model)
+{
+    if (model->num_indexes >= model->num_layers)
+        return CBLOB_OK;
+    cb_layer_index **grown = realloc(model->indexes, (size_t)model->num_layers * sizeof *grown);
+    if (grown == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to index %" PRId64 " layers", model->num_layers);
+    memset(grown + model->num_indexes, 0, (size_t)(model->num_layers - model->num_indexes) * sizeof *grown);
+    model->indexes = grown;
+    model->num_indexes = model->num_layers;
+    return CBLOB_OK;
+}
+
 cblob_status cb_model_layer_index(const cblob_model *model, int64_t layer, const cb_layer_index **out)
 {
     const cb_layer *found = NULL;
     CB_TRY(cb_model_layer(model, layer, &found));
+    cblob_model *writable = (cblob_model *)model; /* the index is a cache of the layer's bytes */
     cb_model_lock(model);
-    cblob_status status = CBLOB_OK;
-    if (found->index == NULL) {
-        cb_layer_index *index = NULL;
-        status = make_index(found, model->format == CBLOB_NET_FORMAT_V1, &index);
-        if (status == CBLOB_OK)
-            ((cb_layer *)found)->index = index;
-    }
+    cblob_status status = index_table(writable);
+    if (status == CBLOB_OK && model->indexes[layer] == NULL)
+        status = make_index(found, model->format == CBLOB_NET_FORMAT_V1, &writable->indexes[layer]);
+    const cb_layer_index *index = status == CBLOB_OK ? model->indexes[layer] : NULL;
     cb_model_unlock(model);
     CB_TRY(status);
-    *out = found->index;
+    *out = index;
     return CBLOB_OK;
 }
 

@@ -121,7 +121,7 @@ static cblob_status end_blob(builder *b)
         return cb_fail(CBLOB_ERR_OVERFLOW, "a BlobProto takes more than 4 GiB besides its values; Caffe reads at most 2 GiB");
     b->blob.frame_size = (uint32_t)b->draft.frame.size;
     if (b->frames)
-        CB_TRY(cb_arena_keep(&b->model->arena, &b->draft.frame, &b->blob.frame));
+        CB_TRY(cb_arena_keep(&b->model->arena, &b->draft.frame, 1, &b->blob.frame));
     CB_TRY(cb_bytes_append(&b->draft.blobs, &b->blob, sizeof b->blob));
     b->in_blob = false; /* the draft holds it now */
     b->into = &b->draft.bytes;

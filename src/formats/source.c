@@ -167,9 +167,13 @@ void cb_source_release(cb_source *source, size_t upto)
         upto = source->size;
     if (upto < source->released + CB_SOURCE_RELEASE_STEP)
         return;
-    if (source->file != NULL)
+    if (source->file != NULL) {
         cb_input_done_with(&source->image, source->released, upto - source->released);
-    else if (source->input != NULL)
+        /* Blocks let go of read again (not as zeros) should anyone look. */
+        for (size_t block = (source->released + CB_SOURCE_BLOCK - 1) / CB_SOURCE_BLOCK;
+             (block + 1) * CB_SOURCE_BLOCK <= upto; ++block)
+            source->read[block / 8] &= (uint8_t) ~(1u << (block % 8));
+    } else if (source->input != NULL)
         cb_input_done_with(source->input, source->released, upto - source->released);
     source->released = upto;
 }

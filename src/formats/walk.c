@@ -269,6 +269,7 @@ static cblob_status flush(walker *w, size_t upto)
         CB_TRY(w->visit(w->context, &item));
     }
     w->run_from = upto;
+    cb_source_release(w->source, w->run_from); /* reported: never looked at again */
     return CBLOB_OK;
 }
 
@@ -279,6 +280,7 @@ static cblob_status report(walker *w, const cb_walk_item *item, size_t resume)
     if (w->visit != NULL)
         CB_TRY(w->visit(w->context, item));
     w->run_from = resume;
+    cb_source_release(w->source, w->run_from);
     return CBLOB_OK;
 }
 
@@ -532,7 +534,6 @@ cblob_status cb_walk_net(cb_source *source, cb_walk_visit *visit, void *context)
             v1 = field.number == CB_NET_LAYERS;
             CB_TRY(walk_layer(&w, &wire, &field, v1, layers++));
         }
-        cb_source_release(source, w.run_from);
     }
     return flush(&w, source->size);
 }
@@ -550,7 +551,6 @@ cblob_status cb_walk_vector(cb_source *source, cb_walk_visit *visit, void *conte
             break;
         if (field.number == CB_VECTOR_BLOBS)
             CB_TRY(walk_blob_field(&w, &wire, &field, "blobs", blobs++, true));
-        cb_source_release(source, w.run_from);
     }
     return flush(&w, source->size);
 }

@@ -135,8 +135,8 @@ typedef struct cb_walk_item {
 typedef cblob_status cb_walk_visit(void *context, const cb_walk_item *item);
 
 /* The source's bytes as a NetParameter, a BlobProtoVector, or one BlobProto. visit may be NULL
- * (only check). The source's bytes are let go of behind the walk (cb_source_release) as each
- * top-level field is reported. */
+ * (only check). The source's bytes are let go of behind the walk (cb_source_release) as they are
+ * reported: the walk never looks back past what it reported. */
 cblob_status cb_walk_net(cb_source *source, cb_walk_visit *visit, void *context);
 cblob_status cb_walk_vector(cb_source *source, cb_walk_visit *visit, void *context);
 cblob_status cb_walk_blob(cb_source *source, cb_walk_visit *visit, void *context);
