@@ -326,7 +326,7 @@ CBLOB_API cblob_status cblob_model_open_npz_file(cblob_context *context, const c
     cb_file_reading file;
     CB_TRY(cb_file_reading_open(path, &file));
     const cblob_status status =
-        cb_file_reading_explain(&file, CBLOB_FILE_NPZ, cb_model_open_npz_source(context, &file.source, path, 0, out_model));
+        cb_file_reading_finish(&file, CBLOB_FILE_NPZ, cb_model_open_npz_source(context, &file.source, path, 0, out_model));
     cb_file_reading_close(&file);
     return status;
 }

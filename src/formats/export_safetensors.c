@@ -63,7 +63,9 @@ static const char *layer_key(layer_keys *keys, int64_t layer, char **buffer, siz
         *capacity = size;
     }
     cb_utf8_repair(name, strlen(name), *buffer);
-    snprintf(*buffer + length, size - length, keys->repeats[layer] ? "@%" PRId64 : "", layer);
+    (*buffer)[length] = '\0';
+    if (keys->repeats[layer])
+        snprintf(*buffer + length, size - length, "@%" PRId64, layer);
     return *buffer;
 }
 
@@ -683,7 +685,7 @@ CBLOB_API cblob_status cblob_model_open_safetensors_file(cblob_context *context,
     cb_context_use_threads(context);
     cb_file_reading file;
     CB_TRY(cb_file_reading_open(path, &file));
-    const cblob_status status = cb_file_reading_explain(
+    const cblob_status status = cb_file_reading_finish(
         &file, CBLOB_FILE_SAFETENSORS, cb_model_open_safetensors_source(context, &file.source, path, out_model));
     cb_file_reading_close(&file);
     return status;

@@ -139,7 +139,7 @@ static cblob_status open_path(cblob_context *context, const char *path, int32_t 
     cb_file_reading reading;
     cblob_file_kind kind = CBLOB_FILE_NET;
     CB_TRY(cb_file_reading_identify(path, &reading, &kind));
-    const cblob_status status = cb_file_reading_explain(
+    const cblob_status status = cb_file_reading_finish(
         &reading, kind, open_kind(context, &reading.source, &reading, reading.head.bytes, reading.head.size, kind, flags,
                                   dtype, file));
     cb_file_reading_close(&reading);

@@ -32,6 +32,8 @@ CBLOB_API cblob_status cblob_proto_detect_file(const char *path, cblob_proto_kin
     cb_file_reading file;
     CB_TRY(cb_file_reading_open(path, &file));
     cblob_status status = cb_proto_detect_source(&file.source, out_kind);
+    if (status == CBLOB_OK)
+        status = cb_source_check(&file.source);
     cb_file_reading_close(&file);
     return status;
 }
@@ -64,7 +66,7 @@ static cblob_status read_file_blobs(cblob_context *context, const char *path, bo
     cb_file_reading file;
     CB_TRY(cb_file_reading_open(path, &file));
     cblob_status status = cb_read_blobs(context, &file.source, vector, file.head.bytes, file.head.size, out);
-    status = cb_file_reading_explain(&file, vector ? CBLOB_FILE_BLOB_VECTOR : CBLOB_FILE_BLOB, status);
+    status = cb_file_reading_finish(&file, vector ? CBLOB_FILE_BLOB_VECTOR : CBLOB_FILE_BLOB, status);
     cb_file_reading_close(&file);
     return status;
 }
@@ -157,7 +159,7 @@ CBLOB_API cblob_status cblob_blob_from_proto_file(cblob_blob *blob, const char *
     CB_TRY(cb_check_bool("reshape", reshape));
     cb_file_reading file;
     CB_TRY(cb_file_reading_open(path, &file));
-    const cblob_status status = cb_file_reading_explain(
+    const cblob_status status = cb_file_reading_finish(
         &file, CBLOB_FILE_BLOB, load_blob(blob, &file.source, file.head.bytes, file.head.size, reshape == 1));
     cb_file_reading_close(&file);
     return status;

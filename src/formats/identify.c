@@ -506,8 +506,10 @@ cblob_status cb_file_reading_identify(const char *path, cb_file_reading *out, cb
     return reading_open(path, out, kind);
 }
 
-cblob_status cb_file_reading_explain(const cb_file_reading *reading, cblob_file_kind expected, cblob_status status)
+cblob_status cb_file_reading_finish(const cb_file_reading *reading, cblob_file_kind expected, cblob_status status)
 {
+    if (status == CBLOB_OK)
+        return cb_source_check(&reading->source);
     if (status != CBLOB_ERR_PARSE)
         return status;
     status = cb_explain_refusal(reading->name, reading->head.bytes, reading->head.size, reading->head.file_size,

@@ -65,9 +65,10 @@ cblob_status cb_file_reading_open(const char *path, cb_file_reading *out);
 /* The same, and what the file's first bytes say it is (a file of no kind cblob reads is refused:
  * cb_identify). */
 cblob_status cb_file_reading_identify(const char *path, cb_file_reading *out, cblob_file_kind *kind);
-/* cb_explain_refusal of a reader of kind `expected` that read the file with `status`; a file of
- * that kind that its reader refuses (malformed, truncated) is named first ("<path>: ..."). */
-cblob_status cb_file_reading_explain(const cb_file_reading *reading, cblob_file_kind expected, cblob_status status);
+/* A reader of kind `expected` read the file with `status`: when it succeeded, the file was the one
+ * opened all along (cb_source_check); when it refused it, cb_explain_refusal says why, and a file
+ * of that kind that its reader refuses (malformed, truncated) is named first ("<path>: ..."). */
+cblob_status cb_file_reading_finish(const cb_file_reading *reading, cblob_file_kind expected, cblob_status status);
 void cb_file_reading_close(cb_file_reading *reading);
 
 /* Which of NetParameter, BlobProto or BlobProtoVector the bytes hold, from their top-level fields

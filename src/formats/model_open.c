@@ -42,7 +42,13 @@ typedef struct builder {
     int64_t filled[2];     /* ... and the elements of each part copied so far */
 } builder;
 
-/* Copies the source's bytes [from, to) to the end of `into`. */
+/* Copies bytes the walk made readable (a field's tag and length, a name) to the end of `into`. */
+static cblob_status keep_read(builder *b, cb_bytes *into, size_t from, size_t to)
+{
+    return cb_bytes_append(into, b->source->bytes + from, to - from);
+}
+
+/* Copies the source's bytes [from, to) to the end of `into` (read from a file only now). */
 static cblob_status keep(builder *b, cb_bytes *into, size_t from, size_t to)
 {
     if (to == from)
@@ -98,19 +104,39 @@ static cblob_status begin_blob(builder *b, const cb_walk_item *item)
                                 &b->blob.diff, &b->blob.flags);
 }
 
+/* A run of unpacked elements: each one's tag joins the frame, its value the array. */
+static cblob_status unpacked_values(builder *b, const cb_walk_item *item, uint8_t *to, size_t element)
+{
+    const size_t tag_size = item->stride - element;
+    if (b->frames)
+        CB_TRY(cb_bytes_reserve(&b->draft.frame, (size_t)item->count * tag_size));
+    const uint8_t *at = b->source->bytes + item->from;
+    for (int64_t i = 0; i < item->count; ++i, at += item->stride) {
+        if (b->frames) {
+            memcpy(b->draft.frame.data + b->draft.frame.size, at, tag_size);
+            b->draft.frame.size += tag_size;
+        }
+        memcpy(to + (size_t)i * element, at + tag_size, element);
+    }
+    return CBLOB_OK;
+}
+
 /* A field of values: its tag (and length) join the frame; its payload goes to its array, or stays
- * in the file. */
+ * in the file. Unpacked values are never left in the file (they were read to be walked). */
 static cblob_status blob_values(builder *b, const cb_walk_item *item)
 {
     const cb_wire_field *field = item->field;
-    if (b->frames)
-        CB_TRY(keep(b, &b->draft.frame, field->offset, field->payload));
     const size_t element = item->is_double ? 8 : 4;
-    if (!(b->blob.flags & CB_BLOB_UNREAD)) {
-        uint8_t *array = item->part == CBLOB_PART_DATA ? b->blob.data : b->blob.diff;
-        CB_TRY(cb_source_copy(b->source, field->payload, field->length,
-                              array + (size_t)b->filled[item->part] * element));
+    uint8_t *array = item->part == CBLOB_PART_DATA ? b->blob.data : b->blob.diff;
+    uint8_t *to = array + (size_t)b->filled[item->part] * element;
+    if (field->type != CB_WIRE_LENGTH) {
+        b->filled[item->part] += item->count;
+        return unpacked_values(b, item, to, element);
     }
+    if (b->frames)
+        CB_TRY(keep_read(b, &b->draft.frame, field->offset, field->payload));
+    if (!(b->blob.flags & CB_BLOB_UNREAD))
+        CB_TRY(cb_source_copy(b->source, field->payload, field->length, to));
     b->filled[item->part] += (int64_t)(field->length / element);
     return CBLOB_OK;
 }
@@ -135,7 +161,7 @@ static cblob_status keep_text(builder *b, const cb_walk_item *item, size_t *at, 
 {
     *at = b->draft.bytes.size + (item->field->payload - item->field->offset);
     *length = item->field->length;
-    return keep(b, &b->draft.bytes, item->from, item->to);
+    return keep(b, &b->draft.bytes, item->from, item->to); /* a huge name is let go of as it is copied */
 }
 
 static cblob_status layer_type(builder *b, const cb_walk_item *item)
@@ -226,6 +252,9 @@ static cblob_status build(cblob_context *context, cb_source *source, bool lazy,
                           cblob_status (*walk)(cb_source *, cb_walk_visit *, void *), cblob_model **out)
 {
     builder b = {.source = source, .lazy = lazy, .frames = walk == cb_walk_net, .name_at = SIZE_MAX};
+    /* What an eager open copies anyway is read in one go; a lazy one reads blobs whose values it
+     * keeps (a page at most). */
+    source->read_whole_below = lazy ? CB_LAZY_VALUES_MIN + 512 : (size_t)64 << 10;
     cb_layer_draft_init(&b.draft);
     CB_TRY(cb_model_new(context, CBLOB_NET_FORMAT_V2, &b.model));
     b.into = &b.model->top;
@@ -316,7 +345,7 @@ cblob_status cb_model_open_reading(cblob_context *context, cb_file_reading *read
         else if (!any_layers)
             status = check_has_layers(model);
     }
-    status = cb_file_reading_explain(reading, CBLOB_FILE_NET, status);
+    status = cb_file_reading_finish(reading, CBLOB_FILE_NET, status);
     if (status != CBLOB_OK) {
         if (model != NULL)
             cb_model_free(model);

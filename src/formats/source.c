@@ -63,20 +63,48 @@ void cb_source_close(cb_source *source)
     *source = (cb_source){0};
 }
 
-/* Every read of a file a reader makes goes through here: large runs on the pool's threads. */
+typedef struct file_range {
+    const cb_input_file *file;
+    uint64_t offset;
+    uint8_t *to;
+    bool checked;
+} file_range;
+
+static cblob_status read_range(void *arg, int64_t begin, int64_t end)
+{
+    const file_range *range = arg;
+    return (range->checked ? cb_input_file_read : cb_input_file_read_unchecked)(
+        range->file, range->offset + (uint64_t)begin, range->to + begin, (size_t)(end - begin));
+}
+
+/* Reads a range of a file, large ones on the pool's threads (which first-touch the fresh pages
+ * they fill). */
+static cblob_status read_parallel(const cb_input_file *file, uint64_t offset, void *to, size_t length, bool checked)
+{
+    file_range range = {file, offset, to, checked};
+    if (length < CB_SOURCE_DIRECT)
+        return read_range(&range, 0, (int64_t)length);
+    return cb_parallel_for((int64_t)length, 2, 4096, read_range, &range);
+}
+
+/* Every read of a file a walk makes goes through here, unchecked: the reader checks the file once
+ * when it is done (cb_source_check). */
 static cblob_status read_file(cb_source *source, size_t offset, void *to, size_t length)
 {
     source->bytes_read += length;
-    if (length >= CB_SOURCE_DIRECT)
-        return cb_source_read_values(source->file, offset, to, length);
-    return cb_input_file_read(source->file, offset, to, length);
+    return read_parallel(source->file, offset, to, length, false);
+}
+
+cblob_status cb_source_check(const cb_source *source)
+{
+    return source->file != NULL ? cb_input_file_check(source->file) : CBLOB_OK;
 }
 
 cblob_status cb_source_need(cb_source *source, size_t from, size_t to)
 {
     if (to > source->size)
         to = source->size;
-    if (source->file == NULL || from >= to)
+    if (source->file == NULL || from >= to || (from >= source->ready_from && to <= source->ready_to))
         return CBLOB_OK;
     const size_t last = (to - 1) / CB_SOURCE_BLOCK;
     for (size_t block = from / CB_SOURCE_BLOCK; block <= last;) {
@@ -92,6 +120,8 @@ cblob_status cb_source_need(cb_source *source, size_t from, size_t to)
         CB_TRY(read_file(source, start_byte, (uint8_t *)source->bytes + start_byte, end_byte - start_byte));
         block = end;
     }
+    source->ready_from = from / CB_SOURCE_BLOCK * CB_SOURCE_BLOCK;
+    source->ready_to = (last + 1) * CB_SOURCE_BLOCK;
     return CBLOB_OK;
 }
 
@@ -100,6 +130,8 @@ cblob_status cb_source_need(cb_source *source, size_t from, size_t to)
  * looked at (a huge name) is not held twice. */
 static void copy_and_let_go(cb_source *source, size_t from, size_t length, uint8_t *to)
 {
+    if (length >= CB_SOURCE_COPY_STEP)
+        source->ready_from = source->ready_to = 0;
     for (size_t done = 0; done < length;) {
         const size_t step = length - done < CB_SOURCE_COPY_STEP ? length - done : CB_SOURCE_COPY_STEP;
         memcpy(to + done, source->bytes + from + done, step);
@@ -168,6 +200,7 @@ void cb_source_release(cb_source *source, size_t upto)
     if (upto < source->released + CB_SOURCE_RELEASE_STEP)
         return;
     if (source->file != NULL) {
+        source->ready_from = source->ready_to = 0;
         cb_input_done_with(&source->image, source->released, upto - source->released);
         /* Blocks let go of read again (not as zeros) should anyone look. */
         for (size_t block = (source->released + CB_SOURCE_BLOCK - 1) / CB_SOURCE_BLOCK;
@@ -183,20 +216,7 @@ cblob_status cb_source_wire_need(void *source, size_t from, size_t to)
     return cb_source_need(source, from, to);
 }
 
-typedef struct values_range {
-    const cb_input_file *file;
-    uint64_t offset;
-    uint8_t *to;
-} values_range;
-
-static cblob_status read_values_range(void *arg, int64_t begin, int64_t end)
-{
-    const values_range *range = arg;
-    return cb_input_file_read(range->file, range->offset + (uint64_t)begin, range->to + begin, (size_t)(end - begin));
-}
-
 cblob_status cb_source_read_values(const cb_input_file *file, uint64_t offset, void *to, size_t length)
 {
-    values_range range = {file, offset, to};
-    return cb_parallel_for((int64_t)length, 2, 4096, read_values_range, &range);
+    return read_parallel(file, offset, to, length, true);
 }

@@ -34,6 +34,10 @@ typedef struct cb_source {
     cb_input image;            /* the file's image */
     uint8_t *read;             /* a bit per block of the file read into the image */
     size_t released;           /* bytes before this were let go of */
+    size_t ready_from, ready_to; /* a run of blocks known read (most needs fall in the last one) */
+    /* Messages (BlobProtos) shorter than this are read whole when the walk first looks at them:
+     * one read where there would be one per field (0: none). */
+    size_t read_whole_below;
     uint64_t bytes_read;       /* from the file so far (tests and benchmarks) */
 } cb_source;
 
@@ -54,8 +58,13 @@ cblob_status cb_source_copy(cb_source *source, size_t from, size_t length, void 
 /* The bytes before `upto` will not be looked at again. */
 void cb_source_release(cb_source *source, size_t upto);
 
+/* After a reader is done with a file: it was the file opened all along (the reads of a walk are
+ * not checked one by one, io.h). */
+cblob_status cb_source_check(const cb_source *source);
+
 /* Reads [offset, offset + length) of a file straight into `to`, large ranges on the thread pool
- * (whose threads first-touch the fresh pages they fill). */
+ * (whose threads first-touch the fresh pages they fill), each read checked (io.h): a lazily opened
+ * model's values, read long after the open. */
 cblob_status cb_source_read_values(const cb_input_file *file, uint64_t offset, void *to, size_t length);
 
 #endif

@@ -313,6 +313,30 @@ static cblob_status check_blob(const cb_wire *wire, const cb_wire_field *field, 
     return cb_blob_layout_check(layout, path, cb_dtype_find(cb_blob_layout_dtype(layout))->size, shape);
 }
 
+/* A run of unpacked elements reported at once: at most this many bytes, so that the bytes behind
+ * the walk are let go of as it goes. */
+#define CB_WALK_RUN_MAX ((size_t)1 << 20)
+
+/* Unpacked elements that follow the first behind the same tag bytes: one BLOB_VALUES run (the
+ * cursor moves past it). The blob was checked whole, so reading on cannot fail; a skipped group
+ * ends the run. */
+static void unpacked_run(cb_wire *wire, const cb_wire_field *first, cb_walk_item *item)
+{
+    const size_t tag_size = first->payload - first->offset, stride = tag_size + first->length;
+    item->stride = stride;
+    while (item->to - item->from < CB_WALK_RUN_MAX) {
+        cb_wire peek = *wire;
+        cb_wire_field next;
+        if (cb_wire_next(&peek, &next) != CBLOB_OK || next.offset != item->to || next.number != first->number ||
+            next.type != first->type || next.payload - next.offset != tag_size ||
+            memcmp(wire->input + next.offset, wire->input + first->offset, tag_size) != 0)
+            return;
+        *wire = peek;
+        item->to += stride;
+        ++item->count;
+    }
+}
+
 /* The BlobProto's fields, once checked: the values that count as BLOB_VALUES, the rest kept. */
 static cblob_status report_blob_fields(walker *w, cb_wire wire, const cb_blob_layout *layout)
 {
@@ -330,6 +354,9 @@ static cblob_status report_blob_fields(walker *w, cb_wire wire, const cb_blob_la
         cb_walk_item item = field_item(CB_WALK_BLOB_VALUES, &wire, &field);
         item.part = field.number == data ? CBLOB_PART_DATA : CBLOB_PART_DIFF;
         item.is_double = cb_is_double_field(field.number);
+        item.count = 1;
+        if (field.type != CB_WIRE_LENGTH)
+            unpacked_run(&wire, &field, &item);
         CB_TRY(report(w, &item, item.to));
     }
 }
@@ -357,6 +384,8 @@ static cblob_status walk_blob_field(walker *w, const cb_wire *wire, const cb_wir
                          .index = index};
     cb_blob_layout layout;
     cb_shape shape;
+    if (field->type == CB_WIRE_LENGTH && field->length < w->source->read_whole_below)
+        CB_TRY(cb_wire_need_payload(wire, field));
     CB_TRY(check_blob(wire, field, &path, &layout, &shape));
     if (!reported)
         return CBLOB_OK;

@@ -26,7 +26,7 @@
  * for it (a V1 layer's own, else those of its V0 layer, as Caffe's upgrade takes them); a V0 layer
  * is reported (V0_BEGIN ... V0_END) when it holds the layer's name, type or blobs, else it is KEPT.
  * BLOB_VALUES is a field of the values that count (double_data over data when it holds values, and
- * likewise for the diff); other value fields are KEPT.
+ * likewise for the diff), or a run of unpacked elements of one; other value fields are KEPT.
  *
  * Which bytes are readable in source->bytes when an item is reported: every field's tag and length
  * (and a fixed or varint value: an unpacked element's), and the payload of NET_NAME, LAYER_NAME
@@ -129,6 +129,9 @@ typedef struct cb_walk_item {
     const cb_shape *shape;        /* ... and the shape a blob read from it gets */
     int part;                     /* BLOB_VALUES: CBLOB_PART_DATA or CBLOB_PART_DIFF */
     bool is_double;               /* BLOB_VALUES: double elements (else float) */
+    int64_t count;                /* BLOB_VALUES: 1 field; or a run of `count` unpacked elements, each
+                                   * behind the first's tag bytes, `stride` bytes apart (all readable) */
+    size_t stride;
 } cb_walk_item;
 
 /* A callback's failure ends the walk with its status. */

@@ -209,13 +209,23 @@ static cblob_status check_still_the_file(const cb_input_file *file)
     return CBLOB_OK;
 }
 
-cblob_status cb_input_file_read(const cb_input_file *file, uint64_t offset, void *to, size_t length)
+cblob_status cb_input_file_read_unchecked(const cb_input_file *file, uint64_t offset, void *to, size_t length)
 {
     if (offset > cb_input_file_size(file) || length > cb_input_file_size(file) - offset)
         return cb_fail(CBLOB_ERR_IO, "%s: bytes [%llu, +%zu) lie past its end", file->path,
                        (unsigned long long)offset, length);
+    return read_pieces(file->fd, file->path, to, length, (off_t)offset);
+}
+
+cblob_status cb_input_file_check(const cb_input_file *file)
+{
+    return check_still_the_file(file);
+}
+
+cblob_status cb_input_file_read(const cb_input_file *file, uint64_t offset, void *to, size_t length)
+{
     CB_TRY(check_still_the_file(file));
-    CB_TRY(read_pieces(file->fd, file->path, to, length, (off_t)offset));
+    CB_TRY(cb_input_file_read_unchecked(file, offset, to, length));
     return check_still_the_file(file);
 }
 

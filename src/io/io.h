@@ -97,6 +97,11 @@ cblob_status cb_input_file_open(const char *path, cb_input_file **out);
 uint64_t cb_input_file_size(const cb_input_file *file);
 /* Reads [offset, offset + length) of the file into `to`. */
 cblob_status cb_input_file_read(const cb_input_file *file, uint64_t offset, void *to, size_t length);
+/* The same without the checks, for a reader that reads many ranges in one go and then checks once
+ * (cb_input_file_check) that the file was the one opened all along: a change anywhere in between
+ * fails the check, as it fails the checked reads. */
+cblob_status cb_input_file_read_unchecked(const cb_input_file *file, uint64_t offset, void *to, size_t length);
+cblob_status cb_input_file_check(const cb_input_file *file);
 /* Private zero-filled memory of the file's size, into which cb_input_file_read may copy ranges of
  * the file at their own offsets: an image of the parts of the file that were read (the rest reads
  * as zeros and costs no memory). Free it with cb_input_close. */
