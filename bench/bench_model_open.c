@@ -1,23 +1,36 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Opens a .caffemodel and walks it the way `cblob inspect` does (every layer's name and type,
- * every blob's shape), without making blob handles; bench/model_memory.sh runs it under
- * /usr/bin/time to measure the library's peak memory against the file's size. */
+ * every blob's shape), without making blob handles; with a second path, saves it there too.
+ * bench/model_memory.sh runs it under /usr/bin/time to measure the library's peak memory against
+ * the file's size; bench/compare_libraries.sh times it against two builds of the library.
+ *
+ *   bench_model_open FILE.caffemodel [SAVED.caffemodel]
+ *
+ * Prints the counts, then "seconds: open O list L save S" (S 0 without a second path), each
+ * timed here, without the process's start. */
 #include <stdio.h>
 
+#include "bench_timing.h"
 #include "cblob/cblob.h"
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: bench_model_open FILE.caffemodel\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: bench_model_open FILE.caffemodel [SAVED.caffemodel]\n");
         return 2;
     }
     cblob_context *context = NULL;
     cblob_model *model = NULL;
-    if (cblob_context_create(&context) != CBLOB_OK || cblob_model_open_file(context, argv[1], &model) != CBLOB_OK) {
+    if (cblob_context_create(&context) != CBLOB_OK) {
         fprintf(stderr, "bench_model_open: %s\n", cblob_last_error_message());
         return 1;
     }
+    const double start = bench_now();
+    if (cblob_model_open_file(context, argv[1], &model) != CBLOB_OK) {
+        fprintf(stderr, "bench_model_open: %s\n", cblob_last_error_message());
+        return 1;
+    }
+    const double opened = bench_now();
     int64_t layers = 0, blobs = 0, axes = 0;
     cblob_model_num_layers(model, &layers);
     for (int64_t i = 0; i < layers; ++i) {
@@ -26,9 +39,21 @@ int main(int argc, char **argv)
         cblob_model_layer_name(model, i, &name);
         cblob_model_layer_type(model, i, &type);
         cblob_model_layer_num_blobs(model, i, &n);
+        for (int64_t j = 0; j < n; ++j) {
+            int32_t num_axes = 0;
+            cblob_model_layer_blob_shape(model, i, j, 0, NULL, &num_axes);
+            axes += num_axes;
+        }
         blobs += n;
     }
+    const double listed = bench_now();
+    if (argc == 3 && cblob_model_to_proto_file(model, 1, argv[2]) != CBLOB_OK) {
+        fprintf(stderr, "bench_model_open: %s\n", cblob_last_error_message());
+        return 1;
+    }
+    const double saved = bench_now();
     printf("%lld layers, %lld blobs, %lld axes\n", (long long)layers, (long long)blobs, (long long)axes);
+    printf("seconds: open %.6f list %.6f save %.6f\n", opened - start, listed - opened, argc == 3 ? saved - listed : 0.0);
     cblob_model_destroy(model);
     cblob_context_destroy(context);
     return 0;
