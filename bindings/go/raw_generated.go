@@ -3140,9 +3140,10 @@ func cModelOpen(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.c
 }
 
 // Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
-// introduction). Each part of the file's bytes is released as soon as it is read, so loading
-// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
-// blobs; bench/model_memory.sh).
+// introduction). The file is read once, as the walk over it needs it: its structure into
+// memory let go of behind the walk, its values straight into the arrays its blobs keep, so
+// loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
+// ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
 func cModelOpenFile(context *C.cblob_context, path *C.char) (*C.cblob_model, error) {
 	r := C.cbgo_model_open_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
 	if r.status != C.CBLOB_OK {
@@ -3157,7 +3158,8 @@ func cModelOpenFile(context *C.cblob_context, path *C.char) (*C.cblob_model, err
 // export), when that blob's bytes alone are read, straight into its storage. A model of large
 // blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
 // docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
-// model is destroyed. Every access checks that it is still the file that was opened: when its
+// model is destroyed, with the folder its path named (so changing the working folder changes
+// nothing). Every access checks that it is still the file that was opened: when its
 // size, modification or change time, device or inode differ (the file was rewritten, replaced
 // or truncated), the access fails with CBLOB_ERR_IO ("... changed while it was read"), rather than mix
 // two versions of the file; the values read before stay valid. Malformed files are refused as
@@ -3299,8 +3301,10 @@ func cModelLayerNumBottoms(model *C.cblob_model, layer C.int64_t) (C.int64_t, er
 	return r.out_count, nil
 }
 
-// One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
-// layer's fields: a layer of k bottoms takes O(k) per call.
+// One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
+// about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
+// layer's fields; the index, kept with the model, holds a copy of those fields and of each
+// name, and 8 bytes a name); later calls take O(1).
 func cModelLayerBottom(model *C.cblob_model, layer C.int64_t, index C.int64_t) (*C.char, error) {
 	r := C.cbgo_model_layer_bottom(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, index)
 	if r.status != C.CBLOB_OK {

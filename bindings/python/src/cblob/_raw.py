@@ -556,9 +556,10 @@ FUNCTIONS = (
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
     ("cblob_model_open", c_int32, (c_void_p, c_char_p, c_size_t, POINTER(c_void_p))),  # context, bytes, size, out_model
     # Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
-    # introduction). Each part of the file's bytes is released as soon as it is read, so loading
-    # peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
-    # blobs; bench/model_memory.sh).
+    # introduction). The file is read once, as the walk over it needs it: its structure into
+    # memory let go of behind the walk, its values straight into the arrays its blobs keep, so
+    # loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
+    # ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     ("cblob_model_open_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_model
     # Opens a .caffemodel file reading only its structure: layer names and types, and the shape,
@@ -567,7 +568,8 @@ FUNCTIONS = (
     # export), when that blob's bytes alone are read, straight into its storage. A model of large
     # blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
     # docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
-    # model is destroyed. Every access checks that it is still the file that was opened: when its
+    # model is destroyed, with the folder its path named (so changing the working folder changes
+    # nothing). Every access checks that it is still the file that was opened: when its
     # size, modification or change time, device or inode differ (the file was rewritten, replaced
     # or truncated), the access fails with CBLOB_ERR_IO ("... changed while it was read"), rather than mix
     # two versions of the file; the values read before stay valid. Malformed files are refused as
@@ -629,8 +631,10 @@ FUNCTIONS = (
     # The number of a layer's bottoms (its input blobs' names).
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     ("cblob_model_layer_num_bottoms", c_int32, (c_void_p, c_int64, POINTER(c_int64))),  # model, layer, out_count
-    # One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
-    # layer's fields: a layer of k bottoms takes O(k) per call.
+    # One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
+    # about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
+    # layer's fields; the index, kept with the model, holds a copy of those fields and of each
+    # name, and 8 bytes a name); later calls take O(1).
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     ("cblob_model_layer_bottom", c_int32, (c_void_p, c_int64, c_int64, POINTER(c_char_p))),  # model, layer, index, out_name
     # The number of a layer's tops (its output blobs' names).

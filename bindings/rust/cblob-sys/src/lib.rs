@@ -822,9 +822,10 @@ extern "C" {
     pub fn cblob_model_open(context: *mut cblob_context, bytes: *const u8, size: usize, out_model: *mut *mut cblob_model) -> cblob_status;
 
     /// Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
-    /// introduction). Each part of the file's bytes is released as soon as it is read, so loading
-    /// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
-    /// blobs; bench/model_memory.sh).
+    /// introduction). The file is read once, as the walk over it needs it: its structure into
+    /// memory let go of behind the walk, its values straight into the arrays its blobs keep, so
+    /// loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
+    /// ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     pub fn cblob_model_open_file(context: *mut cblob_context, path: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
@@ -835,7 +836,8 @@ extern "C" {
     /// export), when that blob's bytes alone are read, straight into its storage. A model of large
     /// blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
     /// docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
-    /// model is destroyed. Every access checks that it is still the file that was opened: when its
+    /// model is destroyed, with the folder its path named (so changing the working folder changes
+    /// nothing). Every access checks that it is still the file that was opened: when its
     /// size, modification or change time, device or inode differ (the file was rewritten, replaced
     /// or truncated), the access fails with CBLOB_ERR_IO ("... changed while it was read"), rather than mix
     /// two versions of the file; the values read before stay valid. Malformed files are refused as
@@ -925,8 +927,10 @@ extern "C" {
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     pub fn cblob_model_layer_num_bottoms(model: *const cblob_model, layer: i64, out_count: *mut i64) -> cblob_status;
 
-    /// One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
-    /// layer's fields: a layer of k bottoms takes O(k) per call.
+    /// One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
+    /// about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
+    /// layer's fields; the index, kept with the model, holds a copy of those fields and of each
+    /// name, and 8 bytes a name); later calls take O(1).
     ///
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     pub fn cblob_model_layer_bottom(model: *const cblob_model, layer: i64, index: i64, out_name: *mut *const c_char) -> cblob_status;
