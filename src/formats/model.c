@@ -691,6 +691,8 @@ cblob_status cb_layer_emit(const cb_layer *layer, cb_blob_writer *write, void *c
 
 void cb_model_emit_top(const cblob_model *model, size_t from, size_t to, cb_sink *sink)
 {
+    if (from >= to) /* nothing, and a net made empty has no top bytes at all */
+        return;
     if (model->name_nul >= from && model->name_nul < to) {
         cb_sink_write(sink, model->top.data + from, model->name_nul - from);
         from = model->name_nul + 1;

@@ -128,15 +128,15 @@ static cblob_status blob_values(builder *b, const cb_walk_item *item)
     const cb_wire_field *field = item->field;
     const size_t element = item->is_double ? 8 : 4;
     uint8_t *array = item->part == CBLOB_PART_DATA ? b->blob.data : b->blob.diff;
-    uint8_t *to = array + (size_t)b->filled[item->part] * element;
+    const size_t filled = (size_t)b->filled[item->part] * element;
     if (field->type != CB_WIRE_LENGTH) {
         b->filled[item->part] += item->count;
-        return unpacked_values(b, item, to, element);
+        return unpacked_values(b, item, array + filled, element);
     }
     if (b->frames)
         CB_TRY(keep_read(b, &b->draft.frame, field->offset, field->payload));
-    if (!(b->blob.flags & CB_BLOB_UNREAD))
-        CB_TRY(cb_source_copy(b->source, field->payload, field->length, to));
+    if (!(b->blob.flags & CB_BLOB_UNREAD)) /* else the array is made on first access */
+        CB_TRY(cb_source_copy(b->source, field->payload, field->length, array + filled));
     b->filled[item->part] += (int64_t)(field->length / element);
     return CBLOB_OK;
 }
@@ -281,7 +281,8 @@ cblob_status cb_model_original_top(const cblob_model *model, uint8_t **out, size
     if (bytes == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %zu bytes", size);
     if (model->name_nul == SIZE_MAX) {
-        memcpy(bytes, model->top.data, size);
+        if (size > 0) /* a net without top fields may have no bytes at all */
+            memcpy(bytes, model->top.data, size);
     } else {
         memcpy(bytes, model->top.data, model->name_nul);
         memcpy(bytes + model->name_nul, model->top.data + model->name_nul + 1, size - model->name_nul);
