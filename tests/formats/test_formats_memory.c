@@ -9,9 +9,10 @@
  *
  * and a file that cannot be what it is opened as is refused after reading a few KiB of it.
  *
- * Sanitizers change every figure (redzones, quarantine, shadow memory): the suite skips there,
- * saying so; the release preset runs it. Files are made at real scale (16 to 32 MiB), so that the
- * per-item terms, not the constant, decide. */
+ * Sanitizers change every figure (redzones, quarantine, shadow memory): there the suite runs every
+ * reader and writer over the same files and checks what they return and read, not their peaks (the
+ * release preset checks those). Files are made at real scale (16 to 32 MiB), so that the per-item
+ * terms, not the constant, decide. */
 #define _GNU_SOURCE /* wait4 */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -37,12 +38,15 @@
 
 #define MIB (1024.0 * 1024.0)
 
-static void skip_when_sanitized(void)
-{
+/* Whether peaks mean anything in this build; where they do not, files an eighth of the size do
+ * (what is checked there is what the readers return, and the shapes matter, not the scale). */
 #ifdef CB_SANITIZED
-    SKIP("sanitizers change peak memory (redzones, quarantine, shadow memory): the release preset measures it");
+static const bool peaks_measured = false;
+#define SCALED(n) ((n) / 8)
+#else
+static const bool peaks_measured = true;
+#define SCALED(n) (n)
 #endif
-}
 
 /* ---- measuring a child ------------------------------------------------------------------------ */
 
@@ -268,8 +272,8 @@ static double open_bound(double file, int64_t layers, int64_t blobs)
                    "bound %.1f MiB\n", strrchr(path, '/') + 1, hows_[h_], file_ / MIB, (int64_t)(layers), \
                    (int64_t)(blobs), c_.bytes / MIB, c_.bytes / file_, bound_ / MIB); \
             CHECK_MSG(c_.ok, "opener %d failed on %s: %s", hows_[h_], path, c_.message); \
-            CHECK_MSG(c_.bytes <= bound_, "opener %d took %.1f MiB for %s, over its bound of %.1f MiB", hows_[h_], \
-                      c_.bytes / MIB, path, bound_ / MIB); \
+            CHECK_MSG(!peaks_measured || c_.bytes <= bound_, "opener %d took %.1f MiB for %s, over its bound of " \
+                      "%.1f MiB", hows_[h_], c_.bytes / MIB, path, bound_ / MIB); \
         } \
     } while (0)
 
@@ -284,11 +288,10 @@ static void begin(void)
 /* 16 MiB of empty 3-byte layers: 5.6 million layers (7.3x the file in 1.1). */
 TEST(a_net_of_empty_layers_opens_within_its_bound)
 {
-    skip_when_sanitized();
     begin();
     const pb empty = {0};
     int64_t layers = 0;
-    CHECK(write_layers(path_of("empty_layers.caffemodel"), &empty, 16 << 20, &layers));
+    CHECK(write_layers(path_of("empty_layers.caffemodel"), &empty, SCALED(16 << 20), &layers));
     CHECK_OPENS(path_of("empty_layers.caffemodel"), layers, 0, 0, 1, 2);
     ft_remove_folder(folder);
 }
@@ -296,7 +299,6 @@ TEST(a_net_of_empty_layers_opens_within_its_bound)
 /* Layers of 64 blobs of shape [0] each (3.6x in 1.1), and layers of one such blob (4.1x). */
 TEST(nets_of_empty_blobs_open_within_their_bound)
 {
-    skip_when_sanitized();
     begin();
     pb blob = {0}, layer = {0}, single = {0};
     blob_of(&blob, 0);
@@ -304,8 +306,8 @@ TEST(nets_of_empty_blobs_open_within_their_bound)
         pb_message(&layer, 7, &blob);
     pb_message(&single, 7, &blob);
     int64_t layers = 0, singles = 0;
-    CHECK(write_layers(path_of("empty_blobs.caffemodel"), &layer, 16 << 20, &layers));
-    CHECK(write_layers(path_of("one_empty_blob.caffemodel"), &single, 16 << 20, &singles));
+    CHECK(write_layers(path_of("empty_blobs.caffemodel"), &layer, SCALED(16 << 20), &layers));
+    CHECK(write_layers(path_of("one_empty_blob.caffemodel"), &single, SCALED(16 << 20), &singles));
     CHECK_OPENS(path_of("empty_blobs.caffemodel"), layers, 64 * layers, 0, 1, 2);
     CHECK_OPENS(path_of("one_empty_blob.caffemodel"), singles, singles, 0, 1, 2);
     pb_free(&blob), pb_free(&layer), pb_free(&single);
@@ -316,20 +318,20 @@ TEST(nets_of_empty_blobs_open_within_their_bound)
  * one blob of 6 million unpacked floats: read, kept, and never held twice (2x in 1.1). */
 TEST(huge_fields_are_not_held_twice)
 {
-    skip_when_sanitized();
     begin();
     pb unknown = {0}, named = {0}, unpacked = {0}, blob = {0}, net = {0};
     pb_string(&unknown, 1, "fork");
-    while (unknown.size < (32u << 20))
+    const size_t huge = SCALED(32u << 20);
+    while (unknown.size < huge)
         pb_int(&unknown, 999, 1);
-    char *name = malloc(32u << 20);
+    char *name = malloc(huge);
     CHECK(name != NULL);
-    memset(name, 'n', 32u << 20);
-    pb_bytes(&named, 1, name, 32u << 20);
+    memset(name, 'n', huge);
+    pb_bytes(&named, 1, name, huge);
     free(name);
-    pb_shape(&blob, (int64_t[]){6 << 20}, 1, true);
+    pb_shape(&blob, (int64_t[]){SCALED(6 << 20)}, 1, true);
     const float value = 0.5f;
-    for (int i = 0; i < (6 << 20); ++i)
+    for (int i = 0; i < SCALED(6 << 20); ++i)
         pb_floats(&blob, 5, &value, 1, false);
     pb_message(&unpacked, 7, &blob);
     int64_t count = 0;
@@ -346,12 +348,11 @@ TEST(huge_fields_are_not_held_twice)
 /* A BlobProtoVector of 1.6 million one-value blobs, through both of its readers. */
 TEST(a_vector_of_tiny_blobs_opens_within_its_bound)
 {
-    skip_when_sanitized();
     begin();
     pb blob = {0}, vector = {0};
     blob_of(&blob, 1);
     int64_t blobs = 0;
-    for (; vector.size + blob.size + 2 <= (16u << 20); ++blobs)
+    for (; vector.size + blob.size + 2 <= SCALED(16u << 20); ++blobs)
         pb_message(&vector, 1, &blob);
     CHECK(write_pb(path_of("vector.binaryproto"), &vector));
     CHECK_OPENS(path_of("vector.binaryproto"), 0, blobs, 2, 3);
@@ -393,19 +394,18 @@ static bool write_safetensors(const char *path, int64_t count, int64_t n)
 /* 200,000 one-element tensors (a 13 MB file took 457 MB in 1.1), 180,000 empty ones (26x). */
 TEST(safetensors_of_tiny_tensors_open_within_their_bound)
 {
-    skip_when_sanitized();
     begin();
-    CHECK(write_safetensors(path_of("one_element.safetensors"), 200000, 1));
-    CHECK(write_safetensors(path_of("empty.safetensors"), 180000, 0));
-    CHECK_OPENS(path_of("one_element.safetensors"), 200000, 200000, 2, 4);
-    CHECK_OPENS(path_of("empty.safetensors"), 180000, 180000, 2, 4);
+    const int64_t ones = SCALED(200000), empties = SCALED(180000);
+    CHECK(write_safetensors(path_of("one_element.safetensors"), ones, 1));
+    CHECK(write_safetensors(path_of("empty.safetensors"), empties, 0));
+    CHECK_OPENS(path_of("one_element.safetensors"), ones, ones, 2, 4);
+    CHECK_OPENS(path_of("empty.safetensors"), empties, empties, 2, 4);
     ft_remove_folder(folder);
 }
 
 /* 20,000 empty members written by numpy.savez (10x in 1.1). */
 TEST(npz_of_empty_members_opens_within_its_bound)
 {
-    skip_when_sanitized();
     begin();
     char command[1024];
     snprintf(command, sizeof command,
@@ -447,7 +447,6 @@ static bool export_model(cblob_context *context, const void *argument)
 /* 1 million one-value blobs in 100,000 layers, exported to each format: 7x to 175x in 1.1. */
 TEST(exports_of_tiny_blobs_stay_within_their_bound)
 {
-    skip_when_sanitized();
     begin();
     pb blob = {0}, layer = {0};
     blob_of(&blob, 1);
@@ -455,25 +454,27 @@ TEST(exports_of_tiny_blobs_stay_within_their_bound)
     for (int i = 0; i < 10; ++i)
         pb_message(&layer, 7, &blob);
     pb net = {0};
-    for (int i = 0; i < 100000; ++i) {
+    const int layers = SCALED(100000), blobs = 10 * layers;
+    for (int i = 0; i < layers; ++i) {
         pb_message(&net, 100, &layer);
         /* Names repeat ("tiny"): keys take the layer's index, `tiny@<i>`. */
     }
     CHECK(write_pb(path_of("tiny_blobs.caffemodel"), &net));
     static const char *const names[] = {"tiny.safetensors", "tiny.npz", "tiny_back.caffemodel"};
     /* The model's own memory: what the open left resident, less what a process has before it. */
-    const open_argument counted = {path_of("tiny_blobs.caffemodel"), 0, 100000, 1000000};
+    const open_argument counted = {path_of("tiny_blobs.caffemodel"), 0, layers, blobs};
     const cost bare = measure(NULL, open_counted, &counted);
     CHECK_MSG(bare.ok, "%s", bare.message);
     for (int how = 0; how < 3; ++how) {
         const export_argument a = {path_of("tiny_blobs.caffemodel"), path_of(names[how]), how};
         const cost c = measure(open_model, export_model, &a);
         const double model = c.before - bare.before;
-        const double bound = 0.2 * model + 128.0 * 1e6 + 16 * MIB;
-        printf("export %-22s of a %.1f MiB model of 1e6 blobs: %.1f MiB more (%.2fx the model), bound %.1f MiB\n",
-               names[how], model / MIB, c.bytes / MIB, c.bytes / model, bound / MIB);
+        const double bound = 0.2 * model + 128.0 * blobs + 16 * MIB;
+        printf("export %-22s of a %.1f MiB model of %d blobs: %.1f MiB more (%.2fx the model), bound %.1f MiB\n",
+               names[how], model / MIB, blobs, c.bytes / MIB, c.bytes / model, bound / MIB);
         CHECK_MSG(c.ok, "%s: %s", names[how], c.message);
-        CHECK_MSG(c.bytes <= bound, "the export to %s took %.1f MiB more than the model, over its bound of %.1f MiB",
+        CHECK_MSG(!peaks_measured || c.bytes <= bound,
+                  "the export to %s took %.1f MiB more than the model, over its bound of %.1f MiB",
                   names[how], c.bytes / MIB, bound / MIB);
     }
     pb_free(&blob), pb_free(&layer), pb_free(&net);
@@ -525,7 +526,6 @@ static bool refused(cblob_context *context, const void *argument)
  * 1.05 GB of memory and 2 s for "field number 0 at byte 0"). */
 TEST(a_gibibyte_of_zeros_is_refused_after_its_first_kibibytes)
 {
-    skip_when_sanitized();
     begin();
     const char *path = path_of("zeros.caffemodel");
     const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -538,7 +538,7 @@ TEST(a_gibibyte_of_zeros_is_refused_after_its_first_kibibytes)
         printf("opener %2d: refused after reading %lld bytes, %.1f MiB of memory\n", how, c.read, c.bytes / MIB);
         CHECK_MSG(c.ok, "opener %d did not refuse the zeros as malformed: %s", how, c.message);
         CHECK_MSG(c.read <= (16 << 10), "opener %d read %lld bytes of zeros before refusing them", how, c.read);
-        CHECK_MSG(c.bytes <= 8 * MIB, "opener %d took %.1f MiB to refuse them", how, c.bytes / MIB);
+        CHECK_MSG(!peaks_measured || c.bytes <= 8 * MIB, "opener %d took %.1f MiB to refuse them", how, c.bytes / MIB);
     }
     ft_remove_folder(folder);
 }
