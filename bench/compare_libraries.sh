@@ -5,7 +5,7 @@
 # each library (LD_LIBRARY_PATH names its folder, which the programs' RUNPATH yields to), the
 # order alternating each round:
 #   - bench_model_open (open, list every layer and blob shape, save) over four nets: LeNet (real),
-#     a net of 64 large blobs, 16 MiB of tiny layers, a mixed V1 net;
+#     a net of 64 small layers and one of MIB MiB, 16 MiB of tiny layers, a mixed V1 net;
 #   - bench_load (BlobProto decode; cblob_model_open_file and _lazy of a net of 64 layers), whose
 #     own medians are collected from each of its runs.
 # Each figure is the median of the rounds; ratio = new / old (below 1: the new build is faster).
@@ -29,7 +29,7 @@ trap 'rm -rf "$folder"' EXIT
 data="$here/../shared/data/caffe/lenet_iter_10000.caffemodel"
 nets=()
 [ -f "$data" ] && cp "$data" "$folder/lenet.caffemodel" && nets+=(lenet)
-"$python" "$here/tests/tools/make_net.py" --layers 64 --blobs 2 --max-values $(((mib << 20) / 256)) \
+"$python" "$here/tests/tools/make_net.py" --layers 64 --blobs 2 --huge $((mib << 20)) \
   "$folder/large_blobs.caffemodel"
 "$python" "$here/tests/tools/make_net.py" --tiny --layers 1000 "$folder/tiny.caffemodel"
 per_layer=$(($(stat -c %s "$folder/tiny.caffemodel") / 1000))

@@ -524,7 +524,20 @@ bool cb_frame_next(const cb_model_blob *blob, size_t *pos, cb_frame_piece *out)
         }
         const bool packed = (tag & 7) == CB_WIRE_LENGTH;
         const bool is_double = cb_is_double_field(number);
-        const int64_t count = packed ? (int64_t)(read_varint(frame, &after, end) / (is_double ? 8 : 4)) : 1;
+        int64_t count = 1;
+        if (packed) {
+            count = (int64_t)(read_varint(frame, &after, end) / (is_double ? 8 : 4));
+        } else { /* unpacked elements of the field in a row: the same tag, again and again */
+            const size_t tag_size = after - at;
+            size_t next = after;
+            while (next + tag_size <= end && memcmp(frame + next, frame + at, tag_size) == 0)
+                next += tag_size, ++count;
+            *out = (cb_frame_piece){.bytes = frame + at, .size = tag_size, .values = true, .packed = false,
+                                    .part = number == data ? CBLOB_PART_DATA : CBLOB_PART_DIFF,
+                                    .is_double = is_double, .count = count};
+            *pos = next;
+            return true;
+        }
         *out = (cb_frame_piece){.bytes = frame + at, .size = after - at, .values = true, .packed = packed,
                                 .part = number == data ? CBLOB_PART_DATA : CBLOB_PART_DIFF, .is_double = is_double,
                                 .count = count};

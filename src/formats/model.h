@@ -186,7 +186,9 @@ int64_t cb_model_blob_count(const cb_model_blob *blob);
 size_t cb_model_blob_part_bytes(const cb_model_blob *blob, cblob_part part);
 
 /* A piece of a blob's frame, in order: kept bytes, or a field of values (its tag, and length when
- * packed, in `bytes`; its payload, count elements of the part, is not in the frame). */
+ * packed, in `bytes`; its payload, count elements of the part, is not in the frame), or a run of
+ * `count` unpacked elements of one field (`bytes` holds one element's tag: each element is that
+ * tag and the element, the elements not in the frame). */
 typedef struct cb_frame_piece {
     const uint8_t *bytes;
     size_t size;

@@ -37,15 +37,37 @@ static bool handle_is_double(const cblob_blob *handle)
 
 /* ---- values ------------------------------------------------------------------------------------ */
 
-/* Writes a handle's values converted to the field's element type, through a small buffer. */
-static void write_converted(cb_sink *sink, const uint8_t *values, bool from_double, bool to_double, int64_t count)
+/* Writes `count` elements of a piece of values: the payload of a packed field as it is, a run of
+ * unpacked elements each behind the piece's tag (through a small buffer). */
+static void write_values(cb_sink *sink, const cb_frame_piece *piece, const uint8_t *values, int64_t count)
+{
+    const size_t element = element_size(piece->is_double);
+    if (piece->packed) {
+        cb_sink_write(sink, values, (size_t)count * element);
+        return;
+    }
+    uint8_t buffer[8192];
+    const size_t stride = piece->size + element;
+    const int64_t step = (int64_t)(sizeof buffer / stride);
+    for (int64_t done = 0; done < count; done += step) {
+        const int64_t n = count - done < step ? count - done : step;
+        for (int64_t i = 0; i < n; ++i) {
+            memcpy(buffer + (size_t)i * stride, piece->bytes, piece->size);
+            memcpy(buffer + (size_t)i * stride + piece->size, values + (size_t)(done + i) * element, element);
+        }
+        cb_sink_write(sink, buffer, (size_t)n * stride);
+    }
+}
+
+/* Writes a handle's values converted to the piece's element type, through a small buffer. */
+static void write_converted(cb_sink *sink, const cb_frame_piece *piece, const uint8_t *values, bool from_double)
 {
     uint8_t buffer[8192];
     const int64_t step = (int64_t)(sizeof buffer / 8);
-    for (int64_t done = 0; done < count; done += step) {
-        const int64_t n = count - done < step ? count - done : step;
-        cb_convert_floats(buffer, to_double, values + (size_t)done * element_size(from_double), from_double, n);
-        cb_sink_write(sink, buffer, (size_t)n * element_size(to_double));
+    for (int64_t done = 0; done < piece->count; done += step) {
+        const int64_t n = piece->count - done < step ? piece->count - done : step;
+        cb_convert_floats(buffer, piece->is_double, values + (size_t)done * element_size(from_double), from_double, n);
+        write_values(sink, piece, buffer, n);
     }
 }
 
@@ -75,7 +97,7 @@ static cblob_status write_payload(cb_sink *sink, const cb_model_blob *blob, cons
         stored += (size_t)first * element;
     const cblob_blob *handle = blob->handle;
     if (handle == NULL) {
-        cb_sink_write(sink, stored, (size_t)piece->count * element);
+        write_values(sink, piece, stored, piece->count);
         return CBLOB_OK;
     }
     void *host = NULL;
@@ -83,11 +105,11 @@ static cblob_status write_payload(cb_sink *sink, const cb_model_blob *blob, cons
     const bool handle_double = handle_is_double(handle);
     const uint8_t *current = (const uint8_t *)host + (size_t)first * element_size(handle_double);
     if (handle_double == piece->is_double)
-        cb_sink_write(sink, current, (size_t)piece->count * element);
+        write_values(sink, piece, current, piece->count);
     else if (stored != NULL && still_converted(stored, piece->is_double, current, piece->count))
-        cb_sink_write(sink, stored, (size_t)piece->count * element);
+        write_values(sink, piece, stored, piece->count);
     else
-        write_converted(sink, current, handle_double, piece->is_double, piece->count);
+        write_converted(sink, piece, current, handle_double);
     return CBLOB_OK;
 }
 
@@ -114,6 +136,8 @@ static uint64_t piece_size(const cb_frame_piece *piece)
 {
     if (!piece->values)
         return piece->size;
+    if (!piece->packed) /* a run: each element behind its tag */
+        return (uint64_t)piece->count * (piece->size + element_size(piece->is_double));
     return piece->size + (uint64_t)piece->count * element_size(piece->is_double);
 }
 
@@ -138,7 +162,8 @@ static cblob_status write_from_frame(const emitter *e, const cb_model_blob *blob
     int64_t first[2] = {0, 0};
     for (size_t pos = 0; cb_frame_next(blob, &pos, &piece);) {
         if (piece_written(e, &piece)) {
-            cb_sink_write(sink, piece.bytes, piece.size);
+            if (!piece.values || piece.packed) /* a run's tags go with its elements */
+                cb_sink_write(sink, piece.bytes, piece.size);
             if (piece.values)
                 CB_TRY(write_payload(sink, blob, &piece, first[piece.part]));
         }

@@ -44,6 +44,8 @@ static cblob_status read_values(const cblob_model *model, const cb_model_blob *b
         offset += piece.size;
         if (!piece.values)
             continue;
+        if (!piece.packed) /* unpacked values were read at open: such a blob is never left in the file */
+            return cb_fail(CBLOB_ERR_INTERNAL, "unpacked values left in the file");
         const size_t element = piece.is_double ? 8 : 4;
         const size_t bytes = (size_t)piece.count * element;
         CB_TRY(cb_source_read_values(model->file, offset, arrays[piece.part] + (size_t)filled[piece.part] * element,

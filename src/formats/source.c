@@ -16,6 +16,11 @@
 #define CB_SOURCE_RELEASE_STEP ((size_t)1 << 20)
 /* How much of a large copy from memory is made before the input behind it is let go of. */
 #define CB_SOURCE_COPY_STEP ((size_t)4 << 20)
+/* A multiple of every page size: a range let go of starts on one, so that the page across the
+ * last range's end goes with the next range. */
+#define CB_SOURCE_PAGES ((size_t)64 << 10)
+/* What a read into the image may hold beyond its bytes: a page it starts in. */
+#define CB_SOURCE_PAGE_GUESS ((size_t)4096)
 
 void cb_source_memory(cb_source *source, const uint8_t *bytes, size_t size, const cb_input *input)
 {
@@ -118,11 +123,32 @@ cblob_status cb_source_need(cb_source *source, size_t from, size_t to)
         const size_t start_byte = block * CB_SOURCE_BLOCK;
         const size_t end_byte = end * CB_SOURCE_BLOCK < source->size ? end * CB_SOURCE_BLOCK : source->size;
         CB_TRY(read_file(source, start_byte, (uint8_t *)source->bytes + start_byte, end_byte - start_byte));
+        if (source->held_to <= source->held_from || start_byte < source->held_from)
+            source->held_from = start_byte;
+        if (end_byte > source->held_to)
+            source->held_to = end_byte;
+        source->held += end_byte - start_byte + CB_SOURCE_PAGE_GUESS;
         block = end;
     }
     source->ready_from = from / CB_SOURCE_BLOCK * CB_SOURCE_BLOCK;
     source->ready_to = (last + 1) * CB_SOURCE_BLOCK;
     return CBLOB_OK;
+}
+
+/* The image's bytes [from, to) were let go of: the blocks wholly inside are read again (not seen
+ * as zeros) should anyone look. */
+static void forget_blocks(cb_source *source, size_t from, size_t to)
+{
+    size_t block = (from + CB_SOURCE_BLOCK - 1) / CB_SOURCE_BLOCK;
+    const size_t end = to / CB_SOURCE_BLOCK;
+    for (; block < end && block % 8 != 0; ++block)
+        source->read[block / 8] &= (uint8_t) ~(1u << (block % 8));
+    if (end / 8 > block / 8) {
+        memset(source->read + block / 8, 0, end / 8 - block / 8);
+        block = end / 8 * 8;
+    }
+    for (; block < end; ++block)
+        source->read[block / 8] &= (uint8_t) ~(1u << (block % 8));
 }
 
 /* Copies bytes of the image that will not be looked at again, letting go of its whole pages inside
@@ -137,10 +163,7 @@ static void copy_and_let_go(cb_source *source, size_t from, size_t length, uint8
         memcpy(to + done, source->bytes + from + done, step);
         if (length >= CB_SOURCE_COPY_STEP) {
             cb_input_done_with(&source->image, from + done, step);
-            /* Blocks wholly inside the range: read again (not zeros) should anyone look. */
-            for (size_t block = (from + done + CB_SOURCE_BLOCK - 1) / CB_SOURCE_BLOCK;
-                 (block + 1) * CB_SOURCE_BLOCK <= from + done + step; ++block)
-                source->read[block / 8] &= (uint8_t) ~(1u << (block % 8));
+            forget_blocks(source, from + done, from + done + step);
         }
         done += step;
     }
@@ -200,12 +223,25 @@ void cb_source_release(cb_source *source, size_t upto)
     if (upto < source->released + CB_SOURCE_RELEASE_STEP)
         return;
     if (source->file != NULL) {
-        source->ready_from = source->ready_to = 0;
-        cb_input_done_with(&source->image, source->released, upto - source->released);
-        /* Blocks let go of read again (not as zeros) should anyone look. */
-        for (size_t block = (source->released + CB_SOURCE_BLOCK - 1) / CB_SOURCE_BLOCK;
-             (block + 1) * CB_SOURCE_BLOCK <= upto; ++block)
-            source->read[block / 8] &= (uint8_t) ~(1u << (block % 8));
+        /* Only what was read since the last time holds memory (values skipped or copied straight
+         * never entered the image): no call until that is a step's worth (a sparse walk, over
+         * large values left in the file, lets go of its few pages now and then). */
+        if (source->held < CB_SOURCE_RELEASE_STEP)
+            return;
+        size_t from = source->released > source->held_from ? source->released : source->held_from;
+        from -= from % CB_SOURCE_PAGES;
+        const size_t held_pages = (source->held_to + CB_SOURCE_PAGES - 1) / CB_SOURCE_PAGES * CB_SOURCE_PAGES;
+        const size_t to = held_pages < upto ? held_pages : upto;
+        if (source->held_to > source->held_from && to > from) {
+            source->ready_from = source->ready_to = 0;
+            cb_input_done_with(&source->image, from, to - from);
+            forget_blocks(source, from, to);
+        }
+        if (source->held_to <= upto)
+            source->held_from = source->held_to = 0;
+        else if (source->held_from < upto)
+            source->held_from = upto;
+        source->held = source->held_to - source->held_from;
     } else if (source->input != NULL)
         cb_input_done_with(source->input, source->released, upto - source->released);
     source->released = upto;

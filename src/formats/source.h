@@ -35,6 +35,9 @@ typedef struct cb_source {
     uint8_t *read;             /* a bit per block of the file read into the image */
     size_t released;           /* bytes before this were let go of */
     size_t ready_from, ready_to; /* a run of blocks known read (most needs fall in the last one) */
+    /* The image's bytes read since they were last let go of lie within [held_from, held_to); they
+     * hold about `held` bytes of memory (pages counted whole). */
+    size_t held_from, held_to, held;
     /* Messages (BlobProtos) shorter than this are read whole when the walk first looks at them:
      * one read where there would be one per field (0: none). */
     size_t read_whole_below;
