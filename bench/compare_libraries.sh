@@ -5,25 +5,30 @@
 # each library (LD_LIBRARY_PATH names its folder, which the programs' RUNPATH yields to), the
 # order alternating each round:
 #   - bench_model_open (open, list every layer and blob shape, save) over four nets: LeNet (real),
-#     a net of 64 small layers and one of MIB MiB, 16 MiB of tiny layers, a mixed V1 net;
+#     a net of 64 small layers and one of MIB MiB, 16 MiB of tiny layers, a mixed V1 net; each run
+#     gives its medians of 25 opens and saves in turn for LeNet (a millisecond each), 3 for the
+#     others;
 #   - bench_load (BlobProto decode; cblob_model_open_file and _lazy of a net of 64 layers), whose
 #     own medians are collected from each of its runs.
 # Each figure is the median of the rounds; ratio = new / old (below 1: the new build is faster).
 #
-#   bench/compare_libraries.sh BUILD_DIR OLD_LIBRARY_DIR [ROUNDS] [MIB]
+#   bench/compare_libraries.sh BUILD_DIR OLD_LIBRARY_DIR [ROUNDS] [MIB] [FOLDER]
 #
 # OLD_LIBRARY_DIR holds the other build's libcblob.so.1 (its build/<preset>/src). ROUNDS: 9 by
-# default; MIB: the large nets' size, 256 by default. Read `cat /proc/loadavg` first: the machine
-# is shared, and the ratios are what to read.
+# default; MIB: the large net's size, 256 by default; FOLDER: where the nets are written and saved
+# (a new folder under it, removed at the end; $TMPDIR or /tmp by default): on tmpfs (/dev/shm) a
+# save's fsync costs nothing and the figures are the libraries' own work, on a disk they include
+# the disk's. Read `cat /proc/loadavg` first: the machine is shared, and the ratios are what to
+# read.
 set -euo pipefail
-build=${1:?usage: bench/compare_libraries.sh BUILD_DIR OLD_LIBRARY_DIR [ROUNDS] [MIB]}
-old=${2:?usage: bench/compare_libraries.sh BUILD_DIR OLD_LIBRARY_DIR [ROUNDS] [MIB]}
+build=${1:?usage: bench/compare_libraries.sh BUILD_DIR OLD_LIBRARY_DIR [ROUNDS] [MIB] [FOLDER]}
+old=${2:?usage: bench/compare_libraries.sh BUILD_DIR OLD_LIBRARY_DIR [ROUNDS] [MIB] [FOLDER]}
 rounds=${3:-9}
 mib=${4:-256}
 here=$(cd "$(dirname "$0")/.." && pwd)
 new="$build/src"
 python=$("$here/scripts/find-python.sh")
-folder=$(mktemp -d)
+folder=$(mktemp -d -p "${5:-${TMPDIR:-/tmp}}")
 trap 'rm -rf "$folder"' EXIT
 
 data="$here/../shared/data/caffe/lenet_iter_10000.caffemodel"
@@ -37,6 +42,7 @@ per_layer=$(($(stat -c %s "$folder/tiny.caffemodel") / 1000))
 "$python" "$here/tests/tools/make_net.py" --format v1 --all --max-values 4000 --layers 20000 "$folder/mixed_v1.caffemodel"
 rm -f "$folder/tiny.caffemodel"
 nets+=(large_blobs tiny_layers mixed_v1)
+printf 'files on %s (%s), load before %s\n' "$folder" "$(stat -f -c %T "$folder")" "$(cut -d' ' -f1-3 /proc/loadavg)"
 for net in "${nets[@]}"; do
   printf '%-12s %7.1f MiB\n' "$net" "$(stat -c %s "$folder/$net.caffemodel" | awk '{print $1 / 1048576}')"
 done
@@ -45,7 +51,10 @@ declare -A times
 # One timed run of bench_model_open: appends "open save" seconds to times[lib.net].
 run_open() {
   local lib=$1 net=$2 line
-  line=$(LD_LIBRARY_PATH="$lib" "$build/bench/bench_model_open" "$folder/$net.caffemodel" "$folder/saved.caffemodel" |
+  local repeats=3
+  [ "$net" = lenet ] && repeats=25
+  line=$(LD_LIBRARY_PATH="$lib" "$build/bench/bench_model_open" "$folder/$net.caffemodel" "$folder/saved.caffemodel" \
+         "$repeats" |
          awk '/^seconds:/ {print $3, $7}')
   times[$3.$net.open]+="${line% *} "
   times[$3.$net.save]+="${line#* } "
