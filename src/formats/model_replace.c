@@ -42,23 +42,28 @@ static bool same_legacy_shape(const cb_blob_facts *a, const cb_blob_facts *b)
 }
 
 /* The model's blobs the weights give no values, listed as mismatches (CBLOB_REPLACE_ALL). */
-static int64_t count_kept(const cblob_model *model, const cblob_model *weights, const int64_t *targets, bool list,
-                          char *message, size_t size, size_t *used, int64_t *mismatches)
+static cblob_status count_kept(const cblob_model *model, const cblob_model *weights, const int64_t *targets,
+                               bool list, char *message, size_t size, size_t *used, int64_t *mismatches,
+                               int64_t *kept)
 {
-    int64_t kept = 0;
-    for (int64_t layer = 0; layer < model->num_layers; ++layer) {
-        int64_t covered = 0;
-        for (int64_t i = 0; i < weights->num_layers; ++i)
-            if (targets[i] == layer && (int64_t)weights->layers[i].num_blobs > covered)
-                covered = (int64_t)weights->layers[i].num_blobs;
-        for (int64_t j = covered; j < (int64_t)model->layers[layer].num_blobs; ++j) {
-            ++kept;
+    /* How many of each layer's blobs the weights cover: one pass over the weights (a layer may be
+     * targeted by more than one of them: by name and by key). */
+    uint32_t *covered = calloc((size_t)model->num_layers + 1, sizeof *covered);
+    if (covered == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", model->num_layers);
+    for (int64_t i = 0; i < weights->num_layers; ++i)
+        if (weights->layers[i].num_blobs > covered[targets[i]])
+            covered[targets[i]] = weights->layers[i].num_blobs;
+    *kept = 0;
+    for (int64_t layer = 0; layer < model->num_layers; ++layer)
+        for (int64_t j = covered[layer]; j < (int64_t)model->layers[layer].num_blobs; ++j) {
+            ++*kept;
             if (list)
                 note(message, size, used, "%s%.64s blob %" PRId64 ": no values in the weights",
                      (*mismatches)++ ? "; " : "", model->layers[layer].name, j);
         }
-    }
-    return kept;
+    free(covered);
+    return CBLOB_OK;
 }
 
 /* Every weights blob's target, checked: the layer, the index and the shape; and the model's blobs
@@ -99,8 +104,9 @@ static cblob_status check_replacements(const cblob_model *model, const cb_model_
             }
         }
     }
-    *kept = mismatches > 0 ? 0 : count_kept(model, weights, targets, require_all, message, sizeof message, &used,
-                                            &mismatches);
+    *kept = 0;
+    if (mismatches == 0)
+        CB_TRY(count_kept(model, weights, targets, require_all, message, sizeof message, &used, &mismatches, kept));
     if (mismatches > 0)
         return cb_fail(CBLOB_ERR_SHAPE, "%" PRId64 " mismatch%s, nothing replaced: %s", mismatches,
                        mismatches > 1 ? "es" : "", message);
