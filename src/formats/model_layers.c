@@ -8,7 +8,7 @@
 
 #include "caffe_fields.h"
 #include "status.h"
-#include "varint.h"
+#include "walk.h"
 #include "wire.h"
 
 /* ---- a layer's fields -------------------------------------------------------------------------- */
@@ -205,52 +205,73 @@ static void add_v1_floats(indexer *x, const cb_wire *wire, const cb_wire_field *
     }
 }
 
-static void layer_field(void *context, const cb_wire *wire, const cb_wire_field *field)
+/* A field of one of the layer's lists, as the walk marks it (a field of the wrong wire type, or a
+ * malformed rule or spec, is kept as bytes and is in no list: Caffe would not read it either). */
+static void list_field(indexer *x, const cb_wire *wire, const cb_wire_field *field, cb_layer_list list)
 {
-    indexer *x = context;
     cb_layer_index *index = x->index;
-    const uint32_t n = field->number;
-    if (is_text(field) && n == (x->v1 ? (uint32_t)CB_V1_BOTTOM : (uint32_t)CB_LAYER_BOTTOM)) {
+    switch (list) {
+    case CB_LIST_BOTTOM:
+    case CB_LIST_TOP: {
+        if (!is_text(field))
+            return;
         const char *text = add_text(x, wire, field);
+        int64_t *count = list == CB_LIST_BOTTOM ? &index->num_bottoms : &index->num_tops;
         if (x->fill)
-            index->bottoms[index->num_bottoms] = text;
-        ++index->num_bottoms;
-    } else if (is_text(field) && n == (x->v1 ? (uint32_t)CB_V1_TOP : (uint32_t)CB_LAYER_TOP)) {
-        const char *text = add_text(x, wire, field);
-        if (x->fill)
-            index->tops[index->num_tops] = text;
-        ++index->num_tops;
-    } else if (n == (x->v1 ? (uint32_t)CB_V1_INCLUDE : (uint32_t)CB_LAYER_INCLUDE) && is_message(wire, field)) {
-        add_rule(x, wire, field, CBLOB_RULE_INCLUDE);
-    } else if (n == (x->v1 ? (uint32_t)CB_V1_EXCLUDE : (uint32_t)CB_LAYER_EXCLUDE) && is_message(wire, field)) {
-        add_rule(x, wire, field, CBLOB_RULE_EXCLUDE);
-    } else if (!x->v1 && n == CB_LAYER_PARAM && is_message(wire, field)) {
-        add_spec(x, wire, field);
-    } else if (!x->v1 && n == CB_LAYER_PHASE && field->type == CB_WIRE_VARINT) {
-        index->phase = (cblob_phase)(int32_t)(uint32_t)field->varint;
-    } else if (x->v1 && n == CB_V1_PARAM && is_text(field)) {
-        const char *text = add_text(x, wire, field);
-        if (x->fill)
-            index->specs[index->num_param_names].name = text;
-        ++index->num_param_names;
-    } else if (x->v1 && (n == CB_V1_BLOBS_LR || n == CB_V1_WEIGHT_DECAY) &&
-               (field->type == CB_WIRE_FIXED32 || field->type == CB_WIRE_LENGTH)) {
-        add_v1_floats(x, wire, field, n == CB_V1_BLOBS_LR);
+            (list == CB_LIST_BOTTOM ? index->bottoms : index->tops)[*count] = text;
+        ++*count;
+        return;
+    }
+    case CB_LIST_INCLUDE:
+    case CB_LIST_EXCLUDE:
+        if (is_message(wire, field))
+            add_rule(x, wire, field, list == CB_LIST_INCLUDE ? CBLOB_RULE_INCLUDE : CBLOB_RULE_EXCLUDE);
+        return;
+    case CB_LIST_PARAM_SPEC:
+        if (is_message(wire, field))
+            add_spec(x, wire, field);
+        return;
+    case CB_LIST_PHASE:
+        if (field->type == CB_WIRE_VARINT)
+            index->phase = (cblob_phase)(int32_t)(uint32_t)field->varint;
+        return;
+    case CB_LIST_PARAM_NAME:
+        if (is_text(field)) {
+            const char *text = add_text(x, wire, field);
+            if (x->fill)
+                index->specs[index->num_param_names].name = text;
+            ++index->num_param_names;
+        }
+        return;
+    case CB_LIST_BLOBS_LR:
+    case CB_LIST_WEIGHT_DECAY:
+        if (field->type == CB_WIRE_FIXED32 || field->type == CB_WIRE_LENGTH)
+            add_v1_floats(x, wire, field, list == CB_LIST_BLOBS_LR);
+        return;
     }
 }
 
-/* The fields of the layer's message (its payload in `bytes`). */
-static void walk_layer(indexer *x, const uint8_t *bytes, size_t size)
+typedef struct index_walk {
+    indexer *x;
+    cb_wire wire; /* over the layer's bytes, for the fields the walk reports */
+} index_walk;
+
+static cblob_status index_item(void *context, const cb_walk_item *item)
 {
-    size_t pos = 0;
-    uint64_t value = 0, length = 0;
-    size_t used = 0;
-    cb_varint_decode(bytes, size, &value, &used); /* the layer's tag and length */
-    pos += used;
-    cb_varint_decode(bytes + pos, size - pos, &length, &used);
-    pos += used;
+    index_walk *walk = context;
+    if (item->kind == CB_WALK_LAYER_LIST)
+        list_field(walk->x, &walk->wire, item->field, item->list);
+    return CBLOB_OK;
+}
+
+/* The layer's lists, as the walk marks them in its bytes (its field as the model keeps it). */
+static cblob_status walk_layer(indexer *x, const uint8_t *bytes, size_t size)
+{
+    index_walk walk = {x, cb_wire_begin(bytes, size, NULL)};
+    cb_source source;
+    cb_source_memory(&source, bytes, size, NULL);
     x->index->phase = CBLOB_PHASE_NONE;
-    for_each_field(bytes + pos, size - pos, layer_field, x);
+    return cb_walk_layer(&source, x->v1 ? CBLOB_NET_FORMAT_V1 : CBLOB_NET_FORMAT_V2, index_item, &walk);
 }
 
 static size_t round_up(size_t size)
@@ -265,7 +286,11 @@ static cblob_status make_index(const cb_layer *layer, bool v1, cb_layer_index **
     CB_TRY(cb_layer_bytes_without_blobs(layer, &bytes, &size));
     cb_layer_index counted = {0};
     indexer x = {.v1 = v1, .index = &counted};
-    walk_layer(&x, bytes, size);
+    cblob_status status = walk_layer(&x, bytes, size);
+    if (status != CBLOB_OK) {
+        free(bytes);
+        return status;
+    }
     if (v1) {
         int64_t specs = counted.num_param_names > x.lrs ? counted.num_param_names : x.lrs;
         counted.num_specs = specs > x.decays ? specs : x.decays;
@@ -301,7 +326,11 @@ static cblob_status make_index(const cb_layer *layer, bool v1, cb_layer_index **
     memcpy(at, bytes, size);
     free(bytes);
     x = (indexer){.v1 = v1, .fill = true, .index = index, .texts = texts, .stage_at = stages};
-    walk_layer(&x, at, size);
+    status = walk_layer(&x, at, size);
+    if (status != CBLOB_OK) {
+        free(block);
+        return status;
+    }
     index->num_specs = counted.num_specs;
     *out = index;
     return CBLOB_OK;

@@ -216,6 +216,7 @@ static cblob_status visit(void *context, const cb_walk_item *item)
     case CB_WALK_BLOB_VALUES: return blob_values(b, item);
     case CB_WALK_BLOB_END: return end_blob(b);
     case CB_WALK_LAYER_END: return end_layer(b);
+    case CB_WALK_LAYER_LIST: return CBLOB_OK; /* the open's walk marks none: lists are indexed on first use */
     }
     return CBLOB_OK;
 }

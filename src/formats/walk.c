@@ -249,6 +249,7 @@ typedef struct walker {
     cb_walk_visit *visit; /* NULL: only check */
     void *context;
     size_t run_from;      /* kept bytes from here on are not reported yet */
+    bool lists;           /* LAYER_LIST items are reported (cb_walk_layer) */
 } walker;
 
 static cb_wire begin(walker *w, const cb_wire_path *path)
@@ -475,10 +476,26 @@ static cblob_status walk_v0(walker *w, const cb_wire *outer, const cb_wire_field
     return report(w, &end, end.to);
 }
 
+/* A field of one of the layer's lists, marked where it stands when the walker marks them. */
+static cblob_status mark_list(walker *w, const cb_wire *wire, const cb_wire_field *field, cb_layer_list list)
+{
+    if (!w->lists || w->visit == NULL)
+        return CBLOB_OK;
+    cb_walk_item item = field_item(CB_WALK_LAYER_LIST, wire, field);
+    item.list = list;
+    return report(w, &item, item.from);
+}
+
 /* LayerParameter: name, type and blobs; everything else is kept. */
 static cblob_status walk_v2_field(walker *w, const cb_wire *wire, const cb_wire_field *field, layer_walk *layer)
 {
     switch (field->number) {
+    case CB_LAYER_BOTTOM: return mark_list(w, wire, field, CB_LIST_BOTTOM);
+    case CB_LAYER_TOP: return mark_list(w, wire, field, CB_LIST_TOP);
+    case CB_LAYER_INCLUDE: return mark_list(w, wire, field, CB_LIST_INCLUDE);
+    case CB_LAYER_EXCLUDE: return mark_list(w, wire, field, CB_LIST_EXCLUDE);
+    case CB_LAYER_PARAM: return mark_list(w, wire, field, CB_LIST_PARAM_SPEC);
+    case CB_LAYER_PHASE: return mark_list(w, wire, field, CB_LIST_PHASE);
     case CB_LAYER_NAME:
         CB_TRY(walk_text(w, wire, field, CB_WALK_LAYER_NAME, true));
         label_layer(wire, field, layer);
@@ -506,6 +523,13 @@ static cblob_status walk_v1_field(walker *w, const cb_wire *wire, const cb_wire_
     }
     case CB_V1_BLOBS: return walk_blob_field(w, wire, field, "blobs", layer->blobs++, true);
     case CB_V1_LAYER: return walk_v0(w, wire, field, layer);
+    case CB_V1_BOTTOM: return mark_list(w, wire, field, CB_LIST_BOTTOM);
+    case CB_V1_TOP: return mark_list(w, wire, field, CB_LIST_TOP);
+    case CB_V1_INCLUDE: return mark_list(w, wire, field, CB_LIST_INCLUDE);
+    case CB_V1_EXCLUDE: return mark_list(w, wire, field, CB_LIST_EXCLUDE);
+    case CB_V1_PARAM: return mark_list(w, wire, field, CB_LIST_PARAM_NAME);
+    case CB_V1_BLOBS_LR: return mark_list(w, wire, field, CB_LIST_BLOBS_LR);
+    case CB_V1_WEIGHT_DECAY: return mark_list(w, wire, field, CB_LIST_WEIGHT_DECAY);
     default: return CBLOB_OK;
     }
 }
@@ -544,7 +568,7 @@ static cblob_status walk_layer(walker *w, const cb_wire *net, const cb_wire_fiel
  * refuses); every other field is kept. */
 cblob_status cb_walk_net(cb_source *source, cb_walk_visit *visit, void *context)
 {
-    walker w = {source, visit, context, 0};
+    walker w = {source, visit, context, 0, false};
     const cb_wire_path root = cb_wire_root(&caffe__net_parameter__descriptor);
     cb_wire wire = begin(&w, &root);
     int64_t layers = 0;
@@ -569,7 +593,7 @@ cblob_status cb_walk_net(cb_source *source, cb_walk_visit *visit, void *context)
 
 cblob_status cb_walk_vector(cb_source *source, cb_walk_visit *visit, void *context)
 {
-    walker w = {source, visit, context, 0};
+    walker w = {source, visit, context, 0, false};
     const cb_wire_path root = cb_wire_root(&caffe__blob_proto_vector__descriptor);
     cb_wire wire = begin(&w, &root);
     int64_t blobs = 0;
@@ -586,7 +610,7 @@ cblob_status cb_walk_vector(cb_source *source, cb_walk_visit *visit, void *conte
 
 cblob_status cb_walk_blob(cb_source *source, cb_walk_visit *visit, void *context)
 {
-    walker w = {source, visit, context, 0};
+    walker w = {source, visit, context, 0, false};
     const cb_wire_path root = cb_wire_root(&caffe__blob_proto__descriptor);
     const cb_wire wire = begin(&w, &root);
     cb_blob_layout layout;
@@ -594,6 +618,18 @@ cblob_status cb_walk_blob(cb_source *source, cb_walk_visit *visit, void *context
     CB_TRY(cb_blob_layout_scan(wire, &layout));
     CB_TRY(cb_blob_layout_check(&layout, &root, cb_dtype_find(cb_blob_layout_dtype(&layout))->size, &shape));
     return report_blob(&w, &wire, NULL, 0, source->size, &layout, &shape, 0);
+}
+
+cblob_status cb_walk_layer(cb_source *source, cblob_net_format format, cb_walk_visit *visit, void *context)
+{
+    walker w = {source, visit, context, 0, true};
+    const cb_wire_path root = cb_wire_root(&caffe__net_parameter__descriptor);
+    cb_wire wire = begin(&w, &root);
+    cb_wire_field field;
+    CB_TRY(cb_wire_next(&wire, &field));
+    if (!cb_wire_at_end(&field))
+        CB_TRY(walk_layer(&w, &wire, &field, format == CBLOB_NET_FORMAT_V1, 0));
+    return flush(&w, source->size);
 }
 
 cblob_status cb_walk_check_net(const uint8_t *bytes, size_t size)

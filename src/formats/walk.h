@@ -13,13 +13,14 @@
  * What it reports, each with the bytes it covers:
  *
  *   NetParameter     KEPT* (NET_NAME KEPT*)* (LAYER_BEGIN ... LAYER_END KEPT*)*
- *   a layer          LAYER_BEGIN (KEPT | LAYER_NAME | LAYER_TYPE | blob | V0_BEGIN ... V0_END)* LAYER_END
+ *   a layer          LAYER_BEGIN (KEPT | LAYER_NAME | LAYER_TYPE | blob | V0_BEGIN ... V0_END
+ *                    | LAYER_LIST)* LAYER_END   (LAYER_LIST: cb_walk_layer only)
  *   a blob           BLOB_BEGIN (KEPT | BLOB_VALUES)* BLOB_END
  *   BlobProtoVector  (KEPT | blob)*
  *   a BlobProto      blob (BLOB_BEGIN has no field: the whole input is the message)
  *
  * A *_BEGIN item covers its message's field but consumes none of it: the field's tag and length
- * come next, in a KEPT run. NET_NAME, LAYER_NAME, LAYER_TYPE and BLOB_VALUES consume their field.
+ * come next, in a KEPT run; so does a LAYER_LIST item (the whole field comes next). NET_NAME, LAYER_NAME, LAYER_TYPE and BLOB_VALUES consume their field.
  * KEPT is a run of bytes no reader looks into (parameters, bottoms, tops, rules, unknown fields of
  * forks, skipped groups), reported once per run; together, the items of a message cover every byte
  * of it in order, so a reader keeping them all keeps the file. A layer's blobs are those that stand
@@ -114,7 +115,21 @@ typedef enum cb_walk_kind {
     CB_WALK_BLOB_VALUES,
     CB_WALK_BLOB_END,
     CB_WALK_LAYER_END,
+    CB_WALK_LAYER_LIST, /* cb_walk_layer only: a field of one of the layer's lists (cb_layer_list) */
 } cb_walk_kind;
+
+/* The fields of a layer that make its lists, for LAYER_LIST. */
+typedef enum cb_layer_list {
+    CB_LIST_BOTTOM,
+    CB_LIST_TOP,
+    CB_LIST_INCLUDE,       /* NetStateRule */
+    CB_LIST_EXCLUDE,
+    CB_LIST_PARAM_SPEC,    /* ParamSpec (LayerParameter) */
+    CB_LIST_PHASE,         /* LayerParameter's phase */
+    CB_LIST_PARAM_NAME,    /* V1: a blob's share name (param) */
+    CB_LIST_BLOBS_LR,      /* V1: blobs' lr_mult, unpacked or packed */
+    CB_LIST_WEIGHT_DECAY,  /* V1: blobs' decay_mult */
+} cb_layer_list;
 
 typedef struct cb_walk_item {
     cb_walk_kind kind;
@@ -132,6 +147,7 @@ typedef struct cb_walk_item {
     int64_t count;                /* BLOB_VALUES: 1 field; or a run of `count` unpacked elements, each
                                    * behind the first's tag bytes, `stride` bytes apart (all readable) */
     size_t stride;
+    cb_layer_list list;           /* LAYER_LIST */
 } cb_walk_item;
 
 /* A callback's failure ends the walk with its status. */
@@ -143,6 +159,12 @@ typedef cblob_status cb_walk_visit(void *context, const cb_walk_item *item);
 cblob_status cb_walk_net(cb_source *source, cb_walk_visit *visit, void *context);
 cblob_status cb_walk_vector(cb_source *source, cb_walk_visit *visit, void *context);
 cblob_status cb_walk_blob(cb_source *source, cb_walk_visit *visit, void *context);
+
+/* One layer's field (its tag, length and message, as a layer's bytes are kept: model.h), walked
+ * as cb_walk_net walks it, and each field of its lists marked too: a LAYER_LIST item covers the
+ * field and consumes none of it (its bytes come next, in a KEPT run). A model's index of a layer's
+ * lists is made from these (model_layers.c). */
+cblob_status cb_walk_layer(cb_source *source, cblob_net_format format, cb_walk_visit *visit, void *context);
 
 /* cb_walk_net over bytes in memory, keeping nothing: whether they are a NetParameter cblob reads. */
 cblob_status cb_walk_check_net(const uint8_t *bytes, size_t size);
