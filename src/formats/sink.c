@@ -173,8 +173,8 @@ static void append(cb_sink *sink, const uint8_t *data, size_t size)
         cb_sink_fail(sink, cb_output_write(sink->output, data, size));
 }
 
-/* Appends at the end of the file, or rewrites bytes written before (libzip goes back to a local
- * header once its entry is written). */
+/* Appends at the end of the file, or rewrites bytes written before (zip.c goes back to a local
+ * header once its member is written). */
 static void file_write(cb_sink *sink, const uint8_t *data, size_t size)
 {
     if (sink->position < sink->size) {

@@ -4,7 +4,7 @@
  *
  * Writers emit once and never build the output in memory. The sink records the first failure and
  * ignores writes after it, so writers check its status once at the end. Positions can be moved
- * back (libzip rewrites a zip entry's local header once its size and CRC are known).
+ * back (the zip writer, zip.c, rewrites a member's local header once its CRC is known).
  */
 #ifndef CBLOB_SRC_SINK_H
 #define CBLOB_SRC_SINK_H
@@ -34,7 +34,7 @@ typedef struct cb_sink {
     size_t capacity;
     /* CB_SINK_FILE: an output of src/io (its rules: symbolic links, modes, atomic replacement).
      * Appends gather in `pending`; a full buffer goes to the writer thread, which writes it while
-     * the other one fills, so that what the producer computes (libzip's CRC-32, say) overlaps
+     * the other one fills, so that what the producer computes (a zip member's CRC-32, say) overlaps
      * with write(2). */
     cb_output *output;
     uint8_t *pending, *spare;
