@@ -2380,6 +2380,15 @@ static inline cbgo_status_result cbgo_comm_set_bucket_bytes(uintptr_t comm, int6
     return r;
 }
 
+static inline cbgo_status_result cbgo_comm_set_agreement_check(uintptr_t comm, int32_t check) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_set_agreement_check((cblob_comm *)comm, check);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
 typedef struct {
     cblob_status status;
     char *message;
@@ -4495,7 +4504,8 @@ func cArenaCreate(blobs **C.cblob_blob, count C.int64_t, part C.cblob_part, alig
 // stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
 // A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size < 1 are
 // CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
-// engine opens the context's device (whatever its mode), failing as the GPU calls do.
+// engine opens the context's device (whatever its mode), failing as the GPU calls do, and
+// allocates the agreement's buffer there (CBLOB_ERR_DEVICE_OUT_OF_MEMORY).
 func cCommCreate(context *C.cblob_context, engine *C.cblob_comm_engine) (*C.cblob_comm, error) {
 	r := C.cbgo_comm_create(C.uintptr_t(uintptr(unsafe.Pointer(context))), engine)
 	if r.status != C.CBLOB_OK {
@@ -4541,9 +4551,22 @@ func cCommSetTimeout(comm *C.cblob_comm, timeoutMs C.int64_t) error {
 
 // The most bytes fused into one engine call (CBLOB_COMM_DEFAULT_BUCKET_BYTES until set); 0
 // fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
-// decides the engine calls.
+// decides the engine calls: the agreement refuses a collective where it differs.
 func cCommSetBucketBytes(comm *C.cblob_comm, bucketBytes C.int64_t) error {
 	r := C.cbgo_comm_set_bucket_bytes(C.uintptr_t(uintptr(unsafe.Pointer(comm))), bucketBytes)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Whether collectives start with the ranks' agreement (see the section): 1, the default, or 0
+// for a program that needs the last microsecond and is sure its ranks never differ. Without
+// it, ranks that differ leave the outcome to the engine (MPI calls such programs erroneous: a
+// count that differs may overflow a buffer). Set the same on every rank, between collectives:
+// a rank that agrees while another does not is a disagreement the agreement cannot see.
+func cCommSetAgreementCheck(comm *C.cblob_comm, check C.int32_t) error {
+	r := C.cbgo_comm_set_agreement_check(C.uintptr_t(uintptr(unsafe.Pointer(comm))), check)
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}
@@ -4554,7 +4577,10 @@ func cCommSetBucketBytes(comm *C.cblob_comm, bucketBytes C.int64_t) error {
 // not overlapping) and returns its request; the blocking form is cblob_comm_allreduce.
 // CBLOB_REDUCE_AVERAGE of an integer blob, and a dtype the engine does not take, are
 // CBLOB_ERR_DTYPE; a blob on another device than a device engine's is CBLOB_ERR_STATE. A
-// broken communicator is CBLOB_ERR_COMM.
+// broken communicator is CBLOB_ERR_COMM. Ranks that disagree on the call (see the section:
+// Agreement) fail alike with CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_INVALID_ARGUMENT or
+// the status of a rank that refused it; with the agreement, the call returns once every rank
+// has started it.
 func cCommAllreduceStart(comm *C.cblob_comm, blobs **C.cblob_blob, count C.int64_t, part C.cblob_part, op C.cblob_reduce_op) (*C.cblob_comm_request, error) {
 	r := C.cbgo_comm_allreduce_start(C.uintptr_t(uintptr(unsafe.Pointer(comm))), blobs, count, part, op)
 	if r.status != C.CBLOB_OK {
@@ -4574,7 +4600,10 @@ func cCommBroadcastStart(comm *C.cblob_comm, blobs **C.cblob_blob, count C.int64
 	return r.out_request, nil
 }
 
-// Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM.
+// Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM. With the
+// agreement (see the section), the barrier is the agreement itself: the call returns once
+// every rank has reached it, and a rank that calls another collective there makes every rank
+// fail with CBLOB_ERR_INVALID_ARGUMENT.
 func cCommBarrierStart(comm *C.cblob_comm) (*C.cblob_comm_request, error) {
 	r := C.cbgo_comm_barrier_start(C.uintptr_t(uintptr(unsafe.Pointer(comm))))
 	if r.status != C.CBLOB_OK {

@@ -15155,6 +15155,50 @@ TEST(sweep_cblob_comm_set_bucket_bytes)
     }
 }
 
+TEST(baseline_cblob_comm_set_agreement_check)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_comm_set_agreement_check(fx.comm, 0));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_comm_set_agreement_check)
+{
+    { /* comm = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_set_agreement_check(NULL, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_set_agreement_check", "comm = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_set_agreement_check with comm = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_set_agreement_check with comm = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* check: boolean 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_set_agreement_check(fx.comm, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_set_agreement_check", "check: boolean 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_set_agreement_check with check: boolean 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_set_agreement_check with check: boolean 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* check: boolean -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_set_agreement_check(fx.comm, -1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_set_agreement_check", "check: boolean -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_set_agreement_check with check: boolean -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_set_agreement_check with check: boolean -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
 TEST(baseline_cblob_comm_allreduce_start)
 {
     fixture fx;

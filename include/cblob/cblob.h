@@ -2439,8 +2439,7 @@ CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, str
  * Communicators. A cblob_comm is a group of ranks (processes, or GPUs) that run collectives
  * together, built on an existing engine: MPI (libcblob_mpi, cblob/mpi.h), NCCL (the CUDA
  * backend) or any engine a caller describes with a cblob_comm_engine. Every rank calls the same
- * collectives in the same order with lists of the same dtypes and counts; cblob checks its own
- * arguments but cannot see another rank's.
+ * collectives in the same order with lists of the same dtypes and counts.
  *
  * Collectives take a list of blobs and a part: one blob, many, or an arena. An all-reduce sums
  * (or averages) each element over the ranks; a broadcast copies the root's values to every rank;
@@ -2453,11 +2452,33 @@ CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, str
  * The engine works on host memory (MPI) or device memory (NCCL): cblob reads and writes the
  * blobs' copy on that side, moving heads as the accessors do.
  *
- * Non-blocking forms (the _start calls) return a request once the work is handed to the engine,
- * so communication overlaps the backward pass of the next layers: until the request is waited for,
+ * Non-blocking forms (the _start calls) return a request once the work is handed to the engine
+ * (with the agreement, below, once every rank has started the same collective), so
+ * communication overlaps the backward pass of the next layers: until the request is waited for,
  * the blobs must not be read, written, reshaped or used in another collective (cblob holds them
  * alive). cblob_comm_request_wait finishes the work and says how it went; destroying a request
  * waits for it first.
+ *
+ * Agreement. Before a collective hands the engine any data, the ranks agree on what they are about
+ * to do: each rank's signature of the call (the collective, the all-reduce's op or the broadcast's
+ * root, the part, the bucket size, the number of listed blobs and each one's dtype and element
+ * count) is compared across the ranks by one small all-reduce of a 64-bit hash per rank (8 bytes
+ * per rank, 16 where the engine takes only float32; 32 ranks' worth at least). Where the ranks
+ * differ (a layer that differs after a code change, collectives called in another order, a rank
+ * that took another branch), the collective fails on every rank with the same status and message
+ * naming the first difference between rank 0 and the lowest rank that differs from it ("blobs[3]:
+ * rank 1 has 100000 float32, rank 0 10 float32"): CBLOB_ERR_SHAPE for element counts,
+ * CBLOB_ERR_DTYPE for dtypes, CBLOB_ERR_INVALID_ARGUMENT for the rest. A rank whose own arguments
+ * are refused (or that cannot prepare the call, out of memory) takes part too: it returns its own
+ * error, and the other ranks return its status with its message (only a NULL communicator and a
+ * broken one refuse without taking part). Either way nothing was sent, no
+ * value changed, and the communicator stays usable. Because of the agreement, a _start call
+ * returns only once every rank has started the same collective (within the timeout; on a device
+ * engine also once the device work queued before it has finished, since the verdict is read on the
+ * host), and a barrier is the agreement itself. Collectives that look alike (the same kind, dtypes
+ * and counts, in another order) cannot be told apart. The agreement costs one small all-reduce per
+ * collective (bench_mpi measures it); cblob_comm_set_agreement_check turns it off, on every rank
+ * alike. A communicator of one rank needs none.
  *
  * Failures. The engine's errors (a rank that died, a network failure) are CBLOB_ERR_COMM with
  * the engine's message; a wait that exceeds the communicator's timeout is CBLOB_ERR_TIMEOUT.
@@ -2467,8 +2488,12 @@ CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, str
  * once. Destroy it (other ranks may be stuck in the collective; a timeout on every rank turns
  * that into an error too). Since a failed engine may still write into the memory it was given
  * (a peer that turns up late), the communicator keeps that memory (its buckets, and the blobs,
- * held) until it is destroyed; destroying the blobs earlier is safe. Errors in the arguments,
- * found before anything starts, change nothing and leave the communicator usable.
+ * held) until it is destroyed; destroying the blobs earlier is safe. Which failures break the
+ * communicator: CBLOB_ERR_COMM and CBLOB_ERR_TIMEOUT (the engine failed, or the agreement's
+ * exchange did), and a device error while the agreement's buffer is copied to or from the device.
+ * Every other failure (errors in the arguments, on this rank or another, and ranks that disagree)
+ * is found before anything is sent, changes nothing but the heads of the parts (which may have
+ * moved to the engine's side, the values kept) and leaves the communicator usable.
  *
  * Threads: a communicator and its requests are one handle; use them from one thread at a time.
  */
@@ -2546,7 +2571,7 @@ typedef struct cblob_comm_engine {
     int32_t rank; /* This process's rank, 0 <= rank < size. */
     int32_t size; /* The number of ranks, at least 1. */
     cblob_memory memory; /* The memory the buffers are in: CBLOB_MEMORY_HOST, or CBLOB_MEMORY_DEVICE (device pointers on the communicator's context's device, whose writes have finished when a start call is made; a wait returning CBLOB_OK means the engine's writes have too). */
-    uint32_t dtypes; /* The dtypes the engine's all-reduce and broadcast take: bit (1u << dtype) for each; others are CBLOB_ERR_DTYPE before anything starts. */
+    uint32_t dtypes; /* The dtypes the engine's all-reduce and broadcast take: bit (1u << dtype) for each; others are CBLOB_ERR_DTYPE before anything starts. The same on every rank: the agreement all-reduces small integers in the first of uint32, int32, float64 and float32 the engine takes (an engine that takes none runs without it). */
     void *state; /* The engine's own state, passed to every operation. */
     cblob_comm_allreduce_fn allreduce_sum; /* Starts an in-place sum over the ranks. */
     cblob_comm_broadcast_fn broadcast; /* Starts a broadcast from a root. */
@@ -2576,9 +2601,10 @@ CBLOB_API cblob_status cblob_arena_create(cblob_blob *const *blobs, int64_t coun
  * stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
  * A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size < 1 are
  * CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
- * engine opens the context's device (whatever its mode), failing as the GPU calls do.
+ * engine opens the context's device (whatever its mode), failing as the GPU calls do, and
+ * allocates the agreement's buffer there (CBLOB_ERR_DEVICE_OUT_OF_MEMORY).
  *   out_comm: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_create(cblob_context *context, const cblob_comm_engine *engine, cblob_comm **out_comm);
@@ -2619,20 +2645,34 @@ CBLOB_API cblob_status cblob_comm_set_timeout(cblob_comm *comm, int64_t timeout_
 /*
  * The most bytes fused into one engine call (CBLOB_COMM_DEFAULT_BUCKET_BYTES until set); 0
  * fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
- * decides the engine calls.
+ * decides the engine calls: the agreement refuses a collective where it differs.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_set_bucket_bytes(cblob_comm *comm, int64_t bucket_bytes);
 
 /*
+ * Whether collectives start with the ranks' agreement (see the section): 1, the default, or 0
+ * for a program that needs the last microsecond and is sure its ranks never differ. Without
+ * it, ranks that differ leave the outcome to the engine (MPI calls such programs erroneous: a
+ * count that differs may overflow a buffer). Set the same on every rank, between collectives:
+ * a rank that agrees while another does not is a disagreement the agreement cannot see.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_comm_set_agreement_check(cblob_comm *comm, int32_t check);
+
+/*
  * Starts an all-reduce of the part of count blobs (any dtypes the engine takes, listed once,
  * not overlapping) and returns its request; the blocking form is cblob_comm_allreduce.
  * CBLOB_REDUCE_AVERAGE of an integer blob, and a dtype the engine does not take, are
  * CBLOB_ERR_DTYPE; a blob on another device than a device engine's is CBLOB_ERR_STATE. A
- * broken communicator is CBLOB_ERR_COMM.
+ * broken communicator is CBLOB_ERR_COMM. Ranks that disagree on the call (see the section:
+ * Agreement) fail alike with CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_INVALID_ARGUMENT or
+ * the status of a rank that refused it; with the agreement, the call returns once every rank
+ * has started it.
  *   out_request: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_allreduce_start(cblob_comm *comm, cblob_blob *const *blobs, int64_t count, cblob_part part, cblob_reduce_op op, cblob_comm_request **out_request);
@@ -2642,15 +2682,18 @@ CBLOB_API cblob_status cblob_comm_allreduce_start(cblob_comm *comm, cblob_blob *
  * request; otherwise as cblob_comm_allreduce_start. A root outside 0..size-1 is
  * CBLOB_ERR_OUT_OF_RANGE.
  *   out_request: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_broadcast_start(cblob_comm *comm, cblob_blob *const *blobs, int64_t count, cblob_part part, int32_t root, cblob_comm_request **out_request);
 
 /*
- * Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM.
+ * Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM. With the
+ * agreement (see the section), the barrier is the agreement itself: the call returns once
+ * every rank has reached it, and a rank that calls another collective there makes every rank
+ * fail with CBLOB_ERR_INVALID_ARGUMENT.
  *   out_request: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_barrier_start(cblob_comm *comm, cblob_comm_request **out_request);
@@ -2674,21 +2717,21 @@ CBLOB_API void cblob_comm_request_destroy(cblob_comm_request *request);
 
 /*
  * cblob_comm_allreduce_start, then cblob_comm_request_wait.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_allreduce(cblob_comm *comm, cblob_blob *const *blobs, int64_t count, cblob_part part, cblob_reduce_op op);
 
 /*
  * cblob_comm_broadcast_start, then cblob_comm_request_wait.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_broadcast(cblob_comm *comm, cblob_blob *const *blobs, int64_t count, cblob_part part, int32_t root);
 
 /*
  * cblob_comm_barrier_start, then cblob_comm_request_wait.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_barrier(cblob_comm *comm);

@@ -457,3 +457,54 @@ TEST(a_device_engine_averages_fused_device_buckets_on_the_device)
             CHECK_MSG(run.failures[r] == 0, "%s: rank %d failed", d ? "float64" : "float32", r);
     }
 }
+
+/* ---- ranks that disagree, on a device engine --------------------------------------------------- */
+
+/* The agreement of a device engine works on device memory (its buffer is copied to the device and
+ * back around each exchange): the last rank lists a longer blob, every rank fails alike before
+ * anything is sent, the device copies keep their values, and the communicator stays usable. */
+static void device_disagreement_rank(int rank, void *arg)
+{
+    device_run *run = arg;
+    run->failures[rank] = 1;
+    cblob_context *ctx = gpu_context();
+    CHECK(ctx != NULL);
+    const cblob_comm_engine engine = staged(run->world, rank);
+    cblob_comm *comm = NULL;
+    CHECK_OK(cblob_comm_create(ctx, &engine, &comm));
+    CHECK_OK(cblob_comm_set_timeout(comm, 20000));
+    cblob_blob *blob = device_blob(ctx, rank == RANKS - 1 ? COUNT + 1 : COUNT, rank, 0);
+    CHECK(blob != NULL);
+    CHECK_ERROR(cblob_comm_allreduce(comm, &blob, 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM), CBLOB_ERR_SHAPE);
+    CHECK_MSG(strstr(cblob_last_error_message(), "blobs[0]: rank 2 has 301 float32, rank 0 300 float32") != NULL,
+              "rank %d: %s", rank, cblob_last_error_message());
+    CHECK_EQ_INT(head_of(blob, CBLOB_PART_DIFF), CBLOB_HEAD_AT_GPU);
+    const float *got = NULL;
+    CHECK_OK(cblob_blob_cpu_ptr(blob, CBLOB_PART_DIFF, (const void **)&got));
+    for (int i = 0; i < COUNT; ++i)
+        CHECK_MSG(got[i] == value(rank, 0, i), "rank %d [%d]: the refused collective changed it", rank, i);
+    const int64_t count = COUNT;
+    CHECK_OK(cblob_blob_reshape(blob, 1, &count));
+    CHECK_OK(cblob_comm_allreduce(comm, &blob, 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM));
+    CHECK_OK(cblob_blob_cpu_ptr(blob, CBLOB_PART_DIFF, (const void **)&got));
+    for (int i = 0; i < COUNT; ++i) {
+        float sum = value(0, 0, i);
+        for (int r = 1; r < RANKS; ++r)
+            sum += value(r, 0, i);
+        CHECK_MSG(got[i] == sum, "rank %d [%d]: %g, expected %g", rank, i, got[i], sum);
+    }
+    cblob_blob_destroy(blob);
+    cblob_comm_destroy(comm);
+    cblob_context_destroy(ctx);
+    run->failures[rank] = 0;
+}
+
+TEST(a_device_engine_refuses_ranks_that_disagree_before_anything_is_sent)
+{
+    REQUIRE_GPU();
+    device_run run = {.world = te_world_new(RANKS, 31), .dtype = CBLOB_DTYPE_FLOAT32};
+    te_run_ranks(RANKS, device_disagreement_rank, &run);
+    te_world_free(run.world);
+    for (int r = 0; r < RANKS; ++r)
+        CHECK_MSG(run.failures[r] == 0, "rank %d failed", r);
+}

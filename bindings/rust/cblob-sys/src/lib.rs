@@ -370,7 +370,7 @@ pub struct cblob_comm_engine {
     pub size: i32,
     /// The memory the buffers are in: CBLOB_MEMORY_HOST, or CBLOB_MEMORY_DEVICE (device pointers on the communicator's context's device, whose writes have finished when a start call is made; a wait returning CBLOB_OK means the engine's writes have too).
     pub memory: cblob_memory,
-    /// The dtypes the engine's all-reduce and broadcast take: bit (1u \<\< dtype) for each; others are CBLOB_ERR_DTYPE before anything starts.
+    /// The dtypes the engine's all-reduce and broadcast take: bit (1u \<\< dtype) for each; others are CBLOB_ERR_DTYPE before anything starts. The same on every rank: the agreement all-reduces small integers in the first of uint32, int32, float64 and float32 the engine takes (an engine that takes none runs without it).
     pub dtypes: u32,
     /// The engine's own state, passed to every operation.
     pub state: *mut c_void,
@@ -1709,9 +1709,10 @@ extern "C" {
     /// stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
     /// A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size \< 1 are
     /// CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
-    /// engine opens the context's device (whatever its mode), failing as the GPU calls do.
+    /// engine opens the context's device (whatever its mode), failing as the GPU calls do, and
+    /// allocates the agreement's buffer there (CBLOB_ERR_DEVICE_OUT_OF_MEMORY).
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_comm_create(context: *mut cblob_context, engine: *const cblob_comm_engine, out_comm: *mut *mut cblob_comm) -> cblob_status;
 
     /// Frees the communicator and its engine's state. Requests still alive keep it until they are
@@ -1739,30 +1740,45 @@ extern "C" {
 
     /// The most bytes fused into one engine call (CBLOB_COMM_DEFAULT_BUCKET_BYTES until set); 0
     /// fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
-    /// decides the engine calls.
+    /// decides the engine calls: the agreement refuses a collective where it differs.
     ///
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
     pub fn cblob_comm_set_bucket_bytes(comm: *mut cblob_comm, bucket_bytes: i64) -> cblob_status;
+
+    /// Whether collectives start with the ranks' agreement (see the section): 1, the default, or 0
+    /// for a program that needs the last microsecond and is sure its ranks never differ. Without
+    /// it, ranks that differ leave the outcome to the engine (MPI calls such programs erroneous: a
+    /// count that differs may overflow a buffer). Set the same on every rank, between collectives:
+    /// a rank that agrees while another does not is a disagreement the agreement cannot see.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    pub fn cblob_comm_set_agreement_check(comm: *mut cblob_comm, check: i32) -> cblob_status;
 
     /// Starts an all-reduce of the part of count blobs (any dtypes the engine takes, listed once,
     /// not overlapping) and returns its request; the blocking form is cblob_comm_allreduce.
     /// CBLOB_REDUCE_AVERAGE of an integer blob, and a dtype the engine does not take, are
     /// CBLOB_ERR_DTYPE; a blob on another device than a device engine's is CBLOB_ERR_STATE. A
-    /// broken communicator is CBLOB_ERR_COMM.
+    /// broken communicator is CBLOB_ERR_COMM. Ranks that disagree on the call (see the section:
+    /// Agreement) fail alike with CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_INVALID_ARGUMENT or
+    /// the status of a rank that refused it; with the agreement, the call returns once every rank
+    /// has started it.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_comm_allreduce_start(comm: *mut cblob_comm, blobs: *const *mut cblob_blob, count: i64, part: cblob_part, op: cblob_reduce_op, out_request: *mut *mut cblob_comm_request) -> cblob_status;
 
     /// Starts a broadcast of the root's part of count blobs to every rank and returns its
     /// request; otherwise as cblob_comm_allreduce_start. A root outside 0..size-1 is
     /// CBLOB_ERR_OUT_OF_RANGE.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_comm_broadcast_start(comm: *mut cblob_comm, blobs: *const *mut cblob_blob, count: i64, part: cblob_part, root: i32, out_request: *mut *mut cblob_comm_request) -> cblob_status;
 
-    /// Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM.
+    /// Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM. With the
+    /// agreement (see the section), the barrier is the agreement itself: the call returns once
+    /// every rank has reached it, and a rank that calls another collective there makes every rank
+    /// fail with CBLOB_ERR_INVALID_ARGUMENT.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_comm_barrier_start(comm: *mut cblob_comm, out_request: *mut *mut cblob_comm_request) -> cblob_status;
 
     /// Finishes the collective: waits for the engine, copies fused buckets back, scales an
@@ -1780,17 +1796,17 @@ extern "C" {
 
     /// cblob_comm_allreduce_start, then cblob_comm_request_wait.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_comm_allreduce(comm: *mut cblob_comm, blobs: *const *mut cblob_blob, count: i64, part: cblob_part, op: cblob_reduce_op) -> cblob_status;
 
     /// cblob_comm_broadcast_start, then cblob_comm_request_wait.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_comm_broadcast(comm: *mut cblob_comm, blobs: *const *mut cblob_blob, count: i64, part: cblob_part, root: i32) -> cblob_status;
 
     /// cblob_comm_barrier_start, then cblob_comm_request_wait.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_comm_barrier(comm: *mut cblob_comm) -> cblob_status;
 
     /// Makes the unique id of a new NCCL communicator (ncclGetUniqueId): one rank calls it and
