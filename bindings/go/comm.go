@@ -69,30 +69,6 @@ import (
 	"unsafe"
 )
 
-// NewArena lays out the part (data or diff) of the members in one buffer, each in a slice
-// aligned to alignment bytes (a power of two from the element size to 4096; 64 fits cache
-// lines), and returns the arena: a 1-D blob whose part is the whole buffer, padding included
-// (zeros), Caffe's learnable-params buffer. A collective on the arena moves every member at once.
-//
-// Each member's current values are copied into its slice and its part uses the slice from then
-// on: members keep working as before through slices taken from then on (slices taken before
-// point at the old memory and are invalid, as after Share). A member leaves
-// the arena when it gets memory of its own (a reshape past its count, Share, SetCPUData); its
-// slice keeps its last values. The arena and its members keep each other's memory alive: close
-// them in any order. Use the arena only in collectives and for reading. Members must have one
-// dtype (StatusDType) and one context, be listed once and not be windows; no members is
-// StatusInvalidArgument.
-func NewArena(part Part, alignment int64, members ...*Blob) (*Blob, error) {
-	list, first, err := handles(members)
-	if err != nil {
-		return nil, err
-	}
-	ptr, err := cArenaCreate(first, C.int64_t(len(list)), C.cblob_part(part), C.int64_t(alignment))
-	runtime.KeepAlive(members)
-	runtime.KeepAlive(list)
-	return created(ptr, err)
-}
-
 // Comm is a communicator: a group of ranks (processes, or GPUs) that run collectives together.
 // Every rank makes the same collectives in the same order, with lists of the same dtypes and
 // counts. Collectives take a part and blobs (one, many, or an arena from NewArena); lists are
@@ -233,28 +209,6 @@ func (c *Comm) handle() (*C.cblob_comm, error) {
 	return c.ptr, nil
 }
 
-// Rank returns this process's rank, 0 <= rank < Size.
-func (c *Comm) Rank() (int, error) {
-	p, err := c.handle()
-	if err != nil {
-		return 0, err
-	}
-	v, err := cCommRank(p)
-	runtime.KeepAlive(c)
-	return int(v), err
-}
-
-// Size returns the number of ranks.
-func (c *Comm) Size() (int, error) {
-	p, err := c.handle()
-	if err != nil {
-		return 0, err
-	}
-	v, err := cCommSize(p)
-	runtime.KeepAlive(c)
-	return int(v), err
-}
-
 // SetTimeout sets how long a wait may take before it fails with StatusTimeout (and breaks the
 // communicator), in whole milliseconds; a negative duration (the default) waits as long as it
 // takes. Set the same on every rank.
@@ -264,32 +218,6 @@ func (c *Comm) SetTimeout(timeout time.Duration) error {
 		ms = timeout.Milliseconds()
 	}
 	return c.do(func(p *C.cblob_comm) error { return cCommSetTimeout(p, C.int64_t(ms)) })
-}
-
-// SetBucketBytes sets the most bytes fused into one engine call (8 MiB until set; 0 fuses
-// nothing). The same on every rank.
-func (c *Comm) SetBucketBytes(bytes int64) error {
-	return c.do(func(p *C.cblob_comm) error { return cCommSetBucketBytes(p, C.int64_t(bytes)) })
-}
-
-// Allreduce sums (ReduceOpSum) or averages (ReduceOpAverage, float dtypes only: StatusDType for
-// integers) the part of the blobs over the ranks, in place; it returns when done.
-func (c *Comm) Allreduce(part Part, op ReduceOp, blobs ...*Blob) error {
-	return c.withBlobs(blobs, func(p *C.cblob_comm, first **C.cblob_blob, n C.int64_t) error {
-		return cCommAllreduce(p, first, n, C.cblob_part(part), C.cblob_reduce_op(op))
-	})
-}
-
-// Broadcast copies root's part of the blobs to every rank; it returns when done.
-func (c *Comm) Broadcast(part Part, root int, blobs ...*Blob) error {
-	return c.withBlobs(blobs, func(p *C.cblob_comm, first **C.cblob_blob, n C.int64_t) error {
-		return cCommBroadcast(p, first, n, C.cblob_part(part), C.int32_t(root))
-	})
-}
-
-// Barrier returns once every rank has reached it.
-func (c *Comm) Barrier() error {
-	return c.do(func(p *C.cblob_comm) error { return cCommBarrier(p) })
 }
 
 // AllreduceStart starts Allreduce and returns its request. Until the request is waited for, the
@@ -384,4 +312,12 @@ func (r *Request) release() {
 		r.ptr = nil
 		r.blobs = nil
 	}
+}
+
+// commCreated wraps the communicator a creating call returned, or passes its error on.
+func commCreated(ptr *C.cblob_comm, err error) (*Comm, error) {
+	if err != nil {
+		return nil, err
+	}
+	return newComm(ptr), nil
 }

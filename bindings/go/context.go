@@ -41,27 +41,3 @@ func (c *Context) handle() (*C.cblob_context, error) {
 	}
 	return c.ptr, nil
 }
-
-// Mode returns where copies and math run.
-func (c *Context) Mode() (Mode, error) {
-	p, err := c.handle()
-	if err != nil {
-		return 0, err
-	}
-	mode, err := cContextMode(p)
-	runtime.KeepAlive(c)
-	return Mode(mode), err
-}
-
-// SetMode sets where copies and math run. ModeGPU needs a working GPU: without one it fails
-// with the status that says why (StatusNoDriver, StatusNoDevice, ...) and the mode stays as it
-// was.
-func (c *Context) SetMode(mode Mode) error {
-	p, err := c.handle()
-	if err != nil {
-		return err
-	}
-	err = cContextSetMode(p, C.cblob_mode(mode))
-	runtime.KeepAlive(c)
-	return err
-}

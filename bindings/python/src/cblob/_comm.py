@@ -14,7 +14,8 @@ import ctypes
 import os
 from ctypes import c_int32, c_void_p
 
-from ._blob import Blob, _handles
+from ._blob import Blob
+from ._util import handle_array as _handles
 from ._context import context_or_default
 from ._errors import CommError, InvalidArgumentError, StateError, check, failure, usage_error
 from ._library import lib, library_path

@@ -21,7 +21,7 @@ use std::ptr::{self, NonNull};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::error::{check, infallible, text, Error, Result};
+use crate::error::{check, text, Error, Result};
 use crate::memory::{with_access, Access, Memory, ViewClaim};
 use crate::{sys, Blob, Context, Part, ReduceOp, Status, NCCL_UNIQUE_ID_BYTES};
 
@@ -147,35 +147,12 @@ impl Comm {
         self.raw.as_ptr()
     }
 
-    /// This process's rank, `0 <= rank < size`.
-    pub fn rank(&self) -> i32 {
-        let mut value = 0;
-        // SAFETY: live handle, valid out-pointer.
-        infallible(unsafe { sys::cblob_comm_rank(self.as_ptr(), &mut value) });
-        value
-    }
-
-    /// The number of ranks.
-    pub fn size(&self) -> i32 {
-        let mut value = 0;
-        // SAFETY: live handle, valid out-pointer.
-        infallible(unsafe { sys::cblob_comm_size(self.as_ptr(), &mut value) });
-        value
-    }
-
     /// How long a wait may take before it fails with [`Status::Timeout`] (and breaks the
     /// communicator); `None`, the default, waits as long as it takes. Set the same on every rank.
     pub fn set_timeout(&self, timeout: Option<Duration>) -> Result<()> {
         let ms = timeout.map_or(-1, |t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX));
         // SAFETY: live handle.
         check(unsafe { sys::cblob_comm_set_timeout(self.as_ptr(), ms) })
-    }
-
-    /// The most bytes fused into one engine call (8 MiB until set; 0 fuses nothing). The same on
-    /// every rank.
-    pub fn set_bucket_bytes(&self, bytes: i64) -> Result<()> {
-        // SAFETY: live handle.
-        check(unsafe { sys::cblob_comm_set_bucket_bytes(self.as_ptr(), bytes) })
     }
 
     /// All-reduces the `part` of `blobs` in place over the ranks: the sum, or the average (float
@@ -193,12 +170,6 @@ impl Comm {
             // SAFETY: as in allreduce.
             sys::cblob_comm_broadcast(self.as_ptr(), handles, n, part.raw(), root)
         })
-    }
-
-    /// Returns once every rank has reached it.
-    pub fn barrier(&self) -> Result<()> {
-        // SAFETY: live handle.
-        check(unsafe { sys::cblob_comm_barrier(self.as_ptr()) })
     }
 
     /// Starts [`Comm::allreduce`] and returns its request, which holds the blobs (no view of

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 use std::ptr::{self, NonNull};
 
-use crate::error::{check, infallible, Error, Result};
-use crate::{sys, Mode, Status};
+use crate::error::{check, Error, Result};
+use crate::{sys, Status};
 
 /// What Caffe keeps in its per-thread singleton: the mode (CPU or GPU) and the device.
 ///
@@ -40,21 +40,6 @@ impl Context {
         check(unsafe { sys::cblob_context_create(&mut raw) })?;
         let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::Internal, "cblob_context_create returned NULL"))?;
         Ok(Context { raw })
-    }
-
-    /// Where copies and math run.
-    pub fn mode(&self) -> Result<Mode> {
-        let mut raw = 0;
-        // SAFETY: self.raw is live; raw is a valid out-pointer.
-        infallible(unsafe { sys::cblob_context_mode(self.raw.as_ptr(), &mut raw) });
-        Mode::from_raw(raw).ok_or_else(|| Error::new(Status::InvalidArgument, format!("mode {raw} is unknown to this crate")))
-    }
-
-    /// Sets the mode. [`Mode::Gpu`] needs a working GPU; without one this fails with the status
-    /// that says why (no driver, stub driver, no device, ...) and the mode stays as it was.
-    pub fn set_mode(&mut self, mode: Mode) -> Result<()> {
-        // SAFETY: self.raw is live and used by this thread alone (&mut).
-        check(unsafe { sys::cblob_context_set_mode(self.raw.as_ptr(), mode.raw()) })
     }
 
     /// The raw handle, for calls through [`crate::sys`]. It stays owned by `self`.

@@ -79,10 +79,12 @@
 #![warn(missing_docs)]
 
 mod blob;
+mod call;
 mod comm;
 mod context;
 pub mod dlpack;
 mod error;
+mod generated;
 pub mod gpu;
 mod mapping;
 mod memory;
