@@ -133,8 +133,6 @@ def blocks(code):
 
 RUST_FN = re.compile(r"\bfn\s+(\w+)")
 GO_FUNC = re.compile(r"^func\s*(?:\([^)]*\)\s*)?(\w+)")
-CS_MEMBER = re.compile(r"(\w+)\s*(?:<[^<>()]*>)?\s*\([^()]*(?:\([^()]*\)[^()]*)*\)\s*"
-                       r"(?::\s*(?:this|base)\s*\(.*\))?\s*(?:where\s+[^{]*)?$", re.S)
 
 
 def last_statement(header):
@@ -174,12 +172,26 @@ def go_bodies(path):
     return bodies
 
 
+def csharp_member_name(header):
+    """The member a block's header declares: the identifier before its parameter list (methods,
+    constructors), or its last word (properties)."""
+    paren = header.find("(")
+    if paren < 0:
+        words = re.findall(r"\w+", header)
+        return words[-1] if words else None
+    before = re.sub(r"<[^<>]*>\s*$", "", header[:paren].rstrip())  # Name<T>(
+    words = re.findall(r"\w+", before)
+    return words[-1] if words else None
+
+
 def csharp_bodies(path):
     code = strip_code(path.read_text(encoding="utf-8"))
     bodies = []
     # A type's declaration names it ("class Blob"); "where T : struct" of a generic method does not.
     type_decl = re.compile(r"\b(class|struct|interface|enum|namespace)\s+[A-Za-z_]")
     for header, body, outer in blocks(code):
+        header = " ".join(header.split())  # comments are blanked: one space each
+        header = re.sub(r"^(\[[^\[\]]*\]\s*)+", "", header)  # attributes
         types = [h for h in outer if type_decl.search(h) and "namespace" not in h]
         if not types or type_decl.search(header):
             continue
@@ -187,23 +199,17 @@ def csharp_bodies(path):
         # accessor or a lambda inside a member belongs to the member's body.
         if not (outer and type_decl.search(outer[-1])):
             continue
+        name = csharp_member_name(header)
+        if not name or name in ("get", "set"):
+            continue
         type_public = all(re.search(r"\bpublic\b", h) for h in types)
-        header = re.sub(r"(^|\n)\s*\[[^\[\]]*\]", r"\1", header).strip()  # attributes
-        m = CS_MEMBER.search(header)
-        if m:
-            name = m.group(1)
-        else:
-            words = re.findall(r"\w+", header)
-            if not words:
-                continue
-            name = words[-1]  # a property: "public long Count"
-            if name in ("get", "set"):
-                continue
         member_public = bool(re.search(r"\b(public|override)\b", header)) or header.startswith("~")
         bodies.append((name, header + "{" + body + "}", type_public and member_public))
     # Expression-bodied members: "public long Count => ...;"
-    for m in re.finditer(r"(?m)^[ \t]*((?:public|internal|private|static|override|sealed|\s)+[\w.<>\[\],? ]+?\s(\w+)\s*(?:\([^;{]*\))?\s*=>[^;]*;)", code):
-        bodies.append((m.group(2), m.group(1), "public" in m.group(1)))
+    for statement in re.split(r"[;{}]", code):
+        head, arrow, _ = " ".join(statement.split()).partition("=>")
+        if arrow and re.match(r"public\b", head):
+            bodies.append((csharp_member_name(head), statement, True))
     return bodies
 
 

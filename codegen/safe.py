@@ -26,6 +26,8 @@ A binding block (every key is optional but `class`, and `hand` replaces the rest
               layer reaches it. Per language: `rust: {hand: why}`.
   excluded    true: the language's safe layer does not reach the function, for the reason the one
               exclusion table gives (codegen/bindings/exclusions.yaml; the two must agree).
+  lifecycle   true for a type's destroy function: the generated lifetime code of its class
+              (classes.yaml's `lifecycle`) calls it; languages outside that list say `hand`.
   property    a getter: a property in C# and Python (`python: {setter: position}` on the setter
               of the same property pairs them).
   infallible  Rust: a pure getter that cannot fail on a live handle returns a plain value (a
@@ -58,7 +60,7 @@ import ffi
 
 BINDINGS = Path(__file__).resolve().parent / "bindings"
 LANGUAGES = ("rust", "go", "csharp", "python")
-BLOCK_KEYS = {"class", "name", "hand", "excluded", "summary", "property", "setter", "infallible", "result", "count", "access",
+BLOCK_KEYS = {"class", "name", "hand", "excluded", "lifecycle", "summary", "property", "setter", "infallible", "result", "count", "access",
               "reshapes", "mut", "unsafe", "params", "returns", "order", "generic"} | set(LANGUAGES)
 PARAM_KEYS = {"name", "default", "type", "keyword", "what", "varargs"} | set(LANGUAGES)
 
@@ -106,7 +108,7 @@ def load_blocks(model):
                 for key in block.get(language) or {}:
                     if key not in BLOCK_KEYS - set(LANGUAGES):
                         errors.append(f"{where}: unknown key {language}.{key}")
-            if "hand" not in block and "class" not in block and not block.get("excluded"):
+            if "hand" not in block and "class" not in block and not block.get("excluded") and not block.get("lifecycle"):
                 errors.append(f"{where}: a block needs a class (or hand: and the reason, or excluded: true)")
             pnames = {p["name"] for p in functions[name]["params"]}
             for layer in [block] + [block.get(lang) or {} for lang in LANGUAGES]:
@@ -146,7 +148,8 @@ def load_classes():
     classes = {}
     for key, row in data["classes"].items():
         classes[key] = {"key": key, "kind": "class", "handle": row["handle"], "params": row.get("params", {}),
-                        "names": {lang: row.get(lang, key) for lang in LANGUAGES}}
+                        "names": {lang: row.get(lang, key) for lang in LANGUAGES},
+                        "lifecycle": row.get("lifecycle", []), "close": row.get("close", "generated")}
     for key, row in data["modules"].items():
         classes[key] = {"key": key, "kind": "module", "handle": None, "params": {},
                         "names": {lang: row.get(lang, "") for lang in LANGUAGES}}
@@ -215,6 +218,11 @@ class Call:
                                   and p["dir"] == "in"), None)
         self.static = self.receiver is None and cls["kind"] == "class"
         self.args, self.results = [], []
+        if not fn["returns_status"]:
+            # A string the library returns directly (its version, its BLAS), never NULL.
+            if fn["returns"].replace(" ", "") != "constchar*":
+                raise BindingError(f"{self.name}: only a status or a `const char *` result has a safe form")
+            self.results.append(Result("direct_text", {"name": "return", "base": "char"}))
         outs = [p for p in params if p["dir"] == "out"]
         claimed = set()
         for p in outs:
@@ -597,7 +605,12 @@ class RustEmitter(Emitter):
         roles = [r.role for r in results]
         if spec.get("result") == "list":
             return self.list_method(call, spec, owner, name, decls, prelude, expr, mutable, unsafe_fn)
-        if not results:
+        if roles == ["direct_text"]:
+            ret, tail_lines = "String", [f"unsafe {{ text({c_call()[len('unsafe { '):-2]}) }}"]
+            roles = None
+        if roles is None:
+            pass
+        elif not results:
             if reshapes:
                 core = f"self.reshaping(|raw| {c_call()})"
             else:
@@ -796,7 +809,6 @@ def CTypeConst(c_text):
 GO_SCALARS = {"int32_t": ("int", "C.int32_t"), "int64_t": ("int64", "C.int64_t"), "double": ("float64", "C.double"),
               "float": ("float32", "C.float"), "size_t": ("uintptr", "C.size_t"), "uint32_t": ("uint32", "C.uint32_t"),
               "uint64_t": ("uint64", "C.uint64_t")}
-GO_WRAP = {"Blob": "created", "Net": "newModel", "Comm": "commCreated"}
 GO_RECEIVERS = {"Blob": "b", "Window": "b", "Context": "c", "Net": "m", "Comm": "c"}
 
 
@@ -905,6 +917,9 @@ class GoEmitter(Emitter):
             expr[call.receiver["name"]] = "p"
         if spec.get("result") == "list":
             return self.list_method(call, spec, owner, name, decls, expr, frame)
+        if [r.role for r in call.results] == ["direct_text"]:
+            lines = [f"func {name}({', '.join(decls)}) string {{", f"\treturn {self.raw_call(call, expr)}", "}"]
+            return Method(call, "go", owner, name, self.go_doc(name, call, spec), lines, static=True)
         types, targets, rhs, returns, outer_decls = self.results(call, spec, expr, frame)
         return self.method(call, spec, owner, name, decls, before, expr, keep, nests, handle_checks,
                            frame, types, targets, rhs, returns, outer_decls)
@@ -936,7 +951,8 @@ class GoEmitter(Emitter):
             return types, names, self.raw_call(call, expr), convs, []
         if roles == ["created"]:
             r = call.results[0]
-            wrap = GO_WRAP[r.cls["key"]]
+            t = r.cls["names"]["go"]
+            wrap = f"{t[0].lower()}{t[1:]}Created"
             return [f"*{r.cls['names']['go']}"], ["r"], self.raw_call(call, expr), [f"{wrap}(r, err)"], []
         if roles in (["text"], ["blob_bytes"]):
             r = call.results[0]
@@ -1239,7 +1255,10 @@ class CsEmitter(Emitter):
             else:
                 self.bind(call, var, u, expr)
         body, t = [], "void"
-        if spec.get("result") == "list":
+        if roles == ["direct_text"]:
+            c_args = ", ".join(expr[p["name"]] for p in call.fn["params"])
+            t, body = "string", [f"return Text.FromUtf8(NativeMethods.{call.name}({c_args}));"]
+        elif spec.get("result") == "list":
             count_fn = next(fn for fn in self.model["functions"] if fn["name"] == spec["count"])
             count_args = ", ".join("out n" if p["dir"] == "out" else expr[p["name"]] for p in count_fn["params"])
             item_expr = dict(expr)
@@ -1463,7 +1482,10 @@ class PyEmitter(Emitter):
         if receiver:
             expr[call.receiver["name"]] = "self._h"
         body, hint = list(prelude), "None"
-        if spec.get("result") == "list":
+        if roles == ["direct_text"]:
+            body.append(f"return lib.{call.name}({self.args(call, expr)}).decode(\"utf-8\", \"replace\")")
+            hint = "str"
+        elif spec.get("result") == "list":
             count_fn = next(fn for fn in self.model["functions"] if fn["name"] == spec["count"])
             count_args = ", ".join("count" if p["dir"] == "out" else expr[p["name"]] for p in count_fn["params"])
             item_expr = dict(expr)
@@ -1601,7 +1623,7 @@ def annotate(model):
     jobs = []
     for fn in model["functions"]:
         block = blocks.get(fn["name"])
-        if block is None or block.get("hand") or block.get("excluded"):
+        if block is None or block.get("hand") or block.get("excluded") or block.get("lifecycle"):
             continue
         key = block.get("class")
         if key not in classes:
@@ -1633,10 +1655,18 @@ def annotate(model):
         owner = cls["names"][lang] if group == "classes" else cls["key"]
         entry = safe[lang][group].setdefault(owner, {"name": cls["names"][lang], "key": cls["key"], "methods": []})
         entry["methods"].append(method)
+    for cls in classes.values():
+        for lang in cls.get("lifecycle", []):
+            entry = safe[lang]["classes"].setdefault(cls["names"][lang], {"name": cls["names"][lang], "key": cls["key"],
+                                                                          "methods": []})
+            entry["methods"] = lifecycle_methods(lang, cls, model, tm, names) + entry["methods"]
     for lang in LANGUAGES:
         for group in safe[lang].values():
             for entry in group.values():
-                # A setter follows its property's getter (Python's @x.setter needs x defined).
+                # A setter follows its property's getter (Python's @x.setter needs x defined);
+                # trait impls (Rust's Drop) go outside the type's impl block.
+                entry["traits"] = [m for m in entry["methods"] if m.kind == "trait"]
+                entry["methods"] = [m for m in entry["methods"] if m.kind != "trait"]
                 entry["methods"].sort(key=lambda m: m.kind == "setter")
     safe["go"]["text"] = "\n".join(line for group in ("classes", "modules") for entry in safe["go"][group].values()
                                     for m in entry["methods"] for line in m.lines)
@@ -1644,3 +1674,160 @@ def annotate(model):
     model["bindings"] = {name: blocks.get(name) for name in functions}
     missing = [fn["name"] for fn in model["functions"] if fn["name"] not in blocks]
     model["bindings_missing"] = missing
+
+
+# ---- a handle type's lifetime --------------------------------------------------------------------------
+#
+# What every owned handle type has in a language, whatever its methods: taking ownership of a new
+# handle, giving it up once (the destroy function), and the checks each call makes. classes.yaml's
+# `lifecycle` lists the languages whose code for a class is generated; the type itself (its fields
+# and documentation) stays with the hand-written part, since what it holds besides the handle is
+# judgement (a Rust blob's view counters, a Go blob's open mappings).
+
+
+def lifecycle_methods(lang, cls, model, tm, names):
+    handle = cls["handle"]
+    destroy = f"{handle}_destroy"
+    fn = next(f for f in model["functions"] if f["name"] == destroy)
+    t = cls["names"][lang]
+    doc = names.translate(doc_text(fn), lang)
+
+    class Call:  # what Method needs to know of the function it wraps
+        name = destroy
+    if lang == "rust":
+        lines = ["/// Runs a call that makes a new handle into `out` and takes ownership of it.",
+                 f"pub(crate) fn created(call: impl FnOnce(*mut *mut sys::{handle}) -> sys::cblob_status) -> Result<{t}> {{",
+                 "    let mut raw = ptr::null_mut();",
+                 "    check(call(&mut raw))?;",
+                 f"    let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::Internal, \"a NULL {handle} handle\"))?;",
+                 f"    Ok({t} {{ raw }})",
+                 "}",
+                 "",
+                 "/// The raw handle, for calls through [`crate::sys`]; it stays owned by `self`.",
+                 "#[inline]",
+                 f"pub fn as_ptr(&self) -> *mut sys::{handle} {{",
+                 "    self.raw.as_ptr()",
+                 "}"]
+        drop = [f"impl Drop for {t} {{"] + [f"    /// {l}" if l else "    ///" for l in doc.split("\n")] + [
+                "    fn drop(&mut self) {",
+                f"        unsafe {{ sys::{destroy}(self.raw.as_ptr()) }}",
+                "    }",
+                "}"]
+        return [Method(Call, lang, t, "created", [], lines, kind="lifecycle"),
+                Method(Call, lang, t, "drop", [], drop, kind="trait")]
+    if lang == "go":
+        recv = GO_RECEIVERS[cls["key"]]
+        lower = t[0].lower() + t[1:]
+        raw = tm.go_func(destroy)
+        lines = [f"// new{t} wraps a handle the caller owns; a finalizer drops it if it is never closed.",
+                 f"func new{t}(ptr *C.{handle}) *{t} {{",
+                 f"\t{recv} := &{t}{{ptr: ptr}}",
+                 f"\truntime.SetFinalizer({recv}, (*{t}).release)",
+                 f"\treturn {recv}",
+                 "}",
+                 "",
+                 f"// {lower}Created wraps the handle a creating call returned, or passes its error on.",
+                 f"func {lower}Created(ptr *C.{handle}, err error) (*{t}, error) {{",
+                 "\tif err != nil {",
+                 "\t\treturn nil, err",
+                 "\t}",
+                 f"\treturn new{t}(ptr), nil",
+                 "}",
+                 ""]
+        if cls.get("close", "generated") == "generated":
+            lines += [f"// Close {doc[0].lower()}{doc[1:]}".replace("\n", "\n// "),
+                      "// Calling Close again does nothing; the finalizer calls it, late, for one never closed.",
+                      f"func ({recv} *{t}) Close() error {{",
+                      f"\tif {recv} != nil {{",
+                      f"\t\t{recv}.release()",
+                      f"\t\truntime.SetFinalizer({recv}, nil)",
+                      "\t}",
+                      "\treturn nil",
+                      "}",
+                      ""]
+        lines += [f"// release drops the hold once (Close, or the finalizer).",
+                  f"func ({recv} *{t}) release() {{",
+                  f"\tif {recv}.ptr != nil {{",
+                  f"\t\t{raw}({recv}.ptr)",
+                  f"\t\t{recv}.ptr = nil",
+                  "\t}",
+                  "}",
+                  "",
+                  "// handle returns the handle, or ErrClosed after Close.",
+                  f"func ({recv} *{t}) handle() (*C.{handle}, error) {{",
+                  f"\tif {recv} == nil || {recv}.ptr == nil {{",
+                  "\t\treturn nil, ErrClosed",
+                  "\t}",
+                  f"\treturn {recv}.ptr, nil",
+                  "}",
+                  "",
+                  "// do runs a call on the handle and keeps the object alive through it.",
+                  f"func ({recv} *{t}) do(call func(p *C.{handle}) error) error {{",
+                  f"\tp, err := {recv}.handle()",
+                  "\tif err != nil {",
+                  "\t\treturn err",
+                  "\t}",
+                  "\terr = call(p)",
+                  f"\truntime.KeepAlive({recv})",
+                  "\treturn err",
+                  "}"]
+        return [Method(Call, lang, t, "lifecycle", [], lines, kind="lifecycle")]
+    if lang == "csharp":
+        h = tm.handle_class(handle)
+        arg = t[0].lower() + t[1:]
+        lines = [f"readonly {h} handle;",
+                 "readonly Guard guard;",
+                 "",
+                 f"{t}({h} handle)",
+                 "{",
+                 "    this.handle = handle;",
+                 "    guard = new Guard(handle);",
+                 "}",
+                 "",
+                 "/// <summary>The native handle, for interop; it stays owned by this object (do not dispose it).</summary>",
+                 f"public {h} Handle {{ get {{ return handle; }} }}",
+                 "",
+                 "/// <summary>Whether <see cref=\"Dispose\"/> has run.</summary>",
+                 "public bool IsDisposed { get { return guard.IsDisposed; } }",
+                 ""]
+        if cls.get("close", "generated") == "generated":
+            lines += ["/// <summary>"] + [f"/// {xml(l)}" for l in doc.split("\n")] + [
+                      "/// Calling it again does nothing. A call in flight on another thread finishes first: the",
+                      "/// hold is dropped when it returns.",
+                      "/// </summary>",
+                      "public void Dispose()",
+                      "{",
+                      "    guard.Dispose();",
+                      "}",
+                      ""]
+        lines += ["/// <summary>Starts a call with the handle (ObjectDisposedException after Dispose).</summary>",
+                  "internal Use Use()",
+                  "{",
+                  "    return guard.Use();",
+                  "}",
+                  "",
+                  "/// <summary>The guard of an argument (ArgumentNullException for null).</summary>",
+                  f"internal static Guard GuardOf({t} {arg}, string name)",
+                  "{",
+                  f"    if ({arg} == null)",
+                  "        throw new ArgumentNullException(name);",
+                  f"    return {arg}.guard;",
+                  "}",
+                  "",
+                  "/// <summary>A call that creates a handle into its out-parameter.</summary>",
+                  f"internal delegate Status Creator(out {h} created);",
+                  "",
+                  "/// <summary>An object over the handle a call creates, or the call's error.</summary>",
+                  f"internal static {t} Created(Creator create)",
+                  "{",
+                  f"    {h} created;",
+                  "    Status status = create(out created);",
+                  "    if (status != Status.Ok)",
+                  "    {",
+                  "        created.Dispose();",
+                  "        throw CBlobException.Last(status);",
+                  "    }",
+                  f"    return new {t}(created);",
+                  "}"]
+        return [Method(Call, lang, t, "lifecycle", [], lines, kind="lifecycle")]
+    raise BindingError(f"classes.yaml: {cls['key']}: no generated lifecycle for {lang}")

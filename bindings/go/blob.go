@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Blob type, Close (which ends open
+// mappings) and SetCPUData (values copied into C memory the blob owns).
+
 package cblob
 
 /*
@@ -27,20 +30,6 @@ type Blob struct {
 	mappings []unmapper
 }
 
-func newBlob(ptr *C.cblob_blob) *Blob {
-	b := &Blob{ptr: ptr}
-	runtime.SetFinalizer(b, (*Blob).release)
-	return b
-}
-
-// created wraps the handle a creating call returned, or passes its error on.
-func created(ptr *C.cblob_blob, err error) (*Blob, error) {
-	if err != nil {
-		return nil, err
-	}
-	return newBlob(ptr), nil
-}
-
 // Close ends the mappings made through this Blob that are still open (newest first; see Map)
 // and drops the hold on the blob; memory it shares with other blobs, or that windows view,
 // lives on while they hold it. Calling Close again does nothing. The error is the first a
@@ -61,23 +50,6 @@ func (b *Blob) Close() error {
 	b.release()
 	runtime.SetFinalizer(b, nil)
 	return first
-}
-
-// release drops the hold; the finalizer calls it. It never ends mappings: that changes the
-// blob, which another goroutine may be using, and a Blob with open mappings is reachable from
-// them anyway (an open mapping holds its blob).
-func (b *Blob) release() {
-	if b.ptr != nil {
-		cBlobDestroy(b.ptr)
-		b.ptr = nil
-	}
-}
-
-func (b *Blob) handle() (*C.cblob_blob, error) {
-	if b == nil || b.ptr == nil {
-		return nil, ErrClosed
-	}
-	return b.ptr, nil
 }
 
 // axes is the length of a shape or index list as the C ABI takes it, saturated: the library

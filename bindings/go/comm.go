@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): communicators over MPI (libcblob_mpi
+// loaded at run time) and NCCL (a fixed-size id), and requests that hold their blobs until they
+// end.
+
 package cblob
 
 /*
@@ -81,12 +85,6 @@ import (
 // closed); the garbage collector closes one that is forgotten.
 type Comm struct {
 	ptr *C.cblob_comm
-}
-
-func newComm(ptr *C.cblob_comm) *Comm {
-	c := &Comm{ptr: ptr}
-	runtime.SetFinalizer(c, (*Comm).release)
-	return c
 }
 
 var mpiLibrary struct {
@@ -185,30 +183,6 @@ func NewNCCLComm(ctx *Context, id []byte, nranks, rank int) (*Comm, error) {
 	return newComm(ptr), nil
 }
 
-// Close frees the communicator; requests still open keep the library's until they are closed.
-// Calling Close again does nothing.
-func (c *Comm) Close() error {
-	if c != nil {
-		c.release()
-		runtime.SetFinalizer(c, nil)
-	}
-	return nil
-}
-
-func (c *Comm) release() {
-	if c.ptr != nil {
-		cCommDestroy(c.ptr)
-		c.ptr = nil
-	}
-}
-
-func (c *Comm) handle() (*C.cblob_comm, error) {
-	if c == nil || c.ptr == nil {
-		return nil, ErrClosed
-	}
-	return c.ptr, nil
-}
-
 // SetTimeout sets how long a wait may take before it fails with StatusTimeout (and breaks the
 // communicator), in whole milliseconds; a negative duration (the default) waits as long as it
 // takes. Set the same on every rank.
@@ -240,16 +214,6 @@ func (c *Comm) BarrierStart() (*Request, error) {
 	return c.start(nil, func(p *C.cblob_comm, _ **C.cblob_blob, _ C.int64_t) (*C.cblob_comm_request, error) {
 		return cCommBarrierStart(p)
 	})
-}
-
-func (c *Comm) do(call func(p *C.cblob_comm) error) error {
-	p, err := c.handle()
-	if err != nil {
-		return err
-	}
-	err = call(p)
-	runtime.KeepAlive(c)
-	return err
 }
 
 func (c *Comm) withBlobs(blobs []*Blob, call func(p *C.cblob_comm, first **C.cblob_blob, n C.int64_t) error) error {
@@ -312,12 +276,4 @@ func (r *Request) release() {
 		r.ptr = nil
 		r.blobs = nil
 	}
-}
-
-// commCreated wraps the communicator a creating call returned, or passes its error on.
-func commCreated(ptr *C.cblob_comm, err error) (*Comm, error) {
-	if err != nil {
-		return nil, err
-	}
-	return newComm(ptr), nil
 }

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the GPUVersions record, the no-GPU
+// statuses and SetGPUData (a device buffer with a release function).
+
 package cblob
 
 /*
@@ -13,7 +16,6 @@ import "C"
 
 import (
 	"errors"
-	"runtime"
 	"runtime/cgo"
 	"unsafe"
 )
@@ -49,16 +51,6 @@ func GPULibraryVersions() (GPUVersions, error) {
 }
 
 // ---- contexts ---------------------------------------------------------------------------------
-
-func (c *Context) do(call func(p *C.cblob_context) error) error {
-	p, err := c.handle()
-	if err != nil {
-		return err
-	}
-	err = call(p)
-	runtime.KeepAlive(c)
-	return err
-}
 
 // ---- blobs ------------------------------------------------------------------------------------
 

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Model type and the reads of several
+// calls into one Go value (a layer's name, type and number of blobs; a layer's blobs).
+
 package cblob
 
 // #include <cblob/cblob.h>
 import "C"
-
-import "runtime"
 
 // Model is a Caffe net's weights: its name, format, and layers, each with a name, a type and
 // blobs. Open one from a .caffemodel (OpenModelFile, OpenModel) or build one (NewModel,
@@ -30,44 +31,6 @@ type Layer struct {
 	Type string
 	// NumBlobs is the number of parameter blobs (0 for layers such as pooling).
 	NumBlobs int
-}
-
-func newModel(ptr *C.cblob_model, err error) (*Model, error) {
-	if err != nil {
-		return nil, err
-	}
-	m := &Model{ptr: ptr}
-	runtime.SetFinalizer(m, (*Model).Close)
-	return m, nil
-}
-
-// Close frees the model and drops its holds on its blobs; blobs taken from it stay valid.
-// Calling it again does nothing.
-func (m *Model) Close() error {
-	if m == nil || m.ptr == nil {
-		return nil
-	}
-	cModelDestroy(m.ptr)
-	m.ptr = nil
-	runtime.SetFinalizer(m, nil)
-	return nil
-}
-
-func (m *Model) handle() (*C.cblob_model, error) {
-	if m == nil || m.ptr == nil {
-		return nil, ErrClosed
-	}
-	return m.ptr, nil
-}
-
-func (m *Model) do(call func(p *C.cblob_model) error) error {
-	p, err := m.handle()
-	if err != nil {
-		return err
-	}
-	err = call(p)
-	runtime.KeepAlive(m)
-	return err
 }
 
 // Layer returns the name, type and number of blobs of layer i.

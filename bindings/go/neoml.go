@@ -17,17 +17,6 @@ import (
 // runs where the memory it works on is current (host or device); the header's "NeoML blob
 // operations" section has the rules, the conversions and the overlap checks.
 
-// do runs a call on this blob's handle and keeps the blob alive through it.
-func (b *Blob) do(call func(p *C.cblob_blob) error) error {
-	p, err := b.handle()
-	if err != nil {
-		return err
-	}
-	err = call(p)
-	runtime.KeepAlive(b)
-	return err
-}
-
 // newIn runs a call that makes a new blob in a context.
 func newIn(ctx *Context, call func(c *C.cblob_context) (*C.cblob_blob, error)) (*Blob, error) {
 	c, err := ctx.handle()
@@ -36,7 +25,7 @@ func newIn(ctx *Context, call func(c *C.cblob_context) (*C.cblob_blob, error)) (
 	}
 	ptr, err := call(c)
 	runtime.KeepAlive(ctx)
-	return created(ptr, err)
+	return blobCreated(ptr, err)
 }
 
 // elements points C at a typed slice for one call; nil for an empty one.

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the reads of several calls into one Go
+// value: a layer's rules with their stages, its param specs, a blob's values as a slice of its
+// element type.
+
 package cblob
 
 // #include <cblob/cblob.h>

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): readVector, which adopts the blobs a
+// BlobProtoVector read makes.
+
 package cblob
 
 // #include <cblob/cblob.h>

@@ -18,6 +18,59 @@ import (
 	"unsafe"
 )
 
+// newContext wraps a handle the caller owns; a finalizer drops it if it is never closed.
+func newContext(ptr *C.cblob_context) *Context {
+	c := &Context{ptr: ptr}
+	runtime.SetFinalizer(c, (*Context).release)
+	return c
+}
+
+// contextCreated wraps the handle a creating call returned, or passes its error on.
+func contextCreated(ptr *C.cblob_context, err error) (*Context, error) {
+	if err != nil {
+		return nil, err
+	}
+	return newContext(ptr), nil
+}
+
+// Close drops the caller's hold on a context. Blobs created in it keep it alive until they are
+// destroyed. NULL is a no-op.
+// Calling Close again does nothing; the finalizer calls it, late, for one never closed.
+func (c *Context) Close() error {
+	if c != nil {
+		c.release()
+		runtime.SetFinalizer(c, nil)
+	}
+	return nil
+}
+
+// release drops the hold once (Close, or the finalizer).
+func (c *Context) release() {
+	if c.ptr != nil {
+		cContextDestroy(c.ptr)
+		c.ptr = nil
+	}
+}
+
+// handle returns the handle, or ErrClosed after Close.
+func (c *Context) handle() (*C.cblob_context, error) {
+	if c == nil || c.ptr == nil {
+		return nil, ErrClosed
+	}
+	return c.ptr, nil
+}
+
+// do runs a call on the handle and keeps the object alive through it.
+func (c *Context) do(call func(p *C.cblob_context) error) error {
+	p, err := c.handle()
+	if err != nil {
+		return err
+	}
+	err = call(p)
+	runtime.KeepAlive(c)
+	return err
+}
+
 // SetMode sets where copies run (Blob.CopyFrom) and whether new host buffers are pinned.
 // ModeGPU needs a working GPU: without one the call fails with the status that says
 // why (no driver, stub driver, no device, ...) and the mode stays as it was.
@@ -199,6 +252,48 @@ func (c *Context) ClearLog() error {
 	return err
 }
 
+// newBlob wraps a handle the caller owns; a finalizer drops it if it is never closed.
+func newBlob(ptr *C.cblob_blob) *Blob {
+	b := &Blob{ptr: ptr}
+	runtime.SetFinalizer(b, (*Blob).release)
+	return b
+}
+
+// blobCreated wraps the handle a creating call returned, or passes its error on.
+func blobCreated(ptr *C.cblob_blob, err error) (*Blob, error) {
+	if err != nil {
+		return nil, err
+	}
+	return newBlob(ptr), nil
+}
+
+// release drops the hold once (Close, or the finalizer).
+func (b *Blob) release() {
+	if b.ptr != nil {
+		cBlobDestroy(b.ptr)
+		b.ptr = nil
+	}
+}
+
+// handle returns the handle, or ErrClosed after Close.
+func (b *Blob) handle() (*C.cblob_blob, error) {
+	if b == nil || b.ptr == nil {
+		return nil, ErrClosed
+	}
+	return b.ptr, nil
+}
+
+// do runs a call on the handle and keeps the object alive through it.
+func (b *Blob) do(call func(p *C.cblob_blob) error) error {
+	p, err := b.handle()
+	if err != nil {
+		return err
+	}
+	err = call(p)
+	runtime.KeepAlive(b)
+	return err
+}
+
 // NewBlob creates a blob of the given dtype and shape (Caffe's Blob(shape)). Zero axes make a scalar
 // (count 1). Nothing is allocated until the first access. Free it with cblob_blob_destroy.
 func NewBlob(ctx *Context, dtype DType, shape ...int64) (*Blob, error) {
@@ -209,7 +304,7 @@ func NewBlob(ctx *Context, dtype DType, shape ...int64) (*Blob, error) {
 	r, err := cBlobCreate(c, C.cblob_dtype(dtype), axes(shape), int64s(shape))
 	runtime.KeepAlive(shape)
 	runtime.KeepAlive(ctx)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // NewLegacyBlob creates a 4-axis blob (num, channels, height, width), Caffe's Blob(n, c, h, w).
@@ -220,7 +315,7 @@ func NewLegacyBlob(ctx *Context, dtype DType, num int64, channels int64, height 
 	}
 	r, err := cBlobCreateLegacy(c, C.cblob_dtype(dtype), C.int64_t(num), C.int64_t(channels), C.int64_t(height), C.int64_t(width))
 	runtime.KeepAlive(ctx)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // NewEmptyBlob creates a blob with no axes, count 0 and no storage (Caffe's default-constructed Blob),
@@ -232,7 +327,7 @@ func NewEmptyBlob(ctx *Context, dtype DType) (*Blob, error) {
 	}
 	r, err := cBlobCreateEmpty(c, C.cblob_dtype(dtype))
 	runtime.KeepAlive(ctx)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // DType reads the blob's element type.
@@ -671,7 +766,7 @@ func NewBlobFromProto(ctx *Context, bytes []byte) (*Blob, error) {
 	r, err := cBlobCreateFromProto(c, bytesPtr(bytes), C.size_t(len(bytes)))
 	runtime.KeepAlive(bytes)
 	runtime.KeepAlive(ctx)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // NewBlobFromProtoFile creates a blob from a BlobProto file (a .binaryproto), as Blob.NewBlobFromProto does,
@@ -684,7 +779,7 @@ func NewBlobFromProtoFile(ctx *Context, path string) (*Blob, error) {
 			return
 		})
 	})
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // GPUPtr returns a read-only device pointer to data or diff (Caffe's gpu_data / gpu_diff): allocates and
@@ -750,7 +845,7 @@ func NewTensor(ctx *Context, dtype DType, dims ...int64) (*Blob, error) {
 	r, err := cBlobCreateTensor(c, C.cblob_dtype(dtype), axes(dims), int64s(dims))
 	runtime.KeepAlive(dims)
 	runtime.KeepAlive(ctx)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // NewVector creates the NeoML vector blob (size, 1, 1, 1, 1, 1, 1): the size is the BatchLength, as in NeoML.
@@ -761,7 +856,7 @@ func NewVector(ctx *Context, dtype DType, size int64) (*Blob, error) {
 	}
 	r, err := cBlobCreateVector(c, C.cblob_dtype(dtype), C.int64_t(size))
 	runtime.KeepAlive(ctx)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // NewMatrix creates the NeoML matrix blob (height, width, 1, 1, 1, 1, 1): BatchLength = height, BatchWidth = width.
@@ -772,7 +867,7 @@ func NewMatrix(ctx *Context, dtype DType, height int64, width int64) (*Blob, err
 	}
 	r, err := cBlobCreateMatrix(c, C.cblob_dtype(dtype), C.int64_t(height), C.int64_t(width))
 	runtime.KeepAlive(ctx)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // NewDataBlob creates (batch_length, batch_width, 1, 1, 1, 1, channels), NeoML's CreateDataBlob.
@@ -783,7 +878,7 @@ func NewDataBlob(ctx *Context, dtype DType, batchLength int64, batchWidth int64,
 	}
 	r, err := cBlobCreateData(c, C.cblob_dtype(dtype), C.int64_t(batchLength), C.int64_t(batchWidth), C.int64_t(channels))
 	runtime.KeepAlive(ctx)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // NewListBlob creates (batch_length, batch_width, list_size, 1, 1, 1, channels), NeoML's CreateListBlob.
@@ -794,7 +889,7 @@ func NewListBlob(ctx *Context, dtype DType, batchLength int64, batchWidth int64,
 	}
 	r, err := cBlobCreateList(c, C.cblob_dtype(dtype), C.int64_t(batchLength), C.int64_t(batchWidth), C.int64_t(listSize), C.int64_t(channels))
 	runtime.KeepAlive(ctx)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // NewImage2DBlob creates (batch_length, batch_width, 1, height, width, 1, channels), NeoML's Create2DImageBlob.
@@ -805,7 +900,7 @@ func NewImage2DBlob(ctx *Context, dtype DType, batchLength int64, batchWidth int
 	}
 	r, err := cBlobCreateImage2d(c, C.cblob_dtype(dtype), C.int64_t(batchLength), C.int64_t(batchWidth), C.int64_t(height), C.int64_t(width), C.int64_t(channels))
 	runtime.KeepAlive(ctx)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // NewImage3DBlob creates (batch_length, batch_width, 1, height, width, depth, channels), NeoML's Create3DImageBlob.
@@ -816,7 +911,7 @@ func NewImage3DBlob(ctx *Context, dtype DType, batchLength int64, batchWidth int
 	}
 	r, err := cBlobCreateImage3d(c, C.cblob_dtype(dtype), C.int64_t(batchLength), C.int64_t(batchWidth), C.int64_t(height), C.int64_t(width), C.int64_t(depth), C.int64_t(channels))
 	runtime.KeepAlive(ctx)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // NewLike creates a blob with pattern's shape and context and the given dtype (NeoML's
@@ -830,7 +925,7 @@ func (b *Blob) NewLike(dtype DType) (*Blob, error) {
 	}
 	r, err := cBlobCreateLike(p, C.cblob_dtype(dtype))
 	runtime.KeepAlive(b)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // Dim returns the size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels; NeoML's TBlobDim is 0 to 6 only).
@@ -945,7 +1040,7 @@ func (b *Blob) Window(size int64) (*Blob, error) {
 	}
 	r, err := cWindowCreate(p, C.int64_t(size))
 	runtime.KeepAlive(b)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // SetWindowPosition moves the window to start at row `position` of its parent (NeoML's SetParentPos), which
@@ -1019,7 +1114,7 @@ func (b *Blob) WindowParent() (*Blob, error) {
 	}
 	r, err := cWindowParent(p)
 	runtime.KeepAlive(b)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // WindowOwner returns the first blob up the chain of parents that is not a window (NeoML's GetOwner), with a new hold for the caller.
@@ -1030,7 +1125,7 @@ func (b *Blob) WindowOwner() (*Blob, error) {
 	}
 	r, err := cWindowOwner(p)
 	runtime.KeepAlive(b)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // IsWindow writes 1 when the blob is a window, else 0.
@@ -1094,7 +1189,7 @@ func (b *Blob) DeepCopy() (*Blob, error) {
 	}
 	r, err := cBlobDeepCopy(p)
 	runtime.KeepAlive(b)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // Clone returns a new, independent blob of the given dtype with the blob's shape, and its data and diff
@@ -1107,7 +1202,7 @@ func (b *Blob) Clone(dtype DType) (*Blob, error) {
 	}
 	r, err := cBlobClone(p, C.cblob_dtype(dtype))
 	runtime.KeepAlive(b)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // Transposed returns a new blob with axes axis1 and axis2 swapped, in shape and data and diff (NeoML's
@@ -1120,7 +1215,7 @@ func (b *Blob) Transposed(axis1 int, axis2 int) (*Blob, error) {
 	}
 	r, err := cBlobTransposed(p, C.int32_t(axis1), C.int32_t(axis2))
 	runtime.KeepAlive(b)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // TransposeFrom writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
@@ -1302,7 +1397,60 @@ func NewArena(part Part, alignment int64, members ...*Blob) (*Blob, error) {
 	r, err := cArenaCreate(membersFirst, C.int64_t(len(membersList)), C.cblob_part(part), C.int64_t(alignment))
 	runtime.KeepAlive(members)
 	runtime.KeepAlive(membersList)
-	return created(r, err)
+	return blobCreated(r, err)
+}
+
+// newModel wraps a handle the caller owns; a finalizer drops it if it is never closed.
+func newModel(ptr *C.cblob_model) *Model {
+	m := &Model{ptr: ptr}
+	runtime.SetFinalizer(m, (*Model).release)
+	return m
+}
+
+// modelCreated wraps the handle a creating call returned, or passes its error on.
+func modelCreated(ptr *C.cblob_model, err error) (*Model, error) {
+	if err != nil {
+		return nil, err
+	}
+	return newModel(ptr), nil
+}
+
+// Close frees the model and drops its holds on its blobs; blobs the caller holds stay valid.
+// NULL is a no-op.
+// Calling Close again does nothing; the finalizer calls it, late, for one never closed.
+func (m *Model) Close() error {
+	if m != nil {
+		m.release()
+		runtime.SetFinalizer(m, nil)
+	}
+	return nil
+}
+
+// release drops the hold once (Close, or the finalizer).
+func (m *Model) release() {
+	if m.ptr != nil {
+		cModelDestroy(m.ptr)
+		m.ptr = nil
+	}
+}
+
+// handle returns the handle, or ErrClosed after Close.
+func (m *Model) handle() (*C.cblob_model, error) {
+	if m == nil || m.ptr == nil {
+		return nil, ErrClosed
+	}
+	return m.ptr, nil
+}
+
+// do runs a call on the handle and keeps the object alive through it.
+func (m *Model) do(call func(p *C.cblob_model) error) error {
+	p, err := m.handle()
+	if err != nil {
+		return err
+	}
+	err = call(p)
+	runtime.KeepAlive(m)
+	return err
 }
 
 // NewModel creates an empty model to fill with Model.AddLayer and save. name (may be NULL: the
@@ -1311,12 +1459,12 @@ func NewArena(part Part, alignment int64, members ...*Blob) (*Blob, error) {
 func NewModel(ctx *Context, format NetFormat, name string) (*Model, error) {
 	var r *C.cblob_model
 	err := ctx.do(func(c *C.cblob_context) (err error) {
-		return withOptionalString(name, "the name", func(cName *C.char) (err error) {
+		return withOptionalString(name, "the net's name", func(cName *C.char) (err error) {
 			r, err = cModelCreate(c, C.cblob_net_format(format), cName)
 			return
 		})
 	})
-	return newModel(r, err)
+	return modelCreated(r, err)
 }
 
 // OpenModel reads a serialized NetParameter (a .caffemodel) in the current or the V1 format. Every
@@ -1337,7 +1485,7 @@ func OpenModel(ctx *Context, bytes []byte) (*Model, error) {
 	r, err := cModelOpen(c, bytesPtr(bytes), C.size_t(len(bytes)))
 	runtime.KeepAlive(bytes)
 	runtime.KeepAlive(ctx)
-	return newModel(r, err)
+	return modelCreated(r, err)
 }
 
 // OpenModelFile reads a .caffemodel file as Model.OpenModel does, as a snapshot (the section's
@@ -1352,7 +1500,7 @@ func OpenModelFile(ctx *Context, path string) (*Model, error) {
 			return
 		})
 	})
-	return newModel(r, err)
+	return modelCreated(r, err)
 }
 
 // OpenModelFileLazy opens a .caffemodel file reading only its structure: layer names and types, and the shape,
@@ -1375,7 +1523,7 @@ func OpenModelFileLazy(ctx *Context, path string) (*Model, error) {
 			return
 		})
 	})
-	return newModel(r, err)
+	return modelCreated(r, err)
 }
 
 // Format reads the net's format (the file's, or the one it was created with).
@@ -1434,7 +1582,7 @@ func (m *Model) LayerBlob(layer int, index int) (*Blob, error) {
 	}
 	r, err := cModelLayerBlob(p, C.int64_t(layer), C.int64_t(index))
 	runtime.KeepAlive(m)
-	return created(r, err)
+	return blobCreated(r, err)
 }
 
 // AddLayer appends a layer with a name, a type and blobs. The model becomes a holder of each blob
@@ -1446,8 +1594,8 @@ func (m *Model) AddLayer(name string, type_ string, blobs ...*Blob) error {
 		return err
 	}
 	err = m.do(func(p *C.cblob_model) (err error) {
-		return withString(name, "the name", func(cName *C.char) (err error) {
-			return withString(type_, "the type", func(cType_ *C.char) (err error) {
+		return withString(name, "the layer name", func(cName *C.char) (err error) {
+			return withString(type_, "the layer type", func(cType_ *C.char) (err error) {
 				err = cModelAddLayer(p, cName, cType_, blobsFirst, C.int64_t(len(blobsList)))
 				return
 			})
@@ -1706,7 +1854,7 @@ func OpenSafetensors(ctx *Context, bytes []byte) (*Model, error) {
 	r, err := cModelOpenSafetensors(c, bytesPtr(bytes), C.size_t(len(bytes)))
 	runtime.KeepAlive(bytes)
 	runtime.KeepAlive(ctx)
-	return newModel(r, err)
+	return modelCreated(r, err)
 }
 
 // OpenSafetensorsFile reads a .safetensors file as Model.OpenSafetensors does.
@@ -1718,7 +1866,7 @@ func OpenSafetensorsFile(ctx *Context, path string) (*Model, error) {
 			return
 		})
 	})
-	return newModel(r, err)
+	return modelCreated(r, err)
 }
 
 // OpenNpz reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
@@ -1733,7 +1881,7 @@ func OpenNpz(ctx *Context, bytes []byte) (*Model, error) {
 	r, err := cModelOpenNpz(c, bytesPtr(bytes), C.size_t(len(bytes)))
 	runtime.KeepAlive(bytes)
 	runtime.KeepAlive(ctx)
-	return newModel(r, err)
+	return modelCreated(r, err)
 }
 
 // OpenNpzFile reads a .npz file as Model.OpenNpz does.
@@ -1745,7 +1893,7 @@ func OpenNpzFile(ctx *Context, path string) (*Model, error) {
 			return
 		})
 	})
-	return newModel(r, err)
+	return modelCreated(r, err)
 }
 
 // ReplaceBlobs wraps cblob_model_replace_blobs: Net surgery: for each layer of `weights` (from Model.OpenNpz or _safetensors, or any
@@ -1768,6 +1916,59 @@ func (m *Model) ReplaceBlobs(weights *Model) error {
 	err = cModelReplaceBlobs(p, h0)
 	runtime.KeepAlive(m)
 	runtime.KeepAlive(weights)
+	return err
+}
+
+// newComm wraps a handle the caller owns; a finalizer drops it if it is never closed.
+func newComm(ptr *C.cblob_comm) *Comm {
+	c := &Comm{ptr: ptr}
+	runtime.SetFinalizer(c, (*Comm).release)
+	return c
+}
+
+// commCreated wraps the handle a creating call returned, or passes its error on.
+func commCreated(ptr *C.cblob_comm, err error) (*Comm, error) {
+	if err != nil {
+		return nil, err
+	}
+	return newComm(ptr), nil
+}
+
+// Close frees the communicator and its engine's state. Requests still alive keep it until they are
+// destroyed. NULL is a no-op.
+// Calling Close again does nothing; the finalizer calls it, late, for one never closed.
+func (c *Comm) Close() error {
+	if c != nil {
+		c.release()
+		runtime.SetFinalizer(c, nil)
+	}
+	return nil
+}
+
+// release drops the hold once (Close, or the finalizer).
+func (c *Comm) release() {
+	if c.ptr != nil {
+		cCommDestroy(c.ptr)
+		c.ptr = nil
+	}
+}
+
+// handle returns the handle, or ErrClosed after Close.
+func (c *Comm) handle() (*C.cblob_comm, error) {
+	if c == nil || c.ptr == nil {
+		return nil, ErrClosed
+	}
+	return c.ptr, nil
+}
+
+// do runs a call on the handle and keeps the object alive through it.
+func (c *Comm) do(call func(p *C.cblob_comm) error) error {
+	p, err := c.handle()
+	if err != nil {
+		return err
+	}
+	err = call(p)
+	runtime.KeepAlive(c)
 	return err
 }
 
@@ -1849,6 +2050,21 @@ func (c *Comm) Barrier() error {
 	err = cCommBarrier(p)
 	runtime.KeepAlive(c)
 	return err
+}
+
+// Version returns the library's version as "major.minor.patch"; never NULL.
+func Version() string {
+	return cVersion()
+}
+
+// BLASInfo returns the CPU BLAS in use and its threading (for example "BLIS 0.9.0, pthreads, 1 thread"); never NULL.
+func BLASInfo() string {
+	return cBlasInfo()
+}
+
+// CPUFeatures returns the vector extensions the CPU kernels selected at load time (for example "avx512f"); never NULL.
+func CPUFeatures() string {
+	return cCPUFeatures()
 }
 
 // DetectProto tells which Caffe message the bytes hold, from their top-level fields: a NetParameter has

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the helpers every call uses: two-call
+// buffers, strings and paths in C memory, lists of handles.
+
 package cblob
 
 /*

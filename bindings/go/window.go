@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the package documentation of windows
+// (their methods are generated).
+
 package cblob
 
 // #include <cblob/cblob.h>

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): argument checks and the adoption of the
+// blobs a BlobProtoVector read makes.
 using System;
 
 namespace CBlob

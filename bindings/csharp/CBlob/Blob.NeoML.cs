@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): typed copies (generic over the element
+// type, from pinned arrays).
 using System;
 using System.Runtime.InteropServices;
 

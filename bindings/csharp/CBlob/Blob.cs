@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Blob type's constructor, Dispose
+// (which ends open mappings), host spans, and SetCpuData (a pinned array with a release
+// callback).
 using System;
 using System.Runtime.InteropServices;
 
@@ -53,9 +56,6 @@ namespace CBlob
     /// </example>
     public sealed partial class Blob : IDisposable
     {
-        readonly BlobHandle handle;
-        readonly Guard guard;
-
         /// <summary>
         /// A blob of the given dtype and shape (Caffe's <c>Blob(shape)</c>); no dimensions make a
         /// scalar (count 1). Nothing is allocated until the first access.
@@ -70,15 +70,6 @@ namespace CBlob
         {
         }
 
-        Blob(BlobHandle handle)
-        {
-            this.handle = handle;
-            guard = new Guard(handle);
-        }
-
-        /// <summary>A call that creates a blob into its out-parameter.</summary>
-        internal delegate Status Creator(out BlobHandle created);
-
         /// <summary>The handle a creating call made, or the call's error.</summary>
         static BlobHandle NewHandle(Creator create)
         {
@@ -90,12 +81,6 @@ namespace CBlob
                 throw CBlobException.Last(status);
             }
             return created;
-        }
-
-        /// <summary>A blob from a call that creates one, or the call's error.</summary>
-        internal static Blob Created(Creator create)
-        {
-            return new Blob(NewHandle(create));
         }
 
         /// <summary>A call that creates a blob in a context.</summary>
@@ -124,33 +109,6 @@ namespace CBlob
             return new Blob(new BlobHandle(owned));
         }
 
-        /// <summary>A call that makes a new blob from another.</summary>
-        internal delegate Status Deriver(IntPtr blob, out BlobHandle created);
-
-        /// <summary>A blob made from this one by a call, or the call's error.</summary>
-        internal Blob Derived(Deriver derive)
-        {
-            using (var b = guard.Use())
-            {
-                IntPtr ptr = b;
-                return Created((out BlobHandle created) => derive(ptr, out created));
-            }
-        }
-
-        /// <summary>
-        /// The native handle, for interop; it stays owned by this blob (do not dispose it). Calls
-        /// made through it are guarded only if they take the SafeHandle.
-        /// </summary>
-        public BlobHandle Handle { get { return handle; } }
-
-        /// <summary>The guard of a blob argument (ArgumentNullException for null).</summary>
-        internal static Guard GuardOf(Blob blob, string name)
-        {
-            if (blob == null)
-                throw new ArgumentNullException(name);
-            return blob.guard;
-        }
-
         /// <summary>
         /// Ends the mappings made through this object that are still open (newest first; see
         /// <see cref="Map{T}"/>) and releases this object's hold on the blob; calling it again
@@ -171,9 +129,6 @@ namespace CBlob
                 guard.Dispose();
             }
         }
-
-        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
-        public bool IsDisposed { get { return guard.IsDisposed; } }
 
         // ---- shape ------------------------------------------------------------------------
 

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): communicators over MPI (libcblob_mpi
+// loaded at run time) and NCCL (a fixed-size id), and requests that keep their blobs until they
+// end.
 using System;
 using System.Runtime.InteropServices;
 
@@ -25,15 +28,6 @@ namespace CBlob
     /// </remarks>
     public sealed partial class Comm : IDisposable
     {
-        readonly CommHandle handle;
-        readonly Guard guard;
-
-        Comm(CommHandle handle)
-        {
-            this.handle = handle;
-            guard = new Guard(handle);
-        }
-
         /// <summary>
         /// A communicator over MPI_COMM_WORLD (under mpirun, its ranks; started alone, one rank)
         /// through libcblob_mpi.so.1, loaded at run time (<see cref="MpiLibraryPath"/>): libcblob
@@ -135,9 +129,6 @@ namespace CBlob
             }
         }
 
-        /// <summary>The native handle, for interop; it stays owned by this object.</summary>
-        public CommHandle Handle { get { return handle; } }
-
         /// <summary>
         /// How long a wait may take before it throws <see cref="Status.Timeout"/> (and breaks the
         /// communicator), in whole milliseconds; null (the default) waits as long as it takes. Set
@@ -189,15 +180,6 @@ namespace CBlob
                 return CommRequest.Started(status, request);
             }
         }
-
-        /// <summary>Frees the communicator; calling it again does nothing.</summary>
-        public void Dispose()
-        {
-            guard.Dispose();
-        }
-
-        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
-        public bool IsDisposed { get { return guard.IsDisposed; } }
 
         /// <inheritdoc/>
         public override string ToString()

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Context type's documentation and
+// constructor; its one-call members and lifetime are generated.
 using System;
 
 namespace CBlob
@@ -16,45 +18,24 @@ namespace CBlob
     /// </remarks>
     public sealed partial class Context : IDisposable
     {
-        readonly ContextHandle handle;
-        readonly Guard guard;
-
         /// <summary>A new context in CPU mode.</summary>
         public Context()
+            : this(Create())
         {
-            Status status = NativeMethods.cblob_context_create(out handle);
+        }
+
+        static ContextHandle Create()
+        {
+            ContextHandle created;
+            Status status = NativeMethods.cblob_context_create(out created);
             if (status != Status.Ok)
             {
-                handle.Dispose();
+                created.Dispose();
                 throw CBlobException.Last(status);
             }
-            guard = new Guard(handle);
+            return created;
         }
 
-        /// <summary>
-        /// The native handle, for interop; it stays owned by this context (do not dispose it).
-        /// </summary>
-        public ContextHandle Handle { get { return handle; } }
 
-        /// <summary>Starts a call with the context's handle.</summary>
-        internal Use Use()
-        {
-            return guard.Use();
-        }
-
-        /// <summary>The guard of a context argument (ArgumentNullException for null).</summary>
-        internal static Guard GuardOf(Context context, string name)
-        {
-            return Blob.Required(context, name).guard;
-        }
-
-        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
-        public bool IsDisposed { get { return guard.IsDisposed; } }
-
-        /// <summary>Drops this object's hold on the context; calling it again does nothing.</summary>
-        public void Dispose()
-        {
-            guard.Dispose();
-        }
     }
 }

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the GpuVersions record and SetGpuData (a
+// device buffer with a release Action).
 using System;
 using System.Runtime.ExceptionServices;
 using System.Runtime.InteropServices;

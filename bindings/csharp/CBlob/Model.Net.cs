@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Rule and ParamSpec records, and the
+// reads of several calls into them and into a typed array of a blob's values.
 using System;
 using System.Collections.Generic;
 using System.Runtime.InteropServices;

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Model type's documentation and
+// constructor, and the reads of several calls into one object (layers, a layer's blobs).
 using System;
 using System.Collections.Generic;
 
@@ -51,38 +53,7 @@ namespace CBlob
     /// </remarks>
     public sealed partial class Model : IDisposable
     {
-        readonly ModelHandle handle;
-        readonly Guard guard;
-
-        Model(ModelHandle handle)
-        {
-            this.handle = handle;
-            guard = new Guard(handle);
-        }
-
         delegate Status ModelCreator(IntPtr context, out ModelHandle created);
-
-        /// <summary>A call that creates a model into its out-parameter.</summary>
-        internal delegate Status Creator(out ModelHandle created);
-
-        /// <summary>A model from a call that creates one, or the call's error.</summary>
-        internal static Model Created(Creator create)
-        {
-            ModelHandle created;
-            Status status = create(out created);
-            if (status != Status.Ok)
-            {
-                created.Dispose();
-                throw CBlobException.Last(status);
-            }
-            return new Model(created);
-        }
-
-        /// <summary>The guard of a model argument (ArgumentNullException for null).</summary>
-        internal static Guard GuardOf(Model model, string name)
-        {
-            return Blob.Required(model, name).guard;
-        }
 
         static ModelHandle NewHandle(Context context, ModelCreator create)
         {
@@ -108,9 +79,6 @@ namespace CBlob
                 NativeMethods.cblob_model_create(c, format, Text.ToUtf8(name, "the net's name"), out h)))
         {
         }
-
-        /// <summary>The native handle, for interop; it stays owned by this model (do not dispose it).</summary>
-        public ModelHandle Handle { get { return handle; } }
 
         /// <summary>The name, type and number of blobs of a layer.</summary>
         public Layer GetLayer(int index)
@@ -156,16 +124,5 @@ namespace CBlob
             return blobs;
         }
 
-        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
-        public bool IsDisposed { get { return guard.IsDisposed; } }
-
-        /// <summary>
-        /// Frees the model and drops its holds on its blobs; blobs taken from it stay valid.
-        /// Calling it again does nothing.
-        /// </summary>
-        public void Dispose()
-        {
-            guard.Dispose();
-        }
     }
 }

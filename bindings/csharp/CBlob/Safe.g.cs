@@ -14,6 +14,62 @@ namespace CBlob
 {
     public sealed partial class Context
     {
+        readonly ContextHandle handle;
+        readonly Guard guard;
+        
+        Context(ContextHandle handle)
+        {
+            this.handle = handle;
+            guard = new Guard(handle);
+        }
+        
+        /// <summary>The native handle, for interop; it stays owned by this object (do not dispose it).</summary>
+        public ContextHandle Handle { get { return handle; } }
+        
+        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
+        public bool IsDisposed { get { return guard.IsDisposed; } }
+        
+        /// <summary>
+        /// Drops the caller's hold on a context. Blobs created in it keep it alive until they are
+        /// destroyed. NULL is a no-op.
+        /// Calling it again does nothing. A call in flight on another thread finishes first: the
+        /// hold is dropped when it returns.
+        /// </summary>
+        public void Dispose()
+        {
+            guard.Dispose();
+        }
+        
+        /// <summary>Starts a call with the handle (ObjectDisposedException after Dispose).</summary>
+        internal Use Use()
+        {
+            return guard.Use();
+        }
+        
+        /// <summary>The guard of an argument (ArgumentNullException for null).</summary>
+        internal static Guard GuardOf(Context context, string name)
+        {
+            if (context == null)
+                throw new ArgumentNullException(name);
+            return context.guard;
+        }
+        
+        /// <summary>A call that creates a handle into its out-parameter.</summary>
+        internal delegate Status Creator(out ContextHandle created);
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static Context Created(Creator create)
+        {
+            ContextHandle created;
+            Status status = create(out created);
+            if (status != Status.Ok)
+            {
+                created.Dispose();
+                throw CBlobException.Last(status);
+            }
+            return new Context(created);
+        }
+
         /// <summary>
         /// Sets where copies run (Blob.CopyFrom) and whether new host buffers are pinned.
         /// Mode.Gpu needs a working GPU: without one the call fails with the status that says
@@ -199,6 +255,51 @@ namespace CBlob
 
     public sealed partial class Blob
     {
+        readonly BlobHandle handle;
+        readonly Guard guard;
+        
+        Blob(BlobHandle handle)
+        {
+            this.handle = handle;
+            guard = new Guard(handle);
+        }
+        
+        /// <summary>The native handle, for interop; it stays owned by this object (do not dispose it).</summary>
+        public BlobHandle Handle { get { return handle; } }
+        
+        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
+        public bool IsDisposed { get { return guard.IsDisposed; } }
+        
+        /// <summary>Starts a call with the handle (ObjectDisposedException after Dispose).</summary>
+        internal Use Use()
+        {
+            return guard.Use();
+        }
+        
+        /// <summary>The guard of an argument (ArgumentNullException for null).</summary>
+        internal static Guard GuardOf(Blob blob, string name)
+        {
+            if (blob == null)
+                throw new ArgumentNullException(name);
+            return blob.guard;
+        }
+        
+        /// <summary>A call that creates a handle into its out-parameter.</summary>
+        internal delegate Status Creator(out BlobHandle created);
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static Blob Created(Creator create)
+        {
+            BlobHandle created;
+            Status status = create(out created);
+            if (status != Status.Ok)
+            {
+                created.Dispose();
+                throw CBlobException.Last(status);
+            }
+            return new Blob(created);
+        }
+
         /// <summary>
         /// Creates a 4-axis blob (num, channels, height, width), Caffe's Blob(n, c, h, w).
         /// </summary>
@@ -1250,6 +1351,62 @@ namespace CBlob
 
     public sealed partial class Model
     {
+        readonly ModelHandle handle;
+        readonly Guard guard;
+        
+        Model(ModelHandle handle)
+        {
+            this.handle = handle;
+            guard = new Guard(handle);
+        }
+        
+        /// <summary>The native handle, for interop; it stays owned by this object (do not dispose it).</summary>
+        public ModelHandle Handle { get { return handle; } }
+        
+        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
+        public bool IsDisposed { get { return guard.IsDisposed; } }
+        
+        /// <summary>
+        /// Frees the model and drops its holds on its blobs; blobs the caller holds stay valid.
+        /// NULL is a no-op.
+        /// Calling it again does nothing. A call in flight on another thread finishes first: the
+        /// hold is dropped when it returns.
+        /// </summary>
+        public void Dispose()
+        {
+            guard.Dispose();
+        }
+        
+        /// <summary>Starts a call with the handle (ObjectDisposedException after Dispose).</summary>
+        internal Use Use()
+        {
+            return guard.Use();
+        }
+        
+        /// <summary>The guard of an argument (ArgumentNullException for null).</summary>
+        internal static Guard GuardOf(Model model, string name)
+        {
+            if (model == null)
+                throw new ArgumentNullException(name);
+            return model.guard;
+        }
+        
+        /// <summary>A call that creates a handle into its out-parameter.</summary>
+        internal delegate Status Creator(out ModelHandle created);
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static Model Created(Creator create)
+        {
+            ModelHandle created;
+            Status status = create(out created);
+            if (status != Status.Ok)
+            {
+                created.Dispose();
+                throw CBlobException.Last(status);
+            }
+            return new Model(created);
+        }
+
         /// <summary>
         /// Reads a serialized NetParameter (a .caffemodel) in the current or the V1 format. Every
         /// layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
@@ -1388,8 +1545,8 @@ namespace CBlob
         /// </summary>
         public void AddLayer(string name, string type, params Blob[] blobs)
         {
-            byte[] nameUtf8 = Text.ToUtf8(Blob.Required(name, nameof(name)), "the name");
-            byte[] typeUtf8 = Text.ToUtf8(Blob.Required(type, nameof(type)), "the type");
+            byte[] nameUtf8 = Text.ToUtf8(Blob.Required(name, nameof(name)), "the layer name");
+            byte[] typeUtf8 = Text.ToUtf8(Blob.Required(type, nameof(type)), "the layer type");
             using (var u0 = guard.Use())
             using (var u1 = Guard.UseAll(Proto.Guards(blobs)))
                 CBlobException.Check(NativeMethods.cblob_model_add_layer(u0, nameUtf8, typeUtf8, u1.Ptrs, u1.Ptrs.Length));
@@ -1714,6 +1871,62 @@ namespace CBlob
 
     public sealed partial class Comm
     {
+        readonly CommHandle handle;
+        readonly Guard guard;
+        
+        Comm(CommHandle handle)
+        {
+            this.handle = handle;
+            guard = new Guard(handle);
+        }
+        
+        /// <summary>The native handle, for interop; it stays owned by this object (do not dispose it).</summary>
+        public CommHandle Handle { get { return handle; } }
+        
+        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
+        public bool IsDisposed { get { return guard.IsDisposed; } }
+        
+        /// <summary>
+        /// Frees the communicator and its engine's state. Requests still alive keep it until they are
+        /// destroyed. NULL is a no-op.
+        /// Calling it again does nothing. A call in flight on another thread finishes first: the
+        /// hold is dropped when it returns.
+        /// </summary>
+        public void Dispose()
+        {
+            guard.Dispose();
+        }
+        
+        /// <summary>Starts a call with the handle (ObjectDisposedException after Dispose).</summary>
+        internal Use Use()
+        {
+            return guard.Use();
+        }
+        
+        /// <summary>The guard of an argument (ArgumentNullException for null).</summary>
+        internal static Guard GuardOf(Comm comm, string name)
+        {
+            if (comm == null)
+                throw new ArgumentNullException(name);
+            return comm.guard;
+        }
+        
+        /// <summary>A call that creates a handle into its out-parameter.</summary>
+        internal delegate Status Creator(out CommHandle created);
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static Comm Created(Creator create)
+        {
+            CommHandle created;
+            Status status = create(out created);
+            if (status != Status.Ok)
+            {
+                created.Dispose();
+                throw CBlobException.Last(status);
+            }
+            return new Comm(created);
+        }
+
         /// <summary>
         /// This process's rank in the communicator.
         /// </summary>
@@ -1780,6 +1993,42 @@ namespace CBlob
         {
             using (var u0 = guard.Use())
                 CBlobException.Check(NativeMethods.cblob_comm_barrier(u0));
+        }
+    }
+
+    public static partial class Library
+    {
+        /// <summary>
+        /// The library's version as "major.minor.patch"; never NULL.
+        /// </summary>
+        public static string Version
+        {
+            get
+            {
+                return Text.FromUtf8(NativeMethods.cblob_version());
+            }
+        }
+
+        /// <summary>
+        /// The CPU BLAS in use and its threading (for example "BLIS 0.9.0, pthreads, 1 thread"); never NULL.
+        /// </summary>
+        public static string BlasInfo
+        {
+            get
+            {
+                return Text.FromUtf8(NativeMethods.cblob_blas_info());
+            }
+        }
+
+        /// <summary>
+        /// The vector extensions the CPU kernels selected at load time (for example "avx512f"); never NULL.
+        /// </summary>
+        public static string CpuFeatures
+        {
+            get
+            {
+                return Text.FromUtf8(NativeMethods.cblob_cpu_features());
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): strings and the two-call convention.
 using System;
 using System.Text;
 

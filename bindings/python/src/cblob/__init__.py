@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# Hand-written (not generated from codegen/bindings/): the package's front page and exports.
 """cblob: Caffe's .caffemodel and .binaryproto files as NumPy arrays, and Caffe-style blobs
 (data and diff, synced lazily between host and GPU, with NeoML's operations), without Caffe.
 
@@ -30,11 +31,7 @@ from ._model import Layer, Model, ParamSpec, Rule
 from ._raw import (ABI_VERSION_MAJOR, ABI_VERSION_MINOR, MAX_AXES, NEOML_AXES, CacheMode, Dim, DType, ExportFlags, Head,
                    JsonFlags, Memory, Mode, NetFormat, Part, Phase, ProtoKind, ReduceOp, RuleKind, Status)
 from ._safe import *  # noqa: F401,F403 (the generated free functions: gpu_probe, detect, ...; _safe.__all__)
-
-
-def version():
-    """The loaded library's version ("1.1.0")."""
-    return _lib.cblob_version().decode()
+from ._safe import version
 
 
 def _package_version():
@@ -55,16 +52,6 @@ def abi_version():
     return value >> 16, value & 0xFFFF
 
 
-def blas_info():
-    """The CPU BLAS in use ("BLIS 0.9.0, pthreads, 1 thread")."""
-    return _lib.cblob_blas_info().decode()
-
-
-def cpu_features():
-    """The vector extensions the CPU kernels chose ("avx512f")."""
-    return _lib.cblob_cpu_features().decode()
-
-
 __all__ = [
     "ABI_VERSION_MAJOR", "ABI_VERSION_MINOR", "MAX_AXES", "NEOML_AXES",
     "Arena", "Blob", "CacheMode", "Comm", "CblobError", "CblobIOError", "CblobMemoryError", "CommError", "CommTimeoutError", "Context", "DType", "DTypeError",
@@ -72,7 +59,7 @@ __all__ = [
     "JsonFlags", "Layer", "Memory", "Mode", "Model", "NetFormat", "NotImplementedForDTypeError", "OutOfRangeError", "ParamSpec",
     "ParseError", "Part", "Phase", "ProtoKind", "ReduceOp", "Request", "Rule", "RuleKind", "ShapeError", "SizeOverflowError",
     "StateError", "Status", "Window",
-    "abi_version", "blas_info", "cpu_features", "default_context", "finalize_mpi", "kernel_cache_warm_up",
+    "abi_version", "default_context", "finalize_mpi", "kernel_cache_warm_up",
     "library_path", "load", "load_blob", "load_blobs", "load_npz", "load_safetensors", "mpi_library_path", "save_blob",
-    "save_blobs", "version",
+    "save_blobs",
 ] + _safe.__all__

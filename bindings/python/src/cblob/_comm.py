@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# Hand-written (not generated from codegen/bindings/): arenas, communicators over MPI (mpi4py,
+# libcblob_mpi loaded at run time) and NCCL, and requests that keep their blobs until they end.
 """Arenas and communicators: data-parallel training as Caffe did it on many GPUs (all-reduce the
 diffs of the learnable blobs after each backward pass), over MPI or NCCL.
 

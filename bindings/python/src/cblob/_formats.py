@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# Hand-written (not generated from codegen/bindings/): the one-line entry points over NumPy arrays
+# (and Caffe's legacy dims).
 """The one-line entry points: Caffe, safetensors and npz files to and from NumPy arrays."""
 import os
 import secrets

@@ -1025,6 +1025,21 @@ class _WindowMethods:
         check(lib.cblob_window_set_size(self._h, size))
 
 
+def version() -> str:
+    """The library's version as "major.minor.patch"; never NULL."""
+    return lib.cblob_version().decode("utf-8", "replace")
+
+
+def blas_info() -> str:
+    """The CPU BLAS in use and its threading (for example "BLIS 0.9.0, pthreads, 1 thread"); never NULL."""
+    return lib.cblob_blas_info().decode("utf-8", "replace")
+
+
+def cpu_features() -> str:
+    """The vector extensions the CPU kernels selected at load time (for example "avx512f"); never NULL."""
+    return lib.cblob_cpu_features().decode("utf-8", "replace")
+
+
 def detect(data: bytes) -> ProtoKind:
     """Tells which Caffe message the bytes hold, from their top-level fields: a NetParameter has
     `layer` (100) or `layers` (2) or another field only a net has; a BlobProto has legacy dims,
@@ -1121,4 +1136,4 @@ def kernel_cache_dir() -> str:
 
 from . import _blob, _context  # noqa: E402 (after the tables their classes derive from)
 
-__all__ = ["detect", "detect_file", "blob_vector_to_bytes", "blob_vector_from_bytes", "gpu_probe", "gpu_versions", "gpu_device_name", "gpu_report", "kernel_cache_mode", "kernel_cache_dir", ]
+__all__ = ["version", "blas_info", "cpu_features", "detect", "detect_file", "blob_vector_to_bytes", "blob_vector_from_bytes", "gpu_probe", "gpu_versions", "gpu_device_name", "gpu_report", "kernel_cache_mode", "kernel_cache_dir", ]

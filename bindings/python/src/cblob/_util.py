@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# Hand-written (not generated from codegen/bindings/): the helpers every call uses (shapes,
+# dtypes, two-call buffers, handle arrays).
 """Helpers the safe layer shares: the two-call convention for text and bytes, paths, shapes,
 dtypes, and objects that must outlive the interpreter's teardown."""
 import ctypes

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Blob type with its view counters
+// (memory.rs), its host views (slices whose borrows keep the memory) and set_cpu_data (a Vec
+// handed to the library with a release callback).
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;

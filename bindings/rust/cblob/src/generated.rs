@@ -15,7 +15,7 @@
 
 use std::ffi::{c_void, CStr};
 use std::path::{Path, PathBuf};
-use std::ptr;
+use std::ptr::{self, NonNull};
 use std::sync::Arc;
 
 use crate::call::{flag_bits, known, len_i32, len_i64, must, read_array, read_created};
@@ -24,6 +24,20 @@ use crate::memory::{with_access, with_owned_access, Access, Memory};
 use crate::*;
 
 impl Context {
+    /// Runs a call that makes a new handle into `out` and takes ownership of it.
+    pub(crate) fn created(call: impl FnOnce(*mut *mut sys::cblob_context) -> sys::cblob_status) -> Result<Context> {
+        let mut raw = ptr::null_mut();
+        check(call(&mut raw))?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::Internal, "a NULL cblob_context handle"))?;
+        Ok(Context { raw })
+    }
+    
+    /// The raw handle, for calls through [`crate::sys`]; it stays owned by `self`.
+    #[inline]
+    pub fn as_ptr(&self) -> *mut sys::cblob_context {
+        self.raw.as_ptr()
+    }
+
     /// Sets where copies run (`Blob::copy_from`) and whether new host buffers are pinned.
     /// Mode::Gpu needs a working GPU: without one the call fails with the status that says
     /// why (no driver, stub driver, no device, ...) and the mode stays as it was.
@@ -153,6 +167,14 @@ impl Context {
     #[inline]
     pub fn clear_log(&mut self) -> Result<()> {
         check(unsafe { sys::cblob_context_clear_log(self.as_ptr()) })
+    }
+}
+
+impl Drop for Context {
+    /// Drops the caller's hold on a context. Blobs created in it keep it alive until they are
+    /// destroyed. NULL is a no-op.
+    fn drop(&mut self) {
+        unsafe { sys::cblob_context_destroy(self.raw.as_ptr()) }
     }
 }
 
@@ -776,6 +798,29 @@ impl Blob {
 }
 
 impl Net {
+    /// Runs a call that makes a new handle into `out` and takes ownership of it.
+    pub(crate) fn created(call: impl FnOnce(*mut *mut sys::cblob_model) -> sys::cblob_status) -> Result<Net> {
+        let mut raw = ptr::null_mut();
+        check(call(&mut raw))?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::Internal, "a NULL cblob_model handle"))?;
+        Ok(Net { raw })
+    }
+    
+    /// The raw handle, for calls through [`crate::sys`]; it stays owned by `self`.
+    #[inline]
+    pub fn as_ptr(&self) -> *mut sys::cblob_model {
+        self.raw.as_ptr()
+    }
+
+    /// Creates an empty model to fill with `Net::add_layer` and save. name (may be NULL: the
+    /// net then has none) is copied. A V1 model writes V1LayerParameter, whose type is an enum:
+    /// its layers' types must be LayerType names ("CONVOLUTION") or numbers.
+    #[inline]
+    pub fn new(context: &Context, format: NetFormat, name: Option<&str>) -> Result<Net> {
+        let name = name.map(|t| c_string(t, "the net's name")).transpose()?;
+        Net::created(|out| unsafe { sys::cblob_model_create(context.as_ptr(), format.raw(), name.as_deref().map_or(ptr::null(), CStr::as_ptr), out) })
+    }
+
     /// Reads a serialized NetParameter (a .caffemodel) in the current or the V1 format. Every
     /// layer is kept, also those without blobs, in file order. A V1 layer's type is its LayerType
     /// enum name ("CONVOLUTION"; a value the enum does not name reads as its decimal number); a
@@ -887,11 +932,22 @@ impl Net {
         Blob::created(|out| unsafe { sys::cblob_model_layer_blob(self.as_ptr(), layer as i64, index as i64, out) })
     }
 
+    /// Appends a layer with a name, a type and blobs. The model becomes a holder of each blob
+    /// (nothing is copied): the values written are the blobs' values at save time. In a V1 model
+    /// the type must be a LayerType enum name ("INNER_PRODUCT") or a decimal number.
+    #[inline]
+    pub fn add_layer(&mut self, name: &str, kind: &str, blobs: &[&Blob]) -> Result<()> {
+        let name = c_string(name, "the layer name")?;
+        let kind = c_string(kind, "the layer type")?;
+        let blobs_raw: Vec<*mut sys::cblob_blob> = blobs.iter().map(|b| b.as_ptr()).collect();
+        check(unsafe { sys::cblob_model_add_layer(self.as_ptr(), name.as_ptr(), kind.as_ptr(), blobs_raw.as_ptr(), len_i64(blobs_raw.len())) })
+    }
+
     /// Serializes the model as a NetParameter in its format. A model opened from bytes or a file
     /// writes them back: every field in its order, blobs with their current values (with
     /// write_diff 0 their diff fields are left out); a blob reshaped since, or whose diff was
     /// written where the file has none, is written as `Blob::to_proto` writes it. Layers
-    /// added with cblob_model_add_layer (and every layer of a created model) are written as
+    /// added with `Net::add_layer` (and every layer of a created model) are written as
     /// Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
     /// `Blob::to_proto` writes it.
     #[inline]
@@ -1094,6 +1150,14 @@ impl Net {
     }
 }
 
+impl Drop for Net {
+    /// Frees the model and drops its holds on its blobs; blobs the caller holds stay valid.
+    /// NULL is a no-op.
+    fn drop(&mut self) {
+        unsafe { sys::cblob_model_destroy(self.raw.as_ptr()) }
+    }
+}
+
 impl Window<'_> {
     /// Moves the window to start at row `position` of its parent (NeoML's SetParentPos), which
     /// must be in \[0, parent's first dimension - window size\]; a negative position is an error
@@ -1139,6 +1203,20 @@ impl Window<'_> {
 }
 
 impl Comm {
+    /// Runs a call that makes a new handle into `out` and takes ownership of it.
+    pub(crate) fn created(call: impl FnOnce(*mut *mut sys::cblob_comm) -> sys::cblob_status) -> Result<Comm> {
+        let mut raw = ptr::null_mut();
+        check(call(&mut raw))?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::Internal, "a NULL cblob_comm handle"))?;
+        Ok(Comm { raw })
+    }
+    
+    /// The raw handle, for calls through [`crate::sys`]; it stays owned by `self`.
+    #[inline]
+    pub fn as_ptr(&self) -> *mut sys::cblob_comm {
+        self.raw.as_ptr()
+    }
+
     /// This process's rank in the communicator.
     #[inline]
     pub fn rank(&self) -> i32 {
@@ -1163,10 +1241,59 @@ impl Comm {
         check(unsafe { sys::cblob_comm_set_bucket_bytes(self.as_ptr(), bytes) })
     }
 
+    /// cblob_comm_allreduce_start, then cblob_comm_request_wait.
+    #[inline]
+    pub fn allreduce(&self, blobs: &mut [&mut Blob], part: Part, op: ReduceOp) -> Result<()> {
+        let blobs_raw: Vec<*mut sys::cblob_blob> = blobs.iter().map(|b| b.as_ptr()).collect();
+        let mut uses: Vec<(&Arc<Memory>, Access)> = Vec::new();
+        uses.extend(blobs.iter().map(|b| (b.memory(part), Access::Write)));
+        with_access(&uses, || check(unsafe { sys::cblob_comm_allreduce(self.as_ptr(), blobs_raw.as_ptr(), len_i64(blobs_raw.len()), part.raw(), op.raw()) }))
+    }
+
+    /// cblob_comm_broadcast_start, then cblob_comm_request_wait.
+    #[inline]
+    pub fn broadcast(&self, blobs: &mut [&mut Blob], part: Part, root: i32) -> Result<()> {
+        let blobs_raw: Vec<*mut sys::cblob_blob> = blobs.iter().map(|b| b.as_ptr()).collect();
+        let mut uses: Vec<(&Arc<Memory>, Access)> = Vec::new();
+        uses.extend(blobs.iter().map(|b| (b.memory(part), Access::Write)));
+        with_access(&uses, || check(unsafe { sys::cblob_comm_broadcast(self.as_ptr(), blobs_raw.as_ptr(), len_i64(blobs_raw.len()), part.raw(), root) }))
+    }
+
     /// cblob_comm_barrier_start, then cblob_comm_request_wait.
     #[inline]
     pub fn barrier(&self) -> Result<()> {
         check(unsafe { sys::cblob_comm_barrier(self.as_ptr()) })
+    }
+}
+
+impl Drop for Comm {
+    /// Frees the communicator and its engine's state. Requests still alive keep it until they are
+    /// destroyed. NULL is a no-op.
+    fn drop(&mut self) {
+        unsafe { sys::cblob_comm_destroy(self.raw.as_ptr()) }
+    }
+}
+
+/// The free functions of `the crate root`.
+pub mod library {
+    use super::*;
+
+    /// The library's version as "major.minor.patch"; never NULL.
+    #[inline]
+    pub fn version() -> String {
+        unsafe { text(sys::cblob_version()) }
+    }
+
+    /// The CPU BLAS in use and its threading (for example "BLIS 0.9.0, pthreads, 1 thread"); never NULL.
+    #[inline]
+    pub fn blas_info() -> String {
+        unsafe { text(sys::cblob_blas_info()) }
+    }
+
+    /// The vector extensions the CPU kernels selected at load time (for example "avx512f"); never NULL.
+    #[inline]
+    pub fn cpu_features() -> String {
+        unsafe { text(sys::cblob_cpu_features()) }
     }
 }
 

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Versions record, the no-GPU statuses
+// and set_gpu_data (a device buffer with a release closure).
 //! The GPU backend (CUDA): what the machine has, and the kernel cache.
 //!
 //! The library loads and works without a GPU; the calls that need one then fail with the status

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the view counters that keep blobs sharing
+// memory from aliasing views.
 //! Borrow tracking for memory that several blobs can share.
 //!
 //! After `b.share(&a, Part::Data)` two Rust blobs reach one C storage, so the borrow checker,

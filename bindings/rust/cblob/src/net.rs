@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Net type and the reads of several
+// calls into one Rust value (rules with their stages, param specs, a typed vector of a blob's
+// values).
 //! Nets kept as their bytes: a `.caffemodel` opened whole, with its structure, saved byte for
 //! byte, exported to safetensors or NumPy `.npz`, and changed by net surgery. The type and the
 //! methods that read more than one call's worth (a layer's rules with their stages, its param
@@ -29,7 +32,9 @@ use crate::{sys, Part, Phase, RuleKind, Status};
 /// # Ok::<(), cblob::Error>(())
 /// ```
 #[derive(Debug)]
-pub struct Net(NonNull<sys::cblob_model>);
+pub struct Net {
+    pub(crate) raw: NonNull<sys::cblob_model>,
+}
 
 // SAFETY: the library allows distinct models on distinct threads; &Net only reaches the pure
 // getters and the exports, which the library guards.
@@ -62,20 +67,9 @@ pub struct ParamSpec {
 }
 
 impl Net {
-    /// Runs a call that makes a new model into `out` and takes ownership of the result.
-    pub(crate) fn created(call: impl FnOnce(*mut *mut sys::cblob_model) -> sys::cblob_status) -> Result<Net> {
-        let mut raw = ptr::null_mut();
-        check(call(&mut raw))?;
-        NonNull::new(raw).map(Net).ok_or_else(|| Error::new(Status::Internal, "a NULL model handle"))
-    }
-
-    /// The raw handle, for calls through [`crate::sys`]; it stays owned by `self`.
-    pub fn as_ptr(&self) -> *mut sys::cblob_model {
-        self.0.as_ptr()
-    }
 
     fn ptr(&self) -> *mut sys::cblob_model {
-        self.0.as_ptr()
+        self.raw.as_ptr()
     }
 
     fn count(&self, call: impl FnOnce(*mut i64) -> sys::cblob_status) -> Result<i64> {
@@ -146,9 +140,3 @@ impl Net {
     }
 }
 
-impl Drop for Net {
-    fn drop(&mut self) {
-        // SAFETY: the only hold on the model.
-        unsafe { sys::cblob_model_destroy(self.ptr()) }
-    }
-}

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 //! Caffe's BlobProto and BlobProtoVector (`.binaryproto` files), and telling the kinds of Caffe
-//! message apart. A blob's own proto methods are on [`Blob`]; models are [`crate::Model`]. Every
+//! message apart. A blob's own proto methods are on [`Blob`](crate::Blob); models are [`crate::Model`]. Every
 //! function here is one library call, generated (generated.rs); this file keeps their module and
 //! its documentation.
 //!
@@ -21,11 +21,4 @@
 //! assert_eq!((back.shape(), back.asum(cblob::Part::Data)?), (vec![1, 3, 2, 2], 6.0));
 //! # Ok::<(), cblob::Error>(())
 //! ```
-use crate::{sys, Blob};
-
 pub use crate::generated::proto::*;
-
-/// The handles of a list of blobs, for a call that takes an array of them.
-pub(crate) fn raw_handles(blobs: &[&Blob]) -> Vec<*mut sys::cblob_blob> {
-    blobs.iter().map(|b| b.as_ptr()).collect()
-}

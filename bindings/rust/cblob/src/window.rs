@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): windows borrow their parent, and count
+// their views with it.
 //! NeoML's window blobs.
 use std::fmt;
 use std::ops::{Deref, DerefMut};
