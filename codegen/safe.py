@@ -414,6 +414,7 @@ class Method:
         self.static = static
         self.kind = kind
         self.sort = sort
+        self.first_call = call.name  # the C function whose message a failure of the first call carries
 
 
 def neutral_default(value, lang, names, arg):
@@ -1476,6 +1477,7 @@ class PyEmitter(Emitter):
         return self.method(call, spec, owner, name, params, prelude, expr)
 
     def method(self, call, spec, owner, name, params, prelude, expr):
+        first_call = call.name  # what a failure of the first C call names
         roles = [r.role for r in call.results]
         returns = spec.get("returns")
         receiver = call.receiver is not None
@@ -1487,6 +1489,7 @@ class PyEmitter(Emitter):
             hint = "str"
         elif spec.get("result") == "list":
             count_fn = next(fn for fn in self.model["functions"] if fn["name"] == spec["count"])
+            first_call = count_fn["name"]
             count_args = ", ".join("count" if p["dir"] == "out" else expr[p["name"]] for p in count_fn["params"])
             item_expr = dict(expr)
             item_expr["index"] = "i"
@@ -1569,7 +1572,9 @@ class PyEmitter(Emitter):
         lines += [("    " + l) if l else "" for l in docstring(doc)]
         lines += ["    " + l for l in body]
         kind = "setter" if spec.get("setter") else "method"
-        return Method(call, "python", owner, name, doc, lines, static=static, kind=kind)
+        method = Method(call, "python", owner, name, doc, lines, static=static, kind=kind)
+        method.first_call = first_call
+        return method
 
     def args(self, call, expr):
         return ", ".join(expr[p["name"]] for p in call.fn["params"])
@@ -1671,6 +1676,7 @@ def annotate(model):
     safe["go"]["text"] = "\n".join(line for group in ("classes", "modules") for entry in safe["go"][group].values()
                                     for m in entry["methods"] for line in m.lines)
     model["safe"] = safe
+    annotate_tests(model)
     model["bindings"] = {name: blocks.get(name) for name in functions}
     missing = [fn["name"] for fn in model["functions"] if fn["name"] not in blocks]
     model["bindings_missing"] = missing
@@ -1831,3 +1837,183 @@ def lifecycle_methods(lang, cls, model, tm, names):
                   "}"]
         return [Method(Call, lang, t, "lifecycle", [], lines, kind="lifecycle")]
     raise BindingError(f"classes.yaml: {cls['key']}: no generated lifecycle for {lang}")
+
+
+# ---- generated tests of the generated methods ------------------------------------------------------
+#
+# Each generated method is called once on an object whose handle is gone, with arguments of the
+# right types: Go's must return ErrClosed (a closed handle, or a closed context for a creator), C#'s
+# must throw ObjectDisposedException (a disposed object or context), Python's must raise
+# InvalidArgumentError with Status.INVALID_ARGUMENT and the library's message naming the C
+# function (the library refuses a NULL handle: the status mapping, through the real library).
+# Rust has no such object (ownership makes a closed or NULL handle unrepresentable in safe code).
+
+
+def split_params(text):
+    depth, out, current = 0, [], ""
+    for ch in text:
+        if ch in "([<{":
+            depth += 1
+        elif ch in ")]>}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        out.append(current.strip())
+    return out
+
+
+GO_ZERO = {"string": '"x"', "bool": "false", "uintptr": "0", "float64": "0", "float32": "0", "int": "0", "int64": "0"}
+
+
+def go_test_cases(safe):
+    cases = []
+    for group in ("classes", "modules"):
+        for entry in safe["go"][group].values():
+            for m in entry["methods"]:
+                if m.kind != "method":
+                    continue
+                head = next(l for l in m.lines if l.startswith("func "))
+                mm = re.match(r"func (?:\((\w+) \*(\w+)\) )?(\w+)\((.*)\) (.*) \{$", head)
+                if not mm:
+                    continue
+                _, recv_type, name, params, results = mm.groups()
+                args, has_ctx = [], False
+                for p in split_params(params):
+                    pname, ptype = p.split(" ", 1)
+                    if ptype.startswith("..."):
+                        continue
+                    if ptype.startswith("*"):
+                        args.append(f"&cblob.{ptype[1:]}{{}}")
+                        has_ctx = has_ctx or ptype == "*Context"
+                    elif ptype.startswith("[]"):
+                        args.append("nil")
+                    else:
+                        args.append(GO_ZERO.get(ptype, f"cblob.{ptype}(0)" if ptype[0].isupper() else "0"))
+                if recv_type:
+                    call = f"(&cblob.{recv_type}{{}}).{name}({', '.join(args)})"
+                elif has_ctx:
+                    call = f"cblob.{name}({', '.join(args)})"
+                else:
+                    continue  # a free function of the library: no handle to close
+                n_results = len(split_params(results.strip("()")))
+                blanks = ", ".join(["_"] * (n_results - 1) + ["err"])
+                cases.append({"name": f"{recv_type or 'Package'}.{name}", "call": call, "assign": blanks,
+                              "function": m.function})
+    return cases
+
+
+CS_ZERO = {"string": '"x"', "bool": "false", "int": "0", "long": "0", "double": "0", "float": "0", "ulong": "0",
+           "IntPtr": "IntPtr.Zero", "byte[]": "new byte[0]", "long[]": "new long[0]", "int[]": "new int[0]"}
+
+
+def csharp_test_cases(safe):
+    cases = []
+    for group in ("classes", "modules"):
+        for entry in safe["csharp"][group].values():
+            owner = entry["name"]
+            if owner not in ("Blob", "Context", "Model"):
+                continue  # a Comm needs MPI or NCCL to exist; modules hold no handle
+            for m in entry["methods"]:
+                if m.kind != "method":
+                    continue
+                head = next(l for l in m.lines if l.startswith("public "))
+                mm = re.match(r"public (static )?(\S+(?: \S+)?) (\w+)(?:\((.*)\))?$", head)
+                if not mm:
+                    continue
+                static, rtype, name, params = mm.groups()
+                args = []
+                for p in split_params(params or ""):
+                    if "=" in p:
+                        break  # optional parameters keep their defaults
+                    ptype, pname = p.rsplit(" ", 1)
+                    if ptype.startswith("params "):
+                        continue
+                    if ptype in ("Blob", "Model", "Context"):
+                        args.append(f"disposed{ptype}")
+                    elif ptype.endswith("[]") and ptype not in CS_ZERO:
+                        args.append(f"new {ptype[:-2]}[0]")
+                    else:
+                        args.append(CS_ZERO.get(ptype, f"default({ptype})"))
+                if static:
+                    if "disposedContext" not in args:
+                        continue
+                    call = f"{owner}.{name}({', '.join(args)})"
+                elif params is None:
+                    call = f"disposed{owner}.{name}"
+                else:
+                    call = f"disposed{owner}.{name}({', '.join(args)})"
+                expression = f"GC.KeepAlive({call})" if rtype != "void" else call
+                cases.append({"name": f"{owner}.{name}", "expression": expression, "function": m.function})
+    return cases
+
+
+PY_ZERO = {"int": "0", "float": "0.0", "bool": "False", "str": '"x"', "bytes": 'b""', "str | None": '"x"',
+           "str | os.PathLike": '"x"'}
+
+
+def python_test_cases(safe, model, tm):
+    enums = {tm.type_name(e["name"], "py"): tm.value_name(e, e["values"][0]["name"], "py") for e in model["enums"]}
+    cases = []
+    for group in ("classes", "modules"):
+        for key, entry in safe["python"][group].items():
+            owner = entry["name"]
+            for m in entry["methods"]:
+                if m.kind not in ("method", "setter"):
+                    continue
+                decorators = [l for l in m.lines if l.startswith("@")]
+                head = next(l for l in m.lines if l.startswith("def "))
+                mm = re.match(r"def (\w+)\((.*)\) -> .*:$", head)
+                name, params = mm.groups()
+                params = split_params(params)
+                first = params[0] if params else ""
+                args, kwargs = [], []
+                keyword = False
+                for p in params[1:] if first in ("self", "cls") else params:
+                    if p == "*" or p.startswith("*"):
+                        keyword = True
+                        continue
+                    pname, _, rest = p.partition(":")
+                    hint, _, default = rest.partition("=")
+                    pname, hint = pname.strip(), hint.strip()
+                    if pname == "context":
+                        kwargs.append("context=null(cblob.Context)")
+                        continue
+                    if default.strip():
+                        continue
+                    if hint in ("Blob", "Model", "Context", "Window"):
+                        value = f"null(cblob.{hint})"
+                    elif hint.startswith("Sequence"):
+                        value = "[]"
+                    elif hint in enums:
+                        value = f"_raw.{hint}.{enums[hint]}"
+                    else:
+                        value = PY_ZERO.get(hint, "0")
+                    (kwargs.append(f"{pname}={value}") if keyword else args.append(value))
+                every = args + kwargs
+                if "@property" in decorators:
+                    call = f"null(cblob.{owner}).{name}"
+                elif any(d.endswith(".setter") for d in decorators):
+                    call = f"setattr(null(cblob.{owner}), \"{name}\", 0)"
+                elif "@classmethod" in decorators:
+                    if not any(k.startswith("context=") for k in kwargs):
+                        continue
+                    call = f"cblob.{owner}.{name}({', '.join(every)})"
+                elif first == "self":
+                    call = f"null(cblob.{owner}).{name}({', '.join(every)})"
+                elif any(k.startswith("context=") for k in kwargs):
+                    call = f"cblob.{name}({', '.join(every)})"
+                else:
+                    continue  # a free function without a handle
+                cases.append({"name": f"{owner or 'cblob'}.{name}".lstrip("."), "call": call, "function": m.first_call})
+    return cases
+
+
+def annotate_tests(model):
+    tm = ffi.TypeMap(model)
+    safe = model["safe"]
+    model["safe_tests"] = {"go": go_test_cases(safe), "csharp": csharp_test_cases(safe),
+                           "python": python_test_cases(safe, model, tm)}
