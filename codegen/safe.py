@@ -1639,7 +1639,18 @@ def annotate(model):
             if spec.get("hand") or spec.get("excluded"):
                 continue
             jobs.append((fn, block, cls, lang, spec))
-    # Names first, so that every method's documentation can name the others.
+    # Names first, so that every method's documentation can name the others; a hand-written
+    # method whose block gives its class and name is named too.
+    for fn in model["functions"]:
+        block = blocks.get(fn["name"]) or {}
+        for lang in LANGUAGES:
+            spec = merged(block, block.get(lang))
+            if spec.get("hand") and spec.get("class") in classes:
+                cls = classes[spec["class"]]
+                method = spec.get("name") or default_name(fn, cls)
+                if lang in ("go", "csharp") and not re.match(r"^[A-Z]", method):
+                    method = tm.camel(method, "go" if lang == "go" else "cs")
+                names.functions[lang][fn["name"]] = display_name(lang, cls, method, False)
     calls = {}
     for fn, block, cls, lang, spec in jobs:
         call = calls.get(fn["name"]) or Call(fn, block, cls, classes, model)

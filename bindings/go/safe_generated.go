@@ -2007,7 +2007,9 @@ func (c *Comm) SetBucketBytes(bytes int64) error {
 	return err
 }
 
-// Allreduce wraps cblob_comm_allreduce: cblob_comm_allreduce_start, then cblob_comm_request_wait.
+// Allreduce wraps cblob_comm_allreduce: All-reduces the part of the blobs in place over the ranks (the sum, or the average of float dtypes); returns when done.
+//
+// Comm.AllreduceStart, then cblob_comm_request_wait.
 func (c *Comm) Allreduce(part Part, op ReduceOp, blobs ...*Blob) error {
 	blobsList, blobsFirst, err := handles(blobs)
 	if err != nil {
@@ -2024,7 +2026,9 @@ func (c *Comm) Allreduce(part Part, op ReduceOp, blobs ...*Blob) error {
 	return err
 }
 
-// Broadcast wraps cblob_comm_broadcast: cblob_comm_broadcast_start, then cblob_comm_request_wait.
+// Broadcast copies the root's part of the blobs to every rank; returns when done.
+//
+// Comm.BroadcastStart, then cblob_comm_request_wait.
 func (c *Comm) Broadcast(part Part, root int, blobs ...*Blob) error {
 	blobsList, blobsFirst, err := handles(blobs)
 	if err != nil {
@@ -2041,7 +2045,9 @@ func (c *Comm) Broadcast(part Part, root int, blobs ...*Blob) error {
 	return err
 }
 
-// Barrier wraps cblob_comm_barrier: cblob_comm_barrier_start, then cblob_comm_request_wait.
+// Barrier returns once every rank has reached it.
+//
+// Comm.BarrierStart, then cblob_comm_request_wait.
 func (c *Comm) Barrier() error {
 	p, err := c.handle()
 	if err != nil {

@@ -1967,7 +1967,9 @@ namespace CBlob
         }
 
         /// <summary>
-        /// cblob_comm_allreduce_start, then cblob_comm_request_wait.
+        /// All-reduces the part of the blobs in place over the ranks (the sum, or the average of float dtypes); returns when done.
+        ///
+        /// Comm.AllreduceStart, then cblob_comm_request_wait.
         /// </summary>
         public void Allreduce(Part part, ReduceOp op, params Blob[] blobs)
         {
@@ -1977,7 +1979,9 @@ namespace CBlob
         }
 
         /// <summary>
-        /// cblob_comm_broadcast_start, then cblob_comm_request_wait.
+        /// Copies the root's part of the blobs to every rank; returns when done.
+        ///
+        /// Comm.BroadcastStart, then cblob_comm_request_wait.
         /// </summary>
         public void Broadcast(Part part, int root, params Blob[] blobs)
         {
@@ -1987,7 +1991,9 @@ namespace CBlob
         }
 
         /// <summary>
-        /// cblob_comm_barrier_start, then cblob_comm_request_wait.
+        /// Returns once every rank has reached it.
+        ///
+        /// Comm.BarrierStart, then cblob_comm_request_wait.
         /// </summary>
         public void Barrier()
         {

@@ -701,7 +701,7 @@ class _ModelMethods:
 
     @classmethod
     def new(cls, name: str | None = None, format: NetFormat = NetFormat.V2, *, context: Context | None = None) -> Model:
-        """Creates an empty model to fill with cblob_model_add_layer and save. name (may be NULL: the
+        """Creates an empty model to fill with Model.add_layer and save. name (may be NULL: the
         net then has none) is copied. A V1 model writes V1LayerParameter, whose type is an enum:
         its layers' types must be LayerType names ("CONVOLUTION") or numbers.
         """
@@ -793,7 +793,7 @@ class _ModelMethods:
         writes them back: every field in its order, blobs with their current values (with
         write_diff 0 their diff fields are left out); a blob reshaped since, or whose diff was
         written where the file has none, is written as Blob.to_proto writes it. Layers
-        added with cblob_model_add_layer (and every layer of a created model) are written as
+        added with Model.add_layer (and every layer of a created model) are written as
         Caffe writes them: the net's name, then per layer its name, its type and its blobs, each as
         Blob.to_proto writes it.
         """

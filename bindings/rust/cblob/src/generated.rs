@@ -1241,7 +1241,9 @@ impl Comm {
         check(unsafe { sys::cblob_comm_set_bucket_bytes(self.as_ptr(), bytes) })
     }
 
-    /// cblob_comm_allreduce_start, then cblob_comm_request_wait.
+    /// All-reduces the part of the blobs in place over the ranks (the sum, or the average of float dtypes); returns when done.
+    ///
+    /// `Comm::allreduce_start`, then cblob_comm_request_wait.
     #[inline]
     pub fn allreduce(&self, blobs: &mut [&mut Blob], part: Part, op: ReduceOp) -> Result<()> {
         let blobs_raw: Vec<*mut sys::cblob_blob> = blobs.iter().map(|b| b.as_ptr()).collect();
@@ -1250,7 +1252,9 @@ impl Comm {
         with_access(&uses, || check(unsafe { sys::cblob_comm_allreduce(self.as_ptr(), blobs_raw.as_ptr(), len_i64(blobs_raw.len()), part.raw(), op.raw()) }))
     }
 
-    /// cblob_comm_broadcast_start, then cblob_comm_request_wait.
+    /// Copies the root's part of the blobs to every rank; returns when done.
+    ///
+    /// `Comm::broadcast_start`, then cblob_comm_request_wait.
     #[inline]
     pub fn broadcast(&self, blobs: &mut [&mut Blob], part: Part, root: i32) -> Result<()> {
         let blobs_raw: Vec<*mut sys::cblob_blob> = blobs.iter().map(|b| b.as_ptr()).collect();
@@ -1259,7 +1263,9 @@ impl Comm {
         with_access(&uses, || check(unsafe { sys::cblob_comm_broadcast(self.as_ptr(), blobs_raw.as_ptr(), len_i64(blobs_raw.len()), part.raw(), root) }))
     }
 
-    /// cblob_comm_barrier_start, then cblob_comm_request_wait.
+    /// Returns once every rank has reached it.
+    ///
+    /// `Comm::barrier_start`, then cblob_comm_request_wait.
     #[inline]
     pub fn barrier(&self) -> Result<()> {
         check(unsafe { sys::cblob_comm_barrier(self.as_ptr()) })
