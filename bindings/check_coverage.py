@@ -223,6 +223,8 @@ def python_bodies(root):
     exported = set()
     for name in ("__init__.py", "_safe.py"):
         # __init__'s list, plus the generated module's free functions (`+ _safe.__all__`).
+        if not (package / name).exists():
+            continue
         for node in ast.parse((package / name).read_text(encoding="utf-8")).body:
             if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
                 lists = [n for n in ast.walk(node.value) if isinstance(n, ast.List)]
