@@ -24,6 +24,7 @@ import jinja2
 import yaml
 
 import ffi
+import safe
 import sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,6 +151,10 @@ def load_model():
         ffi.annotate(model)
     except ffi.FfiError as e:
         raise DescriptionError(f"bindings type map: {e}") from e
+    try:
+        safe.annotate(model)
+    except (safe.BindingError, ffi.FfiError) as e:
+        raise DescriptionError(f"bindings' safe layers: {e}") from e
     return model
 
 
@@ -457,6 +462,11 @@ def main():
     if args.check:
         return check(model)
     render_all(model, args.out or ROOT)
+    if model["bindings_missing"]:
+        # Not an error here (the library and the raw layers build without it), but the bindings'
+        # coverage test fails until each function has a binding block or an exclusion.
+        print("codegen: no binding block (codegen/bindings/) for " + ", ".join(model["bindings_missing"])
+              + ": the safe layers do not reach them yet", file=sys.stderr)
     return 0
 
 

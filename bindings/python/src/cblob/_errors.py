@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# Hand-written (not generated from codegen/bindings/): the exception classes and the status
+# families they stand for.
 """cblob's errors as exceptions: CblobError and one subclass per family of statuses.
 
 Each class also derives from the built-in exception a Python caller would expect (ShapeError is
