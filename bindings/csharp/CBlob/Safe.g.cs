@@ -1724,8 +1724,13 @@ namespace CBlob
         /// InnerProduct layers are `&lt;layer&gt;.weight` and `.bias`, Scale's `.weight` and `.bias`, PReLU's
         /// `.weight`, and BatchNorm's `.running_mean` and `.running_var` divided by Caffe's scale
         /// factor (its third blob; 0 reads as 0, as Caffe does), which is not exported; other layers'
-        /// blobs keep `&lt;layer&gt;.&lt;index&gt;` (Model.GetTorchUnmapped lists them). Diffs with
-        /// ExportFlags.Diff as `&lt;key&gt;.diff`. Streams: memory stays small whatever the model's size.
+        /// blobs keep `&lt;layer&gt;.&lt;index&gt;` (Model.GetTorchUnmapped lists them). With PyTorch's names a
+        /// blob stored with Caffe's legacy 4-D dims (a V1 net's InnerProduct weight (1, 1, 64, 1024))
+        /// has PyTorch's shape ((64, 1024)); Model.ReplaceBlobs takes either back. Diffs with
+        /// ExportFlags.Diff as `&lt;key&gt;.diff`. Keys are UTF-8: a byte of a layer name that is not becomes
+        /// U+FFFD. Two tensors that would have one key (a layer named "conv@3" beside a repeated "conv"
+        /// at layer 3; names that differ only in bytes that are not UTF-8) are Status.InvalidArgument
+        /// naming both layers: nothing is dropped. Streams: memory stays small whatever the model's size.
         /// </summary>
         public byte[] ToSafetensors(ExportFlags flags = 0)
         {
@@ -1751,7 +1756,9 @@ namespace CBlob
         /// Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
         /// compressed, .npy members; Zip64 past 4 GiB), keys `&lt;layer&gt;/&lt;index&gt;` (pycaffe's
         /// net.params[layer][index]), diffs with ExportFlags.Diff as `&lt;layer&gt;/&lt;index&gt;/diff`. Members
-        /// carry a fixed date (1980-01-01), so the same model gives the same bytes.
+        /// carry a fixed date (1980-01-01), so the same model gives the same bytes. Keys are UTF-8 and
+        /// unique as Model.ToSafetensors's are; a member name over 65,535 bytes (zip's limit) is
+        /// Status.InvalidArgument, never cut.
         /// </summary>
         public byte[] ToNpz(ExportFlags flags = 0)
         {
@@ -1796,8 +1803,8 @@ namespace CBlob
         /// blob 2); `&lt;key&gt;.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
         /// types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
         /// F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
-        /// gap in a layer's indices, overlapping or out-of-range offsets, or another dtype is
-        /// Status.Parse naming the key.
+        /// gap in a layer's indices (refused before an index sizes anything), overlapping or
+        /// out-of-range offsets, or another dtype is Status.Parse naming the key.
         /// </summary>
         public static Model OpenSafetensors(Context context, byte[] bytes)
         {
@@ -1825,8 +1832,11 @@ namespace CBlob
         /// <summary>
         /// Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
         /// into a new V2 model: keys `&lt;layer&gt;/&lt;index&gt;` and `&lt;layer&gt;/&lt;index&gt;/diff`, .npy members of
-        /// dtype &lt;f4, &lt;f8, &lt;i4 or &lt;u4 in C order. Another key, dtype or a Fortran-order array is
-        /// Status.Parse naming the member.
+        /// dtype &lt;f4, &lt;f8, &lt;i4 or &lt;u4 in C order (cblob_file_open converts the other .npy dtypes when
+        /// asked). Each member's CRC-32 is checked, as NumPy checks it. Another key, dtype, a
+        /// Fortran-order array, a corrupt member, a blob index past the layer's members (a gap) or no
+        /// bytes at all (an empty archive is its 22-byte end record) is Status.Parse naming the
+        /// member.
         /// </summary>
         public static Model OpenNpz(Context context, byte[] bytes)
         {
@@ -1854,9 +1864,12 @@ namespace CBlob
         /// <summary>
         /// Net surgery: for each layer of `weights` (from Model.OpenNpz or _safetensors, or any
         /// model), the layer of `model` with its name (or `&lt;name&gt;@&lt;index&gt;`: the layer at that index, as
-        /// the exports name a repeated name's later layers) takes the values of its blobs, by index,
-        /// converted to the model blob's dtype; a weights blob's diff replaces the diff. Every layer
-        /// and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
+        /// the exports name a repeated name's later layers; a name finds the first layer of that name
+        /// with blobs, and a key written as UTF-8 finds a name that is not) takes the values of its
+        /// blobs, by index, converted to the model blob's dtype; a weights blob's diff replaces the
+        /// diff. Shapes compare as Caffe's legacy ShapeEquals compares them: equal, or equal once padded
+        /// to 4 axes with leading 1s (PyTorch's (64, 1024) for a V1 blob's (1, 1, 64, 1024)). Every
+        /// layer and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
         /// that differs is Status.Shape with one message listing every mismatch, and nothing
         /// changes. Everything else of the model stays as it is: saved, only the replaced values'
         /// bytes change.
@@ -1958,7 +1971,7 @@ namespace CBlob
         /// <summary>
         /// The most bytes fused into one engine call (CommDefaultBucketBytes until set); 0
         /// fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
-        /// decides the engine calls.
+        /// decides the engine calls: the agreement refuses a collective where it differs.
         /// </summary>
         public void SetBucketBytes(long bytes)
         {

@@ -32,6 +32,9 @@ from ._raw import (MAX_AXES,  # noqa: F401
                    RuleKind,
                    JsonFlags,
                    ExportFlags,
+                   ReplaceFlags,
+                   FileKind,
+                   OpenFlags,
                    CacheMode,
                    Dim,
                    Access,
@@ -891,8 +894,13 @@ class _ModelMethods:
         InnerProduct layers are `<layer>.weight` and `.bias`, Scale's `.weight` and `.bias`, PReLU's
         `.weight`, and BatchNorm's `.running_mean` and `.running_var` divided by Caffe's scale
         factor (its third blob; 0 reads as 0, as Caffe does), which is not exported; other layers'
-        blobs keep `<layer>.<index>` (Model.torch_unmapped lists them). Diffs with
-        ExportFlags.DIFF as `<key>.diff`. Streams: memory stays small whatever the model's size.
+        blobs keep `<layer>.<index>` (Model.torch_unmapped lists them). With PyTorch's names a
+        blob stored with Caffe's legacy 4-D dims (a V1 net's InnerProduct weight (1, 1, 64, 1024))
+        has PyTorch's shape ((64, 1024)); Model.replace_blobs takes either back. Diffs with
+        ExportFlags.DIFF as `<key>.diff`. Keys are UTF-8: a byte of a layer name that is not becomes
+        U+FFFD. Two tensors that would have one key (a layer named "conv@3" beside a repeated "conv"
+        at layer 3; names that differ only in bytes that are not UTF-8) are Status.INVALID_ARGUMENT
+        naming both layers: nothing is dropped. Streams: memory stays small whatever the model's size.
         """
         return read_bytes(lib.cblob_model_to_safetensors, self._h, int(flags))
 
@@ -904,7 +912,9 @@ class _ModelMethods:
         """Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
         compressed, .npy members; Zip64 past 4 GiB), keys `<layer>/<index>` (pycaffe's
         net.params[layer][index]), diffs with ExportFlags.DIFF as `<layer>/<index>/diff`. Members
-        carry a fixed date (1980-01-01), so the same model gives the same bytes.
+        carry a fixed date (1980-01-01), so the same model gives the same bytes. Keys are UTF-8 and
+        unique as Model.to_safetensors's are; a member name over 65,535 bytes (zip's limit) is
+        Status.INVALID_ARGUMENT, never cut.
         """
         return read_bytes(lib.cblob_model_to_npz, self._h, int(flags))
 
@@ -928,8 +938,8 @@ class _ModelMethods:
         blob 2); `<key>.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
         types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
         F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
-        gap in a layer's indices, overlapping or out-of-range offsets, or another dtype is
-        Status.PARSE naming the key.
+        gap in a layer's indices (refused before an index sizes anything), overlapping or
+        out-of-range offsets, or another dtype is Status.PARSE naming the key.
         """
         context = _context.context_or_default(context)
         data = bytes(data)
@@ -945,8 +955,11 @@ class _ModelMethods:
     def open_npz(cls, data: bytes, *, context: Context | None = None) -> Model:
         """Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
         into a new V2 model: keys `<layer>/<index>` and `<layer>/<index>/diff`, .npy members of
-        dtype <f4, <f8, <i4 or <u4 in C order. Another key, dtype or a Fortran-order array is
-        Status.PARSE naming the member.
+        dtype <f4, <f8, <i4 or <u4 in C order (cblob_file_open converts the other .npy dtypes when
+        asked). Each member's CRC-32 is checked, as NumPy checks it. Another key, dtype, a
+        Fortran-order array, a corrupt member, a blob index past the layer's members (a gap) or no
+        bytes at all (an empty archive is its 22-byte end record) is Status.PARSE naming the
+        member.
         """
         context = _context.context_or_default(context)
         data = bytes(data)
@@ -961,9 +974,12 @@ class _ModelMethods:
     def replace_blobs(self, weights: Model) -> None:
         """Net surgery: for each layer of `weights` (from Model.open_npz or _safetensors, or any
         model), the layer of `model` with its name (or `<name>@<index>`: the layer at that index, as
-        the exports name a repeated name's later layers) takes the values of its blobs, by index,
-        converted to the model blob's dtype; a weights blob's diff replaces the diff. Every layer
-        and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
+        the exports name a repeated name's later layers; a name finds the first layer of that name
+        with blobs, and a key written as UTF-8 finds a name that is not) takes the values of its
+        blobs, by index, converted to the model blob's dtype; a weights blob's diff replaces the
+        diff. Shapes compare as Caffe's legacy ShapeEquals compares them: equal, or equal once padded
+        to 4 axes with leading 1s (PyTorch's (64, 1024) for a V1 blob's (1, 1, 64, 1024)). Every
+        layer and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
         that differs is Status.SHAPE with one message listing every mismatch, and nothing
         changes. Everything else of the model stays as it is: saved, only the replaced values'
         bytes change.

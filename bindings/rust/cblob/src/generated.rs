@@ -1061,8 +1061,13 @@ impl Net {
     /// InnerProduct layers are `\<layer\>.weight` and `.bias`, Scale's `.weight` and `.bias`, PReLU's
     /// `.weight`, and BatchNorm's `.running_mean` and `.running_var` divided by Caffe's scale
     /// factor (its third blob; 0 reads as 0, as Caffe does), which is not exported; other layers'
-    /// blobs keep `\<layer\>.\<index\>` (`Net::torch_unmapped` lists them). Diffs with
-    /// ExportFlags::Diff as `\<key\>.diff`. Streams: memory stays small whatever the model's size.
+    /// blobs keep `\<layer\>.\<index\>` (`Net::torch_unmapped` lists them). With PyTorch's names a
+    /// blob stored with Caffe's legacy 4-D dims (a V1 net's InnerProduct weight (1, 1, 64, 1024))
+    /// has PyTorch's shape ((64, 1024)); `Net::replace_blobs` takes either back. Diffs with
+    /// ExportFlags::Diff as `\<key\>.diff`. Keys are UTF-8: a byte of a layer name that is not becomes
+    /// U+FFFD. Two tensors that would have one key (a layer named "conv@3" beside a repeated "conv"
+    /// at layer 3; names that differ only in bytes that are not UTF-8) are Status::InvalidArgument
+    /// naming both layers: nothing is dropped. Streams: memory stays small whatever the model's size.
     #[inline]
     pub fn to_safetensors(&self, flags: &[ExportFlags]) -> Result<Vec<u8>> {
         read_bytes(|buffer, size, length| unsafe { sys::cblob_model_to_safetensors(self.as_ptr(), flag_bits(flags, ExportFlags::raw), buffer, size, length) })
@@ -1078,7 +1083,9 @@ impl Net {
     /// Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
     /// compressed, .npy members; Zip64 past 4 GiB), keys `\<layer\>/\<index\>` (pycaffe's
     /// net.params\[layer\]\[index\]), diffs with ExportFlags::Diff as `\<layer\>/\<index\>/diff`. Members
-    /// carry a fixed date (1980-01-01), so the same model gives the same bytes.
+    /// carry a fixed date (1980-01-01), so the same model gives the same bytes. Keys are UTF-8 and
+    /// unique as `Net::to_safetensors`'s are; a member name over 65,535 bytes (zip's limit) is
+    /// Status::InvalidArgument, never cut.
     #[inline]
     pub fn to_npz(&self, flags: &[ExportFlags]) -> Result<Vec<u8>> {
         read_bytes(|buffer, size, length| unsafe { sys::cblob_model_to_npz(self.as_ptr(), flag_bits(flags, ExportFlags::raw), buffer, size, length) })
@@ -1106,8 +1113,8 @@ impl Net {
     /// blob 2); `\<key\>.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
     /// types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
     /// F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
-    /// gap in a layer's indices, overlapping or out-of-range offsets, or another dtype is
-    /// Status::Parse naming the key.
+    /// gap in a layer's indices (refused before an index sizes anything), overlapping or
+    /// out-of-range offsets, or another dtype is Status::Parse naming the key.
     #[inline]
     pub fn open_safetensors(context: &Context, bytes: &[u8]) -> Result<Net> {
         Net::created(|out| unsafe { sys::cblob_model_open_safetensors(context.as_ptr(), bytes.as_ptr(), bytes.len(), out) })
@@ -1122,8 +1129,11 @@ impl Net {
 
     /// Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
     /// into a new V2 model: keys `\<layer\>/\<index\>` and `\<layer\>/\<index\>/diff`, .npy members of
-    /// dtype \<f4, \<f8, \<i4 or \<u4 in C order. Another key, dtype or a Fortran-order array is
-    /// Status::Parse naming the member.
+    /// dtype \<f4, \<f8, \<i4 or \<u4 in C order (cblob_file_open converts the other .npy dtypes when
+    /// asked). Each member's CRC-32 is checked, as NumPy checks it. Another key, dtype, a
+    /// Fortran-order array, a corrupt member, a blob index past the layer's members (a gap) or no
+    /// bytes at all (an empty archive is its 22-byte end record) is Status::Parse naming the
+    /// member.
     #[inline]
     pub fn open_npz(context: &Context, bytes: &[u8]) -> Result<Net> {
         Net::created(|out| unsafe { sys::cblob_model_open_npz(context.as_ptr(), bytes.as_ptr(), bytes.len(), out) })
@@ -1138,9 +1148,12 @@ impl Net {
 
     /// Net surgery: for each layer of `weights` (from `Net::open_npz` or _safetensors, or any
     /// model), the layer of `model` with its name (or `\<name\>@\<index\>`: the layer at that index, as
-    /// the exports name a repeated name's later layers) takes the values of its blobs, by index,
-    /// converted to the model blob's dtype; a weights blob's diff replaces the diff. Every layer
-    /// and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
+    /// the exports name a repeated name's later layers; a name finds the first layer of that name
+    /// with blobs, and a key written as UTF-8 finds a name that is not) takes the values of its
+    /// blobs, by index, converted to the model blob's dtype; a weights blob's diff replaces the
+    /// diff. Shapes compare as Caffe's legacy ShapeEquals compares them: equal, or equal once padded
+    /// to 4 axes with leading 1s (PyTorch's (64, 1024) for a V1 blob's (1, 1, 64, 1024)). Every
+    /// layer and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
     /// that differs is Status::Shape with one message listing every mismatch, and nothing
     /// changes. Everything else of the model stays as it is: saved, only the replaced values'
     /// bytes change.
@@ -1235,7 +1248,7 @@ impl Comm {
 
     /// The most bytes fused into one engine call (COMM_DEFAULT_BUCKET_BYTES until set); 0
     /// fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
-    /// decides the engine calls.
+    /// decides the engine calls: the agreement refuses a collective where it differs.
     #[inline]
     pub fn set_bucket_bytes(&self, bytes: i64) -> Result<()> {
         check(unsafe { sys::cblob_comm_set_bucket_bytes(self.as_ptr(), bytes) })
