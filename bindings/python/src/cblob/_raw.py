@@ -23,7 +23,7 @@ MAX_THREADS = 256
 # The ABI major version this header describes; it is also the SONAME's number.
 ABI_VERSION_MAJOR = 1
 # The ABI minor version this header describes; a minor release only adds functions.
-ABI_VERSION_MINOR = 1
+ABI_VERSION_MINOR = 2
 # The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 NEOML_AXES = 7
 # Room, terminating NUL included, in the message buffer cblob hands to each engine operation.
@@ -815,7 +815,9 @@ FUNCTIONS = (
     # memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
     # caller then queues on the memory must have finished, or the context's stream
     # (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
-    # that uses the blob.
+    # that uses the blob. Memory whose pointer was handed out is freed, once its last holder lets
+    # go, only after a device-wide wait (cuCtxSynchronize), so work the caller still has queued
+    # on it in the device's primary context runs first (the DLPack section says more).
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_gpu_ptr", c_int32, (c_void_p, c_int32, POINTER(c_void_p))),  # blob, part, out_ptr
     # A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
@@ -1068,13 +1070,29 @@ FUNCTIONS = (
     # with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
     # lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
     # dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
-    # another device than the context's is CBLOB_ERR_STATE.
+    # another device than the context's is CBLOB_ERR_STATE. A CUDA tensor is taken as ready on the
+    # legacy default stream (DLPack's stream=None): the context's stream waits for that stream;
+    # cblob_blob_from_dlpack_on_stream names another.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_from_dlpack", c_int32, (c_void_p, c_void_p, POINTER(c_void_p))),  # context, tensor, out_blob
+    # Makes a blob whose data is a DLManagedTensorVersioned's memory, as cblob_blob_from_dlpack
+    # does, with the stream the tensor is ready on: for a CUDA tensor the context's stream waits
+    # (through an event) for the work queued on `stream` so far, so cblob's first kernel reads
+    # what the producer wrote. `stream` is a CUstream or cudaStream_t of the tensor's device;
+    # NULL (or CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
+    # (DLPack's 2) the calling thread's default stream, and the context's own stream adds no
+    # wait. A stream of another device or CUDA context is CBLOB_ERR_INVALID_ARGUMENT, and the
+    # tensor stays the caller's. For a host tensor `stream` is not used.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    ("cblob_blob_from_dlpack_on_stream", c_int32, (c_void_p, c_void_p, c_void_p, POINTER(c_void_p))),  # context, tensor, stream, out_blob
     # Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
     # rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_from_dlpack_legacy", c_int32, (c_void_p, c_void_p, POINTER(c_void_p))),  # context, tensor, out_blob
+    # Makes a blob whose data is a legacy DLManagedTensor's memory, with the rules of
+    # cblob_blob_from_dlpack_on_stream.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    ("cblob_blob_from_dlpack_legacy_on_stream", c_int32, (c_void_p, c_void_p, c_void_p, POINTER(c_void_p))),  # context, tensor, stream, out_blob
     # Lays out the data or diff of count blobs in one buffer and makes each blob's part use its
     # slice (see the section). The blobs must have one dtype and one context, be listed once,
     # not be windows or mapped, and not share the part with each other; blobs without elements
