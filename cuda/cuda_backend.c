@@ -276,6 +276,16 @@ static void report(char *text, size_t size)
     char cache[CB_CUDA_PATH_BYTES + 256];
     cb_cuda_cache_describe(cache, sizeof cache);
     add_line(text, size, "kernel cache: %s\n", cache);
+    const char *note = NULL;
+    const uint64_t keeps = cb_cuda_pool_release_threshold(&note);
+    if (keeps == UINT64_MAX)
+        add_line(text, size, "device memory: a pool of cblob's own per device that has pools, keeping what is freed%s%s\n",
+                 note[0] ? "; " : "", note);
+    else
+        add_line(text, size,
+                 "device memory: a pool of cblob's own per device that has pools, keeping up to %llu freed bytes at a "
+                 "synchronisation (CBLOB_CUDA_POOL_RELEASE_THRESHOLD)\n",
+                 (unsigned long long)keeps);
 }
 
 static const cb_device_backend cuda_backend = {

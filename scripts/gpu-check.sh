@@ -148,7 +148,16 @@ EOF
 
 set_up_environment() {
   export LD_LIBRARY_PATH="$build/src${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  [ -d "$build/bundled-lib" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$build/bundled-lib"
+  # Of the libraries bundled by --prepare, only those this machine lacks: its own stay in use for
+  # every other program (Python's ssl, PyTorch).
+  if [ -d "$build/bundled-lib" ]; then
+    mkdir -p "$work/lib"
+    local lib
+    for lib in "$build"/bundled-lib/*; do
+      ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$(basename "$lib") " || ln -s "$lib" "$work/lib/"
+    done
+    export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$work/lib"
+  fi
   export CBLOB_KERNEL_CACHE_DIR="$work/kernels" # never the user's cache
   if [ "$mode" = compile-only ]; then
     export CBLOB_CUDA_DRIVER=${CBLOB_CUDA_DRIVER:-${CUDA_HOME:-/usr/local/cuda}/lib64/stubs/libcuda.so}

@@ -138,3 +138,15 @@ TEST(stream_ordered_memory_is_usable_from_another_context)
     close_streamed(&second);
     close_streamed(&first);
 }
+
+/* cblob_gpu_report says what the pool keeps (CBLOB_CUDA_POOL_RELEASE_THRESHOLD). */
+TEST(the_report_says_what_the_pool_keeps)
+{
+    REQUIRE_GPU();
+    char report[4096];
+    size_t length = 0;
+    CHECK_OK(cblob_gpu_report(report, sizeof report, &length));
+    const char *says = pool_releases_everything() ? "a pool of cblob's own per device that has pools, keeping up to 0 freed"
+                                                  : "a pool of cblob's own per device that has pools, keeping what is freed";
+    CHECK_MSG(strstr(report, says) != NULL, "the report does not say \"%s\"", says);
+}
