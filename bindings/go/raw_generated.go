@@ -4358,10 +4358,12 @@ func cCommNcclUniqueID(outId *C.uint8_t, idSize C.size_t) error {
 
 // Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
 // rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
-// Its collectives run on device memory, queued on the context's stream after cblob's own work
-// there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
-// for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
-// communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+// Its collectives run on device memory, on a stream of the communicator's own that waits (an
+// event) for the work queued on the context's stream before each collective starts, so work
+// the context queues after that overlaps it; every dtype (float32, float64, int32, uint32); a
+// wait without a timeout waits for the collective, one with a timeout polls it and NCCL's
+// errors and aborts the NCCL communicator when the time is up. With
+// CBLOB_CUDA_LAUNCH_BLOCKING=1 the call that starts a collective waits for it. Statuses as cblob_comm_nccl_unique_id, plus device
 // errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
 func cCommCreateNccl(context *C.cblob_context, uniqueId *C.uint8_t, nranks C.int32_t, rank C.int32_t) (*C.cblob_comm, error) {
 	r := C.cbgo_comm_create_nccl(C.uintptr_t(uintptr(unsafe.Pointer(context))), uniqueId, nranks, rank)

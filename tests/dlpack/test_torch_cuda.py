@@ -58,7 +58,7 @@ def import_waits_for_the_producer():
     torch.cuda.synchronize()
     torch.cuda._sleep(SLEEP_CYCLES)
     x.fill_(1.5)  # queued behind the sleep on PyTorch's current stream
-    blob = cblob.Blob.from_dlpack(x)  # no wait on the host
+    blob = cblob.Blob.from_dlpack(x, context=context)  # no wait on the host
     total = blob.asum()
     check("import waits for the producer's stream", total == 1.5 * COUNT, f"asum {total}, expected {1.5 * COUNT}")
     del blob

@@ -2183,10 +2183,12 @@ namespace CBlob
         /// <summary>
         /// Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
         /// rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
-        /// Its collectives run on device memory, queued on the context's stream after cblob's own work
-        /// there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
-        /// for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
-        /// communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+        /// Its collectives run on device memory, on a stream of the communicator's own that waits (an
+        /// event) for the work queued on the context's stream before each collective starts, so work
+        /// the context queues after that overlaps it; every dtype (float32, float64, int32, uint32); a
+        /// wait without a timeout waits for the collective, one with a timeout polls it and NCCL's
+        /// errors and aborts the NCCL communicator when the time is up. With
+        /// CBLOB_CUDA_LAUNCH_BLOCKING=1 the call that starts a collective waits for it. Statuses as cblob_comm_nccl_unique_id, plus device
         /// errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
         /// </summary>
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
