@@ -2291,12 +2291,42 @@ typedef struct {
     cblob_status status;
     char *message;
     cblob_blob *out_blob;
+} cbgo_blob_from_dlpack_on_stream_result;
+
+static inline cbgo_blob_from_dlpack_on_stream_result cbgo_blob_from_dlpack_on_stream(uintptr_t context, struct DLManagedTensorVersioned *tensor, void *stream) {
+    cbgo_blob_from_dlpack_on_stream_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_from_dlpack_on_stream((cblob_context *)context, tensor, stream, &r.out_blob);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_blob;
 } cbgo_blob_from_dlpack_legacy_result;
 
 static inline cbgo_blob_from_dlpack_legacy_result cbgo_blob_from_dlpack_legacy(uintptr_t context, struct DLManagedTensor *tensor) {
     cbgo_blob_from_dlpack_legacy_result r;
     memset(&r, 0, sizeof r);
     r.status = cblob_blob_from_dlpack_legacy((cblob_context *)context, tensor, &r.out_blob);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_blob;
+} cbgo_blob_from_dlpack_legacy_on_stream_result;
+
+static inline cbgo_blob_from_dlpack_legacy_on_stream_result cbgo_blob_from_dlpack_legacy_on_stream(uintptr_t context, struct DLManagedTensor *tensor, void *stream) {
+    cbgo_blob_from_dlpack_legacy_on_stream_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_from_dlpack_legacy_on_stream((cblob_context *)context, tensor, stream, &r.out_blob);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -3917,7 +3947,9 @@ func cContextClearLog(context *C.cblob_context) error {
 // memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
 // caller then queues on the memory must have finished, or the context's stream
 // (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
-// that uses the blob.
+// that uses the blob. Memory whose pointer was handed out is freed, once its last holder lets
+// go, only after a device-wide wait (cuCtxSynchronize), so work the caller still has queued
+// on it in the device's primary context runs first (the DLPack section says more).
 func cBlobGPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, error) {
 	r := C.cbgo_blob_gpu_ptr(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part)
 	if r.status != C.CBLOB_OK {
@@ -4464,9 +4496,27 @@ func cBlobToDlpackLegacy(blob *C.cblob_blob, part C.cblob_part, memory C.cblob_m
 // with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
 // lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
 // dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
-// another device than the context's is CBLOB_ERR_STATE.
+// another device than the context's is CBLOB_ERR_STATE. A CUDA tensor is taken as ready on the
+// legacy default stream (DLPack's stream=None): the context's stream waits for that stream;
+// cblob_blob_from_dlpack_on_stream names another.
 func cBlobFromDlpack(context *C.cblob_context, tensor *C.struct_DLManagedTensorVersioned) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_from_dlpack(C.uintptr_t(uintptr(unsafe.Pointer(context))), tensor)
+	if r.status != C.CBLOB_OK {
+		return r.out_blob, newError(r.status, r.message)
+	}
+	return r.out_blob, nil
+}
+
+// Makes a blob whose data is a DLManagedTensorVersioned's memory, as cblob_blob_from_dlpack
+// does, with the stream the tensor is ready on: for a CUDA tensor the context's stream waits
+// (through an event) for the work queued on `stream` so far, so cblob's first kernel reads
+// what the producer wrote. `stream` is a CUstream or cudaStream_t of the tensor's device;
+// NULL (or CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
+// (DLPack's 2) the calling thread's default stream, and the context's own stream adds no
+// wait. A stream of another device or CUDA context is CBLOB_ERR_INVALID_ARGUMENT, and the
+// tensor stays the caller's. For a host tensor `stream` is not used.
+func cBlobFromDlpackOnStream(context *C.cblob_context, tensor *C.struct_DLManagedTensorVersioned, stream unsafe.Pointer) (*C.cblob_blob, error) {
+	r := C.cbgo_blob_from_dlpack_on_stream(C.uintptr_t(uintptr(unsafe.Pointer(context))), tensor, stream)
 	if r.status != C.CBLOB_OK {
 		return r.out_blob, newError(r.status, r.message)
 	}
@@ -4477,6 +4527,16 @@ func cBlobFromDlpack(context *C.cblob_context, tensor *C.struct_DLManagedTensorV
 // rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
 func cBlobFromDlpackLegacy(context *C.cblob_context, tensor *C.struct_DLManagedTensor) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_from_dlpack_legacy(C.uintptr_t(uintptr(unsafe.Pointer(context))), tensor)
+	if r.status != C.CBLOB_OK {
+		return r.out_blob, newError(r.status, r.message)
+	}
+	return r.out_blob, nil
+}
+
+// Makes a blob whose data is a legacy DLManagedTensor's memory, with the rules of
+// cblob_blob_from_dlpack_on_stream.
+func cBlobFromDlpackLegacyOnStream(context *C.cblob_context, tensor *C.struct_DLManagedTensor, stream unsafe.Pointer) (*C.cblob_blob, error) {
+	r := C.cbgo_blob_from_dlpack_legacy_on_stream(C.uintptr_t(uintptr(unsafe.Pointer(context))), tensor, stream)
 	if r.status != C.CBLOB_OK {
 		return r.out_blob, newError(r.status, r.message)
 	}
@@ -4672,10 +4732,12 @@ func cCommNcclUniqueID(outId *C.uint8_t, idSize C.size_t) error {
 
 // Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
 // rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
-// Its collectives run on device memory, queued on the context's stream after cblob's own work
-// there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
-// for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
-// communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+// Its collectives run on device memory, on a stream of the communicator's own that waits (an
+// event) for the work queued on the context's stream before each collective starts, so work
+// the context queues after that overlaps it; every dtype (float32, float64, int32, uint32); a
+// wait without a timeout waits for the collective, one with a timeout polls it and NCCL's
+// errors and aborts the NCCL communicator when the time is up. With
+// CBLOB_CUDA_LAUNCH_BLOCKING=1 the call that starts a collective waits for it. Statuses as cblob_comm_nccl_unique_id, plus device
 // errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
 func cCommCreateNccl(context *C.cblob_context, uniqueId *C.uint8_t, nranks C.int32_t, rank C.int32_t) (*C.cblob_comm, error) {
 	r := C.cbgo_comm_create_nccl(C.uintptr_t(uintptr(unsafe.Pointer(context))), uniqueId, nranks, rank)

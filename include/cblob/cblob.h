@@ -1556,6 +1556,19 @@ CBLOB_API cblob_status cblob_file_to_npy_folder(const cblob_file *file, int32_t 
  * stream of its context and waited for where the host needs the result; device out-of-memory is
  * CBLOB_ERR_DEVICE_OUT_OF_MEMORY and leaves the host copy as it was.
  *
+ * Device memory comes from a memory pool of cblob's own per device (cuMemPoolCreate; the old
+ * cuMemAlloc where the driver has no pools), in stream order. Freed memory stays in the pool for
+ * cblob's next allocations: CBLOB_CUDA_POOL_RELEASE_THRESHOLD (bytes, read once per process;
+ * unset: keep everything, as PyTorch's and CuPy's caching allocators do) is what the pool keeps
+ * at each synchronisation, the rest going back to the driver; 0 gives back everything free. An
+ * allocation that finds the device full gives the driver back what the pool keeps and tries
+ * again. cblob_gpu_report says what the pool keeps.
+ *
+ * Sums (cblob_blob_asum, cblob_blob_sumsq) run as two passes of generated kernels, adding in
+ * double in a fixed order: the result is the same bit for bit for any grid, on every run and
+ * GPU, as on the CPU it is the same for any thread count (it need not equal the CPU's to the
+ * last bit). cuBLAS, which adds float32 in float, is what Update and scale use.
+ *
  * A fault in a kernel or copy (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS) loses the
  * device's context: from then on every GPU call on the device fails with CBLOB_ERR_DEVICE_LOST.
  * Recovery: destroy the blobs and contexts using the device and restart the process (the primary
@@ -1738,7 +1751,9 @@ CBLOB_API cblob_status cblob_context_clear_log(cblob_context *context);
  * memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
  * caller then queues on the memory must have finished, or the context's stream
  * (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
- * that uses the blob.
+ * that uses the blob. Memory whose pointer was handed out is freed, once its last holder lets
+ * go, only after a device-wide wait (cuCtxSynchronize), so work the caller still has queued
+ * on it in the device's primary context runs first (the DLPack section says more).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
@@ -2330,6 +2345,27 @@ CBLOB_API cblob_status cblob_buffer_unmap(cblob_buffer *buffer);
  * exported host data, and cblob_blob_set_gpu_data on exported device data, fail with
  * CBLOB_ERR_STATE.
  *
+ * Streams (DLPack's rules, both ways). A device export waits for cblob's work on the memory
+ * before it returns, so the consumer may use the tensor on any stream at once (DLPack's stream
+ * argument of __dlpack__ needs nothing more). Before calling the deleter the consumer must have
+ * queued all its work on the memory, and it queues none after: it need not wait for that work.
+ * cblob frees device memory whose address left the library (a device export, cblob_blob_gpu_ptr,
+ * cblob_blob_mutable_gpu_ptr) only after a device-wide wait (cuCtxSynchronize of the device's
+ * primary context) once its last holder lets go, so work that PyTorch, CuPy or anyone else
+ * still has queued on it in that context, on any stream, runs first; that wait blocks the thread
+ * that lets go (the deleter's, or the one destroying the blob). Work of another CUDA context on
+ * the memory must have finished before the deleter is called. Pinned host memory (kDLCUDAHost)
+ * is freed after the same wait.
+ *
+ * Import orders the context's stream after the producer's work: cblob_blob_from_dlpack_on_stream
+ * takes the stream the tensor is ready on (the one a DLPack consumer passes to the producer's
+ * __dlpack__(stream=...), after which the producer has ordered its work before that stream);
+ * cblob_blob_from_dlpack and cblob_blob_from_dlpack_legacy assume DLPack's stream=None, work
+ * ordered before the legacy default stream, and make the context's stream wait for that stream.
+ * Passing the context's own stream (cblob_context_stream) adds no wait: the Python binding's
+ * Blob.from_dlpack passes it to __dlpack__ and here. A host tensor (kDLCPU, kDLCUDAHost) must be
+ * ready when it is handed over (DLPack: the producer synchronises); no stream is waited for.
+ *
  * Import. cblob_blob_from_dlpack and cblob_blob_from_dlpack_legacy make a blob whose data is the
  * tensor's memory, without copying: float32, float64, int32 and uint32 (lanes 1), C-contiguous
  * (strides NULL, or equal to the row-major strides; axes of size 1 may have any stride), data
@@ -2393,13 +2429,32 @@ CBLOB_API cblob_status cblob_blob_to_dlpack_legacy(cblob_blob *blob, cblob_part 
  * with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
  * lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
  * dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
- * another device than the context's is CBLOB_ERR_STATE.
+ * another device than the context's is CBLOB_ERR_STATE. A CUDA tensor is taken as ready on the
+ * legacy default stream (DLPack's stream=None): the context's stream waits for that stream;
+ * cblob_blob_from_dlpack_on_stream names another.
  *   tensor: the caller's again if the call fails (its deleter not called); the callee takes the caller's hold
  *   out_blob: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_dlpack(cblob_context *context, struct DLManagedTensorVersioned *tensor, cblob_blob **out_blob);
+
+/*
+ * Makes a blob whose data is a DLManagedTensorVersioned's memory, as cblob_blob_from_dlpack
+ * does, with the stream the tensor is ready on: for a CUDA tensor the context's stream waits
+ * (through an event) for the work queued on `stream` so far, so cblob's first kernel reads
+ * what the producer wrote. `stream` is a CUstream or cudaStream_t of the tensor's device;
+ * NULL (or CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
+ * (DLPack's 2) the calling thread's default stream, and the context's own stream adds no
+ * wait. A stream of another device or CUDA context is CBLOB_ERR_INVALID_ARGUMENT, and the
+ * tensor stays the caller's. For a host tensor `stream` is not used.
+ *   tensor: the caller's again if the call fails (its deleter not called); the callee takes the caller's hold
+ *   stream: the stream the tensor's memory is ready on
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_blob_from_dlpack_on_stream(cblob_context *context, struct DLManagedTensorVersioned *tensor, void *stream, cblob_blob **out_blob);
 
 /*
  * Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
@@ -2410,6 +2465,17 @@ CBLOB_API cblob_status cblob_blob_from_dlpack(cblob_context *context, struct DLM
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, struct DLManagedTensor *tensor, cblob_blob **out_blob);
+
+/*
+ * Makes a blob whose data is a legacy DLManagedTensor's memory, with the rules of
+ * cblob_blob_from_dlpack_on_stream.
+ *   tensor: the caller's again if the call fails (its deleter not called); the callee takes the caller's hold
+ *   stream: the stream the tensor's memory is ready on
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_blob_from_dlpack_legacy_on_stream(cblob_context *context, struct DLManagedTensor *tensor, void *stream, cblob_blob **out_blob);
 
 /* ==========================================================================================
  * Arenas and communicators
@@ -2751,10 +2817,12 @@ CBLOB_API cblob_status cblob_comm_nccl_unique_id(uint8_t *out_id, size_t id_size
 /*
  * Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
  * rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
- * Its collectives run on device memory, queued on the context's stream after cblob's own work
- * there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
- * for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
- * communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+ * Its collectives run on device memory, on a stream of the communicator's own that waits (an
+ * event) for the work queued on the context's stream before each collective starts, so work
+ * the context queues after that overlaps it; every dtype (float32, float64, int32, uint32); a
+ * wait without a timeout waits for the collective, one with a timeout polls it and NCCL's
+ * errors and aborts the NCCL communicator when the time is up. With
+ * CBLOB_CUDA_LAUNCH_BLOCKING=1 the call that starts a collective waits for it. Statuses as cblob_comm_nccl_unique_id, plus device
  * errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
  *   unique_id: CBLOB_NCCL_UNIQUE_ID_BYTES bytes from cblob_comm_nccl_unique_id
  *   out_comm: the caller owns the result

@@ -1767,7 +1767,9 @@ namespace CBlob
         /// memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
         /// caller then queues on the memory must have finished, or the context's stream
         /// (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
-        /// that uses the blob.
+        /// that uses the blob. Memory whose pointer was handed out is freed, once its last holder lets
+        /// go, only after a device-wide wait (cuCtxSynchronize), so work the caller still has queued
+        /// on it in the device's primary context runs first (the DLPack section says more).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -2216,11 +2218,27 @@ namespace CBlob
         /// with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
         /// lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
         /// dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
-        /// another device than the context's is CBLOB_ERR_STATE.
+        /// another device than the context's is CBLOB_ERR_STATE. A CUDA tensor is taken as ready on the
+        /// legacy default stream (DLPack's stream=None): the context's stream waits for that stream;
+        /// cblob_blob_from_dlpack_on_stream names another.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_from_dlpack(IntPtr context, IntPtr tensor, out BlobHandle out_blob);
+
+        /// <summary>
+        /// Makes a blob whose data is a DLManagedTensorVersioned's memory, as cblob_blob_from_dlpack
+        /// does, with the stream the tensor is ready on: for a CUDA tensor the context's stream waits
+        /// (through an event) for the work queued on `stream` so far, so cblob's first kernel reads
+        /// what the producer wrote. `stream` is a CUstream or cudaStream_t of the tensor's device;
+        /// NULL (or CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
+        /// (DLPack's 2) the calling thread's default stream, and the context's own stream adds no
+        /// wait. A stream of another device or CUDA context is CBLOB_ERR_INVALID_ARGUMENT, and the
+        /// tensor stays the caller's. For a host tensor `stream` is not used.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_from_dlpack_on_stream(IntPtr context, IntPtr tensor, IntPtr stream, out BlobHandle out_blob);
 
         /// <summary>
         /// Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
@@ -2229,6 +2247,14 @@ namespace CBlob
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_from_dlpack_legacy(IntPtr context, IntPtr tensor, out BlobHandle out_blob);
+
+        /// <summary>
+        /// Makes a blob whose data is a legacy DLManagedTensor's memory, with the rules of
+        /// cblob_blob_from_dlpack_on_stream.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_from_dlpack_legacy_on_stream(IntPtr context, IntPtr tensor, IntPtr stream, out BlobHandle out_blob);
 
         /// <summary>
         /// Lays out the data or diff of count blobs in one buffer and makes each blob's part use its
@@ -2394,10 +2420,12 @@ namespace CBlob
         /// <summary>
         /// Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
         /// rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
-        /// Its collectives run on device memory, queued on the context's stream after cblob's own work
-        /// there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
-        /// for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
-        /// communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+        /// Its collectives run on device memory, on a stream of the communicator's own that waits (an
+        /// event) for the work queued on the context's stream before each collective starts, so work
+        /// the context queues after that overlaps it; every dtype (float32, float64, int32, uint32); a
+        /// wait without a timeout waits for the collective, one with a timeout polls it and NCCL's
+        /// errors and aborts the NCCL communicator when the time is up. With
+        /// CBLOB_CUDA_LAUNCH_BLOCKING=1 the call that starts a collective waits for it. Statuses as cblob_comm_nccl_unique_id, plus device
         /// errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
         /// </summary>
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>

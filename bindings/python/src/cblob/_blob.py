@@ -128,14 +128,22 @@ class Blob(_BlobMethods):
         context = context_or_default(context)
         if copy:
             return cls.from_numpy(np.from_dlpack(tensor), context=context, copy=True)
+        # DLPack's stream rule: a CUDA producer orders its work before the stream passed here,
+        # the context's own (1, the legacy default stream, when the context queues there).
+        stream = {}
+        device_type, device_id = getattr(tensor, "__dlpack_device__", lambda: (_dlpack.KDL_CPU, 0))()
+        if device_type == _dlpack.KDL_CUDA:
+            context.set_device(device_id)  # opens the device, and the context's stream with it
+            stream = {"stream": context.stream or 1}
         try:
-            capsule = tensor.__dlpack__(max_version=(_dlpack.MAJOR_VERSION, 0))
+            capsule = tensor.__dlpack__(max_version=(_dlpack.MAJOR_VERSION, 0), **stream)
         except TypeError:  # a producer that predates DLPack 1.0's keyword arguments
-            capsule = tensor.__dlpack__()
+            capsule = tensor.__dlpack__(**stream)
         name, address = _dlpack.open_capsule(capsule)
-        importer = lib.cblob_blob_from_dlpack if name == _dlpack.VERSIONED else lib.cblob_blob_from_dlpack_legacy
+        importer = lib.cblob_blob_from_dlpack_on_stream if name == _dlpack.VERSIONED else \
+            lib.cblob_blob_from_dlpack_legacy_on_stream
         handle = c_void_p()
-        status = importer(context._h, address, handle)
+        status = importer(context._h, address, context.stream or None, handle)
         if status == Status.OK:
             _dlpack.mark_consumed(capsule, name)
             return cls._wrap(handle, context)

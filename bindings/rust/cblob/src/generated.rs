@@ -501,7 +501,9 @@ impl Blob {
     /// memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
     /// caller then queues on the memory must have finished, or the context's stream
     /// (`Context::stream`) must wait for it (cuStreamWaitEvent), before the next cblob call
-    /// that uses the blob.
+    /// that uses the blob. Memory whose pointer was handed out is freed, once its last holder lets
+    /// go, only after a device-wide wait (cuCtxSynchronize), so work the caller still has queued
+    /// on it in the device's primary context runs first (the DLPack section says more).
     #[inline]
     pub fn gpu_ptr(&self, part: Part) -> Result<*const c_void> {
         let mut ptr = ptr::null();
