@@ -3,6 +3,7 @@
 #include "host_memory.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,30 +30,33 @@ static void read_huge_pages_setting(void)
     }
 }
 
-/* Bytes of large buffers freed lately: freed_bytes, the last of them at freed_at (seconds). A
- * large allocation is rare next to the page faults it costs, so one lock guards both. */
-static struct {
-    pthread_mutex_t lock;
-    double freed_at;
-    size_t freed_bytes;
-} reuse = {.lock = PTHREAD_MUTEX_INITIALIZER};
+/* Bytes of large buffers freed lately, the last of them at freed_at (CLOCK_MONOTONIC, ns).
+ * Atomics, not a lock: a child forked while another thread held a lock here would hang at its
+ * first large buffer. The two may be read a moment apart: the policy is a guess either way. */
+static _Atomic int64_t freed_at;
+static _Atomic size_t freed_bytes;
 
-static double seconds_now(void)
+static int64_t nanoseconds_now(void)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+static bool freed_lately(int64_t now)
+{
+    return now - atomic_load_explicit(&freed_at, memory_order_relaxed) <=
+           (int64_t)(CB_HUGE_PAGES_REUSE_SECONDS * 1e9);
 }
 
 static void note_freed(size_t length)
 {
-    const double now = seconds_now();
-    pthread_mutex_lock(&reuse.lock);
-    if (now - reuse.freed_at > CB_HUGE_PAGES_REUSE_SECONDS)
-        reuse.freed_bytes = 0;
-    reuse.freed_bytes = reuse.freed_bytes + length < length ? SIZE_MAX : reuse.freed_bytes + length;
-    reuse.freed_at = now;
-    pthread_mutex_unlock(&reuse.lock);
+    const int64_t now = nanoseconds_now();
+    if (freed_lately(now))
+        atomic_fetch_add_explicit(&freed_bytes, length, memory_order_relaxed);
+    else
+        atomic_store_explicit(&freed_bytes, length, memory_order_relaxed);
+    atomic_store_explicit(&freed_at, now, memory_order_relaxed);
 }
 
 /* Whether a new mapping of `length` bytes asks for huge pages (and, under the default policy,
@@ -62,13 +66,13 @@ static bool wants_huge_pages(size_t length)
     pthread_once(&huge_pages_once, read_huge_pages_setting);
     if (cb_host_huge_pages != CB_HUGE_PAGES_REUSED)
         return cb_host_huge_pages == CB_HUGE_PAGES_ALWAYS;
-    const double now = seconds_now();
-    pthread_mutex_lock(&reuse.lock);
-    const bool reused = now - reuse.freed_at <= CB_HUGE_PAGES_REUSE_SECONDS && reuse.freed_bytes >= length;
-    if (reused)
-        reuse.freed_bytes -= length;
-    pthread_mutex_unlock(&reuse.lock);
-    return reused;
+    if (!freed_lately(nanoseconds_now()))
+        return false;
+    size_t left = atomic_load_explicit(&freed_bytes, memory_order_relaxed);
+    while (left >= length && !atomic_compare_exchange_weak_explicit(&freed_bytes, &left, left - length,
+                                                                    memory_order_relaxed, memory_order_relaxed)) {
+    }
+    return left >= length;
 }
 
 /* The length of the mapping of a buffer of `size` bytes: whole huge pages. */
