@@ -30,9 +30,11 @@
 
 /* Each thread gets at least this many bytes of work (read plus written); smaller work runs on
  * the calling thread, where handing it over would cost more than it saves. This is the threshold
- * of work without one of its own (copies, fills of new memory, merges, reads); each kernel of
- * codegen/ops.yaml has its own (`split_kib`), measured by bench/bench_threads against one thread
- * and against OpenBLAS's threading (docs/benchmarks.md, "Threads"). */
+ * of work without one of its own (copies, fills of new memory, merges, reads; bench/bench_threads
+ * found splitting copy_from losing at every size up to 1e6 elements on the shared development
+ * VM); each kernel of codegen/ops.yaml may have its own (`split_kib`), measured by
+ * bench/bench_threads against one thread and against OpenBLAS's threading (docs/benchmarks.md,
+ * "Threads"). */
 #define CB_SPLIT_MIN_BYTES ((size_t)4 << 20)
 /* When not 0, replaces every threshold: tests split small work with it (every operation runs on
  * several threads on small blobs), bench/bench_threads splits every size (1). */
@@ -76,8 +78,9 @@ cblob_status cb_parallel_for_split(int64_t items, size_t item_bytes, size_t spli
                                    void *arg);
 
 /* A sum over [0, items): fn adds up one block, [begin, end), into *out, each thread getting at
- * least `split_bytes` of work (the operation's threshold). The blocks depend only on `items` (and are one block below CB_SUM_BLOCK items), and their sums are added in block order in
- * double, so the total is the same bit for bit on any number of threads. */
+ * least `split_bytes` of work (the operation's threshold). The blocks depend only on `items` (and
+ * are one block below CB_SUM_BLOCK items), and their sums are added in block order in double, so
+ * the total is the same bit for bit on any number of threads. */
 #define CB_SUM_BLOCK ((int64_t)1 << 15)
 typedef cblob_status (*cb_sum_fn)(void *arg, int64_t begin, int64_t end, double *out);
 cblob_status cb_parallel_sum(int64_t items, size_t item_bytes, size_t split_bytes, cb_sum_fn fn, void *arg, double *out);
