@@ -31,7 +31,7 @@
 /* Each thread gets at least this many bytes of work (read plus written); smaller work runs on
  * the calling thread, where handing it over would cost more than it saves. This is the threshold
  * of work without one of its own (copies, fills of new memory, merges, reads; bench/bench_threads
- * found splitting copy_from losing at every size up to 1e6 elements on the shared development
+ * found splitting copy_from losing in 40 of 48 cells up to 2e6 elements on the shared development
  * VM); each kernel of codegen/ops.yaml may have its own (`split_kib`), measured by
  * bench/bench_threads against one thread and against OpenBLAS's threading (docs/benchmarks.md,
  * "Threads"). */
