@@ -276,6 +276,9 @@ def enrich(model):
             raise DescriptionError(f"kernel {op['name']}: a CUDA reduction computes one sum, not {len(sums)}")
         op["cuda_sum"] = sums[0] if sums else None
         op.setdefault("split", "sum" if sums else "elements")
+        op.setdefault("split_kib", None)
+        if op["split_kib"] is not None and (not isinstance(op["split_kib"], int) or op["split_kib"] < 1):
+            raise DescriptionError(f"kernel {op['name']}: split_kib must be a whole number of KiB, at least 1")
         if op["split"] not in SPLITS or (op["split"] == "sum") != bool(sums):
             raise DescriptionError(f"kernel {op['name']}: split {op['split']} is none of {sorted(SPLITS)}, "
                                    "or `sum` for a kernel without a double * sum (or the reverse)")
