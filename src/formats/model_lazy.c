@@ -232,8 +232,9 @@ static cblob_status read_range(void *arg, int64_t begin, int64_t end)
 static cblob_status read_into(const cb_input_file *file, uint64_t offset, void *to, size_t length)
 {
     cb_progress *progress = cb_progress_current(CB_PROGRESS_READING);
+    const size_t most = progress != NULL ? CB_LOAD_PIECE : length; /* in one piece when no one is told */
     for (size_t done = 0; done < length;) {
-        const size_t piece = length - done < CB_LOAD_PIECE ? length - done : CB_LOAD_PIECE;
+        const size_t piece = length - done < most ? length - done : most;
         cb_file_range range = {file, offset + done, (uint8_t *)to + done};
         CB_TRY(cb_parallel_for((int64_t)piece, 2, 4096, read_range, &range));
         CB_TRY(cb_progress_add(progress, piece));
