@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "sink.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,7 +102,15 @@ static void start_writer(cb_sink *sink)
     }
     pthread_cond_init(&w->changed, NULL);
     w->output = sink->output;
-    if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
+    /* The thread blocks every signal (it inherits the mask it starts with): a signal for the
+     * process reaches the caller's thread, whose blocked reads and writes ask the call's progress
+     * callback whether to go on (progress.h). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    const int started = pthread_create(&w->thread, NULL, writer_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (started != 0) {
         pthread_cond_destroy(&w->changed);
         pthread_mutex_destroy(&w->lock);
         free(w);

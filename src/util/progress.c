@@ -2,6 +2,7 @@
 #include "progress.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "status.h"
 
@@ -29,9 +30,11 @@ cb_progress *cb_progress_current(cb_progress_kind kind)
 
 static cblob_status stopped(const cb_progress *progress)
 {
-    return cb_fail(CBLOB_ERR_CANCELLED, "stopped by the progress callback after %lld of %lld bytes %s; nothing was %s",
-                   (long long)progress->done, (long long)progress->total,
-                   progress->kind == CB_PROGRESS_READING ? "read" : "written",
+    char total[48] = "";
+    if (progress->total >= 0)
+        snprintf(total, sizeof total, " of %lld", (long long)progress->total);
+    return cb_fail(CBLOB_ERR_CANCELLED, "stopped by the progress callback after %lld%s bytes %s; nothing was %s",
+                   (long long)progress->done, total, progress->kind == CB_PROGRESS_READING ? "read" : "written",
                    progress->kind == CB_PROGRESS_READING ? "opened" : "changed");
 }
 
