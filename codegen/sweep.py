@@ -407,6 +407,8 @@ def valid_argument(fn, p, blob_slot):
         return "fx.a" if blob_slot == 0 else "fx.b"
     if p["base"] == "cblob_release_fn":
         return "count_release"
+    if p["base"] == "cblob_progress_fn":
+        return "sweep_progress"
     if p["base"] == "void" and p["depth"] == 1:
         return "NULL" if p["nullable"] else "external_buffer"
     if p["base"] in ("double", "float"):

@@ -88,6 +88,15 @@ static inline cbgo_context_num_threads_result cbgo_context_num_threads(uintptr_t
     return r;
 }
 
+static inline cbgo_status_result cbgo_context_set_progress(uintptr_t context, cblob_progress_fn progress, void *user_data) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_context_set_progress((cblob_context *)context, progress, user_data);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
 typedef struct {
     cblob_status status;
     char *message;
@@ -2644,6 +2653,43 @@ func cContextNumThreads(context *C.cblob_context) (C.int32_t, error) {
 		return r.out_num_threads, newError(r.status, r.message)
 	}
 	return r.out_num_threads, nil
+}
+
+// Sets the function told the progress of the context's calls that read or write files, and
+// asked whether they may go on (NULL: none, the default). It is how a program shows progress
+// and how it stops work cleanly: a signal handler sets a flag, the callback returns non-zero,
+// and the call fails with CBLOB_ERR_CANCELLED having changed nothing (the library itself never
+// installs a signal handler).
+//
+// Calls that report: reading a file (cblob_file_open, cblob_file_open_fd, cblob_model_open_file,
+// cblob_model_open_npz_file, cblob_model_open_safetensors_file, cblob_blob_from_proto_file,
+// cblob_blob_create_from_proto_file, cblob_blob_vector_from_proto_file) and writing one
+// (cblob_model_to_proto_file, cblob_model_to_npz_file, cblob_model_to_safetensors_file,
+// cblob_blob_to_proto_file, cblob_blob_vector_to_proto_file, cblob_blob_to_npy_file,
+// cblob_model_to_npy_folder, cblob_file_to_npy_folder), through the context of the handle they
+// read into or write from (a blob vector: its first blob's). The callback is called first with
+// done 0 once the call knows its total, then each time at least a MiB more is done (reads
+// advance in pieces of up to 4 MiB), and last with done equal to total: for a write, just
+// before the output takes its place, which is the last moment a stop leaves everything as it
+// was. A blocking read or write that a signal interrupts (EINTR: a terminal or a pipe read to
+// its end, when the handler was installed without SA_RESTART) calls it at once. total is exact
+// but for an .npz written (its zip records are estimated) and a .npy folder read (every .npy
+// file in it is counted): done never passes total (total grows instead), and the last call
+// gives both as what was done.
+//
+// A .npy folder's files are made in a staging folder inside it and moved into place only after
+// the last callback (index.json last), so a stop leaves the folder as it was too. A file written
+// in place (a device, a FIFO, a caller's descriptor) keeps what was written before the stop.
+//
+// The callback runs inside the call: it must not call cblob functions on the handles the call
+// uses. user_data is passed back as it is. Setting the callback while another thread uses the
+// context is safe: a call in progress keeps the one it started with.
+func cContextSetProgress(context *C.cblob_context, progress C.cblob_progress_fn, userData unsafe.Pointer) error {
+	r := C.cbgo_context_set_progress(C.uintptr_t(uintptr(unsafe.Pointer(context))), progress, userData)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
 }
 
 // Creates a blob of the given dtype and shape (Caffe's Blob(shape)). Zero axes make a scalar

@@ -64,6 +64,15 @@ static void count_release(void *ptr, void *user_data)
     ++release_calls;
 }
 
+/* A progress callback that lets every call go on (cblob_context_set_progress's valid argument). */
+static int32_t sweep_progress(void *user_data, int64_t done, int64_t total)
+{
+    (void)user_data;
+    (void)done;
+    (void)total;
+    return 0;
+}
+
 static _Alignas(64) unsigned char external_buffer[4096];
 static const int64_t valid_dims[CBLOB_MAX_AXES + 8] = {3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                                                        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -750,6 +759,30 @@ TEST(sweep_cblob_context_num_threads)
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_context_num_threads with out_num_threads = NULL: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_context_num_threads with out_num_threads = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_context_set_progress)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_context_set_progress(fx.ctx, sweep_progress, NULL));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_context_set_progress)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_context_set_progress(NULL, sweep_progress, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_set_progress", "context = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_set_progress with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_set_progress with context = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
     }
 }

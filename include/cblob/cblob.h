@@ -100,6 +100,7 @@ enum {
     CBLOB_ERR_COMM = 22,               /* Since ABI 1.1. A collective failed in its engine (a rank died, the network failed, MPI or NCCL reported an error), or the communicator is broken by an earlier failure; the message carries the engine's. */
     CBLOB_ERR_TIMEOUT = 23,            /* Since ABI 1.1. A collective did not finish within the communicator's timeout (cblob_comm_set_timeout); the communicator is broken. */
     CBLOB_ERR_NCCL_MISSING = 24,       /* Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls. */
+    CBLOB_ERR_CANCELLED = 25,          /* Since ABI 1.2. The context's progress callback asked the call to stop (cblob_context_set_progress). Like every failure it changed nothing: a file being written was not put in place and its temporary is gone, an existing file or .npy folder keeps its bytes, and nothing was opened. */
 };
 
 /* Element type of a blob. */
@@ -154,6 +155,15 @@ typedef struct cblob_blob cblob_blob;
  * the owner may hand the memory out again at once.
  */
 typedef void (*cblob_release_fn)(void *ptr, void *user_data);
+
+/*
+ * Since ABI 1.2. Tells how far a call that reads or writes files is (cblob_context_set_progress)
+ * and lets the caller stop it: done is the bytes read or written so far, total the bytes the
+ * call will read or write in all (-1 while it cannot know: a pipe read to its end). Returning 0
+ * lets the call go on; any other value asks it to stop, and it fails with CBLOB_ERR_CANCELLED,
+ * changing nothing. Called on the thread that made the call.
+ */
+typedef int32_t (*cblob_progress_fn)(void *user_data, int64_t done, int64_t total);
 
 /*
  * The calling thread's message for its last failed call ("" if none failed yet); never NULL.
@@ -275,6 +285,43 @@ CBLOB_API cblob_status cblob_context_set_num_threads(cblob_context *context, int
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_context_num_threads(const cblob_context *context, int32_t *out_num_threads);
+
+/*
+ * Sets the function told the progress of the context's calls that read or write files, and
+ * asked whether they may go on (NULL: none, the default). It is how a program shows progress
+ * and how it stops work cleanly: a signal handler sets a flag, the callback returns non-zero,
+ * and the call fails with CBLOB_ERR_CANCELLED having changed nothing (the library itself never
+ * installs a signal handler).
+ *
+ * Calls that report: reading a file (cblob_file_open, cblob_file_open_fd, cblob_model_open_file,
+ * cblob_model_open_npz_file, cblob_model_open_safetensors_file, cblob_blob_from_proto_file,
+ * cblob_blob_create_from_proto_file, cblob_blob_vector_from_proto_file) and writing one
+ * (cblob_model_to_proto_file, cblob_model_to_npz_file, cblob_model_to_safetensors_file,
+ * cblob_blob_to_proto_file, cblob_blob_vector_to_proto_file, cblob_blob_to_npy_file,
+ * cblob_model_to_npy_folder, cblob_file_to_npy_folder), through the context of the handle they
+ * read into or write from (a blob vector: its first blob's). The callback is called first with
+ * done 0 once the call knows its total, then each time at least a MiB more is done (reads
+ * advance in pieces of up to 4 MiB), and last with done equal to total: for a write, just
+ * before the output takes its place, which is the last moment a stop leaves everything as it
+ * was. A blocking read or write that a signal interrupts (EINTR: a terminal or a pipe read to
+ * its end, when the handler was installed without SA_RESTART) calls it at once. total is exact
+ * but for an .npz written (its zip records are estimated) and a .npy folder read (every .npy
+ * file in it is counted): done never passes total (total grows instead), and the last call
+ * gives both as what was done.
+ *
+ * A .npy folder's files are made in a staging folder inside it and moved into place only after
+ * the last callback (index.json last), so a stop leaves the folder as it was too. A file written
+ * in place (a device, a FIFO, a caller's descriptor) keeps what was written before the stop.
+ *
+ * The callback runs inside the call: it must not call cblob functions on the handles the call
+ * uses. user_data is passed back as it is. Setting the callback while another thread uses the
+ * context is safe: a call in progress keeps the one it started with.
+ *   progress: may be NULL
+ *   user_data: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_context_set_progress(cblob_context *context, cblob_progress_fn progress, void *user_data);
 
 /* ==========================================================================================
  * Blobs
@@ -741,7 +788,7 @@ CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff,
  * rules for writing a file in the section's introduction (links followed, the target replaced
  * atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
  * devices refused).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_diff, const char *path);
@@ -764,7 +811,7 @@ CBLOB_API cblob_status cblob_blob_from_proto(cblob_blob *blob, const uint8_t *by
  * Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
  * file is read as a snapshot; a path that is not a regular file fails at once (the section's
  * introduction).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_proto_file(cblob_blob *blob, const char *path, int32_t reshape);
@@ -795,7 +842,7 @@ CBLOB_API cblob_status cblob_blob_create_from_proto(cblob_context *context, cons
  * Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does,
  * reading the file as the section's introduction says.
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context, const char *path, cblob_blob **out_blob);
@@ -813,7 +860,7 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int6
  * Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
  * writing a file in the section's introduction.
  *   blobs: may be NULL when num_blobs is 0
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, const char *path);
@@ -833,7 +880,7 @@ CBLOB_API cblob_status cblob_blob_vector_from_proto(cblob_context *context, cons
  * Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does, reading
  * the file as the section's introduction says.
  *   out_blobs: may be NULL; the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_vector_from_proto_file(cblob_context *context, const char *path, int64_t max_blobs, cblob_blob **out_blobs, int64_t *out_num_blobs);
@@ -872,7 +919,7 @@ CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *b
  * peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
  * blobs; bench/model_memory.sh).
  *   out_model: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_model_open_file(cblob_context *context, const char *path, cblob_model **out_model);
@@ -1001,7 +1048,7 @@ CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t wr
 /*
  * Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
  * writing a file in the section's introduction.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32_t write_diff, const char *path);
@@ -1247,7 +1294,7 @@ CBLOB_API cblob_status cblob_model_to_safetensors(const cblob_model *model, int3
 
 /*
  * Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_model_to_safetensors_file(const cblob_model *model, int32_t flags, const char *path);
@@ -1267,7 +1314,7 @@ CBLOB_API cblob_status cblob_model_to_npz(const cblob_model *model, int32_t flag
 
 /*
  * Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_model_to_npz_file(const cblob_model *model, int32_t flags, const char *path);
@@ -1302,7 +1349,7 @@ CBLOB_API cblob_status cblob_model_open_safetensors(cblob_context *context, cons
 /*
  * Reads a .safetensors file as cblob_model_open_safetensors does.
  *   out_model: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_model_open_safetensors_file(cblob_context *context, const char *path, cblob_model **out_model);
@@ -1324,7 +1371,7 @@ CBLOB_API cblob_status cblob_model_open_npz(cblob_context *context, const uint8_
 /*
  * Reads a .npz file as cblob_model_open_npz does.
  *   out_model: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_model_open_npz_file(cblob_context *context, const char *path, cblob_model **out_model);
@@ -1383,8 +1430,11 @@ CBLOB_API cblob_status cblob_model_replace_blobs_with(cblob_model *model, const 
  * the name's FNV-1a hash; two layers whose stems are equal ignoring ASCII case get distinct ones,
  * the later appending `_L<i>`), `blob_<index>.npy` for a blob file's blobs, and index.json
  * (docs/npy-index-schema-1.json) mapping each file to its layer name, layer index, blob index,
- * part, dtype and shape. index.json is removed first and written last, once every file it lists
- * is in place: a folder whose writing was interrupted has none, and reading one requires it
+ * part, dtype and shape. Since 1.2 every file is first written into a staging folder inside the
+ * folder (`.cblob-tmp-<pid>-s<n>`, removed by the next writer when its own was killed): a write
+ * that fails or is stopped (cblob_context_set_progress) before all are written leaves the folder as
+ * it was. Then the old index.json is removed, the files are moved into place and index.json comes
+ * last: a folder whose writing was cut short in that moment has none, and reading one requires it
  * (CBLOB_OPEN_NPY_BY_NAME reads a folder without index.json by its file names instead). Each file
  * read is checked against its entry in index.json (its dtype and shape), so a folder that mixes
  * two conversions is refused rather than read as one. Files are made inside the folder only (a
@@ -1427,7 +1477,7 @@ typedef struct cblob_file cblob_file;
  * that no reader takes is CBLOB_ERR_PARSE saying what it is; a missing or unreadable path, or
  * one that is neither a regular file nor a folder, is CBLOB_ERR_IO.
  *   out_file: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.2.
  */
 CBLOB_API cblob_status cblob_file_open(cblob_context *context, const char *path, int32_t flags, cblob_dtype dtype, cblob_file **out_file);
@@ -1440,7 +1490,7 @@ CBLOB_API cblob_status cblob_file_open(cblob_context *context, const char *path,
  * here, and a folder is refused.
  *   name: may be NULL
  *   out_file: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.2.
  */
 CBLOB_API cblob_status cblob_file_open_fd(cblob_context *context, int32_t fd, const char *name, int32_t flags, cblob_dtype dtype, cblob_file **out_file);
@@ -1512,7 +1562,7 @@ CBLOB_API cblob_status cblob_blob_to_npy(cblob_blob *blob, cblob_part part, uint
 
 /*
  * Writes cblob_blob_to_npy's bytes to a file, atomically as every file is written.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.2.
  */
 CBLOB_API cblob_status cblob_blob_to_npy_file(cblob_blob *blob, cblob_part part, const char *path);
@@ -1522,7 +1572,7 @@ CBLOB_API cblob_status cblob_blob_to_npy_file(cblob_blob *blob, cblob_part part,
  * section's introduction), the diffs too with CBLOB_EXPORT_DIFF, and counts the .npy files
  * written into out_num_files. index.json's "source" is null. Streams: memory stays small
  * whatever the model's size; everything is synced once at the end.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.2.
  */
 CBLOB_API cblob_status cblob_model_to_npy_folder(const cblob_model *model, int32_t flags, const char *folder, int64_t *out_num_files);
@@ -1531,7 +1581,7 @@ CBLOB_API cblob_status cblob_model_to_npy_folder(const cblob_model *model, int32
  * cblob_model_to_npy_folder for whatever the file holds: a model's blobs, or a file of blobs as
  * `blob_<index>.npy`. index.json's "source" is the path or name the file was opened by, and its
  * "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.2.
  */
 CBLOB_API cblob_status cblob_file_to_npy_folder(const cblob_file *file, int32_t flags, const char *folder, int64_t *out_num_files);

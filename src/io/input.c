@@ -12,6 +12,7 @@
 
 #include "io.h"
 #include "io_internal.h"
+#include "progress.h"
 #include "status.h"
 
 void (*cb_io_after_read_hook)(int fd, size_t done);
@@ -43,15 +44,18 @@ static bool same_snapshot(const struct stat *a, const struct stat *b)
            a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-/* Fills bytes[0, size) from the file at start, piece by piece. */
-static cblob_status read_pieces(int fd, const char *name, uint8_t *bytes, size_t size, off_t start)
+/* Fills bytes[0, size) from the file at start, piece by piece, telling progress (may be NULL). */
+static cblob_status read_pieces(int fd, const char *name, uint8_t *bytes, size_t size, off_t start,
+                                cb_progress *progress)
 {
     size_t done = 0;
     while (done < size) {
         const size_t piece = size - done < CB_READ_PIECE ? size - done : CB_READ_PIECE;
         const ssize_t n = pread(fd, bytes + done, piece, start + (off_t)done);
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
+            CB_TRY(cb_progress_interrupted());
             continue;
+        }
         if (n < 0)
             return cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
         if (n == 0)
@@ -60,6 +64,7 @@ static cblob_status read_pieces(int fd, const char *name, uint8_t *bytes, size_t
         done += (size_t)n;
         if (cb_io_after_read_hook != NULL)
             cb_io_after_read_hook(fd, done);
+        CB_TRY(cb_progress_add(progress, (uint64_t)n));
     }
     return CBLOB_OK;
 }
@@ -89,10 +94,13 @@ static cblob_status read_snapshot(int fd, const char *name, const struct stat *b
     if (before->st_size < start || (uint64_t)(before->st_size - start) > SIZE_MAX)
         return cb_fail(CBLOB_ERR_IO, "%s: the file is too large to read", name);
     const size_t size = (size_t)(before->st_size - start);
+    /* A read of a whole file is the work of the call reading it (a call's progress, progress.h). */
+    cb_progress *progress = cb_progress_current(CB_PROGRESS_READING);
+    CB_TRY(cb_progress_size(progress, (int64_t)size));
     void *memory = NULL;
     if (size > 0)
         CB_TRY(map_memory(size, name, &memory));
-    cblob_status status = read_pieces(fd, name, memory, size, start);
+    cblob_status status = read_pieces(fd, name, memory, size, start, progress);
     if (status == CBLOB_OK)
         status = check_unchanged(fd, name, before, start + (off_t)size);
     if (status != CBLOB_OK) {
@@ -193,7 +201,7 @@ cblob_status cb_input_file_read(const cb_input_file *file, uint64_t offset, void
         return cb_fail(CBLOB_ERR_IO, "%s: bytes [%llu, +%zu) lie past its end", file->path,
                        (unsigned long long)offset, length);
     CB_TRY(check_still_the_file(file));
-    CB_TRY(read_pieces(file->fd, file->path, to, length, (off_t)offset));
+    CB_TRY(read_pieces(file->fd, file->path, to, length, (off_t)offset, NULL));
     return check_still_the_file(file);
 }
 
@@ -233,10 +241,14 @@ void cb_input_file_close(cb_input_file *file)
     free(file);
 }
 
-/* Reads a pipe, a terminal or a socket until end of file, doubling the buffer as it fills. */
+/* Reads a pipe, a terminal or a socket until end of file, doubling the buffer as it fills. A read
+ * a signal interrupts asks the call's progress callback whether to go on: a program reading a
+ * terminal stops at Ctrl-C. */
 static cblob_status read_stream(int fd, const char *name, cb_input *out)
 {
     size_t capacity = STREAM_FIRST_SIZE, size = 0;
+    cb_progress *progress = cb_progress_current(CB_PROGRESS_READING);
+    CB_TRY(cb_progress_size(progress, -1));
     void *memory = NULL;
     CB_TRY(map_memory(capacity, name, &memory));
     for (;;) {
@@ -250,16 +262,18 @@ static cblob_status read_stream(int fd, const char *name, cb_input *out)
             capacity *= 2;
         }
         const ssize_t n = read(fd, (uint8_t *)memory + size, capacity - size);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            const int error = errno;
+        const int error = errno;
+        const cblob_status status = n < 0 && error == EINTR ? cb_progress_interrupted()
+                                    : n > 0                 ? cb_progress_add(progress, (uint64_t)n)
+                                                            : CBLOB_OK;
+        if (status != CBLOB_OK || (n < 0 && error != EINTR)) {
             munmap(memory, capacity);
-            return cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(error));
+            return status != CBLOB_OK ? status : cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(error));
         }
         if (n == 0)
             break;
-        size += (size_t)n;
+        if (n > 0)
+            size += (size_t)n;
     }
     *out = (cb_input){.bytes = memory, .size = size, .memory = memory, .memory_size = capacity};
     return CBLOB_OK;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "io_internal.h"
+#include "progress.h"
 #include "status.h"
 
 struct cb_output {
@@ -32,6 +33,7 @@ struct cb_output {
     struct stat original;
     uint64_t written;
     int error;        /* errno of the first failure; later writes do nothing */
+    bool cancelled;   /* that failure: the call's progress callback said stop at an EINTR */
     const char *step; /* what failed: "write", "fsync", ... */
     size_t used;
     uint8_t pending[1 << 16];
@@ -75,6 +77,8 @@ static bool name_is_file(int dirfd, const char *name, int fd)
            same_inode(&opened, &named);
 }
 
+static void remove_stale_in(int dirfd, bool everything);
+
 static void remove_if_stale(int dirfd, const char *name)
 {
     const int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -82,14 +86,23 @@ static void remove_if_stale(int dirfd, const char *name)
         return;
     struct stat opened;
     /* The lock is free only once its writer has closed the file or died; the name is checked to
-     * still be the file locked, so nothing else under it is removed. */
-    if (fstat(fd, &opened) == 0 && S_ISREG(opened.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-        name_is_file(dirfd, name, fd))
-        unlinkat(dirfd, name, 0);
+     * still be the file locked, so nothing else under it is removed. A folder is an output
+     * folder's staging folder (cb_out_dir_stage): its files go with it. */
+    if (fstat(fd, &opened) == 0 && (S_ISREG(opened.st_mode) || S_ISDIR(opened.st_mode)) &&
+        flock(fd, LOCK_EX | LOCK_NB) == 0 && name_is_file(dirfd, name, fd)) {
+        if (S_ISDIR(opened.st_mode)) {
+            remove_stale_in(fd, true);
+            unlinkat(dirfd, name, AT_REMOVEDIR);
+        } else {
+            unlinkat(dirfd, name, 0);
+        }
+    }
     close(fd);
 }
 
-void cb_remove_stale_temporaries(int dirfd)
+/* The stale temporaries in a folder; everything but folders in a stale staging folder (its staged
+ * files, whose writer is gone, and its temporaries, no longer locked once their writer died). */
+static void remove_stale_in(int dirfd, bool everything)
 {
     /* A descriptor of its own: readdir moves its offset. */
     const int scan = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -101,10 +114,18 @@ void cb_remove_stale_temporaries(int dirfd)
         return;
     }
     const struct dirent *entry;
-    while ((entry = readdir(dir)) != NULL)
+    while ((entry = readdir(dir)) != NULL) {
         if (strncmp(entry->d_name, CB_TEMP_PREFIX, strlen(CB_TEMP_PREFIX)) == 0)
             remove_if_stale(dirfd, entry->d_name);
+        else if (everything && entry->d_type != DT_DIR)
+            unlinkat(dirfd, entry->d_name, 0);
+    }
     closedir(dir);
+}
+
+void cb_remove_stale_temporaries(int dirfd)
+{
+    remove_stale_in(dirfd, false);
 }
 
 /* Locks a new temporary and checks that its name is still its own: a cleaner that locked it in
@@ -256,6 +277,12 @@ static void write_all(cb_output *output, const uint8_t *data, size_t length)
 {
     while (length > 0 && output->error == 0) {
         const ssize_t n = output->pipe ? write_without_sigpipe(output->fd, data, length) : write(output->fd, data, length);
+        /* A write that blocks (a FIFO, a pipe) and a signal interrupts: the caller may want to stop. */
+        if (n < 0 && errno == EINTR && cb_progress_interrupted() != CBLOB_OK) {
+            output->cancelled = true;
+            record(output, "write", ECANCELED);
+            return;
+        }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -276,6 +303,8 @@ static void flush_pending(cb_output *output)
 
 static cblob_status write_failure(const cb_output *output)
 {
+    if (output->cancelled)
+        return cb_fail(CBLOB_ERR_CANCELLED, "%s: stopped by the progress callback while it was written", output->display);
     return cb_fail(CBLOB_ERR_IO, "%s: cannot %s: %s", output->display, output->step, strerror(output->error));
 }
 

@@ -87,6 +87,8 @@ namespace CBlob
         Timeout = 23,
         /// <summary>Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls. (<c>CBLOB_ERR_NCCL_MISSING</c>)</summary>
         NcclMissing = 24,
+        /// <summary>Since ABI 1.2. The context's progress callback asked the call to stop (cblob_context_set_progress). Like every failure it changed nothing: a file being written was not put in place and its temporary is gone, an existing file or .npy folder keeps its bytes, and nothing was opened. (<c>CBLOB_ERR_CANCELLED</c>)</summary>
+        Cancelled = 25,
     }
 
     /// <summary>
@@ -327,6 +329,16 @@ namespace CBlob
     /// </summary>
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     public delegate void ReleaseFn(IntPtr ptr, IntPtr user_data);
+
+    /// <summary>
+    /// Since ABI 1.2. Tells how far a call that reads or writes files is (cblob_context_set_progress)
+    /// and lets the caller stop it: done is the bytes read or written so far, total the bytes the
+    /// call will read or write in all (-1 while it cannot know: a pipe read to its end). Returning 0
+    /// lets the call go on; any other value asks it to stop, and it fails with CBLOB_ERR_CANCELLED,
+    /// changing nothing. Called on the thread that made the call.
+    /// </summary>
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    public delegate int ProgressFn(IntPtr user_data, long done, long total);
 
     /// <summary>
     /// Starts summing count elements of dtype at buffer over all ranks, in place. Returns
@@ -688,6 +700,41 @@ namespace CBlob
         internal static extern Status cblob_context_num_threads(IntPtr context, out int out_num_threads);
 
         /// <summary>
+        /// Sets the function told the progress of the context's calls that read or write files, and
+        /// asked whether they may go on (NULL: none, the default). It is how a program shows progress
+        /// and how it stops work cleanly: a signal handler sets a flag, the callback returns non-zero,
+        /// and the call fails with CBLOB_ERR_CANCELLED having changed nothing (the library itself never
+        /// installs a signal handler).
+        ///
+        /// Calls that report: reading a file (cblob_file_open, cblob_file_open_fd, cblob_model_open_file,
+        /// cblob_model_open_npz_file, cblob_model_open_safetensors_file, cblob_blob_from_proto_file,
+        /// cblob_blob_create_from_proto_file, cblob_blob_vector_from_proto_file) and writing one
+        /// (cblob_model_to_proto_file, cblob_model_to_npz_file, cblob_model_to_safetensors_file,
+        /// cblob_blob_to_proto_file, cblob_blob_vector_to_proto_file, cblob_blob_to_npy_file,
+        /// cblob_model_to_npy_folder, cblob_file_to_npy_folder), through the context of the handle they
+        /// read into or write from (a blob vector: its first blob's). The callback is called first with
+        /// done 0 once the call knows its total, then each time at least a MiB more is done (reads
+        /// advance in pieces of up to 4 MiB), and last with done equal to total: for a write, just
+        /// before the output takes its place, which is the last moment a stop leaves everything as it
+        /// was. A blocking read or write that a signal interrupts (EINTR: a terminal or a pipe read to
+        /// its end, when the handler was installed without SA_RESTART) calls it at once. total is exact
+        /// but for an .npz written (its zip records are estimated) and a .npy folder read (every .npy
+        /// file in it is counted): done never passes total (total grows instead), and the last call
+        /// gives both as what was done.
+        ///
+        /// A .npy folder's files are made in a staging folder inside it and moved into place only after
+        /// the last callback (index.json last), so a stop leaves the folder as it was too. A file written
+        /// in place (a device, a FIFO, a caller's descriptor) keeps what was written before the stop.
+        ///
+        /// The callback runs inside the call: it must not call cblob functions on the handles the call
+        /// uses. user_data is passed back as it is. Setting the callback while another thread uses the
+        /// context is safe: a call in progress keeps the one it started with.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_context_set_progress(IntPtr context, ProgressFn progress, IntPtr user_data);
+
+        /// <summary>
         /// Creates a blob of the given dtype and shape (Caffe's Blob(shape)). Zero axes make a scalar
         /// (count 1). Nothing is allocated until the first access. Free it with cblob_blob_destroy.
         /// </summary>
@@ -1010,7 +1057,7 @@ namespace CBlob
         /// atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
         /// devices refused).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_to_proto_file(IntPtr blob, int write_diff, byte[] path);
 
@@ -1033,7 +1080,7 @@ namespace CBlob
         /// file is read as a snapshot; a path that is not a regular file fails at once (the section's
         /// introduction).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_from_proto_file(IntPtr blob, byte[] path, int reshape);
 
@@ -1061,7 +1108,7 @@ namespace CBlob
         /// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does,
         /// reading the file as the section's introduction says.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_create_from_proto_file(IntPtr context, byte[] path, out BlobHandle out_blob);
 
@@ -1076,7 +1123,7 @@ namespace CBlob
         /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
         /// writing a file in the section's introduction.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_vector_to_proto_file([In] IntPtr[] blobs, long num_blobs, int write_diff, byte[] path);
 
@@ -1094,7 +1141,7 @@ namespace CBlob
         /// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does, reading
         /// the file as the section's introduction says.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_vector_from_proto_file(IntPtr context, byte[] path, long max_blobs, [Out] IntPtr[] out_blobs, out long out_num_blobs);
 
@@ -1129,7 +1176,7 @@ namespace CBlob
         /// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
         /// blobs; bench/model_memory.sh).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_open_file(IntPtr context, byte[] path, out ModelHandle out_model);
 
@@ -1246,7 +1293,7 @@ namespace CBlob
         /// Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
         /// writing a file in the section's introduction.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_to_proto_file(IntPtr model, int write_diff, byte[] path);
 
@@ -1408,7 +1455,7 @@ namespace CBlob
         /// <summary>
         /// Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_to_safetensors_file(IntPtr model, int flags, byte[] path);
 
@@ -1427,7 +1474,7 @@ namespace CBlob
         /// <summary>
         /// Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_to_npz_file(IntPtr model, int flags, byte[] path);
 
@@ -1458,7 +1505,7 @@ namespace CBlob
         /// <summary>
         /// Reads a .safetensors file as cblob_model_open_safetensors does.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_open_safetensors_file(IntPtr context, byte[] path, out ModelHandle out_model);
 
@@ -1478,7 +1525,7 @@ namespace CBlob
         /// <summary>
         /// Reads a .npz file as cblob_model_open_npz does.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_open_npz_file(IntPtr context, byte[] path, out ModelHandle out_model);
 
@@ -1519,7 +1566,7 @@ namespace CBlob
         /// that no reader takes is CBLOB_ERR_PARSE saying what it is; a missing or unreadable path, or
         /// one that is neither a regular file nor a folder, is CBLOB_ERR_IO.
         /// </summary>
-        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_file_open(IntPtr context, byte[] path, int flags, DType dtype, out FileHandle out_file);
 
@@ -1530,7 +1577,7 @@ namespace CBlob
         /// name (may be NULL: "the descriptor") is how messages name it. CBLOB_OPEN_LAZY does nothing
         /// here, and a folder is refused.
         /// </summary>
-        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_file_open_fd(IntPtr context, int fd, byte[] name, int flags, DType dtype, out FileHandle out_file);
 
@@ -1598,7 +1645,7 @@ namespace CBlob
         /// <summary>
         /// Writes cblob_blob_to_npy's bytes to a file, atomically as every file is written.
         /// </summary>
-        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_to_npy_file(IntPtr blob, Part part, byte[] path);
 
@@ -1608,7 +1655,7 @@ namespace CBlob
         /// written into out_num_files. index.json's "source" is null. Streams: memory stays small
         /// whatever the model's size; everything is synced once at the end.
         /// </summary>
-        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_to_npy_folder(IntPtr model, int flags, byte[] folder, out long out_num_files);
 
@@ -1617,7 +1664,7 @@ namespace CBlob
         /// `blob_&lt;index&gt;.npy`. index.json's "source" is the path or name the file was opened by, and its
         /// "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
         /// </summary>
-        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_file_to_npy_folder(IntPtr file, int flags, byte[] folder, out long out_num_files);
 
