@@ -21,7 +21,7 @@ from . import _safe
 from ._blob import Blob, Window
 from ._comm import Arena, Comm, Request, finalize_mpi, mpi_library_path
 from ._context import Context, default_context, kernel_cache_warm_up
-from ._errors import (CblobError, CblobIOError, CblobMemoryError, CommError, CommTimeoutError, DeviceError, DeviceLostError, DTypeError, GPUUnavailableError,
+from ._errors import (CancelledError, CblobError, CblobIOError, CblobMemoryError, CommError, CommTimeoutError, DeviceError, DeviceLostError, DTypeError, GPUUnavailableError,
                       InternalError, InvalidArgumentError, NotImplementedForDTypeError, OutOfRangeError, ParseError,
                       ShapeError, SizeOverflowError, StateError)
 from ._formats import load, load_blob, load_blobs, load_npz, load_safetensors, save_blob, save_blobs
@@ -54,7 +54,7 @@ def abi_version():
 
 __all__ = [
     "ABI_VERSION_MAJOR", "ABI_VERSION_MINOR", "MAX_AXES", "NEOML_AXES",
-    "Arena", "Blob", "CacheMode", "Comm", "CblobError", "CblobIOError", "CblobMemoryError", "CommError", "CommTimeoutError", "Context", "DType", "DTypeError",
+    "Arena", "Blob", "CacheMode", "Comm", "CancelledError", "CblobError", "CblobIOError", "CblobMemoryError", "CommError", "CommTimeoutError", "Context", "DType", "DTypeError",
     "DeviceError", "DeviceLostError", "Dim", "ExportFlags", "GPUUnavailableError", "Head", "InternalError", "InvalidArgumentError",
     "JsonFlags", "Layer", "Memory", "Mode", "Model", "NetFormat", "NotImplementedForDTypeError", "OutOfRangeError", "ParamSpec",
     "ParseError", "Part", "Phase", "ProtoKind", "ReduceOp", "Request", "Rule", "RuleKind", "ShapeError", "SizeOverflowError",

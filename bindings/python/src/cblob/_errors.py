@@ -84,6 +84,10 @@ class CommTimeoutError(CommError, TimeoutError):
     """A collective did not finish within the communicator's timeout (Status.TIMEOUT)."""
 
 
+class CancelledError(CblobError):
+    """The progress callback (Context.set_progress) asked the call to stop: nothing changed."""
+
+
 class InternalError(CblobError, RuntimeError):
     """A broken internal invariant, or a status this package does not know (please report it)."""
 
@@ -112,6 +116,7 @@ FAMILIES = {
     Status.DEVICE_LOST: DeviceLostError,
     Status.COMM: CommError,
     Status.TIMEOUT: CommTimeoutError,
+    Status.CANCELLED: CancelledError,
     Status.INTERNAL: InternalError,
 }
 
