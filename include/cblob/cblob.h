@@ -1851,7 +1851,7 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
  * NeoML's CDnnBlob operations, for every dtype (NeoML has float and int), on the CPU and on the
  * GPU. Where NeoML asserts (NeoAssert, an exception), presumes in debug builds only
  * (NeoPresume) or checks nothing, cblob checks and returns a status: bad input changes nothing.
- * Every difference from NeoML is stated on the function it concerns and listed in README.md,
+ * Every difference from NeoML is stated on the function it concerns and listed in docs/neoml.md,
  * "Differences from NeoML".
  *
  * Named layout. A NeoML blob is a blob of exactly 7 axes in the order of cblob_dim: BatchLength,
