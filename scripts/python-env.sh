@@ -30,7 +30,8 @@ make() {
   "$python" -m venv $options "$venv"
   local pins=()
   for package in "$@"; do
-    pins+=("$(grep -E "^$package==" "$requirements")")
+    # A package may have one pin per interpreter range (PEP 508 markers, which pip evaluates).
+    mapfile -t -O "${#pins[@]}" pins < <(grep -E "^$package==" "$requirements")
   done
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
   echo "$stamp" > "$venv/.cblob-stamp"
