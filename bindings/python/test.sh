@@ -103,7 +103,8 @@ echo "== pip install ./bindings/python from source, build isolation, --system-si
 fresh=$CBLOB_OUT_DIR/fresh-source
 rm -rf "$fresh"
 /usr/bin/python3 -m venv --system-site-packages "$fresh"
+# The wheel's build folder: only the generator's Python changes, so nothing is compiled again.
 "$fresh/bin/python" -m pip install --quiet --disable-pip-version-check \
-    --config-settings=build-dir="$CBLOB_OUT_DIR/isolated-build" "$python_dir"
+    --config-settings=build-dir="$CBLOB_OUT_DIR/wheel/skbuild" "$python_dir"
 (cd "$outside" && env -u CBLOB_LIBRARY -u LD_LIBRARY_PATH -u PYTHONPATH "$fresh/bin/python" -I -c \
     'import cblob, sys; m = cblob.load("tiny_lenet.caffemodel"); assert "conv1" in m, list(m); print("source install:", cblob.library_path())')

@@ -140,9 +140,9 @@ def test_a_blob_keeps_its_shape_after_an_overflowing_reshape():
     assert blob.shape == (2, 3)
 
 
-def test_nul_in_strings_raises_value_error_and_writes_nothing(tmp_path):
+def test_nul_in_strings_raises_value_error_and_writes_nothing(tmp_path, monkeypatch):
     model = cblob.load(SAMPLE)
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match="null byte"):
         model.save("a.caffemodel\0.bak")
     with pytest.raises(ValueError, match="null byte"):
