@@ -20,8 +20,18 @@ package cblob
 #include <string.h>
 #include <cblob/cblob.h>
 
-// A copy of the thread's last message for the Go side to free; NULL if memory ran out.
-static char *cbgo_message(void) { return strdup(cblob_last_error_message()); }
+// A copy of the thread's last error for the Go side to free (newError): the message, the
+// function and the detail, each NUL-terminated, one after the other; NULL if memory ran out.
+static char *cbgo_message(void) {
+    const char *parts[3] = {cblob_last_error_message(), cblob_last_error_function(), cblob_last_error_detail()};
+    size_t sizes[3], total = 0;
+    for (int i = 0; i < 3; ++i)
+        total += sizes[i] = strlen(parts[i]) + 1;
+    char *copy = malloc(total);
+    for (size_t i = 0, at = 0; copy != NULL && i < 3; at += sizes[i], ++i)
+        memcpy(copy + at, parts[i], sizes[i]);
+    return copy;
+}
 
 typedef struct { cblob_status status; char *message; } cbgo_status_result;
 
@@ -932,6 +942,24 @@ static inline cbgo_status_result cbgo_model_to_proto_file(uintptr_t model, int32
     cbgo_status_result r;
     memset(&r, 0, sizeof r);
     r.status = cblob_model_to_proto_file((const cblob_model *)model, write_diff, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_blob_to_proto_file_with(uintptr_t blob, int32_t flags, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_to_proto_file_with((cblob_blob *)blob, flags, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_blob_vector_to_proto_file_with(cblob_blob *const *blobs, int64_t num_blobs, int32_t flags, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_vector_to_proto_file_with(blobs, num_blobs, flags, path);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -3369,6 +3397,25 @@ func cModelToProto(model *C.cblob_model, writeDiff C.int32_t, buffer *C.uint8_t,
 // writing a file in the section's introduction.
 func cModelToProtoFile(model *C.cblob_model, writeDiff C.int32_t, path *C.char) error {
 	r := C.cbgo_model_to_proto_file(C.uintptr_t(uintptr(unsafe.Pointer(model))), writeDiff, path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+// as Caffe's legacy dims. Written by the same rules as every file.
+func cBlobToProtoFileWith(blob *C.cblob_blob, flags C.int32_t, path *C.char) error {
+	r := C.cbgo_blob_to_proto_file_with(C.uintptr_t(uintptr(unsafe.Pointer(blob))), flags, path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+func cBlobVectorToProtoFileWith(blobs **C.cblob_blob, numBlobs C.int64_t, flags C.int32_t, path *C.char) error {
+	r := C.cbgo_blob_vector_to_proto_file_with(blobs, numBlobs, flags, path)
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}

@@ -746,6 +746,13 @@ enum {
     CBLOB_NET_FORMAT_V2 = 2,           /* LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today. */
 };
 
+/* Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2). */
+typedef int32_t cblob_proto_flags;
+enum {
+    CBLOB_PROTO_DIFF = 1,              /* Write the diff too, as write_diff 1 does. */
+    CBLOB_PROTO_LEGACY_DIMS = 2,       /* Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW. */
+};
+
 /*
  * A Caffe net's weights: its name, format, and layers, each with a name, a type and blobs.
  * Opened from a .caffemodel (cblob_model_open, cblob_model_open_file) or built up to be saved
@@ -1052,6 +1059,22 @@ CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t wr
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32_t write_diff, const char *path);
+
+/*
+ * cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+ * as Caffe's legacy dims. Written by the same rules as every file.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_blob_to_proto_file_with(cblob_blob *blob, int32_t flags, const char *path);
+
+/*
+ * cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+ *   blobs: may be NULL when num_blobs is 0
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_blob_vector_to_proto_file_with(cblob_blob *const *blobs, int64_t num_blobs, int32_t flags, const char *path);
 
 /* ==========================================================================================
  * Net structure, lossless models and single-file exports

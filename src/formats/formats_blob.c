@@ -35,14 +35,23 @@ CBLOB_API cblob_status cblob_proto_detect_file(const char *path, cblob_proto_kin
 /* ---- one blob ------------------------------------------------------------------------------ */
 
 static cblob_status blob_to_buffer(cblob_blob *blob, int32_t write_diff, uint8_t *buffer, size_t buffer_size,
-                                   size_t *out_size, const char *path)
+                                   size_t *out_size, const char *path, bool legacy_dims)
 {
     cb_blob_message message;
     CB_TRY(cb_blob_message_init(&message, blob, write_diff == 1, "the blob"));
-    cblob_status status = path != NULL ? cb_pack_to_file(blob->context, &message.proto.base, path)
-                                       : cb_pack_to_buffer(&message.proto.base, buffer, buffer_size, out_size);
+    cblob_status status = legacy_dims ? cb_blob_message_legacy_dims(&message, blob, "the blob") : CBLOB_OK;
+    if (status == CBLOB_OK)
+        status = path != NULL ? cb_pack_to_file(blob->context, &message.proto.base, path)
+                              : cb_pack_to_buffer(&message.proto.base, buffer, buffer_size, out_size);
     cb_blob_message_clear(&message);
     return status;
+}
+
+static cblob_status check_proto_flags(int32_t flags)
+{
+    if (flags & ~(CBLOB_PROTO_DIFF | CBLOB_PROTO_LEGACY_DIMS))
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "flags is %" PRId32 "; cblob_proto_flags' bits are 1 and 2", flags);
+    return CBLOB_OK;
 }
 
 CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff, uint8_t *buffer, size_t buffer_size,
@@ -52,7 +61,7 @@ CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff,
     CB_REQUIRE(blob);
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(out_size);
-    return blob_to_buffer(blob, write_diff, buffer, buffer_size, out_size, NULL);
+    return blob_to_buffer(blob, write_diff, buffer, buffer_size, out_size, NULL, false);
 }
 
 CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_diff, const char *path)
@@ -61,7 +70,17 @@ CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_
     CB_REQUIRE(blob);
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(path);
-    return blob_to_buffer(blob, write_diff, NULL, 0, NULL, path);
+    return blob_to_buffer(blob, write_diff, NULL, 0, NULL, path, false);
+}
+
+CBLOB_API cblob_status cblob_blob_to_proto_file_with(cblob_blob *blob, int32_t flags, const char *path)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_TRY(check_proto_flags(flags));
+    CB_REQUIRE(path);
+    return blob_to_buffer(blob, (flags & CBLOB_PROTO_DIFF) != 0, NULL, 0, NULL, path,
+                          (flags & CBLOB_PROTO_LEGACY_DIMS) != 0);
 }
 
 static cblob_status load_blob(cblob_blob *blob, const uint8_t *bytes, size_t size, bool reshape)
@@ -159,7 +178,7 @@ CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context,
 /* ---- blob vectors ------------------------------------------------------------------------- */
 
 static cblob_status vector_to_buffer(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, uint8_t *buffer,
-                                     size_t buffer_size, size_t *out_size, const char *path)
+                                     size_t buffer_size, size_t *out_size, const char *path, bool legacy_dims)
 {
     cb_blob_message *messages = calloc((size_t)num_blobs + 1, sizeof *messages);
     Caffe__BlobProto **protos = calloc((size_t)num_blobs + 1, sizeof *protos);
@@ -171,6 +190,8 @@ static cblob_status vector_to_buffer(cblob_blob *const *blobs, int64_t num_blobs
         char what[48];
         snprintf(what, sizeof what, "blobs[%" PRId64 "]", made);
         status = cb_blob_message_init(&messages[made], blobs[made], write_diff == 1, what);
+        if (status == CBLOB_OK && legacy_dims)
+            status = cb_blob_message_legacy_dims(&messages[made], blobs[made], what);
         protos[made] = &messages[made].proto;
     }
     if (status == CBLOB_OK) {
@@ -195,7 +216,7 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int6
     CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(out_size);
-    return vector_to_buffer(blobs, num_blobs, write_diff, buffer, buffer_size, out_size, NULL);
+    return vector_to_buffer(blobs, num_blobs, write_diff, buffer, buffer_size, out_size, NULL, false);
 }
 
 CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs, int64_t num_blobs,
@@ -205,7 +226,18 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs,
     CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(path);
-    return vector_to_buffer(blobs, num_blobs, write_diff, NULL, 0, NULL, path);
+    return vector_to_buffer(blobs, num_blobs, write_diff, NULL, 0, NULL, path, false);
+}
+
+CBLOB_API cblob_status cblob_blob_vector_to_proto_file_with(cblob_blob *const *blobs, int64_t num_blobs, int32_t flags,
+                                                            const char *path)
+{
+    CB_ENTER();
+    CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
+    CB_TRY(check_proto_flags(flags));
+    CB_REQUIRE(path);
+    return vector_to_buffer(blobs, num_blobs, (flags & CBLOB_PROTO_DIFF) != 0, NULL, 0, NULL, path,
+                            (flags & CBLOB_PROTO_LEGACY_DIMS) != 0);
 }
 
 static cblob_status check_room(int64_t max_blobs, cblob_blob **out_blobs)

@@ -168,6 +168,17 @@ namespace CBlob
     }
 
     /// <summary>
+    /// Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2).
+    /// </summary>
+    public enum ProtoFlags : int
+    {
+        /// <summary>Write the diff too, as write_diff 1 does. (<c>CBLOB_PROTO_DIFF</c>)</summary>
+        Diff = 1,
+        /// <summary>Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW. (<c>CBLOB_PROTO_LEGACY_DIMS</c>)</summary>
+        LegacyDims = 2,
+    }
+
+    /// <summary>
     /// Caffe's Phase, of a layer or a NetStateRule.
     /// </summary>
     public enum Phase : int
@@ -480,9 +491,28 @@ namespace CBlob
             SetHandle(owned);
         }
 
+        readonly FileHandle lender;
+
+        /// <summary>
+        /// A handle the lender owns (its own, never destroyed here): holds the lender's handle
+        /// until this one is released, so that disposing the lender first frees nothing in use.
+        /// </summary>
+        internal ModelHandle(IntPtr lent, FileHandle lender) : base(true)
+        {
+            bool added = false;
+            lender.DangerousAddRef(ref added);
+            this.lender = lender;
+            SetHandle(lent);
+        }
+
         /// <inheritdoc/>
         protected override bool ReleaseHandle()
         {
+            if (lender != null)
+            {
+                lender.DangerousRelease();
+                return true;
+            }
             NativeMethods.cblob_model_destroy(handle);
             return true;
         }
@@ -1298,6 +1328,21 @@ namespace CBlob
         internal static extern Status cblob_model_to_proto_file(IntPtr model, int write_diff, byte[] path);
 
         /// <summary>
+        /// cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+        /// as Caffe's legacy dims. Written by the same rules as every file.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_to_proto_file_with(IntPtr blob, int flags, byte[] path);
+
+        /// <summary>
+        /// cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_vector_to_proto_file_with([In] IntPtr[] blobs, long num_blobs, int flags, byte[] path);
+
+        /// <summary>
         /// The number of a layer's bottoms (its input blobs' names).
         /// </summary>
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
@@ -1604,7 +1649,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_file_model(IntPtr file, out ModelHandle out_model);
+        internal static extern Status cblob_file_model(IntPtr file, out IntPtr out_model);
 
         /// <summary>
         /// The number of blobs of a BlobProto (1), a BlobProtoVector or a .npy file (1); a file holding a model is CBLOB_ERR_STATE.

@@ -105,6 +105,12 @@ class NetFormat(enum.IntEnum):
     V2 = 2  # LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today.
 
 
+class ProtoFlags(enum.IntEnum):
+    """Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2). (cblob_proto_flags)"""
+    DIFF = 1  # Write the diff too, as write_diff 1 does.
+    LEGACY_DIMS = 2  # Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW.
+
+
 class Phase(enum.IntEnum):
     """Caffe's Phase, of a layer or a NetStateRule. (cblob_phase)"""
     TRAIN = 0  # TRAIN.
@@ -666,6 +672,13 @@ FUNCTIONS = (
     # writing a file in the section's introduction.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
     ("cblob_model_to_proto_file", c_int32, (c_void_p, c_int32, c_char_p)),  # model, write_diff, path
+    # cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+    # as Caffe's legacy dims. Written by the same rules as every file.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    ("cblob_blob_to_proto_file_with", c_int32, (c_void_p, c_int32, c_char_p)),  # blob, flags, path
+    # cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    ("cblob_blob_vector_to_proto_file_with", c_int32, (POINTER(c_void_p), c_int64, c_int32, c_char_p)),  # blobs, num_blobs, flags, path
     # The number of a layer's bottoms (its input blobs' names).
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     ("cblob_model_layer_num_bottoms", c_int32, (c_void_p, c_int64, POINTER(c_int64))),  # model, layer, out_count

@@ -145,6 +145,13 @@ pub const CBLOB_NET_FORMAT_V1: cblob_net_format = 1;
 /// LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today.
 pub const CBLOB_NET_FORMAT_V2: cblob_net_format = 2;
 
+/// Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2).
+pub type cblob_proto_flags = i32;
+/// Write the diff too, as write_diff 1 does.
+pub const CBLOB_PROTO_DIFF: cblob_proto_flags = 1;
+/// Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW.
+pub const CBLOB_PROTO_LEGACY_DIMS: cblob_proto_flags = 2;
+
 /// Caffe's Phase, of a layer or a NetStateRule.
 pub type cblob_phase = i32;
 /// TRAIN.
@@ -961,6 +968,17 @@ extern "C" {
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
     pub fn cblob_model_to_proto_file(model: *const cblob_model, write_diff: i32, path: *const c_char) -> cblob_status;
+
+    /// cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+    /// as Caffe's legacy dims. Written by the same rules as every file.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    pub fn cblob_blob_to_proto_file_with(blob: *mut cblob_blob, flags: i32, path: *const c_char) -> cblob_status;
+
+    /// cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    pub fn cblob_blob_vector_to_proto_file_with(blobs: *const *mut cblob_blob, num_blobs: i64, flags: i32, path: *const c_char) -> cblob_status;
 
     /// The number of a layer's bottoms (its input blobs' names).
     ///

@@ -86,6 +86,7 @@ mod comm;
 mod context;
 pub mod dlpack;
 mod error;
+mod file;
 mod generated;
 pub mod gpu;
 mod mapping;
@@ -108,6 +109,7 @@ pub use cblob_sys as sys;
 pub use context::Context;
 pub use dlpack::{DlpackTensor, ImportError, LegacyDlpackTensor};
 pub use error::{Error, Result};
+pub use file::{File, FileNet};
 pub use generated::library::*;
 pub use types::*;
 
