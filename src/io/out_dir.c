@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "io_internal.h"
 #include "status.h"
 
@@ -20,14 +21,14 @@ struct cb_out_dir {
 
 cblob_status cb_out_dir_open(const char *path, cb_out_dir **out)
 {
-    const int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int fd = io_openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (fd < 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot open the folder: %s", path, strerror(errno));
-    cb_out_dir *dir = malloc(sizeof *dir);
-    char *copy = strdup(path);
+    cb_out_dir *dir = cb_malloc(sizeof *dir);
+    char *copy = cb_strdup(path);
     if (dir == NULL || copy == NULL) {
-        free(dir);
-        free(copy);
+        cb_free(dir);
+        cb_free(copy);
         close(fd);
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write into %s", path);
     }
@@ -59,7 +60,7 @@ static cblob_status open_in(cb_out_dir *dir, const char *name, bool private_file
 {
     CB_TRY(check_name(dir, name));
     const size_t size = strlen(dir->path) + strlen(name) + 2;
-    char *display = malloc(size);
+    char *display = cb_malloc(size);
     if (display == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write %s in %s", name, dir->path);
     snprintf(display, size, "%s/%s", dir->path, name);
@@ -85,7 +86,7 @@ static cblob_status open_in(cb_out_dir *dir, const char *name, bool private_file
                                      .private_file = private_file};
         status = cb_output_start(&plan, out);
     }
-    free(display);
+    cb_free(display);
     return status;
 }
 
@@ -115,7 +116,7 @@ cblob_status cb_out_dir_remove(cb_out_dir *dir, const char *name)
 
 cblob_status cb_out_dir_sync(cb_out_dir *dir)
 {
-    if (syncfs(dir->fd) != 0 || fsync(dir->fd) != 0)
+    if (io_fsync_all(dir->fd) != 0 || io_fsync(dir->fd) != 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot sync the folder: %s", dir->path, strerror(errno));
     return CBLOB_OK;
 }
@@ -125,6 +126,6 @@ void cb_out_dir_close(cb_out_dir *dir)
     if (dir == NULL)
         return;
     close(dir->fd);
-    free(dir->path);
-    free(dir);
+    cb_free(dir->path);
+    cb_free(dir);
 }
