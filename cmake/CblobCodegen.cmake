@@ -12,7 +12,8 @@ if(NOT find_python_result EQUAL 0)
 endif()
 
 file(GLOB_RECURSE CBLOB_CODEGEN_INPUTS CONFIGURE_DEPENDS
-  ${CMAKE_SOURCE_DIR}/codegen/*.py ${CMAKE_SOURCE_DIR}/codegen/*.yaml ${CMAKE_SOURCE_DIR}/templates/*)
+  ${CMAKE_SOURCE_DIR}/codegen/*.py ${CMAKE_SOURCE_DIR}/codegen/*.yaml ${CMAKE_SOURCE_DIR}/templates/*
+  ${CMAKE_SOURCE_DIR}/docs/cblob.1.md)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CBLOB_CODEGEN_INPUTS})
 
 execute_process(

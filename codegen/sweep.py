@@ -279,7 +279,7 @@ BAD_BY_CHECK = {
     "replace_flags": [("2", "CBLOB_ERR_INVALID_ARGUMENT", "unknown flag 2"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "flags -1")],
 }
 
-# Values that name what the valid value names in another way: the axis rule (README, "Axes")
+# Values that name what the valid value names in another way: the axis rule (docs/neoml.md, "Axes")
 # counts a negative axis or named dimension from the end. Each must succeed and do exactly what
 # the valid call does: the same out-parameters, the same fixtures afterwards. Fixture fx.a has 4
 # axes and the valid axis is 1; fx.neo has 7 and the valid named dim is CHANNELS (6).
@@ -407,6 +407,8 @@ def valid_argument(fn, p, blob_slot):
         return "fx.a" if blob_slot == 0 else "fx.b"
     if p["base"] == "cblob_release_fn":
         return "count_release"
+    if p["base"] == "cblob_progress_fn":
+        return "sweep_progress"
     if p["base"] == "void" and p["depth"] == 1:
         return "NULL" if p["nullable"] else "external_buffer"
     if p["base"] in ("double", "float"):

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Error type and ErrClosed.
+
 package cblob
 
 /*

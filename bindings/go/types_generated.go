@@ -86,6 +86,8 @@ const (
 	StatusTimeout Status = 23
 	// StatusNcclMissing (CBLOB_ERR_NCCL_MISSING): Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls.
 	StatusNcclMissing Status = 24
+	// StatusCancelled (CBLOB_ERR_CANCELLED): Since ABI 1.2. The context's progress callback asked the call to stop (cblob_context_set_progress). Like every failure it changed nothing: a file being written was not put in place and its temporary is gone, an existing file or .npy folder keeps its bytes, and nothing was opened.
+	StatusCancelled Status = 25
 )
 
 // String returns the C enumerator's name ("CBLOB_OK").
@@ -141,6 +143,8 @@ func (v Status) String() string {
 		return "CBLOB_ERR_TIMEOUT"
 	case StatusNcclMissing:
 		return "CBLOB_ERR_NCCL_MISSING"
+	case StatusCancelled:
+		return "CBLOB_ERR_CANCELLED"
 	}
 	return "Status(" + strconv.Itoa(int(v)) + ")"
 }

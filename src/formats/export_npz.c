@@ -226,11 +226,30 @@ static void empty_archive(cb_sink *sink)
     cb_sink_write(sink, end, sizeof end);
 }
 
+/* The archive's size as libzip writes it for members of known size, stored: a local header (30
+ * bytes and the name) before each member's .npy bytes, a central directory entry (46 bytes and the
+ * name) for each, and the end record. Only an archive past 4 GiB differs (ZIP64's extra fields),
+ * and the call's progress then follows what was written. */
+static uint64_t archive_size(const cb_tensor_list *list)
+{
+    uint64_t size = 22;
+    for (int64_t i = 0; i < list->count; ++i) {
+        const cb_tensor *t = &list->items[i];
+        uint8_t header[CB_NPY_WRITE_HEADER_BYTES];
+        const uint64_t name = strlen(t->key) + 4;
+        size += 30 + name + cb_npy_make_header(t->facts.dtype, t->facts.num_axes, t->facts.dims, header) + t->bytes +
+                46 + name;
+    }
+    return size;
+}
+
 static cblob_status emit_npz(const void *what, cb_sink *sink)
 {
     const npz_output *output = what;
     cb_tensor_list list;
     CB_TRY(cb_tensor_list_make(output->model, '/', false, output->flags & CBLOB_EXPORT_DIFF, &list));
+    if (sink->progress != NULL)
+        cb_sink_expect(sink, archive_size(&list));
     archive a = {.sink = sink};
     zip_error_init(&a.error);
     zip_error_t error;
@@ -284,7 +303,7 @@ CBLOB_API cblob_status cblob_model_to_npz_file(const cblob_model *model, int32_t
     CB_TRY(check_flags(flags));
     CB_REQUIRE(path);
     const npz_output output = {model, flags};
-    return cb_emit_to_file(emit_npz, &output, path);
+    return cb_emit_to_file(model->context, emit_npz, &output, path);
 }
 
 /* ---- reading ------------------------------------------------------------------------------------ */
@@ -491,7 +510,7 @@ CBLOB_API cblob_status cblob_model_open_npz_file(cblob_context *context, const c
     CB_REQUIRE(path);
     CB_REQUIRE(out_model);
     cb_input input;
-    CB_TRY(cb_input_open(path, &input));
+    CB_TRY(cb_read_file(context, path, &input));
     const cblob_status status = cb_explain_bytes(path, input.bytes, input.size, CBLOB_FILE_NPZ,
                                                  cb_model_open_npz_bytes(context, input.bytes, input.size, 0, out_model));
     cb_input_close(&input);

@@ -129,6 +129,10 @@ static cblob_status emit_safetensors(const void *what, cb_sink *sink)
     if (status == CBLOB_OK) {
         const size_t length = strlen(header), padded = (length + 7) / 8 * 8;
         const uint64_t size = padded;
+        uint64_t total = 8 + padded;
+        for (int64_t i = 0; i < list.count; ++i)
+            total += list.items[i].bytes;
+        cb_sink_expect(sink, total);
         uint8_t size_bytes[8];
         for (int i = 0; i < 8; ++i)
             size_bytes[i] = (uint8_t)(size >> (8 * i));
@@ -170,7 +174,7 @@ CBLOB_API cblob_status cblob_model_to_safetensors_file(const cblob_model *model,
     CB_TRY(check_flags(flags, CB_SAFETENSORS_FLAGS));
     CB_REQUIRE(path);
     const safetensors_output output = {model, flags};
-    return cb_emit_to_file(emit_safetensors, &output, path);
+    return cb_emit_to_file(model->context, emit_safetensors, &output, path);
 }
 
 /* ---- reading ---------------------------------------------------------------------------------- */
@@ -386,7 +390,7 @@ CBLOB_API cblob_status cblob_model_open_safetensors_file(cblob_context *context,
     CB_REQUIRE(path);
     CB_REQUIRE(out_model);
     cb_input input;
-    CB_TRY(cb_input_open(path, &input));
+    CB_TRY(cb_read_file(context, path, &input));
     const cblob_status status = cb_explain_bytes(path, input.bytes, input.size, CBLOB_FILE_SAFETENSORS,
                                                  cb_model_open_safetensors_bytes(context, input.bytes, input.size, out_model));
     cb_input_close(&input);

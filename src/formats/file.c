@@ -183,7 +183,12 @@ CBLOB_API cblob_status cblob_file_open(cblob_context *context, const char *path,
     cb_context_use_threads(context);
     cblob_file *file = NULL;
     CB_TRY(file_new(path, &file));
-    const cblob_status status = open_path(context, path, flags, dtype, file);
+    cb_progress progress;
+    cb_context_begin_progress(context, CB_PROGRESS_READING, &progress);
+    cblob_status status = open_path(context, path, flags, dtype, file);
+    if (status == CBLOB_OK)
+        status = cb_progress_finish(&progress);
+    cb_progress_end(&progress, status);
     if (status != CBLOB_OK) {
         file_free(file);
         return status;
@@ -216,11 +221,16 @@ CBLOB_API cblob_status cblob_file_open_fd(cblob_context *context, int32_t fd, co
     CB_TRY(file_new(name != NULL ? name : "the descriptor", &file));
     cb_input input = {0};
     cblob_file_kind kind = CBLOB_FILE_NET;
+    cb_progress progress;
+    cb_context_begin_progress(context, CB_PROGRESS_READING, &progress);
     cblob_status status = cb_input_read_fd(fd, file->name, stream_kind, file, &input);
     if (status == CBLOB_OK)
         status = cb_identify(file->name, input.bytes, input.size, input.size, &kind);
     if (status == CBLOB_OK)
         status = open_identified(context, &input, kind, dtype, file);
+    if (status == CBLOB_OK)
+        status = cb_progress_finish(&progress);
+    cb_progress_end(&progress, status);
     cb_input_close(&input);
     if (status != CBLOB_OK) {
         file_free(file);
@@ -323,7 +333,7 @@ CBLOB_API cblob_status cblob_model_to_npy_folder(const cblob_model *model, int32
     CB_TRY(check_folder_args(flags, folder, out_num_files));
     cb_context_use_threads(model->context);
     const cb_npy_folder_source source = {.model = model, .kind = "net"};
-    return cb_npy_folder_write(&source, flags & CBLOB_EXPORT_DIFF, folder, out_num_files);
+    return cb_npy_folder_write(model->context, &source, flags & CBLOB_EXPORT_DIFF, folder, out_num_files);
 }
 
 CBLOB_API cblob_status cblob_file_to_npy_folder(const cblob_file *file, int32_t flags, const char *folder,
@@ -338,5 +348,8 @@ CBLOB_API cblob_status cblob_file_to_npy_folder(const cblob_file *file, int32_t 
                                                  : file->kind == CBLOB_FILE_BLOB_VECTOR ? "blob_vector"
                                                  : file->kind == CBLOB_FILE_NPY         ? "blob"
                                                                                         : "net"};
-    return cb_npy_folder_write(&source, flags & CBLOB_EXPORT_DIFF, folder, out_num_files);
+    const cblob_context *context = file->model != NULL ? file->model->context
+                                   : file->num_blobs > 0 ? file->blobs[0]->context
+                                                         : NULL;
+    return cb_npy_folder_write(context, &source, flags & CBLOB_EXPORT_DIFF, folder, out_num_files);
 }

@@ -39,7 +39,7 @@ static cblob_status blob_to_buffer(cblob_blob *blob, int32_t write_diff, uint8_t
 {
     cb_blob_message message;
     CB_TRY(cb_blob_message_init(&message, blob, write_diff == 1, "the blob"));
-    cblob_status status = path != NULL ? cb_pack_to_file(&message.proto.base, path)
+    cblob_status status = path != NULL ? cb_pack_to_file(blob->context, &message.proto.base, path)
                                        : cb_pack_to_buffer(&message.proto.base, buffer, buffer_size, out_size);
     cb_blob_message_clear(&message);
     return status;
@@ -88,7 +88,7 @@ CBLOB_API cblob_status cblob_blob_from_proto_file(cblob_blob *blob, const char *
     CB_REQUIRE(path);
     CB_TRY(cb_check_bool("reshape", reshape));
     cb_input input;
-    CB_TRY(cb_input_open(path, &input));
+    CB_TRY(cb_read_file(blob->context, path, &input));
     cblob_status status = load_blob(blob, input.bytes, input.size, reshape == 1);
     cb_input_close(&input);
     return status;
@@ -149,7 +149,7 @@ CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context,
     CB_REQUIRE(path);
     CB_REQUIRE(out_blob);
     cb_input input;
-    CB_TRY(cb_input_open(path, &input));
+    CB_TRY(cb_read_file(context, path, &input));
     cblob_status status = cb_explain_bytes(path, input.bytes, input.size, CBLOB_FILE_BLOB,
                                            cb_blob_create_from_proto_bytes(context, input.bytes, input.size, out_blob));
     cb_input_close(&input);
@@ -178,7 +178,7 @@ static cblob_status vector_to_buffer(cblob_blob *const *blobs, int64_t num_blobs
         caffe__blob_proto_vector__init(&vector);
         vector.n_blobs = (size_t)num_blobs;
         vector.blobs = protos;
-        status = path != NULL ? cb_pack_to_file(&vector.base, path)
+        status = path != NULL ? cb_pack_to_file(num_blobs > 0 ? blobs[0]->context : NULL, &vector.base, path)
                               : cb_pack_to_buffer(&vector.base, buffer, buffer_size, out_size);
     }
     for (int64_t i = 0; messages != NULL && i < made; ++i)
@@ -278,7 +278,7 @@ CBLOB_API cblob_status cblob_blob_vector_from_proto_file(cblob_context *context,
     CB_TRY(check_room(max_blobs, out_blobs));
     CB_REQUIRE(out_num_blobs);
     cb_input input;
-    CB_TRY(cb_input_open(path, &input));
+    CB_TRY(cb_read_file(context, path, &input));
     cblob_status status = cb_explain_bytes(path, input.bytes, input.size, CBLOB_FILE_BLOB_VECTOR,
                                            read_vector(context, &input, max_blobs, out_blobs, out_num_blobs));
     cb_input_close(&input);

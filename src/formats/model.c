@@ -503,17 +503,23 @@ CBLOB_API cblob_status cblob_model_open_file(cblob_context *context, const char 
     CB_REQUIRE(path);
     CB_REQUIRE(out_model);
     cb_context_use_threads(context);
+    cb_progress progress;
+    cb_context_begin_progress(context, CB_PROGRESS_READING, &progress);
     cblob_model *model = NULL;
-    CB_TRY(cb_model_open_lazy(context, path, &model));
-    cblob_status status = cb_model_load_all(model);
+    cblob_status status = cb_model_open_lazy(context, path, &model);
+    if (status != CBLOB_OK)
+        return cb_progress_end(&progress, status);
+    status = cb_model_load_all(model);
     cb_input_file_close(model->file);
     model->file = NULL;
+    if (status == CBLOB_OK)
+        status = cb_progress_finish(&progress);
     if (status != CBLOB_OK) {
         cb_model_free(model);
-        return status;
+        return cb_progress_end(&progress, status);
     }
     *out_model = model;
-    return CBLOB_OK;
+    return cb_progress_end(&progress, CBLOB_OK);
 }
 
 /* ---- queries ------------------------------------------------------------------------------ */
@@ -638,5 +644,5 @@ CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(path);
     const model_output output = {model, write_diff == 1};
-    return cb_emit_to_file(emit_model, &output, path);
+    return cb_emit_to_file(model->context, emit_model, &output, path);
 }

@@ -22,6 +22,7 @@
 #include "identify.h"
 #include "io.h"
 #include "model.h"
+#include "progress.h"
 #include "proto_blob.h"
 #include "status.h"
 #include "threads.h"
@@ -222,12 +223,24 @@ static cblob_status read_range(void *arg, int64_t begin, int64_t end)
     return cb_input_file_read(range->file, range->offset + (uint64_t)begin, range->to + begin, (size_t)(end - begin));
 }
 
+/* Values are read in pieces of this size, each told to the call's progress. */
+#define CB_LOAD_PIECE CB_READ_PIECE
+
 /* Reads bytes of the file straight into their place, large ones on the pool's threads, which
- * first-touch the fresh pages they fill. */
+ * first-touch the fresh pages they fill; a call that reads the whole model (cb_model_load_all)
+ * tells its progress after each piece. */
 static cblob_status read_into(const cb_input_file *file, uint64_t offset, void *to, size_t length)
 {
-    cb_file_range range = {file, offset, to};
-    return cb_parallel_for((int64_t)length, 2, 4096, read_range, &range);
+    cb_progress *progress = cb_progress_current(CB_PROGRESS_READING);
+    const size_t most = progress != NULL ? CB_LOAD_PIECE : length; /* in one piece when no one is told */
+    for (size_t done = 0; done < length;) {
+        const size_t piece = length - done < most ? length - done : most;
+        cb_file_range range = {file, offset + done, (uint8_t *)to + done};
+        CB_TRY(cb_parallel_for((int64_t)piece, 2, 4096, read_range, &range));
+        CB_TRY(cb_progress_add(progress, piece));
+        done += piece;
+    }
+    return CBLOB_OK;
 }
 
 /* A run of unpacked elements, each behind its tag: read whole, then the elements picked out. */
@@ -307,8 +320,24 @@ cblob_status cb_model_load_values(const cblob_model *model, cb_op *blob)
     return CBLOB_OK;
 }
 
-/* Loads the UNREAD blobs of the operations, depth first. */
-static cblob_status load_all_in(const cblob_model *model, const uint8_t *ops)
+/* The bytes of the file read_values reads for an UNREAD blob. */
+static uint64_t values_in_file(const cb_op *blob)
+{
+    uint64_t bytes = 0;
+    for (const uint8_t *cursor = blob->inner;;) {
+        cb_op op;
+        cb_op_read(&cursor, true, &op);
+        if (op.code == CB_OP_END)
+            return bytes;
+        if (op.code == CB_OP_VALUES)
+            bytes += (uint64_t)op.count * (((op.values_flags & CB_VALUES_DOUBLE) ? 8 : 4) +
+                                           ((op.values_flags & CB_VALUES_UNPACKED) ? op.tag_size : 0));
+    }
+}
+
+/* Loads the UNREAD blobs of the operations, depth first; or, with a count, adds up the bytes that
+ * takes. */
+static cblob_status load_all_in(const cblob_model *model, const uint8_t *ops, uint64_t *count)
 {
     for (const uint8_t *cursor = ops;;) {
         cb_op op;
@@ -316,8 +345,10 @@ static cblob_status load_all_in(const cblob_model *model, const uint8_t *ops)
         if (op.code == CB_OP_END)
             return CBLOB_OK;
         if (op.code == CB_OP_MESSAGE)
-            CB_TRY(load_all_in(model, op.inner));
-        if (op.code == CB_OP_BLOB)
+            CB_TRY(load_all_in(model, op.inner, count));
+        if (op.code == CB_OP_BLOB && count != NULL && (op.blob_flags & CB_BLOB_UNREAD))
+            *count += values_in_file(&op);
+        else if (op.code == CB_OP_BLOB && count == NULL)
             CB_TRY(cb_model_load_values(model, &op));
     }
 }
@@ -326,7 +357,14 @@ cblob_status cb_model_load_all(const cblob_model *model)
 {
     if (model->file == NULL)
         return CBLOB_OK;
+    cb_progress *progress = cb_progress_current(CB_PROGRESS_READING);
+    if (progress != NULL) {
+        uint64_t total = 0;
+        for (int64_t i = 0; i < model->num_layers; ++i)
+            CB_TRY(load_all_in(model, cb_record_ops(model->layers[i]), &total));
+        CB_TRY(cb_progress_size(progress, (int64_t)total));
+    }
     for (int64_t i = 0; i < model->num_layers; ++i)
-        CB_TRY(load_all_in(model, cb_record_ops(model->layers[i])));
+        CB_TRY(load_all_in(model, cb_record_ops(model->layers[i]), NULL));
     return CBLOB_OK;
 }

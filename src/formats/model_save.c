@@ -324,6 +324,8 @@ cblob_status cb_model_emit(const cblob_model *model, bool write_diff, cb_sink *s
         status = cb_fail(CBLOB_ERR_OVERFLOW,
                          "the NetParameter would take %llu bytes, over protobuf's 2 GiB message limit (which Caffe enforces)",
                          (unsigned long long)counter.size);
+    if (status == CBLOB_OK && sink->kind != CB_SINK_COUNT)
+        cb_sink_expect(sink, counter.size);
     if (status == CBLOB_OK)
         status = sink->kind == CB_SINK_COUNT ? (sink->size = counter.size, CBLOB_OK) : write_model(model, write_diff, sink);
     pthread_mutex_unlock(&((cblob_model *)model)->lock);

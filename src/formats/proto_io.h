@@ -18,7 +18,12 @@
  * over protobuf's 2 GiB limit are CBLOB_ERR_OVERFLOW. */
 cblob_status cb_pack_to_buffer(const ProtobufCMessage *message, uint8_t *buffer, size_t buffer_size, size_t *out_size);
 
-/* Writes a message to a named path by src/io's rules (cb_output_open). */
-cblob_status cb_pack_to_file(const ProtobufCMessage *message, const char *path);
+/* Writes a message to a named path by src/io's rules (cb_output_open), telling the context's
+ * progress callback (NULL: none). */
+cblob_status cb_pack_to_file(const cblob_context *context, const ProtobufCMessage *message, const char *path);
+
+/* Reads a file whole (cb_input_open) for a public call on context, telling its progress callback
+ * (NULL: none) as it reads: a stop leaves nothing read. */
+cblob_status cb_read_file(const cblob_context *context, const char *path, cb_input *out);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "status.h"
+#include "varint.h"
 
 /* ---- growable arrays ------------------------------------------------------------------------ */
 
@@ -197,6 +198,28 @@ static cblob_status explain_failure(const uint8_t *input, size_t size, bool net,
     return status;
 }
 
+/* The kind a prefix's first field tells when it runs past the prefix (a blob of a vector, a layer,
+ * values larger than the prefix): its tag decides, as the fields before a cut field do. A field 1
+ * that long is a vector's blob rather than a net's name. */
+static cblob_status detect_cut_field(const uint8_t *input, size_t size, cblob_proto_kind *out, bool *sure)
+{
+    uint64_t tag = 0;
+    size_t length = 0;
+    if (cb_varint_decode(input, size, &tag, &length) != CB_VARINT_OK || (tag & 7) != CB_WIRE_LENGTH)
+        return CBLOB_ERR_PARSE;
+    const cb_wire_field field = {.number = (uint32_t)(tag >> 3), .type = CB_WIRE_LENGTH};
+    *sure = false;
+    if (is_net_field(&field))
+        *out = CBLOB_PROTO_NET;
+    else if (field.number == 1)
+        *out = CBLOB_PROTO_BLOB_VECTOR;
+    else if (is_blob_field(&field))
+        *out = CBLOB_PROTO_BLOB;
+    else
+        return CBLOB_ERR_PARSE;
+    return CBLOB_OK;
+}
+
 /* The kind, and whether a field only that kind has decided it (a name-only net is a guess). A
  * prefix is the start of a longer input: a field cut by its end ends the walk, and the fields
  * before it decide. */
@@ -214,6 +237,8 @@ static cblob_status detect(const uint8_t *input, size_t size, bool prefix, cblob
         const cblob_status status = cb_wire_next(&wire, &field);
         if (status != CBLOB_OK && prefix && fields > 0)
             break;
+        if (status != CBLOB_OK && prefix && detect_cut_field(input, size, out, sure) == CBLOB_OK)
+            return CBLOB_OK;
         if (status != CBLOB_OK)
             return explain_failure(input, size, net, blob, status);
         if (field.number == 0)

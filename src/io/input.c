@@ -13,6 +13,7 @@
 #include "io.h"
 #include "alloc.h"
 #include "io_internal.h"
+#include "progress.h"
 #include "status.h"
 
 void (*cb_io_after_read_hook)(int fd, size_t done);
@@ -44,15 +45,18 @@ static bool same_snapshot(const struct stat *a, const struct stat *b)
            a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-/* Fills bytes[0, size) from the file at start, piece by piece. */
-static cblob_status read_pieces(int fd, const char *name, uint8_t *bytes, size_t size, off_t start)
+/* Fills bytes[0, size) from the file at start, piece by piece, telling progress (may be NULL). */
+static cblob_status read_pieces(int fd, const char *name, uint8_t *bytes, size_t size, off_t start,
+                                cb_progress *progress)
 {
     size_t done = 0;
     while (done < size) {
         const size_t piece = size - done < CB_READ_PIECE ? size - done : CB_READ_PIECE;
         const ssize_t n = io_pread(fd, bytes + done, piece, start + (off_t)done);
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
+            CB_TRY(cb_progress_interrupted());
             continue;
+        }
         if (n < 0)
             return cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
         if (n == 0)
@@ -61,6 +65,7 @@ static cblob_status read_pieces(int fd, const char *name, uint8_t *bytes, size_t
         done += (size_t)n;
         if (cb_io_after_read_hook != NULL)
             cb_io_after_read_hook(fd, done);
+        CB_TRY(cb_progress_add(progress, (uint64_t)n));
     }
     return CBLOB_OK;
 }
@@ -90,10 +95,13 @@ static cblob_status read_snapshot(int fd, const char *name, const struct stat *b
     if (before->st_size < start || (uint64_t)(before->st_size - start) > SIZE_MAX)
         return cb_fail(CBLOB_ERR_IO, "%s: the file is too large to read", name);
     const size_t size = (size_t)(before->st_size - start);
+    /* A read of a whole file is the work of the call reading it (a call's progress, progress.h). */
+    cb_progress *progress = cb_progress_current(CB_PROGRESS_READING);
+    CB_TRY(cb_progress_size(progress, (int64_t)size));
     void *memory = NULL;
     if (size > 0)
         CB_TRY(map_memory(size, name, &memory));
-    cblob_status status = read_pieces(fd, name, memory, size, start);
+    cblob_status status = read_pieces(fd, name, memory, size, start, progress);
     if (status == CBLOB_OK)
         status = check_unchanged(fd, name, before, start + (off_t)size);
     if (status != CBLOB_OK) {
@@ -194,7 +202,7 @@ cblob_status cb_input_file_read(const cb_input_file *file, uint64_t offset, void
         return cb_fail(CBLOB_ERR_IO, "%s: bytes [%llu, +%zu) lie past its end", file->path,
                        (unsigned long long)offset, length);
     CB_TRY(check_still_the_file(file));
-    CB_TRY(read_pieces(file->fd, file->path, to, length, (off_t)offset));
+    CB_TRY(read_pieces(file->fd, file->path, to, length, (off_t)offset, NULL));
     return check_still_the_file(file);
 }
 
@@ -250,10 +258,28 @@ static cblob_status check_head(stream_limit *limit, const uint8_t *bytes, size_t
     return limit->check(limit->context, bytes, size, complete, &limit->limit);
 }
 
-/* Reads a pipe, a terminal or a socket until end of file, doubling the buffer as it fills. */
+/* One read of a stream into [size, capacity), told to the progress callback (a read a signal
+ * interrupts asks it whether to go on: a program reading a terminal stops at Ctrl-C); *n is what
+ * was read (0 at the end). */
+static cblob_status read_some(int fd, const char *name, cb_progress *progress, uint8_t *to, size_t room, ssize_t *n)
+{
+    for (;;) {
+        *n = io_read(fd, to, room);
+        if (*n >= 0)
+            return *n > 0 ? cb_progress_add(progress, (uint64_t)*n) : CBLOB_OK;
+        if (errno != EINTR)
+            return cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+        CB_TRY(cb_progress_interrupted());
+    }
+}
+
+/* Reads a pipe, a terminal or a socket until end of file, doubling the buffer as it fills; its
+ * head is checked (limit) before more is read. */
 static cblob_status read_stream(int fd, const char *name, stream_limit *limit, cb_input *out)
 {
     size_t capacity = STREAM_FIRST_SIZE, size = 0;
+    cb_progress *progress = cb_progress_current(CB_PROGRESS_READING);
+    CB_TRY(cb_progress_size(progress, -1));
     void *memory = NULL;
     CB_TRY(map_memory(capacity, name, &memory));
     cblob_status status = CBLOB_OK;
@@ -267,13 +293,9 @@ static cblob_status read_stream(int fd, const char *name, stream_limit *limit, c
             memory = grown;
             capacity *= 2;
         }
-        const ssize_t n = io_read(fd, (uint8_t *)memory + size, capacity - size);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            status = cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+        ssize_t n = 0;
+        if ((status = read_some(fd, name, progress, (uint8_t *)memory + size, capacity - size, &n)) != CBLOB_OK)
             break;
-        }
         size += (size_t)n;
         if ((status = check_head(limit, memory, size, n == 0)) != CBLOB_OK)
             break;

@@ -41,10 +41,16 @@
  * owned by the writer) and put in place atomically, but are made durable only by
  * cb_out_dir_sync, once for the whole folder, not one fsync per file.
  *
+ * Files of an output folder that must appear together (a .npy folder's) are staged (cb_out_dir_stage):
+ * each is made in a staging folder inside the output folder, ".cblob-tmp-<pid>-s<n>", which its
+ * writer holds locked, and all are moved into place by cb_out_dir_publish; a writer that stops or
+ * fails before then leaves the output folder as it was (cb_out_dir_abandon removes the staging
+ * folder, and the output folder too when cb_out_dir_create made it).
+ *
  * Temporary files are named ".cblob-tmp-<pid>-<n>" and locked (flock) by their writer for as long
  * as it writes. Every save to a named path, and every output folder when it is opened, first
  * removes the temporaries in that folder that no process holds: those of writers that were
- * killed. (On a file system without locks none are removed.) Errors (ENOSPC, EDQUOT, EIO, ...) are reported with
+ * killed, staging folders with everything in them. (On a file system without locks none are removed.) Errors (ENOSPC, EDQUOT, EIO, ...) are reported with
  * the system's reason whether write, close, fsync or rename found them; the temporary is then
  * removed and the target untouched. Nothing here installs a signal handler. */
 #ifndef CBLOB_SRC_IO_H
@@ -162,7 +168,17 @@ cblob_status cb_out_dir_remove(cb_out_dir *dir, const char *name);
 /* Makes everything committed in the folder so far durable (syncfs, then the folder itself), and
  * reports the first error the file system kept for it. */
 cblob_status cb_out_dir_sync(cb_out_dir *dir);
-/* Files still open in the folder stay valid: they hold their own descriptor. */
+/* From now on, files opened in the folder are made in its staging folder (above): a committed one
+ * waits there, under its name, for cb_out_dir_publish. Their names are checked against the output
+ * folder's entries when they are opened, as without staging. */
+cblob_status cb_out_dir_stage(cb_out_dir *dir);
+/* Moves every staged file into place, durably: `last` (may be NULL) once all the others are. A
+ * failure on the way leaves the files not moved yet where they were (removed at close). */
+cblob_status cb_out_dir_publish(cb_out_dir *dir, const char *last);
+/* Files still open in the folder stay valid: they hold their own descriptor. Staged files not
+ * published are removed. */
 void cb_out_dir_close(cb_out_dir *dir);
+/* cb_out_dir_close after a failure: the folder too, when cb_out_dir_create made it and it is empty. */
+void cb_out_dir_abandon(cb_out_dir *dir);
 
 #endif

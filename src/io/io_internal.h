@@ -118,6 +118,10 @@ typedef struct cb_output_plan {
 
 cblob_status cb_output_start(const cb_output_plan *plan, cb_output **out);
 
+/* Marks a temporary (or a staging folder) as cblob's, where the file system keeps extended
+ * attributes: the cleaning below removes only what carries the mark there. */
+void cb_mark_temporary(int fd);
+
 /* Removes the temporaries in the folder that no writer holds any more (best effort: a folder
  * that cannot be listed, or a file that cannot be locked, is left as it is). */
 void cb_remove_stale_temporaries(int dirfd);

@@ -6,18 +6,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/xattr.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
 #include "io_internal.h"
+#include "progress.h"
 #include "status.h"
 
 struct cb_output {
@@ -34,6 +35,7 @@ struct cb_output {
     struct stat original;
     uint64_t written;
     int error;        /* errno of the first failure; later writes do nothing */
+    bool cancelled;   /* that failure: the call's progress callback said stop at an EINTR */
     const char *step; /* what failed: "write", "fsync", ... */
     size_t used;
     uint8_t pending[1 << 16];
@@ -77,11 +79,14 @@ static bool name_is_file(int dirfd, const char *name, int fd)
            same_inode(&opened, &named);
 }
 
-/* The mark a temporary carries from its creation (where the file system keeps extended
- * attributes): a file of that name without it is not cblob's, and stays. */
+static void remove_stale_in(int dirfd, bool everything);
+
+/* The mark a temporary (or a staging folder) carries from its creation, where the file system keeps
+ * extended attributes: a file of that name without it is not cblob's, and stays. */
 #define TEMP_MARK "user.cblob.temporary"
 
-/* Whether the name is one create_temporary makes: the prefix, then "<pid>-<n>" and nothing more. */
+/* Whether the name is one cblob makes: the prefix, then "<pid>-<n>" (a file) or "<pid>-s<n>" (a
+ * staging folder), and nothing more. */
 static bool temporary_name(const char *name)
 {
     const char *p = name + strlen(CB_TEMP_PREFIX);
@@ -89,24 +94,35 @@ static bool temporary_name(const char *name)
         return false;
     while (*p >= '0' && *p <= '9')
         ++p;
-    if (*p++ != '-' || *p < '0' || *p > '9')
+    if (*p++ != '-')
+        return false;
+    p += *p == 's';
+    if (*p < '0' || *p > '9')
         return false;
     while (*p >= '0' && *p <= '9')
         ++p;
     return *p == '\0';
 }
 
-/* A temporary of a writer that is gone: named as cblob names them, the caller's own (never
- * another user's, in a shared folder), one link, marked where marks are kept, and unlocked (the
- * lock is free only once its writer has closed the file or died). */
-static bool is_stale_temporary(int fd, const struct stat *info)
+/* A temporary or staging folder of a writer that is gone: named as cblob names them, the
+ * cleaner's own (never another user's, in a shared folder), a file of one link or a folder,
+ * marked where marks are kept, and unlocked (the lock is free only once its writer has closed it
+ * or died). */
+static bool is_stale(int fd, const struct stat *info)
 {
-    if (!S_ISREG(info->st_mode) || info->st_uid != geteuid() || info->st_nlink != 1)
+    if (!(S_ISREG(info->st_mode) && info->st_nlink == 1) && !S_ISDIR(info->st_mode))
+        return false;
+    if (info->st_uid != geteuid())
         return false;
     char mark[2];
     if (fgetxattr(fd, TEMP_MARK, mark, sizeof mark) < 0 && errno != ENOTSUP)
-        return false; /* a file system with marks, and none on this file: not cblob's */
+        return false; /* a file system with marks, and none on this one: not cblob's */
     return flock(fd, LOCK_EX | LOCK_NB) == 0;
+}
+
+void cb_mark_temporary(int fd)
+{
+    (void)fsetxattr(fd, TEMP_MARK, "1", 1, 0); /* where the file system keeps marks */
 }
 
 static void remove_if_stale(int dirfd, const char *name)
@@ -117,13 +133,22 @@ static void remove_if_stale(int dirfd, const char *name)
     if (fd < 0)
         return;
     struct stat opened;
-    /* The name is checked to still be the file locked, so nothing else under it is removed. */
-    if (fstat(fd, &opened) == 0 && is_stale_temporary(fd, &opened) && name_is_file(dirfd, name, fd))
-        unlinkat(dirfd, name, 0);
+    /* The name is checked to still be the file locked, so nothing else under it is removed. A
+     * folder is an output folder's staging folder (cb_out_dir_stage): its files go with it. */
+    if (fstat(fd, &opened) == 0 && is_stale(fd, &opened) && name_is_file(dirfd, name, fd)) {
+        if (S_ISDIR(opened.st_mode)) {
+            remove_stale_in(fd, true);
+            unlinkat(dirfd, name, AT_REMOVEDIR);
+        } else {
+            unlinkat(dirfd, name, 0);
+        }
+    }
     close(fd);
 }
 
-void cb_remove_stale_temporaries(int dirfd)
+/* The stale temporaries in a folder; everything but folders in a stale staging folder (its staged
+ * files, whose writer is gone, and its temporaries, no longer locked once their writer died). */
+static void remove_stale_in(int dirfd, bool everything)
 {
     /* A descriptor of its own: readdir moves its offset. */
     const int scan = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -135,10 +160,18 @@ void cb_remove_stale_temporaries(int dirfd)
         return;
     }
     const struct dirent *entry;
-    while ((entry = readdir(dir)) != NULL)
+    while ((entry = readdir(dir)) != NULL) {
         if (strncmp(entry->d_name, CB_TEMP_PREFIX, strlen(CB_TEMP_PREFIX)) == 0)
             remove_if_stale(dirfd, entry->d_name);
+        else if (everything && entry->d_type != DT_DIR)
+            unlinkat(dirfd, entry->d_name, 0);
+    }
     closedir(dir);
+}
+
+void cb_remove_stale_temporaries(int dirfd)
+{
+    remove_stale_in(dirfd, false);
 }
 
 /* Locks a new temporary and checks that its name is still its own: a cleaner that locked it in
@@ -163,8 +196,8 @@ static cblob_status create_temporary(cb_output *output, mode_t mode)
     for (int attempt = 0; attempt < 100; ++attempt) {
         snprintf(output->temporary, sizeof output->temporary, CB_TEMP_PREFIX "%ld-%u", (long)getpid(),
                  atomic_fetch_add(&serial, 1));
-        const int fd = io_openat(output->dirfd, output->temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                 mode);
+        const int fd = io_openat(output->dirfd, output->temporary,
+                              O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
         if (fd < 0 && errno == EEXIST)
             continue;
         if (fd < 0) {
@@ -174,7 +207,7 @@ static cblob_status create_temporary(cb_output *output, mode_t mode)
                            strerror(error));
         }
         if (lock_temporary(output->dirfd, output->temporary, fd)) {
-            (void)fsetxattr(fd, TEMP_MARK, "1", 1, 0); /* where the file system keeps marks */
+            cb_mark_temporary(fd);
             output->fd = fd;
             return CBLOB_OK;
         }
@@ -291,6 +324,12 @@ static void write_all(cb_output *output, const uint8_t *data, size_t length)
 {
     while (length > 0 && output->error == 0) {
         const ssize_t n = output->pipe ? write_without_sigpipe(output->fd, data, length) : io_write(output->fd, data, length);
+        /* A write that blocks (a FIFO, a pipe) and a signal interrupts: the caller may want to stop. */
+        if (n < 0 && errno == EINTR && cb_progress_interrupted() != CBLOB_OK) {
+            output->cancelled = true;
+            record(output, "write", ECANCELED);
+            return;
+        }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -311,6 +350,8 @@ static void flush_pending(cb_output *output)
 
 static cblob_status write_failure(const cb_output *output)
 {
+    if (output->cancelled)
+        return cb_fail(CBLOB_ERR_CANCELLED, "%s: stopped by the progress callback while it was written", output->display);
     return cb_fail(CBLOB_ERR_IO, "%s: cannot %s: %s", output->display, output->step, strerror(output->error));
 }
 

@@ -971,3 +971,35 @@ TEST(saving_to_a_bad_path_fails_cleanly)
     /* rmdir succeeds only when the folder was left empty. */
     CHECK(access(folder, F_OK) != 0);
 }
+
+TEST(a_blob_vector_whose_first_blob_passes_the_identified_head_opens_as_a_file)
+{
+    /* cblob_file_open tells a file's kind from its first 64 KiB; a vector's first blob larger than
+     * that cut the first field, and the file was refused as malformed (issue 30, found while
+     * testing cblob_file_to_npy_folder's progress). */
+    char folder[256], path[512];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    cblob_context *ctx = context_new();
+    cblob_blob *blobs[2] = {ft_blob(ctx, CBLOB_DTYPE_FLOAT32, 1, (int64_t[]){40000}, 1, false),
+                            ft_blob(ctx, CBLOB_DTYPE_FLOAT32, 1, (int64_t[]){3}, 2, false)};
+    snprintf(path, sizeof path, "%s/big.vector", folder);
+    CHECK_OK(cblob_blob_vector_to_proto_file(blobs, 2, 0, path));
+    cblob_file_kind kind = 0;
+    CHECK_OK(cblob_file_detect(path, &kind));
+    CHECK_EQ_INT(kind, CBLOB_FILE_BLOB_VECTOR);
+    cblob_file *file = NULL;
+    CHECK_OK(cblob_file_open(ctx, path, 0, 0, &file));
+    int64_t count = 0;
+    CHECK_OK(cblob_file_get_kind(file, &kind));
+    CHECK_OK(cblob_file_num_blobs(file, &count));
+    CHECK(kind == CBLOB_FILE_BLOB_VECTOR && count == 2);
+    cblob_blob *first = NULL;
+    CHECK_OK(cblob_file_blob(file, 0, &first));
+    CHECK(ft_same_values(blobs[0], first, CBLOB_PART_DATA));
+    cblob_blob_destroy(first);
+    cblob_file_destroy(file);
+    cblob_blob_destroy(blobs[0]);
+    cblob_blob_destroy(blobs[1]);
+    cblob_context_destroy(ctx);
+    ft_remove_folder(folder);
+}

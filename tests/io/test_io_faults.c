@@ -143,3 +143,59 @@ TEST(every_writer_leaves_the_old_file_or_the_new_one_at_every_failure)
     fixture_free(&fx);
     io_remove_tree(folder);
 }
+
+/* A .npy folder over an earlier one, with each step failing in turn: read back, it is the old
+ * model or the new one, or it is refused for lacking its index (the index goes first and comes
+ * back last); never a mix; no staging folder or temporary left. A failure after the last move
+ * leaves the new folder, and its error says the files are in place. */
+static bool folder_holds(cblob_context *ctx, const char *folder, const fixture *expected)
+{
+    cblob_file *file = NULL;
+    cblob_model *model = NULL;
+    cblob_blob *blob = NULL;
+    bool same = cblob_file_open(ctx, folder, 0, 0, &file) == CBLOB_OK && cblob_file_model(file, &model) == CBLOB_OK &&
+                cblob_model_layer_blob(model, 0, 0, &blob) == CBLOB_OK && ft_same_values(blob, expected->blob, CBLOB_PART_DATA);
+    cblob_blob_destroy(blob);
+    cblob_file_destroy(file);
+    return same;
+}
+
+TEST(a_npy_folder_is_the_old_one_the_new_one_or_refused_at_every_failure)
+{
+    char root[512];
+    CHECK(io_temp_folder(root, sizeof root));
+    fixture old_fx, new_fx;
+    CHECK(fixture_make(&old_fx) && fixture_make(&new_fx));
+    CHECK_OK(cblob_blob_scale(new_fx.blob, CBLOB_PART_DATA, 2.0));
+    const char *folder = io_path(0, root, "weights");
+    int failures_made = 0;
+    for (int s = 0; s < (int)(sizeof steps / sizeof steps[0]); ++s)
+        for (int e = 0; e < 2; ++e) { /* ENOSPC, EIO */
+            bool done = false;
+            for (int64_t nth = 1; !done && nth < 10000; ++nth, ++failures_made) {
+                int64_t files = 0;
+                io_remove_tree(folder);
+                CHECK_OK(cblob_model_to_npy_folder(old_fx.model, CBLOB_EXPORT_DIFF, folder, &files));
+                cb_fault_arm(steps[s].step, nth, errors[e].error, false);
+                const cblob_status status = cblob_model_to_npy_folder(new_fx.model, CBLOB_EXPORT_DIFF, folder, &files);
+                const bool in_place = strstr(cblob_last_error_message(), "the new files are in place") != NULL;
+                done = !cb_fault_fired(steps[s].step);
+                cb_fault_arm(steps[s].step, 0, 0, false);
+                cblob_file *file = NULL;
+                const bool refused = cblob_file_open(old_fx.ctx, folder, 0, 0, &file) == CBLOB_ERR_PARSE &&
+                                     strstr(cblob_last_error_message(), "has no index.json") != NULL;
+                cblob_file_destroy(file);
+                const bool as_new = folder_holds(old_fx.ctx, folder, &new_fx);
+                const bool as_old = folder_holds(old_fx.ctx, folder, &old_fx);
+                CHECK_MSG(status == CBLOB_OK ? as_new : (as_old || refused || (as_new && in_place)),
+                          "%s #%lld with %s: %s; the folder is %s", steps[s].name, (long long)nth, errors[e].name,
+                          cblob_status_name(status), as_new ? "new" : as_old ? "old" : refused ? "refused" : "MIXED");
+                CHECK_EQ_INT(io_count_temporaries(folder), 0);
+            }
+            CHECK(done);
+        }
+    CHECK_MSG(failures_made > 20, "only %d failures were made", failures_made);
+    fixture_free(&old_fx);
+    fixture_free(&new_fx);
+    io_remove_tree(root);
+}

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the exception type every call throws, with
+// the no-GPU statuses.
 using System;
 
 namespace CBlob

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# Hand-written (not generated from codegen/bindings/): `python -m cblob` runs the cblob program.
 """`python -m cblob ARGS` runs the cblob program (inspect, convert, info, help) with ARGS: the one
 bundled in the package (beside the library it was built with), else `cblob` on PATH."""
 import os

@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# Hand-written (not generated from codegen/bindings/): arenas, communicators over MPI (mpi4py,
+# libcblob_mpi loaded at run time) and NCCL, and requests that keep their blobs until they end.
 """Arenas and communicators: data-parallel training as Caffe did it on many GPUs (all-reduce the
 diffs of the learnable blobs after each backward pass), over MPI or NCCL.
 
@@ -14,7 +16,8 @@ import ctypes
 import os
 from ctypes import c_int32, c_void_p
 
-from ._blob import Blob, _handles
+from ._blob import Blob
+from ._util import handle_array as _handles
 from ._context import context_or_default
 from ._errors import CommError, InvalidArgumentError, StateError, check, failure, usage_error
 from ._library import lib, library_path

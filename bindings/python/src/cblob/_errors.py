@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# Hand-written (not generated from codegen/bindings/): the exception classes and the status
+# families they stand for.
 """cblob's errors as exceptions: CblobError and one subclass per family of statuses.
 
 Each class also derives from the built-in exception a Python caller would expect (ShapeError is
@@ -82,6 +84,10 @@ class CommTimeoutError(CommError, TimeoutError):
     """A collective did not finish within the communicator's timeout (Status.TIMEOUT)."""
 
 
+class CancelledError(CblobError):
+    """The progress callback (Context.set_progress) asked the call to stop: nothing changed."""
+
+
 class InternalError(CblobError, RuntimeError):
     """A broken internal invariant, or a status this package does not know (please report it)."""
 
@@ -110,6 +116,7 @@ FAMILIES = {
     Status.DEVICE_LOST: DeviceLostError,
     Status.COMM: CommError,
     Status.TIMEOUT: CommTimeoutError,
+    Status.CANCELLED: CancelledError,
     Status.INTERNAL: InternalError,
 }
 

@@ -1,24 +1,38 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The one-line entry points: Caffe files to and from NumPy arrays."""
+# Hand-written (not generated from codegen/bindings/): the one-line entry points over NumPy arrays
+# (and Caffe's legacy dims).
+"""The one-line entry points: Caffe, safetensors and npz files to and from NumPy arrays."""
 import os
 import secrets
-from ctypes import c_int32, c_int64, c_void_p
+from ctypes import c_int64, c_void_p
 
 import numpy as np
 
-from ._blob import Blob, _handles
+from ._blob import Blob
 from ._context import context_or_default
 from ._errors import ShapeError, check, usage_error
 from ._library import lib
 from ._model import Model
-from ._raw import ProtoKind, Status
-from ._util import path_bytes
+from ._raw import Status
+from ._util import handle_array, path_bytes
 
 
-def load(path, *, context=None):
+def load(path, *, lazy=False, context=None):
     """Opens a .caffemodel (current or V1 format) as a Model: a mapping from each layer with
-    weights to the list of its arrays (`dict(cblob.load(path))`), plus `model.layers`."""
-    return Model.open(path, context=context)
+    weights to the list of its arrays (`dict(cblob.load(path))`), plus `model.layers`. With
+    lazy=True only the structure is read at once, and each layer's values when first used."""
+    return Model.open(path, lazy=lazy, context=context)
+
+
+def load_safetensors(path, *, context=None):
+    """Opens a .safetensors file (keys <layer>.<index>, or PyTorch's names) as a Model: one layer
+    per layer name with its blobs, for reading or for Model.replace_blobs."""
+    return Model.open_safetensors_file(path, context=context)
+
+
+def load_npz(path, *, context=None):
+    """Opens a NumPy .npz file (keys <layer>/<index>) as a Model, as load_safetensors does."""
+    return Model.open_npz_file(path, context=context)
 
 
 def load_blob(path, *, context=None):
@@ -54,24 +68,12 @@ def save_blobs(path, arrays, *, legacy_dims=False):
     """Writes arrays as a BlobProtoVector file (legacy_dims as in save_blob)."""
     blobs = [Blob.from_numpy(np.asarray(a)) for a in arrays]
     if not legacy_dims:
-        num, handles = _handles(blobs)
+        num, handles = handle_array(blobs)
         check(lib.cblob_blob_vector_to_proto_file(handles, num, 0, path_bytes(path)))
         return
     _write_file(path, b"".join(_field(1, _with_legacy_dims(b.to_proto(), b.shape)) for b in blobs))
 
 
-def detect(data):
-    """Which Caffe message bytes hold: ProtoKind.NET, BLOB or BLOB_VECTOR."""
-    data = bytes(data)
-    out = c_int32()
-    check(lib.cblob_proto_detect(data, len(data), out))
-    return ProtoKind(out.value)
-
-
-def detect_file(path):
-    out = c_int32()
-    check(lib.cblob_proto_detect_file(path_bytes(path), out))
-    return ProtoKind(out.value)
 
 
 # ---- legacy dims: cblob writes `shape` (field 7); old readers want fields 1-4 --------------

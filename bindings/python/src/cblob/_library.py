@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# Hand-written (not generated from codegen/bindings/): which libcblob to load, and the ABI check.
 """Loads libcblob and declares its functions (the generated raw layer, _raw.py).
 
 Which file: $CBLOB_LIBRARY when set (a build tree's library, say); else the libcblob.so.1 bundled

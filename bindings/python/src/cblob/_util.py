@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# Hand-written (not generated from codegen/bindings/): the helpers every call uses (shapes,
+# dtypes, two-call buffers, handle arrays).
 """Helpers the safe layer shares: the two-call convention for text and bytes, paths, shapes,
 dtypes, and objects that must outlive the interpreter's teardown."""
 import ctypes
 import os
-from ctypes import c_int64, c_size_t
+from ctypes import c_int32, c_int64, c_size_t, c_void_p
 
 import numpy as np
 
@@ -69,3 +71,47 @@ def immortal(obj):
     tears its modules down; they must never be freed first."""
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
     return obj
+
+
+def one_or_many(values):
+    """The dims of `f(2, 3)` or `f((2, 3))`: a lone non-integer argument is the sequence itself."""
+    if len(values) == 1 and not isinstance(values[0], (int, np.integer)):
+        return values[0]
+    return values
+
+
+def int32_array(values):
+    """A list of ints as (count, int32 array)."""
+    values = [int(v) for v in values]
+    return len(values), (c_int32 * max(len(values), 1))(*values)
+
+
+def handle_array(objects):
+    """A C array of the handles of blobs (or other objects with a handle): (count, array)."""
+    objects = list(objects)
+    return len(objects), (c_void_p * max(len(objects), 1))(*(o._h.value for o in objects))
+
+
+def text_bytes(text):
+    """A string argument as the library takes it (UTF-8 bytes; None stays None)."""
+    return None if text is None else text.encode()
+
+
+def read_int64s(function, *args):
+    """An int64 array the library writes with the two-call convention (count, then values)."""
+    count = c_int64()
+    check(function(*args, None, 0, count))
+    values = (c_int64 * max(count.value, 1))()
+    if count.value:
+        check(function(*args, values, count.value, count))
+    return list(values[:count.value])
+
+
+def read_created(cls, context, function, *args):
+    """New objects of the two-call convention (the number, then the handles), each owned by an
+    object of cls, made in context."""
+    count = c_int64()
+    check(function(*args, 0, None, count))
+    handles = (c_void_p * max(count.value, 1))()
+    check(function(*args, count.value, handles, count))
+    return [cls._wrap(c_void_p(h), context) for h in handles[:count.value]]

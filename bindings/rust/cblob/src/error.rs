@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Error type and the helpers every call
+// uses (status check, two-call buffers, strings and paths).
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::os::unix::ffi::OsStrExt;

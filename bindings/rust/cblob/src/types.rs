@@ -87,11 +87,13 @@ pub enum Status {
     Timeout,
     /// Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls.
     NcclMissing,
+    /// Since ABI 1.2. The context's progress callback asked the call to stop (cblob_context_set_progress). Like every failure it changed nothing: a file being written was not put in place and its temporary is gone, an existing file or .npy folder keeps its bytes, and nothing was opened.
+    Cancelled,
 }
 
 impl Status {
     /// Every value, in the header's order.
-    pub const ALL: &'static [Status] = &[Status::Ok, Status::InvalidArgument, Status::OutOfRange, Status::Shape, Status::Overflow, Status::DType, Status::NotImplemented, Status::OutOfMemory, Status::State, Status::Parse, Status::Io, Status::NoDriver, Status::StubDriver, Status::NoDevice, Status::DriverTooOld, Status::NvrtcMissing, Status::CublasMissing, Status::DeviceOutOfMemory, Status::Device, Status::Compile, Status::Internal, Status::DeviceLost, Status::Comm, Status::Timeout, Status::NcclMissing];
+    pub const ALL: &'static [Status] = &[Status::Ok, Status::InvalidArgument, Status::OutOfRange, Status::Shape, Status::Overflow, Status::DType, Status::NotImplemented, Status::OutOfMemory, Status::State, Status::Parse, Status::Io, Status::NoDriver, Status::StubDriver, Status::NoDevice, Status::DriverTooOld, Status::NvrtcMissing, Status::CublasMissing, Status::DeviceOutOfMemory, Status::Device, Status::Compile, Status::Internal, Status::DeviceLost, Status::Comm, Status::Timeout, Status::NcclMissing, Status::Cancelled];
 
     /// The value for a raw `cblob_status`, if this crate knows it.
     pub const fn from_raw(raw: sys::cblob_status) -> Option<Self> {
@@ -121,6 +123,7 @@ impl Status {
             sys::CBLOB_ERR_COMM => Some(Status::Comm),
             sys::CBLOB_ERR_TIMEOUT => Some(Status::Timeout),
             sys::CBLOB_ERR_NCCL_MISSING => Some(Status::NcclMissing),
+            sys::CBLOB_ERR_CANCELLED => Some(Status::Cancelled),
             _ => None,
         }
     }
@@ -153,6 +156,7 @@ impl Status {
             Status::Comm => sys::CBLOB_ERR_COMM,
             Status::Timeout => sys::CBLOB_ERR_TIMEOUT,
             Status::NcclMissing => sys::CBLOB_ERR_NCCL_MISSING,
+            Status::Cancelled => sys::CBLOB_ERR_CANCELLED,
         }
     }
 
@@ -184,6 +188,7 @@ impl Status {
             Status::Comm => "CBLOB_ERR_COMM",
             Status::Timeout => "CBLOB_ERR_TIMEOUT",
             Status::NcclMissing => "CBLOB_ERR_NCCL_MISSING",
+            Status::Cancelled => "CBLOB_ERR_CANCELLED",
         }
     }
 }
