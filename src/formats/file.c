@@ -12,6 +12,7 @@
 #include "io.h"
 #include "model.h"
 #include "npy_files.h"
+#include "proto_blob.h"
 #include "proto_net.h"
 #include "status.h"
 
@@ -196,6 +197,17 @@ CBLOB_API cblob_status cblob_file_open(cblob_context *context, const char *path,
     return CBLOB_OK;
 }
 
+/* A stream's kind from its head: nothing of a kind cblob reads is read past its head, and a Caffe
+ * message past protobuf's 2 GiB limit. */
+static cblob_status stream_kind(void *context, const uint8_t *head, size_t size, bool complete, size_t *limit)
+{
+    const cblob_file *file = context;
+    cblob_file_kind kind = CBLOB_FILE_NET;
+    CB_TRY(cb_identify(file->name, head, size, complete ? size : UINT64_MAX, &kind));
+    *limit = kind <= CBLOB_FILE_BLOB_VECTOR ? CB_PROTO_MAX_MESSAGE : SIZE_MAX;
+    return CBLOB_OK;
+}
+
 CBLOB_API cblob_status cblob_file_open_fd(cblob_context *context, int32_t fd, const char *name, int32_t flags,
                                           cblob_dtype dtype, cblob_file **out_file)
 {
@@ -211,7 +223,7 @@ CBLOB_API cblob_status cblob_file_open_fd(cblob_context *context, int32_t fd, co
     cblob_file_kind kind = CBLOB_FILE_NET;
     cb_progress progress;
     cb_context_begin_progress(context, CB_PROGRESS_READING, &progress);
-    cblob_status status = cb_input_read_fd(fd, file->name, &input);
+    cblob_status status = cb_input_read_fd(fd, file->name, stream_kind, file, &input);
     if (status == CBLOB_OK)
         status = cb_identify(file->name, input.bytes, input.size, input.size, &kind);
     if (status == CBLOB_OK)

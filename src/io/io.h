@@ -79,10 +79,18 @@ cb_input cb_input_bytes(const uint8_t *bytes, size_t size);
 /* Reads a regular file whole, as a consistent snapshot (above). CBLOB_ERR_IO names the path and
  * the reason: missing, not a regular file (saying what it is), unreadable, changed while read. */
 cblob_status cb_input_open(const char *path, cb_input *out);
+/* Decides from the first bytes of what a descriptor holds (at least CB_STREAM_HEAD bytes, or all
+ * of it when `complete`) whether to read on, and how much at most: a reader of streams refuses
+ * what is of no kind it reads after reading its head, not after reading a pipe of zeros until
+ * memory runs out. */
+#define CB_STREAM_HEAD ((size_t)64 << 10)
+typedef cblob_status cb_stream_check(void *context, const uint8_t *head, size_t size, bool complete, size_t *limit);
+
 /* Reads what a descriptor the caller owns holds, up to its end (standard input, say): a regular
  * file from its current offset as a snapshot (and the offset moves to its end), anything else
- * (a pipe, a terminal, a socket) until end of file. A folder is refused. name is for messages. */
-cblob_status cb_input_read_fd(int fd, const char *name, cb_input *out);
+ * (a pipe, a terminal, a socket) until end of file, or until check (may be NULL: no limit) says
+ * more is not wanted (CBLOB_ERR_IO naming the limit). A folder is refused. name is for messages. */
+cblob_status cb_input_read_fd(int fd, const char *name, cb_stream_check *check, void *context, cb_input *out);
 /* Tells that input[offset, offset + length) will not be read again: the whole pages inside it
  * leave the process's memory, and read as zeros afterwards. Loading a model then holds about one
  * copy of it, not two. Does nothing for borrowed bytes. */
