@@ -9,7 +9,9 @@
  * Interleaved repetitions; prints the median and the min-max of each, in GB/s and as a ratio to
  * write(2) and fsync of the same bytes (the library's writer fsyncs every file it puts in place;
  * write(2) alone is shown too), and the process's peak resident memory during each (VmHWM,
- * reset before each) over the model's size. */
+ * reset before each) over the model's size. Each export runs also with a progress callback on the
+ * context (cblob_context_set_progress, one that lets the call go on), which the cblob program
+ * always sets: what telling progress costs. */
 #define _DEFAULT_SOURCE
 #include <fcntl.h>
 #include <stdbool.h>
@@ -51,6 +53,14 @@ static void reset_peak(void)
         fputs("5", refs);
         fclose(refs);
     }
+}
+
+static int32_t go_on(void *user_data, int64_t done, int64_t total)
+{
+    (void)done;
+    (void)total;
+    ++*(int64_t *)user_data;
+    return 0;
 }
 
 static int compare(const void *a, const void *b)
@@ -111,19 +121,21 @@ int main(int argc, char **argv)
         }
     }
     const double model_bytes = (double)bytes_each * LAYERS;
-    enum { KINDS = 4 };
-    const char *names[KINDS] = {"write+fsync", "safetensors", "npz", "write only"};
+    enum { KINDS = 6 };
+    const char *names[KINDS] = {"write+fsync", "safetensors", "npz", "write only", "safet.+prog.", "npz+progress"};
     double seconds[KINDS][REPEATS];
-    long peaks[KINDS] = {0, 0, 0, 0};
+    long peaks[KINDS] = {0, 0, 0, 0, 0, 0};
+    int64_t calls = 0;
     char path[4200];
     for (int r = 0; r < REPEATS; ++r)
         for (int k = 0; k < KINDS; ++k) {
             snprintf(path, sizeof path, "%s/out.%d", folder, k);
+            cblob_context_set_progress(ctx, k >= 4 ? go_on : NULL, &calls);
             reset_peak();
             const double start = now();
-            const int failed = k == 0 || k == 3 ? write_plain(blobs, bytes_each, path, k == 0)
-                               : k == 1       ? (int)cblob_model_to_safetensors_file(model, 0, path)
-                                              : (int)cblob_model_to_npz_file(model, 0, path);
+            const int failed = k == 0 || k == 3     ? write_plain(blobs, bytes_each, path, k == 0)
+                               : k == 1 || k == 4 ? (int)cblob_model_to_safetensors_file(model, 0, path)
+                                                  : (int)cblob_model_to_npz_file(model, 0, path);
             seconds[k][r] = now() - start;
             const long peak = peak_kib();
             peaks[k] = peak > peaks[k] ? peak : peaks[k];
@@ -134,8 +146,8 @@ int main(int argc, char **argv)
             }
         }
     double median[KINDS];
-    printf("model: %.0f MiB in %d layers; files in %s; %d interleaved repetitions\n", model_bytes / 1048576, LAYERS,
-           folder, REPEATS);
+    printf("model: %.0f MiB in %d layers; files in %s; %d interleaved repetitions; %lld progress calls\n",
+           model_bytes / 1048576, LAYERS, folder, REPEATS, (long long)calls);
     printf("%-12s %10s %18s %10s %14s\n", "", "GB/s", "min-max GB/s", "x write", "peak/model");
     for (int k = 0; k < KINDS; ++k) {
         qsort(seconds[k], REPEATS, sizeof seconds[k][0], compare);

@@ -7,7 +7,7 @@
  *                  process also pays NVRTC's start-up and is reported apart.
  *   disk hit       a family not in memory: the entry read, verified and loaded into the device.
  *   memory hit     a loaded family's kernel looked up again.
- * On a real GPU it also reports update (axpy) and asum bandwidth against a device-to-device copy.
+ * (Bandwidth on a GPU, cuBLAS against the generated kernels included, is bench_gpu's.)
  *
  * Without a CUDA driver it runs against the test double of the driver (built with the tests),
  * whose "module load" is a memcpy: its disk-hit time is then the cache's own work only, and it
@@ -137,78 +137,6 @@ static void cache_hits(const cb_device *device)
            checksum != 0 ? "" : ", none found", verdict(memory_hit, 1e-6));
 }
 
-/* Bytes moved per second by f over count floats, best of a few runs. */
-static double bandwidth(cblob_status (*f)(const cb_device *, void *, void *, int64_t), const cb_device *device,
-                        void *x, void *y, int64_t count, double bytes_per_element)
-{
-    double best = 1e30;
-    for (int run = 0; run < 10; ++run) {
-        device->backend->synchronize(device);
-        const double start = seconds(CLOCK_MONOTONIC);
-        if (f(device, x, y, count) != CBLOB_OK || device->backend->synchronize(device) != CBLOB_OK)
-            return 0;
-        const double elapsed = seconds(CLOCK_MONOTONIC) - start;
-        best = elapsed < best ? elapsed : best;
-    }
-    return bytes_per_element * (double)count / best;
-}
-
-static cblob_status run_copy(const cb_device *device, void *x, void *y, int64_t count)
-{
-    return device->backend->copy(device, y, x, (size_t)count * sizeof(float), CB_COPY_DEVICE_TO_DEVICE);
-}
-
-static cblob_status run_update(const cb_device *device, void *x, void *y, int64_t count)
-{
-    return device->backend->kernels->axpy(device, CBLOB_DTYPE_FLOAT32, count, -1.0, x, y);
-}
-
-static cblob_status run_asum(const cb_device *device, void *x, void *y, int64_t count)
-{
-    (void)y;
-    double sum;
-    return device->backend->kernels->asum(device, CBLOB_DTYPE_FLOAT32, count, x, &sum);
-}
-
-static cblob_status run_jit_asum(const cb_device *device, void *x, void *y, int64_t count)
-{
-    (void)y;
-    double sum;
-    return cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT32, count, x, &sum);
-}
-
-static cblob_status run_jit_update(const cb_device *device, void *x, void *y, int64_t count)
-{
-    return cb_cuda_jit_kernels.axpy(device, CBLOB_DTYPE_FLOAT32, count, -1.0, x, y);
-}
-
-static void gpu_bandwidth(cblob_context *ctx, const cb_device *device)
-{
-    const int64_t count = (int64_t)64 << 20; /* 256 MiB of floats per vector */
-    cblob_blob *a = NULL, *b = NULL;
-    void *x = NULL, *y = NULL;
-    if (cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT32, 1, &count, &a) != CBLOB_OK ||
-        cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT32, 1, &count, &b) != CBLOB_OK ||
-        cblob_blob_mutable_gpu_ptr(a, CBLOB_PART_DATA, &x) != CBLOB_OK ||
-        cblob_blob_mutable_gpu_ptr(b, CBLOB_PART_DATA, &y) != CBLOB_OK) {
-        printf("  cannot allocate two vectors of %lld floats: %s\n", (long long)count, cblob_last_error_message());
-    } else {
-        /* A copy reads and writes each element; update reads two and writes one; asum reads one. */
-        const double copy = bandwidth(run_copy, device, x, y, count, 8);
-        const double update = bandwidth(run_update, device, x, y, count, 12);
-        const double asum = bandwidth(run_asum, device, x, y, count, 4);
-        const double jit_update = bandwidth(run_jit_update, device, x, y, count, 12);
-        const double jit_asum = bandwidth(run_jit_asum, device, x, y, count, 4);
-        printf("  device-to-device copy: %.0f GB/s\n", copy * 1e-9);
-        printf("  update (cuBLAS axpy):  %.0f GB/s (%.2f of the copy); generated kernel %.0f GB/s (%.2f)\n", update * 1e-9,
-               update / copy, jit_update * 1e-9, jit_update / copy);
-        printf("  asum (cuBLAS):         %.0f GB/s (%.2f of the copy); generated kernel %.0f GB/s (%.2f)\n", asum * 1e-9,
-               asum / copy, jit_asum * 1e-9, jit_asum / copy);
-    }
-    cblob_blob_destroy(a);
-    cblob_blob_destroy(b);
-}
-
 /* The cache folder holds entries only (no subfolders). */
 static void remove_folder(const char *path)
 {
@@ -263,8 +191,6 @@ int main(void)
         cache_hits(device);
         if (fake)
             printf("    (the double loads a module by copying it: a real driver adds its cuModuleLoadData)\n");
-        else
-            gpu_bandwidth(ctx, device);
     }
     cblob_context_destroy(ctx);
     remove_folder(cache_dir);

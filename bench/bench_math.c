@@ -20,7 +20,6 @@
  * elements and more at least 0.9x memcpy's bandwidth. */
 #define _GNU_SOURCE /* pipe2 */
 #include <blis.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
@@ -33,6 +32,7 @@
 #include <unistd.h>
 
 #include "bench_loops.h"
+#include "bench_openblas.h"
 #include "bench_timing.h"
 #include "cblob/cblob.h"
 
@@ -48,43 +48,7 @@ static void check(cblob_status status, const char *what)
     }
 }
 
-/* ---- OpenBLAS, through dlopen ------------------------------------------------------------ */
-
-static struct {
-    void (*set_num_threads)(int);
-    int default_threads;
-    void (*saxpy)(int, float, const float *, int, float *, int);
-    void (*daxpy)(int, double, const double *, int, double *, int);
-    float (*sasum)(int, const float *, int);
-    double (*dasum)(int, const double *, int);
-    float (*sdot)(int, const float *, int, const float *, int);
-    double (*ddot)(int, const double *, int, const double *, int);
-    void (*sscal)(int, float, float *, int);
-    void (*dscal)(int, double, double *, int);
-} openblas;
-
-static bool open_openblas(void)
-{
-    void *library = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL)
-        return false;
-    int (*get_num_threads)(void) = (int (*)(void))dlsym(library, "openblas_get_num_threads");
-#define CB_LOAD(field, name) *(void **)&openblas.field = dlsym(library, name)
-    CB_LOAD(set_num_threads, "openblas_set_num_threads");
-    CB_LOAD(saxpy, "cblas_saxpy");
-    CB_LOAD(daxpy, "cblas_daxpy");
-    CB_LOAD(sasum, "cblas_sasum");
-    CB_LOAD(dasum, "cblas_dasum");
-    CB_LOAD(sdot, "cblas_sdot");
-    CB_LOAD(ddot, "cblas_ddot");
-    CB_LOAD(sscal, "cblas_sscal");
-    CB_LOAD(dscal, "cblas_dscal");
-#undef CB_LOAD
-    if (get_num_threads == NULL || openblas.set_num_threads == NULL || openblas.dscal == NULL)
-        return false;
-    openblas.default_threads = get_num_threads();
-    return true;
-}
+static bench_openblas openblas;
 
 /* ---- NumPy, in a child process ----------------------------------------------------------- */
 
@@ -420,7 +384,7 @@ int main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     bench_print_machine("bench_math");
-    const bool have_openblas = open_openblas();
+    const bool have_openblas = bench_openblas_open(&openblas);
     numpy_child children[2];
     const bool have_numpy = want_numpy && numpy_start(&children[0], python, true) && numpy_start(&children[1], python, false);
     char answer[256] = "not run";

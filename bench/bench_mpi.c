@@ -4,7 +4,11 @@
  *      MPI_Allreduce(MPI_IN_PLACE) of the same buffer: the cost of cblob's layer (target: cblob
  *      at least 0.95x MPI's speed);
  *   2. an all-reduce of 200 small blobs fused into one bucket, against 200 calls of one blob each
- *      (target: fused at least 5x faster).
+ *      (target: fused at least 5x faster);
+ *   3. what the ranks' agreement costs: (1)'s arena, (2)'s fused 200 blobs and one of those
+ *      blobs alone (the smallest collective, where the agreement's one extra round trip weighs
+ *      most) all-reduced on a communicator with the agreement (the default, as in 1 and 2) and
+ *      on one without it (cblob_comm_set_agreement_check(comm, 0)), in the same rounds.
  * Timing as bench/bench_timing.h does it, with one change that MPI needs: every rank runs the same
  * number of calls (rank 0 decides it), each batch starts after a barrier, and a batch's time is
  * the slowest rank's. Contenders alternate within each round (the order rotating); each figure is
@@ -73,8 +77,8 @@ static long calls_per_batch(const contender *c)
 
 static void measure(int count, const contender *contenders, bench_time *out)
 {
-    long calls[4];
-    double samples[4][rounds];
+    long calls[6];
+    double samples[6][rounds];
     for (int c = 0; c < count; ++c)
         calls[c] = calls_per_batch(&contenders[c]);
     for (int round = 0; round < rounds; ++round)
@@ -137,6 +141,12 @@ static void fused(void *state)
     TRY(cblob_comm_allreduce(s->comm, s->blobs, small_blobs, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM));
 }
 
+static void first_alone(void *state)
+{
+    small_state *s = state;
+    TRY(cblob_comm_allreduce(s->comm, &s->blobs[0], 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM));
+}
+
 static void one_by_one(void *state)
 {
     small_state *s = state;
@@ -157,6 +167,21 @@ static void report(const char *title, int count, const contender *c, const bench
     printf("  %s / %s = %.3fx (target >= %.2fx)\n", c[1].name, c[0].name, t[1].median / t[0].median, target);
     for (int i = 2; i < count; ++i)
         printf("  %s / %s = %.3fx\n", c[i].name, c[0].name, t[i].median / t[0].median);
+}
+
+/* The agreement's cost: each pair (with, without) as times, their ratio and their difference. */
+static void report_cost(const char *title, const contender *c, const bench_time *t)
+{
+    if (rank != 0)
+        return;
+    printf("%s\n", title);
+    for (int pair = 0; pair < 3; ++pair) {
+        for (int i = 2 * pair; i < 2 * pair + 2; ++i)
+            printf("  %-40s %10.1f us  (min %.1f, max %.1f)\n", c[i].name, t[i].median * 1e6, t[i].min * 1e6,
+                   t[i].max * 1e6);
+        printf("  with / without = %.3fx (%+.1f us per call)\n", t[2 * pair].median / t[2 * pair + 1].median,
+               (t[2 * pair].median - t[2 * pair + 1].median) * 1e6);
+    }
 }
 
 /* A net's parameters: blobs of Caffe-like sizes until `total` elements, their diffs in an arena. */
@@ -233,6 +258,30 @@ int main(int argc, char **argv)
     measure(2, small_contenders, small_times);
     snprintf(title, sizeof title, "all-reduce of %d blobs of %d float32:", small_blobs, small_elements);
     report(title, 2, small_contenders, small_times, 5.0);
+
+    /* 3. The same calls on a communicator without the agreement, in the same rounds. */
+    cblob_comm *unchecked;
+    if (cblob_comm_create_mpi(context, MPI_COMM_WORLD, &unchecked) != CBLOB_OK) {
+        fprintf(stderr, "bench_mpi: cblob_comm_create_mpi: %s\n", cblob_mpi_last_error_message());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    TRY(cblob_comm_set_agreement_check(unchecked, 0));
+    arena_state arena_unchecked = arena;
+    arena_unchecked.comm = unchecked;
+    small_state small_unchecked = small;
+    small_unchecked.comm = unchecked;
+    const contender cost_contenders[6] = {{"one blob, with the agreement", first_alone, &small},
+                                          {"one blob, without", first_alone, &small_unchecked},
+                                          {"fused 200 blobs, with the agreement", fused, &small},
+                                          {"fused 200 blobs, without", fused, &small_unchecked},
+                                          {"arena, with the agreement", cblob_arena_allreduce, &arena},
+                                          {"arena, without", cblob_arena_allreduce, &arena_unchecked}};
+    bench_time cost_times[6];
+    measure(6, cost_contenders, cost_times);
+    snprintf(title, sizeof title, "the agreement's cost (blobs of %d float32; an arena of %.1f MiB):", small_elements,
+             (double)arena.count * 4 / 1048576);
+    report_cost(title, cost_contenders, cost_times);
+    cblob_comm_destroy(unchecked);
 
     for (int i = 0; i < small_blobs; ++i)
         cblob_blob_destroy(small.blobs[i]);

@@ -1,25 +1,35 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* What decided the thread pool's split threshold and the huge pages of large host buffers,
- * measured in one run.
+/* What decided the split thresholds of codegen/ops.yaml (`split_kib`) and of the pool's copies
+ * (CB_SPLIT_MIN_BYTES), measured in one run against OpenBLAS's own threading.
  *
- *   bench_threads [rounds]
+ *   bench_threads [--rounds N] [--sizes 1e4,2e4,...] [--threads N]
  *
- * Split: float32 scale, asum and update (Caffe's math) and a copy (copy_from) at sizes from 16 Ki
- * to 16 Mi elements, on one thread and on two with every size split (the threshold set to 0), in
- * interleaved rounds. The ratio is the two-thread speedup; the library splits from
- * CB_SPLIT_MIN_BYTES of work per thread, where it starts to pay.
- *
- * Pages: a fresh blob of 8 to 512 MiB filled (its pages first touched by the fill's threads) and
- * then summed, with 2 MiB pages asked for and not (cb_host_huge_pages), alternating. GB/s counts
- * bytes written (fill) or read (sum). */
+ * For Caffe's blob math (update, asum, sumsq, scale) and copy_from, float32 and float64, at sizes
+ * from 1e4 to 2e6 elements, in interleaved rounds: cblob on one thread, on THREADS (default 2)
+ * with every size split (cb_split_bytes_override = 1), and on THREADS with the library's own
+ * thresholds; OpenBLAS (the calls Caffe's CPU blob makes, opened with dlopen) on one thread and
+ * on THREADS with its own thresholds. Columns: GB/s (bytes read plus written), the speedup of
+ * splitting (one thread's time / split time), and the library against OpenBLAS on THREADS and
+ * against the faster of OpenBLAS's two (its time / cblob's: 1.00 or more is at least as fast).
+ * Last, per operation, the smallest size from which splitting won by 5% or more there and at
+ * every larger size: the work per thread at that size is the threshold it suggests. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "bench_openblas.h"
 #include "bench_timing.h"
-#include "host_memory.h"
 #include "threads.h"
 
 static bench_plan plan = {.rounds = 9, .batch_seconds = 0.02};
+static bench_openblas openblas;
+static bool have_openblas;
+static int32_t threads = 2;
+
+enum { UPDATE, ASUM, SUMSQ, SCALE, COPY, OPS };
+static const char *const op_names[OPS] = {"update", "asum", "sumsq", "scale", "copy"};
+static const int arrays_moved[OPS] = {3, 1, 1, 2, 2};
 
 static void must(cblob_status status, const char *what)
 {
@@ -29,148 +39,184 @@ static void must(cblob_status status, const char *what)
     }
 }
 
-typedef struct split_case {
+typedef struct cell {
     cblob_context *context;
     cblob_blob *blob, *copy;
-    int op; /* 0 scale, 1 asum, 2 update, 3 copy */
-    int halve;
+    bool f32;
+    int op;
+    int64_t n;
+    void *x, *y; /* the blob's data and diff */
+    int halve[5];
     double sink;
-} split_case;
+} cell;
 
-static void run_op(split_case *c, int32_t threads, size_t split_min)
+typedef struct contender_state {
+    cell *c;
+    int32_t threads;
+    size_t override; /* cb_split_bytes_override for cblob */
+    int id;          /* which scale factor series it alternates */
+} contender_state;
+
+static double next_factor(cell *c, int id)
 {
-    cb_split_min_bytes = split_min;
-    must(cblob_context_set_num_threads(c->context, threads), "set_num_threads");
+    c->halve[id] = !c->halve[id];
+    return c->halve[id] ? 0.5 : 2.0;
+}
+
+static void run_cblob(void *p)
+{
+    contender_state *s = p;
+    cell *c = s->c;
+    cb_split_bytes_override = s->override;
+    must(cblob_context_set_num_threads(c->context, s->threads), "set_num_threads");
     switch (c->op) {
-    case 0:
-        c->halve = !c->halve;
-        must(cblob_blob_scale(c->blob, CBLOB_PART_DATA, c->halve ? 0.5 : 2.0), "scale");
-        break;
-    case 1: must(cblob_blob_asum(c->blob, CBLOB_PART_DATA, &c->sink), "asum"); break;
-    case 2: must(cblob_blob_update(c->blob), "update"); break;
+    case UPDATE: must(cblob_blob_update(c->blob), "update"); break;
+    case ASUM: must(cblob_blob_asum(c->blob, CBLOB_PART_DATA, &c->sink), "asum"); break;
+    case SUMSQ: must(cblob_blob_sumsq(c->blob, CBLOB_PART_DATA, &c->sink), "sumsq"); break;
+    case SCALE: must(cblob_blob_scale(c->blob, CBLOB_PART_DATA, next_factor(c, s->id)), "scale"); break;
     default: must(cblob_blob_copy_from(c->copy, c->blob, CBLOB_PART_DATA, 0), "copy_from"); break;
     }
-    cb_split_min_bytes = CB_SPLIT_MIN_BYTES;
+    cb_split_bytes_override = 0;
 }
 
-static void one_thread(void *state)
+/* Caffe's CPU blob: Update is axpy(-1, diff, data), asum_data ?asum, sumsq_data ?dot of data with
+ * itself, scale_data ?scal. */
+static void run_openblas(void *p)
 {
-    run_op(state, 1, CB_SPLIT_MIN_BYTES);
-}
-
-static void two_threads_always(void *state)
-{
-    run_op(state, 2, 0);
-}
-
-static void two_threads_policy(void *state)
-{
-    run_op(state, 2, CB_SPLIT_MIN_BYTES);
-}
-
-static void bench_split(cblob_context *context)
-{
-    static const char *const names[4] = {"scale", "asum", "update", "copy"};
-    static const int arrays[4] = {2, 1, 3, 2};
-    printf("\nsplit: float32, GB/s (read + written), medians of %d rounds; speedup = 1 thread time / 2 threads time\n",
-           plan.rounds);
-    printf("%-7s %10s %8s | %8s %8s %7s | %8s %7s\n", "op", "elements", "KiB", "1 thread", "2 split", "speedup",
-           "policy", "speedup");
-    for (int op = 0; op < 4; ++op) {
-        for (int64_t n = 16 << 10; n <= (16 << 20); n *= 4) {
-            split_case c = {.context = context, .op = op};
-            must(cblob_blob_create(context, CBLOB_DTYPE_FLOAT32, 1, &n, &c.blob), "create");
-            must(cblob_blob_create(context, CBLOB_DTYPE_FLOAT32, 1, &n, &c.copy), "create");
-            must(cblob_blob_fill(c.blob, CBLOB_PART_DATA, 1.0), "fill");
-            must(cblob_blob_fill(c.blob, CBLOB_PART_DIFF, 1e-9), "fill");
-            must(cblob_blob_fill(c.copy, CBLOB_PART_DATA, 0.0), "fill");
-            const bench_contender contenders[3] = {{"1", one_thread, NULL, &c},
-                                                   {"2", two_threads_always, NULL, &c},
-                                                   {"policy", two_threads_policy, NULL, &c}};
-            bench_time t[3];
-            bench_measure(&plan, 3, contenders, t);
-            const double bytes = (double)arrays[op] * (double)n * 4.0;
-            printf("%-7s %10lld %8.0f | %8.2f %8.2f %7.2f | %8.2f %7.2f\n", names[op], (long long)n,
-                   (double)n * 4 / 1024, bytes / t[0].median * 1e-9, bytes / t[1].median * 1e-9,
-                   t[0].median / t[1].median, bytes / t[2].median * 1e-9, t[0].median / t[2].median);
-            fflush(stdout);
-            cblob_blob_destroy(c.blob);
-            cblob_blob_destroy(c.copy);
-        }
+    contender_state *s = p;
+    cell *c = s->c;
+    const int n = (int)c->n;
+    openblas.set_num_threads(s->threads);
+    switch (c->op) {
+    case UPDATE: c->f32 ? openblas.saxpy(n, -1.0f, c->y, 1, c->x, 1) : openblas.daxpy(n, -1.0, c->y, 1, c->x, 1); break;
+    case ASUM: c->sink = c->f32 ? openblas.sasum(n, c->x, 1) : openblas.dasum(n, c->x, 1); break;
+    case SUMSQ: c->sink = c->f32 ? openblas.sdot(n, c->x, 1, c->x, 1) : openblas.ddot(n, c->x, 1, c->x, 1); break;
+    default:
+        if (c->f32)
+            openblas.sscal(n, (float)next_factor(c, s->id), c->x, 1);
+        else
+            openblas.dscal(n, next_factor(c, s->id), c->x, 1);
+        break;
     }
 }
 
-typedef struct page_case {
-    cblob_context *context;
-    int64_t n;
-    int huge;
-    double fill_seconds, sum_seconds;
-} page_case;
+enum { ONE, SPLIT, POLICY, OPENBLAS_1, OPENBLAS_N, CONTENDERS };
 
-/* A fresh blob, filled (first touch) and summed; the times of both go into the state. */
-static double fresh_fill_and_sum(page_case *c)
+/* Times one cell; returns the split speedup. */
+static double measure_cell(cell *c)
 {
-    cb_host_huge_pages = c->huge;
-    cblob_blob *blob;
-    double sum = 0;
-    must(cblob_blob_create(c->context, CBLOB_DTYPE_FLOAT32, 1, &c->n, &blob), "create");
-    const double start = bench_now();
-    must(cblob_blob_fill(blob, CBLOB_PART_DATA, 1.0), "fill");
-    const double filled = bench_now();
-    must(cblob_blob_asum(blob, CBLOB_PART_DATA, &sum), "asum");
-    c->fill_seconds = filled - start;
-    c->sum_seconds = bench_now() - filled;
-    cblob_blob_destroy(blob);
-    return sum;
-}
-
-static int compare(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void bench_pages(cblob_context *context)
-{
-    int32_t threads;
-    must(cblob_context_num_threads(context, &threads), "num_threads");
-    printf("\npages: fresh float32 blobs, %d threads; GB/s, medians of %d rounds (min-max)\n", (int)threads,
-           plan.rounds);
-    printf("%9s | %-23s %-23s | %-23s %-23s\n", "MiB", "fill, 4 KiB pages", "fill, 2 MiB pages", "sum, 4 KiB pages",
-           "sum, 2 MiB pages");
-    for (int64_t mib = 8; mib <= 512; mib *= 4) {
-        double fill[2][64], sum[2][64];
-        const int rounds = plan.rounds < 64 ? plan.rounds : 64;
-        for (int r = 0; r < rounds; ++r) {
-            for (int turn = 0; turn < 2; ++turn) {
-                const int huge = (turn + r) % 2;
-                page_case c = {context, mib << 18, huge, 0, 0};
-                fresh_fill_and_sum(&c);
-                fill[huge][r] = (double)(mib << 20) / c.fill_seconds * 1e-9;
-                sum[huge][r] = (double)(mib << 20) / c.sum_seconds * 1e-9;
-            }
-        }
-        printf("%9lld |", (long long)mib);
-        double *series[4] = {fill[0], fill[1], sum[0], sum[1]};
-        for (int s = 0; s < 4; ++s) {
-            qsort(series[s], (size_t)rounds, sizeof(double), compare);
-            printf(" %7.2f (%5.2f-%5.2f)   ", series[s][rounds / 2], series[s][0], series[s][rounds - 1]);
-        }
-        printf("\n");
-        fflush(stdout);
+    contender_state states[CONTENDERS] = {
+        {c, 1, 0, 0}, {c, threads, 1, 1}, {c, threads, 0, 2}, {c, 1, 0, 3}, {c, threads, 0, 4},
+    };
+    bench_contender list[CONTENDERS];
+    const char *const names[CONTENDERS] = {"1", "split", "policy", "OpenBLAS 1", "OpenBLAS N"};
+    const bool with_openblas = have_openblas && c->op != COPY;
+    const int count = with_openblas ? CONTENDERS : OPENBLAS_1;
+    for (int k = 0; k < count; ++k)
+        list[k] = (bench_contender){names[k], k < OPENBLAS_1 ? run_cblob : run_openblas, NULL, &states[k]};
+    bench_time t[CONTENDERS];
+    bench_measure(&plan, count, list, t);
+    const double bytes = (double)arrays_moved[c->op] * (double)c->n * (c->f32 ? 4 : 8) * 1e-9;
+    printf("%-7s %-6s %9lld %8.0f |", c->f32 ? "float32" : "float64", op_names[c->op], (long long)c->n,
+           bytes * 1e9 / 1024 / threads);
+    for (int k = 0; k < CONTENDERS; ++k) {
+        if (k < count)
+            printf(" %8.2f", bytes / t[k].median);
+        else
+            printf(" %8s", "-");
     }
-    cb_host_huge_pages = 1;
+    printf(" | %6.2f", t[ONE].median / t[SPLIT].median);
+    if (with_openblas) {
+        const double best = t[OPENBLAS_1].median < t[OPENBLAS_N].median ? t[OPENBLAS_1].median : t[OPENBLAS_N].median;
+        printf(" %6.2f %6.2f", t[OPENBLAS_N].median / t[POLICY].median, best / t[POLICY].median);
+    } else {
+        printf(" %6s %6s", "-", "-");
+    }
+    printf("\n");
+    fflush(stdout);
+    return t[ONE].median / t[SPLIT].median;
+}
+
+static int parse_sizes(const char *text, int64_t *sizes, int max)
+{
+    int count = 0;
+    for (const char *p = text; *p != '\0' && count < max;) {
+        char *end;
+        sizes[count++] = (int64_t)strtod(p, &end);
+        if (end == p)
+            return 0;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return count;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && atoi(argv[1]) > 0)
-        plan.rounds = atoi(argv[1]);
+    int64_t sizes[16] = {10000, 20000, 50000, 100000, 200000, 500000, 1000000, 2000000};
+    int num_sizes = 8;
+    for (int i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+            plan.rounds = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
+            num_sizes = parse_sizes(argv[++i], sizes, 16);
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (atoi(argv[i]) > 0) /* the old form: bench_threads ROUNDS */
+            plan.rounds = atoi(argv[i]);
+        else
+            num_sizes = 0;
+    }
+    if (num_sizes < 1 || plan.rounds < 1 || threads < 2) {
+        fprintf(stderr, "usage: bench_threads [--rounds N] [--sizes 1e4,2e4,...] [--threads N (2 or more)]\n");
+        return 2;
+    }
     bench_print_machine("bench_threads");
+    have_openblas = bench_openblas_open(&openblas);
+    printf("cblob %s; OpenBLAS %s; %d threads; medians of %d interleaved rounds\n", cblob_version(),
+           have_openblas ? (openblas.get_config != NULL ? openblas.get_config() : "libopenblas.so.0") : "missing",
+           (int)threads, plan.rounds);
+    printf("GB/s (bytes read + written); KiB/thr = the work per thread when split; split = 1 thread's time / every\n"
+           "size split; /OB N = OpenBLAS on %d threads' time / the library's (policy); /OB = the faster OpenBLAS's\n\n",
+           (int)threads);
+    printf("%-7s %-6s %9s %8s | %8s %8s %8s %8s %8s | %6s %6s %6s\n", "dtype", "op", "n", "KiB/thr", "1", "split",
+           "policy", "OB 1", "OB N", "split", "/OB N", "/OB");
     cblob_context *context;
     must(cblob_context_create(&context), "context");
-    bench_split(context);
-    bench_pages(context);
+    char suggestions[2][OPS][96];
+    for (int d = 0; d < 2; ++d) {
+        for (int op = 0; op < OPS; ++op) {
+            double speedup[16];
+            for (int z = 0; z < num_sizes; ++z) {
+                cell c = {.context = context, .f32 = d == 0, .op = op, .n = sizes[z]};
+                const cblob_dtype dtype = c.f32 ? CBLOB_DTYPE_FLOAT32 : CBLOB_DTYPE_FLOAT64;
+                must(cblob_blob_create(context, dtype, 1, &c.n, &c.blob), "create");
+                must(cblob_blob_create(context, dtype, 1, &c.n, &c.copy), "create");
+                must(cblob_blob_fill(c.blob, CBLOB_PART_DATA, 1.0), "fill");
+                must(cblob_blob_fill(c.blob, CBLOB_PART_DIFF, 1e-9), "fill");
+                must(cblob_blob_fill(c.copy, CBLOB_PART_DATA, 0.0), "fill");
+                must(cblob_blob_mutable_cpu_ptr(c.blob, CBLOB_PART_DATA, &c.x), "data");
+                must(cblob_blob_mutable_cpu_ptr(c.blob, CBLOB_PART_DIFF, &c.y), "diff");
+                speedup[z] = measure_cell(&c);
+                cblob_blob_destroy(c.blob);
+                cblob_blob_destroy(c.copy);
+            }
+            /* The smallest size from which splitting won by 5% there and at every larger size. */
+            int from = num_sizes;
+            while (from > 0 && speedup[from - 1] >= 1.05)
+                --from;
+            if (from == num_sizes)
+                snprintf(suggestions[d][op], sizeof suggestions[d][op], "never won by 5%% up to %lld elements",
+                         (long long)sizes[num_sizes - 1]);
+            else
+                snprintf(suggestions[d][op], sizeof suggestions[d][op], "won from %lld elements: %.0f KiB per thread",
+                         (long long)sizes[from],
+                         (double)arrays_moved[op] * (double)sizes[from] * (d == 0 ? 4 : 8) / 1024 / threads);
+        }
+    }
+    printf("\nwhere splitting paid (1.05x or more at that size and every larger one):\n");
+    for (int d = 0; d < 2; ++d)
+        for (int op = 0; op < OPS; ++op)
+            printf("  %-7s %-6s %s\n", d == 0 ? "float32" : "float64", op_names[op], suggestions[d][op]);
     cblob_context_destroy(context);
     return 0;
 }

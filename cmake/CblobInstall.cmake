@@ -93,7 +93,12 @@ function(cblob_gzip source output)
 endfunction()
 file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/debian)
 cblob_gzip(${cblob_debian_dir}/changelog ${CMAKE_BINARY_DIR}/debian/changelog.gz)
-cblob_gzip(${CMAKE_SOURCE_DIR}/tools/cblob.1 ${CMAKE_BINARY_DIR}/debian/cblob.1.gz)
+# The manual page, rendered from docs/cblob.1.md (generated/tools/cblob.1.in), names the folders of
+# the prefix this tree is configured for.
+set(CBLOB_VERSION ${PROJECT_VERSION})
+set(CBLOB_INCLUDE_DIR ${CMAKE_INSTALL_FULL_INCLUDEDIR})
+configure_file(${CMAKE_SOURCE_DIR}/generated/tools/cblob.1.in ${CMAKE_BINARY_DIR}/tools/cblob.1 @ONLY)
+cblob_gzip(${CMAKE_BINARY_DIR}/tools/cblob.1 ${CMAKE_BINARY_DIR}/debian/cblob.1.gz)
 install(FILES ${CMAKE_BINARY_DIR}/debian/cblob.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT tools)
 
 # One component: the Debian package's name, section, description (lines of at most 80
@@ -145,6 +150,7 @@ file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/debian/cpack_paths.cmake
   CONTENT "set(CBLOB_LIBRARY_FILE \"$<TARGET_FILE:cblob>\")\nset(CBLOB_SHLIBDEPS_DIR \"${CMAKE_BINARY_DIR}/debian/shlibdeps\")\n")
 set(CPACK_CBLOB_PATHS_FILE ${CMAKE_BINARY_DIR}/debian/cpack_paths.cmake)
 set(CPACK_PROJECT_CONFIG_FILE ${CMAKE_SOURCE_DIR}/cmake/CblobCPackProject.cmake)
+set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_SOURCE_DIR}/cmake/CblobCPackPreBuild.cmake)
 
 # libcblob_mpi (src/comm/mpi), where MPI was found: two more packages, made as libcblob's are.
 #   mpi_runtime      libcblob-mpi1      libcblob_mpi.so.1.x.y and its SONAME link

@@ -24,11 +24,15 @@ import jinja2
 import yaml
 
 import ffi
+import manual
+import safe
 import sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 CODEGEN = ROOT / "codegen"
 TEMPLATES = ROOT / "templates"
+# The cblob program's manual: its help, option tables, manual page and README section (manual.py).
+MANUAL = ROOT / "docs" / "cblob.1.md"
 
 # Folders whose every file must come from the generator: a stray file there is stale output.
 GENERATED_ROOTS = ("generated",)
@@ -68,7 +72,7 @@ CHECK_KINDS = {
     "comm_blobs", "comm_blob_count", "reduce_op", "comm_root", "nccl_id_size", "nccl_id", "nccl_ranks", "nccl_rank",
     # Files of any kind (codegen/api/24_files.yaml)
     "any_file_path", "open_flags", "convert_dtype", "file_descriptor", "model_file", "blobs_file", "file_blob_index",
-    "output_folder", "replace_flags",
+    "output_folder", "replace_flags", "proto_flags",
 }
 
 # How the CPU dispatch cuts a kernel's work into ranges for the thread pool (ops.yaml `split`).
@@ -150,6 +154,14 @@ def load_model():
         ffi.annotate(model)
     except ffi.FfiError as e:
         raise DescriptionError(f"bindings type map: {e}") from e
+    try:
+        safe.annotate(model)
+    except (safe.BindingError, ffi.FfiError) as e:
+        raise DescriptionError(f"bindings' safe layers: {e}") from e
+    try:
+        model["manual"] = manual.annotate(manual.load(MANUAL))
+    except manual.ManualError as e:
+        raise DescriptionError(f"the program's manual: {e}") from e
     return model
 
 
@@ -271,6 +283,9 @@ def enrich(model):
             raise DescriptionError(f"kernel {op['name']}: a CUDA reduction computes one sum, not {len(sums)}")
         op["cuda_sum"] = sums[0] if sums else None
         op.setdefault("split", "sum" if sums else "elements")
+        op.setdefault("split_kib", None)
+        if op["split_kib"] is not None and (not isinstance(op["split_kib"], int) or op["split_kib"] < 1):
+            raise DescriptionError(f"kernel {op['name']}: split_kib must be a whole number of KiB, at least 1")
         if op["split"] not in SPLITS or (op["split"] == "sum") != bool(sums):
             raise DescriptionError(f"kernel {op['name']}: split {op['split']} is none of {sorted(SPLITS)}, "
                                    "or `sum` for a kernel without a double * sum (or the reverse)")
@@ -324,11 +339,14 @@ def check_cuda_twins(model):
 
 
 def expand_outputs(model):
-    """(template, output path, extra context) for every file the generator writes."""
+    """(template, output path, extra context) for every file the generator writes; a section of a
+    hand-written file (`splice`) has no template but the name of its renderer."""
     manifest = load_yaml(CODEGEN / "outputs.yaml")
     jobs = []
     for entry in manifest:
-        if entry.get("per") == "dtype":
+        if "splice" in entry:
+            jobs.append((None, entry["output"], {"splice": entry["splice"]}))
+        elif entry.get("per") == "dtype":
             for d in model["dtypes"]:
                 jobs.append((entry["template"], entry["output"].format(dtype=d["suffix"]), {"dt": d}))
         elif entry.get("per") == "kernel":
@@ -378,6 +396,14 @@ def make_env():
             return f"double *__restrict__ {param['name']}"
         return f"{param['type']}{'' if param['type'].endswith('*') else ' '}{param['name']}"
 
+    def roff_escape_line(line):
+        """A line of a no-fill block, as roff shows it."""
+        escaped = manual.roff_escape(line)
+        return ("\\&" + escaped) if escaped[:1] in (".", "'") else escaped
+
+    env.filters["roff"] = manual.roff
+    env.filters["roff_lines"] = manual.roff_lines
+    env.filters["roff_escape_line"] = roff_escape_line
     env.filters["ctype"] = ctype
     env.filters["erased"] = erased
     env.filters["comment"] = comment
@@ -398,7 +424,10 @@ def render_all(model, out_root):
         for op in model["ops"]]
     written = []
     for template, output, extra in expand_outputs(model):
-        text = env.get_template(template).render(model=model, output=output, **extra)
+        if template is None:
+            text = splice(model, output, extra["splice"])
+        else:
+            text = env.get_template(template).render(model=model, output=output, **extra)
         path = Path(out_root) / output
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text(encoding="utf-8") != text:
@@ -408,6 +437,24 @@ def render_all(model, out_root):
             os.replace(tmp, path)
         written.append(output)
     return written
+
+
+# Sections of hand-written files that the generator keeps: the renderer of each, and the lines that
+# enclose it in the file (the file's own text around them is never touched).
+SPLICES = {
+    "readme_program": manual.readme_section,
+}
+
+
+def splice(model, output, name):
+    """The committed file with its generated section rendered again."""
+    text = (ROOT / output).read_text(encoding="utf-8")
+    begin = f"<!-- {name}: generated from docs/cblob.1.md by codegen/generate.py; edit that file, not this section -->\n"
+    end = f"<!-- {name} ends -->\n"
+    if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+        raise DescriptionError(f"{output}: the generated section {name} needs its two marker lines:\n{begin}{end}")
+    start, stop = text.index(begin) + len(begin), text.index(end)
+    return text[:start] + SPLICES[name](model["manual"]) + text[stop:]
 
 
 def check(model):
@@ -457,6 +504,11 @@ def main():
     if args.check:
         return check(model)
     render_all(model, args.out or ROOT)
+    if model["bindings_missing"]:
+        # Not an error here (the library and the raw layers build without it), but the bindings'
+        # coverage test fails until each function has a binding block or an exclusion.
+        print("codegen: no binding block (codegen/bindings/) for " + ", ".join(model["bindings_missing"])
+              + ": the safe layers do not reach them yet", file=sys.stderr)
     return 0
 
 

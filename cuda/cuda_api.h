@@ -23,6 +23,9 @@ typedef CUfunction cbcu_function;
 typedef CUstream cbcu_stream;
 typedef CUevent cbcu_event;
 typedef CUDA_MEMCPY2D cbcu_memcpy2d;
+typedef CUmemoryPool cbcu_mempool;
+typedef CUmemPoolProps cbcu_mempool_props;
+typedef CUmemPool_attribute cbcu_mempool_attribute;
 typedef CUfunction_attribute cbcu_function_attribute;
 typedef CUdevice_attribute cbcu_device_attribute;
 typedef CUpointer_attribute cbcu_pointer_attribute;
@@ -45,6 +48,9 @@ typedef struct CUstream_st *cbcu_stream;
 typedef struct CUevent_st *cbcu_event;
 typedef int cbcu_function_attribute;
 typedef struct cb_cuda_memcpy2d cbcu_memcpy2d;
+typedef struct CUmemPoolHandle_st *cbcu_mempool;
+typedef struct cb_cuda_mempool_props cbcu_mempool_props;
+typedef int cbcu_mempool_attribute;
 typedef int cbcu_device_attribute;
 typedef int cbcu_pointer_attribute;
 typedef int cbcu_proc_address_result;
@@ -88,6 +94,20 @@ struct cb_cuda_memcpy2d {
     struct CUarray_st *dstArray;
     size_t dstPitch;
     size_t WidthInBytes, Height;
+};
+
+/* CUmemPoolProps, field for field (the enums are ints; tests/gpu/test_cuda_api.c checks the layout). */
+struct cb_cuda_mempool_props {
+    int allocType;
+    int handleTypes;
+    struct {
+        int type;
+        int id;
+    } location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
 };
 
 /* CUresult values the backend tells apart. */
@@ -136,6 +156,10 @@ struct cb_cuda_memcpy2d {
 #define CBCU_FUNC_ATTRIBUTE_NUM_REGS 4
 #define CBCU_MEMHOSTALLOC_PORTABLE 1
 #define CBCU_GET_PROC_ADDRESS_DEFAULT 0
+#define CBCU_MEM_ALLOCATION_TYPE_PINNED 1
+#define CBCU_MEM_HANDLE_TYPE_NONE 0
+#define CBCU_MEM_LOCATION_TYPE_DEVICE 1
+#define CBCU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
 
 #define CBNV_SUCCESS 0
 #define CBNV_ERROR_COMPILATION 6
@@ -171,6 +195,11 @@ typedef cbcu_result (*cbcu_get_proc_address_fn)(const char *symbol, void **funct
     X(cbcu_result, cuMemFree_v2, (cbcu_deviceptr ptr)) \
     X(cbcu_result, cuMemAllocAsync, (cbcu_deviceptr *ptr, size_t bytes, cbcu_stream stream)) \
     X(cbcu_result, cuMemFreeAsync, (cbcu_deviceptr ptr, cbcu_stream stream)) \
+    X(cbcu_result, cuMemPoolCreate, (cbcu_mempool * pool, const cbcu_mempool_props *props)) \
+    X(cbcu_result, cuMemPoolDestroy, (cbcu_mempool pool)) \
+    X(cbcu_result, cuMemPoolSetAttribute, (cbcu_mempool pool, cbcu_mempool_attribute attribute, void *value)) \
+    X(cbcu_result, cuMemPoolTrimTo, (cbcu_mempool pool, size_t keep)) \
+    X(cbcu_result, cuMemAllocFromPoolAsync, (cbcu_deviceptr * ptr, size_t bytes, cbcu_mempool pool, cbcu_stream stream)) \
     X(cbcu_result, cuMemHostGetDevicePointer_v2, (cbcu_deviceptr *ptr, void *host, unsigned int flags)) \
     X(cbcu_result, cuMemHostAlloc, (void **ptr, size_t bytes, unsigned int flags)) \
     X(cbcu_result, cuMemFreeHost, (void *ptr)) \

@@ -25,23 +25,34 @@ static cblob_status open_device(int32_t index)
     return cb_cuda_device_open(index, &state);
 }
 
-/* Stream-ordered memory from the device's pool where there is one: cuMemAlloc and cuMemFree
+/* Stream-ordered memory from cblob's pool where the device has pools: cuMemAlloc and cuMemFree
  * make the whole device wait. The memory is usable in the order of the device's stream, which
- * other streams follow through the storage's queue (cuda_queue.h). */
-static cblob_status device_alloc(const cb_device *device, size_t bytes, void **out)
+ * other streams follow through the storage's queue (cuda_queue.h). A full device first gets back
+ * what the pool keeps (cuMemPoolTrimTo), then the allocation is tried once more. */
+static cbcu_result allocate(const cb_cuda_device_state *state, const cb_device *device, size_t bytes,
+                            cbcu_deviceptr *ptr)
 {
     const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    if (!state->memory_pools)
+        return api->cuMemAlloc_v2(ptr, bytes);
+    cbcu_result result = api->cuMemAllocFromPoolAsync(ptr, bytes, state->pool, cb_cuda_stream(device));
+    if (result == CBCU_ERROR_OUT_OF_MEMORY && api->cuMemPoolTrimTo(state->pool, 0) == CBCU_SUCCESS)
+        result = api->cuMemAllocFromPoolAsync(ptr, bytes, state->pool, cb_cuda_stream(device));
+    return result;
+}
+
+static cblob_status device_alloc(const cb_device *device, size_t bytes, void **out)
+{
     const cb_cuda_device_state *state = cb_cuda_device_state_of(device);
     CB_TRY(cb_cuda_enter(state));
     cbcu_deviceptr ptr = 0;
-    const cbcu_result result = state->memory_pools ? api->cuMemAllocAsync(&ptr, bytes, cb_cuda_stream(device))
-                                                   : api->cuMemAlloc_v2(&ptr, bytes);
+    const cbcu_result result = allocate(state, device, bytes, &ptr);
     cb_cuda_leave();
     if (result == CBCU_ERROR_OUT_OF_MEMORY)
         return cb_fail(CBLOB_ERR_DEVICE_OUT_OF_MEMORY,
                        "device %d has no room for %zu more bytes (CUDA_ERROR_OUT_OF_MEMORY); the host copy is unchanged",
                        (int)device->index, bytes);
-    CB_TRY(cb_cuda_check(result, state->memory_pools ? "cuMemAllocAsync" : "cuMemAlloc"));
+    CB_TRY(cb_cuda_check(result, state->memory_pools ? "cuMemAllocFromPoolAsync" : "cuMemAlloc"));
     *out = (void *)(uintptr_t)ptr;
     return CBLOB_OK;
 }
@@ -58,6 +69,19 @@ static void device_free(const cb_device *device, void *ptr)
     else
         api->cuMemFree_v2(address(ptr));
     cb_cuda_leave();
+}
+
+/* Memory whose address left the library: PyTorch and CuPy let go of a DLPack tensor without
+ * waiting for the work they queued on it, on streams cblob never sees, and a pool would hand the
+ * block to cblob's next allocation while that work still reads it. A device-wide wait orders
+ * all of it before the free. */
+static void device_free_escaped(const cb_device *device, void *ptr)
+{
+    if (cb_cuda_enter(cb_cuda_device_state_of(device)) != CBLOB_OK)
+        return;
+    cb_cuda_driver_api_get()->cuCtxSynchronize();
+    cb_cuda_leave();
+    device_free(device, ptr);
 }
 
 static cblob_status device_zero(const cb_device *device, void *ptr, size_t bytes)
@@ -81,10 +105,14 @@ static cblob_status pinned_alloc(const cb_device *device, size_t bytes, void **o
     return cb_cuda_check(result, "cuMemHostAlloc");
 }
 
+/* Copies from and to the buffer may still be queued, cblob's (an asynchronous push) and its
+ * users' (the address is theirs too): the device's queued work is waited for first, rather than
+ * counting on cuMemFreeHost to wait, which the driver does not promise. */
 static void pinned_free(const cb_device *device, void *ptr)
 {
     if (cb_cuda_enter(cb_cuda_device_state_of(device)) != CBLOB_OK)
         return;
+    cb_cuda_driver_api_get()->cuCtxSynchronize();
     cb_cuda_driver_api_get()->cuMemFreeHost(ptr);
     cb_cuda_leave();
 }
@@ -248,6 +276,16 @@ static void report(char *text, size_t size)
     char cache[CB_CUDA_PATH_BYTES + 256];
     cb_cuda_cache_describe(cache, sizeof cache);
     add_line(text, size, "kernel cache: %s\n", cache);
+    const char *note = NULL;
+    const uint64_t keeps = cb_cuda_pool_release_threshold(&note);
+    if (keeps == UINT64_MAX)
+        add_line(text, size, "device memory: a pool of cblob's own per device that has pools, keeping what is freed%s%s\n",
+                 note[0] ? "; " : "", note);
+    else
+        add_line(text, size,
+                 "device memory: a pool of cblob's own per device that has pools, keeping up to %llu freed bytes at a "
+                 "synchronisation (CBLOB_CUDA_POOL_RELEASE_THRESHOLD)\n",
+                 (unsigned long long)keeps);
 }
 
 static const cb_device_backend cuda_backend = {
@@ -255,6 +293,7 @@ static const cb_device_backend cuda_backend = {
     .open = open_device,
     .alloc = device_alloc,
     .free = device_free,
+    .free_escaped = device_free_escaped,
     .zero = device_zero,
     .alloc_pinned = pinned_alloc,
     .free_pinned = pinned_free,
@@ -266,6 +305,7 @@ static const cb_device_backend cuda_backend = {
     .queue_retain = cb_cuda_queue_retain,
     .queue_release = cb_cuda_queue_release,
     .queue_follow = cb_cuda_queue_follow,
+    .queue_wait_stream = cb_cuda_queue_wait_stream,
     .check_device_memory = check_device_memory,
     .kernels = &cb_cuda_kernels,
     .probe = probe,

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* cuBLAS for the float32 and float64 ops that codegen/ops.yaml marks `cublas: true` (Caffe's
- * caffe_gpu_asum, caffe_gpu_dot, caffe_gpu_axpy, caffe_gpu_scal), on handles of the work's
- * queue (one context's stream). Sums come back to the host: the calls wait for their stream,
- * with no lock held, as Caffe's wait for the sum. */
+ * caffe_gpu_axpy, caffe_gpu_scal), on handles of the work's queue (one context's stream).
+ *
+ * The sums (Caffe's caffe_gpu_asum and caffe_gpu_dot of a vector with itself) are here too, though
+ * the library's sums are the generated two-pass kernels (bit-identical for any grid; cuBLAS adds
+ * float32 in float, in an order of its own): bench_gpu times both on a GPU, so that the faster
+ * correct one can be chosen by measurement. They come back to the host: the calls wait for their
+ * stream, with no lock held, as Caffe's wait for the sum. */
 #ifndef CBLOB_CUDA_BLAS_H
 #define CBLOB_CUDA_BLAS_H
 

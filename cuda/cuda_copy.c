@@ -39,8 +39,8 @@ cblob_status cb_cuda_copy_strided(const cb_device *device, cblob_dtype dtype, in
     const size_t element = info->size;
     if (rows == 1 || (x_stride == cols && y_stride == cols))
         return device->backend->copy(device, y, x, (size_t)n * element, CB_COPY_DEVICE_TO_DEVICE);
-    if (x_stride >= cols && y_stride >= cols && x_stride <= CB_CUDA_MAX_PITCH / (int64_t)element &&
-        y_stride <= CB_CUDA_MAX_PITCH / (int64_t)element)
+    if (cols * (int64_t)element >= CB_CUDA_COPY_2D_MIN_ROW_BYTES && x_stride >= cols && y_stride >= cols &&
+        x_stride <= CB_CUDA_MAX_PITCH / (int64_t)element && y_stride <= CB_CUDA_MAX_PITCH / (int64_t)element)
         return copy_2d(device, x, (size_t)x_stride * element, y, (size_t)y_stride * element, (size_t)cols * element,
                        (size_t)rows);
     return cb_cuda_jit_kernels.copy_strided(device, dtype, n, rows, cols, x, x_stride, y, y_stride);

@@ -9,8 +9,14 @@
 #include "backend.h"
 
 /* copy_strided: contiguous rows (one row, or strides equal to the row) are one
- * cuMemcpyDtoDAsync; other rows one cuMemcpy2DAsync when the pitches fit the device's limit; the
- * copy_strided kernel otherwise. */
+ * cuMemcpyDtoDAsync; other rows of CB_CUDA_COPY_2D_MIN_ROW_BYTES or more one cuMemcpy2DAsync when
+ * the pitches fit the device's limit; the copy_strided kernel otherwise.
+ *
+ * Narrower rows go to the kernel because a 2D copy's cost per row is feared to dominate rows of a
+ * few bytes (NHWC channel slices of 4-48 bytes). That is an estimate: no GPU has measured it
+ * yet. bench_gpu (scripts/gpu-check.sh) times the kernel and the 2D copy on rows of 4 to 256
+ * bytes and prints the width from which the 2D copy wins; this constant is set from that. */
+#define CB_CUDA_COPY_2D_MIN_ROW_BYTES 64
 cblob_status cb_cuda_copy_strided(const cb_device *device, cblob_dtype dtype, int64_t n, int64_t rows, int64_t cols,
                                   const void *x, int64_t x_stride, void *y, int64_t y_stride);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "cuda_device.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,56 @@ void cb_cuda_leave(void)
     cb_cuda_driver_api_get()->cuCtxPopCurrent_v2(&previous);
 }
 
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static uint64_t pool_threshold = UINT64_MAX;
+static char pool_note[160];
+
+static void read_pool_threshold(void)
+{
+    const char *knob = getenv("CBLOB_CUDA_POOL_RELEASE_THRESHOLD");
+    if (knob == NULL || knob[0] == '\0')
+        return;
+    char *end = NULL;
+    errno = 0;
+    const unsigned long long bytes = strtoull(knob, &end, 10);
+    if (errno != 0 || *end != '\0' || knob[0] == '-' || knob[0] == '+' || knob[0] == ' ')
+        snprintf(pool_note, sizeof pool_note,
+                 "CBLOB_CUDA_POOL_RELEASE_THRESHOLD='%.40s' is not a number of bytes; keeping everything", knob);
+    else
+        pool_threshold = bytes;
+}
+
+uint64_t cb_cuda_pool_release_threshold(const char **note)
+{
+    pthread_once(&pool_once, read_pool_threshold);
+    if (note != NULL)
+        *note = pool_note;
+    return pool_threshold;
+}
+
+/* cblob's own pool of device memory on the device, keeping what CBLOB_CUDA_POOL_RELEASE_THRESHOLD
+ * says at synchronisations. Runs with the device's context current. */
+static cblob_status make_pool(cb_cuda_device_state *state)
+{
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    cbcu_mempool_props props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CBCU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = CBCU_MEM_HANDLE_TYPE_NONE;
+    props.location.type = CBCU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = state->index;
+    CB_TRY(cb_cuda_check(api->cuMemPoolCreate(&state->pool, &props), "creating the device's memory pool"));
+    cbcu_uint64 threshold = cb_cuda_pool_release_threshold(NULL);
+    const cblob_status status = cb_cuda_check(
+        api->cuMemPoolSetAttribute(state->pool, CBCU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
+        "setting the memory pool's release threshold");
+    if (status != CBLOB_OK) {
+        api->cuMemPoolDestroy(state->pool);
+        state->pool = NULL;
+    }
+    return status;
+}
+
 /* Retains the primary context and reads what the device is. */
 static cblob_status describe_device(cb_cuda_device_state *state, const cb_cuda_nvrtc *compiler)
 {
@@ -124,7 +175,14 @@ static cblob_status describe_device(cb_cuda_device_state *state, const cb_cuda_n
                        "device %d (%s, compute capability %d.%d) is older than NVRTC %d.%d can compile for (%d.%d and newer)",
                        (int)state->index, state->name, major, minor, compiler->major, compiler->minor,
                        compiler->archs[0] / 10, compiler->archs[0] % 10);
-    return cb_cuda_check(api->cuDevicePrimaryCtxRetain(&state->context, state->device), "cuDevicePrimaryCtxRetain");
+    CB_TRY(cb_cuda_check(api->cuDevicePrimaryCtxRetain(&state->context, state->device), "cuDevicePrimaryCtxRetain"));
+    if (!state->memory_pools)
+        return CBLOB_OK;
+    CB_TRY(cb_cuda_enter(state));
+    /* A driver that reports pools but cannot make one still has cuMemAlloc. */
+    state->memory_pools = make_pool(state) == CBLOB_OK;
+    cb_cuda_leave();
+    return CBLOB_OK;
 }
 
 cblob_status cb_cuda_device_open(int32_t index, cb_cuda_device_state **out)

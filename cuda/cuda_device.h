@@ -38,12 +38,21 @@ typedef struct cb_cuda_device_state {
     cbcu_context context; /* the primary context, shared with the runtime API and other libraries */
     int compute_capability; /* major * 10 + minor */
     int multiprocessors;
-    bool memory_pools; /* cuMemAllocAsync and cuMemFreeAsync from the device's default pool */
+    /* Stream-ordered memory (cuMemAllocFromPoolAsync, cuMemFreeAsync) from a pool of cblob's own,
+     * where the driver has pools: NULL pool otherwise (cuMemAlloc and cuMemFree). Not the
+     * device's default pool, which every library of the process shares and which gives its
+     * memory back at every synchronisation (release threshold 0). */
+    bool memory_pools;
+    cbcu_mempool pool;
     size_t memory_bytes;
     char name[256];
 
     cb_cuda_family_slot families[CB_CUDA_FAMILY_COUNT];
 } cb_cuda_device_state;
+
+/* What cblob's memory pools keep at a synchronisation, in bytes (CBLOB_CUDA_POOL_RELEASE_THRESHOLD,
+ * read once; UINT64_MAX, everything, unless set), and a note when the variable was not a number. */
+uint64_t cb_cuda_pool_release_threshold(const char **note);
 
 /* Loads the stack and opens device `index` (once; later calls repeat the answer). */
 cblob_status cb_cuda_device_open(int32_t index, cb_cuda_device_state **out);

@@ -6,14 +6,12 @@
 #include "cuda_device.h"
 #include "status.h"
 
-/* A caller's stream must be one of the device's context: the legacy default stream, or a stream
- * made in the primary context (the runtime API's streams are). */
-static cblob_status check_stream(const cb_cuda_device_state *state, cbcu_stream stream)
+/* A stream of the device's context: one made in the primary context (the runtime API's streams
+ * are), or one of its default streams. */
+static cblob_status check_stream_context(const cb_cuda_device_state *state, cbcu_stream stream)
 {
-    if (stream == CBCU_STREAM_PER_THREAD)
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
-                       "stream is the per-thread default stream, which follows the calling OS thread (goroutines and "
-                       "thread pools move between threads): give a stream you created, or NULL");
+    if (stream == NULL || stream == CBCU_STREAM_LEGACY || stream == CBCU_STREAM_PER_THREAD)
+        return CBLOB_OK;
     cbcu_context owner = NULL;
     const cbcu_result result = cb_cuda_driver_api_get()->cuStreamGetCtx(stream, &owner);
     if (result != CBCU_SUCCESS)
@@ -33,6 +31,17 @@ static cblob_status check_stream(const cb_cuda_device_state *state, cbcu_stream 
                        (void *)stream, (int)state->index);
     }
     return CBLOB_OK;
+}
+
+/* A stream a context queues on: not the per-thread default stream, which follows the calling OS
+ * thread. */
+static cblob_status check_stream(const cb_cuda_device_state *state, cbcu_stream stream)
+{
+    if (stream == CBCU_STREAM_PER_THREAD)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
+                       "stream is the per-thread default stream, which follows the calling OS thread (goroutines and "
+                       "thread pools move between threads): give a stream you created, or NULL");
+    return check_stream_context(state, stream);
 }
 
 static cblob_status make_stream(const cb_cuda_device_state *state, bool own, void *given, cbcu_stream *out)
@@ -160,6 +169,30 @@ cblob_status cb_cuda_queue_follow(const cb_device *device, cb_queue *previous)
     pthread_mutex_unlock(&previous->lock);
     cb_cuda_leave();
     return cb_cuda_check(result, "ordering work after another stream's");
+}
+
+/* An event of its own for each call: recorded on a stream cblob does not own, from any thread,
+ * it shares nothing with the queue's. The wait keeps what the event captured when it was
+ * queued, so the event is destroyed at once. */
+cblob_status cb_cuda_queue_wait_stream(const cb_device *device, void *stream)
+{
+    const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
+    const cb_cuda_device_state *state = cb_cuda_device_state_of(device);
+    const cbcu_stream producer = stream != NULL ? (cbcu_stream)stream : CBCU_STREAM_LEGACY;
+    CB_TRY(cb_cuda_enter(state));
+    cblob_status status = check_stream_context(state, producer);
+    cbcu_event event = NULL;
+    if (status == CBLOB_OK)
+        status = cb_cuda_check(api->cuEventCreate(&event, CBCU_EVENT_DISABLE_TIMING), "creating an event");
+    if (status == CBLOB_OK) {
+        cbcu_result result = api->cuEventRecord(event, producer);
+        if (result == CBCU_SUCCESS)
+            result = api->cuStreamWaitEvent(cb_cuda_stream(device), event, 0);
+        status = cb_cuda_check(result, "ordering work after the producer's stream");
+        api->cuEventDestroy_v2(event);
+    }
+    cb_cuda_leave();
+    return status;
 }
 
 cbcu_stream cb_cuda_stream(const cb_device *device)

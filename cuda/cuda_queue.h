@@ -55,6 +55,7 @@ void cb_cuda_queue_close(cb_queue *queue);
 void cb_cuda_queue_retain(cb_queue *queue);
 void cb_cuda_queue_release(cb_queue *queue);
 cblob_status cb_cuda_queue_follow(const cb_device *device, cb_queue *previous);
+cblob_status cb_cuda_queue_wait_stream(const cb_device *device, void *stream);
 
 /* A result slot of the device's queue, for one call; given back when the call has read it. */
 cblob_status cb_cuda_slot_take(const cb_device *device, cb_cuda_slot *out);

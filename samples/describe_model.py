@@ -5,9 +5,9 @@
 sum, min and max of its float data), by decoding the protobuf wire format with Python alone: an
 independent reading to check cblob's bindings against (bindings/*/ tests read samples/*.layers.txt).
 
-Reads only what Caffe's current format (NetParameter.layer = 100) stores for weights: layer name
-(1), type (2) and blobs (7), each BlobProto with shape (7, dims packed or not) and float data (5,
-packed or not). Other fields are skipped.
+Reads only what Caffe's current format (NetParameter.layer = 100) stores for the structure and the
+weights: layer name (1), type (2), bottoms (3), tops (4) and blobs (7), each BlobProto with shape
+(7, dims packed or not) and float data (5, packed or not). Other fields are skipped.
 
 usage: describe_model.py MODEL [--check EXPECTED]
   without --check: prints the description; with it: exits 1 when EXPECTED differs from it."""
@@ -74,12 +74,16 @@ def describe(path):
         if number == 1:
             name = value.decode()
         elif number == 100:
-            layer = {"name": "", "type": "", "blobs": []}
+            layer = {"name": "", "type": "", "bottoms": [], "tops": [], "blobs": []}
             for n, _, v in fields(value):
                 if n == 1:
                     layer["name"] = v.decode()
                 elif n == 2:
                     layer["type"] = v.decode()
+                elif n == 3:
+                    layer["bottoms"].append(v.decode())
+                elif n == 4:
+                    layer["tops"].append(v.decode())
                 elif n == 7:
                     layer["blobs"].append(blob(v))
             layers.append(layer)
@@ -89,7 +93,8 @@ def describe(path):
              "# idx | name | type | bottoms -> tops | blobs: shape (element count)"]
     for i, layer in enumerate(layers):
         blobs = "; ".join(f"shape=[{','.join(map(str, d))}] ({len(v)} data(float32))" for d, v in layer["blobs"]) or "-"
-        lines.append(f"{i} | {layer['name']} | {layer['type']} | - | {blobs}")
+        io = f"[{','.join(layer['bottoms'])}] -> [{','.join(layer['tops'])}]" if layer["bottoms"] or layer["tops"] else "-"
+        lines.append(f"{i} | {layer['name']} | {layer['type']} | {io} | {blobs}")
     with_blobs = [layer for layer in layers if layer["blobs"]]
     total = sum(len(v) for layer in layers for _, v in layer["blobs"])
     lines += ["", f"layers: {len(layers)}, layers with blobs: {len(with_blobs)}, total parameter values: {total}", "",

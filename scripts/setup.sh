@@ -30,8 +30,9 @@ test_packages=(
   strace
   # the peer benchmark (bench/bench_math) opens OpenBLAS at run time, as Caffe's CPU blob uses it
   libopenblas0-pthread
-  # packaging: lintian checks the .deb files; nuget packs the C# binding's .nupkg
-  lintian nuget
+  # packaging: lintian checks the .deb files; nuget packs the C# binding's .nupkg; groff renders
+  # the manual page cblob(1) in its test
+  lintian nuget groff-base
   # bindings (Python: virtual environments, which scripts/python-env.sh fills from PyPI)
   golang-go mono-mcs mono-complete nunit-console python3-venv
   # libcblob_mpi (src/comm/mpi), its tests under mpirun and its benchmark: Open MPI

@@ -30,7 +30,9 @@ typedef struct convert_args {
     const char *format_name, *output, *like, *dtype_name, *names;
     target_format format;
     cblob_dtype dtype; /* 0: each .npy array's own */
-    bool vector, force, allow_missing, npy_names;
+    bool vector, force, allow_missing, npy_names, quiet;
+    tool_progress_mode progress;
+    bool output_existed; /* something was at the output's name before: what an interrupt leaves */
     /* Where the old spelling left the output: the position among the words of the first word after
      * --to FORMAT (-1: no --to). */
     int word_after_to;
@@ -49,8 +51,11 @@ static int fail(const char *format, ...)
 
 /* ---- writing one output ----------------------------------------------------------------------- */
 
-/* A library writer's two-call form, for standard output: the bytes are made in memory first. */
+/* A library writer's two-call form, for standard output: the bytes are made in memory first. A
+ * signal stops the writing between pieces; stdout_started says whether any byte went out. */
 typedef cblob_status bytes_fn(const void *what, uint8_t *buffer, size_t buffer_size, size_t *out_size);
+
+static bool stdout_started;
 
 static cblob_status write_stdout(bytes_fn *fn, const void *what)
 {
@@ -60,10 +65,35 @@ static cblob_status write_stdout(bytes_fn *fn, const void *what)
     if (bytes == NULL)
         return tool_own_failure("convert", "no memory for the %zu bytes to write to standard output", size);
     cblob_status status = fn(what, bytes, size, &size);
+    if (status == CBLOB_OK && tool_interrupted() != 0)
+        status = TOOL_STOPPED;
+    stdout_started = status == CBLOB_OK && size > 0;
     if (status == CBLOB_OK && !tool_write_stdout(bytes, size))
-        status = tool_own_failure("convert", "standard output: cannot write: %s", strerror(errno));
+        status = errno == EINTR && tool_interrupted() != 0
+                     ? TOOL_STOPPED
+                     : tool_own_failure("convert", "standard output: cannot write: %s", strerror(errno));
     free(bytes);
     return status;
+}
+
+/* "wrote ...", on standard output, unless --quiet. */
+static void say_wrote(const convert_args *args, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static void say_wrote(const convert_args *args, const char *format, ...)
+{
+    if (args->quiet || tool_is_stdio(args->output))
+        return;
+    tool_progress_clear();
+    va_list list;
+    va_start(list, format);
+    vprintf(format, list);
+    va_end(list);
+    tool_stdout_written(true);
+}
+
+/* Begins the phase of writing the output (terminal.h). */
+static void writing(const convert_args *args)
+{
+    tool_progress_phase(TOOL_PHASE_WRITE, "writing", tool_is_stdio(args->output) ? "standard output" : args->output);
 }
 
 /* ---- what an output may replace --------------------------------------------------------------- */
@@ -180,16 +210,20 @@ static int to_npy(cblob_context *context, const convert_args *args)
         result = fail("--to npy %s: %s is %s, whose blobs go in a folder: a .npy file holds one blob; name a folder%s",
                       args->output, file.name, kind_text(file.kind), stdio ? ", not standard output" : "");
     } else if (stdio) {
+        writing(args);
         status = write_stdout(npy_bytes, file.blobs[0]);
     } else if (one_file) {
+        writing(args);
         status = cblob_blob_to_npy_file(file.blobs[0], CBLOB_PART_DATA, args->output);
         if (status == CBLOB_OK)
-            printf("wrote %s (the blob of %s)\n", args->output, file.name);
+            say_wrote(args, "wrote %s (the blob of %s)\n", args->output, file.name);
     } else {
         int64_t written = 0;
+        writing(args);
         status = cblob_file_to_npy_folder(file.file, CBLOB_EXPORT_DIFF, args->output, &written);
         if (status == CBLOB_OK)
-            printf("wrote %" PRId64 " .npy file%s and index.json to %s\n", written, written == 1 ? "" : "s", args->output);
+            say_wrote(args, "wrote %" PRId64 " .npy file%s and index.json to %s\n", written, written == 1 ? "" : "s",
+                      args->output);
     }
     if (status != CBLOB_OK)
         result = tool_report(status, TOOL_FAILED, "convert");
@@ -244,17 +278,16 @@ static int to_binaryproto(cblob_context *context, const convert_args *args)
     if (list.blobs == NULL)
         return tool_fail(TOOL_FAILED, "convert", "no memory for %d blobs", args->num_inputs);
     int result = TOOL_OK;
-    for (; result == TOOL_OK && list.count < args->num_inputs; ++list.count) {
-        tool_progress("convert", list.count + 1, args->num_inputs, args->inputs[list.count]);
+    for (; result == TOOL_OK && list.count < args->num_inputs; ++list.count)
         result = take_blob(context, args, (int)list.count, &list.blobs[list.count]);
-    }
-    tool_progress_done();
     cblob_status status = CBLOB_OK;
+    if (result == TOOL_OK)
+        writing(args);
     if (result == TOOL_OK && (status = write_blobs(&list, args->output)) != CBLOB_OK)
         result = tool_report(status, TOOL_FAILED, "convert");
-    else if (result == TOOL_OK && !tool_is_stdio(args->output))
-        printf("wrote %s (%s of %d blob%s)\n", args->output, list.vector ? "BlobProtoVector" : "BlobProto",
-               args->num_inputs, args->num_inputs == 1 ? "" : "s");
+    else if (result == TOOL_OK)
+        say_wrote(args, "wrote %s (%s of %d blob%s)\n", args->output, list.vector ? "BlobProtoVector" : "BlobProto",
+                  args->num_inputs, args->num_inputs == 1 ? "" : "s");
     for (int64_t i = 0; i < list.count; ++i)
         cblob_blob_destroy(list.blobs[i]);
     free(list.blobs);
@@ -319,6 +352,7 @@ static void note_unmapped(const cblob_model *model)
         free(layers);
         return;
     }
+    tool_progress_clear();
     fprintf(stderr, "cblob convert: --names torch: %" PRId64 " layer%s with blobs PyTorch has no names for keep "
             "<layer>.<index> keys:", count, count == 1 ? "" : "s");
     for (int64_t i = 0; i < count && i < 20; ++i) {
@@ -347,12 +381,13 @@ static int to_export(cblob_context *context, const convert_args *args)
     const export_job job = {weights.model, CBLOB_EXPORT_DIFF | (torch ? CBLOB_EXPORT_TORCH_NAMES : 0),
                             args->format == FORMAT_NPZ};
     int result = TOOL_OK;
+    writing(args);
     const cblob_status status = export_model(&job, args->output);
     if (status != CBLOB_OK)
         result = tool_report(status, TOOL_FAILED, "convert");
-    else if (!tool_is_stdio(args->output))
-        printf("wrote %s (%s)\n", args->output, format_names[args->format]);
-    if (result == TOOL_OK && torch)
+    else
+        say_wrote(args, "wrote %s (%s)\n", args->output, format_names[args->format]);
+    if (result == TOOL_OK && torch && tool_interrupted() == 0)
         note_unmapped(weights.model);
     tool_caffe_close(&weights);
     return result;
@@ -365,11 +400,12 @@ static cblob_status model_to_bytes(const void *what, uint8_t *buffer, size_t buf
     return cblob_model_to_proto(what, 1, buffer, buffer_size, out_size);
 }
 
-static cblob_status save_model(const cblob_model *model, const char *output)
+static cblob_status save_model(const cblob_model *model, const convert_args *args)
 {
-    if (tool_is_stdio(output))
+    writing(args);
+    if (tool_is_stdio(args->output))
         return write_stdout(model_to_bytes, model);
-    return cblob_model_to_proto_file(model, 1, output);
+    return cblob_model_to_proto_file(model, 1, args->output);
 }
 
 static int to_caffemodel(cblob_context *context, const convert_args *args)
@@ -399,11 +435,11 @@ static int to_caffemodel(cblob_context *context, const convert_args *args)
                            args->allow_missing || strstr(cblob_last_error_detail(), "no values") == NULL
                                ? ""
                                : "; --allow-missing keeps BASE's values for blobs the weights lack");
-    else if ((status = save_model(base.model, args->output)) != CBLOB_OK)
+    else if ((status = save_model(base.model, args)) != CBLOB_OK)
         result = tool_report(status, TOOL_FAILED, "convert");
-    else if (!tool_is_stdio(args->output))
-        printf("wrote %s (%s with the blobs of %s)\n", args->output, base.name, weights.name);
-    if (result == TOOL_OK && kept > 0)
+    else
+        say_wrote(args, "wrote %s (%s with the blobs of %s)\n", args->output, base.name, weights.name);
+    if (result == TOOL_OK && kept > 0 && tool_interrupted() == 0)
         fprintf(stderr, "cblob convert: --allow-missing: %" PRId64 " blob%s of %s kept %s values: %s has none for "
                 "them\n", kept, kept == 1 ? "" : "s", base.name, kept == 1 ? "its" : "their", weights.name);
     tool_caffe_close(&weights);
@@ -413,31 +449,9 @@ static int to_caffemodel(cblob_context *context, const convert_args *args)
 
 /* ---- the command -------------------------------------------------------------------------------- */
 
-/* An option's value: "--name value" or "--name=value"; NULL (after saying so) when missing. */
-static const char *option_value(int argc, char **argv, int *i, const char *name)
-{
-    const size_t length = strlen(name);
-    if (argv[*i][length] == '=')
-        return argv[*i] + length + 1;
-    if (*i + 1 < argc)
-        return argv[++*i];
-    fail("%s: its value is missing (%s)", name, USAGE_HINT);
-    return NULL;
-}
-
-static bool is_option(const char *arg, const char *name)
-{
-    const size_t length = strlen(name);
-    return strncmp(arg, name, length) == 0 && (arg[length] == '\0' || arg[length] == '=');
-}
-
 /* --to FORMAT: one word (since 1.2; an output right after it is the old spelling, see resolve_output). */
-static int parse_to(int argc, char **argv, int *i, convert_args *args)
+static int parse_to(const char *format, convert_args *args)
 {
-    const char *format = option_value(argc, argv, i, "--to");
-    if (format == NULL)
-        return TOOL_BAD_INPUT;
-    args->format_name = format;
     size_t f = 0;
     while (f < NUM_FORMATS && strcasecmp(format, format_names[f]) != 0)
         ++f;
@@ -449,38 +463,37 @@ static int parse_to(int argc, char **argv, int *i, convert_args *args)
     return TOOL_OK;
 }
 
+/* An option that takes a value, given once. */
+static int set_value(const char **slot, const char *name, const char *value)
+{
+    if (*slot != NULL)
+        return fail("%s is given twice (%s and %s)", name, *slot, value);
+    *slot = value;
+    return TOOL_OK;
+}
+
+/* The option at argv[*i], by the table the manual gives (generated/tools/help.h). */
 static int parse_option(int argc, char **argv, int *i, convert_args *args)
 {
-    const char *arg = argv[*i];
-    if (is_option(arg, "--to"))
-        return parse_to(argc, argv, i, args);
-    static const struct {
-        const char *name;
-        size_t offset;
-    } flags[] = {{"--vector", offsetof(convert_args, vector)},
-                 {"--force", offsetof(convert_args, force)},
-                 {"--allow-missing", offsetof(convert_args, allow_missing)},
-                 {"--npy-names", offsetof(convert_args, npy_names)}};
-    for (size_t f = 0; f < sizeof flags / sizeof flags[0]; ++f)
-        if (strcmp(arg, flags[f].name) == 0) {
-            *(bool *)((char *)args + flags[f].offset) = true;
-            return TOOL_OK;
-        }
-    static const struct {
-        const char *name;
-        size_t offset;
-    } values[] = {{"--output", offsetof(convert_args, output)}, {"-o", offsetof(convert_args, output)},
-                  {"--like", offsetof(convert_args, like)},     {"--dtype", offsetof(convert_args, dtype_name)},
-                  {"--names", offsetof(convert_args, names)}};
-    for (size_t v = 0; v < sizeof values / sizeof values[0]; ++v)
-        if (is_option(arg, values[v].name)) {
-            const char **slot = (const char **)((char *)args + values[v].offset);
-            if (*slot != NULL)
-                return fail("%s is given twice (%s and %s)", values[v].name, *slot, arg);
-            *slot = option_value(argc, argv, i, values[v].name);
-            return *slot != NULL ? TOOL_OK : TOOL_BAD_INPUT;
-        }
-    return fail("%s: unknown option (%s)", arg, USAGE_HINT);
+    const char *value = NULL;
+    switch (tool_parse_option("convert", tool_convert_options, tool_convert_num_options, argc, argv, i, &value)) {
+    case TOOL_CONVERT_TO:
+        if (args->format_name != NULL)
+            return fail("--to is given twice (%s and %s)", args->format_name, value);
+        return parse_to(value, args);
+    case TOOL_CONVERT_OUTPUT: return set_value(&args->output, "-o", value);
+    case TOOL_CONVERT_LIKE: return set_value(&args->like, "--like", value);
+    case TOOL_CONVERT_NAMES: return set_value(&args->names, "--names", value);
+    case TOOL_CONVERT_DTYPE: return set_value(&args->dtype_name, "--dtype", value);
+    case TOOL_CONVERT_VECTOR: args->vector = true; return TOOL_OK;
+    case TOOL_CONVERT_FORCE: args->force = true; return TOOL_OK;
+    case TOOL_CONVERT_ALLOW_MISSING: args->allow_missing = true; return TOOL_OK;
+    case TOOL_CONVERT_NPY_NAMES: args->npy_names = true; return TOOL_OK;
+    case TOOL_CONVERT_QUIET: args->quiet = true; return TOOL_OK;
+    case TOOL_CONVERT_PROGRESS: args->progress = TOOL_PROGRESS_ALWAYS; return TOOL_OK;
+    case TOOL_CONVERT_HELP: return TOOL_OK; /* cblob.c prints the help before the command runs */
+    default: return TOOL_BAD_INPUT;
+    }
 }
 
 static int parse_args(int argc, char **argv, convert_args *args)
@@ -597,7 +610,25 @@ static int check_args(convert_args *args)
         stdin_uses += tool_is_stdio(args->inputs[i]);
     if (stdin_uses > 1)
         return fail("-: standard input can be read once only");
+    const int progress = tool_progress_option("convert", args->quiet, &args->progress);
+    if (progress != TOOL_OK)
+        return progress;
+    struct stat info;
+    args->output_existed = !tool_is_stdio(args->output) && lstat(args->output, &info) == 0;
     return check_output(args);
+}
+
+/* The one line a signal's stop ends with: what was left as it was. */
+static int interrupted(const convert_args *args, int status)
+{
+    if (tool_is_stdio(args->output))
+        return tool_interrupt_exit("convert", stdout_started ? "standard output got part of the output"
+                                                             : "nothing was written to standard output");
+    if (status != TOOL_INTERRUPTED) /* the signal came once the work was done */
+        return tool_interrupt_exit("convert", "after %s was written whole", args->output);
+    if (args->output_existed)
+        return tool_interrupt_exit("convert", "%s was left as it was", args->output);
+    return tool_interrupt_exit("convert", "nothing was written (%s was not made)", args->output);
 }
 
 int command_convert(int argc, char **argv)
@@ -605,12 +636,16 @@ int command_convert(int argc, char **argv)
     convert_args args = {.inputs = calloc((size_t)argc + 1, sizeof *args.inputs), .word_after_to = -1};
     if (args.inputs == NULL)
         return tool_fail(TOOL_FAILED, "convert", "out of memory");
+    args.progress = TOOL_PROGRESS_AUTO;
     int status = parse_args(argc, argv, &args);
     if (status == TOOL_OK)
         status = check_args(&args);
     cblob_context *context = NULL;
-    if (status == TOOL_OK && cblob_context_create(&context) != CBLOB_OK)
-        status = tool_library_fail(TOOL_FAILED, "convert");
+    if (status == TOOL_OK) {
+        tool_progress_setup("convert", args.progress);
+        context = tool_context("convert");
+        status = context != NULL ? TOOL_OK : TOOL_FAILED;
+    }
     if (status == TOOL_OK) {
         switch (args.format) {
         case FORMAT_NPY: status = to_npy(context, &args); break;
@@ -621,6 +656,8 @@ int command_convert(int argc, char **argv)
         }
     }
     cblob_context_destroy(context);
+    if (status == TOOL_INTERRUPTED || (status == TOOL_OK && tool_interrupted() != 0))
+        status = interrupted(&args, status);
     free(args.inputs);
     return status;
 }

@@ -3,10 +3,16 @@
  * JSON object (docs/inspect-schema-2.json). Both are written layer by layer as they are made, and
  * blob values are read in pieces without making blob handles, so memory stays near the model's own
  * size whatever the shape of the file. With --shapes no value is read: a net from a path is opened
- * lazily (its structure only), so a large model is listed reading a few KiB per layer. */
+ * lazily (its structure only), so a large model is listed reading a few KiB per layer.
+ *
+ * At a terminal the statistics' progress is shown in bytes (terminal.h); a layer's rows are printed
+ * whole once its statistics are made, after the progress line is cleared, so no progress text is
+ * ever left on a row. The table's columns keep their widths whatever the names: a cell wider than its
+ * column goes on over the lines below, in the same column. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +63,10 @@ static cblob_status layer_names(const cblob_model *model, int64_t layer, const c
 
 static int write_stdout(const char *text, size_t size, void *context)
 {
-    return fwrite(text, 1, size, context) == size ? 0 : -1;
+    tool_progress_clear();
+    const bool written = fwrite(text, 1, size, context) == size && fflush(context) == 0;
+    tool_stdout_written(size > 0 && text[size - 1] == '\n');
+    return written ? 0 : -1;
 }
 
 /* JSON has no NaN or infinity: those (and the min and max of an empty blob) are null. */
@@ -160,8 +169,10 @@ static void json_header(json_out *out, const tool_caffe *file, int64_t *layers)
     json_out_value(out, text_or_null(name));
 }
 
-static cblob_status print_json(const tool_caffe *file, bool stats)
+static cblob_status print_json(const tool_caffe *file, bool stats, int64_t value_bytes)
 {
+    tool_progress_phase(TOOL_PHASE_WORK, "statistics of", file->name);
+    tool_progress_total(value_bytes);
     json_out out;
     json_out_start(&out, write_stdout, stdout);
     json_out_open(&out, '{');
@@ -171,12 +182,8 @@ static cblob_status print_json(const tool_caffe *file, bool stats)
     json_out_open(&out, '[');
     text_buffer buffer = {0};
     cblob_status status = CBLOB_OK;
-    for (int64_t i = 0; status == CBLOB_OK && !out.failed && i < layers; ++i) {
-        const char *name = "";
-        cblob_model_layer_name(file->model, i, &name);
-        tool_progress("inspect", i + 1, layers, name);
+    for (int64_t i = 0; status == CBLOB_OK && !out.failed && i < layers; ++i)
         status = json_layer(&out, file->model, i, stats, &buffer);
-    }
     free(buffer.text);
     json_out_close(&out, ']');
     json_out_key(&out, "blobs");
@@ -186,8 +193,9 @@ static cblob_status print_json(const tool_caffe *file, bool stats)
     json_out_close(&out, ']');
     json_out_close(&out, '}');
     json_out_finish(&out);
+    tool_progress_clear();
     fputc('\n', stdout);
-    tool_progress_done();
+    tool_stdout_written(true);
     if (status == CBLOB_OK && out.failed && !ferror(stdout))
         status = tool_own_failure("inspect", "no memory to write the JSON");
     return status;
@@ -227,8 +235,9 @@ static char *io_text(const cblob_model *model, int64_t layer)
     return text;
 }
 
-/* Wider cells overflow their column rather than widen it for every row. */
+/* The most a column takes; a wider cell goes on over the lines below. */
 #define NAME_WIDTH_MAX 40
+#define TYPE_WIDTH_MAX 28
 #define IO_WIDTH_MAX 48
 
 static int capped_width(const char *text, int cap)
@@ -247,6 +256,7 @@ typedef struct table {
     bool stats; /* the min, max and sum columns */
     int layer, type, io, shape, count;
     int64_t with_blobs, blobs, values;
+    int64_t value_bytes; /* what the statistics read: their progress's total */
 } table;
 
 static int max_int(int a, int b)
@@ -269,6 +279,7 @@ static cblob_status measure_blob(table *t, const tool_blob *blob)
     t->shape = max_int(t->shape, (int)strlen(shape));
     t->count = max_int(t->count, digits(facts.count));
     t->values += facts.count;
+    t->value_bytes += facts.count * (int64_t)tool_dtype_size(facts.dtype);
     ++t->blobs;
     return CBLOB_OK;
 }
@@ -288,7 +299,7 @@ static cblob_status measure(const tool_caffe *file, bool stats, table *t)
         if (io == NULL)
             return tool_own_failure("inspect", "no memory for a layer's bottoms and tops");
         t->layer = max_int(t->layer, capped_width(shown(name), NAME_WIDTH_MAX));
-        t->type = max_int(t->type, capped_width(type, NAME_WIDTH_MAX));
+        t->type = max_int(t->type, capped_width(type, TYPE_WIDTH_MAX));
         t->io = max_int(t->io, capped_width(io, IO_WIDTH_MAX));
         free(io);
         t->with_blobs += blobs > 0;
@@ -304,33 +315,75 @@ static cblob_status measure(const tool_caffe *file, bool stats, table *t)
     return CBLOB_OK;
 }
 
-static void print_stat(double value, int width)
+/* A line of the table, made whole before it is printed (so that progress is cleared once per
+ * line, never mid-line) and without trailing spaces. */
+typedef struct line {
+    char text[8192];
+    size_t used;
+} line;
+
+static void line_add(line *l, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static void line_add(line *l, const char *format, ...)
 {
-    if (isnan(value))
-        printf("  %*s", width, "-");
-    else
-        printf("  %*.*g", width, width > 12 ? 8 : 6, value);
+    va_list args;
+    va_start(args, format);
+    const int n = vsnprintf(l->text + l->used, sizeof l->text - l->used, format, args);
+    va_end(args);
+    if (n > 0)
+        l->used = l->used + (size_t)n < sizeof l->text ? l->used + (size_t)n : sizeof l->text - 1;
 }
 
-static cblob_status print_blob_row(const table *t, const tool_blob *blob, int64_t index)
+/* Escaped text (one column per character) padded to width. */
+static void line_cell(line *l, const char *escaped, int width)
 {
+    int columns = 0;
+    for (const unsigned char *p = (const unsigned char *)escaped; *p != '\0'; ++p)
+        columns += (*p & 0xc0) != 0x80;
+    line_add(l, "  %s%*s", escaped, width > columns ? width - columns : 0, "");
+}
+
+static void line_print(line *l)
+{
+    while (l->used > 0 && l->text[l->used - 1] == ' ')
+        --l->used;
+    l->text[l->used] = '\0';
+    tool_progress_clear();
+    puts(l->text);
+    tool_stdout_written(true);
+    l->used = 0;
+}
+
+/* A blob's row: its facts, and its statistics when the table shows them. */
+typedef struct blob_row {
     tool_blob_facts facts;
-    TOOL_TRY(tool_blob_facts_of(blob, &facts));
-    char shape[CBLOB_MAX_AXES * 21 + 4];
-    tool_shape_text(&facts, shape, sizeof shape);
-    printf("  %4" PRId64 "  %-*s  %*" PRId64 "  %-7s  %-4s", index, t->shape, shape, t->count, facts.count,
-           tool_dtype_name(facts.dtype), facts.has_diff ? "yes" : "no");
-    if (!t->stats) {
-        putchar('\n');
-        return CBLOB_OK;
-    }
     tool_stats stats;
-    TOOL_TRY(tool_stats_compute(blob, &facts, &stats));
-    print_stat(stats.min, 12);
-    print_stat(stats.max, 12);
-    print_stat(stats.sum, 14);
-    putchar('\n');
-    return CBLOB_OK;
+} blob_row;
+
+static cblob_status blob_row_make(const table *t, const tool_blob *blob, blob_row *out)
+{
+    TOOL_TRY(tool_blob_facts_of(blob, &out->facts));
+    return t->stats ? tool_stats_compute(blob, &out->facts, &out->stats) : CBLOB_OK;
+}
+
+static void stat_cell(line *l, double value, int width)
+{
+    if (isnan(value))
+        line_add(l, "  %*s", width, "-");
+    else
+        line_add(l, "  %*.*g", width, width > 12 ? 8 : 6, value);
+}
+
+static void blob_cells(line *l, const table *t, const blob_row *row, int64_t index)
+{
+    char shape[CBLOB_MAX_AXES * 21 + 4];
+    tool_shape_text(&row->facts, shape, sizeof shape);
+    line_add(l, "  %4" PRId64 "  %-*s  %*" PRId64 "  %-7s  %-4s", index, t->shape, shape, t->count, row->facts.count,
+             tool_dtype_name(row->facts.dtype), row->facts.has_diff ? "yes" : "no");
+    if (t->stats) {
+        stat_cell(l, row->stats.min, 12);
+        stat_cell(l, row->stats.max, 12);
+        stat_cell(l, row->stats.sum, 14);
+    }
 }
 
 /* A layer's parameters, on a line of their own under its rows (only when it has some). */
@@ -338,11 +391,43 @@ static cblob_status print_params(const table *t, const cblob_model *model, int64
 {
     TOOL_TRY(layer_text(cblob_model_layer_params_json, model, layer, buffer));
     if (strcmp(buffer->text, "{}") != 0) {
+        tool_progress_clear();
         printf("  %*s  params ", t->layer, "");
         tool_print_escaped(stdout, buffer->text, 0);
         putchar('\n');
+        tool_stdout_written(true);
     }
     return CBLOB_OK;
+}
+
+/* The layer's rows: its name, type and bottoms -> tops (each over as many lines as it needs) beside
+ * its blobs, one a line. */
+static cblob_status print_rows(const table *t, const char *name, const char *type, const char *io,
+                               const blob_row *rows, int64_t blobs)
+{
+    tool_lines cells[3];
+    const char *raw[3] = {shown(name), type, io};
+    const int widths[3] = {t->layer, t->type, t->io};
+    int made = 0;
+    for (; made < 3 && tool_lines_wrap(raw[made], widths[made], &cells[made]); ++made)
+        continue;
+    cblob_status status = made == 3 ? CBLOB_OK : tool_own_failure("inspect", "no memory for a layer's row");
+    int64_t count = blobs > 0 ? blobs : 1;
+    for (int c = 0; c < made; ++c)
+        count = cells[c].count > count ? cells[c].count : count;
+    line l = {.used = 0};
+    for (int64_t k = 0; status == CBLOB_OK && k < count; ++k) {
+        for (int c = 0; c < 3; ++c)
+            line_cell(&l, tool_lines_get(&cells[c], (int)k), widths[c]);
+        if (k < blobs)
+            blob_cells(&l, t, &rows[k], k);
+        else if (k == 0)
+            line_add(&l, "  %4s", "-");
+        line_print(&l);
+    }
+    for (int c = 0; c < made; ++c)
+        tool_lines_free(&cells[c]);
+    return status;
 }
 
 static cblob_status print_layer(const table *t, const cblob_model *model, int64_t layer, bool params,
@@ -351,47 +436,42 @@ static cblob_status print_layer(const table *t, const cblob_model *model, int64_
     const char *name, *type;
     int64_t blobs;
     TOOL_TRY(layer_names(model, layer, &name, &type, &blobs));
+    /* Every blob's statistics first: the rows are printed whole, after them. */
+    blob_row *rows = calloc((size_t)blobs + 1, sizeof *rows);
     char *io = io_text(model, layer);
-    if (io == NULL)
-        return tool_own_failure("inspect", "no memory for a layer's bottoms and tops");
-    putchar(' ');
-    putchar(' ');
-    tool_print_escaped(stdout, shown(name), t->layer);
-    fputs("  ", stdout);
-    tool_print_escaped(stdout, type, t->type);
-    fputs("  ", stdout);
-    tool_print_escaped(stdout, io, t->io);
-    free(io);
-    if (blobs == 0)
-        printf("  %4s\n", "-");
-    cblob_status status = CBLOB_OK;
+    cblob_status status = rows != NULL && io != NULL ? CBLOB_OK
+                                                     : tool_own_failure("inspect", "no memory for a layer's row");
     for (int64_t j = 0; status == CBLOB_OK && j < blobs; ++j) {
-        if (j > 0)
-            printf("  %*s  %*s  %*s", t->layer, "", t->type, "", t->io, "");
         const tool_blob blob = tool_model_blob(model, layer, j);
-        status = print_blob_row(t, &blob, j);
+        status = blob_row_make(t, &blob, &rows[j]);
     }
+    if (status == CBLOB_OK)
+        status = print_rows(t, name, type, io, rows, blobs);
+    free(rows);
+    free(io);
     return status == CBLOB_OK && params ? print_params(t, model, layer, buffer) : status;
 }
 
-static void print_stat_titles(const table *t)
+static void stat_titles(line *l, const table *t)
 {
     if (t->stats)
-        printf("  %12s  %12s  %14s", "min", "max", "sum");
-    putchar('\n');
+        line_add(l, "  %12s  %12s  %14s", "min", "max", "sum");
+    line_print(l);
 }
 
 static void print_header(const tool_caffe *file, const table *t)
 {
+    tool_progress_clear();
     printf("file    ");
     tool_print_escaped(stdout, file->name, 0);
+    line l = {.used = 0};
     if (file->model == NULL) {
         printf("\nkind    %s\n", file->kind == CBLOB_FILE_BLOB  ? "blob (BlobProto)"
                                 : file->kind == CBLOB_FILE_NPY ? "blob (NumPy .npy)"
                                                                : "blob vector (BlobProtoVector)");
         printf("blobs   %" PRId64 " (%" PRId64 " values)\n\n", t->blobs, t->values);
-        printf("  %4s  %-*s  %*s  %-7s  %-4s", "blob", t->shape, "shape", t->count, "count", "dtype", "diff");
-        print_stat_titles(t);
+        line_add(&l, "  %4s  %-*s  %*s  %-7s  %-4s", "blob", t->shape, "shape", t->count, "count", "dtype", "diff");
+        stat_titles(&l, t);
         return;
     }
     cblob_net_format format = CBLOB_NET_FORMAT_V2;
@@ -410,75 +490,105 @@ static void print_header(const tool_caffe *file, const table *t)
     tool_print_escaped(stdout, name != NULL ? name : "(none)", 0);
     printf("\nlayers  %" PRId64 " (%" PRId64 " with blobs: %" PRId64 " blobs, %" PRId64 " values)\n\n", layers,
            t->with_blobs, t->blobs, t->values);
-    printf("  %-*s  %-*s  %-*s  %4s  %-*s  %*s  %-7s  %-4s", t->layer, "layer", t->type, "type", t->io,
-           "bottoms -> tops", "blob", t->shape, "shape", t->count, "count", "dtype", "diff");
-    print_stat_titles(t);
+    line_add(&l, "  %-*s  %-*s  %-*s  %4s  %-*s  %*s  %-7s  %-4s", t->layer, "layer", t->type, "type", t->io,
+             "bottoms -> tops", "blob", t->shape, "shape", t->count, "count", "dtype", "diff");
+    stat_titles(&l, t);
 }
 
-static cblob_status print_table(const tool_caffe *file, bool params, bool stats)
+static cblob_status print_table(const tool_caffe *file, const table *t, bool params)
 {
-    table t;
-    TOOL_TRY(measure(file, stats, &t));
-    print_header(file, &t);
+    print_header(file, t);
+    tool_progress_phase(TOOL_PHASE_WORK, "statistics of", file->name);
+    tool_progress_total(t->value_bytes);
     int64_t layers = 0;
     if (file->model != NULL)
         cblob_model_num_layers(file->model, &layers);
     text_buffer buffer = {0};
     cblob_status status = CBLOB_OK;
-    for (int64_t i = 0; status == CBLOB_OK && i < layers; ++i) {
-        const char *name = "";
-        cblob_model_layer_name(file->model, i, &name);
-        tool_progress("inspect", i + 1, layers, name);
-        status = print_layer(&t, file->model, i, params, &buffer);
-    }
+    for (int64_t i = 0; status == CBLOB_OK && i < layers; ++i)
+        status = tool_interrupted() != 0 ? TOOL_STOPPED : print_layer(t, file->model, i, params, &buffer);
     free(buffer.text);
     for (int64_t j = 0; status == CBLOB_OK && j < file->num_blobs; ++j) {
         const tool_blob blob = tool_handle_blob(file->blobs[j]);
-        status = print_blob_row(&t, &blob, j);
+        blob_row row;
+        status = blob_row_make(t, &blob, &row);
+        line l = {.used = 0};
+        if (status == CBLOB_OK) {
+            blob_cells(&l, t, &row, j);
+            line_print(&l);
+        }
     }
-    tool_progress_done();
+    tool_progress_clear();
     return status;
 }
 
 /* ---- the command ---------------------------------------------------------------------------- */
 
+typedef struct inspect_args {
+    bool json, params, shapes;
+    tool_progress_mode progress;
+    const char *path;
+} inspect_args;
+
+static int parse_args(int argc, char **argv, inspect_args *args)
+{
+    bool options_done = false, quiet = false;
+    for (int i = 0; i < argc; ++i) {
+        const char *value = NULL;
+        if (options_done || argv[i][0] != '-' || argv[i][1] == '\0') {
+            if (args->path != NULL)
+                return tool_fail(TOOL_BAD_INPUT, "inspect", "%s: one FILE only (%s was given first)", argv[i],
+                                 args->path);
+            args->path = argv[i];
+            continue;
+        }
+        if (strcmp(argv[i], "--") == 0) {
+            options_done = true;
+            continue;
+        }
+        switch (tool_parse_option("inspect", tool_inspect_options, tool_inspect_num_options, argc, argv, &i, &value)) {
+        case TOOL_INSPECT_JSON: args->json = true; break;
+        case TOOL_INSPECT_PARAMS: args->params = true; break;
+        case TOOL_INSPECT_SHAPES: args->shapes = true; break;
+        case TOOL_INSPECT_QUIET: quiet = true; break;
+        case TOOL_INSPECT_PROGRESS: args->progress = TOOL_PROGRESS_ALWAYS; break;
+        case TOOL_INSPECT_HELP: break; /* cblob.c prints the help before the command runs */
+        default: return TOOL_BAD_INPUT;
+        }
+    }
+    if (args->path == NULL)
+        return tool_fail(TOOL_BAD_INPUT, "inspect", "FILE is missing (cblob inspect [--json] [--params] [--shapes] FILE)");
+    return tool_progress_option("inspect", quiet, &args->progress);
+}
+
 int command_inspect(int argc, char **argv)
 {
-    bool json = false, params = false, shapes = false, options_done = false;
-    const char *path = NULL;
-    for (int i = 0; i < argc; ++i) {
-        const bool option = !options_done && argv[i][0] == '-' && argv[i][1] != '\0';
-        if (option && strcmp(argv[i], "--json") == 0)
-            json = true;
-        else if (option && strcmp(argv[i], "--params") == 0)
-            params = true;
-        else if (option && strcmp(argv[i], "--shapes") == 0)
-            shapes = true;
-        else if (option && strcmp(argv[i], "--") == 0)
-            options_done = true;
-        else if (option)
-            return tool_fail(TOOL_BAD_INPUT, "inspect", "%s: unknown option (try 'cblob inspect --help')", argv[i]);
-        else if (path != NULL)
-            return tool_fail(TOOL_BAD_INPUT, "inspect", "%s: one FILE only (%s was given first)", argv[i], path);
-        else
-            path = argv[i];
-    }
-    if (path == NULL)
-        return tool_fail(TOOL_BAD_INPUT, "inspect", "FILE is missing (cblob inspect [--json] [--params] [--shapes] FILE)");
-    cblob_context *context = NULL;
-    if (cblob_context_create(&context) != CBLOB_OK)
-        return tool_fail(TOOL_FAILED, "inspect", "%s", cblob_last_error_message());
+    inspect_args args = {.progress = TOOL_PROGRESS_AUTO};
+    const int parsed = parse_args(argc, argv, &args);
+    if (parsed != TOOL_OK)
+        return parsed;
+    tool_progress_setup("inspect", args.progress);
+    cblob_context *context = tool_context("inspect");
+    if (context == NULL)
+        return TOOL_FAILED;
     tool_caffe file;
-    const int opened = tool_caffe_open(context, "inspect", path, shapes ? CBLOB_OPEN_LAZY : 0, 0, &file);
-    if (opened != TOOL_OK) {
-        cblob_context_destroy(context);
-        return opened;
+    int result = tool_caffe_open(context, "inspect", args.path, args.shapes ? CBLOB_OPEN_LAZY : 0, 0, &file);
+    if (result == TOOL_OK) {
+        table t;
+        cblob_status status = measure(&file, !args.shapes, &t);
+        if (status == CBLOB_OK)
+            status = args.json ? print_json(&file, !args.shapes, t.value_bytes) : print_table(&file, &t, args.params);
+        tool_caffe_close(&file);
+        if (status == CBLOB_OK && (fflush(stdout) != 0 || ferror(stdout)) && tool_interrupted() == 0)
+            status = tool_own_failure("inspect", "standard output: cannot write: %s", strerror(errno));
+        result = status == CBLOB_OK ? TOOL_OK : tool_report(status, TOOL_FAILED, "inspect");
     }
-    cblob_status status;
-    status = json ? print_json(&file, !shapes) : print_table(&file, params, !shapes);
-    tool_caffe_close(&file);
     cblob_context_destroy(context);
-    if (status == CBLOB_OK && (fflush(stdout) != 0 || ferror(stdout)))
-        status = tool_own_failure("inspect", "standard output: cannot write: %s", strerror(errno));
-    return status == CBLOB_OK ? TOOL_OK : tool_report(status, TOOL_FAILED, "inspect");
+    if (result == TOOL_INTERRUPTED)
+        return tool_interrupt_exit("inspect", "stopped before all of %s was shown (inspect writes no file)",
+                                   tool_input_name(args.path));
+    /* A signal that came once the work was done stopped nothing, but is still said. */
+    if (result == TOOL_OK && tool_interrupted() != 0)
+        return tool_interrupt_exit("inspect", "after all of %s was shown", tool_input_name(args.path));
+    return result;
 }

@@ -14,20 +14,9 @@
 
 /* ---- errors ------------------------------------------------------------------------------- */
 
-static bool progress_shown;
-
-void tool_progress_done(void)
-{
-    if (progress_shown) {
-        fputs("\r\033[K", stderr);
-        fflush(stderr);
-        progress_shown = false;
-    }
-}
-
 int tool_fail(int exit_status, const char *command, const char *format, ...)
 {
-    tool_progress_done();
+    tool_progress_clear();
     fprintf(stderr, "cblob %s: ", command);
     va_list args;
     va_start(args, format);
@@ -49,7 +38,7 @@ int tool_input_exit(cblob_status status)
 
 cblob_status tool_own_failure(const char *command, const char *format, ...)
 {
-    tool_progress_done();
+    tool_progress_clear();
     fprintf(stderr, "cblob %s: ", command);
     va_list args;
     va_start(args, format);
@@ -61,22 +50,49 @@ cblob_status tool_own_failure(const char *command, const char *format, ...)
 
 int tool_report(cblob_status status, int exit_status, const char *command)
 {
+    /* A stop the program asked for (a signal) is said by the command, with what it left as it was. */
+    if (status == TOOL_STOPPED || (status == CBLOB_ERR_CANCELLED && tool_interrupted() != 0))
+        return TOOL_INTERRUPTED;
     return status == TOOL_REPORTED ? exit_status : tool_library_fail(exit_status, command);
 }
 
-/* ---- progress ----------------------------------------------------------------------------- */
+/* ---- options ------------------------------------------------------------------------------ */
 
-void tool_progress(const char *command, int64_t done, int64_t total, const char *what)
+int tool_parse_option(const char *command, const tool_option *table, size_t count, int argc, char **argv, int *i,
+                const char **value)
 {
-    /* A terminal redraws many times a second at most: every 256th step is enough. */
-    if ((done & 255) != 1 && done != total)
-        return;
-    if (!isatty(STDERR_FILENO))
-        return;
-    fprintf(stderr, "\r\033[K%s: %" PRId64 "/%" PRId64 " ", command, done, total);
-    tool_print_escaped(stderr, what, 0);
-    fflush(stderr);
-    progress_shown = true;
+    const char *arg = argv[*i];
+    for (size_t k = 0; k < count; ++k) {
+        const size_t length = strlen(table[k].name);
+        if (strncmp(arg, table[k].name, length) != 0 || (arg[length] != '\0' && arg[length] != '='))
+            continue;
+        *value = NULL;
+        if (table[k].value == NULL && arg[length] == '=') {
+            tool_fail(TOOL_BAD_INPUT, command, "%s takes no value (try 'cblob %s --help')", table[k].name, command);
+            return -1;
+        }
+        if (table[k].value != NULL && arg[length] == '=') {
+            *value = arg + length + 1;
+        } else if (table[k].value != NULL && *i + 1 < argc) {
+            *value = argv[++*i];
+        } else if (table[k].value != NULL) {
+            tool_fail(TOOL_BAD_INPUT, command, "%s %s: its value is missing (try 'cblob %s --help')", table[k].name,
+                      table[k].value, command);
+            return -1;
+        }
+        return table[k].id;
+    }
+    tool_fail(TOOL_BAD_INPUT, command, "%s: unknown option (try 'cblob %s --help')", arg, command);
+    return -1;
+}
+
+int tool_progress_option(const char *command, bool quiet, tool_progress_mode *mode)
+{
+    if (quiet && *mode == TOOL_PROGRESS_ALWAYS)
+        return tool_fail(TOOL_BAD_INPUT, command, "--quiet and --progress: give one or the other");
+    if (quiet)
+        *mode = TOOL_PROGRESS_NEVER;
+    return TOOL_OK;
 }
 
 /* ---- inputs and outputs ------------------------------------------------------------------- */
@@ -91,8 +107,20 @@ const char *tool_input_name(const char *path)
     return tool_is_stdio(path) ? "standard input" : path;
 }
 
+cblob_context *tool_context(const char *command)
+{
+    cblob_context *context = NULL;
+    if (cblob_context_create(&context) != CBLOB_OK) {
+        tool_fail(TOOL_FAILED, command, "%s", cblob_last_error_detail());
+        return NULL;
+    }
+    cblob_context_set_progress(context, tool_library_progress, NULL);
+    return context;
+}
+
 cblob_status tool_open(cblob_context *context, const char *path, int32_t flags, cblob_dtype dtype, cblob_file **out)
 {
+    tool_progress_phase(TOOL_PHASE_READ, "reading", tool_input_name(path));
     if (tool_is_stdio(path))
         return cblob_file_open_fd(context, STDIN_FILENO, "standard input", flags, dtype, out);
     return cblob_file_open(context, path, flags, dtype, out);
@@ -100,8 +128,14 @@ cblob_status tool_open(cblob_context *context, const char *path, int32_t flags, 
 
 bool tool_write_stdout(const uint8_t *bytes, size_t size)
 {
+    tool_progress_clear();
     while (size > 0) {
-        const ssize_t n = write(STDOUT_FILENO, bytes, size);
+        if (tool_interrupted() != 0) {
+            errno = EINTR;
+            return false;
+        }
+        const size_t piece = size < TOOL_PIECE_BYTES ? size : TOOL_PIECE_BYTES;
+        const ssize_t n = write(STDOUT_FILENO, bytes, piece);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -122,6 +156,8 @@ int tool_caffe_open(cblob_context *context, const char *command, const char *pat
     if (status == CBLOB_ERR_IO && !tool_is_stdio(path) && stat(path, &info) == 0 &&
         (S_ISFIFO(info.st_mode) || S_ISCHR(info.st_mode)))
         return tool_fail(TOOL_BAD_INPUT, command, "%s (give - to read standard input)", cblob_last_error_detail());
+    if (status == CBLOB_ERR_CANCELLED && tool_interrupted() != 0)
+        return TOOL_INTERRUPTED;
     if (status != CBLOB_OK)
         return tool_library_fail(tool_input_exit(status), command);
     cblob_file_get_kind(file.file, &file.kind);
@@ -197,7 +233,7 @@ cblob_status tool_blob_facts_of(const tool_blob *blob, tool_blob_facts *out)
     return CBLOB_OK;
 }
 
-static size_t dtype_size(cblob_dtype dtype)
+size_t tool_dtype_size(cblob_dtype dtype)
 {
     return dtype == CBLOB_DTYPE_FLOAT64 ? 8 : 4;
 }
@@ -218,7 +254,7 @@ cblob_status tool_blob_read(const tool_blob *blob, cblob_part part, int64_t star
     if (status != CBLOB_OK)
         return status;
     if (count > 0)
-        memcpy(buffer, (const char *)values + (size_t)start * dtype_size(dtype), (size_t)count * dtype_size(dtype));
+        memcpy(buffer, (const char *)values + (size_t)start * tool_dtype_size(dtype), (size_t)count * tool_dtype_size(dtype));
     return CBLOB_OK;
 }
 
@@ -238,14 +274,17 @@ cblob_status tool_blob_read(const tool_blob *blob, cblob_part part, int64_t star
 cblob_status tool_stats_compute(const tool_blob *blob, const tool_blob_facts *facts, tool_stats *out)
 {
     static double piece[TOOL_PIECE_BYTES / sizeof(double)];
-    const int64_t per_piece = (int64_t)(sizeof piece / dtype_size(facts->dtype));
+    const int64_t per_piece = (int64_t)(sizeof piece / tool_dtype_size(facts->dtype));
     tool_stats stats = {0};
     double low = INFINITY, high = -INFINITY;
     for (int64_t start = 0; start < facts->count; start += per_piece) {
+        if (tool_interrupted() != 0)
+            return TOOL_STOPPED;
         const int64_t n = facts->count - start < per_piece ? facts->count - start : per_piece;
         const cblob_status status = tool_blob_read(blob, CBLOB_PART_DATA, start, n, piece, sizeof piece);
         if (status != CBLOB_OK)
             return status;
+        tool_progress_add(n * (int64_t)tool_dtype_size(facts->dtype));
         switch (facts->dtype) {
         case CBLOB_DTYPE_FLOAT32: TOOL_ACCUMULATE(float); break;
         case CBLOB_DTYPE_FLOAT64: TOOL_ACCUMULATE(double); break;
@@ -370,4 +409,109 @@ void tool_print_escaped(FILE *out, const char *text, int width)
     }
     for (; used < width; ++used)
         fputc(' ', out);
+}
+
+/* One unit of escaped text: a character as it is, or its escape (never cut apart). */
+typedef struct text_unit {
+    const char *bytes;
+    size_t size;
+    int width;
+    char escape[12];
+} text_unit;
+
+/* The unit at p (NUL-terminated text); *next is where the next one starts. */
+static void unit_at(const unsigned char *p, text_unit *unit, const unsigned char **next)
+{
+    size_t length;
+    escape_at(p, unit->escape, &length);
+    if (unit->escape[0] != '\0') {
+        unit->bytes = unit->escape;
+        unit->size = strlen(unit->escape);
+        unit->width = (int)unit->size;
+    } else {
+        unit->bytes = (const char *)p;
+        unit->size = length;
+        unit->width = 1;
+    }
+    *next = p + length;
+}
+
+int tool_escape_into(const char *text, int columns, char *out, size_t size)
+{
+    const bool cut = tool_escaped_width(text) > columns;
+    const int room = cut ? columns - 3 : columns;
+    size_t used = 0;
+    int width = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0';) {
+        text_unit unit;
+        unit_at(p, &unit, &p);
+        if (width + unit.width > room || used + unit.size + 4 > size)
+            break;
+        memcpy(out + used, unit.bytes, unit.size);
+        used += unit.size;
+        width += unit.width;
+    }
+    if (cut && used + 4 <= size) {
+        memcpy(out + used, "...", 3);
+        used += 3;
+        width += 3;
+    }
+    out[used] = '\0';
+    return width;
+}
+
+bool tool_lines_wrap(const char *raw, int width, tool_lines *out)
+{
+    *out = (tool_lines){0};
+    /* Escapes are at most 6 times as wide as the bytes they stand for; a line break adds a NUL. */
+    const size_t room = strlen(raw) * 6 + 2;
+    out->text = malloc(room);
+    out->starts = malloc((strlen(raw) + 1) * sizeof *out->starts);
+    if (out->text == NULL || out->starts == NULL) {
+        tool_lines_free(out);
+        return false;
+    }
+    size_t used = 0;
+    const unsigned char *p = (const unsigned char *)raw;
+    do {
+        /* One line: units while they fit, remembering the last place after a space. */
+        const unsigned char *line = p, *cursor = p, *break_at = NULL;
+        int columns = 0;
+        while (*cursor != '\0') {
+            text_unit unit;
+            const unsigned char *next;
+            unit_at(cursor, &unit, &next);
+            if (columns + unit.width > width && cursor != line)
+                break;
+            columns += unit.width;
+            cursor = next;
+            if (unit.bytes[0] == ' ' && unit.size == 1)
+                break_at = cursor;
+        }
+        const unsigned char *end = *cursor == '\0' || break_at == NULL ? cursor : break_at;
+        out->starts[out->count++] = (int)used;
+        for (const unsigned char *q = line; q < end;) {
+            text_unit unit;
+            unit_at(q, &unit, &q);
+            memcpy(out->text + used, unit.bytes, unit.size);
+            used += unit.size;
+        }
+        while (used > (size_t)out->starts[out->count - 1] && out->text[used - 1] == ' ')
+            --used; /* the space a line breaks after */
+        out->text[used++] = '\0';
+        p = end;
+    } while (*p != '\0');
+    return true;
+}
+
+const char *tool_lines_get(const tool_lines *lines, int i)
+{
+    return i < lines->count ? lines->text + lines->starts[i] : "";
+}
+
+void tool_lines_free(tool_lines *lines)
+{
+    free(lines->text);
+    free(lines->starts);
+    *lines = (tool_lines){0};
 }

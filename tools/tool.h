@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* What the cblob program's commands share: exit statuses and one-line errors, progress on a
- * terminal, opening inputs (a path or "-") by the library, reading blob values in pieces,
- * statistics, and names made safe for a terminal. The program is a user of the public ABI: files,
+/* What the cblob program's commands share: exit statuses and one-line errors, opening inputs (a
+ * path or "-") by the library, reading blob values in pieces, statistics, and names made safe for
+ * a terminal (progress and signals: terminal.h). The program is a user of the public ABI: files,
  * formats and errors are the library's (it links src/util's UTF-8 alone). */
 #ifndef CBLOB_TOOLS_TOOL_H
 #define CBLOB_TOOLS_TOOL_H
@@ -11,11 +11,16 @@
 #include <stdio.h>
 
 #include "cblob/cblob.h"
+#include "help.h"
+#include "terminal.h"
 
 enum {
     TOOL_OK = 0,
     TOOL_FAILED = 1,    /* the input was fine but the work failed (for example, writing output) */
     TOOL_BAD_INPUT = 2, /* bad usage, or a missing, unreadable or corrupt input file */
+    /* A signal stopped the work (terminal.h): the command says what it left as it was and exits
+     * 128 + the signal (tool_interrupt_exit). Never an exit status itself. */
+    TOOL_INTERRUPTED = -2,
 };
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -30,9 +35,12 @@ int tool_input_exit(cblob_status status);
 /* A failure of the program's own (no memory for its lists, output it could not write), said at
  * once; the status it returns tells tool_report that nothing is left to say. */
 #define TOOL_REPORTED ((cblob_status)-1)
+/* A signal stopped the program's own work (its loops check tool_interrupted); the library's calls
+ * say CBLOB_ERR_CANCELLED. tool_report turns both into TOOL_INTERRUPTED. */
+#define TOOL_STOPPED ((cblob_status)-2)
 cblob_status tool_own_failure(const char *command, const char *format, ...) __attribute__((format(printf, 2, 3)));
 /* Says why a call failed with status (the library's detail, unless the program said it already)
- * and returns exit_status. */
+ * and returns exit_status; TOOL_INTERRUPTED, saying nothing, when a signal stopped it. */
 int tool_report(cblob_status status, int exit_status, const char *command);
 
 /* Returns a failed status at once. */
@@ -43,11 +51,17 @@ int tool_report(cblob_status status, int exit_status, const char *command);
             return tool_try_status_; \
     } while (0)
 
-/* ---- progress ----------------------------------------------------------------------------- */
+/* ---- options ------------------------------------------------------------------------------ */
 
-/* Progress on stderr, only when stderr is a terminal: "\r<command>: <done>/<total> <what>". */
-void tool_progress(const char *command, int64_t done, int64_t total, const char *what);
-void tool_progress_done(void);
+/* The option at argv[*i] (it starts with '-' and is not "-"), from the command's table
+ * (generated/tools/help.h, from the manual): its id, with its value (the next word, or what follows
+ * "--name=") in *value and *i moved past what it took. -1 after saying why: an option the command
+ * does not take, or a missing value. */
+int tool_parse_option(const char *command, const tool_option *table, size_t count, int argc, char **argv, int *i,
+                const char **value);
+/* --quiet and --progress, the options every command that reads or writes files takes: the mode,
+ * refusing both at once. TOOL_OK or TOOL_BAD_INPUT after saying why. */
+int tool_progress_option(const char *command, bool quiet, tool_progress_mode *mode);
 
 /* ---- inputs and outputs ------------------------------------------------------------------- */
 
@@ -55,10 +69,13 @@ void tool_progress_done(void);
 bool tool_is_stdio(const char *path);
 /* How messages name an input: the path, or "standard input". */
 const char *tool_input_name(const char *path);
+/* A context for a command: its progress told to the terminal (terminal.h). NULL after saying why. */
+cblob_context *tool_context(const char *command);
 /* Opens an input by the library (cblob_file_open, or cblob_file_open_fd for "-"): read once,
- * whatever it holds. */
+ * whatever it holds, its progress shown as "reading <name>". */
 cblob_status tool_open(cblob_context *context, const char *path, int32_t flags, cblob_dtype dtype, cblob_file **out);
-/* Writes bytes to standard output whole; false (errno set) when it could not. */
+/* Writes bytes to standard output whole, in pieces that a signal may stop (then false with errno
+ * EINTR); false (errno set) when it could not. */
 bool tool_write_stdout(const uint8_t *bytes, size_t size);
 
 /* A file opened for the commands: a model (the file's own) or the file's blobs. */
@@ -71,7 +88,8 @@ typedef struct tool_caffe {
     cblob_blob **blobs; /* new holders, destroyed by tool_caffe_close */
 } tool_caffe;
 
-/* Opens path (tool_open) for `command`: TOOL_OK, or the exit status after saying why. */
+/* Opens path (tool_open) for `command`: TOOL_OK, TOOL_INTERRUPTED, or the exit status after saying
+ * why. */
 int tool_caffe_open(cblob_context *context, const char *command, const char *path, int32_t flags, cblob_dtype dtype,
                     tool_caffe *out);
 void tool_caffe_close(tool_caffe *file);
@@ -108,9 +126,12 @@ typedef struct tool_stats {
     double sum, asum, sumsq, min, max; /* min and max are NaN when the blob is empty */
 } tool_stats;
 
+/* Reads the blob's values in pieces, adding their bytes to the progress (tool_progress_add); a signal
+ * stops it with TOOL_STOPPED. */
 cblob_status tool_stats_compute(const tool_blob *blob, const tool_blob_facts *facts, tool_stats *out);
 
 const char *tool_dtype_name(cblob_dtype dtype);
+size_t tool_dtype_size(cblob_dtype dtype);
 /* "20x1x5x5", or "()" for a scalar. */
 void tool_shape_text(const tool_blob_facts *facts, char *out, size_t size);
 
@@ -126,5 +147,21 @@ char *tool_utf8(const char *text);
  * (\n, \x1b, \u202e, \\); width is the columns that takes (one per character). */
 int tool_escaped_width(const char *text);
 void tool_print_escaped(FILE *out, const char *text, int width);
+/* The escaped text (as tool_print_escaped writes it) into out, NUL-terminated, at most `columns`
+ * columns: text wider than that keeps its start and ends in "..."; an escape is never cut. Returns
+ * the columns written. */
+int tool_escape_into(const char *text, int columns, char *out, size_t size);
+
+/* Escaped text cut into lines of at most `width` columns, for a table's cell: a line breaks after
+ * the last ", " or " " that fits (a list of names stays readable), else at the width; an escape is
+ * never cut. The lines are NUL-terminated, one after another in `text`. */
+typedef struct tool_lines {
+    char *text;
+    int count;
+    int *starts; /* each line's offset in text */
+} tool_lines;
+bool tool_lines_wrap(const char *raw, int width, tool_lines *out);
+const char *tool_lines_get(const tool_lines *lines, int i); /* "" past the last line */
+void tool_lines_free(tool_lines *lines);
 
 #endif

@@ -26,7 +26,7 @@ run_rust() {
 run_go() {
   command -v go >/dev/null || { echo "go: skipped (go not found)"; return; }
   (cd "$here/go" && GOFLAGS=-mod=mod GOPROXY=off GOCACHE="$out/go-cache" GOPATH="$out/gopath" \
-     CGO_CFLAGS="-I$include" CGO_LDFLAGS="-L$lib_dir -L$ffi_dir -Wl,-rpath,$lib_dir -Wl,-rpath,$ffi_dir" \
+     PKG_CONFIG_PATH="$(dirname "$lib_dir")/pkgconfig-uninstalled" CGO_CFLAGS="-I$include" CGO_LDFLAGS="-L$lib_dir -L$ffi_dir -Wl,-rpath,$lib_dir -Wl,-rpath,$ffi_dir" \
      go build -o "$out/bench-go" .)
   results+=("$("$out/bench-go" $quick | grep '^RESULT')")
 }

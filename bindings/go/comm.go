@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): communicators over MPI (libcblob_mpi
+// loaded at run time) and NCCL (a fixed-size id), and requests that hold their blobs until they
+// end.
+
 package cblob
 
 /*
@@ -69,30 +73,6 @@ import (
 	"unsafe"
 )
 
-// NewArena lays out the part (data or diff) of the members in one buffer, each in a slice
-// aligned to alignment bytes (a power of two from the element size to 4096; 64 fits cache
-// lines), and returns the arena: a 1-D blob whose part is the whole buffer, padding included
-// (zeros), Caffe's learnable-params buffer. A collective on the arena moves every member at once.
-//
-// Each member's current values are copied into its slice and its part uses the slice from then
-// on: members keep working as before through slices taken from then on (slices taken before
-// point at the old memory and are invalid, as after Share). A member leaves
-// the arena when it gets memory of its own (a reshape past its count, Share, SetCPUData); its
-// slice keeps its last values. The arena and its members keep each other's memory alive: close
-// them in any order. Use the arena only in collectives and for reading. Members must have one
-// dtype (StatusDType) and one context, be listed once and not be windows; no members is
-// StatusInvalidArgument.
-func NewArena(part Part, alignment int64, members ...*Blob) (*Blob, error) {
-	list, first, err := handles(members)
-	if err != nil {
-		return nil, err
-	}
-	ptr, err := cArenaCreate(first, C.int64_t(len(list)), C.cblob_part(part), C.int64_t(alignment))
-	runtime.KeepAlive(members)
-	runtime.KeepAlive(list)
-	return created(ptr, err)
-}
-
 // Comm is a communicator: a group of ranks (processes, or GPUs) that run collectives together.
 // Every rank makes the same collectives in the same order, with lists of the same dtypes and
 // counts. Collectives take a part and blobs (one, many, or an arena from NewArena); lists are
@@ -105,12 +85,6 @@ func NewArena(part Part, alignment int64, members ...*Blob) (*Blob, error) {
 // closed); the garbage collector closes one that is forgotten.
 type Comm struct {
 	ptr *C.cblob_comm
-}
-
-func newComm(ptr *C.cblob_comm) *Comm {
-	c := &Comm{ptr: ptr}
-	runtime.SetFinalizer(c, (*Comm).release)
-	return c
 }
 
 var mpiLibrary struct {
@@ -158,7 +132,7 @@ func NewMPIWorldComm(ctx *Context) (*Comm, error) {
 	r := C.cbgo_mpi_world(C.uintptr_t(uintptr(unsafe.Pointer(c))))
 	runtime.KeepAlive(ctx)
 	if r.status != C.CBLOB_OK {
-		return nil, newError(r.status, r.message)
+		return nil, newMessageError(r.status, r.message)
 	}
 	return newComm(r.out_comm), nil
 }
@@ -209,52 +183,6 @@ func NewNCCLComm(ctx *Context, id []byte, nranks, rank int) (*Comm, error) {
 	return newComm(ptr), nil
 }
 
-// Close frees the communicator; requests still open keep the library's until they are closed.
-// Calling Close again does nothing.
-func (c *Comm) Close() error {
-	if c != nil {
-		c.release()
-		runtime.SetFinalizer(c, nil)
-	}
-	return nil
-}
-
-func (c *Comm) release() {
-	if c.ptr != nil {
-		cCommDestroy(c.ptr)
-		c.ptr = nil
-	}
-}
-
-func (c *Comm) handle() (*C.cblob_comm, error) {
-	if c == nil || c.ptr == nil {
-		return nil, ErrClosed
-	}
-	return c.ptr, nil
-}
-
-// Rank returns this process's rank, 0 <= rank < Size.
-func (c *Comm) Rank() (int, error) {
-	p, err := c.handle()
-	if err != nil {
-		return 0, err
-	}
-	v, err := cCommRank(p)
-	runtime.KeepAlive(c)
-	return int(v), err
-}
-
-// Size returns the number of ranks.
-func (c *Comm) Size() (int, error) {
-	p, err := c.handle()
-	if err != nil {
-		return 0, err
-	}
-	v, err := cCommSize(p)
-	runtime.KeepAlive(c)
-	return int(v), err
-}
-
 // SetTimeout sets how long a wait may take before it fails with StatusTimeout (and breaks the
 // communicator), in whole milliseconds; a negative duration (the default) waits as long as it
 // takes. Set the same on every rank.
@@ -264,32 +192,6 @@ func (c *Comm) SetTimeout(timeout time.Duration) error {
 		ms = timeout.Milliseconds()
 	}
 	return c.do(func(p *C.cblob_comm) error { return cCommSetTimeout(p, C.int64_t(ms)) })
-}
-
-// SetBucketBytes sets the most bytes fused into one engine call (8 MiB until set; 0 fuses
-// nothing). The same on every rank.
-func (c *Comm) SetBucketBytes(bytes int64) error {
-	return c.do(func(p *C.cblob_comm) error { return cCommSetBucketBytes(p, C.int64_t(bytes)) })
-}
-
-// Allreduce sums (ReduceOpSum) or averages (ReduceOpAverage, float dtypes only: StatusDType for
-// integers) the part of the blobs over the ranks, in place; it returns when done.
-func (c *Comm) Allreduce(part Part, op ReduceOp, blobs ...*Blob) error {
-	return c.withBlobs(blobs, func(p *C.cblob_comm, first **C.cblob_blob, n C.int64_t) error {
-		return cCommAllreduce(p, first, n, C.cblob_part(part), C.cblob_reduce_op(op))
-	})
-}
-
-// Broadcast copies root's part of the blobs to every rank; it returns when done.
-func (c *Comm) Broadcast(part Part, root int, blobs ...*Blob) error {
-	return c.withBlobs(blobs, func(p *C.cblob_comm, first **C.cblob_blob, n C.int64_t) error {
-		return cCommBroadcast(p, first, n, C.cblob_part(part), C.int32_t(root))
-	})
-}
-
-// Barrier returns once every rank has reached it.
-func (c *Comm) Barrier() error {
-	return c.do(func(p *C.cblob_comm) error { return cCommBarrier(p) })
 }
 
 // AllreduceStart starts Allreduce and returns its request. Until the request is waited for, the
@@ -312,16 +214,6 @@ func (c *Comm) BarrierStart() (*Request, error) {
 	return c.start(nil, func(p *C.cblob_comm, _ **C.cblob_blob, _ C.int64_t) (*C.cblob_comm_request, error) {
 		return cCommBarrierStart(p)
 	})
-}
-
-func (c *Comm) do(call func(p *C.cblob_comm) error) error {
-	p, err := c.handle()
-	if err != nil {
-		return err
-	}
-	err = call(p)
-	runtime.KeepAlive(c)
-	return err
 }
 
 func (c *Comm) withBlobs(blobs []*Blob, call func(p *C.cblob_comm, first **C.cblob_blob, n C.int64_t) error) error {

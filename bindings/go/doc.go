@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the package's documentation.
+
 // Package cblob is the Go binding of cblob: Caffe-style blobs (N-d arrays holding data and diff,
 // synced lazily between host and GPU) behind cblob's versioned C ABI.
 //
@@ -77,4 +79,5 @@
 // requires it and points it at a copy of this folder with a replace directive in its go.mod
 // (replace example.com/cblob => /path/to/cblob/bindings/go); README.md here says how a fork
 // that publishes the module renames it.
+
 package cblob

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the one function exported to C: a device
+// buffer's release callback.
+
 package cblob
 
 // The release callback SetGPUData gives the library. It lives in a file of its own: a file that

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): mapped ranges as scoped Mapping[T] values
+// that end with Close.
+
 package cblob
 
 // #include <cblob/cblob.h>

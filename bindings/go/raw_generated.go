@@ -20,8 +20,18 @@ package cblob
 #include <string.h>
 #include <cblob/cblob.h>
 
-// A copy of the thread's last message for the Go side to free; NULL if memory ran out.
-static char *cbgo_message(void) { return strdup(cblob_last_error_message()); }
+// A copy of the thread's last error for the Go side to free (newError): the message, the
+// function and the detail, each NUL-terminated, one after the other; NULL if memory ran out.
+static char *cbgo_message(void) {
+    const char *parts[3] = {cblob_last_error_message(), cblob_last_error_function(), cblob_last_error_detail()};
+    size_t sizes[3], total = 0;
+    for (int i = 0; i < 3; ++i)
+        total += sizes[i] = strlen(parts[i]) + 1;
+    char *copy = malloc(total);
+    for (size_t i = 0, at = 0; copy != NULL && i < 3; at += sizes[i], ++i)
+        memcpy(copy + at, parts[i], sizes[i]);
+    return copy;
+}
 
 typedef struct { cblob_status status; char *message; } cbgo_status_result;
 
@@ -83,6 +93,15 @@ static inline cbgo_context_num_threads_result cbgo_context_num_threads(uintptr_t
     cbgo_context_num_threads_result r;
     memset(&r, 0, sizeof r);
     r.status = cblob_context_num_threads((const cblob_context *)context, &r.out_num_threads);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_context_set_progress(uintptr_t context, cblob_progress_fn progress, void *user_data) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_context_set_progress((cblob_context *)context, progress, user_data);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -923,6 +942,24 @@ static inline cbgo_status_result cbgo_model_to_proto_file(uintptr_t model, int32
     cbgo_status_result r;
     memset(&r, 0, sizeof r);
     r.status = cblob_model_to_proto_file((const cblob_model *)model, write_diff, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_blob_to_proto_file_with(uintptr_t blob, int32_t flags, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_to_proto_file_with((cblob_blob *)blob, flags, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_blob_vector_to_proto_file_with(cblob_blob *const *blobs, int64_t num_blobs, int32_t flags, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_vector_to_proto_file_with(blobs, num_blobs, flags, path);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -2291,12 +2328,42 @@ typedef struct {
     cblob_status status;
     char *message;
     cblob_blob *out_blob;
+} cbgo_blob_from_dlpack_on_stream_result;
+
+static inline cbgo_blob_from_dlpack_on_stream_result cbgo_blob_from_dlpack_on_stream(uintptr_t context, struct DLManagedTensorVersioned *tensor, void *stream) {
+    cbgo_blob_from_dlpack_on_stream_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_from_dlpack_on_stream((cblob_context *)context, tensor, stream, &r.out_blob);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_blob;
 } cbgo_blob_from_dlpack_legacy_result;
 
 static inline cbgo_blob_from_dlpack_legacy_result cbgo_blob_from_dlpack_legacy(uintptr_t context, struct DLManagedTensor *tensor) {
     cbgo_blob_from_dlpack_legacy_result r;
     memset(&r, 0, sizeof r);
     r.status = cblob_blob_from_dlpack_legacy((cblob_context *)context, tensor, &r.out_blob);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_blob;
+} cbgo_blob_from_dlpack_legacy_on_stream_result;
+
+static inline cbgo_blob_from_dlpack_legacy_on_stream_result cbgo_blob_from_dlpack_legacy_on_stream(uintptr_t context, struct DLManagedTensor *tensor, void *stream) {
+    cbgo_blob_from_dlpack_legacy_on_stream_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_from_dlpack_legacy_on_stream((cblob_context *)context, tensor, stream, &r.out_blob);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -2375,6 +2442,15 @@ static inline cbgo_status_result cbgo_comm_set_bucket_bytes(uintptr_t comm, int6
     cbgo_status_result r;
     memset(&r, 0, sizeof r);
     r.status = cblob_comm_set_bucket_bytes((cblob_comm *)comm, bucket_bytes);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_comm_set_agreement_check(uintptr_t comm, int32_t check) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_comm_set_agreement_check((cblob_comm *)comm, check);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -2605,6 +2681,43 @@ func cContextNumThreads(context *C.cblob_context) (C.int32_t, error) {
 		return r.out_num_threads, newError(r.status, r.message)
 	}
 	return r.out_num_threads, nil
+}
+
+// Sets the function told the progress of the context's calls that read or write files, and
+// asked whether they may go on (NULL: none, the default). It is how a program shows progress
+// and how it stops work cleanly: a signal handler sets a flag, the callback returns non-zero,
+// and the call fails with CBLOB_ERR_CANCELLED having changed nothing (the library itself never
+// installs a signal handler).
+//
+// Calls that report: reading a file (cblob_file_open, cblob_file_open_fd, cblob_model_open_file,
+// cblob_model_open_npz_file, cblob_model_open_safetensors_file, cblob_blob_from_proto_file,
+// cblob_blob_create_from_proto_file, cblob_blob_vector_from_proto_file) and writing one
+// (cblob_model_to_proto_file, cblob_model_to_npz_file, cblob_model_to_safetensors_file,
+// cblob_blob_to_proto_file, cblob_blob_vector_to_proto_file, cblob_blob_to_npy_file,
+// cblob_model_to_npy_folder, cblob_file_to_npy_folder), through the context of the handle they
+// read into or write from (a blob vector: its first blob's). The callback is called first with
+// done 0 once the call knows its total, then each time at least a MiB more is done (reads
+// advance in pieces of up to 4 MiB), and last with done equal to total: for a write, just
+// before the output takes its place, which is the last moment a stop leaves everything as it
+// was. A blocking read or write that a signal interrupts (EINTR: a terminal or a pipe read to
+// its end, when the handler was installed without SA_RESTART) calls it at once. total is exact
+// but for an .npz written (its zip records are estimated) and a .npy folder read (every .npy
+// file in it is counted): done never passes total (total grows instead), and the last call
+// gives both as what was done.
+//
+// A .npy folder's files are made in a staging folder inside it and moved into place only after
+// the last callback (index.json last), so a stop leaves the folder as it was too. A file written
+// in place (a device, a FIFO, a caller's descriptor) keeps what was written before the stop.
+//
+// The callback runs inside the call: it must not call cblob functions on the handles the call
+// uses. user_data is passed back as it is. Setting the callback while another thread uses the
+// context is safe: a call in progress keeps the one it started with.
+func cContextSetProgress(context *C.cblob_context, progress C.cblob_progress_fn, userData unsafe.Pointer) error {
+	r := C.cbgo_context_set_progress(C.uintptr_t(uintptr(unsafe.Pointer(context))), progress, userData)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
 }
 
 // Creates a blob of the given dtype and shape (Caffe's Blob(shape)). Zero axes make a scalar
@@ -3292,6 +3405,25 @@ func cModelToProtoFile(model *C.cblob_model, writeDiff C.int32_t, path *C.char) 
 	return nil
 }
 
+// cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+// as Caffe's legacy dims. Written by the same rules as every file.
+func cBlobToProtoFileWith(blob *C.cblob_blob, flags C.int32_t, path *C.char) error {
+	r := C.cbgo_blob_to_proto_file_with(C.uintptr_t(uintptr(unsafe.Pointer(blob))), flags, path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+func cBlobVectorToProtoFileWith(blobs **C.cblob_blob, numBlobs C.int64_t, flags C.int32_t, path *C.char) error {
+	r := C.cbgo_blob_vector_to_proto_file_with(blobs, numBlobs, flags, path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
 // The number of a layer's bottoms (its input blobs' names).
 func cModelLayerNumBottoms(model *C.cblob_model, layer C.int64_t) (C.int64_t, error) {
 	r := C.cbgo_model_layer_num_bottoms(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer)
@@ -3912,7 +4044,9 @@ func cContextClearLog(context *C.cblob_context) error {
 // memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
 // caller then queues on the memory must have finished, or the context's stream
 // (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
-// that uses the blob.
+// that uses the blob. Memory whose pointer was handed out is freed, once its last holder lets
+// go, only after a device-wide wait (cuCtxSynchronize), so work the caller still has queued
+// on it in the device's primary context runs first (the DLPack section says more).
 func cBlobGPUPtr(blob *C.cblob_blob, part C.cblob_part) (unsafe.Pointer, error) {
 	r := C.cbgo_blob_gpu_ptr(C.uintptr_t(uintptr(unsafe.Pointer(blob))), part)
 	if r.status != C.CBLOB_OK {
@@ -4459,9 +4593,27 @@ func cBlobToDlpackLegacy(blob *C.cblob_blob, part C.cblob_part, memory C.cblob_m
 // with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
 // lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
 // dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
-// another device than the context's is CBLOB_ERR_STATE.
+// another device than the context's is CBLOB_ERR_STATE. A CUDA tensor is taken as ready on the
+// legacy default stream (DLPack's stream=None): the context's stream waits for that stream;
+// cblob_blob_from_dlpack_on_stream names another.
 func cBlobFromDlpack(context *C.cblob_context, tensor *C.struct_DLManagedTensorVersioned) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_from_dlpack(C.uintptr_t(uintptr(unsafe.Pointer(context))), tensor)
+	if r.status != C.CBLOB_OK {
+		return r.out_blob, newError(r.status, r.message)
+	}
+	return r.out_blob, nil
+}
+
+// Makes a blob whose data is a DLManagedTensorVersioned's memory, as cblob_blob_from_dlpack
+// does, with the stream the tensor is ready on: for a CUDA tensor the context's stream waits
+// (through an event) for the work queued on `stream` so far, so cblob's first kernel reads
+// what the producer wrote. `stream` is a CUstream or cudaStream_t of the tensor's device;
+// NULL (or CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
+// (DLPack's 2) the calling thread's default stream, and the context's own stream adds no
+// wait. A stream of another device or CUDA context is CBLOB_ERR_INVALID_ARGUMENT, and the
+// tensor stays the caller's. For a host tensor `stream` is not used.
+func cBlobFromDlpackOnStream(context *C.cblob_context, tensor *C.struct_DLManagedTensorVersioned, stream unsafe.Pointer) (*C.cblob_blob, error) {
+	r := C.cbgo_blob_from_dlpack_on_stream(C.uintptr_t(uintptr(unsafe.Pointer(context))), tensor, stream)
 	if r.status != C.CBLOB_OK {
 		return r.out_blob, newError(r.status, r.message)
 	}
@@ -4472,6 +4624,16 @@ func cBlobFromDlpack(context *C.cblob_context, tensor *C.struct_DLManagedTensorV
 // rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
 func cBlobFromDlpackLegacy(context *C.cblob_context, tensor *C.struct_DLManagedTensor) (*C.cblob_blob, error) {
 	r := C.cbgo_blob_from_dlpack_legacy(C.uintptr_t(uintptr(unsafe.Pointer(context))), tensor)
+	if r.status != C.CBLOB_OK {
+		return r.out_blob, newError(r.status, r.message)
+	}
+	return r.out_blob, nil
+}
+
+// Makes a blob whose data is a legacy DLManagedTensor's memory, with the rules of
+// cblob_blob_from_dlpack_on_stream.
+func cBlobFromDlpackLegacyOnStream(context *C.cblob_context, tensor *C.struct_DLManagedTensor, stream unsafe.Pointer) (*C.cblob_blob, error) {
+	r := C.cbgo_blob_from_dlpack_legacy_on_stream(C.uintptr_t(uintptr(unsafe.Pointer(context))), tensor, stream)
 	if r.status != C.CBLOB_OK {
 		return r.out_blob, newError(r.status, r.message)
 	}
@@ -4499,7 +4661,8 @@ func cArenaCreate(blobs **C.cblob_blob, count C.int64_t, part C.cblob_part, alig
 // stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
 // A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size < 1 are
 // CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
-// engine opens the context's device (whatever its mode), failing as the GPU calls do.
+// engine opens the context's device (whatever its mode), failing as the GPU calls do, and
+// allocates the agreement's buffer there (CBLOB_ERR_DEVICE_OUT_OF_MEMORY).
 func cCommCreate(context *C.cblob_context, engine *C.cblob_comm_engine) (*C.cblob_comm, error) {
 	r := C.cbgo_comm_create(C.uintptr_t(uintptr(unsafe.Pointer(context))), engine)
 	if r.status != C.CBLOB_OK {
@@ -4545,9 +4708,22 @@ func cCommSetTimeout(comm *C.cblob_comm, timeoutMs C.int64_t) error {
 
 // The most bytes fused into one engine call (CBLOB_COMM_DEFAULT_BUCKET_BYTES until set); 0
 // fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
-// decides the engine calls.
+// decides the engine calls: the agreement refuses a collective where it differs.
 func cCommSetBucketBytes(comm *C.cblob_comm, bucketBytes C.int64_t) error {
 	r := C.cbgo_comm_set_bucket_bytes(C.uintptr_t(uintptr(unsafe.Pointer(comm))), bucketBytes)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Whether collectives start with the ranks' agreement (see the section): 1, the default, or 0
+// for a program that needs the last microsecond and is sure its ranks never differ. Without
+// it, ranks that differ leave the outcome to the engine (MPI calls such programs erroneous: a
+// count that differs may overflow a buffer). Set the same on every rank, between collectives:
+// a rank that agrees while another does not is a disagreement the agreement cannot see.
+func cCommSetAgreementCheck(comm *C.cblob_comm, check C.int32_t) error {
+	r := C.cbgo_comm_set_agreement_check(C.uintptr_t(uintptr(unsafe.Pointer(comm))), check)
 	if r.status != C.CBLOB_OK {
 		return newError(r.status, r.message)
 	}
@@ -4558,7 +4734,10 @@ func cCommSetBucketBytes(comm *C.cblob_comm, bucketBytes C.int64_t) error {
 // not overlapping) and returns its request; the blocking form is cblob_comm_allreduce.
 // CBLOB_REDUCE_AVERAGE of an integer blob, and a dtype the engine does not take, are
 // CBLOB_ERR_DTYPE; a blob on another device than a device engine's is CBLOB_ERR_STATE. A
-// broken communicator is CBLOB_ERR_COMM.
+// broken communicator is CBLOB_ERR_COMM. Ranks that disagree on the call (see the section:
+// Agreement) fail alike with CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_INVALID_ARGUMENT or
+// the status of a rank that refused it; with the agreement, the call returns once every rank
+// has started it.
 func cCommAllreduceStart(comm *C.cblob_comm, blobs **C.cblob_blob, count C.int64_t, part C.cblob_part, op C.cblob_reduce_op) (*C.cblob_comm_request, error) {
 	r := C.cbgo_comm_allreduce_start(C.uintptr_t(uintptr(unsafe.Pointer(comm))), blobs, count, part, op)
 	if r.status != C.CBLOB_OK {
@@ -4578,7 +4757,10 @@ func cCommBroadcastStart(comm *C.cblob_comm, blobs **C.cblob_blob, count C.int64
 	return r.out_request, nil
 }
 
-// Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM.
+// Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM. With the
+// agreement (see the section), the barrier is the agreement itself: the call returns once
+// every rank has reached it, and a rank that calls another collective there makes every rank
+// fail with CBLOB_ERR_INVALID_ARGUMENT.
 func cCommBarrierStart(comm *C.cblob_comm) (*C.cblob_comm_request, error) {
 	r := C.cbgo_comm_barrier_start(C.uintptr_t(uintptr(unsafe.Pointer(comm))))
 	if r.status != C.CBLOB_OK {
@@ -4647,10 +4829,12 @@ func cCommNcclUniqueID(outId *C.uint8_t, idSize C.size_t) error {
 
 // Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
 // rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
-// Its collectives run on device memory, queued on the context's stream after cblob's own work
-// there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
-// for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
-// communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+// Its collectives run on device memory, on a stream of the communicator's own that waits (an
+// event) for the work queued on the context's stream before each collective starts, so work
+// the context queues after that overlaps it; every dtype (float32, float64, int32, uint32); a
+// wait without a timeout waits for the collective, one with a timeout polls it and NCCL's
+// errors and aborts the NCCL communicator when the time is up. With
+// CBLOB_CUDA_LAUNCH_BLOCKING=1 the call that starts a collective waits for it. Statuses as cblob_comm_nccl_unique_id, plus device
 // errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
 func cCommCreateNccl(context *C.cblob_context, uniqueId *C.uint8_t, nranks C.int32_t, rank C.int32_t) (*C.cblob_comm, error) {
 	r := C.cbgo_comm_create_nccl(C.uintptr_t(uintptr(unsafe.Pointer(context))), uniqueId, nranks, rank)

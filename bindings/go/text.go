@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the helpers every call uses: two-call
+// buffers, strings and paths in C memory, lists of handles.
+
 package cblob
 
 /*
@@ -105,4 +108,53 @@ func boolInt(value bool) C.int32_t {
 		return 1
 	}
 	return 0
+}
+
+// withOptionalString is withString for a string the library may take as NULL: "" passes NULL.
+func withOptionalString(text, what string, call func(ctext *C.char) error) error {
+	if text == "" {
+		return call(nil)
+	}
+	return withString(text, what, call)
+}
+
+// int32s copies ints into C's int32 for one call (nil for none); the caller keeps the copy alive
+// until the call returns.
+func int32s(values []int) ([]C.int32_t, *C.int32_t) {
+	list := make([]C.int32_t, len(values))
+	for i, v := range values {
+		list[i] = C.int32_t(v)
+	}
+	if len(list) == 0 {
+		return list, nil
+	}
+	return list, &list[0]
+}
+
+// ints converts a list of int64 indices the library returned to ints.
+func ints(values []int64) []int {
+	out := make([]int, len(values))
+	for i, v := range values {
+		out[i] = int(v)
+	}
+	return out
+}
+
+// readInt64s returns an int64 array the library writes with the two-call convention (a nil
+// array of room 0 asks for the count).
+func readInt64s(call func(values *C.int64_t, room C.int64_t) (C.int64_t, error)) ([]int64, error) {
+	count, err := call(nil, 0)
+	if err != nil || count == 0 {
+		return []int64{}, err
+	}
+	values := make([]C.int64_t, count)
+	count, err = call(&values[0], count)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, count)
+	for i := range out {
+		out[i] = int64(values[i])
+	}
+	return out, nil
 }

@@ -86,6 +86,8 @@ const (
 	StatusTimeout Status = 23
 	// StatusNcclMissing (CBLOB_ERR_NCCL_MISSING): Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls.
 	StatusNcclMissing Status = 24
+	// StatusCancelled (CBLOB_ERR_CANCELLED): Since ABI 1.2. The context's progress callback asked the call to stop (cblob_context_set_progress). Like every failure it changed nothing: a file being written was not put in place and its temporary is gone, an existing file or .npy folder keeps its bytes, and nothing was opened.
+	StatusCancelled Status = 25
 )
 
 // String returns the C enumerator's name ("CBLOB_OK").
@@ -141,6 +143,8 @@ func (v Status) String() string {
 		return "CBLOB_ERR_TIMEOUT"
 	case StatusNcclMissing:
 		return "CBLOB_ERR_NCCL_MISSING"
+	case StatusCancelled:
+		return "CBLOB_ERR_CANCELLED"
 	}
 	return "Status(" + strconv.Itoa(int(v)) + ")"
 }
@@ -301,6 +305,29 @@ func (v NetFormat) String() string {
 		return "CBLOB_NET_FORMAT_V2"
 	}
 	return "NetFormat(" + strconv.Itoa(int(v)) + ")"
+}
+
+// ProtoFlags (cblob_proto_flags):
+// Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2).
+type ProtoFlags int32
+
+// The values of ProtoFlags.
+const (
+	// ProtoFlagsDiff (CBLOB_PROTO_DIFF): Write the diff too, as write_diff 1 does.
+	ProtoFlagsDiff ProtoFlags = 1
+	// ProtoFlagsLegacyDims (CBLOB_PROTO_LEGACY_DIMS): Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW.
+	ProtoFlagsLegacyDims ProtoFlags = 2
+)
+
+// String returns the C enumerator's name ("CBLOB_PROTO_DIFF").
+func (v ProtoFlags) String() string {
+	switch v {
+	case ProtoFlagsDiff:
+		return "CBLOB_PROTO_DIFF"
+	case ProtoFlagsLegacyDims:
+		return "CBLOB_PROTO_LEGACY_DIMS"
+	}
+	return "ProtoFlags(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Phase (cblob_phase):

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): host views: slices over a blob's memory,
+// generic over the element type.
+
 package cblob
 
 // #include <cblob/cblob.h>

@@ -33,6 +33,7 @@ CBLOB_API const char *cblob_status_name(cblob_status status)
     case CBLOB_ERR_COMM: return "CBLOB_ERR_COMM";
     case CBLOB_ERR_TIMEOUT: return "CBLOB_ERR_TIMEOUT";
     case CBLOB_ERR_NCCL_MISSING: return "CBLOB_ERR_NCCL_MISSING";
+    case CBLOB_ERR_CANCELLED: return "CBLOB_ERR_CANCELLED";
     }
     return "CBLOB_ERR_UNKNOWN";
 }

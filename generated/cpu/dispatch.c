@@ -32,7 +32,7 @@ static cblob_status asum_f32(int64_t n, const void *x, double *out)
         .kernel = (uint64_t)n * sizeof(float) >= CB_STREAM_BYTES ? cb_cpu_asum_stream_f32 : cb_cpu_asum_f32,
         .x = x,
     };
-    return cb_parallel_sum(n, (sizeof(float)), asum_f32_block, (void *)&args, out);
+    return cb_parallel_sum(n, (sizeof(float)), CB_CPU_SPLIT_BYTES_ASUM, asum_f32_block, (void *)&args, out);
 }
 
 /* sumsq, float32: *out = sum of x[i] * x[i] */
@@ -55,7 +55,7 @@ static cblob_status sumsq_f32(int64_t n, const void *x, double *out)
         .kernel = (uint64_t)n * sizeof(float) >= CB_STREAM_BYTES ? cb_cpu_sumsq_stream_f32 : cb_cpu_sumsq_f32,
         .x = x,
     };
-    return cb_parallel_sum(n, (sizeof(float)), sumsq_f32_block, (void *)&args, out);
+    return cb_parallel_sum(n, (sizeof(float)), CB_CPU_SPLIT_BYTES_SUMSQ, sumsq_f32_block, (void *)&args, out);
 }
 
 /* axpy, float32: y[i] += alpha * x[i] */
@@ -74,7 +74,7 @@ static cblob_status axpy_f32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status axpy_f32(int64_t n, double alpha, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_AXPY))
         return cb_cpu_axpy_f32(n, alpha, x, y);
     const axpy_f32_args args = {
         .kernel = (uint64_t)n * sizeof(float) >= CB_STREAM_BYTES ? cb_cpu_axpy_stream_f32 : cb_cpu_axpy_f32,
@@ -83,7 +83,7 @@ static cblob_status axpy_f32(int64_t n, double alpha, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(float) + sizeof(float) * 2), 64, axpy_f32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(float) + sizeof(float) * 2), CB_CPU_SPLIT_BYTES_AXPY, 64, axpy_f32_range, (void *)&args);
 }
 
 /* scale, float32: x[i] *= alpha */
@@ -101,7 +101,7 @@ static cblob_status scale_f32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status scale_f32(int64_t n, double alpha, void *x)
 {
-    if ((uint64_t)n * (sizeof(float) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_SCALE))
         return cb_cpu_scale_f32(n, alpha, x);
     const scale_f32_args args = {
         .kernel = (uint64_t)n * sizeof(float) >= CB_STREAM_BYTES ? cb_cpu_scale_stream_f32 : cb_cpu_scale_f32,
@@ -109,7 +109,7 @@ static cblob_status scale_f32(int64_t n, double alpha, void *x)
         .x = x,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(float) * 2), 64, scale_f32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(float) * 2), CB_CPU_SPLIT_BYTES_SCALE, 64, scale_f32_range, (void *)&args);
 }
 
 /* fill, float32: x[i] = value (value is exact in T: the caller checked it) */
@@ -127,7 +127,7 @@ static cblob_status fill_f32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status fill_f32(int64_t n, double value, void *x)
 {
-    if ((uint64_t)n * (sizeof(float) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_FILL))
         return cb_cpu_fill_f32(n, value, x);
     const fill_f32_args args = {
         .kernel = cb_cpu_fill_f32,
@@ -135,7 +135,7 @@ static cblob_status fill_f32(int64_t n, double value, void *x)
         .x = x,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(float) * 2), 64, fill_f32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(float) * 2), CB_CPU_SPLIT_BYTES_FILL, 64, fill_f32_range, (void *)&args);
 }
 
 /* add, float32: y[i] += x[i]; integers wrap modulo 2^32; x may be y itself */
@@ -153,7 +153,7 @@ static cblob_status add_f32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status add_f32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_ADD))
         return cb_cpu_add_f32(n, x, y);
     const add_f32_args args = {
         .kernel = cb_cpu_add_f32,
@@ -161,7 +161,7 @@ static cblob_status add_f32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(float) + sizeof(float) * 2), 64, add_f32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(float) + sizeof(float) * 2), CB_CPU_SPLIT_BYTES_ADD, 64, add_f32_range, (void *)&args);
 }
 
 /* copy_strided, float32: copies `rows` rows of `cols` elements from x (rows x_stride apart) to y (rows y_stride apart); n = rows * cols */
@@ -193,13 +193,14 @@ static cblob_status copy_strided_f32_whole(void *arg, int64_t begin, int64_t end
 
 static cblob_status copy_strided_f32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride)
 {
-    if ((uint64_t)n * sizeof(float) * 2 < cb_split_min_bytes)
+    if ((uint64_t)n * sizeof(float) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_COPY_STRIDED))
         return cb_cpu_copy_strided_f32(n, rows, cols, x, x_stride, y, y_stride);
     const copy_strided_f32_args args = {.kernel = cb_cpu_copy_strided_f32, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
                                 .y = y, .y_stride = y_stride};
     if (rows == 1 || (cols == x_stride && cols == y_stride))
-        return cb_parallel_for(n, sizeof(float) * 2, 64, copy_strided_f32_whole, (void *)&args);
-    return cb_parallel_for(rows, (size_t)cols * sizeof(float) * 2, 1, copy_strided_f32_rows, (void *)&args);
+        return cb_parallel_for_split(n, sizeof(float) * 2, CB_CPU_SPLIT_BYTES_COPY_STRIDED, 64, copy_strided_f32_whole, (void *)&args);
+    return cb_parallel_for_split(rows, (size_t)cols * sizeof(float) * 2, CB_CPU_SPLIT_BYTES_COPY_STRIDED, 1, copy_strided_f32_rows,
+                                 (void *)&args);
 }
 
 /* transpose, float32: swaps two axes: x viewed as [outer, rows, middle, cols, inner] is written to y as [outer, cols, middle, rows, inner]; n = the product of all five */
@@ -223,7 +224,7 @@ static cblob_status transpose_f32_range(void *arg, int64_t begin, int64_t end)
 static cblob_status transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
     const int64_t bands = cb_cpu_transpose_bands_f32(outer, rows, middle, cols, inner);
-    if ((uint64_t)n * sizeof(float) * 2 < cb_split_min_bytes || bands < 2)
+    if ((uint64_t)n * sizeof(float) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRANSPOSE) || bands < 2)
         return cb_cpu_transpose_f32(n, outer, rows, middle, cols, inner, x, y);
     const transpose_f32_args args = {
         .kernel = cb_cpu_transpose_f32,
@@ -235,7 +236,8 @@ static cblob_status transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_
         .x = x,
         .y = y,
     };
-    return cb_parallel_for(bands, (size_t)n * sizeof(float) * 2 / (size_t)bands, 1, transpose_f32_range, (void *)&args);
+    return cb_parallel_for_split(bands, (size_t)n * sizeof(float) * 2 / (size_t)bands, CB_CPU_SPLIT_BYTES_TRANSPOSE, 1,
+                                 transpose_f32_range, (void *)&args);
 }
 
 /* convert_to_f32, float32: y[i] = x[i] converted to float32 */
@@ -253,7 +255,7 @@ static cblob_status convert_to_f32_f32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f32_f32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F32))
         return cb_cpu_convert_to_f32_f32(n, x, y);
     const convert_to_f32_f32_args args = {
         .kernel = cb_cpu_convert_to_f32_f32,
@@ -261,7 +263,7 @@ static cblob_status convert_to_f32_f32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(float) + sizeof(float) * 2), 64, convert_to_f32_f32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(float) + sizeof(float) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_F32, 64, convert_to_f32_f32_range, (void *)&args);
 }
 
 /* convert_to_f64, float32: y[i] = x[i] converted to float64 */
@@ -279,7 +281,7 @@ static cblob_status convert_to_f64_f32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f64_f32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(double) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(float) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F64))
         return cb_cpu_convert_to_f64_f32(n, x, y);
     const convert_to_f64_f32_args args = {
         .kernel = cb_cpu_convert_to_f64_f32,
@@ -287,7 +289,7 @@ static cblob_status convert_to_f64_f32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(float) + sizeof(double) * 2), 64, convert_to_f64_f32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(float) + sizeof(double) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_F64, 64, convert_to_f64_f32_range, (void *)&args);
 }
 
 /* convert_to_i32, float32: y[i] = x[i] converted to int32 */
@@ -305,7 +307,7 @@ static cblob_status convert_to_i32_f32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_i32_f32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(int32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(float) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_I32))
         return cb_cpu_convert_to_i32_f32(n, x, y);
     const convert_to_i32_f32_args args = {
         .kernel = cb_cpu_convert_to_i32_f32,
@@ -313,7 +315,7 @@ static cblob_status convert_to_i32_f32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(float) + sizeof(int32_t) * 2), 64, convert_to_i32_f32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(float) + sizeof(int32_t) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_I32, 64, convert_to_i32_f32_range, (void *)&args);
 }
 
 /* convert_to_u32, float32: y[i] = x[i] converted to uint32 */
@@ -331,7 +333,7 @@ static cblob_status convert_to_u32_f32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_u32_f32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(uint32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(float) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_U32))
         return cb_cpu_convert_to_u32_f32(n, x, y);
     const convert_to_u32_f32_args args = {
         .kernel = cb_cpu_convert_to_u32_f32,
@@ -339,7 +341,7 @@ static cblob_status convert_to_u32_f32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(float) + sizeof(uint32_t) * 2), 64, convert_to_u32_f32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(float) + sizeof(uint32_t) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_U32, 64, convert_to_u32_f32_range, (void *)&args);
 }
 
 /* truncate_to_i32, float32: y[i] = x[i] converted to int32, the fraction truncated toward zero */
@@ -357,7 +359,7 @@ static cblob_status truncate_to_i32_f32_range(void *arg, int64_t begin, int64_t 
 
 static cblob_status truncate_to_i32_f32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(int32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(float) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRUNCATE_TO_I32))
         return cb_cpu_truncate_to_i32_f32(n, x, y);
     const truncate_to_i32_f32_args args = {
         .kernel = cb_cpu_truncate_to_i32_f32,
@@ -365,7 +367,7 @@ static cblob_status truncate_to_i32_f32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(float) + sizeof(int32_t) * 2), 64, truncate_to_i32_f32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(float) + sizeof(int32_t) * 2), CB_CPU_SPLIT_BYTES_TRUNCATE_TO_I32, 64, truncate_to_i32_f32_range, (void *)&args);
 }
 
 /* truncate_to_u32, float32: y[i] = x[i] converted to uint32, the fraction truncated toward zero */
@@ -383,7 +385,7 @@ static cblob_status truncate_to_u32_f32_range(void *arg, int64_t begin, int64_t 
 
 static cblob_status truncate_to_u32_f32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(float) + sizeof(uint32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(float) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRUNCATE_TO_U32))
         return cb_cpu_truncate_to_u32_f32(n, x, y);
     const truncate_to_u32_f32_args args = {
         .kernel = cb_cpu_truncate_to_u32_f32,
@@ -391,7 +393,7 @@ static cblob_status truncate_to_u32_f32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(float) + sizeof(uint32_t) * 2), 64, truncate_to_u32_f32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(float) + sizeof(uint32_t) * 2), CB_CPU_SPLIT_BYTES_TRUNCATE_TO_U32, 64, truncate_to_u32_f32_range, (void *)&args);
 }
 
 /* asum, float64: *out = sum of |x[i]| */
@@ -414,7 +416,7 @@ static cblob_status asum_f64(int64_t n, const void *x, double *out)
         .kernel = (uint64_t)n * sizeof(double) >= CB_STREAM_BYTES ? cb_cpu_asum_stream_f64 : cb_cpu_asum_f64,
         .x = x,
     };
-    return cb_parallel_sum(n, (sizeof(double)), asum_f64_block, (void *)&args, out);
+    return cb_parallel_sum(n, (sizeof(double)), CB_CPU_SPLIT_BYTES_ASUM, asum_f64_block, (void *)&args, out);
 }
 
 /* sumsq, float64: *out = sum of x[i] * x[i] */
@@ -437,7 +439,7 @@ static cblob_status sumsq_f64(int64_t n, const void *x, double *out)
         .kernel = (uint64_t)n * sizeof(double) >= CB_STREAM_BYTES ? cb_cpu_sumsq_stream_f64 : cb_cpu_sumsq_f64,
         .x = x,
     };
-    return cb_parallel_sum(n, (sizeof(double)), sumsq_f64_block, (void *)&args, out);
+    return cb_parallel_sum(n, (sizeof(double)), CB_CPU_SPLIT_BYTES_SUMSQ, sumsq_f64_block, (void *)&args, out);
 }
 
 /* axpy, float64: y[i] += alpha * x[i] */
@@ -456,7 +458,7 @@ static cblob_status axpy_f64_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status axpy_f64(int64_t n, double alpha, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_AXPY))
         return cb_cpu_axpy_f64(n, alpha, x, y);
     const axpy_f64_args args = {
         .kernel = (uint64_t)n * sizeof(double) >= CB_STREAM_BYTES ? cb_cpu_axpy_stream_f64 : cb_cpu_axpy_f64,
@@ -465,7 +467,7 @@ static cblob_status axpy_f64(int64_t n, double alpha, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(double) + sizeof(double) * 2), 64, axpy_f64_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(double) + sizeof(double) * 2), CB_CPU_SPLIT_BYTES_AXPY, 64, axpy_f64_range, (void *)&args);
 }
 
 /* scale, float64: x[i] *= alpha */
@@ -483,7 +485,7 @@ static cblob_status scale_f64_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status scale_f64(int64_t n, double alpha, void *x)
 {
-    if ((uint64_t)n * (sizeof(double) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_SCALE))
         return cb_cpu_scale_f64(n, alpha, x);
     const scale_f64_args args = {
         .kernel = (uint64_t)n * sizeof(double) >= CB_STREAM_BYTES ? cb_cpu_scale_stream_f64 : cb_cpu_scale_f64,
@@ -491,7 +493,7 @@ static cblob_status scale_f64(int64_t n, double alpha, void *x)
         .x = x,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(double) * 2), 64, scale_f64_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(double) * 2), CB_CPU_SPLIT_BYTES_SCALE, 64, scale_f64_range, (void *)&args);
 }
 
 /* fill, float64: x[i] = value (value is exact in T: the caller checked it) */
@@ -509,7 +511,7 @@ static cblob_status fill_f64_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status fill_f64(int64_t n, double value, void *x)
 {
-    if ((uint64_t)n * (sizeof(double) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_FILL))
         return cb_cpu_fill_f64(n, value, x);
     const fill_f64_args args = {
         .kernel = cb_cpu_fill_f64,
@@ -517,7 +519,7 @@ static cblob_status fill_f64(int64_t n, double value, void *x)
         .x = x,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(double) * 2), 64, fill_f64_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(double) * 2), CB_CPU_SPLIT_BYTES_FILL, 64, fill_f64_range, (void *)&args);
 }
 
 /* add, float64: y[i] += x[i]; integers wrap modulo 2^32; x may be y itself */
@@ -535,7 +537,7 @@ static cblob_status add_f64_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status add_f64(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_ADD))
         return cb_cpu_add_f64(n, x, y);
     const add_f64_args args = {
         .kernel = cb_cpu_add_f64,
@@ -543,7 +545,7 @@ static cblob_status add_f64(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(double) + sizeof(double) * 2), 64, add_f64_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(double) + sizeof(double) * 2), CB_CPU_SPLIT_BYTES_ADD, 64, add_f64_range, (void *)&args);
 }
 
 /* copy_strided, float64: copies `rows` rows of `cols` elements from x (rows x_stride apart) to y (rows y_stride apart); n = rows * cols */
@@ -575,13 +577,14 @@ static cblob_status copy_strided_f64_whole(void *arg, int64_t begin, int64_t end
 
 static cblob_status copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride)
 {
-    if ((uint64_t)n * sizeof(double) * 2 < cb_split_min_bytes)
+    if ((uint64_t)n * sizeof(double) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_COPY_STRIDED))
         return cb_cpu_copy_strided_f64(n, rows, cols, x, x_stride, y, y_stride);
     const copy_strided_f64_args args = {.kernel = cb_cpu_copy_strided_f64, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
                                 .y = y, .y_stride = y_stride};
     if (rows == 1 || (cols == x_stride && cols == y_stride))
-        return cb_parallel_for(n, sizeof(double) * 2, 64, copy_strided_f64_whole, (void *)&args);
-    return cb_parallel_for(rows, (size_t)cols * sizeof(double) * 2, 1, copy_strided_f64_rows, (void *)&args);
+        return cb_parallel_for_split(n, sizeof(double) * 2, CB_CPU_SPLIT_BYTES_COPY_STRIDED, 64, copy_strided_f64_whole, (void *)&args);
+    return cb_parallel_for_split(rows, (size_t)cols * sizeof(double) * 2, CB_CPU_SPLIT_BYTES_COPY_STRIDED, 1, copy_strided_f64_rows,
+                                 (void *)&args);
 }
 
 /* transpose, float64: swaps two axes: x viewed as [outer, rows, middle, cols, inner] is written to y as [outer, cols, middle, rows, inner]; n = the product of all five */
@@ -605,7 +608,7 @@ static cblob_status transpose_f64_range(void *arg, int64_t begin, int64_t end)
 static cblob_status transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
     const int64_t bands = cb_cpu_transpose_bands_f64(outer, rows, middle, cols, inner);
-    if ((uint64_t)n * sizeof(double) * 2 < cb_split_min_bytes || bands < 2)
+    if ((uint64_t)n * sizeof(double) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRANSPOSE) || bands < 2)
         return cb_cpu_transpose_f64(n, outer, rows, middle, cols, inner, x, y);
     const transpose_f64_args args = {
         .kernel = cb_cpu_transpose_f64,
@@ -617,7 +620,8 @@ static cblob_status transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_
         .x = x,
         .y = y,
     };
-    return cb_parallel_for(bands, (size_t)n * sizeof(double) * 2 / (size_t)bands, 1, transpose_f64_range, (void *)&args);
+    return cb_parallel_for_split(bands, (size_t)n * sizeof(double) * 2 / (size_t)bands, CB_CPU_SPLIT_BYTES_TRANSPOSE, 1,
+                                 transpose_f64_range, (void *)&args);
 }
 
 /* convert_to_f32, float64: y[i] = x[i] converted to float32 */
@@ -635,7 +639,7 @@ static cblob_status convert_to_f32_f64_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f32_f64(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(float) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(double) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F32))
         return cb_cpu_convert_to_f32_f64(n, x, y);
     const convert_to_f32_f64_args args = {
         .kernel = cb_cpu_convert_to_f32_f64,
@@ -643,7 +647,7 @@ static cblob_status convert_to_f32_f64(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(double) + sizeof(float) * 2), 64, convert_to_f32_f64_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(double) + sizeof(float) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_F32, 64, convert_to_f32_f64_range, (void *)&args);
 }
 
 /* convert_to_f64, float64: y[i] = x[i] converted to float64 */
@@ -661,7 +665,7 @@ static cblob_status convert_to_f64_f64_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f64_f64(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F64))
         return cb_cpu_convert_to_f64_f64(n, x, y);
     const convert_to_f64_f64_args args = {
         .kernel = cb_cpu_convert_to_f64_f64,
@@ -669,7 +673,7 @@ static cblob_status convert_to_f64_f64(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(double) + sizeof(double) * 2), 64, convert_to_f64_f64_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(double) + sizeof(double) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_F64, 64, convert_to_f64_f64_range, (void *)&args);
 }
 
 /* convert_to_i32, float64: y[i] = x[i] converted to int32 */
@@ -687,7 +691,7 @@ static cblob_status convert_to_i32_f64_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_i32_f64(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(int32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(double) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_I32))
         return cb_cpu_convert_to_i32_f64(n, x, y);
     const convert_to_i32_f64_args args = {
         .kernel = cb_cpu_convert_to_i32_f64,
@@ -695,7 +699,7 @@ static cblob_status convert_to_i32_f64(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(double) + sizeof(int32_t) * 2), 64, convert_to_i32_f64_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(double) + sizeof(int32_t) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_I32, 64, convert_to_i32_f64_range, (void *)&args);
 }
 
 /* convert_to_u32, float64: y[i] = x[i] converted to uint32 */
@@ -713,7 +717,7 @@ static cblob_status convert_to_u32_f64_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_u32_f64(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(uint32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(double) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_U32))
         return cb_cpu_convert_to_u32_f64(n, x, y);
     const convert_to_u32_f64_args args = {
         .kernel = cb_cpu_convert_to_u32_f64,
@@ -721,7 +725,7 @@ static cblob_status convert_to_u32_f64(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(double) + sizeof(uint32_t) * 2), 64, convert_to_u32_f64_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(double) + sizeof(uint32_t) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_U32, 64, convert_to_u32_f64_range, (void *)&args);
 }
 
 /* truncate_to_i32, float64: y[i] = x[i] converted to int32, the fraction truncated toward zero */
@@ -739,7 +743,7 @@ static cblob_status truncate_to_i32_f64_range(void *arg, int64_t begin, int64_t 
 
 static cblob_status truncate_to_i32_f64(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(int32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(double) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRUNCATE_TO_I32))
         return cb_cpu_truncate_to_i32_f64(n, x, y);
     const truncate_to_i32_f64_args args = {
         .kernel = cb_cpu_truncate_to_i32_f64,
@@ -747,7 +751,7 @@ static cblob_status truncate_to_i32_f64(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(double) + sizeof(int32_t) * 2), 64, truncate_to_i32_f64_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(double) + sizeof(int32_t) * 2), CB_CPU_SPLIT_BYTES_TRUNCATE_TO_I32, 64, truncate_to_i32_f64_range, (void *)&args);
 }
 
 /* truncate_to_u32, float64: y[i] = x[i] converted to uint32, the fraction truncated toward zero */
@@ -765,7 +769,7 @@ static cblob_status truncate_to_u32_f64_range(void *arg, int64_t begin, int64_t 
 
 static cblob_status truncate_to_u32_f64(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(double) + sizeof(uint32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(double) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRUNCATE_TO_U32))
         return cb_cpu_truncate_to_u32_f64(n, x, y);
     const truncate_to_u32_f64_args args = {
         .kernel = cb_cpu_truncate_to_u32_f64,
@@ -773,7 +777,7 @@ static cblob_status truncate_to_u32_f64(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(double) + sizeof(uint32_t) * 2), 64, truncate_to_u32_f64_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(double) + sizeof(uint32_t) * 2), CB_CPU_SPLIT_BYTES_TRUNCATE_TO_U32, 64, truncate_to_u32_f64_range, (void *)&args);
 }
 
 /* fill, int32: x[i] = value (value is exact in T: the caller checked it) */
@@ -791,7 +795,7 @@ static cblob_status fill_i32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status fill_i32(int64_t n, double value, void *x)
 {
-    if ((uint64_t)n * (sizeof(int32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_FILL))
         return cb_cpu_fill_i32(n, value, x);
     const fill_i32_args args = {
         .kernel = cb_cpu_fill_i32,
@@ -799,7 +803,7 @@ static cblob_status fill_i32(int64_t n, double value, void *x)
         .x = x,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(int32_t) * 2), 64, fill_i32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(int32_t) * 2), CB_CPU_SPLIT_BYTES_FILL, 64, fill_i32_range, (void *)&args);
 }
 
 /* add, int32: y[i] += x[i]; integers wrap modulo 2^32; x may be y itself */
@@ -817,7 +821,7 @@ static cblob_status add_i32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status add_i32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(int32_t) + sizeof(int32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(int32_t) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_ADD))
         return cb_cpu_add_i32(n, x, y);
     const add_i32_args args = {
         .kernel = cb_cpu_add_i32,
@@ -825,7 +829,7 @@ static cblob_status add_i32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(int32_t) + sizeof(int32_t) * 2), 64, add_i32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(int32_t) + sizeof(int32_t) * 2), CB_CPU_SPLIT_BYTES_ADD, 64, add_i32_range, (void *)&args);
 }
 
 /* copy_strided, int32: copies `rows` rows of `cols` elements from x (rows x_stride apart) to y (rows y_stride apart); n = rows * cols */
@@ -857,13 +861,14 @@ static cblob_status copy_strided_i32_whole(void *arg, int64_t begin, int64_t end
 
 static cblob_status copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride)
 {
-    if ((uint64_t)n * sizeof(int32_t) * 2 < cb_split_min_bytes)
+    if ((uint64_t)n * sizeof(int32_t) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_COPY_STRIDED))
         return cb_cpu_copy_strided_i32(n, rows, cols, x, x_stride, y, y_stride);
     const copy_strided_i32_args args = {.kernel = cb_cpu_copy_strided_i32, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
                                 .y = y, .y_stride = y_stride};
     if (rows == 1 || (cols == x_stride && cols == y_stride))
-        return cb_parallel_for(n, sizeof(int32_t) * 2, 64, copy_strided_i32_whole, (void *)&args);
-    return cb_parallel_for(rows, (size_t)cols * sizeof(int32_t) * 2, 1, copy_strided_i32_rows, (void *)&args);
+        return cb_parallel_for_split(n, sizeof(int32_t) * 2, CB_CPU_SPLIT_BYTES_COPY_STRIDED, 64, copy_strided_i32_whole, (void *)&args);
+    return cb_parallel_for_split(rows, (size_t)cols * sizeof(int32_t) * 2, CB_CPU_SPLIT_BYTES_COPY_STRIDED, 1, copy_strided_i32_rows,
+                                 (void *)&args);
 }
 
 /* transpose, int32: swaps two axes: x viewed as [outer, rows, middle, cols, inner] is written to y as [outer, cols, middle, rows, inner]; n = the product of all five */
@@ -887,7 +892,7 @@ static cblob_status transpose_i32_range(void *arg, int64_t begin, int64_t end)
 static cblob_status transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
     const int64_t bands = cb_cpu_transpose_bands_i32(outer, rows, middle, cols, inner);
-    if ((uint64_t)n * sizeof(int32_t) * 2 < cb_split_min_bytes || bands < 2)
+    if ((uint64_t)n * sizeof(int32_t) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRANSPOSE) || bands < 2)
         return cb_cpu_transpose_i32(n, outer, rows, middle, cols, inner, x, y);
     const transpose_i32_args args = {
         .kernel = cb_cpu_transpose_i32,
@@ -899,7 +904,8 @@ static cblob_status transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_
         .x = x,
         .y = y,
     };
-    return cb_parallel_for(bands, (size_t)n * sizeof(int32_t) * 2 / (size_t)bands, 1, transpose_i32_range, (void *)&args);
+    return cb_parallel_for_split(bands, (size_t)n * sizeof(int32_t) * 2 / (size_t)bands, CB_CPU_SPLIT_BYTES_TRANSPOSE, 1,
+                                 transpose_i32_range, (void *)&args);
 }
 
 /* convert_to_f32, int32: y[i] = x[i] converted to float32 */
@@ -917,7 +923,7 @@ static cblob_status convert_to_f32_i32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f32_i32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(int32_t) + sizeof(float) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(int32_t) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F32))
         return cb_cpu_convert_to_f32_i32(n, x, y);
     const convert_to_f32_i32_args args = {
         .kernel = cb_cpu_convert_to_f32_i32,
@@ -925,7 +931,7 @@ static cblob_status convert_to_f32_i32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(int32_t) + sizeof(float) * 2), 64, convert_to_f32_i32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(int32_t) + sizeof(float) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_F32, 64, convert_to_f32_i32_range, (void *)&args);
 }
 
 /* convert_to_f64, int32: y[i] = x[i] converted to float64 */
@@ -943,7 +949,7 @@ static cblob_status convert_to_f64_i32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f64_i32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(int32_t) + sizeof(double) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(int32_t) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F64))
         return cb_cpu_convert_to_f64_i32(n, x, y);
     const convert_to_f64_i32_args args = {
         .kernel = cb_cpu_convert_to_f64_i32,
@@ -951,7 +957,7 @@ static cblob_status convert_to_f64_i32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(int32_t) + sizeof(double) * 2), 64, convert_to_f64_i32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(int32_t) + sizeof(double) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_F64, 64, convert_to_f64_i32_range, (void *)&args);
 }
 
 /* convert_to_i32, int32: y[i] = x[i] converted to int32 */
@@ -969,7 +975,7 @@ static cblob_status convert_to_i32_i32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_i32_i32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(int32_t) + sizeof(int32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(int32_t) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_I32))
         return cb_cpu_convert_to_i32_i32(n, x, y);
     const convert_to_i32_i32_args args = {
         .kernel = cb_cpu_convert_to_i32_i32,
@@ -977,7 +983,7 @@ static cblob_status convert_to_i32_i32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(int32_t) + sizeof(int32_t) * 2), 64, convert_to_i32_i32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(int32_t) + sizeof(int32_t) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_I32, 64, convert_to_i32_i32_range, (void *)&args);
 }
 
 /* convert_to_u32, int32: y[i] = x[i] converted to uint32 */
@@ -995,7 +1001,7 @@ static cblob_status convert_to_u32_i32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_u32_i32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(int32_t) + sizeof(uint32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(int32_t) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_U32))
         return cb_cpu_convert_to_u32_i32(n, x, y);
     const convert_to_u32_i32_args args = {
         .kernel = cb_cpu_convert_to_u32_i32,
@@ -1003,7 +1009,7 @@ static cblob_status convert_to_u32_i32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(int32_t) + sizeof(uint32_t) * 2), 64, convert_to_u32_i32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(int32_t) + sizeof(uint32_t) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_U32, 64, convert_to_u32_i32_range, (void *)&args);
 }
 
 /* fill, uint32: x[i] = value (value is exact in T: the caller checked it) */
@@ -1021,7 +1027,7 @@ static cblob_status fill_u32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status fill_u32(int64_t n, double value, void *x)
 {
-    if ((uint64_t)n * (sizeof(uint32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_FILL))
         return cb_cpu_fill_u32(n, value, x);
     const fill_u32_args args = {
         .kernel = cb_cpu_fill_u32,
@@ -1029,7 +1035,7 @@ static cblob_status fill_u32(int64_t n, double value, void *x)
         .x = x,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(uint32_t) * 2), 64, fill_u32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(uint32_t) * 2), CB_CPU_SPLIT_BYTES_FILL, 64, fill_u32_range, (void *)&args);
 }
 
 /* add, uint32: y[i] += x[i]; integers wrap modulo 2^32; x may be y itself */
@@ -1047,7 +1053,7 @@ static cblob_status add_u32_range(void *arg, int64_t begin, int64_t end)
 
 static cblob_status add_u32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(uint32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_ADD))
         return cb_cpu_add_u32(n, x, y);
     const add_u32_args args = {
         .kernel = cb_cpu_add_u32,
@@ -1055,7 +1061,7 @@ static cblob_status add_u32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(uint32_t) + sizeof(uint32_t) * 2), 64, add_u32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(uint32_t) + sizeof(uint32_t) * 2), CB_CPU_SPLIT_BYTES_ADD, 64, add_u32_range, (void *)&args);
 }
 
 /* copy_strided, uint32: copies `rows` rows of `cols` elements from x (rows x_stride apart) to y (rows y_stride apart); n = rows * cols */
@@ -1087,13 +1093,14 @@ static cblob_status copy_strided_u32_whole(void *arg, int64_t begin, int64_t end
 
 static cblob_status copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride)
 {
-    if ((uint64_t)n * sizeof(uint32_t) * 2 < cb_split_min_bytes)
+    if ((uint64_t)n * sizeof(uint32_t) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_COPY_STRIDED))
         return cb_cpu_copy_strided_u32(n, rows, cols, x, x_stride, y, y_stride);
     const copy_strided_u32_args args = {.kernel = cb_cpu_copy_strided_u32, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
                                 .y = y, .y_stride = y_stride};
     if (rows == 1 || (cols == x_stride && cols == y_stride))
-        return cb_parallel_for(n, sizeof(uint32_t) * 2, 64, copy_strided_u32_whole, (void *)&args);
-    return cb_parallel_for(rows, (size_t)cols * sizeof(uint32_t) * 2, 1, copy_strided_u32_rows, (void *)&args);
+        return cb_parallel_for_split(n, sizeof(uint32_t) * 2, CB_CPU_SPLIT_BYTES_COPY_STRIDED, 64, copy_strided_u32_whole, (void *)&args);
+    return cb_parallel_for_split(rows, (size_t)cols * sizeof(uint32_t) * 2, CB_CPU_SPLIT_BYTES_COPY_STRIDED, 1, copy_strided_u32_rows,
+                                 (void *)&args);
 }
 
 /* transpose, uint32: swaps two axes: x viewed as [outer, rows, middle, cols, inner] is written to y as [outer, cols, middle, rows, inner]; n = the product of all five */
@@ -1117,7 +1124,7 @@ static cblob_status transpose_u32_range(void *arg, int64_t begin, int64_t end)
 static cblob_status transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
     const int64_t bands = cb_cpu_transpose_bands_u32(outer, rows, middle, cols, inner);
-    if ((uint64_t)n * sizeof(uint32_t) * 2 < cb_split_min_bytes || bands < 2)
+    if ((uint64_t)n * sizeof(uint32_t) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRANSPOSE) || bands < 2)
         return cb_cpu_transpose_u32(n, outer, rows, middle, cols, inner, x, y);
     const transpose_u32_args args = {
         .kernel = cb_cpu_transpose_u32,
@@ -1129,7 +1136,8 @@ static cblob_status transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_
         .x = x,
         .y = y,
     };
-    return cb_parallel_for(bands, (size_t)n * sizeof(uint32_t) * 2 / (size_t)bands, 1, transpose_u32_range, (void *)&args);
+    return cb_parallel_for_split(bands, (size_t)n * sizeof(uint32_t) * 2 / (size_t)bands, CB_CPU_SPLIT_BYTES_TRANSPOSE, 1,
+                                 transpose_u32_range, (void *)&args);
 }
 
 /* convert_to_f32, uint32: y[i] = x[i] converted to float32 */
@@ -1147,7 +1155,7 @@ static cblob_status convert_to_f32_u32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f32_u32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(float) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F32))
         return cb_cpu_convert_to_f32_u32(n, x, y);
     const convert_to_f32_u32_args args = {
         .kernel = cb_cpu_convert_to_f32_u32,
@@ -1155,7 +1163,7 @@ static cblob_status convert_to_f32_u32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(uint32_t) + sizeof(float) * 2), 64, convert_to_f32_u32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(uint32_t) + sizeof(float) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_F32, 64, convert_to_f32_u32_range, (void *)&args);
 }
 
 /* convert_to_f64, uint32: y[i] = x[i] converted to float64 */
@@ -1173,7 +1181,7 @@ static cblob_status convert_to_f64_u32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_f64_u32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(double) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F64))
         return cb_cpu_convert_to_f64_u32(n, x, y);
     const convert_to_f64_u32_args args = {
         .kernel = cb_cpu_convert_to_f64_u32,
@@ -1181,7 +1189,7 @@ static cblob_status convert_to_f64_u32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(uint32_t) + sizeof(double) * 2), 64, convert_to_f64_u32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(uint32_t) + sizeof(double) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_F64, 64, convert_to_f64_u32_range, (void *)&args);
 }
 
 /* convert_to_i32, uint32: y[i] = x[i] converted to int32 */
@@ -1199,7 +1207,7 @@ static cblob_status convert_to_i32_u32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_i32_u32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(int32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_I32))
         return cb_cpu_convert_to_i32_u32(n, x, y);
     const convert_to_i32_u32_args args = {
         .kernel = cb_cpu_convert_to_i32_u32,
@@ -1207,7 +1215,7 @@ static cblob_status convert_to_i32_u32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(uint32_t) + sizeof(int32_t) * 2), 64, convert_to_i32_u32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(uint32_t) + sizeof(int32_t) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_I32, 64, convert_to_i32_u32_range, (void *)&args);
 }
 
 /* convert_to_u32, uint32: y[i] = x[i] converted to uint32 */
@@ -1225,7 +1233,7 @@ static cblob_status convert_to_u32_u32_range(void *arg, int64_t begin, int64_t e
 
 static cblob_status convert_to_u32_u32(int64_t n, const void *x, void *y)
 {
-    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(uint32_t) * 2) < cb_split_min_bytes)
+    if ((uint64_t)n * (sizeof(uint32_t) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_U32))
         return cb_cpu_convert_to_u32_u32(n, x, y);
     const convert_to_u32_u32_args args = {
         .kernel = cb_cpu_convert_to_u32_u32,
@@ -1233,7 +1241,7 @@ static cblob_status convert_to_u32_u32(int64_t n, const void *x, void *y)
         .y = y,
     };
     /* Ranges start at multiples of 64 elements: whole cache lines of every array. */
-    return cb_parallel_for(n, (sizeof(uint32_t) + sizeof(uint32_t) * 2), 64, convert_to_u32_u32_range, (void *)&args);
+    return cb_parallel_for_split(n, (sizeof(uint32_t) + sizeof(uint32_t) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_U32, 64, convert_to_u32_u32_range, (void *)&args);
 }
 
 const cb_cpu_kernels cb_cpu_kernel_table[CB_CPU_KERNEL_ROWS] = {

@@ -53,6 +53,24 @@ extern const cb_cpu_kernels cb_cpu_kernel_table[CB_CPU_KERNEL_ROWS];
  * the variant its whole size asks for (cb_cpu_<op>_stream_<suffix>). */
 #define CB_STREAM_BYTES (1u << 20)
 
+/* Each kernel's split threshold (ops.yaml `split_kib`): the work per thread, bytes read plus
+ * written, from which a call splits over the pool's threads; CB_SPLIT_MIN_BYTES
+ * (src/threads/threads.h) where the op names none. */
+#define CB_CPU_SPLIT_BYTES_ASUM ((size_t)128 << 10)
+#define CB_CPU_SPLIT_BYTES_SUMSQ ((size_t)128 << 10)
+#define CB_CPU_SPLIT_BYTES_AXPY ((size_t)128 << 10)
+#define CB_CPU_SPLIT_BYTES_SCALE CB_SPLIT_MIN_BYTES
+#define CB_CPU_SPLIT_BYTES_FILL CB_SPLIT_MIN_BYTES
+#define CB_CPU_SPLIT_BYTES_ADD CB_SPLIT_MIN_BYTES
+#define CB_CPU_SPLIT_BYTES_COPY_STRIDED CB_SPLIT_MIN_BYTES
+#define CB_CPU_SPLIT_BYTES_TRANSPOSE CB_SPLIT_MIN_BYTES
+#define CB_CPU_SPLIT_BYTES_CONVERT_TO_F32 CB_SPLIT_MIN_BYTES
+#define CB_CPU_SPLIT_BYTES_CONVERT_TO_F64 CB_SPLIT_MIN_BYTES
+#define CB_CPU_SPLIT_BYTES_CONVERT_TO_I32 CB_SPLIT_MIN_BYTES
+#define CB_CPU_SPLIT_BYTES_CONVERT_TO_U32 CB_SPLIT_MIN_BYTES
+#define CB_CPU_SPLIT_BYTES_TRUNCATE_TO_I32 CB_SPLIT_MIN_BYTES
+#define CB_CPU_SPLIT_BYTES_TRUNCATE_TO_U32 CB_SPLIT_MIN_BYTES
+
 /* The generated kernels and their BLIS twins, exposed for benchmarks, kernel tests and the
  * dispatch (generated/cpu/dispatch.c), which splits large calls over threads. Each is a plain
  * single-threaded function. */

@@ -24,13 +24,6 @@ static cblob_status jit_asum(const struct cb_device *device, cblob_dtype dtype, 
     return cb_cuda_reduce(device, CB_CUDA_FAMILY_ASUM, dtype, n, args, &partials, out);
 }
 
-static cblob_status asum(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, double *out)
-{
-    if (dtype == CBLOB_DTYPE_FLOAT32 || dtype == CBLOB_DTYPE_FLOAT64)
-        return cb_cublas_asum(device, dtype, n, x, out);
-    return jit_asum(device, dtype, n, x, out);
-}
-
 static cblob_status jit_sumsq(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, double *out)
 {
     CB_TRY(cb_cuda_check_dtype(CB_CUDA_FAMILY_SUMSQ, dtype));
@@ -41,13 +34,6 @@ static cblob_status jit_sumsq(const struct cb_device *device, cblob_dtype dtype,
     void *partials = NULL; /* the queue's scratch, set by cb_cuda_reduce */
     void *args[] = {&n, &x, &partials};
     return cb_cuda_reduce(device, CB_CUDA_FAMILY_SUMSQ, dtype, n, args, &partials, out);
-}
-
-static cblob_status sumsq(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, double *out)
-{
-    if (dtype == CBLOB_DTYPE_FLOAT32 || dtype == CBLOB_DTYPE_FLOAT64)
-        return cb_cublas_sumsq(device, dtype, n, x, out);
-    return jit_sumsq(device, dtype, n, x, out);
 }
 
 static cblob_status jit_axpy(const struct cb_device *device, cblob_dtype dtype, int64_t n, double alpha, const void *x, void *y)
@@ -190,8 +176,8 @@ const cb_device_kernels cb_cuda_jit_kernels = {
 };
 
 const cb_device_kernels cb_cuda_kernels = {
-    .asum = asum,
-    .sumsq = sumsq,
+    .asum = jit_asum,
+    .sumsq = jit_sumsq,
     .axpy = axpy,
     .scale = scale,
     .fill = jit_fill,

@@ -64,6 +64,15 @@ static void count_release(void *ptr, void *user_data)
     ++release_calls;
 }
 
+/* A progress callback that lets every call go on (cblob_context_set_progress's valid argument). */
+static int32_t sweep_progress(void *user_data, int64_t done, int64_t total)
+{
+    (void)user_data;
+    (void)done;
+    (void)total;
+    return 0;
+}
+
 static _Alignas(64) unsigned char external_buffer[4096];
 static const int64_t valid_dims[CBLOB_MAX_AXES + 8] = {3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                                                        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -750,6 +759,30 @@ TEST(sweep_cblob_context_num_threads)
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_context_num_threads with out_num_threads = NULL: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_context_num_threads with out_num_threads = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_context_set_progress)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_context_set_progress(fx.ctx, sweep_progress, NULL));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_context_set_progress)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_context_set_progress(NULL, sweep_progress, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_context_set_progress", "context = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_context_set_progress with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_context_set_progress with context = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
     }
 }
@@ -5475,6 +5508,154 @@ TEST(sweep_cblob_model_to_proto_file)
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_model_to_proto_file with path: a path in a missing folder: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_model_to_proto_file with path: a path in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_to_proto_file_with)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_blob_to_proto_file_with(fx.a, 0, files.output));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_to_proto_file_with)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file_with(NULL, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto_file_with", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file_with with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file_with with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file_with(fx.a, 4, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto_file_with", "flags: unknown flag 4");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file_with with flags: unknown flag 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file_with with flags: unknown flag 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: flags -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file_with(fx.a, -1, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto_file_with", "flags: flags -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file_with with flags: flags -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file_with with flags: flags -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file_with(fx.a, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto_file_with", "path = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file_with with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file_with with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a path in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file_with(fx.a, 0, files.unwritable), CBLOB_ERR_IO, "cblob_blob_to_proto_file_with", "path: a path in a missing folder");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file_with with path: a path in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file_with with path: a path in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_vector_to_proto_file_with)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_blob_vector_to_proto_file_with((cblob_blob *const[]){fx.a, fx.b}, 2, 0, files.output));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_vector_to_proto_file_with)
+{
+    { /* blobs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file_with(NULL, 2, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file_with", "blobs = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file_with with blobs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file_with with blobs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a NULL blob in the array */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file_with((cblob_blob *const[]){fx.a, NULL}, 2, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file_with", "blobs: a NULL blob in the array");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file_with with blobs: a NULL blob in the array: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file_with with blobs: a NULL blob in the array: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_blobs: -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file_with((cblob_blob *const[]){fx.a, fx.b}, -1, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file_with", "num_blobs: -1 blobs");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file_with with num_blobs: -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file_with with num_blobs: -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file_with((cblob_blob *const[]){fx.a, fx.b}, 2, 4, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file_with", "flags: unknown flag 4");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file_with with flags: unknown flag 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file_with with flags: unknown flag 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: flags -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file_with((cblob_blob *const[]){fx.a, fx.b}, 2, -1, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file_with", "flags: flags -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file_with with flags: flags -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file_with with flags: flags -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file_with((cblob_blob *const[]){fx.a, fx.b}, 2, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file_with", "path = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file_with with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file_with with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a path in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file_with((cblob_blob *const[]){fx.a, fx.b}, 2, 0, files.unwritable), CBLOB_ERR_IO, "cblob_blob_vector_to_proto_file_with", "path: a path in a missing folder");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file_with with path: a path in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file_with with path: a path in a missing folder: a caller's buffer was released");
         fixture_teardown(&fx);
     }
 }
@@ -14528,6 +14709,203 @@ TEST(sweep_cblob_blob_from_dlpack)
     }
 }
 
+TEST(baseline_cblob_blob_from_dlpack_on_stream)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_blob_from_dlpack_on_stream(fx.ctx, sweep_versioned(&fx, TENSOR_VALID), NULL, &out_out_blob));
+    (void)expected;
+    if (expected == CBLOB_OK)
+        cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_from_dlpack_on_stream)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(NULL, sweep_versioned(&fx, TENSOR_VALID), NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_on_stream", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(fx.ctx, NULL, NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_on_stream", "tensor = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with tensor = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with tensor = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with tensor = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a float16 tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(fx.ctx, sweep_versioned(&fx, TENSOR_FLOAT16), NULL, &out_out_blob), CBLOB_ERR_DTYPE, "cblob_blob_from_dlpack_on_stream", "tensor: a float16 tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with tensor: a float16 tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with tensor: a float16 tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with tensor: a float16 tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a bool tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(fx.ctx, sweep_versioned(&fx, TENSOR_BOOL), NULL, &out_out_blob), CBLOB_ERR_DTYPE, "cblob_blob_from_dlpack_on_stream", "tensor: a bool tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with tensor: a bool tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with tensor: a bool tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with tensor: a bool tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a float32 tensor of 4 lanes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(fx.ctx, sweep_versioned(&fx, TENSOR_LANES_4), NULL, &out_out_blob), CBLOB_ERR_DTYPE, "cblob_blob_from_dlpack_on_stream", "tensor: a float32 tensor of 4 lanes");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with tensor: a float32 tensor of 4 lanes: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with tensor: a float32 tensor of 4 lanes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with tensor: a float32 tensor of 4 lanes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a column-major (strided) tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(fx.ctx, sweep_versioned(&fx, TENSOR_STRIDED), NULL, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_from_dlpack_on_stream", "tensor: a column-major (strided) tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with tensor: a column-major (strided) tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with tensor: a column-major (strided) tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with tensor: a column-major (strided) tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a negative dimension */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(fx.ctx, sweep_versioned(&fx, TENSOR_NEGATIVE_DIM), NULL, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_from_dlpack_on_stream", "tensor: a negative dimension");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with tensor: a negative dimension: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with tensor: a negative dimension: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with tensor: a negative dimension: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: 33 axes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(fx.ctx, sweep_versioned(&fx, TENSOR_TOO_MANY_AXES), NULL, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_from_dlpack_on_stream", "tensor: 33 axes");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with tensor: 33 axes: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with tensor: 33 axes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with tensor: 33 axes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: dimensions whose product overflows int64 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(fx.ctx, sweep_versioned(&fx, TENSOR_OVERFLOW), NULL, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_from_dlpack_on_stream", "tensor: dimensions whose product overflows int64");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with tensor: dimensions whose product overflows int64: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with tensor: dimensions whose product overflows int64: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with tensor: dimensions whose product overflows int64: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: an OpenCL tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(fx.ctx, sweep_versioned(&fx, TENSOR_OPENCL), NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_on_stream", "tensor: an OpenCL tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with tensor: an OpenCL tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with tensor: an OpenCL tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with tensor: an OpenCL tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: data NULL with 12 elements */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(fx.ctx, sweep_versioned(&fx, TENSOR_NULL_DATA), NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_on_stream", "tensor: data NULL with 12 elements");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with tensor: data NULL with 12 elements: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with tensor: data NULL with 12 elements: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with tensor: data NULL with 12 elements: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: float32 data at an odd byte offset */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(fx.ctx, sweep_versioned(&fx, TENSOR_MISALIGNED), NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_on_stream", "tensor: float32 data at an odd byte offset");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with tensor: float32 data at an odd byte offset: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with tensor: float32 data at an odd byte offset: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with tensor: float32 data at an odd byte offset: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: DLPack major version 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(fx.ctx, sweep_versioned(&fx, TENSOR_MAJOR_2), NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_on_stream", "tensor: DLPack major version 2");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with tensor: DLPack major version 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with tensor: DLPack major version 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with tensor: DLPack major version 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a read-only tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(fx.ctx, sweep_versioned(&fx, TENSOR_READ_ONLY), NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_on_stream", "tensor: a read-only tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with tensor: a read-only tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with tensor: a read-only tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with tensor: a read-only tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_on_stream(fx.ctx, sweep_versioned(&fx, TENSOR_VALID), NULL, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_on_stream", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_on_stream with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_on_stream with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_on_stream with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
 TEST(baseline_cblob_blob_from_dlpack_legacy)
 {
     fixture fx;
@@ -14697,6 +15075,179 @@ TEST(sweep_cblob_blob_from_dlpack_legacy)
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy with out_blob = NULL: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_from_dlpack_legacy_on_stream)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_blob_from_dlpack_legacy_on_stream(fx.ctx, sweep_legacy(&fx, TENSOR_VALID), NULL, &out_out_blob));
+    (void)expected;
+    if (expected == CBLOB_OK)
+        cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_from_dlpack_legacy_on_stream)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy_on_stream(NULL, sweep_legacy(&fx, TENSOR_VALID), NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_legacy_on_stream", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy_on_stream with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy_on_stream with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy_on_stream with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy_on_stream(fx.ctx, NULL, NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_legacy_on_stream", "tensor = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy_on_stream with tensor = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a float16 tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy_on_stream(fx.ctx, sweep_legacy(&fx, TENSOR_FLOAT16), NULL, &out_out_blob), CBLOB_ERR_DTYPE, "cblob_blob_from_dlpack_legacy_on_stream", "tensor: a float16 tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a float16 tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a float16 tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a float16 tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a bool tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy_on_stream(fx.ctx, sweep_legacy(&fx, TENSOR_BOOL), NULL, &out_out_blob), CBLOB_ERR_DTYPE, "cblob_blob_from_dlpack_legacy_on_stream", "tensor: a bool tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a bool tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a bool tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a bool tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a float32 tensor of 4 lanes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy_on_stream(fx.ctx, sweep_legacy(&fx, TENSOR_LANES_4), NULL, &out_out_blob), CBLOB_ERR_DTYPE, "cblob_blob_from_dlpack_legacy_on_stream", "tensor: a float32 tensor of 4 lanes");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a float32 tensor of 4 lanes: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a float32 tensor of 4 lanes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a float32 tensor of 4 lanes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a column-major (strided) tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy_on_stream(fx.ctx, sweep_legacy(&fx, TENSOR_STRIDED), NULL, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_from_dlpack_legacy_on_stream", "tensor: a column-major (strided) tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a column-major (strided) tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a column-major (strided) tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a column-major (strided) tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: a negative dimension */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy_on_stream(fx.ctx, sweep_legacy(&fx, TENSOR_NEGATIVE_DIM), NULL, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_from_dlpack_legacy_on_stream", "tensor: a negative dimension");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a negative dimension: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a negative dimension: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: a negative dimension: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: 33 axes */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy_on_stream(fx.ctx, sweep_legacy(&fx, TENSOR_TOO_MANY_AXES), NULL, &out_out_blob), CBLOB_ERR_SHAPE, "cblob_blob_from_dlpack_legacy_on_stream", "tensor: 33 axes");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy_on_stream with tensor: 33 axes: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: 33 axes: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: 33 axes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: dimensions whose product overflows int64 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy_on_stream(fx.ctx, sweep_legacy(&fx, TENSOR_OVERFLOW), NULL, &out_out_blob), CBLOB_ERR_OVERFLOW, "cblob_blob_from_dlpack_legacy_on_stream", "tensor: dimensions whose product overflows int64");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy_on_stream with tensor: dimensions whose product overflows int64: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: dimensions whose product overflows int64: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: dimensions whose product overflows int64: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: an OpenCL tensor */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy_on_stream(fx.ctx, sweep_legacy(&fx, TENSOR_OPENCL), NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_legacy_on_stream", "tensor: an OpenCL tensor");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy_on_stream with tensor: an OpenCL tensor: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: an OpenCL tensor: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: an OpenCL tensor: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: data NULL with 12 elements */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy_on_stream(fx.ctx, sweep_legacy(&fx, TENSOR_NULL_DATA), NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_legacy_on_stream", "tensor: data NULL with 12 elements");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy_on_stream with tensor: data NULL with 12 elements: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: data NULL with 12 elements: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: data NULL with 12 elements: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* tensor: float32 data at an odd byte offset */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy_on_stream(fx.ctx, sweep_legacy(&fx, TENSOR_MISALIGNED), NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_legacy_on_stream", "tensor: float32 data at an odd byte offset");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy_on_stream with tensor: float32 data at an odd byte offset: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: float32 data at an odd byte offset: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy_on_stream with tensor: float32 data at an odd byte offset: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_from_dlpack_legacy_on_stream(fx.ctx, sweep_legacy(&fx, TENSOR_VALID), NULL, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_from_dlpack_legacy_on_stream", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_from_dlpack_legacy_on_stream with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_from_dlpack_legacy_on_stream with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_from_dlpack_legacy_on_stream with out_blob = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
     }
 }
@@ -15151,6 +15702,50 @@ TEST(sweep_cblob_comm_set_bucket_bytes)
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_comm_set_bucket_bytes with bucket_bytes: -1 bytes: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_comm_set_bucket_bytes with bucket_bytes: -1 bytes: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_comm_set_agreement_check)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_comm_set_agreement_check(fx.comm, 0));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_comm_set_agreement_check)
+{
+    { /* comm = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_set_agreement_check(NULL, 0), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_set_agreement_check", "comm = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_set_agreement_check with comm = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_set_agreement_check with comm = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* check: boolean 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_set_agreement_check(fx.comm, 2), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_set_agreement_check", "check: boolean 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_set_agreement_check with check: boolean 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_set_agreement_check with check: boolean 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* check: boolean -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_comm_set_agreement_check(fx.comm, -1), CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_set_agreement_check", "check: boolean -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_comm_set_agreement_check with check: boolean -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_comm_set_agreement_check with check: boolean -1: a caller's buffer was released");
         fixture_teardown(&fx);
     }
 }

@@ -19,7 +19,7 @@
  * launch's own grid, blocks and threads in an order drawn from the double's seed, into copies of
  * the arrays it writes (placed at the same alignment as the device arrays, so a twin takes the
  * same vector paths as on a GPU); then the CPU kernel writes the device memory, and the two must
- * agree byte for byte (any NaN matching any NaN, the most README.md promises), or the launch fails
+ * agree byte for byte (any NaN matching any NaN, the most the header promises), or the launch fails
  * with CUDA_ERROR_LAUNCH_FAILED and a line on stderr. A twin whose threads cooperate (__shared__
  * memory, __syncthreads, warp shuffles) runs each block's threads as coroutines that switch where
  * a GPU's threads wait for each other. So every test on the double also checks the twins' index
@@ -1269,8 +1269,71 @@ static void twin_thread_copy_strided_f64(void *args)
 /* transpose for float32, as templates/cuda/ops/transpose.cu.j2 writes it */
 static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const float *__restrict__ x, float *__restrict__ y)
 {
+    __shared__ float tile[32][33];
+    if (inner == 1 && (rows < 32 || cols < 32)) {
+        const bool rows_small = rows <= cols;
+        const int small = (int)(rows_small ? rows : cols);
+        const int64_t along = rows_small ? cols : rows;
+        int width = 1056 / small & ~31; /* positions of the long side per chunk */
+        if (width < 32)
+            width = 32;
+        float *chunk = &tile[0][0];
+        const int64_t radix[CB_DIGITS - 1] = {(int64_t)cb_divide((uint64_t)(along + width - 1), (uint64_t)width).quotient,
+                                              middle, 1};
+        cb_position at = cb_position_of(blockIdx.x, radix);
+        const cb_position step = cb_position_of(gridDim.x, radix);
+        const int thread = threadIdx.x;
+        /* Element j of a chunk in transposed order is (long j / small, short j % small): this
+         * thread's first, and the step of 256 elements. */
+        const int first_long = thread / small, first_short = thread - first_long * small;
+        const int step_long = 256 / small, step_short = 256 - step_long * small;
+        const int64_t plane = rows * middle * cols, x_pitch = middle * cols, y_pitch = middle * rows;
+        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+            const int64_t first = at.digit[0] * width;
+            const int count = along - first < width ? (int)(along - first) : width;
+            const int elements = count * small;
+            if (rows_small) {
+                /* x: `small` rows of the chunk's columns; y: the chunk's columns of `small` each. */
+                const float *from = x + at.digit[3] * plane + at.digit[1] * cols + first;
+                float *to = y + at.digit[3] * plane + at.digit[1] * rows + first * y_pitch;
+                for (int r = 0; r < small; ++r)
+                    for (int c = thread; c < count; c += 256)
+                        chunk[c * small + r] = from[r * x_pitch + c];
+                __syncthreads();
+                int c = first_long, r = first_short;
+                for (int j = thread; j < elements; j += 256) {
+                    to[c * y_pitch + r] = chunk[j];
+                    c += step_long;
+                    r += step_short;
+                    if (r >= small) {
+                        r -= small;
+                        ++c;
+                    }
+                }
+            } else {
+                /* x: the chunk's rows of `small` each; y: `small` rows of the chunk's positions. */
+                const float *from = x + at.digit[3] * plane + at.digit[1] * cols + first * x_pitch;
+                float *to = y + at.digit[3] * plane + at.digit[1] * rows + first;
+                int r = first_long, c = first_short;
+                for (int j = thread; j < elements; j += 256) {
+                    chunk[j] = from[r * x_pitch + c];
+                    r += step_long;
+                    c += step_short;
+                    if (c >= small) {
+                        c -= small;
+                        ++r;
+                    }
+                }
+                __syncthreads();
+                for (int to_row = 0; to_row < small; ++to_row)
+                    for (int at_row = thread; at_row < count; at_row += 256)
+                        to[to_row * y_pitch + at_row] = chunk[at_row * small + to_row];
+            }
+            __syncthreads(); /* the next chunk overwrites this one */
+        }
+        return;
+    }
     if (inner == 1) {
-        __shared__ float tile[32][33];
         const int64_t tiles_c = (cols + 31) / 32;
         const int64_t radix[CB_DIGITS - 1] = {(tiles_c + 7) / 8, (rows + 31) / 32, middle};
         cb_position at = cb_position_of(blockIdx.x, radix);
@@ -1341,8 +1404,71 @@ static void twin_thread_transpose_f32(void *args)
 /* transpose for float64, as templates/cuda/ops/transpose.cu.j2 writes it */
 static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const double *__restrict__ x, double *__restrict__ y)
 {
+    __shared__ double tile[32][33];
+    if (inner == 1 && (rows < 32 || cols < 32)) {
+        const bool rows_small = rows <= cols;
+        const int small = (int)(rows_small ? rows : cols);
+        const int64_t along = rows_small ? cols : rows;
+        int width = 1056 / small & ~31; /* positions of the long side per chunk */
+        if (width < 32)
+            width = 32;
+        double *chunk = &tile[0][0];
+        const int64_t radix[CB_DIGITS - 1] = {(int64_t)cb_divide((uint64_t)(along + width - 1), (uint64_t)width).quotient,
+                                              middle, 1};
+        cb_position at = cb_position_of(blockIdx.x, radix);
+        const cb_position step = cb_position_of(gridDim.x, radix);
+        const int thread = threadIdx.x;
+        /* Element j of a chunk in transposed order is (long j / small, short j % small): this
+         * thread's first, and the step of 256 elements. */
+        const int first_long = thread / small, first_short = thread - first_long * small;
+        const int step_long = 256 / small, step_short = 256 - step_long * small;
+        const int64_t plane = rows * middle * cols, x_pitch = middle * cols, y_pitch = middle * rows;
+        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+            const int64_t first = at.digit[0] * width;
+            const int count = along - first < width ? (int)(along - first) : width;
+            const int elements = count * small;
+            if (rows_small) {
+                /* x: `small` rows of the chunk's columns; y: the chunk's columns of `small` each. */
+                const double *from = x + at.digit[3] * plane + at.digit[1] * cols + first;
+                double *to = y + at.digit[3] * plane + at.digit[1] * rows + first * y_pitch;
+                for (int r = 0; r < small; ++r)
+                    for (int c = thread; c < count; c += 256)
+                        chunk[c * small + r] = from[r * x_pitch + c];
+                __syncthreads();
+                int c = first_long, r = first_short;
+                for (int j = thread; j < elements; j += 256) {
+                    to[c * y_pitch + r] = chunk[j];
+                    c += step_long;
+                    r += step_short;
+                    if (r >= small) {
+                        r -= small;
+                        ++c;
+                    }
+                }
+            } else {
+                /* x: the chunk's rows of `small` each; y: `small` rows of the chunk's positions. */
+                const double *from = x + at.digit[3] * plane + at.digit[1] * cols + first * x_pitch;
+                double *to = y + at.digit[3] * plane + at.digit[1] * rows + first;
+                int r = first_long, c = first_short;
+                for (int j = thread; j < elements; j += 256) {
+                    chunk[j] = from[r * x_pitch + c];
+                    r += step_long;
+                    c += step_short;
+                    if (c >= small) {
+                        c -= small;
+                        ++r;
+                    }
+                }
+                __syncthreads();
+                for (int to_row = 0; to_row < small; ++to_row)
+                    for (int at_row = thread; at_row < count; at_row += 256)
+                        to[to_row * y_pitch + at_row] = chunk[at_row * small + to_row];
+            }
+            __syncthreads(); /* the next chunk overwrites this one */
+        }
+        return;
+    }
     if (inner == 1) {
-        __shared__ double tile[32][33];
         const int64_t tiles_c = (cols + 31) / 32;
         const int64_t radix[CB_DIGITS - 1] = {(tiles_c + 7) / 8, (rows + 31) / 32, middle};
         cb_position at = cb_position_of(blockIdx.x, radix);

@@ -100,6 +100,7 @@ enum {
     CBLOB_ERR_COMM = 22,               /* Since ABI 1.1. A collective failed in its engine (a rank died, the network failed, MPI or NCCL reported an error), or the communicator is broken by an earlier failure; the message carries the engine's. */
     CBLOB_ERR_TIMEOUT = 23,            /* Since ABI 1.1. A collective did not finish within the communicator's timeout (cblob_comm_set_timeout); the communicator is broken. */
     CBLOB_ERR_NCCL_MISSING = 24,       /* Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls. */
+    CBLOB_ERR_CANCELLED = 25,          /* Since ABI 1.2. The context's progress callback asked the call to stop (cblob_context_set_progress). Like every failure it changed nothing: a file being written was not put in place and its temporary is gone, an existing file or .npy folder keeps its bytes, and nothing was opened. */
 };
 
 /* Element type of a blob. */
@@ -154,6 +155,15 @@ typedef struct cblob_blob cblob_blob;
  * the owner may hand the memory out again at once.
  */
 typedef void (*cblob_release_fn)(void *ptr, void *user_data);
+
+/*
+ * Since ABI 1.2. Tells how far a call that reads or writes files is (cblob_context_set_progress)
+ * and lets the caller stop it: done is the bytes read or written so far, total the bytes the
+ * call will read or write in all (-1 while it cannot know: a pipe read to its end). Returning 0
+ * lets the call go on; any other value asks it to stop, and it fails with CBLOB_ERR_CANCELLED,
+ * changing nothing. Called on the thread that made the call.
+ */
+typedef int32_t (*cblob_progress_fn)(void *user_data, int64_t done, int64_t total);
 
 /*
  * The calling thread's message for its last failed call ("" if none failed yet); never NULL.
@@ -275,6 +285,43 @@ CBLOB_API cblob_status cblob_context_set_num_threads(cblob_context *context, int
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_context_num_threads(const cblob_context *context, int32_t *out_num_threads);
+
+/*
+ * Sets the function told the progress of the context's calls that read or write files, and
+ * asked whether they may go on (NULL: none, the default). It is how a program shows progress
+ * and how it stops work cleanly: a signal handler sets a flag, the callback returns non-zero,
+ * and the call fails with CBLOB_ERR_CANCELLED having changed nothing (the library itself never
+ * installs a signal handler).
+ *
+ * Calls that report: reading a file (cblob_file_open, cblob_file_open_fd, cblob_model_open_file,
+ * cblob_model_open_npz_file, cblob_model_open_safetensors_file, cblob_blob_from_proto_file,
+ * cblob_blob_create_from_proto_file, cblob_blob_vector_from_proto_file) and writing one
+ * (cblob_model_to_proto_file, cblob_model_to_npz_file, cblob_model_to_safetensors_file,
+ * cblob_blob_to_proto_file, cblob_blob_vector_to_proto_file, cblob_blob_to_npy_file,
+ * cblob_model_to_npy_folder, cblob_file_to_npy_folder), through the context of the handle they
+ * read into or write from (a blob vector: its first blob's). The callback is called first with
+ * done 0 once the call knows its total, then each time at least a MiB more is done (reads
+ * advance in pieces of up to 4 MiB), and last with done equal to total: for a write, just
+ * before the output takes its place, which is the last moment a stop leaves everything as it
+ * was. A blocking read or write that a signal interrupts (EINTR: a terminal or a pipe read to
+ * its end, when the handler was installed without SA_RESTART) calls it at once. total is exact
+ * but for an .npz written (its zip records are estimated) and a .npy folder read (every .npy
+ * file in it is counted): done never passes total (total grows instead), and the last call
+ * gives both as what was done.
+ *
+ * A .npy folder's files are made in a staging folder inside it and moved into place only after
+ * the last callback (index.json last), so a stop leaves the folder as it was too. A file written
+ * in place (a device, a FIFO, a caller's descriptor) keeps what was written before the stop.
+ *
+ * The callback runs inside the call: it must not call cblob functions on the handles the call
+ * uses. user_data is passed back as it is. Setting the callback while another thread uses the
+ * context is safe: a call in progress keeps the one it started with.
+ *   progress: may be NULL
+ *   user_data: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_context_set_progress(cblob_context *context, cblob_progress_fn progress, void *user_data);
 
 /* ==========================================================================================
  * Blobs
@@ -701,6 +748,13 @@ enum {
     CBLOB_NET_FORMAT_V2 = 2,           /* LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today. */
 };
 
+/* Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2). */
+typedef int32_t cblob_proto_flags;
+enum {
+    CBLOB_PROTO_DIFF = 1,              /* Write the diff too, as write_diff 1 does. */
+    CBLOB_PROTO_LEGACY_DIMS = 2,       /* Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW. */
+};
+
 /*
  * A Caffe net's weights: its name, format, and layers, each with a name, a type and blobs.
  * Opened from a .caffemodel (cblob_model_open, cblob_model_open_file) or built up to be saved
@@ -743,7 +797,7 @@ CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff,
  * rules for writing a file in the section's introduction (links followed, the target replaced
  * atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
  * devices refused).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_diff, const char *path);
@@ -766,7 +820,7 @@ CBLOB_API cblob_status cblob_blob_from_proto(cblob_blob *blob, const uint8_t *by
  * Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
  * file is read as a snapshot; a path that is not a regular file fails at once (the section's
  * introduction).
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_proto_file(cblob_blob *blob, const char *path, int32_t reshape);
@@ -797,7 +851,7 @@ CBLOB_API cblob_status cblob_blob_create_from_proto(cblob_context *context, cons
  * Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does,
  * reading the file as the section's introduction says.
  *   out_blob: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context, const char *path, cblob_blob **out_blob);
@@ -815,7 +869,7 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int6
  * Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
  * writing a file in the section's introduction.
  *   blobs: may be NULL when num_blobs is 0
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, const char *path);
@@ -835,7 +889,7 @@ CBLOB_API cblob_status cblob_blob_vector_from_proto(cblob_context *context, cons
  * Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does, reading
  * the file as the section's introduction says.
  *   out_blobs: may be NULL; the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_vector_from_proto_file(cblob_context *context, const char *path, int64_t max_blobs, cblob_blob **out_blobs, int64_t *out_num_blobs);
@@ -875,7 +929,7 @@ CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *b
  * loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
  * ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
  *   out_model: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_model_open_file(cblob_context *context, const char *path, cblob_model **out_model);
@@ -1005,10 +1059,26 @@ CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t wr
 /*
  * Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
  * writing a file in the section's introduction.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32_t write_diff, const char *path);
+
+/*
+ * cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+ * as Caffe's legacy dims. Written by the same rules as every file.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_blob_to_proto_file_with(cblob_blob *blob, int32_t flags, const char *path);
+
+/*
+ * cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+ *   blobs: may be NULL when num_blobs is 0
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_blob_vector_to_proto_file_with(cblob_blob *const *blobs, int64_t num_blobs, int32_t flags, const char *path);
 
 /* ==========================================================================================
  * Net structure, lossless models and single-file exports
@@ -1265,7 +1335,7 @@ CBLOB_API cblob_status cblob_model_to_safetensors(const cblob_model *model, int3
 
 /*
  * Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_model_to_safetensors_file(const cblob_model *model, int32_t flags, const char *path);
@@ -1285,7 +1355,7 @@ CBLOB_API cblob_status cblob_model_to_npz(const cblob_model *model, int32_t flag
 
 /*
  * Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_model_to_npz_file(const cblob_model *model, int32_t flags, const char *path);
@@ -1320,7 +1390,7 @@ CBLOB_API cblob_status cblob_model_open_safetensors(cblob_context *context, cons
 /*
  * Reads a .safetensors file as cblob_model_open_safetensors does.
  *   out_model: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_model_open_safetensors_file(cblob_context *context, const char *path, cblob_model **out_model);
@@ -1342,7 +1412,7 @@ CBLOB_API cblob_status cblob_model_open_npz(cblob_context *context, const uint8_
 /*
  * Reads a .npz file as cblob_model_open_npz does.
  *   out_model: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_model_open_npz_file(cblob_context *context, const char *path, cblob_model **out_model);
@@ -1401,8 +1471,11 @@ CBLOB_API cblob_status cblob_model_replace_blobs_with(cblob_model *model, const 
  * the name's FNV-1a hash; two layers whose stems are equal ignoring ASCII case get distinct ones,
  * the later appending `_L<i>`), `blob_<index>.npy` for a blob file's blobs, and index.json
  * (docs/npy-index-schema-1.json) mapping each file to its layer name, layer index, blob index,
- * part, dtype and shape. index.json is removed first and written last, once every file it lists
- * is in place: a folder whose writing was interrupted has none, and reading one requires it
+ * part, dtype and shape. Since 1.2 every file is first written into a staging folder inside the
+ * folder (`.cblob-tmp-<pid>-s<n>`, removed by the next writer when its own was killed): a write
+ * that fails or is stopped (cblob_context_set_progress) before all are written leaves the folder as
+ * it was. Then the old index.json is removed, the files are moved into place and index.json comes
+ * last: a folder whose writing was cut short in that moment has none, and reading one requires it
  * (CBLOB_OPEN_NPY_BY_NAME reads a folder without index.json by its file names instead). Each file
  * read is checked against its entry in index.json (its dtype and shape), so a folder that mixes
  * two conversions is refused rather than read as one. Files are made inside the folder only (a
@@ -1445,7 +1518,7 @@ typedef struct cblob_file cblob_file;
  * that no reader takes is CBLOB_ERR_PARSE saying what it is; a missing or unreadable path, or
  * one that is neither a regular file nor a folder, is CBLOB_ERR_IO.
  *   out_file: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.2.
  */
 CBLOB_API cblob_status cblob_file_open(cblob_context *context, const char *path, int32_t flags, cblob_dtype dtype, cblob_file **out_file);
@@ -1458,7 +1531,7 @@ CBLOB_API cblob_status cblob_file_open(cblob_context *context, const char *path,
  * here, and a folder is refused.
  *   name: may be NULL
  *   out_file: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.2.
  */
 CBLOB_API cblob_status cblob_file_open_fd(cblob_context *context, int32_t fd, const char *name, int32_t flags, cblob_dtype dtype, cblob_file **out_file);
@@ -1530,7 +1603,7 @@ CBLOB_API cblob_status cblob_blob_to_npy(cblob_blob *blob, cblob_part part, uint
 
 /*
  * Writes cblob_blob_to_npy's bytes to a file, atomically as every file is written.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.2.
  */
 CBLOB_API cblob_status cblob_blob_to_npy_file(cblob_blob *blob, cblob_part part, const char *path);
@@ -1540,7 +1613,7 @@ CBLOB_API cblob_status cblob_blob_to_npy_file(cblob_blob *blob, cblob_part part,
  * section's introduction), the diffs too with CBLOB_EXPORT_DIFF, and counts the .npy files
  * written into out_num_files. index.json's "source" is null. Streams: memory stays small
  * whatever the model's size; everything is synced once at the end.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.2.
  */
 CBLOB_API cblob_status cblob_model_to_npy_folder(const cblob_model *model, int32_t flags, const char *folder, int64_t *out_num_files);
@@ -1549,7 +1622,7 @@ CBLOB_API cblob_status cblob_model_to_npy_folder(const cblob_model *model, int32
  * cblob_model_to_npy_folder for whatever the file holds: a model's blobs, or a file of blobs as
  * `blob_<index>.npy`. index.json's "source" is the path or name the file was opened by, and its
  * "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.2.
  */
 CBLOB_API cblob_status cblob_file_to_npy_folder(const cblob_file *file, int32_t flags, const char *folder, int64_t *out_num_files);
@@ -1573,6 +1646,19 @@ CBLOB_API cblob_status cblob_file_to_npy_folder(const cblob_file *file, int32_t 
  * host accessors move it back. Device work of a blob (copies, kernels, cuBLAS) is queued on the
  * stream of its context and waited for where the host needs the result; device out-of-memory is
  * CBLOB_ERR_DEVICE_OUT_OF_MEMORY and leaves the host copy as it was.
+ *
+ * Device memory comes from a memory pool of cblob's own per device (cuMemPoolCreate; the old
+ * cuMemAlloc where the driver has no pools), in stream order. Freed memory stays in the pool for
+ * cblob's next allocations: CBLOB_CUDA_POOL_RELEASE_THRESHOLD (bytes, read once per process;
+ * unset: keep everything, as PyTorch's and CuPy's caching allocators do) is what the pool keeps
+ * at each synchronisation, the rest going back to the driver; 0 gives back everything free. An
+ * allocation that finds the device full gives the driver back what the pool keeps and tries
+ * again. cblob_gpu_report says what the pool keeps.
+ *
+ * Sums (cblob_blob_asum, cblob_blob_sumsq) run as two passes of generated kernels, adding in
+ * double in a fixed order: the result is the same bit for bit for any grid, on every run and
+ * GPU, as on the CPU it is the same for any thread count (it need not equal the CPU's to the
+ * last bit). cuBLAS, which adds float32 in float, is what Update and scale use.
  *
  * A fault in a kernel or copy (a CUDA sticky error such as CUDA_ERROR_ILLEGAL_ADDRESS) loses the
  * device's context: from then on every GPU call on the device fails with CBLOB_ERR_DEVICE_LOST.
@@ -1756,7 +1842,9 @@ CBLOB_API cblob_status cblob_context_clear_log(cblob_context *context);
  * memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
  * caller then queues on the memory must have finished, or the context's stream
  * (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
- * that uses the blob.
+ * that uses the blob. Memory whose pointer was handed out is freed, once its last holder lets
+ * go, only after a device-wide wait (cuCtxSynchronize), so work the caller still has queued
+ * on it in the device's primary context runs first (the DLPack section says more).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
@@ -1804,7 +1892,7 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
  * NeoML's CDnnBlob operations, for every dtype (NeoML has float and int), on the CPU and on the
  * GPU. Where NeoML asserts (NeoAssert, an exception), presumes in debug builds only
  * (NeoPresume) or checks nothing, cblob checks and returns a status: bad input changes nothing.
- * Every difference from NeoML is stated on the function it concerns and listed in README.md,
+ * Every difference from NeoML is stated on the function it concerns and listed in docs/neoml.md,
  * "Differences from NeoML".
  *
  * Named layout. A NeoML blob is a blob of exactly 7 axes in the order of cblob_dim: BatchLength,
@@ -2348,6 +2436,27 @@ CBLOB_API cblob_status cblob_buffer_unmap(cblob_buffer *buffer);
  * exported host data, and cblob_blob_set_gpu_data on exported device data, fail with
  * CBLOB_ERR_STATE.
  *
+ * Streams (DLPack's rules, both ways). A device export waits for cblob's work on the memory
+ * before it returns, so the consumer may use the tensor on any stream at once (DLPack's stream
+ * argument of __dlpack__ needs nothing more). Before calling the deleter the consumer must have
+ * queued all its work on the memory, and it queues none after: it need not wait for that work.
+ * cblob frees device memory whose address left the library (a device export, cblob_blob_gpu_ptr,
+ * cblob_blob_mutable_gpu_ptr) only after a device-wide wait (cuCtxSynchronize of the device's
+ * primary context) once its last holder lets go, so work that PyTorch, CuPy or anyone else
+ * still has queued on it in that context, on any stream, runs first; that wait blocks the thread
+ * that lets go (the deleter's, or the one destroying the blob). Work of another CUDA context on
+ * the memory must have finished before the deleter is called. Pinned host memory (kDLCUDAHost)
+ * is freed after the same wait.
+ *
+ * Import orders the context's stream after the producer's work: cblob_blob_from_dlpack_on_stream
+ * takes the stream the tensor is ready on (the one a DLPack consumer passes to the producer's
+ * __dlpack__(stream=...), after which the producer has ordered its work before that stream);
+ * cblob_blob_from_dlpack and cblob_blob_from_dlpack_legacy assume DLPack's stream=None, work
+ * ordered before the legacy default stream, and make the context's stream wait for that stream.
+ * Passing the context's own stream (cblob_context_stream) adds no wait: the Python binding's
+ * Blob.from_dlpack passes it to __dlpack__ and here. A host tensor (kDLCPU, kDLCUDAHost) must be
+ * ready when it is handed over (DLPack: the producer synchronises); no stream is waited for.
+ *
  * Import. cblob_blob_from_dlpack and cblob_blob_from_dlpack_legacy make a blob whose data is the
  * tensor's memory, without copying: float32, float64, int32 and uint32 (lanes 1), C-contiguous
  * (strides NULL, or equal to the row-major strides; axes of size 1 may have any stride), data
@@ -2411,13 +2520,32 @@ CBLOB_API cblob_status cblob_blob_to_dlpack_legacy(cblob_blob *blob, cblob_part 
  * with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
  * lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
  * dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
- * another device than the context's is CBLOB_ERR_STATE.
+ * another device than the context's is CBLOB_ERR_STATE. A CUDA tensor is taken as ready on the
+ * legacy default stream (DLPack's stream=None): the context's stream waits for that stream;
+ * cblob_blob_from_dlpack_on_stream names another.
  *   tensor: the caller's again if the call fails (its deleter not called); the callee takes the caller's hold
  *   out_blob: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_dlpack(cblob_context *context, struct DLManagedTensorVersioned *tensor, cblob_blob **out_blob);
+
+/*
+ * Makes a blob whose data is a DLManagedTensorVersioned's memory, as cblob_blob_from_dlpack
+ * does, with the stream the tensor is ready on: for a CUDA tensor the context's stream waits
+ * (through an event) for the work queued on `stream` so far, so cblob's first kernel reads
+ * what the producer wrote. `stream` is a CUstream or cudaStream_t of the tensor's device;
+ * NULL (or CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
+ * (DLPack's 2) the calling thread's default stream, and the context's own stream adds no
+ * wait. A stream of another device or CUDA context is CBLOB_ERR_INVALID_ARGUMENT, and the
+ * tensor stays the caller's. For a host tensor `stream` is not used.
+ *   tensor: the caller's again if the call fails (its deleter not called); the callee takes the caller's hold
+ *   stream: the stream the tensor's memory is ready on
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_blob_from_dlpack_on_stream(cblob_context *context, struct DLManagedTensorVersioned *tensor, void *stream, cblob_blob **out_blob);
 
 /*
  * Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
@@ -2428,6 +2556,17 @@ CBLOB_API cblob_status cblob_blob_from_dlpack(cblob_context *context, struct DLM
  *   Since ABI 1.0.
  */
 CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, struct DLManagedTensor *tensor, cblob_blob **out_blob);
+
+/*
+ * Makes a blob whose data is a legacy DLManagedTensor's memory, with the rules of
+ * cblob_blob_from_dlpack_on_stream.
+ *   tensor: the caller's again if the call fails (its deleter not called); the callee takes the caller's hold
+ *   stream: the stream the tensor's memory is ready on
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_blob_from_dlpack_legacy_on_stream(cblob_context *context, struct DLManagedTensor *tensor, void *stream, cblob_blob **out_blob);
 
 /* ==========================================================================================
  * Arenas and communicators
@@ -2457,8 +2596,7 @@ CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, str
  * Communicators. A cblob_comm is a group of ranks (processes, or GPUs) that run collectives
  * together, built on an existing engine: MPI (libcblob_mpi, cblob/mpi.h), NCCL (the CUDA
  * backend) or any engine a caller describes with a cblob_comm_engine. Every rank calls the same
- * collectives in the same order with lists of the same dtypes and counts; cblob checks its own
- * arguments but cannot see another rank's.
+ * collectives in the same order with lists of the same dtypes and counts.
  *
  * Collectives take a list of blobs and a part: one blob, many, or an arena. An all-reduce sums
  * (or averages) each element over the ranks; a broadcast copies the root's values to every rank;
@@ -2471,11 +2609,33 @@ CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, str
  * The engine works on host memory (MPI) or device memory (NCCL): cblob reads and writes the
  * blobs' copy on that side, moving heads as the accessors do.
  *
- * Non-blocking forms (the _start calls) return a request once the work is handed to the engine,
- * so communication overlaps the backward pass of the next layers: until the request is waited for,
+ * Non-blocking forms (the _start calls) return a request once the work is handed to the engine
+ * (with the agreement, below, once every rank has started the same collective), so
+ * communication overlaps the backward pass of the next layers: until the request is waited for,
  * the blobs must not be read, written, reshaped or used in another collective (cblob holds them
  * alive). cblob_comm_request_wait finishes the work and says how it went; destroying a request
  * waits for it first.
+ *
+ * Agreement. Before a collective hands the engine any data, the ranks agree on what they are about
+ * to do: each rank's signature of the call (the collective, the all-reduce's op or the broadcast's
+ * root, the part, the bucket size, the number of listed blobs and each one's dtype and element
+ * count) is compared across the ranks by one small all-reduce of a 64-bit hash per rank (8 bytes
+ * per rank, 16 where the engine takes only float32; 32 ranks' worth at least). Where the ranks
+ * differ (a layer that differs after a code change, collectives called in another order, a rank
+ * that took another branch), the collective fails on every rank with the same status and message
+ * naming the first difference between rank 0 and the lowest rank that differs from it ("blobs[3]:
+ * rank 1 has 100000 float32, rank 0 10 float32"): CBLOB_ERR_SHAPE for element counts,
+ * CBLOB_ERR_DTYPE for dtypes, CBLOB_ERR_INVALID_ARGUMENT for the rest. A rank whose own arguments
+ * are refused (or that cannot prepare the call, out of memory) takes part too: it returns its own
+ * error, and the other ranks return its status with its message (only a NULL communicator and a
+ * broken one refuse without taking part). Either way nothing was sent, no
+ * value changed, and the communicator stays usable. Because of the agreement, a _start call
+ * returns only once every rank has started the same collective (within the timeout; on a device
+ * engine also once the device work queued before it has finished, since the verdict is read on the
+ * host), and a barrier is the agreement itself. Collectives that look alike (the same kind, dtypes
+ * and counts, in another order) cannot be told apart. The agreement costs one small all-reduce per
+ * collective (bench_mpi measures it); cblob_comm_set_agreement_check turns it off, on every rank
+ * alike. A communicator of one rank needs none.
  *
  * Failures. The engine's errors (a rank that died, a network failure) are CBLOB_ERR_COMM with
  * the engine's message; a wait that exceeds the communicator's timeout is CBLOB_ERR_TIMEOUT.
@@ -2485,8 +2645,12 @@ CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, str
  * once. Destroy it (other ranks may be stuck in the collective; a timeout on every rank turns
  * that into an error too). Since a failed engine may still write into the memory it was given
  * (a peer that turns up late), the communicator keeps that memory (its buckets, and the blobs,
- * held) until it is destroyed; destroying the blobs earlier is safe. Errors in the arguments,
- * found before anything starts, change nothing and leave the communicator usable.
+ * held) until it is destroyed; destroying the blobs earlier is safe. Which failures break the
+ * communicator: CBLOB_ERR_COMM and CBLOB_ERR_TIMEOUT (the engine failed, or the agreement's
+ * exchange did), and a device error while the agreement's buffer is copied to or from the device.
+ * Every other failure (errors in the arguments, on this rank or another, and ranks that disagree)
+ * is found before anything is sent, changes nothing but the heads of the parts (which may have
+ * moved to the engine's side, the values kept) and leaves the communicator usable.
  *
  * Threads: a communicator and its requests are one handle; use them from one thread at a time.
  */
@@ -2564,7 +2728,7 @@ typedef struct cblob_comm_engine {
     int32_t rank; /* This process's rank, 0 <= rank < size. */
     int32_t size; /* The number of ranks, at least 1. */
     cblob_memory memory; /* The memory the buffers are in: CBLOB_MEMORY_HOST, or CBLOB_MEMORY_DEVICE (device pointers on the communicator's context's device, whose writes have finished when a start call is made; a wait returning CBLOB_OK means the engine's writes have too). */
-    uint32_t dtypes; /* The dtypes the engine's all-reduce and broadcast take: bit (1u << dtype) for each; others are CBLOB_ERR_DTYPE before anything starts. */
+    uint32_t dtypes; /* The dtypes the engine's all-reduce and broadcast take: bit (1u << dtype) for each; others are CBLOB_ERR_DTYPE before anything starts. The same on every rank: the agreement all-reduces small integers in the first of uint32, int32, float64 and float32 the engine takes (an engine that takes none runs without it). */
     void *state; /* The engine's own state, passed to every operation. */
     cblob_comm_allreduce_fn allreduce_sum; /* Starts an in-place sum over the ranks. */
     cblob_comm_broadcast_fn broadcast; /* Starts a broadcast from a root. */
@@ -2594,9 +2758,10 @@ CBLOB_API cblob_status cblob_arena_create(cblob_blob *const *blobs, int64_t coun
  * stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
  * A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size < 1 are
  * CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
- * engine opens the context's device (whatever its mode), failing as the GPU calls do.
+ * engine opens the context's device (whatever its mode), failing as the GPU calls do, and
+ * allocates the agreement's buffer there (CBLOB_ERR_DEVICE_OUT_OF_MEMORY).
  *   out_comm: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_create(cblob_context *context, const cblob_comm_engine *engine, cblob_comm **out_comm);
@@ -2637,20 +2802,34 @@ CBLOB_API cblob_status cblob_comm_set_timeout(cblob_comm *comm, int64_t timeout_
 /*
  * The most bytes fused into one engine call (CBLOB_COMM_DEFAULT_BUCKET_BYTES until set); 0
  * fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
- * decides the engine calls.
+ * decides the engine calls: the agreement refuses a collective where it differs.
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_set_bucket_bytes(cblob_comm *comm, int64_t bucket_bytes);
 
 /*
+ * Whether collectives start with the ranks' agreement (see the section): 1, the default, or 0
+ * for a program that needs the last microsecond and is sure its ranks never differ. Without
+ * it, ranks that differ leave the outcome to the engine (MPI calls such programs erroneous: a
+ * count that differs may overflow a buffer). Set the same on every rank, between collectives:
+ * a rank that agrees while another does not is a disagreement the agreement cannot see.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_comm_set_agreement_check(cblob_comm *comm, int32_t check);
+
+/*
  * Starts an all-reduce of the part of count blobs (any dtypes the engine takes, listed once,
  * not overlapping) and returns its request; the blocking form is cblob_comm_allreduce.
  * CBLOB_REDUCE_AVERAGE of an integer blob, and a dtype the engine does not take, are
  * CBLOB_ERR_DTYPE; a blob on another device than a device engine's is CBLOB_ERR_STATE. A
- * broken communicator is CBLOB_ERR_COMM.
+ * broken communicator is CBLOB_ERR_COMM. Ranks that disagree on the call (see the section:
+ * Agreement) fail alike with CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_INVALID_ARGUMENT or
+ * the status of a rank that refused it; with the agreement, the call returns once every rank
+ * has started it.
  *   out_request: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_allreduce_start(cblob_comm *comm, cblob_blob *const *blobs, int64_t count, cblob_part part, cblob_reduce_op op, cblob_comm_request **out_request);
@@ -2660,15 +2839,18 @@ CBLOB_API cblob_status cblob_comm_allreduce_start(cblob_comm *comm, cblob_blob *
  * request; otherwise as cblob_comm_allreduce_start. A root outside 0..size-1 is
  * CBLOB_ERR_OUT_OF_RANGE.
  *   out_request: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_broadcast_start(cblob_comm *comm, cblob_blob *const *blobs, int64_t count, cblob_part part, int32_t root, cblob_comm_request **out_request);
 
 /*
- * Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM.
+ * Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM. With the
+ * agreement (see the section), the barrier is the agreement itself: the call returns once
+ * every rank has reached it, and a rank that calls another collective there makes every rank
+ * fail with CBLOB_ERR_INVALID_ARGUMENT.
  *   out_request: the caller owns the result
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_barrier_start(cblob_comm *comm, cblob_comm_request **out_request);
@@ -2692,21 +2874,21 @@ CBLOB_API void cblob_comm_request_destroy(cblob_comm_request *request);
 
 /*
  * cblob_comm_allreduce_start, then cblob_comm_request_wait.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_allreduce(cblob_comm *comm, cblob_blob *const *blobs, int64_t count, cblob_part part, cblob_reduce_op op);
 
 /*
  * cblob_comm_broadcast_start, then cblob_comm_request_wait.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_broadcast(cblob_comm *comm, cblob_blob *const *blobs, int64_t count, cblob_part part, int32_t root);
 
 /*
  * cblob_comm_barrier_start, then cblob_comm_request_wait.
- *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_comm_barrier(cblob_comm *comm);
@@ -2726,10 +2908,12 @@ CBLOB_API cblob_status cblob_comm_nccl_unique_id(uint8_t *out_id, size_t id_size
 /*
  * Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
  * rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
- * Its collectives run on device memory, queued on the context's stream after cblob's own work
- * there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
- * for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
- * communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+ * Its collectives run on device memory, on a stream of the communicator's own that waits (an
+ * event) for the work queued on the context's stream before each collective starts, so work
+ * the context queues after that overlaps it; every dtype (float32, float64, int32, uint32); a
+ * wait without a timeout waits for the collective, one with a timeout polls it and NCCL's
+ * errors and aborts the NCCL communicator when the time is up. With
+ * CBLOB_CUDA_LAUNCH_BLOCKING=1 the call that starts a collective waits for it. Statuses as cblob_comm_nccl_unique_id, plus device
  * errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
  *   unique_id: CBLOB_NCCL_UNIQUE_ID_BYTES bytes from cblob_comm_nccl_unique_id
  *   out_comm: the caller owns the result

@@ -18,6 +18,11 @@
  *     uint32 (MPI_UINT32_T). A collective on more than INT_MAX elements is split into several
  *     MPI calls. The order of the sum is MPI's: Open MPI gives every rank the same bits (the
  *     tests check it), but the sum may differ in the last bits from a serial sum.
+ *   - Before each collective, cblob's agreement (cblob.h, "Arenas and communicators") runs one
+ *     MPI_Iallreduce of a few hundred bytes (uint32) on the same duplicate, so that ranks that
+ *     disagree fail with an error naming the difference instead of meeting in MPI with buffers of
+ *     different sizes (MPI itself calls such programs erroneous). That all-reduce is also the
+ *     barrier: MPI_Ibarrier runs only with the agreement turned off.
  *   - A wait polls MPI_Testall (spinning as MPI_Wait does; MPI yields the CPU when ranks share
  *     cores) until the collective completes or the communicator's timeout
  *     (cblob_comm_set_timeout) passes; then it fails with CBLOB_ERR_TIMEOUT. MPI can neither cancel

@@ -18,8 +18,6 @@
 /* Buckets start at this alignment in the bucket buffer (cuMemAlloc's, and a cache line's). */
 #define CB_BUCKET_ALIGNMENT 256
 
-typedef enum cb_collective { CB_ALLREDUCE, CB_BROADCAST, CB_BARRIER } cb_collective;
-
 /* One engine operation: a bucket, one blob in place, or the barrier. */
 typedef struct cb_engine_call {
     int64_t first, end;        /* the blobs it carries: request->blobs[first..end) */
@@ -207,33 +205,6 @@ static cblob_status check_list(const cblob_comm *comm, cblob_blob *const *blobs,
 
 /* ---- engine calls ------------------------------------------------------------------------ */
 
-/* A status an engine may give; anything else it returns is reported as CBLOB_ERR_COMM. */
-static cblob_status engine_status(cblob_status status)
-{
-    switch (status) {
-    case CBLOB_ERR_COMM:
-    case CBLOB_ERR_TIMEOUT:
-    case CBLOB_ERR_OUT_OF_MEMORY:
-    case CBLOB_ERR_DEVICE:
-    case CBLOB_ERR_DEVICE_LOST:
-    case CBLOB_ERR_DEVICE_OUT_OF_MEMORY:
-        return status;
-    default:
-        return CBLOB_ERR_COMM;
-    }
-}
-
-/* Breaks the communicator with the engine's message and fails the call with it. */
-static cblob_status engine_failed(cblob_comm *comm, cblob_status status, char *message)
-{
-    message[CBLOB_COMM_MESSAGE_BYTES - 1] = '\0';
-    status = engine_status(status);
-    comm->broken = true;
-    snprintf(comm->broken_message, sizeof comm->broken_message, "engine \"%s\": %s: %s", comm->engine.name,
-             cblob_status_name(status), message[0] != '\0' ? message : "the engine gave no message");
-    return cb_fail(status, "%s", comm->broken_message);
-}
-
 static cblob_status start_call(cblob_comm_request *request, cb_engine_call *call, char *message)
 {
     const cblob_comm_engine *engine = &request->comm->engine;
@@ -274,7 +245,7 @@ static cblob_status wait_calls(cblob_comm_request *request)
         const int64_t left = comm->broken ? 0 : deadline < 0 ? -1 : deadline > now_ms() ? deadline - now_ms() : 0;
         const cblob_status waited = comm->engine.wait(comm->engine.state, call->pending, left, message, sizeof message);
         if (waited != CBLOB_OK && status == CBLOB_OK)
-            status = engine_failed(comm, waited, message);
+            status = cb_comm_engine_failed(comm, waited, message);
     }
     return status;
 }
@@ -469,7 +440,7 @@ static cblob_status start_calls(cblob_comm_request *request)
         char message[CBLOB_COMM_MESSAGE_BYTES] = "";
         const cblob_status status = start_call(request, call, message);
         if (status != CBLOB_OK) {
-            const cblob_status failed = engine_failed(request->comm, status, message);
+            const cblob_status failed = cb_comm_engine_failed(request->comm, status, message);
             cb_saved_error saved;
             cb_error_save(&saved);
             wait_calls(request);
@@ -482,12 +453,12 @@ static cblob_status start_calls(cblob_comm_request *request)
     return CBLOB_OK;
 }
 
-static cblob_status start(cblob_comm *comm, cb_collective kind, cblob_blob *const *blobs, int64_t count,
-                          cblob_part part, cblob_reduce_op op, int32_t root, cblob_comm_request **out_request)
+/* This rank's part of a collective, ready to start: arguments checked, the list cut into engine
+ * calls, buckets filled. With the agreement, a barrier needs no engine call of its own: the
+ * agreement's all-reduce completes on no rank before every rank has joined it. */
+static cblob_status prepare(cblob_comm *comm, cb_collective kind, cblob_blob *const *blobs, int64_t count,
+                            cblob_part part, cblob_reduce_op op, int32_t root, cblob_comm_request **out_request)
 {
-    CB_REQUIRE(comm);
-    CB_REQUIRE(out_request);
-    CB_TRY(check_usable(comm));
     if (kind != CB_BARRIER)
         CB_TRY(check_list(comm, blobs, count, part, kind, op));
     if (kind == CB_BROADCAST && (root < 0 || root >= comm->engine.size))
@@ -498,16 +469,39 @@ static cblob_status start(cblob_comm *comm, cb_collective kind, cblob_blob *cons
     request->op = op;
     request->root = root;
     if (kind == CB_BARRIER)
-        request->num_calls = 1;
+        request->num_calls = cb_agreement_active(comm) ? 0 : 1;
     else
         plan_calls(request, comm->bucket_bytes);
     cb_context_use_threads(comm->context);
-    cblob_status status = prepare_calls(request);
-    if (status == CBLOB_OK)
-        status = start_calls(request);
+    const cblob_status status = prepare_calls(request);
     if (status != CBLOB_OK) {
         request->status = status;
         request_free(request);
+        return status;
+    }
+    *out_request = request;
+    return CBLOB_OK;
+}
+
+/* Prepares, then agrees with the other ranks (a rank that could not prepare takes part too, so
+ * that every rank fails), and only then hands the engine any data. */
+static cblob_status start(cblob_comm *comm, cb_collective kind, cblob_blob *const *blobs, int64_t count,
+                          cblob_part part, cblob_reduce_op op, int32_t root, cblob_comm_request **out_request)
+{
+    CB_REQUIRE(comm);
+    CB_TRY(check_usable(comm));
+    cblob_comm_request *request = NULL;
+    const cblob_status prepared = out_request == NULL ? cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "out_request is NULL")
+                                                      : prepare(comm, kind, blobs, count, part, op, root, &request);
+    const cb_signature mine = {kind, prepared, op, root, part, comm->bucket_bytes, blobs, count};
+    cblob_status status = cb_agree(comm, &mine);
+    if (status == CBLOB_OK)
+        status = start_calls(request);
+    if (status != CBLOB_OK) {
+        if (request != NULL) {
+            request->status = status;
+            request_free(request);
+        }
         return status;
     }
     *out_request = request;

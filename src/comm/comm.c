@@ -60,6 +60,13 @@ cblob_status cb_comm_create_engine(cblob_context *context, const cblob_comm_engi
     comm->stream_ordered = stream_ordered;
     comm->timeout_ms = -1;
     comm->bucket_bytes = CBLOB_COMM_DEFAULT_BUCKET_BYTES;
+    comm->check_agreement = true;
+    const cblob_status agreement = cb_agreement_open(comm);
+    if (agreement != CBLOB_OK) {
+        cb_context_release(context);
+        free(comm);
+        return agreement;
+    }
     *out = comm;
     return CBLOB_OK;
 }
@@ -70,6 +77,32 @@ CBLOB_API cblob_status cblob_comm_create(cblob_context *context, const cblob_com
     return cb_comm_create_engine(context, engine, false, out_comm);
 }
 
+/* A status an engine may give; anything else it returns is reported as CBLOB_ERR_COMM. */
+static cblob_status engine_status(cblob_status status)
+{
+    switch (status) {
+    case CBLOB_ERR_COMM:
+    case CBLOB_ERR_TIMEOUT:
+    case CBLOB_ERR_OUT_OF_MEMORY:
+    case CBLOB_ERR_DEVICE:
+    case CBLOB_ERR_DEVICE_LOST:
+    case CBLOB_ERR_DEVICE_OUT_OF_MEMORY:
+        return status;
+    default:
+        return CBLOB_ERR_COMM;
+    }
+}
+
+cblob_status cb_comm_engine_failed(cblob_comm *comm, cblob_status status, char *message)
+{
+    message[CBLOB_COMM_MESSAGE_BYTES - 1] = '\0';
+    status = engine_status(status);
+    comm->broken = true;
+    snprintf(comm->broken_message, sizeof comm->broken_message, "engine \"%s\": %s: %s", comm->engine.name,
+             cblob_status_name(status), message[0] != '\0' ? message : "the engine gave no message");
+    return cb_fail(status, "%s", comm->broken_message);
+}
+
 void cb_comm_release(cblob_comm *comm)
 {
     if (comm == NULL || atomic_fetch_sub_explicit(&comm->holders, 1, memory_order_acq_rel) != 1)
@@ -77,6 +110,7 @@ void cb_comm_release(cblob_comm *comm)
     if (comm->engine.destroy != NULL)
         comm->engine.destroy(comm->engine.state);
     cb_comm_free_parked(comm);
+    cb_agreement_close(comm);
     cb_context_release(comm->context);
     free(comm);
 }
@@ -122,5 +156,14 @@ CBLOB_API cblob_status cblob_comm_set_bucket_bytes(cblob_comm *comm, int64_t buc
     if (bucket_bytes < 0)
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "bucket_bytes is %" PRId64 "; it cannot be negative", bucket_bytes);
     comm->bucket_bytes = bucket_bytes;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_comm_set_agreement_check(cblob_comm *comm, int32_t check)
+{
+    CB_ENTER();
+    CB_REQUIRE(comm);
+    CB_TRY(cb_check_bool("check", check));
+    comm->check_agreement = check != 0;
     return CBLOB_OK;
 }

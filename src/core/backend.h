@@ -53,12 +53,20 @@ struct cb_device_backend {
      * call. */
     cblob_status (*open)(int32_t index);
 
-    /* Device memory. alloc fails with CBLOB_ERR_DEVICE_OUT_OF_MEMORY when the device is full. */
+    /* Device memory. alloc fails with CBLOB_ERR_DEVICE_OUT_OF_MEMORY when the device is full.
+     * free frees in the order of the device's stream, after the work queued there (and, through
+     * the storages' queues, on every cblob stream that used the memory). free_escaped is for
+     * memory whose address left the library (cblob_blob_gpu_ptr, DLPack exports): anyone may
+     * still have work queued on it, on streams cblob never saw, so the whole device's queued work
+     * is waited for first. */
     cblob_status (*alloc)(const cb_device *device, size_t bytes, void **out);
     void (*free)(const cb_device *device, void *ptr);
+    void (*free_escaped)(const cb_device *device, void *ptr);
     cblob_status (*zero)(const cb_device *device, void *ptr, size_t bytes);
 
-    /* Page-locked host memory, for host buffers allocated while a context is in GPU mode. */
+    /* Page-locked host memory, for host buffers allocated while a context is in GPU mode. Its
+     * address is always the caller's too (host accessors, DLPack's kDLCUDAHost), so free_pinned
+     * waits for the whole device's queued work before freeing. */
     cblob_status (*alloc_pinned)(const cb_device *device, size_t bytes, void **out);
     void (*free_pinned)(const cb_device *device, void *ptr);
 
@@ -84,6 +92,10 @@ struct cb_device_backend {
     /* Orders work: what `device` queues from now on runs after what `previous` (another queue of
      * the same device) has queued so far. Nothing to do for a retired queue or the same stream. */
     cblob_status (*queue_follow)(const cb_device *device, cb_queue *previous);
+    /* The same for a stream that is not cblob's (a DLPack producer's): what `device` queues from
+     * now on runs after what `stream` has queued so far. NULL is the legacy default stream; a
+     * stream of another device or context is CBLOB_ERR_INVALID_ARGUMENT. */
+    cblob_status (*queue_wait_stream)(const cb_device *device, void *stream);
 
     /* Checks that a caller's pointer is memory of `device` covering `bytes`
      * (cblob_blob_set_gpu_data): CBLOB_ERR_INVALID_ARGUMENT with a message if not. */

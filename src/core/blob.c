@@ -495,11 +495,16 @@ cblob_status cb_blob_device_on(cblob_blob *blob, cblob_part part, const cb_devic
 cblob_status cb_blob_device_ready(cblob_blob *blob, cblob_part part, bool writable, void **out)
 {
     CB_TRY(cb_blob_device(blob, part, writable, out));
-    if (blob->storage[part] == NULL)
+    cb_storage *storage = blob->storage[part];
+    if (storage == NULL)
         return CBLOB_OK;
     const cb_device *work;
     CB_TRY(cb_blob_work_device(blob, part, &work));
-    return work->backend->synchronize(work);
+    CB_TRY(work->backend->synchronize(work));
+    /* The address is the caller's now: its work on it may be on any stream (storage.h). */
+    if (storage->dev != NULL)
+        storage->dev_escaped = true;
+    return CBLOB_OK;
 }
 
 CBLOB_API cblob_status cblob_blob_cpu_ptr(cblob_blob *blob, cblob_part part, const void **out_ptr)

@@ -105,7 +105,8 @@ static inline cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool 
 cblob_status cb_blob_device(cblob_blob *blob, cblob_part part, bool writable, void **out);
 /* cb_blob_device for a pointer handed out of the library (gpu_ptr, DLPack), which its holder may
  * use on any stream: returned once the work cblob queued on the memory (a zero-fill of new
- * memory, kernels, copies) has finished. */
+ * memory, kernels, copies) has finished. The memory is marked escaped: it is freed after a
+ * device-wide wait (storage.h). */
 cblob_status cb_blob_device_ready(cblob_blob *blob, cblob_part part, bool writable, void **out);
 /* cb_blob_device on a given device rather than the blob's context's: operations on several blobs
  * run all of them on the device of the one they write. */

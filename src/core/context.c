@@ -17,6 +17,7 @@ CBLOB_API cblob_status cblob_context_create(cblob_context **out_context)
     atomic_init(&context->device_open, false);
     atomic_init(&context->num_threads, 0);
     pthread_mutex_init(&context->device_lock, NULL);
+    pthread_mutex_init(&context->progress_lock, NULL);
     cb_log_init(&context->log);
     context->device.log = &context->log;
     *out_context = context;
@@ -35,6 +36,7 @@ void cb_context_release(cblob_context *context)
     if (atomic_load(&context->device_open))
         context->device.backend->queue_close(context->device.queue);
     pthread_mutex_destroy(&context->device_lock);
+    pthread_mutex_destroy(&context->progress_lock);
     cb_log_destroy(&context->log);
     free(context);
 }
@@ -146,4 +148,29 @@ CBLOB_API cblob_status cblob_context_num_threads(const cblob_context *context, i
     const int32_t setting = atomic_load_explicit(&((cblob_context *)context)->num_threads, memory_order_relaxed);
     *out_num_threads = setting > 0 ? setting : cb_threads_default();
     return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_context_set_progress(cblob_context *context, cblob_progress_fn progress, void *user_data)
+{
+    CB_ENTER();
+    CB_REQUIRE(context);
+    pthread_mutex_lock(&context->progress_lock);
+    context->progress = progress;
+    context->progress_user_data = user_data;
+    pthread_mutex_unlock(&context->progress_lock);
+    return CBLOB_OK;
+}
+
+void cb_context_begin_progress(const cblob_context *context, cb_progress_kind kind, cb_progress *progress)
+{
+    cblob_progress_fn fn = NULL;
+    void *user_data = NULL;
+    if (context != NULL) {
+        cblob_context *mutable_context = (cblob_context *)context;
+        pthread_mutex_lock(&mutable_context->progress_lock);
+        fn = context->progress;
+        user_data = context->progress_user_data;
+        pthread_mutex_unlock(&mutable_context->progress_lock);
+    }
+    cb_progress_begin(progress, kind, fn, user_data);
 }

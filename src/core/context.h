@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "cblob/cblob.h"
 #include "log.h"
+#include "progress.h"
 #include "threads.h"
 
 struct cblob_context {
@@ -25,6 +26,10 @@ struct cblob_context {
     /* Threads work on the context's blobs may use (cblob_context_set_num_threads); 0: the
      * process default. */
     atomic_int num_threads;
+    /* cblob_context_set_progress's callback; a call copies both under the lock when it starts. */
+    pthread_mutex_t progress_lock;
+    cblob_progress_fn progress;
+    void *progress_user_data;
 };
 
 /* Makes the rest of the current call use the context's thread setting (src/threads). Entry
@@ -33,6 +38,11 @@ static inline void cb_context_use_threads(const cblob_context *context)
 {
     cb_threads_for_call(atomic_load_explicit(&((cblob_context *)context)->num_threads, memory_order_relaxed));
 }
+
+/* Begins the calling thread's progress scope (src/util/progress.h) for a call that reads or writes
+ * files for the context: its callback's, or none when it has none or context is NULL. End it with
+ * cb_progress_end. */
+void cb_context_begin_progress(const cblob_context *context, cb_progress_kind kind, cb_progress *progress);
 
 void cb_context_retain(cblob_context *context);
 void cb_context_release(cblob_context *context);

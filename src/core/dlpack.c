@@ -273,14 +273,26 @@ static cblob_status check_tensor(cblob_context *context, const DLTensor *dl, cb_
                                                      (size_t)out->shape.count * out->dtype->size);
 }
 
+/* DLPack's stream rule on import: the context's stream waits for the work queued so far on
+ * `stream`, the one the producer's work is ordered before (NULL: the legacy default stream, as
+ * DLPack's stream=None means). Nothing to wait for on the context's own stream. Before anything
+ * changes, so that a stream cblob cannot wait on leaves the tensor the caller's. */
+static cblob_status order_after_producer(const cb_import *import, void *stream)
+{
+    if (import->device == NULL || stream == import->device->stream)
+        return CBLOB_OK;
+    return import->device->backend->queue_wait_stream(import->device, stream);
+}
+
 /* Checks the tensor, then makes the blob: data is the tensor's memory, released through
  * `release` (DLPack's deleter), diff is new memory. Changes nothing and keeps the deleter
  * uncalled on failure; a tensor without elements is released at once. */
-static cblob_status import_tensor(cblob_context *context, const DLTensor *dl, cb_release release,
+static cblob_status import_tensor(cblob_context *context, const DLTensor *dl, void *stream, cb_release release,
                                   cblob_blob **out_blob)
 {
     cb_import import;
     CB_TRY(check_tensor(context, dl, &import));
+    CB_TRY(order_after_producer(&import, stream));
     cblob_blob *blob;
     CB_TRY(cb_blob_new(context, import.dtype->dtype, &blob));
     blob->shape = import.shape;
@@ -304,6 +316,19 @@ static cblob_status import_tensor(cblob_context *context, const DLTensor *dl, cb
     return CBLOB_OK;
 }
 
+/* The versioned tensor's own checks: another major version may only be deleted, and a read-only
+ * tensor cannot back a blob. */
+static cblob_status check_versioned(const DLManagedTensorVersioned *tensor)
+{
+    /* DLPack: with another major version only the deleter may be touched (it stays the caller's). */
+    if (tensor->version.major != DLPACK_MAJOR_VERSION)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "the tensor is DLPack %u.%u; cblob reads DLPack %d.x",
+                       (unsigned)tensor->version.major, (unsigned)tensor->version.minor, DLPACK_MAJOR_VERSION);
+    if (tensor->flags & DLPACK_FLAG_BITMASK_READ_ONLY)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "the tensor is read-only, and every blob can be written");
+    return CBLOB_OK;
+}
+
 CBLOB_API cblob_status cblob_blob_from_dlpack(cblob_context *context, struct DLManagedTensorVersioned *tensor,
                                               cblob_blob **out_blob)
 {
@@ -311,13 +336,19 @@ CBLOB_API cblob_status cblob_blob_from_dlpack(cblob_context *context, struct DLM
     CB_REQUIRE(context);
     CB_REQUIRE(tensor);
     CB_REQUIRE(out_blob);
-    /* DLPack: with another major version only the deleter may be touched (it stays the caller's). */
-    if (tensor->version.major != DLPACK_MAJOR_VERSION)
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "the tensor is DLPack %u.%u; cblob reads DLPack %d.x",
-                       (unsigned)tensor->version.major, (unsigned)tensor->version.minor, DLPACK_MAJOR_VERSION);
-    if (tensor->flags & DLPACK_FLAG_BITMASK_READ_ONLY)
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "the tensor is read-only, and every blob can be written");
-    return import_tensor(context, &tensor->dl_tensor, (cb_release){release_versioned, tensor}, out_blob);
+    CB_TRY(check_versioned(tensor));
+    return import_tensor(context, &tensor->dl_tensor, NULL, (cb_release){release_versioned, tensor}, out_blob);
+}
+
+CBLOB_API cblob_status cblob_blob_from_dlpack_on_stream(cblob_context *context, struct DLManagedTensorVersioned *tensor,
+                                                        void *stream, cblob_blob **out_blob)
+{
+    CB_ENTER();
+    CB_REQUIRE(context);
+    CB_REQUIRE(tensor);
+    CB_REQUIRE(out_blob);
+    CB_TRY(check_versioned(tensor));
+    return import_tensor(context, &tensor->dl_tensor, stream, (cb_release){release_versioned, tensor}, out_blob);
 }
 
 CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, struct DLManagedTensor *tensor,
@@ -327,5 +358,15 @@ CBLOB_API cblob_status cblob_blob_from_dlpack_legacy(cblob_context *context, str
     CB_REQUIRE(context);
     CB_REQUIRE(tensor);
     CB_REQUIRE(out_blob);
-    return import_tensor(context, &tensor->dl_tensor, (cb_release){release_legacy, tensor}, out_blob);
+    return import_tensor(context, &tensor->dl_tensor, NULL, (cb_release){release_legacy, tensor}, out_blob);
+}
+
+CBLOB_API cblob_status cblob_blob_from_dlpack_legacy_on_stream(cblob_context *context, struct DLManagedTensor *tensor,
+                                                               void *stream, cblob_blob **out_blob)
+{
+    CB_ENTER();
+    CB_REQUIRE(context);
+    CB_REQUIRE(tensor);
+    CB_REQUIRE(out_blob);
+    return import_tensor(context, &tensor->dl_tensor, stream, (cb_release){release_legacy, tensor}, out_blob);
 }

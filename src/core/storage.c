@@ -56,13 +56,16 @@ static void drop_dev(cb_storage *storage)
     if (storage->dev != NULL && !storage->dev_owned && storage->dev_release.fn != NULL)
         finish_device_work(storage);
     if (storage->dev != NULL) {
-        if (storage->dev_owned)
+        if (storage->dev_owned && storage->dev_escaped)
+            storage->device.backend->free_escaped(&storage->device, storage->dev);
+        else if (storage->dev_owned)
             storage->device.backend->free(&storage->device, storage->dev);
         else if (storage->dev_release.fn != NULL)
             storage->dev_release.fn(storage->dev, storage->dev_release.user_data);
     }
     storage->dev = NULL;
     storage->dev_owned = false;
+    storage->dev_escaped = false;
     storage->dev_release = (cb_release){0};
 }
 

@@ -41,6 +41,10 @@ typedef struct cb_storage {
 
     void *dev;
     bool dev_owned;
+    /* The device copy's address left the library (cb_blob_device_ready: gpu_ptr, mutable_gpu_ptr,
+     * DLPack device exports): an owned buffer is then freed only after a device-wide wait, since
+     * its users' queued work may be on any stream (backend.h, free_escaped). */
+    bool dev_escaped;
     /* Valid while dev != NULL: the device the copy lives on, and the queue (with its stream) of
      * the copy's last user, which the storage holds: work from another queue follows it. */
     cb_device device;

@@ -70,6 +70,21 @@ static cblob_status write_member(npz_writer *w, cb_zip_writer *zip, const npz_ou
     return cb_zip_end_member(zip);
 }
 
+/* The archive's size, for the call's progress: a local header (30 bytes and the name) before each
+ * member's .npy bytes, a central directory entry (46 bytes and the name) for each, and the end
+ * record (22). Only an archive past 4 GiB differs (Zip64's records), and the progress then follows
+ * what was written. */
+static cblob_status add_member_size(npz_writer *w, int64_t i, size_t name_length, uint64_t *size)
+{
+    cb_blob_facts facts;
+    uint64_t bytes = 0;
+    CB_TRY(cb_tensor_facts(&w->list, &w->list.items[i], &facts, &bytes));
+    uint8_t header[CB_NPY_WRITE_HEADER_BYTES];
+    *size += 30 + name_length + cb_npy_make_header(facts.dtype, facts.num_axes, facts.dims, header) + bytes + 46 +
+             name_length;
+    return CBLOB_OK;
+}
+
 static cblob_status emit_npz(const void *what, cb_sink *sink)
 {
     const npz_output *output = what;
@@ -78,11 +93,16 @@ static cblob_status emit_npz(const void *what, cb_sink *sink)
     cb_zip_writer zip = {.sink = sink};
     cblob_status status = CBLOB_OK;
     /* Names first: one too long for a zip is refused before anything is written. */
+    uint64_t size = 22; /* the end record */
     for (int64_t i = 0; i < w.list.count && status == CBLOB_OK; ++i) {
         const char *name = NULL;
         size_t length = 0;
         status = member_name(&w, i, &name, &length);
+        if (status == CBLOB_OK && sink->progress != NULL)
+            status = add_member_size(&w, i, length, &size);
     }
+    if (status == CBLOB_OK && sink->progress != NULL)
+        cb_sink_expect(sink, size);
     for (int64_t i = 0; i < w.list.count && status == CBLOB_OK; ++i)
         status = write_member(&w, &zip, output, i);
     if (status == CBLOB_OK)
@@ -119,7 +139,7 @@ CBLOB_API cblob_status cblob_model_to_npz_file(const cblob_model *model, int32_t
     CB_TRY(check_flags(flags));
     CB_REQUIRE(path);
     const npz_output output = {model, flags};
-    return cb_emit_to_file(emit_npz, &output, path);
+    return cb_emit_to_file(model->context, emit_npz, &output, path);
 }
 
 /* ---- reading ------------------------------------------------------------------------------------ */
@@ -324,9 +344,16 @@ CBLOB_API cblob_status cblob_model_open_npz_file(cblob_context *context, const c
     CB_REQUIRE(out_model);
     cb_context_use_threads(context);
     cb_file_reading file;
-    CB_TRY(cb_file_reading_open(path, &file));
+    CB_TRY(cb_file_reading_open(context, path, &file));
+    cblob_model *model = NULL;
     const cblob_status status =
-        cb_file_reading_finish(&file, CBLOB_FILE_NPZ, cb_model_open_npz_source(context, &file.source, path, 0, out_model));
+        cb_file_reading_finish(&file, CBLOB_FILE_NPZ, cb_model_open_npz_source(context, &file.source, path, 0, &model));
     cb_file_reading_close(&file);
-    return status;
+    if (status != CBLOB_OK) {
+        if (model != NULL)
+            cb_model_free(model);
+        return status;
+    }
+    *out_model = model;
+    return CBLOB_OK;
 }

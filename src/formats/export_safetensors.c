@@ -189,6 +189,16 @@ static cblob_status emit_safetensors(const void *what, cb_sink *sink)
     cblob_status status = write_header(&list, &counter);
     if (status == CBLOB_OK) {
         const uint64_t length = counter.size, padded = (length + 7) / 8 * 8;
+        if (sink->progress != NULL) { /* the call's progress is told the file's size */
+            uint64_t total = 8 + padded;
+            for (int64_t i = 0; i < list.count && status == CBLOB_OK; ++i) {
+                cb_blob_facts facts;
+                uint64_t bytes = 0;
+                status = cb_tensor_facts(&list, &list.items[i], &facts, &bytes);
+                total += bytes;
+            }
+            cb_sink_expect(sink, total);
+        }
         uint8_t size_bytes[8];
         for (int i = 0; i < 8; ++i)
             size_bytes[i] = (uint8_t)(padded >> (8 * i));
@@ -233,7 +243,7 @@ CBLOB_API cblob_status cblob_model_to_safetensors_file(const cblob_model *model,
     CB_TRY(check_flags(flags, CB_SAFETENSORS_FLAGS));
     CB_REQUIRE(path);
     const safetensors_output output = {model, flags};
-    return cb_emit_to_file(emit_safetensors, &output, path);
+    return cb_emit_to_file(model->context, emit_safetensors, &output, path);
 }
 
 /* ---- reading ---------------------------------------------------------------------------------- */
@@ -684,9 +694,16 @@ CBLOB_API cblob_status cblob_model_open_safetensors_file(cblob_context *context,
     CB_REQUIRE(out_model);
     cb_context_use_threads(context);
     cb_file_reading file;
-    CB_TRY(cb_file_reading_open(path, &file));
-    const cblob_status status = cb_file_reading_finish(
-        &file, CBLOB_FILE_SAFETENSORS, cb_model_open_safetensors_source(context, &file.source, path, out_model));
+    CB_TRY(cb_file_reading_open(context, path, &file));
+    cblob_model *model = NULL;
+    const cblob_status status =
+        cb_file_reading_finish(&file, CBLOB_FILE_SAFETENSORS, cb_model_open_safetensors_source(context, &file.source, path, &model));
     cb_file_reading_close(&file);
-    return status;
+    if (status != CBLOB_OK) {
+        if (model != NULL)
+            cb_model_free(model);
+        return status;
+    }
+    *out_model = model;
+    return CBLOB_OK;
 }

@@ -16,6 +16,7 @@
 #include "model_values.h"
 #include "npy_files.h"
 #include "status.h"
+#include "wire.h"
 
 #define CB_OPEN_FLAGS (CBLOB_OPEN_LAZY | CBLOB_OPEN_NPY_BY_NAME)
 
@@ -138,7 +139,7 @@ static cblob_status open_path(cblob_context *context, const char *path, int32_t 
     }
     cb_file_reading reading;
     cblob_file_kind kind = CBLOB_FILE_NET;
-    CB_TRY(cb_file_reading_identify(path, &reading, &kind));
+    CB_TRY(cb_file_reading_identify(NULL, path, &reading, &kind)); /* cblob_file_open's scope counts */
     const cblob_status status = cb_file_reading_finish(
         &reading, kind, open_kind(context, &reading.source, &reading, reading.head.bytes, reading.head.size, kind, flags,
                                   dtype, file));
@@ -156,12 +157,28 @@ CBLOB_API cblob_status cblob_file_open(cblob_context *context, const char *path,
     cb_context_use_threads(context);
     cblob_file *file = NULL;
     CB_TRY(file_new(path, &file));
-    const cblob_status status = open_path(context, path, flags, dtype, file);
+    cb_progress progress;
+    cb_context_begin_progress(context, CB_PROGRESS_READING, &progress);
+    cblob_status status = open_path(context, path, flags, dtype, file);
+    if (status == CBLOB_OK)
+        status = cb_progress_finish(&progress);
+    cb_progress_end(&progress, status);
     if (status != CBLOB_OK) {
         file_free(file);
         return status;
     }
     *out_file = file;
+    return CBLOB_OK;
+}
+
+/* A stream's kind from its head: nothing of a kind cblob reads is read past its head, and a Caffe
+ * message past protobuf's 2 GiB limit. */
+static cblob_status stream_kind(void *context, const uint8_t *head, size_t size, bool complete, size_t *limit)
+{
+    const cblob_file *file = context;
+    cblob_file_kind kind = CBLOB_FILE_NET;
+    CB_TRY(cb_identify(file->name, head, size, complete ? size : UINT64_MAX, &kind));
+    *limit = kind <= CBLOB_FILE_BLOB_VECTOR ? CB_PROTO_MAX_MESSAGE : SIZE_MAX;
     return CBLOB_OK;
 }
 
@@ -178,7 +195,9 @@ CBLOB_API cblob_status cblob_file_open_fd(cblob_context *context, int32_t fd, co
     CB_TRY(file_new(name != NULL ? name : "the descriptor", &file));
     cb_input input = {0};
     cblob_file_kind kind = CBLOB_FILE_NET;
-    cblob_status status = cb_input_read_fd(fd, file->name, &input);
+    cb_progress progress;
+    cb_context_begin_progress(context, CB_PROGRESS_READING, &progress);
+    cblob_status status = cb_input_read_fd(fd, file->name, stream_kind, file, &input);
     cb_source source;
     cb_source_memory(&source, input.bytes, input.size, &input);
     if (status == CBLOB_OK)
@@ -187,6 +206,9 @@ CBLOB_API cblob_status cblob_file_open_fd(cblob_context *context, int32_t fd, co
         status = cb_explain_bytes(file->name, input.bytes, input.size, kind,
                                   open_kind(context, &source, NULL, input.bytes, input.size, kind, flags & ~CBLOB_OPEN_LAZY,
                                             dtype, file));
+    if (status == CBLOB_OK)
+        status = cb_progress_finish(&progress);
+    cb_progress_end(&progress, status);
     cb_input_close(&input);
     if (status != CBLOB_OK) {
         file_free(file);
@@ -301,7 +323,7 @@ CBLOB_API cblob_status cblob_model_to_npy_folder(const cblob_model *model, int32
     CB_TRY(check_folder_args(flags, folder, out_num_files));
     cb_context_use_threads(model->context);
     const cb_npy_folder_source source = {.model = model, .kind = "net"};
-    return cb_npy_folder_write(&source, flags & CBLOB_EXPORT_DIFF, folder, out_num_files);
+    return cb_npy_folder_write(model->context, &source, flags & CBLOB_EXPORT_DIFF, folder, out_num_files);
 }
 
 CBLOB_API cblob_status cblob_file_to_npy_folder(const cblob_file *file, int32_t flags, const char *folder,
@@ -316,5 +338,9 @@ CBLOB_API cblob_status cblob_file_to_npy_folder(const cblob_file *file, int32_t 
                                                  : file->kind == CBLOB_FILE_BLOB_VECTOR ? "blob_vector"
                                                  : file->kind == CBLOB_FILE_NPY         ? "blob"
                                                                                         : "net"};
-    return cb_npy_folder_write(&source, flags & CBLOB_EXPORT_DIFF, folder, out_num_files);
+    const cblob_context *context = file->model != NULL   ? file->model->context
+                                   : file->store != NULL ? file->store->context
+                                   : file->num_blobs > 0 ? file->blobs[0]->context
+                                                         : NULL;
+    return cb_npy_folder_write(context, &source, flags & CBLOB_EXPORT_DIFF, folder, out_num_files);
 }

@@ -30,7 +30,7 @@ CBLOB_API cblob_status cblob_proto_detect_file(const char *path, cblob_proto_kin
     CB_REQUIRE(path);
     CB_REQUIRE(out_kind);
     cb_file_reading file;
-    CB_TRY(cb_file_reading_open(path, &file));
+    CB_TRY(cb_file_reading_open(NULL, path, &file));
     cblob_status status = cb_proto_detect_source(&file.source, out_kind);
     if (status == CBLOB_OK)
         status = cb_source_check(&file.source);
@@ -64,11 +64,18 @@ cblob_status cb_read_blobs(cblob_context *context, cb_source *source, bool vecto
 static cblob_status read_file_blobs(cblob_context *context, const char *path, bool vector, cblob_model **out)
 {
     cb_file_reading file;
-    CB_TRY(cb_file_reading_open(path, &file));
-    cblob_status status = cb_read_blobs(context, &file.source, vector, file.head.bytes, file.head.size, out);
+    CB_TRY(cb_file_reading_open(context, path, &file));
+    cblob_model *blobs = NULL;
+    cblob_status status = cb_read_blobs(context, &file.source, vector, file.head.bytes, file.head.size, &blobs);
     status = cb_file_reading_finish(&file, vector ? CBLOB_FILE_BLOB_VECTOR : CBLOB_FILE_BLOB, status);
     cb_file_reading_close(&file);
-    return status;
+    if (status != CBLOB_OK) {
+        if (blobs != NULL)
+            cb_model_free(blobs);
+        return status;
+    }
+    *out = blobs;
+    return CBLOB_OK;
 }
 
 static cblob_status read_bytes_blobs(cblob_context *context, const uint8_t *bytes, size_t size, bool vector,
@@ -83,14 +90,23 @@ static cblob_status read_bytes_blobs(cblob_context *context, const uint8_t *byte
 /* ---- one blob ------------------------------------------------------------------------------ */
 
 static cblob_status blob_to_buffer(cblob_blob *blob, int32_t write_diff, uint8_t *buffer, size_t buffer_size,
-                                   size_t *out_size, const char *path)
+                                   size_t *out_size, const char *path, bool legacy_dims)
 {
     cb_blob_message message;
     CB_TRY(cb_blob_message_init(&message, blob, write_diff == 1, "the blob"));
-    cblob_status status = path != NULL ? cb_pack_to_file(&message.proto.base, path)
-                                       : cb_pack_to_buffer(&message.proto.base, buffer, buffer_size, out_size);
+    cblob_status status = legacy_dims ? cb_blob_message_legacy_dims(&message, blob, "the blob") : CBLOB_OK;
+    if (status == CBLOB_OK)
+        status = path != NULL ? cb_pack_to_file(blob->context, &message.proto.base, path)
+                              : cb_pack_to_buffer(&message.proto.base, buffer, buffer_size, out_size);
     cb_blob_message_clear(&message);
     return status;
+}
+
+static cblob_status check_proto_flags(int32_t flags)
+{
+    if (flags & ~(CBLOB_PROTO_DIFF | CBLOB_PROTO_LEGACY_DIMS))
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "flags is %" PRId32 "; cblob_proto_flags' bits are 1 and 2", flags);
+    return CBLOB_OK;
 }
 
 CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff, uint8_t *buffer, size_t buffer_size,
@@ -100,7 +116,7 @@ CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff,
     CB_REQUIRE(blob);
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(out_size);
-    return blob_to_buffer(blob, write_diff, buffer, buffer_size, out_size, NULL);
+    return blob_to_buffer(blob, write_diff, buffer, buffer_size, out_size, NULL, false);
 }
 
 CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_diff, const char *path)
@@ -109,7 +125,17 @@ CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_
     CB_REQUIRE(blob);
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(path);
-    return blob_to_buffer(blob, write_diff, NULL, 0, NULL, path);
+    return blob_to_buffer(blob, write_diff, NULL, 0, NULL, path, false);
+}
+
+CBLOB_API cblob_status cblob_blob_to_proto_file_with(cblob_blob *blob, int32_t flags, const char *path)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_TRY(check_proto_flags(flags));
+    CB_REQUIRE(path);
+    return blob_to_buffer(blob, (flags & CBLOB_PROTO_DIFF) != 0, NULL, 0, NULL, path,
+                          (flags & CBLOB_PROTO_LEGACY_DIMS) != 0);
 }
 
 /* One top-level BlobProto: scanned (values counted, not read) and explained when it is surely
@@ -137,6 +163,8 @@ static cblob_status load_blob(cblob_blob *blob, cb_source *source, const uint8_t
     cb_blob_layout layout;
     CB_TRY(scan_blob(source, head, head_size, &layout));
     CB_TRY(cb_source_need(source, 0, source->size));
+    /* Every byte is read: the call's last progress report comes before the blob changes. */
+    CB_TRY(cb_progress_finish(cb_progress_current(CB_PROGRESS_READING)));
     return cb_blob_load(blob, source->bytes, &layout, &root, reshape);
 }
 
@@ -158,7 +186,7 @@ CBLOB_API cblob_status cblob_blob_from_proto_file(cblob_blob *blob, const char *
     CB_REQUIRE(path);
     CB_TRY(cb_check_bool("reshape", reshape));
     cb_file_reading file;
-    CB_TRY(cb_file_reading_open(path, &file));
+    CB_TRY(cb_file_reading_open(blob->context, path, &file));
     const cblob_status status = cb_file_reading_finish(
         &file, CBLOB_FILE_BLOB, load_blob(blob, &file.source, file.head.bytes, file.head.size, reshape == 1));
     cb_file_reading_close(&file);
@@ -234,7 +262,7 @@ CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context,
 /* ---- blob vectors ------------------------------------------------------------------------- */
 
 static cblob_status vector_to_buffer(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, uint8_t *buffer,
-                                     size_t buffer_size, size_t *out_size, const char *path)
+                                     size_t buffer_size, size_t *out_size, const char *path, bool legacy_dims)
 {
     cb_blob_message *messages = calloc((size_t)num_blobs + 1, sizeof *messages);
     Caffe__BlobProto **protos = calloc((size_t)num_blobs + 1, sizeof *protos);
@@ -246,6 +274,8 @@ static cblob_status vector_to_buffer(cblob_blob *const *blobs, int64_t num_blobs
         char what[48];
         snprintf(what, sizeof what, "blobs[%" PRId64 "]", made);
         status = cb_blob_message_init(&messages[made], blobs[made], write_diff == 1, what);
+        if (status == CBLOB_OK && legacy_dims)
+            status = cb_blob_message_legacy_dims(&messages[made], blobs[made], what);
         protos[made] = &messages[made].proto;
     }
     if (status == CBLOB_OK) {
@@ -253,7 +283,7 @@ static cblob_status vector_to_buffer(cblob_blob *const *blobs, int64_t num_blobs
         caffe__blob_proto_vector__init(&vector);
         vector.n_blobs = (size_t)num_blobs;
         vector.blobs = protos;
-        status = path != NULL ? cb_pack_to_file(&vector.base, path)
+        status = path != NULL ? cb_pack_to_file(num_blobs > 0 ? blobs[0]->context : NULL, &vector.base, path)
                               : cb_pack_to_buffer(&vector.base, buffer, buffer_size, out_size);
     }
     for (int64_t i = 0; messages != NULL && i < made; ++i)
@@ -270,7 +300,7 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int6
     CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(out_size);
-    return vector_to_buffer(blobs, num_blobs, write_diff, buffer, buffer_size, out_size, NULL);
+    return vector_to_buffer(blobs, num_blobs, write_diff, buffer, buffer_size, out_size, NULL, false);
 }
 
 CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs, int64_t num_blobs,
@@ -280,7 +310,18 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs,
     CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(path);
-    return vector_to_buffer(blobs, num_blobs, write_diff, NULL, 0, NULL, path);
+    return vector_to_buffer(blobs, num_blobs, write_diff, NULL, 0, NULL, path, false);
+}
+
+CBLOB_API cblob_status cblob_blob_vector_to_proto_file_with(cblob_blob *const *blobs, int64_t num_blobs, int32_t flags,
+                                                            const char *path)
+{
+    CB_ENTER();
+    CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
+    CB_TRY(check_proto_flags(flags));
+    CB_REQUIRE(path);
+    return vector_to_buffer(blobs, num_blobs, (flags & CBLOB_PROTO_DIFF) != 0, NULL, 0, NULL, path,
+                            (flags & CBLOB_PROTO_LEGACY_DIMS) != 0);
 }
 
 static cblob_status check_room(int64_t max_blobs, cblob_blob **out_blobs)

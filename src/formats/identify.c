@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "caffe_fields.h"
+#include "context.h"
 #include "status.h"
 #include "utf8.h"
 #include "varint.h"
@@ -133,10 +134,16 @@ static bool starts_blob(const uint8_t *bytes, size_t from, size_t to)
     int64_t known = 0;
     bool wrong = false;
     cb_wire_field field;
-    while (!wrong && cb_wire_next(&wire, &field) == CBLOB_OK && !cb_wire_at_end(&field)) {
+    cblob_status status = CBLOB_OK;
+    while (!wrong && (status = cb_wire_next(&wire, &field)) == CBLOB_OK && !cb_wire_at_end(&field)) {
         known += is_blob_field(field.number, field.type);
         wrong = field.number <= CB_BLOB_DOUBLE_DIFF && !is_blob_field(field.number, field.type);
     }
+    /* A field cut in turn (a large blob's packed values come first, before its shape): its tag
+     * tells, as the fields before a cut field do. */
+    if (!wrong && status != CBLOB_OK && field.number != CB_WIRE_END && field.type == CB_WIRE_LENGTH &&
+        field.payload <= to && is_blob_field(field.number, field.type))
+        ++known;
     cb_error_restore(&saved);
     return known > 0 && !wrong;
 }
@@ -483,12 +490,20 @@ void cb_file_head_free(cb_file_head *head)
 }
 
 /* Opens a file for reading: its first bytes read (and what they say, when kind is not NULL). */
-static cblob_status reading_open(const char *path, cb_file_reading *out, cblob_file_kind *kind)
+static cblob_status reading_open(const cblob_context *context, const char *path, cb_file_reading *out,
+                                 cblob_file_kind *kind)
 {
     *out = (cb_file_reading){.name = path};
-    CB_TRY(cb_input_file_open(path, &out->file));
-    cblob_status status = kind != NULL ? cb_identify_file(path, out->file, &out->head, kind)
-                                       : cb_read_head(path, out->file, &out->head);
+    if (context != NULL) {
+        cb_context_begin_progress(context, CB_PROGRESS_READING, &out->progress);
+        out->scoped = true;
+    }
+    cblob_status status = cb_input_file_open(path, &out->file);
+    if (status == CBLOB_OK)
+        status = cb_progress_size(cb_progress_current(CB_PROGRESS_READING), (int64_t)cb_input_file_size(out->file));
+    if (status == CBLOB_OK)
+        status = kind != NULL ? cb_identify_file(path, out->file, &out->head, kind)
+                              : cb_read_head(path, out->file, &out->head);
     if (status == CBLOB_OK)
         status = cb_source_file(&out->source, out->file, out->head.bytes, out->head.size);
     if (status != CBLOB_OK)
@@ -496,20 +511,25 @@ static cblob_status reading_open(const char *path, cb_file_reading *out, cblob_f
     return status;
 }
 
-cblob_status cb_file_reading_open(const char *path, cb_file_reading *out)
+cblob_status cb_file_reading_open(const cblob_context *context, const char *path, cb_file_reading *out)
 {
-    return reading_open(path, out, NULL);
+    return reading_open(context, path, out, NULL);
 }
 
-cblob_status cb_file_reading_identify(const char *path, cb_file_reading *out, cblob_file_kind *kind)
+cblob_status cb_file_reading_identify(const cblob_context *context, const char *path, cb_file_reading *out,
+                                      cblob_file_kind *kind)
 {
-    return reading_open(path, out, kind);
+    return reading_open(context, path, out, kind);
 }
 
-cblob_status cb_file_reading_finish(const cb_file_reading *reading, cblob_file_kind expected, cblob_status status)
+cblob_status cb_file_reading_finish(cb_file_reading *reading, cblob_file_kind expected, cblob_status status)
 {
     if (status == CBLOB_OK)
-        return cb_source_check(&reading->source);
+        status = cb_source_check(&reading->source);
+    if (status == CBLOB_OK && reading->scoped && reading->progress.fn != NULL)
+        status = cb_progress_finish(&reading->progress);
+    if (status == CBLOB_OK)
+        return CBLOB_OK;
     if (status != CBLOB_ERR_PARSE)
         return status;
     status = cb_explain_refusal(reading->name, reading->head.bytes, reading->head.size, reading->head.file_size,
@@ -527,6 +547,8 @@ void cb_file_reading_close(cb_file_reading *reading)
     cb_source_close(&reading->source);
     cb_file_head_free(&reading->head);
     cb_input_file_close(reading->file);
+    if (reading->scoped)
+        (void)cb_progress_end(&reading->progress, CBLOB_OK);
     *reading = (cb_file_reading){0};
 }
 

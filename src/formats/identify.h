@@ -12,6 +12,7 @@
 
 #include "cblob/cblob.h"
 #include "io.h"
+#include "progress.h"
 #include "source.h"
 
 /* Identification reads this many bytes of a file first (a file that cannot be any kind cblob
@@ -53,22 +54,30 @@ cblob_status cb_explain_bytes(const char *name, const uint8_t *bytes, size_t siz
                               cblob_status status);
 
 /* A file being read by a reader: the file, its first bytes, and a source over it that takes them
- * over (so they are not read again) and reads the rest as the reader needs it. */
+ * over (so they are not read again) and reads the rest as the reader needs it. The reading is the
+ * public call's progress scope (progress.h) for the context given at open: the file's size is the
+ * total, and the source tells every byte it reads from the file. */
 typedef struct cb_file_reading {
     const char *name; /* the path it was opened by */
     cb_input_file *file;
     cb_file_head head;
     cb_source source;
+    cb_progress progress;
+    bool scoped; /* progress is a scope of its own, ended at close */
 } cb_file_reading;
 
-cblob_status cb_file_reading_open(const char *path, cb_file_reading *out);
+/* Opens path for a reader on context's behalf (context NULL: no progress scope of its own, the
+ * caller's counts). The reading must stay where it is until cb_file_reading_close. */
+cblob_status cb_file_reading_open(const cblob_context *context, const char *path, cb_file_reading *out);
 /* The same, and what the file's first bytes say it is (a file of no kind cblob reads is refused:
  * cb_identify). */
-cblob_status cb_file_reading_identify(const char *path, cb_file_reading *out, cblob_file_kind *kind);
+cblob_status cb_file_reading_identify(const cblob_context *context, const char *path, cb_file_reading *out,
+                                      cblob_file_kind *kind);
 /* A reader of kind `expected` read the file with `status`: when it succeeded, the file was the one
- * opened all along (cb_source_check); when it refused it, cb_explain_refusal says why, and a file
- * of that kind that its reader refuses (malformed, truncated) is named first ("<path>: ..."). */
-cblob_status cb_file_reading_finish(const cb_file_reading *reading, cblob_file_kind expected, cblob_status status);
+ * opened all along (cb_source_check) and the progress is told its last call; when it refused it,
+ * cb_explain_refusal says why, and a file of that kind that its reader refuses (malformed,
+ * truncated) is named first ("<path>: ..."). */
+cblob_status cb_file_reading_finish(cb_file_reading *reading, cblob_file_kind expected, cblob_status status);
 void cb_file_reading_close(cb_file_reading *reading);
 
 /* Which of NetParameter, BlobProto or BlobProtoVector the bytes hold, from their top-level fields

@@ -370,7 +370,7 @@ cblob_status cb_model_build_blobs(cblob_context *context, cb_source *source, boo
 static cblob_status open_path(cblob_context *context, const char *path, bool lazy, cblob_model **out)
 {
     cb_file_reading reading;
-    CB_TRY(cb_file_reading_open(path, &reading));
+    CB_TRY(cb_file_reading_open(context, path, &reading));
     const cblob_status status = cb_model_open_reading(context, &reading, lazy, false, out);
     cb_file_reading_close(&reading);
     return status;

@@ -66,6 +66,43 @@ static cblob_status count_kept(const cblob_model *model, const cblob_model *weig
     return CBLOB_OK;
 }
 
+/* For each layer with blobs, the next layer with blobs of the same name (-1: none), found by
+ * sorting the layers by (name, index): a net given as weights names its repeated layers as the
+ * model does, and the k-th of a name is the model's k-th. */
+static _Thread_local const cblob_model *sorting; /* qsort takes no context */
+
+static int by_name_then_index(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    const int names = strcmp(sorting->layers[x].name, sorting->layers[y].name);
+    return names != 0 ? names : (x > y) - (x < y);
+}
+
+static cblob_status next_of_same_name(const cblob_model *model, int64_t **out)
+{
+    int64_t *next = malloc(((size_t)model->num_layers + 1) * sizeof *next);
+    int64_t *order = malloc(((size_t)model->num_layers + 1) * sizeof *order);
+    if (next == NULL || order == NULL) {
+        free(next);
+        free(order);
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", model->num_layers);
+    }
+    int64_t count = 0;
+    for (int64_t i = 0; i < model->num_layers; ++i) {
+        next[i] = -1;
+        if (model->layers[i].num_blobs > 0)
+            order[count++] = i;
+    }
+    sorting = model;
+    qsort(order, (size_t)count, sizeof *order, by_name_then_index);
+    for (int64_t k = 0; k + 1 < count; ++k)
+        if (strcmp(model->layers[order[k]].name, model->layers[order[k + 1]].name) == 0)
+            next[order[k]] = order[k + 1];
+    free(order);
+    *out = next;
+    return CBLOB_OK;
+}
+
 /* Every weights blob's target, checked: the layer, the index and the shape; and the model's blobs
  * that would keep their values. */
 static cblob_status check_replacements(const cblob_model *model, const cb_model_names *names,
@@ -74,23 +111,38 @@ static cblob_status check_replacements(const cblob_model *model, const cb_model_
     char message[2048] = "";
     size_t used = 0;
     int64_t mismatches = 0;
-    for (int64_t i = 0; i < weights->num_layers; ++i) {
+    int64_t *model_next = NULL, *weights_next = NULL;
+    CB_TRY(next_of_same_name(model, &model_next));
+    cblob_status status = next_of_same_name(weights, &weights_next);
+    if (status != CBLOB_OK) {
+        free(model_next);
+        return status;
+    }
+    for (int64_t i = 0; i < weights->num_layers; ++i)
+        targets[i] = -2; /* not found yet */
+    for (int64_t i = 0; i < weights->num_layers && status == CBLOB_OK; ++i) {
         const char *name = weights->layers[i].name;
-        targets[i] = cb_model_layer_for_key(names, model->num_layers, name);
+        /* A later layer of a name the weights repeat: the model's next one of that name. */
+        if (targets[i] == -2)
+            targets[i] = cb_model_layer_for_key(names, model->num_layers, name);
+        if (weights_next[i] >= 0)
+            targets[weights_next[i]] = targets[i] >= 0 ? model_next[targets[i]] : -1;
         if (targets[i] < 0) {
             note(message, sizeof message, &used, "%slayer \"%.64s\" is not in the model", mismatches++ ? "; " : "", name);
             continue;
         }
         const int64_t have = (int64_t)model->layers[targets[i]].num_blobs;
-        for (int64_t j = 0; j < (int64_t)weights->layers[i].num_blobs; ++j) {
+        for (int64_t j = 0; j < (int64_t)weights->layers[i].num_blobs && status == CBLOB_OK; ++j) {
             cb_blob_facts want, got;
-            CB_TRY(cb_model_blob_facts(weights, i, j, &got));
+            if ((status = cb_model_blob_facts(weights, i, j, &got)) != CBLOB_OK)
+                break;
             if (j >= have) {
                 note(message, sizeof message, &used, "%s%.64s blob %" PRId64 ": the layer has %" PRId64 " blobs",
                      mismatches++ ? "; " : "", name, j, have);
                 continue;
             }
-            CB_TRY(cb_model_blob_facts(model, targets[i], j, &want));
+            if ((status = cb_model_blob_facts(model, targets[i], j, &want)) != CBLOB_OK)
+                break;
             cb_shape a = {.num_axes = want.num_axes}, b = {.num_axes = got.num_axes};
             memcpy(a.dims, want.dims, sizeof a.dims);
             memcpy(b.dims, got.dims, sizeof b.dims);
@@ -104,6 +156,9 @@ static cblob_status check_replacements(const cblob_model *model, const cb_model_
             }
         }
     }
+    free(model_next);
+    free(weights_next);
+    CB_TRY(status);
     *kept = 0;
     if (mismatches == 0)
         CB_TRY(count_kept(model, weights, targets, require_all, message, sizeof message, &used, &mismatches, kept));

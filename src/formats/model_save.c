@@ -260,6 +260,8 @@ static cblob_status model_emit(const cblob_model *model, bool write_diff, cb_sin
         status = cb_fail(CBLOB_ERR_OVERFLOW,
                          "the NetParameter would take %llu bytes, over protobuf's 2 GiB message limit (which Caffe enforces)",
                          (unsigned long long)counter.size);
+    if (status == CBLOB_OK && sink->kind != CB_SINK_COUNT)
+        cb_sink_expect(sink, counter.size);
     if (status == CBLOB_OK)
         status = sink->kind == CB_SINK_COUNT ? (sink->size = counter.size, CBLOB_OK) : write_model(model, write_diff, sink);
     cb_model_unlock(model);
@@ -297,5 +299,5 @@ CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(path);
     const model_output output = {model, write_diff == 1};
-    return cb_emit_to_file(emit_model, &output, path);
+    return cb_emit_to_file(model->context, emit_model, &output, path);
 }

@@ -11,16 +11,28 @@
 #include "status.h"
 #include "threads.h"
 
+/* Values stored in a file sit at any offset (a packed field starts after its tag and length), so
+ * each element is copied in and out rather than read through a float or double pointer. */
 void cb_convert_floats(void *dst, bool dst_double, const void *src, bool src_double, int64_t n)
 {
+    uint8_t *out = dst;
+    const uint8_t *in = src;
     if (dst_double == src_double) {
         memcpy(dst, src, (size_t)n * (dst_double ? 8 : 4));
     } else if (dst_double) {
-        for (int64_t i = 0; i < n; ++i)
-            ((double *)dst)[i] = ((const float *)src)[i];
+        for (int64_t i = 0; i < n; ++i) {
+            float f;
+            memcpy(&f, in + (size_t)i * 4, 4);
+            const double d = f;
+            memcpy(out + (size_t)i * 8, &d, 8);
+        }
     } else {
-        for (int64_t i = 0; i < n; ++i)
-            ((float *)dst)[i] = (float)((const double *)src)[i];
+        for (int64_t i = 0; i < n; ++i) {
+            double d;
+            memcpy(&d, in + (size_t)i * 8, 8);
+            const float f = (float)d;
+            memcpy(out + (size_t)i * 4, &f, 4);
+        }
     }
 }
 

@@ -140,8 +140,10 @@ static cblob_status emit_part(const void *what, cb_sink *sink)
     cb_blob_facts facts;
     CB_TRY(part_facts(p, &facts));
     uint8_t header[CB_NPY_WRITE_HEADER_BYTES];
-    cb_sink_write(sink, header, cb_npy_make_header(facts.dtype, facts.num_axes, facts.dims, header));
+    const size_t header_size = cb_npy_make_header(facts.dtype, facts.num_axes, facts.dims, header);
     const uint64_t bytes = (uint64_t)facts.count * cb_dtype_find(facts.dtype)->size;
+    cb_sink_expect(sink, header_size + bytes);
+    cb_sink_write(sink, header, header_size);
     if (p->handle == NULL) {
         const cb_tensor tensor = {.layer = p->layer, .index = (uint32_t)p->index, .part = (uint8_t)p->part,
                                   .kind = CB_TENSOR_PLAIN};
@@ -181,7 +183,7 @@ CBLOB_API cblob_status cblob_blob_to_npy_file(cblob_blob *blob, cblob_part part,
     const npy_part p = {.handle = blob, .part = part};
     cb_blob_facts facts;
     CB_TRY(part_facts(&p, &facts)); /* before anything is created */
-    return cb_emit_to_file(emit_part, &p, path);
+    return cb_emit_to_file(blob->context, emit_part, &p, path);
 }
 
 /* ---- writing a folder ------------------------------------------------------------------------- */
@@ -337,12 +339,50 @@ static cblob_status write_model(folder_writer *w, const cblob_model *model, bool
     return CBLOB_OK;
 }
 
+/* The bytes of the .npy files of a blob (its data, and its diff when it has one and diffs are asked). */
+static cblob_status blob_files_size(npy_part *p, bool diffs, uint64_t *total)
+{
+    cb_blob_facts facts;
+    CB_TRY(part_facts(p, &facts));
+    uint8_t header[CB_NPY_WRITE_HEADER_BYTES];
+    const uint64_t one = cb_npy_make_header(facts.dtype, facts.num_axes, facts.dims, header) +
+                         (uint64_t)facts.count * cb_dtype_find(facts.dtype)->size;
+    *total += diffs && facts.has_diff ? 2 * one : one;
+    return CBLOB_OK;
+}
+
+/* The .npy files' bytes, the call's progress total. */
+static cblob_status folder_size(const cb_npy_folder_source *source, bool diffs, uint64_t *out)
+{
+    uint64_t total = 0;
+    for (int64_t i = 0; source->model != NULL && i < source->model->num_layers; ++i)
+        for (int64_t j = 0; j < (int64_t)source->model->layers[i].num_blobs; ++j) {
+            npy_part p = {.model = source->model, .layer = i, .index = j};
+            CB_TRY(blob_files_size(&p, diffs, &total));
+        }
+    for (int64_t j = 0; j < source->num_blobs; ++j) {
+        npy_part p = {.handle = source->blobs[j], .index = j};
+        CB_TRY(blob_files_size(&p, diffs, &total));
+    }
+    for (int64_t j = 0; source->store != NULL && j < (int64_t)source->store->layers[0].num_blobs; ++j) {
+        npy_part p = {.model = source->store, .layer = 0, .index = j};
+        CB_TRY(blob_files_size(&p, diffs, &total));
+    }
+    *out = total;
+    return CBLOB_OK;
+}
+
 static cblob_status write_all(folder_writer *w, const cb_npy_folder_source *source, bool diffs)
 {
-    /* An index of an earlier conversion must not outlive the files it lists: gone (durably)
-     * before any file changes, back once every file is in place. */
-    CB_TRY(cb_out_dir_remove(w->dir, INDEX_NAME));
-    CB_TRY(cb_out_dir_sync(w->dir));
+    cb_progress *progress = cb_progress_current(CB_PROGRESS_WRITING);
+    if (progress != NULL) {
+        uint64_t total = 0;
+        CB_TRY(folder_size(source, diffs, &total));
+        CB_TRY(cb_progress_size(progress, (int64_t)total));
+    }
+    /* Every file, index.json among them, is staged: nothing in the folder changes until all are
+     * written and the progress callback had its last word. */
+    CB_TRY(cb_out_dir_stage(w->dir));
     CB_TRY(cb_output_open_in(w->dir, INDEX_NAME, &w->index));
     json_t *head = json_pack("{s:i, s:o, s:s}", "schema", 1, "source", name_json(source->source), "kind", source->kind);
     char *text = head != NULL ? json_dumps(head, JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER) : NULL;
@@ -364,14 +404,18 @@ static cblob_status write_all(folder_writer *w, const cb_npy_folder_source *sour
         CB_TRY(write_blob(w, "blob", NULL, 0, &p, diffs));
     }
     index_write(w, w->index_started ? "\n]}\n" : "]}\n");
-    CB_TRY(cb_out_dir_sync(w->dir));
     cb_output *index = w->index;
     w->index = NULL;
     CB_TRY(cb_output_commit(index));
-    return cb_out_dir_sync(w->dir);
+    CB_TRY(cb_progress_finish(progress));
+    /* An index of an earlier conversion must not outlive the files it lists: gone (durably)
+     * before any file is moved into place, back (the new one) once every file is. */
+    CB_TRY(cb_out_dir_remove(w->dir, INDEX_NAME));
+    CB_TRY(cb_out_dir_sync(w->dir));
+    return cb_out_dir_publish(w->dir, INDEX_NAME);
 }
 
-cblob_status cb_npy_folder_write(const cb_npy_folder_source *source, bool diffs, const char *folder,
+static cblob_status write_folder(const cb_npy_folder_source *source, bool diffs, const char *folder,
                                  int64_t *out_num_files)
 {
     folder_writer w = {0};
@@ -383,10 +427,21 @@ cblob_status cb_npy_folder_write(const cb_npy_folder_source *source, bool diffs,
         free(w.stems[i]);
     free(w.stems);
     cb_name_index_free(&w.taken);
-    cb_out_dir_close(w.dir);
-    if (status == CBLOB_OK)
+    if (status == CBLOB_OK) {
+        cb_out_dir_close(w.dir);
         *out_num_files = w.written;
+    } else {
+        cb_out_dir_abandon(w.dir);
+    }
     return status;
+}
+
+cblob_status cb_npy_folder_write(const cblob_context *context, const cb_npy_folder_source *source, bool diffs,
+                                 const char *folder, int64_t *out_num_files)
+{
+    cb_progress progress;
+    cb_context_begin_progress(context, CB_PROGRESS_WRITING, &progress);
+    return cb_progress_end(&progress, write_folder(source, diffs, folder, out_num_files));
 }
 
 /* ---- reading a folder ------------------------------------------------------------------------- */
@@ -629,9 +684,31 @@ static cblob_status read_entries(cblob_context *context, const char *folder, con
     return status;
 }
 
+/* The bytes of the folder's .npy files and index.json: a call's progress total, before it reads
+ * (files index.json does not list make it an estimate, which the last report corrects). */
+static void expect_folder_size(const char *folder)
+{
+    cb_progress *progress = cb_progress_current(CB_PROGRESS_READING);
+    DIR *dir = progress != NULL ? opendir(folder) : NULL;
+    if (dir == NULL)
+        return;
+    int64_t total = 0;
+    const struct dirent *item;
+    while ((item = readdir(dir)) != NULL) {
+        struct stat info;
+        const size_t length = strlen(item->d_name);
+        if ((strcmp(item->d_name, INDEX_NAME) == 0 || (length > 4 && strcmp(item->d_name + length - 4, ".npy") == 0)) &&
+            fstatat(dirfd(dir), item->d_name, &info, 0) == 0 && S_ISREG(info.st_mode))
+            total += (int64_t)info.st_size;
+    }
+    closedir(dir);
+    cb_progress_set_total(progress, total);
+}
+
 cblob_status cb_npy_folder_read(cblob_context *context, const char *folder, bool by_name, cblob_dtype dtype,
                                 cblob_model **out)
 {
+    expect_folder_size(folder);
     char *index_name = malloc(strlen(folder) + sizeof "/" INDEX_NAME);
     if (index_name == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the path of %s/" INDEX_NAME, folder);

@@ -31,9 +31,11 @@ typedef struct cb_npy_folder_source {
     const char *kind;   /* index.json's "kind": "net", "blob" or "blob_vector" */
 } cb_npy_folder_source;
 
-/* Writes the folder (made when missing): index.json removed first and written last. */
-cblob_status cb_npy_folder_write(const cb_npy_folder_source *source, bool diffs, const char *folder,
-                                 int64_t *out_num_files);
+/* Writes the folder (made when missing) for a call on context, telling its progress: every file
+ * staged first, then, after the progress callback's last word, the old index.json removed, the
+ * files moved into place and index.json last. A failure or a stop before then changes nothing. */
+cblob_status cb_npy_folder_write(const cblob_context *context, const cb_npy_folder_source *source, bool diffs,
+                                 const char *folder, int64_t *out_num_files);
 
 /* Reads a .npy folder into a model whose layers are named as the exports name them (a repeated
  * name's later layers `<name>@<index>`), values in dtype (0: their own). Without index.json the

@@ -283,6 +283,27 @@ cblob_status cb_blob_message_init(cb_blob_message *message, cblob_blob *blob, bo
     return cb_blob_message_init_values(message, blob->dtype->dtype, &blob->shape, data, diff, write_diff, what);
 }
 
+cblob_status cb_blob_message_legacy_dims(cb_blob_message *message, const cblob_blob *blob, const char *what)
+{
+    const int32_t axes = blob->shape.num_axes;
+    if (axes > 4)
+        return cb_fail(CBLOB_ERR_SHAPE, "%s has %d axes; legacy dims hold at most 4", what, (int)axes);
+    int64_t dims[4] = {1, 1, 1, 1};
+    for (int32_t i = 0; i < axes; ++i) {
+        dims[4 - axes + i] = blob->shape.dims[i];
+        if (blob->shape.dims[i] > INT32_MAX)
+            return cb_fail(CBLOB_ERR_OVERFLOW, "%s: dimension %d is %" PRId64 "; Caffe's legacy dims are int32", what,
+                           (int)i, blob->shape.dims[i]);
+    }
+    message->proto.shape = NULL;
+    message->proto.has_num = message->proto.has_channels = message->proto.has_height = message->proto.has_width = 1;
+    message->proto.num = dims[0];
+    message->proto.channels = dims[1];
+    message->proto.height = dims[2];
+    message->proto.width = dims[3];
+    return CBLOB_OK;
+}
+
 void cb_blob_message_clear(cb_blob_message *message)
 {
     free(message->converted[0]);

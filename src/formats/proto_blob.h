@@ -43,6 +43,11 @@ cblob_status cb_blob_message_init(cb_blob_message *message, cblob_blob *blob, bo
 cblob_status cb_blob_message_init_values(cb_blob_message *message, cblob_dtype dtype, const cb_shape *shape,
                                          const void *data, const void *diff, bool write_diff, const char *what);
 void cb_blob_message_clear(cb_blob_message *message);
+/* Puts Caffe's legacy num/channels/height/width (padded with 1 in front, as Caffe's LegacyShape
+ * reads a shape of fewer axes) in place of `shape`, for readers that know only those fields (the
+ * message's values stay): more than 4 axes is CBLOB_ERR_SHAPE, a dim over Caffe's int32 is
+ * CBLOB_ERR_OVERFLOW. */
+cblob_status cb_blob_message_legacy_dims(cb_blob_message *message, const cblob_blob *blob, const char *what);
 
 
 #endif

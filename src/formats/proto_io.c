@@ -36,13 +36,15 @@ cblob_status cb_pack_to_buffer(const ProtobufCMessage *message, uint8_t *buffer,
 /* A message packed straight into a sink (the sink is protobuf-c's ProtobufCBuffer). */
 static cblob_status emit_message(const void *what, cb_sink *sink)
 {
+    cb_sink_expect(sink, protobuf_c_message_get_packed_size(what));
     protobuf_c_message_pack_to_buffer(what, &sink->base);
     return CBLOB_OK;
 }
 
-cblob_status cb_pack_to_file(const ProtobufCMessage *message, const char *path)
+cblob_status cb_pack_to_file(const cblob_context *context, const ProtobufCMessage *message, const char *path)
 {
     size_t size = 0;
     CB_TRY(packed_size(message, &size)); /* before anything is created */
-    return cb_emit_to_file(emit_message, message, path);
+    return cb_emit_to_file(context, emit_message, message, path);
 }
+

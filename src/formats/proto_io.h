@@ -18,7 +18,9 @@
  * over protobuf's 2 GiB limit are CBLOB_ERR_OVERFLOW. */
 cblob_status cb_pack_to_buffer(const ProtobufCMessage *message, uint8_t *buffer, size_t buffer_size, size_t *out_size);
 
-/* Writes a message to a named path by src/io's rules (cb_output_open). */
-cblob_status cb_pack_to_file(const ProtobufCMessage *message, const char *path);
+/* Writes a message to a named path by src/io's rules (cb_output_open), telling the context's
+ * progress callback (NULL: none). */
+cblob_status cb_pack_to_file(const cblob_context *context, const ProtobufCMessage *message, const char *path);
+
 
 #endif

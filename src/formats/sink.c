@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "sink.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <zlib.h>
 
+#include "context.h"
 #include "status.h"
 
 /* Large enough that write(2) runs at full speed; appends this large skip the copy. */
@@ -102,7 +104,15 @@ static void start_writer(cb_sink *sink)
     }
     pthread_cond_init(&w->changed, NULL);
     w->output = sink->output;
-    if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
+    /* The thread blocks every signal (it inherits the mask it starts with): a signal for the
+     * process reaches the caller's thread, whose blocked reads and writes ask the call's progress
+     * callback whether to go on (progress.h). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    const int started = pthread_create(&w->thread, NULL, writer_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (started != 0) {
         pthread_cond_destroy(&w->changed);
         pthread_mutex_destroy(&w->lock);
         free(w);
@@ -189,7 +199,7 @@ static void file_write(cb_sink *sink, const uint8_t *data, size_t size)
         append(sink, data, size);
 }
 
-void cb_sink_write(cb_sink *sink, const void *data, size_t size)
+static void write_piece(cb_sink *sink, const uint8_t *data, size_t size)
 {
     if (sink->status != CBLOB_OK || size == 0)
         return;
@@ -199,6 +209,7 @@ void cb_sink_write(cb_sink *sink, const void *data, size_t size)
             sink->crc = (uint32_t)crc32(sink->crc, (const Bytef *)data + done, (uInt)step);
             done += step;
         }
+    const uint64_t size_before = sink->size;
     switch (sink->kind) {
     case CB_SINK_COUNT: break;
     case CB_SINK_BUFFER:
@@ -213,6 +224,26 @@ void cb_sink_write(cb_sink *sink, const void *data, size_t size)
     sink->position += size;
     if (sink->position > sink->size)
         sink->size = sink->position;
+    if (sink->size > size_before)
+        cb_sink_fail(sink, cb_progress_add(sink->progress, sink->size - size_before));
+}
+
+void cb_sink_write(cb_sink *sink, const void *data, size_t size)
+{
+    const uint8_t *bytes = data;
+    /* Pieces, so that a large array's progress is told, and a stop heard, as it is written. */
+    const size_t most = sink->progress != NULL ? (size_t)CB_PROGRESS_STEP : SIZE_MAX;
+    while (size > 0 && sink->status == CBLOB_OK) {
+        const size_t piece = size < most ? size : most;
+        write_piece(sink, bytes, piece);
+        bytes += piece;
+        size -= piece;
+    }
+}
+
+void cb_sink_expect(cb_sink *sink, uint64_t size)
+{
+    cb_sink_fail(sink, cb_progress_size(sink->progress, (int64_t)size));
 }
 
 void cb_sink_seek(cb_sink *sink, uint64_t position)
@@ -238,6 +269,7 @@ void cb_sink_crc(cb_sink *sink, bool on)
 cblob_status cb_sink_file_open(cb_sink *sink, const char *path)
 {
     sink_init(sink, CB_SINK_FILE);
+    sink->progress = cb_progress_current(CB_PROGRESS_WRITING);
     CB_TRY(cb_output_open(path, &sink->output));
     start_writer(sink);
     return CBLOB_OK;
@@ -246,6 +278,7 @@ cblob_status cb_sink_file_open(cb_sink *sink, const char *path)
 void cb_sink_output(cb_sink *sink, cb_output *output)
 {
     sink_init(sink, CB_SINK_FILE);
+    sink->progress = cb_progress_current(CB_PROGRESS_WRITING);
     sink->output = output;
 }
 
@@ -306,15 +339,27 @@ cblob_status cb_emit_to_buffer(cb_emit_fn *emit, const void *what, const char *n
     return CBLOB_OK;
 }
 
-cblob_status cb_emit_to_file(cb_emit_fn *emit, const void *what, const char *path)
+static cblob_status emit_to_file(cb_emit_fn *emit, const void *what, const char *path)
 {
     cb_sink sink;
     CB_TRY(cb_sink_file_open(&sink, path));
-    const cblob_status status = emit(what, &sink);
+    cblob_status status = emit(what, &sink);
+    if (status == CBLOB_OK)
+        status = sink.status;
+    /* The last word before the file takes its place: a stop here still changes nothing. */
+    if (status == CBLOB_OK)
+        status = cb_progress_finish(sink.progress);
     if (status != CBLOB_OK) {
         cb_sink_fail(&sink, status);
         cb_sink_file_abort(&sink);
         return status;
     }
     return cb_sink_file_commit(&sink);
+}
+
+cblob_status cb_emit_to_file(const cblob_context *context, cb_emit_fn *emit, const void *what, const char *path)
+{
+    cb_progress progress;
+    cb_context_begin_progress(context, CB_PROGRESS_WRITING, &progress);
+    return cb_progress_end(&progress, emit_to_file(emit, what, path));
 }

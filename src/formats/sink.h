@@ -5,6 +5,11 @@
  * Writers emit once and never build the output in memory. The sink records the first failure and
  * ignores writes after it, so writers check its status once at the end. Positions can be moved
  * back (the zip writer, zip.c, rewrites a member's local header once its CRC is known).
+ *
+ * A file sink tells the bytes it appends to the call's progress (src/util/progress.h), in pieces
+ * of at most CB_PROGRESS_STEP: a stop asked there is the sink's failure (CBLOB_ERR_CANCELLED), and
+ * the file is then aborted as after any failure. Writers say the output's size when they know it
+ * (cb_sink_expect) before they write.
  */
 #ifndef CBLOB_SRC_SINK_H
 #define CBLOB_SRC_SINK_H
@@ -18,6 +23,7 @@
 
 #include "cblob/cblob.h"
 #include "io.h"
+#include "progress.h"
 
 typedef enum cb_sink_kind { CB_SINK_COUNT, CB_SINK_BUFFER, CB_SINK_FILE } cb_sink_kind;
 
@@ -40,6 +46,7 @@ typedef struct cb_sink {
     uint8_t *pending, *spare;
     size_t pending_used;
     struct cb_sink_writer *writer;
+    cb_progress *progress; /* the call's, for a file sink; NULL: none */
 } cb_sink;
 
 void cb_sink_count(cb_sink *sink);
@@ -59,6 +66,8 @@ void cb_sink_write(cb_sink *sink, const void *data, size_t size);
 void cb_sink_skip(cb_sink *sink, uint64_t size);
 /* From now on (on) or no longer, keeps the CRC-32 of what is written, from 0. */
 void cb_sink_crc(cb_sink *sink, bool on);
+/* The output's size, when the writer knows it before writing (the call's progress total). */
+void cb_sink_expect(cb_sink *sink, uint64_t size);
 void cb_sink_seek(cb_sink *sink, uint64_t position);
 /* Records a failure the writer found (the thread's message is already set). */
 void cb_sink_fail(cb_sink *sink, cblob_status status);
@@ -70,7 +79,8 @@ typedef cblob_status cb_emit_fn(const void *what, cb_sink *sink);
  * writer runs into a counter); a buffer too small is CBLOB_ERR_OUT_OF_RANGE; otherwise the bytes. */
 cblob_status cb_emit_to_buffer(cb_emit_fn *emit, const void *what, const char *name, uint8_t *buffer,
                                size_t buffer_size, size_t *out_size);
-/* A writer's output written to a file, atomically (see cb_sink_file_commit). */
-cblob_status cb_emit_to_file(cb_emit_fn *emit, const void *what, const char *path);
+/* A writer's output written to a file, atomically (see cb_sink_file_commit), telling its progress to
+ * the context's callback (NULL: none), which is asked a last time before the file takes its place. */
+cblob_status cb_emit_to_file(const cblob_context *context, cb_emit_fn *emit, const void *what, const char *path);
 
 #endif

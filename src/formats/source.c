@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "progress.h"
 #include "status.h"
 #include "threads.h"
 
@@ -97,7 +98,17 @@ static cblob_status read_parallel(const cb_input_file *file, uint64_t offset, vo
 static cblob_status read_file(cb_source *source, size_t offset, void *to, size_t length)
 {
     source->bytes_read += length;
-    return read_parallel(source->file, offset, to, length, false);
+    /* The call's progress is told after each piece, so that a stop is seen within a step. */
+    cb_progress *progress = cb_progress_current(CB_PROGRESS_READING);
+    if (progress == NULL)
+        return read_parallel(source->file, offset, to, length, false);
+    for (size_t done = 0; done < length;) {
+        const size_t piece = length - done < (size_t)CB_PROGRESS_STEP ? length - done : (size_t)CB_PROGRESS_STEP;
+        CB_TRY(read_parallel(source->file, offset + done, (uint8_t *)to + done, piece, false));
+        CB_TRY(cb_progress_add(progress, piece));
+        done += piece;
+    }
+    return CBLOB_OK;
 }
 
 cblob_status cb_source_check(const cb_source *source)

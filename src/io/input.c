@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "alloc.h"
 #include "io_internal.h"
+#include "progress.h"
 #include "status.h"
 
 void (*cb_io_after_read_hook)(int fd, size_t done);
@@ -29,7 +31,7 @@ static const cb_input empty_input = {.bytes = (const uint8_t *)"", .size = 0};
 /* Private, zero-filled memory that cb_input_done_with can hand back page by page. */
 static cblob_status map_memory(size_t size, const char *name, void **out)
 {
-    void *memory = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *memory = cb_alloc_refused() ? MAP_FAILED : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to read the %zu bytes of %s", size, name);
     *out = memory;
@@ -43,15 +45,18 @@ static bool same_snapshot(const struct stat *a, const struct stat *b)
            a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-/* Fills bytes[0, size) from the file at start, piece by piece. */
-static cblob_status read_pieces(int fd, const char *name, uint8_t *bytes, size_t size, off_t start)
+/* Fills bytes[0, size) from the file at start, piece by piece, telling progress (may be NULL). */
+static cblob_status read_pieces(int fd, const char *name, uint8_t *bytes, size_t size, off_t start,
+                                cb_progress *progress)
 {
     size_t done = 0;
     while (done < size) {
         const size_t piece = size - done < CB_READ_PIECE ? size - done : CB_READ_PIECE;
-        const ssize_t n = pread(fd, bytes + done, piece, start + (off_t)done);
-        if (n < 0 && errno == EINTR)
+        const ssize_t n = io_pread(fd, bytes + done, piece, start + (off_t)done);
+        if (n < 0 && errno == EINTR) {
+            CB_TRY(cb_progress_interrupted());
             continue;
+        }
         if (n < 0)
             return cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
         if (n == 0)
@@ -60,6 +65,7 @@ static cblob_status read_pieces(int fd, const char *name, uint8_t *bytes, size_t
         done += (size_t)n;
         if (cb_io_after_read_hook != NULL)
             cb_io_after_read_hook(fd, done);
+        CB_TRY(cb_progress_add(progress, (uint64_t)n));
     }
     return CBLOB_OK;
 }
@@ -69,7 +75,7 @@ static cblob_status check_unchanged(int fd, const char *name, const struct stat 
 {
     uint8_t extra;
     ssize_t n;
-    while ((n = pread(fd, &extra, 1, end)) < 0 && errno == EINTR)
+    while ((n = io_pread(fd, &extra, 1, end)) < 0 && errno == EINTR)
         continue;
     if (n < 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
@@ -89,10 +95,13 @@ static cblob_status read_snapshot(int fd, const char *name, const struct stat *b
     if (before->st_size < start || (uint64_t)(before->st_size - start) > SIZE_MAX)
         return cb_fail(CBLOB_ERR_IO, "%s: the file is too large to read", name);
     const size_t size = (size_t)(before->st_size - start);
+    /* A read of a whole file is the work of the call reading it (a call's progress, progress.h). */
+    cb_progress *progress = cb_progress_current(CB_PROGRESS_READING);
+    CB_TRY(cb_progress_size(progress, (int64_t)size));
     void *memory = NULL;
     if (size > 0)
         CB_TRY(map_memory(size, name, &memory));
-    cblob_status status = read_pieces(fd, name, memory, size, start);
+    cblob_status status = read_pieces(fd, name, memory, size, start, progress);
     if (status == CBLOB_OK)
         status = check_unchanged(fd, name, before, start + (off_t)size);
     if (status != CBLOB_OK) {
@@ -113,7 +122,7 @@ static cblob_status open_regular(const char *path, int *fd_out, struct stat *ope
     if (!S_ISREG(checked.st_mode))
         return cb_fail(CBLOB_ERR_IO, "%s is %s, not a regular file", path, cb_file_kind(checked.st_mode));
     /* O_NONBLOCK: should the path become a FIFO after the check, opening it does not block. */
-    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    const int fd = io_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
     if (fd < 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     cblob_status status = CBLOB_OK;
@@ -168,9 +177,9 @@ static cblob_status open_folder_of(const char *path, int *folder, const char **b
 
 cblob_status cb_input_file_open(const char *path, cb_input_file **out)
 {
-    cb_input_file *file = calloc(1, sizeof *file);
-    if (file == NULL || (file->path = strdup(path)) == NULL) {
-        free(file);
+    cb_input_file *file = cb_calloc(1, sizeof *file);
+    if (file == NULL || (file->path = cb_strdup(path)) == NULL) {
+        cb_free(file);
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to keep %s open", path);
     }
     file->fd = file->folder = -1;
@@ -214,7 +223,7 @@ cblob_status cb_input_file_read_unchecked(const cb_input_file *file, uint64_t of
     if (offset > cb_input_file_size(file) || length > cb_input_file_size(file) - offset)
         return cb_fail(CBLOB_ERR_IO, "%s: bytes [%llu, +%zu) lie past its end", file->path,
                        (unsigned long long)offset, length);
-    return read_pieces(file->fd, file->path, to, length, (off_t)offset);
+    return read_pieces(file->fd, file->path, to, length, (off_t)offset, NULL);
 }
 
 cblob_status cb_input_file_check(const cb_input_file *file)
@@ -264,55 +273,101 @@ void cb_input_file_close(cb_input_file *file)
         close(file->fd);
     if (file->folder >= 0)
         close(file->folder);
-    free(file->path);
-    free(file);
+    cb_free(file->path);
+    cb_free(file);
 }
 
-/* Reads a pipe, a terminal or a socket until end of file, doubling the buffer as it fills. */
-static cblob_status read_stream(int fd, const char *name, cb_input *out)
+/* The check of a stream's head, once it is read (or the stream ended first). */
+typedef struct stream_limit {
+    cb_stream_check *check;
+    void *context;
+    bool checked;
+    size_t limit;
+} stream_limit;
+
+static cblob_status check_head(stream_limit *limit, const uint8_t *bytes, size_t size, bool complete)
+{
+    if (limit->checked || limit->check == NULL || (!complete && size < CB_STREAM_HEAD))
+        return CBLOB_OK;
+    limit->checked = true;
+    return limit->check(limit->context, bytes, size, complete, &limit->limit);
+}
+
+/* One read of a stream into [size, capacity), told to the progress callback (a read a signal
+ * interrupts asks it whether to go on: a program reading a terminal stops at Ctrl-C); *n is what
+ * was read (0 at the end). */
+static cblob_status read_some(int fd, const char *name, cb_progress *progress, uint8_t *to, size_t room, ssize_t *n)
+{
+    for (;;) {
+        *n = io_read(fd, to, room);
+        if (*n >= 0)
+            return *n > 0 ? cb_progress_add(progress, (uint64_t)*n) : CBLOB_OK;
+        if (errno != EINTR)
+            return cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+        CB_TRY(cb_progress_interrupted());
+    }
+}
+
+/* Reads a pipe, a terminal or a socket until end of file, doubling the buffer as it fills; its
+ * head is checked (limit) before more is read. */
+static cblob_status read_stream(int fd, const char *name, stream_limit *limit, cb_input *out)
 {
     size_t capacity = STREAM_FIRST_SIZE, size = 0;
+    cb_progress *progress = cb_progress_current(CB_PROGRESS_READING);
+    CB_TRY(cb_progress_size(progress, -1));
     void *memory = NULL;
     CB_TRY(map_memory(capacity, name, &memory));
+    cblob_status status = CBLOB_OK;
     for (;;) {
         if (size == capacity) {
-            void *grown = mremap(memory, capacity, capacity * 2, MREMAP_MAYMOVE);
+            void *grown = cb_alloc_refused() ? MAP_FAILED : mremap(memory, capacity, capacity * 2, MREMAP_MAYMOVE);
             if (grown == MAP_FAILED) {
-                munmap(memory, capacity);
-                return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to read more than %zu bytes of %s", size, name);
+                status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to read more than %zu bytes of %s", size, name);
+                break;
             }
             memory = grown;
             capacity *= 2;
         }
-        const ssize_t n = read(fd, (uint8_t *)memory + size, capacity - size);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            const int error = errno;
-            munmap(memory, capacity);
-            return cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(error));
+        ssize_t n = 0;
+        if ((status = read_some(fd, name, progress, (uint8_t *)memory + size, capacity - size, &n)) != CBLOB_OK)
+            break;
+        size += (size_t)n;
+        if ((status = check_head(limit, memory, size, n == 0)) != CBLOB_OK)
+            break;
+        if (limit->checked && size > limit->limit) {
+            status = cb_fail(CBLOB_ERR_IO, "%s: more than %zu bytes, more than what it holds can be", name, limit->limit);
+            break;
         }
         if (n == 0)
             break;
-        size += (size_t)n;
+    }
+    if (status != CBLOB_OK) {
+        munmap(memory, capacity);
+        return status;
     }
     *out = (cb_input){.bytes = memory, .size = size, .memory = memory, .memory_size = capacity};
     return CBLOB_OK;
 }
 
-cblob_status cb_input_read_fd(int fd, const char *name, cb_input *out)
+cblob_status cb_input_read_fd(int fd, const char *name, cb_stream_check *check, void *context, cb_input *out)
 {
     struct stat info;
     if (fstat(fd, &info) != 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot stat: %s", name, strerror(errno));
     if (S_ISDIR(info.st_mode))
         return cb_fail(CBLOB_ERR_IO, "%s is %s, not a file", name, cb_file_kind(info.st_mode));
+    stream_limit limit = {check, context, false, SIZE_MAX};
     if (!S_ISREG(info.st_mode))
-        return read_stream(fd, name, out);
+        return read_stream(fd, name, &limit, out);
     const off_t start = lseek(fd, 0, SEEK_CUR);
     if (start < 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot seek: %s", name, strerror(errno));
     CB_TRY(read_snapshot(fd, name, &info, start, out));
+    const cblob_status status = check_head(&limit, out->bytes, out->size, true);
+    if (status != CBLOB_OK) {
+        cb_input_close(out);
+        return status;
+    }
     lseek(fd, start + (off_t)out->size, SEEK_SET);
     return CBLOB_OK;
 }

@@ -41,10 +41,16 @@
  * owned by the writer) and put in place atomically, but are made durable only by
  * cb_out_dir_sync, once for the whole folder, not one fsync per file.
  *
+ * Files of an output folder that must appear together (a .npy folder's) are staged (cb_out_dir_stage):
+ * each is made in a staging folder inside the output folder, ".cblob-tmp-<pid>-s<n>", which its
+ * writer holds locked, and all are moved into place by cb_out_dir_publish; a writer that stops or
+ * fails before then leaves the output folder as it was (cb_out_dir_abandon removes the staging
+ * folder, and the output folder too when cb_out_dir_create made it).
+ *
  * Temporary files are named ".cblob-tmp-<pid>-<n>" and locked (flock) by their writer for as long
  * as it writes. Every save to a named path, and every output folder when it is opened, first
  * removes the temporaries in that folder that no process holds: those of writers that were
- * killed. (On a file system without locks none are removed.) Errors (ENOSPC, EDQUOT, EIO, ...) are reported with
+ * killed, staging folders with everything in them. (On a file system without locks none are removed.) Errors (ENOSPC, EDQUOT, EIO, ...) are reported with
  * the system's reason whether write, close, fsync or rename found them; the temporary is then
  * removed and the target untouched. Nothing here installs a signal handler. */
 #ifndef CBLOB_SRC_IO_H
@@ -73,10 +79,18 @@ cb_input cb_input_bytes(const uint8_t *bytes, size_t size);
 /* Reads a regular file whole, as a consistent snapshot (above). CBLOB_ERR_IO names the path and
  * the reason: missing, not a regular file (saying what it is), unreadable, changed while read. */
 cblob_status cb_input_open(const char *path, cb_input *out);
+/* Decides from the first bytes of what a descriptor holds (at least CB_STREAM_HEAD bytes, or all
+ * of it when `complete`) whether to read on, and how much at most: a reader of streams refuses
+ * what is of no kind it reads after reading its head, not after reading a pipe of zeros until
+ * memory runs out. */
+#define CB_STREAM_HEAD ((size_t)64 << 10)
+typedef cblob_status cb_stream_check(void *context, const uint8_t *head, size_t size, bool complete, size_t *limit);
+
 /* Reads what a descriptor the caller owns holds, up to its end (standard input, say): a regular
  * file from its current offset as a snapshot (and the offset moves to its end), anything else
- * (a pipe, a terminal, a socket) until end of file. A folder is refused. name is for messages. */
-cblob_status cb_input_read_fd(int fd, const char *name, cb_input *out);
+ * (a pipe, a terminal, a socket) until end of file, or until check (may be NULL: no limit) says
+ * more is not wanted (CBLOB_ERR_IO naming the limit). A folder is refused. name is for messages. */
+cblob_status cb_input_read_fd(int fd, const char *name, cb_stream_check *check, void *context, cb_input *out);
 /* Tells that input[offset, offset + length) will not be read again: the whole pages inside it
  * leave the process's memory, and read as zeros afterwards. Loading a model then holds about one
  * copy of it, not two. Does nothing for borrowed bytes. */
@@ -160,7 +174,17 @@ cblob_status cb_out_dir_remove(cb_out_dir *dir, const char *name);
 /* Makes everything committed in the folder so far durable (syncfs, then the folder itself), and
  * reports the first error the file system kept for it. */
 cblob_status cb_out_dir_sync(cb_out_dir *dir);
-/* Files still open in the folder stay valid: they hold their own descriptor. */
+/* From now on, files opened in the folder are made in its staging folder (above): a committed one
+ * waits there, under its name, for cb_out_dir_publish. Their names are checked against the output
+ * folder's entries when they are opened, as without staging. */
+cblob_status cb_out_dir_stage(cb_out_dir *dir);
+/* Moves every staged file into place, durably: `last` (may be NULL) once all the others are. A
+ * failure on the way leaves the files not moved yet where they were (removed at close). */
+cblob_status cb_out_dir_publish(cb_out_dir *dir, const char *last);
+/* Files still open in the folder stay valid: they hold their own descriptor. Staged files not
+ * published are removed. */
 void cb_out_dir_close(cb_out_dir *dir);
+/* cb_out_dir_close after a failure: the folder too, when cb_out_dir_create made it and it is empty. */
+void cb_out_dir_abandon(cb_out_dir *dir);
 
 #endif

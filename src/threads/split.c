@@ -15,13 +15,14 @@ static int64_t divide_up(int64_t a, int64_t b)
     return a / b + (a % b != 0);
 }
 
-size_t cb_split_min_bytes = CB_SPLIT_MIN_BYTES;
+size_t cb_split_bytes_override;
 
-/* The threads work of `bytes` pays for: one per cb_split_min_bytes, within the call's allowance. */
-static int threads_for(int64_t items, size_t item_bytes)
+/* The threads work of `bytes` pays for: one per `split_bytes` (or the override), within the
+ * call's allowance. */
+static int threads_for(int64_t items, size_t item_bytes, size_t split_bytes)
 {
     const size_t bytes = items > 0 && item_bytes > SIZE_MAX / (size_t)items ? SIZE_MAX : (size_t)items * item_bytes;
-    const size_t per_thread = cb_split_min_bytes > 0 ? cb_split_min_bytes : 1;
+    const size_t per_thread = cb_split_bytes(split_bytes) > 0 ? cb_split_bytes(split_bytes) : 1;
     if (bytes < 2 * per_thread)
         return 1;
     const int allowed = cb_threads_allowed();
@@ -45,7 +46,13 @@ static cblob_status run_range(void *arg, int64_t task)
 
 cblob_status cb_parallel_for(int64_t items, size_t item_bytes, int64_t align, cb_range_fn fn, void *arg)
 {
-    const int threads = threads_for(items, item_bytes);
+    return cb_parallel_for_split(items, item_bytes, CB_SPLIT_MIN_BYTES, align, fn, arg);
+}
+
+cblob_status cb_parallel_for_split(int64_t items, size_t item_bytes, size_t split_bytes, int64_t align, cb_range_fn fn,
+                                   void *arg)
+{
+    const int threads = threads_for(items, item_bytes, split_bytes);
     if (threads <= 1)
         return fn(arg, 0, items);
     const int64_t size = divide_up(divide_up(items, (int64_t)threads * CB_RANGES_PER_THREAD), align) * align;
@@ -75,7 +82,7 @@ static cblob_status sum_blocks(void *arg, int64_t task)
     return CBLOB_OK;
 }
 
-cblob_status cb_parallel_sum(int64_t items, size_t item_bytes, cb_sum_fn fn, void *arg, double *out)
+cblob_status cb_parallel_sum(int64_t items, size_t item_bytes, size_t split_bytes, cb_sum_fn fn, void *arg, double *out)
 {
     if (items <= CB_SUM_BLOCK)
         return fn(arg, 0, items, out);
@@ -86,7 +93,7 @@ cblob_status cb_parallel_sum(int64_t items, size_t item_bytes, cb_sum_fn fn, voi
                               : CB_SUM_BLOCK;
     const int64_t blocks = divide_up(items, block);
     double partial[CB_SUM_MAX_BLOCKS];
-    const int threads = threads_for(items, item_bytes);
+    const int threads = threads_for(items, item_bytes, split_bytes);
     const int64_t tasks = threads <= 1 ? 1 : (int64_t)threads * CB_RANGES_PER_THREAD;
     cb_sum sum = {fn, arg, items, block, divide_up(blocks, tasks), partial};
     CB_TRY(cb_pool_run(divide_up(blocks, sum.blocks_per_task), threads, sum_blocks, &sum));

@@ -29,15 +29,22 @@
 #define CB_MAX_THREADS CBLOB_MAX_THREADS
 
 /* Each thread gets at least this many bytes of work (read plus written); smaller work runs on
- * the calling thread, where handing it over would cost more than it saves. bench/bench_threads
- * and bench/bench_math measured where splitting starts to pay (docs/benchmarks.md, "Threads and
- * pages"): on the shared 2-core development machine, whose second core was often busy with other
- * work, two threads lost below about 16 MiB and won on hundreds of MiB, so the threshold is
- * conservative: a thread per 4 MiB. */
+ * the calling thread, where handing it over would cost more than it saves. This is the threshold
+ * of work without one of its own (copies, fills of new memory, merges, reads; bench/bench_threads
+ * found splitting copy_from losing in 40 of 48 cells up to 2e6 elements on the shared development
+ * VM); each kernel of codegen/ops.yaml may have its own (`split_kib`), measured by
+ * bench/bench_threads against one thread and against OpenBLAS's threading (docs/benchmarks.md,
+ * "Threads"). */
 #define CB_SPLIT_MIN_BYTES ((size_t)4 << 20)
-/* The same, as a variable: bench/bench_threads sets it to time splits below the threshold, and
- * tests to split small work. */
-extern size_t cb_split_min_bytes;
+/* When not 0, replaces every threshold: tests split small work with it (every operation runs on
+ * several threads on small blobs), bench/bench_threads splits every size (1). */
+extern size_t cb_split_bytes_override;
+
+/* The threshold work with its own threshold `own` splits from. */
+static inline size_t cb_split_bytes(size_t own)
+{
+    return cb_split_bytes_override != 0 ? cb_split_bytes_override : own;
+}
 
 /* The threads the current public call may use, the caller included: the setting the call chose
  * (cb_threads_for_call), else the process default. Always 1 inside a range. */
@@ -66,13 +73,17 @@ cblob_status cb_pool_run(int64_t tasks, int threads, cb_task_fn task, void *arg)
  * cb_pool_run does. */
 typedef cblob_status (*cb_range_fn)(void *arg, int64_t begin, int64_t end);
 cblob_status cb_parallel_for(int64_t items, size_t item_bytes, int64_t align, cb_range_fn fn, void *arg);
+/* The same, each thread getting at least `split_bytes` of work (an operation's own threshold). */
+cblob_status cb_parallel_for_split(int64_t items, size_t item_bytes, size_t split_bytes, int64_t align, cb_range_fn fn,
+                                   void *arg);
 
-/* A sum over [0, items): fn adds up one block, [begin, end), into *out. The blocks depend only on
- * `items` (and are one block below CB_SUM_BLOCK items), and their sums are added in block order in
- * double, so the total is the same bit for bit on any number of threads. */
+/* A sum over [0, items): fn adds up one block, [begin, end), into *out, each thread getting at
+ * least `split_bytes` of work (the operation's threshold). The blocks depend only on `items` (and
+ * are one block below CB_SUM_BLOCK items), and their sums are added in block order in double, so
+ * the total is the same bit for bit on any number of threads. */
 #define CB_SUM_BLOCK ((int64_t)1 << 15)
 typedef cblob_status (*cb_sum_fn)(void *arg, int64_t begin, int64_t end, double *out);
-cblob_status cb_parallel_sum(int64_t items, size_t item_bytes, cb_sum_fn fn, void *arg, double *out);
+cblob_status cb_parallel_sum(int64_t items, size_t item_bytes, size_t split_bytes, cb_sum_fn fn, void *arg, double *out);
 
 /* memcpy and memset of buffers that do not overlap, split over threads when large. The pages of
  * `to` are first touched by the threads that fill them. */

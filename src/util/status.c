@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-_Thread_local cb_call cb_current_call __attribute__((tls_model("initial-exec")));
+_Thread_local cb_call cb_current_call CB_TLS_MODEL;
 
 /* The whole message is "<function>: <detail>": the function's name and ": " come first, so the
  * message and the detail are one buffer (the detail starts at detail_start). Long enough for a

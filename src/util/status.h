@@ -21,7 +21,16 @@ typedef struct cb_call {
 /* initial-exec: one store per call instead of a __tls_get_addr call, which would cost more than a
  * cheap getter itself. Sixteen bytes of static TLS are safe even when cblob is dlopen()ed; the
  * message buffer (status.c) stays in the default model, touched only on failure. */
-extern _Thread_local cb_call cb_current_call __attribute__((tls_model("initial-exec")));
+/* A library that processes load with dlopen beside libcblob (libcblob_mpi, loaded by a binding's
+ * FFI) compiles the error core with CB_TLS_DYNAMIC: a module with any initial-exec access puts its
+ * whole TLS block in the static TLS glibc keeps in reserve, which two such blocks can exhaust
+ * ("cannot allocate memory in static TLS block"). */
+#ifdef CB_TLS_DYNAMIC
+#define CB_TLS_MODEL
+#else
+#define CB_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#endif
+extern _Thread_local cb_call cb_current_call CB_TLS_MODEL;
 #define CB_ENTER() (cb_current_call = (cb_call){__func__, 0})
 
 /* Records the thread's error: the function of the current call (CB_ENTER's) and the formatted

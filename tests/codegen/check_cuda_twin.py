@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The generator refuses a kernel family without a CUDA twin, and names the template to write.
 
-Copies codegen/ and templates/ into a temporary tree, adds a kernel to ops.yaml there with a CPU
+Copies codegen/ and templates/ (and the program's manual and README.md) into a temporary tree, adds a kernel to ops.yaml there with a CPU
 template but no templates/cuda/ops/<name>.cu.j2, and expects generate.py to fail saying so; then
 adds the twin and expects it to render the family's program.
 
@@ -28,6 +28,10 @@ def main():
         root = Path(tmp)
         shutil.copytree(source / "codegen", root / "codegen", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(source / "templates", root / "templates")
+        # The program's manual and the README section rendered from it are outputs too.
+        (root / "docs").mkdir()
+        shutil.copy(source / "docs" / "cblob.1.md", root / "docs" / "cblob.1.md")
+        shutil.copy(source / "README.md", root / "README.md")
         ops = root / "codegen" / "ops.yaml"
         ops.write_text(ops.read_text().replace("kernels:\n", "kernels:\n" + KERNEL, 1))
         (root / "templates" / "cpu" / "ops" / "negate_for_test.c.j2").write_text(

@@ -352,14 +352,15 @@ TEST(fused_buckets_arena_and_one_by_one_give_the_same_bits)
     for (int v = 1; v < 4; ++v)
         for (int b = 0; b < n; ++b)
             CHECK_MSG(memcmp(store[0][b], store[v][b], (size_t)variants[0].counts[b] * 4) == 0, "variant %d, blob %d", v, b);
-    /* 200 calls alone (less the blobs without elements); far fewer fused; one for the arena. */
+    /* 200 calls alone (less the blobs without elements); far fewer fused; one for the arena. Each
+     * collective also makes one call for the ranks' agreement. */
     int with_elements = 0;
     for (int b = 0; b < n; ++b)
         with_elements += variants[0].counts[b] > 0;
-    CHECK_EQ_INT(variants[0].engine_calls, with_elements);
-    CHECK_EQ_INT(variants[2].engine_calls, with_elements);
-    CHECK(variants[1].engine_calls < with_elements / 4);
-    CHECK_EQ_INT(variants[3].engine_calls, 1);
+    CHECK_EQ_INT(variants[0].engine_calls, n + with_elements);
+    CHECK_EQ_INT(variants[2].engine_calls, 1 + with_elements);
+    CHECK(variants[1].engine_calls < 1 + with_elements / 4);
+    CHECK_EQ_INT(variants[3].engine_calls, 1 + 1);
     for (int v = 0; v < 4; ++v)
         for (int b = 0; b < n; ++b)
             free(store[v][b]);
@@ -417,8 +418,9 @@ TEST(broadcast_copies_the_roots_values_to_every_rank)
 
 typedef struct failure {
     te_world *world;
-    int victim;          /* the rank that dies, never arrives, or fails its start */
-    enum { LOST, KILLED, START_FAILS, MISMATCH } how;
+    int victim;          /* the rank that dies, never arrives, fails its start, or differs */
+    enum { LOST, KILLED, START_FAILS, MISMATCH, MISMATCH_UNCHECKED } how;
+    int64_t failed_call; /* START_FAILS: the engine call that fails */
     cblob_status seen[RANKS];
     char messages[RANKS][512];
     cblob_status after[RANKS]; /* the next collective on the same communicator */
@@ -444,9 +446,13 @@ static void failing_rank(int rank, void *arg)
         close_rank(&env);
         return;
     }
-    if (rank == f->victim && f->how == START_FAILS)
-        te_fail_start(f->world, rank, 1);
-    const int64_t count = rank == f->victim && f->how == MISMATCH ? 99 : 100;
+    if (rank == f->victim && f->how == START_FAILS) {
+        f->failed_call = te_calls(f->world, rank); /* the next one */
+        te_fail_start(f->world, rank, f->failed_call);
+    }
+    if (f->how == MISMATCH_UNCHECKED)
+        CHECK_OK(cblob_comm_set_agreement_check(env.comm, 0));
+    const int64_t count = rank == f->victim && (f->how == MISMATCH || f->how == MISMATCH_UNCHECKED) ? 99 : 100;
     if (count != 100) {
         const int64_t shape[1] = {count};
         CHECK_OK(cblob_blob_reshape(blob, 1, shape));
@@ -499,7 +505,9 @@ TEST(an_engine_failure_at_start_carries_the_engines_message)
     failure f = {.victim = 2, .how = START_FAILS};
     run_failure(&f);
     CHECK_EQ_INT(f.seen[2], CBLOB_ERR_COMM);
-    CHECK_MSG(strstr(f.messages[2], "injected failure at collective #1") != NULL, "%s", f.messages[2]);
+    char injected[64];
+    snprintf(injected, sizeof injected, "injected failure at collective #%d", (int)f.failed_call);
+    CHECK_MSG(strstr(f.messages[2], injected) != NULL, "%s", f.messages[2]);
     for (int r = 0; r < RANKS; ++r) {
         if (r != 2)
             CHECK_EQ_INT(f.seen[r], CBLOB_ERR_TIMEOUT);
@@ -507,14 +515,363 @@ TEST(an_engine_failure_at_start_carries_the_engines_message)
     }
 }
 
+/* The agreement finds it before anything is sent: every rank fails alike, still usable. */
 TEST(ranks_that_disagree_on_a_collective_all_fail)
 {
     failure f = {.victim = 0, .how = MISMATCH};
     run_failure(&f);
     for (int r = 0; r < RANKS; ++r) {
+        CHECK_MSG(f.seen[r] == CBLOB_ERR_SHAPE, "rank %d: %s", r, cblob_status_name(f.seen[r]));
+        CHECK_MSG(strstr(f.messages[r], "blobs[0]: rank 1 has 100 float32, rank 0 99 float32") != NULL, "rank %d: %s",
+                  r, f.messages[r]);
+        CHECK_EQ_INT(f.after[r], CBLOB_OK);
+    }
+}
+
+/* Turned off, the agreement leaves the disagreement to the engine (the thread engine finds it,
+ * as MPI need not), which breaks the communicator. */
+TEST(without_the_agreement_the_engine_meets_the_disagreement)
+{
+    failure f = {.victim = 0, .how = MISMATCH_UNCHECKED};
+    run_failure(&f);
+    for (int r = 0; r < RANKS; ++r) {
         CHECK_MSG(f.seen[r] == CBLOB_ERR_COMM, "rank %d: %s", r, cblob_status_name(f.seen[r]));
         CHECK_MSG(strstr(f.messages[r], "99") != NULL, "rank %d: %s", r, f.messages[r]);
+        CHECK_EQ_INT(f.after[r], CBLOB_ERR_COMM);
     }
+}
+
+/* ---- ranks that disagree: the agreement ---------------------------------------------------------- */
+
+/* Each rank lists STANDARD float32 blobs of 100 elements (diff: its start values) to a call that
+ * makes it differ from the others; every rank must return `want` with a message containing
+ * `needle`, the same words on every rank; the blobs must keep their values (nothing was sent),
+ * and an all-reduce of them afterwards must give the reference sums (the communicator stays
+ * usable). The thread engine ends the test with CBLOB_ERR_COMM if any engine call mismatched. */
+#define STANDARD 4
+#define ODD (RANKS - 1)
+
+typedef cblob_status (*disagreeing_call)(rank_env *env, int rank, cblob_blob **blobs);
+
+typedef struct disagreement {
+    te_world *world;
+    disagreeing_call call;
+    cblob_status want;
+    const char *needle;
+    int refusing; /* the rank that refuses its own arguments (its message is its own), or -1 */
+    cblob_status seen[RANKS];
+    char messages[RANKS][1024];
+    bool intact[RANKS];
+    cblob_status after[RANKS];
+} disagreement;
+
+static bool intact_blobs(cblob_blob **blobs, int rank)
+{
+    for (int b = 0; b < STANDARD; ++b) {
+        float expected[100];
+        for (int64_t i = 0; i < 100; ++i)
+            expected[i] = (float)start_value(rank, b, i, CBLOB_DTYPE_FLOAT32);
+        if (!bytes_equal(blobs[b], CBLOB_PART_DIFF, expected, sizeof expected))
+            return false;
+    }
+    return true;
+}
+
+static void disagreeing_rank(int rank, void *arg)
+{
+    disagreement *d = arg;
+    rank_env env;
+    CHECK(open_rank(d->world, rank, &env));
+    cblob_blob *blobs[STANDARD];
+    for (int b = 0; b < STANDARD; ++b)
+        CHECK((blobs[b] = make_blob(env.ctx, CBLOB_DTYPE_FLOAT32, 100, rank, b, CBLOB_PART_DIFF)) != NULL);
+    d->seen[rank] = d->call(&env, rank, blobs);
+    snprintf(d->messages[rank], sizeof d->messages[rank], "%s", cblob_last_error_message());
+    d->intact[rank] = intact_blobs(blobs, rank);
+    d->after[rank] = cblob_comm_allreduce(env.comm, blobs, STANDARD, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM);
+    for (int b = 0; b < STANDARD && d->after[rank] == CBLOB_OK; ++b) {
+        const float *sum = NULL;
+        CHECK_OK(cblob_blob_cpu_ptr(blobs[b], CBLOB_PART_DIFF, (const void **)&sum));
+        for (int64_t i = 0; i < 100; ++i)
+            CHECK(sum[i] == (float)reference_sum(RANKS, b, i, CBLOB_DTYPE_FLOAT32));
+    }
+    for (int b = 0; b < STANDARD; ++b)
+        cblob_blob_destroy(blobs[b]);
+    close_rank(&env);
+}
+
+static void expect_disagreement(disagreeing_call call, cblob_status want, const char *needle, int refusing)
+{
+    disagreement d = {
+        .world = te_world_new(RANKS, 31), .call = call, .want = want, .needle = needle, .refusing = refusing};
+    te_run_ranks(RANKS, disagreeing_rank, &d);
+    te_world_free(d.world);
+    for (int r = 0; r < RANKS; ++r) {
+        CHECK_MSG(d.seen[r] == want, "rank %d: %s, expected %s: %s", r, cblob_status_name(d.seen[r]),
+                  cblob_status_name(want), d.messages[r]);
+        CHECK_MSG(r == refusing || strstr(d.messages[r], needle) != NULL, "rank %d: \"%s\" does not say \"%s\"", r,
+                  d.messages[r], needle);
+        const int reference = refusing == 0 ? 1 : 0;
+        const char *mine = strstr(d.messages[r], ": "), *theirs = strstr(d.messages[reference], ": ");
+        CHECK_MSG(r == refusing || (mine != NULL && theirs != NULL && strcmp(mine, theirs) == 0),
+                  "rank %d says \"%s\", rank %d \"%s\"", r, d.messages[r], reference, d.messages[reference]);
+        CHECK_MSG(d.intact[r], "rank %d: a blob's values changed", r);
+        CHECK_MSG(d.after[r] == CBLOB_OK, "rank %d: the communicator is no longer usable: %s", r,
+                  cblob_status_name(d.after[r]));
+    }
+}
+
+static cblob_status standard_allreduce(rank_env *env, cblob_blob **blobs, cblob_reduce_op op)
+{
+    return cblob_comm_allreduce(env->comm, blobs, STANDARD, CBLOB_PART_DIFF, op);
+}
+
+/* A list with blobs[1] replaced by a blob of `count` elements of dtype on the odd rank. */
+static cblob_status odd_blob_1(rank_env *env, int rank, cblob_blob **blobs, cblob_dtype dtype, int64_t count)
+{
+    if (rank != ODD)
+        return standard_allreduce(env, blobs, CBLOB_REDUCE_SUM);
+    cblob_blob *other = make_blob(env->ctx, dtype, count, rank, 1, CBLOB_PART_DIFF);
+    cblob_blob *list[STANDARD] = {blobs[0], other, blobs[2], blobs[3]};
+    const cblob_status status = standard_allreduce(env, list, CBLOB_REDUCE_SUM);
+    cblob_blob_destroy(other);
+    return status;
+}
+
+static cblob_status count_differs(rank_env *env, int rank, cblob_blob **blobs)
+{
+    return odd_blob_1(env, rank, blobs, CBLOB_DTYPE_FLOAT32, 99);
+}
+
+static cblob_status dtype_differs(rank_env *env, int rank, cblob_blob **blobs)
+{
+    return odd_blob_1(env, rank, blobs, CBLOB_DTYPE_FLOAT64, 100);
+}
+
+static cblob_status bucket_differs(rank_env *env, int rank, cblob_blob **blobs)
+{
+    if (rank == ODD && cblob_comm_set_bucket_bytes(env->comm, 64) != CBLOB_OK)
+        return CBLOB_ERR_INTERNAL;
+    const cblob_status status = standard_allreduce(env, blobs, CBLOB_REDUCE_SUM);
+    cblob_comm_set_bucket_bytes(env->comm, CBLOB_COMM_DEFAULT_BUCKET_BYTES);
+    return status;
+}
+
+static cblob_status root_differs(rank_env *env, int rank, cblob_blob **blobs)
+{
+    return cblob_comm_broadcast(env->comm, blobs, STANDARD, CBLOB_PART_DIFF, rank == ODD ? 1 : 0);
+}
+
+static cblob_status op_differs(rank_env *env, int rank, cblob_blob **blobs)
+{
+    return standard_allreduce(env, blobs, rank == ODD ? CBLOB_REDUCE_AVERAGE : CBLOB_REDUCE_SUM);
+}
+
+static cblob_status part_differs(rank_env *env, int rank, cblob_blob **blobs)
+{
+    return cblob_comm_allreduce(env->comm, blobs, STANDARD, rank == ODD ? CBLOB_PART_DATA : CBLOB_PART_DIFF,
+                                CBLOB_REDUCE_SUM);
+}
+
+static cblob_status list_length_differs(rank_env *env, int rank, cblob_blob **blobs)
+{
+    return cblob_comm_allreduce(env->comm, blobs, rank == ODD ? STANDARD - 1 : STANDARD, CBLOB_PART_DIFF,
+                                CBLOB_REDUCE_SUM);
+}
+
+static cblob_status kind_differs(rank_env *env, int rank, cblob_blob **blobs)
+{
+    return rank == ODD ? cblob_comm_broadcast(env->comm, blobs, STANDARD, CBLOB_PART_DIFF, 0)
+                       : standard_allreduce(env, blobs, CBLOB_REDUCE_SUM);
+}
+
+static cblob_status barrier_differs(rank_env *env, int rank, cblob_blob **blobs)
+{
+    return rank == ODD ? cblob_comm_barrier(env->comm) : standard_allreduce(env, blobs, CBLOB_REDUCE_SUM);
+}
+
+/* The odd rank averages a uint32 blob: it refuses its own arguments. */
+static cblob_status odd_rank_refuses(rank_env *env, int rank, cblob_blob **blobs)
+{
+    if (rank != ODD)
+        return standard_allreduce(env, blobs, CBLOB_REDUCE_AVERAGE);
+    cblob_blob *integers = make_blob(env->ctx, CBLOB_DTYPE_UINT32, 100, rank, 1, CBLOB_PART_DIFF);
+    cblob_blob *list[STANDARD] = {blobs[0], integers, blobs[2], blobs[3]};
+    const cblob_status status = standard_allreduce(env, list, CBLOB_REDUCE_AVERAGE);
+    cblob_blob_destroy(integers);
+    return status;
+}
+
+/* Rank 0 lists a blob twice. */
+static cblob_status rank_0_refuses(rank_env *env, int rank, cblob_blob **blobs)
+{
+    if (rank != 0)
+        return standard_allreduce(env, blobs, CBLOB_REDUCE_SUM);
+    cblob_blob *list[STANDARD] = {blobs[0], blobs[1], blobs[2], blobs[1]};
+    return standard_allreduce(env, list, CBLOB_REDUCE_SUM);
+}
+
+/* Every rank but 0 differs, each its own way: rank 1, the lowest, is named. */
+static cblob_status every_rank_differs(rank_env *env, int rank, cblob_blob **blobs)
+{
+    return odd_blob_1(env, rank == 0 ? 0 : ODD, blobs, CBLOB_DTYPE_FLOAT32, 100 + rank);
+}
+
+/* The start already fails: no request to wait for. */
+static cblob_status start_fails(rank_env *env, int rank, cblob_blob **blobs)
+{
+    cblob_comm_request *request = NULL;
+    const cblob_status status = cblob_comm_allreduce_start(env->comm, blobs, rank == ODD ? 2 : 3, CBLOB_PART_DIFF,
+                                                           CBLOB_REDUCE_SUM, &request);
+    return request == NULL ? status : CBLOB_ERR_INTERNAL;
+}
+
+/* 600 small blobs (the detail rounds carry a few blobs at a time), the odd rank's 450th longer. */
+static cblob_status far_in_a_long_list(rank_env *env, int rank, cblob_blob **blobs)
+{
+    (void)blobs;
+    enum { N = 600 };
+    cblob_blob *list[N];
+    for (int b = 0; b < N; ++b)
+        list[b] = make_blob(env->ctx, CBLOB_DTYPE_FLOAT32, rank == ODD && b == 450 ? 5 : 4, rank, b, CBLOB_PART_DIFF);
+    const cblob_status status = cblob_comm_allreduce(env->comm, list, N, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM);
+    for (int b = 0; b < N; ++b)
+        cblob_blob_destroy(list[b]);
+    return status;
+}
+
+TEST(agreement_counts_that_differ)
+{
+    expect_disagreement(count_differs, CBLOB_ERR_SHAPE,
+                        "the ranks disagree, nothing was sent: blobs[1]: rank 3 has 99 float32, rank 0 100 float32",
+                        -1);
+}
+
+TEST(agreement_dtypes_that_differ)
+{
+    expect_disagreement(dtype_differs, CBLOB_ERR_DTYPE, "blobs[1]: rank 3 has 100 float64, rank 0 100 float32", -1);
+}
+
+TEST(agreement_bucket_sizes_that_differ)
+{
+    expect_disagreement(bucket_differs, CBLOB_ERR_INVALID_ARGUMENT,
+                        "rank 3 fuses up to 64 bytes per bucket, rank 0 up to 8388608", -1);
+}
+
+TEST(agreement_roots_that_differ)
+{
+    expect_disagreement(root_differs, CBLOB_ERR_INVALID_ARGUMENT,
+                        "rank 3 broadcasts from root 1, rank 0 from root 0", -1);
+}
+
+TEST(agreement_ops_that_differ)
+{
+    expect_disagreement(op_differs, CBLOB_ERR_INVALID_ARGUMENT, "rank 3 averages, rank 0 sums", -1);
+}
+
+TEST(agreement_parts_that_differ)
+{
+    expect_disagreement(part_differs, CBLOB_ERR_INVALID_ARGUMENT, "rank 3 works on the data, rank 0 on the diff", -1);
+}
+
+TEST(agreement_list_lengths_that_differ)
+{
+    expect_disagreement(list_length_differs, CBLOB_ERR_INVALID_ARGUMENT, "rank 3 lists 3 blobs, rank 0 4", -1);
+}
+
+TEST(agreement_collectives_that_differ)
+{
+    expect_disagreement(kind_differs, CBLOB_ERR_INVALID_ARGUMENT, "rank 3 calls a broadcast, rank 0 an all-reduce", -1);
+    expect_disagreement(barrier_differs, CBLOB_ERR_INVALID_ARGUMENT,
+                        "rank 3 calls a barrier, rank 0 an all-reduce", -1);
+}
+
+TEST(agreement_a_rank_that_refuses_its_arguments_fails_every_rank_with_its_status)
+{
+    expect_disagreement(odd_rank_refuses, CBLOB_ERR_DTYPE,
+                        "rank 3 refused an all-reduce (CBLOB_ERR_DTYPE: blobs[1] is uint32: an average is defined for "
+                        "float dtypes only)", ODD);
+    expect_disagreement(rank_0_refuses, CBLOB_ERR_INVALID_ARGUMENT,
+                        "rank 0 refused an all-reduce (CBLOB_ERR_INVALID_ARGUMENT: blobs[3] is blobs[1] again)", 0);
+}
+
+TEST(agreement_names_the_lowest_rank_that_differs)
+{
+    expect_disagreement(every_rank_differs, CBLOB_ERR_SHAPE,
+                        "blobs[1]: rank 1 has 101 float32, rank 0 100 float32", -1);
+}
+
+TEST(agreement_refuses_at_the_start)
+{
+    expect_disagreement(start_fails, CBLOB_ERR_INVALID_ARGUMENT, "rank 3 lists 2 blobs, rank 0 3", -1);
+}
+
+TEST(agreement_finds_a_difference_far_in_a_long_list)
+{
+    expect_disagreement(far_in_a_long_list, CBLOB_ERR_SHAPE, "blobs[450]: rank 3 has 5 float32, rank 0 4 float32", -1);
+}
+
+/* The agreement costs one engine call per collective, none with it turned off; a barrier with it
+ * is the agreement alone. */
+static void counting_rank(int rank, void *arg)
+{
+    te_world *world = arg;
+    rank_env env;
+    CHECK(open_rank(world, rank, &env));
+    cblob_blob *blob = make_blob(env.ctx, CBLOB_DTYPE_FLOAT32, 10, rank, 0, CBLOB_PART_DIFF);
+    int64_t calls = te_calls(world, rank);
+    CHECK_OK(cblob_comm_allreduce(env.comm, &blob, 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM));
+    CHECK_EQ_INT(te_calls(world, rank) - calls, 2);
+    calls = te_calls(world, rank);
+    CHECK_OK(cblob_comm_barrier(env.comm));
+    CHECK_EQ_INT(te_calls(world, rank) - calls, 1);
+    CHECK_ERROR(cblob_comm_set_agreement_check(env.comm, 2), CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK_OK(cblob_comm_set_agreement_check(env.comm, 0));
+    calls = te_calls(world, rank);
+    CHECK_OK(cblob_comm_allreduce(env.comm, &blob, 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM));
+    CHECK_OK(cblob_comm_barrier(env.comm));
+    CHECK_EQ_INT(te_calls(world, rank) - calls, 2);
+    CHECK_OK(cblob_comm_set_agreement_check(env.comm, 1));
+    calls = te_calls(world, rank);
+    CHECK_OK(cblob_comm_allreduce(env.comm, &blob, 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM));
+    CHECK_EQ_INT(te_calls(world, rank) - calls, 2);
+    cblob_blob_destroy(blob);
+    close_rank(&env);
+}
+
+TEST(agreement_costs_one_engine_call_and_turns_off)
+{
+    te_world *world = te_world_new(RANKS, 32);
+    te_run_ranks(RANKS, counting_rank, world);
+    te_world_free(world);
+}
+
+/* An engine that takes only float32 carries the agreement in 16-bit pieces (a count above 2^16
+ * spans several): it still tells. */
+static void float32_engine_rank(int rank, void *arg)
+{
+    te_world *world = arg;
+    cblob_comm_engine engine = te_engine(world, rank);
+    engine.dtypes = 1u << CBLOB_DTYPE_FLOAT32;
+    rank_env env;
+    CHECK_OK(cblob_context_create(&env.ctx));
+    CHECK_OK(cblob_comm_create(env.ctx, &engine, &env.comm));
+    CHECK_OK(cblob_comm_set_timeout(env.comm, TEST_TIMEOUT_MS));
+    cblob_blob *blob = make_blob(env.ctx, CBLOB_DTYPE_FLOAT32, rank == ODD ? 100000 : 7, rank, 0,
+                                 CBLOB_PART_DIFF);
+    CHECK_ERROR(cblob_comm_allreduce(env.comm, &blob, 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM), CBLOB_ERR_SHAPE);
+    CHECK_MSG(strstr(cblob_last_error_message(), "blobs[0]: rank 3 has 100000 float32, rank 0 7 float32") != NULL, "%s",
+              cblob_last_error_message());
+    CHECK_OK(cblob_comm_barrier(env.comm));
+    cblob_blob_destroy(blob);
+    close_rank(&env);
+}
+
+TEST(agreement_over_an_engine_of_float32_only)
+{
+    te_world *world = te_world_new(RANKS, 33);
+    te_run_ranks(RANKS, float32_engine_rank, world);
+    te_world_free(world);
 }
 
 /* ---- one rank: arguments ------------------------------------------------------------------------ */
@@ -656,24 +1013,29 @@ TEST(nccl_without_a_gpu_says_so_before_looking_for_nccl)
 
 typedef struct late {
     te_world *world;
+    bool agreement;
     atomic_int timed_out;
     cblob_status seen[RANKS];
 } late;
 
 /* Ranks 0..2 time out and destroy their blobs at once; rank 3 then joins the collective, and the
  * engine completes it, writing into every rank's buffer: memory the communicators must still
- * hold (ASan reports a use after free otherwise). */
+ * hold (ASan reports a use after free otherwise). Without the agreement the buffers are the
+ * blobs' and the buckets; with it, the agreement's, and rank 3 then waits alone for the data. */
 static void late_rank(int rank, void *arg)
 {
     late *l = arg;
     rank_env env;
     CHECK(open_rank(l->world, rank, &env));
+    CHECK_OK(cblob_comm_set_agreement_check(env.comm, l->agreement));
     cblob_blob *blobs[3];
     for (int b = 0; b < 3; ++b)
         CHECK((blobs[b] = make_blob(env.ctx, CBLOB_DTYPE_FLOAT64, 20 + b, rank, b, CBLOB_PART_DIFF)) != NULL);
     if (rank == RANKS - 1) {
         while (atomic_load(&l->timed_out) < RANKS - 1)
             sched_yield();
+        if (l->agreement)
+            CHECK_OK(cblob_comm_set_timeout(env.comm, 100));
     } else {
         CHECK_OK(cblob_comm_set_timeout(env.comm, 100));
     }
@@ -698,4 +1060,13 @@ TEST(a_late_rank_writes_only_into_memory_the_communicators_still_hold)
     for (int r = 0; r < RANKS - 1; ++r)
         CHECK_EQ_INT(l.seen[r], CBLOB_ERR_TIMEOUT);
     CHECK_EQ_INT(l.seen[RANKS - 1], CBLOB_OK);
+}
+
+TEST(a_late_rank_writes_only_into_agreement_buffers_the_communicators_still_hold)
+{
+    late l = {.world = te_world_new(RANKS, 18), .agreement = true};
+    te_run_ranks(RANKS, late_rank, &l);
+    te_world_free(l.world);
+    for (int r = 0; r < RANKS; ++r)
+        CHECK_EQ_INT(l.seen[r], CBLOB_ERR_TIMEOUT);
 }

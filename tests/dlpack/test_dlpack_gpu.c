@@ -6,6 +6,8 @@
  * machine's GPU (dlpack_gpu_device, skipped with the reason where there is none). Device memory is
  * only read through cblob: the double's is not host-readable. */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cblob/dlpack.h"
 #include "gpu/gpu_support.h"
@@ -224,6 +226,12 @@ static void delete_produced(DLManagedTensorVersioned *tensor)
     p->deleted++;
 }
 
+static void delete_legacy_produced(DLManagedTensor *tensor)
+{
+    produced *p = tensor->manager_ctx;
+    delete_produced(&p->tensor);
+}
+
 TEST(cuda_tensor_deleter_waits_for_queued_kernels)
 {
     REQUIRE_GPU();
@@ -243,5 +251,166 @@ TEST(cuda_tensor_deleter_waits_for_queued_kernels)
     CHECK_OK(cblob_blob_scale(blob, CBLOB_PART_DATA, 2.0)); /* queued on the tensor's memory */
     cblob_blob_destroy(blob);
     CHECK_EQ_INT(p.deleted, 1);
+    close_streamed(&c);
+}
+
+/* ---- DLPack's stream rules (issue 25) -------------------------------------------------------------- */
+
+/* A consumer queues work on an exported device tensor on its own stream and calls the deleter
+ * without waiting for it, as PyTorch and CuPy do when their tensor dies: cblob frees the memory
+ * only after that work. On the double the next allocation of the same size gets the freed block. */
+TEST(device_export_outlives_the_consumers_queued_work)
+{
+    REQUIRE_GPU();
+    streamed_context c;
+    CHECK_OK(open_streamed(&c));
+    const int64_t count = COUNT;
+    cblob_blob *blob = NULL, *next = NULL;
+    CHECK_OK(cblob_blob_create(c.ctx, CBLOB_DTYPE_FLOAT32, 1, &count, &blob));
+    CHECK_OK(fill(blob, CBLOB_PART_DATA));
+    DLManagedTensorVersioned *t = NULL;
+    CHECK_OK(cblob_blob_to_dlpack(blob, CBLOB_PART_DATA, CBLOB_MEMORY_DEVICE, 1, &t));
+    cblob_blob_destroy(blob); /* the tensor is the last holder */
+    void *consumer = gpu_stream_create(), *mine = gpu_device_alloc(COUNT * sizeof(float));
+    CHECK(consumer != NULL && mine != NULL);
+    CHECK(gpu_queue_copy(consumer, mine, t->dl_tensor.data, COUNT * sizeof(float)));
+    t->deleter(t);
+    CHECK_OK(cblob_context_synchronize(c.ctx));
+    CHECK_OK(cblob_blob_create(c.ctx, CBLOB_DTYPE_FLOAT32, 1, &count, &next));
+    CHECK_OK(cblob_blob_fill(next, CBLOB_PART_DATA, -7.0));
+    CHECK_OK(cblob_context_synchronize(c.ctx));
+    float seen[COUNT];
+    CHECK(gpu_stream_synchronize(consumer));
+    CHECK(gpu_read_on_stream(consumer, seen, mine, sizeof seen));
+    for (int i = 0; i < COUNT; ++i)
+        CHECK(seen[i] == (float)i * 0.5f);
+    cblob_blob_destroy(next);
+    gpu_device_free(mine);
+    gpu_stream_destroy(consumer);
+    close_streamed(&c);
+}
+
+/* A producer's CUDA tensor, its values written by work queued on `stream` (NULL: the legacy
+ * default stream) that nobody has waited for: value i is i + 1. */
+static produced *produce_unfinished(void *stream)
+{
+    produced *p = calloc(1, sizeof *p);
+    static float values[COUNT];
+    for (int i = 0; i < COUNT; ++i)
+        values[i] = (float)(i + 1);
+    p->shape[0] = COUNT;
+    p->tensor = (DLManagedTensorVersioned){
+        .version = {1, 0},
+        .manager_ctx = p,
+        .deleter = delete_produced,
+        .dl_tensor = {.data = gpu_device_alloc(COUNT * sizeof(float)), .device = {kDLCUDA, 0}, .ndim = 1,
+                      .dtype = {kDLFloat, 32, 1}, .shape = p->shape},
+    };
+    if (p->tensor.dl_tensor.data == NULL || !gpu_queue_write(stream, p->tensor.dl_tensor.data, values, sizeof values)) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static double asum_of(cblob_blob *blob)
+{
+    double sum = -1;
+    return cblob_blob_asum(blob, CBLOB_PART_DATA, &sum) == CBLOB_OK ? sum : -1;
+}
+
+#define SUM_OF_VALUES ((double)COUNT * (COUNT + 1) / 2)
+
+/* DLPack's stream=None: the producer's work is ordered before the legacy default stream, and an
+ * import given no stream waits for that stream. */
+TEST(import_without_a_stream_waits_for_the_legacy_stream)
+{
+    REQUIRE_GPU();
+    streamed_context c;
+    CHECK_OK(open_streamed(&c));
+    produced *p = produce_unfinished(NULL);
+    CHECK(p != NULL);
+    cblob_blob *blob = NULL;
+    CHECK_OK(cblob_blob_from_dlpack(c.ctx, &p->tensor, &blob));
+    CHECK(asum_of(blob) == SUM_OF_VALUES); /* on cblob's non-blocking stream */
+    cblob_blob_destroy(blob);
+    CHECK_EQ_INT(p->deleted, 1);
+    free(p);
+    close_streamed(&c);
+}
+
+/* The producer names its stream: cblob's stream waits for it, for either struct. */
+TEST(import_on_a_stream_waits_for_that_stream)
+{
+    REQUIRE_GPU();
+    streamed_context c;
+    CHECK_OK(open_streamed(&c));
+    void *producer = gpu_stream_create();
+    CHECK(producer != NULL);
+    produced *p = produce_unfinished(producer);
+    CHECK(p != NULL);
+    cblob_blob *blob = NULL;
+    CHECK_OK(cblob_blob_from_dlpack_on_stream(c.ctx, &p->tensor, producer, &blob));
+    CHECK(asum_of(blob) == SUM_OF_VALUES);
+    cblob_blob_destroy(blob);
+    CHECK_EQ_INT(p->deleted, 1);
+    free(p);
+
+    /* A legacy tensor the same way (its deleter is the producer's too). */
+    produced *q = produce_unfinished(producer);
+    CHECK(q != NULL);
+    DLManagedTensor legacy = {.dl_tensor = q->tensor.dl_tensor, .manager_ctx = q, .deleter = delete_legacy_produced};
+    CHECK_OK(cblob_blob_from_dlpack_legacy_on_stream(c.ctx, &legacy, producer, &blob));
+    CHECK(asum_of(blob) == SUM_OF_VALUES);
+    cblob_blob_destroy(blob);
+    CHECK_EQ_INT(q->deleted, 1);
+    free(q);
+    gpu_stream_destroy(producer);
+    close_streamed(&c);
+}
+
+/* The consumer's own stream, as a DLPack consumer passes it to __dlpack__ (the producer then
+ * orders its work before it): nothing more to wait for, and no event. */
+TEST(import_on_the_contexts_own_stream_adds_no_wait)
+{
+    REQUIRE_GPU();
+    streamed_context c;
+    CHECK_OK(open_streamed(&c));
+    produced *p = produce_unfinished(c.stream);
+    CHECK(p != NULL);
+    const fake_cuda_counters before = gpu_counters();
+    cblob_blob *blob = NULL;
+    CHECK_OK(cblob_blob_from_dlpack_on_stream(c.ctx, &p->tensor, c.stream, &blob));
+    CHECK_COUNTER_DELTA(before, stream_waits, 0);
+    CHECK(asum_of(blob) == SUM_OF_VALUES);
+    cblob_blob_destroy(blob);
+    free(p);
+    close_streamed(&c);
+}
+
+/* A stream cblob cannot wait on is refused before anything changes: the tensor stays the
+ * caller's, its deleter uncalled. */
+TEST(import_on_a_stream_of_another_device_is_refused)
+{
+    REQUIRE_GPU();
+    int32_t devices = 0;
+    CHECK_OK(cblob_gpu_probe(&devices));
+    if (devices < 2)
+        SKIP("needs two devices (the dlpack_gpu_fake suite's double is given two for this test)");
+    streamed_context c;
+    CHECK_OK(open_streamed(&c));
+    void *foreign = gpu_stream_create_on(1);
+    CHECK(foreign != NULL);
+    produced *p = produce_unfinished(c.stream);
+    CHECK(p != NULL);
+    cblob_blob *blob = NULL;
+    CHECK_ERROR(cblob_blob_from_dlpack_on_stream(c.ctx, &p->tensor, foreign, &blob), CBLOB_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(cblob_last_error_message(), "device 0") != NULL); /* the context's, which the stream is not of */
+    CHECK(blob == NULL);
+    CHECK_EQ_INT(p->deleted, 0);
+    CHECK(gpu_stream_synchronize(c.stream)); /* the producer's own write, before it frees the memory */
+    p->tensor.deleter(&p->tensor);
+    CHECK_EQ_INT(p->deleted, 1);
+    free(p);
     close_streamed(&c);
 }

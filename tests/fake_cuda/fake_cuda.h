@@ -23,8 +23,18 @@
  * runs only when something waits for it: cuStreamSynchronize, cuEventSynchronize, a copy to
  * pageable host memory (which the driver documents as synchronous), cuMemFree, cuMemFreeHost and
  * cuCtxSynchronize (which wait for the whole device); then what must run runs in a random order
- * that the dependencies allow, drawn from the seed, so a run can be repeated. A launch's
- * arguments are read when it is queued, the memory they point to when it runs.
+ * that the dependencies allow, drawn from the seed, so a run can be repeated. A query
+ * (cuEventQuery) runs a little of what the event waits for, a random part, as a GPU makes progress
+ * while the host polls, so polling code finishes in both modes. A launch's arguments are read when
+ * it is queued, the memory they point to when it runs.
+ *
+ * Memory pools: cuMemAllocAsync takes memory from the device's default pool (release threshold 0)
+ * and cuMemAllocFromPoolAsync from a pool made with cuMemPoolCreate. A block freed with
+ * cuMemFreeAsync goes back to its pool at the free's turn, and the next allocation from the pool
+ * that fits gets it, from any stream; at each synchronisation a pool gives the driver back what
+ * it holds above its release threshold. Work queued before its memory was handed out again is an
+ * error of the test when it runs (fake_memory.c). cuMemFreeHost does not wait for queued work:
+ * work still queued on pinned memory when it is freed is an error too.
  *
  * What a real GPU would silently get wrong ends the process with a message (an error of the
  * test): work that runs on memory freed before it (cuMemFreeAsync ordered before the work, or a
@@ -80,6 +90,12 @@ typedef struct fake_cuda_counters {
     uint64_t blas_host_sums;   /* sums returned to host memory: the call itself waited */
     uint64_t last_grid;        /* blocks of the latest launch */
     uint64_t previous_grid;    /* blocks of the launch before it */
+    uint64_t default_pool_allocs; /* cuMemAllocAsync: the device's default pool, shared by the process */
+    uint64_t own_pool_allocs;  /* cuMemAllocFromPoolAsync */
+    uint64_t pools_created;    /* cuMemPoolCreate */
+    uint64_t pool_reuses;      /* allocations that got a block freed before */
+    uint64_t pool_releases;    /* pooled blocks given back to the driver (synchronisations, trims) */
+    uint64_t event_queries;    /* cuEventQuery */
 } fake_cuda_counters;
 
 typedef void (*fake_cuda_get_counters_fn)(fake_cuda_counters *out);

@@ -96,10 +96,12 @@ void *fake_host_range(const void *host, size_t bytes);
 /* Whether [a, a + a_bytes) and [b, b + b_bytes) share a byte. */
 bool fake_ranges_overlap(uint64_t a, size_t a_bytes, uint64_t b, size_t b_bytes);
 void fake_memory_configure(uint64_t bytes_per_device);
-/* The memory calls behind cuMemAlloc, cuMemAllocAsync (ready false until its turn), cuMemFree,
+/* The memory calls behind cuMemAlloc, cuMemAllocAsync and cuMemAllocFromPoolAsync (ready false
+ * until its turn; `pool` the block comes from and goes back to, NULL for cuMemAlloc), cuMemFree,
  * cuMemFreeAsync (free_queued when called, free when it runs), cuMemHostAlloc, cuMemFreeHost and
  * cuPointerGetAttribute. Each returns a CUresult. */
-int fake_device_alloc(int device, size_t bytes, bool ready, uint64_t *out);
+typedef struct fake_pool fake_pool;
+int fake_device_alloc(int device, size_t bytes, bool ready, fake_pool *pool, uint64_t *out);
 int fake_device_free_queued(uint64_t address);
 int fake_device_free_now(uint64_t address);
 int fake_pinned_alloc(size_t bytes, void **out);
@@ -108,6 +110,24 @@ int fake_device_pointer_info(uint64_t address, int *device, uint64_t *start, siz
 /* Marks a stream-ordered allocation ready, and frees one, when their turn in the stream comes. */
 void fake_allocation_ready(uint64_t address);
 void fake_allocation_free(uint64_t address);
+
+/* Pools (fake_memory.c): each device's default pool, pools of cuMemPoolCreate, and what a
+ * synchronisation of a device (-1: every device) makes them give back. */
+void fake_pools_configure(int device_count);
+fake_pool *fake_default_pool(int device);
+int fake_pool_create(int device, fake_pool **out);
+bool fake_pool_known(const fake_pool *pool);
+int fake_pool_device(const fake_pool *pool);
+void fake_pool_set_release_threshold(fake_pool *pool, uint64_t bytes);
+void fake_pool_trim(fake_pool *pool, uint64_t keep);
+void fake_pool_destroy(fake_pool *pool);
+void fake_pools_synchronised(int device);
+
+/* The double's one sequence of queued work (fake_queue.c): the next number (each piece of work
+ * and each allocation gets one), and the number of the work running now (UINT64_MAX when none:
+ * the host itself). */
+uint64_t fake_next_sequence(void);
+uint64_t fake_running_sequence(void);
 
 /* ---- streams and work (fake_queue.c) ------------------------------------------------------------- */
 
@@ -139,6 +159,10 @@ int fake_queue_free(fake_stream *stream, uint64_t address);
  * are the device arrays it touches (for the hand-back check). */
 FAKE_API int fake_queue_call(void *stream_handle, fake_call_fn run, void *payload, const uint64_t *addresses,
                              int address_count, bool wait);
+/* The same, for work that cannot start while *hold is nonzero (a collective whose peers never
+ * come, in the fake NCCL): it stays queued, and a wait for it waits forever, an error of the test. */
+FAKE_API int fake_queue_held_call(void *stream_handle, fake_call_fn run, void *payload, const uint64_t *addresses,
+                                  int address_count, const int *hold);
 /* Runs everything queued on every stream of a device (-1: every device), as cuMemFree and
  * cuCtxSynchronize do. Returns the device's sticky error, or 0. */
 int fake_run_device(int device);

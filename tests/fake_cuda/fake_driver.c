@@ -160,6 +160,7 @@ FAKE_API cbcu_result cuInit(unsigned int flags)
         const char *seed = getenv("CBLOB_FAKE_CUDA_DEFERRED");
         deferred = seed != NULL && seed[0] != '\0';
         fake_queue_configure(device_count, deferred ? strtoull(seed, NULL, 10) : 0);
+        fake_pools_configure(device_count);
         for (int i = 0; i < FAKE_MAX_DEVICES; ++i)
             contexts[i].device = i;
         initialised = true;
@@ -288,7 +289,7 @@ FAKE_API cbcu_result cuMemAlloc_v2(cbcu_deviceptr *ptr, size_t bytes)
     if (bytes == 0 || ptr == NULL)
         return CBCU_ERROR_INVALID_VALUE;
     uint64_t address = 0;
-    const int result = fake_device_alloc(fake_current_device(), bytes, true, &address);
+    const int result = fake_device_alloc(fake_current_device(), bytes, true, NULL, &address);
     if (result == 0)
         *ptr = address;
     return result;
@@ -306,6 +307,28 @@ FAKE_API cbcu_result cuMemFree_v2(cbcu_deviceptr ptr)
     return fake_unlock(lost_now != 0 ? lost_now : fake_device_free_now(ptr));
 }
 
+/* A stream-ordered allocation from `pool`, usable in the stream's order from the allocation's turn. */
+static cbcu_result alloc_from_pool(cbcu_deviceptr *ptr, size_t bytes, fake_pool *pool, cbcu_stream stream_handle)
+{
+    fake_lock();
+    fake_stream *stream = fake_find_stream(stream_handle);
+    if (stream == NULL)
+        return fake_unlock(CBCU_ERROR_INVALID_HANDLE);
+    if (pool == NULL)
+        pool = fake_default_pool(fake_stream_device(stream));
+    else if (fake_pool_device(pool) != fake_stream_device(stream))
+        return fake_unlock(CBCU_ERROR_INVALID_VALUE);
+    uint64_t address = 0;
+    int result = fake_device_alloc(fake_stream_device(stream), bytes, false, pool, &address);
+    if (result == 0) {
+        fake_counters.async_allocs++;
+        *ptr = address;
+        result = fake_queue_alloc(stream, address);
+    }
+    return fake_unlock(result);
+}
+
+/* From the device's default pool, which every library of the process shares. */
 FAKE_API cbcu_result cuMemAllocAsync(cbcu_deviceptr *ptr, size_t bytes, cbcu_stream stream_handle)
 {
     const int status = fake_context_status();
@@ -316,17 +339,66 @@ FAKE_API cbcu_result cuMemAllocAsync(cbcu_deviceptr *ptr, size_t bytes, cbcu_str
     if (no_pools)
         return FAKE_NOT_SUPPORTED;
     fake_lock();
-    fake_stream *stream = fake_find_stream(stream_handle);
-    if (stream == NULL)
-        return fake_unlock(CBCU_ERROR_INVALID_HANDLE);
-    uint64_t address = 0;
-    int result = fake_device_alloc(fake_stream_device(stream), bytes, false, &address);
-    if (result == 0) {
-        fake_counters.async_allocs++;
-        *ptr = address;
-        result = fake_queue_alloc(stream, address);
-    }
-    return fake_unlock(result);
+    fake_counters.default_pool_allocs++;
+    return fake_unlock(alloc_from_pool(ptr, bytes, NULL, stream_handle));
+}
+
+FAKE_API cbcu_result cuMemAllocFromPoolAsync(cbcu_deviceptr *ptr, size_t bytes, cbcu_mempool pool, cbcu_stream stream_handle)
+{
+    const int status = fake_context_status();
+    if (status != 0)
+        return status;
+    if (bytes == 0 || ptr == NULL || !fake_pool_known((const fake_pool *)pool))
+        return CBCU_ERROR_INVALID_VALUE;
+    fake_lock();
+    fake_counters.own_pool_allocs++;
+    return fake_unlock(alloc_from_pool(ptr, bytes, (fake_pool *)pool, stream_handle));
+}
+
+/* Device memory pools (CU_MEM_ALLOCATION_TYPE_PINNED on a device, no export handles). */
+FAKE_API cbcu_result cuMemPoolCreate(cbcu_mempool *pool, const cbcu_mempool_props *props)
+{
+    const int status = fake_context_status();
+    if (status != 0)
+        return status;
+    if (pool == NULL || props == NULL || no_pools)
+        return no_pools ? FAKE_NOT_SUPPORTED : CBCU_ERROR_INVALID_VALUE;
+    if (props->allocType != CBCU_MEM_ALLOCATION_TYPE_PINNED || props->handleTypes != CBCU_MEM_HANDLE_TYPE_NONE ||
+        props->location.type != CBCU_MEM_LOCATION_TYPE_DEVICE || props->location.id < 0 ||
+        props->location.id >= device_count || props->win32SecurityAttributes != NULL)
+        return CBCU_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < sizeof props->reserved; ++i)
+        if (props->reserved[i] != 0)
+            return CBCU_ERROR_INVALID_VALUE;
+    fake_pool *made = NULL;
+    const int result = fake_pool_create(props->location.id, &made);
+    if (result == 0)
+        *pool = (cbcu_mempool)made;
+    return result;
+}
+
+FAKE_API cbcu_result cuMemPoolDestroy(cbcu_mempool pool)
+{
+    if (!fake_pool_known((const fake_pool *)pool))
+        return CBCU_ERROR_INVALID_VALUE;
+    fake_pool_destroy((fake_pool *)pool);
+    return CBCU_SUCCESS;
+}
+
+FAKE_API cbcu_result cuMemPoolSetAttribute(cbcu_mempool pool, cbcu_mempool_attribute attribute, void *value)
+{
+    if (!fake_pool_known((const fake_pool *)pool) || value == NULL || attribute != CBCU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+        return CBCU_ERROR_INVALID_VALUE;
+    fake_pool_set_release_threshold((fake_pool *)pool, *(const cbcu_uint64 *)value);
+    return CBCU_SUCCESS;
+}
+
+FAKE_API cbcu_result cuMemPoolTrimTo(cbcu_mempool pool, size_t keep)
+{
+    if (!fake_pool_known((const fake_pool *)pool))
+        return CBCU_ERROR_INVALID_VALUE;
+    fake_pool_trim((fake_pool *)pool, keep);
+    return CBCU_SUCCESS;
 }
 
 FAKE_API cbcu_result cuMemFreeAsync(cbcu_deviceptr ptr, cbcu_stream stream_handle)
@@ -358,15 +430,13 @@ FAKE_API cbcu_result cuMemHostAlloc(void **ptr, size_t bytes, unsigned int flags
     return fake_pinned_alloc(bytes, ptr);
 }
 
+/* No wait for queued work (fake_pinned_free says why). */
 FAKE_API cbcu_result cuMemFreeHost(void *ptr)
 {
     const int status = fake_context_status();
     if (status != 0)
         return status;
-    fake_lock();
-    fake_counters.device_syncs++;
-    fake_run_device(-1);
-    return fake_unlock(fake_pinned_free(ptr));
+    return fake_pinned_free(ptr);
 }
 
 /* Unified addressing maps pinned memory into every context: its device address. */
@@ -642,6 +712,9 @@ FAKE_API cbcu_result cuGetProcAddress_v2(const char *symbol, void **function, in
         {"cuStreamWaitEvent", (void *)cuStreamWaitEvent}, {"cuEventCreate", (void *)cuEventCreate},
         {"cuEventRecord", (void *)cuEventRecord}, {"cuEventSynchronize", (void *)cuEventSynchronize},
         {"cuEventDestroy", (void *)cuEventDestroy_v2}, {"cuFuncGetAttribute", (void *)cuFuncGetAttribute},
+        {"cuEventQuery", (void *)cuEventQuery}, {"cuMemAllocFromPoolAsync", (void *)cuMemAllocFromPoolAsync},
+        {"cuMemPoolCreate", (void *)cuMemPoolCreate}, {"cuMemPoolDestroy", (void *)cuMemPoolDestroy},
+        {"cuMemPoolSetAttribute", (void *)cuMemPoolSetAttribute}, {"cuMemPoolTrimTo", (void *)cuMemPoolTrimTo},
         {"cuOccupancyMaxActiveBlocksPerMultiprocessor", (void *)cuOccupancyMaxActiveBlocksPerMultiprocessor},
     };
     (void)flags;

@@ -1,8 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The test double's memory: device allocations (host memory at FAKE_DEVICE_TAG), pinned host
- * allocations (also mapped at FAKE_DEVICE_TAG, as unified addressing maps them), and the ranges
- * tests handed back to their owners. Enqueue-time checks answer yes or no; execution-time checks
- * end the process on a misuse (fake_violation). */
+ * allocations (also mapped at FAKE_DEVICE_TAG, as unified addressing maps them), memory pools, and
+ * the ranges tests handed back to their owners. Enqueue-time checks answer yes or no;
+ * execution-time checks end the process on a misuse (fake_violation).
+ *
+ * Pools are hostile as a GPU's are: a block freed with cuMemFreeAsync goes back to its pool when
+ * the free's turn comes, and the next allocation from that pool that fits takes it (the most
+ * recently freed first), whatever stream asks; at each synchronisation a pool gives the driver
+ * back what it holds above its release threshold (0 for a device's default pool). Every
+ * allocation is born at a point of the double's sequence of queued work, so work queued before
+ * the memory it touches was handed out (to its previous owner: the work's stream was not ordered
+ * before the free) is caught when it runs, even where the block is live again. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +24,29 @@
 
 typedef struct allocation {
     unsigned char *host;
-    size_t size;
+    size_t size;      /* asked for */
+    size_t room;      /* the block's bytes (a reused block may be larger than asked) */
     int device;       /* -1: pinned host memory */
     bool ready;       /* false from cuMemAllocAsync until its turn in the stream */
     bool free_queued; /* cuMemFreeAsync was called: nothing may use it from now on */
+    fake_pool *pool;  /* where the block goes back when freed; NULL: cuMemAlloc or pinned */
+    uint64_t born;    /* the point of the work sequence when it was handed out */
 } allocation;
+
+typedef struct pooled_block {
+    unsigned char *host;
+    size_t room;
+} pooled_block;
+
+struct fake_pool {
+    int device;
+    uint64_t release_threshold; /* bytes the pool keeps at a synchronisation */
+    uint64_t reserved;          /* bytes of its blocks, in use or free */
+    pooled_block *free_blocks;  /* freed, their frees run: handed out again first, last in first */
+    size_t free_count, free_room;
+    bool destroyed;
+    fake_pool *next;
+};
 
 typedef struct range {
     uintptr_t start;
@@ -31,8 +57,10 @@ static allocation *allocations;
 static size_t allocation_count, allocation_room;
 static range *given_back;
 static size_t given_back_count, given_back_room;
-static uint64_t device_bytes[FAKE_MAX_DEVICES];
+static uint64_t device_bytes[FAKE_MAX_DEVICES]; /* reserved: live allocations and pooled blocks */
 static uint64_t memory_per_device = (uint64_t)1 << 30;
+static fake_pool *pools; /* every pool made, default pools first */
+static fake_pool default_pools[FAKE_MAX_DEVICES];
 
 void fake_violation(const char *format, ...)
 {
@@ -76,17 +104,17 @@ static allocation *find_device(uint64_t address, size_t bytes)
     return a != NULL ? a : find(host, bytes, true);
 }
 
-static bool add(unsigned char *host, size_t size, int device, bool ready)
+static bool add(unsigned char *host, size_t size, size_t room, int device, bool ready, fake_pool *pool)
 {
     if (allocation_count == allocation_room) {
-        const size_t room = allocation_room ? 2 * allocation_room : 64;
-        allocation *grown = realloc(allocations, room * sizeof *grown);
+        const size_t grown_room = allocation_room ? 2 * allocation_room : 64;
+        allocation *grown = realloc(allocations, grown_room * sizeof *grown);
         if (grown == NULL)
             return false;
         allocations = grown;
-        allocation_room = room;
+        allocation_room = grown_room;
     }
-    allocations[allocation_count++] = (allocation){host, size, device, ready, false};
+    allocations[allocation_count++] = (allocation){host, size, room, device, ready, false, pool, fake_next_sequence()};
     return true;
 }
 
@@ -171,6 +199,10 @@ FAKE_API void *fake_device_range(const void *device_ptr, size_t bytes)
     if (a == NULL)
         fake_violation("device range [%#llx, +%zu) is not inside a live allocation: it was freed before this work ran",
                        (unsigned long long)address, bytes);
+    if (a->born > fake_running_sequence())
+        fake_violation("device range [%#llx, +%zu) was freed and handed out again before this work, queued while the "
+                       "memory had its previous owner, ran: the work's stream is not ordered before the free",
+                       (unsigned long long)address, bytes);
     if (!a->ready)
         fake_violation("device range [%#llx, +%zu) is used before its stream-ordered allocation ran: the work's "
                        "stream does not wait for the allocating stream",
@@ -190,20 +222,46 @@ void *fake_host_range(const void *host, size_t bytes)
 
 /* ---- allocation calls ---------------------------------------------------------------------------- */
 
-int fake_device_alloc(int device, size_t bytes, bool ready, uint64_t *out)
+/* A freed block of the pool that holds `bytes`, taken off its free list: the most recently freed. */
+static bool take_block(fake_pool *pool, size_t bytes, pooled_block *out)
+{
+    for (size_t i = pool->free_count; i-- > 0;)
+        if (pool->free_blocks[i].room >= bytes) {
+            *out = pool->free_blocks[i];
+            pool->free_blocks[i] = pool->free_blocks[--pool->free_count];
+            return true;
+        }
+    return false;
+}
+
+int fake_device_alloc(int device, size_t bytes, bool ready, fake_pool *pool, uint64_t *out)
 {
     fake_lock();
-    if (device_bytes[device] + bytes > memory_per_device)
+    pooled_block reused;
+    if (pool != NULL && take_block(pool, bytes, &reused)) {
+        if (!add(reused.host, bytes, reused.room, device, ready, pool))
+            return fake_unlock(FAKE_OUT_OF_MEMORY);
+        /* What the previous owner left: a missing zero-fill shows. */
+        memset(reused.host, 0x5A, bytes);
+        fake_counters.pool_reuses++;
+        fake_counters.device_bytes_in_use += bytes;
+        *out = (uint64_t)((uintptr_t)reused.host + FAKE_DEVICE_TAG);
+        return fake_unlock(0);
+    }
+    const size_t room = bytes;
+    if (device_bytes[device] + room > memory_per_device)
         return fake_unlock(FAKE_OUT_OF_MEMORY);
     /* Aligned as cuMemAlloc's (256 bytes), so that kernels' vector paths are the ones a GPU takes. */
     unsigned char *host = aligned_alloc(DEVICE_ALIGNMENT, (bytes + DEVICE_ALIGNMENT - 1) / DEVICE_ALIGNMENT * DEVICE_ALIGNMENT);
-    if (host == NULL || !add(host, bytes, device, ready)) {
+    if (host == NULL || !add(host, bytes, room, device, ready, pool)) {
         free(host);
         return fake_unlock(FAKE_OUT_OF_MEMORY);
     }
     /* Fresh device memory holds garbage, which a missing zero-fill would show. */
     memset(host, 0xA5, bytes);
-    device_bytes[device] += bytes;
+    device_bytes[device] += room;
+    if (pool != NULL)
+        pool->reserved += room;
     fake_counters.device_allocs++;
     fake_counters.device_bytes_in_use += bytes;
     *out = (uint64_t)((uintptr_t)host + FAKE_DEVICE_TAG);
@@ -238,16 +296,130 @@ void fake_allocation_ready(uint64_t address)
     fake_unlock(0);
 }
 
+/* A block back on its pool's free list. */
+static void pool_keep(fake_pool *pool, unsigned char *host, size_t room)
+{
+    if (pool->free_count == pool->free_room) {
+        const size_t grown_room = pool->free_room ? 2 * pool->free_room : 16;
+        pooled_block *grown = realloc(pool->free_blocks, grown_room * sizeof *grown);
+        if (grown == NULL)
+            fake_violation("no memory for a pool's free list");
+        pool->free_blocks = grown;
+        pool->free_room = grown_room;
+    }
+    pool->free_blocks[pool->free_count++] = (pooled_block){host, room};
+}
+
+static void give_to_driver(fake_pool *pool, pooled_block b)
+{
+    free(b.host);
+    device_bytes[pool->device] -= b.room;
+    pool->reserved -= b.room;
+    fake_counters.pool_releases++;
+}
+
 void fake_allocation_free(uint64_t address)
 {
     fake_lock();
     allocation *a = device_allocation_at(address);
     if (a == NULL)
         fake_violation("device memory at %#llx is freed twice", (unsigned long long)address);
-    device_bytes[a->device] -= a->size;
     fake_counters.device_bytes_in_use -= a->size;
-    free(a->host);
+    if (a->pool != NULL && !a->pool->destroyed) {
+        pool_keep(a->pool, a->host, a->room);
+    } else {
+        device_bytes[a->device] -= a->room;
+        if (a->pool != NULL)
+            a->pool->reserved -= a->room;
+        free(a->host);
+    }
     drop(a);
+    fake_unlock(0);
+}
+
+/* Gives the driver back free blocks of the pool while it holds more than `keep` bytes. */
+static void pool_shrink(fake_pool *pool, uint64_t keep)
+{
+    while (pool->free_count > 0 && pool->reserved > keep)
+        give_to_driver(pool, pool->free_blocks[--pool->free_count]);
+}
+
+/* ---- pools ------------------------------------------------------------------------------------- */
+
+void fake_pools_configure(int device_count)
+{
+    pools = NULL;
+    for (int d = device_count; d-- > 0;) {
+        default_pools[d] = (fake_pool){.device = d, .next = pools};
+        pools = &default_pools[d];
+    }
+}
+
+fake_pool *fake_default_pool(int device)
+{
+    return &default_pools[device];
+}
+
+void fake_pools_synchronised(int device)
+{
+    fake_lock();
+    for (fake_pool *pool = pools; pool != NULL; pool = pool->next)
+        if (device < 0 || pool->device == device)
+            pool_shrink(pool, pool->release_threshold);
+    fake_unlock(0);
+}
+
+int fake_pool_create(int device, fake_pool **out)
+{
+    fake_pool *pool = calloc(1, sizeof *pool);
+    if (pool == NULL)
+        return FAKE_OUT_OF_MEMORY;
+    fake_lock();
+    pool->device = device;
+    /* After the default pools, which stay first. */
+    fake_pool **at = &pools;
+    while (*at != NULL)
+        at = &(*at)->next;
+    *at = pool;
+    fake_counters.pools_created++;
+    *out = pool;
+    return fake_unlock(0);
+}
+
+bool fake_pool_known(const fake_pool *pool)
+{
+    fake_lock();
+    for (const fake_pool *p = pools; p != NULL; p = p->next)
+        if (p == pool && !p->destroyed)
+            return fake_unlock(true);
+    return fake_unlock(false);
+}
+
+int fake_pool_device(const fake_pool *pool)
+{
+    return pool->device;
+}
+
+void fake_pool_set_release_threshold(fake_pool *pool, uint64_t bytes)
+{
+    fake_lock();
+    pool->release_threshold = bytes;
+    fake_unlock(0);
+}
+
+void fake_pool_trim(fake_pool *pool, uint64_t keep)
+{
+    fake_lock();
+    pool_shrink(pool, keep);
+    fake_unlock(0);
+}
+
+/* Blocks still in use go to the driver when they are freed (the pool record stays: they name it). */
+void fake_pool_destroy(fake_pool *pool)
+{
+    fake_lock();
+    pool_shrink(pool, 0);
+    pool->destroyed = true;
     fake_unlock(0);
 }
 
@@ -267,7 +439,7 @@ int fake_pinned_alloc(size_t bytes, void **out)
     fake_lock();
     /* Offset from what malloc returned, so that free() of it by mistake is caught at once. */
     unsigned char *block = malloc(bytes + PINNED_HEADER);
-    if (block == NULL || !add(block + PINNED_HEADER, bytes, -1, true)) {
+    if (block == NULL || !add(block + PINNED_HEADER, bytes, bytes, -1, true, NULL)) {
         free(block);
         return fake_unlock(FAKE_OUT_OF_MEMORY);
     }
@@ -277,12 +449,19 @@ int fake_pinned_alloc(size_t bytes, void **out)
     return fake_unlock(0);
 }
 
+/* cuMemFreeHost does not wait here for work queued on the memory: the double does not count on a
+ * wait the driver does not document, so such work is an error of the caller's. */
 int fake_pinned_free(void *ptr)
 {
     fake_lock();
     allocation *a = find((uintptr_t)ptr, 0, true);
     if (a == NULL || a->host != ptr)
         return fake_unlock(FAKE_INVALID_VALUE);
+    char what[160];
+    if (fake_queued_work_touches((uint64_t)(uintptr_t)ptr, a->size, what, sizeof what) ||
+        fake_queued_work_touches((uint64_t)(uintptr_t)ptr + FAKE_DEVICE_TAG, a->size, what, sizeof what))
+        fake_violation("pinned host memory [%p, +%zu) is freed (cuMemFreeHost) while %s, still queued, touches it", ptr,
+                       a->size, what);
     fake_counters.pinned_frees++;
     fake_counters.pinned_bytes_in_use -= a->size;
     free(a->host - PINNED_HEADER);

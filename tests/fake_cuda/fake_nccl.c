@@ -5,7 +5,8 @@
  * against freed and handed-back memory. What it checks: a unique id it made, a current context,
  * device memory, a count within the buffer's allocation. CBLOB_FAKE_NCCL_FAIL makes one thing
  * fail: "init" (ncclCommInitRank), "collective" (ncclAllReduce and ncclBroadcast), "async"
- * (ncclCommGetAsyncError reports a remote error, as when a peer died). */
+ * (ncclCommGetAsyncError reports a remote error, as when a peer died, and the collectives queued
+ * meanwhile never finish, as they wait for that peer, until the communicator is aborted). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,7 +24,18 @@ static const char magic[] = "fake-nccl-unique-id";
 
 struct ncclComm {
     int nranks;
+    int hung;      /* a peer died: queued collectives cannot start until the abort */
+    int held;      /* collectives queued and not run yet */
+    bool released; /* destroyed or aborted: freed once no queued collective names it */
 };
+
+static void release(cbnc_comm comm)
+{
+    comm->hung = 0; /* an abort ends what waited for the dead peer */
+    comm->released = true;
+    if (comm->held == 0)
+        free(comm);
+}
 
 static bool failing(const char *what)
 {
@@ -71,13 +83,15 @@ FAKE_API cbnc_result ncclCommInitRank(cbnc_comm *comm, int nranks, cbnc_unique_i
 
 FAKE_API cbnc_result ncclCommDestroy(cbnc_comm comm)
 {
-    free(comm);
+    if (comm->hung)
+        return NCCL_INVALID_USAGE; /* NCCL would wait for the dead peer forever: abort it instead */
+    release(comm);
     return CBNC_SUCCESS;
 }
 
 FAKE_API cbnc_result ncclCommAbort(cbnc_comm comm)
 {
-    free(comm);
+    release(comm);
     return CBNC_SUCCESS;
 }
 
@@ -91,14 +105,20 @@ FAKE_API cbnc_result ncclCommGetAsyncError(cbnc_comm comm, cbnc_result *async_er
 typedef struct collective {
     uint64_t buffer;
     size_t bytes;
+    cbnc_comm comm;
 } collective;
 
 /* At its turn on the stream: the buffer must still be device memory (fake_device_range ends the
- * process otherwise); one rank's sum or broadcast is the buffer itself. */
+ * process otherwise); one rank's sum or broadcast is the buffer itself. An aborted one does
+ * nothing. */
 static int run_collective(void *payload)
 {
     const collective *call = payload;
-    fake_device_range((const void *)(uintptr_t)call->buffer, call->bytes);
+    cbnc_comm comm = call->comm;
+    if (!comm->released)
+        fake_device_range((const void *)(uintptr_t)call->buffer, call->bytes);
+    if (--comm->held == 0 && comm->released)
+        free(comm);
     return 0;
 }
 
@@ -115,9 +135,15 @@ static cbnc_result queue_collective(const void *sendbuff, void *recvbuff, size_t
     if (comm == NULL || datatype_bytes(datatype) == 0 || sendbuff != recvbuff)
         return NCCL_INVALID_ARGUMENT;
     collective *payload = malloc(sizeof *payload);
-    *payload = (collective){(uint64_t)(uintptr_t)recvbuff, count * datatype_bytes(datatype)};
+    *payload = (collective){(uint64_t)(uintptr_t)recvbuff, count * datatype_bytes(datatype), comm};
     const uint64_t addresses[1] = {payload->buffer};
-    return fake_queue_call(stream, run_collective, payload, addresses, 1, false) == 0 ? CBNC_SUCCESS : NCCL_SYSTEM_ERROR;
+    if (failing("async"))
+        comm->hung = 1;
+    comm->held++;
+    if (fake_queue_held_call(stream, run_collective, payload, addresses, 1, &comm->hung) == 0)
+        return CBNC_SUCCESS;
+    comm->held--;
+    return NCCL_SYSTEM_ERROR;
 }
 
 FAKE_API cbnc_result ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, cbnc_datatype datatype,

@@ -24,6 +24,8 @@ typedef struct dependency {
 typedef struct op {
     op_kind kind;
     uint64_t number;
+    uint64_t sequence; /* in the double's one sequence of queued work and allocations */
+    const int *hold;   /* the work cannot start while *hold is nonzero */
     struct op *next;
     dependency *deps;
     size_t dep_count;
@@ -62,6 +64,21 @@ static fake_stream *streams;   /* every stream ever made, destroyed ones too: de
 static fake_stream legacy_streams[FAKE_MAX_DEVICES], per_thread_streams[FAKE_MAX_DEVICES];
 static uint64_t random_state;
 static int fault_to_inject;
+static uint64_t sequence;                    /* the last number handed out */
+static uint64_t running_sequence = UINT64_MAX; /* of the work running now */
+
+uint64_t fake_next_sequence(void)
+{
+    fake_lock();
+    const uint64_t next = ++sequence;
+    fake_unlock(0);
+    return next;
+}
+
+uint64_t fake_running_sequence(void)
+{
+    return running_sequence;
+}
 
 void fake_queue_configure(int device_count, uint64_t seed)
 {
@@ -170,6 +187,8 @@ static void add_dependency(op *work, fake_stream *stream, uint64_t number)
 
 static bool ready(const op *work)
 {
+    if (work->hold != NULL && *work->hold != 0)
+        return false;
     for (size_t i = 0; i < work->dep_count; ++i)
         if (work->deps[i].stream->completed < work->deps[i].number)
             return false;
@@ -199,6 +218,7 @@ static int run_launch(op *work)
 static void run(fake_stream *stream, op *work)
 {
     int result = 0;
+    running_sequence = work->sequence;
     if (fake_device_lost(stream->device) == 0) {
         switch (work->kind) {
         case OP_COPY:
@@ -220,6 +240,7 @@ static void run(fake_stream *stream, op *work)
         if (result != 0)
             fake_device_fault(stream->device, result);
     }
+    running_sequence = UINT64_MAX;
     stream->completed = work->number;
     free(work->staged);
     free(work->payload);
@@ -263,12 +284,15 @@ static fake_stream *pick(void)
     return candidates[fake_deferred() ? fake_random() % (uint64_t)count : 0];
 }
 
-static void run_until(fake_stream *stream, uint64_t number)
+/* Runs what `stream` needs to reach `number`: all of it, or (steps > 0) at most that many pieces
+ * of it. Work that cannot start (held) stays queued; `must` makes that an error of the test, as a
+ * host that waits for it would wait forever. */
+static void run_needed(fake_stream *stream, uint64_t number, bool must, int steps)
 {
     if (stream->completed >= number)
         return;
     mark_needed(stream, number);
-    for (fake_stream *next; (next = pick()) != NULL;) {
+    for (fake_stream *next; (steps == 0 || steps-- > 0) && (next = pick()) != NULL;) {
         op *work = next->head;
         next->head = work->next;
         if (next->head == NULL)
@@ -277,8 +301,14 @@ static void run_until(fake_stream *stream, uint64_t number)
     }
     for (fake_stream *s = streams; s != NULL; s = s->next_stream)
         s->needed = 0;
-    if (stream->completed < number)
-        fake_violation("queued work cannot run: its dependencies never complete");
+    if (must && stream->completed < number)
+        fake_violation("a wait for queued work never ends: what it waits for can never start (a collective whose "
+                       "peers never come, or a dependency that is never met)");
+}
+
+static void run_until(fake_stream *stream, uint64_t number)
+{
+    run_needed(stream, number, true, 0);
 }
 
 int fake_run_device(int device)
@@ -287,6 +317,7 @@ int fake_run_device(int device)
     for (fake_stream *s = streams; s != NULL; s = s->next_stream)
         if ((device < 0 || s->device == device) && s->queued > s->completed)
             run_until(s, s->queued);
+    fake_pools_synchronised(device);
     return fake_unlock(device < 0 ? 0 : fake_device_lost(device));
 }
 
@@ -306,6 +337,7 @@ static op *new_op(op_kind kind)
 static int queue(fake_stream *stream, op *work, bool wait)
 {
     work->number = ++stream->queued;
+    work->sequence = fake_next_sequence();
     add_dependency(work, stream, work->number - 1);
     if (stream->legacy) {
         for (fake_stream *s = streams; s != NULL; s = s->next_stream)
@@ -320,8 +352,9 @@ static int queue(fake_stream *stream, op *work, bool wait)
     else
         stream->head = work;
     stream->tail = work;
+    /* In immediate mode work runs when queued, unless something before it is held. */
     if (wait || !fake_deferred())
-        run_until(stream, work->number);
+        run_needed(stream, work->number, wait, 0);
     return fake_device_lost(stream->device);
 }
 
@@ -400,8 +433,8 @@ int fake_queue_free(fake_stream *stream, uint64_t address)
     return fake_unlock(queue(stream, work, false));
 }
 
-FAKE_API int fake_queue_call(void *stream_handle, fake_call_fn call, void *payload, const uint64_t *addresses,
-                             int address_count, bool wait)
+static int queue_call(void *stream_handle, fake_call_fn call, void *payload, const uint64_t *addresses,
+                      int address_count, bool wait, const int *hold)
 {
     fake_lock();
     fake_stream *stream = fake_find_stream(stream_handle);
@@ -413,8 +446,21 @@ FAKE_API int fake_queue_call(void *stream_handle, fake_call_fn call, void *paylo
     work->call = call;
     work->payload = payload;
     work->address_count = address_count;
+    work->hold = hold;
     memcpy(work->addresses, addresses, (size_t)address_count * sizeof *addresses);
     return fake_unlock(queue(stream, work, wait));
+}
+
+FAKE_API int fake_queue_call(void *stream_handle, fake_call_fn call, void *payload, const uint64_t *addresses,
+                             int address_count, bool wait)
+{
+    return queue_call(stream_handle, call, payload, addresses, address_count, wait, NULL);
+}
+
+FAKE_API int fake_queue_held_call(void *stream_handle, fake_call_fn call, void *payload, const uint64_t *addresses,
+                                  int address_count, const int *hold)
+{
+    return queue_call(stream_handle, call, payload, addresses, address_count, false, hold);
 }
 
 /* ---- what queued work touches ------------------------------------------------------------------- */
@@ -512,6 +558,7 @@ FAKE_API cbcu_result cuStreamSynchronize(cbcu_stream handle)
     if (stream == NULL)
         return fake_unlock(CBCU_ERROR_INVALID_HANDLE);
     run_until(stream, mark(stream, NULL, 0));
+    fake_pools_synchronised(stream->device);
     return fake_unlock(fake_device_lost(stream->device));
 }
 
@@ -587,14 +634,24 @@ FAKE_API cbcu_result cuEventSynchronize(cbcu_event handle)
     if (event->stream == NULL)
         return fake_unlock(CBCU_SUCCESS);
     run_until(event->stream, event->number);
+    fake_pools_synchronised(event->stream->device);
     return fake_unlock(fake_device_lost(event->stream->device));
 }
 
+/* A GPU works while the host polls: a query runs one to three pieces of what the event waits for
+ * (deferred mode; immediate mode has run it all), so polling finishes, after a random number of
+ * queries. */
 FAKE_API cbcu_result cuEventQuery(cbcu_event handle)
 {
     const fake_event *event = (const fake_event *)handle;
     if (event == NULL)
         return CBCU_ERROR_INVALID_HANDLE;
     fake_lock();
-    return fake_unlock(event->stream == NULL || event->stream->completed >= event->number ? CBCU_SUCCESS : FAKE_NOT_READY);
+    fake_counters.event_queries++;
+    if (event->stream == NULL)
+        return fake_unlock(CBCU_SUCCESS);
+    run_needed(event->stream, event->number, false, 1 + (int)(fake_random() % 3));
+    if (event->stream->completed < event->number)
+        return fake_unlock(FAKE_NOT_READY);
+    return fake_unlock(fake_device_lost(event->stream->device));
 }

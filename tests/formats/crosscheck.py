@@ -114,6 +114,16 @@ def compile_protos(source, folder):
         check(opening in fork, f"proto/caffe_blobs.proto lacks '{opening}'")
         fork = fork.replace(opening, opening + "\n  " + "\n  ".join(fields))
     variants["caffe_fork"] = fork
+    # A net's structure as the sample holds it: bottoms, tops and the parameters it has (kept as
+    # bytes), so that Python re-encodes every field in its place.
+    net = text.replace("package caffe;", "package caffe_net;").replace("message LayerParameter {", """message LayerParameter {
+  repeated string bottom = 3;
+  repeated string top = 4;
+  optional bytes convolution_param = 106;
+  optional bytes inner_product_param = 117;
+  optional bytes pooling_param = 121;
+  optional bytes input_param = 143;""")
+    variants["caffe_net"] = net
     for name, body in variants.items():
         with open(os.path.join(folder, name + ".proto"), "w", encoding="utf-8") as f:
             f.write(body)
@@ -201,8 +211,11 @@ def cblob_writes_what_python_reads(ctx):
     sample = os.path.join(ctx.source, "samples", "tiny_lenet.caffemodel")
     with open(sample, "rb") as f:
         raw = f.read()
-    net = ctx.protos["caffe_packed"].NetParameter.FromString(raw)
+    net = ctx.protos["caffe_net"].NetParameter.FromString(raw)
     check(net.name == "TinyLeNet" and len(net.layer) == 9, "sample: name and layers")
+    check([(list(layer.bottom), list(layer.top)) for layer in net.layer][1:3] == [(["data"], ["conv1"]),
+                                                                                 (["conv1"], ["pool1"])],
+          "sample: bottoms and tops")
     check(net.SerializeToString() == raw, "sample: Python re-encodes it to different bytes")
 
 
@@ -427,8 +440,8 @@ def inspect_json_check(ctx):
     for layer in net.layer:
         check(re.search(rf"^  {re.escape(layer.name)}\s+{re.escape(layer.type)}\s", result.stdout, re.M) is not None,
               f"inspect table row for {layer.name}")
-    check(re.search(r"^  conv1\s+Convolution\s+0\s+4x1x3x3\s+36\s+float32\s+no\s", result.stdout, re.M) is not None,
-          "inspect table blob row")
+    check(re.search(r"^  conv1\s+Convolution\s+data -> conv1\s+0\s+4x1x3x3\s+36\s+float32\s+no\s", result.stdout,
+                    re.M) is not None, "inspect table blob row")
     # An empty blob: min and max are null, sums 0.
     empty = ctx.protos["caffe_packed"].BlobProto()
     empty.shape.dim.extend([0, 4])

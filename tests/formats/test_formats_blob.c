@@ -487,6 +487,47 @@ TEST(round_trip_through_files)
     ft_remove_folder(folder);
 }
 
+TEST(legacy_dims_written_for_old_readers)
+{
+    /* CBLOB_PROTO_LEGACY_DIMS writes num/channels/height/width (fields 1-4, padded with 1 in
+     * front) instead of `shape`; it reads back as Caffe reads legacy dims: 4 axes (the Python
+     * suite checks with protobuf that no `shape` is written). */
+    char folder[256], path[512], vector_path[512];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    snprintf(path, sizeof path, "%s/mean.binaryproto", folder);
+    snprintf(vector_path, sizeof vector_path, "%s/vector.binaryproto", folder);
+    cblob_context *ctx = context_new();
+    cblob_blob *source = ft_blob(ctx, CBLOB_DTYPE_FLOAT32, 3, (int64_t[]){3, 5, 4}, 2, true);
+    CHECK_OK(cblob_blob_to_proto_file_with(source, CBLOB_PROTO_LEGACY_DIMS | CBLOB_PROTO_DIFF, path));
+    size_t size = 0;
+    uint8_t *bytes = ft_read_file(path, &size);
+    CHECK(bytes != NULL && size > 8);
+    /* The message starts with the four legacy dims, as varint fields 1 to 4. */
+    const uint8_t dims[] = {0x08, 1, 0x10, 3, 0x18, 5, 0x20, 4};
+    CHECK(memcmp(bytes, dims, sizeof dims) == 0);
+    free(bytes);
+    cblob_blob *back = NULL;
+    CHECK_OK(cblob_blob_create_from_proto_file(ctx, path, &back));
+    int64_t shape[CBLOB_MAX_AXES];
+    int32_t axes = 0;
+    CHECK_OK(cblob_blob_shape(back, CBLOB_MAX_AXES, shape, &axes));
+    CHECK(axes == 4 && shape[0] == 1 && shape[1] == 3 && shape[2] == 5 && shape[3] == 4);
+    /* Five axes do not fit: refused before anything is written. */
+    cblob_blob *five = ft_blob(ctx, CBLOB_DTYPE_FLOAT32, 5, (int64_t[]){1, 1, 1, 1, 2}, 1, false);
+    char five_path[512];
+    snprintf(five_path, sizeof five_path, "%s/five.binaryproto", folder);
+    CHECK_ERROR(cblob_blob_to_proto_file_with(five, CBLOB_PROTO_LEGACY_DIMS, five_path), CBLOB_ERR_SHAPE);
+    CHECK(access(five_path, F_OK) != 0);
+    cblob_blob *pair[] = {source, five};
+    CHECK_ERROR(cblob_blob_vector_to_proto_file_with(pair, 2, CBLOB_PROTO_LEGACY_DIMS, vector_path), CBLOB_ERR_SHAPE);
+    CHECK(access(vector_path, F_OK) != 0);
+    CHECK_OK(cblob_blob_vector_to_proto_file_with(pair, 1, CBLOB_PROTO_LEGACY_DIMS, vector_path));
+    CHECK_ERROR(cblob_blob_to_proto_file_with(source, 4, path), CBLOB_ERR_INVALID_ARGUMENT);
+    cblob_blob_destroy(source), cblob_blob_destroy(back), cblob_blob_destroy(five);
+    cblob_context_destroy(ctx);
+    ft_remove_folder(folder);
+}
+
 TEST(from_proto_keeps_storage_when_it_fits_and_shares_with_other_blobs)
 {
     /* As Caffe: FromProto writes into the existing memory when the count fits, so a blob sharing
@@ -970,4 +1011,36 @@ TEST(saving_to_a_bad_path_fails_cleanly)
     ft_remove_folder(folder);
     /* rmdir succeeds only when the folder was left empty. */
     CHECK(access(folder, F_OK) != 0);
+}
+
+TEST(a_blob_vector_whose_first_blob_passes_the_identified_head_opens_as_a_file)
+{
+    /* cblob_file_open tells a file's kind from its first 64 KiB; a vector's first blob larger than
+     * that cut the first field, and the file was refused as malformed (issue 30, found while
+     * testing cblob_file_to_npy_folder's progress). */
+    char folder[256], path[512];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    cblob_context *ctx = context_new();
+    cblob_blob *blobs[2] = {ft_blob(ctx, CBLOB_DTYPE_FLOAT32, 1, (int64_t[]){40000}, 1, false),
+                            ft_blob(ctx, CBLOB_DTYPE_FLOAT32, 1, (int64_t[]){3}, 2, false)};
+    snprintf(path, sizeof path, "%s/big.vector", folder);
+    CHECK_OK(cblob_blob_vector_to_proto_file(blobs, 2, 0, path));
+    cblob_file_kind kind = 0;
+    CHECK_OK(cblob_file_detect(path, &kind));
+    CHECK_EQ_INT(kind, CBLOB_FILE_BLOB_VECTOR);
+    cblob_file *file = NULL;
+    CHECK_OK(cblob_file_open(ctx, path, 0, 0, &file));
+    int64_t count = 0;
+    CHECK_OK(cblob_file_get_kind(file, &kind));
+    CHECK_OK(cblob_file_num_blobs(file, &count));
+    CHECK(kind == CBLOB_FILE_BLOB_VECTOR && count == 2);
+    cblob_blob *first = NULL;
+    CHECK_OK(cblob_file_blob(file, 0, &first));
+    CHECK(ft_same_values(blobs[0], first, CBLOB_PART_DATA));
+    cblob_blob_destroy(first);
+    cblob_file_destroy(file);
+    cblob_blob_destroy(blobs[0]);
+    cblob_blob_destroy(blobs[1]);
+    cblob_context_destroy(ctx);
+    ft_remove_folder(folder);
 }

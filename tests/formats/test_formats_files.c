@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -24,6 +26,15 @@ static const char *path_in(int slot, const char *name)
 {
     snprintf(path_buffer[slot], sizeof path_buffer[slot], "%s/%s", folder, name);
     return path_buffer[slot];
+}
+
+static bool io_same(const char *path, const uint8_t *bytes, size_t size)
+{
+    size_t held = 0;
+    uint8_t *now = ft_read_file(path, &held);
+    const bool same = now != NULL && held == size && memcmp(now, bytes, size) == 0;
+    free(now);
+    return same;
 }
 
 static bool message_has(const char *part)
@@ -392,14 +403,34 @@ TEST(a_npy_folder_is_never_read_back_mixed_or_half_written)
     cblob_file *file = NULL;
     CHECK_OK(cblob_file_open(ctx, dir, 0, 0, &file));
     cblob_file_destroy(file);
-    /* A second conversion fails at its second file (a folder stands where it goes). */
-    CHECK(mkdir(path_in(1, "weights/conv2_0.npy.tmp"), 0700) == 0 && rmdir(path_buffer[1]) == 0);
-    CHECK(unlink(path_in(1, "weights/conv2_0.npy")) == 0 && mkdir(path_buffer[1], 0700) == 0);
-    CHECK_STATUS(cblob_model_to_npy_folder(model, 0, dir, &files), CBLOB_ERR_IO);
+    /* A second conversion that fails part way (a folder stands where its second file goes)
+     * leaves the folder's files and index.json as they were: it writes into a staging folder and
+     * puts files in place only once every one is written. */
+    size_t index_size = 0, first_size = 0;
+    uint8_t *index_before = ft_read_file(path_in(1, "weights/index.json"), &index_size);
+    uint8_t *first_before = ft_read_file(path_in(2, "weights/conv1_0.npy"), &first_size);
+    CHECK(index_before != NULL && first_before != NULL);
+    CHECK(unlink(path_in(3, "weights/conv2_0.npy")) == 0 && mkdir(path_buffer[3], 0700) == 0);
+    static const char *const renamed[] = {"conv1", "conv2", "conv3"};
+    cblob_model *other_values = model_of(ctx, renamed, blobs, 3);
+    CHECK(other_values != NULL);
+    for (int64_t i = 0; i < 3; ++i) { /* other values, the same shapes */
+        cblob_blob *changed = NULL;
+        CHECK_OK(cblob_model_layer_blob(other_values, i, 0, &changed));
+        CHECK_OK(cblob_blob_scale(changed, CBLOB_PART_DATA, 2.0));
+        cblob_blob_destroy(changed);
+    }
+    CHECK_STATUS(cblob_model_to_npy_folder(other_values, 0, dir, &files), CBLOB_ERR_IO);
+    cblob_model_destroy(other_values);
+    CHECK(io_same(path_buffer[1], index_before, index_size) && io_same(path_buffer[2], first_before, first_size));
+    CHECK(rmdir(path_buffer[3]) == 0);
+    free(index_before);
+    free(first_before);
+    /* Without its index.json (an interrupted writer of 1.1 left none; a folder of one's own .npy
+     * files has none), a folder is read only by name, when asked: conv2's blob is missing. */
+    CHECK(unlink(path_buffer[1]) == 0);
     CHECK_STATUS(cblob_file_open(ctx, dir, 0, 0, &file), CBLOB_ERR_PARSE);
     CHECK_MSG(message_has("has no index.json"), "%s", cblob_last_error_message());
-    CHECK(rmdir(path_buffer[1]) == 0);
-    /* By name (asked for), it is read as what it holds: conv2's blob is missing. */
     CHECK_OK(cblob_file_open(ctx, dir, CBLOB_OPEN_NPY_BY_NAME, 0, &file));
     CHECK_OK(cblob_file_model(file, &read));
     int64_t kept = -1;
@@ -453,5 +484,38 @@ TEST(torch_names_of_a_v1_net_have_pytorchs_shapes_and_come_back)
     cblob_blob_destroy(ip[0]);
     cblob_blob_destroy(ip[1]);
     cblob_model_destroy(model);
+    cblob_context_destroy(ctx);
+}
+
+/* A stream is identified from its head: a pipe of zeros is refused after its first 64 KiB, not
+ * read until memory runs out (1.1 read standard input without bound). */
+TEST(a_stream_of_no_kind_is_refused_after_its_head)
+{
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    int ends[2];
+    CHECK(pipe(ends) == 0);
+    const pid_t writer = fork();
+    CHECK(writer >= 0);
+    if (writer == 0) {
+        close(ends[0]);
+        signal(SIGPIPE, SIG_IGN);
+        static const uint8_t zeros[4096];
+        long long written = 0;
+        while (written < (1ll << 34)) {
+            const ssize_t n = write(ends[1], zeros, sizeof zeros);
+            if (n <= 0)
+                break;
+            written += n;
+        }
+        _exit(written < (4ll << 20) ? 0 : 1); /* it stopped within 4 MiB: the reader let go */
+    }
+    close(ends[1]);
+    cblob_file *file = NULL;
+    CHECK_STATUS(cblob_file_open_fd(ctx, ends[0], "standard input", 0, 0, &file), CBLOB_ERR_PARSE);
+    CHECK(message_has("standard input is not a protobuf file"));
+    close(ends[0]);
+    int status = 0;
+    CHECK(waitpid(writer, &status, 0) == writer && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     cblob_context_destroy(ctx);
 }

@@ -251,6 +251,36 @@ bool gpu_copy_on_stream(void *stream, void *device_dst, const void *device_src, 
     return done;
 }
 
+bool gpu_queue_write(void *stream, void *device_dst, const void *src, size_t bytes)
+{
+    copy_to_device_fn copy = (copy_to_device_fn)driver_symbol("cuMemcpyHtoDAsync_v2");
+    if (copy == NULL || !with_primary_context())
+        return false;
+    const bool queued = copy((uint64_t)(uintptr_t)device_dst, src, bytes, stream) == 0;
+    without_context();
+    return queued;
+}
+
+bool gpu_queue_copy(void *stream, void *device_dst, const void *device_src, size_t bytes)
+{
+    copy_on_device_fn copy = (copy_on_device_fn)driver_symbol("cuMemcpyDtoDAsync_v2");
+    if (copy == NULL || !with_primary_context())
+        return false;
+    const bool queued = copy((uint64_t)(uintptr_t)device_dst, (uint64_t)(uintptr_t)device_src, bytes, stream) == 0;
+    without_context();
+    return queued;
+}
+
+bool gpu_stream_synchronize(void *stream)
+{
+    stream_sync_fn sync = (stream_sync_fn)driver_symbol("cuStreamSynchronize");
+    if (sync == NULL || !with_primary_context())
+        return false;
+    const bool done = sync(stream) == 0;
+    without_context();
+    return done;
+}
+
 cblob_status open_streamed(streamed_context *c)
 {
     c->stream = NULL;

@@ -69,6 +69,14 @@ bool gpu_copy_on_stream(void *stream, void *device_dst, const void *device_src, 
 /* The same, device to host. */
 bool gpu_read_on_stream(void *stream, void *dst, const void *device_src, size_t bytes);
 
+/* A consumer or producer that does not wait, as PyTorch and CuPy do not: its work is queued on
+ * `stream` (NULL: the legacy default stream) and the call returns at once. Host memory is read
+ * when the copy is queued (pageable memory is staged). The caller waits with
+ * gpu_stream_synchronize before reading what it wrote. */
+bool gpu_queue_write(void *stream, void *device_dst, const void *src, size_t bytes);
+bool gpu_queue_copy(void *stream, void *device_dst, const void *device_src, size_t bytes);
+bool gpu_stream_synchronize(void *stream);
+
 /* A context in GPU mode whose device work goes to a non-blocking stream of its own. */
 typedef struct streamed_context {
     cblob_context *ctx;

@@ -14,6 +14,13 @@
 
 #define COUNT 300
 
+/* Whether this run queues in launch-blocking mode (the comm_gpu_blocking suite). */
+static bool launch_blocking_run(void)
+{
+    const char *knob = getenv("CBLOB_CUDA_LAUNCH_BLOCKING");
+    return knob != NULL && strcmp(knob, "1") == 0;
+}
+
 static cblob_context *gpu_context(void)
 {
     cblob_context *ctx = NULL;
@@ -183,22 +190,87 @@ TEST(nccl_failures_become_statuses_with_ncclS_message)
     CHECK_OK(cblob_comm_set_timeout(comm, 5000));
     setenv("CBLOB_FAKE_NCCL_FAIL", "async", 1);
     cblob_comm_request *request = NULL;
-    CHECK_OK(cblob_comm_allreduce_start(comm, &blob, 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM, &request));
-    const cblob_status waited = cblob_comm_request_wait(request);
-    unsetenv("CBLOB_FAKE_NCCL_FAIL");
-    /* Immediate mode ran the collective when it was queued: the wait may see it done first. */
-    if (gpu_is_deferred()) {
-        CHECK_EQ_INT(waited, CBLOB_ERR_COMM);
-        CHECK(strstr(cblob_last_error_message(), "remote process exited") != NULL);
+    /* The collective waits for the dead peer and never finishes: the wait polls (the double's
+     * queries let queued work run, as a GPU does) and meets NCCL's asynchronous error; with
+     * CBLOB_CUDA_LAUNCH_BLOCKING=1 the call that queued it does. */
+    const cblob_status started = cblob_comm_allreduce_start(comm, &blob, 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM, &request);
+    if (launch_blocking_run()) {
+        CHECK_ERROR(started, CBLOB_ERR_COMM);
     } else {
-        CHECK(waited == CBLOB_OK || waited == CBLOB_ERR_COMM);
+        CHECK_OK(started);
+        CHECK_ERROR(cblob_comm_request_wait(request), CBLOB_ERR_COMM);
     }
+    CHECK(strstr(cblob_last_error_message(), "remote process exited") != NULL);
+    unsetenv("CBLOB_FAKE_NCCL_FAIL");
     int64_t count = 0;
     CHECK_OK(cblob_blob_count(blob, &count));
     CHECK_EQ_INT(count, 40);
     cblob_comm_request_destroy(request);
     cblob_comm_destroy(comm);
     cblob_blob_destroy(blob);
+    cblob_context_destroy(ctx);
+}
+
+/* NCCL has a stream of its own, ordered after the context's work on the buffers by an event and
+ * waited for through another: compute queued on the context after a collective starts does not
+ * wait for it (a backward pass overlaps the gradients' all-reduce). */
+TEST(nccl_collectives_overlap_the_contexts_later_work)
+{
+    uint8_t id[CBLOB_NCCL_UNIQUE_ID_BYTES];
+    REQUIRE_NCCL(id);
+    cblob_context *ctx = gpu_context();
+    CHECK(ctx != NULL);
+    cblob_comm *comm = NULL;
+    CHECK_OK(cblob_comm_create_nccl(ctx, id, 1, 0, &comm));
+    cblob_blob *gradients = device_blob(ctx, COUNT, 0, 0), *other = device_blob(ctx, COUNT, 0, 1);
+    CHECK(gradients != NULL && other != NULL);
+    CHECK_OK(cblob_blob_scale(gradients, CBLOB_PART_DIFF, 2.0)); /* before the collective: it must see this */
+    cblob_comm_request *request = NULL;
+    CHECK_OK(cblob_comm_allreduce_start(comm, &gradients, 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM, &request));
+    CHECK_OK(cblob_blob_scale(other, CBLOB_PART_DIFF, 3.0)); /* the next layer's work */
+    CHECK_OK(cblob_context_synchronize(ctx));
+    if (gpu_is_deferred() && !launch_blocking_run())
+        CHECK_MSG(gpu_pending_work() > 0, "waiting for the context's stream ran the collective too");
+    CHECK_OK(cblob_comm_request_wait(request));
+    CHECK_EQ_INT(gpu_pending_work(), 0);
+    const float *got = NULL;
+    CHECK_OK(cblob_blob_cpu_ptr(gradients, CBLOB_PART_DIFF, (const void **)&got));
+    for (int i = 0; i < COUNT; ++i)
+        CHECK(got[i] == 2.0f * value(0, 0, i));
+    CHECK_OK(cblob_blob_cpu_ptr(other, CBLOB_PART_DIFF, (const void **)&got));
+    for (int i = 0; i < COUNT; ++i)
+        CHECK(got[i] == 3.0f * value(0, 1, i));
+    cblob_comm_request_destroy(request);
+    cblob_comm_destroy(comm);
+    cblob_blob_destroy(gradients);
+    cblob_blob_destroy(other);
+    cblob_context_destroy(ctx);
+}
+
+/* With CBLOB_CUDA_LAUNCH_BLOCKING=1 a collective is waited for by the call that queued it, as
+ * kernels are, so a failure is reported by that call (the comm_gpu_blocking suite). */
+TEST(launch_blocking_covers_nccl_collectives)
+{
+    uint8_t id[CBLOB_NCCL_UNIQUE_ID_BYTES];
+    REQUIRE_NCCL(id);
+    if (!gpu_is_deferred())
+        SKIP("only the deferred double shows what is still queued");
+    cblob_context *ctx = gpu_context();
+    CHECK(ctx != NULL);
+    cblob_comm *comm = NULL;
+    CHECK_OK(cblob_comm_create_nccl(ctx, id, 1, 0, &comm));
+    cblob_blob *gradients = device_blob(ctx, COUNT, 0, 0);
+    CHECK(gradients != NULL);
+    cblob_comm_request *request = NULL;
+    CHECK_OK(cblob_comm_allreduce_start(comm, &gradients, 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM, &request));
+    if (launch_blocking_run())
+        CHECK_EQ_INT(gpu_pending_work(), 0);
+    else
+        CHECK(gpu_pending_work() > 0);
+    CHECK_OK(cblob_comm_request_wait(request));
+    cblob_comm_request_destroy(request);
+    cblob_comm_destroy(comm);
+    cblob_blob_destroy(gradients);
     cblob_context_destroy(ctx);
 }
 
@@ -456,4 +528,55 @@ TEST(a_device_engine_averages_fused_device_buckets_on_the_device)
         for (int r = 0; r < RANKS; ++r)
             CHECK_MSG(run.failures[r] == 0, "%s: rank %d failed", d ? "float64" : "float32", r);
     }
+}
+
+/* ---- ranks that disagree, on a device engine --------------------------------------------------- */
+
+/* The agreement of a device engine works on device memory (its buffer is copied to the device and
+ * back around each exchange): the last rank lists a longer blob, every rank fails alike before
+ * anything is sent, the device copies keep their values, and the communicator stays usable. */
+static void device_disagreement_rank(int rank, void *arg)
+{
+    device_run *run = arg;
+    run->failures[rank] = 1;
+    cblob_context *ctx = gpu_context();
+    CHECK(ctx != NULL);
+    const cblob_comm_engine engine = staged(run->world, rank);
+    cblob_comm *comm = NULL;
+    CHECK_OK(cblob_comm_create(ctx, &engine, &comm));
+    CHECK_OK(cblob_comm_set_timeout(comm, 20000));
+    cblob_blob *blob = device_blob(ctx, rank == RANKS - 1 ? COUNT + 1 : COUNT, rank, 0);
+    CHECK(blob != NULL);
+    CHECK_ERROR(cblob_comm_allreduce(comm, &blob, 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM), CBLOB_ERR_SHAPE);
+    CHECK_MSG(strstr(cblob_last_error_message(), "blobs[0]: rank 2 has 301 float32, rank 0 300 float32") != NULL,
+              "rank %d: %s", rank, cblob_last_error_message());
+    CHECK_EQ_INT(head_of(blob, CBLOB_PART_DIFF), CBLOB_HEAD_AT_GPU);
+    const float *got = NULL;
+    CHECK_OK(cblob_blob_cpu_ptr(blob, CBLOB_PART_DIFF, (const void **)&got));
+    for (int i = 0; i < COUNT; ++i)
+        CHECK_MSG(got[i] == value(rank, 0, i), "rank %d [%d]: the refused collective changed it", rank, i);
+    const int64_t count = COUNT;
+    CHECK_OK(cblob_blob_reshape(blob, 1, &count));
+    CHECK_OK(cblob_comm_allreduce(comm, &blob, 1, CBLOB_PART_DIFF, CBLOB_REDUCE_SUM));
+    CHECK_OK(cblob_blob_cpu_ptr(blob, CBLOB_PART_DIFF, (const void **)&got));
+    for (int i = 0; i < COUNT; ++i) {
+        float sum = value(0, 0, i);
+        for (int r = 1; r < RANKS; ++r)
+            sum += value(r, 0, i);
+        CHECK_MSG(got[i] == sum, "rank %d [%d]: %g, expected %g", rank, i, got[i], sum);
+    }
+    cblob_blob_destroy(blob);
+    cblob_comm_destroy(comm);
+    cblob_context_destroy(ctx);
+    run->failures[rank] = 0;
+}
+
+TEST(a_device_engine_refuses_ranks_that_disagree_before_anything_is_sent)
+{
+    REQUIRE_GPU();
+    device_run run = {.world = te_world_new(RANKS, 31), .dtype = CBLOB_DTYPE_FLOAT32};
+    te_run_ranks(RANKS, device_disagreement_rank, &run);
+    te_world_free(run.world);
+    for (int r = 0; r < RANKS; ++r)
+        CHECK_MSG(run.failures[r] == 0, "rank %d failed", r);
 }

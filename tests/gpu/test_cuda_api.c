@@ -89,6 +89,10 @@ SAME_VALUE(CBCU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_RANGE_SIZE)
 SAME_VALUE(CBCU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_DEVICE)
 SAME_VALUE(CBCU_MEMHOSTALLOC_PORTABLE, CU_MEMHOSTALLOC_PORTABLE)
 SAME_VALUE(CBCU_GET_PROC_ADDRESS_DEFAULT, CU_GET_PROC_ADDRESS_DEFAULT)
+SAME_VALUE(CBCU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_ALLOCATION_TYPE_PINNED)
+SAME_VALUE(CBCU_MEM_HANDLE_TYPE_NONE, CU_MEM_HANDLE_TYPE_NONE)
+SAME_VALUE(CBCU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_DEVICE)
+SAME_VALUE(CBCU_MEMPOOL_ATTR_RELEASE_THRESHOLD, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
 SAME_VALUE(CBNV_SUCCESS, NVRTC_SUCCESS)
 SAME_VALUE(CBNV_ERROR_COMPILATION, NVRTC_ERROR_COMPILATION)
 SAME_VALUE(CBBL_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS)
@@ -108,6 +112,16 @@ SAME_FIELD(srcArray) SAME_FIELD(srcPitch) SAME_FIELD(dstXInBytes) SAME_FIELD(dst
 SAME_FIELD(dstHost) SAME_FIELD(dstDevice) SAME_FIELD(dstArray) SAME_FIELD(dstPitch) SAME_FIELD(WidthInBytes)
 SAME_FIELD(Height)
 _Static_assert(sizeof(struct cb_cuda_memcpy2d) == sizeof(CUDA_MEMCPY2D), "CUDA_MEMCPY2D's size differs");
+
+/* The hand-written CUmemPoolProps has the toolkit's layout. */
+#define SAME_POOL_FIELD(field) \
+    _Static_assert(offsetof(struct cb_cuda_mempool_props, field) == offsetof(CUmemPoolProps, field) && \
+                       sizeof(((struct cb_cuda_mempool_props *)0)->field) == sizeof(((CUmemPoolProps *)0)->field), \
+                   "CUmemPoolProps." #field " differs");
+SAME_POOL_FIELD(allocType) SAME_POOL_FIELD(handleTypes) SAME_POOL_FIELD(location) SAME_POOL_FIELD(location.type)
+SAME_POOL_FIELD(location.id) SAME_POOL_FIELD(win32SecurityAttributes) SAME_POOL_FIELD(maxSize) SAME_POOL_FIELD(usage)
+SAME_POOL_FIELD(reserved)
+_Static_assert(sizeof(struct cb_cuda_mempool_props) == sizeof(CUmemPoolProps), "CUmemPoolProps's size differs");
 
 /* The unversioned names the loader asks cuGetProcAddress_v2 for must map, in the toolkit's
  * headers, to the exact symbols declared (cuMemAlloc -> cuMemAlloc_v2): checked by expanding
@@ -135,6 +149,8 @@ TEST(declarations_match_the_toolkit_headers)
         {"cuStreamDestroy_v2", EXPANDED(cuStreamDestroy)},
         {"cuEventDestroy_v2", EXPANDED(cuEventDestroy)},
         {"cuStreamGetCtx", EXPANDED(cuStreamGetCtx)},
+        {"cuMemAllocFromPoolAsync", EXPANDED(cuMemAllocFromPoolAsync)},
+        {"cuMemPoolCreate", EXPANDED(cuMemPoolCreate)},
         {"cuGetProcAddress_v2", EXPANDED(cuGetProcAddress)},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)

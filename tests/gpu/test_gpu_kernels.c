@@ -4,7 +4,7 @@
  * hundreds of elements), element-wise kernels on windows at every alignment (vector body, head
  * and tail), conversions of the values their rules single out, the strided copy kernel, and
  * reductions on windows. Each result is read back and compared with the CPU kernel's on the
- * host: byte for byte (a NaN matching any NaN, as README.md promises), sums within the dtype's
+ * host: byte for byte (a NaN matching any NaN, as the header promises), sums within the dtype's
  * tolerance. Built against the test double (gpu_kernels, where each launch is also checked by
  * the double: its twin, run on the host, against the CPU kernel) and against the machine's GPU
  * (gpu_kernels_device). */
@@ -162,10 +162,17 @@ static void transpose_agrees(const bench *b, cblob_dtype dtype, shape5 s)
     transpose_agrees_through(&cb_cuda_jit_kernels, b, dtype, s);
 }
 
-/* Tiles: one element, ragged edges, a strip of several tiles and more than one strip, planes
- * (outer, middle), a single row or column of tiles. Runs: inner from 2 to past the block. */
+/* Tiles: ragged edges, a strip of several tiles and more than one strip, planes (outer, middle),
+ * a single row or column of tiles. One side below 32 (chunks of the long side): one element,
+ * each small side from 1 to 31 on either side, chunks with a ragged end, several chunks, planes.
+ * Runs: inner from 2 to past the block. */
 static const shape5 tile_shapes[] = {
-    {1, 1, 1, 1, 1}, {1, 33, 1, 65, 1}, {2, 70, 3, 300, 1}, {1, 5, 1, 2000, 1}, {1, 2000, 1, 5, 1}, {3, 31, 2, 33, 1},
+    {1, 33, 1, 65, 1}, {2, 70, 3, 300, 1}, {1, 32, 2, 32, 1}, {1, 40, 1, 2000, 1},
+};
+static const shape5 small_side_shapes[] = {
+    {1, 1, 1, 1, 1},    {1, 5, 1, 2000, 1}, {1, 2000, 1, 5, 1}, {3, 31, 2, 33, 1}, {1, 3, 1, 1000, 1},
+    {2, 1000, 1, 3, 1}, {1, 17, 3, 100, 1}, {2, 100, 2, 31, 1}, {1, 2, 1, 2, 1},  {1, 1, 1, 700, 1},
+    {1, 700, 1, 1, 1},  {2, 4, 1, 4, 1},    {1, 8, 1, 529, 1}, {1, 529, 2, 16, 1},
 };
 static const shape5 run_shapes[] = {
     {1, 3, 1, 2, 2}, {3, 7, 2, 5, 3}, {2, 3, 4, 5, 64}, {1, 20, 1, 9, 300}, {1, 17, 3, 2, 33},
@@ -184,6 +191,10 @@ static void transposes_agree(const shape5 *shapes, size_t count)
 
 TEST(transpose_in_tiles_agrees_with_the_cpu) { transposes_agree(tile_shapes, sizeof tile_shapes / sizeof tile_shapes[0]); }
 TEST(transpose_of_runs_agrees_with_the_cpu) { transposes_agree(run_shapes, sizeof run_shapes / sizeof run_shapes[0]); }
+TEST(transpose_with_a_small_side_agrees_with_the_cpu)
+{
+    transposes_agree(small_side_shapes, sizeof small_side_shapes / sizeof small_side_shapes[0]);
+}
 
 /* A grid much smaller than the work: each block walks many strips and runs. */
 TEST(transpose_with_a_small_grid_agrees_with_the_cpu)
@@ -196,6 +207,8 @@ TEST(transpose_with_a_small_grid_agrees_with_the_cpu)
     bench_open(&b);
     transpose_agrees(&b, CBLOB_DTYPE_FLOAT32, (shape5){2, 100, 3, 90, 1});
     transpose_agrees(&b, CBLOB_DTYPE_FLOAT64, (shape5){2, 50, 3, 7, 5});
+    transpose_agrees(&b, CBLOB_DTYPE_FLOAT32, (shape5){2, 3, 2, 3000, 1}); /* many chunks per block */
+    transpose_agrees(&b, CBLOB_DTYPE_INT32, (shape5){3, 2000, 1, 7, 1});
     cblob_context_destroy(b.ctx);
 }
 

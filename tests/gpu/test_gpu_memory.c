@@ -818,6 +818,30 @@ static void math_agrees(cblob_dtype dtype)
 TEST(caffe_1F_39_42_gpu_math_agrees_with_the_cpu_float32) { math_agrees(CBLOB_DTYPE_FLOAT32); }
 TEST(caffe_1F_39_42_gpu_math_agrees_with_the_cpu_float64) { math_agrees(CBLOB_DTYPE_FLOAT64); }
 
+/* float32 sums are added in double on the GPU as on the CPU (the two-pass kernels, not cuBLAS,
+ * which adds in float and returns a float): 2^24 + 1 + 1 + 1 is exact in double, not in float. */
+TEST(caffe_1F_40_41_gpu_sums_of_float32_are_added_in_double)
+{
+    REQUIRE_GPU();
+    gpu_blob b;
+    CHECK_OK(open_blob(&b, CBLOB_DTYPE_FLOAT32, 4));
+    float *host = NULL;
+    CHECK_OK(cblob_blob_mutable_cpu_ptr(b.blob, CBLOB_PART_DATA, (void **)&host));
+    host[0] = 16777216.0f;
+    host[1] = host[2] = host[3] = -1.0f;
+    void *dev = NULL;
+    CHECK_OK(cblob_blob_mutable_gpu_ptr(b.blob, CBLOB_PART_DATA, &dev));
+    double sum = 0;
+    CHECK_OK(cblob_blob_asum(b.blob, CBLOB_PART_DATA, &sum));
+    CHECK_MSG(sum == 16777219.0, "asum is %.1f", sum);
+    CHECK_OK(cblob_blob_mutable_cpu_ptr(b.blob, CBLOB_PART_DATA, (void **)&host));
+    host[0] = 4096.0f;
+    CHECK_OK(cblob_blob_mutable_gpu_ptr(b.blob, CBLOB_PART_DATA, &dev));
+    CHECK_OK(cblob_blob_sumsq(b.blob, CBLOB_PART_DATA, &sum));
+    CHECK_MSG(sum == 16777219.0, "sumsq is %.1f", sum);
+    close_blob(&b);
+}
+
 TEST(caffe_1F_39_update_syncs_diff_to_the_device_when_data_is_there)
 {
     REQUIRE_GPU();

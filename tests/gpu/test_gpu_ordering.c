@@ -304,8 +304,9 @@ TEST(set_stream_refuses_a_stream_of_another_device)
 /* ---- 5. cuBLAS per context, sums in device memory --------------------------------------------- */
 
 /* One handle per device behind one lock, in host pointer mode, made every thread wait while one
- * asum waited for its stream. Each context has handles of its own now, and sums land in device
- * memory, so no cuBLAS call waits inside the library's locks. */
+ * asum waited for its stream. Each context has a handle of its own now (for axpy and scal; the
+ * sums are the generated kernels, issue 25), and sums land in device memory, so no call waits
+ * inside the library's locks. */
 TEST(cublas_handles_are_per_context_and_sums_go_to_device_memory)
 {
     REQUIRE_GPU();
@@ -326,8 +327,64 @@ TEST(cublas_handles_are_per_context_and_sums_go_to_device_memory)
         CHECK_OK(cblob_blob_sumsq(blob, CBLOB_PART_DATA, &sum));
         cblob_blob_destroy(blob);
     }
-    CHECK_COUNTER_DELTA(before, blas_handles, 4); /* two per context: sums, and axpy/scal with host scalars */
+    CHECK_COUNTER_DELTA(before, blas_handles, 2); /* one per context: axpy and scal with host scalars */
     CHECK_COUNTER_DELTA(before, blas_host_sums, 0);
     cblob_context_destroy(contexts[0]);
     cblob_context_destroy(contexts[1]);
+}
+
+/* ---- 6. memory whose pointer left cblob, freed under a consumer's queued work (issue 25) ---------- */
+
+/* A consumer (PyTorch, CuPy) queues work on a pointer cblob handed out, on a stream of its own, and
+ * lets go without waiting for it. cblob's free must come after that work: on the double the next
+ * allocation of the same size gets the freed block, which cblob then overwrites. */
+TEST(memory_behind_a_gpu_ptr_outlives_a_consumers_queued_work)
+{
+    REQUIRE_GPU();
+    streamed_context c;
+    CHECK_OK(open_streamed(&c));
+    cblob_blob *blob = NULL, *next = NULL;
+    CHECK_OK(make_blob(c.ctx, &blob));
+    CHECK_OK(fill_on_device(blob));
+    const void *dev = NULL;
+    CHECK_OK(cblob_blob_gpu_ptr(blob, CBLOB_PART_DATA, &dev));
+    void *consumer = gpu_stream_create(), *mine = gpu_device_alloc(COUNT * sizeof(float));
+    CHECK(consumer != NULL && mine != NULL);
+    CHECK(gpu_queue_copy(consumer, mine, dev, COUNT * sizeof(float))); /* queued, not waited for */
+    cblob_blob_destroy(blob); /* the last holder lets go of the memory */
+    CHECK_OK(cblob_context_synchronize(c.ctx));
+    CHECK_OK(make_blob(c.ctx, &next)); /* the same size: the pool's freed block, if the free ran */
+    CHECK_OK(cblob_blob_fill(next, CBLOB_PART_DATA, -7.0));
+    CHECK_OK(cblob_context_synchronize(c.ctx));
+    static float seen[COUNT];
+    CHECK(gpu_stream_synchronize(consumer));
+    CHECK(gpu_read_on_stream(consumer, seen, mine, sizeof seen));
+    for (int64_t i = 0; i < COUNT; ++i)
+        CHECK_MSG(seen[i] == (float)(i + 1), "the consumer read %g at %lld, expected %g", (double)seen[i], (long long)i,
+                  (double)(i + 1));
+    cblob_blob_destroy(next);
+    gpu_device_free(mine);
+    gpu_stream_destroy(consumer);
+    close_streamed(&c);
+}
+
+/* Host memory pinned in GPU mode is freed after cblob's own push from it has run, without
+ * counting on cuMemFreeHost to wait (the double's does not). */
+TEST(pinned_host_memory_outlives_a_queued_push)
+{
+    REQUIRE_GPU();
+    streamed_context c;
+    CHECK_OK(open_streamed(&c));
+    cblob_blob *blob = NULL;
+    CHECK_OK(make_blob(c.ctx, &blob));
+    float *host = NULL;
+    const fake_cuda_counters before = gpu_counters();
+    CHECK_OK(cblob_blob_mutable_cpu_ptr(blob, CBLOB_PART_DATA, (void **)&host)); /* pinned: the context is in GPU mode */
+    CHECK_COUNTER_DELTA(before, pinned_allocs, 1);
+    for (int64_t i = 0; i < COUNT; ++i)
+        host[i] = (float)i;
+    CHECK_OK(cblob_blob_async_push(blob, CBLOB_PART_DATA)); /* reads the pinned buffer when it runs */
+    cblob_blob_destroy(blob);
+    CHECK_COUNTER_DELTA(before, pinned_frees, 1);
+    close_streamed(&c);
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # Installs this build into a temporary prefix (cmake --install) and checks what a user gets:
-# the files and links, a program built against it with pkg-config (as C and as C++) and another
-# with find_package(cblob CONFIG), and the installed cblob program.
+# the files and links, the cblob program started from the prefix with a clean environment (its run
+# path), a program built against it with pkg-config (as C and as C++) and another with
+# find_package(cblob CONFIG), and the installed cblob program.
 #
 # usage: test_install.sh BUILD_DIR VERSION C_COMPILER CXX_COMPILER [EXTRA_FLAGS]
 # EXTRA_FLAGS go to every compile and link (a sanitizer build's consumers need its runtime).
@@ -24,8 +25,14 @@ major=${version%%.*}
 [ "$(readlink "$libdir/libcblob.so")" = "libcblob.so.$major" ] || fail "libcblob.so does not link to libcblob.so.$major"
 [ "$(readlink "$libdir/libcblob.so.$major")" = "libcblob.so.$version" ] || fail "libcblob.so.$major does not link to libcblob.so.$version"
 grep -q "Library soname: \[libcblob.so.$major\]" <<<"$(readelf -d "$libdir/libcblob.so.$version")" || fail "SONAME is not libcblob.so.$major"
-if grep -Eq "RPATH|RUNPATH" <<<"$(readelf -d "$libdir/libcblob.so.$version" "$prefix/bin/cblob")"; then
-  fail "an installed file keeps a run path into the build tree"
+if grep -Eq "RPATH|RUNPATH" <<<"$(readelf -d "$libdir/libcblob.so.$version")"; then
+  fail "the installed library keeps a run path"
+fi
+# The program's one run path is its own prefix's library folder, relative to where it lies.
+runpath=$(readelf -d "$prefix/bin/cblob" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+[ "$runpath" = "\$ORIGIN/../${libdir#$prefix/}" ] || fail "bin/cblob's run path is '$runpath', not \$ORIGIN/../${libdir#$prefix/}"
+if grep -q "$build" <<<"$(readelf -d "$prefix/bin/cblob")"; then
+  fail "bin/cblob keeps a path into the build tree"
 fi
 for f in include/cblob/cblob.h include/cblob/dlpack.h bin/cblob; do
   [ -f "$prefix/$f" ] || fail "$f is not installed"
@@ -33,6 +40,20 @@ done
 [ -f "$libdir/pkgconfig/cblob.pc" ] || fail "cblob.pc is not installed"
 [ -f "$libdir/cmake/cblob/cblobConfig.cmake" ] || fail "cblobConfig.cmake is not installed"
 [ -f "$libdir/cmake/cblob/cblobConfigVersion.cmake" ] || fail "cblobConfigVersion.cmake is not installed"
+
+# The installed program starts from its prefix with a clean environment (no LD_LIBRARY_PATH, no
+# ldconfig), loads the installed library and converts the sample; its manual page names the
+# configured prefix's header.
+clean=(env -i PATH=/usr/bin:/bin)
+loaded=$("${clean[@]}" ldd "$prefix/bin/cblob" | sed -n "s/^[[:space:]]*libcblob\.so\.$major => \([^ ]*\) .*/\1/p")
+[ -n "$loaded" ] && [ "$(realpath "$loaded")" = "$(realpath "$libdir/libcblob.so.$major")" ] ||
+  fail "bin/cblob does not load $libdir/libcblob.so.$major (ldd: '$loaded')"
+"${clean[@]}" "$prefix/bin/cblob" convert "$here/../../samples/tiny_lenet.caffemodel" -o "$work/sample.npz" ||
+  fail "the installed bin/cblob does not run with a clean environment"
+[ -s "$work/sample.npz" ] || fail "the installed bin/cblob wrote no sample.npz"
+configured=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
+zcat "$prefix/share/man/man1/cblob.1.gz" | grep -qF "$configured/include/cblob/cblob.h" ||
+  fail "cblob(1) does not name $configured/include/cblob/cblob.h"
 
 export LD_LIBRARY_PATH=$libdir
 

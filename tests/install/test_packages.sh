@@ -94,6 +94,13 @@ else
   echo "packages: no $mpi_runtime (this build has no libcblob_mpi)"
 fi
 
+# The program of the Debian package keeps no run path (Debian's policy; the library is in /usr/lib).
+program=$work/tools_root/usr/bin/cblob
+dpkg-deb -x "$work/out/cblob-tools_${version}_$arch.deb" "$work/tools_root"
+if grep -Eq "RPATH|RUNPATH" <<<"$(readelf -d "$program")"; then
+  fail "cblob-tools: /usr/bin/cblob keeps a run path: $(readelf -d "$program" | grep -E 'RPATH|RUNPATH')"
+fi
+
 # The .tar.gz holds all three packages' files.
 tar tzf "$tarball" >"$work/tarball.txt"
 grep -Eq '/lib(/[^/]+)?/libcblob\.so\.'"$version"'$' "$work/tarball.txt" || fail "the .tar.gz lacks the library"
@@ -101,6 +108,11 @@ for f in include/cblob/cblob.h include/cblob/dlpack.h bin/cblob pkgconfig/cblob.
   grep -q "$f\$" "$work/tarball.txt" || fail "the .tar.gz lacks $f"
 done
 echo "$(basename "$tarball"): complete"
+# Unpacked anywhere, its program starts with a clean environment: its run path finds the library.
+mkdir "$work/unpacked"
+tar xzf "$tarball" -C "$work/unpacked"
+env -i PATH=/usr/bin:/bin "$(find "$work/unpacked" -path '*/bin/cblob')" --version >/dev/null ||
+  fail "the program of the unpacked .tar.gz does not start"
 
 # The unpacked Debian packages work: the consumer builds with their pkg-config file and runs.
 root=$work/root

@@ -243,12 +243,14 @@ TEST(fused_allreduce_of_200_blobs_matches_one_call_per_blob)
     test_comm_close(&tc);
 }
 
-/* A started all-reduce lets the caller work while a late rank catches up: the start returns at
- * once, and the wait then finishes the collective with the right sums. */
-TEST(nonblocking_allreduce_returns_at_once_and_overlaps_work)
+/* A started all-reduce lets the caller work while the collective runs, and the wait finishes it
+ * with the right sums, a late rank included. Without the agreement the start returns at once;
+ * with it (the default) the start first waits for every rank to start the same collective. */
+static void overlap_with_a_late_rank(bool agreement)
 {
     test_comm tc;
     CHECK(test_comm_open(&tc));
+    CHECK_OK(cblob_comm_set_agreement_check(tc.comm, agreement));
     const int64_t count = 100000;
     cblob_blob *gradients = blob_with_rank_values(tc.context, CBLOB_DTYPE_FLOAT64, count, CBLOB_PART_DIFF, 9);
     CHECK(gradients != NULL);
@@ -268,12 +270,26 @@ TEST(nonblocking_allreduce_returns_at_once_and_overlaps_work)
     CHECK_OK(cblob_comm_request_wait(request));
     const double finished = seconds_now() - start;
     cblob_comm_request_destroy(request);
-    CHECK_MSG(started < 0.1, "rank %d: the start took %.3f s: it waited for the collective", world_rank(), started);
-    if (world_rank() != 0 && world_size() > 1)
+    const bool waited_for_rank_0 = world_rank() != 0 && world_size() > 1;
+    if (!agreement || !waited_for_rank_0)
+        CHECK_MSG(started < 0.1, "rank %d: the start took %.3f s: it waited for the collective", world_rank(), started);
+    else
+        CHECK_MSG(started >= late * 0.7, "rank %d started after %.3f s, before rank 0 started", world_rank(), started);
+    if (waited_for_rank_0)
         CHECK_MSG(finished >= late * 0.7, "rank %d finished after %.3f s, before rank 0 started", world_rank(), finished);
     const void *sum = host_part(gradients, CBLOB_PART_DIFF);
     CHECK(on_every_rank(matches_reference(CBLOB_DTYPE_FLOAT64, sum, count, 9, false)));
     CHECK(same_bytes_on_every_rank(sum, (size_t)count * 8));
     cblob_blob_destroy(gradients);
     test_comm_close(&tc);
+}
+
+TEST(nonblocking_allreduce_without_the_agreement_returns_at_once_and_overlaps_work)
+{
+    overlap_with_a_late_rank(false);
+}
+
+TEST(nonblocking_allreduce_with_the_agreement_starts_once_every_rank_has_and_overlaps_work)
+{
+    overlap_with_a_late_rank(true);
 }

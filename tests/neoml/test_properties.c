@@ -137,13 +137,16 @@ TEST(neoml_property_transpose_matches_reference)
 
 TEST(neoml_property_large_transpose_crosses_tiles)
 {
-    /* Shapes larger than the kernel's tiles (64 x 64 for 4-byte dtypes, 32 x 32 for 8-byte ones),
-     * with uneven edges, and a middle axis between the swapped ones, against the reference. */
+    /* Shapes larger than the kernel's tiles (64 x 64 for 4-byte dtypes, 16 x 16 for 8-byte ones),
+     * with uneven edges, and a middle axis between the swapped ones, against the reference; the
+     * last two cross the kernel's groups of 512 rows and chunks of 512 columns, with partial
+     * groups and chunks at the edges (and, for 8-byte dtypes, reach its non-temporal stores). */
     cblob_context *ctx;
     CHECK_OK(cblob_context_create(&ctx));
     const random_shape shapes[] = {{2, {67, 45}, 67 * 45},          {3, {3, 70, 33}, 3 * 70 * 33},
                                    {4, {2, 40, 3, 37}, 2 * 40 * 3 * 37}, {3, {33, 2, 65}, 33 * 2 * 65},
-                                   {2, {130, 70}, 130 * 70},        {4, {2, 65, 3, 129}, 2 * 65 * 3 * 129}};
+                                   {2, {130, 70}, 130 * 70},        {4, {2, 65, 3, 129}, 2 * 65 * 3 * 129},
+                                   {2, {1100, 530}, 1100 * 530},    {3, {520, 3, 600}, 520 * 3 * 600}};
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; ++k) {
         for (int d = 0; d < NUM_DTYPES; ++d) {
             const cblob_dtype dtype = all_dtypes[d];

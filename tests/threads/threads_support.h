@@ -13,11 +13,12 @@
  * work at least (split_small_work), and odd so that the last range is a short one. */
 #define BIG (1500 * 1000 + 17)
 
-/* Splits work from 64 KiB per thread, where the library waits for 4 MiB: the tests' blobs stay
- * small (and quick under ThreadSanitizer) while every operation still runs on several threads. */
+/* Splits every operation from 64 KiB per thread, whatever its own threshold (up to 4 MiB): the
+ * tests' blobs stay small (and quick under ThreadSanitizer) while every operation still runs on
+ * several threads. */
 static inline void split_small_work(void)
 {
-    cb_split_min_bytes = (size_t)64 << 10;
+    cb_split_bytes_override = (size_t)64 << 10;
 }
 
 /* A value in [-1, 1) from a 64-bit LCG: the same sequence on every run and platform. */

@@ -171,3 +171,23 @@ TEST(dtype_applies_to_npy_values_only)
     cli_result_free(&r);
     io_remove_tree(folder);
 }
+
+/* A net given as weights names its repeated layers as the base does: the k-th layer of a name
+ * takes the k-th's blobs (1.1 and 1.2's first cut gave every one of them the first's, a shape
+ * mismatch). */
+TEST(a_net_with_repeated_names_is_weights_for_its_twin)
+{
+    char folder[512];
+    CHECK(io_temp_folder(folder, sizeof folder));
+    const char *net = io_path(0, folder, "base.caffemodel"), *back = io_path(1, folder, "back.caffemodel");
+    CHECK(cli_make_net("--names hostile --layers 400 --seed 21 --max-values 6 --diffs", net));
+    cli_result r;
+    CHECK(CLI(&r, "convert", net, "--like", net, "-o", back));
+    CHECK_MSG(r.status == 0, "exit %d: %s", r.status, r.err);
+    cli_result_free(&r);
+    size_t size = 0;
+    uint8_t *bytes = ft_read_file(net, &size);
+    CHECK(bytes != NULL && io_file_holds(back, bytes, size));
+    free(bytes);
+    io_remove_tree(folder);
+}

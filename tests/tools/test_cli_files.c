@@ -241,7 +241,9 @@ TEST(full_file_system_keeps_old_files_and_says_why)
     io_remove_tree(folder);
 }
 
-/* The size of the largest cblob temporary in folder (0 when there is none). */
+/* The size of the largest cblob temporary in folder, or of any file in a staging folder (a .npy
+ * folder's files are staged in one, .cblob-tmp-<pid>-s<n>, until all are written); 0 when there is
+ * none. */
 static off_t largest_temporary(const char *folder)
 {
     DIR *dir = opendir(folder);
@@ -249,9 +251,21 @@ static off_t largest_temporary(const char *folder)
     const struct dirent *entry;
     while (dir != NULL && (entry = readdir(dir)) != NULL) {
         struct stat info;
-        if (strncmp(entry->d_name, ".cblob-tmp-", 11) == 0 && fstatat(dirfd(dir), entry->d_name, &info, 0) == 0 &&
-            info.st_size > largest)
+        if (strncmp(entry->d_name, ".cblob-tmp-", 11) != 0 || fstatat(dirfd(dir), entry->d_name, &info, 0) != 0)
+            continue;
+        if (S_ISDIR(info.st_mode)) {
+            char staging[1024];
+            snprintf(staging, sizeof staging, "%s/%s", folder, entry->d_name);
+            DIR *inner = opendir(staging);
+            const struct dirent *file;
+            while (inner != NULL && (file = readdir(inner)) != NULL)
+                if (fstatat(dirfd(inner), file->d_name, &info, 0) == 0 && S_ISREG(info.st_mode) && info.st_size > largest)
+                    largest = info.st_size;
+            if (inner != NULL)
+                closedir(inner);
+        } else if (info.st_size > largest) {
             largest = info.st_size;
+        }
     }
     if (dir != NULL)
         closedir(dir);

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the exception type every call throws, with
+// the no-GPU statuses.
 using System;
 
 namespace CBlob
@@ -15,12 +17,30 @@ namespace CBlob
         /// <summary>The library's message, without the status name.</summary>
         public string LibraryMessage { get; }
 
-        /// <summary>An exception for a status and its message.</summary>
+        /// <summary>
+        /// The public C function whose call failed (<c>"cblob_model_open_file"</c>), however deep
+        /// inside the library the failure was found; empty for an error this assembly found itself.
+        /// </summary>
+        public string Function { get; }
+
+        /// <summary>What went wrong, without the function's name: the message is
+        /// <c>"&lt;function&gt;: &lt;detail&gt;"</c>.</summary>
+        public string Detail { get; }
+
+        /// <summary>An exception for a status and its message (no function: the detail is the message).</summary>
         public CBlobException(Status status, string message)
+            : this(status, message, "", message)
+        {
+        }
+
+        /// <summary>An exception for a status, the library's message and its two parts.</summary>
+        public CBlobException(Status status, string message, string function, string detail)
             : base(message + " (" + NameOf(status) + ")")
         {
             Status = status;
             LibraryMessage = message;
+            Function = function;
+            Detail = detail;
         }
 
         /// <summary>
@@ -65,7 +85,9 @@ namespace CBlob
 
         internal static CBlobException Last(Status status)
         {
-            return new CBlobException(status, Text.FromUtf8(NativeMethods.cblob_last_error_message()));
+            return new CBlobException(status, Text.FromUtf8(NativeMethods.cblob_last_error_message()),
+                                      Text.FromUtf8(NativeMethods.cblob_last_error_function()),
+                                      Text.FromUtf8(NativeMethods.cblob_last_error_detail()));
         }
     }
 }

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): communicators over MPI (libcblob_mpi
+// loaded at run time) and NCCL (a fixed-size id), and requests that keep their blobs until they
+// end.
 using System;
 using System.Runtime.InteropServices;
 
@@ -6,34 +9,6 @@ namespace CBlob
 {
     public sealed partial class Blob
     {
-        /// <summary>
-        /// Lays out the <paramref name="part"/> of the members in one buffer, each in a slice
-        /// aligned to <paramref name="alignment"/> bytes (a power of two from the element size to
-        /// 4096; 64 fits cache lines), and returns the arena: a 1-D blob whose part is the whole
-        /// buffer, padding included (zeros), Caffe's learnable-params buffer. A collective on the
-        /// arena moves every member at once.
-        /// </summary>
-        /// <remarks>
-        /// Each member's current values are copied into its slice and its part uses the slice
-        /// from then on: members keep working as before, through spans taken from then on (spans
-        /// taken before point at the old memory and are invalid, as after sharing). A member leaves the arena when it gets
-        /// memory of its own (a reshape past its count, sharing, a caller's buffer); its slice
-        /// keeps its last values. The arena and its members keep each other's memory alive:
-        /// dispose them in any order. Use the arena only in collectives and for reading.
-        /// </remarks>
-        /// <exception cref="CBlobException">
-        /// <see cref="Status.DType"/> for members of different dtypes;
-        /// <see cref="Status.InvalidArgument"/> for no members, a member listed twice, a window,
-        /// a bad part or alignment.
-        /// </exception>
-        public static Blob CreateArena(Part part, long alignment, params Blob[] members)
-        {
-            using (var list = Guard.UseAll(Proto.Guards(members)))
-            {
-                IntPtr[] ptrs = list.Ptrs;
-                return Created((out BlobHandle h) => NativeMethods.cblob_arena_create(ptrs, ptrs.Length, part, alignment, out h));
-            }
-        }
     }
 
     /// <summary>
@@ -51,17 +26,8 @@ namespace CBlob
     /// thread at a time. Dispose frees it (requests not disposed yet keep the library's
     /// communicator until they are); the finalizer frees one that is forgotten.
     /// </remarks>
-    public sealed class Comm : IDisposable
+    public sealed partial class Comm : IDisposable
     {
-        readonly CommHandle handle;
-        readonly Guard guard;
-
-        Comm(CommHandle handle)
-        {
-            this.handle = handle;
-            guard = new Guard(handle);
-        }
-
         /// <summary>
         /// A communicator over MPI_COMM_WORLD (under mpirun, its ranks; started alone, one rank)
         /// through libcblob_mpi.so.1, loaded at run time (<see cref="MpiLibraryPath"/>): libcblob
@@ -163,33 +129,6 @@ namespace CBlob
             }
         }
 
-        /// <summary>The native handle, for interop; it stays owned by this object.</summary>
-        public CommHandle Handle { get { return handle; } }
-
-        /// <summary>This process's rank, 0 &lt;= Rank &lt; Size.</summary>
-        public int Rank
-        {
-            get
-            {
-                int value;
-                using (var c = guard.Use())
-                    CBlobException.Check(NativeMethods.cblob_comm_rank(c, out value));
-                return value;
-            }
-        }
-
-        /// <summary>The number of ranks.</summary>
-        public int Size
-        {
-            get
-            {
-                int value;
-                using (var c = guard.Use())
-                    CBlobException.Check(NativeMethods.cblob_comm_size(c, out value));
-                return value;
-            }
-        }
-
         /// <summary>
         /// How long a wait may take before it throws <see cref="Status.Timeout"/> (and breaks the
         /// communicator), in whole milliseconds; null (the default) waits as long as it takes. Set
@@ -202,43 +141,6 @@ namespace CBlob
                 throw new ArgumentOutOfRangeException(nameof(timeout), "a timeout is not negative");
             using (var c = guard.Use())
                 CBlobException.Check(NativeMethods.cblob_comm_set_timeout(c, ms));
-        }
-
-        /// <summary>
-        /// The most bytes fused into one engine call (8 MiB until set; 0 fuses nothing). The same
-        /// on every rank.
-        /// </summary>
-        public void SetBucketBytes(long bytes)
-        {
-            using (var c = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_comm_set_bucket_bytes(c, bytes));
-        }
-
-        /// <summary>
-        /// Sums (<see cref="ReduceOp.Sum"/>) or averages (<see cref="ReduceOp.Average"/>, float
-        /// dtypes only: <see cref="Status.DType"/> for integers) the part of the blobs over the
-        /// ranks, in place; returns when done.
-        /// </summary>
-        public void Allreduce(Part part, ReduceOp op, params Blob[] blobs)
-        {
-            using (var c = guard.Use())
-            using (var list = Guard.UseAll(Proto.Guards(blobs)))
-                CBlobException.Check(NativeMethods.cblob_comm_allreduce(c, list.Ptrs, list.Ptrs.Length, part, op));
-        }
-
-        /// <summary>Copies the root's part of the blobs to every rank; returns when done.</summary>
-        public void Broadcast(Part part, int root, params Blob[] blobs)
-        {
-            using (var c = guard.Use())
-            using (var list = Guard.UseAll(Proto.Guards(blobs)))
-                CBlobException.Check(NativeMethods.cblob_comm_broadcast(c, list.Ptrs, list.Ptrs.Length, part, root));
-        }
-
-        /// <summary>Returns once every rank has reached it.</summary>
-        public void Barrier()
-        {
-            using (var c = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_comm_barrier(c));
         }
 
         /// <summary>
@@ -278,15 +180,6 @@ namespace CBlob
                 return CommRequest.Started(status, request);
             }
         }
-
-        /// <summary>Frees the communicator; calling it again does nothing.</summary>
-        public void Dispose()
-        {
-            guard.Dispose();
-        }
-
-        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
-        public bool IsDisposed { get { return guard.IsDisposed; } }
 
         /// <inheritdoc/>
         public override string ToString()

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): DLPack, owned tensors that call their
+// deleter once, and the imports that take them.
 using System;
 using System.Runtime.InteropServices;
 using System.Threading;

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the GpuVersions record and SetGpuData (a
+// device buffer with a release Action).
 using System;
 using System.Runtime.ExceptionServices;
 using System.Runtime.InteropServices;
@@ -25,18 +27,8 @@ namespace CBlob
     /// Device pointers and CUDA streams are IntPtr values: device addresses or driver objects,
     /// never managed memory.
     /// </summary>
-    public static class Gpu
+    public static partial class Gpu
     {
-        /// <summary>
-        /// Loads the GPU stack if it is not loaded yet and returns the number of CUDA devices, or
-        /// throws with the status that says why the GPU cannot be used.
-        /// </summary>
-        public static int Probe()
-        {
-            int count;
-            CBlobException.Check(NativeMethods.cblob_gpu_probe(out count));
-            return count;
-        }
 
         /// <summary>The versions of the GPU libraries found; never fails for want of a GPU.</summary>
         public static GpuVersions Versions
@@ -47,42 +39,6 @@ namespace CBlob
                 CBlobException.Check(NativeMethods.cblob_gpu_versions(out v.Driver, out v.Nvrtc, out v.Cublas));
                 return v;
             }
-        }
-
-        /// <summary>The name of a CUDA device, as the driver reports it.</summary>
-        public static string DeviceName(int deviceIndex)
-        {
-            return Text.ReadText((byte[] buffer, UIntPtr size, out UIntPtr length) =>
-                NativeMethods.cblob_gpu_device_name(deviceIndex, buffer, size, out length));
-        }
-
-        /// <summary>
-        /// A report of the GPU stack, one item per line (what <c>cblob info</c> prints); never
-        /// fails for want of a GPU.
-        /// </summary>
-        public static string Report
-        {
-            get { return Text.ReadText(NativeMethods.cblob_gpu_report); }
-        }
-
-        /// <summary>
-        /// Where compiled kernels are kept (CBLOB_KERNEL_CACHE, or memory after the cache folder
-        /// turned out not to be writable).
-        /// </summary>
-        public static CacheMode KernelCacheMode
-        {
-            get
-            {
-                CacheMode mode;
-                CBlobException.Check(NativeMethods.cblob_kernel_cache_mode(out mode));
-                return mode;
-            }
-        }
-
-        /// <summary>The kernel cache folder, whatever the mode ("" when none can be named).</summary>
-        public static string KernelCacheDirectory
-        {
-            get { return Text.ReadText(NativeMethods.cblob_kernel_cache_dir); }
         }
 
         // The release callback of SetGpuData: runs and frees the caller's Action. Kept in a static
@@ -110,31 +66,6 @@ namespace CBlob
 
     public sealed partial class Blob
     {
-        /// <summary>
-        /// A read-only device pointer to data or diff (Caffe's gpu_data / gpu_diff), copying from the
-        /// host when the current copy is there; zero for a blob with no elements. It stays valid as
-        /// long as a host span would.
-        /// </summary>
-        public IntPtr GetGpuPointer(Part part = Part.Data)
-        {
-            IntPtr ptr;
-            using (var b = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_blob_gpu_ptr(b, part, out ptr));
-            return ptr;
-        }
-
-        /// <summary>
-        /// A writable device pointer to data or diff (Caffe's mutable_gpu_data): syncs like
-        /// <see cref="GetGpuPointer"/>, then marks the device copy current, so spans taken before are
-        /// stale and the next host view copies back.
-        /// </summary>
-        public IntPtr GetMutableGpuPointer(Part part = Part.Data)
-        {
-            IntPtr ptr;
-            using (var b = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_blob_mutable_gpu_ptr(b, part, out ptr));
-            return ptr;
-        }
 
         /// <summary>
         /// Makes a caller's device buffer the blob's device data (Caffe's set_gpu_data): the current
@@ -161,16 +92,5 @@ namespace CBlob
             }
         }
 
-        /// <summary>
-        /// Starts copying data or diff to the device on the context's stream and marks it synced at
-        /// once (Caffe's async_gpu_push); the host copy must be the current one
-        /// (<see cref="Status.State"/> otherwise). Until the context's Synchronize returns, the host
-        /// copy must not change and the device copy may only be used by work on the same stream.
-        /// </summary>
-        public void AsyncPush(Part part = Part.Data)
-        {
-            using (var b = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_blob_async_push(b, part));
-        }
     }
 }

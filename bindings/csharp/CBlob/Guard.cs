@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the guard that keeps a handle alive
+// through each call.
 using System;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;

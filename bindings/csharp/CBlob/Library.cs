@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the library's file name and ABI version.
 namespace CBlob
 {
     /// <summary>What the loaded native library says about itself.</summary>
@@ -9,16 +10,10 @@ namespace CBlob
     /// <c>&lt;dllmap dll="libcblob.so.1" target="/path/to/libcblob.so.1"/&gt;</c>; on .NET, call
     /// <c>NativeLibrary.SetDllImportResolver</c> for the CBlob assembly before the first call.
     /// </remarks>
-    public static class Library
+    public static partial class Library
     {
         /// <summary>The file name the P/Invoke declarations bind.</summary>
         public const string FileName = NativeMethods.LibraryName;
-
-        /// <summary>The loaded library's version, "major.minor.patch".</summary>
-        public static string Version
-        {
-            get { return Text.FromUtf8(NativeMethods.cblob_version()); }
-        }
 
         /// <summary>The ABI major version the loaded library implements.</summary>
         public static int AbiVersionMajor
@@ -32,16 +27,5 @@ namespace CBlob
             get { return (int)(NativeMethods.cblob_abi_version() & 0xffff); }
         }
 
-        /// <summary>The CPU BLAS in use and its threading.</summary>
-        public static string BlasInfo
-        {
-            get { return Text.FromUtf8(NativeMethods.cblob_blas_info()); }
-        }
-
-        /// <summary>The vector extensions the CPU kernels selected at load time.</summary>
-        public static string CpuFeatures
-        {
-            get { return Text.FromUtf8(NativeMethods.cblob_cpu_features()); }
-        }
     }
 }

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): mapped ranges as disposable
+// MappedBuffer<T> objects with spans.
 using System;
 using System.Collections.Generic;
 

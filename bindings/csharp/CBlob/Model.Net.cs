@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Rule and ParamSpec records, and the
+// reads of several calls into them and into a typed array of a blob's values.
 using System;
 using System.Collections.Generic;
 using System.Runtime.InteropServices;
@@ -53,47 +55,6 @@ namespace CBlob
     // blobs (net surgery).
     public sealed partial class Model
     {
-        delegate Status TextAt(IntPtr model, long layer, long index, out IntPtr text);
-        delegate Status CountOf(IntPtr model, long layer, out long count);
-
-        string[] Texts(int layer, CountOf count, TextAt get)
-        {
-            using (var m = guard.Use())
-            {
-                long n;
-                CBlobException.Check(count(m, layer, out n));
-                var texts = new string[n];
-                for (long i = 0; i < n; i++)
-                {
-                    IntPtr text;
-                    CBlobException.Check(get(m, layer, i, out text));
-                    texts[i] = Text.FromUtf8(text);
-                }
-                return texts;
-            }
-        }
-
-        /// <summary>The names of a layer's input blobs.</summary>
-        public IReadOnlyList<string> GetBottoms(int layer)
-        {
-            return Texts(layer, NativeMethods.cblob_model_layer_num_bottoms, NativeMethods.cblob_model_layer_bottom);
-        }
-
-        /// <summary>The names of a layer's output blobs.</summary>
-        public IReadOnlyList<string> GetTops(int layer)
-        {
-            return Texts(layer, NativeMethods.cblob_model_layer_num_tops, NativeMethods.cblob_model_layer_top);
-        }
-
-        /// <summary>A layer's phase (<see cref="Phase.None"/> when it sets none, always in V1).</summary>
-        public Phase GetPhase(int layer)
-        {
-            Phase phase;
-            using (var m = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_model_layer_phase(m, layer, out phase));
-            return phase;
-        }
-
         /// <summary>A layer's include or exclude rules.</summary>
         public IReadOnlyList<Rule> GetRules(int layer, RuleKind kind)
         {
@@ -147,51 +108,6 @@ namespace CBlob
         }
 
         /// <summary>
-        /// A layer's parameters as a JSON object (convolution_param and the like, by Caffe's field
-        /// names; fields no schema knows under "unknown_fields").
-        /// </summary>
-        public string GetParamsJson(int layer, JsonFlags flags = 0)
-        {
-            using (var m = guard.Use())
-            {
-                IntPtr ptr = m;
-                return Text.ReadText((byte[] buffer, UIntPtr size, out UIntPtr length) =>
-                    NativeMethods.cblob_model_layer_params_json(ptr, layer, (int)flags, buffer, size, out length));
-            }
-        }
-
-        /// <summary>A layer as `cblob inspect --json` (schema 2) lists it.</summary>
-        public string GetLayerJson(int layer, JsonFlags flags = 0)
-        {
-            using (var m = guard.Use())
-            {
-                IntPtr ptr = m;
-                return Text.ReadText((byte[] buffer, UIntPtr size, out UIntPtr length) =>
-                    NativeMethods.cblob_model_layer_json(ptr, layer, (int)flags, buffer, size, out length));
-            }
-        }
-
-        /// <summary>A blob's shape, without making its handle.</summary>
-        public long[] GetBlobShape(int layer, int index)
-        {
-            var dims = new long[32];
-            int axes;
-            using (var m = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_model_layer_blob_shape(m, layer, index, dims.Length, dims, out axes));
-            Array.Resize(ref dims, axes);
-            return dims;
-        }
-
-        /// <summary>A blob's dtype, without making its handle.</summary>
-        public DType GetBlobDType(int layer, int index)
-        {
-            DType dtype;
-            using (var m = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_model_layer_blob_dtype(m, layer, index, out dtype));
-            return dtype;
-        }
-
-        /// <summary>
         /// A copy of a blob's data or diff without making its handle: a float[], double[], int[]
         /// or uint[] by its dtype.
         /// </summary>
@@ -218,101 +134,5 @@ namespace CBlob
             return values;
         }
 
-        /// <summary>
-        /// The model's blobs as safetensors bytes (keys &lt;layer&gt;.&lt;index&gt;, or PyTorch's names with
-        /// <see cref="ExportFlags.TorchNames"/>; diffs with <see cref="ExportFlags.Diff"/>).
-        /// </summary>
-        public byte[] ToSafetensors(ExportFlags flags = 0)
-        {
-            using (var m = guard.Use())
-            {
-                IntPtr ptr = m;
-                return Text.ReadBytes((byte[] buffer, UIntPtr size, out UIntPtr length) =>
-                    NativeMethods.cblob_model_to_safetensors(ptr, (int)flags, buffer, size, out length));
-            }
-        }
-
-        /// <summary>Writes <see cref="ToSafetensors"/>'s bytes to a file, atomically.</summary>
-        public void SaveSafetensors(string path, ExportFlags flags = 0)
-        {
-            byte[] cpath = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
-            using (var m = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_model_to_safetensors_file(m, (int)flags, cpath));
-        }
-
-        /// <summary>The model's blobs as a NumPy .npz (keys &lt;layer&gt;/&lt;index&gt;; diffs with <see cref="ExportFlags.Diff"/>).</summary>
-        public byte[] ToNpz(ExportFlags flags = 0)
-        {
-            using (var m = guard.Use())
-            {
-                IntPtr ptr = m;
-                return Text.ReadBytes((byte[] buffer, UIntPtr size, out UIntPtr length) =>
-                    NativeMethods.cblob_model_to_npz(ptr, (int)flags, buffer, size, out length));
-            }
-        }
-
-        /// <summary>Writes <see cref="ToNpz"/>'s bytes to a file, atomically.</summary>
-        public void SaveNpz(string path, ExportFlags flags = 0)
-        {
-            byte[] cpath = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
-            using (var m = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_model_to_npz_file(m, (int)flags, cpath));
-        }
-
-        /// <summary>The layers whose blobs <see cref="ExportFlags.TorchNames"/> cannot name.</summary>
-        public int[] GetTorchUnmapped()
-        {
-            using (var m = guard.Use())
-            {
-                long count;
-                CBlobException.Check(NativeMethods.cblob_model_torch_unmapped(m, null, 0, out count));
-                var layers = new long[count];
-                if (count > 0)
-                    CBlobException.Check(NativeMethods.cblob_model_torch_unmapped(m, layers, count, out count));
-                return Array.ConvertAll(layers, l => checked((int)l));
-            }
-        }
-
-        /// <summary>
-        /// Copies each layer's blobs of weights into this model's layer of that name (by index; every
-        /// shape checked first: one exception lists every mismatch, and nothing changes then).
-        /// </summary>
-        public void ReplaceBlobs(Model weights)
-        {
-            Blob.Required(weights, nameof(weights));
-            using (var m = guard.Use())
-            using (var w = weights.guard.Use())
-                CBlobException.Check(NativeMethods.cblob_model_replace_blobs(m, w));
-        }
-
-        /// <summary>Reads safetensors bytes into a model: one layer per layer name, blobs by index.</summary>
-        public static Model OpenSafetensors(Context context, byte[] bytes)
-        {
-            Blob.Required(bytes, nameof(bytes));
-            return new Model(NewHandle(context, (IntPtr c, out ModelHandle h) =>
-                NativeMethods.cblob_model_open_safetensors(c, bytes, (UIntPtr)bytes.Length, out h)));
-        }
-
-        /// <summary>Reads a .safetensors file as <see cref="OpenSafetensors"/> does.</summary>
-        public static Model OpenSafetensorsFile(Context context, string path)
-        {
-            byte[] cpath = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
-            return new Model(NewHandle(context, (IntPtr c, out ModelHandle h) => NativeMethods.cblob_model_open_safetensors_file(c, cpath, out h)));
-        }
-
-        /// <summary>Reads .npz bytes (keys &lt;layer&gt;/&lt;index&gt;) into a model.</summary>
-        public static Model OpenNpz(Context context, byte[] bytes)
-        {
-            Blob.Required(bytes, nameof(bytes));
-            return new Model(NewHandle(context, (IntPtr c, out ModelHandle h) =>
-                NativeMethods.cblob_model_open_npz(c, bytes, (UIntPtr)bytes.Length, out h)));
-        }
-
-        /// <summary>Reads a .npz file as <see cref="OpenNpz"/> does.</summary>
-        public static Model OpenNpzFile(Context context, string path)
-        {
-            byte[] cpath = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
-            return new Model(NewHandle(context, (IntPtr c, out ModelHandle h) => NativeMethods.cblob_model_open_npz_file(c, cpath, out h)));
-        }
     }
 }

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Model type's documentation and
+// constructor, and the reads of several calls into one object (layers, a layer's blobs).
 using System;
 using System.Collections.Generic;
 
@@ -51,15 +53,6 @@ namespace CBlob
     /// </remarks>
     public sealed partial class Model : IDisposable
     {
-        readonly ModelHandle handle;
-        readonly Guard guard;
-
-        Model(ModelHandle handle)
-        {
-            this.handle = handle;
-            guard = new Guard(handle);
-        }
-
         delegate Status ModelCreator(IntPtr context, out ModelHandle created);
 
         static ModelHandle NewHandle(Context context, ModelCreator create)
@@ -85,66 +78,6 @@ namespace CBlob
             : this(NewHandle(context, (IntPtr c, out ModelHandle h) =>
                 NativeMethods.cblob_model_create(c, format, Text.ToUtf8(name, "the net's name"), out h)))
         {
-        }
-
-        /// <summary>
-        /// Reads a serialized NetParameter (a .caffemodel) in the current or the V1 format, every
-        /// layer in file order. Each blob is float32, or float64 where the file holds double_data.
-        /// Malformed input throws with <see cref="Status.Parse"/>, naming the field and byte offset.
-        /// </summary>
-        public static Model Open(Context context, byte[] bytes)
-        {
-            Blob.Required(bytes, nameof(bytes));
-            return new Model(NewHandle(context, (IntPtr c, out ModelHandle h) =>
-                NativeMethods.cblob_model_open(c, bytes, (UIntPtr)bytes.Length, out h)));
-        }
-
-        /// <summary>Reads a .caffemodel file as <see cref="Open"/> does; the file is mapped, not read whole.</summary>
-        public static Model OpenFile(Context context, string path)
-        {
-            byte[] cpath = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
-            return new Model(NewHandle(context, (IntPtr c, out ModelHandle h) => NativeMethods.cblob_model_open_file(c, cpath, out h)));
-        }
-
-        /// <summary>The native handle, for interop; it stays owned by this model (do not dispose it).</summary>
-        public ModelHandle Handle { get { return handle; } }
-
-        /// <summary>How the net stores its layers (the file's, or the one it was created with).</summary>
-        public NetFormat Format
-        {
-            get
-            {
-                NetFormat format;
-                using (var m = guard.Use())
-                    CBlobException.Check(NativeMethods.cblob_model_format(m, out format));
-                return format;
-            }
-        }
-
-        /// <summary>The net's name, or null when it has none.</summary>
-        public string Name
-        {
-            get
-            {
-                IntPtr name;
-                using (var m = guard.Use())
-                {
-                    CBlobException.Check(NativeMethods.cblob_model_name(m, out name));
-                    return name == IntPtr.Zero ? null : Text.FromUtf8(name);
-                }
-            }
-        }
-
-        /// <summary>The number of layers.</summary>
-        public int LayerCount
-        {
-            get
-            {
-                long count;
-                using (var m = guard.Use())
-                    CBlobException.Check(NativeMethods.cblob_model_num_layers(m, out count));
-                return checked((int)count);
-            }
         }
 
         /// <summary>The name, type and number of blobs of a layer.</summary>
@@ -173,26 +106,6 @@ namespace CBlob
             }
         }
 
-        /// <summary>The index of the first layer with the given name, or -1 when none has it.</summary>
-        public int FindLayer(string name)
-        {
-            byte[] cname = Text.ToUtf8(Blob.Required(name, nameof(name)), "the layer name");
-            long index;
-            using (var m = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_model_find_layer(m, cname, out index));
-            return checked((int)index);
-        }
-
-        /// <summary>One of a layer's blobs, as a new holder the caller disposes.</summary>
-        public Blob GetLayerBlob(int layer, int index)
-        {
-            using (var m = guard.Use())
-            {
-                IntPtr ptr = m;
-                return Blob.Created((out BlobHandle h) => NativeMethods.cblob_model_layer_blob(ptr, layer, index, out h));
-            }
-        }
-
         /// <summary>Every blob of a layer, as new holders the caller disposes.</summary>
         public Blob[] GetLayerBlobs(int layer)
         {
@@ -211,54 +124,5 @@ namespace CBlob
             return blobs;
         }
 
-        /// <summary>
-        /// Appends a layer with a name, a type and blobs. The model becomes a holder of each blob
-        /// (nothing is copied): the values saved are the blobs' values at save time.
-        /// </summary>
-        public void AddLayer(string name, string type, params Blob[] blobs)
-        {
-            byte[] cname = Text.ToUtf8(Blob.Required(name, nameof(name)), "the layer name");
-            byte[] ctype = Text.ToUtf8(Blob.Required(type, nameof(type)), "the layer type");
-            using (var m = guard.Use())
-            using (var list = Guard.UseAll(Proto.Guards(blobs ?? new Blob[0])))
-                CBlobException.Check(NativeMethods.cblob_model_add_layer(m, cname, ctype, list.Ptrs, list.Ptrs.Length));
-        }
-
-        /// <summary>
-        /// Serializes the model as a NetParameter in its format: the name, then each layer's name,
-        /// type and blobs (with their diffs when writeDiff).
-        /// </summary>
-        public byte[] ToBytes(bool writeDiff = false)
-        {
-            using (var m = guard.Use())
-            {
-                IntPtr ptr = m;
-                return Text.ReadBytes((byte[] buffer, UIntPtr size, out UIntPtr length) =>
-                    NativeMethods.cblob_model_to_proto(ptr, writeDiff ? 1 : 0, buffer, size, out length));
-            }
-        }
-
-        /// <summary>
-        /// Writes the model as a .caffemodel file, replacing path atomically (a failed save leaves
-        /// no partial file).
-        /// </summary>
-        public void Save(string path, bool writeDiff = false)
-        {
-            byte[] cpath = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
-            using (var m = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_model_to_proto_file(m, writeDiff ? 1 : 0, cpath));
-        }
-
-        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
-        public bool IsDisposed { get { return guard.IsDisposed; } }
-
-        /// <summary>
-        /// Frees the model and drops its holds on its blobs; blobs taken from it stay valid.
-        /// Calling it again does nothing.
-        /// </summary>
-        public void Dispose()
-        {
-            guard.Dispose();
-        }
     }
 }

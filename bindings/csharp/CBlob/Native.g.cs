@@ -87,6 +87,8 @@ namespace CBlob
         Timeout = 23,
         /// <summary>Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls. (<c>CBLOB_ERR_NCCL_MISSING</c>)</summary>
         NcclMissing = 24,
+        /// <summary>Since ABI 1.2. The context's progress callback asked the call to stop (cblob_context_set_progress). Like every failure it changed nothing: a file being written was not put in place and its temporary is gone, an existing file or .npy folder keeps its bytes, and nothing was opened. (<c>CBLOB_ERR_CANCELLED</c>)</summary>
+        Cancelled = 25,
     }
 
     /// <summary>
@@ -163,6 +165,17 @@ namespace CBlob
         V1 = 1,
         /// <summary>LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today. (<c>CBLOB_NET_FORMAT_V2</c>)</summary>
         V2 = 2,
+    }
+
+    /// <summary>
+    /// Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2).
+    /// </summary>
+    public enum ProtoFlags : int
+    {
+        /// <summary>Write the diff too, as write_diff 1 does. (<c>CBLOB_PROTO_DIFF</c>)</summary>
+        Diff = 1,
+        /// <summary>Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW. (<c>CBLOB_PROTO_LEGACY_DIMS</c>)</summary>
+        LegacyDims = 2,
     }
 
     /// <summary>
@@ -329,6 +342,16 @@ namespace CBlob
     public delegate void ReleaseFn(IntPtr ptr, IntPtr user_data);
 
     /// <summary>
+    /// Since ABI 1.2. Tells how far a call that reads or writes files is (cblob_context_set_progress)
+    /// and lets the caller stop it: done is the bytes read or written so far, total the bytes the
+    /// call will read or write in all (-1 while it cannot know: a pipe read to its end). Returning 0
+    /// lets the call go on; any other value asks it to stop, and it fails with CBLOB_ERR_CANCELLED,
+    /// changing nothing. Called on the thread that made the call.
+    /// </summary>
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    public delegate int ProgressFn(IntPtr user_data, long done, long total);
+
+    /// <summary>
     /// Starts summing count elements of dtype at buffer over all ranks, in place. Returns
     /// CBLOB_OK and an engine-defined pending value (anything, NULL included) that cblob later
     /// passes to wait exactly once; or a status (CBLOB_ERR_COMM, CBLOB_ERR_OUT_OF_MEMORY, ...)
@@ -385,7 +408,7 @@ namespace CBlob
         public int size;
         /// <summary>The memory the buffers are in: CBLOB_MEMORY_HOST, or CBLOB_MEMORY_DEVICE (device pointers on the communicator's context's device, whose writes have finished when a start call is made; a wait returning CBLOB_OK means the engine's writes have too).</summary>
         public Memory memory;
-        /// <summary>The dtypes the engine's all-reduce and broadcast take: bit (1u &lt;&lt; dtype) for each; others are CBLOB_ERR_DTYPE before anything starts.</summary>
+        /// <summary>The dtypes the engine's all-reduce and broadcast take: bit (1u &lt;&lt; dtype) for each; others are CBLOB_ERR_DTYPE before anything starts. The same on every rank: the agreement all-reduces small integers in the first of uint32, int32, float64 and float32 the engine takes (an engine that takes none runs without it).</summary>
         public uint dtypes;
         /// <summary>The engine's own state, passed to every operation.</summary>
         public IntPtr state;
@@ -468,9 +491,28 @@ namespace CBlob
             SetHandle(owned);
         }
 
+        readonly FileHandle lender;
+
+        /// <summary>
+        /// A handle the lender owns (its own, never destroyed here): holds the lender's handle
+        /// until this one is released, so that disposing the lender first frees nothing in use.
+        /// </summary>
+        internal ModelHandle(IntPtr lent, FileHandle lender) : base(true)
+        {
+            bool added = false;
+            lender.DangerousAddRef(ref added);
+            this.lender = lender;
+            SetHandle(lent);
+        }
+
         /// <inheritdoc/>
         protected override bool ReleaseHandle()
         {
+            if (lender != null)
+            {
+                lender.DangerousRelease();
+                return true;
+            }
             NativeMethods.cblob_model_destroy(handle);
             return true;
         }
@@ -686,6 +728,41 @@ namespace CBlob
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_context_num_threads(IntPtr context, out int out_num_threads);
+
+        /// <summary>
+        /// Sets the function told the progress of the context's calls that read or write files, and
+        /// asked whether they may go on (NULL: none, the default). It is how a program shows progress
+        /// and how it stops work cleanly: a signal handler sets a flag, the callback returns non-zero,
+        /// and the call fails with CBLOB_ERR_CANCELLED having changed nothing (the library itself never
+        /// installs a signal handler).
+        ///
+        /// Calls that report: reading a file (cblob_file_open, cblob_file_open_fd, cblob_model_open_file,
+        /// cblob_model_open_npz_file, cblob_model_open_safetensors_file, cblob_blob_from_proto_file,
+        /// cblob_blob_create_from_proto_file, cblob_blob_vector_from_proto_file) and writing one
+        /// (cblob_model_to_proto_file, cblob_model_to_npz_file, cblob_model_to_safetensors_file,
+        /// cblob_blob_to_proto_file, cblob_blob_vector_to_proto_file, cblob_blob_to_npy_file,
+        /// cblob_model_to_npy_folder, cblob_file_to_npy_folder), through the context of the handle they
+        /// read into or write from (a blob vector: its first blob's). The callback is called first with
+        /// done 0 once the call knows its total, then each time at least a MiB more is done (reads
+        /// advance in pieces of up to 4 MiB), and last with done equal to total: for a write, just
+        /// before the output takes its place, which is the last moment a stop leaves everything as it
+        /// was. A blocking read or write that a signal interrupts (EINTR: a terminal or a pipe read to
+        /// its end, when the handler was installed without SA_RESTART) calls it at once. total is exact
+        /// but for an .npz written (its zip records are estimated) and a .npy folder read (every .npy
+        /// file in it is counted): done never passes total (total grows instead), and the last call
+        /// gives both as what was done.
+        ///
+        /// A .npy folder's files are made in a staging folder inside it and moved into place only after
+        /// the last callback (index.json last), so a stop leaves the folder as it was too. A file written
+        /// in place (a device, a FIFO, a caller's descriptor) keeps what was written before the stop.
+        ///
+        /// The callback runs inside the call: it must not call cblob functions on the handles the call
+        /// uses. user_data is passed back as it is. Setting the callback while another thread uses the
+        /// context is safe: a call in progress keeps the one it started with.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_context_set_progress(IntPtr context, ProgressFn progress, IntPtr user_data);
 
         /// <summary>
         /// Creates a blob of the given dtype and shape (Caffe's Blob(shape)). Zero axes make a scalar
@@ -1010,7 +1087,7 @@ namespace CBlob
         /// atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
         /// devices refused).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_to_proto_file(IntPtr blob, int write_diff, byte[] path);
 
@@ -1033,7 +1110,7 @@ namespace CBlob
         /// file is read as a snapshot; a path that is not a regular file fails at once (the section's
         /// introduction).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_from_proto_file(IntPtr blob, byte[] path, int reshape);
 
@@ -1061,7 +1138,7 @@ namespace CBlob
         /// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does,
         /// reading the file as the section's introduction says.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_create_from_proto_file(IntPtr context, byte[] path, out BlobHandle out_blob);
 
@@ -1076,7 +1153,7 @@ namespace CBlob
         /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
         /// writing a file in the section's introduction.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_vector_to_proto_file([In] IntPtr[] blobs, long num_blobs, int write_diff, byte[] path);
 
@@ -1094,7 +1171,7 @@ namespace CBlob
         /// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does, reading
         /// the file as the section's introduction says.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_vector_from_proto_file(IntPtr context, byte[] path, long max_blobs, [Out] IntPtr[] out_blobs, out long out_num_blobs);
 
@@ -1130,7 +1207,7 @@ namespace CBlob
         /// loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
         /// ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_open_file(IntPtr context, byte[] path, out ModelHandle out_model);
 
@@ -1248,9 +1325,24 @@ namespace CBlob
         /// Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
         /// writing a file in the section's introduction.
         /// </summary>
-        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
+        /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_to_proto_file(IntPtr model, int write_diff, byte[] path);
+
+        /// <summary>
+        /// cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+        /// as Caffe's legacy dims. Written by the same rules as every file.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_to_proto_file_with(IntPtr blob, int flags, byte[] path);
+
+        /// <summary>
+        /// cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_vector_to_proto_file_with([In] IntPtr[] blobs, long num_blobs, int flags, byte[] path);
 
         /// <summary>
         /// The number of a layer's bottoms (its input blobs' names).
@@ -1412,7 +1504,7 @@ namespace CBlob
         /// <summary>
         /// Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_to_safetensors_file(IntPtr model, int flags, byte[] path);
 
@@ -1431,7 +1523,7 @@ namespace CBlob
         /// <summary>
         /// Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_to_npz_file(IntPtr model, int flags, byte[] path);
 
@@ -1462,7 +1554,7 @@ namespace CBlob
         /// <summary>
         /// Reads a .safetensors file as cblob_model_open_safetensors does.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_open_safetensors_file(IntPtr context, byte[] path, out ModelHandle out_model);
 
@@ -1482,7 +1574,7 @@ namespace CBlob
         /// <summary>
         /// Reads a .npz file as cblob_model_open_npz does.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_open_npz_file(IntPtr context, byte[] path, out ModelHandle out_model);
 
@@ -1523,7 +1615,7 @@ namespace CBlob
         /// that no reader takes is CBLOB_ERR_PARSE saying what it is; a missing or unreadable path, or
         /// one that is neither a regular file nor a folder, is CBLOB_ERR_IO.
         /// </summary>
-        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_file_open(IntPtr context, byte[] path, int flags, DType dtype, out FileHandle out_file);
 
@@ -1534,7 +1626,7 @@ namespace CBlob
         /// name (may be NULL: "the descriptor") is how messages name it. CBLOB_OPEN_LAZY does nothing
         /// here, and a folder is refused.
         /// </summary>
-        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.</remarks>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_file_open_fd(IntPtr context, int fd, byte[] name, int flags, DType dtype, out FileHandle out_file);
 
@@ -1561,7 +1653,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_file_model(IntPtr file, out ModelHandle out_model);
+        internal static extern Status cblob_file_model(IntPtr file, out IntPtr out_model);
 
         /// <summary>
         /// The number of blobs of a BlobProto (1), a BlobProtoVector or a .npy file (1); a file holding a model is CBLOB_ERR_STATE.
@@ -1602,7 +1694,7 @@ namespace CBlob
         /// <summary>
         /// Writes cblob_blob_to_npy's bytes to a file, atomically as every file is written.
         /// </summary>
-        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_to_npy_file(IntPtr blob, Part part, byte[] path);
 
@@ -1612,7 +1704,7 @@ namespace CBlob
         /// written into out_num_files. index.json's "source" is null. Streams: memory stays small
         /// whatever the model's size; everything is synced once at the end.
         /// </summary>
-        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_to_npy_folder(IntPtr model, int flags, byte[] folder, out long out_num_files);
 
@@ -1621,7 +1713,7 @@ namespace CBlob
         /// `blob_&lt;index&gt;.npy`. index.json's "source" is the path or name the file was opened by, and its
         /// "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
         /// </summary>
-        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_file_to_npy_folder(IntPtr file, int flags, byte[] folder, out long out_num_files);
 
@@ -1771,7 +1863,9 @@ namespace CBlob
         /// memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
         /// caller then queues on the memory must have finished, or the context's stream
         /// (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
-        /// that uses the blob.
+        /// that uses the blob. Memory whose pointer was handed out is freed, once its last holder lets
+        /// go, only after a device-wide wait (cuCtxSynchronize), so work the caller still has queued
+        /// on it in the device's primary context runs first (the DLPack section says more).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -2220,11 +2314,27 @@ namespace CBlob
         /// with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
         /// lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
         /// dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
-        /// another device than the context's is CBLOB_ERR_STATE.
+        /// another device than the context's is CBLOB_ERR_STATE. A CUDA tensor is taken as ready on the
+        /// legacy default stream (DLPack's stream=None): the context's stream waits for that stream;
+        /// cblob_blob_from_dlpack_on_stream names another.
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_from_dlpack(IntPtr context, IntPtr tensor, out BlobHandle out_blob);
+
+        /// <summary>
+        /// Makes a blob whose data is a DLManagedTensorVersioned's memory, as cblob_blob_from_dlpack
+        /// does, with the stream the tensor is ready on: for a CUDA tensor the context's stream waits
+        /// (through an event) for the work queued on `stream` so far, so cblob's first kernel reads
+        /// what the producer wrote. `stream` is a CUstream or cudaStream_t of the tensor's device;
+        /// NULL (or CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
+        /// (DLPack's 2) the calling thread's default stream, and the context's own stream adds no
+        /// wait. A stream of another device or CUDA context is CBLOB_ERR_INVALID_ARGUMENT, and the
+        /// tensor stays the caller's. For a host tensor `stream` is not used.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_from_dlpack_on_stream(IntPtr context, IntPtr tensor, IntPtr stream, out BlobHandle out_blob);
 
         /// <summary>
         /// Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
@@ -2233,6 +2343,14 @@ namespace CBlob
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_blob_from_dlpack_legacy(IntPtr context, IntPtr tensor, out BlobHandle out_blob);
+
+        /// <summary>
+        /// Makes a blob whose data is a legacy DLManagedTensor's memory, with the rules of
+        /// cblob_blob_from_dlpack_on_stream.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_from_dlpack_legacy_on_stream(IntPtr context, IntPtr tensor, IntPtr stream, out BlobHandle out_blob);
 
         /// <summary>
         /// Lays out the data or diff of count blobs in one buffer and makes each blob's part use its
@@ -2254,9 +2372,10 @@ namespace CBlob
         /// stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
         /// A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size &lt; 1 are
         /// CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
-        /// engine opens the context's device (whatever its mode), failing as the GPU calls do.
+        /// engine opens the context's device (whatever its mode), failing as the GPU calls do, and
+        /// allocates the agreement's buffer there (CBLOB_ERR_DEVICE_OUT_OF_MEMORY).
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_comm_create(IntPtr context, [In] ref CommEngine engine, out CommHandle out_comm);
 
@@ -2294,20 +2413,34 @@ namespace CBlob
         /// <summary>
         /// The most bytes fused into one engine call (CBLOB_COMM_DEFAULT_BUCKET_BYTES until set); 0
         /// fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
-        /// decides the engine calls.
+        /// decides the engine calls: the agreement refuses a collective where it differs.
         /// </summary>
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_comm_set_bucket_bytes(IntPtr comm, long bucket_bytes);
 
         /// <summary>
+        /// Whether collectives start with the ranks' agreement (see the section): 1, the default, or 0
+        /// for a program that needs the last microsecond and is sure its ranks never differ. Without
+        /// it, ranks that differ leave the outcome to the engine (MPI calls such programs erroneous: a
+        /// count that differs may overflow a buffer). Set the same on every rank, between collectives:
+        /// a rank that agrees while another does not is a disagreement the agreement cannot see.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_comm_set_agreement_check(IntPtr comm, int check);
+
+        /// <summary>
         /// Starts an all-reduce of the part of count blobs (any dtypes the engine takes, listed once,
         /// not overlapping) and returns its request; the blocking form is cblob_comm_allreduce.
         /// CBLOB_REDUCE_AVERAGE of an integer blob, and a dtype the engine does not take, are
         /// CBLOB_ERR_DTYPE; a blob on another device than a device engine's is CBLOB_ERR_STATE. A
-        /// broken communicator is CBLOB_ERR_COMM.
+        /// broken communicator is CBLOB_ERR_COMM. Ranks that disagree on the call (see the section:
+        /// Agreement) fail alike with CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_INVALID_ARGUMENT or
+        /// the status of a rank that refused it; with the agreement, the call returns once every rank
+        /// has started it.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_comm_allreduce_start(IntPtr comm, [In] IntPtr[] blobs, long count, Part part, ReduceOp op, out CommRequestHandle out_request);
 
@@ -2316,14 +2449,17 @@ namespace CBlob
         /// request; otherwise as cblob_comm_allreduce_start. A root outside 0..size-1 is
         /// CBLOB_ERR_OUT_OF_RANGE.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_comm_broadcast_start(IntPtr comm, [In] IntPtr[] blobs, long count, Part part, int root, out CommRequestHandle out_request);
 
         /// <summary>
-        /// Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM.
+        /// Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM. With the
+        /// agreement (see the section), the barrier is the agreement itself: the call returns once
+        /// every rank has reached it, and a rank that calls another collective there makes every rank
+        /// fail with CBLOB_ERR_INVALID_ARGUMENT.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_comm_barrier_start(IntPtr comm, out CommRequestHandle out_request);
 
@@ -2347,21 +2483,21 @@ namespace CBlob
         /// <summary>
         /// cblob_comm_allreduce_start, then cblob_comm_request_wait.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_comm_allreduce(IntPtr comm, [In] IntPtr[] blobs, long count, Part part, ReduceOp op);
 
         /// <summary>
         /// cblob_comm_broadcast_start, then cblob_comm_request_wait.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_comm_broadcast(IntPtr comm, [In] IntPtr[] blobs, long count, Part part, int root);
 
         /// <summary>
         /// cblob_comm_barrier_start, then cblob_comm_request_wait.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_comm_barrier(IntPtr comm);
 
@@ -2380,10 +2516,12 @@ namespace CBlob
         /// <summary>
         /// Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
         /// rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
-        /// Its collectives run on device memory, queued on the context's stream after cblob's own work
-        /// there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
-        /// for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
-        /// communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+        /// Its collectives run on device memory, on a stream of the communicator's own that waits (an
+        /// event) for the work queued on the context's stream before each collective starts, so work
+        /// the context queues after that overlaps it; every dtype (float32, float64, int32, uint32); a
+        /// wait without a timeout waits for the collective, one with a timeout polls it and NCCL's
+        /// errors and aborts the NCCL communicator when the time is up. With
+        /// CBLOB_CUDA_LAUNCH_BLOCKING=1 the call that starts a collective waits for it. Statuses as cblob_comm_nccl_unique_id, plus device
         /// errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
         /// </summary>
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.</remarks>

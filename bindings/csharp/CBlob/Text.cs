@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): strings and the two-call convention.
 using System;
 using System.Text;
 
@@ -66,6 +67,23 @@ namespace CBlob
         {
             byte[] bytes = ReadSized(true, call);
             return Encoding.UTF8.GetString(bytes, 0, bytes.Length);
+        }
+
+        /// <summary>A call of the two-call convention for an int64 array (null and 0 ask for the count).</summary>
+        internal delegate Status ArrayCall(long[] values, long room, out long count);
+
+        /// <summary>An int64 array the library writes with the two-call convention.</summary>
+        internal static long[] ReadInt64s(ArrayCall call)
+        {
+            long count;
+            CBlobException.Check(call(null, 0, out count));
+            var values = new long[count];
+            if (count > 0)
+            {
+                CBlobException.Check(call(values, count, out count));
+                Array.Resize(ref values, checked((int)count));
+            }
+            return values;
         }
 
         /// <summary>Serialized bytes the library writes with the two-call convention.</summary>

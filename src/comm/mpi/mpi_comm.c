@@ -3,42 +3,31 @@
  * cblob_comm_create_nccl_mpi: an NCCL communicator whose unique id travels over MPI. */
 #include "cblob/mpi.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "mpi_engine.h"
+#include "status.h"
 
 #define CBM_EXPORT __attribute__((visibility("default")))
 
-static _Thread_local char last_error[CBLOB_COMM_MESSAGE_BYTES + 64];
-
-static cblob_status fail(cblob_status status, const char *format, ...) __attribute__((format(printf, 2, 3)));
-static cblob_status fail(cblob_status status, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    vsnprintf(last_error, sizeof last_error, format, args);
-    va_end(args);
-    return status;
-}
-
+/* libcblob_mpi's failures go through the one error core of src/util (its own copy: a library of
+ * its own cannot set libcblob's message), named by the function called as libcblob's are. */
 CBM_EXPORT const char *cblob_mpi_last_error_message(void)
 {
-    return last_error;
+    return cb_last_error_message();
 }
 
 CBM_EXPORT cblob_status cblob_comm_create_mpi(cblob_context *context, MPI_Comm comm, cblob_comm **out_comm)
 {
-    if (context == NULL)
-        return fail(CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_create_mpi: context is NULL");
-    if (out_comm == NULL)
-        return fail(CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_create_mpi: out_comm is NULL");
+    CB_ENTER();
+    CB_REQUIRE(context);
+    CB_REQUIRE(out_comm);
     char message[CBLOB_COMM_MESSAGE_BYTES] = "";
     cbm_engine *engine;
     const cblob_status created = cbm_engine_create(comm, &engine, message, sizeof message);
     if (created != CBLOB_OK)
-        return fail(created, "cblob_comm_create_mpi: %s", message);
+        return cb_fail(created, "%s", message);
     const cblob_comm_engine table = {
         .struct_size = sizeof table,
         .name = "mpi",
@@ -57,7 +46,7 @@ CBM_EXPORT cblob_status cblob_comm_create_mpi(cblob_context *context, MPI_Comm c
     if (status != CBLOB_OK) {
         /* The engine stays ours when cblob refuses it. */
         cbm_engine_destroy(engine);
-        return fail(status, "%s", cblob_last_error_message());
+        return cb_fail(status, "%s", cblob_last_error_detail());
     }
     return CBLOB_OK;
 }
@@ -75,14 +64,14 @@ static cblob_status share_nccl_id(MPI_Comm comm, int32_t *out_rank, int32_t *out
     cbm_engine *engine;
     cblob_status status = cbm_engine_create(comm, &engine, message, sizeof message);
     if (status != CBLOB_OK)
-        return fail(status, "cblob_comm_create_nccl_mpi: %s", message);
+        return cb_fail(status, "%s", message);
     *out_rank = cbm_engine_rank(engine);
     *out_size = cbm_engine_size(engine);
     memset(shared, 0, sizeof *shared);
     char id_message[CBLOB_COMM_MESSAGE_BYTES] = "";
     if (*out_rank == 0) {
         shared->status = cblob_comm_nccl_unique_id(shared->id, sizeof shared->id);
-        snprintf(id_message, sizeof id_message, "%s", cblob_last_error_message());
+        snprintf(id_message, sizeof id_message, "%s", cblob_last_error_detail());
     }
     void *pending = NULL;
     status = cbm_broadcast(engine, shared, (int64_t)sizeof *shared / 4, CBLOB_DTYPE_INT32, 0, &pending, message,
@@ -91,20 +80,19 @@ static cblob_status share_nccl_id(MPI_Comm comm, int32_t *out_rank, int32_t *out
         status = cbm_wait(engine, pending, -1, message, sizeof message);
     cbm_engine_destroy(engine);
     if (status != CBLOB_OK)
-        return fail(status, "cblob_comm_create_nccl_mpi: sending the NCCL unique id: %s", message);
+        return cb_fail(status, "sending the NCCL unique id: %s", message);
     if (shared->status != CBLOB_OK)
-        return *out_rank == 0 ? fail(shared->status, "%s", id_message)
-                              : fail(shared->status, "cblob_comm_create_nccl_mpi: rank 0 could not make the NCCL "
-                                                     "unique id (%s)", cblob_status_name(shared->status));
+        return *out_rank == 0 ? cb_fail(shared->status, "making the NCCL unique id: %s", id_message)
+                              : cb_fail(shared->status, "rank 0 could not make the NCCL unique id (%s)",
+                                        cblob_status_name(shared->status));
     return CBLOB_OK;
 }
 
 CBM_EXPORT cblob_status cblob_comm_create_nccl_mpi(cblob_context *context, MPI_Comm comm, cblob_comm **out_comm)
 {
-    if (context == NULL)
-        return fail(CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_create_nccl_mpi: context is NULL");
-    if (out_comm == NULL)
-        return fail(CBLOB_ERR_INVALID_ARGUMENT, "cblob_comm_create_nccl_mpi: out_comm is NULL");
+    CB_ENTER();
+    CB_REQUIRE(context);
+    CB_REQUIRE(out_comm);
     nccl_id_message shared;
     int32_t rank = 0, size = 0;
     const cblob_status shared_status = share_nccl_id(comm, &rank, &size, &shared);
@@ -112,6 +100,6 @@ CBM_EXPORT cblob_status cblob_comm_create_nccl_mpi(cblob_context *context, MPI_C
         return shared_status;
     const cblob_status status = cblob_comm_create_nccl(context, shared.id, size, rank, out_comm);
     if (status != CBLOB_OK)
-        return fail(status, "%s", cblob_last_error_message());
+        return cb_fail(status, "%s", cblob_last_error_detail());
     return CBLOB_OK;
 }

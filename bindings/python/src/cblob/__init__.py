@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""cblob: Caffe's .caffemodel and .binaryproto files as NumPy arrays, and Caffe-style blobs
+# Hand-written (not generated from codegen/bindings/): the package's front page and exports.
+"""cblob: Caffe's .caffemodel and .binaryproto files (and .npy, .npz, safetensors) as NumPy arrays, and Caffe-style blobs
 (data and diff, synced lazily between host and GPU, with NeoML's operations), without Caffe.
 
     >>> import cblob
@@ -14,26 +15,30 @@ carrying the library's message. Every call releases the GIL while the library wo
 The library is the libcblob.so.1 bundled with the package, or $CBLOB_LIBRARY when set.
 `python -m cblob` runs the cblob program (inspect, convert, info).
 """
+from __future__ import annotations
+
 import importlib.metadata as _metadata
 
+from . import _safe
 from ._blob import Blob, Window
 from ._comm import Arena, Comm, Request, finalize_mpi, mpi_library_path
-from ._context import (Context, default_context, gpu_device_name, gpu_probe, gpu_report, gpu_versions,
-                       kernel_cache_dir, kernel_cache_mode, kernel_cache_warm_up)
-from ._errors import (CblobError, CblobIOError, CblobMemoryError, CommError, CommTimeoutError, DeviceError, DeviceLostError, DTypeError, GPUUnavailableError,
-                      InternalError, InvalidArgumentError, NotImplementedForDTypeError, OutOfRangeError, ParseError,
-                      ShapeError, SizeOverflowError, StateError)
-from ._formats import detect, detect_file, load, load_blob, load_blobs, save_blob, save_blobs
+from ._context import Context, default_context, kernel_cache_warm_up
+from ._errors import (CancelledError, CblobError, CblobFileNotFoundError, CblobIOError, CblobIsADirectoryError, CblobMemoryError,
+                      CblobNotADirectoryError, CblobPermissionError, CommError, CommTimeoutError, DeviceError,
+                      DeviceLostError, DTypeError, GPUUnavailableError, InternalError, InvalidArgumentError,
+                      NotImplementedForDTypeError, OutOfRangeError, ParseError, ShapeError, SizeOverflowError,
+                      StateError)
+from ._file import File
+from ._formats import (Float64Warning, load, load_blob, load_blobs, load_npz, load_safetensors, open_file, save_blob,
+                       save_blobs)
 from ._library import lib as _lib
 from ._library import library_path
-from ._model import Layer, Model
-from ._raw import (ABI_VERSION_MAJOR, ABI_VERSION_MINOR, MAX_AXES, NEOML_AXES, CacheMode, Dim, DType, Head, Memory,
-                   Mode, NetFormat, Part, ProtoKind, ReduceOp, Status)
-
-
-def version():
-    """The loaded library's version ("1.1.0")."""
-    return _lib.cblob_version().decode()
+from ._model import IncompatibleKeys, Layer, LayerArrays, LayerBlobs, Model, ParamSpec, Params, Rule
+from ._raw import (ABI_VERSION_MAJOR, ABI_VERSION_MINOR, MAX_AXES, NEOML_AXES, CacheMode, Dim, DType, ExportFlags,
+                   FileKind, Head, JsonFlags, Memory, Mode, NetFormat, OpenFlags, Part, Phase, ProtoFlags, ProtoKind,
+                   ReduceOp, ReplaceFlags, RuleKind, Status)
+from ._safe import *  # noqa: F401,F403 (the generated free functions: gpu_probe, detect, ...; _safe.__all__)
+from ._safe import version
 
 
 def _package_version():
@@ -48,29 +53,24 @@ def _package_version():
 __version__ = _package_version()
 
 
-def abi_version():
+def abi_version() -> tuple[int, int]:
     """The loaded library's ABI version as (major, minor)."""
     value = _lib.cblob_abi_version()
     return value >> 16, value & 0xFFFF
 
 
-def blas_info():
-    """The CPU BLAS in use ("BLIS 0.9.0, pthreads, 1 thread")."""
-    return _lib.cblob_blas_info().decode()
-
-
-def cpu_features():
-    """The vector extensions the CPU kernels chose ("avx512f")."""
-    return _lib.cblob_cpu_features().decode()
-
-
 __all__ = [
     "ABI_VERSION_MAJOR", "ABI_VERSION_MINOR", "MAX_AXES", "NEOML_AXES",
-    "Arena", "Blob", "CacheMode", "Comm", "CblobError", "CblobIOError", "CblobMemoryError", "CommError", "CommTimeoutError", "Context", "DType", "DTypeError",
-    "DeviceError", "DeviceLostError", "Dim", "GPUUnavailableError", "Head", "InternalError", "InvalidArgumentError", "Layer", "Memory",
-    "Mode", "Model", "NetFormat", "NotImplementedForDTypeError", "OutOfRangeError", "ParseError", "Part", "ProtoKind",
-    "ReduceOp", "Request", "ShapeError", "SizeOverflowError", "StateError", "Status", "Window",
-    "abi_version", "blas_info", "cpu_features", "default_context", "detect", "detect_file", "finalize_mpi", "gpu_device_name",
-    "gpu_probe", "gpu_report", "gpu_versions", "kernel_cache_dir", "kernel_cache_mode", "kernel_cache_warm_up",
-    "library_path", "load", "mpi_library_path", "load_blob", "load_blobs", "save_blob", "save_blobs", "version",
+    "Arena", "Blob", "CacheMode", "Comm", "CancelledError", "CblobError", "CblobFileNotFoundError", "CblobIOError",
+    "CblobIsADirectoryError", "CblobMemoryError", "CblobNotADirectoryError", "CblobPermissionError", "CommError",
+    "CommTimeoutError", "Context", "DType", "DTypeError", "DeviceError", "DeviceLostError", "Dim", "ExportFlags", "File",
+    "FileKind", "Float64Warning", "GPUUnavailableError", "Head", "IncompatibleKeys", "InternalError",
+    "InvalidArgumentError", "JsonFlags", "Layer", "LayerArrays", "LayerBlobs", "Memory", "Mode", "Model", "NetFormat",
+    "NotImplementedForDTypeError", "OpenFlags", "OutOfRangeError", "ParamSpec", "Params", "ParseError", "Part", "Phase",
+    "ProtoFlags", "ProtoKind", "ReduceOp", "ReplaceFlags", "Request", "Rule", "RuleKind", "ShapeError",
+    "SizeOverflowError", "StateError", "Status", "Window",
+    "abi_version", "default_context", "finalize_mpi", "kernel_cache_warm_up",
+    "library_path", "load", "load_blob", "load_blobs", "load_npz", "load_safetensors", "mpi_library_path", "open_file",
+    "save_blob", "save_blobs",
 ]
+__all__ += _safe.__all__

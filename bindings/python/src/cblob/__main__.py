@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# Hand-written (not generated from codegen/bindings/): `python -m cblob` runs the cblob program.
 """`python -m cblob ARGS` runs the cblob program (inspect, convert, info, help) with ARGS: the one
 bundled in the package (beside the library it was built with), else `cblob` on PATH."""
 import os
@@ -7,7 +8,7 @@ import sys
 from pathlib import Path
 
 
-def program():
+def program() -> str:
     bundled = Path(__file__).resolve().parent / "bin" / "cblob"
     if bundled.exists():
         return str(bundled)
@@ -17,7 +18,7 @@ def program():
     return found
 
 
-def main():
+def main() -> None:
     path = program()
     os.execv(path, [path, *sys.argv[1:]])
 

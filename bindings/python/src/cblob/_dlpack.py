@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# Hand-written (not generated from codegen/bindings/): DLPack: struct mirrors, NumPy arrays over
+# exported tensors, capsules.
 """DLPack for the safe layer: mirrors of DLPack's structs (checked field by field against the C
 compiler's layout by the test suite), NumPy arrays over exported tensors, and capsules.
 

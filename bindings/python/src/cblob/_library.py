@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# Hand-written (not generated from codegen/bindings/): which libcblob to load, and the ABI check.
 """Loads libcblob and declares its functions (the generated raw layer, _raw.py).
 
 Which file: $CBLOB_LIBRARY when set (a build tree's library, say); else the libcblob.so.1 bundled
@@ -16,7 +17,7 @@ LIBRARY_NAME = f"libcblob.so.{_raw.ABI_VERSION_MAJOR}"
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-def library_path():
+def library_path() -> str:
     """The file this package loads (see the module's doc)."""
     explicit = os.environ.get("CBLOB_LIBRARY")
     if explicit:

@@ -61,6 +61,7 @@ class Status(enum.IntEnum):
     COMM = 22  # Since ABI 1.1. A collective failed in its engine (a rank died, the network failed, MPI or NCCL reported an error), or the communicator is broken by an earlier failure; the message carries the engine's.
     TIMEOUT = 23  # Since ABI 1.1. A collective did not finish within the communicator's timeout (cblob_comm_set_timeout); the communicator is broken.
     NCCL_MISSING = 24  # Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls.
+    CANCELLED = 25  # Since ABI 1.2. The context's progress callback asked the call to stop (cblob_context_set_progress). Like every failure it changed nothing: a file being written was not put in place and its temporary is gone, an existing file or .npy folder keeps its bytes, and nothing was opened.
 
 
 class DType(enum.IntEnum):
@@ -102,6 +103,12 @@ class NetFormat(enum.IntEnum):
     """How a NetParameter stores its layers. (cblob_net_format)"""
     V1 = 1  # V1LayerParameter in field `layers` (2), with an enum layer type; Caffe before 2015.
     V2 = 2  # LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today.
+
+
+class ProtoFlags(enum.IntEnum):
+    """Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2). (cblob_proto_flags)"""
+    DIFF = 1  # Write the diff too, as write_diff 1 does.
+    LEGACY_DIMS = 2  # Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW.
 
 
 class Phase(enum.IntEnum):
@@ -194,6 +201,14 @@ class ReduceOp(enum.IntEnum):
 cblob_release_fn = CFUNCTYPE(None, c_void_p, c_void_p)
 
 
+# Since ABI 1.2. Tells how far a call that reads or writes files is (cblob_context_set_progress)
+# and lets the caller stop it: done is the bytes read or written so far, total the bytes the
+# call will read or write in all (-1 while it cannot know: a pipe read to its end). Returning 0
+# lets the call go on; any other value asks it to stop, and it fails with CBLOB_ERR_CANCELLED,
+# changing nothing. Called on the thread that made the call.
+cblob_progress_fn = CFUNCTYPE(c_int32, c_void_p, c_int64, c_int64)
+
+
 # Starts summing count elements of dtype at buffer over all ranks, in place. Returns
 # CBLOB_OK and an engine-defined pending value (anything, NULL included) that cblob later
 # passes to wait exactly once; or a status (CBLOB_ERR_COMM, CBLOB_ERR_OUT_OF_MEMORY, ...)
@@ -230,7 +245,7 @@ class cblob_comm_engine(Structure):
         ("rank", c_int32),  # This process's rank, 0 <= rank < size.
         ("size", c_int32),  # The number of ranks, at least 1.
         ("memory", c_int32),  # The memory the buffers are in: CBLOB_MEMORY_HOST, or CBLOB_MEMORY_DEVICE (device pointers on the communicator's context's device, whose writes have finished when a start call is made; a wait returning CBLOB_OK means the engine's writes have too).
-        ("dtypes", c_uint32),  # The dtypes the engine's all-reduce and broadcast take: bit (1u << dtype) for each; others are CBLOB_ERR_DTYPE before anything starts.
+        ("dtypes", c_uint32),  # The dtypes the engine's all-reduce and broadcast take: bit (1u << dtype) for each; others are CBLOB_ERR_DTYPE before anything starts. The same on every rank: the agreement all-reduces small integers in the first of uint32, int32, float64 and float32 the engine takes (an engine that takes none runs without it).
         ("state", c_void_p),  # The engine's own state, passed to every operation.
         ("allreduce_sum", cblob_comm_allreduce_fn),  # Starts an in-place sum over the ranks.
         ("broadcast", cblob_comm_broadcast_fn),  # Starts a broadcast from a root.
@@ -319,6 +334,37 @@ FUNCTIONS = (
     # (cblob_context_set_num_threads), or the process default when the setting is 0.
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
     ("cblob_context_num_threads", c_int32, (c_void_p, POINTER(c_int32))),  # context, out_num_threads
+    # Sets the function told the progress of the context's calls that read or write files, and
+    # asked whether they may go on (NULL: none, the default). It is how a program shows progress
+    # and how it stops work cleanly: a signal handler sets a flag, the callback returns non-zero,
+    # and the call fails with CBLOB_ERR_CANCELLED having changed nothing (the library itself never
+    # installs a signal handler).
+    # 
+    # Calls that report: reading a file (cblob_file_open, cblob_file_open_fd, cblob_model_open_file,
+    # cblob_model_open_npz_file, cblob_model_open_safetensors_file, cblob_blob_from_proto_file,
+    # cblob_blob_create_from_proto_file, cblob_blob_vector_from_proto_file) and writing one
+    # (cblob_model_to_proto_file, cblob_model_to_npz_file, cblob_model_to_safetensors_file,
+    # cblob_blob_to_proto_file, cblob_blob_vector_to_proto_file, cblob_blob_to_npy_file,
+    # cblob_model_to_npy_folder, cblob_file_to_npy_folder), through the context of the handle they
+    # read into or write from (a blob vector: its first blob's). The callback is called first with
+    # done 0 once the call knows its total, then each time at least a MiB more is done (reads
+    # advance in pieces of up to 4 MiB), and last with done equal to total: for a write, just
+    # before the output takes its place, which is the last moment a stop leaves everything as it
+    # was. A blocking read or write that a signal interrupts (EINTR: a terminal or a pipe read to
+    # its end, when the handler was installed without SA_RESTART) calls it at once. total is exact
+    # but for an .npz written (its zip records are estimated) and a .npy folder read (every .npy
+    # file in it is counted): done never passes total (total grows instead), and the last call
+    # gives both as what was done.
+    # 
+    # A .npy folder's files are made in a staging folder inside it and moved into place only after
+    # the last callback (index.json last), so a stop leaves the folder as it was too. A file written
+    # in place (a device, a FIFO, a caller's descriptor) keeps what was written before the stop.
+    # 
+    # The callback runs inside the call: it must not call cblob functions on the handles the call
+    # uses. user_data is passed back as it is. Setting the callback while another thread uses the
+    # context is safe: a call in progress keeps the one it started with.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    ("cblob_context_set_progress", c_int32, (c_void_p, cblob_progress_fn, c_void_p)),  # context, progress, user_data
     # Creates a blob of the given dtype and shape (Caffe's Blob(shape)). Zero axes make a scalar
     # (count 1). Nothing is allocated until the first access. Free it with cblob_blob_destroy.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
@@ -488,7 +534,7 @@ FUNCTIONS = (
     # rules for writing a file in the section's introduction (links followed, the target replaced
     # atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
     # devices refused).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
     ("cblob_blob_to_proto_file", c_int32, (c_void_p, c_int32, c_char_p)),  # blob, write_diff, path
     # Loads a serialized BlobProto into the blob (Caffe's FromProto). With reshape 1 the blob
     # takes the BlobProto's shape: 4 axes (num, channels, height, width; unset ones 0) when any
@@ -503,7 +549,7 @@ FUNCTIONS = (
     # Loads a BlobProto file (a .binaryproto) into the blob, as cblob_blob_from_proto does. The
     # file is read as a snapshot; a path that is not a regular file fails at once (the section's
     # introduction).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     ("cblob_blob_from_proto_file", c_int32, (c_void_p, c_char_p, c_int32)),  # blob, path, reshape
     # Caffe's ShapeEquals: when any legacy dim (num, channels, height, width) is present, even
     # as 0, writes 1 if the blob has at most 4 axes and its 1-padded shape equals those four
@@ -519,14 +565,14 @@ FUNCTIONS = (
     ("cblob_blob_create_from_proto", c_int32, (c_void_p, c_char_p, c_size_t, POINTER(c_void_p))),  # context, bytes, size, out_blob
     # Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does,
     # reading the file as the section's introduction says.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     ("cblob_blob_create_from_proto_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_blob
     # Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_blob_vector_to_proto", c_int32, (POINTER(c_void_p), c_int64, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # blobs, num_blobs, write_diff, buffer, buffer_size, out_size
     # Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
     # writing a file in the section's introduction.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
     ("cblob_blob_vector_to_proto_file", c_int32, (POINTER(c_void_p), c_int64, c_int32, c_char_p)),  # blobs, num_blobs, write_diff, path
     # Reads a serialized BlobProtoVector into new blobs, each made as cblob_blob_create_from_proto
     # makes it. out_blobs has room for max_blobs handles; with out_blobs NULL and max_blobs 0 it
@@ -536,7 +582,7 @@ FUNCTIONS = (
     ("cblob_blob_vector_from_proto", c_int32, (c_void_p, c_char_p, c_size_t, c_int64, POINTER(c_void_p), POINTER(c_int64))),  # context, bytes, size, max_blobs, out_blobs, out_num_blobs
     # Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does, reading
     # the file as the section's introduction says.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     ("cblob_blob_vector_from_proto_file", c_int32, (c_void_p, c_char_p, c_int64, POINTER(c_void_p), POINTER(c_int64))),  # context, path, max_blobs, out_blobs, out_num_blobs
     # Creates an empty model to fill with cblob_model_add_layer and save. name (may be NULL: the
     # net then has none) is copied. A V1 model writes V1LayerParameter, whose type is an enum:
@@ -560,7 +606,7 @@ FUNCTIONS = (
     # memory let go of behind the walk, its values straight into the arrays its blobs keep, so
     # loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
     # ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     ("cblob_model_open_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_model
     # Opens a .caffemodel file reading only its structure: layer names and types, and the shape,
     # dtype and count of every blob, are available at once, while each blob's values stay in the
@@ -626,8 +672,15 @@ FUNCTIONS = (
     ("cblob_model_to_proto", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, write_diff, buffer, buffer_size, out_size
     # Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
     # writing a file in the section's introduction.
-    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
     ("cblob_model_to_proto_file", c_int32, (c_void_p, c_int32, c_char_p)),  # model, write_diff, path
+    # cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+    # as Caffe's legacy dims. Written by the same rules as every file.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    ("cblob_blob_to_proto_file_with", c_int32, (c_void_p, c_int32, c_char_p)),  # blob, flags, path
+    # cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    ("cblob_blob_vector_to_proto_file_with", c_int32, (POINTER(c_void_p), c_int64, c_int32, c_char_p)),  # blobs, num_blobs, flags, path
     # The number of a layer's bottoms (its input blobs' names).
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     ("cblob_model_layer_num_bottoms", c_int32, (c_void_p, c_int64, POINTER(c_int64))),  # model, layer, out_count
@@ -718,7 +771,7 @@ FUNCTIONS = (
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     ("cblob_model_to_safetensors", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, flags, buffer, buffer_size, out_size
     # Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
-    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
     ("cblob_model_to_safetensors_file", c_int32, (c_void_p, c_int32, c_char_p)),  # model, flags, path
     # Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
     # compressed, .npy members; Zip64 past 4 GiB), keys `<layer>/<index>` (pycaffe's
@@ -729,7 +782,7 @@ FUNCTIONS = (
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     ("cblob_model_to_npz", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, flags, buffer, buffer_size, out_size
     # Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
-    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
     ("cblob_model_to_npz_file", c_int32, (c_void_p, c_int32, c_char_p)),  # model, flags, path
     # The layers with blobs that CBLOB_EXPORT_TORCH_NAMES cannot name (their type has no PyTorch
     # names, or they hold more blobs than it names), in order. out_layers has room for max_layers
@@ -748,7 +801,7 @@ FUNCTIONS = (
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
     ("cblob_model_open_safetensors", c_int32, (c_void_p, c_char_p, c_size_t, POINTER(c_void_p))),  # context, bytes, size, out_model
     # Reads a .safetensors file as cblob_model_open_safetensors does.
-    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     ("cblob_model_open_safetensors_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_model
     # Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
     # into a new V2 model: keys `<layer>/<index>` and `<layer>/<index>/diff`, .npy members of
@@ -760,7 +813,7 @@ FUNCTIONS = (
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
     ("cblob_model_open_npz", c_int32, (c_void_p, c_char_p, c_size_t, POINTER(c_void_p))),  # context, bytes, size, out_model
     # Reads a .npz file as cblob_model_open_npz does.
-    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     ("cblob_model_open_npz_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_model
     # Net surgery: for each layer of `weights` (from cblob_model_open_npz or _safetensors, or any
     # model), the layer of `model` with its name (or `<name>@<index>`: the layer at that index, as
@@ -789,14 +842,14 @@ FUNCTIONS = (
     # values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
     # that no reader takes is CBLOB_ERR_PARSE saying what it is; a missing or unreadable path, or
     # one that is neither a regular file nor a folder, is CBLOB_ERR_IO.
-    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     ("cblob_file_open", c_int32, (c_void_p, c_char_p, c_int32, c_int32, POINTER(c_void_p))),  # context, path, flags, dtype, out_file
     # cblob_file_open for what a descriptor the caller owns holds, from its current offset to its
     # end (standard input, say): a regular file is read as a snapshot and its offset moves to its
     # end; a pipe, a terminal or a socket is read until end of file. The descriptor is never closed.
     # name (may be NULL: "the descriptor") is how messages name it. CBLOB_OPEN_LAZY does nothing
     # here, and a folder is refused.
-    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     ("cblob_file_open_fd", c_int32, (c_void_p, c_int32, c_char_p, c_int32, c_int32, POINTER(c_void_p))),  # context, fd, name, flags, dtype, out_file
     # Frees the file, its model and its holds on its blobs; blobs the caller holds stay valid. A
     # lazily opened net's file is closed. NULL is a no-op.
@@ -832,18 +885,18 @@ FUNCTIONS = (
     # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE.
     ("cblob_blob_to_npy", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # blob, part, buffer, buffer_size, out_size
     # Writes cblob_blob_to_npy's bytes to a file, atomically as every file is written.
-    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
     ("cblob_blob_to_npy_file", c_int32, (c_void_p, c_int32, c_char_p)),  # blob, part, path
     # Writes every blob of the model into folder (made when missing) as a .npy folder (the
     # section's introduction), the diffs too with CBLOB_EXPORT_DIFF, and counts the .npy files
     # written into out_num_files. index.json's "source" is null. Streams: memory stays small
     # whatever the model's size; everything is synced once at the end.
-    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
     ("cblob_model_to_npy_folder", c_int32, (c_void_p, c_int32, c_char_p, POINTER(c_int64))),  # model, flags, folder, out_num_files
     # cblob_model_to_npy_folder for whatever the file holds: a model's blobs, or a file of blobs as
     # `blob_<index>.npy`. index.json's "source" is the path or name the file was opened by, and its
     # "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
-    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
     ("cblob_file_to_npy_folder", c_int32, (c_void_p, c_int32, c_char_p, POINTER(c_int64))),  # file, flags, folder, out_num_files
     # Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
     # the number of CUDA devices, or the status that says why not (with a message naming the
@@ -934,7 +987,9 @@ FUNCTIONS = (
     # memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
     # caller then queues on the memory must have finished, or the context's stream
     # (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
-    # that uses the blob.
+    # that uses the blob. Memory whose pointer was handed out is freed, once its last holder lets
+    # go, only after a device-wide wait (cuCtxSynchronize), so work the caller still has queued
+    # on it in the device's primary context runs first (the DLPack section says more).
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_gpu_ptr", c_int32, (c_void_p, c_int32, POINTER(c_void_p))),  # blob, part, out_ptr
     # A writable device pointer to data or diff (Caffe's mutable_gpu_data / mutable_gpu_diff);
@@ -1187,13 +1242,29 @@ FUNCTIONS = (
     # with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
     # lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
     # dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
-    # another device than the context's is CBLOB_ERR_STATE.
+    # another device than the context's is CBLOB_ERR_STATE. A CUDA tensor is taken as ready on the
+    # legacy default stream (DLPack's stream=None): the context's stream waits for that stream;
+    # cblob_blob_from_dlpack_on_stream names another.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_from_dlpack", c_int32, (c_void_p, c_void_p, POINTER(c_void_p))),  # context, tensor, out_blob
+    # Makes a blob whose data is a DLManagedTensorVersioned's memory, as cblob_blob_from_dlpack
+    # does, with the stream the tensor is ready on: for a CUDA tensor the context's stream waits
+    # (through an event) for the work queued on `stream` so far, so cblob's first kernel reads
+    # what the producer wrote. `stream` is a CUstream or cudaStream_t of the tensor's device;
+    # NULL (or CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
+    # (DLPack's 2) the calling thread's default stream, and the context's own stream adds no
+    # wait. A stream of another device or CUDA context is CBLOB_ERR_INVALID_ARGUMENT, and the
+    # tensor stays the caller's. For a host tensor `stream` is not used.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    ("cblob_blob_from_dlpack_on_stream", c_int32, (c_void_p, c_void_p, c_void_p, POINTER(c_void_p))),  # context, tensor, stream, out_blob
     # Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
     # rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     ("cblob_blob_from_dlpack_legacy", c_int32, (c_void_p, c_void_p, POINTER(c_void_p))),  # context, tensor, out_blob
+    # Makes a blob whose data is a legacy DLManagedTensor's memory, with the rules of
+    # cblob_blob_from_dlpack_on_stream.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    ("cblob_blob_from_dlpack_legacy_on_stream", c_int32, (c_void_p, c_void_p, c_void_p, POINTER(c_void_p))),  # context, tensor, stream, out_blob
     # Lays out the data or diff of count blobs in one buffer and makes each blob's part use its
     # slice (see the section). The blobs must have one dtype and one context, be listed once,
     # not be windows or mapped, and not share the part with each other; blobs without elements
@@ -1209,8 +1280,9 @@ FUNCTIONS = (
     # stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
     # A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size < 1 are
     # CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
-    # engine opens the context's device (whatever its mode), failing as the GPU calls do.
-    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    # engine opens the context's device (whatever its mode), failing as the GPU calls do, and
+    # allocates the agreement's buffer there (CBLOB_ERR_DEVICE_OUT_OF_MEMORY).
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_comm_create", c_int32, (c_void_p, POINTER(cblob_comm_engine), POINTER(c_void_p))),  # context, engine, out_comm
     # Frees the communicator and its engine's state. Requests still alive keep it until they are
     # destroyed. NULL is a no-op.
@@ -1229,23 +1301,36 @@ FUNCTIONS = (
     ("cblob_comm_set_timeout", c_int32, (c_void_p, c_int64)),  # comm, timeout_ms
     # The most bytes fused into one engine call (CBLOB_COMM_DEFAULT_BUCKET_BYTES until set); 0
     # fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
-    # decides the engine calls.
+    # decides the engine calls: the agreement refuses a collective where it differs.
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
     ("cblob_comm_set_bucket_bytes", c_int32, (c_void_p, c_int64)),  # comm, bucket_bytes
+    # Whether collectives start with the ranks' agreement (see the section): 1, the default, or 0
+    # for a program that needs the last microsecond and is sure its ranks never differ. Without
+    # it, ranks that differ leave the outcome to the engine (MPI calls such programs erroneous: a
+    # count that differs may overflow a buffer). Set the same on every rank, between collectives:
+    # a rank that agrees while another does not is a disagreement the agreement cannot see.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    ("cblob_comm_set_agreement_check", c_int32, (c_void_p, c_int32)),  # comm, check
     # Starts an all-reduce of the part of count blobs (any dtypes the engine takes, listed once,
     # not overlapping) and returns its request; the blocking form is cblob_comm_allreduce.
     # CBLOB_REDUCE_AVERAGE of an integer blob, and a dtype the engine does not take, are
     # CBLOB_ERR_DTYPE; a blob on another device than a device engine's is CBLOB_ERR_STATE. A
-    # broken communicator is CBLOB_ERR_COMM.
-    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # broken communicator is CBLOB_ERR_COMM. Ranks that disagree on the call (see the section:
+    # Agreement) fail alike with CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_INVALID_ARGUMENT or
+    # the status of a rank that refused it; with the agreement, the call returns once every rank
+    # has started it.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_comm_allreduce_start", c_int32, (c_void_p, POINTER(c_void_p), c_int64, c_int32, c_int32, POINTER(c_void_p))),  # comm, blobs, count, part, op, out_request
     # Starts a broadcast of the root's part of count blobs to every rank and returns its
     # request; otherwise as cblob_comm_allreduce_start. A root outside 0..size-1 is
     # CBLOB_ERR_OUT_OF_RANGE.
-    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_comm_broadcast_start", c_int32, (c_void_p, POINTER(c_void_p), c_int64, c_int32, c_int32, POINTER(c_void_p))),  # comm, blobs, count, part, root, out_request
-    # Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM.
-    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+    # Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM. With the
+    # agreement (see the section), the barrier is the agreement itself: the call returns once
+    # every rank has reached it, and a rank that calls another collective there makes every rank
+    # fail with CBLOB_ERR_INVALID_ARGUMENT.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_comm_barrier_start", c_int32, (c_void_p, POINTER(c_void_p))),  # comm, out_request
     # Finishes the collective: waits for the engine, copies fused buckets back, scales an
     # average. Returns the collective's status (CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT: see the
@@ -1257,13 +1342,13 @@ FUNCTIONS = (
     # Since ABI 1.1.
     ("cblob_comm_request_destroy", None, (c_void_p,)),  # request
     # cblob_comm_allreduce_start, then cblob_comm_request_wait.
-    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_comm_allreduce", c_int32, (c_void_p, POINTER(c_void_p), c_int64, c_int32, c_int32)),  # comm, blobs, count, part, op
     # cblob_comm_broadcast_start, then cblob_comm_request_wait.
-    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_comm_broadcast", c_int32, (c_void_p, POINTER(c_void_p), c_int64, c_int32, c_int32)),  # comm, blobs, count, part, root
     # cblob_comm_barrier_start, then cblob_comm_request_wait.
-    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+    # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     ("cblob_comm_barrier", c_int32, (c_void_p,)),  # comm
     # Makes the unique id of a new NCCL communicator (ncclGetUniqueId): one rank calls it and
     # sends the CBLOB_NCCL_UNIQUE_ID_BYTES bytes to the others by its own means (MPI, a file, a
@@ -1275,10 +1360,12 @@ FUNCTIONS = (
     ("cblob_comm_nccl_unique_id", c_int32, (POINTER(c_char), c_size_t)),  # out_id, id_size
     # Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
     # rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
-    # Its collectives run on device memory, queued on the context's stream after cblob's own work
-    # there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
-    # for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
-    # communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+    # Its collectives run on device memory, on a stream of the communicator's own that waits (an
+    # event) for the work queued on the context's stream before each collective starts, so work
+    # the context queues after that overlaps it; every dtype (float32, float64, int32, uint32); a
+    # wait without a timeout waits for the collective, one with a timeout polls it and NCCL's
+    # errors and aborts the NCCL communicator when the time is up. With
+    # CBLOB_CUDA_LAUNCH_BLOCKING=1 the call that starts a collective waits for it. Statuses as cblob_comm_nccl_unique_id, plus device
     # errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     ("cblob_comm_create_nccl", c_int32, (c_void_p, c_char_p, c_int32, c_int32, POINTER(c_void_p))),  # context, unique_id, nranks, rank, out_comm

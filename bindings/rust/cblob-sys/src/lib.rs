@@ -90,6 +90,8 @@ pub const CBLOB_ERR_COMM: cblob_status = 22;
 pub const CBLOB_ERR_TIMEOUT: cblob_status = 23;
 /// Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls.
 pub const CBLOB_ERR_NCCL_MISSING: cblob_status = 24;
+/// Since ABI 1.2. The context's progress callback asked the call to stop (cblob_context_set_progress). Like every failure it changed nothing: a file being written was not put in place and its temporary is gone, an existing file or .npy folder keeps its bytes, and nothing was opened.
+pub const CBLOB_ERR_CANCELLED: cblob_status = 25;
 
 /// Element type of a blob.
 pub type cblob_dtype = i32;
@@ -142,6 +144,13 @@ pub type cblob_net_format = i32;
 pub const CBLOB_NET_FORMAT_V1: cblob_net_format = 1;
 /// LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today.
 pub const CBLOB_NET_FORMAT_V2: cblob_net_format = 2;
+
+/// Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2).
+pub type cblob_proto_flags = i32;
+/// Write the diff too, as write_diff 1 does.
+pub const CBLOB_PROTO_DIFF: cblob_proto_flags = 1;
+/// Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW.
+pub const CBLOB_PROTO_LEGACY_DIMS: cblob_proto_flags = 2;
 
 /// Caffe's Phase, of a layer or a NetStateRule.
 pub type cblob_phase = i32;
@@ -330,6 +339,13 @@ pub struct DLManagedTensor {
 /// the owner may hand the memory out again at once.
 pub type cblob_release_fn = Option<unsafe extern "C" fn(ptr: *mut c_void, user_data: *mut c_void)>;
 
+/// Since ABI 1.2. Tells how far a call that reads or writes files is (cblob_context_set_progress)
+/// and lets the caller stop it: done is the bytes read or written so far, total the bytes the
+/// call will read or write in all (-1 while it cannot know: a pipe read to its end). Returning 0
+/// lets the call go on; any other value asks it to stop, and it fails with CBLOB_ERR_CANCELLED,
+/// changing nothing. Called on the thread that made the call.
+pub type cblob_progress_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, done: i64, total: i64) -> i32>;
+
 /// Starts summing count elements of dtype at buffer over all ranks, in place. Returns
 /// CBLOB_OK and an engine-defined pending value (anything, NULL included) that cblob later
 /// passes to wait exactly once; or a status (CBLOB_ERR_COMM, CBLOB_ERR_OUT_OF_MEMORY, ...)
@@ -370,7 +386,7 @@ pub struct cblob_comm_engine {
     pub size: i32,
     /// The memory the buffers are in: CBLOB_MEMORY_HOST, or CBLOB_MEMORY_DEVICE (device pointers on the communicator's context's device, whose writes have finished when a start call is made; a wait returning CBLOB_OK means the engine's writes have too).
     pub memory: cblob_memory,
-    /// The dtypes the engine's all-reduce and broadcast take: bit (1u \<\< dtype) for each; others are CBLOB_ERR_DTYPE before anything starts.
+    /// The dtypes the engine's all-reduce and broadcast take: bit (1u \<\< dtype) for each; others are CBLOB_ERR_DTYPE before anything starts. The same on every rank: the agreement all-reduces small integers in the first of uint32, int32, float64 and float32 the engine takes (an engine that takes none runs without it).
     pub dtypes: u32,
     /// The engine's own state, passed to every operation.
     pub state: *mut c_void,
@@ -484,6 +500,39 @@ extern "C" {
     ///
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
     pub fn cblob_context_num_threads(context: *const cblob_context, out_num_threads: *mut i32) -> cblob_status;
+
+    /// Sets the function told the progress of the context's calls that read or write files, and
+    /// asked whether they may go on (NULL: none, the default). It is how a program shows progress
+    /// and how it stops work cleanly: a signal handler sets a flag, the callback returns non-zero,
+    /// and the call fails with CBLOB_ERR_CANCELLED having changed nothing (the library itself never
+    /// installs a signal handler).
+    ///
+    /// Calls that report: reading a file (cblob_file_open, cblob_file_open_fd, cblob_model_open_file,
+    /// cblob_model_open_npz_file, cblob_model_open_safetensors_file, cblob_blob_from_proto_file,
+    /// cblob_blob_create_from_proto_file, cblob_blob_vector_from_proto_file) and writing one
+    /// (cblob_model_to_proto_file, cblob_model_to_npz_file, cblob_model_to_safetensors_file,
+    /// cblob_blob_to_proto_file, cblob_blob_vector_to_proto_file, cblob_blob_to_npy_file,
+    /// cblob_model_to_npy_folder, cblob_file_to_npy_folder), through the context of the handle they
+    /// read into or write from (a blob vector: its first blob's). The callback is called first with
+    /// done 0 once the call knows its total, then each time at least a MiB more is done (reads
+    /// advance in pieces of up to 4 MiB), and last with done equal to total: for a write, just
+    /// before the output takes its place, which is the last moment a stop leaves everything as it
+    /// was. A blocking read or write that a signal interrupts (EINTR: a terminal or a pipe read to
+    /// its end, when the handler was installed without SA_RESTART) calls it at once. total is exact
+    /// but for an .npz written (its zip records are estimated) and a .npy folder read (every .npy
+    /// file in it is counted): done never passes total (total grows instead), and the last call
+    /// gives both as what was done.
+    ///
+    /// A .npy folder's files are made in a staging folder inside it and moved into place only after
+    /// the last callback (index.json last), so a stop leaves the folder as it was too. A file written
+    /// in place (a device, a FIFO, a caller's descriptor) keeps what was written before the stop.
+    ///
+    /// The callback runs inside the call: it must not call cblob functions on the handles the call
+    /// uses. user_data is passed back as it is. Setting the callback while another thread uses the
+    /// context is safe: a call in progress keeps the one it started with.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    pub fn cblob_context_set_progress(context: *mut cblob_context, progress: cblob_progress_fn, user_data: *mut c_void) -> cblob_status;
 
     /// Creates a blob of the given dtype and shape (Caffe's Blob(shape)). Zero axes make a scalar
     /// (count 1). Nothing is allocated until the first access. Free it with cblob_blob_destroy.
@@ -731,7 +780,7 @@ extern "C" {
     /// atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
     /// devices refused).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
     pub fn cblob_blob_to_proto_file(blob: *mut cblob_blob, write_diff: i32, path: *const c_char) -> cblob_status;
 
     /// Loads a serialized BlobProto into the blob (Caffe's FromProto). With reshape 1 the blob
@@ -750,7 +799,7 @@ extern "C" {
     /// file is read as a snapshot; a path that is not a regular file fails at once (the section's
     /// introduction).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     pub fn cblob_blob_from_proto_file(blob: *mut cblob_blob, path: *const c_char, reshape: i32) -> cblob_status;
 
     /// Caffe's ShapeEquals: when any legacy dim (num, channels, height, width) is present, even
@@ -772,7 +821,7 @@ extern "C" {
     /// Creates a blob from a BlobProto file (a .binaryproto), as cblob_blob_create_from_proto does,
     /// reading the file as the section's introduction says.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     pub fn cblob_blob_create_from_proto_file(context: *mut cblob_context, path: *const c_char, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// Serializes blobs as a BlobProtoVector, each as cblob_blob_to_proto writes it.
@@ -783,7 +832,7 @@ extern "C" {
     /// Writes blobs as a BlobProtoVector file, as cblob_blob_vector_to_proto does, by the rules for
     /// writing a file in the section's introduction.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
     pub fn cblob_blob_vector_to_proto_file(blobs: *const *mut cblob_blob, num_blobs: i64, write_diff: i32, path: *const c_char) -> cblob_status;
 
     /// Reads a serialized BlobProtoVector into new blobs, each made as cblob_blob_create_from_proto
@@ -797,7 +846,7 @@ extern "C" {
     /// Reads a BlobProtoVector file into new blobs, as cblob_blob_vector_from_proto does, reading
     /// the file as the section's introduction says.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     pub fn cblob_blob_vector_from_proto_file(context: *mut cblob_context, path: *const c_char, max_blobs: i64, out_blobs: *mut *mut cblob_blob, out_num_blobs: *mut i64) -> cblob_status;
 
     /// Creates an empty model to fill with cblob_model_add_layer and save. name (may be NULL: the
@@ -827,7 +876,7 @@ extern "C" {
     /// loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
     /// ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     pub fn cblob_model_open_file(context: *mut cblob_context, path: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
 
     /// Opens a .caffemodel file reading only its structure: layer names and types, and the shape,
@@ -919,8 +968,19 @@ extern "C" {
     /// Writes the model as a .caffemodel file, as cblob_model_to_proto does, by the rules for
     /// writing a file in the section's introduction.
     ///
-    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
     pub fn cblob_model_to_proto_file(model: *const cblob_model, write_diff: i32, path: *const c_char) -> cblob_status;
+
+    /// cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+    /// as Caffe's legacy dims. Written by the same rules as every file.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    pub fn cblob_blob_to_proto_file_with(blob: *mut cblob_blob, flags: i32, path: *const c_char) -> cblob_status;
+
+    /// cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    pub fn cblob_blob_vector_to_proto_file_with(blobs: *const *mut cblob_blob, num_blobs: i64, flags: i32, path: *const c_char) -> cblob_status;
 
     /// The number of a layer's bottoms (its input blobs' names).
     ///
@@ -1047,7 +1107,7 @@ extern "C" {
 
     /// Writes cblob_model_to_safetensors's bytes to a file, atomically as model files are written.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
     pub fn cblob_model_to_safetensors_file(model: *const cblob_model, flags: i32, path: *const c_char) -> cblob_status;
 
     /// Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
@@ -1062,7 +1122,7 @@ extern "C" {
 
     /// Writes cblob_model_to_npz's bytes to a file, atomically as model files are written.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
     pub fn cblob_model_to_npz_file(model: *const cblob_model, flags: i32, path: *const c_char) -> cblob_status;
 
     /// The layers with blobs that CBLOB_EXPORT_TORCH_NAMES cannot name (their type has no PyTorch
@@ -1087,7 +1147,7 @@ extern "C" {
 
     /// Reads a .safetensors file as cblob_model_open_safetensors does.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     pub fn cblob_model_open_safetensors_file(context: *mut cblob_context, path: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
 
     /// Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
@@ -1103,7 +1163,7 @@ extern "C" {
 
     /// Reads a .npz file as cblob_model_open_npz does.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     pub fn cblob_model_open_npz_file(context: *mut cblob_context, path: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
 
     /// Net surgery: for each layer of `weights` (from cblob_model_open_npz or _safetensors, or any
@@ -1138,7 +1198,7 @@ extern "C" {
     /// that no reader takes is CBLOB_ERR_PARSE saying what it is; a missing or unreadable path, or
     /// one that is neither a regular file nor a folder, is CBLOB_ERR_IO.
     ///
-    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     pub fn cblob_file_open(context: *mut cblob_context, path: *const c_char, flags: i32, dtype: cblob_dtype, out_file: *mut *mut cblob_file) -> cblob_status;
 
     /// cblob_file_open for what a descriptor the caller owns holds, from its current offset to its
@@ -1147,7 +1207,7 @@ extern "C" {
     /// name (may be NULL: "the descriptor") is how messages name it. CBLOB_OPEN_LAZY does nothing
     /// here, and a folder is refused.
     ///
-    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO.
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     pub fn cblob_file_open_fd(context: *mut cblob_context, fd: i32, name: *const c_char, flags: i32, dtype: cblob_dtype, out_file: *mut *mut cblob_file) -> cblob_status;
 
     /// Frees the file, its model and its holds on its blobs; blobs the caller holds stay valid. A
@@ -1199,7 +1259,7 @@ extern "C" {
 
     /// Writes cblob_blob_to_npy's bytes to a file, atomically as every file is written.
     ///
-    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
     pub fn cblob_blob_to_npy_file(blob: *mut cblob_blob, part: cblob_part, path: *const c_char) -> cblob_status;
 
     /// Writes every blob of the model into folder (made when missing) as a .npy folder (the
@@ -1207,14 +1267,14 @@ extern "C" {
     /// written into out_num_files. index.json's "source" is null. Streams: memory stays small
     /// whatever the model's size; everything is synced once at the end.
     ///
-    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
     pub fn cblob_model_to_npy_folder(model: *const cblob_model, flags: i32, folder: *const c_char, out_num_files: *mut i64) -> cblob_status;
 
     /// cblob_model_to_npy_folder for whatever the file holds: a model's blobs, or a file of blobs as
     /// `blob_\<index\>.npy`. index.json's "source" is the path or name the file was opened by, and its
     /// "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
     ///
-    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_CANCELLED.
     pub fn cblob_file_to_npy_folder(file: *const cblob_file, flags: i32, folder: *const c_char, out_num_files: *mut i64) -> cblob_status;
 
     /// Loads the GPU stack if it is not loaded yet and says whether it can be used: CBLOB_OK and
@@ -1334,7 +1394,9 @@ extern "C" {
     /// memory, kernels, copies) has finished, so the pointer may be used on any stream. Work the
     /// caller then queues on the memory must have finished, or the context's stream
     /// (cblob_context_stream) must wait for it (cuStreamWaitEvent), before the next cblob call
-    /// that uses the blob.
+    /// that uses the blob. Memory whose pointer was handed out is freed, once its last holder lets
+    /// go, only after a device-wide wait (cuCtxSynchronize), so work the caller still has queued
+    /// on it in the device's primary context runs first (the DLPack section says more).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_gpu_ptr(blob: *mut cblob_blob, part: cblob_part, out_ptr: *mut *const c_void) -> cblob_status;
@@ -1685,16 +1747,36 @@ extern "C" {
     /// with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
     /// lanes other than 1, is CBLOB_ERR_DTYPE; more than CBLOB_MAX_AXES axes, a negative
     /// dimension or strides that are not C-contiguous are CBLOB_ERR_SHAPE. A CUDA tensor of
-    /// another device than the context's is CBLOB_ERR_STATE.
+    /// another device than the context's is CBLOB_ERR_STATE. A CUDA tensor is taken as ready on the
+    /// legacy default stream (DLPack's stream=None): the context's stream waits for that stream;
+    /// cblob_blob_from_dlpack_on_stream names another.
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_from_dlpack(context: *mut cblob_context, tensor: *mut DLManagedTensorVersioned, out_blob: *mut *mut cblob_blob) -> cblob_status;
+
+    /// Makes a blob whose data is a DLManagedTensorVersioned's memory, as cblob_blob_from_dlpack
+    /// does, with the stream the tensor is ready on: for a CUDA tensor the context's stream waits
+    /// (through an event) for the work queued on `stream` so far, so cblob's first kernel reads
+    /// what the producer wrote. `stream` is a CUstream or cudaStream_t of the tensor's device;
+    /// NULL (or CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
+    /// (DLPack's 2) the calling thread's default stream, and the context's own stream adds no
+    /// wait. A stream of another device or CUDA context is CBLOB_ERR_INVALID_ARGUMENT, and the
+    /// tensor stays the caller's. For a host tensor `stream` is not used.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    pub fn cblob_blob_from_dlpack_on_stream(context: *mut cblob_context, tensor: *mut DLManagedTensorVersioned, stream: *mut c_void, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
     /// rules of cblob_blob_from_dlpack (the legacy struct has no version and no flags).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
     pub fn cblob_blob_from_dlpack_legacy(context: *mut cblob_context, tensor: *mut DLManagedTensor, out_blob: *mut *mut cblob_blob) -> cblob_status;
+
+    /// Makes a blob whose data is a legacy DLManagedTensor's memory, with the rules of
+    /// cblob_blob_from_dlpack_on_stream.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_STATE, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING.
+    pub fn cblob_blob_from_dlpack_legacy_on_stream(context: *mut cblob_context, tensor: *mut DLManagedTensor, stream: *mut c_void, out_blob: *mut *mut cblob_blob) -> cblob_status;
 
     /// Lays out the data or diff of count blobs in one buffer and makes each blob's part use its
     /// slice (see the section). The blobs must have one dtype and one context, be listed once,
@@ -1713,9 +1795,10 @@ extern "C" {
     /// stream); a host engine uses it for nothing but its lifetime, which the communicator holds.
     /// A struct_size smaller than the ABI 1.1 struct, a NULL name or operation, or size \< 1 are
     /// CBLOB_ERR_INVALID_ARGUMENT; a rank outside 0..size-1 is CBLOB_ERR_OUT_OF_RANGE. A device
-    /// engine opens the context's device (whatever its mode), failing as the GPU calls do.
+    /// engine opens the context's device (whatever its mode), failing as the GPU calls do, and
+    /// allocates the agreement's buffer there (CBLOB_ERR_DEVICE_OUT_OF_MEMORY).
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_comm_create(context: *mut cblob_context, engine: *const cblob_comm_engine, out_comm: *mut *mut cblob_comm) -> cblob_status;
 
     /// Frees the communicator and its engine's state. Requests still alive keep it until they are
@@ -1743,30 +1826,45 @@ extern "C" {
 
     /// The most bytes fused into one engine call (CBLOB_COMM_DEFAULT_BUCKET_BYTES until set); 0
     /// fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
-    /// decides the engine calls.
+    /// decides the engine calls: the agreement refuses a collective where it differs.
     ///
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
     pub fn cblob_comm_set_bucket_bytes(comm: *mut cblob_comm, bucket_bytes: i64) -> cblob_status;
+
+    /// Whether collectives start with the ranks' agreement (see the section): 1, the default, or 0
+    /// for a program that needs the last microsecond and is sure its ranks never differ. Without
+    /// it, ranks that differ leave the outcome to the engine (MPI calls such programs erroneous: a
+    /// count that differs may overflow a buffer). Set the same on every rank, between collectives:
+    /// a rank that agrees while another does not is a disagreement the agreement cannot see.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT.
+    pub fn cblob_comm_set_agreement_check(comm: *mut cblob_comm, check: i32) -> cblob_status;
 
     /// Starts an all-reduce of the part of count blobs (any dtypes the engine takes, listed once,
     /// not overlapping) and returns its request; the blocking form is cblob_comm_allreduce.
     /// CBLOB_REDUCE_AVERAGE of an integer blob, and a dtype the engine does not take, are
     /// CBLOB_ERR_DTYPE; a blob on another device than a device engine's is CBLOB_ERR_STATE. A
-    /// broken communicator is CBLOB_ERR_COMM.
+    /// broken communicator is CBLOB_ERR_COMM. Ranks that disagree on the call (see the section:
+    /// Agreement) fail alike with CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_INVALID_ARGUMENT or
+    /// the status of a rank that refused it; with the agreement, the call returns once every rank
+    /// has started it.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_comm_allreduce_start(comm: *mut cblob_comm, blobs: *const *mut cblob_blob, count: i64, part: cblob_part, op: cblob_reduce_op, out_request: *mut *mut cblob_comm_request) -> cblob_status;
 
     /// Starts a broadcast of the root's part of count blobs to every rank and returns its
     /// request; otherwise as cblob_comm_allreduce_start. A root outside 0..size-1 is
     /// CBLOB_ERR_OUT_OF_RANGE.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_comm_broadcast_start(comm: *mut cblob_comm, blobs: *const *mut cblob_blob, count: i64, part: cblob_part, root: i32, out_request: *mut *mut cblob_comm_request) -> cblob_status;
 
-    /// Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM.
+    /// Starts a barrier and returns its request. A broken communicator is CBLOB_ERR_COMM. With the
+    /// agreement (see the section), the barrier is the agreement itself: the call returns once
+    /// every rank has reached it, and a rank that calls another collective there makes every rank
+    /// fail with CBLOB_ERR_INVALID_ARGUMENT.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_comm_barrier_start(comm: *mut cblob_comm, out_request: *mut *mut cblob_comm_request) -> cblob_status;
 
     /// Finishes the collective: waits for the engine, copies fused buckets back, scales an
@@ -1784,17 +1882,17 @@ extern "C" {
 
     /// cblob_comm_allreduce_start, then cblob_comm_request_wait.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_comm_allreduce(comm: *mut cblob_comm, blobs: *const *mut cblob_blob, count: i64, part: cblob_part, op: cblob_reduce_op) -> cblob_status;
 
     /// cblob_comm_broadcast_start, then cblob_comm_request_wait.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_DTYPE, CBLOB_ERR_SHAPE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.
     pub fn cblob_comm_broadcast(comm: *mut cblob_comm, blobs: *const *mut cblob_blob, count: i64, part: cblob_part, root: i32) -> cblob_status;
 
     /// cblob_comm_barrier_start, then cblob_comm_request_wait.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_TIMEOUT, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
     pub fn cblob_comm_barrier(comm: *mut cblob_comm) -> cblob_status;
 
     /// Makes the unique id of a new NCCL communicator (ncclGetUniqueId): one rank calls it and
@@ -1809,10 +1907,12 @@ extern "C" {
 
     /// Joins an NCCL communicator of nranks ranks as rank `rank`, on the context's device (one
     /// rank per GPU: NCCL refuses two ranks on one device), blocking until every rank has joined.
-    /// Its collectives run on device memory, queued on the context's stream after cblob's own work
-    /// there, with every dtype (float32, float64, int32, uint32); a wait without a timeout waits
-    /// for the stream, one with a timeout polls it and NCCL's errors and aborts the NCCL
-    /// communicator when the time is up. Statuses as cblob_comm_nccl_unique_id, plus device
+    /// Its collectives run on device memory, on a stream of the communicator's own that waits (an
+    /// event) for the work queued on the context's stream before each collective starts, so work
+    /// the context queues after that overlaps it; every dtype (float32, float64, int32, uint32); a
+    /// wait without a timeout waits for the collective, one with a timeout polls it and NCCL's
+    /// errors and aborts the NCCL communicator when the time is up. With
+    /// CBLOB_CUDA_LAUNCH_BLOCKING=1 the call that starts a collective waits for it. Statuses as cblob_comm_nccl_unique_id, plus device
     /// errors; an NCCL failure (a bad id, a peer that is gone) is CBLOB_ERR_COMM.
     ///
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_COMM, CBLOB_ERR_NCCL_MISSING, CBLOB_ERR_NO_DRIVER, CBLOB_ERR_STUB_DRIVER, CBLOB_ERR_NO_DEVICE, CBLOB_ERR_DRIVER_TOO_OLD, CBLOB_ERR_NVRTC_MISSING, CBLOB_ERR_CUBLAS_MISSING, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_DEVICE_OUT_OF_MEMORY.

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Blob type with its view counters
+// (memory.rs), its host views (slices whose borrows keep the memory) and set_cpu_data (a Vec
+// handed to the library with a release callback).
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
@@ -8,11 +11,11 @@ use std::ptr::{self, NonNull};
 use std::slice;
 use std::sync::Arc;
 
-use crate::error::{check, infallible, Error, Result};
+use crate::error::{check, Error, Result};
 use crate::memory::{with_access, Access, Memory, ViewClaim};
-use crate::{sys, Context, DType, Element, Head, Part, Status, MAX_AXES};
+use crate::{sys, Element, Part, Status};
 
-/// Caffe's Blob: an N-d array (at most [`MAX_AXES`] axes, C-contiguous) holding `data` and
+/// Caffe's Blob: an N-d array (at most [`MAX_AXES`](crate::MAX_AXES) axes, C-contiguous) holding `data` and
 /// `diff` (the gradient), each allocated on first access, zero-filled, and moved between host
 /// and GPU only when an accessor needs it.
 ///
@@ -62,38 +65,6 @@ pub struct Blob {
 unsafe impl Send for Blob {}
 
 impl Blob {
-    /// A blob of the given dtype and shape (Caffe's `Blob(shape)`); an empty shape makes a
-    /// scalar (count 1). Nothing is allocated until the first access.
-    ///
-    /// A negative dimension or more than [`MAX_AXES`] axes is [`Status::Shape`], a count whose
-    /// byte size overflows is [`Status::Overflow`]:
-    ///
-    /// ```
-    /// # let ctx = cblob::Context::new()?;
-    /// let err = cblob::Blob::new(&ctx, cblob::DType::Float32, &[2, -3]).unwrap_err();
-    /// assert_eq!(err.status(), cblob::Status::Shape);
-    /// assert!(err.message().contains("shape[1] is -3"));
-    /// # Ok::<(), cblob::Error>(())
-    /// ```
-    pub fn new(context: &Context, dtype: DType, shape: &[i64]) -> Result<Blob> {
-        // SAFETY: shape holds axes(shape) dims (the library reads none when that is over
-        // MAX_AXES).
-        Blob::created(|out| unsafe { sys::cblob_blob_create(context.as_ptr(), dtype.raw(), axes(shape), shape.as_ptr(), out) })
-    }
-
-    /// A 4-axis blob (num, channels, height, width), Caffe's `Blob(n, c, h, w)`.
-    pub fn new_legacy(context: &Context, dtype: DType, num: i64, channels: i64, height: i64, width: i64) -> Result<Blob> {
-        // SAFETY: plain values.
-        Blob::created(|out| unsafe { sys::cblob_blob_create_legacy(context.as_ptr(), dtype.raw(), num, channels, height, width, out) })
-    }
-
-    /// A blob with no axes, count 0 and no storage (Caffe's default-constructed `Blob`), to be
-    /// shaped later with [`Blob::reshape`].
-    pub fn new_empty(context: &Context, dtype: DType) -> Result<Blob> {
-        // SAFETY: plain values.
-        Blob::created(|out| unsafe { sys::cblob_blob_create_empty(context.as_ptr(), dtype.raw(), out) })
-    }
-
     /// Runs a call that makes a new blob into `out` (an out-pointer the call writes only on
     /// success) and takes ownership of the result.
     pub(crate) fn created(call: impl FnOnce(*mut *mut sys::cblob_blob) -> sys::cblob_status) -> Result<Blob> {
@@ -125,137 +96,6 @@ impl Blob {
     /// through it bypass the view tracking described above: the caller keeps the rules.
     pub fn as_ptr(&self) -> *mut sys::cblob_blob {
         self.raw.as_ptr()
-    }
-
-    // ---- shape -----------------------------------------------------------------------------
-
-    /// Reads a value through a pure getter that cannot fail on a live handle.
-    #[inline]
-    fn get<T: Default>(&self, call: impl FnOnce(*const sys::cblob_blob, &mut T) -> sys::cblob_status) -> T {
-        let mut value = T::default();
-        infallible(call(self.raw.as_ptr(), &mut value));
-        value
-    }
-
-    /// Reads a value through a pure getter that rejects some arguments.
-    #[inline]
-    fn try_get<T: Default>(&self, call: impl FnOnce(*const sys::cblob_blob, &mut T) -> sys::cblob_status) -> Result<T> {
-        let mut value = T::default();
-        check(call(self.raw.as_ptr(), &mut value))?;
-        Ok(value)
-    }
-
-    /// The element type.
-    pub fn dtype(&self) -> Result<DType> {
-        // SAFETY (all getters below): the handle is live and the out-pointer valid.
-        let raw = self.get(|b, out| unsafe { sys::cblob_blob_dtype(b, out) });
-        DType::from_raw(raw).ok_or_else(|| Error::new(Status::DType, format!("dtype {raw} is unknown to this crate (a newer library?)")))
-    }
-
-    /// The number of elements: the product of the dimensions (0 for an empty blob).
-    #[inline]
-    pub fn count(&self) -> i64 {
-        self.get(|b, out| unsafe { sys::cblob_blob_count(b, out) })
-    }
-
-    /// The product of the dimensions of axes `start..end`; each bound is `-num_axes..=num_axes`, a
-    /// negative one counting from the end, and `start` must not come after `end`.
-    pub fn count_range(&self, start: i32, end: i32) -> Result<i64> {
-        self.try_get(|b, out| unsafe { sys::cblob_blob_count_range(b, start, end, out) })
-    }
-
-    /// The number of axes.
-    pub fn num_axes(&self) -> usize {
-        self.get(|b, out: &mut i32| unsafe { sys::cblob_blob_num_axes(b, out) }) as usize
-    }
-
-    /// The dimensions.
-    pub fn shape(&self) -> Vec<i64> {
-        let mut dims = [0i64; MAX_AXES as usize];
-        let n = self.get(|b, out| unsafe { sys::cblob_blob_shape(b, MAX_AXES, dims.as_mut_ptr(), out) });
-        dims[..n as usize].to_vec()
-    }
-
-    /// The dimension of one axis; a negative axis counts from the end (-1 is the last).
-    pub fn shape_at(&self, axis: i32) -> Result<i64> {
-        self.try_get(|b, out| unsafe { sys::cblob_blob_shape_at(b, axis, out) })
-    }
-
-    /// Maps an axis in `-num_axes..num_axes` to `0..num_axes` (Caffe's `CanonicalAxisIndex`).
-    pub fn canonical_axis(&self, axis: i32) -> Result<usize> {
-        self.try_get(|b, out: &mut i32| unsafe { sys::cblob_blob_canonical_axis(b, axis, out) }).map(|a| a as usize)
-    }
-
-    /// Caffe's `LegacyShape(index)` for `index` in `-4..4`: the dimension, or 1 for an axis the
-    /// blob does not have. Only for blobs of at most 4 axes.
-    pub fn legacy_shape(&self, index: i32) -> Result<i64> {
-        self.try_get(|b, out| unsafe { sys::cblob_blob_legacy_shape(b, index, out) })
-    }
-
-    /// `LegacyShape(0)`; only for blobs of at most 4 axes.
-    pub fn num(&self) -> Result<i64> {
-        self.try_get(|b, out| unsafe { sys::cblob_blob_num(b, out) })
-    }
-
-    /// `LegacyShape(1)`; only for blobs of at most 4 axes.
-    pub fn channels(&self) -> Result<i64> {
-        self.try_get(|b, out| unsafe { sys::cblob_blob_channels(b, out) })
-    }
-
-    /// `LegacyShape(2)`; only for blobs of at most 4 axes.
-    pub fn height(&self) -> Result<i64> {
-        self.try_get(|b, out| unsafe { sys::cblob_blob_height(b, out) })
-    }
-
-    /// `LegacyShape(3)`; only for blobs of at most 4 axes.
-    pub fn width(&self) -> Result<i64> {
-        self.try_get(|b, out| unsafe { sys::cblob_blob_width(b, out) })
-    }
-
-    /// Caffe's shape string, such as `"2 3 4 5 (120)"`.
-    pub fn shape_string(&self) -> String {
-        let mut length = 0usize;
-        // SAFETY: a NULL buffer of size 0 asks for the length only.
-        infallible(unsafe { sys::cblob_blob_shape_string(self.raw.as_ptr(), ptr::null_mut(), 0, &mut length) });
-        let mut buffer = vec![0u8; length + 1];
-        // SAFETY: buffer has room for the string and its NUL; the shape cannot change in between
-        // (this thread holds the blob).
-        infallible(unsafe { sys::cblob_blob_shape_string(self.raw.as_ptr(), buffer.as_mut_ptr().cast(), buffer.len(), &mut length) });
-        buffer.truncate(length);
-        String::from_utf8_lossy(&buffer).into_owned()
-    }
-
-    /// The number of elements the storage holds (at least the count).
-    pub fn capacity(&self) -> i64 {
-        self.get(|b, out| unsafe { sys::cblob_blob_capacity(b, out) })
-    }
-
-    /// The row-major offset of the given leading indices (missing trailing ones count as 0);
-    /// each must be in `0..shape(i)`.
-    pub fn offset(&self, indices: &[i64]) -> Result<i64> {
-        self.try_get(|b, out| unsafe { sys::cblob_blob_offset(b, axes(indices), indices.as_ptr(), out) })
-    }
-
-    /// Caffe's `offset(n, c, h, w)`, with every index checked strictly; only for blobs of at
-    /// most 4 axes.
-    pub fn offset_legacy(&self, n: i64, c: i64, h: i64, w: i64) -> Result<i64> {
-        self.try_get(|b, out| unsafe { sys::cblob_blob_offset_legacy(b, n, c, h, w, out) })
-    }
-
-    /// Gives the blob a new shape. The storage (and the contents) are replaced only when the new
-    /// count exceeds the capacity; that also ends any sharing of this blob's memory.
-    pub fn reshape(&mut self, shape: &[i64]) -> Result<()> {
-        self.reshaping(|raw| unsafe { sys::cblob_blob_reshape(raw, axes(shape), shape.as_ptr()) })
-    }
-
-    /// Reshapes to 4 axes (num, channels, height, width).
-    pub fn reshape_legacy(&mut self, num: i64, channels: i64, height: i64, width: i64) -> Result<()> {
-        self.reshaping(|raw| unsafe { sys::cblob_blob_reshape_legacy(raw, num, channels, height, width) })
-    }
-
-    /// Reshapes to another blob's shape (of any dtype), Caffe's `ReshapeLike`.
-    pub fn reshape_like(&mut self, other: &Blob) -> Result<()> {
-        self.reshaping(|raw| unsafe { sys::cblob_blob_reshape_like(raw, other.raw.as_ptr()) })
     }
 
     /// Runs a call that may replace the storage. The header says when it does (the capacity
@@ -394,23 +234,6 @@ impl Blob {
         ))
     }
 
-    /// Reads one element of data or diff, converted to `f64` (exact for every dtype), at the
-    /// given leading indices (Caffe's `data_at` / `diff_at`).
-    pub fn read_element(&self, part: Part, indices: &[i64]) -> Result<f64> {
-        let mut value = 0.0;
-        with_access(&[(self.memory(part), Access::Read)], || {
-            // SAFETY: live handle, used by this thread alone; indices holds axes(indices) values.
-            check(unsafe { sys::cblob_blob_read_element(self.raw.as_ptr(), part.raw(), axes(indices), indices.as_ptr(), &mut value) })
-        })?;
-        Ok(value)
-    }
-
-    /// Where the current copy of data or diff lives.
-    pub fn head(&self, part: Part) -> Result<Head> {
-        let raw = self.get(|b, out| unsafe { sys::cblob_blob_head(b, part.raw(), out) });
-        Head::from_raw(raw).ok_or_else(|| Error::new(Status::State, format!("head {raw} is unknown to this crate")))
-    }
-
     /// Makes `values` the blob's host data without copying (Caffe's `set_cpu_data`); the
     /// library owns the vector from then on and drops it, from whichever thread lets go last,
     /// when the blob is destroyed or given another buffer. `values` must hold at least `count`
@@ -462,59 +285,6 @@ impl Blob {
     pub fn share_diff(&mut self, other: &Blob) -> Result<()> {
         self.share(other, Part::Diff)
     }
-
-    /// Copies `source`'s data or diff into this blob (Caffe's `CopyFrom`). Shapes must be equal
-    /// unless `reshape` is true, which reshapes this blob to `source` first. The context's mode
-    /// picks where the copy runs.
-    pub fn copy_from(&mut self, source: &Blob, part: Part, reshape: bool) -> Result<()> {
-        let (mine, theirs) = (Arc::clone(self.memory(part)), Arc::clone(source.memory(part)));
-        with_access(&[(&mine, Access::Write), (&theirs, Access::Read)], || {
-            self.reshaping(|raw| unsafe { sys::cblob_blob_copy_from(raw, source.raw.as_ptr(), part.raw(), i32::from(reshape)) })
-        })
-    }
-
-    /// `data = data - diff` (Caffe's `Update`), where the data's current copy is. Fails with
-    /// [`Status::State`] for data never written or read, and [`Status::NotImplemented`] for
-    /// integer blobs, as in Caffe.
-    pub fn update(&mut self) -> Result<()> {
-        with_access(&[(&self.data, Access::Write), (&self.diff, Access::Read)], || {
-            // SAFETY: live handle, used by this thread alone.
-            check(unsafe { sys::cblob_blob_update(self.raw.as_ptr()) })
-        })
-    }
-
-    /// The sum of absolute values of data or diff (0 for memory never accessed).
-    pub fn asum(&self, part: Part) -> Result<f64> {
-        self.sum(part, sys::cblob_blob_asum)
-    }
-
-    /// The sum of squares of data or diff (0 for memory never accessed).
-    pub fn sumsq(&self, part: Part) -> Result<f64> {
-        self.sum(part, sys::cblob_blob_sumsq)
-    }
-
-    fn sum(&self, part: Part, call: unsafe extern "C" fn(*const sys::cblob_blob, sys::cblob_part, *mut f64) -> sys::cblob_status) -> Result<f64> {
-        let mut value = 0.0;
-        with_access(&[(self.memory(part), Access::Read)], || {
-            // SAFETY: live handle, used by this thread alone; value is a valid out-pointer.
-            check(unsafe { call(self.raw.as_ptr(), part.raw(), &mut value) })
-        })?;
-        Ok(value)
-    }
-
-    /// Multiplies data or diff by `factor`, where its current copy is.
-    pub fn scale(&mut self, part: Part, factor: f64) -> Result<()> {
-        with_access(&[(self.memory(part), Access::Write)], || {
-            // SAFETY: live handle, used by this thread alone.
-            check(unsafe { sys::cblob_blob_scale(self.raw.as_ptr(), part.raw(), factor) })
-        })
-    }
-}
-
-/// The number of axes (or indices) in `dims`, saturated: the library rejects more than
-/// MAX_AXES before it reads any.
-pub(crate) fn axes<T>(dims: &[T]) -> i32 {
-    i32::try_from(dims.len()).unwrap_or(i32::MAX)
 }
 
 /// The start of a slice of `len` elements at `ptr`, which the library gives as NULL for no

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): arenas (the members count their views as
+// the arena's memory), communicators over MPI (libcblob_mpi loaded at run time) and NCCL (a
+// fixed-size id), and requests that borrow their blobs until they end.
 //! Arenas and communicators: data-parallel training as Caffe did it on many GPUs, with the
 //! diffs of every learnable blob all-reduced over the ranks after each backward pass.
 //!
@@ -21,7 +24,7 @@ use std::ptr::{self, NonNull};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::error::{check, infallible, text, Error, Result};
+use crate::error::{check, text, Error, Result};
 use crate::memory::{with_access, Access, Memory, ViewClaim};
 use crate::{sys, Blob, Context, Part, ReduceOp, Status, NCCL_UNIQUE_ID_BYTES};
 
@@ -84,7 +87,7 @@ fn len(n: usize) -> i64 {
 /// `Send` but not `Sync`: a communicator and its requests are used from one thread at a time.
 /// Dropping it frees it; requests still alive keep the library's communicator until they end.
 pub struct Comm {
-    raw: NonNull<sys::cblob_comm>,
+    pub(crate) raw: NonNull<sys::cblob_comm>,
 }
 
 // SAFETY: a communicator may move between threads; it and its requests are used by one thread at
@@ -125,11 +128,8 @@ impl Comm {
     /// context's GPU (one rank per GPU), blocking until every rank has joined. Collectives then
     /// run on device memory, queued on the context's stream. Errors as [`Comm::nccl_unique_id`].
     pub fn nccl(context: &Context, unique_id: &[u8; NCCL_UNIQUE_ID_BYTES as usize], nranks: i32, rank: i32) -> Result<Comm> {
-        let mut raw = ptr::null_mut();
         // SAFETY: unique_id holds the bytes the call reads; the out-pointer is valid.
-        check(unsafe { sys::cblob_comm_create_nccl(context.as_ptr(), unique_id.as_ptr(), nranks, rank, &mut raw) })?;
-        // SAFETY: the call succeeded.
-        unsafe { Comm::from_raw(raw) }
+        Comm::created(|out| unsafe { sys::cblob_comm_create_nccl(context.as_ptr(), unique_id.as_ptr(), nranks, rank, out) })
     }
 
     /// Takes ownership of a communicator made through [`crate::sys`] (`cblob_comm_create` over
@@ -142,63 +142,12 @@ impl Comm {
         Ok(Comm { raw })
     }
 
-    /// The raw handle, for calls through [`crate::sys`]; it stays owned by `self`.
-    pub fn as_ptr(&self) -> *mut sys::cblob_comm {
-        self.raw.as_ptr()
-    }
-
-    /// This process's rank, `0 <= rank < size`.
-    pub fn rank(&self) -> i32 {
-        let mut value = 0;
-        // SAFETY: live handle, valid out-pointer.
-        infallible(unsafe { sys::cblob_comm_rank(self.as_ptr(), &mut value) });
-        value
-    }
-
-    /// The number of ranks.
-    pub fn size(&self) -> i32 {
-        let mut value = 0;
-        // SAFETY: live handle, valid out-pointer.
-        infallible(unsafe { sys::cblob_comm_size(self.as_ptr(), &mut value) });
-        value
-    }
-
     /// How long a wait may take before it fails with [`Status::Timeout`] (and breaks the
     /// communicator); `None`, the default, waits as long as it takes. Set the same on every rank.
     pub fn set_timeout(&self, timeout: Option<Duration>) -> Result<()> {
         let ms = timeout.map_or(-1, |t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX));
         // SAFETY: live handle.
         check(unsafe { sys::cblob_comm_set_timeout(self.as_ptr(), ms) })
-    }
-
-    /// The most bytes fused into one engine call (8 MiB until set; 0 fuses nothing). The same on
-    /// every rank.
-    pub fn set_bucket_bytes(&self, bytes: i64) -> Result<()> {
-        // SAFETY: live handle.
-        check(unsafe { sys::cblob_comm_set_bucket_bytes(self.as_ptr(), bytes) })
-    }
-
-    /// All-reduces the `part` of `blobs` in place over the ranks: the sum, or the average (float
-    /// dtypes only: [`Status::DType`] for integers). Returns when done.
-    pub fn allreduce(&self, blobs: &mut [&mut Blob], part: Part, op: ReduceOp) -> Result<()> {
-        self.blocking(blobs, part, |handles, n| unsafe {
-            // SAFETY: handles holds n live blob handles, used by this thread alone (&mut).
-            sys::cblob_comm_allreduce(self.as_ptr(), handles, n, part.raw(), op.raw())
-        })
-    }
-
-    /// Copies the root's `part` of `blobs` to every rank. Returns when done.
-    pub fn broadcast(&self, blobs: &mut [&mut Blob], part: Part, root: i32) -> Result<()> {
-        self.blocking(blobs, part, |handles, n| unsafe {
-            // SAFETY: as in allreduce.
-            sys::cblob_comm_broadcast(self.as_ptr(), handles, n, part.raw(), root)
-        })
-    }
-
-    /// Returns once every rank has reached it.
-    pub fn barrier(&self) -> Result<()> {
-        // SAFETY: live handle.
-        check(unsafe { sys::cblob_comm_barrier(self.as_ptr()) })
     }
 
     /// Starts [`Comm::allreduce`] and returns its request, which holds the blobs (no view of
@@ -224,18 +173,6 @@ impl Comm {
             // SAFETY: live handle, valid out-pointer.
             sys::cblob_comm_barrier_start(self.as_ptr(), out)
         })
-    }
-
-    fn blocking(
-        &self,
-        blobs: &mut [&mut Blob],
-        part: Part,
-        call: impl FnOnce(*const *mut sys::cblob_blob, i64) -> sys::cblob_status,
-    ) -> Result<()> {
-        let handles: Vec<*mut sys::cblob_blob> = blobs.iter().map(|b| b.as_ptr()).collect();
-        let memories = distinct_memories(blobs, part);
-        let uses: Vec<(&Arc<Memory>, Access)> = memories.iter().map(|m| (m, Access::Write)).collect();
-        with_access(&uses, || check(call(handles.as_ptr(), len(handles.len()))))
     }
 
     fn start<'a>(
@@ -269,12 +206,6 @@ fn distinct_memories(blobs: &[&mut Blob], part: Part) -> Vec<Arc<Memory>> {
     memories
 }
 
-impl Drop for Comm {
-    fn drop(&mut self) {
-        // SAFETY: self owns the handle and gives it up once; live requests keep the library's.
-        unsafe { sys::cblob_comm_destroy(self.raw.as_ptr()) }
-    }
-}
 
 impl std::fmt::Debug for Comm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
-use std::ptr::{self, NonNull};
+// Hand-written (not generated from codegen/bindings/): the Context type and its constructor; its
+// one-call methods and lifetime are generated.
+use std::ptr::NonNull;
 
-use crate::error::{check, infallible, Error, Result};
-use crate::{sys, Mode, Status};
+use crate::error::Result;
+use crate::sys;
 
 /// What Caffe keeps in its per-thread singleton: the mode (CPU or GPU) and the device.
 ///
@@ -25,7 +27,7 @@ use crate::{sys, Mode, Status};
 /// ```
 #[derive(Debug)]
 pub struct Context {
-    raw: NonNull<sys::cblob_context>,
+    pub(crate) raw: NonNull<sys::cblob_context>,
 }
 
 // SAFETY: a context handle may be used from any thread (header, Threads: distinct handles may be
@@ -35,37 +37,9 @@ unsafe impl Send for Context {}
 impl Context {
     /// A new context in CPU mode.
     pub fn new() -> Result<Context> {
-        let mut raw = ptr::null_mut();
-        // SAFETY: raw is a valid out-pointer; on success the caller owns the result.
-        check(unsafe { sys::cblob_context_create(&mut raw) })?;
-        let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::Internal, "cblob_context_create returned NULL"))?;
-        Ok(Context { raw })
+        // SAFETY: the out-pointer is valid; on success the context owns the result.
+        Context::created(|out| unsafe { sys::cblob_context_create(out) })
     }
 
-    /// Where copies and math run.
-    pub fn mode(&self) -> Result<Mode> {
-        let mut raw = 0;
-        // SAFETY: self.raw is live; raw is a valid out-pointer.
-        infallible(unsafe { sys::cblob_context_mode(self.raw.as_ptr(), &mut raw) });
-        Mode::from_raw(raw).ok_or_else(|| Error::new(Status::InvalidArgument, format!("mode {raw} is unknown to this crate")))
-    }
-
-    /// Sets the mode. [`Mode::Gpu`] needs a working GPU; without one this fails with the status
-    /// that says why (no driver, stub driver, no device, ...) and the mode stays as it was.
-    pub fn set_mode(&mut self, mode: Mode) -> Result<()> {
-        // SAFETY: self.raw is live and used by this thread alone (&mut).
-        check(unsafe { sys::cblob_context_set_mode(self.raw.as_ptr(), mode.raw()) })
-    }
-
-    /// The raw handle, for calls through [`crate::sys`]. It stays owned by `self`.
-    pub fn as_ptr(&self) -> *mut sys::cblob_context {
-        self.raw.as_ptr()
-    }
 }
 
-impl Drop for Context {
-    fn drop(&mut self) {
-        // SAFETY: self owns one hold on the handle and gives it up exactly once.
-        unsafe { sys::cblob_context_destroy(self.raw.as_ptr()) }
-    }
-}

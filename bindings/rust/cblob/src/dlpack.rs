@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): DLPack, owned tensors that call their
+// deleter once, and the imports that take them.
 //! DLPack: a blob's data or diff handed to NumPy, PyTorch, CuPy, JAX or any other DLPack 1.x
 //! consumer without a copy, and a DLPack tensor taken in as a blob without a copy (the header's
 //! "DLPack" section).

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the crate's front page, modules and
+// re-exports, and abi_version (split into major and minor).
 //! Safe Rust bindings to cblob: Caffe-style blobs (N-d arrays holding `data` and `diff`,
 //! synced lazily between host and GPU) behind cblob's versioned C ABI, with Caffe's files
 //! ([`Model`], [`proto`]), the GPU ([`gpu`]), NeoML's blob operations ([`Window`],
@@ -79,10 +81,13 @@
 #![warn(missing_docs)]
 
 mod blob;
+mod call;
 mod comm;
 mod context;
 pub mod dlpack;
 mod error;
+mod file;
+mod generated;
 pub mod gpu;
 mod mapping;
 mod memory;
@@ -104,15 +109,10 @@ pub use cblob_sys as sys;
 pub use context::Context;
 pub use dlpack::{DlpackTensor, ImportError, LegacyDlpackTensor};
 pub use error::{Error, Result};
+pub use file::{File, FileNet};
+pub use generated::library::*;
 pub use types::*;
 
-use error::text;
-
-/// The loaded library's version, `"major.minor.patch"`.
-pub fn version() -> String {
-    // SAFETY: never NULL, NUL-terminated.
-    unsafe { text(sys::cblob_version()) }
-}
 
 /// The ABI version the loaded library implements, as `(major, minor)`. Its major equals
 /// [`ABI_VERSION_MAJOR`] and its minor is at least [`ABI_VERSION_MINOR`] when the library
@@ -121,16 +121,4 @@ pub fn abi_version() -> (u32, u32) {
     // SAFETY: no arguments.
     let v = unsafe { sys::cblob_abi_version() };
     (v >> 16, v & 0xffff)
-}
-
-/// The CPU BLAS in use and its threading, such as `"BLIS 0.9.0, pthreads, 1 thread"`.
-pub fn blas_info() -> String {
-    // SAFETY: never NULL, NUL-terminated.
-    unsafe { text(sys::cblob_blas_info()) }
-}
-
-/// The vector extensions the CPU kernels selected at load time.
-pub fn cpu_features() -> String {
-    // SAFETY: never NULL, NUL-terminated.
-    unsafe { text(sys::cblob_cpu_features()) }
 }

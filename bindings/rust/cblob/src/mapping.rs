@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): mapped ranges as scoped guards that borrow
+// their blob and unmap on drop.
 //! Mapped ranges of a blob (NeoML's `GetBuffer` / `ReleaseBuffer`) as scoped guards.
 use std::fmt;
 use std::marker::PhantomData;

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the view counters that keep blobs sharing
+// memory from aliasing views.
 //! Borrow tracking for memory that several blobs can share.
 //!
 //! After `b.share(&a, Part::Data)` two Rust blobs reach one C storage, so the borrow checker,
@@ -76,6 +78,13 @@ pub(crate) fn with_access<R>(uses: &[(&Arc<Memory>, Access)], f: impl FnOnce() -
         guards.push(views);
     }
     f()
+}
+
+/// `with_access` over memories the caller holds (owned `Arc`s): what a method that borrows its
+/// blob mutably passes, since the call's closure needs that borrow.
+pub(crate) fn with_owned_access<R>(uses: &[(Arc<Memory>, Access)], f: impl FnOnce() -> Result<R>) -> Result<R> {
+    let borrowed: Vec<(&Arc<Memory>, Access)> = uses.iter().map(|(m, a)| (m, *a)).collect();
+    with_access(&borrowed, f)
 }
 
 /// One live view's claim on a memory; dropping it ends the claim.

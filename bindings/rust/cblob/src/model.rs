@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
-//! Caffe nets' weights (`.caffemodel` files) as plain Rust values.
-use std::ffi::CStr;
+//! Caffe nets' weights (`.caffemodel` files) as plain Rust values: a judgement of Rust's (a model
+//! whose layers own their blobs, so that the borrow checker governs them), read from and written
+//! through a [`Net`], the library's model handle.
 use std::path::Path;
-use std::ptr::{self, NonNull};
 
-use crate::error::{c_path, c_string, check, infallible, read_bytes, text, Error, Result};
+use crate::error::Result;
 use crate::memory::{with_access, Access};
-use crate::proto::raw_handles;
-use crate::{sys, Blob, Context, NetFormat, Part, Status};
+use crate::{Blob, Context, Net, NetFormat, Part};
 
 /// A Caffe net's weights: its name, its format, and its layers, each with a name, a type and
 /// blobs. Read from a `.caffemodel` ([`Model::open_file`], [`Model::open`]) or built up
@@ -67,58 +66,6 @@ impl Layer {
     }
 }
 
-/// The C model handle, destroyed on every path.
-struct Handle(NonNull<sys::cblob_model>);
-
-impl Handle {
-    fn created(call: impl FnOnce(*mut *mut sys::cblob_model) -> sys::cblob_status) -> Result<Handle> {
-        let mut raw = ptr::null_mut();
-        check(call(&mut raw))?;
-        NonNull::new(raw).map(Handle).ok_or_else(|| Error::new(Status::Internal, "a NULL model handle"))
-    }
-
-    fn ptr(&self) -> *mut sys::cblob_model {
-        self.0.as_ptr()
-    }
-
-    /// A text the library owns until the model is destroyed, copied.
-    fn text(&self, call: impl FnOnce(*const sys::cblob_model, *mut *const sys::c_char) -> sys::cblob_status) -> Result<Option<String>> {
-        let mut value = ptr::null();
-        check(call(self.ptr(), &mut value))?;
-        // SAFETY: NULL or a NUL-terminated string the model owns; copied before it can go.
-        Ok((!value.is_null()).then(|| unsafe { text(value) }))
-    }
-
-    /// Reads everything into a Model, taking a hold on every blob.
-    fn read(&self) -> Result<Model> {
-        let (mut format, mut count) = (0, 0i64);
-        // SAFETY (all calls below): pure getters on a live model with valid out-pointers.
-        infallible(unsafe { sys::cblob_model_format(self.ptr(), &mut format) });
-        infallible(unsafe { sys::cblob_model_num_layers(self.ptr(), &mut count) });
-        let format = NetFormat::from_raw(format).ok_or_else(|| Error::new(Status::Internal, format!("net format {format} is unknown to this crate")))?;
-        let name = self.text(|m, out| unsafe { sys::cblob_model_name(m, out) })?;
-        let mut layers = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
-        for i in 0..count {
-            let name = self.text(|m, out| unsafe { sys::cblob_model_layer_name(m, i, out) })?.unwrap_or_default();
-            let kind = self.text(|m, out| unsafe { sys::cblob_model_layer_type(m, i, out) })?.unwrap_or_default();
-            let mut num_blobs = 0i64;
-            check(unsafe { sys::cblob_model_layer_num_blobs(self.ptr(), i, &mut num_blobs) })?;
-            let blobs = (0..num_blobs)
-                .map(|j| Blob::created(|out| unsafe { sys::cblob_model_layer_blob(self.ptr(), i, j, out) }))
-                .collect::<Result<Vec<Blob>>>()?;
-            layers.push(Layer { name, kind, blobs });
-        }
-        Ok(Model { name, format, layers })
-    }
-}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        // SAFETY: the only hold on the model; its blobs stay valid for the holds taken from it.
-        unsafe { sys::cblob_model_destroy(self.ptr()) }
-    }
-}
-
 impl Model {
     /// An empty model to fill with [`Model::add_layer`] and save.
     pub fn new(format: NetFormat, name: Option<&str>) -> Model {
@@ -127,17 +74,26 @@ impl Model {
 
     /// Reads a serialized NetParameter (a `.caffemodel`) in the current or the V1 format, every
     /// layer in file order. Each blob is float32, or float64 where the file holds `double_data`.
-    /// Malformed input is [`Status::Parse`], with the field path and byte offset.
+    /// Malformed input is [`Status::Parse`](crate::Status::Parse), with the field path and byte offset.
     pub fn open(context: &Context, bytes: &[u8]) -> Result<Model> {
-        // SAFETY: bytes describes a readable slice.
-        Handle::created(|out| unsafe { sys::cblob_model_open(context.as_ptr(), bytes.as_ptr(), bytes.len(), out) })?.read()
+        Model::read(&Net::open(context, bytes)?)
     }
 
-    /// Reads a `.caffemodel` file as [`Model::open`] does; the file is mapped, not read whole.
+    /// Reads a `.caffemodel` file as [`Model::open`] does ([`Net::open_file`]: with `pread`
+    /// straight into the blobs' arrays, never mapped).
     pub fn open_file(context: &Context, path: impl AsRef<Path>) -> Result<Model> {
-        let path = c_path(path.as_ref())?;
-        // SAFETY: path is NUL-terminated.
-        Handle::created(|out| unsafe { sys::cblob_model_open_file(context.as_ptr(), path.as_ptr(), out) })?.read()
+        Model::read(&Net::open_file(context, path)?)
+    }
+
+    /// Reads a net whole, taking a hold on every blob (the net is dropped after, the blobs live on).
+    pub(crate) fn read(net: &Net) -> Result<Model> {
+        let layers = (0..net.num_layers())
+            .map(|i| {
+                let blobs = (0..net.num_blobs(i)?).map(|j| net.blob(i, j)).collect::<Result<Vec<Blob>>>()?;
+                Ok(Layer { name: net.layer_name(i)?, kind: net.layer_type(i)?, blobs })
+            })
+            .collect::<Result<Vec<Layer>>>()?;
+        Ok(Model { name: net.name()?, format: net.format()?, layers })
     }
 
     /// The index of the first layer with this name.
@@ -163,42 +119,28 @@ impl Model {
 
     /// Serializes the model as a NetParameter in its format: the name, then each layer's name,
     /// type and blobs (with their diffs when `write_diff`). A V1 model's layer type that is no
-    /// LayerType name or number is [`Status::InvalidArgument`]; a message over protobuf's
-    /// 2 GiB limit is [`Status::Overflow`].
+    /// LayerType name or number is [`Status::InvalidArgument`](crate::Status::InvalidArgument); a message over protobuf's
+    /// 2 GiB limit is [`Status::Overflow`](crate::Status::Overflow).
     pub fn to_bytes(&self, write_diff: bool) -> Result<Vec<u8>> {
-        self.writing(write_diff, |model| {
-            // SAFETY: a live model whose blobs are borrowed for the call.
-            read_bytes(|buffer, size, out| unsafe { sys::cblob_model_to_proto(model, i32::from(write_diff), buffer, size, out) })
-        })
+        self.writing(write_diff, |net| net.to_bytes(write_diff))
     }
 
     /// Writes the model as a `.caffemodel` file, replacing `path` atomically (a failed save
     /// leaves no partial file).
     pub fn save(&self, path: impl AsRef<Path>, write_diff: bool) -> Result<()> {
-        let path = c_path(path.as_ref())?;
-        self.writing(write_diff, |model| {
-            // SAFETY: a live model; path is NUL-terminated.
-            check(unsafe { sys::cblob_model_to_proto_file(model, i32::from(write_diff), path.as_ptr()) })
-        })
+        self.writing(write_diff, |net| net.save(path, write_diff))
     }
 
     /// Builds the library's model over this one's blobs (each layer holds its blobs, nothing is
     /// copied) and runs `write` on it with every blob's memory claimed for reading.
-    fn writing<R>(&self, write_diff: bool, write: impl FnOnce(*const sys::cblob_model) -> Result<R>) -> Result<R> {
+    fn writing<R>(&self, write_diff: bool, write: impl FnOnce(&Net) -> Result<R>) -> Result<R> {
         // The library's model wants a context only to create blobs, which writing never does.
         let context = Context::new()?;
-        let name = self.name.as_deref().map(|n| c_string(n, "the net's name")).transpose()?;
-        let name_ptr = name.as_deref().map_or(ptr::null(), CStr::as_ptr);
-        // SAFETY: a live context, a valid format value and a NUL-terminated name or NULL.
-        let model = Handle::created(|out| unsafe { sys::cblob_model_create(context.as_ptr(), self.format.raw(), name_ptr, out) })?;
+        let mut net = Net::new(&context, self.format, self.name.as_deref())?;
         let mut uses = Vec::new();
         for layer in &self.layers {
-            let name = c_string(&layer.name, "the layer name")?;
-            let kind = c_string(&layer.kind, "the layer type")?;
             let blobs: Vec<&Blob> = layer.blobs.iter().collect();
-            let handles = raw_handles(&blobs);
-            // SAFETY: live handles the model retains; the strings are NUL-terminated.
-            check(unsafe { sys::cblob_model_add_layer(model.ptr(), name.as_ptr(), kind.as_ptr(), handles.as_ptr(), handles.len() as i64) })?;
+            net.add_layer(&layer.name, &layer.kind, &blobs)?;
             for blob in &layer.blobs {
                 uses.push((blob.memory(Part::Data), Access::Read));
                 if write_diff {
@@ -206,6 +148,6 @@ impl Model {
                 }
             }
         }
-        with_access(&uses, || write(model.ptr()))
+        with_access(&uses, || write(&net))
     }
 }

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the Net type and the reads of several
+// calls into one Rust value (rules with their stages, param specs, a typed vector of a blob's
+// values).
 //! Nets kept as their bytes: a `.caffemodel` opened whole, with its structure, saved byte for
-//! byte, exported to safetensors or NumPy `.npz`, and changed by net surgery.
-use std::path::Path;
+//! byte, exported to safetensors or NumPy `.npz`, and changed by net surgery. The type and the
+//! methods that read more than one call's worth (a layer's rules with their stages, its param
+//! specs, a blob's values as a typed vector) are here; the methods that are one library call each
+//! are generated (generated.rs).
 use std::ptr::{self, NonNull};
 
-use crate::error::{c_path, check, read_bytes, read_text, text, Error, Result};
-use crate::{sys, Blob, Context, DType, ExportFlags, JsonFlags, Part, Phase, RuleKind, Status};
+use crate::error::{check, text, Error, Result};
+use crate::{sys, Part, Phase, RuleKind, Status};
 
 /// A Caffe net as the library keeps it: every field of the file it came from (bottoms, tops,
 /// phases, rules, layer parameters, fields of Caffe forks), saved byte for byte but for the blob
@@ -27,7 +32,9 @@ use crate::{sys, Blob, Context, DType, ExportFlags, JsonFlags, Part, Phase, Rule
 /// # Ok::<(), cblob::Error>(())
 /// ```
 #[derive(Debug)]
-pub struct Net(NonNull<sys::cblob_model>);
+pub struct Net {
+    pub(crate) raw: NonNull<sys::cblob_model>,
+}
 
 // SAFETY: the library allows distinct models on distinct threads; &Net only reaches the pure
 // getters and the exports, which the library guards.
@@ -59,74 +66,10 @@ pub struct ParamSpec {
     pub decay_mult: f32,
 }
 
-fn flags<T: Copy>(list: &[T], raw: impl Fn(T) -> i32) -> i32 {
-    list.iter().fold(0, |all, &flag| all | raw(flag))
-}
-
 impl Net {
-    fn created(call: impl FnOnce(*mut *mut sys::cblob_model) -> sys::cblob_status) -> Result<Net> {
-        let mut raw = ptr::null_mut();
-        check(call(&mut raw))?;
-        NonNull::new(raw).map(Net).ok_or_else(|| Error::new(Status::Internal, "a NULL model handle"))
-    }
 
     fn ptr(&self) -> *mut sys::cblob_model {
-        self.0.as_ptr()
-    }
-
-    /// Reads a serialized NetParameter (a `.caffemodel`), keeping every field.
-    pub fn open(context: &Context, bytes: &[u8]) -> Result<Net> {
-        // SAFETY: bytes describes a readable slice.
-        Net::created(|out| unsafe { sys::cblob_model_open(context.as_ptr(), bytes.as_ptr(), bytes.len(), out) })
-    }
-
-    /// Reads a `.caffemodel` file as [`Net::open`] does.
-    pub fn open_file(context: &Context, path: impl AsRef<Path>) -> Result<Net> {
-        let path = c_path(path.as_ref())?;
-        // SAFETY: path is NUL-terminated.
-        Net::created(|out| unsafe { sys::cblob_model_open_file(context.as_ptr(), path.as_ptr(), out) })
-    }
-
-    /// Reads safetensors bytes: one layer per layer name, blobs by index (keys `<layer>.<index>`
-    /// or PyTorch's names).
-    pub fn open_safetensors(context: &Context, bytes: &[u8]) -> Result<Net> {
-        // SAFETY: bytes describes a readable slice.
-        Net::created(|out| unsafe { sys::cblob_model_open_safetensors(context.as_ptr(), bytes.as_ptr(), bytes.len(), out) })
-    }
-
-    /// Reads a `.safetensors` file as [`Net::open_safetensors`] does.
-    pub fn open_safetensors_file(context: &Context, path: impl AsRef<Path>) -> Result<Net> {
-        let path = c_path(path.as_ref())?;
-        // SAFETY: path is NUL-terminated.
-        Net::created(|out| unsafe { sys::cblob_model_open_safetensors_file(context.as_ptr(), path.as_ptr(), out) })
-    }
-
-    /// Reads `.npz` bytes (keys `<layer>/<index>`).
-    pub fn open_npz(context: &Context, bytes: &[u8]) -> Result<Net> {
-        // SAFETY: bytes describes a readable slice.
-        Net::created(|out| unsafe { sys::cblob_model_open_npz(context.as_ptr(), bytes.as_ptr(), bytes.len(), out) })
-    }
-
-    /// Reads a `.npz` file as [`Net::open_npz`] does.
-    pub fn open_npz_file(context: &Context, path: impl AsRef<Path>) -> Result<Net> {
-        let path = c_path(path.as_ref())?;
-        // SAFETY: path is NUL-terminated.
-        Net::created(|out| unsafe { sys::cblob_model_open_npz_file(context.as_ptr(), path.as_ptr(), out) })
-    }
-
-    /// The number of layers.
-    pub fn num_layers(&self) -> usize {
-        let mut count = 0i64;
-        // SAFETY: a live model and a valid out-pointer.
-        check(unsafe { sys::cblob_model_num_layers(self.ptr(), &mut count) }).expect("a live model");
-        count as usize
-    }
-
-    fn text_at(&self, call: impl FnOnce(*mut *const sys::c_char) -> sys::cblob_status) -> Result<Option<String>> {
-        let mut value = ptr::null();
-        check(call(&mut value))?;
-        // SAFETY: NULL or a NUL-terminated string the model owns; copied at once.
-        Ok((!value.is_null()).then(|| unsafe { text(value) }))
+        self.raw.as_ptr()
     }
 
     fn count(&self, call: impl FnOnce(*mut i64) -> sys::cblob_status) -> Result<i64> {
@@ -135,38 +78,11 @@ impl Net {
         Ok(count)
     }
 
-    /// A layer's name.
-    pub fn layer_name(&self, layer: usize) -> Result<String> {
-        // SAFETY: a live model; the library checks the index.
-        Ok(self.text_at(|out| unsafe { sys::cblob_model_layer_name(self.ptr(), layer as i64, out) })?.unwrap_or_default())
-    }
-
-    /// A layer's type.
-    pub fn layer_type(&self, layer: usize) -> Result<String> {
-        // SAFETY: as layer_name.
-        Ok(self.text_at(|out| unsafe { sys::cblob_model_layer_type(self.ptr(), layer as i64, out) })?.unwrap_or_default())
-    }
-
-    /// The names of a layer's input blobs.
-    pub fn bottoms(&self, layer: usize) -> Result<Vec<String>> {
-        // SAFETY (both calls): a live model; the library checks the indices.
-        let n = self.count(|out| unsafe { sys::cblob_model_layer_num_bottoms(self.ptr(), layer as i64, out) })?;
-        (0..n).map(|i| Ok(self.text_at(|out| unsafe { sys::cblob_model_layer_bottom(self.ptr(), layer as i64, i, out) })?.unwrap_or_default())).collect()
-    }
-
-    /// The names of a layer's output blobs.
-    pub fn tops(&self, layer: usize) -> Result<Vec<String>> {
-        // SAFETY (both calls): a live model; the library checks the indices.
-        let n = self.count(|out| unsafe { sys::cblob_model_layer_num_tops(self.ptr(), layer as i64, out) })?;
-        (0..n).map(|i| Ok(self.text_at(|out| unsafe { sys::cblob_model_layer_top(self.ptr(), layer as i64, i, out) })?.unwrap_or_default())).collect()
-    }
-
-    /// A layer's phase ([`Phase::None`] when it sets none, always in V1).
-    pub fn phase(&self, layer: usize) -> Result<Phase> {
-        let mut raw = 0;
-        // SAFETY: a live model and a valid out-pointer.
-        check(unsafe { sys::cblob_model_layer_phase(self.ptr(), layer as i64, &mut raw) })?;
-        Phase::from_raw(raw).ok_or_else(|| Error::new(Status::Parse, format!("layer {layer} has phase {raw}, neither TRAIN nor TEST")))
+    fn text_at(&self, call: impl FnOnce(*mut *const sys::c_char) -> sys::cblob_status) -> Result<Option<String>> {
+        let mut value = ptr::null();
+        check(call(&mut value))?;
+        // SAFETY: NULL or a NUL-terminated string the model owns; copied at once.
+        Ok((!value.is_null()).then(|| unsafe { text(value) }))
     }
 
     /// A layer's include or exclude rules.
@@ -206,51 +122,6 @@ impl Net {
             .collect()
     }
 
-    /// A layer's parameters as a JSON object (`convolution_param` and the like, by Caffe's field
-    /// names; fields no schema knows under `unknown_fields`).
-    pub fn params_json(&self, layer: usize, flags: &[JsonFlags]) -> Result<String> {
-        let raw = self::flags(flags, JsonFlags::raw);
-        // SAFETY: a live model; the buffer convention is the library's.
-        read_text(|buffer, size, length| unsafe { sys::cblob_model_layer_params_json(self.ptr(), layer as i64, raw, buffer, size, length) })
-    }
-
-    /// A layer as `cblob inspect --json` (schema 2) lists it.
-    pub fn layer_json(&self, layer: usize, flags: &[JsonFlags]) -> Result<String> {
-        let raw = self::flags(flags, JsonFlags::raw);
-        // SAFETY: as params_json.
-        read_text(|buffer, size, length| unsafe { sys::cblob_model_layer_json(self.ptr(), layer as i64, raw, buffer, size, length) })
-    }
-
-    /// The number of a layer's blobs.
-    pub fn num_blobs(&self, layer: usize) -> Result<usize> {
-        // SAFETY: a live model; the library checks the index.
-        Ok(self.count(|out| unsafe { sys::cblob_model_layer_num_blobs(self.ptr(), layer as i64, out) })? as usize)
-    }
-
-    /// One of a layer's blobs, as a new holder: changes made through it are what the net saves.
-    pub fn blob(&self, layer: usize, index: usize) -> Result<Blob> {
-        // SAFETY: a live model; the library checks the indices.
-        Blob::created(|out| unsafe { sys::cblob_model_layer_blob(self.ptr(), layer as i64, index as i64, out) })
-    }
-
-    /// A blob's shape, without making its handle.
-    pub fn blob_shape(&self, layer: usize, index: usize) -> Result<Vec<i64>> {
-        let mut dims = vec![0i64; 32];
-        let mut axes = 0i32;
-        // SAFETY: a live model; dims has room for 32 axes.
-        check(unsafe { sys::cblob_model_layer_blob_shape(self.ptr(), layer as i64, index as i64, 32, dims.as_mut_ptr(), &mut axes) })?;
-        dims.truncate(axes as usize);
-        Ok(dims)
-    }
-
-    /// A blob's dtype, without making its handle.
-    pub fn blob_dtype(&self, layer: usize, index: usize) -> Result<DType> {
-        let mut raw = 0;
-        // SAFETY: a live model and a valid out-pointer.
-        check(unsafe { sys::cblob_model_layer_blob_dtype(self.ptr(), layer as i64, index as i64, &mut raw) })?;
-        DType::from_raw(raw).ok_or_else(|| Error::new(Status::DType, format!("dtype {raw} is unknown to this crate")))
-    }
-
     /// A copy of a blob's data or diff, without making its handle; `T` must be its dtype's
     /// element type (`f32` for float32, ...), else [`Status::DType`].
     pub fn read_blob<T: crate::Element + Default>(&self, layer: usize, index: usize, part: Part) -> Result<Vec<T>> {
@@ -267,71 +138,5 @@ impl Net {
         })?;
         Ok(values)
     }
-
-    /// Serializes the net: the bytes it was read from, changed blobs' values aside.
-    pub fn to_bytes(&self, write_diff: bool) -> Result<Vec<u8>> {
-        // SAFETY: a live model; the buffer convention is the library's.
-        read_bytes(|buffer, size, out| unsafe { sys::cblob_model_to_proto(self.ptr(), i32::from(write_diff), buffer, size, out) })
-    }
-
-    /// Writes the net as a `.caffemodel` file, atomically.
-    pub fn save(&self, path: impl AsRef<Path>, write_diff: bool) -> Result<()> {
-        let path = c_path(path.as_ref())?;
-        // SAFETY: a live model; path is NUL-terminated.
-        check(unsafe { sys::cblob_model_to_proto_file(self.ptr(), i32::from(write_diff), path.as_ptr()) })
-    }
-
-    /// The blobs as safetensors bytes (keys `<layer>.<index>`, or PyTorch's names with
-    /// [`ExportFlags::TorchNames`]; diffs with [`ExportFlags::Diff`]).
-    pub fn to_safetensors(&self, flags: &[ExportFlags]) -> Result<Vec<u8>> {
-        let raw = self::flags(flags, ExportFlags::raw);
-        // SAFETY: as to_bytes.
-        read_bytes(|buffer, size, out| unsafe { sys::cblob_model_to_safetensors(self.ptr(), raw, buffer, size, out) })
-    }
-
-    /// Writes [`Net::to_safetensors`]'s bytes to a file, atomically.
-    pub fn save_safetensors(&self, path: impl AsRef<Path>, flags: &[ExportFlags]) -> Result<()> {
-        let path = c_path(path.as_ref())?;
-        // SAFETY: a live model; path is NUL-terminated.
-        check(unsafe { sys::cblob_model_to_safetensors_file(self.ptr(), self::flags(flags, ExportFlags::raw), path.as_ptr()) })
-    }
-
-    /// The blobs as a NumPy `.npz` (keys `<layer>/<index>`; diffs with [`ExportFlags::Diff`]).
-    pub fn to_npz(&self, flags: &[ExportFlags]) -> Result<Vec<u8>> {
-        let raw = self::flags(flags, ExportFlags::raw);
-        // SAFETY: as to_bytes.
-        read_bytes(|buffer, size, out| unsafe { sys::cblob_model_to_npz(self.ptr(), raw, buffer, size, out) })
-    }
-
-    /// Writes [`Net::to_npz`]'s bytes to a file, atomically.
-    pub fn save_npz(&self, path: impl AsRef<Path>, flags: &[ExportFlags]) -> Result<()> {
-        let path = c_path(path.as_ref())?;
-        // SAFETY: a live model; path is NUL-terminated.
-        check(unsafe { sys::cblob_model_to_npz_file(self.ptr(), self::flags(flags, ExportFlags::raw), path.as_ptr()) })
-    }
-
-    /// The layers whose blobs [`ExportFlags::TorchNames`] cannot name.
-    pub fn torch_unmapped(&self) -> Result<Vec<usize>> {
-        // SAFETY (both calls): a live model; the array has room for count indices.
-        let count = self.count(|out| unsafe { sys::cblob_model_torch_unmapped(self.ptr(), ptr::null_mut(), 0, out) })?;
-        let mut layers = vec![0i64; count as usize];
-        if count > 0 {
-            self.count(|out| unsafe { sys::cblob_model_torch_unmapped(self.ptr(), layers.as_mut_ptr(), count, out) })?;
-        }
-        Ok(layers.into_iter().map(|l| l as usize).collect())
-    }
-
-    /// Copies each layer's blobs of `weights` into this net's layer of that name (by index; every
-    /// shape checked first: one error lists every mismatch, and nothing changes then).
-    pub fn replace_blobs(&mut self, weights: &Net) -> Result<()> {
-        // SAFETY: two live models.
-        check(unsafe { sys::cblob_model_replace_blobs(self.ptr(), weights.ptr()) })
-    }
 }
 
-impl Drop for Net {
-    fn drop(&mut self) {
-        // SAFETY: the only hold on the model.
-        unsafe { sys::cblob_model_destroy(self.ptr()) }
-    }
-}

@@ -87,11 +87,13 @@ pub enum Status {
     Timeout,
     /// Since ABI 1.1. The NCCL library (libnccl.so.2) could not be loaded, or lacks a function cblob calls.
     NcclMissing,
+    /// Since ABI 1.2. The context's progress callback asked the call to stop (cblob_context_set_progress). Like every failure it changed nothing: a file being written was not put in place and its temporary is gone, an existing file or .npy folder keeps its bytes, and nothing was opened.
+    Cancelled,
 }
 
 impl Status {
     /// Every value, in the header's order.
-    pub const ALL: &'static [Status] = &[Status::Ok, Status::InvalidArgument, Status::OutOfRange, Status::Shape, Status::Overflow, Status::DType, Status::NotImplemented, Status::OutOfMemory, Status::State, Status::Parse, Status::Io, Status::NoDriver, Status::StubDriver, Status::NoDevice, Status::DriverTooOld, Status::NvrtcMissing, Status::CublasMissing, Status::DeviceOutOfMemory, Status::Device, Status::Compile, Status::Internal, Status::DeviceLost, Status::Comm, Status::Timeout, Status::NcclMissing];
+    pub const ALL: &'static [Status] = &[Status::Ok, Status::InvalidArgument, Status::OutOfRange, Status::Shape, Status::Overflow, Status::DType, Status::NotImplemented, Status::OutOfMemory, Status::State, Status::Parse, Status::Io, Status::NoDriver, Status::StubDriver, Status::NoDevice, Status::DriverTooOld, Status::NvrtcMissing, Status::CublasMissing, Status::DeviceOutOfMemory, Status::Device, Status::Compile, Status::Internal, Status::DeviceLost, Status::Comm, Status::Timeout, Status::NcclMissing, Status::Cancelled];
 
     /// The value for a raw `cblob_status`, if this crate knows it.
     pub const fn from_raw(raw: sys::cblob_status) -> Option<Self> {
@@ -121,6 +123,7 @@ impl Status {
             sys::CBLOB_ERR_COMM => Some(Status::Comm),
             sys::CBLOB_ERR_TIMEOUT => Some(Status::Timeout),
             sys::CBLOB_ERR_NCCL_MISSING => Some(Status::NcclMissing),
+            sys::CBLOB_ERR_CANCELLED => Some(Status::Cancelled),
             _ => None,
         }
     }
@@ -153,6 +156,7 @@ impl Status {
             Status::Comm => sys::CBLOB_ERR_COMM,
             Status::Timeout => sys::CBLOB_ERR_TIMEOUT,
             Status::NcclMissing => sys::CBLOB_ERR_NCCL_MISSING,
+            Status::Cancelled => sys::CBLOB_ERR_CANCELLED,
         }
     }
 
@@ -184,6 +188,7 @@ impl Status {
             Status::Comm => "CBLOB_ERR_COMM",
             Status::Timeout => "CBLOB_ERR_TIMEOUT",
             Status::NcclMissing => "CBLOB_ERR_NCCL_MISSING",
+            Status::Cancelled => "CBLOB_ERR_CANCELLED",
         }
     }
 }
@@ -461,6 +466,48 @@ impl NetFormat {
         match self {
             NetFormat::V1 => "CBLOB_NET_FORMAT_V1",
             NetFormat::V2 => "CBLOB_NET_FORMAT_V2",
+        }
+    }
+}
+
+/// Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2).
+///
+/// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProtoFlags {
+    /// Write the diff too, as write_diff 1 does.
+    Diff,
+    /// Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW.
+    LegacyDims,
+}
+
+impl ProtoFlags {
+    /// Every value, in the header's order.
+    pub const ALL: &'static [ProtoFlags] = &[ProtoFlags::Diff, ProtoFlags::LegacyDims];
+
+    /// The value for a raw `cblob_proto_flags`, if this crate knows it.
+    pub const fn from_raw(raw: sys::cblob_proto_flags) -> Option<Self> {
+        match raw {
+            sys::CBLOB_PROTO_DIFF => Some(ProtoFlags::Diff),
+            sys::CBLOB_PROTO_LEGACY_DIMS => Some(ProtoFlags::LegacyDims),
+            _ => None,
+        }
+    }
+
+    /// The raw `cblob_proto_flags` value the C ABI uses.
+    pub const fn raw(self) -> sys::cblob_proto_flags {
+        match self {
+            ProtoFlags::Diff => sys::CBLOB_PROTO_DIFF,
+            ProtoFlags::LegacyDims => sys::CBLOB_PROTO_LEGACY_DIMS,
+        }
+    }
+
+    /// The C enumerator's name (`"CBLOB_PROTO_DIFF"`).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            ProtoFlags::Diff => "CBLOB_PROTO_DIFF",
+            ProtoFlags::LegacyDims => "CBLOB_PROTO_LEGACY_DIMS",
         }
     }
 }

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): windows borrow their parent, and count
+// their views with it.
 //! NeoML's window blobs.
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use crate::error::{check, infallible, Result};
+use crate::error::Result;
 use crate::{sys, Blob};
 
 /// A blob that views `size` rows of a parent's first axis from a position (NeoML's window
@@ -63,56 +65,12 @@ impl Blob {
         blob.diff = Arc::clone(&self.diff);
         Ok(Window { blob, parent: self })
     }
-
-    /// Whether this blob is a window (a [`Window`] derefs to one).
-    pub fn is_window(&self) -> bool {
-        let mut value = 0;
-        // SAFETY: a pure getter on a live handle.
-        infallible(unsafe { sys::cblob_blob_is_window(self.as_ptr(), &mut value) });
-        value != 0
-    }
 }
 
 impl<'p> Window<'p> {
     /// The blob the window views.
     pub fn parent(&self) -> &'p Blob {
         self.parent
-    }
-
-    /// The window's first row in its parent (NeoML's `GetParentPos`).
-    pub fn position(&self) -> i64 {
-        self.get(|w, out| unsafe { sys::cblob_window_position(w, out) })
-    }
-
-    /// The number of parent rows the window views.
-    pub fn size(&self) -> i64 {
-        self.get(|w, out| unsafe { sys::cblob_window_size(w, out) })
-    }
-
-    /// Moves the window to start at row `position` (NeoML's `SetParentPos`), which must be in
-    /// `0..=rows - size` ([`crate::Status::OutOfRange`] otherwise, naming the bounds).
-    pub fn set_position(&mut self, position: i64) -> Result<()> {
-        // SAFETY: a live window used by this thread alone (&mut).
-        check(unsafe { sys::cblob_window_set_position(self.blob.as_ptr(), position) })
-    }
-
-    /// Moves the window by `delta` rows (NeoML's `ShiftParentPos`).
-    pub fn shift(&mut self, delta: i64) -> Result<()> {
-        // SAFETY: as in set_position.
-        check(unsafe { sys::cblob_window_shift(self.blob.as_ptr(), delta) })
-    }
-
-    /// Makes the window `size` rows long at its current position.
-    pub fn set_size(&mut self, size: i64) -> Result<()> {
-        // SAFETY: as in set_position.
-        check(unsafe { sys::cblob_window_set_size(self.blob.as_ptr(), size) })
-    }
-
-    fn get(&self, call: impl FnOnce(*const sys::cblob_blob, &mut i64) -> sys::cblob_status) -> i64 {
-        let mut value = 0;
-        // The calls are pure getters that cannot fail on a live window.
-        infallible(call(self.blob.as_ptr(), &mut value));
-        value
     }
 }
 
