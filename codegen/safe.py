@@ -150,7 +150,7 @@ def load_classes():
         classes[key] = {"key": key, "kind": "class", "handle": row["handle"], "params": row.get("params", {}),
                         "names": {lang: row.get(lang, key) for lang in LANGUAGES},
                         "lifecycle": row.get("lifecycle", []), "close": row.get("close", "generated"),
-                        "lent_by": row.get("lent_by")}
+                        "lent_by": row.get("lent_by"), "rust_fields": row.get("rust_fields", "")}
     for key, row in data["modules"].items():
         classes[key] = {"key": key, "kind": "module", "handle": None, "params": {},
                         "names": {lang: row.get(lang, "") for lang in LANGUAGES}}
@@ -1764,7 +1764,7 @@ def lifecycle_methods(lang, cls, model, tm, names):
                  "    let mut raw = ptr::null_mut();",
                  "    check(call(&mut raw))?;",
                  f"    let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::Internal, \"a NULL {handle} handle\"))?;",
-                 f"    Ok({t} {{ raw }})",
+                 f"    Ok({t} {{ raw{', ' + cls['rust_fields'] if cls.get('rust_fields') else ''} }})",
                  "}",
                  "",
                  "/// The raw handle, for calls through [`crate::sys`]; it stays owned by `self`.",

@@ -110,3 +110,71 @@ func TestErrorsCarryTheFunctionAndTheDetail(t *testing.T) {
 		t.Fatalf("function %q, detail %q, message %q", e.Function, e.Detail, e.Message)
 	}
 }
+
+// bigBlob is a blob of a few MiB, so that a save reports progress more than twice.
+func bigBlob(t *testing.T, ctx *cblob.Context, fill func(i int) float32) *cblob.Blob {
+	t.Helper()
+	values := make([]float32, 3*1024*1024)
+	for i := range values {
+		values[i] = fill(i)
+	}
+	return filled(t, ctx, values, 3, 1024, 1024)
+}
+
+func TestProgressIsReportedAndAStopCancelsTheSave(t *testing.T) {
+	ctx := newContext(t)
+	b := bigBlob(t, ctx, func(i int) float32 { return float32(i) })
+	dir := t.TempDir()
+	path := filepath.Join(dir, "b.npy")
+
+	var calls [][2]int64
+	if err := ctx.SetProgress(func(done, total int64) bool {
+		calls = append(calls, [2]int64{done, total})
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SaveNpy(path, cblob.PartData); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) <= 2 || calls[0] != [2]int64{0, info.Size()} || calls[len(calls)-1] != [2]int64{info.Size(), info.Size()} {
+		t.Fatalf("progress calls %v for %d bytes", calls, info.Size())
+	}
+	saved := must[[]byte](t)(os.ReadFile(path))
+
+	// A stop fails with StatusCancelled; the existing file keeps its bytes, a new one is not made.
+	if err := ctx.SetProgress(func(done, total int64) bool { return done == 0 }); err != nil {
+		t.Fatal(err)
+	}
+	other := bigBlob(t, ctx, func(int) float32 { return 7 })
+	wantStatus(t, other.SaveNpy(path, cblob.PartData), cblob.StatusCancelled)
+	if now := must[[]byte](t)(os.ReadFile(path)); !bytes.Equal(now, saved) {
+		t.Fatal("the stopped save changed the file")
+	}
+	absent := filepath.Join(dir, "absent.npy")
+	wantStatus(t, other.SaveNpy(absent, cblob.PartData), cblob.StatusCancelled)
+	if _, err := os.Stat(absent); !os.IsNotExist(err) {
+		t.Fatalf("the stopped save made its file: %v", err)
+	}
+
+	// A panic in the function is recovered, never unwinding through the library: it stops the call.
+	if err := ctx.SetProgress(func(done, total int64) bool { panic("the function's own panic") }); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, other.SaveNpy(absent, cblob.PartData), cblob.StatusCancelled)
+	if _, err := os.Stat(absent); !os.IsNotExist(err) {
+		t.Fatalf("the stopped save made its file: %v", err)
+	}
+
+	// nil removes the function: the save goes through.
+	if err := ctx.SetProgress(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.SaveNpy(absent, cblob.PartData); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -35,7 +35,14 @@ namespace CBlob
 
         /// <summary>An exception for a status, the library's message and its two parts.</summary>
         public CBlobException(Status status, string message, string function, string detail)
-            : base(message + " (" + NameOf(status) + ")")
+            : this(status, message, function, detail, null)
+        {
+        }
+
+        /// <summary>As the four-argument form, with the exception that caused the failure (a
+        /// progress function's, for <see cref="Status.Cancelled"/>).</summary>
+        public CBlobException(Status status, string message, string function, string detail, Exception innerException)
+            : base(message + " (" + NameOf(status) + ")", innerException)
         {
             Status = status;
             LibraryMessage = message;
@@ -85,9 +92,11 @@ namespace CBlob
 
         internal static CBlobException Last(Status status)
         {
+            // A progress function that threw stopped the call: its exception is the cause.
+            Exception cause = status == Status.Cancelled ? ProgressEntry.TakePending() : null;
             return new CBlobException(status, Text.FromUtf8(NativeMethods.cblob_last_error_message()),
                                       Text.FromUtf8(NativeMethods.cblob_last_error_function()),
-                                      Text.FromUtf8(NativeMethods.cblob_last_error_detail()));
+                                      Text.FromUtf8(NativeMethods.cblob_last_error_detail()), cause);
         }
     }
 }

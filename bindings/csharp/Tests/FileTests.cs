@@ -93,5 +93,58 @@ namespace CBlob.Tests
             StringAssert.Contains("prototxt", e.Detail);
             Assert.AreEqual(e.Function + ": " + e.Detail, e.LibraryMessage);
         }
+
+        // ---- progress and cancellation (Context.SetProgress) ----------------------------------
+
+        /// <summary>A blob of a few MiB, so that a save reports progress more than twice.</summary>
+        Blob BigBlob(float fill)
+        {
+            var values = new float[3 * 1024 * 1024];
+            for (int i = 0; i < values.Length; ++i)
+                values[i] = fill < 0 ? i : fill;
+            var blob = new Blob(ctx, DType.Float32, 3, 1024, 1024);
+            blob.CopyIn(values);
+            return blob;
+        }
+
+        [Test]
+        public void ProgressIsReportedAndAStopCancelsTheSave()
+        {
+            string path = Path.Combine(dir, "b.npy");
+            var calls = new System.Collections.Generic.List<Tuple<long, long?>>();
+            using (var blob = BigBlob(-1))
+            {
+                ctx.SetProgress((done, total) => { calls.Add(Tuple.Create(done, total)); return true; });
+                blob.SaveNpy(path);
+            }
+            long size = new FileInfo(path).Length;
+            Assert.Greater(calls.Count, 2);
+            Assert.AreEqual(Tuple.Create(0L, (long?)size), calls[0]);
+            Assert.AreEqual(Tuple.Create(size, (long?)size), calls[calls.Count - 1]);
+            byte[] saved = File.ReadAllBytes(path);
+
+            string absent = Path.Combine(dir, "absent.npy");
+            using (var other = BigBlob(7))
+            {
+                // A stop throws Cancelled; the existing file keeps its bytes, a new one is not made.
+                ctx.SetProgress((done, total) => done == 0);
+                Throws(Status.Cancelled, () => other.SaveNpy(path));
+                CollectionAssert.AreEqual(saved, File.ReadAllBytes(path), "the stopped save left the file as it was");
+                Throws(Status.Cancelled, () => other.SaveNpy(absent));
+                Assert.IsFalse(File.Exists(absent));
+
+                // An exception in the function stops the call and is the Cancelled exception's cause.
+                ctx.SetProgress((done, total) => { throw new InvalidOperationException("the function's own"); });
+                var e = Throws(Status.Cancelled, () => other.SaveNpy(absent));
+                Assert.IsInstanceOf<InvalidOperationException>(e.InnerException);
+                Assert.AreEqual("the function's own", e.InnerException.Message);
+                Assert.IsFalse(File.Exists(absent));
+
+                // null removes the function: the save goes through.
+                ctx.SetProgress(null);
+                other.SaveNpy(absent);
+                Assert.IsTrue(File.Exists(absent));
+            }
+        }
     }
 }

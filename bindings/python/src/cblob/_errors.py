@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno as _errno
 import os
 import stat
+import threading
 
 from ._library import lib
 from ._raw import Status
@@ -209,12 +210,26 @@ def failure(status, message=None, io=None):
     except ValueError:
         pass  # a newer library's status: InternalError keeps the number
     cls = FAMILIES.get(status, InternalError)
+    if status == Status.CANCELLED and message is None:
+        raised = getattr(_pending, "exception", None)
+        if raised is not None:  # a progress function raised it and so stopped the call
+            _pending.exception = None
+            return raised
     cause = os_cause(*io) if io is not None and status == Status.IO else None
     if cause is None:
         return cls(status, text, function or None, detail)
     error = OS_ERRORS[cause](status, text, function or None, detail)
     error.errno, error.strerror, error.filename = cause, os.strerror(cause), os.fspath(io[0])
     return error
+
+
+_pending = threading.local()
+
+
+def progress_exception(exception):
+    """Keeps the exception a progress function raised on this thread (the library calls it on
+    the calling thread), for failure() to raise once the stopped call has failed."""
+    _pending.exception = exception
 
 
 def check(status, io=None):

@@ -91,6 +91,10 @@ pub(crate) fn check(code: sys::cblob_status) -> Result<()> {
     if code == sys::CBLOB_OK {
         Ok(())
     } else {
+        if code == sys::CBLOB_ERR_CANCELLED {
+            // A progress callback that panicked stopped the call: its panic goes on from here.
+            crate::progress::resume_callback_panic();
+        }
         Err(Error::last(code))
     }
 }

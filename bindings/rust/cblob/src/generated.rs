@@ -29,7 +29,7 @@ impl Context {
         let mut raw = ptr::null_mut();
         check(call(&mut raw))?;
         let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::Internal, "a NULL cblob_context handle"))?;
-        Ok(Context { raw })
+        Ok(Context { raw, progress: Default::default() })
     }
     
     /// The raw handle, for calls through [`crate::sys`]; it stays owned by `self`.

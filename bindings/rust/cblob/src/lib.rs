@@ -94,6 +94,7 @@ mod memory;
 mod model;
 mod neoml;
 mod net;
+mod progress;
 pub mod proto;
 mod types;
 mod window;

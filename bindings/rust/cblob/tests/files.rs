@@ -89,3 +89,83 @@ fn errors_carry_the_function_and_the_detail() -> cblob::Result<()> {
     let _ = std::fs::remove_dir_all(dir);
     Ok(())
 }
+
+// ---- progress and cancellation (Context::set_progress) -------------------------------------------
+
+/// A blob of a few MiB, so that a save reports progress more than twice.
+fn big_blob(ctx: &Context) -> cblob::Result<Blob> {
+    let mut blob = Blob::new(ctx, DType::Float32, &[3, 1024, 1024])?;
+    let values: Vec<f32> = (0..3 * 1024 * 1024).map(|i| i as f32).collect();
+    blob.copy_in(Part::Data, &values)?;
+    Ok(blob)
+}
+
+#[test]
+fn progress_is_reported_and_a_stop_cancels_the_save() -> cblob::Result<()> {
+    use std::sync::{Arc, Mutex};
+    let mut ctx = Context::new()?;
+    let blob = big_blob(&ctx)?;
+    let dir = temp_dir("progress");
+    let path = dir.join("b.npy");
+
+    let calls: Arc<Mutex<Vec<(i64, Option<i64>)>>> = Arc::default();
+    let seen = Arc::clone(&calls);
+    ctx.set_progress(Some(move |done: i64, total: Option<i64>| {
+        seen.lock().unwrap().push((done, total));
+        true
+    }))?;
+    blob.save_npy(&path, Part::Data)?;
+    let calls = calls.lock().unwrap().clone();
+    assert!(calls.len() > 2, "{calls:?}");
+    let total = calls[0].1.expect("a .npy write knows its total");
+    assert_eq!(calls[0].0, 0);
+    assert_eq!(*calls.last().unwrap(), (total, Some(total)));
+    assert_eq!(total, std::fs::metadata(&path).unwrap().len() as i64);
+    let saved = std::fs::read(&path).unwrap();
+
+    // A stop fails with Cancelled and leaves the existing file as it was; a new one is not made.
+    ctx.set_progress(Some(|done: i64, _total: Option<i64>| done == 0))?;
+    let mut other = big_blob(&ctx)?;
+    other.copy_in(Part::Data, &vec![7.0f32; 3 * 1024 * 1024])?;
+    assert_eq!(other.save_npy(&path, Part::Data).unwrap_err().status(), Status::Cancelled);
+    assert_eq!(std::fs::read(&path).unwrap(), saved, "the stopped save left the file unchanged");
+    let absent = dir.join("absent.npy");
+    let error = other.save_npy(&absent, Part::Data).unwrap_err();
+    assert_eq!(error.status(), Status::Cancelled, "{error}");
+    assert!(!absent.exists());
+
+    // A panic in the callback stops the call and comes out of it, not out of the library.
+    ctx.set_progress(Some(|_: i64, _: Option<i64>| -> bool { panic!("the callback's own panic") }))?;
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| other.save_npy(&absent, Part::Data)));
+    let payload = caught.expect_err("the panic goes on after the call");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"the callback's own panic"));
+    assert!(!absent.exists());
+
+    // None removes the callback: the save goes through.
+    ctx.set_progress(None::<fn(i64, Option<i64>) -> bool>)?;
+    other.save_npy(&absent, Part::Data)?;
+    assert!(absent.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+    Ok(())
+}
+
+#[test]
+fn a_callback_outlived_by_its_blobs_is_not_called() -> cblob::Result<()> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let dir = temp_dir("outlived");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let blob = {
+        let mut ctx = Context::new()?;
+        let seen = Arc::clone(&calls);
+        ctx.set_progress(Some(move |_: i64, _: Option<i64>| {
+            seen.fetch_add(1, Ordering::Relaxed);
+            false
+        }))?;
+        Blob::new(&ctx, DType::Float32, &[4])?
+    }; // the Context is dropped; the blob keeps its context handle alive
+    blob.save_npy(dir.join("b.npy"), Part::Data)?;
+    assert_eq!(calls.load(Ordering::Relaxed), 0, "the dropped Context's callback is gone");
+    std::fs::remove_dir_all(&dir).unwrap();
+    Ok(())
+}
