@@ -240,6 +240,11 @@ int64_t cb_model_blob_count(const cb_model_blob *blob)
 {
     if (blob->dims == NULL)
         return blob->handle != NULL ? blob->handle->shape.count : 0;
+    /* A shape with a 0 among its dims holds nothing, whatever the others say: the walk accepts
+     * huge dims beside a 0 (Caffe does), whose product must not be formed (fuzz_blob_vector). */
+    for (int32_t i = 0; i < blob->num_axes; ++i)
+        if (blob->dims[i] == 0)
+            return 0;
     int64_t count = 1;
     for (int32_t i = 0; i < blob->num_axes; ++i)
         count *= blob->dims[i];
