@@ -214,6 +214,10 @@ static cblob_status read_header(cb_zip_member *member, const char *name, const c
     CB_TRY(cb_npy_header_size(what, preamble, got, &header_size));
     if (header_size > size)
         return npy_fail(name, "its .npy header runs past the member");
+    /* A version 1 preamble is shorter than the bytes read for any version's: a header that ends
+     * inside them holds no dictionary (fuzz_npz: a 10-byte header was given 12). */
+    if (header_size < got)
+        return npy_fail(name, "its .npy header is too short to hold its dictionary");
     uint8_t *header = malloc(header_size);
     if (header == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte .npy header", header_size);
