@@ -59,6 +59,34 @@ static cblob_status layer_names(const cblob_model *model, int64_t layer, const c
     return CBLOB_OK;
 }
 
+/* A layer's failure said with the layer it happened in (the library's message names the field).
+ * A stop the program asked for, or a failure said already, is left as it is. */
+static cblob_status layer_failure(cblob_status status, const cblob_model *model, int64_t layer)
+{
+    if (status == CBLOB_OK || status == TOOL_REPORTED || status == TOOL_STOPPED ||
+        (status == CBLOB_ERR_CANCELLED && tool_interrupted() != 0))
+        return status;
+    char detail[1024], name[160];
+    snprintf(detail, sizeof detail, "%s", cblob_last_error_detail()); /* before the next call replaces it */
+    const char *raw = NULL;
+    if (cblob_model_layer_name(model, layer, &raw) != CBLOB_OK || raw == NULL)
+        raw = "";
+    tool_escape_into(raw, 64, name, sizeof name);
+    return tool_own_failure("inspect", "layer %" PRId64 " (%s): %s", layer, name, detail);
+}
+
+/* What ends standard output when the output stopped part-way (a failure, or a signal): a line no
+ * JSON parser and no reader of the table takes for the rest of a document, so that a pipeline
+ * never reads what was written as the whole (standard error says why; the exit status is not 0). */
+#define INCOMPLETE_LINE "!! cblob inspect: the output above is incomplete: it stopped part-way"
+
+static void mark_incomplete(bool midline)
+{
+    tool_progress_clear();
+    printf("%s%s\n", midline ? "\n" : "", INCOMPLETE_LINE);
+    tool_stdout_written(true);
+}
+
 /* ---- JSON ----------------------------------------------------------------------------------- */
 
 static int write_stdout(const char *text, size_t size, void *context)
@@ -183,19 +211,31 @@ static cblob_status print_json(const tool_caffe *file, bool stats, int64_t value
     text_buffer buffer = {0};
     cblob_status status = CBLOB_OK;
     for (int64_t i = 0; status == CBLOB_OK && !out.failed && i < layers; ++i)
-        status = json_layer(&out, file->model, i, stats, &buffer);
+        status = layer_failure(json_layer(&out, file->model, i, stats, &buffer), file->model, i);
     free(buffer.text);
-    json_out_close(&out, ']');
-    json_out_key(&out, "blobs");
-    json_out_open(&out, '[');
-    for (int64_t j = 0; status == CBLOB_OK && j < file->num_blobs; ++j)
-        status = json_blob(&out, file->blobs[j], stats);
-    json_out_close(&out, ']');
-    json_out_close(&out, '}');
+    for (int64_t j = 0; status == CBLOB_OK && !out.failed && j <= file->num_blobs; ++j) {
+        if (j == 0) {
+            json_out_close(&out, ']');
+            json_out_key(&out, "blobs");
+            json_out_open(&out, '[');
+        }
+        if (j < file->num_blobs)
+            status = json_blob(&out, file->blobs[j], stats);
+    }
+    /* The document is closed only when all of it was made: one that stopped is never valid. */
+    const bool whole = status == CBLOB_OK && !out.failed;
+    if (whole) {
+        json_out_close(&out, ']');
+        json_out_close(&out, '}');
+    }
     json_out_finish(&out);
     tool_progress_clear();
-    fputc('\n', stdout);
-    tool_stdout_written(true);
+    if (whole && !out.failed) {
+        fputc('\n', stdout);
+        tool_stdout_written(true);
+    } else {
+        mark_incomplete(true);
+    }
     if (status == CBLOB_OK && out.failed && !ferror(stdout))
         status = tool_own_failure("inspect", "no memory to write the JSON");
     return status;
@@ -506,7 +546,8 @@ static cblob_status print_table(const tool_caffe *file, const table *t, bool par
     text_buffer buffer = {0};
     cblob_status status = CBLOB_OK;
     for (int64_t i = 0; status == CBLOB_OK && i < layers; ++i)
-        status = tool_interrupted() != 0 ? TOOL_STOPPED : print_layer(t, file->model, i, params, &buffer);
+        status = tool_interrupted() != 0 ? TOOL_STOPPED
+                                         : layer_failure(print_layer(t, file->model, i, params, &buffer), file->model, i);
     free(buffer.text);
     for (int64_t j = 0; status == CBLOB_OK && j < file->num_blobs; ++j) {
         const tool_blob blob = tool_handle_blob(file->blobs[j]);
@@ -519,6 +560,8 @@ static cblob_status print_table(const tool_caffe *file, const table *t, bool par
         }
     }
     tool_progress_clear();
+    if (status != CBLOB_OK)
+        mark_incomplete(false);
     return status;
 }
 

@@ -89,10 +89,11 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-/* CBLOB_TOOL_TEST_SIGNAL=<INT|TERM|HUP>:<read|write>:<percent>: the program raises the signal at
- * the first library progress call of a read or write phase with done >= percent of total (100:
- * the last call, just before a write's output takes its place). Tests use it to stop a
- * conversion at a chosen point; the signal, its handler and the library's stop are the real ones. */
+/* CBLOB_TOOL_TEST_SIGNAL=<INT|TERM|HUP>:<read|write|work>:<percent>: the program raises the signal
+ * at the first library progress call of a read or write phase (or, for work, the first piece of
+ * the program's own work, inspect's statistics) with done >= percent of total (100: the last call,
+ * just before a write's output takes its place). Tests use it to stop a command at a chosen
+ * point; the signal, its handler and the library's stop are the real ones. */
 static void read_test_hook(void)
 {
     const char *hook = getenv("CBLOB_TOOL_TEST_SIGNAL");
@@ -104,7 +105,9 @@ static void read_test_hook(void)
                            : strcmp(signal, "TERM") == 0 ? SIGTERM
                            : strcmp(signal, "HUP") == 0  ? SIGHUP
                                                          : 0;
-    progress.test_kind = strcmp(kind, "read") == 0 ? TOOL_PHASE_READ : TOOL_PHASE_WRITE;
+    progress.test_kind = strcmp(kind, "read") == 0    ? TOOL_PHASE_READ
+                         : strcmp(kind, "work") == 0 ? TOOL_PHASE_WORK
+                                                     : TOOL_PHASE_WRITE;
     progress.test_percent = percent;
 }
 
@@ -199,10 +202,22 @@ void tool_progress_total(int64_t total)
     progress.total = total;
 }
 
+/* The test hook: raises its signal once the phase it names is done >= its percent of total. */
+static void test_hook(int64_t done, int64_t total)
+{
+    if (progress.test_signal != 0 && progress.kind == progress.test_kind && total >= 0 &&
+        done * 100 >= (int64_t)progress.test_percent * total) {
+        const int signal = progress.test_signal;
+        progress.test_signal = 0;
+        raise(signal); /* the handler runs before raise returns */
+    }
+}
+
 void tool_progress_add(int64_t bytes)
 {
     progress.done += bytes;
     maybe_draw();
+    test_hook(progress.done, progress.total);
 }
 
 void tool_progress_clear(void)
@@ -231,11 +246,6 @@ int32_t tool_library_progress(void *user_data, int64_t done, int64_t total)
 {
     (void)user_data;
     tool_progress_update(done, total);
-    if (progress.test_signal != 0 && progress.kind == progress.test_kind && total >= 0 &&
-        done * 100 >= (int64_t)progress.test_percent * total) {
-        const int signal = progress.test_signal;
-        progress.test_signal = 0;
-        raise(signal); /* the handler runs before raise returns */
-    }
+    test_hook(done, total);
     return tool_interrupted() != 0;
 }

@@ -72,7 +72,7 @@ func TestNetStructureAndLosslessSave(t *testing.T) {
 		t.Fatalf("param specs %+v", specs)
 	}
 	params := must[string](t)(m.ParamsJSON(0, 0))
-	if params != `{"convolution_param":{"num_output":8},"unknown_fields":[{"field":5000,"wire_type":2,"bytes":4}]}` {
+	if params != `{"convolution_param":{"num_output":8},"unknown_fields":[{"field":5000,"wire_type":2,"count":1,"bytes":4,"first_bytes":"666f726b"}]}` {
 		t.Fatalf("params %s", params)
 	}
 	if layer := must[string](t)(m.LayerJSON(0, 0)); !strings.Contains(layer, `"bottoms":["data"]`) {

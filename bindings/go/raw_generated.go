@@ -3433,10 +3433,10 @@ func cModelLayerNumBottoms(model *C.cblob_model, layer C.int64_t) (C.int64_t, er
 	return r.out_count, nil
 }
 
-// One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
-// about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
-// layer's fields; the index, kept with the model, holds a copy of those fields and of each
-// name, and 8 bytes a name); later calls take O(1).
+// One of a layer's bottoms (never holding a NUL byte: a file with one in any name is refused
+// when read). The first question about a layer's bottoms, tops, rules or param specs indexes
+// them all (one walk over the layer's fields; the index, kept with the model, holds a copy of
+// those fields and of each name, and 8 bytes a name); later calls take O(1).
 func cModelLayerBottom(model *C.cblob_model, layer C.int64_t, index C.int64_t) (*C.char, error) {
 	r := C.cbgo_model_layer_bottom(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, index)
 	if r.status != C.CBLOB_OK {
@@ -3528,7 +3528,9 @@ func cModelLayerParamSpec(model *C.cblob_model, layer C.int64_t, index C.int64_t
 // from proto/caffe_params.proto; enums by name, floats as the shortest text that reads back to
 // the same value (NaN and infinities as the strings "nan", "inf", "-inf"), text that is not
 // UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
-// under "unknown_fields" as {"field": N, "wire_type": W, "bytes": L}. With CBLOB_JSON_DEFAULTS,
+// under "unknown_fields", one entry per field number and wire type of a message however often
+// it is given: {"field": N, "wire_type": W, "count": C, "bytes": L (of all C together),
+// "first_bytes": the first one's first 8 bytes in hex}. With CBLOB_JSON_DEFAULTS,
 // fields of the messages present that the file leaves out appear with their defaults. Text
 // convention of cblob_blob_shape_string.
 func cModelLayerParamsJSON(model *C.cblob_model, layer C.int64_t, flags C.int32_t, buffer *C.char, bufferSize C.size_t) (C.size_t, error) {

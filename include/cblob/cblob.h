@@ -1164,10 +1164,10 @@ enum {
 CBLOB_API cblob_status cblob_model_layer_num_bottoms(const cblob_model *model, int64_t layer, int64_t *out_count);
 
 /*
- * One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
- * about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
- * layer's fields; the index, kept with the model, holds a copy of those fields and of each
- * name, and 8 bytes a name); later calls take O(1).
+ * One of a layer's bottoms (never holding a NUL byte: a file with one in any name is refused
+ * when read). The first question about a layer's bottoms, tops, rules or param specs indexes
+ * them all (one walk over the layer's fields; the index, kept with the model, holds a copy of
+ * those fields and of each name, and 8 bytes a name); later calls take O(1).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.1.
@@ -1250,7 +1250,9 @@ CBLOB_API cblob_status cblob_model_layer_param_spec(const cblob_model *model, in
  * from proto/caffe_params.proto; enums by name, floats as the shortest text that reads back to
  * the same value (NaN and infinities as the strings "nan", "inf", "-inf"), text that is not
  * UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
- * under "unknown_fields" as {"field": N, "wire_type": W, "bytes": L}. With CBLOB_JSON_DEFAULTS,
+ * under "unknown_fields", one entry per field number and wire type of a message however often
+ * it is given: {"field": N, "wire_type": W, "count": C, "bytes": L (of all C together),
+ * "first_bytes": the first one's first 8 bytes in hex}. With CBLOB_JSON_DEFAULTS,
  * fields of the messages present that the file leaves out appear with their defaults. Text
  * convention of cblob_blob_shape_string.
  *   buffer: may be NULL

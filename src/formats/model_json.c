@@ -139,14 +139,136 @@ static json_t *default_value(const ProtobufCFieldDescriptor *field)
     return element(field, field->default_value != NULL ? field->default_value : zeros, false);
 }
 
+/* ---- unknown fields, summarised ---------------------------------------------------------------- */
+
+/* Fields no schema knows, one entry per (field, wire type) however many times it is given: how
+ * many, their bytes together, and the first one's first bytes. A layer of millions of 2-byte unknown
+ * fields makes one entry, not millions of objects (and output 20 times the input). */
+#define CB_UNKNOWN_FIRST_BYTES 8
+
+typedef struct unknown_entry {
+    uint32_t field;
+    int wire_type;
+    int64_t count;
+    uint64_t bytes;
+    size_t first_size;
+    uint8_t first[CB_UNKNOWN_FIRST_BYTES];
+} unknown_entry;
+
+typedef struct unknown_summary {
+    unknown_entry *entries;
+    size_t count, capacity;
+    size_t *slots; /* open addressing over entries, by (field, wire type): 0 empty, else index + 1 */
+    size_t num_slots;
+    bool failed; /* no memory: the summary is incomplete, and says so by failing its rendering */
+} unknown_summary;
+
+static size_t unknown_hash(uint32_t field, int wire_type, size_t num_slots)
+{
+    return (size_t)((((uint64_t)field << 3 | (uint64_t)wire_type) * 0x9E3779B97F4A7C15ull) >> 20) & (num_slots - 1);
+}
+
+static bool unknown_rehash(unknown_summary *s)
+{
+    const size_t num_slots = s->num_slots == 0 ? 16 : s->num_slots * 2;
+    size_t *slots = calloc(num_slots, sizeof *slots);
+    if (slots == NULL)
+        return false;
+    for (size_t i = 0; i < s->count; ++i) {
+        size_t at = unknown_hash(s->entries[i].field, s->entries[i].wire_type, num_slots);
+        while (slots[at] != 0)
+            at = (at + 1) & (num_slots - 1);
+        slots[at] = i + 1;
+    }
+    free(s->slots);
+    s->slots = slots;
+    s->num_slots = num_slots;
+    return true;
+}
+
+static void unknown_add(unknown_summary *s, uint32_t field, int wire_type, const uint8_t *data, size_t size)
+{
+    if (s->failed)
+        return;
+    if ((s->count + 1) * 2 > s->num_slots && !unknown_rehash(s)) {
+        s->failed = true;
+        return;
+    }
+    size_t at = unknown_hash(field, wire_type, s->num_slots);
+    while (s->slots[at] != 0) {
+        unknown_entry *entry = &s->entries[s->slots[at] - 1];
+        if (entry->field == field && entry->wire_type == wire_type) {
+            ++entry->count;
+            entry->bytes += size;
+            return;
+        }
+        at = (at + 1) & (s->num_slots - 1);
+    }
+    if (s->count == s->capacity) {
+        const size_t capacity = s->capacity == 0 ? 4 : s->capacity * 2;
+        unknown_entry *grown = realloc(s->entries, capacity * sizeof *grown);
+        if (grown == NULL) {
+            s->failed = true;
+            return;
+        }
+        s->entries = grown;
+        s->capacity = capacity;
+    }
+    unknown_entry *entry = &s->entries[s->count];
+    *entry = (unknown_entry){.field = field, .wire_type = wire_type, .count = 1, .bytes = size};
+    entry->first_size = size < CB_UNKNOWN_FIRST_BYTES ? size : CB_UNKNOWN_FIRST_BYTES;
+    if (entry->first_size > 0)
+        memcpy(entry->first, data, entry->first_size);
+    s->slots[at] = ++s->count;
+}
+
+static void unknown_free(unknown_summary *s)
+{
+    free(s->entries);
+    free(s->slots);
+    *s = (unknown_summary){0};
+}
+
+/* The summary's entries appended to list (schema 2's unknown_fields); false when memory ran out. */
+static bool unknown_append(json_t *list, const unknown_summary *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; list != NULL && !s->failed && i < s->count; ++i) {
+        const unknown_entry *entry = &s->entries[i];
+        char first[2 * CB_UNKNOWN_FIRST_BYTES + 1];
+        for (size_t k = 0; k < entry->first_size; ++k) {
+            first[2 * k] = hex[entry->first[k] >> 4];
+            first[2 * k + 1] = hex[entry->first[k] & 15];
+        }
+        first[2 * entry->first_size] = '\0';
+        if (json_array_append_new(list, json_pack("{s:I,s:i,s:I,s:I,s:s}", "field", (json_int_t)entry->field,
+                                                  "wire_type", entry->wire_type, "count", (json_int_t)entry->count,
+                                                  "bytes", (json_int_t)entry->bytes, "first_bytes", first)) != 0)
+            return false;
+    }
+    return list != NULL && !s->failed;
+}
+
 static json_t *unknown_fields(const ProtobufCMessage *message)
 {
-    json_t *list = json_array();
-    for (unsigned i = 0; list != NULL && i < message->n_unknown_fields; ++i) {
+    unknown_summary summary = {0};
+    for (unsigned i = 0; i < message->n_unknown_fields; ++i) {
         const ProtobufCMessageUnknownField *field = &message->unknown_fields[i];
-        json_array_append_new(list, json_pack("{s:I,s:i,s:I}", "field", (json_int_t)field->tag, "wire_type",
-                                              (int)field->wire_type, "bytes", (json_int_t)field->len));
+        /* protobuf-c keeps a length-delimited field's length with its payload: the payload is
+         * summarised, as at the layer's own level. */
+        uint64_t length = 0;
+        size_t prefix = 0;
+        if (field->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED ||
+            cb_varint_decode(field->data, field->len, &length, &prefix) != CB_VARINT_OK || prefix > field->len)
+            prefix = 0;
+        unknown_add(&summary, field->tag, (int)field->wire_type, field->data + prefix, field->len - prefix);
     }
+    json_t *list = json_array();
+    if (!unknown_append(list, &summary)) {
+        json_decref(list);
+        list = NULL; /* the object holding it fails to be made: no memory, said as such */
+    }
+    unknown_free(&summary);
     return list;
 }
 
@@ -206,7 +328,7 @@ static ProtobufCMessage *unpack_fields(const ProtobufCMessageDescriptor *descrip
 
 /* protobuf-c cannot skip groups (an obsolete wire type forks still use for unknown fields):
  * copies a message's body with its groups left out, and lists them in `groups`. */
-static cblob_status strip_groups(const uint8_t *data, size_t size, cb_bytes *out, json_t *groups)
+static cblob_status strip_groups(const uint8_t *data, size_t size, cb_bytes *out, unknown_summary *groups)
 {
     cb_wire wire = cb_wire_begin(data, size, NULL);
     size_t run = 0;
@@ -222,8 +344,7 @@ static cblob_status strip_groups(const uint8_t *data, size_t size, cb_bytes *out
             uint64_t tag = 0;
             size_t tag_size = 0;
             cb_varint_decode(data + at, size - at, &tag, &tag_size);
-            json_array_append_new(groups, json_pack("{s:I,s:i,s:I}", "field", (json_int_t)(tag >> 3),
-                                                    "wire_type", 3, "bytes", (json_int_t)(group_end - at)));
+            unknown_add(groups, (uint32_t)(tag >> 3), 3, data + at, group_end - at);
             run = group_end;
         }
         if (cb_wire_at_end(&inner))
@@ -233,7 +354,8 @@ static cblob_status strip_groups(const uint8_t *data, size_t size, cb_bytes *out
 }
 
 /* A field with its message's groups left out. */
-static cblob_status without_groups(const uint8_t *data, const cb_wire_field *field, cb_bytes *out, json_t *groups)
+static cblob_status without_groups(const uint8_t *data, const cb_wire_field *field, cb_bytes *out,
+                                   unknown_summary *groups)
 {
     cb_bytes payload = {0};
     cblob_status status = strip_groups(data + field->payload, field->length, &payload, groups);
@@ -252,33 +374,32 @@ static cblob_status without_groups(const uint8_t *data, const cb_wire_field *fie
 
 /* A parameter field unpacked (with its groups left out when protobuf-c refuses them), or NULL. */
 static ProtobufCMessage *unpack_field(const ProtobufCMessageDescriptor *descriptor, const uint8_t *data,
-                                      const cb_wire_field *field, json_t *groups)
+                                      const cb_wire_field *field, unknown_summary *groups)
 {
     const size_t size = field->payload + field->length - field->offset;
     ProtobufCMessage *message = unpack_fields(descriptor, data + field->offset, size);
     if (message != NULL || field->type != CB_WIRE_LENGTH)
         return message;
     cb_bytes stripped = {0};
-    if (without_groups(data, field, &stripped, groups) == CBLOB_OK && json_array_size(groups) > 0)
+    if (without_groups(data, field, &stripped, groups) == CBLOB_OK && groups->count > 0)
         message = unpack_fields(descriptor, stripped.data, stripped.size);
     cb_bytes_free(&stripped);
     return message;
 }
 
 /* Groups left out of a message join the unknown fields of its rendered object. */
-static void add_unknown_groups(json_t *object, json_t *groups)
+static void add_unknown_groups(json_t *object, const unknown_summary *groups)
 {
-    if (json_array_size(groups) == 0)
+    if (groups->count == 0)
         return;
     json_t *unknown = json_object_get(object, "unknown_fields");
     if (unknown == NULL)
-        json_object_set(object, "unknown_fields", groups);
-    else
-        json_array_extend(unknown, groups);
+        json_object_set_new(object, "unknown_fields", unknown = json_array());
+    unknown_append(unknown, groups);
 }
 
 /* Groups left out of a field's message join the unknown fields of the message rendered. */
-static void add_groups(json_t *rendered, json_t *groups)
+static void add_groups(json_t *rendered, const unknown_summary *groups)
 {
     const char *key;
     json_t *value;
@@ -287,7 +408,6 @@ static void add_groups(json_t *rendered, json_t *groups)
         if (json_is_object(value))
             add_unknown_groups(value, groups);
     }
-    json_decref(groups);
 }
 
 /* Renders what protobuf-c unpacked, leaving out structure fields; a field it cannot unpack is
@@ -298,25 +418,25 @@ static cblob_status render_params(const cblob_model *model, const cb_bytes *fiel
     const ProtobufCMessageDescriptor *descriptor =
         v1 ? &caffe__v1_layer_parameter_fields__descriptor : &caffe__layer_parameter_fields__descriptor;
     cb_wire wire = cb_wire_begin(fields->data, fields->size, NULL);
-    json_t *unknown = json_array();
+    unknown_summary unknown = {0};
     for (;;) {
         cb_wire_field field;
         if (cb_wire_next(&wire, &field) != CBLOB_OK || cb_wire_at_end(&field))
             break;
         if (is_structure(v1, field.number))
             continue;
-        json_t *groups = json_array();
+        unknown_summary groups = {0};
         ProtobufCMessage *message = protobuf_c_message_descriptor_get_field(descriptor, field.number) != NULL
-                                        ? unpack_field(descriptor, fields->data, &field, groups)
+                                        ? unpack_field(descriptor, fields->data, &field, &groups)
                                         : NULL;
         if (message == NULL) {
-            json_decref(groups);
-            json_array_append_new(unknown, json_pack("{s:I,s:i,s:I}", "field", (json_int_t)field.number, "wire_type",
-                                                     field.type, "bytes", (json_int_t)field.length));
+            unknown_free(&groups);
+            unknown_add(&unknown, field.number, field.type, fields->data + field.payload, field.length);
             continue;
         }
         json_t *rendered = render_message(message, (flags & CBLOB_JSON_DEFAULTS) != 0);
-        add_groups(rendered, groups);
+        add_groups(rendered, &groups);
+        unknown_free(&groups);
         const char *key;
         json_t *value;
         json_object_foreach(rendered, key, value)
@@ -333,10 +453,14 @@ static cblob_status render_params(const cblob_model *model, const cb_bytes *fiel
         json_decref(rendered);
         protobuf_c_message_free_unpacked(message, NULL);
     }
-    if (json_array_size(unknown) > 0)
-        json_object_set(params, "unknown_fields", unknown);
-    json_decref(unknown);
-    return CBLOB_OK;
+    bool listed = true;
+    if (unknown.count > 0 || unknown.failed) {
+        json_t *list = json_array();
+        listed = unknown_append(list, &unknown) && json_object_set_new(params, "unknown_fields", json_incref(list)) == 0;
+        json_decref(list);
+    }
+    unknown_free(&unknown);
+    return listed ? CBLOB_OK : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a layer's unknown fields");
 }
 
 /* The layer's fields, less its blobs: its field's payload. */
@@ -393,16 +517,17 @@ static json_t *text_value(const char *text)
 static json_t *nested_value(const uint8_t *data, size_t size, const ProtobufCMessageDescriptor *descriptor)
 {
     cb_bytes stripped = {0};
-    json_t *value = NULL, *groups = json_array();
+    json_t *value = NULL;
+    unknown_summary groups = {0};
     ProtobufCMessage *message = unpack_fields(descriptor, data, size);
-    if (message == NULL && strip_groups(data, size, &stripped, groups) == CBLOB_OK)
+    if (message == NULL && strip_groups(data, size, &stripped, &groups) == CBLOB_OK)
         message = unpack_fields(descriptor, stripped.data, stripped.size);
     value = message != NULL ? render_message(message, false) : NULL;
     if (message != NULL)
         protobuf_c_message_free_unpacked(message, NULL);
     if (value != NULL)
-        add_unknown_groups(value, groups);
-    json_decref(groups);
+        add_unknown_groups(value, &groups);
+    unknown_free(&groups);
     cb_bytes_free(&stripped);
     return value != NULL ? value : json_object();
 }

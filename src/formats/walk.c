@@ -291,15 +291,60 @@ static cb_walk_item field_item(cb_walk_kind kind, const cb_wire *wire, const cb_
                           .path = wire->path};
 }
 
+/* One rule for NUL in names: every name the structure reports (the net's; a layer's name, type,
+ * bottoms, tops and V1 param names; a rule's stages; a param spec's name) is a C string, which
+ * cannot hold a NUL byte. Caffe takes one, but cblob would cut the name there (and make two names
+ * one), so a name holding one is refused when the file is read, whatever it was going to become
+ * (a table row, JSON, a .npy file's name, a safetensors key). */
+#define CB_NUL_IN_NAME "holds a NUL byte (cblob reads no name holding one: names are C strings)"
+
 /* A string the structure reports (a net's, a layer's name or type): length-delimited and without a
- * NUL byte (C strings cannot hold one); its payload readable afterwards. */
+ * NUL byte; its payload readable afterwards. */
 static cblob_status check_text(const cb_wire *wire, const cb_wire_field *field)
 {
     CB_TRY(cb_wire_expect(wire, field, CB_WIRE_LENGTH, "string"));
     CB_TRY(cb_wire_need_payload(wire, field));
     if (memchr(wire->input + field->payload, 0, field->length) != NULL)
-        return cb_wire_fail(wire->path, field, field->offset, "the string holds a NUL byte");
+        return cb_wire_fail(wire->path, field, field->offset, "the string " CB_NUL_IN_NAME);
     return CBLOB_OK;
+}
+
+/* A name of one of a layer's lists (a bottom, a top, a V1 param name): without a NUL byte; a field
+ * of another wire type is no name (it is kept as bytes, and is in no list), not an error. */
+static cblob_status check_list_name(const cb_wire *wire, const cb_wire_field *field, const char *what)
+{
+    if (field->type != CB_WIRE_LENGTH)
+        return CBLOB_OK;
+    CB_TRY(cb_wire_need_payload(wire, field));
+    if (memchr(wire->input + field->payload, 0, field->length) != NULL)
+        return cb_wire_fail(wire->path, NULL, field->offset, "its %s " CB_NUL_IN_NAME, what);
+    return CBLOB_OK;
+}
+
+/* The names inside a rule (its stages, not_stages: fields `first` to `last`) or a param spec (its
+ * name). A malformed one is kept as bytes and is no rule or spec (model_layers.c): it holds no names. */
+static cblob_status check_nested_names(const cb_wire *wire, const cb_wire_field *field, uint32_t first,
+                                       uint32_t last, const char *what)
+{
+    if (field->type != CB_WIRE_LENGTH)
+        return CBLOB_OK;
+    CB_TRY(cb_wire_need_payload(wire, field));
+    if (memchr(wire->input + field->payload, 0, field->length) == NULL)
+        return CBLOB_OK; /* the common case, in one pass */
+    cb_saved_error saved;
+    cb_error_save(&saved);
+    cb_wire inner = cb_wire_range(wire->input, field->payload, field->length, NULL);
+    cb_wire_field name;
+    size_t nul_at = SIZE_MAX;
+    cblob_status status;
+    while ((status = cb_wire_next(&inner, &name)) == CBLOB_OK && !cb_wire_at_end(&name))
+        if (nul_at == SIZE_MAX && name.number >= first && name.number <= last && name.type == CB_WIRE_LENGTH &&
+            memchr(wire->input + name.payload, 0, name.length) != NULL)
+            nul_at = name.offset;
+    cb_error_restore(&saved);
+    if (status != CBLOB_OK || nul_at == SIZE_MAX)
+        return CBLOB_OK;
+    return cb_wire_fail(wire->path, NULL, nul_at, "%s " CB_NUL_IN_NAME, what);
 }
 
 /* ---- blobs ----------------------------------------------------------------------------------- */
@@ -490,11 +535,17 @@ static cblob_status mark_list(walker *w, const cb_wire *wire, const cb_wire_fiel
 static cblob_status walk_v2_field(walker *w, const cb_wire *wire, const cb_wire_field *field, layer_walk *layer)
 {
     switch (field->number) {
-    case CB_LAYER_BOTTOM: return mark_list(w, wire, field, CB_LIST_BOTTOM);
-    case CB_LAYER_TOP: return mark_list(w, wire, field, CB_LIST_TOP);
-    case CB_LAYER_INCLUDE: return mark_list(w, wire, field, CB_LIST_INCLUDE);
-    case CB_LAYER_EXCLUDE: return mark_list(w, wire, field, CB_LIST_EXCLUDE);
-    case CB_LAYER_PARAM: return mark_list(w, wire, field, CB_LIST_PARAM_SPEC);
+    case CB_LAYER_BOTTOM: CB_TRY(check_list_name(wire, field, "bottom")); return mark_list(w, wire, field, CB_LIST_BOTTOM);
+    case CB_LAYER_TOP: CB_TRY(check_list_name(wire, field, "top")); return mark_list(w, wire, field, CB_LIST_TOP);
+    case CB_LAYER_INCLUDE:
+        CB_TRY(check_nested_names(wire, field, CB_RULE_STAGE, CB_RULE_NOT_STAGE, "a stage of its rule"));
+        return mark_list(w, wire, field, CB_LIST_INCLUDE);
+    case CB_LAYER_EXCLUDE:
+        CB_TRY(check_nested_names(wire, field, CB_RULE_STAGE, CB_RULE_NOT_STAGE, "a stage of its rule"));
+        return mark_list(w, wire, field, CB_LIST_EXCLUDE);
+    case CB_LAYER_PARAM:
+        CB_TRY(check_nested_names(wire, field, CB_SPEC_NAME, CB_SPEC_NAME, "the name of its param spec"));
+        return mark_list(w, wire, field, CB_LIST_PARAM_SPEC);
     case CB_LAYER_PHASE: return mark_list(w, wire, field, CB_LIST_PHASE);
     case CB_LAYER_NAME:
         CB_TRY(walk_text(w, wire, field, CB_WALK_LAYER_NAME, true));
@@ -523,11 +574,15 @@ static cblob_status walk_v1_field(walker *w, const cb_wire *wire, const cb_wire_
     }
     case CB_V1_BLOBS: return walk_blob_field(w, wire, field, "blobs", layer->blobs++, true);
     case CB_V1_LAYER: return walk_v0(w, wire, field, layer);
-    case CB_V1_BOTTOM: return mark_list(w, wire, field, CB_LIST_BOTTOM);
-    case CB_V1_TOP: return mark_list(w, wire, field, CB_LIST_TOP);
-    case CB_V1_INCLUDE: return mark_list(w, wire, field, CB_LIST_INCLUDE);
-    case CB_V1_EXCLUDE: return mark_list(w, wire, field, CB_LIST_EXCLUDE);
-    case CB_V1_PARAM: return mark_list(w, wire, field, CB_LIST_PARAM_NAME);
+    case CB_V1_BOTTOM: CB_TRY(check_list_name(wire, field, "bottom")); return mark_list(w, wire, field, CB_LIST_BOTTOM);
+    case CB_V1_TOP: CB_TRY(check_list_name(wire, field, "top")); return mark_list(w, wire, field, CB_LIST_TOP);
+    case CB_V1_INCLUDE:
+        CB_TRY(check_nested_names(wire, field, CB_RULE_STAGE, CB_RULE_NOT_STAGE, "a stage of its rule"));
+        return mark_list(w, wire, field, CB_LIST_INCLUDE);
+    case CB_V1_EXCLUDE:
+        CB_TRY(check_nested_names(wire, field, CB_RULE_STAGE, CB_RULE_NOT_STAGE, "a stage of its rule"));
+        return mark_list(w, wire, field, CB_LIST_EXCLUDE);
+    case CB_V1_PARAM: CB_TRY(check_list_name(wire, field, "param")); return mark_list(w, wire, field, CB_LIST_PARAM_NAME);
     case CB_V1_BLOBS_LR: return mark_list(w, wire, field, CB_LIST_BLOBS_LR);
     case CB_V1_WEIGHT_DECAY: return mark_list(w, wire, field, CB_LIST_WEIGHT_DECAY);
     default: return CBLOB_OK;

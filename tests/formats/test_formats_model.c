@@ -386,6 +386,20 @@ TEST(malformed_nets_name_the_layer_blob_and_byte)
     pb_message(&nul_net, 100, &nul_layer);
     CHECK_ERROR(cblob_model_open(ctx, nul_net.data, nul_net.size, &model), CBLOB_ERR_PARSE);
     CHECK(strstr(cblob_last_error_message(), "NetParameter.layer[0].name at byte 3") != NULL);
+    /* Nor a bottom, a top, a stage or a param spec's name: one rule for every name (issue 32). */
+    pb nul_bottom = {0}, nul_bottom_net = {0}, nul_rule = {0};
+    pb_string(&nul_bottom, 1, "conv");
+    pb_bytes(&nul_bottom, 3, "a\0b", 3);
+    pb_message(&nul_bottom_net, 100, &nul_bottom);
+    CHECK_ERROR(cblob_model_open(ctx, nul_bottom_net.data, nul_bottom_net.size, &model), CBLOB_ERR_PARSE);
+    CHECK(strstr(cblob_last_error_message(), "NetParameter.layer[0](conv) at byte 9: its bottom holds a NUL byte") != NULL);
+    pb_free(&nul_bottom_net);
+    pb_bytes(&nul_rule, 4, "s\0", 2);
+    pb_message(&nul_bottom, 8, &nul_rule); /* the bottom first: the first name with a NUL is said */
+    pb_message(&nul_bottom_net, 100, &nul_bottom);
+    CHECK_ERROR(cblob_model_open(ctx, nul_bottom_net.data, nul_bottom_net.size, &model), CBLOB_ERR_PARSE);
+    CHECK(strstr(cblob_last_error_message(), "its bottom holds a NUL byte") != NULL);
+    pb_free(&nul_bottom), pb_free(&nul_bottom_net), pb_free(&nul_rule);
     /* Valid protobuf of another kind reads as an empty net; cblob says what it is instead. */
     uint8_t vector[64];
     size_t vector_size = 0;

@@ -117,6 +117,41 @@ static char *layer_text(const cblob_model *model, int64_t layer, bool params, in
     return text;
 }
 
+/* Unknown fields are listed once per (field, wire type) of each message, with how many there are,
+ * their bytes together and the first one's first bytes: a layer of a million of them renders in a
+ * line, not a million objects (issue 32). */
+TEST(unknown_fields_are_summarised_per_field_and_wire_type)
+{
+    cblob_context *ctx = context_new();
+    pb layer = {0}, conv = {0}, net = {0};
+    pb_string(&layer, 1, "conv");
+    pb_string(&layer, 2, "Convolution");
+    for (int i = 0; i < 1000; ++i)
+        pb_int(&layer, 5001, i < 500 ? 1 : 300);
+    pb_bytes(&layer, 5002, "0123456789", 10);
+    pb_bytes(&layer, 5002, "ab", 2);
+    pb_int(&conv, 1, 8);
+    for (int i = 0; i < 3; ++i)
+        pb_bytes(&conv, 5000, "fork", 4);
+    pb_message(&layer, 106, &conv);
+    pb_message(&net, 100, &layer);
+    cblob_model *model = NULL;
+    CHECK_OK(cblob_model_open(ctx, net.data, net.size, &model));
+    char *params = layer_text(model, 0, true, 0);
+    CHECK(params != NULL);
+    CHECK_MSG(strcmp(params, "{\"convolution_param\":{\"num_output\":8,\"unknown_fields\":[{\"field\":5000,\"wire_type\":2,"
+                             "\"count\":3,\"bytes\":12,\"first_bytes\":\"666f726b\"}]},\"unknown_fields\":[{\"field\":5001,"
+                             "\"wire_type\":0,\"count\":1000,\"bytes\":1500,\"first_bytes\":\"01\"},{\"field\":5002,"
+                             "\"wire_type\":2,\"count\":2,\"bytes\":12,\"first_bytes\":\"3031323334353637\"}]}") == 0,
+              "%s", params);
+    free(params);
+    cblob_model_destroy(model);
+    pb_free(&layer);
+    pb_free(&conv);
+    pb_free(&net);
+    cblob_context_destroy(ctx);
+}
+
 TEST(parameters_render_from_the_schema_and_unknown_fields_by_number)
 {
     cblob_context *ctx = context_new();
@@ -127,8 +162,8 @@ TEST(parameters_render_from_the_schema_and_unknown_fields_by_number)
     char *params = layer_text(model, 0, true, 0);
     CHECK(params != NULL);
     CHECK_MSG(strcmp(params, "{\"convolution_param\":{\"num_output\":8,\"kernel_size\":[3,5],\"weight_filler\":{\"type\":"
-                             "\"xavier\"},\"unknown_fields\":[{\"field\":5000,\"wire_type\":0,\"bytes\":1}]},"
-                             "\"unknown_fields\":[{\"field\":5001,\"wire_type\":2,\"bytes\":4}]}") == 0,
+                             "\"xavier\"},\"unknown_fields\":[{\"field\":5000,\"wire_type\":0,\"count\":1,\"bytes\":1,\"first_bytes\":\"07\"}]},"
+                             "\"unknown_fields\":[{\"field\":5001,\"wire_type\":2,\"count\":1,\"bytes\":4,\"first_bytes\":\"666f726b\"}]}") == 0,
               "%s", params);
     free(params);
     /* With defaults: fields the file leaves out, with Caffe's defaults. */

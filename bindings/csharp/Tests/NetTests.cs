@@ -67,7 +67,7 @@ namespace CBlob.Tests
                 Assert.AreEqual("w", specs[0].Name);
                 Assert.AreEqual(2f, specs[0].LrMult);
                 Assert.AreEqual(1f, specs[0].DecayMult);
-                Assert.AreEqual("{\"convolution_param\":{\"num_output\":8},\"unknown_fields\":[{\"field\":5000,\"wire_type\":2,\"bytes\":4}]}",
+                Assert.AreEqual("{\"convolution_param\":{\"num_output\":8},\"unknown_fields\":[{\"field\":5000,\"wire_type\":2,\"count\":1,\"bytes\":4,\"first_bytes\":\"666f726b\"}]}",
                                 model.GetParamsJson(0));
                 StringAssert.Contains("\"tops\":[\"conv1\"]", model.GetLayerJson(0));
                 CollectionAssert.AreEqual(new[] { 2L }, model.GetBlobShape(0, 0));

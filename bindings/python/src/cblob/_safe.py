@@ -856,10 +856,10 @@ class _ModelMethods:
     def bottoms(self, layer: int) -> list[str]:
         """The names of a layer's bottoms (its input blobs), in order.
     
-        One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
-        about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
-        layer's fields; the index, kept with the model, holds a copy of those fields and of each
-        name, and 8 bytes a name); later calls take O(1).
+        One of a layer's bottoms (never holding a NUL byte: a file with one in any name is refused
+        when read). The first question about a layer's bottoms, tops, rules or param specs indexes
+        them all (one walk over the layer's fields; the index, kept with the model, holds a copy of
+        those fields and of each name, and 8 bytes a name); later calls take O(1).
         """
         count, out = c_int64(), c_char_p()
         check(lib.cblob_model_layer_num_bottoms(self._h, int64_arg(layer, "layer"), count))
@@ -897,7 +897,9 @@ class _ModelMethods:
         from proto/caffe_params.proto; enums by name, floats as the shortest text that reads back to
         the same value (NaN and infinities as the strings "nan", "inf", "-inf"), text that is not
         UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
-        under "unknown_fields" as {"field": N, "wire_type": W, "bytes": L}. With JsonFlags.DEFAULTS,
+        under "unknown_fields", one entry per field number and wire type of a message however often
+        it is given: {"field": N, "wire_type": W, "count": C, "bytes": L (of all C together),
+        "first_bytes": the first one's first 8 bytes in hex}. With JsonFlags.DEFAULTS,
         fields of the messages present that the file leaves out appear with their defaults. Text
         convention of Blob.shape_string.
         """

@@ -47,7 +47,7 @@ fn structure_and_lossless_save() -> cblob::Result<()> {
     let specs = net.param_specs(0)?;
     assert_eq!((specs[0].name.as_deref(), specs[0].lr_mult, specs[0].decay_mult), (Some("w"), 2.0, 1.0));
     assert_eq!(net.params_json(0, &[])?,
-               r#"{"convolution_param":{"num_output":8},"unknown_fields":[{"field":5000,"wire_type":2,"bytes":4}]}"#);
+               r#"{"convolution_param":{"num_output":8},"unknown_fields":[{"field":5000,"wire_type":2,"count":1,"bytes":4,"first_bytes":"666f726b"}]}"#);
     assert!(net.layer_json(0, &[])?.contains(r#""bottoms":["data"]"#));
     assert_eq!(net.blob_shape(0, 0)?, vec![2]);
     assert_eq!(net.read_blob::<f32>(0, 0, Part::Data)?, vec![1.5, -2.0]);
