@@ -128,15 +128,17 @@ static cblob_status blob_values(builder *b, const cb_walk_item *item)
     const cb_wire_field *field = item->field;
     const size_t element = item->is_double ? 8 : 4;
     uint8_t *array = item->part == CBLOB_PART_DATA ? b->blob.data : b->blob.diff;
-    const size_t filled = (size_t)b->filled[item->part] * element;
+    /* An empty blob has no array: its (empty) fields of values point nowhere (no offset is
+     * applied to NULL; UBSan, fuzz_blob_vector). */
+    uint8_t *to = array != NULL ? array + (size_t)b->filled[item->part] * element : NULL;
     if (field->type != CB_WIRE_LENGTH) {
         b->filled[item->part] += item->count;
-        return unpacked_values(b, item, array + filled, element);
+        return unpacked_values(b, item, to, element);
     }
     if (b->frames)
         CB_TRY(keep_read(b, &b->draft.frame, field->offset, field->payload));
     if (!(b->blob.flags & CB_BLOB_UNREAD)) /* else the array is made on first access */
-        CB_TRY(cb_source_copy(b->source, field->payload, field->length, array + filled));
+        CB_TRY(cb_source_copy(b->source, field->payload, field->length, to));
     b->filled[item->part] += (int64_t)(field->length / element);
     return CBLOB_OK;
 }
