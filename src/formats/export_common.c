@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "export_common.h"
+#include "alloc.h"
 #include "model_names.h"
 #include "neoml/neoml.h"
 #include "status.h"
@@ -134,7 +135,7 @@ static cblob_status make_key(cb_tensor_list *list, const cb_tensor *t, char **ke
     const size_t name_size = cb_utf8_repaired_length(layer->name, strlen(layer->name));
     const size_t size = name_size + (torch != NULL ? strlen(torch) : 0) + 64;
     if (size > *capacity) {
-        char *grown = realloc(*key, size);
+        char *grown = cb_realloc(*key, size);
         if (grown == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte key", size);
         *key = grown;
@@ -183,7 +184,7 @@ static cblob_status check_unique_keys(cb_tensor_list *list)
     size_t capacity = 16;
     while (capacity < 2 * (size_t)list->count)
         capacity *= 2;
-    key_slot *slots = calloc(capacity, sizeof *slots);
+    key_slot *slots = cb_calloc(capacity, sizeof *slots);
     char *other = NULL;
     size_t other_capacity = 0;
     cblob_status status = slots != NULL ? CBLOB_OK : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to check %" PRId64 " keys",
@@ -263,7 +264,7 @@ cblob_status cb_tensor_list_make(const cblob_model *model, char separator, bool 
     for (int64_t i = 0; i < model->num_layers; ++i)
         blobs += model->layers[i].num_blobs;
     cb_tensor_list list = {.model = model, .separator = separator,
-                           .items = malloc(((size_t)(diffs ? 2 * blobs : blobs) + 1) * sizeof(cb_tensor))};
+                           .items = cb_malloc(((size_t)(diffs ? 2 * blobs : blobs) + 1) * sizeof(cb_tensor))};
     cblob_status status = list.items == NULL ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " tensors", blobs)
                                              : cb_model_repeats(model, &list.repeats);
     for (int64_t i = 0; status == CBLOB_OK && i < model->num_layers; ++i)
@@ -327,7 +328,7 @@ cblob_status cb_tensor_write(const cblob_model *model, const cb_tensor *tensor, 
     double factor = 1;
     if (tensor->kind == CB_TENSOR_SCALED)
         CB_TRY(scale_factor(model, tensor, &factor));
-    void *chunk = malloc((size_t)CB_CHUNK_ELEMENTS * element);
+    void *chunk = cb_malloc((size_t)CB_CHUNK_ELEMENTS * element);
     if (chunk == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a chunk of values");
     cblob_status status = CBLOB_OK;
@@ -443,7 +444,7 @@ cblob_status cb_tensor_set_note(cb_tensor_set *set, const char *layer, size_t la
         return cb_fail(CBLOB_ERR_PARSE, "key \"%.64s\": its layer name holds a NUL byte", key);
     if (set->count == set->capacity) {
         const int64_t next = set->capacity > 0 ? 2 * set->capacity : 16;
-        noted_tensor *grown = realloc(set->items, (size_t)next * sizeof *grown);
+        noted_tensor *grown = cb_realloc(set->items, (size_t)next * sizeof *grown);
         if (grown == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " tensors", next);
         set->items = grown;
@@ -451,8 +452,8 @@ cblob_status cb_tensor_set_note(cb_tensor_set *set, const char *layer, size_t la
     }
     if (set->num_groups == set->group_capacity) {
         const int64_t next = set->group_capacity > 0 ? 2 * set->group_capacity : 16;
-        tensor_group *grown = realloc(set->groups, (size_t)next * sizeof *grown);
-        char **names = grown != NULL ? realloc(set->names, (size_t)next * sizeof *names) : NULL;
+        tensor_group *grown = cb_realloc(set->groups, (size_t)next * sizeof *grown);
+        char **names = grown != NULL ? cb_realloc(set->names, (size_t)next * sizeof *names) : NULL;
         if (grown != NULL)
             set->groups = grown;
         if (names == NULL)
@@ -470,7 +471,7 @@ cblob_status cb_tensor_set_note(cb_tensor_set *set, const char *layer, size_t la
     int64_t group = cb_name_index_find(&set->index, layer, layer_length);
     if (group < 0) {
         group = set->num_groups;
-        char *name = malloc(layer_length + 1);
+        char *name = cb_malloc(layer_length + 1);
         if (name == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for key \"%.64s\"", key);
         memcpy(name, layer, layer_length);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "export_common.h"
 #include "half.h"
 #include "identify.h"
@@ -56,7 +57,7 @@ static const char *layer_key(layer_keys *keys, int64_t layer, char **buffer, siz
     const char *name = keys->model->layers[layer].name;
     const size_t length = cb_utf8_repaired_length(name, strlen(name)), size = length + 24;
     if (size > *capacity) {
-        char *grown = realloc(*buffer, size);
+        char *grown = cb_realloc(*buffer, size);
         if (grown == NULL)
             return NULL;
         *buffer = grown;
@@ -82,7 +83,7 @@ static int by_key(const void *x, const void *y, void *context)
  * by key) inside a JSON string. */
 static cblob_status write_layer_types(const cblob_model *model, const uint8_t *repeats, cb_json_out *out)
 {
-    int64_t *layers = malloc(((size_t)model->num_layers + 1) * sizeof *layers), count = 0;
+    int64_t *layers = cb_malloc(((size_t)model->num_layers + 1) * sizeof *layers), count = 0;
     if (layers == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", model->num_layers);
     for (int64_t i = 0; i < model->num_layers; ++i)
@@ -452,7 +453,7 @@ static const char *type_of_layer(void *context, const char *layer)
 static void read_layer_types(const metadata *meta, const cb_tensor_set *set, layer_types *types)
 {
     if (meta->layer_types == NULL || set->num_groups == 0 ||
-        (types->types = calloc((size_t)set->num_groups, sizeof *types->types)) == NULL ||
+        (types->types = cb_calloc((size_t)set->num_groups, sizeof *types->types)) == NULL ||
         cb_name_index_make((const char *const *)set->names, set->num_groups, &types->index) != CBLOB_OK)
         return;
     cb_json_scan scan;

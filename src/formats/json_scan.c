@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "utf8.h"
 
 #define CB_JSON_MAX_DEPTH 64
@@ -58,7 +59,7 @@ static bool grow(char **text, size_t *capacity, size_t needed)
     size_t next = *capacity > 0 ? *capacity : 64;
     while (next < needed)
         next *= 2;
-    char *grown = realloc(*text, next);
+    char *grown = cb_realloc(*text, next);
     if (grown == NULL)
         return false;
     *text = grown;
