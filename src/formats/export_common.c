@@ -217,11 +217,15 @@ static cblob_status check_unique_keys(cb_tensor_list *list)
 
 /* ---- the list of tensors ------------------------------------------------------------------------ */
 
+/* Values converted at a time (a chunk of 2 MiB at most). */
+#define CB_CHUNK_ELEMENTS ((int64_t)1 << 18)
+
 void cb_tensor_list_free(cb_tensor_list *list)
 {
     free(list->items);
     free(list->repeats);
     free(list->key);
+    free(list->chunk);
     *list = (cb_tensor_list){0};
 }
 
@@ -271,6 +275,18 @@ cblob_status cb_tensor_list_make(const cblob_model *model, char separator, bool 
         status = add_layer_tensors(model, i, torch_names, diffs, &list);
     if (status == CBLOB_OK)
         status = check_unique_keys(&list);
+    if (status == CBLOB_OK) {
+        /* As many elements as the largest tensor has, up to a chunk's worth. */
+        int64_t largest = 0;
+        for (int64_t i = 0; status == CBLOB_OK && i < list.count; ++i) {
+            cb_blob_facts facts;
+            status = cb_model_blob_facts(model, list.items[i].layer, list.items[i].index, &facts);
+            largest = status == CBLOB_OK && facts.count > largest ? facts.count : largest;
+        }
+        list.chunk_elements = largest < CB_CHUNK_ELEMENTS ? largest : CB_CHUNK_ELEMENTS;
+        if (status == CBLOB_OK && (list.chunk = cb_malloc((size_t)list.chunk_elements * 8 + 8)) == NULL)
+            status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a chunk of %" PRId64 " values", list.chunk_elements);
+    }
     if (status != CBLOB_OK) {
         cb_tensor_list_free(&list);
         return status;
@@ -280,8 +296,6 @@ cblob_status cb_tensor_list_make(const cblob_model *model, char separator, bool 
 }
 
 /* ---- a tensor's bytes --------------------------------------------------------------------------- */
-
-#define CB_CHUNK_ELEMENTS ((int64_t)1 << 18)
 
 /* Caffe's BatchNorm: statistics are sums, divided by the factor in blob 2 (0 gives 0). */
 static cblob_status scale_factor(const cblob_model *model, const cb_tensor *tensor, double *out)
@@ -309,8 +323,8 @@ static void scale(void *values, cblob_dtype dtype, int64_t n, double factor)
             ((float *)values)[i] = (float)(((float *)values)[i] * factor);
 }
 
-cblob_status cb_tensor_write(const cblob_model *model, const cb_tensor *tensor, const cb_blob_facts *facts,
-                             cb_sink *sink)
+cblob_status cb_tensor_write(const cb_tensor_list *list, const cblob_model *model, const cb_tensor *tensor,
+                             const cb_blob_facts *facts, cb_sink *sink)
 {
     const size_t element = cb_dtype_find(facts->dtype)->size;
     const uint64_t bytes = (uint64_t)facts->count * element;
@@ -328,19 +342,21 @@ cblob_status cb_tensor_write(const cblob_model *model, const cb_tensor *tensor, 
     double factor = 1;
     if (tensor->kind == CB_TENSOR_SCALED)
         CB_TRY(scale_factor(model, tensor, &factor));
-    void *chunk = cb_malloc((size_t)CB_CHUNK_ELEMENTS * element);
-    if (chunk == NULL)
+    void *own = list == NULL ? cb_malloc((size_t)CB_CHUNK_ELEMENTS * element) : NULL;
+    void *chunk = list != NULL ? list->chunk : own;
+    const int64_t room = list != NULL ? list->chunk_elements : CB_CHUNK_ELEMENTS;
+    if (chunk == NULL || room <= 0)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a chunk of values");
     cblob_status status = CBLOB_OK;
-    for (int64_t done = 0; status == CBLOB_OK && done < facts->count; done += CB_CHUNK_ELEMENTS) {
-        const int64_t n = facts->count - done < CB_CHUNK_ELEMENTS ? facts->count - done : CB_CHUNK_ELEMENTS;
+    for (int64_t done = 0; status == CBLOB_OK && done < facts->count; done += room) {
+        const int64_t n = facts->count - done < room ? facts->count - done : room;
         status = cb_model_blob_read(model, tensor->layer, tensor->index, (cblob_part)tensor->part, done, n, chunk);
         if (status == CBLOB_OK && tensor->kind == CB_TENSOR_SCALED)
             scale(chunk, facts->dtype, n, factor);
         if (status == CBLOB_OK)
             cb_sink_write(sink, chunk, (size_t)n * element);
     }
-    free(chunk);
+    free(own);
     return status == CBLOB_OK ? sink->status : status;
 }
 

@@ -67,7 +67,7 @@ static cblob_status write_member(npz_writer *w, cb_zip_writer *zip, const npz_ou
     const size_t header_size = cb_npy_make_header(facts.dtype, facts.num_axes, facts.dims, header);
     CB_TRY(cb_zip_begin_member(zip, name, length, header_size + bytes));
     cb_sink_write(zip->sink, header, header_size);
-    CB_TRY(cb_tensor_write(output->model, &w->list.items[i], &facts, zip->sink));
+    CB_TRY(cb_tensor_write(&w->list, output->model, &w->list.items[i], &facts, zip->sink));
     return cb_zip_end_member(zip);
 }
 

@@ -50,6 +50,7 @@ typedef struct layer_keys {
     const uint8_t *repeats;
     char *a, *b;
     size_t a_capacity, b_capacity;
+    bool failed; /* a key found no memory while sorting */
 } layer_keys;
 
 static const char *layer_key(layer_keys *keys, int64_t layer, char **buffer, size_t *capacity)
@@ -70,38 +71,62 @@ static const char *layer_key(layer_keys *keys, int64_t layer, char **buffer, siz
     return *buffer;
 }
 
-/* Jansson's JSON_SORT_KEYS order: by the keys' bytes (no memory: 0 comes first). */
+/* Jansson's JSON_SORT_KEYS order: by the keys' bytes. A key without memory fails the sort. */
 static int by_key(const void *x, const void *y, void *context)
 {
     layer_keys *keys = context;
     const char *a = layer_key(keys, *(const int64_t *)x, &keys->a, &keys->a_capacity);
     const char *b = layer_key(keys, *(const int64_t *)y, &keys->b, &keys->b_capacity);
+    keys->failed |= a == NULL || b == NULL;
     return a == NULL || b == NULL ? 0 : strcmp(a, b);
+}
+
+/* The layers "layer_types" names, sorted by key, with room for the longest key: made before the
+ * first byte is written, so that writing allocates nothing and a failure leaves a caller's
+ * buffer untouched. */
+typedef struct sorted_layers {
+    int64_t *layers, count;
+    layer_keys keys;
+} sorted_layers;
+
+static void sorted_layers_free(sorted_layers *types)
+{
+    free(types->keys.a);
+    free(types->keys.b);
+    free(types->layers);
+}
+
+static cblob_status sorted_layers_make(const cblob_model *model, const uint8_t *repeats, sorted_layers *out)
+{
+    sorted_layers types = {.layers = cb_malloc(((size_t)model->num_layers + 1) * sizeof *types.layers),
+                         .keys = {.model = model, .repeats = repeats}};
+    if (types.layers == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", model->num_layers);
+    for (int64_t i = 0; i < model->num_layers; ++i)
+        if (model->layers[i].num_blobs > 0)
+            types.layers[types.count++] = i;
+    qsort_r(types.layers, (size_t)types.count, sizeof *types.layers, by_key, &types.keys);
+    for (int64_t i = 0; i < types.count && !types.keys.failed; ++i)
+        types.keys.failed = layer_key(&types.keys, types.layers[i], &types.keys.a, &types.keys.a_capacity) == NULL;
+    if (types.keys.failed) {
+        sorted_layers_free(&types);
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the layers' keys");
+    }
+    *out = types;
+    return CBLOB_OK;
 }
 
 /* "layer_types": each exported layer's type by the layer part of its keys, as JSON text (sorted
  * by key) inside a JSON string. */
-static cblob_status write_layer_types(const cblob_model *model, const uint8_t *repeats, cb_json_out *out)
+static void write_layer_types(sorted_layers *types, cb_json_out *out)
 {
-    int64_t *layers = cb_malloc(((size_t)model->num_layers + 1) * sizeof *layers), count = 0;
-    if (layers == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", model->num_layers);
-    for (int64_t i = 0; i < model->num_layers; ++i)
-        if (model->layers[i].num_blobs > 0)
-            layers[count++] = i;
-    layer_keys keys = {.model = model, .repeats = repeats};
-    qsort_r(layers, (size_t)count, sizeof *layers, by_key, &keys);
-    cblob_status status = CBLOB_OK;
     cb_json_raw(out, "\"");
     ++out->quoting;
     cb_json_raw(out, "{");
-    for (int64_t i = 0; i < count && status == CBLOB_OK; ++i) {
-        const char *key = layer_key(&keys, layers[i], &keys.a, &keys.a_capacity);
-        if (key == NULL) {
-            status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a layer's key");
-            break;
-        }
-        const char *type = model->layers[layers[i]].type;
+    for (int64_t i = 0; i < types->count; ++i) {
+        /* Room for the longest key was made: no allocation, no failure. */
+        const char *key = layer_key(&types->keys, types->layers[i], &types->keys.a, &types->keys.a_capacity);
+        const char *type = types->keys.model->layers[types->layers[i]].type;
         if (i > 0)
             cb_json_raw(out, ",");
         cb_json_string(out, key, strlen(key));
@@ -111,10 +136,6 @@ static cblob_status write_layer_types(const cblob_model *model, const uint8_t *r
     cb_json_raw(out, "}");
     --out->quoting;
     cb_json_raw(out, "\"");
-    free(keys.a);
-    free(keys.b);
-    free(layers);
-    return status;
 }
 
 /* The order tensors are written in: 8-byte elements first, then the others, each in list order. */
@@ -148,7 +169,7 @@ static cblob_status write_entry(cb_tensor_list *list, const cb_tensor *t, const 
 
 /* The header's JSON: the metadata, then each tensor (in the model's order, so that a reader sees
  * the layers as they were) with its place in the data (in the order of the passes). */
-static cblob_status write_header(cb_tensor_list *list, cb_sink *sink)
+static cblob_status write_header(cb_tensor_list *list, sorted_layers *types, cb_sink *sink)
 {
     const cblob_model *model = list->model;
     uint64_t first_pass = 0;
@@ -164,7 +185,7 @@ static cblob_status write_header(cb_tensor_list *list, cb_sink *sink)
     cb_json_string(&out, name, strlen(name));
     cb_json_raw(&out, model->format == CBLOB_NET_FORMAT_V1 ? ",\"format\":\"V1\",\"layer_types\":"
                                                            : ",\"format\":\"V2\",\"layer_types\":");
-    CB_TRY(write_layer_types(model, list->repeats, &out));
+    write_layer_types(types, &out);
     cb_json_raw(&out, "}");
     uint64_t offsets[2] = {0, first_pass};
     for (int64_t i = 0; i < list->count; ++i) {
@@ -185,9 +206,15 @@ static cblob_status emit_safetensors(const void *what, cb_sink *sink)
     cb_tensor_list list;
     CB_TRY(cb_tensor_list_make(output->model, '.', output->flags & CBLOB_EXPORT_TORCH_NAMES,
                                output->flags & CBLOB_EXPORT_DIFF, &list));
+    sorted_layers types;
+    cblob_status status = sorted_layers_make(output->model, list.repeats, &types);
+    if (status != CBLOB_OK) {
+        cb_tensor_list_free(&list);
+        return status;
+    }
     cb_sink counter;
     cb_sink_count(&counter);
-    cblob_status status = write_header(&list, &counter);
+    status = write_header(&list, &types, &counter);
     if (status == CBLOB_OK) {
         const uint64_t length = counter.size, padded = (length + 7) / 8 * 8;
         if (sink->progress != NULL) { /* the call's progress is told the file's size */
@@ -204,7 +231,7 @@ static cblob_status emit_safetensors(const void *what, cb_sink *sink)
         for (int i = 0; i < 8; ++i)
             size_bytes[i] = (uint8_t)(padded >> (8 * i));
         cb_sink_write(sink, size_bytes, 8);
-        status = write_header(&list, sink);
+        status = write_header(&list, &types, sink);
         cb_sink_write(sink, "        ", (size_t)(padded - length));
     }
     for (int pass = 0; pass < 2 && status == CBLOB_OK; ++pass)
@@ -213,8 +240,9 @@ static cblob_status emit_safetensors(const void *what, cb_sink *sink)
             uint64_t bytes = 0;
             status = cb_tensor_facts(&list, &list.items[i], &facts, &bytes);
             if (status == CBLOB_OK && in_first_pass(&facts) == (pass == 0))
-                status = cb_tensor_write(output->model, &list.items[i], &facts, sink);
+                status = cb_tensor_write(&list, output->model, &list.items[i], &facts, sink);
         }
+    sorted_layers_free(&types);
     cb_tensor_list_free(&list);
     return status == CBLOB_OK ? sink->status : status;
 }
@@ -329,6 +357,9 @@ typedef struct header_reader {
 
 static cblob_status json_fault(const header_reader *r)
 {
+    if (r->scan.out_of_memory)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a string of the safetensors header at byte %zu",
+                       r->scan.error_at + 8);
     return cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: the header is not a JSON object (%.100s at byte %zu)",
                    r->scan.error != NULL ? r->scan.error : "it is not an object", r->scan.error_at + 8);
 }
@@ -450,12 +481,15 @@ static const char *type_of_layer(void *context, const char *layer)
     return at >= 0 ? types->types[at] : NULL;
 }
 
-static void read_layer_types(const metadata *meta, const cb_tensor_set *set, layer_types *types)
+/* The layers' types from "layer_types" (text that is not JSON gives none, as before); no memory
+ * for them is a failure, not a model without them. */
+static cblob_status read_layer_types(const metadata *meta, const cb_tensor_set *set, layer_types *types)
 {
-    if (meta->layer_types == NULL || set->num_groups == 0 ||
-        (types->types = cb_calloc((size_t)set->num_groups, sizeof *types->types)) == NULL ||
-        cb_name_index_make((const char *const *)set->names, set->num_groups, &types->index) != CBLOB_OK)
-        return;
+    if (meta->layer_types == NULL || set->num_groups == 0)
+        return CBLOB_OK;
+    if ((types->types = cb_calloc((size_t)set->num_groups, sizeof *types->types)) == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers' types", set->num_groups);
+    CB_TRY(cb_name_index_make((const char *const *)set->names, set->num_groups, &types->index));
     cb_json_scan scan;
     cb_json_scan_begin(&scan, meta->layer_types, meta->layer_types_length);
     char *key = NULL;
@@ -478,11 +512,14 @@ static void read_layer_types(const metadata *meta, const cb_tensor_set *set, lay
             types->types[at] = type;
         }
     free(key);
+    if (scan.out_of_memory)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the layers' types");
     if (scan.error != NULL || !cb_json_end(&scan)) /* not JSON: no types, as before */
         for (int64_t i = 0; i < set->num_groups; ++i) {
             free(types->types[i]);
             types->types[i] = NULL;
         }
+    return CBLOB_OK;
 }
 
 static void layer_types_free(layer_types *types, int64_t count)
@@ -654,8 +691,9 @@ cblob_status cb_model_open_safetensors_source(cblob_context *context, cb_source 
     metadata meta = {0};
     layer_types types = {0};
     cblob_status status = note_tensors(&r, &set, &meta);
+    if (status == CBLOB_OK)
+        status = read_layer_types(&meta, &set, &types);
     if (status == CBLOB_OK) {
-        read_layer_types(&meta, &set, &types);
         status = cb_tensor_set_layout(&set, context, meta.name, types.types != NULL ? type_of_layer : NULL, &types);
     }
     if (status == CBLOB_OK)

@@ -148,7 +148,7 @@ static cblob_status emit_part(const void *what, cb_sink *sink)
     if (p->handle == NULL) {
         const cb_tensor tensor = {.layer = p->layer, .index = (uint32_t)p->index, .part = (uint8_t)p->part,
                                   .kind = CB_TENSOR_PLAIN};
-        return cb_tensor_write(p->model, &tensor, &facts, sink);
+        return cb_tensor_write(NULL, p->model, &tensor, &facts, sink);
     }
     if (sink->kind == CB_SINK_COUNT || bytes == 0) {
         cb_sink_skip(sink, bytes);
