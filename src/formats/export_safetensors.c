@@ -215,6 +215,11 @@ static cblob_status emit_safetensors(const void *what, cb_sink *sink)
     cb_sink counter;
     cb_sink_count(&counter);
     status = write_header(&list, &types, &counter);
+    if (status == CBLOB_OK && (counter.size + 7) / 8 * 8 > CB_SAFETENSORS_MAX_HEADER)
+        /* Readers (cblob's, the reference one) refuse such a file: it is not written. */
+        status = cb_fail(CBLOB_ERR_OVERFLOW, "the safetensors header would take %llu bytes, more than the %llu a "
+                         "reader takes (%lld tensors)", (unsigned long long)counter.size,
+                         (unsigned long long)CB_SAFETENSORS_MAX_HEADER, (long long)list.count);
     if (status == CBLOB_OK) {
         const uint64_t length = counter.size, padded = (length + 7) / 8 * 8;
         if (sink->progress != NULL) { /* the call's progress is told the file's size */
@@ -649,6 +654,97 @@ static cblob_status read_values(header_reader *r, const char *key, const entry_f
     return CBLOB_OK;
 }
 
+/* ---- the data, covered ----------------------------------------------------------------------------- */
+
+typedef struct data_range {
+    uint64_t begin, end;
+} data_range;
+
+static int by_begin(const void *x, const void *y)
+{
+    const data_range *a = x, *b = y;
+    return a->begin != b->begin ? (a->begin < b->begin ? -1 : 1) : (a->end > b->end) - (a->end < b->end);
+}
+
+/* The rule of the format (and of its reference reader): the tensors' data_offsets cover the data
+ * exactly, every tensor's, read by cblob or not. Two tensors that overlap (one byte, two values)
+ * or bytes that belong to no tensor, between them or after the last (room for a file of another
+ * kind, a polyglot), are refused. A walk of its own over the header, reading data_offsets only:
+ * 16 bytes a tensor while it runs. Entries that are not objects or lack offsets are the other
+ * walks' to refuse. */
+static cblob_status check_data_covered(header_reader *r)
+{
+    CB_TRY(begin_walk(r));
+    data_range *ranges = NULL;
+    size_t count = 0, capacity = 0;
+    char *member = NULL;
+    size_t member_length = 0, member_capacity = 0;
+    cblob_status status = CBLOB_OK;
+    for (;;) {
+        bool more = false;
+        status = next_key(r, &more);
+        if (status != CBLOB_OK || !more)
+            break;
+        if (strcmp(r->key, "__metadata__") == 0 || !cb_json_next_is(&r->scan, '{')) {
+            if (!cb_json_skip(&r->scan))
+                status = json_fault(r);
+            if (status != CBLOB_OK)
+                break;
+            continue;
+        }
+        cb_json_object_begin(&r->scan);
+        while (status == CBLOB_OK && cb_json_member(&r->scan, &member, &member_length, &member_capacity)) {
+            int64_t offsets[2];
+            size_t got = 0;
+            if (strcmp(member, "data_offsets") != 0) {
+                if (!cb_json_skip(&r->scan))
+                    status = json_fault(r);
+                continue;
+            }
+            status = read_integers(r, r->key, offsets, 2, &got, "data_offsets are not inside the data");
+            if (status != CBLOB_OK || got != 2 || offsets[1] < offsets[0])
+                continue; /* read_entry says what is wrong, naming the tensor */
+            if (count == capacity) {
+                const size_t next = capacity > 0 ? 2 * capacity : 64;
+                data_range *grown = cb_realloc(ranges, next * sizeof *grown);
+                if (grown == NULL) {
+                    status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the data ranges of %zu tensors", next);
+                    break;
+                }
+                ranges = grown;
+                capacity = next;
+            }
+            ranges[count++] = (data_range){(uint64_t)offsets[0], (uint64_t)offsets[1]};
+        }
+        if (status == CBLOB_OK && r->scan.error != NULL)
+            status = json_fault(r);
+        if (status != CBLOB_OK)
+            break;
+    }
+    if (status == CBLOB_OK && count > 0)
+        qsort(ranges, count, sizeof *ranges, by_begin);
+    uint64_t covered = 0;
+    for (size_t i = 0; status == CBLOB_OK && i < count; ++i) {
+        if (ranges[i].begin < covered)
+            status = cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: two tensors share data bytes %llu to %llu",
+                             (unsigned long long)ranges[i].begin,
+                             (unsigned long long)(ranges[i].end < covered ? ranges[i].end : covered));
+        else if (ranges[i].begin > covered)
+            status = cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: data bytes %llu to %llu belong to no tensor",
+                             (unsigned long long)covered, (unsigned long long)ranges[i].begin);
+        else
+            covered = ranges[i].end;
+    }
+    if (status == CBLOB_OK && covered != r->data_size)
+        status = covered < r->data_size
+                     ? cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: %llu bytes after the last tensor's data belong "
+                               "to no tensor", (unsigned long long)(r->data_size - covered))
+                     : CBLOB_OK; /* past the end: read_values says which tensor */
+    free(member);
+    free(ranges);
+    return status;
+}
+
 /* Places the tensors of one kind (data, then diffs), in the order noted. */
 static cblob_status place_tensors(header_reader *r, cb_tensor_set *set, bool diffs)
 {
@@ -691,6 +787,8 @@ cblob_status cb_model_open_safetensors_source(cblob_context *context, cb_source 
     metadata meta = {0};
     layer_types types = {0};
     cblob_status status = note_tensors(&r, &set, &meta);
+    if (status == CBLOB_OK)
+        status = check_data_covered(&r);
     if (status == CBLOB_OK)
         status = read_layer_types(&meta, &set, &types);
     if (status == CBLOB_OK) {
