@@ -16,9 +16,16 @@
  * must do so too. Leaks are LeakSanitizer's to find (the asan preset runs this suite). One test
  * per function: oom.<function>.
  *
- * Only allocations through src/util/alloc.h can be made to fail: where a part of the library
- * still allocates with the C library (tests/tools/one_source.py's PENDING list), its allocations
- * are not swept until it moves to the allocator.
+ * What it cannot reach, and why:
+ * - allocations with the C library's allocator: parts of the library not yet moved to
+ *   src/util/alloc.h (tests/tools/one_source.py's PENDING list) until they move, and the memory of
+ *   other libraries (protobuf-c's unpacking, Jansson, zlib's inflate state, BLIS);
+ * - what a process does once (loading the GPU driver and NCCL, listing devices, compiling
+ *   kernels into the kernel cache): the fixture and the first valid call do it before any
+ *   allocation is armed, so a GPU function's sweep covers its own calls on the driver double,
+ *   not the stack's start;
+ * - device memory: a full device is the driver double's (CBLOB_FAKE_CUDA_MEMORY, the gpu_fake and
+ *   gpu_pools suites), not a host allocation.
  */
 /* nftw */
 #define _XOPEN_SOURCE 700
