@@ -148,6 +148,7 @@ def load_model():
     check_cuda_twins(model)
     try:
         sweep.build(model)
+        sweep.build_oom(model, load_yaml(CODEGEN / "oom_sweep.yaml"))
     except sweep.SweepError as e:
         raise DescriptionError(f"bad-input sweep: {e}") from e
     try:

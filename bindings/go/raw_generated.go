@@ -3608,7 +3608,9 @@ func cModelLayerBlobRead(model *C.cblob_model, layer C.int64_t, index C.int64_t,
 // CBLOB_EXPORT_DIFF as `<key>.diff`. Keys are UTF-8: a byte of a layer name that is not becomes
 // U+FFFD. Two tensors that would have one key (a layer named "conv@3" beside a repeated "conv"
 // at layer 3; names that differ only in bytes that are not UTF-8) are CBLOB_ERR_INVALID_ARGUMENT
-// naming both layers: nothing is dropped. Streams: memory stays small whatever the model's size.
+// naming both layers: nothing is dropped. A header over 100,000,000 bytes (the most a reader
+// takes, this library's and the reference one's) is CBLOB_ERR_OVERFLOW: nothing is written.
+// Streams: memory stays small whatever the model's size.
 func cModelToSafetensors(model *C.cblob_model, flags C.int32_t, buffer *C.uint8_t, bufferSize C.size_t) (C.size_t, error) {
 	r := C.cbgo_model_to_safetensors(C.uintptr_t(uintptr(unsafe.Pointer(model))), flags, buffer, bufferSize)
 	if r.status != C.CBLOB_OK {
@@ -3667,8 +3669,10 @@ func cModelTorchUnmapped(model *C.cblob_model, outLayers *C.int64_t, maxLayers C
 // blob 2); `<key>.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
 // types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
 // F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
-// gap in a layer's indices (refused before an index sizes anything), overlapping or
-// out-of-range offsets, or another dtype is CBLOB_ERR_PARSE naming the key.
+// gap in a layer's indices (refused before an index sizes anything), out-of-range offsets,
+// or another dtype is CBLOB_ERR_PARSE naming the key. Tensors whose offsets overlap, and data
+// bytes no tensor covers (between tensors or after the last), which the format forbids, are
+// CBLOB_ERR_PARSE naming the bytes.
 func cModelOpenSafetensors(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.cblob_model, error) {
 	r := C.cbgo_model_open_safetensors(C.uintptr_t(uintptr(unsafe.Pointer(context))), bytes, size)
 	if r.status != C.CBLOB_OK {

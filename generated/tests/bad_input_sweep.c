@@ -76,17 +76,9 @@ static int32_t sweep_progress(void *user_data, int64_t done, int64_t total)
 static _Alignas(64) unsigned char external_buffer[4096];
 static const int64_t valid_dims[CBLOB_MAX_AXES + 8] = {3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                                                        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-static const int64_t negative_dims[2] = {3, -4};
-static const int64_t overflowing_dims[2] = {INT64_MAX, 2};
-static const int64_t oversized_dims[2] = {INT64_MAX / 4 + 1, 1};
 static const int64_t valid_indices[2] = {1, 2};
-static const int64_t past_end_indices[2] = {2, 0};
-static const int64_t negative_indices[2] = {-1, 0};
 static const int64_t reinterpret_dims[2] = {10, 12}; /* the count of fx.a */
 static const int32_t valid_compare_axes[2] = {0, 3};
-static const int32_t negative_compare_axes[2] = {-4, -1}; /* valid_compare_axes counted from the end */
-static const int32_t past_end_axes[2] = {0, 4};
-static const int32_t before_start_axes[2] = {-5, 0};
 
 /* What the GPU functions' baselines return on this machine: CBLOB_OK with a GPU (or the test
  * double of the driver), else the status that says why not. */
@@ -186,10 +178,6 @@ static cblob_status sweep_wait(void *state, void *pending, int64_t timeout_ms, c
     (1u << CBLOB_DTYPE_FLOAT32) | (1u << CBLOB_DTYPE_FLOAT64), NULL, sweep_allreduce, sweep_broadcast, \
     sweep_barrier, wait, NULL}
 static const cblob_comm_engine sweep_engine = SWEEP_ENGINE(sizeof(cblob_comm_engine), 0, 1, CBLOB_MEMORY_HOST, sweep_wait);
-static const cblob_comm_engine sweep_engine_old = SWEEP_ENGINE(8, 0, 1, CBLOB_MEMORY_HOST, sweep_wait);
-static const cblob_comm_engine sweep_engine_no_wait = SWEEP_ENGINE(sizeof(cblob_comm_engine), 0, 1, CBLOB_MEMORY_HOST, NULL);
-static const cblob_comm_engine sweep_engine_no_ranks = SWEEP_ENGINE(sizeof(cblob_comm_engine), 0, 0, CBLOB_MEMORY_HOST, sweep_wait);
-static const cblob_comm_engine sweep_engine_bad_rank = SWEEP_ENGINE(sizeof(cblob_comm_engine), 1, 1, CBLOB_MEMORY_HOST, sweep_wait);
 
 /* ---- Caffe formats: serialized messages and files ---------------------------------------- */
 
@@ -514,6 +502,21 @@ static int first_changed(fixture *fx, const blob_state *before)
         return FIXTURE_BLOBS;
     return -1;
 }
+
+/* Bad values (codegen/sweep.py BAD_BY_CHECK) and other spellings of valid ones (EQUIVALENT_BY_CHECK). */
+static const int64_t negative_dims[2] = {3, -4};
+static const int64_t overflowing_dims[2] = {INT64_MAX, 2};
+static const int64_t oversized_dims[2] = {INT64_MAX / 4 + 1, 1};
+static const int64_t past_end_indices[2] = {2, 0};
+static const int64_t negative_indices[2] = {-1, 0};
+static const int32_t negative_compare_axes[2] = {-4, -1}; /* valid_compare_axes counted from the end */
+static const int32_t past_end_axes[2] = {0, 4};
+static const int32_t before_start_axes[2] = {-5, 0};
+/* Engines with one thing wrong. */
+static const cblob_comm_engine sweep_engine_old = SWEEP_ENGINE(8, 0, 1, CBLOB_MEMORY_HOST, sweep_wait);
+static const cblob_comm_engine sweep_engine_no_wait = SWEEP_ENGINE(sizeof(cblob_comm_engine), 0, 1, CBLOB_MEMORY_HOST, NULL);
+static const cblob_comm_engine sweep_engine_no_ranks = SWEEP_ENGINE(sizeof(cblob_comm_engine), 0, 0, CBLOB_MEMORY_HOST, sweep_wait);
+static const cblob_comm_engine sweep_engine_bad_rank = SWEEP_ENGINE(sizeof(cblob_comm_engine), 1, 1, CBLOB_MEMORY_HOST, sweep_wait);
 
 /* What a successful call did, for comparing two spellings of its arguments: its out-parameters'
  * values (a blob's shape and contents), the fixture blobs afterwards and the model's layers. */

@@ -1328,7 +1328,9 @@ CBLOB_API cblob_status cblob_model_layer_blob_read(const cblob_model *model, int
  * CBLOB_EXPORT_DIFF as `<key>.diff`. Keys are UTF-8: a byte of a layer name that is not becomes
  * U+FFFD. Two tensors that would have one key (a layer named "conv@3" beside a repeated "conv"
  * at layer 3; names that differ only in bytes that are not UTF-8) are CBLOB_ERR_INVALID_ARGUMENT
- * naming both layers: nothing is dropped. Streams: memory stays small whatever the model's size.
+ * naming both layers: nothing is dropped. A header over 100,000,000 bytes (the most a reader
+ * takes, this library's and the reference one's) is CBLOB_ERR_OVERFLOW: nothing is written.
+ * Streams: memory stays small whatever the model's size.
  *   buffer: may be NULL
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
  *   Since ABI 1.1.
@@ -1381,8 +1383,10 @@ CBLOB_API cblob_status cblob_model_torch_unmapped(const cblob_model *model, int6
  * blob 2); `<key>.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
  * types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
  * F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
- * gap in a layer's indices (refused before an index sizes anything), overlapping or
- * out-of-range offsets, or another dtype is CBLOB_ERR_PARSE naming the key.
+ * gap in a layer's indices (refused before an index sizes anything), out-of-range offsets,
+ * or another dtype is CBLOB_ERR_PARSE naming the key. Tensors whose offsets overlap, and data
+ * bytes no tensor covers (between tensors or after the last), which the format forbids, are
+ * CBLOB_ERR_PARSE naming the bytes.
  *   out_model: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
  *   Since ABI 1.1.

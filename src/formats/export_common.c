@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "export_common.h"
+#include "alloc.h"
 #include "model_names.h"
 #include "neoml/neoml.h"
 #include "status.h"
@@ -134,7 +135,7 @@ static cblob_status make_key(cb_tensor_list *list, const cb_tensor *t, char **ke
     const size_t name_size = cb_utf8_repaired_length(layer->name, strlen(layer->name));
     const size_t size = name_size + (torch != NULL ? strlen(torch) : 0) + 64;
     if (size > *capacity) {
-        char *grown = realloc(*key, size);
+        char *grown = cb_realloc(*key, size);
         if (grown == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte key", size);
         *key = grown;
@@ -183,7 +184,7 @@ static cblob_status check_unique_keys(cb_tensor_list *list)
     size_t capacity = 16;
     while (capacity < 2 * (size_t)list->count)
         capacity *= 2;
-    key_slot *slots = calloc(capacity, sizeof *slots);
+    key_slot *slots = cb_calloc(capacity, sizeof *slots);
     char *other = NULL;
     size_t other_capacity = 0;
     cblob_status status = slots != NULL ? CBLOB_OK : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to check %" PRId64 " keys",
@@ -216,11 +217,15 @@ static cblob_status check_unique_keys(cb_tensor_list *list)
 
 /* ---- the list of tensors ------------------------------------------------------------------------ */
 
+/* Values converted at a time (a chunk of 2 MiB at most). */
+#define CB_CHUNK_ELEMENTS ((int64_t)1 << 18)
+
 void cb_tensor_list_free(cb_tensor_list *list)
 {
     free(list->items);
     free(list->repeats);
     free(list->key);
+    free(list->chunk);
     *list = (cb_tensor_list){0};
 }
 
@@ -263,13 +268,25 @@ cblob_status cb_tensor_list_make(const cblob_model *model, char separator, bool 
     for (int64_t i = 0; i < model->num_layers; ++i)
         blobs += model->layers[i].num_blobs;
     cb_tensor_list list = {.model = model, .separator = separator,
-                           .items = malloc(((size_t)(diffs ? 2 * blobs : blobs) + 1) * sizeof(cb_tensor))};
+                           .items = cb_malloc(((size_t)(diffs ? 2 * blobs : blobs) + 1) * sizeof(cb_tensor))};
     cblob_status status = list.items == NULL ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " tensors", blobs)
                                              : cb_model_repeats(model, &list.repeats);
     for (int64_t i = 0; status == CBLOB_OK && i < model->num_layers; ++i)
         status = add_layer_tensors(model, i, torch_names, diffs, &list);
     if (status == CBLOB_OK)
         status = check_unique_keys(&list);
+    if (status == CBLOB_OK) {
+        /* As many elements as the largest tensor has, up to a chunk's worth. */
+        int64_t largest = 0;
+        for (int64_t i = 0; status == CBLOB_OK && i < list.count; ++i) {
+            cb_blob_facts facts;
+            status = cb_model_blob_facts(model, list.items[i].layer, list.items[i].index, &facts);
+            largest = status == CBLOB_OK && facts.count > largest ? facts.count : largest;
+        }
+        list.chunk_elements = largest < CB_CHUNK_ELEMENTS ? largest : CB_CHUNK_ELEMENTS;
+        if (status == CBLOB_OK && (list.chunk = cb_malloc((size_t)list.chunk_elements * 8 + 8)) == NULL)
+            status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a chunk of %" PRId64 " values", list.chunk_elements);
+    }
     if (status != CBLOB_OK) {
         cb_tensor_list_free(&list);
         return status;
@@ -279,8 +296,6 @@ cblob_status cb_tensor_list_make(const cblob_model *model, char separator, bool 
 }
 
 /* ---- a tensor's bytes --------------------------------------------------------------------------- */
-
-#define CB_CHUNK_ELEMENTS ((int64_t)1 << 18)
 
 /* Caffe's BatchNorm: statistics are sums, divided by the factor in blob 2 (0 gives 0). */
 static cblob_status scale_factor(const cblob_model *model, const cb_tensor *tensor, double *out)
@@ -308,8 +323,8 @@ static void scale(void *values, cblob_dtype dtype, int64_t n, double factor)
             ((float *)values)[i] = (float)(((float *)values)[i] * factor);
 }
 
-cblob_status cb_tensor_write(const cblob_model *model, const cb_tensor *tensor, const cb_blob_facts *facts,
-                             cb_sink *sink)
+cblob_status cb_tensor_write(const cb_tensor_list *list, const cblob_model *model, const cb_tensor *tensor,
+                             const cb_blob_facts *facts, cb_sink *sink)
 {
     const size_t element = cb_dtype_find(facts->dtype)->size;
     const uint64_t bytes = (uint64_t)facts->count * element;
@@ -327,19 +342,21 @@ cblob_status cb_tensor_write(const cblob_model *model, const cb_tensor *tensor, 
     double factor = 1;
     if (tensor->kind == CB_TENSOR_SCALED)
         CB_TRY(scale_factor(model, tensor, &factor));
-    void *chunk = malloc((size_t)CB_CHUNK_ELEMENTS * element);
-    if (chunk == NULL)
+    void *own = list == NULL ? cb_malloc((size_t)CB_CHUNK_ELEMENTS * element) : NULL;
+    void *chunk = list != NULL ? list->chunk : own;
+    const int64_t room = list != NULL ? list->chunk_elements : CB_CHUNK_ELEMENTS;
+    if (chunk == NULL || room <= 0)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a chunk of values");
     cblob_status status = CBLOB_OK;
-    for (int64_t done = 0; status == CBLOB_OK && done < facts->count; done += CB_CHUNK_ELEMENTS) {
-        const int64_t n = facts->count - done < CB_CHUNK_ELEMENTS ? facts->count - done : CB_CHUNK_ELEMENTS;
+    for (int64_t done = 0; status == CBLOB_OK && done < facts->count; done += room) {
+        const int64_t n = facts->count - done < room ? facts->count - done : room;
         status = cb_model_blob_read(model, tensor->layer, tensor->index, (cblob_part)tensor->part, done, n, chunk);
         if (status == CBLOB_OK && tensor->kind == CB_TENSOR_SCALED)
             scale(chunk, facts->dtype, n, factor);
         if (status == CBLOB_OK)
             cb_sink_write(sink, chunk, (size_t)n * element);
     }
-    free(chunk);
+    free(own);
     return status == CBLOB_OK ? sink->status : status;
 }
 
@@ -443,7 +460,7 @@ cblob_status cb_tensor_set_note(cb_tensor_set *set, const char *layer, size_t la
         return cb_fail(CBLOB_ERR_PARSE, "key \"%.64s\": its layer name holds a NUL byte", key);
     if (set->count == set->capacity) {
         const int64_t next = set->capacity > 0 ? 2 * set->capacity : 16;
-        noted_tensor *grown = realloc(set->items, (size_t)next * sizeof *grown);
+        noted_tensor *grown = cb_realloc(set->items, (size_t)next * sizeof *grown);
         if (grown == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " tensors", next);
         set->items = grown;
@@ -451,8 +468,8 @@ cblob_status cb_tensor_set_note(cb_tensor_set *set, const char *layer, size_t la
     }
     if (set->num_groups == set->group_capacity) {
         const int64_t next = set->group_capacity > 0 ? 2 * set->group_capacity : 16;
-        tensor_group *grown = realloc(set->groups, (size_t)next * sizeof *grown);
-        char **names = grown != NULL ? realloc(set->names, (size_t)next * sizeof *names) : NULL;
+        tensor_group *grown = cb_realloc(set->groups, (size_t)next * sizeof *grown);
+        char **names = grown != NULL ? cb_realloc(set->names, (size_t)next * sizeof *names) : NULL;
         if (grown != NULL)
             set->groups = grown;
         if (names == NULL)
@@ -470,7 +487,7 @@ cblob_status cb_tensor_set_note(cb_tensor_set *set, const char *layer, size_t la
     int64_t group = cb_name_index_find(&set->index, layer, layer_length);
     if (group < 0) {
         group = set->num_groups;
-        char *name = malloc(layer_length + 1);
+        char *name = cb_malloc(layer_length + 1);
         if (name == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for key \"%.64s\"", key);
         memcpy(name, layer, layer_length);

@@ -3,7 +3,8 @@
  * their keys, streaming a tensor's bytes and JSON text to a sink; and making a model from named
  * tensors read back.
  *
- * Memory: the list holds 16 bytes per tensor (keys and shapes are made when asked for, not kept);
+ * Memory: the list holds 16 bytes per tensor (keys and shapes are made when asked for, not kept)
+ * and a chunk to convert values in (8 bytes per element of the largest tensor, 2 MiB at most);
  * checking that keys are unique takes 16 bytes per tensor more while it runs. */
 #ifndef CBLOB_SRC_EXPORT_COMMON_H
 #define CBLOB_SRC_EXPORT_COMMON_H
@@ -36,6 +37,10 @@ typedef struct cb_tensor_list {
     uint8_t *repeats; /* per layer: it repeats an earlier layer's name (keys `<name>@<index>`) */
     char *key;        /* the last key made */
     size_t key_capacity;
+    /* Room to convert values in (cb_tensor_write), made with the list: writing allocates nothing
+     * once the first byte is out, so that a failure leaves a caller's buffer untouched. */
+    void *chunk;
+    int64_t chunk_elements; /* of 8 bytes */
 } cb_tensor_list;
 
 /* The tensors of a model, keyed for safetensors (separator '.', PyTorch names when asked) or npz
@@ -47,9 +52,11 @@ void cb_tensor_list_free(cb_tensor_list *list);
 cblob_status cb_tensor_key(cb_tensor_list *list, const cb_tensor *tensor, const char **out);
 /* A tensor's shape and dtype (PyTorch's shape for a PyTorch name), and its bytes. */
 cblob_status cb_tensor_facts(const cb_tensor_list *list, const cb_tensor *tensor, cb_blob_facts *out, uint64_t *bytes);
-/* Streams a tensor's bytes (its values, little-endian) to the sink; a counting sink only counts. */
-cblob_status cb_tensor_write(const cblob_model *model, const cb_tensor *tensor, const cb_blob_facts *facts,
-                             cb_sink *sink);
+/* Streams a tensor's bytes (its values, little-endian) to the sink; a counting sink only counts.
+ * Values that must be converted go through list->chunk; without a list (NULL), through a chunk
+ * of its own. */
+cblob_status cb_tensor_write(const cb_tensor_list *list, const cblob_model *model, const cb_tensor *tensor,
+                             const cb_blob_facts *facts, cb_sink *sink);
 
 /* ---- JSON text, streamed ----------------------------------------------------------------------- */
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "export_common.h"
 #include "identify.h"
 #include "npy.h"
@@ -41,7 +42,7 @@ static cblob_status member_name(void *context, int64_t i, const char **out, size
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "layer %" PRId64 "'s key is %zu bytes; a zip member's name holds at "
                        "most %d (rename the layer)", w->list.items[i].layer, strlen(key), CB_ZIP_MAX_NAME - 4);
     if (size > w->capacity) {
-        char *grown = realloc(w->name, size);
+        char *grown = cb_realloc(w->name, size);
         if (grown == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte member name", size);
         w->name = grown;
@@ -66,7 +67,7 @@ static cblob_status write_member(npz_writer *w, cb_zip_writer *zip, const npz_ou
     const size_t header_size = cb_npy_make_header(facts.dtype, facts.num_axes, facts.dims, header);
     CB_TRY(cb_zip_begin_member(zip, name, length, header_size + bytes));
     cb_sink_write(zip->sink, header, header_size);
-    CB_TRY(cb_tensor_write(output->model, &w->list.items[i], &facts, zip->sink));
+    CB_TRY(cb_tensor_write(&w->list, output->model, &w->list.items[i], &facts, zip->sink));
     return cb_zip_end_member(zip);
 }
 
@@ -189,7 +190,7 @@ static cblob_status next_member(npz_reader *r, cb_zip_entry *entry, bool *more, 
     if (!*more)
         return CBLOB_OK;
     if (entry->name_length + 1 > r->capacity) {
-        char *grown = realloc(r->name, entry->name_length + 1);
+        char *grown = cb_realloc(r->name, entry->name_length + 1);
         if (grown == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte member name", entry->name_length);
         r->name = grown;
@@ -218,7 +219,7 @@ static cblob_status read_header(cb_zip_member *member, const char *name, const c
      * inside them holds no dictionary (fuzz_npz: a 10-byte header was given 12). */
     if (header_size < got)
         return npy_fail(name, "its .npy header is too short to hold its dictionary");
-    uint8_t *header = malloc(header_size);
+    uint8_t *header = cb_malloc(header_size);
     if (header == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte .npy header", header_size);
     memcpy(header, preamble, got);
@@ -242,7 +243,7 @@ static cblob_status read_values(cb_zip_member *member, const char *what, const c
     if (own == dtype)
         return cb_zip_member_read(member, to, (size_t)array->value_bytes);
     const int64_t per_piece = (int64_t)(CB_NPZ_CHUNK / from_size);
-    uint8_t *piece = malloc(CB_NPZ_CHUNK);
+    uint8_t *piece = cb_malloc(CB_NPZ_CHUNK);
     cblob_status status = piece != NULL ? CBLOB_OK : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a piece of values");
     for (int64_t first = 0; status == CBLOB_OK && first < array->count; first += per_piece) {
         const int64_t n = array->count - first < per_piece ? array->count - first : per_piece;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "export_common.h"
 #include "half.h"
 #include "identify.h"
@@ -49,6 +50,7 @@ typedef struct layer_keys {
     const uint8_t *repeats;
     char *a, *b;
     size_t a_capacity, b_capacity;
+    bool failed; /* a key found no memory while sorting */
 } layer_keys;
 
 static const char *layer_key(layer_keys *keys, int64_t layer, char **buffer, size_t *capacity)
@@ -56,7 +58,7 @@ static const char *layer_key(layer_keys *keys, int64_t layer, char **buffer, siz
     const char *name = keys->model->layers[layer].name;
     const size_t length = cb_utf8_repaired_length(name, strlen(name)), size = length + 24;
     if (size > *capacity) {
-        char *grown = realloc(*buffer, size);
+        char *grown = cb_realloc(*buffer, size);
         if (grown == NULL)
             return NULL;
         *buffer = grown;
@@ -69,38 +71,62 @@ static const char *layer_key(layer_keys *keys, int64_t layer, char **buffer, siz
     return *buffer;
 }
 
-/* Jansson's JSON_SORT_KEYS order: by the keys' bytes (no memory: 0 comes first). */
+/* Jansson's JSON_SORT_KEYS order: by the keys' bytes. A key without memory fails the sort. */
 static int by_key(const void *x, const void *y, void *context)
 {
     layer_keys *keys = context;
     const char *a = layer_key(keys, *(const int64_t *)x, &keys->a, &keys->a_capacity);
     const char *b = layer_key(keys, *(const int64_t *)y, &keys->b, &keys->b_capacity);
+    keys->failed |= a == NULL || b == NULL;
     return a == NULL || b == NULL ? 0 : strcmp(a, b);
+}
+
+/* The layers "layer_types" names, sorted by key, with room for the longest key: made before the
+ * first byte is written, so that writing allocates nothing and a failure leaves a caller's
+ * buffer untouched. */
+typedef struct sorted_layers {
+    int64_t *layers, count;
+    layer_keys keys;
+} sorted_layers;
+
+static void sorted_layers_free(sorted_layers *types)
+{
+    free(types->keys.a);
+    free(types->keys.b);
+    free(types->layers);
+}
+
+static cblob_status sorted_layers_make(const cblob_model *model, const uint8_t *repeats, sorted_layers *out)
+{
+    sorted_layers types = {.layers = cb_malloc(((size_t)model->num_layers + 1) * sizeof *types.layers),
+                         .keys = {.model = model, .repeats = repeats}};
+    if (types.layers == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", model->num_layers);
+    for (int64_t i = 0; i < model->num_layers; ++i)
+        if (model->layers[i].num_blobs > 0)
+            types.layers[types.count++] = i;
+    qsort_r(types.layers, (size_t)types.count, sizeof *types.layers, by_key, &types.keys);
+    for (int64_t i = 0; i < types.count && !types.keys.failed; ++i)
+        types.keys.failed = layer_key(&types.keys, types.layers[i], &types.keys.a, &types.keys.a_capacity) == NULL;
+    if (types.keys.failed) {
+        sorted_layers_free(&types);
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the layers' keys");
+    }
+    *out = types;
+    return CBLOB_OK;
 }
 
 /* "layer_types": each exported layer's type by the layer part of its keys, as JSON text (sorted
  * by key) inside a JSON string. */
-static cblob_status write_layer_types(const cblob_model *model, const uint8_t *repeats, cb_json_out *out)
+static void write_layer_types(sorted_layers *types, cb_json_out *out)
 {
-    int64_t *layers = malloc(((size_t)model->num_layers + 1) * sizeof *layers), count = 0;
-    if (layers == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", model->num_layers);
-    for (int64_t i = 0; i < model->num_layers; ++i)
-        if (model->layers[i].num_blobs > 0)
-            layers[count++] = i;
-    layer_keys keys = {.model = model, .repeats = repeats};
-    qsort_r(layers, (size_t)count, sizeof *layers, by_key, &keys);
-    cblob_status status = CBLOB_OK;
     cb_json_raw(out, "\"");
     ++out->quoting;
     cb_json_raw(out, "{");
-    for (int64_t i = 0; i < count && status == CBLOB_OK; ++i) {
-        const char *key = layer_key(&keys, layers[i], &keys.a, &keys.a_capacity);
-        if (key == NULL) {
-            status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a layer's key");
-            break;
-        }
-        const char *type = model->layers[layers[i]].type;
+    for (int64_t i = 0; i < types->count; ++i) {
+        /* Room for the longest key was made: no allocation, no failure. */
+        const char *key = layer_key(&types->keys, types->layers[i], &types->keys.a, &types->keys.a_capacity);
+        const char *type = types->keys.model->layers[types->layers[i]].type;
         if (i > 0)
             cb_json_raw(out, ",");
         cb_json_string(out, key, strlen(key));
@@ -110,10 +136,6 @@ static cblob_status write_layer_types(const cblob_model *model, const uint8_t *r
     cb_json_raw(out, "}");
     --out->quoting;
     cb_json_raw(out, "\"");
-    free(keys.a);
-    free(keys.b);
-    free(layers);
-    return status;
 }
 
 /* The order tensors are written in: 8-byte elements first, then the others, each in list order. */
@@ -147,7 +169,7 @@ static cblob_status write_entry(cb_tensor_list *list, const cb_tensor *t, const 
 
 /* The header's JSON: the metadata, then each tensor (in the model's order, so that a reader sees
  * the layers as they were) with its place in the data (in the order of the passes). */
-static cblob_status write_header(cb_tensor_list *list, cb_sink *sink)
+static cblob_status write_header(cb_tensor_list *list, sorted_layers *types, cb_sink *sink)
 {
     const cblob_model *model = list->model;
     uint64_t first_pass = 0;
@@ -163,7 +185,7 @@ static cblob_status write_header(cb_tensor_list *list, cb_sink *sink)
     cb_json_string(&out, name, strlen(name));
     cb_json_raw(&out, model->format == CBLOB_NET_FORMAT_V1 ? ",\"format\":\"V1\",\"layer_types\":"
                                                            : ",\"format\":\"V2\",\"layer_types\":");
-    CB_TRY(write_layer_types(model, list->repeats, &out));
+    write_layer_types(types, &out);
     cb_json_raw(&out, "}");
     uint64_t offsets[2] = {0, first_pass};
     for (int64_t i = 0; i < list->count; ++i) {
@@ -184,9 +206,20 @@ static cblob_status emit_safetensors(const void *what, cb_sink *sink)
     cb_tensor_list list;
     CB_TRY(cb_tensor_list_make(output->model, '.', output->flags & CBLOB_EXPORT_TORCH_NAMES,
                                output->flags & CBLOB_EXPORT_DIFF, &list));
+    sorted_layers types;
+    cblob_status status = sorted_layers_make(output->model, list.repeats, &types);
+    if (status != CBLOB_OK) {
+        cb_tensor_list_free(&list);
+        return status;
+    }
     cb_sink counter;
     cb_sink_count(&counter);
-    cblob_status status = write_header(&list, &counter);
+    status = write_header(&list, &types, &counter);
+    if (status == CBLOB_OK && (counter.size + 7) / 8 * 8 > CB_SAFETENSORS_MAX_HEADER)
+        /* Readers (cblob's, the reference one) refuse such a file: it is not written. */
+        status = cb_fail(CBLOB_ERR_OVERFLOW, "the safetensors header would take %llu bytes, more than the %llu a "
+                         "reader takes (%lld tensors)", (unsigned long long)counter.size,
+                         (unsigned long long)CB_SAFETENSORS_MAX_HEADER, (long long)list.count);
     if (status == CBLOB_OK) {
         const uint64_t length = counter.size, padded = (length + 7) / 8 * 8;
         if (sink->progress != NULL) { /* the call's progress is told the file's size */
@@ -203,7 +236,7 @@ static cblob_status emit_safetensors(const void *what, cb_sink *sink)
         for (int i = 0; i < 8; ++i)
             size_bytes[i] = (uint8_t)(padded >> (8 * i));
         cb_sink_write(sink, size_bytes, 8);
-        status = write_header(&list, sink);
+        status = write_header(&list, &types, sink);
         cb_sink_write(sink, "        ", (size_t)(padded - length));
     }
     for (int pass = 0; pass < 2 && status == CBLOB_OK; ++pass)
@@ -212,8 +245,9 @@ static cblob_status emit_safetensors(const void *what, cb_sink *sink)
             uint64_t bytes = 0;
             status = cb_tensor_facts(&list, &list.items[i], &facts, &bytes);
             if (status == CBLOB_OK && in_first_pass(&facts) == (pass == 0))
-                status = cb_tensor_write(output->model, &list.items[i], &facts, sink);
+                status = cb_tensor_write(&list, output->model, &list.items[i], &facts, sink);
         }
+    sorted_layers_free(&types);
     cb_tensor_list_free(&list);
     return status == CBLOB_OK ? sink->status : status;
 }
@@ -328,6 +362,9 @@ typedef struct header_reader {
 
 static cblob_status json_fault(const header_reader *r)
 {
+    if (r->scan.out_of_memory)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a string of the safetensors header at byte %zu",
+                       r->scan.error_at + 8);
     return cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: the header is not a JSON object (%.100s at byte %zu)",
                    r->scan.error != NULL ? r->scan.error : "it is not an object", r->scan.error_at + 8);
 }
@@ -449,12 +486,15 @@ static const char *type_of_layer(void *context, const char *layer)
     return at >= 0 ? types->types[at] : NULL;
 }
 
-static void read_layer_types(const metadata *meta, const cb_tensor_set *set, layer_types *types)
+/* The layers' types from "layer_types" (text that is not JSON gives none, as before); no memory
+ * for them is a failure, not a model without them. */
+static cblob_status read_layer_types(const metadata *meta, const cb_tensor_set *set, layer_types *types)
 {
-    if (meta->layer_types == NULL || set->num_groups == 0 ||
-        (types->types = calloc((size_t)set->num_groups, sizeof *types->types)) == NULL ||
-        cb_name_index_make((const char *const *)set->names, set->num_groups, &types->index) != CBLOB_OK)
-        return;
+    if (meta->layer_types == NULL || set->num_groups == 0)
+        return CBLOB_OK;
+    if ((types->types = cb_calloc((size_t)set->num_groups, sizeof *types->types)) == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers' types", set->num_groups);
+    CB_TRY(cb_name_index_make((const char *const *)set->names, set->num_groups, &types->index));
     cb_json_scan scan;
     cb_json_scan_begin(&scan, meta->layer_types, meta->layer_types_length);
     char *key = NULL;
@@ -477,11 +517,14 @@ static void read_layer_types(const metadata *meta, const cb_tensor_set *set, lay
             types->types[at] = type;
         }
     free(key);
+    if (scan.out_of_memory)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the layers' types");
     if (scan.error != NULL || !cb_json_end(&scan)) /* not JSON: no types, as before */
         for (int64_t i = 0; i < set->num_groups; ++i) {
             free(types->types[i]);
             types->types[i] = NULL;
         }
+    return CBLOB_OK;
 }
 
 static void layer_types_free(layer_types *types, int64_t count)
@@ -611,6 +654,97 @@ static cblob_status read_values(header_reader *r, const char *key, const entry_f
     return CBLOB_OK;
 }
 
+/* ---- the data, covered ----------------------------------------------------------------------------- */
+
+typedef struct data_range {
+    uint64_t begin, end;
+} data_range;
+
+static int by_begin(const void *x, const void *y)
+{
+    const data_range *a = x, *b = y;
+    return a->begin != b->begin ? (a->begin < b->begin ? -1 : 1) : (a->end > b->end) - (a->end < b->end);
+}
+
+/* The rule of the format (and of its reference reader): the tensors' data_offsets cover the data
+ * exactly, every tensor's, read by cblob or not. Two tensors that overlap (one byte, two values)
+ * or bytes that belong to no tensor, between them or after the last (room for a file of another
+ * kind, a polyglot), are refused. A walk of its own over the header, reading data_offsets only:
+ * 16 bytes a tensor while it runs. Entries that are not objects or lack offsets are the other
+ * walks' to refuse. */
+static cblob_status check_data_covered(header_reader *r)
+{
+    CB_TRY(begin_walk(r));
+    data_range *ranges = NULL;
+    size_t count = 0, capacity = 0;
+    char *member = NULL;
+    size_t member_length = 0, member_capacity = 0;
+    cblob_status status = CBLOB_OK;
+    for (;;) {
+        bool more = false;
+        status = next_key(r, &more);
+        if (status != CBLOB_OK || !more)
+            break;
+        if (strcmp(r->key, "__metadata__") == 0 || !cb_json_next_is(&r->scan, '{')) {
+            if (!cb_json_skip(&r->scan))
+                status = json_fault(r);
+            if (status != CBLOB_OK)
+                break;
+            continue;
+        }
+        cb_json_object_begin(&r->scan);
+        while (status == CBLOB_OK && cb_json_member(&r->scan, &member, &member_length, &member_capacity)) {
+            int64_t offsets[2];
+            size_t got = 0;
+            if (strcmp(member, "data_offsets") != 0) {
+                if (!cb_json_skip(&r->scan))
+                    status = json_fault(r);
+                continue;
+            }
+            status = read_integers(r, r->key, offsets, 2, &got, "data_offsets are not inside the data");
+            if (status != CBLOB_OK || got != 2 || offsets[1] < offsets[0])
+                continue; /* read_entry says what is wrong, naming the tensor */
+            if (count == capacity) {
+                const size_t next = capacity > 0 ? 2 * capacity : 64;
+                data_range *grown = cb_realloc(ranges, next * sizeof *grown);
+                if (grown == NULL) {
+                    status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the data ranges of %zu tensors", next);
+                    break;
+                }
+                ranges = grown;
+                capacity = next;
+            }
+            ranges[count++] = (data_range){(uint64_t)offsets[0], (uint64_t)offsets[1]};
+        }
+        if (status == CBLOB_OK && r->scan.error != NULL)
+            status = json_fault(r);
+        if (status != CBLOB_OK)
+            break;
+    }
+    if (status == CBLOB_OK && count > 0)
+        qsort(ranges, count, sizeof *ranges, by_begin);
+    uint64_t covered = 0;
+    for (size_t i = 0; status == CBLOB_OK && i < count; ++i) {
+        if (ranges[i].begin < covered)
+            status = cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: two tensors share data bytes %llu to %llu",
+                             (unsigned long long)ranges[i].begin,
+                             (unsigned long long)(ranges[i].end < covered ? ranges[i].end : covered));
+        else if (ranges[i].begin > covered)
+            status = cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: data bytes %llu to %llu belong to no tensor",
+                             (unsigned long long)covered, (unsigned long long)ranges[i].begin);
+        else
+            covered = ranges[i].end;
+    }
+    if (status == CBLOB_OK && covered != r->data_size)
+        status = covered < r->data_size
+                     ? cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: %llu bytes after the last tensor's data belong "
+                               "to no tensor", (unsigned long long)(r->data_size - covered))
+                     : CBLOB_OK; /* past the end: read_values says which tensor */
+    free(member);
+    free(ranges);
+    return status;
+}
+
 /* Places the tensors of one kind (data, then diffs), in the order noted. */
 static cblob_status place_tensors(header_reader *r, cb_tensor_set *set, bool diffs)
 {
@@ -653,8 +787,11 @@ cblob_status cb_model_open_safetensors_source(cblob_context *context, cb_source 
     metadata meta = {0};
     layer_types types = {0};
     cblob_status status = note_tensors(&r, &set, &meta);
+    if (status == CBLOB_OK)
+        status = check_data_covered(&r);
+    if (status == CBLOB_OK)
+        status = read_layer_types(&meta, &set, &types);
     if (status == CBLOB_OK) {
-        read_layer_types(&meta, &set, &types);
         status = cb_tensor_set_layout(&set, context, meta.name, types.types != NULL ? type_of_layer : NULL, &types);
     }
     if (status == CBLOB_OK)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "blob.h"
 #include "context.h"
 #include "export_common.h"
@@ -46,8 +47,8 @@ static void file_free(cblob_file *file)
 
 static cblob_status file_new(const char *name, cblob_file **out)
 {
-    cblob_file *file = calloc(1, sizeof *file);
-    if (file == NULL || (file->name = strdup(name)) == NULL) {
+    cblob_file *file = cb_calloc(1, sizeof *file);
+    if (file == NULL || (file->name = cb_strdup(name)) == NULL) {
         free(file);
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to open %s", name);
     }
@@ -119,7 +120,7 @@ static cblob_status open_kind(cblob_context *context, cb_source *source, cb_file
     case CBLOB_FILE_BLOB_VECTOR:
         return cb_read_blobs(context, source, kind == CBLOB_FILE_BLOB_VECTOR, head, head_size, &file->store);
     case CBLOB_FILE_NPY:
-        if ((file->blobs = calloc(1, sizeof *file->blobs)) == NULL)
+        if ((file->blobs = cb_calloc(1, sizeof *file->blobs)) == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a blob handle");
         CB_TRY(cb_npy_blob_from_source(context, file->name, source, dtype, &file->blobs[0]));
         file->num_blobs = 1;

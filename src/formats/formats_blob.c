@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "formats_blob.h"
+#include "alloc.h"
 #include "identify.h"
 #include "io.h"
 #include "model_open.h"
@@ -264,8 +265,8 @@ CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context,
 static cblob_status vector_to_buffer(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, uint8_t *buffer,
                                      size_t buffer_size, size_t *out_size, const char *path, bool legacy_dims)
 {
-    cb_blob_message *messages = calloc((size_t)num_blobs + 1, sizeof *messages);
-    Caffe__BlobProto **protos = calloc((size_t)num_blobs + 1, sizeof *protos);
+    cb_blob_message *messages = cb_calloc((size_t)num_blobs + 1, sizeof *messages);
+    Caffe__BlobProto **protos = cb_calloc((size_t)num_blobs + 1, sizeof *protos);
     cblob_status status = messages != NULL && protos != NULL
                               ? CBLOB_OK
                               : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " messages", num_blobs);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "caffe_fields.h"
 #include "context.h"
 #include "status.h"
@@ -443,7 +444,7 @@ static cblob_status read_head(const char *name, const cb_input_file *file, size_
         size = (size_t)file_size;
     if (size <= head->size)
         return CBLOB_OK;
-    uint8_t *grown = realloc(head->bytes, size + 1);
+    uint8_t *grown = cb_realloc(head->bytes, size + 1);
     if (grown == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to read the start of %s", name);
     head->bytes = grown;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "utf8.h"
 
 #define CB_JSON_MAX_DEPTH 64
@@ -58,7 +59,7 @@ static bool grow(char **text, size_t *capacity, size_t needed)
     size_t next = *capacity > 0 ? *capacity : 64;
     while (next < needed)
         next *= 2;
-    char *grown = realloc(*text, next);
+    char *grown = cb_realloc(*text, next);
     if (grown == NULL)
         return false;
     *text = grown;
@@ -165,8 +166,10 @@ bool cb_json_string_value(cb_json_scan *scan, char **text, size_t *length, size_
             ++end;
         if (!cb_utf8_valid(scan->text + scan->pos, end - scan->pos))
             return fail(scan, "a string is not valid UTF-8");
-        if (!grow(text, capacity, used + (end - scan->pos) + 5))
+        if (!grow(text, capacity, used + (end - scan->pos) + 5)) {
+            scan->out_of_memory = scan->error == NULL;
             return fail(scan, "no memory for a string");
+        }
         memcpy(*text + used, scan->text + scan->pos, end - scan->pos);
         used += end - scan->pos;
         scan->pos = end;

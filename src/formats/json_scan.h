@@ -16,6 +16,7 @@ typedef struct cb_json_scan {
     int depth;
     const char *error; /* the first fault (then every call fails), at error_at */
     size_t error_at;
+    bool out_of_memory; /* the fault is no memory for a string, not the text's */
 } cb_json_scan;
 
 void cb_json_scan_begin(cb_json_scan *scan, const char *text, size_t size);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "caffe_fields.h"
+#include "alloc.h"
 #include "host_memory.h"
 #include "io.h"
 #include "model.h"
@@ -25,7 +26,7 @@ cblob_status cb_bytes_reserve(cb_bytes *bytes, size_t size)
     size_t capacity = bytes->capacity > 0 ? bytes->capacity : 256;
     while (capacity < bytes->size + size)
         capacity *= 2;
-    uint8_t *grown = realloc(bytes->data, capacity);
+    uint8_t *grown = cb_realloc(bytes->data, capacity);
     if (grown == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %zu bytes", capacity);
     bytes->data = grown;
@@ -79,7 +80,7 @@ static cblob_status new_chunk(cb_arena *arena, size_t size)
 {
     if (size > SIZE_MAX - sizeof(cb_arena_chunk) - 16)
         return cb_fail(CBLOB_ERR_OVERFLOW, "%zu bytes of a model do not fit in memory", size);
-    cb_arena_chunk *chunk = malloc(sizeof *chunk + size);
+    cb_arena_chunk *chunk = cb_malloc(sizeof *chunk + size);
     if (chunk == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %zu bytes of a model", size);
     *chunk = (cb_arena_chunk){.next = arena->chunks, .size = size, .bytes = (uint8_t *)(chunk + 1)};
@@ -113,10 +114,10 @@ cblob_status cb_arena_keep(cb_arena *arena, cb_bytes *bytes, size_t align, const
         bytes->size = 0;
         return CBLOB_OK;
     }
-    cb_arena_chunk *chunk = malloc(sizeof *chunk);
+    cb_arena_chunk *chunk = cb_malloc(sizeof *chunk);
     if (chunk == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %zu bytes of a model", bytes->size);
-    uint8_t *kept = realloc(bytes->data, bytes->size); /* the capacity past it goes back */
+    uint8_t *kept = cb_realloc(bytes->data, bytes->size); /* the capacity past it goes back */
     kept = kept != NULL ? kept : bytes->data;
     /* A taken-over chunk stands behind the current one, which stays the one that fills. */
     cb_arena_chunk **at = arena->chunks != NULL ? &arena->chunks->next : &arena->chunks;
@@ -143,7 +144,7 @@ void cb_arena_free(cb_arena *arena)
 
 cblob_status cb_model_new(cblob_context *context, cblob_net_format format, cblob_model **out)
 {
-    cblob_model *model = calloc(1, sizeof *model);
+    cblob_model *model = cb_calloc(1, sizeof *model);
     if (model == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a model");
     /* Recursive: saving holds the lock while it reads values through the calls that take it. */
@@ -318,7 +319,7 @@ static cblob_status grow_layers(cblob_model *model)
     if (model->num_layers < model->capacity)
         return CBLOB_OK;
     const int64_t next = model->capacity > 0 ? model->capacity * 2 : 8;
-    cb_layer *grown = realloc(model->layers, (size_t)next * sizeof *grown);
+    cb_layer *grown = cb_realloc(model->layers, (size_t)next * sizeof *grown);
     if (grown == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", next);
     model->layers = grown;
@@ -692,7 +693,7 @@ cblob_status cb_layer_emit(const cb_layer *layer, cb_blob_writer *write, void *c
     layer_writer w = {.layer = layer, .write = write, .context = context,
                       .nul = {nul_of(layer, layer->name), nul_of(layer, layer->type)}, .frame_blobs = frame_sizes};
     if (layer->num_frames > sizeof frame_sizes / sizeof *frame_sizes &&
-        (w.frame_blobs = calloc(layer->num_frames, sizeof *w.frame_blobs)) == NULL)
+        (w.frame_blobs = cb_calloc(layer->num_frames, sizeof *w.frame_blobs)) == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write a layer of %u V0 layers", layer->num_frames);
     cblob_status status = measure(&w);
     if (status == CBLOB_OK) {

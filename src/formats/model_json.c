@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "caffe_fields.h"
+#include "alloc.h"
 #include "caffe_params.pb-c.h"
 #include "model_json.h"
 #include "model_layers.h"
@@ -29,7 +30,7 @@ json_t *cb_json_text(const char *bytes, size_t length)
     if (cb_utf8_valid(bytes, length))
         return json_stringn(bytes, length);
     const size_t size = cb_utf8_repaired_length(bytes, length);
-    char *text = malloc(size + 1);
+    char *text = cb_malloc(size + 1);
     if (text == NULL)
         return NULL;
     cb_utf8_repair(bytes, length, text);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "caffe_fields.h"
 #include "status.h"
 #include "walk.h"
@@ -19,7 +20,7 @@ cblob_status cb_layer_bytes_without_blobs(const cb_layer *layer, uint8_t **out, 
     cb_sink_count(&sink);
     CB_TRY(cb_layer_emit(layer, NULL, NULL, &sink));
     const size_t size = (size_t)sink.size;
-    uint8_t *bytes = malloc(size + 1);
+    uint8_t *bytes = cb_malloc(size + 1);
     if (bytes == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for layer %s's %zu bytes", layer->name, size);
     cb_sink_buffer(&sink, bytes, size);
@@ -302,7 +303,7 @@ static cblob_status make_index(const cb_layer *layer, bool v1, cb_layer_index **
     const size_t specs = (size_t)counted.num_specs * sizeof(cb_param_spec);
     const size_t total = round_up(sizeof(cb_layer_index)) + round_up(pointers) + round_up(rules) + round_up(specs) +
                          round_up(x.text_bytes) + size;
-    uint8_t *block = malloc(total);
+    uint8_t *block = cb_malloc(total);
     if (block == NULL) {
         free(bytes);
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to index layer %s (%zu bytes)", layer->name, total);
@@ -341,7 +342,7 @@ static cblob_status index_table(cblob_model *model)
 {
     if (model->num_indexes >= model->num_layers)
         return CBLOB_OK;
-    cb_layer_index **grown = realloc(model->indexes, (size_t)model->num_layers * sizeof *grown);
+    cb_layer_index **grown = cb_realloc(model->indexes, (size_t)model->num_layers * sizeof *grown);
     if (grown == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to index %" PRId64 " layers", model->num_layers);
     memset(grown + model->num_indexes, 0, (size_t)(model->num_layers - model->num_indexes) * sizeof *grown);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "status.h"
 #include "utf8.h"
 
@@ -19,13 +20,13 @@ static cblob_status repair_names(cb_model_names *names, int64_t count)
         all_valid = cb_utf8_valid(names->names[i], strlen(names->names[i]));
     if (all_valid)
         return CBLOB_OK;
-    names->repaired = calloc((size_t)count + 1, sizeof *names->repaired);
+    names->repaired = cb_calloc((size_t)count + 1, sizeof *names->repaired);
     if (names->repaired == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", count);
     for (int64_t i = 0; i < count; ++i) {
         const char *name = names->names[i];
         const size_t size = cb_utf8_repaired_length(name, strlen(name));
-        if ((names->repaired[i] = malloc(size + 1)) == NULL)
+        if ((names->repaired[i] = cb_malloc(size + 1)) == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", count);
         cb_utf8_repair(name, strlen(name), names->repaired[i]);
         names->repaired[i][size] = '\0';
@@ -36,7 +37,7 @@ static cblob_status repair_names(cb_model_names *names, int64_t count)
 cblob_status cb_model_names_make(const cblob_model *model, cb_model_names *out)
 {
     *out = (cb_model_names){.count = model->num_layers};
-    out->names = malloc(((size_t)model->num_layers + 1) * sizeof *out->names);
+    out->names = cb_malloc(((size_t)model->num_layers + 1) * sizeof *out->names);
     if (out->names == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", model->num_layers);
     for (int64_t i = 0; i < model->num_layers; ++i)
@@ -70,7 +71,7 @@ cblob_status cb_model_repeats(const cblob_model *model, uint8_t **out)
 {
     cb_model_names names;
     CB_TRY(cb_model_names_make(model, &names));
-    uint8_t *repeats = calloc((size_t)model->num_layers + 1, 1);
+    uint8_t *repeats = cb_calloc((size_t)model->num_layers + 1, 1);
     for (int64_t i = 0; repeats != NULL && i < model->num_layers; ++i)
         repeats[i] = cb_name_index_find(&names.index, names.names[i], strlen(names.names[i])) != i;
     cb_model_names_free(&names);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "caffe_fields.h"
+#include "alloc.h"
 #include "identify.h"
 #include "model_open.h"
 #include "model_values.h"
@@ -280,7 +281,7 @@ static cblob_status build(cblob_context *context, cb_source *source, bool lazy,
 cblob_status cb_model_original_top(const cblob_model *model, uint8_t **out, size_t *out_size)
 {
     const size_t size = model->top.size - (model->name_nul != SIZE_MAX);
-    uint8_t *bytes = malloc(size + 1);
+    uint8_t *bytes = cb_malloc(size + 1);
     if (bytes == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %zu bytes", size);
     if (model->name_nul == SIZE_MAX) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "model_names.h"
 #include "model_values.h"
 #include "neoml/neoml.h"
@@ -48,7 +49,7 @@ static cblob_status count_kept(const cblob_model *model, const cblob_model *weig
 {
     /* How many of each layer's blobs the weights cover: one pass over the weights (a layer may be
      * targeted by more than one of them: by name and by key). */
-    uint32_t *covered = calloc((size_t)model->num_layers + 1, sizeof *covered);
+    uint32_t *covered = cb_calloc((size_t)model->num_layers + 1, sizeof *covered);
     if (covered == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", model->num_layers);
     for (int64_t i = 0; i < weights->num_layers; ++i)
@@ -80,8 +81,8 @@ static int by_name_then_index(const void *a, const void *b)
 
 static cblob_status next_of_same_name(const cblob_model *model, int64_t **out)
 {
-    int64_t *next = malloc(((size_t)model->num_layers + 1) * sizeof *next);
-    int64_t *order = malloc(((size_t)model->num_layers + 1) * sizeof *order);
+    int64_t *next = cb_malloc(((size_t)model->num_layers + 1) * sizeof *next);
+    int64_t *order = cb_malloc(((size_t)model->num_layers + 1) * sizeof *order);
     if (next == NULL || order == NULL) {
         free(next);
         free(order);
@@ -175,7 +176,7 @@ static cblob_status copy_part(const cblob_model *weights, int64_t layer, int64_t
     cb_blob_facts facts;
     CB_TRY(cb_model_blob_facts(weights, layer, index, &facts));
     const size_t element = cb_dtype_find(facts.dtype)->size;
-    void *values = malloc(facts.count > 0 ? (size_t)facts.count * element : 1);
+    void *values = cb_malloc(facts.count > 0 ? (size_t)facts.count * element : 1);
     if (values == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " values", facts.count);
     void *host = NULL;
@@ -191,7 +192,7 @@ static cblob_status copy_part(const cblob_model *weights, int64_t layer, int64_t
 static cblob_status replace_blobs(cblob_model *model, const cblob_model *weights, int32_t flags, int64_t *out_kept)
 {
     int64_t kept = 0;
-    int64_t *targets = malloc(((size_t)weights->num_layers + 1) * sizeof *targets);
+    int64_t *targets = cb_malloc(((size_t)weights->num_layers + 1) * sizeof *targets);
     if (targets == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", weights->num_layers);
     cb_model_names names;

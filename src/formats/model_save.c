@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "caffe_fields.h"
 #include "model_values.h"
 #include "proto_blob.h"
@@ -205,7 +206,7 @@ static cblob_status write_fresh(const emitter *e, int64_t index, const cb_model_
         status = cb_shape_make(blob->num_axes, blob->dims, element, &shape);
         /* A blob that never had a diff writes zeros, as a handle's untouched diff reads. */
         if (status == CBLOB_OK && e->write_diff && blob->diff == NULL && shape.count > 0 &&
-            (zeros = calloc((size_t)shape.count, element)) == NULL)
+            (zeros = cb_calloc((size_t)shape.count, element)) == NULL)
             status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %s's diff", what);
         if (status == CBLOB_OK)
             status = cb_blob_message_init_values(&message, (cblob_dtype)blob->dtype, &shape, blob->data,

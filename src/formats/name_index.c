@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "status.h"
 
 static unsigned char folded(const cb_name_index *index, char c)
@@ -44,7 +45,7 @@ cblob_status cb_name_index_init(const char *const *names, int64_t count, bool fo
     size_t capacity = 16;
     while (capacity < 2 * (size_t)count)
         capacity *= 2;
-    cb_name_index index = {.names = names, .slots = malloc(capacity * sizeof *index.slots), .mask = capacity - 1,
+    cb_name_index index = {.names = names, .slots = cb_malloc(capacity * sizeof *index.slots), .mask = capacity - 1,
                            .fold_case = fold_case};
     if (index.slots == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to index %" PRId64 " names", count);

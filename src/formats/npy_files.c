@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "alloc.h"
 #include "blob.h"
 #include "export_common.h"
 #include "io.h"
@@ -71,7 +72,7 @@ static cblob_status copy_values(cb_source *source, const char *name, const cb_np
         return cb_source_copy(source, array->header_size, (size_t)array->value_bytes, host);
     enum { PIECE = 1 << 16 };
     const size_t element = cb_npy_element_size(array), to_size = cb_dtype_find(target)->size;
-    uint8_t *piece = malloc(PIECE * element);
+    uint8_t *piece = cb_malloc(PIECE * element);
     if (piece == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a piece of values");
     cblob_status status = CBLOB_OK;
@@ -147,7 +148,7 @@ static cblob_status emit_part(const void *what, cb_sink *sink)
     if (p->handle == NULL) {
         const cb_tensor tensor = {.layer = p->layer, .index = (uint32_t)p->index, .part = (uint8_t)p->part,
                                   .kind = CB_TENSOR_PLAIN};
-        return cb_tensor_write(p->model, &tensor, &facts, sink);
+        return cb_tensor_write(NULL, p->model, &tensor, &facts, sink);
     }
     if (sink->kind == CB_SINK_COUNT || bytes == 0) {
         cb_sink_skip(sink, bytes);
@@ -250,7 +251,7 @@ static cblob_status unique_stem(folder_writer *w, const char *name, int64_t laye
     make_stem(name, layer, stem);
     const size_t length = strlen(stem);
     for (int64_t n = 1;; ++n) {
-        if ((w->stems[layer] = strdup(stem)) == NULL)
+        if ((w->stems[layer] = cb_strdup(stem)) == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the names of the files");
         if (cb_name_index_put(&w->taken, layer) < 0)
             return CBLOB_OK;
@@ -322,7 +323,7 @@ static cblob_status write_blob(folder_writer *w, const char *stem, const char *l
 
 static cblob_status write_model(folder_writer *w, const cblob_model *model, bool diffs)
 {
-    w->stems = calloc((size_t)model->num_layers + 1, sizeof *w->stems);
+    w->stems = cb_calloc((size_t)model->num_layers + 1, sizeof *w->stems);
     if (w->stems == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers' file names", model->num_layers);
     CB_TRY(cb_name_index_init((const char *const *)w->stems, model->num_layers, true, &w->taken));
@@ -479,15 +480,15 @@ static cblob_status entries_add(entry_list *list, const entry *e, size_t layer_l
 {
     if (list->count == list->capacity) {
         const size_t next = list->capacity > 0 ? 2 * list->capacity : 64;
-        entry *grown = realloc(list->items, next * sizeof *grown);
+        entry *grown = cb_realloc(list->items, next * sizeof *grown);
         if (grown == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %zu files", next);
         list->items = grown;
         list->capacity = next;
     }
     entry copy = *e;
-    copy.file = strdup(e->file);
-    copy.layer = strndup(e->layer, layer_length);
+    copy.file = cb_strdup(e->file);
+    copy.layer = cb_strndup(e->layer, layer_length);
     if (copy.file == NULL || copy.layer == NULL) {
         free(copy.file);
         free(copy.layer);
@@ -607,7 +608,7 @@ static cblob_status check_against_index(const char *path, const entry *e, const 
 /* One .npy file's values, placed in its blob (or its diff). */
 static cblob_status read_entry(const char *folder, const entry *e, cblob_dtype dtype, cb_tensor_set *set, int64_t i)
 {
-    char *path = malloc(strlen(folder) + strlen(e->file) + 2);
+    char *path = cb_malloc(strlen(folder) + strlen(e->file) + 2);
     if (path == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the path of %s", e->file);
     sprintf(path, "%s/%s", folder, e->file);
@@ -636,8 +637,8 @@ static cblob_status read_entry(const char *folder, const entry *e, cblob_dtype d
  * an earlier one has (as the exports write it; cblob_model_replace_blobs finds either). */
 static cblob_status layer_keys(const entry_list *list, char ***out)
 {
-    char **keys = calloc(list->count + 1, sizeof *keys);
-    const char **names = malloc((list->count + 1) * sizeof *names);
+    char **keys = cb_calloc(list->count + 1, sizeof *keys);
+    const char **names = cb_malloc((list->count + 1) * sizeof *names);
     cb_name_index first = {0};
     cblob_status status = keys != NULL && names != NULL ? CBLOB_OK
                                                         : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %zu names", list->count);
@@ -650,7 +651,7 @@ static cblob_status layer_keys(const entry_list *list, char ***out)
         const int64_t held = cb_name_index_put(&first, (int64_t)i);
         const bool repeat = held >= 0 && list->items[held].layer_index != e->layer_index;
         const size_t size = strlen(e->layer) + 24;
-        if ((keys[i] = malloc(size)) == NULL)
+        if ((keys[i] = cb_malloc(size)) == NULL)
             status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a layer's name");
         else
             snprintf(keys[i], size, repeat ? "%s@%" PRId64 : "%s", e->layer, e->layer_index);
@@ -709,7 +710,7 @@ cblob_status cb_npy_folder_read(cblob_context *context, const char *folder, bool
                                 cblob_model **out)
 {
     expect_folder_size(folder);
-    char *index_name = malloc(strlen(folder) + sizeof "/" INDEX_NAME);
+    char *index_name = cb_malloc(strlen(folder) + sizeof "/" INDEX_NAME);
     if (index_name == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the path of %s/" INDEX_NAME, folder);
     sprintf(index_name, "%s/" INDEX_NAME, folder);

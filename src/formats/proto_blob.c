@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "caffe_fields.h"
 #include "status.h"
 #include "threads.h"
@@ -209,7 +210,7 @@ cblob_status cb_blob_load(cblob_blob *blob, const uint8_t *input, const cb_blob_
 /* Integer values are written as double_data/double_diff, which hold every int32 and uint32 exactly. */
 static cblob_status widen_to_double(cblob_dtype dtype, int64_t count, const void *values, double **out)
 {
-    double *wide = malloc((size_t)count * sizeof *wide);
+    double *wide = cb_malloc((size_t)count * sizeof *wide);
     if (wide == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to widen %" PRId64 " values to double", count);
     for (int64_t i = 0; i < count; ++i)

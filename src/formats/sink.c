@@ -7,6 +7,7 @@
 
 #include <zlib.h>
 
+#include "alloc.h"
 #include "context.h"
 #include "status.h"
 
@@ -95,9 +96,9 @@ static void drain(cb_sink *sink)
 
 static void start_writer(cb_sink *sink)
 {
-    cb_sink_writer *w = calloc(1, sizeof *w);
-    sink->pending = malloc(CB_SINK_PENDING);
-    sink->spare = malloc(CB_SINK_PENDING);
+    cb_sink_writer *w = cb_calloc(1, sizeof *w);
+    sink->pending = cb_malloc(CB_SINK_PENDING);
+    sink->spare = cb_malloc(CB_SINK_PENDING);
     if (w == NULL || sink->spare == NULL || pthread_mutex_init(&w->lock, NULL) != 0) {
         free(w);
         return; /* without a writer, appends go straight out */

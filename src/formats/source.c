@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "progress.h"
 #include "status.h"
 #include "threads.h"
@@ -45,7 +46,7 @@ cblob_status cb_source_file(cb_source *source, const cb_input_file *file, const 
     source->bytes = source->image.bytes;
     source->size = source->image.size;
     const size_t blocks = (source->size + CB_SOURCE_BLOCK - 1) / CB_SOURCE_BLOCK;
-    source->read = calloc(blocks / 8 + 1, 1);
+    source->read = cb_calloc(blocks / 8 + 1, 1);
     if (source->read == NULL) {
         cb_input_close(&source->image);
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to note which parts of the file were read");

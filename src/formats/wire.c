@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "status.h"
 #include "varint.h"
 
@@ -279,7 +280,7 @@ cblob_status cb_wire_string(const cb_wire *wire, const cb_wire_field *field, cha
     const uint8_t *bytes = wire->input + field->payload;
     if (memchr(bytes, 0, field->length) != NULL)
         return cb_wire_fail(wire->path, field, field->offset, "the string holds a NUL byte");
-    char *text = malloc(field->length + 1);
+    char *text = cb_malloc(field->length + 1);
     if (text == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte string", field->length);
     memcpy(text, bytes, field->length);

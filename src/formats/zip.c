@@ -7,6 +7,7 @@
 
 #include <zlib.h>
 
+#include "alloc.h"
 #include "status.h"
 
 enum {
@@ -203,8 +204,8 @@ cblob_status cb_zip_member_open(cb_zip_reader *reader, const cb_zip_entry *entry
         return malformed("a member's bytes lie outside the archive");
     if (entry->method == METHOD_STORED)
         return CBLOB_OK;
-    out->inflater = calloc(1, sizeof *out->inflater);
-    out->buffer = malloc(INFLATE_PIECE);
+    out->inflater = cb_calloc(1, sizeof *out->inflater);
+    out->buffer = cb_malloc(INFLATE_PIECE);
     if (out->inflater == NULL || out->buffer == NULL || inflateInit2(out->inflater, -MAX_WBITS) != Z_OK) {
         free(out->buffer);
         free(out->inflater);
@@ -322,7 +323,7 @@ cblob_status cb_zip_begin_member(cb_zip_writer *writer, const char *name, size_t
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "a zip member's name of %zu bytes is longer than 65535", length);
     if (writer->count == writer->capacity) {
         const int64_t next = writer->capacity > 0 ? 2 * writer->capacity : 64;
-        cb_zip_written *grown = realloc(writer->members, (size_t)next * sizeof *grown);
+        cb_zip_written *grown = cb_realloc(writer->members, (size_t)next * sizeof *grown);
         if (grown == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " npz members", next);
         writer->members = grown;

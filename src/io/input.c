@@ -164,7 +164,7 @@ static cblob_status open_folder_of(const char *path, int *folder, const char **b
 {
     const char *slash = strrchr(path, '/');
     *base = slash != NULL ? slash + 1 : path;
-    char *name = slash == NULL ? strdup(".") : slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+    char *name = slash == NULL ? cb_strdup(".") : slash == path ? cb_strdup("/") : cb_strndup(path, (size_t)(slash - path));
     if (name == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to keep %s open", path);
     *folder = open(name, O_PATH | O_DIRECTORY | O_CLOEXEC);

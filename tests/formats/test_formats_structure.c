@@ -3,7 +3,9 @@
  * handles, the safetensors and npz exports read back, and net surgery. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "pb.h"
@@ -436,5 +438,108 @@ TEST(readers_refuse_what_is_not_theirs_naming_it)
     CHECK(strstr(cblob_last_error_message(), "blob 0 twice") != NULL);
     CHECK_ERROR(cblob_model_open_npz(ctx, (const uint8_t *)"PK\3\4 no zip", 12, &model), CBLOB_ERR_PARSE);
     CHECK(model == NULL);
+    cblob_context_destroy(ctx);
+}
+
+/* safetensors bytes: the 8-byte length, the header, then `data` bytes (zeros) of data. */
+static uint8_t *safetensors_bytes(const char *header, size_t data, size_t *size)
+{
+    const size_t length = strlen(header);
+    uint8_t *bytes = calloc(1, 8 + length + data);
+    if (bytes == NULL)
+        return NULL;
+    for (int i = 0; i < 8; ++i)
+        bytes[i] = (uint8_t)((uint64_t)length >> (8 * i));
+    memcpy(bytes + 8, header, length);
+    *size = 8 + length + data;
+    return bytes;
+}
+
+/* The format forbids data no tensor covers and tensors that share bytes (the reference reader
+ * refuses both); 1.1 read such files. */
+TEST(safetensors_reader_refuses_overlaps_holes_and_trailing_bytes)
+{
+    cblob_context *ctx = context_new();
+    static const struct {
+        const char *header;
+        size_t data;
+        cblob_status expected;
+        const char *says;
+    } cases[] = {
+        {"{\"a.0\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+         "\"b.0\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, CBLOB_OK, NULL},
+        /* both tensors on one value */
+        {"{\"a.0\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+         "\"b.0\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, CBLOB_ERR_PARSE, "share data bytes 0 to 4"},
+        /* one tensor's last value is the next one's first */
+        {"{\"a.0\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+         "\"b.0\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12, CBLOB_ERR_PARSE, "share data bytes 4 to 8"},
+        /* 4 bytes between the tensors */
+        {"{\"a.0\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+         "\"b.0\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", 12, CBLOB_ERR_PARSE,
+         "bytes 4 to 8 belong to no tensor"},
+        /* 4 bytes after the last tensor (room for a file of another kind) */
+        {"{\"a.0\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8, CBLOB_ERR_PARSE,
+         "4 bytes after the last tensor's data"},
+        /* a tensor cblob skips (num_batches_tracked) covers its bytes too */
+        {"{\"bn.running_mean\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+         "\"bn.running_var\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]},"
+         "\"bn.num_batches_tracked\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[8,16]}}", 16, CBLOB_OK, NULL},
+        {"{\"bn.running_mean\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+         "\"bn.running_var\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]},"
+         "\"bn.num_batches_tracked\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[0,8]}}", 8, CBLOB_ERR_PARSE,
+         "share data bytes 0 to 4"},
+        /* nothing but the header: no data, no tensor */
+        {"{}", 0, CBLOB_OK, NULL},
+        {"{}", 1, CBLOB_ERR_PARSE, "1 bytes after the last tensor's data"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        size_t size = 0;
+        uint8_t *bytes = safetensors_bytes(cases[i].header, cases[i].data, &size);
+        CHECK(bytes != NULL);
+        cblob_model *model = NULL;
+        const cblob_status got = cblob_model_open_safetensors(ctx, bytes, size, &model);
+        free(bytes);
+        CHECK_MSG(got == cases[i].expected, "case %zu: %s, expected %s (%s)", i, cblob_status_name(got),
+                  cblob_status_name(cases[i].expected), cblob_last_error_message());
+        if (got == CBLOB_OK) {
+            cblob_model_destroy(model);
+            continue;
+        }
+        CHECK(model == NULL);
+        CHECK_MSG(strstr(cblob_last_error_message(), cases[i].says) != NULL, "case %zu: \"%s\" does not say \"%s\"", i,
+                  cblob_last_error_message(), cases[i].says);
+    }
+    cblob_context_destroy(ctx);
+}
+
+/* The writer refuses a header its own reader (and the reference one) would refuse, over 100 MB:
+ * a layer whose 8 MiB name is control characters, each escaped to 6 bytes in its key and to 7 in
+ * "layer_types" (an escaped string inside a string): about 109 MB of header. Written to a file
+ * only (a buffer's export is the same code, and each export of it takes seconds). */
+TEST(safetensors_writer_refuses_a_header_readers_refuse)
+{
+    cblob_context *ctx = context_new();
+    cblob_model *model = NULL;
+    cblob_blob *blob = NULL;
+    const int64_t one[1] = {1};
+    CHECK_OK(cblob_model_create(ctx, CBLOB_NET_FORMAT_V2, "big", &model));
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT32, 1, one, &blob));
+    enum { NAME = 8 << 20 };
+    char *name = malloc(NAME + 1);
+    CHECK(name != NULL);
+    memset(name, 0x01, NAME);
+    name[NAME] = '\0';
+    CHECK_OK(cblob_model_add_layer(model, name, "Scale", &blob, 1));
+    free(name);
+    char folder[] = "/tmp/cblob-big-header-XXXXXX", path[64];
+    CHECK(mkdtemp(folder) != NULL);
+    snprintf(path, sizeof path, "%s/big.safetensors", folder);
+    CHECK_ERROR(cblob_model_to_safetensors_file(model, 0, path), CBLOB_ERR_OVERFLOW);
+    CHECK(strstr(cblob_last_error_message(), "more than the 100000000 a reader takes") != NULL);
+    CHECK_MSG(access(path, F_OK) != 0, "%s was written", path);
+    CHECK(rmdir(folder) == 0); /* nothing left in it either */
+    cblob_blob_destroy(blob);
+    cblob_model_destroy(model);
     cblob_context_destroy(ctx);
 }

@@ -949,7 +949,9 @@ class _ModelMethods:
         ExportFlags.DIFF as `<key>.diff`. Keys are UTF-8: a byte of a layer name that is not becomes
         U+FFFD. Two tensors that would have one key (a layer named "conv@3" beside a repeated "conv"
         at layer 3; names that differ only in bytes that are not UTF-8) are Status.INVALID_ARGUMENT
-        naming both layers: nothing is dropped. Streams: memory stays small whatever the model's size.
+        naming both layers: nothing is dropped. A header over 100,000,000 bytes (the most a reader
+        takes, this library's and the reference one's) is Status.OVERFLOW: nothing is written.
+        Streams: memory stays small whatever the model's size.
         """
         return read_bytes(lib.cblob_model_to_safetensors, self._h, int32_arg(flags, "flags"))
 
@@ -987,8 +989,10 @@ class _ModelMethods:
         blob 2); `<key>.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
         types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
         F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
-        gap in a layer's indices (refused before an index sizes anything), overlapping or
-        out-of-range offsets, or another dtype is Status.PARSE naming the key.
+        gap in a layer's indices (refused before an index sizes anything), out-of-range offsets,
+        or another dtype is Status.PARSE naming the key. Tensors whose offsets overlap, and data
+        bytes no tensor covers (between tensors or after the last), which the format forbids, are
+        Status.PARSE naming the bytes.
         """
         context = _context.context_or_default(context)
         data = bytes(data)

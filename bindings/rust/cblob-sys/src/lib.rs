@@ -1102,7 +1102,9 @@ extern "C" {
     /// CBLOB_EXPORT_DIFF as `\<key\>.diff`. Keys are UTF-8: a byte of a layer name that is not becomes
     /// U+FFFD. Two tensors that would have one key (a layer named "conv@3" beside a repeated "conv"
     /// at layer 3; names that differ only in bytes that are not UTF-8) are CBLOB_ERR_INVALID_ARGUMENT
-    /// naming both layers: nothing is dropped. Streams: memory stays small whatever the model's size.
+    /// naming both layers: nothing is dropped. A header over 100,000,000 bytes (the most a reader
+    /// takes, this library's and the reference one's) is CBLOB_ERR_OVERFLOW: nothing is written.
+    /// Streams: memory stays small whatever the model's size.
     ///
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     pub fn cblob_model_to_safetensors(model: *const cblob_model, flags: i32, buffer: *mut u8, buffer_size: usize, out_size: *mut usize) -> cblob_status;
@@ -1141,8 +1143,10 @@ extern "C" {
     /// blob 2); `\<key\>.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
     /// types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
     /// F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
-    /// gap in a layer's indices (refused before an index sizes anything), overlapping or
-    /// out-of-range offsets, or another dtype is CBLOB_ERR_PARSE naming the key.
+    /// gap in a layer's indices (refused before an index sizes anything), out-of-range offsets,
+    /// or another dtype is CBLOB_ERR_PARSE naming the key. Tensors whose offsets overlap, and data
+    /// bytes no tensor covers (between tensors or after the last), which the format forbids, are
+    /// CBLOB_ERR_PARSE naming the bytes.
     ///
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW.
     pub fn cblob_model_open_safetensors(context: *mut cblob_context, bytes: *const u8, size: usize, out_model: *mut *mut cblob_model) -> cblob_status;

@@ -1099,7 +1099,9 @@ impl Net {
     /// ExportFlags::Diff as `\<key\>.diff`. Keys are UTF-8: a byte of a layer name that is not becomes
     /// U+FFFD. Two tensors that would have one key (a layer named "conv@3" beside a repeated "conv"
     /// at layer 3; names that differ only in bytes that are not UTF-8) are Status::InvalidArgument
-    /// naming both layers: nothing is dropped. Streams: memory stays small whatever the model's size.
+    /// naming both layers: nothing is dropped. A header over 100,000,000 bytes (the most a reader
+    /// takes, this library's and the reference one's) is Status::Overflow: nothing is written.
+    /// Streams: memory stays small whatever the model's size.
     #[inline]
     pub fn to_safetensors(&self, flags: &[ExportFlags]) -> Result<Vec<u8>> {
         read_bytes(|buffer, size, length| unsafe { sys::cblob_model_to_safetensors(self.as_ptr(), flag_bits(flags, ExportFlags::raw), buffer, size, length) })
@@ -1145,8 +1147,10 @@ impl Net {
     /// blob 2); `\<key\>.diff` fills a blob's diff; `num_batches_tracked` keys are skipped. Layer
     /// types come from __metadata__'s "layer_types" when it has them ("" otherwise). Dtypes F32,
     /// F64, I32 and U32 are read as they are, F16 and BF16 as float32. A key of another form, a
-    /// gap in a layer's indices (refused before an index sizes anything), overlapping or
-    /// out-of-range offsets, or another dtype is Status::Parse naming the key.
+    /// gap in a layer's indices (refused before an index sizes anything), out-of-range offsets,
+    /// or another dtype is Status::Parse naming the key. Tensors whose offsets overlap, and data
+    /// bytes no tensor covers (between tensors or after the last), which the format forbids, are
+    /// Status::Parse naming the bytes.
     #[inline]
     pub fn open_safetensors(context: &Context, bytes: &[u8]) -> Result<Net> {
         Net::created(|out| unsafe { sys::cblob_model_open_safetensors(context.as_ptr(), bytes.as_ptr(), bytes.len(), out) })
