@@ -3,7 +3,7 @@
  * package and NumPy's npz), cold and warm, measured in one run.
  *
  *   bench_format_peers [--size-mib N] [--gap SECONDS] [--rounds N] [--warm N] [--folder DIR]
- *                      [--python PATH]
+ *                      [--python PATH] [--only SECTION]
  *
  * A model of 16 layers, each a float32 tensor of SIZE/16 (default 1024 MiB in all) and a bias of
  * 256 values, is written by cblob to DIR (default $TMPDIR or /tmp) as safetensors and as npz;
@@ -12,7 +12,8 @@
  *
  * - read a whole safetensors file: cblob_model_open_safetensors_file against
  *   safetensors.numpy.load_file, and read(2) of the file into fresh memory;
- * - read one tensor (the 8th, SIZE/16) of it: the cblob open and that blob's values against
+ * - read one tensor (the 8th, SIZE/16) of it: the cblob open and that blob's values, eager and
+ *   lazy (cblob_file_open with CBLOB_OPEN_LAZY: the header, then that tensor's bytes), against
  *   safe_open(...).get_tensor;
  * - read a whole npz file: cblob_model_open_npz_file against numpy.load with every member read;
  * - write: cblob_model_to_safetensors_file and cblob_model_to_npz_file (the model opened first, not
@@ -23,7 +24,8 @@
  * scripts/python-env.sh, build/python-env/bench/bin/python, made by
  * `scripts/python-env.sh build/python-env --with-bench`); the packages' times are taken around
  * their calls inside Python, cblob's around the C calls. Ratios are the package's time over
- * cblob's: 1.00 or more is cblob as fast or faster. */
+ * cblob's: 1.00 or more is cblob as fast or faster. --only runs one section: st-read, st-one,
+ * npz-read, st-write or npz-write. */
 #define _DEFAULT_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
@@ -86,6 +88,26 @@ static double read_one_tensor(const char *path, const char *unused)
     const double took = bench_now() - start;
     cblob_blob_destroy(blob);
     cblob_model_destroy(model);
+    return took;
+}
+
+/* The same through a lazy open (cblob_file_open with CBLOB_OPEN_LAZY): the header, then that
+ * tensor's bytes only. */
+static double read_one_tensor_lazily(const char *path, const char *unused)
+{
+    (void)unused;
+    cblob_file *file = NULL;
+    cblob_model *model = NULL;
+    cblob_blob *blob = NULL;
+    const void *values = NULL;
+    const double start = bench_now();
+    must(cblob_file_open(context, path, CBLOB_OPEN_LAZY, 0, &file), "cblob_file_open");
+    must(cblob_file_model(file, &model), "cblob_file_model");
+    must(cblob_model_layer_blob(model, ONE_LAYER, 0, &blob), "cblob_model_layer_blob");
+    must(cblob_blob_cpu_ptr(blob, CBLOB_PART_DATA, &values), "cblob_blob_cpu_ptr");
+    const double took = bench_now() - start;
+    cblob_blob_destroy(blob);
+    cblob_file_destroy(file);
     return took;
 }
 
@@ -154,6 +176,8 @@ static int child_main(const char *mode, const char *path, int warm, const char *
         work = read_safetensors;
     else if (strcmp(mode, "st-one") == 0)
         work = read_one_tensor;
+    else if (strcmp(mode, "st-one-lazy") == 0)
+        work = read_one_tensor_lazily;
     else if (strcmp(mode, "npz-read") == 0)
         work = read_npz;
     else if (strcmp(mode, "read") == 0)
@@ -174,6 +198,12 @@ static int child_main(const char *mode, const char *path, int warm, const char *
 }
 
 /* ---- the parent ------------------------------------------------------------------------------- */
+
+/* Whether the section runs (--only NAME runs that one alone). */
+static bool runs(const char *only, const char *section)
+{
+    return only == NULL || strcmp(only, section) == 0;
+}
 
 /* Written in a child, so that this process never holds the model's memory. */
 static int child_write(const char *safetensors_path, const char *npz_path, const char *mib)
@@ -213,6 +243,7 @@ int main(int argc, char **argv)
     double gap = 3;
     const char *folder = getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] != '\0' ? getenv("TMPDIR") : "/tmp";
     const char *python = CBLOB_SOURCE_DIR "/build/python-env/bench/bin/python";
+    const char *only = NULL;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--size-mib") == 0 && i + 1 < argc)
             mib = atoi(argv[++i]);
@@ -226,9 +257,11 @@ int main(int argc, char **argv)
             folder = argv[++i];
         else if (strcmp(argv[i], "--python") == 0 && i + 1 < argc)
             python = argv[++i];
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
         else {
             fprintf(stderr, "usage: bench_format_peers [--size-mib N] [--gap SECONDS] [--rounds N] [--warm N] "
-                            "[--folder DIR] [--python PATH]\n");
+                            "[--folder DIR] [--python PATH] [--only st-read|st-one|npz-read|st-write|npz-write]\n");
             return 2;
         }
     }
@@ -275,19 +308,21 @@ int main(int argc, char **argv)
         {.label = "cblob_model_open_safetensors_file", .argv = st_read_c},
         {.label = "read(2) of the file into fresh memory", .argv = plain_read},
     };
-    if (have_python)
+    if (have_python && runs(only, "st-read"))
         bench_children("read a whole safetensors file (ratio against the package)", st_read, 3, rounds, gap, bytes, 0);
-    else
+    else if (runs(only, "st-read"))
         bench_children("read a whole safetensors file (ratio against read(2))", st_read + 1, 2, rounds, gap, bytes, 1);
 
     const char *const st_one_c[] = {self, "--child", "st-one", st_path, warm_text, NULL};
+    const char *const st_one_lazy[] = {self, "--child", "st-one-lazy", st_path, warm_text, NULL};
     const char *const st_one_py[] = {python, script, "st-one", st_path, warm_text, one_name, NULL};
     bench_child st_one[] = {
         {.label = "safe_open(...).get_tensor", .argv = st_one_py},
         {.label = "cblob open + that blob's values", .argv = st_one_c},
+        {.label = "cblob_file_open LAZY + that blob's values", .argv = st_one_lazy},
     };
-    if (have_python)
-        bench_children("read one tensor (1/16 of the file) (ratio against the package)", st_one, 2, rounds, gap,
+    if (have_python && runs(only, "st-one"))
+        bench_children("read one tensor (1/16 of the file) (ratio against the package)", st_one, 3, rounds, gap,
                        bytes / LAYERS, 0);
 
     const char *const npz_read_c[] = {self, "--child", "npz-read", npz_path, warm_text, NULL};
@@ -296,7 +331,7 @@ int main(int argc, char **argv)
         {.label = "numpy.load, every member read", .argv = npz_read_py},
         {.label = "cblob_model_open_npz_file", .argv = npz_read_c},
     };
-    if (have_python)
+    if (have_python && runs(only, "npz-read"))
         bench_children("read a whole npz file (ratio against NumPy)", npz_read, 2, rounds, gap, bytes, 0);
 
     const char *const st_write_c[] = {self, "--child", "st-write", st_path, warm_text, st_out, NULL};
@@ -305,7 +340,7 @@ int main(int argc, char **argv)
         {.label = "safetensors.numpy.save_file", .argv = st_write_py},
         {.label = "cblob_model_to_safetensors_file (fsync)", .argv = st_write_c},
     };
-    if (have_python)
+    if (have_python && runs(only, "st-write"))
         bench_children("write a safetensors file (ratio against the package)", st_write, 2, rounds, gap, bytes, 0);
 
     const char *const npz_write_c[] = {self, "--child", "npz-write", st_path, warm_text, npz_out, NULL};
@@ -314,7 +349,7 @@ int main(int argc, char **argv)
         {.label = "numpy.savez", .argv = npz_write_py},
         {.label = "cblob_model_to_npz_file (fsync)", .argv = npz_write_c},
     };
-    if (have_python)
+    if (have_python && runs(only, "npz-write"))
         bench_children("write an npz file (ratio against NumPy)", npz_write, 2, rounds, gap, bytes, 0);
     unlink(st_path);
     unlink(npz_path);

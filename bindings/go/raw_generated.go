@@ -3752,7 +3752,12 @@ func cModelReplaceBlobsWith(model *C.cblob_model, weights *C.cblob_model, flags 
 // 0 keeps every .npy value's own dtype (which must be one a blob holds); a dtype converts .npy
 // values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
 // that no reader takes is CBLOB_ERR_PARSE saying what it is; a missing or unreadable path, or
-// one that is neither a regular file nor a folder, is CBLOB_ERR_IO.
+// one that is neither a regular file nor a folder, is CBLOB_ERR_IO. With CBLOB_OPEN_LAZY a
+// .caffemodel, safetensors or .npz file's model reads each blob's values on first access (a
+// handle, cblob_model_layer_blob_read, an export or a save), from the file kept open: a file
+// written, truncated or replaced since the open fails that access with CBLOB_ERR_IO ("... changed
+// while it was read") and leaves the model as it was; an .npz member's values are checked
+// against its CRC-32 when they are read (CBLOB_ERR_PARSE).
 func cFileOpen(context *C.cblob_context, path *C.char, flags C.int32_t, dtype C.cblob_dtype) (*C.cblob_file, error) {
 	r := C.cbgo_file_open(C.uintptr_t(uintptr(unsafe.Pointer(context))), path, flags, dtype)
 	if r.status != C.CBLOB_OK {

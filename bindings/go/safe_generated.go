@@ -2032,7 +2032,12 @@ func (m *Model) SaveNpyFolder(folder string, flags ExportFlags) (int64, error) {
 // 0 keeps every .npy value's own dtype (which must be one a blob holds); a dtype converts .npy
 // values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
 // that no reader takes is StatusParse saying what it is; a missing or unreadable path, or
-// one that is neither a regular file nor a folder, is StatusIO.
+// one that is neither a regular file nor a folder, is StatusIO. With OpenFlagsLazy a
+// .caffemodel, safetensors or .npz file's model reads each blob's values on first access (a
+// handle, cblob_model_layer_blob_read, an export or a save), from the file kept open: a file
+// written, truncated or replaced since the open fails that access with StatusIO ("... changed
+// while it was read") and leaves the model as it was; an .npz member's values are checked
+// against its CRC-32 when they are read (StatusParse).
 func OpenFile(ctx *Context, path string, flags OpenFlags, dtype DType) (*File, error) {
 	var r *C.cblob_file
 	err := ctx.do(func(c *C.cblob_context) (err error) {

@@ -1503,7 +1503,7 @@ enum {
 /* Bits for cblob_file_open's flags. */
 typedef int32_t cblob_open_flags;
 enum {
-    CBLOB_OPEN_LAZY = 1,               /* A .caffemodel named by its path is opened as cblob_model_open_file_lazy opens one: its structure at once, each blob's values on first access. */
+    CBLOB_OPEN_LAZY = 1,               /* A .caffemodel, safetensors or .npz file named by its path is opened as cblob_model_open_file_lazy opens a .caffemodel: its structure at once (safetensors: the header; .npz: the central directory and each member's .npy header), each blob's values on first access (that tensor's bytes only, read straight into its storage), from the file, which the model keeps open; a file changed since the open fails the access with CBLOB_ERR_IO. Tensors of at most 4 KiB, diffs, deflated .npz members and .npz members converted to another dtype are read at open. */
     CBLOB_OPEN_NPY_BY_NAME = 2,        /* A .npy folder without index.json is read by its file names, `<layer>_<index>.npy` and `<layer>_<index>_diff.npy` (a folder of one's own .npy files); without this flag such a folder is refused as an interrupted conversion. */
 };
 
@@ -1522,7 +1522,12 @@ typedef struct cblob_file cblob_file;
  * 0 keeps every .npy value's own dtype (which must be one a blob holds); a dtype converts .npy
  * values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
  * that no reader takes is CBLOB_ERR_PARSE saying what it is; a missing or unreadable path, or
- * one that is neither a regular file nor a folder, is CBLOB_ERR_IO.
+ * one that is neither a regular file nor a folder, is CBLOB_ERR_IO. With CBLOB_OPEN_LAZY a
+ * .caffemodel, safetensors or .npz file's model reads each blob's values on first access (a
+ * handle, cblob_model_layer_blob_read, an export or a save), from the file kept open: a file
+ * written, truncated or replaced since the open fails that access with CBLOB_ERR_IO ("... changed
+ * while it was read") and leaves the model as it was; an .npz member's values are checked
+ * against its CRC-32 when they are read (CBLOB_ERR_PARSE).
  *   out_file: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.2.

@@ -554,6 +554,39 @@ cblob_status cb_tensor_set_layout(cb_tensor_set *set, cblob_context *context, co
     return status;
 }
 
+/* Data tensor i's blob takes its dtype and shape. */
+static cblob_status take_shape(cb_tensor_set *set, int64_t i, cblob_dtype dtype, int32_t num_axes, const int64_t *dims,
+                               cb_model_blob **out)
+{
+    const noted_tensor *t = &set->items[i];
+    cb_model_blob *blob = &set->model->layers[t->group].blobs[t->index];
+    if (blob->dtype != 0)
+        return cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has blob %" PRId64 " twice", set->names[t->group], t->index);
+    blob->dtype = (uint8_t)dtype;
+    blob->num_axes = (uint8_t)num_axes;
+    CB_TRY(cb_model_keep_dims(set->model, dims, num_axes, &blob->dims));
+    *out = blob;
+    return CBLOB_OK;
+}
+
+bool cb_tensor_set_is_diff(const cb_tensor_set *set, int64_t i)
+{
+    return set->items[i].diff;
+}
+
+cblob_status cb_tensor_set_defer(cb_tensor_set *set, int64_t i, cblob_dtype dtype, int32_t num_axes,
+                                 const int64_t *dims, uint64_t file_offset, uint8_t file_flags, uint32_t crc)
+{
+    if (set->items[i].diff)
+        return cb_fail(CBLOB_ERR_INTERNAL, "a diff left in the file");
+    cb_model_blob *blob = NULL;
+    CB_TRY(take_shape(set, i, dtype, num_axes, dims, &blob));
+    blob->file_offset = file_offset;
+    blob->values_crc = crc;
+    blob->flags |= (uint8_t)(CB_BLOB_UNREAD | file_flags);
+    return CBLOB_OK;
+}
+
 cblob_status cb_tensor_set_place(cb_tensor_set *set, int64_t i, cblob_dtype dtype, int32_t num_axes,
                                  const int64_t *dims, void **out, cblob_dtype *out_dtype)
 {
@@ -562,11 +595,7 @@ cblob_status cb_tensor_set_place(cb_tensor_set *set, int64_t i, cblob_dtype dtyp
     cb_model_blob *blob = &model->layers[t->group].blobs[t->index];
     const char *layer = set->names[t->group];
     if (!t->diff) {
-        if (blob->dtype != 0)
-            return cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has blob %" PRId64 " twice", layer, t->index);
-        blob->dtype = (uint8_t)dtype;
-        blob->num_axes = (uint8_t)num_axes;
-        CB_TRY(cb_model_keep_dims(model, dims, num_axes, &blob->dims));
+        CB_TRY(take_shape(set, i, dtype, num_axes, dims, &blob));
         CB_TRY(cb_model_alloc_array(model, cb_model_blob_part_bytes(blob, CBLOB_PART_DATA), CB_BLOB_DATA_HOST,
                                     &blob->data, &blob->flags));
         *out = blob->data;

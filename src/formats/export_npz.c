@@ -180,6 +180,7 @@ typedef struct npz_reader {
     cb_zip_reader zip;
     char *name; /* the entry's name, NUL-terminated */
     size_t capacity;
+    bool lazy; /* large stored data members of a file stay in it */
 } npz_reader;
 
 /* The next entry and its name (false past the last). A name that is no tensor's is refused. */
@@ -255,6 +256,17 @@ static cblob_status read_values(cb_zip_member *member, const char *what, const c
     return status;
 }
 
+/* Whether a member's values stay in the file (a lazy open): a data member stored (not deflated)
+ * in a file, holding the blob's dtype as it is, of more than CB_LAZY_VALUES_MIN bytes. */
+static bool stays_in_file(const npz_reader *r, const cb_tensor_set *set, int64_t i, const cb_zip_member *member,
+                          const cb_npy_array *array, cblob_dtype target, const char *what)
+{
+    cblob_dtype own = 0;
+    return r->lazy && r->zip.source->file != NULL && member->inflater == NULL && !cb_tensor_set_is_diff(set, i) &&
+           array->value_bytes > CB_LAZY_VALUES_MIN && cb_npy_blob_dtype(what, array, 0, &own) == CBLOB_OK &&
+           own == target;
+}
+
 static cblob_status place_member(npz_reader *r, cb_tensor_set *set, const cb_zip_entry *entry, int64_t i,
                                  cblob_dtype dtype)
 {
@@ -268,6 +280,13 @@ static cblob_status place_member(npz_reader *r, cb_tensor_set *set, const cb_zip
     cblob_status status = read_header(&member, r->name, what, &array);
     if (status == CBLOB_OK)
         status = cb_npy_blob_dtype(what, &array, dtype, &target);
+    if (status == CBLOB_OK && stays_in_file(r, set, i, &member, &array, target, what)) {
+        /* Its CRC-32 is checked when its values are read. */
+        status = cb_tensor_set_defer(set, i, target, array.num_axes, array.dims, member.data + member.produced,
+                                     CB_BLOB_FILE_CRC, cb_zip_rest_crc(&member));
+        cb_zip_member_close(&member);
+        return status;
+    }
     if (status == CBLOB_OK)
         status = cb_tensor_set_place(set, i, target, array.num_axes, array.dims, &to, &to_dtype);
     if (status == CBLOB_OK && array.count > 0)
@@ -296,10 +315,10 @@ static cblob_status place_members(npz_reader *r, cb_tensor_set *set, cblob_dtype
 }
 
 cblob_status cb_model_open_npz_source(cblob_context *context, cb_source *source, const char *name, cblob_dtype dtype,
-                                      cblob_model **out)
+                                      bool lazy, cblob_model **out)
 {
     (void)name;
-    npz_reader r = {0};
+    npz_reader r = {.lazy = lazy};
     CB_TRY(cb_zip_open(source, &r.zip));
     cb_tensor_set set = {0};
     cblob_status status = CBLOB_OK;
@@ -338,7 +357,7 @@ CBLOB_API cblob_status cblob_model_open_npz(cblob_context *context, const uint8_
     cb_source source;
     cb_source_memory(&source, bytes, size, NULL);
     return cb_explain_bytes("the bytes", bytes, size, CBLOB_FILE_NPZ,
-                            cb_model_open_npz_source(context, &source, "the bytes", 0, out_model));
+                            cb_model_open_npz_source(context, &source, "the bytes", 0, false, out_model));
 }
 
 CBLOB_API cblob_status cblob_model_open_npz_file(cblob_context *context, const char *path, cblob_model **out_model)
@@ -352,7 +371,7 @@ CBLOB_API cblob_status cblob_model_open_npz_file(cblob_context *context, const c
     CB_TRY(cb_file_reading_open(context, path, &file));
     cblob_model *model = NULL;
     const cblob_status status =
-        cb_file_reading_finish(&file, CBLOB_FILE_NPZ, cb_model_open_npz_source(context, &file.source, path, 0, &model));
+        cb_file_reading_finish(&file, CBLOB_FILE_NPZ, cb_model_open_npz_source(context, &file.source, path, 0, false, &model));
     cb_file_reading_close(&file);
     if (status != CBLOB_OK) {
         if (model != NULL)

@@ -616,17 +616,23 @@ static cblob_status read_entry(header_reader *r, const char *key, entry_facts *o
     return status;
 }
 
-/* The entry's values, checked against the data, into `to` as `to_dtype`. */
-static cblob_status read_values(header_reader *r, const char *key, const entry_facts *e, void *to,
-                                cblob_dtype to_dtype)
+/* Checks the entry's offsets against its shape and the data. */
+static cblob_status check_span(const header_reader *r, const char *key, const entry_facts *e, cb_shape *shape)
 {
-    cb_shape shape;
-    if (cb_shape_make(e->num_axes, e->dims, e->dtype.element, &shape) != CBLOB_OK)
+    if (cb_shape_make(e->num_axes, e->dims, e->dtype.element, shape) != CBLOB_OK)
         return parse_fail(key, "the dims' product overflows");
     if (e->end < e->begin || e->end > r->data_size)
         return parse_fail(key, "data_offsets are not inside the data");
-    if (e->end - e->begin != (uint64_t)shape.count * e->dtype.element)
+    if (e->end - e->begin != (uint64_t)shape->count * e->dtype.element)
         return parse_fail(key, "data_offsets do not span the shape's values");
+    return CBLOB_OK;
+}
+
+/* The entry's values (checked: check_span), into `to` as `to_dtype`. */
+static cblob_status read_values(header_reader *r, const entry_facts *e, const cb_shape *checked, void *to,
+                                cblob_dtype to_dtype)
+{
+    const cb_shape shape = *checked;
     const size_t from = (size_t)(r->data_start + e->begin);
     if (e->dtype.source == 0 && to_dtype == e->dtype.dtype)
         return cb_source_copy(r->source, from, (size_t)(e->end - e->begin), to);
@@ -745,8 +751,9 @@ static cblob_status check_data_covered(header_reader *r)
     return status;
 }
 
-/* Places the tensors of one kind (data, then diffs), in the order noted. */
-static cblob_status place_tensors(header_reader *r, cb_tensor_set *set, bool diffs)
+/* Places the tensors of one kind (data, then diffs), in the order noted; lazy: large data tensors
+ * of a file stay in it. */
+static cblob_status place_tensors(header_reader *r, cb_tensor_set *set, bool diffs, bool lazy)
 {
     CB_TRY(begin_walk(r));
     for (int64_t noted = 0;;) {
@@ -769,15 +776,26 @@ static cblob_status place_tensors(header_reader *r, cb_tensor_set *set, bool dif
             continue;
         }
         entry_facts e;
+        cb_shape shape;
         CB_TRY(read_entry(r, r->key, &e));
+        CB_TRY(check_span(r, r->key, &e, &shape));
+        if (lazy && !diffs && r->source->file != NULL &&
+            (size_t)shape.count * cb_dtype_find(e.dtype.dtype)->size > CB_LAZY_VALUES_MIN) {
+            const uint8_t file_flags = e.dtype.source == 16   ? CB_BLOB_FILE_HALF
+                                       : e.dtype.source == 17 ? CB_BLOB_FILE_BFLOAT16
+                                                              : 0;
+            CB_TRY(cb_tensor_set_defer(set, i, e.dtype.dtype, e.num_axes, e.dims, r->data_start + e.begin, file_flags,
+                                       0));
+            continue;
+        }
         void *to = NULL;
         cblob_dtype to_dtype = 0;
         CB_TRY(cb_tensor_set_place(set, i, e.dtype.dtype, e.num_axes, e.dims, &to, &to_dtype));
-        CB_TRY(read_values(r, r->key, &e, to, to_dtype));
+        CB_TRY(read_values(r, &e, &shape, to, to_dtype));
     }
 }
 
-cblob_status cb_model_open_safetensors_source(cblob_context *context, cb_source *source, const char *name,
+cblob_status cb_model_open_safetensors_source(cblob_context *context, cb_source *source, const char *name, bool lazy,
                                               cblob_model **out)
 {
     (void)name;
@@ -795,9 +813,9 @@ cblob_status cb_model_open_safetensors_source(cblob_context *context, cb_source 
         status = cb_tensor_set_layout(&set, context, meta.name, types.types != NULL ? type_of_layer : NULL, &types);
     }
     if (status == CBLOB_OK)
-        status = place_tensors(&r, &set, false);
+        status = place_tensors(&r, &set, false, lazy);
     if (status == CBLOB_OK)
-        status = place_tensors(&r, &set, true);
+        status = place_tensors(&r, &set, true, false);
     if (status == CBLOB_OK)
         status = cb_tensor_set_finish(&set, out);
     layer_types_free(&types, set.num_groups);
@@ -819,7 +837,7 @@ CBLOB_API cblob_status cblob_model_open_safetensors(cblob_context *context, cons
     cb_source source;
     cb_source_memory(&source, bytes, size, NULL);
     return cb_explain_bytes("the bytes", bytes, size, CBLOB_FILE_SAFETENSORS,
-                            cb_model_open_safetensors_source(context, &source, "the bytes", out_model));
+                            cb_model_open_safetensors_source(context, &source, "the bytes", false, out_model));
 }
 
 CBLOB_API cblob_status cblob_model_open_safetensors_file(cblob_context *context, const char *path,
@@ -834,7 +852,7 @@ CBLOB_API cblob_status cblob_model_open_safetensors_file(cblob_context *context,
     CB_TRY(cb_file_reading_open(context, path, &file));
     cblob_model *model = NULL;
     const cblob_status status =
-        cb_file_reading_finish(&file, CBLOB_FILE_SAFETENSORS, cb_model_open_safetensors_source(context, &file.source, path, &model));
+        cb_file_reading_finish(&file, CBLOB_FILE_SAFETENSORS, cb_model_open_safetensors_source(context, &file.source, path, false, &model));
     cb_file_reading_close(&file);
     if (status != CBLOB_OK) {
         if (model != NULL)

@@ -125,8 +125,10 @@ static cblob_status open_kind(cblob_context *context, cb_source *source, cb_file
         CB_TRY(cb_npy_blob_from_source(context, file->name, source, dtype, &file->blobs[0]));
         file->num_blobs = 1;
         return CBLOB_OK;
-    case CBLOB_FILE_NPZ: return cb_model_open_npz_source(context, source, file->name, dtype, &file->model);
-    case CBLOB_FILE_SAFETENSORS: return cb_model_open_safetensors_source(context, source, file->name, &file->model);
+    case CBLOB_FILE_NPZ:
+        return cb_model_open_npz_source(context, source, file->name, dtype, flags & CBLOB_OPEN_LAZY, &file->model);
+    case CBLOB_FILE_SAFETENSORS:
+        return cb_model_open_safetensors_source(context, source, file->name, flags & CBLOB_OPEN_LAZY, &file->model);
     default: return cb_fail(CBLOB_ERR_INTERNAL, "no reader of kind %d", (int)kind);
     }
 }
@@ -144,6 +146,8 @@ static cblob_status open_path(cblob_context *context, const char *path, int32_t 
     const cblob_status status = cb_file_reading_finish(
         &reading, kind, open_kind(context, &reading.source, &reading, reading.head.bytes, reading.head.size, kind, flags,
                                   dtype, file));
+    if (status == CBLOB_OK && file->model != NULL) /* a lazily opened safetensors or npz file */
+        cb_model_keep_file(file->model, &reading);
     cb_file_reading_close(&reading);
     return status;
 }

@@ -69,7 +69,16 @@ enum {
     CB_BLOB_DATA_HOST = 2,  /* data was cb_host_alloc'ed (a handle adopts it; else freed with the model) */
     CB_BLOB_DIFF_HOST = 4,  /* the same for diff (arrays without the flag live in the arena) */
     CB_BLOB_IN_FRAME = 8,   /* the blob stands inside one of its layer's frames (a V0 layer) */
+    /* An UNREAD blob without a frame (a lazily opened safetensors or npz file): its data lies at
+     * file_offset as count elements of its dtype, little-endian, one after the other ... */
+    CB_BLOB_FILE_HALF = 16,     /* ... or of IEEE half floats (safetensors' F16) for a float32 blob */
+    CB_BLOB_FILE_BFLOAT16 = 32, /* ... or of bfloat16 (BF16) for a float32 blob */
+    CB_BLOB_FILE_CRC = 64,      /* the bytes read must have CRC-32 `values_crc` (an npz member's values) */
 };
+
+/* A lazily opened file's blobs of at most this many bytes of values are read at open, with its
+ * structure (a read each on access would cost more than the bytes); larger ones stay in the file. */
+#define CB_LAZY_VALUES_MIN ((size_t)4096)
 
 typedef struct cb_model_blob {
     /* The BlobProto field as the file has it (tag, length, fields) less the payloads of the values
@@ -79,8 +88,11 @@ typedef struct cb_model_blob {
     const int64_t *dims;    /* num_axes dims; NULL for a blob added as a handle (its shape is the handle's) */
     void *data, *diff;      /* the values: data in dtype, diff in diff_dtype; NULL: none, or not read yet */
     cblob_blob *handle;     /* made on first use (model_values.c); NULL until then */
-    uint64_t file_offset;   /* CB_BLOB_UNREAD: the file offset of the frame's first byte */
-    uint32_t frame_size;
+    uint64_t file_offset;   /* CB_BLOB_UNREAD: the file offset of the frame's first byte (no frame: of the data) */
+    union {
+        uint32_t frame_size;
+        uint32_t values_crc; /* no frame, CB_BLOB_FILE_CRC: the CRC-32 of the data's bytes in the file */
+    };
     uint32_t at;            /* where the blob's field stands in its layer's bytes */
     uint8_t num_axes;
     uint8_t dtype;          /* cblob_dtype of the values (0: a handle's) */

@@ -24,9 +24,6 @@
 #include "status.h"
 #include "walk.h"
 
-/* A blob whose values take more bytes than this, all packed, stays in the file when opened lazily. */
-#define CB_LAZY_VALUES_MIN ((size_t)4096)
-
 typedef struct builder {
     cblob_model *model;
     cb_source *source;
@@ -367,6 +364,19 @@ cblob_status cb_model_open_reading(cblob_context *context, cb_file_reading *read
 cblob_status cb_model_build_blobs(cblob_context *context, cb_source *source, bool vector, cblob_model **out)
 {
     return build(context, source, false, vector ? cb_walk_vector : cb_walk_blob, out);
+}
+
+void cb_model_keep_file(cblob_model *model, cb_file_reading *reading)
+{
+    if (model->file != NULL)
+        return;
+    for (int64_t i = 0; i < model->num_layers; ++i)
+        for (uint32_t j = 0; j < model->layers[i].num_blobs; ++j)
+            if (model->layers[i].blobs[j].flags & CB_BLOB_UNREAD) {
+                model->file = reading->file;
+                reading->file = NULL;
+                return;
+            }
 }
 
 /* Opens a net from a path: the file kept by a lazily opened model, else closed. */

@@ -32,4 +32,8 @@ cblob_status cb_model_original_top(const cblob_model *model, uint8_t **out, size
  * value read. */
 cblob_status cb_model_build_blobs(cblob_context *context, cb_source *source, bool vector, cblob_model **out);
 
+/* A model read from a file (its reading finished) that left values in it (UNREAD blobs) keeps the
+ * file, to read them from on first access: the reading's file becomes the model's. */
+void cb_model_keep_file(cblob_model *model, cb_file_reading *reading);
+
 #endif

@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "half.h"
 #include "host_memory.h"
 #include "io.h"
 #include "source.h"
 #include "status.h"
 #include "threads.h"
+#include "zip.h"
 
 /* Values stored in a file sit at any offset (a packed field starts after its tag and length), so
  * each element is copied in and out rather than read through a float or double pointer. */
@@ -68,10 +70,55 @@ static cblob_status read_values(const cblob_model *model, const cb_model_blob *b
     return CBLOB_OK;
 }
 
+/* Reads the data of an UNREAD blob without a frame (a tensor of a safetensors or npz file) into
+ * `to` (the data's bytes in the blob's dtype): the file's bytes straight into place, half floats
+ * read into the array's upper part and widened in place (element i is written after elements up to
+ * i were read: float i ends at byte 4i + 4, half i + 1 starts at byte 2 * count + 2i + 2, never
+ * before), and the bytes checked against the CRC-32 the npz archive gives. */
+static cblob_status read_tensor(const cblob_model *model, const cb_model_blob *blob, uint8_t *to, size_t size)
+{
+    const bool half = blob->flags & (CB_BLOB_FILE_HALF | CB_BLOB_FILE_BFLOAT16);
+    const int64_t count = cb_model_blob_count(blob);
+    const size_t file_bytes = half ? (size_t)count * 2 : size;
+    uint8_t *in = to + (size - file_bytes);
+    CB_TRY(cb_source_read_values(model->file, blob->file_offset, in, file_bytes));
+    if (blob->flags & CB_BLOB_FILE_CRC) {
+        const uint32_t crc = cb_zip_crc32(0, in, file_bytes);
+        if (crc != blob->values_crc)
+            return cb_fail(CBLOB_ERR_PARSE, "malformed npz: a member's values have CRC-32 0x%08" PRIx32 " where the "
+                           "archive says 0x%08" PRIx32 " (the archive is corrupt)", crc, blob->values_crc);
+    }
+    if (half) {
+        const bool bfloat = blob->flags & CB_BLOB_FILE_BFLOAT16;
+        for (int64_t i = 0; i < count; ++i) {
+            uint16_t bits;
+            memcpy(&bits, in + (size_t)i * 2, 2);
+            const float value = bfloat ? cb_bfloat16_to_float(bits) : cb_half_to_float(bits);
+            memcpy(to + (size_t)i * 4, &value, 4);
+        }
+    }
+    return CBLOB_OK;
+}
+
 cblob_status cb_model_load_values(const cblob_model *model, cb_model_blob *blob)
 {
     if (!(blob->flags & CB_BLOB_UNREAD))
         return CBLOB_OK;
+    if (blob->frame == NULL) { /* a tensor's data (its diff, if any, was read at open) */
+        const size_t size = cb_model_blob_part_bytes(blob, CBLOB_PART_DATA);
+        uint8_t *data = NULL;
+        CB_TRY(cb_host_alloc(size, false, (void **)&data));
+        cb_context_use_threads(model->context);
+        const cblob_status status = read_tensor(model, blob, data, size);
+        if (status != CBLOB_OK) {
+            cb_host_free(data, size);
+            return status;
+        }
+        blob->data = data;
+        blob->flags = (uint8_t)((blob->flags & ~(CB_BLOB_UNREAD | CB_BLOB_FILE_HALF | CB_BLOB_FILE_BFLOAT16 |
+                                                 CB_BLOB_FILE_CRC)) | CB_BLOB_DATA_HOST);
+        return CBLOB_OK;
+    }
     const size_t sizes[2] = {cb_model_blob_part_bytes(blob, CBLOB_PART_DATA),
                              cb_model_blob_part_bytes(blob, CBLOB_PART_DIFF)};
     uint8_t *arrays[2] = {NULL, NULL};

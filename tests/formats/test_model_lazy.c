@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* cblob_model_open_file_lazy: the structure at once, reading a few KiB per layer; each blob's
+/* cblob_model_open_file_lazy (and cblob_file_open with CBLOB_OPEN_LAZY, for .caffemodel,
+ * safetensors and npz files): the structure at once, reading a few KiB per layer; each blob's
  * values on first access, that blob's bytes only; and a file changed after the open (written in
  * place, truncated, replaced) fails the access with CBLOB_ERR_IO instead of mixing two files.
  * (That lazily opened models save byte for byte is tests/formats/test_formats_lossless.c's.) */
@@ -283,6 +284,284 @@ TEST(a_refused_lazy_open_reads_the_file_once)
     CHECK_MSG(read < (long long)(64 * LAYERS) << 10, "the refused lazy open read %lld bytes of a %zu-byte file", read,
               size - VALUES);
     CHECK(model == NULL);
+    cblob_context_destroy(ctx);
+    ft_remove_folder(folder);
+}
+
+/* ---- safetensors and npz: cblob_file_open with CBLOB_OPEN_LAZY -------------------------------- */
+
+typedef enum tensor_format { SAFETENSORS, NPZ } tensor_format;
+
+/* What a look at /proc/self/io costs now (the numbers it shows grow digits as files are written:
+ * measured after writing them). */
+static long long look_size(void)
+{
+    const long long first = bytes_read();
+    return bytes_read() - first;
+}
+static const char *const format_names[] = {"safetensors", "npz"};
+
+/* write_net's net as a safetensors or npz file (npz: members stored, as numpy.savez stores them). */
+static bool write_tensors(cblob_context *ctx, tensor_format format, const char *path)
+{
+    char proto[4300];
+    snprintf(proto, sizeof proto, "%s.caffemodel", path);
+    cblob_model *model = NULL;
+    bool ok = write_net(ctx, proto) && cblob_model_open_file(ctx, proto, &model) == CBLOB_OK;
+    ok = ok && (format == SAFETENSORS ? cblob_model_to_safetensors_file(model, 0, path)
+                                      : cblob_model_to_npz_file(model, 0, path)) == CBLOB_OK;
+    cblob_model_destroy(model);
+    return ok && remove(proto) == 0;
+}
+
+static cblob_model *model_of(cblob_file *file)
+{
+    cblob_model *model = NULL;
+    return file != NULL && cblob_file_model(file, &model) == CBLOB_OK ? model : NULL;
+}
+
+/* The bias of layer l holds l everywhere (a tensor under a page: read at open). */
+static bool bias_is_right(const cblob_model *model, int l)
+{
+    float values[10];
+    bool ok = cblob_model_layer_blob_read(model, l, 1, CBLOB_PART_DATA, 0, 10, values, sizeof values) == CBLOB_OK;
+    for (int i = 0; ok && i < 10; ++i)
+        ok = values[i] == (float)l;
+    return ok;
+}
+
+TEST(a_lazy_open_of_safetensors_and_npz_reads_the_header_then_each_tensor_on_first_access)
+{
+    char folder[4096], path[4200];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    for (tensor_format format = SAFETENSORS; format <= NPZ; ++format) {
+        snprintf(path, sizeof path, "%s/net.%s", folder, format_names[format]);
+        CHECK(write_tensors(ctx, format, path));
+        const long long look = look_size();
+        long long mark = bytes_read();
+        cblob_file *file = NULL;
+        CHECK_OK(cblob_file_open(ctx, path, CBLOB_OPEN_LAZY, 0, &file));
+        const long long opening = read_since(&mark, look);
+        const cblob_model *model = model_of(file);
+        CHECK(model != NULL);
+        int64_t layers = 0, dims[2] = {0, 0};
+        int32_t num_axes = 0;
+        CHECK_OK(cblob_model_num_layers(model, &layers));
+        CHECK_EQ_INT(layers, LAYERS);
+        for (int l = 0; l < LAYERS; ++l) {
+            CHECK_OK(cblob_model_layer_blob_shape(model, l, 0, 2, dims, &num_axes));
+            CHECK(num_axes == 2 && dims[0] * dims[1] == VALUES);
+            CHECK(bias_is_right(model, l));
+        }
+        const long long structure = read_since(&mark, look);
+        /* The header, or the directory and each member's local and .npy headers, and the biases: a
+         * few KiB a tensor (16 KiB a layer: 1.5% of the 8 MiB file; everything before). */
+        CHECK_MSG(opening <= LAYERS * 16 * 1024 && structure <= NOTHING, "%s: the open read %lld bytes, the structure "
+                  "calls %lld", format_names[format], opening, structure);
+        CHECK(weights_are_right(model, 5));
+        const long long one = read_since(&mark, look);
+        CHECK_MSG(one >= VALUES * 4 && one <= VALUES * 4 + 8 * 1024, "%s: reading one tensor read %lld bytes",
+                  format_names[format], one);
+        CHECK(weights_are_right(model, 5));
+        CHECK(read_since(&mark, look) <= NOTHING);
+        /* The rest through layer_blob_read (no handle), then a whole export, which reads the others. */
+        float value = 0;
+        CHECK_OK(cblob_model_layer_blob_read(model, 6, 0, CBLOB_PART_DATA, VALUES - 1, 1, &value, sizeof value));
+        CHECK(value == (float)(6 * VALUES + VALUES - 1));
+        char copy[4300];
+        snprintf(copy, sizeof copy, "%s.copy", path);
+        CHECK_OK(format == SAFETENSORS ? cblob_model_to_safetensors_file(model, 0, copy)
+                                       : cblob_model_to_npz_file(model, 0, copy));
+        size_t a = 0, b = 0;
+        uint8_t *original = ft_read_file(path, &a), *written = ft_read_file(copy, &b);
+        CHECK_MSG(original != NULL && written != NULL && a == b && memcmp(original, written, a) == 0,
+                  "%s: the lazily opened file exported is not the same bytes", format_names[format]);
+        free(original), free(written);
+        for (int l = 0; l < LAYERS; ++l)
+            CHECK(weights_are_right(model, l));
+        cblob_file_destroy(file);
+    }
+    cblob_context_destroy(ctx);
+    ft_remove_folder(folder);
+}
+
+TEST(a_safetensors_or_npz_file_changed_after_a_lazy_open_fails_the_access)
+{
+    static const char *const names[] = {"written in place", "truncated", "replaced"};
+    char folder[4096], path[4200];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    for (tensor_format format = SAFETENSORS; format <= NPZ; ++format)
+        for (change how = WRITTEN_IN_PLACE; how <= REPLACED; ++how) {
+            snprintf(path, sizeof path, "%s/net.%s", folder, format_names[format]);
+            CHECK(write_tensors(ctx, format, path));
+            cblob_file *file = NULL;
+            CHECK_OK(cblob_file_open(ctx, path, CBLOB_OPEN_LAZY, 0, &file));
+            const cblob_model *model = model_of(file);
+            CHECK(weights_are_right(model, 1));
+            CHECK_MSG(change_file(path, how), "%s", names[how]);
+            cblob_blob *blob = NULL;
+            CHECK_ERROR(cblob_model_layer_blob(model, 2, 0, &blob), CBLOB_ERR_IO);
+            CHECK_MSG(strstr(cblob_last_error_message(), "changed while it was read") != NULL, "%s, %s: %s",
+                      format_names[format], names[how], cblob_last_error_message());
+            CHECK(blob == NULL);
+            float value = 0;
+            CHECK_ERROR(cblob_model_layer_blob_read(model, 3, 0, CBLOB_PART_DATA, 0, 1, &value, sizeof value),
+                        CBLOB_ERR_IO);
+            char copy[4300];
+            snprintf(copy, sizeof copy, "%s/copy.safetensors", folder);
+            CHECK_ERROR(cblob_model_to_safetensors_file(model, 0, copy), CBLOB_ERR_IO);
+            CHECK(access(copy, F_OK) != 0);
+            CHECK(weights_are_right(model, 1) && bias_is_right(model, 4));
+            cblob_file_destroy(file);
+        }
+    cblob_context_destroy(ctx);
+    ft_remove_folder(folder);
+}
+
+/* The file is kept open: a relative path opened before chdir still reads; without CBLOB_OPEN_LAZY
+ * everything is read at open, as before, and nothing depends on the file afterwards. */
+TEST(a_lazy_tensor_file_survives_chdir_and_an_eager_one_reads_everything_at_open)
+{
+    char folder[4096], path[4200], back[4096], relative[64];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    CHECK(getcwd(back, sizeof back) != NULL);
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    for (tensor_format format = SAFETENSORS; format <= NPZ; ++format) {
+        snprintf(path, sizeof path, "%s/net.%s", folder, format_names[format]);
+        snprintf(relative, sizeof relative, "net.%s", format_names[format]);
+        CHECK(write_tensors(ctx, format, path));
+        CHECK(chdir(folder) == 0);
+        cblob_file *lazy = NULL, *eager = NULL;
+        CHECK_OK(cblob_file_open(ctx, relative, CBLOB_OPEN_LAZY, 0, &lazy));
+        const long long look = look_size();
+        long long mark = bytes_read();
+        CHECK_OK(cblob_file_open(ctx, relative, 0, 0, &eager));
+        const long long eager_read = read_since(&mark, look);
+        CHECK(chdir("/") == 0);
+        CHECK_MSG(eager_read >= LAYERS * VALUES * 4, "%s: the eager open read %lld bytes", format_names[format],
+                  eager_read);
+        CHECK(weights_are_right(model_of(lazy), 3));
+        CHECK(change_file(path, TRUNCATED));
+        for (int l = 0; l < LAYERS; ++l)
+            CHECK(weights_are_right(model_of(eager), l));
+        cblob_file_destroy(eager);
+        cblob_file_destroy(lazy);
+        CHECK(chdir(back) == 0);
+    }
+    cblob_context_destroy(ctx);
+    ft_remove_folder(folder);
+}
+
+/* A safetensors file of half floats: tensor "h.0" of F16 or BF16, count elements, element i being
+ * i % 256 (exact in both). */
+static bool write_half_safetensors(const char *path, const char *dtype, int64_t count)
+{
+    char header[256];
+    int length = snprintf(header, sizeof header, "{\"h.0\":{\"dtype\":\"%s\",\"shape\":[%lld],\"data_offsets\":[0,%lld]}}",
+                          dtype, (long long)count, (long long)count * 2);
+    while (length % 8 != 0)
+        header[length++] = ' ';
+    const size_t size = 8 + (size_t)length + (size_t)count * 2;
+    uint8_t *bytes = malloc(size);
+    if (bytes == NULL)
+        return false;
+    for (int i = 0; i < 8; ++i)
+        bytes[i] = (uint8_t)((uint64_t)length >> (8 * i));
+    memcpy(bytes + 8, header, (size_t)length);
+    for (int64_t i = 0; i < count; ++i) {
+        const float value = (float)(i % 256);
+        uint32_t bits;
+        memcpy(&bits, &value, 4);
+        uint16_t half;
+        if (strcmp(dtype, "BF16") == 0) {
+            half = (uint16_t)(bits >> 16);
+        } else { /* integers under 2048: exponent rebiased, mantissa cut (exact) */
+            const uint32_t exponent = (bits >> 23) & 0xff;
+            half = value == 0 ? 0 : (uint16_t)(((exponent - 127 + 15) << 10) | ((bits >> 13) & 0x3ff));
+        }
+        bytes[8 + (size_t)length + (size_t)i * 2] = (uint8_t)half;
+        bytes[8 + (size_t)length + (size_t)i * 2 + 1] = (uint8_t)(half >> 8);
+    }
+    const bool ok = ft_write_file(path, bytes, size);
+    free(bytes);
+    return ok;
+}
+
+TEST(a_lazy_open_leaves_half_float_tensors_in_the_file_and_widens_them_on_access)
+{
+    enum { COUNT = 100000 };
+    static const char *const dtypes[] = {"F16", "BF16"};
+    char folder[4096], path[4200];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    for (int d = 0; d < 2; ++d) {
+        snprintf(path, sizeof path, "%s/half.safetensors", folder);
+        CHECK(write_half_safetensors(path, dtypes[d], COUNT));
+        const long long look = look_size();
+        long long mark = bytes_read();
+        cblob_file *file = NULL;
+        CHECK_OK(cblob_file_open(ctx, path, CBLOB_OPEN_LAZY, 0, &file));
+        const long long opening = read_since(&mark, look);
+        CHECK_MSG(opening <= 16 * 1024, "%s: the open read %lld bytes", dtypes[d], opening);
+        cblob_blob *blob = NULL;
+        const float *values = NULL;
+        CHECK_OK(cblob_model_layer_blob(model_of(file), 0, 0, &blob));
+        const long long access = read_since(&mark, look);
+        CHECK_MSG(access >= COUNT * 2 && access <= COUNT * 2 + 8 * 1024, "%s: the access read %lld bytes", dtypes[d],
+                  access);
+        CHECK_OK(cblob_blob_cpu_ptr(blob, CBLOB_PART_DATA, (const void **)&values));
+        bool right = true;
+        for (int64_t i = 0; i < COUNT && right; ++i)
+            right = values[i] == (float)(i % 256);
+        CHECK_MSG(right, "%s values", dtypes[d]);
+        cblob_blob_destroy(blob);
+        cblob_file_destroy(file);
+    }
+    cblob_context_destroy(ctx);
+    ft_remove_folder(folder);
+}
+
+/* An npz member's values are checked against the archive's CRC-32 when a lazy model reads them, as
+ * the eager open checks them. */
+TEST(a_corrupt_npz_member_left_in_the_file_is_refused_on_access)
+{
+    char folder[4096], path[4200];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    snprintf(path, sizeof path, "%s/net.npz", folder);
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    CHECK(write_tensors(ctx, NPZ, path));
+    size_t size = 0;
+    uint8_t *bytes = ft_read_file(path, &size);
+    CHECK(bytes != NULL);
+    bytes[size / 2] ^= 0x40; /* inside some layer's weights */
+    CHECK(ft_write_file(path, bytes, size));
+    free(bytes);
+    cblob_file *file = NULL;
+    CHECK_ERROR(cblob_file_open(ctx, path, 0, 0, &file), CBLOB_ERR_PARSE);
+    CHECK_OK(cblob_file_open(ctx, path, CBLOB_OPEN_LAZY, 0, &file));
+    int failed = 0;
+    for (int l = 0; l < LAYERS; ++l) {
+        cblob_blob *blob = NULL;
+        const cblob_status status = cblob_model_layer_blob(model_of(file), l, 0, &blob);
+        if (status != CBLOB_OK) {
+            ++failed;
+            CHECK_EQ_INT(status, CBLOB_ERR_PARSE);
+            CHECK_MSG(strstr(cblob_last_error_message(), "CRC-32") != NULL, "%s", cblob_last_error_message());
+            CHECK(blob == NULL);
+        } else {
+            CHECK(weights_are_right(model_of(file), l));
+        }
+        cblob_blob_destroy(blob);
+    }
+    CHECK_EQ_INT(failed, 1);
+    cblob_file_destroy(file);
     cblob_context_destroy(ctx);
     ft_remove_folder(folder);
 }

@@ -2,6 +2,7 @@
 """ABI 1.1's model calls from Python: a net's structure, lossless saving, safetensors and npz
 exports and imports, net surgery (replace_blobs) and the lazy open."""
 import io
+import os
 import struct
 
 import numpy as np
@@ -103,3 +104,21 @@ def test_lazy_open_reads_values_on_first_use():
     for key in eager:
         for a, b in zip(lazy[key], eager[key]):
             np.testing.assert_array_equal(a, b)
+
+
+def test_lazy_safetensors_and_npz_read_values_on_first_use(tmp_path):
+    arrays = {"fc/0": np.arange(20000, dtype=np.float32).reshape(100, 200), "fc/1": np.ones(3, np.float32)}
+    np.savez(tmp_path / "w.npz", **arrays)  # members stored, as numpy.savez stores them
+    eager = cblob.load(tmp_path / "w.npz")
+    eager.save_safetensors(tmp_path / "w.safetensors")
+    safetensors, npz = tmp_path / "w.safetensors", tmp_path / "w.npz"
+    for lazy in (cblob.load(safetensors, lazy=True), cblob.load_safetensors(safetensors, lazy=True),
+                 cblob.load_npz(npz, lazy=True)):
+        assert list(lazy) == ["fc"]
+        np.testing.assert_array_equal(lazy["fc"][0], arrays["fc/0"])
+        np.testing.assert_array_equal(lazy["fc"][1], arrays["fc/1"])
+    # A file replaced behind a lazy model: the values not read yet are refused, not mixed.
+    lazy = cblob.load(npz, lazy=True)
+    os.replace(safetensors, npz)
+    with pytest.raises(cblob.CblobIOError, match="changed while it was read"):
+        lazy.read_blob(0, 0)

@@ -45,8 +45,9 @@ def open_file(path: str | os.PathLike[str], *, lazy: bool = False, dtype: Any = 
               context: Context | None = None) -> File:
     """Opens whatever the file or folder at path holds, reading it once (a File: .model() for a
     net, an .npz, a safetensors file or a .npy folder; .blob(i) for a BlobProto, a BlobProtoVector
-    or a .npy file). lazy=True reads a .caffemodel's structure at once and each blob's values on
-    first access. dtype converts .npy values (files, .npz members, .npy folders) to a cblob dtype,
+    or a .npy file). lazy=True reads a .caffemodel's, a safetensors file's or an .npz's structure
+    at once and each blob's values on first access, from the file kept open (one changed since
+    raises IOError then). dtype converts .npy values (files, .npz members, .npy folders) to a cblob dtype,
     refusing values that do not fit; None keeps each array's own."""
     return File.open(path, context=context, flags=OpenFlags.LAZY if lazy else 0, dtype=dtype)
 
@@ -61,8 +62,8 @@ def load(path: str | os.PathLike[str], *, lazy: bool = False, dtype: Any = None,
     """Opens a model: a .caffemodel (current or V1 format), an .npz, a safetensors file or a .npy
     folder, told from the bytes, read once. The Model is a mapping from each layer with weights to
     the list of its arrays (`dict(cblob.load(path))`), plus `model.layers` and pycaffe's
-    `model.params`. With lazy=True a .caffemodel's structure is read at once, and each layer's
-    values when first used. A file of another kind raises: a prototxt, an HDF5 snapshot, an
+    `model.params`. With lazy=True a .caffemodel's, a safetensors file's or an .npz's structure is
+    read at once, and each layer's values when first used (that tensor's bytes only). A file of another kind raises: a prototxt, an HDF5 snapshot, an
     archive or a pickle a ParseError that names what it is, a file of blobs an
     InvalidArgumentError that says to use load_blob or load_blobs."""
     file = open_file(path, lazy=lazy, dtype=dtype, context=context)
@@ -71,20 +72,22 @@ def load(path: str | os.PathLike[str], *, lazy: bool = False, dtype: Any = None,
     return file.model()
 
 
-def load_safetensors(path: str | os.PathLike[str], *, context: Context | None = None) -> Model:
+def load_safetensors(path: str | os.PathLike[str], *, lazy: bool = False, context: Context | None = None) -> Model:
     """Opens a .safetensors file (keys <layer>.<index>, or PyTorch's names) as a Model: one layer
-    per layer name with its blobs, for reading or for Model.replace_blobs (cblob.load reads it too)."""
-    return _load_kind(path, FileKind.SAFETENSORS, context)
+    per layer name with its blobs, for reading or for Model.replace_blobs (cblob.load reads it too).
+    lazy=True reads the header at once and each tensor when first used, as load does."""
+    return _load_kind(path, FileKind.SAFETENSORS, context, lazy=lazy)
 
 
-def load_npz(path: str | os.PathLike[str], *, dtype: Any = None, context: Context | None = None) -> Model:
+def load_npz(path: str | os.PathLike[str], *, lazy: bool = False, dtype: Any = None,
+             context: Context | None = None) -> Model:
     """Opens a NumPy .npz file (keys <layer>/<index>) as a Model, as load_safetensors does; dtype
     converts the arrays as open_file does."""
-    return _load_kind(path, FileKind.NPZ, context, dtype)
+    return _load_kind(path, FileKind.NPZ, context, dtype, lazy=lazy)
 
 
-def _load_kind(path, kind: FileKind, context, dtype=None) -> Model:
-    file = open_file(path, dtype=dtype, context=context)
+def _load_kind(path, kind: FileKind, context, dtype=None, *, lazy: bool = False) -> Model:
+    file = open_file(path, lazy=lazy, dtype=dtype, context=context)
     if file.kind != kind:
         raise _refuse(path, file, _KIND_NAMES[kind], "cblob.load" if file.kind in _MODEL_KINDS else "cblob.load_blob")
     return file.model()

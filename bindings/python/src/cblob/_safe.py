@@ -1083,7 +1083,12 @@ class _FileMethods:
         0 keeps every .npy value's own dtype (which must be one a blob holds); a dtype converts .npy
         values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
         that no reader takes is Status.PARSE saying what it is; a missing or unreadable path, or
-        one that is neither a regular file nor a folder, is Status.IO.
+        one that is neither a regular file nor a folder, is Status.IO. With OpenFlags.LAZY a
+        .caffemodel, safetensors or .npz file's model reads each blob's values on first access (a
+        handle, cblob_model_layer_blob_read, an export or a save), from the file kept open: a file
+        written, truncated or replaced since the open fails that access with Status.IO ("... changed
+        while it was read") and leaves the model as it was; an .npz member's values are checked
+        against its CRC-32 when they are read (Status.PARSE).
         """
         context = _context.context_or_default(context)
         return cls._created(lambda out: lib.cblob_file_open(context._h, path_bytes(path), int32_arg(flags, "flags"), 0 if dtype is None else dtype_code(dtype), out), context, io=(path, "any"))

@@ -1254,7 +1254,12 @@ impl File {
     /// 0 keeps every .npy value's own dtype (which must be one a blob holds); a dtype converts .npy
     /// values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
     /// that no reader takes is Status::Parse saying what it is; a missing or unreadable path, or
-    /// one that is neither a regular file nor a folder, is Status::Io.
+    /// one that is neither a regular file nor a folder, is Status::Io. With OpenFlags::Lazy a
+    /// .caffemodel, safetensors or .npz file's model reads each blob's values on first access (a
+    /// handle, cblob_model_layer_blob_read, an export or a save), from the file kept open: a file
+    /// written, truncated or replaced since the open fails that access with Status::Io ("... changed
+    /// while it was read") and leaves the model as it was; an .npz member's values are checked
+    /// against its CRC-32 when they are read (Status::Parse).
     #[inline]
     pub fn open(context: &Context, path: impl AsRef<Path>, flags: &[OpenFlags], dtype: Option<DType>) -> Result<File> {
         let path = c_path(path.as_ref())?;
