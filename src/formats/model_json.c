@@ -172,7 +172,7 @@ static size_t unknown_hash(uint32_t field, int wire_type, size_t num_slots)
 static bool unknown_rehash(unknown_summary *s)
 {
     const size_t num_slots = s->num_slots == 0 ? 16 : s->num_slots * 2;
-    size_t *slots = calloc(num_slots, sizeof *slots);
+    size_t *slots = cb_calloc(num_slots, sizeof *slots);
     if (slots == NULL)
         return false;
     for (size_t i = 0; i < s->count; ++i) {
@@ -207,7 +207,7 @@ static void unknown_add(unknown_summary *s, uint32_t field, int wire_type, const
     }
     if (s->count == s->capacity) {
         const size_t capacity = s->capacity == 0 ? 4 : s->capacity * 2;
-        unknown_entry *grown = realloc(s->entries, capacity * sizeof *grown);
+        unknown_entry *grown = cb_realloc(s->entries, capacity * sizeof *grown);
         if (grown == NULL) {
             s->failed = true;
             return;
