@@ -1355,6 +1355,30 @@ static inline cbgo_model_replace_blobs_with_result cbgo_model_replace_blobs_with
 typedef struct {
     cblob_status status;
     char *message;
+    size_t out_length;
+} cbgo_model_to_prototxt_result;
+
+static inline cbgo_model_to_prototxt_result cbgo_model_to_prototxt(uintptr_t model, char *buffer, size_t buffer_size) {
+    cbgo_model_to_prototxt_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_to_prototxt((const cblob_model *)model, buffer, buffer_size, &r.out_length);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_model_to_prototxt_file(uintptr_t model, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_to_prototxt_file((const cblob_model *)model, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
     cblob_file *out_file;
 } cbgo_file_open_result;
 
@@ -3737,6 +3761,37 @@ func cModelReplaceBlobsWith(model *C.cblob_model, weights *C.cblob_model, flags 
 		return r.out_kept, newError(r.status, r.message)
 	}
 	return r.out_kept, nil
+}
+
+// The net's definition, every layer's blobs left out, in protobuf's text format (a prototxt) as
+// Caffe's WriteProtoToTextFile writes it, so that Caffe reads it back: the NetParameter's fields
+// and each layer's, by Caffe's field names (proto/caffe_params.proto), in field-number order,
+// nested messages in braces indented by two spaces, enums by name, strings C-escaped (the text
+// is ASCII), floats with 6 significant digits when those read back to the same float and 9
+// otherwise (doubles 15, else 17), inf, -inf and nan as such. Fields no schema here knows (a
+// fork's) are printed as protobuf prints unknown fields, by number: varints in decimal, fixed32
+// and fixed64 in hexadecimal, length-delimited fields as a nested block when their bytes parse
+// as a message and as a string otherwise (Caffe built from the fork's caffe.proto reads those
+// by number; BVLC's refuses them). A V1 or V0 net is written in its own format (`layers`).
+// A nested message that is not one (a field of a known message type whose bytes do not parse)
+// is CBLOB_ERR_PARSE: Caffe could not read the binary either. Text convention of
+// cblob_blob_shape_string.
+func cModelToPrototxt(model *C.cblob_model, buffer *C.char, bufferSize C.size_t) (C.size_t, error) {
+	r := C.cbgo_model_to_prototxt(C.uintptr_t(uintptr(unsafe.Pointer(model))), buffer, bufferSize)
+	if r.status != C.CBLOB_OK {
+		return r.out_length, newError(r.status, r.message)
+	}
+	return r.out_length, nil
+}
+
+// Writes cblob_model_to_prototxt's text to a file (without its NUL), atomically as model files
+// are written.
+func cModelToPrototxtFile(model *C.cblob_model, path *C.char) error {
+	r := C.cbgo_model_to_prototxt_file(C.uintptr_t(uintptr(unsafe.Pointer(model))), path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
 }
 
 // Opens the file or folder at path, whatever it holds (the section's introduction), opening and

@@ -8185,6 +8185,108 @@ TEST(sweep_cblob_model_replace_blobs_with)
     }
 }
 
+TEST(baseline_cblob_model_to_prototxt)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_length = (size_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_model_to_prototxt(fx.net, out_buffer, sizeof out_buffer, &out_out_length));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_to_prototxt)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_prototxt(NULL, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_prototxt", "model = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_to_prototxt with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_to_prototxt with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_prototxt with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_prototxt with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* buffer_size: a 3-byte text buffer */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_prototxt(fx.net, out_buffer, 3, &out_out_length), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_to_prototxt", "buffer_size: a 3-byte text buffer");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_to_prototxt with buffer_size: a 3-byte text buffer: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_to_prototxt with buffer_size: a 3-byte text buffer: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_prototxt with buffer_size: a 3-byte text buffer: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_prototxt with buffer_size: a 3-byte text buffer: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_length = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_prototxt(fx.net, out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_prototxt", "out_length = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_to_prototxt with out_length = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_to_prototxt with out_length = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_prototxt with out_length = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_prototxt with out_length = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_to_prototxt_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_model_to_prototxt_file(fx.net, files.output));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_to_prototxt_file)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_prototxt_file(NULL, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_prototxt_file", "model = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_prototxt_file with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_prototxt_file with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_prototxt_file(fx.net, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_prototxt_file", "path = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_prototxt_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_prototxt_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a path in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_prototxt_file(fx.net, files.unwritable), CBLOB_ERR_IO, "cblob_model_to_prototxt_file", "path: a path in a missing folder");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_prototxt_file with path: a path in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_prototxt_file with path: a path in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
 TEST(baseline_cblob_file_open)
 {
     fixture fx;

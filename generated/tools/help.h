@@ -34,7 +34,7 @@ enum tool_inspect_option {
 extern const tool_option tool_inspect_options[];
 extern const size_t tool_inspect_num_options;
 
-/* cblob convert: Weights between Caffe, NumPy and safetensors, and back into a .caffemodel. */
+/* cblob convert: Weights between Caffe, NumPy and safetensors; a net's definition as a prototxt. */
 extern const char tool_convert_help[];
 enum tool_convert_option {
     TOOL_CONVERT_OUTPUT,

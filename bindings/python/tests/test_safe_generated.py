@@ -139,6 +139,8 @@ CASES = [
     ("Model.open_npz_file", "cblob_model_open_npz_file", lambda: cblob.Model.open_npz_file("x", context=null(cblob.Context))),
     ("Model.replace_blobs", "cblob_model_replace_blobs", lambda: null(cblob.Model).replace_blobs(null(cblob.Model))),
     ("Model.replace_blobs_with", "cblob_model_replace_blobs_with", lambda: null(cblob.Model).replace_blobs_with(null(cblob.Model))),
+    ("Model.prototxt", "cblob_model_to_prototxt", lambda: null(cblob.Model).prototxt()),
+    ("Model.save_prototxt", "cblob_model_to_prototxt_file", lambda: null(cblob.Model).save_prototxt("x")),
     ("Model.save_npy_folder", "cblob_model_to_npy_folder", lambda: null(cblob.Model).save_npy_folder("x")),
     ("File.open", "cblob_file_open", lambda: cblob.File.open("x", context=null(cblob.Context))),
     ("File.open_fd", "cblob_file_open_fd", lambda: cblob.File.open_fd(0, context=null(cblob.Context))),

@@ -834,6 +834,25 @@ FUNCTIONS = (
     # (layer, blob index) among the other mismatches and nothing changes.
     # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     ("cblob_model_replace_blobs_with", c_int32, (c_void_p, c_void_p, c_int32, POINTER(c_int64))),  # model, weights, flags, out_kept
+    # The net's definition, every layer's blobs left out, in protobuf's text format (a prototxt) as
+    # Caffe's WriteProtoToTextFile writes it, so that Caffe reads it back: the NetParameter's fields
+    # and each layer's, by Caffe's field names (proto/caffe_params.proto), in field-number order,
+    # nested messages in braces indented by two spaces, enums by name, strings C-escaped (the text
+    # is ASCII), floats with 6 significant digits when those read back to the same float and 9
+    # otherwise (doubles 15, else 17), inf, -inf and nan as such. Fields no schema here knows (a
+    # fork's) are printed as protobuf prints unknown fields, by number: varints in decimal, fixed32
+    # and fixed64 in hexadecimal, length-delimited fields as a nested block when their bytes parse
+    # as a message and as a string otherwise (Caffe built from the fork's caffe.proto reads those
+    # by number; BVLC's refuses them). A V1 or V0 net is written in its own format (`layers`).
+    # A nested message that is not one (a field of a known message type whose bytes do not parse)
+    # is CBLOB_ERR_PARSE: Caffe could not read the binary either. Text convention of
+    # cblob_blob_shape_string.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
+    ("cblob_model_to_prototxt", c_int32, (c_void_p, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, buffer, buffer_size, out_length
+    # Writes cblob_model_to_prototxt's text to a file (without its NUL), atomically as model files
+    # are written.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
+    ("cblob_model_to_prototxt_file", c_int32, (c_void_p, c_char_p)),  # model, path
     # Opens the file or folder at path, whatever it holds (the section's introduction), opening and
     # reading it once: its kind is told from its first bytes, and the reader of that kind goes on
     # from there. Files are read as every reader reads them: a snapshot, with pread, never mapped

@@ -1189,6 +1189,29 @@ extern "C" {
     /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     pub fn cblob_model_replace_blobs_with(model: *mut cblob_model, weights: *const cblob_model, flags: i32, out_kept: *mut i64) -> cblob_status;
 
+    /// The net's definition, every layer's blobs left out, in protobuf's text format (a prototxt) as
+    /// Caffe's WriteProtoToTextFile writes it, so that Caffe reads it back: the NetParameter's fields
+    /// and each layer's, by Caffe's field names (proto/caffe_params.proto), in field-number order,
+    /// nested messages in braces indented by two spaces, enums by name, strings C-escaped (the text
+    /// is ASCII), floats with 6 significant digits when those read back to the same float and 9
+    /// otherwise (doubles 15, else 17), inf, -inf and nan as such. Fields no schema here knows (a
+    /// fork's) are printed as protobuf prints unknown fields, by number: varints in decimal, fixed32
+    /// and fixed64 in hexadecimal, length-delimited fields as a nested block when their bytes parse
+    /// as a message and as a string otherwise (Caffe built from the fork's caffe.proto reads those
+    /// by number; BVLC's refuses them). A V1 or V0 net is written in its own format (`layers`).
+    /// A nested message that is not one (a field of a known message type whose bytes do not parse)
+    /// is CBLOB_ERR_PARSE: Caffe could not read the binary either. Text convention of
+    /// cblob_blob_shape_string.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
+    pub fn cblob_model_to_prototxt(model: *const cblob_model, buffer: *mut c_char, buffer_size: usize, out_length: *mut usize) -> cblob_status;
+
+    /// Writes cblob_model_to_prototxt's text to a file (without its NUL), atomically as model files
+    /// are written.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
+    pub fn cblob_model_to_prototxt_file(model: *const cblob_model, path: *const c_char) -> cblob_status;
+
     /// Opens the file or folder at path, whatever it holds (the section's introduction), opening and
     /// reading it once: its kind is told from its first bytes, and the reader of that kind goes on
     /// from there. Files are read as every reader reads them: a snapshot, with pread, never mapped

@@ -1205,6 +1205,32 @@ impl Net {
         Ok(kept)
     }
 
+    /// The net's definition, every layer's blobs left out, in protobuf's text format (a prototxt) as
+    /// Caffe's WriteProtoToTextFile writes it, so that Caffe reads it back: the NetParameter's fields
+    /// and each layer's, by Caffe's field names (proto/caffe_params.proto), in field-number order,
+    /// nested messages in braces indented by two spaces, enums by name, strings C-escaped (the text
+    /// is ASCII), floats with 6 significant digits when those read back to the same float and 9
+    /// otherwise (doubles 15, else 17), inf, -inf and nan as such. Fields no schema here knows (a
+    /// fork's) are printed as protobuf prints unknown fields, by number: varints in decimal, fixed32
+    /// and fixed64 in hexadecimal, length-delimited fields as a nested block when their bytes parse
+    /// as a message and as a string otherwise (Caffe built from the fork's caffe.proto reads those
+    /// by number; BVLC's refuses them). A V1 or V0 net is written in its own format (`layers`).
+    /// A nested message that is not one (a field of a known message type whose bytes do not parse)
+    /// is Status::Parse: Caffe could not read the binary either. Text convention of
+    /// `Blob::shape_string`.
+    #[inline]
+    pub fn prototxt(&self) -> Result<String> {
+        read_text(|buffer, size, length| unsafe { sys::cblob_model_to_prototxt(self.as_ptr(), buffer, size, length) })
+    }
+
+    /// Writes `Net::prototxt`'s text to a file (without its NUL), atomically as model files
+    /// are written.
+    #[inline]
+    pub fn save_prototxt(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = c_path(path.as_ref())?;
+        check(unsafe { sys::cblob_model_to_prototxt_file(self.as_ptr(), path.as_ptr()) })
+    }
+
     /// Writes every blob of the model into folder (made when missing) as a .npy folder (the
     /// section's introduction), the diffs too with ExportFlags::Diff, and counts the .npy files
     /// written into out_num_files. index.json's "source" is null. Streams: memory stays small
