@@ -160,6 +160,22 @@ static bool same_file(const char *a, const char *b)
            x.st_ino == y.st_ino;
 }
 
+/* Whether a file's first 4 KiB hold text only (no control byte but tab and line ends): a binary
+ * Caffe file has some in its first bytes (its tags and lengths). */
+static bool is_text_file(const char *path)
+{
+    FILE *file = fopen(path, "rb");
+    if (file == NULL)
+        return false;
+    unsigned char head[4096];
+    const size_t size = fread(head, 1, sizeof head, file);
+    fclose(file);
+    for (size_t i = 0; i < size; ++i)
+        if ((head[i] < 0x20 && head[i] != '\t' && head[i] != '\n' && head[i] != '\r') || head[i] == 0x7f)
+            return false;
+    return size > 0;
+}
+
 /* The output is none of the inputs, names the format it gets, and replaces a file of another
  * format only with --force: checked before anything is read or written. */
 static int check_output(const convert_args *args)
@@ -184,12 +200,12 @@ static int check_output(const convert_args *args)
     struct stat info;
     if (stat(output, &info) != 0 || !S_ISREG(info.st_mode) || info.st_size == 0 || args->force)
         return TOOL_OK; /* nothing there, a folder, a device, a FIFO, an empty file, or the user's say */
-    cblob_file_kind kind = CBLOB_FILE_NET;
-    const bool detected = cblob_file_detect(output, &kind) == CBLOB_OK;
-    /* The library reads no text format: a prototxt is what it names as one when it refuses it. */
-    if (!detected && args->format == FORMAT_PROTOTXT && strstr(cblob_last_error_detail(), "prototxt") != NULL)
+    /* A prototxt replaces text (a prototxt cblob or a person wrote) without --force; a binary file
+     * of any kind, a .caffemodel above all, only with it. */
+    if (args->format == FORMAT_PROTOTXT && is_text_file(output))
         return TOOL_OK;
-    if (!detected)
+    cblob_file_kind kind = CBLOB_FILE_NET;
+    if (cblob_file_detect(output, &kind) != CBLOB_OK)
         return fail("%s exists and holds something cblob does not write (%s); replacing it needs --force", output,
                     cblob_last_error_detail());
     if (kind_format(kind) != args->format || args->format == FORMAT_PROTOTXT)

@@ -2041,6 +2041,46 @@ func (m *Model) SavePrototxt(path string) error {
 	return err
 }
 
+// OpenModelPrototxt reads a net in protobuf's text format (a prototxt, such as a deploy.prototxt) as Caffe's
+// ReadProtoFromTextFile reads one, into a model as Model.OpenModel makes one from the binary
+// form: a net definition has no blobs, unless a layer gives `blobs` in the text. Accepted: #
+// comments; fields by Caffe's names (proto/caffe_params.proto), `:` before a scalar and
+// optional before a message; messages in { } or < >; repeated fields given again or as a
+// list [a, b]; both `layer` and the legacy `layers` (V1, whose type is a LayerType name); enums
+// by name; strings in single or double quotes with C escapes (\n, \", \\, \ooo, \xhh, ...),
+// adjacent strings joined; integers in decimal, hex or octal; floats with inf and nan; true
+// and false; `,` or `;` after a field; fields given by number, as Model.Prototxt
+// writes fields no schema here knows (an integer as a varint, 0x and 8 or 16 hex digits as
+// fixed32 or fixed64, a string, a block as a message). A name the message lacks, a singular
+// field given twice, a value of the wrong type or out of range, or text that ends inside a
+// message is StatusParse naming the line and column ("the text:12:5: message
+// caffe.LayerParameter has no field named \"foo\""). The fields are kept in the order the text
+// gives them: Model.Bytes writes them so.
+func OpenModelPrototxt(ctx *Context, text []byte) (*Model, error) {
+	c, err := ctx.handle()
+	if err != nil {
+		return nil, err
+	}
+	r, err := cModelOpenPrototxt(c, bytesPtr(text), C.size_t(len(text)))
+	runtime.KeepAlive(text)
+	runtime.KeepAlive(ctx)
+	return modelCreated(r, err)
+}
+
+// OpenModelPrototxtFile reads a prototxt file as Model.OpenModelPrototxt reads text, its errors naming the file,
+// line and column ("deploy.prototxt:12:5: ..."). File.OpenFile opens a prototxt too (as a
+// net), telling it from its first bytes.
+func OpenModelPrototxtFile(ctx *Context, path string) (*Model, error) {
+	var r *C.cblob_model
+	err := ctx.do(func(c *C.cblob_context) (err error) {
+		return withPath(path, func(cPath *C.char) (err error) {
+			r, err = cModelOpenPrototxtFile(c, cPath)
+			return
+		})
+	})
+	return modelCreated(r, err)
+}
+
 // SaveNpyFolder writes every blob of the model into folder (made when missing) as a .npy folder (the
 // section's introduction), the diffs too with ExportFlagsDiff, and counts the .npy files
 // written into out_num_files. index.json's "source" is null. Streams: memory stays small

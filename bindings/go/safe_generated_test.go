@@ -485,6 +485,14 @@ func TestGeneratedMethodsRefuseClosedHandles(t *testing.T) {
 		{"Model.SavePrototxt", func() error {
 			return (&cblob.Model{}).SavePrototxt("x")
 		}},
+		{"Package.OpenModelPrototxt", func() error {
+			_, err := cblob.OpenModelPrototxt(&cblob.Context{}, nil)
+			return err
+		}},
+		{"Package.OpenModelPrototxtFile", func() error {
+			_, err := cblob.OpenModelPrototxtFile(&cblob.Context{}, "x")
+			return err
+		}},
 		{"Model.SaveNpyFolder", func() error {
 			_, err := (&cblob.Model{}).SaveNpyFolder("x", cblob.ExportFlags(0))
 			return err

@@ -21,4 +21,15 @@ cblob_status cb_text_message(const ProtobufCMessageDescriptor *descriptor, const
 /* The text of the model's NetParameter with every layer's blobs left out (a prototxt). */
 cblob_status cb_model_definition_text(const cblob_model *model, cb_bytes *out);
 
+/* Text (a prototxt) to a NetParameter's wire bytes, appended to out (model_text_read.c); errors
+ * say "<name>:<line>:<column>: ...". */
+cblob_status cb_prototxt_to_net_bytes(const char *name, const char *text, size_t size, cb_bytes *out);
+/* A model from a net's text. */
+cblob_status cb_model_open_prototxt(cblob_context *context, const char *name, const char *text, size_t size,
+                                    cblob_model **out_model);
+struct cb_source;
+/* A model from the size bytes of a source holding a net's text (file.c). */
+cblob_status cb_model_open_text_source(cblob_context *context, const char *name, struct cb_source *source,
+                                       uint64_t size, cblob_model **out_model);
+
 #endif

@@ -19,7 +19,8 @@ Checks:
                                        names, unknown fields, every parameter message): the text
                                        is what Python's text_format prints of the binary less its
                                        blobs (unknown fields included), and it parses back to the
-                                       same message
+                                       same message; cblob reads its own text and Python's back
+                                       to the same net
 
 Exits 77 (skipped) with a reason when protoc, protobuf or NumPy is missing.
 """
@@ -738,10 +739,19 @@ def prototxt_check(ctx):
         printed = text_format.MessageToString(expected, print_unknown_fields=True)
         difference = same_text(text.decode(), printed)
         check(difference is None, f"{os.path.basename(path)}: {difference}")
+        # cblob reads its own text back (unknown fields by number included) to the same net.
+        again = run(["convert", out, "--to", "prototxt", "-o", "-"], ctx.tool).stdout
+        check(again.encode() == text, f"{os.path.basename(path)}: cblob reads its text back to another net")
         if re.search(rb"^\s*[0-9]+[ :]", text, re.M):
             continue  # unknown fields by number: no parser reads them without the fork's schema
         back = text_format.Parse(text, params.NetParameterFields())
         check(back == expected, f"{os.path.basename(path)}: the text parses to another message")
+        # Python's text of the net, read by cblob, is the same net.
+        python_text = os.path.join(folder, os.path.basename(path) + ".python.prototxt")
+        with open(python_text, "w", encoding="ascii") as f:
+            f.write(printed)
+        again = run(["convert", python_text, "--to", "prototxt", "-o", "-"], ctx.tool).stdout
+        check(again.encode() == text, f"{os.path.basename(path)}: cblob reads Python's text to another net")
         parsed_back += 1
     check(parsed_back >= 1 + 6, f"only {parsed_back} texts had no unknown fields to parse back")
 

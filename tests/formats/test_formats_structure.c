@@ -546,6 +546,13 @@ TEST(prototxt_prints_as_protobuf_text_format)
                                    "}\n";
     CHECK_MSG(text != NULL && strcmp(text, expected) == 0, "%s", text != NULL ? text : "(none)");
     free(text);
+    /* Read back (unknown fields by number, the group as a nested message), it writes the same text. */
+    cblob_model *again = NULL;
+    CHECK_OK(cblob_model_open_prototxt(ctx, (const uint8_t *)expected, sizeof expected - 1, &again));
+    text = prototxt(again);
+    CHECK_MSG(text != NULL && strcmp(text, expected) == 0, "%s", text != NULL ? text : "(none)");
+    free(text);
+    cblob_model_destroy(again);
     /* The text convention: no room for the NUL is too small, and says the length. */
     size_t length = 0;
     char small[16];
@@ -606,5 +613,105 @@ TEST(prototxt_of_a_v1_net_and_of_a_broken_parameter)
     CHECK(strstr(cblob_last_error_message(), "InnerProductParameter") != NULL);
     cblob_model_destroy(model);
     pb_free(&net), pb_free(&layer), pb_free(&blob), pb_free(&ip);
+    cblob_context_destroy(ctx);
+}
+
+/* Text as people write it (comments, lists, < >, single quotes, escapes, joined strings, hex and
+ * octal integers, exponents, a blob given in the text, the legacy `layers` with a LayerType name)
+ * reads into the net it says; the writer writes it back in the canonical form. */
+TEST(prototxt_reads_what_caffe_reads)
+{
+    cblob_context *ctx = context_new();
+    static const char text[] = "# a deploy file\n"
+                               "name: 'Le' \"Net\\t\\x41\\101\"  # joined\n"
+                               "input: \"data\" input_dim: [1, 0x3, 010, 8]\n"
+                               "layer <\n"
+                               "  name: \"ip\"; type: \"InnerProduct\", bottom: \"data\" top: \"ip\"\n"
+                               "  param { lr_mult: 1e1 } param: { decay_mult: -2.5E-1f }\n"
+                               "  inner_product_param { num_output: 2 bias_term: False weight_filler { std: .5 } }\n"
+                               "  blobs { shape { dim: [2, 3] } data: [1, 2, 3, 4, 5, 6] }\n"
+                               "  phase: TEST\n"
+                               ">\n";
+    cblob_model *model = NULL;
+    CHECK_OK(cblob_model_open_prototxt(ctx, (const uint8_t *)text, sizeof text - 1, &model));
+    int64_t count = 0;
+    CHECK_OK(cblob_model_num_layers(model, &count));
+    CHECK(count == 1);
+    CHECK_OK(cblob_model_layer_num_blobs(model, 0, &count));
+    CHECK(count == 1);
+    cblob_blob *blob = NULL;
+    CHECK_OK(cblob_model_layer_blob(model, 0, 0, &blob));
+    const float *values = NULL;
+    CHECK_OK(cblob_blob_cpu_ptr(blob, CBLOB_PART_DATA, (const void **)&values));
+    CHECK(values != NULL && values[0] == 1.0f && values[5] == 6.0f);
+    char *written = prototxt(model);
+    static const char expected[] = "name: \"LeNet\\tAA\"\n"
+                                   "input: \"data\"\n"
+                                   "input_dim: 1\n"
+                                   "input_dim: 3\n"
+                                   "input_dim: 8\n"
+                                   "input_dim: 8\n"
+                                   "layer {\n"
+                                   "  name: \"ip\"\n"
+                                   "  type: \"InnerProduct\"\n"
+                                   "  bottom: \"data\"\n"
+                                   "  top: \"ip\"\n"
+                                   "  param {\n"
+                                   "    lr_mult: 10\n"
+                                   "  }\n"
+                                   "  param {\n"
+                                   "    decay_mult: -0.25\n"
+                                   "  }\n"
+                                   "  phase: TEST\n"
+                                   "  inner_product_param {\n"
+                                   "    num_output: 2\n"
+                                   "    bias_term: false\n"
+                                   "    weight_filler {\n"
+                                   "      std: 0.5\n"
+                                   "    }\n"
+                                   "  }\n"
+                                   "}\n";
+    CHECK_MSG(written != NULL && strcmp(written, expected) == 0, "%s", written != NULL ? written : "(none)");
+    free(written);
+    cblob_model_destroy(model);
+    model = NULL;
+    static const char v1[] = "layers { name: \"conv\" type: CONVOLUTION bottom: \"data\" top: \"conv\" blobs_lr: 1 "
+                             "convolution_param { num_output: 4 kernel_size: 3 } }";
+    CHECK_OK(cblob_model_open_prototxt(ctx, (const uint8_t *)v1, sizeof v1 - 1, &model));
+    cblob_net_format format = CBLOB_NET_FORMAT_V2;
+    const char *type = NULL;
+    CHECK_OK(cblob_model_format(model, &format));
+    CHECK_OK(cblob_model_layer_type(model, 0, &type));
+    CHECK(format == CBLOB_NET_FORMAT_V1 && strcmp(type, "CONVOLUTION") == 0);
+    cblob_model_destroy(model);
+    cblob_context_destroy(ctx);
+}
+
+/* Errors name the line and column, and the model is not made. */
+TEST(prototxt_errors_name_line_and_column)
+{
+    cblob_context *ctx = context_new();
+    static const struct {
+        const char *text, *says;
+    } cases[] = {
+        {"name: \"a\"\nlayer {\n  nme: \"x\"\n}\n", "the text:3:3: message caffe.LayerParameter has no field named \"nme\""},
+        {"name: \"a\"\nname: \"b\"\n", "the text:2:1: name is given twice"},
+        {"layer {\n  name: \"a\"\n", "the text:3:1: the text ends before the message's }"},
+        {"layer { top: \"a }", "the text:1:14: a string that does not end on its line"},
+        {"layer { phase: TRIAN }", "the text:1:16: unknown value \"TRIAN\" of enum caffe.Phase"},
+        {"layer { loss_weight: one }", "the text:1:22: loss_weight takes a number"},
+        {"layer { convolution_param { num_output: 4294967296 } }", "out of the range of num_output"},
+        {"layer { convolution_param { bias_term: yes } }", "bias_term takes true or false"},
+        {"layer { name \"a\" }", "the text:1:14: expected : after name"},
+        {"layer { name: \"\\q\" }", "the text:1:16: invalid escape \\q"},
+        {"net: \"x.prototxt\"", "no field named \"net\": not a net's text (a solver's?)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        cblob_model *model = NULL;
+        CHECK_STATUS(cblob_model_open_prototxt(ctx, (const uint8_t *)cases[i].text, strlen(cases[i].text), &model),
+                     CBLOB_ERR_PARSE);
+        CHECK_MSG(model == NULL && strstr(cblob_last_error_message(), cases[i].says) != NULL, "case %zu: %s", i,
+                  cblob_last_error_message());
+    }
     cblob_context_destroy(ctx);
 }
