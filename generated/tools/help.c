@@ -48,7 +48,7 @@ const char tool_info_help[] =
     "found of the GPU stack (CUDA driver, NVRTC, cuBLAS). It takes no arguments.\n";
 
 const char tool_inspect_help[] =
-    "usage: cblob inspect [--json] [--params] [--shapes] [--quiet | --progress] FILE\n"
+    "usage: cblob inspect [--json] [--params] [--shapes] [--summary] [--quiet | --progress] FILE\n"
     "\n"
     "Reads a .caffemodel (NetParameter, V2, V1 or V0), a .prototxt (the same in text), a .binaryproto\n"
     "(BlobProto), a BlobProtoVector, a NumPy .npy or .npz, a .safetensors file or a folder of .npy files,\n"
@@ -61,6 +61,11 @@ const char tool_inspect_help[] =
     "options:\n"
     "  --params              Each layer's parameters too (convolution_param, ...), as JSON on a line of\n"
     "                        its own.\n"
+    "  --summary             Instead of the table of blobs, the parameters each layer holds, as Keras'\n"
+    "                        summary() and torchsummary print them: per layer its type, the number of\n"
+    "                        values of its blobs and their bytes (in their dtype, diffs left out), then\n"
+    "                        the total over the net in values, bytes and MiB. No value is read (the file\n"
+    "                        is opened as with --shapes).\n"
     "  --shapes              No statistics: no value is read, and a .caffemodel named by its path is\n"
     "                        opened lazily (its structure only), which lists a large model in a fraction\n"
     "                        of the time.\n"
@@ -81,6 +86,7 @@ const char tool_inspect_help[] =
 
 const tool_option tool_inspect_options[] = {
     {"--params", NULL, TOOL_INSPECT_PARAMS},
+    {"--summary", NULL, TOOL_INSPECT_SUMMARY},
     {"--shapes", NULL, TOOL_INSPECT_SHAPES},
     {"--json", NULL, TOOL_INSPECT_JSON},
     {"--quiet", NULL, TOOL_INSPECT_QUIET},

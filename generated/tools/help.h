@@ -25,6 +25,7 @@ extern const char tool_info_help[];
 extern const char tool_inspect_help[];
 enum tool_inspect_option {
     TOOL_INSPECT_PARAMS,
+    TOOL_INSPECT_SUMMARY,
     TOOL_INSPECT_SHAPES,
     TOOL_INSPECT_JSON,
     TOOL_INSPECT_QUIET,

@@ -515,3 +515,23 @@ TEST(way_back_of_a_5000_layer_net_with_repeated_names)
     }
     io_remove_tree(folder);
 }
+
+/* --summary: each layer's parameters and bytes and the total, the figures of lenet's independent
+ * decoding (lenet_iter_10000.layers.txt: 431080 values in 4 layers with blobs, float32); no value
+ * is read. */
+TEST(summary_counts_parameters_per_layer_and_in_total)
+{
+    cli_result r;
+    CHECK(CLI(&r, "inspect", "--summary", CBLOB_CAFFE_DATA_DIR "/lenet_iter_10000.caffemodel"));
+    CHECK_MSG(r.status == 0, "exit %d: %s", r.status, r.err);
+    CHECK_MSG(strstr(r.out, "  layer  type             parameters    bytes\n") != NULL &&
+                  strstr(r.out, "  conv1  Convolution             520     2080\n") != NULL &&
+                  strstr(r.out, "  ip1    InnerProduct         400500  1602000\n") != NULL &&
+                  strstr(r.out, "  relu1  ReLU                      0        0\n") != NULL &&
+                  strstr(r.out, "\ntotal   431080 parameters in 4 of 9 layers, 1724320 bytes (1.6 MiB)\n") != NULL,
+              "%s", r.out);
+    cli_result_free(&r);
+    CHECK(CLI(&r, "inspect", "--summary", "--json", CBLOB_CAFFE_DATA_DIR "/lenet_iter_10000.caffemodel"));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "--summary prints a table of its own: without --json"));
+    cli_result_free(&r);
+}
