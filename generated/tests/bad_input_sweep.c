@@ -197,11 +197,14 @@ static uint8_t *valid_blob_proto, *valid_vector_proto, *valid_net_proto, *valid_
 static size_t valid_blob_proto_size, valid_vector_proto_size, valid_net_proto_size, valid_safetensors_size,
     valid_npz_size;
 static uint8_t garbage_bytes[65536];
+/* A net in protobuf's text format (a prototxt). */
+static const uint8_t valid_net_text[] = "name: \"sweep\"\nlayer {\n  name: \"conv1\"\n  type: \"Convolution\"\n}\n";
+static const size_t valid_net_text_size = sizeof valid_net_text - 1;
 
 static struct {
     char folder[64];
     char blob[96], vector[96], net[96], garbage[96], missing[96], output[96], unwritable[128];
-    char safetensors[96], npz[96], output_folder[96];
+    char safetensors[96], npz[96], output_folder[96], net_text[96];
 } files;
 
 /* Descriptors handed to cblob_file_open_fd, each fresh (a read moves its offset), closed at teardown. */
@@ -302,11 +305,13 @@ static int formats_setup(fixture *fx)
     snprintf(files.safetensors, sizeof files.safetensors, "%s/model.safetensors", files.folder);
     snprintf(files.npz, sizeof files.npz, "%s/model.npz", files.folder);
     snprintf(files.output_folder, sizeof files.output_folder, "%s/npy-folder", files.folder);
+    snprintf(files.net_text, sizeof files.net_text, "%s/deploy.prototxt", files.folder);
     return write_file(files.blob, valid_blob_proto, valid_blob_proto_size) &&
            write_file(files.vector, valid_vector_proto, valid_vector_proto_size) &&
            write_file(files.net, valid_net_proto, valid_net_proto_size) &&
            write_file(files.safetensors, valid_safetensors, valid_safetensors_size) &&
            write_file(files.npz, valid_npz, valid_npz_size) &&
+           write_file(files.net_text, valid_net_text, valid_net_text_size) &&
            write_file(files.garbage, garbage_bytes, 4096) &&
            cblob_file_open(fx->ctx, files.net, 0, 0, &fx->net_file) == CBLOB_OK &&
            cblob_file_open(fx->ctx, files.vector, 0, 0, &fx->blob_file) == CBLOB_OK;
@@ -330,7 +335,7 @@ static void formats_teardown(fixture *fx)
     valid_blob_proto = valid_vector_proto = valid_net_proto = NULL;
     if (files.folder[0] != '\0') {
         const char *const made[] = {files.blob,   files.vector,      files.net, files.garbage,
-                                    files.output, files.safetensors, files.npz};
+                                    files.output, files.safetensors, files.npz, files.net_text};
         for (size_t i = 0; i < sizeof made / sizeof made[0]; ++i)
             unlink(made[i]);
         nftw(files.output_folder, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
@@ -8293,7 +8298,7 @@ TEST(baseline_cblob_model_open_prototxt)
     CHECK(fixture_setup(&fx));
     cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
     const cblob_status expected = CBLOB_OK;
-    CHECK_OK(cblob_model_open_prototxt(fx.ctx, valid_net_proto, valid_net_proto_size, &out_out_model));
+    CHECK_OK(cblob_model_open_prototxt(fx.ctx, valid_net_text, valid_net_text_size, &out_out_model));
     (void)expected;
     if (expected == CBLOB_OK)
         cblob_model_destroy(out_out_model);
@@ -8307,7 +8312,7 @@ TEST(sweep_cblob_model_open_prototxt)
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
         cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
-        EXPECT_FAILURE(cblob_model_open_prototxt(NULL, valid_net_proto, valid_net_proto_size, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt", "context = NULL");
+        EXPECT_FAILURE(cblob_model_open_prototxt(NULL, valid_net_text, valid_net_text_size, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt", "context = NULL");
         CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt with context = NULL: an out-parameter was written");
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_model_open_prototxt with context = NULL: fixture blob %d changed", changed);
@@ -8319,23 +8324,23 @@ TEST(sweep_cblob_model_open_prototxt)
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
         cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
-        EXPECT_FAILURE(cblob_model_open_prototxt(fx.ctx, NULL, valid_net_proto_size, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt", "text = NULL");
+        EXPECT_FAILURE(cblob_model_open_prototxt(fx.ctx, NULL, valid_net_text_size, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt", "text = NULL");
         CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt with text = NULL: an out-parameter was written");
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_model_open_prototxt with text = NULL: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt with text = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
     }
-    { /* text: bytes that are no protobuf message */
+    { /* text: bytes that are no text-format net */
         fixture fx;
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
         cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
-        EXPECT_FAILURE(cblob_model_open_prototxt(fx.ctx, garbage_bytes, valid_net_proto_size, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_prototxt", "text: bytes that are no protobuf message");
-        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt with text: bytes that are no protobuf message: an out-parameter was written");
+        EXPECT_FAILURE(cblob_model_open_prototxt(fx.ctx, garbage_bytes, valid_net_text_size, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_prototxt", "text: bytes that are no text-format net");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt with text: bytes that are no text-format net: an out-parameter was written");
         const int changed = first_changed(&fx, before);
-        CHECK_MSG(changed < 0, "cblob_model_open_prototxt with text: bytes that are no protobuf message: fixture blob %d changed", changed);
-        CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt with text: bytes that are no protobuf message: a caller's buffer was released");
+        CHECK_MSG(changed < 0, "cblob_model_open_prototxt with text: bytes that are no text-format net: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt with text: bytes that are no text-format net: a caller's buffer was released");
         fixture_teardown(&fx);
     }
     { /* size: only the first 3 bytes (truncated) */
@@ -8343,7 +8348,7 @@ TEST(sweep_cblob_model_open_prototxt)
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
         cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
-        EXPECT_FAILURE(cblob_model_open_prototxt(fx.ctx, valid_net_proto, 3, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_prototxt", "size: only the first 3 bytes (truncated)");
+        EXPECT_FAILURE(cblob_model_open_prototxt(fx.ctx, valid_net_text, 3, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_prototxt", "size: only the first 3 bytes (truncated)");
         CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt with size: only the first 3 bytes (truncated): an out-parameter was written");
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_model_open_prototxt with size: only the first 3 bytes (truncated): fixture blob %d changed", changed);
@@ -8355,7 +8360,7 @@ TEST(sweep_cblob_model_open_prototxt)
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
         cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
-        EXPECT_FAILURE(cblob_model_open_prototxt(fx.ctx, valid_net_proto, valid_net_proto_size, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt", "out_model = NULL");
+        EXPECT_FAILURE(cblob_model_open_prototxt(fx.ctx, valid_net_text, valid_net_text_size, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt", "out_model = NULL");
         CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt with out_model = NULL: an out-parameter was written");
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_model_open_prototxt with out_model = NULL: fixture blob %d changed", changed);
@@ -8370,7 +8375,7 @@ TEST(baseline_cblob_model_open_prototxt_file)
     CHECK(fixture_setup(&fx));
     cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
     const cblob_status expected = CBLOB_OK;
-    CHECK_OK(cblob_model_open_prototxt_file(fx.ctx, files.net, &out_out_model));
+    CHECK_OK(cblob_model_open_prototxt_file(fx.ctx, files.net_text, &out_out_model));
     (void)expected;
     if (expected == CBLOB_OK)
         cblob_model_destroy(out_out_model);
@@ -8384,7 +8389,7 @@ TEST(sweep_cblob_model_open_prototxt_file)
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
         cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
-        EXPECT_FAILURE(cblob_model_open_prototxt_file(NULL, files.net, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt_file", "context = NULL");
+        EXPECT_FAILURE(cblob_model_open_prototxt_file(NULL, files.net_text, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt_file", "context = NULL");
         CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt_file with context = NULL: an out-parameter was written");
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_model_open_prototxt_file with context = NULL: fixture blob %d changed", changed);
@@ -8427,12 +8432,24 @@ TEST(sweep_cblob_model_open_prototxt_file)
         CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt_file with path: a file of garbage: a caller's buffer was released");
         fixture_teardown(&fx);
     }
+    { /* path: a binary .caffemodel */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_prototxt_file(fx.ctx, files.net, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_prototxt_file", "path: a binary .caffemodel");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt_file with path: a binary .caffemodel: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_prototxt_file with path: a binary .caffemodel: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt_file with path: a binary .caffemodel: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
     { /* out_model = NULL */
         fixture fx;
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
         cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
-        EXPECT_FAILURE(cblob_model_open_prototxt_file(fx.ctx, files.net, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt_file", "out_model = NULL");
+        EXPECT_FAILURE(cblob_model_open_prototxt_file(fx.ctx, files.net_text, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt_file", "out_model = NULL");
         CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt_file with out_model = NULL: an out-parameter was written");
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_model_open_prototxt_file with out_model = NULL: fixture blob %d changed", changed);

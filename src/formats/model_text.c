@@ -600,8 +600,9 @@ CBLOB_API cblob_status cblob_model_to_prototxt(const cblob_model *model, char *b
     CB_REQUIRE(model);
     CB_REQUIRE(out_length);
     cb_bytes text = {0};
-    CB_TRY(cb_model_definition_text(model, &text));
-    cblob_status status = cb_bytes_append(&text, "", 1); /* its NUL: the text holds none (all escaped) */
+    cblob_status status = cb_model_definition_text(model, &text);
+    if (status == CBLOB_OK)
+        status = cb_bytes_append(&text, "", 1); /* its NUL: the text holds none (all escaped) */
     if (status == CBLOB_OK)
         status = cb_return_text((const char *)text.data, buffer, buffer_size, out_length);
     cb_bytes_free(&text);

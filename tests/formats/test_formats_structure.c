@@ -644,6 +644,7 @@ TEST(prototxt_reads_what_caffe_reads)
     const float *values = NULL;
     CHECK_OK(cblob_blob_cpu_ptr(blob, CBLOB_PART_DATA, (const void **)&values));
     CHECK(values != NULL && values[0] == 1.0f && values[5] == 6.0f);
+    cblob_blob_destroy(blob);
     char *written = prototxt(model);
     static const char expected[] = "name: \"LeNet\\tAA\"\n"
                                    "input: \"data\"\n"
