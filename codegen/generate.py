@@ -62,7 +62,7 @@ CHECK_KINDS = {
     "memory", "dlpack_versioned", "dlpack_legacy",
     # Caffe formats
     "blob_proto_bytes", "vector_proto_bytes", "net_proto_bytes", "proto_size", "proto_capacity",
-    "blob_proto_path", "vector_proto_path", "net_proto_path", "output_path", "blob_array", "proto_blob_count",
+    "blob_proto_path", "vector_proto_path", "net_proto_path", "net_text_bytes", "net_text_path", "output_path", "blob_array", "proto_blob_count",
     "blob_capacity", "net_format", "text", "layer_index", "layer_blob_index",
     # Net structure and exports
     "net_model", "layer_capacity", "structure_index", "rule_kind", "json_flags", "export_flags", "npz_flags", "read_start",

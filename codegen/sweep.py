@@ -16,9 +16,10 @@ fx.neo and fx.neo_b (float32 NeoML blobs, 2x1x1x2x1x1x3), fx.window (a window of
 position 0), and fixture_buffer(&fx) (a mapping of fx.a that the baseline unmaps).
 For the Caffe formats: fx.model (a V2 model with one layer "conv1" holding fx.a and fx.b),
 serialized messages (valid_blob_proto = fx.a with its diff, valid_vector_proto = fx.a and fx.b,
-valid_net_proto = fx.model; each with a _size), garbage_bytes, and files.* (paths in a fresh
-temporary folder: blob, vector and net files holding those messages, a garbage file, a missing
-file, an output path and an output path in a missing folder).
+valid_net_proto = fx.model; each with a _size), valid_net_text (a net in text format, with its
+_size), garbage_bytes, and files.* (paths in a fresh temporary folder: blob, vector and net files
+holding those messages, net_text holding the text, a garbage file, a missing file, an output path
+and an output path in a missing folder).
 For DLPack: sweep_versioned(&fx, fault) and sweep_legacy(&fx, fault) make a float32 3x4 tensor over
 external_buffer, valid or with one fault; their deleter counts in release_calls and the fixture
 frees them.
@@ -85,6 +86,8 @@ VALID_BY_CHECK = {
     "blob_proto_path": "files.blob",
     "vector_proto_path": "files.vector",
     "net_proto_path": "files.net",
+    "net_text_bytes": "valid_net_text",
+    "net_text_path": "files.net_text",
     "output_path": "files.output",
     "blob_array": "(cblob_blob *const[]){fx.a, fx.b}",
     "proto_blob_count": "2",
@@ -243,6 +246,10 @@ BAD_BY_CHECK = {
                           ("files.garbage", "CBLOB_ERR_PARSE", "a file of garbage")],
     "net_proto_path": [("files.missing", "CBLOB_ERR_IO", "a missing file"),
                        ("files.garbage", "CBLOB_ERR_PARSE", "a file of garbage")],
+    "net_text_bytes": [("garbage_bytes", "CBLOB_ERR_PARSE", "bytes that are no text-format net")],
+    "net_text_path": [("files.missing", "CBLOB_ERR_IO", "a missing file"),
+                      ("files.garbage", "CBLOB_ERR_PARSE", "a file of garbage"),
+                      ("files.net", "CBLOB_ERR_PARSE", "a binary .caffemodel")],
     "output_path": [("files.unwritable", "CBLOB_ERR_IO", "a path in a missing folder")],
     "blob_array": [("(cblob_blob *const[]){fx.a, NULL}", "CBLOB_ERR_INVALID_ARGUMENT", "a NULL blob in the array")],
     "proto_blob_count": [("-1", "CBLOB_ERR_INVALID_ARGUMENT", "-1 blobs")],

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* cblob convert: Caffe files to .npy files and folders, .npz and safetensors; .npy files to a
- * .binaryproto; and weights (npz, safetensors, a .npy folder, a net) back into a .caffemodel like
- * another. Every input is opened once, by the library; an output is never one of the inputs, and
+ * .binaryproto; weights (npz, safetensors, a .npy folder, a net) back into a .caffemodel like
+ * another; and a net's definition, without its weights, as a prototxt. Every input is opened once, by the library; an output is never one of the inputs, and
  * an existing file of another format is replaced only with --force. */
 #include <errno.h>
 #include <stdarg.h>
@@ -17,11 +17,19 @@
 #include "commands.h"
 #include "tool.h"
 
-typedef enum target_format { FORMAT_NPY, FORMAT_BINARYPROTO, FORMAT_NPZ, FORMAT_SAFETENSORS, FORMAT_CAFFEMODEL } target_format;
+typedef enum target_format {
+    FORMAT_NPY,
+    FORMAT_BINARYPROTO,
+    FORMAT_NPZ,
+    FORMAT_SAFETENSORS,
+    FORMAT_CAFFEMODEL,
+    FORMAT_PROTOTXT
+} target_format;
 
-#define NUM_FORMATS 5
-static const char *const format_names[NUM_FORMATS] = {"npy", "binaryproto", "npz", "safetensors", "caffemodel"};
-#define FORMATS "npy, binaryproto, npz, safetensors or caffemodel"
+#define NUM_FORMATS 6
+static const char *const format_names[NUM_FORMATS] = {"npy",         "binaryproto", "npz",
+                                                      "safetensors", "caffemodel",  "prototxt"};
+#define FORMATS "npy, binaryproto, npz, safetensors, caffemodel or prototxt"
 #define USAGE_HINT "try 'cblob convert --help'"
 
 typedef struct convert_args {
@@ -105,7 +113,7 @@ static int extension_format(const char *path, const char **extension)
         const char *extension;
         int format;
     } known[] = {{".npy", FORMAT_NPY},       {".binaryproto", FORMAT_BINARYPROTO}, {".npz", FORMAT_NPZ},
-                 {".safetensors", FORMAT_SAFETENSORS}, {".caffemodel", FORMAT_CAFFEMODEL}, {".prototxt", NUM_FORMATS},
+                 {".safetensors", FORMAT_SAFETENSORS}, {".caffemodel", FORMAT_CAFFEMODEL}, {".prototxt", FORMAT_PROTOTXT},
                  {".h5", NUM_FORMATS},       {".hdf5", NUM_FORMATS},               {".pt", NUM_FORMATS},
                  {".pth", NUM_FORMATS},      {".pkl", NUM_FORMATS},                {".onnx", NUM_FORMATS},
                  {".json", NUM_FORMATS}};
@@ -152,6 +160,22 @@ static bool same_file(const char *a, const char *b)
            x.st_ino == y.st_ino;
 }
 
+/* Whether a file's first 4 KiB hold text only (no control byte but tab and line ends): a binary
+ * Caffe file has some in its first bytes (its tags and lengths). */
+static bool is_text_file(const char *path)
+{
+    FILE *file = fopen(path, "rb");
+    if (file == NULL)
+        return false;
+    unsigned char head[4096];
+    const size_t size = fread(head, 1, sizeof head, file);
+    fclose(file);
+    for (size_t i = 0; i < size; ++i)
+        if ((head[i] < 0x20 && head[i] != '\t' && head[i] != '\n' && head[i] != '\r') || head[i] == 0x7f)
+            return false;
+    return size > 0;
+}
+
 /* The output is none of the inputs, names the format it gets, and replaces a file of another
  * format only with --force: checked before anything is read or written. */
 static int check_output(const convert_args *args)
@@ -176,11 +200,15 @@ static int check_output(const convert_args *args)
     struct stat info;
     if (stat(output, &info) != 0 || !S_ISREG(info.st_mode) || info.st_size == 0 || args->force)
         return TOOL_OK; /* nothing there, a folder, a device, a FIFO, an empty file, or the user's say */
+    /* A prototxt replaces text (a prototxt cblob or a person wrote) without --force; a binary file
+     * of any kind, a .caffemodel above all, only with it. */
+    if (args->format == FORMAT_PROTOTXT && is_text_file(output))
+        return TOOL_OK;
     cblob_file_kind kind = CBLOB_FILE_NET;
     if (cblob_file_detect(output, &kind) != CBLOB_OK)
         return fail("%s exists and holds something cblob does not write (%s); replacing it needs --force", output,
                     cblob_last_error_detail());
-    if (kind_format(kind) != args->format)
+    if (kind_format(kind) != args->format || args->format == FORMAT_PROTOTXT)
         return fail("%s exists and holds %s; replacing it with %s needs --force", output, kind_text(kind),
                     args->format_name);
     return TOOL_OK;
@@ -447,6 +475,51 @@ static int to_caffemodel(cblob_context *context, const convert_args *args)
     return result;
 }
 
+/* ---- a net's definition as a prototxt ------------------------------------------------------------ */
+
+static cblob_status prototxt_to_stdout(const cblob_model *model)
+{
+    size_t length = 0;
+    TOOL_TRY(cblob_model_to_prototxt(model, NULL, 0, &length));
+    char *text = malloc(length + 1);
+    if (text == NULL)
+        return tool_own_failure("convert", "no memory for the %zu bytes to write to standard output", length);
+    cblob_status status = cblob_model_to_prototxt(model, text, length + 1, &length);
+    if (status == CBLOB_OK && tool_interrupted() != 0)
+        status = TOOL_STOPPED;
+    stdout_started = status == CBLOB_OK && length > 0;
+    if (status == CBLOB_OK && !tool_write_stdout((const uint8_t *)text, length))
+        status = errno == EINTR && tool_interrupted() != 0
+                     ? TOOL_STOPPED
+                     : tool_own_failure("convert", "standard output: cannot write: %s", strerror(errno));
+    free(text);
+    return status;
+}
+
+/* The net's definition, without its weights: a .caffemodel opened lazily (no value is read). */
+static int to_prototxt(cblob_context *context, const convert_args *args)
+{
+    tool_caffe net;
+    int result = tool_caffe_open(context, "convert", args->inputs[0], CBLOB_OPEN_LAZY, 0, &net);
+    if (result != TOOL_OK)
+        return result;
+    if (net.kind != CBLOB_FILE_NET) {
+        result = fail("%s is %s; --to prototxt writes a Caffe net's definition (a .caffemodel)", net.name,
+                      kind_text(net.kind));
+        tool_caffe_close(&net);
+        return result;
+    }
+    writing(args);
+    const cblob_status status = tool_is_stdio(args->output) ? prototxt_to_stdout(net.model)
+                                                            : cblob_model_to_prototxt_file(net.model, args->output);
+    if (status != CBLOB_OK)
+        result = tool_report(status, TOOL_FAILED, "convert");
+    else
+        say_wrote(args, "wrote %s (the definition of %s, without its weights)\n", args->output, net.name);
+    tool_caffe_close(&net);
+    return result;
+}
+
 /* ---- the command -------------------------------------------------------------------------------- */
 
 /* --to FORMAT: one word (since 1.2; an output right after it is the old spelling, see resolve_output). */
@@ -574,7 +647,7 @@ static bool dtype_parse(const char *text, cblob_dtype *out)
 /* What the options say together, checked before any file is read. */
 static int check_args(convert_args *args)
 {
-    static const char *const input_of[] = {"a Caffe file", ".npy files", "weights", "weights", "weights"};
+    static const char *const input_of[] = {"a Caffe file", ".npy files", "weights", "weights", "weights", "a Caffe net"};
     if (args->num_inputs == 0 && args->output == NULL && args->format_name == NULL)
         return fail("the input and the output are missing: cblob convert IN -o OUT [--to FORMAT] (%s)", USAGE_HINT);
     if (args->format_name != NULL && args->num_inputs == 0)
@@ -601,6 +674,8 @@ static int check_args(convert_args *args)
     if (args->names != NULL && (args->format != FORMAT_SAFETENSORS || (strcmp(args->names, "torch") != 0 &&
                                                                        strcmp(args->names, "caffe") != 0)))
         return fail("--names %s: --to safetensors takes --names torch or caffe", args->names);
+    if (args->dtype_name != NULL && args->format == FORMAT_PROTOTXT)
+        return fail("--dtype %s: --to prototxt writes a net's definition, which holds no values", args->dtype_name);
     if (args->dtype_name != NULL && (args->format == FORMAT_NPY || !dtype_parse(args->dtype_name, &args->dtype)))
         return fail("--dtype %s: %s", args->dtype_name,
                     args->format == FORMAT_NPY ? "--dtype converts .npy inputs; --to npy writes blobs as they are"
@@ -653,6 +728,7 @@ int command_convert(int argc, char **argv)
         case FORMAT_NPZ:
         case FORMAT_SAFETENSORS: status = to_export(context, &args); break;
         case FORMAT_CAFFEMODEL: status = to_caffemodel(context, &args); break;
+        case FORMAT_PROTOTXT: status = to_prototxt(context, &args); break;
         }
     }
     cblob_context_destroy(context);

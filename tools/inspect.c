@@ -565,10 +565,104 @@ static cblob_status print_table(const tool_caffe *file, const table *t, bool par
     return status;
 }
 
+/* ---- the parameter summary ------------------------------------------------------------------- */
+
+/* The values of a layer's blobs (a blob file's blob: layer -1, blob `index`) and their bytes. */
+static cblob_status parameters_of(const tool_caffe *file, int64_t layer, int64_t index, int64_t *values,
+                                  int64_t *bytes)
+{
+    *values = *bytes = 0;
+    int64_t blobs = 1;
+    if (layer >= 0)
+        TOOL_TRY(cblob_model_layer_num_blobs(file->model, layer, &blobs));
+    for (int64_t j = 0; j < blobs; ++j) {
+        const tool_blob blob = layer >= 0 ? tool_model_blob(file->model, layer, j) : tool_handle_blob(file->blobs[index]);
+        tool_blob_facts facts;
+        TOOL_TRY(tool_blob_facts_of(&blob, &facts));
+        *values += facts.count;
+        *bytes += facts.count * (int64_t)tool_dtype_size(facts.dtype);
+    }
+    return CBLOB_OK;
+}
+
+/* Per layer (or blob) its parameters' values and bytes, then the total: as Keras' summary(). */
+static cblob_status print_summary(const tool_caffe *file)
+{
+    int64_t layers = 0;
+    if (file->model != NULL)
+        cblob_model_num_layers(file->model, &layers);
+    const int64_t rows = file->model != NULL ? layers : file->num_blobs;
+    int name_width = 5, type_width = 4, value_width = 10, byte_width = 5;
+    int64_t total_values = 0, total_bytes = 0, with = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+        int64_t values, bytes;
+        TOOL_TRY(parameters_of(file, file->model != NULL ? i : -1, i, &values, &bytes));
+        total_values += values;
+        total_bytes += bytes;
+        with += values > 0;
+        if (file->model != NULL) {
+            const char *name, *type;
+            int64_t blobs;
+            TOOL_TRY(layer_names(file->model, i, &name, &type, &blobs));
+            name_width = max_int(name_width, capped_width(shown(name), NAME_WIDTH_MAX));
+            type_width = max_int(type_width, capped_width(type, TYPE_WIDTH_MAX));
+        }
+    }
+    value_width = max_int(value_width, digits(total_values));
+    byte_width = max_int(byte_width, digits(total_bytes));
+    tool_progress_clear();
+    printf("file    ");
+    tool_print_escaped(stdout, file->name, 0);
+    printf("\n\n");
+    line l = {.used = 0};
+    if (file->model != NULL)
+        line_add(&l, "  %-*s  %-*s  %*s  %*s", name_width, "layer", type_width, "type", value_width, "parameters",
+                 byte_width, "bytes");
+    else
+        line_add(&l, "  %4s  %*s  %*s", "blob", value_width, "parameters", byte_width, "bytes");
+    line_print(&l);
+    for (int64_t i = 0; i < rows; ++i) {
+        if (tool_interrupted() != 0)
+            return TOOL_STOPPED;
+        int64_t values, bytes;
+        TOOL_TRY(parameters_of(file, file->model != NULL ? i : -1, i, &values, &bytes));
+        l.used = 0;
+        if (file->model == NULL) {
+            line_add(&l, "  %4" PRId64 "  %*" PRId64 "  %*" PRId64, i, value_width, values, byte_width, bytes);
+            line_print(&l);
+            continue;
+        }
+        const char *name, *type;
+        int64_t blobs;
+        TOOL_TRY(layer_names(file->model, i, &name, &type, &blobs));
+        tool_lines cells[2];
+        const bool made = tool_lines_wrap(shown(name), name_width, &cells[0]);
+        if (!made || !tool_lines_wrap(type, type_width, &cells[1])) {
+            if (made)
+                tool_lines_free(&cells[0]);
+            return tool_own_failure("inspect", "no memory for a layer's row");
+        }
+        const int count = cells[0].count > cells[1].count ? cells[0].count : cells[1].count;
+        for (int k = 0; k < (count > 0 ? count : 1); ++k) { /* a long name goes on over the lines below */
+            line_cell(&l, tool_lines_get(&cells[0], k), name_width);
+            line_cell(&l, tool_lines_get(&cells[1], k), type_width);
+            if (k == 0)
+                line_add(&l, "  %*" PRId64 "  %*" PRId64, value_width, values, byte_width, bytes);
+            line_print(&l);
+        }
+        tool_lines_free(&cells[0]);
+        tool_lines_free(&cells[1]);
+    }
+    printf("\ntotal   %" PRId64 " parameters in %" PRId64 " of %" PRId64 " %s, %" PRId64 " bytes (%.1f MiB)\n",
+           total_values, with, rows, file->model != NULL ? "layers" : "blobs", total_bytes,
+           (double)total_bytes / (1024.0 * 1024.0));
+    return CBLOB_OK;
+}
+
 /* ---- the command ---------------------------------------------------------------------------- */
 
 typedef struct inspect_args {
-    bool json, params, shapes;
+    bool json, params, shapes, summary;
     tool_progress_mode progress;
     const char *path;
 } inspect_args;
@@ -593,6 +687,7 @@ static int parse_args(int argc, char **argv, inspect_args *args)
         case TOOL_INSPECT_JSON: args->json = true; break;
         case TOOL_INSPECT_PARAMS: args->params = true; break;
         case TOOL_INSPECT_SHAPES: args->shapes = true; break;
+        case TOOL_INSPECT_SUMMARY: args->summary = true; break;
         case TOOL_INSPECT_QUIET: quiet = true; break;
         case TOOL_INSPECT_PROGRESS: args->progress = TOOL_PROGRESS_ALWAYS; break;
         case TOOL_INSPECT_HELP: break; /* cblob.c prints the help before the command runs */
@@ -601,6 +696,9 @@ static int parse_args(int argc, char **argv, inspect_args *args)
     }
     if (args->path == NULL)
         return tool_fail(TOOL_BAD_INPUT, "inspect", "FILE is missing (cblob inspect [--json] [--params] [--shapes] FILE)");
+    if (args->summary && (args->json || args->params))
+        return tool_fail(TOOL_BAD_INPUT, "inspect", "--summary prints a table of its own: without %s (--json lists "
+                         "every blob's count and dtype)", args->json ? "--json" : "--params");
     return tool_progress_option("inspect", quiet, &args->progress);
 }
 
@@ -615,8 +713,15 @@ int command_inspect(int argc, char **argv)
     if (context == NULL)
         return TOOL_FAILED;
     tool_caffe file;
-    int result = tool_caffe_open(context, "inspect", args.path, args.shapes ? CBLOB_OPEN_LAZY : 0, 0, &file);
-    if (result == TOOL_OK) {
+    int result = tool_caffe_open(context, "inspect", args.path, args.shapes || args.summary ? CBLOB_OPEN_LAZY : 0, 0,
+                                 &file);
+    if (result == TOOL_OK && args.summary) {
+        cblob_status status = print_summary(&file);
+        tool_caffe_close(&file);
+        if (status == CBLOB_OK && (fflush(stdout) != 0 || ferror(stdout)) && tool_interrupted() == 0)
+            status = tool_own_failure("inspect", "standard output: cannot write: %s", strerror(errno));
+        result = status == CBLOB_OK ? TOOL_OK : tool_report(status, TOOL_FAILED, "inspect");
+    } else if (result == TOOL_OK) {
         table t;
         cblob_status status = measure(&file, !args.shapes, &t);
         if (status == CBLOB_OK)

@@ -101,7 +101,7 @@ func TestNpyOfABlobAndAFileOfBlobs(t *testing.T) {
 func TestErrorsCarryTheFunctionAndTheDetail(t *testing.T) {
 	ctx := newContext(t)
 	prototxt := filepath.Join(t.TempDir(), "net.prototxt")
-	if err := os.WriteFile(prototxt, []byte("name: \"LeNet\"\nlayer {\n  name: \"data\"\n  type: \"Input\"\n}\n"), 0o644); err != nil {
+	if err := os.WriteFile(prototxt, []byte("name: \"LeNet\"\nlayer {\n  nme: \"data\"\n  type: \"Input\"\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := cblob.OpenFile(ctx, prototxt, 0, 0)

@@ -1355,6 +1355,60 @@ static inline cbgo_model_replace_blobs_with_result cbgo_model_replace_blobs_with
 typedef struct {
     cblob_status status;
     char *message;
+    size_t out_length;
+} cbgo_model_to_prototxt_result;
+
+static inline cbgo_model_to_prototxt_result cbgo_model_to_prototxt(uintptr_t model, char *buffer, size_t buffer_size) {
+    cbgo_model_to_prototxt_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_to_prototxt((const cblob_model *)model, buffer, buffer_size, &r.out_length);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_model_to_prototxt_file(uintptr_t model, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_to_prototxt_file((const cblob_model *)model, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_model *out_model;
+} cbgo_model_open_prototxt_result;
+
+static inline cbgo_model_open_prototxt_result cbgo_model_open_prototxt(uintptr_t context, const uint8_t *text, size_t size) {
+    cbgo_model_open_prototxt_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_open_prototxt((cblob_context *)context, text, size, &r.out_model);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_model *out_model;
+} cbgo_model_open_prototxt_file_result;
+
+static inline cbgo_model_open_prototxt_file_result cbgo_model_open_prototxt_file(uintptr_t context, const char *path) {
+    cbgo_model_open_prototxt_file_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_open_prototxt_file((cblob_context *)context, path, &r.out_model);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
     cblob_file *out_file;
 } cbgo_file_open_result;
 
@@ -3743,6 +3797,71 @@ func cModelReplaceBlobsWith(model *C.cblob_model, weights *C.cblob_model, flags 
 		return r.out_kept, newError(r.status, r.message)
 	}
 	return r.out_kept, nil
+}
+
+// The net's definition, every layer's blobs left out, in protobuf's text format (a prototxt) as
+// Caffe's WriteProtoToTextFile writes it, so that Caffe reads it back: the NetParameter's fields
+// and each layer's, by Caffe's field names (proto/caffe_params.proto), in field-number order,
+// nested messages in braces indented by two spaces, enums by name, strings C-escaped (the text
+// is ASCII), floats with 6 significant digits when those read back to the same float and 9
+// otherwise (doubles 15, else 17), inf, -inf and nan as such. Fields no schema here knows (a
+// fork's) are printed as protobuf prints unknown fields, by number: varints in decimal, fixed32
+// and fixed64 in hexadecimal, length-delimited fields as a nested block when their bytes parse
+// as a message and as a string otherwise (Caffe built from the fork's caffe.proto reads those
+// by number; BVLC's refuses them). A V1 or V0 net is written in its own format (`layers`).
+// A nested message that is not one (a field of a known message type whose bytes do not parse)
+// is CBLOB_ERR_PARSE: Caffe could not read the binary either. Text convention of
+// cblob_blob_shape_string.
+func cModelToPrototxt(model *C.cblob_model, buffer *C.char, bufferSize C.size_t) (C.size_t, error) {
+	r := C.cbgo_model_to_prototxt(C.uintptr_t(uintptr(unsafe.Pointer(model))), buffer, bufferSize)
+	if r.status != C.CBLOB_OK {
+		return r.out_length, newError(r.status, r.message)
+	}
+	return r.out_length, nil
+}
+
+// Writes cblob_model_to_prototxt's text to a file (without its NUL), atomically as model files
+// are written.
+func cModelToPrototxtFile(model *C.cblob_model, path *C.char) error {
+	r := C.cbgo_model_to_prototxt_file(C.uintptr_t(uintptr(unsafe.Pointer(model))), path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Reads a net in protobuf's text format (a prototxt, such as a deploy.prototxt) as Caffe's
+// ReadProtoFromTextFile reads one, into a model as cblob_model_open makes one from the binary
+// form: a net definition has no blobs, unless a layer gives `blobs` in the text. Accepted: #
+// comments; fields by Caffe's names (proto/caffe_params.proto), `:` before a scalar and
+// optional before a message; messages in { } or < >; repeated fields given again or as a
+// list [a, b]; both `layer` and the legacy `layers` (V1, whose type is a LayerType name); enums
+// by name; strings in single or double quotes with C escapes (\n, \", \\, \ooo, \xhh, ...),
+// adjacent strings joined; integers in decimal, hex or octal; floats with inf and nan; true
+// and false; `,` or `;` after a field; fields given by number, as cblob_model_to_prototxt
+// writes fields no schema here knows (an integer as a varint, 0x and 8 or 16 hex digits as
+// fixed32 or fixed64, a string, a block as a message). A name the message lacks, a singular
+// field given twice, a value of the wrong type or out of range, or text that ends inside a
+// message is CBLOB_ERR_PARSE naming the line and column ("the text:12:5: message
+// caffe.LayerParameter has no field named \"foo\""). The fields are kept in the order the text
+// gives them: cblob_model_to_proto writes them so.
+func cModelOpenPrototxt(context *C.cblob_context, text *C.uint8_t, size C.size_t) (*C.cblob_model, error) {
+	r := C.cbgo_model_open_prototxt(C.uintptr_t(uintptr(unsafe.Pointer(context))), text, size)
+	if r.status != C.CBLOB_OK {
+		return r.out_model, newError(r.status, r.message)
+	}
+	return r.out_model, nil
+}
+
+// Reads a prototxt file as cblob_model_open_prototxt reads text, its errors naming the file,
+// line and column ("deploy.prototxt:12:5: ..."). cblob_file_open opens a prototxt too (as a
+// net), telling it from its first bytes.
+func cModelOpenPrototxtFile(context *C.cblob_context, path *C.char) (*C.cblob_model, error) {
+	r := C.cbgo_model_open_prototxt_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
+	if r.status != C.CBLOB_OK {
+		return r.out_model, newError(r.status, r.message)
+	}
+	return r.out_model, nil
 }
 
 // Opens the file or folder at path, whatever it holds (the section's introduction), opening and

@@ -2010,6 +2010,83 @@ func (m *Model) ReplaceBlobsWith(weights *Model, flags ReplaceFlags) (int64, err
 	return int64(v), err
 }
 
+// Prototxt returns the net's definition, every layer's blobs left out, in protobuf's text format (a prototxt) as
+// Caffe's WriteProtoToTextFile writes it, so that Caffe reads it back: the NetParameter's fields
+// and each layer's, by Caffe's field names (proto/caffe_params.proto), in field-number order,
+// nested messages in braces indented by two spaces, enums by name, strings C-escaped (the text
+// is ASCII), floats with 6 significant digits when those read back to the same float and 9
+// otherwise (doubles 15, else 17), inf, -inf and nan as such. Fields no schema here knows (a
+// fork's) are printed as protobuf prints unknown fields, by number: varints in decimal, fixed32
+// and fixed64 in hexadecimal, length-delimited fields as a nested block when their bytes parse
+// as a message and as a string otherwise (Caffe built from the fork's caffe.proto reads those
+// by number; BVLC's refuses them). A V1 or V0 net is written in its own format (`layers`).
+// A nested message that is not one (a field of a known message type whose bytes do not parse)
+// is StatusParse: Caffe could not read the binary either. Text convention of
+// Blob.ShapeString.
+func (m *Model) Prototxt() (string, error) {
+	p, err := m.handle()
+	if err != nil {
+		return "", err
+	}
+	out, err := readText(func(buffer *C.char, size C.size_t) (C.size_t, error) {
+		return cModelToPrototxt(p, buffer, size)
+	})
+	runtime.KeepAlive(m)
+	return out, err
+}
+
+// SavePrototxt writes Model.Prototxt's text to a file (without its NUL), atomically as model files
+// are written.
+func (m *Model) SavePrototxt(path string) error {
+	err := m.do(func(p *C.cblob_model) (err error) {
+		return withPath(path, func(cPath *C.char) (err error) {
+			err = cModelToPrototxtFile(p, cPath)
+			return
+		})
+	})
+	return err
+}
+
+// OpenModelPrototxt reads a net in protobuf's text format (a prototxt, such as a deploy.prototxt) as Caffe's
+// ReadProtoFromTextFile reads one, into a model as Model.OpenModel makes one from the binary
+// form: a net definition has no blobs, unless a layer gives `blobs` in the text. Accepted: #
+// comments; fields by Caffe's names (proto/caffe_params.proto), `:` before a scalar and
+// optional before a message; messages in { } or < >; repeated fields given again or as a
+// list [a, b]; both `layer` and the legacy `layers` (V1, whose type is a LayerType name); enums
+// by name; strings in single or double quotes with C escapes (\n, \", \\, \ooo, \xhh, ...),
+// adjacent strings joined; integers in decimal, hex or octal; floats with inf and nan; true
+// and false; `,` or `;` after a field; fields given by number, as Model.Prototxt
+// writes fields no schema here knows (an integer as a varint, 0x and 8 or 16 hex digits as
+// fixed32 or fixed64, a string, a block as a message). A name the message lacks, a singular
+// field given twice, a value of the wrong type or out of range, or text that ends inside a
+// message is StatusParse naming the line and column ("the text:12:5: message
+// caffe.LayerParameter has no field named \"foo\""). The fields are kept in the order the text
+// gives them: Model.Bytes writes them so.
+func OpenModelPrototxt(ctx *Context, text []byte) (*Model, error) {
+	c, err := ctx.handle()
+	if err != nil {
+		return nil, err
+	}
+	r, err := cModelOpenPrototxt(c, bytesPtr(text), C.size_t(len(text)))
+	runtime.KeepAlive(text)
+	runtime.KeepAlive(ctx)
+	return modelCreated(r, err)
+}
+
+// OpenModelPrototxtFile reads a prototxt file as Model.OpenModelPrototxt reads text, its errors naming the file,
+// line and column ("deploy.prototxt:12:5: ..."). File.OpenFile opens a prototxt too (as a
+// net), telling it from its first bytes.
+func OpenModelPrototxtFile(ctx *Context, path string) (*Model, error) {
+	var r *C.cblob_model
+	err := ctx.do(func(c *C.cblob_context) (err error) {
+		return withPath(path, func(cPath *C.char) (err error) {
+			r, err = cModelOpenPrototxtFile(c, cPath)
+			return
+		})
+	})
+	return modelCreated(r, err)
+}
+
 // SaveNpyFolder writes every blob of the model into folder (made when missing) as a .npy folder (the
 // section's introduction), the diffs too with ExportFlagsDiff, and counts the .npy files
 // written into out_num_files. index.json's "source" is null. Streams: memory stays small

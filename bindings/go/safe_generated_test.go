@@ -478,6 +478,21 @@ func TestGeneratedMethodsRefuseClosedHandles(t *testing.T) {
 			_, err := (&cblob.Model{}).ReplaceBlobsWith(&cblob.Model{}, cblob.ReplaceFlags(0))
 			return err
 		}},
+		{"Model.Prototxt", func() error {
+			_, err := (&cblob.Model{}).Prototxt()
+			return err
+		}},
+		{"Model.SavePrototxt", func() error {
+			return (&cblob.Model{}).SavePrototxt("x")
+		}},
+		{"Package.OpenModelPrototxt", func() error {
+			_, err := cblob.OpenModelPrototxt(&cblob.Context{}, nil)
+			return err
+		}},
+		{"Package.OpenModelPrototxtFile", func() error {
+			_, err := cblob.OpenModelPrototxtFile(&cblob.Context{}, "x")
+			return err
+		}},
 		{"Model.SaveNpyFolder", func() error {
 			_, err := (&cblob.Model{}).SaveNpyFolder("x", cblob.ExportFlags(0))
 			return err

@@ -447,7 +447,7 @@ type FileKind int32
 
 // The values of FileKind.
 const (
-	// FileKindNet (CBLOB_FILE_NET): A NetParameter: a .caffemodel or a binary net definition.
+	// FileKindNet (CBLOB_FILE_NET): A NetParameter: a .caffemodel, or a net definition, binary or text (a .prototxt).
 	FileKindNet FileKind = 1
 	// FileKindBlob (CBLOB_FILE_BLOB): A BlobProto: a .binaryproto such as a mean image.
 	FileKindBlob FileKind = 2

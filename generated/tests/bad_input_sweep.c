@@ -185,11 +185,14 @@ static uint8_t *valid_blob_proto, *valid_vector_proto, *valid_net_proto, *valid_
 static size_t valid_blob_proto_size, valid_vector_proto_size, valid_net_proto_size, valid_safetensors_size,
     valid_npz_size;
 static uint8_t garbage_bytes[65536];
+/* A net in protobuf's text format (a prototxt). */
+static const uint8_t valid_net_text[] = "name: \"sweep\"\nlayer {\n  name: \"conv1\"\n  type: \"Convolution\"\n}\n";
+static const size_t valid_net_text_size = sizeof valid_net_text - 1;
 
 static struct {
     char folder[64];
     char blob[96], vector[96], net[96], garbage[96], missing[96], output[96], unwritable[128];
-    char safetensors[96], npz[96], output_folder[96];
+    char safetensors[96], npz[96], output_folder[96], net_text[96];
 } files;
 
 /* Descriptors handed to cblob_file_open_fd, each fresh (a read moves its offset), closed at teardown. */
@@ -290,11 +293,13 @@ static int formats_setup(fixture *fx)
     snprintf(files.safetensors, sizeof files.safetensors, "%s/model.safetensors", files.folder);
     snprintf(files.npz, sizeof files.npz, "%s/model.npz", files.folder);
     snprintf(files.output_folder, sizeof files.output_folder, "%s/npy-folder", files.folder);
+    snprintf(files.net_text, sizeof files.net_text, "%s/deploy.prototxt", files.folder);
     return write_file(files.blob, valid_blob_proto, valid_blob_proto_size) &&
            write_file(files.vector, valid_vector_proto, valid_vector_proto_size) &&
            write_file(files.net, valid_net_proto, valid_net_proto_size) &&
            write_file(files.safetensors, valid_safetensors, valid_safetensors_size) &&
            write_file(files.npz, valid_npz, valid_npz_size) &&
+           write_file(files.net_text, valid_net_text, valid_net_text_size) &&
            write_file(files.garbage, garbage_bytes, 4096) &&
            cblob_file_open(fx->ctx, files.net, 0, 0, &fx->net_file) == CBLOB_OK &&
            cblob_file_open(fx->ctx, files.vector, 0, 0, &fx->blob_file) == CBLOB_OK;
@@ -318,7 +323,7 @@ static void formats_teardown(fixture *fx)
     valid_blob_proto = valid_vector_proto = valid_net_proto = NULL;
     if (files.folder[0] != '\0') {
         const char *const made[] = {files.blob,   files.vector,      files.net, files.garbage,
-                                    files.output, files.safetensors, files.npz};
+                                    files.output, files.safetensors, files.npz, files.net_text};
         for (size_t i = 0; i < sizeof made / sizeof made[0]; ++i)
             unlink(made[i]);
         nftw(files.output_folder, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
@@ -8184,6 +8189,274 @@ TEST(sweep_cblob_model_replace_blobs_with)
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_model_replace_blobs_with with out_kept = NULL: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_model_replace_blobs_with with out_kept = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_to_prototxt)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_length = (size_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_model_to_prototxt(fx.net, out_buffer, sizeof out_buffer, &out_out_length));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_to_prototxt)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_prototxt(NULL, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_prototxt", "model = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_to_prototxt with model = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_to_prototxt with model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_prototxt with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_prototxt with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* buffer_size: a 3-byte text buffer */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_prototxt(fx.net, out_buffer, 3, &out_out_length), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_to_prototxt", "buffer_size: a 3-byte text buffer");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_to_prototxt with buffer_size: a 3-byte text buffer: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_to_prototxt with buffer_size: a 3-byte text buffer: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_prototxt with buffer_size: a 3-byte text buffer: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_prototxt with buffer_size: a 3-byte text buffer: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_length = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_to_prototxt(fx.net, out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_prototxt", "out_length = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_model_to_prototxt with out_length = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_model_to_prototxt with out_length = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_prototxt with out_length = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_prototxt with out_length = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_to_prototxt_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_model_to_prototxt_file(fx.net, files.output));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_to_prototxt_file)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_prototxt_file(NULL, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_prototxt_file", "model = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_prototxt_file with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_prototxt_file with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_prototxt_file(fx.net, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_to_prototxt_file", "path = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_prototxt_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_prototxt_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a path in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_to_prototxt_file(fx.net, files.unwritable), CBLOB_ERR_IO, "cblob_model_to_prototxt_file", "path: a path in a missing folder");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_to_prototxt_file with path: a path in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_to_prototxt_file with path: a path in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_open_prototxt)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_model_open_prototxt(fx.ctx, valid_net_text, valid_net_text_size, &out_out_model));
+    (void)expected;
+    if (expected == CBLOB_OK)
+        cblob_model_destroy(out_out_model);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_open_prototxt)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_prototxt(NULL, valid_net_text, valid_net_text_size, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt", "context = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_prototxt with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* text = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_prototxt(fx.ctx, NULL, valid_net_text_size, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt", "text = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt with text = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_prototxt with text = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt with text = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* text: bytes that are no text-format net */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_prototxt(fx.ctx, garbage_bytes, valid_net_text_size, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_prototxt", "text: bytes that are no text-format net");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt with text: bytes that are no text-format net: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_prototxt with text: bytes that are no text-format net: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt with text: bytes that are no text-format net: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: only the first 3 bytes (truncated) */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_prototxt(fx.ctx, valid_net_text, 3, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_prototxt", "size: only the first 3 bytes (truncated)");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt with size: only the first 3 bytes (truncated): an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_prototxt with size: only the first 3 bytes (truncated): fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt with size: only the first 3 bytes (truncated): a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_prototxt(fx.ctx, valid_net_text, valid_net_text_size, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt", "out_model = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt with out_model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_prototxt with out_model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt with out_model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_open_prototxt_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_model_open_prototxt_file(fx.ctx, files.net_text, &out_out_model));
+    (void)expected;
+    if (expected == CBLOB_OK)
+        cblob_model_destroy(out_out_model);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_open_prototxt_file)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_prototxt_file(NULL, files.net_text, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt_file", "context = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt_file with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_prototxt_file with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt_file with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_prototxt_file(fx.ctx, NULL, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt_file", "path = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt_file with path = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_prototxt_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a missing file */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_prototxt_file(fx.ctx, files.missing, &out_out_model), CBLOB_ERR_IO, "cblob_model_open_prototxt_file", "path: a missing file");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt_file with path: a missing file: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_prototxt_file with path: a missing file: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt_file with path: a missing file: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a file of garbage */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_prototxt_file(fx.ctx, files.garbage, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_prototxt_file", "path: a file of garbage");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt_file with path: a file of garbage: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_prototxt_file with path: a file of garbage: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt_file with path: a file of garbage: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a binary .caffemodel */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_prototxt_file(fx.ctx, files.net, &out_out_model), CBLOB_ERR_PARSE, "cblob_model_open_prototxt_file", "path: a binary .caffemodel");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt_file with path: a binary .caffemodel: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_prototxt_file with path: a binary .caffemodel: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt_file with path: a binary .caffemodel: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_open_prototxt_file(fx.ctx, files.net_text, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_open_prototxt_file", "out_model = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_open_prototxt_file with out_model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_open_prototxt_file with out_model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt_file with out_model = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
     }
 }

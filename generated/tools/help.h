@@ -25,6 +25,7 @@ extern const char tool_info_help[];
 extern const char tool_inspect_help[];
 enum tool_inspect_option {
     TOOL_INSPECT_PARAMS,
+    TOOL_INSPECT_SUMMARY,
     TOOL_INSPECT_SHAPES,
     TOOL_INSPECT_JSON,
     TOOL_INSPECT_QUIET,
@@ -34,7 +35,7 @@ enum tool_inspect_option {
 extern const tool_option tool_inspect_options[];
 extern const size_t tool_inspect_num_options;
 
-/* cblob convert: Weights between Caffe, NumPy and safetensors, and back into a .caffemodel. */
+/* cblob convert: Weights between Caffe, NumPy and safetensors; a net's definition as a prototxt. */
 extern const char tool_convert_help[];
 enum tool_convert_option {
     TOOL_CONVERT_OUTPUT,

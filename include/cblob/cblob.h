@@ -1450,15 +1450,78 @@ CBLOB_API cblob_status cblob_model_replace_blobs(cblob_model *model, const cblob
  */
 CBLOB_API cblob_status cblob_model_replace_blobs_with(cblob_model *model, const cblob_model *weights, int32_t flags, int64_t *out_kept);
 
+/*
+ * The net's definition, every layer's blobs left out, in protobuf's text format (a prototxt) as
+ * Caffe's WriteProtoToTextFile writes it, so that Caffe reads it back: the NetParameter's fields
+ * and each layer's, by Caffe's field names (proto/caffe_params.proto), in field-number order,
+ * nested messages in braces indented by two spaces, enums by name, strings C-escaped (the text
+ * is ASCII), floats with 6 significant digits when those read back to the same float and 9
+ * otherwise (doubles 15, else 17), inf, -inf and nan as such. Fields no schema here knows (a
+ * fork's) are printed as protobuf prints unknown fields, by number: varints in decimal, fixed32
+ * and fixed64 in hexadecimal, length-delimited fields as a nested block when their bytes parse
+ * as a message and as a string otherwise (Caffe built from the fork's caffe.proto reads those
+ * by number; BVLC's refuses them). A V1 or V0 net is written in its own format (`layers`).
+ * A nested message that is not one (a field of a known message type whose bytes do not parse)
+ * is CBLOB_ERR_PARSE: Caffe could not read the binary either. Text convention of
+ * cblob_blob_shape_string.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_model_to_prototxt(const cblob_model *model, char *buffer, size_t buffer_size, size_t *out_length);
+
+/*
+ * Writes cblob_model_to_prototxt's text to a file (without its NUL), atomically as model files
+ * are written.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_model_to_prototxt_file(const cblob_model *model, const char *path);
+
+/*
+ * Reads a net in protobuf's text format (a prototxt, such as a deploy.prototxt) as Caffe's
+ * ReadProtoFromTextFile reads one, into a model as cblob_model_open makes one from the binary
+ * form: a net definition has no blobs, unless a layer gives `blobs` in the text. Accepted: #
+ * comments; fields by Caffe's names (proto/caffe_params.proto), `:` before a scalar and
+ * optional before a message; messages in { } or < >; repeated fields given again or as a
+ * list [a, b]; both `layer` and the legacy `layers` (V1, whose type is a LayerType name); enums
+ * by name; strings in single or double quotes with C escapes (\n, \", \\, \ooo, \xhh, ...),
+ * adjacent strings joined; integers in decimal, hex or octal; floats with inf and nan; true
+ * and false; `,` or `;` after a field; fields given by number, as cblob_model_to_prototxt
+ * writes fields no schema here knows (an integer as a varint, 0x and 8 or 16 hex digits as
+ * fixed32 or fixed64, a string, a block as a message). A name the message lacks, a singular
+ * field given twice, a value of the wrong type or out of range, or text that ends inside a
+ * message is CBLOB_ERR_PARSE naming the line and column ("the text:12:5: message
+ * caffe.LayerParameter has no field named \"foo\""). The fields are kept in the order the text
+ * gives them: cblob_model_to_proto writes them so.
+ *   text: the text (UTF-8 or ASCII; no NUL needed)
+ *   out_model: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_model_open_prototxt(cblob_context *context, const uint8_t *text, size_t size, cblob_model **out_model);
+
+/*
+ * Reads a prototxt file as cblob_model_open_prototxt reads text, its errors naming the file,
+ * line and column ("deploy.prototxt:12:5: ..."). cblob_file_open opens a prototxt too (as a
+ * net), telling it from its first bytes.
+ *   out_model: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_model_open_prototxt_file(cblob_context *context, const char *path, cblob_model **out_model);
+
 /* ==========================================================================================
  * Files of any kind, and NumPy's .npy
  * ==========================================================================================
- * Since 1.2 one call opens whatever a file holds, reading it once: a Caffe net (.caffemodel), a
- * BlobProto (.binaryproto) or BlobProtoVector, a NumPy .npy array, an .npz, a .safetensors file,
- * or a folder of .npy files as cblob_model_to_npy_folder writes it. The kind is told from the
- * bytes read anyway, never from the name; what no reader takes is refused with a message that
- * says first what the file is when it is something people give by mistake (a text-format
- * prototxt, an HDF5 snapshot, a gzip, bzip2, xz, zstd or tar archive, a zip that is not an .npz,
+ * Since 1.2 one call opens whatever a file holds, reading it once: a Caffe net (.caffemodel, or
+ * a net definition in protobuf's text format, a .prototxt, read as cblob_model_open_prototxt_file
+ * reads it), a BlobProto (.binaryproto) or BlobProtoVector, a NumPy .npy array, an .npz, a
+ * .safetensors file, or a folder of .npy files as cblob_model_to_npy_folder writes it. The kind is
+ * told from the bytes read anyway, never from the name; what no reader takes is refused with a
+ * message that says first what the file is when it is something people give by mistake (a
+ * solver's prototxt, an HDF5 snapshot, a gzip, bzip2, xz, zstd or tar archive, a zip that is not an .npz,
  * a Python pickle, a truncated safetensors file), then the reader's detail. The model and blob
  * openers of the other sections give the same explanation.
  *
@@ -1491,7 +1554,7 @@ CBLOB_API cblob_status cblob_model_replace_blobs_with(cblob_model *model, const 
 /* What a file holds (cblob_file_open, cblob_file_detect). The first three are cblob_proto_kind's values. */
 typedef int32_t cblob_file_kind;
 enum {
-    CBLOB_FILE_NET = 1,                /* A NetParameter: a .caffemodel or a binary net definition. */
+    CBLOB_FILE_NET = 1,                /* A NetParameter: a .caffemodel, or a net definition, binary or text (a .prototxt). */
     CBLOB_FILE_BLOB = 2,               /* A BlobProto: a .binaryproto such as a mean image. */
     CBLOB_FILE_BLOB_VECTOR = 3,        /* A BlobProtoVector. */
     CBLOB_FILE_NPY = 4,                /* A NumPy .npy array. */

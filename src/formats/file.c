@@ -14,6 +14,7 @@
 #include "io.h"
 #include "model.h"
 #include "model_open.h"
+#include "model_text.h"
 #include "model_values.h"
 #include "npy_files.h"
 #include "status.h"
@@ -109,12 +110,31 @@ static cblob_status open_net(cblob_context *context, cb_source *source, cb_file_
     return file->model->num_layers == 0 ? reopen_as_other_kind(context, dtype, file) : CBLOB_OK;
 }
 
+cblob_status cb_model_open_text_source(cblob_context *context, const char *name, cb_source *source, uint64_t size,
+                                       cblob_model **out_model)
+{
+    if (size > CB_PROTO_MAX_MESSAGE)
+        return cb_fail(CBLOB_ERR_OVERFLOW, "%s: a net's text of %" PRIu64 " bytes, over protobuf's limit", name, size);
+    char *text = malloc((size_t)size + 1);
+    if (text == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the %" PRIu64 " bytes of %s", size, name);
+    cblob_status status = cb_source_copy(source, 0, (size_t)size, text);
+    if (status == CBLOB_OK)
+        status = cb_model_open_prototxt(context, name, text, (size_t)size, out_model);
+    free(text);
+    return status;
+}
+
 static cblob_status open_kind(cblob_context *context, cb_source *source, cb_file_reading *reading, const uint8_t *head,
                               size_t head_size, cblob_file_kind kind, int32_t flags, cblob_dtype dtype,
                               cblob_file *file)
 {
     file->kind = kind;
     switch (kind) {
+    case CB_FILE_TEXT_NET: /* all of it in head when there is no reading (a stream read whole) */
+        file->kind = CBLOB_FILE_NET;
+        return cb_model_open_text_source(context, file->name, source,
+                                         reading != NULL ? reading->head.file_size : head_size, &file->model);
     case CBLOB_FILE_NET: return open_net(context, source, reading, flags, dtype, file);
     case CBLOB_FILE_BLOB:
     case CBLOB_FILE_BLOB_VECTOR:
@@ -143,9 +163,11 @@ static cblob_status open_path(cblob_context *context, const char *path, int32_t 
     cb_file_reading reading;
     cblob_file_kind kind = CBLOB_FILE_NET;
     CB_TRY(cb_file_reading_identify(NULL, path, &reading, &kind)); /* cblob_file_open's scope counts */
-    const cblob_status status = cb_file_reading_finish(
-        &reading, kind, open_kind(context, &reading.source, &reading, reading.head.bytes, reading.head.size, kind, flags,
-                                  dtype, file));
+    cblob_status status = open_kind(context, &reading.source, &reading, reading.head.bytes, reading.head.size, kind,
+                                    flags, dtype, file);
+    /* A text's errors name its line and column already: no explanation of what the file is. */
+    if (kind != CB_FILE_TEXT_NET || status == CBLOB_OK)
+        status = cb_file_reading_finish(&reading, kind, status);
     if (status == CBLOB_OK && file->model != NULL) /* a lazily opened safetensors or npz file */
         cb_model_keep_file(file->model, &reading);
     cb_file_reading_close(&reading);
@@ -207,10 +229,11 @@ CBLOB_API cblob_status cblob_file_open_fd(cblob_context *context, int32_t fd, co
     cb_source_memory(&source, input.bytes, input.size, &input);
     if (status == CBLOB_OK)
         status = cb_identify(file->name, input.bytes, input.size, input.size, &kind);
-    if (status == CBLOB_OK)
-        status = cb_explain_bytes(file->name, input.bytes, input.size, kind,
-                                  open_kind(context, &source, NULL, input.bytes, input.size, kind, flags & ~CBLOB_OPEN_LAZY,
-                                            dtype, file));
+    if (status == CBLOB_OK) {
+        status = open_kind(context, &source, NULL, input.bytes, input.size, kind, flags & ~CBLOB_OPEN_LAZY, dtype, file);
+        if (kind != CB_FILE_TEXT_NET) /* a text's errors name their line and column already */
+            status = cb_explain_bytes(file->name, input.bytes, input.size, kind, status);
+    }
     if (status == CBLOB_OK)
         status = cb_progress_finish(&progress);
     cb_progress_end(&progress, status);
@@ -305,7 +328,31 @@ CBLOB_API cblob_status cblob_file_detect(const char *path, cblob_file_kind *out_
     cb_file_head_free(&head);
     cb_input_file_close(input);
     CB_TRY(status);
-    *out_kind = kind;
+    *out_kind = kind == CB_FILE_TEXT_NET ? CBLOB_FILE_NET : kind;
+    return CBLOB_OK;
+}
+
+CBLOB_API cblob_status cblob_model_open_prototxt_file(cblob_context *context, const char *path,
+                                                      cblob_model **out_model)
+{
+    CB_ENTER();
+    CB_REQUIRE(context);
+    CB_REQUIRE(path);
+    CB_REQUIRE(out_model);
+    cb_context_use_threads(context);
+    cb_file_reading reading;
+    CB_TRY(cb_file_reading_open(context, path, &reading));
+    cblob_model *model = NULL;
+    cblob_status status = cb_model_open_text_source(context, path, &reading.source, reading.head.file_size, &model);
+    if (status == CBLOB_OK)
+        status = cb_source_check(&reading.source); /* the file did not change while it was read */
+    cb_file_reading_close(&reading);
+    if (status != CBLOB_OK) {
+        if (model != NULL)
+            cb_model_free(model);
+        return status;
+    }
+    *out_model = model;
     return CBLOB_OK;
 }
 

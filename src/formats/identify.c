@@ -29,6 +29,7 @@ const char *cb_file_kind_text(cblob_file_kind kind)
     case CBLOB_FILE_NPZ: return "a NumPy .npz file";
     case CBLOB_FILE_SAFETENSORS: return "a safetensors file";
     case CBLOB_FILE_NPY_FOLDER: return "a folder of .npy files";
+    case CB_FILE_TEXT_NET: return "a Caffe net in text format (.prototxt)";
     default: return "a file of no kind cblob reads";
     }
 }
@@ -360,8 +361,9 @@ static bool mistaken(const char *name, const uint8_t *head, size_t size, uint64_
     if (file_size == 0)
         snprintf(message, message_size, "%s is empty", name);
     else if (is_text(head, size) && is_prototxt(head, size))
-        snprintf(message, message_size, "%s looks like a text-format prototxt (net definition); cblob reads binary "
-                 ".caffemodel / .binaryproto files", name);
+        snprintf(message, message_size, "%s looks like a text-format prototxt (net definition); this reader takes "
+                 "binary .caffemodel / .binaryproto files (cblob_file_open and cblob_model_open_prototxt_file read "
+                 "text)", name);
     else if (safetensors_state(head, size, file_size) < 0)
         snprintf(message, message_size, "%s is a truncated safetensors file: its header runs past the file's %" PRIu64
                  " bytes", name, file_size);
@@ -411,6 +413,10 @@ static cblob_status identify(const char *name, const uint8_t *head, size_t head_
     cblob_proto_kind kind = CBLOB_PROTO_NET;
     if (file_size == 0)
         return explain(name, head, head_size, file_size, "");
+    if (is_text(head, head_size) && is_prototxt(head, head_size)) {
+        *out = CB_FILE_TEXT_NET;
+        return CBLOB_OK;
+    }
     cb_saved_error saved;
     cb_error_save(&saved);
     cb_source source;

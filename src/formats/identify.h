@@ -95,6 +95,10 @@ cblob_status cb_proto_detect_source(cb_source *source, cblob_proto_kind *out);
 cblob_status cb_explain_kind(const uint8_t *bytes, size_t size, bool prefix, cblob_proto_kind expected,
                              cblob_status status);
 
+/* The kind cb_identify gives a net in protobuf's text format (a prototxt): read by the text reader
+ * (model_text_read.c) into a model of kind CBLOB_FILE_NET, never seen outside the library. */
+#define CB_FILE_TEXT_NET ((cblob_file_kind)64)
+
 /* "a Caffe net (.caffemodel)", "a NumPy .npz file", ... */
 const char *cb_file_kind_text(cblob_file_kind kind);
 

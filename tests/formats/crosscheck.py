@@ -14,10 +14,18 @@ Checks:
     inspect_json                       `cblob inspect --json`: its schema, the sample model, and the
                                        real Caffe files against their .layers.txt / .blob.txt
     cli_bad_input                      missing, unreadable and corrupt inputs: one line, exit 2
+    prototxt                           `cblob convert --to prototxt` of the real .caffemodel files
+                                       and of tests/tools/make_net.py's nets (V2, V1, V0; hostile
+                                       names, unknown fields, every parameter message): the text
+                                       is what Python's text_format prints of the binary less its
+                                       blobs (unknown fields included), and it parses back to the
+                                       same message; cblob reads its own text and Python's back
+                                       to the same net
 
 Exits 77 (skipped) with a reason when protoc, protobuf or NumPy is missing.
 """
 import argparse
+import codecs
 import importlib
 import json
 import math
@@ -549,12 +557,218 @@ def cli_bad_input(ctx):
     check(all(word in help_text for word in ("info", "inspect", "convert", "--json", "binaryproto")), "help")
 
 
+# ---- a net's definition as text --------------------------------------------------------------
+
+def compile_text_protos(source, folder):
+    """proto/caffe_blobs.proto and caffe_params.proto in a package of their own, with every string
+    field as bytes: protobuf's text format writes both alike (C-escaped), and bytes hold names that
+    are not UTF-8 as they are."""
+    modules = {}
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    for name in ("caffe_blobs", "caffe_params"):
+        with open(os.path.join(source, "proto", name + ".proto"), encoding="utf-8") as f:
+            text = f.read()
+        text = text.replace("package caffe;", "package caffe_text;")
+        text = text.replace('import "caffe_blobs.proto";', 'import "caffe_text_blobs.proto";')
+        text = re.sub(r"\b(optional|repeated) string\b", r"\1 bytes", text)
+        with open(os.path.join(folder, "caffe_text_" + name.split("_")[1] + ".proto"), "w", encoding="utf-8") as f:
+            f.write(text)
+    for name in ("caffe_text_blobs", "caffe_text_params"):
+        subprocess.run([shutil.which("protoc"), f"-I{folder}", f"--python_out={folder}",
+                        os.path.join(folder, name + ".proto")], check=True)
+        modules[name] = importlib.import_module(name + "_pb2")
+    return modules["caffe_text_params"]
+
+
+def read_varint(data, pos):
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, pos
+
+
+def encode_varint(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def wire_fields(data):
+    """(number, wire type, the field's bytes, its payload) of each field; groups whole."""
+    pos, out = 0, []
+    while pos < len(data):
+        start = pos
+        key, pos = read_varint(data, pos)
+        number, kind = key >> 3, key & 7
+        payload = None
+        if kind == 0:
+            _, pos = read_varint(data, pos)
+        elif kind == 1:
+            pos += 8
+        elif kind == 5:
+            pos += 4
+        elif kind == 2:
+            length, pos = read_varint(data, pos)
+            payload = data[pos:pos + length]
+            pos += length
+        elif kind == 3:
+            depth = 1
+            while depth:
+                inner, pos = read_varint(data, pos)
+                inner_kind = inner & 7
+                if inner_kind == 0:
+                    _, pos = read_varint(data, pos)
+                elif inner_kind == 1:
+                    pos += 8
+                elif inner_kind == 5:
+                    pos += 4
+                elif inner_kind == 2:
+                    length, pos = read_varint(data, pos)
+                    pos += length
+                elif inner_kind == 3:
+                    depth += 1
+                elif inner_kind == 4:
+                    depth -= 1
+        else:
+            raise Failure(f"wire type {kind} at byte {start}")
+        out.append((number, kind, data[start:pos], payload))
+    return out
+
+
+def without(data, number, nested=None):
+    """The message's bytes less the fields of that number (and, in the fields `nested` names, the
+    fields its value names), everything else as it is."""
+    out = bytearray()
+    for field_number, kind, raw, payload in wire_fields(data):
+        if field_number == number:
+            continue
+        if nested and field_number in nested and kind == 2:
+            inner = without(payload, *nested[field_number])
+            raw = encode_varint(field_number << 3 | 2) + encode_varint(len(inner)) + inner
+        out += raw
+    return bytes(out)
+
+
+def definition_of(net_bytes):
+    """A NetParameter less its layers' blobs, by hand: layer (100) less blobs (7); layers (2) less
+    blobs (6) and less the blobs (50) of their V0 layer (1)."""
+    out = bytearray()
+    for number, kind, raw, payload in wire_fields(net_bytes):
+        if number == 100 and kind == 2:
+            inner = without(payload, 7)
+        elif number == 2 and kind == 2:
+            inner = without(payload, 6, {1: (50,)})
+        else:
+            out += raw
+            continue
+        out += encode_varint(number << 3 | 2) + encode_varint(len(inner)) + inner
+    return bytes(out)
+
+
+NUMBER_LINE = re.compile(r"^(\s*[A-Za-z0-9_]+): (-?[0-9.eE+-]+|-?inf|nan)$")
+HEX_LINE = re.compile(r"^(\s*[0-9]+): 0x([0-9a-f]{8}|[0-9a-f]{16})$")
+STRING_LINE = re.compile(r'^(\s*[0-9]+): "(.*)"$')
+EMPTY_BLOCK = re.compile(r"^( *)([0-9]+) \{\n\1\}$", re.M)
+
+
+def same_text(got, expected):
+    """Line by line, where C++ protobuf's printer (Caffe's, which cblob follows) and Python's differ
+    only in spelling: a float (C++ writes 6 significant digits or else 9, Python the fewest from 6
+    that read back), an unknown fixed32 or fixed64 (C++ in hex with 8 or 16 digits, Python in
+    decimal), an empty unknown length-delimited field (C++ `N: ""`, Python an empty block)."""
+    expected = EMPTY_BLOCK.sub(r'\1\2: ""', expected)
+    got_lines, expected_lines = got.splitlines(), expected.splitlines()
+    for i, (a, b) in enumerate(zip(got_lines, expected_lines)):
+        if a == b:
+            continue
+        x, y = NUMBER_LINE.match(a), NUMBER_LINE.match(b)
+        if x and y and x.group(1) == y.group(1) and np.float32(float(x.group(2))) == np.float32(float(y.group(2))):
+            continue
+        x = HEX_LINE.match(a)
+        if x and y and x.group(1) == y.group(1) and int(x.group(2), 16) == int(y.group(2)):
+            continue
+        # Python reads bytes that begin with an end-group tag as an empty message (it stops at the
+        # tag); C++ does not (the message did not end there), and prints them as a string.
+        x = STRING_LINE.match(a)
+        if x and b == x.group(1) + ': ""':
+            data = codecs.escape_decode(x.group(2).encode())[0]
+            if data and read_varint(data, 0)[0] & 7 == 4:
+                continue
+        return f"line {i + 1}: cblob wrote {a!r}, Python prints {b!r}"
+    if len(got_lines) != len(expected_lines):
+        return f"cblob wrote {len(got_lines)} lines, Python prints {len(expected_lines)}"
+    return None
+
+
+def prototxt_check(ctx):
+    from google.protobuf import text_format
+    folder = os.path.join(ctx.tmp, "prototxt")
+    os.mkdir(folder)
+    params = compile_text_protos(ctx.source, ctx.tmp)
+    make_net = os.path.join(ctx.source, "tests", "tools", "make_net.py")
+    nets = sorted(os.path.join(ctx.data, name) for name in os.listdir(ctx.data) if name.endswith(".caffemodel"))
+    check(nets, f"no .caffemodel in {ctx.data}")
+    for fmt in ("v2", "v1", "v0"):
+        for options in (["--structure", "--names", "hostile"], ["--all"]):
+            for seed in (1, 2):
+                path = os.path.join(folder, f"{fmt}-{options[0][2:]}-{seed}.caffemodel")
+                subprocess.run([sys.executable, make_net, "--format", fmt, "--layers", "24", "--seed", str(seed),
+                                *options, path], check=True)
+                nets.append(path)
+    parsed_back = 0
+    for path in nets:
+        out = os.path.join(folder, os.path.basename(path) + ".prototxt")
+        run(["convert", "--quiet", path, "--to", "prototxt", "-o", out], ctx.tool)
+        with open(out, "rb") as f:
+            text = f.read()
+        check(text.isascii(), f"{path}: the text is not ASCII")
+        standard_output = run(["convert", path, "--to", "prototxt", "-o", "-"], ctx.tool).stdout
+        check(standard_output.encode() == text, f"{path}: the text on standard output differs from the file's")
+        with open(path, "rb") as f:
+            binary = f.read()
+        expected = params.NetParameterFields.FromString(definition_of(binary))
+        printed = text_format.MessageToString(expected, print_unknown_fields=True)
+        difference = same_text(text.decode(), printed)
+        check(difference is None, f"{os.path.basename(path)}: {difference}")
+        # cblob reads its own text back (unknown fields by number included) to the same net.
+        again = run(["convert", out, "--to", "prototxt", "-o", "-"], ctx.tool).stdout
+        check(again.encode() == text, f"{os.path.basename(path)}: cblob reads its text back to another net")
+        if re.search(rb"^\s*[0-9]+[ :]", text, re.M):
+            continue  # unknown fields by number: no parser reads them without the fork's schema
+        back = text_format.Parse(text, params.NetParameterFields())
+        check(back == expected, f"{os.path.basename(path)}: the text parses to another message")
+        # Python's text of the net, read by cblob, is the same net.
+        python_text = os.path.join(folder, os.path.basename(path) + ".python.prototxt")
+        with open(python_text, "w", encoding="ascii") as f:
+            f.write(printed)
+        again = run(["convert", python_text, "--to", "prototxt", "-o", "-"], ctx.tool).stdout
+        check(again.encode() == text, f"{os.path.basename(path)}: cblob reads Python's text to another net")
+        parsed_back += 1
+    check(parsed_back >= 1 + 6, f"only {parsed_back} texts had no unknown fields to parse back")
+
+    # Not a net: refused, nothing written.
+    mean = os.path.join(ctx.data, "cifar10_mean.binaryproto")
+    out = os.path.join(folder, "mean.prototxt")
+    result = run(["convert", mean, "--to", "prototxt", "-o", out], ctx.tool, expect=2)
+    check("--to prototxt" in result.stderr and not os.path.exists(out), f"a blob file: {result.stderr}")
+
+
 CHECKS = {
     "cblob_writes_what_python_reads": cblob_writes_what_python_reads,
     "python_writes_what_cblob_reads": python_writes_what_cblob_reads,
     "npy_to_binaryproto": npy_to_binaryproto,
     "inspect_json": inspect_json_check,
     "cli_bad_input": cli_bad_input,
+    "prototxt": prototxt_check,
 }
 
 

@@ -166,7 +166,6 @@ TEST(files_given_by_mistake_are_named_by_every_opener)
         size_t size;
         const char *says;
     } files[] = {
-        {"deploy.prototxt", "name: \"LeNet\"\nlayer {\n  name: \"data\"\n}\n", 0, "text-format prototxt"},
         {"w.h5", "\x89HDF\r\n\x1a\n\0\0\0\0", 12, "HDF5"},
         {"w.caffemodel.gz", "\x1f\x8b\x08\0\0\0\0\0", 8, "gunzip"},
         {"w.pt", "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8", 12, "pickle"},
@@ -189,6 +188,25 @@ TEST(files_given_by_mistake_are_named_by_every_opener)
         CHECK_MSG(message_has(files[i].says), "cblob_blob_create_from_proto_file, %s: %s", files[i].name,
                   cblob_last_error_message());
     }
+    /* A prototxt: cblob_file_open reads it (a net, since 1.2); the binary readers name it. */
+    const char *text = path_in(0, "deploy.prototxt");
+    CHECK(ft_write_file(text, "name: \"LeNet\"\nlayer {\n  name: \"data\"\n}\n", 39));
+    cblob_file *file = NULL;
+    CHECK_OK(cblob_file_open(ctx, text, 0, 0, &file));
+    cblob_file_kind kind = CBLOB_FILE_NPY;
+    CHECK_OK(cblob_file_get_kind(file, &kind));
+    CHECK(kind == CBLOB_FILE_NET);
+    kind = CBLOB_FILE_NPY;
+    CHECK_OK(cblob_file_detect(text, &kind));
+    CHECK(kind == CBLOB_FILE_NET);
+    cblob_file_destroy(file);
+    cblob_model *text_model = NULL;
+    CHECK_STATUS(cblob_model_open_file(ctx, text, &text_model), CBLOB_ERR_PARSE);
+    CHECK_MSG(message_has("text-format prototxt") && message_has("cblob_model_open_prototxt_file"), "%s",
+              cblob_last_error_message());
+    cblob_blob *text_blob = NULL;
+    CHECK_STATUS(cblob_blob_create_from_proto_file(ctx, text, &text_blob), CBLOB_ERR_PARSE);
+    CHECK(message_has("text-format prototxt"));
     /* Another kind cblob reads, given to the reader of one kind: named too. */
     static const char *const names[] = {"conv1"};
     static const int blobs[] = {1};

@@ -543,3 +543,315 @@ TEST(safetensors_writer_refuses_a_header_readers_refuse)
     cblob_model_destroy(model);
     cblob_context_destroy(ctx);
 }
+/* ---- the net's definition as text (cblob_model_to_prototxt) ---------------------------------- */
+
+static char *prototxt(const cblob_model *model)
+{
+    size_t length = 0;
+    if (cblob_model_to_prototxt(model, NULL, 0, &length) != CBLOB_OK)
+        return NULL;
+    char *text = malloc(length + 1);
+    if (text != NULL && cblob_model_to_prototxt(model, text, length + 1, &length) != CBLOB_OK) {
+        free(text);
+        text = NULL;
+    }
+    return text;
+}
+
+static void pb_fixed32(pb *b, uint32_t field, uint32_t value)
+{
+    pb_tag(b, field, PB_FIXED32);
+    pb_raw(b, &value, 4);
+}
+
+/* Every rule of protobuf's TextFormat::Print the writer follows, in one net: fields in number
+ * order (the net's and a layer's), blobs left out, C escapes, floats with 6 digits or else 9,
+ * enums by name, a message given twice merged, a scalar given twice the last, an enum number its
+ * enum does not name and a field of the wrong wire type kept as unknown fields, and unknown fields
+ * of every wire type by number after the known ones. */
+TEST(prototxt_prints_as_protobuf_text_format)
+{
+    cblob_context *ctx = context_new();
+    pb net = {0}, layer = {0}, spec = {0}, blob = {0}, conv = {0}, conv2 = {0}, filler = {0}, drop = {0}, pool = {0},
+       power = {0}, relu = {0}, nested = {0};
+    pb_string(&layer, 1, "conv1");
+    pb_string(&layer, 2, "Convolution");
+    pb_string(&layer, 3, "data");
+    pb_string(&layer, 4, "conv1");
+    pb_floats(&layer, 5, (float[]){0.1f, 1.0f / 3}, 2, true);
+    pb_int(&layer, 10, 1);
+    pb_floats(&spec, 3, (float[]){2.0f}, 1, false);
+    pb_message(&layer, 6, &spec);
+    pb_shape(&blob, (int64_t[]){2}, 1, true);
+    pb_floats(&blob, 5, (float[]){1, 2}, 2, true);
+    pb_message(&layer, 7, &blob);
+    pb_int(&conv, 1, 96);
+    pb_fixed32(&conv, 1, 5);
+    pb_tag(&conv, 4, PB_LENGTH);
+    pb_varint(&conv, 2);
+    pb_varint(&conv, 11);
+    pb_varint(&conv, 3);
+    pb_string(&filler, 1, "xavier");
+    pb_floats(&filler, 6, (float[]){1e-5f}, 1, false);
+    pb_message(&conv, 7, &filler);
+    pb_message(&layer, 106, &conv);
+    pb_int(&pool, 1, 1);
+    pb_int(&pool, 1, 9);
+    pb_message(&layer, 121, &pool);
+    pb_floats(&drop, 1, (float[]){0.25f}, 1, false);
+    pb_floats(&drop, 1, (float[]){INFINITY}, 1, false);
+    pb_message(&layer, 108, &drop);
+    pb_int(&conv2, 5, 2);
+    pb_message(&layer, 106, &conv2);
+    pb_floats(&power, 1, (float[]){16777216.0f}, 1, false);
+    pb_floats(&power, 2, (float[]){-INFINITY}, 1, false);
+    pb_message(&layer, 122, &power);
+    pb_floats(&relu, 1, (float[]){-0.0f}, 1, false);
+    pb_message(&layer, 123, &relu);
+    pb_int(&layer, 5001, 300);
+    pb_fixed32(&layer, 5002, 0xdeadbeefu);
+    pb_tag(&layer, 5003, PB_FIXED64);
+    const uint64_t stamp = 0x0123456789abcdefu;
+    pb_raw(&layer, &stamp, 8);
+    pb_string(&layer, 5004, "fork!");
+    pb_int(&nested, 1, 150);
+    pb_string(&nested, 2, "!");
+    pb_message(&layer, 5005, &nested);
+    pb_tag(&layer, 5006, PB_GROUP_START);
+    pb_int(&layer, 1, 7);
+    pb_tag(&layer, 5006, PB_GROUP_END);
+    pb_bytes(&layer, 5007, "", 0);
+    pb_string(&net, 1, "te\"st'\\\n\t\x01\xc3\xa9");
+    pb_message(&net, 100, &layer);
+    pb_int(&net, 4, 1);
+    pb_string(&net, 3, "data");
+    pb_int(&net, 4, 3);
+    cblob_model *model = NULL;
+    CHECK_OK(cblob_model_open(ctx, net.data, net.size, &model));
+    char *text = prototxt(model);
+    CHECK(text != NULL);
+    static const char expected[] = "name: \"te\\\"st\\'\\\\\\n\\t\\001\\303\\251\"\n"
+                                   "input: \"data\"\n"
+                                   "input_dim: 1\n"
+                                   "input_dim: 3\n"
+                                   "layer {\n"
+                                   "  name: \"conv1\"\n"
+                                   "  type: \"Convolution\"\n"
+                                   "  bottom: \"data\"\n"
+                                   "  top: \"conv1\"\n"
+                                   "  loss_weight: 0.1\n"
+                                   "  loss_weight: 0.333333343\n"
+                                   "  param {\n"
+                                   "    lr_mult: 2\n"
+                                   "  }\n"
+                                   "  phase: TEST\n"
+                                   "  convolution_param {\n"
+                                   "    num_output: 96\n"
+                                   "    kernel_size: 11\n"
+                                   "    kernel_size: 3\n"
+                                   "    group: 2\n"
+                                   "    weight_filler {\n"
+                                   "      type: \"xavier\"\n"
+                                   "      std: 1e-05\n"
+                                   "    }\n"
+                                   "    1: 0x00000005\n"
+                                   "  }\n"
+                                   "  dropout_param {\n"
+                                   "    dropout_ratio: inf\n"
+                                   "  }\n"
+                                   "  pooling_param {\n"
+                                   "    pool: AVE\n"
+                                   "    1: 9\n"
+                                   "  }\n"
+                                   "  power_param {\n"
+                                   "    power: 16777216\n"
+                                   "    scale: -inf\n"
+                                   "  }\n"
+                                   "  relu_param {\n"
+                                   "    negative_slope: -0\n"
+                                   "  }\n"
+                                   "  5001: 300\n"
+                                   "  5002: 0xdeadbeef\n"
+                                   "  5003: 0x0123456789abcdef\n"
+                                   "  5004: \"fork!\"\n"
+                                   "  5005 {\n"
+                                   "    1: 150\n"
+                                   "    2: \"!\"\n"
+                                   "  }\n"
+                                   "  5006 {\n"
+                                   "    1: 7\n"
+                                   "  }\n"
+                                   "  5007: \"\"\n"
+                                   "}\n";
+    CHECK_MSG(text != NULL && strcmp(text, expected) == 0, "%s", text != NULL ? text : "(none)");
+    free(text);
+    /* Read back (unknown fields by number, the group as a nested message), it writes the same text. */
+    cblob_model *again = NULL;
+    CHECK_OK(cblob_model_open_prototxt(ctx, (const uint8_t *)expected, sizeof expected - 1, &again));
+    text = prototxt(again);
+    CHECK_MSG(text != NULL && strcmp(text, expected) == 0, "%s", text != NULL ? text : "(none)");
+    free(text);
+    cblob_model_destroy(again);
+    /* The text convention: no room for the NUL is too small, and says the length. */
+    size_t length = 0;
+    char small[16];
+    CHECK_OK(cblob_model_to_prototxt(model, NULL, 0, &length));
+    CHECK(length == sizeof expected - 1);
+    CHECK_ERROR(cblob_model_to_prototxt(model, small, sizeof small, &length), CBLOB_ERR_OUT_OF_RANGE);
+    cblob_model_destroy(model);
+    pb_free(&net), pb_free(&layer), pb_free(&spec), pb_free(&blob), pb_free(&conv), pb_free(&conv2);
+    pb_free(&filler), pb_free(&drop), pb_free(&pool), pb_free(&power), pb_free(&relu), pb_free(&nested);
+    cblob_context_destroy(ctx);
+}
+
+/* A V1 net keeps its format: `layers`, the type by its LayerType name, blobs_lr; a nested message
+ * that does not parse has no text (CBLOB_ERR_PARSE), as Caffe could not read the binary either. */
+TEST(prototxt_of_a_v1_net_and_of_a_broken_parameter)
+{
+    cblob_context *ctx = context_new();
+    pb net = {0}, layer = {0}, blob = {0}, ip = {0};
+    pb_string(&layer, 2, "data");
+    pb_string(&layer, 3, "ip");
+    pb_string(&layer, 4, "ip");
+    pb_int(&layer, 5, 14);
+    pb_shape(&blob, (int64_t[]){3}, 1, true);
+    pb_floats(&blob, 5, (float[]){1, 2, 3}, 3, true);
+    pb_message(&layer, 6, &blob);
+    pb_floats(&layer, 7, (float[]){1, 2}, 2, false);
+    pb_int(&ip, 1, 10);
+    pb_message(&layer, 17, &ip);
+    pb_string(&net, 1, "v1");
+    pb_message(&net, 2, &layer);
+    cblob_model *model = NULL;
+    CHECK_OK(cblob_model_open(ctx, net.data, net.size, &model));
+    char *text = prototxt(model);
+    static const char expected[] = "name: \"v1\"\n"
+                                   "layers {\n"
+                                   "  bottom: \"data\"\n"
+                                   "  top: \"ip\"\n"
+                                   "  name: \"ip\"\n"
+                                   "  type: INNER_PRODUCT\n"
+                                   "  blobs_lr: 1\n"
+                                   "  blobs_lr: 2\n"
+                                   "  inner_product_param {\n"
+                                   "    num_output: 10\n"
+                                   "  }\n"
+                                   "}\n";
+    CHECK_MSG(text != NULL && strcmp(text, expected) == 0, "%s", text != NULL ? text : "(none)");
+    free(text);
+    cblob_model_destroy(model);
+    model = NULL;
+    /* inner_product_param whose bytes are no message (a length running past its end). */
+    pb_free(&net), pb_free(&layer);
+    pb_string(&layer, 4, "ip");
+    pb_bytes(&layer, 17, "\x0a\x05xy", 4);
+    pb_message(&net, 2, &layer);
+    CHECK_OK(cblob_model_open(ctx, net.data, net.size, &model));
+    size_t length = 0;
+    CHECK_ERROR(cblob_model_to_prototxt(model, NULL, 0, &length), CBLOB_ERR_PARSE);
+    CHECK(strstr(cblob_last_error_message(), "InnerProductParameter") != NULL);
+    cblob_model_destroy(model);
+    pb_free(&net), pb_free(&layer), pb_free(&blob), pb_free(&ip);
+    cblob_context_destroy(ctx);
+}
+
+/* Text as people write it (comments, lists, < >, single quotes, escapes, joined strings, hex and
+ * octal integers, exponents, a blob given in the text, the legacy `layers` with a LayerType name)
+ * reads into the net it says; the writer writes it back in the canonical form. */
+TEST(prototxt_reads_what_caffe_reads)
+{
+    cblob_context *ctx = context_new();
+    static const char text[] = "# a deploy file\n"
+                               "name: 'Le' \"Net\\t\\x41\\101\"  # joined\n"
+                               "input: \"data\" input_dim: [1, 0x3, 010, 8]\n"
+                               "layer <\n"
+                               "  name: \"ip\"; type: \"InnerProduct\", bottom: \"data\" top: \"ip\"\n"
+                               "  param { lr_mult: 1e1 } param: { decay_mult: -2.5E-1f }\n"
+                               "  inner_product_param { num_output: 2 bias_term: False weight_filler { std: .5 } }\n"
+                               "  blobs { shape { dim: [2, 3] } data: [1, 2, 3, 4, 5, 6] }\n"
+                               "  phase: TEST\n"
+                               ">\n";
+    cblob_model *model = NULL;
+    CHECK_OK(cblob_model_open_prototxt(ctx, (const uint8_t *)text, sizeof text - 1, &model));
+    int64_t count = 0;
+    CHECK_OK(cblob_model_num_layers(model, &count));
+    CHECK(count == 1);
+    CHECK_OK(cblob_model_layer_num_blobs(model, 0, &count));
+    CHECK(count == 1);
+    cblob_blob *blob = NULL;
+    CHECK_OK(cblob_model_layer_blob(model, 0, 0, &blob));
+    const float *values = NULL;
+    CHECK_OK(cblob_blob_cpu_ptr(blob, CBLOB_PART_DATA, (const void **)&values));
+    CHECK(values != NULL && values[0] == 1.0f && values[5] == 6.0f);
+    cblob_blob_destroy(blob);
+    char *written = prototxt(model);
+    static const char expected[] = "name: \"LeNet\\tAA\"\n"
+                                   "input: \"data\"\n"
+                                   "input_dim: 1\n"
+                                   "input_dim: 3\n"
+                                   "input_dim: 8\n"
+                                   "input_dim: 8\n"
+                                   "layer {\n"
+                                   "  name: \"ip\"\n"
+                                   "  type: \"InnerProduct\"\n"
+                                   "  bottom: \"data\"\n"
+                                   "  top: \"ip\"\n"
+                                   "  param {\n"
+                                   "    lr_mult: 10\n"
+                                   "  }\n"
+                                   "  param {\n"
+                                   "    decay_mult: -0.25\n"
+                                   "  }\n"
+                                   "  phase: TEST\n"
+                                   "  inner_product_param {\n"
+                                   "    num_output: 2\n"
+                                   "    bias_term: false\n"
+                                   "    weight_filler {\n"
+                                   "      std: 0.5\n"
+                                   "    }\n"
+                                   "  }\n"
+                                   "}\n";
+    CHECK_MSG(written != NULL && strcmp(written, expected) == 0, "%s", written != NULL ? written : "(none)");
+    free(written);
+    cblob_model_destroy(model);
+    model = NULL;
+    static const char v1[] = "layers { name: \"conv\" type: CONVOLUTION bottom: \"data\" top: \"conv\" blobs_lr: 1 "
+                             "convolution_param { num_output: 4 kernel_size: 3 } }";
+    CHECK_OK(cblob_model_open_prototxt(ctx, (const uint8_t *)v1, sizeof v1 - 1, &model));
+    cblob_net_format format = CBLOB_NET_FORMAT_V2;
+    const char *type = NULL;
+    CHECK_OK(cblob_model_format(model, &format));
+    CHECK_OK(cblob_model_layer_type(model, 0, &type));
+    CHECK(format == CBLOB_NET_FORMAT_V1 && strcmp(type, "CONVOLUTION") == 0);
+    cblob_model_destroy(model);
+    cblob_context_destroy(ctx);
+}
+
+/* Errors name the line and column, and the model is not made. */
+TEST(prototxt_errors_name_line_and_column)
+{
+    cblob_context *ctx = context_new();
+    static const struct {
+        const char *text, *says;
+    } cases[] = {
+        {"name: \"a\"\nlayer {\n  nme: \"x\"\n}\n", "the text:3:3: message caffe.LayerParameter has no field named \"nme\""},
+        {"name: \"a\"\nname: \"b\"\n", "the text:2:1: name is given twice"},
+        {"layer {\n  name: \"a\"\n", "the text:3:1: the text ends before the message's }"},
+        {"layer { top: \"a }", "the text:1:14: a string that does not end on its line"},
+        {"layer { phase: TRIAN }", "the text:1:16: unknown value \"TRIAN\" of enum caffe.Phase"},
+        {"layer { loss_weight: one }", "the text:1:22: loss_weight takes a number"},
+        {"layer { convolution_param { num_output: 4294967296 } }", "out of the range of num_output"},
+        {"layer { convolution_param { bias_term: yes } }", "bias_term takes true or false"},
+        {"layer { name \"a\" }", "the text:1:14: expected : after name"},
+        {"layer { name: \"\\q\" }", "the text:1:16: invalid escape \\q"},
+        {"net: \"x.prototxt\"", "no field named \"net\": not a net's text (a solver's?)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        cblob_model *model = NULL;
+        CHECK_STATUS(cblob_model_open_prototxt(ctx, (const uint8_t *)cases[i].text, strlen(cases[i].text), &model),
+                     CBLOB_ERR_PARSE);
+        CHECK_MSG(model == NULL && strstr(cblob_last_error_message(), cases[i].says) != NULL, "case %zu: %s", i,
+                  cblob_last_error_message());
+    }
+    cblob_context_destroy(ctx);
+}

@@ -3,7 +3,8 @@
  * (-o OUT, --to FORMAT one word, the old spelling only where unambiguous), an output that is an
  * input refused (by its name, through a symbolic link, through a hard link), an output name that
  * names another format refused, an existing file of another format replaced only with --force;
- * and what convert writes: one .npy for one blob, the blobs the weights lack reported. */
+ * and what convert writes: one .npy for one blob, the blobs the weights lack reported, a net's
+ * definition as a prototxt. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,9 @@ TEST(an_output_name_says_its_format_and_other_formats_need_force)
     CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "w.safetensors", "its name says safetensors", "--to npz"));
     cli_result_free(&r);
     CHECK(CLI(&r, "convert", LENET, "-o", io_path(2, folder, "w.prototxt"), "--to", "npz"));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "its name says prototxt", "--to npz"));
+    cli_result_free(&r);
+    CHECK(CLI(&r, "convert", LENET, "-o", io_path(2, folder, "w.onnx"), "--to", "npz"));
     CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "a format cblob does not write"));
     cli_result_free(&r);
     CHECK_EQ_INT(io_count_entries(folder), 1);
@@ -189,5 +193,43 @@ TEST(a_net_with_repeated_names_is_weights_for_its_twin)
     uint8_t *bytes = ft_read_file(net, &size);
     CHECK(bytes != NULL && io_file_holds(back, bytes, size));
     free(bytes);
+    io_remove_tree(folder);
+}
+
+/* --to prototxt: the definition of a net, told from the output's name too; a prototxt is replaced
+ * without --force (cblob wrote it), a binary file only with it; what is not a net is refused. */
+TEST(a_net_definition_to_prototxt)
+{
+    char folder[512];
+    CHECK(io_temp_folder(folder, sizeof folder));
+    const char *text = io_path(0, folder, "lenet.prototxt"), *model = io_path(1, folder, "model.prototxt");
+    cli_result r;
+    CHECK(CLI(&r, "convert", LENET, "-o", text));
+    CHECK_MSG(r.status == 0 && strstr(r.out, "without its weights") != NULL, "exit %d: %s", r.status, r.err);
+    cli_result_free(&r);
+    size_t size = 0;
+    uint8_t *bytes = ft_read_file(text, &size);
+    CHECK(bytes != NULL && size > 0 && size < 4096); /* 1.7 MB of weights left out */
+    CHECK(bytes != NULL && memcmp(bytes, "name: \"LeNet\"\nlayer {\n  name: \"mnist\"\n", 38) == 0);
+    CHECK(bytes != NULL && strstr((const char *)bytes, "    kernel_size: 5\n") != NULL);
+    free(bytes);
+    /* Again over itself: a prototxt needs no --force. */
+    CHECK(CLI(&r, "convert", "--quiet", SAMPLE, "--to", "prototxt", "-o", text));
+    CHECK_MSG(r.status == 0 && r.out[0] == '\0', "exit %d: %s", r.status, r.err);
+    cli_result_free(&r);
+    uint8_t *original = NULL;
+    CHECK(copy_of(SAMPLE, model, &original, &size));
+    CHECK(CLI(&r, "convert", LENET, "--to", "prototxt", "-o", model));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "holds a Caffe net (.caffemodel)", "--force"));
+    cli_result_free(&r);
+    CHECK(io_file_holds(model, original, size));
+    free(original);
+    CHECK(CLI(&r, "convert", MEAN, "--to", "prototxt", "-o", io_path(2, folder, "mean.prototxt")));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "a BlobProto", "--to prototxt writes a Caffe net's definition"));
+    cli_result_free(&r);
+    CHECK(CLI(&r, "convert", LENET, "--to", "prototxt", "--dtype", "float64", "-o", io_path(2, folder, "x.prototxt")));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "--dtype float64", "holds no values"));
+    cli_result_free(&r);
+    CHECK_EQ_INT(io_count_entries(folder), 2);
     io_remove_tree(folder);
 }

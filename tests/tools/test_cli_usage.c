@@ -117,9 +117,8 @@ TEST(text_prototxt_and_other_files_say_what_they_are)
         size_t size;
         const char *says;
     } files[] = {
-        {"deploy.prototxt", "# LeNet\nname: \"LeNet\"\nlayer {\n  name: \"data\"\n  type: \"Input\"\n}\n", 0,
-         "looks like a text-format prototxt (net definition); cblob reads binary .caffemodel / .binaryproto files"},
-        {"solver.prototxt", "net: \"train_val.prototxt\"\nbase_lr: 0.01\n", 0, "looks like a text-format prototxt"},
+        {"solver.prototxt", "net: \"train_val.prototxt\"\nbase_lr: 0.01\n", 0,
+         ":1:1: message caffe.NetParameter has no field named \"net\": not a net's text (a solver's?)"},
         {"notes.txt", "1, 2, 3\n4, 5, 6\n", 0, "is a text file, not a protobuf file"},
         {"weights.h5", "\x89HDF\r\n\x1a\n\0\0\0\0", 12, "HDF5"},
         {"weights.caffemodel.gz", "\x1f\x8b\x08\0\0\0\0\0", 8, "gunzip"},
@@ -142,6 +141,28 @@ TEST(text_prototxt_and_other_files_say_what_they_are)
             cli_result_free(&r);
         }
     }
+    io_remove_tree(folder);
+}
+
+/* A net's text (since 1.2) is inspected as a net: its layers, without blobs. */
+TEST(a_prototxt_is_inspected_as_a_net)
+{
+    char folder[512];
+    CHECK(io_temp_folder(folder, sizeof folder));
+    const char *path = path_in(0, folder, "deploy.prototxt");
+    static const char text[] = "# LeNet\nname: \"LeNet\"\nlayer {\n  name: \"data\"\n  type: \"Input\"\n  top: \"data\"\n"
+                               "  input_param { shape: { dim: 64 dim: 1 dim: 28 dim: 28 } }\n}\n";
+    CHECK(io_write_file(path, text, sizeof text - 1));
+    cli_result r;
+    CHECK(CLI(&r, "inspect", "--params", path));
+    CHECK_MSG(r.status == 0 && strstr(r.out, "name    LeNet") != NULL && strstr(r.out, "data   Input") != NULL &&
+                  strstr(r.out, "{\"input_param\":{\"shape\":[{\"dim\":[64,1,28,28]}]}}") != NULL,
+              "exit %d: %s%s", r.status, r.out, r.err);
+    cli_result_free(&r);
+    CHECK(io_write_file(path, "layer {\n  name: \"data\"\n  bottom: 3\n}\n", 37));
+    CHECK(CLI(&r, "inspect", path));
+    CHECK_MSG(r.status == 2 && CLI_ERROR_HAS(&r, "deploy.prototxt:3:11: bottom takes"), "%s", r.err);
+    cli_result_free(&r);
     io_remove_tree(folder);
 }
 
@@ -493,4 +514,24 @@ TEST(way_back_of_a_5000_layer_net_with_repeated_names)
         free(bytes);
     }
     io_remove_tree(folder);
+}
+
+/* --summary: each layer's parameters and bytes and the total, the figures of lenet's independent
+ * decoding (lenet_iter_10000.layers.txt: 431080 values in 4 layers with blobs, float32); no value
+ * is read. */
+TEST(summary_counts_parameters_per_layer_and_in_total)
+{
+    cli_result r;
+    CHECK(CLI(&r, "inspect", "--summary", CBLOB_CAFFE_DATA_DIR "/lenet_iter_10000.caffemodel"));
+    CHECK_MSG(r.status == 0, "exit %d: %s", r.status, r.err);
+    CHECK_MSG(strstr(r.out, "  layer  type             parameters    bytes\n") != NULL &&
+                  strstr(r.out, "  conv1  Convolution             520     2080\n") != NULL &&
+                  strstr(r.out, "  ip1    InnerProduct         400500  1602000\n") != NULL &&
+                  strstr(r.out, "  relu1  ReLU                      0        0\n") != NULL &&
+                  strstr(r.out, "\ntotal   431080 parameters in 4 of 9 layers, 1724320 bytes (1.6 MiB)\n") != NULL,
+              "%s", r.out);
+    cli_result_free(&r);
+    CHECK(CLI(&r, "inspect", "--summary", "--json", CBLOB_CAFFE_DATA_DIR "/lenet_iter_10000.caffemodel"));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "--summary prints a table of its own: without --json"));
+    cli_result_free(&r);
 }

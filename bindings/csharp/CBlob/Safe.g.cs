@@ -1948,6 +1948,84 @@ namespace CBlob
         }
 
         /// <summary>
+        /// The net's definition, every layer's blobs left out, in protobuf's text format (a prototxt) as
+        /// Caffe's WriteProtoToTextFile writes it, so that Caffe reads it back: the NetParameter's fields
+        /// and each layer's, by Caffe's field names (proto/caffe_params.proto), in field-number order,
+        /// nested messages in braces indented by two spaces, enums by name, strings C-escaped (the text
+        /// is ASCII), floats with 6 significant digits when those read back to the same float and 9
+        /// otherwise (doubles 15, else 17), inf, -inf and nan as such. Fields no schema here knows (a
+        /// fork's) are printed as protobuf prints unknown fields, by number: varints in decimal, fixed32
+        /// and fixed64 in hexadecimal, length-delimited fields as a nested block when their bytes parse
+        /// as a message and as a string otherwise (Caffe built from the fork's caffe.proto reads those
+        /// by number; BVLC's refuses them). A V1 or V0 net is written in its own format (`layers`).
+        /// A nested message that is not one (a field of a known message type whose bytes do not parse)
+        /// is Status.Parse: Caffe could not read the binary either. Text convention of
+        /// Blob.ShapeString.
+        /// </summary>
+        public string GetPrototxt()
+        {
+            using (var u0 = guard.Use())
+            {
+                IntPtr self = u0;
+                return Text.ReadText((byte[] buffer, UIntPtr size, out UIntPtr length) =>
+                    NativeMethods.cblob_model_to_prototxt(self, buffer, size, out length));
+            }
+        }
+
+        /// <summary>
+        /// Writes Model.GetPrototxt's text to a file (without its NUL), atomically as model files
+        /// are written.
+        /// </summary>
+        public void SavePrototxt(string path)
+        {
+            byte[] pathUtf8 = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
+            using (var u0 = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_model_to_prototxt_file(u0, pathUtf8));
+        }
+
+        /// <summary>
+        /// Reads a net in protobuf's text format (a prototxt, such as a deploy.prototxt) as Caffe's
+        /// ReadProtoFromTextFile reads one, into a model as Model.Open makes one from the binary
+        /// form: a net definition has no blobs, unless a layer gives `blobs` in the text. Accepted: #
+        /// comments; fields by Caffe's names (proto/caffe_params.proto), `:` before a scalar and
+        /// optional before a message; messages in { } or &lt; &gt;; repeated fields given again or as a
+        /// list [a, b]; both `layer` and the legacy `layers` (V1, whose type is a LayerType name); enums
+        /// by name; strings in single or double quotes with C escapes (\n, \", \\, \ooo, \xhh, ...),
+        /// adjacent strings joined; integers in decimal, hex or octal; floats with inf and nan; true
+        /// and false; `,` or `;` after a field; fields given by number, as Model.GetPrototxt
+        /// writes fields no schema here knows (an integer as a varint, 0x and 8 or 16 hex digits as
+        /// fixed32 or fixed64, a string, a block as a message). A name the message lacks, a singular
+        /// field given twice, a value of the wrong type or out of range, or text that ends inside a
+        /// message is Status.Parse naming the line and column ("the text:12:5: message
+        /// caffe.LayerParameter has no field named \"foo\""). The fields are kept in the order the text
+        /// gives them: Model.ToBytes writes them so.
+        /// </summary>
+        public static Model OpenPrototxt(Context context, byte[] text)
+        {
+            Blob.Required(text, nameof(text));
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            {
+                IntPtr contextPtr = u0;
+                return Model.Created((out ModelHandle h) => NativeMethods.cblob_model_open_prototxt(contextPtr, text, (UIntPtr)text.Length, out h));
+            }
+        }
+
+        /// <summary>
+        /// Reads a prototxt file as Model.OpenPrototxt reads text, its errors naming the file,
+        /// line and column ("deploy.prototxt:12:5: ..."). CBlobFile.Open opens a prototxt too (as a
+        /// net), telling it from its first bytes.
+        /// </summary>
+        public static Model OpenPrototxtFile(Context context, string path)
+        {
+            byte[] pathUtf8 = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            {
+                IntPtr contextPtr = u0;
+                return Model.Created((out ModelHandle h) => NativeMethods.cblob_model_open_prototxt_file(contextPtr, pathUtf8, out h));
+            }
+        }
+
+        /// <summary>
         /// Writes every blob of the model into folder (made when missing) as a .npy folder (the
         /// section's introduction), the diffs too with ExportFlags.Diff, and counts the .npy files
         /// written into out_num_files. index.json's "source" is null. Streams: memory stays small

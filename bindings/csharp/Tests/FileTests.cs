@@ -87,7 +87,7 @@ namespace CBlob.Tests
         public void ExceptionsCarryTheFunctionAndTheDetail()
         {
             string prototxt = Path.Combine(dir, "net.prototxt");
-            File.WriteAllText(prototxt, "name: \"LeNet\"\nlayer {\n  name: \"data\"\n  type: \"Input\"\n}\n");
+            File.WriteAllText(prototxt, "name: \"LeNet\"\nlayer {\n  nme: \"data\"\n  type: \"Input\"\n}\n");
             var e = Throws(Status.Parse, () => CBlobFile.Open(ctx, prototxt));
             Assert.AreEqual("cblob_file_open", e.Function);
             StringAssert.Contains("prototxt", e.Detail);

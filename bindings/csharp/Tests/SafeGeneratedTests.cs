@@ -145,6 +145,10 @@ namespace CBlob.Tests
             Expect("Model.OpenNpzFile", () => GC.KeepAlive(Model.OpenNpzFile(disposedContext, "x")), failures);
             Expect("Model.ReplaceBlobs", () => disposedModel.ReplaceBlobs(disposedModel), failures);
             Expect("Model.ReplaceBlobsWith", () => GC.KeepAlive(disposedModel.ReplaceBlobsWith(disposedModel)), failures);
+            Expect("Model.GetPrototxt", () => GC.KeepAlive(disposedModel.GetPrototxt()), failures);
+            Expect("Model.SavePrototxt", () => disposedModel.SavePrototxt("x"), failures);
+            Expect("Model.OpenPrototxt", () => GC.KeepAlive(Model.OpenPrototxt(disposedContext, new byte[0])), failures);
+            Expect("Model.OpenPrototxtFile", () => GC.KeepAlive(Model.OpenPrototxtFile(disposedContext, "x")), failures);
             Expect("Model.SaveNpyFolder", () => GC.KeepAlive(disposedModel.SaveNpyFolder("x")), failures);
             Assert.IsEmpty(failures, string.Join("\n", failures));
         }

@@ -248,7 +248,7 @@ HDF5 = b"\x89HDF\r\n\x1a\n" + bytes(56)
 
 
 @pytest.mark.parametrize("name, data, says", [
-    ("deploy.prototxt", b'name: "LeNet"\nlayer {\n  name: "data"\n  type: "Input"\n}\n', "prototxt"),
+    ("solver.prototxt", b'net: "train_val.prototxt"\nbase_lr: 0.01\n', "not a net's text (a solver's?)"),
     ("snapshot.h5", HDF5, "HDF5"),
     ("model.pkl", b"\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00}\x94.", "pickle"),
 ])

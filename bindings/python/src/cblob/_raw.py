@@ -142,7 +142,7 @@ class ReplaceFlags(enum.IntEnum):
 
 class FileKind(enum.IntEnum):
     """What a file holds (cblob_file_open, cblob_file_detect). The first three are cblob_proto_kind's values. (cblob_file_kind)"""
-    NET = 1  # A NetParameter: a .caffemodel or a binary net definition.
+    NET = 1  # A NetParameter: a .caffemodel, or a net definition, binary or text (a .prototxt).
     BLOB = 2  # A BlobProto: a .binaryproto such as a mean image.
     BLOB_VECTOR = 3  # A BlobProtoVector.
     NPY = 4  # A NumPy .npy array.
@@ -840,6 +840,47 @@ FUNCTIONS = (
     # (layer, blob index) among the other mismatches and nothing changes.
     # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     ("cblob_model_replace_blobs_with", c_int32, (c_void_p, c_void_p, c_int32, POINTER(c_int64))),  # model, weights, flags, out_kept
+    # The net's definition, every layer's blobs left out, in protobuf's text format (a prototxt) as
+    # Caffe's WriteProtoToTextFile writes it, so that Caffe reads it back: the NetParameter's fields
+    # and each layer's, by Caffe's field names (proto/caffe_params.proto), in field-number order,
+    # nested messages in braces indented by two spaces, enums by name, strings C-escaped (the text
+    # is ASCII), floats with 6 significant digits when those read back to the same float and 9
+    # otherwise (doubles 15, else 17), inf, -inf and nan as such. Fields no schema here knows (a
+    # fork's) are printed as protobuf prints unknown fields, by number: varints in decimal, fixed32
+    # and fixed64 in hexadecimal, length-delimited fields as a nested block when their bytes parse
+    # as a message and as a string otherwise (Caffe built from the fork's caffe.proto reads those
+    # by number; BVLC's refuses them). A V1 or V0 net is written in its own format (`layers`).
+    # A nested message that is not one (a field of a known message type whose bytes do not parse)
+    # is CBLOB_ERR_PARSE: Caffe could not read the binary either. Text convention of
+    # cblob_blob_shape_string.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
+    ("cblob_model_to_prototxt", c_int32, (c_void_p, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, buffer, buffer_size, out_length
+    # Writes cblob_model_to_prototxt's text to a file (without its NUL), atomically as model files
+    # are written.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
+    ("cblob_model_to_prototxt_file", c_int32, (c_void_p, c_char_p)),  # model, path
+    # Reads a net in protobuf's text format (a prototxt, such as a deploy.prototxt) as Caffe's
+    # ReadProtoFromTextFile reads one, into a model as cblob_model_open makes one from the binary
+    # form: a net definition has no blobs, unless a layer gives `blobs` in the text. Accepted: #
+    # comments; fields by Caffe's names (proto/caffe_params.proto), `:` before a scalar and
+    # optional before a message; messages in { } or < >; repeated fields given again or as a
+    # list [a, b]; both `layer` and the legacy `layers` (V1, whose type is a LayerType name); enums
+    # by name; strings in single or double quotes with C escapes (\n, \", \\, \ooo, \xhh, ...),
+    # adjacent strings joined; integers in decimal, hex or octal; floats with inf and nan; true
+    # and false; `,` or `;` after a field; fields given by number, as cblob_model_to_prototxt
+    # writes fields no schema here knows (an integer as a varint, 0x and 8 or 16 hex digits as
+    # fixed32 or fixed64, a string, a block as a message). A name the message lacks, a singular
+    # field given twice, a value of the wrong type or out of range, or text that ends inside a
+    # message is CBLOB_ERR_PARSE naming the line and column ("the text:12:5: message
+    # caffe.LayerParameter has no field named \"foo\""). The fields are kept in the order the text
+    # gives them: cblob_model_to_proto writes them so.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
+    ("cblob_model_open_prototxt", c_int32, (c_void_p, c_char_p, c_size_t, POINTER(c_void_p))),  # context, text, size, out_model
+    # Reads a prototxt file as cblob_model_open_prototxt reads text, its errors naming the file,
+    # line and column ("deploy.prototxt:12:5: ..."). cblob_file_open opens a prototxt too (as a
+    # net), telling it from its first bytes.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
+    ("cblob_model_open_prototxt_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_model
     # Opens the file or folder at path, whatever it holds (the section's introduction), opening and
     # reading it once: its kind is told from its first bytes, and the reader of that kind goes on
     # from there. Files are read as every reader reads them: a snapshot, with pread, never mapped

@@ -723,7 +723,7 @@ impl ReplaceFlags {
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FileKind {
-    /// A NetParameter: a .caffemodel or a binary net definition.
+    /// A NetParameter: a .caffemodel, or a net definition, binary or text (a .prototxt).
     Net,
     /// A BlobProto: a .binaryproto such as a mean image.
     Blob,

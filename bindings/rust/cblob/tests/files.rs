@@ -76,7 +76,7 @@ fn errors_carry_the_function_and_the_detail() -> cblob::Result<()> {
     let ctx = Context::new()?;
     let dir = temp_dir("errors");
     let prototxt = dir.join("net.prototxt");
-    std::fs::write(&prototxt, "name: \"LeNet\"\nlayer {\n  name: \"data\"\n  type: \"Input\"\n}\n").expect("a prototxt");
+    std::fs::write(&prototxt, "name: \"LeNet\"\nlayer {\n  nme: \"data\"\n  type: \"Input\"\n}\n").expect("a prototxt");
     let error = File::open(&ctx, &prototxt, &[], None).unwrap_err();
     assert_eq!(error.status(), Status::Parse);
     assert_eq!(error.function(), "cblob_file_open");

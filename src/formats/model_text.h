@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Protobuf's text format as Caffe's WriteProtoToTextFile writes it (model_text.c). */
+#ifndef CBLOB_SRC_MODEL_TEXT_H
+#define CBLOB_SRC_MODEL_TEXT_H
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "model.h"
+
+/* Room for a number's text (a double with 17 digits and its exponent, an enum name). */
+#define CB_TEXT_NUMBER_MAX 64
+
+/* A float or double as C++ protobuf's text printer writes it. */
+void cb_text_float(float value, char text[CB_TEXT_NUMBER_MAX]);
+void cb_text_double(double value, char text[CB_TEXT_NUMBER_MAX]);
+
+/* Appends the text of a message's bytes, read by the descriptor, to out. */
+cblob_status cb_text_message(const ProtobufCMessageDescriptor *descriptor, const uint8_t *data, size_t size,
+                             cb_bytes *out);
+
+/* The text of the model's NetParameter with every layer's blobs left out (a prototxt). */
+cblob_status cb_model_definition_text(const cblob_model *model, cb_bytes *out);
+
+/* Text (a prototxt) to a NetParameter's wire bytes, appended to out (model_text_read.c); errors
+ * say "<name>:<line>:<column>: ...". */
+cblob_status cb_prototxt_to_net_bytes(const char *name, const char *text, size_t size, cb_bytes *out);
+/* A model from a net's text. */
+cblob_status cb_model_open_prototxt(cblob_context *context, const char *name, const char *text, size_t size,
+                                    cblob_model **out_model);
+struct cb_source;
+/* A model from the size bytes of a source holding a net's text (file.c). */
+cblob_status cb_model_open_text_source(cblob_context *context, const char *name, struct cb_source *source,
+                                       uint64_t size, cblob_model **out_model);
+
+#endif
