@@ -115,7 +115,7 @@ cblob_status cb_model_open_text_source(cblob_context *context, const char *name,
 {
     if (size > CB_PROTO_MAX_MESSAGE)
         return cb_fail(CBLOB_ERR_OVERFLOW, "%s: a net's text of %" PRIu64 " bytes, over protobuf's limit", name, size);
-    char *text = malloc((size_t)size + 1);
+    char *text = cb_malloc((size_t)size + 1);
     if (text == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the %" PRIu64 " bytes of %s", size, name);
     cblob_status status = cb_source_copy(source, 0, (size_t)size, text);
