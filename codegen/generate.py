@@ -135,7 +135,6 @@ def load_model():
     model = {
         "dtypes": dtypes,
         "ops": op_tables["kernels"],
-        "blob_math": op_tables["blob_math"],
         "sections": sections,
         "enums": [e for s in sections for e in s["enums"]],
         "types": [t for s in sections for t in s["types"]],
@@ -289,8 +288,6 @@ def enrich(model):
         if op["split"] not in SPLITS or (op["split"] == "sum") != bool(sums):
             raise DescriptionError(f"kernel {op['name']}: split {op['split']} is none of {sorted(SPLITS)}, "
                                    "or `sum` for a kernel without a double * sum (or the reverse)")
-    for op in model["blob_math"]["ops"]:
-        op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
     for d in model["dtypes"]:
         d["kernels"] = [op["name"] for op in model["ops"] if d["name"] in op["dtypes"]]
     model["dtype_by_name"] = {d["name"]: d for d in model["dtypes"]}

@@ -348,7 +348,7 @@ static cblob_status data_into_diff(cblob_blob *from, cblob_blob *to, const char 
     void *source = NULL, *target = NULL;
     CB_TRY(cb_blob_host(from, CBLOB_PART_DATA, false, &source));
     CB_TRY(cb_blob_host(to, CBLOB_PART_DIFF, true, &target));
-    return cb_convert_elements(NULL, from->dtype, to->dtype, from->shape.count, source, target);
+    return cb_convert_elements(&cb_host_device, from->dtype, to->dtype, from->shape.count, source, target);
 }
 
 /* The blobs of one layer name, by index, from its tensors (positions in the set): data tensors
