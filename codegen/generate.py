@@ -414,11 +414,6 @@ def make_env():
 
 def render_all(model, out_root):
     env = make_env()
-    # The CUDA families are rendered once: generated/cuda/<kernel>.cu and the strings NVRTC
-    # compiles (generated/cuda/sources.c) are the same text.
-    model["cuda_families"] = [
-        {"op": op, "source": env.get_template("cuda/family.cu.j2").render(model=model, op=op)}
-        for op in model["ops"]]
     written = []
     for template, output, extra in expand_outputs(model):
         if template is None:
