@@ -49,7 +49,7 @@ run_one() { # shape, command
   case $2 in
     inspect) args=(inspect "$net") ;;
     inspect_json) args=(inspect --json "$net") ;;
-    to_npy) rm -rf "$out.npy"; args=(convert "$net" --to npy "$out.npy") ;;
+    to_npy) rm -rf "$out.npy_folder"; args=(convert "$net" --to npy "$out.npy_folder") ;;
     to_npz) args=(convert "$net" --to npz "$out.npz") ;;
     to_safetensors) args=(convert "$net" --to safetensors "$out.safetensors") ;;
     way_back) args=(convert "$out.npz" --like "$net" --to caffemodel "$out.caffemodel") ;;

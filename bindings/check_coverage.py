@@ -308,8 +308,11 @@ def reachable(bodies, raw_name):
 
 def go_raw_names(root):
     """The Go raw layer's function names (cBlobCreate) and the C functions each reaches: its own,
-    and for a call that returns a status, cblob_last_error_message, which its C wrapper calls."""
+    and for a call that returns a status, those its C wrapper's error copy (cbgo_message, in the
+    cgo preamble) calls: cblob_last_error_message and its parts."""
     text = (root / "bindings/go/raw_generated.go").read_text(encoding="utf-8")
+    copy = re.search(r"(?ms)^static char \*cbgo_message\(void\) \{(.*?)^\}", text)
+    error_calls = sorted(set(re.findall(r"\b(cblob_\w+)\(", copy.group(1)))) if copy else []
     names = {}
     for m in re.finditer(r"(?m)^func (c[A-Z]\w*)\(", text):
         body_start = m.end()
@@ -317,7 +320,7 @@ def go_raw_names(root):
         if call:
             reached = ["cblob_" + call.group(2)]
             if call.group(1) == "cbgo_":
-                reached.append("cblob_last_error_message")
+                reached += error_calls
             names[m.group(1)] = reached
     return names
 

@@ -17,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
+
 SCRATCH_API = """\
 section: Scratch
 doc: A function the coverage test's own test adds to a copy of the description.
@@ -51,6 +53,12 @@ def main():
         tree = Path(tmp)
         for folder in ("codegen", "templates", "bindings"):
             shutil.copytree(source / folder, tree / folder, ignore=IGNORED)
+        # The generator also reads files outside those folders: the program's manual
+        # (generate.py's MANUAL) and the files it splices a section into (outputs.yaml).
+        outputs = yaml.safe_load((source / "codegen/outputs.yaml").read_text(encoding="utf-8"))
+        for name in ["docs/cblob.1.md"] + [o["output"] for o in outputs if "splice" in o]:
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / name, tree / name)
         (tree / "codegen/api/99_scratch.yaml").write_text(SCRATCH_API, encoding="utf-8")
         failures = []
 

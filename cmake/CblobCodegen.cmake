@@ -3,6 +3,13 @@
 # template or description changes (CMAKE_CONFIGURE_DEPENDS), before it compiles anything, so
 # the generated sources are always current in the same build. The generator rewrites a file
 # only when its content changes, so unchanged outputs are not recompiled.
+# A wheel build (scikit-build-core under pip) runs in pip's isolated build environment, whose
+# sitecustomize hides the system's site-packages from every Python started with its PYTHONPATH,
+# /usr/bin/python3 included: the build's own Python, which has jinja2 and PyYAML from
+# bindings/python/pyproject.toml's build requirements, is tried first.
+if(DEFINED SKBUILD AND DEFINED Python_EXECUTABLE AND NOT DEFINED ENV{CBLOB_PYTHON})
+  set(ENV{CBLOB_PYTHON} "${Python_EXECUTABLE}")
+endif()
 execute_process(
   COMMAND ${CMAKE_SOURCE_DIR}/scripts/find-python.sh
   OUTPUT_VARIABLE CBLOB_PYTHON OUTPUT_STRIP_TRAILING_WHITESPACE

@@ -35,15 +35,16 @@ target_include_directories(cblob_protobuf_c SYSTEM INTERFACE ${PROTOBUF_C_INCLUD
 target_link_libraries(cblob_protobuf_c INTERFACE ${PROTOBUF_C_LIBRARY})
 message(STATUS "protobuf-c: ${PROTOBUF_C_LIBRARY} (${PROTOC_C})")
 
-# Jansson (JSON: layer parameters, safetensors headers) and libzip (npz), as Debian ships them.
+# Jansson (JSON: layer parameters, .npy folders' index) and zlib (npz: CRC-32, deflated members
+# of numpy.savez_compressed; src/formats/zip.c is the zip codec), as Debian ships them.
 find_path(JANSSON_INCLUDE_DIR jansson.h)
 find_library(JANSSON_LIBRARY NAMES jansson)
-find_path(LIBZIP_INCLUDE_DIR zip.h)
-find_library(LIBZIP_LIBRARY NAMES zip)
-if(NOT JANSSON_INCLUDE_DIR OR NOT JANSSON_LIBRARY OR NOT LIBZIP_INCLUDE_DIR OR NOT LIBZIP_LIBRARY)
-  message(FATAL_ERROR "jansson (${JANSSON_LIBRARY}) or libzip (${LIBZIP_LIBRARY}) not found: run scripts/setup.sh")
+find_path(ZLIB_INCLUDE_DIR zlib.h)
+find_library(ZLIB_LIBRARY NAMES z)
+if(NOT JANSSON_INCLUDE_DIR OR NOT JANSSON_LIBRARY OR NOT ZLIB_INCLUDE_DIR OR NOT ZLIB_LIBRARY)
+  message(FATAL_ERROR "jansson (${JANSSON_LIBRARY}) or zlib (${ZLIB_LIBRARY}) not found: run scripts/setup.sh")
 endif()
 add_library(cblob_json_zip INTERFACE)
-target_include_directories(cblob_json_zip SYSTEM INTERFACE ${JANSSON_INCLUDE_DIR} ${LIBZIP_INCLUDE_DIR})
-target_link_libraries(cblob_json_zip INTERFACE ${JANSSON_LIBRARY} ${LIBZIP_LIBRARY})
-message(STATUS "jansson: ${JANSSON_LIBRARY}, libzip: ${LIBZIP_LIBRARY}")
+target_include_directories(cblob_json_zip SYSTEM INTERFACE ${JANSSON_INCLUDE_DIR} ${ZLIB_INCLUDE_DIR})
+target_link_libraries(cblob_json_zip INTERFACE ${JANSSON_LIBRARY} ${ZLIB_LIBRARY})
+message(STATUS "jansson: ${JANSSON_LIBRARY}, zlib: ${ZLIB_LIBRARY}")

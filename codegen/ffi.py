@@ -220,7 +220,9 @@ class TypeMap:
             attr = {"in": "[In] ", "out": "[Out] ", "inout": "[In, Out] "}[p["dir"]]
             return f"{attr}IntPtr[] {name}"
         if t.depth == 2 and p["dir"] == "out":
-            if kind == "opaque" and t.base in self.destroyers:
+            # Only a handle the caller owns goes into a SafeHandle: one the library lends
+            # (cblob_file_model's model) must never be destroyed by the caller.
+            if kind == "opaque" and t.base in self.destroyers and p.get("ownership") == "caller_owns":
                 return f"out {self.handle_class(t.base)} {name}"
             return f"out IntPtr {name}"
         return f"IntPtr {name}"
@@ -389,9 +391,19 @@ def annotate(model):
                   "cs": tm.camel(re.sub(r"^CBLOB_", "", c["name"]), "cs"),
                   "go": tm.camel(re.sub(r"^CBLOB_", "", c["name"]), "go")},
     } for c in model["constants"]]
+    # A handle type some call lends (an out-parameter the caller does not own: cblob_file_model's
+    # model) gets a lent form in C#: it holds the lender's SafeHandle instead of destroying.
+    lent = {}
+    for fn in model["functions"]:
+        for p in fn["params"]:
+            t = CType(p["type"])
+            if (p["dir"] == "out" and t.depth == 2 and t.base in tm.destroyers and not p.get("length")
+                    and p.get("ownership") != "caller_owns"):
+                lender = next(q for q in fn["params"] if q["dir"] == "in" and CType(q["type"]).base in tm.destroyers)
+                lent[t.base] = tm.handle_class(CType(lender["type"]).base)
     handles = [{
         "c": name, "doc": tm.opaques[name]["doc"], "cs_class": tm.handle_class(name),
-        "destroy": destroy,
+        "destroy": destroy, "lender": lent.get(name),
     } for name, destroy in tm.destroyers.items()]
     callbacks = [{
         "c": cb["name"], "doc": cb["doc"], "cs_name": tm.type_name(cb["name"], "cs"),

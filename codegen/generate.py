@@ -72,7 +72,7 @@ CHECK_KINDS = {
     "comm_blobs", "comm_blob_count", "reduce_op", "comm_root", "nccl_id_size", "nccl_id", "nccl_ranks", "nccl_rank",
     # Files of any kind (codegen/api/24_files.yaml)
     "any_file_path", "open_flags", "convert_dtype", "file_descriptor", "model_file", "blobs_file", "file_blob_index",
-    "output_folder", "replace_flags",
+    "output_folder", "replace_flags", "proto_flags",
 }
 
 # How the CPU dispatch cuts a kernel's work into ranges for the thread pool (ops.yaml `split`).

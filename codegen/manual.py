@@ -305,26 +305,12 @@ def markdown_paragraph(text):
 
 
 def readme_section(manual):
-    """The program's part of README.md: what it does, the examples, each command's usage and
-    description, the exit status; the options are left to the manual."""
-    out = [markdown_paragraph(p["text"]) + "\n" for p in manual["sections"]["DESCRIPTION"] if p["kind"] == "paragraph"]
-    out.append("```sh\n" + "\n".join(manual["examples"]) + "\n```\n")
+    """README.md's first look at the program: the examples and the sample model's table, which a
+    test compares with what the program prints; the rest is the manual's (docs/cblob.1.md)."""
+    out = ["```sh\n" + "\n".join(manual["examples"]) + "\n```\n"]
     out.append(markdown_paragraph(manual["sample_caption"]) + "\n")
     out.append("```text\n" + "\n".join(manual["sample_output"]) + "\n```\n")
     out.append(markdown_paragraph(
-        "(`build/release/tools/cblob` in a build tree.) The manual, options and all, is "
-        "[docs/cblob.1.md](docs/cblob.1.md), which `cblob COMMAND --help` and `man cblob` print "
-        "too. What each command does:") + "\n")
-    for cmd in manual["commands"]:
-        usage = " / ".join(cmd["usage"])
-        paragraphs = [p["text"] for p in cmd["paragraphs"]] or [cmd["summary"]]
-        options = ", ".join(f"`{o.names[-1]}`" for o in cmd["options"])
-        if options:
-            paragraphs[-1] += f" Options: {options}."
-        item = [markdown_fill(f"- **{usage}**: {paragraphs[0]}", rest="  ")]
-        item += [markdown_fill(p, "  ", "  ") for p in paragraphs[1:]]
-        out.append("\n\n".join(item) + "\n")
-    out.append("Exit status:\n")
-    out.append("\n".join(markdown_fill(f"- {', '.join(f'`{n}`' for n in s['names'])}: {s['text']}", rest="  ")
-                          for s in manual["statuses"]))
+        "(`build/release/tools/cblob` in a build tree.) Its manual, every command and option, is "
+        "[docs/cblob.1.md](docs/cblob.1.md), which `cblob COMMAND --help` and `man cblob` print too."))
     return "\n".join(out) + "\n"

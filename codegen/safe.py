@@ -149,7 +149,8 @@ def load_classes():
     for key, row in data["classes"].items():
         classes[key] = {"key": key, "kind": "class", "handle": row["handle"], "params": row.get("params", {}),
                         "names": {lang: row.get(lang, key) for lang in LANGUAGES},
-                        "lifecycle": row.get("lifecycle", []), "close": row.get("close", "generated")}
+                        "lifecycle": row.get("lifecycle", []), "close": row.get("close", "generated"),
+                        "lent_by": row.get("lent_by"), "rust_fields": row.get("rust_fields", "")}
     for key, row in data["modules"].items():
         classes[key] = {"key": key, "kind": "module", "handle": None, "params": {},
                         "names": {lang: row.get(lang, "") for lang in LANGUAGES}}
@@ -196,7 +197,11 @@ class Result:
 
 
 BOOL_OUT = re.compile(r"^out_(is_|has_|equal)")
-FLAG_ENUMS = {"json_flags": "cblob_json_flags", "export_flags": "cblob_export_flags", "npz_flags": "cblob_export_flags"}
+FLAG_ENUMS = {"json_flags": "cblob_json_flags", "export_flags": "cblob_export_flags", "npz_flags": "cblob_export_flags",
+              "replace_flags": "cblob_replace_flags", "open_flags": "cblob_open_flags", "proto_flags": "cblob_proto_flags"}
+# Enum parameters whose 0 means "none of them" (cblob_file_open's dtype: keep each array's own):
+# an Option in Rust, a nullable in C#, None in Python, the zero value in Go.
+OPTIONAL_ENUM_CHECKS = {"convert_dtype"}
 
 
 class Call:
@@ -209,7 +214,7 @@ class Call:
         self.name = fn["name"]
         params = fn["params"]
         handle_classes = {c["handle"]: c for c in classes.values() if c["kind"] == "class" and c["key"] in
-                          ("Blob", "Context", "Net", "Comm")}
+                          ("Blob", "Context", "Net", "Comm", "File")}
         enums = {e["name"] for e in model["enums"]}
         lengths = {p["length"] for p in params if p.get("length")}
         self.receiver = None
@@ -253,6 +258,11 @@ class Call:
                 continue
             claimed.add(p["name"])
             if p["depth"] == 2 and p["base"] in handle_classes:
+                if p.get("ownership") != "caller_owns":
+                    # A handle the library lends (a file's model) must never be destroyed by
+                    # the object a generated method would wrap it in.
+                    raise BindingError(f"{self.name}: {p['name']} is a handle the caller does not own; "
+                                       "wrap it by hand (hand: and the reason)")
                 self.results.append(Result("created", p, cls=handle_classes[p["base"]]))
             elif p["depth"] == 2 and p["base"] == "char":
                 self.results.append(Result("string", p))
@@ -289,10 +299,12 @@ class Call:
         if depth == 1 and base == "uint8_t" and p["is_const"] and p.get("length"):
             return Arg("bytes", p, count=p["length"])
         if depth == 1 and base == "char" and p["is_const"]:
-            is_path = p["name"] == "path" or (check or "").endswith("path")
+            is_path = p["name"] in ("path", "folder") or (check or "").endswith(("path", "folder"))
             return Arg("path" if is_path else "string", p)
         if depth == 1 and base == "void":
             return Arg("pointer", p)
+        if depth == 0 and base in enums and check in OPTIONAL_ENUM_CHECKS:
+            return Arg("optional_enum", p)
         if depth == 0 and base in enums:
             return Arg("enum", p)
         if depth == 0 and check == "bool":
@@ -377,7 +389,7 @@ def lower_camel(name, lang, tm):
 
 def default_name(fn, cls):
     name = re.sub(r"^cblob_", "", fn["name"])
-    prefixes = {"Blob": "blob_", "Window": "window_", "Context": "context_", "Net": "model_", "Comm": "comm_",
+    prefixes = {"Blob": "blob_", "Window": "window_", "Context": "context_", "Net": "model_", "Comm": "comm_", "File": "file_",
                 "gpu": "gpu_", "proto": "proto_", "library": ""}
     prefix = prefixes.get(cls["key"], "")
     return name[len(prefix):] if name.startswith(prefix) else name
@@ -563,6 +575,9 @@ class RustEmitter(Emitter):
             elif role == "enum":
                 decls.append(f"{n}: {self.type_of(arg.base)}")
                 expr[arg.c] = f"{n}.raw()"
+            elif role == "optional_enum":
+                decls.append(f"{n}: Option<{self.type_of(arg.base)}>")
+                expr[arg.c] = f"{n}.map_or(0, |v| v.raw())"
             elif role == "scalar":
                 c_type = self.type_of(arg.base)
                 t = a.get("type") or c_type
@@ -810,7 +825,7 @@ def CTypeConst(c_text):
 GO_SCALARS = {"int32_t": ("int", "C.int32_t"), "int64_t": ("int64", "C.int64_t"), "double": ("float64", "C.double"),
               "float": ("float32", "C.float"), "size_t": ("uintptr", "C.size_t"), "uint32_t": ("uint32", "C.uint32_t"),
               "uint64_t": ("uint64", "C.uint64_t")}
-GO_RECEIVERS = {"Blob": "b", "Window": "b", "Context": "c", "Net": "m", "Comm": "c"}
+GO_RECEIVERS = {"Blob": "b", "Window": "b", "Context": "c", "Net": "m", "Comm": "c", "File": "f"}
 
 
 class GoEmitter(Emitter):
@@ -898,7 +913,8 @@ class GoEmitter(Emitter):
             elif role == "flags":
                 decls.append(f"{n} {self.tm.type_name(arg.flags, 'go')}")
                 expr[arg.c] = f"C.int32_t({n})"
-            elif role == "enum":
+            elif role in ("enum", "optional_enum"):
+                # An optional enum's zero value (DType(0)) is its "none".
                 decls.append(f"{n} {self.tm.type_name(arg.base, 'go')}")
                 expr[arg.c] = f"C.{arg.base}({n})"
             elif role == "scalar":
@@ -1209,6 +1225,11 @@ class CsEmitter(Emitter):
             elif role == "enum":
                 decls.append(f"{self.tm.type_name(arg.base, 'cs')} {n}{default}")
                 expr[arg.c] = n
+            elif role == "optional_enum":
+                t = self.tm.type_name(arg.base, "cs")
+                default = default or " = null"
+                decls.append(f"{t}? {n}{default}")
+                expr[arg.c] = f"{n} ?? ({t})0"
             elif role == "scalar":
                 c_type = CS_SCALARS[arg.base]
                 t = a.get("type") or c_type
@@ -1307,7 +1328,8 @@ class CsEmitter(Emitter):
             t = r.cls["names"]["csharp"]
             expr[r.c] = "out h"
             c_args = ", ".join(expr[p["name"]] for p in call.fn["params"])
-            creator = f"return {t}.Created((out {t}Handle h) => NativeMethods.{call.name}({c_args}));"
+            h = self.tm.handle_class(r.cls["handle"])
+            creator = f"return {t}.Created((out {h} h) => NativeMethods.{call.name}({c_args}));"
             body = prelude + (using_lines + ["{"] + ["    " + l for l in locals_ + [creator]] + ["}"]
                               if using_lines else [creator])
         elif roles in (["text"], ["blob_bytes"]):
@@ -1391,6 +1413,12 @@ PY_CTYPES = {"int32_t": "c_int32", "int64_t": "c_int64", "double": "c_double", "
              "size_t": "c_size_t", "uint32_t": "c_uint32", "uint64_t": "c_uint64"}
 PY_HINTS = {"int32_t": "int", "int64_t": "int", "double": "float", "float": "float", "size_t": "int",
             "uint32_t": "int", "uint64_t": "int"}
+# Integers are checked against the C type's range before any call (_util.py): ctypes would pass
+# 2**64 + 3 as 3.
+PY_INT_CHECKS = {"int32_t": "int32_arg", "int64_t": "int64_arg", "size_t": "uint64_arg", "uint32_t": "uint32_arg",
+                 "uint64_t": "uint64_arg"}
+# How a path parameter is used, for the OSError subclass of a failed call (_errors.os_cause).
+PY_PATH_MODES = {"output_path": "write", "output_folder": "folder", "any_file_path": "any"}
 
 
 class PyEmitter(Emitter):
@@ -1402,6 +1430,7 @@ class PyEmitter(Emitter):
         args = self.ordered(call, spec)
         plain, defaulted, keyword, prelude, expr = [], [], [], [], {}
         varargs = None
+        self.io = None  # (path variable, mode) of the first path parameter
         for arg in args:
             a = self.arg_spec(arg, spec, call)
             n = a.get("name") or arg.c
@@ -1437,25 +1466,33 @@ class PyEmitter(Emitter):
                 prelude.append(f"{n} = bytes({n})")
                 expr[arg.c], expr[arg.count] = n, f"len({n})"
             elif role == "path":
-                hint = "str | os.PathLike"
+                hint = "str | os.PathLike[str]"
                 expr[arg.c] = f"path_bytes({n})"
+                if self.io is None:
+                    self.io = (n, PY_PATH_MODES.get(arg.param.get("check"), "read"))
             elif role == "string":
                 hint = "str | None" if arg.param["nullable"] else "str"
-                expr[arg.c] = f"text_bytes({n})"
+                expr[arg.c] = f"text_bytes({n}, \"{n}\")"
             elif role == "bool":
                 hint = "bool"
                 expr[arg.c] = f"int(bool({n}))"
             elif role == "flags":
-                hint = self.tm.type_name(arg.flags, "py")
-                expr[arg.c] = f"int({n})"
+                hint = f"{self.tm.type_name(arg.flags, 'py')} | int"
+                expr[arg.c] = f"int32_arg({n}, \"{n}\")"
                 default = default or "0"
             elif role == "enum":
                 hint = self.tm.type_name(arg.base, "py")
                 # A dtype may be a DType or anything NumPy reads as one (np.float32, "int32").
-                expr[arg.c] = f"dtype_code({n})" if arg.base == "cblob_dtype" else n
+                expr[arg.c] = f"dtype_code({n})" if arg.base == "cblob_dtype" else f"int32_arg({n}, \"{n}\")"
+            elif role == "optional_enum":
+                hint = f"{self.tm.type_name(arg.base, 'py')} | None"
+                default = default or "None"
+                convert = "dtype_code" if arg.base == "cblob_dtype" else "int32_arg"
+                expr[arg.c] = f"0 if {n} is None else {convert}({n})"
             elif role == "scalar":
                 hint = PY_HINTS[arg.base]
-                expr[arg.c] = n
+                check = PY_INT_CHECKS.get(arg.base)
+                expr[arg.c] = f"{check}({n}, \"{n}\")" if check else n
             elif role == "pointer":
                 hint = "int"
                 expr[arg.c] = f"{n} or None"
@@ -1499,11 +1536,11 @@ class PyEmitter(Emitter):
                      "items = []",
                      "for i in range(count.value):",
                      f"    check(lib.{call.name}({item_args}))",
-                     "    items.append(out.value.decode(\"utf-8\", \"replace\"))",
+                     "    items.append((out.value or b\"\").decode(\"utf-8\", \"replace\"))",
                      "return items"]
             hint = "list[str]"
         elif not roles:
-            body.append(f"check(lib.{call.name}({self.args(call, expr)}))")
+            body.append(f"check(lib.{call.name}({self.args(call, expr)}){self.io_arg()})")
         elif all(r in ("value", "string") for r in roles):
             outs, convs, hints = [], [], []
             for r in call.results:
@@ -1514,7 +1551,7 @@ class PyEmitter(Emitter):
                 convs.append(conv)
                 hints.append(h)
             body += outs
-            body.append(f"check(lib.{call.name}({self.args(call, expr)}))")
+            body.append(f"check(lib.{call.name}({self.args(call, expr)}){self.io_arg()})")
             body.append("return " + ", ".join(convs))
             hint = hints[0] if len(hints) == 1 else f"tuple[{', '.join(hints)}]"
         elif roles == ["shape"]:
@@ -1534,7 +1571,7 @@ class PyEmitter(Emitter):
                 maker = "cls._created"
             else:
                 maker = f"_blob.{cls}._created"
-            body.append(f"return {maker}(lambda out: lib.{call.name}({self.args(call, expr)}), {context})")
+            body.append(f"return {maker}(lambda out: lib.{call.name}({self.args(call, expr)}), {context}{self.io_arg()})")
             hint = cls
         elif roles in (["text"], ["blob_bytes"]):
             r = call.results[0]
@@ -1578,6 +1615,10 @@ class PyEmitter(Emitter):
 
     def args(self, call, expr):
         return ", ".join(expr[p["name"]] for p in call.fn["params"])
+
+    def io_arg(self):
+        """The path a failed call names, for the OSError subclass of its error (_errors.check)."""
+        return f", io=({self.io[0]}, \"{self.io[1]}\")" if self.io else ""
 
     def out_value(self, r, v, returns):
         if r.role == "string":
@@ -1684,6 +1725,12 @@ def annotate(model):
                 entry["traits"] = [m for m in entry["methods"] if m.kind == "trait"]
                 entry["methods"] = [m for m in entry["methods"] if m.kind != "trait"]
                 entry["methods"].sort(key=lambda m: m.kind == "setter")
+                # ... and right after it: a type checker reads `@x.setter` only there.
+                for setter in [m for m in entry["methods"] if m.kind == "setter"]:
+                    getter = next((m for m in entry["methods"] if m.name == setter.name and m.kind != "setter"), None)
+                    if getter is not None:
+                        entry["methods"].remove(setter)
+                        entry["methods"].insert(entry["methods"].index(getter) + 1, setter)
     safe["go"]["text"] = "\n".join(line for group in ("classes", "modules") for entry in safe["go"][group].values()
                                     for m in entry["methods"] for line in m.lines)
     model["safe"] = safe
@@ -1717,7 +1764,7 @@ def lifecycle_methods(lang, cls, model, tm, names):
                  "    let mut raw = ptr::null_mut();",
                  "    check(call(&mut raw))?;",
                  f"    let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::Internal, \"a NULL {handle} handle\"))?;",
-                 f"    Ok({t} {{ raw }})",
+                 f"    Ok({t} {{ raw{', ' + cls['rust_fields'] if cls.get('rust_fields') else ''} }})",
                  "}",
                  "",
                  "/// The raw handle, for calls through [`crate::sys`]; it stays owned by `self`.",
@@ -1762,15 +1809,31 @@ def lifecycle_methods(lang, cls, model, tm, names):
                       "\treturn nil",
                       "}",
                       ""]
-        lines += [f"// release drops the hold once (Close, or the finalizer).",
-                  f"func ({recv} *{t}) release() {{",
-                  f"\tif {recv}.ptr != nil {{",
-                  f"\t\t{raw}({recv}.ptr)",
-                  f"\t\t{recv}.ptr = nil",
-                  "\t}",
-                  "}",
-                  "",
-                  "// handle returns the handle, or ErrClosed after Close.",
+        if cls.get("lent_by"):
+            lines += [f"// release drops the hold once (Close, or the finalizer): a {t} lent by a {cls['lent_by']} ends the",
+                      f"// loan (the {cls['lent_by']} frees the handle), any other destroys the handle.",
+                      f"func ({recv} *{t}) release() {{",
+                      f"\tif {recv}.ptr != nil {{",
+                      f"\t\tif {recv}.lender != nil {{",
+                      f"\t\t\t{recv}.lender.endLoan()",
+                      f"\t\t\t{recv}.lender = nil",
+                      "\t\t} else {",
+                      f"\t\t\t{raw}({recv}.ptr)",
+                      "\t\t}",
+                      f"\t\t{recv}.ptr = nil",
+                      "\t}",
+                      "}",
+                      ""]
+        else:
+            lines += [f"// release drops the hold once (Close, or the finalizer).",
+                      f"func ({recv} *{t}) release() {{",
+                      f"\tif {recv}.ptr != nil {{",
+                      f"\t\t{raw}({recv}.ptr)",
+                      f"\t\t{recv}.ptr = nil",
+                      "\t}",
+                      "}",
+                      ""]
+        lines += ["// handle returns the handle, or ErrClosed after Close.",
                   f"func ({recv} *{t}) handle() (*C.{handle}, error) {{",
                   f"\tif {recv} == nil || {recv}.ptr == nil {{",
                   "\t\treturn nil, ErrClosed",
@@ -1963,7 +2026,7 @@ def csharp_test_cases(safe):
 
 
 PY_ZERO = {"int": "0", "float": "0.0", "bool": "False", "str": '"x"', "bytes": 'b""', "str | None": '"x"',
-           "str | os.PathLike": '"x"'}
+           "str | os.PathLike[str]": '"x"'}
 
 
 def python_test_cases(safe, model, tm):

@@ -119,6 +119,7 @@ VALID_BY_CHECK = {
     "file_blob_index": "1",
     "output_folder": "files.output_folder",
     "replace_flags": "0",
+    "proto_flags": "0",
     # DLPack
     "memory": "CBLOB_MEMORY_HOST",
     "dlpack_versioned": "sweep_versioned(&fx, TENSOR_VALID)",
@@ -277,9 +278,10 @@ BAD_BY_CHECK = {
     "output_folder": [("files.unwritable", "CBLOB_ERR_IO", "a folder in a missing folder"),
                       ("files.blob", "CBLOB_ERR_IO", "a regular file")],
     "replace_flags": [("2", "CBLOB_ERR_INVALID_ARGUMENT", "unknown flag 2"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "flags -1")],
+    "proto_flags": [("4", "CBLOB_ERR_INVALID_ARGUMENT", "unknown flag 4"), ("-1", "CBLOB_ERR_INVALID_ARGUMENT", "flags -1")],
 }
 
-# Values that name what the valid value names in another way: the axis rule (README, "Axes")
+# Values that name what the valid value names in another way: the axis rule (docs/neoml.md, "Axes")
 # counts a negative axis or named dimension from the end. Each must succeed and do exactly what
 # the valid call does: the same out-parameters, the same fixtures afterwards. Fixture fx.a has 4
 # axes and the valid axis is 1; fx.neo has 7 and the valid named dim is CHANNELS (6).

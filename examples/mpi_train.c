@@ -8,7 +8,7 @@
  * parameters' diffs, laid out in one arena) are averaged over the ranks by one all-reduce, which
  * runs while the rank computes its loss; then every rank applies the same update. The ranks stay
  * identical, and training on N ranks equals training on one process with the whole batch.
- * Exits with 1 if the loss did not fall tenfold (README.md, "Training on many processes"). */
+ * Exits with 1 if the loss did not fall tenfold (docs/scale-out.md, "Training on many processes"). */
 #include <stdio.h>
 #include <stdlib.h>
 

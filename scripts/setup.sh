@@ -15,8 +15,8 @@ main_packages=(
   libblis-dev libblis-pthread-dev
   # Caffe formats
   libprotobuf-c-dev protobuf-c-compiler
-  # JSON (layer parameters, safetensors headers) and zip (npz) for model exports
-  libjansson-dev libzip-dev
+  # JSON (layer parameters, .npy folders' index) and zlib (npz: CRC-32, deflated members)
+  libjansson-dev zlib1g-dev
 )
 # What the tests, benchmarks, packaging and bindings add (scripts/test.sh).
 test_packages=(

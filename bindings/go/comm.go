@@ -132,7 +132,7 @@ func NewMPIWorldComm(ctx *Context) (*Comm, error) {
 	r := C.cbgo_mpi_world(C.uintptr_t(uintptr(unsafe.Pointer(c))))
 	runtime.KeepAlive(ctx)
 	if r.status != C.CBLOB_OK {
-		return nil, newError(r.status, r.message)
+		return nil, newMessageError(r.status, r.message)
 	}
 	return newComm(r.out_comm), nil
 }

@@ -11,7 +11,8 @@ import "C"
 // device. Blobs keep their context alive inside the library, so closing a context while blobs
 // made in it are open is fine.
 type Context struct {
-	ptr *C.cblob_context
+	ptr      *C.cblob_context
+	progress *progressEntry // SetProgress's function, forgotten with the Context
 }
 
 // NewContext returns a context in CPU mode.

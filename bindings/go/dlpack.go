@@ -497,6 +497,46 @@ func NewBlobFromDLPack(ctx *Context, t *DLPackTensor) (*Blob, error) {
 	return b, err
 }
 
+// NewBlobFromDLPackOnStream is NewBlobFromDLPack with the stream the tensor is ready on (the one
+// a DLPack consumer passes to the producer's __dlpack__(stream=...)): for a CUDA tensor the
+// context's stream waits for the work queued on stream so far, so cblob reads what the producer
+// wrote. stream is a CUstream or cudaStream_t of the tensor's device, as Context.SetStream takes
+// it; 0 (or CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
+// (DLPack's 2) the calling thread's, and the context's own stream (Context.Stream) adds no wait.
+// A stream of another device or CUDA context is StatusInvalidArgument, and t stays the caller's.
+// For a host tensor the stream is not used (the tensor must be ready when handed over).
+func NewBlobFromDLPackOnStream(ctx *Context, t *DLPackTensor, stream uintptr) (*Blob, error) {
+	if t == nil || t.ptr == nil {
+		return nil, ErrClosed
+	}
+	// A driver object, never Go memory: its bits go to C as they are.
+	streamPointer := *(*unsafe.Pointer)(unsafe.Pointer(&stream))
+	b, err := newIn(ctx, func(c *C.cblob_context) (*C.cblob_blob, error) {
+		return cBlobFromDlpackOnStream(c, t.ptr, streamPointer)
+	})
+	if err == nil {
+		t.Release()
+	}
+	runtime.KeepAlive(t)
+	return b, err
+}
+
+// NewBlobFromDLPackLegacyOnStream is NewBlobFromDLPackOnStream for a legacy DLManagedTensor.
+func NewBlobFromDLPackLegacyOnStream(ctx *Context, t *LegacyDLPackTensor, stream uintptr) (*Blob, error) {
+	if t == nil || t.ptr == nil {
+		return nil, ErrClosed
+	}
+	streamPointer := *(*unsafe.Pointer)(unsafe.Pointer(&stream))
+	b, err := newIn(ctx, func(c *C.cblob_context) (*C.cblob_blob, error) {
+		return cBlobFromDlpackLegacyOnStream(c, t.ptr, streamPointer)
+	})
+	if err == nil {
+		t.Release()
+	}
+	runtime.KeepAlive(t)
+	return b, err
+}
+
 // NewBlobFromDLPackLegacy is NewBlobFromDLPack for a legacy DLManagedTensor.
 func NewBlobFromDLPackLegacy(ctx *Context, t *LegacyDLPackTensor) (*Blob, error) {
 	if t == nil || t.ptr == nil {

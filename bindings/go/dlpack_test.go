@@ -318,3 +318,35 @@ func TestDLPackDataTypes(t *testing.T) {
 		t.Fatalf("uint32 is %+v", dt)
 	}
 }
+
+func TestDLPackImportOnAStream(t *testing.T) {
+	ctx := newContext(t)
+	b := filled(t, ctx, []float32{1, 2, 3, 4}, 2, 2)
+	// A host tensor must be ready when handed over: the stream is not used, 0 or not.
+	for _, stream := range []uintptr{0, 2} {
+		back := must[*cblob.Blob](t)(cblob.NewBlobFromDLPackOnStream(ctx, toDLPack(t, b, cblob.PartData, false), stream))
+		must[[]float32](t)(cblob.MutableData[float32](back))[1] = 20
+		back.Close()
+		if v := values32(t, b, cblob.PartData); !reflect.DeepEqual(v, []float32{1, 20, 3, 4}) {
+			t.Fatalf("stream %d: written through the import, read through the original: %v", stream, v)
+		}
+		legacy := must[*cblob.LegacyDLPackTensor](t)(b.ToDLPackLegacy(cblob.PartData, cblob.MemoryHost))
+		back = must[*cblob.Blob](t)(cblob.NewBlobFromDLPackLegacyOnStream(ctx, legacy, stream))
+		if v := values32(t, back, cblob.PartData); !reflect.DeepEqual(v, []float32{1, 20, 3, 4}) {
+			t.Fatalf("stream %d: legacy import %v", stream, v)
+		}
+		back.Close()
+	}
+	// The import's rules hold on a stream too: a refused tensor stays the caller's.
+	tensor := toDLPack(t, b, cblob.PartData, false)
+	count := dlpacktest.CountDeletes(tensor.Pointer())
+	dlpacktest.SetDType(tensor.Pointer(), uint8(cblob.DLBfloat), 16, 1)
+	_, err := cblob.NewBlobFromDLPackOnStream(ctx, tensor, 0)
+	e := wantStatus(t, err, cblob.StatusDType)
+	if !strings.HasPrefix(e.Message, "cblob_blob_from_dlpack_on_stream: ") {
+		t.Fatalf("message %q", e.Message)
+	}
+	wantDeletes(t, count, 0, "after the refusal")
+	tensor.Close()
+	wantDeletes(t, count, 1, "after the caller's Close")
+}

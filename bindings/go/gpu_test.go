@@ -239,6 +239,26 @@ func dlpackWithAGPU(t *testing.T, ctx *cblob.Context) {
 	if v := values32(t, b, cblob.PartData); !reflect.DeepEqual(v, []float32{2, 4, 6, 8}) {
 		t.Fatalf("original after the import's Scale: %v", v)
 	}
+	// On a stream: the importing context's own adds no wait, the legacy default (0) and the
+	// per-thread default (2) are waited for; each takes the device tensor in as device data.
+	for _, stream := range []uintptr{must[uintptr](t)(other.Stream()), 0, 2} {
+		device := must[*cblob.DLPackTensor](t)(b.ToDLPack(cblob.PartData, cblob.MemoryDevice, false))
+		onStream := must[*cblob.Blob](t)(cblob.NewBlobFromDLPackOnStream(other, device, stream))
+		if v := values32(t, onStream, cblob.PartData); !reflect.DeepEqual(v, []float32{2, 4, 6, 8}) {
+			t.Fatalf("imported on stream %x: %v", stream, v)
+		}
+		onStream.Close()
+	}
+	if strings.Contains(os.Getenv("CBLOB_CUDA_DRIVER"), "fake_cuda") {
+		// A handle the driver does not know: only the test double can be handed one safely.
+		device := must[*cblob.DLPackTensor](t)(b.ToDLPack(cblob.PartData, cblob.MemoryDevice, false))
+		_, err := cblob.NewBlobFromDLPackOnStream(other, device, 0x5eed0)
+		wantStatus(t, err, cblob.StatusInvalidArgument)
+		if device.Pointer() == nil {
+			t.Fatal("the refused tensor is no longer the caller's")
+		}
+		device.Close()
+	}
 	// The tensor outlives its blob (it holds the device memory).
 	b.Close()
 	back.Close()

@@ -19,7 +19,8 @@ import "C"
 // may be called from several goroutines at once; anything else needs one goroutine at a time,
 // and Close must not race with other calls. A finalizer closes a model you forget, late.
 type Model struct {
-	ptr *C.cblob_model
+	ptr    *C.cblob_model
+	lender *File // the file whose model this is (File.Model), nil for a model of its own
 }
 
 // Layer describes one layer of a model.

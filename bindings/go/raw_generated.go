@@ -20,8 +20,18 @@ package cblob
 #include <string.h>
 #include <cblob/cblob.h>
 
-// A copy of the thread's last message for the Go side to free; NULL if memory ran out.
-static char *cbgo_message(void) { return strdup(cblob_last_error_message()); }
+// A copy of the thread's last error for the Go side to free (newError): the message, the
+// function and the detail, each NUL-terminated, one after the other; NULL if memory ran out.
+static char *cbgo_message(void) {
+    const char *parts[3] = {cblob_last_error_message(), cblob_last_error_function(), cblob_last_error_detail()};
+    size_t sizes[3], total = 0;
+    for (int i = 0; i < 3; ++i)
+        total += sizes[i] = strlen(parts[i]) + 1;
+    char *copy = malloc(total);
+    for (size_t i = 0, at = 0; copy != NULL && i < 3; at += sizes[i], ++i)
+        memcpy(copy + at, parts[i], sizes[i]);
+    return copy;
+}
 
 typedef struct { cblob_status status; char *message; } cbgo_status_result;
 
@@ -932,6 +942,24 @@ static inline cbgo_status_result cbgo_model_to_proto_file(uintptr_t model, int32
     cbgo_status_result r;
     memset(&r, 0, sizeof r);
     r.status = cblob_model_to_proto_file((const cblob_model *)model, write_diff, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_blob_to_proto_file_with(uintptr_t blob, int32_t flags, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_to_proto_file_with((cblob_blob *)blob, flags, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_blob_vector_to_proto_file_with(cblob_blob *const *blobs, int64_t num_blobs, int32_t flags, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_vector_to_proto_file_with(blobs, num_blobs, flags, path);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -3225,9 +3253,10 @@ func cModelOpen(context *C.cblob_context, bytes *C.uint8_t, size C.size_t) (*C.c
 }
 
 // Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
-// introduction). Each part of the file's bytes is released as soon as it is read, so loading
-// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
-// blobs; bench/model_memory.sh).
+// introduction). The file is read once, as the walk over it needs it: its structure into
+// memory let go of behind the walk, its values straight into the arrays its blobs keep, so
+// loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
+// ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
 func cModelOpenFile(context *C.cblob_context, path *C.char) (*C.cblob_model, error) {
 	r := C.cbgo_model_open_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
 	if r.status != C.CBLOB_OK {
@@ -3242,7 +3271,8 @@ func cModelOpenFile(context *C.cblob_context, path *C.char) (*C.cblob_model, err
 // export), when that blob's bytes alone are read, straight into its storage. A model of large
 // blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
 // docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
-// model is destroyed. Every access checks that it is still the file that was opened: when its
+// model is destroyed, with the folder its path named (so changing the working folder changes
+// nothing). Every access checks that it is still the file that was opened: when its
 // size, modification or change time, device or inode differ (the file was rewritten, replaced
 // or truncated), the access fails with CBLOB_ERR_IO ("... changed while it was read"), rather than mix
 // two versions of the file; the values read before stay valid. Malformed files are refused as
@@ -3375,6 +3405,25 @@ func cModelToProtoFile(model *C.cblob_model, writeDiff C.int32_t, path *C.char) 
 	return nil
 }
 
+// cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+// as Caffe's legacy dims. Written by the same rules as every file.
+func cBlobToProtoFileWith(blob *C.cblob_blob, flags C.int32_t, path *C.char) error {
+	r := C.cbgo_blob_to_proto_file_with(C.uintptr_t(uintptr(unsafe.Pointer(blob))), flags, path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+func cBlobVectorToProtoFileWith(blobs **C.cblob_blob, numBlobs C.int64_t, flags C.int32_t, path *C.char) error {
+	r := C.cbgo_blob_vector_to_proto_file_with(blobs, numBlobs, flags, path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
 // The number of a layer's bottoms (its input blobs' names).
 func cModelLayerNumBottoms(model *C.cblob_model, layer C.int64_t) (C.int64_t, error) {
 	r := C.cbgo_model_layer_num_bottoms(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer)
@@ -3384,8 +3433,10 @@ func cModelLayerNumBottoms(model *C.cblob_model, layer C.int64_t) (C.int64_t, er
 	return r.out_count, nil
 }
 
-// One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
-// layer's fields: a layer of k bottoms takes O(k) per call.
+// One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
+// about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
+// layer's fields; the index, kept with the model, holds a copy of those fields and of each
+// name, and 8 bytes a name); later calls take O(1).
 func cModelLayerBottom(model *C.cblob_model, layer C.int64_t, index C.int64_t) (*C.char, error) {
 	r := C.cbgo_model_layer_bottom(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, index)
 	if r.status != C.CBLOB_OK {

@@ -782,6 +782,45 @@ func NewBlobFromProtoFile(ctx *Context, path string) (*Blob, error) {
 	return blobCreated(r, err)
 }
 
+// SaveProtoWith wraps cblob_blob_to_proto_file_with: Blob.SaveProto with flags (cblob_proto_flags' bits): the diff too, and the shape
+// as Caffe's legacy dims. Written by the same rules as every file.
+func (b *Blob) SaveProtoWith(path string, flags ProtoFlags) error {
+	err := b.do(func(p *C.cblob_blob) (err error) {
+		return withPath(path, func(cPath *C.char) (err error) {
+			err = cBlobToProtoFileWith(p, C.int32_t(flags), cPath)
+			return
+		})
+	})
+	return err
+}
+
+// ToNpy writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
+// padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
+// two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the
+// host copy, as Blob.ToProto does.
+func (b *Blob) ToNpy(part Part) ([]byte, error) {
+	p, err := b.handle()
+	if err != nil {
+		return nil, err
+	}
+	out, err := readBytes(func(buffer *C.uint8_t, size C.size_t) (C.size_t, error) {
+		return cBlobToNpy(p, C.cblob_part(part), buffer, size)
+	})
+	runtime.KeepAlive(b)
+	return out, err
+}
+
+// SaveNpy writes Blob.ToNpy's bytes to a file, atomically as every file is written.
+func (b *Blob) SaveNpy(path string, part Part) error {
+	err := b.do(func(p *C.cblob_blob) (err error) {
+		return withPath(path, func(cPath *C.char) (err error) {
+			err = cBlobToNpyFile(p, C.cblob_part(part), cPath)
+			return
+		})
+	})
+	return err
+}
+
 // GPUPtr returns a read-only device pointer to data or diff (Caffe's gpu_data / gpu_diff): allocates and
 // zero-fills on first access (head AT_GPU), copies from the host when the head is there
 // (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
@@ -1428,10 +1467,16 @@ func (m *Model) Close() error {
 	return nil
 }
 
-// release drops the hold once (Close, or the finalizer).
+// release drops the hold once (Close, or the finalizer): a Model lent by a File ends the
+// loan (the File frees the handle), any other destroys the handle.
 func (m *Model) release() {
 	if m.ptr != nil {
-		cModelDestroy(m.ptr)
+		if m.lender != nil {
+			m.lender.endLoan()
+			m.lender = nil
+		} else {
+			cModelDestroy(m.ptr)
+		}
 		m.ptr = nil
 	}
 }
@@ -1491,9 +1536,10 @@ func OpenModel(ctx *Context, bytes []byte) (*Model, error) {
 }
 
 // OpenModelFile reads a .caffemodel file as Model.OpenModel does, as a snapshot (the section's
-// introduction). Each part of the file's bytes is released as soon as it is read, so loading
-// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
-// blobs; bench/model_memory.sh).
+// introduction). The file is read once, as the walk over it needs it: its structure into
+// memory let go of behind the walk, its values straight into the arrays its blobs keep, so
+// loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
+// ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
 func OpenModelFile(ctx *Context, path string) (*Model, error) {
 	var r *C.cblob_model
 	err := ctx.do(func(c *C.cblob_context) (err error) {
@@ -1511,7 +1557,8 @@ func OpenModelFile(ctx *Context, path string) (*Model, error) {
 // export), when that blob's bytes alone are read, straight into its storage. A model of large
 // blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
 // docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
-// model is destroyed. Every access checks that it is still the file that was opened: when its
+// model is destroyed, with the folder its path named (so changing the working folder changes
+// nothing). Every access checks that it is still the file that was opened: when its
 // size, modification or change time, device or inode differ (the file was rewritten, replaced
 // or truncated), the access fails with StatusIO ("... changed while it was read"), rather than mix
 // two versions of the file; the values read before stay valid. Malformed files are refused as
@@ -1641,8 +1688,10 @@ func (m *Model) Save(path string, writeDiff bool) error {
 
 // Bottoms returns the names of a layer's bottoms (its input blobs), in order.
 //
-// One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
-// layer's fields: a layer of k bottoms takes O(k) per call.
+// One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
+// about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
+// layer's fields; the index, kept with the model, holds a copy of those fields and of each
+// name, and 8 bytes a name); later calls take O(1).
 func (m *Model) Bottoms(layer int) ([]string, error) {
 	var out []string
 	err := m.do(func(p *C.cblob_model) error {
@@ -1880,7 +1929,7 @@ func OpenSafetensorsFile(ctx *Context, path string) (*Model, error) {
 
 // OpenNpz reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
 // into a new V2 model: keys `<layer>/<index>` and `<layer>/<index>/diff`, .npy members of
-// dtype <f4, <f8, <i4 or <u4 in C order (cblob_file_open converts the other .npy dtypes when
+// dtype <f4, <f8, <i4 or <u4 in C order (File.OpenFile converts the other .npy dtypes when
 // asked). Each member's CRC-32 is checked, as NumPy checks it. Another key, dtype, a
 // Fortran-order array, a corrupt member, a blob index past the layer's members (a gap) or no
 // bytes at all (an empty archive is its 22-byte end record) is StatusParse naming the
@@ -1932,6 +1981,125 @@ func (m *Model) ReplaceBlobs(weights *Model) error {
 	runtime.KeepAlive(m)
 	runtime.KeepAlive(weights)
 	return err
+}
+
+// ReplaceBlobsWith wraps cblob_model_replace_blobs_with: Model.ReplaceBlobs that reports what it kept: returns how many of the model's blobs kept their values because the weights have none for them.
+//
+// Model.ReplaceBlobs with flags (cblob_replace_flags' bits), counting into out_kept the
+// model's blobs that kept their values because the weights have none for them (0 when every
+// blob was replaced). With ReplaceFlagsAll such a blob is a mismatch: the message lists each
+// (layer, blob index) among the other mismatches and nothing changes.
+func (m *Model) ReplaceBlobsWith(weights *Model, flags ReplaceFlags) (int64, error) {
+	p, err := m.handle()
+	if err != nil {
+		return 0, err
+	}
+	h0, err := weights.handle()
+	if err != nil {
+		return 0, err
+	}
+	v, err := cModelReplaceBlobsWith(p, h0, C.int32_t(flags))
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(weights)
+	return int64(v), err
+}
+
+// SaveNpyFolder writes every blob of the model into folder (made when missing) as a .npy folder (the
+// section's introduction), the diffs too with ExportFlagsDiff, and counts the .npy files
+// written into out_num_files. index.json's "source" is null. Streams: memory stays small
+// whatever the model's size; everything is synced once at the end.
+func (m *Model) SaveNpyFolder(folder string, flags ExportFlags) (int64, error) {
+	var v C.int64_t
+	err := m.do(func(p *C.cblob_model) (err error) {
+		return withPath(folder, func(cFolder *C.char) (err error) {
+			v, err = cModelToNpyFolder(p, C.int32_t(flags), cFolder)
+			return
+		})
+	})
+	return int64(v), err
+}
+
+// OpenFile opens the file or folder at path, whatever it holds (the section's introduction), opening and
+// reading it once: its kind is told from its first bytes, and the reader of that kind goes on
+// from there. Files are read as every reader reads them: a snapshot, with pread, never mapped
+// (Model.OpenModelFile's memory bounds hold). flags is 0 or cblob_open_flags' bits. dtype
+// 0 keeps every .npy value's own dtype (which must be one a blob holds); a dtype converts .npy
+// values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
+// that no reader takes is StatusParse saying what it is; a missing or unreadable path, or
+// one that is neither a regular file nor a folder, is StatusIO.
+func OpenFile(ctx *Context, path string, flags OpenFlags, dtype DType) (*File, error) {
+	var r *C.cblob_file
+	err := ctx.do(func(c *C.cblob_context) (err error) {
+		return withPath(path, func(cPath *C.char) (err error) {
+			r, err = cFileOpen(c, cPath, C.int32_t(flags), C.cblob_dtype(dtype))
+			return
+		})
+	})
+	return fileCreated(r, err)
+}
+
+// OpenFileFd wraps cblob_file_open_fd: File.OpenFile for what a descriptor the caller owns holds, from its current offset to its
+// end (standard input, say): a regular file is read as a snapshot and its offset moves to its
+// end; a pipe, a terminal or a socket is read until end of file. The descriptor is never closed.
+// name (may be NULL: "the descriptor") is how messages name it. OpenFlagsLazy does nothing
+// here, and a folder is refused.
+func OpenFileFd(ctx *Context, fd int, name string, flags OpenFlags, dtype DType) (*File, error) {
+	var r *C.cblob_file
+	err := ctx.do(func(c *C.cblob_context) (err error) {
+		return withOptionalString(name, "the name", func(cName *C.char) (err error) {
+			r, err = cFileOpenFd(c, C.int32_t(fd), cName, C.int32_t(flags), C.cblob_dtype(dtype))
+			return
+		})
+	})
+	return fileCreated(r, err)
+}
+
+// Kind returns what the file holds.
+func (f *File) Kind() (FileKind, error) {
+	p, err := f.handle()
+	if err != nil {
+		return 0, err
+	}
+	v, err := cFileGetKind(p)
+	runtime.KeepAlive(f)
+	return FileKind(v), err
+}
+
+// NumBlobs returns the number of blobs of a BlobProto (1), a BlobProtoVector or a .npy file (1); a file holding a model is StatusState.
+func (f *File) NumBlobs() (int64, error) {
+	p, err := f.handle()
+	if err != nil {
+		return 0, err
+	}
+	v, err := cFileNumBlobs(p)
+	runtime.KeepAlive(f)
+	return int64(v), err
+}
+
+// Blob wraps cblob_file_blob: Blob `index` of a file of blobs, as a new holder of it: destroy it with cblob_blob_destroy
+// (the file keeps its own hold). A file holding a model is StatusState.
+func (f *File) Blob(index int64) (*Blob, error) {
+	p, err := f.handle()
+	if err != nil {
+		return nil, err
+	}
+	r, err := cFileBlob(p, C.int64_t(index))
+	runtime.KeepAlive(f)
+	return blobCreated(r, err)
+}
+
+// SaveNpyFolder wraps cblob_file_to_npy_folder: Model.SaveNpyFolder for whatever the file holds: a model's blobs, or a file of blobs as
+// `blob_<index>.npy`. index.json's "source" is the path or name the file was opened by, and its
+// "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
+func (f *File) SaveNpyFolder(folder string, flags ExportFlags) (int64, error) {
+	var v C.int64_t
+	err := f.do(func(p *C.cblob_file) (err error) {
+		return withPath(folder, func(cFolder *C.char) (err error) {
+			v, err = cFileToNpyFolder(p, C.int32_t(flags), cFolder)
+			return
+		})
+	})
+	return int64(v), err
 }
 
 // newComm wraps a handle the caller owns; a finalizer drops it if it is never closed.
@@ -2022,6 +2190,21 @@ func (c *Comm) SetBucketBytes(bytes int64) error {
 	return err
 }
 
+// SetAgreementCheck returns whether collectives start with the ranks' agreement (see the section): 1, the default, or 0
+// for a program that needs the last microsecond and is sure its ranks never differ. Without
+// it, ranks that differ leave the outcome to the engine (MPI calls such programs erroneous: a
+// count that differs may overflow a buffer). Set the same on every rank, between collectives:
+// a rank that agrees while another does not is a disagreement the agreement cannot see.
+func (c *Comm) SetAgreementCheck(enabled bool) error {
+	p, err := c.handle()
+	if err != nil {
+		return err
+	}
+	err = cCommSetAgreementCheck(p, boolInt(enabled))
+	runtime.KeepAlive(c)
+	return err
+}
+
 // Allreduce wraps cblob_comm_allreduce: All-reduces the part of the blobs in place over the ranks (the sum, or the average of float dtypes); returns when done.
 //
 // Comm.AllreduceStart, then cblob_comm_request_wait.
@@ -2086,6 +2269,20 @@ func BLASInfo() string {
 // CPUFeatures returns the vector extensions the CPU kernels selected at load time (for example "avx512f"); never NULL.
 func CPUFeatures() string {
 	return cCPUFeatures()
+}
+
+// DetectKind tells what the file or folder at path holds without opening it as a model or blobs, reading
+// at most its first 64 KiB: a Caffe message is told from its first top-level fields (a net's
+// layers, a blob's shape or values, a vector's blobs), the other kinds from their headers. A
+// folder is FileKindNpyFolder. What File.OpenFile would refuse as of no kind it reads is
+// StatusParse with the same message.
+func DetectKind(path string) (FileKind, error) {
+	var v C.cblob_file_kind
+	err := withPath(path, func(cPath *C.char) (err error) {
+		v, err = cFileDetect(cPath)
+		return
+	})
+	return FileKind(v), err
 }
 
 // DetectProto tells which Caffe message the bytes hold, from their top-level fields: a NetParameter has
@@ -2162,6 +2359,21 @@ func BlobVectorFromProtoFile(ctx *Context, path string) ([]*Blob, error) {
 		return
 	})
 	return out, err
+}
+
+// SaveBlobVectorWith wraps cblob_blob_vector_to_proto_file_with: SaveBlobVector with flags (cblob_proto_flags' bits), for every blob.
+func SaveBlobVectorWith(path string, blobs []*Blob, flags ProtoFlags) error {
+	blobsList, blobsFirst, err := handles(blobs)
+	if err != nil {
+		return err
+	}
+	err = withPath(path, func(cPath *C.char) (err error) {
+		err = cBlobVectorToProtoFileWith(blobsFirst, C.int64_t(len(blobsList)), C.int32_t(flags), cPath)
+		return
+	})
+	runtime.KeepAlive(blobs)
+	runtime.KeepAlive(blobsList)
+	return err
 }
 
 // GPUProbe loads the GPU stack if it is not loaded yet and says whether it can be used: StatusOK and

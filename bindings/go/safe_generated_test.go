@@ -198,6 +198,16 @@ func TestGeneratedMethodsRefuseClosedHandles(t *testing.T) {
 			_, err := cblob.NewBlobFromProtoFile(&cblob.Context{}, "x")
 			return err
 		}},
+		{"Blob.SaveProtoWith", func() error {
+			return (&cblob.Blob{}).SaveProtoWith("x", cblob.ProtoFlags(0))
+		}},
+		{"Blob.ToNpy", func() error {
+			_, err := (&cblob.Blob{}).ToNpy(cblob.Part(0))
+			return err
+		}},
+		{"Blob.SaveNpy", func() error {
+			return (&cblob.Blob{}).SaveNpy("x", cblob.Part(0))
+		}},
 		{"Blob.GPUPtr", func() error {
 			_, err := (&cblob.Blob{}).GPUPtr(cblob.Part(0))
 			return err
@@ -464,6 +474,38 @@ func TestGeneratedMethodsRefuseClosedHandles(t *testing.T) {
 		{"Model.ReplaceBlobs", func() error {
 			return (&cblob.Model{}).ReplaceBlobs(&cblob.Model{})
 		}},
+		{"Model.ReplaceBlobsWith", func() error {
+			_, err := (&cblob.Model{}).ReplaceBlobsWith(&cblob.Model{}, cblob.ReplaceFlags(0))
+			return err
+		}},
+		{"Model.SaveNpyFolder", func() error {
+			_, err := (&cblob.Model{}).SaveNpyFolder("x", cblob.ExportFlags(0))
+			return err
+		}},
+		{"Package.OpenFile", func() error {
+			_, err := cblob.OpenFile(&cblob.Context{}, "x", cblob.OpenFlags(0), cblob.DType(0))
+			return err
+		}},
+		{"Package.OpenFileFd", func() error {
+			_, err := cblob.OpenFileFd(&cblob.Context{}, 0, "x", cblob.OpenFlags(0), cblob.DType(0))
+			return err
+		}},
+		{"File.Kind", func() error {
+			_, err := (&cblob.File{}).Kind()
+			return err
+		}},
+		{"File.NumBlobs", func() error {
+			_, err := (&cblob.File{}).NumBlobs()
+			return err
+		}},
+		{"File.Blob", func() error {
+			_, err := (&cblob.File{}).Blob(0)
+			return err
+		}},
+		{"File.SaveNpyFolder", func() error {
+			_, err := (&cblob.File{}).SaveNpyFolder("x", cblob.ExportFlags(0))
+			return err
+		}},
 		{"Comm.Rank", func() error {
 			_, err := (&cblob.Comm{}).Rank()
 			return err
@@ -474,6 +516,9 @@ func TestGeneratedMethodsRefuseClosedHandles(t *testing.T) {
 		}},
 		{"Comm.SetBucketBytes", func() error {
 			return (&cblob.Comm{}).SetBucketBytes(0)
+		}},
+		{"Comm.SetAgreementCheck", func() error {
+			return (&cblob.Comm{}).SetAgreementCheck(false)
 		}},
 		{"Comm.Allreduce", func() error {
 			return (&cblob.Comm{}).Allreduce(cblob.Part(0), cblob.ReduceOp(0))

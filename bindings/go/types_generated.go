@@ -307,6 +307,29 @@ func (v NetFormat) String() string {
 	return "NetFormat(" + strconv.Itoa(int(v)) + ")"
 }
 
+// ProtoFlags (cblob_proto_flags):
+// Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2).
+type ProtoFlags int32
+
+// The values of ProtoFlags.
+const (
+	// ProtoFlagsDiff (CBLOB_PROTO_DIFF): Write the diff too, as write_diff 1 does.
+	ProtoFlagsDiff ProtoFlags = 1
+	// ProtoFlagsLegacyDims (CBLOB_PROTO_LEGACY_DIMS): Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW.
+	ProtoFlagsLegacyDims ProtoFlags = 2
+)
+
+// String returns the C enumerator's name ("CBLOB_PROTO_DIFF").
+func (v ProtoFlags) String() string {
+	switch v {
+	case ProtoFlagsDiff:
+		return "CBLOB_PROTO_DIFF"
+	case ProtoFlagsLegacyDims:
+		return "CBLOB_PROTO_LEGACY_DIMS"
+	}
+	return "ProtoFlags(" + strconv.Itoa(int(v)) + ")"
+}
+
 // Phase (cblob_phase):
 // Caffe's Phase, of a layer or a NetStateRule.
 type Phase int32

@@ -5512,6 +5512,154 @@ TEST(sweep_cblob_model_to_proto_file)
     }
 }
 
+TEST(baseline_cblob_blob_to_proto_file_with)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_blob_to_proto_file_with(fx.a, 0, files.output));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_to_proto_file_with)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file_with(NULL, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto_file_with", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file_with with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file_with with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file_with(fx.a, 4, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto_file_with", "flags: unknown flag 4");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file_with with flags: unknown flag 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file_with with flags: unknown flag 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: flags -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file_with(fx.a, -1, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto_file_with", "flags: flags -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file_with with flags: flags -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file_with with flags: flags -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file_with(fx.a, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_proto_file_with", "path = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file_with with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file_with with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a path in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_proto_file_with(fx.a, 0, files.unwritable), CBLOB_ERR_IO, "cblob_blob_to_proto_file_with", "path: a path in a missing folder");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_proto_file_with with path: a path in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_proto_file_with with path: a path in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_vector_to_proto_file_with)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_blob_vector_to_proto_file_with((cblob_blob *const[]){fx.a, fx.b}, 2, 0, files.output));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_vector_to_proto_file_with)
+{
+    { /* blobs = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file_with(NULL, 2, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file_with", "blobs = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file_with with blobs = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file_with with blobs = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* blobs: a NULL blob in the array */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file_with((cblob_blob *const[]){fx.a, NULL}, 2, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file_with", "blobs: a NULL blob in the array");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file_with with blobs: a NULL blob in the array: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file_with with blobs: a NULL blob in the array: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* num_blobs: -1 blobs */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file_with((cblob_blob *const[]){fx.a, fx.b}, -1, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file_with", "num_blobs: -1 blobs");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file_with with num_blobs: -1 blobs: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file_with with num_blobs: -1 blobs: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 4 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file_with((cblob_blob *const[]){fx.a, fx.b}, 2, 4, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file_with", "flags: unknown flag 4");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file_with with flags: unknown flag 4: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file_with with flags: unknown flag 4: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: flags -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file_with((cblob_blob *const[]){fx.a, fx.b}, 2, -1, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file_with", "flags: flags -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file_with with flags: flags -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file_with with flags: flags -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file_with((cblob_blob *const[]){fx.a, fx.b}, 2, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_vector_to_proto_file_with", "path = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file_with with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file_with with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a path in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_vector_to_proto_file_with((cblob_blob *const[]){fx.a, fx.b}, 2, 0, files.unwritable), CBLOB_ERR_IO, "cblob_blob_vector_to_proto_file_with", "path: a path in a missing folder");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_vector_to_proto_file_with with path: a path in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_vector_to_proto_file_with with path: a path in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
 TEST(baseline_cblob_model_layer_num_bottoms)
 {
     fixture fx;

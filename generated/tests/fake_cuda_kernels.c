@@ -19,7 +19,7 @@
  * launch's own grid, blocks and threads in an order drawn from the double's seed, into copies of
  * the arrays it writes (placed at the same alignment as the device arrays, so a twin takes the
  * same vector paths as on a GPU); then the CPU kernel writes the device memory, and the two must
- * agree byte for byte (any NaN matching any NaN, the most README.md promises), or the launch fails
+ * agree byte for byte (any NaN matching any NaN, the most the header promises), or the launch fails
  * with CUDA_ERROR_LAUNCH_FAILED and a line on stderr. A twin whose threads cooperate (__shared__
  * memory, __syncthreads, warp shuffles) runs each block's threads as coroutines that switch where
  * a GPU's threads wait for each other. So every test on the double also checks the twins' index

@@ -680,10 +680,12 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * blob's values), the message says what they hold. Bytes of one kind can also be valid, empty
  * protobuf of another: a BlobProto or a BlobProtoVector reads as a net without layers, so
  * opening one as a model is refused with a message saying what it holds (cblob_model_open), and
- * cblob_proto_detect tells the kinds apart. Loading copies the bulk of the values once: a blob read from a file adopts the
- * decoded array as its storage, and the file's bytes are handed back to the system as each blob
- * is decoded, so a model loads in about its own size of memory (twice it when one blob is the
- * whole file).
+ * cblob_proto_detect tells the kinds apart. Loading copies each value once, from the file straight
+ * into the array its blob keeps (a handle adopts it as its storage), and a file is read as its
+ * reader walks it, never whole first: a model loads in about its own size of memory (the bounds
+ * are in "Net structure, lossless models and single-file exports"), and a file that cannot be a
+ * Caffe message is refused after its first 4 KiB. cblob_blob_from_proto_file, which loads into a
+ * blob that may already have storage, reads the file whole (about twice its size).
  *
  * Reading a file (every *_file reader): a path that is not a regular file (a FIFO, a device, a
  * socket, a folder) fails at once with CBLOB_ERR_IO, before anything opens it; the file is read
@@ -744,6 +746,13 @@ typedef int32_t cblob_net_format;
 enum {
     CBLOB_NET_FORMAT_V1 = 1,           /* V1LayerParameter in field `layers` (2), with an enum layer type; Caffe before 2015. */
     CBLOB_NET_FORMAT_V2 = 2,           /* LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today. */
+};
+
+/* Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2). */
+typedef int32_t cblob_proto_flags;
+enum {
+    CBLOB_PROTO_DIFF = 1,              /* Write the diff too, as write_diff 1 does. */
+    CBLOB_PROTO_LEGACY_DIMS = 2,       /* Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW. */
 };
 
 /*
@@ -915,9 +924,10 @@ CBLOB_API cblob_status cblob_model_open(cblob_context *context, const uint8_t *b
 
 /*
  * Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
- * introduction). Each part of the file's bytes is released as soon as it is read, so loading
- * peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
- * blobs; bench/model_memory.sh).
+ * introduction). The file is read once, as the walk over it needs it: its structure into
+ * memory let go of behind the walk, its values straight into the arrays its blobs keep, so
+ * loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
+ * ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
  *   out_model: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
  *   Since ABI 1.0.
@@ -931,7 +941,8 @@ CBLOB_API cblob_status cblob_model_open_file(cblob_context *context, const char 
  * export), when that blob's bytes alone are read, straight into its storage. A model of large
  * blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
  * docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
- * model is destroyed. Every access checks that it is still the file that was opened: when its
+ * model is destroyed, with the folder its path named (so changing the working folder changes
+ * nothing). Every access checks that it is still the file that was opened: when its
  * size, modification or change time, device or inode differ (the file was rewritten, replaced
  * or truncated), the access fails with CBLOB_ERR_IO ("... changed while it was read"), rather than mix
  * two versions of the file; the values read before stay valid. Malformed files are refused as
@@ -1053,6 +1064,22 @@ CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t wr
  */
 CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32_t write_diff, const char *path);
 
+/*
+ * cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+ * as Caffe's legacy dims. Written by the same rules as every file.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_blob_to_proto_file_with(cblob_blob *blob, int32_t flags, const char *path);
+
+/*
+ * cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+ *   blobs: may be NULL when num_blobs is 0
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.2.
+ */
+CBLOB_API cblob_status cblob_blob_vector_to_proto_file_with(cblob_blob *const *blobs, int64_t num_blobs, int32_t flags, const char *path);
+
 /* ==========================================================================================
  * Net structure, lossless models and single-file exports
  * ==========================================================================================
@@ -1066,8 +1093,20 @@ CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32
  *
  * Blob handles are made on first use (cblob_model_layer_blob): until then a blob costs its
  * decoded values and a few bytes, and the calls below (shape, dtype, values, exports) read it
- * without making one. Opening a file peaks at about 1.6 times its size for any shape of file
- * (many tiny layers, many empty blobs, one huge layer; bench/model_memory.sh measures it).
+ * without making one.
+ *
+ * Memory, for any shape of file (tests/formats/test_formats_memory.c measures each reader and
+ * writer over files of many empty layers, empty blobs, huge fields, tiny tensors): opening a file
+ * (cblob_model_open_file and _lazy, cblob_file_open, cblob_model_open_npz_file,
+ * cblob_model_open_safetensors_file) takes at most 1.6 times the file + 64 bytes per layer +
+ * 128 bytes per blob + 8 MiB. A layer costs 56 bytes and its own fields' bytes, a blob 64 bytes,
+ * 8 bytes an axis and its values; nothing is kept per field, and a file is read once, its bytes
+ * let go of behind the reader. A handle, once made, costs a few hundred bytes more (the blob
+ * calls' own). Saving and the exports (safetensors, npz, .npy folders) take at most 0.2 times the
+ * model + 128 bytes per tensor + 16 MiB more than the model: the safetensors header is streamed
+ * (measured, then written), an npz member keeps 24 bytes until the central directory is written,
+ * and keys are made when written, not kept. A file that cannot be what it is opened as is refused
+ * after its first 4 KiB are read, whatever its size.
  *
  * Structure: each layer's bottoms, tops, phase, include/exclude rules (Caffe's NetStateRule),
  * param specs (ParamSpec; V1's param, blobs_lr and weight_decay) and its parameters as JSON,
@@ -1125,8 +1164,10 @@ enum {
 CBLOB_API cblob_status cblob_model_layer_num_bottoms(const cblob_model *model, int64_t layer, int64_t *out_count);
 
 /*
- * One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
- * layer's fields: a layer of k bottoms takes O(k) per call.
+ * One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
+ * about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
+ * layer's fields; the index, kept with the model, holds a copy of those fields and of each
+ * name, and 8 bytes a name); later calls take O(1).
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
  *   Pure getter: safe to call on one handle from several threads at once.
  *   Since ABI 1.1.
@@ -1851,7 +1892,7 @@ CBLOB_API cblob_status cblob_blob_async_push(cblob_blob *blob, cblob_part part);
  * NeoML's CDnnBlob operations, for every dtype (NeoML has float and int), on the CPU and on the
  * GPU. Where NeoML asserts (NeoAssert, an exception), presumes in debug builds only
  * (NeoPresume) or checks nothing, cblob checks and returns a status: bad input changes nothing.
- * Every difference from NeoML is stated on the function it concerns and listed in README.md,
+ * Every difference from NeoML is stated on the function it concerns and listed in docs/neoml.md,
  * "Differences from NeoML".
  *
  * Named layout. A NeoML blob is a blob of exactly 7 axes in the order of cblob_dim: BatchLength,

@@ -33,7 +33,7 @@ cblob_status cb_shape_product(const cb_shape *shape, int32_t from, int32_t to, i
 #define CB_SHAPE_TEXT_MAX (CBLOB_MAX_AXES * 21 + 24)
 
 /* Caffe's CanonicalAxisIndex: [-num_axes, num_axes) to [0, num_axes). Every public function
- * that takes an axis takes it so (README, "Axes"). */
+ * that takes an axis takes it so (docs/neoml.md, "Axes"). */
 cblob_status cb_shape_canonical_axis(const cb_shape *shape, int32_t axis, int32_t *out);
 
 /* The same rule for a bound of a range of axes, which may also be one past the last axis:

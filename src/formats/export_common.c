@@ -4,12 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
-#include "model_layers.h"
-#include "name_index.h"
+#include "export_common.h"
+#include "model_names.h"
 #include "neoml/neoml.h"
-#include "utf8.h"
 #include "status.h"
+#include "utf8.h"
 
 /* ---- PyTorch names ------------------------------------------------------------------------------ */
 
@@ -66,7 +65,7 @@ static bool is_batch_norm(const char *type)
  * factor with a value). Any other keeps <layer>.<index> for every blob. */
 static bool batch_norm_fits(const cblob_model *model, int64_t layer)
 {
-    if (cb_record_num_blobs(model->layers[layer]) != 3)
+    if ((int64_t)model->layers[layer].num_blobs != 3)
         return false;
     for (int64_t j = 0; j < 3; ++j) {
         cb_blob_facts facts;
@@ -80,7 +79,7 @@ static bool batch_norm_fits(const cblob_model *model, int64_t layer)
 /* The PyTorch name of a layer's blob, or NULL. */
 static const char *torch_name(const cblob_model *model, int64_t layer, int64_t index)
 {
-    const char *type = cb_record_type(model->layers[layer]);
+    const char *type = model->layers[layer].type;
     if (is_batch_norm(type) && !batch_norm_fits(model, layer))
         return NULL;
     return type_torch_name(type, index);
@@ -90,13 +89,13 @@ static const char *torch_name(const cblob_model *model, int64_t layer, int64_t i
  * the statistics, not exported, when PyTorch names are asked for. */
 static bool exported(const cblob_model *model, int64_t layer, int64_t index, bool torch_names)
 {
-    return !(torch_names && index == 2 && is_batch_norm(cb_record_type(model->layers[layer])) &&
+    return !(torch_names && index == 2 && is_batch_norm(model->layers[layer].type) &&
              batch_norm_fits(model, layer));
 }
 
 static bool torch_unmapped(const cblob_model *model, int64_t layer)
 {
-    for (int64_t j = 0; j < cb_record_num_blobs(model->layers[layer]); ++j)
+    for (int64_t j = 0; j < (int64_t)model->layers[layer].num_blobs; ++j)
         if (exported(model, layer, j, true) && torch_name(model, layer, j) == NULL)
             return true;
     return false;
@@ -124,94 +123,135 @@ CBLOB_API cblob_status cblob_model_torch_unmapped(const cblob_model *model, int6
     return CBLOB_OK;
 }
 
+/* ---- keys -------------------------------------------------------------------------------------- */
+
+/* A key, always UTF-8 (safetensors' JSON and the npz members' names need it): a byte of a layer
+ * name that is not becomes U+FFFD, as the readers' matching (cb_model_layer_for_key) expects. */
+static cblob_status make_key(cb_tensor_list *list, const cb_tensor *t, char **key, size_t *capacity)
+{
+    const cb_layer *layer = &list->model->layers[t->layer];
+    const char *torch = t->torch ? type_torch_name(layer->type, t->index) : NULL;
+    const size_t name_size = cb_utf8_repaired_length(layer->name, strlen(layer->name));
+    const size_t size = name_size + (torch != NULL ? strlen(torch) : 0) + 64;
+    if (size > *capacity) {
+        char *grown = realloc(*key, size);
+        if (grown == NULL)
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte key", size);
+        *key = grown;
+        *capacity = size;
+    }
+    cb_utf8_repair(layer->name, strlen(layer->name), *key);
+    char *at = *key + name_size;
+    const size_t room = size - name_size;
+    int used = list->repeats[t->layer] ? snprintf(at, room, "@%" PRId64, t->layer) : 0;
+    if (torch != NULL)
+        used += snprintf(at + used, room - (size_t)used, "%c%s", list->separator, torch);
+    else
+        used += snprintf(at + used, room - (size_t)used, "%c%" PRIu32, list->separator, t->index);
+    if (t->part == CBLOB_PART_DIFF)
+        snprintf(at + used, room - (size_t)used, "%sdiff", list->separator == '/' ? "/" : ".");
+    return CBLOB_OK;
+}
+
+cblob_status cb_tensor_key(cb_tensor_list *list, const cb_tensor *tensor, const char **out)
+{
+    CB_TRY(make_key(list, tensor, &list->key, &list->key_capacity));
+    *out = list->key;
+    return CBLOB_OK;
+}
+
+static uint32_t key_hash(const char *key)
+{
+    uint32_t hash = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)key; *p != '\0'; ++p)
+        hash = (hash ^ *p) * 16777619u;
+    return hash;
+}
+
+/* A key's slot: its hash, and 1 + the tensor's position (0: a free slot). */
+typedef struct key_slot {
+    uint32_t hash, tensor;
+} key_slot;
+
+/* Two tensors of one key would lose one in the file (a layer named "conv@3" beside a repeated
+ * "conv" at layer 3; two names that differ only in bytes that are not UTF-8): refused. Keys are
+ * made again to compare them, not kept. */
+static cblob_status check_unique_keys(cb_tensor_list *list)
+{
+    if (list->count > UINT32_MAX - 1)
+        return cb_fail(CBLOB_ERR_OVERFLOW, "%" PRId64 " tensors are more than an export can name", list->count);
+    size_t capacity = 16;
+    while (capacity < 2 * (size_t)list->count)
+        capacity *= 2;
+    key_slot *slots = calloc(capacity, sizeof *slots);
+    char *other = NULL;
+    size_t other_capacity = 0;
+    cblob_status status = slots != NULL ? CBLOB_OK : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to check %" PRId64 " keys",
+                                                             list->count);
+    for (int64_t i = 0; status == CBLOB_OK && i < list->count; ++i) {
+        const char *key = NULL;
+        status = cb_tensor_key(list, &list->items[i], &key);
+        const uint32_t hash = status == CBLOB_OK ? key_hash(key) : 0;
+        size_t at = hash & (capacity - 1);
+        for (; status == CBLOB_OK && slots[at].tensor != 0; at = (at + 1) & (capacity - 1)) {
+            if (slots[at].hash != hash)
+                continue;
+            const cb_tensor *held = &list->items[slots[at].tensor - 1];
+            status = make_key(list, held, &other, &other_capacity);
+            if (status == CBLOB_OK && strcmp(other, key) == 0) {
+                const cb_layer *a = &list->model->layers[held->layer], *b = &list->model->layers[list->items[i].layer];
+                status = cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
+                                 "layer %" PRId64 " (\"%.64s\") and layer %" PRId64 " (\"%.64s\") would both be "
+                                 "exported as key \"%.200s\", and one would be lost: rename one of them",
+                                 held->layer, a->name, list->items[i].layer, b->name, key);
+            }
+        }
+        if (status == CBLOB_OK)
+            slots[at] = (key_slot){hash, (uint32_t)i + 1};
+    }
+    free(other);
+    free(slots);
+    return status;
+}
+
 /* ---- the list of tensors ------------------------------------------------------------------------ */
 
 void cb_tensor_list_free(cb_tensor_list *list)
 {
-    for (int64_t i = 0; i < list->count; ++i)
-        free(list->items[i].key);
     free(list->items);
+    free(list->repeats);
+    free(list->key);
     *list = (cb_tensor_list){0};
 }
 
-/* A key, always UTF-8 (safetensors' JSON and the npz members' names need it): a byte of a layer
- * name that is not becomes U+FFFD, as the readers' matching (cb_model_layer_for_key) expects. */
-static cblob_status make_key(const char *layer, const char *repeat_suffix, char separator, const char *what,
-                             bool diff, char **out)
+cblob_status cb_tensor_facts(const cb_tensor_list *list, const cb_tensor *tensor, cb_blob_facts *out, uint64_t *bytes)
 {
-    const size_t name_size = cb_utf8_repaired_length(layer, strlen(layer));
-    const size_t size = name_size + strlen(repeat_suffix) + strlen(what) + 16;
-    char *key = malloc(size);
-    if (key == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte key", size);
-    cb_utf8_repair(layer, strlen(layer), key);
-    snprintf(key + name_size, size - name_size, "%s%c%s%s%s", repeat_suffix, separator, what,
-             diff ? (separator == '/' ? "/" : ".") : "", diff ? "diff" : "");
-    *out = key;
+    CB_TRY(cb_model_blob_facts(list->model, tensor->layer, tensor->index, out));
+    if (tensor->torch)
+        torch_shape(list->model->layers[tensor->layer].type, tensor->index, out);
+    *bytes = (uint64_t)out->count * cb_dtype_find(out->dtype)->size;
     return CBLOB_OK;
 }
 
-/* Two tensors of one key would lose one in the file (a layer named "conv@3" beside a repeated
- * "conv" at layer 3; two names that differ only in bytes that are not UTF-8): refused. */
-static cblob_status check_unique_keys(const cblob_model *model, const cb_tensor_list *list)
+static cblob_status add_layer_tensors(const cblob_model *model, int64_t layer, bool torch_names, bool diffs,
+                                      cb_tensor_list *list)
 {
-    const char **keys = malloc(((size_t)list->count + 1) * sizeof *keys);
-    cb_name_index index = {0};
-    cblob_status status = keys != NULL ? CBLOB_OK : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " keys",
-                                                            list->count);
-    for (int64_t i = 0; status == CBLOB_OK && i < list->count; ++i)
-        keys[i] = list->items[i].key;
-    if (status == CBLOB_OK)
-        status = cb_name_index_init(keys, list->count, false, &index);
-    for (int64_t i = 0; status == CBLOB_OK && i < list->count; ++i) {
-        const int64_t held = cb_name_index_put(&index, i);
-        if (held >= 0) {
-            const cb_tensor *a = &list->items[held], *b = &list->items[i];
-            status = cb_fail(CBLOB_ERR_INVALID_ARGUMENT,
-                             "layer %" PRId64 " (\"%.64s\") and layer %" PRId64 " (\"%.64s\") would both be "
-                             "exported as key \"%.200s\", and one would be lost: rename one of them",
-                             a->layer, cb_record_name(model->layers[a->layer]), b->layer,
-                             cb_record_name(model->layers[b->layer]), b->key);
-        }
-    }
-    cb_name_index_free(&index);
-    free(keys);
-    return status;
-}
-
-static cblob_status add_tensor(const cblob_model *model, int64_t layer, int64_t index, cblob_part part, char separator,
-                               bool torch_names, const char *suffix, cb_tensor_list *list)
-{
-    const char *type = cb_record_type(model->layers[layer]);
-    cb_tensor *tensor = &list->items[list->count];
-    *tensor = (cb_tensor){.layer = layer, .index = index, .part = part};
-    CB_TRY(cb_model_blob_facts(model, layer, index, &tensor->facts));
-    const char *torch = torch_names ? torch_name(model, layer, index) : NULL;
-    if (torch != NULL)
-        torch_shape(type, index, &tensor->facts);
-    char number[24];
-    snprintf(number, sizeof number, "%" PRId64, index);
-    tensor->kind = torch != NULL && is_batch_norm(type) ? CB_TENSOR_SCALED : CB_TENSOR_PLAIN;
-    tensor->bytes = (uint64_t)tensor->facts.count * cb_dtype_find(tensor->facts.dtype)->size;
-    CB_TRY(make_key(cb_record_name(model->layers[layer]), suffix, separator, torch != NULL ? torch : number,
-                    part == CBLOB_PART_DIFF, &tensor->key));
-    ++list->count;
-    return CBLOB_OK;
-}
-
-static cblob_status add_layer_tensors(const cblob_model *model, int64_t layer, bool repeat, char separator,
-                                      bool torch_names, bool diffs, cb_tensor_list *list)
-{
-    const uint8_t *record = model->layers[layer];
-    char suffix[24] = "";
-    if (repeat)
-        snprintf(suffix, sizeof suffix, "@%" PRId64, layer);
-    for (int64_t j = 0; j < cb_record_num_blobs(record); ++j) {
+    const cb_layer *found = &model->layers[layer];
+    const bool batch_norm = is_batch_norm(found->type);
+    for (uint32_t j = 0; j < found->num_blobs; ++j) {
         if (!exported(model, layer, j, torch_names))
             continue;
-        CB_TRY(add_tensor(model, layer, j, CBLOB_PART_DATA, separator, torch_names, suffix, list));
-        if (diffs && list->items[list->count - 1].facts.has_diff)
-            CB_TRY(add_tensor(model, layer, j, CBLOB_PART_DIFF, separator, torch_names, suffix, list));
+        const bool torch = torch_names && torch_name(model, layer, j) != NULL;
+        const cb_tensor data = {.layer = layer, .index = j, .part = CBLOB_PART_DATA,
+                                .kind = torch && batch_norm ? CB_TENSOR_SCALED : CB_TENSOR_PLAIN, .torch = torch};
+        list->items[list->count++] = data;
+        cb_blob_facts facts;
+        CB_TRY(cb_model_blob_facts(model, layer, j, &facts));
+        if (diffs && facts.has_diff) {
+            cb_tensor diff = data;
+            diff.part = CBLOB_PART_DIFF;
+            list->items[list->count++] = diff;
+        }
     }
     return CBLOB_OK;
 }
@@ -221,16 +261,15 @@ cblob_status cb_tensor_list_make(const cblob_model *model, char separator, bool 
 {
     int64_t blobs = 0;
     for (int64_t i = 0; i < model->num_layers; ++i)
-        blobs += cb_record_num_blobs(model->layers[i]);
-    cb_tensor_list list = {.items = calloc((size_t)(diffs ? 2 * blobs : blobs) + 1, sizeof(cb_tensor))};
-    uint8_t *repeats = NULL;
+        blobs += model->layers[i].num_blobs;
+    cb_tensor_list list = {.model = model, .separator = separator,
+                           .items = malloc(((size_t)(diffs ? 2 * blobs : blobs) + 1) * sizeof(cb_tensor))};
     cblob_status status = list.items == NULL ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " tensors", blobs)
-                                             : cb_model_repeats(model, &repeats);
+                                             : cb_model_repeats(model, &list.repeats);
     for (int64_t i = 0; status == CBLOB_OK && i < model->num_layers; ++i)
-        status = add_layer_tensors(model, i, repeats[i], separator, torch_names, diffs, &list);
-    free(repeats);
+        status = add_layer_tensors(model, i, torch_names, diffs, &list);
     if (status == CBLOB_OK)
-        status = check_unique_keys(model, &list);
+        status = check_unique_keys(&list);
     if (status != CBLOB_OK) {
         cb_tensor_list_free(&list);
         return status;
@@ -269,33 +308,34 @@ static void scale(void *values, cblob_dtype dtype, int64_t n, double factor)
             ((float *)values)[i] = (float)(((float *)values)[i] * factor);
 }
 
-cblob_status cb_tensor_write(const cblob_model *model, const cb_tensor *tensor, cb_sink *sink)
+cblob_status cb_tensor_write(const cblob_model *model, const cb_tensor *tensor, const cb_blob_facts *facts,
+                             cb_sink *sink)
 {
+    const size_t element = cb_dtype_find(facts->dtype)->size;
+    const uint64_t bytes = (uint64_t)facts->count * element;
     if (sink->kind == CB_SINK_COUNT) {
-        sink->position += tensor->bytes;
-        sink->size = sink->position > sink->size ? sink->position : sink->size;
+        cb_sink_skip(sink, bytes);
         return CBLOB_OK;
     }
     const void *whole = NULL;
     if (tensor->kind == CB_TENSOR_PLAIN)
-        CB_TRY(cb_model_blob_values(model, tensor->layer, tensor->index, tensor->part, &whole));
-    if (whole != NULL) { /* straight from the blob's memory */
-        cb_sink_write(sink, whole, (size_t)tensor->bytes);
+        CB_TRY(cb_model_blob_values(model, tensor->layer, tensor->index, (cblob_part)tensor->part, &whole));
+    if (whole != NULL || bytes == 0) { /* straight from the blob's memory */
+        cb_sink_write(sink, whole, (size_t)bytes);
         return sink->status;
     }
     double factor = 1;
     if (tensor->kind == CB_TENSOR_SCALED)
         CB_TRY(scale_factor(model, tensor, &factor));
-    const size_t element = cb_dtype_find(tensor->facts.dtype)->size;
     void *chunk = malloc((size_t)CB_CHUNK_ELEMENTS * element);
     if (chunk == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a chunk of values");
     cblob_status status = CBLOB_OK;
-    for (int64_t done = 0; status == CBLOB_OK && done < tensor->facts.count; done += CB_CHUNK_ELEMENTS) {
-        const int64_t n = tensor->facts.count - done < CB_CHUNK_ELEMENTS ? tensor->facts.count - done : CB_CHUNK_ELEMENTS;
-        status = cb_model_blob_read(model, tensor->layer, tensor->index, tensor->part, done, n, chunk);
+    for (int64_t done = 0; status == CBLOB_OK && done < facts->count; done += CB_CHUNK_ELEMENTS) {
+        const int64_t n = facts->count - done < CB_CHUNK_ELEMENTS ? facts->count - done : CB_CHUNK_ELEMENTS;
+        status = cb_model_blob_read(model, tensor->layer, tensor->index, (cblob_part)tensor->part, done, n, chunk);
         if (status == CBLOB_OK && tensor->kind == CB_TENSOR_SCALED)
-            scale(chunk, tensor->facts.dtype, n, factor);
+            scale(chunk, facts->dtype, n, factor);
         if (status == CBLOB_OK)
             cb_sink_write(sink, chunk, (size_t)n * element);
     }
@@ -303,197 +343,259 @@ cblob_status cb_tensor_write(const cblob_model *model, const cb_tensor *tensor, 
     return status == CBLOB_OK ? sink->status : status;
 }
 
+/* ---- JSON text, streamed ------------------------------------------------------------------------- */
+
+/* One level of JSON string escaping of text[0, length), as Jansson's dump escapes (control
+ * characters as \uXXXX with upper-case digits; '/' and non-ASCII as they are), into out at
+ * `quoting` - 1 further levels. */
+static void escape(cb_json_out *out, int level, const char *text, size_t length);
+
+static void emit(cb_json_out *out, int level, const char *text, size_t length)
+{
+    if (level == 0)
+        cb_sink_write(out->sink, text, length);
+    else
+        escape(out, level, text, length);
+}
+
+static void escape(cb_json_out *out, int level, const char *text, size_t length)
+{
+    size_t run = 0;
+    for (size_t i = 0; i < length; ++i) {
+        const unsigned char c = (unsigned char)text[i];
+        char sequence[8];
+        const char *replaced = NULL;
+        switch (c) {
+        case '\\': replaced = "\\\\"; break;
+        case '"': replaced = "\\\""; break;
+        case '\b': replaced = "\\b"; break;
+        case '\f': replaced = "\\f"; break;
+        case '\n': replaced = "\\n"; break;
+        case '\r': replaced = "\\r"; break;
+        case '\t': replaced = "\\t"; break;
+        default:
+            if (c < 0x20) {
+                snprintf(sequence, sizeof sequence, "\\u%04X", (unsigned)c);
+                replaced = sequence;
+            }
+        }
+        if (replaced == NULL)
+            continue;
+        emit(out, level - 1, text + run, i - run);
+        emit(out, level - 1, replaced, strlen(replaced));
+        run = i + 1;
+    }
+    emit(out, level - 1, text + run, length - run);
+}
+
+void cb_json_raw(cb_json_out *out, const char *text)
+{
+    emit(out, out->quoting, text, strlen(text));
+}
+
+void cb_json_string(cb_json_out *out, const char *bytes, size_t length)
+{
+    emit(out, out->quoting, "\"", 1);
+    if (cb_utf8_valid(bytes, length)) {
+        escape(out, out->quoting + 1, bytes, length);
+    } else {
+        /* Repaired in pieces: a bad byte's U+FFFD is never split from its neighbours' escaping. */
+        char repaired[3 * 256];
+        for (size_t done = 0; done < length;) {
+            size_t n = length - done < 256 ? length - done : 256;
+            while (n < length - done && n > 0 && ((unsigned char)bytes[done + n] & 0xc0) == 0x80)
+                --n; /* a character is not cut */
+            if (n == 0)
+                n = length - done < 4 ? length - done : 4;
+            const size_t size = cb_utf8_repaired_length(bytes + done, n);
+            cb_utf8_repair(bytes + done, n, repaired);
+            escape(out, out->quoting + 1, repaired, size);
+            done += n;
+        }
+    }
+    emit(out, out->quoting, "\"", 1);
+}
+
+void cb_json_integer(cb_json_out *out, int64_t value)
+{
+    char text[24];
+    snprintf(text, sizeof text, "%" PRId64, value);
+    cb_json_raw(out, text);
+}
+
 /* ---- models from named tensors ------------------------------------------------------------------- */
 
-cblob_status cb_tensor_set_add(cb_tensor_set *set, const char *layer, size_t layer_length, int64_t index, bool diff,
-                               bool running_stat, cblob_blob *blob, const char *key)
+typedef struct noted_tensor {
+    int64_t group, index;
+    bool diff, running_stat;
+} noted_tensor;
+
+typedef struct tensor_group {
+    int64_t blobs;   /* 1 + the highest index of its tensors */
+    int64_t values;  /* its data tensors */
+    bool running;    /* a PyTorch running statistic among them */
+} tensor_group;
+
+cblob_status cb_tensor_set_note(cb_tensor_set *set, const char *layer, size_t layer_length, int64_t index, bool diff,
+                                bool running_stat, const char *key)
 {
+    if (memchr(layer, 0, layer_length) != NULL)
+        return cb_fail(CBLOB_ERR_PARSE, "key \"%.64s\": its layer name holds a NUL byte", key);
     if (set->count == set->capacity) {
         const int64_t next = set->capacity > 0 ? 2 * set->capacity : 16;
-        cb_named_tensor *grown = realloc(set->items, (size_t)next * sizeof *grown);
-        if (grown == NULL) {
-            cb_blob_release(blob);
+        noted_tensor *grown = realloc(set->items, (size_t)next * sizeof *grown);
+        if (grown == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " tensors", next);
-        }
         set->items = grown;
         set->capacity = next;
     }
-    char *copy = malloc(layer_length + 1);
-    if (copy == NULL) {
-        cb_blob_release(blob);
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for key \"%.64s\"", key);
+    if (set->num_groups == set->group_capacity) {
+        const int64_t next = set->group_capacity > 0 ? 2 * set->group_capacity : 16;
+        tensor_group *grown = realloc(set->groups, (size_t)next * sizeof *grown);
+        char **names = grown != NULL ? realloc(set->names, (size_t)next * sizeof *names) : NULL;
+        if (grown != NULL)
+            set->groups = grown;
+        if (names == NULL)
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", next);
+        set->names = names;
+        set->group_capacity = next;
+        /* The index points at the names' array: made again over the grown one. */
+        cb_name_index grown_index;
+        CB_TRY(cb_name_index_init((const char *const *)set->names, next, false, &grown_index));
+        for (int64_t g = 0; g < set->num_groups; ++g)
+            (void)cb_name_index_put(&grown_index, g);
+        cb_name_index_free(&set->index);
+        set->index = grown_index;
     }
-    memcpy(copy, layer, layer_length);
-    copy[layer_length] = '\0';
-    set->items[set->count++] = (cb_named_tensor){copy, index, diff, running_stat, blob};
+    int64_t group = cb_name_index_find(&set->index, layer, layer_length);
+    if (group < 0) {
+        group = set->num_groups;
+        char *name = malloc(layer_length + 1);
+        if (name == NULL)
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for key \"%.64s\"", key);
+        memcpy(name, layer, layer_length);
+        name[layer_length] = '\0';
+        set->names[group] = name;
+        set->groups[group] = (tensor_group){0};
+        ++set->num_groups;
+        (void)cb_name_index_put(&set->index, group);
+    }
+    tensor_group *g = &set->groups[group];
+    g->blobs = index + 1 > g->blobs ? index + 1 : g->blobs;
+    g->values += !diff;
+    g->running = g->running || running_stat;
+    set->items[set->count++] = (noted_tensor){group, index, diff, running_stat};
     return CBLOB_OK;
 }
 
 void cb_tensor_set_free(cb_tensor_set *set)
 {
-    for (int64_t i = 0; i < set->count; ++i) {
-        free(set->items[i].layer);
-        cb_blob_release(set->items[i].blob);
-    }
+    for (int64_t g = 0; g < set->num_groups; ++g)
+        free(set->names[g]);
+    free(set->names);
+    free(set->groups);
     free(set->items);
+    cb_name_index_free(&set->index);
+    if (set->model != NULL)
+        cb_model_free(set->model);
     *set = (cb_tensor_set){0};
 }
 
-/* A diff read as its own tensor, into its blob's diff (same shape, converted to its dtype). */
-static cblob_status data_into_diff(cblob_blob *from, cblob_blob *to, const char *layer, int64_t index)
+/* The blobs of a layer: numbered from 0 without gaps. An index past the layer's tensors names a
+ * blob that cannot be there, and must not size anything ("a.2000000000" in a 97-byte file). A
+ * BatchNorm of PyTorch's running statistics gets Caffe's scale factor as blob 2. */
+static cblob_status layer_blobs(const cb_tensor_set *set, int64_t g, int64_t *out)
 {
-    if (!cb_shape_equal(&from->shape, &to->shape))
-        return cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" blob %" PRId64 ": the diff's shape is not the blob's", layer,
-                       index);
-    void *source = NULL, *target = NULL;
-    CB_TRY(cb_blob_host(from, CBLOB_PART_DATA, false, &source));
-    CB_TRY(cb_blob_host(to, CBLOB_PART_DIFF, true, &target));
-    return cb_convert_elements(&cb_host_device, from->dtype, to->dtype, from->shape.count, source, target);
+    const tensor_group *group = &set->groups[g];
+    int64_t count = group->blobs;
+    if (count > group->values + (group->running ? 1 : 0) && count > (group->running ? 3 : 0))
+        return cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has blob %" PRId64 " but only %" PRId64 " tensor%s",
+                       set->names[g], count - 1, group->values, group->values == 1 ? "" : "s");
+    if (group->running && count < 3)
+        count = 3;
+    *out = count;
+    return CBLOB_OK;
 }
 
-/* The blobs of one layer name, by index, from its tensors (positions in the set): data tensors
- * give the blob, diff tensors its diff. */
-static cblob_status gather_layer(cblob_context *context, cb_tensor_set *set, const int64_t *members, int64_t n,
-                                 cblob_blob ***out, int64_t *out_count)
+cblob_status cb_tensor_set_layout(cb_tensor_set *set, cblob_context *context, const char *name, cb_type_lookup *types,
+                                  void *types_context)
 {
-    const char *layer = set->items[members[0]].layer;
-    int64_t count = 0, values = 0;
-    bool running = false;
-    for (int64_t m = 0; m < n; ++m) {
-        const cb_named_tensor *t = &set->items[members[m]];
-        count = t->index + 1 > count ? t->index + 1 : count;
-        running = running || t->running_stat;
-        values += !t->diff;
-    }
-    /* Blobs are numbered from 0 without gaps: an index past the layer's tensors names a blob that
-     * cannot be there, and must not size anything ("a.2000000000" in a 97-byte file). */
-    if (count > values + (running ? 1 : 0) && count > (running ? 3 : 0))
-        return cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has blob %" PRId64 " but only %" PRId64 " tensor%s", layer,
-                       count - 1, values, values == 1 ? "" : "s");
-    if (running && count < 3)
-        count = 3; /* BatchNorm's scale factor, 1: the statistics are plain values */
-    cblob_blob **blobs = calloc((size_t)count + 1, sizeof *blobs);
-    if (blobs == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " blobs", count);
+    CB_TRY(cb_model_create(context, CBLOB_NET_FORMAT_V2, name, &set->model));
+    cb_layer_draft draft;
+    cb_layer_draft_init(&draft);
     cblob_status status = CBLOB_OK;
-    for (int64_t m = 0; status == CBLOB_OK && m < n; ++m) {
-        cb_named_tensor *t = &set->items[members[m]];
-        if (t->diff)
-            continue;
-        if (blobs[t->index] != NULL) {
-            status = cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has blob %" PRId64 " twice", layer, t->index);
-            break;
-        }
-        blobs[t->index] = t->blob; /* the layer's now */
-        t->blob = NULL;
-    }
-    if (status == CBLOB_OK && running && blobs[2] == NULL) {
-        void *factor = NULL;
-        status = cb_blob_create(context, CBLOB_DTYPE_FLOAT32, 1, (int64_t[]){1}, &blobs[2]);
-        if (status == CBLOB_OK)
-            status = cb_blob_host(blobs[2], CBLOB_PART_DATA, true, &factor);
-        if (status == CBLOB_OK)
-            *(float *)factor = 1.0f;
-    }
-    for (int64_t m = 0; status == CBLOB_OK && m < n; ++m) {
-        const cb_named_tensor *t = &set->items[members[m]];
-        if (!t->diff)
-            continue;
-        if (blobs[t->index] == NULL)
-            status = cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has a diff for blob %" PRId64 " but no blob", layer, t->index);
-        else
-            status = data_into_diff(t->blob, blobs[t->index], layer, t->index);
-    }
-    for (int64_t i = 0; status == CBLOB_OK && i < count; ++i)
-        if (blobs[i] == NULL)
-            status = cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has blob %" PRId64 " but no blob %" PRId64, layer,
-                             count - 1, i);
-    if (status != CBLOB_OK) {
-        for (int64_t i = 0; i < count; ++i)
-            cb_blob_release(blobs[i]);
-        free(blobs);
-        return status;
-    }
-    *out = blobs;
-    *out_count = count;
-    return CBLOB_OK;
-}
-
-/* The set's tensors grouped by layer name, in order of each name's first tensor: members holds
- * the positions of group g's tensors at [start[g], start[g + 1]). Linear in the tensors. */
-typedef struct tensor_groups {
-    int64_t count;
-    int64_t *start, *members;
-} tensor_groups;
-
-static cblob_status group_tensors(const cb_tensor_set *set, tensor_groups *out)
-{
-    const size_t n = (size_t)set->count + 1;
-    const char **names = malloc(n * sizeof *names);
-    int64_t *group = malloc(n * sizeof *group), *start = calloc(n + 1, sizeof *start), *members = malloc(n * sizeof *members);
-    cb_name_index index = {0};
-    cblob_status status = names != NULL && group != NULL && start != NULL && members != NULL
-                              ? CBLOB_OK
-                              : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to group %" PRId64 " tensors", set->count);
-    for (int64_t i = 0; status == CBLOB_OK && i < set->count; ++i)
-        names[i] = set->items[i].layer;
-    if (status == CBLOB_OK)
-        status = cb_name_index_make(names, set->count, &index);
-    int64_t groups = 0;
-    /* A name's group is numbered at its first tensor, which the index finds from any of them. */
-    for (int64_t i = 0; status == CBLOB_OK && i < set->count; ++i) {
-        const int64_t first = cb_name_index_find(&index, names[i], strlen(names[i]));
-        group[i] = first == i ? groups++ : group[first];
-        ++start[group[i] + 1];
-    }
-    /* Counting sort: start[g] walks through group g's places as its tensors take them, in set
-     * order, and is moved back after. */
-    for (int64_t g = 0; status == CBLOB_OK && g < groups; ++g)
-        start[g + 1] += start[g];
-    for (int64_t i = 0; status == CBLOB_OK && i < set->count; ++i)
-        members[start[group[i]]++] = i;
-    for (int64_t g = groups; status == CBLOB_OK && g > 0; --g)
-        start[g] = start[g - 1];
-    if (start != NULL)
-        start[0] = 0;
-    cb_name_index_free(&index);
-    free(names);
-    free(group);
-    if (status != CBLOB_OK) {
-        free(start);
-        free(members);
-        return status;
-    }
-    *out = (tensor_groups){groups, start, members};
-    return CBLOB_OK;
-}
-
-cblob_status cb_tensor_set_model(cblob_context *context, cb_tensor_set *set, const char *name, cb_type_lookup *types,
-                                 void *types_context, cblob_model **out)
-{
-    cblob_model *model = NULL;
-    CB_TRY(cb_model_create(context, CBLOB_NET_FORMAT_V2, name, &model));
-    tensor_groups groups = {0};
-    cblob_status status = group_tensors(set, &groups);
-    for (int64_t g = 0; status == CBLOB_OK && g < groups.count; ++g) {
-        const int64_t *members = groups.members + groups.start[g];
-        const char *layer = set->items[members[0]].layer;
-        cblob_blob **blobs = NULL;
+    for (int64_t g = 0; status == CBLOB_OK && g < set->num_groups; ++g) {
         int64_t count = 0;
-        status = gather_layer(context, set, members, groups.start[g + 1] - groups.start[g], &blobs, &count);
-        const char *type = types != NULL ? types(types_context, layer) : NULL;
+        status = layer_blobs(set, g, &count);
+        const char *type = types != NULL ? types(types_context, set->names[g]) : NULL;
         if (status == CBLOB_OK)
-            status = cb_model_add_layer(model, layer, type != NULL ? type : "", blobs, count);
-        for (int64_t k = 0; k < count; ++k)
-            cb_blob_release(blobs[k]);
-        free(blobs);
+            status = cb_model_draft_layer(set->model, set->names[g], type != NULL ? type : "", count, &draft);
+        if (status == CBLOB_OK)
+            status = cb_model_keep_layer(set->model, &draft, set->model->top.size);
     }
-    free(groups.start);
-    free(groups.members);
-    if (status != CBLOB_OK) {
-        cb_model_free(model);
-        return status;
+    cb_layer_draft_free(&draft);
+    return status;
+}
+
+cblob_status cb_tensor_set_place(cb_tensor_set *set, int64_t i, cblob_dtype dtype, int32_t num_axes,
+                                 const int64_t *dims, void **out, cblob_dtype *out_dtype)
+{
+    const noted_tensor *t = &set->items[i];
+    cblob_model *model = set->model;
+    cb_model_blob *blob = &model->layers[t->group].blobs[t->index];
+    const char *layer = set->names[t->group];
+    if (!t->diff) {
+        if (blob->dtype != 0)
+            return cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has blob %" PRId64 " twice", layer, t->index);
+        blob->dtype = (uint8_t)dtype;
+        blob->num_axes = (uint8_t)num_axes;
+        CB_TRY(cb_model_keep_dims(model, dims, num_axes, &blob->dims));
+        CB_TRY(cb_model_alloc_array(model, cb_model_blob_part_bytes(blob, CBLOB_PART_DATA), CB_BLOB_DATA_HOST,
+                                    &blob->data, &blob->flags));
+        *out = blob->data;
+        *out_dtype = dtype;
+        return CBLOB_OK;
+    }
+    if (blob->dtype == 0)
+        return cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has a diff for blob %" PRId64 " but no blob", layer, t->index);
+    bool same = num_axes == blob->num_axes;
+    for (int32_t a = 0; same && a < num_axes; ++a)
+        same = dims[a] == blob->dims[a];
+    if (!same)
+        return cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" blob %" PRId64 ": the diff's shape is not the blob's", layer,
+                       t->index);
+    if (blob->diff == NULL) {
+        blob->diff_dtype = blob->dtype;
+        CB_TRY(cb_model_alloc_array(model, cb_model_blob_part_bytes(blob, CBLOB_PART_DIFF), CB_BLOB_DIFF_HOST,
+                                    &blob->diff, &blob->flags));
+    }
+    *out = blob->diff;
+    *out_dtype = (cblob_dtype)blob->dtype;
+    return CBLOB_OK;
+}
+
+cblob_status cb_tensor_set_finish(cb_tensor_set *set, cblob_model **out)
+{
+    cblob_model *model = set->model;
+    for (int64_t g = 0; g < model->num_layers; ++g) {
+        cb_layer *layer = &model->layers[g];
+        for (uint32_t j = 0; j < layer->num_blobs; ++j) {
+            cb_model_blob *blob = &layer->blobs[j];
+            if (blob->dtype != 0)
+                continue;
+            if (!set->groups[g].running || j != 2)
+                return cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has blob %" PRId64 " but no blob %" PRIu32,
+                               layer->name, set->groups[g].blobs - 1, j);
+            /* BatchNorm's scale factor, 1: the statistics are plain values. */
+            static const int64_t one[1] = {1};
+            blob->dtype = CBLOB_DTYPE_FLOAT32;
+            blob->num_axes = 1;
+            CB_TRY(cb_model_keep_dims(model, one, 1, &blob->dims));
+            CB_TRY(cb_model_alloc_array(model, 4, CB_BLOB_DATA_HOST, &blob->data, &blob->flags));
+            *(float *)blob->data = 1.0f;
+        }
     }
     *out = model;
+    set->model = NULL;
     return CBLOB_OK;
 }

@@ -2,20 +2,25 @@
 /* safetensors (https://github.com/huggingface/safetensors, format of 0.4): an 8-byte little-endian
  * header length, a JSON header padded with spaces to 8 bytes, then every tensor's bytes with no
  * holes. Tensors are written 8-byte ones first, so that every tensor starts aligned to its
- * element, as the reference writer does. */
+ * element, as the reference writer does.
+ *
+ * The header is streamed both ways: written as JSON text straight to the output (measured first:
+ * its length comes before it), read in place with json_scan.h (twice: the tensors' names, then
+ * their shapes and values), so neither holds a tree of the tensors. */
+#define _GNU_SOURCE /* qsort_r */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
-#include "export.h"
-#include "identify.h"
+#include "export_common.h"
 #include "half.h"
-#include "model_layers.h"
-#include "proto_io.h"
+#include "identify.h"
+#include "json_scan.h"
+#include "model_names.h"
+#include "neoml/neoml.h"
 #include "status.h"
+#include "utf8.h"
 
 #define CB_SAFETENSORS_FLAGS (CBLOB_EXPORT_DIFF | CBLOB_EXPORT_TORCH_NAMES)
 /* The reference reader refuses headers over 100 MB. */
@@ -38,84 +43,139 @@ typedef struct safetensors_output {
     int32_t flags;
 } safetensors_output;
 
-/* "layer_types": each exported layer's type, by the layer part of its keys. */
-static json_t *metadata(const cblob_model *model)
+/* A layer's key in "layer_types": its name as UTF-8, `@<index>` for a repeated name. */
+typedef struct layer_keys {
+    const cblob_model *model;
+    const uint8_t *repeats;
+    char *a, *b;
+    size_t a_capacity, b_capacity;
+} layer_keys;
+
+static const char *layer_key(layer_keys *keys, int64_t layer, char **buffer, size_t *capacity)
 {
-    uint8_t *repeats = NULL;
-    if (cb_model_repeats(model, &repeats) != CBLOB_OK)
-        return NULL;
-    json_t *types = json_object();
-    for (int64_t i = 0; types != NULL && i < model->num_layers; ++i) {
-        const char *name = cb_record_name(model->layers[i]), *type = cb_record_type(model->layers[i]);
-        if (cb_record_num_blobs(model->layers[i]) == 0)
-            continue;
-        char *key = malloc(strlen(name) + 24);
-        if (key != NULL) {
-            sprintf(key, repeats[i] ? "%s@%" PRId64 : "%s", name, i);
-            json_t *text = cb_json_text(key, strlen(key));
-            json_object_set_new(types, json_string_value(text), cb_json_text(type, strlen(type)));
-            json_decref(text);
-        }
-        free(key);
+    const char *name = keys->model->layers[layer].name;
+    const size_t length = cb_utf8_repaired_length(name, strlen(name)), size = length + 24;
+    if (size > *capacity) {
+        char *grown = realloc(*buffer, size);
+        if (grown == NULL)
+            return NULL;
+        *buffer = grown;
+        *capacity = size;
     }
-    free(repeats);
-    char *text = types != NULL ? json_dumps(types, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    json_decref(types);
-    const char *name = model->name != NULL ? model->name : "";
-    json_t *meta = text != NULL ? json_pack("{s:o,s:s,s:s}", "name", cb_json_text(name, strlen(name)), "format",
-                                            model->format == CBLOB_NET_FORMAT_V1 ? "V1" : "V2", "layer_types", text)
-                                : NULL;
-    free(text);
-    return meta;
+    cb_utf8_repair(name, strlen(name), *buffer);
+    (*buffer)[length] = '\0';
+    if (keys->repeats[layer])
+        snprintf(*buffer + length, size - length, "@%" PRId64, layer);
+    return *buffer;
+}
+
+/* Jansson's JSON_SORT_KEYS order: by the keys' bytes (no memory: 0 comes first). */
+static int by_key(const void *x, const void *y, void *context)
+{
+    layer_keys *keys = context;
+    const char *a = layer_key(keys, *(const int64_t *)x, &keys->a, &keys->a_capacity);
+    const char *b = layer_key(keys, *(const int64_t *)y, &keys->b, &keys->b_capacity);
+    return a == NULL || b == NULL ? 0 : strcmp(a, b);
+}
+
+/* "layer_types": each exported layer's type by the layer part of its keys, as JSON text (sorted
+ * by key) inside a JSON string. */
+static cblob_status write_layer_types(const cblob_model *model, const uint8_t *repeats, cb_json_out *out)
+{
+    int64_t *layers = malloc(((size_t)model->num_layers + 1) * sizeof *layers), count = 0;
+    if (layers == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", model->num_layers);
+    for (int64_t i = 0; i < model->num_layers; ++i)
+        if (model->layers[i].num_blobs > 0)
+            layers[count++] = i;
+    layer_keys keys = {.model = model, .repeats = repeats};
+    qsort_r(layers, (size_t)count, sizeof *layers, by_key, &keys);
+    cblob_status status = CBLOB_OK;
+    cb_json_raw(out, "\"");
+    ++out->quoting;
+    cb_json_raw(out, "{");
+    for (int64_t i = 0; i < count && status == CBLOB_OK; ++i) {
+        const char *key = layer_key(&keys, layers[i], &keys.a, &keys.a_capacity);
+        if (key == NULL) {
+            status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a layer's key");
+            break;
+        }
+        const char *type = model->layers[layers[i]].type;
+        if (i > 0)
+            cb_json_raw(out, ",");
+        cb_json_string(out, key, strlen(key));
+        cb_json_raw(out, ":");
+        cb_json_string(out, type, strlen(type));
+    }
+    cb_json_raw(out, "}");
+    --out->quoting;
+    cb_json_raw(out, "\"");
+    free(keys.a);
+    free(keys.b);
+    free(layers);
+    return status;
 }
 
 /* The order tensors are written in: 8-byte elements first, then the others, each in list order. */
-static bool in_pass(const cb_tensor *tensor, int pass)
+static bool in_first_pass(const cb_blob_facts *facts)
 {
-    return (cb_dtype_find(tensor->facts.dtype)->size == 8) == (pass == 0);
+    return cb_dtype_find(facts->dtype)->size == 8;
 }
 
-static cblob_status header_text(const cblob_model *model, const cb_tensor_list *list, char **out)
+static cblob_status write_entry(cb_tensor_list *list, const cb_tensor *t, const cb_blob_facts *facts, uint64_t begin,
+                                uint64_t bytes, cb_json_out *out)
 {
-    json_t *header = json_object();
-    json_t *meta = metadata(model);
-    if (header == NULL || meta == NULL || json_object_set_new(header, "__metadata__", meta) != 0) {
-        json_decref(header);
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the safetensors header");
+    const char *key = NULL;
+    CB_TRY(cb_tensor_key(list, t, &key));
+    cb_json_raw(out, ",");
+    cb_json_string(out, key, strlen(key));
+    cb_json_raw(out, ":{\"dtype\":\"");
+    cb_json_raw(out, dtype_name(facts->dtype));
+    cb_json_raw(out, "\",\"shape\":[");
+    for (int32_t a = 0; a < facts->num_axes; ++a) {
+        if (a > 0)
+            cb_json_raw(out, ",");
+        cb_json_integer(out, facts->dims[a]);
     }
-    /* Data in the order of the passes, keys in the model's order (a reader sees the layers as
-     * they were). */
-    uint64_t *offsets = malloc(((size_t)list->count + 1) * sizeof *offsets), offset = 0;
-    if (offsets == NULL) {
-        json_decref(header);
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the safetensors header");
-    }
-    for (int pass = 0; pass < 2; ++pass)
-        for (int64_t i = 0; i < list->count; ++i)
-            if (in_pass(&list->items[i], pass)) {
-                offsets[i] = offset;
-                offset += list->items[i].bytes;
-            }
+    cb_json_raw(out, "],\"data_offsets\":[");
+    cb_json_integer(out, (int64_t)begin);
+    cb_json_raw(out, ",");
+    cb_json_integer(out, (int64_t)(begin + bytes));
+    cb_json_raw(out, "]}");
+    return CBLOB_OK;
+}
+
+/* The header's JSON: the metadata, then each tensor (in the model's order, so that a reader sees
+ * the layers as they were) with its place in the data (in the order of the passes). */
+static cblob_status write_header(cb_tensor_list *list, cb_sink *sink)
+{
+    const cblob_model *model = list->model;
+    uint64_t first_pass = 0;
     for (int64_t i = 0; i < list->count; ++i) {
-        const cb_tensor *t = &list->items[i];
-        json_t *shape = json_array();
-        for (int32_t a = 0; a < t->facts.num_axes; ++a)
-            json_array_append_new(shape, json_integer(t->facts.dims[a]));
-        json_t *entry = json_pack("{s:s,s:o,s:[I,I]}", "dtype", dtype_name(t->facts.dtype), "shape", shape,
-                                  "data_offsets", (json_int_t)offsets[i], (json_int_t)(offsets[i] + t->bytes));
-        json_t *key = cb_json_text(t->key, strlen(t->key));
-        if (entry == NULL || key == NULL || json_object_set_new(header, json_string_value(key), entry) != 0) {
-            json_decref(key);
-            json_decref(header);
-            free(offsets);
-            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the safetensors header");
-        }
-        json_decref(key);
+        cb_blob_facts facts;
+        uint64_t bytes = 0;
+        CB_TRY(cb_tensor_facts(list, &list->items[i], &facts, &bytes));
+        first_pass += in_first_pass(&facts) ? bytes : 0;
     }
-    free(offsets);
-    *out = json_dumps(header, JSON_COMPACT);
-    json_decref(header);
-    return *out != NULL ? CBLOB_OK : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the safetensors header");
+    cb_json_out out = {sink, 0};
+    const char *name = model->name != NULL ? model->name : "";
+    cb_json_raw(&out, "{\"__metadata__\":{\"name\":");
+    cb_json_string(&out, name, strlen(name));
+    cb_json_raw(&out, model->format == CBLOB_NET_FORMAT_V1 ? ",\"format\":\"V1\",\"layer_types\":"
+                                                           : ",\"format\":\"V2\",\"layer_types\":");
+    CB_TRY(write_layer_types(model, list->repeats, &out));
+    cb_json_raw(&out, "}");
+    uint64_t offsets[2] = {0, first_pass};
+    for (int64_t i = 0; i < list->count; ++i) {
+        cb_blob_facts facts;
+        uint64_t bytes = 0;
+        CB_TRY(cb_tensor_facts(list, &list->items[i], &facts, &bytes));
+        uint64_t *offset = &offsets[in_first_pass(&facts) ? 0 : 1];
+        CB_TRY(write_entry(list, &list->items[i], &facts, *offset, bytes, &out));
+        *offset += bytes;
+    }
+    cb_json_raw(&out, "}");
+    return sink->status;
 }
 
 static cblob_status emit_safetensors(const void *what, cb_sink *sink)
@@ -124,29 +184,38 @@ static cblob_status emit_safetensors(const void *what, cb_sink *sink)
     cb_tensor_list list;
     CB_TRY(cb_tensor_list_make(output->model, '.', output->flags & CBLOB_EXPORT_TORCH_NAMES,
                                output->flags & CBLOB_EXPORT_DIFF, &list));
-    char *header = NULL;
-    cblob_status status = header_text(output->model, &list, &header);
+    cb_sink counter;
+    cb_sink_count(&counter);
+    cblob_status status = write_header(&list, &counter);
     if (status == CBLOB_OK) {
-        const size_t length = strlen(header), padded = (length + 7) / 8 * 8;
-        const uint64_t size = padded;
-        uint64_t total = 8 + padded;
-        for (int64_t i = 0; i < list.count; ++i)
-            total += list.items[i].bytes;
-        cb_sink_expect(sink, total);
+        const uint64_t length = counter.size, padded = (length + 7) / 8 * 8;
+        if (sink->progress != NULL) { /* the call's progress is told the file's size */
+            uint64_t total = 8 + padded;
+            for (int64_t i = 0; i < list.count && status == CBLOB_OK; ++i) {
+                cb_blob_facts facts;
+                uint64_t bytes = 0;
+                status = cb_tensor_facts(&list, &list.items[i], &facts, &bytes);
+                total += bytes;
+            }
+            cb_sink_expect(sink, total);
+        }
         uint8_t size_bytes[8];
         for (int i = 0; i < 8; ++i)
-            size_bytes[i] = (uint8_t)(size >> (8 * i));
+            size_bytes[i] = (uint8_t)(padded >> (8 * i));
         cb_sink_write(sink, size_bytes, 8);
-        cb_sink_write(sink, header, length);
-        cb_sink_write(sink, "        ", padded - length);
+        status = write_header(&list, sink);
+        cb_sink_write(sink, "        ", (size_t)(padded - length));
     }
     for (int pass = 0; pass < 2 && status == CBLOB_OK; ++pass)
-        for (int64_t i = 0; i < list.count && status == CBLOB_OK; ++i)
-            if (in_pass(&list.items[i], pass))
-                status = cb_tensor_write(output->model, &list.items[i], sink);
-    free(header);
+        for (int64_t i = 0; i < list.count && status == CBLOB_OK; ++i) {
+            cb_blob_facts facts;
+            uint64_t bytes = 0;
+            status = cb_tensor_facts(&list, &list.items[i], &facts, &bytes);
+            if (status == CBLOB_OK && in_first_pass(&facts) == (pass == 0))
+                status = cb_tensor_write(output->model, &list.items[i], &facts, sink);
+        }
     cb_tensor_list_free(&list);
-    return status;
+    return status == CBLOB_OK ? sink->status : status;
 }
 
 static cblob_status check_flags(int32_t flags, int32_t allowed)
@@ -246,128 +315,360 @@ static cblob_status parse_fail(const char *key, const char *what)
     return cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: tensor \"%.64s\": %s", key, what);
 }
 
-/* The tensor's shape, checked against its data_offsets and the data's size. */
-static cblob_status tensor_shape(const char *key, json_t *entry, const tensor_entry *dtype, uint64_t data_size,
-                                 cb_shape *shape, uint64_t *begin)
+/* A reading of the header: its text (in the source), where the data starts, and scratch. */
+typedef struct header_reader {
+    cb_source *source;
+    const char *text;
+    size_t length;
+    uint64_t data_start, data_size;
+    cb_json_scan scan;
+    char *key, *value;
+    size_t key_length, key_capacity, value_length, value_capacity;
+} header_reader;
+
+static cblob_status json_fault(const header_reader *r)
 {
-    json_t *dims = json_object_get(entry, "shape"), *offsets = json_object_get(entry, "data_offsets");
-    if (!json_is_array(dims) || json_array_size(dims) > CBLOB_MAX_AXES || !json_is_array(offsets) ||
-        json_array_size(offsets) != 2)
-        return parse_fail(key, "needs \"shape\" (at most 32 dims) and two \"data_offsets\"");
-    int64_t values[CBLOB_MAX_AXES];
-    for (size_t i = 0; i < json_array_size(dims); ++i) {
-        json_t *dim = json_array_get(dims, i);
-        if (!json_is_integer(dim) || json_integer_value(dim) < 0)
-            return parse_fail(key, "a dim is not a non-negative integer");
-        values[i] = json_integer_value(dim);
-    }
-    if (cb_shape_make((int32_t)json_array_size(dims), values, dtype->element, shape) != CBLOB_OK)
-        return parse_fail(key, "the dims' product overflows");
-    json_t *first = json_array_get(offsets, 0), *last = json_array_get(offsets, 1);
-    if (!json_is_integer(first) || !json_is_integer(last) || json_integer_value(first) < 0 ||
-        json_integer_value(last) < json_integer_value(first) || (uint64_t)json_integer_value(last) > data_size)
-        return parse_fail(key, "data_offsets are not inside the data");
-    if ((uint64_t)(json_integer_value(last) - json_integer_value(first)) != (uint64_t)shape->count * dtype->element)
-        return parse_fail(key, "data_offsets do not span the shape's values");
-    *begin = (uint64_t)json_integer_value(first);
-    return CBLOB_OK;
+    return cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: the header is not a JSON object (%.100s at byte %zu)",
+                   r->scan.error != NULL ? r->scan.error : "it is not an object", r->scan.error_at + 8);
 }
 
-static cblob_status read_tensor(cblob_context *context, const char *key, json_t *entry, const uint8_t *data,
-                                uint64_t data_size, cblob_blob **out)
+static cblob_status read_length(cb_source *source, header_reader *r)
 {
-    json_t *dtype_text = json_object_get(entry, "dtype");
-    tensor_entry dtype;
-    if (!json_is_object(entry) || !json_is_string(dtype_text))
-        return parse_fail(key, "needs a \"dtype\"");
-    if (!known_dtype(json_string_value(dtype_text), &dtype))
-        return cb_fail(CBLOB_ERR_PARSE, "safetensors tensor \"%.64s\": dtype %.16s is none of F32, F64, I32, U32, F16, BF16",
-                       key, json_string_value(dtype_text));
-    cb_shape shape;
-    uint64_t begin = 0;
-    CB_TRY(tensor_shape(key, entry, &dtype, data_size, &shape, &begin));
-    cblob_blob *blob;
-    CB_TRY(cb_blob_create(context, dtype.dtype, shape.num_axes, shape.dims, &blob));
-    void *host = NULL;
-    cblob_status status = shape.count > 0 ? cb_blob_host(blob, CBLOB_PART_DATA, true, &host) : CBLOB_OK;
-    if (status == CBLOB_OK && dtype.source == 0 && shape.count > 0)
-        memcpy(host, data + begin, (size_t)shape.count * dtype.element);
-    for (int64_t i = 0; status == CBLOB_OK && dtype.source != 0 && i < shape.count; ++i) {
-        uint16_t half;
-        memcpy(&half, data + begin + 2 * (uint64_t)i, 2);
-        ((float *)host)[i] = dtype.source == 17 ? cb_bfloat16_to_float(half) : cb_half_to_float(half);
-    }
-    if (status != CBLOB_OK) {
-        cb_blob_release(blob);
-        return status;
-    }
-    *out = blob;
-    return CBLOB_OK;
-}
-
-static const char *type_of_layer(void *types, const char *layer)
-{
-    return json_string_value(json_object_get(types, layer));
-}
-
-static cblob_status parse_header(const uint8_t *bytes, size_t size, json_t **out, uint64_t *data_start)
-{
-    if (size < 8)
-        return cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: %zu bytes, fewer than the 8 of the header length", size);
+    if (source->size < 8)
+        return cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: %zu bytes, fewer than the 8 of the header length",
+                       source->size);
+    CB_TRY(cb_source_need(source, 0, 8));
     uint64_t length = 0;
     for (int i = 7; i >= 0; --i)
-        length = (length << 8) | bytes[i];
-    if (length > size - 8 || length > CB_SAFETENSORS_MAX_HEADER)
+        length = (length << 8) | source->bytes[i];
+    if (length > source->size - 8 || length > CB_SAFETENSORS_MAX_HEADER)
         return cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: a %llu-byte header in %zu bytes",
-                       (unsigned long long)length, size);
-    json_error_t error;
-    json_t *header = json_loadb((const char *)bytes + 8, (size_t)length, JSON_REJECT_DUPLICATES, &error);
-    if (!json_is_object(header)) {
-        json_decref(header);
-        return cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: the header is not a JSON object (%.100s at byte %d)",
-                       error.text, error.position + 8);
-    }
-    *out = header;
-    *data_start = 8 + length;
+                       (unsigned long long)length, source->size);
+    CB_TRY(cb_source_need(source, 8, 8 + (size_t)length));
+    if (length == 0 || source->bytes[8] != '{')
+        return cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: the header is not a JSON object (it does not start with "
+                       "'{' at byte 8)");
+    *r = (header_reader){.source = source, .text = (const char *)source->bytes + 8, .length = (size_t)length,
+                         .data_start = 8 + length, .data_size = source->size - 8 - length};
     return CBLOB_OK;
 }
 
-cblob_status cb_model_open_safetensors_bytes(cblob_context *context, const uint8_t *bytes, size_t size, cblob_model **out)
+/* Starts a walk of the header's top-level object. */
+static cblob_status begin_walk(header_reader *r)
 {
-    json_t *header = NULL;
-    uint64_t start = 0;
-    CB_TRY(parse_header(bytes, size, &header, &start));
-    cb_tensor_set set = {0};
+    cb_json_scan_begin(&r->scan, r->text, r->length);
+    if (!cb_json_object_begin(&r->scan))
+        return json_fault(r);
+    return CBLOB_OK;
+}
+
+/* The next key of the top-level object (false at its end); a fault is a failure. */
+static cblob_status next_key(header_reader *r, bool *more)
+{
+    *more = cb_json_member(&r->scan, &r->key, &r->key_length, &r->key_capacity);
+    if (!*more && (r->scan.error != NULL || !cb_json_end(&r->scan)))
+        return json_fault(r);
+    return CBLOB_OK;
+}
+
+/* ---- the first walk: names -------------------------------------------------------------------- */
+
+/* What __metadata__ says: the net's name and the layers' types (JSON text in a string). */
+typedef struct metadata {
+    char *name;
+    char *layer_types;
+    size_t layer_types_length;
+} metadata;
+
+static cblob_status read_metadata(header_reader *r, metadata *out)
+{
+    if (!cb_json_next_is(&r->scan, '{'))
+        return cb_json_skip(&r->scan) ? CBLOB_OK : json_fault(r);
+    cb_json_object_begin(&r->scan);
+    char *key = NULL;
+    size_t key_length = 0, key_capacity = 0;
     cblob_status status = CBLOB_OK;
-    const char *key;
-    json_t *entry;
-    json_object_foreach(header, key, entry)
-    {
-        if (status != CBLOB_OK || strcmp(key, "__metadata__") == 0)
+    while (status == CBLOB_OK && cb_json_member(&r->scan, &key, &key_length, &key_capacity)) {
+        const bool name = strcmp(key, "name") == 0, types = strcmp(key, "layer_types") == 0;
+        if ((name || types) && cb_json_next_is(&r->scan, '"')) {
+            char *text = NULL;
+            size_t length = 0, capacity = 0;
+            if (!cb_json_string_value(&r->scan, &text, &length, &capacity)) {
+                free(text);
+                break;
+            }
+            char **slot = name ? &out->name : &out->layer_types;
+            free(*slot);
+            *slot = text;
+            if (types)
+                out->layer_types_length = length;
+        } else if (!cb_json_skip(&r->scan)) {
+            break;
+        }
+    }
+    free(key);
+    return r->scan.error != NULL ? json_fault(r) : status;
+}
+
+/* Each tensor's key noted, the metadata read; the entries are only checked to be JSON. */
+static cblob_status note_tensors(header_reader *r, cb_tensor_set *set, metadata *meta)
+{
+    CB_TRY(begin_walk(r));
+    for (;;) {
+        bool more = false;
+        CB_TRY(next_key(r, &more));
+        if (!more)
+            return CBLOB_OK;
+        if (strcmp(r->key, "__metadata__") == 0) {
+            CB_TRY(read_metadata(r, meta));
             continue;
+        }
         size_t layer_length = 0;
         int64_t index = 0;
         bool diff = false, running = false;
-        const int kind = split_key(key, &layer_length, &index, &diff, &running);
+        const int kind = split_key(r->key, &layer_length, &index, &diff, &running);
         if (kind < 0)
-            status = cb_fail(CBLOB_ERR_PARSE, "safetensors key \"%.64s\" is not <layer>.<index> nor a PyTorch name", key);
-        if (kind <= 0)
-            continue;
-        cblob_blob *blob = NULL;
-        status = read_tensor(context, key, entry, bytes + start, size - start, &blob);
-        if (status == CBLOB_OK)
-            status = cb_tensor_set_add(&set, key, layer_length, index, diff, running, blob, key);
+            return cb_fail(CBLOB_ERR_PARSE, "safetensors key \"%.64s\" is not <layer>.<index> nor a PyTorch name", r->key);
+        if (kind > 0)
+            CB_TRY(cb_tensor_set_note(set, r->key, layer_length, index, diff, running, r->key));
+        if (!cb_json_skip(&r->scan))
+            return json_fault(r);
     }
-    json_t *meta = json_object_get(header, "__metadata__");
-    json_t *types = json_is_string(json_object_get(meta, "layer_types"))
-                        ? json_loads(json_string_value(json_object_get(meta, "layer_types")), 0, NULL)
-                        : NULL;
-    const char *name = json_string_value(json_object_get(meta, "name"));
+}
+
+/* Layer types from "layer_types" (a JSON object of strings, by layer key), when it is one. */
+typedef struct layer_types {
+    cb_name_index index; /* over the set's layer names */
+    char **types;        /* by layer */
+} layer_types;
+
+static const char *type_of_layer(void *context, const char *layer)
+{
+    const layer_types *types = context;
+    const int64_t at = cb_name_index_find(&types->index, layer, strlen(layer));
+    return at >= 0 ? types->types[at] : NULL;
+}
+
+static void read_layer_types(const metadata *meta, const cb_tensor_set *set, layer_types *types)
+{
+    if (meta->layer_types == NULL || set->num_groups == 0 ||
+        (types->types = calloc((size_t)set->num_groups, sizeof *types->types)) == NULL ||
+        cb_name_index_make((const char *const *)set->names, set->num_groups, &types->index) != CBLOB_OK)
+        return;
+    cb_json_scan scan;
+    cb_json_scan_begin(&scan, meta->layer_types, meta->layer_types_length);
+    char *key = NULL;
+    size_t key_length = 0, key_capacity = 0;
+    if (cb_json_object_begin(&scan))
+        while (cb_json_member(&scan, &key, &key_length, &key_capacity)) {
+            const int64_t at = cb_name_index_find(&types->index, key, key_length);
+            if (at < 0 || !cb_json_next_is(&scan, '"')) {
+                if (!cb_json_skip(&scan))
+                    break;
+                continue;
+            }
+            char *type = NULL;
+            size_t length = 0, capacity = 0;
+            if (!cb_json_string_value(&scan, &type, &length, &capacity)) {
+                free(type);
+                break;
+            }
+            free(types->types[at]);
+            types->types[at] = type;
+        }
+    free(key);
+    if (scan.error != NULL || !cb_json_end(&scan)) /* not JSON: no types, as before */
+        for (int64_t i = 0; i < set->num_groups; ++i) {
+            free(types->types[i]);
+            types->types[i] = NULL;
+        }
+}
+
+static void layer_types_free(layer_types *types, int64_t count)
+{
+    for (int64_t i = 0; types->types != NULL && i < count; ++i)
+        free(types->types[i]);
+    free(types->types);
+    cb_name_index_free(&types->index);
+}
+
+/* ---- the second walk: shapes and values ----------------------------------------------------------- */
+
+/* An entry: {"dtype": ..., "shape": [...], "data_offsets": [begin, end]}, checked against the data. */
+typedef struct entry_facts {
+    tensor_entry dtype;
+    int32_t num_axes;
+    int64_t dims[CBLOB_MAX_AXES];
+    uint64_t begin, end;
+} entry_facts;
+
+static cblob_status read_integers(header_reader *r, const char *key, int64_t *values, size_t max, size_t *count,
+                                  const char *what)
+{
+    if (!cb_json_array_begin(&r->scan))
+        return parse_fail(key, what);
+    *count = 0;
+    while (cb_json_element(&r->scan)) {
+        int64_t value = 0;
+        bool integer = false;
+        if (!cb_json_integer_value(&r->scan, &value, &integer))
+            return json_fault(r);
+        if (!integer || value < 0 || *count >= max)
+            return parse_fail(key, what);
+        values[(*count)++] = value;
+    }
+    return r->scan.error != NULL ? json_fault(r) : CBLOB_OK;
+}
+
+static cblob_status read_entry(header_reader *r, const char *key, entry_facts *out)
+{
+    if (!cb_json_next_is(&r->scan, '{'))
+        return parse_fail(key, "needs a \"dtype\"");
+    cb_json_object_begin(&r->scan);
+    char *member = NULL;
+    size_t member_length = 0, member_capacity = 0;
+    bool has_dtype = false, has_shape = false, has_offsets = false;
+    cblob_status status = CBLOB_OK;
+    while (status == CBLOB_OK && cb_json_member(&r->scan, &member, &member_length, &member_capacity)) {
+        if (strcmp(member, "dtype") == 0 && !has_dtype) {
+            has_dtype = true;
+            if (!cb_json_next_is(&r->scan, '"')) {
+                status = parse_fail(key, "needs a \"dtype\"");
+            } else if (!cb_json_string_value(&r->scan, &r->value, &r->value_length, &r->value_capacity)) {
+                status = json_fault(r);
+            } else if (!known_dtype(r->value, &out->dtype)) {
+                status = cb_fail(CBLOB_ERR_PARSE,
+                                 "safetensors tensor \"%.64s\": dtype %.16s is none of F32, F64, I32, U32, F16, BF16",
+                                 key, r->value);
+            }
+        } else if (strcmp(member, "shape") == 0 && !has_shape) {
+            has_shape = true;
+            size_t count = 0;
+            status = read_integers(r, key, out->dims, CBLOB_MAX_AXES, &count,
+                                   "needs \"shape\" (at most 32 dims) and two \"data_offsets\"");
+            out->num_axes = (int32_t)count;
+        } else if (strcmp(member, "data_offsets") == 0 && !has_offsets) {
+            has_offsets = true;
+            int64_t offsets[2];
+            size_t count = 0;
+            status = read_integers(r, key, offsets, 2, &count, "data_offsets are not inside the data");
+            if (status == CBLOB_OK && count != 2)
+                status = parse_fail(key, "needs \"shape\" (at most 32 dims) and two \"data_offsets\"");
+            out->begin = (uint64_t)offsets[0];
+            out->end = (uint64_t)offsets[1];
+        } else if (strcmp(member, "dtype") == 0 || strcmp(member, "shape") == 0 ||
+                   strcmp(member, "data_offsets") == 0) {
+            status = cb_fail(CBLOB_ERR_PARSE, "malformed safetensors: tensor \"%.64s\" has \"%s\" twice", key, member);
+        } else if (!cb_json_skip(&r->scan)) {
+            status = json_fault(r);
+        }
+    }
+    free(member);
+    if (status == CBLOB_OK && r->scan.error != NULL)
+        status = json_fault(r);
+    if (status == CBLOB_OK && !has_dtype)
+        status = parse_fail(key, "needs a \"dtype\"");
+    if (status == CBLOB_OK && (!has_shape || !has_offsets))
+        status = parse_fail(key, "needs \"shape\" (at most 32 dims) and two \"data_offsets\"");
+    return status;
+}
+
+/* The entry's values, checked against the data, into `to` as `to_dtype`. */
+static cblob_status read_values(header_reader *r, const char *key, const entry_facts *e, void *to,
+                                cblob_dtype to_dtype)
+{
+    cb_shape shape;
+    if (cb_shape_make(e->num_axes, e->dims, e->dtype.element, &shape) != CBLOB_OK)
+        return parse_fail(key, "the dims' product overflows");
+    if (e->end < e->begin || e->end > r->data_size)
+        return parse_fail(key, "data_offsets are not inside the data");
+    if (e->end - e->begin != (uint64_t)shape.count * e->dtype.element)
+        return parse_fail(key, "data_offsets do not span the shape's values");
+    const size_t from = (size_t)(r->data_start + e->begin);
+    if (e->dtype.source == 0 && to_dtype == e->dtype.dtype)
+        return cb_source_copy(r->source, from, (size_t)(e->end - e->begin), to);
+    /* Half floats (and a diff of another dtype than its data): converted in pieces. */
+    enum { PIECE = 1 << 14 };
+    uint8_t piece[PIECE * 8];
+    float halves[PIECE];
+    const cb_dtype_info *target = cb_dtype_find(to_dtype);
+    for (int64_t done = 0; done < shape.count; done += PIECE) {
+        const int64_t n = shape.count - done < PIECE ? shape.count - done : PIECE;
+        CB_TRY(cb_source_copy(r->source, from + (size_t)done * e->dtype.element, (size_t)n * e->dtype.element, piece));
+        const void *values = piece;
+        cblob_dtype dtype = e->dtype.dtype;
+        if (e->dtype.source != 0) {
+            for (int64_t i = 0; i < n; ++i) {
+                uint16_t half;
+                memcpy(&half, piece + 2 * i, 2);
+                halves[i] = e->dtype.source == 17 ? cb_bfloat16_to_float(half) : cb_half_to_float(half);
+            }
+            values = halves;
+        }
+        CB_TRY(cb_convert_elements(&cb_host_device, cb_dtype_find(dtype), target, n, values,
+                                   (uint8_t *)to + (size_t)done * target->size));
+    }
+    return CBLOB_OK;
+}
+
+/* Places the tensors of one kind (data, then diffs), in the order noted. */
+static cblob_status place_tensors(header_reader *r, cb_tensor_set *set, bool diffs)
+{
+    CB_TRY(begin_walk(r));
+    for (int64_t noted = 0;;) {
+        bool more = false;
+        CB_TRY(next_key(r, &more));
+        if (!more)
+            return CBLOB_OK;
+        size_t layer_length = 0;
+        int64_t index = 0;
+        bool diff = false, running = false;
+        if (strcmp(r->key, "__metadata__") == 0 || split_key(r->key, &layer_length, &index, &diff, &running) <= 0) {
+            if (!cb_json_skip(&r->scan))
+                return json_fault(r);
+            continue;
+        }
+        const int64_t i = noted++;
+        if (diff != diffs) {
+            if (!cb_json_skip(&r->scan))
+                return json_fault(r);
+            continue;
+        }
+        entry_facts e;
+        CB_TRY(read_entry(r, r->key, &e));
+        void *to = NULL;
+        cblob_dtype to_dtype = 0;
+        CB_TRY(cb_tensor_set_place(set, i, e.dtype.dtype, e.num_axes, e.dims, &to, &to_dtype));
+        CB_TRY(read_values(r, r->key, &e, to, to_dtype));
+    }
+}
+
+cblob_status cb_model_open_safetensors_source(cblob_context *context, cb_source *source, const char *name,
+                                              cblob_model **out)
+{
+    (void)name;
+    header_reader r;
+    CB_TRY(read_length(source, &r));
+    cb_tensor_set set = {0};
+    metadata meta = {0};
+    layer_types types = {0};
+    cblob_status status = note_tensors(&r, &set, &meta);
+    if (status == CBLOB_OK) {
+        read_layer_types(&meta, &set, &types);
+        status = cb_tensor_set_layout(&set, context, meta.name, types.types != NULL ? type_of_layer : NULL, &types);
+    }
     if (status == CBLOB_OK)
-        status = cb_tensor_set_model(context, &set, name, json_is_object(types) ? type_of_layer : NULL, types, out);
-    json_decref(types);
-    json_decref(header);
+        status = place_tensors(&r, &set, false);
+    if (status == CBLOB_OK)
+        status = place_tensors(&r, &set, true);
+    if (status == CBLOB_OK)
+        status = cb_tensor_set_finish(&set, out);
+    layer_types_free(&types, set.num_groups);
     cb_tensor_set_free(&set);
+    free(meta.name);
+    free(meta.layer_types);
+    free(r.key);
+    free(r.value);
     return status;
 }
 
@@ -378,8 +679,10 @@ CBLOB_API cblob_status cblob_model_open_safetensors(cblob_context *context, cons
     CB_REQUIRE(context);
     CB_REQUIRE(bytes);
     CB_REQUIRE(out_model);
+    cb_source source;
+    cb_source_memory(&source, bytes, size, NULL);
     return cb_explain_bytes("the bytes", bytes, size, CBLOB_FILE_SAFETENSORS,
-                            cb_model_open_safetensors_bytes(context, bytes, size, out_model));
+                            cb_model_open_safetensors_source(context, &source, "the bytes", out_model));
 }
 
 CBLOB_API cblob_status cblob_model_open_safetensors_file(cblob_context *context, const char *path,
@@ -389,10 +692,18 @@ CBLOB_API cblob_status cblob_model_open_safetensors_file(cblob_context *context,
     CB_REQUIRE(context);
     CB_REQUIRE(path);
     CB_REQUIRE(out_model);
-    cb_input input;
-    CB_TRY(cb_read_file(context, path, &input));
-    const cblob_status status = cb_explain_bytes(path, input.bytes, input.size, CBLOB_FILE_SAFETENSORS,
-                                                 cb_model_open_safetensors_bytes(context, input.bytes, input.size, out_model));
-    cb_input_close(&input);
-    return status;
+    cb_context_use_threads(context);
+    cb_file_reading file;
+    CB_TRY(cb_file_reading_open(context, path, &file));
+    cblob_model *model = NULL;
+    const cblob_status status =
+        cb_file_reading_finish(&file, CBLOB_FILE_SAFETENSORS, cb_model_open_safetensors_source(context, &file.source, path, &model));
+    cb_file_reading_close(&file);
+    if (status != CBLOB_OK) {
+        if (model != NULL)
+            cb_model_free(model);
+        return status;
+    }
+    *out_model = model;
+    return CBLOB_OK;
 }

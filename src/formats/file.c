@@ -7,13 +7,16 @@
 
 #include "blob.h"
 #include "context.h"
-#include "export.h"
+#include "export_common.h"
+#include "formats_blob.h"
 #include "identify.h"
 #include "io.h"
 #include "model.h"
+#include "model_open.h"
+#include "model_values.h"
 #include "npy_files.h"
-#include "proto_net.h"
 #include "status.h"
+#include "wire.h"
 
 #define CB_OPEN_FLAGS (CBLOB_OPEN_LAZY | CBLOB_OPEN_NPY_BY_NAME)
 
@@ -21,8 +24,9 @@ struct cblob_file {
     cblob_file_kind kind;
     char *name; /* the path or name it was opened by */
     cblob_model *model;
-    cblob_blob **blobs;
+    cblob_blob **blobs; /* a .npy file's */
     int64_t num_blobs;
+    cblob_model *store; /* a BlobProto's or a vector's blobs, as one layer (handles made on first use) */
 };
 
 static void file_free(cblob_file *file)
@@ -31,6 +35,8 @@ static void file_free(cblob_file *file)
         return;
     if (file->model != NULL)
         cb_model_free(file->model);
+    if (file->store != NULL)
+        cb_model_free(file->store);
     for (int64_t i = 0; i < file->num_blobs; ++i)
         cb_blob_release(file->blobs[i]);
     free(file->blobs);
@@ -61,92 +67,67 @@ static cblob_status check_open(cblob_context *context, int32_t flags, cblob_dtyp
     return CBLOB_OK;
 }
 
-/* The file's content, whole in memory, read by the reader of its kind. */
-static cblob_status open_bytes(cblob_context *context, const cb_input *input, cblob_file_kind kind, cblob_dtype dtype,
-                               cblob_file *file)
+/* A file of a kind cblob reads, from its source, by the reader of that kind. For a net, a file
+ * being read (reading: else NULL, bytes in memory) keeps the lazily opened model's file. */
+static cblob_status open_kind(cblob_context *context, cb_source *source, cb_file_reading *reading, const uint8_t *head,
+                              size_t head_size, cblob_file_kind kind, int32_t flags, cblob_dtype dtype,
+                              cblob_file *file);
+
+/* A "net" of no layers: the other kinds of Caffe file are valid protobuf of one. Its bytes, all
+ * read already, are read again as the kind they surely are. */
+static cblob_status reopen_as_other_kind(cblob_context *context, cblob_dtype dtype, cblob_file *file)
+{
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    CB_TRY(cb_model_original_top(file->model, &bytes, &size));
+    cblob_proto_kind exact = CBLOB_PROTO_NET;
+    cblob_status status = cb_proto_detect_kind(bytes, size, &exact);
+    if (status == CBLOB_OK)
+        status = cb_explain_kind(bytes, size, false, CBLOB_PROTO_NET, CBLOB_OK);
+    if (status != CBLOB_OK && exact != CBLOB_PROTO_NET) {
+        cb_model_free(file->model);
+        file->model = NULL;
+        cb_source source;
+        cb_source_memory(&source, bytes, size, NULL);
+        status = open_kind(context, &source, NULL, bytes, size, (cblob_file_kind)exact, 0, dtype, file);
+    } else {
+        status = CBLOB_OK; /* a net of a name only */
+    }
+    free(bytes);
+    return status;
+}
+
+static cblob_status open_net(cblob_context *context, cb_source *source, cb_file_reading *reading, int32_t flags,
+                             cblob_dtype dtype, cblob_file *file)
+{
+    file->kind = CBLOB_FILE_NET;
+    if (reading != NULL)
+        CB_TRY(cb_model_open_reading(context, reading, flags & CBLOB_OPEN_LAZY, true, &file->model));
+    else
+        CB_TRY(cb_model_build_any(context, source, &file->model));
+    return file->model->num_layers == 0 ? reopen_as_other_kind(context, dtype, file) : CBLOB_OK;
+}
+
+static cblob_status open_kind(cblob_context *context, cb_source *source, cb_file_reading *reading, const uint8_t *head,
+                              size_t head_size, cblob_file_kind kind, int32_t flags, cblob_dtype dtype,
+                              cblob_file *file)
 {
     file->kind = kind;
     switch (kind) {
-    case CBLOB_FILE_NET: return cb_model_build(context, input->bytes, input->size, NULL, NULL, &file->model);
+    case CBLOB_FILE_NET: return open_net(context, source, reading, flags, dtype, file);
     case CBLOB_FILE_BLOB:
-        if ((file->blobs = calloc(1, sizeof *file->blobs)) == NULL)
-            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a blob handle");
-        CB_TRY(cb_blob_create_from_proto_bytes(context, input->bytes, input->size, &file->blobs[0]));
-        file->num_blobs = 1;
-        return CBLOB_OK;
-    case CBLOB_FILE_BLOB_VECTOR: return cb_blob_vector_read(context, input, &file->blobs, &file->num_blobs);
+    case CBLOB_FILE_BLOB_VECTOR:
+        return cb_read_blobs(context, source, kind == CBLOB_FILE_BLOB_VECTOR, head, head_size, &file->store);
     case CBLOB_FILE_NPY:
         if ((file->blobs = calloc(1, sizeof *file->blobs)) == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a blob handle");
-        CB_TRY(cb_npy_blob_from_bytes(context, file->name, input->bytes, input->size, dtype, &file->blobs[0]));
+        CB_TRY(cb_npy_blob_from_source(context, file->name, source, dtype, &file->blobs[0]));
         file->num_blobs = 1;
         return CBLOB_OK;
-    case CBLOB_FILE_NPZ: return cb_model_open_npz_bytes(context, input->bytes, input->size, dtype, &file->model);
-    case CBLOB_FILE_SAFETENSORS:
-        return cb_model_open_safetensors_bytes(context, input->bytes, input->size, &file->model);
+    case CBLOB_FILE_NPZ: return cb_model_open_npz_source(context, source, file->name, dtype, &file->model);
+    case CBLOB_FILE_SAFETENSORS: return cb_model_open_safetensors_source(context, source, file->name, &file->model);
     default: return cb_fail(CBLOB_ERR_INTERNAL, "no reader of kind %d", (int)kind);
     }
-}
-
-/* Whole bytes of a Caffe message: its exact kind from all its top-level fields, then its reader,
- * whose refusal says what the file is when it is something else. */
-static cblob_status open_identified(cblob_context *context, const cb_input *input, cblob_file_kind kind,
-                                    cblob_dtype dtype, cblob_file *file)
-{
-    if (kind <= CBLOB_FILE_BLOB_VECTOR) {
-        cblob_proto_kind exact;
-        CB_TRY(cb_explain_bytes(file->name, input->bytes, input->size, kind,
-                                cb_proto_detect_kind(input->bytes, input->size, &exact)));
-        kind = (cblob_file_kind)exact;
-    }
-    return cb_explain_bytes(file->name, input->bytes, input->size, kind, open_bytes(context, input, kind, dtype, file));
-}
-
-/* A net from a file opened already: its structure (and, unless lazily, every value) read
- * straight from it; a file the survey finds no layer in (a blob, a vector) read whole, once more
- * from the same descriptor. */
-static cblob_status open_net(cblob_context *context, cb_input_file *input, int32_t flags, cblob_dtype dtype,
-                             cblob_file *file)
-{
-    cblob_model *model = NULL;
-    cblob_status status = cb_model_open_lazy_file(context, input, &model);
-    if (status == CBLOB_OK) {
-        file->kind = CBLOB_FILE_NET;
-        file->model = model;
-        if (flags & CBLOB_OPEN_LAZY)
-            return CBLOB_OK;
-        status = cb_model_load_all(model);
-        cb_input_file_close(model->file);
-        model->file = NULL;
-        return status;
-    }
-    if (status == CBLOB_ERR_IO || status == CBLOB_ERR_OUT_OF_MEMORY) {
-        cb_input_file_close(input);
-        return status;
-    }
-    cb_input whole;
-    status = cb_input_file_read_all(input, &whole);
-    cb_input_file_close(input);
-    if (status == CBLOB_OK) {
-        status = open_identified(context, &whole, CBLOB_FILE_NET, dtype, file);
-        cb_input_close(&whole);
-    }
-    return status;
-}
-
-/* The first bytes of a file opened already, and what they say it is. */
-static cblob_status identify_file(const char *name, const cb_input_file *input, cblob_file_kind *out)
-{
-    const uint64_t size = cb_input_file_size(input);
-    const size_t head_size = size < CB_IDENTIFY_HEAD_BYTES ? (size_t)size : CB_IDENTIFY_HEAD_BYTES;
-    uint8_t *head = malloc(head_size + 1);
-    if (head == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to read the start of %s", name);
-    cblob_status status = cb_input_file_read(input, 0, head, head_size);
-    if (status == CBLOB_OK)
-        status = cb_identify(name, head, head_size, size, out);
-    free(head);
-    return status;
 }
 
 static cblob_status open_path(cblob_context *context, const char *path, int32_t flags, cblob_dtype dtype,
@@ -156,19 +137,13 @@ static cblob_status open_path(cblob_context *context, const char *path, int32_t 
         file->kind = CBLOB_FILE_NPY_FOLDER;
         return cb_npy_folder_read(context, path, flags & CBLOB_OPEN_NPY_BY_NAME, dtype, &file->model);
     }
-    cb_input_file *input = NULL;
-    CB_TRY(cb_input_file_open(path, &input));
+    cb_file_reading reading;
     cblob_file_kind kind = CBLOB_FILE_NET;
-    cblob_status status = identify_file(path, input, &kind);
-    if (status == CBLOB_OK && kind == CBLOB_FILE_NET)
-        return open_net(context, input, flags, dtype, file); /* it takes the input */
-    cb_input whole = {0};
-    if (status == CBLOB_OK)
-        status = cb_input_file_read_all(input, &whole);
-    cb_input_file_close(input);
-    if (status == CBLOB_OK)
-        status = open_identified(context, &whole, kind, dtype, file);
-    cb_input_close(&whole);
+    CB_TRY(cb_file_reading_identify(NULL, path, &reading, &kind)); /* cblob_file_open's scope counts */
+    const cblob_status status = cb_file_reading_finish(
+        &reading, kind, open_kind(context, &reading.source, &reading, reading.head.bytes, reading.head.size, kind, flags,
+                                  dtype, file));
+    cb_file_reading_close(&reading);
     return status;
 }
 
@@ -196,6 +171,17 @@ CBLOB_API cblob_status cblob_file_open(cblob_context *context, const char *path,
     return CBLOB_OK;
 }
 
+/* A stream's kind from its head: nothing of a kind cblob reads is read past its head, and a Caffe
+ * message past protobuf's 2 GiB limit. */
+static cblob_status stream_kind(void *context, const uint8_t *head, size_t size, bool complete, size_t *limit)
+{
+    const cblob_file *file = context;
+    cblob_file_kind kind = CBLOB_FILE_NET;
+    CB_TRY(cb_identify(file->name, head, size, complete ? size : UINT64_MAX, &kind));
+    *limit = kind <= CBLOB_FILE_BLOB_VECTOR ? CB_PROTO_MAX_MESSAGE : SIZE_MAX;
+    return CBLOB_OK;
+}
+
 CBLOB_API cblob_status cblob_file_open_fd(cblob_context *context, int32_t fd, const char *name, int32_t flags,
                                           cblob_dtype dtype, cblob_file **out_file)
 {
@@ -211,11 +197,15 @@ CBLOB_API cblob_status cblob_file_open_fd(cblob_context *context, int32_t fd, co
     cblob_file_kind kind = CBLOB_FILE_NET;
     cb_progress progress;
     cb_context_begin_progress(context, CB_PROGRESS_READING, &progress);
-    cblob_status status = cb_input_read_fd(fd, file->name, &input);
+    cblob_status status = cb_input_read_fd(fd, file->name, stream_kind, file, &input);
+    cb_source source;
+    cb_source_memory(&source, input.bytes, input.size, &input);
     if (status == CBLOB_OK)
         status = cb_identify(file->name, input.bytes, input.size, input.size, &kind);
     if (status == CBLOB_OK)
-        status = open_identified(context, &input, kind, dtype, file);
+        status = cb_explain_bytes(file->name, input.bytes, input.size, kind,
+                                  open_kind(context, &source, NULL, input.bytes, input.size, kind, flags & ~CBLOB_OPEN_LAZY,
+                                            dtype, file));
     if (status == CBLOB_OK)
         status = cb_progress_finish(&progress);
     cb_progress_end(&progress, status);
@@ -262,12 +252,17 @@ static cblob_status require_blobs(const cblob_file *file)
     return CBLOB_OK;
 }
 
+static int64_t num_blobs(const cblob_file *file)
+{
+    return file->store != NULL ? (int64_t)file->store->layers[0].num_blobs : file->num_blobs;
+}
+
 CBLOB_API cblob_status cblob_file_num_blobs(const cblob_file *file, int64_t *out_count)
 {
     CB_ENTER();
     CB_TRY(require_blobs(file));
     CB_REQUIRE(out_count);
-    *out_count = file->num_blobs;
+    *out_count = num_blobs(file);
     return CBLOB_OK;
 }
 
@@ -275,11 +270,16 @@ CBLOB_API cblob_status cblob_file_blob(const cblob_file *file, int64_t index, cb
 {
     CB_ENTER();
     CB_TRY(require_blobs(file));
-    if (index < 0 || index >= file->num_blobs)
-        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "blob %" PRId64 " of %" PRId64, index, file->num_blobs);
+    if (index < 0 || index >= num_blobs(file))
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "blob %" PRId64 " of %" PRId64, index, num_blobs(file));
     CB_REQUIRE(out_blob);
-    cb_blob_retain(file->blobs[index]);
-    *out_blob = file->blobs[index];
+    cblob_blob *blob = NULL;
+    if (file->store != NULL)
+        CB_TRY(cb_model_blob_handle(file->store, 0, index, &blob));
+    else
+        blob = file->blobs[index];
+    cb_blob_retain(blob);
+    *out_blob = blob;
     return CBLOB_OK;
 }
 
@@ -294,8 +294,10 @@ CBLOB_API cblob_status cblob_file_detect(const char *path, cblob_file_kind *out_
     }
     cb_input_file *input = NULL;
     CB_TRY(cb_input_file_open(path, &input));
+    cb_file_head head = {0};
     cblob_file_kind kind = CBLOB_FILE_NET;
-    const cblob_status status = identify_file(path, input, &kind);
+    const cblob_status status = cb_identify_file(path, input, &head, &kind);
+    cb_file_head_free(&head);
     cb_input_file_close(input);
     CB_TRY(status);
     *out_kind = kind;
@@ -331,12 +333,13 @@ CBLOB_API cblob_status cblob_file_to_npy_folder(const cblob_file *file, int32_t 
     CB_REQUIRE(file);
     CB_TRY(check_folder_args(flags, folder, out_num_files));
     const cb_npy_folder_source source = {.model = file->model, .blobs = file->blobs, .num_blobs = file->num_blobs,
-                                         .source = file->name,
+                                         .store = file->store, .source = file->name,
                                          .kind = file->kind == CBLOB_FILE_BLOB          ? "blob"
                                                  : file->kind == CBLOB_FILE_BLOB_VECTOR ? "blob_vector"
                                                  : file->kind == CBLOB_FILE_NPY         ? "blob"
                                                                                         : "net"};
-    const cblob_context *context = file->model != NULL ? file->model->context
+    const cblob_context *context = file->model != NULL   ? file->model->context
+                                   : file->store != NULL ? file->store->context
                                    : file->num_blobs > 0 ? file->blobs[0]->context
                                                          : NULL;
     return cb_npy_folder_write(context, &source, flags & CBLOB_EXPORT_DIFF, folder, out_num_files);

@@ -4,10 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "io.h"
-#include "proto_io.h"
-#include "proto_net.h"
+#include "formats_blob.h"
 #include "identify.h"
+#include "io.h"
+#include "model_open.h"
+#include "model_values.h"
+#include "proto_blob.h"
+#include "proto_io.h"
 #include "status.h"
 
 /* ---- detection ---------------------------------------------------------------------------- */
@@ -20,29 +23,90 @@ CBLOB_API cblob_status cblob_proto_detect(const uint8_t *bytes, size_t size, cbl
     return cb_proto_detect_kind(bytes, size, out_kind);
 }
 
+/* Read as needed: the top-level fields, and the structure of field 1's BlobProtos, not their values. */
 CBLOB_API cblob_status cblob_proto_detect_file(const char *path, cblob_proto_kind *out_kind)
 {
     CB_ENTER();
     CB_REQUIRE(path);
     CB_REQUIRE(out_kind);
-    cb_input input;
-    CB_TRY(cb_input_open(path, &input));
-    cblob_status status = cb_proto_detect_kind(input.bytes, input.size, out_kind);
-    cb_input_close(&input);
+    cb_file_reading file;
+    CB_TRY(cb_file_reading_open(NULL, path, &file));
+    cblob_status status = cb_proto_detect_source(&file.source, out_kind);
+    if (status == CBLOB_OK)
+        status = cb_source_check(&file.source);
+    cb_file_reading_close(&file);
     return status;
+}
+
+/* ---- blobs read into a model's records ------------------------------------------------------------ */
+
+cblob_status cb_read_blobs(cblob_context *context, cb_source *source, bool vector, const uint8_t *head,
+                           size_t head_size, cblob_model **out)
+{
+    const cblob_proto_kind kind = vector ? CBLOB_PROTO_BLOB_VECTOR : CBLOB_PROTO_BLOB;
+    const bool prefix = head_size < source->size;
+    cblob_model *blobs = NULL;
+    cblob_status status = cb_model_build_blobs(context, source, vector, &blobs);
+    /* Another kind of Caffe file can read as this one too, only empty, or fail in a way that says
+     * little: detection says what it is when it is sure. */
+    if (status != CBLOB_OK || (vector && blobs->layers[0].num_blobs == 0))
+        status = cb_explain_kind(head, head_size, prefix, kind, status);
+    if (status != CBLOB_OK) {
+        if (blobs != NULL)
+            cb_model_free(blobs);
+        return status;
+    }
+    *out = blobs;
+    return CBLOB_OK;
+}
+
+/* Blobs read from a file: the file read as needed, its refusals explained. */
+static cblob_status read_file_blobs(cblob_context *context, const char *path, bool vector, cblob_model **out)
+{
+    cb_file_reading file;
+    CB_TRY(cb_file_reading_open(context, path, &file));
+    cblob_model *blobs = NULL;
+    cblob_status status = cb_read_blobs(context, &file.source, vector, file.head.bytes, file.head.size, &blobs);
+    status = cb_file_reading_finish(&file, vector ? CBLOB_FILE_BLOB_VECTOR : CBLOB_FILE_BLOB, status);
+    cb_file_reading_close(&file);
+    if (status != CBLOB_OK) {
+        if (blobs != NULL)
+            cb_model_free(blobs);
+        return status;
+    }
+    *out = blobs;
+    return CBLOB_OK;
+}
+
+static cblob_status read_bytes_blobs(cblob_context *context, const uint8_t *bytes, size_t size, bool vector,
+                                     cblob_model **out)
+{
+    cb_source source;
+    cb_source_memory(&source, bytes, size, NULL);
+    return cb_explain_bytes("the bytes", bytes, size, vector ? CBLOB_FILE_BLOB_VECTOR : CBLOB_FILE_BLOB,
+                            cb_read_blobs(context, &source, vector, bytes, size, out));
 }
 
 /* ---- one blob ------------------------------------------------------------------------------ */
 
 static cblob_status blob_to_buffer(cblob_blob *blob, int32_t write_diff, uint8_t *buffer, size_t buffer_size,
-                                   size_t *out_size, const char *path)
+                                   size_t *out_size, const char *path, bool legacy_dims)
 {
     cb_blob_message message;
     CB_TRY(cb_blob_message_init(&message, blob, write_diff == 1, "the blob"));
-    cblob_status status = path != NULL ? cb_pack_to_file(blob->context, &message.proto.base, path)
-                                       : cb_pack_to_buffer(&message.proto.base, buffer, buffer_size, out_size);
+    cblob_status status = legacy_dims ? cb_blob_message_legacy_dims(&message, blob, "the blob") : CBLOB_OK;
+    if (status == CBLOB_OK)
+        status = path != NULL ? cb_pack_to_file(blob->context, &message.proto.base, path)
+                              : cb_pack_to_buffer(&message.proto.base, buffer, buffer_size, out_size);
     cb_blob_message_clear(&message);
     return status;
+}
+
+static cblob_status check_proto_flags(int32_t flags)
+{
+    if (flags & ~(CBLOB_PROTO_DIFF | CBLOB_PROTO_LEGACY_DIMS))
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "flags is %" PRId32 "; cblob_proto_flags' bits are 1 and 2", flags);
+    return CBLOB_OK;
 }
 
 CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff, uint8_t *buffer, size_t buffer_size,
@@ -52,7 +116,7 @@ CBLOB_API cblob_status cblob_blob_to_proto(cblob_blob *blob, int32_t write_diff,
     CB_REQUIRE(blob);
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(out_size);
-    return blob_to_buffer(blob, write_diff, buffer, buffer_size, out_size, NULL);
+    return blob_to_buffer(blob, write_diff, buffer, buffer_size, out_size, NULL, false);
 }
 
 CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_diff, const char *path)
@@ -61,15 +125,47 @@ CBLOB_API cblob_status cblob_blob_to_proto_file(cblob_blob *blob, int32_t write_
     CB_REQUIRE(blob);
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(path);
-    return blob_to_buffer(blob, write_diff, NULL, 0, NULL, path);
+    return blob_to_buffer(blob, write_diff, NULL, 0, NULL, path, false);
 }
 
-static cblob_status load_blob(cblob_blob *blob, const uint8_t *bytes, size_t size, bool reshape)
+CBLOB_API cblob_status cblob_blob_to_proto_file_with(cblob_blob *blob, int32_t flags, const char *path)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_TRY(check_proto_flags(flags));
+    CB_REQUIRE(path);
+    return blob_to_buffer(blob, (flags & CBLOB_PROTO_DIFF) != 0, NULL, 0, NULL, path,
+                          (flags & CBLOB_PROTO_LEGACY_DIMS) != 0);
+}
+
+/* One top-level BlobProto: scanned (values counted, not read) and explained when it is surely
+ * another kind. */
+static cblob_status scan_blob(cb_source *source, const uint8_t *head, size_t head_size, cb_blob_layout *out)
+{
+    const cb_wire_path root = cb_wire_root(&caffe__blob_proto__descriptor);
+    cb_wire wire = cb_wire_begin(source->bytes, source->size, &root);
+    wire.need = cb_source_wire_need;
+    wire.source = source;
+    cb_blob_layout layout;
+    cblob_status status = cb_blob_layout_scan(wire, &layout);
+    if (status != CBLOB_OK || layout.known_fields == 0)
+        status = cb_explain_kind(head, head_size, head_size < source->size, CBLOB_PROTO_BLOB, status);
+    if (status != CBLOB_OK)
+        return status;
+    *out = layout;
+    return CBLOB_OK;
+}
+
+/* Caffe's FromProto into a blob: the whole input is needed (read once, as the scan left it). */
+static cblob_status load_blob(cblob_blob *blob, cb_source *source, const uint8_t *head, size_t head_size, bool reshape)
 {
     const cb_wire_path root = cb_wire_root(&caffe__blob_proto__descriptor);
     cb_blob_layout layout;
-    CB_TRY(cb_blob_scan(bytes, size, &layout));
-    return cb_blob_load(blob, bytes, &layout, &root, reshape);
+    CB_TRY(scan_blob(source, head, head_size, &layout));
+    CB_TRY(cb_source_need(source, 0, source->size));
+    /* Every byte is read: the call's last progress report comes before the blob changes. */
+    CB_TRY(cb_progress_finish(cb_progress_current(CB_PROGRESS_READING)));
+    return cb_blob_load(blob, source->bytes, &layout, &root, reshape);
 }
 
 CBLOB_API cblob_status cblob_blob_from_proto(cblob_blob *blob, const uint8_t *bytes, size_t size, int32_t reshape)
@@ -78,7 +174,9 @@ CBLOB_API cblob_status cblob_blob_from_proto(cblob_blob *blob, const uint8_t *by
     CB_REQUIRE(blob);
     CB_REQUIRE(bytes);
     CB_TRY(cb_check_bool("reshape", reshape));
-    return load_blob(blob, bytes, size, reshape == 1);
+    cb_source source;
+    cb_source_memory(&source, bytes, size, NULL);
+    return load_blob(blob, &source, bytes, size, reshape == 1);
 }
 
 CBLOB_API cblob_status cblob_blob_from_proto_file(cblob_blob *blob, const char *path, int32_t reshape)
@@ -87,10 +185,11 @@ CBLOB_API cblob_status cblob_blob_from_proto_file(cblob_blob *blob, const char *
     CB_REQUIRE(blob);
     CB_REQUIRE(path);
     CB_TRY(cb_check_bool("reshape", reshape));
-    cb_input input;
-    CB_TRY(cb_read_file(blob->context, path, &input));
-    cblob_status status = load_blob(blob, input.bytes, input.size, reshape == 1);
-    cb_input_close(&input);
+    cb_file_reading file;
+    CB_TRY(cb_file_reading_open(blob->context, path, &file));
+    const cblob_status status = cb_file_reading_finish(
+        &file, CBLOB_FILE_BLOB, load_blob(blob, &file.source, file.head.bytes, file.head.size, reshape == 1));
+    cb_file_reading_close(&file);
     return status;
 }
 
@@ -101,33 +200,25 @@ CBLOB_API cblob_status cblob_blob_shape_equals_proto(const cblob_blob *blob, con
     CB_REQUIRE(blob);
     CB_REQUIRE(bytes);
     CB_REQUIRE(out_equal);
+    cb_source source;
+    cb_source_memory(&source, bytes, size, NULL);
     cb_blob_layout layout;
-    CB_TRY(cb_blob_scan(bytes, size, &layout));
+    CB_TRY(scan_blob(&source, bytes, size, &layout));
     *out_equal = cb_blob_layout_shape_equals(&layout, &blob->shape) ? 1 : 0;
     return CBLOB_OK;
 }
 
-/* A new blob of the dtype the BlobProto holds, loaded from it. */
-static cblob_status create_blob(cblob_context *context, const uint8_t *input, const cb_blob_layout *layout,
-                                const cb_wire_path *path, cblob_blob **out)
+/* The one blob read, given to the caller (the model of it is let go of). */
+static cblob_status only_blob(cblob_model *blobs, cblob_blob **out)
 {
-    cblob_blob *blob;
-    CB_TRY(cb_blob_new(context, cb_blob_layout_dtype(layout), &blob));
-    cblob_status status = cb_blob_load(blob, input, layout, path, true);
-    if (status != CBLOB_OK) {
-        cb_blob_release(blob);
-        return status;
+    cblob_blob *handle = NULL;
+    const cblob_status status = cb_model_blob_handle(blobs, 0, 0, &handle);
+    if (status == CBLOB_OK) {
+        cb_blob_retain(handle);
+        *out = handle;
     }
-    *out = blob;
-    return CBLOB_OK;
-}
-
-cblob_status cb_blob_create_from_proto_bytes(cblob_context *context, const uint8_t *bytes, size_t size, cblob_blob **out)
-{
-    const cb_wire_path root = cb_wire_root(&caffe__blob_proto__descriptor);
-    cb_blob_layout layout;
-    CB_TRY(cb_blob_scan(bytes, size, &layout));
-    return create_blob(context, bytes, &layout, &root, out);
+    cb_model_free(blobs);
+    return status;
 }
 
 CBLOB_API cblob_status cblob_blob_create_from_proto(cblob_context *context, const uint8_t *bytes, size_t size,
@@ -137,8 +228,22 @@ CBLOB_API cblob_status cblob_blob_create_from_proto(cblob_context *context, cons
     CB_REQUIRE(context);
     CB_REQUIRE(bytes);
     CB_REQUIRE(out_blob);
-    return cb_explain_bytes("the bytes", bytes, size, CBLOB_FILE_BLOB,
-                            cb_blob_create_from_proto_bytes(context, bytes, size, out_blob));
+    /* Decoded straight into the new blob's own storage (proto_blob.h). */
+    cb_source source;
+    cb_source_memory(&source, bytes, size, NULL);
+    const cb_wire_path root = cb_wire_root(&caffe__blob_proto__descriptor);
+    cb_blob_layout layout;
+    CB_TRY(cb_explain_bytes("the bytes", bytes, size, CBLOB_FILE_BLOB, scan_blob(&source, bytes, size, &layout)));
+    cblob_blob *blob = NULL;
+    CB_TRY(cb_blob_new(context, cb_blob_layout_dtype(&layout), &blob));
+    const cblob_status status =
+        cb_explain_bytes("the bytes", bytes, size, CBLOB_FILE_BLOB, cb_blob_load(blob, bytes, &layout, &root, true));
+    if (status != CBLOB_OK) {
+        cb_blob_release(blob);
+        return status;
+    }
+    *out_blob = blob;
+    return CBLOB_OK;
 }
 
 CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context, const char *path,
@@ -148,18 +253,16 @@ CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context,
     CB_REQUIRE(context);
     CB_REQUIRE(path);
     CB_REQUIRE(out_blob);
-    cb_input input;
-    CB_TRY(cb_read_file(context, path, &input));
-    cblob_status status = cb_explain_bytes(path, input.bytes, input.size, CBLOB_FILE_BLOB,
-                                           cb_blob_create_from_proto_bytes(context, input.bytes, input.size, out_blob));
-    cb_input_close(&input);
-    return status;
+    cb_context_use_threads(context);
+    cblob_model *blobs = NULL;
+    CB_TRY(read_file_blobs(context, path, false, &blobs));
+    return only_blob(blobs, out_blob);
 }
 
 /* ---- blob vectors ------------------------------------------------------------------------- */
 
 static cblob_status vector_to_buffer(cblob_blob *const *blobs, int64_t num_blobs, int32_t write_diff, uint8_t *buffer,
-                                     size_t buffer_size, size_t *out_size, const char *path)
+                                     size_t buffer_size, size_t *out_size, const char *path, bool legacy_dims)
 {
     cb_blob_message *messages = calloc((size_t)num_blobs + 1, sizeof *messages);
     Caffe__BlobProto **protos = calloc((size_t)num_blobs + 1, sizeof *protos);
@@ -171,6 +274,8 @@ static cblob_status vector_to_buffer(cblob_blob *const *blobs, int64_t num_blobs
         char what[48];
         snprintf(what, sizeof what, "blobs[%" PRId64 "]", made);
         status = cb_blob_message_init(&messages[made], blobs[made], write_diff == 1, what);
+        if (status == CBLOB_OK && legacy_dims)
+            status = cb_blob_message_legacy_dims(&messages[made], blobs[made], what);
         protos[made] = &messages[made].proto;
     }
     if (status == CBLOB_OK) {
@@ -195,7 +300,7 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto(cblob_blob *const *blobs, int6
     CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(out_size);
-    return vector_to_buffer(blobs, num_blobs, write_diff, buffer, buffer_size, out_size, NULL);
+    return vector_to_buffer(blobs, num_blobs, write_diff, buffer, buffer_size, out_size, NULL, false);
 }
 
 CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs, int64_t num_blobs,
@@ -205,7 +310,18 @@ CBLOB_API cblob_status cblob_blob_vector_to_proto_file(cblob_blob *const *blobs,
     CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(path);
-    return vector_to_buffer(blobs, num_blobs, write_diff, NULL, 0, NULL, path);
+    return vector_to_buffer(blobs, num_blobs, write_diff, NULL, 0, NULL, path, false);
+}
+
+CBLOB_API cblob_status cblob_blob_vector_to_proto_file_with(cblob_blob *const *blobs, int64_t num_blobs, int32_t flags,
+                                                            const char *path)
+{
+    CB_ENTER();
+    CB_TRY(cb_check_blob_array("blobs", blobs, num_blobs));
+    CB_TRY(check_proto_flags(flags));
+    CB_REQUIRE(path);
+    return vector_to_buffer(blobs, num_blobs, (flags & CBLOB_PROTO_DIFF) != 0, NULL, 0, NULL, path,
+                            (flags & CBLOB_PROTO_LEGACY_DIMS) != 0);
 }
 
 static cblob_status check_room(int64_t max_blobs, cblob_blob **out_blobs)
@@ -217,42 +333,26 @@ static cblob_status check_room(int64_t max_blobs, cblob_blob **out_blobs)
     return CBLOB_OK;
 }
 
-static cblob_status read_vector(cblob_context *context, const cb_input *input, int64_t max_blobs,
-                                cblob_blob **out_blobs, int64_t *out_num_blobs)
+/* The blobs read, written to the caller's array (when given) only when all were made and fit; the
+ * model of them is let go of. */
+static cblob_status give_blobs(cblob_model *blobs, int64_t max_blobs, cblob_blob **out_blobs, int64_t *out_num_blobs)
 {
-    cb_blob_list list;
-    CB_TRY(cb_vector_scan(input->bytes, input->size, &list));
+    const int64_t count = blobs->layers[0].num_blobs;
     cblob_status status = CBLOB_OK;
-    if (out_blobs != NULL && max_blobs < list.count)
+    if (out_blobs != NULL && max_blobs < count)
         status = cb_fail(CBLOB_ERR_OUT_OF_RANGE, "out_blobs has room for %" PRId64 " blobs but the vector holds %" PRId64,
-                         max_blobs, list.count);
-    /* Made into a scratch array first: the caller's array is written only on success. */
-    cblob_blob **made = NULL;
-    int64_t count = 0;
-    if (status == CBLOB_OK && out_blobs != NULL && list.count > 0) {
-        made = calloc((size_t)list.count, sizeof *made);
-        if (made == NULL)
-            status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " blob handles", list.count);
-        const cb_wire_path root = cb_wire_root(&caffe__blob_proto__descriptor);
-        while (status == CBLOB_OK && count < list.count) {
-            const cb_blob_layout *layout = &list.items[count];
-            status = create_blob(context, input->bytes, layout, &root, &made[count]);
-            if (status == CBLOB_OK) {
-                cb_input_done_with(input, layout->offset, layout->length);
-                ++count;
-            }
-        }
+                         max_blobs, count);
+    for (int64_t i = 0; status == CBLOB_OK && out_blobs != NULL && i < count; ++i) {
+        cblob_blob *handle = NULL;
+        status = cb_model_blob_handle(blobs, 0, i, &handle);
     }
-    if (status == CBLOB_OK) {
-        for (int64_t i = 0; i < count; ++i)
-            out_blobs[i] = made[i];
-        *out_num_blobs = list.count;
-    } else {
-        for (int64_t i = 0; i < count; ++i)
-            cb_blob_release(made[i]);
+    for (int64_t i = 0; status == CBLOB_OK && out_blobs != NULL && i < count; ++i) {
+        cb_blob_retain(blobs->layers[0].blobs[i].handle);
+        out_blobs[i] = blobs->layers[0].blobs[i].handle;
     }
-    free(made);
-    cb_blob_list_free(&list);
+    if (status == CBLOB_OK)
+        *out_num_blobs = count;
+    cb_model_free(blobs);
     return status;
 }
 
@@ -264,9 +364,10 @@ CBLOB_API cblob_status cblob_blob_vector_from_proto(cblob_context *context, cons
     CB_REQUIRE(bytes);
     CB_TRY(check_room(max_blobs, out_blobs));
     CB_REQUIRE(out_num_blobs);
-    const cb_input input = cb_input_bytes(bytes, size);
-    return cb_explain_bytes("the bytes", bytes, size, CBLOB_FILE_BLOB_VECTOR,
-                            read_vector(context, &input, max_blobs, out_blobs, out_num_blobs));
+    cb_context_use_threads(context);
+    cblob_model *blobs = NULL;
+    CB_TRY(read_bytes_blobs(context, bytes, size, true, &blobs));
+    return give_blobs(blobs, max_blobs, out_blobs, out_num_blobs);
 }
 
 CBLOB_API cblob_status cblob_blob_vector_from_proto_file(cblob_context *context, const char *path, int64_t max_blobs,
@@ -277,28 +378,8 @@ CBLOB_API cblob_status cblob_blob_vector_from_proto_file(cblob_context *context,
     CB_REQUIRE(path);
     CB_TRY(check_room(max_blobs, out_blobs));
     CB_REQUIRE(out_num_blobs);
-    cb_input input;
-    CB_TRY(cb_read_file(context, path, &input));
-    cblob_status status = cb_explain_bytes(path, input.bytes, input.size, CBLOB_FILE_BLOB_VECTOR,
-                                           read_vector(context, &input, max_blobs, out_blobs, out_num_blobs));
-    cb_input_close(&input);
-    return status;
-}
-
-cblob_status cb_blob_vector_read(cblob_context *context, const cb_input *input, cblob_blob ***out_blobs,
-                                 int64_t *out_count)
-{
-    int64_t count = 0;
-    CB_TRY(read_vector(context, input, 0, NULL, &count));
-    cblob_blob **blobs = calloc((size_t)count + 1, sizeof *blobs);
-    if (blobs == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " blob handles", count);
-    const cblob_status status = read_vector(context, input, count, blobs, &count);
-    if (status != CBLOB_OK) {
-        free(blobs);
-        return status;
-    }
-    *out_blobs = blobs;
-    *out_count = count;
-    return CBLOB_OK;
+    cb_context_use_threads(context);
+    cblob_model *blobs = NULL;
+    CB_TRY(read_file_blobs(context, path, true, &blobs));
+    return give_blobs(blobs, max_blobs, out_blobs, out_num_blobs);
 }

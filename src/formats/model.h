@@ -1,25 +1,28 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Models are containers of bytes (DESIGN.md, "Design for the 1.1 work").
+/* Models are containers of bytes (DESIGN.md, "One walker over Caffe's messages").
  *
- * A model keeps each layer of the file as a record: the layer's fields in their order, as
- * operations that re-emit them. Fields nobody looks into (parameters, unknown fields of forks)
- * are kept as their bytes; strings the structure calls hand out (name, type, bottoms, tops,
- * parameter and stage names) are kept once, NUL-terminated; nested messages that hold blobs (the
- * layer itself, the V0 layer inside a V1 one) keep their tag and length bytes and are re-framed
- * only when their content changed size; and every BlobProto keeps its fields in order with its
- * values decoded (into arrays of its own, or inline for small blobs). Saving re-emits the
- * operations: a model opened and saved unchanged is the same bytes; a blob whose values changed
- * changes only its value bytes; a blob whose shape changed is re-encoded as Caffe's ToProto
- * writes it.
+ * A model keeps a net as the file has it, in plain structs:
+ * - `top`: the NetParameter's fields other than layers, in order (the net's name, inputs, fields
+ *   of forks), each layer's `lead_end` saying which of them come before it;
+ * - a layer (cb_layer): its field as the file has it, less its blobs (cut out where they stood),
+ *   with a NUL byte after the text of its name and of its type, so that both are C strings where
+ *   they lie; and its blobs;
+ * - a blob (cb_model_blob): its BlobProto field less the payloads of the values that count (its
+ *   frame), the values decoded into arrays (or, for a lazily opened model, still in the file at
+ *   `file_offset`), its shape and dtype, and its handle once one was made.
+ * Saving writes the bytes back with each blob in its place: a model opened and saved unchanged is
+ * the same bytes. A blob whose values changed changes only its value bytes; one whose shape
+ * changed is written as Caffe's ToProto writes it (model_save.c). Blobs added as handles or as
+ * arrays (cblob_model_add_layer, the readers of npz and safetensors) have no frame: ToProto too.
  *
- * Blob handles are made on first access (cblob_model_layer_blob): until then a blob costs its
- * decoded values and a few bytes, so files of many tiny layers or many empty blobs cost about
- * their own size. A handle made from decoded arrays adopts them (no copy). The record of a blob
- * (its header and operations) is all a later lazy open needs: values could as well be read
- * from the file on first access.
+ * Memory: a layer costs its struct (56 bytes), a blob its struct (64 bytes) and its dims (8 bytes
+ * an axis), and both their bytes; values are the arrays. Everything lives in an arena of chunks
+ * that never move, so the text the structure calls return stays valid until the model is
+ * destroyed.
  *
- * Records live in an arena of chunks that never move, so the text the structure calls return
- * stays valid until the model is destroyed. */
+ * This file is the data and its lifetime; model_values.c makes handles and reads values,
+ * model_open.c builds models from files, model_save.c writes them, model_layers.c answers the
+ * structure calls. */
 #ifndef CBLOB_SRC_MODEL_H
 #define CBLOB_SRC_MODEL_H
 
@@ -31,7 +34,6 @@
 #include "blob.h"
 #include "cblob/cblob.h"
 #include "sink.h"
-#include "varint.h"
 
 /* ---- growable bytes and the arena ------------------------------------------------------------ */
 
@@ -41,7 +43,8 @@ typedef struct cb_bytes {
 } cb_bytes;
 
 cblob_status cb_bytes_append(cb_bytes *bytes, const void *data, size_t size);
-cblob_status cb_bytes_put_u8(cb_bytes *bytes, uint8_t value);
+/* Room for size more bytes at the end (their place: bytes->data + bytes->size, then size += n). */
+cblob_status cb_bytes_reserve(cb_bytes *bytes, size_t size);
 cblob_status cb_bytes_put_varint(cb_bytes *bytes, uint64_t value);
 void cb_bytes_free(cb_bytes *bytes);
 
@@ -51,217 +54,165 @@ typedef struct cb_arena {
     size_t total;           /* bytes stored, for the next chunk's size */
 } cb_arena;
 
-/* Room for size bytes in the arena, which never moves. */
-cblob_status cb_arena_reserve(cb_arena *arena, size_t size, uint8_t **out);
+/* Room for size bytes aligned to `align` (a power of two, at most 8), which never moves. */
+cblob_status cb_arena_reserve(cb_arena *arena, size_t size, size_t align, void **out);
+/* Keeps bytes staged in `bytes` in the arena (aligned to `align`), and leaves `bytes` empty: large
+ * ones are taken over as they are (no copy), small ones copied. */
+cblob_status cb_arena_keep(cb_arena *arena, cb_bytes *bytes, size_t align, const uint8_t **out);
 void cb_arena_free(cb_arena *arena);
 
-/* ---- varints ---------------------------------------------------------------------------------- */
+/* ---- blobs, layers and the model --------------------------------------------------------------- */
 
-/* Records hold varints checked when they were read from the file (src/util/varint.h decodes and
- * encodes them): these read one known to be well formed. */
-uint64_t cb_varint_read(const uint8_t **cursor);
-/* The bytes of the varint at p (well formed). */
-size_t cb_varint_length(const uint8_t *p);
-
-/* ---- records ---------------------------------------------------------------------------------- */
-
-/* Operation codes of a layer record. Raw tags and lengths are the file's own bytes (a varint may
- * be written longer than it needs: it is kept as it was). */
+/* Blob flags. */
 enum {
-    CB_OP_END = 0,
-    CB_OP_BYTES = 1,   /* varint n, n bytes: fields kept as they are */
-    CB_OP_TEXT = 2,    /* raw tag, raw length, the string's bytes, NUL */
-    CB_OP_MESSAGE = 3, /* raw tag, raw length, inner operations, END: a nested message */
-    CB_OP_BLOB = 4,    /* raw tag, raw length, blob header, inner operations (BYTES, VALUES), END */
-    CB_OP_VALUES = 5,  /* flags, raw tag, raw length (packed) or varint count (unpacked), payload */
-    CB_OP_NEW_BLOB = 6 /* raw tag: a blob given to cblob_model_add_layer, written as ToProto does */
+    CB_BLOB_UNREAD = 1,     /* the values are still in the model's file, at file_offset (lazy open) */
+    CB_BLOB_DATA_HOST = 2,  /* data was cb_host_alloc'ed (a handle adopts it; else freed with the model) */
+    CB_BLOB_DIFF_HOST = 4,  /* the same for diff (arrays without the flag live in the arena) */
+    CB_BLOB_IN_FRAME = 8,   /* the blob stands inside one of its layer's frames (a V0 layer) */
 };
 
-/* Blob header flags. */
-enum {
-    CB_BLOB_DOUBLE = 1,   /* the values that count are double_data: a float64 blob */
-    CB_BLOB_ARRAYS = 2,   /* values live in arrays (two pointers follow the dims), not inline */
-    CB_BLOB_HAS_DIFF = 4, /* the BlobProto holds a diff (diff or double_diff) */
-    CB_BLOB_DIFF_DOUBLE = 8, /* that diff is double_diff */
-    CB_BLOB_RAW = 16, /* a blob without values (a zero dimension): no dims nor inner operations, its
-                       * BlobProto's bytes follow as they are (dims are read from them) */
-    CB_BLOB_LAZY = 32,   /* ARRAYS of a lazily opened model: a varint follows the two pointers, the
-                          * file offset of the BlobProto's first byte; the inner operations then
-                          * give every value's offset (model_lazy.c) */
-    CB_BLOB_UNREAD = 64, /* LAZY values still in the file: the arrays are not made yet */
-};
+typedef struct cb_model_blob {
+    /* The BlobProto field as the file has it (tag, length, fields) less the payloads of the values
+     * that count (double_data or data, double_diff or diff): cb_frame_next reads it. NULL for a
+     * blob without one (added as a handle or as arrays). */
+    const uint8_t *frame;
+    const int64_t *dims;    /* num_axes dims; NULL for a blob added as a handle (its shape is the handle's) */
+    void *data, *diff;      /* the values: data in dtype, diff in diff_dtype; NULL: none, or not read yet */
+    cblob_blob *handle;     /* made on first use (model_values.c); NULL until then */
+    uint64_t file_offset;   /* CB_BLOB_UNREAD: the file offset of the frame's first byte */
+    uint32_t frame_size;
+    uint32_t at;            /* where the blob's field stands in its layer's bytes */
+    uint8_t num_axes;
+    uint8_t dtype;          /* cblob_dtype of the values (0: a handle's) */
+    uint8_t diff_dtype;     /* 0: no diff */
+    uint8_t flags;
+} cb_model_blob;
 
-/* VALUES flags. */
-enum {
-    CB_VALUES_OF_DIFF = 1,
-    CB_VALUES_UNPACKED = 2, /* a run of elements, each behind the same raw tag */
-    CB_VALUES_DOUBLE = 4,   /* elements are doubles (double_data, double_diff) */
-};
+/* A V0 layer inside a V1 one that holds the layer's name, type or blobs: a nested message whose
+ * length is written anew when what it holds changes size. Positions in the layer's bytes. */
+typedef struct cb_frame {
+    uint32_t at, end; /* its tag, and the byte after its last field */
+} cb_frame;
 
-/* A decoded operation; pointers point into the record. */
-typedef struct cb_op {
-    int code;
-    const uint8_t *start;  /* the operation's code byte */
-    const uint8_t *tag;    /* raw tag (TEXT, MESSAGE, BLOB, VALUES, NEW_BLOB) */
-    size_t tag_size;
-    uint32_t field;        /* the tag's field number */
-    const uint8_t *length; /* raw length (TEXT, MESSAGE, BLOB, packed VALUES) */
-    size_t length_size;
-    uint64_t original;     /* the length the file gave (TEXT, MESSAGE, BLOB, packed VALUES) */
-    const uint8_t *bytes;  /* BYTES: the bytes; TEXT: the string (NUL-terminated); raw BLOB: the BlobProto */
-    size_t size;           /* BYTES, TEXT: the byte count */
-    const uint8_t *inner;  /* MESSAGE, BLOB: the first inner operation */
-    /* BLOB */
-    uint8_t blob_flags;
-    int32_t num_axes;      /* a raw blob's only once cb_op_load_dims has read them */
-    int64_t dims[CBLOB_MAX_AXES];
-    uint8_t *arrays;       /* where the two array pointers are stored (ARRAYS), else NULL */
-    uint8_t *flags;        /* where blob_flags is stored (loading an UNREAD blob clears the flag) */
-    uint64_t file_offset;  /* LAZY: the file offset of the BlobProto's first byte */
-    /* VALUES */
-    uint8_t values_flags;
-    int64_t count;         /* elements */
-    int64_t first;         /* with ARRAYS: the first element's index in the array */
-    const uint8_t *payload; /* inline: the elements' bytes */
-} cb_op;
+struct cb_layer_index; /* model_layers.c */
 
-/* Reads the operation at *cursor and moves past it (past a MESSAGE or BLOB's END: the inner
- * operations start at op->inner). in_blob_arrays: the enclosing blob keeps its values in arrays
- * (for VALUES operations). */
-void cb_op_read(const uint8_t **cursor, bool in_blob_arrays, cb_op *op);
-/* Reads a raw blob's dims from its BlobProto bytes (other blobs have them already). Apart from
- * cb_op_read, which walks past many blobs to reach one (a scan per raw blob there made a layer of
- * k empty blobs cost O(k^2) scans). */
-void cb_op_load_dims(cb_op *blob);
-
-/* Reads the two array pointers of a BLOB header with ARRAYS. */
-void cb_op_arrays(const cb_op *blob, void **data, void **diff);
-void cb_op_set_arrays(const cb_op *blob, void *data, void *diff);
-
-/* A layer record: varint name offset, varint type offset (both from the body, to NUL-terminated
- * text), varint num_blobs, the slots pointer when num_blobs is not 0, then the body: operations up
- * to END, then strings the operations do not hold (a V1 type's enum name, "" for a missing name). */
-int64_t cb_record_num_blobs(const uint8_t *record);
-const char *cb_record_name(const uint8_t *record);
-const char *cb_record_type(const uint8_t *record);
-/* The handles made so far (NULL slots: not yet), or NULL when none was; under the model's lock. */
-cblob_blob **cb_record_slots(const uint8_t *record);
-void cb_record_set_slots(uint8_t *record, cblob_blob **slots);
-/* The first operation. */
-const uint8_t *cb_record_ops(const uint8_t *record);
-/* Writes a record into the arena. */
-cblob_status cb_record_store(cb_arena *arena, const cb_bytes *body, uint64_t name_offset, uint64_t type_offset,
-                             int64_t num_blobs, uint8_t **out);
-
-/* ---- the model ------------------------------------------------------------------------------- */
-
-/* Where the last blob lookup stopped: reading a layer's blobs in order (exports, the cblob
- * program) then costs O(1) per blob instead of a walk from the layer's start, which made a layer
- * of k blobs cost O(k^2). */
-#define CB_BLOB_WALK_DEPTH 8
-typedef struct cb_blob_walk {
-    const uint8_t *record; /* whose blobs; NULL: no walk */
-    int64_t index;         /* the blob found last (-1 before the first) */
-    cb_op op;              /* it */
-    int depth;             /* MESSAGE operations open */
-    const uint8_t *cursors[CB_BLOB_WALK_DEPTH]; /* where the walk goes on at each level */
-} cb_blob_walk;
+typedef struct cb_layer {
+    /* Its field in the NetParameter: tag, length, fields (blobs cut out), with a NUL after the
+     * name's and the type's text (when they are text in it); then texts it does not hold (a V1
+     * type's enum name). */
+    const uint8_t *bytes;
+    const char *name, *type; /* never NULL ("" when the layer names none) */
+    cb_model_blob *blobs;
+    const cb_frame *frames;
+    uint32_t lead_end; /* the model's top bytes before this position come before this layer */
+    uint32_t size;     /* of the field (texts it does not hold follow) */
+    uint32_t num_blobs, num_frames;
+} cb_layer;
 
 struct cb_input_file;
 
 struct cblob_model {
     cblob_context *context;
-    /* A lazily opened model's file, which its LAZY blobs are read from on first access; NULL. */
+    /* A lazily opened model's file, which its UNREAD blobs are read from on first access; NULL. */
     struct cb_input_file *file;
     cblob_net_format format;
-    char *name;      /* NULL: the net has none */
-    cb_bytes head;   /* top-level fields before the first layer (the name, for a created model) */
-    cb_bytes trailer; /* top-level fields after the last layer */
+    const char *name; /* NULL: the net has none; else in `top`, NUL-terminated */
+    cb_bytes top;     /* the top-level fields other than layers, in order */
+    size_t name_nul;  /* the NUL after the name's text in `top` (SIZE_MAX: none) */
     int64_t num_layers, capacity;
-    uint8_t **layers; /* records */
+    cb_layer *layers;
+    /* Each layer's bottoms, tops, rules and param specs, indexed on the first question about it
+     * (model_layers.c, one block each): NULL until a question is asked of any layer. */
+    struct cb_layer_index **indexes;
+    int64_t num_indexes;
     cb_arena arena;
-    /* Guards making handles (which the pure getters may do), the slots and the walk. */
+    /* Guards making handles and indexes (which the pure getters may do) and loading values. */
     pthread_mutex_t lock;
-    cb_blob_walk walk;
 };
 
 cblob_status cb_model_new(cblob_context *context, cblob_net_format format, cblob_model **out);
-/* cblob_model_create and cblob_model_add_layer for internal callers (arguments checked). */
+void cb_model_free(cblob_model *model);
+void cb_model_lock(const cblob_model *model);
+void cb_model_unlock(const cblob_model *model);
+
+/* cblob_model_create for internal callers (arguments checked). */
 cblob_status cb_model_create(cblob_context *context, cblob_net_format format, const char *name, cblob_model **out);
+/* cblob_model_add_layer for internal callers: the handles are retained. */
 cblob_status cb_model_add_layer(cblob_model *model, const char *name, const char *type, cblob_blob *const *blobs,
                                 int64_t num_blobs);
-void cb_model_free(cblob_model *model);
-/* Appends a layer: its record's body (copied into the arena), the offsets of its name and type
- * text in the body, and its blob count. */
-cblob_status cb_model_append_record(cblob_model *model, const cb_bytes *body, uint64_t name_offset,
-                                    uint64_t type_offset, int64_t num_blobs);
 
-/* Builds a model from a NetParameter; the whole input is checked. done_with (may be NULL) is
- * told each range of the input that will not be read again. */
-typedef void cb_done_with_fn(void *context, size_t offset, size_t length);
-cblob_status cb_model_build(cblob_context *context, const uint8_t *input, size_t size, cb_done_with_fn *done_with,
-                            void *done_context, cblob_model **out);
+/* The layer, or CBLOB_ERR_OUT_OF_RANGE. */
+cblob_status cb_model_layer(const cblob_model *model, int64_t layer, const cb_layer **out);
+/* Blob `index` of a layer, or CBLOB_ERR_OUT_OF_RANGE. */
+cblob_status cb_model_blob_at(const cblob_model *model, int64_t layer, int64_t index, cb_model_blob **out);
 
-/* Opens a model reading only its structure from the file (the blobs' values stay there until
- * first access); model_lazy.c. */
-cblob_status cb_model_open_lazy(cblob_context *context, const char *path, cblob_model **out);
-/* The same over a file opened already, which the model keeps on success. A file the survey finds no
- * layer in (a blob, a vector, a net of only a name) is CBLOB_ERR_PARSE with no message: the
- * caller reads it whole to tell what it is. */
-cblob_status cb_model_open_lazy_file(cblob_context *context, struct cb_input_file *file, cblob_model **out);
-/* Reads an UNREAD blob's values from the model's file into arrays of its own (and clears the flag,
- * in the record and in *blob); does nothing for other blobs. Under the model's lock. */
-cblob_status cb_model_load_values(const cblob_model *model, cb_op *blob);
-/* Loads every UNREAD blob (before a save, which writes them all). */
-cblob_status cb_model_load_all(const cblob_model *model);
+/* ---- building layers ------------------------------------------------------------------------- */
 
-/* cb_model_build over an image of the file (io.h, cb_input_file_image) in which only the structure
- * was read: blobs whose values are kept in arrays become LAZY and UNREAD, their values left in the
- * file. Blobs kept inline (cb_model_keeps_inline) need their values in the image. */
-cblob_status cb_model_build_lazy(cblob_context *context, const uint8_t *image, size_t size, cblob_model **out);
-/* Whether a blob's values are kept inline in its record (small ones), not in arrays. */
-struct cb_blob_layout;
-bool cb_model_keeps_inline(const struct cb_blob_layout *layout, const cb_shape *shape);
+/* A layer being built (the walk of a file, cblob_model_add_layer, the readers of named tensors):
+ * staged here, then kept by cb_model_keep_layer. Positions count in `bytes`. */
+typedef struct cb_layer_draft {
+    cb_bytes bytes;  /* the layer's field: tag, length and fields, less its blobs */
+    cb_bytes blobs;  /* cb_model_blob records, `at` set */
+    cb_bytes frames; /* cb_frame */
+    size_t name_at, name_length; /* the reported name's text in bytes (name_at SIZE_MAX: none) */
+    size_t type_at, type_length; /* the same for the type */
+    const char *type_text;       /* a type not in bytes (V1's enum name), or NULL */
+    char type_number[16];        /* a V1 type the enum does not name, as text */
+    cb_bytes frame;  /* the frame of the blob being built */
+} cb_layer_draft;
 
-/* The layer's record, or CBLOB_ERR_OUT_OF_RANGE. */
-cblob_status cb_model_record(const cblob_model *model, int64_t layer, const uint8_t **out);
+void cb_layer_draft_init(cb_layer_draft *draft);
+/* Frees what the draft holds, the arrays of its blobs included (a layer not kept). */
+void cb_layer_draft_free(cb_layer_draft *draft);
+/* Makes the draft the model's next layer, after the top bytes up to lead_end; the draft is empty
+ * again afterwards (its blobs' arrays are the model's). */
+cblob_status cb_model_keep_layer(cblob_model *model, cb_layer_draft *draft, size_t lead_end);
+/* Drafts a new layer as cblob_model_add_layer writes one: its name, its type (V1: the LayerType
+ * enum, from its name or number), then num_blobs blobs, whose records are empty. */
+cblob_status cb_model_draft_layer(const cblob_model *model, const char *name, const char *type, int64_t num_blobs,
+                                  cb_layer_draft *draft);
+/* Copies dims into the model's arena for a blob record. */
+cblob_status cb_model_keep_dims(cblob_model *model, const int64_t *dims, int32_t num_axes, const int64_t **out);
+/* Room for a blob's array of `bytes` bytes: from the arena when small (flags 0), else host memory a
+ * handle can adopt (*host_flag set to the part's CB_BLOB_*_HOST). */
+cblob_status cb_model_alloc_array(cblob_model *model, size_t bytes, uint8_t host_flag, void **out, uint8_t *flags);
+/* Frees a blob record's host arrays (the arena's are freed with the model). */
+void cb_model_blob_free_arrays(cb_model_blob *blob);
 
-/* Blob `index` of a layer: its BLOB (or NEW_BLOB) operation, and the handle when one was made. */
-typedef struct cb_model_blob {
-    cb_op op;
-    cblob_blob *handle; /* NULL: not made yet */
-} cb_model_blob;
-cblob_status cb_model_find_blob(const cblob_model *model, int64_t layer, int64_t index, cb_model_blob *out);
-/* The handle of blob `index`, made on first use; the model keeps it (not retained for the caller). */
-cblob_status cb_model_blob_handle(const cblob_model *model, int64_t layer, int64_t index, cblob_blob **out);
+/* ---- reading frames and writing layers ----------------------------------------------------------- */
 
-/* The shape a BLOB operation's header gives. */
-cblob_status cb_model_blob_shape(const cb_op *blob, cb_shape *out);
+/* The values of a blob: count elements from its shape. */
+int64_t cb_model_blob_count(const cb_model_blob *blob);
+size_t cb_model_blob_part_bytes(const cb_model_blob *blob, cblob_part part);
 
-/* Copies n elements, converting between float and double as needed. */
-void cb_convert_floats(void *dst, bool dst_double, const void *src, bool src_double, int64_t n);
-
-/* Shape and dtype of a blob, made or not. */
-typedef struct cb_blob_facts {
-    cblob_dtype dtype;
-    int32_t num_axes;
-    int64_t dims[CBLOB_MAX_AXES];
+/* A piece of a blob's frame, in order: kept bytes, or a field of values (its tag, and length when
+ * packed, in `bytes`; its payload, count elements of the part, is not in the frame), or a run of
+ * `count` unpacked elements of one field (`bytes` holds one element's tag: each element is that
+ * tag and the element, the elements not in the frame). */
+typedef struct cb_frame_piece {
+    const uint8_t *bytes;
+    size_t size;
+    bool values;
+    bool packed;
+    int part;          /* CBLOB_PART_DATA or CBLOB_PART_DIFF */
+    bool is_double;    /* the field's elements (else float) */
     int64_t count;
-    bool has_diff;
-} cb_blob_facts;
-cblob_status cb_model_blob_facts(const cblob_model *model, int64_t layer, int64_t index, cb_blob_facts *out);
+} cb_frame_piece;
 
-/* Copies elements [start, start + count) of a blob's part, as the blob's dtype, into out; a part
- * the file does not hold reads as zeros. Reads made handles through their host memory. */
-cblob_status cb_model_blob_read(const cblob_model *model, int64_t layer, int64_t index, cblob_part part, int64_t start,
-                                int64_t count, void *out);
+/* Where the BlobProto's fields start in a frame (after the field's tag and length). */
+size_t cb_frame_body(const cb_model_blob *blob);
+/* The piece at *pos of the frame (start at 0: its body); false past its end. */
+bool cb_frame_next(const cb_model_blob *blob, size_t *pos, cb_frame_piece *out);
 
-/* A pointer to all of a part's values in the blob's dtype when they lie in one piece (a made
- * handle's host memory, or a blob's own array), else NULL (read them with cb_model_blob_read). */
-cblob_status cb_model_blob_values(const cblob_model *model, int64_t layer, int64_t index, cblob_part part,
-                                  const void **out);
+/* Writes blob `index` of a layer to the sink, as its field (tag, length, BlobProto); the sink may
+ * be a counter. */
+typedef cblob_status cb_blob_writer(void *context, int64_t index, const cb_model_blob *blob, cb_sink *sink);
 
-/* Writes the model as a NetParameter to the sink. */
-cblob_status cb_model_emit(const cblob_model *model, bool write_diff, cb_sink *sink);
+/* Writes a layer's field: its bytes with each blob written by `write` where it stands (NULL: blobs
+ * left out), lengths of the field and of its V0 layers written anew when their content changed
+ * size. */
+cblob_status cb_layer_emit(const cb_layer *layer, cb_blob_writer *write, void *context, cb_sink *sink);
+/* The top-level bytes [from, to) of the model (the name's NUL left out). */
+void cb_model_emit_top(const cblob_model *model, size_t from, size_t to, cb_sink *sink);
 
 #endif

@@ -9,10 +9,14 @@
 
 #include <jansson.h>
 
+#include "caffe_fields.h"
 #include "caffe_params.pb-c.h"
+#include "model_json.h"
 #include "model_layers.h"
+#include "model_values.h"
 #include "status.h"
 #include "utf8.h"
+#include "varint.h"
 #include "wire.h"
 
 #define CB_JSON_FLAGS (CBLOB_JSON_DEFAULTS)
@@ -178,44 +182,13 @@ static json_t *render_message(const ProtobufCMessage *message, bool defaults)
 
 /* ---- a layer's parameters ---------------------------------------------------------------------- */
 
-/* Re-emits a record's operations without blobs (nested messages re-framed), for protobuf-c to
- * unpack as the *Fields messages. */
-static cblob_status fields_without_blobs(const uint8_t *ops, cb_bytes *out)
-{
-    for (const uint8_t *cursor = ops;;) {
-        cb_op op;
-        cb_op_read(&cursor, false, &op);
-        switch (op.code) {
-        case CB_OP_END: return CBLOB_OK;
-        case CB_OP_BYTES: CB_TRY(cb_bytes_append(out, op.bytes, op.size)); break;
-        case CB_OP_TEXT:
-            CB_TRY(cb_bytes_append(out, op.tag, op.tag_size));
-            CB_TRY(cb_bytes_append(out, op.length, op.length_size));
-            CB_TRY(cb_bytes_append(out, op.bytes, op.size));
-            break;
-        case CB_OP_MESSAGE: {
-            cb_bytes inner = {0};
-            cblob_status status = fields_without_blobs(op.inner, &inner);
-            if (status == CBLOB_OK)
-                status = cb_bytes_append(out, op.tag, op.tag_size);
-            if (status == CBLOB_OK)
-                status = cb_bytes_put_varint(out, inner.size);
-            if (status == CBLOB_OK)
-                status = cb_bytes_append(out, inner.data, inner.size);
-            cb_bytes_free(&inner);
-            CB_TRY(status);
-            break;
-        }
-        default: break; /* blobs */
-        }
-    }
-}
-
 /* Fields the structure calls (and the layer object) show: not parameters. */
 static bool is_structure(bool v1, uint32_t number)
 {
-    static const uint32_t v2_fields[] = {1, 2, 3, 4, 6, 8, 9, 10};
-    static const uint32_t v1_fields[] = {2, 3, 4, 5, 32, 33, 1001};
+    static const uint32_t v2_fields[] = {CB_LAYER_NAME, CB_LAYER_TYPE,    CB_LAYER_BOTTOM,  CB_LAYER_TOP,
+                                         CB_LAYER_PARAM, CB_LAYER_INCLUDE, CB_LAYER_EXCLUDE, CB_LAYER_PHASE};
+    static const uint32_t v1_fields[] = {CB_V1_BOTTOM,  CB_V1_TOP,     CB_V1_NAME, CB_V1_TYPE,
+                                         CB_V1_INCLUDE, CB_V1_EXCLUDE, CB_V1_PARAM};
     const uint32_t *list = v1 ? v1_fields : v2_fields;
     const size_t n = v1 ? sizeof v1_fields / sizeof *v1_fields : sizeof v2_fields / sizeof *v2_fields;
     for (size_t i = 0; i < n; ++i)
@@ -244,14 +217,16 @@ static cblob_status strip_groups(const uint8_t *data, size_t size, cb_bytes *out
         if (cb_wire_next(&wire, &inner) != CBLOB_OK)
             break;
         if (wire.skipped_group) { /* groups lie in [at, the next field) */
-            const size_t group_end = inner.number != 0 ? inner.offset : wire.pos;
+            const size_t group_end = !cb_wire_at_end(&inner) ? inner.offset : wire.pos;
             CB_TRY(cb_bytes_append(out, data + run, at - run));
-            const uint8_t *p = data + at;
-            json_array_append_new(groups, json_pack("{s:I,s:i,s:I}", "field", (json_int_t)(cb_varint_read(&p) >> 3),
+            uint64_t tag = 0;
+            size_t tag_size = 0;
+            cb_varint_decode(data + at, size - at, &tag, &tag_size);
+            json_array_append_new(groups, json_pack("{s:I,s:i,s:I}", "field", (json_int_t)(tag >> 3),
                                                     "wire_type", 3, "bytes", (json_int_t)(group_end - at)));
             run = group_end;
         }
-        if (inner.number == 0)
+        if (cb_wire_at_end(&inner))
             break;
     }
     return cb_bytes_append(out, data + run, size - run);
@@ -262,9 +237,11 @@ static cblob_status without_groups(const uint8_t *data, const cb_wire_field *fie
 {
     cb_bytes payload = {0};
     cblob_status status = strip_groups(data + field->payload, field->length, &payload, groups);
-    const uint8_t *tag = data + field->offset;
+    uint64_t tag = 0;
+    size_t tag_size = 0;
+    cb_varint_decode(data + field->offset, field->payload - field->offset, &tag, &tag_size);
     if (status == CBLOB_OK)
-        status = cb_bytes_append(out, tag, cb_varint_length(tag));
+        status = cb_bytes_append(out, data + field->offset, tag_size);
     if (status == CBLOB_OK)
         status = cb_bytes_put_varint(out, payload.size);
     if (status == CBLOB_OK)
@@ -324,7 +301,7 @@ static cblob_status render_params(const cblob_model *model, const cb_bytes *fiel
     json_t *unknown = json_array();
     for (;;) {
         cb_wire_field field;
-        if (cb_wire_next(&wire, &field) != CBLOB_OK || field.number == 0)
+        if (cb_wire_next(&wire, &field) != CBLOB_OK || cb_wire_at_end(&field))
             break;
         if (is_structure(v1, field.number))
             continue;
@@ -362,14 +339,29 @@ static cblob_status render_params(const cblob_model *model, const cb_bytes *fiel
     return CBLOB_OK;
 }
 
+/* The layer's fields, less its blobs: its field's payload. */
+static cblob_status layer_fields(const cb_layer *layer, cb_bytes *out)
+{
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    CB_TRY(cb_layer_bytes_without_blobs(layer, &bytes, &size));
+    uint64_t value = 0;
+    size_t pos = 0, used = 0;
+    cb_varint_decode(bytes, size, &value, &used); /* the field's tag and length */
+    pos += used;
+    cb_varint_decode(bytes + pos, size - pos, &value, &used);
+    pos += used;
+    memmove(bytes, bytes + pos, size - pos);
+    *out = (cb_bytes){.data = bytes, .size = size - pos, .capacity = size};
+    return CBLOB_OK;
+}
+
 static cblob_status layer_params(const cblob_model *model, int64_t layer, int32_t flags, json_t **out)
 {
-    const uint8_t *record;
-    CB_TRY(cb_model_record(model, layer, &record));
-    cb_op message;
-    cb_record_layer(record, &message);
+    const cb_layer *found = NULL;
+    CB_TRY(cb_model_layer(model, layer, &found));
     cb_bytes fields = {0};
-    cblob_status status = message.code == CB_OP_MESSAGE ? fields_without_blobs(message.inner, &fields) : CBLOB_OK;
+    cblob_status status = layer_fields(found, &fields);
     json_t *params = json_object();
     if (status == CBLOB_OK && params == NULL)
         status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a JSON object");
@@ -392,63 +384,59 @@ static json_t *phase_value(cblob_phase phase)
            : phase == CBLOB_PHASE_NONE ? json_null() : json_integer(phase);
 }
 
-typedef struct structure_json {
-    bool v1;
-    json_t *bottoms, *tops, *include, *exclude, *param;
-} structure_json;
-
-static json_t *text_value(const cb_op *op)
+static json_t *text_value(const char *text)
 {
-    return cb_json_text((const char *)op->bytes, op->size);
+    return cb_json_text(text, strlen(text));
 }
 
 /* A nested NetStateRule or ParamSpec, rendered from its own bytes (groups left out and listed). */
-static json_t *nested_value(const cb_op *op, const ProtobufCMessageDescriptor *descriptor)
+static json_t *nested_value(const uint8_t *data, size_t size, const ProtobufCMessageDescriptor *descriptor)
 {
-    cb_bytes bytes = {0}, stripped = {0};
+    cb_bytes stripped = {0};
     json_t *value = NULL, *groups = json_array();
-    if (fields_without_blobs(op->inner, &bytes) == CBLOB_OK) {
-        ProtobufCMessage *message = unpack_fields(descriptor, bytes.data, bytes.size);
-        if (message == NULL && strip_groups(bytes.data, bytes.size, &stripped, groups) == CBLOB_OK)
-            message = unpack_fields(descriptor, stripped.data, stripped.size);
-        value = message != NULL ? render_message(message, false) : NULL;
-        if (message != NULL)
-            protobuf_c_message_free_unpacked(message, NULL);
-    }
+    ProtobufCMessage *message = unpack_fields(descriptor, data, size);
+    if (message == NULL && strip_groups(data, size, &stripped, groups) == CBLOB_OK)
+        message = unpack_fields(descriptor, stripped.data, stripped.size);
+    value = message != NULL ? render_message(message, false) : NULL;
+    if (message != NULL)
+        protobuf_c_message_free_unpacked(message, NULL);
     if (value != NULL)
         add_unknown_groups(value, groups);
     json_decref(groups);
-    cb_bytes_free(&bytes);
     cb_bytes_free(&stripped);
     return value != NULL ? value : json_object();
 }
 
-static bool gather_structure(void *context, const cb_layer_field *field)
+typedef struct structure_json {
+    json_t *bottoms, *tops, *include, *exclude, *param;
+} structure_json;
+
+/* The structure fields of a layer, from its index. */
+static void gather_structure(const cb_layer_index *index, bool v1, structure_json *s)
 {
-    structure_json *s = context;
-    if (field->op == NULL)
-        return true;
-    const uint32_t n = field->number;
-    const bool text = field->op->code == CB_OP_TEXT, message = field->op->code == CB_OP_MESSAGE;
-    if (text && n == (s->v1 ? 2u : 3u))
-        json_array_append_new(s->bottoms, text_value(field->op));
-    else if (text && n == (s->v1 ? 3u : 4u))
-        json_array_append_new(s->tops, text_value(field->op));
-    else if (message && (n == (s->v1 ? 32u : 8u) || n == (s->v1 ? 33u : 9u)))
-        json_array_append_new(n == (s->v1 ? 32u : 8u) ? s->include : s->exclude,
-                              nested_value(field->op, &caffe__net_state_rule__descriptor));
-    else if (message && !s->v1 && n == 6)
-        json_array_append_new(s->param, nested_value(field->op, &caffe__param_spec__descriptor));
-    else if (text && s->v1 && n == 1001)
-        json_array_append_new(s->param, json_pack("{s:o}", "name", text_value(field->op)));
-    return true;
+    for (int64_t i = 0; i < index->num_bottoms; ++i)
+        json_array_append_new(s->bottoms, text_value(index->bottoms[i]));
+    for (int64_t i = 0; i < index->num_tops; ++i)
+        json_array_append_new(s->tops, text_value(index->tops[i]));
+    for (int kind = 0; kind < 2; ++kind)
+        for (int64_t i = 0; i < index->num_rules[kind]; ++i)
+            json_array_append_new(kind == CBLOB_RULE_INCLUDE ? s->include : s->exclude,
+                                  nested_value(index->rules[kind][i].bytes, index->rules[kind][i].length,
+                                               &caffe__net_state_rule__descriptor));
+    if (v1) {
+        for (int64_t i = 0; i < index->num_param_names; ++i)
+            json_array_append_new(s->param, json_pack("{s:o}", "name", text_value(index->specs[i].name)));
+        return;
+    }
+    for (int64_t i = 0; i < index->num_specs; ++i)
+        json_array_append_new(s->param, nested_value(index->specs[i].bytes, index->specs[i].length,
+                                                     &caffe__param_spec__descriptor));
 }
 
 static cblob_status blobs_value(const cblob_model *model, int64_t layer, json_t **out)
 {
     json_t *blobs = json_array();
-    const uint8_t *record = model->layers[layer];
-    for (int64_t i = 0; blobs != NULL && i < cb_record_num_blobs(record); ++i) {
+    for (int64_t i = 0; blobs != NULL && i < (int64_t)model->layers[layer].num_blobs; ++i) {
         cb_blob_facts facts;
         cblob_status status = cb_model_blob_facts(model, layer, i, &facts);
         if (status != CBLOB_OK) {
@@ -467,20 +455,17 @@ static cblob_status blobs_value(const cblob_model *model, int64_t layer, json_t 
 
 static cblob_status layer_object(const cblob_model *model, int64_t layer, int32_t flags, json_t **out)
 {
-    const uint8_t *record;
-    CB_TRY(cb_model_record(model, layer, &record));
-    structure_json s = {.v1 = model->format == CBLOB_NET_FORMAT_V1, .bottoms = json_array(), .tops = json_array(),
-                        .include = json_array(), .exclude = json_array(), .param = json_array()};
-    cb_op message;
-    cb_record_layer(record, &message);
-    if (message.code == CB_OP_MESSAGE)
-        cb_for_each_field(message.inner, gather_structure, &s);
-    const cblob_phase phase = cb_record_phase(model, record);
+    const cb_layer_index *index = NULL;
+    CB_TRY(cb_model_layer_index(model, layer, &index));
+    structure_json s = {.bottoms = json_array(), .tops = json_array(), .include = json_array(),
+                        .exclude = json_array(), .param = json_array()};
+    gather_structure(index, model->format == CBLOB_NET_FORMAT_V1, &s);
+    const cblob_phase phase = index->phase;
     json_t *params = NULL, *blobs = NULL;
     cblob_status status = layer_params(model, layer, flags, &params);
     if (status == CBLOB_OK)
         status = blobs_value(model, layer, &blobs);
-    const char *name = cb_record_name(record), *type = cb_record_type(record);
+    const char *name = model->layers[layer].name, *type = model->layers[layer].type;
     json_t *object = status != CBLOB_OK ? NULL
                                         : json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "name",
                                                     cb_json_text(name, strlen(name)), "type", cb_json_text(type, strlen(type)),
@@ -525,7 +510,7 @@ CBLOB_API cblob_status cblob_model_layer_params_json(const cblob_model *model, i
     CB_REQUIRE(model);
     CB_TRY(check_flags(flags));
     CB_REQUIRE(out_length);
-    json_t *params;
+    json_t *params = NULL;
     CB_TRY(layer_params(model, layer, flags, &params));
     return cb_json_return(params, buffer, buffer_size, out_length);
 }
@@ -537,7 +522,7 @@ CBLOB_API cblob_status cblob_model_layer_json(const cblob_model *model, int64_t 
     CB_REQUIRE(model);
     CB_TRY(check_flags(flags));
     CB_REQUIRE(out_length);
-    json_t *object;
+    json_t *object = NULL;
     CB_TRY(layer_object(model, layer, flags, &object));
     return cb_json_return(object, buffer, buffer_size, out_length);
 }

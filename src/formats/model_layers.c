@@ -1,113 +1,377 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Net structure: bottoms, tops, phase, rules and param specs of a layer, read from its record;
- * blobs read without handles; and net surgery (replacing blobs' values). */
+/* Net structure: bottoms, tops, phase, rules and param specs of a layer, from its index. */
+#include "model_layers.h"
+
 #include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_layers.h"
-#include "neoml/neoml.h"
-#include "proto_blob.h"
+#include "caffe_fields.h"
 #include "status.h"
-#include "utf8.h"
+#include "walk.h"
+#include "wire.h"
 
-/* ---- walking fields ------------------------------------------------------------------------- */
+/* ---- a layer's fields -------------------------------------------------------------------------- */
 
-static bool visit_bytes(const cb_op *op, cb_field_visit *visit, void *context)
+cblob_status cb_layer_bytes_without_blobs(const cb_layer *layer, uint8_t **out, size_t *out_size)
 {
-    cb_wire wire = cb_wire_begin(op->bytes, op->size, NULL);
-    for (;;) {
-        cb_wire_field field;
-        if (cb_wire_next(&wire, &field) != CBLOB_OK || field.number == 0)
-            return true; /* kept bytes were read whole when the model was opened */
-        const cb_layer_field out = {.number = field.number, .type = field.type, .varint = field.varint,
-                                    .payload = op->bytes + field.payload, .length = field.length};
-        if (!visit(context, &out))
-            return false;
+    cb_sink sink;
+    cb_sink_count(&sink);
+    CB_TRY(cb_layer_emit(layer, NULL, NULL, &sink));
+    const size_t size = (size_t)sink.size;
+    uint8_t *bytes = malloc(size + 1);
+    if (bytes == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for layer %s's %zu bytes", layer->name, size);
+    cb_sink_buffer(&sink, bytes, size);
+    const cblob_status status = cb_layer_emit(layer, NULL, NULL, &sink);
+    if (status != CBLOB_OK) {
+        free(bytes);
+        return status;
     }
+    *out = bytes;
+    *out_size = size;
+    return CBLOB_OK;
 }
 
-void cb_for_each_field(const uint8_t *ops, cb_field_visit *visit, void *context)
+/* Calls visit for each field of a message (fields were checked when the file was read, or are kept
+ * bytes a malformed run of which ends the walk: nothing in them is reported). */
+typedef void field_visit(void *context, const cb_wire *wire, const cb_wire_field *field);
+
+static void for_each_field(const uint8_t *bytes, size_t size, field_visit *visit, void *context)
 {
     cb_saved_error saved;
     cb_error_save(&saved);
-    for (const uint8_t *cursor = ops;;) {
-        cb_op op;
-        cb_op_read(&cursor, false, &op);
-        if (op.code == CB_OP_END)
-            break;
-        bool more = true;
-        if (op.code == CB_OP_BYTES) {
-            more = visit_bytes(&op, visit, context);
-        } else {
-            const cb_layer_field field = {.number = op.field, .type = CB_WIRE_LENGTH,
-                                          .payload = op.code == CB_OP_TEXT ? op.bytes : NULL,
-                                          .length = op.code == CB_OP_TEXT ? op.size : (size_t)op.original, .op = &op};
-            more = visit(context, &field);
-        }
-        if (!more)
-            break;
-    }
+    cb_wire wire = cb_wire_begin(bytes, size, NULL);
+    cb_wire_field field;
+    while (cb_wire_next(&wire, &field) == CBLOB_OK && !cb_wire_at_end(&field))
+        visit(context, &wire, &field);
     cb_error_restore(&saved);
 }
 
-void cb_record_layer(const uint8_t *record, cb_op *out)
+/* Whether a nested message is well formed (a malformed rule or param spec is kept as bytes, and
+ * is no rule or param spec: it was never one to Caffe either). */
+static bool well_formed(const uint8_t *bytes, size_t size)
 {
-    for (const uint8_t *cursor = cb_record_ops(record);;) {
-        cb_op_read(&cursor, false, out);
-        if (out->code == CB_OP_MESSAGE || out->code == CB_OP_END)
+    cb_saved_error saved;
+    cb_error_save(&saved);
+    cb_wire wire = cb_wire_begin(bytes, size, NULL);
+    cb_wire_field field;
+    cblob_status status;
+    do
+        status = cb_wire_next(&wire, &field);
+    while (status == CBLOB_OK && !cb_wire_at_end(&field));
+    cb_error_restore(&saved);
+    return status == CBLOB_OK;
+}
+
+static bool is_text(const cb_wire_field *field)
+{
+    return field->type == CB_WIRE_LENGTH;
+}
+
+static bool is_message(const cb_wire *wire, const cb_wire_field *field)
+{
+    return field->type == CB_WIRE_LENGTH && well_formed(wire->input + field->payload, field->length);
+}
+
+static float fixed32_float(const uint8_t *bytes)
+{
+    float value;
+    memcpy(&value, bytes, sizeof value);
+    return value;
+}
+
+/* ---- the index: counted, then filled -------------------------------------------------------------- */
+
+/* Where the index's parts go, and how much of each was counted or filled. */
+typedef struct indexer {
+    bool v1;
+    bool fill;            /* false: count only */
+    cb_layer_index *index;
+    char *texts;          /* fill: where the next text goes */
+    size_t text_bytes;    /* count: the texts' bytes */
+    int64_t stages;       /* count: stages and not_stages of every rule */
+    const char **stage_at; /* fill: where the next rule's stages go */
+    int64_t lrs, decays;  /* V1 */
+} indexer;
+
+static const char *add_text(indexer *x, const cb_wire *wire, const cb_wire_field *field)
+{
+    const char *bytes = (const char *)wire->input + field->payload;
+    const size_t length = strnlen(bytes, field->length);
+    if (!x->fill) {
+        x->text_bytes += length + 1;
+        return NULL;
+    }
+    char *text = x->texts;
+    memcpy(text, bytes, length);
+    text[length] = '\0';
+    x->texts += length + 1;
+    return text;
+}
+
+typedef struct rule_walk {
+    indexer *x;
+    cb_rule *rule;
+    bool placing; /* the first of a filling's two walks: counts the stages to place their arrays */
+} rule_walk;
+
+static void rule_field(void *context, const cb_wire *wire, const cb_wire_field *field)
+{
+    rule_walk *w = context;
+    cb_rule *rule = w->rule;
+    if (field->type == CB_WIRE_VARINT && field->number == CB_RULE_PHASE)
+        rule->phase = (cblob_phase)(int32_t)(uint32_t)field->varint;
+    else if (field->type == CB_WIRE_VARINT && field->number == CB_RULE_MIN_LEVEL)
+        rule->min_level = (int32_t)(uint32_t)field->varint;
+    else if (field->type == CB_WIRE_VARINT && field->number == CB_RULE_MAX_LEVEL)
+        rule->max_level = (int32_t)(uint32_t)field->varint;
+    else if (is_text(field) && (field->number == CB_RULE_STAGE || field->number == CB_RULE_NOT_STAGE)) {
+        const bool not_stage = field->number == CB_RULE_NOT_STAGE;
+        int64_t *count = not_stage ? &rule->num_not_stages : &rule->num_stages;
+        if (!w->placing) {
+            const char *text = add_text(w->x, wire, field); /* counting: its bytes */
+            if (w->x->fill)
+                (not_stage ? rule->not_stages : rule->stages)[*count] = text;
+        }
+        ++*count;
+    }
+}
+
+static void add_rule(indexer *x, const cb_wire *wire, const cb_wire_field *field, int kind)
+{
+    cb_layer_index *index = x->index;
+    const int64_t at = index->num_rules[kind]++;
+    if (!x->fill) {
+        cb_rule scratch = {0};
+        rule_walk w = {x, &scratch, false};
+        for_each_field(wire->input + field->payload, field->length, rule_field, &w);
+        x->stages += scratch.num_stages + scratch.num_not_stages;
+        return;
+    }
+    cb_rule *rule = &index->rules[kind][at];
+    *rule = (cb_rule){.phase = CBLOB_PHASE_NONE, .min_level = INT32_MIN, .max_level = INT32_MAX,
+                      .bytes = wire->input + field->payload, .length = field->length};
+    rule_walk w = {x, rule, true};
+    for_each_field(rule->bytes, rule->length, rule_field, &w);
+    rule->stages = x->stage_at;
+    rule->not_stages = x->stage_at + rule->num_stages;
+    x->stage_at += rule->num_stages + rule->num_not_stages;
+    rule->num_stages = rule->num_not_stages = 0;
+    w.placing = false;
+    for_each_field(rule->bytes, rule->length, rule_field, &w);
+}
+
+static void spec_field(void *context, const cb_wire *wire, const cb_wire_field *field)
+{
+    indexer *x = ((void **)context)[0];
+    cb_param_spec *spec = ((void **)context)[1];
+    if (field->number == CB_SPEC_NAME && is_text(field)) {
+        const char *name = add_text(x, wire, field);
+        if (spec != NULL)
+            spec->name = name;
+    } else if ((field->number == CB_SPEC_LR_MULT || field->number == CB_SPEC_DECAY_MULT) &&
+               field->type == CB_WIRE_FIXED32 && spec != NULL) {
+        *(field->number == CB_SPEC_LR_MULT ? &spec->lr_mult : &spec->decay_mult) =
+            fixed32_float(wire->input + field->payload);
+    }
+}
+
+static void add_spec(indexer *x, const cb_wire *wire, const cb_wire_field *field)
+{
+    cb_layer_index *index = x->index;
+    const int64_t at = index->num_specs++;
+    cb_param_spec *spec = NULL;
+    if (x->fill) {
+        spec = &index->specs[at];
+        *spec = (cb_param_spec){.lr_mult = 1.0f, .decay_mult = 1.0f, .bytes = wire->input + field->payload,
+                                .length = field->length};
+    }
+    void *context[2] = {x, spec};
+    for_each_field(wire->input + field->payload, field->length, spec_field, context);
+}
+
+/* V1: the floats of blobs_lr or weight_decay (unpacked or packed), by position. */
+static void add_v1_floats(indexer *x, const cb_wire *wire, const cb_wire_field *field, bool lr)
+{
+    const bool packed = field->type == CB_WIRE_LENGTH;
+    const size_t count = packed ? field->length / 4 : 1;
+    int64_t *seen = lr ? &x->lrs : &x->decays;
+    for (size_t i = 0; i < count; ++i, ++*seen) {
+        if (!x->fill)
+            continue;
+        cb_param_spec *spec = &x->index->specs[*seen];
+        *(lr ? &spec->lr_mult : &spec->decay_mult) = fixed32_float(wire->input + field->payload + 4 * i);
+    }
+}
+
+/* A field of one of the layer's lists, as the walk marks it (a field of the wrong wire type, or a
+ * malformed rule or spec, is kept as bytes and is in no list: Caffe would not read it either). */
+static void list_field(indexer *x, const cb_wire *wire, const cb_wire_field *field, cb_layer_list list)
+{
+    cb_layer_index *index = x->index;
+    switch (list) {
+    case CB_LIST_BOTTOM:
+    case CB_LIST_TOP: {
+        if (!is_text(field))
             return;
+        const char *text = add_text(x, wire, field);
+        int64_t *count = list == CB_LIST_BOTTOM ? &index->num_bottoms : &index->num_tops;
+        if (x->fill)
+            (list == CB_LIST_BOTTOM ? index->bottoms : index->tops)[*count] = text;
+        ++*count;
+        return;
+    }
+    case CB_LIST_INCLUDE:
+    case CB_LIST_EXCLUDE:
+        if (is_message(wire, field))
+            add_rule(x, wire, field, list == CB_LIST_INCLUDE ? CBLOB_RULE_INCLUDE : CBLOB_RULE_EXCLUDE);
+        return;
+    case CB_LIST_PARAM_SPEC:
+        if (is_message(wire, field))
+            add_spec(x, wire, field);
+        return;
+    case CB_LIST_PHASE:
+        if (field->type == CB_WIRE_VARINT)
+            index->phase = (cblob_phase)(int32_t)(uint32_t)field->varint;
+        return;
+    case CB_LIST_PARAM_NAME:
+        if (is_text(field)) {
+            const char *text = add_text(x, wire, field);
+            if (x->fill)
+                index->specs[index->num_param_names].name = text;
+            ++index->num_param_names;
+        }
+        return;
+    case CB_LIST_BLOBS_LR:
+    case CB_LIST_WEIGHT_DECAY:
+        if (field->type == CB_WIRE_FIXED32 || field->type == CB_WIRE_LENGTH)
+            add_v1_floats(x, wire, field, list == CB_LIST_BLOBS_LR);
+        return;
     }
 }
 
-static bool is_v1(const cblob_model *model)
+typedef struct index_walk {
+    indexer *x;
+    cb_wire wire; /* over the layer's bytes, for the fields the walk reports */
+} index_walk;
+
+static cblob_status index_item(void *context, const cb_walk_item *item)
 {
-    return model->format == CBLOB_NET_FORMAT_V1;
-}
-
-/* ---- texts: bottoms, tops, stages ----------------------------------------------------------- */
-
-typedef struct text_search {
-    uint32_t number;
-    int64_t wanted; /* the index looked for; -1: count only */
-    int64_t seen;
-    const char *found;
-} text_search;
-
-static bool find_text(void *context, const cb_layer_field *field)
-{
-    text_search *search = context;
-    if (field->number != search->number || field->op == NULL || field->op->code != CB_OP_TEXT)
-        return true;
-    if (search->seen++ == search->wanted) {
-        search->found = (const char *)field->op->bytes;
-        return false;
-    }
-    return true;
-}
-
-static cblob_status layer_texts(const cblob_model *model, int64_t layer, uint32_t number, int64_t index,
-                                const char *what, const char **out_text, int64_t *out_count)
-{
-    const uint8_t *record;
-    CB_TRY(cb_model_record(model, layer, &record));
-    cb_op message;
-    cb_record_layer(record, &message);
-    text_search search = {.number = number, .wanted = out_text != NULL ? index : -1};
-    if (message.code == CB_OP_MESSAGE && (out_text == NULL || index >= 0))
-        cb_for_each_field(message.inner, find_text, &search);
-    if (out_text == NULL) {
-        *out_count = search.seen;
-        return CBLOB_OK;
-    }
-    if (search.found == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%s %" PRId64 " is outside [0, %" PRId64 ") for layer %" PRId64, what,
-                       index, search.seen, layer);
-    *out_text = search.found;
+    index_walk *walk = context;
+    if (item->kind == CB_WALK_LAYER_LIST)
+        list_field(walk->x, &walk->wire, item->field, item->list);
     return CBLOB_OK;
+}
+
+/* The layer's lists, as the walk marks them in its bytes (its field as the model keeps it). */
+static cblob_status walk_layer(indexer *x, const uint8_t *bytes, size_t size)
+{
+    index_walk walk = {x, cb_wire_begin(bytes, size, NULL)};
+    cb_source source;
+    cb_source_memory(&source, bytes, size, NULL);
+    x->index->phase = CBLOB_PHASE_NONE;
+    return cb_walk_layer(&source, x->v1 ? CBLOB_NET_FORMAT_V1 : CBLOB_NET_FORMAT_V2, index_item, &walk);
+}
+
+static size_t round_up(size_t size)
+{
+    return (size + 7) & ~(size_t)7;
+}
+
+static cblob_status make_index(const cb_layer *layer, bool v1, cb_layer_index **out)
+{
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    CB_TRY(cb_layer_bytes_without_blobs(layer, &bytes, &size));
+    cb_layer_index counted = {0};
+    indexer x = {.v1 = v1, .index = &counted};
+    cblob_status status = walk_layer(&x, bytes, size);
+    if (status != CBLOB_OK) {
+        free(bytes);
+        return status;
+    }
+    if (v1) {
+        int64_t specs = counted.num_param_names > x.lrs ? counted.num_param_names : x.lrs;
+        counted.num_specs = specs > x.decays ? specs : x.decays;
+    }
+    /* One block: the index, its arrays, the texts, then the layer's bytes (rules and specs point
+     * into them). */
+    const size_t pointers = (size_t)(counted.num_bottoms + counted.num_tops + x.stages) * sizeof(char *);
+    const size_t rules = (size_t)(counted.num_rules[0] + counted.num_rules[1]) * sizeof(cb_rule);
+    const size_t specs = (size_t)counted.num_specs * sizeof(cb_param_spec);
+    const size_t total = round_up(sizeof(cb_layer_index)) + round_up(pointers) + round_up(rules) + round_up(specs) +
+                         round_up(x.text_bytes) + size;
+    uint8_t *block = malloc(total);
+    if (block == NULL) {
+        free(bytes);
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to index layer %s (%zu bytes)", layer->name, total);
+    }
+    cb_layer_index *index = (cb_layer_index *)block;
+    uint8_t *at = block + round_up(sizeof *index);
+    *index = (cb_layer_index){0};
+    index->bottoms = (const char **)at;
+    index->tops = index->bottoms + counted.num_bottoms;
+    const char **stages = index->tops + counted.num_tops;
+    at += round_up(pointers);
+    index->rules[0] = (cb_rule *)at;
+    index->rules[1] = index->rules[0] + counted.num_rules[0];
+    at += round_up(rules);
+    index->specs = (cb_param_spec *)at;
+    for (int64_t i = 0; i < counted.num_specs; ++i)
+        index->specs[i] = (cb_param_spec){.lr_mult = 1.0f, .decay_mult = 1.0f};
+    at += round_up(specs);
+    char *texts = (char *)at;
+    at += round_up(x.text_bytes);
+    memcpy(at, bytes, size);
+    free(bytes);
+    x = (indexer){.v1 = v1, .fill = true, .index = index, .texts = texts, .stage_at = stages};
+    status = walk_layer(&x, at, size);
+    if (status != CBLOB_OK) {
+        free(block);
+        return status;
+    }
+    index->num_specs = counted.num_specs;
+    *out = index;
+    return CBLOB_OK;
+}
+
+/* The model's table of indexes, made (or grown, for layers added since) on first use. */
+static cblob_status index_table(cblob_model *model)
+{
+    if (model->num_indexes >= model->num_layers)
+        return CBLOB_OK;
+    cb_layer_index **grown = realloc(model->indexes, (size_t)model->num_layers * sizeof *grown);
+    if (grown == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to index %" PRId64 " layers", model->num_layers);
+    memset(grown + model->num_indexes, 0, (size_t)(model->num_layers - model->num_indexes) * sizeof *grown);
+    model->indexes = grown;
+    model->num_indexes = model->num_layers;
+    return CBLOB_OK;
+}
+
+cblob_status cb_model_layer_index(const cblob_model *model, int64_t layer, const cb_layer_index **out)
+{
+    const cb_layer *found = NULL;
+    CB_TRY(cb_model_layer(model, layer, &found));
+    cblob_model *writable = (cblob_model *)model; /* the index is a cache of the layer's bytes */
+    cb_model_lock(model);
+    cblob_status status = index_table(writable);
+    if (status == CBLOB_OK && model->indexes[layer] == NULL)
+        status = make_index(found, model->format == CBLOB_NET_FORMAT_V1, &writable->indexes[layer]);
+    const cb_layer_index *index = status == CBLOB_OK ? model->indexes[layer] : NULL;
+    cb_model_unlock(model);
+    CB_TRY(status);
+    *out = index;
+    return CBLOB_OK;
+}
+
+/* ---- the public calls --------------------------------------------------------------------------- */
+
+static cblob_status out_of_range(const char *what, int64_t index, int64_t count, int64_t layer)
+{
+    return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%s %" PRId64 " is outside [0, %" PRId64 ") for layer %" PRId64, what, index,
+                   count, layer);
 }
 
 CBLOB_API cblob_status cblob_model_layer_num_bottoms(const cblob_model *model, int64_t layer, int64_t *out_count)
@@ -115,7 +379,10 @@ CBLOB_API cblob_status cblob_model_layer_num_bottoms(const cblob_model *model, i
     CB_ENTER();
     CB_REQUIRE(model);
     CB_REQUIRE(out_count);
-    return layer_texts(model, layer, is_v1(model) ? 2 : 3, 0, "bottom", NULL, out_count);
+    const cb_layer_index *index = NULL;
+    CB_TRY(cb_model_layer_index(model, layer, &index));
+    *out_count = index->num_bottoms;
+    return CBLOB_OK;
 }
 
 CBLOB_API cblob_status cblob_model_layer_bottom(const cblob_model *model, int64_t layer, int64_t index,
@@ -124,7 +391,12 @@ CBLOB_API cblob_status cblob_model_layer_bottom(const cblob_model *model, int64_
     CB_ENTER();
     CB_REQUIRE(model);
     CB_REQUIRE(out_name);
-    return layer_texts(model, layer, is_v1(model) ? 2 : 3, index, "bottom", out_name, NULL);
+    const cb_layer_index *found = NULL;
+    CB_TRY(cb_model_layer_index(model, layer, &found));
+    if (index < 0 || index >= found->num_bottoms)
+        return out_of_range("bottom", index, found->num_bottoms, layer);
+    *out_name = found->bottoms[index];
+    return CBLOB_OK;
 }
 
 CBLOB_API cblob_status cblob_model_layer_num_tops(const cblob_model *model, int64_t layer, int64_t *out_count)
@@ -132,7 +404,10 @@ CBLOB_API cblob_status cblob_model_layer_num_tops(const cblob_model *model, int6
     CB_ENTER();
     CB_REQUIRE(model);
     CB_REQUIRE(out_count);
-    return layer_texts(model, layer, is_v1(model) ? 3 : 4, 0, "top", NULL, out_count);
+    const cb_layer_index *index = NULL;
+    CB_TRY(cb_model_layer_index(model, layer, &index));
+    *out_count = index->num_tops;
+    return CBLOB_OK;
 }
 
 CBLOB_API cblob_status cblob_model_layer_top(const cblob_model *model, int64_t layer, int64_t index,
@@ -141,26 +416,12 @@ CBLOB_API cblob_status cblob_model_layer_top(const cblob_model *model, int64_t l
     CB_ENTER();
     CB_REQUIRE(model);
     CB_REQUIRE(out_name);
-    return layer_texts(model, layer, is_v1(model) ? 3 : 4, index, "top", out_name, NULL);
-}
-
-/* ---- phase ------------------------------------------------------------------------------------ */
-
-static bool find_phase(void *context, const cb_layer_field *field)
-{
-    if (field->number == 10 && field->type == CB_WIRE_VARINT)
-        *(cblob_phase *)context = (cblob_phase)(int32_t)(uint32_t)field->varint;
-    return true;
-}
-
-cblob_phase cb_record_phase(const cblob_model *model, const uint8_t *record)
-{
-    cblob_phase phase = CBLOB_PHASE_NONE;
-    cb_op message;
-    cb_record_layer(record, &message);
-    if (!is_v1(model) && message.code == CB_OP_MESSAGE)
-        cb_for_each_field(message.inner, find_phase, &phase);
-    return phase;
+    const cb_layer_index *found = NULL;
+    CB_TRY(cb_model_layer_index(model, layer, &found));
+    if (index < 0 || index >= found->num_tops)
+        return out_of_range("top", index, found->num_tops, layer);
+    *out_name = found->tops[index];
+    return CBLOB_OK;
 }
 
 CBLOB_API cblob_status cblob_model_layer_phase(const cblob_model *model, int64_t layer, cblob_phase *out_phase)
@@ -168,13 +429,11 @@ CBLOB_API cblob_status cblob_model_layer_phase(const cblob_model *model, int64_t
     CB_ENTER();
     CB_REQUIRE(model);
     CB_REQUIRE(out_phase);
-    const uint8_t *record;
-    CB_TRY(cb_model_record(model, layer, &record));
-    *out_phase = cb_record_phase(model, record);
+    const cb_layer_index *index = NULL;
+    CB_TRY(cb_model_layer_index(model, layer, &index));
+    *out_phase = index->phase;
     return CBLOB_OK;
 }
-
-/* ---- rules ------------------------------------------------------------------------------------ */
 
 static cblob_status check_kind(cblob_rule_kind kind)
 {
@@ -184,49 +443,6 @@ static cblob_status check_kind(cblob_rule_kind kind)
     return CBLOB_OK;
 }
 
-typedef struct message_search {
-    uint32_t number;
-    int64_t wanted;
-    int64_t seen;
-    cb_op found;
-} message_search;
-
-static bool find_message(void *context, const cb_layer_field *field)
-{
-    message_search *search = context;
-    if (field->number != search->number || field->op == NULL || field->op->code != CB_OP_MESSAGE)
-        return true;
-    if (search->seen++ == search->wanted) {
-        search->found = *field->op;
-        return false;
-    }
-    return true;
-}
-
-/* The index-th nested message of a field number in a layer (index -1: count them). */
-static cblob_status layer_message(const cblob_model *model, int64_t layer, uint32_t number, int64_t index,
-                                  const char *what, message_search *out)
-{
-    const uint8_t *record;
-    CB_TRY(cb_model_record(model, layer, &record));
-    cb_op message;
-    cb_record_layer(record, &message);
-    *out = (message_search){.number = number, .wanted = index};
-    if (message.code == CB_OP_MESSAGE)
-        cb_for_each_field(message.inner, find_message, out);
-    if (index >= 0 && out->seen <= index)
-        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%s %" PRId64 " is outside [0, %" PRId64 ") for layer %" PRId64, what,
-                       index, out->seen, layer);
-    if (index < -1)
-        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%s %" PRId64 " is negative", what, index);
-    return CBLOB_OK;
-}
-
-static uint32_t rule_field(const cblob_model *model, cblob_rule_kind kind)
-{
-    return (is_v1(model) ? 32 : 8) + (kind == CBLOB_RULE_EXCLUDE);
-}
-
 CBLOB_API cblob_status cblob_model_layer_num_rules(const cblob_model *model, int64_t layer, cblob_rule_kind kind,
                                                    int64_t *out_count)
 {
@@ -234,30 +450,24 @@ CBLOB_API cblob_status cblob_model_layer_num_rules(const cblob_model *model, int
     CB_REQUIRE(model);
     CB_TRY(check_kind(kind));
     CB_REQUIRE(out_count);
-    message_search search;
-    CB_TRY(layer_message(model, layer, rule_field(model, kind), -1, "rule", &search));
-    *out_count = search.seen;
+    const cb_layer_index *index = NULL;
+    CB_TRY(cb_model_layer_index(model, layer, &index));
+    *out_count = index->num_rules[kind];
     return CBLOB_OK;
 }
 
-typedef struct rule_facts {
-    cblob_phase phase;
-    int32_t min_level, max_level;
-    int64_t stages, not_stages;
-} rule_facts;
-
-static bool read_rule(void *context, const cb_layer_field *field)
+/* Rule `rule` of a kind, or CBLOB_ERR_OUT_OF_RANGE. */
+static cblob_status find_rule(const cblob_model *model, int64_t layer, cblob_rule_kind kind, int64_t rule,
+                              const cb_rule **out)
 {
-    rule_facts *rule = context;
-    if (field->type == CB_WIRE_VARINT && field->number == 1)
-        rule->phase = (cblob_phase)(int32_t)(uint32_t)field->varint;
-    else if (field->type == CB_WIRE_VARINT && field->number == 2)
-        rule->min_level = (int32_t)(uint32_t)field->varint;
-    else if (field->type == CB_WIRE_VARINT && field->number == 3)
-        rule->max_level = (int32_t)(uint32_t)field->varint;
-    else if (field->op != NULL && field->op->code == CB_OP_TEXT)
-        *(field->number == 4 ? &rule->stages : &rule->not_stages) += 1;
-    return true;
+    if (rule < 0)
+        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "rule %" PRId64 " is negative", rule);
+    const cb_layer_index *index = NULL;
+    CB_TRY(cb_model_layer_index(model, layer, &index));
+    if (rule >= index->num_rules[kind])
+        return out_of_range("rule", rule, index->num_rules[kind], layer);
+    *out = &index->rules[kind][rule];
+    return CBLOB_OK;
 }
 
 CBLOB_API cblob_status cblob_model_layer_rule(const cblob_model *model, int64_t layer, cblob_rule_kind kind,
@@ -273,17 +483,13 @@ CBLOB_API cblob_status cblob_model_layer_rule(const cblob_model *model, int64_t 
     CB_REQUIRE(out_max_level);
     CB_REQUIRE(out_num_stages);
     CB_REQUIRE(out_num_not_stages);
-    if (index < 0)
-        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "rule %" PRId64 " is negative", index);
-    message_search search;
-    CB_TRY(layer_message(model, layer, rule_field(model, kind), index, "rule", &search));
-    rule_facts rule = {.phase = CBLOB_PHASE_NONE, .min_level = INT32_MIN, .max_level = INT32_MAX};
-    cb_for_each_field(search.found.inner, read_rule, &rule);
-    *out_phase = rule.phase;
-    *out_min_level = rule.min_level;
-    *out_max_level = rule.max_level;
-    *out_num_stages = rule.stages;
-    *out_num_not_stages = rule.not_stages;
+    const cb_rule *rule = NULL;
+    CB_TRY(find_rule(model, layer, kind, index, &rule));
+    *out_phase = rule->phase;
+    *out_min_level = rule->min_level;
+    *out_max_level = rule->max_level;
+    *out_num_stages = rule->num_stages;
+    *out_num_not_stages = rule->num_not_stages;
     return CBLOB_OK;
 }
 
@@ -298,102 +504,13 @@ CBLOB_API cblob_status cblob_model_layer_rule_stage(const cblob_model *model, in
     CB_REQUIRE(out_stage);
     if (rule < 0 || index < 0)
         return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "rule %" PRId64 ", stage %" PRId64 ": negative", rule, index);
-    message_search search;
-    CB_TRY(layer_message(model, layer, rule_field(model, kind), rule, "rule", &search));
-    text_search texts = {.number = not_stage ? 5 : 4, .wanted = index};
-    cb_for_each_field(search.found.inner, find_text, &texts);
-    if (texts.found == NULL)
+    const cb_rule *found = NULL;
+    CB_TRY(find_rule(model, layer, kind, rule, &found));
+    const int64_t count = not_stage ? found->num_not_stages : found->num_stages;
+    if (index >= count)
         return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%s %" PRId64 " is outside [0, %" PRId64 ") for rule %" PRId64,
-                       not_stage ? "not_stage" : "stage", index, texts.seen, rule);
-    *out_stage = texts.found;
-    return CBLOB_OK;
-}
-
-/* ---- param specs ------------------------------------------------------------------------------ */
-
-typedef struct param_spec {
-    const char *name;
-    float lr_mult, decay_mult;
-} param_spec;
-
-static float fixed32_float(const uint8_t *bytes)
-{
-    float value;
-    memcpy(&value, bytes, sizeof value);
-    return value;
-}
-
-static bool read_param_spec(void *context, const cb_layer_field *field)
-{
-    param_spec *spec = context;
-    if (field->number == 1 && field->op != NULL && field->op->code == CB_OP_TEXT)
-        spec->name = (const char *)field->op->bytes;
-    else if ((field->number == 3 || field->number == 4) && field->type == CB_WIRE_FIXED32)
-        *(field->number == 3 ? &spec->lr_mult : &spec->decay_mult) = fixed32_float(field->payload);
-    return true;
-}
-
-/* V1: param names (1001), blobs_lr (7) and weight_decay (8), paired by position. */
-typedef struct v1_specs {
-    int64_t wanted;
-    int64_t names, lrs, decays;
-    param_spec spec;
-} v1_specs;
-
-static void v1_floats(v1_specs *specs, const cb_layer_field *field, int64_t *seen, float *slot)
-{
-    const bool packed = field->type == CB_WIRE_LENGTH;
-    const size_t count = packed ? field->length / 4 : 1;
-    for (size_t i = 0; i < count; ++i, ++*seen)
-        if (*seen == specs->wanted)
-            *slot = fixed32_float(field->payload + 4 * i);
-}
-
-static bool read_v1_specs(void *context, const cb_layer_field *field)
-{
-    v1_specs *specs = context;
-    if (field->number == 1001 && field->op != NULL && field->op->code == CB_OP_TEXT) {
-        if (specs->names++ == specs->wanted)
-            specs->spec.name = (const char *)field->op->bytes;
-    } else if ((field->number == 7 || field->number == 8) &&
-               (field->type == CB_WIRE_FIXED32 || (field->type == CB_WIRE_LENGTH && field->op == NULL))) {
-        v1_floats(specs, field, field->number == 7 ? &specs->lrs : &specs->decays,
-                  field->number == 7 ? &specs->spec.lr_mult : &specs->spec.decay_mult);
-    }
-    return true;
-}
-
-static cblob_status layer_param_spec(const cblob_model *model, int64_t layer, int64_t index, int64_t *out_count,
-                                     param_spec *out)
-{
-    const param_spec defaults = {.name = NULL, .lr_mult = 1.0f, .decay_mult = 1.0f};
-    int64_t count = 0;
-    param_spec spec = defaults;
-    if (is_v1(model)) {
-        const uint8_t *record;
-        CB_TRY(cb_model_record(model, layer, &record));
-        cb_op message;
-        cb_record_layer(record, &message);
-        v1_specs specs = {.wanted = index, .spec = defaults};
-        if (message.code == CB_OP_MESSAGE)
-            cb_for_each_field(message.inner, read_v1_specs, &specs);
-        count = specs.names > specs.lrs ? specs.names : specs.lrs;
-        count = count > specs.decays ? count : specs.decays;
-        spec = specs.spec;
-    } else {
-        message_search search;
-        CB_TRY(layer_message(model, layer, 6, index >= 0 ? -1 : -1, "param spec", &search));
-        count = search.seen;
-        if (index >= 0 && index < count) {
-            CB_TRY(layer_message(model, layer, 6, index, "param spec", &search));
-            cb_for_each_field(search.found.inner, read_param_spec, &spec);
-        }
-    }
-    if (index >= 0 && index >= count)
-        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "param spec %" PRId64 " is outside [0, %" PRId64 ") for layer %" PRId64,
-                       index, count, layer);
-    *out_count = count;
-    *out = spec;
+                       not_stage ? "not_stage" : "stage", index, count, rule);
+    *out_stage = (not_stage ? found->not_stages : found->stages)[index];
     return CBLOB_OK;
 }
 
@@ -402,8 +519,10 @@ CBLOB_API cblob_status cblob_model_layer_num_param_specs(const cblob_model *mode
     CB_ENTER();
     CB_REQUIRE(model);
     CB_REQUIRE(out_count);
-    param_spec spec;
-    return layer_param_spec(model, layer, -1, out_count, &spec);
+    const cb_layer_index *index = NULL;
+    CB_TRY(cb_model_layer_index(model, layer, &index));
+    *out_count = index->num_specs;
+    return CBLOB_OK;
 }
 
 CBLOB_API cblob_status cblob_model_layer_param_spec(const cblob_model *model, int64_t layer, int64_t index,
@@ -416,420 +535,12 @@ CBLOB_API cblob_status cblob_model_layer_param_spec(const cblob_model *model, in
     CB_REQUIRE(out_decay_mult);
     if (index < 0)
         return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "param spec %" PRId64 " is negative", index);
-    int64_t count = 0;
-    param_spec spec;
-    CB_TRY(layer_param_spec(model, layer, index, &count, &spec));
-    *out_name = spec.name;
-    *out_lr_mult = spec.lr_mult;
-    *out_decay_mult = spec.decay_mult;
+    const cb_layer_index *found = NULL;
+    CB_TRY(cb_model_layer_index(model, layer, &found));
+    if (index >= found->num_specs)
+        return out_of_range("param spec", index, found->num_specs, layer);
+    *out_name = found->specs[index].name;
+    *out_lr_mult = found->specs[index].lr_mult;
+    *out_decay_mult = found->specs[index].decay_mult;
     return CBLOB_OK;
-}
-
-/* ---- blobs without handles -------------------------------------------------------------------- */
-
-CBLOB_API cblob_status cblob_model_layer_blob_shape(const cblob_model *model, int64_t layer, int64_t index,
-                                                    int32_t max_axes, int64_t *out_shape, int32_t *out_num_axes)
-{
-    CB_ENTER();
-    CB_REQUIRE(model);
-    CB_REQUIRE(out_num_axes);
-    if (max_axes < 0 || (max_axes > 0 && out_shape == NULL))
-        return cb_fail(max_axes < 0 ? CBLOB_ERR_OUT_OF_RANGE : CBLOB_ERR_INVALID_ARGUMENT,
-                       "out_shape is %s with room for %d axes", out_shape == NULL ? "NULL" : "given", (int)max_axes);
-    cb_blob_facts facts;
-    CB_TRY(cb_model_blob_facts(model, layer, index, &facts));
-    if (out_shape != NULL || max_axes > 0) {
-        if (facts.num_axes > max_axes)
-            return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "out_shape has room for %d axes, the blob has %d", (int)max_axes,
-                           (int)facts.num_axes);
-        memcpy(out_shape, facts.dims, (size_t)facts.num_axes * sizeof *out_shape);
-    }
-    *out_num_axes = facts.num_axes;
-    return CBLOB_OK;
-}
-
-CBLOB_API cblob_status cblob_model_layer_blob_dtype(const cblob_model *model, int64_t layer, int64_t index,
-                                                    cblob_dtype *out_dtype)
-{
-    CB_ENTER();
-    CB_REQUIRE(model);
-    CB_REQUIRE(out_dtype);
-    cb_blob_facts facts;
-    CB_TRY(cb_model_blob_facts(model, layer, index, &facts));
-    *out_dtype = facts.dtype;
-    return CBLOB_OK;
-}
-
-CBLOB_API cblob_status cblob_model_layer_blob_has_diff(const cblob_model *model, int64_t layer, int64_t index,
-                                                       int32_t *out_has_diff)
-{
-    CB_ENTER();
-    CB_REQUIRE(model);
-    CB_REQUIRE(out_has_diff);
-    cb_blob_facts facts;
-    CB_TRY(cb_model_blob_facts(model, layer, index, &facts));
-    *out_has_diff = facts.has_diff;
-    return CBLOB_OK;
-}
-
-CBLOB_API cblob_status cblob_model_layer_blob_read(const cblob_model *model, int64_t layer, int64_t index,
-                                                   cblob_part part, int64_t start, int64_t count, void *buffer,
-                                                   size_t buffer_size)
-{
-    CB_ENTER();
-    CB_REQUIRE(model);
-    CB_TRY(cb_check_part(part));
-    CB_REQUIRE(buffer);
-    cb_blob_facts facts;
-    CB_TRY(cb_model_blob_facts(model, layer, index, &facts));
-    if (start < 0 || count < 0 || start > facts.count || count > facts.count - start)
-        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "%" PRId64 " elements from %" PRId64 " are outside the blob's %" PRId64,
-                       count, start, facts.count);
-    const size_t element = cb_dtype_find(facts.dtype)->size;
-    if ((uint64_t)count > buffer_size / element)
-        return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "a %zu-byte buffer cannot hold %" PRId64 " elements of %zu bytes",
-                       buffer_size, count, element);
-    return cb_model_blob_read(model, layer, index, part, start, count, buffer);
-}
-
-/* ---- keys -------------------------------------------------------------------------------------- */
-
-/* Names as UTF-8 (each bad byte U+FFFD), for keys the exports and the .npy index wrote so; NULL
- * when every name is UTF-8 already. */
-static cblob_status repair_names(cb_model_names *names, int64_t count)
-{
-    bool all_valid = true;
-    for (int64_t i = 0; all_valid && i < count; ++i)
-        all_valid = cb_utf8_valid(names->names[i], strlen(names->names[i]));
-    if (all_valid)
-        return CBLOB_OK;
-    names->repaired = calloc((size_t)count + 1, sizeof *names->repaired);
-    if (names->repaired == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", count);
-    for (int64_t i = 0; i < count; ++i) {
-        const char *name = names->names[i];
-        const size_t size = cb_utf8_repaired_length(name, strlen(name));
-        if ((names->repaired[i] = malloc(size + 1)) == NULL)
-            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", count);
-        cb_utf8_repair(name, strlen(name), names->repaired[i]);
-        names->repaired[i][size] = '\0';
-    }
-    return cb_name_index_make((const char *const *)names->repaired, count, &names->repaired_index);
-}
-
-cblob_status cb_model_names_make(const cblob_model *model, cb_model_names *out)
-{
-    *out = (cb_model_names){.count = model->num_layers};
-    out->names = malloc(((size_t)model->num_layers + 1) * sizeof *out->names);
-    if (out->names == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", model->num_layers);
-    for (int64_t i = 0; i < model->num_layers; ++i)
-        out->names[i] = cb_record_name(model->layers[i]);
-    cblob_status status = cb_name_index_make(out->names, model->num_layers, &out->index);
-    if (status == CBLOB_OK)
-        status = cb_name_index_init(out->names, model->num_layers, false, &out->with_blobs);
-    for (int64_t i = 0; status == CBLOB_OK && i < model->num_layers; ++i)
-        if (cb_record_num_blobs(model->layers[i]) > 0)
-            (void)cb_name_index_put(&out->with_blobs, i);
-    if (status == CBLOB_OK)
-        status = repair_names(out, model->num_layers);
-    if (status != CBLOB_OK)
-        cb_model_names_free(out);
-    return status;
-}
-
-void cb_model_names_free(cb_model_names *names)
-{
-    cb_name_index_free(&names->index);
-    cb_name_index_free(&names->with_blobs);
-    cb_name_index_free(&names->repaired_index);
-    for (int64_t i = 0; names->repaired != NULL && i < names->count; ++i)
-        free(names->repaired[i]);
-    free(names->repaired);
-    free(names->names);
-    *names = (cb_model_names){0};
-}
-
-cblob_status cb_model_repeats(const cblob_model *model, uint8_t **out)
-{
-    cb_model_names names;
-    CB_TRY(cb_model_names_make(model, &names));
-    uint8_t *repeats = calloc((size_t)model->num_layers + 1, 1);
-    for (int64_t i = 0; repeats != NULL && i < model->num_layers; ++i)
-        repeats[i] = cb_name_index_find(&names.index, names.names[i], strlen(names.names[i])) != i;
-    cb_model_names_free(&names);
-    if (repeats == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", model->num_layers);
-    *out = repeats;
-    return CBLOB_OK;
-}
-
-/* Whether a layer's name, as it is or as UTF-8, is the key's name part of `length` bytes. */
-static bool layer_named(const cb_model_names *names, int64_t layer, const char *name, size_t length)
-{
-    const char *held = names->names[layer];
-    if (strlen(held) == length && memcmp(held, name, length) == 0)
-        return true;
-    held = names->repaired != NULL ? names->repaired[layer] : NULL;
-    return held != NULL && strlen(held) == length && memcmp(held, name, length) == 0;
-}
-
-int64_t cb_model_layer_for_key(const cb_model_names *names, int64_t num_layers, const char *name)
-{
-    int64_t layer = cb_name_index_find(&names->with_blobs, name, strlen(name));
-    if (layer < 0)
-        layer = cb_name_index_find(&names->index, name, strlen(name));
-    if (layer < 0 && names->repaired != NULL)
-        layer = cb_name_index_find(&names->repaired_index, name, strlen(name));
-    if (layer >= 0)
-        return layer;
-    const char *at = strrchr(name, '@');
-    if (at == NULL || at[1] == '\0')
-        return -1;
-    char *end;
-    const long long index = strtoll(at + 1, &end, 10);
-    if (*end != '\0' || index < 0 || index >= num_layers)
-        return -1;
-    return layer_named(names, index, name, (size_t)(at - name)) ? index : -1;
-}
-
-/* ---- net surgery ------------------------------------------------------------------------------ */
-
-/* Appends "; <text>" to the message being gathered (at most its size). */
-static void note(char *message, size_t size, size_t *used, const char *format, ...) __attribute__((format(printf, 4, 5)));
-static void note(char *message, size_t size, size_t *used, const char *format, ...)
-{
-    if (*used >= size)
-        return;
-    va_list args;
-    va_start(args, format);
-    const int n = vsnprintf(message + *used, size - *used, format, args);
-    va_end(args);
-    if (n > 0)
-        *used = *used + (size_t)n < size ? *used + (size_t)n : size;
-}
-
-/* Shapes Caffe's ShapeEquals takes for one another: equal, or, for shapes of at most 4 axes,
- * equal once each is padded to 4 axes with leading 1s (a V1 or legacy blob's num, channels,
- * height, width against PyTorch's (64, 1024) or (64,)). */
-static bool same_legacy_shape(const cb_blob_facts *a, const cb_blob_facts *b)
-{
-    if (a->num_axes > 4 || b->num_axes > 4)
-        return false;
-    for (int32_t i = 1; i <= 4; ++i) {
-        const int64_t x = i <= a->num_axes ? a->dims[a->num_axes - i] : 1, y = i <= b->num_axes ? b->dims[b->num_axes - i] : 1;
-        if (x != y)
-            return false;
-    }
-    return true;
-}
-
-/* The model's blobs the weights give no values, listed as mismatches (CBLOB_REPLACE_ALL). */
-static int64_t count_kept(const cblob_model *model, const cblob_model *weights, const int64_t *targets, bool list,
-                          char *message, size_t size, size_t *used, int64_t *mismatches)
-{
-    int64_t kept = 0;
-    for (int64_t layer = 0; layer < model->num_layers; ++layer) {
-        int64_t covered = 0;
-        for (int64_t i = 0; i < weights->num_layers; ++i)
-            if (targets[i] == layer && cb_record_num_blobs(weights->layers[i]) > covered)
-                covered = cb_record_num_blobs(weights->layers[i]);
-        for (int64_t j = covered; j < cb_record_num_blobs(model->layers[layer]); ++j) {
-            ++kept;
-            if (list)
-                note(message, size, used, "%s%.64s blob %" PRId64 ": no values in the weights",
-                     (*mismatches)++ ? "; " : "", cb_record_name(model->layers[layer]), j);
-        }
-    }
-    return kept;
-}
-
-/* For each layer with blobs, the next layer with blobs of the same name (-1: none), found by
- * sorting the layers by (name, index): a net given as weights names its repeated layers as the
- * model does, and the k-th of a name is the model's k-th. */
-static _Thread_local const cblob_model *sorting; /* qsort takes no context */
-
-static int by_name_then_index(const void *a, const void *b)
-{
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    const int names = strcmp(cb_record_name(sorting->layers[x]), cb_record_name(sorting->layers[y]));
-    return names != 0 ? names : (x > y) - (x < y);
-}
-
-static cblob_status next_of_same_name(const cblob_model *model, int64_t **out)
-{
-    int64_t *next = malloc(((size_t)model->num_layers + 1) * sizeof *next);
-    int64_t *order = malloc(((size_t)model->num_layers + 1) * sizeof *order);
-    if (next == NULL || order == NULL) {
-        free(next);
-        free(order);
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", model->num_layers);
-    }
-    int64_t count = 0;
-    for (int64_t i = 0; i < model->num_layers; ++i) {
-        next[i] = -1;
-        if (cb_record_num_blobs(model->layers[i]) > 0)
-            order[count++] = i;
-    }
-    sorting = model;
-    qsort(order, (size_t)count, sizeof *order, by_name_then_index);
-    for (int64_t k = 0; k + 1 < count; ++k)
-        if (strcmp(cb_record_name(model->layers[order[k]]), cb_record_name(model->layers[order[k + 1]])) == 0)
-            next[order[k]] = order[k + 1];
-    free(order);
-    *out = next;
-    return CBLOB_OK;
-}
-
-/* One weights layer's blobs against its target's: the index and the shape of each. */
-static cblob_status check_layer(const cblob_model *model, const cblob_model *weights, int64_t i, int64_t target,
-                                char *message, size_t size, size_t *used, int64_t *mismatches)
-{
-    const char *name = cb_record_name(weights->layers[i]);
-    if (target < 0) {
-        note(message, size, used, "%slayer \"%.64s\" is not in the model", (*mismatches)++ ? "; " : "", name);
-        return CBLOB_OK;
-    }
-    const int64_t have = cb_record_num_blobs(model->layers[target]);
-    for (int64_t j = 0; j < cb_record_num_blobs(weights->layers[i]); ++j) {
-        cb_blob_facts want, got;
-        CB_TRY(cb_model_blob_facts(weights, i, j, &got));
-        if (j >= have) {
-            note(message, size, used, "%s%.64s blob %" PRId64 ": the layer has %" PRId64 " blobs",
-                 (*mismatches)++ ? "; " : "", name, j, have);
-            continue;
-        }
-        CB_TRY(cb_model_blob_facts(model, target, j, &want));
-        cb_shape a = {.num_axes = want.num_axes}, b = {.num_axes = got.num_axes};
-        memcpy(a.dims, want.dims, sizeof a.dims);
-        memcpy(b.dims, got.dims, sizeof b.dims);
-        a.count = want.count, b.count = got.count;
-        if (!cb_shape_equal(&a, &b) && !same_legacy_shape(&want, &got)) {
-            char ta[CB_SHAPE_TEXT_MAX], tb[CB_SHAPE_TEXT_MAX];
-            cb_shape_format(&a, ta, sizeof ta);
-            cb_shape_format(&b, tb, sizeof tb);
-            note(message, size, used, "%s%.64s blob %" PRId64 ": the model's is %s, the weights' %s",
-                 (*mismatches)++ ? "; " : "", name, j, ta, tb);
-        }
-    }
-    return CBLOB_OK;
-}
-
-/* Every weights blob's target, checked: the layer, the index and the shape; and the model's blobs
- * that would keep their values. */
-static cblob_status check_replacements(const cblob_model *model, const cb_model_names *names,
-                                       const cblob_model *weights, bool require_all, int64_t *targets, int64_t *kept)
-{
-    char message[2048] = "";
-    size_t used = 0;
-    int64_t mismatches = 0;
-    int64_t *model_next = NULL, *weights_next = NULL;
-    cblob_status status = next_of_same_name(model, &model_next);
-    if (status == CBLOB_OK)
-        status = next_of_same_name(weights, &weights_next);
-    if (status != CBLOB_OK) {
-        free(model_next);
-        return status;
-    }
-    for (int64_t i = 0; i < weights->num_layers; ++i)
-        targets[i] = -2; /* not found yet */
-    for (int64_t i = 0; i < weights->num_layers; ++i) {
-        const char *name = cb_record_name(weights->layers[i]);
-        /* A later layer of a name the weights repeat: the model's next one of that name. */
-        if (targets[i] == -2)
-            targets[i] = cb_model_layer_for_key(names, model->num_layers, name);
-        if (weights_next[i] >= 0)
-            targets[weights_next[i]] = targets[i] >= 0 ? model_next[targets[i]] : -1;
-        if (status == CBLOB_OK)
-            status = check_layer(model, weights, i, targets[i], message, sizeof message, &used, &mismatches);
-    }
-    if (status != CBLOB_OK) {
-        free(model_next);
-        free(weights_next);
-        return status;
-    }
-    free(model_next);
-    free(weights_next);
-    *kept = mismatches > 0 ? 0 : count_kept(model, weights, targets, require_all, message, sizeof message, &used,
-                                            &mismatches);
-    if (mismatches > 0)
-        return cb_fail(CBLOB_ERR_SHAPE, "%" PRId64 " mismatch%s, nothing replaced: %s", mismatches,
-                       mismatches > 1 ? "es" : "", message);
-    return CBLOB_OK;
-}
-
-/* Copies one part of a weights blob into a model blob's handle, converting the dtype. */
-static cblob_status copy_part(const cblob_model *weights, int64_t layer, int64_t index, cblob_part part,
-                              cblob_blob *target)
-{
-    cb_blob_facts facts;
-    CB_TRY(cb_model_blob_facts(weights, layer, index, &facts));
-    const size_t element = cb_dtype_find(facts.dtype)->size;
-    void *values = malloc(facts.count > 0 ? (size_t)facts.count * element : 1);
-    if (values == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " values", facts.count);
-    void *host = NULL;
-    cblob_status status = cb_model_blob_read(weights, layer, index, part, 0, facts.count, values);
-    if (status == CBLOB_OK)
-        status = cb_blob_host(target, part, true, &host);
-    if (status == CBLOB_OK)
-        status = cb_convert_elements(&cb_host_device, cb_dtype_find(facts.dtype), target->dtype, facts.count, values, host);
-    free(values);
-    return status;
-}
-
-static cblob_status replace_blobs(cblob_model *model, const cblob_model *weights, int32_t flags, int64_t *out_kept)
-{
-    int64_t kept = 0;
-    int64_t *targets = malloc(((size_t)weights->num_layers + 1) * sizeof *targets);
-    if (targets == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", weights->num_layers);
-    cb_model_names names;
-    cblob_status status = cb_model_names_make(model, &names);
-    if (status == CBLOB_OK) {
-        status = check_replacements(model, &names, weights, flags & CBLOB_REPLACE_ALL, targets, &kept);
-        cb_model_names_free(&names);
-    }
-    /* Handles first, so that nothing is half replaced when memory runs out. */
-    for (int64_t i = 0; status == CBLOB_OK && i < weights->num_layers; ++i)
-        for (int64_t j = 0; status == CBLOB_OK && j < cb_record_num_blobs(weights->layers[i]); ++j) {
-            cblob_blob *target;
-            status = cb_model_blob_handle(model, targets[i], j, &target);
-        }
-    for (int64_t i = 0; status == CBLOB_OK && i < weights->num_layers; ++i)
-        for (int64_t j = 0; status == CBLOB_OK && j < cb_record_num_blobs(weights->layers[i]); ++j) {
-            cblob_blob *target;
-            cb_blob_facts facts;
-            status = cb_model_blob_handle(model, targets[i], j, &target);
-            if (status == CBLOB_OK)
-                status = copy_part(weights, i, j, CBLOB_PART_DATA, target);
-            if (status == CBLOB_OK)
-                status = cb_model_blob_facts(weights, i, j, &facts);
-            if (status == CBLOB_OK && facts.has_diff)
-                status = copy_part(weights, i, j, CBLOB_PART_DIFF, target);
-        }
-    free(targets);
-    if (status == CBLOB_OK && out_kept != NULL)
-        *out_kept = kept;
-    return status;
-}
-
-CBLOB_API cblob_status cblob_model_replace_blobs(cblob_model *model, const cblob_model *weights)
-{
-    CB_ENTER();
-    CB_REQUIRE(model);
-    CB_REQUIRE(weights);
-    return replace_blobs(model, weights, 0, NULL);
-}
-
-CBLOB_API cblob_status cblob_model_replace_blobs_with(cblob_model *model, const cblob_model *weights, int32_t flags,
-                                                      int64_t *out_kept)
-{
-    CB_ENTER();
-    CB_REQUIRE(model);
-    CB_REQUIRE(weights);
-    if (flags & ~CBLOB_REPLACE_ALL)
-        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "flags 0x%x has bits other than CBLOB_REPLACE_ALL", (unsigned)flags);
-    CB_REQUIRE(out_kept);
-    return replace_blobs(model, weights, flags, out_kept);
 }

@@ -1,71 +1,33 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Saving a model: re-emitting its records (model.h), and reading blobs' values without making
- * handles.
+/* Saving a model: its bytes written back (model.h) with each blob in its place.
  *
- * A blob is written from its record when it still fits it: same dtype, same shape, and no diff to
- * add. Its fields are then re-emitted in their order with the current values (from the handle
- * when one was made, else from the record), so unchanged values give the same bytes and changed
- * ones change only their own; write_diff 0 leaves its diff fields out. Otherwise (reshaped, or a
- * diff written since it was read and none in the file) it is written as Caffe's ToProto writes it.
- * Nested messages keep their length bytes when their content kept its size. */
+ * A blob is written from its frame when it still fits it: same dtype, same shape, and no diff to
+ * add. Its fields are then written in their order with the current values (from the handle when
+ * one was made, else from its arrays), so unchanged values give the same bytes and changed ones
+ * change only their own; write_diff 0 leaves its diff fields out. Otherwise (reshaped, a diff
+ * written since it was read and none in the file, or a blob without a frame) it is written as
+ * Caffe's ToProto writes it. A layer's length, and its V0 layer's, are written anew only when
+ * their content changed size. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "caffe_fields.h"
+#include "model_values.h"
 #include "proto_blob.h"
 #include "status.h"
-
-void cb_convert_floats(void *dst, bool dst_double, const void *src, bool src_double, int64_t n)
-{
-    if (dst_double == src_double) {
-        memcpy(dst, src, (size_t)n * (dst_double ? 8 : 4));
-    } else if (dst_double) {
-        for (int64_t i = 0; i < n; ++i)
-            ((double *)dst)[i] = ((const float *)src)[i];
-    } else {
-        for (int64_t i = 0; i < n; ++i)
-            ((float *)dst)[i] = (float)((const double *)src)[i];
-    }
-}
-
-/* ---- where a blob's values come from -------------------------------------------------------- */
+#include "varint.h"
 
 typedef struct emitter {
     const cblob_model *model;
     bool write_diff;
-    cb_sink *sink;
-    int64_t layer;      /* for messages */
-    const char *layer_name;
-    cblob_blob **slots; /* the record's handles (NULL: none made) */
-    int64_t next_blob;  /* the index of the next blob operation */
+    int64_t layer; /* for messages */
 } emitter;
-
-static bool values_double(const cb_op *values)
-{
-    return values->values_flags & CB_VALUES_DOUBLE;
-}
-
-static bool values_of_diff(const cb_op *values)
-{
-    return values->values_flags & CB_VALUES_OF_DIFF;
-}
 
 static size_t element_size(bool is_double)
 {
     return is_double ? 8 : 4;
-}
-
-/* The stored values of a VALUES operation (inline, or in the blob's array at `first`). */
-static const uint8_t *stored_values(const cb_op *blob, const cb_op *values, int64_t first)
-{
-    if (blob->arrays == NULL)
-        return values->payload;
-    void *data, *diff;
-    cb_op_arrays(blob, &data, &diff);
-    const uint8_t *array = values_of_diff(values) ? diff : data;
-    return array == NULL ? NULL : array + (size_t)first * element_size(values_double(values));
 }
 
 static bool handle_is_double(const cblob_blob *handle)
@@ -73,15 +35,39 @@ static bool handle_is_double(const cblob_blob *handle)
     return handle->dtype->dtype == CBLOB_DTYPE_FLOAT64;
 }
 
-/* Writes a handle's values converted to the field's element type, through a small buffer. */
-static void write_converted(cb_sink *sink, const uint8_t *values, bool from_double, bool to_double, int64_t count)
+/* ---- values ------------------------------------------------------------------------------------ */
+
+/* Writes `count` elements of a piece of values: the payload of a packed field as it is, a run of
+ * unpacked elements each behind the piece's tag (through a small buffer). */
+static void write_values(cb_sink *sink, const cb_frame_piece *piece, const uint8_t *values, int64_t count)
+{
+    const size_t element = element_size(piece->is_double);
+    if (piece->packed) {
+        cb_sink_write(sink, values, (size_t)count * element);
+        return;
+    }
+    uint8_t buffer[8192];
+    const size_t stride = piece->size + element;
+    const int64_t step = (int64_t)(sizeof buffer / stride);
+    for (int64_t done = 0; done < count; done += step) {
+        const int64_t n = count - done < step ? count - done : step;
+        for (int64_t i = 0; i < n; ++i) {
+            memcpy(buffer + (size_t)i * stride, piece->bytes, piece->size);
+            memcpy(buffer + (size_t)i * stride + piece->size, values + (size_t)(done + i) * element, element);
+        }
+        cb_sink_write(sink, buffer, (size_t)n * stride);
+    }
+}
+
+/* Writes a handle's values converted to the piece's element type, through a small buffer. */
+static void write_converted(cb_sink *sink, const cb_frame_piece *piece, const uint8_t *values, bool from_double)
 {
     uint8_t buffer[8192];
     const int64_t step = (int64_t)(sizeof buffer / 8);
-    for (int64_t done = 0; done < count; done += step) {
-        const int64_t n = count - done < step ? count - done : step;
-        cb_convert_floats(buffer, to_double, values + (size_t)done * element_size(from_double), from_double, n);
-        cb_sink_write(sink, buffer, (size_t)n * element_size(to_double));
+    for (int64_t done = 0; done < piece->count; done += step) {
+        const int64_t n = piece->count - done < step ? piece->count - done : step;
+        cb_convert_floats(buffer, piece->is_double, values + (size_t)done * element_size(from_double), from_double, n);
+        write_values(sink, piece, buffer, n);
     }
 }
 
@@ -101,218 +87,168 @@ static bool still_converted(const uint8_t *stored, bool stored_double, const uin
     return true;
 }
 
-/* The payload of VALUES: `count` elements from element `first` of its part. */
-static cblob_status write_payload(emitter *e, const cb_op *blob, const cblob_blob *handle, const cb_op *values,
-                                  int64_t first, int64_t count, int64_t element)
+/* The payload of a field of values: `count` elements of its part from element `first`. The
+ * blob's arrays hold each part in its field's element type. */
+static cblob_status write_payload(cb_sink *sink, const cb_model_blob *blob, const cb_frame_piece *piece, int64_t first)
 {
-    const bool field_double = values_double(values);
-    const uint8_t *stored = stored_values(blob, values, first);
+    const size_t element = element_size(piece->is_double);
+    const uint8_t *stored = piece->part == CBLOB_PART_DATA ? blob->data : blob->diff;
+    if (stored != NULL)
+        stored += (size_t)first * element;
+    const cblob_blob *handle = blob->handle;
     if (handle == NULL) {
-        cb_sink_write(e->sink, stored + (size_t)element * element_size(field_double),
-                      (size_t)count * element_size(field_double));
+        write_values(sink, piece, stored, piece->count);
         return CBLOB_OK;
     }
     void *host = NULL;
-    CB_TRY(cb_blob_host((cblob_blob *)handle, values_of_diff(values) ? CBLOB_PART_DIFF : CBLOB_PART_DATA, false, &host));
+    CB_TRY(cb_blob_host((cblob_blob *)handle, (cblob_part)piece->part, false, &host));
     const bool handle_double = handle_is_double(handle);
-    const uint8_t *current = (const uint8_t *)host + (size_t)(first + element) * element_size(handle_double);
-    if (handle_double == field_double)
-        cb_sink_write(e->sink, current, (size_t)count * element_size(field_double));
-    else if (stored != NULL &&
-             still_converted(stored + (size_t)element * element_size(field_double), field_double, current, count))
-        cb_sink_write(e->sink, stored + (size_t)element * element_size(field_double),
-                      (size_t)count * element_size(field_double));
+    const uint8_t *current = (const uint8_t *)host + (size_t)first * element_size(handle_double);
+    if (handle_double == piece->is_double)
+        write_values(sink, piece, current, piece->count);
+    else if (stored != NULL && still_converted(stored, piece->is_double, current, piece->count))
+        write_values(sink, piece, stored, piece->count);
     else
-        write_converted(e->sink, current, handle_double, field_double, count);
+        write_converted(sink, piece, current, handle_double);
     return CBLOB_OK;
 }
 
-static cblob_status write_values(emitter *e, const cb_op *blob, const cblob_blob *handle, const cb_op *values,
-                                 int64_t first)
+/* ---- blobs --------------------------------------------------------------------------------------- */
+
+/* Whether a made handle can still be written from its blob's frame. */
+static bool fits_frame(const emitter *e, const cb_model_blob *blob, const cblob_blob *handle)
 {
-    if (!(values->values_flags & CB_VALUES_UNPACKED)) {
-        cb_sink_write(e->sink, values->tag, values->tag_size);
-        cb_sink_write(e->sink, values->length, values->length_size);
-        return write_payload(e, blob, handle, values, first, values->count, 0);
-    }
-    for (int64_t i = 0; i < values->count; ++i) {
-        cb_sink_write(e->sink, values->tag, values->tag_size);
-        CB_TRY(write_payload(e, blob, handle, values, first, 1, i));
-    }
-    return CBLOB_OK;
-}
-
-/* ---- sizes ------------------------------------------------------------------------------------ */
-
-static uint64_t values_size(const cb_op *values)
-{
-    const uint64_t payload = (uint64_t)values->count * element_size(values_double(values));
-    if (values->values_flags & CB_VALUES_UNPACKED)
-        return (uint64_t)values->count * (values->tag_size + element_size(values_double(values)));
-    return values->tag_size + values->length_size + payload;
-}
-
-static void write_frame(cb_sink *sink, const cb_op *op, uint64_t inner)
-{
-    cb_sink_write(sink, op->tag, op->tag_size);
-    if (inner == op->original) {
-        cb_sink_write(sink, op->length, op->length_size);
-    } else {
-        uint8_t length[10];
-        cb_sink_write(sink, length, cb_varint_encode(length, inner));
-    }
-}
-
-/* ---- blobs ------------------------------------------------------------------------------------ */
-
-/* Whether a made handle can still be written from its blob's record. */
-static bool fits_record(const emitter *e, const cb_op *blob, const cblob_blob *handle)
-{
-    cb_op loaded = *blob;
-    cb_op_load_dims(&loaded);
-    if (handle_is_double(handle) != ((blob->blob_flags & CB_BLOB_DOUBLE) != 0) ||
-        handle->shape.num_axes != loaded.num_axes)
+    if (handle->dtype->dtype != blob->dtype || handle->shape.num_axes != blob->num_axes)
         return false;
-    for (int32_t i = 0; i < loaded.num_axes; ++i)
-        if (handle->shape.dims[i] != loaded.dims[i])
+    for (int32_t i = 0; i < blob->num_axes; ++i)
+        if (handle->shape.dims[i] != blob->dims[i])
             return false;
     /* A diff written since the file was read, where the file has none, needs a field of its own. */
-    return !e->write_diff || (blob->blob_flags & CB_BLOB_HAS_DIFF) || cb_blob_never_accessed(handle, CBLOB_PART_DIFF);
+    return !e->write_diff || blob->diff_dtype != 0 || cb_blob_never_accessed(handle, CBLOB_PART_DIFF);
 }
 
-static bool values_written(const emitter *e, const cb_op *values)
+static bool piece_written(const emitter *e, const cb_frame_piece *piece)
 {
-    return e->write_diff || !values_of_diff(values);
+    return !piece->values || e->write_diff || piece->part == CBLOB_PART_DATA;
 }
 
-/* The BlobProto's size as its record writes it. */
-static uint64_t record_blob_size(const emitter *e, const cb_op *blob)
+static uint64_t piece_size(const cb_frame_piece *piece)
 {
-    if (blob->blob_flags & CB_BLOB_RAW)
-        return blob->size;
+    if (!piece->values)
+        return piece->size;
+    if (!piece->packed) /* a run: each element behind its tag */
+        return (uint64_t)piece->count * (piece->size + element_size(piece->is_double));
+    return piece->size + (uint64_t)piece->count * element_size(piece->is_double);
+}
+
+static cblob_status write_from_frame(const emitter *e, const cb_model_blob *blob, cb_sink *sink)
+{
+    cb_frame_piece piece;
     uint64_t size = 0;
-    for (const uint8_t *cursor = blob->inner;;) {
-        cb_op op;
-        cb_op_read(&cursor, blob->arrays != NULL, &op);
-        if (op.code == CB_OP_END)
-            return size;
-        if (op.code == CB_OP_BYTES)
-            size += op.size;
-        else if (op.code == CB_OP_VALUES && values_written(e, &op))
-            size += values_size(&op);
-    }
-}
-
-static cblob_status write_record_blob(emitter *e, const cb_op *blob, const cblob_blob *handle)
-{
-    write_frame(e->sink, blob, record_blob_size(e, blob));
-    if (blob->blob_flags & CB_BLOB_RAW) {
-        cb_sink_write(e->sink, blob->bytes, blob->size);
-        return CBLOB_OK;
+    for (size_t pos = 0; cb_frame_next(blob, &pos, &piece);)
+        size += piece_written(e, &piece) ? piece_size(&piece) : 0;
+    /* The field's tag, and its length: the frame's when unchanged. */
+    size_t tag = 0, length = 0;
+    uint64_t value = 0, original = 0;
+    cb_varint_decode(blob->frame, blob->frame_size, &value, &tag);
+    cb_varint_decode(blob->frame + tag, blob->frame_size - tag, &original, &length);
+    cb_sink_write(sink, blob->frame, tag);
+    if (size == original) {
+        cb_sink_write(sink, blob->frame + tag, length);
+    } else {
+        uint8_t encoded[CB_VARINT_MAX_BYTES];
+        cb_sink_write(sink, encoded, cb_varint_encode(encoded, size));
     }
     int64_t first[2] = {0, 0};
-    for (const uint8_t *cursor = blob->inner;;) {
-        cb_op op;
-        cb_op_read(&cursor, blob->arrays != NULL, &op);
-        if (op.code == CB_OP_END)
-            return CBLOB_OK;
-        if (op.code == CB_OP_BYTES) {
-            cb_sink_write(e->sink, op.bytes, op.size);
-        } else if (op.code == CB_OP_VALUES) {
-            const int part = values_of_diff(&op);
-            if (values_written(e, &op))
-                CB_TRY(write_values(e, blob, handle, &op, first[part]));
-            first[part] += op.count;
+    for (size_t pos = 0; cb_frame_next(blob, &pos, &piece);) {
+        if (piece_written(e, &piece)) {
+            if (!piece.values || piece.packed) /* a run's tags go with its elements */
+                cb_sink_write(sink, piece.bytes, piece.size);
+            if (piece.values)
+                CB_TRY(write_payload(sink, blob, &piece, first[piece.part]));
         }
+        if (piece.values)
+            first[piece.part] += piece.count;
     }
-}
-
-/* A blob as Caffe's ToProto writes it: the tag, then a fresh BlobProto. */
-static cblob_status write_fresh_blob(emitter *e, const cb_op *op, cblob_blob *handle, int64_t index)
-{
-    char what[160];
-    snprintf(what, sizeof what, "layer %" PRId64 " (%.64s) blob %" PRId64, e->layer, e->layer_name, index);
-    cb_blob_message message;
-    CB_TRY(cb_blob_message_init(&message, handle, e->write_diff, what));
-    const size_t size = protobuf_c_message_get_packed_size(&message.proto.base);
-    cb_sink_write(e->sink, op->tag, op->tag_size);
-    uint8_t length[10];
-    cb_sink_write(e->sink, length, cb_varint_encode(length, size));
-    protobuf_c_message_pack_to_buffer(&message.proto.base, &e->sink->base);
-    cb_blob_message_clear(&message);
-    return CBLOB_OK;
-}
-
-static cblob_status write_blob(emitter *e, const cb_op *op)
-{
-    const int64_t index = e->next_blob++;
-    cblob_blob *handle = e->slots != NULL ? e->slots[index] : NULL;
-    if (op->code == CB_OP_BLOB && (handle == NULL || fits_record(e, op, handle)))
-        return write_record_blob(e, op, handle);
-    return write_fresh_blob(e, op, handle, index);
-}
-
-/* ---- operations --------------------------------------------------------------------------------- */
-
-static cblob_status write_ops(emitter *e, const uint8_t *ops);
-
-/* The size of operations as written: a counting sink over a copy of the emitter. */
-static cblob_status measure_ops(const emitter *e, const uint8_t *ops, uint64_t *out)
-{
-    cb_sink counter;
-    cb_sink_count(&counter);
-    emitter measuring = *e;
-    measuring.sink = &counter;
-    CB_TRY(write_ops(&measuring, ops));
-    CB_TRY(counter.status);
-    *out = counter.size;
-    return CBLOB_OK;
-}
-
-static cblob_status write_ops(emitter *e, const uint8_t *ops)
-{
-    for (const uint8_t *cursor = ops;;) {
-        cb_op op;
-        cb_op_read(&cursor, false, &op);
-        switch (op.code) {
-        case CB_OP_END: return e->sink->status;
-        case CB_OP_BYTES: cb_sink_write(e->sink, op.bytes, op.size); break;
-        case CB_OP_TEXT:
-            cb_sink_write(e->sink, op.tag, op.tag_size);
-            cb_sink_write(e->sink, op.length, op.length_size);
-            cb_sink_write(e->sink, op.bytes, op.size);
-            break;
-        case CB_OP_MESSAGE: {
-            uint64_t inner = 0;
-            const int64_t next_blob = e->next_blob;
-            CB_TRY(measure_ops(e, op.inner, &inner));
-            e->next_blob = next_blob;
-            write_frame(e->sink, &op, inner);
-            CB_TRY(write_ops(e, op.inner));
-            break;
-        }
-        case CB_OP_BLOB:
-        case CB_OP_NEW_BLOB: CB_TRY(write_blob(e, &op)); break;
-        default: return cb_fail(CBLOB_ERR_INTERNAL, "a layer record holds operation %d", op.code);
-        }
-    }
-}
-
-static cblob_status write_model(const cblob_model *model, bool write_diff, cb_sink *sink)
-{
-    cb_sink_write(sink, model->head.data, model->head.size);
-    for (int64_t i = 0; i < model->num_layers; ++i) {
-        emitter e = {.model = model, .write_diff = write_diff, .sink = sink, .layer = i,
-                     .layer_name = cb_record_name(model->layers[i]), .slots = cb_record_slots(model->layers[i])};
-        CB_TRY(write_ops(&e, cb_record_ops(model->layers[i])));
-    }
-    cb_sink_write(sink, model->trailer.data, model->trailer.size);
     return sink->status;
 }
 
-cblob_status cb_model_emit(const cblob_model *model, bool write_diff, cb_sink *sink)
+/* The tag of a blob written as ToProto writes it: its frame's, else the layer format's. */
+static void write_tag(const emitter *e, const cb_model_blob *blob, cb_sink *sink)
 {
-    pthread_mutex_lock(&((cblob_model *)model)->lock);
+    if (blob->frame != NULL) {
+        uint64_t value = 0;
+        size_t tag = 0;
+        cb_varint_decode(blob->frame, blob->frame_size, &value, &tag);
+        cb_sink_write(sink, blob->frame, tag);
+        return;
+    }
+    uint8_t encoded[CB_VARINT_MAX_BYTES];
+    const uint32_t field = e->model->format == CBLOB_NET_FORMAT_V1 ? CB_V1_BLOBS : CB_LAYER_BLOBS;
+    cb_sink_write(sink, encoded, cb_varint_encode(encoded, (uint64_t)field << 3 | CB_WIRE_LENGTH));
+}
+
+/* A blob as Caffe's ToProto writes it: the tag, then a fresh BlobProto of its handle or arrays. */
+static cblob_status write_fresh(const emitter *e, int64_t index, const cb_model_blob *blob, cb_sink *sink)
+{
+    char what[160];
+    snprintf(what, sizeof what, "layer %" PRId64 " (%.64s) blob %" PRId64, e->layer,
+             e->model->layers[e->layer].name, index);
+    cb_blob_message message;
+    void *zeros = NULL;
+    cblob_status status = CBLOB_OK;
+    if (blob->handle != NULL) {
+        status = cb_blob_message_init(&message, blob->handle, e->write_diff, what);
+    } else {
+        cb_shape shape;
+        const size_t element = cb_dtype_find((cblob_dtype)blob->dtype)->size;
+        status = cb_shape_make(blob->num_axes, blob->dims, element, &shape);
+        /* A blob that never had a diff writes zeros, as a handle's untouched diff reads. */
+        if (status == CBLOB_OK && e->write_diff && blob->diff == NULL && shape.count > 0 &&
+            (zeros = calloc((size_t)shape.count, element)) == NULL)
+            status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %s's diff", what);
+        if (status == CBLOB_OK)
+            status = cb_blob_message_init_values(&message, (cblob_dtype)blob->dtype, &shape, blob->data,
+                                                 blob->diff != NULL ? blob->diff : zeros, e->write_diff, what);
+    }
+    if (status == CBLOB_OK) {
+        const size_t size = protobuf_c_message_get_packed_size(&message.proto.base);
+        write_tag(e, blob, sink);
+        uint8_t length[CB_VARINT_MAX_BYTES];
+        cb_sink_write(sink, length, cb_varint_encode(length, size));
+        protobuf_c_message_pack_to_buffer(&message.proto.base, &sink->base);
+        cb_blob_message_clear(&message);
+    }
+    free(zeros);
+    return status;
+}
+
+static cblob_status write_blob(void *context, int64_t index, const cb_model_blob *blob, cb_sink *sink)
+{
+    const emitter *e = context;
+    if (blob->frame != NULL && (blob->handle == NULL || fits_frame(e, blob, blob->handle)))
+        return write_from_frame(e, blob, sink);
+    return write_fresh(e, index, blob, sink);
+}
+
+/* ---- the model ----------------------------------------------------------------------------------- */
+
+static cblob_status write_model(const cblob_model *model, bool write_diff, cb_sink *sink)
+{
+    size_t top = 0;
+    for (int64_t i = 0; i < model->num_layers; ++i) {
+        cb_model_emit_top(model, top, model->layers[i].lead_end, sink);
+        top = model->layers[i].lead_end;
+        emitter e = {.model = model, .write_diff = write_diff, .layer = i};
+        CB_TRY(cb_layer_emit(&model->layers[i], write_blob, &e, sink));
+    }
+    cb_model_emit_top(model, top, model->top.size, sink);
+    return sink->status;
+}
+
+static cblob_status model_emit(const cblob_model *model, bool write_diff, cb_sink *sink)
+{
+    cb_model_lock(model);
     /* Measured first: a message over protobuf's limit is refused before anything is written. A
      * lazily opened model reads every value first: a save writes them all. */
     cb_sink counter;
@@ -328,106 +264,40 @@ cblob_status cb_model_emit(const cblob_model *model, bool write_diff, cb_sink *s
         cb_sink_expect(sink, counter.size);
     if (status == CBLOB_OK)
         status = sink->kind == CB_SINK_COUNT ? (sink->size = counter.size, CBLOB_OK) : write_model(model, write_diff, sink);
-    pthread_mutex_unlock(&((cblob_model *)model)->lock);
+    cb_model_unlock(model);
     return status;
 }
 
-/* ---- reading values without a handle ---------------------------------------------------------- */
+/* ---- the public calls ----------------------------------------------------------------------------- */
 
-cblob_status cb_model_blob_facts(const cblob_model *model, int64_t layer, int64_t index, cb_blob_facts *out)
+typedef struct model_output {
+    const cblob_model *model;
+    bool write_diff;
+} model_output;
+
+static cblob_status emit_model(const void *what, cb_sink *sink)
 {
-    cb_model_blob found;
-    CB_TRY(cb_model_find_blob(model, layer, index, &found));
-    cb_blob_facts facts = {0};
-    if (found.handle != NULL) {
-        const cblob_blob *handle = found.handle;
-        facts.dtype = handle->dtype->dtype;
-        facts.num_axes = handle->shape.num_axes;
-        memcpy(facts.dims, handle->shape.dims, sizeof facts.dims);
-        facts.count = handle->shape.count;
-        facts.has_diff = !cb_blob_never_accessed(handle, CBLOB_PART_DIFF);
-    } else {
-        cb_shape shape;
-        CB_TRY(cb_model_blob_shape(&found.op, &shape));
-        facts.dtype = (found.op.blob_flags & CB_BLOB_DOUBLE) ? CBLOB_DTYPE_FLOAT64 : CBLOB_DTYPE_FLOAT32;
-        facts.num_axes = shape.num_axes;
-        memcpy(facts.dims, shape.dims, sizeof facts.dims);
-        facts.count = shape.count;
-        facts.has_diff = found.op.blob_flags & CB_BLOB_HAS_DIFF;
-    }
-    *out = facts;
-    return CBLOB_OK;
+    const model_output *output = what;
+    return model_emit(output->model, output->write_diff, sink);
 }
 
-/* Elements [start, start + count) of a part from a record, converted to the blob's dtype. */
-static void read_stored(const cb_op *blob, bool diff, int64_t start, int64_t count, uint8_t *out)
+CBLOB_API cblob_status cblob_model_to_proto(const cblob_model *model, int32_t write_diff, uint8_t *buffer,
+                                            size_t buffer_size, size_t *out_size)
 {
-    const bool blob_double = blob->blob_flags & CB_BLOB_DOUBLE;
-    memset(out, 0, (size_t)count * element_size(blob_double));
-    if (blob->blob_flags & CB_BLOB_RAW)
-        return;
-    int64_t at = 0;
-    for (const uint8_t *cursor = blob->inner;;) {
-        cb_op op;
-        cb_op_read(&cursor, blob->arrays != NULL, &op);
-        if (op.code == CB_OP_END)
-            return;
-        if (op.code != CB_OP_VALUES || values_of_diff(&op) != diff)
-            continue;
-        const int64_t from = start > at ? start : at;
-        const int64_t to = start + count < at + op.count ? start + count : at + op.count;
-        if (from < to) {
-            const uint8_t *stored = stored_values(blob, &op, at);
-            cb_convert_floats(out + (size_t)(from - start) * element_size(blob_double), blob_double,
-                              stored + (size_t)(from - at) * element_size(values_double(&op)), values_double(&op),
-                              to - from);
-        }
-        at += op.count;
-    }
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_TRY(cb_check_bool("write_diff", write_diff));
+    CB_REQUIRE(out_size);
+    const model_output output = {model, write_diff == 1};
+    return cb_emit_to_buffer(emit_model, &output, "NetParameter", buffer, buffer_size, out_size);
 }
 
-cblob_status cb_model_blob_read(const cblob_model *model, int64_t layer, int64_t index, cblob_part part, int64_t start,
-                                int64_t count, void *out)
+CBLOB_API cblob_status cblob_model_to_proto_file(const cblob_model *model, int32_t write_diff, const char *path)
 {
-    pthread_mutex_lock(&((cblob_model *)model)->lock);
-    cb_model_blob found;
-    cblob_status status = cb_model_find_blob(model, layer, index, &found);
-    if (status == CBLOB_OK && found.handle == NULL)
-        status = cb_model_load_values(model, &found.op);
-    if (status == CBLOB_OK && found.handle != NULL) {
-        void *host = NULL;
-        status = cb_blob_host(found.handle, part, false, &host);
-        if (status == CBLOB_OK && count > 0)
-            memcpy(out, (const uint8_t *)host + (size_t)start * found.handle->dtype->size,
-                   (size_t)count * found.handle->dtype->size);
-    } else if (status == CBLOB_OK) {
-        read_stored(&found.op, part == CBLOB_PART_DIFF, start, count, out);
-    }
-    pthread_mutex_unlock(&((cblob_model *)model)->lock);
-    return status;
-}
-
-cblob_status cb_model_blob_values(const cblob_model *model, int64_t layer, int64_t index, cblob_part part,
-                                  const void **out)
-{
-    cb_model_blob found;
-    pthread_mutex_lock(&((cblob_model *)model)->lock);
-    cblob_status status = cb_model_find_blob(model, layer, index, &found);
-    if (status == CBLOB_OK && found.handle == NULL)
-        status = cb_model_load_values(model, &found.op);
-    pthread_mutex_unlock(&((cblob_model *)model)->lock);
-    CB_TRY(status);
-    *out = NULL;
-    if (found.handle != NULL) {
-        void *host = NULL;
-        CB_TRY(cb_blob_host(found.handle, part, false, &host));
-        *out = host;
-    } else if (found.op.arrays != NULL) {
-        void *data, *diff;
-        cb_op_arrays(&found.op, &data, &diff);
-        const bool same_dtype = part == CBLOB_PART_DATA || ((found.op.blob_flags & CB_BLOB_DOUBLE) != 0) ==
-                                                               ((found.op.blob_flags & CB_BLOB_DIFF_DOUBLE) != 0);
-        *out = part == CBLOB_PART_DATA ? data : same_dtype ? diff : NULL;
-    }
-    return CBLOB_OK;
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_TRY(cb_check_bool("write_diff", write_diff));
+    CB_REQUIRE(path);
+    const model_output output = {model, write_diff == 1};
+    return cb_emit_to_file(model->context, emit_model, &output, path);
 }

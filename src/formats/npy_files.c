@@ -16,9 +16,11 @@
 #include <jansson.h>
 
 #include "blob.h"
-#include "export.h"
+#include "export_common.h"
 #include "io.h"
-#include "model_layers.h"
+#include "model_json.h"
+#include "model_names.h"
+#include "model_values.h"
 #include "name_index.h"
 #include "npy.h"
 #include "status.h"
@@ -57,6 +59,59 @@ cblob_status cb_npy_blob_from_bytes(cblob_context *context, const char *name, co
     return blob_from_array(context, name, &array, bytes, dtype, out);
 }
 
+/* The values of a .npy file into a blob's memory: straight when they are its dtype, else converted
+ * in pieces. */
+static cblob_status copy_values(cb_source *source, const char *name, const cb_npy_array *array, cblob_dtype target,
+                                void *host)
+{
+    cblob_dtype own = 0;
+    if (cb_npy_blob_dtype(name, array, 0, &own) != CBLOB_OK)
+        own = 0;
+    if (own == target)
+        return cb_source_copy(source, array->header_size, (size_t)array->value_bytes, host);
+    enum { PIECE = 1 << 16 };
+    const size_t element = cb_npy_element_size(array), to_size = cb_dtype_find(target)->size;
+    uint8_t *piece = malloc(PIECE * element);
+    if (piece == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a piece of values");
+    cblob_status status = CBLOB_OK;
+    for (int64_t first = 0; status == CBLOB_OK && first < array->count; first += PIECE) {
+        const int64_t n = array->count - first < PIECE ? array->count - first : PIECE;
+        status = cb_source_copy(source, array->header_size + (size_t)first * element, (size_t)n * element, piece);
+        if (status == CBLOB_OK)
+            status = cb_npy_convert(name, array, piece, first, n, target, (uint8_t *)host + (size_t)first * to_size);
+    }
+    free(piece);
+    return status;
+}
+
+cblob_status cb_npy_blob_from_source(cblob_context *context, const char *name, cb_source *source, cblob_dtype dtype,
+                                     cblob_blob **out)
+{
+    size_t header_size = 0;
+    CB_TRY(cb_source_need(source, 0, CB_NPY_PREAMBLE_BYTES));
+    CB_TRY(cb_npy_header_size(name, source->bytes, source->size < CB_NPY_PREAMBLE_BYTES ? source->size
+                                                                                       : CB_NPY_PREAMBLE_BYTES,
+                              &header_size));
+    CB_TRY(cb_source_need(source, 0, header_size));
+    cb_npy_array array;
+    CB_TRY(cb_npy_parse(name, source->bytes, source->size, &array)); /* reads the header only */
+    cblob_dtype target = CBLOB_DTYPE_FLOAT32;
+    CB_TRY(cb_npy_blob_dtype(name, &array, dtype, &target));
+    cblob_blob *blob = NULL;
+    CB_TRY(cb_blob_create(context, target, array.num_axes, array.dims, &blob));
+    void *host = NULL;
+    cblob_status status = array.count > 0 ? cb_blob_host(blob, CBLOB_PART_DATA, true, &host) : CBLOB_OK;
+    if (status == CBLOB_OK && array.count > 0)
+        status = copy_values(source, name, &array, target, host);
+    if (status != CBLOB_OK) {
+        cb_blob_release(blob);
+        return status;
+    }
+    *out = blob;
+    return CBLOB_OK;
+}
+
 /* A blob's part as .npy bytes: a blob of a model (read without making its handle) or a handle. */
 typedef struct npy_part {
     const cblob_model *model;
@@ -90,13 +145,12 @@ static cblob_status emit_part(const void *what, cb_sink *sink)
     cb_sink_expect(sink, header_size + bytes);
     cb_sink_write(sink, header, header_size);
     if (p->handle == NULL) {
-        const cb_tensor tensor = {.layer = p->layer, .index = p->index, .part = p->part, .kind = CB_TENSOR_PLAIN,
-                                  .facts = facts, .bytes = bytes};
-        return cb_tensor_write(p->model, &tensor, sink);
+        const cb_tensor tensor = {.layer = p->layer, .index = (uint32_t)p->index, .part = (uint8_t)p->part,
+                                  .kind = CB_TENSOR_PLAIN};
+        return cb_tensor_write(p->model, &tensor, &facts, sink);
     }
     if (sink->kind == CB_SINK_COUNT || bytes == 0) {
-        sink->position += bytes;
-        sink->size = sink->position > sink->size ? sink->position : sink->size;
+        cb_sink_skip(sink, bytes);
         return CBLOB_OK;
     }
     void *values = NULL;
@@ -273,8 +327,8 @@ static cblob_status write_model(folder_writer *w, const cblob_model *model, bool
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers' file names", model->num_layers);
     CB_TRY(cb_name_index_init((const char *const *)w->stems, model->num_layers, true, &w->taken));
     for (int64_t i = 0; i < model->num_layers; ++i) {
-        const int64_t blobs = cb_record_num_blobs(model->layers[i]);
-        const char *name = cb_record_name(model->layers[i]);
+        const int64_t blobs = model->layers[i].num_blobs;
+        const char *name = model->layers[i].name;
         if (blobs > 0)
             CB_TRY(unique_stem(w, name, i));
         for (int64_t j = 0; j < blobs; ++j) {
@@ -302,12 +356,16 @@ static cblob_status folder_size(const cb_npy_folder_source *source, bool diffs, 
 {
     uint64_t total = 0;
     for (int64_t i = 0; source->model != NULL && i < source->model->num_layers; ++i)
-        for (int64_t j = 0; j < cb_record_num_blobs(source->model->layers[i]); ++j) {
+        for (int64_t j = 0; j < (int64_t)source->model->layers[i].num_blobs; ++j) {
             npy_part p = {.model = source->model, .layer = i, .index = j};
             CB_TRY(blob_files_size(&p, diffs, &total));
         }
     for (int64_t j = 0; j < source->num_blobs; ++j) {
         npy_part p = {.handle = source->blobs[j], .index = j};
+        CB_TRY(blob_files_size(&p, diffs, &total));
+    }
+    for (int64_t j = 0; source->store != NULL && j < (int64_t)source->store->layers[0].num_blobs; ++j) {
+        npy_part p = {.model = source->store, .layer = 0, .index = j};
         CB_TRY(blob_files_size(&p, diffs, &total));
     }
     *out = total;
@@ -339,6 +397,10 @@ static cblob_status write_all(folder_writer *w, const cb_npy_folder_source *sour
         CB_TRY(write_model(w, source->model, diffs));
     for (int64_t j = 0; j < source->num_blobs; ++j) {
         npy_part p = {.handle = source->blobs[j], .index = j};
+        CB_TRY(write_blob(w, "blob", NULL, 0, &p, diffs));
+    }
+    for (int64_t j = 0; source->store != NULL && j < (int64_t)source->store->layers[0].num_blobs; ++j) {
+        npy_part p = {.model = source->store, .layer = 0, .index = j};
         CB_TRY(write_blob(w, "blob", NULL, 0, &p, diffs));
     }
     index_write(w, w->index_started ? "\n]}\n" : "]}\n");
@@ -542,8 +604,8 @@ static cblob_status check_against_index(const char *path, const entry *e, const 
     return CBLOB_OK;
 }
 
-static cblob_status read_entry(cblob_context *context, const char *folder, const entry *e, cblob_dtype dtype,
-                               cblob_blob **out)
+/* One .npy file's values, placed in its blob (or its diff). */
+static cblob_status read_entry(const char *folder, const entry *e, cblob_dtype dtype, cb_tensor_set *set, int64_t i)
 {
     char *path = malloc(strlen(folder) + strlen(e->file) + 2);
     if (path == NULL)
@@ -551,13 +613,19 @@ static cblob_status read_entry(cblob_context *context, const char *folder, const
     sprintf(path, "%s/%s", folder, e->file);
     cb_input input;
     cblob_status status = cb_input_open(path, &input);
-    cb_npy_array array;
     if (status == CBLOB_OK) {
+        cb_npy_array array;
+        cblob_dtype target = CBLOB_DTYPE_FLOAT32, to_dtype = 0;
+        void *to = NULL;
         status = cb_npy_parse(path, input.bytes, input.size, &array);
         if (status == CBLOB_OK)
             status = check_against_index(path, e, &array);
         if (status == CBLOB_OK)
-            status = blob_from_array(context, path, &array, input.bytes, dtype, out);
+            status = cb_npy_blob_dtype(path, &array, dtype, &target);
+        if (status == CBLOB_OK)
+            status = cb_tensor_set_place(set, i, target, array.num_axes, array.dims, &to, &to_dtype);
+        if (status == CBLOB_OK && array.count > 0)
+            status = cb_npy_convert(path, &array, input.bytes + array.header_size, 0, array.count, to_dtype, to);
         cb_input_close(&input);
     }
     free(path);
@@ -599,15 +667,16 @@ static cblob_status read_entries(cblob_context *context, const char *folder, con
     char **keys = NULL;
     cb_tensor_set set = {0};
     cblob_status status = layer_keys(list, &keys);
-    for (size_t i = 0; status == CBLOB_OK && i < list->count; ++i) {
-        const entry *e = &list->items[i];
-        cblob_blob *blob = NULL;
-        status = read_entry(context, folder, e, dtype, &blob);
-        if (status == CBLOB_OK)
-            status = cb_tensor_set_add(&set, keys[i], strlen(keys[i]), e->blob, e->diff, false, blob, e->file);
-    }
+    for (size_t i = 0; status == CBLOB_OK && i < list->count; ++i)
+        status = cb_tensor_set_note(&set, keys[i], strlen(keys[i]), list->items[i].blob, list->items[i].diff, false,
+                                    list->items[i].file);
     if (status == CBLOB_OK)
-        status = cb_tensor_set_model(context, &set, NULL, NULL, NULL, out);
+        status = cb_tensor_set_layout(&set, context, NULL, NULL, NULL);
+    /* Sorted, each blob's data comes before its diff. */
+    for (size_t i = 0; status == CBLOB_OK && i < list->count; ++i)
+        status = read_entry(folder, &list->items[i], dtype, &set, (int64_t)i);
+    if (status == CBLOB_OK)
+        status = cb_tensor_set_finish(&set, out);
     cb_tensor_set_free(&set);
     for (size_t i = 0; keys != NULL && i < list->count; ++i)
         free(keys[i]);

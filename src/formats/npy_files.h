@@ -10,16 +10,23 @@
 #include <stdint.h>
 
 #include "cblob/cblob.h"
+#include "model.h"
+#include "source.h"
 
 /* A new blob holding the array of a whole .npy file's bytes, in dtype (0: the array's own). */
 cblob_status cb_npy_blob_from_bytes(cblob_context *context, const char *name, const uint8_t *bytes, size_t size,
                                     cblob_dtype dtype, cblob_blob **out);
+/* The same from a source: its header read, its values copied straight into the blob. */
+cblob_status cb_npy_blob_from_source(cblob_context *context, const char *name, cb_source *source, cblob_dtype dtype,
+                                     cblob_blob **out);
 
-/* What a .npy folder is written from: a model's blobs, or a file's blobs (blob_<index>.npy). */
+/* What a .npy folder is written from: a model's blobs, or a file's blobs (blob_<index>.npy): as
+ * handles, or as the one layer of a store (formats_blob.h). */
 typedef struct cb_npy_folder_source {
     const cblob_model *model;  /* or NULL: */
     cblob_blob *const *blobs;
     int64_t num_blobs;
+    const cblob_model *store;
     const char *source; /* index.json's "source" (NULL: null) */
     const char *kind;   /* index.json's "kind": "net", "blob" or "blob_vector" */
 } cb_npy_folder_source;

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "proto_io.h"
 
-#include "context.h"
-#include "proto_blob.h"
 #include "sink.h"
 #include "status.h"
+#include "wire.h"
 
 /* ---- output ----------------------------------------------------------------------------- */
 
@@ -49,17 +48,3 @@ cblob_status cb_pack_to_file(const cblob_context *context, const ProtobufCMessag
     return cb_emit_to_file(context, emit_message, message, path);
 }
 
-/* ---- input ------------------------------------------------------------------------------- */
-
-cblob_status cb_read_file(const cblob_context *context, const char *path, cb_input *out)
-{
-    cb_progress progress;
-    cb_context_begin_progress(context, CB_PROGRESS_READING, &progress);
-    cb_input input;
-    cblob_status status = cb_input_open(path, &input);
-    if (status == CBLOB_OK && (status = cb_progress_finish(&progress)) != CBLOB_OK)
-        cb_input_close(&input);
-    if (status == CBLOB_OK)
-        *out = input;
-    return cb_progress_end(&progress, status);
-}

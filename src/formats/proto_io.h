@@ -22,8 +22,5 @@ cblob_status cb_pack_to_buffer(const ProtobufCMessage *message, uint8_t *buffer,
  * progress callback (NULL: none). */
 cblob_status cb_pack_to_file(const cblob_context *context, const ProtobufCMessage *message, const char *path);
 
-/* Reads a file whole (cb_input_open) for a public call on context, telling its progress callback
- * (NULL: none) as it reads: a stop leaves nothing read. */
-cblob_status cb_read_file(const cblob_context *context, const char *path, cb_input *out);
 
 #endif

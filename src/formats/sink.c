@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zlib.h>
+
 #include "context.h"
 #include "status.h"
 #include "threads.h"
@@ -119,8 +121,8 @@ static void append(cb_sink *sink, const uint8_t *data, size_t size)
         cb_sink_fail(sink, cb_output_write(sink->output, data, size));
 }
 
-/* Appends at the end of the file, or rewrites bytes written before (libzip goes back to a local
- * header once its entry is written). */
+/* Appends at the end of the file, or rewrites bytes written before (zip.c goes back to a local
+ * header once its member is written). */
 static void file_write(cb_sink *sink, const uint8_t *data, size_t size)
 {
     if (sink->position < sink->size) {
@@ -137,6 +139,14 @@ static void file_write(cb_sink *sink, const uint8_t *data, size_t size)
 
 static void write_piece(cb_sink *sink, const uint8_t *data, size_t size)
 {
+    if (sink->status != CBLOB_OK || size == 0)
+        return;
+    if (sink->crc_on && sink->kind != CB_SINK_COUNT)
+        for (size_t done = 0; done < size;) { /* zlib counts in uInt */
+            const size_t step = size - done < ((size_t)1 << 30) ? size - done : ((size_t)1 << 30);
+            sink->crc = (uint32_t)crc32(sink->crc, (const Bytef *)data + done, (uInt)step);
+            done += step;
+        }
     const uint64_t size_before = sink->size;
     switch (sink->kind) {
     case CB_SINK_COUNT: break;
@@ -177,6 +187,19 @@ void cb_sink_expect(cb_sink *sink, uint64_t size)
 void cb_sink_seek(cb_sink *sink, uint64_t position)
 {
     sink->position = position;
+}
+
+void cb_sink_skip(cb_sink *sink, uint64_t size)
+{
+    sink->position += size;
+    if (sink->position > sink->size)
+        sink->size = sink->position;
+}
+
+void cb_sink_crc(cb_sink *sink, bool on)
+{
+    sink->crc_on = on;
+    sink->crc = 0;
 }
 
 /* ---- files -------------------------------------------------------------------------------------- */

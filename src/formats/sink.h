@@ -4,7 +4,7 @@
  *
  * Writers emit once and never build the output in memory. The sink records the first failure and
  * ignores writes after it, so writers check its status once at the end. Positions can be moved
- * back (libzip rewrites a zip entry's local header once its size and CRC are known).
+ * back (the zip writer, zip.c, rewrites a member's local header once its CRC is known).
  *
  * A file sink tells the bytes it appends to the call's progress (src/util/progress.h), in pieces
  * of at most CB_PROGRESS_STEP: a stop asked there is the sink's failure (CBLOB_ERR_CANCELLED), and
@@ -33,13 +33,15 @@ typedef struct cb_sink {
     cblob_status status;  /* the first failure (its message is the thread's); CBLOB_OK so far */
     uint64_t position;    /* where the next byte goes */
     uint64_t size;        /* the output's size so far: the highest position written */
+    bool crc_on;          /* the CRC-32 of what is written is kept in crc (a zip member's) */
+    uint32_t crc;
     /* CB_SINK_BUFFER */
     uint8_t *buffer;
     size_t capacity;
     /* CB_SINK_FILE: an output of src/io (its rules: symbolic links, modes, atomic replacement).
      * Appends gather in `pending`; a full buffer goes to the writer, a lane (src/threads), which
-     * writes it while the other one fills, so that what the producer computes (libzip's CRC-32,
-     * say) overlaps with write(2). */
+     * writes it while the other one fills, so that what the producer computes (a zip member's
+     * CRC-32, say) overlaps with write(2). */
     cb_output *output;
     uint8_t *pending, *spare;
     size_t pending_used;
@@ -58,7 +60,12 @@ void cb_sink_output(cb_sink *sink, cb_output *output);
 cblob_status cb_sink_file_commit(cb_sink *sink);
 void cb_sink_file_abort(cb_sink *sink);
 
+/* Every byte any writer produces goes through here. */
 void cb_sink_write(cb_sink *sink, const void *data, size_t size);
+/* Counts `size` bytes a counting sink would be given, without them. */
+void cb_sink_skip(cb_sink *sink, uint64_t size);
+/* From now on (on) or no longer, keeps the CRC-32 of what is written, from 0. */
+void cb_sink_crc(cb_sink *sink, bool on);
 /* The output's size, when the writer knows it before writing (the call's progress total). */
 void cb_sink_expect(cb_sink *sink, uint64_t size);
 void cb_sink_seek(cb_sink *sink, uint64_t position);

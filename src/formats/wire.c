@@ -17,6 +17,11 @@ static const char *const wire_type_names[8] = {
     "varint", "fixed64", "length-delimited", "group start", "group end", "fixed32", "type 6", "type 7",
 };
 
+cb_wire_path cb_wire_root(const ProtobufCMessageDescriptor *message)
+{
+    return (cb_wire_path){.parent = NULL, .message = message, .field = NULL, .index = -1, .label = NULL};
+}
+
 cb_wire cb_wire_begin(const uint8_t *input, size_t size, const cb_wire_path *path)
 {
     return (cb_wire){.input = input, .pos = 0, .end = size, .path = path};
@@ -33,7 +38,9 @@ cb_wire cb_wire_nested(const cb_wire *parent, const cb_wire_field *field, const 
                      .pos = field->payload,
                      .end = field->payload + field->length,
                      .path = path,
-                     .depth = parent->depth + 1};
+                     .depth = parent->depth + 1,
+                     .need = parent->need,
+                     .source = parent->source};
 }
 
 /* Appends "text" to buffer at *used, never past its end. */
@@ -75,7 +82,7 @@ cblob_status cb_wire_fail(const cb_wire_path *path, const cb_wire_field *field, 
     size_t used = 0;
     where[0] = '\0';
     format_path(path, where, sizeof where, &used);
-    if (field != NULL && field->number != 0) {
+    if (field != NULL && !cb_wire_at_end(field)) {
         const ProtobufCFieldDescriptor *known =
             path != NULL && path->message != NULL ? protobuf_c_message_descriptor_get_field(path->message, field->number)
                                                   : NULL;
@@ -140,11 +147,15 @@ static cblob_status read_field(cb_wire *wire, cb_wire_field *field)
 {
     memset(field, 0, sizeof *field);
     field->offset = wire->pos;
+    if (wire->need != NULL) {
+        const size_t to = wire->end - wire->pos < CB_WIRE_HEADER_MAX ? wire->end : wire->pos + CB_WIRE_HEADER_MAX;
+        CB_TRY(wire->need(wire->source, wire->pos, to));
+    }
     uint64_t tag;
     bool too_long;
     if (!read_varint(wire->input, &wire->pos, wire->end, &tag, &too_long))
         return cb_wire_fail(wire->path, NULL, field->offset, too_long ? "a tag longer than 10 bytes" : "truncated tag");
-    if ((tag >> 3) == 0 || (tag >> 3) > CB_WIRE_MAX_FIELD_NUMBER)
+    if ((tag >> 3) == CB_WIRE_END || (tag >> 3) > CB_WIRE_MAX_FIELD_NUMBER)
         return cb_wire_fail(wire->path, NULL, field->offset, "field number %llu is outside [1, %u]",
                             (unsigned long long)(tag >> 3), CB_WIRE_MAX_FIELD_NUMBER);
     field->number = (uint32_t)(tag >> 3);
@@ -225,6 +236,11 @@ cblob_status cb_wire_expect_repeated(const cb_wire *wire, const cb_wire_field *f
     return CBLOB_OK;
 }
 
+cblob_status cb_wire_need_payload(const cb_wire *wire, const cb_wire_field *field)
+{
+    return wire->need != NULL ? wire->need(wire->source, field->payload, cb_wire_field_end(field)) : CBLOB_OK;
+}
+
 cblob_status cb_wire_count_elements(const cb_wire *wire, const cb_wire_field *field, int element_type,
                                     int64_t *out_count)
 {
@@ -240,6 +256,7 @@ cblob_status cb_wire_count_elements(const cb_wire *wire, const cb_wire_field *fi
         *out_count = (int64_t)(field->length / size);
         return CBLOB_OK;
     }
+    CB_TRY(cb_wire_need_payload(wire, field));
     int64_t count = 0;
     size_t pos = field->payload;
     const size_t end = field->payload + field->length;
@@ -258,6 +275,7 @@ cblob_status cb_wire_count_elements(const cb_wire *wire, const cb_wire_field *fi
 cblob_status cb_wire_string(const cb_wire *wire, const cb_wire_field *field, char **out)
 {
     CB_TRY(cb_wire_expect(wire, field, CB_WIRE_LENGTH, "string"));
+    CB_TRY(cb_wire_need_payload(wire, field));
     const uint8_t *bytes = wire->input + field->payload;
     if (memchr(bytes, 0, field->length) != NULL)
         return cb_wire_fail(wire->path, field, field->offset, "the string holds a NUL byte");

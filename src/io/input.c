@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "alloc.h"
 #include "io_internal.h"
 #include "progress.h"
 #include "status.h"
@@ -30,7 +31,7 @@ static const cb_input empty_input = {.bytes = (const uint8_t *)"", .size = 0};
 /* Private, zero-filled memory that cb_input_done_with can hand back page by page. */
 static cblob_status map_memory(size_t size, const char *name, void **out)
 {
-    void *memory = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *memory = cb_alloc_refused() ? MAP_FAILED : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to read the %zu bytes of %s", size, name);
     *out = memory;
@@ -51,7 +52,7 @@ static cblob_status read_pieces(int fd, const char *name, uint8_t *bytes, size_t
     size_t done = 0;
     while (done < size) {
         const size_t piece = size - done < CB_READ_PIECE ? size - done : CB_READ_PIECE;
-        const ssize_t n = pread(fd, bytes + done, piece, start + (off_t)done);
+        const ssize_t n = io_pread(fd, bytes + done, piece, start + (off_t)done);
         if (n < 0 && errno == EINTR) {
             CB_TRY(cb_progress_interrupted());
             continue;
@@ -74,7 +75,7 @@ static cblob_status check_unchanged(int fd, const char *name, const struct stat 
 {
     uint8_t extra;
     ssize_t n;
-    while ((n = pread(fd, &extra, 1, end)) < 0 && errno == EINTR)
+    while ((n = io_pread(fd, &extra, 1, end)) < 0 && errno == EINTR)
         continue;
     if (n < 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
@@ -121,7 +122,7 @@ static cblob_status open_regular(const char *path, int *fd_out, struct stat *ope
     if (!S_ISREG(checked.st_mode))
         return cb_fail(CBLOB_ERR_IO, "%s is %s, not a regular file", path, cb_file_kind(checked.st_mode));
     /* O_NONBLOCK: should the path become a FIFO after the check, opening it does not block. */
-    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    const int fd = io_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
     if (fd < 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     cblob_status status = CBLOB_OK;
@@ -152,20 +153,41 @@ cblob_status cb_input_open(const char *path, cb_input *out)
 struct cb_input_file {
     int fd;
     struct stat opened;
-    char *path; /* for messages */
+    char *path;       /* as given, for messages */
+    int folder;       /* the folder the path named when the file was opened (O_PATH) ... */
+    const char *base; /* ... and the file's name in it (in path): checked there, whatever chdir does */
 };
+
+/* The folder of a path (its part before the last '/', or "."), opened to look names up in, and
+ * the name after it. */
+static cblob_status open_folder_of(const char *path, int *folder, const char **base)
+{
+    const char *slash = strrchr(path, '/');
+    *base = slash != NULL ? slash + 1 : path;
+    char *name = slash == NULL ? strdup(".") : slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+    if (name == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to keep %s open", path);
+    *folder = open(name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    const int error = errno;
+    free(name);
+    if (*folder < 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot open its folder: %s", path, strerror(error));
+    return CBLOB_OK;
+}
 
 cblob_status cb_input_file_open(const char *path, cb_input_file **out)
 {
-    cb_input_file *file = calloc(1, sizeof *file);
-    if (file == NULL || (file->path = strdup(path)) == NULL) {
-        free(file);
+    cb_input_file *file = cb_calloc(1, sizeof *file);
+    if (file == NULL || (file->path = cb_strdup(path)) == NULL) {
+        cb_free(file);
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to keep %s open", path);
     }
+    file->fd = file->folder = -1;
     cblob_status status = open_regular(path, &file->fd, &file->opened);
+    if (status == CBLOB_OK)
+        status = open_folder_of(file->path, &file->folder, &file->base);
     if (status != CBLOB_OK) {
-        free(file->path);
-        free(file);
+        cb_input_file_close(file);
         return status;
     }
     /* Reads jump from one blob's header to the next, then read whole blobs when asked: the
@@ -182,26 +204,37 @@ uint64_t cb_input_file_size(const cb_input_file *file)
 
 /* The file opened is unchanged (written in place or truncated, it is not), and it is still the
  * file at its path (replaced by another, a rename over it, it is not: the values read so far
- * would then be another file's than those read next). */
+ * would then be another file's than those read next). The path is looked up in the folder it
+ * named when the file was opened, so a chdir since changes nothing. */
 static cblob_status check_still_the_file(const cb_input_file *file)
 {
     struct stat now, named;
     if (fstat(file->fd, &now) != 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot stat: %s", file->path, strerror(errno));
-    if (!same_snapshot(&file->opened, &now) || stat(file->path, &named) != 0 || named.st_dev != now.st_dev ||
-        named.st_ino != now.st_ino)
+    if (!same_snapshot(&file->opened, &now) || fstatat(file->folder, file->base, &named, 0) != 0 ||
+        named.st_dev != now.st_dev || named.st_ino != now.st_ino)
         return cb_fail(CBLOB_ERR_IO, "%s changed while it was read: it was written, truncated, removed or replaced "
                        "since it was opened", file->path);
     return CBLOB_OK;
 }
 
-cblob_status cb_input_file_read(const cb_input_file *file, uint64_t offset, void *to, size_t length)
+cblob_status cb_input_file_read_unchecked(const cb_input_file *file, uint64_t offset, void *to, size_t length)
 {
     if (offset > cb_input_file_size(file) || length > cb_input_file_size(file) - offset)
         return cb_fail(CBLOB_ERR_IO, "%s: bytes [%llu, +%zu) lie past its end", file->path,
                        (unsigned long long)offset, length);
+    return read_pieces(file->fd, file->path, to, length, (off_t)offset, NULL);
+}
+
+cblob_status cb_input_file_check(const cb_input_file *file)
+{
+    return check_still_the_file(file);
+}
+
+cblob_status cb_input_file_read(const cb_input_file *file, uint64_t offset, void *to, size_t length)
+{
     CB_TRY(check_still_the_file(file));
-    CB_TRY(read_pieces(file->fd, file->path, to, length, (off_t)offset, NULL));
+    CB_TRY(cb_input_file_read_unchecked(file, offset, to, length));
     return check_still_the_file(file);
 }
 
@@ -236,62 +269,105 @@ void cb_input_file_close(cb_input_file *file)
 {
     if (file == NULL)
         return;
-    close(file->fd);
-    free(file->path);
-    free(file);
+    if (file->fd >= 0)
+        close(file->fd);
+    if (file->folder >= 0)
+        close(file->folder);
+    cb_free(file->path);
+    cb_free(file);
 }
 
-/* Reads a pipe, a terminal or a socket until end of file, doubling the buffer as it fills. A read
- * a signal interrupts asks the call's progress callback whether to go on: a program reading a
- * terminal stops at Ctrl-C. */
-static cblob_status read_stream(int fd, const char *name, cb_input *out)
+/* The check of a stream's head, once it is read (or the stream ended first). */
+typedef struct stream_limit {
+    cb_stream_check *check;
+    void *context;
+    bool checked;
+    size_t limit;
+} stream_limit;
+
+static cblob_status check_head(stream_limit *limit, const uint8_t *bytes, size_t size, bool complete)
+{
+    if (limit->checked || limit->check == NULL || (!complete && size < CB_STREAM_HEAD))
+        return CBLOB_OK;
+    limit->checked = true;
+    return limit->check(limit->context, bytes, size, complete, &limit->limit);
+}
+
+/* One read of a stream into [size, capacity), told to the progress callback (a read a signal
+ * interrupts asks it whether to go on: a program reading a terminal stops at Ctrl-C); *n is what
+ * was read (0 at the end). */
+static cblob_status read_some(int fd, const char *name, cb_progress *progress, uint8_t *to, size_t room, ssize_t *n)
+{
+    for (;;) {
+        *n = io_read(fd, to, room);
+        if (*n >= 0)
+            return *n > 0 ? cb_progress_add(progress, (uint64_t)*n) : CBLOB_OK;
+        if (errno != EINTR)
+            return cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+        CB_TRY(cb_progress_interrupted());
+    }
+}
+
+/* Reads a pipe, a terminal or a socket until end of file, doubling the buffer as it fills; its
+ * head is checked (limit) before more is read. */
+static cblob_status read_stream(int fd, const char *name, stream_limit *limit, cb_input *out)
 {
     size_t capacity = STREAM_FIRST_SIZE, size = 0;
     cb_progress *progress = cb_progress_current(CB_PROGRESS_READING);
     CB_TRY(cb_progress_size(progress, -1));
     void *memory = NULL;
     CB_TRY(map_memory(capacity, name, &memory));
+    cblob_status status = CBLOB_OK;
     for (;;) {
         if (size == capacity) {
-            void *grown = mremap(memory, capacity, capacity * 2, MREMAP_MAYMOVE);
+            void *grown = cb_alloc_refused() ? MAP_FAILED : mremap(memory, capacity, capacity * 2, MREMAP_MAYMOVE);
             if (grown == MAP_FAILED) {
-                munmap(memory, capacity);
-                return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to read more than %zu bytes of %s", size, name);
+                status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to read more than %zu bytes of %s", size, name);
+                break;
             }
             memory = grown;
             capacity *= 2;
         }
-        const ssize_t n = read(fd, (uint8_t *)memory + size, capacity - size);
-        const int error = errno;
-        const cblob_status status = n < 0 && error == EINTR ? cb_progress_interrupted()
-                                    : n > 0                 ? cb_progress_add(progress, (uint64_t)n)
-                                                            : CBLOB_OK;
-        if (status != CBLOB_OK || (n < 0 && error != EINTR)) {
-            munmap(memory, capacity);
-            return status != CBLOB_OK ? status : cb_fail(CBLOB_ERR_IO, "%s: cannot read: %s", name, strerror(error));
+        ssize_t n = 0;
+        if ((status = read_some(fd, name, progress, (uint8_t *)memory + size, capacity - size, &n)) != CBLOB_OK)
+            break;
+        size += (size_t)n;
+        if ((status = check_head(limit, memory, size, n == 0)) != CBLOB_OK)
+            break;
+        if (limit->checked && size > limit->limit) {
+            status = cb_fail(CBLOB_ERR_IO, "%s: more than %zu bytes, more than what it holds can be", name, limit->limit);
+            break;
         }
         if (n == 0)
             break;
-        if (n > 0)
-            size += (size_t)n;
+    }
+    if (status != CBLOB_OK) {
+        munmap(memory, capacity);
+        return status;
     }
     *out = (cb_input){.bytes = memory, .size = size, .memory = memory, .memory_size = capacity};
     return CBLOB_OK;
 }
 
-cblob_status cb_input_read_fd(int fd, const char *name, cb_input *out)
+cblob_status cb_input_read_fd(int fd, const char *name, cb_stream_check *check, void *context, cb_input *out)
 {
     struct stat info;
     if (fstat(fd, &info) != 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot stat: %s", name, strerror(errno));
     if (S_ISDIR(info.st_mode))
         return cb_fail(CBLOB_ERR_IO, "%s is %s, not a file", name, cb_file_kind(info.st_mode));
+    stream_limit limit = {check, context, false, SIZE_MAX};
     if (!S_ISREG(info.st_mode))
-        return read_stream(fd, name, out);
+        return read_stream(fd, name, &limit, out);
     const off_t start = lseek(fd, 0, SEEK_CUR);
     if (start < 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot seek: %s", name, strerror(errno));
     CB_TRY(read_snapshot(fd, name, &info, start, out));
+    const cblob_status status = check_head(&limit, out->bytes, out->size, true);
+    if (status != CBLOB_OK) {
+        cb_input_close(out);
+        return status;
+    }
     lseek(fd, start + (off_t)out->size, SEEK_SET);
     return CBLOB_OK;
 }

@@ -79,10 +79,18 @@ cb_input cb_input_bytes(const uint8_t *bytes, size_t size);
 /* Reads a regular file whole, as a consistent snapshot (above). CBLOB_ERR_IO names the path and
  * the reason: missing, not a regular file (saying what it is), unreadable, changed while read. */
 cblob_status cb_input_open(const char *path, cb_input *out);
+/* Decides from the first bytes of what a descriptor holds (at least CB_STREAM_HEAD bytes, or all
+ * of it when `complete`) whether to read on, and how much at most: a reader of streams refuses
+ * what is of no kind it reads after reading its head, not after reading a pipe of zeros until
+ * memory runs out. */
+#define CB_STREAM_HEAD ((size_t)64 << 10)
+typedef cblob_status cb_stream_check(void *context, const uint8_t *head, size_t size, bool complete, size_t *limit);
+
 /* Reads what a descriptor the caller owns holds, up to its end (standard input, say): a regular
  * file from its current offset as a snapshot (and the offset moves to its end), anything else
- * (a pipe, a terminal, a socket) until end of file. A folder is refused. name is for messages. */
-cblob_status cb_input_read_fd(int fd, const char *name, cb_input *out);
+ * (a pipe, a terminal, a socket) until end of file, or until check (may be NULL: no limit) says
+ * more is not wanted (CBLOB_ERR_IO naming the limit). A folder is refused. name is for messages. */
+cblob_status cb_input_read_fd(int fd, const char *name, cb_stream_check *check, void *context, cb_input *out);
 /* Tells that input[offset, offset + length) will not be read again: the whole pages inside it
  * leave the process's memory, and read as zeros afterwards. Loading a model then holds about one
  * copy of it, not two. Does nothing for borrowed bytes. */
@@ -93,8 +101,9 @@ void cb_input_close(cb_input *input);
  * opened lazily reads each blob's values on first access). Opening checks the path as
  * cb_input_open does and remembers what the file is: device, inode, size, modification and change
  * times. Every read checks them again, before and after the pread, and that the path still names
- * that file, and fails with CBLOB_ERR_IO ("... changed while it was read") when any differs, or
- * when the file got shorter: a reader never mixes bytes of two versions of a file. The file is never mapped. Reads may run on several threads at
+ * that file (looked up in the folder the path named at open, so the process changing its working
+ * folder changes nothing), and fails with CBLOB_ERR_IO ("... changed while it was read") when any
+ * differs, or when the file got shorter: a reader never mixes bytes of two versions of a file. The file is never mapped. Reads may run on several threads at
  * once. */
 typedef struct cb_input_file cb_input_file;
 
@@ -102,6 +111,11 @@ cblob_status cb_input_file_open(const char *path, cb_input_file **out);
 uint64_t cb_input_file_size(const cb_input_file *file);
 /* Reads [offset, offset + length) of the file into `to`. */
 cblob_status cb_input_file_read(const cb_input_file *file, uint64_t offset, void *to, size_t length);
+/* The same without the checks, for a reader that reads many ranges in one go and then checks once
+ * (cb_input_file_check) that the file was the one opened all along: a change anywhere in between
+ * fails the check, as it fails the checked reads. */
+cblob_status cb_input_file_read_unchecked(const cb_input_file *file, uint64_t offset, void *to, size_t length);
+cblob_status cb_input_file_check(const cb_input_file *file);
 /* Private zero-filled memory of the file's size, into which cb_input_file_read may copy ranges of
  * the file at their own offsets: an image of the parts of the file that were read (the rest reads
  * as zeros and costs no memory). Free it with cb_input_close. */

@@ -3,10 +3,92 @@
 #ifndef CBLOB_SRC_IO_INTERNAL_H
 #define CBLOB_SRC_IO_INTERNAL_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h> /* renameat */
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "fault.h"
 #include "io.h"
+
+/* ---- the system calls src/io makes ----------------------------------------------------------- */
+
+/* Each fails as the machine would when a test arms its step (src/util/fault.h): one relaxed load
+ * otherwise. A short write writes half and says so, as a full disk or a signal may. Opens,
+ * fsyncs and renames interrupted by a signal (EINTR) are made again, as reads and writes are by
+ * their loops. */
+static inline int io_injected(cb_fault_step step)
+{
+    const int error = cb_fault_check(step);
+    if (error > 0)
+        errno = error;
+    return error;
+}
+
+static inline int io_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+    int fd;
+    do
+        fd = io_injected(CB_FAULT_OPEN) > 0 ? -1 : openat(dirfd, path, flags, mode);
+    while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+static inline ssize_t io_read(int fd, void *to, size_t length)
+{
+    return io_injected(CB_FAULT_READ) > 0 ? -1 : read(fd, to, length);
+}
+
+static inline ssize_t io_pread(int fd, void *to, size_t length, off_t offset)
+{
+    return io_injected(CB_FAULT_READ) > 0 ? -1 : pread(fd, to, length, offset);
+}
+
+static inline ssize_t io_write(int fd, const void *data, size_t length)
+{
+    const int error = io_injected(CB_FAULT_WRITE);
+    if (error == CB_FAULT_SHORT && length > 1)
+        return write(fd, data, length / 2);
+    return error > 0 ? -1 : write(fd, data, length);
+}
+
+static inline ssize_t io_pwrite(int fd, const void *data, size_t length, off_t offset)
+{
+    const int error = io_injected(CB_FAULT_WRITE);
+    if (error == CB_FAULT_SHORT && length > 1)
+        return pwrite(fd, data, length / 2, offset);
+    return error > 0 ? -1 : pwrite(fd, data, length, offset);
+}
+
+static inline int io_fsync(int fd)
+{
+    int result;
+    do
+        result = io_injected(CB_FAULT_FSYNC) > 0 ? -1 : fsync(fd);
+    while (result != 0 && errno == EINTR);
+    return result;
+}
+
+/* syncfs: everything of the file system that holds fd. */
+static inline int io_fsync_all(int fd)
+{
+    int result;
+    do
+        result = io_injected(CB_FAULT_FSYNC) > 0 ? -1 : syncfs(fd);
+    while (result != 0 && errno == EINTR);
+    return result;
+}
+
+static inline int io_renameat(int from_dir, const char *from, int to_dir, const char *to)
+{
+    int result;
+    do
+        result = io_injected(CB_FAULT_RENAME) > 0 ? -1 : renameat(from_dir, from, to_dir, to);
+    while (result != 0 && errno == EINTR);
+    return result;
+}
 
 /* What a file is, for messages: "a FIFO (named pipe)", "a folder", ... */
 const char *cb_file_kind(mode_t mode);
@@ -35,6 +117,10 @@ typedef struct cb_output_plan {
 } cb_output_plan;
 
 cblob_status cb_output_start(const cb_output_plan *plan, cb_output **out);
+
+/* Marks a temporary (or a staging folder) as cblob's, where the file system keeps extended
+ * attributes: the cleaning below removes only what carries the mark there. */
+void cb_mark_temporary(int fd);
 
 /* Removes the temporaries in the folder that no writer holds any more (best effort: a folder
  * that cannot be listed, or a file that cannot be locked, is left as it is). */

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "io_internal.h"
 #include "status.h"
 
@@ -35,14 +36,14 @@ struct cb_out_dir {
 
 cblob_status cb_out_dir_open(const char *path, cb_out_dir **out)
 {
-    const int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int fd = io_openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (fd < 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot open the folder: %s", path, strerror(errno));
-    cb_out_dir *dir = malloc(sizeof *dir);
-    char *copy = strdup(path);
+    cb_out_dir *dir = cb_malloc(sizeof *dir);
+    char *copy = cb_strdup(path);
     if (dir == NULL || copy == NULL) {
-        free(dir);
-        free(copy);
+        cb_free(dir);
+        cb_free(copy);
         close(fd);
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write into %s", path);
     }
@@ -81,13 +82,13 @@ static cblob_status note_staged(cb_out_dir *dir, const char *name, bool replace)
 {
     if (dir->num_staged == dir->staged_capacity) {
         const size_t capacity = dir->staged_capacity > 0 ? dir->staged_capacity * 2 : 64;
-        staged_file *grown = realloc(dir->staged, capacity * sizeof *grown);
+        staged_file *grown = cb_realloc(dir->staged, capacity * sizeof *grown);
         if (grown == NULL)
             return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to note the files staged in %s", dir->path);
         dir->staged = grown;
         dir->staged_capacity = capacity;
     }
-    char *copy = strdup(name);
+    char *copy = cb_strdup(name);
     if (copy == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to note the files staged in %s", dir->path);
     dir->staged[dir->num_staged++] = (staged_file){copy, replace};
@@ -98,7 +99,7 @@ static cblob_status open_in(cb_out_dir *dir, const char *name, bool private_file
 {
     CB_TRY(check_name(dir, name));
     const size_t size = strlen(dir->path) + strlen(name) + 2;
-    char *display = malloc(size);
+    char *display = cb_malloc(size);
     if (display == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write %s in %s", name, dir->path);
     snprintf(display, size, "%s/%s", dir->path, name);
@@ -128,7 +129,7 @@ static cblob_status open_in(cb_out_dir *dir, const char *name, bool private_file
                                      .name = name, .fd = -1, .private_file = private_file};
         status = cb_output_start(&plan, out);
     }
-    free(display);
+    cb_free(display);
     return status;
 }
 
@@ -158,7 +159,7 @@ cblob_status cb_out_dir_remove(cb_out_dir *dir, const char *name)
 
 cblob_status cb_out_dir_sync(cb_out_dir *dir)
 {
-    if (syncfs(dir->fd) != 0 || fsync(dir->fd) != 0)
+    if (io_fsync_all(dir->fd) != 0 || io_fsync(dir->fd) != 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot sync the folder: %s", dir->path, strerror(errno));
     return CBLOB_OK;
 }
@@ -171,7 +172,7 @@ cblob_status cb_out_dir_stage(cb_out_dir *dir)
     for (int attempt = 0; attempt < 100 && dir->stage_fd < 0; ++attempt) {
         snprintf(dir->stage_name, sizeof dir->stage_name, CB_TEMP_PREFIX "%ld-s%u", (long)getpid(),
                  atomic_fetch_add(&serial, 1));
-        if (mkdirat(dir->fd, dir->stage_name, 0700) != 0) {
+        if (io_injected(CB_FAULT_OPEN) > 0 || mkdirat(dir->fd, dir->stage_name, 0700) != 0) {
             if (errno == EEXIST)
                 continue;
             return cb_fail(CBLOB_ERR_IO, "%s: cannot make a staging folder in it: %s", dir->path, strerror(errno));
@@ -194,6 +195,7 @@ cblob_status cb_out_dir_stage(cb_out_dir *dir)
             close(fd);
             continue;
         }
+        cb_mark_temporary(fd);
         dir->stage_fd = fd;
     }
     return dir->stage_fd >= 0 ? CBLOB_OK : cb_fail(CBLOB_ERR_IO, "%s: no free name for a staging folder", dir->path);
@@ -203,7 +205,12 @@ cblob_status cb_out_dir_stage(cb_out_dir *dir)
  * still be free (as put_in_place does for a single file). */
 static cblob_status move_staged(cb_out_dir *dir, const staged_file *file)
 {
-    int result = renameat2(dir->stage_fd, file->name, dir->fd, file->name, file->replace ? 0 : RENAME_NOREPLACE);
+    int result;
+    do
+        result = io_injected(CB_FAULT_RENAME) > 0
+                     ? -1
+                     : renameat2(dir->stage_fd, file->name, dir->fd, file->name, file->replace ? 0 : RENAME_NOREPLACE);
+    while (result != 0 && errno == EINTR);
     if (result != 0 && !file->replace && (errno == EINVAL || errno == ENOSYS)) {
         result = linkat(dir->stage_fd, file->name, dir->fd, file->name, 0);
         if (result == 0)
@@ -230,7 +237,7 @@ static void remove_stage(cb_out_dir *dir)
 
 cblob_status cb_out_dir_publish(cb_out_dir *dir, const char *last)
 {
-    if (syncfs(dir->stage_fd) != 0)
+    if (io_fsync_all(dir->stage_fd) != 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot sync the staged files: %s", dir->path, strerror(errno));
     const staged_file *final = NULL;
     for (size_t i = 0; i < dir->num_staged; ++i) {
@@ -240,16 +247,19 @@ cblob_status cb_out_dir_publish(cb_out_dir *dir, const char *last)
             CB_TRY(move_staged(dir, &dir->staged[i]));
     }
     if (final != NULL) {
-        if (fsync(dir->fd) != 0) /* everything else first, durably */
+        if (io_fsync(dir->fd) != 0) /* everything else first, durably */
             return cb_fail(CBLOB_ERR_IO, "%s: cannot sync the folder: %s", dir->path, strerror(errno));
         CB_TRY(move_staged(dir, final));
     }
     for (size_t i = 0; i < dir->num_staged; ++i)
-        free(dir->staged[i].name);
+        cb_free(dir->staged[i].name);
     dir->num_staged = 0;
     remove_stage(dir);
-    if (fsync(dir->fd) != 0)
-        return cb_fail(CBLOB_ERR_IO, "%s: cannot sync the folder: %s", dir->path, strerror(errno));
+    /* Past the last move the new folder is what readers see; a failed sync now means only that it
+     * may not survive a power loss, and the error says so rather than pretending nothing changed. */
+    if (io_fsync(dir->fd) != 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: the new files are in place, but the folder could not be synced, so they "
+                       "may not survive a power loss: %s", dir->path, strerror(errno));
     return CBLOB_OK;
 }
 
@@ -259,13 +269,13 @@ static void close_dir(cb_out_dir *dir, bool abandon)
         return;
     remove_stage(dir);
     for (size_t i = 0; i < dir->num_staged; ++i)
-        free(dir->staged[i].name);
-    free(dir->staged);
+        cb_free(dir->staged[i].name);
+    cb_free(dir->staged);
     close(dir->fd);
     if (abandon && dir->created)
         rmdir(dir->path); /* only when it is empty: nothing but what this writer made was there */
-    free(dir->path);
-    free(dir);
+    cb_free(dir->path);
+    cb_free(dir);
 }
 
 void cb_out_dir_close(cb_out_dir *dir)

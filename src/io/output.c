@@ -12,9 +12,11 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "io_internal.h"
 #include "progress.h"
 #include "status.h"
@@ -79,17 +81,61 @@ static bool name_is_file(int dirfd, const char *name, int fd)
 
 static void remove_stale_in(int dirfd, bool everything);
 
+/* The mark a temporary (or a staging folder) carries from its creation, where the file system keeps
+ * extended attributes: a file of that name without it is not cblob's, and stays. */
+#define TEMP_MARK "user.cblob.temporary"
+
+/* Whether the name is one cblob makes: the prefix, then "<pid>-<n>" (a file) or "<pid>-s<n>" (a
+ * staging folder), and nothing more. */
+static bool temporary_name(const char *name)
+{
+    const char *p = name + strlen(CB_TEMP_PREFIX);
+    if (strncmp(name, CB_TEMP_PREFIX, strlen(CB_TEMP_PREFIX)) != 0 || *p < '0' || *p > '9')
+        return false;
+    while (*p >= '0' && *p <= '9')
+        ++p;
+    if (*p++ != '-')
+        return false;
+    p += *p == 's';
+    if (*p < '0' || *p > '9')
+        return false;
+    while (*p >= '0' && *p <= '9')
+        ++p;
+    return *p == '\0';
+}
+
+/* A temporary or staging folder of a writer that is gone: named as cblob names them, the
+ * cleaner's own (never another user's, in a shared folder), a file of one link or a folder,
+ * marked where marks are kept, and unlocked (the lock is free only once its writer has closed it
+ * or died). */
+static bool is_stale(int fd, const struct stat *info)
+{
+    if (!(S_ISREG(info->st_mode) && info->st_nlink == 1) && !S_ISDIR(info->st_mode))
+        return false;
+    if (info->st_uid != geteuid())
+        return false;
+    char mark[2];
+    if (fgetxattr(fd, TEMP_MARK, mark, sizeof mark) < 0 && errno != ENOTSUP)
+        return false; /* a file system with marks, and none on this one: not cblob's */
+    return flock(fd, LOCK_EX | LOCK_NB) == 0;
+}
+
+void cb_mark_temporary(int fd)
+{
+    (void)fsetxattr(fd, TEMP_MARK, "1", 1, 0); /* where the file system keeps marks */
+}
+
 static void remove_if_stale(int dirfd, const char *name)
 {
+    if (!temporary_name(name))
+        return;
     const int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return;
     struct stat opened;
-    /* The lock is free only once its writer has closed the file or died; the name is checked to
-     * still be the file locked, so nothing else under it is removed. A folder is an output
-     * folder's staging folder (cb_out_dir_stage): its files go with it. */
-    if (fstat(fd, &opened) == 0 && (S_ISREG(opened.st_mode) || S_ISDIR(opened.st_mode)) &&
-        flock(fd, LOCK_EX | LOCK_NB) == 0 && name_is_file(dirfd, name, fd)) {
+    /* The name is checked to still be the file locked, so nothing else under it is removed. A
+     * folder is an output folder's staging folder (cb_out_dir_stage): its files go with it. */
+    if (fstat(fd, &opened) == 0 && is_stale(fd, &opened) && name_is_file(dirfd, name, fd)) {
         if (S_ISDIR(opened.st_mode)) {
             remove_stale_in(fd, true);
             unlinkat(dirfd, name, AT_REMOVEDIR);
@@ -150,7 +196,7 @@ static cblob_status create_temporary(cb_output *output, mode_t mode)
     for (int attempt = 0; attempt < 100; ++attempt) {
         snprintf(output->temporary, sizeof output->temporary, CB_TEMP_PREFIX "%ld-%u", (long)getpid(),
                  atomic_fetch_add(&serial, 1));
-        const int fd = openat(output->dirfd, output->temporary,
+        const int fd = io_openat(output->dirfd, output->temporary,
                               O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
         if (fd < 0 && errno == EEXIST)
             continue;
@@ -161,6 +207,7 @@ static cblob_status create_temporary(cb_output *output, mode_t mode)
                            strerror(error));
         }
         if (lock_temporary(output->dirfd, output->temporary, fd)) {
+            cb_mark_temporary(fd);
             output->fd = fd;
             return CBLOB_OK;
         }
@@ -182,9 +229,9 @@ static void output_free(cb_output *output)
         unlinkat(output->dirfd, output->temporary, 0);
     if (output->dirfd >= 0)
         close(output->dirfd);
-    free(output->display);
-    free(output->name);
-    free(output);
+    cb_free(output->display);
+    cb_free(output->name);
+    cb_free(output);
 }
 
 static bool is_pipe(int fd)
@@ -204,16 +251,16 @@ static void close_plan(const cb_output_plan *plan)
 cblob_status cb_output_start(const cb_output_plan *plan, cb_output **out)
 {
     const bool in_place = plan->kind == CB_OUTPUT_IN_PLACE;
-    cb_output *output = malloc(sizeof *output);
+    cb_output *output = cb_malloc(sizeof *output);
     if (output == NULL) {
         close_plan(plan);
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write %s", plan->display);
     }
     *output = (cb_output){
         .kind = plan->kind,
-        .display = strdup(plan->display),
+        .display = cb_strdup(plan->display),
         .dirfd = plan->dirfd,
-        .name = plan->name != NULL ? strdup(plan->name) : NULL,
+        .name = plan->name != NULL ? cb_strdup(plan->name) : NULL,
         .fd = in_place ? plan->fd : -1,
         .target_fd = plan->kind == CB_OUTPUT_STAGED ? plan->fd : -1,
         .close_fd = !in_place || plan->close_fd,
@@ -262,7 +309,7 @@ static ssize_t write_without_sigpipe(int fd, const void *data, size_t length)
     sigaddset(&sigpipe, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &sigpipe, &old);
     const bool was_pending = sigpipe_pending();
-    const ssize_t n = write(fd, data, length);
+    const ssize_t n = io_write(fd, data, length);
     const int error = errno;
     if (!was_pending && sigpipe_pending()) {
         static const struct timespec now = {0, 0};
@@ -276,7 +323,7 @@ static ssize_t write_without_sigpipe(int fd, const void *data, size_t length)
 static void write_all(cb_output *output, const uint8_t *data, size_t length)
 {
     while (length > 0 && output->error == 0) {
-        const ssize_t n = output->pipe ? write_without_sigpipe(output->fd, data, length) : write(output->fd, data, length);
+        const ssize_t n = output->pipe ? write_without_sigpipe(output->fd, data, length) : io_write(output->fd, data, length);
         /* A write that blocks (a FIFO, a pipe) and a signal interrupts: the caller may want to stop. */
         if (n < 0 && errno == EINTR && cb_progress_interrupted() != CBLOB_OK) {
             output->cancelled = true;
@@ -380,13 +427,19 @@ static void keep_attributes(cb_output *output)
 static void put_in_place(cb_output *output)
 {
     if (output->kind == CB_OUTPUT_REPLACE) {
-        if (renameat(output->dirfd, output->temporary, output->dirfd, output->name) != 0)
+        if (io_renameat(output->dirfd, output->temporary, output->dirfd, output->name) != 0)
             record(output, "put the new file in place", errno);
         else
             output->temporary[0] = '\0';
         return;
     }
-    if (renameat2(output->dirfd, output->temporary, output->dirfd, output->name, RENAME_NOREPLACE) == 0) {
+    int renamed;
+    do
+        renamed = io_injected(CB_FAULT_RENAME) > 0
+                      ? -1
+                      : renameat2(output->dirfd, output->temporary, output->dirfd, output->name, RENAME_NOREPLACE);
+    while (renamed != 0 && errno == EINTR);
+    if (renamed == 0) {
         output->temporary[0] = '\0';
         return;
     }
@@ -416,7 +469,7 @@ static void commit_temporary(cb_output *output)
 {
     if (output->keep_attributes && output->error == 0)
         keep_attributes(output);
-    if (output->durable && output->error == 0 && fsync(output->fd) != 0)
+    if (output->durable && output->error == 0 && io_fsync(output->fd) != 0)
         record(output, "fsync", errno);
     if (output->error == 0)
         close_keeping_lock(output);
@@ -427,7 +480,7 @@ static void commit_temporary(cb_output *output)
 static bool pwrite_all(int fd, const uint8_t *data, size_t length, off_t offset)
 {
     while (length > 0) {
-        const ssize_t n = pwrite(fd, data, length, offset);
+        const ssize_t n = io_pwrite(fd, data, length, offset);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -444,14 +497,15 @@ static bool pwrite_all(int fd, const uint8_t *data, size_t length, off_t offset)
 static void copy_staged(cb_output *output)
 {
     const off_t size = (off_t)output->written;
-    if (size > 0 && fallocate(output->target_fd, FALLOC_FL_KEEP_SIZE, 0, size) != 0 && errno != EOPNOTSUPP &&
+    if (size > 0 && (io_injected(CB_FAULT_WRITE) > 0 || fallocate(output->target_fd, FALLOC_FL_KEEP_SIZE, 0, size) != 0) &&
+        errno != EOPNOTSUPP &&
         errno != ENOSYS) {
         record(output, "reserve space", errno);
         return;
     }
     for (off_t done = 0; done < size && output->error == 0;) {
         const size_t piece = size - done < (off_t)sizeof output->pending ? (size_t)(size - done) : sizeof output->pending;
-        const ssize_t got = pread(output->fd, output->pending, piece, done);
+        const ssize_t got = io_pread(output->fd, output->pending, piece, done);
         if (got <= 0) {
             if (got < 0 && errno == EINTR)
                 continue;
@@ -462,9 +516,9 @@ static void copy_staged(cb_output *output)
             record(output, "write", errno);
         done += got;
     }
-    if (output->error == 0 && ftruncate(output->target_fd, size) != 0)
+    if (output->error == 0 && (io_injected(CB_FAULT_WRITE) > 0 || ftruncate(output->target_fd, size) != 0))
         record(output, "truncate", errno);
-    if (output->error == 0 && fsync(output->target_fd) != 0)
+    if (output->error == 0 && io_fsync(output->target_fd) != 0)
         record(output, "fsync", errno);
     if (close(output->target_fd) != 0)
         record(output, "close", errno);

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
+/* S_ISVTX, syncfs (io_internal.h) */
+#define _GNU_SOURCE
 /* A named output path: links followed to the target, and the way the target's kind is written. */
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "io_internal.h"
 #include "status.h"
 
@@ -20,20 +23,45 @@ static char *link_destination(const char *link, const char *text)
 {
     const char *slash = strrchr(link, '/');
     if (text[0] == '/' || slash == NULL)
-        return strdup(text);
+        return cb_strdup(text);
     const int folder = (int)(slash - link);
     const size_t size = (size_t)folder + strlen(text) + 2;
-    char *joined = malloc(size);
+    char *joined = cb_malloc(size);
     if (joined != NULL)
         snprintf(joined, size, "%.*s/%s", folder, link, text);
     return joined;
 }
 
+/* The kernel's rule for following links (fs.protected_symlinks, on by default on Debian, Ubuntu
+ * and Fedora): a link in a sticky folder that others may write (/tmp) is followed only when the
+ * follower owns it, or the folder's owner does. cblob follows the links of an output's path
+ * itself (to replace the target atomically), so it applies the rule itself: without it root
+ * saving to /tmp/x would write wherever another user's link named x points. */
+static cblob_status check_link_owner(const char *link, const char *path)
+{
+    struct stat link_info, folder_info;
+    const char *slash = strrchr(link, '/');
+    char *folder = slash == NULL ? cb_strdup(".") : slash == link ? cb_strdup("/") : cb_strndup(link, (size_t)(slash - link));
+    if (folder == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to follow the links of %s", path);
+    const bool known = lstat(link, &link_info) == 0 && stat(folder, &folder_info) == 0;
+    cb_free(folder);
+    if (!known)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot follow the path: %s", path, strerror(errno));
+    const bool shared = (folder_info.st_mode & S_ISVTX) && (folder_info.st_mode & S_IWOTH);
+    if (shared && link_info.st_uid != geteuid() && link_info.st_uid != folder_info.st_uid)
+        return cb_fail(CBLOB_ERR_IO, "%s is a symbolic link in a sticky folder others may write, owned by neither "
+                       "you nor the folder's owner: cblob does not follow it (the kernel's protected_symlinks rule)",
+                       link);
+    return CBLOB_OK;
+}
+
 /* Follows the path's last component while it is a symbolic link; a dangling link gives the path
- * of the file to create. (Links among the folders are left to the kernel.) */
+ * of the file to create. (Links among the folders are left to the kernel, which applies its
+ * rule to them.) */
 static cblob_status follow_links(const char *path, char **out)
 {
-    char *current = strdup(path);
+    char *current = cb_strdup(path);
     for (int hops = 0; current != NULL; ++hops) {
         char text[PATH_MAX];
         const ssize_t length = readlink(current, text, sizeof text);
@@ -41,14 +69,21 @@ static cblob_status follow_links(const char *path, char **out)
             *out = current;
             return CBLOB_OK;
         }
+        if (length >= 0) {
+            const cblob_status status = check_link_owner(current, path);
+            if (status != CBLOB_OK) {
+                cb_free(current);
+                return status;
+            }
+        }
         const int error = length < 0 ? errno : (size_t)length == sizeof text ? ENAMETOOLONG : hops == MAX_LINKS ? ELOOP : 0;
         if (error != 0) {
-            free(current);
+            cb_free(current);
             return cb_fail(CBLOB_ERR_IO, "%s: cannot follow the path: %s", path, strerror(error));
         }
         text[length] = '\0';
         char *next = link_destination(current, text);
-        free(current);
+        cb_free(current);
         current = next;
     }
     return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to follow the links of %s", path);
@@ -64,12 +99,12 @@ static cblob_status open_folder(const char *path, const char *display, int *out_
     if (strncmp(name, CB_TEMP_PREFIX, strlen(CB_TEMP_PREFIX)) == 0)
         return cb_fail(CBLOB_ERR_IO, "%s: names starting with \"" CB_TEMP_PREFIX "\" are cblob's temporary files",
                        display);
-    char *folder = slash == NULL ? strdup(".") : slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+    char *folder = slash == NULL ? cb_strdup(".") : slash == path ? cb_strdup("/") : cb_strndup(path, (size_t)(slash - path));
     if (folder == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write %s", display);
-    const int dirfd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int dirfd = io_openat(AT_FDCWD, folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     const int error = errno;
-    free(folder);
+    cb_free(folder);
     if (dirfd < 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot open its folder: %s", display, strerror(error));
     *out_dirfd = dirfd;
@@ -83,7 +118,7 @@ static cblob_status open_folder(const char *path, const char *display, int *out_
 static cblob_status open_in_place(int dirfd, const char *name, const char *display, const struct stat *checked,
                                   int *out_fd)
 {
-    const int fd = openat(dirfd, name, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
+    const int fd = io_openat(dirfd, name, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0 && errno == ENXIO && S_ISFIFO(checked->st_mode))
         return cb_fail(CBLOB_ERR_IO, "%s is a FIFO (named pipe) that no process is reading", display);
     if (fd < 0)
@@ -120,7 +155,7 @@ static cblob_status plan_existing(cb_output_plan *plan, const struct stat *targe
         return CBLOB_OK;
     }
     plan->kind = CB_OUTPUT_STAGED;
-    const int fd = openat(plan->dirfd, plan->name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    const int fd = io_openat(plan->dirfd, plan->name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
     struct stat opened;
     if (fd < 0)
         return cb_fail(CBLOB_ERR_IO, "%s: cannot open: %s", display, strerror(errno));
@@ -136,9 +171,9 @@ static cblob_status plan_existing(cb_output_plan *plan, const struct stat *targe
 static char *describe(const char *path, const char *target)
 {
     if (strcmp(path, target) == 0)
-        return strdup(path);
+        return cb_strdup(path);
     const size_t size = strlen(path) + strlen(target) + 16;
-    char *text = malloc(size);
+    char *text = cb_malloc(size);
     if (text != NULL)
         snprintf(text, size, "%s (a link to %s)", path, target);
     return text;
@@ -174,8 +209,8 @@ cblob_status cb_output_open(const char *path, cb_output **out)
     char *display = describe(path, target);
     cblob_status status = display != NULL ? plan_output(target, display, out)
                                           : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write %s", path);
-    free(display);
-    free(target);
+    cb_free(display);
+    cb_free(target);
     return status;
 }
 

@@ -33,7 +33,7 @@ cblob_status cb_require_neoml(const cblob_blob *blob, const char *name);
 
 
 /* n elements from `from` (of from_dtype) to `to` (of to_dtype) at a place: a copy when the dtypes
- * are equal, a conversion (README, "Conversions") otherwise. The truncating form drops the
+ * are equal, a conversion (cblob.h, "Conversions") otherwise. The truncating form drops the
  * fraction toward zero from a float type to an integer type (NeoML's rule) and is the same for
  * every other pair. */
 typedef cblob_status (*cb_element_converter)(const cb_device *place, const cb_dtype_info *from_dtype,

@@ -71,6 +71,9 @@ cblob_status cb_progress_finish(cb_progress *progress)
 {
     if (progress == NULL || progress->fn == NULL)
         return CBLOB_OK;
+    if (progress->finished)
+        return progress->stopped ? stopped(progress) : CBLOB_OK;
+    progress->finished = true;
     /* The estimates (an .npz's container, a .npy folder's listing) end as what was done. */
     progress->total = progress->done;
     return cb_progress_report(progress);

@@ -35,6 +35,7 @@ typedef struct cb_progress {
     int64_t done, total; /* total -1: not known yet */
     int64_t next;        /* the callback is due once done reaches this */
     bool started, stopped;
+    bool finished; /* the last call was made (cb_progress_finish): later ones are not */
     struct cb_progress *outer; /* the thread's scope before this one */
 } cb_progress;
 
@@ -59,7 +60,8 @@ static inline cblob_status cb_progress_add(cb_progress *progress, uint64_t bytes
     progress->done += (int64_t)bytes;
     return progress->done >= progress->next || progress->stopped ? cb_progress_report(progress) : CBLOB_OK;
 }
-/* The last call: done == total. For a write, just before the output takes its place. */
+/* The last call: done == total. For a write, just before the output takes its place; for a read,
+ * before the result is handed out. Made once: later calls return what the first did. */
 cblob_status cb_progress_finish(cb_progress *progress);
 /* A blocking system call of the thread's scope (of either kind) was interrupted by a signal
  * (EINTR): the callback is asked at once whether to go on. CBLOB_OK without a scope. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The deliberate differences from Caffe (DESIGN.md "Deliberate differences from Caffe" and the
- * table in README.md), one test each: what cblob does, and in a comment what Caffe does instead.
+ * table in docs/differences.md), one test each: what cblob does, and in a comment what Caffe does instead.
  *
  * Not here: "Caffe's ToProto can leave stale fields in a reused message; cblob always writes a
  * fresh message" is a proto difference, tested with the formats issue. */

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause
-"""Checks README.md's table "Differences from NeoML": every row links to documentation in
+"""Checks docs/neoml.md's table "Differences from NeoML": every row links to documentation in
 docs/api.md (the header's text, generated), every link leads to a heading that exists, and every
 NeoML call a row names in its first column (`SetParentPos`, `CopyFrom(T*)`) is named by the
-documentation one of its links leads to, so the header states each difference the README lists.
+documentation one of its links leads to, so the header states each difference docs/neoml.md lists.
 
 usage: check_neoml_table.py SOURCE_DIR
        check_neoml_table.py --self-test    the check must fail on a table with a dead link and a
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 SECTION = "## Differences from NeoML"
-LINK = re.compile(r"\]\(docs/api\.md#([A-Za-z0-9_-]+)\)")
+LINK = re.compile(r"\]\((?:docs/)?api\.md#([A-Za-z0-9_-]+)\)")
 # A NeoML call or type in a code span: CamelCase (SetParentPos, CopyFrom(T*), TBlobDim).
 NEOML_NAME = re.compile(r"`([A-Z][A-Za-z0-9_]*)[^`]*`")
 
@@ -49,7 +49,7 @@ def check(readme_text, api_text):
     """The problems found, one line each."""
     rows = table_rows(readme_text)
     if not rows:
-        return [f"README.md has no table under \"{SECTION}\""]
+        return [f"docs/neoml.md has no table under \"{SECTION}\""]
     docs = documented(api_text)
     problems = []
     for row in rows:
@@ -90,13 +90,14 @@ def main():
         print(__doc__)
         return 2
     source = Path(sys.argv[1])
-    problems = check((source / "README.md").read_text(encoding="utf-8"),
+    problems = check((source / "docs" / "neoml.md").read_text(encoding="utf-8"),
                      (source / "docs" / "api.md").read_text(encoding="utf-8"))
     for problem in problems:
         print(problem)
     if problems:
         return 1
-    print(f"{len(table_rows((source / 'README.md').read_text(encoding='utf-8')))} rows, each stated where it links")
+    rows = table_rows((source / "docs" / "neoml.md").read_text(encoding="utf-8"))
+    print(f"{len(rows)} rows, each stated where it links")
     return 0
 
 

@@ -487,6 +487,47 @@ TEST(round_trip_through_files)
     ft_remove_folder(folder);
 }
 
+TEST(legacy_dims_written_for_old_readers)
+{
+    /* CBLOB_PROTO_LEGACY_DIMS writes num/channels/height/width (fields 1-4, padded with 1 in
+     * front) instead of `shape`; it reads back as Caffe reads legacy dims: 4 axes (the Python
+     * suite checks with protobuf that no `shape` is written). */
+    char folder[256], path[512], vector_path[512];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    snprintf(path, sizeof path, "%s/mean.binaryproto", folder);
+    snprintf(vector_path, sizeof vector_path, "%s/vector.binaryproto", folder);
+    cblob_context *ctx = context_new();
+    cblob_blob *source = ft_blob(ctx, CBLOB_DTYPE_FLOAT32, 3, (int64_t[]){3, 5, 4}, 2, true);
+    CHECK_OK(cblob_blob_to_proto_file_with(source, CBLOB_PROTO_LEGACY_DIMS | CBLOB_PROTO_DIFF, path));
+    size_t size = 0;
+    uint8_t *bytes = ft_read_file(path, &size);
+    CHECK(bytes != NULL && size > 8);
+    /* The message starts with the four legacy dims, as varint fields 1 to 4. */
+    const uint8_t dims[] = {0x08, 1, 0x10, 3, 0x18, 5, 0x20, 4};
+    CHECK(memcmp(bytes, dims, sizeof dims) == 0);
+    free(bytes);
+    cblob_blob *back = NULL;
+    CHECK_OK(cblob_blob_create_from_proto_file(ctx, path, &back));
+    int64_t shape[CBLOB_MAX_AXES];
+    int32_t axes = 0;
+    CHECK_OK(cblob_blob_shape(back, CBLOB_MAX_AXES, shape, &axes));
+    CHECK(axes == 4 && shape[0] == 1 && shape[1] == 3 && shape[2] == 5 && shape[3] == 4);
+    /* Five axes do not fit: refused before anything is written. */
+    cblob_blob *five = ft_blob(ctx, CBLOB_DTYPE_FLOAT32, 5, (int64_t[]){1, 1, 1, 1, 2}, 1, false);
+    char five_path[512];
+    snprintf(five_path, sizeof five_path, "%s/five.binaryproto", folder);
+    CHECK_ERROR(cblob_blob_to_proto_file_with(five, CBLOB_PROTO_LEGACY_DIMS, five_path), CBLOB_ERR_SHAPE);
+    CHECK(access(five_path, F_OK) != 0);
+    cblob_blob *pair[] = {source, five};
+    CHECK_ERROR(cblob_blob_vector_to_proto_file_with(pair, 2, CBLOB_PROTO_LEGACY_DIMS, vector_path), CBLOB_ERR_SHAPE);
+    CHECK(access(vector_path, F_OK) != 0);
+    CHECK_OK(cblob_blob_vector_to_proto_file_with(pair, 1, CBLOB_PROTO_LEGACY_DIMS, vector_path));
+    CHECK_ERROR(cblob_blob_to_proto_file_with(source, 4, path), CBLOB_ERR_INVALID_ARGUMENT);
+    cblob_blob_destroy(source), cblob_blob_destroy(back), cblob_blob_destroy(five);
+    cblob_context_destroy(ctx);
+    ft_remove_folder(folder);
+}
+
 TEST(from_proto_keeps_storage_when_it_fits_and_shares_with_other_blobs)
 {
     /* As Caffe: FromProto writes into the existing memory when the count fits, so a blob sharing

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -482,5 +484,38 @@ TEST(torch_names_of_a_v1_net_have_pytorchs_shapes_and_come_back)
     cblob_blob_destroy(ip[0]);
     cblob_blob_destroy(ip[1]);
     cblob_model_destroy(model);
+    cblob_context_destroy(ctx);
+}
+
+/* A stream is identified from its head: a pipe of zeros is refused after its first 64 KiB, not
+ * read until memory runs out (1.1 read standard input without bound). */
+TEST(a_stream_of_no_kind_is_refused_after_its_head)
+{
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    int ends[2];
+    CHECK(pipe(ends) == 0);
+    const pid_t writer = fork();
+    CHECK(writer >= 0);
+    if (writer == 0) {
+        close(ends[0]);
+        signal(SIGPIPE, SIG_IGN);
+        static const uint8_t zeros[4096];
+        long long written = 0;
+        while (written < (1ll << 34)) {
+            const ssize_t n = write(ends[1], zeros, sizeof zeros);
+            if (n <= 0)
+                break;
+            written += n;
+        }
+        _exit(written < (4ll << 20) ? 0 : 1); /* it stopped within 4 MiB: the reader let go */
+    }
+    close(ends[1]);
+    cblob_file *file = NULL;
+    CHECK_STATUS(cblob_file_open_fd(ctx, ends[0], "standard input", 0, 0, &file), CBLOB_ERR_PARSE);
+    CHECK(message_has("standard input is not a protobuf file"));
+    close(ends[0]);
+    int status = 0;
+    CHECK(waitpid(writer, &status, 0) == writer && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     cblob_context_destroy(ctx);
 }

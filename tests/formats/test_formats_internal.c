@@ -3,7 +3,14 @@
  * own storage. (Reading files is tests/io's.) */
 #include "harness.h"
 #include "pb.h"
-#include "proto_net.h"
+#include <jansson.h>
+
+#include "caffe_fields.h"
+#include "caffe_params.pb-c.h"
+#include "export_common.h"
+#include "model_json.h"
+#include "sink.h"
+#include "walk.h"
 #include "support.h"
 
 /* Loads the BlobProto into a blob and compares its values with what protobuf-c unpacks from the
@@ -126,9 +133,117 @@ TEST(wire_paths_name_nested_messages)
     pb_string(&v1, 4, "v1name");
     pb_message(&v1, 1, &v0);
     pb_message(&net, 2, &v1);
-    CHECK_STATUS(cb_net_check(net.data, net.size), CBLOB_ERR_PARSE);
+    CHECK_STATUS(cb_walk_check_net(net.data, net.size), CBLOB_ERR_PARSE);
     CHECK_MSG(strstr(cblob_last_error_message(),
                      "NetParameter.layers[0](v1name).layer.blobs[0].double_data at byte 29: packed length 3") != NULL,
               "message: %s", cblob_last_error_message());
     pb_free(&blob), pb_free(&v0), pb_free(&v1), pb_free(&net);
+}
+
+/* caffe_fields.h is the one place a field number is written: each is the number protobuf-c's
+ * descriptors give the field of that name (the descriptors that describe it; NetParameter's
+ * input, force_backward and debug_info follow BVLC's caffe.proto, which they do not hold). */
+TEST(caffe_field_numbers_are_the_descriptors)
+{
+    static const struct {
+        const ProtobufCMessageDescriptor *message;
+        const char *name;
+        unsigned number;
+    } fields[] = {
+        {&caffe__net_parameter__descriptor, "name", CB_NET_NAME},
+        {&caffe__net_parameter__descriptor, "layers", CB_NET_LAYERS},
+        {&caffe__net_parameter__descriptor, "layer", CB_NET_LAYER},
+        {&caffe__layer_parameter_fields__descriptor, "name", CB_LAYER_NAME},
+        {&caffe__layer_parameter_fields__descriptor, "type", CB_LAYER_TYPE},
+        {&caffe__layer_parameter_fields__descriptor, "bottom", CB_LAYER_BOTTOM},
+        {&caffe__layer_parameter_fields__descriptor, "top", CB_LAYER_TOP},
+        {&caffe__layer_parameter_fields__descriptor, "param", CB_LAYER_PARAM},
+        {&caffe__layer_parameter__descriptor, "blobs", CB_LAYER_BLOBS},
+        {&caffe__layer_parameter_fields__descriptor, "include", CB_LAYER_INCLUDE},
+        {&caffe__layer_parameter_fields__descriptor, "exclude", CB_LAYER_EXCLUDE},
+        {&caffe__layer_parameter_fields__descriptor, "phase", CB_LAYER_PHASE},
+        {&caffe__v1_layer_parameter__descriptor, "layer", CB_V1_LAYER},
+        {&caffe__v1_layer_parameter_fields__descriptor, "bottom", CB_V1_BOTTOM},
+        {&caffe__v1_layer_parameter_fields__descriptor, "top", CB_V1_TOP},
+        {&caffe__v1_layer_parameter__descriptor, "name", CB_V1_NAME},
+        {&caffe__v1_layer_parameter__descriptor, "type", CB_V1_TYPE},
+        {&caffe__v1_layer_parameter__descriptor, "blobs", CB_V1_BLOBS},
+        {&caffe__v1_layer_parameter_fields__descriptor, "blobs_lr", CB_V1_BLOBS_LR},
+        {&caffe__v1_layer_parameter_fields__descriptor, "weight_decay", CB_V1_WEIGHT_DECAY},
+        {&caffe__v1_layer_parameter_fields__descriptor, "include", CB_V1_INCLUDE},
+        {&caffe__v1_layer_parameter_fields__descriptor, "exclude", CB_V1_EXCLUDE},
+        {&caffe__v1_layer_parameter_fields__descriptor, "param", CB_V1_PARAM},
+        {&caffe__v0_layer_parameter__descriptor, "name", CB_V0_NAME},
+        {&caffe__v0_layer_parameter__descriptor, "type", CB_V0_TYPE},
+        {&caffe__v0_layer_parameter__descriptor, "blobs", CB_V0_BLOBS},
+        {&caffe__blob_proto__descriptor, "num", CB_BLOB_NUM},
+        {&caffe__blob_proto__descriptor, "channels", CB_BLOB_CHANNELS},
+        {&caffe__blob_proto__descriptor, "height", CB_BLOB_HEIGHT},
+        {&caffe__blob_proto__descriptor, "width", CB_BLOB_WIDTH},
+        {&caffe__blob_proto__descriptor, "data", CB_BLOB_DATA},
+        {&caffe__blob_proto__descriptor, "diff", CB_BLOB_DIFF},
+        {&caffe__blob_proto__descriptor, "shape", CB_BLOB_SHAPE},
+        {&caffe__blob_proto__descriptor, "double_data", CB_BLOB_DOUBLE_DATA},
+        {&caffe__blob_proto__descriptor, "double_diff", CB_BLOB_DOUBLE_DIFF},
+        {&caffe__blob_shape__descriptor, "dim", CB_SHAPE_DIM},
+        {&caffe__blob_proto_vector__descriptor, "blobs", CB_VECTOR_BLOBS},
+        {&caffe__net_state_rule__descriptor, "phase", CB_RULE_PHASE},
+        {&caffe__net_state_rule__descriptor, "min_level", CB_RULE_MIN_LEVEL},
+        {&caffe__net_state_rule__descriptor, "max_level", CB_RULE_MAX_LEVEL},
+        {&caffe__net_state_rule__descriptor, "stage", CB_RULE_STAGE},
+        {&caffe__net_state_rule__descriptor, "not_stage", CB_RULE_NOT_STAGE},
+        {&caffe__param_spec__descriptor, "name", CB_SPEC_NAME},
+        {&caffe__param_spec__descriptor, "lr_mult", CB_SPEC_LR_MULT},
+        {&caffe__param_spec__descriptor, "decay_mult", CB_SPEC_DECAY_MULT},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; ++i) {
+        const ProtobufCFieldDescriptor *field =
+            protobuf_c_message_descriptor_get_field_by_name(fields[i].message, fields[i].name);
+        CHECK_MSG(field != NULL && field->id == fields[i].number, "%s.%s is %u in caffe_fields.h, %d in %s",
+                  fields[i].message->short_name, fields[i].name, fields[i].number, field != NULL ? (int)field->id : -1,
+                  "the descriptors");
+    }
+}
+
+/* The safetensors header is streamed as JSON text of its own making: each string as Jansson's
+ * JSON_COMPACT dump writes it (the text 1.1 wrote, byte for byte), bytes that are not UTF-8 as
+ * U+FFFD, and a string inside a string escaped twice ("layer_types"). */
+TEST(streamed_json_strings_are_what_jansson_writes)
+{
+    char text[300];
+    size_t length = 0;
+    for (int c = 1; c < 128; ++c)
+        text[length++] = (char)c;
+    static const char tail[] = "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 bad\xff\xc3(end";
+    memcpy(text + length, tail, sizeof tail - 1);
+    length += sizeof tail - 1;
+    json_t *value = cb_json_text(text, length);
+    json_t *nested = json_pack("{s:o}", "k", cb_json_text(text, length));
+    char *expected = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *inner = json_dumps(nested, JSON_COMPACT);
+    json_t *outer = json_string(inner);
+    char *expected_nested = json_dumps(outer, JSON_COMPACT | JSON_ENCODE_ANY);
+    CHECK(expected != NULL && expected_nested != NULL);
+    uint8_t written[4096], written_nested[4096];
+    cb_sink sink;
+    cb_sink_buffer(&sink, written, sizeof written);
+    cb_json_out out = {&sink, 0};
+    cb_json_string(&out, text, length);
+    CHECK_MSG(sink.size == strlen(expected) && memcmp(written, expected, sink.size) == 0, "%.*s\nagainst Jansson's\n%s",
+              (int)sink.size, (const char *)written, expected);
+    cb_sink_buffer(&sink, written_nested, sizeof written_nested);
+    out = (cb_json_out){&sink, 0};
+    cb_json_raw(&out, "\"");
+    ++out.quoting;
+    cb_json_raw(&out, "{");
+    cb_json_string(&out, "k", 1);
+    cb_json_raw(&out, ":");
+    cb_json_string(&out, text, length);
+    cb_json_raw(&out, "}");
+    --out.quoting;
+    cb_json_raw(&out, "\"");
+    CHECK_MSG(sink.size == strlen(expected_nested) && memcmp(written_nested, expected_nested, sink.size) == 0,
+              "%.*s\nagainst Jansson's\n%s", (int)sink.size, (const char *)written_nested, expected_nested);
+    free(expected), free(inner), free(expected_nested);
+    json_decref(value), json_decref(nested), json_decref(outer);
 }

@@ -219,3 +219,70 @@ TEST(a_lazy_open_refuses_what_the_full_open_refuses_with_the_same_message)
     cblob_context_destroy(ctx);
     ft_remove_folder(folder);
 }
+
+/* The model keeps the file it opened, and checks it where the path named it at open: the process
+ * changing its working folder changes nothing (1.1 looked the relative path up in the new folder
+ * and failed every later read with "changed while it was read"); a file replaced is still
+ * refused. */
+TEST(a_lazy_open_is_unaffected_by_chdir_and_still_refuses_a_replaced_file)
+{
+    char folder[4096], path[4200], other[4200], saved[4200], back[4096];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    CHECK(getcwd(back, sizeof back) != NULL);
+    snprintf(path, sizeof path, "%s/sub", folder);
+    CHECK(mkdir(path, 0700) == 0);
+    snprintf(path, sizeof path, "%s/sub/net.caffemodel", folder);
+    snprintf(other, sizeof other, "%s/other.caffemodel", folder);
+    snprintf(saved, sizeof saved, "%s/saved.caffemodel", folder);
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    CHECK(write_net(ctx, path) && write_net(ctx, other));
+    CHECK(chdir(folder) == 0);
+    cblob_model *model = NULL, *twin = NULL;
+    CHECK_OK(cblob_model_open_file_lazy(ctx, "sub/net.caffemodel", &model));
+    CHECK_OK(cblob_model_open_file_lazy(ctx, "sub/net.caffemodel", &twin));
+    CHECK(chdir("/") == 0); /* "sub/net.caffemodel" names nothing from here */
+    CHECK(weights_are_right(model, 2));
+    CHECK_OK(cblob_model_to_proto_file(model, 0, saved));
+    size_t a = 0, b = 0;
+    uint8_t *original = ft_read_file(path, &a), *copy = ft_read_file(saved, &b);
+    CHECK(original != NULL && copy != NULL && a == b && memcmp(original, copy, a) == 0);
+    free(original), free(copy);
+    /* Another file renamed over it: the twin's values would be another file's. */
+    CHECK(weights_are_right(twin, 1));
+    CHECK(rename(other, path) == 0);
+    cblob_blob *blob = NULL;
+    CHECK_ERROR(cblob_model_layer_blob(twin, 5, 0, &blob), CBLOB_ERR_IO);
+    CHECK_MSG(strstr(cblob_last_error_message(), "changed while it was read") != NULL, "%s", cblob_last_error_message());
+    cblob_model_destroy(twin);
+    cblob_model_destroy(model);
+    cblob_context_destroy(ctx);
+    CHECK(chdir(back) == 0);
+    ft_remove_folder(folder);
+}
+
+/* A lazy open reads the file once: a net cut inside its last blob's values is refused having read
+ * its structure, not the structure and then the whole file (1.1 read it whole again to explain). */
+TEST(a_refused_lazy_open_reads_the_file_once)
+{
+    char folder[4096], path[4200];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    snprintf(path, sizeof path, "%s/net.caffemodel", folder);
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    CHECK(write_net(ctx, path));
+    size_t size = 0;
+    uint8_t *bytes = ft_read_file(path, &size);
+    CHECK(bytes != NULL && ft_write_file(path, bytes, size - VALUES));
+    free(bytes);
+    long long mark = bytes_read();
+    const long long look = read_since(&mark, 0);
+    cblob_model *model = NULL;
+    CHECK_ERROR(cblob_model_open_file_lazy(ctx, path, &model), CBLOB_ERR_PARSE);
+    const long long read = read_since(&mark, look);
+    CHECK_MSG(read < (long long)(64 * LAYERS) << 10, "the refused lazy open read %lld bytes of a %zu-byte file", read,
+              size - VALUES);
+    CHECK(model == NULL);
+    cblob_context_destroy(ctx);
+    ft_remove_folder(folder);
+}

@@ -71,6 +71,8 @@ def blobs():
         "with_diff": shape([6]) + floats(5, v6) + floats(6, v6, False),
         "legacy": int_field(1, 1) + int_field(2, 2) + int_field(3, 1) + int_field(4, 3) + floats(5, v6),
         "double": shape([3]) + doubles(8, v6[:3]) + doubles(9, v6[:3], False) + floats(5, [1]),
+        # data in double, diff kept as float: the handle's diff is converted both ways
+        "double_data_float_diff": shape([3]) + doubles(8, v6[:3]) + floats(6, v6[3:]),
         "scalar": floats(5, [3.5]),
         "zero_count": shape([0, 4]),
         "unknown_fields": unknown_fields() + shape([2]) + floats(5, [1, 2]) + int_field(10, 3),
@@ -93,11 +95,14 @@ def models(b):
     v2_extras = ld(3, b"data") + ld(4, b"conv1") + ld(106, int_field(1, 20)) + int_field(9999, 1)
     v1_layer = ld(4, b"fc") + int_field(5, 14) + ld(6, b["legacy"]) + ld(2, b"bottom") + floats(7, [1.0], False)
     v0 = ld(1, b"old") + ld(2, b"conv") + ld(50, b["with_diff"])
+    # an odd-length name puts the float diff at an odd offset of the file
+    v1_mixed = ld(4, b"ip") + int_field(5, 14) + ld(6, b["double_data_float_diff"])
     return {
         "v2": ld(1, b"Net") + ld(100, ld(1, b"data") + ld(2, b"Input")) + ld(100, v2_layer),
         "v2_extras": ld(3, b"data") + int_field(4, 1) + int_field(5, 1) + ld(100, v2_layer + v2_extras) + ld(1, b"Net"),
         "v1": ld(1, b"Old") + ld(2, v1_layer) + ld(2, ld(4, b"relu") + int_field(5, 18)) + ld(2, int_field(5, 1234)),
         "v0_nested": ld(2, ld(1, v0)),
+        "v1_mixed_diff": ld(1, b"Mixed") + ld(2, v1_mixed),
         "name_only": ld(1, b"Empty"),
         "both_formats": ld(100, ld(1, b"a")) + ld(2, ld(4, b"b")),
     }

@@ -4,7 +4,7 @@
  * hundreds of elements), element-wise kernels on windows at every alignment (vector body, head
  * and tail), conversions of the values their rules single out, the strided copy kernel, and
  * reductions on windows. Each result is read back and compared with the CPU kernel's on the
- * host: byte for byte (a NaN matching any NaN, as README.md promises), sums within the dtype's
+ * host: byte for byte (a NaN matching any NaN, as the header promises), sums within the dtype's
  * tolerance. Built against the test double (gpu_kernels, where each launch is also checked by
  * the double: its twin, run on the host, against the CPU kernel) and against the machine's GPU
  * (gpu_kernels_device). */

@@ -8,11 +8,11 @@
  *   (NVRTC, the kernel cache, the generated launchers) and run the CPU kernels generated from the
  *   same ops.yaml entries, bounds-checked against their allocations. The double counts every
  *   transfer, so the tests check that operations on device-resident parts move nothing between
- *   host and device (README.md, "Where operations run"), how many kernels ran, and that a
+ *   host and device (cblob.h, "Where operations run"), how many kernels ran, and that a
  *   mapping stages exactly its range. Results must agree byte for byte.
  * - gpu_neoml_device, against the machine's GPU (skipped with the reason where there is none):
  *   the CUDA twins' own arithmetic runs. Counts are not available there; a NaN matches any NaN,
- *   since a GPU writes its canonical NaN where the CPU keeps a payload, and README.md promises
+ *   since a GPU writes its canonical NaN where the CPU keeps a payload, and the header promises
  *   only that NaN stays NaN. Every other element must agree byte for byte.
  */
 #include <float.h>
@@ -203,7 +203,7 @@ static cblob_blob *made(cblob_context *ctx, cblob_dtype dtype, int32_t num_axes,
     return blob;
 }
 
-/* Values that exercise every conversion rule (README.md, "Conversions") and integer wrapping:
+/* Values that exercise every conversion rule (cblob.h, "Conversions") and integer wrapping:
  * ties, signed zeros, subnormals, the edges of every integer range and of float32's, and
  * infinities and NaN. */
 static const float special_f32[] = {

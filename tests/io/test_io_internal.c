@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -175,7 +176,7 @@ TEST(a_descriptor_is_read_to_its_end)
     }
     close(ends[1]);
     cb_input input;
-    CHECK_OK(cb_input_read_fd(ends[0], "standard input", &input));
+    CHECK_OK(cb_input_read_fd(ends[0], "standard input", NULL, NULL, &input));
     close(ends[0]);
     int status = 0;
     CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -188,13 +189,13 @@ TEST(a_descriptor_is_read_to_its_end)
     CHECK(io_write_file(path, bytes, 1000));
     const int fd = open(path, O_RDONLY);
     CHECK(fd >= 0 && lseek(fd, 10, SEEK_SET) == 10);
-    CHECK_OK(cb_input_read_fd(fd, "standard input", &input));
+    CHECK_OK(cb_input_read_fd(fd, "standard input", NULL, NULL, &input));
     CHECK(input.size == 990 && memcmp(input.bytes, bytes + 10, 990) == 0 && lseek(fd, 0, SEEK_CUR) == 1000);
     cb_input_close(&input);
     close(fd);
     /* A folder is not read. */
     const int folder_fd = open(folder, O_RDONLY | O_DIRECTORY);
-    CHECK_ERROR(cb_input_read_fd(folder_fd, "standard input", &input), CBLOB_ERR_IO);
+    CHECK_ERROR(cb_input_read_fd(folder_fd, "standard input", NULL, NULL, &input), CBLOB_ERR_IO);
     CHECK(io_message_has("standard input is a folder"));
     close(folder_fd);
     free(bytes);
@@ -445,13 +446,23 @@ TEST(an_output_folder_removes_stale_temporaries_once_when_opened)
     const char *held = io_path(1, fx.folder, CB_TEMP_PREFIX "999999-1");
     const char *other = io_path(2, fx.folder, ".cblob-notes");
     CHECK(io_write_file(stale, "x", 1) && io_write_file(held, "x", 1) && io_write_file(other, "x", 1));
+    /* A temporary carries cblob's mark where the file system keeps marks (a killed writer's does). */
+    const bool marks = setxattr(stale, "user.cblob.temporary", "1", 1, 0) == 0;
+    CHECK(marks || errno == ENOTSUP);
+    CHECK(!marks || setxattr(held, "user.cblob.temporary", "1", 1, 0) == 0);
     /* Something planted under a temporary's name that is not a file is left alone. */
     CHECK(mkfifo(io_path(3, fx.folder, CB_TEMP_PREFIX "fifo"), 0600) == 0);
+    /* And so is a file of a temporary's name that cblob did not make: no mark where marks are
+     * kept, or a name of another form. */
+    const char *unmarked = io_path(4, fx.folder, CB_TEMP_PREFIX "999999-2");
+    const char *odd = io_path(5, fx.folder, CB_TEMP_PREFIX "notes");
+    CHECK(io_write_file(unmarked, "x", 1) && io_write_file(odd, "x", 1));
     const int holder = open(held, O_RDONLY);
     CHECK(holder >= 0 && flock(holder, LOCK_EX) == 0);
     CHECK_OK(cb_out_dir_open(fx.folder, &fx.dir));
     CHECK(access(stale, F_OK) != 0 && access(held, F_OK) == 0 && access(other, F_OK) == 0);
-    CHECK(io_count_entries(fx.folder) == 3);
+    CHECK(access(odd, F_OK) == 0 && (access(unmarked, F_OK) == 0) == marks);
+    CHECK(io_count_entries(fx.folder) == 4 + marks);
     close(holder);
     export_free(&fx);
 }

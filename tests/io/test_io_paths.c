@@ -572,3 +572,62 @@ TEST(reading_a_fifo_socket_folder_or_device_fails_at_once)
         printf("device part skipped: %s\n", why);
     fixture_free(&fx);
 }
+
+/* ---- links in shared folders (issue 27) ------------------------------------------------------ */
+
+static bool save_is_refused(void *argument)
+{
+    const save_job *job = argument;
+    return io_payload_save(job->payload, job->path) == CBLOB_ERR_IO &&
+           strstr(cblob_last_error_message(), "protected_symlinks") != NULL;
+}
+
+/* The kernel's protected_symlinks rule, which a save that follows links itself must apply: in a
+ * sticky folder others may write (as /tmp), a link is followed only when the saver owns it or the
+ * folder's owner does. 1.1 followed another user's link: root saving to /tmp/x replaced whatever
+ * it named, keeping the victim's mode and owner. */
+TEST(links_in_sticky_shared_folders_follow_the_kernels_rule)
+{
+    if (geteuid() != 0)
+        SKIP("needs root: only root may make a link that another user owns");
+    fixture fx;
+    CHECK(fixture_make(&fx, 100));
+    const char *shared = io_path(0, fx.folder, "shared");
+    const char *victim = io_path(1, fx.folder, "victim");
+    CHECK(mkdir(shared, 0700) == 0 && chmod(shared, 01777) == 0);
+    CHECK(io_write_file(victim, old_content, sizeof old_content));
+    /* Another user's link: refused to root, and to a third user. */
+    const char *theirs = io_path(2, shared, "theirs");
+    CHECK(symlink(victim, theirs) == 0 && lchown(theirs, NOBODY, NOBODY) == 0);
+    CHECK_STATUS(io_payload_save(&fx.payload, theirs), CBLOB_ERR_IO);
+    CHECK(io_message_has("protected_symlinks"));
+    CHECK(io_file_holds(victim, old_content, sizeof old_content));
+    struct stat info;
+    CHECK(lstat(theirs, &info) == 0 && S_ISLNK(info.st_mode));
+    /* Followed by its owner (nobody may write the victim for this part). */
+    CHECK(chmod(victim, 0666) == 0 && chmod(fx.folder, 0777) == 0);
+    save_job job = {&fx.payload, theirs};
+    CHECK_EQ_INT(as_nobody(save_succeeds, &job), 0);
+    CHECK(io_file_holds(victim, fx.payload.bytes, fx.payload.size));
+    /* A third user's link: refused to nobody too. The folder's owner's (root's, as in /tmp) is
+     * followed by everyone. */
+    CHECK(io_write_file(victim, old_content, sizeof old_content));
+    const char *stranger = io_path(3, shared, "stranger");
+    CHECK(symlink(victim, stranger) == 0 && lchown(stranger, 54321, 54321) == 0);
+    job.path = stranger;
+    CHECK_EQ_INT(as_nobody(save_is_refused, &job), 0);
+    CHECK_STATUS(io_payload_save(&fx.payload, stranger), CBLOB_ERR_IO);
+    CHECK(io_file_holds(victim, old_content, sizeof old_content));
+    const char *owners = io_path(5, shared, "owners");
+    CHECK(symlink(victim, owners) == 0);
+    job.path = owners;
+    CHECK_EQ_INT(as_nobody(save_succeeds, &job), 0);
+    CHECK(io_file_holds(victim, fx.payload.bytes, fx.payload.size));
+    /* Outside a sticky shared folder every link is followed, as the kernel follows it. */
+    const char *private_link = io_path(4, fx.folder, "private-link");
+    CHECK(symlink(victim, private_link) == 0 && lchown(private_link, NOBODY, NOBODY) == 0);
+    CHECK(io_write_file(victim, old_content, sizeof old_content));
+    CHECK_OK(io_payload_save(&fx.payload, private_link));
+    CHECK(io_file_holds(victim, fx.payload.bytes, fx.payload.size));
+    fixture_free(&fx);
+}

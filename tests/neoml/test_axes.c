@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* One rule for axes (README, "Axes"): every function that takes an axis or a named dimension
+/* One rule for axes (docs/neoml.md, "Axes"): every function that takes an axis or a named dimension
  * takes it as Caffe's CanonicalAxisIndex does, -num_axes to num_axes - 1 with a negative axis
  * counted from the end (a bound of a range of axes up to num_axes). Each function here is called
  * with every axis in range, negative and not, and must do exactly what it does with the same

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* cblob_blob_convert_from_truncating (README, "Conversions"): NeoML's float-to-integer rule,
+/* cblob_blob_convert_from_truncating (cblob.h, "Conversions"): NeoML's float-to-integer rule,
  * toward zero, with cblob's saturation and NaN rules, checked for every pair of dtypes against a
  * reference written here with C's own conversions on values that tell the rules apart: ties,
  * fractions on both sides of zero, signed zeros, subnormals, the edges of every range, values

@@ -17,12 +17,37 @@ namespace CBlob
         /// <summary>The library's message, without the status name.</summary>
         public string LibraryMessage { get; }
 
-        /// <summary>An exception for a status and its message.</summary>
+        /// <summary>
+        /// The public C function whose call failed (<c>"cblob_model_open_file"</c>), however deep
+        /// inside the library the failure was found; empty for an error this assembly found itself.
+        /// </summary>
+        public string Function { get; }
+
+        /// <summary>What went wrong, without the function's name: the message is
+        /// <c>"&lt;function&gt;: &lt;detail&gt;"</c>.</summary>
+        public string Detail { get; }
+
+        /// <summary>An exception for a status and its message (no function: the detail is the message).</summary>
         public CBlobException(Status status, string message)
-            : base(message + " (" + NameOf(status) + ")")
+            : this(status, message, "", message)
+        {
+        }
+
+        /// <summary>An exception for a status, the library's message and its two parts.</summary>
+        public CBlobException(Status status, string message, string function, string detail)
+            : this(status, message, function, detail, null)
+        {
+        }
+
+        /// <summary>As the four-argument form, with the exception that caused the failure (a
+        /// progress function's, for <see cref="Status.Cancelled"/>).</summary>
+        public CBlobException(Status status, string message, string function, string detail, Exception innerException)
+            : base(message + " (" + NameOf(status) + ")", innerException)
         {
             Status = status;
             LibraryMessage = message;
+            Function = function;
+            Detail = detail;
         }
 
         /// <summary>
@@ -67,7 +92,11 @@ namespace CBlob
 
         internal static CBlobException Last(Status status)
         {
-            return new CBlobException(status, Text.FromUtf8(NativeMethods.cblob_last_error_message()));
+            // A progress function that threw stopped the call: its exception is the cause.
+            Exception cause = status == Status.Cancelled ? ProgressEntry.TakePending() : null;
+            return new CBlobException(status, Text.FromUtf8(NativeMethods.cblob_last_error_message()),
+                                      Text.FromUtf8(NativeMethods.cblob_last_error_function()),
+                                      Text.FromUtf8(NativeMethods.cblob_last_error_detail()), cause);
         }
     }
 }

@@ -543,6 +543,32 @@ namespace CBlob
             return Import(context, tensor, (IntPtr c, IntPtr t, out BlobHandle h) => NativeMethods.cblob_blob_from_dlpack_legacy(c, t, out h));
         }
 
+        /// <summary>
+        /// <see cref="FromDlpack(Context, DlpackTensor)"/> with the stream the tensor is ready on
+        /// (the one a DLPack consumer passes to the producer's <c>__dlpack__(stream=...)</c>): for
+        /// a CUDA tensor the context's stream waits for the work queued on <paramref name="stream"/>
+        /// so far, so cblob reads what the producer wrote.
+        /// </summary>
+        /// <remarks>
+        /// <paramref name="stream"/> is a CUstream or cudaStream_t of the tensor's device, as
+        /// <see cref="Context.SetStream"/> takes it; <see cref="IntPtr.Zero"/> (or
+        /// CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
+        /// (DLPack's 2) the calling thread's, and the context's own stream
+        /// (<see cref="Context.Stream"/>) adds no wait. A stream of another device or CUDA context
+        /// is <see cref="Status.InvalidArgument"/>, and the tensor stays the caller's. For a host
+        /// tensor the stream is not used (the tensor must be ready when handed over).
+        /// </remarks>
+        public static Blob FromDlpackOnStream(Context context, DlpackTensor tensor, IntPtr stream)
+        {
+            return Import(context, tensor, (IntPtr c, IntPtr t, out BlobHandle h) => NativeMethods.cblob_blob_from_dlpack_on_stream(c, t, stream, out h));
+        }
+
+        /// <summary><see cref="FromDlpackOnStream"/> for a legacy DLManagedTensor.</summary>
+        public static Blob FromDlpackLegacyOnStream(Context context, LegacyDlpackTensor tensor, IntPtr stream)
+        {
+            return Import(context, tensor, (IntPtr c, IntPtr t, out BlobHandle h) => NativeMethods.cblob_blob_from_dlpack_legacy_on_stream(c, t, stream, out h));
+        }
+
         delegate Status Importer(IntPtr context, IntPtr tensor, out BlobHandle created);
 
         static Blob Import(Context context, DlpackTensorBase tensor, Importer import)

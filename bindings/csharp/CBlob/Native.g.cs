@@ -168,6 +168,17 @@ namespace CBlob
     }
 
     /// <summary>
+    /// Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2).
+    /// </summary>
+    public enum ProtoFlags : int
+    {
+        /// <summary>Write the diff too, as write_diff 1 does. (<c>CBLOB_PROTO_DIFF</c>)</summary>
+        Diff = 1,
+        /// <summary>Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW. (<c>CBLOB_PROTO_LEGACY_DIMS</c>)</summary>
+        LegacyDims = 2,
+    }
+
+    /// <summary>
     /// Caffe's Phase, of a layer or a NetStateRule.
     /// </summary>
     public enum Phase : int
@@ -480,9 +491,28 @@ namespace CBlob
             SetHandle(owned);
         }
 
+        readonly FileHandle lender;
+
+        /// <summary>
+        /// A handle the lender owns (its own, never destroyed here): holds the lender's handle
+        /// until this one is released, so that disposing the lender first frees nothing in use.
+        /// </summary>
+        internal ModelHandle(IntPtr lent, FileHandle lender) : base(true)
+        {
+            bool added = false;
+            lender.DangerousAddRef(ref added);
+            this.lender = lender;
+            SetHandle(lent);
+        }
+
         /// <inheritdoc/>
         protected override bool ReleaseHandle()
         {
+            if (lender != null)
+            {
+                lender.DangerousRelease();
+                return true;
+            }
             NativeMethods.cblob_model_destroy(handle);
             return true;
         }
@@ -1172,9 +1202,10 @@ namespace CBlob
 
         /// <summary>
         /// Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
-        /// introduction). Each part of the file's bytes is released as soon as it is read, so loading
-        /// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
-        /// blobs; bench/model_memory.sh).
+        /// introduction). The file is read once, as the walk over it needs it: its structure into
+        /// memory let go of behind the walk, its values straight into the arrays its blobs keep, so
+        /// loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
+        /// ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
         /// </summary>
         /// <remarks>Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1187,7 +1218,8 @@ namespace CBlob
         /// export), when that blob's bytes alone are read, straight into its storage. A model of large
         /// blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
         /// docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
-        /// model is destroyed. Every access checks that it is still the file that was opened: when its
+        /// model is destroyed, with the folder its path named (so changing the working folder changes
+        /// nothing). Every access checks that it is still the file that was opened: when its
         /// size, modification or change time, device or inode differ (the file was rewritten, replaced
         /// or truncated), the access fails with CBLOB_ERR_IO ("... changed while it was read"), rather than mix
         /// two versions of the file; the values read before stay valid. Malformed files are refused as
@@ -1298,6 +1330,21 @@ namespace CBlob
         internal static extern Status cblob_model_to_proto_file(IntPtr model, int write_diff, byte[] path);
 
         /// <summary>
+        /// cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+        /// as Caffe's legacy dims. Written by the same rules as every file.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_to_proto_file_with(IntPtr blob, int flags, byte[] path);
+
+        /// <summary>
+        /// cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+        /// </summary>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_vector_to_proto_file_with([In] IntPtr[] blobs, long num_blobs, int flags, byte[] path);
+
+        /// <summary>
         /// The number of a layer's bottoms (its input blobs' names).
         /// </summary>
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
@@ -1305,8 +1352,10 @@ namespace CBlob
         internal static extern Status cblob_model_layer_num_bottoms(IntPtr model, long layer, out long out_count);
 
         /// <summary>
-        /// One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
-        /// layer's fields: a layer of k bottoms takes O(k) per call.
+        /// One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
+        /// about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
+        /// layer's fields; the index, kept with the model, holds a copy of those fields and of each
+        /// name, and 8 bytes a name); later calls take O(1).
         /// </summary>
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1604,7 +1653,7 @@ namespace CBlob
         /// </summary>
         /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
-        internal static extern Status cblob_file_model(IntPtr file, out ModelHandle out_model);
+        internal static extern Status cblob_file_model(IntPtr file, out IntPtr out_model);
 
         /// <summary>
         /// The number of blobs of a BlobProto (1), a BlobProtoVector or a .npy file (1); a file holding a model is CBLOB_ERR_STATE.

@@ -778,6 +778,43 @@ namespace CBlob
         }
 
         /// <summary>
+        /// Blob.SaveProto with flags (cblob_proto_flags' bits): the diff too, and the shape
+        /// as Caffe's legacy dims. Written by the same rules as every file.
+        /// </summary>
+        public void SaveProtoWith(string path, ProtoFlags flags = 0)
+        {
+            byte[] pathUtf8 = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
+            using (var u0 = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_to_proto_file_with(u0, (int)flags, pathUtf8));
+        }
+
+        /// <summary>
+        /// Writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
+        /// padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
+        /// two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the
+        /// host copy, as Blob.ToProto does.
+        /// </summary>
+        public byte[] ToNpy(Part part = Part.Data)
+        {
+            using (var u0 = guard.Use())
+            {
+                IntPtr self = u0;
+                return Text.ReadBytes((byte[] buffer, UIntPtr size, out UIntPtr length) =>
+                    NativeMethods.cblob_blob_to_npy(self, part, buffer, size, out length));
+            }
+        }
+
+        /// <summary>
+        /// Writes Blob.ToNpy's bytes to a file, atomically as every file is written.
+        /// </summary>
+        public void SaveNpy(string path, Part part = Part.Data)
+        {
+            byte[] pathUtf8 = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
+            using (var u0 = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_to_npy_file(u0, part, pathUtf8));
+        }
+
+        /// <summary>
         /// A read-only device pointer to data or diff (Caffe's gpu_data / gpu_diff): allocates and
         /// zero-fills on first access (head AT_GPU), copies from the host when the head is there
         /// (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
@@ -1433,9 +1470,10 @@ namespace CBlob
 
         /// <summary>
         /// Reads a .caffemodel file as Model.Open does, as a snapshot (the section's
-        /// introduction). Each part of the file's bytes is released as soon as it is read, so loading
-        /// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
-        /// blobs; bench/model_memory.sh).
+        /// introduction). The file is read once, as the walk over it needs it: its structure into
+        /// memory let go of behind the walk, its values straight into the arrays its blobs keep, so
+        /// loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
+        /// ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
         /// </summary>
         public static Model OpenFile(Context context, string path)
         {
@@ -1454,7 +1492,8 @@ namespace CBlob
         /// export), when that blob's bytes alone are read, straight into its storage. A model of large
         /// blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
         /// docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
-        /// model is destroyed. Every access checks that it is still the file that was opened: when its
+        /// model is destroyed, with the folder its path named (so changing the working folder changes
+        /// nothing). Every access checks that it is still the file that was opened: when its
         /// size, modification or change time, device or inode differ (the file was rewritten, replaced
         /// or truncated), the access fails with Status.IO ("... changed while it was read"), rather than mix
         /// two versions of the file; the values read before stay valid. Malformed files are refused as
@@ -1587,8 +1626,10 @@ namespace CBlob
         /// <summary>
         /// The names of a layer's bottoms (its input blobs), in order.
         ///
-        /// One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
-        /// layer's fields: a layer of k bottoms takes O(k) per call.
+        /// One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
+        /// about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
+        /// layer's fields; the index, kept with the model, holds a copy of those fields and of each
+        /// name, and 8 bytes a name); later calls take O(1).
         /// </summary>
         public IReadOnlyList<string> GetBottoms(int layer)
         {
@@ -1834,7 +1875,7 @@ namespace CBlob
         /// <summary>
         /// Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
         /// into a new V2 model: keys `&lt;layer&gt;/&lt;index&gt;` and `&lt;layer&gt;/&lt;index&gt;/diff`, .npy members of
-        /// dtype &lt;f4, &lt;f8, &lt;i4 or &lt;u4 in C order (cblob_file_open converts the other .npy dtypes when
+        /// dtype &lt;f4, &lt;f8, &lt;i4 or &lt;u4 in C order (CBlobFile.Open converts the other .npy dtypes when
         /// asked). Each member's CRC-32 is checked, as NumPy checks it. Another key, dtype, a
         /// Fortran-order array, a corrupt member, a blob index past the layer's members (a gap) or no
         /// bytes at all (an empty archive is its 22-byte end record) is Status.Parse naming the
@@ -1881,6 +1922,189 @@ namespace CBlob
             using (var u0 = guard.Use())
             using (var u1 = Model.GuardOf(weights, nameof(weights)).Use())
                 CBlobException.Check(NativeMethods.cblob_model_replace_blobs(u0, u1));
+        }
+
+        /// <summary>
+        /// Model.ReplaceBlobs that reports what it kept: returns how many of the model's blobs kept their values because the weights have none for them.
+        ///
+        /// Model.ReplaceBlobs with flags (cblob_replace_flags' bits), counting into out_kept the
+        /// model's blobs that kept their values because the weights have none for them (0 when every
+        /// blob was replaced). With ReplaceFlags.All such a blob is a mismatch: the message lists each
+        /// (layer, blob index) among the other mismatches and nothing changes.
+        /// </summary>
+        public long ReplaceBlobsWith(Model weights, ReplaceFlags flags = 0)
+        {
+            long value;
+            using (var u0 = guard.Use())
+            using (var u1 = Model.GuardOf(weights, nameof(weights)).Use())
+                CBlobException.Check(NativeMethods.cblob_model_replace_blobs_with(u0, u1, (int)flags, out value));
+            return value;
+        }
+
+        /// <summary>
+        /// Writes every blob of the model into folder (made when missing) as a .npy folder (the
+        /// section's introduction), the diffs too with ExportFlags.Diff, and counts the .npy files
+        /// written into out_num_files. index.json's "source" is null. Streams: memory stays small
+        /// whatever the model's size; everything is synced once at the end.
+        /// </summary>
+        public long SaveNpyFolder(string folder, ExportFlags flags = 0)
+        {
+            byte[] folderUtf8 = Text.ToUtf8(Blob.Required(folder, nameof(folder)), "the path");
+            long value;
+            using (var u0 = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_model_to_npy_folder(u0, (int)flags, folderUtf8, out value));
+            return value;
+        }
+    }
+
+    public sealed partial class CBlobFile
+    {
+        readonly FileHandle handle;
+        readonly Guard guard;
+        
+        CBlobFile(FileHandle handle)
+        {
+            this.handle = handle;
+            guard = new Guard(handle);
+        }
+        
+        /// <summary>The native handle, for interop; it stays owned by this object (do not dispose it).</summary>
+        public FileHandle Handle { get { return handle; } }
+        
+        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
+        public bool IsDisposed { get { return guard.IsDisposed; } }
+        
+        /// <summary>
+        /// Frees the file, its model and its holds on its blobs; blobs the caller holds stay valid. A
+        /// lazily opened net's file is closed. NULL is a no-op.
+        /// Calling it again does nothing. A call in flight on another thread finishes first: the
+        /// hold is dropped when it returns.
+        /// </summary>
+        public void Dispose()
+        {
+            guard.Dispose();
+        }
+        
+        /// <summary>Starts a call with the handle (ObjectDisposedException after Dispose).</summary>
+        internal Use Use()
+        {
+            return guard.Use();
+        }
+        
+        /// <summary>The guard of an argument (ArgumentNullException for null).</summary>
+        internal static Guard GuardOf(CBlobFile cBlobFile, string name)
+        {
+            if (cBlobFile == null)
+                throw new ArgumentNullException(name);
+            return cBlobFile.guard;
+        }
+        
+        /// <summary>A call that creates a handle into its out-parameter.</summary>
+        internal delegate Status Creator(out FileHandle created);
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static CBlobFile Created(Creator create)
+        {
+            FileHandle created;
+            Status status = create(out created);
+            if (status != Status.Ok)
+            {
+                created.Dispose();
+                throw CBlobException.Last(status);
+            }
+            return new CBlobFile(created);
+        }
+
+        /// <summary>
+        /// Opens the file or folder at path, whatever it holds (the section's introduction), opening and
+        /// reading it once: its kind is told from its first bytes, and the reader of that kind goes on
+        /// from there. Files are read as every reader reads them: a snapshot, with pread, never mapped
+        /// (Model.OpenFile's memory bounds hold). flags is 0 or cblob_open_flags' bits. dtype
+        /// 0 keeps every .npy value's own dtype (which must be one a blob holds); a dtype converts .npy
+        /// values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
+        /// that no reader takes is Status.Parse saying what it is; a missing or unreadable path, or
+        /// one that is neither a regular file nor a folder, is Status.IO.
+        /// </summary>
+        public static CBlobFile Open(Context context, string path, OpenFlags flags = 0, DType? dtype = null)
+        {
+            byte[] pathUtf8 = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            {
+                IntPtr contextPtr = u0;
+                return CBlobFile.Created((out FileHandle h) => NativeMethods.cblob_file_open(contextPtr, pathUtf8, (int)flags, dtype ?? (DType)0, out h));
+            }
+        }
+
+        /// <summary>
+        /// CBlobFile.Open for what a descriptor the caller owns holds, from its current offset to its
+        /// end (standard input, say): a regular file is read as a snapshot and its offset moves to its
+        /// end; a pipe, a terminal or a socket is read until end of file. The descriptor is never closed.
+        /// name (may be NULL: "the descriptor") is how messages name it. OpenFlags.Lazy does nothing
+        /// here, and a folder is refused.
+        /// </summary>
+        public static CBlobFile OpenFd(Context context, int fd, string name = null, OpenFlags flags = 0, DType? dtype = null)
+        {
+            byte[] nameUtf8 = Text.ToUtf8(name, "the name");
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            {
+                IntPtr contextPtr = u0;
+                return CBlobFile.Created((out FileHandle h) => NativeMethods.cblob_file_open_fd(contextPtr, fd, nameUtf8, (int)flags, dtype ?? (DType)0, out h));
+            }
+        }
+
+        /// <summary>
+        /// What the file holds.
+        /// </summary>
+        public FileKind Kind
+        {
+            get
+            {
+                FileKind value;
+                using (var u0 = guard.Use())
+                    CBlobException.Check(NativeMethods.cblob_file_get_kind(u0, out value));
+                return value;
+            }
+        }
+
+        /// <summary>
+        /// The number of blobs of a BlobProto (1), a BlobProtoVector or a .npy file (1); a file holding a model is Status.State.
+        /// </summary>
+        public long NumBlobs
+        {
+            get
+            {
+                long value;
+                using (var u0 = guard.Use())
+                    CBlobException.Check(NativeMethods.cblob_file_num_blobs(u0, out value));
+                return value;
+            }
+        }
+
+        /// <summary>
+        /// Blob `index` of a file of blobs, as a new holder of it: destroy it with cblob_blob_destroy
+        /// (the file keeps its own hold). A file holding a model is Status.State.
+        /// </summary>
+        public Blob GetBlob(long index)
+        {
+            using (var u0 = guard.Use())
+            {
+                IntPtr self = u0;
+                return Blob.Created((out BlobHandle h) => NativeMethods.cblob_file_blob(self, index, out h));
+            }
+        }
+
+        /// <summary>
+        /// Model.SaveNpyFolder for whatever the file holds: a model's blobs, or a file of blobs as
+        /// `blob_&lt;index&gt;.npy`. index.json's "source" is the path or name the file was opened by, and its
+        /// "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
+        /// </summary>
+        public long SaveNpyFolder(string folder, ExportFlags flags = 0)
+        {
+            byte[] folderUtf8 = Text.ToUtf8(Blob.Required(folder, nameof(folder)), "the path");
+            long value;
+            using (var u0 = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_file_to_npy_folder(u0, (int)flags, folderUtf8, out value));
+            return value;
         }
     }
 
@@ -1982,6 +2206,19 @@ namespace CBlob
         }
 
         /// <summary>
+        /// Whether collectives start with the ranks' agreement (see the section): 1, the default, or 0
+        /// for a program that needs the last microsecond and is sure its ranks never differ. Without
+        /// it, ranks that differ leave the outcome to the engine (MPI calls such programs erroneous: a
+        /// count that differs may overflow a buffer). Set the same on every rank, between collectives:
+        /// a rank that agrees while another does not is a disagreement the agreement cannot see.
+        /// </summary>
+        public void SetAgreementCheck(bool enabled)
+        {
+            using (var u0 = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_comm_set_agreement_check(u0, enabled ? 1 : 0));
+        }
+
+        /// <summary>
         /// All-reduces the part of the blobs in place over the ranks (the sum, or the average of float dtypes); returns when done.
         ///
         /// Comm.AllreduceStart, then cblob_comm_request_wait.
@@ -2050,6 +2287,21 @@ namespace CBlob
             {
                 return Text.FromUtf8(NativeMethods.cblob_cpu_features());
             }
+        }
+
+        /// <summary>
+        /// Tells what the file or folder at path holds without opening it as a model or blobs, reading
+        /// at most its first 64 KiB: a Caffe message is told from its first top-level fields (a net's
+        /// layers, a blob's shape or values, a vector's blobs), the other kinds from their headers. A
+        /// folder is FileKind.NpyFolder. What CBlobFile.Open would refuse as of no kind it reads is
+        /// Status.Parse with the same message.
+        /// </summary>
+        public static FileKind DetectKind(string path)
+        {
+            byte[] pathUtf8 = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
+            FileKind value;
+            CBlobException.Check(NativeMethods.cblob_file_detect(pathUtf8, out value));
+            return value;
         }
     }
 
@@ -2127,6 +2379,16 @@ namespace CBlob
             byte[] pathUtf8 = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
             return Proto.ReadVector(context, (IntPtr c, long room, IntPtr[] handles, out long count) =>
                 NativeMethods.cblob_blob_vector_from_proto_file(c, pathUtf8, room, handles, out count));
+        }
+
+        /// <summary>
+        /// Proto.SaveVector with flags (cblob_proto_flags' bits), for every blob.
+        /// </summary>
+        public static void SaveVectorWith(string path, Blob[] blobs, ProtoFlags flags = 0)
+        {
+            byte[] pathUtf8 = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
+            using (var u0 = Guard.UseAll(Proto.Guards(blobs)))
+                CBlobException.Check(NativeMethods.cblob_blob_vector_to_proto_file_with(u0.Ptrs, u0.Ptrs.Length, (int)flags, pathUtf8));
         }
     }
 

@@ -457,5 +457,35 @@ namespace CBlob.Tests
                 Assert.AreEqual(d, DLDataType.Of(d).DType);
             Assert.AreEqual(new DLDataType(DLDataTypeCode.UInt, 32, 1), DLDataType.Of(DType.Uint32));
         }
+
+        [Test]
+        public unsafe void ImportOnAStream()
+        {
+            using (var blob = FloatBlob(new[] { 1f, 2f, 3f, 4f }, 2, 2))
+            {
+                // A host tensor must be ready when handed over: the stream is not used, zero or not.
+                foreach (IntPtr stream in new[] { IntPtr.Zero, new IntPtr(2) })
+                {
+                    using (var back = Blob.FromDlpackOnStream(ctx, blob.ToDlpack(), stream))
+                    {
+                        Span<float> imported = back.GetMutableData<float>();
+                        imported[1] = 20f;
+                    }
+                    CollectionAssert.AreEqual(new[] { 1f, 20f, 3f, 4f }, blob.ToArray<float>(), "written through the import");
+                    using (var back = Blob.FromDlpackLegacyOnStream(ctx, blob.ToDlpackLegacy(), stream))
+                        CollectionAssert.AreEqual(new[] { 1f, 20f, 3f, 4f }, back.ToArray<float>());
+                }
+                // The import's rules hold on a stream too: a refused tensor stays the caller's.
+                var tensor = blob.ToDlpack();
+                var counter = CountDeletes(tensor);
+                ((DLManagedTensorVersioned*)tensor.Pointer)->DLTensor.DType = new DLDataType(DLDataTypeCode.Bfloat, 16, 1);
+                var e = Throws(Status.DType, () => Blob.FromDlpackOnStream(ctx, tensor, IntPtr.Zero));
+                StringAssert.StartsWith("cblob_blob_from_dlpack_on_stream: ", e.LibraryMessage);
+                Assert.AreEqual(0, counter.Deletes, "the deleter is not run");
+                Assert.IsTrue(tensor.IsOwned, "the tensor is the caller's again");
+                tensor.Dispose();
+                Assert.AreEqual(1, counter.Deletes);
+            }
+        }
     }
 }

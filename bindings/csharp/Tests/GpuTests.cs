@@ -190,6 +190,25 @@ namespace CBlob.Tests
                     CollectionAssert.AreEqual(new[] { 1f, 2f, 3f, 4f }, back.ToArray<float>());
                     back.Scale(2);
                     CollectionAssert.AreEqual(new[] { 2f, 4f, 6f, 8f }, blob.ToArray<float>());
+
+                    // On a stream: the importing context's own adds no wait, the legacy default
+                    // (zero) and the per-thread default (2) are waited for.
+                    foreach (IntPtr stream in new[] { other.Stream, IntPtr.Zero, new IntPtr(2) })
+                        using (var onStream = Blob.FromDlpackOnStream(other, blob.ToDlpack(Part.Data, Memory.Device), stream))
+                        {
+                            Assert.AreEqual(tensor.Data, onStream.GetGpuPointer());
+                            CollectionAssert.AreEqual(new[] { 2f, 4f, 6f, 8f }, onStream.ToArray<float>());
+                        }
+                    string driver = Environment.GetEnvironmentVariable("CBLOB_CUDA_DRIVER") ?? "";
+                    if (driver.Contains("fake_cuda"))
+                    {
+                        // A handle the driver does not know: only the test double can be handed one safely.
+                        using (var device = blob.ToDlpack(Part.Data, Memory.Device))
+                        {
+                            Throws(Status.InvalidArgument, () => Blob.FromDlpackOnStream(other, device, new IntPtr(0x5eed0)));
+                            Assert.IsTrue(device.IsOwned, "the refused tensor is the caller's again");
+                        }
+                    }
                 }
                 // The tensor outlives its blob (it holds the device memory).
                 blob.Dispose();

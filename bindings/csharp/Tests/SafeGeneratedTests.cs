@@ -70,6 +70,9 @@ namespace CBlob.Tests
             Expect("Blob.ShapeEqualsProto", () => GC.KeepAlive(disposedBlob.ShapeEqualsProto(new byte[0])), failures);
             Expect("Blob.FromProto", () => GC.KeepAlive(Blob.FromProto(disposedContext, new byte[0])), failures);
             Expect("Blob.FromProtoFile", () => GC.KeepAlive(Blob.FromProtoFile(disposedContext, "x")), failures);
+            Expect("Blob.SaveProtoWith", () => disposedBlob.SaveProtoWith("x"), failures);
+            Expect("Blob.ToNpy", () => GC.KeepAlive(disposedBlob.ToNpy()), failures);
+            Expect("Blob.SaveNpy", () => disposedBlob.SaveNpy("x"), failures);
             Expect("Blob.GetGpuPointer", () => GC.KeepAlive(disposedBlob.GetGpuPointer()), failures);
             Expect("Blob.GetMutableGpuPointer", () => GC.KeepAlive(disposedBlob.GetMutableGpuPointer()), failures);
             Expect("Blob.AsyncPush", () => disposedBlob.AsyncPush(), failures);
@@ -141,6 +144,8 @@ namespace CBlob.Tests
             Expect("Model.OpenNpz", () => GC.KeepAlive(Model.OpenNpz(disposedContext, new byte[0])), failures);
             Expect("Model.OpenNpzFile", () => GC.KeepAlive(Model.OpenNpzFile(disposedContext, "x")), failures);
             Expect("Model.ReplaceBlobs", () => disposedModel.ReplaceBlobs(disposedModel), failures);
+            Expect("Model.ReplaceBlobsWith", () => GC.KeepAlive(disposedModel.ReplaceBlobsWith(disposedModel)), failures);
+            Expect("Model.SaveNpyFolder", () => GC.KeepAlive(disposedModel.SaveNpyFolder("x")), failures);
             Assert.IsEmpty(failures, string.Join("\n", failures));
         }
 

@@ -26,7 +26,8 @@ def test_model_against_its_answers(path):
         if not blobs:
             assert lname not in weights
             continue
-        for array, (shape, first, total) in zip(weights[lname], blobs, strict=True):
+        assert len(weights[lname]) == len(blobs)
+        for array, (shape, first, total) in zip(weights[lname], blobs):
             assert array.shape == shape
             assert close(float(array.flat[0]), first), f"{lname} first {array.flat[0]} != {first}"
             assert close(float(array.sum(dtype=np.float64)), total), f"{lname} sum"

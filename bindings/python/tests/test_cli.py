@@ -23,6 +23,6 @@ def test_python_m_cblob_passes_the_exit_status_on():
 
 def test_help_reads_well():
     text = pydoc.render_doc(cblob, renderer=pydoc.plaintext)
-    for needle in ("cblob.load(", "class Blob", "class Model", "load_blob(path", "CblobError"):
+    for needle in ("cblob.load(", "class Blob", "class Model", "load_blob(", "CblobError"):
         assert needle in text, needle
     assert all(getattr(cblob, name).__doc__ for name in ("Blob", "Model", "load", "load_blob", "save_blob"))

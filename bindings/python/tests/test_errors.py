@@ -29,7 +29,7 @@ def test_garbage_and_truncated_files_are_parse_errors(tmp_path):
     (tmp_path / "garbage.caffemodel").write_bytes(b"\xff" * 64)
     with pytest.raises(cblob.ParseError) as caught:
         cblob.load(tmp_path / "garbage.caffemodel")
-    assert caught.value.message.startswith("cblob_model_open_file: ")
+    assert caught.value.message.startswith("cblob_file_open: ") and caught.value.function == "cblob_file_open"
     whole = (SAMPLES / "tiny_lenet.caffemodel").read_bytes()
     (tmp_path / "truncated.caffemodel").write_bytes(whole[:len(whole) // 2])
     with pytest.raises(cblob.ParseError) as caught:

@@ -29,7 +29,7 @@ def test_blob_proto_bytes_round_trip(caffe_pb2):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint32])
 def test_save_blob_and_load_blob(tmp_path, dtype):
     array = (np.arange(24) * 3 + 1).astype(dtype).reshape(2, 3, 4)
-    cblob.save_blob(tmp_path / "a.binaryproto", array)
+    cblob.save_blob(tmp_path / "a.binaryproto", array, dtype=dtype)
     back = cblob.load_blob(tmp_path / "a.binaryproto")
     # Integer blobs write double_data, which reads back as float64.
     assert back.dtype == (np.float32 if dtype == np.float32 else np.float64)
@@ -53,13 +53,15 @@ def test_legacy_dims_are_what_old_readers_look_for(tmp_path, caffe_pb2):
 
 def test_blob_vectors(tmp_path, caffe_pb2):
     arrays = [np.arange(3, dtype=np.float64), np.ones((2, 2), np.float32)]
-    cblob.save_blobs(tmp_path / "v.binaryproto", arrays)
+    with pytest.warns(cblob.Float64Warning):
+        cblob.save_blobs(tmp_path / "v.binaryproto", arrays)
     assert cblob.detect_file(tmp_path / "v.binaryproto") == cblob.ProtoKind.BLOB_VECTOR
     back = cblob.load_blobs(tmp_path / "v.binaryproto")
     assert [a.shape for a in back] == [(3,), (2, 2)]
     for a, b in zip(arrays, back):
         np.testing.assert_array_equal(a, b)
-    cblob.save_blobs(tmp_path / "legacy.binaryproto", arrays, legacy_dims=True)
+    with pytest.warns(cblob.Float64Warning):
+        cblob.save_blobs(tmp_path / "legacy.binaryproto", arrays, legacy_dims=True)
     theirs = caffe_pb2.BlobProtoVector.FromString((tmp_path / "legacy.binaryproto").read_bytes())
     assert [(b.num, b.channels, b.height, b.width) for b in theirs.blobs] == [(1, 1, 1, 3), (1, 1, 2, 2)]
     assert cblob.load_blobs(tmp_path / "legacy.binaryproto")[1].shape == (1, 1, 2, 2)

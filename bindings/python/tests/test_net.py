@@ -53,8 +53,8 @@ def test_structure_and_lossless_save():
     assert model.rules(0, cblob.RuleKind.EXCLUDE) == []
     [spec] = model.param_specs(0)
     assert (spec.name, spec.lr_mult, spec.decay_mult) == ("w", 2.0, 1.0)
-    assert model.params(0) == {"convolution_param": {"num_output": 8},
-                               "unknown_fields": [{"field": 5000, "wire_type": 2, "bytes": 4}]}
+    assert model.layer_params(0) == {"convolution_param": {"num_output": 8},
+                                     "unknown_fields": [{"field": 5000, "wire_type": 2, "bytes": 4}]}
     assert '"bottoms":["data"]' in model.layer_json(0)
     assert model.blob_shape(0, 0) == (2,)
     assert model.blob_dtype(0, 0) == cblob.DType.FLOAT32

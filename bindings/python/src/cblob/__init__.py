@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Hand-written (not generated from codegen/bindings/): the package's front page and exports.
-"""cblob: Caffe's .caffemodel and .binaryproto files as NumPy arrays, and Caffe-style blobs
+"""cblob: Caffe's .caffemodel and .binaryproto files (and .npy, .npz, safetensors) as NumPy arrays, and Caffe-style blobs
 (data and diff, synced lazily between host and GPU, with NeoML's operations), without Caffe.
 
     >>> import cblob
@@ -15,21 +15,28 @@ carrying the library's message. Every call releases the GIL while the library wo
 The library is the libcblob.so.1 bundled with the package, or $CBLOB_LIBRARY when set.
 `python -m cblob` runs the cblob program (inspect, convert, info).
 """
+from __future__ import annotations
+
 import importlib.metadata as _metadata
 
 from . import _safe
 from ._blob import Blob, Window
 from ._comm import Arena, Comm, Request, finalize_mpi, mpi_library_path
 from ._context import Context, default_context, kernel_cache_warm_up
-from ._errors import (CancelledError, CblobError, CblobIOError, CblobMemoryError, CommError, CommTimeoutError, DeviceError, DeviceLostError, DTypeError, GPUUnavailableError,
-                      InternalError, InvalidArgumentError, NotImplementedForDTypeError, OutOfRangeError, ParseError,
-                      ShapeError, SizeOverflowError, StateError)
-from ._formats import load, load_blob, load_blobs, load_npz, load_safetensors, save_blob, save_blobs
+from ._errors import (CancelledError, CblobError, CblobFileNotFoundError, CblobIOError, CblobIsADirectoryError, CblobMemoryError,
+                      CblobNotADirectoryError, CblobPermissionError, CommError, CommTimeoutError, DeviceError,
+                      DeviceLostError, DTypeError, GPUUnavailableError, InternalError, InvalidArgumentError,
+                      NotImplementedForDTypeError, OutOfRangeError, ParseError, ShapeError, SizeOverflowError,
+                      StateError)
+from ._file import File
+from ._formats import (Float64Warning, load, load_blob, load_blobs, load_npz, load_safetensors, open_file, save_blob,
+                       save_blobs)
 from ._library import lib as _lib
 from ._library import library_path
-from ._model import Layer, Model, ParamSpec, Rule
-from ._raw import (ABI_VERSION_MAJOR, ABI_VERSION_MINOR, MAX_AXES, NEOML_AXES, CacheMode, Dim, DType, ExportFlags, Head,
-                   JsonFlags, Memory, Mode, NetFormat, Part, Phase, ProtoKind, ReduceOp, RuleKind, Status)
+from ._model import IncompatibleKeys, Layer, LayerArrays, LayerBlobs, Model, ParamSpec, Params, Rule
+from ._raw import (ABI_VERSION_MAJOR, ABI_VERSION_MINOR, MAX_AXES, NEOML_AXES, CacheMode, Dim, DType, ExportFlags,
+                   FileKind, Head, JsonFlags, Memory, Mode, NetFormat, OpenFlags, Part, Phase, ProtoFlags, ProtoKind,
+                   ReduceOp, ReplaceFlags, RuleKind, Status)
 from ._safe import *  # noqa: F401,F403 (the generated free functions: gpu_probe, detect, ...; _safe.__all__)
 from ._safe import version
 
@@ -46,7 +53,7 @@ def _package_version():
 __version__ = _package_version()
 
 
-def abi_version():
+def abi_version() -> tuple[int, int]:
     """The loaded library's ABI version as (major, minor)."""
     value = _lib.cblob_abi_version()
     return value >> 16, value & 0xFFFF
@@ -54,12 +61,16 @@ def abi_version():
 
 __all__ = [
     "ABI_VERSION_MAJOR", "ABI_VERSION_MINOR", "MAX_AXES", "NEOML_AXES",
-    "Arena", "Blob", "CacheMode", "Comm", "CancelledError", "CblobError", "CblobIOError", "CblobMemoryError", "CommError", "CommTimeoutError", "Context", "DType", "DTypeError",
-    "DeviceError", "DeviceLostError", "Dim", "ExportFlags", "GPUUnavailableError", "Head", "InternalError", "InvalidArgumentError",
-    "JsonFlags", "Layer", "Memory", "Mode", "Model", "NetFormat", "NotImplementedForDTypeError", "OutOfRangeError", "ParamSpec",
-    "ParseError", "Part", "Phase", "ProtoKind", "ReduceOp", "Request", "Rule", "RuleKind", "ShapeError", "SizeOverflowError",
-    "StateError", "Status", "Window",
+    "Arena", "Blob", "CacheMode", "Comm", "CancelledError", "CblobError", "CblobFileNotFoundError", "CblobIOError",
+    "CblobIsADirectoryError", "CblobMemoryError", "CblobNotADirectoryError", "CblobPermissionError", "CommError",
+    "CommTimeoutError", "Context", "DType", "DTypeError", "DeviceError", "DeviceLostError", "Dim", "ExportFlags", "File",
+    "FileKind", "Float64Warning", "GPUUnavailableError", "Head", "IncompatibleKeys", "InternalError",
+    "InvalidArgumentError", "JsonFlags", "Layer", "LayerArrays", "LayerBlobs", "Memory", "Mode", "Model", "NetFormat",
+    "NotImplementedForDTypeError", "OpenFlags", "OutOfRangeError", "ParamSpec", "Params", "ParseError", "Part", "Phase",
+    "ProtoFlags", "ProtoKind", "ReduceOp", "ReplaceFlags", "Request", "Rule", "RuleKind", "ShapeError",
+    "SizeOverflowError", "StateError", "Status", "Window",
     "abi_version", "default_context", "finalize_mpi", "kernel_cache_warm_up",
-    "library_path", "load", "load_blob", "load_blobs", "load_npz", "load_safetensors", "mpi_library_path", "save_blob",
-    "save_blobs",
-] + _safe.__all__
+    "library_path", "load", "load_blob", "load_blobs", "load_npz", "load_safetensors", "mpi_library_path", "open_file",
+    "save_blob", "save_blobs",
+]
+__all__ += _safe.__all__

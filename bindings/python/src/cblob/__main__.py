@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 
-def program():
+def program() -> str:
     bundled = Path(__file__).resolve().parent / "bin" / "cblob"
     if bundled.exists():
         return str(bundled)
@@ -18,7 +18,7 @@ def program():
     return found
 
 
-def main():
+def main() -> None:
     path = program()
     os.execv(path, [path, *sys.argv[1:]])
 

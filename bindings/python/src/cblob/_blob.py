@@ -7,8 +7,12 @@ NumPy views over DLPack exports, Blob.from_numpy and from_dlpack (a caller's mem
 release), the count the benchmarks tune, and the DLPack protocol. The methods that are one
 library call each come from _safe.py (generated): Blob and Window derive from its method tables.
 """
+from __future__ import annotations
+
 import itertools
+from collections.abc import Sequence
 from ctypes import c_int64, c_void_p
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
@@ -20,11 +24,17 @@ from ._raw import DType, Memory, Mode, Part, Status, cblob_release_fn
 from ._safe import _BlobMethods, _WindowMethods
 from ._util import NUMPY_DTYPES, dtype_code, immortal, shape_array
 
+if TYPE_CHECKING:
+    from ._context import Context
+
+# What a dtype argument may be: a DType, a NumPy dtype or anything np.dtype reads ("float32").
+DTypeLike = Union[DType, "np.dtype[Any]", type, str]
+
 _count = lib.cblob_blob_count
 
 # NumPy arrays whose memory blobs use (Blob.from_numpy without a copy), by the key the library
 # hands back to the release callback when it lets go of the buffer.
-_shared_arrays = {}
+_shared_arrays: dict[int, np.ndarray] = {}
 _keys = itertools.count(1)
 
 
@@ -48,12 +58,17 @@ class Blob(_BlobMethods):
     Threads: distinct blobs may be used from different threads at once; one blob needs a lock,
     except for its pure getters (shape, count, dtype, ...). Blobs sharing memory (share_data, a
     window and its parent, exported views and DLPack tensors) count as one blob for this rule.
+
+    Copies: copy.copy(blob) is a second holder of the same library blob (cblob_blob_retain: one
+    blob, its shape, data and diff, seen through two objects, each dropping its own hold);
+    copy.deepcopy(blob) is an independent blob with the same dtype, shape, data and diff
+    (deep_copy; a window's is an ordinary blob). Pickling raises: pickle blob.numpy() instead.
     """
 
     __slots__ = ("_h", "_count_out", "_context", "__weakref__")
     _destroy = lib.cblob_blob_destroy
 
-    def __init__(self, shape, dtype=DType.FLOAT32, *, context=None):
+    def __init__(self, shape: int | Sequence[int], dtype: DTypeLike = DType.FLOAT32, *, context: Context | None = None):
         """A zero-filled blob of the given shape (an int or a sequence; () is a scalar, count 1)
         and dtype (a DType or a NumPy dtype). Memory is allocated at first access."""
         num_axes, dims = shape_array(shape)
@@ -63,10 +78,11 @@ class Blob(_BlobMethods):
         self._adopt(handle, context)
 
     @classmethod
-    def _created(cls, create, context):
-        """A blob from a call that writes a new handle; create(out) returns the status."""
+    def _created(cls, create, context, io=None):
+        """A blob from a call that writes a new handle; create(out) returns the status; io is
+        (path, mode) for a call on a named file."""
         handle = c_void_p()
-        check(create(handle))
+        check(create(handle), io)
         return cls._wrap(handle, context)
 
     @classmethod
@@ -89,10 +105,30 @@ class Blob(_BlobMethods):
         if handle:
             self._destroy(handle)
 
+    # ---- copies ------------------------------------------------------------------------------
+
+    def __copy__(self) -> Blob:
+        """A second holder of the same blob (see the class doc); a subclass's fields are shared."""
+        check(lib.cblob_blob_retain(self._h))
+        other = type(self).__new__(type(self))
+        other._adopt(c_void_p(self._h.value), self._context)
+        for cls in type(self).__mro__:
+            for name in getattr(cls, "__slots__", ()):
+                if name not in ("_h", "_count_out", "_context", "__weakref__") and hasattr(self, name):
+                    setattr(other, name, getattr(self, name))
+        return other
+
+    def __deepcopy__(self, memo: Any) -> Blob:
+        return self.deep_copy()
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(f"cblob: a {type(self).__name__} cannot be pickled (it holds a library handle); "
+                        "pickle blob.numpy() (and blob.numpy(cblob.Part.DIFF)) instead")
+
     # ---- creation ----------------------------------------------------------------------------
 
     @classmethod
-    def from_numpy(cls, array, *, context=None, copy=None):
+    def from_numpy(cls, array: Any, *, context: Context | None = None, copy: bool | None = None) -> Blob:
         """A blob over a NumPy array's memory, without a copy, when the array is C-contiguous,
         aligned, writable, in native byte order and of a cblob dtype: the blob then keeps the
         array alive and the two see each other's writes. Otherwise (or with copy=True) the blob
@@ -118,7 +154,7 @@ class Blob(_BlobMethods):
         return blob
 
     @classmethod
-    def from_dlpack(cls, tensor, *, context=None, copy=None):
+    def from_dlpack(cls, tensor: Any, *, context: Context | None = None, copy: bool | None = None) -> Blob:
         """A blob over the memory of anything with __dlpack__ (a NumPy array, a PyTorch, JAX or
         CuPy tensor), without a copy where cblob can use the layout: float32, float64, int32 or
         uint32, C-contiguous, aligned, writable, on the CPU (or on the context's GPU). The blob
@@ -154,7 +190,7 @@ class Blob(_BlobMethods):
             raise error
         return cls.from_numpy(np.from_dlpack(tensor), context=context, copy=True)
 
-    def like(self, dtype=None):
+    def like(self, dtype: DTypeLike | None = None) -> Blob:
         """A new 7-axis blob of this blob's shape (NeoML's GetClone without the values)."""
         code = self.dtype_code if dtype is None else dtype_code(dtype)
         return self._derived(lambda out: lib.cblob_blob_create_like(self._h, code, out))
@@ -162,7 +198,7 @@ class Blob(_BlobMethods):
     # ---- shape (pure getters) ----------------------------------------------------------------
 
     @property
-    def count(self):
+    def count(self) -> int:
         """The element count (the product of the dimensions; 0 for an empty blob)."""
         # The out-value lives in the blob: count is a pure getter, which may run on several
         # threads at once only while nothing changes the blob, so they all write the same value.
@@ -174,20 +210,20 @@ class Blob(_BlobMethods):
     size = count
 
     @property
-    def dtype(self):
+    def dtype(self) -> np.dtype:
         """The blob's element type as a NumPy dtype."""
         return NUMPY_DTYPES[self.dtype_code]
 
     @property
-    def context(self):
+    def context(self) -> Context:
         return self._context
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<cblob.Blob {self.dtype} {self.shape_string()}>"
 
     # ---- views and values --------------------------------------------------------------------
 
-    def view(self, part=Part.DATA, *, writable=True):
+    def view(self, part: Part = Part.DATA, *, writable: bool = True) -> np.ndarray:
         """A NumPy array over data or diff, without a copy (see the class doc for its lifetime).
         A writable view marks the host copy current, as Caffe's mutable_cpu_data does; a
         read-only one syncs the host copy as cpu_data does."""
@@ -199,30 +235,30 @@ class Blob(_BlobMethods):
         return _dlpack.array_over(_dlpack.tensor_of(_dlpack.VERSIONED, tensor.value), dtype, shape)
 
     @property
-    def data(self):
+    def data(self) -> np.ndarray:
         """A writable NumPy view of the values (Caffe's mutable_cpu_data)."""
         return self.view(Part.DATA)
 
     @property
-    def diff(self):
+    def diff(self) -> np.ndarray:
         """A writable NumPy view of the gradient (Caffe's mutable_cpu_diff)."""
         return self.view(Part.DIFF)
 
-    def numpy(self, part=Part.DATA):
+    def numpy(self, part: Part = Part.DATA) -> np.ndarray:
         """A copy of data or diff as a new NumPy array."""
         return self.copy_out(part)
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         view = self.view(Part.DATA, writable=False)
         return view.astype(dtype) if dtype is not None else (view.copy() if copy else view)
 
-    def copy_in(self, values, part=Part.DATA):
+    def copy_in(self, values: Any, part: Part = Part.DATA) -> None:
         """Copies values (anything NumPy reads, with exactly count elements, any shape) into data
         or diff, converted to the blob's dtype."""
         array = np.ascontiguousarray(values, dtype=self.dtype)
         check(lib.cblob_blob_copy_in(self._h, part, self.dtype_code, array.ctypes.data, array.size))
 
-    def copy_out(self, part=Part.DATA):
+    def copy_out(self, part: Part = Part.DATA) -> np.ndarray:
         """A new NumPy array (the blob's shape and dtype) holding a copy of data or diff."""
         out = np.empty(self.shape, self.dtype)
         check(lib.cblob_blob_copy_out(self._h, part, self.dtype_code, out.ctypes.data, out.size))
@@ -230,28 +266,29 @@ class Blob(_BlobMethods):
 
     # ---- reshaping and sharing ---------------------------------------------------------------
 
-    def share_data(self, other):
+    def share_data(self, other: Blob) -> None:
         """Makes this blob use other's data memory (Caffe's ShareData): one memory, one head."""
         self.share(other, Part.DATA)
 
-    def share_diff(self, other):
+    def share_diff(self, other: Blob) -> None:
         """Makes this blob use other's diff memory (Caffe's ShareDiff)."""
         self.share(other, Part.DIFF)
 
-    def clone(self, dtype=None):
+    def clone(self, dtype: DTypeLike | None = None) -> Blob:
         """A new blob of this shape holding the values converted to dtype (default: the same)."""
         code = self.dtype_code if dtype is None else dtype_code(dtype)
         return self._derived(lambda out: lib.cblob_blob_clone(self._h, code, out))
 
     # ---- DLPack ------------------------------------------------------------------------------
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> tuple[int, int]:
         """(kDLCUDA, device) when the blob's context is in GPU mode, else (kDLCPU, 0)."""
         if self._context.mode == Mode.GPU:
             return _dlpack.KDL_CUDA, self._context.device
         return _dlpack.KDL_CPU, 0
 
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(self, *, stream: int | Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
         """Exports the data as a DLPack capsule without a copy (the consumer shares the memory).
         A DLPack 1.x consumer (max_version (1, x)) gets a versioned tensor, others a legacy one.
         dl_device (kDLCPU, 0) asks for the host copy, (kDLCUDA, n) for the device copy."""

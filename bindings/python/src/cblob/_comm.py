@@ -12,9 +12,13 @@ diffs of the learnable blobs after each backward pass), over MPI or NCCL.
 libcblob itself never links MPI: Comm.from_mpi loads libcblob_mpi.so.1 (the libcblob-mpi1
 package, or a build tree's copy named by $CBLOB_MPI_LIBRARY) on first use.
 """
+from __future__ import annotations
+
 import ctypes
 import os
+from collections.abc import Iterable
 from ctypes import c_int32, c_void_p
+from typing import TYPE_CHECKING, Any
 
 from ._blob import Blob
 from ._util import handle_array as _handles
@@ -22,6 +26,10 @@ from ._context import context_or_default
 from ._errors import CommError, InvalidArgumentError, StateError, check, failure, usage_error
 from ._library import lib, library_path
 from ._raw import NCCL_UNIQUE_ID_BYTES, Part, ReduceOp, Status
+from ._util import int64_arg, no_copies
+
+if TYPE_CHECKING:
+    from ._context import Context
 
 MPI_LIBRARY_NAME = "libcblob_mpi.so.1"
 
@@ -46,7 +54,7 @@ class Arena(Blob):
 
     __slots__ = ("part", "members")
 
-    def __init__(self, blobs, part=Part.DATA, *, alignment=64):
+    def __init__(self, blobs: Iterable[Blob], part: Part = Part.DATA, *, alignment: int = 64):
         members = tuple(blobs)
         if not all(isinstance(b, Blob) for b in members):
             raise usage_error(InvalidArgumentError, Status.INVALID_ARGUMENT, "an arena is made of cblob.Blob objects")
@@ -57,7 +65,7 @@ class Arena(Blob):
         self.part = Part(part)
         self.members = members
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<cblob.Arena {self.part.name.lower()} of {len(self.members)} blobs, {self.count} elements>"
 
 
@@ -70,14 +78,16 @@ class Request:
     __slots__ = ("_h", "_keep")
     _destroy = lib.cblob_comm_request_destroy
 
-    def __init__(self, handle, keep):
-        self._h = handle
+    def __init__(self, handle: c_void_p, keep: Any):
+        self._h: c_void_p | None = handle
         self._keep = keep  # the communicator and the blobs' Python objects, until the request is freed
 
-    def wait(self):
+    def wait(self) -> None:
         check(lib.cblob_comm_request_wait(self._h))
 
-    def close(self):
+    __copy__ = __deepcopy__ = __reduce_ex__ = no_copies
+
+    def close(self) -> None:
         """Waits if nobody has (the error is lost: call wait() first to see it) and frees the request."""
         handle, self._h = getattr(self, "_h", None), None
         if handle:
@@ -86,10 +96,10 @@ class Request:
 
     __del__ = close
 
-    def __enter__(self):
+    def __enter__(self) -> Request:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         try:
             if exc[0] is None:
                 self.wait()
@@ -136,7 +146,7 @@ class Comm:
     __slots__ = ("_h", "_context", "__weakref__")
     _destroy = lib.cblob_comm_destroy
 
-    def __init__(self):
+    def __init__(self) -> None:
         raise TypeError("make a Comm with Comm.from_mpi(...) or Comm.from_nccl(...)")
 
     @classmethod
@@ -149,7 +159,7 @@ class Comm:
         return comm
 
     @classmethod
-    def from_mpi(cls, comm=None, *, context=None):
+    def from_mpi(cls, comm: Any = None, *, context: Context | None = None) -> Comm:
         """A communicator over an mpi4py communicator (the same ranks in the same order; cblob
         uses a duplicate of it), or over MPI_COMM_WORLD when comm is None: MPI is then initialised
         if nobody has, and finalized at exit only in that case. Collective over comm. MPI's
@@ -163,7 +173,7 @@ class Comm:
         return cls._created(lambda out: _check_mpi(mpi, mpi.cblob_comm_create_mpi(context._h, handle, out)), context)
 
     @classmethod
-    def from_nccl_mpi(cls, comm, *, context=None):
+    def from_nccl_mpi(cls, comm: Any, *, context: Context | None = None) -> Comm:
         """An NCCL communicator over the ranks of an mpi4py communicator, in its order: rank 0
         makes the unique id and MPI carries it to the others (libcblob_mpi's
         cblob_comm_create_nccl_mpi). Collective over comm; each rank's context is in GPU mode on
@@ -175,7 +185,7 @@ class Comm:
                             context)
 
     @staticmethod
-    def nccl_unique_id():
+    def nccl_unique_id() -> bytes:
         """The unique id (bytes) of a new NCCL communicator: one rank makes it and sends it to the
         others by its own means; each then calls Comm.from_nccl. Raises GPUUnavailableError without
         a GPU or without NCCL (libnccl.so.2), CommError when NCCL fails."""
@@ -184,7 +194,7 @@ class Comm:
         return out.raw
 
     @classmethod
-    def from_nccl(cls, unique_id, nranks, rank, *, context=None):
+    def from_nccl(cls, unique_id: bytes, nranks: int, rank: int, *, context: Context | None = None) -> Comm:
         """Joins the NCCL communicator of nranks ranks named by unique_id as `rank`, on the
         context's GPU (one rank per GPU), blocking until every rank has joined. Collectives then
         run on device memory, queued on the context's stream. Errors as nccl_unique_id."""
@@ -196,7 +206,7 @@ class Comm:
         return cls._created(lambda out: check(lib.cblob_comm_create_nccl(context._h, unique_id, nranks, rank, out)),
                             context)
 
-    def close(self):
+    def close(self) -> None:
         """Frees the communicator (requests still alive keep it until they are freed)."""
         handle, self._h = getattr(self, "_h", None), None
         if handle:
@@ -204,10 +214,10 @@ class Comm:
 
     __del__ = close
 
-    def __enter__(self):
+    def __enter__(self) -> Comm:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def _handle(self):
@@ -221,19 +231,19 @@ class Comm:
         return out.value
 
     @property
-    def rank(self):
+    def rank(self) -> int:
         """This process's rank, 0 <= rank < size."""
         return self._get(lib.cblob_comm_rank)
 
     @property
-    def size(self):
+    def size(self) -> int:
         """The number of ranks."""
         return self._get(lib.cblob_comm_size)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<cblob.Comm rank {self.rank} of {self.size}>" if self._h else "<cblob.Comm closed>"
 
-    def set_timeout(self, seconds):
+    def set_timeout(self, seconds: float | None) -> None:
         """How long a wait may take before it raises CommTimeoutError (and breaks the
         communicator); None (the default) waits as long as it takes. Set the same on every rank."""
         milliseconds = -1 if seconds is None else int(round(seconds * 1000))
@@ -241,25 +251,35 @@ class Comm:
             raise usage_error(InvalidArgumentError, Status.INVALID_ARGUMENT, f"a timeout is >= 0 seconds, not {seconds}")
         check(lib.cblob_comm_set_timeout(self._handle(), milliseconds))
 
-    def set_bucket_bytes(self, bucket_bytes):
+    def set_bucket_bytes(self, bucket_bytes: int) -> None:
         """The most bytes fused into one engine call (8 MiB until set; 0 fuses nothing). The same
         on every rank."""
-        check(lib.cblob_comm_set_bucket_bytes(self._handle(), bucket_bytes))
+        check(lib.cblob_comm_set_bucket_bytes(self._handle(), int64_arg(bucket_bytes, "bucket_bytes")))
 
-    def allreduce_start(self, blobs, part=None, op=ReduceOp.SUM):
+    def set_agreement_check(self, enabled: bool) -> None:
+        """Whether collectives start with the ranks' agreement (True, the default: ranks that
+        disagree on a collective fail alike before any data moves), or False for a program that
+        needs the last microsecond and is sure its ranks never differ (they then leave the outcome
+        to the engine). Set the same on every rank, between collectives."""
+        check(lib.cblob_comm_set_agreement_check(self._handle(), int(bool(enabled))))
+
+    __copy__ = __deepcopy__ = __reduce_ex__ = no_copies
+
+    def allreduce_start(self, blobs: Blob | Iterable[Blob], part: Part | None = None,
+                        op: ReduceOp | str = ReduceOp.SUM) -> Request:
         """Starts an all-reduce ("sum" or "average", float dtypes only for the average) of the
         part (default: an arena's own, else Part.DATA) and returns its Request."""
         count, handles, part, blobs = _blob_list(blobs, part)
         return self._start(lambda out: lib.cblob_comm_allreduce_start(self._handle(), handles, count, part,
                                                                       _reduce_op(op), out), blobs)
 
-    def broadcast_start(self, blobs, part=None, root=0):
+    def broadcast_start(self, blobs: Blob | Iterable[Blob], part: Part | None = None, root: int = 0) -> Request:
         """Starts copying the root's part to every rank and returns its Request."""
         count, handles, part, blobs = _blob_list(blobs, part)
         return self._start(lambda out: lib.cblob_comm_broadcast_start(self._handle(), handles, count, part, root, out),
                            blobs)
 
-    def barrier_start(self):
+    def barrier_start(self) -> Request:
         """Starts a barrier and returns its Request."""
         return self._start(lambda out: lib.cblob_comm_barrier_start(self._handle(), out), ())
 
@@ -268,17 +288,18 @@ class Comm:
         check(start(handle))
         return Request(handle, (self, blobs))
 
-    def allreduce(self, blobs, part=None, op=ReduceOp.SUM):
+    def allreduce(self, blobs: Blob | Iterable[Blob], part: Part | None = None,
+                  op: ReduceOp | str = ReduceOp.SUM) -> None:
         """All-reduces the part of the blobs in place (see allreduce_start); returns when done."""
         count, handles, part, _ = _blob_list(blobs, part)
         check(lib.cblob_comm_allreduce(self._handle(), handles, count, part, _reduce_op(op)))
 
-    def broadcast(self, blobs, part=None, root=0):
+    def broadcast(self, blobs: Blob | Iterable[Blob], part: Part | None = None, root: int = 0) -> None:
         """Copies the root's part of the blobs to every rank; returns when done."""
         count, handles, part, _ = _blob_list(blobs, part)
         check(lib.cblob_comm_broadcast(self._handle(), handles, count, part, root))
 
-    def barrier(self):
+    def barrier(self) -> None:
         """Returns once every rank has reached it."""
         check(lib.cblob_comm_barrier(self._handle()))
 
@@ -288,7 +309,7 @@ class Comm:
 _mpi = None
 
 
-def mpi_library_path():
+def mpi_library_path() -> str:
     """The libcblob_mpi file Comm.from_mpi loads: $CBLOB_MPI_LIBRARY when set, else the copy next
     to the libcblob this package loaded, else libcblob_mpi.so.1 from the loader's search path."""
     explicit = os.environ.get("CBLOB_MPI_LIBRARY")
@@ -318,7 +339,7 @@ def mpi_library():
     return _mpi
 
 
-def finalize_mpi():
+def finalize_mpi() -> None:
     """Finalizes MPI now, once every communicator over it is closed. libcblob_mpi finalizes the
     MPI that Comm.from_mpi() initialised when the process exits (and mpi4py the MPI it did); call
     this before closing a communicator after a failed collective whose missing rank may still

@@ -1,144 +1,139 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# Hand-written (not generated from codegen/bindings/): the one-line entry points over NumPy arrays
-# (and Caffe's legacy dims).
-"""The one-line entry points: Caffe, safetensors and npz files to and from NumPy arrays."""
+# Hand-written (not generated from codegen/bindings/): the one-line entry points over NumPy arrays.
+"""The one-line entry points: any file cblob reads to a Model or to NumPy arrays, and NumPy
+arrays to Caffe's BlobProto files. Every input is opened once, by the library (cblob_file_open),
+which tells its kind from its bytes and names the kind of a file it cannot read; every save is
+written by the library's one writer (atomic replacement, links followed, devices written in
+place, the mode kept)."""
+from __future__ import annotations
+
 import os
-import secrets
-from ctypes import c_int64, c_void_p
+import warnings
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._blob import Blob
-from ._context import context_or_default
-from ._errors import ShapeError, check, usage_error
-from ._library import lib
-from ._model import Model
-from ._raw import Status
-from ._util import handle_array, path_bytes
+from ._errors import InvalidArgumentError, usage_error
+from ._file import File
+from ._raw import FileKind, OpenFlags, ProtoFlags, Status
+from ._safe import save_blob_vector_with
+from ._util import NUMPY_DTYPES, dtype_code
+
+if TYPE_CHECKING:
+    from ._context import Context
+    from ._model import Model
+
+_MODEL_KINDS = (FileKind.NET, FileKind.NPZ, FileKind.SAFETENSORS, FileKind.NPY_FOLDER)
+_BLOB_KINDS = (FileKind.BLOB, FileKind.BLOB_VECTOR, FileKind.NPY)
+_KIND_NAMES = {
+    FileKind.NET: "a Caffe net (NetParameter)", FileKind.BLOB: "one blob (a BlobProto, such as a mean file)",
+    FileKind.BLOB_VECTOR: "blobs (a BlobProtoVector)", FileKind.NPY: "one NumPy array (.npy)",
+    FileKind.NPZ: "a NumPy .npz archive", FileKind.SAFETENSORS: "a safetensors file",
+    FileKind.NPY_FOLDER: "a folder of .npy files",
+}
 
 
-def load(path, *, lazy=False, context=None):
-    """Opens a .caffemodel (current or V1 format) as a Model: a mapping from each layer with
-    weights to the list of its arrays (`dict(cblob.load(path))`), plus `model.layers`. With
-    lazy=True only the structure is read at once, and each layer's values when first used."""
-    return Model.open(path, lazy=lazy, context=context)
+class Float64Warning(UserWarning):
+    """save_blob or save_blobs writes float64 values (Caffe's double_data), which pycaffe's
+    blobproto_to_array and most Caffe tools cannot read: pass dtype=np.float32 to write what they
+    read, or dtype=np.float64 to keep the doubles without this warning."""
 
 
-def load_safetensors(path, *, context=None):
+def open_file(path: str | os.PathLike[str], *, lazy: bool = False, dtype: Any = None,
+              context: Context | None = None) -> File:
+    """Opens whatever the file or folder at path holds, reading it once (a File: .model() for a
+    net, an .npz, a safetensors file or a .npy folder; .blob(i) for a BlobProto, a BlobProtoVector
+    or a .npy file). lazy=True reads a .caffemodel's structure at once and each blob's values on
+    first access. dtype converts .npy values (files, .npz members, .npy folders) to a cblob dtype,
+    refusing values that do not fit; None keeps each array's own."""
+    return File.open(path, context=context, flags=OpenFlags.LAZY if lazy else 0, dtype=dtype)
+
+
+def _refuse(path, file: File, wanted: str, instead: str) -> InvalidArgumentError:
+    return usage_error(InvalidArgumentError, Status.INVALID_ARGUMENT,
+                       f"{os.fspath(path)!s} holds {_KIND_NAMES[file.kind]}, not {wanted}: read it with {instead}")
+
+
+def load(path: str | os.PathLike[str], *, lazy: bool = False, dtype: Any = None,
+         context: Context | None = None) -> Model:
+    """Opens a model: a .caffemodel (current or V1 format), an .npz, a safetensors file or a .npy
+    folder, told from the bytes, read once. The Model is a mapping from each layer with weights to
+    the list of its arrays (`dict(cblob.load(path))`), plus `model.layers` and pycaffe's
+    `model.params`. With lazy=True a .caffemodel's structure is read at once, and each layer's
+    values when first used. A file of another kind raises: a prototxt, an HDF5 snapshot, an
+    archive or a pickle a ParseError that names what it is, a file of blobs an
+    InvalidArgumentError that says to use load_blob or load_blobs."""
+    file = open_file(path, lazy=lazy, dtype=dtype, context=context)
+    if file.kind not in _MODEL_KINDS:
+        raise _refuse(path, file, "a model", "cblob.load_blob or cblob.load_blobs")
+    return file.model()
+
+
+def load_safetensors(path: str | os.PathLike[str], *, context: Context | None = None) -> Model:
     """Opens a .safetensors file (keys <layer>.<index>, or PyTorch's names) as a Model: one layer
-    per layer name with its blobs, for reading or for Model.replace_blobs."""
-    return Model.open_safetensors_file(path, context=context)
+    per layer name with its blobs, for reading or for Model.replace_blobs (cblob.load reads it too)."""
+    return _load_kind(path, FileKind.SAFETENSORS, context)
 
 
-def load_npz(path, *, context=None):
-    """Opens a NumPy .npz file (keys <layer>/<index>) as a Model, as load_safetensors does."""
-    return Model.open_npz_file(path, context=context)
+def load_npz(path: str | os.PathLike[str], *, dtype: Any = None, context: Context | None = None) -> Model:
+    """Opens a NumPy .npz file (keys <layer>/<index>) as a Model, as load_safetensors does; dtype
+    converts the arrays as open_file does."""
+    return _load_kind(path, FileKind.NPZ, context, dtype)
 
 
-def load_blob(path, *, context=None):
-    """A BlobProto file (.binaryproto, such as mean.binaryproto) as a NumPy array, shaped as
-    stored: a legacy mean file is 1 x 3 x H x W. float32, or float64 for double_data."""
-    return Blob.load(path, context=context).data
+def _load_kind(path, kind: FileKind, context, dtype=None) -> Model:
+    file = open_file(path, dtype=dtype, context=context)
+    if file.kind != kind:
+        raise _refuse(path, file, _KIND_NAMES[kind], "cblob.load" if file.kind in _MODEL_KINDS else "cblob.load_blob")
+    return file.model()
 
 
-def save_blob(path, array, *, legacy_dims=False):
+def load_blob(path: str | os.PathLike[str], *, dtype: Any = None, context: Context | None = None) -> np.ndarray:
+    """A BlobProto file (.binaryproto, such as mean.binaryproto) or a .npy file as a NumPy array,
+    shaped as stored: a legacy mean file is 1 x 3 x H x W. float32, or float64 for double_data;
+    dtype converts a .npy file's values."""
+    file = open_file(path, dtype=dtype, context=context)
+    if file.kind not in (FileKind.BLOB, FileKind.NPY):
+        instead = "cblob.load_blobs" if file.kind == FileKind.BLOB_VECTOR else "cblob.load"
+        raise _refuse(path, file, "one blob", instead)
+    return file.blob(0).data
+
+
+def load_blobs(path: str | os.PathLike[str], *, dtype: Any = None, context: Context | None = None) -> list[np.ndarray]:
+    """A BlobProtoVector file as a list of NumPy arrays (a BlobProto or a .npy file gives one)."""
+    file = open_file(path, dtype=dtype, context=context)
+    if file.kind not in _BLOB_KINDS:
+        raise _refuse(path, file, "blobs", "cblob.load")
+    return [blob.data for blob in file.blobs()]
+
+
+def _blob_of(array: Any, dtype: Any) -> Blob:
+    array = np.asarray(array)
+    if dtype is None and array.dtype == np.float64:
+        warnings.warn("cblob: writing float64 values (double_data), which pycaffe's blobproto_to_array cannot read; "
+                      "pass dtype=np.float32 to write what Caffe's tools read, or dtype=np.float64 to keep the "
+                      "doubles", Float64Warning, stacklevel=3)
+    if dtype is not None:
+        array = array.astype(NUMPY_DTYPES[dtype_code(dtype)], copy=False)
+    return Blob.from_numpy(array)
+
+
+def _flags(legacy_dims: bool) -> int:
+    return ProtoFlags.LEGACY_DIMS if legacy_dims else 0
+
+
+def save_blob(path: str | os.PathLike[str], array: Any, *, legacy_dims: bool = False, dtype: Any = None) -> None:
     """Writes an array as a BlobProto file. With legacy_dims the shape is written as Caffe's old
     num/channels/height/width fields (at most 4 axes, padded with 1 in front, as Caffe does),
-    which older readers that only look at those fields need; otherwise as `shape`."""
-    blob = Blob.from_numpy(np.asarray(array))
-    if not legacy_dims:
-        blob.save(path)
-        return
-    _write_file(path, _with_legacy_dims(blob.to_proto(), blob.shape))
+    which older readers that only look at those fields need; otherwise as `shape`. dtype converts
+    the values first (np.float32 for what pycaffe reads); a float64 array without dtype is written
+    as double_data with a Float64Warning."""
+    _blob_of(array, dtype).save_with(path, _flags(legacy_dims))
 
 
-def load_blobs(path, *, context=None):
-    """A BlobProtoVector file as a list of NumPy arrays."""
-    context = context_or_default(context)
-    name = path_bytes(path)
-    count = c_int64()
-    check(lib.cblob_blob_vector_from_proto_file(context._h, name, 0, None, count))
-    handles = (c_void_p * max(count.value, 1))()
-    check(lib.cblob_blob_vector_from_proto_file(context._h, name, count.value, handles, count))
-    blobs = [Blob._wrap(c_void_p(h), context) for h in handles[:count.value]]
-    return [blob.data for blob in blobs]
-
-
-def save_blobs(path, arrays, *, legacy_dims=False):
-    """Writes arrays as a BlobProtoVector file (legacy_dims as in save_blob)."""
-    blobs = [Blob.from_numpy(np.asarray(a)) for a in arrays]
-    if not legacy_dims:
-        num, handles = handle_array(blobs)
-        check(lib.cblob_blob_vector_to_proto_file(handles, num, 0, path_bytes(path)))
-        return
-    _write_file(path, b"".join(_field(1, _with_legacy_dims(b.to_proto(), b.shape)) for b in blobs))
-
-
-
-
-# ---- legacy dims: cblob writes `shape` (field 7); old readers want fields 1-4 --------------
-
-def _varint(value):
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def _field(number, payload):
-    """A length-delimited field."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _fields(message):
-    """(number, raw bytes) of each top-level field of a well-formed message cblob wrote."""
-    position = 0
-    while position < len(message):
-        start = position
-        key, position = _read_varint(message, position)
-        wire = key & 7
-        if wire == 0:
-            _, position = _read_varint(message, position)
-        elif wire == 2:
-            length, position = _read_varint(message, position)
-            position += length
-        else:
-            position += {1: 8, 5: 4}[wire]
-        yield key >> 3, message[start:position]
-
-
-def _read_varint(data, position):
-    value, shift = 0, 0
-    while True:
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, position
-
-
-def _with_legacy_dims(message, shape):
-    """A BlobProto with num/channels/height/width (fields 1-4) in place of `shape` (field 7)."""
-    if len(shape) > 4:
-        raise usage_error(ShapeError, Status.SHAPE, f"legacy dims hold at most 4 axes, not {len(shape)}")
-    dims = (1,) * (4 - len(shape)) + tuple(shape)
-    legacy = b"".join(_varint(number << 3) + _varint(dim) for number, dim in enumerate(dims, 1))
-    return legacy + b"".join(raw for number, raw in _fields(message) if number != 7)
-
-
-def _write_file(path, data):
-    """Writes a file the way the library does: a temporary file renamed over the path."""
-    path = os.fspath(path)
-    temporary = os.path.join(os.path.dirname(path), f".cblob-{secrets.token_hex(8)}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)  # the umask applies
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+def save_blobs(path: str | os.PathLike[str], arrays: Iterable[Any], *, legacy_dims: bool = False,
+               dtype: Any = None) -> None:
+    """Writes arrays as a BlobProtoVector file (legacy_dims and dtype as in save_blob)."""
+    save_blob_vector_with(path, [_blob_of(a, dtype) for a in arrays], _flags(legacy_dims))

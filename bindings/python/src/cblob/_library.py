@@ -17,7 +17,7 @@ LIBRARY_NAME = f"libcblob.so.{_raw.ABI_VERSION_MAJOR}"
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-def library_path():
+def library_path() -> str:
     """The file this package loads (see the module's doc)."""
     explicit = os.environ.get("CBLOB_LIBRARY")
     if explicit:

@@ -105,6 +105,12 @@ class NetFormat(enum.IntEnum):
     V2 = 2  # LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today.
 
 
+class ProtoFlags(enum.IntEnum):
+    """Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2). (cblob_proto_flags)"""
+    DIFF = 1  # Write the diff too, as write_diff 1 does.
+    LEGACY_DIMS = 2  # Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW.
+
+
 class Phase(enum.IntEnum):
     """Caffe's Phase, of a layer or a NetStateRule. (cblob_phase)"""
     TRAIN = 0  # TRAIN.
@@ -596,9 +602,10 @@ FUNCTIONS = (
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY.
     ("cblob_model_open", c_int32, (c_void_p, c_char_p, c_size_t, POINTER(c_void_p))),  # context, bytes, size, out_model
     # Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
-    # introduction). Each part of the file's bytes is released as soon as it is read, so loading
-    # peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
-    # blobs; bench/model_memory.sh).
+    # introduction). The file is read once, as the walk over it needs it: its structure into
+    # memory let go of behind the walk, its values straight into the arrays its blobs keep, so
+    # loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
+    # ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     ("cblob_model_open_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_model
     # Opens a .caffemodel file reading only its structure: layer names and types, and the shape,
@@ -607,7 +614,8 @@ FUNCTIONS = (
     # export), when that blob's bytes alone are read, straight into its storage. A model of large
     # blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
     # docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
-    # model is destroyed. Every access checks that it is still the file that was opened: when its
+    # model is destroyed, with the folder its path named (so changing the working folder changes
+    # nothing). Every access checks that it is still the file that was opened: when its
     # size, modification or change time, device or inode differ (the file was rewritten, replaced
     # or truncated), the access fails with CBLOB_ERR_IO ("... changed while it was read"), rather than mix
     # two versions of the file; the values read before stay valid. Malformed files are refused as
@@ -666,11 +674,20 @@ FUNCTIONS = (
     # writing a file in the section's introduction.
     # Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
     ("cblob_model_to_proto_file", c_int32, (c_void_p, c_int32, c_char_p)),  # model, write_diff, path
+    # cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+    # as Caffe's legacy dims. Written by the same rules as every file.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    ("cblob_blob_to_proto_file_with", c_int32, (c_void_p, c_int32, c_char_p)),  # blob, flags, path
+    # cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+    # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    ("cblob_blob_vector_to_proto_file_with", c_int32, (POINTER(c_void_p), c_int64, c_int32, c_char_p)),  # blobs, num_blobs, flags, path
     # The number of a layer's bottoms (its input blobs' names).
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     ("cblob_model_layer_num_bottoms", c_int32, (c_void_p, c_int64, POINTER(c_int64))),  # model, layer, out_count
-    # One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
-    # layer's fields: a layer of k bottoms takes O(k) per call.
+    # One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
+    # about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
+    # layer's fields; the index, kept with the model, holds a copy of those fields and of each
+    # name, and 8 bytes a name); later calls take O(1).
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     ("cblob_model_layer_bottom", c_int32, (c_void_p, c_int64, c_int64, POINTER(c_char_p))),  # model, layer, index, out_name
     # The number of a layer's tops (its output blobs' names).

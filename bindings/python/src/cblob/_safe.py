@@ -16,7 +16,7 @@ import os  # noqa: F401 (annotations)
 from collections.abc import Sequence  # noqa: F401 (annotations)
 from ctypes import c_char_p, c_double, c_float, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p  # noqa: F401
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable  # noqa: F401 (annotations)
 
 from ._errors import check
 from ._library import lib
@@ -28,6 +28,7 @@ from ._raw import (MAX_AXES,  # noqa: F401
                    Head,
                    ProtoKind,
                    NetFormat,
+                   ProtoFlags,
                    Phase,
                    RuleKind,
                    JsonFlags,
@@ -41,13 +42,14 @@ from ._raw import (MAX_AXES,  # noqa: F401
                    Memory,
                    ReduceOp,
                    )
-from ._util import (dtype_code, handle_array, int32_array, one_or_many, path_bytes, read_bytes, read_created,  # noqa: F401
-                    read_int64s, read_text, shape_array, text_bytes)
+from ._util import (dtype_code, handle_array, int32_arg, int32_array, int64_arg, one_or_many, path_bytes,  # noqa: F401
+                    read_bytes, read_created, read_int64s, read_text, shape_array, text_bytes, uint32_arg, uint64_arg)
 
 if TYPE_CHECKING:  # the names annotations use
     from ._blob import Blob, Window  # noqa: F401
     from ._comm import Comm  # noqa: F401
     from ._context import Context  # noqa: F401
+    from ._file import File  # noqa: F401
     from ._model import Model  # noqa: F401
 
 
@@ -55,13 +57,20 @@ class _ContextMethods:
     """Context's generated methods."""
 
     __slots__ = ()
+    if TYPE_CHECKING:  # what Context, which derives from the table, provides
+        _h: Any
+        _context: Context
+
+        @classmethod
+        def _created(cls, create: Callable[[c_void_p], int], context: Context,
+                     io: tuple[Any, str] | None = None) -> Any: ...
 
     def set_mode(self, mode: Mode) -> None:
         """Sets where copies run (Blob.copy_from) and whether new host buffers are pinned.
         Mode.GPU needs a working GPU: without one the call fails with the status that says
         why (no driver, stub driver, no device, ...) and the mode stays as it was.
         """
-        check(lib.cblob_context_set_mode(self._h, mode))
+        check(lib.cblob_context_set_mode(self._h, int32_arg(mode, "mode")))
 
     @property
     def mode(self) -> Mode:
@@ -90,7 +99,7 @@ class _ContextMethods:
         Results never depend on the setting: asum and sumsq are the same bit for bit for any number
         of threads. Device work is unaffected.
         """
-        check(lib.cblob_context_set_num_threads(self._h, num_threads))
+        check(lib.cblob_context_set_num_threads(self._h, int32_arg(num_threads, "num_threads")))
 
     @property
     def num_threads(self) -> int:
@@ -106,7 +115,7 @@ class _ContextMethods:
         context keeps its device once it has opened it: choosing another then fails with
         Status.STATE (use one context per device).
         """
-        check(lib.cblob_context_set_device(self._h, index))
+        check(lib.cblob_context_set_device(self._h, int32_arg(index, "index")))
 
     @property
     def device(self) -> int:
@@ -165,12 +174,19 @@ class _BlobMethods:
     """Blob's generated methods."""
 
     __slots__ = ()
+    if TYPE_CHECKING:  # what Blob, which derives from the table, provides
+        _h: Any
+        _context: Context
+
+        @classmethod
+        def _created(cls, create: Callable[[c_void_p], int], context: Context,
+                     io: tuple[Any, str] | None = None) -> Any: ...
 
     @classmethod
     def legacy(cls, num: int, channels: int, height: int, width: int, dtype: DType = DType.FLOAT32, *, context: Context | None = None) -> Blob:
         """Creates a 4-axis blob (num, channels, height, width), Caffe's Blob(n, c, h, w)."""
         context = _context.context_or_default(context)
-        return cls._created(lambda out: lib.cblob_blob_create_legacy(context._h, dtype_code(dtype), num, channels, height, width, out), context)
+        return cls._created(lambda out: lib.cblob_blob_create_legacy(context._h, dtype_code(dtype), int64_arg(num, "num"), int64_arg(channels, "channels"), int64_arg(height, "height"), int64_arg(width, "width"), out), context)
 
     @classmethod
     def empty(cls, dtype: DType = DType.FLOAT32, *, context: Context | None = None) -> Blob:
@@ -196,7 +212,7 @@ class _BlobMethods:
 
     def reshape_legacy(self, num: int, channels: int, height: int, width: int) -> None:
         """Reshapes to 4 axes (num, channels, height, width)."""
-        check(lib.cblob_blob_reshape_legacy(self._h, num, channels, height, width))
+        check(lib.cblob_blob_reshape_legacy(self._h, int64_arg(num, "num"), int64_arg(channels, "channels"), int64_arg(height, "height"), int64_arg(width, "width")))
 
     def reshape_like(self, other: Blob) -> None:
         """Reshapes to another blob's shape (of any dtype), Caffe's ReshapeLike."""
@@ -218,7 +234,7 @@ class _BlobMethods:
         that is Status.OVERFLOW.
         """
         out = c_int64()
-        check(lib.cblob_blob_count_range(self._h, start_axis, end_axis, out))
+        check(lib.cblob_blob_count_range(self._h, int32_arg(start_axis, "start_axis"), int32_arg(end_axis, "end_axis"), out))
         return out.value
 
     @property
@@ -234,13 +250,13 @@ class _BlobMethods:
     def shape_at(self, axis: int) -> int:
         """The dimension of one axis, -num_axes to num_axes - 1; a negative axis counts from the end (-1 is the last)."""
         out = c_int64()
-        check(lib.cblob_blob_shape_at(self._h, axis, out))
+        check(lib.cblob_blob_shape_at(self._h, int32_arg(axis, "axis"), out))
         return out.value
 
     def canonical_axis(self, axis: int) -> int:
         """Maps an axis in [-num_axes, num_axes) to [0, num_axes) (Caffe's CanonicalAxisIndex)."""
         out = c_int32()
-        check(lib.cblob_blob_canonical_axis(self._h, axis, out))
+        check(lib.cblob_blob_canonical_axis(self._h, int32_arg(axis, "axis"), out))
         return out.value
 
     def legacy_shape(self, index: int) -> int:
@@ -248,7 +264,7 @@ class _BlobMethods:
         does not have. Only for blobs of at most 4 axes.
         """
         out = c_int64()
-        check(lib.cblob_blob_legacy_shape(self._h, index, out))
+        check(lib.cblob_blob_legacy_shape(self._h, int32_arg(index, "index"), out))
         return out.value
 
     @property
@@ -308,7 +324,7 @@ class _BlobMethods:
         blobs of at most 4 axes.
         """
         out = c_int64()
-        check(lib.cblob_blob_offset_legacy(self._h, n, c, h, w, out))
+        check(lib.cblob_blob_offset_legacy(self._h, int64_arg(n, "n"), int64_arg(c, "c"), int64_arg(h, "h"), int64_arg(w, "w"), out))
         return out.value
 
     def read_element(self, *indices: int, part: Part = Part.DATA) -> float:
@@ -318,13 +334,13 @@ class _BlobMethods:
         """
         indices_len, indices_ptr = shape_array(indices)
         out = c_double()
-        check(lib.cblob_blob_read_element(self._h, part, indices_len, indices_ptr, out))
+        check(lib.cblob_blob_read_element(self._h, int32_arg(part, "part"), indices_len, indices_ptr, out))
         return out.value
 
     def head(self, part: Part = Part.DATA) -> Head:
         """Where the current copy of data or diff lives. A blob without storage reports UNINITIALIZED."""
         out = c_int32()
-        check(lib.cblob_blob_head(self._h, part, out))
+        check(lib.cblob_blob_head(self._h, int32_arg(part, "part"), out))
         return Head(out.value)
 
     def share(self, other: Blob, part: Part) -> None:
@@ -333,14 +349,14 @@ class _BlobMethods:
         equal (shapes may differ) and the dtypes the same. A later reshape that grows the blob
         gives it fresh storage and ends the sharing.
         """
-        check(lib.cblob_blob_share(self._h, other._h, part))
+        check(lib.cblob_blob_share(self._h, other._h, int32_arg(part, "part")))
 
     def copy_from(self, source: Blob, part: Part = Part.DATA, *, reshape: bool = False) -> None:
         """Copies source's data or diff into the blob (Caffe's CopyFrom). Shapes must be equal unless
         reshape is 1, which reshapes the blob to source first. The context's mode picks the path:
         CPU mode writes the host copy (head AT_CPU), GPU mode the device copy (head AT_GPU).
         """
-        check(lib.cblob_blob_copy_from(self._h, source._h, part, int(bool(reshape))))
+        check(lib.cblob_blob_copy_from(self._h, source._h, int32_arg(part, "part"), int(bool(reshape))))
 
     def update(self) -> None:
         """data = data - diff over count elements (Caffe's Update), where the data's head is: on the
@@ -355,20 +371,20 @@ class _BlobMethods:
         0 for memory never accessed (nothing is allocated and the head does not change).
         """
         out = c_double()
-        check(lib.cblob_blob_asum(self._h, part, out))
+        check(lib.cblob_blob_asum(self._h, int32_arg(part, "part"), out))
         return out.value
 
     def sumsq(self, part: Part = Part.DATA) -> float:
         """The sum of squares of data or diff, with the same rules as Blob.asum."""
         out = c_double()
-        check(lib.cblob_blob_sumsq(self._h, part, out))
+        check(lib.cblob_blob_sumsq(self._h, int32_arg(part, "part"), out))
         return out.value
 
     def scale(self, factor: float, part: Part = Part.DATA) -> None:
         """Multiplies data or diff by factor, where the head is (the head becomes AT_CPU or AT_GPU);
         does nothing to memory never accessed.
         """
-        check(lib.cblob_blob_scale(self._h, part, factor))
+        check(lib.cblob_blob_scale(self._h, int32_arg(part, "part"), factor))
 
     def to_proto(self, *, write_diff: bool = False) -> bytes:
         """Serializes the blob as a BlobProto (Caffe's ToProto into a fresh message): its shape, its
@@ -378,13 +394,13 @@ class _BlobMethods:
         """
         return read_bytes(lib.cblob_blob_to_proto, self._h, int(bool(write_diff)))
 
-    def save(self, path: str | os.PathLike, *, write_diff: bool = False) -> None:
+    def save(self, path: str | os.PathLike[str], *, write_diff: bool = False) -> None:
         """Writes the blob as a BlobProto file (a .binaryproto), as Blob.to_proto does, by the
         rules for writing a file in the section's introduction (links followed, the target replaced
         atomically keeping its mode, devices and FIFOs written in place, folders, sockets and block
         devices refused).
         """
-        check(lib.cblob_blob_to_proto_file(self._h, int(bool(write_diff)), path_bytes(path)))
+        check(lib.cblob_blob_to_proto_file(self._h, int(bool(write_diff)), path_bytes(path)), io=(path, "write"))
 
     def load_proto(self, data: bytes, *, reshape: bool = True) -> None:
         """Loads a serialized BlobProto into the blob (Caffe's FromProto). With reshape 1 the blob
@@ -399,12 +415,12 @@ class _BlobMethods:
         data = bytes(data)
         check(lib.cblob_blob_from_proto(self._h, data, len(data), int(bool(reshape))))
 
-    def load_file(self, path: str | os.PathLike, *, reshape: bool = True) -> None:
+    def load_file(self, path: str | os.PathLike[str], *, reshape: bool = True) -> None:
         """Loads a BlobProto file (a .binaryproto) into the blob, as Blob.load_proto does. The
         file is read as a snapshot; a path that is not a regular file fails at once (the section's
         introduction).
         """
-        check(lib.cblob_blob_from_proto_file(self._h, path_bytes(path), int(bool(reshape))))
+        check(lib.cblob_blob_from_proto_file(self._h, path_bytes(path), int(bool(reshape))), io=(path, "read"))
 
     def shape_equals_proto(self, data: bytes) -> bool:
         """Caffe's ShapeEquals: when any legacy dim (num, channels, height, width) is present, even
@@ -429,12 +445,30 @@ class _BlobMethods:
         return cls._created(lambda out: lib.cblob_blob_create_from_proto(context._h, data, len(data), out), context)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, context: Context | None = None) -> Blob:
+    def load(cls, path: str | os.PathLike[str], *, context: Context | None = None) -> Blob:
         """Creates a blob from a BlobProto file (a .binaryproto), as Blob.from_proto does,
         reading the file as the section's introduction says.
         """
         context = _context.context_or_default(context)
-        return cls._created(lambda out: lib.cblob_blob_create_from_proto_file(context._h, path_bytes(path), out), context)
+        return cls._created(lambda out: lib.cblob_blob_create_from_proto_file(context._h, path_bytes(path), out), context, io=(path, "read"))
+
+    def save_with(self, path: str | os.PathLike[str], flags: ProtoFlags | int = 0) -> None:
+        """Blob.save with flags (cblob_proto_flags' bits): the diff too, and the shape
+        as Caffe's legacy dims. Written by the same rules as every file.
+        """
+        check(lib.cblob_blob_to_proto_file_with(self._h, int32_arg(flags, "flags"), path_bytes(path)), io=(path, "write"))
+
+    def to_npy(self, part: Part = Part.DATA) -> bytes:
+        """Writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
+        padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
+        two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the
+        host copy, as Blob.to_proto does.
+        """
+        return read_bytes(lib.cblob_blob_to_npy, self._h, int32_arg(part, "part"))
+
+    def save_npy(self, path: str | os.PathLike[str], part: Part = Part.DATA) -> None:
+        """Writes Blob.to_npy's bytes to a file, atomically as every file is written."""
+        check(lib.cblob_blob_to_npy_file(self._h, int32_arg(part, "part"), path_bytes(path)), io=(path, "write"))
 
     def gpu_ptr(self, part: Part = Part.DATA) -> int:
         """A read-only device pointer to data or diff (Caffe's gpu_data / gpu_diff): allocates and
@@ -451,7 +485,7 @@ class _BlobMethods:
         on it in the device's primary context runs first (the DLPack section says more).
         """
         out = c_void_p()
-        check(lib.cblob_blob_gpu_ptr(self._h, part, out))
+        check(lib.cblob_blob_gpu_ptr(self._h, int32_arg(part, "part"), out))
         return out.value or 0
 
     def mutable_gpu_ptr(self, part: Part = Part.DATA) -> int:
@@ -462,7 +496,7 @@ class _BlobMethods:
         cblob uses the blob again.
         """
         out = c_void_p()
-        check(lib.cblob_blob_mutable_gpu_ptr(self._h, part, out))
+        check(lib.cblob_blob_mutable_gpu_ptr(self._h, int32_arg(part, "part"), out))
         return out.value or 0
 
     def async_push(self, part: Part = Part.DATA) -> None:
@@ -472,7 +506,7 @@ class _BlobMethods:
         may only be used by work queued on the same stream. A host buffer allocated in GPU mode is
         pinned, so the copy overlaps with the caller's work.
         """
-        check(lib.cblob_blob_async_push(self._h, part))
+        check(lib.cblob_blob_async_push(self._h, int32_arg(part, "part")))
 
     @classmethod
     def tensor(cls, dims: Sequence[int], dtype: DType = DType.FLOAT32, *, context: Context | None = None) -> Blob:
@@ -490,42 +524,42 @@ class _BlobMethods:
     def vector(cls, size: int, dtype: DType = DType.FLOAT32, *, context: Context | None = None) -> Blob:
         """Creates the NeoML vector blob (size, 1, 1, 1, 1, 1, 1): the size is the BatchLength, as in NeoML."""
         context = _context.context_or_default(context)
-        return cls._created(lambda out: lib.cblob_blob_create_vector(context._h, dtype_code(dtype), size, out), context)
+        return cls._created(lambda out: lib.cblob_blob_create_vector(context._h, dtype_code(dtype), int64_arg(size, "size"), out), context)
 
     @classmethod
     def matrix(cls, height: int, width: int, dtype: DType = DType.FLOAT32, *, context: Context | None = None) -> Blob:
         """Creates the NeoML matrix blob (height, width, 1, 1, 1, 1, 1): BatchLength = height, BatchWidth = width."""
         context = _context.context_or_default(context)
-        return cls._created(lambda out: lib.cblob_blob_create_matrix(context._h, dtype_code(dtype), height, width, out), context)
+        return cls._created(lambda out: lib.cblob_blob_create_matrix(context._h, dtype_code(dtype), int64_arg(height, "height"), int64_arg(width, "width"), out), context)
 
     @classmethod
     def data_blob(cls, batch_length: int, batch_width: int, channels: int, dtype: DType = DType.FLOAT32, *, context: Context | None = None) -> Blob:
         """Creates (batch_length, batch_width, 1, 1, 1, 1, channels), NeoML's CreateDataBlob."""
         context = _context.context_or_default(context)
-        return cls._created(lambda out: lib.cblob_blob_create_data(context._h, dtype_code(dtype), batch_length, batch_width, channels, out), context)
+        return cls._created(lambda out: lib.cblob_blob_create_data(context._h, dtype_code(dtype), int64_arg(batch_length, "batch_length"), int64_arg(batch_width, "batch_width"), int64_arg(channels, "channels"), out), context)
 
     @classmethod
     def list_blob(cls, batch_length: int, batch_width: int, list_size: int, channels: int, dtype: DType = DType.FLOAT32, *, context: Context | None = None) -> Blob:
         """Creates (batch_length, batch_width, list_size, 1, 1, 1, channels), NeoML's CreateListBlob."""
         context = _context.context_or_default(context)
-        return cls._created(lambda out: lib.cblob_blob_create_list(context._h, dtype_code(dtype), batch_length, batch_width, list_size, channels, out), context)
+        return cls._created(lambda out: lib.cblob_blob_create_list(context._h, dtype_code(dtype), int64_arg(batch_length, "batch_length"), int64_arg(batch_width, "batch_width"), int64_arg(list_size, "list_size"), int64_arg(channels, "channels"), out), context)
 
     @classmethod
     def image2d(cls, batch_length: int, batch_width: int, height: int, width: int, channels: int, dtype: DType = DType.FLOAT32, *, context: Context | None = None) -> Blob:
         """Creates (batch_length, batch_width, 1, height, width, 1, channels), NeoML's Create2DImageBlob."""
         context = _context.context_or_default(context)
-        return cls._created(lambda out: lib.cblob_blob_create_image2d(context._h, dtype_code(dtype), batch_length, batch_width, height, width, channels, out), context)
+        return cls._created(lambda out: lib.cblob_blob_create_image2d(context._h, dtype_code(dtype), int64_arg(batch_length, "batch_length"), int64_arg(batch_width, "batch_width"), int64_arg(height, "height"), int64_arg(width, "width"), int64_arg(channels, "channels"), out), context)
 
     @classmethod
     def image3d(cls, batch_length: int, batch_width: int, height: int, width: int, depth: int, channels: int, dtype: DType = DType.FLOAT32, *, context: Context | None = None) -> Blob:
         """Creates (batch_length, batch_width, 1, height, width, depth, channels), NeoML's Create3DImageBlob."""
         context = _context.context_or_default(context)
-        return cls._created(lambda out: lib.cblob_blob_create_image3d(context._h, dtype_code(dtype), batch_length, batch_width, height, width, depth, channels, out), context)
+        return cls._created(lambda out: lib.cblob_blob_create_image3d(context._h, dtype_code(dtype), int64_arg(batch_length, "batch_length"), int64_arg(batch_width, "batch_width"), int64_arg(height, "height"), int64_arg(width, "width"), int64_arg(depth, "depth"), int64_arg(channels, "channels"), out), context)
 
     def dim(self, dim: Dim) -> int:
         """The size of a named axis of a 7-axis blob: a cblob_dim, or -7 to -1 counting from the end (-1 is Channels; NeoML's TBlobDim is 0 to 6 only)."""
         out = c_int64()
-        check(lib.cblob_blob_dim(self._h, dim, out))
+        check(lib.cblob_blob_dim(self._h, int32_arg(dim, "dim"), out))
         return out.value
 
     @property
@@ -587,7 +621,7 @@ class _BlobMethods:
         the window's BatchLength: a size of 0 fails there). A parent with no axes is
         Status.SHAPE.
         """
-        return _blob.Window._created(lambda out: lib.cblob_window_create(self._h, size, out), self._context)
+        return _blob.Window._created(lambda out: lib.cblob_window_create(self._h, int64_arg(size, "size"), out), self._context)
 
     @property
     def is_window(self) -> bool:
@@ -601,7 +635,7 @@ class _BlobMethods:
         "Conversions"); the shapes must be equal (NeoML's CopyFrom(blob), which also allows no
         conversion). Runs where the blob's part is current.
         """
-        check(lib.cblob_blob_convert_from(self._h, source._h, part))
+        check(lib.cblob_blob_convert_from(self._h, source._h, int32_arg(part, "part")))
 
     def convert_from_truncating(self, source: Blob, part: Part = Part.DATA) -> None:
         """Blob.convert_from with NeoML's rule from a float type to an integer type: the
@@ -613,7 +647,7 @@ class _BlobMethods:
         cast rounds so too), between integer types saturated. Shapes, overlap and where it runs are
         those of Blob.convert_from.
         """
-        check(lib.cblob_blob_convert_from_truncating(self._h, source._h, part))
+        check(lib.cblob_blob_convert_from_truncating(self._h, source._h, int32_arg(part, "part")))
 
     def deep_copy(self) -> Blob:
         """A new, independent blob with the blob's dtype, shape, data and diff (NeoML's GetCopy;
@@ -626,7 +660,7 @@ class _BlobMethods:
         GetTransposed; NeoML blobs have no diff). Any pair of axes of any blob; a negative axis counts from the end. Equal
         axes give a deep copy, as in NeoML.
         """
-        return _blob.Blob._created(lambda out: lib.cblob_blob_transposed(self._h, axis1, axis2, out), self._context)
+        return _blob.Blob._created(lambda out: lib.cblob_blob_transposed(self._h, int32_arg(axis1, "axis1"), int32_arg(axis2, "axis2"), out), self._context)
 
     def transpose_from(self, source: Blob, axis1: int, axis2: int, part: Part = Part.DATA) -> None:
         """Writes source's data or diff with axes axis1 and axis2 (of source) swapped into the blob's
@@ -636,7 +670,7 @@ class _BlobMethods:
         size. Equal axes copy, as NeoML's CopyFrom does (a copy from the very same range is a
         no-op).
         """
-        check(lib.cblob_blob_transpose_from(self._h, source._h, part, axis1, axis2))
+        check(lib.cblob_blob_transpose_from(self._h, source._h, int32_arg(part, "part"), int32_arg(axis1, "axis1"), int32_arg(axis2, "axis2")))
 
     def merge(self, inputs: Sequence[Blob], axis: int, part: Part = Part.DATA) -> None:
         """Writes the concatenation of the inputs' data or diff along `axis` into the blob (NeoML's
@@ -647,7 +681,7 @@ class _BlobMethods:
         of inputs (NeoML's math engines take at most 32, MaxBlobDescs).
         """
         inputs_len, inputs_ptr = handle_array(inputs)
-        check(lib.cblob_blob_merge(self._h, part, axis, inputs_len, inputs_ptr))
+        check(lib.cblob_blob_merge(self._h, int32_arg(part, "part"), int32_arg(axis, "axis"), inputs_len, inputs_ptr))
 
     def split(self, outputs: Sequence[Blob], axis: int, part: Part = Part.DATA) -> None:
         """Cuts the blob's data or diff along `axis` into the outputs, in order (NeoML's SplitByDim,
@@ -656,7 +690,7 @@ class _BlobMethods:
         other.
         """
         outputs_len, outputs_ptr = handle_array(outputs)
-        check(lib.cblob_blob_split(self._h, part, axis, outputs_len, outputs_ptr))
+        check(lib.cblob_blob_split(self._h, int32_arg(part, "part"), int32_arg(axis, "axis"), outputs_len, outputs_ptr))
 
     def merge_objects(self, inputs: Sequence[Blob], part: Part = Part.DATA) -> None:
         """Joins whole objects (NeoML's MergeByObject): for each object, the blob's object is the
@@ -665,44 +699,51 @@ class _BlobMethods:
         blob's; their Height, Width, Depth and Channels may differ.
         """
         inputs_len, inputs_ptr = handle_array(inputs)
-        check(lib.cblob_blob_merge_objects(self._h, part, inputs_len, inputs_ptr))
+        check(lib.cblob_blob_merge_objects(self._h, int32_arg(part, "part"), inputs_len, inputs_ptr))
 
     def split_objects(self, outputs: Sequence[Blob], part: Part = Part.DATA) -> None:
         """Cuts each object of the blob into the outputs' objects, in order (NeoML's SplitByObject), with the rules of Blob.merge_objects."""
         outputs_len, outputs_ptr = handle_array(outputs)
-        check(lib.cblob_blob_split_objects(self._h, part, outputs_len, outputs_ptr))
+        check(lib.cblob_blob_split_objects(self._h, int32_arg(part, "part"), outputs_len, outputs_ptr))
 
     def fill(self, value: float, part: Part = Part.DATA) -> None:
         """Sets every element of data or diff to value (NeoML's Fill). For an integer blob the value
         must be an integer in the dtype's range; for float32 it is rounded to the nearest float
         and must not be finite beyond float32's range. Infinities and NaN fill float blobs.
         """
-        check(lib.cblob_blob_fill(self._h, part, value))
+        check(lib.cblob_blob_fill(self._h, int32_arg(part, "part"), value))
 
     def fill_object(self, index: int, value: float, part: Part = Part.DATA) -> None:
         """Sets every element of one object of a 7-axis blob to value (NeoML's FillObject), with the value rules of Blob.fill."""
-        check(lib.cblob_blob_fill_object(self._h, part, index, value))
+        check(lib.cblob_blob_fill_object(self._h, int32_arg(part, "part"), int64_arg(index, "index"), value))
 
     def clear(self, part: Part = Part.DATA) -> None:
         """Sets every element of data or diff to zero (NeoML's Clear)."""
-        check(lib.cblob_blob_clear(self._h, part))
+        check(lib.cblob_blob_clear(self._h, int32_arg(part, "part")))
 
     def clear_object(self, index: int, part: Part = Part.DATA) -> None:
         """Sets one object of a 7-axis blob to zero (NeoML's ClearObject)."""
-        check(lib.cblob_blob_clear_object(self._h, part, index))
+        check(lib.cblob_blob_clear_object(self._h, int32_arg(part, "part"), int64_arg(index, "index")))
 
     def add(self, source: Blob, part: Part = Part.DATA) -> None:
         """Adds source's data or diff to the blob's, element by element (NeoML's Add). The dtypes and
         shapes must be equal (NeoML checks neither). Integers wrap modulo 2^32; a blob may be added
         to itself.
         """
-        check(lib.cblob_blob_add(self._h, source._h, part))
+        check(lib.cblob_blob_add(self._h, source._h, int32_arg(part, "part")))
 
 
 class _ModelMethods:
     """Model's generated methods."""
 
     __slots__ = ()
+    if TYPE_CHECKING:  # what Model, which derives from the table, provides
+        _h: Any
+        _context: Context
+
+        @classmethod
+        def _created(cls, create: Callable[[c_void_p], int], context: Context,
+                     io: tuple[Any, str] | None = None) -> Any: ...
 
     @classmethod
     def new(cls, name: str | None = None, format: NetFormat = NetFormat.V2, *, context: Context | None = None) -> Model:
@@ -711,7 +752,7 @@ class _ModelMethods:
         its layers' types must be LayerType names ("CONVOLUTION") or numbers.
         """
         context = _context.context_or_default(context)
-        return cls._created(lambda out: lib.cblob_model_create(context._h, format, text_bytes(name), out), context)
+        return cls._created(lambda out: lib.cblob_model_create(context._h, int32_arg(format, "format"), text_bytes(name, "name"), out), context)
 
     @classmethod
     def from_bytes(cls, data: bytes, *, context: Context | None = None) -> Model:
@@ -731,24 +772,26 @@ class _ModelMethods:
         return cls._created(lambda out: lib.cblob_model_open(context._h, data, len(data), out), context)
 
     @classmethod
-    def open_file(cls, path: str | os.PathLike, *, context: Context | None = None) -> Model:
+    def open_file(cls, path: str | os.PathLike[str], *, context: Context | None = None) -> Model:
         """Reads a .caffemodel file as Model.from_bytes does, as a snapshot (the section's
-        introduction). Each part of the file's bytes is released as soon as it is read, so loading
-        peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
-        blobs; bench/model_memory.sh).
+        introduction). The file is read once, as the walk over it needs it: its structure into
+        memory let go of behind the walk, its values straight into the arrays its blobs keep, so
+        loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
+        ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
         """
         context = _context.context_or_default(context)
-        return cls._created(lambda out: lib.cblob_model_open_file(context._h, path_bytes(path), out), context)
+        return cls._created(lambda out: lib.cblob_model_open_file(context._h, path_bytes(path), out), context, io=(path, "read"))
 
     @classmethod
-    def open_file_lazy(cls, path: str | os.PathLike, *, context: Context | None = None) -> Model:
+    def open_file_lazy(cls, path: str | os.PathLike[str], *, context: Context | None = None) -> Model:
         """Opens a .caffemodel file reading only its structure: layer names and types, and the shape,
         dtype and count of every blob, are available at once, while each blob's values stay in the
         file until first accessed (Model.layer_blob, cblob_model_layer_blob_read, a save or an
         export), when that blob's bytes alone are read, straight into its storage. A model of large
         blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
         docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
-        model is destroyed. Every access checks that it is still the file that was opened: when its
+        model is destroyed, with the folder its path named (so changing the working folder changes
+        nothing). Every access checks that it is still the file that was opened: when its
         size, modification or change time, device or inode differ (the file was rewritten, replaced
         or truncated), the access fails with Status.IO ("... changed while it was read"), rather than mix
         two versions of the file; the values read before stay valid. Malformed files are refused as
@@ -756,7 +799,7 @@ class _ModelMethods:
         Model.open_file's: every call takes it.
         """
         context = _context.context_or_default(context)
-        return cls._created(lambda out: lib.cblob_model_open_file_lazy(context._h, path_bytes(path), out), context)
+        return cls._created(lambda out: lib.cblob_model_open_file_lazy(context._h, path_bytes(path), out), context, io=(path, "read"))
 
     @property
     def format(self) -> NetFormat:
@@ -782,7 +825,7 @@ class _ModelMethods:
     def find_layer(self, name: str) -> int:
         """The index of the first layer with the given name, or -1 when none has it."""
         out = c_int64()
-        check(lib.cblob_model_find_layer(self._h, text_bytes(name), out))
+        check(lib.cblob_model_find_layer(self._h, text_bytes(name, "name"), out))
         return out.value
 
     def layer_blob(self, layer: int, index: int) -> Blob:
@@ -791,7 +834,7 @@ class _ModelMethods:
         changes made through it are what the model saves. The model makes a blob's handle on its
         first access (safe from several threads), which may fail for memory.
         """
-        return _blob.Blob._created(lambda out: lib.cblob_model_layer_blob(self._h, layer, index, out), self._context)
+        return _blob.Blob._created(lambda out: lib.cblob_model_layer_blob(self._h, int64_arg(layer, "layer"), int64_arg(index, "index"), out), self._context)
 
     def to_bytes(self, *, write_diff: bool = False) -> bytes:
         """Serializes the model as a NetParameter in its format. A model opened from bytes or a file
@@ -804,24 +847,26 @@ class _ModelMethods:
         """
         return read_bytes(lib.cblob_model_to_proto, self._h, int(bool(write_diff)))
 
-    def save(self, path: str | os.PathLike, *, write_diff: bool = False) -> None:
+    def save(self, path: str | os.PathLike[str], *, write_diff: bool = False) -> None:
         """Writes the model as a .caffemodel file, as Model.to_bytes does, by the rules for
         writing a file in the section's introduction.
         """
-        check(lib.cblob_model_to_proto_file(self._h, int(bool(write_diff)), path_bytes(path)))
+        check(lib.cblob_model_to_proto_file(self._h, int(bool(write_diff)), path_bytes(path)), io=(path, "write"))
 
     def bottoms(self, layer: int) -> list[str]:
         """The names of a layer's bottoms (its input blobs), in order.
     
-        One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
-        layer's fields: a layer of k bottoms takes O(k) per call.
+        One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
+        about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
+        layer's fields; the index, kept with the model, holds a copy of those fields and of each
+        name, and 8 bytes a name); later calls take O(1).
         """
         count, out = c_int64(), c_char_p()
-        check(lib.cblob_model_layer_num_bottoms(self._h, layer, count))
+        check(lib.cblob_model_layer_num_bottoms(self._h, int64_arg(layer, "layer"), count))
         items = []
         for i in range(count.value):
-            check(lib.cblob_model_layer_bottom(self._h, layer, i, out))
-            items.append(out.value.decode("utf-8", "replace"))
+            check(lib.cblob_model_layer_bottom(self._h, int64_arg(layer, "layer"), i, out))
+            items.append((out.value or b"").decode("utf-8", "replace"))
         return items
 
     def tops(self, layer: int) -> list[str]:
@@ -830,11 +875,11 @@ class _ModelMethods:
         One of a layer's tops, as Model.bottoms.
         """
         count, out = c_int64(), c_char_p()
-        check(lib.cblob_model_layer_num_tops(self._h, layer, count))
+        check(lib.cblob_model_layer_num_tops(self._h, int64_arg(layer, "layer"), count))
         items = []
         for i in range(count.value):
-            check(lib.cblob_model_layer_top(self._h, layer, i, out))
-            items.append(out.value.decode("utf-8", "replace"))
+            check(lib.cblob_model_layer_top(self._h, int64_arg(layer, "layer"), i, out))
+            items.append((out.value or b"").decode("utf-8", "replace"))
         return items
 
     def phase(self, layer: int) -> Phase:
@@ -842,10 +887,10 @@ class _ModelMethods:
         V1). A value other than TRAIN or TEST is written as the file has it (the last one).
         """
         out = c_int32()
-        check(lib.cblob_model_layer_phase(self._h, layer, out))
+        check(lib.cblob_model_layer_phase(self._h, int64_arg(layer, "layer"), out))
         return Phase(out.value)
 
-    def params_json(self, layer: int, flags: JsonFlags = 0) -> str:
+    def params_json(self, layer: int, flags: JsonFlags | int = 0) -> str:
         """A layer's parameters as a JSON object: every field of the layer other than name, type,
         bottom, top, phase, param, include, exclude and blobs, by Caffe's field name
         ("convolution_param": {"num_output": 96, "kernel_size": [11]}, "loss_weight": [1]), rendered
@@ -856,27 +901,27 @@ class _ModelMethods:
         fields of the messages present that the file leaves out appear with their defaults. Text
         convention of Blob.shape_string.
         """
-        return read_text(lib.cblob_model_layer_params_json, self._h, layer, int(flags))
+        return read_text(lib.cblob_model_layer_params_json, self._h, int64_arg(layer, "layer"), int32_arg(flags, "flags"))
 
-    def layer_json(self, layer: int, flags: JsonFlags = 0) -> str:
+    def layer_json(self, layer: int, flags: JsonFlags | int = 0) -> str:
         """A layer as the JSON object `cblob inspect --json` (schema 2) lists it: name, type, bottoms,
         tops, phase ("TRAIN", "TEST" or null), include and exclude (NetStateRule objects), param
         (ParamSpec objects), params (Model.params_json) and blobs ({"shape", "count",
         "dtype", "has_diff"} each). docs/inspect-schema-2.json describes it. Text convention of
         Blob.shape_string.
         """
-        return read_text(lib.cblob_model_layer_json, self._h, layer, int(flags))
+        return read_text(lib.cblob_model_layer_json, self._h, int64_arg(layer, "layer"), int32_arg(flags, "flags"))
 
     def blob_shape(self, layer: int, index: int) -> tuple[int, ...]:
         """A blob's shape, as Blob.shape gives it, without making its handle."""
         dims, num_axes = (c_int64 * MAX_AXES)(), c_int32()
-        check(lib.cblob_model_layer_blob_shape(self._h, layer, index, MAX_AXES, dims, num_axes))
+        check(lib.cblob_model_layer_blob_shape(self._h, int64_arg(layer, "layer"), int64_arg(index, "index"), MAX_AXES, dims, num_axes))
         return tuple(dims[:num_axes.value])
 
     def blob_dtype(self, layer: int, index: int) -> DType:
         """A blob's dtype (float64 when the file holds double_data, else float32), without making its handle."""
         out = c_int32()
-        check(lib.cblob_model_layer_blob_dtype(self._h, layer, index, out))
+        check(lib.cblob_model_layer_blob_dtype(self._h, int64_arg(layer, "layer"), int64_arg(index, "index"), out))
         return DType(out.value)
 
     def blob_has_diff(self, layer: int, index: int) -> bool:
@@ -884,10 +929,10 @@ class _ModelMethods:
         accessed; else 0. Makes no handle.
         """
         out = c_int32()
-        check(lib.cblob_model_layer_blob_has_diff(self._h, layer, index, out))
+        check(lib.cblob_model_layer_blob_has_diff(self._h, int64_arg(layer, "layer"), int64_arg(index, "index"), out))
         return bool(out.value)
 
-    def to_safetensors(self, flags: ExportFlags = 0) -> bytes:
+    def to_safetensors(self, flags: ExportFlags | int = 0) -> bytes:
         """Exports the model's blobs as safetensors: an 8-byte little-endian header length, a JSON
         header ({"<key>": {"dtype", "shape", "data_offsets"}}, padded with spaces to 8 bytes), then
         the data, each tensor aligned to 8 bytes. "__metadata__" holds "name" (the net's), "format"
@@ -904,13 +949,13 @@ class _ModelMethods:
         at layer 3; names that differ only in bytes that are not UTF-8) are Status.INVALID_ARGUMENT
         naming both layers: nothing is dropped. Streams: memory stays small whatever the model's size.
         """
-        return read_bytes(lib.cblob_model_to_safetensors, self._h, int(flags))
+        return read_bytes(lib.cblob_model_to_safetensors, self._h, int32_arg(flags, "flags"))
 
-    def save_safetensors(self, path: str | os.PathLike, flags: ExportFlags = 0) -> None:
+    def save_safetensors(self, path: str | os.PathLike[str], flags: ExportFlags | int = 0) -> None:
         """Writes Model.to_safetensors's bytes to a file, atomically as model files are written."""
-        check(lib.cblob_model_to_safetensors_file(self._h, int(flags), path_bytes(path)))
+        check(lib.cblob_model_to_safetensors_file(self._h, int32_arg(flags, "flags"), path_bytes(path)), io=(path, "write"))
 
-    def to_npz(self, flags: ExportFlags = 0) -> bytes:
+    def to_npz(self, flags: ExportFlags | int = 0) -> bytes:
         """Exports the model's blobs as a NumPy .npz (what numpy.savez writes: a zip of stored, not
         compressed, .npy members; Zip64 past 4 GiB), keys `<layer>/<index>` (pycaffe's
         net.params[layer][index]), diffs with ExportFlags.DIFF as `<layer>/<index>/diff`. Members
@@ -918,11 +963,11 @@ class _ModelMethods:
         unique as Model.to_safetensors's are; a member name over 65,535 bytes (zip's limit) is
         Status.INVALID_ARGUMENT, never cut.
         """
-        return read_bytes(lib.cblob_model_to_npz, self._h, int(flags))
+        return read_bytes(lib.cblob_model_to_npz, self._h, int32_arg(flags, "flags"))
 
-    def save_npz(self, path: str | os.PathLike, flags: ExportFlags = 0) -> None:
+    def save_npz(self, path: str | os.PathLike[str], flags: ExportFlags | int = 0) -> None:
         """Writes Model.to_npz's bytes to a file, atomically as model files are written."""
-        check(lib.cblob_model_to_npz_file(self._h, int(flags), path_bytes(path)))
+        check(lib.cblob_model_to_npz_file(self._h, int32_arg(flags, "flags"), path_bytes(path)), io=(path, "write"))
 
     def torch_unmapped(self) -> list[int]:
         """The layers with blobs that ExportFlags.TORCH_NAMES cannot name (their type has no PyTorch
@@ -948,16 +993,16 @@ class _ModelMethods:
         return cls._created(lambda out: lib.cblob_model_open_safetensors(context._h, data, len(data), out), context)
 
     @classmethod
-    def open_safetensors_file(cls, path: str | os.PathLike, *, context: Context | None = None) -> Model:
+    def open_safetensors_file(cls, path: str | os.PathLike[str], *, context: Context | None = None) -> Model:
         """Reads a .safetensors file as Model.open_safetensors does."""
         context = _context.context_or_default(context)
-        return cls._created(lambda out: lib.cblob_model_open_safetensors_file(context._h, path_bytes(path), out), context)
+        return cls._created(lambda out: lib.cblob_model_open_safetensors_file(context._h, path_bytes(path), out), context, io=(path, "read"))
 
     @classmethod
     def open_npz(cls, data: bytes, *, context: Context | None = None) -> Model:
         """Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
         into a new V2 model: keys `<layer>/<index>` and `<layer>/<index>/diff`, .npy members of
-        dtype <f4, <f8, <i4 or <u4 in C order (cblob_file_open converts the other .npy dtypes when
+        dtype <f4, <f8, <i4 or <u4 in C order (File.open converts the other .npy dtypes when
         asked). Each member's CRC-32 is checked, as NumPy checks it. Another key, dtype, a
         Fortran-order array, a corrupt member, a blob index past the layer's members (a gap) or no
         bytes at all (an empty archive is its 22-byte end record) is Status.PARSE naming the
@@ -968,10 +1013,10 @@ class _ModelMethods:
         return cls._created(lambda out: lib.cblob_model_open_npz(context._h, data, len(data), out), context)
 
     @classmethod
-    def open_npz_file(cls, path: str | os.PathLike, *, context: Context | None = None) -> Model:
+    def open_npz_file(cls, path: str | os.PathLike[str], *, context: Context | None = None) -> Model:
         """Reads a .npz file as Model.open_npz does."""
         context = _context.context_or_default(context)
-        return cls._created(lambda out: lib.cblob_model_open_npz_file(context._h, path_bytes(path), out), context)
+        return cls._created(lambda out: lib.cblob_model_open_npz_file(context._h, path_bytes(path), out), context, io=(path, "read"))
 
     def replace_blobs(self, weights: Model) -> None:
         """Net surgery: for each layer of `weights` (from Model.open_npz or _safetensors, or any
@@ -988,15 +1033,111 @@ class _ModelMethods:
         """
         check(lib.cblob_model_replace_blobs(self._h, weights._h))
 
+    def replace_blobs_with(self, weights: Model, flags: ReplaceFlags | int = 0) -> int:
+        """Model.replace_blobs that reports what it kept: returns how many of the model's blobs kept their values because the weights have none for them.
+    
+        Model.replace_blobs with flags (cblob_replace_flags' bits), counting into out_kept the
+        model's blobs that kept their values because the weights have none for them (0 when every
+        blob was replaced). With ReplaceFlags.ALL such a blob is a mismatch: the message lists each
+        (layer, blob index) among the other mismatches and nothing changes.
+        """
+        out = c_int64()
+        check(lib.cblob_model_replace_blobs_with(self._h, weights._h, int32_arg(flags, "flags"), out))
+        return out.value
+
+    def save_npy_folder(self, folder: str | os.PathLike[str], flags: ExportFlags | int = 0) -> int:
+        """Writes every blob of the model into folder (made when missing) as a .npy folder (the
+        section's introduction), the diffs too with ExportFlags.DIFF, and counts the .npy files
+        written into out_num_files. index.json's "source" is null. Streams: memory stays small
+        whatever the model's size; everything is synced once at the end.
+        """
+        out = c_int64()
+        check(lib.cblob_model_to_npy_folder(self._h, int32_arg(flags, "flags"), path_bytes(folder), out), io=(folder, "folder"))
+        return out.value
+
+
+class _FileMethods:
+    """File's generated methods."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:  # what File, which derives from the table, provides
+        _h: Any
+        _context: Context
+
+        @classmethod
+        def _created(cls, create: Callable[[c_void_p], int], context: Context,
+                     io: tuple[Any, str] | None = None) -> Any: ...
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, context: Context | None = None, flags: OpenFlags | int = 0, dtype: DType | None = None) -> File:
+        """Opens the file or folder at path, whatever it holds (the section's introduction), opening and
+        reading it once: its kind is told from its first bytes, and the reader of that kind goes on
+        from there. Files are read as every reader reads them: a snapshot, with pread, never mapped
+        (Model.open_file's memory bounds hold). flags is 0 or cblob_open_flags' bits. dtype
+        0 keeps every .npy value's own dtype (which must be one a blob holds); a dtype converts .npy
+        values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
+        that no reader takes is Status.PARSE saying what it is; a missing or unreadable path, or
+        one that is neither a regular file nor a folder, is Status.IO.
+        """
+        context = _context.context_or_default(context)
+        return cls._created(lambda out: lib.cblob_file_open(context._h, path_bytes(path), int32_arg(flags, "flags"), 0 if dtype is None else dtype_code(dtype), out), context, io=(path, "any"))
+
+    @classmethod
+    def open_fd(cls, fd: int, name: str | None = None, *, context: Context | None = None, flags: OpenFlags | int = 0, dtype: DType | None = None) -> File:
+        """File.open for what a descriptor the caller owns holds, from its current offset to its
+        end (standard input, say): a regular file is read as a snapshot and its offset moves to its
+        end; a pipe, a terminal or a socket is read until end of file. The descriptor is never closed.
+        name (may be NULL: "the descriptor") is how messages name it. OpenFlags.LAZY does nothing
+        here, and a folder is refused.
+        """
+        context = _context.context_or_default(context)
+        return cls._created(lambda out: lib.cblob_file_open_fd(context._h, int32_arg(fd, "fd"), text_bytes(name, "name"), int32_arg(flags, "flags"), 0 if dtype is None else dtype_code(dtype), out), context)
+
+    @property
+    def kind(self) -> FileKind:
+        """What the file holds."""
+        out = c_int32()
+        check(lib.cblob_file_get_kind(self._h, out))
+        return FileKind(out.value)
+
+    @property
+    def num_blobs(self) -> int:
+        """The number of blobs of a BlobProto (1), a BlobProtoVector or a .npy file (1); a file holding a model is Status.STATE."""
+        out = c_int64()
+        check(lib.cblob_file_num_blobs(self._h, out))
+        return out.value
+
+    def blob(self, index: int) -> Blob:
+        """Blob `index` of a file of blobs, as a new holder of it: destroy it with cblob_blob_destroy
+        (the file keeps its own hold). A file holding a model is Status.STATE.
+        """
+        return _blob.Blob._created(lambda out: lib.cblob_file_blob(self._h, int64_arg(index, "index"), out), self._context)
+
+    def save_npy_folder(self, folder: str | os.PathLike[str], flags: ExportFlags | int = 0) -> int:
+        """Model.save_npy_folder for whatever the file holds: a model's blobs, or a file of blobs as
+        `blob_<index>.npy`. index.json's "source" is the path or name the file was opened by, and its
+        "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
+        """
+        out = c_int64()
+        check(lib.cblob_file_to_npy_folder(self._h, int32_arg(flags, "flags"), path_bytes(folder), out), io=(folder, "folder"))
+        return out.value
+
 
 class _WindowMethods:
     """Window's generated methods."""
 
     __slots__ = ()
+    if TYPE_CHECKING:  # what Window, which derives from the table, provides
+        _h: Any
+        _context: Context
+
+        @classmethod
+        def _created(cls, create: Callable[[c_void_p], int], context: Context,
+                     io: tuple[Any, str] | None = None) -> Any: ...
 
     def shift(self, delta: int) -> None:
         """Moves the window by delta rows (NeoML's ShiftParentPos), with the bounds and rules of Window.position."""
-        check(lib.cblob_window_shift(self._h, delta))
+        check(lib.cblob_window_shift(self._h, int64_arg(delta, "delta")))
 
     @property
     def position(self) -> int:
@@ -1004,23 +1145,6 @@ class _WindowMethods:
         out = c_int64()
         check(lib.cblob_window_position(self._h, out))
         return out.value
-
-    @property
-    def window_size(self) -> int:
-        """The number of parent rows the window views."""
-        out = c_int64()
-        check(lib.cblob_window_size(self._h, out))
-        return out.value
-
-    @property
-    def parent(self) -> Blob:
-        """The blob the window views (NeoML's GetParent), with a new hold for the caller."""
-        return _blob.Blob._created(lambda out: lib.cblob_window_parent(self._h, out), self._context)
-
-    @property
-    def owner(self) -> Blob:
-        """The first blob up the chain of parents that is not a window (NeoML's GetOwner), with a new hold for the caller."""
-        return _blob.Blob._created(lambda out: lib.cblob_window_owner(self._h, out), self._context)
 
     @position.setter
     def position(self, position: int) -> None:
@@ -1032,7 +1156,14 @@ class _WindowMethods:
         dims it was created with and places itself by them. A parent that now has no axes is
         Status.SHAPE, and the window stays where it was.
         """
-        check(lib.cblob_window_set_position(self._h, position))
+        check(lib.cblob_window_set_position(self._h, int64_arg(position, "position")))
+
+    @property
+    def window_size(self) -> int:
+        """The number of parent rows the window views."""
+        out = c_int64()
+        check(lib.cblob_window_size(self._h, out))
+        return out.value
 
     @window_size.setter
     def window_size(self, size: int) -> None:
@@ -1040,7 +1171,17 @@ class _WindowMethods:
         the parent's first dimension, and 0 is allowed. Like set_position, it re-attaches to the
         parent and takes its current shape.
         """
-        check(lib.cblob_window_set_size(self._h, size))
+        check(lib.cblob_window_set_size(self._h, int64_arg(size, "size")))
+
+    @property
+    def parent(self) -> Blob:
+        """The blob the window views (NeoML's GetParent), with a new hold for the caller."""
+        return _blob.Blob._created(lambda out: lib.cblob_window_parent(self._h, out), self._context)
+
+    @property
+    def owner(self) -> Blob:
+        """The first blob up the chain of parents that is not a window (NeoML's GetOwner), with a new hold for the caller."""
+        return _blob.Blob._created(lambda out: lib.cblob_window_owner(self._h, out), self._context)
 
 
 def version() -> str:
@@ -1058,6 +1199,18 @@ def cpu_features() -> str:
     return lib.cblob_cpu_features().decode("utf-8", "replace")
 
 
+def detect_kind(path: str | os.PathLike[str]) -> FileKind:
+    """Tells what the file or folder at path holds without opening it as a model or blobs, reading
+    at most its first 64 KiB: a Caffe message is told from its first top-level fields (a net's
+    layers, a blob's shape or values, a vector's blobs), the other kinds from their headers. A
+    folder is FileKind.NPY_FOLDER. What File.open would refuse as of no kind it reads is
+    Status.PARSE with the same message.
+    """
+    out = c_int32()
+    check(lib.cblob_file_detect(path_bytes(path), out), io=(path, "any"))
+    return FileKind(out.value)
+
+
 def detect(data: bytes) -> ProtoKind:
     """Tells which Caffe message the bytes hold, from their top-level fields: a NetParameter has
     `layer` (100) or `layers` (2) or another field only a net has; a BlobProto has legacy dims,
@@ -1071,10 +1224,10 @@ def detect(data: bytes) -> ProtoKind:
     return ProtoKind(out.value)
 
 
-def detect_file(path: str | os.PathLike) -> ProtoKind:
+def detect_file(path: str | os.PathLike[str]) -> ProtoKind:
     """Like detect, for a file, read as the other readers read one (the section's introduction)."""
     out = c_int32()
-    check(lib.cblob_proto_detect_file(path_bytes(path), out))
+    check(lib.cblob_proto_detect_file(path_bytes(path), out), io=(path, "read"))
     return ProtoKind(out.value)
 
 
@@ -1082,6 +1235,14 @@ def blob_vector_to_bytes(blobs: Sequence[Blob], *, write_diff: bool = False) -> 
     """Serializes blobs as a BlobProtoVector, each as Blob.to_proto writes it."""
     blobs_len, blobs_ptr = handle_array(blobs)
     return read_bytes(lib.cblob_blob_vector_to_proto, blobs_ptr, blobs_len, int(bool(write_diff)))
+
+
+def save_blob_vector(path: str | os.PathLike[str], blobs: Sequence[Blob], write_diff: bool = False) -> None:
+    """Writes blobs as a BlobProtoVector file, as blob_vector_to_bytes does, by the rules for
+    writing a file in the section's introduction.
+    """
+    blobs_len, blobs_ptr = handle_array(blobs)
+    check(lib.cblob_blob_vector_to_proto_file(blobs_ptr, blobs_len, int(bool(write_diff)), path_bytes(path)), io=(path, "write"))
 
 
 def blob_vector_from_bytes(data: bytes, *, context: Context | None = None) -> list[Blob]:
@@ -1093,6 +1254,20 @@ def blob_vector_from_bytes(data: bytes, *, context: Context | None = None) -> li
     context = _context.context_or_default(context)
     data = bytes(data)
     return read_created(_blob.Blob, context, lib.cblob_blob_vector_from_proto, context._h, data, len(data))
+
+
+def blob_vector_from_file(path: str | os.PathLike[str], *, context: Context | None = None) -> list[Blob]:
+    """Reads a BlobProtoVector file into new blobs, as blob_vector_from_bytes does, reading
+    the file as the section's introduction says.
+    """
+    context = _context.context_or_default(context)
+    return read_created(_blob.Blob, context, lib.cblob_blob_vector_from_proto_file, context._h, path_bytes(path))
+
+
+def save_blob_vector_with(path: str | os.PathLike[str], blobs: Sequence[Blob], flags: ProtoFlags | int = 0) -> None:
+    """save_blob_vector with flags (cblob_proto_flags' bits), for every blob."""
+    blobs_len, blobs_ptr = handle_array(blobs)
+    check(lib.cblob_blob_vector_to_proto_file_with(blobs_ptr, blobs_len, int32_arg(flags, "flags"), path_bytes(path)), io=(path, "write"))
 
 
 def gpu_probe() -> int:
@@ -1122,7 +1297,7 @@ def gpu_device_name(index: int = 0) -> str:
     and its length into out_length. With buffer NULL and buffer_size 0 it only writes the
     length; a buffer too small for the name and its NUL is an error.
     """
-    return read_text(lib.cblob_gpu_device_name, index)
+    return read_text(lib.cblob_gpu_device_name, int32_arg(index, "index"))
 
 
 def gpu_report() -> str:
@@ -1154,4 +1329,4 @@ def kernel_cache_dir() -> str:
 
 from . import _blob, _context  # noqa: E402 (after the tables their classes derive from)
 
-__all__ = ["version", "blas_info", "cpu_features", "detect", "detect_file", "blob_vector_to_bytes", "blob_vector_from_bytes", "gpu_probe", "gpu_versions", "gpu_device_name", "gpu_report", "kernel_cache_mode", "kernel_cache_dir", ]
+__all__ = ["version", "blas_info", "cpu_features", "detect_kind", "detect", "detect_file", "blob_vector_to_bytes", "save_blob_vector", "blob_vector_from_bytes", "blob_vector_from_file", "save_blob_vector_with", "gpu_probe", "gpu_versions", "gpu_device_name", "gpu_report", "kernel_cache_mode", "kernel_cache_dir", ]

@@ -145,6 +145,13 @@ pub const CBLOB_NET_FORMAT_V1: cblob_net_format = 1;
 /// LayerParameter in field `layer` (100), with a string layer type; what Caffe writes today.
 pub const CBLOB_NET_FORMAT_V2: cblob_net_format = 2;
 
+/// Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2).
+pub type cblob_proto_flags = i32;
+/// Write the diff too, as write_diff 1 does.
+pub const CBLOB_PROTO_DIFF: cblob_proto_flags = 1;
+/// Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW.
+pub const CBLOB_PROTO_LEGACY_DIMS: cblob_proto_flags = 2;
+
 /// Caffe's Phase, of a layer or a NetStateRule.
 pub type cblob_phase = i32;
 /// TRAIN.
@@ -864,9 +871,10 @@ extern "C" {
     pub fn cblob_model_open(context: *mut cblob_context, bytes: *const u8, size: usize, out_model: *mut *mut cblob_model) -> cblob_status;
 
     /// Reads a .caffemodel file as cblob_model_open does, as a snapshot (the section's
-    /// introduction). Each part of the file's bytes is released as soon as it is read, so loading
-    /// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
-    /// blobs; bench/model_memory.sh).
+    /// introduction). The file is read once, as the walk over it needs it: its structure into
+    /// memory let go of behind the walk, its values straight into the arrays its blobs keep, so
+    /// loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
+    /// ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
     ///
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     pub fn cblob_model_open_file(context: *mut cblob_context, path: *const c_char, out_model: *mut *mut cblob_model) -> cblob_status;
@@ -877,7 +885,8 @@ extern "C" {
     /// export), when that blob's bytes alone are read, straight into its storage. A model of large
     /// blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
     /// docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
-    /// model is destroyed. Every access checks that it is still the file that was opened: when its
+    /// model is destroyed, with the folder its path named (so changing the working folder changes
+    /// nothing). Every access checks that it is still the file that was opened: when its
     /// size, modification or change time, device or inode differ (the file was rewritten, replaced
     /// or truncated), the access fails with CBLOB_ERR_IO ("... changed while it was read"), rather than mix
     /// two versions of the file; the values read before stay valid. Malformed files are refused as
@@ -962,13 +971,26 @@ extern "C" {
     /// Since ABI 1.0. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
     pub fn cblob_model_to_proto_file(model: *const cblob_model, write_diff: i32, path: *const c_char) -> cblob_status;
 
+    /// cblob_blob_to_proto_file with flags (cblob_proto_flags' bits): the diff too, and the shape
+    /// as Caffe's legacy dims. Written by the same rules as every file.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    pub fn cblob_blob_to_proto_file_with(blob: *mut cblob_blob, flags: i32, path: *const c_char) -> cblob_status;
+
+    /// cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
+    ///
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    pub fn cblob_blob_vector_to_proto_file_with(blobs: *const *mut cblob_blob, num_blobs: i64, flags: i32, path: *const c_char) -> cblob_status;
+
     /// The number of a layer's bottoms (its input blobs' names).
     ///
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     pub fn cblob_model_layer_num_bottoms(model: *const cblob_model, layer: i64, out_count: *mut i64) -> cblob_status;
 
-    /// One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
-    /// layer's fields: a layer of k bottoms takes O(k) per call.
+    /// One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
+    /// about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
+    /// layer's fields; the index, kept with the model, holds a copy of those fields and of each
+    /// name, and 8 bytes a name); later calls take O(1).
     ///
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     pub fn cblob_model_layer_bottom(model: *const cblob_model, layer: i64, index: i64, out_name: *mut *const c_char) -> cblob_status;

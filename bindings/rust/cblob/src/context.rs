@@ -28,6 +28,8 @@ use crate::sys;
 #[derive(Debug)]
 pub struct Context {
     pub(crate) raw: NonNull<sys::cblob_context>,
+    /// The progress callback's entry in progress.rs's table, forgotten when this is dropped.
+    pub(crate) progress: crate::progress::ProgressKey,
 }
 
 // SAFETY: a context handle may be used from any thread (header, Threads: distinct handles may be

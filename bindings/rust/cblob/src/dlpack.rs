@@ -603,6 +603,42 @@ impl Blob {
         }
     }
 
+    /// [`Blob::from_dlpack`] with the stream the tensor is ready on (the one a DLPack consumer
+    /// passes to the producer's `__dlpack__(stream=...)`): for a CUDA tensor the context's
+    /// stream waits for the work queued on `stream` so far, so cblob reads what the producer
+    /// wrote. `stream` is a CUstream or cudaStream_t of the tensor's device; null (or
+    /// CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
+    /// (DLPack's 2) the calling thread's, and the context's own stream ([`Context::stream`])
+    /// adds no wait. A stream of another device or CUDA context is [`Status::InvalidArgument`]
+    /// and the tensor comes back. For a host tensor the stream is not used (it must be ready
+    /// when handed over).
+    ///
+    /// # Safety
+    ///
+    /// For a CUDA tensor, `stream` must be null, 1, 2, or a live stream: the driver is handed it.
+    pub unsafe fn from_dlpack_on_stream(context: &Context, mut tensor: DlpackTensor, stream: *mut c_void) -> std::result::Result<Blob, ImportError<DlpackTensor>> {
+        // SAFETY: as in from_dlpack; the stream is the caller's promise.
+        let result = Blob::created(|out| unsafe { sys::cblob_blob_from_dlpack_on_stream(context.as_ptr(), tensor.as_ptr(), stream, out) });
+        match result {
+            Ok(blob) => Ok(blob.joining(tensor.memory.take(), tensor.into_raw())),
+            Err(error) => Err(ImportError { error, tensor }),
+        }
+    }
+
+    /// [`Blob::from_dlpack_on_stream`] for a legacy `DLManagedTensor`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Blob::from_dlpack_on_stream`].
+    pub unsafe fn from_dlpack_legacy_on_stream(context: &Context, mut tensor: LegacyDlpackTensor, stream: *mut c_void) -> std::result::Result<Blob, ImportError<LegacyDlpackTensor>> {
+        // SAFETY: as in from_dlpack; the stream is the caller's promise.
+        let result = Blob::created(|out| unsafe { sys::cblob_blob_from_dlpack_legacy_on_stream(context.as_ptr(), tensor.as_ptr(), stream, out) });
+        match result {
+            Ok(blob) => Ok(blob.joining(tensor.memory.take(), tensor.into_raw())),
+            Err(error) => Err(ImportError { error, tensor }),
+        }
+    }
+
     /// A blob just made over an imported tensor, which cblob owns now (`_handed_over`: the
     /// pointer the wrapper gave up): its data joins the view tracking of the blob the tensor
     /// was exported from, if any.

@@ -11,13 +11,17 @@ use crate::{sys, Status};
 /// A failed cblob call: the status the C library returned and the message it recorded.
 ///
 /// The message names the C function and says what was wrong, for example
-/// `cblob_blob_create: shape[1] is -3; dimensions cannot be negative`. A few errors come from
-/// this crate rather than the library (a view that would alias a live one, a slice of the wrong
-/// element type); their messages start with `cblob (Rust):`.
+/// `cblob_blob_create: shape[1] is -3; dimensions cannot be negative`; [`Error::function`] and
+/// [`Error::detail`] are its two parts as the library keeps them (never cut out of the text). A
+/// few errors come from this crate rather than the library (a view that would alias a live one, a
+/// slice of the wrong element type); their messages start with `cblob (Rust):` and name no
+/// function.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Error {
     code: sys::cblob_status,
     message: String,
+    function: String,
+    detail: String,
 }
 
 /// `Result<T, cblob::Error>`.
@@ -40,6 +44,17 @@ impl Error {
         &self.message
     }
 
+    /// The public C function whose call failed (`"cblob_model_open_file"`), however deep inside
+    /// the library the failure was found; `""` for an error of this crate's own.
+    pub fn function(&self) -> &str {
+        &self.function
+    }
+
+    /// What went wrong, without the function's name: the message is `"<function>: <detail>"`.
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
+
     /// The C enumerator's name of the status (`"CBLOB_ERR_SHAPE"`).
     pub fn status_name(&self) -> String {
         // SAFETY: cblob_status_name accepts any value and returns a static, NUL-terminated string.
@@ -47,12 +62,13 @@ impl Error {
     }
 
     pub(crate) fn new(status: Status, message: impl Into<String>) -> Error {
-        Error { code: status.raw(), message: format!("cblob (Rust): {}", message.into()) }
+        let detail = message.into();
+        Error { code: status.raw(), message: format!("cblob (Rust): {detail}"), function: String::new(), detail }
     }
 
     /// An error of another library of cblob's (libcblob_mpi) with its own message.
     pub(crate) fn with_message(code: sys::cblob_status, message: String) -> Error {
-        Error { code, message }
+        Error { code, detail: message.clone(), message, function: String::new() }
     }
 
     /// The calling thread's last cblob error. Rust threads are OS threads, so reading it right
@@ -60,10 +76,12 @@ impl Error {
     #[cold]
     #[inline(never)]
     fn last(code: sys::cblob_status) -> Error {
-        // SAFETY: cblob_last_error_message never returns NULL; the text stays valid until this
-        // thread's next failing call, and it is copied before anything else runs here.
-        let message = unsafe { text(sys::cblob_last_error_message()) };
-        Error { code, message }
+        // SAFETY: the three never return NULL; their texts stay valid until this thread's next
+        // failing call, and they are copied before anything else runs here.
+        let (message, function, detail) = unsafe {
+            (text(sys::cblob_last_error_message()), text(sys::cblob_last_error_function()), text(sys::cblob_last_error_detail()))
+        };
+        Error { code, message, function, detail }
     }
 }
 
@@ -73,6 +91,10 @@ pub(crate) fn check(code: sys::cblob_status) -> Result<()> {
     if code == sys::CBLOB_OK {
         Ok(())
     } else {
+        if code == sys::CBLOB_ERR_CANCELLED {
+            // A progress callback that panicked stopped the call: its panic goes on from here.
+            crate::progress::resume_callback_panic();
+        }
         Err(Error::last(code))
     }
 }

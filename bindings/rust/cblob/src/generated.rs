@@ -29,7 +29,7 @@ impl Context {
         let mut raw = ptr::null_mut();
         check(call(&mut raw))?;
         let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::Internal, "a NULL cblob_context handle"))?;
-        Ok(Context { raw })
+        Ok(Context { raw, progress: Default::default() })
     }
     
     /// The raw handle, for calls through [`crate::sys`]; it stays owned by `self`.
@@ -492,6 +492,30 @@ impl Blob {
         Blob::created(|out| unsafe { sys::cblob_blob_create_from_proto_file(context.as_ptr(), path.as_ptr(), out) })
     }
 
+    /// `Blob::save_proto` with flags (cblob_proto_flags' bits): the diff too, and the shape
+    /// as Caffe's legacy dims. Written by the same rules as every file.
+    #[inline]
+    pub fn save_proto_with(&self, path: impl AsRef<Path>, flags: &[ProtoFlags]) -> Result<()> {
+        let path = c_path(path.as_ref())?;
+        with_access(&[(self.memory(Part::Data), Access::Read), (self.memory(Part::Diff), Access::Read)], || check(unsafe { sys::cblob_blob_to_proto_file_with(self.as_ptr(), flag_bits(flags, ProtoFlags::raw), path.as_ptr()) }))
+    }
+
+    /// Writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
+    /// padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
+    /// two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the
+    /// host copy, as `Blob::to_proto` does.
+    #[inline]
+    pub fn to_npy(&self, part: Part) -> Result<Vec<u8>> {
+        with_access(&[(self.memory(part), Access::Read)], || read_bytes(|buffer, size, length| unsafe { sys::cblob_blob_to_npy(self.as_ptr(), part.raw(), buffer, size, length) }))
+    }
+
+    /// Writes `Blob::to_npy`'s bytes to a file, atomically as every file is written.
+    #[inline]
+    pub fn save_npy(&self, path: impl AsRef<Path>, part: Part) -> Result<()> {
+        let path = c_path(path.as_ref())?;
+        with_access(&[(self.memory(part), Access::Read)], || check(unsafe { sys::cblob_blob_to_npy_file(self.as_ptr(), part.raw(), path.as_ptr()) }))
+    }
+
     /// A read-only device pointer to data or diff (Caffe's gpu_data / gpu_diff): allocates and
     /// zero-fills on first access (head AT_GPU), copies from the host when the head is there
     /// (head SYNCED). A blob with no elements gives NULL. The pointer lives on the context's
@@ -839,9 +863,10 @@ impl Net {
     }
 
     /// Reads a .caffemodel file as `Net::open` does, as a snapshot (the section's
-    /// introduction). Each part of the file's bytes is released as soon as it is read, so loading
-    /// peaks at about the file's size (at most 1.6 times it for files of many tiny layers or empty
-    /// blobs; bench/model_memory.sh).
+    /// introduction). The file is read once, as the walk over it needs it: its structure into
+    /// memory let go of behind the walk, its values straight into the arrays its blobs keep, so
+    /// loading takes at most 1.6 times the file + 64 bytes per layer + 128 bytes per blob + 8 MiB
+    /// ("Net structure, lossless models and single-file exports"; bench/model_memory.sh).
     #[inline]
     pub fn open_file(context: &Context, path: impl AsRef<Path>) -> Result<Net> {
         let path = c_path(path.as_ref())?;
@@ -854,7 +879,8 @@ impl Net {
     /// export), when that blob's bytes alone are read, straight into its storage. A model of large
     /// blobs opens reading a few KiB per layer (bench/bench_formats measured a 1 GiB model; see
     /// docs/benchmarks.md). The file is read with pread, never mapped, and stays open until the
-    /// model is destroyed. Every access checks that it is still the file that was opened: when its
+    /// model is destroyed, with the folder its path named (so changing the working folder changes
+    /// nothing). Every access checks that it is still the file that was opened: when its
     /// size, modification or change time, device or inode differ (the file was rewritten, replaced
     /// or truncated), the access fails with Status::Io ("... changed while it was read"), rather than mix
     /// two versions of the file; the values read before stay valid. Malformed files are refused as
@@ -967,8 +993,10 @@ impl Net {
 
     /// The names of a layer's bottoms (its input blobs), in order.
     ///
-    /// One of a layer's bottoms. A name holding a NUL byte reads up to it. Each call walks the
-    /// layer's fields: a layer of k bottoms takes O(k) per call.
+    /// One of a layer's bottoms. A name holding a NUL byte reads up to it. The first question
+    /// about a layer's bottoms, tops, rules or param specs indexes them all (one walk over the
+    /// layer's fields; the index, kept with the model, holds a copy of those fields and of each
+    /// name, and 8 bytes a name); later calls take O(1).
     pub fn bottoms(&self, layer: usize) -> Result<Vec<String>> {
         let mut n = 0i64;
         check(unsafe { sys::cblob_model_layer_num_bottoms(self.as_ptr(), layer as i64, &mut n) })?;
@@ -1131,7 +1159,7 @@ impl Net {
 
     /// Reads .npz bytes (stored or deflated members, as numpy.savez and savez_compressed write)
     /// into a new V2 model: keys `\<layer\>/\<index\>` and `\<layer\>/\<index\>/diff`, .npy members of
-    /// dtype \<f4, \<f8, \<i4 or \<u4 in C order (cblob_file_open converts the other .npy dtypes when
+    /// dtype \<f4, \<f8, \<i4 or \<u4 in C order (`File::open` converts the other .npy dtypes when
     /// asked). Each member's CRC-32 is checked, as NumPy checks it. Another key, dtype, a
     /// Fortran-order array, a corrupt member, a blob index past the layer's members (a gap) or no
     /// bytes at all (an empty archive is its 22-byte end record) is Status::Parse naming the
@@ -1163,6 +1191,31 @@ impl Net {
     pub fn replace_blobs(&mut self, weights: &Net) -> Result<()> {
         check(unsafe { sys::cblob_model_replace_blobs(self.as_ptr(), weights.as_ptr()) })
     }
+
+    /// `Net::replace_blobs` that reports what it kept: returns how many of the model's blobs kept their values because the weights have none for them.
+    ///
+    /// `Net::replace_blobs` with flags (cblob_replace_flags' bits), counting into out_kept the
+    /// model's blobs that kept their values because the weights have none for them (0 when every
+    /// blob was replaced). With ReplaceFlags::All such a blob is a mismatch: the message lists each
+    /// (layer, blob index) among the other mismatches and nothing changes.
+    #[inline]
+    pub fn replace_blobs_with(&mut self, weights: &Net, flags: &[ReplaceFlags]) -> Result<i64> {
+        let mut kept = 0;
+        check(unsafe { sys::cblob_model_replace_blobs_with(self.as_ptr(), weights.as_ptr(), flag_bits(flags, ReplaceFlags::raw), &mut kept) })?;
+        Ok(kept)
+    }
+
+    /// Writes every blob of the model into folder (made when missing) as a .npy folder (the
+    /// section's introduction), the diffs too with ExportFlags::Diff, and counts the .npy files
+    /// written into out_num_files. index.json's "source" is null. Streams: memory stays small
+    /// whatever the model's size; everything is synced once at the end.
+    #[inline]
+    pub fn save_npy_folder(&self, folder: impl AsRef<Path>, flags: &[ExportFlags]) -> Result<i64> {
+        let folder = c_path(folder.as_ref())?;
+        let mut num_files = 0;
+        check(unsafe { sys::cblob_model_to_npy_folder(self.as_ptr(), flag_bits(flags, ExportFlags::raw), folder.as_ptr(), &mut num_files) })?;
+        Ok(num_files)
+    }
 }
 
 impl Drop for Net {
@@ -1170,6 +1223,89 @@ impl Drop for Net {
     /// NULL is a no-op.
     fn drop(&mut self) {
         unsafe { sys::cblob_model_destroy(self.raw.as_ptr()) }
+    }
+}
+
+impl File {
+    /// Runs a call that makes a new handle into `out` and takes ownership of it.
+    pub(crate) fn created(call: impl FnOnce(*mut *mut sys::cblob_file) -> sys::cblob_status) -> Result<File> {
+        let mut raw = ptr::null_mut();
+        check(call(&mut raw))?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::Internal, "a NULL cblob_file handle"))?;
+        Ok(File { raw })
+    }
+    
+    /// The raw handle, for calls through [`crate::sys`]; it stays owned by `self`.
+    #[inline]
+    pub fn as_ptr(&self) -> *mut sys::cblob_file {
+        self.raw.as_ptr()
+    }
+
+    /// Opens the file or folder at path, whatever it holds (the section's introduction), opening and
+    /// reading it once: its kind is told from its first bytes, and the reader of that kind goes on
+    /// from there. Files are read as every reader reads them: a snapshot, with pread, never mapped
+    /// (`Net::open_file`'s memory bounds hold). flags is 0 or cblob_open_flags' bits. dtype
+    /// 0 keeps every .npy value's own dtype (which must be one a blob holds); a dtype converts .npy
+    /// values to it (in .npy files, .npz members and .npy folders; other kinds keep theirs). A file
+    /// that no reader takes is Status::Parse saying what it is; a missing or unreadable path, or
+    /// one that is neither a regular file nor a folder, is Status::Io.
+    #[inline]
+    pub fn open(context: &Context, path: impl AsRef<Path>, flags: &[OpenFlags], dtype: Option<DType>) -> Result<File> {
+        let path = c_path(path.as_ref())?;
+        File::created(|out| unsafe { sys::cblob_file_open(context.as_ptr(), path.as_ptr(), flag_bits(flags, OpenFlags::raw), dtype.map_or(0, |v| v.raw()), out) })
+    }
+
+    /// `File::open` for what a descriptor the caller owns holds, from its current offset to its
+    /// end (standard input, say): a regular file is read as a snapshot and its offset moves to its
+    /// end; a pipe, a terminal or a socket is read until end of file. The descriptor is never closed.
+    /// name (may be NULL: "the descriptor") is how messages name it. OpenFlags::Lazy does nothing
+    /// here, and a folder is refused.
+    #[inline]
+    pub fn open_fd(context: &Context, fd: i32, name: Option<&str>, flags: &[OpenFlags], dtype: Option<DType>) -> Result<File> {
+        let name = name.map(|t| c_string(t, "the name")).transpose()?;
+        File::created(|out| unsafe { sys::cblob_file_open_fd(context.as_ptr(), fd, name.as_deref().map_or(ptr::null(), CStr::as_ptr), flag_bits(flags, OpenFlags::raw), dtype.map_or(0, |v| v.raw()), out) })
+    }
+
+    /// What the file holds.
+    #[inline]
+    pub fn kind(&self) -> Result<FileKind> {
+        let mut kind = 0;
+        infallible(unsafe { sys::cblob_file_get_kind(self.as_ptr(), &mut kind) });
+        known(FileKind::from_raw(kind), kind, "FileKind")
+    }
+
+    /// The number of blobs of a BlobProto (1), a BlobProtoVector or a .npy file (1); a file holding a model is Status::State.
+    #[inline]
+    pub fn num_blobs(&self) -> Result<i64> {
+        let mut count = 0;
+        check(unsafe { sys::cblob_file_num_blobs(self.as_ptr(), &mut count) })?;
+        Ok(count)
+    }
+
+    /// Blob `index` of a file of blobs, as a new holder of it: destroy it with cblob_blob_destroy
+    /// (the file keeps its own hold). A file holding a model is Status::State.
+    #[inline]
+    pub fn blob(&self, index: i64) -> Result<Blob> {
+        Blob::created(|out| unsafe { sys::cblob_file_blob(self.as_ptr(), index, out) })
+    }
+
+    /// `Net::save_npy_folder` for whatever the file holds: a model's blobs, or a file of blobs as
+    /// `blob_\<index\>.npy`. index.json's "source" is the path or name the file was opened by, and its
+    /// "kind" the file's ("net", "blob", "blob_vector"; a model read from another kind is "net").
+    #[inline]
+    pub fn save_npy_folder(&self, folder: impl AsRef<Path>, flags: &[ExportFlags]) -> Result<i64> {
+        let folder = c_path(folder.as_ref())?;
+        let mut num_files = 0;
+        check(unsafe { sys::cblob_file_to_npy_folder(self.as_ptr(), flag_bits(flags, ExportFlags::raw), folder.as_ptr(), &mut num_files) })?;
+        Ok(num_files)
+    }
+}
+
+impl Drop for File {
+    /// Frees the file, its model and its holds on its blobs; blobs the caller holds stay valid. A
+    /// lazily opened net's file is closed. NULL is a no-op.
+    fn drop(&mut self) {
+        unsafe { sys::cblob_file_destroy(self.raw.as_ptr()) }
     }
 }
 
@@ -1256,6 +1392,16 @@ impl Comm {
         check(unsafe { sys::cblob_comm_set_bucket_bytes(self.as_ptr(), bytes) })
     }
 
+    /// Whether collectives start with the ranks' agreement (see the section): 1, the default, or 0
+    /// for a program that needs the last microsecond and is sure its ranks never differ. Without
+    /// it, ranks that differ leave the outcome to the engine (MPI calls such programs erroneous: a
+    /// count that differs may overflow a buffer). Set the same on every rank, between collectives:
+    /// a rank that agrees while another does not is a disagreement the agreement cannot see.
+    #[inline]
+    pub fn set_agreement_check(&self, enabled: bool) -> Result<()> {
+        check(unsafe { sys::cblob_comm_set_agreement_check(self.as_ptr(), i32::from(enabled)) })
+    }
+
     /// All-reduces the part of the blobs in place over the ranks (the sum, or the average of float dtypes); returns when done.
     ///
     /// `Comm::allreduce_start`, then cblob_comm_request_wait.
@@ -1315,6 +1461,19 @@ pub mod library {
     #[inline]
     pub fn cpu_features() -> String {
         unsafe { text(sys::cblob_cpu_features()) }
+    }
+
+    /// Tells what the file or folder at path holds without opening it as a model or blobs, reading
+    /// at most its first 64 KiB: a Caffe message is told from its first top-level fields (a net's
+    /// layers, a blob's shape or values, a vector's blobs), the other kinds from their headers. A
+    /// folder is FileKind::NpyFolder. What `File::open` would refuse as of no kind it reads is
+    /// Status::Parse with the same message.
+    #[inline]
+    pub fn detect_kind(path: impl AsRef<Path>) -> Result<FileKind> {
+        let path = c_path(path.as_ref())?;
+        let mut kind = 0;
+        check(unsafe { sys::cblob_file_detect(path.as_ptr(), &mut kind) })?;
+        known(FileKind::from_raw(kind), kind, "FileKind")
     }
 }
 
@@ -1380,6 +1539,17 @@ pub mod proto {
     pub fn vector_from_file(context: &Context, path: impl AsRef<Path>) -> Result<Vec<Blob>> {
         let path = c_path(path.as_ref())?;
         read_created(|room, handles, count| unsafe { sys::cblob_blob_vector_from_proto_file(context.as_ptr(), path.as_ptr(), room, handles, count) })
+    }
+
+    /// `proto::save_vector` with flags (cblob_proto_flags' bits), for every blob.
+    #[inline]
+    pub fn save_vector_with(path: impl AsRef<Path>, blobs: &[&Blob], flags: &[ProtoFlags]) -> Result<()> {
+        let path = c_path(path.as_ref())?;
+        let blobs_raw: Vec<*mut sys::cblob_blob> = blobs.iter().map(|b| b.as_ptr()).collect();
+        let mut uses: Vec<(&Arc<Memory>, Access)> = Vec::new();
+        uses.extend(blobs.iter().map(|b| (b.memory(Part::Data), Access::Read)));
+        uses.extend(blobs.iter().map(|b| (b.memory(Part::Diff), Access::Read)));
+        with_access(&uses, || check(unsafe { sys::cblob_blob_vector_to_proto_file_with(blobs_raw.as_ptr(), len_i64(blobs_raw.len()), flag_bits(flags, ProtoFlags::raw), path.as_ptr()) }))
     }
 }
 

@@ -86,7 +86,7 @@ impl Model {
     }
 
     /// Reads a net whole, taking a hold on every blob (the net is dropped after, the blobs live on).
-    fn read(net: &Net) -> Result<Model> {
+    pub(crate) fn read(net: &Net) -> Result<Model> {
         let layers = (0..net.num_layers())
             .map(|i| {
                 let blobs = (0..net.num_blobs(i)?).map(|j| net.blob(i, j)).collect::<Result<Vec<Blob>>>()?;

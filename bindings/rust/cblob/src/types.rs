@@ -470,6 +470,48 @@ impl NetFormat {
     }
 }
 
+/// Bits for the flags of cblob_blob_to_proto_file_with and cblob_blob_vector_to_proto_file_with (since ABI 1.2).
+///
+/// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProtoFlags {
+    /// Write the diff too, as write_diff 1 does.
+    Diff,
+    /// Write the shape as Caffe's legacy num, channels, height and width (fields 1 to 4, padded with 1 in front to 4 axes, as Caffe's LegacyShape reads a shorter one) instead of `shape`, for readers that know only those fields (Caffe before 2015, and tools that read mean files by those fields): more than 4 axes is CBLOB_ERR_SHAPE, and a dimension over 2147483647 (Caffe's int32) CBLOB_ERR_OVERFLOW.
+    LegacyDims,
+}
+
+impl ProtoFlags {
+    /// Every value, in the header's order.
+    pub const ALL: &'static [ProtoFlags] = &[ProtoFlags::Diff, ProtoFlags::LegacyDims];
+
+    /// The value for a raw `cblob_proto_flags`, if this crate knows it.
+    pub const fn from_raw(raw: sys::cblob_proto_flags) -> Option<Self> {
+        match raw {
+            sys::CBLOB_PROTO_DIFF => Some(ProtoFlags::Diff),
+            sys::CBLOB_PROTO_LEGACY_DIMS => Some(ProtoFlags::LegacyDims),
+            _ => None,
+        }
+    }
+
+    /// The raw `cblob_proto_flags` value the C ABI uses.
+    pub const fn raw(self) -> sys::cblob_proto_flags {
+        match self {
+            ProtoFlags::Diff => sys::CBLOB_PROTO_DIFF,
+            ProtoFlags::LegacyDims => sys::CBLOB_PROTO_LEGACY_DIMS,
+        }
+    }
+
+    /// The C enumerator's name (`"CBLOB_PROTO_DIFF"`).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            ProtoFlags::Diff => "CBLOB_PROTO_DIFF",
+            ProtoFlags::LegacyDims => "CBLOB_PROTO_LEGACY_DIMS",
+        }
+    }
+}
+
 /// Caffe's Phase, of a layer or a NetStateRule.
 ///
 /// `from_raw` gives `None` for a value this crate does not know (one a newer library added).

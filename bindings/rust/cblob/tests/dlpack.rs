@@ -442,3 +442,34 @@ fn tensors_move_between_threads() -> Result<(), Error> {
     assert_eq!(deletes(&count), 1);
     Ok(())
 }
+
+#[test]
+fn import_on_a_stream() -> Result<(), Error> {
+    let ctx = Context::new()?;
+    let blob = float_blob(&ctx, &[1.0, 2.0, 3.0, 4.0], &[2, 2])?;
+    // A host tensor must be ready when handed over: the stream is not used, null or not.
+    for stream in [ptr::null_mut(), 2usize as *mut c_void] {
+        let tensor = blob.to_dlpack(Part::Data, Memory::Host, false)?;
+        // SAFETY: a host tensor's stream is never handed to a driver.
+        let mut back = unsafe { Blob::from_dlpack_on_stream(&ctx, tensor, stream)? };
+        back.data_mut::<f32>()?[1] = 20.0;
+        assert_eq!(blob.to_vec::<f32>(Part::Data)?, [1.0, 20.0, 3.0, 4.0], "the import shares the memory");
+        let legacy = blob.to_dlpack_legacy(Part::Data, Memory::Host)?;
+        // SAFETY: as above.
+        let back = unsafe { Blob::from_dlpack_legacy_on_stream(&ctx, legacy, stream)? };
+        assert_eq!(back.to_vec::<f32>(Part::Data)?, [1.0, 20.0, 3.0, 4.0]);
+    }
+    // The import's rules hold on a stream too: a refused tensor comes back, its deleter not run.
+    let mut tensor = blob.to_dlpack(Part::Data, Memory::Host, false)?;
+    let count = count_deletes(&mut tensor);
+    // SAFETY: only the dtype changes; the deleter does not read it.
+    unsafe { tensor.raw_mut().dl_tensor.dtype = DLDataType { code: dlpack::CODE_BFLOAT, bits: 16, lanes: 1 } };
+    // SAFETY: as above.
+    let refused = unsafe { Blob::from_dlpack_on_stream(&ctx, tensor, ptr::null_mut()) }.unwrap_err();
+    assert_eq!(refused.error().status(), Status::DType, "{refused}");
+    assert!(refused.error().message().starts_with("cblob_blob_from_dlpack_on_stream: "), "{refused}");
+    assert_eq!(deletes(&count), 0);
+    drop(refused);
+    assert_eq!(deletes(&count), 1);
+    Ok(())
+}

@@ -15,6 +15,12 @@ fn expect_gpu() -> bool {
     std::env::var("CBLOB_BINDINGS_EXPECT_GPU").as_deref() == Ok("1")
 }
 
+/// Whether the GPU is the test double of the driver (tests/fake_cuda), which may be handed a
+/// stream handle it never made.
+fn on_the_test_double() -> bool {
+    std::env::var("CBLOB_CUDA_DRIVER").map_or(false, |driver| driver.contains("fake_cuda"))
+}
+
 fn assert_no_gpu<T: std::fmt::Debug>(result: Result<T, Error>, status: Status) {
     let err = result.unwrap_err();
     assert_eq!(err.status(), status, "{err}");
@@ -187,6 +193,24 @@ fn dlpack_with_a_gpu(ctx: &Context) -> Result<(), Error> {
     assert_eq!(back.to_vec::<f32>(Part::Data)?, [1.0, 2.0, 3.0, 4.0]);
     back.scale(Part::Data, 2.0)?;
     assert_eq!(blob.to_vec::<f32>(Part::Data)?, [2.0, 4.0, 6.0, 8.0]);
+
+    // On a stream: the importing context's own adds no wait, the legacy default (null) and the
+    // per-thread default (2) are waited for; each takes the device tensor in as device data.
+    for stream in [other.stream(), std::ptr::null_mut(), 2usize as *mut std::ffi::c_void] {
+        let device = blob.to_dlpack(Part::Data, Memory::Device, false)?;
+        // SAFETY: the context's stream, or one of the driver's special handles.
+        let on_stream = unsafe { Blob::from_dlpack_on_stream(&other, device, stream)? };
+        assert_eq!(on_stream.gpu_ptr(Part::Data)?, tensor.data().cast_const());
+        assert_eq!(on_stream.to_vec::<f32>(Part::Data)?, [2.0, 4.0, 6.0, 8.0]);
+    }
+    if on_the_test_double() {
+        // A handle the driver does not know: only the double can be handed one safely.
+        let device = blob.to_dlpack(Part::Data, Memory::Device, false)?;
+        // SAFETY: the double looks the handle up in its table of streams.
+        let refused = unsafe { Blob::from_dlpack_on_stream(&other, device, 0x5eed0 as *mut std::ffi::c_void) }.unwrap_err();
+        assert_eq!(refused.error().status(), Status::InvalidArgument, "{refused}");
+        assert!(!refused.into_tensor().data().is_null(), "the refused tensor is the caller's");
+    }
 
     // The tensor outlives its blob (it holds the device memory).
     drop((blob, back));

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Net surgery: replacing a model's blobs' values with those of weights read back (an export, a
+ * fine-tuned net), matched by layer name or key. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_names.h"
+#include "model_values.h"
+#include "neoml/neoml.h"
+#include "status.h"
+
+/* Appends "; <text>" to the message being gathered (at most its size). */
+static void note(char *message, size_t size, size_t *used, const char *format, ...) __attribute__((format(printf, 4, 5)));
+static void note(char *message, size_t size, size_t *used, const char *format, ...)
+{
+    if (*used >= size)
+        return;
+    va_list args;
+    va_start(args, format);
+    const int n = vsnprintf(message + *used, size - *used, format, args);
+    va_end(args);
+    if (n > 0)
+        *used = *used + (size_t)n < size ? *used + (size_t)n : size;
+}
+
+/* Shapes Caffe's ShapeEquals takes for one another: equal, or, for shapes of at most 4 axes,
+ * equal once each is padded to 4 axes with leading 1s (a V1 or legacy blob's num, channels,
+ * height, width against PyTorch's (64, 1024) or (64,)). */
+static bool same_legacy_shape(const cb_blob_facts *a, const cb_blob_facts *b)
+{
+    if (a->num_axes > 4 || b->num_axes > 4)
+        return false;
+    for (int32_t i = 1; i <= 4; ++i) {
+        const int64_t x = i <= a->num_axes ? a->dims[a->num_axes - i] : 1, y = i <= b->num_axes ? b->dims[b->num_axes - i] : 1;
+        if (x != y)
+            return false;
+    }
+    return true;
+}
+
+/* The model's blobs the weights give no values, listed as mismatches (CBLOB_REPLACE_ALL). */
+static cblob_status count_kept(const cblob_model *model, const cblob_model *weights, const int64_t *targets,
+                               bool list, char *message, size_t size, size_t *used, int64_t *mismatches,
+                               int64_t *kept)
+{
+    /* How many of each layer's blobs the weights cover: one pass over the weights (a layer may be
+     * targeted by more than one of them: by name and by key). */
+    uint32_t *covered = calloc((size_t)model->num_layers + 1, sizeof *covered);
+    if (covered == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", model->num_layers);
+    for (int64_t i = 0; i < weights->num_layers; ++i)
+        if (weights->layers[i].num_blobs > covered[targets[i]])
+            covered[targets[i]] = weights->layers[i].num_blobs;
+    *kept = 0;
+    for (int64_t layer = 0; layer < model->num_layers; ++layer)
+        for (int64_t j = covered[layer]; j < (int64_t)model->layers[layer].num_blobs; ++j) {
+            ++*kept;
+            if (list)
+                note(message, size, used, "%s%.64s blob %" PRId64 ": no values in the weights",
+                     (*mismatches)++ ? "; " : "", model->layers[layer].name, j);
+        }
+    free(covered);
+    return CBLOB_OK;
+}
+
+/* For each layer with blobs, the next layer with blobs of the same name (-1: none), found by
+ * sorting the layers by (name, index): a net given as weights names its repeated layers as the
+ * model does, and the k-th of a name is the model's k-th. */
+static _Thread_local const cblob_model *sorting; /* qsort takes no context */
+
+static int by_name_then_index(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    const int names = strcmp(sorting->layers[x].name, sorting->layers[y].name);
+    return names != 0 ? names : (x > y) - (x < y);
+}
+
+static cblob_status next_of_same_name(const cblob_model *model, int64_t **out)
+{
+    int64_t *next = malloc(((size_t)model->num_layers + 1) * sizeof *next);
+    int64_t *order = malloc(((size_t)model->num_layers + 1) * sizeof *order);
+    if (next == NULL || order == NULL) {
+        free(next);
+        free(order);
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to tell %" PRId64 " layer names apart", model->num_layers);
+    }
+    int64_t count = 0;
+    for (int64_t i = 0; i < model->num_layers; ++i) {
+        next[i] = -1;
+        if (model->layers[i].num_blobs > 0)
+            order[count++] = i;
+    }
+    sorting = model;
+    qsort(order, (size_t)count, sizeof *order, by_name_then_index);
+    for (int64_t k = 0; k + 1 < count; ++k)
+        if (strcmp(model->layers[order[k]].name, model->layers[order[k + 1]].name) == 0)
+            next[order[k]] = order[k + 1];
+    free(order);
+    *out = next;
+    return CBLOB_OK;
+}
+
+/* Every weights blob's target, checked: the layer, the index and the shape; and the model's blobs
+ * that would keep their values. */
+static cblob_status check_replacements(const cblob_model *model, const cb_model_names *names,
+                                       const cblob_model *weights, bool require_all, int64_t *targets, int64_t *kept)
+{
+    char message[2048] = "";
+    size_t used = 0;
+    int64_t mismatches = 0;
+    int64_t *model_next = NULL, *weights_next = NULL;
+    CB_TRY(next_of_same_name(model, &model_next));
+    cblob_status status = next_of_same_name(weights, &weights_next);
+    if (status != CBLOB_OK) {
+        free(model_next);
+        return status;
+    }
+    for (int64_t i = 0; i < weights->num_layers; ++i)
+        targets[i] = -2; /* not found yet */
+    for (int64_t i = 0; i < weights->num_layers && status == CBLOB_OK; ++i) {
+        const char *name = weights->layers[i].name;
+        /* A later layer of a name the weights repeat: the model's next one of that name. */
+        if (targets[i] == -2)
+            targets[i] = cb_model_layer_for_key(names, model->num_layers, name);
+        if (weights_next[i] >= 0)
+            targets[weights_next[i]] = targets[i] >= 0 ? model_next[targets[i]] : -1;
+        if (targets[i] < 0) {
+            note(message, sizeof message, &used, "%slayer \"%.64s\" is not in the model", mismatches++ ? "; " : "", name);
+            continue;
+        }
+        const int64_t have = (int64_t)model->layers[targets[i]].num_blobs;
+        for (int64_t j = 0; j < (int64_t)weights->layers[i].num_blobs && status == CBLOB_OK; ++j) {
+            cb_blob_facts want, got;
+            if ((status = cb_model_blob_facts(weights, i, j, &got)) != CBLOB_OK)
+                break;
+            if (j >= have) {
+                note(message, sizeof message, &used, "%s%.64s blob %" PRId64 ": the layer has %" PRId64 " blobs",
+                     mismatches++ ? "; " : "", name, j, have);
+                continue;
+            }
+            if ((status = cb_model_blob_facts(model, targets[i], j, &want)) != CBLOB_OK)
+                break;
+            cb_shape a = {.num_axes = want.num_axes}, b = {.num_axes = got.num_axes};
+            memcpy(a.dims, want.dims, sizeof a.dims);
+            memcpy(b.dims, got.dims, sizeof b.dims);
+            a.count = want.count, b.count = got.count;
+            if (!cb_shape_equal(&a, &b) && !same_legacy_shape(&want, &got)) {
+                char ta[CB_SHAPE_TEXT_MAX], tb[CB_SHAPE_TEXT_MAX];
+                cb_shape_format(&a, ta, sizeof ta);
+                cb_shape_format(&b, tb, sizeof tb);
+                note(message, sizeof message, &used, "%s%.64s blob %" PRId64 ": the model's is %s, the weights' %s",
+                     mismatches++ ? "; " : "", name, j, ta, tb);
+            }
+        }
+    }
+    free(model_next);
+    free(weights_next);
+    CB_TRY(status);
+    *kept = 0;
+    if (mismatches == 0)
+        CB_TRY(count_kept(model, weights, targets, require_all, message, sizeof message, &used, &mismatches, kept));
+    if (mismatches > 0)
+        return cb_fail(CBLOB_ERR_SHAPE, "%" PRId64 " mismatch%s, nothing replaced: %s", mismatches,
+                       mismatches > 1 ? "es" : "", message);
+    return CBLOB_OK;
+}
+
+/* Copies one part of a weights blob into a model blob's handle, converting the dtype. */
+static cblob_status copy_part(const cblob_model *weights, int64_t layer, int64_t index, cblob_part part,
+                              cblob_blob *target)
+{
+    cb_blob_facts facts;
+    CB_TRY(cb_model_blob_facts(weights, layer, index, &facts));
+    const size_t element = cb_dtype_find(facts.dtype)->size;
+    void *values = malloc(facts.count > 0 ? (size_t)facts.count * element : 1);
+    if (values == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " values", facts.count);
+    void *host = NULL;
+    cblob_status status = cb_model_blob_read(weights, layer, index, part, 0, facts.count, values);
+    if (status == CBLOB_OK)
+        status = cb_blob_host(target, part, true, &host);
+    if (status == CBLOB_OK)
+        status = cb_convert_elements(&cb_host_device, cb_dtype_find(facts.dtype), target->dtype, facts.count, values, host);
+    free(values);
+    return status;
+}
+
+static cblob_status replace_blobs(cblob_model *model, const cblob_model *weights, int32_t flags, int64_t *out_kept)
+{
+    int64_t kept = 0;
+    int64_t *targets = malloc(((size_t)weights->num_layers + 1) * sizeof *targets);
+    if (targets == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " layers", weights->num_layers);
+    cb_model_names names;
+    cblob_status status = cb_model_names_make(model, &names);
+    if (status == CBLOB_OK) {
+        status = check_replacements(model, &names, weights, flags & CBLOB_REPLACE_ALL, targets, &kept);
+        cb_model_names_free(&names);
+    }
+    /* Handles first, so that nothing is half replaced when memory runs out. */
+    for (int64_t i = 0; status == CBLOB_OK && i < weights->num_layers; ++i)
+        for (int64_t j = 0; status == CBLOB_OK && j < (int64_t)weights->layers[i].num_blobs; ++j) {
+            cblob_blob *target;
+            status = cb_model_blob_handle(model, targets[i], j, &target);
+        }
+    for (int64_t i = 0; status == CBLOB_OK && i < weights->num_layers; ++i)
+        for (int64_t j = 0; status == CBLOB_OK && j < (int64_t)weights->layers[i].num_blobs; ++j) {
+            cblob_blob *target;
+            cb_blob_facts facts;
+            status = cb_model_blob_handle(model, targets[i], j, &target);
+            if (status == CBLOB_OK)
+                status = copy_part(weights, i, j, CBLOB_PART_DATA, target);
+            if (status == CBLOB_OK)
+                status = cb_model_blob_facts(weights, i, j, &facts);
+            if (status == CBLOB_OK && facts.has_diff)
+                status = copy_part(weights, i, j, CBLOB_PART_DIFF, target);
+        }
+    free(targets);
+    if (status == CBLOB_OK && out_kept != NULL)
+        *out_kept = kept;
+    return status;
+}
+
+CBLOB_API cblob_status cblob_model_replace_blobs(cblob_model *model, const cblob_model *weights)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(weights);
+    return replace_blobs(model, weights, 0, NULL);
+}
+
+CBLOB_API cblob_status cblob_model_replace_blobs_with(cblob_model *model, const cblob_model *weights, int32_t flags,
+                                                      int64_t *out_kept)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_REQUIRE(weights);
+    if (flags & ~CBLOB_REPLACE_ALL)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "flags 0x%x has bits other than CBLOB_REPLACE_ALL", (unsigned)flags);
+    CB_REQUIRE(out_kept);
+    return replace_blobs(model, weights, flags, out_kept);
+}

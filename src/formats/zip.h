@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Zip archives as NumPy's .npz are (PKWARE's APPNOTE 6.3): read from a source, written to a sink.
+ *
+ * Reading walks the central directory entry by entry and reads a member's bytes when asked:
+ * stored ones straight from the source (a file: from the file, to their place), deflated ones
+ * (numpy.savez_compressed) through zlib; every member's CRC-32 is checked at its end. Nothing is
+ * kept per member. Writing stores members (as numpy.savez does) with their CRC-32 computed as the
+ * bytes pass (cb_sink_crc) and written back into the local header, and keeps 24 bytes per member
+ * for the central directory. Zip64 records where sizes, offsets or the count need them. */
+#ifndef CBLOB_SRC_ZIP_H
+#define CBLOB_SRC_ZIP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cblob/cblob.h"
+#include "sink.h"
+#include "source.h"
+
+/* ---- reading ---------------------------------------------------------------------------------- */
+
+typedef struct cb_zip_entry {
+    const char *name; /* in the source's bytes, not NUL-terminated ... */
+    size_t name_length;
+    uint16_t method; /* 0 stored, 8 deflated */
+    uint16_t flags;
+    uint32_t crc;
+    uint64_t compressed, size;
+    uint64_t local_offset;
+} cb_zip_entry;
+
+typedef struct cb_zip_reader {
+    cb_source *source;
+    uint64_t count;     /* entries */
+    uint64_t directory; /* the central directory's offset ... */
+    uint64_t directory_size;
+    uint64_t at;        /* ... and the next entry's */
+    uint64_t read;      /* entries read */
+} cb_zip_reader;
+
+/* Finds the central directory; what is not a zip archive is CBLOB_ERR_PARSE ("malformed npz: ..."). */
+cblob_status cb_zip_open(cb_source *source, cb_zip_reader *out);
+/* Starts over at the first entry. */
+void cb_zip_rewind(cb_zip_reader *reader);
+/* The next entry (*more false past the last): its name is readable until the next call. */
+cblob_status cb_zip_next(cb_zip_reader *reader, cb_zip_entry *out, bool *more);
+
+/* A member being read. */
+typedef struct cb_zip_member {
+    cb_source *source;
+    const cb_zip_entry *entry;
+    uint64_t data;     /* the offset of its (compressed) bytes */
+    uint64_t consumed; /* compressed bytes read */
+    uint64_t produced; /* bytes given */
+    uint32_t crc;
+    struct z_stream_s *inflater; /* deflated members */
+    uint8_t *buffer;             /* compressed bytes in */
+} cb_zip_member;
+
+cblob_status cb_zip_member_open(cb_zip_reader *reader, const cb_zip_entry *entry, cb_zip_member *out);
+/* The member's next `size` bytes (fewer left is a parse error). */
+cblob_status cb_zip_member_read(cb_zip_member *member, void *out, size_t size);
+/* Checks that nothing is left and that the CRC-32 matches; frees the member. */
+cblob_status cb_zip_member_finish(cb_zip_member *member);
+void cb_zip_member_close(cb_zip_member *member);
+
+/* ---- writing ---------------------------------------------------------------------------------- */
+
+typedef struct cb_zip_written {
+    uint64_t offset, size;
+    uint32_t crc;
+} cb_zip_written;
+
+/* The member names the central directory repeats, asked for again (not kept). */
+typedef cblob_status cb_zip_name_fn(void *context, int64_t member, const char **name, size_t *length);
+
+typedef struct cb_zip_writer {
+    cb_sink *sink;
+    cb_zip_written *members;
+    int64_t count, capacity;
+} cb_zip_writer;
+
+/* A member of `size` bytes named name[0, length): its local header; its bytes follow (written to
+ * the sink by the caller), then cb_zip_end_member. */
+cblob_status cb_zip_begin_member(cb_zip_writer *writer, const char *name, size_t length, uint64_t size);
+cblob_status cb_zip_end_member(cb_zip_writer *writer);
+/* The central directory and its end; frees the writer's list. */
+cblob_status cb_zip_finish(cb_zip_writer *writer, cb_zip_name_fn *names, void *context);
+void cb_zip_writer_free(cb_zip_writer *writer);
+
+#endif
