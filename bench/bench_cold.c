@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Cold and warm, measured in one run: what a user starting a program meets (a fresh process
  * after the machine sat idle for a while) and what a loop in one process meets, for the page
- * policy of large host buffers (src/core/host_memory.c).
+ * policy of large host buffers (src/cpu/host_memory.c).
  *
  *   bench_cold [--size-mib N] [--gap SECONDS] [--rounds N] [--warm N] [--folder DIR]
  *

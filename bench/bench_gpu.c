@@ -86,36 +86,36 @@ typedef struct variant {
 
 static cblob_status copy(const vectors *v)
 {
-    return v->device->backend->copy(v->device, v->y, v->x, (size_t)v->n * sizeof(float), CB_COPY_DEVICE_TO_DEVICE);
+    return v->device->backend->memory->copy(v->device, v->y, v->x, (size_t)v->n * sizeof(float), CB_COPY_DEVICE_TO_DEVICE);
 }
-static cblob_status fill(const vectors *v) { return cb_cuda_jit_kernels.fill(v->device, CBLOB_DTYPE_FLOAT32, v->n, 1.0, v->y); }
-static cblob_status add(const vectors *v) { return cb_cuda_jit_kernels.add(v->device, CBLOB_DTYPE_FLOAT32, v->n, v->x, v->y); }
+static cblob_status fill(const vectors *v) { return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].fill(v->device, v->n, 1.0, v->y); }
+static cblob_status add(const vectors *v) { return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].add(v->device, v->n, v->x, v->y); }
 /* x one element past y's phase: the arrays never align together, every element is loaded alone. */
 static cblob_status add_misaligned(const vectors *v)
 {
-    return cb_cuda_jit_kernels.add(v->device, CBLOB_DTYPE_FLOAT32, v->n - 1, (const float *)v->x + 1, v->y);
+    return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].add(v->device, v->n - 1, (const float *)v->x + 1, v->y);
 }
-static cblob_status axpy(const vectors *v) { return cb_cuda_jit_kernels.axpy(v->device, CBLOB_DTYPE_FLOAT32, v->n, -1.0, v->x, v->y); }
+static cblob_status axpy(const vectors *v) { return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].axpy(v->device, v->n, -1.0, v->x, v->y); }
 static cblob_status axpy_misaligned(const vectors *v)
 {
-    return cb_cuda_jit_kernels.axpy(v->device, CBLOB_DTYPE_FLOAT32, v->n - 1, -1.0, (const float *)v->x + 1, v->y);
+    return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].axpy(v->device, v->n - 1, -1.0, (const float *)v->x + 1, v->y);
 }
-static cblob_status axpy_blas(const vectors *v) { return cb_cuda_kernels.axpy(v->device, CBLOB_DTYPE_FLOAT32, v->n, -1.0, v->x, v->y); }
-static cblob_status scale(const vectors *v) { return cb_cuda_jit_kernels.scale(v->device, CBLOB_DTYPE_FLOAT32, v->n, 0.5, v->y); }
-static cblob_status scale_blas(const vectors *v) { return cb_cuda_kernels.scale(v->device, CBLOB_DTYPE_FLOAT32, v->n, 0.5, v->y); }
+static cblob_status axpy_blas(const vectors *v) { return cb_cuda_kernels[CBLOB_DTYPE_FLOAT32].axpy(v->device, v->n, -1.0, v->x, v->y); }
+static cblob_status scale(const vectors *v) { return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].scale(v->device, v->n, 0.5, v->y); }
+static cblob_status scale_blas(const vectors *v) { return cb_cuda_kernels[CBLOB_DTYPE_FLOAT32].scale(v->device, v->n, 0.5, v->y); }
 static cblob_status asum(const vectors *v)
 {
     double sum;
-    return cb_cuda_kernels.asum(v->device, CBLOB_DTYPE_FLOAT32, v->n, v->x, &sum);
+    return cb_cuda_kernels[CBLOB_DTYPE_FLOAT32].asum(v->device, v->n, v->x, &sum);
 }
 static cblob_status sumsq(const vectors *v)
 {
     double sum;
-    return cb_cuda_kernels.sumsq(v->device, CBLOB_DTYPE_FLOAT32, v->n, v->x, &sum);
+    return cb_cuda_kernels[CBLOB_DTYPE_FLOAT32].sumsq(v->device, v->n, v->x, &sum);
 }
 static cblob_status convert(const vectors *v)
 {
-    return cb_cuda_jit_kernels.convert_to_i32(v->device, CBLOB_DTYPE_FLOAT32, v->n, v->x, v->y);
+    return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].convert_to_i32(v->device, v->n, v->x, v->y);
 }
 /* A square matrix of the vector's elements, rows and columns swapped: the tiles. */
 static cblob_status transpose(const vectors *v)
@@ -123,7 +123,7 @@ static cblob_status transpose(const vectors *v)
     int64_t side = 1; /* 8192 for the full vectors */
     while (side * side * 4 <= v->n)
         side *= 2;
-    return cb_cuda_jit_kernels.transpose(v->device, CBLOB_DTYPE_FLOAT32, side * side, 1, side, 1, side, 1, v->x, v->y);
+    return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].transpose(v->device, side * side, 1, side, 1, side, 1, v->x, v->y);
 }
 /* NCHW to NHWC with 3 channels (224 x 224 images, as many as fit; 16 x 16 in a smoke run): one
  * side of 3. */
@@ -138,12 +138,12 @@ static int64_t images(const vectors *v)
 static cblob_status transpose_to_channels_last(const vectors *v)
 {
     const int64_t n = images(v), hw = image_pixels();
-    return cb_cuda_jit_kernels.transpose(v->device, CBLOB_DTYPE_FLOAT32, n * 3 * hw, n, 3, 1, hw, 1, v->x, v->y);
+    return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].transpose(v->device, n * 3 * hw, n, 3, 1, hw, 1, v->x, v->y);
 }
 static cblob_status transpose_to_channels_first(const vectors *v)
 {
     const int64_t n = images(v), hw = image_pixels();
-    return cb_cuda_jit_kernels.transpose(v->device, CBLOB_DTYPE_FLOAT32, n * 3 * hw, n, hw, 1, 3, 1, v->x, v->y);
+    return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].transpose(v->device, n * 3 * hw, n, hw, 1, 3, 1, v->x, v->y);
 }
 /* Square grids of runs of 64 elements swapped (1024 x 1024 for the full vectors): the kernel's runs. */
 static cblob_status transpose_runs(const vectors *v)
@@ -151,43 +151,43 @@ static cblob_status transpose_runs(const vectors *v)
     int64_t side = 1;
     while (side * side * 4 * 64 <= v->n)
         side *= 2;
-    return cb_cuda_jit_kernels.transpose(v->device, CBLOB_DTYPE_FLOAT32, side * side * 64, 1, side, 1, side, 64, v->x, v->y);
+    return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].transpose(v->device, side * side * 64, 1, side, 1, side, 64, v->x, v->y);
 }
 /* 4 x 4 runs of 4 Mi elements: the kernel, then the copy engines (4 lines of 2D copies). */
 static cblob_status transpose_long_runs(const vectors *v)
 {
-    return cb_cuda_jit_kernels.transpose(v->device, CBLOB_DTYPE_FLOAT32, v->n, 1, 4, 1, 4, v->n / 16, v->x, v->y);
+    return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].transpose(v->device, v->n, 1, 4, 1, 4, v->n / 16, v->x, v->y);
 }
 static cblob_status transpose_long_runs_2d(const vectors *v)
 {
-    return cb_cuda_kernels.transpose(v->device, CBLOB_DTYPE_FLOAT32, v->n, 1, 4, 1, 4, v->n / 16, v->x, v->y);
+    return cb_cuda_kernels[CBLOB_DTYPE_FLOAT32].transpose(v->device, v->n, 1, 4, 1, 4, v->n / 16, v->x, v->y);
 }
 /* Every other row of 1024 elements: the kernel, then the copy engine's 2D copy. */
 static cblob_status strided(const vectors *v)
 {
     const int64_t cols = 1024, rows = v->n / (2 * cols);
-    return cb_cuda_jit_kernels.copy_strided(v->device, CBLOB_DTYPE_FLOAT32, rows * cols, rows, cols, v->x, 2 * cols, v->y,
+    return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].copy_strided(v->device, rows * cols, rows, cols, v->x, 2 * cols, v->y,
                                             2 * cols);
 }
 /* Every other row of 3 elements: a row per group of 4 threads. */
 static cblob_status strided_short_rows(const vectors *v)
 {
     const int64_t cols = 3, rows = v->n / (2 * cols);
-    return cb_cuda_jit_kernels.copy_strided(v->device, CBLOB_DTYPE_FLOAT32, rows * cols, rows, cols, v->x, 2 * cols, v->y,
+    return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].copy_strided(v->device, rows * cols, rows, cols, v->x, 2 * cols, v->y,
                                             2 * cols);
 }
 static cblob_status strided_2d(const vectors *v)
 {
     const int64_t cols = 1024, rows = v->n / (2 * cols);
-    return cb_cuda_kernels.copy_strided(v->device, CBLOB_DTYPE_FLOAT32, rows * cols, rows, cols, v->x, 2 * cols, v->y,
+    return cb_cuda_kernels[CBLOB_DTYPE_FLOAT32].copy_strided(v->device, rows * cols, rows, cols, v->x, 2 * cols, v->y,
                                         2 * cols);
 }
 
 static double timed(run_fn run, const vectors *v)
 {
-    v->device->backend->synchronize(v->device);
+    v->device->backend->queue->synchronize(v->device);
     const double start = now();
-    if (run(v) != CBLOB_OK || v->device->backend->synchronize(v->device) != CBLOB_OK) {
+    if (run(v) != CBLOB_OK || v->device->backend->queue->synchronize(v->device) != CBLOB_OK) {
         printf("  failed: %s\n", cblob_last_error_message());
         exit(1);
     }
@@ -264,11 +264,13 @@ static void bandwidth(const vectors *v)
 
 /* ---- sums: the generated kernels against cuBLAS ----------------------------------------------------- */
 
-typedef cblob_status (*sum_fn)(const cb_device *device, cblob_dtype dtype, int64_t n, const void *x, double *out);
+typedef cblob_status (*sum_fn)(const cb_device *device, int64_t n, const void *x, double *out);
+typedef cblob_status (*blas_sum_fn)(const cb_device *device, cblob_dtype dtype, int64_t n, const void *x, double *out);
 
 typedef struct sum_case {
     const char *name;
-    sum_fn kernel, blas;
+    sum_fn kernel;
+    blas_sum_fn blas;
     cblob_dtype dtype;
 } sum_case;
 
@@ -279,19 +281,21 @@ static double sum_value;
 static cblob_status run_sum(const vectors *v)
 {
     const int64_t n = sum_running->dtype == CBLOB_DTYPE_FLOAT64 ? v->n / 2 : v->n;
-    return (sum_through_blas ? sum_running->blas : sum_running->kernel)(v->device, sum_running->dtype, n, v->x, &sum_value);
+    if (sum_through_blas)
+        return sum_running->blas(v->device, sum_running->dtype, n, v->x, &sum_value);
+    return sum_running->kernel(v->device, n, v->x, &sum_value);
 }
 
 static void sums(const vectors *v)
 {
     const sum_case cases[] = {
-        {"asum float32", cb_cuda_kernels.asum, cb_cublas_asum, CBLOB_DTYPE_FLOAT32},
-        {"sumsq float32", cb_cuda_kernels.sumsq, cb_cublas_sumsq, CBLOB_DTYPE_FLOAT32},
-        {"asum float64", cb_cuda_kernels.asum, cb_cublas_asum, CBLOB_DTYPE_FLOAT64},
-        {"sumsq float64", cb_cuda_kernels.sumsq, cb_cublas_sumsq, CBLOB_DTYPE_FLOAT64},
+        {"asum float32", cb_cuda_kernels[CBLOB_DTYPE_FLOAT32].asum, cb_cublas_asum, CBLOB_DTYPE_FLOAT32},
+        {"sumsq float32", cb_cuda_kernels[CBLOB_DTYPE_FLOAT32].sumsq, cb_cublas_sumsq, CBLOB_DTYPE_FLOAT32},
+        {"asum float64", cb_cuda_kernels[CBLOB_DTYPE_FLOAT64].asum, cb_cublas_asum, CBLOB_DTYPE_FLOAT64},
+        {"sumsq float64", cb_cuda_kernels[CBLOB_DTYPE_FLOAT64].sumsq, cb_cublas_sumsq, CBLOB_DTYPE_FLOAT64},
     };
     /* Values to add (the vectors may hold zeros): float32 1.25, as float64 pairs of them. */
-    if (cb_cuda_jit_kernels.fill(v->device, CBLOB_DTYPE_FLOAT32, v->n, 1.25, v->x) != CBLOB_OK) {
+    if (cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].fill(v->device, v->n, 1.25, v->x) != CBLOB_OK) {
         printf("  failed: %s\n", cblob_last_error_message());
         exit(1);
     }
@@ -300,7 +304,7 @@ static void sums(const vectors *v)
     int within = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
         sum_running = &cases[c];
-        double values[2];
+        double values[2] = {0, 0};
         variant timings[2] = {{"kernel", run_sum, 4, 0, {0}}, {"cuBLAS", run_sum, 4, 0, {0}}};
         for (int round = 0; round <= rounds; ++round)
             for (int which = 0; which < 2; ++which) {
@@ -330,7 +334,7 @@ static int64_t row_elements;
 static cblob_status rows_kernel(const vectors *v)
 {
     const int64_t rows = v->n / (2 * row_elements);
-    return cb_cuda_jit_kernels.copy_strided(v->device, CBLOB_DTYPE_FLOAT32, rows * row_elements, rows, row_elements, v->x,
+    return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].copy_strided(v->device, rows * row_elements, rows, row_elements, v->x,
                                             2 * row_elements, v->y, 2 * row_elements);
 }
 

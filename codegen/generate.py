@@ -135,7 +135,6 @@ def load_model():
     model = {
         "dtypes": dtypes,
         "ops": op_tables["kernels"],
-        "blob_math": op_tables["blob_math"],
         "sections": sections,
         "enums": [e for s in sections for e in s["enums"]],
         "types": [t for s in sections for t in s["types"]],
@@ -290,8 +289,6 @@ def enrich(model):
         if op["split"] not in SPLITS or (op["split"] == "sum") != bool(sums):
             raise DescriptionError(f"kernel {op['name']}: split {op['split']} is none of {sorted(SPLITS)}, "
                                    "or `sum` for a kernel without a double * sum (or the reverse)")
-    for op in model["blob_math"]["ops"]:
-        op["arg_names"] = [re.split(r"[ *]", p)[-1] for p in op["params"]]
     for d in model["dtypes"]:
         d["kernels"] = [op["name"] for op in model["ops"] if d["name"] in op["dtypes"]]
     model["dtype_by_name"] = {d["name"]: d for d in model["dtypes"]}
@@ -418,11 +415,6 @@ def make_env():
 
 def render_all(model, out_root):
     env = make_env()
-    # The CUDA families are rendered once: generated/cuda/<kernel>.cu and the strings NVRTC
-    # compiles (generated/cuda/sources.c) are the same text.
-    model["cuda_families"] = [
-        {"op": op, "source": env.get_template("cuda/family.cu.j2").render(model=model, op=op)}
-        for op in model["ops"]]
     written = []
     for template, output, extra in expand_outputs(model):
         if template is None:

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The CUDA backend: the device interface of src/core/backend.h over the driver API, cuBLAS and the
- * NVRTC-compiled kernels. Device pointers cross the interface as void * holding a CUdeviceptr. */
+/* The CUDA backend: the backend interface of src/core/backend.h over the driver API, cuBLAS, the
+ * NVRTC-compiled kernels and NCCL; every part of it. Device pointers cross the interface as void *
+ * holding a CUdeviceptr. */
 #include "cuda_backend.h"
 
 #include <stdarg.h>
@@ -41,7 +42,19 @@ static cbcu_result allocate(const cb_cuda_device_state *state, const cb_device *
     return result;
 }
 
-static cblob_status device_alloc(const cb_device *device, size_t bytes, void **out)
+static cblob_status device_zero(const cb_device *device, void *ptr, size_t bytes)
+{
+    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
+    const cblob_status status = cb_cuda_queued(
+        device, cb_cuda_driver_api_get()->cuMemsetD8Async(address(ptr), 0, bytes, cb_cuda_stream(device)),
+        "zero-filling device memory");
+    cb_cuda_leave();
+    return status;
+}
+
+static void device_free(const cb_device *device, void *ptr, size_t bytes);
+
+static cblob_status device_alloc(const cb_device *device, size_t bytes, bool zeroed, void **out)
 {
     const cb_cuda_device_state *state = cb_cuda_device_state_of(device);
     CB_TRY(cb_cuda_enter(state));
@@ -53,13 +66,21 @@ static cblob_status device_alloc(const cb_device *device, size_t bytes, void **o
                        "device %d has no room for %zu more bytes (CUDA_ERROR_OUT_OF_MEMORY); the host copy is unchanged",
                        (int)device->index, bytes);
     CB_TRY(cb_cuda_check(result, state->memory_pools ? "cuMemAllocFromPoolAsync" : "cuMemAlloc"));
+    if (zeroed) {
+        const cblob_status status = device_zero(device, (void *)(uintptr_t)ptr, bytes);
+        if (status != CBLOB_OK) {
+            device_free(device, (void *)(uintptr_t)ptr, bytes);
+            return status;
+        }
+    }
     *out = (void *)(uintptr_t)ptr;
     return CBLOB_OK;
 }
 
 /* Freed in the order of the stream of the memory's last user, after all work queued on it. */
-static void device_free(const cb_device *device, void *ptr)
+static void device_free(const cb_device *device, void *ptr, size_t bytes)
 {
+    (void)bytes;
     const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
     const cb_cuda_device_state *state = cb_cuda_device_state_of(device);
     if (cb_cuda_enter(state) != CBLOB_OK)
@@ -75,23 +96,13 @@ static void device_free(const cb_device *device, void *ptr)
  * waiting for the work they queued on it, on streams cblob never sees, and a pool would hand the
  * block to cblob's next allocation while that work still reads it. A device-wide wait orders
  * all of it before the free. */
-static void device_free_escaped(const cb_device *device, void *ptr)
+static void device_free_escaped(const cb_device *device, void *ptr, size_t bytes)
 {
     if (cb_cuda_enter(cb_cuda_device_state_of(device)) != CBLOB_OK)
         return;
     cb_cuda_driver_api_get()->cuCtxSynchronize();
     cb_cuda_leave();
-    device_free(device, ptr);
-}
-
-static cblob_status device_zero(const cb_device *device, void *ptr, size_t bytes)
-{
-    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(device)));
-    const cblob_status status = cb_cuda_queued(
-        device, cb_cuda_driver_api_get()->cuMemsetD8Async(address(ptr), 0, bytes, cb_cuda_stream(device)),
-        "zero-filling device memory");
-    cb_cuda_leave();
-    return status;
+    device_free(device, ptr, bytes);
 }
 
 static cblob_status pinned_alloc(const cb_device *device, size_t bytes, void **out)
@@ -288,38 +299,60 @@ static void report(char *text, size_t size)
                  (unsigned long long)keeps);
 }
 
-static const cb_device_backend cuda_backend = {
-    .name = "cuda",
+/* ---- the parts ----------------------------------------------------------------------------------- */
+
+static const cb_backend_device cuda_devices = {
     .open = open_device,
+    .probe = probe,
+    .versions = versions,
+    .name = device_name,
+    .report = report,
+};
+
+static const cb_backend_memory cuda_memory = {
+    .is_host = false,
     .alloc = device_alloc,
     .free = device_free,
     .free_escaped = device_free_escaped,
-    .zero = device_zero,
     .alloc_pinned = pinned_alloc,
     .free_pinned = pinned_free,
     .copy = copy,
     .copy_async = copy_async,
-    .synchronize = synchronize,
-    .queue_open = cb_cuda_queue_open,
-    .queue_close = cb_cuda_queue_close,
-    .queue_retain = cb_cuda_queue_retain,
-    .queue_release = cb_cuda_queue_release,
-    .queue_follow = cb_cuda_queue_follow,
-    .queue_wait_stream = cb_cuda_queue_wait_stream,
-    .check_device_memory = check_device_memory,
-    .kernels = &cb_cuda_kernels,
-    .probe = probe,
-    .versions = versions,
-    .device_name = device_name,
-    .report = report,
-    .cache_mode = cb_cuda_cache_mode,
-    .cache_dir = cb_cuda_cache_dir,
-    .warm_up = cb_cuda_cache_warm_up,
-    .nccl_unique_id = cb_cuda_nccl_unique_id,
-    .nccl_engine = cb_cuda_nccl_engine,
+    .check = check_device_memory,
 };
 
-const cb_device_backend *cb_cuda_backend(void)
+static const cb_backend_queue cuda_queues = {
+    .open = cb_cuda_queue_open,
+    .close = cb_cuda_queue_close,
+    .retain = cb_cuda_queue_retain,
+    .release = cb_cuda_queue_release,
+    .follow = cb_cuda_queue_follow,
+    .wait_stream = cb_cuda_queue_wait_stream,
+    .synchronize = synchronize,
+};
+
+static const cb_backend_cache cuda_cache = {
+    .mode = cb_cuda_cache_mode,
+    .dir = cb_cuda_cache_dir,
+    .warm_up = cb_cuda_cache_warm_up,
+};
+
+static const cb_backend_collectives nccl = {
+    .unique_id = cb_cuda_nccl_unique_id,
+    .engine = cb_cuda_nccl_engine,
+};
+
+static const cb_backend cuda_backend = {
+    .name = "cuda",
+    .device = &cuda_devices,
+    .memory = &cuda_memory,
+    .queue = &cuda_queues,
+    .kernels = cb_cuda_kernels,
+    .cache = &cuda_cache,
+    .collectives = &nccl,
+};
+
+const cb_backend *cb_cuda_backend(void)
 {
     return &cuda_backend;
 }

@@ -5,7 +5,7 @@
 
 #include "backend.h"
 
-const cb_device_backend *cb_cuda_backend(void);
+const cb_backend *cb_cuda_backend(void);
 
 /* NCCL (cuda_nccl.c): a unique id of CBLOB_NCCL_UNIQUE_ID_BYTES, and the engine table of an
  * NCCL communicator on `device` (joining it blocks until every rank has joined). */

@@ -34,16 +34,16 @@ cblob_status cb_cuda_copy_strided(const cb_device *device, cblob_dtype dtype, in
                                   const void *x, int64_t x_stride, void *y, int64_t y_stride)
 {
     const cb_dtype_info *info = cb_dtype_find(dtype);
-    if (info == NULL || n == 0)
-        return cb_cuda_jit_kernels.copy_strided(device, dtype, n, rows, cols, x, x_stride, y, y_stride);
+    if (n == 0)
+        return CBLOB_OK;
     const size_t element = info->size;
     if (rows == 1 || (x_stride == cols && y_stride == cols))
-        return device->backend->copy(device, y, x, (size_t)n * element, CB_COPY_DEVICE_TO_DEVICE);
+        return device->backend->memory->copy(device, y, x, (size_t)n * element, CB_COPY_DEVICE_TO_DEVICE);
     if (cols * (int64_t)element >= CB_CUDA_COPY_2D_MIN_ROW_BYTES && x_stride >= cols && y_stride >= cols &&
         x_stride <= CB_CUDA_MAX_PITCH / (int64_t)element && y_stride <= CB_CUDA_MAX_PITCH / (int64_t)element)
         return copy_2d(device, x, (size_t)x_stride * element, y, (size_t)y_stride * element, (size_t)cols * element,
                        (size_t)rows);
-    return cb_cuda_jit_kernels.copy_strided(device, dtype, n, rows, cols, x, x_stride, y, y_stride);
+    return cb_cuda_jit_kernels[dtype].copy_strided(device, n, rows, cols, x, x_stride, y, y_stride);
 }
 
 /* The runs of one plane (o, m) are a rows x cols grid: run (r, c) is x[o, r, m, c, :] and goes to
@@ -84,12 +84,12 @@ cblob_status cb_cuda_transpose(const cb_device *device, cblob_dtype dtype, int64
                                int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
     const cb_dtype_info *info = cb_dtype_find(dtype);
-    if (info != NULL && n > 0 && inner >= CB_CUDA_COPY_RUN_BYTES / (int64_t)info->size) {
+    if (n > 0 && inner >= CB_CUDA_COPY_RUN_BYTES / (int64_t)info->size) {
         const int64_t element = (int64_t)info->size;
         const run_lines lines = lines_of(rows, middle, cols, inner);
         const bool few = outer * middle <= CB_CUDA_COPY_RUN_ROWS / lines.count;
         if (few && lines.x_pitch <= CB_CUDA_MAX_PITCH / element && lines.y_pitch <= CB_CUDA_MAX_PITCH / element)
             return copy_run_lines(device, info->size, outer, rows, middle, cols, inner, x, y);
     }
-    return cb_cuda_jit_kernels.transpose(device, dtype, n, outer, rows, middle, cols, inner, x, y);
+    return cb_cuda_jit_kernels[dtype].transpose(device, n, outer, rows, middle, cols, inner, x, y);
 }

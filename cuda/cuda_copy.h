@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copies on the device with the driver's copy engines (codegen/ops.yaml `copy_engine: true`):
- * the launcher the backend's table points at, with the generated kernel as the fallback. */
+ * what the backend's table points at for each dtype of the op (generated/cuda/launch.c), with the
+ * generated kernel as the fallback. */
 #ifndef CBLOB_CUDA_COPY_H
 #define CBLOB_CUDA_COPY_H
 

@@ -4,18 +4,8 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "core/enums.h"
 #include "cuda_cache.h"
 #include "cuda_queue.h"
-
-cblob_status cb_cuda_check_dtype(cb_cuda_family_id family, cblob_dtype dtype)
-{
-    const cb_dtype_info *info = cb_dtype_find(dtype);
-    if (info == NULL || cb_cuda_families[family].kernels[dtype] == NULL)
-        return cb_fail(CBLOB_ERR_NOT_IMPLEMENTED, "there is no %s GPU kernel for %s", cb_cuda_families[family].name,
-                       info != NULL ? info->name : "this dtype");
-    return CBLOB_OK;
-}
 
 /* As many blocks as the device runs at once (the occupancy the driver reported for the kernel
  * when it was loaded, times the multiprocessors); the kernels' grid-stride loops cover the rest,

@@ -12,10 +12,8 @@
 #include "cuda_queue.h"
 #include "status.h"
 
-/* CBLOB_ERR_NOT_IMPLEMENTED when the family has no kernel for dtype. */
-cblob_status cb_cuda_check_dtype(cb_cuda_family_id family, cblob_dtype dtype);
-
-/* Queues the kernel on the device's stream; args point at the kernel's arguments, n first. */
+/* Queues the family's kernel for dtype (one the family has: the kernel tables' rows have only
+ * those) on the device's stream; args point at the kernel's arguments, n first. */
 cblob_status cb_cuda_launch(const cb_device *device, cb_cuda_family_id family, cblob_dtype dtype, int64_t n, void **args);
 
 /* A reduction (an op with a `double *` sum, templates/cuda/_reduce.j2): queues the family's

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Host buffers (src/core/host_memory.c): when large ones ask the kernel for huge pages. The
+/* Host buffers (src/cpu/host_memory.c): when large ones ask the kernel for huge pages. The
  * request is read back from /proc/self/smaps (the "hg" flag madvise(MADV_HUGEPAGE) sets on the
  * mapping), so these tests check the policy itself, never a timing. Each test is a process of its
  * own, so CBLOB_HUGE_PAGES (read once) and the bytes freed lately start afresh in each. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The generated CPU kernels and their BLIS twins against a naive double-precision reference,
- * at sizes around every vector and accumulator boundary and from unaligned starts; and the
- * generated dispatcher (core/run_kernels.h) where a table lacks a kernel. */
+ * at sizes around every vector and accumulator boundary and from unaligned starts; the CPU as a
+ * backend; and the run path (core/run_kernels.h) where a table lacks a kernel. */
 #include <math.h>
 #include <stdint.h>
 
@@ -79,28 +79,55 @@ KERNEL_TESTS(double, f64, 1e-12)
 
 TEST(integer_rows_have_no_math_kernels)
 {
-    /* Caffe's math is not defined for integers: the table leaves those entries empty and the
-     * blob-level stubs (generated/core/blob_math.c) answer first. */
+    /* Caffe's math is not defined for integers: the table leaves those entries empty, and the
+     * blob-level calls (src/core/blob_math.c) refuse integer blobs before looking at it. */
     CHECK(cb_cpu_kernel_table[CBLOB_DTYPE_INT32].asum == NULL);
     CHECK(cb_cpu_kernel_table[CBLOB_DTYPE_UINT32].axpy == NULL);
     CHECK(cb_cpu_kernel_table[CBLOB_DTYPE_FLOAT32].asum != NULL);
 }
 
+TEST(the_cpu_is_a_backend_whose_kernels_are_the_cpu_table)
+{
+    /* The host device is the CPU backend's, registered as CUDA is: host memory and the generated
+     * dispatch table, no device part to open and no queue. */
+    const cb_backend *cpu = cb_host_device.backend;
+    CHECK(cpu != NULL && cpu->kernels == cb_cpu_kernel_table);
+    CHECK(cpu->memory->is_host && cb_device_is_host(&cb_host_device));
+    CHECK(cpu->device == NULL && cpu->queue == NULL && cpu->cache == NULL && cpu->collectives == NULL);
+    CHECK(cb_gpu_backend() == NULL || !cb_gpu_backend()->memory->is_host);
+
+    /* Its memory part: a zeroed buffer, a copy that moves overlapping bytes as memmove does. */
+    float *x = NULL;
+    CHECK_OK(cpu->memory->alloc(&cb_host_device, 8 * sizeof(float), true, (void **)&x));
+    for (int i = 0; i < 8; ++i)
+        CHECK(x[i] == 0.0f);
+    for (int i = 0; i < 8; ++i)
+        x[i] = (float)i;
+    CHECK_OK(cpu->memory->copy(&cb_host_device, x + 1, x, 6 * sizeof(float), CB_COPY_HOST_TO_DEVICE));
+    CHECK(x[0] == 0 && x[1] == 0 && x[2] == 1 && x[6] == 5 && x[7] == 7);
+
+    /* The run path on the host device reaches the table's entry, which splits over threads. */
+    CHECK_OK(cb_run_scale(&cb_host_device, CBLOB_DTYPE_FLOAT32, 8, 2.0, x));
+    CHECK(x[2] == 2 && x[7] == 14);
+    cpu->memory->free(&cb_host_device, x, 8 * sizeof(float));
+}
+
 TEST(dispatch_of_a_kernel_a_table_lacks_is_not_implemented)
 {
-    /* The CUDA backend's table is complete (the generator demands a twin for every kernel), so
-     * only a backend made here can lack an entry: the guard must answer, naming the kernel, the
-     * dtype and the backend, and touch nothing. */
-    static const cb_device_kernels empty = {0};
-    const cb_device_backend backend = {.name = "a backend without kernels", .kernels = &empty};
+    /* The CUDA backend's tables have every dtype an op is defined for (the generator demands a
+     * twin for every kernel), so only a backend made here can lack one: the run path must answer,
+     * naming the kernel, the dtype and the backend, and touch nothing. */
+    static const cb_kernels empty[CB_KERNEL_ROWS] = {{0}};
+    const cb_backend backend = {.name = "kernel-less", .kernels = empty};
     const cb_device device = {.backend = &backend};
     float x[3] = {1, 2, 3};
     CHECK_STATUS(cb_run_fill(&device, CBLOB_DTYPE_FLOAT32, 3, 9.0, x), CBLOB_ERR_NOT_IMPLEMENTED);
     const char *message = cblob_last_error_message();
-    CHECK(strstr(message, "fill") != NULL && strstr(message, "float32") != NULL &&
-          strstr(message, "a backend without kernels") != NULL);
+    CHECK(strstr(message, "fill") != NULL && strstr(message, "float32") != NULL && strstr(message, "kernel-less") != NULL);
     CHECK(x[0] == 1 && x[2] == 3);
     double sum = -1;
-    CHECK_STATUS(cb_run_asum(NULL, CBLOB_DTYPE_INT32, 3, x, &sum), CBLOB_ERR_NOT_IMPLEMENTED);
-    CHECK(strstr(cblob_last_error_message(), "the CPU") != NULL && sum == -1);
+    CHECK_STATUS(cb_run_asum(&cb_host_device, CBLOB_DTYPE_INT32, 3, x, &sum), CBLOB_ERR_NOT_IMPLEMENTED);
+    CHECK(strstr(cblob_last_error_message(), "cpu") != NULL && sum == -1);
+    /* A value that is no dtype's is refused the same way, never read past the table. */
+    CHECK_STATUS(cb_run_asum(&cb_host_device, (cblob_dtype)CB_KERNEL_ROWS, 3, x, &sum), CBLOB_ERR_NOT_IMPLEMENTED);
 }

@@ -5,7 +5,8 @@
  * `prefer` says (decided by bench/bench_math), and how a large call is cut into ranges for the
  * thread pool (ops.yaml `split`, src/threads/threads.h). The kernels stay single-threaded
  * functions over a range; the entries here decide when to split. Kernels not defined for a dtype
- * stay NULL.
+ * stay NULL. This is the CPU backend's kernel table (src/cpu/cpu_backend.c): its entries take the
+ * host device first, as every backend's do, and have no use for it.
  */
 #include <stdint.h>
 
@@ -24,8 +25,9 @@ static cblob_status asum_f32_block(void *arg, int64_t begin, int64_t end, double
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), out);
 }
 
-static cblob_status asum_f32(int64_t n, const void *x, double *out)
+static cblob_status asum_f32(const cb_device *host, int64_t n, const void *x, double *out)
 {
+    (void)host;
     if (n <= CB_SUM_BLOCK) /* one block: what cb_parallel_sum would do, without its set-up */
         return cb_cpu_asum_f32(n, x, out);
     const asum_f32_args args = {
@@ -47,8 +49,9 @@ static cblob_status sumsq_f32_block(void *arg, int64_t begin, int64_t end, doubl
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), out);
 }
 
-static cblob_status sumsq_f32(int64_t n, const void *x, double *out)
+static cblob_status sumsq_f32(const cb_device *host, int64_t n, const void *x, double *out)
 {
+    (void)host;
     if (n <= CB_SUM_BLOCK) /* one block: what cb_parallel_sum would do, without its set-up */
         return cb_cpu_sumsq_f32(n, x, out);
     const sumsq_f32_args args = {
@@ -72,8 +75,9 @@ static cblob_status axpy_f32_range(void *arg, int64_t begin, int64_t end)
     return a->kernel(end - begin, a->alpha, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(float));
 }
 
-static cblob_status axpy_f32(int64_t n, double alpha, const void *x, void *y)
+static cblob_status axpy_f32(const cb_device *host, int64_t n, double alpha, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_AXPY))
         return cb_cpu_axpy_f32(n, alpha, x, y);
     const axpy_f32_args args = {
@@ -99,8 +103,9 @@ static cblob_status scale_f32_range(void *arg, int64_t begin, int64_t end)
     return a->kernel(end - begin, a->alpha, (char *)a->x + (begin) * (int64_t)sizeof(float));
 }
 
-static cblob_status scale_f32(int64_t n, double alpha, void *x)
+static cblob_status scale_f32(const cb_device *host, int64_t n, double alpha, void *x)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_SCALE))
         return cb_cpu_scale_f32(n, alpha, x);
     const scale_f32_args args = {
@@ -125,8 +130,9 @@ static cblob_status fill_f32_range(void *arg, int64_t begin, int64_t end)
     return a->kernel(end - begin, a->value, (char *)a->x + (begin) * (int64_t)sizeof(float));
 }
 
-static cblob_status fill_f32(int64_t n, double value, void *x)
+static cblob_status fill_f32(const cb_device *host, int64_t n, double value, void *x)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_FILL))
         return cb_cpu_fill_f32(n, value, x);
     const fill_f32_args args = {
@@ -151,8 +157,9 @@ static cblob_status add_f32_range(void *arg, int64_t begin, int64_t end)
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(float));
 }
 
-static cblob_status add_f32(int64_t n, const void *x, void *y)
+static cblob_status add_f32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_ADD))
         return cb_cpu_add_f32(n, x, y);
     const add_f32_args args = {
@@ -191,8 +198,10 @@ static cblob_status copy_strided_f32_whole(void *arg, int64_t begin, int64_t end
                      (char *)a->y + (begin) * (int64_t)sizeof(float), end - begin);
 }
 
-static cblob_status copy_strided_f32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride)
+static cblob_status copy_strided_f32(const cb_device *host, int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y,
+                          int64_t y_stride)
 {
+    (void)host;
     if ((uint64_t)n * sizeof(float) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_COPY_STRIDED))
         return cb_cpu_copy_strided_f32(n, rows, cols, x, x_stride, y, y_stride);
     const copy_strided_f32_args args = {.kernel = cb_cpu_copy_strided_f32, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
@@ -221,8 +230,9 @@ static cblob_status transpose_f32_range(void *arg, int64_t begin, int64_t end)
     return cb_cpu_transpose_run_bands_f32(begin, end, a->outer, a->rows, a->middle, a->cols, a->inner, a->x, a->y);
 }
 
-static cblob_status transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
+static cblob_status transpose_f32(const cb_device *host, int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
+    (void)host;
     const int64_t bands = cb_cpu_transpose_bands_f32(outer, rows, middle, cols, inner);
     if ((uint64_t)n * sizeof(float) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRANSPOSE) || bands < 2)
         return cb_cpu_transpose_f32(n, outer, rows, middle, cols, inner, x, y);
@@ -253,8 +263,9 @@ static cblob_status convert_to_f32_f32_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(float));
 }
 
-static cblob_status convert_to_f32_f32(int64_t n, const void *x, void *y)
+static cblob_status convert_to_f32_f32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F32))
         return cb_cpu_convert_to_f32_f32(n, x, y);
     const convert_to_f32_f32_args args = {
@@ -279,8 +290,9 @@ static cblob_status convert_to_f64_f32_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(double));
 }
 
-static cblob_status convert_to_f64_f32(int64_t n, const void *x, void *y)
+static cblob_status convert_to_f64_f32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(float) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F64))
         return cb_cpu_convert_to_f64_f32(n, x, y);
     const convert_to_f64_f32_args args = {
@@ -305,8 +317,9 @@ static cblob_status convert_to_i32_f32_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
 }
 
-static cblob_status convert_to_i32_f32(int64_t n, const void *x, void *y)
+static cblob_status convert_to_i32_f32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(float) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_I32))
         return cb_cpu_convert_to_i32_f32(n, x, y);
     const convert_to_i32_f32_args args = {
@@ -331,8 +344,9 @@ static cblob_status convert_to_u32_f32_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
 }
 
-static cblob_status convert_to_u32_f32(int64_t n, const void *x, void *y)
+static cblob_status convert_to_u32_f32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(float) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_U32))
         return cb_cpu_convert_to_u32_f32(n, x, y);
     const convert_to_u32_f32_args args = {
@@ -357,8 +371,9 @@ static cblob_status truncate_to_i32_f32_range(void *arg, int64_t begin, int64_t 
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
 }
 
-static cblob_status truncate_to_i32_f32(int64_t n, const void *x, void *y)
+static cblob_status truncate_to_i32_f32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(float) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRUNCATE_TO_I32))
         return cb_cpu_truncate_to_i32_f32(n, x, y);
     const truncate_to_i32_f32_args args = {
@@ -383,8 +398,9 @@ static cblob_status truncate_to_u32_f32_range(void *arg, int64_t begin, int64_t 
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
 }
 
-static cblob_status truncate_to_u32_f32(int64_t n, const void *x, void *y)
+static cblob_status truncate_to_u32_f32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(float) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRUNCATE_TO_U32))
         return cb_cpu_truncate_to_u32_f32(n, x, y);
     const truncate_to_u32_f32_args args = {
@@ -408,8 +424,9 @@ static cblob_status asum_f64_block(void *arg, int64_t begin, int64_t end, double
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), out);
 }
 
-static cblob_status asum_f64(int64_t n, const void *x, double *out)
+static cblob_status asum_f64(const cb_device *host, int64_t n, const void *x, double *out)
 {
+    (void)host;
     if (n <= CB_SUM_BLOCK) /* one block: what cb_parallel_sum would do, without its set-up */
         return cb_cpu_asum_f64(n, x, out);
     const asum_f64_args args = {
@@ -431,8 +448,9 @@ static cblob_status sumsq_f64_block(void *arg, int64_t begin, int64_t end, doubl
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), out);
 }
 
-static cblob_status sumsq_f64(int64_t n, const void *x, double *out)
+static cblob_status sumsq_f64(const cb_device *host, int64_t n, const void *x, double *out)
 {
+    (void)host;
     if (n <= CB_SUM_BLOCK) /* one block: what cb_parallel_sum would do, without its set-up */
         return cb_cpu_sumsq_f64(n, x, out);
     const sumsq_f64_args args = {
@@ -456,8 +474,9 @@ static cblob_status axpy_f64_range(void *arg, int64_t begin, int64_t end)
     return a->kernel(end - begin, a->alpha, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(double));
 }
 
-static cblob_status axpy_f64(int64_t n, double alpha, const void *x, void *y)
+static cblob_status axpy_f64(const cb_device *host, int64_t n, double alpha, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_AXPY))
         return cb_cpu_axpy_f64(n, alpha, x, y);
     const axpy_f64_args args = {
@@ -483,8 +502,9 @@ static cblob_status scale_f64_range(void *arg, int64_t begin, int64_t end)
     return a->kernel(end - begin, a->alpha, (char *)a->x + (begin) * (int64_t)sizeof(double));
 }
 
-static cblob_status scale_f64(int64_t n, double alpha, void *x)
+static cblob_status scale_f64(const cb_device *host, int64_t n, double alpha, void *x)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_SCALE))
         return cb_cpu_scale_f64(n, alpha, x);
     const scale_f64_args args = {
@@ -509,8 +529,9 @@ static cblob_status fill_f64_range(void *arg, int64_t begin, int64_t end)
     return a->kernel(end - begin, a->value, (char *)a->x + (begin) * (int64_t)sizeof(double));
 }
 
-static cblob_status fill_f64(int64_t n, double value, void *x)
+static cblob_status fill_f64(const cb_device *host, int64_t n, double value, void *x)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_FILL))
         return cb_cpu_fill_f64(n, value, x);
     const fill_f64_args args = {
@@ -535,8 +556,9 @@ static cblob_status add_f64_range(void *arg, int64_t begin, int64_t end)
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(double));
 }
 
-static cblob_status add_f64(int64_t n, const void *x, void *y)
+static cblob_status add_f64(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_ADD))
         return cb_cpu_add_f64(n, x, y);
     const add_f64_args args = {
@@ -575,8 +597,10 @@ static cblob_status copy_strided_f64_whole(void *arg, int64_t begin, int64_t end
                      (char *)a->y + (begin) * (int64_t)sizeof(double), end - begin);
 }
 
-static cblob_status copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride)
+static cblob_status copy_strided_f64(const cb_device *host, int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y,
+                          int64_t y_stride)
 {
+    (void)host;
     if ((uint64_t)n * sizeof(double) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_COPY_STRIDED))
         return cb_cpu_copy_strided_f64(n, rows, cols, x, x_stride, y, y_stride);
     const copy_strided_f64_args args = {.kernel = cb_cpu_copy_strided_f64, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
@@ -605,8 +629,9 @@ static cblob_status transpose_f64_range(void *arg, int64_t begin, int64_t end)
     return cb_cpu_transpose_run_bands_f64(begin, end, a->outer, a->rows, a->middle, a->cols, a->inner, a->x, a->y);
 }
 
-static cblob_status transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
+static cblob_status transpose_f64(const cb_device *host, int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
+    (void)host;
     const int64_t bands = cb_cpu_transpose_bands_f64(outer, rows, middle, cols, inner);
     if ((uint64_t)n * sizeof(double) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRANSPOSE) || bands < 2)
         return cb_cpu_transpose_f64(n, outer, rows, middle, cols, inner, x, y);
@@ -637,8 +662,9 @@ static cblob_status convert_to_f32_f64_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(float));
 }
 
-static cblob_status convert_to_f32_f64(int64_t n, const void *x, void *y)
+static cblob_status convert_to_f32_f64(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(double) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F32))
         return cb_cpu_convert_to_f32_f64(n, x, y);
     const convert_to_f32_f64_args args = {
@@ -663,8 +689,9 @@ static cblob_status convert_to_f64_f64_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(double));
 }
 
-static cblob_status convert_to_f64_f64(int64_t n, const void *x, void *y)
+static cblob_status convert_to_f64_f64(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F64))
         return cb_cpu_convert_to_f64_f64(n, x, y);
     const convert_to_f64_f64_args args = {
@@ -689,8 +716,9 @@ static cblob_status convert_to_i32_f64_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
 }
 
-static cblob_status convert_to_i32_f64(int64_t n, const void *x, void *y)
+static cblob_status convert_to_i32_f64(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(double) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_I32))
         return cb_cpu_convert_to_i32_f64(n, x, y);
     const convert_to_i32_f64_args args = {
@@ -715,8 +743,9 @@ static cblob_status convert_to_u32_f64_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
 }
 
-static cblob_status convert_to_u32_f64(int64_t n, const void *x, void *y)
+static cblob_status convert_to_u32_f64(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(double) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_U32))
         return cb_cpu_convert_to_u32_f64(n, x, y);
     const convert_to_u32_f64_args args = {
@@ -741,8 +770,9 @@ static cblob_status truncate_to_i32_f64_range(void *arg, int64_t begin, int64_t 
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
 }
 
-static cblob_status truncate_to_i32_f64(int64_t n, const void *x, void *y)
+static cblob_status truncate_to_i32_f64(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(double) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRUNCATE_TO_I32))
         return cb_cpu_truncate_to_i32_f64(n, x, y);
     const truncate_to_i32_f64_args args = {
@@ -767,8 +797,9 @@ static cblob_status truncate_to_u32_f64_range(void *arg, int64_t begin, int64_t 
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
 }
 
-static cblob_status truncate_to_u32_f64(int64_t n, const void *x, void *y)
+static cblob_status truncate_to_u32_f64(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(double) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRUNCATE_TO_U32))
         return cb_cpu_truncate_to_u32_f64(n, x, y);
     const truncate_to_u32_f64_args args = {
@@ -793,8 +824,9 @@ static cblob_status fill_i32_range(void *arg, int64_t begin, int64_t end)
     return a->kernel(end - begin, a->value, (char *)a->x + (begin) * (int64_t)sizeof(int32_t));
 }
 
-static cblob_status fill_i32(int64_t n, double value, void *x)
+static cblob_status fill_i32(const cb_device *host, int64_t n, double value, void *x)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_FILL))
         return cb_cpu_fill_i32(n, value, x);
     const fill_i32_args args = {
@@ -819,8 +851,9 @@ static cblob_status add_i32_range(void *arg, int64_t begin, int64_t end)
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
 }
 
-static cblob_status add_i32(int64_t n, const void *x, void *y)
+static cblob_status add_i32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(int32_t) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_ADD))
         return cb_cpu_add_i32(n, x, y);
     const add_i32_args args = {
@@ -859,8 +892,10 @@ static cblob_status copy_strided_i32_whole(void *arg, int64_t begin, int64_t end
                      (char *)a->y + (begin) * (int64_t)sizeof(int32_t), end - begin);
 }
 
-static cblob_status copy_strided_i32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride)
+static cblob_status copy_strided_i32(const cb_device *host, int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y,
+                          int64_t y_stride)
 {
+    (void)host;
     if ((uint64_t)n * sizeof(int32_t) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_COPY_STRIDED))
         return cb_cpu_copy_strided_i32(n, rows, cols, x, x_stride, y, y_stride);
     const copy_strided_i32_args args = {.kernel = cb_cpu_copy_strided_i32, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
@@ -889,8 +924,9 @@ static cblob_status transpose_i32_range(void *arg, int64_t begin, int64_t end)
     return cb_cpu_transpose_run_bands_i32(begin, end, a->outer, a->rows, a->middle, a->cols, a->inner, a->x, a->y);
 }
 
-static cblob_status transpose_i32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
+static cblob_status transpose_i32(const cb_device *host, int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
+    (void)host;
     const int64_t bands = cb_cpu_transpose_bands_i32(outer, rows, middle, cols, inner);
     if ((uint64_t)n * sizeof(int32_t) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRANSPOSE) || bands < 2)
         return cb_cpu_transpose_i32(n, outer, rows, middle, cols, inner, x, y);
@@ -921,8 +957,9 @@ static cblob_status convert_to_f32_i32_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(float));
 }
 
-static cblob_status convert_to_f32_i32(int64_t n, const void *x, void *y)
+static cblob_status convert_to_f32_i32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(int32_t) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F32))
         return cb_cpu_convert_to_f32_i32(n, x, y);
     const convert_to_f32_i32_args args = {
@@ -947,8 +984,9 @@ static cblob_status convert_to_f64_i32_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(double));
 }
 
-static cblob_status convert_to_f64_i32(int64_t n, const void *x, void *y)
+static cblob_status convert_to_f64_i32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(int32_t) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F64))
         return cb_cpu_convert_to_f64_i32(n, x, y);
     const convert_to_f64_i32_args args = {
@@ -973,8 +1011,9 @@ static cblob_status convert_to_i32_i32_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
 }
 
-static cblob_status convert_to_i32_i32(int64_t n, const void *x, void *y)
+static cblob_status convert_to_i32_i32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(int32_t) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_I32))
         return cb_cpu_convert_to_i32_i32(n, x, y);
     const convert_to_i32_i32_args args = {
@@ -999,8 +1038,9 @@ static cblob_status convert_to_u32_i32_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
 }
 
-static cblob_status convert_to_u32_i32(int64_t n, const void *x, void *y)
+static cblob_status convert_to_u32_i32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(int32_t) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_U32))
         return cb_cpu_convert_to_u32_i32(n, x, y);
     const convert_to_u32_i32_args args = {
@@ -1025,8 +1065,9 @@ static cblob_status fill_u32_range(void *arg, int64_t begin, int64_t end)
     return a->kernel(end - begin, a->value, (char *)a->x + (begin) * (int64_t)sizeof(uint32_t));
 }
 
-static cblob_status fill_u32(int64_t n, double value, void *x)
+static cblob_status fill_u32(const cb_device *host, int64_t n, double value, void *x)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_FILL))
         return cb_cpu_fill_u32(n, value, x);
     const fill_u32_args args = {
@@ -1051,8 +1092,9 @@ static cblob_status add_u32_range(void *arg, int64_t begin, int64_t end)
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
 }
 
-static cblob_status add_u32(int64_t n, const void *x, void *y)
+static cblob_status add_u32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(uint32_t) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_ADD))
         return cb_cpu_add_u32(n, x, y);
     const add_u32_args args = {
@@ -1091,8 +1133,10 @@ static cblob_status copy_strided_u32_whole(void *arg, int64_t begin, int64_t end
                      (char *)a->y + (begin) * (int64_t)sizeof(uint32_t), end - begin);
 }
 
-static cblob_status copy_strided_u32(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride)
+static cblob_status copy_strided_u32(const cb_device *host, int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y,
+                          int64_t y_stride)
 {
+    (void)host;
     if ((uint64_t)n * sizeof(uint32_t) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_COPY_STRIDED))
         return cb_cpu_copy_strided_u32(n, rows, cols, x, x_stride, y, y_stride);
     const copy_strided_u32_args args = {.kernel = cb_cpu_copy_strided_u32, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
@@ -1121,8 +1165,9 @@ static cblob_status transpose_u32_range(void *arg, int64_t begin, int64_t end)
     return cb_cpu_transpose_run_bands_u32(begin, end, a->outer, a->rows, a->middle, a->cols, a->inner, a->x, a->y);
 }
 
-static cblob_status transpose_u32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
+static cblob_status transpose_u32(const cb_device *host, int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
+    (void)host;
     const int64_t bands = cb_cpu_transpose_bands_u32(outer, rows, middle, cols, inner);
     if ((uint64_t)n * sizeof(uint32_t) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRANSPOSE) || bands < 2)
         return cb_cpu_transpose_u32(n, outer, rows, middle, cols, inner, x, y);
@@ -1153,8 +1198,9 @@ static cblob_status convert_to_f32_u32_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(float));
 }
 
-static cblob_status convert_to_f32_u32(int64_t n, const void *x, void *y)
+static cblob_status convert_to_f32_u32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(uint32_t) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F32))
         return cb_cpu_convert_to_f32_u32(n, x, y);
     const convert_to_f32_u32_args args = {
@@ -1179,8 +1225,9 @@ static cblob_status convert_to_f64_u32_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(double));
 }
 
-static cblob_status convert_to_f64_u32(int64_t n, const void *x, void *y)
+static cblob_status convert_to_f64_u32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(uint32_t) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F64))
         return cb_cpu_convert_to_f64_u32(n, x, y);
     const convert_to_f64_u32_args args = {
@@ -1205,8 +1252,9 @@ static cblob_status convert_to_i32_u32_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
 }
 
-static cblob_status convert_to_i32_u32(int64_t n, const void *x, void *y)
+static cblob_status convert_to_i32_u32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(uint32_t) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_I32))
         return cb_cpu_convert_to_i32_u32(n, x, y);
     const convert_to_i32_u32_args args = {
@@ -1231,8 +1279,9 @@ static cblob_status convert_to_u32_u32_range(void *arg, int64_t begin, int64_t e
     return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
 }
 
-static cblob_status convert_to_u32_u32(int64_t n, const void *x, void *y)
+static cblob_status convert_to_u32_u32(const cb_device *host, int64_t n, const void *x, void *y)
 {
+    (void)host;
     if ((uint64_t)n * (sizeof(uint32_t) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_U32))
         return cb_cpu_convert_to_u32_u32(n, x, y);
     const convert_to_u32_u32_args args = {
@@ -1244,7 +1293,7 @@ static cblob_status convert_to_u32_u32(int64_t n, const void *x, void *y)
     return cb_parallel_for_split(n, (sizeof(uint32_t) + sizeof(uint32_t) * 2), CB_CPU_SPLIT_BYTES_CONVERT_TO_U32, 64, convert_to_u32_u32_range, (void *)&args);
 }
 
-const cb_cpu_kernels cb_cpu_kernel_table[CB_CPU_KERNEL_ROWS] = {
+const cb_kernels cb_cpu_kernel_table[CB_KERNEL_ROWS] = {
     [CBLOB_DTYPE_FLOAT32] = {
         .asum = asum_f32,
         .sumsq = sumsq_f32,

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/device_kernels.h"
+#include "backend/kernels.h"
 #include "cblob/cblob.h"
 
 /* Threads per block of every generated kernel (their __launch_bounds__). */
@@ -41,7 +41,7 @@ typedef enum cb_cuda_family_id {
 
 typedef struct cb_cuda_family {
     const char *name;                        /* the kernel's name in ops.yaml */
-    const char *source;                      /* the program (generated/cuda/<name>.cu) */
+    const char *source;                      /* the program: generated/cuda/<name>.cu, embedded */
     size_t source_length;
     const char *kernels[CB_CUDA_DTYPE_ROWS]; /* entry point per dtype; NULL where there is none */
     const char *combine; /* a reduction's second pass (cblob_sum_parts); NULL for other families */
@@ -69,11 +69,11 @@ static inline int64_t cb_part_count(int64_t n)
 }
 
 /* Every op through its generated kernel, whatever ops.yaml prefers (tests and benchmarks compare
- * it with cuBLAS and the CPU). */
-extern const cb_device_kernels cb_cuda_jit_kernels;
+ * it with cuBLAS and the CPU); one row per dtype. */
+extern const cb_kernels cb_cuda_jit_kernels[CB_KERNEL_ROWS];
 /* The backend's table: cuBLAS for float32 and float64 where ops.yaml says `cublas: true`, the
  * driver's copy engines where it says `copy_engine: true` (cuda/cuda_copy.c), the generated
  * kernel otherwise. */
-extern const cb_device_kernels cb_cuda_kernels;
+extern const cb_kernels cb_cuda_kernels[CB_KERNEL_ROWS];
 
 #endif

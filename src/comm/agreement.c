@@ -80,8 +80,8 @@ cblob_status cb_agreement_open(cblob_comm *comm)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the agreement of %" PRId32 " ranks (%zu bytes)",
                        comm->engine.size, bytes);
     a->engine_side = a->host;
-    if (comm->device != NULL) {
-        const cblob_status status = comm->device->backend->alloc(comm->device, bytes, &a->engine_side);
+    if (!cb_device_is_host(comm->device)) {
+        const cblob_status status = comm->device->backend->memory->alloc(comm->device, bytes, false, &a->engine_side);
         if (status != CBLOB_OK) {
             free(a->host);
             *a = (cb_agreement){0};
@@ -95,7 +95,7 @@ void cb_agreement_close(cblob_comm *comm)
 {
     cb_agreement *a = &comm->agreement;
     if (a->engine_side != NULL && a->engine_side != a->host)
-        comm->device->backend->free(comm->device, a->engine_side);
+        comm->device->backend->memory->free(comm->device, a->engine_side, buffer_bytes(a));
     free(a->host);
     *a = (cb_agreement){0};
 }
@@ -156,9 +156,9 @@ static cblob_status exchange(cblob_comm *comm)
     const cb_device *device = comm->device;
     char message[CBLOB_COMM_MESSAGE_BYTES] = "";
     /* To and from the host, the device's copies have finished when they return (backend.h). */
-    if (device != NULL) {
+    if (a->engine_side != a->host) {
         const cblob_status copied =
-            device->backend->copy(device, a->engine_side, a->host, buffer_bytes(a), CB_COPY_HOST_TO_DEVICE);
+            device->backend->memory->copy(device, a->engine_side, a->host, buffer_bytes(a), CB_COPY_HOST_TO_DEVICE);
         if (copied != CBLOB_OK) {
             snprintf(message, sizeof message, "copying the agreement to the device: %s", cblob_last_error_message());
             return cb_comm_engine_failed(comm, copied, message);
@@ -172,8 +172,8 @@ static cblob_status exchange(cblob_comm *comm)
     status = comm->engine.wait(comm->engine.state, pending, comm->timeout_ms, message, sizeof message);
     if (status != CBLOB_OK)
         return cb_comm_engine_failed(comm, status, message);
-    if (device != NULL) {
-        status = device->backend->copy(device, a->host, a->engine_side, buffer_bytes(a), CB_COPY_DEVICE_TO_HOST);
+    if (a->engine_side != a->host) {
+        status = device->backend->memory->copy(device, a->host, a->engine_side, buffer_bytes(a), CB_COPY_DEVICE_TO_HOST);
         if (status != CBLOB_OK) {
             snprintf(message, sizeof message, "copying the agreement back from the device: %s",
                      cblob_last_error_message());

@@ -16,15 +16,17 @@
 
 #define CB_ARENA_MAX_ALIGNMENT 4096
 
-struct cb_param_arena {
+/* What an arena hangs on its blob (blob.h, extensions): its members. */
+typedef struct cb_param_arena {
+    cb_blob_extension extension;
     cblob_part part;
     bool on_device; /* the home copy: the device copy of the context's device, or the host copy */
     int64_t count;
     cblob_blob **members;  /* held */
     cb_storage **slices;   /* held: each member's storage over its slice, to see whether it left */
-};
+} cb_param_arena;
 
-void cb_param_arena_free(cb_param_arena *arena)
+static void arena_free(cb_param_arena *arena)
 {
     if (arena == NULL)
         return;
@@ -37,6 +39,19 @@ void cb_param_arena_free(cb_param_arena *arena)
     free(arena);
 }
 
+static cblob_blob *release_arena(cb_blob_extension *extension)
+{
+    arena_free((cb_param_arena *)extension);
+    return NULL;
+}
+
+static const cb_extension_kind arena_kind = {.release = release_arena};
+
+static cb_param_arena *arena_of(const cblob_blob *blob)
+{
+    return (cb_param_arena *)cb_blob_extension_of(blob, &arena_kind, NULL);
+}
+
 static bool is_member(const cb_param_arena *arena, int64_t i)
 {
     return arena->members[i]->storage[arena->part] == arena->slices[i];
@@ -44,12 +59,13 @@ static bool is_member(const cb_param_arena *arena, int64_t i)
 
 int64_t cb_param_arena_count(const cblob_blob *arena_blob)
 {
-    return arena_blob->arena != NULL ? arena_blob->arena->count : 0;
+    const cb_param_arena *arena = arena_of(arena_blob);
+    return arena != NULL ? arena->count : 0;
 }
 
 const cblob_blob *cb_param_arena_current_member(const cblob_blob *arena_blob, int64_t i)
 {
-    const cb_param_arena *arena = arena_blob->arena;
+    const cb_param_arena *arena = arena_of(arena_blob);
     return is_member(arena, i) ? arena->members[i] : NULL;
 }
 
@@ -67,7 +83,7 @@ static cblob_status touch_home(const cb_param_arena *arena, cblob_blob *member, 
  * written there), then each member's: read to gather, written to scatter. */
 static cblob_status touch_members(cblob_blob *blob, cblob_part part, bool writable)
 {
-    cb_param_arena *arena = blob->arena;
+    cb_param_arena *arena = arena_of(blob);
     if (arena == NULL || arena->part != part)
         return CBLOB_OK;
     CB_TRY(touch_home(arena, blob, false));
@@ -106,11 +122,15 @@ static cblob_status check_member(cblob_blob *const *blobs, int64_t i, cblob_part
                        blob->dtype->name, blobs[0]->dtype->name);
     if (blob->context != blobs[0]->context)
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "blobs[%" PRId64 "] has another context than blobs[0]", i);
-    if (cb_blob_is_window(blob))
-        return cb_fail(CBLOB_ERR_STATE, "blobs[%" PRId64 "] is a window: it views its parent's memory", i);
-    if (blob->mappings != NULL)
-        return cb_fail(CBLOB_ERR_STATE, "blobs[%" PRId64 "] has open mappings (cblob_blob_map); unmap them first", i);
-    if (blob->arena != NULL)
+    /* A member's part gets a storage over its slice: what its extensions (a window, open
+     * mappings) would refuse is refused here, in their words. */
+    const cblob_status allowed = cb_blob_allow(blob, CB_BLOB_REPLACE);
+    if (allowed != CBLOB_OK) {
+        cb_saved_error why;
+        cb_error_save(&why);
+        return cb_fail(allowed, "blobs[%" PRId64 "]: %s", i, why.text + why.detail_start);
+    }
+    if (arena_of(blob) != NULL)
         return cb_fail(CBLOB_ERR_STATE, "blobs[%" PRId64 "] is an arena itself", i);
     for (int64_t j = 0; j < i; ++j) {
         if (blobs[j] == blob)
@@ -160,7 +180,7 @@ static cblob_status copy_in(const cb_param_arena *arena, const cb_device *device
         return CBLOB_OK;
     }
     CB_TRY(cb_blob_device(member, arena->part, false, (void **)&from));
-    return device->backend->copy(device, slice, from, cb_blob_bytes(member), CB_COPY_DEVICE_TO_DEVICE);
+    return device->backend->memory->copy(device, slice, from, cb_blob_bytes(member), CB_COPY_DEVICE_TO_DEVICE);
 }
 
 /* Makes the member's part a storage over its slice, held by the arena. */
@@ -187,12 +207,13 @@ static cb_param_arena *arena_new(int64_t count, cblob_part part, bool on_device)
     cb_param_arena *arena = calloc(1, sizeof *arena);
     if (arena == NULL)
         return NULL;
+    arena->extension.kind = &arena_kind;
     arena->part = part;
     arena->on_device = on_device;
     arena->members = calloc((size_t)count, sizeof *arena->members);
     arena->slices = calloc((size_t)count, sizeof *arena->slices);
     if (arena->members == NULL || arena->slices == NULL) {
-        cb_param_arena_free(arena);
+        arena_free(arena);
         return NULL;
     }
     return arena;
@@ -203,7 +224,7 @@ static cb_param_arena *arena_new(int64_t count, cblob_part part, bool on_device)
 static cblob_status fill_arena(cblob_blob *arena_blob, cblob_blob *const *blobs, int64_t count, const size_t *offsets,
                                cb_storage **fresh)
 {
-    cb_param_arena *arena = arena_blob->arena;
+    cb_param_arena *arena = arena_of(arena_blob);
     const cb_device *device = NULL;
     if (arena->on_device)
         CB_TRY(cb_context_device(arena_blob->context, &device));
@@ -234,9 +255,11 @@ static cblob_status make_arena(cblob_blob *const *blobs, int64_t count, cblob_pa
     cblob_blob *arena_blob = NULL;
     CB_TRY(cb_blob_create(context, blobs[0]->dtype->dtype, 1, &elements, &arena_blob));
     const bool on_device = atomic_load(&context->mode) == CBLOB_MODE_GPU;
-    arena_blob->arena = arena_new(count, part, on_device);
+    cb_param_arena *arena = arena_new(count, part, on_device);
+    if (arena != NULL)
+        cb_blob_extend(arena_blob, &arena->extension);
     cb_storage **fresh = calloc((size_t)count, sizeof *fresh);
-    cblob_status status = arena_blob->arena == NULL || fresh == NULL
+    cblob_status status = arena == NULL || fresh == NULL
                               ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for an arena of %" PRId64 " blobs", count)
                               : fill_arena(arena_blob, blobs, count, offsets, fresh);
     for (int64_t i = 0; fresh != NULL && i < count; ++i)

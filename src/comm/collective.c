@@ -11,9 +11,7 @@
 
 #include "comm/comm.h"
 #include "core/run_kernels.h"
-#include "host_memory.h"
 #include "status.h"
-#include "threads.h"
 
 /* Buckets start at this alignment in the bucket buffer (cuMemAlloc's, and a cache line's). */
 #define CB_BUCKET_ALIGNMENT 256
@@ -80,7 +78,7 @@ static cblob_status check_dtype(const cblob_comm *comm, const cblob_blob *blob, 
 static cblob_status check_device(const cblob_comm *comm, const cblob_blob *blob, int64_t i, cblob_part part)
 {
     const cb_storage *storage = blob->storage[part];
-    if (comm->device == NULL || storage == NULL || storage->dev == NULL)
+    if (cb_device_is_host(comm->device) || storage == NULL || storage->dev == NULL)
         return CBLOB_OK;
     if (storage->device.backend != comm->device->backend || storage->device.index != comm->device->index)
         return cb_fail(CBLOB_ERR_STATE, "the %s of blobs[%" PRId64 "] lives on device %d, the communicator's on %d",
@@ -155,7 +153,7 @@ static cblob_status check_arenas(cblob_blob *const *blobs, const listed_blob *by
                                  cblob_part part)
 {
     for (int64_t i = 0; i < count; ++i)
-        for (int64_t m = 0; blobs[i]->arena != NULL && m < cb_param_arena_count(blobs[i]); ++m) {
+        for (int64_t m = 0; m < cb_param_arena_count(blobs[i]); ++m) {
             const listed_blob key = {.blob = (uintptr_t)cb_param_arena_current_member(blobs[i], m)};
             const listed_blob *found =
                 key.blob != 0 ? bsearch(&key, by_handle, (size_t)count, sizeof *by_handle, by_blob) : NULL;
@@ -290,9 +288,7 @@ static cblob_status bucket_alloc(cblob_comm_request *request)
     if (request->bucket_size == 0)
         return CBLOB_OK;
     const cb_device *device = request->comm->device;
-    if (device != NULL)
-        return device->backend->alloc(device, request->bucket_size, &request->bucket);
-    return cb_host_alloc(request->bucket_size, false, &request->bucket);
+    return device->backend->memory->alloc(device, request->bucket_size, false, &request->bucket);
 }
 
 static void bucket_free(cblob_comm_request *request)
@@ -300,21 +296,14 @@ static void bucket_free(cblob_comm_request *request)
     if (request->bucket == NULL)
         return;
     const cb_device *device = request->comm->device;
-    if (device != NULL)
-        device->backend->free(device, request->bucket);
-    else
-        cb_host_free(request->bucket, request->bucket_size);
+    device->backend->memory->free(device, request->bucket, request->bucket_size);
     request->bucket = NULL;
 }
 
 /* Copies between a blob's engine-side memory and its place in a bucket. */
 static cblob_status move_bytes(const cblob_comm *comm, void *to, const void *from, size_t bytes)
 {
-    if (comm->device == NULL) {
-        cb_parallel_copy(to, from, bytes);
-        return CBLOB_OK;
-    }
-    return comm->device->backend->copy(comm->device, to, from, bytes, CB_COPY_DEVICE_TO_DEVICE);
+    return comm->device->backend->memory->copy(comm->device, to, from, bytes, CB_COPY_DEVICE_TO_DEVICE);
 }
 
 static cblob_status copy_bucket(cblob_comm_request *request, const cb_engine_call *call, bool into_bucket)
@@ -407,8 +396,7 @@ static cblob_status find_memory(cblob_comm_request *request)
     for (int64_t i = 0; i < request->count; ++i) {
         cblob_blob *blob = request->blobs[i];
         CB_TRY(cb_param_arena_gather(blob, request->part));
-        CB_TRY(comm->device != NULL ? cb_blob_device_on(blob, request->part, comm->device, writable, &request->memory[i])
-                                    : cb_blob_host(blob, request->part, writable, &request->memory[i]));
+        CB_TRY(cb_blob_at(blob, request->part, comm->device, writable, &request->memory[i]));
     }
     return CBLOB_OK;
 }
@@ -428,8 +416,8 @@ static cblob_status prepare_calls(cblob_comm_request *request)
     }
     /* An engine that knows no stream gets memory whose queued writes have finished. */
     const cb_device *device = request->comm->device;
-    if (device != NULL && !request->comm->stream_ordered)
-        CB_TRY(device->backend->synchronize(device));
+    if (device->backend->queue != NULL && !request->comm->stream_ordered)
+        CB_TRY(device->backend->queue->synchronize(device));
     return CBLOB_OK;
 }
 

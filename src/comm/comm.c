@@ -43,7 +43,7 @@ cblob_status cb_comm_create_engine(cblob_context *context, const cblob_comm_engi
     CB_REQUIRE(engine);
     CB_REQUIRE(out);
     CB_TRY(check_engine(engine));
-    const cb_device *device = NULL;
+    const cb_device *device = &cb_host_device;
     if (engine->memory == CBLOB_MEMORY_DEVICE)
         CB_TRY(cb_context_device(context, &device));
     cblob_comm *comm = calloc(1, sizeof *comm);

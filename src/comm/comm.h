@@ -36,8 +36,9 @@ struct cblob_comm {
     cblob_context *context;
     cblob_comm_engine engine; /* name points at name_copy */
     char name_copy[64];
-    /* Device engines: the context's device; stream_ordered engines (NCCL) queue their work on
-     * its stream, others get buffers whose writes have finished. NULL for host engines. */
+    /* Where the engine's memory is: the host device for host engines, the context's device for
+     * device engines; stream_ordered engines (NCCL) queue their work on its stream, others get
+     * buffers whose writes have finished. */
     const cb_device *device;
     bool stream_ordered;
     int64_t timeout_ms;   /* -1: none */
@@ -100,8 +101,6 @@ void cb_comm_free_parked(cblob_comm *comm);
  * each current member's values into its slice first (cb_param_arena_gather) and makes the slice the
  * member's current copy afterwards (cb_param_arena_scatter); both do nothing for other blobs and
  * for the arena's other part. */
-typedef struct cb_param_arena cb_param_arena;
-void cb_param_arena_free(cb_param_arena *arena);
 cblob_status cb_param_arena_gather(cblob_blob *blob, cblob_part part);
 cblob_status cb_param_arena_scatter(cblob_blob *blob, cblob_part part);
 /* How many blobs the arena blob was made of, and its i-th one while it is still a member (NULL

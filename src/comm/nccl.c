@@ -7,13 +7,13 @@
 #include "comm/comm.h"
 #include "status.h"
 
-static cblob_status nccl_backend(const cb_device_backend **out)
+static cblob_status nccl_backend(const cb_backend **out)
 {
-    const cb_device_backend *backend = cb_device_backend_get();
-    if (backend == NULL || backend->nccl_engine == NULL)
+    const cb_backend *backend = cb_gpu_backend();
+    if (backend == NULL || backend->collectives == NULL)
         return cb_fail(CBLOB_ERR_NO_DRIVER, "this build of cblob has no GPU backend");
     int32_t devices = 0;
-    CB_TRY(backend->probe(&devices));
+    CB_TRY(backend->device->probe(&devices));
     *out = backend;
     return CBLOB_OK;
 }
@@ -25,9 +25,9 @@ CBLOB_API cblob_status cblob_comm_nccl_unique_id(uint8_t *out_id, size_t id_size
     if (id_size < CBLOB_NCCL_UNIQUE_ID_BYTES)
         return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "id_size is %zu; a unique id takes %d bytes", id_size,
                        CBLOB_NCCL_UNIQUE_ID_BYTES);
-    const cb_device_backend *backend = NULL;
+    const cb_backend *backend = NULL;
     CB_TRY(nccl_backend(&backend));
-    return backend->nccl_unique_id(out_id);
+    return backend->collectives->unique_id(out_id);
 }
 
 CBLOB_API cblob_status cblob_comm_create_nccl(cblob_context *context, const uint8_t *unique_id, int32_t nranks,
@@ -41,12 +41,12 @@ CBLOB_API cblob_status cblob_comm_create_nccl(cblob_context *context, const uint
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "nranks is %" PRId32 "; a communicator has at least one rank", nranks);
     if (rank < 0 || rank >= nranks)
         return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "rank %" PRId32 " is outside 0..%" PRId32, rank, nranks - 1);
-    const cb_device_backend *backend = NULL;
+    const cb_backend *backend = NULL;
     CB_TRY(nccl_backend(&backend));
     const cb_device *device = NULL;
     CB_TRY(cb_context_device(context, &device));
     cblob_comm_engine engine;
-    CB_TRY(backend->nccl_engine(device, unique_id, nranks, rank, &engine));
+    CB_TRY(backend->collectives->engine(device, unique_id, nranks, rank, &engine));
     const cblob_status status = cb_comm_create_engine(context, &engine, true, out_comm);
     if (status != CBLOB_OK)
         engine.destroy(engine.state);

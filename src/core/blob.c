@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
 #include "status.h"
 
 /* ---- lifetime ------------------------------------------------------------------------- */
@@ -36,19 +35,73 @@ cblob_status cb_blob_new(cblob_context *context, cblob_dtype dtype, cblob_blob *
     return CBLOB_OK;
 }
 
+/* Frees the blob's extensions; returns the blob they held for the caller to let go of (NULL:
+ * none; should several hold one, all but the last are let go of here). */
+static cblob_blob *release_extensions(cblob_blob *blob)
+{
+    cblob_blob *held = NULL;
+    for (cb_blob_extension *extension = blob->extra, *next; extension != NULL; extension = next) {
+        next = extension->next;
+        cblob_blob *more = extension->kind->release != NULL ? extension->kind->release(extension) : NULL;
+        if (more != NULL) {
+            cb_blob_release(held);
+            held = more;
+        }
+    }
+    return held;
+}
+
 void cb_blob_release(cblob_blob *blob)
 {
-    /* A window holds its parent: freeing the last window of a chain lets go of the parents in
-     * turn, in a loop rather than a recursion as deep as the nesting. */
+    /* An extension may hold a blob (a window its parent): freeing the last window of a chain lets
+     * go of the parents in turn, in a loop rather than a recursion as deep as the nesting. */
     while (blob != NULL && atomic_fetch_sub_explicit(&blob->holders, 1, memory_order_acq_rel) == 1) {
-        cblob_blob *parent = blob->parent;
-        cb_param_arena_free(blob->arena);
+        cblob_blob *held = release_extensions(blob);
         for (int p = 0; p < CB_PARTS; ++p)
             cb_storage_release(blob->storage[p]);
         cb_context_release(blob->context);
         free(blob);
-        blob = parent;
+        blob = held;
     }
+}
+
+/* ---- extensions ------------------------------------------------------------------------- */
+
+void cb_blob_extend(cblob_blob *blob, cb_blob_extension *extension)
+{
+    cb_blob_extension **last = &blob->extra;
+    while (*last != NULL)
+        last = &(*last)->next;
+    extension->next = NULL;
+    *last = extension;
+}
+
+void cb_blob_unextend(cblob_blob *blob, cb_blob_extension *extension)
+{
+    for (cb_blob_extension **link = &blob->extra; *link != NULL; link = &(*link)->next)
+        if (*link == extension) {
+            *link = extension->next;
+            extension->next = NULL;
+            return;
+        }
+}
+
+cb_blob_extension *cb_blob_extension_of(const cblob_blob *blob, const cb_extension_kind *kind,
+                                        const cb_blob_extension *after)
+{
+    for (cb_blob_extension *extension = after != NULL ? after->next : blob->extra; extension != NULL;
+         extension = extension->next)
+        if (extension->kind == kind)
+            return extension;
+    return NULL;
+}
+
+cblob_status cb_blob_allow(const cblob_blob *blob, cb_blob_change change)
+{
+    for (const cb_blob_extension *extension = blob->extra; extension != NULL; extension = extension->next)
+        if (extension->kind->allow != NULL)
+            CB_TRY(extension->kind->allow(extension, blob, change));
+    return CBLOB_OK;
 }
 
 cblob_status cb_blob_create(cblob_context *context, cblob_dtype dtype, int32_t num_axes, const int64_t *dims,
@@ -121,8 +174,9 @@ cblob_status cb_check_blob_array(const char *name, cblob_blob *const *blobs, int
 
 int64_t cb_blob_capacity(const cblob_blob *blob)
 {
-    if (cb_blob_is_window(blob))
-        return blob->window_elements;
+    for (const cb_blob_extension *extension = blob->extra; extension != NULL; extension = extension->next)
+        if (extension->kind->capacity != NULL)
+            return extension->kind->capacity(extension);
     if (blob->storage[0] == NULL)
         return 0;
     size_t bytes = blob->storage[0]->size;
@@ -152,13 +206,11 @@ cblob_status cb_reshape_prepare(const cblob_blob *blob, int32_t num_axes, const 
 {
     memset(plan, 0, sizeof *plan);
     CB_TRY(cb_shape_make(num_axes, dims, blob->dtype->size, &plan->shape));
-    if (blob->mappings != NULL && !cb_shape_equal(&plan->shape, &blob->shape))
-        return cb_fail(CBLOB_ERR_STATE, "the blob has open mappings (cblob_blob_map); unmap them before reshaping");
+    if (!cb_shape_equal(&plan->shape, &blob->shape))
+        CB_TRY(cb_blob_allow(blob, CB_BLOB_RESHAPE));
     if (plan->shape.count <= cb_blob_capacity(blob))
         return CBLOB_OK;
-    if (cb_blob_is_window(blob))
-        return cb_fail(CBLOB_ERR_STATE, "a window cannot grow past the %" PRId64 " elements it views",
-                       blob->window_elements);
+    CB_TRY(cb_blob_allow(blob, CB_BLOB_GROW));
     /* Growing past capacity: fresh storage for both parts, as Caffe does. */
     return plan_fresh_storage(plan, (size_t)plan->shape.count * blob->dtype->size);
 }
@@ -492,6 +544,30 @@ cblob_status cb_blob_device_on(cblob_blob *blob, cblob_part part, const cb_devic
     return CBLOB_OK;
 }
 
+cblob_status cb_blob_current(const cblob_blob *blob, cblob_part part, const cb_device **place, const void **first)
+{
+    const cb_storage *storage = blob->storage[part];
+    const void *base;
+    if (storage->head == CBLOB_HEAD_AT_CPU) {
+        *place = &cb_host_device;
+        base = storage->host;
+    } else {
+        CB_TRY(cb_blob_work_device(blob, part, place));
+        base = storage->dev;
+    }
+    *first = base != NULL ? (const char *)base + blob->offset_bytes : NULL;
+    return CBLOB_OK;
+}
+
+cblob_status cb_blob_math_place(cblob_blob *blob, cblob_part part, const cb_device **place)
+{
+    if (blob->storage[part]->head == CBLOB_HEAD_AT_CPU) {
+        *place = &cb_host_device;
+        return CBLOB_OK;
+    }
+    return cb_context_device(blob->context, place);
+}
+
 cblob_status cb_blob_device_ready(cblob_blob *blob, cblob_part part, bool writable, void **out)
 {
     CB_TRY(cb_blob_device(blob, part, writable, out));
@@ -500,7 +576,7 @@ cblob_status cb_blob_device_ready(cblob_blob *blob, cblob_part part, bool writab
         return CBLOB_OK;
     const cb_device *work;
     CB_TRY(cb_blob_work_device(blob, part, &work));
-    CB_TRY(work->backend->synchronize(work));
+    CB_TRY(work->backend->queue->synchronize(work));
     /* The address is the caller's now: its work on it may be on any stream (storage.h). */
     if (storage->dev != NULL)
         storage->dev_escaped = true;
@@ -601,10 +677,8 @@ cblob_status cb_blob_check_external(const cblob_blob *blob, size_t size_bytes)
     if (size_bytes < needed)
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "size_bytes is %zu but %" PRId64 " %s elements need %zu",
                        size_bytes, blob->shape.count, blob->dtype->name, needed);
-    if (cb_blob_is_window(blob))
-        return cb_fail(CBLOB_ERR_STATE, "a window views its parent's memory and cannot take a buffer of its own");
-    if (blob->mappings != NULL ||
-        (blob->storage[CBLOB_PART_DATA] != NULL && atomic_load(&blob->storage[CBLOB_PART_DATA]->direct_mappings) > 0))
+    CB_TRY(cb_blob_allow(blob, CB_BLOB_REPLACE));
+    if (blob->storage[CBLOB_PART_DATA] != NULL && atomic_load(&blob->storage[CBLOB_PART_DATA]->direct_mappings) > 0)
         return cb_fail(CBLOB_ERR_STATE, "the data has open mappings (cblob_blob_map); unmap them first");
     return CBLOB_OK;
 }
@@ -656,10 +730,8 @@ CBLOB_API cblob_status cblob_blob_share(cblob_blob *blob, cblob_blob *other, cbl
                        blob->shape.count, other->shape.count);
     if (other->storage[part] == NULL)
         return cb_fail(CBLOB_ERR_STATE, "other has no storage to share (it has never had elements)");
-    if (cb_blob_is_window(blob) || cb_blob_is_window(other))
-        return cb_fail(CBLOB_ERR_STATE, "windows view their parent's memory and take no part in sharing");
-    if (blob->mappings != NULL)
-        return cb_fail(CBLOB_ERR_STATE, "the blob has open mappings (cblob_blob_map); unmap them first");
+    CB_TRY(cb_blob_allow(other, CB_BLOB_LEND));
+    CB_TRY(cb_blob_allow(blob, CB_BLOB_REPLACE));
     if (blob->storage[part] == other->storage[part])
         return CBLOB_OK;
     /* A blob that never had storage gets its other part too, so that both parts always exist

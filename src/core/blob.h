@@ -16,6 +16,40 @@
 
 #define CB_PARTS 2
 
+/* What an upper layer hangs on a blob (ggml's `extra`): NeoML's windows and open mappings
+ * (src/neoml), an arena's members (src/comm). The core names none of them: it keeps a blob's
+ * extensions in a chain, oldest first, lets each go with the blob, and asks each before the blob's
+ * shape or memory changes. An extension is a struct of the upper layer's whose first member is a
+ * cb_blob_extension; its kind (one static table per kind of extension) says what it does. */
+typedef struct cb_blob_extension cb_blob_extension;
+
+/* A change the core is about to make to a blob, which an extension may refuse. */
+typedef enum cb_blob_change {
+    CB_BLOB_RESHAPE, /* another shape, within the blob's capacity */
+    CB_BLOB_GROW,    /* another shape past it: fresh storage */
+    CB_BLOB_REPLACE, /* a part's memory replaced by memory from elsewhere: a caller's buffer
+                        (set_cpu_data, set_gpu_data), another blob's storage (share), a slice of
+                        another blob's (an arena) */
+    CB_BLOB_LEND,    /* the blob's storage given to another blob as well (share's `other`) */
+} cb_blob_change;
+
+typedef struct cb_extension_kind {
+    /* Frees the extension as its blob goes (NULL: the extension holds the blob, so it never does).
+     * Returns a blob the extension held, for the core to let go of in turn (NULL: none), so that
+     * chains of blobs holding blobs unwind in a loop, not a recursion as deep as the chain. */
+    cblob_blob *(*release)(cb_blob_extension *extension);
+    /* CBLOB_OK when the blob may undergo `change`, else fails saying why (NULL: every change). */
+    cblob_status (*allow)(const cb_blob_extension *extension, const cblob_blob *blob, cb_blob_change change);
+    /* The elements the blob may use from its offset on, when fewer than its storages hold (NULL:
+     * no limit of the extension's). */
+    int64_t (*capacity)(const cb_blob_extension *extension);
+} cb_extension_kind;
+
+struct cb_blob_extension {
+    const cb_extension_kind *kind;
+    cb_blob_extension *next;
+};
+
 struct cblob_blob {
     atomic_int holders;
     cblob_context *context;
@@ -24,20 +58,23 @@ struct cblob_blob {
     /* data and diff; both NULL while the blob has never had a non-zero count (Caffe allocates no
      * SyncedMemory then either). */
     cb_storage *storage[CB_PARTS];
-    /* Where this blob's first element sits in its storages: non-zero only for windows, which
-     * view part of a parent's storages. */
+    /* Where this blob's first element sits in its storages: non-zero only for a blob that views
+     * part of another's storages (a NeoML window, whose extension also limits its capacity). */
     size_t offset_bytes;
-    /* Windows (src/neoml/window.c): the blob this one views, held; NULL for a blob that is not a
-     * window. window_elements is how many elements from offset_bytes on the window may use: its
-     * capacity, so that no reshape takes it past its view. */
-    cblob_blob *parent;
-    int64_t window_position, window_size, window_elements;
-    /* The most recent open mapping (src/neoml/buffer.c), NULL when none: mappings close last in,
-     * first out, and while one is open the blob keeps its shape and storage. */
-    struct cblob_buffer *mappings;
-    /* Arenas (src/comm/arena.c): the members of the buffer this blob is, NULL for other blobs. */
-    struct cb_param_arena *arena;
+    /* The extensions upper layers hung on the blob, oldest first; NULL when none. */
+    cb_blob_extension *extra;
 };
+
+/* Hangs an extension on the blob (last of its chain), or takes it off; the caller frees it. */
+void cb_blob_extend(cblob_blob *blob, cb_blob_extension *extension);
+void cb_blob_unextend(cblob_blob *blob, cb_blob_extension *extension);
+/* The blob's first extension of a kind (`after` NULL), or the next one after `after`; NULL when
+ * there is none. */
+cb_blob_extension *cb_blob_extension_of(const cblob_blob *blob, const cb_extension_kind *kind,
+                                        const cb_blob_extension *after);
+/* Asks every extension of the blob whether it may undergo `change`: the first refusal's status and
+ * message, or CBLOB_OK. */
+cblob_status cb_blob_allow(const cblob_blob *blob, cb_blob_change change);
 
 /* A new blob with no axes, count 0 and no storage (Caffe's default Blob). */
 cblob_status cb_blob_new(cblob_context *context, cblob_dtype dtype, cblob_blob **out);
@@ -57,11 +94,6 @@ cblob_status cb_check_blob_array(const char *name, cblob_blob *const *blobs, int
 
 /* The row of a valid dtype, or CBLOB_ERR_INVALID_ARGUMENT naming the bad value. */
 cblob_status cb_check_dtype(cblob_dtype dtype, const cb_dtype_info **out);
-
-static inline bool cb_blob_is_window(const cblob_blob *blob)
-{
-    return blob->parent != NULL;
-}
 
 /* Elements the blob's storages can hold from its offset on (0 without storage). */
 int64_t cb_blob_capacity(const cblob_blob *blob);
@@ -111,6 +143,23 @@ cblob_status cb_blob_device_ready(cblob_blob *blob, cblob_part part, bool writab
 /* cb_blob_device on a given device rather than the blob's context's: operations on several blobs
  * run all of them on the device of the one they write. */
 cblob_status cb_blob_device_on(cblob_blob *blob, cblob_part part, const cb_device *device, bool writable, void **out);
+/* A part's view at a place: its host copy at the host device (cb_blob_host), its device copy on a
+ * device of a GPU backend (cb_blob_device_on). */
+static inline cblob_status cb_blob_at(cblob_blob *blob, cblob_part part, const cb_device *place, bool writable,
+                                      void **out)
+{
+    return cb_device_is_host(place) ? cb_blob_host(blob, part, writable, out)
+                                    : cb_blob_device_on(blob, part, place, writable, out);
+}
+
+/* Where Caffe's blob math runs on a part (conformance.md 1.E-1.F): where its current copy is,
+ * without moving anything. cb_blob_current is for reading (the sums of a const blob): the host
+ * when the head is AT_CPU, else the device that works on the device copy (cb_blob_work_device),
+ * and the copy's first element there (NULL without elements). cb_blob_math_place is for writing
+ * (update, scale): the host when the head is AT_CPU, else the context's device, whose accessors
+ * (cb_blob_at) then move the heads as Caffe's mutable accessors do. The part must have storage. */
+cblob_status cb_blob_current(const cblob_blob *blob, cblob_part part, const cb_device **place, const void **first);
+cblob_status cb_blob_math_place(cblob_blob *blob, cblob_part part, const cb_device **place);
 
 /* The device to run work on a part's device copy with: the context's own (its stream and its
  * log) when the copy lives on it, else the device the copy was made on. Work on a memory follows

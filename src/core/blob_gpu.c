@@ -38,7 +38,7 @@ CBLOB_API cblob_status cblob_blob_set_gpu_data(cblob_blob *blob, void *ptr, size
     CB_TRY(cb_blob_check_unexported(blob, true));
     const cb_device *device;
     CB_TRY(cb_context_device(blob->context, &device));
-    CB_TRY(device->backend->check_device_memory(device, ptr, size_bytes));
+    CB_TRY(device->backend->memory->check(device, ptr, size_bytes));
     CB_TRY(cb_blob_exact_storage(blob));
     cb_storage_set_gpu(blob->storage[CBLOB_PART_DATA], device, ptr, (cb_release){release, user_data});
     return CBLOB_OK;

@@ -1,110 +1,72 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Caffe's Blob math (Update, asum, sumsq, scale) and CopyFrom: each runs where the memory's head
- * is, on the CPU kernels or on the device backend, as conformance.md 1.E-1.F says. */
+/* Caffe's Blob math (Update, asum, sumsq, scale) and CopyFrom. Each call decides once whether
+ * Caffe defines it for the blob's dtype, then where it runs (where the memory's head is, as
+ * conformance.md 1.E-1.F says), and runs the kernel there through the one run path
+ * (generated/core/run_kernels.h): the host device's backend is the CPU's, a GPU's its own. */
 #include <inttypes.h>
 #include <string.h>
 
 #include "blob.h"
-#include "core/blob_math.h"
-#include "cpu/kernels.h"
+#include "core/run_kernels.h"
 #include "status.h"
+#include "threads.h"
 
-static const cb_cpu_kernels *cpu_kernels(const cblob_blob *blob)
+/* Caffe defines its blob math for float and double only ("Not Implemented Yet" for int and
+ * unsigned int): decided here, before anything is touched, on the host and the device alike. */
+static cblob_status require_math_dtype(const cblob_blob *blob, const char *call, const char *caffe)
 {
-    return &cb_cpu_kernel_table[blob->dtype->dtype];
+    if (blob->dtype->is_float)
+        return CBLOB_OK;
+    return cb_fail(CBLOB_ERR_NOT_IMPLEMENTED, "%s is not implemented for %s blobs (Caffe's %s is defined only for float32 and float64)",
+                   call, blob->dtype->name, caffe);
 }
 
-/* Where a part's current copy is, without moving anything: the host or device address of the
- * blob's first element, and the device when it is on one. */
-typedef struct cb_current {
-    bool on_device;
-    void *ptr;
-    const cb_device *device;
-} cb_current;
-
-static cblob_status current_copy(const cblob_blob *blob, cblob_part part, cb_current *current)
-{
-    cb_storage *storage = blob->storage[part];
-    *current = (cb_current){false, NULL, NULL};
-    if (storage->head == CBLOB_HEAD_AT_CPU) {
-        current->ptr = storage->host;
-    } else {
-        current->on_device = true;
-        current->ptr = storage->dev;
-        CB_TRY(cb_blob_work_device(blob, part, &current->device));
-    }
-    if (current->ptr != NULL)
-        current->ptr = (char *)current->ptr + blob->offset_bytes;
-    return CBLOB_OK;
-}
-
-cblob_status cb_blob_update_impl(cblob_blob *blob)
+static cblob_status update(cblob_blob *blob)
 {
     if (blob->storage[CBLOB_PART_DATA] == NULL)
         return CBLOB_OK; /* never had elements: nothing to update */
-    const cblob_head head = blob->storage[CBLOB_PART_DATA]->head;
-    if (head == CBLOB_HEAD_UNINITIALIZED)
+    if (blob->storage[CBLOB_PART_DATA]->head == CBLOB_HEAD_UNINITIALIZED)
         return cb_fail(CBLOB_ERR_STATE, "data has never been written or read (Caffe: \"Syncedmem not initialized\")");
+    const cb_device *place;
     void *diff, *data;
-    if (head == CBLOB_HEAD_AT_CPU) {
-        CB_TRY(cb_blob_host(blob, CBLOB_PART_DIFF, false, &diff));
-        CB_TRY(cb_blob_host(blob, CBLOB_PART_DATA, true, &data));
-        return cpu_kernels(blob)->axpy(blob->shape.count, -1.0, diff, data);
-    }
-    CB_TRY(cb_blob_device(blob, CBLOB_PART_DIFF, false, &diff));
-    CB_TRY(cb_blob_device(blob, CBLOB_PART_DATA, true, &data));
-    const cb_device *device;
-    CB_TRY(cb_blob_work_device(blob, CBLOB_PART_DATA, &device));
-    return device->backend->kernels->axpy(device, blob->dtype->dtype, blob->shape.count, -1.0, diff, data);
+    CB_TRY(cb_blob_math_place(blob, CBLOB_PART_DATA, &place));
+    CB_TRY(cb_blob_at(blob, CBLOB_PART_DIFF, place, false, &diff));
+    CB_TRY(cb_blob_at(blob, CBLOB_PART_DATA, place, true, &data));
+    return cb_run_axpy(place, blob->dtype->dtype, blob->shape.count, -1.0, diff, data);
 }
 
-cblob_status cb_blob_asum_impl(const cblob_blob *blob, cblob_part part, double *out_sum)
+/* asum or sumsq of the part's current copy, moving nothing. */
+static cblob_status sum(const cblob_blob *blob, cblob_part part, bool squares, double *out_sum)
 {
-    if (cb_blob_never_accessed(blob, part)) {
+    if (cb_blob_never_accessed(blob, part) || blob->shape.count == 0) {
         *out_sum = 0;
         return CBLOB_OK;
     }
-    cb_current x;
-    CB_TRY(current_copy(blob, part, &x));
-    if (!x.on_device)
-        return cpu_kernels(blob)->asum(blob->shape.count, x.ptr, out_sum);
-    return x.device->backend->kernels->asum(x.device, blob->dtype->dtype, blob->shape.count, x.ptr, out_sum);
+    const cb_device *place;
+    const void *x;
+    CB_TRY(cb_blob_current(blob, part, &place, &x));
+    return squares ? cb_run_sumsq(place, blob->dtype->dtype, blob->shape.count, x, out_sum)
+                   : cb_run_asum(place, blob->dtype->dtype, blob->shape.count, x, out_sum);
 }
 
-cblob_status cb_blob_sumsq_impl(const cblob_blob *blob, cblob_part part, double *out_sum)
-{
-    if (cb_blob_never_accessed(blob, part)) {
-        *out_sum = 0;
-        return CBLOB_OK;
-    }
-    cb_current x;
-    CB_TRY(current_copy(blob, part, &x));
-    if (!x.on_device)
-        return cpu_kernels(blob)->sumsq(blob->shape.count, x.ptr, out_sum);
-    return x.device->backend->kernels->sumsq(x.device, blob->dtype->dtype, blob->shape.count, x.ptr, out_sum);
-}
-
-cblob_status cb_blob_scale_impl(cblob_blob *blob, cblob_part part, double factor)
+static cblob_status scale(cblob_blob *blob, cblob_part part, double factor)
 {
     if (cb_blob_never_accessed(blob, part))
         return CBLOB_OK;
+    const cb_device *place;
     void *x;
-    if (blob->storage[part]->head == CBLOB_HEAD_AT_CPU) {
-        CB_TRY(cb_blob_host(blob, part, true, &x));
-        return cpu_kernels(blob)->scale(blob->shape.count, factor, x);
-    }
-    CB_TRY(cb_blob_device(blob, part, true, &x));
-    const cb_device *device;
-    CB_TRY(cb_blob_work_device(blob, part, &device));
-    return device->backend->kernels->scale(device, blob->dtype->dtype, blob->shape.count, factor, x);
+    CB_TRY(cb_blob_math_place(blob, part, &place));
+    CB_TRY(cb_blob_at(blob, part, place, true, &x));
+    return cb_run_scale(place, blob->dtype->dtype, blob->shape.count, factor, x);
 }
 
 CBLOB_API cblob_status cblob_blob_update(cblob_blob *blob)
 {
     CB_ENTER();
     CB_REQUIRE(blob);
+    CB_TRY(require_math_dtype(blob, "update", "Update"));
     cb_context_use_threads(blob->context);
-    return cb_blob_math_table[blob->dtype->dtype].update(blob);
+    return update(blob);
 }
 
 CBLOB_API cblob_status cblob_blob_asum(const cblob_blob *blob, cblob_part part, double *out_sum)
@@ -113,8 +75,9 @@ CBLOB_API cblob_status cblob_blob_asum(const cblob_blob *blob, cblob_part part, 
     CB_REQUIRE(blob);
     CB_TRY(cb_check_part(part));
     CB_REQUIRE(out_sum);
+    CB_TRY(require_math_dtype(blob, "asum", "asum_data/asum_diff"));
     cb_context_use_threads(blob->context);
-    return cb_blob_math_table[blob->dtype->dtype].asum(blob, part, out_sum);
+    return sum(blob, part, false, out_sum);
 }
 
 CBLOB_API cblob_status cblob_blob_sumsq(const cblob_blob *blob, cblob_part part, double *out_sum)
@@ -123,8 +86,9 @@ CBLOB_API cblob_status cblob_blob_sumsq(const cblob_blob *blob, cblob_part part,
     CB_REQUIRE(blob);
     CB_TRY(cb_check_part(part));
     CB_REQUIRE(out_sum);
+    CB_TRY(require_math_dtype(blob, "sumsq", "sumsq_data/sumsq_diff"));
     cb_context_use_threads(blob->context);
-    return cb_blob_math_table[blob->dtype->dtype].sumsq(blob, part, out_sum);
+    return sum(blob, part, true, out_sum);
 }
 
 CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, double factor)
@@ -132,8 +96,9 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
     CB_ENTER();
     CB_REQUIRE(blob);
     CB_TRY(cb_check_part(part));
+    CB_TRY(require_math_dtype(blob, "scale", "scale_data/scale_diff"));
     cb_context_use_threads(blob->context);
-    return cb_blob_math_table[blob->dtype->dtype].scale(blob, part, factor);
+    return scale(blob, part, factor);
 }
 
 /* ---- copy_from ----------------------------------------------------------------------------- */
@@ -152,7 +117,7 @@ static cblob_status copy_part(cblob_blob *blob, cb_storage *destination, cblob_b
         void *to = (char *)base + blob->offset_bytes;
         if (to == from)
             return CBLOB_OK;
-        return device->backend->copy(device, to, from, bytes, CB_COPY_DEVICE_TO_DEVICE);
+        return device->backend->memory->copy(device, to, from, bytes, CB_COPY_DEVICE_TO_DEVICE);
     }
     CB_TRY(cb_blob_host(source, part, false, &from));
     CB_TRY(cb_storage_mutable_cpu(destination, cb_context_pinning_device(blob->context), &base));

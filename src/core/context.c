@@ -34,7 +34,7 @@ void cb_context_release(cblob_context *context)
     if (atomic_fetch_sub_explicit(&context->holders, 1, memory_order_acq_rel) != 1)
         return;
     if (atomic_load(&context->device_open))
-        context->device.backend->queue_close(context->device.queue);
+        context->device.backend->queue->close(context->device.queue);
     pthread_mutex_destroy(&context->device_lock);
     pthread_mutex_destroy(&context->progress_lock);
     cb_log_destroy(&context->log);
@@ -65,16 +65,16 @@ cblob_status cb_context_use_device(cblob_context *context, int32_t index, const 
         status = cb_fail(CBLOB_ERR_STATE, "the context already uses device %d; create another context for device %d",
                          (int)context->device.index, (int)index);
     } else if (!open) {
-        const cb_device_backend *backend = cb_device_backend_get();
+        const cb_backend *backend = cb_gpu_backend();
         if (backend == NULL) {
             status = cb_fail(CBLOB_ERR_NO_DRIVER, "this build of cblob has no GPU backend");
         } else {
-            status = backend->open(index);
+            status = backend->device->open(index);
             cb_device opened = context->device;
             opened.backend = backend;
             opened.index = index;
             if (status == CBLOB_OK)
-                status = backend->queue_open(&opened, true, NULL); /* a stream of its own */
+                status = backend->queue->open(&opened, true, NULL); /* a stream of its own */
             if (status == CBLOB_OK) {
                 context->device = opened;
                 atomic_store_explicit(&context->device_open, true, memory_order_release);

@@ -34,14 +34,14 @@ CBLOB_API cblob_status cblob_context_set_stream(cblob_context *context, void *st
     if (device->stream == stream)
         return CBLOB_OK;
     cb_device fresh = *device;
-    CB_TRY(device->backend->queue_open(&fresh, false, stream));
+    CB_TRY(device->backend->queue->open(&fresh, false, stream));
     /* Closing waits for the work already queued, so that it cannot race with work queued on the
      * new stream. */
     pthread_mutex_lock(&context->device_lock);
     cb_queue *previous = context->device.queue;
     context->device = fresh;
     pthread_mutex_unlock(&context->device_lock);
-    device->backend->queue_close(previous);
+    device->backend->queue->close(previous);
     return CBLOB_OK;
 }
 
@@ -64,7 +64,7 @@ CBLOB_API cblob_status cblob_context_synchronize(cblob_context *context)
     const cb_device *device = cb_context_open_device(context);
     if (device == NULL)
         return CBLOB_OK; /* never used a GPU: nothing can be queued */
-    return device->backend->synchronize(device);
+    return device->backend->queue->synchronize(device);
 }
 
 CBLOB_API cblob_status cblob_context_log(const cblob_context *context, char *buffer, size_t buffer_size,

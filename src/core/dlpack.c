@@ -59,7 +59,7 @@ static cblob_status view_host(cblob_blob *blob, cblob_part part, bool writable, 
     /* Caffe's pinned host buffers (conformance.md 1.60) are reported as such, so that a CUDA
      * consumer knows it may copy from them asynchronously. */
     const cb_storage *storage = blob->storage[part];
-    const bool pinned = storage != NULL && storage->host_pinned_by != NULL;
+    const bool pinned = storage != NULL && storage->host_pinned_by.backend != NULL;
     *device = (DLDevice){pinned ? kDLCUDAHost : kDLCPU, 0};
     return CBLOB_OK;
 }
@@ -269,8 +269,7 @@ static cblob_status check_tensor(cblob_context *context, const DLTensor *dl, cb_
     if (dl->device.device_id < 0)
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "the tensor's device_id is %d", (int)dl->device.device_id);
     CB_TRY(cb_context_use_device(context, dl->device.device_id, &out->device));
-    return out->device->backend->check_device_memory(out->device, out->first,
-                                                     (size_t)out->shape.count * out->dtype->size);
+    return out->device->backend->memory->check(out->device, out->first, (size_t)out->shape.count * out->dtype->size);
 }
 
 /* DLPack's stream rule on import: the context's stream waits for the work queued so far on
@@ -281,7 +280,7 @@ static cblob_status order_after_producer(const cb_import *import, void *stream)
 {
     if (import->device == NULL || stream == import->device->stream)
         return CBLOB_OK;
-    return import->device->backend->queue_wait_stream(import->device, stream);
+    return import->device->backend->queue->wait_stream(import->device, stream);
 }
 
 /* Checks the tensor, then makes the blob: data is the tensor's memory, released through

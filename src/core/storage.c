@@ -3,7 +3,6 @@
 
 #include <stdlib.h>
 
-#include "host_memory.h"
 #include "status.h"
 #include "threads.h"
 
@@ -30,7 +29,7 @@ void cb_storage_retain(cb_storage *storage)
 static void finish_device_work(const cb_storage *storage)
 {
     if (storage->device.queue != NULL)
-        storage->device.backend->synchronize(&storage->device);
+        storage->device.backend->queue->synchronize(&storage->device);
 }
 
 static void drop_host(cb_storage *storage)
@@ -38,16 +37,17 @@ static void drop_host(cb_storage *storage)
     if (storage->host != NULL && !storage->host_owned && storage->host_release.fn != NULL)
         finish_device_work(storage);
     if (storage->host != NULL) {
-        if (storage->host_owned && storage->host_pinned_by != NULL)
-            storage->host_pinned_by->free_pinned(&storage->host_pinned_device, storage->host);
+        const cb_device *pinning = &storage->host_pinned_by;
+        if (storage->host_owned && pinning->backend != NULL)
+            pinning->backend->memory->free_pinned(pinning, storage->host);
         else if (storage->host_owned)
-            cb_host_free(storage->host, storage->size);
+            cb_host_device.backend->memory->free(&cb_host_device, storage->host, storage->size);
         else if (storage->host_release.fn != NULL)
             storage->host_release.fn(storage->host, storage->host_release.user_data);
     }
     storage->host = NULL;
     storage->host_owned = false;
-    storage->host_pinned_by = NULL;
+    storage->host_pinned_by = (cb_device){0};
     storage->host_release = (cb_release){0};
 }
 
@@ -56,10 +56,11 @@ static void drop_dev(cb_storage *storage)
     if (storage->dev != NULL && !storage->dev_owned && storage->dev_release.fn != NULL)
         finish_device_work(storage);
     if (storage->dev != NULL) {
+        const cb_backend_memory *memory = storage->device.backend->memory;
         if (storage->dev_owned && storage->dev_escaped)
-            storage->device.backend->free_escaped(&storage->device, storage->dev);
+            memory->free_escaped(&storage->device, storage->dev, storage->size);
         else if (storage->dev_owned)
-            storage->device.backend->free(&storage->device, storage->dev);
+            memory->free(&storage->device, storage->dev, storage->size);
         else if (storage->dev_release.fn != NULL)
             storage->dev_release.fn(storage->dev, storage->dev_release.user_data);
     }
@@ -73,9 +74,9 @@ static void drop_dev(cb_storage *storage)
 static void hold_queue(cb_storage *storage, const cb_device *device)
 {
     if (device->queue != NULL)
-        device->backend->queue_retain(device->queue);
+        device->backend->queue->retain(device->queue);
     if (storage->device.queue != NULL)
-        storage->device.backend->queue_release(storage->device.queue);
+        storage->device.backend->queue->release(storage->device.queue);
     storage->device.queue = device->queue;
     storage->device.stream = device->stream;
 }
@@ -87,25 +88,25 @@ void cb_storage_release(cb_storage *storage)
     drop_host(storage);
     drop_dev(storage);
     if (storage->device.queue != NULL)
-        storage->device.backend->queue_release(storage->device.queue);
+        storage->device.backend->queue->release(storage->device.queue);
     free(storage);
 }
 
-/* Gives the storage an owned, zero-filled host buffer (Caffe's CaffeMallocHost + memset). Large
- * plain buffers come zeroed from the kernel, their pages faulted in by whichever threads first
- * write them (src/core/host_memory.h); pinned ones are cleared by the pool's threads. */
+/* Gives the storage an owned, zero-filled host buffer (Caffe's CaffeMallocHost + memset): the host
+ * device's memory, whose large buffers come zeroed from the kernel, their pages faulted in by
+ * whichever threads first write them (src/cpu/host_memory.h), or a GPU's pinned memory, cleared by
+ * the pool's threads. */
 static cblob_status allocate_host(cb_storage *storage, const cb_device *pinning)
 {
     if (storage->size == 0)
         return CBLOB_OK;
     void *ptr = NULL;
     if (pinning != NULL) {
-        CB_TRY(pinning->backend->alloc_pinned(pinning, storage->size, &ptr));
+        CB_TRY(pinning->backend->memory->alloc_pinned(pinning, storage->size, &ptr));
         cb_parallel_zero(ptr, storage->size);
-        storage->host_pinned_by = pinning->backend;
-        storage->host_pinned_device = *pinning;
+        storage->host_pinned_by = *pinning;
     } else {
-        CB_TRY(cb_host_alloc(storage->size, true, &ptr));
+        CB_TRY(cb_host_device.backend->memory->alloc(&cb_host_device, storage->size, true, &ptr));
     }
     storage->host = ptr;
     storage->host_owned = true;
@@ -127,7 +128,7 @@ cblob_status cb_storage_follow(cb_storage *storage, const cb_device *device)
     if (storage->dev == NULL || storage->device.queue == device->queue)
         return CBLOB_OK;
     if (storage->device.queue != NULL)
-        CB_TRY(device->backend->queue_follow(device, storage->device.queue));
+        CB_TRY(device->backend->queue->follow(device, storage->device.queue));
     hold_queue(storage, device);
     return CBLOB_OK;
 }
@@ -139,14 +140,7 @@ static cblob_status allocate_dev(cb_storage *storage, const cb_device *device, b
     if (storage->size == 0)
         return CBLOB_OK;
     void *ptr = NULL;
-    CB_TRY(device->backend->alloc(device, storage->size, &ptr));
-    if (zero) {
-        cblob_status status = device->backend->zero(device, ptr, storage->size);
-        if (status != CBLOB_OK) {
-            device->backend->free(device, ptr);
-            return status;
-        }
-    }
+    CB_TRY(device->backend->memory->alloc(device, storage->size, zero, &ptr));
     storage->dev = ptr;
     storage->dev_owned = true;
     record_device(storage, device);
@@ -164,7 +158,7 @@ static cblob_status to_cpu(cb_storage *storage, const cb_device *pinning)
         if (storage->host == NULL)
             CB_TRY(allocate_host(storage, pinning));
         if (storage->size > 0)
-            CB_TRY(storage->device.backend->copy(&storage->device, storage->host, storage->dev,
+            CB_TRY(storage->device.backend->memory->copy(&storage->device, storage->host, storage->dev,
                                                  storage->size, CB_COPY_DEVICE_TO_HOST));
         storage->head = CBLOB_HEAD_SYNCED;
         return CBLOB_OK;
@@ -184,7 +178,7 @@ static cblob_status to_gpu(cb_storage *storage, const cb_device *device)
         if (storage->dev == NULL)
             CB_TRY(allocate_dev(storage, device, false));
         if (storage->size > 0)
-            CB_TRY(storage->device.backend->copy(&storage->device, storage->dev, storage->host,
+            CB_TRY(storage->device.backend->memory->copy(&storage->device, storage->dev, storage->host,
                                                  storage->size, CB_COPY_HOST_TO_DEVICE));
         storage->head = CBLOB_HEAD_SYNCED;
         return CBLOB_OK;
@@ -233,7 +227,7 @@ cblob_status cb_storage_async_push(cb_storage *storage, const cb_device *device)
     if (storage->dev == NULL)
         CB_TRY(allocate_dev(storage, device, false));
     if (storage->size > 0)
-        CB_TRY(storage->device.backend->copy_async(&storage->device, storage->dev, storage->host, storage->size));
+        CB_TRY(storage->device.backend->memory->copy_async(&storage->device, storage->dev, storage->host, storage->size));
     storage->head = CBLOB_HEAD_SYNCED;
     return CBLOB_OK;
 }

@@ -25,9 +25,9 @@ typedef struct cb_storage {
 
     void *host;
     bool host_owned;
-    /* Pinned host memory is freed by the backend that pinned it, whatever the mode is now. */
-    const cb_device_backend *host_pinned_by;
-    cb_device host_pinned_device;
+    /* Pinned host memory is freed by the device that pinned it, whatever the mode is now (its
+    backend NULL: the host device's memory). */
+    cb_device host_pinned_by;
     cb_release host_release;
 
     /* Open mappings that point straight into `host` (src/neoml/buffer.c): while any is open the
@@ -43,7 +43,7 @@ typedef struct cb_storage {
     bool dev_owned;
     /* The device copy's address left the library (cb_blob_device_ready: gpu_ptr, mutable_gpu_ptr,
      * DLPack device exports): an owned buffer is then freed only after a device-wide wait, since
-     * its users' queued work may be on any stream (backend.h, free_escaped). */
+     * its users' queued work may be on any stream (backend/memory.h, free_escaped). */
     bool dev_escaped;
     /* Valid while dev != NULL: the device the copy lives on, and the queue (with its stream) of
      * the copy's last user, which the storage holds: work from another queue follows it. */
@@ -66,7 +66,7 @@ cblob_status cb_storage_gpu(cb_storage *storage, const cb_device *device, void *
 cblob_status cb_storage_mutable_gpu(cb_storage *storage, const cb_device *device, void **out);
 cblob_status cb_storage_async_push(cb_storage *storage, const cb_device *device);
 /* Makes `device` (a context's, on the device the copy lives on) the copy's user: its later work
- * runs after what the previous user's queue has queued so far (backend.h, queue_follow). */
+ * runs after what the previous user's queue has queued so far (backend/queue.h, follow). */
 cblob_status cb_storage_follow(cb_storage *storage, const cb_device *device);
 
 /* Caller buffers (not owned). The previous owned buffer is freed, a previous caller buffer's

@@ -654,7 +654,7 @@ static cblob_status read_values(header_reader *r, const entry_facts *e, const cb
             }
             values = halves;
         }
-        CB_TRY(cb_convert_elements(NULL, cb_dtype_find(dtype), target, n, values,
+        CB_TRY(cb_convert_elements(&cb_host_device, cb_dtype_find(dtype), target, n, values,
                                    (uint8_t *)to + (size_t)done * target->size));
     }
     return CBLOB_OK;

@@ -184,7 +184,7 @@ static cblob_status copy_part(const cblob_model *weights, int64_t layer, int64_t
     if (status == CBLOB_OK)
         status = cb_blob_host(target, part, true, &host);
     if (status == CBLOB_OK)
-        status = cb_convert_elements(NULL, cb_dtype_find(facts.dtype), target->dtype, facts.count, values, host);
+        status = cb_convert_elements(&cb_host_device, cb_dtype_find(facts.dtype), target->dtype, facts.count, values, host);
     free(values);
     return status;
 }

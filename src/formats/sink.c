@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "sink.h"
 
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,56 +9,25 @@
 #include "alloc.h"
 #include "context.h"
 #include "status.h"
+#include "threads.h"
 
 /* Large enough that write(2) runs at full speed; appends this large skip the copy. */
 #define CB_SINK_PENDING ((size_t)4 << 20)
 
-/* The writer thread: writes one buffer to the output at a time. Only it touches the output while
- * a job runs; the producer waits for it to be idle before anything else (rewrites, commit). */
-typedef struct cb_sink_writer {
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t changed;
-    cb_output *output;
-    const uint8_t *job; /* NULL: idle */
-    size_t job_size;
-    bool failed, stop;
-} cb_sink_writer;
-
-static void *writer_main(void *argument)
+/* The writer's job: one buffer to the output. Only the writer touches the output while a job
+ * runs; the producer waits for it to be idle before anything else (rewrites, commit). A failure's
+ * message is the writer thread's; the producer asks the output for it again (wait_writer). */
+static bool write_job(void *output, void *job, size_t size)
 {
-    cb_sink_writer *w = argument;
-    pthread_mutex_lock(&w->lock);
-    for (;;) {
-        while (w->job == NULL && !w->stop)
-            pthread_cond_wait(&w->changed, &w->lock);
-        if (w->job == NULL)
-            break;
-        const uint8_t *job = w->job;
-        const size_t size = w->job_size;
-        pthread_mutex_unlock(&w->lock);
-        /* A failure's message is this thread's; the producer asks the output for it again. */
-        const bool failed = cb_output_write(w->output, job, size) != CBLOB_OK;
-        pthread_mutex_lock(&w->lock);
-        w->failed = w->failed || failed;
-        w->job = NULL;
-        pthread_cond_broadcast(&w->changed);
-    }
-    pthread_mutex_unlock(&w->lock);
-    return NULL;
+    return cb_output_write(output, job, size) == CBLOB_OK;
 }
 
 /* Waits until the writer is idle; a write it failed fails the sink, with the output's message. */
 static void wait_writer(cb_sink *sink)
 {
-    cb_sink_writer *w = sink->writer;
-    if (w == NULL)
+    if (sink->writer == NULL)
         return;
-    pthread_mutex_lock(&w->lock);
-    while (w->job != NULL)
-        pthread_cond_wait(&w->changed, &w->lock);
-    const bool failed = w->failed;
-    pthread_mutex_unlock(&w->lock);
+    const bool failed = !cb_lane_wait(sink->writer);
     if (failed && sink->status == CBLOB_OK)
         sink->status = cb_output_write(sink->output, NULL, 0); /* the failure again, in this thread */
 }
@@ -69,18 +37,13 @@ static void flush_pending(cb_sink *sink)
 {
     if (sink->pending_used == 0 || sink->status != CBLOB_OK)
         return;
-    cb_sink_writer *w = sink->writer;
-    if (w == NULL) {
+    if (sink->writer == NULL) {
         cb_sink_fail(sink, cb_output_write(sink->output, sink->pending, sink->pending_used));
         sink->pending_used = 0;
         return;
     }
     wait_writer(sink);
-    pthread_mutex_lock(&w->lock);
-    w->job = sink->pending;
-    w->job_size = sink->pending_used;
-    pthread_cond_broadcast(&w->changed);
-    pthread_mutex_unlock(&w->lock);
+    cb_lane_hand(sink->writer, sink->pending, sink->pending_used);
     uint8_t *handed = sink->pending;
     sink->pending = sink->spare;
     sink->spare = handed;
@@ -96,45 +59,20 @@ static void drain(cb_sink *sink)
 
 static void start_writer(cb_sink *sink)
 {
-    cb_sink_writer *w = cb_calloc(1, sizeof *w);
     sink->pending = cb_malloc(CB_SINK_PENDING);
     sink->spare = cb_malloc(CB_SINK_PENDING);
-    if (w == NULL || sink->spare == NULL || pthread_mutex_init(&w->lock, NULL) != 0) {
-        free(w);
+    if (sink->spare == NULL)
         return; /* without a writer, appends go straight out */
-    }
-    pthread_cond_init(&w->changed, NULL);
-    w->output = sink->output;
-    /* The thread blocks every signal (it inherits the mask it starts with): a signal for the
-     * process reaches the caller's thread, whose blocked reads and writes ask the call's progress
-     * callback whether to go on (progress.h). */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    const int started = pthread_create(&w->thread, NULL, writer_main, w);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (started != 0) {
-        pthread_cond_destroy(&w->changed);
-        pthread_mutex_destroy(&w->lock);
-        free(w);
-        return;
-    }
-    sink->writer = w;
+    /* The lane blocks every signal: a signal for the process reaches the caller's thread, whose
+     * blocked reads and writes ask the call's progress callback whether to go on (progress.h). */
+    sink->writer = cb_lane_start(write_job, sink->output);
 }
 
 static void stop_writer(cb_sink *sink)
 {
-    cb_sink_writer *w = sink->writer;
-    if (w != NULL) {
+    if (sink->writer != NULL) {
         wait_writer(sink);
-        pthread_mutex_lock(&w->lock);
-        w->stop = true;
-        pthread_cond_broadcast(&w->changed);
-        pthread_mutex_unlock(&w->lock);
-        pthread_join(w->thread, NULL);
-        pthread_cond_destroy(&w->changed);
-        pthread_mutex_destroy(&w->lock);
-        free(w);
+        cb_lane_stop(sink->writer);
         sink->writer = NULL;
     }
     free(sink->pending);

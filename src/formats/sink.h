@@ -39,13 +39,13 @@ typedef struct cb_sink {
     uint8_t *buffer;
     size_t capacity;
     /* CB_SINK_FILE: an output of src/io (its rules: symbolic links, modes, atomic replacement).
-     * Appends gather in `pending`; a full buffer goes to the writer thread, which writes it while
-     * the other one fills, so that what the producer computes (a zip member's CRC-32, say) overlaps
-     * with write(2). */
+     * Appends gather in `pending`; a full buffer goes to the writer, a lane (src/threads), which
+     * writes it while the other one fills, so that what the producer computes (a zip member's
+     * CRC-32, say) overlaps with write(2). */
     cb_output *output;
     uint8_t *pending, *spare;
     size_t pending_used;
-    struct cb_sink_writer *writer;
+    struct cb_lane *writer; /* NULL: appends are written on the producer's thread */
     cb_progress *progress; /* the call's, for a file sink; NULL: none */
 } cb_sink;
 

@@ -9,15 +9,50 @@
 #include "neoml/neoml.h"
 #include "status.h"
 
+/* An open mapping hangs on its blob (blob.h, extensions) until it is unmapped: the blob's newest
+ * is its last extension of this kind. While one is open, the blob keeps its shape and memory. */
 struct cblob_buffer {
+    cb_blob_extension extension;
     cblob_blob *blob; /* held until unmapped */
     cblob_part part;
     cblob_access access;
     int64_t position, count;
-    void *staging;       /* the host copy of a device range; NULL when mapped directly */
-    cb_storage *direct;  /* held and counted while the pointer is into its host memory */
-    cblob_buffer *below; /* the blob's mapping opened before this one */
+    void *staging;      /* the host copy of a device range; NULL when mapped directly */
+    cb_storage *direct; /* held and counted while the pointer is into its host memory */
 };
+
+static cblob_status allow_mapped_change(const cb_blob_extension *extension, const cblob_blob *blob,
+                                        cb_blob_change change)
+{
+    (void)extension;
+    (void)blob;
+    switch (change) {
+    case CB_BLOB_RESHAPE:
+    case CB_BLOB_GROW:
+        return cb_fail(CBLOB_ERR_STATE, "the blob has open mappings (cblob_blob_map); unmap them before reshaping");
+    case CB_BLOB_REPLACE:
+        return cb_fail(CBLOB_ERR_STATE, "the blob has open mappings (cblob_blob_map); unmap them first");
+    case CB_BLOB_LEND: return CBLOB_OK;
+    }
+    return CBLOB_OK;
+}
+
+/* No release: a mapping holds its blob, which so never goes before it. */
+static const cb_extension_kind mapping_kind = {.allow = allow_mapped_change};
+
+bool cb_blob_is_mapped(const cblob_blob *blob)
+{
+    return cb_blob_extension_of(blob, &mapping_kind, NULL) != NULL;
+}
+
+/* The blob's newest open mapping, NULL when none. */
+static const cblob_buffer *newest_mapping(const cblob_blob *blob)
+{
+    const cb_blob_extension *newest = NULL;
+    for (const cb_blob_extension *found = NULL; (found = cb_blob_extension_of(blob, &mapping_kind, found)) != NULL;)
+        newest = found;
+    return (const cblob_buffer *)newest;
+}
 
 static const char *part_name(cblob_part part)
 {
@@ -48,10 +83,10 @@ static cblob_status stage(cblob_blob *blob, cblob_part part, cblob_access access
         void *from;
         cblob_status status = cb_place_for_read(blob, part, &device);
         if (status == CBLOB_OK)
-            status = cb_part_at(blob, part, device, false, &from);
+            status = cb_blob_at(blob, part, device, false, &from);
         if (status == CBLOB_OK)
-            status = device->backend->copy(device, staging, (char *)from + (size_t)position * element, bytes,
-                                           CB_COPY_DEVICE_TO_HOST);
+            status = device->backend->memory->copy(device, staging, (char *)from + (size_t)position * element, bytes,
+                                                   CB_COPY_DEVICE_TO_HOST);
         if (status != CBLOB_OK) {
             free(staging);
             return status;
@@ -75,7 +110,8 @@ CBLOB_API cblob_status cblob_blob_map(cblob_blob *blob, cblob_part part, int64_t
     cblob_buffer *buffer = calloc(1, sizeof *buffer);
     if (buffer == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a mapping");
-    *buffer = (cblob_buffer){.blob = blob, .part = part, .access = access, .position = position, .count = count};
+    *buffer = (cblob_buffer){.extension = {.kind = &mapping_kind}, .blob = blob, .part = part, .access = access,
+                             .position = position, .count = count};
 
     void *ptr = NULL;
     cblob_status status = CBLOB_OK;
@@ -97,8 +133,7 @@ CBLOB_API cblob_status cblob_blob_map(cblob_blob *blob, cblob_part part, int64_t
         return status;
     }
     cb_blob_retain(blob);
-    buffer->below = blob->mappings;
-    blob->mappings = buffer;
+    cb_blob_extend(blob, &buffer->extension);
     *out_buffer = buffer;
     *out_ptr = ptr;
     return CBLOB_OK;
@@ -113,8 +148,8 @@ static cblob_status write_back(const cblob_buffer *buffer)
     CB_TRY(cb_blob_device(blob, buffer->part, true, &to));
     const cb_device *device;
     CB_TRY(cb_context_device(blob->context, &device));
-    return device->backend->copy(device, (char *)to + (size_t)buffer->position * element, buffer->staging,
-                                 (size_t)buffer->count * element, CB_COPY_HOST_TO_DEVICE);
+    return device->backend->memory->copy(device, (char *)to + (size_t)buffer->position * element, buffer->staging,
+                                         (size_t)buffer->count * element, CB_COPY_HOST_TO_DEVICE);
 }
 
 CBLOB_API cblob_status cblob_buffer_unmap(cblob_buffer *buffer)
@@ -122,7 +157,7 @@ CBLOB_API cblob_status cblob_buffer_unmap(cblob_buffer *buffer)
     CB_ENTER();
     CB_REQUIRE(buffer);
     cblob_blob *blob = buffer->blob;
-    const cblob_buffer *top = blob->mappings;
+    const cblob_buffer *top = newest_mapping(blob);
     if (top != buffer)
         return cb_fail(CBLOB_ERR_STATE,
                        "mappings close last in, first out: this one (%" PRId64 " elements of %s from %" PRId64
@@ -132,7 +167,7 @@ CBLOB_API cblob_status cblob_buffer_unmap(cblob_buffer *buffer)
                        top->position);
     if (buffer->staging != NULL && (buffer->access & CBLOB_ACCESS_WRITE))
         CB_TRY(write_back(buffer));
-    blob->mappings = buffer->below;
+    cb_blob_unextend(blob, &buffer->extension);
     if (buffer->direct != NULL) {
         atomic_fetch_sub(&buffer->direct->direct_mappings, 1);
         cb_storage_release(buffer->direct);

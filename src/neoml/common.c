@@ -9,7 +9,7 @@ cblob_status cb_place_for_read(cblob_blob *blob, cblob_part part, const cb_devic
 {
     cb_context_use_threads(blob->context);
     if (cb_blob_head(blob, part) != CBLOB_HEAD_AT_GPU) {
-        *out = NULL;
+        *out = &cb_host_device;
         return CBLOB_OK;
     }
     return cb_context_device(blob->context, out);
@@ -22,15 +22,10 @@ cblob_status cb_place_for_write(cblob_blob *blob, cblob_part part, const cb_devi
     const bool on_device = head == CBLOB_HEAD_AT_GPU || head == CBLOB_HEAD_SYNCED ||
                            (head == CBLOB_HEAD_UNINITIALIZED && atomic_load(&blob->context->mode) == CBLOB_MODE_GPU);
     if (!on_device) {
-        *out = NULL;
+        *out = &cb_host_device;
         return CBLOB_OK;
     }
     return cb_context_device(blob->context, out);
-}
-
-cblob_status cb_part_at(cblob_blob *blob, cblob_part part, const cb_device *place, bool writable, void **out)
-{
-    return place == NULL ? cb_blob_host(blob, part, writable, out) : cb_blob_device_on(blob, part, place, writable, out);
 }
 
 static bool ranges_overlap(uintptr_t a, size_t a_size, uintptr_t b, size_t b_size)
@@ -112,9 +107,9 @@ cblob_status cb_derive_blob(cblob_blob *source, const cb_dtype_info *dtype, cons
         void *from, *to;
         cblob_status status = cb_place_for_read(source, part, &place);
         if (status == CBLOB_OK)
-            status = cb_part_at(source, part, place, false, &from);
+            status = cb_blob_at(source, part, place, false, &from);
         if (status == CBLOB_OK)
-            status = cb_part_at(target, part, place, true, &to);
+            status = cb_blob_at(target, part, place, true, &to);
         if (status == CBLOB_OK)
             status = write(place, source, from, target, to, arg);
         if (status != CBLOB_OK) {

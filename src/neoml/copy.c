@@ -6,7 +6,6 @@
 
 #include "neoml/neoml.h"
 #include "status.h"
-#include "threads.h"
 
 /* The checks copy_in and copy_out share: the caller's array must be of the blob's dtype and
  * exactly its count. */
@@ -37,11 +36,9 @@ CBLOB_API cblob_status cblob_blob_copy_in(cblob_blob *blob, cblob_part part, cbl
     const cb_device *place;
     void *to;
     CB_TRY(cb_place_for_write(blob, part, &place));
-    CB_TRY(cb_part_at(blob, part, place, true, &to));
-    if (place != NULL)
-        return place->backend->copy(place, to, source, cb_blob_bytes(blob), CB_COPY_HOST_TO_DEVICE);
-    cb_parallel_move(to, source, cb_blob_bytes(blob)); /* the caller may pass the blob's own host memory */
-    return CBLOB_OK;
+    CB_TRY(cb_blob_at(blob, part, place, true, &to));
+    /* On the host, the caller may pass the blob's own memory: the CPU's copies move as memmove. */
+    return place->backend->memory->copy(place, to, source, cb_blob_bytes(blob), CB_COPY_HOST_TO_DEVICE);
 }
 
 CBLOB_API cblob_status cblob_blob_copy_out(cblob_blob *blob, cblob_part part, cblob_dtype dtype, void *destination,
@@ -54,11 +51,8 @@ CBLOB_API cblob_status cblob_blob_copy_out(cblob_blob *blob, cblob_part part, cb
     const cb_device *place;
     void *from;
     CB_TRY(cb_place_for_read(blob, part, &place));
-    CB_TRY(cb_part_at(blob, part, place, false, &from));
-    if (place != NULL)
-        return place->backend->copy(place, destination, from, cb_blob_bytes(blob), CB_COPY_DEVICE_TO_HOST);
-    cb_parallel_move(destination, from, cb_blob_bytes(blob));
-    return CBLOB_OK;
+    CB_TRY(cb_blob_at(blob, part, place, false, &from));
+    return place->backend->memory->copy(place, destination, from, cb_blob_bytes(blob), CB_COPY_DEVICE_TO_HOST);
 }
 
 /* Converts one part with `convert` (cb_convert_elements or its truncating form). */
@@ -75,8 +69,8 @@ static cblob_status convert_part(cblob_blob *blob, cblob_blob *source, cblob_par
     const cb_device *place;
     void *from, *to;
     CB_TRY(cb_place_for_write(blob, part, &place));
-    CB_TRY(cb_part_at(source, part, place, false, &from));
-    CB_TRY(cb_part_at(blob, part, place, true, &to));
+    CB_TRY(cb_blob_at(source, part, place, false, &from));
+    CB_TRY(cb_blob_at(blob, part, place, true, &to));
     return convert(place, source->dtype, blob->dtype, blob->shape.count, from, to);
 }
 

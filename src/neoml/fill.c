@@ -38,7 +38,7 @@ static cblob_status fill_range(cblob_blob *blob, cblob_part part, int64_t first,
     const cb_device *place;
     void *to;
     CB_TRY(cb_place_for_write(blob, part, &place));
-    CB_TRY(cb_part_at(blob, part, place, true, &to));
+    CB_TRY(cb_blob_at(blob, part, place, true, &to));
     return cb_run_fill(place, blob->dtype->dtype, count, value, (char *)to + (size_t)first * blob->dtype->size);
 }
 
@@ -104,7 +104,7 @@ CBLOB_API cblob_status cblob_blob_add(cblob_blob *blob, cblob_blob *source, cblo
     const cb_device *place;
     void *from, *to;
     CB_TRY(cb_place_for_write(blob, part, &place));
-    CB_TRY(cb_part_at(source, part, place, false, &from));
-    CB_TRY(cb_part_at(blob, part, place, true, &to));
+    CB_TRY(cb_blob_at(source, part, place, false, &from));
+    CB_TRY(cb_blob_at(blob, part, place, true, &to));
     return cb_run_add(place, blob->dtype->dtype, blob->shape.count, from, to);
 }

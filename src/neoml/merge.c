@@ -216,15 +216,15 @@ static cblob_status copy_pieces(cblob_blob *whole, cblob_part part, int32_t num,
         CB_TRY(cb_place_for_read(whole, part, &place));
     for (int32_t i = 0; i < num; ++i)
         if (layout->pieces[i].width > 0)
-            CB_TRY(cb_part_at(pieces[i], part, place, !merging, &layout->pieces[i].view));
+            CB_TRY(cb_blob_at(pieces[i], part, place, !merging, &layout->pieces[i].view));
     void *whole_view;
-    CB_TRY(cb_part_at(whole, part, place, merging, &whole_view));
+    CB_TRY(cb_blob_at(whole, part, place, merging, &whole_view));
 
     /* A device gets each piece in one launch: the order of its writes does not matter there. On
      * the host, threads take bands apart (each writes rows of its own). */
     const size_t element = whole->dtype->size;
     cb_bands bands = {whole, whole_view, num, layout, direction, place,
-                      place != NULL ? layout->rows : band_rows(layout, num, element)};
+                      cb_device_is_host(place) ? band_rows(layout, num, element) : layout->rows};
     const int64_t count = (layout->rows + bands.rows - 1) / bands.rows;
     return cb_parallel_for(count, (size_t)(bands.rows * layout->width) * element * 2, 1, copy_bands, &bands);
 }

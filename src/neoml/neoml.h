@@ -9,7 +9,7 @@
 
 #include "blob.h"
 
-/* Where an operation runs: NULL for the host, else the device. The rules are the header's
+/* Where an operation runs: the host device or the context's GPU. The rules are the header's
  * "Where operations run": reads go where the current copy is (the host unless the head is
  * AT_GPU); writes go to the device when the head is AT_GPU or SYNCED, or when a part never
  * accessed belongs to a context in GPU mode. Both make the rest of the call use the thread setting
@@ -17,10 +17,10 @@
 cblob_status cb_place_for_read(cblob_blob *blob, cblob_part part, const cb_device **out);
 cblob_status cb_place_for_write(cblob_blob *blob, cblob_part part, const cb_device **out);
 
-/* The part's first element at a place (host or device pointer), moving the head as Caffe's
- * accessors do; NULL for a blob without elements. */
-cblob_status cb_part_at(cblob_blob *blob, cblob_part part, const cb_device *place, bool writable, void **out);
-
+/* Windows (window.c): whether the blob views rows of a parent. */
+bool cb_blob_is_window(const cblob_blob *blob);
+/* Mappings (buffer.c): whether the blob has open mappings. */
+bool cb_blob_is_mapped(const cblob_blob *blob);
 
 /* Whether the elements of two parts share bytes (memory of distinct storages, such as an export
  * imported again, is compared by address), and whether they are the very same elements of one

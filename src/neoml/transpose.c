@@ -89,7 +89,7 @@ CBLOB_API cblob_status cblob_blob_transpose_from(cblob_blob *blob, cblob_blob *s
     const cb_device *place;
     void *from, *to;
     CB_TRY(cb_place_for_write(blob, part, &place));
-    CB_TRY(cb_part_at(source, part, place, false, &from));
-    CB_TRY(cb_part_at(blob, part, place, true, &to));
+    CB_TRY(cb_blob_at(source, part, place, false, &from));
+    CB_TRY(cb_blob_at(blob, part, place, true, &to));
     return write_transposed(place, source, from, blob, to, &axes);
 }

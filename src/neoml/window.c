@@ -4,15 +4,72 @@
  * and shape, so a window detached by a parent's reallocation re-attaches there (header,
  * "Windows"). */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "neoml/neoml.h"
 #include "status.h"
 
-/* Points the window at `size` rows of `parent` from row `position`. Checks everything first: on
- * failure the window is unchanged. */
-static cblob_status attach(cblob_blob *window, cblob_blob *parent, int64_t position, int64_t size)
+/* What a window hangs on its blob (blob.h, extensions): the parent it views, held, and its rows.
+ * `elements` is how many elements from the blob's offset on the window may use: its capacity, so
+ * that no reshape takes it past its view. */
+typedef struct cb_window {
+    cb_blob_extension extension;
+    cblob_blob *parent;
+    int64_t position, size, elements;
+} cb_window;
+
+/* The parent goes to the core, which lets go of it in turn (a chain of windows in a loop). */
+static cblob_blob *release_window(cb_blob_extension *extension)
 {
+    cblob_blob *parent = ((cb_window *)extension)->parent;
+    free(extension);
+    return parent;
+}
+
+static cblob_status allow_window_change(const cb_blob_extension *extension, const cblob_blob *blob,
+                                        cb_blob_change change)
+{
+    (void)blob;
+    switch (change) {
+    case CB_BLOB_RESHAPE: return CBLOB_OK;
+    case CB_BLOB_GROW:
+        return cb_fail(CBLOB_ERR_STATE, "a window cannot grow past the %" PRId64 " elements it views",
+                       ((const cb_window *)extension)->elements);
+    case CB_BLOB_REPLACE:
+        return cb_fail(CBLOB_ERR_STATE, "a window views its parent's memory and cannot take memory of its own");
+    case CB_BLOB_LEND: return cb_fail(CBLOB_ERR_STATE, "a window views its parent's memory and cannot share it");
+    }
+    return CBLOB_OK;
+}
+
+static int64_t window_capacity(const cb_blob_extension *extension)
+{
+    return ((const cb_window *)extension)->elements;
+}
+
+static const cb_extension_kind window_kind = {
+    .release = release_window,
+    .allow = allow_window_change,
+    .capacity = window_capacity,
+};
+
+static cb_window *window_of(const cblob_blob *blob)
+{
+    return (cb_window *)cb_blob_extension_of(blob, &window_kind, NULL);
+}
+
+bool cb_blob_is_window(const cblob_blob *blob)
+{
+    return window_of(blob) != NULL;
+}
+
+/* Points the window at `size` rows of its parent from row `position`. Checks everything first: on
+ * failure the window is unchanged. */
+static cblob_status attach(cblob_blob *window, int64_t position, int64_t size)
+{
+    cb_window *view = window_of(window);
+    const cblob_blob *parent = view->parent;
     const cb_shape *whole = &parent->shape;
     if (whole->num_axes == 0)
         return cb_fail(CBLOB_ERR_SHAPE, "a window views its parent's first axis, and the parent has no axes");
@@ -27,7 +84,7 @@ static cblob_status attach(cblob_blob *window, cblob_blob *parent, int64_t posit
                        "position %" PRId64 " is outside [0, %" PRId64 "] for a window of %" PRId64
                        " rows over a parent of %" PRId64 " rows",
                        position, rows - size, size, rows);
-    if (window->mappings != NULL)
+    if (cb_blob_is_mapped(window))
         return cb_fail(CBLOB_ERR_STATE, "the window has open mappings (cblob_blob_map); unmap them before moving it");
     int64_t dims[CBLOB_MAX_AXES];
     memcpy(dims, whole->dims, (size_t)whole->num_axes * sizeof dims[0]);
@@ -45,9 +102,9 @@ static cblob_status attach(cblob_blob *window, cblob_blob *parent, int64_t posit
     }
     window->offset_bytes = parent->offset_bytes + (size_t)(position * row) * parent->dtype->size;
     window->shape = shape;
-    window->window_position = position;
-    window->window_size = size;
-    window->window_elements = size * row;
+    view->position = position;
+    view->size = size;
+    view->elements = size * row;
     return CBLOB_OK;
 }
 
@@ -66,10 +123,17 @@ CBLOB_API cblob_status cblob_window_create(cblob_blob *parent, int64_t size, cbl
     CB_REQUIRE(out_window);
     cblob_blob *window;
     CB_TRY(cb_blob_new(parent->context, parent->dtype->dtype, &window));
-    /* The parent is set first, so that the window is one while attach runs. */
+    /* The extension comes first, so that the window is one while attach runs. */
+    cb_window *view = calloc(1, sizeof *view);
+    if (view == NULL) {
+        cb_blob_release(window);
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a window");
+    }
+    view->extension.kind = &window_kind;
     cb_blob_retain(parent);
-    window->parent = parent;
-    cblob_status status = attach(window, parent, 0, size);
+    view->parent = parent;
+    cb_blob_extend(window, &view->extension);
+    cblob_status status = attach(window, 0, size);
     if (status != CBLOB_OK) {
         cb_blob_release(window);
         return status;
@@ -82,25 +146,26 @@ CBLOB_API cblob_status cblob_window_set_position(cblob_blob *window, int64_t pos
 {
     CB_ENTER();
     CB_TRY(require_window(window));
-    return attach(window, window->parent, position, window->window_size);
+    return attach(window, position, window_of(window)->size);
 }
 
 CBLOB_API cblob_status cblob_window_shift(cblob_blob *window, int64_t delta)
 {
     CB_ENTER();
     CB_TRY(require_window(window));
+    const cb_window *view = window_of(window);
     int64_t position;
-    if (__builtin_add_overflow(window->window_position, delta, &position))
+    if (__builtin_add_overflow(view->position, delta, &position))
         return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "shifting position %" PRId64 " by %" PRId64 " overflows",
-                       window->window_position, delta);
-    return attach(window, window->parent, position, window->window_size);
+                       view->position, delta);
+    return attach(window, position, view->size);
 }
 
 CBLOB_API cblob_status cblob_window_set_size(cblob_blob *window, int64_t size)
 {
     CB_ENTER();
     CB_TRY(require_window(window));
-    return attach(window, window->parent, window->window_position, size);
+    return attach(window, window_of(window)->position, size);
 }
 
 CBLOB_API cblob_status cblob_window_position(const cblob_blob *window, int64_t *out_position)
@@ -108,7 +173,7 @@ CBLOB_API cblob_status cblob_window_position(const cblob_blob *window, int64_t *
     CB_ENTER();
     CB_TRY(require_window(window));
     CB_REQUIRE(out_position);
-    *out_position = window->window_position;
+    *out_position = window_of(window)->position;
     return CBLOB_OK;
 }
 
@@ -117,7 +182,7 @@ CBLOB_API cblob_status cblob_window_size(const cblob_blob *window, int64_t *out_
     CB_ENTER();
     CB_TRY(require_window(window));
     CB_REQUIRE(out_size);
-    *out_size = window->window_size;
+    *out_size = window_of(window)->size;
     return CBLOB_OK;
 }
 
@@ -126,8 +191,9 @@ CBLOB_API cblob_status cblob_window_parent(cblob_blob *window, cblob_blob **out_
     CB_ENTER();
     CB_TRY(require_window(window));
     CB_REQUIRE(out_parent);
-    cb_blob_retain(window->parent);
-    *out_parent = window->parent;
+    cblob_blob *parent = window_of(window)->parent;
+    cb_blob_retain(parent);
+    *out_parent = parent;
     return CBLOB_OK;
 }
 
@@ -136,9 +202,9 @@ CBLOB_API cblob_status cblob_window_owner(cblob_blob *window, cblob_blob **out_o
     CB_ENTER();
     CB_TRY(require_window(window));
     CB_REQUIRE(out_owner);
-    cblob_blob *owner = window->parent;
+    cblob_blob *owner = window_of(window)->parent;
     while (cb_blob_is_window(owner))
-        owner = owner->parent;
+        owner = window_of(owner)->parent;
     cb_blob_retain(owner);
     *out_owner = owner;
     return CBLOB_OK;

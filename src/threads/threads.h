@@ -19,6 +19,7 @@
 #ifndef CBLOB_SRC_THREADS_H
 #define CBLOB_SRC_THREADS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -91,6 +92,25 @@ void cb_parallel_copy(void *to, const void *from, size_t bytes);
 /* memmove: buffers that overlap are moved on the calling thread, others as cb_parallel_copy. */
 void cb_parallel_move(void *to, const void *from, size_t bytes);
 void cb_parallel_zero(void *to, size_t bytes);
+
+/* A lane (lane.c): one background thread of a single producer's own, which runs the jobs handed to
+ * it one at a time, in order, while the producer goes on (the export writer overlaps its file
+ * writes with encoding: src/formats/sink.c). A lane is not the pool's: its job blocks (I/O) and
+ * must not take a worker from the pool's ranges. Its thread blocks every signal, as the pool's
+ * workers do.
+ * - cb_lane_start: NULL when no thread can be started (no memory, no threads), and the producer
+ *   then does the work itself.
+ * - cb_lane_hand: waits until the lane is idle, then hands it run(arg, job, size); the job's
+ *   memory is the lane's until the next cb_lane_wait, cb_lane_hand or cb_lane_stop returns.
+ * - cb_lane_wait: waits until the lane is idle; false once any job has failed (run returned
+ *   false), for good.
+ * - cb_lane_stop: waits for the job in hand, ends the thread and frees the lane (NULL: nothing). */
+typedef struct cb_lane cb_lane;
+typedef bool (*cb_lane_job)(void *arg, void *job, size_t size);
+cb_lane *cb_lane_start(cb_lane_job run, void *arg);
+void cb_lane_hand(cb_lane *lane, void *job, size_t size);
+bool cb_lane_wait(cb_lane *lane);
+void cb_lane_stop(cb_lane *lane);
 
 /* For tests: the worker threads started since the process (or, after fork, the child) began. */
 int cb_pool_workers_started(void);

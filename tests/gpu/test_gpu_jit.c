@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "context.h"
+#include "core/run_kernels.h"
 #include "cpu/kernels.h"
 #include "cuda/families.h"
 #include "cuda_cache.h"
@@ -133,7 +134,7 @@ static void jit_agrees(cblob_dtype dtype)
     cblob_context *ctx = NULL;
     const cb_device *device = open_device(&ctx);
     CHECK(device != NULL);
-    const cb_cpu_kernels *cpu = &cb_cpu_kernel_table[dtype];
+    const cb_kernels *cpu = &cb_cpu_kernel_table[dtype];
     const size_t element = dtype == CBLOB_DTYPE_FLOAT32 ? sizeof(float) : sizeof(double);
     const double tolerance = dtype == CBLOB_DTYPE_FLOAT32 ? 1e-5 : 1e-12;
     static const int64_t sizes[] = {0, 1, 31, 255, 256, 257, 4099, 300001};
@@ -155,16 +156,16 @@ static void jit_agrees(cblob_dtype dtype)
             }
         }
         double want = 0, got = -1;
-        CHECK_OK(cpu->asum(n, hx, &want));
-        CHECK_OK(cb_cuda_jit_kernels.asum(device, dtype, n, x, &got));
+        CHECK_OK(cpu->asum(&cb_host_device, n, hx, &want));
+        CHECK_OK(cb_cuda_jit_kernels[dtype].asum(device, n, x, &got));
         CHECK_NEAR(got, want, tolerance * (1 + want));
-        CHECK_OK(cpu->sumsq(n, hx, &want));
-        CHECK_OK(cb_cuda_jit_kernels.sumsq(device, dtype, n, x, &got));
+        CHECK_OK(cpu->sumsq(&cb_host_device, n, hx, &want));
+        CHECK_OK(cb_cuda_jit_kernels[dtype].sumsq(device, n, x, &got));
         CHECK_NEAR(got, want, tolerance * (1 + want));
-        CHECK_OK(cpu->axpy(n, -1.5, hx, hy));
-        CHECK_OK(cb_cuda_jit_kernels.axpy(device, dtype, n, -1.5, x, y));
-        CHECK_OK(cpu->scale(n, 0.25, hy));
-        CHECK_OK(cb_cuda_jit_kernels.scale(device, dtype, n, 0.25, y));
+        CHECK_OK(cpu->axpy(&cb_host_device, n, -1.5, hx, hy));
+        CHECK_OK(cb_cuda_jit_kernels[dtype].axpy(device, n, -1.5, x, y));
+        CHECK_OK(cpu->scale(&cb_host_device, n, 0.25, hy));
+        CHECK_OK(cb_cuda_jit_kernels[dtype].scale(device, n, 0.25, y));
         for (int64_t i = 0; i < n; i += 1 + n / 64) {
             const double expected = dtype == CBLOB_DTYPE_FLOAT32 ? ((float *)hy)[i] : ((double *)hy)[i];
             /* --fmad=false: the same roundings as the CPU kernel, so the same bits. */
@@ -201,11 +202,11 @@ TEST(jit_reductions_allocate_nothing_and_size_the_grid_by_occupancy)
     void *x = device_array(ctx, CBLOB_DTYPE_FLOAT32, n, 0, &holder);
     CHECK(x != NULL);
     double sum = 0;
-    CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT32, n, x, &sum)); /* loads the family */
+    CHECK_OK(cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].asum(device, n, x, &sum)); /* loads the family */
     const fake_cuda_counters before = gpu_counters();
     for (int call = 0; call < 3; ++call) {
-        CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT32, n, x, &sum));
-        CHECK_OK(cb_cuda_jit_kernels.sumsq(device, CBLOB_DTYPE_FLOAT32, n, x, &sum));
+        CHECK_OK(cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].asum(device, n, x, &sum));
+        CHECK_OK(cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].sumsq(device, n, x, &sum));
     }
     CHECK_COUNTER_DELTA(before, device_allocs, 0);
     CHECK_COUNTER_DELTA(before, device_syncs, 0);
@@ -233,17 +234,17 @@ TEST(jit_reduction_that_cannot_enter_the_context_leaks_nothing)
     void *x = device_array(ctx, CBLOB_DTYPE_FLOAT64, 5000, 0, &holder);
     CHECK(x != NULL);
     double sum = 0, first = 0;
-    CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT64, 5000, x, &first));
+    CHECK_OK(cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT64].asum(device, 5000, x, &first));
     const fake_cuda_counters before = gpu_counters();
     const int pushed = gpu_fill_context_stack();
     CHECK(pushed > 0);
-    const cblob_status refused = cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT64, 5000, x, &sum);
+    const cblob_status refused = cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT64].asum(device, 5000, x, &sum);
     gpu_empty_context_stack(pushed);
     CHECK_MSG(refused == CBLOB_ERR_DEVICE, "asum with the context stack full returned %s", cblob_status_name(refused));
     CHECK_COUNTER_DELTA(before, device_allocs, 0);
     CHECK_COUNTER_DELTA(before, pinned_allocs, 0);
     CHECK_COUNTER_DELTA(before, launches, 0);
-    CHECK_OK(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_FLOAT64, 5000, x, &sum));
+    CHECK_OK(cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT64].asum(device, 5000, x, &sum));
     CHECK(memcmp(&sum, &first, sizeof sum) == 0);
     cblob_blob_destroy(holder);
     cblob_context_destroy(ctx);
@@ -263,7 +264,7 @@ static void reductions_are_deterministic(cblob_dtype dtype)
     cblob_context *ctx = NULL;
     const cb_device *device = open_device(&ctx);
     CHECK(device != NULL);
-    const cb_cpu_kernels *cpu = &cb_cpu_kernel_table[dtype];
+    const cb_kernels *cpu = &cb_cpu_kernel_table[dtype];
     const double tolerance = dtype == CBLOB_DTYPE_FLOAT32 ? 1e-5 : 1e-12;
     static const int64_t sizes[] = {1, 1000, 300001};
     static const int occupancies[] = {1, 3, 8, 2};
@@ -275,8 +276,8 @@ static void reductions_are_deterministic(cblob_dtype dtype)
         void *host = NULL;
         CHECK_OK(cblob_blob_mutable_cpu_ptr(holder, CBLOB_PART_DATA, &host));
         double cpu_asum = 0, cpu_sumsq = 0;
-        CHECK_OK(cpu->asum(n, host, &cpu_asum));
-        CHECK_OK(cpu->sumsq(n, host, &cpu_sumsq));
+        CHECK_OK(cpu->asum(&cb_host_device, n, host, &cpu_asum));
+        CHECK_OK(cpu->sumsq(&cb_host_device, n, host, &cpu_sumsq));
         CHECK(cblob_blob_mutable_gpu_ptr(holder, CBLOB_PART_DATA, &x) == CBLOB_OK);
         double first_asum = 0, first_sumsq = 0;
         for (size_t o = 0; o < sizeof occupancies / sizeof occupancies[0]; ++o) {
@@ -284,8 +285,8 @@ static void reductions_are_deterministic(cblob_dtype dtype)
             cb_cuda_cache_forget_memory();
             for (int run = 0; run < 2; ++run) {
                 double asum = -1, sumsq = -1;
-                CHECK_OK(cb_cuda_jit_kernels.asum(device, dtype, n, x, &asum));
-                CHECK_OK(cb_cuda_jit_kernels.sumsq(device, dtype, n, x, &sumsq));
+                CHECK_OK(cb_cuda_jit_kernels[dtype].asum(device, n, x, &asum));
+                CHECK_OK(cb_cuda_jit_kernels[dtype].sumsq(device, n, x, &sumsq));
                 if (o == 0 && run == 0) {
                     first_asum = asum;
                     first_sumsq = sumsq;
@@ -313,9 +314,11 @@ TEST(jit_kernel_for_a_dtype_the_family_lacks_is_not_implemented)
     cblob_context *ctx = NULL;
     const cb_device *device = open_device(&ctx);
     CHECK(device != NULL);
+    /* The tables leave those entries empty, and the run path answers them. */
+    CHECK(cb_cuda_jit_kernels[CBLOB_DTYPE_INT32].asum == NULL && cb_cuda_kernels[CBLOB_DTYPE_UINT32].axpy == NULL);
     double sum = -1;
-    CHECK_ERROR(cb_cuda_jit_kernels.asum(device, CBLOB_DTYPE_INT32, 4, NULL, &sum), CBLOB_ERR_NOT_IMPLEMENTED);
-    CHECK_ERROR(cb_cuda_kernels.axpy(device, CBLOB_DTYPE_UINT32, 4, 1.0, NULL, NULL), CBLOB_ERR_NOT_IMPLEMENTED);
+    CHECK_ERROR(cb_run_asum(device, CBLOB_DTYPE_INT32, 4, NULL, &sum), CBLOB_ERR_NOT_IMPLEMENTED);
+    CHECK_ERROR(cb_run_axpy(device, CBLOB_DTYPE_UINT32, 4, 1.0, NULL, NULL), CBLOB_ERR_NOT_IMPLEMENTED);
     CHECK(sum == -1);
     cblob_context_destroy(ctx);
 }
@@ -784,8 +787,8 @@ TEST(cache_off_compiles_every_use)
     cblob_blob *holder = NULL;
     void *x = device_array(ctx, CBLOB_DTYPE_FLOAT32, 64, 0, &holder);
     CHECK(x != NULL);
-    CHECK_OK(cb_cuda_jit_kernels.scale(device, CBLOB_DTYPE_FLOAT32, 64, 2.0, x));
-    CHECK_OK(cb_cuda_jit_kernels.scale(device, CBLOB_DTYPE_FLOAT32, 64, 2.0, x));
+    CHECK_OK(cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].scale(device, 64, 2.0, x));
+    CHECK_OK(cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].scale(device, 64, 2.0, x));
     CHECK_EQ_INT(stats().compiles - before.compiles, 2);
     CHECK_EQ_INT(entries("", NULL, 0), 0);
     CHECK(host_element(holder, 3) == (double)((float)value_at(3) * 4.0f));
@@ -1015,7 +1018,7 @@ TEST(a_device_newer_than_nvrtc_runs_ptx)
     cblob_blob *holder = NULL;
     void *x = device_array(ctx, CBLOB_DTYPE_FLOAT64, 100, 0, &holder);
     CHECK(x != NULL);
-    CHECK_OK(cb_cuda_jit_kernels.scale(device, CBLOB_DTYPE_FLOAT64, 100, -1.0, x));
+    CHECK_OK(cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT64].scale(device, 100, -1.0, x));
     CHECK(host_element(holder, 7) == -value_at(7));
     char path[512];
     CHECK_EQ_INT(entries("scale-compute_", path, sizeof path), 1);

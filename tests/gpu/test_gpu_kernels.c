@@ -58,12 +58,12 @@ static void buffer_make(const bench *b, const void *host, size_t bytes, buffer *
     CHECK_OK(cblob_blob_mutable_gpu_ptr(out->holder, CBLOB_PART_DATA, &device));
     out->device = device;
     out->bytes = bytes;
-    CHECK_OK(b->device->backend->copy(b->device, out->device, host, bytes, CB_COPY_HOST_TO_DEVICE));
+    CHECK_OK(b->device->backend->memory->copy(b->device, out->device, host, bytes, CB_COPY_HOST_TO_DEVICE));
 }
 
 static void buffer_read(const bench *b, const buffer *from, void *host)
 {
-    CHECK_OK(b->device->backend->copy(b->device, host, from->device, from->bytes, CB_COPY_DEVICE_TO_HOST));
+    CHECK_OK(b->device->backend->memory->copy(b->device, host, from->device, from->bytes, CB_COPY_DEVICE_TO_HOST));
 }
 
 static void buffer_free(buffer *b)
@@ -133,7 +133,7 @@ typedef struct shape5 {
     int64_t outer, rows, middle, cols, inner;
 } shape5;
 
-static void transpose_agrees_through(const cb_device_kernels *kernels, const bench *b, cblob_dtype dtype, shape5 s)
+static void transpose_agrees_through(const cb_kernels *kernels, const bench *b, cblob_dtype dtype, shape5 s)
 {
     const int64_t n = s.outer * s.rows * s.middle * s.cols * s.inner;
     const size_t bytes = (size_t)n * size_of(dtype);
@@ -143,8 +143,8 @@ static void transpose_agrees_through(const cb_device_kernels *kernels, const ben
     buffer dx, dy;
     buffer_make(b, x, bytes, &dx);
     buffer_make(b, got, bytes, &dy);
-    CHECK_OK(cb_cpu_kernel_table[dtype].transpose(n, s.outer, s.rows, s.middle, s.cols, s.inner, x, want));
-    CHECK_OK(kernels->transpose(b->device, dtype, n, s.outer, s.rows, s.middle, s.cols, s.inner, dx.device, dy.device));
+    CHECK_OK(cb_cpu_kernel_table[dtype].transpose(&cb_host_device, n, s.outer, s.rows, s.middle, s.cols, s.inner, x, want));
+    CHECK_OK(kernels[dtype].transpose(b->device, n, s.outer, s.rows, s.middle, s.cols, s.inner, dx.device, dy.device));
     buffer_read(b, &dy, got);
     char what[128];
     snprintf(what, sizeof what, "transpose [%lld, %lld, %lld, %lld, %lld]", (long long)s.outer, (long long)s.rows,
@@ -159,7 +159,7 @@ static void transpose_agrees_through(const cb_device_kernels *kernels, const ben
 
 static void transpose_agrees(const bench *b, cblob_dtype dtype, shape5 s)
 {
-    transpose_agrees_through(&cb_cuda_jit_kernels, b, dtype, s);
+    transpose_agrees_through(cb_cuda_jit_kernels, b, dtype, s);
 }
 
 /* Tiles: ragged edges, a strip of several tiles and more than one strip, planes (outer, middle),
@@ -219,8 +219,8 @@ TEST(transpose_of_long_runs_by_2d_copies_agrees_with_the_cpu)
     bench b;
     bench_open(&b);
     const fake_cuda_counters before = gpu_counters();
-    transpose_agrees_through(&cb_cuda_kernels, &b, CBLOB_DTYPE_FLOAT32, (shape5){1, 2, 2, 3, 1024});
-    transpose_agrees_through(&cb_cuda_kernels, &b, CBLOB_DTYPE_FLOAT64, (shape5){2, 3, 1, 2, 512});
+    transpose_agrees_through(cb_cuda_kernels, &b, CBLOB_DTYPE_FLOAT32, (shape5){1, 2, 2, 3, 1024});
+    transpose_agrees_through(cb_cuda_kernels, &b, CBLOB_DTYPE_FLOAT64, (shape5){2, 3, 1, 2, 512});
     CHECK_COUNTER_DELTA(before, copies_2d, 8);
     CHECK_COUNTER_DELTA(before, launches, 0);
     cblob_context_destroy(b.ctx);
@@ -302,38 +302,38 @@ static void windows_agree(cblob_dtype x_dtype, cblob_dtype y_dtype, bool same_ar
 static cblob_status fill_device(const cb_device *device, const window_case *c, void *x, void *y)
 {
     (void)y;
-    return cb_cuda_jit_kernels.fill(device, c->x_dtype, c->n, 7.0, x);
+    return cb_cuda_jit_kernels[c->x_dtype].fill(device, c->n, 7.0, x);
 }
 static cblob_status fill_cpu(const window_case *c, void *x, void *y)
 {
     (void)y;
-    return cb_cpu_kernel_table[c->x_dtype].fill(c->n, 7.0, x);
+    return cb_cpu_kernel_table[c->x_dtype].fill(&cb_host_device, c->n, 7.0, x);
 }
 static cblob_status scale_device(const cb_device *device, const window_case *c, void *x, void *y)
 {
     (void)y;
-    return cb_cuda_jit_kernels.scale(device, c->x_dtype, c->n, -0.75, x);
+    return cb_cuda_jit_kernels[c->x_dtype].scale(device, c->n, -0.75, x);
 }
 static cblob_status scale_cpu(const window_case *c, void *x, void *y)
 {
     (void)y;
-    return cb_cpu_kernel_table[c->x_dtype].scale(c->n, -0.75, x);
+    return cb_cpu_kernel_table[c->x_dtype].scale(&cb_host_device, c->n, -0.75, x);
 }
 static cblob_status add_device(const cb_device *device, const window_case *c, void *x, void *y)
 {
-    return cb_cuda_jit_kernels.add(device, c->x_dtype, c->n, x, y);
+    return cb_cuda_jit_kernels[c->x_dtype].add(device, c->n, x, y);
 }
 static cblob_status add_cpu(const window_case *c, void *x, void *y)
 {
-    return cb_cpu_kernel_table[c->x_dtype].add(c->n, x, y);
+    return cb_cpu_kernel_table[c->x_dtype].add(&cb_host_device, c->n, x, y);
 }
 static cblob_status axpy_device(const cb_device *device, const window_case *c, void *x, void *y)
 {
-    return cb_cuda_jit_kernels.axpy(device, c->x_dtype, c->n, 1.5, x, y);
+    return cb_cuda_jit_kernels[c->x_dtype].axpy(device, c->n, 1.5, x, y);
 }
 static cblob_status axpy_cpu(const window_case *c, void *x, void *y)
 {
-    return cb_cpu_kernel_table[c->x_dtype].axpy(c->n, 1.5, x, y);
+    return cb_cpu_kernel_table[c->x_dtype].axpy(&cb_host_device, c->n, 1.5, x, y);
 }
 
 TEST(fill_on_windows_agrees_with_the_cpu)
@@ -364,27 +364,15 @@ TEST(axpy_on_windows_agrees_with_the_cpu)
 
 /* ---- conversions on windows -------------------------------------------------------------------- */
 
-typedef cblob_status (*device_convert)(const struct cb_device *device, cblob_dtype dtype, int64_t n, const void *x, void *y);
-typedef cblob_status (*cpu_convert)(int64_t n, const void *x, void *y);
+typedef cblob_status (*convert_fn)(const cb_device *device, int64_t n, const void *x, void *y);
 
 /* The conversion for the case's dtypes, by the op's name: "convert_to" or "truncate_to". */
 static bool truncating;
 
-static device_convert device_conversion(cblob_dtype target)
+/* The conversion from source to target in a backend's kernel table. */
+static convert_fn conversion(const cb_kernels *table, cblob_dtype source, cblob_dtype target)
 {
-    if (truncating)
-        return target == CBLOB_DTYPE_INT32 ? cb_cuda_jit_kernels.truncate_to_i32 : cb_cuda_jit_kernels.truncate_to_u32;
-    switch (target) {
-    case CBLOB_DTYPE_FLOAT32: return cb_cuda_jit_kernels.convert_to_f32;
-    case CBLOB_DTYPE_FLOAT64: return cb_cuda_jit_kernels.convert_to_f64;
-    case CBLOB_DTYPE_INT32: return cb_cuda_jit_kernels.convert_to_i32;
-    default: return cb_cuda_jit_kernels.convert_to_u32;
-    }
-}
-
-static cpu_convert cpu_conversion(cblob_dtype source, cblob_dtype target)
-{
-    const cb_cpu_kernels *k = &cb_cpu_kernel_table[source];
+    const cb_kernels *k = &table[source];
     if (truncating)
         return target == CBLOB_DTYPE_INT32 ? k->truncate_to_i32 : k->truncate_to_u32;
     switch (target) {
@@ -397,11 +385,11 @@ static cpu_convert cpu_conversion(cblob_dtype source, cblob_dtype target)
 
 static cblob_status convert_device(const cb_device *device, const window_case *c, void *x, void *y)
 {
-    return device_conversion(c->y_dtype)(device, c->x_dtype, c->n, x, y);
+    return conversion(cb_cuda_jit_kernels, c->x_dtype, c->y_dtype)(device, c->n, x, y);
 }
 static cblob_status convert_cpu(const window_case *c, void *x, void *y)
 {
-    return cpu_conversion(c->x_dtype, c->y_dtype)(c->n, x, y);
+    return conversion(cb_cpu_kernel_table, c->x_dtype, c->y_dtype)(&cb_host_device, c->n, x, y);
 }
 
 static void conversions_agree(cblob_dtype target)
@@ -452,8 +440,8 @@ TEST(copy_strided_kernel_agrees_with_the_cpu)
             buffer_make(&b, x, (size_t)x_count * size_of(dtype), &dx);
             buffer_make(&b, y, y_bytes, &dy);
             const int64_t n = s.rows * s.cols;
-            CHECK_OK(cb_cpu_kernel_table[dtype].copy_strided(n, s.rows, s.cols, x, s.x_stride, y, s.y_stride));
-            CHECK_OK(cb_cuda_jit_kernels.copy_strided(b.device, dtype, n, s.rows, s.cols, dx.device, s.x_stride, dy.device,
+            CHECK_OK(cb_cpu_kernel_table[dtype].copy_strided(&cb_host_device, n, s.rows, s.cols, x, s.x_stride, y, s.y_stride));
+            CHECK_OK(cb_cuda_jit_kernels[dtype].copy_strided(b.device, n, s.rows, s.cols, dx.device, s.x_stride, dy.device,
                                                       s.y_stride));
             buffer_read(&b, &dy, got);
             char what[96];

@@ -268,3 +268,64 @@ TEST(a_child_after_fork_uses_the_pool)
     CHECK(background_result == NULL);
     CHECK(large_work(4));
 }
+
+/* ---- lanes (a producer's background thread: the export writer's) ------------------------------ */
+
+typedef struct lane_log {
+    pthread_t caller;
+    int ran[64];
+    int count;
+    bool on_another_thread, signals_blocked;
+    int fail_at; /* the job value that fails; -1: none */
+} lane_log;
+
+static bool log_job(void *arg, void *job, size_t size)
+{
+    lane_log *log = arg;
+    const int value = *(const int *)job;
+    sigset_t mask;
+    pthread_sigmask(SIG_BLOCK, NULL, &mask);
+    log->on_another_thread = !pthread_equal(pthread_self(), log->caller);
+    log->signals_blocked = sigismember(&mask, SIGINT) == 1 && sigismember(&mask, SIGTERM) == 1;
+    if (size == sizeof value && log->count < 64)
+        log->ran[log->count++] = value;
+    return value != log->fail_at;
+}
+
+TEST(a_lane_runs_its_jobs_in_order_on_a_thread_that_blocks_signals)
+{
+    lane_log log = {.caller = pthread_self(), .fail_at = -1};
+    cb_lane *lane = cb_lane_start(log_job, &log);
+    CHECK(lane != NULL);
+    int jobs[2];
+    for (int i = 0; i < 40; ++i) {
+        /* Two buffers, as the sink's: a buffer handed is the lane's until the next hand returns. */
+        jobs[i % 2] = i;
+        cb_lane_hand(lane, &jobs[i % 2], sizeof jobs[0]);
+    }
+    CHECK(cb_lane_wait(lane));
+    CHECK(log.count == 40);
+    for (int i = 0; i < log.count; ++i)
+        CHECK(log.ran[i] == i);
+    CHECK(log.on_another_thread && log.signals_blocked);
+    cb_lane_stop(lane);
+    cb_lane_stop(NULL);
+}
+
+TEST(a_failed_lane_job_fails_every_later_wait)
+{
+    lane_log log = {.caller = pthread_self(), .fail_at = 2};
+    cb_lane *lane = cb_lane_start(log_job, &log);
+    CHECK(lane != NULL);
+    int values[5] = {0, 1, 2, 3, 4};
+    cb_lane_hand(lane, &values[0], sizeof values[0]);
+    cb_lane_hand(lane, &values[1], sizeof values[0]);
+    CHECK(cb_lane_wait(lane));
+    for (int i = 2; i < 5; ++i)
+        cb_lane_hand(lane, &values[i], sizeof values[0]);
+    CHECK(!cb_lane_wait(lane));
+    CHECK(!cb_lane_wait(lane));
+    /* The jobs after the failure still ran: the producer decides what a failure stops. */
+    CHECK(log.count == 5 && log.ran[4] == 4);
+    cb_lane_stop(lane);
+}

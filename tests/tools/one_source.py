@@ -19,6 +19,10 @@ Checks:
                                    and array forms) in src/ and cuda/ outside src/util/alloc.c:
                                    every host allocation can be made to fail (issue 27)
     one_allocator_self_test        one_allocator fails on a copy of the tree with a raw malloc
+    core_names_no_upper_layer      src/core includes no header of a folder that includes the core
+                                   (no circle), but for the backend registry (src/core/backends.c)
+                                   (issue 29)
+    threads_in_one_place           the library starts threads only in src/threads (issue 29)
 
 Exits 77 (skipped) with a reason when a tool it needs (nm, strace) cannot run here.
 """
@@ -223,12 +227,64 @@ def one_allocator_self_test(args):
     if found != ["src/formats/added.c:3: malloc"]:
         fail(f"one_allocator found {found} in a tree with one raw malloc in src/formats/added.c, line 3")
     print("one_allocator finds the one raw malloc added, and nothing in comments or strings")
+def folder_of(relative):
+    """The folder a file of src/ or cuda/ is about: src/<folder>/..., or cuda."""
+    parts = relative.split(os.sep)
+    return "cuda" if parts[0] == "cuda" else parts[1] if len(parts) > 2 else "src"
+
+
+def core_names_no_upper_layer(args):
+    # Internal headers are included by name (every src/ folder is on the include path), or with
+    # their folder ("comm/comm.h", "core/run_kernels.h" of generated/core).
+    owners, includes = {}, {}
+    for path in sources(args.source, ["src", "cuda"]):
+        relative = os.path.relpath(path, args.source)
+        if relative.endswith(".h"):
+            owners.setdefault(os.path.basename(path), set()).add(folder_of(relative))
+        with open(path) as f:
+            includes[relative] = re.findall(r'^\s*#\s*include\s+"([^"]+)"', f.read(), flags=re.M)
+    folders = set(folder_of(r) for r in includes)
+
+    def targets(name):
+        first = name.split("/")[0]
+        return {first} if "/" in name and first in folders else owners.get(os.path.basename(name), set())
+
+    edges = {}
+    for relative, names in includes.items():
+        for name in names:
+            for target in targets(name) - {folder_of(relative)}:
+                edges.setdefault((folder_of(relative), target), []).append(f"{relative}: {name}")
+    registry = os.path.join("src", "core", "backends.c")
+    circles = [f"{where} (and {edges[(upper, 'core')][0]})"
+               for (lower, upper), found in sorted(edges.items()) if lower == "core" and (upper, "core") in edges
+               for where in found if not where.startswith(registry + ":")]
+    if circles:
+        fail("src/core includes a folder that includes it:\n  " + "\n  ".join(circles))
+    print(f"src/core includes none of the {len([e for e in edges if e[1] == 'core'])} folders that include it "
+          "(the backend registry apart)")
+
+
+def threads_in_one_place(args):
+    starts = []
+    for path in sources(args.source, ["src", "cuda"], (".c",)):
+        relative = os.path.relpath(path, args.source)
+        if relative.startswith(os.path.join("src", "threads") + os.sep):
+            continue
+        with open(path) as f:
+            text = strip_comments(f.read())
+        for number, line in enumerate(text.split("\n"), 1):
+            if re.search(r"\b(pthread_create|thrd_create)\s*\(", line):
+                starts.append(f"{relative}:{number}")
+    if starts:
+        fail("threads started outside src/threads (threads.h: the pool, or a lane):\n  " + "\n  ".join(starts))
+    print("every thread of the library is started in src/threads")
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("check", choices=["program_links_the_public_abi", "inputs_opened_once", "one_codec_each",
-                                          "internal_calls", "one_allocator", "one_allocator_self_test"])
+                                          "internal_calls", "one_allocator", "one_allocator_self_test",
+                                          "core_names_no_upper_layer", "threads_in_one_place"])
     parser.add_argument("--source", required=True)
     parser.add_argument("--tool")
     parser.add_argument("--data")
