@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "cuda_cache.h"
+#include "alloc.h"
 #include "cuda_queue.h"
 
 #include <errno.h>
@@ -276,7 +277,7 @@ static entry_read read_entry(int folder, const char *name, const unsigned char k
     unsigned char *bytes = NULL;
     entry_read result = ENTRY_DAMAGED;
     if (fstat(fd, &info) != 0 || info.st_size < ENTRY_HEADER_BYTES ||
-        (size_t)info.st_size > ENTRY_HEADER_BYTES + ENTRY_MAX_IMAGE_BYTES || (bytes = malloc((size_t)info.st_size)) == NULL)
+        (size_t)info.st_size > ENTRY_HEADER_BYTES + ENTRY_MAX_IMAGE_BYTES || (bytes = cb_malloc((size_t)info.st_size)) == NULL)
         goto done;
     size_t have = 0;
     while (have < (size_t)info.st_size) {
@@ -510,7 +511,7 @@ static cblob_status family_on_device(const cb_device *device, cb_cuda_family_id 
     if (ready == NULL) {
         pthread_once(&configure_once, configure);
         const bool keep = cache.requested != CBLOB_KERNEL_CACHE_OFF;
-        cb_cuda_loaded *loaded = keep ? malloc(sizeof *loaded) : transient;
+        cb_cuda_loaded *loaded = keep ? cb_malloc(sizeof *loaded) : transient;
         status = loaded == NULL ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a loaded kernel family") : cb_cuda_enter(state);
         if (status == CBLOB_OK) {
             status = load_family(device, state, id, loaded, compiled);

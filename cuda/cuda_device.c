@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "cuda_device.h"
+#include "alloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@ static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
 static void make_device_table(void)
 {
     const cb_cuda_driver *driver = cb_cuda_driver_get();
-    devices = calloc((size_t)driver->device_count, sizeof *devices);
+    devices = cb_calloc((size_t)driver->device_count, sizeof *devices);
     if (devices == NULL)
         return;
     device_count = driver->device_count;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "cuda_jit.h"
+#include "alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +63,7 @@ static void read_log(const cb_cuda_nvrtc *compiler, cbnv_program program, char *
     text[0] = '\0';
     if (compiler->api.nvrtcGetProgramLogSize(program, &length) != CBNV_SUCCESS || length == 0)
         return;
-    char *log = malloc(length);
+    char *log = cb_malloc(length);
     if (log == NULL)
         return;
     if (compiler->api.nvrtcGetProgramLog(program, log) == CBNV_SUCCESS)
@@ -77,7 +78,7 @@ static cblob_status take_output(const cb_cuda_nvrtc *compiler, cbnv_program prog
     if (result != CBNV_SUCCESS || size == 0)
         return cb_fail(CBLOB_ERR_COMPILE, "NVRTC produced no %s (%s)", ptx ? "PTX" : "cubin",
                        compiler->api.nvrtcGetErrorString(result));
-    unsigned char *bytes = malloc(size);
+    unsigned char *bytes = cb_malloc(size);
     if (bytes == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte compiled kernel", size);
     result = ptx ? compiler->api.nvrtcGetPTX(program, (char *)bytes) : compiler->api.nvrtcGetCUBIN(program, (char *)bytes);

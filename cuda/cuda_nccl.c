@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "cuda_backend.h"
+#include "alloc.h"
 #include "cuda_device.h"
 #include "cuda_loader.h"
 #include "cuda_queue.h"
@@ -294,7 +295,7 @@ cblob_status cb_cuda_nccl_engine(const cb_device *device, const uint8_t *unique_
                                  cblob_comm_engine *out)
 {
     CB_TRY(nccl_ready());
-    nccl_engine *engine = calloc(1, sizeof *engine);
+    nccl_engine *engine = cb_calloc(1, sizeof *engine);
     if (engine == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for an NCCL communicator");
     engine->device = device;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "cuda_queue.h"
+#include "alloc.h"
 
 #include <stdlib.h>
 
@@ -62,7 +63,7 @@ cblob_status cb_cuda_queue_open(cb_device *device, bool own, void *stream)
     const cb_cuda_device_state *state = cb_cuda_device_state_of(device);
     cbcu_stream made = NULL;
     CB_TRY(make_stream(state, own, stream, &made));
-    cb_queue *queue = calloc(1, sizeof *queue);
+    cb_queue *queue = cb_calloc(1, sizeof *queue);
     if (queue == NULL) {
         if (own && cb_cuda_enter(state) == CBLOB_OK) {
             cb_cuda_driver_api_get()->cuStreamDestroy_v2(made);
@@ -211,8 +212,8 @@ cbcu_stream cb_cuda_stream(const cb_device *device)
 static cblob_status add_chunk(cb_queue *queue)
 {
     const cb_cuda_driver_api *api = cb_cuda_driver_api_get();
-    void **chunks = realloc(queue->chunks, (size_t)(queue->chunk_count + 1) * sizeof *chunks);
-    cb_cuda_slot *slots = realloc(queue->free_slots, (size_t)(queue->free_room + SLOTS_PER_CHUNK) * sizeof *slots);
+    void **chunks = cb_realloc(queue->chunks, (size_t)(queue->chunk_count + 1) * sizeof *chunks);
+    cb_cuda_slot *slots = cb_realloc(queue->free_slots, (size_t)(queue->free_room + SLOTS_PER_CHUNK) * sizeof *slots);
     if (chunks != NULL)
         queue->chunks = chunks;
     if (slots != NULL)

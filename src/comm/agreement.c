@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "alloc.h"
 #include "status.h"
 
 /* Items of each of the two signatures a detail round carries; even, so that a blob's two items
@@ -75,7 +76,7 @@ cblob_status cb_agreement_open(cblob_comm *comm)
     /* One slot per rank for the hashes; two signatures' worth of items for the detail rounds. */
     a->items = comm->engine.size > 2 * CB_DETAIL_ITEMS ? comm->engine.size : 2 * CB_DETAIL_ITEMS;
     const size_t bytes = buffer_bytes(a);
-    a->host = calloc(1, bytes);
+    a->host = cb_calloc(1, bytes);
     if (a->host == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the agreement of %" PRId32 " ranks (%zu bytes)",
                        comm->engine.size, bytes);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "alloc.h"
 #include "status.h"
 #include "threads.h"
 
@@ -204,14 +205,14 @@ static void install(cb_param_arena *arena, int64_t i, cblob_blob *member, cb_sto
 
 static cb_param_arena *arena_new(int64_t count, cblob_part part, bool on_device)
 {
-    cb_param_arena *arena = calloc(1, sizeof *arena);
+    cb_param_arena *arena = cb_calloc(1, sizeof *arena);
     if (arena == NULL)
         return NULL;
     arena->extension.kind = &arena_kind;
     arena->part = part;
     arena->on_device = on_device;
-    arena->members = calloc((size_t)count, sizeof *arena->members);
-    arena->slices = calloc((size_t)count, sizeof *arena->slices);
+    arena->members = cb_calloc((size_t)count, sizeof *arena->members);
+    arena->slices = cb_calloc((size_t)count, sizeof *arena->slices);
     if (arena->members == NULL || arena->slices == NULL) {
         arena_free(arena);
         return NULL;
@@ -258,7 +259,7 @@ static cblob_status make_arena(cblob_blob *const *blobs, int64_t count, cblob_pa
     cb_param_arena *arena = arena_new(count, part, on_device);
     if (arena != NULL)
         cb_blob_extend(arena_blob, &arena->extension);
-    cb_storage **fresh = calloc((size_t)count, sizeof *fresh);
+    cb_storage **fresh = cb_calloc((size_t)count, sizeof *fresh);
     cblob_status status = arena == NULL || fresh == NULL
                               ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for an arena of %" PRId64 " blobs", count)
                               : fill_arena(arena_blob, blobs, count, offsets, fresh);
@@ -286,7 +287,7 @@ CBLOB_API cblob_status cblob_arena_create(cblob_blob *const *blobs, int64_t coun
     CB_TRY(check_alignment(alignment, blobs[0]->dtype));
     for (int64_t i = 0; i < count; ++i)
         CB_TRY(check_member(blobs, i, part));
-    size_t *offsets = malloc((size_t)count * sizeof *offsets);
+    size_t *offsets = cb_malloc((size_t)count * sizeof *offsets);
     if (offsets == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for an arena of %" PRId64 " blobs", count);
     int64_t elements = 0;

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "comm/comm.h"
+#include "alloc.h"
 #include "core/run_kernels.h"
 #include "status.h"
 
@@ -168,7 +169,7 @@ static cblob_status check_disjoint(cblob_blob *const *blobs, int64_t count, cblo
 {
     if (count < 2)
         return CBLOB_OK;
-    listed_blob *listed = malloc((size_t)count * sizeof *listed);
+    listed_blob *listed = cb_malloc((size_t)count * sizeof *listed);
     if (listed == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to check a list of %" PRId64 " blobs", count);
     for (int64_t i = 0; i < count; ++i) {
@@ -359,12 +360,12 @@ void cb_comm_free_parked(cblob_comm *comm)
 static cblob_status request_new(cblob_comm *comm, cb_collective kind, cblob_blob *const *blobs, int64_t count,
                                 cblob_comm_request **out)
 {
-    cblob_comm_request *request = calloc(1, sizeof *request);
+    cblob_comm_request *request = cb_calloc(1, sizeof *request);
     const size_t slots = (size_t)(count > 0 ? count : 1);
     if (request != NULL) {
-        request->blobs = calloc(slots, sizeof *request->blobs);
-        request->memory = calloc(slots, sizeof *request->memory);
-        request->calls = calloc(slots, sizeof *request->calls);
+        request->blobs = cb_calloc(slots, sizeof *request->blobs);
+        request->memory = cb_calloc(slots, sizeof *request->memory);
+        request->calls = cb_calloc(slots, sizeof *request->calls);
     }
     if (request == NULL || request->blobs == NULL || request->memory == NULL || request->calls == NULL) {
         if (request != NULL) {

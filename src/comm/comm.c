@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "alloc.h"
 #include "status.h"
 
 /* The ABI 1.1 table: every field up to and including destroy. */
@@ -46,7 +47,7 @@ cblob_status cb_comm_create_engine(cblob_context *context, const cblob_comm_engi
     const cb_device *device = &cb_host_device;
     if (engine->memory == CBLOB_MEMORY_DEVICE)
         CB_TRY(cb_context_device(context, &device));
-    cblob_comm *comm = calloc(1, sizeof *comm);
+    cblob_comm *comm = cb_calloc(1, sizeof *comm);
     if (comm == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a communicator");
     atomic_init(&comm->holders, 1);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "blob.h"
+#include "alloc.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@ cblob_status cb_blob_new(cblob_context *context, cblob_dtype dtype, cblob_blob *
 {
     const cb_dtype_info *info = NULL;
     CB_TRY(cb_check_dtype(dtype, &info));
-    cblob_blob *blob = calloc(1, sizeof *blob);
+    cblob_blob *blob = cb_calloc(1, sizeof *blob);
     if (blob == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a blob");
     atomic_init(&blob->holders, 1);

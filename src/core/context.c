@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "context.h"
+#include "alloc.h"
 
 #include <stdlib.h>
 
@@ -9,7 +10,7 @@ CBLOB_API cblob_status cblob_context_create(cblob_context **out_context)
 {
     CB_ENTER();
     CB_REQUIRE(out_context);
-    cblob_context *context = calloc(1, sizeof *context);
+    cblob_context *context = cb_calloc(1, sizeof *context);
     if (context == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a context");
     atomic_init(&context->holders, 1);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "blob.h"
+#include "alloc.h"
 #include "cblob/dlpack.h"
 #include "status.h"
 
@@ -81,7 +82,7 @@ static cblob_status export_view(cblob_blob *blob, cblob_part part, cblob_memory 
 {
     const int32_t ndim = blob->shape.num_axes;
     /* Made first: once the head has moved, nothing may fail. */
-    cb_export *export = calloc(1, sizeof *export + (size_t)ndim * sizeof export->shape[0]);
+    cb_export *export = cb_calloc(1, sizeof *export + (size_t)ndim * sizeof export->shape[0]);
     if (export == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a DLPack tensor");
     void *data = NULL;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "storage.h"
+#include "alloc.h"
 
 #include <stdlib.h>
 
@@ -8,7 +9,7 @@
 
 cblob_status cb_storage_create(size_t size, cb_storage **out)
 {
-    cb_storage *storage = calloc(1, sizeof *storage);
+    cb_storage *storage = cb_calloc(1, sizeof *storage);
     if (storage == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a storage record");
     atomic_init(&storage->holders, 1);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
 #include "host_memory.h"
+#include "alloc.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -112,7 +113,7 @@ cblob_status cb_host_alloc(size_t size, bool zero, void **out)
     /* aligned_alloc wants a multiple of the alignment. */
     const size_t rounded = (size + CB_HOST_ALIGNMENT - 1) / CB_HOST_ALIGNMENT * CB_HOST_ALIGNMENT;
     void *ptr = NULL;
-    if (rounded < size || (ptr = aligned_alloc(CB_HOST_ALIGNMENT, rounded)) == NULL)
+    if (rounded < size || (ptr = cb_aligned_alloc(CB_HOST_ALIGNMENT, rounded)) == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory", size);
     if (zero)
         memset(ptr, 0, size);

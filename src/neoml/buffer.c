@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "neoml/neoml.h"
+#include "alloc.h"
 #include "status.h"
 
 /* An open mapping hangs on its blob (blob.h, extensions) until it is unmapped: the blob's newest
@@ -75,7 +76,7 @@ static cblob_status stage(cblob_blob *blob, cblob_part part, cblob_access access
                           void **out)
 {
     const size_t element = blob->dtype->size, bytes = (size_t)count * element;
-    void *staging = calloc(1, bytes);
+    void *staging = cb_calloc(1, bytes);
     if (staging == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes to stage the range in host memory", bytes);
     if (access & CBLOB_ACCESS_READ) {
@@ -107,7 +108,7 @@ CBLOB_API cblob_status cblob_blob_map(cblob_blob *blob, cblob_part part, int64_t
     CB_REQUIRE(out_buffer);
     CB_REQUIRE(out_ptr);
     CB_TRY(check_range(blob, position, count));
-    cblob_buffer *buffer = calloc(1, sizeof *buffer);
+    cblob_buffer *buffer = cb_calloc(1, sizeof *buffer);
     if (buffer == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a mapping");
     *buffer = (cblob_buffer){.extension = {.kind = &mapping_kind}, .blob = blob, .part = part, .access = access,

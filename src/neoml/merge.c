@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "core/run_kernels.h"
+#include "alloc.h"
 #include "neoml/neoml.h"
 #include "status.h"
 #include "threads.h"
@@ -42,7 +43,7 @@ static cblob_status check_list(const cblob_blob *whole, int32_t num, cblob_blob 
             return cb_fail(CBLOB_ERR_DTYPE, "%s[%d] is %s but the blob is %s", name, (int)i, pieces[i]->dtype->name,
                            whole->dtype->name);
     }
-    layout->pieces = calloc((size_t)num, sizeof layout->pieces[0]);
+    layout->pieces = cb_calloc((size_t)num, sizeof layout->pieces[0]);
     if (layout->pieces == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to track %d blobs", (int)num);
     return CBLOB_OK;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "neoml/neoml.h"
+#include "alloc.h"
 #include "status.h"
 
 /* What a window hangs on its blob (blob.h, extensions): the parent it views, held, and its rows.
@@ -124,7 +125,7 @@ CBLOB_API cblob_status cblob_window_create(cblob_blob *parent, int64_t size, cbl
     cblob_blob *window;
     CB_TRY(cb_blob_new(parent->context, parent->dtype->dtype, &window));
     /* The extension comes first, so that the window is one while attach runs. */
-    cb_window *view = calloc(1, sizeof *view);
+    cb_window *view = cb_calloc(1, sizeof *view);
     if (view == NULL) {
         cb_blob_release(window);
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a window");

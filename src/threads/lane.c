@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "threads.h"
+#include "alloc.h"
 
 struct cb_lane {
     pthread_t thread;
@@ -42,7 +43,7 @@ static void *lane_main(void *argument)
 
 cb_lane *cb_lane_start(cb_lane_job run, void *arg)
 {
-    cb_lane *lane = calloc(1, sizeof *lane);
+    cb_lane *lane = cb_calloc(1, sizeof *lane);
     if (lane == NULL)
         return NULL;
     if (pthread_mutex_init(&lane->lock, NULL) != 0) {

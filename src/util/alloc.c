@@ -38,6 +38,11 @@ char *cb_strndup(const char *text, size_t size)
     return cb_alloc_refused() ? NULL : strndup(text, size);
 }
 
+void *cb_aligned_alloc(size_t alignment, size_t size)
+{
+    return cb_alloc_refused() ? NULL : aligned_alloc(alignment, size);
+}
+
 void cb_free(void *ptr)
 {
     free(ptr);

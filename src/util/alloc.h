@@ -16,6 +16,8 @@ void *cb_calloc(size_t count, size_t size);
 void *cb_realloc(void *ptr, size_t size);
 char *cb_strdup(const char *text);
 char *cb_strndup(const char *text, size_t size);
+/* C11's aligned_alloc (size a multiple of alignment). */
+void *cb_aligned_alloc(size_t alignment, size_t size);
 void cb_free(void *ptr);
 
 /* For allocators of their own (mappings, huge pages, pinned device-visible memory): whether the

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "mpi_engine.h"
+#include "alloc.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -71,7 +72,7 @@ cblob_status cbm_engine_create(MPI_Comm comm, cbm_engine **out, char *message, s
     const cblob_status usable = check_usable(comm, message, message_size);
     if (usable != CBLOB_OK)
         return usable;
-    cbm_engine *engine = calloc(1, sizeof *engine);
+    cbm_engine *engine = cb_calloc(1, sizeof *engine);
     if (engine == NULL)
         return fail(CBLOB_ERR_OUT_OF_MEMORY, message, message_size, "out of memory for the MPI engine");
     /* A communicator of our own: our collectives never match the caller's, and its error handler
@@ -146,7 +147,7 @@ static cblob_status new_pending(int64_t count, cbm_pending **out, char *message,
     const int64_t chunks = count == 0 ? 1 : (count - 1) / cbm_max_chunk + 1;
     if (chunks > INT_MAX)
         return fail(CBLOB_ERR_OVERFLOW, message, message_size, "%lld elements need too many MPI calls", (long long)count);
-    cbm_pending *pending = malloc(sizeof *pending + (size_t)chunks * (sizeof(MPI_Request) + sizeof(MPI_Status)));
+    cbm_pending *pending = cb_malloc(sizeof *pending + (size_t)chunks * (sizeof(MPI_Request) + sizeof(MPI_Status)));
     if (pending == NULL)
         return fail(CBLOB_ERR_OUT_OF_MEMORY, message, message_size, "out of memory for %lld MPI requests",
                     (long long)chunks);
