@@ -3777,8 +3777,12 @@ func cModelOpenNpzFile(context *C.cblob_context, path *C.char) (*C.cblob_model, 
 // to 4 axes with leading 1s (PyTorch's (64, 1024) for a V1 blob's (1, 1, 64, 1024)). Every
 // layer and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
 // that differs is CBLOB_ERR_SHAPE with one message listing every mismatch, and nothing
-// changes. Everything else of the model stays as it is: saved, only the replaced values'
-// bytes change.
+// changes. A value the model's dtype cannot hold (an integer it cannot hold exactly, such as
+// int32 16777217 in float32; a float out of its range, such as 1e300 in float32; a fraction or an
+// out-of-range value for an integer dtype; the rule of a .npy's conversion) is CBLOB_ERR_DTYPE
+// naming the layer, the blob, the value and its index, and nothing changes (since 1.2; 1.1
+// converted it silently). Everything else of the model stays as it is: saved, only the
+// replaced values' bytes change.
 func cModelReplaceBlobs(model *C.cblob_model, weights *C.cblob_model) error {
 	r := C.cbgo_model_replace_blobs(C.uintptr_t(uintptr(unsafe.Pointer(model))), C.uintptr_t(uintptr(unsafe.Pointer(weights))))
 	if r.status != C.CBLOB_OK {

@@ -1972,8 +1972,12 @@ func OpenNpzFile(ctx *Context, path string) (*Model, error) {
 // to 4 axes with leading 1s (PyTorch's (64, 1024) for a V1 blob's (1, 1, 64, 1024)). Every
 // layer and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
 // that differs is StatusShape with one message listing every mismatch, and nothing
-// changes. Everything else of the model stays as it is: saved, only the replaced values'
-// bytes change.
+// changes. A value the model's dtype cannot hold (an integer it cannot hold exactly, such as
+// int32 16777217 in float32; a float out of its range, such as 1e300 in float32; a fraction or an
+// out-of-range value for an integer dtype; the rule of a .npy's conversion) is StatusDType
+// naming the layer, the blob, the value and its index, and nothing changes (since 1.2; 1.1
+// converted it silently). Everything else of the model stays as it is: saved, only the
+// replaced values' bytes change.
 func (m *Model) ReplaceBlobs(weights *Model) error {
 	p, err := m.handle()
 	if err != nil {

@@ -9,6 +9,7 @@
 
 #include "alloc.h"
 #include "model_names.h"
+#include "npy.h"
 #include "model_values.h"
 #include "neoml/neoml.h"
 #include "status.h"
@@ -169,24 +170,55 @@ static cblob_status check_replacements(const cblob_model *model, const cb_model_
     return CBLOB_OK;
 }
 
-/* Copies one part of a weights blob into a model blob's handle, converting the dtype. */
-static cblob_status copy_part(const cblob_model *weights, int64_t layer, int64_t index, cblob_part part,
-                              cblob_blob *target)
+/* The largest part of any weights blob, in bytes: one scratch array serves every copy. */
+static cblob_status largest_part(const cblob_model *weights, size_t *out)
+{
+    size_t most = 1;
+    for (int64_t i = 0; i < weights->num_layers; ++i)
+        for (int64_t j = 0; j < (int64_t)weights->layers[i].num_blobs; ++j) {
+            cb_blob_facts facts;
+            CB_TRY(cb_model_blob_facts(weights, i, j, &facts));
+            const size_t bytes = (size_t)facts.count * cb_dtype_find(facts.dtype)->size;
+            most = bytes > most ? bytes : most;
+        }
+    *out = most;
+    return CBLOB_OK;
+}
+
+/* Before anything changes: each part a weights blob gives has its place in the target (its host
+ * memory made now, so that copying allocates nothing), and every value converted to the model's
+ * dtype fits it exactly (an integer) or within range (a float), as a .npy's conversion asks. */
+static cblob_status prepare_part(const cblob_model *weights, int64_t layer, int64_t index, cblob_part part,
+                                 cblob_blob *target, void *scratch)
 {
     cb_blob_facts facts;
     CB_TRY(cb_model_blob_facts(weights, layer, index, &facts));
-    const size_t element = cb_dtype_find(facts.dtype)->size;
-    void *values = cb_malloc(facts.count > 0 ? (size_t)facts.count * element : 1);
-    if (values == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %" PRId64 " values", facts.count);
     void *host = NULL;
-    cblob_status status = cb_model_blob_read(weights, layer, index, part, 0, facts.count, values);
-    if (status == CBLOB_OK)
-        status = cb_blob_host(target, part, true, &host);
-    if (status == CBLOB_OK)
-        status = cb_convert_elements(&cb_host_device, cb_dtype_find(facts.dtype), target->dtype, facts.count, values, host);
-    free(values);
-    return status;
+    CB_TRY(cb_blob_host(target, part, true, &host));
+    if (facts.dtype == target->dtype->dtype)
+        return CBLOB_OK;
+    CB_TRY(cb_model_blob_read(weights, layer, index, part, 0, facts.count, scratch));
+    double value = 0;
+    const int64_t at = cb_npy_first_misfit(facts.dtype, scratch, facts.count, target->dtype->dtype, &value);
+    if (at >= 0)
+        return cb_fail(CBLOB_ERR_DTYPE, "layer \"%.64s\" blob %" PRId64 "%s: value %.17g at index %" PRId64
+                       " does not fit the model's %s%s; nothing replaced", weights->layers[layer].name, index,
+                       part == CBLOB_PART_DIFF ? " (diff)" : "", value, at, target->dtype->name,
+                       cb_dtype_find(facts.dtype)->is_float ? "" : " exactly");
+    return CBLOB_OK;
+}
+
+/* Copies one part of a weights blob into a model blob's handle, converting the dtype (every value
+ * fits: prepare_part). */
+static cblob_status copy_part(const cblob_model *weights, int64_t layer, int64_t index, cblob_part part,
+                              cblob_blob *target, void *scratch)
+{
+    cb_blob_facts facts;
+    CB_TRY(cb_model_blob_facts(weights, layer, index, &facts));
+    void *host = NULL;
+    CB_TRY(cb_model_blob_read(weights, layer, index, part, 0, facts.count, scratch));
+    CB_TRY(cb_blob_host(target, part, true, &host));
+    return cb_convert_elements(&cb_host_device, cb_dtype_find(facts.dtype), target->dtype, facts.count, scratch, host);
 }
 
 static cblob_status replace_blobs(cblob_model *model, const cblob_model *weights, int32_t flags, int64_t *out_kept)
@@ -201,24 +233,27 @@ static cblob_status replace_blobs(cblob_model *model, const cblob_model *weights
         status = check_replacements(model, &names, weights, flags & CBLOB_REPLACE_ALL, targets, &kept);
         cb_model_names_free(&names);
     }
-    /* Handles first, so that nothing is half replaced when memory runs out. */
-    for (int64_t i = 0; status == CBLOB_OK && i < weights->num_layers; ++i)
-        for (int64_t j = 0; status == CBLOB_OK && j < (int64_t)weights->layers[i].num_blobs; ++j) {
-            cblob_blob *target;
-            status = cb_model_blob_handle(model, targets[i], j, &target);
-        }
-    for (int64_t i = 0; status == CBLOB_OK && i < weights->num_layers; ++i)
-        for (int64_t j = 0; status == CBLOB_OK && j < (int64_t)weights->layers[i].num_blobs; ++j) {
-            cblob_blob *target;
-            cb_blob_facts facts;
-            status = cb_model_blob_handle(model, targets[i], j, &target);
-            if (status == CBLOB_OK)
-                status = copy_part(weights, i, j, CBLOB_PART_DATA, target);
-            if (status == CBLOB_OK)
-                status = cb_model_blob_facts(weights, i, j, &facts);
-            if (status == CBLOB_OK && facts.has_diff)
-                status = copy_part(weights, i, j, CBLOB_PART_DIFF, target);
-        }
+    /* Handles, scratch, target memory and the values' fit first, so that nothing is half
+     * replaced when memory runs out or a value does not fit. */
+    size_t scratch_bytes = 0;
+    void *scratch = NULL;
+    if (status == CBLOB_OK)
+        status = largest_part(weights, &scratch_bytes);
+    if (status == CBLOB_OK && (scratch = cb_malloc(scratch_bytes)) == NULL)
+        status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %zu bytes of values", scratch_bytes);
+    for (int pass = 0; pass < 2; ++pass)
+        for (int64_t i = 0; status == CBLOB_OK && i < weights->num_layers; ++i)
+            for (int64_t j = 0; status == CBLOB_OK && j < (int64_t)weights->layers[i].num_blobs; ++j) {
+                cblob_blob *target = NULL;
+                cb_blob_facts facts;
+                status = cb_model_blob_handle(model, targets[i], j, &target);
+                if (status == CBLOB_OK)
+                    status = cb_model_blob_facts(weights, i, j, &facts);
+                for (int part = 0; status == CBLOB_OK && part < (facts.has_diff ? 2 : 1); ++part)
+                    status = pass == 0 ? prepare_part(weights, i, j, (cblob_part)part, target, scratch)
+                                       : copy_part(weights, i, j, (cblob_part)part, target, scratch);
+            }
+    cb_free(scratch);
     free(targets);
     if (status == CBLOB_OK && out_kept != NULL)
         *out_kept = kept;

@@ -355,6 +355,22 @@ cblob_status cb_npy_convert(const char *name, const cb_npy_array *array, const v
     return CBLOB_OK;
 }
 
+int64_t cb_npy_first_misfit(cblob_dtype from_dtype, const void *values, int64_t count, cblob_dtype to_dtype,
+                            double *value)
+{
+    const struct npy_type *from = type_of(from_dtype), *to = type_of(to_dtype);
+    if (from == NULL || to == NULL || from == to)
+        return -1;
+    for (int64_t i = 0; i < count; ++i) {
+        const long double v = value_at(from, values, i);
+        if (!fits(v, from->kind, to)) {
+            *value = (double)v;
+            return i;
+        }
+    }
+    return -1;
+}
+
 /* ---- writing -------------------------------------------------------------------------------- */
 
 size_t cb_npy_make_header(cblob_dtype dtype, int32_t num_axes, const int64_t *dims,

@@ -54,6 +54,11 @@ cblob_status cb_npy_blob_dtype(const char *name, const cb_npy_array *array, cblo
 cblob_status cb_npy_convert(const char *name, const cb_npy_array *array, const void *values, int64_t first,
                             int64_t count, cblob_dtype to, void *out);
 
+/* The index of the first of count values of a blob's dtype `from` that a blob's dtype `to` cannot
+ * hold by cb_npy_convert's rule (integers exactly, floats within range), its value in *value; -1
+ * when every value fits (or a dtype is none of a blob's). */
+int64_t cb_npy_first_misfit(cblob_dtype from, const void *values, int64_t count, cblob_dtype to, double *value);
+
 /* Writes the version 1.0 header of an array of dtype and shape into out, padded with spaces and a
  * newline so that the values start at a multiple of 64 bytes, as NumPy writes it; returns its
  * size. */

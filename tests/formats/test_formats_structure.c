@@ -333,6 +333,108 @@ TEST(safetensors_and_npz_read_back_what_they_export)
     cblob_context_destroy(ctx);
 }
 
+/* Sets every value of a blob of n elements through its host pointer (any dtype). */
+static bool set_values(cblob_blob *blob, cblob_dtype dtype, int64_t n, double value)
+{
+    void *values = NULL;
+    if (cblob_blob_mutable_cpu_ptr(blob, CBLOB_PART_DATA, &values) != CBLOB_OK)
+        return false;
+    for (int64_t i = 0; i < n; ++i) {
+        if (dtype == CBLOB_DTYPE_FLOAT32)
+            ((float *)values)[i] = (float)value;
+        else if (dtype == CBLOB_DTYPE_FLOAT64)
+            ((double *)values)[i] = value;
+        else
+            ((int32_t *)values)[i] = (int32_t)value;
+    }
+    return true;
+}
+
+/* Weights converted to the model's dtype follow a .npy's rule: a value the dtype cannot hold is
+ * refused, naming it, and nothing changes (1.1 made 1e300 inf and 16777217 16777216, rc 0). */
+TEST(surgery_refuses_values_the_models_dtype_cannot_hold_and_changes_nothing)
+{
+    cblob_context *ctx = context_new();
+    cblob_blob *a = NULL, *b = NULL;
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT32, 1, (int64_t[]){3}, &a));
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_INT32, 1, (int64_t[]){2}, &b));
+    CHECK(set_values(a, CBLOB_DTYPE_FLOAT32, 3, 1.5));
+    CHECK(set_values(b, CBLOB_DTYPE_INT32, 2, 7));
+    cblob_model *model = NULL;
+    CHECK_OK(cblob_model_create(ctx, CBLOB_NET_FORMAT_V2, NULL, &model));
+    CHECK_OK(cblob_model_add_layer(model, "first", "", (cblob_blob *[]){a}, 1));
+    CHECK_OK(cblob_model_add_layer(model, "second", "", (cblob_blob *[]){b}, 1));
+    size_t size = 0;
+    CHECK_OK(cblob_model_to_proto(model, 1, NULL, 0, &size));
+    uint8_t *before = malloc(size), *after = malloc(size);
+    CHECK(before != NULL && after != NULL);
+    CHECK_OK(cblob_model_to_proto(model, 1, before, size, &size));
+    static const struct {
+        cblob_dtype dtype;
+        double value;
+        const char *says;
+    } refused[] = {
+        {CBLOB_DTYPE_FLOAT64, 1e300, "value 1.0000000000000001e+300 at index 2 does not fit the model's float32"},
+        {CBLOB_DTYPE_INT32, 16777217, "value 16777217 at index 2 does not fit the model's float32 exactly"},
+        {CBLOB_DTYPE_FLOAT64, 2.5, "\"second\" blob 0: value 2.5 at index 1 does not fit the model's int32"},
+        {CBLOB_DTYPE_FLOAT64, -1e10, "\"second\" blob 0: value -10000000000 at index 1 does not fit"},
+    };
+    for (size_t c = 0; c < sizeof refused / sizeof refused[0]; ++c) {
+        const bool second = strstr(refused[c].says, "second") != NULL;
+        cblob_blob *ok = NULL, *bad = NULL;
+        /* The first layer's values fit; the misfit is in the last value of the layer named. */
+        CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT64, 1, (int64_t[]){3}, &ok));
+        CHECK_OK(cblob_blob_fill(ok, CBLOB_PART_DATA, 0.25));
+        CHECK_OK(cblob_blob_create(ctx, refused[c].dtype, 1, (int64_t[]){second ? 2 : 3}, &bad));
+        CHECK(set_values(bad, refused[c].dtype, second ? 2 : 3, 1));
+        void *values = NULL;
+        CHECK_OK(cblob_blob_mutable_cpu_ptr(bad, CBLOB_PART_DATA, &values));
+        if (refused[c].dtype == CBLOB_DTYPE_FLOAT64)
+            ((double *)values)[second ? 1 : 2] = refused[c].value;
+        else
+            ((int32_t *)values)[2] = (int32_t)refused[c].value;
+        cblob_model *weights = NULL;
+        CHECK_OK(cblob_model_create(ctx, CBLOB_NET_FORMAT_V2, NULL, &weights));
+        CHECK_OK(cblob_model_add_layer(weights, "first", "", (cblob_blob *[]){second ? ok : bad}, 1));
+        if (second)
+            CHECK_OK(cblob_model_add_layer(weights, "second", "", (cblob_blob *[]){bad}, 1));
+        CHECK_ERROR(cblob_model_replace_blobs(model, weights), CBLOB_ERR_DTYPE);
+        CHECK_MSG(strstr(cblob_last_error_message(), refused[c].says) != NULL, "case %zu: %s", c,
+                  cblob_last_error_message());
+        CHECK_OK(cblob_model_to_proto(model, 1, after, size, &size));
+        CHECK_MSG(memcmp(before, after, size) == 0, "case %zu: the model changed", c); /* the first layer too */
+        cblob_model_destroy(weights);
+        cblob_blob_destroy(ok), cblob_blob_destroy(bad);
+    }
+    /* Values that fit are converted: float64 rounded to float32, integral float64 to int32. */
+    cblob_blob *rounded = NULL, *integral = NULL;
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT64, 1, (int64_t[]){3}, &rounded));
+    CHECK_OK(cblob_blob_fill(rounded, CBLOB_PART_DATA, 0.1));
+    CHECK_OK(cblob_blob_create(ctx, CBLOB_DTYPE_FLOAT64, 1, (int64_t[]){2}, &integral));
+    CHECK_OK(cblob_blob_fill(integral, CBLOB_PART_DATA, -3));
+    cblob_model *weights = NULL;
+    CHECK_OK(cblob_model_create(ctx, CBLOB_NET_FORMAT_V2, NULL, &weights));
+    CHECK_OK(cblob_model_add_layer(weights, "first", "", (cblob_blob *[]){rounded}, 1));
+    CHECK_OK(cblob_model_add_layer(weights, "second", "", (cblob_blob *[]){integral}, 1));
+    CHECK_OK(cblob_model_replace_blobs(model, weights));
+    cblob_blob *held = NULL;
+    const void *got = NULL;
+    CHECK_OK(cblob_model_layer_blob(model, 0, 0, &held));
+    CHECK_OK(cblob_blob_cpu_ptr(held, CBLOB_PART_DATA, &got));
+    CHECK(((const float *)got)[2] == 0.1f);
+    cblob_blob_destroy(held);
+    CHECK_OK(cblob_model_layer_blob(model, 1, 0, &held));
+    CHECK_OK(cblob_blob_cpu_ptr(held, CBLOB_PART_DATA, &got));
+    CHECK(((const int32_t *)got)[1] == -3);
+    cblob_blob_destroy(held);
+    cblob_model_destroy(weights);
+    cblob_blob_destroy(rounded), cblob_blob_destroy(integral);
+    free(before), free(after);
+    cblob_blob_destroy(a), cblob_blob_destroy(b);
+    cblob_model_destroy(model);
+    cblob_context_destroy(ctx);
+}
+
 TEST(torch_names_scale_batch_norm_statistics_and_list_what_they_cannot_name)
 {
     cblob_context *ctx = context_new();

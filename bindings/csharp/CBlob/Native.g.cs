@@ -1594,10 +1594,14 @@ namespace CBlob
         /// to 4 axes with leading 1s (PyTorch's (64, 1024) for a V1 blob's (1, 1, 64, 1024)). Every
         /// layer and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
         /// that differs is CBLOB_ERR_SHAPE with one message listing every mismatch, and nothing
-        /// changes. Everything else of the model stays as it is: saved, only the replaced values'
-        /// bytes change.
+        /// changes. A value the model's dtype cannot hold (an integer it cannot hold exactly, such as
+        /// int32 16777217 in float32; a float out of its range, such as 1e300 in float32; a fraction or an
+        /// out-of-range value for an integer dtype; the rule of a .npy's conversion) is CBLOB_ERR_DTYPE
+        /// naming the layer, the blob, the value and its index, and nothing changes (since 1.2; 1.1
+        /// converted it silently). Everything else of the model stays as it is: saved, only the
+        /// replaced values' bytes change.
         /// </summary>
-        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_replace_blobs(IntPtr model, IntPtr weights);
 
@@ -1607,7 +1611,7 @@ namespace CBlob
         /// blob was replaced). With CBLOB_REPLACE_ALL such a blob is a mismatch: the message lists each
         /// (layer, blob index) among the other mismatches and nothing changes.
         /// </summary>
-        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
+        /// <remarks>Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_replace_blobs_with(IntPtr model, IntPtr weights, int flags, out long out_kept);
 

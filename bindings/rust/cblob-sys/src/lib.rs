@@ -1181,10 +1181,14 @@ extern "C" {
     /// to 4 axes with leading 1s (PyTorch's (64, 1024) for a V1 blob's (1, 1, 64, 1024)). Every
     /// layer and shape is checked first: a layer missing, a blob index past the layer's blobs or a shape
     /// that differs is CBLOB_ERR_SHAPE with one message listing every mismatch, and nothing
-    /// changes. Everything else of the model stays as it is: saved, only the replaced values'
-    /// bytes change.
+    /// changes. A value the model's dtype cannot hold (an integer it cannot hold exactly, such as
+    /// int32 16777217 in float32; a float out of its range, such as 1e300 in float32; a fraction or an
+    /// out-of-range value for an integer dtype; the rule of a .npy's conversion) is CBLOB_ERR_DTYPE
+    /// naming the layer, the blob, the value and its index, and nothing changes (since 1.2; 1.1
+    /// converted it silently). Everything else of the model stays as it is: saved, only the
+    /// replaced values' bytes change.
     ///
-    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     pub fn cblob_model_replace_blobs(model: *mut cblob_model, weights: *const cblob_model) -> cblob_status;
 
     /// cblob_model_replace_blobs with flags (cblob_replace_flags' bits), counting into out_kept the
@@ -1192,7 +1196,7 @@ extern "C" {
     /// blob was replaced). With CBLOB_REPLACE_ALL such a blob is a mismatch: the message lists each
     /// (layer, blob index) among the other mismatches and nothing changes.
     ///
-    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
+    /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_DTYPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE.
     pub fn cblob_model_replace_blobs_with(model: *mut cblob_model, weights: *const cblob_model, flags: i32, out_kept: *mut i64) -> cblob_status;
 
     /// The net's definition, every layer's blobs left out, in protobuf's text format (a prototxt) as
