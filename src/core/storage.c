@@ -56,14 +56,14 @@ static void drop_dev(cb_storage *storage)
 {
     if (storage->dev != NULL && !storage->dev_owned && storage->dev_release.fn != NULL)
         finish_device_work(storage);
-    if (storage->dev != NULL) {
+    if (storage->dev != NULL && storage->dev_owned) { /* only memory cblob made names its backend */
         const cb_backend_memory *memory = storage->device.backend->memory;
-        if (storage->dev_owned && storage->dev_escaped)
+        if (storage->dev_escaped)
             memory->free_escaped(&storage->device, storage->dev, storage->size);
-        else if (storage->dev_owned)
+        else
             memory->free(&storage->device, storage->dev, storage->size);
-        else if (storage->dev_release.fn != NULL)
-            storage->dev_release.fn(storage->dev, storage->dev_release.user_data);
+    } else if (storage->dev != NULL && storage->dev_release.fn != NULL) {
+        storage->dev_release.fn(storage->dev, storage->dev_release.user_data);
     }
     storage->dev = NULL;
     storage->dev_owned = false;
