@@ -55,16 +55,24 @@ static cblob_status member_name(void *context, int64_t i, const char **out, size
 }
 
 /* One member: the .npy header, then the values. */
+/* A member's .npy: its header (into header, header_size bytes) and its values' facts and bytes. */
+static cblob_status member_npy(npz_writer *w, int64_t i, cb_blob_facts *facts, uint8_t *header, size_t *header_size,
+                               uint64_t *bytes)
+{
+    CB_TRY(cb_tensor_facts(&w->list, &w->list.items[i], facts, bytes));
+    *header_size = cb_npy_make_header(facts->dtype, facts->num_axes, facts->dims, header);
+    return CBLOB_OK;
+}
+
 static cblob_status write_member(npz_writer *w, cb_zip_writer *zip, const npz_output *output, int64_t i)
 {
     const char *name = NULL;
-    size_t length = 0;
+    size_t length = 0, header_size = 0;
     CB_TRY(member_name(w, i, &name, &length));
     cb_blob_facts facts;
     uint64_t bytes = 0;
-    CB_TRY(cb_tensor_facts(&w->list, &w->list.items[i], &facts, &bytes));
     uint8_t header[CB_NPY_WRITE_HEADER_BYTES];
-    const size_t header_size = cb_npy_make_header(facts.dtype, facts.num_axes, facts.dims, header);
+    CB_TRY(member_npy(w, i, &facts, header, &header_size, &bytes));
     CB_TRY(cb_zip_begin_member(zip, name, length, header_size + bytes));
     cb_sink_write(zip->sink, header, header_size);
     CB_TRY(cb_tensor_write(&w->list, output->model, &w->list.items[i], &facts, zip->sink));
@@ -79,10 +87,10 @@ static cblob_status add_member_size(npz_writer *w, int64_t i, size_t name_length
 {
     cb_blob_facts facts;
     uint64_t bytes = 0;
-    CB_TRY(cb_tensor_facts(&w->list, &w->list.items[i], &facts, &bytes));
+    size_t header_size = 0;
     uint8_t header[CB_NPY_WRITE_HEADER_BYTES];
-    *size += 30 + name_length + cb_npy_make_header(facts.dtype, facts.num_axes, facts.dims, header) + bytes + 46 +
-             name_length;
+    CB_TRY(member_npy(w, i, &facts, header, &header_size, &bytes));
+    *size += 30 + name_length + header_size + bytes + 46 + name_length;
     return CBLOB_OK;
 }
 

@@ -126,6 +126,14 @@ static bool holds_blob(const cb_wire *top, const cb_wire_field *field)
     return blob;
 }
 
+/* A failed read of the next field that stopped at a length-delimited field running past the
+ * bytes read (`end`): its tag is there, its payload is not (whole). */
+static bool cut_length_field(cblob_status status, const cb_wire_field *field, size_t end)
+{
+    return status != CBLOB_OK && field->number != CB_WIRE_END && field->type == CB_WIRE_LENGTH &&
+           field->payload <= end;
+}
+
 /* The first bytes of a field 1 cut by the end of what was read: whether they read as the start of
  * a BlobProto (known fields of the right wire types, none of the wrong ones). */
 static bool starts_blob(const uint8_t *bytes, size_t from, size_t to)
@@ -143,8 +151,7 @@ static bool starts_blob(const uint8_t *bytes, size_t from, size_t to)
     }
     /* A field cut in turn (a large blob's packed values come first, before its shape): its tag
      * tells, as the fields before a cut field do. */
-    if (!wrong && status != CBLOB_OK && field.number != CB_WIRE_END && field.type == CB_WIRE_LENGTH &&
-        field.payload <= to && is_blob_field(field.number, field.type))
+    if (!wrong && cut_length_field(status, &field, to) && is_blob_field(field.number, field.type))
         ++known;
     cb_error_restore(&saved);
     return known > 0 && !wrong;
@@ -219,8 +226,7 @@ static cblob_status detect(cb_source *source, bool prefix, cblob_proto_kind *out
     for (;;) {
         cb_wire_field field;
         const cblob_status status = cb_wire_next(&wire, &field);
-        if (status != CBLOB_OK && prefix && field.number != CB_WIRE_END && field.type == CB_WIRE_LENGTH &&
-            field.payload <= source->size) {
+        if (prefix && cut_length_field(status, &field, source->size)) {
             /* A field cut by the end of the prefix: its tag tells what it is, and a field 1 its first
              * bytes, when they read as a BlobProto's; else the fields before it decide. */
             const bool entry = field.number == CB_NET_NAME;
