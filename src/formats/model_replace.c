@@ -170,16 +170,20 @@ static cblob_status check_replacements(const cblob_model *model, const cb_model_
     return CBLOB_OK;
 }
 
-/* The largest part of any weights blob, in bytes: one scratch array serves every copy. */
-static cblob_status largest_part(const cblob_model *weights, size_t *out)
+/* The largest part of a weights blob whose dtype is not its target's, in bytes: one scratch array
+ * serves every conversion (parts of the target's dtype are read straight into place). */
+static cblob_status largest_conversion(const cblob_model *model, const cblob_model *weights, const int64_t *targets,
+                                       size_t *out)
 {
-    size_t most = 1;
+    size_t most = 0;
     for (int64_t i = 0; i < weights->num_layers; ++i)
         for (int64_t j = 0; j < (int64_t)weights->layers[i].num_blobs; ++j) {
-            cb_blob_facts facts;
+            cb_blob_facts facts, target;
             CB_TRY(cb_model_blob_facts(weights, i, j, &facts));
+            CB_TRY(cb_model_blob_facts(model, targets[i], j, &target));
             const size_t bytes = (size_t)facts.count * cb_dtype_find(facts.dtype)->size;
-            most = bytes > most ? bytes : most;
+            if (facts.dtype != target.dtype && bytes > most)
+                most = bytes;
         }
     *out = most;
     return CBLOB_OK;
@@ -208,16 +212,18 @@ static cblob_status prepare_part(const cblob_model *weights, int64_t layer, int6
     return CBLOB_OK;
 }
 
-/* Copies one part of a weights blob into a model blob's handle, converting the dtype (every value
- * fits: prepare_part). */
+/* Copies one part of a weights blob into a model blob's handle: read straight into place, or into
+ * scratch and converted (every value fits: prepare_part). */
 static cblob_status copy_part(const cblob_model *weights, int64_t layer, int64_t index, cblob_part part,
                               cblob_blob *target, void *scratch)
 {
     cb_blob_facts facts;
     CB_TRY(cb_model_blob_facts(weights, layer, index, &facts));
     void *host = NULL;
-    CB_TRY(cb_model_blob_read(weights, layer, index, part, 0, facts.count, scratch));
     CB_TRY(cb_blob_host(target, part, true, &host));
+    if (facts.dtype == target->dtype->dtype)
+        return cb_model_blob_read(weights, layer, index, part, 0, facts.count, host);
+    CB_TRY(cb_model_blob_read(weights, layer, index, part, 0, facts.count, scratch));
     return cb_convert_elements(&cb_host_device, cb_dtype_find(facts.dtype), target->dtype, facts.count, scratch, host);
 }
 
@@ -238,8 +244,8 @@ static cblob_status replace_blobs(cblob_model *model, const cblob_model *weights
     size_t scratch_bytes = 0;
     void *scratch = NULL;
     if (status == CBLOB_OK)
-        status = largest_part(weights, &scratch_bytes);
-    if (status == CBLOB_OK && (scratch = cb_malloc(scratch_bytes)) == NULL)
+        status = largest_conversion(model, weights, targets, &scratch_bytes);
+    if (status == CBLOB_OK && scratch_bytes > 0 && (scratch = cb_malloc(scratch_bytes)) == NULL)
         status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %zu bytes of values", scratch_bytes);
     for (int pass = 0; pass < 2; ++pass)
         for (int64_t i = 0; status == CBLOB_OK && i < weights->num_layers; ++i)

@@ -318,9 +318,10 @@ cblob_status cb_model_blob_read(const cblob_model *model, int64_t layer, int64_t
     if (status == CBLOB_OK && blob->handle != NULL) {
         void *host = NULL;
         status = cb_blob_host(blob->handle, part, false, &host);
+        /* out may be the very memory read (a model's blobs replaced by a model sharing them). */
         if (status == CBLOB_OK && count > 0)
-            memcpy(out, (const uint8_t *)host + (size_t)start * blob->handle->dtype->size,
-                   (size_t)count * blob->handle->dtype->size);
+            memmove(out, (const uint8_t *)host + (size_t)start * blob->handle->dtype->size,
+                    (size_t)count * blob->handle->dtype->size);
     } else if (status == CBLOB_OK && count > 0) {
         read_arrays(blob, part, start, count, out);
     }
