@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tool.h"
+#include "text.h"
 
 /* ---- signals ------------------------------------------------------------------------------- */
 
