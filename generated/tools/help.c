@@ -7,6 +7,7 @@ const char tool_main_help[] =
     "       cblob inspect [--json] [--params] [--shapes] FILE\n"
     "       cblob convert IN... -o OUT [--to FORMAT] [OPTIONS]\n"
     "       cblob convert IN... --to FORMAT OUT [OPTIONS]\n"
+    "       cblob diff [--json] [--atol ABS] [--rtol REL] [--quiet] A B\n"
     "       cblob help [COMMAND]\n"
     "       cblob COMMAND --help\n"
     "       cblob --version\n"
@@ -16,6 +17,8 @@ const char tool_main_help[] =
     "  inspect               What a Caffe file holds: layers, bottoms -> tops, blobs.\n"
     "  convert               Weights between Caffe, NumPy and safetensors; a net's definition as a\n"
     "                        prototxt.\n"
+    "  diff                  Compares two models or two blob files: layers, parameters, blob shapes and\n"
+    "                        values.\n"
     "  help [COMMAND]        This text, or a command's.\n"
     "\n"
     "examples:\n"
@@ -30,10 +33,13 @@ const char tool_main_help[] =
     "  cblob convert mean.npy -o mean.binaryproto\n"
     "  cblob convert labels.npy --dtype float32 -o labels.binaryproto         # int64, bool, ...\n"
     "  cblob inspect - < lenet.caffemodel                   # - is standard input or output\n"
+    "  cblob diff lenet.caffemodel tuned.caffemodel         # what fine-tuning changed; exit 1\n"
+    "  cblob diff --atol 1e-6 lenet.caffemodel lenet.npz    # a conversion against its source\n"
     "\n"
     "exit status:\n"
     "  0                     The work is done.\n"
-    "  1                     The work failed (for example, an output could not be written).\n"
+    "  1                     The work failed (for example, an output could not be written); for diff, the\n"
+    "                        files differ (its failures are 2).\n"
     "  2                     Bad usage, or a missing, unreadable or corrupt input file; one line on\n"
     "                        standard error says which.\n"
     "  130, 143, 129         SIGINT (Ctrl-C), SIGTERM or SIGHUP stopped the work; one line on standard\n"
@@ -88,7 +94,7 @@ const char tool_inspect_help[] =
     "\n"
     "common options:\n"
     "  --quiet               No progress, and no line saying what was written; errors and warnings are\n"
-    "                        still printed.\n"
+    "                        still printed. With diff, nothing on standard output: the exit status tells.\n"
     "  --progress            Progress on standard error even when it is not a terminal, as a line a\n"
     "                        second.\n"
     "  -h, --help            The command's help.\n";
@@ -177,7 +183,7 @@ const char tool_convert_help[] =
     "\n"
     "common options:\n"
     "  --quiet               No progress, and no line saying what was written; errors and warnings are\n"
-    "                        still printed.\n"
+    "                        still printed. With diff, nothing on standard output: the exit status tells.\n"
     "  --progress            Progress on standard error even when it is not a terminal, as a line a\n"
     "                        second.\n"
     "  -h, --help            The command's help.\n";
@@ -199,3 +205,78 @@ const tool_option tool_convert_options[] = {
     {"--help", NULL, TOOL_CONVERT_HELP},
 };
 const size_t tool_convert_num_options = sizeof tool_convert_options / sizeof tool_convert_options[0];
+
+const char tool_diff_help[] =
+    "usage: cblob diff [--json] [--atol ABS] [--rtol REL] [--quiet | --progress] A B\n"
+    "\n"
+    "Compares B with A (a fine-tuned copy with its base, a converted file with its source) and prints\n"
+    "what differs: layers removed (in A only), added (in B only) and changed, and for a changed layer\n"
+    "each of its fields that differs (type, bottoms, tops, phase, include and exclude rules, param specs,\n"
+    "and every parameter, field by field, as inspect --params shows them, with paths such as\n"
+    "params.convolution_param.num_output) and each blob that differs: its shape or dtype, and of its\n"
+    "values the number that differ, the largest absolute difference |B - A| and the largest relative\n"
+    "difference |B - A| / |A| (infinite where A holds 0 and B does not). The exit status is 0 when the\n"
+    "files are equal, 1 when they differ and 2 on trouble (bad usage, a missing, unreadable or corrupt\n"
+    "file, no memory), as diff(1)'s.\n"
+    "\n"
+    "A and B are any files inspect reads. Two nets (.caffemodel, .prototxt) are compared whole. Layers\n"
+    "are matched by name, as Caffe's CopyTrainedLayersFrom matches them: the first layer of a name in A\n"
+    "with the first of that name in B, the second with the second, so a renamed layer shows as removed\n"
+    "and added. A weights file (.npz, .safetensors, a folder of .npy files) holds blobs only: against it\n"
+    "only blobs are compared, and only a net's layers with blobs, each under the name the converters give\n"
+    "it (convert --to npz and --to safetensors: the layer's name, <layer>@<index> for a repeated name's\n"
+    "later layers), so that a .caffemodel and its own conversion compare equal. A net without weights (a\n"
+    ".prototxt) is compared by its structure only, and the output says that the blobs were not compared.\n"
+    "Two blob files (.binaryproto, BlobProtoVector, .npy) are compared blob by blob, by index. A net and\n"
+    "a blob file are not compared (status 2). Net-level fields other than the name and the format (V1 or\n"
+    "V2), such as a prototxt's input_shape, are not compared.\n"
+    "\n"
+    "Blobs are matched by their layer and their index in it. Values are compared in their own dtypes,\n"
+    "read in pieces of 1 MiB from each file (a .caffemodel, .npz or .safetensors file named by its path\n"
+    "is opened lazily: its structure first, each blob's values when they are compared), each value\n"
+    "converted to double: float32, float64, int32 and uint32 values are exact there. A blob whose dtype\n"
+    "differs is reported as changed, and its values are still compared as doubles; a blob whose shape\n"
+    "differs but not its number of values is compared value by value too. NaN equals NaN at the same\n"
+    "place, and counts as a difference against a number (nan_mismatches); 0 equals -0; an infinity equals\n"
+    "only itself. Diffs (the gradients a snapshot may hold) are not compared. A and B naming the same\n"
+    "file (through links too) are equal without reading their values.\n"
+    "\n"
+    "options:\n"
+    "  --json                One JSON object instead of the text, ASCII only (schema 1,\n"
+    "                        docs/diff-schema-1.json): {\"schema\": 1, \"a\", \"b\", \"equal\", \"atol\", \"rtol\",\n"
+    "                        \"compared\", \"net\", \"layers\", \"blobs\", \"summary\"}; a and b say each file's\n"
+    "                        file, kind, format, name, layers and blobs; compared says whether structure\n"
+    "                        and values were compared (reason says why not); net lists the net-level\n"
+    "                        fields that differ; layers each layer that differs, with its name, status\n"
+    "                        (removed, added or changed), a_index, b_index, type, changes ({\"field\", \"a\",\n"
+    "                        \"b\"}, a side left out where the field is absent) and blobs; each blob that\n"
+    "                        differs with its index, status, a and b (shape, dtype), count,\n"
+    "                        values_compared, differing, nan_mismatches, max_abs_diff and max_rel_diff\n"
+    "                        (the strings \"inf\" and \"nan\" where not finite, as the library's JSON writes\n"
+    "                        them); top-level blobs the same for two blob files. Output that stops\n"
+    "                        part-way is never a whole document: it ends as inspect --json's does, with\n"
+    "                        the line !! cblob diff: the output above is incomplete: it stopped part-way,\n"
+    "                        and the exit status is 2.\n"
+    "  --atol ABS            Values within ABS of each other count as equal (the largest differences are\n"
+    "                        still reported): |B - A| <= ABS + REL |A|, as NumPy's isclose(B, A,\n"
+    "                        rtol=REL, atol=ABS, equal_nan=True). The default is 0: values must be equal.\n"
+    "  --rtol REL            Values within REL times |A| of each other count as equal (with --atol, as\n"
+    "                        above). The default is 0.\n"
+    "\n"
+    "common options:\n"
+    "  --quiet               No progress, and no line saying what was written; errors and warnings are\n"
+    "                        still printed. With diff, nothing on standard output: the exit status tells.\n"
+    "  --progress            Progress on standard error even when it is not a terminal, as a line a\n"
+    "                        second.\n"
+    "  -h, --help            The command's help.\n";
+
+const tool_option tool_diff_options[] = {
+    {"--json", NULL, TOOL_DIFF_JSON},
+    {"--atol", "ABS", TOOL_DIFF_ATOL},
+    {"--rtol", "REL", TOOL_DIFF_RTOL},
+    {"--quiet", NULL, TOOL_DIFF_QUIET},
+    {"--progress", NULL, TOOL_DIFF_PROGRESS},
+    {"-h", NULL, TOOL_DIFF_HELP},
+    {"--help", NULL, TOOL_DIFF_HELP},
+};
+const size_t tool_diff_num_options = sizeof tool_diff_options / sizeof tool_diff_options[0];
