@@ -34,8 +34,18 @@
 /* diff(1)'s statuses: the program's TOOL_FAILED (1) means "different" here, so every trouble is 2. */
 enum { DIFF_EQUAL = 0, DIFF_DIFFERENT = 1, DIFF_TROUBLE = 2 };
 
-/* How many bytes of values a lazily opened side may hold before it is opened again. */
-#define RELIEVE_BYTES ((int64_t)256 << 20)
+/* How many bytes of values a lazily opened side may hold before it is opened again. Test hook:
+ * CBLOB_TOOL_TEST_RELIEVE_BYTES=N sets it (1: after every layer; tests/tools/cli_diff.py and
+ * bench/diff_bench.sh, which measures the memory it saves). */
+#define RELIEVE_BYTES ((int64_t)64 << 20)
+
+static int64_t relieve_bytes(void)
+{
+    const char *hook = getenv("CBLOB_TOOL_TEST_RELIEVE_BYTES");
+    char *end = NULL;
+    const long long bytes = hook != NULL ? strtoll(hook, &end, 10) : 0;
+    return hook != NULL && end != hook && *end == '\0' && bytes > 0 ? (int64_t)bytes : RELIEVE_BYTES;
+}
 
 /* ---- the two sides ------------------------------------------------------------------------- */
 
@@ -133,7 +143,7 @@ static void side_close(side *s)
  * same layers: a file changed meanwhile is trouble, as the library's lazy reads say it is. */
 static cblob_status side_relieve(cblob_context *context, side *s, int64_t progress_total, int64_t progress_done)
 {
-    if (s->loaded <= RELIEVE_BYTES || !(s->flags & CBLOB_OPEN_LAZY) || !is_model(s))
+    if (s->loaded < relieve_bytes() || !(s->flags & CBLOB_OPEN_LAZY) || !is_model(s))
         return CBLOB_OK;
     const int64_t layers = s->num_layers, blobs = s->num_blobs;
     tool_caffe_close(&s->file);

@@ -24,6 +24,10 @@ Checks:
                        the weights said not compared
     mistakes           one file, three, a missing one (named), a folder, - twice, a net against a
                        blob file, a bad tolerance: exit 2 with one line; A and B the same path: 0
+    reopened           a lazily opened side opened again after every layer (the memory bound's
+                       mechanism, forced by CBLOB_TOOL_TEST_RELIEVE_BYTES=1) reports the same
+    signals            SIGINT and SIGTERM while values are compared: 130 and 143, the output ends
+                       with the incomplete line, --json's is no document
     json_output        every --json document of the checks above against docs/diff-schema-1.json;
                        output stopped by a corrupt member read lazily is no document, ends with
                        the incomplete line, exit 2
@@ -456,6 +460,42 @@ def mistakes(ctx):
     check(b"--atol" in run(ctx, ["diff", "--help"], 0).stdout, "cblob diff --help")
 
 
+def reopened(ctx):
+    model, tuned, _, _ = fine_tune(ctx, {"conv2/0": [(5, 9.0)], "ip1/0": [(399999, -9.0)]})
+    with open(model, "rb") as f:
+        cut = path(ctx, "cut.caffemodel")
+        with open(cut, "wb") as g:
+            g.write(without_layer(f.read(), "conv2"))
+    npz = npz_of(ctx, model, "r.npz")
+    for a, b, expect in ((model, tuned, 1), (tuned, cut, 1), (npz, tuned, 1), (model, npz, 0)):
+        plain = run(ctx, ["diff", "--json", a, b], expect).stdout
+        env = dict(os.environ, CBLOB_TOOL_TEST_RELIEVE_BYTES="1")
+        again = subprocess.run([ctx.tool, "diff", "--json", a, b], capture_output=True, env=env)
+        check(again.returncode == expect and again.stdout == plain,
+              f"diff {a} {b} opening the files again after every layer: exit {again.returncode}, "
+              f"{again.stdout[:300]!r} against {plain[:300]!r}; {again.stderr!r}")
+        check(json.loads(plain)["summary"]["values_compared"] > 400000, f"{json.loads(plain)['summary']}")
+
+
+def signals(ctx):
+    model = lenet(ctx)
+    copy = path(ctx, "copy.caffemodel")
+    shutil.copyfile(model, copy)
+    for signal, status in (("INT", 130), ("TERM", 143)):
+        for options in ([], ["--json"]):
+            env = dict(os.environ, CBLOB_TOOL_TEST_SIGNAL=f"{signal}:work:50")
+            r = subprocess.run([ctx.tool, "diff", *options, model, copy], capture_output=True, env=env)
+            check(r.returncode == status, f"SIG{signal} {options}: exit {r.returncode}, {r.stderr!r}")
+            check(r.stdout.rstrip(b"\n").endswith(INCOMPLETE), f"SIG{signal} {options}: {r.stdout[-200:]!r}")
+            check(b"interrupted by SIG" + signal.encode() in r.stderr, f"SIG{signal}: {r.stderr!r}")
+            if options:
+                try:
+                    json.loads(r.stdout)
+                    raise Failure("an interrupted --json output parses as JSON")
+                except json.JSONDecodeError:
+                    pass
+
+
 def json_output(ctx):
     try:
         import jsonschema
@@ -495,7 +535,7 @@ def json_output(ctx):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("check", choices=["itself", "fine_tuned", "layer_removed", "conversions", "shapes_dtypes",
-                                          "parameters", "mistakes", "json_output"])
+                                          "parameters", "mistakes", "reopened", "signals", "json_output"])
     parser.add_argument("--tool", required=True)
     parser.add_argument("--source", required=True)
     parser.add_argument("--data", required=True)
