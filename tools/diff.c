@@ -117,10 +117,10 @@ static cblob_status side_count(side *s)
     return CBLOB_OK;
 }
 
-static int side_open(cblob_context *context, side *s)
+static int side_open(cblob_context *context, side *s, int32_t flags)
 {
     /* Lazily where the library can: standard input is read whole. */
-    s->flags = tool_is_stdio(s->path) ? 0 : CBLOB_OPEN_LAZY;
+    s->flags = flags | (tool_is_stdio(s->path) ? 0 : CBLOB_OPEN_LAZY);
     const int opened = tool_caffe_open(context, COMMAND, s->path, s->flags, 0, &s->file);
     if (opened != TOOL_OK)
         return opened == TOOL_INTERRUPTED ? TOOL_INTERRUPTED : DIFF_TROUBLE;
@@ -1125,7 +1125,7 @@ static cblob_status run_diff(diff *d, bool json)
 typedef struct diff_args {
     const char *paths[2];
     int num_paths;
-    bool json, quiet;
+    bool json, quiet, npy_names;
     double atol, rtol;
     tool_progress_mode progress;
 } diff_args;
@@ -1162,6 +1162,7 @@ static int parse_args(int argc, char **argv, diff_args *args)
         case TOOL_DIFF_JSON: args->json = true; break;
         case TOOL_DIFF_ATOL: parsed = parse_tolerance("--atol", value, &args->atol); break;
         case TOOL_DIFF_RTOL: parsed = parse_tolerance("--rtol", value, &args->rtol); break;
+        case TOOL_DIFF_NPY_NAMES: args->npy_names = true; break;
         case TOOL_DIFF_QUIET: args->quiet = true; break;
         case TOOL_DIFF_PROGRESS: args->progress = TOOL_PROGRESS_ALWAYS; break;
         case TOOL_DIFF_HELP: break; /* cblob.c prints the help before the command runs */
@@ -1200,11 +1201,12 @@ int command_diff(int argc, char **argv)
     d.context = tool_context(COMMAND);
     if (d.context == NULL)
         return DIFF_TROUBLE;
-    int result = side_open(d.context, &d.a);
+    const int32_t flags = args.npy_names ? CBLOB_OPEN_NPY_BY_NAME : 0;
+    int result = side_open(d.context, &d.a, flags);
     /* One file named twice is equal to itself: its values are not read (as diff(1) does). */
     const bool same = result == TOOL_OK && same_file(args.paths[0], args.paths[1]);
     if (result == TOOL_OK && !same)
-        result = side_open(d.context, &d.b);
+        result = side_open(d.context, &d.b, flags);
     if (result == TOOL_OK && !same && is_model(&d.a) != is_model(&d.b))
         result = tool_fail(DIFF_TROUBLE, COMMAND, "%s is %s and %s %s: diff compares two nets (or weights) or two "
                            "blob files", d.a.file.name, is_model(&d.a) ? "a net" : "a blob file", d.b.file.name,

@@ -268,6 +268,8 @@ const char tool_diff_help[] =
     "                        rtol=REL, atol=ABS, equal_nan=True). The default is 0: values must be equal.\n"
     "  --rtol REL            Values within REL times |A| of each other count as equal (with --atol, as\n"
     "                        above). The default is 0.\n"
+    "  --npy-names           Reads a folder of .npy files that has no index.json by its file names, as\n"
+    "                        convert --npy-names does.\n"
     "\n"
     "common options:\n"
     "  --quiet               No progress, and no line saying what was written; errors and warnings are\n"
@@ -280,6 +282,7 @@ const tool_option tool_diff_options[] = {
     {"--json", NULL, TOOL_DIFF_JSON},
     {"--atol", "ABS", TOOL_DIFF_ATOL},
     {"--rtol", "REL", TOOL_DIFF_RTOL},
+    {"--npy-names", NULL, TOOL_DIFF_NPY_NAMES},
     {"--quiet", NULL, TOOL_DIFF_QUIET},
     {"--progress", NULL, TOOL_DIFF_PROGRESS},
     {"-h", NULL, TOOL_DIFF_HELP},

@@ -60,6 +60,7 @@ enum tool_diff_option {
     TOOL_DIFF_JSON,
     TOOL_DIFF_ATOL,
     TOOL_DIFF_RTOL,
+    TOOL_DIFF_NPY_NAMES,
     TOOL_DIFF_QUIET,
     TOOL_DIFF_PROGRESS,
     TOOL_DIFF_HELP,

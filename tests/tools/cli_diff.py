@@ -23,7 +23,8 @@ Checks:
                        field reported by its path; a .caffemodel against its own prototxt: equal,
                        the weights said not compared
     mistakes           one file, three, a missing one (named), a folder, - twice, a net against a
-                       blob file, a bad tolerance: exit 2 with one line; A and B the same path: 0
+                       blob file, a bad tolerance: exit 2 with one line; A and B the same path: 0;
+                       a .npy folder without index.json refused, and read with --npy-names
     reopened           a lazily opened side opened again after every layer (the memory bound's
                        mechanism, forced by CBLOB_TOOL_TEST_RELIEVE_BYTES=1) reports the same
     signals            SIGINT and SIGTERM while values are compared: 130 and 143, the output ends
@@ -453,6 +454,13 @@ def mistakes(ctx):
         err = r.stderr.decode()
         check(r.stdout == b"" and err.count("\n") == 1 and err.startswith("cblob diff: ") and
               all(p in err for p in parts), f"cblob {' '.join(args)}: {err!r} {r.stdout!r}")
+    # A folder of one's own .npy files (no index.json) is refused, and read with --npy-names.
+    own = path(ctx, "own")
+    run(ctx, ["convert", "--quiet", model, "--to", "npy", "-o", own], 0)
+    os.remove(os.path.join(own, "index.json"))
+    check(b"index.json" in run(ctx, ["diff", model, own], 2).stderr, "a folder without index.json")
+    doc = diff_json(ctx, model, own, 0, "--npy-names")
+    check(doc["summary"]["blobs_compared"] == 8, f"{doc['summary']}")
     # Standard input for one of them.
     with open(model, "rb") as f:
         run(ctx, ["diff", "-", model], 0, stdin=f)
