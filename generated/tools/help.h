@@ -54,4 +54,18 @@ enum tool_convert_option {
 extern const tool_option tool_convert_options[];
 extern const size_t tool_convert_num_options;
 
+/* cblob diff: Compares two models or two blob files: layers, parameters, blob shapes and values. */
+extern const char tool_diff_help[];
+enum tool_diff_option {
+    TOOL_DIFF_JSON,
+    TOOL_DIFF_ATOL,
+    TOOL_DIFF_RTOL,
+    TOOL_DIFF_NPY_NAMES,
+    TOOL_DIFF_QUIET,
+    TOOL_DIFF_PROGRESS,
+    TOOL_DIFF_HELP,
+};
+extern const tool_option tool_diff_options[];
+extern const size_t tool_diff_num_options;
+
 #endif
