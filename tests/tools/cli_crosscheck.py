@@ -26,8 +26,8 @@ Checks:
     npz_to_pipes          `--to npz` into a FIFO that this process reads as it is written, and
                           into /dev/stdout as a pipe, for the real Caffe nets and the sample:
                           written strictly forward (each member's CRC-32 and sizes in a data
-                          descriptor), read by numpy.load and zipfile (CRC-32s checked), and the
-                          same arrays as the npz written to a regular file
+                          descriptor), read by numpy.load, zipfile (CRC-32s checked) and cblob
+                          inspect, and the same arrays as the npz written to a regular file
 
 Exits 77 (skipped) with a reason when NumPy, jsonschema, protobuf or safetensors cannot be had.
 """
@@ -375,6 +375,13 @@ def npz_to_pipes(ctx):
                 infos = archive.infolist()
                 check(infos and all(info.flag_bits & 8 and info.compress_type == zipfile.ZIP_STORED for info in infos),
                       f"{net} through {how}: members not stored with data descriptors")
+            # cblob reads it back too: its reader, unlike zipfile, refuses bytes after the end
+            # record (a "wrote ..." line printed into the output, say).
+            streamed = os.path.join(ctx.work, "streamed.npz")
+            with open(streamed, "wb") as f:
+                f.write(data)
+            check(inspect_json(ctx, streamed)["layers"] == inspect_json(ctx, regular)["layers"],
+                  f"{net} through {how}: cblob inspect reads another model")
             with np.load(io.BytesIO(data)) as archive:
                 check(sorted(archive.files) == sorted(want), f"{net} through {how}: other members")
                 for key, array in want.items():
