@@ -88,7 +88,7 @@ static cblob_status write_stdout(bytes_fn *fn, const void *what)
 static void say_wrote(const convert_args *args, const char *format, ...) __attribute__((format(printf, 2, 3)));
 static void say_wrote(const convert_args *args, const char *format, ...)
 {
-    if (args->quiet || tool_is_stdio(args->output))
+    if (args->quiet || tool_writes_stdout(args->output))
         return;
     tool_progress_clear();
     va_list list;

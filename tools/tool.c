@@ -101,6 +101,13 @@ bool tool_is_stdio(const char *path)
     return strcmp(path, "-") == 0;
 }
 
+bool tool_writes_stdout(const char *path)
+{
+    struct stat output, standard;
+    return tool_is_stdio(path) || (stat(path, &output) == 0 && fstat(STDOUT_FILENO, &standard) == 0 &&
+                                   output.st_dev == standard.st_dev && output.st_ino == standard.st_ino);
+}
+
 const char *tool_input_name(const char *path)
 {
     return tool_is_stdio(path) ? "standard input" : path;

@@ -68,6 +68,9 @@ int tool_progress_option(const char *command, bool quiet, tool_progress_mode *mo
 
 /* "-" stands for standard input or output wherever one file is read or written. */
 bool tool_is_stdio(const char *path);
+/* Whether an output is standard output: "-", or a path to the file it writes (/dev/stdout,
+ * /proc/self/fd/1), where a "wrote ..." line would land inside the output. */
+bool tool_writes_stdout(const char *path);
 /* How messages name an input: the path, or "standard input". */
 const char *tool_input_name(const char *path);
 /* A context for a command: its progress told to the terminal (terminal.h). NULL after saying why. */

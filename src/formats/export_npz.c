@@ -80,17 +80,19 @@ static cblob_status write_member(npz_writer *w, cb_zip_writer *zip, const npz_ou
 }
 
 /* The archive's size, for the call's progress: a local header (30 bytes and the name) before each
- * member's .npy bytes, a central directory entry (46 bytes and the name) for each, and the end
+ * member's .npy bytes (and a data descriptor after them, written to a FIFO or a device), a central
+ * directory entry (46 bytes and the name) for each, and the end
  * record (22). Only an archive past 4 GiB differs (Zip64's records), and the progress then follows
  * what was written. */
-static cblob_status add_member_size(npz_writer *w, int64_t i, size_t name_length, uint64_t *size)
+static cblob_status add_member_size(npz_writer *w, const cb_sink *sink, int64_t i, size_t name_length, uint64_t *size)
 {
     cb_blob_facts facts;
     uint64_t bytes = 0;
     size_t header_size = 0;
     uint8_t header[CB_NPY_WRITE_HEADER_BYTES];
     CB_TRY(member_npy(w, i, &facts, header, &header_size, &bytes));
-    *size += 30 + name_length + header_size + bytes + 46 + name_length;
+    *size += 30 + name_length + header_size + bytes + cb_zip_descriptor_size(sink, header_size + bytes) + 46 +
+             name_length;
     return CBLOB_OK;
 }
 
@@ -108,7 +110,7 @@ static cblob_status emit_npz(const void *what, cb_sink *sink)
         size_t length = 0;
         status = member_name(&w, i, &name, &length);
         if (status == CBLOB_OK && sink->progress != NULL)
-            status = add_member_size(&w, i, length, &size);
+            status = add_member_size(&w, sink, i, length, &size);
     }
     if (status == CBLOB_OK && sink->progress != NULL)
         cb_sink_expect(sink, size);

@@ -210,6 +210,7 @@ cblob_status cb_sink_file_open(cb_sink *sink, const char *path)
     sink_init(sink, CB_SINK_FILE);
     sink->progress = cb_progress_current(CB_PROGRESS_WRITING);
     CB_TRY(cb_output_open(path, &sink->output));
+    sink->forward_only = !cb_output_can_rewrite(sink->output);
     start_writer(sink);
     return CBLOB_OK;
 }
@@ -219,6 +220,7 @@ void cb_sink_output(cb_sink *sink, cb_output *output)
     sink_init(sink, CB_SINK_FILE);
     sink->progress = cb_progress_current(CB_PROGRESS_WRITING);
     sink->output = output;
+    sink->forward_only = !cb_output_can_rewrite(output);
 }
 
 void cb_sink_file_abort(cb_sink *sink)

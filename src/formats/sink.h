@@ -4,7 +4,8 @@
  *
  * Writers emit once and never build the output in memory. The sink records the first failure and
  * ignores writes after it, so writers check its status once at the end. Positions can be moved
- * back (the zip writer, zip.c, rewrites a member's local header once its CRC is known).
+ * back (the zip writer, zip.c, rewrites a member's local header once its CRC is known), except in
+ * a sink that is forward_only: a file written in place (a FIFO, a device), which cannot go back.
  *
  * A file sink tells the bytes it appends to the call's progress (src/util/progress.h), in pieces
  * of at most CB_PROGRESS_STEP: a stop asked there is the sink's failure (CBLOB_ERR_CANCELLED), and
@@ -33,6 +34,7 @@ typedef struct cb_sink {
     cblob_status status;  /* the first failure (its message is the thread's); CBLOB_OK so far */
     uint64_t position;    /* where the next byte goes */
     uint64_t size;        /* the output's size so far: the highest position written */
+    bool forward_only;    /* cb_sink_seek may not go back: a FIFO or a device (io.h) */
     bool crc_on;          /* the CRC-32 of what is written is kept in crc (a zip member's) */
     uint32_t crc;
     /* CB_SINK_BUFFER */

@@ -16,6 +16,7 @@ enum {
     END_SIGNATURE = 0x06054b50,
     END64_SIGNATURE = 0x06064b50,
     LOCATOR64_SIGNATURE = 0x07064b50,
+    DESCRIPTOR_SIGNATURE = 0x08074b50,
     LOCAL_SIZE = 30,
     CENTRAL_SIZE = 46,
     END_SIZE = 22,
@@ -23,6 +24,7 @@ enum {
     LOCATOR64_SIZE = 20,
     ZIP64_EXTRA = 0x0001,
     FLAG_ENCRYPTED = 1,
+    FLAG_DESCRIPTOR = 1 << 3,
     FLAG_UTF8 = 1 << 11,
     METHOD_STORED = 0,
     METHOD_DEFLATED = 8,
@@ -357,6 +359,17 @@ static bool non_ascii(const char *name, size_t length)
 /* 1980-01-01 00:00, as DOS dates: the same model gives the same bytes. */
 #define DOS_DATE ((0 << 9) | (1 << 5) | 1)
 
+/* The general purpose flags, the same in a member's local header and its central entry. */
+static uint16_t member_flags(const cb_zip_writer *writer, const char *name, size_t length)
+{
+    return (uint16_t)((non_ascii(name, length) ? FLAG_UTF8 : 0) | (writer->streamed ? FLAG_DESCRIPTOR : 0));
+}
+
+uint64_t cb_zip_descriptor_size(const cb_sink *sink, uint64_t size)
+{
+    return !sink->forward_only ? 0 : size >= ZIP32_MAX ? 24 : 16;
+}
+
 cblob_status cb_zip_begin_member(cb_zip_writer *writer, const char *name, size_t length, uint64_t size)
 {
     if (length > ZIP16_MAX)
@@ -370,16 +383,22 @@ cblob_status cb_zip_begin_member(cb_zip_writer *writer, const char *name, size_t
         writer->capacity = next;
     }
     cb_sink *sink = writer->sink;
+    if (writer->count == 0)
+        writer->streamed = sink->forward_only;
     const bool zip64 = size >= ZIP32_MAX;
+    /* Streamed, the sizes and CRC-32 are in the data descriptor after the bytes, as APPNOTE 4.4.4
+     * has them (zeros here; all ones and a zip64 field of zeros for a zip64 member, as Python's
+     * zipfile writes them): readers take them from the central directory or the descriptor. */
+    const uint64_t said = writer->streamed ? 0 : size;
     uint8_t header[LOCAL_SIZE + 20];
     memset(header, 0, sizeof header);
     put32(header, LOCAL_SIGNATURE);
     put16(header + 4, zip64 ? 45 : 20);
-    put16(header + 6, non_ascii(name, length) ? FLAG_UTF8 : 0);
+    put16(header + 6, member_flags(writer, name, length));
     put16(header + 12, DOS_DATE);
     /* The CRC-32 (at 14) is written once the bytes are. */
-    put32(header + 18, zip64 ? ZIP32_MAX : (uint32_t)size);
-    put32(header + 22, zip64 ? ZIP32_MAX : (uint32_t)size);
+    put32(header + 18, zip64 ? ZIP32_MAX : (uint32_t)said);
+    put32(header + 22, zip64 ? ZIP32_MAX : (uint32_t)said);
     put16(header + 26, (uint32_t)length);
     put16(header + 28, zip64 ? 20 : 0);
     writer->members[writer->count++] = (cb_zip_written){.offset = sink->position, .size = size};
@@ -389,8 +408,8 @@ cblob_status cb_zip_begin_member(cb_zip_writer *writer, const char *name, size_t
         uint8_t extra[20];
         put16(extra, ZIP64_EXTRA);
         put16(extra + 2, 16);
-        put64(extra + 4, size);
-        put64(extra + 12, size);
+        put64(extra + 4, said);
+        put64(extra + 12, said);
         cb_sink_write(sink, extra, sizeof extra);
     }
     cb_sink_crc(sink, true);
@@ -403,6 +422,21 @@ cblob_status cb_zip_end_member(cb_zip_writer *writer)
     cb_zip_written *member = &writer->members[writer->count - 1];
     member->crc = sink->crc;
     cb_sink_crc(sink, false);
+    if (writer->streamed) { /* the data descriptor: signature, CRC-32, then both sizes */
+        uint8_t descriptor[24];
+        const bool zip64 = member->size >= ZIP32_MAX;
+        put32(descriptor, DESCRIPTOR_SIGNATURE);
+        put32(descriptor + 4, member->crc);
+        if (zip64) {
+            put64(descriptor + 8, member->size);
+            put64(descriptor + 16, member->size);
+        } else {
+            put32(descriptor + 8, (uint32_t)member->size);
+            put32(descriptor + 12, (uint32_t)member->size);
+        }
+        cb_sink_write(sink, descriptor, zip64 ? 24 : 16);
+        return sink->status;
+    }
     if (sink->kind == CB_SINK_COUNT)
         return sink->status;
     const uint64_t end = sink->position;
@@ -414,8 +448,10 @@ cblob_status cb_zip_end_member(cb_zip_writer *writer)
     return sink->status;
 }
 
-static void write_central_entry(cb_sink *sink, const cb_zip_written *member, const char *name, size_t length)
+static void write_central_entry(const cb_zip_writer *writer, const cb_zip_written *member, const char *name,
+                                size_t length)
 {
+    cb_sink *sink = writer->sink;
     const bool big_size = member->size >= ZIP32_MAX, big_offset = member->offset >= ZIP32_MAX;
     const uint16_t extra = (uint16_t)((big_size ? 16 : 0) + (big_offset ? 8 : 0));
     uint8_t entry[CENTRAL_SIZE];
@@ -423,7 +459,7 @@ static void write_central_entry(cb_sink *sink, const cb_zip_written *member, con
     put32(entry, CENTRAL_SIGNATURE);
     put16(entry + 4, big_size || big_offset ? 45 : 20); /* made by: MS-DOS, version 2.0 (4.5 for zip64) */
     put16(entry + 6, big_size || big_offset ? 45 : 20);
-    put16(entry + 8, non_ascii(name, length) ? FLAG_UTF8 : 0);
+    put16(entry + 8, member_flags(writer, name, length));
     put16(entry + 14, DOS_DATE);
     put32(entry + 16, member->crc);
     put32(entry + 20, big_size ? ZIP32_MAX : (uint32_t)member->size);
@@ -459,7 +495,7 @@ cblob_status cb_zip_finish(cb_zip_writer *writer, cb_zip_name_fn *names, void *c
         const char *name = NULL;
         size_t length = 0;
         CB_TRY(names(context, i, &name, &length));
-        write_central_entry(sink, &writer->members[i], name, length);
+        write_central_entry(writer, &writer->members[i], name, length);
     }
     const uint64_t directory_size = sink->position - directory, count = (uint64_t)writer->count;
     const bool zip64 = count >= ZIP16_MAX || directory_size >= ZIP32_MAX || directory >= ZIP32_MAX;

@@ -6,7 +6,11 @@
  * (numpy.savez_compressed) through zlib; every member's CRC-32 is checked at its end. Nothing is
  * kept per member. Writing stores members (as numpy.savez does) with their CRC-32 computed as the
  * bytes pass (cb_sink_crc) and written back into the local header, and keeps 24 bytes per member
- * for the central directory. Zip64 records where sizes, offsets or the count need them. */
+ * for the central directory. A sink that cannot go back (a FIFO, a device: forward_only) gets
+ * the CRC-32 and sizes in a data descriptor after each member's bytes instead (flag bit 3, as
+ * Python's zipfile writes to a pipe): one pass, strictly forward, read by numpy.load, zipfile and
+ * this reader alike, which take them from the central directory. Zip64 records where sizes,
+ * offsets or the count need them. */
 #ifndef CBLOB_SRC_ZIP_H
 #define CBLOB_SRC_ZIP_H
 
@@ -84,12 +88,16 @@ typedef struct cb_zip_writer {
     cb_sink *sink;
     cb_zip_written *members;
     int64_t count, capacity;
+    bool streamed; /* data descriptors: the sink is forward_only */
 } cb_zip_writer;
 
 /* A member of `size` bytes named name[0, length): its local header; its bytes follow (written to
  * the sink by the caller), then cb_zip_end_member. */
 cblob_status cb_zip_begin_member(cb_zip_writer *writer, const char *name, size_t length, uint64_t size);
 cblob_status cb_zip_end_member(cb_zip_writer *writer);
+/* The bytes of the data descriptor that follows a member of `size` bytes written to this sink: 0
+ * unless it is forward_only (the size the writer's progress total adds). */
+uint64_t cb_zip_descriptor_size(const cb_sink *sink, uint64_t size);
 /* The central directory and its end; frees the writer's list. */
 cblob_status cb_zip_finish(cb_zip_writer *writer, cb_zip_name_fn *names, void *context);
 void cb_zip_writer_free(cb_zip_writer *writer);

@@ -28,7 +28,10 @@
  *   This case is not crash-atomic: a crash during the copy leaves the target part old, part new;
  * - a character device or a FIFO is written in place: no temporary, no truncation, no rename
  *   (so /dev/null stays a device). A FIFO that no process reads fails at once, and a reader
- *   that goes away gives EPIPE, never SIGPIPE;
+ *   that goes away gives EPIPE, never SIGPIPE. A link of /proc that names no path but a pipe
+ *   ("pipe:[N]": /dev/stdout when standard output is a pipe) is opened by the kernel and
+ *   written in place the same way. Such a target cannot be gone back over: writers whose format
+ *   would rewrite a header write strictly forward into it (cb_output_can_rewrite);
  * - a folder, a socket or a block device is refused with CBLOB_ERR_IO, and so is a name starting
  *   with CB_TEMP_PREFIX (below).
  *
@@ -153,6 +156,9 @@ cblob_status cb_output_write(cb_output *output, const void *bytes, size_t size);
  * only a file written through a temporary can go back; one written in place (a device, a FIFO)
  * fails with CBLOB_ERR_IO. */
 cblob_status cb_output_write_at(cb_output *output, uint64_t offset, const void *bytes, size_t size);
+/* Whether cb_output_write_at can go back: false for a target written in place (a device, a FIFO,
+ * a caller's descriptor), whose writers must write strictly forward. */
+bool cb_output_can_rewrite(const cb_output *output);
 cblob_status cb_output_commit(cb_output *output);
 void cb_output_abort(cb_output *output);
 

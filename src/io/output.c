@@ -373,6 +373,11 @@ cblob_status cb_output_write(cb_output *output, const void *bytes, size_t size)
     return output->error == 0 ? CBLOB_OK : write_failure(output);
 }
 
+bool cb_output_can_rewrite(const cb_output *output)
+{
+    return output->kind != CB_OUTPUT_IN_PLACE;
+}
+
 static bool pwrite_all(int fd, const uint8_t *data, size_t length, off_t offset);
 
 cblob_status cb_output_write_at(cb_output *output, uint64_t offset, const void *bytes, size_t size)

@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "alloc.h"
 #include "io_internal.h"
@@ -56,11 +59,28 @@ static cblob_status check_link_owner(const char *link, const char *path)
     return CBLOB_OK;
 }
 
-/* Follows the path's last component while it is a symbolic link; a dangling link gives the path
- * of the file to create. (Links among the folders are left to the kernel, which applies its
- * rule to them.) */
-static cblob_status follow_links(const char *path, char **out)
+/* Whether a link's text names no path but an object of the kernel's: /proc's links for pipes,
+ * sockets and anonymous files ("pipe:[1234]", what /dev/stdout leads to when standard output is a
+ * pipe). Only the kernel can follow them. */
+static bool names_no_path(const char *link, const char *text)
 {
+    if (text[0] == '/' || strchr(text, ':') == NULL)
+        return false;
+    const char *slash = strrchr(link, '/');
+    char *folder = slash == NULL ? cb_strdup(".") : slash == link ? cb_strdup("/") : cb_strndup(link, (size_t)(slash - link));
+    struct statfs info;
+    const bool proc = folder != NULL && statfs(folder, &info) == 0 && info.f_type == PROC_SUPER_MAGIC;
+    cb_free(folder);
+    return proc;
+}
+
+/* Follows the path's last component while it is a symbolic link; a dangling link gives the path
+ * of the file to create. A link of /proc that names no path ends the walk: *by_kernel says the
+ * kernel opens it. (Links among the folders are left to the kernel, which applies its rule to
+ * them.) */
+static cblob_status follow_links(const char *path, char **out, bool *by_kernel)
+{
+    *by_kernel = false;
     char *current = cb_strdup(path);
     for (int hops = 0; current != NULL; ++hops) {
         char text[PATH_MAX];
@@ -82,6 +102,11 @@ static cblob_status follow_links(const char *path, char **out)
             return cb_fail(CBLOB_ERR_IO, "%s: cannot follow the path: %s", path, strerror(error));
         }
         text[length] = '\0';
+        if (names_no_path(current, text)) {
+            *by_kernel = true;
+            *out = current;
+            return CBLOB_OK;
+        }
         char *next = link_destination(current, text);
         cb_free(current);
         current = next;
@@ -202,13 +227,41 @@ static cblob_status plan_output(const char *target, const char *display, cb_outp
     return cb_output_start(&plan, out);
 }
 
+/* A link of /proc that names no path, opened by the kernel: a pipe (standard output, as
+ * /dev/stdout) or a character device is written in place, as a named FIFO or device is. */
+static cblob_status plan_by_kernel(const char *link, const char *display, cb_output **out)
+{
+    const int fd = io_openat(AT_FDCWD, link, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
+    if (fd < 0 && errno == ENXIO)
+        return cb_fail(CBLOB_ERR_IO, "%s is a pipe that no process is reading, or a socket", display);
+    if (fd < 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot open: %s", display, strerror(errno));
+    struct stat opened;
+    const int flags = fcntl(fd, F_GETFL);
+    cblob_status status = CBLOB_OK;
+    if (fstat(fd, &opened) != 0 || flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+        status = cb_fail(CBLOB_ERR_IO, "%s: cannot open: %s", display, strerror(errno));
+    else if (!S_ISFIFO(opened.st_mode) && !S_ISCHR(opened.st_mode))
+        status = cb_fail(CBLOB_ERR_IO, "%s is %s; cblob writes regular files, character devices and FIFOs", display,
+                         cb_file_kind(opened.st_mode));
+    if (status != CBLOB_OK) {
+        close(fd);
+        return status;
+    }
+    const cb_output_plan plan = {.kind = CB_OUTPUT_IN_PLACE, .display = display, .dirfd = -1, .fd = fd,
+                                 .close_fd = true};
+    return cb_output_start(&plan, out);
+}
+
 cblob_status cb_output_open(const char *path, cb_output **out)
 {
     char *target = NULL;
-    CB_TRY(follow_links(path, &target));
+    bool by_kernel = false;
+    CB_TRY(follow_links(path, &target, &by_kernel));
     char *display = describe(path, target);
-    cblob_status status = display != NULL ? plan_output(target, display, out)
-                                          : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write %s", path);
+    cblob_status status = display == NULL ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write %s", path)
+                          : by_kernel     ? plan_by_kernel(target, display, out)
+                                          : plan_output(target, display, out);
     cb_free(display);
     cb_free(target);
     return status;

@@ -5,6 +5,7 @@
  * 16-thread first use. Built against the test double (gpu_jit) and against the machine's GPU
  * (gpu_jit_device); each test sets up its own cache folder and mode before its first GPU call. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -19,6 +20,7 @@
 #include "cuda/families.h"
 #include "cuda_cache.h"
 #include "cuda_jit.h"
+#include "fault.h"
 #include "gpu_support.h"
 #include "sha256.h"
 
@@ -987,6 +989,121 @@ TEST(warm_up_for_an_architecture_needs_the_disk_cache)
     CHECK_ERROR(cblob_kernel_cache_warm_up(ctx, 80, &compiled), CBLOB_ERR_STATE);
     cblob_context_destroy(ctx);
 }
+
+/* ---- the cache's writer with each file operation failing in turn (issue 27) ------------------------ */
+
+static const struct {
+    int error;
+    const char *name;
+} io_errors[] = {{ENOSPC, "ENOSPC"}, {EIO, "EIO"}, {EINTR, "EINTR"}, {CB_FAULT_SHORT, "a short write"}};
+
+/* src/io's temporaries left in the cache folder. */
+static int temporaries(void)
+{
+    int count = 0;
+    DIR *dir = opendir(cache_dir);
+    if (dir == NULL)
+        return -1;
+    for (struct dirent *entry; (entry = readdir(dir)) != NULL;)
+        count += strncmp(entry->d_name, ".cblob-tmp-", 11) == 0;
+    closedir(dir);
+    return count;
+}
+
+/* Warming up for an architecture reports a failed write (writing is its whole point): with the nth
+ * file operation failing, for n = 1, 2, ... until the writer runs out of them, while it writes the
+ * one entry missing, the call fails naming the entry and the error, or (EINTR, a short write)
+ * retries and succeeds; no temporary stays; and the entry is there whole (the next warm-up reads
+ * it, rejecting nothing as damaged, and compiles nothing) or not at all. Each try compiles one
+ * family with NVRTC (about half a second here), so the entry is verified only where it is. */
+TEST(cache_entry_is_whole_or_absent_at_every_io_failure_of_its_writer)
+{
+    if (cb_cuda_nvrtc_get()->status != CBLOB_OK)
+        SKIP("no NVRTC to compile with");
+    CHECK(use_cache("disk"));
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    int32_t compiled = -1;
+    CHECK_OK(cblob_kernel_cache_warm_up(ctx, 90, &compiled));
+    CHECK_EQ_INT(compiled, CB_CUDA_FAMILY_COUNT);
+    char prefix[128], path[512];
+    snprintf(prefix, sizeof prefix, "%s-sm_90-", cb_cuda_families[CB_CUDA_FAMILY_COUNT - 1].name);
+    int failures = 0;
+    for (size_t e = 0; e < sizeof io_errors / sizeof io_errors[0]; ++e) {
+        bool done = false;
+        const bool retried = io_errors[e].error == EINTR || io_errors[e].error == CB_FAULT_SHORT;
+        for (int64_t nth = 1; !done && nth < 1000; ++nth) {
+            if (entries(prefix, path, sizeof path) == 1)
+                CHECK(unlink(path) == 0); /* the one entry the next warm-up compiles and writes */
+            compiled = -1;
+            cb_fault_arm(CB_FAULT_IO, nth, io_errors[e].error, false);
+            const cblob_status status = cblob_kernel_cache_warm_up(ctx, 90, &compiled);
+            done = !cb_fault_fired(CB_FAULT_IO);
+            cb_fault_arm(CB_FAULT_IO, 0, 0, false);
+            failures += !done;
+            const char *message = status == CBLOB_OK ? "" : cblob_last_error_message();
+            CHECK_MSG(status == CBLOB_OK || (!retried && status == CBLOB_ERR_IO &&
+                                             strstr(message, "cannot write the kernel cache entry") != NULL &&
+                                             strstr(message, prefix) != NULL &&
+                                             strstr(message, strerror(io_errors[e].error)) != NULL),
+                      "I/O operation #%lld failing with %s: %s (%s)", (long long)nth, io_errors[e].name,
+                      cblob_status_name(status), message);
+            CHECK_EQ_INT(compiled, status == CBLOB_OK ? 1 : -1);
+            CHECK_EQ_INT(entries(prefix, NULL, 0), status == CBLOB_OK ? 1 : 0);
+            CHECK_EQ_INT(temporaries(), 0);
+            if (status == CBLOB_OK) {
+                const cb_cuda_cache_stats before = stats();
+                CHECK_OK(cblob_kernel_cache_warm_up(ctx, 90, &compiled));
+                CHECK_EQ_INT(compiled, 0);
+                CHECK_EQ_INT(stats().disk_rejected - before.disk_rejected, 0);
+            }
+        }
+        CHECK_MSG(done, "%s: the cache's writer never ran out of I/O operations", io_errors[e].name);
+    }
+    CHECK_MSG(failures >= 4 * 4, "only %d failures were made", failures); /* open, write, rename at least */
+    printf("the kernel cache's writer: %d I/O operations made to fail, one at a time\n", failures);
+    cblob_context_destroy(ctx);
+}
+
+/* A kernel's first use with the cache's write failing at one step: the call succeeds (the cache is
+ * no part of its result), nothing is left in the folder, the log says once what failed, and the
+ * process goes on without writing: the next family compiles and stays in memory, and a family
+ * unloaded compiles again rather than reading a half-written entry. */
+static void check_failed_write_is_not_fatal(cb_fault_step step, int error)
+{
+    REQUIRE_GPU();
+    CHECK(use_cache("disk"));
+    cblob_context *ctx = NULL;
+    const cb_device *device = open_device(&ctx);
+    CHECK(device != NULL);
+    const cb_cuda_cache_stats before = stats();
+    cb_fault_arm(step, 1, error, false);
+    const cblob_status status = load(device, CB_CUDA_FAMILY_ASUM);
+    const bool fired = cb_fault_fired(step);
+    cb_fault_arm(step, 0, 0, false);
+    CHECK(fired);
+    CHECK_OK(status);
+    CHECK_EQ_INT(entries("", NULL, 0), 0);
+    CHECK_EQ_INT(temporaries(), 0);
+    CHECK(log_says(ctx, "cannot be written"));
+    CHECK(log_says(ctx, strerror(error)));
+    CHECK_OK(load(device, CB_CUDA_FAMILY_AXPY));
+    cb_cuda_cache_forget_memory();
+    CHECK_OK(load(device, CB_CUDA_FAMILY_ASUM));
+    const cb_cuda_cache_stats after = stats();
+    CHECK_EQ_INT(after.compiles - before.compiles, 3);
+    CHECK_EQ_INT(after.disk_writes - before.disk_writes, 0);
+    CHECK_EQ_INT(after.disk_hits - before.disk_hits, 0);
+    CHECK_EQ_INT(entries("", NULL, 0), 0);
+    cblob_cache_mode mode = -1;
+    CHECK_OK(cblob_kernel_cache_mode(&mode));
+    CHECK_EQ_INT(mode, CBLOB_KERNEL_CACHE_MEMORY);
+    cblob_context_destroy(ctx);
+}
+
+TEST(cache_entry_whose_temporary_cannot_be_made_is_not_fatal) { check_failed_write_is_not_fatal(CB_FAULT_OPEN, EIO); }
+TEST(cache_entry_on_a_full_disk_is_not_fatal) { check_failed_write_is_not_fatal(CB_FAULT_WRITE, ENOSPC); }
+TEST(cache_entry_that_cannot_be_put_in_place_is_not_fatal) { check_failed_write_is_not_fatal(CB_FAULT_RENAME, EIO); }
 
 /* ---- compiling --------------------------------------------------------------------------------------- */
 

@@ -10,6 +10,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -392,6 +393,137 @@ TEST(a_fifo_whose_reader_leaves_gives_epipe_not_sigpipe)
     CHECK(S_ISFIFO(mode_of(fifo)));
     close(ready[0]), close(ready[1]);
     fixture_free(&fx);
+}
+
+/* /dev/stdout when standard output is a pipe leads to /proc/self/fd/1, whose link reads
+ * "pipe:[N]": no path, which only the kernel can follow; the pipe is written in place. */
+TEST(a_pipe_named_by_its_proc_link_is_written_in_place)
+{
+    alarm(20);
+    fixture fx;
+    CHECK(fixture_make(&fx, 1000)); /* less than a pipe's buffer: the save cannot wait on us */
+    int ends[2];
+    CHECK(pipe(ends) == 0);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", ends[1]);
+    CHECK_OK(io_payload_save(&fx.payload, path));
+    close(ends[1]);
+    uint8_t *got = malloc(fx.payload.size + 1);
+    CHECK(got != NULL);
+    CHECK(read_all(ends[0], got, fx.payload.size + 1) == fx.payload.size);
+    CHECK(memcmp(got, fx.payload.bytes, fx.payload.size) == 0);
+    free(got);
+    close(ends[0]);
+    fixture_free(&fx);
+}
+
+/* An .npz cannot go back to a member's local header in a FIFO or a device: written there, the
+ * archive streams forward with data descriptors (issue 27), and reads back as the same model. */
+typedef struct npz_case {
+    cblob_context *context;
+    cblob_model *model;
+    uint8_t *expected; /* the model's npz through the other writers, in memory */
+    size_t expected_size;
+} npz_case;
+
+static bool npz_case_make(npz_case *c)
+{
+    *c = (npz_case){0};
+    return cblob_context_create(&c->context) == CBLOB_OK &&
+           cblob_model_open_file(c->context, CBLOB_CAFFE_DATA_DIR "/lenet_iter_10000.caffemodel", &c->model) == CBLOB_OK &&
+           cblob_model_to_npz(c->model, 0, NULL, 0, &c->expected_size) == CBLOB_OK &&
+           (c->expected = malloc(c->expected_size)) != NULL &&
+           cblob_model_to_npz(c->model, 0, c->expected, c->expected_size, &c->expected_size) == CBLOB_OK;
+}
+
+static void npz_case_free(npz_case *c)
+{
+    free(c->expected);
+    cblob_model_destroy(c->model);
+    cblob_context_destroy(c->context);
+}
+
+/* Bytes that must open as an npz holding the case's model: the same npz once written again. */
+static bool npz_holds_the_model(const npz_case *c, const uint8_t *bytes, size_t size)
+{
+    cblob_model *back = NULL;
+    size_t again_size = 0;
+    uint8_t *again = NULL;
+    bool same = cblob_model_open_npz(c->context, bytes, size, &back) == CBLOB_OK &&
+                cblob_model_to_npz(back, 0, NULL, 0, &again_size) == CBLOB_OK && again_size == c->expected_size &&
+                (again = malloc(again_size)) != NULL &&
+                cblob_model_to_npz(back, 0, again, again_size, &again_size) == CBLOB_OK &&
+                memcmp(again, c->expected, again_size) == 0;
+    free(again);
+    if (back != NULL)
+        cblob_model_destroy(back);
+    return same;
+}
+
+TEST(an_npz_streams_into_a_fifo_that_a_process_reads)
+{
+    alarm(30);
+    fixture fx;
+    CHECK(io_temp_folder(fx.folder, sizeof fx.folder));
+    npz_case c;
+    CHECK(npz_case_make(&c));
+    CHECK(c.expected_size > (size_t)64 << 10); /* more than a pipe holds: the save waits on its reader */
+    const char *fifo = io_path(0, fx.folder, "fifo");
+    CHECK(mkfifo(fifo, 0600) == 0);
+    /* The reader, another process, gets the bytes into shared memory: [0, 8) their count. */
+    const size_t room = 2 * c.expected_size + 4096;
+    uint8_t *shared = mmap(NULL, room, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(shared != MAP_FAILED);
+    const int reader = open(fifo, O_RDONLY | O_NONBLOCK);
+    const int keeper = open(fifo, O_WRONLY); /* the reader sees the end once the save and we close */
+    CHECK(reader >= 0 && keeper >= 0);
+    const pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        close(keeper);
+        uint64_t done = 0;
+        ssize_t n = 0;
+        if (fcntl(reader, F_SETFL, 0) != 0)
+            _exit(1);
+        while (done < room - 8 && (n = read(reader, shared + 8 + done, room - 8 - done)) > 0)
+            done += (uint64_t)n;
+        memcpy(shared, &done, sizeof done);
+        _exit(n == 0 ? 0 : 1);
+    }
+    close(reader);
+    const cblob_status status = cblob_model_to_npz_file(c.model, 0, fifo);
+    const char *message = status == CBLOB_OK ? "" : cblob_last_error_message();
+    close(keeper);
+    int child_status = 0;
+    CHECK(waitpid(child, &child_status, 0) == child && WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0);
+    CHECK_MSG(status == CBLOB_OK, "status %d: %s", (int)status, message);
+    uint64_t got = 0;
+    memcpy(&got, shared, sizeof got);
+    /* Every member flagged as followed by its data descriptor (general purpose bit 3). */
+    CHECK(got > 30 && (shared[8 + 6] & 8) != 0);
+    CHECK(npz_holds_the_model(&c, shared + 8, (size_t)got));
+    CHECK(S_ISFIFO(mode_of(fifo)));
+    munmap(shared, room);
+    npz_case_free(&c);
+    io_remove_tree(fx.folder);
+}
+
+TEST(an_npz_is_written_to_a_character_device_in_place)
+{
+    fixture fx;
+    CHECK(io_temp_folder(fx.folder, sizeof fx.folder));
+    char why[256];
+    const char *device = io_path(0, fx.folder, "null");
+    if (!io_make_device(device, false, 1, 3, why, sizeof why)) { /* a private /dev/null */
+        io_remove_tree(fx.folder);
+        SKIP(why);
+    }
+    npz_case c;
+    CHECK(npz_case_make(&c));
+    CHECK_OK(cblob_model_to_npz_file(c.model, 0, device));
+    CHECK(S_ISCHR(mode_of(device)) && io_count_entries(fx.folder) == 1);
+    npz_case_free(&c);
+    io_remove_tree(fx.folder);
 }
 
 TEST(a_folder_a_socket_and_a_block_device_are_refused)

@@ -23,6 +23,11 @@ Checks:
                           refuses for its CRC-32 is refused too; names that are not UTF-8 export
                           as keys NumPy opens; --names torch of a V1 net writes the shapes
                           PyTorch's load_state_dict wants, read back by PyPI's safetensors
+    npz_to_pipes          `--to npz` into a FIFO that this process reads as it is written, and
+                          into /dev/stdout as a pipe, for the real Caffe nets and the sample:
+                          written strictly forward (each member's CRC-32 and sizes in a data
+                          descriptor), read by numpy.load, zipfile (CRC-32s checked) and cblob
+                          inspect, and the same arrays as the npz written to a regular file
 
 Exits 77 (skipped) with a reason when NumPy, jsonschema, protobuf or safetensors cannot be had.
 """
@@ -315,10 +320,81 @@ def codecs_against_peers(ctx):
           f"{checked} V1 InnerProduct blobs with legacy leading 1s in PyTorch's shapes, and back")
 
 
+def read_stream(net, ctx, how):
+    """The bytes of `cblob convert NET --to npz` into a FIFO read as it is written, or /dev/stdout."""
+    import threading
+    if how == "stdout":
+        return run(["convert", net, "--to", "npz", "/dev/stdout"], ctx).stdout
+    fifo = os.path.join(ctx.work, "stream.npz")
+    os.mkfifo(fifo, 0o600)
+    try:
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        keeper = os.open(fifo, os.O_WRONLY)  # the reader sees the end once cblob and we close
+        os.set_blocking(reader, True)
+        pieces = []
+
+        def drain():
+            while True:
+                piece = os.read(reader, 1 << 16)
+                if not piece:
+                    return
+                pieces.append(piece)
+
+        thread = threading.Thread(target=drain)
+        thread.start()
+        try:
+            run(["convert", net, "--to", "npz", fifo], ctx)
+        finally:
+            os.close(keeper)
+            thread.join(60)
+            os.close(reader)
+        check(not thread.is_alive(), f"{net}: the FIFO's reader never saw the end")
+        check(os.path.exists(fifo) and not os.path.isfile(fifo), f"{net}: the FIFO was replaced")
+        return b"".join(pieces)
+    finally:
+        os.unlink(fifo)
+
+
+def npz_to_pipes(ctx):
+    import io
+    import stat
+    import zipfile
+    nets = sorted(os.path.join(ctx.data, name) for name in os.listdir(ctx.data) if name.endswith(".caffemodel"))
+    nets.append(os.path.join(ctx.source, "samples", "tiny_lenet.caffemodel"))
+    check(len(nets) >= 2, f"no real Caffe nets in {ctx.data}")
+    checked = 0
+    for net in nets:
+        regular = os.path.join(ctx.work, "regular.npz")
+        run(["convert", net, "--to", "npz", regular], ctx)
+        with np.load(regular) as archive:
+            want = {key: archive[key] for key in archive.files}
+        for how in ("fifo", "stdout"):
+            data = read_stream(net, ctx, how)
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                check(archive.testzip() is None, f"{net} through {how}: a member's CRC-32 is wrong")
+                infos = archive.infolist()
+                check(infos and all(info.flag_bits & 8 and info.compress_type == zipfile.ZIP_STORED for info in infos),
+                      f"{net} through {how}: members not stored with data descriptors")
+            # cblob reads it back too: its reader, unlike zipfile, refuses bytes after the end
+            # record (a "wrote ..." line printed into the output, say).
+            streamed = os.path.join(ctx.work, "streamed.npz")
+            with open(streamed, "wb") as f:
+                f.write(data)
+            check(inspect_json(ctx, streamed)["layers"] == inspect_json(ctx, regular)["layers"],
+                  f"{net} through {how}: cblob inspect reads another model")
+            with np.load(io.BytesIO(data)) as archive:
+                check(sorted(archive.files) == sorted(want), f"{net} through {how}: other members")
+                for key, array in want.items():
+                    got = archive[key]
+                    check(got.dtype == array.dtype and np.array_equal(got, array), f"{net} through {how}: {key} differs")
+                    checked += 1
+    print(f"{checked} arrays streamed into FIFOs and pipes agree with the regular files' npz")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("check", choices=["json_schemas", "exports_numpy", "exports_safetensors", "way_back_from_numpy",
-                                          "codecs_against_peers"])
+                                          "codecs_against_peers", "npz_to_pipes"])
     parser.add_argument("--tool", required=True)
     parser.add_argument("--source", required=True)
     parser.add_argument("--data", required=True)
