@@ -493,6 +493,14 @@ func TestGeneratedMethodsRefuseClosedHandles(t *testing.T) {
 			_, err := cblob.OpenModelPrototxtFile(&cblob.Context{}, "x")
 			return err
 		}},
+		{"Model.AttachWeights", func() error {
+			_, err := (&cblob.Model{}).AttachWeights(&cblob.Model{})
+			return err
+		}},
+		{"Model.AttachUnmatched", func() error {
+			_, err := (&cblob.Model{}).AttachUnmatched(&cblob.Model{}, cblob.AttachList(0))
+			return err
+		}},
 		{"Model.SaveNpyFolder", func() error {
 			_, err := (&cblob.Model{}).SaveNpyFolder("x", cblob.ExportFlags(0))
 			return err

@@ -8461,6 +8461,159 @@ TEST(sweep_cblob_model_open_prototxt_file)
     }
 }
 
+TEST(baseline_cblob_model_attach_weights)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_model_attach_weights(fx.net, fx.model, &out_out_model));
+    (void)expected;
+    if (expected == CBLOB_OK)
+        cblob_model_destroy(out_out_model);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_attach_weights)
+{
+    { /* definition = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_weights(NULL, fx.model, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_weights", "definition = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_attach_weights with definition = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_weights with definition = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_weights with definition = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* weights = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_weights(fx.net, NULL, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_weights", "weights = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_attach_weights with weights = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_weights with weights = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_weights with weights = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_weights(fx.net, fx.model, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_weights", "out_model = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_attach_weights with out_model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_weights with out_model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_weights with out_model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_attach_unmatched)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+    int64_t out_out_count = (int64_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_model_attach_unmatched(fx.net, fx.model, CBLOB_ATTACH_UNFILLED, out_out_layers, 8, &out_out_count));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_attach_unmatched)
+{
+    { /* definition = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_unmatched(NULL, fx.model, CBLOB_ATTACH_UNFILLED, out_out_layers, 8, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_unmatched", "definition = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_attach_unmatched with definition = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_attach_unmatched with definition = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_unmatched with definition = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_unmatched with definition = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* weights = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_unmatched(fx.net, NULL, CBLOB_ATTACH_UNFILLED, out_out_layers, 8, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_unmatched", "weights = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_attach_unmatched with weights = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_attach_unmatched with weights = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_unmatched with weights = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_unmatched with weights = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* which: list 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_unmatched(fx.net, fx.model, 2, out_out_layers, 8, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_unmatched", "which: list 2");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_attach_unmatched with which: list 2: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_attach_unmatched with which: list 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_unmatched with which: list 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_unmatched with which: list 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* which: list -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_unmatched(fx.net, fx.model, -1, out_out_layers, 8, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_unmatched", "which: list -1");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_attach_unmatched with which: list -1: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_attach_unmatched with which: list -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_unmatched with which: list -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_unmatched with which: list -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* max_layers: room for -1 layers */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_unmatched(fx.net, fx.model, CBLOB_ATTACH_UNFILLED, out_out_layers, -1, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_attach_unmatched", "max_layers: room for -1 layers");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_attach_unmatched with max_layers: room for -1 layers: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_attach_unmatched with max_layers: room for -1 layers: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_unmatched with max_layers: room for -1 layers: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_unmatched with max_layers: room for -1 layers: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_count = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_unmatched(fx.net, fx.model, CBLOB_ATTACH_UNFILLED, out_out_layers, 8, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_unmatched", "out_count = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_attach_unmatched with out_count = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_attach_unmatched with out_count = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_unmatched with out_count = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_unmatched with out_count = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
 TEST(baseline_cblob_file_open)
 {
     fixture fx;

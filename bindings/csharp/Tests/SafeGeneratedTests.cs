@@ -149,6 +149,8 @@ namespace CBlob.Tests
             Expect("Model.SavePrototxt", () => disposedModel.SavePrototxt("x"), failures);
             Expect("Model.OpenPrototxt", () => GC.KeepAlive(Model.OpenPrototxt(disposedContext, new byte[0])), failures);
             Expect("Model.OpenPrototxtFile", () => GC.KeepAlive(Model.OpenPrototxtFile(disposedContext, "x")), failures);
+            Expect("Model.AttachWeights", () => GC.KeepAlive(disposedModel.AttachWeights(disposedModel)), failures);
+            Expect("Model.GetAttachUnmatched", () => GC.KeepAlive(disposedModel.GetAttachUnmatched(disposedModel, default(AttachList))), failures);
             Expect("Model.SaveNpyFolder", () => GC.KeepAlive(disposedModel.SaveNpyFolder("x")), failures);
             Assert.IsEmpty(failures, string.Join("\n", failures));
         }

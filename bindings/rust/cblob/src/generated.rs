@@ -1270,6 +1270,42 @@ impl Net {
         Net::created(|out| unsafe { sys::cblob_model_open_prototxt_file(context.as_ptr(), path.as_ptr(), out) })
     }
 
+    /// A net definition with a model's trained weights attached by layer name, as Caffe's
+    /// Net::CopyTrainedLayersFrom copies them: a new model holding the definition (its name, inputs,
+    /// every layer and every field, in its format) in which each layer that a layer of `weights`
+    /// names (the first of that name, as Caffe finds it; when the weights repeat a name, the last
+    /// of them wins, as Caffe's later copy overwrites the earlier) holds that layer's blobs, their
+    /// values and diffs, in their dtype. Caffe's checks come first, and any failure is
+    /// Status::Shape naming the layer and blob with Caffe's words, nothing made: a definition layer
+    /// that has blobs (a definition from a .caffemodel, or blobs given in its text) must get as many
+    /// ("Incompatible number of blobs for layer x: the definition's has 2, the weights' 1") of the same
+    /// shapes ("Cannot copy param 0 weights from layer 'ip2'; shape mismatch. Source param shape is
+    /// 5 500 (2500); target param shape is 10 500 (5000)"), shapes comparing as Caffe's ShapeEquals
+    /// compares them (equal, or equal once padded to 4 axes with leading 1s: a V1 blob's legacy
+    /// (1, 1, 10, 500) fits (10, 500)). A definition layer without blobs (one read from a prototxt:
+    /// cblob runs no layer setup, so it knows no shape the input decides) is held to what its
+    /// parameters fix: an InnerProduct, Convolution or Deconvolution layer gets 2 blobs with
+    /// bias_term (the default) and 1 without, its weights' output axis (InnerProduct: the last but
+    /// one, the last with transpose; Convolution: the first; Deconvolution: the second, times group)
+    /// and its bias are num_output long. Layers of the weights the definition lacks, and the
+    /// definition's layers no weights layer names, are left out and kept as they are:
+    /// `Net::attach_unmatched` lists them. A definition with V0 layers (inside V1 `layers`)
+    /// is Status::InvalidArgument: upgrade it first. Neither input changes.
+    #[inline]
+    pub fn attach_weights(&self, weights: &Net) -> Result<Net> {
+        Net::created(|out| unsafe { sys::cblob_model_attach_weights(self.as_ptr(), weights.as_ptr(), out) })
+    }
+
+    /// The layers `Net::attach_weights` leaves out, in order: with AttachList::Ignored the
+    /// weights' layers whose name no definition layer has (indices into `weights`), with
+    /// AttachList::Unfilled the definition's layers whose name no weights layer has (indices into
+    /// `definition`). out_layers has room for max_layers indices; with out_layers NULL and
+    /// max_layers 0 it writes the count only; room for fewer is Status::OutOfRange.
+    #[inline]
+    pub fn attach_unmatched(&self, weights: &Net, which: AttachList) -> Result<Vec<usize>> {
+        read_array(|values, room, count| unsafe { sys::cblob_model_attach_unmatched(self.as_ptr(), weights.as_ptr(), which.raw(), values, room, count) }).map(|values| values.into_iter().map(|v| v as usize).collect())
+    }
+
     /// Writes every blob of the model into folder (made when missing) as a .npy folder (the
     /// section's introduction), the diffs too with ExportFlags::Diff, and counts the .npy files
     /// written into out_num_files. index.json's "source" is null. Streams: memory stays small
