@@ -968,6 +968,60 @@ static inline cbgo_status_result cbgo_blob_vector_to_proto_file_with(cblob_blob 
 typedef struct {
     cblob_status status;
     char *message;
+    size_t out_length;
+} cbgo_blob_to_prototxt_result;
+
+static inline cbgo_blob_to_prototxt_result cbgo_blob_to_prototxt(uintptr_t blob, int32_t write_diff, char *buffer, size_t buffer_size) {
+    cbgo_blob_to_prototxt_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_to_prototxt((cblob_blob *)blob, write_diff, buffer, buffer_size, &r.out_length);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_blob_to_prototxt_file(uintptr_t blob, int32_t write_diff, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_to_prototxt_file((cblob_blob *)blob, write_diff, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_blob;
+} cbgo_blob_create_from_prototxt_result;
+
+static inline cbgo_blob_create_from_prototxt_result cbgo_blob_create_from_prototxt(uintptr_t context, const uint8_t *text, size_t size) {
+    cbgo_blob_create_from_prototxt_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_create_from_prototxt((cblob_context *)context, text, size, &r.out_blob);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_blob;
+} cbgo_blob_create_from_prototxt_file_result;
+
+static inline cbgo_blob_create_from_prototxt_file_result cbgo_blob_create_from_prototxt_file(uintptr_t context, const char *path) {
+    cbgo_blob_create_from_prototxt_file_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_create_from_prototxt_file((cblob_context *)context, path, &r.out_blob);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
     int64_t out_count;
 } cbgo_model_layer_num_bottoms_result;
 
@@ -3506,6 +3560,56 @@ func cBlobVectorToProtoFileWith(blobs **C.cblob_blob, numBlobs C.int64_t, flags 
 		return newError(r.status, r.message)
 	}
 	return nil
+}
+
+// The BlobProto cblob_blob_to_proto writes (its diff too when write_diff is 1), in protobuf's
+// text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+// rules of cblob_model_to_prototxt (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+// then one `data: v` line per value, floats with 6 significant digits when those read back to
+// the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+// values bit for bit (cblob_blob_create_from_prototxt). A blob that never had a shape is
+// CBLOB_ERR_STATE. Text convention of cblob_blob_shape_string.
+func cBlobToPrototxt(blob *C.cblob_blob, writeDiff C.int32_t, buffer *C.char, bufferSize C.size_t) (C.size_t, error) {
+	r := C.cbgo_blob_to_prototxt(C.uintptr_t(uintptr(unsafe.Pointer(blob))), writeDiff, buffer, bufferSize)
+	if r.status != C.CBLOB_OK {
+		return r.out_length, newError(r.status, r.message)
+	}
+	return r.out_length, nil
+}
+
+// Writes cblob_blob_to_prototxt's text to a file (without its NUL), atomically as blob files
+// are written.
+func cBlobToPrototxtFile(blob *C.cblob_blob, writeDiff C.int32_t, path *C.char) error {
+	r := C.cbgo_blob_to_prototxt_file(C.uintptr_t(uintptr(unsafe.Pointer(blob))), writeDiff, path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Creates a blob from a BlobProto in protobuf's text format (what cblob_blob_to_prototxt or
+// protobuf's text_format writes), read by the reader of cblob_model_open_prototxt (comments,
+// lists [a, b], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+// double_data, double_diff), then as cblob_blob_create_from_proto reads the binary form. A
+// name BlobProto lacks or a malformed value is CBLOB_ERR_PARSE naming the line and column;
+// values that do not fill the shape are CBLOB_ERR_PARSE as in the binary form.
+func cBlobCreateFromPrototxt(context *C.cblob_context, text *C.uint8_t, size C.size_t) (*C.cblob_blob, error) {
+	r := C.cbgo_blob_create_from_prototxt(C.uintptr_t(uintptr(unsafe.Pointer(context))), text, size)
+	if r.status != C.CBLOB_OK {
+		return r.out_blob, newError(r.status, r.message)
+	}
+	return r.out_blob, nil
+}
+
+// Reads a BlobProto text file as cblob_blob_create_from_prototxt reads text, its errors naming
+// the file, line and column. cblob_file_open opens such a file too (as a blob file), telling it
+// from its first field's name.
+func cBlobCreateFromPrototxtFile(context *C.cblob_context, path *C.char) (*C.cblob_blob, error) {
+	r := C.cbgo_blob_create_from_prototxt_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
+	if r.status != C.CBLOB_OK {
+		return r.out_blob, newError(r.status, r.message)
+	}
+	return r.out_blob, nil
 }
 
 // The number of a layer's bottoms (its input blobs' names).

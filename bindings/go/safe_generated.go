@@ -794,6 +794,68 @@ func (b *Blob) SaveProtoWith(path string, flags ProtoFlags) error {
 	return err
 }
 
+// Prototxt returns the BlobProto Blob.ToProto writes (its diff too when write_diff is 1), in protobuf's
+// text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+// rules of Model.Prototxt (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+// then one `data: v` line per value, floats with 6 significant digits when those read back to
+// the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+// values bit for bit (Blob.NewBlobFromPrototxt). A blob that never had a shape is
+// StatusState. Text convention of Blob.ShapeString.
+func (b *Blob) Prototxt(writeDiff bool) (string, error) {
+	p, err := b.handle()
+	if err != nil {
+		return "", err
+	}
+	out, err := readText(func(buffer *C.char, size C.size_t) (C.size_t, error) {
+		return cBlobToPrototxt(p, boolInt(writeDiff), buffer, size)
+	})
+	runtime.KeepAlive(b)
+	return out, err
+}
+
+// SavePrototxt writes Blob.Prototxt's text to a file (without its NUL), atomically as blob files
+// are written.
+func (b *Blob) SavePrototxt(path string, writeDiff bool) error {
+	err := b.do(func(p *C.cblob_blob) (err error) {
+		return withPath(path, func(cPath *C.char) (err error) {
+			err = cBlobToPrototxtFile(p, boolInt(writeDiff), cPath)
+			return
+		})
+	})
+	return err
+}
+
+// NewBlobFromPrototxt creates a blob from a BlobProto in protobuf's text format (what Blob.Prototxt or
+// protobuf's text_format writes), read by the reader of Model.OpenModelPrototxt (comments,
+// lists [a, b], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+// double_data, double_diff), then as Blob.NewBlobFromProto reads the binary form. A
+// name BlobProto lacks or a malformed value is StatusParse naming the line and column;
+// values that do not fill the shape are StatusParse as in the binary form.
+func NewBlobFromPrototxt(ctx *Context, text []byte) (*Blob, error) {
+	c, err := ctx.handle()
+	if err != nil {
+		return nil, err
+	}
+	r, err := cBlobCreateFromPrototxt(c, bytesPtr(text), C.size_t(len(text)))
+	runtime.KeepAlive(text)
+	runtime.KeepAlive(ctx)
+	return blobCreated(r, err)
+}
+
+// NewBlobFromPrototxtFile reads a BlobProto text file as Blob.NewBlobFromPrototxt reads text, its errors naming
+// the file, line and column. File.OpenFile opens such a file too (as a blob file), telling it
+// from its first field's name.
+func NewBlobFromPrototxtFile(ctx *Context, path string) (*Blob, error) {
+	var r *C.cblob_blob
+	err := ctx.do(func(c *C.cblob_context) (err error) {
+		return withPath(path, func(cPath *C.char) (err error) {
+			r, err = cBlobCreateFromPrototxtFile(c, cPath)
+			return
+		})
+	})
+	return blobCreated(r, err)
+}
+
 // ToNpy writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
 // padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
 // two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the

@@ -1080,6 +1080,53 @@ CBLOB_API cblob_status cblob_blob_to_proto_file_with(cblob_blob *blob, int32_t f
  */
 CBLOB_API cblob_status cblob_blob_vector_to_proto_file_with(cblob_blob *const *blobs, int64_t num_blobs, int32_t flags, const char *path);
 
+/*
+ * The BlobProto cblob_blob_to_proto writes (its diff too when write_diff is 1), in protobuf's
+ * text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+ * rules of cblob_model_to_prototxt (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+ * then one `data: v` line per value, floats with 6 significant digits when those read back to
+ * the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+ * values bit for bit (cblob_blob_create_from_prototxt). A blob that never had a shape is
+ * CBLOB_ERR_STATE. Text convention of cblob_blob_shape_string.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.3.
+ */
+CBLOB_API cblob_status cblob_blob_to_prototxt(cblob_blob *blob, int32_t write_diff, char *buffer, size_t buffer_size, size_t *out_length);
+
+/*
+ * Writes cblob_blob_to_prototxt's text to a file (without its NUL), atomically as blob files
+ * are written.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.3.
+ */
+CBLOB_API cblob_status cblob_blob_to_prototxt_file(cblob_blob *blob, int32_t write_diff, const char *path);
+
+/*
+ * Creates a blob from a BlobProto in protobuf's text format (what cblob_blob_to_prototxt or
+ * protobuf's text_format writes), read by the reader of cblob_model_open_prototxt (comments,
+ * lists [a, b], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+ * double_data, double_diff), then as cblob_blob_create_from_proto reads the binary form. A
+ * name BlobProto lacks or a malformed value is CBLOB_ERR_PARSE naming the line and column;
+ * values that do not fill the shape are CBLOB_ERR_PARSE as in the binary form.
+ *   text: the text (UTF-8 or ASCII; no NUL needed)
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.3.
+ */
+CBLOB_API cblob_status cblob_blob_create_from_prototxt(cblob_context *context, const uint8_t *text, size_t size, cblob_blob **out_blob);
+
+/*
+ * Reads a BlobProto text file as cblob_blob_create_from_prototxt reads text, its errors naming
+ * the file, line and column. cblob_file_open opens such a file too (as a blob file), telling it
+ * from its first field's name.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.3.
+ */
+CBLOB_API cblob_status cblob_blob_create_from_prototxt_file(cblob_context *context, const char *path, cblob_blob **out_blob);
+
 /* ==========================================================================================
  * Net structure, lossless models and single-file exports
  * ==========================================================================================

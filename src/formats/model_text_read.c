@@ -32,6 +32,7 @@
 #include "caffe_params.pb-c.h"
 #include "model.h"
 #include "model_open.h"
+#include "model_json.h"
 #include "model_text.h"
 #include "status.h"
 #include "varint.h"
@@ -563,7 +564,9 @@ static bool find_field(reader *r, const ProtobufCMessageDescriptor *descriptor, 
     }
     for (unsigned i = 0; i < descriptor->n_fields; ++i) {
         const ProtobufCFieldDescriptor *field = &descriptor->fields[i];
-        if (strlen(field->name) == length && memcmp(field->name, name, length) == 0) {
+        char caffe_name[CB_FIELD_NAME_MAX];
+        const char *known = cb_field_name(field, caffe_name);
+        if (strlen(known) == length && memcmp(known, name, length) == 0) {
             ref->number = field->id;
             ref->field = field;
             ref->repeated = field->label == PROTOBUF_C_LABEL_REPEATED;
@@ -651,15 +654,26 @@ static void read_message(reader *r, const ProtobufCMessageDescriptor *descriptor
     }
 }
 
-cblob_status cb_prototxt_to_net_bytes(const char *name, const char *text, size_t size, cb_bytes *out)
+static cblob_status text_to_bytes(const ProtobufCMessageDescriptor *descriptor, const char *what, const char *name,
+                                  const char *text, size_t size, cb_bytes *out)
 {
     reader r = {.name = name, .text = text, .size = size, .status = CBLOB_OK};
     if (size >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) /* a UTF-8 byte order mark */
         r.pos = 3;
-    read_message(&r, &caffe__net_parameter_fields__descriptor, '\0', out, 0);
+    read_message(&r, descriptor, '\0', out, 0);
     if (r.status == CBLOB_OK && out->size > CB_PROTO_MAX_MESSAGE)
-        r.status = cb_fail(CBLOB_ERR_OVERFLOW, "%s: the net is %zu bytes, over protobuf's limit", name, out->size);
+        r.status = cb_fail(CBLOB_ERR_OVERFLOW, "%s: the %s is %zu bytes, over protobuf's limit", name, what, out->size);
     return r.status;
+}
+
+cblob_status cb_prototxt_to_net_bytes(const char *name, const char *text, size_t size, cb_bytes *out)
+{
+    return text_to_bytes(&caffe__net_parameter_fields__descriptor, "net", name, text, size, out);
+}
+
+cblob_status cb_text_to_blob_bytes(const char *name, const char *text, size_t size, cb_bytes *out)
+{
+    return text_to_bytes(&caffe__blob_proto__descriptor, "blob", name, text, size, out);
 }
 
 static cblob_status open_text(cblob_context *context, const char *name, const char *text, size_t size,

@@ -1356,6 +1356,48 @@ namespace CBlob
         internal static extern Status cblob_blob_vector_to_proto_file_with([In] IntPtr[] blobs, long num_blobs, int flags, byte[] path);
 
         /// <summary>
+        /// The BlobProto cblob_blob_to_proto writes (its diff too when write_diff is 1), in protobuf's
+        /// text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+        /// rules of cblob_model_to_prototxt (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+        /// then one `data: v` line per value, floats with 6 significant digits when those read back to
+        /// the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+        /// values bit for bit (cblob_blob_create_from_prototxt). A blob that never had a shape is
+        /// CBLOB_ERR_STATE. Text convention of cblob_blob_shape_string.
+        /// </summary>
+        /// <remarks>Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_to_prototxt(IntPtr blob, int write_diff, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_length);
+
+        /// <summary>
+        /// Writes cblob_blob_to_prototxt's text to a file (without its NUL), atomically as blob files
+        /// are written.
+        /// </summary>
+        /// <remarks>Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_to_prototxt_file(IntPtr blob, int write_diff, byte[] path);
+
+        /// <summary>
+        /// Creates a blob from a BlobProto in protobuf's text format (what cblob_blob_to_prototxt or
+        /// protobuf's text_format writes), read by the reader of cblob_model_open_prototxt (comments,
+        /// lists [a, b], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+        /// double_data, double_diff), then as cblob_blob_create_from_proto reads the binary form. A
+        /// name BlobProto lacks or a malformed value is CBLOB_ERR_PARSE naming the line and column;
+        /// values that do not fill the shape are CBLOB_ERR_PARSE as in the binary form.
+        /// </summary>
+        /// <remarks>Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_create_from_prototxt(IntPtr context, [In] byte[] text, UIntPtr size, out BlobHandle out_blob);
+
+        /// <summary>
+        /// Reads a BlobProto text file as cblob_blob_create_from_prototxt reads text, its errors naming
+        /// the file, line and column. cblob_file_open opens such a file too (as a blob file), telling it
+        /// from its first field's name.
+        /// </summary>
+        /// <remarks>Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_blob_create_from_prototxt_file(IntPtr context, byte[] path, out BlobHandle out_blob);
+
+        /// <summary>
         /// The number of a layer's bottoms (its input blobs' names).
         /// </summary>
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.</remarks>

@@ -789,6 +789,69 @@ namespace CBlob
         }
 
         /// <summary>
+        /// The BlobProto Blob.ToProto writes (its diff too when write_diff is 1), in protobuf's
+        /// text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+        /// rules of Model.GetPrototxt (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+        /// then one `data: v` line per value, floats with 6 significant digits when those read back to
+        /// the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+        /// values bit for bit (Blob.FromPrototxt). A blob that never had a shape is
+        /// Status.State. Text convention of Blob.ShapeString.
+        /// </summary>
+        public string GetPrototxt(bool writeDiff = false)
+        {
+            using (var u0 = guard.Use())
+            {
+                IntPtr self = u0;
+                return Text.ReadText((byte[] buffer, UIntPtr size, out UIntPtr length) =>
+                    NativeMethods.cblob_blob_to_prototxt(self, writeDiff ? 1 : 0, buffer, size, out length));
+            }
+        }
+
+        /// <summary>
+        /// Writes Blob.GetPrototxt's text to a file (without its NUL), atomically as blob files
+        /// are written.
+        /// </summary>
+        public void SavePrototxt(string path, bool writeDiff = false)
+        {
+            byte[] pathUtf8 = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
+            using (var u0 = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_to_prototxt_file(u0, writeDiff ? 1 : 0, pathUtf8));
+        }
+
+        /// <summary>
+        /// Creates a blob from a BlobProto in protobuf's text format (what Blob.GetPrototxt or
+        /// protobuf's text_format writes), read by the reader of Model.OpenPrototxt (comments,
+        /// lists [a, b], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+        /// double_data, double_diff), then as Blob.FromProto reads the binary form. A
+        /// name BlobProto lacks or a malformed value is Status.Parse naming the line and column;
+        /// values that do not fill the shape are Status.Parse as in the binary form.
+        /// </summary>
+        public static Blob FromPrototxt(Context context, byte[] text)
+        {
+            Blob.Required(text, nameof(text));
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            {
+                IntPtr contextPtr = u0;
+                return Blob.Created((out BlobHandle h) => NativeMethods.cblob_blob_create_from_prototxt(contextPtr, text, (UIntPtr)text.Length, out h));
+            }
+        }
+
+        /// <summary>
+        /// Reads a BlobProto text file as Blob.FromPrototxt reads text, its errors naming
+        /// the file, line and column. CBlobFile.Open opens such a file too (as a blob file), telling it
+        /// from its first field's name.
+        /// </summary>
+        public static Blob FromPrototxtFile(Context context, string path)
+        {
+            byte[] pathUtf8 = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            {
+                IntPtr contextPtr = u0;
+                return Blob.Created((out BlobHandle h) => NativeMethods.cblob_blob_create_from_prototxt_file(contextPtr, pathUtf8, out h));
+            }
+        }
+
+        /// <summary>
         /// Writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
         /// padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
         /// two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the

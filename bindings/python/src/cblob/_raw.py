@@ -687,6 +687,32 @@ FUNCTIONS = (
     # cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
     # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
     ("cblob_blob_vector_to_proto_file_with", c_int32, (POINTER(c_void_p), c_int64, c_int32, c_char_p)),  # blobs, num_blobs, flags, path
+    # The BlobProto cblob_blob_to_proto writes (its diff too when write_diff is 1), in protobuf's
+    # text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+    # rules of cblob_model_to_prototxt (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+    # then one `data: v` line per value, floats with 6 significant digits when those read back to
+    # the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+    # values bit for bit (cblob_blob_create_from_prototxt). A blob that never had a shape is
+    # CBLOB_ERR_STATE. Text convention of cblob_blob_shape_string.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    ("cblob_blob_to_prototxt", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # blob, write_diff, buffer, buffer_size, out_length
+    # Writes cblob_blob_to_prototxt's text to a file (without its NUL), atomically as blob files
+    # are written.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    ("cblob_blob_to_prototxt_file", c_int32, (c_void_p, c_int32, c_char_p)),  # blob, write_diff, path
+    # Creates a blob from a BlobProto in protobuf's text format (what cblob_blob_to_prototxt or
+    # protobuf's text_format writes), read by the reader of cblob_model_open_prototxt (comments,
+    # lists [a, b], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+    # double_data, double_diff), then as cblob_blob_create_from_proto reads the binary form. A
+    # name BlobProto lacks or a malformed value is CBLOB_ERR_PARSE naming the line and column;
+    # values that do not fill the shape are CBLOB_ERR_PARSE as in the binary form.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
+    ("cblob_blob_create_from_prototxt", c_int32, (c_void_p, c_char_p, c_size_t, POINTER(c_void_p))),  # context, text, size, out_blob
+    # Reads a BlobProto text file as cblob_blob_create_from_prototxt reads text, its errors naming
+    # the file, line and column. cblob_file_open opens such a file too (as a blob file), telling it
+    # from its first field's name.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
+    ("cblob_blob_create_from_prototxt_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_blob
     # The number of a layer's bottoms (its input blobs' names).
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     ("cblob_model_layer_num_bottoms", c_int32, (c_void_p, c_int64, POINTER(c_int64))),  # model, layer, out_count

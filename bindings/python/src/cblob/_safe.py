@@ -459,6 +459,45 @@ class _BlobMethods:
         """
         check(lib.cblob_blob_to_proto_file_with(self._h, int32_arg(flags, "flags"), path_bytes(path)), io=(path, "write"))
 
+    def prototxt(self, *, write_diff: bool = False) -> str:
+        """The BlobProto Blob.to_proto writes (its diff too when write_diff is 1), in protobuf's
+        text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+        rules of Model.prototxt (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+        then one `data: v` line per value, floats with 6 significant digits when those read back to
+        the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+        values bit for bit (Blob.from_prototxt). A blob that never had a shape is
+        Status.STATE. Text convention of Blob.shape_string.
+        """
+        return read_text(lib.cblob_blob_to_prototxt, self._h, int(bool(write_diff)))
+
+    def save_prototxt(self, path: str | os.PathLike[str], *, write_diff: bool = False) -> None:
+        """Writes Blob.prototxt's text to a file (without its NUL), atomically as blob files
+        are written.
+        """
+        check(lib.cblob_blob_to_prototxt_file(self._h, int(bool(write_diff)), path_bytes(path)), io=(path, "write"))
+
+    @classmethod
+    def from_prototxt(cls, data: bytes, *, context: Context | None = None) -> Blob:
+        """Creates a blob from a BlobProto in protobuf's text format (what Blob.prototxt or
+        protobuf's text_format writes), read by the reader of Model.from_prototxt (comments,
+        lists [a, b], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+        double_data, double_diff), then as Blob.from_proto reads the binary form. A
+        name BlobProto lacks or a malformed value is Status.PARSE naming the line and column;
+        values that do not fill the shape are Status.PARSE as in the binary form.
+        """
+        context = _context.context_or_default(context)
+        data = bytes(data)
+        return cls._created(lambda out: lib.cblob_blob_create_from_prototxt(context._h, data, len(data), out), context)
+
+    @classmethod
+    def load_prototxt(cls, path: str | os.PathLike[str], *, context: Context | None = None) -> Blob:
+        """Reads a BlobProto text file as Blob.from_prototxt reads text, its errors naming
+        the file, line and column. File.open opens such a file too (as a blob file), telling it
+        from its first field's name.
+        """
+        context = _context.context_or_default(context)
+        return cls._created(lambda out: lib.cblob_blob_create_from_prototxt_file(context._h, path_bytes(path), out), context, io=(path, "read"))
+
     def to_npy(self, part: Part = Part.DATA) -> bytes:
         """Writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
         padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the

@@ -989,6 +989,40 @@ extern "C" {
     /// Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
     pub fn cblob_blob_vector_to_proto_file_with(blobs: *const *mut cblob_blob, num_blobs: i64, flags: i32, path: *const c_char) -> cblob_status;
 
+    /// The BlobProto cblob_blob_to_proto writes (its diff too when write_diff is 1), in protobuf's
+    /// text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+    /// rules of cblob_model_to_prototxt (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+    /// then one `data: v` line per value, floats with 6 significant digits when those read back to
+    /// the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+    /// values bit for bit (cblob_blob_create_from_prototxt). A blob that never had a shape is
+    /// CBLOB_ERR_STATE. Text convention of cblob_blob_shape_string.
+    ///
+    /// Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    pub fn cblob_blob_to_prototxt(blob: *mut cblob_blob, write_diff: i32, buffer: *mut c_char, buffer_size: usize, out_length: *mut usize) -> cblob_status;
+
+    /// Writes cblob_blob_to_prototxt's text to a file (without its NUL), atomically as blob files
+    /// are written.
+    ///
+    /// Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    pub fn cblob_blob_to_prototxt_file(blob: *mut cblob_blob, write_diff: i32, path: *const c_char) -> cblob_status;
+
+    /// Creates a blob from a BlobProto in protobuf's text format (what cblob_blob_to_prototxt or
+    /// protobuf's text_format writes), read by the reader of cblob_model_open_prototxt (comments,
+    /// lists \[a, b\], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+    /// double_data, double_diff), then as cblob_blob_create_from_proto reads the binary form. A
+    /// name BlobProto lacks or a malformed value is CBLOB_ERR_PARSE naming the line and column;
+    /// values that do not fill the shape are CBLOB_ERR_PARSE as in the binary form.
+    ///
+    /// Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
+    pub fn cblob_blob_create_from_prototxt(context: *mut cblob_context, text: *const u8, size: usize, out_blob: *mut *mut cblob_blob) -> cblob_status;
+
+    /// Reads a BlobProto text file as cblob_blob_create_from_prototxt reads text, its errors naming
+    /// the file, line and column. cblob_file_open opens such a file too (as a blob file), telling it
+    /// from its first field's name.
+    ///
+    /// Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
+    pub fn cblob_blob_create_from_prototxt_file(context: *mut cblob_context, path: *const c_char, out_blob: *mut *mut cblob_blob) -> cblob_status;
+
     /// The number of a layer's bottoms (its input blobs' names).
     ///
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.

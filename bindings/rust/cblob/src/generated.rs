@@ -500,6 +500,52 @@ impl Blob {
         with_access(&[(self.memory(Part::Data), Access::Read), (self.memory(Part::Diff), Access::Read)], || check(unsafe { sys::cblob_blob_to_proto_file_with(self.as_ptr(), flag_bits(flags, ProtoFlags::raw), path.as_ptr()) }))
     }
 
+    /// The BlobProto `Blob::to_proto` writes (its diff too when write_diff is 1), in protobuf's
+    /// text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+    /// rules of `Net::prototxt` (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+    /// then one `data: v` line per value, floats with 6 significant digits when those read back to
+    /// the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+    /// values bit for bit (`Blob::from_prototxt`). A blob that never had a shape is
+    /// Status::State. Text convention of `Blob::shape_string`.
+    #[inline]
+    pub fn prototxt(&self, write_diff: bool) -> Result<String> {
+        let mut uses: Vec<(&Arc<Memory>, Access)> = Vec::new();
+        uses.push((self.memory(Part::Data), Access::Read));
+        if write_diff { uses.push((self.memory(Part::Diff), Access::Read)); }
+        with_access(&uses, || read_text(|buffer, size, length| unsafe { sys::cblob_blob_to_prototxt(self.as_ptr(), i32::from(write_diff), buffer, size, length) }))
+    }
+
+    /// Writes `Blob::prototxt`'s text to a file (without its NUL), atomically as blob files
+    /// are written.
+    #[inline]
+    pub fn save_prototxt(&self, path: impl AsRef<Path>, write_diff: bool) -> Result<()> {
+        let path = c_path(path.as_ref())?;
+        let mut uses: Vec<(&Arc<Memory>, Access)> = Vec::new();
+        uses.push((self.memory(Part::Data), Access::Read));
+        if write_diff { uses.push((self.memory(Part::Diff), Access::Read)); }
+        with_access(&uses, || check(unsafe { sys::cblob_blob_to_prototxt_file(self.as_ptr(), i32::from(write_diff), path.as_ptr()) }))
+    }
+
+    /// Creates a blob from a BlobProto in protobuf's text format (what `Blob::prototxt` or
+    /// protobuf's text_format writes), read by the reader of `Net::open_prototxt` (comments,
+    /// lists \[a, b\], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+    /// double_data, double_diff), then as `Blob::from_proto` reads the binary form. A
+    /// name BlobProto lacks or a malformed value is Status::Parse naming the line and column;
+    /// values that do not fill the shape are Status::Parse as in the binary form.
+    #[inline]
+    pub fn from_prototxt(context: &Context, text: &[u8]) -> Result<Blob> {
+        Blob::created(|out| unsafe { sys::cblob_blob_create_from_prototxt(context.as_ptr(), text.as_ptr(), text.len(), out) })
+    }
+
+    /// Reads a BlobProto text file as `Blob::from_prototxt` reads text, its errors naming
+    /// the file, line and column. `File::open` opens such a file too (as a blob file), telling it
+    /// from its first field's name.
+    #[inline]
+    pub fn from_prototxt_file(context: &Context, path: impl AsRef<Path>) -> Result<Blob> {
+        let path = c_path(path.as_ref())?;
+        Blob::created(|out| unsafe { sys::cblob_blob_create_from_prototxt_file(context.as_ptr(), path.as_ptr(), out) })
+    }
+
     /// Writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
     /// padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
     /// two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the
