@@ -1172,7 +1172,7 @@ class _ModelMethods:
         Model.attach_unmatched lists them. A definition with V0 layers (inside V1 `layers`)
         is Status.INVALID_ARGUMENT: upgrade it first. Neither input changes.
         """
-        return _blob.Model._created(lambda out: lib.cblob_model_attach_weights(self._h, weights._h, out), self._context)
+        return _model.Model._created(lambda out: lib.cblob_model_attach_weights(self._h, weights._h, out), self._context)
 
     def attach_unmatched(self, weights: Model, which: AttachList) -> list[int]:
         """The layers Model.attach_weights leaves out, in order: with AttachList.IGNORED the
@@ -1470,6 +1470,6 @@ def kernel_cache_dir() -> str:
     return read_text(lib.cblob_kernel_cache_dir)
 
 
-from . import _blob, _context  # noqa: E402 (after the tables their classes derive from)
+from . import _blob, _context, _model  # noqa: E402 (after the tables their classes derive from)
 
 __all__ = ["version", "blas_info", "cpu_features", "detect_kind", "detect", "detect_file", "blob_vector_to_bytes", "save_blob_vector", "blob_vector_from_bytes", "blob_vector_from_file", "save_blob_vector_with", "gpu_probe", "gpu_versions", "gpu_device_name", "gpu_report", "kernel_cache_mode", "kernel_cache_dir", ]
