@@ -8777,7 +8777,7 @@ TEST(baseline_cblob_model_attach_weights)
     CHECK(fixture_setup(&fx));
     cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
     const cblob_status expected = CBLOB_OK;
-    CHECK_OK(cblob_model_attach_weights(fx.net, fx.model, &out_out_model));
+    CHECK_OK(cblob_model_attach_weights(fx.model, fx.model, &out_out_model));
     (void)expected;
     if (expected == CBLOB_OK)
         cblob_model_destroy(out_out_model);
@@ -8803,7 +8803,7 @@ TEST(sweep_cblob_model_attach_weights)
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
         cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
-        EXPECT_FAILURE(cblob_model_attach_weights(fx.net, NULL, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_weights", "weights = NULL");
+        EXPECT_FAILURE(cblob_model_attach_weights(fx.model, NULL, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_weights", "weights = NULL");
         CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_attach_weights with weights = NULL: an out-parameter was written");
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_model_attach_weights with weights = NULL: fixture blob %d changed", changed);
@@ -8815,7 +8815,7 @@ TEST(sweep_cblob_model_attach_weights)
         blob_state before[FIXTURE_BLOBS];
         CHECK(fixture_setup(&fx) && capture_all(&fx, before));
         cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
-        EXPECT_FAILURE(cblob_model_attach_weights(fx.net, fx.model, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_weights", "out_model = NULL");
+        EXPECT_FAILURE(cblob_model_attach_weights(fx.model, fx.model, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_weights", "out_model = NULL");
         CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_attach_weights with out_model = NULL: an out-parameter was written");
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_model_attach_weights with out_model = NULL: fixture blob %d changed", changed);

@@ -7075,7 +7075,7 @@ OOM_TEST(cblob_model_attach_weights)
         const cblob_status expected = oom_expected_baseline(0, 0);
         cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
         /* Arguments are made before the allocation is armed: some (a mapping, a tensor) allocate. */
-        const cblob_model *arg_definition = fx.net;
+        const cblob_model *arg_definition = fx.model;
         const cblob_model *arg_weights = fx.model;
         cblob_model **arg_out_model = &out_out_model;
         CHECK(capture_state(&fx, &before));
