@@ -1132,7 +1132,7 @@ CBLOB_API cblob_status cblob_blob_create_from_prototxt_file(cblob_context *conte
  * ==========================================================================================
  * Since 1.1 a model keeps every field of the file it was opened from, in its order: bottoms,
  * tops, phases, rules, param specs, layer parameters, and fields of Caffe forks cblob's schema
- * does not know (SSD-Caffe's 200-206 and others). Saving a model opened from a file reproduces
+ * does not know (SSD-Caffe's 205 and others'; its 200-204 and 206 are known since 1.3). Saving a model opened from a file reproduces
  * the file byte for byte (with write_diff 1; write_diff 0 leaves out the diffs a file holds). A
  * blob whose values changed changes only its value bytes; a blob reshaped, or given a diff the
  * file had none of, is written as cblob_blob_to_proto writes it; nothing else moves. A model
