@@ -991,10 +991,10 @@ TEST(ssd_and_exp_log_parameters_render_by_name)
     CHECK(json != NULL);
     static const char *const named[] = {
         "\"exp_param\":{\"base\":2.0}", "\"log_param\":{\"base\":10.0,\"scale\":2.0}",
-        "\"annotated_data_param\":{\"batch_sampler\":[{\"sampler\":{\"min_scale\":0.3},\"max_trials\":50}],"
-        "\"label_map_file\":\"labelmap_voc.prototxt\",\"anno_type\":\"BBOX\"}",
-        "\"multibox_loss_param\":{\"num_classes\":21,\"mining_type\":\"HARD_EXAMPLE\","
-        "\"nms_param\":{\"nms_threshold\":0.5}}"};
+        ("\"annotated_data_param\":{\"batch_sampler\":[{\"sampler\":{\"min_scale\":0.3},\"max_trials\":50}],"
+         "\"label_map_file\":\"labelmap_voc.prototxt\",\"anno_type\":\"BBOX\"}"),
+        ("\"multibox_loss_param\":{\"num_classes\":21,\"mining_type\":\"HARD_EXAMPLE\","
+         "\"nms_param\":{\"nms_threshold\":0.5}}")};
     for (size_t i = 0; i < sizeof named / sizeof *named; ++i)
         CHECK_MSG(strstr(json, named[i]) != NULL, "%s lacks %s", json, named[i]);
     CHECK_MSG(strstr(json, "unknown_fields") == NULL, "%s", json);
@@ -1002,11 +1002,11 @@ TEST(ssd_and_exp_log_parameters_render_by_name)
     CHECK(text != NULL);
     static const char *const lines[] = {"  exp_param {\n    base: 2\n  }\n",
                                         "  log_param {\n    base: 10\n    scale: 2\n  }\n",
-                                        "  annotated_data_param {\n    batch_sampler {\n      sampler {\n"
-                                        "        min_scale: 0.3\n      }\n      max_trials: 50\n    }\n"
-                                        "    label_map_file: \"labelmap_voc.prototxt\"\n    anno_type: BBOX\n  }\n",
-                                        "  multibox_loss_param {\n    num_classes: 21\n    mining_type: HARD_EXAMPLE\n"
-                                        "    nms_param {\n      nms_threshold: 0.5\n    }\n  }\n"};
+                                        ("  annotated_data_param {\n    batch_sampler {\n      sampler {\n"
+                                         "        min_scale: 0.3\n      }\n      max_trials: 50\n    }\n"
+                                         "    label_map_file: \"labelmap_voc.prototxt\"\n    anno_type: BBOX\n  }\n"),
+                                        ("  multibox_loss_param {\n    num_classes: 21\n    mining_type: HARD_EXAMPLE\n"
+                                         "    nms_param {\n      nms_threshold: 0.5\n    }\n  }\n")};
     for (size_t i = 0; i < sizeof lines / sizeof *lines; ++i)
         CHECK_MSG(strstr(text, lines[i]) != NULL, "%s lacks\n%s", text, lines[i]);
     /* Read back by name: the same bytes. */

@@ -312,7 +312,7 @@ TEST(weights_attached_to_a_definition)
     cli_result_free(&r);
     CHECK(access(none, F_OK) != 0);
     /* Misuse. */
-    CHECK(CLI(&r, "convert", deploy, "--weights", LENET, "-o", io_path(8, folder, "none.npz")));
+    CHECK(CLI(&r, "convert", deploy, "--weights", LENET, "-o", io_path(3, folder, "none.npz")));
     CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "--weights", "only --to caffemodel"));
     cli_result_free(&r);
     CHECK(CLI(&r, "convert", deploy, "--weights", LENET, "--like", LENET, "-o", none));
