@@ -89,6 +89,13 @@ static void message_name(const ProtobufCMessageDescriptor *descriptor, char *out
 
 /* ---- tokens ------------------------------------------------------------------------------------- */
 
+/* A field's name as Caffe spells it, for messages (cb_field_name: `base_` is `base`). */
+static const char *caffe_name(const ProtobufCFieldDescriptor *field)
+{
+    static _Thread_local char buffer[CB_FIELD_NAME_MAX];
+    return cb_field_name(field, buffer);
+}
+
 static void skip_space(reader *r)
 {
     while (r->pos < r->size) {
@@ -342,7 +349,7 @@ static void scalar_value(reader *r, const ProtobufCFieldDescriptor *field, cb_by
 {
     if (field->type == PROTOBUF_C_TYPE_STRING || field->type == PROTOBUF_C_TYPE_BYTES) {
         if (!peek(r, '"') && !peek(r, '\'')) {
-            fail_at(r, r->pos, "%s takes a string in quotes", field->name);
+            fail_at(r, r->pos, "%s takes a string in quotes", caffe_name(field));
             return;
         }
         cb_bytes text = {0};
@@ -356,7 +363,7 @@ static void scalar_value(reader *r, const ProtobufCFieldDescriptor *field, cb_by
     }
     size_t start, length;
     if (!word(r, &start, &length)) {
-        fail_at(r, r->pos, "expected a value for %s", field->name);
+        fail_at(r, r->pos, "expected a value for %s", caffe_name(field));
         return;
     }
     const char *text = r->text + start;
@@ -373,7 +380,7 @@ static void scalar_value(reader *r, const ProtobufCFieldDescriptor *field, cb_by
                 value = 0;
         }
         if (value < 0) {
-            fail_at(r, start, "%s takes true or false, not \"%.*s\"", field->name, (int)length, text);
+            fail_at(r, start, "%s takes true or false, not \"%.*s\"", caffe_name(field), (int)length, text);
             return;
         }
         put_tag(r, out, field->id, CB_WIRE_VARINT);
@@ -392,7 +399,7 @@ static void scalar_value(reader *r, const ProtobufCFieldDescriptor *field, cb_by
             char enum_name[128];
             snprintf(enum_name, sizeof enum_name, "%s", values->name);
             fail_at(r, start, "unknown value \"%.*s\" of enum %s (field %s)", (int)length, text, enum_name,
-                    field->name);
+                    caffe_name(field));
             return;
         }
         put_tag(r, out, field->id, CB_WIRE_VARINT);
@@ -403,7 +410,7 @@ static void scalar_value(reader *r, const ProtobufCFieldDescriptor *field, cb_by
     case PROTOBUF_C_TYPE_DOUBLE: {
         double value = 0;
         if (!parse_floating(text, length, &value)) {
-            fail_at(r, start, "%s takes a number, not \"%.*s\"", field->name, (int)length, text);
+            fail_at(r, start, "%s takes a number, not \"%.*s\"", caffe_name(field), (int)length, text);
             return;
         }
         if (field->type == PROTOBUF_C_TYPE_FLOAT) {
@@ -419,7 +426,7 @@ static void scalar_value(reader *r, const ProtobufCFieldDescriptor *field, cb_by
     default: break;
     }
     if (!parse_integer(text, length, &negative, &magnitude)) {
-        fail_at(r, start, "%s takes an integer, not \"%.*s\"", field->name, (int)length, text);
+        fail_at(r, start, "%s takes an integer, not \"%.*s\"", caffe_name(field), (int)length, text);
         return;
     }
     bool is_signed = false;
@@ -433,7 +440,7 @@ static void scalar_value(reader *r, const ProtobufCFieldDescriptor *field, cb_by
     default: break;
     }
     if ((negative && !is_signed) || magnitude > limit + (negative ? 1 : 0)) {
-        fail_at(r, start, "%.*s is out of the range of %s", (int)length, text, field->name);
+        fail_at(r, start, "%.*s is out of the range of %s", (int)length, text, caffe_name(field));
         return;
     }
     const uint64_t bits = negative ? (uint64_t)0 - magnitude : magnitude;
@@ -609,14 +616,14 @@ static void read_field(reader *r, const ProtobufCMessageDescriptor *descriptor, 
     if (!ref.repeated) {
         const size_t index = (size_t)(ref.field - descriptor->fields);
         if (seen[index / 64] >> (index % 64) & 1) {
-            fail_at(r, ref.seen_at, "%s is given twice, and is not a repeated field", ref.field->name);
+            fail_at(r, ref.seen_at, "%s is given twice, and is not a repeated field", caffe_name(ref.field));
             return;
         }
         seen[index / 64] |= (uint64_t)1 << (index % 64);
     }
     const bool colon = accept(r, ':');
     if (!colon && !message) {
-        fail_at(r, r->pos, "expected : after %s", ref.field->name);
+        fail_at(r, r->pos, "expected : after %s", caffe_name(ref.field));
         return;
     }
     if (colon && ref.repeated && accept(r, '[')) { /* a list */
@@ -626,7 +633,7 @@ static void read_field(reader *r, const ProtobufCMessageDescriptor *descriptor, 
             field_value(r, &ref, out, depth);
         while (r->status == CBLOB_OK && accept(r, ','));
         if (r->status == CBLOB_OK && !accept(r, ']'))
-            fail_at(r, r->pos, "expected , or ] in the list of %s", ref.field != NULL ? ref.field->name : "blobs");
+            fail_at(r, r->pos, "expected , or ] in the list of %s", ref.field != NULL ? caffe_name(ref.field) : "blobs");
         return;
     }
     field_value(r, &ref, out, depth);

@@ -1020,6 +1020,12 @@ TEST(ssd_and_exp_log_parameters_render_by_name)
     CHECK_OK(cblob_model_to_proto(model, 0, x, a, &a));
     CHECK_OK(cblob_model_to_proto(again, 0, y, b, &b));
     CHECK(a == b && memcmp(x, y, a) == 0);
+    /* The reader's messages name the field as Caffe does. */
+    static const char wrong[] = "layer {\n  exp_param {\n    base: two\n  }\n}\n";
+    cblob_model *none = NULL;
+    CHECK_STATUS(cblob_model_open_prototxt(ctx, (const uint8_t *)wrong, sizeof wrong - 1, &none), CBLOB_ERR_PARSE);
+    CHECK_MSG(strstr(cblob_last_error_message(), "the text:3:11: base takes a number") != NULL, "%s",
+              cblob_last_error_message());
     free(x);
     free(y);
     free(text);
