@@ -48,6 +48,7 @@ TYPE_KINDS = {"opaque", "callback", "foreign"}
 OWNERSHIPS = {"borrowed", "caller_owns", "transfers_to_callee"}
 # Kinds of value the bad-input sweep knows how to make bad (templates/tests/bad_input_sweep.c.j2).
 CHECK_KINDS = {
+    "attach_list", "blob_text_bytes", "blob_text_path",
     "dtype", "part", "mode", "thread_count", "bool", "num_axes", "dims", "dim", "axis", "axis_bound",
     "legacy_index", "capacity_axes", "text_capacity", "num_indices", "indices",
     "legacy_position", "buffer_bytes", "same_count_blob", "same_shape_blob",

@@ -65,6 +65,15 @@ BLOCK_KEYS = {"class", "name", "hand", "excluded", "lifecycle", "summary", "prop
 PARAM_KEYS = {"name", "default", "type", "keyword", "what", "varargs"} | set(LANGUAGES)
 
 
+
+# The Python module each created class lives in (the generated _safe.py imports them at its end):
+# the blob classes in _blob.py, the model in _model.py (a method of a Net that makes a Net).
+PYTHON_MODULES = {"Model": "_model"}
+
+
+def python_module(cls):
+    return PYTHON_MODULES.get(cls, "_blob")
+
 class BindingError(Exception):
     pass
 
@@ -1570,7 +1579,7 @@ class PyEmitter(Emitter):
             if not receiver and cls == owner:
                 maker = "cls._created"
             else:
-                maker = f"_blob.{cls}._created"
+                maker = f"{python_module(cls)}.{cls}._created"
             body.append(f"return {maker}(lambda out: lib.{call.name}({self.args(call, expr)}), {context}{self.io_arg()})")
             hint = cls
         elif roles in (["text"], ["blob_bytes"]):
@@ -1589,7 +1598,7 @@ class PyEmitter(Emitter):
             cls = r.cls["names"]["python"]
             fixed = [expr[p["name"]] for p in call.fn["params"] if p["name"] not in (r.c, r.capacity, r.count)]
             context = next((a.c for a in call.args if a.role == "context"), "None")
-            body.append(f"return read_created(_blob.{cls}, {context}, lib.{call.name}{''.join(', ' + a for a in fixed)})")
+            body.append(f"return read_created({python_module(cls)}.{cls}, {context}, lib.{call.name}{''.join(', ' + a for a in fixed)})")
             hint = f"list[{cls}]"
         else:
             raise BindingError(f"{call.name}: Python has no form for results {roles}")

@@ -35,7 +35,7 @@ static const char *const format_names[NUM_FORMATS] = {"npy",         "binaryprot
 typedef struct convert_args {
     const char **inputs;
     int num_inputs;
-    const char *format_name, *output, *like, *dtype_name, *names;
+    const char *format_name, *output, *like, *weights, *dtype_name, *names;
     target_format format;
     cblob_dtype dtype; /* 0: each .npy array's own */
     bool vector, force, allow_missing, npy_names, quiet;
@@ -183,11 +183,11 @@ static int check_output(const convert_args *args)
     const char *output = args->output;
     if (tool_is_stdio(output))
         return TOOL_OK;
-    for (int i = 0; i <= args->num_inputs; ++i) {
-        const char *input = i < args->num_inputs ? args->inputs[i] : args->like;
+    for (int i = 0; i <= args->num_inputs + 1; ++i) {
+        const char *input = i < args->num_inputs ? args->inputs[i] : i == args->num_inputs ? args->like : args->weights;
         if (input != NULL && same_file(input, output))
             return fail("%s is the input %s%s (the same file): cblob never writes over an input; name another output",
-                        output, input, i == args->num_inputs ? " given to --like" : "");
+                        output, input, i == args->num_inputs ? " given to --like" : i > args->num_inputs ? " given to --weights" : "");
     }
     const char *extension = NULL;
     const int named = extension_format(output, &extension);
@@ -291,7 +291,8 @@ static int take_blob(cblob_context *context, const convert_args *args, int i, cb
         return opened;
     int result = TOOL_OK;
     if (file.model != NULL || file.num_blobs != 1)
-        result = fail("%s is %s, not a .npy file: --to binaryproto takes .npy files", file.name, kind_text(file.kind));
+        result = fail("%s is %s, not a .npy file: --to binaryproto takes .npy files (or one BlobProto as text)",
+                      file.name, kind_text(file.kind));
     else {
         cblob_blob_retain(file.blobs[0]);
         *out = file.blobs[0];
@@ -475,6 +476,79 @@ static int to_caffemodel(cblob_context *context, const convert_args *args)
     return result;
 }
 
+/* ---- a definition with trained weights attached ------------------------------------------------ */
+
+/* Says on standard error which layers one side of an attach left out, as Caffe logs them: those
+ * holding blobs always (weights lost, or a layer left without), the others unless --quiet. */
+static void say_unmatched(const convert_args *args, const tool_caffe *definition, const tool_caffe *weights,
+                          cblob_attach_list which)
+{
+    int64_t count = 0;
+    if (cblob_model_attach_unmatched(definition->model, weights->model, which, NULL, 0, &count) != CBLOB_OK ||
+        count == 0)
+        return;
+    int64_t *layers = malloc((size_t)count * sizeof *layers);
+    if (layers == NULL ||
+        cblob_model_attach_unmatched(definition->model, weights->model, which, layers, count, &count) != CBLOB_OK) {
+        free(layers);
+        return;
+    }
+    const bool ignored = which == CBLOB_ATTACH_IGNORED;
+    const cblob_model *listed = ignored ? weights->model : definition->model;
+    for (int64_t i = 0; i < count; ++i) {
+        const char *name = "";
+        int64_t blobs = 0;
+        cblob_model_layer_name(listed, layers[i], &name);
+        cblob_model_layer_num_blobs(listed, layers[i], &blobs);
+        if (blobs == 0 && args->quiet)
+            continue;
+        if (ignored)
+            fprintf(stderr, "cblob convert: ignoring source layer %s of %s (%" PRId64 " blob%s): %s has no layer of "
+                    "that name\n", name, weights->name, blobs, blobs == 1 ? "" : "s", definition->name);
+        else
+            fprintf(stderr, "cblob convert: layer %s of %s gets no weights (it keeps its %" PRId64 " blob%s): %s has no "
+                    "layer of that name\n", name, definition->name, blobs, blobs == 1 ? "" : "s", weights->name);
+    }
+    free(layers);
+}
+
+static int attach_weights(cblob_context *context, const convert_args *args)
+{
+    tool_caffe definition, weights;
+    int result = tool_caffe_open(context, "convert", args->inputs[0], 0, 0, &definition);
+    if (result != TOOL_OK)
+        return result;
+    if (definition.kind != CBLOB_FILE_NET) {
+        result = fail("%s is %s; --weights attaches weights to a net's definition (a prototxt or a Caffe net)",
+                      definition.name, kind_text(definition.kind));
+        tool_caffe_close(&definition);
+        return result;
+    }
+    if ((result = tool_caffe_open(context, "convert", args->weights, 0, 0, &weights)) != TOOL_OK) {
+        tool_caffe_close(&definition);
+        return result;
+    }
+    cblob_model *net = NULL;
+    cblob_status status = CBLOB_OK;
+    if (weights.kind != CBLOB_FILE_NET)
+        result = fail("--weights %s: %s is %s, not a Caffe net", args->weights, weights.name, kind_text(weights.kind));
+    else if ((status = cblob_model_attach_weights(definition.model, weights.model, &net)) != CBLOB_OK)
+        result = tool_fail(tool_input_exit(status), "convert", "%s (%s with the weights of %s); nothing was written",
+                           cblob_last_error_detail(), definition.name, weights.name);
+    else if ((status = save_model(net, args)) != CBLOB_OK)
+        result = tool_report(status, TOOL_FAILED, "convert");
+    else
+        say_wrote(args, "wrote %s (%s with the weights of %s)\n", args->output, definition.name, weights.name);
+    if (result == TOOL_OK && tool_interrupted() == 0) {
+        say_unmatched(args, &definition, &weights, CBLOB_ATTACH_IGNORED);
+        say_unmatched(args, &definition, &weights, CBLOB_ATTACH_UNFILLED);
+    }
+    cblob_model_destroy(net);
+    tool_caffe_close(&weights);
+    tool_caffe_close(&definition);
+    return result;
+}
+
 /* ---- a net's definition as a prototxt ------------------------------------------------------------ */
 
 static cblob_status prototxt_to_stdout(const cblob_model *model)
@@ -496,16 +570,53 @@ static cblob_status prototxt_to_stdout(const cblob_model *model)
     return status;
 }
 
-/* The net's definition, without its weights: a .caffemodel opened lazily (no value is read). */
+static cblob_status blob_text_to_stdout(cblob_blob *blob)
+{
+    size_t length = 0;
+    TOOL_TRY(cblob_blob_to_prototxt(blob, 0, NULL, 0, &length));
+    char *text = malloc(length + 1);
+    if (text == NULL)
+        return tool_own_failure("convert", "no memory for the %zu bytes to write to standard output", length);
+    cblob_status status = cblob_blob_to_prototxt(blob, 0, text, length + 1, &length);
+    if (status == CBLOB_OK && tool_interrupted() != 0)
+        status = TOOL_STOPPED;
+    stdout_started = status == CBLOB_OK && length > 0;
+    if (status == CBLOB_OK && !tool_write_stdout((const uint8_t *)text, length))
+        status = errno == EINTR && tool_interrupted() != 0
+                     ? TOOL_STOPPED
+                     : tool_own_failure("convert", "standard output: cannot write: %s", strerror(errno));
+    free(text);
+    return status;
+}
+
+/* A BlobProto (a mean file) as protobuf's text format. */
+static int blob_to_prototxt(const convert_args *args, tool_caffe *file)
+{
+    writing(args);
+    const cblob_status status = tool_is_stdio(args->output) ? blob_text_to_stdout(file->blobs[0])
+                                                            : cblob_blob_to_prototxt_file(file->blobs[0], 0, args->output);
+    if (status != CBLOB_OK)
+        return tool_report(status, TOOL_FAILED, "convert");
+    say_wrote(args, "wrote %s (the BlobProto of %s as text)\n", args->output, file->name);
+    return TOOL_OK;
+}
+
+/* The net's definition, without its weights: a .caffemodel opened lazily (no value is read); or a
+ * BlobProto as text. */
 static int to_prototxt(cblob_context *context, const convert_args *args)
 {
     tool_caffe net;
     int result = tool_caffe_open(context, "convert", args->inputs[0], CBLOB_OPEN_LAZY, 0, &net);
     if (result != TOOL_OK)
         return result;
+    if (net.kind == CBLOB_FILE_BLOB && net.num_blobs == 1) {
+        result = blob_to_prototxt(args, &net);
+        tool_caffe_close(&net);
+        return result;
+    }
     if (net.kind != CBLOB_FILE_NET) {
-        result = fail("%s is %s; --to prototxt writes a Caffe net's definition (a .caffemodel)", net.name,
-                      kind_text(net.kind));
+        result = fail("%s is %s; --to prototxt writes a Caffe net's definition (a .caffemodel) or one BlobProto (a "
+                      ".binaryproto) as text", net.name, kind_text(net.kind));
         tool_caffe_close(&net);
         return result;
     }
@@ -556,6 +667,7 @@ static int parse_option(int argc, char **argv, int *i, convert_args *args)
         return parse_to(value, args);
     case TOOL_CONVERT_OUTPUT: return set_value(&args->output, "-o", value);
     case TOOL_CONVERT_LIKE: return set_value(&args->like, "--like", value);
+    case TOOL_CONVERT_WEIGHTS: return set_value(&args->weights, "--weights", value);
     case TOOL_CONVERT_NAMES: return set_value(&args->names, "--names", value);
     case TOOL_CONVERT_DTYPE: return set_value(&args->dtype_name, "--dtype", value);
     case TOOL_CONVERT_VECTOR: args->vector = true; return TOOL_OK;
@@ -666,10 +778,16 @@ static int check_args(convert_args *args)
         return fail("--vector: only --to binaryproto writes a BlobProtoVector");
     if (args->like != NULL && args->format != FORMAT_CAFFEMODEL)
         return fail("--like %s: only --to caffemodel takes a base net", args->like);
-    if (args->like == NULL && args->format == FORMAT_CAFFEMODEL)
-        return fail("--to caffemodel: --like BASE.caffemodel is missing (the net whose blobs the weights replace; "
-                    "everything else of it is kept)");
-    if (args->allow_missing && args->format != FORMAT_CAFFEMODEL)
+    if (args->weights != NULL && args->format != FORMAT_CAFFEMODEL)
+        return fail("--weights %s: only --to caffemodel attaches weights to a definition", args->weights);
+    if (args->weights != NULL && args->like != NULL)
+        return fail("--weights %s and --like %s: give one (--like BASE: IN's blobs into BASE; --weights W: W's "
+                    "blobs into the definition IN)", args->weights, args->like);
+    if (args->like == NULL && args->weights == NULL && args->format == FORMAT_CAFFEMODEL)
+        return fail("--to caffemodel: --like BASE.caffemodel (the net whose blobs the weights replace; everything "
+                    "else of it is kept) or --weights W.caffemodel (the trained net whose blobs the definition IN "
+                    "gets) is missing");
+    if (args->allow_missing && (args->format != FORMAT_CAFFEMODEL || args->weights != NULL))
         return fail("--allow-missing: only --to caffemodel --like BASE replaces blobs");
     if (args->names != NULL && (args->format != FORMAT_SAFETENSORS || (strcmp(args->names, "torch") != 0 &&
                                                                        strcmp(args->names, "caffe") != 0)))
@@ -680,7 +798,8 @@ static int check_args(convert_args *args)
         return fail("--dtype %s: %s", args->dtype_name,
                     args->format == FORMAT_NPY ? "--dtype converts .npy inputs; --to npy writes blobs as they are"
                                                : "a blob holds float32, float64, int32 or uint32");
-    int stdin_uses = args->like != NULL && tool_is_stdio(args->like);
+    int stdin_uses = (args->like != NULL && tool_is_stdio(args->like)) +
+                     (args->weights != NULL && tool_is_stdio(args->weights));
     for (int i = 0; i < args->num_inputs; ++i)
         stdin_uses += tool_is_stdio(args->inputs[i]);
     if (stdin_uses > 1)
@@ -727,7 +846,9 @@ int command_convert(int argc, char **argv)
         case FORMAT_BINARYPROTO: status = to_binaryproto(context, &args); break;
         case FORMAT_NPZ:
         case FORMAT_SAFETENSORS: status = to_export(context, &args); break;
-        case FORMAT_CAFFEMODEL: status = to_caffemodel(context, &args); break;
+        case FORMAT_CAFFEMODEL:
+            status = args.weights != NULL ? attach_weights(context, &args) : to_caffemodel(context, &args);
+            break;
         case FORMAT_PROTOTXT: status = to_prototxt(context, &args); break;
         }
     }

@@ -968,6 +968,60 @@ static inline cbgo_status_result cbgo_blob_vector_to_proto_file_with(cblob_blob 
 typedef struct {
     cblob_status status;
     char *message;
+    size_t out_length;
+} cbgo_blob_to_prototxt_result;
+
+static inline cbgo_blob_to_prototxt_result cbgo_blob_to_prototxt(uintptr_t blob, int32_t write_diff, char *buffer, size_t buffer_size) {
+    cbgo_blob_to_prototxt_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_to_prototxt((cblob_blob *)blob, write_diff, buffer, buffer_size, &r.out_length);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_blob_to_prototxt_file(uintptr_t blob, int32_t write_diff, const char *path) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_to_prototxt_file((cblob_blob *)blob, write_diff, path);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_blob;
+} cbgo_blob_create_from_prototxt_result;
+
+static inline cbgo_blob_create_from_prototxt_result cbgo_blob_create_from_prototxt(uintptr_t context, const uint8_t *text, size_t size) {
+    cbgo_blob_create_from_prototxt_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_create_from_prototxt((cblob_context *)context, text, size, &r.out_blob);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_blob *out_blob;
+} cbgo_blob_create_from_prototxt_file_result;
+
+static inline cbgo_blob_create_from_prototxt_file_result cbgo_blob_create_from_prototxt_file(uintptr_t context, const char *path) {
+    cbgo_blob_create_from_prototxt_file_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_blob_create_from_prototxt_file((cblob_context *)context, path, &r.out_blob);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
     int64_t out_count;
 } cbgo_model_layer_num_bottoms_result;
 
@@ -1401,6 +1455,36 @@ static inline cbgo_model_open_prototxt_file_result cbgo_model_open_prototxt_file
     cbgo_model_open_prototxt_file_result r;
     memset(&r, 0, sizeof r);
     r.status = cblob_model_open_prototxt_file((cblob_context *)context, path, &r.out_model);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    cblob_model *out_model;
+} cbgo_model_attach_weights_result;
+
+static inline cbgo_model_attach_weights_result cbgo_model_attach_weights(uintptr_t definition, uintptr_t weights) {
+    cbgo_model_attach_weights_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_attach_weights((const cblob_model *)definition, (const cblob_model *)weights, &r.out_model);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+typedef struct {
+    cblob_status status;
+    char *message;
+    int64_t out_count;
+} cbgo_model_attach_unmatched_result;
+
+static inline cbgo_model_attach_unmatched_result cbgo_model_attach_unmatched(uintptr_t definition, uintptr_t weights, cblob_attach_list which, int64_t *out_layers, int64_t max_layers) {
+    cbgo_model_attach_unmatched_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_attach_unmatched((const cblob_model *)definition, (const cblob_model *)weights, which, out_layers, max_layers, &r.out_count);
     if (r.status != CBLOB_OK)
         r.message = cbgo_message();
     return r;
@@ -3478,6 +3562,56 @@ func cBlobVectorToProtoFileWith(blobs **C.cblob_blob, numBlobs C.int64_t, flags 
 	return nil
 }
 
+// The BlobProto cblob_blob_to_proto writes (its diff too when write_diff is 1), in protobuf's
+// text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+// rules of cblob_model_to_prototxt (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+// then one `data: v` line per value, floats with 6 significant digits when those read back to
+// the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+// values bit for bit (cblob_blob_create_from_prototxt). A blob that never had a shape is
+// CBLOB_ERR_STATE. Text convention of cblob_blob_shape_string.
+func cBlobToPrototxt(blob *C.cblob_blob, writeDiff C.int32_t, buffer *C.char, bufferSize C.size_t) (C.size_t, error) {
+	r := C.cbgo_blob_to_prototxt(C.uintptr_t(uintptr(unsafe.Pointer(blob))), writeDiff, buffer, bufferSize)
+	if r.status != C.CBLOB_OK {
+		return r.out_length, newError(r.status, r.message)
+	}
+	return r.out_length, nil
+}
+
+// Writes cblob_blob_to_prototxt's text to a file (without its NUL), atomically as blob files
+// are written.
+func cBlobToPrototxtFile(blob *C.cblob_blob, writeDiff C.int32_t, path *C.char) error {
+	r := C.cbgo_blob_to_prototxt_file(C.uintptr_t(uintptr(unsafe.Pointer(blob))), writeDiff, path)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// Creates a blob from a BlobProto in protobuf's text format (what cblob_blob_to_prototxt or
+// protobuf's text_format writes), read by the reader of cblob_model_open_prototxt (comments,
+// lists [a, b], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+// double_data, double_diff), then as cblob_blob_create_from_proto reads the binary form. A
+// name BlobProto lacks or a malformed value is CBLOB_ERR_PARSE naming the line and column;
+// values that do not fill the shape are CBLOB_ERR_PARSE as in the binary form.
+func cBlobCreateFromPrototxt(context *C.cblob_context, text *C.uint8_t, size C.size_t) (*C.cblob_blob, error) {
+	r := C.cbgo_blob_create_from_prototxt(C.uintptr_t(uintptr(unsafe.Pointer(context))), text, size)
+	if r.status != C.CBLOB_OK {
+		return r.out_blob, newError(r.status, r.message)
+	}
+	return r.out_blob, nil
+}
+
+// Reads a BlobProto text file as cblob_blob_create_from_prototxt reads text, its errors naming
+// the file, line and column. cblob_file_open opens such a file too (as a blob file), telling it
+// from its first field's name.
+func cBlobCreateFromPrototxtFile(context *C.cblob_context, path *C.char) (*C.cblob_blob, error) {
+	r := C.cbgo_blob_create_from_prototxt_file(C.uintptr_t(uintptr(unsafe.Pointer(context))), path)
+	if r.status != C.CBLOB_OK {
+		return r.out_blob, newError(r.status, r.message)
+	}
+	return r.out_blob, nil
+}
+
 // The number of a layer's bottoms (its input blobs' names).
 func cModelLayerNumBottoms(model *C.cblob_model, layer C.int64_t) (C.int64_t, error) {
 	r := C.cbgo_model_layer_num_bottoms(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer)
@@ -3866,6 +4000,48 @@ func cModelOpenPrototxtFile(context *C.cblob_context, path *C.char) (*C.cblob_mo
 		return r.out_model, newError(r.status, r.message)
 	}
 	return r.out_model, nil
+}
+
+// A net definition with a model's trained weights attached by layer name, as Caffe's
+// Net::CopyTrainedLayersFrom copies them: a new model holding the definition (its name, inputs,
+// every layer and every field, in its format) in which each layer that a layer of `weights`
+// names (the first of that name, as Caffe finds it; when the weights repeat a name, the last
+// of them wins, as Caffe's later copy overwrites the earlier) holds that layer's blobs, their
+// values and diffs, in their dtype. Caffe's checks come first, and any failure is
+// CBLOB_ERR_SHAPE naming the layer and blob with Caffe's words, nothing made: a definition layer
+// that has blobs (a definition from a .caffemodel, or blobs given in its text) must get as many
+// ("Incompatible number of blobs for layer x: the definition's has 2, the weights' 1") of the same
+// shapes ("Cannot copy param 0 weights from layer 'ip2'; shape mismatch. Source param shape is
+// 5 500 (2500); target param shape is 10 500 (5000)"), shapes comparing as Caffe's ShapeEquals
+// compares them (equal, or equal once padded to 4 axes with leading 1s: a V1 blob's legacy
+// (1, 1, 10, 500) fits (10, 500)). A definition layer without blobs (one read from a prototxt:
+// cblob runs no layer setup, so it knows no shape the input decides) is held to what its
+// parameters fix: an InnerProduct, Convolution or Deconvolution layer gets 2 blobs with
+// bias_term (the default) and 1 without, its weights' output axis (InnerProduct: the last but
+// one, the last with transpose; Convolution: the first; Deconvolution: the second, times group)
+// and its bias are num_output long. Layers of the weights the definition lacks, and the
+// definition's layers no weights layer names, are left out and kept as they are:
+// cblob_model_attach_unmatched lists them. A definition with V0 layers (inside V1 `layers`)
+// is CBLOB_ERR_INVALID_ARGUMENT: upgrade it first. Neither input changes.
+func cModelAttachWeights(definition *C.cblob_model, weights *C.cblob_model) (*C.cblob_model, error) {
+	r := C.cbgo_model_attach_weights(C.uintptr_t(uintptr(unsafe.Pointer(definition))), C.uintptr_t(uintptr(unsafe.Pointer(weights))))
+	if r.status != C.CBLOB_OK {
+		return r.out_model, newError(r.status, r.message)
+	}
+	return r.out_model, nil
+}
+
+// The layers cblob_model_attach_weights leaves out, in order: with CBLOB_ATTACH_IGNORED the
+// weights' layers whose name no definition layer has (indices into `weights`), with
+// CBLOB_ATTACH_UNFILLED the definition's layers whose name no weights layer has (indices into
+// `definition`). out_layers has room for max_layers indices; with out_layers NULL and
+// max_layers 0 it writes the count only; room for fewer is CBLOB_ERR_OUT_OF_RANGE.
+func cModelAttachUnmatched(definition *C.cblob_model, weights *C.cblob_model, which C.cblob_attach_list, outLayers *C.int64_t, maxLayers C.int64_t) (C.int64_t, error) {
+	r := C.cbgo_model_attach_unmatched(C.uintptr_t(uintptr(unsafe.Pointer(definition))), C.uintptr_t(uintptr(unsafe.Pointer(weights))), which, outLayers, maxLayers)
+	if r.status != C.CBLOB_OK {
+		return r.out_count, newError(r.status, r.message)
+	}
+	return r.out_count, nil
 }
 
 // Opens the file or folder at path, whatever it holds (the section's introduction), opening and

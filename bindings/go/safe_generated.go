@@ -794,6 +794,68 @@ func (b *Blob) SaveProtoWith(path string, flags ProtoFlags) error {
 	return err
 }
 
+// Prototxt returns the BlobProto Blob.ToProto writes (its diff too when write_diff is 1), in protobuf's
+// text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+// rules of Model.Prototxt (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+// then one `data: v` line per value, floats with 6 significant digits when those read back to
+// the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+// values bit for bit (Blob.NewBlobFromPrototxt). A blob that never had a shape is
+// StatusState. Text convention of Blob.ShapeString.
+func (b *Blob) Prototxt(writeDiff bool) (string, error) {
+	p, err := b.handle()
+	if err != nil {
+		return "", err
+	}
+	out, err := readText(func(buffer *C.char, size C.size_t) (C.size_t, error) {
+		return cBlobToPrototxt(p, boolInt(writeDiff), buffer, size)
+	})
+	runtime.KeepAlive(b)
+	return out, err
+}
+
+// SavePrototxt writes Blob.Prototxt's text to a file (without its NUL), atomically as blob files
+// are written.
+func (b *Blob) SavePrototxt(path string, writeDiff bool) error {
+	err := b.do(func(p *C.cblob_blob) (err error) {
+		return withPath(path, func(cPath *C.char) (err error) {
+			err = cBlobToPrototxtFile(p, boolInt(writeDiff), cPath)
+			return
+		})
+	})
+	return err
+}
+
+// NewBlobFromPrototxt creates a blob from a BlobProto in protobuf's text format (what Blob.Prototxt or
+// protobuf's text_format writes), read by the reader of Model.OpenModelPrototxt (comments,
+// lists [a, b], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+// double_data, double_diff), then as Blob.NewBlobFromProto reads the binary form. A
+// name BlobProto lacks or a malformed value is StatusParse naming the line and column;
+// values that do not fill the shape are StatusParse as in the binary form.
+func NewBlobFromPrototxt(ctx *Context, text []byte) (*Blob, error) {
+	c, err := ctx.handle()
+	if err != nil {
+		return nil, err
+	}
+	r, err := cBlobCreateFromPrototxt(c, bytesPtr(text), C.size_t(len(text)))
+	runtime.KeepAlive(text)
+	runtime.KeepAlive(ctx)
+	return blobCreated(r, err)
+}
+
+// NewBlobFromPrototxtFile reads a BlobProto text file as Blob.NewBlobFromPrototxt reads text, its errors naming
+// the file, line and column. File.OpenFile opens such a file too (as a blob file), telling it
+// from its first field's name.
+func NewBlobFromPrototxtFile(ctx *Context, path string) (*Blob, error) {
+	var r *C.cblob_blob
+	err := ctx.do(func(c *C.cblob_context) (err error) {
+		return withPath(path, func(cPath *C.char) (err error) {
+			r, err = cBlobCreateFromPrototxtFile(c, cPath)
+			return
+		})
+	})
+	return blobCreated(r, err)
+}
+
 // ToNpy writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
 // padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
 // two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the
@@ -2089,6 +2151,64 @@ func OpenModelPrototxtFile(ctx *Context, path string) (*Model, error) {
 		})
 	})
 	return modelCreated(r, err)
+}
+
+// AttachWeights returns a net definition with a model's trained weights attached by layer name, as Caffe's
+// Net::CopyTrainedLayersFrom copies them: a new model holding the definition (its name, inputs,
+// every layer and every field, in its format) in which each layer that a layer of `weights`
+// names (the first of that name, as Caffe finds it; when the weights repeat a name, the last
+// of them wins, as Caffe's later copy overwrites the earlier) holds that layer's blobs, their
+// values and diffs, in their dtype. Caffe's checks come first, and any failure is
+// StatusShape naming the layer and blob with Caffe's words, nothing made: a definition layer
+// that has blobs (a definition from a .caffemodel, or blobs given in its text) must get as many
+// ("Incompatible number of blobs for layer x: the definition's has 2, the weights' 1") of the same
+// shapes ("Cannot copy param 0 weights from layer 'ip2'; shape mismatch. Source param shape is
+// 5 500 (2500); target param shape is 10 500 (5000)"), shapes comparing as Caffe's ShapeEquals
+// compares them (equal, or equal once padded to 4 axes with leading 1s: a V1 blob's legacy
+// (1, 1, 10, 500) fits (10, 500)). A definition layer without blobs (one read from a prototxt:
+// cblob runs no layer setup, so it knows no shape the input decides) is held to what its
+// parameters fix: an InnerProduct, Convolution or Deconvolution layer gets 2 blobs with
+// bias_term (the default) and 1 without, its weights' output axis (InnerProduct: the last but
+// one, the last with transpose; Convolution: the first; Deconvolution: the second, times group)
+// and its bias are num_output long. Layers of the weights the definition lacks, and the
+// definition's layers no weights layer names, are left out and kept as they are:
+// Model.AttachUnmatched lists them. A definition with V0 layers (inside V1 `layers`)
+// is StatusInvalidArgument: upgrade it first. Neither input changes.
+func (m *Model) AttachWeights(weights *Model) (*Model, error) {
+	p, err := m.handle()
+	if err != nil {
+		return nil, err
+	}
+	h0, err := weights.handle()
+	if err != nil {
+		return nil, err
+	}
+	r, err := cModelAttachWeights(p, h0)
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(weights)
+	return modelCreated(r, err)
+}
+
+// AttachUnmatched returns the layers Model.AttachWeights leaves out, in order: with AttachListIgnored the
+// weights' layers whose name no definition layer has (indices into `weights`), with
+// AttachListUnfilled the definition's layers whose name no weights layer has (indices into
+// `definition`). out_layers has room for max_layers indices; with out_layers NULL and
+// max_layers 0 it writes the count only; room for fewer is StatusOutOfRange.
+func (m *Model) AttachUnmatched(weights *Model, which AttachList) ([]int, error) {
+	p, err := m.handle()
+	if err != nil {
+		return nil, err
+	}
+	h0, err := weights.handle()
+	if err != nil {
+		return nil, err
+	}
+	out, err := readInt64s(func(values *C.int64_t, room C.int64_t) (C.int64_t, error) {
+		return cModelAttachUnmatched(p, h0, C.cblob_attach_list(which), values, room)
+	})
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(weights)
+	return ints(out), err
 }
 
 // SaveNpyFolder writes every blob of the model into folder (made when missing) as a .npy folder (the

@@ -201,6 +201,21 @@ func TestGeneratedMethodsRefuseClosedHandles(t *testing.T) {
 		{"Blob.SaveProtoWith", func() error {
 			return (&cblob.Blob{}).SaveProtoWith("x", cblob.ProtoFlags(0))
 		}},
+		{"Blob.Prototxt", func() error {
+			_, err := (&cblob.Blob{}).Prototxt(false)
+			return err
+		}},
+		{"Blob.SavePrototxt", func() error {
+			return (&cblob.Blob{}).SavePrototxt("x", false)
+		}},
+		{"Package.NewBlobFromPrototxt", func() error {
+			_, err := cblob.NewBlobFromPrototxt(&cblob.Context{}, nil)
+			return err
+		}},
+		{"Package.NewBlobFromPrototxtFile", func() error {
+			_, err := cblob.NewBlobFromPrototxtFile(&cblob.Context{}, "x")
+			return err
+		}},
 		{"Blob.ToNpy", func() error {
 			_, err := (&cblob.Blob{}).ToNpy(cblob.Part(0))
 			return err
@@ -491,6 +506,14 @@ func TestGeneratedMethodsRefuseClosedHandles(t *testing.T) {
 		}},
 		{"Package.OpenModelPrototxtFile", func() error {
 			_, err := cblob.OpenModelPrototxtFile(&cblob.Context{}, "x")
+			return err
+		}},
+		{"Model.AttachWeights", func() error {
+			_, err := (&cblob.Model{}).AttachWeights(&cblob.Model{})
+			return err
+		}},
+		{"Model.AttachUnmatched", func() error {
+			_, err := (&cblob.Model{}).AttachUnmatched(&cblob.Model{}, cblob.AttachList(0))
 			return err
 		}},
 		{"Model.SaveNpyFolder", func() error {

@@ -16,7 +16,7 @@ const MaxThreads = 256
 const ABIVersionMajor = 1
 
 // ABIVersionMinor (CBLOB_ABI_VERSION_MINOR): The ABI minor version this header describes; a minor release only adds functions.
-const ABIVersionMinor = 2
+const ABIVersionMinor = 3
 
 // NeomlAxes (CBLOB_NEOML_AXES): The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 const NeomlAxes = 7
@@ -439,6 +439,29 @@ func (v ReplaceFlags) String() string {
 		return "CBLOB_REPLACE_ALL"
 	}
 	return "ReplaceFlags(" + strconv.Itoa(int(v)) + ")"
+}
+
+// AttachList (cblob_attach_list):
+// Which layers cblob_model_attach_unmatched lists (since ABI 1.3).
+type AttachList int32
+
+// The values of AttachList.
+const (
+	// AttachListIgnored (CBLOB_ATTACH_IGNORED): Layers of the weights whose name no layer of the definition has, with blobs or not (Caffe's CopyTrainedLayersFrom logs "Ignoring source layer" for each): indices into the weights.
+	AttachListIgnored AttachList = 0
+	// AttachListUnfilled (CBLOB_ATTACH_UNFILLED): Layers of the definition whose name no layer of the weights has: they keep the definition's own blobs (none for a definition read from a prototxt): indices into the definition.
+	AttachListUnfilled AttachList = 1
+)
+
+// String returns the C enumerator's name ("CBLOB_ATTACH_IGNORED").
+func (v AttachList) String() string {
+	switch v {
+	case AttachListIgnored:
+		return "CBLOB_ATTACH_IGNORED"
+	case AttachListUnfilled:
+		return "CBLOB_ATTACH_UNFILLED"
+	}
+	return "AttachList(" + strconv.Itoa(int(v)) + ")"
 }
 
 // FileKind (cblob_file_kind):

@@ -188,11 +188,14 @@ static uint8_t garbage_bytes[65536];
 /* A net in protobuf's text format (a prototxt). */
 static const uint8_t valid_net_text[] = "name: \"sweep\"\nlayer {\n  name: \"conv1\"\n  type: \"Convolution\"\n}\n";
 static const size_t valid_net_text_size = sizeof valid_net_text - 1;
+/* A BlobProto in protobuf's text format. */
+static const uint8_t valid_blob_text[] = "shape {\n  dim: 2\n}\ndata: 1\ndata: 2.5\n";
+static const size_t valid_blob_text_size = sizeof valid_blob_text - 1;
 
 static struct {
     char folder[64];
     char blob[96], vector[96], net[96], garbage[96], missing[96], output[96], unwritable[128];
-    char safetensors[96], npz[96], output_folder[96], net_text[96];
+    char safetensors[96], npz[96], output_folder[96], net_text[96], blob_text[96];
 } files;
 
 /* Descriptors handed to cblob_file_open_fd, each fresh (a read moves its offset), closed at teardown. */
@@ -294,12 +297,14 @@ static int formats_setup(fixture *fx)
     snprintf(files.npz, sizeof files.npz, "%s/model.npz", files.folder);
     snprintf(files.output_folder, sizeof files.output_folder, "%s/npy-folder", files.folder);
     snprintf(files.net_text, sizeof files.net_text, "%s/deploy.prototxt", files.folder);
+    snprintf(files.blob_text, sizeof files.blob_text, "%s/mean.prototxt", files.folder);
     return write_file(files.blob, valid_blob_proto, valid_blob_proto_size) &&
            write_file(files.vector, valid_vector_proto, valid_vector_proto_size) &&
            write_file(files.net, valid_net_proto, valid_net_proto_size) &&
            write_file(files.safetensors, valid_safetensors, valid_safetensors_size) &&
            write_file(files.npz, valid_npz, valid_npz_size) &&
            write_file(files.net_text, valid_net_text, valid_net_text_size) &&
+           write_file(files.blob_text, valid_blob_text, valid_blob_text_size) &&
            write_file(files.garbage, garbage_bytes, 4096) &&
            cblob_file_open(fx->ctx, files.net, 0, 0, &fx->net_file) == CBLOB_OK &&
            cblob_file_open(fx->ctx, files.vector, 0, 0, &fx->blob_file) == CBLOB_OK;
@@ -323,7 +328,8 @@ static void formats_teardown(fixture *fx)
     valid_blob_proto = valid_vector_proto = valid_net_proto = NULL;
     if (files.folder[0] != '\0') {
         const char *const made[] = {files.blob,   files.vector,      files.net, files.garbage,
-                                    files.output, files.safetensors, files.npz, files.net_text};
+                                    files.output, files.safetensors, files.npz, files.net_text,
+                                    files.blob_text};
         for (size_t i = 0; i < sizeof made / sizeof made[0]; ++i)
             unlink(made[i]);
         nftw(files.output_folder, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
@@ -5668,6 +5674,310 @@ TEST(sweep_cblob_blob_vector_to_proto_file_with)
     }
 }
 
+TEST(baseline_cblob_blob_to_prototxt)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+    size_t out_out_length = (size_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_blob_to_prototxt(fx.a, 0, out_buffer, sizeof out_buffer, &out_out_length));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_to_prototxt)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_prototxt(NULL, 0, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_prototxt", "blob = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_blob_to_prototxt with blob = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_blob_to_prototxt with blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_prototxt with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_prototxt with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_prototxt(fx.a, 2, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_prototxt", "write_diff: boolean 2");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_blob_to_prototxt with write_diff: boolean 2: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_blob_to_prototxt with write_diff: boolean 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_prototxt with write_diff: boolean 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_prototxt with write_diff: boolean 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_prototxt(fx.a, -1, out_buffer, sizeof out_buffer, &out_out_length), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_prototxt", "write_diff: boolean -1");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_blob_to_prototxt with write_diff: boolean -1: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_blob_to_prototxt with write_diff: boolean -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_prototxt with write_diff: boolean -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_prototxt with write_diff: boolean -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* buffer_size: a 3-byte text buffer */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_prototxt(fx.a, 0, out_buffer, 3, &out_out_length), CBLOB_ERR_OUT_OF_RANGE, "cblob_blob_to_prototxt", "buffer_size: a 3-byte text buffer");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_blob_to_prototxt with buffer_size: a 3-byte text buffer: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_blob_to_prototxt with buffer_size: a 3-byte text buffer: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_prototxt with buffer_size: a 3-byte text buffer: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_prototxt with buffer_size: a 3-byte text buffer: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_length = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_to_prototxt(fx.a, 0, out_buffer, sizeof out_buffer, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_prototxt", "out_length = NULL");
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_blob_to_prototxt with out_length = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_blob_to_prototxt with out_length = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_prototxt with out_length = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_prototxt with out_length = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_to_prototxt_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_blob_to_prototxt_file(fx.a, 0, files.output));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_to_prototxt_file)
+{
+    { /* blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_prototxt_file(NULL, 0, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_prototxt_file", "blob = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_prototxt_file with blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_prototxt_file with blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_prototxt_file(fx.a, 2, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_prototxt_file", "write_diff: boolean 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_prototxt_file with write_diff: boolean 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_prototxt_file with write_diff: boolean 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write_diff: boolean -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_prototxt_file(fx.a, -1, files.output), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_prototxt_file", "write_diff: boolean -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_prototxt_file with write_diff: boolean -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_prototxt_file with write_diff: boolean -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_prototxt_file(fx.a, 0, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_to_prototxt_file", "path = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_prototxt_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_prototxt_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a path in a missing folder */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_blob_to_prototxt_file(fx.a, 0, files.unwritable), CBLOB_ERR_IO, "cblob_blob_to_prototxt_file", "path: a path in a missing folder");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_to_prototxt_file with path: a path in a missing folder: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_prototxt_file with path: a path in a missing folder: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_create_from_prototxt)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_blob_create_from_prototxt(fx.ctx, valid_blob_text, valid_blob_text_size, &out_out_blob));
+    (void)expected;
+    if (expected == CBLOB_OK)
+        cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_create_from_prototxt)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_prototxt(NULL, valid_blob_text, valid_blob_text_size, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_from_prototxt", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_prototxt with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_prototxt with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_prototxt with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* text = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_prototxt(fx.ctx, NULL, valid_blob_text_size, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_from_prototxt", "text = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_prototxt with text = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_prototxt with text = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_prototxt with text = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* text: bytes that are no text-format blob */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_prototxt(fx.ctx, garbage_bytes, valid_blob_text_size, &out_out_blob), CBLOB_ERR_PARSE, "cblob_blob_create_from_prototxt", "text: bytes that are no text-format blob");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_prototxt with text: bytes that are no text-format blob: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_prototxt with text: bytes that are no text-format blob: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_prototxt with text: bytes that are no text-format blob: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* size: only the first 3 bytes (truncated) */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_prototxt(fx.ctx, valid_blob_text, 3, &out_out_blob), CBLOB_ERR_PARSE, "cblob_blob_create_from_prototxt", "size: only the first 3 bytes (truncated)");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_prototxt with size: only the first 3 bytes (truncated): an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_prototxt with size: only the first 3 bytes (truncated): fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_prototxt with size: only the first 3 bytes (truncated): a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_prototxt(fx.ctx, valid_blob_text, valid_blob_text_size, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_from_prototxt", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_prototxt with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_prototxt with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_prototxt with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_blob_create_from_prototxt_file)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_blob_create_from_prototxt_file(fx.ctx, files.blob_text, &out_out_blob));
+    (void)expected;
+    if (expected == CBLOB_OK)
+        cblob_blob_destroy(out_out_blob);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_blob_create_from_prototxt_file)
+{
+    { /* context = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_prototxt_file(NULL, files.blob_text, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_from_prototxt_file", "context = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_prototxt_file with context = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_prototxt_file with context = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_prototxt_file with context = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_prototxt_file(fx.ctx, NULL, &out_out_blob), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_from_prototxt_file", "path = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_prototxt_file with path = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_prototxt_file with path = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_prototxt_file with path = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a missing file */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_prototxt_file(fx.ctx, files.missing, &out_out_blob), CBLOB_ERR_IO, "cblob_blob_create_from_prototxt_file", "path: a missing file");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_prototxt_file with path: a missing file: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_prototxt_file with path: a missing file: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_prototxt_file with path: a missing file: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* path: a file of garbage */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_prototxt_file(fx.ctx, files.garbage, &out_out_blob), CBLOB_ERR_PARSE, "cblob_blob_create_from_prototxt_file", "path: a file of garbage");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_prototxt_file with path: a file of garbage: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_prototxt_file with path: a file of garbage: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_prototxt_file with path: a file of garbage: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_blob = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_blob_create_from_prototxt_file(fx.ctx, files.blob_text, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_blob_create_from_prototxt_file", "out_blob = NULL");
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_prototxt_file with out_blob = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_blob_create_from_prototxt_file with out_blob = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_prototxt_file with out_blob = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
 TEST(baseline_cblob_model_layer_num_bottoms)
 {
     fixture fx;
@@ -8457,6 +8767,159 @@ TEST(sweep_cblob_model_open_prototxt_file)
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_model_open_prototxt_file with out_model = NULL: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_model_open_prototxt_file with out_model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_attach_weights)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_model_attach_weights(fx.model, fx.model, &out_out_model));
+    (void)expected;
+    if (expected == CBLOB_OK)
+        cblob_model_destroy(out_out_model);
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_attach_weights)
+{
+    { /* definition = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_weights(NULL, fx.model, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_weights", "definition = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_attach_weights with definition = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_weights with definition = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_weights with definition = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* weights = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_weights(fx.model, NULL, &out_out_model), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_weights", "weights = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_attach_weights with weights = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_weights with weights = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_weights with weights = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_weights(fx.model, fx.model, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_weights", "out_model = NULL");
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_attach_weights with out_model = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_weights with out_model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_weights with out_model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_attach_unmatched)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+    int64_t out_out_count = (int64_t)0x5A5A5A5A;
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_model_attach_unmatched(fx.net, fx.model, CBLOB_ATTACH_UNFILLED, out_out_layers, 8, &out_out_count));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_attach_unmatched)
+{
+    { /* definition = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_unmatched(NULL, fx.model, CBLOB_ATTACH_UNFILLED, out_out_layers, 8, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_unmatched", "definition = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_attach_unmatched with definition = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_attach_unmatched with definition = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_unmatched with definition = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_unmatched with definition = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* weights = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_unmatched(fx.net, NULL, CBLOB_ATTACH_UNFILLED, out_out_layers, 8, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_unmatched", "weights = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_attach_unmatched with weights = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_attach_unmatched with weights = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_unmatched with weights = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_unmatched with weights = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* which: list 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_unmatched(fx.net, fx.model, 2, out_out_layers, 8, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_unmatched", "which: list 2");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_attach_unmatched with which: list 2: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_attach_unmatched with which: list 2: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_unmatched with which: list 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_unmatched with which: list 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* which: list -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_unmatched(fx.net, fx.model, -1, out_out_layers, 8, &out_out_count), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_unmatched", "which: list -1");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_attach_unmatched with which: list -1: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_attach_unmatched with which: list -1: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_unmatched with which: list -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_unmatched with which: list -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* max_layers: room for -1 layers */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_unmatched(fx.net, fx.model, CBLOB_ATTACH_UNFILLED, out_out_layers, -1, &out_out_count), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_attach_unmatched", "max_layers: room for -1 layers");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_attach_unmatched with max_layers: room for -1 layers: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_attach_unmatched with max_layers: room for -1 layers: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_unmatched with max_layers: room for -1 layers: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_unmatched with max_layers: room for -1 layers: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* out_count = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        EXPECT_FAILURE(cblob_model_attach_unmatched(fx.net, fx.model, CBLOB_ATTACH_UNFILLED, out_out_layers, 8, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_attach_unmatched", "out_count = NULL");
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_attach_unmatched with out_count = NULL: an out-parameter was written");
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_attach_unmatched with out_count = NULL: an out-parameter was written");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_attach_unmatched with out_count = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_unmatched with out_count = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
     }
 }

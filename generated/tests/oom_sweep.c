@@ -204,11 +204,14 @@ static uint8_t garbage_bytes[65536];
 /* A net in protobuf's text format (a prototxt). */
 static const uint8_t valid_net_text[] = "name: \"sweep\"\nlayer {\n  name: \"conv1\"\n  type: \"Convolution\"\n}\n";
 static const size_t valid_net_text_size = sizeof valid_net_text - 1;
+/* A BlobProto in protobuf's text format. */
+static const uint8_t valid_blob_text[] = "shape {\n  dim: 2\n}\ndata: 1\ndata: 2.5\n";
+static const size_t valid_blob_text_size = sizeof valid_blob_text - 1;
 
 static struct {
     char folder[64];
     char blob[96], vector[96], net[96], garbage[96], missing[96], output[96], unwritable[128];
-    char safetensors[96], npz[96], output_folder[96], net_text[96];
+    char safetensors[96], npz[96], output_folder[96], net_text[96], blob_text[96];
 } files;
 
 /* Descriptors handed to cblob_file_open_fd, each fresh (a read moves its offset), closed at teardown. */
@@ -310,12 +313,14 @@ static int formats_setup(fixture *fx)
     snprintf(files.npz, sizeof files.npz, "%s/model.npz", files.folder);
     snprintf(files.output_folder, sizeof files.output_folder, "%s/npy-folder", files.folder);
     snprintf(files.net_text, sizeof files.net_text, "%s/deploy.prototxt", files.folder);
+    snprintf(files.blob_text, sizeof files.blob_text, "%s/mean.prototxt", files.folder);
     return write_file(files.blob, valid_blob_proto, valid_blob_proto_size) &&
            write_file(files.vector, valid_vector_proto, valid_vector_proto_size) &&
            write_file(files.net, valid_net_proto, valid_net_proto_size) &&
            write_file(files.safetensors, valid_safetensors, valid_safetensors_size) &&
            write_file(files.npz, valid_npz, valid_npz_size) &&
            write_file(files.net_text, valid_net_text, valid_net_text_size) &&
+           write_file(files.blob_text, valid_blob_text, valid_blob_text_size) &&
            write_file(files.garbage, garbage_bytes, 4096) &&
            cblob_file_open(fx->ctx, files.net, 0, 0, &fx->net_file) == CBLOB_OK &&
            cblob_file_open(fx->ctx, files.vector, 0, 0, &fx->blob_file) == CBLOB_OK;
@@ -339,7 +344,8 @@ static void formats_teardown(fixture *fx)
     valid_blob_proto = valid_vector_proto = valid_net_proto = NULL;
     if (files.folder[0] != '\0') {
         const char *const made[] = {files.blob,   files.vector,      files.net, files.garbage,
-                                    files.output, files.safetensors, files.npz, files.net_text};
+                                    files.output, files.safetensors, files.npz, files.net_text,
+                                    files.blob_text};
         for (size_t i = 0; i < sizeof made / sizeof made[0]; ++i)
             unlink(made[i]);
         nftw(files.output_folder, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
@@ -4862,6 +4868,253 @@ OOM_TEST(cblob_blob_vector_to_proto_file_with)
            (long long)(n - 1), (long long)degraded);
 }
 
+OOM_TEST(cblob_blob_to_prototxt)
+{
+    uint64_t valid_outcome = 0;
+    int64_t n = -1, degraded = 0;
+    /* n = -1 and 0: the valid call with nothing failing, twice, the first to warm what a process
+     * keeps (the kernel cache), the second to keep what it does; then allocation n fails, until
+     * none does. */
+    for (;; ++n) {
+        CHECK_MSG(n <= OOM_MAX_ALLOCATIONS, "cblob_blob_to_prototxt still fails with allocation %d failing", OOM_MAX_ALLOCATIONS);
+        fixture fx;
+        oom_state before;
+        CHECK(fixture_setup(&fx));
+        /* Before the fixture is captured and the allocation armed: it makes sweep_nccl_id. */
+        const cblob_status expected = oom_expected_baseline(0, 0);
+        char out_buffer[4096]; memset(out_buffer, 'Z', sizeof out_buffer);
+        size_t out_out_length = (size_t)0x5A5A5A5A;
+        /* Arguments are made before the allocation is armed: some (a mapping, a tensor) allocate. */
+        cblob_blob *arg_blob = fx.a;
+        int32_t arg_write_diff = 0;
+        char *arg_buffer = out_buffer;
+        size_t arg_buffer_size = sizeof out_buffer;
+        size_t *arg_out_length = &out_out_length;
+        CHECK(capture_state(&fx, &before));
+        cb_fault_arm(CB_FAULT_ALLOC, n > 0 ? n : 0, 0, false);
+        const cblob_status got = cblob_blob_to_prototxt(arg_blob, arg_write_diff, arg_buffer, arg_buffer_size, arg_out_length);
+        const bool fired = n > 0 && cb_fault_fired(CB_FAULT_ALLOC);
+        cb_fault_arm(CB_FAULT_ALLOC, 0, 0, false);
+        if (!fired || (got == CBLOB_OK && expected == CBLOB_OK)) {
+            /* Done without the allocation that failed, or without any: what the valid call does. */
+            CHECK_MSG(got == expected, "cblob_blob_to_prototxt with %lld allocations returned %s, expected %s (%s)",
+                      (long long)cb_fault_count(CB_FAULT_ALLOC), cblob_status_name(got), cblob_status_name(expected),
+                      cblob_last_error_message());
+            uint64_t h = digest_state(&fx);
+            if (got == CBLOB_OK)
+                h = digest_bytes(h, out_buffer, sizeof out_buffer);
+            if (got == CBLOB_OK)
+                h = digest_bytes(h, &out_out_length, sizeof out_out_length);
+            if (n == 0)
+                valid_outcome = h;
+            CHECK_MSG(n < 0 || h == valid_outcome, "cblob_blob_to_prototxt %s %lld returned %s but did not do what the valid call "
+                      "with nothing failing did", fired ? "with the allocation failing that it did without:" :
+                      "with nothing failing, after allocations failed, up to", (long long)n, cblob_status_name(got));
+            fixture_teardown(&fx);
+            degraded += fired;
+            if (n > 0 && !fired)
+                break;
+            continue;
+        }
+        CHECK_MSG(got == CBLOB_ERR_OUT_OF_MEMORY,
+                  "cblob_blob_to_prototxt with allocation %lld failing returned %s, expected CBLOB_ERR_OUT_OF_MEMORY (%s)",
+                  (long long)n, cblob_status_name(got), cblob_last_error_message());
+        CHECK_MSG(strstr(cblob_last_error_message(), "cblob_blob_to_prototxt") != NULL,
+                  "cblob_blob_to_prototxt with allocation %lld failing: message \"%s\" does not name the function", (long long)n,
+                  cblob_last_error_message());
+        CHECK_MSG(buffer_untouched(out_buffer, sizeof out_buffer), "cblob_blob_to_prototxt with allocation %lld failing: an out-parameter was written", (long long)n);
+        CHECK_MSG(out_out_length == (size_t)0x5A5A5A5A, "cblob_blob_to_prototxt with allocation %lld failing: an out-parameter was written", (long long)n);
+        const char *changed = state_change(&fx, &before);
+        CHECK_MSG(changed == NULL, "cblob_blob_to_prototxt with allocation %lld failing: %s", (long long)n, changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_prototxt with allocation %lld failing: a caller's buffer was released",
+                  (long long)n);
+        fixture_teardown(&fx);
+    }
+    printf("cblob_blob_to_prototxt: %lld allocations, each made to fail in turn; %lld of those failures the call did without\n",
+           (long long)(n - 1), (long long)degraded);
+}
+
+OOM_TEST(cblob_blob_to_prototxt_file)
+{
+    uint64_t valid_outcome = 0;
+    int64_t n = -1, degraded = 0;
+    /* n = -1 and 0: the valid call with nothing failing, twice, the first to warm what a process
+     * keeps (the kernel cache), the second to keep what it does; then allocation n fails, until
+     * none does. */
+    for (;; ++n) {
+        CHECK_MSG(n <= OOM_MAX_ALLOCATIONS, "cblob_blob_to_prototxt_file still fails with allocation %d failing", OOM_MAX_ALLOCATIONS);
+        fixture fx;
+        oom_state before;
+        CHECK(fixture_setup(&fx));
+        /* Before the fixture is captured and the allocation armed: it makes sweep_nccl_id. */
+        const cblob_status expected = oom_expected_baseline(0, 0);
+        /* Arguments are made before the allocation is armed: some (a mapping, a tensor) allocate. */
+        cblob_blob *arg_blob = fx.a;
+        int32_t arg_write_diff = 0;
+        const char *arg_path = files.output;
+        CHECK(capture_state(&fx, &before));
+        cb_fault_arm(CB_FAULT_ALLOC, n > 0 ? n : 0, 0, false);
+        const cblob_status got = cblob_blob_to_prototxt_file(arg_blob, arg_write_diff, arg_path);
+        const bool fired = n > 0 && cb_fault_fired(CB_FAULT_ALLOC);
+        cb_fault_arm(CB_FAULT_ALLOC, 0, 0, false);
+        if (!fired || (got == CBLOB_OK && expected == CBLOB_OK)) {
+            /* Done without the allocation that failed, or without any: what the valid call does. */
+            CHECK_MSG(got == expected, "cblob_blob_to_prototxt_file with %lld allocations returned %s, expected %s (%s)",
+                      (long long)cb_fault_count(CB_FAULT_ALLOC), cblob_status_name(got), cblob_status_name(expected),
+                      cblob_last_error_message());
+            uint64_t h = digest_state(&fx);
+            if (n == 0)
+                valid_outcome = h;
+            CHECK_MSG(n < 0 || h == valid_outcome, "cblob_blob_to_prototxt_file %s %lld returned %s but did not do what the valid call "
+                      "with nothing failing did", fired ? "with the allocation failing that it did without:" :
+                      "with nothing failing, after allocations failed, up to", (long long)n, cblob_status_name(got));
+            fixture_teardown(&fx);
+            degraded += fired;
+            if (n > 0 && !fired)
+                break;
+            continue;
+        }
+        CHECK_MSG(got == CBLOB_ERR_OUT_OF_MEMORY,
+                  "cblob_blob_to_prototxt_file with allocation %lld failing returned %s, expected CBLOB_ERR_OUT_OF_MEMORY (%s)",
+                  (long long)n, cblob_status_name(got), cblob_last_error_message());
+        CHECK_MSG(strstr(cblob_last_error_message(), "cblob_blob_to_prototxt_file") != NULL,
+                  "cblob_blob_to_prototxt_file with allocation %lld failing: message \"%s\" does not name the function", (long long)n,
+                  cblob_last_error_message());
+        const char *changed = state_change(&fx, &before);
+        CHECK_MSG(changed == NULL, "cblob_blob_to_prototxt_file with allocation %lld failing: %s", (long long)n, changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_to_prototxt_file with allocation %lld failing: a caller's buffer was released",
+                  (long long)n);
+        fixture_teardown(&fx);
+    }
+    printf("cblob_blob_to_prototxt_file: %lld allocations, each made to fail in turn; %lld of those failures the call did without\n",
+           (long long)(n - 1), (long long)degraded);
+}
+
+OOM_TEST(cblob_blob_create_from_prototxt)
+{
+    uint64_t valid_outcome = 0;
+    int64_t n = -1, degraded = 0;
+    /* n = -1 and 0: the valid call with nothing failing, twice, the first to warm what a process
+     * keeps (the kernel cache), the second to keep what it does; then allocation n fails, until
+     * none does. */
+    for (;; ++n) {
+        CHECK_MSG(n <= OOM_MAX_ALLOCATIONS, "cblob_blob_create_from_prototxt still fails with allocation %d failing", OOM_MAX_ALLOCATIONS);
+        fixture fx;
+        oom_state before;
+        CHECK(fixture_setup(&fx));
+        /* Before the fixture is captured and the allocation armed: it makes sweep_nccl_id. */
+        const cblob_status expected = oom_expected_baseline(0, 0);
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        /* Arguments are made before the allocation is armed: some (a mapping, a tensor) allocate. */
+        cblob_context *arg_context = fx.ctx;
+        const uint8_t *arg_text = valid_blob_text;
+        size_t arg_size = valid_blob_text_size;
+        cblob_blob **arg_out_blob = &out_out_blob;
+        CHECK(capture_state(&fx, &before));
+        cb_fault_arm(CB_FAULT_ALLOC, n > 0 ? n : 0, 0, false);
+        const cblob_status got = cblob_blob_create_from_prototxt(arg_context, arg_text, arg_size, arg_out_blob);
+        const bool fired = n > 0 && cb_fault_fired(CB_FAULT_ALLOC);
+        cb_fault_arm(CB_FAULT_ALLOC, 0, 0, false);
+        if (!fired || (got == CBLOB_OK && expected == CBLOB_OK)) {
+            /* Done without the allocation that failed, or without any: what the valid call does. */
+            CHECK_MSG(got == expected, "cblob_blob_create_from_prototxt with %lld allocations returned %s, expected %s (%s)",
+                      (long long)cb_fault_count(CB_FAULT_ALLOC), cblob_status_name(got), cblob_status_name(expected),
+                      cblob_last_error_message());
+            uint64_t h = digest_state(&fx);
+            if (got == CBLOB_OK)
+                h = digest_blob(h, out_out_blob);
+            if (n == 0)
+                valid_outcome = h;
+            CHECK_MSG(n < 0 || h == valid_outcome, "cblob_blob_create_from_prototxt %s %lld returned %s but did not do what the valid call "
+                      "with nothing failing did", fired ? "with the allocation failing that it did without:" :
+                      "with nothing failing, after allocations failed, up to", (long long)n, cblob_status_name(got));
+            if (expected == CBLOB_OK)
+                cblob_blob_destroy(out_out_blob);
+            fixture_teardown(&fx);
+            degraded += fired;
+            if (n > 0 && !fired)
+                break;
+            continue;
+        }
+        CHECK_MSG(got == CBLOB_ERR_OUT_OF_MEMORY,
+                  "cblob_blob_create_from_prototxt with allocation %lld failing returned %s, expected CBLOB_ERR_OUT_OF_MEMORY (%s)",
+                  (long long)n, cblob_status_name(got), cblob_last_error_message());
+        CHECK_MSG(strstr(cblob_last_error_message(), "cblob_blob_create_from_prototxt") != NULL,
+                  "cblob_blob_create_from_prototxt with allocation %lld failing: message \"%s\" does not name the function", (long long)n,
+                  cblob_last_error_message());
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_prototxt with allocation %lld failing: an out-parameter was written", (long long)n);
+        const char *changed = state_change(&fx, &before);
+        CHECK_MSG(changed == NULL, "cblob_blob_create_from_prototxt with allocation %lld failing: %s", (long long)n, changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_prototxt with allocation %lld failing: a caller's buffer was released",
+                  (long long)n);
+        fixture_teardown(&fx);
+    }
+    printf("cblob_blob_create_from_prototxt: %lld allocations, each made to fail in turn; %lld of those failures the call did without\n",
+           (long long)(n - 1), (long long)degraded);
+}
+
+OOM_TEST(cblob_blob_create_from_prototxt_file)
+{
+    uint64_t valid_outcome = 0;
+    int64_t n = -1, degraded = 0;
+    /* n = -1 and 0: the valid call with nothing failing, twice, the first to warm what a process
+     * keeps (the kernel cache), the second to keep what it does; then allocation n fails, until
+     * none does. */
+    for (;; ++n) {
+        CHECK_MSG(n <= OOM_MAX_ALLOCATIONS, "cblob_blob_create_from_prototxt_file still fails with allocation %d failing", OOM_MAX_ALLOCATIONS);
+        fixture fx;
+        oom_state before;
+        CHECK(fixture_setup(&fx));
+        /* Before the fixture is captured and the allocation armed: it makes sweep_nccl_id. */
+        const cblob_status expected = oom_expected_baseline(0, 0);
+        cblob_blob * out_out_blob = (cblob_blob *)(uintptr_t)0x5A5A5A5A;
+        /* Arguments are made before the allocation is armed: some (a mapping, a tensor) allocate. */
+        cblob_context *arg_context = fx.ctx;
+        const char *arg_path = files.blob_text;
+        cblob_blob **arg_out_blob = &out_out_blob;
+        CHECK(capture_state(&fx, &before));
+        cb_fault_arm(CB_FAULT_ALLOC, n > 0 ? n : 0, 0, false);
+        const cblob_status got = cblob_blob_create_from_prototxt_file(arg_context, arg_path, arg_out_blob);
+        const bool fired = n > 0 && cb_fault_fired(CB_FAULT_ALLOC);
+        cb_fault_arm(CB_FAULT_ALLOC, 0, 0, false);
+        if (!fired || (got == CBLOB_OK && expected == CBLOB_OK)) {
+            /* Done without the allocation that failed, or without any: what the valid call does. */
+            CHECK_MSG(got == expected, "cblob_blob_create_from_prototxt_file with %lld allocations returned %s, expected %s (%s)",
+                      (long long)cb_fault_count(CB_FAULT_ALLOC), cblob_status_name(got), cblob_status_name(expected),
+                      cblob_last_error_message());
+            uint64_t h = digest_state(&fx);
+            if (got == CBLOB_OK)
+                h = digest_blob(h, out_out_blob);
+            if (n == 0)
+                valid_outcome = h;
+            CHECK_MSG(n < 0 || h == valid_outcome, "cblob_blob_create_from_prototxt_file %s %lld returned %s but did not do what the valid call "
+                      "with nothing failing did", fired ? "with the allocation failing that it did without:" :
+                      "with nothing failing, after allocations failed, up to", (long long)n, cblob_status_name(got));
+            if (expected == CBLOB_OK)
+                cblob_blob_destroy(out_out_blob);
+            fixture_teardown(&fx);
+            degraded += fired;
+            if (n > 0 && !fired)
+                break;
+            continue;
+        }
+        CHECK_MSG(got == CBLOB_ERR_OUT_OF_MEMORY,
+                  "cblob_blob_create_from_prototxt_file with allocation %lld failing returned %s, expected CBLOB_ERR_OUT_OF_MEMORY (%s)",
+                  (long long)n, cblob_status_name(got), cblob_last_error_message());
+        CHECK_MSG(strstr(cblob_last_error_message(), "cblob_blob_create_from_prototxt_file") != NULL,
+                  "cblob_blob_create_from_prototxt_file with allocation %lld failing: message \"%s\" does not name the function", (long long)n,
+                  cblob_last_error_message());
+        CHECK_MSG(out_out_blob == (cblob_blob *)(uintptr_t)0x5A5A5A5A, "cblob_blob_create_from_prototxt_file with allocation %lld failing: an out-parameter was written", (long long)n);
+        const char *changed = state_change(&fx, &before);
+        CHECK_MSG(changed == NULL, "cblob_blob_create_from_prototxt_file with allocation %lld failing: %s", (long long)n, changed);
+        CHECK_MSG(release_calls == 0, "cblob_blob_create_from_prototxt_file with allocation %lld failing: a caller's buffer was released",
+                  (long long)n);
+        fixture_teardown(&fx);
+    }
+    printf("cblob_blob_create_from_prototxt_file: %lld allocations, each made to fail in turn; %lld of those failures the call did without\n",
+           (long long)(n - 1), (long long)degraded);
+}
+
 OOM_TEST(cblob_model_layer_num_bottoms)
 {
     uint64_t valid_outcome = 0;
@@ -6803,6 +7056,135 @@ OOM_TEST(cblob_model_open_prototxt_file)
         fixture_teardown(&fx);
     }
     printf("cblob_model_open_prototxt_file: %lld allocations, each made to fail in turn; %lld of those failures the call did without\n",
+           (long long)(n - 1), (long long)degraded);
+}
+
+OOM_TEST(cblob_model_attach_weights)
+{
+    uint64_t valid_outcome = 0;
+    int64_t n = -1, degraded = 0;
+    /* n = -1 and 0: the valid call with nothing failing, twice, the first to warm what a process
+     * keeps (the kernel cache), the second to keep what it does; then allocation n fails, until
+     * none does. */
+    for (;; ++n) {
+        CHECK_MSG(n <= OOM_MAX_ALLOCATIONS, "cblob_model_attach_weights still fails with allocation %d failing", OOM_MAX_ALLOCATIONS);
+        fixture fx;
+        oom_state before;
+        CHECK(fixture_setup(&fx));
+        /* Before the fixture is captured and the allocation armed: it makes sweep_nccl_id. */
+        const cblob_status expected = oom_expected_baseline(0, 0);
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        /* Arguments are made before the allocation is armed: some (a mapping, a tensor) allocate. */
+        const cblob_model *arg_definition = fx.model;
+        const cblob_model *arg_weights = fx.model;
+        cblob_model **arg_out_model = &out_out_model;
+        CHECK(capture_state(&fx, &before));
+        cb_fault_arm(CB_FAULT_ALLOC, n > 0 ? n : 0, 0, false);
+        const cblob_status got = cblob_model_attach_weights(arg_definition, arg_weights, arg_out_model);
+        const bool fired = n > 0 && cb_fault_fired(CB_FAULT_ALLOC);
+        cb_fault_arm(CB_FAULT_ALLOC, 0, 0, false);
+        if (!fired || (got == CBLOB_OK && expected == CBLOB_OK)) {
+            /* Done without the allocation that failed, or without any: what the valid call does. */
+            CHECK_MSG(got == expected, "cblob_model_attach_weights with %lld allocations returned %s, expected %s (%s)",
+                      (long long)cb_fault_count(CB_FAULT_ALLOC), cblob_status_name(got), cblob_status_name(expected),
+                      cblob_last_error_message());
+            uint64_t h = digest_state(&fx);
+            if (got == CBLOB_OK)
+                h = digest_model_into(h, out_out_model);
+            if (n == 0)
+                valid_outcome = h;
+            CHECK_MSG(n < 0 || h == valid_outcome, "cblob_model_attach_weights %s %lld returned %s but did not do what the valid call "
+                      "with nothing failing did", fired ? "with the allocation failing that it did without:" :
+                      "with nothing failing, after allocations failed, up to", (long long)n, cblob_status_name(got));
+            if (expected == CBLOB_OK)
+                cblob_model_destroy(out_out_model);
+            fixture_teardown(&fx);
+            degraded += fired;
+            if (n > 0 && !fired)
+                break;
+            continue;
+        }
+        CHECK_MSG(got == CBLOB_ERR_OUT_OF_MEMORY,
+                  "cblob_model_attach_weights with allocation %lld failing returned %s, expected CBLOB_ERR_OUT_OF_MEMORY (%s)",
+                  (long long)n, cblob_status_name(got), cblob_last_error_message());
+        CHECK_MSG(strstr(cblob_last_error_message(), "cblob_model_attach_weights") != NULL,
+                  "cblob_model_attach_weights with allocation %lld failing: message \"%s\" does not name the function", (long long)n,
+                  cblob_last_error_message());
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_attach_weights with allocation %lld failing: an out-parameter was written", (long long)n);
+        const char *changed = state_change(&fx, &before);
+        CHECK_MSG(changed == NULL, "cblob_model_attach_weights with allocation %lld failing: %s", (long long)n, changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_weights with allocation %lld failing: a caller's buffer was released",
+                  (long long)n);
+        fixture_teardown(&fx);
+    }
+    printf("cblob_model_attach_weights: %lld allocations, each made to fail in turn; %lld of those failures the call did without\n",
+           (long long)(n - 1), (long long)degraded);
+}
+
+OOM_TEST(cblob_model_attach_unmatched)
+{
+    uint64_t valid_outcome = 0;
+    int64_t n = -1, degraded = 0;
+    /* n = -1 and 0: the valid call with nothing failing, twice, the first to warm what a process
+     * keeps (the kernel cache), the second to keep what it does; then allocation n fails, until
+     * none does. */
+    for (;; ++n) {
+        CHECK_MSG(n <= OOM_MAX_ALLOCATIONS, "cblob_model_attach_unmatched still fails with allocation %d failing", OOM_MAX_ALLOCATIONS);
+        fixture fx;
+        oom_state before;
+        CHECK(fixture_setup(&fx));
+        /* Before the fixture is captured and the allocation armed: it makes sweep_nccl_id. */
+        const cblob_status expected = oom_expected_baseline(0, 0);
+        int64_t out_out_layers[CBLOB_MAX_AXES + 1]; memset(out_out_layers, 0x5A, sizeof out_out_layers);
+        int64_t out_out_count = (int64_t)0x5A5A5A5A;
+        /* Arguments are made before the allocation is armed: some (a mapping, a tensor) allocate. */
+        const cblob_model *arg_definition = fx.net;
+        const cblob_model *arg_weights = fx.model;
+        cblob_attach_list arg_which = CBLOB_ATTACH_UNFILLED;
+        int64_t *arg_out_layers = out_out_layers;
+        int64_t arg_max_layers = 8;
+        int64_t *arg_out_count = &out_out_count;
+        CHECK(capture_state(&fx, &before));
+        cb_fault_arm(CB_FAULT_ALLOC, n > 0 ? n : 0, 0, false);
+        const cblob_status got = cblob_model_attach_unmatched(arg_definition, arg_weights, arg_which, arg_out_layers, arg_max_layers, arg_out_count);
+        const bool fired = n > 0 && cb_fault_fired(CB_FAULT_ALLOC);
+        cb_fault_arm(CB_FAULT_ALLOC, 0, 0, false);
+        if (!fired || (got == CBLOB_OK && expected == CBLOB_OK)) {
+            /* Done without the allocation that failed, or without any: what the valid call does. */
+            CHECK_MSG(got == expected, "cblob_model_attach_unmatched with %lld allocations returned %s, expected %s (%s)",
+                      (long long)cb_fault_count(CB_FAULT_ALLOC), cblob_status_name(got), cblob_status_name(expected),
+                      cblob_last_error_message());
+            uint64_t h = digest_state(&fx);
+            if (got == CBLOB_OK)
+                h = digest_bytes(h, out_out_layers, sizeof out_out_layers);
+            if (got == CBLOB_OK)
+                h = digest_bytes(h, &out_out_count, sizeof out_out_count);
+            if (n == 0)
+                valid_outcome = h;
+            CHECK_MSG(n < 0 || h == valid_outcome, "cblob_model_attach_unmatched %s %lld returned %s but did not do what the valid call "
+                      "with nothing failing did", fired ? "with the allocation failing that it did without:" :
+                      "with nothing failing, after allocations failed, up to", (long long)n, cblob_status_name(got));
+            fixture_teardown(&fx);
+            degraded += fired;
+            if (n > 0 && !fired)
+                break;
+            continue;
+        }
+        CHECK_MSG(got == CBLOB_ERR_OUT_OF_MEMORY,
+                  "cblob_model_attach_unmatched with allocation %lld failing returned %s, expected CBLOB_ERR_OUT_OF_MEMORY (%s)",
+                  (long long)n, cblob_status_name(got), cblob_last_error_message());
+        CHECK_MSG(strstr(cblob_last_error_message(), "cblob_model_attach_unmatched") != NULL,
+                  "cblob_model_attach_unmatched with allocation %lld failing: message \"%s\" does not name the function", (long long)n,
+                  cblob_last_error_message());
+        CHECK_MSG(buffer_untouched((const char *)out_out_layers, sizeof out_out_layers), "cblob_model_attach_unmatched with allocation %lld failing: an out-parameter was written", (long long)n);
+        CHECK_MSG(out_out_count == (int64_t)0x5A5A5A5A, "cblob_model_attach_unmatched with allocation %lld failing: an out-parameter was written", (long long)n);
+        const char *changed = state_change(&fx, &before);
+        CHECK_MSG(changed == NULL, "cblob_model_attach_unmatched with allocation %lld failing: %s", (long long)n, changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_attach_unmatched with allocation %lld failing: a caller's buffer was released",
+                  (long long)n);
+        fixture_teardown(&fx);
+    }
+    printf("cblob_model_attach_unmatched: %lld allocations, each made to fail in turn; %lld of those failures the call did without\n",
            (long long)(n - 1), (long long)degraded);
 }
 

@@ -30,7 +30,9 @@ const char tool_main_help[] =
     "  cblob convert lenet.caffemodel -o lenet.npz          # numpy.load: keys <layer>/<index>\n"
     "  cblob convert lenet.caffemodel -o lenet.safetensors --names torch\n"
     "  cblob convert tuned.npz --like lenet.caffemodel -o tuned.caffemodel    # the way back\n"
+    "  cblob convert deploy.prototxt --weights lenet.caffemodel -o deploy.caffemodel\n"
     "  cblob convert mean.npy -o mean.binaryproto\n"
+    "  cblob convert mean.binaryproto --to prototxt -o mean.prototxt         # and back: --to binaryproto\n"
     "  cblob convert labels.npy --dtype float32 -o labels.binaryproto         # int64, bool, ...\n"
     "  cblob inspect - < lenet.caffemodel                   # - is standard input or output\n"
     "  cblob diff lenet.caffemodel tuned.caffemodel         # what fine-tuning changed; exit 1\n"
@@ -133,8 +135,9 @@ const char tool_convert_help[] =
     "together, index.json last, so an interrupted or failed conversion leaves the folder as it was. A\n"
     "file of one blob (a .binaryproto, a .npy) to OUT.npy (or -) writes that one .npy file.\n"
     "\n"
-    "--to binaryproto: .npy files (little-endian float32, float64, int32 or uint32, C order) as one\n"
-    "BlobProto, or a BlobProtoVector when given several files or --vector.\n"
+    "--to binaryproto: .npy files (little-endian float32, float64, int32 or uint32, C order), or a\n"
+    "BlobProto in text format (as --to prototxt writes it), as one BlobProto, or a BlobProtoVector when\n"
+    "given several files or --vector.\n"
     "\n"
     "--to npz: a net's blobs as one NumPy .npz (numpy.load reads it): keys <layer>/<index>, diffs\n"
     "<layer>/<index>/diff; a repeated layer name's later layers are <layer>@<layer index>.\n"
@@ -151,7 +154,21 @@ const char tool_convert_help[] =
     "\"how do I get the prototxt back from a caffemodel\". A V1 or V0 net keeps its format (layers). Fields\n"
     "of a fork that cblob does not know are written by number, as protobuf writes unknown fields (Caffe\n"
     "built from that fork's caffe.proto reads them; BVLC's refuses them). No value is read: a large model\n"
-    "is written at once.\n"
+    "is written at once. A BlobProto (a .binaryproto, such as a mean file) is written as its text the\n"
+    "same way (shape { dim: ... }, then a data: line per value, each float with the digits that read back\n"
+    "to it exactly), which protobuf's text_format parses; cblob inspect and cblob convert TEXT --to\n"
+    "binaryproto OUT read such a text back (cblob tells it from its first field, a BlobProto's).\n"
+    "\n"
+    "--to caffemodel --weights WEIGHTS: the net definition IN (a deploy.prototxt, or any Caffe net) with\n"
+    "the trained weights of the Caffe net WEIGHTS attached by layer name, as Caffe's\n"
+    "Net::CopyTrainedLayersFrom (pycaffe's caffe.Net(prototxt, weights, caffe.TEST)) attaches them: each\n"
+    "layer of IN that a layer of WEIGHTS names gets that layer's blobs; everything else of IN is kept.\n"
+    "Caffe's checks come first and any mismatch is an error in Caffe's words, nothing written: a layer of\n"
+    "IN that holds blobs must get as many of the same shapes; one without (a prototxt) must get what its\n"
+    "parameters fix (InnerProduct, Convolution and Deconvolution: two blobs with bias_term, one without,\n"
+    "and num_output along the output axis). Standard error lists, as Caffe logs them, the layers of\n"
+    "WEIGHTS that IN lacks (ignoring source layer) and the layers of IN that no layer of WEIGHTS names\n"
+    "(they keep what IN gives them). --to prototxt and back with --weights gives the model again.\n"
     "\n"
     "IN for --to npz, safetensors and caffemodel is a Caffe net, an .npz, a .safetensors file or a folder\n"
     "of .npy files as --to npy writes it, so the command also converts between them.\n"
@@ -163,6 +180,8 @@ const char tool_convert_help[] =
     "  --to FORMAT           The output's format: npy, binaryproto, npz, safetensors, caffemodel or\n"
     "                        prototxt.\n"
     "  --like BASE           With --to caffemodel: the Caffe net whose blobs the weights replace.\n"
+    "  --weights WEIGHTS     With --to caffemodel: the trained Caffe net whose blobs are attached to the\n"
+    "                        definition IN by layer name (instead of --like).\n"
     "  --names NAMES         With --to safetensors: torch gives PyTorch's names (Convolution,\n"
     "                        Deconvolution, InnerProduct and Scale: weight, bias; BatchNorm:\n"
     "                        running_mean, running_var, scaled by Caffe's factor; PReLU: weight) and says\n"
@@ -194,6 +213,7 @@ const tool_option tool_convert_options[] = {
     {"--output", "OUT", TOOL_CONVERT_OUTPUT},
     {"--to", "FORMAT", TOOL_CONVERT_TO},
     {"--like", "BASE", TOOL_CONVERT_LIKE},
+    {"--weights", "WEIGHTS", TOOL_CONVERT_WEIGHTS},
     {"--names", "NAMES", TOOL_CONVERT_NAMES},
     {"--dtype", "T", TOOL_CONVERT_DTYPE},
     {"--vector", NULL, TOOL_CONVERT_VECTOR},

@@ -70,7 +70,7 @@ extern "C" {
 #define CBLOB_ABI_VERSION_MAJOR 1
 
 /* The ABI minor version this header describes; a minor release only adds functions. */
-#define CBLOB_ABI_VERSION_MINOR 2
+#define CBLOB_ABI_VERSION_MINOR 3
 
 /* Result of every call that can fail. Values are fixed forever and never renumbered. */
 typedef int32_t cblob_status;
@@ -1080,12 +1080,59 @@ CBLOB_API cblob_status cblob_blob_to_proto_file_with(cblob_blob *blob, int32_t f
  */
 CBLOB_API cblob_status cblob_blob_vector_to_proto_file_with(cblob_blob *const *blobs, int64_t num_blobs, int32_t flags, const char *path);
 
+/*
+ * The BlobProto cblob_blob_to_proto writes (its diff too when write_diff is 1), in protobuf's
+ * text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+ * rules of cblob_model_to_prototxt (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+ * then one `data: v` line per value, floats with 6 significant digits when those read back to
+ * the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+ * values bit for bit (cblob_blob_create_from_prototxt). A blob that never had a shape is
+ * CBLOB_ERR_STATE. Text convention of cblob_blob_shape_string.
+ *   buffer: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.3.
+ */
+CBLOB_API cblob_status cblob_blob_to_prototxt(cblob_blob *blob, int32_t write_diff, char *buffer, size_t buffer_size, size_t *out_length);
+
+/*
+ * Writes cblob_blob_to_prototxt's text to a file (without its NUL), atomically as blob files
+ * are written.
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.3.
+ */
+CBLOB_API cblob_status cblob_blob_to_prototxt_file(cblob_blob *blob, int32_t write_diff, const char *path);
+
+/*
+ * Creates a blob from a BlobProto in protobuf's text format (what cblob_blob_to_prototxt or
+ * protobuf's text_format writes), read by the reader of cblob_model_open_prototxt (comments,
+ * lists [a, b], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+ * double_data, double_diff), then as cblob_blob_create_from_proto reads the binary form. A
+ * name BlobProto lacks or a malformed value is CBLOB_ERR_PARSE naming the line and column;
+ * values that do not fill the shape are CBLOB_ERR_PARSE as in the binary form.
+ *   text: the text (UTF-8 or ASCII; no NUL needed)
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Since ABI 1.3.
+ */
+CBLOB_API cblob_status cblob_blob_create_from_prototxt(cblob_context *context, const uint8_t *text, size_t size, cblob_blob **out_blob);
+
+/*
+ * Reads a BlobProto text file as cblob_blob_create_from_prototxt reads text, its errors naming
+ * the file, line and column. cblob_file_open opens such a file too (as a blob file), telling it
+ * from its first field's name.
+ *   out_blob: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.3.
+ */
+CBLOB_API cblob_status cblob_blob_create_from_prototxt_file(cblob_context *context, const char *path, cblob_blob **out_blob);
+
 /* ==========================================================================================
  * Net structure, lossless models and single-file exports
  * ==========================================================================================
  * Since 1.1 a model keeps every field of the file it was opened from, in its order: bottoms,
  * tops, phases, rules, param specs, layer parameters, and fields of Caffe forks cblob's schema
- * does not know (SSD-Caffe's 200-206 and others). Saving a model opened from a file reproduces
+ * does not know (SSD-Caffe's 205 and others'; its 200-204 and 206 are known since 1.3). Saving a model opened from a file reproduces
  * the file byte for byte (with write_diff 1; write_diff 0 leaves out the diffs a file holds). A
  * blob whose values changed changes only its value bytes; a blob reshaped, or given a diff the
  * file had none of, is written as cblob_blob_to_proto writes it; nothing else moves. A model
@@ -1153,6 +1200,13 @@ enum {
 typedef int32_t cblob_replace_flags;
 enum {
     CBLOB_REPLACE_ALL = 1,             /* Every blob of the model must get values from the weights: one it would keep is CBLOB_ERR_SHAPE, listed with the other mismatches. */
+};
+
+/* Which layers cblob_model_attach_unmatched lists (since ABI 1.3). */
+typedef int32_t cblob_attach_list;
+enum {
+    CBLOB_ATTACH_IGNORED = 0,          /* Layers of the weights whose name no layer of the definition has, with blobs or not (Caffe's CopyTrainedLayersFrom logs "Ignoring source layer" for each): indices into the weights. */
+    CBLOB_ATTACH_UNFILLED = 1,         /* Layers of the definition whose name no layer of the weights has: they keep the definition's own blobs (none for a definition read from a prototxt): indices into the definition. */
 };
 
 /*
@@ -1515,6 +1569,47 @@ CBLOB_API cblob_status cblob_model_open_prototxt(cblob_context *context, const u
  *   Since ABI 1.2.
  */
 CBLOB_API cblob_status cblob_model_open_prototxt_file(cblob_context *context, const char *path, cblob_model **out_model);
+
+/*
+ * A net definition with a model's trained weights attached by layer name, as Caffe's
+ * Net::CopyTrainedLayersFrom copies them: a new model holding the definition (its name, inputs,
+ * every layer and every field, in its format) in which each layer that a layer of `weights`
+ * names (the first of that name, as Caffe finds it; when the weights repeat a name, the last
+ * of them wins, as Caffe's later copy overwrites the earlier) holds that layer's blobs, their
+ * values and diffs, in their dtype. Caffe's checks come first, and any failure is
+ * CBLOB_ERR_SHAPE naming the layer and blob with Caffe's words, nothing made: a definition layer
+ * that has blobs (a definition from a .caffemodel, or blobs given in its text) must get as many
+ * ("Incompatible number of blobs for layer x: the definition's has 2, the weights' 1") of the same
+ * shapes ("Cannot copy param 0 weights from layer 'ip2'; shape mismatch. Source param shape is
+ * 5 500 (2500); target param shape is 10 500 (5000)"), shapes comparing as Caffe's ShapeEquals
+ * compares them (equal, or equal once padded to 4 axes with leading 1s: a V1 blob's legacy
+ * (1, 1, 10, 500) fits (10, 500)). A definition layer without blobs (one read from a prototxt:
+ * cblob runs no layer setup, so it knows no shape the input decides) is held to what its
+ * parameters fix: an InnerProduct, Convolution or Deconvolution layer gets 2 blobs with
+ * bias_term (the default) and 1 without, its weights' output axis (InnerProduct: the last but
+ * one, the last with transpose; Convolution: the first; Deconvolution: the second, times group)
+ * and its bias are num_output long. Layers of the weights the definition lacks, and the
+ * definition's layers no weights layer names, are left out and kept as they are:
+ * cblob_model_attach_unmatched lists them. A definition with V0 layers (inside V1 `layers`)
+ * is CBLOB_ERR_INVALID_ARGUMENT: upgrade it first. Neither input changes.
+ *   out_model: the caller owns the result
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DEVICE.
+ *   Since ABI 1.3.
+ */
+CBLOB_API cblob_status cblob_model_attach_weights(const cblob_model *definition, const cblob_model *weights, cblob_model **out_model);
+
+/*
+ * The layers cblob_model_attach_weights leaves out, in order: with CBLOB_ATTACH_IGNORED the
+ * weights' layers whose name no definition layer has (indices into `weights`), with
+ * CBLOB_ATTACH_UNFILLED the definition's layers whose name no weights layer has (indices into
+ * `definition`). out_layers has room for max_layers indices; with out_layers NULL and
+ * max_layers 0 it writes the count only; room for fewer is CBLOB_ERR_OUT_OF_RANGE.
+ *   out_layers: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+ *   Pure getter: safe to call on one handle from several threads at once.
+ *   Since ABI 1.3.
+ */
+CBLOB_API cblob_status cblob_model_attach_unmatched(const cblob_model *definition, const cblob_model *weights, cblob_attach_list which, int64_t *out_layers, int64_t max_layers, int64_t *out_count);
 
 /* ==========================================================================================
  * Files of any kind, and NumPy's .npy

@@ -71,6 +71,29 @@ static cblob_status check_open(cblob_context *context, int32_t flags, cblob_dtyp
 
 /* A file of a kind cblob reads, from its source, by the reader of that kind. For a net, a file
  * being read (reading: else NULL, bytes in memory) keeps the lazily opened model's file. */
+cblob_status cb_blob_open_text_source(cblob_context *context, const char *name, cb_source *source, uint64_t size,
+                                      cblob_model **out_blobs)
+{
+    if (size > CB_PROTO_MAX_MESSAGE)
+        return cb_fail(CBLOB_ERR_OVERFLOW, "%s: a blob's text of %" PRIu64 " bytes, over protobuf's limit", name, size);
+    char *text = cb_malloc((size_t)size + 1);
+    if (text == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the %" PRIu64 " bytes of %s", size, name);
+    cb_bytes bytes = {0};
+    cblob_status status = cb_source_copy(source, 0, (size_t)size, text);
+    if (status == CBLOB_OK)
+        status = cb_text_to_blob_bytes(name, text, (size_t)size, &bytes);
+    free(text);
+    if (status == CBLOB_OK) {
+        const uint8_t *data = bytes.size > 0 ? bytes.data : (const uint8_t *)"";
+        cb_source from_text;
+        cb_source_memory(&from_text, data, bytes.size, NULL);
+        status = cb_read_blobs(context, &from_text, false, data, bytes.size, out_blobs);
+    }
+    cb_bytes_free(&bytes);
+    return status;
+}
+
 static cblob_status open_kind(cblob_context *context, cb_source *source, cb_file_reading *reading, const uint8_t *head,
                               size_t head_size, cblob_file_kind kind, int32_t flags, cblob_dtype dtype,
                               cblob_file *file);
@@ -135,6 +158,10 @@ static cblob_status open_kind(cblob_context *context, cb_source *source, cb_file
         file->kind = CBLOB_FILE_NET;
         return cb_model_open_text_source(context, file->name, source,
                                          reading != NULL ? reading->head.file_size : head_size, &file->model);
+    case CB_FILE_TEXT_BLOB:
+        file->kind = CBLOB_FILE_BLOB;
+        return cb_blob_open_text_source(context, file->name, source,
+                                        reading != NULL ? reading->head.file_size : head_size, &file->store);
     case CBLOB_FILE_NET: return open_net(context, source, reading, flags, dtype, file);
     case CBLOB_FILE_BLOB:
     case CBLOB_FILE_BLOB_VECTOR:
@@ -166,7 +193,7 @@ static cblob_status open_path(cblob_context *context, const char *path, int32_t 
     cblob_status status = open_kind(context, &reading.source, &reading, reading.head.bytes, reading.head.size, kind,
                                     flags, dtype, file);
     /* A text's errors name its line and column already: no explanation of what the file is. */
-    if (kind != CB_FILE_TEXT_NET || status == CBLOB_OK)
+    if (!CB_FILE_IS_TEXT(kind) || status == CBLOB_OK)
         status = cb_file_reading_finish(&reading, kind, status);
     if (status == CBLOB_OK && file->model != NULL) /* a lazily opened safetensors or npz file */
         cb_model_keep_file(file->model, &reading);
@@ -231,7 +258,7 @@ CBLOB_API cblob_status cblob_file_open_fd(cblob_context *context, int32_t fd, co
         status = cb_identify(file->name, input.bytes, input.size, input.size, &kind);
     if (status == CBLOB_OK) {
         status = open_kind(context, &source, NULL, input.bytes, input.size, kind, flags & ~CBLOB_OPEN_LAZY, dtype, file);
-        if (kind != CB_FILE_TEXT_NET) /* a text's errors name their line and column already */
+        if (!CB_FILE_IS_TEXT(kind)) /* a text's errors name their line and column already */
             status = cb_explain_bytes(file->name, input.bytes, input.size, kind, status);
     }
     if (status == CBLOB_OK)
@@ -328,7 +355,7 @@ CBLOB_API cblob_status cblob_file_detect(const char *path, cblob_file_kind *out_
     cb_file_head_free(&head);
     cb_input_file_close(input);
     CB_TRY(status);
-    *out_kind = kind == CB_FILE_TEXT_NET ? CBLOB_FILE_NET : kind;
+    *out_kind = kind == CB_FILE_TEXT_NET ? CBLOB_FILE_NET : kind == CB_FILE_TEXT_BLOB ? CBLOB_FILE_BLOB : kind;
     return CBLOB_OK;
 }
 

@@ -9,6 +9,7 @@
 #include "identify.h"
 #include "io.h"
 #include "model_open.h"
+#include "model_text.h"
 #include "model_values.h"
 #include "proto_blob.h"
 #include "proto_io.h"
@@ -257,6 +258,109 @@ CBLOB_API cblob_status cblob_blob_create_from_proto_file(cblob_context *context,
     cb_context_use_threads(context);
     cblob_model *blobs = NULL;
     CB_TRY(read_file_blobs(context, path, false, &blobs));
+    return only_blob(blobs, out_blob);
+}
+
+/* ---- one blob in protobuf's text format --------------------------------------------------- */
+
+cblob_status cb_blob_text(cblob_blob *blob, bool write_diff, cb_bytes *out)
+{
+    cb_blob_message message;
+    CB_TRY(cb_blob_message_init(&message, blob, write_diff, "the blob"));
+    const size_t size = protobuf_c_message_get_packed_size(&message.proto.base);
+    uint8_t *bytes = cb_malloc(size + 1);
+    cblob_status status = bytes != NULL ? CBLOB_OK
+                                        : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the blob's %zu bytes", size);
+    if (status == CBLOB_OK)
+        protobuf_c_message_pack(&message.proto.base, bytes);
+    cb_blob_message_clear(&message);
+    if (status == CBLOB_OK)
+        status = cb_text_message(&caffe__blob_proto__descriptor, bytes, size, out);
+    free(bytes);
+    return status;
+}
+
+typedef struct blob_text_output {
+    cblob_blob *blob;
+    bool write_diff;
+} blob_text_output;
+
+static cblob_status emit_blob_text(const void *what, cb_sink *sink)
+{
+    const blob_text_output *output = what;
+    cb_bytes text = {0};
+    cblob_status status = cb_blob_text(output->blob, output->write_diff, &text);
+    if (status == CBLOB_OK) {
+        cb_sink_expect(sink, text.size);
+        cb_sink_write(sink, text.data, text.size);
+        status = sink->status;
+    }
+    cb_bytes_free(&text);
+    return status;
+}
+
+CBLOB_API cblob_status cblob_blob_to_prototxt(cblob_blob *blob, int32_t write_diff, char *buffer, size_t buffer_size,
+                                              size_t *out_length)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_TRY(cb_check_bool("write_diff", write_diff));
+    CB_REQUIRE(out_length);
+    cb_bytes text = {0};
+    cblob_status status = cb_blob_text(blob, write_diff == 1, &text);
+    if (status == CBLOB_OK)
+        status = cb_bytes_append(&text, "", 1); /* its NUL: the text holds none (all escaped) */
+    if (status == CBLOB_OK)
+        status = cb_return_text((const char *)text.data, buffer, buffer_size, out_length);
+    cb_bytes_free(&text);
+    return status;
+}
+
+CBLOB_API cblob_status cblob_blob_to_prototxt_file(cblob_blob *blob, int32_t write_diff, const char *path)
+{
+    CB_ENTER();
+    CB_REQUIRE(blob);
+    CB_TRY(cb_check_bool("write_diff", write_diff));
+    CB_REQUIRE(path);
+    const blob_text_output output = {blob, write_diff == 1};
+    return cb_emit_to_file(blob->context, emit_blob_text, &output, path);
+}
+
+CBLOB_API cblob_status cblob_blob_create_from_prototxt(cblob_context *context, const uint8_t *text, size_t size,
+                                                       cblob_blob **out_blob)
+{
+    CB_ENTER();
+    CB_REQUIRE(context);
+    CB_REQUIRE(text);
+    CB_REQUIRE(out_blob);
+    cb_context_use_threads(context);
+    cb_source source;
+    cb_source_memory(&source, text, size, NULL);
+    cblob_model *blobs = NULL;
+    CB_TRY(cb_blob_open_text_source(context, "the text", &source, size, &blobs));
+    return only_blob(blobs, out_blob);
+}
+
+CBLOB_API cblob_status cblob_blob_create_from_prototxt_file(cblob_context *context, const char *path,
+                                                            cblob_blob **out_blob)
+{
+    CB_ENTER();
+    CB_REQUIRE(context);
+    CB_REQUIRE(path);
+    CB_REQUIRE(out_blob);
+    cb_context_use_threads(context);
+    cb_file_reading reading;
+    CB_TRY(cb_file_reading_open(context, path, &reading));
+    cblob_model *blobs = NULL;
+    cblob_status status = cb_blob_open_text_source(context, path, &reading.source, reading.head.file_size, &blobs);
+    if (status == CBLOB_OK)
+        status = cb_source_check(&reading.source); /* the file did not change while it was read */
+    cb_file_reading_close(&reading);
+    if (status != CBLOB_OK) {
+        if (blobs != NULL)
+            cb_model_free(blobs);
+        return status;
+    }
     return only_blob(blobs, out_blob);
 }
 

@@ -30,6 +30,7 @@ const char *cb_file_kind_text(cblob_file_kind kind)
     case CBLOB_FILE_SAFETENSORS: return "a safetensors file";
     case CBLOB_FILE_NPY_FOLDER: return "a folder of .npy files";
     case CB_FILE_TEXT_NET: return "a Caffe net in text format (.prototxt)";
+    case CB_FILE_TEXT_BLOB: return "a BlobProto in text format";
     default: return "a file of no kind cblob reads";
     }
 }
@@ -60,7 +61,7 @@ static bool is_text(const uint8_t *bytes, size_t size)
 
 /* A prototxt: after blank lines and # comments, an identifier followed by ':' or '{' ("name:",
  * "layer {", "input:", "base_lr:"). */
-static bool is_prototxt(const uint8_t *bytes, size_t size)
+static bool is_prototxt(const uint8_t *bytes, size_t size, size_t *name_at, size_t *name_length)
 {
     size_t at = 0;
     for (;;) {
@@ -76,9 +77,23 @@ static bool is_prototxt(const uint8_t *bytes, size_t size)
         ++at;
     if (at == start || isdigit(bytes[start]))
         return false;
+    *name_at = start;
+    *name_length = at - start;
     while (at < size && (bytes[at] == ' ' || bytes[at] == '\t'))
         ++at;
     return at < size && (bytes[at] == ':' || bytes[at] == '{');
+}
+
+/* Whether a text's first field is a BlobProto's (num, channels, ..., shape, data, double_data):
+ * no NetParameter field has one of those names, so the text is a blob's (a mean file as text). */
+static bool is_blob_text(const uint8_t *bytes, size_t name_at, size_t name_length)
+{
+    char name[32];
+    if (name_length >= sizeof name)
+        return false;
+    memcpy(name, bytes + name_at, name_length);
+    name[name_length] = '\0';
+    return protobuf_c_message_descriptor_get_field_by_name(&caffe__blob_proto__descriptor, name) != NULL;
 }
 
 /* ---- Caffe's messages: which one the bytes hold ---------------------------------------------- */
@@ -364,9 +379,14 @@ static bool mistaken(const char *name, const uint8_t *head, size_t size, uint64_
                      size_t message_size)
 {
     const char *other = what_else(head, size);
+    size_t name_at = 0, name_length = 0;
     if (file_size == 0)
         snprintf(message, message_size, "%s is empty", name);
-    else if (is_text(head, size) && is_prototxt(head, size))
+    else if (is_text(head, size) && is_prototxt(head, size, &name_at, &name_length) &&
+             is_blob_text(head, name_at, name_length))
+        snprintf(message, message_size, "%s looks like a BlobProto in text format; this reader takes binary "
+                 ".binaryproto files (cblob_file_open and cblob_blob_create_from_prototxt_file read text)", name);
+    else if (is_text(head, size) && is_prototxt(head, size, &name_at, &name_length))
         snprintf(message, message_size, "%s looks like a text-format prototxt (net definition); this reader takes "
                  "binary .caffemodel / .binaryproto files (cblob_file_open and cblob_model_open_prototxt_file read "
                  "text)", name);
@@ -419,8 +439,9 @@ static cblob_status identify(const char *name, const uint8_t *head, size_t head_
     cblob_proto_kind kind = CBLOB_PROTO_NET;
     if (file_size == 0)
         return explain(name, head, head_size, file_size, "");
-    if (is_text(head, head_size) && is_prototxt(head, head_size)) {
-        *out = CB_FILE_TEXT_NET;
+    size_t name_at = 0, name_length = 0;
+    if (is_text(head, head_size) && is_prototxt(head, head_size, &name_at, &name_length)) {
+        *out = is_blob_text(head, name_at, name_length) ? CB_FILE_TEXT_BLOB : CB_FILE_TEXT_NET;
         return CBLOB_OK;
     }
     cb_saved_error saved;

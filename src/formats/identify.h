@@ -98,6 +98,11 @@ cblob_status cb_explain_kind(const uint8_t *bytes, size_t size, bool prefix, cbl
 /* The kind cb_identify gives a net in protobuf's text format (a prototxt): read by the text reader
  * (model_text_read.c) into a model of kind CBLOB_FILE_NET, never seen outside the library. */
 #define CB_FILE_TEXT_NET ((cblob_file_kind)64)
+/* A BlobProto in protobuf's text format (its first field is one of BlobProto's): read by the text
+ * reader into a blob file of kind CBLOB_FILE_BLOB. */
+#define CB_FILE_TEXT_BLOB ((cblob_file_kind)65)
+/* Whether a kind is read as text (its errors name line and column). */
+#define CB_FILE_IS_TEXT(kind) ((kind) == CB_FILE_TEXT_NET || (kind) == CB_FILE_TEXT_BLOB)
 
 /* "a Caffe net (.caffemodel)", "a NumPy .npz file", ... */
 const char *cb_file_kind_text(cblob_file_kind kind);

@@ -224,6 +224,9 @@ typedef cblob_status cb_blob_writer(void *context, int64_t index, const cb_model
  * left out), lengths of the field and of its V0 layers written anew when their content changed
  * size. */
 cblob_status cb_layer_emit(const cb_layer *layer, cb_blob_writer *write, void *context, cb_sink *sink);
+/* Writes layer `layer` of the model as a save writes it (model_save.c: its blobs in place, diffs
+ * with write_diff), the model locked and its values loaded (cb_model_load_all). */
+cblob_status cb_model_emit_layer(const cblob_model *model, int64_t layer, bool write_diff, cb_sink *sink);
 /* The top-level bytes [from, to) of the model (the name's NUL left out). */
 void cb_model_emit_top(const cblob_model *model, size_t from, size_t to, cb_sink *sink);
 

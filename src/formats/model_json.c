@@ -273,6 +273,16 @@ static json_t *unknown_fields(const ProtobufCMessage *message)
     return list;
 }
 
+const char *cb_field_name(const ProtobufCFieldDescriptor *field, char buffer[CB_FIELD_NAME_MAX])
+{
+    const size_t length = strlen(field->name);
+    if (length < 2 || field->name[length - 1] != '_' || length > CB_FIELD_NAME_MAX)
+        return field->name;
+    memcpy(buffer, field->name, length - 1);
+    buffer[length - 1] = '\0';
+    return buffer;
+}
+
 /* Every field the message holds, by name, in field-number order; fields no schema knows under
  * "unknown_fields". */
 static json_t *render_message(const ProtobufCMessage *message, bool defaults)
@@ -281,6 +291,7 @@ static json_t *render_message(const ProtobufCMessage *message, bool defaults)
     const ProtobufCMessageDescriptor *descriptor = message->descriptor;
     for (unsigned i = 0; object != NULL && i < descriptor->n_fields; ++i) {
         const ProtobufCFieldDescriptor *field = &descriptor->fields[i];
+        char name[CB_FIELD_NAME_MAX];
         const char *base = (const char *)message;
         json_t *value = NULL;
         if (field->label == PROTOBUF_C_LABEL_REPEATED) {
@@ -296,7 +307,7 @@ static json_t *render_message(const ProtobufCMessage *message, bool defaults)
             value = default_value(field);
         }
         if (value != NULL)
-            json_object_set_new(object, field->name, value);
+            json_object_set_new(object, cb_field_name(field, name), value);
     }
     if (object != NULL && message->n_unknown_fields > 0)
         json_object_set_new(object, "unknown_fields", unknown_fields(message));

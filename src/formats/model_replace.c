@@ -43,6 +43,20 @@ static bool same_legacy_shape(const cb_blob_facts *a, const cb_blob_facts *b)
     return true;
 }
 
+void cb_facts_shape(const cb_blob_facts *facts, cb_shape *out)
+{
+    *out = (cb_shape){.num_axes = facts->num_axes, .count = facts->count};
+    memcpy(out->dims, facts->dims, sizeof out->dims);
+}
+
+bool cb_facts_shape_equals(const cb_blob_facts *a, const cb_blob_facts *b)
+{
+    cb_shape x, y;
+    cb_facts_shape(a, &x);
+    cb_facts_shape(b, &y);
+    return cb_shape_equal(&x, &y) || same_legacy_shape(a, b);
+}
+
 /* The model's blobs the weights give no values, listed as mismatches (CBLOB_REPLACE_ALL). */
 static cblob_status count_kept(const cblob_model *model, const cblob_model *weights, const int64_t *targets,
                                bool list, char *message, size_t size, size_t *used, int64_t *mismatches,
@@ -145,11 +159,10 @@ static cblob_status check_replacements(const cblob_model *model, const cb_model_
             }
             if ((status = cb_model_blob_facts(model, targets[i], j, &want)) != CBLOB_OK)
                 break;
-            cb_shape a = {.num_axes = want.num_axes}, b = {.num_axes = got.num_axes};
-            memcpy(a.dims, want.dims, sizeof a.dims);
-            memcpy(b.dims, got.dims, sizeof b.dims);
-            a.count = want.count, b.count = got.count;
-            if (!cb_shape_equal(&a, &b) && !same_legacy_shape(&want, &got)) {
+            if (!cb_facts_shape_equals(&want, &got)) {
+                cb_shape a, b;
+                cb_facts_shape(&want, &a);
+                cb_facts_shape(&got, &b);
                 char ta[CB_SHAPE_TEXT_MAX], tb[CB_SHAPE_TEXT_MAX];
                 cb_shape_format(&a, ta, sizeof ta);
                 cb_shape_format(&b, tb, sizeof tb);

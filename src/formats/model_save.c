@@ -234,6 +234,12 @@ static cblob_status write_blob(void *context, int64_t index, const cb_model_blob
 
 /* ---- the model ----------------------------------------------------------------------------------- */
 
+cblob_status cb_model_emit_layer(const cblob_model *model, int64_t layer, bool write_diff, cb_sink *sink)
+{
+    emitter e = {.model = model, .write_diff = write_diff, .layer = layer};
+    return cb_layer_emit(&model->layers[layer], write_blob, &e, sink);
+}
+
 static cblob_status write_model(const cblob_model *model, bool write_diff, cb_sink *sink)
 {
     size_t top = 0;

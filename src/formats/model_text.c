@@ -237,8 +237,8 @@ void cb_text_double(double value, char text[CB_TEXT_NUMBER_MAX])
         return;
     }
     snprintf(text, CB_TEXT_NUMBER_MAX, "%.*g", DBL_DIG, value);
-    if (strtod(text, NULL) != value)
-        snprintf(text, CB_TEXT_NUMBER_MAX, "%.*g", DBL_DIG + 3, value);
+    if (strtod(text, NULL) != value) /* 17 digits always read back (C++ protobuf's DBL_DIG + 2) */
+        snprintf(text, CB_TEXT_NUMBER_MAX, "%.*g", DBL_DIG + 2, value);
 }
 
 /* The wire type a field's elements come in (unpacked). */
@@ -306,8 +306,9 @@ static void print_message(text_writer *w, const ProtobufCMessageDescriptor *desc
 
 static void print_scalar(text_writer *w, const ProtobufCFieldDescriptor *field, const char *text, int indent)
 {
+    char name[CB_FIELD_NAME_MAX];
     put_indent(w, indent);
-    put_text(w, field->name);
+    put_text(w, cb_field_name(field, name));
     put(w, ": ", 2);
     put_text(w, text);
     put(w, "\n", 1);
@@ -433,6 +434,7 @@ static int by_number(const void *a, const void *b)
 static void print_known(text_writer *w, const ProtobufCFieldDescriptor *field, const uint8_t *data,
                         text_fields *fields, int indent, int depth)
 {
+    char name[CB_FIELD_NAME_MAX];
     const bool repeated = field->label == PROTOBUF_C_LABEL_REPEATED;
     const int element = wire_type_of(field->type);
     const bool packable = element != CB_WIRE_LENGTH;
@@ -455,7 +457,7 @@ static void print_known(text_writer *w, const ProtobufCFieldDescriptor *field, c
         }
         if (field->type == PROTOBUF_C_TYPE_MESSAGE) {
             if (repeated) {
-                print_nested(w, field->name, field->descriptor, data + f->payload, f->length, indent, depth);
+                print_nested(w, cb_field_name(field, name), field->descriptor, data + f->payload, f->length, indent, depth);
             } else {
                 ++message_count;
                 if (w->status == CBLOB_OK)
@@ -475,7 +477,7 @@ static void print_known(text_writer *w, const ProtobufCFieldDescriptor *field, c
         }
         if (field->type == PROTOBUF_C_TYPE_STRING || field->type == PROTOBUF_C_TYPE_BYTES) {
             put_indent(w, indent);
-            put_text(w, field->name);
+            put_text(w, cb_field_name(field, name));
             put(w, ": ", 2);
             put_escaped(w, data + f->payload, f->length);
             put(w, "\n", 1);
@@ -484,14 +486,14 @@ static void print_known(text_writer *w, const ProtobufCFieldDescriptor *field, c
         }
     }
     if (message_count > 0)
-        print_nested(w, field->name, field->descriptor, merged.size > 0 ? merged.data : (const uint8_t *)"",
+        print_nested(w, cb_field_name(field, name), field->descriptor, merged.size > 0 ? merged.data : (const uint8_t *)"",
                      merged.size, indent, depth);
     cb_bytes_free(&merged);
     if (last == NULL)
         return;
     if (field->type == PROTOBUF_C_TYPE_STRING || field->type == PROTOBUF_C_TYPE_BYTES) {
         put_indent(w, indent);
-        put_text(w, field->name);
+        put_text(w, cb_field_name(field, name));
         put(w, ": ", 2);
         put_escaped(w, data + last->payload, last->length);
         put(w, "\n", 1);

@@ -24,6 +24,10 @@ cblob_status cb_model_definition_text(const cblob_model *model, cb_bytes *out);
 /* Text (a prototxt) to a NetParameter's wire bytes, appended to out (model_text_read.c); errors
  * say "<name>:<line>:<column>: ...". */
 cblob_status cb_prototxt_to_net_bytes(const char *name, const char *text, size_t size, cb_bytes *out);
+/* A BlobProto's text to its wire bytes, appended to out, errors as cb_prototxt_to_net_bytes's. */
+cblob_status cb_text_to_blob_bytes(const char *name, const char *text, size_t size, cb_bytes *out);
+/* The text of a blob's BlobProto (what cblob_blob_to_proto writes), appended to out. */
+cblob_status cb_blob_text(cblob_blob *blob, bool write_diff, cb_bytes *out);
 /* A model from a net's text. */
 cblob_status cb_model_open_prototxt(cblob_context *context, const char *name, const char *text, size_t size,
                                     cblob_model **out_model);
@@ -31,5 +35,9 @@ struct cb_source;
 /* A model from the size bytes of a source holding a net's text (file.c). */
 cblob_status cb_model_open_text_source(cblob_context *context, const char *name, struct cb_source *source,
                                        uint64_t size, cblob_model **out_model);
+/* A BlobProto's text held by a source: its blob as a model of one layer (as cb_read_blobs makes
+ * one), errors naming the line and column (file.c). */
+cblob_status cb_blob_open_text_source(cblob_context *context, const char *name, struct cb_source *source,
+                                      uint64_t size, cblob_model **out_blobs);
 
 #endif

@@ -32,6 +32,7 @@
 #include "caffe_params.pb-c.h"
 #include "model.h"
 #include "model_open.h"
+#include "model_json.h"
 #include "model_text.h"
 #include "status.h"
 #include "varint.h"
@@ -87,6 +88,13 @@ static void message_name(const ProtobufCMessageDescriptor *descriptor, char *out
 }
 
 /* ---- tokens ------------------------------------------------------------------------------------- */
+
+/* A field's name as Caffe spells it, for messages (cb_field_name: `base_` is `base`). */
+static const char *caffe_name(const ProtobufCFieldDescriptor *field)
+{
+    static _Thread_local char buffer[CB_FIELD_NAME_MAX];
+    return cb_field_name(field, buffer);
+}
 
 static void skip_space(reader *r)
 {
@@ -341,7 +349,7 @@ static void scalar_value(reader *r, const ProtobufCFieldDescriptor *field, cb_by
 {
     if (field->type == PROTOBUF_C_TYPE_STRING || field->type == PROTOBUF_C_TYPE_BYTES) {
         if (!peek(r, '"') && !peek(r, '\'')) {
-            fail_at(r, r->pos, "%s takes a string in quotes", field->name);
+            fail_at(r, r->pos, "%s takes a string in quotes", caffe_name(field));
             return;
         }
         cb_bytes text = {0};
@@ -355,7 +363,7 @@ static void scalar_value(reader *r, const ProtobufCFieldDescriptor *field, cb_by
     }
     size_t start, length;
     if (!word(r, &start, &length)) {
-        fail_at(r, r->pos, "expected a value for %s", field->name);
+        fail_at(r, r->pos, "expected a value for %s", caffe_name(field));
         return;
     }
     const char *text = r->text + start;
@@ -372,7 +380,7 @@ static void scalar_value(reader *r, const ProtobufCFieldDescriptor *field, cb_by
                 value = 0;
         }
         if (value < 0) {
-            fail_at(r, start, "%s takes true or false, not \"%.*s\"", field->name, (int)length, text);
+            fail_at(r, start, "%s takes true or false, not \"%.*s\"", caffe_name(field), (int)length, text);
             return;
         }
         put_tag(r, out, field->id, CB_WIRE_VARINT);
@@ -391,7 +399,7 @@ static void scalar_value(reader *r, const ProtobufCFieldDescriptor *field, cb_by
             char enum_name[128];
             snprintf(enum_name, sizeof enum_name, "%s", values->name);
             fail_at(r, start, "unknown value \"%.*s\" of enum %s (field %s)", (int)length, text, enum_name,
-                    field->name);
+                    caffe_name(field));
             return;
         }
         put_tag(r, out, field->id, CB_WIRE_VARINT);
@@ -402,7 +410,7 @@ static void scalar_value(reader *r, const ProtobufCFieldDescriptor *field, cb_by
     case PROTOBUF_C_TYPE_DOUBLE: {
         double value = 0;
         if (!parse_floating(text, length, &value)) {
-            fail_at(r, start, "%s takes a number, not \"%.*s\"", field->name, (int)length, text);
+            fail_at(r, start, "%s takes a number, not \"%.*s\"", caffe_name(field), (int)length, text);
             return;
         }
         if (field->type == PROTOBUF_C_TYPE_FLOAT) {
@@ -418,7 +426,7 @@ static void scalar_value(reader *r, const ProtobufCFieldDescriptor *field, cb_by
     default: break;
     }
     if (!parse_integer(text, length, &negative, &magnitude)) {
-        fail_at(r, start, "%s takes an integer, not \"%.*s\"", field->name, (int)length, text);
+        fail_at(r, start, "%s takes an integer, not \"%.*s\"", caffe_name(field), (int)length, text);
         return;
     }
     bool is_signed = false;
@@ -432,7 +440,7 @@ static void scalar_value(reader *r, const ProtobufCFieldDescriptor *field, cb_by
     default: break;
     }
     if ((negative && !is_signed) || magnitude > limit + (negative ? 1 : 0)) {
-        fail_at(r, start, "%.*s is out of the range of %s", (int)length, text, field->name);
+        fail_at(r, start, "%.*s is out of the range of %s", (int)length, text, caffe_name(field));
         return;
     }
     const uint64_t bits = negative ? (uint64_t)0 - magnitude : magnitude;
@@ -563,7 +571,9 @@ static bool find_field(reader *r, const ProtobufCMessageDescriptor *descriptor, 
     }
     for (unsigned i = 0; i < descriptor->n_fields; ++i) {
         const ProtobufCFieldDescriptor *field = &descriptor->fields[i];
-        if (strlen(field->name) == length && memcmp(field->name, name, length) == 0) {
+        char caffe_name[CB_FIELD_NAME_MAX];
+        const char *known = cb_field_name(field, caffe_name);
+        if (strlen(known) == length && memcmp(known, name, length) == 0) {
             ref->number = field->id;
             ref->field = field;
             ref->repeated = field->label == PROTOBUF_C_LABEL_REPEATED;
@@ -606,14 +616,14 @@ static void read_field(reader *r, const ProtobufCMessageDescriptor *descriptor, 
     if (!ref.repeated) {
         const size_t index = (size_t)(ref.field - descriptor->fields);
         if (seen[index / 64] >> (index % 64) & 1) {
-            fail_at(r, ref.seen_at, "%s is given twice, and is not a repeated field", ref.field->name);
+            fail_at(r, ref.seen_at, "%s is given twice, and is not a repeated field", caffe_name(ref.field));
             return;
         }
         seen[index / 64] |= (uint64_t)1 << (index % 64);
     }
     const bool colon = accept(r, ':');
     if (!colon && !message) {
-        fail_at(r, r->pos, "expected : after %s", ref.field->name);
+        fail_at(r, r->pos, "expected : after %s", caffe_name(ref.field));
         return;
     }
     if (colon && ref.repeated && accept(r, '[')) { /* a list */
@@ -623,7 +633,7 @@ static void read_field(reader *r, const ProtobufCMessageDescriptor *descriptor, 
             field_value(r, &ref, out, depth);
         while (r->status == CBLOB_OK && accept(r, ','));
         if (r->status == CBLOB_OK && !accept(r, ']'))
-            fail_at(r, r->pos, "expected , or ] in the list of %s", ref.field != NULL ? ref.field->name : "blobs");
+            fail_at(r, r->pos, "expected , or ] in the list of %s", ref.field != NULL ? caffe_name(ref.field) : "blobs");
         return;
     }
     field_value(r, &ref, out, depth);
@@ -651,15 +661,26 @@ static void read_message(reader *r, const ProtobufCMessageDescriptor *descriptor
     }
 }
 
-cblob_status cb_prototxt_to_net_bytes(const char *name, const char *text, size_t size, cb_bytes *out)
+static cblob_status text_to_bytes(const ProtobufCMessageDescriptor *descriptor, const char *what, const char *name,
+                                  const char *text, size_t size, cb_bytes *out)
 {
     reader r = {.name = name, .text = text, .size = size, .status = CBLOB_OK};
     if (size >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) /* a UTF-8 byte order mark */
         r.pos = 3;
-    read_message(&r, &caffe__net_parameter_fields__descriptor, '\0', out, 0);
+    read_message(&r, descriptor, '\0', out, 0);
     if (r.status == CBLOB_OK && out->size > CB_PROTO_MAX_MESSAGE)
-        r.status = cb_fail(CBLOB_ERR_OVERFLOW, "%s: the net is %zu bytes, over protobuf's limit", name, out->size);
+        r.status = cb_fail(CBLOB_ERR_OVERFLOW, "%s: the %s is %zu bytes, over protobuf's limit", name, what, out->size);
     return r.status;
+}
+
+cblob_status cb_prototxt_to_net_bytes(const char *name, const char *text, size_t size, cb_bytes *out)
+{
+    return text_to_bytes(&caffe__net_parameter_fields__descriptor, "net", name, text, size, out);
+}
+
+cblob_status cb_text_to_blob_bytes(const char *name, const char *text, size_t size, cb_bytes *out)
+{
+    return text_to_bytes(&caffe__blob_proto__descriptor, "blob", name, text, size, out);
 }
 
 static cblob_status open_text(cblob_context *context, const char *name, const char *text, size_t size,

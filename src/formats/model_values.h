@@ -16,6 +16,10 @@ typedef struct cb_blob_facts {
     bool has_diff;
 } cb_blob_facts;
 cblob_status cb_model_blob_facts(const cblob_model *model, int64_t layer, int64_t index, cb_blob_facts *out);
+/* The facts' shape; and whether two blobs' shapes are ones Caffe's ShapeEquals takes for one
+ * another: equal, or equal once padded to 4 axes with leading 1s (model_replace.c). */
+void cb_facts_shape(const cb_blob_facts *facts, cb_shape *out);
+bool cb_facts_shape_equals(const cb_blob_facts *a, const cb_blob_facts *b);
 
 /* The handle of blob `index`, made on first use; the model keeps it (not retained for the caller).
  * A handle adopts the blob's arrays where it can (no copy). */

@@ -572,6 +572,7 @@ def compile_text_protos(source, folder):
         text = text.replace("package caffe;", "package caffe_text;")
         text = text.replace('import "caffe_blobs.proto";', 'import "caffe_text_blobs.proto";')
         text = re.sub(r"\b(optional|repeated) string\b", r"\1 bytes", text)
+        text = text.replace(" base_ = ", " base = ")  # Caffe's name (protobuf-c's C needs base_)
         with open(os.path.join(folder, "caffe_text_" + name.split("_")[1] + ".proto"), "w", encoding="utf-8") as f:
             f.write(text)
     for name in ("caffe_text_blobs", "caffe_text_params"):
@@ -755,11 +756,65 @@ def prototxt_check(ctx):
         parsed_back += 1
     check(parsed_back >= 1 + 6, f"only {parsed_back} texts had no unknown fields to parse back")
 
-    # Not a net: refused, nothing written.
-    mean = os.path.join(ctx.data, "cifar10_mean.binaryproto")
-    out = os.path.join(folder, "mean.prototxt")
-    result = run(["convert", mean, "--to", "prototxt", "-o", out], ctx.tool, expect=2)
-    check("--to prototxt" in result.stderr and not os.path.exists(out), f"a blob file: {result.stderr}")
+    # Not a net nor one blob: refused, nothing written.
+    vector = os.path.join(folder, "two.binaryproto")
+    run(["convert", "--quiet", "--vector", os.path.join(ctx.data, "cifar10_mean.binaryproto"), "-o", vector,
+         "--to", "binaryproto"], ctx.tool, expect=None)
+    if os.path.exists(vector):
+        out = os.path.join(folder, "vector.prototxt")
+        result = run(["convert", vector, "--to", "prototxt", "-o", out], ctx.tool, expect=2)
+        check("--to prototxt" in result.stderr and not os.path.exists(out), f"a blob vector: {result.stderr}")
+
+
+def blob_prototxt_check(ctx):
+    """A BlobProto as text (the real mean files): protobuf's text_format parses cblob's text to the
+    message cblob writes as binary, with the original file's values; cblob reads its text and
+    Python's back."""
+    from google.protobuf import text_format
+    folder = os.path.join(ctx.tmp, "blob_prototxt")
+    os.mkdir(folder)
+    compile_text_protos(ctx.source, ctx.tmp)
+    blobs = importlib.import_module("caffe_text_blobs_pb2")
+    means = [os.path.join(ctx.data, name) for name in ("cifar10_mean.binaryproto", "ilsvrc_2012_mean.binaryproto")]
+    means = [path for path in means if os.path.exists(path)]
+    if not means:
+        skip(f"no mean file in {ctx.data}")
+    for path in means:
+        name = os.path.basename(path)
+        out = os.path.join(folder, name + ".prototxt")
+        run(["convert", "--quiet", path, "--to", "prototxt", "-o", out], ctx.tool)
+        with open(out, "rb") as f:
+            text = f.read()
+        check(text.isascii() and text.startswith(b"data: ") and b"\nshape {\n  dim: " in text, f"{name}: {text[:60]!r}")
+        standard_output = run(["convert", path, "--to", "prototxt", "-o", "-"], ctx.tool).stdout
+        check(standard_output.encode() == text, f"{name}: the text on standard output differs from the file's")
+        parsed = text_format.Parse(text, blobs.BlobProto())
+        # cblob reads the text back (told from its first field) into the binary it writes.
+        back = os.path.join(folder, name + ".back.binaryproto")
+        run(["convert", "--quiet", out, "--to", "binaryproto", "-o", back], ctx.tool)
+        with open(back, "rb") as f:
+            binary = blobs.BlobProto.FromString(f.read())
+        check(parsed == binary, f"{name}: the text parses to another message than cblob's binary")
+        with open(path, "rb") as f:
+            original = blobs.BlobProto.FromString(f.read())
+        check(list(parsed.shape.dim) == [original.num, original.channels, original.height, original.width],
+              f"{name}: shape {list(parsed.shape.dim)}")
+        check(np.array_equal(np.array(parsed.data, np.float32), np.array(original.data, np.float32)),
+              f"{name}: the values differ from the file's")
+        # Python's text of the blob (its own float spelling), read by cblob, is the same blob.
+        python_text = os.path.join(folder, name + ".python.prototxt")
+        with open(python_text, "w", encoding="ascii") as f:
+            f.write(text_format.MessageToString(binary))
+        again = run(["convert", python_text, "--to", "prototxt", "-o", "-"], ctx.tool).stdout
+        check(again.encode() == text, f"{name}: cblob reads Python's text to another blob")
+    # A user's mistakes: a blob's text with a field BlobProto lacks names its line and column.
+    bad = os.path.join(folder, "bad.prototxt")
+    with open(bad, "w", encoding="ascii") as f:
+        f.write("shape {\n  dim: 2\n}\ndata: 1\ndatum: 2\n")
+    result = run(["convert", bad, "--to", "binaryproto", "-o", os.path.join(folder, "bad.binaryproto")], ctx.tool,
+                 expect=2)
+    check("bad.prototxt:5:1" in result.stderr and "datum" in result.stderr, result.stderr)
+    check(not os.path.exists(os.path.join(folder, "bad.binaryproto")), "bad.binaryproto was written")
 
 
 CHECKS = {
@@ -769,6 +824,7 @@ CHECKS = {
     "inspect_json": inspect_json_check,
     "cli_bad_input": cli_bad_input,
     "prototxt": prototxt_check,
+    "blob_prototxt": blob_prototxt_check,
 }
 
 

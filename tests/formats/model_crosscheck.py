@@ -195,6 +195,7 @@ def compile_protos(source, folder):
     for name in ("caffe_blobs.proto", "caffe_params.proto"):
         with open(os.path.join(source, "proto", name), encoding="utf-8") as f:
             text = f.read().replace("optional string ", "optional bytes ").replace("repeated string ", "repeated bytes ")
+        text = text.replace(" base_ = ", " base = ")  # Caffe's name (protobuf-c's C needs base_)
         with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
             f.write(text)
     subprocess.run([protoc, f"-I{folder}", f"--python_out={folder}", os.path.join(folder, "caffe_blobs.proto"),

@@ -957,3 +957,89 @@ TEST(prototxt_errors_name_line_and_column)
     }
     cblob_context_destroy(ctx);
 }
+
+/* SSD-Caffe's annotated_data_param (200) and multibox_loss_param (201), and BVLC's exp_param (111)
+ * and log_param (134), whose field `base` protobuf-c's C cannot name as it is: by name in the JSON
+ * and in the prototxt, and read back by name (they were unknown fields by number before). */
+TEST(ssd_and_exp_log_parameters_render_by_name)
+{
+    cblob_context *ctx = context_new();
+    pb sampler = {0}, batch = {0}, data = {0}, nms = {0}, loss = {0}, exp = {0}, log = {0}, layer = {0}, net = {0};
+    pb_fixed32(&sampler, 1, 0x3e99999a); /* min_scale 0.3 */
+    pb_message(&batch, 2, &sampler);
+    pb_int(&batch, 5, 50); /* max_trials */
+    pb_message(&data, 1, &batch);
+    pb_string(&data, 2, "labelmap_voc.prototxt");
+    pb_int(&data, 3, 0); /* anno_type BBOX */
+    pb_int(&loss, 4, 21);                 /* num_classes */
+    pb_int(&loss, 20, 2);                 /* mining_type HARD_EXAMPLE */
+    pb_fixed32(&nms, 1, 0x3f000000);      /* nms_threshold 0.5 */
+    pb_message(&loss, 21, &nms);
+    pb_fixed32(&exp, 1, 0x40000000);      /* base 2 */
+    pb_fixed32(&log, 1, 0x41200000);      /* base 10 */
+    pb_fixed32(&log, 2, 0x40000000);      /* scale 2 */
+    pb_string(&layer, 1, "mbox_loss");
+    pb_string(&layer, 2, "MultiBoxLoss");
+    pb_message(&layer, 111, &exp);
+    pb_message(&layer, 134, &log);
+    pb_message(&layer, 200, &data);
+    pb_message(&layer, 201, &loss);
+    pb_message(&net, 100, &layer);
+    cblob_model *model = NULL;
+    CHECK_OK(cblob_model_open(ctx, net.data, net.size, &model));
+    char *json = layer_text(model, 0, true, 0);
+    CHECK(json != NULL);
+    static const char *const named[] = {
+        "\"exp_param\":{\"base\":2.0}", "\"log_param\":{\"base\":10.0,\"scale\":2.0}",
+        ("\"annotated_data_param\":{\"batch_sampler\":[{\"sampler\":{\"min_scale\":0.3},\"max_trials\":50}],"
+         "\"label_map_file\":\"labelmap_voc.prototxt\",\"anno_type\":\"BBOX\"}"),
+        ("\"multibox_loss_param\":{\"num_classes\":21,\"mining_type\":\"HARD_EXAMPLE\","
+         "\"nms_param\":{\"nms_threshold\":0.5}}")};
+    for (size_t i = 0; i < sizeof named / sizeof *named; ++i)
+        CHECK_MSG(strstr(json, named[i]) != NULL, "%s lacks %s", json, named[i]);
+    CHECK_MSG(strstr(json, "unknown_fields") == NULL, "%s", json);
+    char *text = prototxt(model);
+    CHECK(text != NULL);
+    static const char *const lines[] = {"  exp_param {\n    base: 2\n  }\n",
+                                        "  log_param {\n    base: 10\n    scale: 2\n  }\n",
+                                        ("  annotated_data_param {\n    batch_sampler {\n      sampler {\n"
+                                         "        min_scale: 0.3\n      }\n      max_trials: 50\n    }\n"
+                                         "    label_map_file: \"labelmap_voc.prototxt\"\n    anno_type: BBOX\n  }\n"),
+                                        ("  multibox_loss_param {\n    num_classes: 21\n    mining_type: HARD_EXAMPLE\n"
+                                         "    nms_param {\n      nms_threshold: 0.5\n    }\n  }\n")};
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; ++i)
+        CHECK_MSG(strstr(text, lines[i]) != NULL, "%s lacks\n%s", text, lines[i]);
+    /* Read back by name: the same bytes. */
+    cblob_model *again = NULL;
+    CHECK_OK(cblob_model_open_prototxt(ctx, (const uint8_t *)text, strlen(text), &again));
+    size_t a = 0, b = 0;
+    CHECK_OK(cblob_model_to_proto(model, 0, NULL, 0, &a));
+    CHECK_OK(cblob_model_to_proto(again, 0, NULL, 0, &b));
+    uint8_t *x = malloc(a), *y = malloc(b);
+    CHECK(x != NULL && y != NULL);
+    CHECK_OK(cblob_model_to_proto(model, 0, x, a, &a));
+    CHECK_OK(cblob_model_to_proto(again, 0, y, b, &b));
+    CHECK(a == b && memcmp(x, y, a) == 0);
+    /* The reader's messages name the field as Caffe does. */
+    static const char wrong[] = "layer {\n  exp_param {\n    base: two\n  }\n}\n";
+    cblob_model *none = NULL;
+    CHECK_STATUS(cblob_model_open_prototxt(ctx, (const uint8_t *)wrong, sizeof wrong - 1, &none), CBLOB_ERR_PARSE);
+    CHECK_MSG(strstr(cblob_last_error_message(), "the text:3:11: base takes a number") != NULL, "%s",
+              cblob_last_error_message());
+    free(x);
+    free(y);
+    free(text);
+    free(json);
+    cblob_model_destroy(again);
+    cblob_model_destroy(model);
+    pb_free(&sampler);
+    pb_free(&batch);
+    pb_free(&data);
+    pb_free(&nms);
+    pb_free(&loss);
+    pb_free(&exp);
+    pb_free(&log);
+    pb_free(&layer);
+    pb_free(&net);
+    cblob_context_destroy(ctx);
+}

@@ -100,8 +100,9 @@ class Net:
         """An unknown field of a random wire type (numbers forks use, and far ones)."""
         if not self.args.unknown or self.rng.random() < 0.4:
             return b""
-        # Numbers forks use (SSD-Caffe: 200, 201, 205, 207) that cblob's schema leaves unknown, and far ones.
-        number = self.rng.choice([200, 201, 205, 207, 999, 5000, 123456])
+        # Numbers forks use (SSD-Caffe: 205, 207; others 208, 209) that cblob's schema leaves unknown, and far
+        # ones (200 and 201 are SSD-Caffe's annotated_data_param and multibox_loss_param, now known).
+        number = self.rng.choice([208, 209, 205, 207, 999, 5000, 123456])
         kind = self.rng.randrange(5)
         if kind == 0:
             return field_varint(number, self.rng.randrange(1 << 40))

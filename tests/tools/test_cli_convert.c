@@ -224,12 +224,144 @@ TEST(a_net_definition_to_prototxt)
     cli_result_free(&r);
     CHECK(io_file_holds(model, original, size));
     free(original);
-    CHECK(CLI(&r, "convert", MEAN, "--to", "prototxt", "-o", io_path(2, folder, "mean.prototxt")));
-    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "a BlobProto", "--to prototxt writes a Caffe net's definition"));
-    cli_result_free(&r);
     CHECK(CLI(&r, "convert", LENET, "--to", "prototxt", "--dtype", "float64", "-o", io_path(2, folder, "x.prototxt")));
     CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "--dtype float64", "holds no values"));
     cli_result_free(&r);
     CHECK_EQ_INT(io_count_entries(folder), 2);
+    io_remove_tree(folder);
+}
+
+/* A file's bytes as a C string (malloc'd; NULL when it cannot be read). */
+static char *file_text(const char *path)
+{
+    size_t size = 0;
+    uint8_t *bytes = ft_read_file(path, &size);
+    char *text = bytes != NULL ? realloc(bytes, size + 1) : NULL;
+    if (text != NULL)
+        text[size] = '\0';
+    else
+        free(bytes);
+    return text;
+}
+
+/* text with the first `from` replaced by `to`, written to path. */
+static bool write_replaced(const char *path, const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    if (at == NULL)
+        return false;
+    char *out = malloc(strlen(text) + strlen(to) + 1);
+    if (out == NULL)
+        return false;
+    sprintf(out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    const bool written = io_write_file(path, out, strlen(out));
+    free(out);
+    return written;
+}
+
+/* --to caffemodel --weights W: the definition IN with W's weights attached by layer name (Caffe's
+ * CopyTrainedLayersFrom); the layers left out said as Caffe logs them; Caffe's errors; misuse. */
+TEST(weights_attached_to_a_definition)
+{
+    char folder[512];
+    CHECK(io_temp_folder(folder, sizeof folder));
+    const char *deploy = io_path(0, folder, "lenet.prototxt"), *same = io_path(1, folder, "same.caffemodel");
+    const char *renamed = io_path(2, folder, "renamed.prototxt"), *out = io_path(3, folder, "out.caffemodel");
+    const char *a = io_path(4, folder, "a.npz"), *b = io_path(5, folder, "b.npz");
+    cli_result r;
+    CHECK(CLI(&r, "convert", "--quiet", LENET, "-o", deploy));
+    CHECK(r.status == 0);
+    cli_result_free(&r);
+    /* Its own definition: the model again (its weights bit for bit: the same .npz), nothing said. */
+    CHECK(CLI(&r, "convert", deploy, "--weights", LENET, "-o", same));
+    CHECK_MSG(r.status == 0 && strstr(r.out, "with the weights of") != NULL && r.err[0] == '\0', "exit %d: %s%s",
+              r.status, r.out, r.err);
+    cli_result_free(&r);
+    CHECK(CLI(&r, "convert", "--quiet", same, "-o", a));
+    cli_result_free(&r);
+    CHECK(CLI(&r, "convert", "--quiet", LENET, "-o", b));
+    cli_result_free(&r);
+    size_t na = 0, nb = 0;
+    uint8_t *x = ft_read_file(a, &na), *y = ft_read_file(b, &nb);
+    CHECK(x != NULL && y != NULL && na == nb && memcmp(x, y, na) == 0);
+    free(x);
+    free(y);
+    char *text = file_text(deploy);
+    CHECK(text != NULL);
+    CHECK(CLI(&r, "convert", same, "--to", "prototxt", "-o", "-"));
+    CHECK(r.status == 0 && strcmp(r.out, text) == 0);
+    cli_result_free(&r);
+
+    /* ip2 renamed: its weights are ignored, the new layer gets none; both said on standard error. */
+    CHECK(write_replaced(renamed, text, "name: \"ip2\"", "name: \"ip2_new\""));
+    CHECK(CLI(&r, "convert", renamed, "--weights", LENET, "--to", "caffemodel", "-o", out));
+    CHECK_MSG(r.status == 0, "exit %d: %s", r.status, r.err);
+    CHECK_MSG(strstr(r.err, "ignoring source layer ip2 of") != NULL && strstr(r.err, "(2 blobs)") != NULL &&
+              strstr(r.err, "layer ip2_new of") != NULL && strstr(r.err, "gets no weights") != NULL, "%s", r.err);
+    cli_result_free(&r);
+    CHECK(CLI(&r, "inspect", "--shapes", out));
+    CHECK(r.status == 0 && strstr(r.out, "ip2_new") != NULL);
+    cli_result_free(&r);
+
+    /* Caffe's error for a changed num_output: nothing written. */
+    const char *fewer = io_path(6, folder, "fewer.prototxt"), *none = io_path(7, folder, "none.caffemodel");
+    CHECK(write_replaced(fewer, text, "num_output: 10\n", "num_output: 5\n"));
+    CHECK(CLI(&r, "convert", fewer, "--weights", LENET, "-o", none));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "Cannot copy param 0 weights from layer 'ip2'; shape mismatch",
+                                         "nothing was written"));
+    cli_result_free(&r);
+    CHECK(access(none, F_OK) != 0);
+    /* Misuse. */
+    CHECK(CLI(&r, "convert", deploy, "--weights", LENET, "-o", io_path(3, folder, "none.npz")));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "--weights", "only --to caffemodel"));
+    cli_result_free(&r);
+    CHECK(CLI(&r, "convert", deploy, "--weights", LENET, "--like", LENET, "-o", none));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "--weights", "--like", "give one"));
+    cli_result_free(&r);
+    CHECK(CLI(&r, "convert", deploy, "--weights", MEAN, "-o", none));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "--weights", "not a Caffe net"));
+    cli_result_free(&r);
+    CHECK(CLI(&r, "convert", deploy, "--weights", LENET, "--allow-missing", "-o", none));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "--allow-missing"));
+    cli_result_free(&r);
+    CHECK(CLI(&r, "convert", deploy, "--weights", same, "-o", same));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "never writes over an input", "given to --weights"));
+    cli_result_free(&r);
+    CHECK(access(none, F_OK) != 0);
+    free(text);
+    io_remove_tree(folder);
+}
+
+/* --to prototxt of a BlobProto (a mean file) and back with --to binaryproto: the same blob. */
+TEST(a_blob_as_text_and_back)
+{
+    char folder[512];
+    CHECK(io_temp_folder(folder, sizeof folder));
+    const char *text = io_path(0, folder, "mean.prototxt"), *back = io_path(1, folder, "back.binaryproto");
+    cli_result r;
+    CHECK(CLI(&r, "convert", MEAN, "--to", "prototxt", "-o", text));
+    CHECK_MSG(r.status == 0 && strstr(r.out, "the BlobProto of") != NULL, "exit %d: %s", r.status, r.err);
+    cli_result_free(&r);
+    char *written = file_text(text);
+    CHECK(written != NULL && strncmp(written, "data: 130.710739\n", 17) == 0);
+    CHECK(written != NULL && strstr(written, "\nshape {\n  dim: 1\n  dim: 3\n  dim: 32\n  dim: 32\n}\n") != NULL);
+    CHECK(CLI(&r, "convert", text, "-o", back));
+    CHECK_MSG(r.status == 0, "exit %d: %s", r.status, r.err);
+    cli_result_free(&r);
+    CHECK(CLI(&r, "convert", back, "--to", "prototxt", "-o", "-"));
+    CHECK(r.status == 0 && written != NULL && strcmp(r.out, written) == 0);
+    cli_result_free(&r);
+    CHECK(CLI(&r, "inspect", text));
+    CHECK_MSG(r.status == 0 && strstr(r.out, "3072") != NULL, "exit %d: %s%s", r.status, r.out, r.err);
+    cli_result_free(&r);
+    /* A mistake in the text names its line and column; nothing written. */
+    const char *bad = io_path(2, folder, "bad.prototxt"), *none = io_path(3, folder, "none.binaryproto");
+    static const char mistake[] = "shape {\n  dim: 2\n}\ndata: 1\ndatum: 2\n";
+    CHECK(io_write_file(bad, mistake, sizeof mistake - 1));
+    CHECK(CLI(&r, "convert", bad, "-o", none));
+    CHECK(r.status == 2 && CLI_ERROR_HAS(&r, "bad.prototxt:5:1", "datum"));
+    cli_result_free(&r);
+    CHECK(access(none, F_OK) != 0);
+    free(written);
     io_remove_tree(folder);
 }

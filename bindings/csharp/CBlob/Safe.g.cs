@@ -789,6 +789,69 @@ namespace CBlob
         }
 
         /// <summary>
+        /// The BlobProto Blob.ToProto writes (its diff too when write_diff is 1), in protobuf's
+        /// text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+        /// rules of Model.GetPrototxt (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+        /// then one `data: v` line per value, floats with 6 significant digits when those read back to
+        /// the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+        /// values bit for bit (Blob.FromPrototxt). A blob that never had a shape is
+        /// Status.State. Text convention of Blob.ShapeString.
+        /// </summary>
+        public string GetPrototxt(bool writeDiff = false)
+        {
+            using (var u0 = guard.Use())
+            {
+                IntPtr self = u0;
+                return Text.ReadText((byte[] buffer, UIntPtr size, out UIntPtr length) =>
+                    NativeMethods.cblob_blob_to_prototxt(self, writeDiff ? 1 : 0, buffer, size, out length));
+            }
+        }
+
+        /// <summary>
+        /// Writes Blob.GetPrototxt's text to a file (without its NUL), atomically as blob files
+        /// are written.
+        /// </summary>
+        public void SavePrototxt(string path, bool writeDiff = false)
+        {
+            byte[] pathUtf8 = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
+            using (var u0 = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_to_prototxt_file(u0, writeDiff ? 1 : 0, pathUtf8));
+        }
+
+        /// <summary>
+        /// Creates a blob from a BlobProto in protobuf's text format (what Blob.GetPrototxt or
+        /// protobuf's text_format writes), read by the reader of Model.OpenPrototxt (comments,
+        /// lists [a, b], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+        /// double_data, double_diff), then as Blob.FromProto reads the binary form. A
+        /// name BlobProto lacks or a malformed value is Status.Parse naming the line and column;
+        /// values that do not fill the shape are Status.Parse as in the binary form.
+        /// </summary>
+        public static Blob FromPrototxt(Context context, byte[] text)
+        {
+            Blob.Required(text, nameof(text));
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            {
+                IntPtr contextPtr = u0;
+                return Blob.Created((out BlobHandle h) => NativeMethods.cblob_blob_create_from_prototxt(contextPtr, text, (UIntPtr)text.Length, out h));
+            }
+        }
+
+        /// <summary>
+        /// Reads a BlobProto text file as Blob.FromPrototxt reads text, its errors naming
+        /// the file, line and column. CBlobFile.Open opens such a file too (as a blob file), telling it
+        /// from its first field's name.
+        /// </summary>
+        public static Blob FromPrototxtFile(Context context, string path)
+        {
+            byte[] pathUtf8 = Text.ToUtf8(Blob.Required(path, nameof(path)), "the path");
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            {
+                IntPtr contextPtr = u0;
+                return Blob.Created((out BlobHandle h) => NativeMethods.cblob_blob_create_from_prototxt_file(contextPtr, pathUtf8, out h));
+            }
+        }
+
+        /// <summary>
         /// Writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
         /// padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
         /// two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the
@@ -2026,6 +2089,58 @@ namespace CBlob
             {
                 IntPtr contextPtr = u0;
                 return Model.Created((out ModelHandle h) => NativeMethods.cblob_model_open_prototxt_file(contextPtr, pathUtf8, out h));
+            }
+        }
+
+        /// <summary>
+        /// A net definition with a model's trained weights attached by layer name, as Caffe's
+        /// Net::CopyTrainedLayersFrom copies them: a new model holding the definition (its name, inputs,
+        /// every layer and every field, in its format) in which each layer that a layer of `weights`
+        /// names (the first of that name, as Caffe finds it; when the weights repeat a name, the last
+        /// of them wins, as Caffe's later copy overwrites the earlier) holds that layer's blobs, their
+        /// values and diffs, in their dtype. Caffe's checks come first, and any failure is
+        /// Status.Shape naming the layer and blob with Caffe's words, nothing made: a definition layer
+        /// that has blobs (a definition from a .caffemodel, or blobs given in its text) must get as many
+        /// ("Incompatible number of blobs for layer x: the definition's has 2, the weights' 1") of the same
+        /// shapes ("Cannot copy param 0 weights from layer 'ip2'; shape mismatch. Source param shape is
+        /// 5 500 (2500); target param shape is 10 500 (5000)"), shapes comparing as Caffe's ShapeEquals
+        /// compares them (equal, or equal once padded to 4 axes with leading 1s: a V1 blob's legacy
+        /// (1, 1, 10, 500) fits (10, 500)). A definition layer without blobs (one read from a prototxt:
+        /// cblob runs no layer setup, so it knows no shape the input decides) is held to what its
+        /// parameters fix: an InnerProduct, Convolution or Deconvolution layer gets 2 blobs with
+        /// bias_term (the default) and 1 without, its weights' output axis (InnerProduct: the last but
+        /// one, the last with transpose; Convolution: the first; Deconvolution: the second, times group)
+        /// and its bias are num_output long. Layers of the weights the definition lacks, and the
+        /// definition's layers no weights layer names, are left out and kept as they are:
+        /// Model.GetAttachUnmatched lists them. A definition with V0 layers (inside V1 `layers`)
+        /// is Status.InvalidArgument: upgrade it first. Neither input changes.
+        /// </summary>
+        public Model AttachWeights(Model weights)
+        {
+            using (var u0 = guard.Use())
+            using (var u1 = Model.GuardOf(weights, nameof(weights)).Use())
+            {
+                IntPtr self = u0;
+                IntPtr weightsPtr = u1;
+                return Model.Created((out ModelHandle h) => NativeMethods.cblob_model_attach_weights(self, weightsPtr, out h));
+            }
+        }
+
+        /// <summary>
+        /// The layers Model.AttachWeights leaves out, in order: with AttachList.Ignored the
+        /// weights' layers whose name no definition layer has (indices into `weights`), with
+        /// AttachList.Unfilled the definition's layers whose name no weights layer has (indices into
+        /// `definition`). out_layers has room for max_layers indices; with out_layers NULL and
+        /// max_layers 0 it writes the count only; room for fewer is Status.OutOfRange.
+        /// </summary>
+        public int[] GetAttachUnmatched(Model weights, AttachList which)
+        {
+            using (var u0 = guard.Use())
+            using (var u1 = Model.GuardOf(weights, nameof(weights)).Use())
+            {
+                long[] values = Text.ReadInt64s((long[] buffer, long room, out long count) =>
+                    NativeMethods.cblob_model_attach_unmatched(u0, u1, which, buffer, room, out count));
+                return Array.ConvertAll(values, v => checked((int)v));
             }
         }
 

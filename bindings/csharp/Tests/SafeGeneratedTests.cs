@@ -71,6 +71,10 @@ namespace CBlob.Tests
             Expect("Blob.FromProto", () => GC.KeepAlive(Blob.FromProto(disposedContext, new byte[0])), failures);
             Expect("Blob.FromProtoFile", () => GC.KeepAlive(Blob.FromProtoFile(disposedContext, "x")), failures);
             Expect("Blob.SaveProtoWith", () => disposedBlob.SaveProtoWith("x"), failures);
+            Expect("Blob.GetPrototxt", () => GC.KeepAlive(disposedBlob.GetPrototxt()), failures);
+            Expect("Blob.SavePrototxt", () => disposedBlob.SavePrototxt("x"), failures);
+            Expect("Blob.FromPrototxt", () => GC.KeepAlive(Blob.FromPrototxt(disposedContext, new byte[0])), failures);
+            Expect("Blob.FromPrototxtFile", () => GC.KeepAlive(Blob.FromPrototxtFile(disposedContext, "x")), failures);
             Expect("Blob.ToNpy", () => GC.KeepAlive(disposedBlob.ToNpy()), failures);
             Expect("Blob.SaveNpy", () => disposedBlob.SaveNpy("x"), failures);
             Expect("Blob.GetGpuPointer", () => GC.KeepAlive(disposedBlob.GetGpuPointer()), failures);
@@ -149,6 +153,8 @@ namespace CBlob.Tests
             Expect("Model.SavePrototxt", () => disposedModel.SavePrototxt("x"), failures);
             Expect("Model.OpenPrototxt", () => GC.KeepAlive(Model.OpenPrototxt(disposedContext, new byte[0])), failures);
             Expect("Model.OpenPrototxtFile", () => GC.KeepAlive(Model.OpenPrototxtFile(disposedContext, "x")), failures);
+            Expect("Model.AttachWeights", () => GC.KeepAlive(disposedModel.AttachWeights(disposedModel)), failures);
+            Expect("Model.GetAttachUnmatched", () => GC.KeepAlive(disposedModel.GetAttachUnmatched(disposedModel, default(AttachList))), failures);
             Expect("Model.SaveNpyFolder", () => GC.KeepAlive(disposedModel.SaveNpyFolder("x")), failures);
             Assert.IsEmpty(failures, string.Join("\n", failures));
         }

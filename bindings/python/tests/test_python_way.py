@@ -189,7 +189,7 @@ def test_assigning_into_a_layers_list_stores_or_raises(tmp_path):
 
 def test_a_pycaffe_snippet_ports_with_one_changed_import(tmp_path):
     prototxt = tmp_path / "deploy.prototxt"
-    prototxt.write_text('name: "LeNet"\n')
+    cblob.load(SAMPLE).save_prototxt(prototxt)  # the definition: the weights are attached by name
     out = tmp_path / "surgery.caffemodel"
     snippet = f"""
 from cblob import caffe  # was: import caffe
@@ -208,6 +208,36 @@ net.save({str(out)!r})
     np.testing.assert_array_equal(after["conv1"][0], before["conv1"][0] * 2)
     assert not after["conv1"][1].any()
     assert "conv1 [(4, 1, 3, 3), (4,)]" in printed and "Convolution" in printed
+
+
+def test_caffe_net_attaches_the_weights_by_layer_name_as_pycaffe(tmp_path):
+    from cblob import caffe
+    from conftest import caffe_file
+    lenet = caffe_file("lenet_iter_10000.caffemodel")
+    trained = cblob.load(lenet)
+    text = trained.prototxt()
+    # A deploy-style definition: ip2 renamed (to learn it anew), a layer added, the data layer gone.
+    deploy = text.replace('name: "ip2"', 'name: "ip2_new"').replace(
+        'name: "LeNet"\n', 'name: "LeNet"\nlayer {\n  name: "prob"\n  type: "Softmax"\n  bottom: "ip2_new"\n'
+        '  top: "prob"\n}\n')
+    path = tmp_path / "deploy.prototxt"
+    path.write_text(deploy)
+    net = caffe.Net(str(path), str(lenet), caffe.TEST)
+    assert net.attach_report == caffe.AttachReport(ignored=["ip2"], unfilled=["prob", "ip2_new"])
+    for name in ("conv1", "conv2", "ip1"):
+        for got, want in zip(net.params[name], trained.params[name]):
+            np.testing.assert_array_equal(got.data, want.data)
+    assert "ip2" not in net.params and "ip2_new" not in net.params
+    assert net.layer_dict["prob"].type == "Softmax"
+    # Its own definition gives the model back; a changed num_output is Caffe's error.
+    path.write_text(text)
+    same = caffe.Net(str(path), weights=str(lenet), phase=caffe.TEST)
+    assert same.attach_report == caffe.AttachReport([], [])
+    assert dict((k, [a.tolist() for a in v]) for k, v in same.items()) == \
+        dict((k, [a.tolist() for a in v]) for k, v in trained.items())
+    path.write_text(text.replace("num_output: 10\n", "num_output: 5\n"))
+    with pytest.raises(cblob.ShapeError, match="Cannot copy param 0 weights from layer 'ip2'; shape mismatch"):
+        caffe.Net(str(path), str(lenet), caffe.TEST)
 
 
 # ---- errors ---------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from ._util import NUMPY_DTYPES, handle_array, int32_arg, int64_arg, no_copies, 
 
 if TYPE_CHECKING:
     from ._context import Context
+    from .caffe import AttachReport
 
 
 class Rule(NamedTuple):
@@ -273,6 +274,8 @@ class Model(_ModelMethods, Mapping):
     """
 
     layers: list[Layer]
+    # What caffe.Net left out when it attached weights to this net's definition (None otherwise).
+    attach_report: AttachReport | None = None
 
     def __init__(self, handle: c_void_p, context: Context, lender: object = None):
         """Use cblob.load, Model.open, Model.from_bytes or Model.new."""

@@ -23,7 +23,7 @@ MAX_THREADS = 256
 # The ABI major version this header describes; it is also the SONAME's number.
 ABI_VERSION_MAJOR = 1
 # The ABI minor version this header describes; a minor release only adds functions.
-ABI_VERSION_MINOR = 2
+ABI_VERSION_MINOR = 3
 # The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 NEOML_AXES = 7
 # Room, terminating NUL included, in the message buffer cblob hands to each engine operation.
@@ -138,6 +138,12 @@ class ExportFlags(enum.IntEnum):
 class ReplaceFlags(enum.IntEnum):
     """Bits for cblob_model_replace_blobs_with's flags (since ABI 1.2). (cblob_replace_flags)"""
     ALL = 1  # Every blob of the model must get values from the weights: one it would keep is CBLOB_ERR_SHAPE, listed with the other mismatches.
+
+
+class AttachList(enum.IntEnum):
+    """Which layers cblob_model_attach_unmatched lists (since ABI 1.3). (cblob_attach_list)"""
+    IGNORED = 0  # Layers of the weights whose name no layer of the definition has, with blobs or not (Caffe's CopyTrainedLayersFrom logs "Ignoring source layer" for each): indices into the weights.
+    UNFILLED = 1  # Layers of the definition whose name no layer of the weights has: they keep the definition's own blobs (none for a definition read from a prototxt): indices into the definition.
 
 
 class FileKind(enum.IntEnum):
@@ -681,6 +687,32 @@ FUNCTIONS = (
     # cblob_blob_vector_to_proto_file with flags (cblob_proto_flags' bits), for every blob.
     # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_SHAPE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
     ("cblob_blob_vector_to_proto_file_with", c_int32, (POINTER(c_void_p), c_int64, c_int32, c_char_p)),  # blobs, num_blobs, flags, path
+    # The BlobProto cblob_blob_to_proto writes (its diff too when write_diff is 1), in protobuf's
+    # text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+    # rules of cblob_model_to_prototxt (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+    # then one `data: v` line per value, floats with 6 significant digits when those read back to
+    # the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+    # values bit for bit (cblob_blob_create_from_prototxt). A blob that never had a shape is
+    # CBLOB_ERR_STATE. Text convention of cblob_blob_shape_string.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST.
+    ("cblob_blob_to_prototxt", c_int32, (c_void_p, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # blob, write_diff, buffer, buffer_size, out_length
+    # Writes cblob_blob_to_prototxt's text to a file (without its NUL), atomically as blob files
+    # are written.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_STATE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_DEVICE, CBLOB_ERR_DEVICE_LOST, CBLOB_ERR_CANCELLED.
+    ("cblob_blob_to_prototxt_file", c_int32, (c_void_p, c_int32, c_char_p)),  # blob, write_diff, path
+    # Creates a blob from a BlobProto in protobuf's text format (what cblob_blob_to_prototxt or
+    # protobuf's text_format writes), read by the reader of cblob_model_open_prototxt (comments,
+    # lists [a, b], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+    # double_data, double_diff), then as cblob_blob_create_from_proto reads the binary form. A
+    # name BlobProto lacks or a malformed value is CBLOB_ERR_PARSE naming the line and column;
+    # values that do not fill the shape are CBLOB_ERR_PARSE as in the binary form.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY.
+    ("cblob_blob_create_from_prototxt", c_int32, (c_void_p, c_char_p, c_size_t, POINTER(c_void_p))),  # context, text, size, out_blob
+    # Reads a BlobProto text file as cblob_blob_create_from_prototxt reads text, its errors naming
+    # the file, line and column. cblob_file_open opens such a file too (as a blob file), telling it
+    # from its first field's name.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
+    ("cblob_blob_create_from_prototxt_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_blob
     # The number of a layer's bottoms (its input blobs' names).
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     ("cblob_model_layer_num_bottoms", c_int32, (c_void_p, c_int64, POINTER(c_int64))),  # model, layer, out_count
@@ -885,6 +917,36 @@ FUNCTIONS = (
     # net), telling it from its first bytes.
     # Since ABI 1.2. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO, CBLOB_ERR_CANCELLED.
     ("cblob_model_open_prototxt_file", c_int32, (c_void_p, c_char_p, POINTER(c_void_p))),  # context, path, out_model
+    # A net definition with a model's trained weights attached by layer name, as Caffe's
+    # Net::CopyTrainedLayersFrom copies them: a new model holding the definition (its name, inputs,
+    # every layer and every field, in its format) in which each layer that a layer of `weights`
+    # names (the first of that name, as Caffe finds it; when the weights repeat a name, the last
+    # of them wins, as Caffe's later copy overwrites the earlier) holds that layer's blobs, their
+    # values and diffs, in their dtype. Caffe's checks come first, and any failure is
+    # CBLOB_ERR_SHAPE naming the layer and blob with Caffe's words, nothing made: a definition layer
+    # that has blobs (a definition from a .caffemodel, or blobs given in its text) must get as many
+    # ("Incompatible number of blobs for layer x: the definition's has 2, the weights' 1") of the same
+    # shapes ("Cannot copy param 0 weights from layer 'ip2'; shape mismatch. Source param shape is
+    # 5 500 (2500); target param shape is 10 500 (5000)"), shapes comparing as Caffe's ShapeEquals
+    # compares them (equal, or equal once padded to 4 axes with leading 1s: a V1 blob's legacy
+    # (1, 1, 10, 500) fits (10, 500)). A definition layer without blobs (one read from a prototxt:
+    # cblob runs no layer setup, so it knows no shape the input decides) is held to what its
+    # parameters fix: an InnerProduct, Convolution or Deconvolution layer gets 2 blobs with
+    # bias_term (the default) and 1 without, its weights' output axis (InnerProduct: the last but
+    # one, the last with transpose; Convolution: the first; Deconvolution: the second, times group)
+    # and its bias are num_output long. Layers of the weights the definition lacks, and the
+    # definition's layers no weights layer names, are left out and kept as they are:
+    # cblob_model_attach_unmatched lists them. A definition with V0 layers (inside V1 `layers`)
+    # is CBLOB_ERR_INVALID_ARGUMENT: upgrade it first. Neither input changes.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_SHAPE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_OVERFLOW, CBLOB_ERR_DEVICE.
+    ("cblob_model_attach_weights", c_int32, (c_void_p, c_void_p, POINTER(c_void_p))),  # definition, weights, out_model
+    # The layers cblob_model_attach_weights leaves out, in order: with CBLOB_ATTACH_IGNORED the
+    # weights' layers whose name no definition layer has (indices into `weights`), with
+    # CBLOB_ATTACH_UNFILLED the definition's layers whose name no weights layer has (indices into
+    # `definition`). out_layers has room for max_layers indices; with out_layers NULL and
+    # max_layers 0 it writes the count only; room for fewer is CBLOB_ERR_OUT_OF_RANGE.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
+    ("cblob_model_attach_unmatched", c_int32, (c_void_p, c_void_p, c_int32, POINTER(c_int64), c_int64, POINTER(c_int64))),  # definition, weights, which, out_layers, max_layers, out_count
     # Opens the file or folder at path, whatever it holds (the section's introduction), opening and
     # reading it once: its kind is told from its first bytes, and the reader of that kind goes on
     # from there. Files are read as every reader reads them: a snapshot, with pread, never mapped

@@ -34,6 +34,7 @@ from ._raw import (MAX_AXES,  # noqa: F401
                    JsonFlags,
                    ExportFlags,
                    ReplaceFlags,
+                   AttachList,
                    FileKind,
                    OpenFlags,
                    CacheMode,
@@ -457,6 +458,45 @@ class _BlobMethods:
         as Caffe's legacy dims. Written by the same rules as every file.
         """
         check(lib.cblob_blob_to_proto_file_with(self._h, int32_arg(flags, "flags"), path_bytes(path)), io=(path, "write"))
+
+    def prototxt(self, *, write_diff: bool = False) -> str:
+        """The BlobProto Blob.to_proto writes (its diff too when write_diff is 1), in protobuf's
+        text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+        rules of Model.prototxt (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+        then one `data: v` line per value, floats with 6 significant digits when those read back to
+        the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+        values bit for bit (Blob.from_prototxt). A blob that never had a shape is
+        Status.STATE. Text convention of Blob.shape_string.
+        """
+        return read_text(lib.cblob_blob_to_prototxt, self._h, int(bool(write_diff)))
+
+    def save_prototxt(self, path: str | os.PathLike[str], *, write_diff: bool = False) -> None:
+        """Writes Blob.prototxt's text to a file (without its NUL), atomically as blob files
+        are written.
+        """
+        check(lib.cblob_blob_to_prototxt_file(self._h, int(bool(write_diff)), path_bytes(path)), io=(path, "write"))
+
+    @classmethod
+    def from_prototxt(cls, data: bytes, *, context: Context | None = None) -> Blob:
+        """Creates a blob from a BlobProto in protobuf's text format (what Blob.prototxt or
+        protobuf's text_format writes), read by the reader of Model.from_prototxt (comments,
+        lists [a, b], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+        double_data, double_diff), then as Blob.from_proto reads the binary form. A
+        name BlobProto lacks or a malformed value is Status.PARSE naming the line and column;
+        values that do not fill the shape are Status.PARSE as in the binary form.
+        """
+        context = _context.context_or_default(context)
+        data = bytes(data)
+        return cls._created(lambda out: lib.cblob_blob_create_from_prototxt(context._h, data, len(data), out), context)
+
+    @classmethod
+    def load_prototxt(cls, path: str | os.PathLike[str], *, context: Context | None = None) -> Blob:
+        """Reads a BlobProto text file as Blob.from_prototxt reads text, its errors naming
+        the file, line and column. File.open opens such a file too (as a blob file), telling it
+        from its first field's name.
+        """
+        context = _context.context_or_default(context)
+        return cls._created(lambda out: lib.cblob_blob_create_from_prototxt_file(context._h, path_bytes(path), out), context, io=(path, "read"))
 
     def to_npy(self, part: Part = Part.DATA) -> bytes:
         """Writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
@@ -1109,6 +1149,40 @@ class _ModelMethods:
         context = _context.context_or_default(context)
         return cls._created(lambda out: lib.cblob_model_open_prototxt_file(context._h, path_bytes(path), out), context, io=(path, "read"))
 
+    def attach_weights(self, weights: Model) -> Model:
+        """A net definition with a model's trained weights attached by layer name, as Caffe's
+        Net::CopyTrainedLayersFrom copies them: a new model holding the definition (its name, inputs,
+        every layer and every field, in its format) in which each layer that a layer of `weights`
+        names (the first of that name, as Caffe finds it; when the weights repeat a name, the last
+        of them wins, as Caffe's later copy overwrites the earlier) holds that layer's blobs, their
+        values and diffs, in their dtype. Caffe's checks come first, and any failure is
+        Status.SHAPE naming the layer and blob with Caffe's words, nothing made: a definition layer
+        that has blobs (a definition from a .caffemodel, or blobs given in its text) must get as many
+        ("Incompatible number of blobs for layer x: the definition's has 2, the weights' 1") of the same
+        shapes ("Cannot copy param 0 weights from layer 'ip2'; shape mismatch. Source param shape is
+        5 500 (2500); target param shape is 10 500 (5000)"), shapes comparing as Caffe's ShapeEquals
+        compares them (equal, or equal once padded to 4 axes with leading 1s: a V1 blob's legacy
+        (1, 1, 10, 500) fits (10, 500)). A definition layer without blobs (one read from a prototxt:
+        cblob runs no layer setup, so it knows no shape the input decides) is held to what its
+        parameters fix: an InnerProduct, Convolution or Deconvolution layer gets 2 blobs with
+        bias_term (the default) and 1 without, its weights' output axis (InnerProduct: the last but
+        one, the last with transpose; Convolution: the first; Deconvolution: the second, times group)
+        and its bias are num_output long. Layers of the weights the definition lacks, and the
+        definition's layers no weights layer names, are left out and kept as they are:
+        Model.attach_unmatched lists them. A definition with V0 layers (inside V1 `layers`)
+        is Status.INVALID_ARGUMENT: upgrade it first. Neither input changes.
+        """
+        return _model.Model._created(lambda out: lib.cblob_model_attach_weights(self._h, weights._h, out), self._context)
+
+    def attach_unmatched(self, weights: Model, which: AttachList) -> list[int]:
+        """The layers Model.attach_weights leaves out, in order: with AttachList.IGNORED the
+        weights' layers whose name no definition layer has (indices into `weights`), with
+        AttachList.UNFILLED the definition's layers whose name no weights layer has (indices into
+        `definition`). out_layers has room for max_layers indices; with out_layers NULL and
+        max_layers 0 it writes the count only; room for fewer is Status.OUT_OF_RANGE.
+        """
+        return read_int64s(lib.cblob_model_attach_unmatched, self._h, weights._h, int32_arg(which, "which"))
+
     def save_npy_folder(self, folder: str | os.PathLike[str], flags: ExportFlags | int = 0) -> int:
         """Writes every blob of the model into folder (made when missing) as a .npy folder (the
         section's introduction), the diffs too with ExportFlags.DIFF, and counts the .npy files
@@ -1396,6 +1470,6 @@ def kernel_cache_dir() -> str:
     return read_text(lib.cblob_kernel_cache_dir)
 
 
-from . import _blob, _context  # noqa: E402 (after the tables their classes derive from)
+from . import _blob, _context, _model  # noqa: E402 (after the tables their classes derive from)
 
 __all__ = ["version", "blas_info", "cpu_features", "detect_kind", "detect", "detect_file", "blob_vector_to_bytes", "save_blob_vector", "blob_vector_from_bytes", "blob_vector_from_file", "save_blob_vector_with", "gpu_probe", "gpu_versions", "gpu_device_name", "gpu_report", "kernel_cache_mode", "kernel_cache_dir", ]

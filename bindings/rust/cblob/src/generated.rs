@@ -500,6 +500,52 @@ impl Blob {
         with_access(&[(self.memory(Part::Data), Access::Read), (self.memory(Part::Diff), Access::Read)], || check(unsafe { sys::cblob_blob_to_proto_file_with(self.as_ptr(), flag_bits(flags, ProtoFlags::raw), path.as_ptr()) }))
     }
 
+    /// The BlobProto `Blob::to_proto` writes (its diff too when write_diff is 1), in protobuf's
+    /// text format as Caffe's WriteProtoToTextFile and protobuf's text_format write it, by the
+    /// rules of `Net::prototxt` (the same writer and descriptors): `shape { dim: 1 dim: 3 }`,
+    /// then one `data: v` line per value, floats with 6 significant digits when those read back to
+    /// the same float and 9 otherwise (doubles 15, else 17), so that the text reads back to the same
+    /// values bit for bit (`Blob::from_prototxt`). A blob that never had a shape is
+    /// Status::State. Text convention of `Blob::shape_string`.
+    #[inline]
+    pub fn prototxt(&self, write_diff: bool) -> Result<String> {
+        let mut uses: Vec<(&Arc<Memory>, Access)> = Vec::new();
+        uses.push((self.memory(Part::Data), Access::Read));
+        if write_diff { uses.push((self.memory(Part::Diff), Access::Read)); }
+        with_access(&uses, || read_text(|buffer, size, length| unsafe { sys::cblob_blob_to_prototxt(self.as_ptr(), i32::from(write_diff), buffer, size, length) }))
+    }
+
+    /// Writes `Blob::prototxt`'s text to a file (without its NUL), atomically as blob files
+    /// are written.
+    #[inline]
+    pub fn save_prototxt(&self, path: impl AsRef<Path>, write_diff: bool) -> Result<()> {
+        let path = c_path(path.as_ref())?;
+        let mut uses: Vec<(&Arc<Memory>, Access)> = Vec::new();
+        uses.push((self.memory(Part::Data), Access::Read));
+        if write_diff { uses.push((self.memory(Part::Diff), Access::Read)); }
+        with_access(&uses, || check(unsafe { sys::cblob_blob_to_prototxt_file(self.as_ptr(), i32::from(write_diff), path.as_ptr()) }))
+    }
+
+    /// Creates a blob from a BlobProto in protobuf's text format (what `Blob::prototxt` or
+    /// protobuf's text_format writes), read by the reader of `Net::open_prototxt` (comments,
+    /// lists \[a, b\], `num:`/`channels:` legacy dims or `shape { dim: ... }`, data, diff,
+    /// double_data, double_diff), then as `Blob::from_proto` reads the binary form. A
+    /// name BlobProto lacks or a malformed value is Status::Parse naming the line and column;
+    /// values that do not fill the shape are Status::Parse as in the binary form.
+    #[inline]
+    pub fn from_prototxt(context: &Context, text: &[u8]) -> Result<Blob> {
+        Blob::created(|out| unsafe { sys::cblob_blob_create_from_prototxt(context.as_ptr(), text.as_ptr(), text.len(), out) })
+    }
+
+    /// Reads a BlobProto text file as `Blob::from_prototxt` reads text, its errors naming
+    /// the file, line and column. `File::open` opens such a file too (as a blob file), telling it
+    /// from its first field's name.
+    #[inline]
+    pub fn from_prototxt_file(context: &Context, path: impl AsRef<Path>) -> Result<Blob> {
+        let path = c_path(path.as_ref())?;
+        Blob::created(|out| unsafe { sys::cblob_blob_create_from_prototxt_file(context.as_ptr(), path.as_ptr(), out) })
+    }
+
     /// Writes a part of the blob as a .npy array (version 1.0, little-endian, C order, the header
     /// padded so that the values start at a multiple of 64 bytes, as numpy.save writes it) with the
     /// two-call convention: buffer NULL and buffer_size 0 write only the size. Reads through the
@@ -1268,6 +1314,42 @@ impl Net {
     pub fn open_prototxt_file(context: &Context, path: impl AsRef<Path>) -> Result<Net> {
         let path = c_path(path.as_ref())?;
         Net::created(|out| unsafe { sys::cblob_model_open_prototxt_file(context.as_ptr(), path.as_ptr(), out) })
+    }
+
+    /// A net definition with a model's trained weights attached by layer name, as Caffe's
+    /// Net::CopyTrainedLayersFrom copies them: a new model holding the definition (its name, inputs,
+    /// every layer and every field, in its format) in which each layer that a layer of `weights`
+    /// names (the first of that name, as Caffe finds it; when the weights repeat a name, the last
+    /// of them wins, as Caffe's later copy overwrites the earlier) holds that layer's blobs, their
+    /// values and diffs, in their dtype. Caffe's checks come first, and any failure is
+    /// Status::Shape naming the layer and blob with Caffe's words, nothing made: a definition layer
+    /// that has blobs (a definition from a .caffemodel, or blobs given in its text) must get as many
+    /// ("Incompatible number of blobs for layer x: the definition's has 2, the weights' 1") of the same
+    /// shapes ("Cannot copy param 0 weights from layer 'ip2'; shape mismatch. Source param shape is
+    /// 5 500 (2500); target param shape is 10 500 (5000)"), shapes comparing as Caffe's ShapeEquals
+    /// compares them (equal, or equal once padded to 4 axes with leading 1s: a V1 blob's legacy
+    /// (1, 1, 10, 500) fits (10, 500)). A definition layer without blobs (one read from a prototxt:
+    /// cblob runs no layer setup, so it knows no shape the input decides) is held to what its
+    /// parameters fix: an InnerProduct, Convolution or Deconvolution layer gets 2 blobs with
+    /// bias_term (the default) and 1 without, its weights' output axis (InnerProduct: the last but
+    /// one, the last with transpose; Convolution: the first; Deconvolution: the second, times group)
+    /// and its bias are num_output long. Layers of the weights the definition lacks, and the
+    /// definition's layers no weights layer names, are left out and kept as they are:
+    /// `Net::attach_unmatched` lists them. A definition with V0 layers (inside V1 `layers`)
+    /// is Status::InvalidArgument: upgrade it first. Neither input changes.
+    #[inline]
+    pub fn attach_weights(&self, weights: &Net) -> Result<Net> {
+        Net::created(|out| unsafe { sys::cblob_model_attach_weights(self.as_ptr(), weights.as_ptr(), out) })
+    }
+
+    /// The layers `Net::attach_weights` leaves out, in order: with AttachList::Ignored the
+    /// weights' layers whose name no definition layer has (indices into `weights`), with
+    /// AttachList::Unfilled the definition's layers whose name no weights layer has (indices into
+    /// `definition`). out_layers has room for max_layers indices; with out_layers NULL and
+    /// max_layers 0 it writes the count only; room for fewer is Status::OutOfRange.
+    #[inline]
+    pub fn attach_unmatched(&self, weights: &Net, which: AttachList) -> Result<Vec<usize>> {
+        read_array(|values, room, count| unsafe { sys::cblob_model_attach_unmatched(self.as_ptr(), weights.as_ptr(), which.raw(), values, room, count) }).map(|values| values.into_iter().map(|v| v as usize).collect())
     }
 
     /// Writes every blob of the model into folder (made when missing) as a .npy folder (the

@@ -717,6 +717,48 @@ impl ReplaceFlags {
     }
 }
 
+/// Which layers cblob_model_attach_unmatched lists (since ABI 1.3).
+///
+/// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AttachList {
+    /// Layers of the weights whose name no layer of the definition has, with blobs or not (Caffe's CopyTrainedLayersFrom logs "Ignoring source layer" for each): indices into the weights.
+    Ignored,
+    /// Layers of the definition whose name no layer of the weights has: they keep the definition's own blobs (none for a definition read from a prototxt): indices into the definition.
+    Unfilled,
+}
+
+impl AttachList {
+    /// Every value, in the header's order.
+    pub const ALL: &'static [AttachList] = &[AttachList::Ignored, AttachList::Unfilled];
+
+    /// The value for a raw `cblob_attach_list`, if this crate knows it.
+    pub const fn from_raw(raw: sys::cblob_attach_list) -> Option<Self> {
+        match raw {
+            sys::CBLOB_ATTACH_IGNORED => Some(AttachList::Ignored),
+            sys::CBLOB_ATTACH_UNFILLED => Some(AttachList::Unfilled),
+            _ => None,
+        }
+    }
+
+    /// The raw `cblob_attach_list` value the C ABI uses.
+    pub const fn raw(self) -> sys::cblob_attach_list {
+        match self {
+            AttachList::Ignored => sys::CBLOB_ATTACH_IGNORED,
+            AttachList::Unfilled => sys::CBLOB_ATTACH_UNFILLED,
+        }
+    }
+
+    /// The C enumerator's name (`"CBLOB_ATTACH_IGNORED"`).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            AttachList::Ignored => "CBLOB_ATTACH_IGNORED",
+            AttachList::Unfilled => "CBLOB_ATTACH_UNFILLED",
+        }
+    }
+}
+
 /// What a file holds (cblob_file_open, cblob_file_detect). The first three are cblob_proto_kind's values.
 ///
 /// `from_raw` gives `None` for a value this crate does not know (one a newer library added).
