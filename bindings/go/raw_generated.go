@@ -1151,6 +1151,24 @@ static inline cbgo_model_layer_json_result cbgo_model_layer_json(uintptr_t model
     return r;
 }
 
+static inline cbgo_status_result cbgo_model_layer_params_json_write(uintptr_t model, int64_t layer, int32_t flags, cblob_write_fn write, void *user_data) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_params_json_write((const cblob_model *)model, layer, flags, write, user_data);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_model_layer_json_write(uintptr_t model, int64_t layer, int32_t flags, cblob_write_fn write, void *user_data) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_json_write((const cblob_model *)model, layer, flags, write, user_data);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
 typedef struct {
     cblob_status status;
     char *message;
@@ -3606,6 +3624,29 @@ func cModelLayerJSON(model *C.cblob_model, layer C.int64_t, flags C.int32_t, buf
 		return r.out_length, newError(r.status, r.message)
 	}
 	return r.out_length, nil
+}
+
+// cblob_model_layer_params_json's text, handed to write as it is made instead of returned
+// whole: memory stays small whatever the layer holds (the text is never held whole, and the
+// layer's fields are read where they lie, never unpacked). On a failure part of the text may
+// have been given already; it is then not a whole document.
+func cModelLayerParamsJSONWrite(model *C.cblob_model, layer C.int64_t, flags C.int32_t, write C.cblob_write_fn, userData unsafe.Pointer) error {
+	r := C.cbgo_model_layer_params_json_write(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, flags, write, userData)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// cblob_model_layer_json's text, handed to write as it is made instead of returned whole
+// (how `cblob inspect --json` writes a layer of any size in small memory); otherwise as
+// cblob_model_layer_params_json_write.
+func cModelLayerJSONWrite(model *C.cblob_model, layer C.int64_t, flags C.int32_t, write C.cblob_write_fn, userData unsafe.Pointer) error {
+	r := C.cbgo_model_layer_json_write(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, flags, write, userData)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
 }
 
 // A blob's shape, as cblob_blob_shape gives it, without making its handle.

@@ -70,7 +70,7 @@ extern "C" {
 #define CBLOB_ABI_VERSION_MAJOR 1
 
 /* The ABI minor version this header describes; a minor release only adds functions. */
-#define CBLOB_ABI_VERSION_MINOR 2
+#define CBLOB_ABI_VERSION_MINOR 3
 
 /* Result of every call that can fail. Values are fixed forever and never renumbered. */
 typedef int32_t cblob_status;
@@ -164,6 +164,15 @@ typedef void (*cblob_release_fn)(void *ptr, void *user_data);
  * changing nothing. Called on the thread that made the call.
  */
 typedef int32_t (*cblob_progress_fn)(void *user_data, int64_t done, int64_t total);
+
+/*
+ * Since ABI 1.3. Given text a call writes as it makes it (cblob_model_layer_json_write),
+ * size bytes at text (not NUL-terminated; valid only during the call), in order, in pieces of
+ * at most 64 KiB. Returning 0 lets the call go on; any other value stops it, and it fails with
+ * CBLOB_ERR_CANCELLED (what was given before stays given). Called on the thread that made the
+ * call.
+ */
+typedef int32_t (*cblob_write_fn)(void *user_data, const char *text, size_t size);
 
 /*
  * The calling thread's message for its last failed call ("" if none failed yet); never NULL.
@@ -1274,6 +1283,27 @@ CBLOB_API cblob_status cblob_model_layer_params_json(const cblob_model *model, i
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_model_layer_json(const cblob_model *model, int64_t layer, int32_t flags, char *buffer, size_t buffer_size, size_t *out_length);
+
+/*
+ * cblob_model_layer_params_json's text, handed to write as it is made instead of returned
+ * whole: memory stays small whatever the layer holds (the text is never held whole, and the
+ * layer's fields are read where they lie, never unpacked). On a failure part of the text may
+ * have been given already; it is then not a whole document.
+ *   user_data: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.3.
+ */
+CBLOB_API cblob_status cblob_model_layer_params_json_write(const cblob_model *model, int64_t layer, int32_t flags, cblob_write_fn write, void *user_data);
+
+/*
+ * cblob_model_layer_json's text, handed to write as it is made instead of returned whole
+ * (how `cblob inspect --json` writes a layer of any size in small memory); otherwise as
+ * cblob_model_layer_params_json_write.
+ *   user_data: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.3.
+ */
+CBLOB_API cblob_status cblob_model_layer_json_write(const cblob_model *model, int64_t layer, int32_t flags, cblob_write_fn write, void *user_data);
 
 /*
  * A blob's shape, as cblob_blob_shape gives it, without making its handle.

@@ -21,7 +21,7 @@ namespace CBlob
         /// <summary>The ABI major version this header describes; it is also the SONAME's number.</summary>
         public const int AbiVersionMajor = 1;
         /// <summary>The ABI minor version this header describes; a minor release only adds functions.</summary>
-        public const int AbiVersionMinor = 2;
+        public const int AbiVersionMinor = 3;
         /// <summary>The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.</summary>
         public const int NeomlAxes = 7;
         /// <summary>Room, terminating NUL included, in the message buffer cblob hands to each engine operation.</summary>
@@ -350,6 +350,16 @@ namespace CBlob
     /// </summary>
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     public delegate int ProgressFn(IntPtr user_data, long done, long total);
+
+    /// <summary>
+    /// Since ABI 1.3. Given text a call writes as it makes it (cblob_model_layer_json_write),
+    /// size bytes at text (not NUL-terminated; valid only during the call), in order, in pieces of
+    /// at most 64 KiB. Returning 0 lets the call go on; any other value stops it, and it fails with
+    /// CBLOB_ERR_CANCELLED (what was given before stays given). Called on the thread that made the
+    /// call.
+    /// </summary>
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    public delegate int WriteFn(IntPtr user_data, byte[] text, UIntPtr size);
 
     /// <summary>
     /// Starts summing count elements of dtype at buffer over all ranks, in place. Returns
@@ -1449,6 +1459,25 @@ namespace CBlob
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_layer_json(IntPtr model, long layer, int flags, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_length);
+
+        /// <summary>
+        /// cblob_model_layer_params_json's text, handed to write as it is made instead of returned
+        /// whole: memory stays small whatever the layer holds (the text is never held whole, and the
+        /// layer's fields are read where they lie, never unpacked). On a failure part of the text may
+        /// have been given already; it is then not a whole document.
+        /// </summary>
+        /// <remarks>Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_CANCELLED.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_params_json_write(IntPtr model, long layer, int flags, WriteFn write, IntPtr user_data);
+
+        /// <summary>
+        /// cblob_model_layer_json's text, handed to write as it is made instead of returned whole
+        /// (how `cblob inspect --json` writes a layer of any size in small memory); otherwise as
+        /// cblob_model_layer_params_json_write.
+        /// </summary>
+        /// <remarks>Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_CANCELLED.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_json_write(IntPtr model, long layer, int flags, WriteFn write, IntPtr user_data);
 
         /// <summary>
         /// A blob's shape, as cblob_blob_shape gives it, without making its handle.

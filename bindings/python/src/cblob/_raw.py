@@ -23,7 +23,7 @@ MAX_THREADS = 256
 # The ABI major version this header describes; it is also the SONAME's number.
 ABI_VERSION_MAJOR = 1
 # The ABI minor version this header describes; a minor release only adds functions.
-ABI_VERSION_MINOR = 2
+ABI_VERSION_MINOR = 3
 # The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 NEOML_AXES = 7
 # Room, terminating NUL included, in the message buffer cblob hands to each engine operation.
@@ -207,6 +207,14 @@ cblob_release_fn = CFUNCTYPE(None, c_void_p, c_void_p)
 # lets the call go on; any other value asks it to stop, and it fails with CBLOB_ERR_CANCELLED,
 # changing nothing. Called on the thread that made the call.
 cblob_progress_fn = CFUNCTYPE(c_int32, c_void_p, c_int64, c_int64)
+
+
+# Since ABI 1.3. Given text a call writes as it makes it (cblob_model_layer_json_write),
+# size bytes at text (not NUL-terminated; valid only during the call), in order, in pieces of
+# at most 64 KiB. Returning 0 lets the call go on; any other value stops it, and it fails with
+# CBLOB_ERR_CANCELLED (what was given before stays given). Called on the thread that made the
+# call.
+cblob_write_fn = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_size_t)
 
 
 # Starts summing count elements of dtype at buffer over all ranks, in place. Returns
@@ -739,6 +747,17 @@ FUNCTIONS = (
     # cblob_blob_shape_string.
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
     ("cblob_model_layer_json", c_int32, (c_void_p, c_int64, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, layer, flags, buffer, buffer_size, out_length
+    # cblob_model_layer_params_json's text, handed to write as it is made instead of returned
+    # whole: memory stays small whatever the layer holds (the text is never held whole, and the
+    # layer's fields are read where they lie, never unpacked). On a failure part of the text may
+    # have been given already; it is then not a whole document.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_CANCELLED.
+    ("cblob_model_layer_params_json_write", c_int32, (c_void_p, c_int64, c_int32, cblob_write_fn, c_void_p)),  # model, layer, flags, write, user_data
+    # cblob_model_layer_json's text, handed to write as it is made instead of returned whole
+    # (how `cblob inspect --json` writes a layer of any size in small memory); otherwise as
+    # cblob_model_layer_params_json_write.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_CANCELLED.
+    ("cblob_model_layer_json_write", c_int32, (c_void_p, c_int64, c_int32, cblob_write_fn, c_void_p)),  # model, layer, flags, write, user_data
     # A blob's shape, as cblob_blob_shape gives it, without making its handle.
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     ("cblob_model_layer_blob_shape", c_int32, (c_void_p, c_int64, c_int64, c_int32, POINTER(c_int64), POINTER(c_int32))),  # model, layer, index, max_axes, out_shape, out_num_axes

@@ -24,7 +24,7 @@ pub const CBLOB_MAX_THREADS: i32 = 256;
 pub const CBLOB_ABI_VERSION_MAJOR: i32 = 1;
 
 /// The ABI minor version this header describes; a minor release only adds functions.
-pub const CBLOB_ABI_VERSION_MINOR: i32 = 2;
+pub const CBLOB_ABI_VERSION_MINOR: i32 = 3;
 
 /// The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 pub const CBLOB_NEOML_AXES: i32 = 7;
@@ -345,6 +345,13 @@ pub type cblob_release_fn = Option<unsafe extern "C" fn(ptr: *mut c_void, user_d
 /// lets the call go on; any other value asks it to stop, and it fails with CBLOB_ERR_CANCELLED,
 /// changing nothing. Called on the thread that made the call.
 pub type cblob_progress_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, done: i64, total: i64) -> i32>;
+
+/// Since ABI 1.3. Given text a call writes as it makes it (cblob_model_layer_json_write),
+/// size bytes at text (not NUL-terminated; valid only during the call), in order, in pieces of
+/// at most 64 KiB. Returning 0 lets the call go on; any other value stops it, and it fails with
+/// CBLOB_ERR_CANCELLED (what was given before stays given). Called on the thread that made the
+/// call.
+pub type cblob_write_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, text: *const c_char, size: usize) -> i32>;
 
 /// Starts summing count elements of dtype at buffer over all ranks, in place. Returns
 /// CBLOB_OK and an engine-defined pending value (anything, NULL included) that cblob later
@@ -1063,6 +1070,21 @@ extern "C" {
     ///
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_model_layer_json(model: *const cblob_model, layer: i64, flags: i32, buffer: *mut c_char, buffer_size: usize, out_length: *mut usize) -> cblob_status;
+
+    /// cblob_model_layer_params_json's text, handed to write as it is made instead of returned
+    /// whole: memory stays small whatever the layer holds (the text is never held whole, and the
+    /// layer's fields are read where they lie, never unpacked). On a failure part of the text may
+    /// have been given already; it is then not a whole document.
+    ///
+    /// Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_CANCELLED.
+    pub fn cblob_model_layer_params_json_write(model: *const cblob_model, layer: i64, flags: i32, write: cblob_write_fn, user_data: *mut c_void) -> cblob_status;
+
+    /// cblob_model_layer_json's text, handed to write as it is made instead of returned whole
+    /// (how `cblob inspect --json` writes a layer of any size in small memory); otherwise as
+    /// cblob_model_layer_params_json_write.
+    ///
+    /// Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_CANCELLED.
+    pub fn cblob_model_layer_json_write(model: *const cblob_model, layer: i64, flags: i32, write: cblob_write_fn, user_data: *mut c_void) -> cblob_status;
 
     /// A blob's shape, as cblob_blob_shape gives it, without making its handle.
     ///
