@@ -235,8 +235,10 @@ static void structure_byte(json_restyle *r, char c)
     case '}':
     case ']':
         if (c == '}' && r->close_member != NULL && r->member_array > 0 && r->depth == r->member_array + 1)
-            if (r->close_member(r->out, r->member_index++, r->context) != 0)
-                r->failed = true;
+            if (r->close_member(r->out, r->member_index++, r->context) != 0) {
+                r->failed = true; /* nothing more: what was written stays a prefix of the whole */
+                return;
+            }
         if (r->depth > 0 && --r->depth < r->member_array)
             r->member_array = 0;
         if (r->depth == 1)
