@@ -800,31 +800,19 @@ static void write_params(cb_json_writer *w, const uint8_t *data, size_t size, bo
     free(l.seen);
 }
 
-/* The layer's fields, less its blobs: its field's payload. */
-static cblob_status layer_fields(const cb_layer *layer, cb_bytes *out)
-{
-    uint8_t *bytes = NULL;
-    size_t size = 0;
-    CB_TRY(cb_layer_bytes_without_blobs(layer, &bytes, &size));
-    uint64_t value = 0;
-    size_t pos = 0, used = 0;
-    cb_varint_decode(bytes, size, &value, &used); /* the field's tag and length */
-    pos += used;
-    cb_varint_decode(bytes + pos, size - pos, &value, &used);
-    pos += used;
-    memmove(bytes, bytes + pos, size - pos);
-    *out = (cb_bytes){.data = bytes, .size = size - pos, .capacity = size};
-    return CBLOB_OK;
-}
-
+/* The parameters of a layer, walked in the bytes its index keeps (no copy of its own). */
 static cblob_status layer_params(const cblob_model *model, int64_t layer, int32_t flags, cb_json_writer *w)
 {
-    const cb_layer *found = NULL;
-    CB_TRY(cb_model_layer(model, layer, &found));
-    cb_bytes fields = {0};
-    CB_TRY(layer_fields(found, &fields));
-    write_params(w, fields.data, fields.size, model->format == CBLOB_NET_FORMAT_V1, (flags & CBLOB_JSON_DEFAULTS) != 0);
-    cb_bytes_free(&fields);
+    const cb_layer_index *index = NULL;
+    CB_TRY(cb_model_layer_index(model, layer, &index));
+    uint64_t value = 0;
+    size_t pos = 0, used = 0;
+    cb_varint_decode(index->bytes, index->size, &value, &used); /* the layer field's tag and length */
+    pos += used;
+    cb_varint_decode(index->bytes + pos, index->size - pos, &value, &used);
+    pos += used;
+    write_params(w, index->bytes + pos, index->size - pos, model->format == CBLOB_NET_FORMAT_V1,
+                 (flags & CBLOB_JSON_DEFAULTS) != 0);
     return w->sink->status;
 }
 

@@ -1055,9 +1055,14 @@ extern "C" {
     /// UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
     /// under "unknown_fields", one entry per field number and wire type of a message however often
     /// it is given: {"field": N, "wire_type": W, "count": C, "bytes": L (of all C together),
-    /// "first_bytes": the first one's first 8 bytes in hex}. With CBLOB_JSON_DEFAULTS,
-    /// fields of the messages present that the file leaves out appear with their defaults. Text
-    /// convention of cblob_blob_shape_string.
+    /// "first_bytes": the first one's first 8 bytes in hex} (groups, wire type 3, included). With
+    /// CBLOB_JSON_DEFAULTS, fields of the messages present that the file leaves out appear with
+    /// their defaults. A field given more than once shows what protobuf's merge holds, once: a
+    /// repeated field's elements in order wherever they lie, a message's pieces merged, a scalar's
+    /// last value; the layer's fields in the order they first appear, a message's in field-number
+    /// order. A field protobuf-c would refuse (a wrong wire type, say) is listed as unknown. The text
+    /// is made from the layer's bytes as it is written (cblob_model_layer_params_json_write streams
+    /// it): memory does not grow with the layer. Text convention of cblob_blob_shape_string.
     ///
     /// Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
     pub fn cblob_model_layer_params_json(model: *const cblob_model, layer: i64, flags: i32, buffer: *mut c_char, buffer_size: usize, out_length: *mut usize) -> cblob_status;
