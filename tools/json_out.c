@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "json_out.h"
 
+#include "utf8.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,22 +143,23 @@ static void end_number(json_restyle *r)
     r->number_used = 0;
 }
 
-/* A character past U+007F as Jansson's JSON_ENSURE_ASCII writes it. */
+/* A character past U+007F as Jansson's JSON_ENSURE_ASCII writes it: \uXXXX, a pair of them (UTF-16
+ * surrogates) past U+FFFF. The library's text is valid UTF-8 (cb_utf8_decode, the one decoder). */
 static void ascii_escape(json_restyle *r)
 {
-    const unsigned char *s = r->sequence;
-    uint32_t point = r->sequence_size == 2   ? (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f)
-                     : r->sequence_size == 3 ? (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f)
-                                             : (uint32_t)(s[0] & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 |
-                                                   (uint32_t)(s[2] & 0x3f) << 6 | (s[3] & 0x3f);
+    uint32_t point = 0;
+    if (cb_utf8_decode(r->sequence, (size_t)r->sequence_size, &point) != (size_t)r->sequence_size) {
+        r->failed = true;
+        return;
+    }
     char text[16];
     int size;
     if (point < 0x10000) {
         size = snprintf(text, sizeof text, "\\u%04X", (unsigned)point);
     } else {
-        point -= 0x10000;
-        size = snprintf(text, sizeof text, "\\u%04X\\u%04X", (unsigned)(0xD800 | (point >> 10)),
-                        (unsigned)(0xDC00 | (point & 0x3ff)));
+        const uint32_t above = point - 0x10000;
+        size = snprintf(text, sizeof text, "\\u%04X\\u%04X", (unsigned)(0xD800 + above / 1024),
+                        (unsigned)(0xDC00 + above % 1024));
     }
     emit(r->out, text, (size_t)size);
 }
