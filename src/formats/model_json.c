@@ -462,6 +462,18 @@ static bool valid_field(const cb_wire *wire, const cb_wire_field *field, const P
            valid_message(wire->input, field->payload, field->length, descriptor->descriptor, depth + 1);
 }
 
+/* valid_field, keeping the calling thread's error message: a refused field is no failure of the
+ * call (the walker's messages for it are not the caller's to read). */
+static bool valid_field_quietly(const cb_wire *wire, const cb_wire_field *field,
+                                const ProtobufCFieldDescriptor *descriptor)
+{
+    cb_saved_error saved;
+    cb_error_save(&saved);
+    const bool valid = valid_field(wire, field, descriptor, 0);
+    cb_error_restore(&saved);
+    return valid;
+}
+
 /* Whether protobuf-c would unpack data[offset, offset + length) as the message: the renderer shows
  * only what it would (a field it refuses is listed as unknown, as it always was). One difference:
  * groups, which protobuf-c cannot skip, are taken at any depth and listed as unknown fields (wire
@@ -749,7 +761,7 @@ static cblob_status scan_layer_field(void *context, const cb_wire *wire, const c
         return CBLOB_OK;
     const ProtobufCFieldDescriptor *known =
         field->type == CB_WIRE_GROUP_START ? NULL : protobuf_c_message_descriptor_get_field(l->descriptor, field->number);
-    if (known != NULL && valid_field(wire, field, known, 0)) {
+    if (known != NULL && valid_field_quietly(wire, field, known)) {
         int64_t count = 1;
         if (field->type == CB_WIRE_LENGTH && packable(known))
             CB_TRY(cb_wire_count_elements(wire, field, element_wire_type(known), &count));
@@ -837,7 +849,11 @@ static void jw_names(cb_json_writer *w, const char *key, const char *const *name
  * refuse them). */
 static void jw_nested(cb_json_writer *w, const uint8_t *data, size_t size, const ProtobufCMessageDescriptor *descriptor)
 {
-    if (!valid_message(data, 0, size, descriptor, 0)) {
+    cb_saved_error saved;
+    cb_error_save(&saved);
+    const bool valid = valid_message(data, 0, size, descriptor, 0);
+    cb_error_restore(&saved);
+    if (!valid) {
         jw_open(w, '{');
         jw_close(w, '}');
         return;
