@@ -425,6 +425,8 @@ def valid_argument(fn, p, blob_slot):
         return "count_release"
     if p["base"] == "cblob_progress_fn":
         return "sweep_progress"
+    if p["base"] == "cblob_write_fn":
+        return "sweep_write"
     if p["base"] == "void" and p["depth"] == 1:
         return "NULL" if p["nullable"] else "external_buffer"
     if p["base"] in ("double", "float"):

@@ -26,30 +26,6 @@
 /* ---- layer facts the table and JSON share ---------------------------------------------------- */
 
 /* A layer's text from a two-call library function, in a buffer that grows as needed. */
-typedef cblob_status layer_text_fn(const cblob_model *model, int64_t layer, int32_t flags, char *buffer,
-                                   size_t buffer_size, size_t *out_length);
-
-typedef struct text_buffer {
-    char *text;
-    size_t size;
-} text_buffer;
-
-static cblob_status layer_text(layer_text_fn *fn, const cblob_model *model, int64_t layer, text_buffer *buffer)
-{
-    size_t length = 0;
-    cblob_status status = fn(model, layer, 0, NULL, 0, &length);
-    if (status == CBLOB_OK && length + 1 > buffer->size) {
-        char *grown = realloc(buffer->text, length + 1);
-        if (grown == NULL)
-            return tool_own_failure("inspect", "no memory for %zu bytes of a layer's JSON", length + 1);
-        buffer->text = grown;
-        buffer->size = length + 1;
-    }
-    if (status == CBLOB_OK)
-        status = fn(model, layer, 0, buffer->text, buffer->size, &length);
-    return status;
-}
-
 static cblob_status layer_names(const cblob_model *model, int64_t layer, const char **name, const char **type,
                                 int64_t *blobs)
 {
@@ -115,25 +91,55 @@ static cblob_status add_stats(json_t *object, const tool_blob *blob, const tool_
     return CBLOB_OK;
 }
 
-/* The library's layer JSON (schema 2's $defs/layer) with each blob's statistics added. */
-static cblob_status json_layer(json_out *out, const cblob_model *model, int64_t layer, bool stats, text_buffer *buffer)
+/* A layer's JSON as the library writes it (cblob_model_layer_json_write), rewritten as it comes in
+ * the program's style, each blob's statistics added as its object closes: no layer is ever held
+ * whole, so a layer of any size takes the same memory. */
+typedef struct layer_stream {
+    json_restyle restyle;
+    const cblob_model *model;
+    int64_t layer;
+    cblob_status status; /* a failure of the program's own (a blob's statistics), said already */
+} layer_stream;
+
+static int32_t restyle_piece(void *user_data, const char *text, size_t size)
 {
-    TOOL_TRY(layer_text(cblob_model_layer_json, model, layer, buffer));
-    json_error_t error;
-    json_t *object = json_loads(buffer->text, 0, &error);
-    json_t *blobs = json_object_get(object, "blobs");
-    cblob_status status = json_is_array(blobs) ? CBLOB_OK
-                                               : tool_own_failure("inspect", "layer %" PRId64 ": the library's JSON does not parse: %s", layer, error.text);
-    for (size_t j = 0; status == CBLOB_OK && stats && j < json_array_size(blobs); ++j) {
-        const tool_blob blob = tool_model_blob(model, layer, (int64_t)j);
-        tool_blob_facts facts;
-        status = tool_blob_facts_of(&blob, &facts);
-        if (status == CBLOB_OK)
-            status = add_stats(json_array_get(blobs, j), &blob, &facts);
+    layer_stream *s = user_data;
+    return json_restyle_write(&s->restyle, text, size) == 0 ? 0 : 1;
+}
+
+static int add_blob_stats(json_out *out, int64_t index, void *context)
+{
+    layer_stream *s = context;
+    const tool_blob blob = tool_model_blob(s->model, s->layer, index);
+    tool_blob_facts facts;
+    tool_stats stats;
+    s->status = tool_blob_facts_of(&blob, &facts);
+    if (s->status == CBLOB_OK)
+        s->status = tool_stats_compute(&blob, &facts, &stats);
+    if (s->status != CBLOB_OK)
+        return -1;
+    const char *const keys[5] = {", \"sum\": ", ", \"asum\": ", ", \"sumsq\": ", ", \"min\": ", ", \"max\": "};
+    const double values[5] = {stats.sum, stats.asum, stats.sumsq, stats.min, stats.max};
+    for (int i = 0; i < 5; ++i) {
+        json_out_raw(out, keys[i], strlen(keys[i]));
+        json_out_raw_json(out, number(values[i]));
     }
-    if (status == CBLOB_OK)
-        json_out_value(out, json_incref(object));
-    json_decref(object);
+    return out->failed ? -1 : 0;
+}
+
+/* The library's layer JSON (schema 2's $defs/layer) with each blob's statistics added. */
+static cblob_status json_layer(json_out *out, const cblob_model *model, int64_t layer, bool stats)
+{
+    layer_stream s = {.model = model, .layer = layer, .status = CBLOB_OK};
+    json_restyle_start(&s.restyle, out, "blobs", stats ? add_blob_stats : NULL, &s);
+    json_out_raw_item(out);
+    const cblob_status status = cblob_model_layer_json_write(model, layer, 0, restyle_piece, &s);
+    if (s.status != CBLOB_OK)
+        return s.status;
+    if (out->failed)
+        return CBLOB_OK; /* standard output failed: print_json says so */
+    if (status == CBLOB_ERR_CANCELLED || (status == CBLOB_OK && !json_restyle_finish(&s.restyle)))
+        return tool_own_failure("inspect", "layer %" PRId64 ": the library's JSON does not parse", layer);
     return status;
 }
 
@@ -208,11 +214,9 @@ static cblob_status print_json(const tool_caffe *file, bool stats, int64_t value
     json_header(&out, file, &layers);
     json_out_key(&out, "layers");
     json_out_open(&out, '[');
-    text_buffer buffer = {0};
     cblob_status status = CBLOB_OK;
     for (int64_t i = 0; status == CBLOB_OK && !out.failed && i < layers; ++i)
-        status = layer_failure(json_layer(&out, file->model, i, stats, &buffer), file->model, i);
-    free(buffer.text);
+        status = layer_failure(json_layer(&out, file->model, i, stats), file->model, i);
     for (int64_t j = 0; status == CBLOB_OK && !out.failed && j <= file->num_blobs; ++j) {
         if (j == 0) {
             json_out_close(&out, ']');
@@ -426,18 +430,73 @@ static void blob_cells(line *l, const table *t, const blob_row *row, int64_t ind
     }
 }
 
-/* A layer's parameters, on a line of their own under its rows (only when it has some). */
-static cblob_status print_params(const table *t, const cblob_model *model, int64_t layer, text_buffer *buffer)
+/* A layer's parameters, on a line of their own under its rows (only when it has some), printed as
+ * the library writes them (cblob_model_layer_params_json_write), escaped for the terminal whole
+ * characters at a time (a piece may end inside one: its bytes wait for the next). */
+typedef struct params_stream {
+    const table *t;
+    char held[2]; /* the first two bytes: "{}" is no parameters, and no line */
+    size_t held_used, carried;
+    bool started;
+    char text[4096];
+} params_stream;
+
+static void params_print(params_stream *s, const char *text, size_t size)
 {
-    TOOL_TRY(layer_text(cblob_model_layer_params_json, model, layer, buffer));
-    if (strcmp(buffer->text, "{}") != 0) {
+    while (size > 0) {
+        const size_t n = size < sizeof s->text - 1 - s->carried ? size : sizeof s->text - 1 - s->carried;
+        memcpy(s->text + s->carried, text, n);
+        text += n;
+        size -= n;
+        const size_t end = s->carried + n;
+        size_t cut = end;
+        for (size_t back = 1; back <= 3 && back <= end; ++back) {
+            const unsigned char c = (unsigned char)s->text[end - back];
+            if ((c & 0xc0) == 0x80)
+                continue;
+            const size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+            if (need > back)
+                cut = end - back;
+            break;
+        }
+        char kept[4];
+        s->carried = end - cut;
+        memcpy(kept, s->text + cut, s->carried);
+        s->text[cut] = '\0';
+        tool_print_escaped(stdout, s->text, 0);
+        memcpy(s->text, kept, s->carried);
+    }
+}
+
+static int32_t params_piece(void *user_data, const char *text, size_t size)
+{
+    params_stream *s = user_data;
+    for (; s->held_used < 2 && size > 0; --size)
+        s->held[s->held_used++] = *text++;
+    if (s->held_used == 2 && !s->started && memcmp(s->held, "{}", 2) != 0) {
         tool_progress_clear();
-        printf("  %*s  params ", t->layer, "");
-        tool_print_escaped(stdout, buffer->text, 0);
+        printf("  %*s  params ", s->t->layer, "");
+        s->started = true;
+        params_print(s, s->held, 2);
+    }
+    if (s->started)
+        params_print(s, text, size);
+    return ferror(stdout) ? 1 : 0;
+}
+
+static cblob_status print_params(const table *t, const cblob_model *model, int64_t layer)
+{
+    params_stream *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return tool_own_failure("inspect", "no memory for a layer's parameters");
+    s->t = t;
+    const cblob_status status = cblob_model_layer_params_json_write(model, layer, 0, params_piece, s);
+    if (s->started) { /* a line that stopped part-way ends too: the mark of an incomplete output follows */
         putchar('\n');
         tool_stdout_written(true);
     }
-    return CBLOB_OK;
+    free(s);
+    return status;
 }
 
 /* The layer's rows: its name, type and bottoms -> tops (each over as many lines as it needs) beside
@@ -470,8 +529,7 @@ static cblob_status print_rows(const table *t, const char *name, const char *typ
     return status;
 }
 
-static cblob_status print_layer(const table *t, const cblob_model *model, int64_t layer, bool params,
-                                text_buffer *buffer)
+static cblob_status print_layer(const table *t, const cblob_model *model, int64_t layer, bool params)
 {
     const char *name, *type;
     int64_t blobs;
@@ -489,7 +547,7 @@ static cblob_status print_layer(const table *t, const cblob_model *model, int64_
         status = print_rows(t, name, type, io, rows, blobs);
     free(rows);
     free(io);
-    return status == CBLOB_OK && params ? print_params(t, model, layer, buffer) : status;
+    return status == CBLOB_OK && params ? print_params(t, model, layer) : status;
 }
 
 static void stat_titles(line *l, const table *t)
@@ -543,12 +601,10 @@ static cblob_status print_table(const tool_caffe *file, const table *t, bool par
     int64_t layers = 0;
     if (file->model != NULL)
         cblob_model_num_layers(file->model, &layers);
-    text_buffer buffer = {0};
     cblob_status status = CBLOB_OK;
     for (int64_t i = 0; status == CBLOB_OK && i < layers; ++i)
         status = tool_interrupted() != 0 ? TOOL_STOPPED
-                                         : layer_failure(print_layer(t, file->model, i, params, &buffer), file->model, i);
-    free(buffer.text);
+                                         : layer_failure(print_layer(t, file->model, i, params), file->model, i);
     for (int64_t j = 0; status == CBLOB_OK && j < file->num_blobs; ++j) {
         const tool_blob blob = tool_handle_blob(file->blobs[j]);
         blob_row row;

@@ -1205,6 +1205,24 @@ static inline cbgo_model_layer_json_result cbgo_model_layer_json(uintptr_t model
     return r;
 }
 
+static inline cbgo_status_result cbgo_model_layer_params_json_write(uintptr_t model, int64_t layer, int32_t flags, cblob_write_fn write, void *user_data) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_params_json_write((const cblob_model *)model, layer, flags, write, user_data);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
+static inline cbgo_status_result cbgo_model_layer_json_write(uintptr_t model, int64_t layer, int32_t flags, cblob_write_fn write, void *user_data) {
+    cbgo_status_result r;
+    memset(&r, 0, sizeof r);
+    r.status = cblob_model_layer_json_write((const cblob_model *)model, layer, flags, write, user_data);
+    if (r.status != CBLOB_OK)
+        r.message = cbgo_message();
+    return r;
+}
+
 typedef struct {
     cblob_status status;
     char *message;
@@ -3718,9 +3736,14 @@ func cModelLayerParamSpec(model *C.cblob_model, layer C.int64_t, index C.int64_t
 // UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
 // under "unknown_fields", one entry per field number and wire type of a message however often
 // it is given: {"field": N, "wire_type": W, "count": C, "bytes": L (of all C together),
-// "first_bytes": the first one's first 8 bytes in hex}. With CBLOB_JSON_DEFAULTS,
-// fields of the messages present that the file leaves out appear with their defaults. Text
-// convention of cblob_blob_shape_string.
+// "first_bytes": the first one's first 8 bytes in hex} (groups, wire type 3, included). With
+// CBLOB_JSON_DEFAULTS, fields of the messages present that the file leaves out appear with
+// their defaults. A field given more than once shows what protobuf's merge holds, once: a
+// repeated field's elements in order wherever they lie, a message's pieces merged, a scalar's
+// last value; the layer's fields in the order they first appear, a message's in field-number
+// order. A field protobuf-c would refuse (a wrong wire type, say) is listed as unknown. The text
+// is made from the layer's bytes as it is written (cblob_model_layer_params_json_write streams
+// it): memory does not grow with the layer. Text convention of cblob_blob_shape_string.
 func cModelLayerParamsJSON(model *C.cblob_model, layer C.int64_t, flags C.int32_t, buffer *C.char, bufferSize C.size_t) (C.size_t, error) {
 	r := C.cbgo_model_layer_params_json(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, flags, buffer, bufferSize)
 	if r.status != C.CBLOB_OK {
@@ -3740,6 +3763,29 @@ func cModelLayerJSON(model *C.cblob_model, layer C.int64_t, flags C.int32_t, buf
 		return r.out_length, newError(r.status, r.message)
 	}
 	return r.out_length, nil
+}
+
+// cblob_model_layer_params_json's text, handed to write as it is made instead of returned
+// whole: memory stays small whatever the layer holds (the text is never held whole, and the
+// layer's fields are read where they lie, never unpacked). On a failure part of the text may
+// have been given already; it is then not a whole document.
+func cModelLayerParamsJSONWrite(model *C.cblob_model, layer C.int64_t, flags C.int32_t, write C.cblob_write_fn, userData unsafe.Pointer) error {
+	r := C.cbgo_model_layer_params_json_write(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, flags, write, userData)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
+}
+
+// cblob_model_layer_json's text, handed to write as it is made instead of returned whole
+// (how `cblob inspect --json` writes a layer of any size in small memory); otherwise as
+// cblob_model_layer_params_json_write.
+func cModelLayerJSONWrite(model *C.cblob_model, layer C.int64_t, flags C.int32_t, write C.cblob_write_fn, userData unsafe.Pointer) error {
+	r := C.cbgo_model_layer_json_write(C.uintptr_t(uintptr(unsafe.Pointer(model))), layer, flags, write, userData)
+	if r.status != C.CBLOB_OK {
+		return newError(r.status, r.message)
+	}
+	return nil
 }
 
 // A blob's shape, as cblob_blob_shape gives it, without making its handle.

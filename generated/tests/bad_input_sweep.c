@@ -73,6 +73,15 @@ static int32_t sweep_progress(void *user_data, int64_t done, int64_t total)
     return 0;
 }
 
+/* A write callback that takes every piece (the valid argument of the *_write calls). */
+static int32_t sweep_write(void *user_data, const char *text, size_t size)
+{
+    (void)user_data;
+    (void)text;
+    (void)size;
+    return 0;
+}
+
 static _Alignas(64) unsigned char external_buffer[4096];
 static const int64_t valid_dims[CBLOB_MAX_AXES + 8] = {3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                                                        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -7278,6 +7287,154 @@ TEST(sweep_cblob_model_layer_json)
         const int changed = first_changed(&fx, before);
         CHECK_MSG(changed < 0, "cblob_model_layer_json with out_length = NULL: fixture blob %d changed", changed);
         CHECK_MSG(release_calls == 0, "cblob_model_layer_json with out_length = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_params_json_write)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_model_layer_params_json_write(fx.net, 0, 0, sweep_write, NULL));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_params_json_write)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_params_json_write(NULL, 0, 0, sweep_write, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_params_json_write", "model = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_params_json_write with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_params_json_write with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_params_json_write(fx.net, -1, 0, sweep_write, NULL), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_params_json_write", "layer: layer -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_params_json_write with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_params_json_write with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_params_json_write(fx.net, 1, 0, sweep_write, NULL), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_params_json_write", "layer: layer 1 of 1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_params_json_write with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_params_json_write with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_params_json_write(fx.net, 0, 2, sweep_write, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_params_json_write", "flags: unknown flag 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_params_json_write with flags: unknown flag 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_params_json_write with flags: unknown flag 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: flags -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_params_json_write(fx.net, 0, -1, sweep_write, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_params_json_write", "flags: flags -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_params_json_write with flags: flags -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_params_json_write with flags: flags -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_params_json_write(fx.net, 0, 0, NULL, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_params_json_write", "write = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_params_json_write with write = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_params_json_write with write = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+}
+
+TEST(baseline_cblob_model_layer_json_write)
+{
+    fixture fx;
+    CHECK(fixture_setup(&fx));
+    const cblob_status expected = CBLOB_OK;
+    CHECK_OK(cblob_model_layer_json_write(fx.net, 0, 0, sweep_write, NULL));
+    (void)expected;
+    fixture_teardown(&fx);
+}
+
+TEST(sweep_cblob_model_layer_json_write)
+{
+    { /* model = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_json_write(NULL, 0, 0, sweep_write, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_json_write", "model = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_json_write with model = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_json_write with model = NULL: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_json_write(fx.net, -1, 0, sweep_write, NULL), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_json_write", "layer: layer -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_json_write with layer: layer -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_json_write with layer: layer -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* layer: layer 1 of 1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_json_write(fx.net, 1, 0, sweep_write, NULL), CBLOB_ERR_OUT_OF_RANGE, "cblob_model_layer_json_write", "layer: layer 1 of 1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_json_write with layer: layer 1 of 1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_json_write with layer: layer 1 of 1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: unknown flag 2 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_json_write(fx.net, 0, 2, sweep_write, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_json_write", "flags: unknown flag 2");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_json_write with flags: unknown flag 2: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_json_write with flags: unknown flag 2: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* flags: flags -1 */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_json_write(fx.net, 0, -1, sweep_write, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_json_write", "flags: flags -1");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_json_write with flags: flags -1: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_json_write with flags: flags -1: a caller's buffer was released");
+        fixture_teardown(&fx);
+    }
+    { /* write = NULL */
+        fixture fx;
+        blob_state before[FIXTURE_BLOBS];
+        CHECK(fixture_setup(&fx) && capture_all(&fx, before));
+        EXPECT_FAILURE(cblob_model_layer_json_write(fx.net, 0, 0, NULL, NULL), CBLOB_ERR_INVALID_ARGUMENT, "cblob_model_layer_json_write", "write = NULL");
+        const int changed = first_changed(&fx, before);
+        CHECK_MSG(changed < 0, "cblob_model_layer_json_write with write = NULL: fixture blob %d changed", changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_json_write with write = NULL: a caller's buffer was released");
         fixture_teardown(&fx);
     }
 }

@@ -89,6 +89,15 @@ static int32_t sweep_progress(void *user_data, int64_t done, int64_t total)
     return 0;
 }
 
+/* A write callback that takes every piece (the valid argument of the *_write calls). */
+static int32_t sweep_write(void *user_data, const char *text, size_t size)
+{
+    (void)user_data;
+    (void)text;
+    (void)size;
+    return 0;
+}
+
 static _Alignas(64) unsigned char external_buffer[4096];
 static const int64_t valid_dims[CBLOB_MAX_AXES + 8] = {3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                                                        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -5886,6 +5895,122 @@ OOM_TEST(cblob_model_layer_json)
         fixture_teardown(&fx);
     }
     printf("cblob_model_layer_json: %lld allocations, each made to fail in turn; %lld of those failures the call did without\n",
+           (long long)(n - 1), (long long)degraded);
+}
+
+OOM_TEST(cblob_model_layer_params_json_write)
+{
+    uint64_t valid_outcome = 0;
+    int64_t n = -1, degraded = 0;
+    /* n = -1 and 0: the valid call with nothing failing, twice, the first to warm what a process
+     * keeps (the kernel cache), the second to keep what it does; then allocation n fails, until
+     * none does. */
+    for (;; ++n) {
+        CHECK_MSG(n <= OOM_MAX_ALLOCATIONS, "cblob_model_layer_params_json_write still fails with allocation %d failing", OOM_MAX_ALLOCATIONS);
+        fixture fx;
+        oom_state before;
+        CHECK(fixture_setup(&fx));
+        /* Before the fixture is captured and the allocation armed: it makes sweep_nccl_id. */
+        const cblob_status expected = oom_expected_baseline(0, 0);
+        /* Arguments are made before the allocation is armed: some (a mapping, a tensor) allocate. */
+        const cblob_model *arg_model = fx.net;
+        int64_t arg_layer = 0;
+        int32_t arg_flags = 0;
+        cblob_write_fn arg_write = sweep_write;
+        void *arg_user_data = NULL;
+        CHECK(capture_state(&fx, &before));
+        cb_fault_arm(CB_FAULT_ALLOC, n > 0 ? n : 0, 0, false);
+        const cblob_status got = cblob_model_layer_params_json_write(arg_model, arg_layer, arg_flags, arg_write, arg_user_data);
+        const bool fired = n > 0 && cb_fault_fired(CB_FAULT_ALLOC);
+        cb_fault_arm(CB_FAULT_ALLOC, 0, 0, false);
+        if (!fired || (got == CBLOB_OK && expected == CBLOB_OK)) {
+            /* Done without the allocation that failed, or without any: what the valid call does. */
+            CHECK_MSG(got == expected, "cblob_model_layer_params_json_write with %lld allocations returned %s, expected %s (%s)",
+                      (long long)cb_fault_count(CB_FAULT_ALLOC), cblob_status_name(got), cblob_status_name(expected),
+                      cblob_last_error_message());
+            uint64_t h = digest_state(&fx);
+            if (n == 0)
+                valid_outcome = h;
+            CHECK_MSG(n < 0 || h == valid_outcome, "cblob_model_layer_params_json_write %s %lld returned %s but did not do what the valid call "
+                      "with nothing failing did", fired ? "with the allocation failing that it did without:" :
+                      "with nothing failing, after allocations failed, up to", (long long)n, cblob_status_name(got));
+            fixture_teardown(&fx);
+            degraded += fired;
+            if (n > 0 && !fired)
+                break;
+            continue;
+        }
+        CHECK_MSG(got == CBLOB_ERR_OUT_OF_MEMORY,
+                  "cblob_model_layer_params_json_write with allocation %lld failing returned %s, expected CBLOB_ERR_OUT_OF_MEMORY (%s)",
+                  (long long)n, cblob_status_name(got), cblob_last_error_message());
+        CHECK_MSG(strstr(cblob_last_error_message(), "cblob_model_layer_params_json_write") != NULL,
+                  "cblob_model_layer_params_json_write with allocation %lld failing: message \"%s\" does not name the function", (long long)n,
+                  cblob_last_error_message());
+        const char *changed = state_change(&fx, &before);
+        CHECK_MSG(changed == NULL, "cblob_model_layer_params_json_write with allocation %lld failing: %s", (long long)n, changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_params_json_write with allocation %lld failing: a caller's buffer was released",
+                  (long long)n);
+        fixture_teardown(&fx);
+    }
+    printf("cblob_model_layer_params_json_write: %lld allocations, each made to fail in turn; %lld of those failures the call did without\n",
+           (long long)(n - 1), (long long)degraded);
+}
+
+OOM_TEST(cblob_model_layer_json_write)
+{
+    uint64_t valid_outcome = 0;
+    int64_t n = -1, degraded = 0;
+    /* n = -1 and 0: the valid call with nothing failing, twice, the first to warm what a process
+     * keeps (the kernel cache), the second to keep what it does; then allocation n fails, until
+     * none does. */
+    for (;; ++n) {
+        CHECK_MSG(n <= OOM_MAX_ALLOCATIONS, "cblob_model_layer_json_write still fails with allocation %d failing", OOM_MAX_ALLOCATIONS);
+        fixture fx;
+        oom_state before;
+        CHECK(fixture_setup(&fx));
+        /* Before the fixture is captured and the allocation armed: it makes sweep_nccl_id. */
+        const cblob_status expected = oom_expected_baseline(0, 0);
+        /* Arguments are made before the allocation is armed: some (a mapping, a tensor) allocate. */
+        const cblob_model *arg_model = fx.net;
+        int64_t arg_layer = 0;
+        int32_t arg_flags = 0;
+        cblob_write_fn arg_write = sweep_write;
+        void *arg_user_data = NULL;
+        CHECK(capture_state(&fx, &before));
+        cb_fault_arm(CB_FAULT_ALLOC, n > 0 ? n : 0, 0, false);
+        const cblob_status got = cblob_model_layer_json_write(arg_model, arg_layer, arg_flags, arg_write, arg_user_data);
+        const bool fired = n > 0 && cb_fault_fired(CB_FAULT_ALLOC);
+        cb_fault_arm(CB_FAULT_ALLOC, 0, 0, false);
+        if (!fired || (got == CBLOB_OK && expected == CBLOB_OK)) {
+            /* Done without the allocation that failed, or without any: what the valid call does. */
+            CHECK_MSG(got == expected, "cblob_model_layer_json_write with %lld allocations returned %s, expected %s (%s)",
+                      (long long)cb_fault_count(CB_FAULT_ALLOC), cblob_status_name(got), cblob_status_name(expected),
+                      cblob_last_error_message());
+            uint64_t h = digest_state(&fx);
+            if (n == 0)
+                valid_outcome = h;
+            CHECK_MSG(n < 0 || h == valid_outcome, "cblob_model_layer_json_write %s %lld returned %s but did not do what the valid call "
+                      "with nothing failing did", fired ? "with the allocation failing that it did without:" :
+                      "with nothing failing, after allocations failed, up to", (long long)n, cblob_status_name(got));
+            fixture_teardown(&fx);
+            degraded += fired;
+            if (n > 0 && !fired)
+                break;
+            continue;
+        }
+        CHECK_MSG(got == CBLOB_ERR_OUT_OF_MEMORY,
+                  "cblob_model_layer_json_write with allocation %lld failing returned %s, expected CBLOB_ERR_OUT_OF_MEMORY (%s)",
+                  (long long)n, cblob_status_name(got), cblob_last_error_message());
+        CHECK_MSG(strstr(cblob_last_error_message(), "cblob_model_layer_json_write") != NULL,
+                  "cblob_model_layer_json_write with allocation %lld failing: message \"%s\" does not name the function", (long long)n,
+                  cblob_last_error_message());
+        const char *changed = state_change(&fx, &before);
+        CHECK_MSG(changed == NULL, "cblob_model_layer_json_write with allocation %lld failing: %s", (long long)n, changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_layer_json_write with allocation %lld failing: a caller's buffer was released",
+                  (long long)n);
+        fixture_teardown(&fx);
+    }
+    printf("cblob_model_layer_json_write: %lld allocations, each made to fail in turn; %lld of those failures the call did without\n",
            (long long)(n - 1), (long long)degraded);
 }
 

@@ -166,6 +166,15 @@ typedef void (*cblob_release_fn)(void *ptr, void *user_data);
 typedef int32_t (*cblob_progress_fn)(void *user_data, int64_t done, int64_t total);
 
 /*
+ * Since ABI 1.3. Given text a call writes as it makes it (cblob_model_layer_json_write),
+ * size bytes at text (not NUL-terminated; valid only during the call), in order, in pieces of
+ * at most 64 KiB. Returning 0 lets the call go on; any other value stops it, and it fails with
+ * CBLOB_ERR_CANCELLED (what was given before stays given). Called on the thread that made the
+ * call.
+ */
+typedef int32_t (*cblob_write_fn)(void *user_data, const char *text, size_t size);
+
+/*
  * The calling thread's message for its last failed call ("" if none failed yet); never NULL.
  * The text stays valid until the thread's next failing call.
  *   Since ABI 1.0.
@@ -1306,9 +1315,14 @@ CBLOB_API cblob_status cblob_model_layer_param_spec(const cblob_model *model, in
  * UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
  * under "unknown_fields", one entry per field number and wire type of a message however often
  * it is given: {"field": N, "wire_type": W, "count": C, "bytes": L (of all C together),
- * "first_bytes": the first one's first 8 bytes in hex}. With CBLOB_JSON_DEFAULTS,
- * fields of the messages present that the file leaves out appear with their defaults. Text
- * convention of cblob_blob_shape_string.
+ * "first_bytes": the first one's first 8 bytes in hex} (groups, wire type 3, included). With
+ * CBLOB_JSON_DEFAULTS, fields of the messages present that the file leaves out appear with
+ * their defaults. A field given more than once shows what protobuf's merge holds, once: a
+ * repeated field's elements in order wherever they lie, a message's pieces merged, a scalar's
+ * last value; the layer's fields in the order they first appear, a message's in field-number
+ * order. A field protobuf-c would refuse (a wrong wire type, say) is listed as unknown. The text
+ * is made from the layer's bytes as it is written (cblob_model_layer_params_json_write streams
+ * it): memory does not grow with the layer. Text convention of cblob_blob_shape_string.
  *   buffer: may be NULL
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
  *   Pure getter: safe to call on one handle from several threads at once.
@@ -1328,6 +1342,27 @@ CBLOB_API cblob_status cblob_model_layer_params_json(const cblob_model *model, i
  *   Since ABI 1.1.
  */
 CBLOB_API cblob_status cblob_model_layer_json(const cblob_model *model, int64_t layer, int32_t flags, char *buffer, size_t buffer_size, size_t *out_length);
+
+/*
+ * cblob_model_layer_params_json's text, handed to write as it is made instead of returned
+ * whole: memory stays small whatever the layer holds (the text is never held whole, and the
+ * layer's fields are read where they lie, never unpacked). On a failure part of the text may
+ * have been given already; it is then not a whole document.
+ *   user_data: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.3.
+ */
+CBLOB_API cblob_status cblob_model_layer_params_json_write(const cblob_model *model, int64_t layer, int32_t flags, cblob_write_fn write, void *user_data);
+
+/*
+ * cblob_model_layer_json's text, handed to write as it is made instead of returned whole
+ * (how `cblob inspect --json` writes a layer of any size in small memory); otherwise as
+ * cblob_model_layer_params_json_write.
+ *   user_data: may be NULL
+ *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_CANCELLED.
+ *   Since ABI 1.3.
+ */
+CBLOB_API cblob_status cblob_model_layer_json_write(const cblob_model *model, int64_t layer, int32_t flags, cblob_write_fn write, void *user_data);
 
 /*
  * A blob's shape, as cblob_blob_shape gives it, without making its handle.

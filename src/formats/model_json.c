@@ -1,6 +1,23 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* A layer as JSON (jansson): its structure, its blobs, and its parameters rendered from the
- * protobuf-c descriptors of proto/caffe_params.proto by one generic renderer. */
+/* A layer as JSON, written as it is made: a writer over the layer's own bytes, driven by the
+ * protobuf-c descriptors of proto/caffe_params.proto. Nothing is unpacked and no tree is built, so
+ * the memory a layer's JSON takes does not grow with the layer (issue 32: 1 MiB of include rules
+ * once took 130 bytes of memory per byte of input, through protobuf-c's unpack and a Jansson tree).
+ *
+ * protobuf lets a message's fields come in any order: a repeated field's elements may be spread
+ * between other fields, and a message field given twice is the merge of both (protobuf-c merges
+ * them, as if their bytes were concatenated). A message is rendered in field-number order, so the
+ * writer reads its bytes once to learn which fields it holds (and to summarise the fields no schema
+ * knows), then once more for each field it holds, taking that field's elements wherever they lie.
+ * A message given in several pieces (a field given twice, at any depth) is read as the pieces its
+ * parent's pieces give: a "source" names it by its parent and its field number, down to the layer,
+ * and is walked again rather than gathered. The passes are bounded by the number of fields of the
+ * schema's messages on the path (a constant), so time stays linear in the layer and memory is the
+ * writer's buffer, a few words per field of each message on the path, and one entry per distinct
+ * unknown (field, wire type) of each message on it.
+ *
+ * Jansson formats single numbers (so that floats print as they always have); it builds no
+ * container. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,15 +29,126 @@
 #include "caffe_fields.h"
 #include "alloc.h"
 #include "caffe_params.pb-c.h"
+#include "export_common.h"
 #include "model_json.h"
 #include "model_layers.h"
 #include "model_values.h"
+#include "sink.h"
 #include "status.h"
 #include "utf8.h"
 #include "varint.h"
 #include "wire.h"
 
 #define CB_JSON_FLAGS (CBLOB_JSON_DEFAULTS)
+/* How numbers are formatted (Jansson's compact form, reals with 15 digits). */
+#define CB_JSON_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15) | JSON_ENCODE_ANY)
+/* Nesting of the output: messages in messages (Caffe's schema nests a few deep) and their arrays. */
+#define CB_JSON_MAX_DEPTH 128
+
+/* ---- the writer ------------------------------------------------------------------------------- */
+
+/* JSON text as Jansson's JSON_COMPACT writes it, into a sink (a counter, a caller's buffer, a
+ * caller's function): the separators of the objects and arrays it is inside, and their nesting.
+ * Failures are the sink's (its status): once one happens nothing more is written. */
+typedef struct cb_json_writer {
+    cb_sink *sink;
+    cb_json_out out;
+    int depth;
+    bool after_key; /* a key was written: its value comes next, with no separator */
+    bool has_items[CB_JSON_MAX_DEPTH];
+} cb_json_writer;
+
+static void jw_begin(cb_json_writer *w, cb_sink *sink)
+{
+    *w = (cb_json_writer){.sink = sink, .out = {.sink = sink, .quoting = 0}};
+}
+
+static bool jw_ok(const cb_json_writer *w)
+{
+    return w->sink->status == CBLOB_OK;
+}
+
+static void jw_fail(cb_json_writer *w, cblob_status status)
+{
+    cb_sink_fail(w->sink, status);
+}
+
+static void jw_raw(cb_json_writer *w, const char *text, size_t size)
+{
+    cb_sink_write(w->sink, text, size);
+}
+
+/* The separator before an item of the object or array being written. */
+static void jw_item(cb_json_writer *w)
+{
+    if (w->depth > 0 && !w->after_key && w->has_items[w->depth - 1])
+        jw_raw(w, ",", 1);
+    if (w->depth > 0)
+        w->has_items[w->depth - 1] = true;
+    w->after_key = false;
+}
+
+static void jw_open(cb_json_writer *w, char bracket)
+{
+    jw_item(w);
+    jw_raw(w, &bracket, 1);
+    if (w->depth == CB_JSON_MAX_DEPTH) {
+        jw_fail(w, cb_fail(CBLOB_ERR_PARSE, "malformed input: parameters nested more than %d deep", CB_JSON_MAX_DEPTH / 2));
+        return;
+    }
+    w->has_items[w->depth++] = false;
+}
+
+static void jw_close(cb_json_writer *w, char bracket)
+{
+    jw_raw(w, &bracket, 1);
+    if (w->depth > 0)
+        --w->depth;
+}
+
+/* A key of the object being written: a schema's field name or one of ours (nothing to escape). */
+static void jw_key(cb_json_writer *w, const char *key)
+{
+    jw_item(w);
+    jw_raw(w, "\"", 1);
+    jw_raw(w, key, strlen(key));
+    jw_raw(w, "\":", 2);
+    w->after_key = true;
+}
+
+static int jw_dump_piece(const char *text, size_t size, void *data)
+{
+    cb_json_writer *w = data;
+    jw_raw(w, text, size);
+    return jw_ok(w) ? 0 : -1;
+}
+
+/* A small value made by Jansson (taken over; NULL: Jansson had no memory). */
+static void jw_json(cb_json_writer *w, json_t *value)
+{
+    jw_item(w);
+    if (value == NULL) {
+        jw_fail(w, cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a JSON value"));
+        return;
+    }
+    if (json_dump_callback(value, jw_dump_piece, w, CB_JSON_DUMP_FLAGS) != 0)
+        jw_fail(w, cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a JSON value"));
+    json_decref(value);
+}
+
+static void jw_int(cb_json_writer *w, int64_t value)
+{
+    jw_item(w);
+    cb_json_integer(&w->out, value);
+}
+
+/* Text that may not be UTF-8 (each byte of a bad sequence becomes U+FFFD), escaped as Jansson
+ * escapes it, streamed (a string of any length takes no memory of its own). */
+static void jw_text(cb_json_writer *w, const char *text, size_t length)
+{
+    jw_item(w);
+    cb_json_string(&w->out, text, length);
+}
 
 /* ---- values ----------------------------------------------------------------------------------- */
 
@@ -64,16 +192,14 @@ static json_t *double_value(double value)
     return json_real(value);
 }
 
-static json_t *render_message(const ProtobufCMessage *message, bool defaults);
-
 static json_t *enum_value(const ProtobufCFieldDescriptor *field, int value)
 {
     const ProtobufCEnumValue *known = protobuf_c_enum_descriptor_get_value(field->descriptor, value);
     return known != NULL ? json_string(known->name) : json_integer(value);
 }
 
-/* One element of a field, at `at`. */
-static json_t *element(const ProtobufCFieldDescriptor *field, const void *at, bool defaults)
+/* A schema default (an absent optional scalar field, with CBLOB_JSON_DEFAULTS), at `at`. */
+static json_t *default_element(const ProtobufCFieldDescriptor *field, const void *at)
 {
     switch (field->type) {
     case PROTOBUF_C_TYPE_INT32:
@@ -95,32 +221,9 @@ static json_t *element(const ProtobufCFieldDescriptor *field, const void *at, bo
         return cb_json_text(text != NULL ? text : "", text != NULL ? strlen(text) : 0);
     }
     case PROTOBUF_C_TYPE_BYTES: return json_pack("{s:I}", "bytes", (json_int_t)((const ProtobufCBinaryData *)at)->len);
-    case PROTOBUF_C_TYPE_MESSAGE: return render_message(*(ProtobufCMessage *const *)at, defaults);
+    case PROTOBUF_C_TYPE_MESSAGE: break;
     }
     return json_null();
-}
-
-static size_t element_size(const ProtobufCFieldDescriptor *field)
-{
-    switch (field->type) {
-    case PROTOBUF_C_TYPE_INT64: case PROTOBUF_C_TYPE_SINT64: case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_UINT64: case PROTOBUF_C_TYPE_FIXED64: case PROTOBUF_C_TYPE_DOUBLE: return 8;
-    case PROTOBUF_C_TYPE_STRING: case PROTOBUF_C_TYPE_MESSAGE: return sizeof(void *);
-    case PROTOBUF_C_TYPE_BYTES: return sizeof(ProtobufCBinaryData);
-    case PROTOBUF_C_TYPE_BOOL: return sizeof(protobuf_c_boolean);
-    default: return 4;
-    }
-}
-
-/* Whether an optional field is in the message. */
-static bool present(const ProtobufCMessage *message, const ProtobufCFieldDescriptor *field)
-{
-    const char *base = (const char *)message;
-    if (field->type == PROTOBUF_C_TYPE_STRING || field->type == PROTOBUF_C_TYPE_MESSAGE) {
-        const void *pointer = *(void *const *)(base + field->offset);
-        return pointer != NULL && pointer != field->default_value;
-    }
-    return *(const protobuf_c_boolean *)(base + field->quantifier_offset);
 }
 
 /* The default of an absent optional scalar field (protobuf's zero when the schema gives none). */
@@ -137,7 +240,81 @@ static json_t *default_value(const ProtobufCFieldDescriptor *field)
         const ProtobufCEnumDescriptor *values = field->descriptor;
         return values->n_values > 0 ? json_string(values->values[0].name) : json_integer(0);
     }
-    return element(field, field->default_value != NULL ? field->default_value : zeros, false);
+    return default_element(field, field->default_value != NULL ? field->default_value : zeros);
+}
+
+/* The wire type a field's elements have. */
+static int element_wire_type(const ProtobufCFieldDescriptor *field)
+{
+    switch (field->type) {
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_FLOAT: return CB_WIRE_FIXED32;
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE: return CB_WIRE_FIXED64;
+    case PROTOBUF_C_TYPE_STRING:
+    case PROTOBUF_C_TYPE_BYTES:
+    case PROTOBUF_C_TYPE_MESSAGE: return CB_WIRE_LENGTH;
+    default: return CB_WIRE_VARINT;
+    }
+}
+
+static bool packable(const ProtobufCFieldDescriptor *field)
+{
+    return field->label == PROTOBUF_C_LABEL_REPEATED && element_wire_type(field) != CB_WIRE_LENGTH;
+}
+
+/* One scalar element from its bytes on the wire (a varint's value, or 4 or 8 fixed bytes), read
+ * as protobuf-c reads it: 32-bit types keep the low 32 bits of a varint. */
+static void jw_scalar(cb_json_writer *w, const ProtobufCFieldDescriptor *field, uint64_t varint, const uint8_t *fixed)
+{
+    uint32_t u32 = 0;
+    uint64_t u64 = 0;
+    if (fixed != NULL) {
+        memcpy(&u64, fixed, element_wire_type(field) == CB_WIRE_FIXED64 ? 8 : 4);
+        u32 = (uint32_t)u64;
+    } else {
+        u64 = varint;
+        u32 = (uint32_t)varint;
+    }
+    switch (field->type) {
+    case PROTOBUF_C_TYPE_INT32:
+    case PROTOBUF_C_TYPE_SFIXED32: jw_int(w, (int32_t)u32); return;
+    case PROTOBUF_C_TYPE_SINT32: jw_int(w, (int32_t)((u32 >> 1) ^ (~(u32 & 1) + 1))); return;
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_FIXED32: jw_int(w, u32); return;
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_FIXED64: jw_int(w, (int64_t)u64); return;
+    case PROTOBUF_C_TYPE_SINT64: jw_int(w, (int64_t)((u64 >> 1) ^ (~(u64 & 1) + 1))); return;
+    case PROTOBUF_C_TYPE_FLOAT: {
+        float value;
+        memcpy(&value, &u32, 4);
+        jw_json(w, float_value(value));
+        return;
+    }
+    case PROTOBUF_C_TYPE_DOUBLE: {
+        double value;
+        memcpy(&value, &u64, 8);
+        jw_json(w, double_value(value));
+        return;
+    }
+    case PROTOBUF_C_TYPE_BOOL:
+        jw_item(w);
+        jw_raw(w, u64 != 0 ? "true" : "false", u64 != 0 ? 4 : 5);
+        return;
+    case PROTOBUF_C_TYPE_ENUM: {
+        const ProtobufCEnumValue *known = protobuf_c_enum_descriptor_get_value(field->descriptor, (int32_t)u32);
+        if (known != NULL)
+            jw_text(w, known->name, strlen(known->name));
+        else
+            jw_int(w, (int32_t)u32);
+        return;
+    }
+    default: jw_json(w, json_null()); return;
+    }
 }
 
 /* ---- unknown fields, summarised ---------------------------------------------------------------- */
@@ -230,11 +407,18 @@ static void unknown_free(unknown_summary *s)
     *s = (unknown_summary){0};
 }
 
-/* The summary's entries appended to list (schema 2's unknown_fields); false when memory ran out. */
-static bool unknown_append(json_t *list, const unknown_summary *s)
+/* The summary's entries as schema 2's unknown_fields (an array); no memory for the summary is a
+ * failure, not a shorter list. */
+static void jw_unknown(cb_json_writer *w, const unknown_summary *s)
 {
     static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; list != NULL && !s->failed && i < s->count; ++i) {
+    if (s->failed) {
+        jw_fail(w, cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a layer's unknown fields"));
+        return;
+    }
+    jw_key(w, "unknown_fields");
+    jw_open(w, '[');
+    for (size_t i = 0; i < s->count && jw_ok(w); ++i) {
         const unknown_entry *entry = &s->entries[i];
         char first[2 * CB_UNKNOWN_FIRST_BYTES + 1];
         for (size_t k = 0; k < entry->first_size; ++k) {
@@ -242,35 +426,20 @@ static bool unknown_append(json_t *list, const unknown_summary *s)
             first[2 * k + 1] = hex[entry->first[k] & 15];
         }
         first[2 * entry->first_size] = '\0';
-        if (json_array_append_new(list, json_pack("{s:I,s:i,s:I,s:I,s:s}", "field", (json_int_t)entry->field,
-                                                  "wire_type", entry->wire_type, "count", (json_int_t)entry->count,
-                                                  "bytes", (json_int_t)entry->bytes, "first_bytes", first)) != 0)
-            return false;
+        jw_open(w, '{');
+        jw_key(w, "field");
+        jw_int(w, entry->field);
+        jw_key(w, "wire_type");
+        jw_int(w, entry->wire_type);
+        jw_key(w, "count");
+        jw_int(w, entry->count);
+        jw_key(w, "bytes");
+        jw_int(w, (int64_t)entry->bytes);
+        jw_key(w, "first_bytes");
+        jw_text(w, first, strlen(first));
+        jw_close(w, '}');
     }
-    return list != NULL && !s->failed;
-}
-
-static json_t *unknown_fields(const ProtobufCMessage *message)
-{
-    unknown_summary summary = {0};
-    for (unsigned i = 0; i < message->n_unknown_fields; ++i) {
-        const ProtobufCMessageUnknownField *field = &message->unknown_fields[i];
-        /* protobuf-c keeps a length-delimited field's length with its payload: the payload is
-         * summarised, as at the layer's own level. */
-        uint64_t length = 0;
-        size_t prefix = 0;
-        if (field->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED ||
-            cb_varint_decode(field->data, field->len, &length, &prefix) != CB_VARINT_OK || prefix > field->len)
-            prefix = 0;
-        unknown_add(&summary, field->tag, (int)field->wire_type, field->data + prefix, field->len - prefix);
-    }
-    json_t *list = json_array();
-    if (!unknown_append(list, &summary)) {
-        json_decref(list);
-        list = NULL; /* the object holding it fails to be made: no memory, said as such */
-    }
-    unknown_free(&summary);
-    return list;
+    jw_close(w, ']');
 }
 
 const char *cb_field_name(const ProtobufCFieldDescriptor *field, char buffer[CB_FIELD_NAME_MAX])
@@ -283,35 +452,287 @@ const char *cb_field_name(const ProtobufCFieldDescriptor *field, char buffer[CB_
     return buffer;
 }
 
-/* Every field the message holds, by name, in field-number order; fields no schema knows under
- * "unknown_fields". */
-static json_t *render_message(const ProtobufCMessage *message, bool defaults)
+/* ---- what protobuf-c would take ------------------------------------------------------------------ */
+
+static bool valid_message(const uint8_t *data, size_t offset, size_t length, const ProtobufCMessageDescriptor *descriptor,
+                          int depth);
+
+/* Whether protobuf-c takes a field of a known number: a wire type its type allows (a repeated
+ * scalar also packed, in whole elements), and a message's bytes valid as that message. */
+static bool valid_field(const cb_wire *wire, const cb_wire_field *field, const ProtobufCFieldDescriptor *descriptor,
+                        int depth)
 {
-    json_t *object = json_object();
-    const ProtobufCMessageDescriptor *descriptor = message->descriptor;
-    for (unsigned i = 0; object != NULL && i < descriptor->n_fields; ++i) {
-        const ProtobufCFieldDescriptor *field = &descriptor->fields[i];
-        char name[CB_FIELD_NAME_MAX];
-        const char *base = (const char *)message;
-        json_t *value = NULL;
-        if (field->label == PROTOBUF_C_LABEL_REPEATED) {
-            const size_t count = *(const size_t *)(base + field->quantifier_offset);
-            const char *array = *(char *const *)(base + field->offset);
-            if (count > 0)
-                value = json_array();
-            for (size_t k = 0; value != NULL && k < count; ++k)
-                json_array_append_new(value, element(field, array + k * element_size(field), defaults));
-        } else if (present(message, field)) {
-            value = element(field, base + field->offset, defaults);
-        } else if (defaults) {
-            value = default_value(field);
-        }
-        if (value != NULL)
-            json_object_set_new(object, cb_field_name(field, name), value);
+    if (field->type == CB_WIRE_LENGTH && packable(descriptor)) {
+        int64_t count = 0;
+        return cb_wire_count_elements(wire, field, element_wire_type(descriptor), &count) == CBLOB_OK;
     }
-    if (object != NULL && message->n_unknown_fields > 0)
-        json_object_set_new(object, "unknown_fields", unknown_fields(message));
-    return object;
+    if (field->type != element_wire_type(descriptor))
+        return false;
+    return descriptor->type != PROTOBUF_C_TYPE_MESSAGE ||
+           valid_message(wire->input, field->payload, field->length, descriptor->descriptor, depth + 1);
+}
+
+/* valid_field, keeping the calling thread's error message: a refused field is no failure of the
+ * call (the walker's messages for it are not the caller's to read). */
+static bool valid_field_quietly(const cb_wire *wire, const cb_wire_field *field,
+                                const ProtobufCFieldDescriptor *descriptor)
+{
+    cb_saved_error saved;
+    cb_error_save(&saved);
+    const bool valid = valid_field(wire, field, descriptor, 0);
+    cb_error_restore(&saved);
+    return valid;
+}
+
+/* Whether protobuf-c would unpack data[offset, offset + length) as the message: the renderer shows
+ * only what it would (a field it refuses is listed as unknown, as it always was). One difference:
+ * groups, which protobuf-c cannot skip, are taken at any depth and listed as unknown fields (wire
+ * type 3), where they once were only at a parameter message's top level. */
+static bool valid_message(const uint8_t *data, size_t offset, size_t length, const ProtobufCMessageDescriptor *descriptor,
+                          int depth)
+{
+    if (depth > CB_JSON_MAX_DEPTH / 4) /* Caffe's messages nest a few deep: not a schema's */
+        return false;
+    cb_wire wire = cb_wire_range(data, offset, length, NULL);
+    for (;;) {
+        cb_wire_field field;
+        if (cb_wire_next(&wire, &field) != CBLOB_OK)
+            return false;
+        if (cb_wire_at_end(&field))
+            return true;
+        const ProtobufCFieldDescriptor *known = protobuf_c_message_descriptor_get_field(descriptor, field.number);
+        if (known != NULL && !valid_field(&wire, &field, known, depth))
+            return false;
+    }
+}
+
+/* ---- messages in pieces ------------------------------------------------------------------------ */
+
+/* Called for each field of a message's pieces, in the order of the bytes; a skipped group comes as
+ * a field of type CB_WIRE_GROUP_START whose bytes (tags included) are [payload, payload + length). */
+typedef cblob_status field_fn(void *context, const cb_wire *wire, const cb_wire_field *field);
+
+/* A message, as the pieces that make it up: at the root, the bytes data[offset, offset + length)
+ * (fields whose offset is marked in `refused`, when given, are not part of it); below, every
+ * length-delimited field `number` of the parent's pieces, merged as protobuf merges them. */
+typedef struct source {
+    const struct source *parent;
+    uint32_t number;
+    const uint8_t *data;
+    size_t offset, length;
+    const uint8_t *refused; /* a bit per byte offset into data; NULL: none */
+} source;
+
+static bool refused_at(const uint8_t *refused, size_t offset)
+{
+    return refused != NULL && (refused[offset >> 3] >> (offset & 7) & 1) != 0;
+}
+
+static cblob_status walk_range(const uint8_t *data, size_t offset, size_t length, const uint8_t *refused, field_fn *fn,
+                               void *context)
+{
+    cb_wire wire = cb_wire_range(data, offset, length, NULL);
+    for (;;) {
+        const size_t at = wire.pos;
+        wire.skipped_group = false;
+        cb_wire_field field;
+        CB_TRY(cb_wire_next(&wire, &field));
+        if (wire.skipped_group) { /* groups lie in [at, the next field) */
+            const size_t group_end = !cb_wire_at_end(&field) ? field.offset : wire.pos;
+            uint64_t tag = 0;
+            size_t tag_size = 0;
+            cb_varint_decode(data + at, group_end - at, &tag, &tag_size);
+            const cb_wire_field group = {.number = (uint32_t)(tag >> 3), .type = CB_WIRE_GROUP_START, .offset = at,
+                                         .payload = at, .length = group_end - at};
+            CB_TRY(fn(context, &wire, &group));
+        }
+        if (cb_wire_at_end(&field))
+            return CBLOB_OK;
+        if (!refused_at(refused, field.offset))
+            CB_TRY(fn(context, &wire, &field));
+    }
+}
+
+typedef struct descend {
+    const source *child;
+    field_fn *fn;
+    void *context;
+} descend;
+
+static cblob_status descend_into(void *context, const cb_wire *wire, const cb_wire_field *field)
+{
+    const descend *d = context;
+    if (field->number != d->child->number || field->type != CB_WIRE_LENGTH)
+        return CBLOB_OK;
+    return walk_range(wire->input, field->payload, field->length, NULL, d->fn, d->context);
+}
+
+/* Calls fn for every field of the message's pieces, in order. */
+static cblob_status each_field(const source *s, field_fn *fn, void *context)
+{
+    if (s->parent == NULL)
+        return walk_range(s->data, s->offset, s->length, s->refused, fn, context);
+    descend d = {.child = s, .fn = fn, .context = context};
+    return each_field(s->parent, descend_into, &d);
+}
+
+/* ---- a message rendered ------------------------------------------------------------------------- */
+
+static void render_message(cb_json_writer *w, const source *s, const ProtobufCMessageDescriptor *descriptor,
+                           bool defaults);
+
+/* Which of the message's fields its pieces hold (a repeated one: with an element), and those no
+ * schema knows, summarised. */
+typedef struct message_scan {
+    const ProtobufCMessageDescriptor *descriptor;
+    bool *present;
+    unknown_summary unknown;
+} message_scan;
+
+static cblob_status scan_field(void *context, const cb_wire *wire, const cb_wire_field *field)
+{
+    message_scan *m = context;
+    const ProtobufCFieldDescriptor *known =
+        field->type == CB_WIRE_GROUP_START ? NULL : protobuf_c_message_descriptor_get_field(m->descriptor, field->number);
+    if (known == NULL) {
+        unknown_add(&m->unknown, field->number, field->type, wire->input + field->payload, field->length);
+        return CBLOB_OK;
+    }
+    int64_t count = 1;
+    if (field->type == CB_WIRE_LENGTH && packable(known))
+        CB_TRY(cb_wire_count_elements(wire, field, element_wire_type(known), &count));
+    if (count > 0)
+        m->present[known - m->descriptor->fields] = true;
+    return CBLOB_OK;
+}
+
+/* One field's value of a single occurrence: a scalar, a string (up to a NUL, as protobuf-c's C
+ * string holds it), bytes ({"bytes": length}), or a message of this one occurrence. */
+static void render_element(cb_json_writer *w, const ProtobufCFieldDescriptor *field, const cb_wire *wire,
+                           const cb_wire_field *at, bool defaults)
+{
+    const uint8_t *payload = wire->input + at->payload;
+    switch (field->type) {
+    case PROTOBUF_C_TYPE_STRING: {
+        const void *nul = memchr(payload, 0, at->length);
+        jw_text(w, (const char *)payload, nul != NULL ? (size_t)((const uint8_t *)nul - payload) : at->length);
+        return;
+    }
+    case PROTOBUF_C_TYPE_BYTES:
+        jw_open(w, '{');
+        jw_key(w, "bytes");
+        jw_int(w, (int64_t)at->length);
+        jw_close(w, '}');
+        return;
+    case PROTOBUF_C_TYPE_MESSAGE: {
+        const source one = {.data = wire->input, .offset = at->payload, .length = at->length};
+        render_message(w, &one, field->descriptor, defaults);
+        return;
+    }
+    default:
+        jw_scalar(w, field, at->varint, at->type == CB_WIRE_VARINT ? NULL : payload);
+    }
+}
+
+typedef struct field_render {
+    cb_json_writer *w;
+    const ProtobufCFieldDescriptor *field;
+    bool defaults;
+    bool found;          /* a non-repeated field: the last occurrence so far */
+    cb_wire last_wire;
+    cb_wire_field last;
+} field_render;
+
+/* A repeated field's elements from one occurrence (packed or not). */
+static cblob_status render_elements(void *context, const cb_wire *wire, const cb_wire_field *field)
+{
+    field_render *r = context;
+    if (field->number != r->field->id || field->type == CB_WIRE_GROUP_START)
+        return CBLOB_OK;
+    const int type = element_wire_type(r->field);
+    if (field->type == CB_WIRE_LENGTH && type != CB_WIRE_LENGTH) {
+        const uint8_t *input = wire->input;
+        const size_t end = field->payload + field->length;
+        for (size_t pos = field->payload; pos < end && jw_ok(r->w);) {
+            uint64_t value = 0;
+            if (type == CB_WIRE_VARINT) {
+                if (!cb_wire_packed_varint(input, &pos, end, &value))
+                    return cb_fail(CBLOB_ERR_INTERNAL, "a packed field checked whole did not read back");
+                jw_scalar(r->w, r->field, value, NULL);
+            } else {
+                jw_scalar(r->w, r->field, 0, input + pos);
+                pos += type == CB_WIRE_FIXED32 ? 4 : 8;
+            }
+        }
+        return CBLOB_OK;
+    }
+    if (field->type == type)
+        render_element(r->w, r->field, wire, field, r->defaults);
+    return jw_ok(r->w) ? CBLOB_OK : r->w->sink->status;
+}
+
+static cblob_status note_last(void *context, const cb_wire *wire, const cb_wire_field *field)
+{
+    field_render *r = context;
+    if (field->number == r->field->id && field->type == element_wire_type(r->field)) {
+        r->found = true;
+        r->last_wire = *wire;
+        r->last = *field;
+    }
+    return CBLOB_OK;
+}
+
+/* A field the message's pieces hold: a repeated one's elements wherever they lie, a message's
+ * pieces merged, a scalar's last occurrence (protobuf's rules). */
+static void render_field(cb_json_writer *w, const source *s, const ProtobufCFieldDescriptor *field, bool defaults)
+{
+    field_render r = {.w = w, .field = field, .defaults = defaults};
+    cblob_status status = CBLOB_OK;
+    if (field->label == PROTOBUF_C_LABEL_REPEATED) {
+        jw_open(w, '[');
+        status = each_field(s, render_elements, &r);
+        jw_close(w, ']');
+    } else if (field->type == PROTOBUF_C_TYPE_MESSAGE) {
+        const source merged = {.parent = s, .number = field->id};
+        render_message(w, &merged, field->descriptor, defaults);
+    } else {
+        status = each_field(s, note_last, &r);
+        if (status == CBLOB_OK && r.found)
+            render_element(w, field, &r.last_wire, &r.last, defaults);
+    }
+    if (status != CBLOB_OK)
+        jw_fail(w, status);
+}
+
+/* Every field the message holds, by name, in field-number order; fields no schema knows under
+ * "unknown_fields". With `defaults`, absent optional scalars with their defaults. */
+static void render_message(cb_json_writer *w, const source *s, const ProtobufCMessageDescriptor *descriptor,
+                           bool defaults)
+{
+    message_scan m = {.descriptor = descriptor, .present = cb_calloc(descriptor->n_fields + 1, sizeof(bool))};
+    cblob_status status = m.present == NULL ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a message's fields")
+                                            : each_field(s, scan_field, &m);
+    if (status != CBLOB_OK) {
+        jw_fail(w, status);
+    } else {
+        jw_open(w, '{');
+        for (unsigned i = 0; i < descriptor->n_fields && jw_ok(w); ++i) {
+            const ProtobufCFieldDescriptor *field = &descriptor->fields[i];
+            char name[CB_FIELD_NAME_MAX];
+            if (m.present[i]) {
+                jw_key(w, cb_field_name(field, name));
+                render_field(w, s, field, defaults);
+            } else if (defaults && field->label != PROTOBUF_C_LABEL_REPEATED && field->type != PROTOBUF_C_TYPE_MESSAGE) {
+                jw_key(w, cb_field_name(field, name));
+                jw_json(w, default_value(field));
+            }
+        }
+        if (m.unknown.count > 0 || m.unknown.failed)
+            jw_unknown(w, &m.unknown);
+        jw_close(w, '}');
+    }
+    unknown_free(&m.unknown);
+    free(m.present);
 }
 
 /* ---- a layer's parameters ---------------------------------------------------------------------- */
@@ -331,185 +752,92 @@ static bool is_structure(bool v1, uint32_t number)
     return false;
 }
 
-/* Unpacks fields with the *Fields descriptor; NULL when protobuf-c refuses them (a known field of
- * the wrong wire type, say). */
-static ProtobufCMessage *unpack_fields(const ProtobufCMessageDescriptor *descriptor, const uint8_t *bytes, size_t size)
-{
-    return protobuf_c_message_unpack(descriptor, NULL, size, size > 0 ? bytes : (const uint8_t *)"");
-}
+/* The layer's parameter fields in the order they first appear (each shown once, its occurrences
+ * merged), the occurrences protobuf-c would refuse (marked, and listed as unknown fields), and the
+ * fields no schema knows. */
+typedef struct layer_scan {
+    bool v1;
+    const ProtobufCMessageDescriptor *descriptor;
+    size_t size;
+    uint8_t *refused; /* a bit per byte offset; NULL until a field is refused */
+    unsigned *order, num_order;
+    bool *seen;
+    unknown_summary unknown;
+} layer_scan;
 
-/* protobuf-c cannot skip groups (an obsolete wire type forks still use for unknown fields):
- * copies a message's body with its groups left out, and lists them in `groups`. */
-static cblob_status strip_groups(const uint8_t *data, size_t size, cb_bytes *out, unknown_summary *groups)
+static cblob_status scan_layer_field(void *context, const cb_wire *wire, const cb_wire_field *field)
 {
-    cb_wire wire = cb_wire_begin(data, size, NULL);
-    size_t run = 0;
-    for (;;) {
-        const size_t at = wire.pos;
-        wire.skipped_group = false;
-        cb_wire_field inner;
-        if (cb_wire_next(&wire, &inner) != CBLOB_OK)
-            break;
-        if (wire.skipped_group) { /* groups lie in [at, the next field) */
-            const size_t group_end = !cb_wire_at_end(&inner) ? inner.offset : wire.pos;
-            CB_TRY(cb_bytes_append(out, data + run, at - run));
-            uint64_t tag = 0;
-            size_t tag_size = 0;
-            cb_varint_decode(data + at, size - at, &tag, &tag_size);
-            unknown_add(groups, (uint32_t)(tag >> 3), 3, data + at, group_end - at);
-            run = group_end;
+    layer_scan *l = context;
+    if (field->type != CB_WIRE_GROUP_START && is_structure(l->v1, field->number))
+        return CBLOB_OK;
+    const ProtobufCFieldDescriptor *known =
+        field->type == CB_WIRE_GROUP_START ? NULL : protobuf_c_message_descriptor_get_field(l->descriptor, field->number);
+    if (known != NULL && valid_field_quietly(wire, field, known)) {
+        int64_t count = 1;
+        if (field->type == CB_WIRE_LENGTH && packable(known))
+            CB_TRY(cb_wire_count_elements(wire, field, element_wire_type(known), &count));
+        const unsigned index = (unsigned)(known - l->descriptor->fields);
+        if (count > 0 && !l->seen[index]) {
+            l->seen[index] = true;
+            l->order[l->num_order++] = index;
         }
-        if (cb_wire_at_end(&inner))
-            break;
+        return CBLOB_OK;
     }
-    return cb_bytes_append(out, data + run, size - run);
-}
-
-/* A field with its message's groups left out. */
-static cblob_status without_groups(const uint8_t *data, const cb_wire_field *field, cb_bytes *out,
-                                   unknown_summary *groups)
-{
-    cb_bytes payload = {0};
-    cblob_status status = strip_groups(data + field->payload, field->length, &payload, groups);
-    uint64_t tag = 0;
-    size_t tag_size = 0;
-    cb_varint_decode(data + field->offset, field->payload - field->offset, &tag, &tag_size);
-    if (status == CBLOB_OK)
-        status = cb_bytes_append(out, data + field->offset, tag_size);
-    if (status == CBLOB_OK)
-        status = cb_bytes_put_varint(out, payload.size);
-    if (status == CBLOB_OK)
-        status = cb_bytes_append(out, payload.data, payload.size);
-    cb_bytes_free(&payload);
-    return status;
-}
-
-/* A parameter field unpacked (with its groups left out when protobuf-c refuses them), or NULL. */
-static ProtobufCMessage *unpack_field(const ProtobufCMessageDescriptor *descriptor, const uint8_t *data,
-                                      const cb_wire_field *field, unknown_summary *groups)
-{
-    const size_t size = field->payload + field->length - field->offset;
-    ProtobufCMessage *message = unpack_fields(descriptor, data + field->offset, size);
-    if (message != NULL || field->type != CB_WIRE_LENGTH)
-        return message;
-    cb_bytes stripped = {0};
-    if (without_groups(data, field, &stripped, groups) == CBLOB_OK && groups->count > 0)
-        message = unpack_fields(descriptor, stripped.data, stripped.size);
-    cb_bytes_free(&stripped);
-    return message;
-}
-
-/* Groups left out of a message join the unknown fields of its rendered object. */
-static void add_unknown_groups(json_t *object, const unknown_summary *groups)
-{
-    if (groups->count == 0)
-        return;
-    json_t *unknown = json_object_get(object, "unknown_fields");
-    if (unknown == NULL)
-        json_object_set_new(object, "unknown_fields", unknown = json_array());
-    unknown_append(unknown, groups);
-}
-
-/* Groups left out of a field's message join the unknown fields of the message rendered. */
-static void add_groups(json_t *rendered, const unknown_summary *groups)
-{
-    const char *key;
-    json_t *value;
-    json_object_foreach(rendered, key, value)
-    {
-        if (json_is_object(value))
-            add_unknown_groups(value, groups);
+    if (known != NULL) {
+        if (l->refused == NULL && (l->refused = cb_calloc((l->size >> 3) + 1, 1)) == NULL)
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to mark a layer's refused fields");
+        l->refused[field->offset >> 3] |= (uint8_t)(1u << (field->offset & 7));
     }
+    unknown_add(&l->unknown, field->number, field->type, wire->input + field->payload, field->length);
+    return CBLOB_OK;
 }
 
-/* Renders what protobuf-c unpacked, leaving out structure fields; a field it cannot unpack is
- * shown as an unknown one. */
-static cblob_status render_params(const cblob_model *model, const cb_bytes *fields, int32_t flags, json_t *params)
+/* The parameters object of a layer whose fields (less its blobs) are data[0, size). */
+static void write_params(cb_json_writer *w, const uint8_t *data, size_t size, bool v1, bool defaults)
 {
-    const bool v1 = model->format == CBLOB_NET_FORMAT_V1;
     const ProtobufCMessageDescriptor *descriptor =
         v1 ? &caffe__v1_layer_parameter_fields__descriptor : &caffe__layer_parameter_fields__descriptor;
-    cb_wire wire = cb_wire_begin(fields->data, fields->size, NULL);
-    unknown_summary unknown = {0};
-    for (;;) {
-        cb_wire_field field;
-        if (cb_wire_next(&wire, &field) != CBLOB_OK || cb_wire_at_end(&field))
-            break;
-        if (is_structure(v1, field.number))
-            continue;
-        unknown_summary groups = {0};
-        ProtobufCMessage *message = protobuf_c_message_descriptor_get_field(descriptor, field.number) != NULL
-                                        ? unpack_field(descriptor, fields->data, &field, &groups)
-                                        : NULL;
-        if (message == NULL) {
-            unknown_free(&groups);
-            unknown_add(&unknown, field.number, field.type, fields->data + field.payload, field.length);
-            continue;
+    layer_scan l = {.v1 = v1, .descriptor = descriptor, .size = size,
+                    .order = cb_calloc(descriptor->n_fields + 1, sizeof(unsigned)),
+                    .seen = cb_calloc(descriptor->n_fields + 1, sizeof(bool))};
+    cblob_status status = l.order == NULL || l.seen == NULL
+                              ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a layer's parameters")
+                              : walk_range(data, 0, size, NULL, scan_layer_field, &l);
+    if (status != CBLOB_OK) {
+        jw_fail(w, status);
+    } else {
+        const source layer = {.data = data, .offset = 0, .length = size, .refused = l.refused};
+        jw_open(w, '{');
+        for (unsigned i = 0; i < l.num_order && jw_ok(w); ++i) {
+            const ProtobufCFieldDescriptor *field = &descriptor->fields[l.order[i]];
+            char name[CB_FIELD_NAME_MAX];
+            jw_key(w, cb_field_name(field, name));
+            render_field(w, &layer, field, defaults);
         }
-        json_t *rendered = render_message(message, (flags & CBLOB_JSON_DEFAULTS) != 0);
-        add_groups(rendered, &groups);
-        unknown_free(&groups);
-        const char *key;
-        json_t *value;
-        json_object_foreach(rendered, key, value)
-        {
-            json_t *existing = json_object_get(params, key);
-            /* Repeated fields given in several pieces, or a message given twice: one entry. */
-            if (json_is_array(existing) && json_is_array(value))
-                json_array_extend(existing, value);
-            else if (json_is_object(existing) && json_is_object(value))
-                json_object_update(existing, value);
-            else
-                json_object_set(params, key, value);
-        }
-        json_decref(rendered);
-        protobuf_c_message_free_unpacked(message, NULL);
+        if (l.unknown.count > 0 || l.unknown.failed)
+            jw_unknown(w, &l.unknown);
+        jw_close(w, '}');
     }
-    bool listed = true;
-    if (unknown.count > 0 || unknown.failed) {
-        json_t *list = json_array();
-        listed = unknown_append(list, &unknown) && json_object_set_new(params, "unknown_fields", json_incref(list)) == 0;
-        json_decref(list);
-    }
-    unknown_free(&unknown);
-    return listed ? CBLOB_OK : cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a layer's unknown fields");
+    unknown_free(&l.unknown);
+    free(l.refused);
+    free(l.order);
+    free(l.seen);
 }
 
-/* The layer's fields, less its blobs: its field's payload. */
-static cblob_status layer_fields(const cb_layer *layer, cb_bytes *out)
+/* The parameters of a layer, walked in the bytes its index keeps (no copy of its own). */
+static cblob_status layer_params(const cblob_model *model, int64_t layer, int32_t flags, cb_json_writer *w)
 {
-    uint8_t *bytes = NULL;
-    size_t size = 0;
-    CB_TRY(cb_layer_bytes_without_blobs(layer, &bytes, &size));
+    const cb_layer_index *index = NULL;
+    CB_TRY(cb_model_layer_index(model, layer, &index));
     uint64_t value = 0;
     size_t pos = 0, used = 0;
-    cb_varint_decode(bytes, size, &value, &used); /* the field's tag and length */
+    cb_varint_decode(index->bytes, index->size, &value, &used); /* the layer field's tag and length */
     pos += used;
-    cb_varint_decode(bytes + pos, size - pos, &value, &used);
+    cb_varint_decode(index->bytes + pos, index->size - pos, &value, &used);
     pos += used;
-    memmove(bytes, bytes + pos, size - pos);
-    *out = (cb_bytes){.data = bytes, .size = size - pos, .capacity = size};
-    return CBLOB_OK;
-}
-
-static cblob_status layer_params(const cblob_model *model, int64_t layer, int32_t flags, json_t **out)
-{
-    const cb_layer *found = NULL;
-    CB_TRY(cb_model_layer(model, layer, &found));
-    cb_bytes fields = {0};
-    cblob_status status = layer_fields(found, &fields);
-    json_t *params = json_object();
-    if (status == CBLOB_OK && params == NULL)
-        status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a JSON object");
-    if (status == CBLOB_OK)
-        status = render_params(model, &fields, flags, params);
-    cb_bytes_free(&fields);
-    if (status != CBLOB_OK) {
-        json_decref(params);
-        return status;
-    }
-    *out = params;
-    return CBLOB_OK;
+    write_params(w, index->bytes + pos, index->size - pos, model->format == CBLOB_NET_FORMAT_V1,
+                 (flags & CBLOB_JSON_DEFAULTS) != 0);
+    return w->sink->status;
 }
 
 /* ---- the layer object ------------------------------------------------------------------------- */
@@ -520,104 +848,97 @@ static json_t *phase_value(cblob_phase phase)
            : phase == CBLOB_PHASE_NONE ? json_null() : json_integer(phase);
 }
 
-static json_t *text_value(const char *text)
+static void jw_names(cb_json_writer *w, const char *key, const char *const *names, int64_t count)
 {
-    return cb_json_text(text, strlen(text));
+    jw_key(w, key);
+    jw_open(w, '[');
+    for (int64_t i = 0; i < count && jw_ok(w); ++i)
+        jw_text(w, names[i], strlen(names[i]));
+    jw_close(w, ']');
 }
 
-/* A nested NetStateRule or ParamSpec, rendered from its own bytes (groups left out and listed). */
-static json_t *nested_value(const uint8_t *data, size_t size, const ProtobufCMessageDescriptor *descriptor)
+/* A nested NetStateRule or ParamSpec, rendered from its own bytes ({} when protobuf-c would
+ * refuse them). */
+static void jw_nested(cb_json_writer *w, const uint8_t *data, size_t size, const ProtobufCMessageDescriptor *descriptor)
 {
-    cb_bytes stripped = {0};
-    json_t *value = NULL;
-    unknown_summary groups = {0};
-    ProtobufCMessage *message = unpack_fields(descriptor, data, size);
-    if (message == NULL && strip_groups(data, size, &stripped, &groups) == CBLOB_OK)
-        message = unpack_fields(descriptor, stripped.data, stripped.size);
-    value = message != NULL ? render_message(message, false) : NULL;
-    if (message != NULL)
-        protobuf_c_message_free_unpacked(message, NULL);
-    if (value != NULL)
-        add_unknown_groups(value, &groups);
-    unknown_free(&groups);
-    cb_bytes_free(&stripped);
-    return value != NULL ? value : json_object();
-}
-
-typedef struct structure_json {
-    json_t *bottoms, *tops, *include, *exclude, *param;
-} structure_json;
-
-/* The structure fields of a layer, from its index. */
-static void gather_structure(const cb_layer_index *index, bool v1, structure_json *s)
-{
-    for (int64_t i = 0; i < index->num_bottoms; ++i)
-        json_array_append_new(s->bottoms, text_value(index->bottoms[i]));
-    for (int64_t i = 0; i < index->num_tops; ++i)
-        json_array_append_new(s->tops, text_value(index->tops[i]));
-    for (int kind = 0; kind < 2; ++kind)
-        for (int64_t i = 0; i < index->num_rules[kind]; ++i)
-            json_array_append_new(kind == CBLOB_RULE_INCLUDE ? s->include : s->exclude,
-                                  nested_value(index->rules[kind][i].bytes, index->rules[kind][i].length,
-                                               &caffe__net_state_rule__descriptor));
-    if (v1) {
-        for (int64_t i = 0; i < index->num_param_names; ++i)
-            json_array_append_new(s->param, json_pack("{s:o}", "name", text_value(index->specs[i].name)));
+    cb_saved_error saved;
+    cb_error_save(&saved);
+    const bool valid = valid_message(data, 0, size, descriptor, 0);
+    cb_error_restore(&saved);
+    if (!valid) {
+        jw_open(w, '{');
+        jw_close(w, '}');
         return;
     }
-    for (int64_t i = 0; i < index->num_specs; ++i)
-        json_array_append_new(s->param, nested_value(index->specs[i].bytes, index->specs[i].length,
-                                                     &caffe__param_spec__descriptor));
+    const source one = {.data = data, .offset = 0, .length = size};
+    render_message(w, &one, descriptor, false);
 }
 
-static cblob_status blobs_value(const cblob_model *model, int64_t layer, json_t **out)
+static void jw_rules(cb_json_writer *w, const cb_layer_index *index, cblob_rule_kind kind)
 {
-    json_t *blobs = json_array();
-    for (int64_t i = 0; blobs != NULL && i < (int64_t)model->layers[layer].num_blobs; ++i) {
+    jw_key(w, kind == CBLOB_RULE_INCLUDE ? "include" : "exclude");
+    jw_open(w, '[');
+    for (int64_t i = 0; i < index->num_rules[kind] && jw_ok(w); ++i)
+        jw_nested(w, index->rules[kind][i].bytes, index->rules[kind][i].length, &caffe__net_state_rule__descriptor);
+    jw_close(w, ']');
+}
+
+static void jw_specs(cb_json_writer *w, const cb_layer_index *index, bool v1)
+{
+    jw_key(w, "param");
+    jw_open(w, '[');
+    for (int64_t i = 0; v1 && i < index->num_param_names && jw_ok(w); ++i) {
+        jw_open(w, '{');
+        jw_key(w, "name");
+        jw_text(w, index->specs[i].name, strlen(index->specs[i].name));
+        jw_close(w, '}');
+    }
+    for (int64_t i = 0; !v1 && i < index->num_specs && jw_ok(w); ++i)
+        jw_nested(w, index->specs[i].bytes, index->specs[i].length, &caffe__param_spec__descriptor);
+    jw_close(w, ']');
+}
+
+static cblob_status jw_blobs(cb_json_writer *w, const cblob_model *model, int64_t layer)
+{
+    jw_key(w, "blobs");
+    jw_open(w, '[');
+    for (int64_t i = 0; i < (int64_t)model->layers[layer].num_blobs && jw_ok(w); ++i) {
         cb_blob_facts facts;
-        cblob_status status = cb_model_blob_facts(model, layer, i, &facts);
-        if (status != CBLOB_OK) {
-            json_decref(blobs);
-            return status;
-        }
+        CB_TRY(cb_model_blob_facts(model, layer, i, &facts));
         json_t *shape = json_array();
         for (int32_t a = 0; a < facts.num_axes; ++a)
             json_array_append_new(shape, json_integer(facts.dims[a]));
-        json_array_append_new(blobs, json_pack("{s:o,s:I,s:s,s:b}", "shape", shape, "count", (json_int_t)facts.count,
-                                               "dtype", cb_dtype_find(facts.dtype)->name, "has_diff", facts.has_diff));
+        jw_json(w, json_pack("{s:o,s:I,s:s,s:b}", "shape", shape, "count", (json_int_t)facts.count, "dtype",
+                             cb_dtype_find(facts.dtype)->name, "has_diff", facts.has_diff));
     }
-    *out = blobs;
-    return CBLOB_OK;
+    jw_close(w, ']');
+    return w->sink->status;
 }
 
-static cblob_status layer_object(const cblob_model *model, int64_t layer, int32_t flags, json_t **out)
+static cblob_status layer_object(const cblob_model *model, int64_t layer, int32_t flags, cb_json_writer *w)
 {
     const cb_layer_index *index = NULL;
     CB_TRY(cb_model_layer_index(model, layer, &index));
-    structure_json s = {.bottoms = json_array(), .tops = json_array(), .include = json_array(),
-                        .exclude = json_array(), .param = json_array()};
-    gather_structure(index, model->format == CBLOB_NET_FORMAT_V1, &s);
-    const cblob_phase phase = index->phase;
-    json_t *params = NULL, *blobs = NULL;
-    cblob_status status = layer_params(model, layer, flags, &params);
-    if (status == CBLOB_OK)
-        status = blobs_value(model, layer, &blobs);
+    const bool v1 = model->format == CBLOB_NET_FORMAT_V1;
     const char *name = model->layers[layer].name, *type = model->layers[layer].type;
-    json_t *object = status != CBLOB_OK ? NULL
-                                        : json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "name",
-                                                    cb_json_text(name, strlen(name)), "type", cb_json_text(type, strlen(type)),
-                                                    "bottoms", s.bottoms, "tops", s.tops, "phase", phase_value(phase),
-                                                    "include", s.include, "exclude", s.exclude, "param", s.param,
-                                                    "params", params, "blobs", blobs);
-    if (object == NULL) {
-        if (status == CBLOB_OK) /* json_pack took the references it was given */
-            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for layer %" PRId64 "'s JSON", layer);
-        json_decref(s.bottoms), json_decref(s.tops), json_decref(s.include), json_decref(s.exclude);
-        json_decref(s.param), json_decref(params), json_decref(blobs);
-        return status;
-    }
-    *out = object;
-    return CBLOB_OK;
+    jw_open(w, '{');
+    jw_key(w, "name");
+    jw_text(w, name, strlen(name));
+    jw_key(w, "type");
+    jw_text(w, type, strlen(type));
+    jw_names(w, "bottoms", index->bottoms, index->num_bottoms);
+    jw_names(w, "tops", index->tops, index->num_tops);
+    jw_key(w, "phase");
+    jw_json(w, phase_value(index->phase));
+    jw_rules(w, index, CBLOB_RULE_INCLUDE);
+    jw_rules(w, index, CBLOB_RULE_EXCLUDE);
+    jw_specs(w, index, v1);
+    jw_key(w, "params");
+    if (jw_ok(w))
+        CB_TRY(layer_params(model, layer, flags, w));
+    CB_TRY(jw_blobs(w, model, layer));
+    jw_close(w, '}');
+    return w->sink->status;
 }
 
 /* ---- the calls -------------------------------------------------------------------------------- */
@@ -627,6 +948,65 @@ static cblob_status check_flags(int32_t flags)
     if (flags & ~CB_JSON_FLAGS)
         return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "flags 0x%x has bits no CBLOB_JSON_* flag names", (unsigned)flags);
     return CBLOB_OK;
+}
+
+typedef cblob_status layer_writer(const cblob_model *model, int64_t layer, int32_t flags, cb_json_writer *w);
+
+static cblob_status write_to(cb_sink *sink, layer_writer *write, const cblob_model *model, int64_t layer, int32_t flags)
+{
+    cb_json_writer w;
+    jw_begin(&w, sink);
+    const cblob_status status = write(model, layer, flags, &w);
+    return status != CBLOB_OK ? status : sink->status;
+}
+
+/* The text convention (cb_return_text's) over a writer: measured first, then made in memory of
+ * its own and copied into the caller's buffer only when whole, so that a failure part-way (no
+ * memory) leaves the buffer as it was. (The streaming calls need neither copy.) */
+static cblob_status write_text(layer_writer *write, const cblob_model *model, int64_t layer, int32_t flags,
+                               char *buffer, size_t buffer_size, size_t *out_length)
+{
+    if (buffer == NULL && buffer_size > 0)
+        return cb_fail(CBLOB_ERR_INVALID_ARGUMENT, "buffer is NULL but buffer_size is %zu", buffer_size);
+    cb_sink sink;
+    cb_sink_count(&sink);
+    CB_TRY(write_to(&sink, write, model, layer, flags));
+    if (sink.size >= SIZE_MAX)
+        return cb_fail(CBLOB_ERR_OVERFLOW, "the JSON would take %llu bytes, more than memory can hold",
+                       (unsigned long long)sink.size);
+    const size_t length = (size_t)sink.size;
+    if (buffer != NULL) {
+        if (buffer_size <= length)
+            return cb_fail(CBLOB_ERR_OUT_OF_RANGE, "a buffer of %zu bytes cannot hold the %zu characters and the NUL",
+                           buffer_size, length);
+        uint8_t *made = cb_malloc(length + 1);
+        if (made == NULL)
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %zu bytes of JSON", length + 1);
+        cb_sink_buffer(&sink, made, length);
+        cblob_status status = write_to(&sink, write, model, layer, flags);
+        if (status == CBLOB_OK && sink.size != length)
+            status = cb_fail(CBLOB_ERR_INTERNAL, "the JSON took %llu bytes, not the %zu measured",
+                             (unsigned long long)sink.size, length);
+        if (status == CBLOB_OK) {
+            memcpy(buffer, made, length);
+            buffer[length] = '\0';
+        }
+        free(made);
+        CB_TRY(status);
+    }
+    *out_length = length;
+    return CBLOB_OK;
+}
+
+/* The writer's text handed to a caller's function as it is made. */
+static cblob_status write_out(layer_writer *write, const cblob_model *model, int64_t layer, int32_t flags,
+                              cblob_write_fn callback, void *user_data)
+{
+    cb_sink sink;
+    cb_sink_callback(&sink, (cb_sink_callback_fn *)callback, user_data);
+    const cblob_status status = write_to(&sink, write, model, layer, flags);
+    const cblob_status ended = cb_sink_callback_end(&sink);
+    return status != CBLOB_OK ? status : ended;
 }
 
 cblob_status cb_json_return(json_t *value, char *buffer, size_t buffer_size, size_t *out_length)
@@ -647,9 +1027,7 @@ CBLOB_API cblob_status cblob_model_layer_params_json(const cblob_model *model, i
     CB_REQUIRE(model);
     CB_TRY(check_flags(flags));
     CB_REQUIRE(out_length);
-    json_t *params = NULL;
-    CB_TRY(layer_params(model, layer, flags, &params));
-    return cb_json_return(params, buffer, buffer_size, out_length);
+    return write_text(layer_params, model, layer, flags, buffer, buffer_size, out_length);
 }
 
 CBLOB_API cblob_status cblob_model_layer_json(const cblob_model *model, int64_t layer, int32_t flags, char *buffer,
@@ -659,7 +1037,25 @@ CBLOB_API cblob_status cblob_model_layer_json(const cblob_model *model, int64_t 
     CB_REQUIRE(model);
     CB_TRY(check_flags(flags));
     CB_REQUIRE(out_length);
-    json_t *object = NULL;
-    CB_TRY(layer_object(model, layer, flags, &object));
-    return cb_json_return(object, buffer, buffer_size, out_length);
+    return write_text(layer_object, model, layer, flags, buffer, buffer_size, out_length);
+}
+
+CBLOB_API cblob_status cblob_model_layer_params_json_write(const cblob_model *model, int64_t layer, int32_t flags,
+                                                           cblob_write_fn write, void *user_data)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_TRY(check_flags(flags));
+    CB_REQUIRE(write);
+    return write_out(layer_params, model, layer, flags, write, user_data);
+}
+
+CBLOB_API cblob_status cblob_model_layer_json_write(const cblob_model *model, int64_t layer, int32_t flags,
+                                                    cblob_write_fn write, void *user_data)
+{
+    CB_ENTER();
+    CB_REQUIRE(model);
+    CB_TRY(check_flags(flags));
+    CB_REQUIRE(write);
+    return write_out(layer_object, model, layer, flags, write, user_data);
 }

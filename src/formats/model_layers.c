@@ -333,6 +333,8 @@ static cblob_status make_index(const cb_layer *layer, bool v1, cb_layer_index **
         return status;
     }
     index->num_specs = counted.num_specs;
+    index->bytes = at;
+    index->size = size;
     *out = index;
     return CBLOB_OK;
 }

@@ -34,6 +34,10 @@ typedef struct cb_layer_index {
     const char **bottoms, **tops;
     cb_rule *rules[2];
     cb_param_spec *specs;
+    /* The layer's field less its blobs, as cb_layer_bytes_without_blobs gives it (its tag and
+     * length first): the rules and specs point into it, and the parameters JSON walks it. */
+    const uint8_t *bytes;
+    size_t size;
 } cb_layer_index;
 
 /* The layer's index, made on first use (under the model's lock). */

@@ -102,6 +102,48 @@ void cb_sink_buffer(cb_sink *sink, uint8_t *buffer, size_t capacity)
     sink->capacity = capacity;
 }
 
+#define CB_SINK_GATHERED ((size_t)64 << 10)
+
+void cb_sink_callback(cb_sink *sink, cb_sink_callback_fn *callback, void *user_data)
+{
+    sink_init(sink, CB_SINK_CALLBACK);
+    sink->callback = callback;
+    sink->callback_data = user_data;
+}
+
+static void hand_gathered(cb_sink *sink)
+{
+    if (sink->gathered_used > 0 && sink->status == CBLOB_OK &&
+        sink->callback(sink->callback_data, sink->gathered, sink->gathered_used) != 0)
+        sink->status = cb_fail(CBLOB_ERR_CANCELLED, "the write callback asked to stop");
+    sink->gathered_used = 0;
+}
+
+static void callback_write(cb_sink *sink, const uint8_t *data, size_t size)
+{
+    if (sink->gathered == NULL && (sink->gathered = cb_malloc(CB_SINK_GATHERED)) == NULL) {
+        sink->status = cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a write callback's buffer");
+        return;
+    }
+    while (size > 0 && sink->status == CBLOB_OK) {
+        const size_t room = CB_SINK_GATHERED - sink->gathered_used, piece = size < room ? size : room;
+        memcpy(sink->gathered + sink->gathered_used, data, piece);
+        sink->gathered_used += piece;
+        data += piece;
+        size -= piece;
+        if (sink->gathered_used == CB_SINK_GATHERED)
+            hand_gathered(sink);
+    }
+}
+
+cblob_status cb_sink_callback_end(cb_sink *sink)
+{
+    hand_gathered(sink);
+    free(sink->gathered);
+    sink->gathered = NULL;
+    return sink->status;
+}
+
 void cb_sink_fail(cb_sink *sink, cblob_status status)
 {
     if (sink->status == CBLOB_OK)
@@ -159,6 +201,7 @@ static void write_piece(cb_sink *sink, const uint8_t *data, size_t size)
         memcpy(sink->buffer + sink->position, data, size);
         break;
     case CB_SINK_FILE: file_write(sink, data, size); break;
+    case CB_SINK_CALLBACK: callback_write(sink, data, size); break;
     }
     sink->position += size;
     if (sink->position > sink->size)

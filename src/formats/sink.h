@@ -26,7 +26,10 @@
 #include "io.h"
 #include "progress.h"
 
-typedef enum cb_sink_kind { CB_SINK_COUNT, CB_SINK_BUFFER, CB_SINK_FILE } cb_sink_kind;
+typedef enum cb_sink_kind { CB_SINK_COUNT, CB_SINK_BUFFER, CB_SINK_FILE, CB_SINK_CALLBACK } cb_sink_kind;
+
+/* A caller's function given the output in pieces (cb_sink_callback); 0: go on. */
+typedef int32_t cb_sink_callback_fn(void *user_data, const char *text, size_t size);
 
 typedef struct cb_sink {
     ProtobufCBuffer base; /* protobuf-c packs messages straight into the sink */
@@ -49,6 +52,12 @@ typedef struct cb_sink {
     size_t pending_used;
     struct cb_lane *writer; /* NULL: appends are written on the producer's thread */
     cb_progress *progress; /* the call's, for a file sink; NULL: none */
+    /* CB_SINK_CALLBACK: pieces gather in `gathered` (a small buffer of its own), so the caller's
+     * function is called once per CB_SINK_GATHERED bytes, not once per token. */
+    cb_sink_callback_fn *callback;
+    void *callback_data;
+    char *gathered;
+    size_t gathered_used;
 } cb_sink;
 
 void cb_sink_count(cb_sink *sink);
@@ -57,6 +66,12 @@ cblob_status cb_sink_file_open(cb_sink *sink, const char *path);
 /* A file sink over an output opened already (a file of an output folder): the sink takes it over,
  * and commits or aborts it as cb_sink_file_open's. Small files: no writer thread. */
 void cb_sink_output(cb_sink *sink, cb_output *output);
+/* A sink that hands what it is given to a caller's function, in pieces of up to 64 KiB; the
+ * function's non-zero return is the sink's failure (CBLOB_ERR_CANCELLED). cb_sink_callback_end
+ * hands over what is left (when nothing failed) and frees the sink's buffer; it returns the
+ * sink's status. */
+void cb_sink_callback(cb_sink *sink, cb_sink_callback_fn *callback, void *user_data);
+cblob_status cb_sink_callback_end(cb_sink *sink);
 /* Puts the file in place (cb_output_commit); on any failure (the sink's own included) the path is
  * left as it was. */
 cblob_status cb_sink_file_commit(cb_sink *sink);

@@ -154,6 +154,97 @@ TEST(unknown_fields_are_summarised_per_field_and_wire_type)
     cblob_context_destroy(ctx);
 }
 
+/* A write callback that gathers the pieces (or, with `stop`, asks to stop at the first). */
+typedef struct gathered {
+    char *text;
+    size_t size, calls;
+    bool stop;
+} gathered;
+
+static int32_t gather(void *user_data, const char *text, size_t size)
+{
+    gathered *g = user_data;
+    ++g->calls;
+    if (g->stop)
+        return 1;
+    char *grown = realloc(g->text, g->size + size + 1);
+    if (grown == NULL)
+        return 1;
+    memcpy(grown + g->size, text, size);
+    g->size += size;
+    grown[g->size] = '\0';
+    g->text = grown;
+    return 0;
+}
+
+/* protobuf lets a field come in pieces: a repeated field's elements between other fields, a message
+ * given twice (merged: its repeated fields joined, its messages merged, its scalars the last's). The
+ * JSON, written as a stream over the layer's bytes, shows what protobuf's merge would hold, once per
+ * field, in the order the fields first appear; a group at the layer's level is an unknown field
+ * (it was dropped), and the defaults of the structure fields never join the parameters. The text
+ * handed to a write callback is the buffer call's, and a callback's stop is CBLOB_ERR_CANCELLED. */
+TEST(fields_given_in_pieces_render_as_protobuf_merges_them_and_stream_as_the_buffer_call)
+{
+    cblob_context *ctx = context_new();
+    pb layer = {0}, conv1 = {0}, conv2 = {0}, filler1 = {0}, filler2 = {0}, net = {0};
+    pb_string(&layer, 1, "conv");
+    pb_string(&layer, 2, "Convolution");
+    pb_int(&conv1, 1, 8);
+    pb_int(&conv1, 4, 3);
+    pb_string(&filler1, 1, "xavier");
+    pb_message(&conv1, 7, &filler1);
+    pb_message(&layer, 106, &conv1);
+    pb_floats(&layer, 5, (float[]){1.0f}, 1, false); /* loss_weight */
+    pb_string(&layer, 3, "x");                      /* a bottom between the pieces */
+    pb_tag(&layer, 11, PB_LENGTH);                  /* propagate_down, packed, no element */
+    pb_varint(&layer, 0);
+    pb_int(&conv2, 4, 5);
+    pb_int(&conv2, 2, 0); /* bias_term false */
+    pb_floats(&filler2, 6, (float[]){2.0f}, 1, false); /* std */
+    pb_message(&conv2, 7, &filler2);
+    pb_int(&conv2, 1, 16);
+    pb_message(&layer, 106, &conv2);
+    pb_floats(&layer, 5, (float[]){2.0f, 3.0f}, 2, true);
+    pb_tag(&layer, 5003, PB_GROUP_START);
+    pb_int(&layer, 1, 7);
+    pb_tag(&layer, 5003, PB_GROUP_END);
+    pb_message(&net, 100, &layer);
+    cblob_model *model = NULL;
+    CHECK_OK(cblob_model_open(ctx, net.data, net.size, &model));
+    char *params = layer_text(model, 0, true, 0);
+    CHECK(params != NULL);
+    CHECK_MSG(strcmp(params, "{\"convolution_param\":{\"num_output\":16,\"bias_term\":false,\"kernel_size\":[3,5],"
+                             "\"weight_filler\":{\"type\":\"xavier\",\"std\":2.0}},\"loss_weight\":[1.0,2.0,3.0],"
+                             "\"unknown_fields\":[{\"field\":5003,\"wire_type\":3,\"count\":1,\"bytes\":8,"
+                             "\"first_bytes\":\"dbb8020807dcb802\"}]}") == 0,
+              "%s", params);
+    free(params);
+    params = layer_text(model, 0, true, CBLOB_JSON_DEFAULTS);
+    static const char with_defaults[] = "{\"convolution_param\":{\"num_output\":16,\"bias_term\":false,\"kernel_size\":[3,5],"
+                                        "\"group\":1,";
+    CHECK_MSG(params != NULL && strncmp(params, with_defaults, strlen(with_defaults)) == 0 &&
+                  strstr(params, "\"name\"") == NULL && strstr(params, "\"phase\"") == NULL,
+              "%s", params ? params : "(failed)");
+    free(params);
+    for (int which = 0; which < 2; ++which) {
+        char *whole = layer_text(model, 0, which == 1, CBLOB_JSON_DEFAULTS);
+        gathered g = {0};
+        CHECK_OK(which == 1 ? cblob_model_layer_params_json_write(model, 0, CBLOB_JSON_DEFAULTS, gather, &g)
+                            : cblob_model_layer_json_write(model, 0, CBLOB_JSON_DEFAULTS, gather, &g));
+        CHECK(whole != NULL && g.text != NULL && strcmp(whole, g.text) == 0);
+        free(whole);
+        free(g.text);
+        gathered stop = {.stop = true};
+        CHECK_STATUS(which == 1 ? cblob_model_layer_params_json_write(model, 0, 0, gather, &stop)
+                                : cblob_model_layer_json_write(model, 0, 0, gather, &stop),
+                     CBLOB_ERR_CANCELLED);
+        CHECK(stop.calls == 1);
+    }
+    cblob_model_destroy(model);
+    pb_free(&layer), pb_free(&conv1), pb_free(&conv2), pb_free(&filler1), pb_free(&filler2), pb_free(&net);
+    cblob_context_destroy(ctx);
+}
+
 TEST(parameters_render_from_the_schema_and_unknown_fields_by_number)
 {
     cblob_context *ctx = context_new();

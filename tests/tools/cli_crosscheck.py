@@ -28,6 +28,15 @@ Checks:
                           written strictly forward (each member's CRC-32 and sizes in a data
                           descriptor), read by numpy.load, zipfile (CRC-32s checked) and cblob
                           inspect, and the same arrays as the npz written to a regular file
+    json_as_before        `inspect --json`, `--shapes --json` and `--params` of the real Caffe files,
+                          the sample and nets from make_net.py (V2, V1, V0; parameters of every
+                          kind, and unknown fields everywhere) give the bytes the renderer before
+                          issue 32's streaming writer gave (SHA-256 in tests/tools/json_as_before.txt,
+                          written by the build of main at 80fe37a): the layer JSON is now written
+                          as a stream over the layer's bytes, and must not have changed. One
+                          difference is by design: groups at a layer's top level, which the old
+                          renderer dropped, are listed as unknown fields (wire type 3); for nets
+                          holding them the comparison leaves those entries out
 
 Exits 77 (skipped) with a reason when NumPy, jsonschema, protobuf or safetensors cannot be had.
 """
@@ -389,12 +398,72 @@ def npz_to_pipes(ctx):
                     check(got.dtype == array.dtype and np.array_equal(got, array), f"{net} through {how}: {key} differs")
                     checked += 1
     print(f"{checked} arrays streamed into FIFOs and pipes agree with the regular files' npz")
+def json_as_before_outputs(ctx):
+    """{(mode, name): output bytes} of every case of json_as_before; groups at a layer's top level
+    left out of the outputs of nets that hold them (`normalise`)."""
+    inputs = {os.path.basename(p): p for p in
+              [os.path.join(ctx.source, "samples", "tiny_lenet.caffemodel")] +
+              [os.path.join(ctx.data, f) for f in sorted(os.listdir(ctx.data)) if f.endswith((".caffemodel", ".binaryproto"))]}
+    normalised = set()
+    for fmt in ("v2", "v1", "v0"):
+        for seed in (1, 2, 3):
+            name = f"{fmt}_{seed}_structure"
+            inputs[name] = make_net(ctx, f"--format {fmt} --seed {seed} --structure --layers 40", name)
+            name = f"{fmt}_{seed}_all"
+            inputs[name] = make_net(ctx, f"--format {fmt} --seed {seed} --all --layers 40", name)
+            normalised.add(name)
+    outputs = {}
+    for name, path in inputs.items():
+        for mode in ("--json", "--shapes --json", "--params"):
+            # run beside the file, named by its base name: the output holds the name as given
+            result = subprocess.run([os.path.abspath(ctx.tool), "inspect", "--quiet"] + mode.split() + [os.path.basename(path)],
+                                    capture_output=True, cwd=os.path.dirname(path))
+            check(result.returncode == 0, f"inspect {mode} {name}: exit {result.returncode}: {result.stderr!r}")
+            out = result.stdout
+            if name in normalised and mode != "--params":
+                out = normalise(out)
+            elif name in normalised:
+                continue  # the table's parameter lines hold the groups too; the JSON covers them
+            outputs[(mode, name)] = out
+    return outputs
+
+
+def normalise(out):
+    """The JSON with the unknown fields of wire type 3 (groups) of each layer's params left out,
+    dumped again (the old output, which has none, compares the same way)."""
+    doc = json.loads(out)
+    for layer in doc["layers"]:
+        unknown = layer["params"].get("unknown_fields")
+        if unknown is not None:
+            kept = [e for e in unknown if e["wire_type"] != 3]
+            if kept:
+                layer["params"]["unknown_fields"] = kept
+            else:
+                del layer["params"]["unknown_fields"]
+    return json.dumps(doc).encode()
+
+
+def json_as_before(ctx):
+    import hashlib
+    expected = {}
+    with open(os.path.join(ctx.source, "tests", "tools", "json_as_before.txt"), encoding="utf-8") as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                digest, name, mode = line.rstrip("\n").split("  ", 2)
+                expected[(mode, name)] = digest
+    outputs = json_as_before_outputs(ctx)
+    check(set(outputs) == set(expected), f"cases differ from the record: {sorted(set(outputs) ^ set(expected))}")
+    changed = [f"inspect {mode} {name}" for (mode, name), out in sorted(outputs.items())
+               if hashlib.sha256(out).hexdigest() != expected[(mode, name)]]
+    check(not changed, f"{len(changed)} of {len(outputs)} outputs changed: {', '.join(changed)}")
+    print(f"{len(outputs)} outputs as before")
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("check", choices=["json_schemas", "exports_numpy", "exports_safetensors", "way_back_from_numpy",
-                                          "codecs_against_peers", "npz_to_pipes"])
+                                          "codecs_against_peers", "npz_to_pipes", "json_as_before",
+                                          "json_as_before_record"])
     parser.add_argument("--tool", required=True)
     parser.add_argument("--source", required=True)
     parser.add_argument("--data", required=True)
@@ -404,6 +473,11 @@ def main():
     args.home = args.work  # the safetensors virtual environment stays there between runs
     scratch = args.work = tempfile.mkdtemp(dir=args.home)
     try:
+        if args.check == "json_as_before_record":  # writes the record with the tool given (main's build)
+            import hashlib
+            for (mode, name), out in sorted(json_as_before_outputs(args).items()):
+                print(f"{hashlib.sha256(out).hexdigest()}  {name}  {mode}")
+            return
         globals()[args.check](args)
     except Failure as e:
         print(f"FAILED: {e}")

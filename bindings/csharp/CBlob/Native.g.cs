@@ -363,6 +363,16 @@ namespace CBlob
     public delegate int ProgressFn(IntPtr user_data, long done, long total);
 
     /// <summary>
+    /// Since ABI 1.3. Given text a call writes as it makes it (cblob_model_layer_json_write),
+    /// size bytes at text (not NUL-terminated; valid only during the call), in order, in pieces of
+    /// at most 64 KiB. Returning 0 lets the call go on; any other value stops it, and it fails with
+    /// CBLOB_ERR_CANCELLED (what was given before stays given). Called on the thread that made the
+    /// call.
+    /// </summary>
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    public delegate int WriteFn(IntPtr user_data, byte[] text, UIntPtr size);
+
+    /// <summary>
     /// Starts summing count elements of dtype at buffer over all ranks, in place. Returns
     /// CBLOB_OK and an engine-defined pending value (anything, NULL included) that cblob later
     /// passes to wait exactly once; or a status (CBLOB_ERR_COMM, CBLOB_ERR_OUT_OF_MEMORY, ...)
@@ -1484,9 +1494,14 @@ namespace CBlob
         /// UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
         /// under "unknown_fields", one entry per field number and wire type of a message however often
         /// it is given: {"field": N, "wire_type": W, "count": C, "bytes": L (of all C together),
-        /// "first_bytes": the first one's first 8 bytes in hex}. With CBLOB_JSON_DEFAULTS,
-        /// fields of the messages present that the file leaves out appear with their defaults. Text
-        /// convention of cblob_blob_shape_string.
+        /// "first_bytes": the first one's first 8 bytes in hex} (groups, wire type 3, included). With
+        /// CBLOB_JSON_DEFAULTS, fields of the messages present that the file leaves out appear with
+        /// their defaults. A field given more than once shows what protobuf's merge holds, once: a
+        /// repeated field's elements in order wherever they lie, a message's pieces merged, a scalar's
+        /// last value; the layer's fields in the order they first appear, a message's in field-number
+        /// order. A field protobuf-c would refuse (a wrong wire type, say) is listed as unknown. The text
+        /// is made from the layer's bytes as it is written (cblob_model_layer_params_json_write streams
+        /// it): memory does not grow with the layer. Text convention of cblob_blob_shape_string.
         /// </summary>
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
@@ -1502,6 +1517,25 @@ namespace CBlob
         /// <remarks>Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.</remarks>
         [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern Status cblob_model_layer_json(IntPtr model, long layer, int flags, [Out] byte[] buffer, UIntPtr buffer_size, out UIntPtr out_length);
+
+        /// <summary>
+        /// cblob_model_layer_params_json's text, handed to write as it is made instead of returned
+        /// whole: memory stays small whatever the layer holds (the text is never held whole, and the
+        /// layer's fields are read where they lie, never unpacked). On a failure part of the text may
+        /// have been given already; it is then not a whole document.
+        /// </summary>
+        /// <remarks>Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_CANCELLED.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_params_json_write(IntPtr model, long layer, int flags, WriteFn write, IntPtr user_data);
+
+        /// <summary>
+        /// cblob_model_layer_json's text, handed to write as it is made instead of returned whole
+        /// (how `cblob inspect --json` writes a layer of any size in small memory); otherwise as
+        /// cblob_model_layer_params_json_write.
+        /// </summary>
+        /// <remarks>Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_CANCELLED.</remarks>
+        [DllImport(LibraryName, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern Status cblob_model_layer_json_write(IntPtr model, long layer, int flags, WriteFn write, IntPtr user_data);
 
         /// <summary>
         /// A blob's shape, as cblob_blob_shape gives it, without making its handle.

@@ -215,6 +215,14 @@ cblob_release_fn = CFUNCTYPE(None, c_void_p, c_void_p)
 cblob_progress_fn = CFUNCTYPE(c_int32, c_void_p, c_int64, c_int64)
 
 
+# Since ABI 1.3. Given text a call writes as it makes it (cblob_model_layer_json_write),
+# size bytes at text (not NUL-terminated; valid only during the call), in order, in pieces of
+# at most 64 KiB. Returning 0 lets the call go on; any other value stops it, and it fails with
+# CBLOB_ERR_CANCELLED (what was given before stays given). Called on the thread that made the
+# call.
+cblob_write_fn = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_size_t)
+
+
 # Starts summing count elements of dtype at buffer over all ranks, in place. Returns
 # CBLOB_OK and an engine-defined pending value (anything, NULL included) that cblob later
 # passes to wait exactly once; or a status (CBLOB_ERR_COMM, CBLOB_ERR_OUT_OF_MEMORY, ...)
@@ -759,9 +767,14 @@ FUNCTIONS = (
     # UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
     # under "unknown_fields", one entry per field number and wire type of a message however often
     # it is given: {"field": N, "wire_type": W, "count": C, "bytes": L (of all C together),
-    # "first_bytes": the first one's first 8 bytes in hex}. With CBLOB_JSON_DEFAULTS,
-    # fields of the messages present that the file leaves out appear with their defaults. Text
-    # convention of cblob_blob_shape_string.
+    # "first_bytes": the first one's first 8 bytes in hex} (groups, wire type 3, included). With
+    # CBLOB_JSON_DEFAULTS, fields of the messages present that the file leaves out appear with
+    # their defaults. A field given more than once shows what protobuf's merge holds, once: a
+    # repeated field's elements in order wherever they lie, a message's pieces merged, a scalar's
+    # last value; the layer's fields in the order they first appear, a message's in field-number
+    # order. A field protobuf-c would refuse (a wrong wire type, say) is listed as unknown. The text
+    # is made from the layer's bytes as it is written (cblob_model_layer_params_json_write streams
+    # it): memory does not grow with the layer. Text convention of cblob_blob_shape_string.
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
     ("cblob_model_layer_params_json", c_int32, (c_void_p, c_int64, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, layer, flags, buffer, buffer_size, out_length
     # A layer as the JSON object `cblob inspect --json` (schema 2) lists it: name, type, bottoms,
@@ -771,6 +784,17 @@ FUNCTIONS = (
     # cblob_blob_shape_string.
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
     ("cblob_model_layer_json", c_int32, (c_void_p, c_int64, c_int32, POINTER(c_char), c_size_t, POINTER(c_size_t))),  # model, layer, flags, buffer, buffer_size, out_length
+    # cblob_model_layer_params_json's text, handed to write as it is made instead of returned
+    # whole: memory stays small whatever the layer holds (the text is never held whole, and the
+    # layer's fields are read where they lie, never unpacked). On a failure part of the text may
+    # have been given already; it is then not a whole document.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_CANCELLED.
+    ("cblob_model_layer_params_json_write", c_int32, (c_void_p, c_int64, c_int32, cblob_write_fn, c_void_p)),  # model, layer, flags, write, user_data
+    # cblob_model_layer_json's text, handed to write as it is made instead of returned whole
+    # (how `cblob inspect --json` writes a layer of any size in small memory); otherwise as
+    # cblob_model_layer_params_json_write.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_CANCELLED.
+    ("cblob_model_layer_json_write", c_int32, (c_void_p, c_int64, c_int32, cblob_write_fn, c_void_p)),  # model, layer, flags, write, user_data
     # A blob's shape, as cblob_blob_shape gives it, without making its handle.
     # Since ABI 1.1. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE.
     ("cblob_model_layer_blob_shape", c_int32, (c_void_p, c_int64, c_int64, c_int32, POINTER(c_int64), POINTER(c_int32))),  # model, layer, index, max_axes, out_shape, out_num_axes

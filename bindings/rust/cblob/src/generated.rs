@@ -1087,9 +1087,14 @@ impl Net {
     /// UTF-8 with U+FFFD in place of each bad byte. Fields no schema knows, at any depth, are listed
     /// under "unknown_fields", one entry per field number and wire type of a message however often
     /// it is given: {"field": N, "wire_type": W, "count": C, "bytes": L (of all C together),
-    /// "first_bytes": the first one's first 8 bytes in hex}. With JsonFlags::Defaults,
-    /// fields of the messages present that the file leaves out appear with their defaults. Text
-    /// convention of `Blob::shape_string`.
+    /// "first_bytes": the first one's first 8 bytes in hex} (groups, wire type 3, included). With
+    /// JsonFlags::Defaults, fields of the messages present that the file leaves out appear with
+    /// their defaults. A field given more than once shows what protobuf's merge holds, once: a
+    /// repeated field's elements in order wherever they lie, a message's pieces merged, a scalar's
+    /// last value; the layer's fields in the order they first appear, a message's in field-number
+    /// order. A field protobuf-c would refuse (a wrong wire type, say) is listed as unknown. The text
+    /// is made from the layer's bytes as it is written (cblob_model_layer_params_json_write streams
+    /// it): memory does not grow with the layer. Text convention of `Blob::shape_string`.
     #[inline]
     pub fn params_json(&self, layer: usize, flags: &[JsonFlags]) -> Result<String> {
         read_text(|buffer, size, length| unsafe { sys::cblob_model_layer_params_json(self.as_ptr(), layer as i64, flag_bits(flags, JsonFlags::raw), buffer, size, length) })
