@@ -1569,6 +1569,11 @@ class PyEmitter(Emitter):
                 (f"{a.c}" for a in call.args if a.role == "context"), "None")
             if not receiver and cls == owner:
                 maker = "cls._created"
+            elif cls == owner and cls not in ("Blob", "Window"):
+                # A method making a new object of its own class (Model.upgrade): the class's own
+                # constructor, which the mixin's TYPE_CHECKING block declares (_blob holds only
+                # the blob classes).
+                maker = "self._created"
             else:
                 maker = f"_blob.{cls}._created"
             body.append(f"return {maker}(lambda out: lib.{call.name}({self.args(call, expr)}), {context}{self.io_arg()})")

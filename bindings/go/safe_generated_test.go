@@ -493,6 +493,10 @@ func TestGeneratedMethodsRefuseClosedHandles(t *testing.T) {
 			_, err := cblob.OpenModelPrototxtFile(&cblob.Context{}, "x")
 			return err
 		}},
+		{"Model.Upgrade", func() error {
+			_, err := (&cblob.Model{}).Upgrade()
+			return err
+		}},
 		{"Model.SaveNpyFolder", func() error {
 			_, err := (&cblob.Model{}).SaveNpyFolder("x", cblob.ExportFlags(0))
 			return err

@@ -16,7 +16,7 @@ const MaxThreads = 256
 const ABIVersionMajor = 1
 
 // ABIVersionMinor (CBLOB_ABI_VERSION_MINOR): The ABI minor version this header describes; a minor release only adds functions.
-const ABIVersionMinor = 2
+const ABIVersionMinor = 3
 
 // NeomlAxes (CBLOB_NEOML_AXES): The number of axes of a NeoML blob (NeoML's BD_Count), one per cblob_dim.
 const NeomlAxes = 7

@@ -149,6 +149,7 @@ namespace CBlob.Tests
             Expect("Model.SavePrototxt", () => disposedModel.SavePrototxt("x"), failures);
             Expect("Model.OpenPrototxt", () => GC.KeepAlive(Model.OpenPrototxt(disposedContext, new byte[0])), failures);
             Expect("Model.OpenPrototxtFile", () => GC.KeepAlive(Model.OpenPrototxtFile(disposedContext, "x")), failures);
+            Expect("Model.Upgrade", () => GC.KeepAlive(disposedModel.Upgrade()), failures);
             Expect("Model.SaveNpyFolder", () => GC.KeepAlive(disposedModel.SaveNpyFolder("x")), failures);
             Assert.IsEmpty(failures, string.Join("\n", failures));
         }

@@ -143,6 +143,7 @@ CASES = [
     ("Model.save_prototxt", "cblob_model_to_prototxt_file", lambda: null(cblob.Model).save_prototxt("x")),
     ("Model.from_prototxt", "cblob_model_open_prototxt", lambda: cblob.Model.from_prototxt(b"", context=null(cblob.Context))),
     ("Model.open_prototxt_file", "cblob_model_open_prototxt_file", lambda: cblob.Model.open_prototxt_file("x", context=null(cblob.Context))),
+    ("Model.upgrade", "cblob_model_upgrade", lambda: null(cblob.Model).upgrade()),
     ("Model.save_npy_folder", "cblob_model_to_npy_folder", lambda: null(cblob.Model).save_npy_folder("x")),
     ("File.open", "cblob_file_open", lambda: cblob.File.open("x", context=null(cblob.Context))),
     ("File.open_fd", "cblob_file_open_fd", lambda: cblob.File.open_fd(0, context=null(cblob.Context))),
