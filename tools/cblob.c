@@ -35,6 +35,7 @@ static const command commands[] = {
     {"info", command_info, tool_info_help},
     {"inspect", command_inspect, tool_inspect_help},
     {"convert", command_convert, tool_convert_help},
+    {"upgrade", command_upgrade, tool_upgrade_help},
 };
 
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
@@ -69,7 +70,7 @@ static int help(int argc, char **argv)
     }
     const command *c = find_command(argv[0]);
     if (c == NULL)
-        return tool_fail(TOOL_BAD_INPUT, "help", "%s: unknown command (info, inspect or convert)", argv[0]);
+        return tool_fail(TOOL_BAD_INPUT, "help", "%s: unknown command (info, inspect, convert or upgrade)", argv[0]);
     fputs(c->help, stdout);
     return TOOL_OK;
 }

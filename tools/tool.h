@@ -67,6 +67,8 @@ int tool_progress_option(const char *command, bool quiet, tool_progress_mode *mo
 
 /* "-" stands for standard input or output wherever one file is read or written. */
 bool tool_is_stdio(const char *path);
+/* Whether two paths name the same file (through links, hard links and "..": the same inode). */
+bool tool_same_file(const char *a, const char *b);
 /* How messages name an input: the path, or "standard input". */
 const char *tool_input_name(const char *path);
 /* A context for a command: its progress told to the terminal (terminal.h). NULL after saying why. */
