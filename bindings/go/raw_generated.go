@@ -3906,7 +3906,9 @@ func cModelOpenPrototxtFile(context *C.cblob_context, path *C.char) (*C.cblob_mo
 // anything but one convolution or pooling layer, a bottom no earlier layer produced in a V0
 // net, a net with both `layer` and `layers`, an unknown blob_share_mode, input_dim with fewer
 // than 4 values per input. The input model is never changed; on failure *out_model is left
-// as it was.
+// as it was. Memory: the net's serialized bytes and the upgraded ones are held in turn beside
+// the new model (a lazily opened model's values are read first: the upgrade copies them all),
+// about 3 times the file at the peak.
 func cModelUpgrade(model *C.cblob_model) (*C.cblob_model, error) {
 	r := C.cbgo_model_upgrade(C.uintptr_t(uintptr(unsafe.Pointer(model))))
 	if r.status != C.CBLOB_OK {

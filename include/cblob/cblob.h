@@ -1540,7 +1540,9 @@ CBLOB_API cblob_status cblob_model_open_prototxt_file(cblob_context *context, co
  * anything but one convolution or pooling layer, a bottom no earlier layer produced in a V0
  * net, a net with both `layer` and `layers`, an unknown blob_share_mode, input_dim with fewer
  * than 4 values per input. The input model is never changed; on failure *out_model is left
- * as it was.
+ * as it was. Memory: the net's serialized bytes and the upgraded ones are held in turn beside
+ * the new model (a lazily opened model's values are read first: the upgrade copies them all),
+ * about 3 times the file at the peak.
  *   out_model: the caller owns the result
  *   Returns: CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
  *   Since ABI 1.3.

@@ -1150,6 +1150,10 @@ CBLOB_API cblob_status cblob_model_upgrade(const cblob_model *model, cblob_model
     if (status == CBLOB_OK)
         status = upgrade_bytes(&u, bytes, size, &upgraded, &upgraded_size, &changed);
     free_owned(&u);
+    if (changed) { /* the upgraded bytes hold copies of everything they took from the input's */
+        cb_free(bytes);
+        bytes = NULL;
+    }
     cblob_model *result = NULL;
     if (status == CBLOB_OK)
         status = cb_model_build(model->context, changed ? upgraded : bytes, changed ? upgraded_size : size, NULL,

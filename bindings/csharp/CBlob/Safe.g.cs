@@ -2055,7 +2055,9 @@ namespace CBlob
         /// anything but one convolution or pooling layer, a bottom no earlier layer produced in a V0
         /// net, a net with both `layer` and `layers`, an unknown blob_share_mode, input_dim with fewer
         /// than 4 values per input. The input model is never changed; on failure *out_model is left
-        /// as it was.
+        /// as it was. Memory: the net's serialized bytes and the upgraded ones are held in turn beside
+        /// the new model (a lazily opened model's values are read first: the upgrade copies them all),
+        /// about 3 times the file at the peak.
         /// </summary>
         public Model Upgrade()
         {

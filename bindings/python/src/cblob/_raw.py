@@ -908,7 +908,9 @@ FUNCTIONS = (
     # anything but one convolution or pooling layer, a bottom no earlier layer produced in a V0
     # net, a net with both `layer` and `layers`, an unknown blob_share_mode, input_dim with fewer
     # than 4 values per input. The input model is never changed; on failure *out_model is left
-    # as it was.
+    # as it was. Memory: the net's serialized bytes and the upgraded ones are held in turn beside
+    # the new model (a lazily opened model's values are read first: the upgrade copies them all),
+    # about 3 times the file at the peak.
     # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
     ("cblob_model_upgrade", c_int32, (c_void_p, POINTER(c_void_p))),  # model, out_model
     # Opens the file or folder at path, whatever it holds (the section's introduction), opening and
