@@ -505,12 +505,20 @@ static void text_of(const up_field *field, char *out, size_t capacity)
 typedef struct v0_layer {
     up_msg *wrapper; /* the V1LayerParameter */
     up_msg *v0;      /* its `layer`, or NULL */
-    up_field *type;  /* the V0 type, or NULL */
+    /* The V0 type field, by value (its text lies in the input's bytes, which never move; a
+     * pointer into the V0 message's fields would not survive the pad being set there), or
+     * number 0: none. */
+    up_field type_field;
 } v0_layer;
+
+static const up_field *v0_type(const v0_layer *layer)
+{
+    return layer->type_field.number != 0 ? &layer->type_field : NULL;
+}
 
 static bool is_padding(const v0_layer *layer)
 {
-    return text_is(layer->type, "padding");
+    return text_is(v0_type(layer), "padding");
 }
 
 static void name_layer(upgrader *u, const up_msg *v0, int64_t index, char *buffer, size_t capacity)
@@ -590,9 +598,9 @@ static cblob_status fold_padding(upgrader *u, const v0_layer *layers, size_t cou
             if (source < 0 || !is_padding(&layers[source]))
                 continue;
             const v0_layer *pad = &layers[source];
-            if (!text_is(original.type, "conv") && !text_is(original.type, "pool")) {
+            if (!text_is(v0_type(&original), "conv") && !text_is(v0_type(&original), "pool")) {
                 char type[256];
-                text_of(original.type, type, sizeof type);
+                text_of(v0_type(&original), type, sizeof type);
                 status = refuse(u, "a padding layer feeds a layer that is not a convolution or pooling layer: ", type);
                 goto done;
             }
@@ -641,7 +649,7 @@ static cblob_status upgrade_v0_layer(upgrader *u, const v0_layer *layer, up_msg 
     if (layer->v0 == NULL)
         return CBLOB_OK;
     up_msg *v0 = layer->v0;
-    const up_field *type = layer->type;
+    const up_field *type = v0_type(layer);
     if (type != NULL) {
         size_t t = 0;
         while (t < COUNT(v0_types) && !text_is(type, v0_types[t].name))
@@ -733,8 +741,9 @@ static cblob_status upgrade_v0_net(upgrader *u, up_msg *net, up_msg **out)
         status = msg_parse(u, field->data, field->size, "a V1 layer", &layer->wrapper);
         if (status == CBLOB_OK && msg_last(layer->wrapper, V1_LAYER) != NULL)
             status = msg_mutable(u, layer->wrapper, V1_LAYER, "a V0 layer", &layer->v0);
-        if (status == CBLOB_OK && layer->v0 != NULL)
-            layer->type = msg_last(layer->v0, V0_TYPE);
+        const up_field *type = status == CBLOB_OK && layer->v0 != NULL ? msg_last(layer->v0, V0_TYPE) : NULL;
+        if (type != NULL)
+            layer->type_field = *type;
     }
     size_t num_kept = 0;
     if (status == CBLOB_OK)
