@@ -65,7 +65,6 @@ BLOCK_KEYS = {"class", "name", "hand", "excluded", "lifecycle", "summary", "prop
 PARAM_KEYS = {"name", "default", "type", "keyword", "what", "varargs"} | set(LANGUAGES)
 
 
-
 # The Python module each created class lives in (the generated _safe.py imports them at its end):
 # the blob classes in _blob.py, the model in _model.py (a method of a Net that makes a Net).
 PYTHON_MODULES = {"Model": "_model"}
@@ -73,6 +72,7 @@ PYTHON_MODULES = {"Model": "_model"}
 
 def python_module(cls):
     return PYTHON_MODULES.get(cls, "_blob")
+
 
 class BindingError(Exception):
     pass

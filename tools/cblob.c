@@ -36,6 +36,7 @@ static const command commands[] = {
     {"inspect", command_inspect, tool_inspect_help},
     {"convert", command_convert, tool_convert_help},
     {"diff", command_diff, tool_diff_help},
+    {"upgrade", command_upgrade, tool_upgrade_help},
 };
 
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
@@ -70,7 +71,7 @@ static int help(int argc, char **argv)
     }
     const command *c = find_command(argv[0]);
     if (c == NULL)
-        return tool_fail(TOOL_BAD_INPUT, "help", "%s: unknown command (info, inspect, convert or diff)", argv[0]);
+        return tool_fail(TOOL_BAD_INPUT, "help", "%s: unknown command (info, inspect, convert, diff or upgrade)", argv[0]);
     fputs(c->help, stdout);
     return TOOL_OK;
 }

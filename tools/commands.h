@@ -7,5 +7,6 @@
 int command_inspect(int argc, char **argv);
 int command_convert(int argc, char **argv);
 int command_diff(int argc, char **argv);
+int command_upgrade(int argc, char **argv);
 
 #endif

@@ -152,14 +152,6 @@ static const char *kind_text(cblob_file_kind kind)
     }
 }
 
-/* Whether two paths name the same file (through links, hard links and "..": the same inode). */
-static bool same_file(const char *a, const char *b)
-{
-    struct stat x, y;
-    return !tool_is_stdio(a) && !tool_is_stdio(b) && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
-           x.st_ino == y.st_ino;
-}
-
 /* Whether a file's first 4 KiB hold text only (no control byte but tab and line ends): a binary
  * Caffe file has some in its first bytes (its tags and lengths). */
 static bool is_text_file(const char *path)
@@ -185,7 +177,7 @@ static int check_output(const convert_args *args)
         return TOOL_OK;
     for (int i = 0; i <= args->num_inputs + 1; ++i) {
         const char *input = i < args->num_inputs ? args->inputs[i] : i == args->num_inputs ? args->like : args->weights;
-        if (input != NULL && same_file(input, output))
+        if (input != NULL && tool_same_file(input, output))
             return fail("%s is the input %s%s (the same file): cblob never writes over an input; name another output",
                         output, input, i == args->num_inputs ? " given to --like" : i > args->num_inputs ? " given to --weights" : "");
     }

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -1181,14 +1180,6 @@ static int parse_args(int argc, char **argv, diff_args *args)
     return tool_progress_option(COMMAND, args->quiet, &args->progress) == TOOL_OK ? TOOL_OK : DIFF_TROUBLE;
 }
 
-/* A and B name one file (through links too). */
-static bool same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    return !tool_is_stdio(a) && !tool_is_stdio(b) && stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
-           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 int command_diff(int argc, char **argv)
 {
     diff_args args = {.progress = TOOL_PROGRESS_AUTO};
@@ -1204,7 +1195,7 @@ int command_diff(int argc, char **argv)
     const int32_t flags = args.npy_names ? CBLOB_OPEN_NPY_BY_NAME : 0;
     int result = side_open(d.context, &d.a, flags);
     /* One file named twice is equal to itself: its values are not read (as diff(1) does). */
-    const bool same = result == TOOL_OK && same_file(args.paths[0], args.paths[1]);
+    const bool same = result == TOOL_OK && tool_same_file(args.paths[0], args.paths[1]);
     if (result == TOOL_OK && !same)
         result = side_open(d.context, &d.b, flags);
     if (result == TOOL_OK && !same && is_model(&d.a) != is_model(&d.b))

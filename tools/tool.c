@@ -108,6 +108,13 @@ bool tool_writes_stdout(const char *path)
                                    output.st_dev == standard.st_dev && output.st_ino == standard.st_ino);
 }
 
+bool tool_same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    return !tool_is_stdio(a) && !tool_is_stdio(b) && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
+           x.st_ino == y.st_ino;
+}
+
 const char *tool_input_name(const char *path)
 {
     return tool_is_stdio(path) ? "standard input" : path;

@@ -71,6 +71,8 @@ bool tool_is_stdio(const char *path);
 /* Whether an output is standard output: "-", or a path to the file it writes (/dev/stdout,
  * /proc/self/fd/1), where a "wrote ..." line would land inside the output. */
 bool tool_writes_stdout(const char *path);
+/* Whether two paths name the same file (through links, hard links and "..": the same inode). */
+bool tool_same_file(const char *a, const char *b);
 /* How messages name an input: the path, or "standard input". */
 const char *tool_input_name(const char *path);
 /* A context for a command: its progress told to the terminal (terminal.h). NULL after saying why. */

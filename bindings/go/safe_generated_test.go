@@ -516,6 +516,10 @@ func TestGeneratedMethodsRefuseClosedHandles(t *testing.T) {
 			_, err := (&cblob.Model{}).AttachUnmatched(&cblob.Model{}, cblob.AttachList(0))
 			return err
 		}},
+		{"Model.Upgrade", func() error {
+			_, err := (&cblob.Model{}).Upgrade()
+			return err
+		}},
 		{"Model.SaveNpyFolder", func() error {
 			_, err := (&cblob.Model{}).SaveNpyFolder("x", cblob.ExportFlags(0))
 			return err

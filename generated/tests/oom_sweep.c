@@ -7313,6 +7313,67 @@ OOM_TEST(cblob_model_attach_unmatched)
            (long long)(n - 1), (long long)degraded);
 }
 
+OOM_TEST(cblob_model_upgrade)
+{
+    uint64_t valid_outcome = 0;
+    int64_t n = -1, degraded = 0;
+    /* n = -1 and 0: the valid call with nothing failing, twice, the first to warm what a process
+     * keeps (the kernel cache), the second to keep what it does; then allocation n fails, until
+     * none does. */
+    for (;; ++n) {
+        CHECK_MSG(n <= OOM_MAX_ALLOCATIONS, "cblob_model_upgrade still fails with allocation %d failing", OOM_MAX_ALLOCATIONS);
+        fixture fx;
+        oom_state before;
+        CHECK(fixture_setup(&fx));
+        /* Before the fixture is captured and the allocation armed: it makes sweep_nccl_id. */
+        const cblob_status expected = oom_expected_baseline(0, 0);
+        cblob_model * out_out_model = (cblob_model *)(uintptr_t)0x5A5A5A5A;
+        /* Arguments are made before the allocation is armed: some (a mapping, a tensor) allocate. */
+        const cblob_model *arg_model = fx.net;
+        cblob_model **arg_out_model = &out_out_model;
+        CHECK(capture_state(&fx, &before));
+        cb_fault_arm(CB_FAULT_ALLOC, n > 0 ? n : 0, 0, false);
+        const cblob_status got = cblob_model_upgrade(arg_model, arg_out_model);
+        const bool fired = n > 0 && cb_fault_fired(CB_FAULT_ALLOC);
+        cb_fault_arm(CB_FAULT_ALLOC, 0, 0, false);
+        if (!fired || (got == CBLOB_OK && expected == CBLOB_OK)) {
+            /* Done without the allocation that failed, or without any: what the valid call does. */
+            CHECK_MSG(got == expected, "cblob_model_upgrade with %lld allocations returned %s, expected %s (%s)",
+                      (long long)cb_fault_count(CB_FAULT_ALLOC), cblob_status_name(got), cblob_status_name(expected),
+                      cblob_last_error_message());
+            uint64_t h = digest_state(&fx);
+            if (got == CBLOB_OK)
+                h = digest_model_into(h, out_out_model);
+            if (n == 0)
+                valid_outcome = h;
+            CHECK_MSG(n < 0 || h == valid_outcome, "cblob_model_upgrade %s %lld returned %s but did not do what the valid call "
+                      "with nothing failing did", fired ? "with the allocation failing that it did without:" :
+                      "with nothing failing, after allocations failed, up to", (long long)n, cblob_status_name(got));
+            if (expected == CBLOB_OK)
+                cblob_model_destroy(out_out_model);
+            fixture_teardown(&fx);
+            degraded += fired;
+            if (n > 0 && !fired)
+                break;
+            continue;
+        }
+        CHECK_MSG(got == CBLOB_ERR_OUT_OF_MEMORY,
+                  "cblob_model_upgrade with allocation %lld failing returned %s, expected CBLOB_ERR_OUT_OF_MEMORY (%s)",
+                  (long long)n, cblob_status_name(got), cblob_last_error_message());
+        CHECK_MSG(strstr(cblob_last_error_message(), "cblob_model_upgrade") != NULL,
+                  "cblob_model_upgrade with allocation %lld failing: message \"%s\" does not name the function", (long long)n,
+                  cblob_last_error_message());
+        CHECK_MSG(out_out_model == (cblob_model *)(uintptr_t)0x5A5A5A5A, "cblob_model_upgrade with allocation %lld failing: an out-parameter was written", (long long)n);
+        const char *changed = state_change(&fx, &before);
+        CHECK_MSG(changed == NULL, "cblob_model_upgrade with allocation %lld failing: %s", (long long)n, changed);
+        CHECK_MSG(release_calls == 0, "cblob_model_upgrade with allocation %lld failing: a caller's buffer was released",
+                  (long long)n);
+        fixture_teardown(&fx);
+    }
+    printf("cblob_model_upgrade: %lld allocations, each made to fail in turn; %lld of those failures the call did without\n",
+           (long long)(n - 1), (long long)degraded);
+}
+
 OOM_TEST(cblob_file_open)
 {
     uint64_t valid_outcome = 0;

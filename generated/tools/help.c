@@ -8,6 +8,7 @@ const char tool_main_help[] =
     "       cblob convert IN... -o OUT [--to FORMAT] [OPTIONS]\n"
     "       cblob convert IN... --to FORMAT OUT [OPTIONS]\n"
     "       cblob diff [--json] [--atol ABS] [--rtol REL] [--quiet] A B\n"
+    "       cblob upgrade IN OUT [--to FORMAT]\n"
     "       cblob help [COMMAND]\n"
     "       cblob COMMAND --help\n"
     "       cblob --version\n"
@@ -19,6 +20,8 @@ const char tool_main_help[] =
     "                        prototxt.\n"
     "  diff                  Compares two models or two blob files: layers, parameters, blob shapes and\n"
     "                        values.\n"
+    "  upgrade               A V0 or V1 Caffe net turned into the current format, as Caffe's upgrade\n"
+    "                        tools do.\n"
     "  help [COMMAND]        This text, or a command's.\n"
     "\n"
     "examples:\n"
@@ -38,6 +41,8 @@ const char tool_main_help[] =
     "  cblob diff lenet.caffemodel tuned.caffemodel         # what fine-tuning changed; exit 1\n"
     "  cblob diff lenet.caffemodel lenet.npz               # a conversion against its source: exit 0\n"
     "  cblob diff --rtol 1e-3 --json a.caffemodel b.caffemodel   # within 0.1% counts as equal\n"
+    "  cblob upgrade cifar10_quick_v1.caffemodel cifar10_quick.caffemodel     # V1 -> current\n"
+    "  cblob upgrade old_deploy.prototxt deploy.prototxt    # the definition, as text\n"
     "\n"
     "exit status:\n"
     "  0                     The work is done.\n"
@@ -311,3 +316,39 @@ const tool_option tool_diff_options[] = {
     {"--help", NULL, TOOL_DIFF_HELP},
 };
 const size_t tool_diff_num_options = sizeof tool_diff_options / sizeof tool_diff_options[0];
+
+const char tool_upgrade_help[] =
+    "usage: cblob upgrade IN OUT [--to FORMAT] [--quiet | --progress]\n"
+    "\n"
+    "Reads the net IN (a .caffemodel or a prototxt, of any format) and writes it to OUT in Caffe's\n"
+    "current format, as Caffe's upgrade_net_proto_binary and upgrade_net_proto_text do\n"
+    "(UpgradeNetAsNeeded): layers become layer with Caffe's type strings (Convolution, Pooling,\n"
+    "InnerProduct, ReLU, ...), blobs_lr and weight_decay become param specs (lr_mult, decay_mult), a V0\n"
+    "net's padding layers are folded into the pad of the layer they feed, data layers' transformation\n"
+    "fields move to transform_param, the net's input fields become an Input layer, and the blobs are kept\n"
+    "bit for bit. FORMAT is caffemodel (the binary form, weights included) or prototxt (the definition,\n"
+    "without weights); without --to it is told from OUT's extension: .prototxt or .pbtxt is text,\n"
+    "anything else binary. A net already in the current format is said to be so on standard error and\n"
+    "still written (exit status 0): Caffe's tools do the same. Where Caffe refuses a net (an unknown\n"
+    "layer type, a V0 parameter its layer type does not take, a padding layer feeding anything but a\n"
+    "convolution or pooling layer), so does upgrade, naming the layer, and nothing is written. OUT must\n"
+    "not be IN; an input that is not a net (an .npz, a safetensors file, a blob) is refused.\n"
+    "\n"
+    "options:\n"
+    "  --to FORMAT           The output's format: caffemodel or prototxt.\n"
+    "\n"
+    "common options:\n"
+    "  --quiet               No progress, and no line saying what was written; errors and warnings are\n"
+    "                        still printed. With diff, nothing on standard output: the exit status tells.\n"
+    "  --progress            Progress on standard error even when it is not a terminal, as a line a\n"
+    "                        second.\n"
+    "  -h, --help            The command's help.\n";
+
+const tool_option tool_upgrade_options[] = {
+    {"--to", "FORMAT", TOOL_UPGRADE_TO},
+    {"--quiet", NULL, TOOL_UPGRADE_QUIET},
+    {"--progress", NULL, TOOL_UPGRADE_PROGRESS},
+    {"-h", NULL, TOOL_UPGRADE_HELP},
+    {"--help", NULL, TOOL_UPGRADE_HELP},
+};
+const size_t tool_upgrade_num_options = sizeof tool_upgrade_options / sizeof tool_upgrade_options[0];

@@ -69,4 +69,15 @@ enum tool_diff_option {
 extern const tool_option tool_diff_options[];
 extern const size_t tool_diff_num_options;
 
+/* cblob upgrade: A V0 or V1 Caffe net turned into the current format, as Caffe's upgrade tools do. */
+extern const char tool_upgrade_help[];
+enum tool_upgrade_option {
+    TOOL_UPGRADE_TO,
+    TOOL_UPGRADE_QUIET,
+    TOOL_UPGRADE_PROGRESS,
+    TOOL_UPGRADE_HELP,
+};
+extern const tool_option tool_upgrade_options[];
+extern const size_t tool_upgrade_num_options;
+
 #endif

@@ -230,4 +230,8 @@ cblob_status cb_model_emit_layer(const cblob_model *model, int64_t layer, bool w
 /* The top-level bytes [from, to) of the model (the name's NUL left out). */
 void cb_model_emit_top(const cblob_model *model, size_t from, size_t to, cb_sink *sink);
 
+/* The model as cblob_model_to_proto writes it (diffs included), in memory of its own (cb_malloc'd;
+ * model_save.c). */
+cblob_status cb_model_serialize(const cblob_model *model, uint8_t **out, size_t *out_size);
+
 #endif

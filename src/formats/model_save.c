@@ -275,6 +275,27 @@ static cblob_status model_emit(const cblob_model *model, bool write_diff, cb_sin
     return status;
 }
 
+cblob_status cb_model_serialize(const cblob_model *model, uint8_t **out, size_t *out_size)
+{
+    cb_sink counter;
+    cb_sink_count(&counter);
+    CB_TRY(model_emit(model, true, &counter));
+    uint8_t *bytes = cb_malloc(counter.size + 1);
+    if (bytes == NULL)
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for %llu bytes of a NetParameter",
+                       (unsigned long long)counter.size);
+    cb_sink sink;
+    cb_sink_buffer(&sink, bytes, counter.size);
+    const cblob_status status = model_emit(model, true, &sink);
+    if (status != CBLOB_OK) {
+        cb_free(bytes);
+        return status;
+    }
+    *out = bytes;
+    *out_size = counter.size;
+    return CBLOB_OK;
+}
+
 /* ---- the public calls ----------------------------------------------------------------------------- */
 
 typedef struct model_output {

@@ -8,6 +8,7 @@
 #include "caffe_fields.h"
 #include "caffe_params.pb-c.h"
 #include "export_common.h"
+#include "fault.h"
 #include "model_json.h"
 #include "sink.h"
 #include "walk.h"
@@ -246,4 +247,67 @@ TEST(streamed_json_strings_are_what_jansson_writes)
               "%.*s\nagainst Jansson's\n%s", (int)sink.size, (const char *)written_nested, expected_nested);
     free(expected), free(inner), free(expected_nested);
     json_decref(value), json_decref(nested), json_decref(outer);
+}
+
+static uint8_t *model_bytes(const cblob_model *model, size_t *size)
+{
+    *size = 0;
+    if (cblob_model_to_proto(model, 1, NULL, 0, size) != CBLOB_OK)
+        return NULL;
+    uint8_t *bytes = malloc(*size + 1);
+    if (bytes != NULL && cblob_model_to_proto(model, 1, bytes, *size, size) != CBLOB_OK) {
+        free(bytes);
+        bytes = NULL;
+    }
+    return bytes;
+}
+
+/* cblob_model_upgrade of a V0 net that takes every step (padding folded, V0 parameters mapped,
+ * input_dim to an Input layer, a V1 data layer's scale moved): each of its allocations made to
+ * fail in turn fails the call with CBLOB_ERR_OUT_OF_MEMORY, *out_model untouched and the model
+ * the same bytes; the generated OOM sweep's net is a current one, which takes none of them. */
+TEST(upgrade_of_a_v0_net_fails_cleanly_at_every_allocation)
+{
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    static const char text[] =
+        "name: 'old' input: 'data' input_dim: 1 input_dim: 1 input_dim: 4 input_dim: 4\n"
+        "layers { layer { name: 'pad1' type: 'padding' pad: 1 } bottom: 'data' top: 'pad1' }\n"
+        "layers { layer { name: 'conv1' type: 'conv' num_output: 2 kernelsize: 3 stride: 1\n"
+        "  blobs { num: 2 channels: 1 height: 3 width: 3 data: [1,2,3,4,5,6,7,8,9,1,2,3,4,5,6,7,8,9] }\n"
+        "  blobs_lr: 1 blobs_lr: 2 } bottom: 'pad1' top: 'conv1' }\n"
+        "layers { layer { name: 'relu1' type: 'relu' } bottom: 'conv1' top: 'conv1' }\n";
+    cblob_model *model = NULL;
+    CHECK_OK(cblob_model_open_prototxt(ctx, (const uint8_t *)text, sizeof text - 1, &model));
+    size_t size = 0, again_size = 0;
+    uint8_t *before = model_bytes(model, &size);
+    CHECK(before != NULL);
+    int64_t failures = 0;
+    for (int64_t nth = 1;; ++nth) {
+        cblob_model *untouched = (cblob_model *)&failures, *out = untouched;
+        cb_fault_arm(CB_FAULT_ALLOC, nth, 0, false);
+        const cblob_status status = cblob_model_upgrade(model, &out);
+        const bool fired = cb_fault_fired(CB_FAULT_ALLOC);
+        cb_fault_arm(CB_FAULT_ALLOC, 0, 0, false);
+        if (status == CBLOB_OK) {
+            CHECK(out != untouched);
+            const char *type = NULL;
+            CHECK_OK(cblob_model_layer_type(out, 1, &type));
+            CHECK(strcmp(type, "Convolution") == 0);
+            cblob_model_destroy(out);
+            if (!fired)
+                break;
+        } else {
+            CHECK_MSG(status == CBLOB_ERR_OUT_OF_MEMORY && fired && out == untouched, "allocation %lld: %s",
+                      (long long)nth, cblob_last_error_message());
+            ++failures;
+        }
+        uint8_t *again = model_bytes(model, &again_size);
+        CHECK(again != NULL && again_size == size && memcmp(again, before, size) == 0);
+        free(again);
+    }
+    CHECK_MSG(failures > 20, "only %lld allocations failed the call", (long long)failures);
+    free(before);
+    cblob_model_destroy(model);
+    cblob_context_destroy(ctx);
 }

@@ -1132,5 +1132,123 @@ TEST(ssd_and_exp_log_parameters_render_by_name)
     pb_free(&log);
     pb_free(&layer);
     pb_free(&net);
+static uint8_t *proto_bytes(const cblob_model *model, size_t *size)
+{
+    *size = 0;
+    if (cblob_model_to_proto(model, 1, NULL, 0, size) != CBLOB_OK)
+        return NULL;
+    uint8_t *bytes = malloc(*size + 1);
+    if (bytes != NULL && cblob_model_to_proto(model, 1, bytes, *size, size) != CBLOB_OK) {
+        free(bytes);
+        bytes = NULL;
+    }
+    return bytes;
+}
+
+/* cblob_model_upgrade makes a new model in the current format (Caffe's UpgradeNetAsNeeded: the
+ * type string, blobs_lr as param specs, the input fields as an Input layer first) with the same
+ * blob values, leaves the V1 model as it was, gives an equal copy of a current net, and refuses
+ * what Caffe refuses (a LayerType it does not know) naming the layer, *out_model untouched. */
+TEST(upgrade_makes_a_new_current_model_and_leaves_the_old_one)
+{
+    cblob_context *ctx = context_new();
+    pb net = {0}, layer = {0}, blob = {0}, ip = {0};
+    pb_string(&layer, 2, "data");
+    pb_string(&layer, 3, "ip");
+    pb_string(&layer, 4, "ip");
+    pb_int(&layer, 5, 14);
+    pb_shape(&blob, (int64_t[]){3}, 1, true);
+    pb_floats(&blob, 5, (float[]){1, -0.0f, 3}, 3, true);
+    pb_message(&layer, 6, &blob);
+    pb_floats(&layer, 7, (float[]){1, 2}, 2, false);
+    pb_int(&ip, 1, 3);
+    pb_message(&layer, 17, &ip);
+    pb_string(&net, 1, "v1");
+    pb_message(&net, 2, &layer);
+    pb_string(&net, 3, "data");
+    for (int i = 0; i < 4; ++i)
+        pb_int(&net, 4, 1 + i);
+    cblob_model *model = NULL, *upgraded = NULL, *again = NULL;
+    CHECK_OK(cblob_model_open(ctx, net.data, net.size, &model));
+    size_t before_size = 0, after_size = 0;
+    uint8_t *before = proto_bytes(model, &before_size);
+    CHECK(before != NULL);
+    CHECK_OK(cblob_model_upgrade(model, &upgraded));
+    /* The old model is as it was. */
+    cblob_net_format format = 0;
+    uint8_t *after = proto_bytes(model, &after_size);
+    CHECK(after != NULL && after_size == before_size && memcmp(after, before, before_size) == 0);
+    CHECK_OK(cblob_model_format(model, &format));
+    CHECK(format == CBLOB_NET_FORMAT_V1);
+    free(after);
+    /* The new one is current: Input first, then the layer with its type string and specs. */
+    CHECK_OK(cblob_model_format(upgraded, &format));
+    CHECK(format == CBLOB_NET_FORMAT_V2);
+    int64_t count = 0;
+    CHECK_OK(cblob_model_num_layers(upgraded, &count));
+    CHECK(count == 2);
+    const char *name = NULL, *type = NULL;
+    CHECK_OK(cblob_model_layer_type(upgraded, 0, &type));
+    CHECK_OK(cblob_model_layer_name(upgraded, 0, &name));
+    CHECK(strcmp(type, "Input") == 0 && strcmp(name, "input") == 0);
+    CHECK_OK(cblob_model_layer_type(upgraded, 1, &type));
+    CHECK(strcmp(type, "InnerProduct") == 0);
+    CHECK(same_blobs(model, 0, upgraded, 1, true));
+    char *text = prototxt(upgraded);
+    static const char expected[] = "name: \"v1\"\n"
+                                   "layer {\n"
+                                   "  name: \"input\"\n"
+                                   "  type: \"Input\"\n"
+                                   "  top: \"data\"\n"
+                                   "  input_param {\n"
+                                   "    shape {\n"
+                                   "      dim: 1\n"
+                                   "      dim: 2\n"
+                                   "      dim: 3\n"
+                                   "      dim: 4\n"
+                                   "    }\n"
+                                   "  }\n"
+                                   "}\n"
+                                   "layer {\n"
+                                   "  name: \"ip\"\n"
+                                   "  type: \"InnerProduct\"\n"
+                                   "  bottom: \"data\"\n"
+                                   "  top: \"ip\"\n"
+                                   "  param {\n"
+                                   "    lr_mult: 1\n"
+                                   "  }\n"
+                                   "  param {\n"
+                                   "    lr_mult: 2\n"
+                                   "  }\n"
+                                   "  inner_product_param {\n"
+                                   "    num_output: 3\n"
+                                   "  }\n"
+                                   "}\n";
+    CHECK_MSG(text != NULL && strcmp(text, expected) == 0, "%s", text != NULL ? text : "(none)");
+    free(text);
+    /* A current net: an equal copy, the same bytes. */
+    CHECK_OK(cblob_model_upgrade(upgraded, &again));
+    uint8_t *first = proto_bytes(upgraded, &before_size), *second = proto_bytes(again, &after_size);
+    CHECK(first != NULL && second != NULL && before_size == after_size && memcmp(first, second, after_size) == 0);
+    free(first), free(second);
+    cblob_model_destroy(again);
+    cblob_model_destroy(upgraded);
+    cblob_model_destroy(model);
+    /* A LayerType Caffe does not know: refused, naming the layer; *out_model untouched. */
+    pb_free(&net), pb_free(&layer);
+    pb_string(&layer, 4, "odd");
+    pb_int(&layer, 5, 99);
+    pb_message(&net, 2, &layer);
+    CHECK_OK(cblob_model_open(ctx, net.data, net.size, &model));
+    cblob_model *untouched = (cblob_model *)&net;
+    upgraded = untouched;
+    CHECK_ERROR(cblob_model_upgrade(model, &upgraded), CBLOB_ERR_PARSE);
+    CHECK(upgraded == untouched);
+    CHECK_MSG(strstr(cblob_last_error_message(), "\"odd\"") != NULL &&
+                  strstr(cblob_last_error_message(), "unknown V1 layer type 99") != NULL,
+              "%s", cblob_last_error_message());
+    cblob_model_destroy(model);
+    free(before);
+    pb_free(&net), pb_free(&layer), pb_free(&blob), pb_free(&ip);
     cblob_context_destroy(ctx);
 }

@@ -2150,6 +2150,45 @@ namespace CBlob
         }
 
         /// <summary>
+        /// A new model of the net in Caffe's current format (V0 and V1 upgraded as Caffe's upgrade_net_proto_binary does), the blobs bit for bit; the model itself is unchanged.
+        ///
+        /// A new model: the net in the current format (`layer`, LayerParameter with a string type), as
+        /// BVLC Caffe's UpgradeNetAsNeeded makes it (src/caffe/util/upgrade_proto.cpp; what its tools
+        /// upgrade_net_proto_text and upgrade_net_proto_binary write). A V0 net's padding layers are
+        /// folded into the pad of the convolution or pooling layer they feed, and each V0 layer's
+        /// fields go to V1's typed parameters (num_output, kernelsize, pad, stride, ... by its type
+        /// name); a data layer's scale, mean_file, crop_size and mirror move to transform_param; a V1
+        /// layer's type becomes its type string ("Convolution", "InnerProduct", "ReLU", ...), its
+        /// blobs_lr, weight_decay, param and blob_share_mode become param specs (lr_mult, decay_mult,
+        /// name, share_mode; one per blob index), include and exclude rules, loss_weight and every
+        /// parameter message move to the LayerParameter fields of the same messages; the net's input
+        /// fields with input_shape or input_dim become a first layer "input" of type "Input" (inputs
+        /// without shapes, as in old trained models, are dropped); a BatchNorm layer declaring three
+        /// param specs gets lr_mult 0 and decay_mult 0 in each. Every blob is kept as the bytes it was:
+        /// values and diffs bit for bit, in their dtype, with their shape fields (legacy
+        /// num/channels/height/width stay so, as Caffe keeps them). Messages the upgrade rewrites are
+        /// written in field-number order, as Caffe serializes them; V1 fields Caffe does not carry over
+        /// (a fork's unknown fields of a V1 layer) are dropped as Caffe drops them. A net that needs no
+        /// upgrade gives a model equal to the input (the same bytes when saved). Caffe's refusals are
+        /// Status.Parse naming the layer: an unknown V0 or V1 layer type, a V0 parameter its layer
+        /// type does not take (Caffe drops it and reports an error), a padding layer that feeds
+        /// anything but one convolution or pooling layer, a bottom no earlier layer produced in a V0
+        /// net, a net with both `layer` and `layers`, an unknown blob_share_mode, input_dim with fewer
+        /// than 4 values per input. The input model is never changed; on failure *out_model is left
+        /// as it was. Memory: the net's serialized bytes and the upgraded ones are held in turn beside
+        /// the new model (a lazily opened model's values are read first: the upgrade copies them all),
+        /// about 3 times the file at the peak.
+        /// </summary>
+        public Model Upgrade()
+        {
+            using (var u0 = guard.Use())
+            {
+                IntPtr self = u0;
+                return Model.Created((out ModelHandle h) => NativeMethods.cblob_model_upgrade(self, out h));
+            }
+        }
+
+        /// <summary>
         /// Writes every blob of the model into folder (made when missing) as a .npy folder (the
         /// section's introduction), the diffs too with ExportFlags.Diff, and counts the .npy files
         /// written into out_num_files. index.json's "source" is null. Streams: memory stays small

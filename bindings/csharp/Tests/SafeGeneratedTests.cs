@@ -155,6 +155,7 @@ namespace CBlob.Tests
             Expect("Model.OpenPrototxtFile", () => GC.KeepAlive(Model.OpenPrototxtFile(disposedContext, "x")), failures);
             Expect("Model.AttachWeights", () => GC.KeepAlive(disposedModel.AttachWeights(disposedModel)), failures);
             Expect("Model.GetAttachUnmatched", () => GC.KeepAlive(disposedModel.GetAttachUnmatched(disposedModel, default(AttachList))), failures);
+            Expect("Model.Upgrade", () => GC.KeepAlive(disposedModel.Upgrade()), failures);
             Expect("Model.SaveNpyFolder", () => GC.KeepAlive(disposedModel.SaveNpyFolder("x")), failures);
             Assert.IsEmpty(failures, string.Join("\n", failures));
         }

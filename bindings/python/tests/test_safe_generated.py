@@ -149,6 +149,7 @@ CASES = [
     ("Model.open_prototxt_file", "cblob_model_open_prototxt_file", lambda: cblob.Model.open_prototxt_file("x", context=null(cblob.Context))),
     ("Model.attach_weights", "cblob_model_attach_weights", lambda: null(cblob.Model).attach_weights(null(cblob.Model))),
     ("Model.attach_unmatched", "cblob_model_attach_unmatched", lambda: null(cblob.Model).attach_unmatched(null(cblob.Model), _raw.AttachList.IGNORED)),
+    ("Model.upgrade", "cblob_model_upgrade", lambda: null(cblob.Model).upgrade()),
     ("Model.save_npy_folder", "cblob_model_to_npy_folder", lambda: null(cblob.Model).save_npy_folder("x")),
     ("File.open", "cblob_file_open", lambda: cblob.File.open("x", context=null(cblob.Context))),
     ("File.open_fd", "cblob_file_open_fd", lambda: cblob.File.open_fd(0, context=null(cblob.Context))),

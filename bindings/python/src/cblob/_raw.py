@@ -971,6 +971,34 @@ FUNCTIONS = (
     # max_layers 0 it writes the count only; room for fewer is CBLOB_ERR_OUT_OF_RANGE.
     # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_OUT_OF_RANGE, CBLOB_ERR_OUT_OF_MEMORY.
     ("cblob_model_attach_unmatched", c_int32, (c_void_p, c_void_p, c_int32, POINTER(c_int64), c_int64, POINTER(c_int64))),  # definition, weights, which, out_layers, max_layers, out_count
+    # A new model: the net in the current format (`layer`, LayerParameter with a string type), as
+    # BVLC Caffe's UpgradeNetAsNeeded makes it (src/caffe/util/upgrade_proto.cpp; what its tools
+    # upgrade_net_proto_text and upgrade_net_proto_binary write). A V0 net's padding layers are
+    # folded into the pad of the convolution or pooling layer they feed, and each V0 layer's
+    # fields go to V1's typed parameters (num_output, kernelsize, pad, stride, ... by its type
+    # name); a data layer's scale, mean_file, crop_size and mirror move to transform_param; a V1
+    # layer's type becomes its type string ("Convolution", "InnerProduct", "ReLU", ...), its
+    # blobs_lr, weight_decay, param and blob_share_mode become param specs (lr_mult, decay_mult,
+    # name, share_mode; one per blob index), include and exclude rules, loss_weight and every
+    # parameter message move to the LayerParameter fields of the same messages; the net's input
+    # fields with input_shape or input_dim become a first layer "input" of type "Input" (inputs
+    # without shapes, as in old trained models, are dropped); a BatchNorm layer declaring three
+    # param specs gets lr_mult 0 and decay_mult 0 in each. Every blob is kept as the bytes it was:
+    # values and diffs bit for bit, in their dtype, with their shape fields (legacy
+    # num/channels/height/width stay so, as Caffe keeps them). Messages the upgrade rewrites are
+    # written in field-number order, as Caffe serializes them; V1 fields Caffe does not carry over
+    # (a fork's unknown fields of a V1 layer) are dropped as Caffe drops them. A net that needs no
+    # upgrade gives a model equal to the input (the same bytes when saved). Caffe's refusals are
+    # CBLOB_ERR_PARSE naming the layer: an unknown V0 or V1 layer type, a V0 parameter its layer
+    # type does not take (Caffe drops it and reports an error), a padding layer that feeds
+    # anything but one convolution or pooling layer, a bottom no earlier layer produced in a V0
+    # net, a net with both `layer` and `layers`, an unknown blob_share_mode, input_dim with fewer
+    # than 4 values per input. The input model is never changed; on failure *out_model is left
+    # as it was. Memory: the net's serialized bytes and the upgraded ones are held in turn beside
+    # the new model (a lazily opened model's values are read first: the upgrade copies them all),
+    # about 3 times the file at the peak.
+    # Since ABI 1.3. Returns CBLOB_OK, CBLOB_ERR_INVALID_ARGUMENT, CBLOB_ERR_PARSE, CBLOB_ERR_OVERFLOW, CBLOB_ERR_OUT_OF_MEMORY, CBLOB_ERR_IO.
+    ("cblob_model_upgrade", c_int32, (c_void_p, POINTER(c_void_p))),  # model, out_model
     # Opens the file or folder at path, whatever it holds (the section's introduction), opening and
     # reading it once: its kind is told from its first bytes, and the reader of that kind goes on
     # from there. Files are read as every reader reads them: a snapshot, with pread, never mapped
