@@ -1132,6 +1132,9 @@ TEST(ssd_and_exp_log_parameters_render_by_name)
     pb_free(&log);
     pb_free(&layer);
     pb_free(&net);
+    cblob_context_destroy(ctx);
+}
+
 static uint8_t *proto_bytes(const cblob_model *model, size_t *size)
 {
     *size = 0;
