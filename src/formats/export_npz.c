@@ -188,7 +188,7 @@ static bool split_member(const char *name, size_t *layer_length, int64_t *index,
 
 typedef struct npz_reader {
     cb_zip_reader zip;
-    char *name; /* the entry's name, NUL-terminated */
+    char *name; /* the entry's name as UTF-8 (cb_zip_entry_name), NUL-terminated */
     size_t capacity;
     bool lazy; /* large stored data members of a file stay in it */
 } npz_reader;
@@ -200,17 +200,9 @@ static cblob_status next_member(npz_reader *r, cb_zip_entry *entry, bool *more, 
     CB_TRY(cb_zip_next(&r->zip, entry, more));
     if (!*more)
         return CBLOB_OK;
-    if (entry->name_length + 1 > r->capacity) {
-        char *grown = cb_realloc(r->name, entry->name_length + 1);
-        if (grown == NULL)
-            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte member name", entry->name_length);
-        r->name = grown;
-        r->capacity = entry->name_length + 1;
-    }
-    memcpy(r->name, entry->name, entry->name_length);
-    r->name[entry->name_length] = '\0';
-    if (memchr(entry->name, 0, entry->name_length) != NULL ||
-        !split_member(r->name, layer_length, index, diff))
+    size_t length = 0;
+    CB_TRY(cb_zip_entry_name(entry, &r->name, &r->capacity, &length));
+    if (memchr(r->name, 0, length) != NULL || !split_member(r->name, layer_length, index, diff))
         return npy_fail(r->name, "its name is not <layer>/<index>.npy (or <layer>/<index>/diff.npy)");
     return CBLOB_OK;
 }

@@ -9,6 +9,7 @@
 
 #include "alloc.h"
 #include "status.h"
+#include "utf8.h"
 
 enum {
     LOCAL_SIGNATURE = 0x04034b50,
@@ -183,6 +184,47 @@ cblob_status cb_zip_next(cb_zip_reader *reader, cb_zip_entry *out, bool *more)
     CB_TRY(zip64_values(variable + name, extra, out, out->local_offset == ZIP32_MAX));
     reader->at += CENTRAL_SIZE + name + extra + comment;
     ++reader->read;
+    return CBLOB_OK;
+}
+
+/* Code page 437's characters for the bytes 0x80-0xff (Python's codec "cp437"). */
+static const uint16_t cp437_high[128] = {
+    0x00c7, 0x00fc, 0x00e9, 0x00e2, 0x00e4, 0x00e0, 0x00e5, 0x00e7, 0x00ea, 0x00eb, 0x00e8, 0x00ef, 0x00ee, 0x00ec,
+    0x00c4, 0x00c5, 0x00c9, 0x00e6, 0x00c6, 0x00f4, 0x00f6, 0x00f2, 0x00fb, 0x00f9, 0x00ff, 0x00d6, 0x00dc, 0x00a2,
+    0x00a3, 0x00a5, 0x20a7, 0x0192, 0x00e1, 0x00ed, 0x00f3, 0x00fa, 0x00f1, 0x00d1, 0x00aa, 0x00ba, 0x00bf, 0x2310,
+    0x00ac, 0x00bd, 0x00bc, 0x00a1, 0x00ab, 0x00bb, 0x2591, 0x2592, 0x2593, 0x2502, 0x2524, 0x2561, 0x2562, 0x2556,
+    0x2555, 0x2563, 0x2551, 0x2557, 0x255d, 0x255c, 0x255b, 0x2510, 0x2514, 0x2534, 0x252c, 0x251c, 0x2500, 0x253c,
+    0x255e, 0x255f, 0x255a, 0x2554, 0x2569, 0x2566, 0x2560, 0x2550, 0x256c, 0x2567, 0x2568, 0x2564, 0x2565, 0x2559,
+    0x2558, 0x2552, 0x2553, 0x256b, 0x256a, 0x2518, 0x250c, 0x2588, 0x2584, 0x258c, 0x2590, 0x2580, 0x03b1, 0x00df,
+    0x0393, 0x03c0, 0x03a3, 0x03c3, 0x00b5, 0x03c4, 0x03a6, 0x0398, 0x03a9, 0x03b4, 0x221e, 0x03c6, 0x03b5, 0x2229,
+    0x2261, 0x00b1, 0x2265, 0x2264, 0x2320, 0x2321, 0x00f7, 0x2248, 0x00b0, 0x2219, 0x00b7, 0x221a, 0x207f, 0x00b2,
+    0x25a0, 0x00a0,
+};
+
+cblob_status cb_zip_entry_name(const cb_zip_entry *entry, char **name, size_t *capacity, size_t *length)
+{
+    const bool utf8 = (entry->flags & FLAG_UTF8) != 0;
+    if (utf8 && !cb_utf8_valid(entry->name, entry->name_length))
+        return malformed("a member's name is marked UTF-8 (flag bit 11) but is not valid UTF-8");
+    /* Code page 437's characters past ASCII take at most 3 bytes of UTF-8. */
+    const size_t most = utf8 ? entry->name_length : entry->name_length * 3;
+    if (most + 1 > *capacity) {
+        char *grown = cb_realloc(*name, most + 1);
+        if (grown == NULL)
+            return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for a %zu-byte member name", entry->name_length);
+        *name = grown;
+        *capacity = most + 1;
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < entry->name_length; ++i) {
+        const uint8_t byte = (uint8_t)entry->name[i];
+        if (utf8 || byte < 0x80)
+            (*name)[used++] = (char)byte;
+        else
+            used += cb_utf8_encode(cp437_high[byte - 0x80], *name + used);
+    }
+    (*name)[used] = '\0';
+    *length = used;
     return CBLOB_OK;
 }
 

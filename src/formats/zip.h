@@ -49,6 +49,12 @@ cblob_status cb_zip_open(cb_source *source, cb_zip_reader *out);
 void cb_zip_rewind(cb_zip_reader *reader);
 /* The next entry (*more false past the last): its name is readable until the next call. */
 cblob_status cb_zip_next(cb_zip_reader *reader, cb_zip_entry *out, bool *more);
+/* The entry's name as UTF-8, as Python's zipfile (and so numpy.load) reads it: as it is when the
+ * entry's flags say UTF-8 (bit 11), which it then must be (else CBLOB_ERR_PARSE, as zipfile
+ * refuses it); else each byte past ASCII as the character it is in code page 437, the zip
+ * format's own. Into *name (grown with cb_realloc as needed; *capacity its size), NUL-terminated,
+ * *length bytes before the NUL. */
+cblob_status cb_zip_entry_name(const cb_zip_entry *entry, char **name, size_t *capacity, size_t *length);
 
 /* A member being read. */
 typedef struct cb_zip_member {

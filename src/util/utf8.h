@@ -17,6 +17,9 @@ size_t cb_utf8_decode(const uint8_t *bytes, size_t available, uint32_t *point);
 
 bool cb_utf8_valid(const char *text, size_t length);
 
+/* A code point (at most U+10FFFF, no surrogate) as UTF-8 into out: its length (1 to 4). */
+size_t cb_utf8_encode(uint32_t point, char out[4]);
+
 /* The length of text[0, length) with every byte of a bad sequence replaced by U+FFFD (3 bytes). */
 size_t cb_utf8_repaired_length(const char *text, size_t length);
 /* Writes that repair into out (room for cb_utf8_repaired_length bytes; no NUL is added). */

@@ -355,6 +355,60 @@ TEST(names_that_are_not_utf8_export_as_utf8_and_come_back)
     cblob_context_destroy(ctx);
 }
 
+/* Member names as Python's zipfile (so numpy.load) reads them: UTF-8 when a member's flag bit 11
+ * says so, and then it must be (zipfile refuses the archive); code page 437 when it does not. The
+ * fuzzer's archive whose two unflagged names differed only in a byte past ASCII read as two layers
+ * that the npz writer could not tell apart (both repaired to one U+FFFD key). */
+static void set_zip_flags(uint8_t *zip, size_t size, bool utf8)
+{
+    for (size_t i = 0; i + 10 <= size; ++i) {
+        size_t at = 0;
+        if (memcmp(zip + i, "PK\3\4", 4) == 0)
+            at = i + 7; /* the high byte of a local header's flags */
+        else if (memcmp(zip + i, "PK\1\2", 4) == 0)
+            at = i + 9; /* ... of a central entry's */
+        if (at != 0)
+            zip[at] = utf8 ? (uint8_t)(zip[at] | 0x08) : (uint8_t)(zip[at] & ~0x08);
+    }
+}
+
+TEST(npz_member_names_are_read_as_zipfile_reads_them)
+{
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    static const char *const names[] = {"caf\xc3\xa9"}; /* "café" */
+    static const int blobs[] = {1};
+    cblob_model *model = model_of(ctx, names, blobs, 1), *back = NULL;
+    CHECK(model != NULL);
+    size_t size = 0;
+    uint8_t *npz = npz_of(model, &size);
+    CHECK(npz != NULL);
+    const char *name = NULL;
+    /* As written: flagged UTF-8, the name as it is. */
+    CHECK_OK(cblob_model_open_npz(ctx, npz, size, &back));
+    CHECK_OK(cblob_model_layer_name(back, 0, &name));
+    CHECK(strcmp(name, "caf\xc3\xa9") == 0);
+    cblob_model_destroy(back);
+    /* Unflagged: code page 437, as b"caf\xc3\xa9".decode("cp437") == "caf\u251c\u2310". */
+    set_zip_flags(npz, size, false);
+    CHECK_OK(cblob_model_open_npz(ctx, npz, size, &back));
+    CHECK_OK(cblob_model_layer_name(back, 0, &name));
+    CHECK_MSG(strcmp(name, "caf\xe2\x94\x9c\xe2\x8c\x90") == 0, "%s", name);
+    cblob_model_destroy(back);
+    /* Flagged over bytes that are not UTF-8: refused, as zipfile refuses it. */
+    set_zip_flags(npz, size, true);
+    for (size_t i = 0; i + 5 <= size; ++i)
+        if (memcmp(npz + i, "caf\xc3\xa9", 5) == 0)
+            npz[i + 4] = '(';
+    back = (cblob_model *)ctx;
+    CHECK_STATUS(cblob_model_open_npz(ctx, npz, size, &back), CBLOB_ERR_PARSE);
+    CHECK(back == (cblob_model *)ctx);
+    CHECK(message_has("marked UTF-8"));
+    free(npz);
+    cblob_model_destroy(model);
+    cblob_context_destroy(ctx);
+}
+
 TEST(npz_member_names_over_64_kib_are_refused_not_cut)
 {
     cblob_context *ctx = NULL;
