@@ -23,6 +23,11 @@ Checks:
     prototxt_bvlc       the text cblob writes for the real .caffemodel files, the sample and the
                         upgraded nets parses with protobuf's text_format against BVLC's caffe.proto
                         to the same message as the binary less its blobs
+    bvlc_nets           BVLC's own net definitions (tests/formats/bvlc_nets/: LeNet, AlexNet,
+                        GoogLeNet, R-CNN, BatchNorm, a siamese net sharing params, HDF5 data, a
+                        fully convolutional CaffeNet): read by cblob, written as text and read
+                        again, each time the same message as protobuf's text_format makes of the
+                        original against BVLC's caffe.proto; cblob's second text is its first
 
 Exits 77 (skipped) with a reason when protoc or protobuf is missing.
 """
@@ -433,11 +438,31 @@ def prototxt_bvlc(ctx):
         same_message(parse_text(ctx, read(out, "r")), binary, os.path.basename(path) + " as text")
 
 
+def bvlc_nets(ctx):
+    folder = os.path.join(ctx.source, "tests", "formats", "bvlc_nets")
+    names = sorted(n for n in os.listdir(folder) if n.endswith(".prototxt"))
+    check(len(names) >= 8, f"BVLC's nets are missing from {folder}: {names}")
+    for name in names:
+        original = parse_text(ctx, read(os.path.join(folder, name), "r"))
+        check(len(original.layer) > 0, f"{name}: protobuf read no layer")
+        first = os.path.join(ctx.tmp, "first_" + name)
+        second = os.path.join(ctx.tmp, "second_" + name)
+        run(ctx, ["convert", "--quiet", os.path.join(folder, name), "--to", "prototxt", "-o", first])
+        same_message(parse_text(ctx, read(first, "r")), original, name + " written by cblob")
+        run(ctx, ["convert", "--quiet", first, "--to", "prototxt", "-o", second])
+        check(read(first) == read(second), f"{name}: cblob's text of its own text is not the same text")
+        shown = run(ctx, ["inspect", os.path.join(folder, name)]).stdout
+        check(f"layers  {len(original.layer)} " in shown, f"{name}: inspect does not count its {len(original.layer)} "
+              f"layers:\n{shown[:400]}")
+    print(f"{len(names)} BVLC nets read, written and read again to protobuf's message")
+
+
 CHECKS = {
     "caffe_vectors": caffe_vectors,
     "v1_cifar10_quick": v1_cifar10_quick,
     "program": program,
     "prototxt_bvlc": prototxt_bvlc,
+    "bvlc_nets": bvlc_nets,
 }
 
 
