@@ -115,8 +115,7 @@ bool cli_run(cli_result *result, const char *stdin_path, int timeout, const char
     if (child > 0)
         wait4(child, &status, 0, &usage);
     result->peak_kib = usage.ru_maxrss;
-    result->cpu_seconds = (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-                          (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+    result->user_seconds = (double)usage.ru_utime.tv_sec + (double)usage.ru_utime.tv_usec * 1e-6;
     close(out[0]);
     close(err[0]);
     result->status = !finished ? CLI_TIMED_OUT : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -13,13 +13,14 @@
 #include "cblob/cblob.h"
 
 /* A run's outcome: exit status (CLI_TIMED_OUT when the deadline killed it, 128 + the signal when
- * one ended it), standard output and error (NUL-terminated), its peak resident memory and the CPU
- * time it took (user and system, its own: wait4's figures). */
+ * one ended it), standard output and error (NUL-terminated), its peak resident memory and its user
+ * CPU time (its own: wait4's figures): the work of the program's own code, without the kernel's
+ * (zeroing fresh pages, whose cost on a VM varies from run to run). */
 #define CLI_TIMED_OUT (-1)
 typedef struct cli_result {
     int status;
     long peak_kib;
-    double cpu_seconds;
+    double user_seconds;
     char *out, *err;
     size_t out_size, err_size;
 } cli_result;
