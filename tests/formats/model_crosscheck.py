@@ -366,17 +366,27 @@ def ensure_safetensors(home, scratch):
         return
     except ImportError:
         pass
+    import fcntl
     venv = os.path.join(home, "venv-safetensors")
     python = os.path.join(venv, "bin", "python3")
     if os.environ.get("CBLOB_CROSSCHECK_IN_VENV"):
         skip("the safetensors package could not be imported in its virtual environment")
-    if not os.path.exists(python):
-        made = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], capture_output=True)
-        if made.returncode != 0:
-            skip(f"cannot make a virtual environment (python3-venv): {made.stderr.decode()[-200:]}")
-    installed = subprocess.run([python, "-m", "pip", "install", "--quiet", "safetensors"], capture_output=True)
-    if installed.returncode != 0:
-        skip(f"pip cannot install safetensors from PyPI: {installed.stderr.decode()[-300:]}")
+    os.makedirs(home, exist_ok=True)
+    # Checks that run at once (ctest -j) share the environment: one makes it while the others wait,
+    # and a half-made one (no mark: its maker was stopped) is made again. Without the lock a check
+    # found the interpreter of an environment still being made, without pip yet, and skipped.
+    with open(os.path.join(home, "venv-safetensors.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        complete = os.path.join(venv, "safetensors-installed")
+        if not os.path.exists(complete):
+            shutil.rmtree(venv, ignore_errors=True)
+            made = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], capture_output=True)
+            if made.returncode != 0:
+                skip(f"cannot make a virtual environment (python3-venv): {made.stderr.decode()[-200:]}")
+            installed = subprocess.run([python, "-m", "pip", "install", "--quiet", "safetensors"], capture_output=True)
+            if installed.returncode != 0:
+                skip(f"pip cannot install safetensors from PyPI: {installed.stderr.decode()[-300:]}")
+            open(complete, "w").close()
     os.environ["CBLOB_CROSSCHECK_IN_VENV"] = "1"
     shutil.rmtree(scratch, ignore_errors=True)
     os.execv(python, [python] + sys.argv)
