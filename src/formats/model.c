@@ -633,7 +633,10 @@ static cblob_status measure(layer_writer *w)
         const field_header header = header_at(layer->bytes, frame->at, layer->size);
         const size_t body = frame->at + header.tag_size + header.length_size;
         const uint64_t content = frame->end - body - nuls_in(w, body, frame->end) + w->frame_blobs[i];
-        w->frame_growth += varint_size(content) - header.length_size;
+        /* As write_header writes it: the length's own bytes kept while it is unchanged, however
+         * long they are (a zero written in two bytes stays two: fuzz_model). */
+        if (content != header.length)
+            w->frame_growth += varint_size(content) - header.length_size;
         w->frame_blobs[i] = content; /* from here on: the frame's content size */
     }
     return CBLOB_OK;
