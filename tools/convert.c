@@ -46,16 +46,8 @@ typedef struct convert_args {
     int word_after_to;
 } convert_args;
 
-static int fail(const char *format, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *format, ...)
-{
-    char text[2048];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    return tool_fail(TOOL_BAD_INPUT, "convert", "%s", text);
-}
+/* One line on stderr for bad usage or a bad input (tool_fail), exit status 2. */
+#define fail(...) tool_fail(TOOL_BAD_INPUT, "convert", __VA_ARGS__)
 
 /* ---- writing one output ----------------------------------------------------------------------- */
 
@@ -117,8 +109,7 @@ static int extension_format(const char *path, const char **extension)
                  {".h5", NUM_FORMATS},       {".hdf5", NUM_FORMATS},               {".pt", NUM_FORMATS},
                  {".pth", NUM_FORMATS},      {".pkl", NUM_FORMATS},                {".onnx", NUM_FORMATS},
                  {".json", NUM_FORMATS}};
-    const char *base = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
-    const char *dot = strrchr(base, '.');
+    const char *dot = tool_extension(path);
     *extension = dot;
     for (size_t i = 0; dot != NULL && i < sizeof known / sizeof known[0]; ++i)
         if (strcasecmp(dot, known[i].extension) == 0)
@@ -543,49 +534,33 @@ static int attach_weights(cblob_context *context, const convert_args *args)
 
 /* ---- a net's definition as a prototxt ------------------------------------------------------------ */
 
-static cblob_status prototxt_to_stdout(const cblob_model *model)
+/* The library's text calls as write_stdout's two-call form: their length leaves out the NUL they
+ * write, so the first call asks for room for it too. */
+static cblob_status text_size(const uint8_t *buffer, size_t length, size_t *out_size)
 {
-    size_t length = 0;
-    TOOL_TRY(cblob_model_to_prototxt(model, NULL, 0, &length));
-    char *text = malloc(length + 1);
-    if (text == NULL)
-        return tool_own_failure("convert", "no memory for the %zu bytes to write to standard output", length);
-    cblob_status status = cblob_model_to_prototxt(model, text, length + 1, &length);
-    if (status == CBLOB_OK && tool_interrupted() != 0)
-        status = TOOL_STOPPED;
-    stdout_started = status == CBLOB_OK && length > 0;
-    if (status == CBLOB_OK && !tool_write_stdout((const uint8_t *)text, length))
-        status = errno == EINTR && tool_interrupted() != 0
-                     ? TOOL_STOPPED
-                     : tool_own_failure("convert", "standard output: cannot write: %s", strerror(errno));
-    free(text);
-    return status;
+    *out_size = buffer == NULL ? length + 1 : length;
+    return CBLOB_OK;
 }
 
-static cblob_status blob_text_to_stdout(cblob_blob *blob)
+static cblob_status definition_bytes(const void *what, uint8_t *buffer, size_t size, size_t *out_size)
 {
     size_t length = 0;
-    TOOL_TRY(cblob_blob_to_prototxt(blob, 0, NULL, 0, &length));
-    char *text = malloc(length + 1);
-    if (text == NULL)
-        return tool_own_failure("convert", "no memory for the %zu bytes to write to standard output", length);
-    cblob_status status = cblob_blob_to_prototxt(blob, 0, text, length + 1, &length);
-    if (status == CBLOB_OK && tool_interrupted() != 0)
-        status = TOOL_STOPPED;
-    stdout_started = status == CBLOB_OK && length > 0;
-    if (status == CBLOB_OK && !tool_write_stdout((const uint8_t *)text, length))
-        status = errno == EINTR && tool_interrupted() != 0
-                     ? TOOL_STOPPED
-                     : tool_own_failure("convert", "standard output: cannot write: %s", strerror(errno));
-    free(text);
-    return status;
+    TOOL_TRY(cblob_model_to_prototxt(what, (char *)buffer, size, &length));
+    return text_size(buffer, length, out_size);
+}
+
+static cblob_status blob_text_bytes(const void *what, uint8_t *buffer, size_t size, size_t *out_size)
+{
+    size_t length = 0;
+    TOOL_TRY(cblob_blob_to_prototxt((cblob_blob *)what, 0, (char *)buffer, size, &length));
+    return text_size(buffer, length, out_size);
 }
 
 /* A BlobProto (a mean file) as protobuf's text format. */
 static int blob_to_prototxt(const convert_args *args, tool_caffe *file)
 {
     writing(args);
-    const cblob_status status = tool_is_stdio(args->output) ? blob_text_to_stdout(file->blobs[0])
+    const cblob_status status = tool_is_stdio(args->output) ? write_stdout(blob_text_bytes, file->blobs[0])
                                                             : cblob_blob_to_prototxt_file(file->blobs[0], 0, args->output);
     if (status != CBLOB_OK)
         return tool_report(status, TOOL_FAILED, "convert");
@@ -613,7 +588,7 @@ static int to_prototxt(cblob_context *context, const convert_args *args)
         return result;
     }
     writing(args);
-    const cblob_status status = tool_is_stdio(args->output) ? prototxt_to_stdout(net.model)
+    const cblob_status status = tool_is_stdio(args->output) ? write_stdout(definition_bytes, net.model)
                                                             : cblob_model_to_prototxt_file(net.model, args->output);
     if (status != CBLOB_OK)
         result = tool_report(status, TOOL_FAILED, "convert");

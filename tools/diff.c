@@ -551,22 +551,12 @@ static cblob_status layer_structure(const cblob_model *model, int64_t layer, jso
 
 /* ---- layers -------------------------------------------------------------------------------- */
 
-static json_t *text_or_null(const char *text)
-{
-    if (text == NULL)
-        return json_null();
-    char *valid = tool_utf8(text);
-    json_t *value = valid != NULL ? json_string(valid) : NULL;
-    free(valid);
-    return value;
-}
-
 static json_t *layer_record(const side *s, int64_t layer, const char *status)
 {
     const char *name = "", *type = "";
     cblob_model_layer_name(s->file.model, layer, &name);
     cblob_model_layer_type(s->file.model, layer, &type);
-    return json_pack("{s:o?, s:s, s:o?}", "name", text_or_null(name), "status", status, "type", text_or_null(type));
+    return json_pack("{s:o?, s:s, s:o?}", "name", json_text_or_null(name), "status", status, "type", json_text_or_null(type));
 }
 
 /* A matched pair: its record, or NULL in *out when equal. */
@@ -702,6 +692,18 @@ static void print_stat(const char *what, json_t *value)
         printf(", %s %.9g", what, json_real_value(value));
 }
 
+/* "<indent><field>: <a> -> <b>", a change of one field. */
+static void print_change(const char *indent, json_t *change)
+{
+    printf("%s", indent);
+    tool_print_escaped(stdout, json_string_value(json_object_get(change, "field")), 0);
+    printf(": ");
+    print_value(json_object_get(change, "a"));
+    printf(" -> ");
+    print_value(json_object_get(change, "b"));
+    putchar('\n');
+}
+
 static void print_blob(json_t *blob, const char *indent)
 {
     const char *status = json_string_value(json_object_get(blob, "status"));
@@ -750,33 +752,14 @@ static void print_layer(json_t *layer)
                json_integer_value(json_object_get(layer, strcmp(status, "removed") == 0 ? "a_index" : "b_index")),
                strcmp(status, "removed") == 0 ? "A" : "B");
     json_t *changes = json_object_get(layer, "changes");
-    for (size_t i = 0; i < json_array_size(changes); ++i) {
-        json_t *change = json_array_get(changes, i);
-        printf("         ");
-        tool_print_escaped(stdout, json_string_value(json_object_get(change, "field")), 0);
-        printf(": ");
-        print_value(json_object_get(change, "a"));
-        printf(" -> ");
-        print_value(json_object_get(change, "b"));
-        putchar('\n');
-    }
+    for (size_t i = 0; i < json_array_size(changes); ++i)
+        print_change("         ", json_array_get(changes, i));
     json_t *blobs = json_object_get(layer, "blobs");
     for (size_t i = 0; i < json_array_size(blobs); ++i)
         print_blob(json_array_get(blobs, i), "         ");
 }
 
 typedef enum record_kind { RECORD_NET, RECORD_LAYER, RECORD_BLOB } record_kind;
-
-static void print_net_change(json_t *change)
-{
-    printf("net      ");
-    tool_print_escaped(stdout, json_string_value(json_object_get(change, "field")), 0);
-    printf(": ");
-    print_value(json_object_get(change, "a"));
-    printf(" -> ");
-    print_value(json_object_get(change, "b"));
-    putchar('\n');
-}
 
 /* One difference (a net-level field, a layer, a blob file's blob): written at once. */
 static void report_record(report *r, json_t *record, record_kind kind)
@@ -792,7 +775,7 @@ static void report_record(report *r, json_t *record, record_kind kind)
     }
     tool_progress_clear();
     if (kind == RECORD_NET)
-        print_net_change(record);
+        print_change("net      ", record);
     else if (kind == RECORD_LAYER)
         print_layer(record);
     else
@@ -809,10 +792,10 @@ static json_t *side_json(const side *s)
         cblob_model_name(s->file.model, &name);
         cblob_model_format(s->file.model, &format);
     }
-    return json_pack("{s:o?, s:s, s:o?, s:o?, s:o?, s:I}", "file", text_or_null(s->file.name), "kind",
+    return json_pack("{s:o?, s:s, s:o?, s:o?, s:o?, s:I}", "file", json_text_or_null(s->file.name), "kind",
                      kind_name(s->file.kind), "format",
                      s->file.kind == CBLOB_FILE_NET ? json_string(format == CBLOB_NET_FORMAT_V1 ? "V1" : "V2") : json_null(),
-                     "name", text_or_null(name), "layers", is_model(s) ? json_integer(s->num_layers) : json_null(),
+                     "name", json_text_or_null(name), "layers", is_model(s) ? json_integer(s->num_layers) : json_null(),
                      "blobs", (json_int_t)s->num_blobs);
 }
 
@@ -981,7 +964,7 @@ static cblob_status compare_net_fields(report *r)
     TOOL_TRY(cblob_model_format(d->b.file.model, &fb));
     json_t *changes[2] = {NULL, NULL};
     if ((na == NULL) != (nb == NULL) || (na != NULL && strcmp(na, nb) != 0))
-        changes[0] = json_pack("{s:s, s:o?, s:o?}", "field", "name", "a", text_or_null(na), "b", text_or_null(nb));
+        changes[0] = json_pack("{s:s, s:o?, s:o?}", "field", "name", "a", json_text_or_null(na), "b", json_text_or_null(nb));
     if (fa != fb)
         changes[1] = json_pack("{s:s, s:s, s:s}", "field", "format", "a", format_name(fa), "b", format_name(fb));
     const bool made[2] = {changes[0] != NULL || !((na == NULL) != (nb == NULL) || (na != NULL && strcmp(na, nb) != 0)),

@@ -171,16 +171,6 @@ static const char *kind_name(cblob_file_kind kind)
                                                          : "net";
 }
 
-static json_t *text_or_null(const char *text)
-{
-    if (text == NULL)
-        return json_null();
-    char *valid = tool_utf8(text);
-    json_t *value = valid != NULL ? json_string(valid) : NULL;
-    free(valid);
-    return value;
-}
-
 static void json_header(json_out *out, const tool_caffe *file, int64_t *layers)
 {
     const char *name = NULL;
@@ -194,13 +184,13 @@ static void json_header(json_out *out, const tool_caffe *file, int64_t *layers)
     json_out_key(out, "schema");
     json_out_value(out, json_integer(2));
     json_out_key(out, "file");
-    json_out_value(out, text_or_null(file->name));
+    json_out_value(out, json_text_or_null(file->name));
     json_out_key(out, "kind");
     json_out_value(out, json_string(kind_name(file->kind)));
     json_out_key(out, "format");
     json_out_value(out, file->model == NULL ? json_null() : json_string(format == CBLOB_NET_FORMAT_V1 ? "V1" : "V2"));
     json_out_key(out, "name");
-    json_out_value(out, text_or_null(name));
+    json_out_value(out, json_text_or_null(name));
 }
 
 static cblob_status print_json(const tool_caffe *file, bool stats, int64_t value_bytes)

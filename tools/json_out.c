@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "json_out.h"
 
+#include "text.h"
 #include "utf8.h"
 
 #include <stdint.h>
@@ -267,4 +268,14 @@ bool json_restyle_finish(json_restyle *r)
 {
     end_number(r);
     return !r->failed && !r->in_string && r->depth == 0;
+}
+
+json_t *json_text_or_null(const char *text)
+{
+    if (text == NULL)
+        return json_null();
+    char *valid = tool_utf8(text);
+    json_t *value = valid != NULL ? json_string(valid) : NULL;
+    free(valid);
+    return value;
 }

@@ -36,6 +36,9 @@ void json_out_close(json_out *out, char bracket);
 void json_out_key(json_out *out, const char *key);
 /* A value, taken over (NULL, from a Jansson constructor that failed, marks the output failed). */
 void json_out_value(json_out *out, json_t *value);
+/* A name or other text as a JSON value: null for NULL, bytes that are not UTF-8 as U+FFFD (the
+ * library's JSON does the same); NULL when memory ran out. */
+json_t *json_text_or_null(const char *text);
 /* Writes what is gathered; true when everything was written. */
 bool json_out_finish(json_out *out);
 

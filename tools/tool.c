@@ -108,6 +108,12 @@ bool tool_writes_stdout(const char *path)
                                    output.st_dev == standard.st_dev && output.st_ino == standard.st_ino);
 }
 
+const char *tool_extension(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return strrchr(slash != NULL ? slash + 1 : path, '.');
+}
+
 bool tool_same_file(const char *a, const char *b)
 {
     struct stat x, y;

@@ -71,6 +71,8 @@ bool tool_is_stdio(const char *path);
 /* Whether an output is standard output: "-", or a path to the file it writes (/dev/stdout,
  * /proc/self/fd/1), where a "wrote ..." line would land inside the output. */
 bool tool_writes_stdout(const char *path);
+/* The extension of a path's last name, from its dot ("a/b.tar.npz": ".npz"), or NULL. */
+const char *tool_extension(const char *path);
 /* Whether two paths name the same file (through links, hard links and "..": the same inode). */
 bool tool_same_file(const char *a, const char *b);
 /* How messages name an input: the path, or "standard input". */

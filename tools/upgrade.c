@@ -22,22 +22,13 @@ typedef struct upgrade_args {
     tool_progress_mode progress;
 } upgrade_args;
 
-static int fail(const char *format, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *format, ...)
-{
-    char text[2048];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    return tool_fail(TOOL_BAD_INPUT, "upgrade", "%s", text);
-}
+/* One line on stderr for bad usage or a bad input (tool_fail), exit status 2. */
+#define fail(...) tool_fail(TOOL_BAD_INPUT, "upgrade", __VA_ARGS__)
 
 /* Whether a name's extension says text: .prototxt or .pbtxt (1), a binary model (0), or nothing (-1). */
 static int extension_text(const char *path)
 {
-    const char *base = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
-    const char *dot = strrchr(base, '.');
+    const char *dot = tool_extension(path);
     if (dot == NULL)
         return -1;
     if (strcasecmp(dot, ".prototxt") == 0 || strcasecmp(dot, ".pbtxt") == 0)

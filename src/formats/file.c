@@ -69,20 +69,32 @@ static cblob_status check_open(cblob_context *context, int32_t flags, cblob_dtyp
     return CBLOB_OK;
 }
 
-/* A file of a kind cblob reads, from its source, by the reader of that kind. For a net, a file
- * being read (reading: else NULL, bytes in memory) keeps the lazily opened model's file. */
-cblob_status cb_blob_open_text_source(cblob_context *context, const char *name, cb_source *source, uint64_t size,
-                                      cblob_model **out_blobs)
+/* The size bytes of a source holding text, NUL-terminated, into *out (the caller frees it); `what`
+ * names the message for a text over protobuf's limit. */
+static cblob_status read_text(const char *name, const char *what, cb_source *source, uint64_t size, char **out)
 {
     if (size > CB_PROTO_MAX_MESSAGE)
-        return cb_fail(CBLOB_ERR_OVERFLOW, "%s: a blob's text of %" PRIu64 " bytes, over protobuf's limit", name, size);
+        return cb_fail(CBLOB_ERR_OVERFLOW, "%s: %s's text of %" PRIu64 " bytes, over protobuf's limit", name, what, size);
     char *text = cb_malloc((size_t)size + 1);
     if (text == NULL)
         return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the %" PRIu64 " bytes of %s", size, name);
+    const cblob_status status = cb_source_copy(source, 0, (size_t)size, text);
+    if (status != CBLOB_OK) {
+        free(text);
+        return status;
+    }
+    text[size] = '\0';
+    *out = text;
+    return CBLOB_OK;
+}
+
+cblob_status cb_blob_open_text_source(cblob_context *context, const char *name, cb_source *source, uint64_t size,
+                                      cblob_model **out_blobs)
+{
+    char *text = NULL;
+    CB_TRY(read_text(name, "a blob", source, size, &text));
     cb_bytes bytes = {0};
-    cblob_status status = cb_source_copy(source, 0, (size_t)size, text);
-    if (status == CBLOB_OK)
-        status = cb_text_to_blob_bytes(name, text, (size_t)size, &bytes);
+    cblob_status status = cb_text_to_blob_bytes(name, text, (size_t)size, &bytes);
     free(text);
     if (status == CBLOB_OK) {
         const uint8_t *data = bytes.size > 0 ? bytes.data : (const uint8_t *)"";
@@ -94,6 +106,26 @@ cblob_status cb_blob_open_text_source(cblob_context *context, const char *name, 
     return status;
 }
 
+cblob_status cb_open_text_file(cblob_context *context, const char *path, cb_text_opener *open, cblob_model **out)
+{
+    cb_file_reading reading;
+    CB_TRY(cb_file_reading_open(context, path, &reading));
+    cblob_model *model = NULL;
+    cblob_status status = open(context, path, &reading.source, reading.head.file_size, &model);
+    if (status == CBLOB_OK)
+        status = cb_source_check(&reading.source); /* the file did not change while it was read */
+    cb_file_reading_close(&reading);
+    if (status != CBLOB_OK) {
+        if (model != NULL)
+            cb_model_free(model);
+        return status;
+    }
+    *out = model;
+    return CBLOB_OK;
+}
+
+/* A file of a kind cblob reads, from its source, by the reader of that kind. For a net, a file
+ * being read (reading: else NULL, bytes in memory) keeps the lazily opened model's file. */
 static cblob_status open_kind(cblob_context *context, cb_source *source, cb_file_reading *reading, const uint8_t *head,
                               size_t head_size, cblob_file_kind kind, int32_t flags, cblob_dtype dtype,
                               cblob_file *file);
@@ -136,14 +168,9 @@ static cblob_status open_net(cblob_context *context, cb_source *source, cb_file_
 cblob_status cb_model_open_text_source(cblob_context *context, const char *name, cb_source *source, uint64_t size,
                                        cblob_model **out_model)
 {
-    if (size > CB_PROTO_MAX_MESSAGE)
-        return cb_fail(CBLOB_ERR_OVERFLOW, "%s: a net's text of %" PRIu64 " bytes, over protobuf's limit", name, size);
-    char *text = cb_malloc((size_t)size + 1);
-    if (text == NULL)
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory for the %" PRIu64 " bytes of %s", size, name);
-    cblob_status status = cb_source_copy(source, 0, (size_t)size, text);
-    if (status == CBLOB_OK)
-        status = cb_model_open_prototxt(context, name, text, (size_t)size, out_model);
+    char *text = NULL;
+    CB_TRY(read_text(name, "a net", source, size, &text));
+    const cblob_status status = cb_model_open_prototxt(context, name, text, (size_t)size, out_model);
     free(text);
     return status;
 }
@@ -367,20 +394,7 @@ CBLOB_API cblob_status cblob_model_open_prototxt_file(cblob_context *context, co
     CB_REQUIRE(path);
     CB_REQUIRE(out_model);
     cb_context_use_threads(context);
-    cb_file_reading reading;
-    CB_TRY(cb_file_reading_open(context, path, &reading));
-    cblob_model *model = NULL;
-    cblob_status status = cb_model_open_text_source(context, path, &reading.source, reading.head.file_size, &model);
-    if (status == CBLOB_OK)
-        status = cb_source_check(&reading.source); /* the file did not change while it was read */
-    cb_file_reading_close(&reading);
-    if (status != CBLOB_OK) {
-        if (model != NULL)
-            cb_model_free(model);
-        return status;
-    }
-    *out_model = model;
-    return CBLOB_OK;
+    return cb_open_text_file(context, path, cb_model_open_text_source, out_model);
 }
 
 /* ---- .npy folders ------------------------------------------------------------------------------ */

@@ -289,14 +289,7 @@ static cblob_status emit_blob_text(const void *what, cb_sink *sink)
 {
     const blob_text_output *output = what;
     cb_bytes text = {0};
-    cblob_status status = cb_blob_text(output->blob, output->write_diff, &text);
-    if (status == CBLOB_OK) {
-        cb_sink_expect(sink, text.size);
-        cb_sink_write(sink, text.data, text.size);
-        status = sink->status;
-    }
-    cb_bytes_free(&text);
-    return status;
+    return cb_text_emit(cb_blob_text(output->blob, output->write_diff, &text), &text, sink);
 }
 
 CBLOB_API cblob_status cblob_blob_to_prototxt(cblob_blob *blob, int32_t write_diff, char *buffer, size_t buffer_size,
@@ -307,13 +300,7 @@ CBLOB_API cblob_status cblob_blob_to_prototxt(cblob_blob *blob, int32_t write_di
     CB_TRY(cb_check_bool("write_diff", write_diff));
     CB_REQUIRE(out_length);
     cb_bytes text = {0};
-    cblob_status status = cb_blob_text(blob, write_diff == 1, &text);
-    if (status == CBLOB_OK)
-        status = cb_bytes_append(&text, "", 1); /* its NUL: the text holds none (all escaped) */
-    if (status == CBLOB_OK)
-        status = cb_return_text((const char *)text.data, buffer, buffer_size, out_length);
-    cb_bytes_free(&text);
-    return status;
+    return cb_text_return(cb_blob_text(blob, write_diff == 1, &text), &text, buffer, buffer_size, out_length);
 }
 
 CBLOB_API cblob_status cblob_blob_to_prototxt_file(cblob_blob *blob, int32_t write_diff, const char *path)
@@ -349,18 +336,8 @@ CBLOB_API cblob_status cblob_blob_create_from_prototxt_file(cblob_context *conte
     CB_REQUIRE(path);
     CB_REQUIRE(out_blob);
     cb_context_use_threads(context);
-    cb_file_reading reading;
-    CB_TRY(cb_file_reading_open(context, path, &reading));
     cblob_model *blobs = NULL;
-    cblob_status status = cb_blob_open_text_source(context, path, &reading.source, reading.head.file_size, &blobs);
-    if (status == CBLOB_OK)
-        status = cb_source_check(&reading.source); /* the file did not change while it was read */
-    cb_file_reading_close(&reading);
-    if (status != CBLOB_OK) {
-        if (blobs != NULL)
-            cb_model_free(blobs);
-        return status;
-    }
+    CB_TRY(cb_open_text_file(context, path, cb_blob_open_text_source, &blobs));
     return only_blob(blobs, out_blob);
 }
 

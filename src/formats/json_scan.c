@@ -88,30 +88,6 @@ static bool hex4(cb_json_scan *scan, uint32_t *out)
     return true;
 }
 
-static size_t encode_utf8(uint32_t point, char *out)
-{
-    if (point < 0x80) {
-        out[0] = (char)point;
-        return 1;
-    }
-    if (point < 0x800) {
-        out[0] = (char)(0xc0 | point >> 6);
-        out[1] = (char)(0x80 | (point & 0x3f));
-        return 2;
-    }
-    if (point < 0x10000) {
-        out[0] = (char)(0xe0 | point >> 12);
-        out[1] = (char)(0x80 | ((point >> 6) & 0x3f));
-        out[2] = (char)(0x80 | (point & 0x3f));
-        return 3;
-    }
-    out[0] = (char)(0xf0 | point >> 18);
-    out[1] = (char)(0x80 | ((point >> 12) & 0x3f));
-    out[2] = (char)(0x80 | ((point >> 6) & 0x3f));
-    out[3] = (char)(0x80 | (point & 0x3f));
-    return 4;
-}
-
 /* An escape after its backslash, decoded into out (room for 4 bytes). */
 static bool unescape(cb_json_scan *scan, char *out, size_t *length)
 {
@@ -147,7 +123,7 @@ static bool unescape(cb_json_scan *scan, char *out, size_t *length)
     }
     if (point == 0)
         return fail(scan, "a string holds \\u0000");
-    *length = encode_utf8(point, out);
+    *length = cb_utf8_encode(point, out);
     return true;
 }
 

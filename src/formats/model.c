@@ -557,12 +557,6 @@ bool cb_frame_next(const cb_model_blob *blob, size_t *pos, cb_frame_piece *out)
 
 /* ---- writing a layer ---------------------------------------------------------------------------- */
 
-static size_t varint_size(uint64_t value)
-{
-    uint8_t encoded[CB_VARINT_MAX_BYTES];
-    return cb_varint_encode(encoded, value);
-}
-
 /* The tag and length at `at` of a layer's bytes: their sizes and the length's value. */
 typedef struct field_header {
     size_t tag_size, length_size;
@@ -636,7 +630,7 @@ static cblob_status measure(layer_writer *w)
         /* As write_header writes it: the length's own bytes kept while it is unchanged, however
          * long they are (a zero written in two bytes stays two: fuzz_model). */
         if (content != header.length)
-            w->frame_growth += varint_size(content) - header.length_size;
+            w->frame_growth += cb_varint_size(content) - header.length_size;
         w->frame_blobs[i] = content; /* from here on: the frame's content size */
     }
     return CBLOB_OK;

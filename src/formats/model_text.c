@@ -583,17 +583,31 @@ cblob_status cb_model_definition_text(const cblob_model *model, cb_bytes *out)
 
 /* ---- the calls ------------------------------------------------------------------------------ */
 
+cblob_status cb_text_emit(cblob_status made, cb_bytes *text, cb_sink *sink)
+{
+    if (made == CBLOB_OK) {
+        cb_sink_expect(sink, text->size);
+        cb_sink_write(sink, text->data, text->size);
+        made = sink->status;
+    }
+    cb_bytes_free(text);
+    return made;
+}
+
+cblob_status cb_text_return(cblob_status made, cb_bytes *text, char *buffer, size_t buffer_size, size_t *out_length)
+{
+    if (made == CBLOB_OK)
+        made = cb_bytes_append(text, "", 1); /* its NUL: the text holds none (all escaped) */
+    if (made == CBLOB_OK)
+        made = cb_return_text((const char *)text->data, buffer, buffer_size, out_length);
+    cb_bytes_free(text);
+    return made;
+}
+
 static cblob_status emit_definition(const void *what, cb_sink *sink)
 {
     cb_bytes text = {0};
-    cblob_status status = cb_model_definition_text(what, &text);
-    if (status == CBLOB_OK) {
-        cb_sink_expect(sink, text.size);
-        cb_sink_write(sink, text.data, text.size);
-        status = sink->status;
-    }
-    cb_bytes_free(&text);
-    return status;
+    return cb_text_emit(cb_model_definition_text(what, &text), &text, sink);
 }
 
 CBLOB_API cblob_status cblob_model_to_prototxt(const cblob_model *model, char *buffer, size_t buffer_size,
@@ -603,13 +617,7 @@ CBLOB_API cblob_status cblob_model_to_prototxt(const cblob_model *model, char *b
     CB_REQUIRE(model);
     CB_REQUIRE(out_length);
     cb_bytes text = {0};
-    cblob_status status = cb_model_definition_text(model, &text);
-    if (status == CBLOB_OK)
-        status = cb_bytes_append(&text, "", 1); /* its NUL: the text holds none (all escaped) */
-    if (status == CBLOB_OK)
-        status = cb_return_text((const char *)text.data, buffer, buffer_size, out_length);
-    cb_bytes_free(&text);
-    return status;
+    return cb_text_return(cb_model_definition_text(model, &text), &text, buffer, buffer_size, out_length);
 }
 
 CBLOB_API cblob_status cblob_model_to_prototxt_file(const cblob_model *model, const char *path)

@@ -160,49 +160,30 @@ static cblob_status msg_add_text(up_msg *msg, uint32_t number, const char *text,
                                        .size = size});
 }
 
-/* Parses a message's bytes into fields (slices of them). */
+/* Parses a message's bytes into fields (slices of them), by the one field reader (wire.h). Groups,
+ * which it skips, are refused: the upgrade would lose them. */
 static cblob_status msg_parse(upgrader *u, const uint8_t *bytes, size_t size, const char *what, up_msg **out)
 {
     up_msg *msg = msg_new(u);
     if (msg == NULL)
         return no_memory();
-    size_t pos = 0;
-    while (pos < size) {
-        uint64_t tag, length;
-        size_t used;
-        if (cb_varint_decode(bytes + pos, size - pos, &tag, &used) != CB_VARINT_OK)
+    cb_wire wire = cb_wire_range(bytes, 0, size, NULL);
+    for (;;) {
+        cb_wire_field f;
+        if (cb_wire_next(&wire, &f) != CBLOB_OK)
             return refuse(u, "malformed bytes in ", what);
-        pos += used;
-        up_field field = {.number = (uint32_t)(tag >> 3), .wire = (uint8_t)(tag & 7)};
-        if (tag >> 3 == 0 || tag >> 3 > 536870911u)
-            return refuse(u, "a field number out of range in ", what);
-        switch (field.wire) {
-        case CB_WIRE_VARINT:
-            if (cb_varint_decode(bytes + pos, size - pos, &field.value, &used) != CB_VARINT_OK)
-                return refuse(u, "a truncated varint in ", what);
-            pos += used;
+        if (wire.skipped_group)
+            return refuse(u, "a group in ", what);
+        if (cb_wire_at_end(&f))
             break;
-        case CB_WIRE_FIXED32:
-        case CB_WIRE_FIXED64: {
-            const size_t width = field.wire == CB_WIRE_FIXED32 ? 4 : 8;
-            if (size - pos < width)
-                return refuse(u, "a truncated fixed field in ", what);
-            memcpy(&field.value, bytes + pos, width);
-            pos += width;
-            break;
-        }
-        case CB_WIRE_LENGTH:
-            if (cb_varint_decode(bytes + pos, size - pos, &length, &used) != CB_VARINT_OK)
-                return refuse(u, "a truncated length in ", what);
-            pos += used;
-            if (length > size - pos)
-                return refuse(u, "a length past the end of ", what);
-            field.data = bytes + pos;
-            field.size = (size_t)length;
-            pos += (size_t)length;
-            break;
-        default:
-            return refuse(u, "a group or invalid wire type in ", what);
+        up_field field = {.number = f.number, .wire = (uint8_t)f.type};
+        if (f.type == CB_WIRE_LENGTH) {
+            field.data = bytes + f.payload;
+            field.size = f.length;
+        } else if (f.type == CB_WIRE_VARINT) {
+            field.value = f.varint;
+        } else {
+            memcpy(&field.value, bytes + f.payload, f.length);
         }
         CB_TRY(msg_append(msg, &field));
     }
@@ -300,16 +281,6 @@ static cblob_status msg_elements_alloc(const upgrader *u, const up_msg *msg, uin
 
 /* ---- writing ---------------------------------------------------------------------------------- */
 
-static size_t varint_size(uint64_t value)
-{
-    size_t n = 1;
-    while (value >= 0x80) {
-        value >>= 7;
-        ++n;
-    }
-    return n;
-}
-
 /* Field-number order, repeated fields in their order (a stable insertion sort: messages are
  * mostly in order already). */
 static void msg_sort(up_msg *msg)
@@ -339,14 +310,14 @@ static size_t msg_size(up_msg *msg)
     size_t size = 0;
     for (size_t i = 0; i < msg->count; ++i) {
         up_field *field = &msg->fields[i];
-        size += varint_size((uint64_t)field->number << 3 | field->wire);
+        size += cb_varint_size((uint64_t)field->number << 3 | field->wire);
         switch (field->wire) {
-        case CB_WIRE_VARINT: size += varint_size(field->value); break;
+        case CB_WIRE_VARINT: size += cb_varint_size(field->value); break;
         case CB_WIRE_FIXED32: size += 4; break;
         case CB_WIRE_FIXED64: size += 8; break;
         default: {
             const size_t payload = field_payload_size(field);
-            size += varint_size(payload) + payload;
+            size += cb_varint_size(payload) + payload;
         }
         }
     }

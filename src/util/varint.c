@@ -27,3 +27,9 @@ size_t cb_varint_encode(uint8_t out[CB_VARINT_MAX_BYTES], uint64_t value)
     out[n++] = (uint8_t)value;
     return n;
 }
+
+size_t cb_varint_size(uint64_t value)
+{
+    uint8_t encoded[CB_VARINT_MAX_BYTES];
+    return cb_varint_encode(encoded, value);
+}

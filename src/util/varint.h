@@ -21,5 +21,7 @@ cb_varint_result cb_varint_decode(const uint8_t *bytes, size_t available, uint64
 
 /* Writes value as a varint into out; returns its length (1 to CB_VARINT_MAX_BYTES). */
 size_t cb_varint_encode(uint8_t out[CB_VARINT_MAX_BYTES], uint64_t value);
+/* The length cb_varint_encode writes for value. */
+size_t cb_varint_size(uint64_t value);
 
 #endif
