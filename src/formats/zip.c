@@ -495,7 +495,10 @@ static void write_central_entry(const cb_zip_writer *writer, const cb_zip_writte
 {
     cb_sink *sink = writer->sink;
     const bool big_size = member->size >= ZIP32_MAX, big_offset = member->offset >= ZIP32_MAX;
-    const uint16_t extra = (uint16_t)((big_size ? 16 : 0) + (big_offset ? 8 : 0));
+    /* The zip64 field's values: both sizes when the size needs 64 bits, then the offset when it does. */
+    const uint16_t values = (uint16_t)((big_size ? 16 : 0) + (big_offset ? 8 : 0));
+    /* The entry's extra length counts the field's 4-byte id and length too. */
+    const uint16_t extra = (uint16_t)(values > 0 ? 4 + values : 0);
     uint8_t entry[CENTRAL_SIZE];
     memset(entry, 0, sizeof entry);
     put32(entry, CENTRAL_SIGNATURE);
@@ -511,11 +514,11 @@ static void write_central_entry(const cb_zip_writer *writer, const cb_zip_writte
     put32(entry + 42, big_offset ? ZIP32_MAX : (uint32_t)member->offset);
     cb_sink_write(sink, entry, sizeof entry);
     cb_sink_write(sink, name, length);
-    if (extra > 0) {
+    if (values > 0) {
         uint8_t fields[4 + 24];
         size_t used = 4;
         put16(fields, ZIP64_EXTRA);
-        put16(fields + 2, extra);
+        put16(fields + 2, values);
         if (big_size) {
             put64(fields + used, member->size);
             put64(fields + used + 8, member->size);

@@ -28,6 +28,12 @@ Checks:
                           written strictly forward (each member's CRC-32 and sizes in a data
                           descriptor), read by numpy.load, zipfile (CRC-32s checked) and cblob
                           inspect, and the same arrays as the npz written to a regular file
+    npz_zip64             npz past zip's 32-bit fields: more than 65,535 members (written to a file
+                          and to a pipe), and, through a pipe, a member of more than 4 GiB with a
+                          member after it (so sizes, offsets and the directory's place need
+                          zip64): read by zipfile (each CRC-32 checked), numpy.load and cblob. The
+                          4 GiB tensor comes from a sparse safetensors file and its zeros are kept
+                          as holes in the streamed copy: 4 GiB of memory for cblob, little disk
     json_as_before        `inspect --json`, `--shapes --json` and `--params` of the real Caffe files,
                           the sample and nets from make_net.py (V2, V1, V0; parameters of every
                           kind, and unknown fields everywhere) give the bytes the renderer before
@@ -398,6 +404,115 @@ def npz_to_pipes(ctx):
                     check(got.dtype == array.dtype and np.array_equal(got, array), f"{net} through {how}: {key} differs")
                     checked += 1
     print(f"{checked} arrays streamed into FIFOs and pipes agree with the regular files' npz")
+
+def write_safetensors(path, tensors):
+    """A safetensors file of float32 tensors [(name, count, {index: value})], every other value 0;
+    the zeros are left as holes, so a tensor of 4 GiB costs no disk."""
+    import struct
+    header, at = {}, 0
+    for name, count, _ in tensors:
+        header[name] = {"dtype": "F32", "shape": [count], "data_offsets": [at, at + 4 * count]}
+        at += 4 * count
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text)
+        start, at = f.tell(), 0
+        for _, count, values in tensors:
+            for index, value in sorted(values.items()):
+                f.seek(start + at + 4 * index)
+                f.write(struct.pack("<f", value))
+            at += 4 * count
+        f.truncate(start + at)
+
+
+def stream_to_sparse_file(args, ctx, path):
+    """Runs cblob ARGS with standard output a pipe, copying what comes out into PATH with runs of
+    zero bytes left as holes (as `cp --sparse=always` does)."""
+    import fcntl
+    process = subprocess.Popen([ctx.tool] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        fcntl.fcntl(process.stdout.fileno(), 1031, 1 << 20)  # F_SETPIPE_SZ: fewer, larger reads
+    except OSError:
+        pass
+    zeros = bytes(1 << 20)
+    with open(path, "wb") as f:
+        while True:
+            piece = os.read(process.stdout.fileno(), 1 << 20)
+            if not piece:
+                break
+            if piece == zeros[:len(piece)]:
+                f.seek(len(piece), os.SEEK_CUR)
+            else:
+                f.write(piece)
+        f.truncate(f.tell())
+    error = process.stderr.read()
+    check(process.wait() == 0, f"cblob {' '.join(args)} exited {process.returncode}: {error.decode(errors='replace')}")
+
+
+def npz_zip64(ctx):
+    import zipfile
+    # 1. More members than a zip's 16-bit count holds: the end record's count is in the zip64 end
+    #    record, found through its locator.
+    many = 70_000
+    st = os.path.join(ctx.work, "many.safetensors")
+    write_safetensors(st, [(f"t{i:05d}.0", 1, {0: float(i)}) for i in range(many)])
+    regular = os.path.join(ctx.work, "many.npz")
+    run(["convert", st, "--to", "npz", regular], ctx)
+    streamed = os.path.join(ctx.work, "many_streamed.npz")
+    with open(streamed, "wb") as f:
+        f.write(run(["convert", st, "--to", "npz", "/dev/stdout"], ctx).stdout)
+    for path in (regular, streamed):
+        with open(path, "rb") as f:
+            check(b"PK\x06\x06" in f.read()[-200:], f"{path}: no zip64 end record for {many} members")
+        with zipfile.ZipFile(path) as archive:
+            check(len(archive.infolist()) == many, f"{path}: zipfile finds {len(archive.infolist())} members")
+            check(archive.testzip() is None, f"{path}: a member's CRC-32 is wrong")
+        with np.load(path) as archive:
+            check(len(archive.files) == many, f"{path}: numpy.load finds {len(archive.files)} members")
+            for i in (0, 1, 65_534, 65_535, 65_536, many - 1):
+                got = archive[f"t{i:05d}/0"]
+                check(got.dtype == np.float32 and got.tolist() == [float(i)], f"{path}: t{i:05d} holds {got}")
+        check(len(inspect_json(ctx, path)["layers"]) == many, f"cblob inspect {path}: not {many} layers")
+    # 2. A member of more than 4 GiB through a pipe, and one after it: its size, the next one's
+    #    offset and the central directory's place all need zip64 fields (and the data descriptor
+    #    its 8-byte sizes).
+    big = (1 << 30) + 1
+    st = os.path.join(ctx.work, "big.safetensors")
+    write_safetensors(st, [("before.0", 3, {0: 1.0, 1: 2.0, 2: 3.0}), ("big.0", big, {0: 1.5, big - 1: 2.5}),
+                           ("after.0", 10, {i: float(i) for i in range(10)})])
+    streamed = os.path.join(ctx.work, "big_streamed.npz")
+    stream_to_sparse_file(["convert", st, "--to", "npz", "/dev/stdout"], ctx, streamed)
+    os.unlink(st)
+    check(os.path.getsize(streamed) > 4 * big, f"{streamed}: only {os.path.getsize(streamed)} bytes")
+    with zipfile.ZipFile(streamed) as archive:
+        infos = {info.filename: info for info in archive.infolist()}
+        check(sorted(infos) == ["after/0.npy", "before/0.npy", "big/0.npy"], f"members {sorted(infos)}")
+        check(infos["big/0.npy"].file_size > 4 * big and infos["after/0.npy"].header_offset > 1 << 32,
+              f"sizes and offsets as read: {[(i.filename, i.file_size, i.header_offset) for i in infos.values()]}")
+        # Read whole through zipfile, which checks the CRC-32 at the end (BadZipFile otherwise).
+        with archive.open("big/0.npy") as member:
+            version = np.lib.format.read_magic(member)
+            shape, _, dtype = np.lib.format._read_array_header(member, version)
+            check(shape == (big,) and dtype == np.float32, f"big/0: shape {shape}, dtype {dtype}")
+            first, size, last = member.read(4), 4, b""
+            while True:
+                piece = member.read(1 << 24)
+                if not piece:
+                    break
+                size += len(piece)
+                last = (last + piece)[-4:]
+        check(size == 4 * big, f"big/0: {size} bytes of values")
+        check(np.frombuffer(first + last, np.float32).tolist() == [1.5, 2.5], "big/0: first and last values")
+    with np.load(streamed) as archive:
+        check(archive["before/0"].tolist() == [1.0, 2.0, 3.0], "before/0 differs")
+        check(archive["after/0"].tolist() == [float(i) for i in range(10)], "after/0 differs")
+    shapes = {layer["name"]: [blob["shape"] for blob in layer["blobs"]]
+              for layer in json.loads(run(["inspect", "--shapes", "--json", streamed], ctx).stdout)["layers"]}
+    check(shapes == {"before": [[3]], "big": [[big]], "after": [[10]]}, f"cblob inspect --shapes: {shapes}")
+    print(f"{many} members to a file and a pipe, and a {4 * big:,}-byte member through a pipe, read back")
+
+
 def json_as_before_outputs(ctx):
     """{(mode, name): output bytes} of every case of json_as_before; groups at a layer's top level
     left out of the outputs of nets that hold them (`normalise`)."""
@@ -462,7 +577,7 @@ def json_as_before(ctx):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("check", choices=["json_schemas", "exports_numpy", "exports_safetensors", "way_back_from_numpy",
-                                          "codecs_against_peers", "npz_to_pipes", "json_as_before",
+                                          "codecs_against_peers", "npz_to_pipes", "npz_zip64", "json_as_before",
                                           "json_as_before_record"])
     parser.add_argument("--tool", required=True)
     parser.add_argument("--source", required=True)
