@@ -717,7 +717,11 @@ CBLOB_API cblob_status cblob_blob_scale(cblob_blob *blob, cblob_part part, doubl
  * save leaves it untouched, but a crash during the copy can leave it part old, part new. A
  * character device or a FIFO is written in place, without truncation or rename (so /dev/null
  * stays /dev/null); a FIFO that no process reads fails at once, and a reader that goes away gives
- * CBLOB_ERR_IO (EPIPE), never SIGPIPE. A folder, a socket or a block device is refused with
+ * CBLOB_ERR_IO (EPIPE), never SIGPIPE. A path that leads through one of the caller's own
+ * descriptors to a regular file (/dev/stdout with standard output redirected to a file,
+ * /dev/fd/N, /proc/self/fd/N) is written through that descriptor, from its offset on, as a
+ * program writes its standard output: what was written before stays, the offset moves past the
+ * bytes, and the file is not replaced. A folder, a socket or a block device is refused with
  * CBLOB_ERR_IO, and so is a file name starting with `.cblob-tmp-`. Errors (no space, quota, I/O) name the step and the system's reason, and leave the
  * target untouched and no temporary behind. A temporary of a killed writer is removed by the next
  * save into the same folder (a writer holds a lock on its temporary while it writes). Nothing in

@@ -74,13 +74,40 @@ static bool names_no_path(const char *link, const char *text)
     return proc;
 }
 
+/* The descriptor of this process that a link of its /proc fd folder stands for when that
+ * descriptor holds a regular file (/dev/stdout leads to /proc/self/fd/1 and /dev/fd/N to
+ * /proc/self/fd/N), or -1 for any other link. */
+static int own_file_descriptor(const char *link)
+{
+    const char *slash = strrchr(link, '/');
+    char folder[PATH_MAX];
+    if (slash == NULL || slash == link || (size_t)(slash - link) >= sizeof folder || slash[1] < '0' ||
+        slash[1] > '9')
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    const long number = strtol(slash + 1, &end, 10);
+    if (*end != '\0' || errno != 0 || number > INT_MAX)
+        return -1;
+    memcpy(folder, link, (size_t)(slash - link));
+    folder[slash - link] = '\0';
+    struct stat named, own, opened;
+    const bool ours = stat(folder, &named) == 0 &&
+                      ((stat("/proc/self/fd", &own) == 0 && own.st_dev == named.st_dev && own.st_ino == named.st_ino) ||
+                       (stat("/proc/thread-self/fd", &own) == 0 && own.st_dev == named.st_dev &&
+                        own.st_ino == named.st_ino));
+    return ours && fstat((int)number, &opened) == 0 && S_ISREG(opened.st_mode) ? (int)number : -1;
+}
+
 /* Follows the path's last component while it is a symbolic link; a dangling link gives the path
  * of the file to create. A link of /proc that names no path ends the walk: *by_kernel says the
- * kernel opens it. (Links among the folders are left to the kernel, which applies its rule to
- * them.) */
-static cblob_status follow_links(const char *path, char **out, bool *by_kernel)
+ * kernel opens it; so does a link for one of this process's descriptors holding a regular file:
+ * *descriptor is that descriptor (-1 otherwise). (Links among the folders are left to the kernel,
+ * which applies its rule to them.) */
+static cblob_status follow_links(const char *path, char **out, bool *by_kernel, int *descriptor)
 {
     *by_kernel = false;
+    *descriptor = -1;
     char *current = cb_strdup(path);
     for (int hops = 0; current != NULL; ++hops) {
         char text[PATH_MAX];
@@ -102,7 +129,8 @@ static cblob_status follow_links(const char *path, char **out, bool *by_kernel)
             return cb_fail(CBLOB_ERR_IO, "%s: cannot follow the path: %s", path, strerror(error));
         }
         text[length] = '\0';
-        if (names_no_path(current, text)) {
+        *descriptor = own_file_descriptor(current);
+        if (*descriptor >= 0 || names_no_path(current, text)) {
             *by_kernel = true;
             *out = current;
             return CBLOB_OK;
@@ -253,15 +281,37 @@ static cblob_status plan_by_kernel(const char *link, const char *display, cb_out
     return cb_output_start(&plan, out);
 }
 
+/* A regular file reached through one of this process's descriptors (/dev/stdout with standard
+ * output redirected to a file) is written through that descriptor, from its offset on, as a
+ * program writes its standard output: after what the shell or the program wrote before, at the end
+ * where the descriptor appends. Replacing the file instead would leave the descriptor, and the
+ * shell's redirection, on a file no name leads to any more. */
+static cblob_status plan_descriptor(int descriptor, const char *display, cb_output **out)
+{
+    const int flags = fcntl(descriptor, F_GETFL);
+    if (flags < 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: descriptor %d: %s", display, descriptor, strerror(errno));
+    if ((flags & O_ACCMODE) == O_RDONLY)
+        return cb_fail(CBLOB_ERR_IO, "%s: descriptor %d is open for reading only", display, descriptor);
+    const int fd = fcntl(descriptor, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return cb_fail(CBLOB_ERR_IO, "%s: cannot duplicate descriptor %d: %s", display, descriptor, strerror(errno));
+    const cb_output_plan plan = {.kind = CB_OUTPUT_IN_PLACE, .display = display, .dirfd = -1, .fd = fd,
+                                 .close_fd = true};
+    return cb_output_start(&plan, out);
+}
+
 cblob_status cb_output_open(const char *path, cb_output **out)
 {
     char *target = NULL;
     bool by_kernel = false;
-    CB_TRY(follow_links(path, &target, &by_kernel));
+    int descriptor = -1;
+    CB_TRY(follow_links(path, &target, &by_kernel, &descriptor));
     char *display = describe(path, target);
     cblob_status status = display == NULL ? cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to write %s", path)
-                          : by_kernel     ? plan_by_kernel(target, display, out)
-                                          : plan_output(target, display, out);
+                          : descriptor >= 0 ? plan_descriptor(descriptor, display, out)
+                          : by_kernel       ? plan_by_kernel(target, display, out)
+                                            : plan_output(target, display, out);
     cb_free(display);
     cb_free(target);
     return status;

@@ -417,6 +417,64 @@ TEST(a_pipe_named_by_its_proc_link_is_written_in_place)
     fixture_free(&fx);
 }
 
+/* /dev/stdout when standard output is a regular file (`cblob convert ... /dev/stdout >> log`, or
+ * `{ echo header; cblob ...; } > file`) leads to /proc/self/fd/1 and from there to the file's
+ * path. The file is written through the descriptor, from its offset on, as a program writes its
+ * standard output: what was written before stays, the descriptor's offset moves past the bytes,
+ * and the file keeps its inode (replacing it would leave the shell's descriptor on a file no name
+ * leads to). */
+static void check_written_through(const char *name_form, int open_flags)
+{
+    fixture fx;
+    CHECK(fixture_make(&fx, 3000));
+    const char *target = io_path(0, fx.folder, "redirected");
+    static const char before[] = "what the shell wrote first\n";
+    const int fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | open_flags, 0600);
+    CHECK(fd >= 0 && write(fd, before, sizeof before - 1) == (ssize_t)(sizeof before - 1));
+    struct stat was, now;
+    CHECK(fstat(fd, &was) == 0);
+    char path[64];
+    snprintf(path, sizeof path, name_form, fd);
+    CHECK_OK(io_payload_save(&fx.payload, path));
+    CHECK(stat(target, &now) == 0);
+    CHECK_MSG(now.st_ino == was.st_ino, "%s: the file behind the descriptor was replaced", path);
+    CHECK(lseek(fd, 0, SEEK_CUR) == (off_t)(sizeof before - 1 + fx.payload.size));
+    close(fd);
+    uint8_t *want = malloc(sizeof before - 1 + fx.payload.size);
+    CHECK(want != NULL);
+    memcpy(want, before, sizeof before - 1);
+    memcpy(want + sizeof before - 1, fx.payload.bytes, fx.payload.size);
+    CHECK_MSG(io_file_holds(target, want, sizeof before - 1 + fx.payload.size),
+              "%s: the file does not hold what was written before, then the bytes", path);
+    free(want);
+    CHECK(io_count_entries(fx.folder) == 1);
+    fixture_free(&fx);
+}
+
+TEST(a_regular_file_behind_a_descriptor_is_written_through_it)
+{
+    check_written_through("/proc/self/fd/%d", 0);
+    check_written_through("/dev/fd/%d", O_APPEND);
+}
+
+TEST(a_descriptor_open_for_reading_only_is_refused)
+{
+    fixture fx;
+    CHECK(fixture_make(&fx, 100));
+    const char *target = io_path(0, fx.folder, "read_only");
+    CHECK(io_write_file(target, old_content, sizeof old_content));
+    const int fd = open(target, O_RDONLY);
+    CHECK(fd >= 0);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    CHECK(io_payload_save(&fx.payload, path) == CBLOB_ERR_IO);
+    CHECK_MSG(strstr(cblob_last_error_message(), "open for reading only") != NULL, "message: %s",
+              cblob_last_error_message());
+    close(fd);
+    CHECK(io_file_holds(target, old_content, sizeof old_content) && io_count_entries(fx.folder) == 1);
+    fixture_free(&fx);
+}
+
 /* An .npz cannot go back to a member's local header in a FIFO or a device: written there, the
  * archive streams forward with data descriptors (issue 27), and reads back as the same model. */
 typedef struct npz_case {
