@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
+/* syncfs (io_internal.h) */
+#define _GNU_SOURCE
 #include "cuda_cache.h"
 #include "alloc.h"
 #include "cuda_queue.h"
@@ -15,6 +17,7 @@
 
 #include "cuda_jit.h"
 #include "io.h"
+#include "io_internal.h"
 #include "sha256.h"
 #include "status.h"
 
@@ -218,7 +221,10 @@ static int open_folder(bool create, char *why, size_t size)
     why[0] = '\0';
     if (create && make_folders(cache.dir) != 0)
         return -1;
-    const int folder = open(cache.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int folder;
+    do /* opened directly: the tests fail src/io's OPEN steps to stand for the writer's opens */
+        folder = open(cache.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    while (folder < 0 && errno == EINTR);
     struct stat info;
     if (folder < 0)
         return -1;
@@ -233,7 +239,10 @@ static int open_folder(bool create, char *why, size_t size)
 static int open_entry(int folder, const char *name, char *why, size_t size)
 {
     why[0] = '\0';
-    const int fd = openat(folder, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd;
+    do
+        fd = openat(folder, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
     if (fd < 0) {
         if (errno == ELOOP)
             snprintf(why, size, "it is a symbolic link");
@@ -256,7 +265,9 @@ static void remove_entry(int folder, const char *name)
 
 /* ---- entries ------------------------------------------------------------------------------------ */
 
-typedef enum entry_read { ENTRY_MISSING, ENTRY_DAMAGED, ENTRY_REFUSED, ENTRY_FOUND } entry_read;
+/* UNREADABLE: the entry may be good, but reading it failed (an I/O error, no memory): the kernels
+ * are compiled instead and the entry is kept, unlike a DAMAGED one, whose bytes are wrong. */
+typedef enum entry_read { ENTRY_MISSING, ENTRY_DAMAGED, ENTRY_UNREADABLE, ENTRY_REFUSED, ENTRY_FOUND } entry_read;
 
 /* The driver takes an image without its size: PTX must end in its NUL, and a cubin must at least
  * hold a whole ELF64 header, or the driver would read past the buffer. */
@@ -275,17 +286,29 @@ static entry_read read_entry(int folder, const char *name, const unsigned char k
         return why[0] != '\0' ? ENTRY_REFUSED : ENTRY_MISSING;
     struct stat info;
     unsigned char *bytes = NULL;
-    entry_read result = ENTRY_DAMAGED;
-    if (fstat(fd, &info) != 0 || info.st_size < ENTRY_HEADER_BYTES ||
-        (size_t)info.st_size > ENTRY_HEADER_BYTES + ENTRY_MAX_IMAGE_BYTES || (bytes = cb_malloc((size_t)info.st_size)) == NULL)
+    entry_read result = ENTRY_UNREADABLE;
+    if (fstat(fd, &info) != 0)
+        goto done;
+    result = ENTRY_DAMAGED;
+    if (info.st_size < ENTRY_HEADER_BYTES || (size_t)info.st_size > ENTRY_HEADER_BYTES + ENTRY_MAX_IMAGE_BYTES)
+        goto done;
+    result = ENTRY_UNREADABLE;
+    if ((bytes = cb_malloc((size_t)info.st_size)) == NULL)
         goto done;
     size_t have = 0;
     while (have < (size_t)info.st_size) {
-        const ssize_t got = read(fd, bytes + have, (size_t)info.st_size - have);
-        if (got <= 0)
+        const ssize_t got = io_read(fd, bytes + have, (size_t)info.st_size - have);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
             goto done;
+        if (got == 0) { /* shorter than it was a moment ago: cut by someone */
+            result = ENTRY_DAMAGED;
+            goto done;
+        }
         have += (size_t)got;
     }
+    result = ENTRY_DAMAGED;
     const size_t image_size = (size_t)info.st_size - ENTRY_HEADER_BYTES;
     unsigned char checksum[CB_SHA256_BYTES];
     cb_sha256_digest(bytes + ENTRY_HEADER_BYTES, image_size, checksum);
@@ -298,7 +321,7 @@ static entry_read read_entry(int folder, const char *name, const unsigned char k
     bytes = NULL;
     result = ENTRY_FOUND;
 done:
-    free(bytes);
+    cb_free(bytes);
     close(fd);
     return result;
 }
