@@ -26,6 +26,7 @@ import yaml
 import ffi
 import manual
 import safe
+import safe_dlpack
 import sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,7 +158,8 @@ def load_model():
         raise DescriptionError(f"bindings type map: {e}") from e
     try:
         safe.annotate(model)
-    except (safe.BindingError, ffi.FfiError) as e:
+        safe_dlpack.annotate(model)
+    except (safe.BindingError, ffi.FfiError, safe_dlpack.DlpackError) as e:
         raise DescriptionError(f"bindings' safe layers: {e}") from e
     try:
         model["manual"] = manual.annotate(manual.load(MANUAL))

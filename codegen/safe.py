@@ -48,6 +48,9 @@ A binding block (every key is optional but `class`, and `hand` replaces the rest
               language's type instead of the default mapping), `keyword` (Python: keyword-only).
   returns     a language's type for the result instead of the default mapping (Rust usize).
   order       a language's order of the parameters (C names), when it differs from C's.
+  dlpack      export or import: a DLPack function Rust and Go generate around their owned tensor
+              types (codegen/safe_dlpack.py; `hand` is then the other languages' reason), with
+              `note`, said after the header's documentation.
   rust, go, csharp, python
               the same keys for one language, over the block's.
 """
@@ -61,7 +64,7 @@ import ffi
 BINDINGS = Path(__file__).resolve().parent / "bindings"
 LANGUAGES = ("rust", "go", "csharp", "python")
 BLOCK_KEYS = {"class", "name", "hand", "excluded", "lifecycle", "summary", "property", "setter", "infallible", "result", "count", "access",
-              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic"} | set(LANGUAGES)
+              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "dlpack", "note"} | set(LANGUAGES)
 PARAM_KEYS = {"name", "default", "type", "keyword", "what", "varargs"} | set(LANGUAGES)
 
 
@@ -1743,6 +1746,7 @@ def annotate(model):
     safe["go"]["text"] = "\n".join(line for group in ("classes", "modules") for entry in safe["go"][group].values()
                                     for m in entry["methods"] for line in m.lines)
     model["safe"] = safe
+    model["safe_names"] = names  # for codegen/safe_dlpack.py's documentation
     annotate_tests(model)
     model["bindings"] = {name: blocks.get(name) for name in functions}
     missing = [fn["name"] for fn in model["functions"] if fn["name"] not in blocks]

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the Versions record, the no-GPU statuses
-// and set_gpu_data (a device buffer with a release closure).
+// Hand-written (not generated from codegen/bindings/): the Versions record and set_gpu_data (a
+// device buffer with a release closure). Error::is_no_gpu is generated (types.rs).
 //! The GPU backend (CUDA): what the machine has, and the kernel cache.
 //!
 //! The library loads and works without a GPU; the calls that need one then fail with the status
-//! that says why ([`Status::NoDriver`], [`Status::StubDriver`], [`Status::NoDevice`],
-//! [`Status::DriverTooOld`], [`Status::NvrtcMissing`], [`Status::CublasMissing`]), which
-//! [`Error::is_no_gpu`] recognises. Device work of a blob runs on its context's device and
+//! that says why ([`Status::NoDriver`](crate::Status::NoDriver),
+//! [`Status::StubDriver`](crate::Status::StubDriver),
+//! [`Status::NoDevice`](crate::Status::NoDevice), [`Status::DriverTooOld`](crate::Status::DriverTooOld),
+//! [`Status::NvrtcMissing`](crate::Status::NvrtcMissing),
+//! [`Status::CublasMissing`](crate::Status::CublasMissing)),
+//! which [`Error::is_no_gpu`](crate::Error::is_no_gpu) recognises. Device work of a blob runs on its context's device and
 //! stream: see [`Context::set_device`](crate::Context::set_device) and [`Blob::gpu_ptr`](crate::Blob::gpu_ptr).
 //!
 //! ```
@@ -21,9 +24,9 @@ use std::ffi::c_void;
 use std::ptr;
 use std::sync::Arc;
 
-use crate::error::{check, Error, Result};
+use crate::error::{check, Result};
 use crate::memory::{with_access, Access};
-use crate::{sys, Blob, Status};
+use crate::{sys, Blob};
 
 pub use crate::generated::gpu::*;
 
@@ -46,18 +49,6 @@ pub fn versions() -> Result<Versions> {
     check(unsafe { sys::cblob_gpu_versions(&mut v.driver, &mut v.nvrtc, &mut v.cublas) })?;
     Ok(v)
 }
-
-impl Error {
-    /// Whether this is one of the statuses that say the GPU stack cannot be used on this
-    /// machine (no driver, a stub driver, no device, an old driver, no NVRTC, no cuBLAS).
-    pub fn is_no_gpu(&self) -> bool {
-        matches!(
-            self.status(),
-            Status::NoDriver | Status::StubDriver | Status::NoDevice | Status::DriverTooOld | Status::NvrtcMissing | Status::CublasMissing
-        )
-    }
-}
-
 
 impl Blob {
     /// Makes a caller's device buffer the blob's device data (Caffe's `set_gpu_data`): the
