@@ -27,6 +27,7 @@ import ffi
 import manual
 import safe
 import safe_dlpack
+import safe_records
 import sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,7 +160,8 @@ def load_model():
     try:
         safe.annotate(model)
         safe_dlpack.annotate(model)
-    except (safe.BindingError, ffi.FfiError, safe_dlpack.DlpackError) as e:
+        safe_records.annotate(model)
+    except (safe.BindingError, ffi.FfiError, safe_dlpack.DlpackError, safe_records.RecordError) as e:
         raise DescriptionError(f"bindings' safe layers: {e}") from e
     try:
         model["manual"] = manual.annotate(manual.load(MANUAL))

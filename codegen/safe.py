@@ -51,6 +51,9 @@ A binding block (every key is optional but `class`, and `hand` replaces the rest
   dlpack      export or import: a DLPack function Rust and Go generate around their owned tensor
               types (codegen/safe_dlpack.py; `hand` is then the other languages' reason), with
               `note`, said after the header's documentation.
+  record      Rust and Go: the out-values as one value of a named type, or a list of them
+              (codegen/safe_records.py, whose module doc has the keys); other languages give
+              `hand`.
   rust, go, csharp, python
               the same keys for one language, over the block's.
 """
@@ -64,7 +67,7 @@ import ffi
 BINDINGS = Path(__file__).resolve().parent / "bindings"
 LANGUAGES = ("rust", "go", "csharp", "python")
 BLOCK_KEYS = {"class", "name", "hand", "excluded", "lifecycle", "summary", "property", "setter", "infallible", "result", "count", "access",
-              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "dlpack", "note"} | set(LANGUAGES)
+              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "dlpack", "note", "record"} | set(LANGUAGES)
 PARAM_KEYS = {"name", "default", "type", "keyword", "what", "varargs"} | set(LANGUAGES)
 
 
@@ -1689,8 +1692,8 @@ def annotate(model):
         cls = classes[key]
         for lang in LANGUAGES:
             spec = merged(block, block.get(lang))
-            if spec.get("hand") or spec.get("excluded"):
-                continue
+            if spec.get("hand") or spec.get("excluded") or (spec.get("record") and lang in ("rust", "go")):
+                continue  # a record: codegen/safe_records.py (Rust and Go)
             jobs.append((fn, block, cls, lang, spec))
     # Names first, so that every method's documentation can name the others; a hand-written
     # method whose block gives its class and name is named too.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the GPUVersions record and SetGPUData (a
-// device buffer with a release function). IsNoGPU is generated (types_generated.go).
+// Hand-written (not generated from codegen/bindings/): SetGPUData (a device buffer with a release
+// function). IsNoGPU (types_generated.go) and the GPUVersions record (records_generated.go) are
+// generated.
 
 package cblob
 
@@ -25,18 +26,6 @@ import (
 //
 // Device pointers and CUDA streams are uintptr values: they are addresses on the device or
 // driver objects, never Go memory, and Go code cannot dereference them.
-
-// GPUVersions holds the versions of the GPU libraries found, encoded as CUDA does
-// (major*1000 + minor*10: 13000 is 13.0), 0 for one that could not be loaded.
-type GPUVersions struct {
-	Driver, NVRTC, CUBLAS int
-}
-
-// GPULibraryVersions returns the versions found; it never fails for want of a GPU.
-func GPULibraryVersions() (GPUVersions, error) {
-	driver, nvrtc, cublas, err := cGPUVersions()
-	return GPUVersions{Driver: int(driver), NVRTC: int(nvrtc), CUBLAS: int(cublas)}, err
-}
 
 // ---- contexts ---------------------------------------------------------------------------------
 

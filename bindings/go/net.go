@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Hand-written (not generated from codegen/bindings/): the reads of several calls into one Go
-// value: a layer's rules with their stages, its param specs, a blob's values as a slice of its
-// element type.
+// value: a layer's rules with their stages, a blob's values as a slice of its element type.
+// Param specs are generated records (records_generated.go).
 
 package cblob
 
@@ -29,14 +29,6 @@ type Rule struct {
 	Stages, NotStages []string
 }
 
-// ParamSpec is one of a layer's param specs (ParamSpec; V1's param, blobs_lr, weight_decay).
-type ParamSpec struct {
-	// Name shares the blob with other layers' of the same name ("" when it has none).
-	Name string
-	// LrMult and DecayMult multiply the learning rate and the weight decay (1 when unset).
-	LrMult, DecayMult float32
-}
-
 // Rules returns a layer's include or exclude rules.
 func (m *Model) Rules(layer int, kind RuleKind) ([]Rule, error) {
 	var rules []Rule
@@ -62,20 +54,6 @@ func (m *Model) Rules(layer int, kind RuleKind) ([]Rule, error) {
 		return err
 	})
 	return rules, err
-}
-
-// ParamSpecs returns a layer's param specs.
-func (m *Model) ParamSpecs(layer int) ([]ParamSpec, error) {
-	var specs []ParamSpec
-	err := m.do(func(p *C.cblob_model) error {
-		n, err := cModelLayerNumParamSpecs(p, C.int64_t(layer))
-		for i := C.int64_t(0); err == nil && i < n; i++ {
-			name, lr, decay, e := cModelLayerParamSpec(p, C.int64_t(layer), i)
-			specs, err = append(specs, ParamSpec{Name: goString(name), LrMult: float32(lr), DecayMult: float32(decay)}), e
-		}
-		return err
-	})
-	return specs, err
 }
 
 // BlobValues returns a copy of a blob's data or diff without making its handle: a []float32,

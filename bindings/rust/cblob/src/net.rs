@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Hand-written (not generated from codegen/bindings/): the Net type and the reads of several
-// calls into one Rust value (rules with their stages, param specs, a typed vector of a blob's
-// values).
+// calls into one Rust value (rules with their stages, a typed vector of a blob's values). Param
+// specs are generated records (records_generated.rs).
 //! Nets kept as their bytes: a `.caffemodel` opened whole, with its structure, saved byte for
 //! byte, exported to safetensors or NumPy `.npz`, and changed by net surgery. The type and the
-//! methods that read more than one call's worth (a layer's rules with their stages, its param
-//! specs, a blob's values as a typed vector) are here; the methods that are one library call each
-//! are generated (generated.rs).
+//! methods that read more than one call's worth (a layer's rules with their stages, a blob's
+//! values as a typed vector) are here; the methods that are one library call each are generated
+//! (generated.rs), and so are the param specs (records_generated.rs).
 use std::ptr::{self, NonNull};
 
 use crate::error::{check, text, Error, Result};
@@ -55,17 +55,6 @@ pub struct Rule {
     pub not_stages: Vec<String>,
 }
 
-/// One param spec of a layer (ParamSpec; V1's param, blobs_lr and weight_decay).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParamSpec {
-    /// The name layers share the blob by.
-    pub name: Option<String>,
-    /// The multiplier on the learning rate (1 when unset).
-    pub lr_mult: f32,
-    /// The multiplier on the weight decay (1 when unset).
-    pub decay_mult: f32,
-}
-
 impl Net {
 
     fn ptr(&self) -> *mut sys::cblob_model {
@@ -104,20 +93,6 @@ impl Net {
                     stages: names(0, stages)?,
                     not_stages: names(1, not_stages)?,
                 })
-            })
-            .collect()
-    }
-
-    /// A layer's param specs.
-    pub fn param_specs(&self, layer: usize) -> Result<Vec<ParamSpec>> {
-        let l = layer as i64;
-        // SAFETY (all calls): a live model, valid out-pointers; the library checks the indices.
-        let n = self.count(|out| unsafe { sys::cblob_model_layer_num_param_specs(self.ptr(), l, out) })?;
-        (0..n)
-            .map(|i| {
-                let (mut lr, mut decay) = (0f32, 0f32);
-                let name = self.text_at(|out| unsafe { sys::cblob_model_layer_param_spec(self.ptr(), l, i, out, &mut lr, &mut decay) })?;
-                Ok(ParamSpec { name, lr_mult: lr, decay_mult: decay })
             })
             .collect()
     }

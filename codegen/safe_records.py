@@ -1,0 +1,229 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Records in the Rust and Go safe layers: a call whose out-values make one value of a named type
+(the GPU libraries' versions), or a list of such values read item by item (a layer's param specs).
+
+generate.py calls annotate(model) after safe.annotate. A binding block says `record:` (see
+codegen/safe.py's module doc for the other keys) with:
+
+  type        the record type's name per language ({rust: Versions, go: GPUVersions})
+  doc         the type's documentation, lower case (Rust writes it as a sentence, Go after
+              "<Type> <verb>"); `verb` (default "is")
+  fields      per out-parameter (its C name): `name` (snake_case; Go's is its camel case, or
+              `go:`), `doc`, `optional: true` for a string that may be NULL (Rust Option<String>,
+              Go "")
+  name        the function's name (snake_case; Go's camel case, or `go:`) and `class` (a class or
+              module of classes.yaml) when they differ from the block's
+  count       the function that gives the number of items: the method returns a list, one item
+              per index (the `index` parameter)
+  summary     said before the header's documentation (for a list, which the header describes
+              item by item)
+
+The type, with its fields' documentation, and the function, with the header's documentation in
+the language's names, go to bindings/rust/cblob/src/records_generated.rs (module `records`:
+types and functions of a module in a `pub mod` of that name, re-exported by the crate's module)
+and bindings/go/records_generated.go. The block's `hand` is then the reason of the languages
+that write the record by hand (C#, Python).
+"""
+import textwrap
+
+import ffi
+import safe
+
+RUST_FIELD = {"int32_t": "i32", "int64_t": "i64", "float": "f32", "double": "f64", "uint32_t": "u32", "uint64_t": "u64"}
+GO_FIELD = {"int32_t": "int", "int64_t": "int64", "float": "float32", "double": "float64", "uint32_t": "uint32",
+            "uint64_t": "uint64"}
+
+
+class RecordError(Exception):
+    pass
+
+
+def wrap(text, width):
+    return textwrap.fill(" ".join(text.split()), width).split("\n")
+
+
+class Record:
+    """One record function, read off its parameters and its block."""
+
+    def __init__(self, fn, block, spec, model, classes, tm):
+        self.fn = fn
+        self.spec = spec
+        self.record = spec["record"]
+        key = self.record.get("class") or spec.get("class")
+        if key not in classes:
+            raise RecordError(f"{fn['name']}: record: class {key!r} is no row of classes.yaml")
+        self.cls = classes[key]
+        self.count = next((f for f in model["functions"] if f["name"] == self.record.get("count")), None)
+        if self.record.get("count") and self.count is None:
+            raise RecordError(f"{fn['name']}: record: count names no function")
+        fields = self.record.get("fields") or {}
+        self.outs = [p for p in fn["params"] if p["dir"] == "out"]
+        if {p["name"] for p in self.outs} != set(fields):
+            raise RecordError(f"{fn['name']}: record: fields must name every out-parameter "
+                              f"({', '.join(p['name'] for p in self.outs)})")
+        for p in self.outs:
+            is_text = p["depth"] == 2 and p["base"] == "char"
+            if not is_text and (p["depth"] != 1 or p["base"] not in RUST_FIELD):
+                raise RecordError(f"{fn['name']}: record: no field form for {p['name']} ({p['type']})")
+        self.fields = [dict(fields[p["name"]], c=p["name"], base=p["base"], text=p["depth"] == 2) for p in self.outs]
+        self.ins = [p for p in fn["params"] if p["dir"] == "in"]
+        self.receiver = next((p for p in self.ins if self.cls["kind"] == "class" and p["base"] == self.cls["handle"]), None)
+        for p in self.ins:
+            if p is not self.receiver and not (p["depth"] == 0 and p["base"] == "int64_t"):
+                raise RecordError(f"{fn['name']}: record: no form for the parameter {p['name']} ({p['type']})")
+        self.tm = tm
+
+    def name(self, lang):
+        base = self.record.get(lang, {}).get("name") or self.record.get("name") or self.spec.get("name") \
+            or safe.default_name(self.fn, self.cls)
+        return base if lang == "rust" else (base if base[:1].isupper() else self.tm.camel(base, "go"))
+
+    def doc_fn(self):
+        fn = dict(self.fn)
+        if self.record.get("summary"):
+            fn["doc"] = f"{self.record['summary'].strip()}\n\n{self.fn['doc'].strip()}"
+        return fn
+
+
+def rust_record(r, emitter):
+    t = r.record["type"]["rust"]
+    owner = r.cls["names"]["rust"] if r.cls["kind"] == "class" else None
+    fields, inits, values, names = [], [], [], []
+    copy = eq = True
+    for f in r.fields:
+        if f["text"]:
+            ftype = "Option<String>" if f.get("optional") else "String"
+            value = f"(!{f['name']}.is_null()).then(|| unsafe {{ text({f['name']}) }})" if f.get("optional") \
+                else f"unsafe {{ text({f['name']}) }}"
+            inits.append("ptr::null()")
+            copy = False
+        else:
+            ftype = RUST_FIELD[f["base"]]
+            value = f["name"]
+            inits.append("0.0" if ftype.startswith("f") else "0")
+            eq = eq and not ftype.startswith("f")
+        fields += [f"    /// {line}" for line in wrap(f["doc"], 92)] + [f"    pub {f['name']}: {ftype},"]
+        values.append(f["name"] if value == f["name"] else f"{f['name']}: {value}")
+        names.append(f["name"])
+    derive = ["Debug", "Clone"] + (["Copy"] if copy else []) + ["PartialEq"] + (["Eq"] if eq else [])
+    doc = r.record["doc"]
+    type_lines = [f"/// {line}" for line in wrap(doc[0].upper() + doc[1:] + ".", 92 if owner is None and r.cls["kind"] == "module" else 96)]
+    type_lines += [f"#[derive({', '.join(derive)})]", f"pub struct {t} {{"] + fields + ["}"]
+    class_params = r.cls["params"]
+    decls, expr = [], {}
+    for p in r.ins:
+        if p is r.receiver:
+            expr[p["name"]] = "self.as_ptr()"
+        elif p["name"] == "index" and r.count:
+            expr[p["name"]] = "i"
+        else:
+            n = emitter.ident(p["name"])
+            ptype = class_params.get(p["name"], {}).get("rust", "i64")
+            decls.append(f"{n}: {ptype}")
+            expr[p["name"]] = n if ptype == "i64" else f"{n} as i64"
+    for f in r.fields:
+        expr[f["c"]] = f"&mut {f['name']}"
+    args = ", ".join(expr[p["name"]] for p in r.fn["params"])
+    declare = (f"let ({', '.join('mut ' + n for n in names)}) = ({', '.join(inits)});" if len(names) > 1
+               else f"let mut {names[0]} = {inits[0]};")
+    item = [declare,
+            f"check(unsafe {{ sys::{r.fn['name']}({args}) }})?;",
+            f"Ok({t} {{ {', '.join(values)} }})"]
+    name = r.name("rust")
+    self_decl = ["&self"] if r.receiver is not None else []
+    if r.count:
+        count_expr = {p["name"]: (f"&mut n" if p["dir"] == "out" else expr[p["name"]]) for p in r.count["params"]}
+        count_args = ", ".join(count_expr[p["name"]] for p in r.count["params"])
+        body = ["let mut n = 0i64;",
+                f"check(unsafe {{ sys::{r.count['name']}({count_args}) }})?;",
+                "(0..n)",
+                "    .map(|i| {"] + [f"        {line}" for line in item] + ["    })", "    .collect()"]
+        ret = f"Result<Vec<{t}>>"
+    else:
+        body, ret = item, f"Result<{t}>"
+    lines = [f"pub fn {name}({', '.join(self_decl + decls)}) -> {ret} {{"] + [f"    {line}" for line in body] + ["}"]
+
+    class Call:
+        fn = r.doc_fn()
+    doc = emitter.doc(Call, {})
+    return {"owner": owner, "module": None if owner else r.cls["key"], "type": type_lines,
+            "doc": doc, "lines": lines}
+
+
+def go_record(r, emitter):
+    t = r.record["type"]["go"]
+    fields, values, targets = [], [], []
+    for f in r.fields:
+        gname = f.get("go") or r.tm.camel(f["name"], "go")
+        if f["text"]:
+            ftype, value = "string", f"goString({emitter.ident(f['name'])})"
+        else:
+            ftype = GO_FIELD[f["base"]]
+            value = f"{ftype}({emitter.ident(f['name'])})"
+        fields.append((gname, ftype, f["doc"]))
+        values.append(f"{gname}: {value}")
+        targets.append(emitter.ident(f["name"]))
+    type_lines = [f"// {line}" for line in wrap(f"{t} {r.record.get('verb', 'is')} {r.record['doc']}.", 96)]
+    type_lines.append(f"type {t} struct {{")
+    for g, ftype, doc in fields:
+        type_lines += [f"\t// {line}" for line in wrap(doc, 92)] + [f"\t{g} {ftype}"]  # gofmt: a comment ends an alignment run
+    type_lines.append("}")
+    decls, args = [], []
+    for p in r.ins:
+        if p is r.receiver:
+            args.append("p")
+        elif p["name"] == "index" and r.count:
+            args.append("i")
+        else:
+            n = emitter.ident(p["name"])
+            decls.append(f"{n} int")
+            args.append(f"C.int64_t({n})")
+    name = r.name("go")
+    raw = r.fn["go"]["func"]
+    literal = f"{t}{{{', '.join(values)}}}"
+    if r.count:
+        recv = safe.GO_RECEIVERS[r.cls["key"]]
+        count_args = [a for a, p in zip(args, r.ins) if p["name"] != "index"]
+        body = [f"var out []{t}",
+                f"err := {recv}.do(func(p *C.{r.cls['handle']}) error {{",
+                f"\tn, err := {r.count['go']['func']}({', '.join(count_args)})",
+                "\tfor i := C.int64_t(0); err == nil && i < n; i++ {",
+                f"\t\t{', '.join(targets)}, e := {raw}({', '.join(args)})",
+                f"\t\tout, err = append(out, {literal}), e",
+                "\t}",
+                "\treturn err",
+                "})",
+                "return out, err"]
+        head = f"func ({recv} *{r.cls['names']['go']}) {name}({', '.join(decls)}) ([]{t}, error) {{"
+    elif r.receiver is None:
+        body = [f"{', '.join(targets)}, err := {raw}({', '.join(args)})", f"return {literal}, err"]
+        head = f"func {name}({', '.join(decls)}) ({t}, error) {{"
+    else:
+        raise RecordError(f"{r.fn['name']}: record: Go has no form for one record of a handle yet")
+    lines = [head] + [f"\t{line}" for line in body] + ["}"]
+
+    class Call:
+        fn = r.doc_fn()
+        name = r.fn["name"]
+    return {"type": type_lines, "doc": emitter.go_doc(name, Call, {}), "lines": lines}
+
+
+def annotate(model):
+    """Adds model["records"]: {"rust": [...], "go": [...]}, each item a type and its function."""
+    names = model["safe_names"]
+    tm = ffi.TypeMap(model)
+    classes = safe.load_classes()
+    emitters = {"rust": safe.RustEmitter(model, tm, names, classes), "go": safe.GoEmitter(model, tm, names, classes)}
+    functions = {fn["name"]: fn for fn in model["functions"]}
+    out = {"rust": [], "go": []}
+    for fname, block in model["bindings"].items():
+        for lang in ("rust", "go"):
+            spec = safe.merged(block or {}, (block or {}).get(lang))
+            if not spec.get("record") or spec.get("excluded"):
+                continue
+            r = Record(functions[fname], block, spec, model, classes, tm)
+            out[lang].append(rust_record(r, emitters[lang]) if lang == "rust" else go_record(r, emitters[lang]))
+    rust_modules = {}
+    for item in out["rust"]:
+        rust_modules.setdefault(item["module"], []).append(item)
+    model["records"] = {"rust_root": rust_modules.pop(None, []), "rust_modules": rust_modules, "go": out["go"]}
