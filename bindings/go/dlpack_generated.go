@@ -241,8 +241,8 @@ func (t *LegacyDLPackTensor) Strides() []int64 {
 //
 // Until its deleter runs the tensor holds the memory: the blob may be destroyed, reshaped past its
 // capacity or made to share other memory meanwhile. Like a pointer from Blob.GPUPtr, the
-// tensor stays the same memory afterwards, whatever the head; giving the blob another buffer
-// (cblob_blob_set_cpu_data on exported host data) is StatusState until then.
+// tensor stays the same memory afterwards, whatever the head; giving the blob another host buffer
+// in place of exported host data is StatusState until then.
 func (b *Blob) ToDLPack(part Part, memory Memory, readOnly bool) (*DLPackTensor, error) {
 	var ptr *C.DLManagedTensorVersioned
 	err := b.do(func(p *C.cblob_blob) (err error) {

@@ -11,6 +11,52 @@ package cblob
 // #include <cblob/cblob.h>
 import "C"
 
+// Rule is one include or exclude rule of a layer (Caffe's NetStateRule).
+type Rule struct {
+	// The phase the rule asks for (PhaseNone when it asks none).
+	Phase Phase
+	// The lowest level the net may have (INT32_MIN when unset).
+	MinLevel int32
+	// The highest level the net may have (INT32_MAX when unset).
+	MaxLevel int32
+	// The stages the net must have.
+	Stages []string
+	// The stages the net must not have.
+	NotStages []string
+}
+
+// Rules returns a layer's include or exclude rules.
+//
+// One include or exclude rule (NetStateRule): its phase (PhaseNone when it sets none),
+// min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+// not_stages it names (cblob_model_layer_rule_stage reads them).
+func (m *Model) Rules(layer int, kind RuleKind) ([]Rule, error) {
+	var out []Rule
+	err := m.do(func(p *C.cblob_model) error {
+		n, err := cModelLayerNumRules(p, C.int64_t(layer), C.cblob_rule_kind(kind))
+		for i := C.int64_t(0); err == nil && i < n; i++ {
+			phase, minLevel, maxLevel, numStages, numNotStages, e := cModelLayerRule(p, C.int64_t(layer), C.cblob_rule_kind(kind), i)
+			var stages []string
+			for j := C.int64_t(0); e == nil && j < numStages; j++ {
+				var text *C.char
+				if text, e = cModelLayerRuleStage(p, C.int64_t(layer), C.cblob_rule_kind(kind), i, 0, j); e == nil {
+					stages = append(stages, goString(text))
+				}
+			}
+			var notStages []string
+			for j := C.int64_t(0); e == nil && j < numNotStages; j++ {
+				var text *C.char
+				if text, e = cModelLayerRuleStage(p, C.int64_t(layer), C.cblob_rule_kind(kind), i, 1, j); e == nil {
+					notStages = append(notStages, goString(text))
+				}
+			}
+			out, err = append(out, Rule{Phase: Phase(phase), MinLevel: int32(minLevel), MaxLevel: int32(maxLevel), Stages: stages, NotStages: notStages}), e
+		}
+		return err
+	})
+	return out, err
+}
+
 // ParamSpec is one param spec of a layer (ParamSpec; V1's param, blobs_lr and weight_decay).
 type ParamSpec struct {
 	// The name layers share the blob by, if it has one.

@@ -219,8 +219,8 @@ impl Blob {
     ///
     /// Until its deleter runs the tensor holds the memory: the blob may be destroyed, reshaped past its
     /// capacity or made to share other memory meanwhile. Like a pointer from `Blob::gpu_ptr`, the
-    /// tensor stays the same memory afterwards, whatever the head; giving the blob another buffer
-    /// (cblob_blob_set_cpu_data on exported host data) is Status::State until then.
+    /// tensor stays the same memory afterwards, whatever the head; giving the blob another host buffer
+    /// in place of exported host data is Status::State until then.
     ///
     /// A writable export is Status::State while a view of this memory is alive (a read-only one while
     /// a mutable view is).

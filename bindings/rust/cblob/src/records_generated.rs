@@ -14,6 +14,58 @@ use std::ptr;
 use crate::error::{check, text, Result};
 use crate::*;
 
+/// One include or exclude rule of a layer (Caffe's NetStateRule).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    /// The phase the rule asks for (Phase::None when it asks none).
+    pub phase: Phase,
+    /// The lowest level the net may have (INT32_MIN when unset).
+    pub min_level: i32,
+    /// The highest level the net may have (INT32_MAX when unset).
+    pub max_level: i32,
+    /// The stages the net must have.
+    pub stages: Vec<String>,
+    /// The stages the net must not have.
+    pub not_stages: Vec<String>,
+}
+
+impl Net {
+    /// A layer's include or exclude rules.
+    ///
+    /// One include or exclude rule (NetStateRule): its phase (Phase::None when it sets none),
+    /// min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+    /// not_stages it names (cblob_model_layer_rule_stage reads them).
+    pub fn rules(&self, layer: usize, kind: RuleKind) -> Result<Vec<Rule>> {
+        let mut n = 0i64;
+        check(unsafe { sys::cblob_model_layer_num_rules(self.as_ptr(), layer as i64, kind.raw(), &mut n) })?;
+        (0..n)
+            .map(|i| {
+                let (mut phase, mut min_level, mut max_level, mut stages, mut not_stages) = (0, 0, 0, 0, 0);
+                check(unsafe { sys::cblob_model_layer_rule(self.as_ptr(), layer as i64, kind.raw(), i, &mut phase, &mut min_level, &mut max_level, &mut stages, &mut not_stages) })?;
+                Ok(Rule {
+                    phase: Phase::from_raw(phase).unwrap_or(Phase::None),
+                    min_level,
+                    max_level,
+                    stages: (0..stages)
+                        .map(|j| {
+                            let mut value = ptr::null();
+                            check(unsafe { sys::cblob_model_layer_rule_stage(self.as_ptr(), layer as i64, kind.raw(), i, 0, j, &mut value) })?;
+                            Ok(unsafe { text(value) })
+                        })
+                        .collect::<Result<_>>()?,
+                    not_stages: (0..not_stages)
+                        .map(|j| {
+                            let mut value = ptr::null();
+                            check(unsafe { sys::cblob_model_layer_rule_stage(self.as_ptr(), layer as i64, kind.raw(), i, 1, j, &mut value) })?;
+                            Ok(unsafe { text(value) })
+                        })
+                        .collect::<Result<_>>()?,
+                })
+            })
+            .collect()
+    }
+}
+
 /// One param spec of a layer (ParamSpec; V1's param, blobs_lr and weight_decay).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParamSpec {
