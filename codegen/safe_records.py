@@ -18,6 +18,8 @@ codegen/safe.py's module doc for the other keys) with:
               module of classes.yaml) when they differ from the block's
   count       the function that gives the number of items: the method returns a list, one item
               per index (the `index` parameter)
+  also        more functions of the same inputs whose out-values are fields too ({function:
+              {out-parameter: field}}), called in turn (Go: a layer's name, type and blob count)
   summary     said before the header's documentation (for a list, which the header describes
               item by item)
   derive      Rust's derives, when not the default (Copy without strings or lists, Eq without
@@ -61,12 +63,25 @@ class Record:
         self.count = next((f for f in model["functions"] if f["name"] == self.record.get("count")), None)
         if self.record.get("count") and self.count is None:
             raise RecordError(f"{fn['name']}: record: count names no function")
-        fields = self.record.get("fields") or {}
+        functions = {f["name"]: f for f in model["functions"]}
+        fields = dict(self.record.get("fields") or {})
         self.outs = [p for p in fn["params"] if p["dir"] == "out"]
         if {p["name"] for p in self.outs} != set(fields):
             raise RecordError(f"{fn['name']}: record: fields must name every out-parameter "
                               f"({', '.join(p['name'] for p in self.outs)})")
-        functions = {f["name"]: f for f in model["functions"]}
+        self.also = []
+        for other, other_fields in (self.record.get("also") or {}).items():
+            if other not in functions:
+                raise RecordError(f"{fn['name']}: record: also names {other}, no function")
+            other = functions[other]
+            outs = [p for p in other["params"] if p["dir"] == "out"]
+            ins = [p["name"] for p in other["params"] if p["dir"] == "in"]
+            if ins != [p["name"] for p in fn["params"] if p["dir"] == "in"] or {p["name"] for p in outs} != set(other_fields):
+                raise RecordError(f"{fn['name']}: record: {other['name']} must take the same inputs, and "
+                                  "its fields name every out-parameter")
+            self.also.append((other, outs))
+            self.outs += outs
+            fields.update(other_fields)
         for p in self.outs:
             is_text = p["depth"] == 2 and p["base"] == "char"
             if not is_text and (p["depth"] != 1 or (p["base"] not in RUST_FIELD and p["base"] not in tm.enums)):
@@ -98,7 +113,10 @@ class Record:
 
     def doc_fn(self):
         fn = dict(self.fn)
-        if self.record.get("summary"):
+        if self.also:
+            # Several calls' worth: the summary says what the record holds, its fields the rest.
+            fn["doc"] = self.record["summary"].strip()
+        elif self.record.get("summary"):
             fn["doc"] = f"{self.record['summary'].strip()}\n\n{self.fn['doc'].strip()}"
         return fn
 
@@ -146,6 +164,8 @@ def list_args(r, f, expr, lang, item):
 
 
 def rust_record(r, emitter):
+    if r.also:
+        raise RecordError(f"{r.fn['name']}: record: Rust has no form for `also` yet")
     t = r.record["type"]["rust"]
     owner = r.cls["names"]["rust"] if r.cls["kind"] == "class" else None
     decls, expr = in_args(r, "rust", emitter)
@@ -272,11 +292,22 @@ def go_record(r, emitter):
                 "})",
                 "return out, err"]
         head = f"func ({recv} *{r.cls['names']['go']}) {name}({', '.join(decls)}) ([]{t}, error) {{"
-    elif r.receiver is None and not lists:
+    elif r.receiver is None and not lists and not r.also:
         body = [f"{', '.join(targets)}, err := {raw}({args})", f"return {literal}, err"]
         head = f"func {name}({', '.join(decls)}) ({t}, error) {{"
+    elif r.receiver is not None and not lists:
+        recv = safe.GO_RECEIVERS[r.cls["key"]]
+        calls = [(r.fn, [p for p in r.fn["params"] if p["dir"] == "out"])] + r.also
+        body = [f"var out {t}", f"err := {recv}.do(func(p *C.{r.cls['handle']}) error {{"]
+        for k, (fn, outs) in enumerate(calls):
+            names = ", ".join(emitter.ident(next(f["name"] for f in r.fields if f["c"] == o["name"])) for o in outs)
+            body.append(f"\t{names}, err := {fn['go']['func']}({args})")
+            if k < len(calls) - 1:
+                body += ["\tif err != nil {", "\t\treturn err", "\t}"]
+        body += [f"\tout = {literal}", "\treturn err", "})", "return out, err"]
+        head = f"func ({recv} *{r.cls['names']['go']}) {name}({', '.join(decls)}) ({t}, error) {{"
     else:
-        raise RecordError(f"{r.fn['name']}: record: Go has no form for one record of a handle yet")
+        raise RecordError(f"{r.fn['name']}: record: Go has no form for this record")
     lines = [head] + [f"\t{line}" for line in body] + ["}"]
 
     class Call:

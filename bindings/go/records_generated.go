@@ -11,6 +11,36 @@ package cblob
 // #include <cblob/cblob.h>
 import "C"
 
+// Layer describes one layer of a model.
+type Layer struct {
+	// The layer's name ("" when the file gives none).
+	Name string
+	// Caffe's layer type: the type string of the current format ("Convolution"), or the LayerType
+	// enum name of V1 ("CONVOLUTION").
+	Type string
+	// The number of parameter blobs (0 for layers such as pooling).
+	NumBlobs int
+}
+
+// Layer returns a layer's name, type and number of blobs.
+func (m *Model) Layer(layer int) (Layer, error) {
+	var out Layer
+	err := m.do(func(p *C.cblob_model) error {
+		name, err := cModelLayerName(p, C.int64_t(layer))
+		if err != nil {
+			return err
+		}
+		type_, err := cModelLayerType(p, C.int64_t(layer))
+		if err != nil {
+			return err
+		}
+		numBlobs, err := cModelLayerNumBlobs(p, C.int64_t(layer))
+		out = Layer{Name: goString(name), Type: goString(type_), NumBlobs: int(numBlobs)}
+		return err
+	})
+	return out, err
+}
+
 // Rule is one include or exclude rule of a layer (Caffe's NetStateRule).
 type Rule struct {
 	// The phase the rule asks for (PhaseNone when it asks none).
