@@ -100,6 +100,9 @@ class Transfer:
             self.tensor = tensor_in[0]
         else:
             raise DlpackError(f"{fn['name']}: dlpack: {self.kind!r} is neither export nor import")
+        if self.kind == "export" and not any(p["name"] == "part" for p in params):
+            # Rust claims the memory the export views: the one its part parameter picks.
+            raise DlpackError(f"{fn['name']}: an export says which memory it views (a part parameter)")
         self.struct = struct_of(self.tensor)
         self.wrapper = tensors[self.struct]
 
@@ -160,6 +163,7 @@ def rust_transfer(t, spec, emitter, tm, table):
             raise DlpackError(f"{fn['name']}: Rust has no form for {p['name']} ({p['type']})")
     c_call = f"sys::{fn['name']}({', '.join(expr[p['name']] for p in fn['params'])})"
     u = "unsafe " if unsafe_fn else ""
+    tn = emitter.ident(t.tensor["name"])
     if t.kind == "export":
         access = f"if {read_only} {{ Access::Read }} else {{ Access::Write }}" if read_only else "Access::Write"
         head = f"pub {u}fn {name}(&self, {', '.join(decls)}) -> Result<{wrapper}> {{"
@@ -177,12 +181,12 @@ def rust_transfer(t, spec, emitter, tm, table):
                 + ("; the stream is the caller's promise." if unsafe_fn else "."),
                 f"let result = Blob::created(|out| unsafe {{ {c_call} }});",
                 "match result {",
-                "    Ok(blob) => Ok(blob.joining(tensor.memory.take(), tensor.into_raw())),",
-                "    Err(error) => Err(ImportError { error, tensor }),",
+                f"    Ok(blob) => Ok(blob.joining({tn}.memory.take(), {tn}.into_raw())),",
+                f"    Err(error) => Err(ImportError {{ error, {'tensor' if tn == 'tensor' else 'tensor: ' + tn} }}),",
                 "}"]
     extra = [f"The result owns the tensor: see [`{wrapper}`]." if t.kind == "export" else
-             f"On success cblob owns the tensor and runs its deleter once nothing uses the memory any more; "
-             f"on failure the [`ImportError`] gives the error and the tensor back, its deleter not run."]
+             "On success cblob owns the tensor and runs its deleter once nothing uses the memory any more; "
+             "on failure the [`ImportError`] gives the error and the tensor back, its deleter not run."]
     if t.note("rust"):
         extra.append(t.note("rust"))
     doc = doc_of(fn, "\n\n".join(extra), emitter, "rust", name, table)
