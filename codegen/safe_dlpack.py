@@ -333,7 +333,7 @@ def go_declarations(table, model):
     for g in table["getters"]:
         go = g["go"]
         field = next(f for f in tensor["fields"] if f["name"] == g["field"])
-        doc = translate_constants(g["doc"], table, "go")
+        doc = translate_constants(go.get("doc") or g["doc"], table, "go")
         doc = f"{go['name']} returns {doc[0].lower()}{doc[1:]}".replace("`", "")
         entry = {"name": go["name"], "type": go["type"], "doc": wrap(doc, 92).split("\n"), "helper": f"dl{go['name']}", "convert": None}
         if go.get("call"):

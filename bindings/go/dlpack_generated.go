@@ -92,7 +92,7 @@ func (t DLDataType) DType() (DType, bool) {
 // Release its methods return zero values.
 type DLTensorView interface {
 	// Data returns the data pointer: the first element for cblob's exports (a device address for
-	// device memory, which the host must not dereference); null without elements.
+	// device memory, which Go code cannot dereference); 0 without elements.
 	Data() uintptr
 	// ByteOffset returns the bytes from the data pointer to the first element (0 in cblob's
 	// exports).
