@@ -26,6 +26,8 @@ import yaml
 import ffi
 import manual
 import safe
+import safe_dlpack
+import safe_records
 import sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,7 +159,9 @@ def load_model():
         raise DescriptionError(f"bindings type map: {e}") from e
     try:
         safe.annotate(model)
-    except (safe.BindingError, ffi.FfiError) as e:
+        safe_dlpack.annotate(model)
+        safe_records.annotate(model)
+    except (safe.BindingError, ffi.FfiError, safe_dlpack.DlpackError, safe_records.RecordError) as e:
         raise DescriptionError(f"bindings' safe layers: {e}") from e
     try:
         model["manual"] = manual.annotate(manual.load(MANUAL))

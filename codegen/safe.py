@@ -48,6 +48,12 @@ A binding block (every key is optional but `class`, and `hand` replaces the rest
               language's type instead of the default mapping), `keyword` (Python: keyword-only).
   returns     a language's type for the result instead of the default mapping (Rust usize).
   order       a language's order of the parameters (C names), when it differs from C's.
+  dlpack      export or import: a DLPack function Rust and Go generate around their owned tensor
+              types (codegen/safe_dlpack.py; `hand` is then the other languages' reason), with
+              `note`, said after the header's documentation.
+  record      Rust and Go: the out-values as one value of a named type, or a list of them
+              (codegen/safe_records.py, whose module doc has the keys); other languages give
+              `hand`.
   rust, go, csharp, python
               the same keys for one language, over the block's.
 """
@@ -61,7 +67,7 @@ import ffi
 BINDINGS = Path(__file__).resolve().parent / "bindings"
 LANGUAGES = ("rust", "go", "csharp", "python")
 BLOCK_KEYS = {"class", "name", "hand", "excluded", "lifecycle", "summary", "property", "setter", "infallible", "result", "count", "access",
-              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic"} | set(LANGUAGES)
+              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "dlpack", "note", "record"} | set(LANGUAGES)
 PARAM_KEYS = {"name", "default", "type", "keyword", "what", "varargs"} | set(LANGUAGES)
 
 
@@ -1686,8 +1692,8 @@ def annotate(model):
         cls = classes[key]
         for lang in LANGUAGES:
             spec = merged(block, block.get(lang))
-            if spec.get("hand") or spec.get("excluded"):
-                continue
+            if spec.get("hand") or spec.get("excluded") or (spec.get("record") and lang in ("rust", "go")):
+                continue  # a record: codegen/safe_records.py (Rust and Go)
             jobs.append((fn, block, cls, lang, spec))
     # Names first, so that every method's documentation can name the others; a hand-written
     # method whose block gives its class and name is named too.
@@ -1743,6 +1749,7 @@ def annotate(model):
     safe["go"]["text"] = "\n".join(line for group in ("classes", "modules") for entry in safe["go"][group].values()
                                     for m in entry["methods"] for line in m.lines)
     model["safe"] = safe
+    model["safe_names"] = names  # for codegen/safe_dlpack.py's documentation
     annotate_tests(model)
     model["bindings"] = {name: blocks.get(name) for name in functions}
     missing = [fn["name"] for fn in model["functions"] if fn["name"] not in blocks]

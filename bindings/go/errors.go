@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the Error type and ErrClosed.
+// Hand-written (not generated from codegen/bindings/): the Error type and ErrClosed (Status's
+// Error method, which makes it a target for errors.Is, is generated: types_generated.go).
 
 package cblob
 
@@ -34,11 +35,6 @@ func (e *Error) Error() string {
 // Unwrap returns the status, so that errors.Is(err, StatusShape) matches.
 func (e *Error) Unwrap() error {
 	return e.Status
-}
-
-// Error returns the status's C enumerator name; it makes Status a target for errors.Is.
-func (s Status) Error() string {
-	return s.String()
 }
 
 // ErrClosed is returned by methods called after Close.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the GPUVersions record, the no-GPU
-// statuses and SetGPUData (a device buffer with a release function).
+// Hand-written (not generated from codegen/bindings/): SetGPUData (a device buffer with a release
+// function). IsNoGPU (types_generated.go) and the GPUVersions record (records_generated.go) are
+// generated.
 
 package cblob
 
@@ -15,7 +16,6 @@ extern void cbgoRunRelease(void *ptr, void *user_data);
 import "C"
 
 import (
-	"errors"
 	"runtime/cgo"
 	"unsafe"
 )
@@ -26,29 +26,6 @@ import (
 //
 // Device pointers and CUDA streams are uintptr values: they are addresses on the device or
 // driver objects, never Go memory, and Go code cannot dereference them.
-
-// IsNoGPU reports whether err is one of the statuses that say the GPU stack cannot be used on
-// this machine (no driver, a stub driver, no device, an old driver, no NVRTC, no cuBLAS).
-func IsNoGPU(err error) bool {
-	for _, s := range []Status{StatusNoDriver, StatusStubDriver, StatusNoDevice, StatusDriverTooOld, StatusNvrtcMissing, StatusCublasMissing} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// GPUVersions holds the versions of the GPU libraries found, encoded as CUDA does
-// (major*1000 + minor*10: 13000 is 13.0), 0 for one that could not be loaded.
-type GPUVersions struct {
-	Driver, NVRTC, CUBLAS int
-}
-
-// GPULibraryVersions returns the versions found; it never fails for want of a GPU.
-func GPULibraryVersions() (GPUVersions, error) {
-	driver, nvrtc, cublas, err := cGPUVersions()
-	return GPUVersions{Driver: int(driver), NVRTC: int(nvrtc), CUBLAS: int(cublas)}, err
-}
 
 // ---- contexts ---------------------------------------------------------------------------------
 

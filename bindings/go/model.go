@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the Model type and the reads of several
-// calls into one Go value (a layer's name, type and number of blobs; a layer's blobs).
+// Hand-written (not generated from codegen/bindings/): the Model type, whose lent form a File
+// ends (file.go), and the loops over a model's layers and a layer's blobs (Layers, LayerBlobs:
+// closing what was taken when one fails), and the string helpers withString and goString.
+// Model.Layer is a generated record (records_generated.go).
 
 package cblob
 
@@ -21,36 +23,6 @@ import "C"
 type Model struct {
 	ptr    *C.cblob_model
 	lender *File // the file whose model this is (File.Model), nil for a model of its own
-}
-
-// Layer describes one layer of a model.
-type Layer struct {
-	// Name is the layer's name ("" when the file gives none).
-	Name string
-	// Type is Caffe's layer type: the type string of the current format ("Convolution"), or the
-	// LayerType enum name of V1 ("CONVOLUTION").
-	Type string
-	// NumBlobs is the number of parameter blobs (0 for layers such as pooling).
-	NumBlobs int
-}
-
-// Layer returns the name, type and number of blobs of layer i.
-func (m *Model) Layer(i int) (Layer, error) {
-	var layer Layer
-	err := m.do(func(p *C.cblob_model) error {
-		name, err := cModelLayerName(p, C.int64_t(i))
-		if err != nil {
-			return err
-		}
-		kind, err := cModelLayerType(p, C.int64_t(i))
-		if err != nil {
-			return err
-		}
-		count, err := cModelLayerNumBlobs(p, C.int64_t(i))
-		layer = Layer{Name: goString(name), Type: goString(kind), NumBlobs: int(count)}
-		return err
-	})
-	return layer, err
 }
 
 // Layers returns every layer's description, in file order.

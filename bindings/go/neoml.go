@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): NeoML's typed copies, generic over the
+// element type (Go methods cannot be), and newIn, which the generated DLPack imports use.
+
 package cblob
 
 // #include <cblob/cblob.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the reads of several calls into one Go
-// value: a layer's rules with their stages, its param specs, a blob's values as a slice of its
-// element type.
+// Hand-written (not generated from codegen/bindings/): BlobValues, a blob's values as a slice
+// of the element type its dtype picks. A layer's rules and param specs are generated records
+// (records_generated.go).
 
 package cblob
 
@@ -18,65 +18,6 @@ import (
 // methods below read a layer's structure, its blobs without making handles, and export the
 // blobs as safetensors or NumPy .npz; OpenSafetensors and OpenNpz read those back into a model
 // for ReplaceBlobs (net surgery).
-
-// Rule is one of a layer's include or exclude rules (Caffe's NetStateRule).
-type Rule struct {
-	// Phase is the phase the rule asks for (PhaseNone when it asks none).
-	Phase Phase
-	// MinLevel and MaxLevel bound the net's level (math.MinInt32 and math.MaxInt32 when unset).
-	MinLevel, MaxLevel int32
-	// Stages the net must have, and NotStages it must not.
-	Stages, NotStages []string
-}
-
-// ParamSpec is one of a layer's param specs (ParamSpec; V1's param, blobs_lr, weight_decay).
-type ParamSpec struct {
-	// Name shares the blob with other layers' of the same name ("" when it has none).
-	Name string
-	// LrMult and DecayMult multiply the learning rate and the weight decay (1 when unset).
-	LrMult, DecayMult float32
-}
-
-// Rules returns a layer's include or exclude rules.
-func (m *Model) Rules(layer int, kind RuleKind) ([]Rule, error) {
-	var rules []Rule
-	err := m.do(func(p *C.cblob_model) error {
-		n, err := cModelLayerNumRules(p, C.int64_t(layer), C.cblob_rule_kind(kind))
-		for i := C.int64_t(0); err == nil && i < n; i++ {
-			phase, low, high, stages, notStages, e := cModelLayerRule(p, C.int64_t(layer), C.cblob_rule_kind(kind), i)
-			rule := Rule{Phase: Phase(phase), MinLevel: int32(low), MaxLevel: int32(high)}
-			for _, list := range []struct {
-				n   C.int64_t
-				not C.int32_t
-				out *[]string
-			}{{stages, 0, &rule.Stages}, {notStages, 1, &rule.NotStages}} {
-				for j := C.int64_t(0); e == nil && j < list.n; j++ {
-					var text *C.char
-					if text, e = cModelLayerRuleStage(p, C.int64_t(layer), C.cblob_rule_kind(kind), i, list.not, j); e == nil {
-						*list.out = append(*list.out, goString(text))
-					}
-				}
-			}
-			rules, err = append(rules, rule), e
-		}
-		return err
-	})
-	return rules, err
-}
-
-// ParamSpecs returns a layer's param specs.
-func (m *Model) ParamSpecs(layer int) ([]ParamSpec, error) {
-	var specs []ParamSpec
-	err := m.do(func(p *C.cblob_model) error {
-		n, err := cModelLayerNumParamSpecs(p, C.int64_t(layer))
-		for i := C.int64_t(0); err == nil && i < n; i++ {
-			name, lr, decay, e := cModelLayerParamSpec(p, C.int64_t(layer), i)
-			specs, err = append(specs, ParamSpec{Name: goString(name), LrMult: float32(lr), DecayMult: float32(decay)}), e
-		}
-		return err
-	})
-	return specs, err
-}
 
 // BlobValues returns a copy of a blob's data or diff without making its handle: a []float32,
 // []float64, []int32 or []uint32 by its dtype.

@@ -4,7 +4,10 @@
 
 package cblob
 
-import "strconv"
+import (
+	"errors"
+	"strconv"
+)
 
 // MaxAxes (CBLOB_MAX_AXES): The most axes a blob can have (Caffe's kMaxBlobAxes).
 const MaxAxes = 32
@@ -671,6 +674,22 @@ func (v ReduceOp) String() string {
 		return "CBLOB_REDUCE_AVERAGE"
 	}
 	return "ReduceOp(" + strconv.Itoa(int(v)) + ")"
+}
+
+// Error returns the status's C enumerator name; it makes Status a target for errors.Is.
+func (s Status) Error() string {
+	return s.String()
+}
+
+// IsNoGPU reports whether err is one of the statuses that say the GPU stack cannot be used on this
+// machine (no driver, a stub driver, no device, an old driver, no NVRTC, no cuBLAS).
+func IsNoGPU(err error) bool {
+	for _, s := range []Status{StatusNoDriver, StatusStubDriver, StatusNoDevice, StatusDriverTooOld, StatusNvrtcMissing, StatusCublasMissing} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // Element is a Go type that is the element type of one dtype, so that a blob's host memory can

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): DLPack, owned tensors that call their
-// deleter once, and the imports that take them.
+// Hand-written (not generated from codegen/bindings/): DLPack's owned tensors, which call their
+// deleter once unless handed over (a judgement of ownership, with view tracking), their host
+// slices and ImportError. DLPack's constants and struct mirrors, the tensors' field getters and
+// the blobs' exports and imports are generated (dlpack_generated.rs, codegen/safe_dlpack.py).
 //! DLPack: a blob's data or diff handed to NumPy, PyTorch, CuPy, JAX or any other DLPack 1.x
 //! consumer without a copy, and a DLPack tensor taken in as a blob without a copy (the header's
 //! "DLPack" section).
@@ -32,148 +34,24 @@
 //! # Ok::<(), cblob::Error>(())
 //! ```
 //!
-//! The structs below mirror DLPack's own header (`dlpack/dlpack.h`, which cblob installs as
+//! The structs mirror DLPack's own header (`dlpack/dlpack.h`, which cblob installs as
 //! `<cblob/dlpack.h>`), field for field; the crate's tests check their sizes and offsets against
 //! that header compiled by the C compiler.
-use std::ffi::c_void;
 use std::fmt;
 use std::mem;
 use std::ptr::NonNull;
 use std::slice;
 use std::sync::Arc;
 
-use crate::error::{check, Error, Result};
-use crate::memory::{with_access, Access};
-use crate::{sys, Blob, Context, DType, Element, Memory, Part, Status};
+use crate::error::{Error, Result};
+use crate::{sys, Blob, DType, Element, Status};
 
-/// `kDLCPU`: host memory.
-pub const DEVICE_CPU: i32 = 1;
-/// `kDLCUDA`: CUDA device memory.
-pub const DEVICE_CUDA: i32 = 2;
-/// `kDLCUDAHost`: pinned host memory (`cudaMallocHost`).
-pub const DEVICE_CUDA_HOST: i32 = 3;
-/// `kDLCUDAManaged`: CUDA managed memory (not taken by cblob).
-pub const DEVICE_CUDA_MANAGED: i32 = 13;
+#[path = "dlpack_generated.rs"]
+mod generated;
+pub use generated::*;
 
-/// `kDLInt`: signed integers.
-pub const CODE_INT: u8 = 0;
-/// `kDLUInt`: unsigned integers.
-pub const CODE_UINT: u8 = 1;
-/// `kDLFloat`: IEEE floats.
-pub const CODE_FLOAT: u8 = 2;
-/// `kDLBfloat`: bfloat16 (not taken by cblob).
-pub const CODE_BFLOAT: u8 = 4;
-/// `kDLBool` (not taken by cblob).
-pub const CODE_BOOL: u8 = 6;
-
-/// `DLPACK_FLAG_BITMASK_READ_ONLY`: the consumer must not write the memory.
-pub const FLAG_READ_ONLY: u64 = 1;
-/// `DLPACK_FLAG_BITMASK_IS_COPIED`: the producer made a copy for this tensor.
-pub const FLAG_IS_COPIED: u64 = 2;
-
-/// The DLPack major version cblob reads (and the one [`DLManagedTensorVersioned::version`]
-/// carries in its exports).
-pub const MAJOR_VERSION: u32 = 1;
-
-/// `DLPackVersion`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct DLPackVersion {
-    /// A different major means a different layout after `flags`.
-    pub major: u32,
-    /// New enum values within one major.
-    pub minor: u32,
-}
-
-/// `DLDevice`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct DLDevice {
-    /// `DLDeviceType` ([`DEVICE_CPU`], [`DEVICE_CUDA`], [`DEVICE_CUDA_HOST`], ...).
-    pub device_type: i32,
-    /// The device's index (0 for host memory).
-    pub device_id: i32,
-}
-
-/// `DLDataType`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct DLDataType {
-    /// `DLDataTypeCode` ([`CODE_INT`], [`CODE_UINT`], [`CODE_FLOAT`], ...).
-    pub code: u8,
-    /// Bits per lane.
-    pub bits: u8,
-    /// Lanes per element (1 for scalars).
-    pub lanes: u16,
-}
-
-impl DLDataType {
-    /// The DLPack type of a cblob dtype (float32 is `kDLFloat` 32, int32 `kDLInt` 32, ...).
-    pub fn of(dtype: DType) -> DLDataType {
-        let (code, bits) = match dtype {
-            DType::Float32 => (CODE_FLOAT, 32),
-            DType::Float64 => (CODE_FLOAT, 64),
-            DType::Int32 => (CODE_INT, 32),
-            DType::Uint32 => (CODE_UINT, 32),
-        };
-        DLDataType { code, bits, lanes: 1 }
-    }
-
-    /// The cblob dtype of this DLPack type, if cblob has one.
-    pub fn dtype(self) -> Option<DType> {
-        DType::ALL.iter().copied().find(|&d| DLDataType::of(d) == self)
-    }
-}
-
-/// `DLTensor`: the view itself. Its pointers belong to whoever made it.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DLTensor {
-    /// The memory (a device address for device memory); NULL for a tensor without elements.
-    pub data: *mut c_void,
-    /// Where `data` lives.
-    pub device: DLDevice,
-    /// The number of axes.
-    pub ndim: i32,
-    /// The element type.
-    pub dtype: DLDataType,
-    /// `ndim` dimensions.
-    pub shape: *mut i64,
-    /// `ndim` strides in elements, or NULL for C-contiguous.
-    pub strides: *mut i64,
-    /// Bytes from `data` to the first element.
-    pub byte_offset: u64,
-}
-
-/// `DLManagedTensor` (DLPack before 1.0): a tensor and its deleter, without version or flags.
-#[repr(C)]
-#[derive(Debug)]
-pub struct DLManagedTensor {
-    /// The view.
-    pub dl_tensor: DLTensor,
-    /// The producer's context for the deleter.
-    pub manager_ctx: *mut c_void,
-    /// Frees the tensor and lets go of the memory; NULL when there is nothing to free.
-    pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
-}
-
-/// `DLManagedTensorVersioned` (DLPack 1.0 and later).
-#[repr(C)]
-#[derive(Debug)]
-pub struct DLManagedTensorVersioned {
-    /// The DLPack version the producer wrote.
-    pub version: DLPackVersion,
-    /// The producer's context for the deleter.
-    pub manager_ctx: *mut c_void,
-    /// Frees the tensor and lets go of the memory; NULL when there is nothing to free.
-    pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>,
-    /// [`FLAG_READ_ONLY`], [`FLAG_IS_COPIED`], ...
-    pub flags: u64,
-    /// The view.
-    pub dl_tensor: DLTensor,
-}
-
-/// Accessors both owned tensor types share, through their `raw()`.
+/// Accessors both owned tensor types share, through their `raw()` (the plain field getters are
+/// generated: dlpack_generated.rs).
 macro_rules! tensor_accessors {
     () => {
         /// The `DLTensor` (the tensor's fields, read-only).
@@ -181,36 +59,9 @@ macro_rules! tensor_accessors {
             &self.raw().dl_tensor
         }
 
-        /// The data pointer: the first element for cblob's exports (a device address for
-        /// device memory, which host code must not dereference); NULL without elements.
-        pub fn data(&self) -> *mut c_void {
-            self.tensor().data
-        }
-
-        /// Bytes from [`data`](Self::data) to the first element (0 in cblob's exports).
-        pub fn byte_offset(&self) -> u64 {
-            self.tensor().byte_offset
-        }
-
-        /// Where the memory lives: [`DEVICE_CPU`], [`DEVICE_CUDA_HOST`] (pinned host memory) or
-        /// [`DEVICE_CUDA`] for cblob's exports.
-        pub fn device(&self) -> DLDevice {
-            self.tensor().device
-        }
-
-        /// The element type as DLPack codes it.
-        pub fn dtype(&self) -> DLDataType {
-            self.tensor().dtype
-        }
-
         /// The cblob dtype of the elements, if cblob has one.
         pub fn element_type(&self) -> Option<DType> {
             self.dtype().dtype()
-        }
-
-        /// The number of axes (`ndim`).
-        pub fn ndim(&self) -> i32 {
-            self.tensor().ndim
         }
 
         /// The dimensions.
@@ -534,111 +385,6 @@ impl<T> fmt::Display for ImportError<T> {
 impl<T> std::error::Error for ImportError<T> {}
 
 impl Blob {
-    /// Exports data or diff as a DLPack tensor viewing it, without copying (the header's
-    /// `cblob_blob_to_dlpack`). [`Memory::Host`] gives `kDLCPU` (`kDLCUDAHost` for pinned
-    /// memory), [`Memory::Device`] `kDLCUDA` (needs a GPU: without one, the no-GPU status). The
-    /// export moves the head as [`Blob::data`] (`read_only`, which also sets the tensor's
-    /// read-only flag) or [`Blob::data_mut`] would, so the copy it views is current now; like a
-    /// pointer from [`Blob::gpu_ptr`], it stays the same memory afterwards, whatever the head.
-    ///
-    /// The tensor holds the memory until its deleter runs: the blob may be dropped, reshaped
-    /// past its capacity or made to share other memory meanwhile. Giving the blob another
-    /// buffer ([`Blob::set_cpu_data`] on exported host data) is [`Status::State`] until then. A
-    /// writable export is [`Status::State`] while a view of this memory is alive (a read-only
-    /// one while a mutable view is).
-    pub fn to_dlpack(&self, part: Part, memory: Memory, read_only: bool) -> Result<DlpackTensor> {
-        let access = if read_only { Access::Read } else { Access::Write };
-        let mut out = std::ptr::null_mut();
-        with_access(&[(self.memory(part), access)], || {
-            // SAFETY: a live handle used by this thread alone; a valid out-pointer.
-            check(unsafe { sys::cblob_blob_to_dlpack(self.as_ptr(), part.raw(), memory.raw(), i32::from(read_only), &mut out) })
-        })?;
-        // SAFETY: the call succeeded, so out is a new tensor this wrapper now owns.
-        let mut tensor = unsafe { DlpackTensor::from_raw(out)? };
-        tensor.memory = Some(Arc::clone(self.memory(part)));
-        Ok(tensor)
-    }
-
-    /// Exports data or diff as a legacy `DLManagedTensor` (for consumers that only take that):
-    /// writable, with the head moved as for a write; otherwise as [`Blob::to_dlpack`].
-    pub fn to_dlpack_legacy(&self, part: Part, memory: Memory) -> Result<LegacyDlpackTensor> {
-        let mut out = std::ptr::null_mut();
-        with_access(&[(self.memory(part), Access::Write)], || {
-            // SAFETY: as in to_dlpack.
-            check(unsafe { sys::cblob_blob_to_dlpack_legacy(self.as_ptr(), part.raw(), memory.raw(), &mut out) })
-        })?;
-        // SAFETY: as in to_dlpack.
-        let mut tensor = unsafe { LegacyDlpackTensor::from_raw(out)? };
-        tensor.memory = Some(Arc::clone(self.memory(part)));
-        Ok(tensor)
-    }
-
-    /// A blob whose data is the tensor's memory, without copying (the header's
-    /// `cblob_blob_from_dlpack`): C-contiguous float32, float64, int32 or uint32 on `kDLCPU`,
-    /// `kDLCUDAHost` or `kDLCUDA` (the context's device); the diff is new memory. On success
-    /// cblob owns the tensor and runs its deleter once nothing uses the memory any more. On
-    /// failure the [`ImportError`] gives the error ([`Status::DType`] for another element type,
-    /// [`Status::InvalidArgument`] for a read-only tensor, another device or major version,
-    /// [`Status::Shape`] for strides that are not row-major, ...) and the tensor back, its
-    /// deleter not run.
-    ///
-    /// A tensor exported from a Rust [`Blob`] keeps that blob's view tracking: the new blob
-    /// counts as one that shares its memory.
-    pub fn from_dlpack(context: &Context, mut tensor: DlpackTensor) -> std::result::Result<Blob, ImportError<DlpackTensor>> {
-        // SAFETY: the tensor is valid (DlpackTensor's invariant); on success cblob owns it.
-        let result = Blob::created(|out| unsafe { sys::cblob_blob_from_dlpack(context.as_ptr(), tensor.as_ptr(), out) });
-        match result {
-            Ok(blob) => Ok(blob.joining(tensor.memory.take(), tensor.into_raw())),
-            Err(error) => Err(ImportError { error, tensor }),
-        }
-    }
-
-    /// [`Blob::from_dlpack`] for a legacy `DLManagedTensor`.
-    pub fn from_dlpack_legacy(context: &Context, mut tensor: LegacyDlpackTensor) -> std::result::Result<Blob, ImportError<LegacyDlpackTensor>> {
-        // SAFETY: as in from_dlpack.
-        let result = Blob::created(|out| unsafe { sys::cblob_blob_from_dlpack_legacy(context.as_ptr(), tensor.as_ptr(), out) });
-        match result {
-            Ok(blob) => Ok(blob.joining(tensor.memory.take(), tensor.into_raw())),
-            Err(error) => Err(ImportError { error, tensor }),
-        }
-    }
-
-    /// [`Blob::from_dlpack`] with the stream the tensor is ready on (the one a DLPack consumer
-    /// passes to the producer's `__dlpack__(stream=...)`): for a CUDA tensor the context's
-    /// stream waits for the work queued on `stream` so far, so cblob reads what the producer
-    /// wrote. `stream` is a CUstream or cudaStream_t of the tensor's device; null (or
-    /// CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
-    /// (DLPack's 2) the calling thread's, and the context's own stream ([`Context::stream`])
-    /// adds no wait. A stream of another device or CUDA context is [`Status::InvalidArgument`]
-    /// and the tensor comes back. For a host tensor the stream is not used (it must be ready
-    /// when handed over).
-    ///
-    /// # Safety
-    ///
-    /// For a CUDA tensor, `stream` must be null, 1, 2, or a live stream: the driver is handed it.
-    pub unsafe fn from_dlpack_on_stream(context: &Context, mut tensor: DlpackTensor, stream: *mut c_void) -> std::result::Result<Blob, ImportError<DlpackTensor>> {
-        // SAFETY: as in from_dlpack; the stream is the caller's promise.
-        let result = Blob::created(|out| unsafe { sys::cblob_blob_from_dlpack_on_stream(context.as_ptr(), tensor.as_ptr(), stream, out) });
-        match result {
-            Ok(blob) => Ok(blob.joining(tensor.memory.take(), tensor.into_raw())),
-            Err(error) => Err(ImportError { error, tensor }),
-        }
-    }
-
-    /// [`Blob::from_dlpack_on_stream`] for a legacy `DLManagedTensor`.
-    ///
-    /// # Safety
-    ///
-    /// As for [`Blob::from_dlpack_on_stream`].
-    pub unsafe fn from_dlpack_legacy_on_stream(context: &Context, mut tensor: LegacyDlpackTensor, stream: *mut c_void) -> std::result::Result<Blob, ImportError<LegacyDlpackTensor>> {
-        // SAFETY: as in from_dlpack; the stream is the caller's promise.
-        let result = Blob::created(|out| unsafe { sys::cblob_blob_from_dlpack_legacy_on_stream(context.as_ptr(), tensor.as_ptr(), stream, out) });
-        match result {
-            Ok(blob) => Ok(blob.joining(tensor.memory.take(), tensor.into_raw())),
-            Err(error) => Err(ImportError { error, tensor }),
-        }
-    }
-
     /// A blob just made over an imported tensor, which cblob owns now (`_handed_over`: the
     /// pointer the wrapper gave up): its data joins the view tracking of the blob the tensor
     /// was exported from, if any.

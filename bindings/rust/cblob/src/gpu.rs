@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the Versions record, the no-GPU statuses
-// and set_gpu_data (a device buffer with a release closure).
+// Hand-written (not generated from codegen/bindings/): set_gpu_data (a device buffer with a
+// release closure) and the module's documentation. Error::is_no_gpu (types.rs), the Versions
+// record (records_generated.rs) and the one-call functions (generated.rs) are generated.
 //! The GPU backend (CUDA): what the machine has, and the kernel cache.
 //!
 //! The library loads and works without a GPU; the calls that need one then fail with the status
-//! that says why ([`Status::NoDriver`], [`Status::StubDriver`], [`Status::NoDevice`],
-//! [`Status::DriverTooOld`], [`Status::NvrtcMissing`], [`Status::CublasMissing`]), which
-//! [`Error::is_no_gpu`] recognises. Device work of a blob runs on its context's device and
+//! that says why ([`Status::NoDriver`](crate::Status::NoDriver),
+//! [`Status::StubDriver`](crate::Status::StubDriver),
+//! [`Status::NoDevice`](crate::Status::NoDevice), [`Status::DriverTooOld`](crate::Status::DriverTooOld),
+//! [`Status::NvrtcMissing`](crate::Status::NvrtcMissing),
+//! [`Status::CublasMissing`](crate::Status::CublasMissing)),
+//! which [`Error::is_no_gpu`](crate::Error::is_no_gpu) recognises. Device work of a blob runs on its context's device and
 //! stream: see [`Context::set_device`](crate::Context::set_device) and [`Blob::gpu_ptr`](crate::Blob::gpu_ptr).
 //!
 //! ```
@@ -21,43 +25,12 @@ use std::ffi::c_void;
 use std::ptr;
 use std::sync::Arc;
 
-use crate::error::{check, Error, Result};
+use crate::error::Result;
 use crate::memory::{with_access, Access};
-use crate::{sys, Blob, Status};
+use crate::{sys, Blob};
 
 pub use crate::generated::gpu::*;
-
-/// The versions of the GPU libraries found, encoded as CUDA does (`major * 1000 + minor * 10`:
-/// 13000 is 13.0), 0 for one that could not be loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Versions {
-    /// The CUDA version the driver supports.
-    pub driver: i32,
-    /// NVRTC's version.
-    pub nvrtc: i32,
-    /// cuBLAS's version.
-    pub cublas: i32,
-}
-
-/// The versions found; never fails for want of a GPU.
-pub fn versions() -> Result<Versions> {
-    let mut v = Versions { driver: 0, nvrtc: 0, cublas: 0 };
-    // SAFETY: valid out-pointers.
-    check(unsafe { sys::cblob_gpu_versions(&mut v.driver, &mut v.nvrtc, &mut v.cublas) })?;
-    Ok(v)
-}
-
-impl Error {
-    /// Whether this is one of the statuses that say the GPU stack cannot be used on this
-    /// machine (no driver, a stub driver, no device, an old driver, no NVRTC, no cuBLAS).
-    pub fn is_no_gpu(&self) -> bool {
-        matches!(
-            self.status(),
-            Status::NoDriver | Status::StubDriver | Status::NoDevice | Status::DriverTooOld | Status::NvrtcMissing | Status::CublasMissing
-        )
-    }
-}
-
+pub use crate::records::gpu::*;
 
 impl Blob {
     /// Makes a caller's device buffer the blob's device data (Caffe's `set_gpu_data`): the

@@ -96,6 +96,8 @@ mod neoml;
 mod net;
 mod progress;
 pub mod proto;
+#[path = "records_generated.rs"]
+mod records;
 mod types;
 mod window;
 
@@ -103,7 +105,8 @@ pub use blob::{Blob, View, ViewMut};
 pub use comm::{finalize_mpi, mpi_library_path, Comm, Request};
 pub use mapping::{Mapping, MappingMut};
 pub use model::{Layer, Model};
-pub use net::{Net, ParamSpec, Rule};
+pub use net::Net;
+pub use records::{ParamSpec, Rule};
 pub use window::Window;
 /// The raw C declarations this crate is built on.
 pub use cblob_sys as sys;

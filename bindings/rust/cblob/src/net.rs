@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the Net type and the reads of several
-// calls into one Rust value (rules with their stages, param specs, a typed vector of a blob's
-// values).
+// Hand-written (not generated from codegen/bindings/): the Net type, and read_blob, generic over
+// the element type it checks against the blob's. A layer's rules and param specs are generated
+// records (records_generated.rs), its other methods one call each (generated.rs).
 //! Nets kept as their bytes: a `.caffemodel` opened whole, with its structure, saved byte for
 //! byte, exported to safetensors or NumPy `.npz`, and changed by net surgery. The type and the
-//! methods that read more than one call's worth (a layer's rules with their stages, its param
-//! specs, a blob's values as a typed vector) are here; the methods that are one library call each
-//! are generated (generated.rs).
-use std::ptr::{self, NonNull};
+//! blob values read as a typed vector are here; the methods that are one library call each are
+//! generated (generated.rs), and so are the rules and param specs (records_generated.rs).
+use std::ptr::NonNull;
 
-use crate::error::{check, text, Error, Result};
-use crate::{sys, Part, Phase, RuleKind, Status};
+use crate::error::{check, Error, Result};
+use crate::{sys, Part, Status};
 
 /// A Caffe net as the library keeps it: every field of the file it came from (bottoms, tops,
 /// phases, rules, layer parameters, fields of Caffe forks), saved byte for byte but for the blob
@@ -40,86 +39,9 @@ pub struct Net {
 // getters and the exports, which the library guards.
 unsafe impl Send for Net {}
 
-/// One include or exclude rule of a layer (Caffe's NetStateRule).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rule {
-    /// The phase the rule asks for ([`Phase::None`] when it asks none).
-    pub phase: Phase,
-    /// The lowest level the net may have (`i32::MIN` when unset).
-    pub min_level: i32,
-    /// The highest level the net may have (`i32::MAX` when unset).
-    pub max_level: i32,
-    /// Stages the net must have.
-    pub stages: Vec<String>,
-    /// Stages the net must not have.
-    pub not_stages: Vec<String>,
-}
-
-/// One param spec of a layer (ParamSpec; V1's param, blobs_lr and weight_decay).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParamSpec {
-    /// The name layers share the blob by.
-    pub name: Option<String>,
-    /// The multiplier on the learning rate (1 when unset).
-    pub lr_mult: f32,
-    /// The multiplier on the weight decay (1 when unset).
-    pub decay_mult: f32,
-}
-
 impl Net {
-
     fn ptr(&self) -> *mut sys::cblob_model {
         self.raw.as_ptr()
-    }
-
-    fn count(&self, call: impl FnOnce(*mut i64) -> sys::cblob_status) -> Result<i64> {
-        let mut count = 0i64;
-        check(call(&mut count))?;
-        Ok(count)
-    }
-
-    fn text_at(&self, call: impl FnOnce(*mut *const sys::c_char) -> sys::cblob_status) -> Result<Option<String>> {
-        let mut value = ptr::null();
-        check(call(&mut value))?;
-        // SAFETY: NULL or a NUL-terminated string the model owns; copied at once.
-        Ok((!value.is_null()).then(|| unsafe { text(value) }))
-    }
-
-    /// A layer's include or exclude rules.
-    pub fn rules(&self, layer: usize, kind: RuleKind) -> Result<Vec<Rule>> {
-        let (l, k) = (layer as i64, kind.raw());
-        // SAFETY (all calls): a live model, valid out-pointers; the library checks the indices.
-        let n = self.count(|out| unsafe { sys::cblob_model_layer_num_rules(self.ptr(), l, k, out) })?;
-        (0..n)
-            .map(|i| {
-                let (mut phase, mut low, mut high, mut stages, mut not_stages) = (0, 0, 0, 0i64, 0i64);
-                check(unsafe { sys::cblob_model_layer_rule(self.ptr(), l, k, i, &mut phase, &mut low, &mut high, &mut stages, &mut not_stages) })?;
-                let names = |not: i32, count: i64| -> Result<Vec<String>> {
-                    (0..count).map(|j| Ok(self.text_at(|out| unsafe { sys::cblob_model_layer_rule_stage(self.ptr(), l, k, i, not, j, out) })?.unwrap_or_default())).collect()
-                };
-                Ok(Rule {
-                    phase: Phase::from_raw(phase).unwrap_or(Phase::None),
-                    min_level: low,
-                    max_level: high,
-                    stages: names(0, stages)?,
-                    not_stages: names(1, not_stages)?,
-                })
-            })
-            .collect()
-    }
-
-    /// A layer's param specs.
-    pub fn param_specs(&self, layer: usize) -> Result<Vec<ParamSpec>> {
-        let l = layer as i64;
-        // SAFETY (all calls): a live model, valid out-pointers; the library checks the indices.
-        let n = self.count(|out| unsafe { sys::cblob_model_layer_num_param_specs(self.ptr(), l, out) })?;
-        (0..n)
-            .map(|i| {
-                let (mut lr, mut decay) = (0f32, 0f32);
-                let name = self.text_at(|out| unsafe { sys::cblob_model_layer_param_spec(self.ptr(), l, i, out, &mut lr, &mut decay) })?;
-                Ok(ParamSpec { name, lr_mult: lr, decay_mult: decay })
-            })
-            .collect()
     }
 
     /// A copy of a blob's data or diff, without making its handle; `T` must be its dtype's

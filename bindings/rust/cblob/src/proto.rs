@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+// Hand-written (not generated from codegen/bindings/): the `proto` module's documentation; its
+// functions are generated (generated.rs).
 //! Caffe's BlobProto and BlobProtoVector (`.binaryproto` files), and telling the kinds of Caffe
 //! message apart. A blob's own proto methods are on [`Blob`](crate::Blob); models are [`crate::Model`]. Every
 //! function here is one library call, generated (generated.rs); this file keeps their module and

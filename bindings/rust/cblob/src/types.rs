@@ -1113,6 +1113,17 @@ impl ReduceOp {
     }
 }
 
+impl crate::Error {
+    /// Whether this is one of the statuses that say the GPU stack cannot be used on this machine
+    /// (no driver, a stub driver, no device, an old driver, no NVRTC, no cuBLAS).
+    pub fn is_no_gpu(&self) -> bool {
+        matches!(
+            self.status(),
+            Status::NoDriver | Status::StubDriver | Status::NoDevice | Status::DriverTooOld | Status::NvrtcMissing | Status::CublasMissing
+        )
+    }
+}
+
 mod sealed {
     pub trait Sealed {}
 }
