@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include "alloc.h"
+#include "crc32.h"
 #include "status.h"
 #include "utf8.h"
 
@@ -289,59 +290,22 @@ static cblob_status inflate_into(cb_zip_member *member, uint8_t *out, size_t siz
     return CBLOB_OK;
 }
 
-uint32_t cb_zip_crc32(uint32_t crc, const void *bytes, size_t size)
-{
-    for (size_t done = 0; done < size;) { /* zlib takes an unsigned int of bytes at a time */
-        const size_t step = size - done < ((size_t)1 << 30) ? size - done : ((size_t)1 << 30);
-        crc = (uint32_t)crc32(crc, (const Bytef *)bytes + done, (uInt)step);
-        done += step;
-    }
-    return crc;
-}
-
-/* a * b modulo CRC-32's polynomial, in its reflected form (bit 31 is x^0); a is not 0. zlib's
- * multmodp: its crc32_combine is not used, as it would tie the library to zlib 1.2.2's symbol
- * version (a wheel takes zlib from the system only unversioned, bindings/python/tests/check_wheel.py). */
-static uint32_t multiply_mod_crc(uint32_t a, uint32_t b)
-{
-    uint32_t m = (uint32_t)1 << 31, p = 0;
-    for (;;) {
-        if (a & m) {
-            p ^= b;
-            if ((a & (m - 1)) == 0)
-                break;
-        }
-        m >>= 1;
-        b = b & 1 ? (b >> 1) ^ 0xedb88320u : b >> 1;
-    }
-    return p;
-}
-
 uint32_t cb_zip_rest_crc(const cb_zip_member *member)
 {
-    /* CRC-32 is linear: crc(A B) = crc(A) * x^(8 |B|) + crc(B) modulo the polynomial. */
-    uint64_t rest = member->entry->size - member->produced;
-    uint32_t power = (uint32_t)1 << 30; /* x^1, squared to x^8: one byte */
-    for (int i = 0; i < 3; ++i)
-        power = multiply_mod_crc(power, power);
-    uint32_t shift = (uint32_t)1 << 31; /* x^0 */
-    for (; rest > 0; rest >>= 1) {
-        if (rest & 1)
-            shift = multiply_mod_crc(power, shift);
-        power = multiply_mod_crc(power, power);
-    }
-    return member->entry->crc ^ multiply_mod_crc(shift, member->crc);
+    /* crc(read rest) = crc(read) * x^(8 |rest|) + crc(rest): the sum is its own inverse. */
+    return cb_crc32_combine(member->crc, member->entry->crc, member->entry->size - member->produced);
 }
 
 cblob_status cb_zip_member_read(cb_zip_member *member, void *out, size_t size)
 {
     if (size > member->entry->size - member->produced)
         return malformed("a member holds fewer bytes than asked for");
-    if (member->inflater != NULL)
+    if (member->inflater != NULL) {
         CB_TRY(inflate_into(member, out, size));
-    else
-        CB_TRY(cb_source_copy(member->source, (size_t)(member->data + member->produced), size, out));
-    member->crc = cb_zip_crc32(member->crc, out, size);
+        member->crc = cb_crc32(member->crc, out, size);
+    } else {
+        CB_TRY(cb_source_copy_crc(member->source, (size_t)(member->data + member->produced), size, out, &member->crc));
+    }
     member->produced += size;
     return CBLOB_OK;
 }

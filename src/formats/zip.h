@@ -74,8 +74,6 @@ cblob_status cb_zip_member_read(cb_zip_member *member, void *out, size_t size);
 /* The CRC-32 the bytes of a stored member not read yet must have for the member's to match the
  * archive's (a member whose values are read later, straight from the file). */
 uint32_t cb_zip_rest_crc(const cb_zip_member *member);
-/* zlib's crc32 over any number of bytes. */
-uint32_t cb_zip_crc32(uint32_t crc, const void *bytes, size_t size);
 /* Checks that nothing is left and that the CRC-32 matches; frees the member. */
 cblob_status cb_zip_member_finish(cb_zip_member *member);
 void cb_zip_member_close(cb_zip_member *member);

@@ -522,6 +522,31 @@ TEST(a_lazy_open_leaves_half_float_tensors_in_the_file_and_widens_them_on_access
         CHECK_MSG(right, "%s values", dtypes[d]);
         cblob_blob_destroy(blob);
         cblob_file_destroy(file);
+        /* The eager open widens them in place too (read into the array's upper half), from a file
+         * and from bytes in memory, at every count's parity. */
+        for (int64_t count = 1; count <= 3; ++count) {
+            const int64_t n = count == 3 ? COUNT + 1 : count;
+            CHECK(write_half_safetensors(path, dtypes[d], n));
+            size_t size = 0;
+            uint8_t *bytes = ft_read_file(path, &size);
+            CHECK(bytes != NULL);
+            for (int from_memory = 0; from_memory < 2; ++from_memory) {
+                cblob_model *model = NULL;
+                if (from_memory)
+                    CHECK_OK(cblob_model_open_safetensors(ctx, bytes, size, &model));
+                else
+                    CHECK_OK(cblob_model_open_safetensors_file(ctx, path, &model));
+                CHECK_OK(cblob_model_layer_blob(model, 0, 0, &blob));
+                CHECK_OK(cblob_blob_cpu_ptr(blob, CBLOB_PART_DATA, (const void **)&values));
+                for (int64_t i = 0; i < n && right; ++i)
+                    right = values[i] == (float)(i % 256);
+                CHECK_MSG(right, "%s values of %lld, eager, from %s", dtypes[d], (long long)n,
+                          from_memory ? "memory" : "the file");
+                cblob_blob_destroy(blob);
+                cblob_model_destroy(model);
+            }
+            free(bytes);
+        }
     }
     cblob_context_destroy(ctx);
     ft_remove_folder(folder);
