@@ -791,7 +791,7 @@ static cblob_status place_tensors(header_reader *r, cb_tensor_set *set, bool dif
                                        : e.dtype.source == 17 ? CB_BLOB_FILE_BFLOAT16
                                                               : 0;
             CB_TRY(cb_tensor_set_defer(set, i, e.dtype.dtype, e.num_axes, e.dims, r->data_start + e.begin, file_flags,
-                                       0));
+                                       0, 0, 0));
             continue;
         }
         void *to = NULL;

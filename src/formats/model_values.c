@@ -94,7 +94,11 @@ static cblob_status read_tensor(const cblob_model *model, const cb_model_blob *b
     uint8_t *in = to + (size - file_bytes);
     const bool checked = blob->flags & CB_BLOB_FILE_CRC;
     uint32_t crc = 0;
-    CB_TRY(cb_source_read_values(model->file, blob->file_offset, in, file_bytes, checked ? &crc : NULL));
+    if (blob->flags & CB_BLOB_FILE_DEFLATED)
+        CB_TRY(cb_zip_inflate_from_file(model->file, blob->file_offset, (uint64_t)blob->dims[blob->num_axes],
+                                        (uint64_t)blob->dims[blob->num_axes + 1], in, file_bytes, &crc));
+    else
+        CB_TRY(cb_source_read_values(model->file, blob->file_offset, in, file_bytes, checked ? &crc : NULL));
     if (checked) {
         if (crc != blob->values_crc)
             return cb_fail(CBLOB_ERR_PARSE, "malformed npz: a member's values have CRC-32 0x%08" PRIx32 " where the "
@@ -121,7 +125,8 @@ cblob_status cb_model_load_values(const cblob_model *model, cb_model_blob *blob)
         }
         blob->data = data;
         blob->flags = (uint8_t)((blob->flags & ~(CB_BLOB_UNREAD | CB_BLOB_FILE_HALF | CB_BLOB_FILE_BFLOAT16 |
-                                                 CB_BLOB_FILE_CRC)) | CB_BLOB_DATA_HOST);
+                                                 CB_BLOB_FILE_CRC | CB_BLOB_FILE_DEFLATED)) |
+                                CB_BLOB_DATA_HOST);
         return CBLOB_OK;
     }
     const size_t sizes[2] = {cb_model_blob_part_bytes(blob, CBLOB_PART_DATA),
