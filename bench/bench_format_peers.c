@@ -3,7 +3,7 @@
  * package and NumPy's npz), cold and warm, measured in one run.
  *
  *   bench_format_peers [--size-mib N] [--gap SECONDS] [--rounds N] [--warm N] [--folder DIR]
- *                      [--python PATH] [--only SECTION]
+ *                      [--python PATH] [--only SECTION] [--before BENCH_FORMAT_PEERS]
  *
  * A model of 16 layers, each a float32 tensor of SIZE/16 (default 1024 MiB in all) and a bias of
  * 256 values, is written by cblob to DIR (default $TMPDIR or /tmp) as safetensors and as npz;
@@ -25,7 +25,10 @@
  * `scripts/python-env.sh build/python-env --with-bench`); the packages' times are taken around
  * their calls inside Python, cblob's around the C calls. Ratios are the package's time over
  * cblob's: 1.00 or more is cblob as fast or faster. --only runs one section: st-read, st-one,
- * npz-read, st-write or npz-write. */
+ * npz-read, st-write or npz-write. --before adds, to the whole-file reads and the npz write, the
+ * same cblob child run by another build's bench_format_peers (the library before a change: say
+ * /work/main/build/release/bench/bench_format_peers), so that before and after are measured side
+ * by side in one run. */
 #define _DEFAULT_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
@@ -243,7 +246,7 @@ int main(int argc, char **argv)
     double gap = 3;
     const char *folder = getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] != '\0' ? getenv("TMPDIR") : "/tmp";
     const char *python = CBLOB_SOURCE_DIR "/build/python-env/bench/bin/python";
-    const char *only = NULL;
+    const char *only = NULL, *before = NULL;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--size-mib") == 0 && i + 1 < argc)
             mib = atoi(argv[++i]);
@@ -259,9 +262,12 @@ int main(int argc, char **argv)
             python = argv[++i];
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
             only = argv[++i];
+        else if (strcmp(argv[i], "--before") == 0 && i + 1 < argc)
+            before = argv[++i];
         else {
             fprintf(stderr, "usage: bench_format_peers [--size-mib N] [--gap SECONDS] [--rounds N] [--warm N] "
-                            "[--folder DIR] [--python PATH] [--only st-read|st-one|npz-read|st-write|npz-write]\n");
+                            "[--folder DIR] [--python PATH] [--only st-read|st-one|npz-read|st-write|npz-write] "
+                            "[--before OTHER_BENCH_FORMAT_PEERS]\n");
             return 2;
         }
     }
@@ -271,6 +277,11 @@ int main(int argc, char **argv)
         return 2;
     }
     const bool have_python = access(python, X_OK) == 0;
+    if (before != NULL && access(before, X_OK) != 0) {
+        fprintf(stderr, "bench_format_peers: --before %s is not a program\n", before);
+        return 2;
+    }
+    const int with_before = before != NULL ? 1 : 0;
     char self[4096], st_path[4096], npz_path[4096], st_out[4200], npz_out[4200], mib_text[32], warm_text[16];
     const ssize_t self_length = readlink("/proc/self/exe", self, sizeof self - 1);
     if (self_length <= 0)
@@ -303,15 +314,19 @@ int main(int argc, char **argv)
     const char *const st_read_c[] = {self, "--child", "st-read", st_path, warm_text, NULL};
     const char *const st_read_py[] = {python, script, "st-read", st_path, warm_text, NULL};
     const char *const plain_read[] = {self, "--child", "read", st_path, warm_text, NULL};
+    const char *const st_read_before[] = {before, "--child", "st-read", st_path, warm_text, NULL};
     bench_child st_read[] = {
         {.label = "safetensors.numpy.load_file", .argv = st_read_py},
         {.label = "cblob_model_open_safetensors_file", .argv = st_read_c},
         {.label = "read(2) of the file into fresh memory", .argv = plain_read},
+        {.label = "cblob_model_open_safetensors_file, before", .argv = st_read_before},
     };
     if (have_python && runs(only, "st-read"))
-        bench_children("read a whole safetensors file (ratio against the package)", st_read, 3, rounds, gap, bytes, 0);
+        bench_children("read a whole safetensors file (ratio against the package)", st_read, 3 + with_before, rounds,
+                       gap, bytes, 0);
     else if (runs(only, "st-read"))
-        bench_children("read a whole safetensors file (ratio against read(2))", st_read + 1, 2, rounds, gap, bytes, 1);
+        bench_children("read a whole safetensors file (ratio against read(2))", st_read + 1, 2 + with_before, rounds,
+                       gap, bytes, 1);
 
     const char *const st_one_c[] = {self, "--child", "st-one", st_path, warm_text, NULL};
     const char *const st_one_lazy[] = {self, "--child", "st-one-lazy", st_path, warm_text, NULL};
@@ -327,12 +342,14 @@ int main(int argc, char **argv)
 
     const char *const npz_read_c[] = {self, "--child", "npz-read", npz_path, warm_text, NULL};
     const char *const npz_read_py[] = {python, script, "npz-read", npz_path, warm_text, NULL};
+    const char *const npz_read_before[] = {before, "--child", "npz-read", npz_path, warm_text, NULL};
     bench_child npz_read[] = {
         {.label = "numpy.load, every member read", .argv = npz_read_py},
         {.label = "cblob_model_open_npz_file", .argv = npz_read_c},
+        {.label = "cblob_model_open_npz_file, before", .argv = npz_read_before},
     };
     if (have_python && runs(only, "npz-read"))
-        bench_children("read a whole npz file (ratio against NumPy)", npz_read, 2, rounds, gap, bytes, 0);
+        bench_children("read a whole npz file (ratio against NumPy)", npz_read, 2 + with_before, rounds, gap, bytes, 0);
 
     const char *const st_write_c[] = {self, "--child", "st-write", st_path, warm_text, st_out, NULL};
     const char *const st_write_py[] = {python, script, "st-write", st_path, warm_text, st_out, NULL};
@@ -345,12 +362,14 @@ int main(int argc, char **argv)
 
     const char *const npz_write_c[] = {self, "--child", "npz-write", st_path, warm_text, npz_out, NULL};
     const char *const npz_write_py[] = {python, script, "npz-write", npz_path, warm_text, npz_out, NULL};
+    const char *const npz_write_before[] = {before, "--child", "npz-write", st_path, warm_text, npz_out, NULL};
     bench_child npz_write[] = {
         {.label = "numpy.savez", .argv = npz_write_py},
         {.label = "cblob_model_to_npz_file (fsync)", .argv = npz_write_c},
+        {.label = "cblob_model_to_npz_file (fsync), before", .argv = npz_write_before},
     };
     if (have_python && runs(only, "npz-write"))
-        bench_children("write an npz file (ratio against NumPy)", npz_write, 2, rounds, gap, bytes, 0);
+        bench_children("write an npz file (ratio against NumPy)", npz_write, 2 + with_before, rounds, gap, bytes, 0);
     unlink(st_path);
     unlink(npz_path);
     return 0;

@@ -20,9 +20,12 @@
    package's time; and the whole
    file (dict(cblob.load(path)) against safetensors.numpy.load_file), target at least 1.0x.
 
-Figures are medians over the rounds, with min-max.
+Figures are medians over the rounds, with min-max. --before LIBRARY adds, to sections 2 and 4,
+cblob's contenders again with that libcblob.so.1 (CBLOB_LIBRARY: another build's, the library
+before a change), interleaved with the others, so that before and after are measured in one run.
 
 usage: bench_python.py --ffi LIBBENCH_FFI [--size-mib N] [--safetensors-mib N] [--rounds N] [--folder DIR]
+                       [--before LIBRARY]
 """
 import argparse
 import ctypes
@@ -188,7 +191,22 @@ def small_models(rounds, folder):
         report(race(contenders, rounds, {"PATH": str(path), "DESCRIPTORS": str(descriptors)}), "cblob", "protobuf upb", 1.0)
 
 
-def safetensors_file(size_mib, rounds, folder):
+def with_before(contenders, before):
+    """The contenders, and each cblob one again as "<name> (before)" with the library `before`."""
+    if before is None:
+        return contenders
+    added = {f"{name} (before)": (child, {**env, "CBLOB_LIBRARY": before})
+             for name, (child, env) in contenders.items() if name.startswith("cblob")}
+    return {**contenders, **added}
+
+
+def report_before(times, name):
+    """The contender against itself with the library before (with_before), no target."""
+    ratio = statistics.median(times[f"{name} (before)"]) / statistics.median(times[name])
+    print(f"   {name}: {ratio:.2f}x the speed it had with the library before (above 1: faster now)")
+
+
+def safetensors_file(size_mib, rounds, folder, before=None):
     import numpy as np
     import cblob
     path = Path(folder) / "bench.safetensors"
@@ -201,18 +219,24 @@ def safetensors_file(size_mib, rounds, folder):
     del model
     print(f"\n4. a {path.stat().st_size / 2**20:.0f} MiB safetensors file of {count} tensors (seconds)")
     print("   one tensor (t7.0)")
-    one = {"cblob": ("cblob_one", {}), "cblob lazy=True": ("cblob_one_lazy", {}),
-           "safetensors package": ("safetensors_one", {})}
+    one = with_before({"cblob": ("cblob_one", {}), "cblob lazy=True": ("cblob_one_lazy", {}),
+                       "safetensors package": ("safetensors_one", {})}, before)
     times = race(one, rounds, {"PATH": str(path), "NAME": "t7", "KEY": "t7.0"})
     report(times, "cblob", "safetensors package", 2, at_least=False)
     report(times, "cblob lazy=True", "safetensors package", 2, at_least=False, show_times=False)
+    if before is not None:
+        report_before(times, "cblob")
+        report_before(times, "cblob lazy=True")
     print("   the whole file")
-    whole = {"cblob": ("cblob", {}), "safetensors package": ("safetensors_all", {})}
-    report(race(whole, rounds, {"PATH": str(path)}), "cblob", "safetensors package", 1.0)
+    whole = with_before({"cblob": ("cblob", {}), "safetensors package": ("safetensors_all", {})}, before)
+    times = race(whole, rounds, {"PATH": str(path)})
+    report(times, "cblob", "safetensors package", 1.0)
+    if before is not None:
+        report_before(times, "cblob")
     path.unlink()
 
 
-def model_loading(size_mib, rounds, folder, pure_python=True):
+def model_loading(size_mib, rounds, folder, pure_python=True, before=None):
     from google.protobuf.internal import api_implementation
     path = Path(folder) / "bench.caffemodel"
     descriptors = Path(folder) / "caffe_blobs.pb"
@@ -224,6 +248,7 @@ def model_loading(size_mib, rounds, folder, pure_python=True):
                   "protobuf python": ("protobuf", {"PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"})}
     if not pure_python:  # minutes per round on a large model
         del contenders["protobuf python"]
+    contenders = with_before(contenders, before)
     times, totals = {name: [] for name in contenders}, set()
     for _ in range(rounds):
         for name, (child, env) in contenders.items():
@@ -238,11 +263,11 @@ def model_loading(size_mib, rounds, folder, pure_python=True):
     for name, values in times.items():
         print(f"   {name:16s} {statistics.median(values):8.4f}  ({min(values):.4f}-{max(values):.4f})")
     cblob_time = statistics.median(times["cblob"])
-    faster = min(statistics.median(values) for name, values in times.items() if name != "cblob")
+    faster = min(statistics.median(values) for name, values in times.items() if not name.startswith("cblob"))
     ratio = faster / cblob_time
     print(f"   cblob is {ratio:.1f}x faster than the faster protobuf backend; target >= 10x: "
           f"{'met' if ratio >= 10 else 'MISSED'}")
-    for name in [n for n in times if n != "cblob"]:
+    for name in [n for n in times if n != "cblob"]:  # (cblob / cblob (before): above 1, faster than before)
         print(f"   cblob / {name}: {statistics.median(times[name]) / cblob_time:.1f}x")
 
 
@@ -255,6 +280,7 @@ def main():
     parser.add_argument("--sections", default="1,2,3,4", help="which measurements (the doc's numbers)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--folder", default=os.environ.get("TMPDIR", "/tmp"))
+    parser.add_argument("--before", help="another libcblob.so.1 to run cblob's contenders with too (sections 2, 4)")
     args = parser.parse_args()
     import cblob
     print(f"cblob {cblob.version()} ({cblob.library_path()}), Python {sys.version.split()[0]}")
@@ -264,11 +290,11 @@ def main():
     folder = tempfile.mkdtemp(dir=args.folder, prefix="cblob-bench-python-")
     try:
         if "2" in sections:
-            model_loading(args.size_mib, args.rounds, folder, pure_python=not args.no_pure_python)
+            model_loading(args.size_mib, args.rounds, folder, pure_python=not args.no_pure_python, before=args.before)
         if "3" in sections:
             small_models(args.rounds, folder)
         if "4" in sections:
-            safetensors_file(args.safetensors_mib, args.rounds, folder)
+            safetensors_file(args.safetensors_mib, args.rounds, folder, before=args.before)
     finally:
         shutil.rmtree(folder)
 

@@ -554,9 +554,10 @@ cblob_status cb_tensor_set_layout(cb_tensor_set *set, cblob_context *context, co
     return status;
 }
 
-/* Data tensor i's blob takes its dtype and shape. */
+/* Data tensor i's blob takes its dtype and shape; `kept` values of dims are kept (num_axes, and
+ * more where the blob's flags say what follows them). */
 static cblob_status take_shape(cb_tensor_set *set, int64_t i, cblob_dtype dtype, int32_t num_axes, const int64_t *dims,
-                               cb_model_blob **out)
+                               int32_t kept, cb_model_blob **out)
 {
     const noted_tensor *t = &set->items[i];
     cb_model_blob *blob = &set->model->layers[t->group].blobs[t->index];
@@ -564,7 +565,7 @@ static cblob_status take_shape(cb_tensor_set *set, int64_t i, cblob_dtype dtype,
         return cb_fail(CBLOB_ERR_PARSE, "layer \"%.64s\" has blob %" PRId64 " twice", set->names[t->group], t->index);
     blob->dtype = (uint8_t)dtype;
     blob->num_axes = (uint8_t)num_axes;
-    CB_TRY(cb_model_keep_dims(set->model, dims, num_axes, &blob->dims));
+    CB_TRY(cb_model_keep_dims(set->model, dims, kept, &blob->dims));
     *out = blob;
     return CBLOB_OK;
 }
@@ -575,12 +576,20 @@ bool cb_tensor_set_is_diff(const cb_tensor_set *set, int64_t i)
 }
 
 cblob_status cb_tensor_set_defer(cb_tensor_set *set, int64_t i, cblob_dtype dtype, int32_t num_axes,
-                                 const int64_t *dims, uint64_t file_offset, uint8_t file_flags, uint32_t crc)
+                                 const int64_t *dims, uint64_t file_offset, uint8_t file_flags, uint32_t crc,
+                                 uint64_t compressed, uint64_t skip)
 {
     if (set->items[i].diff)
         return cb_fail(CBLOB_ERR_INTERNAL, "a diff left in the file");
+    if (compressed > INT64_MAX || skip > INT64_MAX || num_axes > CBLOB_MAX_AXES)
+        return cb_fail(CBLOB_ERR_INTERNAL, "a deflated member's sizes do not fit");
+    int64_t kept[CBLOB_MAX_AXES + 2];
+    if (num_axes > 0)
+        memcpy(kept, dims, (size_t)num_axes * sizeof *kept);
+    kept[num_axes] = (int64_t)compressed;
+    kept[num_axes + 1] = (int64_t)skip;
     cb_model_blob *blob = NULL;
-    CB_TRY(take_shape(set, i, dtype, num_axes, dims, &blob));
+    CB_TRY(take_shape(set, i, dtype, num_axes, kept, num_axes + (file_flags & CB_BLOB_FILE_DEFLATED ? 2 : 0), &blob));
     blob->file_offset = file_offset;
     blob->values_crc = crc;
     blob->flags |= (uint8_t)(CB_BLOB_UNREAD | file_flags);
@@ -595,7 +604,7 @@ cblob_status cb_tensor_set_place(cb_tensor_set *set, int64_t i, cblob_dtype dtyp
     cb_model_blob *blob = &model->layers[t->group].blobs[t->index];
     const char *layer = set->names[t->group];
     if (!t->diff) {
-        CB_TRY(take_shape(set, i, dtype, num_axes, dims, &blob));
+        CB_TRY(take_shape(set, i, dtype, num_axes, dims, num_axes, &blob));
         CB_TRY(cb_model_alloc_array(model, cb_model_blob_part_bytes(blob, CBLOB_PART_DATA), CB_BLOB_DATA_HOST,
                                     &blob->data, &blob->flags));
         *out = blob->data;

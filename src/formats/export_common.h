@@ -105,9 +105,11 @@ cblob_status cb_tensor_set_place(cb_tensor_set *set, int64_t i, cblob_dtype dtyp
 bool cb_tensor_set_is_diff(const cb_tensor_set *set, int64_t i);
 /* Data tensor i (not a diff), of dtype and shape, stays in the file the model will keep (a lazy
  * open): its blob is UNREAD, its values at file_offset as file_flags say (model.h's
- * CB_BLOB_FILE_*; crc: their CRC-32 with CB_BLOB_FILE_CRC). */
+ * CB_BLOB_FILE_*; crc: their CRC-32 with CB_BLOB_FILE_CRC; compressed and skip: the deflated
+ * member's sizes with CB_BLOB_FILE_DEFLATED, else 0). */
 cblob_status cb_tensor_set_defer(cb_tensor_set *set, int64_t i, cblob_dtype dtype, int32_t num_axes,
-                                 const int64_t *dims, uint64_t file_offset, uint8_t file_flags, uint32_t crc);
+                                 const int64_t *dims, uint64_t file_offset, uint8_t file_flags, uint32_t crc,
+                                 uint64_t compressed, uint64_t skip);
 /* Every blob has values or is UNREAD: the model is the caller's. */
 cblob_status cb_tensor_set_finish(cb_tensor_set *set, cblob_model **out);
 void cb_tensor_set_free(cb_tensor_set *set);
@@ -115,8 +117,8 @@ void cb_tensor_set_free(cb_tensor_set *set);
 /* The readers of the single-file exports (export_npz.c, export_safetensors.c), from a source;
  * npz's .npy members convert to dtype (0: their own). name names the input in refusals. */
 /* lazy: a tensor of more than CB_LAZY_VALUES_MIN bytes that a file source holds as the blob's
- * values are (safetensors: as is, F16 or BF16; npz: a stored member of the blob's dtype) stays in
- * the file, its blob UNREAD; diffs are read at open. The caller gives the model the file
+ * values are (safetensors: as is, F16 or BF16; npz: a member of the blob's dtype, stored or
+ * deflated) stays in the file, its blob UNREAD; diffs are read at open. The caller gives the model the file
  * (cb_model_keep_file). */
 cblob_status cb_model_open_npz_source(cblob_context *context, cb_source *source, const char *name, cblob_dtype dtype,
                                       bool lazy, cblob_model **out);

@@ -258,13 +258,14 @@ static cblob_status read_values(cb_zip_member *member, const char *what, const c
     return status;
 }
 
-/* Whether a member's values stay in the file (a lazy open): a data member stored (not deflated)
- * in a file, holding the blob's dtype as it is, of more than CB_LAZY_VALUES_MIN bytes. */
-static bool stays_in_file(const npz_reader *r, const cb_tensor_set *set, int64_t i, const cb_zip_member *member,
-                          const cb_npy_array *array, cblob_dtype target, const char *what)
+/* Whether a member's values stay in the file (a lazy open): a data member (stored, or deflated:
+ * inflated on first access) in a file, holding the blob's dtype as it is, of more than
+ * CB_LAZY_VALUES_MIN bytes. */
+static bool stays_in_file(const npz_reader *r, const cb_tensor_set *set, int64_t i, const cb_npy_array *array,
+                          cblob_dtype target, const char *what)
 {
     cblob_dtype own = 0;
-    return r->lazy && r->zip.source->file != NULL && member->inflater == NULL && !cb_tensor_set_is_diff(set, i) &&
+    return r->lazy && r->zip.source->file != NULL && !cb_tensor_set_is_diff(set, i) &&
            array->value_bytes > CB_LAZY_VALUES_MIN && cb_npy_blob_dtype(what, array, 0, &own) == CBLOB_OK &&
            own == target;
 }
@@ -282,10 +283,16 @@ static cblob_status place_member(npz_reader *r, cb_tensor_set *set, const cb_zip
     cblob_status status = read_header(&member, r->name, what, &array);
     if (status == CBLOB_OK)
         status = cb_npy_blob_dtype(what, &array, dtype, &target);
-    if (status == CBLOB_OK && stays_in_file(r, set, i, &member, &array, target, what)) {
-        /* Its CRC-32 is checked when its values are read. */
-        status = cb_tensor_set_defer(set, i, target, array.num_axes, array.dims, member.data + member.produced,
-                                     CB_BLOB_FILE_CRC, cb_zip_rest_crc(&member));
+    if (status == CBLOB_OK && stays_in_file(r, set, i, &array, target, what)) {
+        /* Its CRC-32 is checked when its values are read; a deflated member is inflated from its
+         * first compressed byte then, its .npy header (inflated now: member.produced bytes)
+         * dropped. */
+        const bool deflated = member.inflater != NULL;
+        status = cb_tensor_set_defer(set, i, target, array.num_axes, array.dims,
+                                     member.data + (deflated ? 0 : member.produced),
+                                     (uint8_t)(CB_BLOB_FILE_CRC | (deflated ? CB_BLOB_FILE_DEFLATED : 0)),
+                                     cb_zip_rest_crc(&member), deflated ? entry->compressed : 0,
+                                     deflated ? member.produced : 0);
         cb_zip_member_close(&member);
         return status;
     }

@@ -636,7 +636,13 @@ static cblob_status read_values(header_reader *r, const entry_facts *e, const cb
     const size_t from = (size_t)(r->data_start + e->begin);
     if (e->dtype.source == 0 && to_dtype == e->dtype.dtype)
         return cb_source_copy(r->source, from, (size_t)(e->end - e->begin), to);
-    /* Half floats (and a diff of another dtype than its data): converted in pieces. */
+    if (e->dtype.source != 0 && to_dtype == CBLOB_DTYPE_FLOAT32) {
+        /* Half floats into the array's upper half, widened there: one copy from the file. */
+        CB_TRY(cb_source_copy(r->source, from, (size_t)(e->end - e->begin), (uint8_t *)to + (size_t)shape.count * 2));
+        cb_widen_halves_in_place(to, shape.count, e->dtype.source == 17);
+        return CBLOB_OK;
+    }
+    /* A diff of another dtype than its data: converted in pieces. */
     enum { PIECE = 1 << 14 };
     uint8_t piece[PIECE * 8];
     float halves[PIECE];
@@ -785,7 +791,7 @@ static cblob_status place_tensors(header_reader *r, cb_tensor_set *set, bool dif
                                        : e.dtype.source == 17 ? CB_BLOB_FILE_BFLOAT16
                                                               : 0;
             CB_TRY(cb_tensor_set_defer(set, i, e.dtype.dtype, e.num_axes, e.dims, r->data_start + e.begin, file_flags,
-                                       0));
+                                       0, 0, 0));
             continue;
         }
         void *to = NULL;

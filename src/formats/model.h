@@ -74,6 +74,9 @@ enum {
     CB_BLOB_FILE_HALF = 16,     /* ... or of IEEE half floats (safetensors' F16) for a float32 blob */
     CB_BLOB_FILE_BFLOAT16 = 32, /* ... or of bfloat16 (BF16) for a float32 blob */
     CB_BLOB_FILE_CRC = 64,      /* the bytes read must have CRC-32 `values_crc` (an npz member's values) */
+    /* An npz member deflated: its compressed bytes lie at file_offset, dims[num_axes] of them, and
+     * inflate to dims[num_axes + 1] bytes (its .npy header, dropped) and then the values. */
+    CB_BLOB_FILE_DEFLATED = 128,
 };
 
 /* A lazily opened file's blobs of at most this many bytes of values are read at open, with its

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crc32.h"
 #include "half.h"
 #include "host_memory.h"
 #include "io.h"
@@ -63,40 +64,48 @@ static cblob_status read_values(const cblob_model *model, const cb_model_blob *b
         const size_t element = piece.is_double ? 8 : 4;
         const size_t bytes = (size_t)piece.count * element;
         CB_TRY(cb_source_read_values(model->file, offset, arrays[piece.part] + (size_t)filled[piece.part] * element,
-                                     bytes));
+                                     bytes, NULL));
         filled[piece.part] += piece.count;
         offset += bytes;
     }
     return CBLOB_OK;
 }
 
+void cb_widen_halves_in_place(uint8_t *to, int64_t count, bool bfloat)
+{
+    const uint8_t *in = to + (size_t)count * 2;
+    for (int64_t i = 0; i < count; ++i) {
+        uint16_t bits;
+        memcpy(&bits, in + (size_t)i * 2, 2);
+        const float value = bfloat ? cb_bfloat16_to_float(bits) : cb_half_to_float(bits);
+        memcpy(to + (size_t)i * 4, &value, 4);
+    }
+}
+
 /* Reads the data of an UNREAD blob without a frame (a tensor of a safetensors or npz file) into
  * `to` (the data's bytes in the blob's dtype): the file's bytes straight into place, half floats
- * read into the array's upper part and widened in place (element i is written after elements up to
- * i were read: float i ends at byte 4i + 4, half i + 1 starts at byte 2 * count + 2i + 2, never
- * before), and the bytes checked against the CRC-32 the npz archive gives. */
+ * read into the array's upper part and widened in place (cb_widen_halves_in_place), and the bytes
+ * checked against the CRC-32 the npz archive gives. */
 static cblob_status read_tensor(const cblob_model *model, const cb_model_blob *blob, uint8_t *to, size_t size)
 {
     const bool half = blob->flags & (CB_BLOB_FILE_HALF | CB_BLOB_FILE_BFLOAT16);
     const int64_t count = cb_model_blob_count(blob);
     const size_t file_bytes = half ? (size_t)count * 2 : size;
     uint8_t *in = to + (size - file_bytes);
-    CB_TRY(cb_source_read_values(model->file, blob->file_offset, in, file_bytes));
-    if (blob->flags & CB_BLOB_FILE_CRC) {
-        const uint32_t crc = cb_zip_crc32(0, in, file_bytes);
+    const bool checked = blob->flags & CB_BLOB_FILE_CRC;
+    uint32_t crc = 0;
+    if (blob->flags & CB_BLOB_FILE_DEFLATED)
+        CB_TRY(cb_zip_inflate_from_file(model->file, blob->file_offset, (uint64_t)blob->dims[blob->num_axes],
+                                        (uint64_t)blob->dims[blob->num_axes + 1], in, file_bytes, &crc));
+    else
+        CB_TRY(cb_source_read_values(model->file, blob->file_offset, in, file_bytes, checked ? &crc : NULL));
+    if (checked) {
         if (crc != blob->values_crc)
             return cb_fail(CBLOB_ERR_PARSE, "malformed npz: a member's values have CRC-32 0x%08" PRIx32 " where the "
                            "archive says 0x%08" PRIx32 " (the archive is corrupt)", crc, blob->values_crc);
     }
-    if (half) {
-        const bool bfloat = blob->flags & CB_BLOB_FILE_BFLOAT16;
-        for (int64_t i = 0; i < count; ++i) {
-            uint16_t bits;
-            memcpy(&bits, in + (size_t)i * 2, 2);
-            const float value = bfloat ? cb_bfloat16_to_float(bits) : cb_half_to_float(bits);
-            memcpy(to + (size_t)i * 4, &value, 4);
-        }
-    }
+    if (half)
+        cb_widen_halves_in_place(to, count, blob->flags & CB_BLOB_FILE_BFLOAT16);
     return CBLOB_OK;
 }
 
@@ -116,7 +125,8 @@ cblob_status cb_model_load_values(const cblob_model *model, cb_model_blob *blob)
         }
         blob->data = data;
         blob->flags = (uint8_t)((blob->flags & ~(CB_BLOB_UNREAD | CB_BLOB_FILE_HALF | CB_BLOB_FILE_BFLOAT16 |
-                                                 CB_BLOB_FILE_CRC)) | CB_BLOB_DATA_HOST);
+                                                 CB_BLOB_FILE_CRC | CB_BLOB_FILE_DEFLATED)) |
+                                CB_BLOB_DATA_HOST);
         return CBLOB_OK;
     }
     const size_t sizes[2] = {cb_model_blob_part_bytes(blob, CBLOB_PART_DATA),

@@ -44,4 +44,10 @@ cblob_status cb_model_load_all(const cblob_model *model);
 /* Copies n elements, converting between float and double as needed. */
 void cb_convert_floats(void *dst, bool dst_double, const void *src, bool src_double, int64_t n);
 
+/* Half floats (IEEE binary16, or bfloat16 when bfloat) read into the upper half of an array of
+ * `count` floats (at to + 2 * count) become those floats, in place: float i is written after the
+ * halves up to i were read (it ends at byte 4i + 4; half i + 1 starts at byte 2 * count + 2i + 2,
+ * never before), so the file's bytes are read once, straight into the blob's memory. */
+void cb_widen_halves_in_place(uint8_t *to, int64_t count, bool bfloat);
+
 #endif

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <zlib.h>
 
 #include "alloc.h"
+#include "crc32.h"
 #include "context.h"
 #include "status.h"
 #include "threads.h"
@@ -185,11 +185,7 @@ static void write_piece(cb_sink *sink, const uint8_t *data, size_t size)
     if (sink->status != CBLOB_OK || size == 0)
         return;
     if (sink->crc_on && sink->kind != CB_SINK_COUNT)
-        for (size_t done = 0; done < size;) { /* zlib counts in uInt */
-            const size_t step = size - done < ((size_t)1 << 30) ? size - done : ((size_t)1 << 30);
-            sink->crc = (uint32_t)crc32(sink->crc, (const Bytef *)data + done, (uInt)step);
-            done += step;
-        }
+        sink->crc = cb_crc32(sink->crc, data, size);
     const uint64_t size_before = sink->size;
     switch (sink->kind) {
     case CB_SINK_COUNT: break;

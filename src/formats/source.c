@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "crc32.h"
 #include "progress.h"
 #include "status.h"
 #include "threads.h"
@@ -18,6 +19,10 @@
 #define CB_SOURCE_RELEASE_STEP ((size_t)1 << 20)
 /* How much of a large copy from memory is made before the input behind it is let go of. */
 #define CB_SOURCE_COPY_STEP ((size_t)4 << 20)
+/* A range read with its CRC-32 is read in at most this many parts (the threads' work), each
+ * summed as it is read, a piece at a time: the piece is still in the cache when it is summed. */
+#define CB_SOURCE_CRC_PARTS 64
+#define CB_SOURCE_CRC_PIECE ((size_t)256 << 10)
 /* A multiple of every page size: a range let go of starts on one, so that the page across the
  * last range's end goes with the next range. */
 #define CB_SOURCE_PAGES ((size_t)64 << 10)
@@ -75,6 +80,8 @@ typedef struct file_range {
     uint64_t offset;
     uint8_t *to;
     bool checked;
+    size_t length, part; /* read with CRC-32s: the range's length, and the bytes of each part */
+    uint32_t *crcs;      /* ... each part's CRC-32 */
 } file_range;
 
 static cblob_status read_range(void *arg, int64_t begin, int64_t end)
@@ -84,28 +91,66 @@ static cblob_status read_range(void *arg, int64_t begin, int64_t end)
         range->file, range->offset + (uint64_t)begin, range->to + begin, (size_t)(end - begin));
 }
 
-/* Reads a range of a file, large ones on the pool's threads (which first-touch the fresh pages
- * they fill). */
-static cblob_status read_parallel(const cb_input_file *file, uint64_t offset, void *to, size_t length, bool checked)
+/* Parts [begin, end) of a range read with CRC-32s: each read a piece at a time, each piece summed
+ * right after it is read, while it is in the cache (a second pass over memory cost more than the
+ * sum itself). */
+static cblob_status read_parts(void *arg, int64_t begin, int64_t end)
 {
-    file_range range = {file, offset, to, checked};
-    if (length < CB_SOURCE_DIRECT)
-        return read_range(&range, 0, (int64_t)length);
-    return cb_parallel_for((int64_t)length, 2, 4096, read_range, &range);
+    file_range *range = arg;
+    for (int64_t p = begin; p < end; ++p) {
+        const size_t first = (size_t)p * range->part;
+        const size_t last = range->length - first < range->part ? range->length : first + range->part;
+        uint32_t crc = 0;
+        for (size_t at = first; at < last;) {
+            const size_t piece = last - at < CB_SOURCE_CRC_PIECE ? last - at : CB_SOURCE_CRC_PIECE;
+            CB_TRY(read_range(range, (int64_t)at, (int64_t)(at + piece)));
+            crc = cb_crc32(crc, range->to + at, piece);
+            at += piece;
+        }
+        range->crcs[p] = crc;
+    }
+    return CBLOB_OK;
+}
+
+/* Reads a range of a file, large ones on the pool's threads (which first-touch the fresh pages
+ * they fill); with crc (else NULL), *crc goes on over the bytes read. */
+static cblob_status read_parallel(const cb_input_file *file, uint64_t offset, void *to, size_t length, bool checked,
+                                  uint32_t *crc)
+{
+    file_range range = {file, offset, to, checked, length, 0, NULL};
+    if (length < CB_SOURCE_DIRECT) {
+        CB_TRY(read_range(&range, 0, (int64_t)length));
+        if (crc != NULL)
+            *crc = cb_crc32(*crc, to, length);
+        return CBLOB_OK;
+    }
+    if (crc == NULL)
+        return cb_parallel_for((int64_t)length, 2, 4096, read_range, &range);
+    uint32_t crcs[CB_SOURCE_CRC_PARTS];
+    const size_t per_part = (length + CB_SOURCE_CRC_PARTS - 1) / CB_SOURCE_CRC_PARTS;
+    range.part = per_part < CB_SOURCE_CRC_PIECE ? CB_SOURCE_CRC_PIECE : (per_part + 4095) / 4096 * 4096;
+    range.crcs = crcs;
+    const size_t parts = (length + range.part - 1) / range.part;
+    CB_TRY(cb_parallel_for((int64_t)parts, 2 * range.part, 1, read_parts, &range));
+    for (size_t p = 0; p < parts; ++p) {
+        const size_t size = p + 1 < parts ? range.part : length - p * range.part;
+        *crc = cb_crc32_combine(*crc, crcs[p], size);
+    }
+    return CBLOB_OK;
 }
 
 /* Every read of a file a walk makes goes through here, unchecked: the reader checks the file once
- * when it is done (cb_source_check). */
-static cblob_status read_file(cb_source *source, size_t offset, void *to, size_t length)
+ * when it is done (cb_source_check). With crc, as read_parallel. */
+static cblob_status read_file(cb_source *source, size_t offset, void *to, size_t length, uint32_t *crc)
 {
     source->bytes_read += length;
     /* The call's progress is told after each piece, so that a stop is seen within a step. */
     cb_progress *progress = cb_progress_current(CB_PROGRESS_READING);
     if (progress == NULL)
-        return read_parallel(source->file, offset, to, length, false);
+        return read_parallel(source->file, offset, to, length, false, crc);
     for (size_t done = 0; done < length;) {
         const size_t piece = length - done < (size_t)CB_PROGRESS_STEP ? length - done : (size_t)CB_PROGRESS_STEP;
-        CB_TRY(read_parallel(source->file, offset + done, (uint8_t *)to + done, piece, false));
+        CB_TRY(read_parallel(source->file, offset + done, (uint8_t *)to + done, piece, false, crc));
         CB_TRY(cb_progress_add(progress, piece));
         done += piece;
     }
@@ -134,7 +179,7 @@ cblob_status cb_source_need(cb_source *source, size_t from, size_t to)
             mark_read(source, end++);
         const size_t start_byte = block * CB_SOURCE_BLOCK;
         const size_t end_byte = end * CB_SOURCE_BLOCK < source->size ? end * CB_SOURCE_BLOCK : source->size;
-        CB_TRY(read_file(source, start_byte, (uint8_t *)source->bytes + start_byte, end_byte - start_byte));
+        CB_TRY(read_file(source, start_byte, (uint8_t *)source->bytes + start_byte, end_byte - start_byte, NULL));
         if (source->held_to <= source->held_from || start_byte < source->held_from)
             source->held_from = start_byte;
         if (end_byte > source->held_to)
@@ -166,13 +211,15 @@ static void forget_blocks(cb_source *source, size_t from, size_t to)
 /* Copies bytes of the image that will not be looked at again, letting go of its whole pages inside
  * them as it goes (and forgetting that their blocks were read), so that a long run read to be
  * looked at (a huge name) is not held twice. */
-static void copy_and_let_go(cb_source *source, size_t from, size_t length, uint8_t *to)
+static void copy_and_let_go(cb_source *source, size_t from, size_t length, uint8_t *to, uint32_t *crc)
 {
     if (length >= CB_SOURCE_COPY_STEP)
         source->ready_from = source->ready_to = 0;
     for (size_t done = 0; done < length;) {
         const size_t step = length - done < CB_SOURCE_COPY_STEP ? length - done : CB_SOURCE_COPY_STEP;
         memcpy(to + done, source->bytes + from + done, step);
+        if (crc != NULL)
+            *crc = cb_crc32(*crc, to + done, step);
         if (length >= CB_SOURCE_COPY_STEP) {
             cb_input_done_with(&source->image, from + done, step);
             forget_blocks(source, from + done, from + done + step);
@@ -182,11 +229,13 @@ static void copy_and_let_go(cb_source *source, size_t from, size_t length, uint8
 }
 
 /* From a file: the blocks read already are copied from the image, the others read straight. */
-static cblob_status copy_from_file(cb_source *source, size_t from, size_t length, uint8_t *to)
+static cblob_status copy_from_file(cb_source *source, size_t from, size_t length, uint8_t *to, uint32_t *crc)
 {
     if (length < CB_SOURCE_DIRECT) {
         CB_TRY(cb_source_need(source, from, from + length));
         memcpy(to, source->bytes + from, length);
+        if (crc != NULL)
+            *crc = cb_crc32(*crc, to, length);
         return CBLOB_OK;
     }
     for (size_t at = from, end = from + length; at < end;) {
@@ -198,9 +247,9 @@ static cblob_status copy_from_file(cb_source *source, size_t from, size_t length
         if (run_end > end)
             run_end = end;
         if (present)
-            copy_and_let_go(source, at, run_end - at, to + (at - from));
+            copy_and_let_go(source, at, run_end - at, to + (at - from), crc);
         else
-            CB_TRY(read_file(source, at, to + (at - from), run_end - at));
+            CB_TRY(read_file(source, at, to + (at - from), run_end - at, crc));
         at = run_end;
     }
     return CBLOB_OK;
@@ -208,12 +257,19 @@ static cblob_status copy_from_file(cb_source *source, size_t from, size_t length
 
 cblob_status cb_source_copy(cb_source *source, size_t from, size_t length, void *to)
 {
+    return cb_source_copy_crc(source, from, length, to, NULL);
+}
+
+cblob_status cb_source_copy_crc(cb_source *source, size_t from, size_t length, void *to, uint32_t *crc)
+{
     if (length == 0)
         return CBLOB_OK;
     if (source->file != NULL)
-        return copy_from_file(source, from, length, to);
+        return copy_from_file(source, from, length, to, crc);
     if (length < CB_SOURCE_COPY_STEP) {
         memcpy(to, source->bytes + from, length);
+        if (crc != NULL)
+            *crc = cb_crc32(*crc, to, length);
         return CBLOB_OK;
     }
     /* Large values: copied by the pool's threads (which first-touch the fresh pages), the input
@@ -221,6 +277,8 @@ cblob_status cb_source_copy(cb_source *source, size_t from, size_t length, void 
     for (size_t done = 0; done < length;) {
         const size_t step = length - done < CB_SOURCE_COPY_STEP ? length - done : CB_SOURCE_COPY_STEP;
         cb_parallel_copy((uint8_t *)to + done, source->bytes + from + done, step);
+        if (crc != NULL)
+            *crc = cb_crc32(*crc, (uint8_t *)to + done, step);
         if (source->input != NULL)
             cb_input_done_with(source->input, from + done, step);
         done += step;
@@ -264,7 +322,7 @@ cblob_status cb_source_wire_need(void *source, size_t from, size_t to)
     return cb_source_need(source, from, to);
 }
 
-cblob_status cb_source_read_values(const cb_input_file *file, uint64_t offset, void *to, size_t length)
+cblob_status cb_source_read_values(const cb_input_file *file, uint64_t offset, void *to, size_t length, uint32_t *crc)
 {
-    return read_parallel(file, offset, to, length, true);
+    return read_parallel(file, offset, to, length, true, crc);
 }

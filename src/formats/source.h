@@ -58,6 +58,9 @@ cblob_status cb_source_need(cb_source *source, size_t from, size_t to);
 cblob_status cb_source_wire_need(void *source, size_t from, size_t to);
 /* Copies bytes [from, from + length) to `to`. */
 cblob_status cb_source_copy(cb_source *source, size_t from, size_t length, void *to);
+/* The same, *crc going on over the bytes copied (zlib's crc32(*crc, to, length)), each piece
+ * summed as it lands, while it is in the cache (an npz member's check). */
+cblob_status cb_source_copy_crc(cb_source *source, size_t from, size_t length, void *to, uint32_t *crc);
 /* The bytes before `upto` will not be looked at again. */
 void cb_source_release(cb_source *source, size_t upto);
 
@@ -67,7 +70,8 @@ cblob_status cb_source_check(const cb_source *source);
 
 /* Reads [offset, offset + length) of a file straight into `to`, large ranges on the thread pool
  * (whose threads first-touch the fresh pages they fill), each read checked (io.h): a lazily opened
- * model's values, read long after the open. */
-cblob_status cb_source_read_values(const cb_input_file *file, uint64_t offset, void *to, size_t length);
+ * model's values, read long after the open. With crc (else NULL), *crc goes on over the bytes read
+ * (as cb_source_copy_crc). */
+cblob_status cb_source_read_values(const cb_input_file *file, uint64_t offset, void *to, size_t length, uint32_t *crc);
 
 #endif

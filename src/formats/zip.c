@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include "alloc.h"
+#include "crc32.h"
 #include "status.h"
 #include "utf8.h"
 
@@ -38,6 +39,10 @@ enum {
 #define END_SEARCH ((size_t)END_SIZE + ZIP16_MAX)
 /* Deflated bytes are read in pieces of this size. */
 #define INFLATE_PIECE ((size_t)64 << 10)
+/* ... but the first piece is this small: a lazy open inflates a member's .npy header only. */
+#define INFLATE_FIRST_PIECE ((size_t)4 << 10)
+/* Inflated bytes are summed (CRC-32) this many at a time, while they are in the cache. */
+#define INFLATE_SUM_STEP ((size_t)1 << 20)
 
 static cblob_status malformed(const char *what)
 {
@@ -228,6 +233,20 @@ cblob_status cb_zip_entry_name(const cb_zip_entry *entry, char **name, size_t *c
     return CBLOB_OK;
 }
 
+/* A deflated member's inflater and its buffer of compressed bytes. */
+static cblob_status start_inflating(cb_zip_member *member)
+{
+    member->inflater = cb_calloc(1, sizeof *member->inflater);
+    member->buffer = cb_malloc(INFLATE_PIECE);
+    if (member->inflater == NULL || member->buffer == NULL || inflateInit2(member->inflater, -MAX_WBITS) != Z_OK) {
+        free(member->buffer);
+        free(member->inflater);
+        *member = (cb_zip_member){0};
+        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to inflate an npz member");
+    }
+    return CBLOB_OK;
+}
+
 cblob_status cb_zip_member_open(cb_zip_reader *reader, const cb_zip_entry *entry, cb_zip_member *out)
 {
     *out = (cb_zip_member){.source = reader->source, .entry = entry};
@@ -248,15 +267,7 @@ cblob_status cb_zip_member_open(cb_zip_reader *reader, const cb_zip_entry *entry
         return malformed("a member's bytes lie outside the archive");
     if (entry->method == METHOD_STORED)
         return CBLOB_OK;
-    out->inflater = cb_calloc(1, sizeof *out->inflater);
-    out->buffer = cb_malloc(INFLATE_PIECE);
-    if (out->inflater == NULL || out->buffer == NULL || inflateInit2(out->inflater, -MAX_WBITS) != Z_OK) {
-        free(out->buffer);
-        free(out->inflater);
-        *out = (cb_zip_member){0};
-        return cb_fail(CBLOB_ERR_OUT_OF_MEMORY, "no memory to inflate an npz member");
-    }
-    return CBLOB_OK;
+    return start_inflating(out);
 }
 
 static cblob_status inflate_into(cb_zip_member *member, uint8_t *out, size_t size)
@@ -268,8 +279,12 @@ static cblob_status inflate_into(cb_zip_member *member, uint8_t *out, size_t siz
     while (done < size) {
         if (z->avail_in == 0 && member->consumed < member->entry->compressed) {
             const uint64_t left = member->entry->compressed - member->consumed;
-            const size_t piece = left < INFLATE_PIECE ? (size_t)left : INFLATE_PIECE;
-            CB_TRY(cb_source_copy(member->source, (size_t)(member->data + member->consumed), piece, member->buffer));
+            const size_t most = member->consumed == 0 ? INFLATE_FIRST_PIECE : INFLATE_PIECE;
+            const size_t piece = left < most ? (size_t)left : most;
+            if (member->file != NULL)
+                CB_TRY(cb_input_file_read(member->file, member->data + member->consumed, member->buffer, piece));
+            else
+                CB_TRY(cb_source_copy(member->source, (size_t)(member->data + member->consumed), piece, member->buffer));
             member->consumed += piece;
             z->next_in = member->buffer;
             z->avail_in = (uInt)piece;
@@ -289,59 +304,54 @@ static cblob_status inflate_into(cb_zip_member *member, uint8_t *out, size_t siz
     return CBLOB_OK;
 }
 
-uint32_t cb_zip_crc32(uint32_t crc, const void *bytes, size_t size)
-{
-    for (size_t done = 0; done < size;) { /* zlib takes an unsigned int of bytes at a time */
-        const size_t step = size - done < ((size_t)1 << 30) ? size - done : ((size_t)1 << 30);
-        crc = (uint32_t)crc32(crc, (const Bytef *)bytes + done, (uInt)step);
-        done += step;
-    }
-    return crc;
-}
-
-/* a * b modulo CRC-32's polynomial, in its reflected form (bit 31 is x^0); a is not 0. zlib's
- * multmodp: its crc32_combine is not used, as it would tie the library to zlib 1.2.2's symbol
- * version (a wheel takes zlib from the system only unversioned, bindings/python/tests/check_wheel.py). */
-static uint32_t multiply_mod_crc(uint32_t a, uint32_t b)
-{
-    uint32_t m = (uint32_t)1 << 31, p = 0;
-    for (;;) {
-        if (a & m) {
-            p ^= b;
-            if ((a & (m - 1)) == 0)
-                break;
-        }
-        m >>= 1;
-        b = b & 1 ? (b >> 1) ^ 0xedb88320u : b >> 1;
-    }
-    return p;
-}
-
 uint32_t cb_zip_rest_crc(const cb_zip_member *member)
 {
-    /* CRC-32 is linear: crc(A B) = crc(A) * x^(8 |B|) + crc(B) modulo the polynomial. */
-    uint64_t rest = member->entry->size - member->produced;
-    uint32_t power = (uint32_t)1 << 30; /* x^1, squared to x^8: one byte */
-    for (int i = 0; i < 3; ++i)
-        power = multiply_mod_crc(power, power);
-    uint32_t shift = (uint32_t)1 << 31; /* x^0 */
-    for (; rest > 0; rest >>= 1) {
-        if (rest & 1)
-            shift = multiply_mod_crc(power, shift);
-        power = multiply_mod_crc(power, power);
+    /* crc(read rest) = crc(read) * x^(8 |rest|) + crc(rest): the sum is its own inverse. */
+    return cb_crc32_combine(member->crc, member->entry->crc, member->entry->size - member->produced);
+}
+
+/* Inflates the member's next `size` bytes, summing them (member->crc) a step at a time, while they
+ * are in the cache. */
+static cblob_status inflate_summed(cb_zip_member *member, uint8_t *out, size_t size)
+{
+    for (size_t done = 0; done < size;) {
+        const size_t step = size - done < INFLATE_SUM_STEP ? size - done : INFLATE_SUM_STEP;
+        CB_TRY(inflate_into(member, out + done, step));
+        member->crc = cb_crc32(member->crc, out + done, step);
+        done += step;
     }
-    return member->entry->crc ^ multiply_mod_crc(shift, member->crc);
+    return CBLOB_OK;
+}
+
+cblob_status cb_zip_inflate_from_file(const cb_input_file *file, uint64_t data, uint64_t compressed, uint64_t skip,
+                                      void *to, size_t size, uint32_t *crc)
+{
+    const cb_zip_entry entry = {.method = METHOD_DEFLATED, .compressed = compressed, .size = skip + size};
+    cb_zip_member member = {.file = file, .entry = &entry, .data = data};
+    CB_TRY(start_inflating(&member));
+    cblob_status status = CBLOB_OK;
+    while (status == CBLOB_OK && member.produced < skip) { /* the bytes before, dropped in `to` */
+        const size_t drop = skip - member.produced < size ? (size_t)(skip - member.produced) : size;
+        status = inflate_into(&member, to, drop);
+        member.produced += drop;
+    }
+    member.crc = 0;
+    if (status == CBLOB_OK)
+        status = inflate_summed(&member, to, size);
+    *crc = member.crc;
+    cb_zip_member_close(&member);
+    return status;
 }
 
 cblob_status cb_zip_member_read(cb_zip_member *member, void *out, size_t size)
 {
     if (size > member->entry->size - member->produced)
         return malformed("a member holds fewer bytes than asked for");
-    if (member->inflater != NULL)
-        CB_TRY(inflate_into(member, out, size));
-    else
-        CB_TRY(cb_source_copy(member->source, (size_t)(member->data + member->produced), size, out));
-    member->crc = cb_zip_crc32(member->crc, out, size);
+    if (member->inflater != NULL) {
+        CB_TRY(inflate_summed(member, out, size));
+    } else {
+        CB_TRY(cb_source_copy_crc(member->source, (size_t)(member->data + member->produced), size, out, &member->crc));
+    }
     member->produced += size;
     return CBLOB_OK;
 }

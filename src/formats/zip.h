@@ -59,6 +59,7 @@ cblob_status cb_zip_entry_name(const cb_zip_entry *entry, char **name, size_t *c
 /* A member being read. */
 typedef struct cb_zip_member {
     cb_source *source;
+    const cb_input_file *file; /* or NULL: compressed bytes read from this file, checked (io.h) */
     const cb_zip_entry *entry;
     uint64_t data;     /* the offset of its (compressed) bytes */
     uint64_t consumed; /* compressed bytes read */
@@ -74,8 +75,13 @@ cblob_status cb_zip_member_read(cb_zip_member *member, void *out, size_t size);
 /* The CRC-32 the bytes of a stored member not read yet must have for the member's to match the
  * archive's (a member whose values are read later, straight from the file). */
 uint32_t cb_zip_rest_crc(const cb_zip_member *member);
-/* zlib's crc32 over any number of bytes. */
-uint32_t cb_zip_crc32(uint32_t crc, const void *bytes, size_t size);
+/* A deflated member's bytes [skip, skip + size) inflated into `to`, long after the archive was
+ * read (a lazily opened npz's member, on first access): its `compressed` bytes lie at `data` in
+ * the file, read checked (io.h); the first `skip` (its .npy header) are dropped, the next `size`
+ * summed into *crc (from 0) as they are inflated. A stream that ends early or is corrupt is
+ * CBLOB_ERR_PARSE, as it is to cb_zip_member_read. */
+cblob_status cb_zip_inflate_from_file(const cb_input_file *file, uint64_t data, uint64_t compressed, uint64_t skip,
+                                      void *to, size_t size, uint32_t *crc);
 /* Checks that nothing is left and that the CRC-32 matches; frees the member. */
 cblob_status cb_zip_member_finish(cb_zip_member *member);
 void cb_zip_member_close(cb_zip_member *member);

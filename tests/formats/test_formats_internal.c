@@ -4,9 +4,11 @@
 #include "harness.h"
 #include "pb.h"
 #include <jansson.h>
+#include <zlib.h>
 
 #include "caffe_fields.h"
 #include "caffe_params.pb-c.h"
+#include "crc32.h"
 #include "export_common.h"
 #include "fault.h"
 #include "model_json.h"
@@ -310,4 +312,40 @@ TEST(upgrade_of_a_v0_net_fails_cleanly_at_every_allocation)
     free(before);
     cblob_model_destroy(model);
     cblob_context_destroy(ctx);
+}
+
+/* The zip CRC-32 (crc32.c: folded with carry-less multiplies where the CPU has them, zlib for the
+ * rest) is zlib's for every length, alignment and starting value, and combines as zlib's does. */
+TEST(crc32_is_zlibs_at_every_length_and_alignment)
+{
+    enum { LONGEST = (1 << 20) + 77 };
+    uint8_t *bytes = malloc(LONGEST + 16);
+    CHECK(bytes != NULL);
+    uint32_t state = 12345;
+    for (size_t i = 0; i < LONGEST + 16; ++i) {
+        state = state * 1103515245u + 12345u;
+        bytes[i] = (uint8_t)(state >> 24);
+    }
+    static const uint32_t starts[] = {0, 0xffffffffu, 0x12345678u};
+    for (size_t s = 0; s < sizeof starts / sizeof *starts; ++s)
+        for (size_t align = 0; align < 16; ++align) {
+            for (size_t length = 0; length <= 300; ++length)
+                CHECK_MSG(cb_crc32(starts[s], bytes + align, length) ==
+                              (uint32_t)crc32(starts[s], bytes + align, (uInt)length),
+                          "length %zu at offset %zu from 0x%08x", length, align, (unsigned)starts[s]);
+            const size_t longer[] = {1024, 4099, 65536 + 48, LONGEST - 15};
+            for (size_t l = 0; l < sizeof longer / sizeof *longer; ++l)
+                CHECK_MSG(cb_crc32(starts[s], bytes + align, longer[l]) ==
+                              (uint32_t)crc32(starts[s], bytes + align, (uInt)longer[l]),
+                          "length %zu at offset %zu", longer[l], align);
+        }
+    /* Two runs' CRCs combine into the whole's, and the whole's less the first's gives the second's. */
+    const size_t splits[] = {0, 1, 63, 64, 1000, LONGEST / 2, LONGEST};
+    const uint32_t whole = (uint32_t)crc32(0, bytes, LONGEST);
+    for (size_t i = 0; i < sizeof splits / sizeof *splits; ++i) {
+        const uint32_t first = cb_crc32(0, bytes, splits[i]), second = cb_crc32(0, bytes + splits[i], LONGEST - splits[i]);
+        CHECK(cb_crc32_combine(first, second, LONGEST - splits[i]) == whole);
+        CHECK(cb_crc32_combine(first, whole, LONGEST - splits[i]) == second);
+    }
+    free(bytes);
 }

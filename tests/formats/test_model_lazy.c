@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "harness.h"
 #include "support.h"
@@ -522,6 +523,31 @@ TEST(a_lazy_open_leaves_half_float_tensors_in_the_file_and_widens_them_on_access
         CHECK_MSG(right, "%s values", dtypes[d]);
         cblob_blob_destroy(blob);
         cblob_file_destroy(file);
+        /* The eager open widens them in place too (read into the array's upper half), from a file
+         * and from bytes in memory, at every count's parity. */
+        for (int64_t count = 1; count <= 3; ++count) {
+            const int64_t n = count == 3 ? COUNT + 1 : count;
+            CHECK(write_half_safetensors(path, dtypes[d], n));
+            size_t size = 0;
+            uint8_t *bytes = ft_read_file(path, &size);
+            CHECK(bytes != NULL);
+            for (int from_memory = 0; from_memory < 2; ++from_memory) {
+                cblob_model *model = NULL;
+                if (from_memory)
+                    CHECK_OK(cblob_model_open_safetensors(ctx, bytes, size, &model));
+                else
+                    CHECK_OK(cblob_model_open_safetensors_file(ctx, path, &model));
+                CHECK_OK(cblob_model_layer_blob(model, 0, 0, &blob));
+                CHECK_OK(cblob_blob_cpu_ptr(blob, CBLOB_PART_DATA, (const void **)&values));
+                for (int64_t i = 0; i < n && right; ++i)
+                    right = values[i] == (float)(i % 256);
+                CHECK_MSG(right, "%s values of %lld, eager, from %s", dtypes[d], (long long)n,
+                          from_memory ? "memory" : "the file");
+                cblob_blob_destroy(blob);
+                cblob_model_destroy(model);
+            }
+            free(bytes);
+        }
     }
     cblob_context_destroy(ctx);
     ft_remove_folder(folder);
@@ -561,6 +587,170 @@ TEST(a_corrupt_npz_member_left_in_the_file_is_refused_on_access)
         cblob_blob_destroy(blob);
     }
     CHECK_EQ_INT(failed, 1);
+    cblob_file_destroy(file);
+    cblob_context_destroy(ctx);
+    ft_remove_folder(folder);
+}
+
+/* ---- deflated npz members (numpy.savez_compressed) ------------------------------------------- */
+
+static uint32_t get_le(const uint8_t *p, int bytes)
+{
+    uint32_t value = 0;
+    for (int i = bytes - 1; i >= 0; --i)
+        value = value << 8 | p[i];
+    return value;
+}
+
+static void put_le(uint8_t *p, uint32_t value, int bytes)
+{
+    for (int i = 0; i < bytes; ++i)
+        p[i] = (uint8_t)(value >> (8 * i));
+}
+
+/* The stored npz at `from` (as cblob writes it: no zip64, no comment) written again to `to` with
+ * every member deflated, as numpy.savez_compressed writes them; member `bad_crc` (or -1: none) is
+ * given a wrong CRC-32 in both its headers. */
+static bool deflate_npz(const char *from, const char *to, int bad_crc)
+{
+    size_t size = 0;
+    uint8_t *in = ft_read_file(from, &size);
+    if (in == NULL || size < 22 || get_le(in + size - 22, 4) != 0x06054b50) {
+        free(in);
+        return false;
+    }
+    const uint8_t *end = in + size - 22;
+    const uint32_t count = get_le(end + 10, 2), directory = get_le(end + 16, 4), directory_size = get_le(end + 12, 4);
+    const size_t capacity = compressBound((uLong)size) + (size_t)count * 1024 + 1024;
+    uint8_t *out = malloc(capacity), *central = malloc(directory_size);
+    bool ok = out != NULL && central != NULL && (size_t)directory + directory_size <= size;
+    if (ok)
+        memcpy(central, in + directory, directory_size);
+    size_t written = 0, at = 0;
+    for (uint32_t i = 0; ok && i < count; ++i) {
+        uint8_t *entry = central + at;
+        const uint8_t *local = in + get_le(entry + 42, 4);
+        const size_t head = 30 + get_le(local + 26, 2) + get_le(local + 28, 2);
+        const uint32_t stored = get_le(entry + 24, 4);
+        memcpy(out + written, local, head);
+        z_stream z = {0};
+        ok = deflateInit2(&z, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+        z.next_in = (Bytef *)(local + head);
+        z.avail_in = stored;
+        z.next_out = out + written + head;
+        z.avail_out = (uInt)(capacity - written - head);
+        ok = ok && deflate(&z, Z_FINISH) == Z_STREAM_END;
+        const uint32_t compressed = (uint32_t)z.total_out;
+        deflateEnd(&z);
+        const uint32_t crc = get_le(entry + 16, 4) ^ ((int)i == bad_crc ? 0x00010000u : 0);
+        put_le(out + written + 8, 8, 2); /* method: deflated */
+        put_le(out + written + 14, crc, 4);
+        put_le(out + written + 18, compressed, 4);
+        put_le(entry + 10, 8, 2);
+        put_le(entry + 16, crc, 4);
+        put_le(entry + 20, compressed, 4);
+        put_le(entry + 42, (uint32_t)written, 4);
+        written += head + compressed;
+        at += 46 + get_le(entry + 28, 2) + get_le(entry + 30, 2) + get_le(entry + 32, 2);
+    }
+    if (ok) {
+        memcpy(out + written, central, directory_size);
+        memcpy(out + written + directory_size, end, 22);
+        put_le(out + written + directory_size + 16, (uint32_t)written, 4);
+        written += directory_size + 22;
+        ok = ft_write_file(to, out, written);
+    }
+    free(in), free(out), free(central);
+    return ok;
+}
+
+/* A deflated member stays in the file too: the lazy open inflates its .npy header only, the first
+ * access inflates its values straight into the blob (that member's compressed bytes read), and
+ * the model holds what the stored archive held. */
+TEST(a_lazy_open_leaves_deflated_npz_members_in_the_file_and_inflates_them_on_access)
+{
+    char folder[4096], stored[4200], path[4200], copy[4200];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    snprintf(stored, sizeof stored, "%s/stored.npz", folder);
+    snprintf(path, sizeof path, "%s/deflated.npz", folder);
+    snprintf(copy, sizeof copy, "%s/copy.npz", folder);
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    CHECK(write_tensors(ctx, NPZ, stored));
+    CHECK(deflate_npz(stored, path, -1));
+    size_t size = 0, stored_size = 0;
+    uint8_t *original = ft_read_file(stored, &stored_size), *deflated = ft_read_file(path, &size);
+    CHECK(original != NULL && deflated != NULL);
+    free(deflated);
+    /* The values do not compress to nothing: reading them all at open would show. */
+    CHECK_MSG(size > (size_t)LAYERS * 64 * 1024 && size < stored_size, "%zu bytes deflated", size);
+    const long long look = look_size();
+    long long mark = bytes_read();
+    cblob_file *file = NULL;
+    CHECK_OK(cblob_file_open(ctx, path, CBLOB_OPEN_LAZY, 0, &file));
+    const long long opening = read_since(&mark, look);
+    const cblob_model *model = model_of(file);
+    CHECK(model != NULL);
+    for (int l = 0; l < LAYERS; ++l)
+        CHECK(bias_is_right(model, l));
+    CHECK_MSG(opening <= LAYERS * 16 * 1024 && read_since(&mark, look) <= NOTHING,
+              "the open read %lld bytes of %zu", opening, size);
+    CHECK(weights_are_right(model, 5));
+    const long long one = read_since(&mark, look);
+    CHECK_MSG(one >= 16 * 1024 && one <= (long long)(size / LAYERS) * 2, "one member's access read %lld bytes", one);
+    CHECK(weights_are_right(model, 5));
+    CHECK(read_since(&mark, look) <= NOTHING);
+    for (int l = 0; l < LAYERS; ++l)
+        CHECK(weights_are_right(model, l));
+    CHECK_OK(cblob_model_to_npz_file(model, 0, copy));
+    size_t copy_size = 0;
+    uint8_t *written = ft_read_file(copy, &copy_size);
+    CHECK_MSG(written != NULL && copy_size == stored_size && memcmp(written, original, copy_size) == 0,
+              "the lazily opened deflated npz does not export as the stored one");
+    free(written);
+    cblob_file_destroy(file);
+    /* A file changed after the open fails the access, as for a stored member. */
+    CHECK_OK(cblob_file_open(ctx, path, CBLOB_OPEN_LAZY, 0, &file));
+    CHECK(change_file(path, WRITTEN_IN_PLACE));
+    cblob_blob *blob = NULL;
+    CHECK_ERROR(cblob_model_layer_blob(model_of(file), 2, 0, &blob), CBLOB_ERR_IO);
+    CHECK_MSG(strstr(cblob_last_error_message(), "changed while it was read") != NULL, "%s", cblob_last_error_message());
+    CHECK(blob == NULL);
+    cblob_file_destroy(file);
+    free(original);
+    cblob_context_destroy(ctx);
+    ft_remove_folder(folder);
+}
+
+/* A deflated member whose bytes do not match the archive's CRC-32 is refused when it is read: by
+ * the eager open at once, by a lazy model on that member's first access (the others read). */
+TEST(a_deflated_npz_member_with_a_wrong_crc_is_refused_on_access)
+{
+    char folder[4096], stored[4200], path[4200];
+    CHECK(ft_temp_folder(folder, sizeof folder));
+    snprintf(stored, sizeof stored, "%s/stored.npz", folder);
+    snprintf(path, sizeof path, "%s/deflated.npz", folder);
+    cblob_context *ctx = NULL;
+    CHECK_OK(cblob_context_create(&ctx));
+    CHECK(write_tensors(ctx, NPZ, stored));
+    CHECK(deflate_npz(stored, path, 2 * 5)); /* layer5/0.npy: members go layer by layer, weights first */
+    cblob_file *file = NULL;
+    CHECK_ERROR(cblob_file_open(ctx, path, 0, 0, &file), CBLOB_ERR_PARSE);
+    CHECK_MSG(strstr(cblob_last_error_message(), "CRC-32") != NULL, "%s", cblob_last_error_message());
+    CHECK_OK(cblob_file_open(ctx, path, CBLOB_OPEN_LAZY, 0, &file));
+    for (int l = 0; l < LAYERS; ++l) {
+        cblob_blob *blob = NULL;
+        if (l == 5) {
+            CHECK_ERROR(cblob_model_layer_blob(model_of(file), l, 0, &blob), CBLOB_ERR_PARSE);
+            CHECK_MSG(strstr(cblob_last_error_message(), "CRC-32") != NULL, "%s", cblob_last_error_message());
+            CHECK(blob == NULL);
+            float value = 0;
+            CHECK_ERROR(cblob_model_layer_blob_read(model_of(file), l, 0, CBLOB_PART_DATA, 0, 1, &value, sizeof value),
+                        CBLOB_ERR_PARSE);
+        } else {
+            CHECK(weights_are_right(model_of(file), l));
+        }
+    }
     cblob_file_destroy(file);
     cblob_context_destroy(ctx);
     ft_remove_folder(folder);

@@ -159,7 +159,7 @@ class FileKind(enum.IntEnum):
 
 class OpenFlags(enum.IntEnum):
     """Bits for cblob_file_open's flags. (cblob_open_flags)"""
-    LAZY = 1  # A .caffemodel, safetensors or .npz file named by its path is opened as cblob_model_open_file_lazy opens a .caffemodel: its structure at once (safetensors: the header; .npz: the central directory and each member's .npy header), each blob's values on first access (that tensor's bytes only, read straight into its storage), from the file, which the model keeps open; a file changed since the open fails the access with CBLOB_ERR_IO. Tensors of at most 4 KiB, diffs, deflated .npz members and .npz members converted to another dtype are read at open.
+    LAZY = 1  # A .caffemodel, safetensors or .npz file named by its path is opened as cblob_model_open_file_lazy opens a .caffemodel: its structure at once (safetensors: the header; .npz: the central directory and each member's .npy header), each blob's values on first access (that tensor's bytes only, read straight into its storage), from the file, which the model keeps open; a file changed since the open fails the access with CBLOB_ERR_IO. Tensors of at most 4 KiB, diffs and .npz members converted to another dtype are read at open; a deflated .npz member (numpy.savez_compressed) has its .npy header inflated at open and its values on first access, its CRC-32 checked then, as a stored member's is.
     NPY_BY_NAME = 2  # A .npy folder without index.json is read by its file names, `<layer>_<index>.npy` and `<layer>_<index>_diff.npy` (a folder of one's own .npy files); without this flag such a folder is refused as an interrupted conversion.
 
 
