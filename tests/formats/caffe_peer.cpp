@@ -8,8 +8,13 @@
 //       Caffe holds it) and prints "<layer> <i> <shape>" lines on standard output
 //   caffe_peer read-binary FILE
 //       caffe::ReadProtoFromBinaryFile(FILE) into a NetParameter; prints layers, blobs and
-//       seconds taken (the benchmark bench/caffe_peer_load.py times whole processes)
+//       seconds taken
+//   caffe_peer bench FILE WARM
+//       bench_cold's child protocol (bench/bench_process.h): ReadProtoFromBinaryFile(FILE) into a
+//       fresh NetParameter once (cold), then WARM more times; prints "COLD WARM" in seconds, warm
+//       the median (bench_cold --caffe-peer, bench/caffe_load.sh)
 #include <string>
+#include <vector>
 
 // Debian 11's libcaffe-dev ships a caffe.pb.h that names google::protobuf::ConstStringParam, which
 // its own protobuf 3.12 headers do not declare (protobuf 3.14 added it, as this alias); only the
@@ -23,8 +28,10 @@ using ConstStringParam = const std::string &;
 #include <caffe/caffe.hpp>
 #include <caffe/util/io.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -66,9 +73,35 @@ static int read_binary(const char *path) {
   return 0;
 }
 
+static double read_once(const char *path) {
+  auto *param = new caffe::NetParameter();
+  auto start = std::chrono::steady_clock::now();
+  if (!caffe::ReadProtoFromBinaryFile(path, param)) {
+    std::fprintf(stderr, "caffe_peer: ReadProtoFromBinaryFile(%s) failed\n", path);
+    std::exit(1);
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  delete param;  // outside the time, as bench_cold's cblob child destroys its model untimed
+  return seconds;
+}
+
+static int bench(const char *path, int warm) {
+  if (warm < 0 || warm > 64) return 2;
+  double cold = read_once(path);
+  std::vector<double> times;
+  for (int i = 0; i < warm; ++i) times.push_back(read_once(path));
+  std::sort(times.begin(), times.end());
+  double median = times.empty() ? cold
+                                : (times.size() % 2 ? times[times.size() / 2]
+                                                    : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2);
+  std::printf("%.9f %.9f\n", cold, median);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && std::strcmp(argv[1], "bench") == 0) return bench(argv[2], std::atoi(argv[3]));
   if (argc == 5 && std::strcmp(argv[1], "load") == 0) return load(argv[2], argv[3], argv[4]);
   if (argc == 3 && std::strcmp(argv[1], "read-binary") == 0) return read_binary(argv[2]);
-  std::fprintf(stderr, "usage: caffe_peer load NET WEIGHTS OUT_DIR | caffe_peer read-binary FILE\n");
+  std::fprintf(stderr, "usage: caffe_peer load NET WEIGHTS OUT_DIR | caffe_peer read-binary FILE | caffe_peer bench FILE WARM\n");
   return 2;
 }
