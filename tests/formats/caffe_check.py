@@ -10,11 +10,13 @@ Checks:
     upgrade_text    every V0 and V1 net of tests/formats/upgrade/ and every BVLC net of
                     tests/formats/bvlc_nets/ through Caffe's upgrade_net_proto_text and through
                     `cblob upgrade` to text: the two outputs, parsed by Python's protobuf against
-                    BVLC's caffe.proto, are the same message (a difference is printed field by field)
+                    BVLC's caffe.proto, are the same message (a difference is printed field by field);
+                    and Caffe's tool, given cblob's text, reads it as that message too
     upgrade_binary  the same nets as binary NetParameters, a V1 LeNet carrying the real
                     lenet_iter_10000 weights in legacy dims, and the real model itself, through
                     upgrade_net_proto_binary and `cblob upgrade` to .caffemodel: the same message,
-                    and the same bytes (Caffe's C++ protobuf writes fields in number order)
+                    and the same bytes (Caffe's C++ protobuf writes fields in number order); and
+                    Caffe's tool, given cblob's file, reads it as that message too
     caffe_loads     Caffe loads what cblob writes: weights changed in NumPy and written back by
                     `cblob convert --like` from .npz and from .safetensors, and cblob's upgrade of
                     the V1 LeNet, each loaded by caffe::Net::CopyTrainedLayersFrom into BVLC's LeNet
@@ -105,6 +107,12 @@ def compare(ctx, stem, caffe_out, cblob_out, binary):
         at = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
         raise Failure(f"{stem}: the same message but not the same bytes as Caffe's ({len(a)} and {len(b)} "
                       f"bytes, first difference at byte {at})")
+    # Caffe reads what cblob wrote: its own tool, given cblob's output, makes the same message.
+    again = cblob_out + ".read_by_caffe"
+    caffe_tool(ctx, ["upgrade_net_proto_binary" if binary else "upgrade_net_proto_text", cblob_out, again])
+    reread = ctx.caffe.NetParameter.FromString(read(again)) if binary else parse_text(ctx, read(again, "r"))
+    if reread != by_caffe:
+        raise Failure(f"{stem}: Caffe reads cblob's upgrade as another net:\n{differences(reread, by_caffe)[:8000]}")
 
 
 def upgrade_text(ctx):
