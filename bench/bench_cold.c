@@ -4,6 +4,7 @@
  * policy of large host buffers (src/cpu/host_memory.c).
  *
  *   bench_cold [--size-mib N] [--gap SECONDS] [--rounds N] [--warm N] [--folder DIR]
+ *              [--caffe-peer PROGRAM --caffe-library-path DIRS] [--load-only]
  *
  * Every contender runs in a child process of its own, started after GAP seconds (default 3) in
  * which this program sleeps; the child does its work once (cold) and then WARM more times back to
@@ -25,8 +26,11 @@
  * - reuse: a blob of SIZE filled once, then summed (cblob_blob_asum) WARM + 1 times: the time of
  *   a pass over memory already touched, where 2 MiB pages save TLB misses (cold: the first pass).
  *
- * Caffe's ReadProtoFromBinaryFile is not a contender: no Caffe build is installed by the project's
- * scripts (its loader parses the whole file into protobuf's arrays, then copies them into blobs). */
+ * With --caffe-peer, real Caffe's caffe::ReadProtoFromBinaryFile is a load contender too: PROGRAM
+ * is tests/formats/caffe_peer.cpp built against Debian 11's libcaffe (bench/caffe_load.sh builds it
+ * and passes the library path scripts/caffe-env.sh made). It parses the whole file into protobuf's
+ * arrays, which Caffe's Net then copies into its blobs (not timed here). --load-only leaves out
+ * the fill and reuse tables. */
 #define _DEFAULT_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
@@ -217,6 +221,8 @@ int main(int argc, char **argv)
         return child_write(argv[2], argv[3]);
     int mib = 1024, rounds = 5, warm = 4;
     double gap = 3;
+    const char *caffe_peer = NULL, *caffe_library_path = NULL;
+    bool load_only = false;
     const char *folder = getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] != '\0' ? getenv("TMPDIR") : "/tmp";
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--size-mib") == 0 && i + 1 < argc)
@@ -229,8 +235,15 @@ int main(int argc, char **argv)
             warm = atoi(argv[++i]);
         else if (strcmp(argv[i], "--folder") == 0 && i + 1 < argc)
             folder = argv[++i];
+        else if (strcmp(argv[i], "--caffe-peer") == 0 && i + 1 < argc)
+            caffe_peer = argv[++i];
+        else if (strcmp(argv[i], "--caffe-library-path") == 0 && i + 1 < argc)
+            caffe_library_path = argv[++i];
+        else if (strcmp(argv[i], "--load-only") == 0)
+            load_only = true;
         else {
-            fprintf(stderr, "usage: bench_cold [--size-mib N] [--gap SECONDS] [--rounds N] [--warm N] [--folder DIR]\n");
+            fprintf(stderr, "usage: bench_cold [--size-mib N] [--gap SECONDS] [--rounds N] [--warm N] [--folder DIR]\n"
+                            "                  [--caffe-peer PROGRAM --caffe-library-path DIRS] [--load-only]\n");
             return 2;
         }
     }
@@ -271,15 +284,22 @@ int main(int argc, char **argv)
     /* The default is the library's with CBLOB_HUGE_PAGES unset: an empty value is not "0" or "1". */
     const char *const policy[] = {"CBLOB_HUGE_PAGES=", NULL}, *const always[] = {"CBLOB_HUGE_PAGES=1", NULL},
                       *const never[] = {"CBLOB_HUGE_PAGES=0", NULL};
+    char library_path[8192];
+    snprintf(library_path, sizeof library_path, "LD_LIBRARY_PATH=%s", caffe_library_path != NULL ? caffe_library_path : "");
+    const char *const caffe_argv[] = {caffe_peer, "bench", path, warm_text, NULL};
+    const char *const caffe_env[] = {library_path, "GLOG_minloglevel=2", NULL};
     bench_child load[] = {
         {.label = "read(2) into fresh malloc memory", .argv = read_argv, .env = policy},
         {.label = "cblob_model_open_file, default", .argv = load_argv, .env = policy},
         {.label = "cblob_model_open_file, CBLOB_HUGE_PAGES=1", .argv = load_argv, .env = always},
         {.label = "cblob_model_open_file, CBLOB_HUGE_PAGES=0", .argv = load_argv, .env = never},
+        {.label = "Caffe ReadProtoFromBinaryFile (Debian 11)", .argv = caffe_argv, .env = caffe_env},
     };
-    bench_children("load: a 16-layer model from the page cache (ratio against read(2))", load, 4, rounds, gap, file_bytes,
-                   0);
+    bench_children("load: a 16-layer model from the page cache (ratio against read(2))", load, caffe_peer != NULL ? 5 : 4,
+                   rounds, gap, file_bytes, 0);
     unlink(path);
+    if (load_only)
+        return 0;
     bench_child fill[] = {
         {.label = "malloc + memset", .argv = memset_argv, .env = policy},
         {.label = "blob create + fill, default", .argv = fill_argv, .env = policy},

@@ -54,6 +54,7 @@ typedef struct up_field {
 struct up_msg {
     up_field *fields;
     size_t count, capacity;
+    uint8_t *bytes;     /* a payload made here (packed values), freed with the message; or NULL */
     up_msg *next_owned; /* every message of an upgrade, freed together */
 };
 
@@ -92,6 +93,7 @@ static void free_owned(upgrader *u)
     for (up_msg *msg = u->owned, *next; msg != NULL; msg = next) {
         next = msg->next_owned;
         cb_free(msg->fields);
+        cb_free(msg->bytes);
         cb_free(msg);
     }
     u->owned = NULL;
@@ -974,10 +976,19 @@ static cblob_status upgrade_input(upgrader *u, up_msg *net)
                         status = no_memory();
                         goto done;
                     }
+                    /* BlobShape's dim is [packed = true]: one field holding the four varints,
+                     * as Caffe's protobuf writes it (upgrade_net_proto_binary's bytes). */
+                    if ((legacy->bytes = cb_malloc(4 * CB_VARINT_MAX_BYTES)) == NULL) {
+                        status = no_memory();
+                        goto done;
+                    }
+                    uint8_t *end = legacy->bytes;
                     for (size_t d = 4 * input; d < 4 * input + 4; ++d)
-                        if ((status = msg_append(legacy, &(up_field){.number = SHAPE_DIM, .wire = CB_WIRE_VARINT,
-                                                                     .value = dims[d].value})) != CBLOB_OK)
-                            goto done;
+                        end = put_varint(end, dims[d].value);
+                    if ((status = msg_append(legacy, &(up_field){.number = SHAPE_DIM, .wire = CB_WIRE_LENGTH,
+                                                                 .data = legacy->bytes,
+                                                                 .size = (size_t)(end - legacy->bytes)})) != CBLOB_OK)
+                        goto done;
                     if ((status = msg_append(input_param, &(up_field){.number = 1, .wire = CB_WIRE_LENGTH,
                                                                       .child = legacy})) != CBLOB_OK)
                         goto done;

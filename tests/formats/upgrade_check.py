@@ -147,6 +147,13 @@ def caffe_vectors(ctx):
                              ("v1_deploy_input_shape", "v1_deploy_expected")):
         got = upgrade_both_ways(ctx, fixture(ctx, source), source)
         same_message(got, parse_text(ctx, read(fixture(ctx, expected), "r")), source)
+    # The Input layer made from input_dim: its BlobShape's dim is [packed = true], so protobuf
+    # (Caffe's upgrade_net_proto_binary too) writes the dims as one packed field; cblob wrote them
+    # unpacked before (the same message, other bytes). The whole net here is built by the upgrade,
+    # so its bytes are the ones protobuf writes.
+    got = upgrade_both_ways(ctx, fixture(ctx, "input_dim_net"), "input_dim_net")
+    check(read(os.path.join(ctx.tmp, "input_dim_net.caffemodel")) == got.SerializeToString(),
+          "input_dim_net: the upgraded bytes are not the ones protobuf writes for the same message")
     # Caffe gives the V1 (or V0) net these become: upgraded, both are the same current net. For
     # the padding tests the expected output is V0 with the padding layers folded in.
     for source, expected in (("net_allparams_input_proto", "net_allparams_expected_output_proto"),
