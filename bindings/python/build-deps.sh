@@ -7,7 +7,7 @@
 #   DEPS_DIR/bin/cc        zig cc (PyPI's ziglang, pinned in requirements-test.txt), linking
 #                          against glibc 2.17's symbols only: libcblob and the program
 #   DEPS_DIR/prefix        BLIS built by that compiler from Debian's source package (Debian 12's
-#                          libblis needs glibc 2.29), in a configuration made of only the
+#                          libblis needs glibc 2.29), its x86_64 family made of only the
 #                          sub-configurations that matter to the level-1 kernels cblob calls
 #                          (bli_?axpyv, ?dotv, ?scalv, ?asumv): zen3, zen2, zen and haswell, which
 #                          use the AVX2 kernels of kernels/zen/1, and generic for every other
@@ -28,8 +28,8 @@ blis_configurations="zen3 zen2 zen haswell generic"
 deps=$(mkdir -p "$1" && cd "$1" && pwd)
 zig=$2
 
-# Rebuilt only when this script or the compiler changes.
-stamp=$( (sha256sum "$0"; "$zig" version) | sha256sum | cut -c1-16)
+# Rebuilt only when what this script does (its lines but comments) or the compiler changes.
+stamp=$( (grep -v '^ *#' "$0"; "$zig" version) | sha256sum | cut -c1-16)
 if [ -f "$deps/.stamp" ] && [ "$(cat "$deps/.stamp")" = "$stamp" ]; then
   echo "$deps"
   exit 0
@@ -72,18 +72,16 @@ if ! echo "$blis_sha256  $deps/src/$blis_tarball" | sha256sum --check --status 2
     { echo "build-deps: $blis_tarball is not the pinned one (sha256 $blis_sha256)" >&2; exit 1; }
 fi
 
-# BLIS: a configuration family of our own (BLIS's config_registry mechanism) and the pthreads
-# threading of Debian's libblis-pthread, built niced on at most two cores.
+# BLIS: its x86_64 family narrowed to our sub-configurations in config_registry (a family BLIS
+# does not know would never query the CPU: frame/base/bli_arch.c names the families that do),
+# and the pthreads threading of Debian's libblis-pthread, built niced on at most two cores.
 tar -xzf "$deps/src/$blis_tarball" -C "$deps/build"
 blis=$(ls -d "$deps"/build/blis-*)
-family=cblob_x86_64
-echo "$family: $blis_configurations" >> "$blis/config_registry"
-mkdir -p "$blis/config/$family"
-sed "s/amd64/$family/" "$blis/config/amd64/make_defs.mk" > "$blis/config/$family/make_defs.mk"
-sed "s/AMD64/${family^^}/g" "$blis/config/amd64/bli_family_amd64.h" > "$blis/config/$family/bli_family_$family.h"
+sed -i "s/^x86_64:.*/x86_64: $blis_configurations/" "$blis/config_registry"
+grep -q "^x86_64: $blis_configurations\$" "$blis/config_registry"
 (cd "$blis" &&
  ./configure --prefix="$deps/prefix" --enable-threading=pthreads --disable-blas --disable-cblas \
-     --disable-static --enable-shared CC="$deps/bin/cc" PYTHON=/usr/bin/python3 "$family" >&2 &&
+     --disable-static --enable-shared CC="$deps/bin/cc" PYTHON=/usr/bin/python3 x86_64 >&2 &&
  nice make -j2 >&2 && make install >&2)
 {
   echo "cblob.libs/libblis-*.so.4 is BLIS ${blis##*/blis-}, built from Debian's source package"

@@ -9,8 +9,9 @@ every ELF file's run path stays inside the wheel
 listed in METADATA; Requires-Python is pyproject.toml's. The wheel installs on glibc 2.17
 (manylinux2014: RHEL 7 and 8, Amazon Linux 2, Ubuntu 20.04, Debian 11): auditwheel's policy and
 the wheel's tag are manylinux_2_17, and no ELF file in it needs a glibc symbol version newer than
-2.17 (objdump -T). It prints the manylinux policy the wheel meets and, for each ELF file, the
-newest glibc symbol version it needs (what keeps the policy where it is).
+2.17 (objdump -T); its program's `cblob info` runs (the bundled BLIS starts on this CPU). It
+prints the manylinux policy the wheel meets and, for each ELF file, the newest glibc symbol
+version it needs (what keeps the policy where it is).
 
 usage: check_wheel.py WHEEL
 """
@@ -63,6 +64,14 @@ def main(wheel):
             if not paths or any(not p.startswith("$ORIGIN") for p in paths[0].split(":")):
                 fail(f"{name}'s run path leaves the wheel: {paths}")
         check_licenses(z, names, bundled)
+        # The bundled BLIS starts on this CPU (a BLIS built for no sub-configuration of it aborts
+        # at its first call), loaded through the run paths alone.
+        program = Path(folder) / "cblob/bin/cblob"
+        program.chmod(0o755)  # zipfile does not keep the mode bits
+        info = subprocess.run([str(program), "info"], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+        if info.returncode != 0 or "BLIS" not in info.stdout:
+            fail(f"the wheel's `cblob info` failed ({info.returncode}): {info.stdout}{info.stderr}")
+        print("  " + next(line.strip() for line in info.stdout.splitlines() if "BLIS" in line))
         check_requires_python(z, names)
         for name in ["cblob/libcblob.so.1", "cblob/bin/cblob"] + bundled:
             symbols = subprocess.run(["objdump", "-T", str(Path(folder) / name)], capture_output=True, text=True,
