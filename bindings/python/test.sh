@@ -5,8 +5,9 @@
 #      scripts/python-env.sh, `pip wheel` through scikit-build-core, auditwheel repair, the bundled
 #      libraries' licenses); check_wheel.py: auditwheel's verdict, what is bundled, run paths,
 #      licenses, requires-python
-#   2. `pip install ./bindings/python` from source into the NumPy 2 environment (the wheel's build
-#      folder, so nothing is compiled twice), and the pytest suites against it; then against the
+#   2. `pip install ./bindings/python` from source into the NumPy 2 environment (with the machine's
+#      compiler and libraries, as a user's source install: its own build folder, shared with the
+#      source install of step 4), and the pytest suites against it; then against the
 #      binary wheel in the environment with Debian's NumPy 1.24; then the GPU tests again against
 #      the test doubles of the CUDA libraries
 #   3. every other Python interpreter found (pyenv's, or $CBLOB_PYTHONS): the binary wheel and the
@@ -30,8 +31,9 @@ wheel=$("$python_dir/build-wheel.sh" "$CBLOB_OUT_DIR/wheel" | tail -n 1)
 "$numpy2" "$python_dir/tests/check_wheel.py" "$wheel"
 
 echo "== pip install ./bindings/python (scikit-build-core)"
+source_build=$CBLOB_OUT_DIR/wheel/skbuild-source   # not the binary wheel's (another compiler)
 "$numpy2" -m pip install "${pip_quiet[@]}" --no-build-isolation \
-    --config-settings=build-dir="$CBLOB_OUT_DIR/wheel/skbuild" "$python_dir"
+    --config-settings=build-dir="$source_build" "$python_dir"
 
 echo "== pytest: source install, NumPy $("$numpy2" -c 'import numpy; print(numpy.__version__)')"
 # run_pytest PYTHON [ARGS]: the suites of tests/ against the cblob that PYTHON imports (a command,
@@ -103,8 +105,9 @@ echo "== pip install ./bindings/python from source, build isolation, --system-si
 fresh=$CBLOB_OUT_DIR/fresh-source
 rm -rf "$fresh"
 /usr/bin/python3 -m venv --system-site-packages "$fresh"
-# The wheel's build folder: only the generator's Python changes, so nothing is compiled again.
+# The first source install's build folder: only the generator's Python changes, so nothing is
+# compiled again.
 "$fresh/bin/python" -m pip install --quiet --disable-pip-version-check \
-    --config-settings=build-dir="$CBLOB_OUT_DIR/wheel/skbuild" "$python_dir"
+    --config-settings=build-dir="$source_build" "$python_dir"
 (cd "$outside" && env -u CBLOB_LIBRARY -u LD_LIBRARY_PATH -u PYTHONPATH "$fresh/bin/python" -I -c \
     'import cblob, sys; m = cblob.load("tiny_lenet.caffemodel"); assert "conv1" in m, list(m); print("source install:", cblob.library_path())')

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h> /* renameat */
 #include <sys/stat.h>
+#include <sys/syscall.h> /* SYS_renameat2 */
 #include <unistd.h>
 
 #include "fault.h"
@@ -86,6 +87,21 @@ static inline int io_renameat(int from_dir, const char *from, int to_dir, const 
     int result;
     do
         result = io_injected(CB_FAULT_RENAME) > 0 ? -1 : renameat(from_dir, from, to_dir, to);
+    while (result != 0 && errno == EINTR);
+    return result;
+}
+
+/* renameat2 as glibc 2.28's wrapper does it (renameat when there are no flags, else the system
+ * call), without needing glibc 2.28: the binary wheel runs on glibc 2.17 (manylinux2014,
+ * bindings/python/build-deps.sh). A kernel without renameat2 (before 3.15), or a file system
+ * without the flag, answers ENOSYS or EINVAL, which the callers handle. */
+static inline int io_renameat2(int from_dir, const char *from, int to_dir, const char *to, unsigned flags)
+{
+    int result;
+    do
+        result = io_injected(CB_FAULT_RENAME) > 0 ? -1
+                 : flags == 0                      ? renameat(from_dir, from, to_dir, to)
+                                                   : (int)syscall(SYS_renameat2, from_dir, from, to_dir, to, flags);
     while (result != 0 && errno == EINTR);
     return result;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Files made inside an output folder, relative to the folder's descriptor; and files staged there
  * to appear together. */
-/* syncfs, renameat2 */
+/* syncfs, RENAME_NOREPLACE */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -205,12 +205,7 @@ cblob_status cb_out_dir_stage(cb_out_dir *dir)
  * still be free (as put_in_place does for a single file). */
 static cblob_status move_staged(cb_out_dir *dir, const staged_file *file)
 {
-    int result;
-    do
-        result = io_injected(CB_FAULT_RENAME) > 0
-                     ? -1
-                     : renameat2(dir->stage_fd, file->name, dir->fd, file->name, file->replace ? 0 : RENAME_NOREPLACE);
-    while (result != 0 && errno == EINTR);
+    int result = io_renameat2(dir->stage_fd, file->name, dir->fd, file->name, file->replace ? 0 : RENAME_NOREPLACE);
     if (result != 0 && !file->replace && (errno == EINVAL || errno == ENOSYS)) {
         result = linkat(dir->stage_fd, file->name, dir->fd, file->name, 0);
         if (result == 0)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Writing one file: buffering, the locked temporary, and the commit that puts it in place. */
-/* flock, fallocate, renameat2, dirent types. */
+/* flock, fallocate, RENAME_NOREPLACE, dirent types. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -438,13 +438,7 @@ static void put_in_place(cb_output *output)
             output->temporary[0] = '\0';
         return;
     }
-    int renamed;
-    do
-        renamed = io_injected(CB_FAULT_RENAME) > 0
-                      ? -1
-                      : renameat2(output->dirfd, output->temporary, output->dirfd, output->name, RENAME_NOREPLACE);
-    while (renamed != 0 && errno == EINTR);
-    if (renamed == 0) {
+    if (io_renameat2(output->dirfd, output->temporary, output->dirfd, output->name, RENAME_NOREPLACE) == 0) {
         output->temporary[0] = '\0';
         return;
     }

@@ -6,9 +6,12 @@ wheel holds libcblob.so.1, the program and the bundled BLIS, protobuf-c and Jans
 cblob's zip reader and writer use, is a library manylinux lets a wheel take from the system), and
 every ELF file's run path stays inside the wheel
 ($ORIGIN...); .dist-info/licenses holds cblob's license and one for every bundled library, each
-listed in METADATA; Requires-Python is pyproject.toml's. It prints the manylinux policy the wheel
-meets and, for each ELF file, the newest glibc symbol version it needs (what keeps the policy
-where it is).
+listed in METADATA; Requires-Python is pyproject.toml's. The wheel installs on glibc 2.17
+(manylinux2014: RHEL 7 and 8, Amazon Linux 2, Ubuntu 20.04, Debian 11): auditwheel's policy and
+the wheel's tag are manylinux_2_17, and no ELF file in it needs a glibc symbol version newer than
+2.17 (objdump -T); its program's `cblob info` runs (the bundled BLIS starts on this CPU). It
+prints the manylinux policy the wheel meets and, for each ELF file, the newest glibc symbol
+version it needs (what keeps the policy where it is).
 
 usage: check_wheel.py WHEEL
 """
@@ -19,6 +22,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+# The oldest glibc the wheel must run on (bindings/python/build-deps.sh builds for it).
+OLDEST_GLIBC = (2, 17)
 GLIBC = {"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "ld-linux-x86-64.so.2"}
 
 
@@ -30,8 +35,12 @@ def main(wheel):
     show = subprocess.run(["auditwheel", "show", wheel], capture_output=True, text=True, check=True).stdout
     text = " ".join(show.split())
     print(text)
-    if not re.search(r'consistent with the following platform tag: "manylinux_2_\d+_x86_64"', text):
+    policy = re.search(r'consistent with the following platform tag: "manylinux_(\d+)_(\d+)_x86_64"', text)
+    if not policy:
         fail("auditwheel does not call the wheel manylinux")
+    if (int(policy.group(1)), int(policy.group(2))) > OLDEST_GLIBC:
+        fail(f"auditwheel's policy is manylinux_{policy.group(1)}_{policy.group(2)}: the wheel does not install on "
+             f"glibc {'.'.join(map(str, OLDEST_GLIBC))}")
     external = set(re.findall(r"(\S+\.so[.\d]*) with versions", text))
     bundled_prefixes = ("libcblob.so", "libprotobuf-c-", "libblis-", "libjansson-", "libzip-", "libz-", "libcrypto-",
                         "libbz2-", "liblzma-", "libzstd-", "libgnutls-", "libnettle-")
@@ -55,15 +64,28 @@ def main(wheel):
             if not paths or any(not p.startswith("$ORIGIN") for p in paths[0].split(":")):
                 fail(f"{name}'s run path leaves the wheel: {paths}")
         check_licenses(z, names, bundled)
+        # The bundled BLIS starts on this CPU (a BLIS built for no sub-configuration of it aborts
+        # at its first call), loaded through the run paths alone.
+        program = Path(folder) / "cblob/bin/cblob"
+        program.chmod(0o755)  # zipfile does not keep the mode bits
+        info = subprocess.run([str(program), "info"], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+        if info.returncode != 0 or "BLIS" not in info.stdout:
+            fail(f"the wheel's `cblob info` failed ({info.returncode}): {info.stdout}{info.stderr}")
+        print("  " + next(line.strip() for line in info.stdout.splitlines() if "BLIS" in line))
         check_requires_python(z, names)
         for name in ["cblob/libcblob.so.1", "cblob/bin/cblob"] + bundled:
             symbols = subprocess.run(["objdump", "-T", str(Path(folder) / name)], capture_output=True, text=True,
                                      check=True).stdout
-            versions = sorted({tuple(map(int, v.split("."))) for v in re.findall(r"GLIBC_(\d+\.\d+)", symbols)})
+            versions = sorted({tuple(map(int, v.split("."))) for v in re.findall(r"GLIBC_(\d+(?:\.\d+)+)", symbols)})
             print(f"  {name}: newest glibc symbol version {'.'.join(map(str, versions[-1])) if versions else '-'}")
-    tag = re.search(r"manylinux_(\d+)_(\d+)_x86_64", Path(wheel).name)
-    print(f"check_wheel: {Path(wheel).name}: manylinux_{tag.group(1)}_{tag.group(2)}; BLIS, protobuf-c and "
-          "Jansson bundled with their licenses, run paths inside")
+            if versions and versions[-1] > OLDEST_GLIBC:
+                fail(f"{name} needs glibc {'.'.join(map(str, versions[-1]))}, newer than "
+                     f"{'.'.join(map(str, OLDEST_GLIBC))}")
+    tags = re.findall(r"manylinux_(\d+)_(\d+)_x86_64", Path(wheel).name)
+    if not tags or min((int(a), int(b)) for a, b in tags) > OLDEST_GLIBC:
+        fail(f"{Path(wheel).name} is not tagged manylinux_{OLDEST_GLIBC[0]}_{OLDEST_GLIBC[1]} or older")
+    print(f"check_wheel: {Path(wheel).name}: installs on glibc {'.'.join(map(str, OLDEST_GLIBC))}; BLIS, "
+          "protobuf-c and Jansson bundled with their licenses, run paths inside")
 
 
 def check_licenses(z, names, bundled):
