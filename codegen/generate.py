@@ -26,6 +26,7 @@ import yaml
 import ffi
 import manual
 import safe
+import safe_tables
 import sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,6 +158,7 @@ def load_model():
         raise DescriptionError(f"bindings type map: {e}") from e
     try:
         safe.annotate(model)
+        safe_tables.annotate(model)
     except (safe.BindingError, ffi.FfiError) as e:
         raise DescriptionError(f"bindings' safe layers: {e}") from e
     try:

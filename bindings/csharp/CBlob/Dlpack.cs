@@ -1,76 +1,19 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): DLPack, owned tensors that call their
-// deleter once, and the imports that take them.
+// Hand-written (not generated from codegen/bindings/): DLPack's ownership: owned tensors that
+// call their deleter once, and the imports that take them (the structs' layouts are generated).
 using System;
 using System.Runtime.InteropServices;
 using System.Threading;
 
 // DLPack: a blob's data or diff handed to NumPy, PyTorch, CuPy, JAX or any other DLPack 1.x
 // consumer without a copy, and a DLPack tensor taken in as a blob without a copy (the header's
-// "DLPack" section). The structs mirror DLPack's own header (dlpack/dlpack.h, which cblob
-// installs as <cblob/dlpack.h>) field for field; the tests check their layout against that
-// header compiled by the C compiler.
+// "DLPack" section). The structs mirror DLPack's own header field for field (Tables.g.cs).
 namespace CBlob
 {
-    /// <summary>DLPack's <c>DLDeviceType</c> (other values than these exist).</summary>
-    public enum DLDeviceType : int
+    // The structs' and enums' declarations are generated (Tables.g.cs, from
+    // codegen/bindings/dlpack.yaml); their constructors and conversions are here.
+    public partial struct DLDevice
     {
-        /// <summary><c>kDLCPU</c>: host memory.</summary>
-        Cpu = 1,
-        /// <summary><c>kDLCUDA</c>: CUDA device memory.</summary>
-        Cuda = 2,
-        /// <summary><c>kDLCUDAHost</c>: pinned host memory (cudaMallocHost).</summary>
-        CudaHost = 3,
-        /// <summary><c>kDLCUDAManaged</c>: CUDA managed memory (not taken by cblob).</summary>
-        CudaManaged = 13,
-    }
-
-    /// <summary>DLPack's <c>DLDataTypeCode</c> (other values than these exist).</summary>
-    public enum DLDataTypeCode : byte
-    {
-        /// <summary><c>kDLInt</c>: signed integers.</summary>
-        Int = 0,
-        /// <summary><c>kDLUInt</c>: unsigned integers.</summary>
-        UInt = 1,
-        /// <summary><c>kDLFloat</c>: IEEE floats.</summary>
-        Float = 2,
-        /// <summary><c>kDLBfloat</c>: bfloat16 (not taken by cblob).</summary>
-        Bfloat = 4,
-        /// <summary><c>kDLBool</c> (not taken by cblob).</summary>
-        Bool = 6,
-    }
-
-    /// <summary>The flags of a <c>DLManagedTensorVersioned</c>.</summary>
-    [Flags]
-    public enum DLPackFlags : ulong
-    {
-        /// <summary>No flag.</summary>
-        None = 0,
-        /// <summary><c>DLPACK_FLAG_BITMASK_READ_ONLY</c>: the consumer must not write the memory.</summary>
-        ReadOnly = 1,
-        /// <summary><c>DLPACK_FLAG_BITMASK_IS_COPIED</c>: the producer made a copy for this tensor.</summary>
-        IsCopied = 2,
-    }
-
-    /// <summary>DLPack's <c>DLPackVersion</c>.</summary>
-    [StructLayout(LayoutKind.Sequential)]
-    public struct DLPackVersion
-    {
-        /// <summary>A different major means a different layout after the flags.</summary>
-        public uint Major;
-        /// <summary>New enum values within one major.</summary>
-        public uint Minor;
-    }
-
-    /// <summary>DLPack's <c>DLDevice</c>: where a tensor's memory lives.</summary>
-    [StructLayout(LayoutKind.Sequential)]
-    public struct DLDevice
-    {
-        /// <summary>The device type.</summary>
-        public DLDeviceType DeviceType;
-        /// <summary>The device's index (0 for host memory).</summary>
-        public int DeviceId;
-
         /// <summary>A device.</summary>
         public DLDevice(DLDeviceType deviceType, int deviceId)
         {
@@ -82,17 +25,8 @@ namespace CBlob
         public override string ToString() { return DeviceType + ":" + DeviceId; }
     }
 
-    /// <summary>DLPack's <c>DLDataType</c>: an element type.</summary>
-    [StructLayout(LayoutKind.Sequential)]
-    public struct DLDataType
+    public partial struct DLDataType
     {
-        /// <summary>The type code.</summary>
-        public DLDataTypeCode Code;
-        /// <summary>Bits per lane.</summary>
-        public byte Bits;
-        /// <summary>Lanes per element (1 for scalars).</summary>
-        public ushort Lanes;
-
         /// <summary>A type.</summary>
         public DLDataType(DLDataTypeCode code, byte bits, ushort lanes)
         {
@@ -128,54 +62,6 @@ namespace CBlob
 
         /// <summary>"Float32x1" and the like.</summary>
         public override string ToString() { return Code.ToString() + Bits + "x" + Lanes; }
-    }
-
-    /// <summary>DLPack's <c>DLTensor</c>: the view itself. Its pointers belong to whoever made it.</summary>
-    [StructLayout(LayoutKind.Sequential)]
-    public struct DLTensor
-    {
-        /// <summary>The memory (a device address for device memory); zero for a tensor without elements.</summary>
-        public IntPtr Data;
-        /// <summary>Where the memory lives.</summary>
-        public DLDevice Device;
-        /// <summary>The number of axes.</summary>
-        public int NDim;
-        /// <summary>The element type.</summary>
-        public DLDataType DType;
-        /// <summary><c>int64_t *</c>: NDim dimensions.</summary>
-        public IntPtr Shape;
-        /// <summary><c>int64_t *</c>: NDim strides in elements, or zero for C-contiguous.</summary>
-        public IntPtr Strides;
-        /// <summary>Bytes from Data to the first element.</summary>
-        public ulong ByteOffset;
-    }
-
-    /// <summary>DLPack's legacy <c>DLManagedTensor</c> (before DLPack 1.0).</summary>
-    [StructLayout(LayoutKind.Sequential)]
-    public struct DLManagedTensor
-    {
-        /// <summary>The view.</summary>
-        public DLTensor DLTensor;
-        /// <summary>The producer's context for the deleter.</summary>
-        public IntPtr ManagerCtx;
-        /// <summary><c>void (*)(DLManagedTensor *)</c>, or zero when there is nothing to free.</summary>
-        public IntPtr Deleter;
-    }
-
-    /// <summary>DLPack's <c>DLManagedTensorVersioned</c> (DLPack 1.0 and later).</summary>
-    [StructLayout(LayoutKind.Sequential)]
-    public struct DLManagedTensorVersioned
-    {
-        /// <summary>The DLPack version the producer wrote.</summary>
-        public DLPackVersion Version;
-        /// <summary>The producer's context for the deleter.</summary>
-        public IntPtr ManagerCtx;
-        /// <summary><c>void (*)(DLManagedTensorVersioned *)</c>, or zero when there is nothing to free.</summary>
-        public IntPtr Deleter;
-        /// <summary>The flags.</summary>
-        public DLPackFlags Flags;
-        /// <summary>The view.</summary>
-        public DLTensor DLTensor;
     }
 
     /// <summary>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the GpuVersions record and SetGpuData (a
-// device buffer with a release Action).
+// Hand-written (not generated from codegen/bindings/): the read of the GpuVersions record
+// (generated: Tables.g.cs) and SetGpuData (a device buffer with a release Action).
 using System;
 using System.Runtime.ExceptionServices;
 using System.Runtime.InteropServices;
@@ -8,17 +8,6 @@ using System.Threading;
 
 namespace CBlob
 {
-    /// <summary>The versions of the GPU libraries found (see <see cref="Gpu.Versions"/>).</summary>
-    public struct GpuVersions
-    {
-        /// <summary>The CUDA version the driver supports, as CUDA encodes it (13000 is 13.0); 0 without a driver.</summary>
-        public int Driver;
-        /// <summary>NVRTC's version; 0 when it could not be loaded.</summary>
-        public int Nvrtc;
-        /// <summary>cuBLAS's version; 0 when it could not be loaded.</summary>
-        public int Cublas;
-    }
-
     /// <summary>
     /// The GPU backend (CUDA): what the machine has, and the kernel cache. The library loads and
     /// works without a GPU; the calls that need one then throw <see cref="CBlobException"/> with

@@ -1,54 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the Rule and ParamSpec records, and the
-// reads of several calls into them and into a typed array of a blob's values.
+// Hand-written (not generated from codegen/bindings/): the reads of several calls into the Rule
+// and ParamSpec records (generated: Tables.g.cs) and into a typed array of a blob's values.
 using System;
 using System.Collections.Generic;
 using System.Runtime.InteropServices;
 
 namespace CBlob
 {
-    /// <summary>One of a layer's include or exclude rules (Caffe's NetStateRule).</summary>
-    public sealed class Rule
-    {
-        internal Rule(Phase phase, int minLevel, int maxLevel, string[] stages, string[] notStages)
-        {
-            Phase = phase;
-            MinLevel = minLevel;
-            MaxLevel = maxLevel;
-            Stages = stages;
-            NotStages = notStages;
-        }
-
-        /// <summary>The phase the rule asks for (<see cref="CBlob.Phase.None"/> when none).</summary>
-        public Phase Phase { get; }
-        /// <summary>The lowest level the net may have (int.MinValue when unset).</summary>
-        public int MinLevel { get; }
-        /// <summary>The highest level the net may have (int.MaxValue when unset).</summary>
-        public int MaxLevel { get; }
-        /// <summary>Stages the net must have.</summary>
-        public IReadOnlyList<string> Stages { get; }
-        /// <summary>Stages the net must not have.</summary>
-        public IReadOnlyList<string> NotStages { get; }
-    }
-
-    /// <summary>One of a layer's param specs (ParamSpec; V1's param, blobs_lr and weight_decay).</summary>
-    public sealed class ParamSpec
-    {
-        internal ParamSpec(string name, float lrMult, float decayMult)
-        {
-            Name = name;
-            LrMult = lrMult;
-            DecayMult = decayMult;
-        }
-
-        /// <summary>The name layers share the blob by, or null.</summary>
-        public string Name { get; }
-        /// <summary>The multiplier on the learning rate (1 when unset).</summary>
-        public float LrMult { get; }
-        /// <summary>The multiplier on the weight decay (1 when unset).</summary>
-        public float DecayMult { get; }
-    }
-
     // A model opened from a file keeps every field of it and saves byte for byte what it read,
     // changed blobs' values aside. These members read a layer's structure, read blobs without
     // making handles, export the blobs as safetensors or NumPy .npz, read those back, and replace

@@ -16,7 +16,7 @@ import os
 import struct
 from collections.abc import Iterable, Iterator, Mapping
 from ctypes import c_char_p, c_float, c_int32, c_int64, c_void_p
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -25,38 +25,12 @@ from ._errors import DTypeError, InvalidArgumentError, ShapeError, check, usage_
 from ._library import lib
 from ._raw import ExportFlags, Part, Phase, RuleKind, Status
 from ._safe import _ModelMethods
+from ._structs import IncompatibleKeys, ParamSpec, Rule
 from ._util import NUMPY_DTYPES, handle_array, int32_arg, int64_arg, no_copies, text_bytes
 
 if TYPE_CHECKING:
     from ._context import Context
     from .caffe import AttachReport
-
-
-class Rule(NamedTuple):
-    """One of a layer's include or exclude rules (Caffe's NetStateRule): the phase it asks for
-    (Phase.NONE when none), the level bounds (-2**31 and 2**31 - 1 when unset), the stages the
-    net must have and those it must not."""
-    phase: Phase
-    min_level: int
-    max_level: int
-    stages: list[str]
-    not_stages: list[str]
-
-
-class ParamSpec(NamedTuple):
-    """One of a layer's param specs (ParamSpec; V1's param, blobs_lr and weight_decay): the name
-    layers share the blob by (None when it has none), and the multipliers on the learning rate
-    and the weight decay (1 when unset)."""
-    name: str | None
-    lr_mult: float
-    decay_mult: float
-
-
-class IncompatibleKeys(NamedTuple):
-    """What Model.load_state_dict found, as PyTorch's load_state_dict reports it: the model's keys
-    the dict lacks, and the dict's keys the model does not have."""
-    missing_keys: list[str]
-    unexpected_keys: list[str]
 
 
 class Layer:
