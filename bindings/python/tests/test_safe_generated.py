@@ -164,6 +164,11 @@ CASES = [
     ("Window.window_size", "cblob_window_set_size", lambda: setattr(null(cblob.Window), "window_size", 0)),
     ("Window.parent", "cblob_window_parent", lambda: null(cblob.Window).parent),
     ("Window.owner", "cblob_window_owner", lambda: null(cblob.Window).owner),
+    ("Comm.rank", "cblob_comm_rank", lambda: null(cblob.Comm).rank),
+    ("Comm.size", "cblob_comm_size", lambda: null(cblob.Comm).size),
+    ("Comm.set_bucket_bytes", "cblob_comm_set_bucket_bytes", lambda: null(cblob.Comm).set_bucket_bytes(0)),
+    ("Comm.set_agreement_check", "cblob_comm_set_agreement_check", lambda: null(cblob.Comm).set_agreement_check(False)),
+    ("Comm.barrier", "cblob_comm_barrier", lambda: null(cblob.Comm).barrier()),
     ("cblob.blob_vector_from_bytes", "cblob_blob_vector_from_proto", lambda: cblob.blob_vector_from_bytes(b"", context=null(cblob.Context))),
     ("cblob.blob_vector_from_file", "cblob_blob_vector_from_proto_file", lambda: cblob.blob_vector_from_file("x", context=null(cblob.Context))),
 ]

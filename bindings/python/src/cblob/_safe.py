@@ -1364,6 +1364,56 @@ class _WindowMethods:
         return _blob.Blob._created(lambda out: lib.cblob_window_owner(self._h, out), self._context)
 
 
+class _CommMethods:
+    """Comm's generated methods."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:  # what Comm, which derives from the table, provides
+        _h: Any
+        _context: Context
+
+        @classmethod
+        def _created(cls, create: Callable[[c_void_p], int], context: Context,
+                     io: tuple[Any, str] | None = None) -> Any: ...
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in the communicator."""
+        out = c_int32()
+        check(lib.cblob_comm_rank(self._h, out))
+        return out.value
+
+    @property
+    def size(self) -> int:
+        """The number of ranks in the communicator."""
+        out = c_int32()
+        check(lib.cblob_comm_size(self._h, out))
+        return out.value
+
+    def set_bucket_bytes(self, bucket_bytes: int) -> None:
+        """The most bytes fused into one engine call (COMM_DEFAULT_BUCKET_BYTES until set); 0
+        fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
+        decides the engine calls: the agreement refuses a collective where it differs.
+        """
+        check(lib.cblob_comm_set_bucket_bytes(self._h, int64_arg(bucket_bytes, "bucket_bytes")))
+
+    def set_agreement_check(self, enabled: bool) -> None:
+        """Whether collectives start with the ranks' agreement (see the section): 1, the default, or 0
+        for a program that needs the last microsecond and is sure its ranks never differ. Without
+        it, ranks that differ leave the outcome to the engine (MPI calls such programs erroneous: a
+        count that differs may overflow a buffer). Set the same on every rank, between collectives:
+        a rank that agrees while another does not is a disagreement the agreement cannot see.
+        """
+        check(lib.cblob_comm_set_agreement_check(self._h, int(bool(enabled))))
+
+    def barrier(self) -> None:
+        """Returns once every rank has reached it.
+    
+        Comm.barrier_start, then cblob_comm_request_wait.
+        """
+        check(lib.cblob_comm_barrier(self._h))
+
+
 def version() -> str:
     """The library's version as "major.minor.patch"; never NULL."""
     return lib.cblob_version().decode("utf-8", "replace")
