@@ -223,7 +223,7 @@ class Call:
         self.name = fn["name"]
         params = fn["params"]
         handle_classes = {c["handle"]: c for c in classes.values() if c["kind"] == "class" and c["key"] in
-                          ("Blob", "Context", "Net", "Comm", "File")}
+                          ("Blob", "Context", "Net", "Comm", "File", "Request")}
         enums = {e["name"] for e in model["enums"]}
         lengths = {p["length"] for p in params if p.get("length")}
         self.receiver = None

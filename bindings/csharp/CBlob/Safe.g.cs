@@ -2471,9 +2471,67 @@ namespace CBlob
         }
 
         /// <summary>
+        /// Starts an all-reduce (see Allreduce) and returns its request. Until the request is waited for, the blobs must not be read, written, reshaped or used in another collective.
+        ///
+        /// Starts an all-reduce of the part of count blobs (any dtypes the engine takes, listed once,
+        /// not overlapping) and returns its request; the blocking form is Comm.Allreduce.
+        /// ReduceOp.Average of an integer blob, and a dtype the engine does not take, are
+        /// Status.DType; a blob on another device than a device engine's is Status.State. A
+        /// broken communicator is Status.Comm. Ranks that disagree on the call (see the section:
+        /// Agreement) fail alike with Status.Shape, Status.DType, Status.InvalidArgument or
+        /// the status of a rank that refused it; with the agreement, the call returns once every rank
+        /// has started it.
+        /// </summary>
+        public CommRequest AllreduceStart(Part part, ReduceOp op, params Blob[] blobs)
+        {
+            using (var u0 = guard.Use())
+            using (var u1 = Guard.UseAll(Proto.Guards(blobs)))
+            {
+                IntPtr self = u0;
+                IntPtr[] blobsPtrs = u1.Ptrs;
+                return CommRequest.Created((out CommRequestHandle h) => NativeMethods.cblob_comm_allreduce_start(self, blobsPtrs, blobsPtrs.Length, part, op, out h));
+            }
+        }
+
+        /// <summary>
+        /// Starts a broadcast (see Broadcast) and returns its request.
+        ///
+        /// Starts a broadcast of the root's part of count blobs to every rank and returns its
+        /// request; otherwise as Comm.AllreduceStart. A root outside 0..size-1 is
+        /// Status.OutOfRange.
+        /// </summary>
+        public CommRequest BroadcastStart(Part part, int root, params Blob[] blobs)
+        {
+            using (var u0 = guard.Use())
+            using (var u1 = Guard.UseAll(Proto.Guards(blobs)))
+            {
+                IntPtr self = u0;
+                IntPtr[] blobsPtrs = u1.Ptrs;
+                return CommRequest.Created((out CommRequestHandle h) => NativeMethods.cblob_comm_broadcast_start(self, blobsPtrs, blobsPtrs.Length, part, root, out h));
+            }
+        }
+
+        /// <summary>
+        /// Starts a barrier and returns its request.
+        ///
+        /// Starts a barrier and returns its request. A broken communicator is Status.Comm. With the
+        /// agreement (see the section), the barrier is the agreement itself: the call returns once
+        /// every rank has reached it, and a rank that calls another collective there makes every rank
+        /// fail with Status.InvalidArgument.
+        /// </summary>
+        public CommRequest BarrierStart()
+        {
+            using (var u0 = guard.Use())
+            {
+                IntPtr self = u0;
+                return CommRequest.Created((out CommRequestHandle h) => NativeMethods.cblob_comm_barrier_start(self, out h));
+            }
+        }
+
+        /// <summary>
         /// All-reduces the part of the blobs in place over the ranks (the sum, or the average of float dtypes); returns when done.
         ///
-        /// Comm.AllreduceStart, then cblob_comm_request_wait.
+        /// Comm.AllreduceStart, then CommRequest.Wait.
         /// </summary>
         public void Allreduce(Part part, ReduceOp op, params Blob[] blobs)
         {
@@ -2485,7 +2543,7 @@ namespace CBlob
         /// <summary>
         /// Copies the root's part of the blobs to every rank; returns when done.
         ///
-        /// Comm.BroadcastStart, then cblob_comm_request_wait.
+        /// Comm.BroadcastStart, then CommRequest.Wait.
         /// </summary>
         public void Broadcast(Part part, int root, params Blob[] blobs)
         {
@@ -2497,12 +2555,82 @@ namespace CBlob
         /// <summary>
         /// Returns once every rank has reached it.
         ///
-        /// Comm.BarrierStart, then cblob_comm_request_wait.
+        /// Comm.BarrierStart, then CommRequest.Wait.
         /// </summary>
         public void Barrier()
         {
             using (var u0 = guard.Use())
                 CBlobException.Check(NativeMethods.cblob_comm_barrier(u0));
+        }
+    }
+
+    public sealed partial class CommRequest
+    {
+        readonly CommRequestHandle handle;
+        readonly Guard guard;
+        
+        CommRequest(CommRequestHandle handle)
+        {
+            this.handle = handle;
+            guard = new Guard(handle);
+        }
+        
+        /// <summary>The native handle, for interop; it stays owned by this object (do not dispose it).</summary>
+        public CommRequestHandle Handle { get { return handle; } }
+        
+        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
+        public bool IsDisposed { get { return guard.IsDisposed; } }
+        
+        /// <summary>
+        /// Waits for the request if nobody has (its status is lost: wait first to see it) and frees it.
+        /// NULL is a no-op.
+        /// Calling it again does nothing. A call in flight on another thread finishes first: the
+        /// hold is dropped when it returns.
+        /// </summary>
+        public void Dispose()
+        {
+            guard.Dispose();
+        }
+        
+        /// <summary>Starts a call with the handle (ObjectDisposedException after Dispose).</summary>
+        internal Use Use()
+        {
+            return guard.Use();
+        }
+        
+        /// <summary>The guard of an argument (ArgumentNullException for null).</summary>
+        internal static Guard GuardOf(CommRequest commRequest, string name)
+        {
+            if (commRequest == null)
+                throw new ArgumentNullException(name);
+            return commRequest.guard;
+        }
+        
+        /// <summary>A call that creates a handle into its out-parameter.</summary>
+        internal delegate Status Creator(out CommRequestHandle created);
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static CommRequest Created(Creator create)
+        {
+            CommRequestHandle created;
+            Status status = create(out created);
+            if (status != Status.Ok)
+            {
+                created.Dispose();
+                throw CBlobException.Last(status);
+            }
+            return new CommRequest(created);
+        }
+
+        /// <summary>
+        /// Finishes the collective: waits for the engine, copies fused buckets back, scales an
+        /// average. Returns the collective's status (Status.Comm, Status.Timeout: see the
+        /// section); waiting again returns the same status and does nothing.
+        /// </summary>
+        public void Wait()
+        {
+            using (var u0 = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_comm_request_wait(u0));
         }
     }
 

@@ -1409,7 +1409,7 @@ class _CommMethods:
     def barrier(self) -> None:
         """Returns once every rank has reached it.
     
-        Comm.barrier_start, then cblob_comm_request_wait.
+        Comm.barrier_start, then Request.wait.
         """
         check(lib.cblob_comm_barrier(self._h))
 
