@@ -146,6 +146,7 @@ class Comm(_CommMethods):
     """
 
     __slots__ = ("_raw", "_context", "__weakref__")
+    _raw: c_void_p | None  # None once closed
     _destroy = lib.cblob_comm_destroy
 
     def __init__(self) -> None:
@@ -225,7 +226,7 @@ class Comm(_CommMethods):
     @property
     def _h(self) -> c_void_p:
         # Every call on a closed communicator is a StateError (the generated methods read this).
-        if not self._raw:
+        if self._raw is None:
             raise usage_error(StateError, Status.STATE, "the communicator is closed")
         return self._raw
 
