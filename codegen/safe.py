@@ -266,7 +266,9 @@ class Call:
                                            cls=handle_classes.get(p["base"])))
                 continue
             claimed.add(p["name"])
-            if p["depth"] == 2 and p["base"] in handle_classes:
+            if p["depth"] == 2 and p["base"].startswith("struct DLManaged") and p.get("ownership") == "caller_owns":
+                self.results.append(Result("tensor", p))  # an exported DLPack tensor the caller deletes
+            elif p["depth"] == 2 and p["base"] in handle_classes:
                 if p.get("ownership") != "caller_owns":
                     # A handle the library lends (a file's model) must never be destroyed by
                     # the object a generated method would wrap it in.
@@ -312,6 +314,8 @@ class Call:
             return Arg("path" if is_path else "string", p)
         if depth == 1 and base == "void":
             return Arg("pointer", p)
+        if depth == 1 and base.startswith("struct DLManaged") and p.get("ownership") == "transfers_to_callee":
+            return Arg("tensor", p)  # a DLPack tensor the call takes on success only
         if depth == 0 and base in enums and check in OPTIONAL_ENUM_CHECKS:
             return Arg("optional_enum", p)
         if depth == 0 and base in enums:
@@ -1166,6 +1170,16 @@ def xml(text):
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def cs_dlpack_owner(base):
+    """The C# class that owns a DLPack struct ("struct DLManagedTensorVersioned": DlpackTensor),
+    from codegen/bindings/dlpack.yaml."""
+    table = yaml.safe_load((BINDINGS / "dlpack.yaml").read_text(encoding="utf-8"))
+    owners = {f"struct {s['c']}": s["csharp_owner"] for s in table["structs"] if s.get("csharp_owner")}
+    if base not in owners:
+        raise BindingError(f"no csharp_owner for {base} in codegen/bindings/dlpack.yaml")
+    return owners[base]
+
+
 class CsEmitter(Emitter):
     lang = "csharp"
 
@@ -1247,6 +1261,11 @@ class CsEmitter(Emitter):
             elif role == "pointer":
                 decls.append(f"IntPtr {n}")
                 expr[arg.c] = n
+            elif role == "tensor":
+                # The owned wrapper hands its pointer over for the call (DlpackTensorBase.Use)
+                # and gets it back unless the call succeeds (Took below).
+                decls.append(f"{cs_dlpack_owner(arg.base)} {n}")
+                uses.append((f"Blob.Required({n}, nameof({n}))", n))
             else:
                 raise BindingError(f"{call.name}: C# has no form for a {role} argument")
             defaults[arg.c] = bool(default)
@@ -1267,8 +1286,11 @@ class CsEmitter(Emitter):
         lambda_needed = any(r in ("created", "text", "blob_bytes") for r in roles) or spec.get("result") == "list"
         # Each guarded handle is used as an IntPtr (Use converts); lambdas take copies.
         using_lines, locals_ = [], []
+        claim = None  # the using variable of a DLPack tensor the call takes
         for i, (opener, var) in enumerate(uses):
             u = f"u{i}"
+            if any(a.role == "tensor" and self.ident(a.c) == var for a in call.args):
+                claim = u
             if opener == "guard":
                 using_lines.append(f"using (var {u} = guard.Use())")
             else:
@@ -1301,7 +1323,7 @@ class CsEmitter(Emitter):
                      f"    CBlobException.Check(NativeMethods.{call.name}({item_args}));",
                      "    texts[i] = Text.FromUtf8(text);", "}", "return texts;"]
             body = prelude + using_lines + ["{"] + ["    " + l for l in locals_ + inner] + ["}"]
-        elif not roles or all(r in ("value", "string") for r in roles) or roles == ["shape"]:
+        elif not roles or all(r in ("value", "string", "tensor") for r in roles) or roles == ["shape"]:
             decl_lines, conv = [], []
             if roles == ["shape"]:
                 r = call.results[0]
@@ -1338,7 +1360,10 @@ class CsEmitter(Emitter):
             expr[r.c] = "out h"
             c_args = ", ".join(expr[p["name"]] for p in call.fn["params"])
             h = self.tm.handle_class(r.cls["handle"])
-            creator = f"return {t}.Created((out {h} h) => NativeMethods.{call.name}({c_args}));"
+            native = f"NativeMethods.{call.name}({c_args})"
+            if claim:
+                native = f"{claim}.Took({native})"
+            creator = f"return {t}.Created((out {h} h) => {native});"
             body = prelude + (using_lines + ["{"] + ["    " + l for l in locals_ + [creator]] + ["}"]
                               if using_lines else [creator])
         elif roles in (["text"], ["blob_bytes"]):
@@ -1400,6 +1425,9 @@ class CsEmitter(Emitter):
 
     def out_value(self, r, v, returns):
         """(C# type of the out variable, the conversion to the result, the result type)."""
+        if r.role == "tensor":
+            owner = cs_dlpack_owner(r.base)
+            return "IntPtr", f"new {owner}({v})", owner
         if r.role == "string":
             return "IntPtr", f"{v} == IntPtr.Zero ? null : Text.FromUtf8({v})", "string"
         if r.param["depth"] == 2:

@@ -160,6 +160,8 @@ def dlpack(tm):
                    f"        public {cs_type} {f.get('csharp') or tm.camel(f['c'], 'cs')};"]
             fields.append(f'("{f["c"]}", {py_type})')
         cs.append("    }")
+        if s.get("csharp_owner"):
+            cs += owner_members(s, tm)
         # A struct whose fields name it (a deleter) gets them once the class exists.
         self_referent = any(f["type"] == "deleter" for f in s["fields"])
         py += ["", "", f"class {s['c']}(Structure):", f'    """{s["doc"]}"""']
@@ -168,6 +170,22 @@ def dlpack(tm):
         else:
             py += wrap_items(fields, "    _fields_ = [", "]")
     return cs, py
+
+
+def owner_members(struct, tm):
+    """What the C# class owning a managed tensor of the struct reads from its layout: where the
+    deleter and the DLTensor are, and a copy of the whole struct."""
+    def field(kind):
+        f = next(f for f in struct["fields"] if f["type"] == kind)
+        return f.get("csharp") or tm.camel(f["c"], "cs")
+    c, owner = struct["c"], struct["csharp_owner"]
+    return ["", f"    public sealed partial class {owner}", "    {",
+            f'        internal override int DeleterOffset {{ get {{ return (int)Marshal.OffsetOf(typeof({c}), "{field("deleter")}"); }} }}',
+            "",
+            f'        internal override int TensorOffset {{ get {{ return (int)Marshal.OffsetOf(typeof({c}), "{field("DLTensor")}"); }} }}',
+            "", "        /// <summary>A copy of the whole struct.</summary>", f"        public unsafe {c} Value", "        {",
+            "            get", "            {", f"                {c} value = *({c}*)Live();", "                GC.KeepAlive(this);",
+            "                return value;", "            }", "        }", "    }"]
 
 
 # ---- records ----------------------------------------------------------------------------------------

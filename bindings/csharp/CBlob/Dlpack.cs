@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Hand-written (not generated from codegen/bindings/): DLPack's ownership: owned tensors that
-// call their deleter once, and the imports that take them (the structs' layouts are generated).
+// call their deleter once, lend their pointer to an import and take it back if it fails, and
+// spans over their memory. The structs' layouts and the exports and imports are generated
+// (Tables.g.cs, Safe.g.cs).
 using System;
 using System.Runtime.InteropServices;
 using System.Threading;
@@ -121,27 +123,52 @@ namespace CBlob
         /// <summary>Whether this object still owns a tensor.</summary>
         public bool IsOwned { get { return ptr != IntPtr.Zero; } }
 
-        /// <summary>Takes the pointer for an import; <see cref="Restore"/> gives it back if the import fails.</summary>
-        internal IntPtr Claim()
+        /// <summary>
+        /// Lends the pointer to an import (the generated <see cref="Blob.FromDlpack"/> and its
+        /// kin): the object is empty during the call, and owns the tensor again afterwards unless
+        /// the call succeeded, when cblob owns it.
+        /// </summary>
+        internal Claim Use()
         {
             IntPtr owned = Interlocked.Exchange(ref ptr, IntPtr.Zero);
             if (owned == IntPtr.Zero)
                 throw new ObjectDisposedException(GetType().Name);
-            return owned;
+            return new Claim(this, owned);
         }
 
-        internal void Restore(IntPtr owned)
+        /// <summary>An import's hold on a tensor's pointer (see <see cref="Use"/>).</summary>
+        internal sealed class Claim : IDisposable
         {
-            ptr = owned;
+            readonly DlpackTensorBase tensor;
+            readonly IntPtr owned;
+            bool taken;
+
+            internal Claim(DlpackTensorBase tensor, IntPtr owned)
+            {
+                this.tensor = tensor;
+                this.owned = owned;
+            }
+
+            public static implicit operator IntPtr(Claim claim) { return claim.owned; }
+
+            /// <summary>The import's status, noting whether cblob took the tensor (on success only).</summary>
+            internal Status Took(Status status)
+            {
+                taken = status == Status.Ok;
+                return status;
+            }
+
+            /// <summary>Gives a refused tensor back to its object, which stays its owner.</summary>
+            public void Dispose()
+            {
+                if (taken)
+                    GC.SuppressFinalize(tensor); // cblob's now: the object stays empty
+                else
+                    tensor.ptr = owned;
+            }
         }
 
-        /// <summary>Called once cblob owns the tensor.</summary>
-        internal void Imported()
-        {
-            GC.SuppressFinalize(this);
-        }
-
-        /// <summary>The offset of the deleter in the struct.</summary>
+        /// <summary>The offset of the deleter in the struct (generated from its layout, as the next).</summary>
         internal abstract int DeleterOffset { get; }
 
         /// <summary>The offset of the DLTensor in the struct.</summary>
@@ -304,7 +331,7 @@ namespace CBlob
     }
 
     /// <summary>An owned <c>DLManagedTensorVersioned</c>: see <see cref="DlpackTensorBase"/>.</summary>
-    public sealed class DlpackTensor : DlpackTensorBase
+    public sealed partial class DlpackTensor : DlpackTensorBase
     {
         /// <summary>
         /// Takes ownership of a tensor from elsewhere (another producer, or an earlier
@@ -313,21 +340,6 @@ namespace CBlob
         /// </summary>
         /// <exception cref="ArgumentException">For a zero pointer.</exception>
         public DlpackTensor(IntPtr owned) : base(owned) { }
-
-        internal override int DeleterOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensorVersioned), "Deleter"); } }
-
-        internal override int TensorOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensorVersioned), "DLTensor"); } }
-
-        /// <summary>A copy of the whole struct.</summary>
-        public unsafe DLManagedTensorVersioned Value
-        {
-            get
-            {
-                DLManagedTensorVersioned value = *(DLManagedTensorVersioned*)Live();
-                GC.KeepAlive(this);
-                return value;
-            }
-        }
 
         /// <summary>The DLPack version the producer wrote (cblob writes its header's, 1.3).</summary>
         public DLPackVersion Version { get { return Value.Version; } }
@@ -343,137 +355,12 @@ namespace CBlob
     /// An owned legacy <c>DLManagedTensor</c> (no version, no flags: always writable): see
     /// <see cref="DlpackTensorBase"/>.
     /// </summary>
-    public sealed class LegacyDlpackTensor : DlpackTensorBase
+    public sealed partial class LegacyDlpackTensor : DlpackTensorBase
     {
         /// <summary>Takes ownership of a tensor from elsewhere, as the <see cref="DlpackTensor"/> constructor does.</summary>
         public LegacyDlpackTensor(IntPtr owned) : base(owned) { }
 
-        internal override int DeleterOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensor), "Deleter"); } }
-
-        internal override int TensorOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensor), "DLTensor"); } }
-
-        /// <summary>A copy of the whole struct.</summary>
-        public unsafe DLManagedTensor Value
-        {
-            get
-            {
-                DLManagedTensor value = *(DLManagedTensor*)Live();
-                GC.KeepAlive(this);
-                return value;
-            }
-        }
-
         /// <summary>Always false: the legacy struct cannot say read-only.</summary>
         public override bool IsReadOnly { get { return false; } }
-    }
-
-    public sealed partial class Blob
-    {
-        /// <summary>
-        /// Exports data or diff as a DLPack tensor viewing it, without copying (the header's
-        /// cblob_blob_to_dlpack). <see cref="Memory.Host"/> gives Cpu (CudaHost for pinned memory),
-        /// <see cref="Memory.Device"/> Cuda (it needs a GPU: without one, the no-GPU status). The
-        /// export moves the head as <see cref="GetView{T}"/> (readOnly, which also sets the
-        /// tensor's read-only flag) or <see cref="GetMutableView{T}"/> would, so the copy it views
-        /// is current now; like a pointer from <see cref="GetGpuPointer"/>, it stays the same
-        /// memory afterwards, whatever the head.
-        /// </summary>
-        /// <remarks>
-        /// The tensor holds the memory until its deleter runs: the blob may be disposed, reshaped
-        /// past its capacity or made to share other memory meanwhile. Giving the blob another
-        /// buffer (<see cref="SetCpuData{T}"/> on exported host data) throws
-        /// <see cref="Status.State"/> until then.
-        /// </remarks>
-        public DlpackTensor ToDlpack(Part part = Part.Data, Memory memory = Memory.Host, bool readOnly = false)
-        {
-            IntPtr tensor;
-            using (var b = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_blob_to_dlpack(b, part, memory, readOnly ? 1 : 0, out tensor));
-            return new DlpackTensor(tensor);
-        }
-
-        /// <summary>
-        /// Exports data or diff as a legacy DLManagedTensor (for consumers that only take that):
-        /// writable, with the head moved as for a write; otherwise as <see cref="ToDlpack"/>.
-        /// </summary>
-        public LegacyDlpackTensor ToDlpackLegacy(Part part = Part.Data, Memory memory = Memory.Host)
-        {
-            IntPtr tensor;
-            using (var b = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_blob_to_dlpack_legacy(b, part, memory, out tensor));
-            return new LegacyDlpackTensor(tensor);
-        }
-
-        /// <summary>
-        /// A blob whose data is the tensor's memory, without copying (the header's
-        /// cblob_blob_from_dlpack): C-contiguous float32, float64, int32 or uint32 on Cpu,
-        /// CudaHost or Cuda (the context's device); the diff is new memory. On success cblob owns
-        /// the tensor (the object is released: disposing it does nothing) and runs its deleter
-        /// once nothing uses the memory any more. On failure the object still owns the tensor,
-        /// its deleter not run.
-        /// </summary>
-        /// <exception cref="CBlobException">
-        /// <see cref="Status.DType"/> for another element type or lanes,
-        /// <see cref="Status.InvalidArgument"/> for a read-only tensor, another device or major
-        /// version, <see cref="Status.Shape"/> for strides that are not row-major, ...
-        /// </exception>
-        /// <exception cref="ObjectDisposedException">For a tensor disposed or released.</exception>
-        public static Blob FromDlpack(Context context, DlpackTensor tensor)
-        {
-            return Import(context, tensor, (IntPtr c, IntPtr t, out BlobHandle h) => NativeMethods.cblob_blob_from_dlpack(c, t, out h));
-        }
-
-        /// <summary><see cref="FromDlpack(Context, DlpackTensor)"/> for a legacy DLManagedTensor.</summary>
-        public static Blob FromDlpackLegacy(Context context, LegacyDlpackTensor tensor)
-        {
-            return Import(context, tensor, (IntPtr c, IntPtr t, out BlobHandle h) => NativeMethods.cblob_blob_from_dlpack_legacy(c, t, out h));
-        }
-
-        /// <summary>
-        /// <see cref="FromDlpack(Context, DlpackTensor)"/> with the stream the tensor is ready on
-        /// (the one a DLPack consumer passes to the producer's <c>__dlpack__(stream=...)</c>): for
-        /// a CUDA tensor the context's stream waits for the work queued on <paramref name="stream"/>
-        /// so far, so cblob reads what the producer wrote.
-        /// </summary>
-        /// <remarks>
-        /// <paramref name="stream"/> is a CUstream or cudaStream_t of the tensor's device, as
-        /// <see cref="Context.SetStream"/> takes it; <see cref="IntPtr.Zero"/> (or
-        /// CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
-        /// (DLPack's 2) the calling thread's, and the context's own stream
-        /// (<see cref="Context.Stream"/>) adds no wait. A stream of another device or CUDA context
-        /// is <see cref="Status.InvalidArgument"/>, and the tensor stays the caller's. For a host
-        /// tensor the stream is not used (the tensor must be ready when handed over).
-        /// </remarks>
-        public static Blob FromDlpackOnStream(Context context, DlpackTensor tensor, IntPtr stream)
-        {
-            return Import(context, tensor, (IntPtr c, IntPtr t, out BlobHandle h) => NativeMethods.cblob_blob_from_dlpack_on_stream(c, t, stream, out h));
-        }
-
-        /// <summary><see cref="FromDlpackOnStream"/> for a legacy DLManagedTensor.</summary>
-        public static Blob FromDlpackLegacyOnStream(Context context, LegacyDlpackTensor tensor, IntPtr stream)
-        {
-            return Import(context, tensor, (IntPtr c, IntPtr t, out BlobHandle h) => NativeMethods.cblob_blob_from_dlpack_legacy_on_stream(c, t, stream, out h));
-        }
-
-        delegate Status Importer(IntPtr context, IntPtr tensor, out BlobHandle created);
-
-        static Blob Import(Context context, DlpackTensorBase tensor, Importer import)
-        {
-            if (tensor == null)
-                throw new ArgumentNullException(nameof(tensor));
-            IntPtr owned = tensor.Claim();
-            try
-            {
-                Blob blob = CreatedIn(context, (IntPtr c, out BlobHandle h) => import(c, owned, out h));
-                owned = IntPtr.Zero; // cblob's now
-                tensor.Imported();
-                return blob;
-            }
-            finally
-            {
-                if (owned != IntPtr.Zero)
-                    tensor.Restore(owned); // refused: the caller's again
-            }
-        }
     }
 }

@@ -1433,6 +1433,107 @@ namespace CBlob
         }
 
         /// <summary>
+        /// Exports the blob's data or diff as a DLManagedTensorVersioned that views it (see the
+        /// section). With read_only 1 the tensor's flags say DLPACK_FLAG_BITMASK_READ_ONLY and the head
+        /// moves as for a read; with 0 the consumer may write and the head moves as for a write.
+        /// Exporting Memory.Device needs a GPU; without one the call fails with the status that
+        /// says why.
+        /// </summary>
+        public DlpackTensor ToDlpack(Part part = Part.Data, Memory memory = Memory.Host, bool readOnly = false)
+        {
+            IntPtr value;
+            using (var u0 = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_to_dlpack(u0, part, memory, readOnly ? 1 : 0, out value));
+            return new DlpackTensor(value);
+        }
+
+        /// <summary>
+        /// Exports the blob's data or diff as a legacy DLManagedTensor, which has no flags: the
+        /// consumer may write, and the head moves as for a write (Blob.ToDlpack with read_only
+        /// 0). Otherwise the same as Blob.ToDlpack.
+        /// </summary>
+        public LegacyDlpackTensor ToDlpackLegacy(Part part = Part.Data, Memory memory = Memory.Host)
+        {
+            IntPtr value;
+            using (var u0 = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_to_dlpack_legacy(u0, part, memory, out value));
+            return new LegacyDlpackTensor(value);
+        }
+
+        /// <summary>
+        /// Makes a blob whose data is a DLManagedTensorVersioned's memory, without copying (see the
+        /// section for what is accepted and who deletes the tensor). A major version other than 1
+        /// is Status.InvalidArgument, and so are a read-only tensor, an unknown device, data NULL
+        /// with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
+        /// lanes other than 1, is Status.DType; more than MaxAxes axes, a negative
+        /// dimension or strides that are not C-contiguous are Status.Shape. A CUDA tensor of
+        /// another device than the context's is Status.State. A CUDA tensor is taken as ready on the
+        /// legacy default stream (DLPack's stream=None): the context's stream waits for that stream;
+        /// Blob.FromDlpackOnStream names another.
+        /// </summary>
+        public static Blob FromDlpack(Context context, DlpackTensor tensor)
+        {
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            using (var u1 = Blob.Required(tensor, nameof(tensor)).Use())
+            {
+                IntPtr contextPtr = u0;
+                IntPtr tensorPtr = u1;
+                return Blob.Created((out BlobHandle h) => u1.Took(NativeMethods.cblob_blob_from_dlpack(contextPtr, tensorPtr, out h)));
+            }
+        }
+
+        /// <summary>
+        /// Makes a blob whose data is a DLManagedTensorVersioned's memory, as Blob.FromDlpack
+        /// does, with the stream the tensor is ready on: for a CUDA tensor the context's stream waits
+        /// (through an event) for the work queued on `stream` so far, so cblob's first kernel reads
+        /// what the producer wrote. `stream` is a CUstream or cudaStream_t of the tensor's device;
+        /// NULL (or CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
+        /// (DLPack's 2) the calling thread's default stream, and the context's own stream adds no
+        /// wait. A stream of another device or CUDA context is Status.InvalidArgument, and the
+        /// tensor stays the caller's. For a host tensor `stream` is not used.
+        /// </summary>
+        public static Blob FromDlpackOnStream(Context context, DlpackTensor tensor, IntPtr stream)
+        {
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            using (var u1 = Blob.Required(tensor, nameof(tensor)).Use())
+            {
+                IntPtr contextPtr = u0;
+                IntPtr tensorPtr = u1;
+                return Blob.Created((out BlobHandle h) => u1.Took(NativeMethods.cblob_blob_from_dlpack_on_stream(contextPtr, tensorPtr, stream, out h)));
+            }
+        }
+
+        /// <summary>
+        /// Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
+        /// rules of Blob.FromDlpack (the legacy struct has no version and no flags).
+        /// </summary>
+        public static Blob FromDlpackLegacy(Context context, LegacyDlpackTensor tensor)
+        {
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            using (var u1 = Blob.Required(tensor, nameof(tensor)).Use())
+            {
+                IntPtr contextPtr = u0;
+                IntPtr tensorPtr = u1;
+                return Blob.Created((out BlobHandle h) => u1.Took(NativeMethods.cblob_blob_from_dlpack_legacy(contextPtr, tensorPtr, out h)));
+            }
+        }
+
+        /// <summary>
+        /// Makes a blob whose data is a legacy DLManagedTensor's memory, with the rules of
+        /// Blob.FromDlpackOnStream.
+        /// </summary>
+        public static Blob FromDlpackLegacyOnStream(Context context, LegacyDlpackTensor tensor, IntPtr stream)
+        {
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            using (var u1 = Blob.Required(tensor, nameof(tensor)).Use())
+            {
+                IntPtr contextPtr = u0;
+                IntPtr tensorPtr = u1;
+                return Blob.Created((out BlobHandle h) => u1.Took(NativeMethods.cblob_blob_from_dlpack_legacy_on_stream(contextPtr, tensorPtr, stream, out h)));
+            }
+        }
+
+        /// <summary>
         /// Lays out the data or diff of count blobs in one buffer and makes each blob's part use its
         /// slice (see the section). The blobs must have one dtype and one context, be listed once,
         /// not be windows or mapped, and not share the part with each other; blobs without elements

@@ -199,6 +199,24 @@ namespace CBlob
         public IntPtr Deleter;
     }
 
+    public sealed partial class LegacyDlpackTensor
+    {
+        internal override int DeleterOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensor), "Deleter"); } }
+
+        internal override int TensorOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensor), "DLTensor"); } }
+
+        /// <summary>A copy of the whole struct.</summary>
+        public unsafe DLManagedTensor Value
+        {
+            get
+            {
+                DLManagedTensor value = *(DLManagedTensor*)Live();
+                GC.KeepAlive(this);
+                return value;
+            }
+        }
+    }
+
     /// <summary>DLPack's <c>DLManagedTensorVersioned</c>: the managed tensor of DLPack 1.0 and later.</summary>
     [StructLayout(LayoutKind.Sequential)]
     public partial struct DLManagedTensorVersioned
@@ -213,5 +231,23 @@ namespace CBlob
         public DLPackFlags Flags;
         /// <summary>The view.</summary>
         public DLTensor DLTensor;
+    }
+
+    public sealed partial class DlpackTensor
+    {
+        internal override int DeleterOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensorVersioned), "Deleter"); } }
+
+        internal override int TensorOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensorVersioned), "DLTensor"); } }
+
+        /// <summary>A copy of the whole struct.</summary>
+        public unsafe DLManagedTensorVersioned Value
+        {
+            get
+            {
+                DLManagedTensorVersioned value = *(DLManagedTensorVersioned*)Live();
+                GC.KeepAlive(this);
+                return value;
+            }
+        }
     }
 }

@@ -119,6 +119,12 @@ namespace CBlob.Tests
             Expect("Blob.Clear", () => disposedBlob.Clear(), failures);
             Expect("Blob.ClearObject", () => disposedBlob.ClearObject(0), failures);
             Expect("Blob.Add", () => disposedBlob.Add(disposedBlob), failures);
+            Expect("Blob.ToDlpack", () => GC.KeepAlive(disposedBlob.ToDlpack()), failures);
+            Expect("Blob.ToDlpackLegacy", () => GC.KeepAlive(disposedBlob.ToDlpackLegacy()), failures);
+            Expect("Blob.FromDlpack", () => GC.KeepAlive(Blob.FromDlpack(disposedContext, default(DlpackTensor))), failures);
+            Expect("Blob.FromDlpackOnStream", () => GC.KeepAlive(Blob.FromDlpackOnStream(disposedContext, default(DlpackTensor), IntPtr.Zero)), failures);
+            Expect("Blob.FromDlpackLegacy", () => GC.KeepAlive(Blob.FromDlpackLegacy(disposedContext, default(LegacyDlpackTensor))), failures);
+            Expect("Blob.FromDlpackLegacyOnStream", () => GC.KeepAlive(Blob.FromDlpackLegacyOnStream(disposedContext, default(LegacyDlpackTensor), IntPtr.Zero)), failures);
             Expect("Model.Open", () => GC.KeepAlive(Model.Open(disposedContext, new byte[0])), failures);
             Expect("Model.OpenFile", () => GC.KeepAlive(Model.OpenFile(disposedContext, "x")), failures);
             Expect("Model.OpenFileLazy", () => GC.KeepAlive(Model.OpenFileLazy(disposedContext, "x")), failures);
