@@ -35,6 +35,8 @@ A binding block (every key is optional but `class`, and `hand` replaces the rest
   result      `bool` for an int32 out-value that is a yes/no; `list` makes a getter of one item
               (`const char **`) and the count function named by `count:` one list method.
   count       with result: list, the function that gives the number of items.
+  record      with result: list, C# and Python: each item is a record of codegen/bindings/records.yaml
+              made of the item function's out-values, in order (a layer's ParamSpec list).
   access      Rust: the blob memories the call reads and writes, for the crate's view tracking
               ("write self.part", "read source.part", "read self.data", "read self.diff if
               write_diff"): `self.<part>` is the receiver's, `<param>.<part>` another blob's,
@@ -61,7 +63,7 @@ import ffi
 BINDINGS = Path(__file__).resolve().parent / "bindings"
 LANGUAGES = ("rust", "go", "csharp", "python")
 BLOCK_KEYS = {"class", "name", "hand", "excluded", "lifecycle", "summary", "property", "setter", "infallible", "result", "count", "access",
-              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic"} | set(LANGUAGES)
+              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "record"} | set(LANGUAGES)
 PARAM_KEYS = {"name", "default", "type", "keyword", "what", "varargs"} | set(LANGUAGES)
 
 
@@ -1316,12 +1318,28 @@ class CsEmitter(Emitter):
             count_args = ", ".join("out n" if p["dir"] == "out" else expr[p["name"]] for p in count_fn["params"])
             item_expr = dict(expr)
             item_expr["index"] = "i"
-            item_args = ", ".join("out text" if p["dir"] == "out" else item_expr[p["name"]] for p in call.fn["params"])
-            t = "IReadOnlyList<string>"
-            inner = ["long n;", f"CBlobException.Check(NativeMethods.{count_fn['name']}({count_args}));",
-                     "var texts = new string[n];", "for (long i = 0; i < n; i++)", "{", "    IntPtr text;",
-                     f"    CBlobException.Check(NativeMethods.{call.name}({item_args}));",
-                     "    texts[i] = Text.FromUtf8(text);", "}", "return texts;"]
+            record = spec.get("record")
+            if record:  # each item a record of the item call's out-values
+                outs, convs = [], []
+                for r in call.results:
+                    v = self.ident(r.c[4:] if r.c.startswith("out_") else r.c)
+                    ct, conv, _ = self.out_value(r, v, returns)
+                    outs.append(f"    {ct} {v};")
+                    item_expr[r.c] = f"out {v}"
+                    convs.append(conv)
+                item_args = ", ".join(item_expr[p["name"]] for p in call.fn["params"])
+                t = f"IReadOnlyList<{record}>"
+                inner = ["long n;", f"CBlobException.Check(NativeMethods.{count_fn['name']}({count_args}));",
+                         f"var items = new {record}[n];", "for (long i = 0; i < n; i++)", "{"] + outs + [
+                         f"    CBlobException.Check(NativeMethods.{call.name}({item_args}));",
+                         f"    items[i] = new {record}({', '.join(convs)});", "}", "return items;"]
+            else:
+                item_args = ", ".join("out text" if p["dir"] == "out" else item_expr[p["name"]] for p in call.fn["params"])
+                t = "IReadOnlyList<string>"
+                inner = ["long n;", f"CBlobException.Check(NativeMethods.{count_fn['name']}({count_args}));",
+                         "var texts = new string[n];", "for (long i = 0; i < n; i++)", "{", "    IntPtr text;",
+                         f"    CBlobException.Check(NativeMethods.{call.name}({item_args}));",
+                         "    texts[i] = Text.FromUtf8(text);", "}", "return texts;"]
             body = prelude + using_lines + ["{"] + ["    " + l for l in locals_ + inner] + ["}"]
         elif not roles or all(r in ("value", "string", "tensor") for r in roles) or roles == ["shape"]:
             decl_lines, conv = [], []
@@ -1567,15 +1585,36 @@ class PyEmitter(Emitter):
             count_args = ", ".join("count" if p["dir"] == "out" else expr[p["name"]] for p in count_fn["params"])
             item_expr = dict(expr)
             item_expr["index"] = "i"
-            item_args = ", ".join("out" if p["dir"] == "out" else item_expr[p["name"]] for p in call.fn["params"])
-            body += ["count, out = c_int64(), c_char_p()",
-                     f"check(lib.{count_fn['name']}({count_args}))",
-                     "items = []",
-                     "for i in range(count.value):",
-                     f"    check(lib.{call.name}({item_args}))",
-                     "    items.append((out.value or b\"\").decode(\"utf-8\", \"replace\"))",
-                     "return items"]
-            hint = "list[str]"
+            record = spec.get("record")
+            if record:  # each item a record of the item call's out-values
+                fields = record_fields(record)
+                outs, convs = [], []
+                for r, field in zip(call.results, fields):
+                    v = r.c[4:] if r.c.startswith("out_") else r.c
+                    ctype, conv, _ = self.out_value(r, v, "optional" if field["type"].endswith("?") else returns)
+                    outs.append((v, ctype))
+                    item_expr[r.c] = v
+                    convs.append(conv)
+                item_args = ", ".join(item_expr[p["name"]] for p in call.fn["params"])
+                body += ["count = c_int64()",
+                         f"check(lib.{count_fn['name']}({count_args}))",
+                         f"{', '.join(v for v, _ in outs)} = {', '.join(c + '()' for _, c in outs)}",
+                         "items = []",
+                         "for i in range(count.value):",
+                         f"    check(lib.{call.name}({item_args}))",
+                         f"    items.append({record}({', '.join(convs)}))",
+                         "return items"]
+                hint = f"list[{record}]"
+            else:
+                item_args = ", ".join("out" if p["dir"] == "out" else item_expr[p["name"]] for p in call.fn["params"])
+                body += ["count, out = c_int64(), c_char_p()",
+                         f"check(lib.{count_fn['name']}({count_args}))",
+                         "items = []",
+                         "for i in range(count.value):",
+                         f"    check(lib.{call.name}({item_args}))",
+                         "    items.append((out.value or b\"\").decode(\"utf-8\", \"replace\"))",
+                         "return items"]
+                hint = "list[str]"
         elif not roles:
             body.append(f"check(lib.{call.name}({self.args(call, expr)}){self.io_arg()})")
         elif all(r in ("value", "string") for r in roles):
@@ -1671,6 +1710,15 @@ class PyEmitter(Emitter):
         if r.as_bool:
             return "c_int32", f"bool({v}.value)", "bool"
         return PY_CTYPES[r.base], f"{v}.value", PY_HINTS[r.base]
+
+
+def record_fields(name):
+    """The fields of a record of codegen/bindings/records.yaml, in order."""
+    table = yaml.safe_load((BINDINGS / "records.yaml").read_text(encoding="utf-8"))
+    record = next((r for r in table["records"] if r["name"] == name), None)
+    if record is None:
+        raise BindingError(f"record: {name} is no record of codegen/bindings/records.yaml")
+    return record["fields"]
 
 
 def docstring(lines):

@@ -249,5 +249,7 @@ def annotate(model):
         "errors_all": wrap_items([f'"{c["name"]}"' for c in error_families(model)] + ['"FAMILIES"', '"OS_ERRORS"'],
                                  "__all__ = [", "]"),
         "csharp": {"dlpack": cs_dlpack, "records": cs_records},
-        "python": {"dlpack": py_dlpack, "records": py_records, "imports": py_imports},
+        "python": {"dlpack": py_dlpack, "records": py_records, "imports": py_imports,
+                   "record_names": [r["name"] for r in load("records.yaml")["records"]
+                                    if "python" in r.get("languages", ["csharp", "python"])]},
     }

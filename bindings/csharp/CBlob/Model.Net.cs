@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Hand-written (not generated from codegen/bindings/): the reads of several calls into the Rule
-// and ParamSpec records (generated: Tables.g.cs) and into a typed array of a blob's values.
+// record (its stages are lists within each item) and into a typed array of a blob's values.
 using System;
 using System.Collections.Generic;
 using System.Runtime.InteropServices;
@@ -44,25 +44,6 @@ namespace CBlob
                 stages[j] = Text.FromUtf8(text);
             }
             return stages;
-        }
-
-        /// <summary>A layer's param specs.</summary>
-        public IReadOnlyList<ParamSpec> GetParamSpecs(int layer)
-        {
-            using (var m = guard.Use())
-            {
-                long n;
-                CBlobException.Check(NativeMethods.cblob_model_layer_num_param_specs(m, layer, out n));
-                var specs = new ParamSpec[n];
-                for (long i = 0; i < n; i++)
-                {
-                    IntPtr name;
-                    float lr, decay;
-                    CBlobException.Check(NativeMethods.cblob_model_layer_param_spec(m, layer, i, out name, out lr, out decay));
-                    specs[i] = new ParamSpec(name == IntPtr.Zero ? null : Text.FromUtf8(name), lr, decay);
-                }
-                return specs;
-            }
         }
 
         /// <summary>

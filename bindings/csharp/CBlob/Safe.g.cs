@@ -1849,6 +1849,32 @@ namespace CBlob
         }
 
         /// <summary>
+        /// A layer's param specs, as ParamSpec records.
+        ///
+        /// One param spec: its name (NULL when it has none), lr_mult and decay_mult (Caffe's default 1
+        /// when unset).
+        /// </summary>
+        public IReadOnlyList<ParamSpec> GetParamSpecs(int layer)
+        {
+            using (var u0 = guard.Use())
+            {
+                IntPtr self = u0;
+                long n;
+                CBlobException.Check(NativeMethods.cblob_model_layer_num_param_specs(self, layer, out n));
+                var items = new ParamSpec[n];
+                for (long i = 0; i < n; i++)
+                {
+                    IntPtr name;
+                    float lrMult;
+                    float decayMult;
+                    CBlobException.Check(NativeMethods.cblob_model_layer_param_spec(self, layer, i, out name, out lrMult, out decayMult));
+                    items[i] = new ParamSpec(name == IntPtr.Zero ? null : Text.FromUtf8(name), lrMult, decayMult);
+                }
+                return items;
+            }
+        }
+
+        /// <summary>
         /// A layer's parameters as a JSON object: every field of the layer other than name, type,
         /// bottom, top, phase, param, include, exclude and blobs, by Caffe's field name
         /// ("convolution_param": {"num_output": 96, "kernel_size": [11]}, "loss_weight": [1]), rendered

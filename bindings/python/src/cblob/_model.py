@@ -4,10 +4,10 @@
 What is here by hand: the Model as a mapping of layers to arrays (Python's container protocol)
 and as pycaffe's `net.params`, its Layer records whose blobs are read on first access (so that a
 lazy open reads none until asked), the structure calls that read several values into one Python
-object (rules with their stages, param specs, parameters as a dict, a blob's values as a NumPy
-array), PyTorch's state_dict and load_state_dict, and the lifetime of a model a file lends. The
-methods that are one library call each (exports, imports, bottoms, tops, phase, JSON,
-replace_blobs, ...) come from _safe.py (generated): Model derives from its table.
+object (rules with their stages, parameters as a dict, a blob's values as a NumPy array),
+PyTorch's state_dict and load_state_dict, and the lifetime of a model a file lends. The methods
+that are one library call each (exports, imports, bottoms, tops, phase, JSON, replace_blobs, the
+param specs list, ...) come from _safe.py (generated): Model derives from its table.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import json
 import os
 import struct
 from collections.abc import Iterable, Iterator, Mapping
-from ctypes import c_char_p, c_float, c_int32, c_int64, c_void_p
+from ctypes import c_char_p, c_int32, c_int64, c_void_p
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
@@ -327,19 +327,6 @@ class Model(_ModelMethods, Mapping):
                       for j in range(n.value)] for not_stage, n in ((0, stages), (1, not_stages))]
             rules.append(Rule(Phase(phase.value), low.value, high.value, *names))
         return rules
-
-    def param_specs(self, layer: int) -> list[ParamSpec]:
-        """A layer's param specs, as ParamSpec records."""
-        layer = int64_arg(layer, "layer")
-        count = c_int64()
-        check(lib.cblob_model_layer_num_param_specs(self._h, layer, count))
-        specs = []
-        for i in range(count.value):
-            name, lr, decay = c_char_p(), c_float(), c_float()
-            check(lib.cblob_model_layer_param_spec(self._h, layer, i, name, lr, decay))
-            specs.append(ParamSpec(None if name.value is None else name.value.decode("utf-8", "replace"),
-                                   lr.value, decay.value))
-        return specs
 
     def layer_params(self, layer: int, flags: int = 0) -> dict[str, Any]:
         """A layer's parameters as a dict (params_json parsed: convolution_param and the like by

@@ -43,6 +43,7 @@ from ._raw import (MAX_AXES,  # noqa: F401
                    Memory,
                    ReduceOp,
                    )
+from ._structs import Rule, ParamSpec, IncompatibleKeys  # noqa: F401 (the records list methods make)
 from ._util import (dtype_code, handle_array, int32_arg, int32_array, int64_arg, one_or_many, path_bytes,  # noqa: F401
                     read_bytes, read_created, read_int64s, read_text, shape_array, text_bytes, uint32_arg, uint64_arg)
 
@@ -929,6 +930,21 @@ class _ModelMethods:
         out = c_int32()
         check(lib.cblob_model_layer_phase(self._h, int64_arg(layer, "layer"), out))
         return Phase(out.value)
+
+    def param_specs(self, layer: int) -> list[ParamSpec]:
+        """A layer's param specs, as ParamSpec records.
+    
+        One param spec: its name (NULL when it has none), lr_mult and decay_mult (Caffe's default 1
+        when unset).
+        """
+        count = c_int64()
+        check(lib.cblob_model_layer_num_param_specs(self._h, int64_arg(layer, "layer"), count))
+        name, lr_mult, decay_mult = c_char_p(), c_float(), c_float()
+        items = []
+        for i in range(count.value):
+            check(lib.cblob_model_layer_param_spec(self._h, int64_arg(layer, "layer"), i, name, lr_mult, decay_mult))
+            items.append(ParamSpec(None if name.value is None else name.value.decode("utf-8", "replace"), lr_mult.value, decay_mult.value))
+        return items
 
     def params_json(self, layer: int, flags: JsonFlags | int = 0) -> str:
         """A layer's parameters as a JSON object: every field of the layer other than name, type,
