@@ -37,6 +37,10 @@ A binding block (every key is optional but `class`, and `hand` replaces the rest
   count       with result: list, the function that gives the number of items.
   record      with result: list, C# and Python: each item is a record of codegen/bindings/records.yaml
               made of the item function's out-values, in order (a layer's ParamSpec list).
+  lists       with record: an out-value that counts a list field's items, by its C name: {item: the
+              function giving one item (a `const char **`), args: its parameters that are not the
+              list method's (`index`: the record's index; a number as it is)}. The field takes the
+              count's place (a Rule's stages).
   access      Rust: the blob memories the call reads and writes, for the crate's view tracking
               ("write self.part", "read source.part", "read self.data", "read self.diff if
               write_diff"): `self.<part>` is the receiver's, `<param>.<part>` another blob's,
@@ -63,7 +67,7 @@ import ffi
 BINDINGS = Path(__file__).resolve().parent / "bindings"
 LANGUAGES = ("rust", "go", "csharp", "python")
 BLOCK_KEYS = {"class", "name", "hand", "excluded", "lifecycle", "summary", "property", "setter", "infallible", "result", "count", "access",
-              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "record"} | set(LANGUAGES)
+              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "record", "lists"} | set(LANGUAGES)
 PARAM_KEYS = {"name", "default", "type", "keyword", "what", "varargs"} | set(LANGUAGES)
 
 
@@ -1320,18 +1324,29 @@ class CsEmitter(Emitter):
             item_expr["index"] = "i"
             record = spec.get("record")
             if record:  # each item a record of the item call's out-values
-                outs, convs = [], []
-                for r in call.results:
+                outs, convs, reads = [], [], []
+                lists = spec.get("lists") or {}
+                for r, field in zip(call.results, record_fields(record)):
                     v = self.ident(r.c[4:] if r.c.startswith("out_") else r.c)
                     ct, conv, _ = self.out_value(r, v, returns)
                     outs.append(f"    {ct} {v};")
                     item_expr[r.c] = f"out {v}"
+                    if r.c in lists:  # a list field, counted by this out-value
+                        list_name = self.ident(field["name"])
+                        item = next(fn for fn in self.model["functions"] if fn["name"] == lists[r.c]["item"])
+                        sub = dict(expr, index="j", **{k: "i" if a == "index" else str(a)
+                                                      for k, a in lists[r.c].get("args", {}).items()})
+                        sub_args = ", ".join("out text" if p["dir"] == "out" else sub[p["name"]] for p in item["params"])
+                        reads += [f"    var {list_name} = new string[{v}];", f"    for (long j = 0; j < {v}; j++)", "    {",
+                                  "        IntPtr text;", f"        CBlobException.Check(NativeMethods.{item['name']}({sub_args}));",
+                                  f"        {list_name}[j] = Text.FromUtf8(text);", "    }"]
+                        conv = list_name
                     convs.append(conv)
                 item_args = ", ".join(item_expr[p["name"]] for p in call.fn["params"])
                 t = f"IReadOnlyList<{record}>"
                 inner = ["long n;", f"CBlobException.Check(NativeMethods.{count_fn['name']}({count_args}));",
                          f"var items = new {record}[n];", "for (long i = 0; i < n; i++)", "{"] + outs + [
-                         f"    CBlobException.Check(NativeMethods.{call.name}({item_args}));",
+                         f"    CBlobException.Check(NativeMethods.{call.name}({item_args}));"] + reads + [
                          f"    items[i] = new {record}({', '.join(convs)});", "}", "return items;"]
             else:
                 item_args = ", ".join("out text" if p["dir"] == "out" else item_expr[p["name"]] for p in call.fn["params"])
@@ -1588,12 +1603,24 @@ class PyEmitter(Emitter):
             record = spec.get("record")
             if record:  # each item a record of the item call's out-values
                 fields = record_fields(record)
-                outs, convs = [], []
+                lists = spec.get("lists") or {}
+                outs, convs, reads = [], [], []
                 for r, field in zip(call.results, fields):
                     v = r.c[4:] if r.c.startswith("out_") else r.c
                     ctype, conv, _ = self.out_value(r, v, "optional" if field["type"].endswith("?") else returns)
                     outs.append((v, ctype))
                     item_expr[r.c] = v
+                    if r.c in lists:  # a list field, counted by this out-value
+                        item = next(fn for fn in self.model["functions"] if fn["name"] == lists[r.c]["item"])
+                        sub = dict(expr, index="j", **{k: "i" if a == "index" else str(a)
+                                                      for k, a in lists[r.c].get("args", {}).items()})
+                        sub_args = ", ".join("text" if p["dir"] == "out" else sub[p["name"]] for p in item["params"])
+                        if not reads:
+                            outs.append(("text", "c_char_p"))
+                        reads += [f"    {field['name']} = []", f"    for j in range({v}.value):",
+                                  f"        check(lib.{item['name']}({sub_args}))",
+                                  f"        {field['name']}.append((text.value or b\"\").decode(\"utf-8\", \"replace\"))"]
+                        conv = field["name"]
                     convs.append(conv)
                 item_args = ", ".join(item_expr[p["name"]] for p in call.fn["params"])
                 body += ["count = c_int64()",
@@ -1601,7 +1628,7 @@ class PyEmitter(Emitter):
                          f"{', '.join(v for v, _ in outs)} = {', '.join(c + '()' for _, c in outs)}",
                          "items = []",
                          "for i in range(count.value):",
-                         f"    check(lib.{call.name}({item_args}))",
+                         f"    check(lib.{call.name}({item_args}))"] + reads + [
                          f"    items.append({record}({', '.join(convs)}))",
                          "return items"]
                 hint = f"list[{record}]"

@@ -1,51 +1,17 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the reads of several calls into the Rule
-// record (its stages are lists within each item) and into a typed array of a blob's values.
+// Hand-written (not generated from codegen/bindings/): the read of a blob's values into an
+// array of its dtype's element type, which C# can only pick at run time.
 using System;
-using System.Collections.Generic;
 using System.Runtime.InteropServices;
 
 namespace CBlob
 {
     // A model opened from a file keeps every field of it and saves byte for byte what it read,
-    // changed blobs' values aside. These members read a layer's structure, read blobs without
-    // making handles, export the blobs as safetensors or NumPy .npz, read those back, and replace
-    // blobs (net surgery).
+    // changed blobs' values aside. The members that read a layer's structure (rules and param
+    // specs included), export the blobs as safetensors or NumPy .npz, read those back, and
+    // replace blobs (net surgery) are generated (Safe.g.cs).
     public sealed partial class Model
     {
-        /// <summary>A layer's include or exclude rules.</summary>
-        public IReadOnlyList<Rule> GetRules(int layer, RuleKind kind)
-        {
-            using (var m = guard.Use())
-            {
-                long n;
-                CBlobException.Check(NativeMethods.cblob_model_layer_num_rules(m, layer, kind, out n));
-                var rules = new Rule[n];
-                for (long i = 0; i < n; i++)
-                {
-                    Phase phase;
-                    int low, high;
-                    long stages, notStages;
-                    CBlobException.Check(NativeMethods.cblob_model_layer_rule(m, layer, kind, i, out phase, out low, out high,
-                                                                             out stages, out notStages));
-                    rules[i] = new Rule(phase, low, high, Stages(m, layer, kind, i, 0, stages), Stages(m, layer, kind, i, 1, notStages));
-                }
-                return rules;
-            }
-        }
-
-        static string[] Stages(IntPtr m, int layer, RuleKind kind, long rule, int not, long count)
-        {
-            var stages = new string[count];
-            for (long j = 0; j < count; j++)
-            {
-                IntPtr text;
-                CBlobException.Check(NativeMethods.cblob_model_layer_rule_stage(m, layer, kind, rule, not, j, out text));
-                stages[j] = Text.FromUtf8(text);
-            }
-            return stages;
-        }
-
         /// <summary>
         /// A copy of a blob's data or diff without making its handle: a float[], double[], int[]
         /// or uint[] by its dtype.

@@ -1849,6 +1849,49 @@ namespace CBlob
         }
 
         /// <summary>
+        /// A layer's include or exclude rules, as Rule records (each with its stages).
+        ///
+        /// One include or exclude rule (NetStateRule): its phase (Phase.None when it sets none),
+        /// min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+        /// not_stages it names (cblob_model_layer_rule_stage reads them).
+        /// </summary>
+        public IReadOnlyList<Rule> GetRules(int layer, RuleKind kind)
+        {
+            using (var u0 = guard.Use())
+            {
+                IntPtr self = u0;
+                long n;
+                CBlobException.Check(NativeMethods.cblob_model_layer_num_rules(self, layer, kind, out n));
+                var items = new Rule[n];
+                for (long i = 0; i < n; i++)
+                {
+                    Phase phase;
+                    int minLevel;
+                    int maxLevel;
+                    long numStages;
+                    long numNotStages;
+                    CBlobException.Check(NativeMethods.cblob_model_layer_rule(self, layer, kind, i, out phase, out minLevel, out maxLevel, out numStages, out numNotStages));
+                    var stages = new string[numStages];
+                    for (long j = 0; j < numStages; j++)
+                    {
+                        IntPtr text;
+                        CBlobException.Check(NativeMethods.cblob_model_layer_rule_stage(self, layer, kind, i, 0, j, out text));
+                        stages[j] = Text.FromUtf8(text);
+                    }
+                    var notStages = new string[numNotStages];
+                    for (long j = 0; j < numNotStages; j++)
+                    {
+                        IntPtr text;
+                        CBlobException.Check(NativeMethods.cblob_model_layer_rule_stage(self, layer, kind, i, 1, j, out text));
+                        notStages[j] = Text.FromUtf8(text);
+                    }
+                    items[i] = new Rule(phase, minLevel, maxLevel, stages, notStages);
+                }
+                return items;
+            }
+        }
+
+        /// <summary>
         /// A layer's param specs, as ParamSpec records.
         ///
         /// One param spec: its name (NULL when it has none), lr_mult and decay_mult (Caffe's default 1

@@ -139,6 +139,7 @@ namespace CBlob.Tests
             Expect("Model.GetBottoms", () => GC.KeepAlive(disposedModel.GetBottoms(0)), failures);
             Expect("Model.GetTops", () => GC.KeepAlive(disposedModel.GetTops(0)), failures);
             Expect("Model.GetPhase", () => GC.KeepAlive(disposedModel.GetPhase(0)), failures);
+            Expect("Model.GetRules", () => GC.KeepAlive(disposedModel.GetRules(0, default(RuleKind))), failures);
             Expect("Model.GetParamSpecs", () => GC.KeepAlive(disposedModel.GetParamSpecs(0)), failures);
             Expect("Model.GetParamsJson", () => GC.KeepAlive(disposedModel.GetParamsJson(0)), failures);
             Expect("Model.GetLayerJson", () => GC.KeepAlive(disposedModel.GetLayerJson(0)), failures);

@@ -127,6 +127,7 @@ CASES = [
     ("Model.bottoms", "cblob_model_layer_num_bottoms", lambda: null(cblob.Model).bottoms(0)),
     ("Model.tops", "cblob_model_layer_num_tops", lambda: null(cblob.Model).tops(0)),
     ("Model.phase", "cblob_model_layer_phase", lambda: null(cblob.Model).phase(0)),
+    ("Model.rules", "cblob_model_layer_num_rules", lambda: null(cblob.Model).rules(0)),
     ("Model.param_specs", "cblob_model_layer_num_param_specs", lambda: null(cblob.Model).param_specs(0)),
     ("Model.params_json", "cblob_model_layer_params_json", lambda: null(cblob.Model).params_json(0)),
     ("Model.layer_json", "cblob_model_layer_json", lambda: null(cblob.Model).layer_json(0)),

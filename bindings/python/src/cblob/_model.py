@@ -4,10 +4,11 @@
 What is here by hand: the Model as a mapping of layers to arrays (Python's container protocol)
 and as pycaffe's `net.params`, its Layer records whose blobs are read on first access (so that a
 lazy open reads none until asked), the structure calls that read several values into one Python
-object (rules with their stages, parameters as a dict, a blob's values as a NumPy array),
-PyTorch's state_dict and load_state_dict, and the lifetime of a model a file lends. The methods
-that are one library call each (exports, imports, bottoms, tops, phase, JSON, replace_blobs, the
-param specs list, ...) come from _safe.py (generated): Model derives from its table.
+object (parameters as a dict, a blob's values as a NumPy array), PyTorch's state_dict and
+load_state_dict, and the lifetime of a model a file lends. The methods that are one library call
+each (exports, imports, bottoms, tops, phase, JSON, replace_blobs, ...) and the lists of records
+(rules with their stages, param specs) come from _safe.py (generated): Model derives from its
+table.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import json
 import os
 import struct
 from collections.abc import Iterable, Iterator, Mapping
-from ctypes import c_char_p, c_int32, c_int64, c_void_p
+from ctypes import c_char_p, c_int64, c_void_p
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
@@ -313,20 +314,6 @@ class Model(_ModelMethods, Mapping):
         return layer
 
     # ---- a layer's structure, read into Python objects ---------------------------------------
-
-    def rules(self, layer: int, kind: RuleKind = RuleKind.INCLUDE) -> list[Rule]:
-        """A layer's include (RuleKind.INCLUDE) or exclude rules, as Rule records."""
-        layer, kind = int64_arg(layer, "layer"), int32_arg(kind, "kind")
-        count = c_int64()
-        check(lib.cblob_model_layer_num_rules(self._h, layer, kind, count))
-        rules = []
-        for i in range(count.value):
-            phase, low, high, stages, not_stages = c_int32(), c_int32(), c_int32(), c_int64(), c_int64()
-            check(lib.cblob_model_layer_rule(self._h, layer, kind, i, phase, low, high, stages, not_stages))
-            names = [[_text(self, lib.cblob_model_layer_rule_stage, layer, kind, i, not_stage, j)
-                      for j in range(n.value)] for not_stage, n in ((0, stages), (1, not_stages))]
-            rules.append(Rule(Phase(phase.value), low.value, high.value, *names))
-        return rules
 
     def layer_params(self, layer: int, flags: int = 0) -> dict[str, Any]:
         """A layer's parameters as a dict (params_json parsed: convolution_param and the like by

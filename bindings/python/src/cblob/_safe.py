@@ -931,6 +931,30 @@ class _ModelMethods:
         check(lib.cblob_model_layer_phase(self._h, int64_arg(layer, "layer"), out))
         return Phase(out.value)
 
+    def rules(self, layer: int, kind: RuleKind = RuleKind.INCLUDE) -> list[Rule]:
+        """A layer's include or exclude rules, as Rule records (each with its stages).
+    
+        One include or exclude rule (NetStateRule): its phase (Phase.NONE when it sets none),
+        min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+        not_stages it names (cblob_model_layer_rule_stage reads them).
+        """
+        count = c_int64()
+        check(lib.cblob_model_layer_num_rules(self._h, int64_arg(layer, "layer"), int32_arg(kind, "kind"), count))
+        phase, min_level, max_level, num_stages, text, num_not_stages = c_int32(), c_int32(), c_int32(), c_int64(), c_char_p(), c_int64()
+        items = []
+        for i in range(count.value):
+            check(lib.cblob_model_layer_rule(self._h, int64_arg(layer, "layer"), int32_arg(kind, "kind"), i, phase, min_level, max_level, num_stages, num_not_stages))
+            stages = []
+            for j in range(num_stages.value):
+                check(lib.cblob_model_layer_rule_stage(self._h, int64_arg(layer, "layer"), int32_arg(kind, "kind"), i, 0, j, text))
+                stages.append((text.value or b"").decode("utf-8", "replace"))
+            not_stages = []
+            for j in range(num_not_stages.value):
+                check(lib.cblob_model_layer_rule_stage(self._h, int64_arg(layer, "layer"), int32_arg(kind, "kind"), i, 1, j, text))
+                not_stages.append((text.value or b"").decode("utf-8", "replace"))
+            items.append(Rule(Phase(phase.value), min_level.value, max_level.value, stages, not_stages))
+        return items
+
     def param_specs(self, layer: int) -> list[ParamSpec]:
         """A layer's param specs, as ParamSpec records.
     
