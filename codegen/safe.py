@@ -35,8 +35,9 @@ A binding block (every key is optional but `class`, and `hand` replaces the rest
   result      `bool` for an int32 out-value that is a yes/no; `list` makes a getter of one item
               (`const char **`) and the count function named by `count:` one list method.
   count       with result: list, the function that gives the number of items.
-  record      with result: list, C# and Python: each item is a record of codegen/bindings/records.yaml
-              made of the item function's out-values, in order (a layer's ParamSpec list).
+  record      C# and Python: the result is a record of codegen/bindings/records.yaml made of the
+              call's out-values, in order (C#'s GpuVersions); with result: list, each item is (a
+              layer's ParamSpec list).
   lists       with record: an out-value that counts a list field's items, by its C name: {item: the
               function giving one item (a `const char **`), args: its parameters that are not the
               list method's (`index`: the record's index; a number as it is)}. The field takes the
@@ -54,10 +55,14 @@ A binding block (every key is optional but `class`, and `hand` replaces the rest
               language's type instead of the default mapping), `keyword` (Python: keyword-only).
   returns     a language's type for the result instead of the default mapping (Rust usize).
   order       a language's order of the parameters (C names), when it differs from C's.
+  layer_member  Python: a Net method whose first parameter is the layer index is also a member of
+              each Layer (and LayerArrays) of the model, for its own index: a property when the
+              layer is its only parameter (layer.bottoms), else a method (layer.rules(kind)).
   rust, go, csharp, python
               the same keys for one language, over the block's.
 """
 import re
+import textwrap
 from pathlib import Path
 
 import yaml
@@ -67,7 +72,7 @@ import ffi
 BINDINGS = Path(__file__).resolve().parent / "bindings"
 LANGUAGES = ("rust", "go", "csharp", "python")
 BLOCK_KEYS = {"class", "name", "hand", "excluded", "lifecycle", "summary", "property", "setter", "infallible", "result", "count", "access",
-              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "record", "lists"} | set(LANGUAGES)
+              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "record", "lists", "layer_member"} | set(LANGUAGES)
 PARAM_KEYS = {"name", "default", "type", "keyword", "what", "varargs"} | set(LANGUAGES)
 
 
@@ -1377,6 +1382,13 @@ class CsEmitter(Emitter):
                     types.append(rt)
                 if types:
                     t = types[0] if len(types) == 1 else "(" + ", ".join(types) + ")"
+                if spec.get("record"):  # the out-values, in order, are the record's fields
+                    t, entry = spec["record"], record_entry(spec["record"])
+                    if entry.get("kind") == "struct":
+                        conv = ["new " + t + " { " + ", ".join(f"{self.tm.camel(f['name'], 'cs')} = {c}"
+                                                             for f, c in zip(entry["fields"], conv)) + " }"]
+                    else:
+                        conv = [f"new {t}({', '.join(conv)})"]
             c_args = ", ".join(expr[p["name"]] for p in call.fn["params"])
             check = f"CBlobException.Check(NativeMethods.{call.name}({c_args}));"
             body = prelude + decl_lines
@@ -1739,13 +1751,18 @@ class PyEmitter(Emitter):
         return PY_CTYPES[r.base], f"{v}.value", PY_HINTS[r.base]
 
 
-def record_fields(name):
-    """The fields of a record of codegen/bindings/records.yaml, in order."""
+def record_entry(name):
+    """A record of codegen/bindings/records.yaml."""
     table = yaml.safe_load((BINDINGS / "records.yaml").read_text(encoding="utf-8"))
     record = next((r for r in table["records"] if r["name"] == name), None)
     if record is None:
         raise BindingError(f"record: {name} is no record of codegen/bindings/records.yaml")
-    return record["fields"]
+    return record
+
+
+def record_fields(name):
+    """The fields of a record of codegen/bindings/records.yaml, in order."""
+    return record_entry(name)["fields"]
 
 
 def docstring(lines):
@@ -1843,6 +1860,7 @@ def annotate(model):
                     if getter is not None:
                         entry["methods"].remove(setter)
                         entry["methods"].insert(entry["methods"].index(getter) + 1, setter)
+    safe["python"]["layer_members"] = layer_members(jobs, safe)
     safe["go"]["text"] = "\n".join(line for group in ("classes", "modules") for entry in safe["go"][group].values()
                                     for m in entry["methods"] for line in m.lines)
     model["safe"] = safe
@@ -1850,6 +1868,31 @@ def annotate(model):
     model["bindings"] = {name: blocks.get(name) for name in functions}
     missing = [fn["name"] for fn in model["functions"] if fn["name"] not in blocks]
     model["bindings_missing"] = missing
+
+
+def layer_members(jobs, safe):
+    """Python's members of a Layer that call a model's method with the layer's index (the
+    blocks' `layer_member`): the lines of each, for the _LayerMethods table."""
+    methods = {m.function: m for entry in safe["python"]["classes"].values() for m in entry["methods"]}
+    members = []
+    for fn, block, cls, lang, spec in jobs:
+        if lang != "python" or not spec.get("layer_member"):
+            continue
+        m = methods[fn["name"]]
+        head = next(l for l in m.lines if l.startswith("def "))
+        found = re.match(r"def (\w+)\(self, layer: int(?:, (.*))?\) -> (.+):$", head)
+        if not found:
+            raise BindingError(f"{fn['name']}: layer_member needs a method whose first parameter is the layer, not {head!r}")
+        name, rest, hint = found.groups()
+        text = " ".join(line.strip() for line in m.doc if line.strip())
+        first = re.match(r"(.*?\.)(?:\s|$)", text)  # the model method's first sentence
+        doc = textwrap.wrap(first.group(1) if first else text, 96)
+        args = ", ".join(["index"] + [p.split(":")[0].strip() for p in split_params(rest or "")])
+        signature = f"(self, {rest})" if rest else "(self)"
+        members.append(([] if rest else ["@property"]) + [f"def {name}{signature} -> {hint}:"] +
+                       ["    " + line for line in docstring(doc)] +
+                       ["    model, index = self._structure()", f"    return model.{name}({args})"])
+    return members
 
 
 # ---- a handle type's lifetime --------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the read of the GpuVersions record
-// (generated: Tables.g.cs) and SetGpuData (a device buffer with a release Action).
+// Hand-written (not generated from codegen/bindings/): SetGpuData (a device buffer with a release
+// Action the library calls on any thread) and the Gpu class's documentation.
 using System;
 using System.Runtime.ExceptionServices;
 using System.Runtime.InteropServices;
@@ -18,17 +18,6 @@ namespace CBlob
     /// </summary>
     public static partial class Gpu
     {
-
-        /// <summary>The versions of the GPU libraries found; never fails for want of a GPU.</summary>
-        public static GpuVersions Versions
-        {
-            get
-            {
-                var v = new GpuVersions();
-                CBlobException.Check(NativeMethods.cblob_gpu_versions(out v.Driver, out v.Nvrtc, out v.Cublas));
-                return v;
-            }
-        }
 
         // The release callback of SetGpuData: runs and frees the caller's Action. Kept in a static
         // field so that the native thunk the library calls outlives every blob.

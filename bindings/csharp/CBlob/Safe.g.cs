@@ -2957,6 +2957,23 @@ namespace CBlob
         }
 
         /// <summary>
+        /// The versions found, encoded as CUDA does (major * 1000 + minor * 10: 13000 is 13.0), or 0
+        /// for a library that could not be loaded: the CUDA version the driver supports, NVRTC's and
+        /// cuBLAS's. Never fails for want of a GPU.
+        /// </summary>
+        public static GpuVersions Versions
+        {
+            get
+            {
+                int driverVersion;
+                int nvrtcVersion;
+                int cublasVersion;
+                CBlobException.Check(NativeMethods.cblob_gpu_versions(out driverVersion, out nvrtcVersion, out cublasVersion));
+                return new GpuVersions { Driver = driverVersion, Nvrtc = nvrtcVersion, Cublas = cublasVersion };
+            }
+        }
+
+        /// <summary>
         /// Writes the name of a CUDA device (as the driver reports it) and a terminating NUL into buffer
         /// and its length into out_length. With buffer NULL and buffer_size 0 it only writes the
         /// length; a buffer too small for the name and its NUL is an error.

@@ -24,9 +24,9 @@ import numpy as np
 from ._blob import Blob
 from ._errors import DTypeError, InvalidArgumentError, ShapeError, check, usage_error
 from ._library import lib
-from ._raw import ExportFlags, Part, Phase, RuleKind, Status
-from ._safe import _ModelMethods
-from ._structs import IncompatibleKeys, ParamSpec, Rule
+from ._raw import ExportFlags, Part, Status
+from ._safe import _LayerMethods, _ModelMethods
+from ._structs import IncompatibleKeys
 from ._util import NUMPY_DTYPES, handle_array, int32_arg, int64_arg, no_copies, text_bytes
 
 if TYPE_CHECKING:
@@ -34,11 +34,12 @@ if TYPE_CHECKING:
     from .caffe import AttachReport
 
 
-class Layer:
+class Layer(_LayerMethods):
     """One layer of a model: its name, its type ("Convolution"; V1 files give the LayerType name,
     "CONVOLUTION"), its blobs (a list of Blob, weights first, which a layer of a model read from a
     file takes on first access) and its structure: bottoms, tops, phase, params (its parameters
-    as a dict), rules and param_specs. Changes made to the blobs are what the model saves."""
+    as a dict), rules and param_specs (the model's methods for this layer: _LayerMethods).
+    Changes made to the blobs are what the model saves."""
 
     __slots__ = ("name", "type", "_blobs", "_model", "_index")
 
@@ -66,39 +67,10 @@ class Layer:
         return self._model, self._index
 
     @property
-    def bottoms(self) -> list[str]:
-        """The names of the layer's input blobs, in order."""
-        model, index = self._structure()
-        return model.bottoms(index)
-
-    @property
-    def tops(self) -> list[str]:
-        """The names of the layer's output blobs, in order."""
-        model, index = self._structure()
-        return model.tops(index)
-
-    @property
-    def phase(self) -> Phase:
-        """The phase the layer is for (Phase.NONE when it names none)."""
-        model, index = self._structure()
-        return model.phase(index)
-
-    @property
     def params(self) -> dict[str, Any]:
         """The layer's parameters as a dict (convolution_param and the like, by Caffe's field names)."""
         model, index = self._structure()
         return model.layer_params(index)
-
-    def rules(self, kind: RuleKind = RuleKind.INCLUDE) -> list[Rule]:
-        """The layer's include (RuleKind.INCLUDE) or exclude rules."""
-        model, index = self._structure()
-        return model.rules(index, kind)
-
-    @property
-    def param_specs(self) -> list[ParamSpec]:
-        """The layer's param specs."""
-        model, index = self._structure()
-        return model.param_specs(index)
 
     def __repr__(self) -> str:
         shapes = ", ".join(b.shape_string() for b in self.blobs)
@@ -145,10 +117,10 @@ class LayerBlobs(list):
         return (list, (list(self),))
 
 
-class LayerArrays(list):
+class LayerArrays(_LayerMethods, list):
     """What a model maps a layer's name to: the list of its blobs' data as NumPy arrays (views
     without a copy, writable), with the layer's structure beside them (name, type, bottoms, tops,
-    phase, params, blobs). Assigning an item stores into the blob (m['conv2'][0] = new writes the
+    phase, params, rules, param_specs, blobs). Assigning an item stores into the blob (m['conv2'][0] = new writes the
     values into conv2's weights, of the same shape); the list cannot grow or shrink."""
 
     __slots__ = ("layer",)
@@ -169,6 +141,9 @@ class LayerArrays(list):
     def _layer(self) -> Layer:
         return self.layer
 
+    def _structure(self) -> tuple[Model, int]:
+        return self.layer._structure()
+
     @property
     def name(self) -> str:
         return self.layer.name
@@ -180,18 +155,6 @@ class LayerArrays(list):
     @property
     def blobs(self) -> LayerBlobs:
         return self.layer.blobs
-
-    @property
-    def bottoms(self) -> list[str]:
-        return self.layer.bottoms
-
-    @property
-    def tops(self) -> list[str]:
-        return self.layer.tops
-
-    @property
-    def phase(self) -> Phase:
-        return self.layer.phase
 
     @property
     def params(self) -> dict[str, Any]:

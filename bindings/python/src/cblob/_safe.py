@@ -1454,6 +1454,45 @@ class _CommMethods:
         check(lib.cblob_comm_barrier(self._h))
 
 
+
+class _LayerMethods:
+    """A layer's members that are its model's methods for the layer's index (Layer and
+    LayerArrays derive from this table; the blocks' layer_member)."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:  # what Layer and LayerArrays provide
+        def _structure(self) -> tuple[Model, int]: ...
+
+    @property
+    def bottoms(self) -> list[str]:
+        """The names of a layer's bottoms (its input blobs), in order."""
+        model, index = self._structure()
+        return model.bottoms(index)
+
+    @property
+    def tops(self) -> list[str]:
+        """The names of a layer's tops (its output blobs), in order."""
+        model, index = self._structure()
+        return model.tops(index)
+
+    @property
+    def phase(self) -> Phase:
+        """A layer's phase (LayerParameter.phase = 10): Phase.NONE when it sets none (always in V1)."""
+        model, index = self._structure()
+        return model.phase(index)
+
+    def rules(self, kind: RuleKind = RuleKind.INCLUDE) -> list[Rule]:
+        """A layer's include or exclude rules, as Rule records (each with its stages)."""
+        model, index = self._structure()
+        return model.rules(index, kind)
+
+    @property
+    def param_specs(self) -> list[ParamSpec]:
+        """A layer's param specs, as ParamSpec records."""
+        model, index = self._structure()
+        return model.param_specs(index)
+
+
 def version() -> str:
     """The library's version as "major.minor.patch"; never NULL."""
     return lib.cblob_version().decode("utf-8", "replace")
