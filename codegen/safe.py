@@ -55,6 +55,7 @@ A binding block (every key is optional but `class`, and `hand` replaces the rest
               language's type instead of the default mapping), `keyword` (Python: keyword-only).
   returns     a language's type for the result instead of the default mapping (Rust usize).
   order       a language's order of the parameters (C names), when it differs from C's.
+  constructor C#: a static creator of its class is the class's constructor instead (new Blob(...)).
   layer_member  Python: a Net method whose first parameter is the layer index is also a member of
               each Layer (and LayerArrays) of the model, for its own index: a property when the
               layer is its only parameter (layer.bottoms), else a method (layer.rules(kind)).
@@ -72,7 +73,7 @@ import ffi
 BINDINGS = Path(__file__).resolve().parent / "bindings"
 LANGUAGES = ("rust", "go", "csharp", "python")
 BLOCK_KEYS = {"class", "name", "hand", "excluded", "lifecycle", "summary", "property", "setter", "infallible", "result", "count", "access",
-              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "record", "lists", "layer_member"} | set(LANGUAGES)
+              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "record", "lists", "layer_member", "constructor"} | set(LANGUAGES)
 PARAM_KEYS = {"name", "default", "type", "keyword", "what", "varargs"} | set(LANGUAGES)
 
 
@@ -1409,6 +1410,9 @@ class CsEmitter(Emitter):
             if claim:
                 native = f"{claim}.Took({native})"
             creator = f"return {t}.Created((out {h} h) => {native});"
+            if spec.get("constructor"):  # the constructor's handle, made by a private helper
+                creator = f"return {t}.CreatedHandle((out {h} h) => {native});"
+                t = h
             body = prelude + (using_lines + ["{"] + ["    " + l for l in locals_ + [creator]] + ["}"]
                               if using_lines else [creator])
         elif roles in (["text"], ["blob_bytes"]):
@@ -1448,6 +1452,15 @@ class CsEmitter(Emitter):
             if decls:
                 raise BindingError(f"{call.name}: a C# property takes no parameters")
             lines = [f"public {static}{t} {name}", "{", "    get", "    {"] + ["        " + l for l in body] + ["    }", "}"]
+        elif spec.get("constructor"):
+            if call.receiver is not None or roles != ["created"]:
+                raise BindingError(f"{call.name}: a C# constructor is a static creator of its class")
+            helper = f"{name}Handle"  # NewHandle
+            args = ", ".join(d.split(" = ")[0].split()[-1] for d in decls)
+            lines = [f"public {owner}({', '.join(decls)})", f"    : this({helper}({args}))", "{", "}", "",
+                     f"static {t} {helper}({', '.join(d.split(' = ')[0].replace('params ', '') for d in decls)})", "{"] + [
+                     "    " + l for l in body] + ["}"]
+            return Method(call, "csharp", owner, name, doc, lines, static=True, kind="constructor")
         else:
             lines = [f"public {static}{t} {name}({', '.join(decls)})", "{"] + ["    " + l for l in body] + ["}"]
         return Method(call, "csharp", owner, name, doc, lines, static=call.receiver is None)
@@ -2052,8 +2065,8 @@ def lifecycle_methods(lang, cls, model, tm, names):
                   "/// <summary>A call that creates a handle into its out-parameter.</summary>",
                   f"internal delegate Status Creator(out {h} created);",
                   "",
-                  "/// <summary>An object over the handle a call creates, or the call's error.</summary>",
-                  f"internal static {t} Created(Creator create)",
+                  "/// <summary>The handle a call creates, or the call's error.</summary>",
+                  f"internal static {h} CreatedHandle(Creator create)",
                   "{",
                   f"    {h} created;",
                   "    Status status = create(out created);",
@@ -2062,7 +2075,13 @@ def lifecycle_methods(lang, cls, model, tm, names):
                   "        created.Dispose();",
                   "        throw CBlobException.Last(status);",
                   "    }",
-                  f"    return new {t}(created);",
+                  "    return created;",
+                  "}",
+                  "",
+                  "/// <summary>An object over the handle a call creates, or the call's error.</summary>",
+                  f"internal static {t} Created(Creator create)",
+                  "{",
+                  f"    return new {t}(CreatedHandle(create));",
                   "}"]
         return [Method(Call, lang, t, "lifecycle", [], lines, kind="lifecycle")]
     raise BindingError(f"classes.yaml: {cls['key']}: no generated lifecycle for {lang}")

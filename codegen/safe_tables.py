@@ -240,6 +240,24 @@ def records(tm, model):
     return cs, py, sorted(py_imports)
 
 
+def no_gpu(model):
+    """C#'s CBlobException.IsNoGpu: true for the statuses errors.yaml's no_gpu lists."""
+    by_c = {v["c"]: v for v in model["ffi"]["status"]["values"]}
+    listed = load("errors.yaml")["no_gpu"]
+    unknown = [c for c in listed if c not in by_c]
+    if unknown:
+        raise BindingError(f"errors.yaml: no_gpu names {', '.join(unknown)}, no statuses of cblob_status")
+    return ["", "    public partial class CBlobException", "    {", "        /// <summary>",
+            "        /// Whether the status is one that says the GPU stack cannot be used on this machine:",
+            "        /// " + ", ".join(f"<see cref=\"CBlob.Status.{by_c[c]['names']['cs']}\"/>" for c in listed[:3]) + ",",
+            "        /// " + ", ".join(f"<see cref=\"CBlob.Status.{by_c[c]['names']['cs']}\"/>" for c in listed[3:]) + ".",
+            "        /// </summary>", "        public bool IsNoGpu", "        {", "            get", "            {",
+            "                switch (Status)", "                {"] + [
+            f"                    case Status.{by_c[c]['names']['cs']}:" for c in listed] + [
+            "                        return true;", "                    default:", "                        return false;",
+            "                }", "            }", "        }", "    }"]
+
+
 def annotate(model):
     tm = ffi.TypeMap(model)
     cs_dlpack, py_dlpack = dlpack(tm)
@@ -248,7 +266,7 @@ def annotate(model):
         "errors": error_families(model),
         "errors_all": wrap_items([f'"{c["name"]}"' for c in error_families(model)] + ['"FAMILIES"', '"OS_ERRORS"'],
                                  "__all__ = [", "]"),
-        "csharp": {"dlpack": cs_dlpack, "records": cs_records},
+        "csharp": {"dlpack": cs_dlpack, "records": cs_records + no_gpu(model)},
         "python": {"dlpack": py_dlpack, "records": py_records, "imports": py_imports,
                    "record_names": [r["name"] for r in load("records.yaml")["records"]
                                     if "python" in r.get("languages", ["csharp", "python"])]},

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the Model type's documentation and
-// constructor, and the reads of several calls into one object (layers, a layer's blobs; the
-// Layer record itself is generated).
+// Hand-written (not generated from codegen/bindings/): the Model type's documentation, and the
+// reads of several calls into one object (layers, a layer's blobs; the Layer record itself is
+// generated).
 using System;
 using System.Collections.Generic;
 
@@ -35,33 +35,6 @@ namespace CBlob
     /// </remarks>
     public sealed partial class Model : IDisposable
     {
-        delegate Status ModelCreator(IntPtr context, out ModelHandle created);
-
-        static ModelHandle NewHandle(Context context, ModelCreator create)
-        {
-            Blob.Required(context, nameof(context));
-            ModelHandle created;
-            Status status;
-            using (var c = context.Use())
-                status = create(c, out created);
-            if (status != Status.Ok)
-            {
-                created.Dispose();
-                throw CBlobException.Last(status);
-            }
-            return created;
-        }
-
-        /// <summary>
-        /// An empty model to fill with <see cref="AddLayer"/> and save; name may be null (the net
-        /// then has none). A V1 model's layer types must be LayerType names ("CONVOLUTION") or numbers.
-        /// </summary>
-        public Model(Context context, NetFormat format, string name = null)
-            : this(NewHandle(context, (IntPtr c, out ModelHandle h) =>
-                NativeMethods.cblob_model_create(c, format, Text.ToUtf8(name, "the net's name"), out h)))
-        {
-        }
-
         /// <summary>The name, type and number of blobs of a layer.</summary>
         public Layer GetLayer(int index)
         {

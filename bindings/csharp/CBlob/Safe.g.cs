@@ -57,8 +57,8 @@ namespace CBlob
         /// <summary>A call that creates a handle into its out-parameter.</summary>
         internal delegate Status Creator(out ContextHandle created);
         
-        /// <summary>An object over the handle a call creates, or the call's error.</summary>
-        internal static Context Created(Creator create)
+        /// <summary>The handle a call creates, or the call's error.</summary>
+        internal static ContextHandle CreatedHandle(Creator create)
         {
             ContextHandle created;
             Status status = create(out created);
@@ -67,7 +67,26 @@ namespace CBlob
                 created.Dispose();
                 throw CBlobException.Last(status);
             }
-            return new Context(created);
+            return created;
+        }
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static Context Created(Creator create)
+        {
+            return new Context(CreatedHandle(create));
+        }
+
+        /// <summary>
+        /// Creates a context in CPU mode. Free it with cblob_context_destroy.
+        /// </summary>
+        public Context()
+            : this(NewHandle())
+        {
+        }
+        
+        static ContextHandle NewHandle()
+        {
+            return Context.CreatedHandle((out ContextHandle h) => NativeMethods.cblob_context_create(out h));
         }
 
         /// <summary>
@@ -287,8 +306,8 @@ namespace CBlob
         /// <summary>A call that creates a handle into its out-parameter.</summary>
         internal delegate Status Creator(out BlobHandle created);
         
-        /// <summary>An object over the handle a call creates, or the call's error.</summary>
-        internal static Blob Created(Creator create)
+        /// <summary>The handle a call creates, or the call's error.</summary>
+        internal static BlobHandle CreatedHandle(Creator create)
         {
             BlobHandle created;
             Status status = create(out created);
@@ -297,7 +316,32 @@ namespace CBlob
                 created.Dispose();
                 throw CBlobException.Last(status);
             }
-            return new Blob(created);
+            return created;
+        }
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static Blob Created(Creator create)
+        {
+            return new Blob(CreatedHandle(create));
+        }
+
+        /// <summary>
+        /// Creates a blob of the given dtype and shape (Caffe's Blob(shape)). Zero axes make a scalar
+        /// (count 1). Nothing is allocated until the first access. Free it with cblob_blob_destroy.
+        /// </summary>
+        public Blob(Context context, DType dtype, params long[] shape)
+            : this(NewHandle(context, dtype, shape))
+        {
+        }
+        
+        static BlobHandle NewHandle(Context context, DType dtype, long[] shape)
+        {
+            shape = shape ?? new long[0];
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            {
+                IntPtr contextPtr = u0;
+                return Blob.CreatedHandle((out BlobHandle h) => NativeMethods.cblob_blob_create(contextPtr, dtype, shape.Length, shape, out h));
+            }
         }
 
         /// <summary>
@@ -1597,8 +1641,8 @@ namespace CBlob
         /// <summary>A call that creates a handle into its out-parameter.</summary>
         internal delegate Status Creator(out ModelHandle created);
         
-        /// <summary>An object over the handle a call creates, or the call's error.</summary>
-        internal static Model Created(Creator create)
+        /// <summary>The handle a call creates, or the call's error.</summary>
+        internal static ModelHandle CreatedHandle(Creator create)
         {
             ModelHandle created;
             Status status = create(out created);
@@ -1607,7 +1651,33 @@ namespace CBlob
                 created.Dispose();
                 throw CBlobException.Last(status);
             }
-            return new Model(created);
+            return created;
+        }
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static Model Created(Creator create)
+        {
+            return new Model(CreatedHandle(create));
+        }
+
+        /// <summary>
+        /// Creates an empty model to fill with Model.AddLayer and save. name (may be NULL: the
+        /// net then has none) is copied. A V1 model writes V1LayerParameter, whose type is an enum:
+        /// its layers' types must be LayerType names ("CONVOLUTION") or numbers.
+        /// </summary>
+        public Model(Context context, NetFormat format, string name = null)
+            : this(NewHandle(context, format, name))
+        {
+        }
+        
+        static ModelHandle NewHandle(Context context, NetFormat format, string name)
+        {
+            byte[] nameUtf8 = Text.ToUtf8(name, "the net's name");
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            {
+                IntPtr contextPtr = u0;
+                return Model.CreatedHandle((out ModelHandle h) => NativeMethods.cblob_model_create(contextPtr, format, nameUtf8, out h));
+            }
         }
 
         /// <summary>
@@ -2419,8 +2489,8 @@ namespace CBlob
         /// <summary>A call that creates a handle into its out-parameter.</summary>
         internal delegate Status Creator(out FileHandle created);
         
-        /// <summary>An object over the handle a call creates, or the call's error.</summary>
-        internal static CBlobFile Created(Creator create)
+        /// <summary>The handle a call creates, or the call's error.</summary>
+        internal static FileHandle CreatedHandle(Creator create)
         {
             FileHandle created;
             Status status = create(out created);
@@ -2429,7 +2499,13 @@ namespace CBlob
                 created.Dispose();
                 throw CBlobException.Last(status);
             }
-            return new CBlobFile(created);
+            return created;
+        }
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static CBlobFile Created(Creator create)
+        {
+            return new CBlobFile(CreatedHandle(create));
         }
 
         /// <summary>
@@ -2575,8 +2651,8 @@ namespace CBlob
         /// <summary>A call that creates a handle into its out-parameter.</summary>
         internal delegate Status Creator(out CommHandle created);
         
-        /// <summary>An object over the handle a call creates, or the call's error.</summary>
-        internal static Comm Created(Creator create)
+        /// <summary>The handle a call creates, or the call's error.</summary>
+        internal static CommHandle CreatedHandle(Creator create)
         {
             CommHandle created;
             Status status = create(out created);
@@ -2585,7 +2661,13 @@ namespace CBlob
                 created.Dispose();
                 throw CBlobException.Last(status);
             }
-            return new Comm(created);
+            return created;
+        }
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static Comm Created(Creator create)
+        {
+            return new Comm(CreatedHandle(create));
         }
 
         /// <summary>
@@ -2779,8 +2861,8 @@ namespace CBlob
         /// <summary>A call that creates a handle into its out-parameter.</summary>
         internal delegate Status Creator(out CommRequestHandle created);
         
-        /// <summary>An object over the handle a call creates, or the call's error.</summary>
-        internal static CommRequest Created(Creator create)
+        /// <summary>The handle a call creates, or the call's error.</summary>
+        internal static CommRequestHandle CreatedHandle(Creator create)
         {
             CommRequestHandle created;
             Status status = create(out created);
@@ -2789,7 +2871,13 @@ namespace CBlob
                 created.Dispose();
                 throw CBlobException.Last(status);
             }
-            return new CommRequest(created);
+            return created;
+        }
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static CommRequest Created(Creator create)
+        {
+            return new CommRequest(CreatedHandle(create));
         }
 
         /// <summary>

@@ -95,6 +95,33 @@ namespace CBlob
         public int Cublas;
     }
 
+    public partial class CBlobException
+    {
+        /// <summary>
+        /// Whether the status is one that says the GPU stack cannot be used on this machine:
+        /// <see cref="CBlob.Status.NoDriver"/>, <see cref="CBlob.Status.StubDriver"/>, <see cref="CBlob.Status.NoDevice"/>,
+        /// <see cref="CBlob.Status.DriverTooOld"/>, <see cref="CBlob.Status.NvrtcMissing"/>, <see cref="CBlob.Status.CublasMissing"/>.
+        /// </summary>
+        public bool IsNoGpu
+        {
+            get
+            {
+                switch (Status)
+                {
+                    case Status.NoDriver:
+                    case Status.StubDriver:
+                    case Status.NoDevice:
+                    case Status.DriverTooOld:
+                    case Status.NvrtcMissing:
+                    case Status.CublasMissing:
+                        return true;
+                    default:
+                        return false;
+                }
+            }
+        }
+    }
+
     /// <summary>DLPack's device types (other values than these exist).</summary>
     public enum DLDeviceType : int
     {
