@@ -114,7 +114,7 @@ def error_families(model):
 # ---- DLPack's structs and enums ------------------------------------------------------------------
 
 
-def dlpack(tm):
+def dlpack(tm, model):
     table = load("dlpack.yaml")
     enums = {e["c"]: e for e in table["enums"] if e.get("c")}
     structs = {s["c"]: s for s in table["structs"]}
@@ -159,6 +159,8 @@ def dlpack(tm):
             cs += [f"        /// <summary>{prefix}{xml(f['doc'])}</summary>",
                    f"        public {cs_type} {f.get('csharp') or tm.camel(f['c'], 'cs')};"]
             fields.append(f'("{f["c"]}", {py_type})')
+        if s["c"] == "DLDataType":
+            cs += dtype_conversions(model, enums["DLDataTypeCode"])
         cs.append("    }")
         if s.get("csharp_owner"):
             cs += owner_members(s, tm)
@@ -170,6 +172,27 @@ def dlpack(tm):
         else:
             py += wrap_items(fields, "    _fields_ = [", "]")
     return cs, py
+
+
+def dtype_conversions(model, codes):
+    """DLDataType.Of(dtype) and its DType property, from codegen/dtypes.yaml's DLPack codes."""
+    members = {v["value"]: v["csharp"] for v in codes["values"]}
+    dtypes = [(v["names"]["cs"], d["dlpack"]) for d in model["dtypes"]
+              for v in model["ffi"]["dtype"]["values"] if v["c"] == d["enum"]]
+    for name, dl in dtypes:
+        if dl["code"] not in members:
+            raise BindingError(f"dlpack.yaml: DLDataTypeCode has no value {dl['code']} (dtype {name})")
+    return ["", "        /// <summary>The DLPack type of a cblob dtype (" +
+            ", ".join(f"{n} is <c>{members[dl['code']]}</c> {dl['bits']}" for n, dl in dtypes) + ").</summary>",
+            "        public static DLDataType Of(DType dtype)", "        {", "            switch (dtype)", "            {"] + [
+            f"                case CBlob.DType.{n}: return new DLDataType(DLDataTypeCode.{members[dl['code']]}, {dl['bits']}, 1);"
+            for n, dl in dtypes] + [
+            "                default: throw new ArgumentOutOfRangeException(nameof(dtype));", "            }", "        }", "",
+            "        /// <summary>The cblob dtype of this type, or null when cblob has none.</summary>",
+            "        public DType? DType", "        {", "            get", "            {",
+            "                foreach (DType d in new[] { " + ", ".join(f"CBlob.DType.{n}" for n, _ in dtypes) + " })",
+            "                    if (Of(d).Equals(this))", "                        return d;", "                return null;",
+            "            }", "        }"]
 
 
 def owner_members(struct, tm):
@@ -260,7 +283,7 @@ def no_gpu(model):
 
 def annotate(model):
     tm = ffi.TypeMap(model)
-    cs_dlpack, py_dlpack = dlpack(tm)
+    cs_dlpack, py_dlpack = dlpack(tm, model)
     cs_records, py_records, py_imports = records(tm, model)
     model["tables"] = {
         "errors": error_families(model),

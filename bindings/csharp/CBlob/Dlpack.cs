@@ -13,7 +13,8 @@ using System.Threading;
 namespace CBlob
 {
     // The structs' and enums' declarations are generated (Tables.g.cs, from
-    // codegen/bindings/dlpack.yaml); their constructors and conversions are here.
+    // codegen/bindings/dlpack.yaml, with DLDataType's conversions from codegen/dtypes.yaml);
+    // their constructors and text are here.
     public partial struct DLDevice
     {
         /// <summary>A device.</summary>
@@ -35,31 +36,6 @@ namespace CBlob
             Code = code;
             Bits = bits;
             Lanes = lanes;
-        }
-
-        /// <summary>The DLPack type of a cblob dtype (Float32 is kDLFloat 32, Int32 kDLInt 32, ...).</summary>
-        public static DLDataType Of(DType dtype)
-        {
-            switch (dtype)
-            {
-                case CBlob.DType.Float32: return new DLDataType(DLDataTypeCode.Float, 32, 1);
-                case CBlob.DType.Float64: return new DLDataType(DLDataTypeCode.Float, 64, 1);
-                case CBlob.DType.Int32: return new DLDataType(DLDataTypeCode.Int, 32, 1);
-                case CBlob.DType.Uint32: return new DLDataType(DLDataTypeCode.UInt, 32, 1);
-                default: throw new ArgumentOutOfRangeException(nameof(dtype));
-            }
-        }
-
-        /// <summary>The cblob dtype of this type, or null when cblob has none.</summary>
-        public DType? DType
-        {
-            get
-            {
-                foreach (DType d in new[] { CBlob.DType.Float32, CBlob.DType.Float64, CBlob.DType.Int32, CBlob.DType.Uint32 })
-                    if (Of(d).Equals(this))
-                        return d;
-                return null;
-            }
         }
 
         /// <summary>"Float32x1" and the like.</summary>

@@ -192,6 +192,31 @@ namespace CBlob
         public byte Bits;
         /// <summary>Lanes per element (1 for scalars).</summary>
         public ushort Lanes;
+
+        /// <summary>The DLPack type of a cblob dtype (Float32 is <c>Float</c> 32, Float64 is <c>Float</c> 64, Int32 is <c>Int</c> 32, Uint32 is <c>UInt</c> 32).</summary>
+        public static DLDataType Of(DType dtype)
+        {
+            switch (dtype)
+            {
+                case CBlob.DType.Float32: return new DLDataType(DLDataTypeCode.Float, 32, 1);
+                case CBlob.DType.Float64: return new DLDataType(DLDataTypeCode.Float, 64, 1);
+                case CBlob.DType.Int32: return new DLDataType(DLDataTypeCode.Int, 32, 1);
+                case CBlob.DType.Uint32: return new DLDataType(DLDataTypeCode.UInt, 32, 1);
+                default: throw new ArgumentOutOfRangeException(nameof(dtype));
+            }
+        }
+
+        /// <summary>The cblob dtype of this type, or null when cblob has none.</summary>
+        public DType? DType
+        {
+            get
+            {
+                foreach (DType d in new[] { CBlob.DType.Float32, CBlob.DType.Float64, CBlob.DType.Int32, CBlob.DType.Uint32 })
+                    if (Of(d).Equals(this))
+                        return d;
+                return null;
+            }
+        }
     }
 
     /// <summary>DLPack's <c>DLTensor</c>: the view itself. Its pointers belong to whoever made it.</summary>
