@@ -36,8 +36,8 @@ A binding block (every key is optional but `class`, and `hand` replaces the rest
               (`const char **`) and the count function named by `count:` one list method.
   count       with result: list, the function that gives the number of items.
   record      C# and Python: the result is a record of codegen/bindings/records.yaml made of the
-              call's out-values, in order (C#'s GpuVersions); with result: list, each item is (a
-              layer's ParamSpec list).
+              call's out-values, in order (C#'s GpuVersions); with result: list, each item is one
+              (a layer's ParamSpec list).
   lists       with record: an out-value that counts a list field's items, by its C name: {item: the
               function giving one item (a `const char **`), args: its parameters that are not the
               list method's (`index`: the record's index; a number as it is)}. The field takes the
@@ -73,7 +73,8 @@ import ffi
 BINDINGS = Path(__file__).resolve().parent / "bindings"
 LANGUAGES = ("rust", "go", "csharp", "python")
 BLOCK_KEYS = {"class", "name", "hand", "excluded", "lifecycle", "summary", "property", "setter", "infallible", "result", "count", "access",
-              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "record", "lists", "layer_member", "constructor"} | set(LANGUAGES)
+              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "record", "lists", "layer_member",
+              "constructor"} | set(LANGUAGES)
 PARAM_KEYS = {"name", "default", "type", "keyword", "what", "varargs"} | set(LANGUAGES)
 
 
@@ -1332,7 +1333,7 @@ class CsEmitter(Emitter):
             if record:  # each item a record of the item call's out-values
                 outs, convs, reads = [], [], []
                 lists = spec.get("lists") or {}
-                for r, field in zip(call.results, record_fields(record)):
+                for r, field in zip(call.results, record_fields(record, call)):
                     v = self.ident(r.c[4:] if r.c.startswith("out_") else r.c)
                     ct, conv, _ = self.out_value(r, v, returns)
                     outs.append(f"    {ct} {v};")
@@ -1385,6 +1386,7 @@ class CsEmitter(Emitter):
                     t = types[0] if len(types) == 1 else "(" + ", ".join(types) + ")"
                 if spec.get("record"):  # the out-values, in order, are the record's fields
                     t, entry = spec["record"], record_entry(spec["record"])
+                    record_fields(t, call)
                     if entry.get("kind") == "struct":
                         conv = ["new " + t + " { " + ", ".join(f"{self.tm.camel(f['name'], 'cs')} = {c}"
                                                              for f, c in zip(entry["fields"], conv)) + " }"]
@@ -1627,7 +1629,7 @@ class PyEmitter(Emitter):
             item_expr["index"] = "i"
             record = spec.get("record")
             if record:  # each item a record of the item call's out-values
-                fields = record_fields(record)
+                fields = record_fields(record, call)
                 lists = spec.get("lists") or {}
                 outs, convs, reads = [], [], []
                 for r, field in zip(call.results, fields):
@@ -1773,9 +1775,13 @@ def record_entry(name):
     return record
 
 
-def record_fields(name):
-    """The fields of a record of codegen/bindings/records.yaml, in order."""
-    return record_entry(name)["fields"]
+def record_fields(name, call=None):
+    """The fields of a record of codegen/bindings/records.yaml, in order; with call, checked to
+    be as many as the call's out-values, which fill them."""
+    fields = record_entry(name)["fields"]
+    if call is not None and len(fields) != len(call.results):
+        raise BindingError(f"{call.name}: record {name} has {len(fields)} fields, the call {len(call.results)} out-values")
+    return fields
 
 
 def docstring(lines):
