@@ -28,6 +28,7 @@ import manual
 import safe
 import safe_dlpack
 import safe_records
+import safe_tables
 import sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,6 +162,7 @@ def load_model():
         safe.annotate(model)
         safe_dlpack.annotate(model)
         safe_records.annotate(model)
+        safe_tables.annotate(model)
     except (safe.BindingError, ffi.FfiError, safe_dlpack.DlpackError, safe_records.RecordError) as e:
         raise DescriptionError(f"bindings' safe layers: {e}") from e
     try:

@@ -35,6 +35,16 @@ A binding block (every key is optional but `class`, and `hand` replaces the rest
   result      `bool` for an int32 out-value that is a yes/no; `list` makes a getter of one item
               (`const char **`) and the count function named by `count:` one list method.
   count       with result: list, the function that gives the number of items.
+  record      the result is a record of codegen/bindings/records.yaml (the one table of the records'
+              types, fields and documentation) made of the call's out-values, in order; with
+              result: list, each item is one (a layer's ParamSpec list). C# and Python generate it
+              here, Rust and Go in codegen/safe_records.py.
+  lists       with record: an out-value that counts a list field's items, by its C name: {item: the
+              function giving one item (a `const char **`), args: its parameters that are not the
+              list method's (`index`: the record's index; a number as it is)}. The field takes the
+              count's place (a Rule's stages).
+  also        with record (Go): more functions of the same inputs whose out-values are the
+              record's next fields, called in turn (a layer's name, type and blob count).
   access      Rust: the blob memories the call reads and writes, for the crate's view tracking
               ("write self.part", "read source.part", "read self.data", "read self.diff if
               write_diff"): `self.<part>` is the receiver's, `<param>.<part>` another blob's,
@@ -48,16 +58,18 @@ A binding block (every key is optional but `class`, and `hand` replaces the rest
               language's type instead of the default mapping), `keyword` (Python: keyword-only).
   returns     a language's type for the result instead of the default mapping (Rust usize).
   order       a language's order of the parameters (C names), when it differs from C's.
-  dlpack      export or import: a DLPack function Rust and Go generate around their owned tensor
-              types (codegen/safe_dlpack.py; `hand` is then the other languages' reason), with
-              `note`, said after the header's documentation.
-  record      Rust and Go: the out-values as one value of a named type, or a list of them
-              (codegen/safe_records.py, whose module doc has the keys); other languages give
-              `hand`.
+  dlpack      export or import: a DLPack function; Rust and Go generate it around their owned tensor
+              types (codegen/safe_dlpack.py) instead of here, with `note`, said after the header's
+              documentation; C# generates it here (its owned tensor classes are a role).
+  constructor C#: a static creator of its class is the class's constructor instead (new Blob(...)).
+  layer_member  Python: a Net method whose first parameter is the layer index is also a member of
+              each Layer (and LayerArrays) of the model, for its own index: a property when the
+              layer is its only parameter (layer.bottoms), else a method (layer.rules(kind)).
   rust, go, csharp, python
               the same keys for one language, over the block's.
 """
 import re
+import textwrap
 from pathlib import Path
 
 import yaml
@@ -67,7 +79,8 @@ import ffi
 BINDINGS = Path(__file__).resolve().parent / "bindings"
 LANGUAGES = ("rust", "go", "csharp", "python")
 BLOCK_KEYS = {"class", "name", "hand", "excluded", "lifecycle", "summary", "property", "setter", "infallible", "result", "count", "access",
-              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "dlpack", "note", "record"} | set(LANGUAGES)
+              "reshapes", "mut", "unsafe", "params", "returns", "order", "generic", "dlpack", "note", "record", "lists",
+              "also", "layer_member", "constructor"} | set(LANGUAGES)
 PARAM_KEYS = {"name", "default", "type", "keyword", "what", "varargs"} | set(LANGUAGES)
 
 
@@ -229,7 +242,7 @@ class Call:
         self.name = fn["name"]
         params = fn["params"]
         handle_classes = {c["handle"]: c for c in classes.values() if c["kind"] == "class" and c["key"] in
-                          ("Blob", "Context", "Net", "Comm", "File")}
+                          ("Blob", "Context", "Net", "Comm", "File", "Request")}
         enums = {e["name"] for e in model["enums"]}
         lengths = {p["length"] for p in params if p.get("length")}
         self.receiver = None
@@ -272,7 +285,9 @@ class Call:
                                            cls=handle_classes.get(p["base"])))
                 continue
             claimed.add(p["name"])
-            if p["depth"] == 2 and p["base"] in handle_classes:
+            if p["depth"] == 2 and p["base"].startswith("struct DLManaged") and p.get("ownership") == "caller_owns":
+                self.results.append(Result("tensor", p))  # an exported DLPack tensor the caller deletes
+            elif p["depth"] == 2 and p["base"] in handle_classes:
                 if p.get("ownership") != "caller_owns":
                     # A handle the library lends (a file's model) must never be destroyed by
                     # the object a generated method would wrap it in.
@@ -318,6 +333,8 @@ class Call:
             return Arg("path" if is_path else "string", p)
         if depth == 1 and base == "void":
             return Arg("pointer", p)
+        if depth == 1 and base.startswith("struct DLManaged") and p.get("ownership") == "transfers_to_callee":
+            return Arg("tensor", p)  # a DLPack tensor the call takes on success only
         if depth == 0 and base in enums and check in OPTIONAL_ENUM_CHECKS:
             return Arg("optional_enum", p)
         if depth == 0 and base in enums:
@@ -1172,6 +1189,22 @@ def xml(text):
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def generated_elsewhere(spec, lang):
+    """Whether the language's method of a block comes from another module: Rust's and Go's
+    records (codegen/safe_records.py) and DLPack transfers (codegen/safe_dlpack.py)."""
+    return lang in ("rust", "go") and not spec.get("excluded") and bool(spec.get("record") or spec.get("dlpack"))
+
+
+def cs_dlpack_owner(base):
+    """The C# class that owns a DLPack struct ("struct DLManagedTensorVersioned": DlpackTensor),
+    from codegen/bindings/dlpack.yaml's `tensors`."""
+    table = yaml.safe_load((BINDINGS / "dlpack.yaml").read_text(encoding="utf-8"))
+    owners = {f"struct {c}": t["csharp"] for c, t in table["tensors"].items() if t.get("csharp")}
+    if base not in owners:
+        raise BindingError(f"no C# owner for {base} in codegen/bindings/dlpack.yaml's tensors")
+    return owners[base]
+
+
 class CsEmitter(Emitter):
     lang = "csharp"
 
@@ -1253,6 +1286,11 @@ class CsEmitter(Emitter):
             elif role == "pointer":
                 decls.append(f"IntPtr {n}")
                 expr[arg.c] = n
+            elif role == "tensor":
+                # The owned wrapper hands its pointer over for the call (DlpackTensorBase.Use)
+                # and gets it back unless the call succeeds (Took below).
+                decls.append(f"{cs_dlpack_owner(arg.base)} {n}")
+                uses.append((f"Blob.Required({n}, nameof({n}))", n))
             else:
                 raise BindingError(f"{call.name}: C# has no form for a {role} argument")
             defaults[arg.c] = bool(default)
@@ -1273,8 +1311,11 @@ class CsEmitter(Emitter):
         lambda_needed = any(r in ("created", "text", "blob_bytes") for r in roles) or spec.get("result") == "list"
         # Each guarded handle is used as an IntPtr (Use converts); lambdas take copies.
         using_lines, locals_ = [], []
+        claim = None  # the using variable of a DLPack tensor the call takes
         for i, (opener, var) in enumerate(uses):
             u = f"u{i}"
+            if any(a.role == "tensor" and self.ident(a.c) == var for a in call.args):
+                claim = u
             if opener == "guard":
                 using_lines.append(f"using (var {u} = guard.Use())")
             else:
@@ -1300,14 +1341,41 @@ class CsEmitter(Emitter):
             count_args = ", ".join("out n" if p["dir"] == "out" else expr[p["name"]] for p in count_fn["params"])
             item_expr = dict(expr)
             item_expr["index"] = "i"
-            item_args = ", ".join("out text" if p["dir"] == "out" else item_expr[p["name"]] for p in call.fn["params"])
-            t = "IReadOnlyList<string>"
-            inner = ["long n;", f"CBlobException.Check(NativeMethods.{count_fn['name']}({count_args}));",
-                     "var texts = new string[n];", "for (long i = 0; i < n; i++)", "{", "    IntPtr text;",
-                     f"    CBlobException.Check(NativeMethods.{call.name}({item_args}));",
-                     "    texts[i] = Text.FromUtf8(text);", "}", "return texts;"]
+            record = spec.get("record")
+            if record:  # each item a record of the item call's out-values
+                outs, convs, reads = [], [], []
+                lists = spec.get("lists") or {}
+                for r, field in zip(call.results, record_fields(record, call)):
+                    v = self.ident(r.c[4:] if r.c.startswith("out_") else r.c)
+                    ct, conv, _ = self.out_value(r, v, returns)
+                    outs.append(f"    {ct} {v};")
+                    item_expr[r.c] = f"out {v}"
+                    if r.c in lists:  # a list field, counted by this out-value
+                        list_name = self.ident(field["name"])
+                        item = next(fn for fn in self.model["functions"] if fn["name"] == lists[r.c]["item"])
+                        sub = dict(expr, index="j", **{k: "i" if a == "index" else str(a)
+                                                      for k, a in lists[r.c].get("args", {}).items()})
+                        sub_args = ", ".join("out text" if p["dir"] == "out" else sub[p["name"]] for p in item["params"])
+                        reads += [f"    var {list_name} = new string[{v}];", f"    for (long j = 0; j < {v}; j++)", "    {",
+                                  "        IntPtr text;", f"        CBlobException.Check(NativeMethods.{item['name']}({sub_args}));",
+                                  f"        {list_name}[j] = Text.FromUtf8(text);", "    }"]
+                        conv = list_name
+                    convs.append(conv)
+                item_args = ", ".join(item_expr[p["name"]] for p in call.fn["params"])
+                t = f"IReadOnlyList<{record}>"
+                inner = ["long n;", f"CBlobException.Check(NativeMethods.{count_fn['name']}({count_args}));",
+                         f"var items = new {record}[n];", "for (long i = 0; i < n; i++)", "{"] + outs + [
+                         f"    CBlobException.Check(NativeMethods.{call.name}({item_args}));"] + reads + [
+                         f"    items[i] = new {record}({', '.join(convs)});", "}", "return items;"]
+            else:
+                item_args = ", ".join("out text" if p["dir"] == "out" else item_expr[p["name"]] for p in call.fn["params"])
+                t = "IReadOnlyList<string>"
+                inner = ["long n;", f"CBlobException.Check(NativeMethods.{count_fn['name']}({count_args}));",
+                         "var texts = new string[n];", "for (long i = 0; i < n; i++)", "{", "    IntPtr text;",
+                         f"    CBlobException.Check(NativeMethods.{call.name}({item_args}));",
+                         "    texts[i] = Text.FromUtf8(text);", "}", "return texts;"]
             body = prelude + using_lines + ["{"] + ["    " + l for l in locals_ + inner] + ["}"]
-        elif not roles or all(r in ("value", "string") for r in roles) or roles == ["shape"]:
+        elif not roles or all(r in ("value", "string", "tensor") for r in roles) or roles == ["shape"]:
             decl_lines, conv = [], []
             if roles == ["shape"]:
                 r = call.results[0]
@@ -1328,6 +1396,14 @@ class CsEmitter(Emitter):
                     types.append(rt)
                 if types:
                     t = types[0] if len(types) == 1 else "(" + ", ".join(types) + ")"
+                if spec.get("record"):  # the out-values, in order, are the record's fields
+                    t, entry = spec["record"], record_entry(spec["record"])
+                    record_fields(t, call)
+                    if entry.get("kind") == "struct":
+                        conv = ["new " + t + " { " + ", ".join(f"{self.tm.camel(f['name'], 'cs')} = {c}"
+                                                             for f, c in zip(entry["fields"], conv)) + " }"]
+                    else:
+                        conv = [f"new {t}({', '.join(conv)})"]
             c_args = ", ".join(expr[p["name"]] for p in call.fn["params"])
             check = f"CBlobException.Check(NativeMethods.{call.name}({c_args}));"
             body = prelude + decl_lines
@@ -1344,7 +1420,13 @@ class CsEmitter(Emitter):
             expr[r.c] = "out h"
             c_args = ", ".join(expr[p["name"]] for p in call.fn["params"])
             h = self.tm.handle_class(r.cls["handle"])
-            creator = f"return {t}.Created((out {h} h) => NativeMethods.{call.name}({c_args}));"
+            native = f"NativeMethods.{call.name}({c_args})"
+            if claim:
+                native = f"{claim}.Took({native})"
+            creator = f"return {t}.Created((out {h} h) => {native});"
+            if spec.get("constructor"):  # the constructor's handle, made by a private helper
+                creator = f"return {t}.CreatedHandle((out {h} h) => {native});"
+                t = h
             body = prelude + (using_lines + ["{"] + ["    " + l for l in locals_ + [creator]] + ["}"]
                               if using_lines else [creator])
         elif roles in (["text"], ["blob_bytes"]):
@@ -1384,6 +1466,15 @@ class CsEmitter(Emitter):
             if decls:
                 raise BindingError(f"{call.name}: a C# property takes no parameters")
             lines = [f"public {static}{t} {name}", "{", "    get", "    {"] + ["        " + l for l in body] + ["    }", "}"]
+        elif spec.get("constructor"):
+            if call.receiver is not None or roles != ["created"]:
+                raise BindingError(f"{call.name}: a C# constructor is a static creator of its class")
+            helper = f"{name}Handle"  # NewHandle
+            args = ", ".join(d.split(" = ")[0].split()[-1] for d in decls)
+            lines = [f"public {owner}({', '.join(decls)})", f"    : this({helper}({args}))", "{", "}", "",
+                     f"static {t} {helper}({', '.join(d.split(' = ')[0].replace('params ', '') for d in decls)})", "{"] + [
+                     "    " + l for l in body] + ["}"]
+            return Method(call, "csharp", owner, name, doc, lines, static=True, kind="constructor")
         else:
             lines = [f"public {static}{t} {name}({', '.join(decls)})", "{"] + ["    " + l for l in body] + ["}"]
         return Method(call, "csharp", owner, name, doc, lines, static=call.receiver is None)
@@ -1406,6 +1497,9 @@ class CsEmitter(Emitter):
 
     def out_value(self, r, v, returns):
         """(C# type of the out variable, the conversion to the result, the result type)."""
+        if r.role == "tensor":
+            owner = cs_dlpack_owner(r.base)
+            return "IntPtr", f"new {owner}({v})", owner
         if r.role == "string":
             return "IntPtr", f"{v} == IntPtr.Zero ? null : Text.FromUtf8({v})", "string"
         if r.param["depth"] == 2:
@@ -1545,15 +1639,48 @@ class PyEmitter(Emitter):
             count_args = ", ".join("count" if p["dir"] == "out" else expr[p["name"]] for p in count_fn["params"])
             item_expr = dict(expr)
             item_expr["index"] = "i"
-            item_args = ", ".join("out" if p["dir"] == "out" else item_expr[p["name"]] for p in call.fn["params"])
-            body += ["count, out = c_int64(), c_char_p()",
-                     f"check(lib.{count_fn['name']}({count_args}))",
-                     "items = []",
-                     "for i in range(count.value):",
-                     f"    check(lib.{call.name}({item_args}))",
-                     "    items.append((out.value or b\"\").decode(\"utf-8\", \"replace\"))",
-                     "return items"]
-            hint = "list[str]"
+            record = spec.get("record")
+            if record:  # each item a record of the item call's out-values
+                fields = record_fields(record, call)
+                lists = spec.get("lists") or {}
+                outs, convs, reads = [], [], []
+                for r, field in zip(call.results, fields):
+                    v = r.c[4:] if r.c.startswith("out_") else r.c
+                    ctype, conv, _ = self.out_value(r, v, "optional" if field["type"].endswith("?") else returns)
+                    outs.append((v, ctype))
+                    item_expr[r.c] = v
+                    if r.c in lists:  # a list field, counted by this out-value
+                        item = next(fn for fn in self.model["functions"] if fn["name"] == lists[r.c]["item"])
+                        sub = dict(expr, index="j", **{k: "i" if a == "index" else str(a)
+                                                      for k, a in lists[r.c].get("args", {}).items()})
+                        sub_args = ", ".join("text" if p["dir"] == "out" else sub[p["name"]] for p in item["params"])
+                        if not reads:
+                            outs.append(("text", "c_char_p"))
+                        reads += [f"    {field['name']} = []", f"    for j in range({v}.value):",
+                                  f"        check(lib.{item['name']}({sub_args}))",
+                                  f"        {field['name']}.append((text.value or b\"\").decode(\"utf-8\", \"replace\"))"]
+                        conv = field["name"]
+                    convs.append(conv)
+                item_args = ", ".join(item_expr[p["name"]] for p in call.fn["params"])
+                body += ["count = c_int64()",
+                         f"check(lib.{count_fn['name']}({count_args}))",
+                         f"{', '.join(v for v, _ in outs)} = {', '.join(c + '()' for _, c in outs)}",
+                         "items = []",
+                         "for i in range(count.value):",
+                         f"    check(lib.{call.name}({item_args}))"] + reads + [
+                         f"    items.append({record}({', '.join(convs)}))",
+                         "return items"]
+                hint = f"list[{record}]"
+            else:
+                item_args = ", ".join("out" if p["dir"] == "out" else item_expr[p["name"]] for p in call.fn["params"])
+                body += ["count, out = c_int64(), c_char_p()",
+                         f"check(lib.{count_fn['name']}({count_args}))",
+                         "items = []",
+                         "for i in range(count.value):",
+                         f"    check(lib.{call.name}({item_args}))",
+                         "    items.append((out.value or b\"\").decode(\"utf-8\", \"replace\"))",
+                         "return items"]
+                hint = "list[str]"
         elif not roles:
             body.append(f"check(lib.{call.name}({self.args(call, expr)}){self.io_arg()})")
         elif all(r in ("value", "string") for r in roles):
@@ -1651,6 +1778,24 @@ class PyEmitter(Emitter):
         return PY_CTYPES[r.base], f"{v}.value", PY_HINTS[r.base]
 
 
+def record_entry(name):
+    """A record of codegen/bindings/records.yaml."""
+    table = yaml.safe_load((BINDINGS / "records.yaml").read_text(encoding="utf-8"))
+    record = next((r for r in table["records"] if r["name"] == name), None)
+    if record is None:
+        raise BindingError(f"record: {name} is no record of codegen/bindings/records.yaml")
+    return record
+
+
+def record_fields(name, call=None):
+    """The fields of a record of codegen/bindings/records.yaml, in order; with call, checked to
+    be as many as the call's out-values, which fill them."""
+    fields = record_entry(name)["fields"]
+    if call is not None and len(fields) != len(call.results):
+        raise BindingError(f"{call.name}: record {name} has {len(fields)} fields, the call {len(call.results)} out-values")
+    return fields
+
+
 def docstring(lines):
     lines = [l.replace("\\", "\\\\").rstrip() for l in lines]
     if len(lines) == 1:
@@ -1692,8 +1837,8 @@ def annotate(model):
         cls = classes[key]
         for lang in LANGUAGES:
             spec = merged(block, block.get(lang))
-            if spec.get("hand") or spec.get("excluded") or (spec.get("record") and lang in ("rust", "go")):
-                continue  # a record: codegen/safe_records.py (Rust and Go)
+            if spec.get("hand") or spec.get("excluded") or generated_elsewhere(spec, lang):
+                continue
             jobs.append((fn, block, cls, lang, spec))
     # Names first, so that every method's documentation can name the others; a hand-written
     # method whose block gives its class and name is named too.
@@ -1701,7 +1846,7 @@ def annotate(model):
         block = blocks.get(fn["name"]) or {}
         for lang in LANGUAGES:
             spec = merged(block, block.get(lang))
-            if spec.get("hand") and spec.get("class") in classes:
+            if (spec.get("hand") or generated_elsewhere(spec, lang)) and spec.get("class") in classes:
                 cls = classes[spec["class"]]
                 method = spec.get("name") or default_name(fn, cls)
                 if lang in ("go", "csharp") and not re.match(r"^[A-Z]", method):
@@ -1746,6 +1891,7 @@ def annotate(model):
                     if getter is not None:
                         entry["methods"].remove(setter)
                         entry["methods"].insert(entry["methods"].index(getter) + 1, setter)
+    safe["python"]["layer_members"] = layer_members(jobs, safe)
     safe["go"]["text"] = "\n".join(line for group in ("classes", "modules") for entry in safe["go"][group].values()
                                     for m in entry["methods"] for line in m.lines)
     model["safe"] = safe
@@ -1754,6 +1900,31 @@ def annotate(model):
     model["bindings"] = {name: blocks.get(name) for name in functions}
     missing = [fn["name"] for fn in model["functions"] if fn["name"] not in blocks]
     model["bindings_missing"] = missing
+
+
+def layer_members(jobs, safe):
+    """Python's members of a Layer that call a model's method with the layer's index (the
+    blocks' `layer_member`): the lines of each, for the _LayerMethods table."""
+    methods = {m.function: m for entry in safe["python"]["classes"].values() for m in entry["methods"]}
+    members = []
+    for fn, block, cls, lang, spec in jobs:
+        if lang != "python" or not spec.get("layer_member"):
+            continue
+        m = methods[fn["name"]]
+        head = next(l for l in m.lines if l.startswith("def "))
+        found = re.match(r"def (\w+)\(self, layer: int(?:, (.*))?\) -> (.+):$", head)
+        if not found:
+            raise BindingError(f"{fn['name']}: layer_member needs a method whose first parameter is the layer, not {head!r}")
+        name, rest, hint = found.groups()
+        text = " ".join(line.strip() for line in m.doc if line.strip())
+        first = re.match(r"(.*?\.)(?:\s|$)", text)  # the model method's first sentence
+        doc = textwrap.wrap(first.group(1) if first else text, 96)
+        args = ", ".join(["index"] + [p.split(":")[0].strip() for p in split_params(rest or "")])
+        signature = f"(self, {rest})" if rest else "(self)"
+        members.append(([] if rest else ["@property"]) + [f"def {name}{signature} -> {hint}:"] +
+                       ["    " + line for line in docstring(doc)] +
+                       ["    model, index = self._structure()", f"    return model.{name}({args})"])
+    return members
 
 
 # ---- a handle type's lifetime --------------------------------------------------------------------------
@@ -1913,8 +2084,8 @@ def lifecycle_methods(lang, cls, model, tm, names):
                   "/// <summary>A call that creates a handle into its out-parameter.</summary>",
                   f"internal delegate Status Creator(out {h} created);",
                   "",
-                  "/// <summary>An object over the handle a call creates, or the call's error.</summary>",
-                  f"internal static {t} Created(Creator create)",
+                  "/// <summary>The handle a call creates, or the call's error.</summary>",
+                  f"internal static {h} CreatedHandle(Creator create)",
                   "{",
                   f"    {h} created;",
                   "    Status status = create(out created);",
@@ -1923,7 +2094,13 @@ def lifecycle_methods(lang, cls, model, tm, names):
                   "        created.Dispose();",
                   "        throw CBlobException.Last(status);",
                   "    }",
-                  f"    return new {t}(created);",
+                  "    return created;",
+                  "}",
+                  "",
+                  "/// <summary>An object over the handle a call creates, or the call's error.</summary>",
+                  f"internal static {t} Created(Creator create)",
+                  "{",
+                  f"    return new {t}(CreatedHandle(create));",
                   "}"]
         return [Method(Call, lang, t, "lifecycle", [], lines, kind="lifecycle")]
     raise BindingError(f"classes.yaml: {cls['key']}: no generated lifecycle for {lang}")

@@ -6,7 +6,8 @@ generate.py calls annotate(model) after safe.annotate. Two sources:
 - codegen/bindings/dlpack.yaml, DLPack's own declarations as far as the layers mirror them: the
   constants, the structs (Rust's #[repr(C)] mirrors; Go reads the C structs through cgo and
   copies DLDevice and DLDataType into values of its own), and the DLTensor fields each owned
-  tensor type reads out. The dtype <-> DLDataType mapping comes from codegen/dtypes.yaml.
+  tensor type reads out. The dtype <-> DLDataType mapping comes from codegen/dtypes.yaml. It is
+  the one DLPack table: codegen/safe_tables.py reads C#'s and Python's mirrors off it too.
 - the exports and imports of codegen/api/50_dlpack.yaml, whose binding blocks say `dlpack:
   export` or `dlpack: import` (and the Rust and Go class and names): an export wraps the
   tensor the call makes in the language's owned tensor type (for Rust, with the blob's view

@@ -2,34 +2,26 @@
 """Records in the Rust and Go safe layers: a call whose out-values make one value of a named type
 (the GPU libraries' versions), or a list of such values read item by item (a layer's param specs).
 
-generate.py calls annotate(model) after safe.annotate. A binding block says `record:` (see
-codegen/safe.py's module doc for the other keys) with:
+generate.py calls annotate(model) after safe.annotate. A binding block says `record: <name>`, a
+record of codegen/bindings/records.yaml (the one table of the records' types, fields and
+documentation, which C# and Python read too; its header has the keys), with the block's keys
+as codegen/safe.py's module doc gives them:
 
-  type        the record type's name per language ({rust: Versions, go: GPUVersions})
-  doc         the type's documentation, lower case (Rust writes it as a sentence, Go after
-              "<Type> <verb>"); `verb` (default "is")
-  fields      per out-parameter (its C name): `name` (snake_case; Go's is its camel case, or
-              `go: {name, type}`), `doc`, `optional: true` for a string that may be NULL (Rust
-              Option<String>, Go ""), `unknown` for an enum: the value an unknown one reads as
-              (Rust; Go keeps the number), `list` for a count: the field is the list of strings
-              that function reads item by item (its `index`), the record's own index passed as
-              its other index parameter and `with` giving the rest ({not_stage: 1})
-  name        the function's name (snake_case; Go's camel case, or `go:`) and `class` (a class or
-              module of classes.yaml) when they differ from the block's
-  count       the function that gives the number of items: the method returns a list, one item
-              per index (the `index` parameter)
-  also        more functions of the same inputs whose out-values are fields too ({function:
-              {out-parameter: field}}), called in turn (Go: a layer's name, type and blob count)
-  summary     said before the header's documentation (for a list, which the header describes
-              item by item)
-  derive      Rust's derives, when not the default (Copy without strings or lists, Eq without
-              floats)
+  class, name   the function's class (or module) and name (Go's in camel case, or `go: {name}`)
+  result, count with result: list, the function that gives the number of items: the method
+                returns a list, one item per index (the `index` parameter)
+  lists         an out-value that counts a list field's items: {item: the function giving one
+                string, args: its other parameters (`index`: the record's index; a number as it is)}
+  also          more functions of the same inputs whose out-values are the next fields, called
+                in turn (Go: a layer's name, type and blob count)
+  summary       said before the header's documentation (for a list, which the header describes
+                item by item; with `also`, instead of it)
 
-The type, with its fields' documentation, and the function, with the header's documentation in
-the language's names, go to bindings/rust/cblob/src/records_generated.rs (module `records`:
-types and functions of a module in a `pub mod` of that name, re-exported by the crate's module)
-and bindings/go/records_generated.go. The block's `hand` is then the reason of the languages
-that write the record by hand (C#, Python).
+The out-values fill the record's fields in order. The type, with its fields' documentation, and
+the function, with the header's documentation in the language's names, go to
+bindings/rust/cblob/src/records_generated.rs (module `records`: types and functions of a module
+in a `pub mod` of that name, re-exported by the crate's module) and
+bindings/go/records_generated.go.
 """
 import textwrap
 
@@ -39,6 +31,11 @@ import safe
 RUST_FIELD = {"int32_t": "i32", "int64_t": "i64", "float": "f32", "double": "f64", "uint32_t": "u32", "uint64_t": "u64"}
 GO_FIELD = {"int32_t": "int", "int64_t": "int64", "float": "float32", "double": "float64", "uint32_t": "uint32",
             "uint64_t": "uint64"}
+
+
+# records.yaml's types of a field an out-value of the C type may fill (a count, int64_t, may be an
+# int32 field: C#'s Layer.BlobCount).
+RECORD_TYPES = {"int32_t": ("int32",), "int64_t": ("int32",), "float": ("float32",)}
 
 
 class RecordError(Exception):
@@ -52,36 +49,49 @@ def wrap(text, width):
 class Record:
     """One record function, read off its parameters and its block."""
 
-    def __init__(self, fn, block, spec, model, classes, tm):
+    def __init__(self, fn, block, spec, model, classes, tm, lang):
         self.fn = fn
         self.spec = spec
-        self.record = spec["record"]
-        key = self.record.get("class") or spec.get("class")
+        entry = safe.record_entry(spec["record"])
+        if lang not in entry.get("languages", []):
+            raise RecordError(f"{fn['name']}: record: {entry['name']} of codegen/bindings/records.yaml does not list {lang}")
+        # records.yaml's entry, as this module reads it: the type's name per language, its doc
+        # lower case without the closing period (Rust writes it as a sentence, Go after "<Type> <verb>").
+        doc = " ".join(entry["doc"].split()).rstrip(".")
+        self.record = {"type": {"rust": entry.get("rust", entry["name"]), "go": entry.get("go", entry["name"])},
+                       "doc": doc[0].lower() + doc[1:], "verb": entry.get("verb", "is"), "derive": entry.get("derive")}
+        key = spec.get("class")
         if key not in classes:
             raise RecordError(f"{fn['name']}: record: class {key!r} is no row of classes.yaml")
         self.cls = classes[key]
-        self.count = next((f for f in model["functions"] if f["name"] == self.record.get("count")), None)
-        if self.record.get("count") and self.count is None:
+        self.count = next((f for f in model["functions"] if f["name"] == spec.get("count")), None)
+        if spec.get("count") and self.count is None:
             raise RecordError(f"{fn['name']}: record: count names no function")
         functions = {f["name"]: f for f in model["functions"]}
-        fields = dict(self.record.get("fields") or {})
         self.outs = [p for p in fn["params"] if p["dir"] == "out"]
-        if {p["name"] for p in self.outs} != set(fields):
-            raise RecordError(f"{fn['name']}: record: fields must name every out-parameter "
-                              f"({', '.join(p['name'] for p in self.outs)})")
         self.also = []
-        for other, other_fields in (self.record.get("also") or {}).items():
+        for other in spec.get("also") or []:
             if other not in functions:
                 raise RecordError(f"{fn['name']}: record: also names {other}, no function")
             other = functions[other]
             outs = [p for p in other["params"] if p["dir"] == "out"]
             ins = [p["name"] for p in other["params"] if p["dir"] == "in"]
-            if ins != [p["name"] for p in fn["params"] if p["dir"] == "in"] or {p["name"] for p in outs} != set(other_fields):
-                raise RecordError(f"{fn['name']}: record: {other['name']} must take the same inputs, and "
-                                  "its fields name every out-parameter")
+            if ins != [p["name"] for p in fn["params"] if p["dir"] == "in"]:
+                raise RecordError(f"{fn['name']}: record: {other['name']} must take the same inputs")
             self.also.append((other, outs))
             self.outs += outs
-            fields.update(other_fields)
+        if len(self.outs) != len(entry["fields"]):
+            raise RecordError(f"{fn['name']}: record: {entry['name']} has {len(entry['fields'])} fields, "
+                              f"the calls {len(self.outs)} out-values ({', '.join(p['name'] for p in self.outs)})")
+        lists = spec.get("lists") or {}
+        unknown = set(lists) - {p["name"] for p in self.outs}
+        if unknown:
+            raise RecordError(f"{fn['name']}: record: lists names {', '.join(sorted(unknown))}, no out-values")
+        fields = {}
+        for p, field in zip(self.outs, entry["fields"]):
+            fields[p["name"]] = dict(field, optional=field["type"] == "str?")
+            if p["name"] in lists:
+                fields[p["name"]].update(list=lists[p["name"]]["item"], args=lists[p["name"]].get("args") or {})
         for p in self.outs:
             is_text = p["depth"] == 2 and p["base"] == "char"
             if not is_text and (p["depth"] != 1 or (p["base"] not in RUST_FIELD and p["base"] not in tm.enums)):
@@ -92,6 +102,13 @@ class Record:
         for p in self.outs:
             f = dict(fields[p["name"]], c=p["name"], base=p["base"], text=p["depth"] == 2,
                      enum=p["base"] in tm.enums)
+            if (f["type"] == "[str]") != bool(f.get("list")):
+                raise RecordError(f"{fn['name']}: record: {p['name']} fills {f['name']} ({f['type']}): "
+                                  "a list of strings is a count with `lists`, and only that")
+            expected = ("str", "str?") if f["text"] else RECORD_TYPES.get(p["base"], ()) if not f["enum"] else None
+            if not f.get("list") and expected is not None and f["type"] not in expected:
+                raise RecordError(f"{fn['name']}: record: {p['name']} ({p['type']}) cannot fill "
+                                  f"{f['name']}, a {f['type']} in codegen/bindings/records.yaml")
             go = f.get("go") or {}
             f["go"] = go if isinstance(go, dict) else {"name": go}
             if f.get("list"):
@@ -107,17 +124,16 @@ class Record:
         self.tm = tm
 
     def name(self, lang):
-        base = self.record.get(lang, {}).get("name") or self.record.get("name") or self.spec.get("name") \
-            or safe.default_name(self.fn, self.cls)
+        base = self.spec.get("name") or safe.default_name(self.fn, self.cls)
         return base if lang == "rust" else (base if base[:1].isupper() else self.tm.camel(base, "go"))
 
     def doc_fn(self):
         fn = dict(self.fn)
         if self.also:
             # Several calls' worth: the summary says what the record holds, its fields the rest.
-            fn["doc"] = self.record["summary"].strip()
-        elif self.record.get("summary"):
-            fn["doc"] = f"{self.record['summary'].strip()}\n\n{self.fn['doc'].strip()}"
+            fn["doc"] = self.spec["summary"].strip()
+        elif self.spec.get("summary"):
+            fn["doc"] = f"{self.spec['summary'].strip()}\n\n{self.fn['doc'].strip()}"
         return fn
 
 
@@ -145,19 +161,19 @@ def in_args(r, lang, emitter):
 
 def list_args(r, f, expr, lang, item):
     """The arguments of a list field's function: the record function's own inputs by name, the
-    record's index as its other index parameter, `with`'s constants, `j` as its index."""
+    record's index where `args` says `index`, `args`' constants, `j` as its index."""
     out = []
     for p in f["list"]["params"]:
         if p["dir"] == "out":
             out.append("&mut value" if lang == "rust" else None)
         elif p["name"] == "index":
             out.append("j")
-        elif p["name"] in (f.get("with") or {}):
-            out.append(str(int(f["with"][p["name"]])))
+        elif f["args"].get(p["name"]) == "index":
+            out.append(item)  # the record's index under the list function's name (`rule`)
+        elif p["name"] in f["args"]:
+            out.append(str(int(f["args"][p["name"]])))
         elif p["name"] in expr and p["name"] != "index":
             out.append(expr[p["name"]])
-        elif p["depth"] == 0 and p["base"] == "int64_t":
-            out.append(item)  # the record's index under the list function's name (`rule`)
         else:
             raise RecordError(f"{r.fn['name']}: record: cannot pass {f['list']['name']}'s {p['name']}")
     return ", ".join(a for a in out if a is not None)
@@ -329,7 +345,7 @@ def annotate(model):
             spec = safe.merged(block or {}, (block or {}).get(lang))
             if not spec.get("record") or spec.get("excluded"):
                 continue
-            r = Record(functions[fname], block, spec, model, classes, tm)
+            r = Record(functions[fname], block, spec, model, classes, tm, lang)
             out[lang].append(rust_record(r, emitters[lang]) if lang == "rust" else go_record(r, emitters[lang]))
     rust_modules = {}
     for item in out["rust"]:

@@ -2462,7 +2462,7 @@ func (c *Comm) SetAgreementCheck(enabled bool) error {
 
 // Allreduce wraps cblob_comm_allreduce: All-reduces the part of the blobs in place over the ranks (the sum, or the average of float dtypes); returns when done.
 //
-// Comm.AllreduceStart, then cblob_comm_request_wait.
+// Comm.AllreduceStart, then Request.Wait.
 func (c *Comm) Allreduce(part Part, op ReduceOp, blobs ...*Blob) error {
 	blobsList, blobsFirst, err := handles(blobs)
 	if err != nil {
@@ -2481,7 +2481,7 @@ func (c *Comm) Allreduce(part Part, op ReduceOp, blobs ...*Blob) error {
 
 // Broadcast copies the root's part of the blobs to every rank; returns when done.
 //
-// Comm.BroadcastStart, then cblob_comm_request_wait.
+// Comm.BroadcastStart, then Request.Wait.
 func (c *Comm) Broadcast(part Part, root int, blobs ...*Blob) error {
 	blobsList, blobsFirst, err := handles(blobs)
 	if err != nil {
@@ -2500,7 +2500,7 @@ func (c *Comm) Broadcast(part Part, root int, blobs ...*Blob) error {
 
 // Barrier returns once every rank has reached it.
 //
-// Comm.BarrierStart, then cblob_comm_request_wait.
+// Comm.BarrierStart, then Request.Wait.
 func (c *Comm) Barrier() error {
 	p, err := c.handle()
 	if err != nil {

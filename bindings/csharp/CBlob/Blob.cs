@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the Blob type's constructor, Dispose
+// Hand-written (not generated from codegen/bindings/): the Blob type's documentation, Dispose
 // (which ends open mappings), host spans, and SetCpuData (a pinned array with a release
 // callback).
 using System;
@@ -56,53 +56,6 @@ namespace CBlob
     /// </example>
     public sealed partial class Blob : IDisposable
     {
-        /// <summary>
-        /// A blob of the given dtype and shape (Caffe's <c>Blob(shape)</c>); no dimensions make a
-        /// scalar (count 1). Nothing is allocated until the first access.
-        /// </summary>
-        /// <exception cref="CBlobException">
-        /// <see cref="Status.Shape"/> for a negative dimension or too many axes,
-        /// <see cref="Status.Overflow"/> for a count whose byte size overflows.
-        /// </exception>
-        public Blob(Context context, DType dtype, params long[] shape)
-            : this(NewHandleIn(context, (IntPtr c, out BlobHandle h) =>
-                NativeMethods.cblob_blob_create(c, dtype, (shape ?? new long[0]).Length, shape ?? new long[0], out h)))
-        {
-        }
-
-        /// <summary>The handle a creating call made, or the call's error.</summary>
-        static BlobHandle NewHandle(Creator create)
-        {
-            BlobHandle created;
-            Status status = create(out created);
-            if (status != Status.Ok)
-            {
-                created.Dispose();
-                throw CBlobException.Last(status);
-            }
-            return created;
-        }
-
-        /// <summary>A call that creates a blob in a context.</summary>
-        internal delegate Status CreatorIn(IntPtr context, out BlobHandle created);
-
-        static BlobHandle NewHandleIn(Context context, CreatorIn create)
-        {
-            if (context == null)
-                throw new ArgumentNullException(nameof(context));
-            using (var c = context.Use())
-            {
-                IntPtr ptr = c;
-                return NewHandle((out BlobHandle created) => create(ptr, out created));
-            }
-        }
-
-        /// <summary>A blob from a call that creates one in a context, or the call's error.</summary>
-        internal static Blob CreatedIn(Context context, CreatorIn create)
-        {
-            return new Blob(NewHandleIn(context, create));
-        }
-
         /// <summary>A blob over a handle whose hold the caller gives up (one a call wrote into an array).</summary>
         internal static Blob Adopt(IntPtr owned)
         {

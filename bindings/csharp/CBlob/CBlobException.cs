@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the exception type every call throws, with
-// the no-GPU statuses.
+// Hand-written (not generated from codegen/bindings/): the exception type every call throws, and
+// the reading of the calling thread's message after a failed call (IsNoGpu is generated from
+// codegen/bindings/errors.yaml: Tables.g.cs).
 using System;
 
 namespace CBlob
@@ -9,7 +10,7 @@ namespace CBlob
     /// A failed cblob call: the <see cref="Status"/> the library returned and the message it
     /// recorded for the calling thread (which names the C function and says what was wrong).
     /// </summary>
-    public class CBlobException : Exception
+    public partial class CBlobException : Exception
     {
         /// <summary>The status the call returned.</summary>
         public Status Status { get; }
@@ -48,29 +49,6 @@ namespace CBlob
             LibraryMessage = message;
             Function = function;
             Detail = detail;
-        }
-
-        /// <summary>
-        /// Whether the status is one that says the GPU stack cannot be used on this machine (no
-        /// driver, a stub driver, no device, an old driver, no NVRTC, no cuBLAS).
-        /// </summary>
-        public bool IsNoGpu
-        {
-            get
-            {
-                switch (Status)
-                {
-                    case Status.NoDriver:
-                    case Status.StubDriver:
-                    case Status.NoDevice:
-                    case Status.DriverTooOld:
-                    case Status.NvrtcMissing:
-                    case Status.CublasMissing:
-                        return true;
-                    default:
-                        return false;
-                }
-            }
         }
 
         /// <summary>The C enumerator's name of a status (<c>"CBLOB_ERR_SHAPE"</c>).</summary>

@@ -1,16 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // Hand-written (not generated from codegen/bindings/): communicators over MPI (libcblob_mpi
-// loaded at run time) and NCCL (a fixed-size id), and requests that keep their blobs until they
-// end.
+// loaded at run time, its own error messages) and NCCL (a fixed-size id), and the timeout as a
+// TimeSpan; the collectives and their requests are generated.
 using System;
 using System.Runtime.InteropServices;
 
 namespace CBlob
 {
-    public sealed partial class Blob
-    {
-    }
-
     /// <summary>
     /// A communicator: a group of ranks (processes, or GPUs) that run collectives together. Every
     /// rank makes the same collectives in the same order, with lists of the same dtypes and
@@ -143,44 +139,6 @@ namespace CBlob
                 CBlobException.Check(NativeMethods.cblob_comm_set_timeout(c, ms));
         }
 
-        /// <summary>
-        /// Starts <see cref="Allreduce"/> and returns its request. Until the request is waited
-        /// for, the blobs must not be read, written, reshaped or used in another collective.
-        /// </summary>
-        public CommRequest AllreduceStart(Part part, ReduceOp op, params Blob[] blobs)
-        {
-            using (var c = guard.Use())
-            using (var list = Guard.UseAll(Proto.Guards(blobs)))
-            {
-                CommRequestHandle request;
-                Status status = NativeMethods.cblob_comm_allreduce_start(c, list.Ptrs, list.Ptrs.Length, part, op, out request);
-                return CommRequest.Started(status, request);
-            }
-        }
-
-        /// <summary>Starts <see cref="Broadcast"/> and returns its request.</summary>
-        public CommRequest BroadcastStart(Part part, int root, params Blob[] blobs)
-        {
-            using (var c = guard.Use())
-            using (var list = Guard.UseAll(Proto.Guards(blobs)))
-            {
-                CommRequestHandle request;
-                Status status = NativeMethods.cblob_comm_broadcast_start(c, list.Ptrs, list.Ptrs.Length, part, root, out request);
-                return CommRequest.Started(status, request);
-            }
-        }
-
-        /// <summary>Starts a barrier and returns its request.</summary>
-        public CommRequest BarrierStart()
-        {
-            using (var c = guard.Use())
-            {
-                CommRequestHandle request;
-                Status status = NativeMethods.cblob_comm_barrier_start(c, out request);
-                return CommRequest.Started(status, request);
-            }
-        }
-
         /// <inheritdoc/>
         public override string ToString()
         {
@@ -194,40 +152,13 @@ namespace CBlob
     /// instead of it, which waits and loses the error) frees it; the finalizer frees one that is
     /// forgotten.
     /// </summary>
-    public sealed class CommRequest : IDisposable
+    /// <remarks>
+    /// The request holds its native request only: the library keeps the communicator and the
+    /// blobs' memory until the request ends, so its start methods, <see cref="Wait"/> and
+    /// Dispose are generated (Safe.g.cs).
+    /// </remarks>
+    public sealed partial class CommRequest : IDisposable
     {
-        readonly Guard guard;
-
-        CommRequest(CommRequestHandle handle)
-        {
-            guard = new Guard(handle);
-        }
-
-        internal static CommRequest Started(Status status, CommRequestHandle request)
-        {
-            if (status != Status.Ok)
-            {
-                request.Dispose();
-                throw CBlobException.Last(status);
-            }
-            return new CommRequest(request);
-        }
-
-        /// <summary>
-        /// Waits for the collective and throws how it failed (<see cref="Status.Comm"/>,
-        /// <see cref="Status.Timeout"/>); waiting again throws the same or returns.
-        /// </summary>
-        public void Wait()
-        {
-            using (var r = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_comm_request_wait(r));
-        }
-
-        /// <summary>Waits for the request if nobody has and frees it; calling it again does nothing.</summary>
-        public void Dispose()
-        {
-            guard.Dispose();
-        }
     }
 
     /// <summary>libcblob_mpi, loaded once with dlopen (RTLD_GLOBAL: Open MPI's plugins look up libmpi's symbols).</summary>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the Context type's documentation and
-// constructor; its one-call members and lifetime are generated.
+// Hand-written (not generated from codegen/bindings/): the Context type's documentation; its
+// constructor, one-call members and lifetime are generated.
 using System;
 
 namespace CBlob
@@ -18,24 +18,5 @@ namespace CBlob
     /// </remarks>
     public sealed partial class Context : IDisposable
     {
-        /// <summary>A new context in CPU mode.</summary>
-        public Context()
-            : this(Create())
-        {
-        }
-
-        static ContextHandle Create()
-        {
-            ContextHandle created;
-            Status status = NativeMethods.cblob_context_create(out created);
-            if (status != Status.Ok)
-            {
-                created.Dispose();
-                throw CBlobException.Last(status);
-            }
-            return created;
-        }
-
-
     }
 }

@@ -1,76 +1,22 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): DLPack, owned tensors that call their
-// deleter once, and the imports that take them.
+// Hand-written (not generated from codegen/bindings/): DLPack's ownership: owned tensors that
+// call their deleter once, lend their pointer to an import and take it back if it fails, and
+// spans over their memory. The structs' layouts and the exports and imports are generated
+// (Tables.g.cs, Safe.g.cs).
 using System;
 using System.Runtime.InteropServices;
 using System.Threading;
 
 // DLPack: a blob's data or diff handed to NumPy, PyTorch, CuPy, JAX or any other DLPack 1.x
 // consumer without a copy, and a DLPack tensor taken in as a blob without a copy (the header's
-// "DLPack" section). The structs mirror DLPack's own header (dlpack/dlpack.h, which cblob
-// installs as <cblob/dlpack.h>) field for field; the tests check their layout against that
-// header compiled by the C compiler.
+// "DLPack" section). The structs mirror DLPack's own header field for field (Tables.g.cs).
 namespace CBlob
 {
-    /// <summary>DLPack's <c>DLDeviceType</c> (other values than these exist).</summary>
-    public enum DLDeviceType : int
+    // The structs' and enums' declarations are generated (Tables.g.cs, from
+    // codegen/bindings/dlpack.yaml, with DLDataType's conversions from codegen/dtypes.yaml);
+    // their constructors and text are here.
+    public partial struct DLDevice
     {
-        /// <summary><c>kDLCPU</c>: host memory.</summary>
-        Cpu = 1,
-        /// <summary><c>kDLCUDA</c>: CUDA device memory.</summary>
-        Cuda = 2,
-        /// <summary><c>kDLCUDAHost</c>: pinned host memory (cudaMallocHost).</summary>
-        CudaHost = 3,
-        /// <summary><c>kDLCUDAManaged</c>: CUDA managed memory (not taken by cblob).</summary>
-        CudaManaged = 13,
-    }
-
-    /// <summary>DLPack's <c>DLDataTypeCode</c> (other values than these exist).</summary>
-    public enum DLDataTypeCode : byte
-    {
-        /// <summary><c>kDLInt</c>: signed integers.</summary>
-        Int = 0,
-        /// <summary><c>kDLUInt</c>: unsigned integers.</summary>
-        UInt = 1,
-        /// <summary><c>kDLFloat</c>: IEEE floats.</summary>
-        Float = 2,
-        /// <summary><c>kDLBfloat</c>: bfloat16 (not taken by cblob).</summary>
-        Bfloat = 4,
-        /// <summary><c>kDLBool</c> (not taken by cblob).</summary>
-        Bool = 6,
-    }
-
-    /// <summary>The flags of a <c>DLManagedTensorVersioned</c>.</summary>
-    [Flags]
-    public enum DLPackFlags : ulong
-    {
-        /// <summary>No flag.</summary>
-        None = 0,
-        /// <summary><c>DLPACK_FLAG_BITMASK_READ_ONLY</c>: the consumer must not write the memory.</summary>
-        ReadOnly = 1,
-        /// <summary><c>DLPACK_FLAG_BITMASK_IS_COPIED</c>: the producer made a copy for this tensor.</summary>
-        IsCopied = 2,
-    }
-
-    /// <summary>DLPack's <c>DLPackVersion</c>.</summary>
-    [StructLayout(LayoutKind.Sequential)]
-    public struct DLPackVersion
-    {
-        /// <summary>A different major means a different layout after the flags.</summary>
-        public uint Major;
-        /// <summary>New enum values within one major.</summary>
-        public uint Minor;
-    }
-
-    /// <summary>DLPack's <c>DLDevice</c>: where a tensor's memory lives.</summary>
-    [StructLayout(LayoutKind.Sequential)]
-    public struct DLDevice
-    {
-        /// <summary>The device type.</summary>
-        public DLDeviceType DeviceType;
-        /// <summary>The device's index (0 for host memory).</summary>
-        public int DeviceId;
-
         /// <summary>A device.</summary>
         public DLDevice(DLDeviceType deviceType, int deviceId)
         {
@@ -82,17 +28,8 @@ namespace CBlob
         public override string ToString() { return DeviceType + ":" + DeviceId; }
     }
 
-    /// <summary>DLPack's <c>DLDataType</c>: an element type.</summary>
-    [StructLayout(LayoutKind.Sequential)]
-    public struct DLDataType
+    public partial struct DLDataType
     {
-        /// <summary>The type code.</summary>
-        public DLDataTypeCode Code;
-        /// <summary>Bits per lane.</summary>
-        public byte Bits;
-        /// <summary>Lanes per element (1 for scalars).</summary>
-        public ushort Lanes;
-
         /// <summary>A type.</summary>
         public DLDataType(DLDataTypeCode code, byte bits, ushort lanes)
         {
@@ -101,81 +38,8 @@ namespace CBlob
             Lanes = lanes;
         }
 
-        /// <summary>The DLPack type of a cblob dtype (Float32 is kDLFloat 32, Int32 kDLInt 32, ...).</summary>
-        public static DLDataType Of(DType dtype)
-        {
-            switch (dtype)
-            {
-                case CBlob.DType.Float32: return new DLDataType(DLDataTypeCode.Float, 32, 1);
-                case CBlob.DType.Float64: return new DLDataType(DLDataTypeCode.Float, 64, 1);
-                case CBlob.DType.Int32: return new DLDataType(DLDataTypeCode.Int, 32, 1);
-                case CBlob.DType.Uint32: return new DLDataType(DLDataTypeCode.UInt, 32, 1);
-                default: throw new ArgumentOutOfRangeException(nameof(dtype));
-            }
-        }
-
-        /// <summary>The cblob dtype of this type, or null when cblob has none.</summary>
-        public DType? DType
-        {
-            get
-            {
-                foreach (DType d in new[] { CBlob.DType.Float32, CBlob.DType.Float64, CBlob.DType.Int32, CBlob.DType.Uint32 })
-                    if (Of(d).Equals(this))
-                        return d;
-                return null;
-            }
-        }
-
         /// <summary>"Float32x1" and the like.</summary>
         public override string ToString() { return Code.ToString() + Bits + "x" + Lanes; }
-    }
-
-    /// <summary>DLPack's <c>DLTensor</c>: the view itself. Its pointers belong to whoever made it.</summary>
-    [StructLayout(LayoutKind.Sequential)]
-    public struct DLTensor
-    {
-        /// <summary>The memory (a device address for device memory); zero for a tensor without elements.</summary>
-        public IntPtr Data;
-        /// <summary>Where the memory lives.</summary>
-        public DLDevice Device;
-        /// <summary>The number of axes.</summary>
-        public int NDim;
-        /// <summary>The element type.</summary>
-        public DLDataType DType;
-        /// <summary><c>int64_t *</c>: NDim dimensions.</summary>
-        public IntPtr Shape;
-        /// <summary><c>int64_t *</c>: NDim strides in elements, or zero for C-contiguous.</summary>
-        public IntPtr Strides;
-        /// <summary>Bytes from Data to the first element.</summary>
-        public ulong ByteOffset;
-    }
-
-    /// <summary>DLPack's legacy <c>DLManagedTensor</c> (before DLPack 1.0).</summary>
-    [StructLayout(LayoutKind.Sequential)]
-    public struct DLManagedTensor
-    {
-        /// <summary>The view.</summary>
-        public DLTensor DLTensor;
-        /// <summary>The producer's context for the deleter.</summary>
-        public IntPtr ManagerCtx;
-        /// <summary><c>void (*)(DLManagedTensor *)</c>, or zero when there is nothing to free.</summary>
-        public IntPtr Deleter;
-    }
-
-    /// <summary>DLPack's <c>DLManagedTensorVersioned</c> (DLPack 1.0 and later).</summary>
-    [StructLayout(LayoutKind.Sequential)]
-    public struct DLManagedTensorVersioned
-    {
-        /// <summary>The DLPack version the producer wrote.</summary>
-        public DLPackVersion Version;
-        /// <summary>The producer's context for the deleter.</summary>
-        public IntPtr ManagerCtx;
-        /// <summary><c>void (*)(DLManagedTensorVersioned *)</c>, or zero when there is nothing to free.</summary>
-        public IntPtr Deleter;
-        /// <summary>The flags.</summary>
-        public DLPackFlags Flags;
-        /// <summary>The view.</summary>
-        public DLTensor DLTensor;
     }
 
     /// <summary>
@@ -235,27 +99,52 @@ namespace CBlob
         /// <summary>Whether this object still owns a tensor.</summary>
         public bool IsOwned { get { return ptr != IntPtr.Zero; } }
 
-        /// <summary>Takes the pointer for an import; <see cref="Restore"/> gives it back if the import fails.</summary>
-        internal IntPtr Claim()
+        /// <summary>
+        /// Lends the pointer to an import (the generated <see cref="Blob.FromDlpack"/> and its
+        /// kin): the object is empty during the call, and owns the tensor again afterwards unless
+        /// the call succeeded, when cblob owns it.
+        /// </summary>
+        internal Claim Use()
         {
             IntPtr owned = Interlocked.Exchange(ref ptr, IntPtr.Zero);
             if (owned == IntPtr.Zero)
                 throw new ObjectDisposedException(GetType().Name);
-            return owned;
+            return new Claim(this, owned);
         }
 
-        internal void Restore(IntPtr owned)
+        /// <summary>An import's hold on a tensor's pointer (see <see cref="Use"/>).</summary>
+        internal sealed class Claim : IDisposable
         {
-            ptr = owned;
+            readonly DlpackTensorBase tensor;
+            readonly IntPtr owned;
+            bool taken;
+
+            internal Claim(DlpackTensorBase tensor, IntPtr owned)
+            {
+                this.tensor = tensor;
+                this.owned = owned;
+            }
+
+            public static implicit operator IntPtr(Claim claim) { return claim.owned; }
+
+            /// <summary>The import's status, noting whether cblob took the tensor (on success only).</summary>
+            internal Status Took(Status status)
+            {
+                taken = status == Status.Ok;
+                return status;
+            }
+
+            /// <summary>Gives a refused tensor back to its object, which stays its owner.</summary>
+            public void Dispose()
+            {
+                if (taken)
+                    GC.SuppressFinalize(tensor); // cblob's now: the object stays empty
+                else
+                    tensor.ptr = owned;
+            }
         }
 
-        /// <summary>Called once cblob owns the tensor.</summary>
-        internal void Imported()
-        {
-            GC.SuppressFinalize(this);
-        }
-
-        /// <summary>The offset of the deleter in the struct.</summary>
+        /// <summary>The offset of the deleter in the struct (generated from its layout, as the next).</summary>
         internal abstract int DeleterOffset { get; }
 
         /// <summary>The offset of the DLTensor in the struct.</summary>
@@ -418,7 +307,7 @@ namespace CBlob
     }
 
     /// <summary>An owned <c>DLManagedTensorVersioned</c>: see <see cref="DlpackTensorBase"/>.</summary>
-    public sealed class DlpackTensor : DlpackTensorBase
+    public sealed partial class DlpackTensor : DlpackTensorBase
     {
         /// <summary>
         /// Takes ownership of a tensor from elsewhere (another producer, or an earlier
@@ -427,21 +316,6 @@ namespace CBlob
         /// </summary>
         /// <exception cref="ArgumentException">For a zero pointer.</exception>
         public DlpackTensor(IntPtr owned) : base(owned) { }
-
-        internal override int DeleterOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensorVersioned), "Deleter"); } }
-
-        internal override int TensorOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensorVersioned), "DLTensor"); } }
-
-        /// <summary>A copy of the whole struct.</summary>
-        public unsafe DLManagedTensorVersioned Value
-        {
-            get
-            {
-                DLManagedTensorVersioned value = *(DLManagedTensorVersioned*)Live();
-                GC.KeepAlive(this);
-                return value;
-            }
-        }
 
         /// <summary>The DLPack version the producer wrote (cblob writes its header's, 1.3).</summary>
         public DLPackVersion Version { get { return Value.Version; } }
@@ -457,137 +331,12 @@ namespace CBlob
     /// An owned legacy <c>DLManagedTensor</c> (no version, no flags: always writable): see
     /// <see cref="DlpackTensorBase"/>.
     /// </summary>
-    public sealed class LegacyDlpackTensor : DlpackTensorBase
+    public sealed partial class LegacyDlpackTensor : DlpackTensorBase
     {
         /// <summary>Takes ownership of a tensor from elsewhere, as the <see cref="DlpackTensor"/> constructor does.</summary>
         public LegacyDlpackTensor(IntPtr owned) : base(owned) { }
 
-        internal override int DeleterOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensor), "Deleter"); } }
-
-        internal override int TensorOffset { get { return (int)Marshal.OffsetOf(typeof(DLManagedTensor), "DLTensor"); } }
-
-        /// <summary>A copy of the whole struct.</summary>
-        public unsafe DLManagedTensor Value
-        {
-            get
-            {
-                DLManagedTensor value = *(DLManagedTensor*)Live();
-                GC.KeepAlive(this);
-                return value;
-            }
-        }
-
         /// <summary>Always false: the legacy struct cannot say read-only.</summary>
         public override bool IsReadOnly { get { return false; } }
-    }
-
-    public sealed partial class Blob
-    {
-        /// <summary>
-        /// Exports data or diff as a DLPack tensor viewing it, without copying (the header's
-        /// cblob_blob_to_dlpack). <see cref="Memory.Host"/> gives Cpu (CudaHost for pinned memory),
-        /// <see cref="Memory.Device"/> Cuda (it needs a GPU: without one, the no-GPU status). The
-        /// export moves the head as <see cref="GetView{T}"/> (readOnly, which also sets the
-        /// tensor's read-only flag) or <see cref="GetMutableView{T}"/> would, so the copy it views
-        /// is current now; like a pointer from <see cref="GetGpuPointer"/>, it stays the same
-        /// memory afterwards, whatever the head.
-        /// </summary>
-        /// <remarks>
-        /// The tensor holds the memory until its deleter runs: the blob may be disposed, reshaped
-        /// past its capacity or made to share other memory meanwhile. Giving the blob another
-        /// buffer (<see cref="SetCpuData{T}"/> on exported host data) throws
-        /// <see cref="Status.State"/> until then.
-        /// </remarks>
-        public DlpackTensor ToDlpack(Part part = Part.Data, Memory memory = Memory.Host, bool readOnly = false)
-        {
-            IntPtr tensor;
-            using (var b = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_blob_to_dlpack(b, part, memory, readOnly ? 1 : 0, out tensor));
-            return new DlpackTensor(tensor);
-        }
-
-        /// <summary>
-        /// Exports data or diff as a legacy DLManagedTensor (for consumers that only take that):
-        /// writable, with the head moved as for a write; otherwise as <see cref="ToDlpack"/>.
-        /// </summary>
-        public LegacyDlpackTensor ToDlpackLegacy(Part part = Part.Data, Memory memory = Memory.Host)
-        {
-            IntPtr tensor;
-            using (var b = guard.Use())
-                CBlobException.Check(NativeMethods.cblob_blob_to_dlpack_legacy(b, part, memory, out tensor));
-            return new LegacyDlpackTensor(tensor);
-        }
-
-        /// <summary>
-        /// A blob whose data is the tensor's memory, without copying (the header's
-        /// cblob_blob_from_dlpack): C-contiguous float32, float64, int32 or uint32 on Cpu,
-        /// CudaHost or Cuda (the context's device); the diff is new memory. On success cblob owns
-        /// the tensor (the object is released: disposing it does nothing) and runs its deleter
-        /// once nothing uses the memory any more. On failure the object still owns the tensor,
-        /// its deleter not run.
-        /// </summary>
-        /// <exception cref="CBlobException">
-        /// <see cref="Status.DType"/> for another element type or lanes,
-        /// <see cref="Status.InvalidArgument"/> for a read-only tensor, another device or major
-        /// version, <see cref="Status.Shape"/> for strides that are not row-major, ...
-        /// </exception>
-        /// <exception cref="ObjectDisposedException">For a tensor disposed or released.</exception>
-        public static Blob FromDlpack(Context context, DlpackTensor tensor)
-        {
-            return Import(context, tensor, (IntPtr c, IntPtr t, out BlobHandle h) => NativeMethods.cblob_blob_from_dlpack(c, t, out h));
-        }
-
-        /// <summary><see cref="FromDlpack(Context, DlpackTensor)"/> for a legacy DLManagedTensor.</summary>
-        public static Blob FromDlpackLegacy(Context context, LegacyDlpackTensor tensor)
-        {
-            return Import(context, tensor, (IntPtr c, IntPtr t, out BlobHandle h) => NativeMethods.cblob_blob_from_dlpack_legacy(c, t, out h));
-        }
-
-        /// <summary>
-        /// <see cref="FromDlpack(Context, DlpackTensor)"/> with the stream the tensor is ready on
-        /// (the one a DLPack consumer passes to the producer's <c>__dlpack__(stream=...)</c>): for
-        /// a CUDA tensor the context's stream waits for the work queued on <paramref name="stream"/>
-        /// so far, so cblob reads what the producer wrote.
-        /// </summary>
-        /// <remarks>
-        /// <paramref name="stream"/> is a CUstream or cudaStream_t of the tensor's device, as
-        /// <see cref="Context.SetStream"/> takes it; <see cref="IntPtr.Zero"/> (or
-        /// CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
-        /// (DLPack's 2) the calling thread's, and the context's own stream
-        /// (<see cref="Context.Stream"/>) adds no wait. A stream of another device or CUDA context
-        /// is <see cref="Status.InvalidArgument"/>, and the tensor stays the caller's. For a host
-        /// tensor the stream is not used (the tensor must be ready when handed over).
-        /// </remarks>
-        public static Blob FromDlpackOnStream(Context context, DlpackTensor tensor, IntPtr stream)
-        {
-            return Import(context, tensor, (IntPtr c, IntPtr t, out BlobHandle h) => NativeMethods.cblob_blob_from_dlpack_on_stream(c, t, stream, out h));
-        }
-
-        /// <summary><see cref="FromDlpackOnStream"/> for a legacy DLManagedTensor.</summary>
-        public static Blob FromDlpackLegacyOnStream(Context context, LegacyDlpackTensor tensor, IntPtr stream)
-        {
-            return Import(context, tensor, (IntPtr c, IntPtr t, out BlobHandle h) => NativeMethods.cblob_blob_from_dlpack_legacy_on_stream(c, t, stream, out h));
-        }
-
-        delegate Status Importer(IntPtr context, IntPtr tensor, out BlobHandle created);
-
-        static Blob Import(Context context, DlpackTensorBase tensor, Importer import)
-        {
-            if (tensor == null)
-                throw new ArgumentNullException(nameof(tensor));
-            IntPtr owned = tensor.Claim();
-            try
-            {
-                Blob blob = CreatedIn(context, (IntPtr c, out BlobHandle h) => import(c, owned, out h));
-                owned = IntPtr.Zero; // cblob's now
-                tensor.Imported();
-                return blob;
-            }
-            finally
-            {
-                if (owned != IntPtr.Zero)
-                    tensor.Restore(owned); // refused: the caller's again
-            }
-        }
     }
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the GpuVersions record and SetGpuData (a
-// device buffer with a release Action).
+// Hand-written (not generated from codegen/bindings/): SetGpuData (a device buffer with a release
+// Action the library calls on any thread) and the Gpu class's documentation.
 using System;
 using System.Runtime.ExceptionServices;
 using System.Runtime.InteropServices;
@@ -8,17 +8,6 @@ using System.Threading;
 
 namespace CBlob
 {
-    /// <summary>The versions of the GPU libraries found (see <see cref="Gpu.Versions"/>).</summary>
-    public struct GpuVersions
-    {
-        /// <summary>The CUDA version the driver supports, as CUDA encodes it (13000 is 13.0); 0 without a driver.</summary>
-        public int Driver;
-        /// <summary>NVRTC's version; 0 when it could not be loaded.</summary>
-        public int Nvrtc;
-        /// <summary>cuBLAS's version; 0 when it could not be loaded.</summary>
-        public int Cublas;
-    }
-
     /// <summary>
     /// The GPU backend (CUDA): what the machine has, and the kernel cache. The library loads and
     /// works without a GPU; the calls that need one then throw <see cref="CBlobException"/> with
@@ -29,17 +18,6 @@ namespace CBlob
     /// </summary>
     public static partial class Gpu
     {
-
-        /// <summary>The versions of the GPU libraries found; never fails for want of a GPU.</summary>
-        public static GpuVersions Versions
-        {
-            get
-            {
-                var v = new GpuVersions();
-                CBlobException.Check(NativeMethods.cblob_gpu_versions(out v.Driver, out v.Nvrtc, out v.Cublas));
-                return v;
-            }
-        }
 
         // The release callback of SetGpuData: runs and frees the caller's Action. Kept in a static
         // field so that the native thunk the library calls outlives every blob.

@@ -1,33 +1,15 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Hand-written (not generated from codegen/bindings/): the Model type's documentation and
-// constructor, and the reads of several calls into one object (layers, a layer's blobs).
+// Hand-written (not generated from codegen/bindings/): the Model type's documentation, and the
+// reads of several calls into one object (layers, a layer's blobs; the Layer record itself is
+// generated).
 using System;
 using System.Collections.Generic;
 
 namespace CBlob
 {
-    /// <summary>One layer of a <see cref="Model"/>: its name, type and number of blobs.</summary>
-    public sealed class Layer
+    // The Layer record's fields are generated (Tables.g.cs).
+    public sealed partial class Layer
     {
-        internal Layer(string name, string type, int blobCount)
-        {
-            Name = name;
-            Type = type;
-            BlobCount = blobCount;
-        }
-
-        /// <summary>The layer's name ("" when the file gives none).</summary>
-        public string Name { get; }
-
-        /// <summary>
-        /// Caffe's layer type: the type string of the current format ("Convolution"), or the
-        /// LayerType enum name of V1 ("CONVOLUTION").
-        /// </summary>
-        public string Type { get; }
-
-        /// <summary>The number of parameter blobs (0 for layers such as pooling).</summary>
-        public int BlobCount { get; }
-
         /// <summary>"conv1 (Convolution, 2 blobs)".</summary>
         public override string ToString()
         {
@@ -53,33 +35,6 @@ namespace CBlob
     /// </remarks>
     public sealed partial class Model : IDisposable
     {
-        delegate Status ModelCreator(IntPtr context, out ModelHandle created);
-
-        static ModelHandle NewHandle(Context context, ModelCreator create)
-        {
-            Blob.Required(context, nameof(context));
-            ModelHandle created;
-            Status status;
-            using (var c = context.Use())
-                status = create(c, out created);
-            if (status != Status.Ok)
-            {
-                created.Dispose();
-                throw CBlobException.Last(status);
-            }
-            return created;
-        }
-
-        /// <summary>
-        /// An empty model to fill with <see cref="AddLayer"/> and save; name may be null (the net
-        /// then has none). A V1 model's layer types must be LayerType names ("CONVOLUTION") or numbers.
-        /// </summary>
-        public Model(Context context, NetFormat format, string name = null)
-            : this(NewHandle(context, (IntPtr c, out ModelHandle h) =>
-                NativeMethods.cblob_model_create(c, format, Text.ToUtf8(name, "the net's name"), out h)))
-        {
-        }
-
         /// <summary>The name, type and number of blobs of a layer.</summary>
         public Layer GetLayer(int index)
         {

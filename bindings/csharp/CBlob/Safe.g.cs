@@ -57,8 +57,8 @@ namespace CBlob
         /// <summary>A call that creates a handle into its out-parameter.</summary>
         internal delegate Status Creator(out ContextHandle created);
         
-        /// <summary>An object over the handle a call creates, or the call's error.</summary>
-        internal static Context Created(Creator create)
+        /// <summary>The handle a call creates, or the call's error.</summary>
+        internal static ContextHandle CreatedHandle(Creator create)
         {
             ContextHandle created;
             Status status = create(out created);
@@ -67,7 +67,26 @@ namespace CBlob
                 created.Dispose();
                 throw CBlobException.Last(status);
             }
-            return new Context(created);
+            return created;
+        }
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static Context Created(Creator create)
+        {
+            return new Context(CreatedHandle(create));
+        }
+
+        /// <summary>
+        /// Creates a context in CPU mode. Free it with cblob_context_destroy.
+        /// </summary>
+        public Context()
+            : this(NewHandle())
+        {
+        }
+        
+        static ContextHandle NewHandle()
+        {
+            return Context.CreatedHandle((out ContextHandle h) => NativeMethods.cblob_context_create(out h));
         }
 
         /// <summary>
@@ -287,8 +306,8 @@ namespace CBlob
         /// <summary>A call that creates a handle into its out-parameter.</summary>
         internal delegate Status Creator(out BlobHandle created);
         
-        /// <summary>An object over the handle a call creates, or the call's error.</summary>
-        internal static Blob Created(Creator create)
+        /// <summary>The handle a call creates, or the call's error.</summary>
+        internal static BlobHandle CreatedHandle(Creator create)
         {
             BlobHandle created;
             Status status = create(out created);
@@ -297,7 +316,32 @@ namespace CBlob
                 created.Dispose();
                 throw CBlobException.Last(status);
             }
-            return new Blob(created);
+            return created;
+        }
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static Blob Created(Creator create)
+        {
+            return new Blob(CreatedHandle(create));
+        }
+
+        /// <summary>
+        /// Creates a blob of the given dtype and shape (Caffe's Blob(shape)). Zero axes make a scalar
+        /// (count 1). Nothing is allocated until the first access. Free it with cblob_blob_destroy.
+        /// </summary>
+        public Blob(Context context, DType dtype, params long[] shape)
+            : this(NewHandle(context, dtype, shape))
+        {
+        }
+        
+        static BlobHandle NewHandle(Context context, DType dtype, long[] shape)
+        {
+            shape = shape ?? new long[0];
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            {
+                IntPtr contextPtr = u0;
+                return Blob.CreatedHandle((out BlobHandle h) => NativeMethods.cblob_blob_create(contextPtr, dtype, shape.Length, shape, out h));
+            }
         }
 
         /// <summary>
@@ -1433,6 +1477,107 @@ namespace CBlob
         }
 
         /// <summary>
+        /// Exports the blob's data or diff as a DLManagedTensorVersioned that views it (see the
+        /// section). With read_only 1 the tensor's flags say DLPACK_FLAG_BITMASK_READ_ONLY and the head
+        /// moves as for a read; with 0 the consumer may write and the head moves as for a write.
+        /// Exporting Memory.Device needs a GPU; without one the call fails with the status that
+        /// says why.
+        /// </summary>
+        public DlpackTensor ToDlpack(Part part = Part.Data, Memory memory = Memory.Host, bool readOnly = false)
+        {
+            IntPtr value;
+            using (var u0 = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_to_dlpack(u0, part, memory, readOnly ? 1 : 0, out value));
+            return new DlpackTensor(value);
+        }
+
+        /// <summary>
+        /// Exports the blob's data or diff as a legacy DLManagedTensor, which has no flags: the
+        /// consumer may write, and the head moves as for a write (Blob.ToDlpack with read_only
+        /// 0). Otherwise the same as Blob.ToDlpack.
+        /// </summary>
+        public LegacyDlpackTensor ToDlpackLegacy(Part part = Part.Data, Memory memory = Memory.Host)
+        {
+            IntPtr value;
+            using (var u0 = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_blob_to_dlpack_legacy(u0, part, memory, out value));
+            return new LegacyDlpackTensor(value);
+        }
+
+        /// <summary>
+        /// Makes a blob whose data is a DLManagedTensorVersioned's memory, without copying (see the
+        /// section for what is accepted and who deletes the tensor). A major version other than 1
+        /// is Status.InvalidArgument, and so are a read-only tensor, an unknown device, data NULL
+        /// with elements, and data not aligned to its element size; a dtype cblob has no blob for, or
+        /// lanes other than 1, is Status.DType; more than MaxAxes axes, a negative
+        /// dimension or strides that are not C-contiguous are Status.Shape. A CUDA tensor of
+        /// another device than the context's is Status.State. A CUDA tensor is taken as ready on the
+        /// legacy default stream (DLPack's stream=None): the context's stream waits for that stream;
+        /// Blob.FromDlpackOnStream names another.
+        /// </summary>
+        public static Blob FromDlpack(Context context, DlpackTensor tensor)
+        {
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            using (var u1 = Blob.Required(tensor, nameof(tensor)).Use())
+            {
+                IntPtr contextPtr = u0;
+                IntPtr tensorPtr = u1;
+                return Blob.Created((out BlobHandle h) => u1.Took(NativeMethods.cblob_blob_from_dlpack(contextPtr, tensorPtr, out h)));
+            }
+        }
+
+        /// <summary>
+        /// Makes a blob whose data is a DLManagedTensorVersioned's memory, as Blob.FromDlpack
+        /// does, with the stream the tensor is ready on: for a CUDA tensor the context's stream waits
+        /// (through an event) for the work queued on `stream` so far, so cblob's first kernel reads
+        /// what the producer wrote. `stream` is a CUstream or cudaStream_t of the tensor's device;
+        /// NULL (or CU_STREAM_LEGACY, DLPack's 1) is the legacy default stream, CU_STREAM_PER_THREAD
+        /// (DLPack's 2) the calling thread's default stream, and the context's own stream adds no
+        /// wait. A stream of another device or CUDA context is Status.InvalidArgument, and the
+        /// tensor stays the caller's. For a host tensor `stream` is not used.
+        /// </summary>
+        public static Blob FromDlpackOnStream(Context context, DlpackTensor tensor, IntPtr stream)
+        {
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            using (var u1 = Blob.Required(tensor, nameof(tensor)).Use())
+            {
+                IntPtr contextPtr = u0;
+                IntPtr tensorPtr = u1;
+                return Blob.Created((out BlobHandle h) => u1.Took(NativeMethods.cblob_blob_from_dlpack_on_stream(contextPtr, tensorPtr, stream, out h)));
+            }
+        }
+
+        /// <summary>
+        /// Makes a blob whose data is a legacy DLManagedTensor's memory, without copying, with the
+        /// rules of Blob.FromDlpack (the legacy struct has no version and no flags).
+        /// </summary>
+        public static Blob FromDlpackLegacy(Context context, LegacyDlpackTensor tensor)
+        {
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            using (var u1 = Blob.Required(tensor, nameof(tensor)).Use())
+            {
+                IntPtr contextPtr = u0;
+                IntPtr tensorPtr = u1;
+                return Blob.Created((out BlobHandle h) => u1.Took(NativeMethods.cblob_blob_from_dlpack_legacy(contextPtr, tensorPtr, out h)));
+            }
+        }
+
+        /// <summary>
+        /// Makes a blob whose data is a legacy DLManagedTensor's memory, with the rules of
+        /// Blob.FromDlpackOnStream.
+        /// </summary>
+        public static Blob FromDlpackLegacyOnStream(Context context, LegacyDlpackTensor tensor, IntPtr stream)
+        {
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            using (var u1 = Blob.Required(tensor, nameof(tensor)).Use())
+            {
+                IntPtr contextPtr = u0;
+                IntPtr tensorPtr = u1;
+                return Blob.Created((out BlobHandle h) => u1.Took(NativeMethods.cblob_blob_from_dlpack_legacy_on_stream(contextPtr, tensorPtr, stream, out h)));
+            }
+        }
+
+        /// <summary>
         /// Lays out the data or diff of count blobs in one buffer and makes each blob's part use its
         /// slice (see the section). The blobs must have one dtype and one context, be listed once,
         /// not be windows or mapped, and not share the part with each other; blobs without elements
@@ -1496,8 +1641,8 @@ namespace CBlob
         /// <summary>A call that creates a handle into its out-parameter.</summary>
         internal delegate Status Creator(out ModelHandle created);
         
-        /// <summary>An object over the handle a call creates, or the call's error.</summary>
-        internal static Model Created(Creator create)
+        /// <summary>The handle a call creates, or the call's error.</summary>
+        internal static ModelHandle CreatedHandle(Creator create)
         {
             ModelHandle created;
             Status status = create(out created);
@@ -1506,7 +1651,33 @@ namespace CBlob
                 created.Dispose();
                 throw CBlobException.Last(status);
             }
-            return new Model(created);
+            return created;
+        }
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static Model Created(Creator create)
+        {
+            return new Model(CreatedHandle(create));
+        }
+
+        /// <summary>
+        /// Creates an empty model to fill with Model.AddLayer and save. name (may be NULL: the
+        /// net then has none) is copied. A V1 model writes V1LayerParameter, whose type is an enum:
+        /// its layers' types must be LayerType names ("CONVOLUTION") or numbers.
+        /// </summary>
+        public Model(Context context, NetFormat format, string name = null)
+            : this(NewHandle(context, format, name))
+        {
+        }
+        
+        static ModelHandle NewHandle(Context context, NetFormat format, string name)
+        {
+            byte[] nameUtf8 = Text.ToUtf8(name, "the net's name");
+            using (var u0 = Context.GuardOf(context, nameof(context)).Use())
+            {
+                IntPtr contextPtr = u0;
+                return Model.CreatedHandle((out ModelHandle h) => NativeMethods.cblob_model_create(contextPtr, format, nameUtf8, out h));
+            }
         }
 
         /// <summary>
@@ -1745,6 +1916,75 @@ namespace CBlob
             using (var u0 = guard.Use())
                 CBlobException.Check(NativeMethods.cblob_model_layer_phase(u0, layer, out value));
             return value;
+        }
+
+        /// <summary>
+        /// A layer's include or exclude rules, as Rule records (each with its stages).
+        ///
+        /// One include or exclude rule (NetStateRule): its phase (Phase.None when it sets none),
+        /// min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+        /// not_stages it names (cblob_model_layer_rule_stage reads them).
+        /// </summary>
+        public IReadOnlyList<Rule> GetRules(int layer, RuleKind kind)
+        {
+            using (var u0 = guard.Use())
+            {
+                IntPtr self = u0;
+                long n;
+                CBlobException.Check(NativeMethods.cblob_model_layer_num_rules(self, layer, kind, out n));
+                var items = new Rule[n];
+                for (long i = 0; i < n; i++)
+                {
+                    Phase phase;
+                    int minLevel;
+                    int maxLevel;
+                    long numStages;
+                    long numNotStages;
+                    CBlobException.Check(NativeMethods.cblob_model_layer_rule(self, layer, kind, i, out phase, out minLevel, out maxLevel, out numStages, out numNotStages));
+                    var stages = new string[numStages];
+                    for (long j = 0; j < numStages; j++)
+                    {
+                        IntPtr text;
+                        CBlobException.Check(NativeMethods.cblob_model_layer_rule_stage(self, layer, kind, i, 0, j, out text));
+                        stages[j] = Text.FromUtf8(text);
+                    }
+                    var notStages = new string[numNotStages];
+                    for (long j = 0; j < numNotStages; j++)
+                    {
+                        IntPtr text;
+                        CBlobException.Check(NativeMethods.cblob_model_layer_rule_stage(self, layer, kind, i, 1, j, out text));
+                        notStages[j] = Text.FromUtf8(text);
+                    }
+                    items[i] = new Rule(phase, minLevel, maxLevel, stages, notStages);
+                }
+                return items;
+            }
+        }
+
+        /// <summary>
+        /// A layer's param specs, as ParamSpec records.
+        ///
+        /// One param spec: its name (NULL when it has none), lr_mult and decay_mult (Caffe's default 1
+        /// when unset).
+        /// </summary>
+        public IReadOnlyList<ParamSpec> GetParamSpecs(int layer)
+        {
+            using (var u0 = guard.Use())
+            {
+                IntPtr self = u0;
+                long n;
+                CBlobException.Check(NativeMethods.cblob_model_layer_num_param_specs(self, layer, out n));
+                var items = new ParamSpec[n];
+                for (long i = 0; i < n; i++)
+                {
+                    IntPtr name;
+                    float lrMult;
+                    float decayMult;
+                    CBlobException.Check(NativeMethods.cblob_model_layer_param_spec(self, layer, i, out name, out lrMult, out decayMult));
+                    items[i] = new ParamSpec(name == IntPtr.Zero ? null : Text.FromUtf8(name), lrMult, decayMult);
+                }
+                return items;
+            }
         }
 
         /// <summary>
@@ -2249,8 +2489,8 @@ namespace CBlob
         /// <summary>A call that creates a handle into its out-parameter.</summary>
         internal delegate Status Creator(out FileHandle created);
         
-        /// <summary>An object over the handle a call creates, or the call's error.</summary>
-        internal static CBlobFile Created(Creator create)
+        /// <summary>The handle a call creates, or the call's error.</summary>
+        internal static FileHandle CreatedHandle(Creator create)
         {
             FileHandle created;
             Status status = create(out created);
@@ -2259,7 +2499,13 @@ namespace CBlob
                 created.Dispose();
                 throw CBlobException.Last(status);
             }
-            return new CBlobFile(created);
+            return created;
+        }
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static CBlobFile Created(Creator create)
+        {
+            return new CBlobFile(CreatedHandle(create));
         }
 
         /// <summary>
@@ -2405,8 +2651,8 @@ namespace CBlob
         /// <summary>A call that creates a handle into its out-parameter.</summary>
         internal delegate Status Creator(out CommHandle created);
         
-        /// <summary>An object over the handle a call creates, or the call's error.</summary>
-        internal static Comm Created(Creator create)
+        /// <summary>The handle a call creates, or the call's error.</summary>
+        internal static CommHandle CreatedHandle(Creator create)
         {
             CommHandle created;
             Status status = create(out created);
@@ -2415,7 +2661,13 @@ namespace CBlob
                 created.Dispose();
                 throw CBlobException.Last(status);
             }
-            return new Comm(created);
+            return created;
+        }
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static Comm Created(Creator create)
+        {
+            return new Comm(CreatedHandle(create));
         }
 
         /// <summary>
@@ -2471,9 +2723,67 @@ namespace CBlob
         }
 
         /// <summary>
+        /// Starts an all-reduce (see Allreduce) and returns its request. Until the request is waited for, the blobs must not be read, written, reshaped or used in another collective.
+        ///
+        /// Starts an all-reduce of the part of count blobs (any dtypes the engine takes, listed once,
+        /// not overlapping) and returns its request; the blocking form is Comm.Allreduce.
+        /// ReduceOp.Average of an integer blob, and a dtype the engine does not take, are
+        /// Status.DType; a blob on another device than a device engine's is Status.State. A
+        /// broken communicator is Status.Comm. Ranks that disagree on the call (see the section:
+        /// Agreement) fail alike with Status.Shape, Status.DType, Status.InvalidArgument or
+        /// the status of a rank that refused it; with the agreement, the call returns once every rank
+        /// has started it.
+        /// </summary>
+        public CommRequest AllreduceStart(Part part, ReduceOp op, params Blob[] blobs)
+        {
+            using (var u0 = guard.Use())
+            using (var u1 = Guard.UseAll(Proto.Guards(blobs)))
+            {
+                IntPtr self = u0;
+                IntPtr[] blobsPtrs = u1.Ptrs;
+                return CommRequest.Created((out CommRequestHandle h) => NativeMethods.cblob_comm_allreduce_start(self, blobsPtrs, blobsPtrs.Length, part, op, out h));
+            }
+        }
+
+        /// <summary>
+        /// Starts a broadcast (see Broadcast) and returns its request.
+        ///
+        /// Starts a broadcast of the root's part of count blobs to every rank and returns its
+        /// request; otherwise as Comm.AllreduceStart. A root outside 0..size-1 is
+        /// Status.OutOfRange.
+        /// </summary>
+        public CommRequest BroadcastStart(Part part, int root, params Blob[] blobs)
+        {
+            using (var u0 = guard.Use())
+            using (var u1 = Guard.UseAll(Proto.Guards(blobs)))
+            {
+                IntPtr self = u0;
+                IntPtr[] blobsPtrs = u1.Ptrs;
+                return CommRequest.Created((out CommRequestHandle h) => NativeMethods.cblob_comm_broadcast_start(self, blobsPtrs, blobsPtrs.Length, part, root, out h));
+            }
+        }
+
+        /// <summary>
+        /// Starts a barrier and returns its request.
+        ///
+        /// Starts a barrier and returns its request. A broken communicator is Status.Comm. With the
+        /// agreement (see the section), the barrier is the agreement itself: the call returns once
+        /// every rank has reached it, and a rank that calls another collective there makes every rank
+        /// fail with Status.InvalidArgument.
+        /// </summary>
+        public CommRequest BarrierStart()
+        {
+            using (var u0 = guard.Use())
+            {
+                IntPtr self = u0;
+                return CommRequest.Created((out CommRequestHandle h) => NativeMethods.cblob_comm_barrier_start(self, out h));
+            }
+        }
+
+        /// <summary>
         /// All-reduces the part of the blobs in place over the ranks (the sum, or the average of float dtypes); returns when done.
         ///
-        /// Comm.AllreduceStart, then cblob_comm_request_wait.
+        /// Comm.AllreduceStart, then CommRequest.Wait.
         /// </summary>
         public void Allreduce(Part part, ReduceOp op, params Blob[] blobs)
         {
@@ -2485,7 +2795,7 @@ namespace CBlob
         /// <summary>
         /// Copies the root's part of the blobs to every rank; returns when done.
         ///
-        /// Comm.BroadcastStart, then cblob_comm_request_wait.
+        /// Comm.BroadcastStart, then CommRequest.Wait.
         /// </summary>
         public void Broadcast(Part part, int root, params Blob[] blobs)
         {
@@ -2497,12 +2807,88 @@ namespace CBlob
         /// <summary>
         /// Returns once every rank has reached it.
         ///
-        /// Comm.BarrierStart, then cblob_comm_request_wait.
+        /// Comm.BarrierStart, then CommRequest.Wait.
         /// </summary>
         public void Barrier()
         {
             using (var u0 = guard.Use())
                 CBlobException.Check(NativeMethods.cblob_comm_barrier(u0));
+        }
+    }
+
+    public sealed partial class CommRequest
+    {
+        readonly CommRequestHandle handle;
+        readonly Guard guard;
+        
+        CommRequest(CommRequestHandle handle)
+        {
+            this.handle = handle;
+            guard = new Guard(handle);
+        }
+        
+        /// <summary>The native handle, for interop; it stays owned by this object (do not dispose it).</summary>
+        public CommRequestHandle Handle { get { return handle; } }
+        
+        /// <summary>Whether <see cref="Dispose"/> has run.</summary>
+        public bool IsDisposed { get { return guard.IsDisposed; } }
+        
+        /// <summary>
+        /// Waits for the request if nobody has (its status is lost: wait first to see it) and frees it.
+        /// NULL is a no-op.
+        /// Calling it again does nothing. A call in flight on another thread finishes first: the
+        /// hold is dropped when it returns.
+        /// </summary>
+        public void Dispose()
+        {
+            guard.Dispose();
+        }
+        
+        /// <summary>Starts a call with the handle (ObjectDisposedException after Dispose).</summary>
+        internal Use Use()
+        {
+            return guard.Use();
+        }
+        
+        /// <summary>The guard of an argument (ArgumentNullException for null).</summary>
+        internal static Guard GuardOf(CommRequest commRequest, string name)
+        {
+            if (commRequest == null)
+                throw new ArgumentNullException(name);
+            return commRequest.guard;
+        }
+        
+        /// <summary>A call that creates a handle into its out-parameter.</summary>
+        internal delegate Status Creator(out CommRequestHandle created);
+        
+        /// <summary>The handle a call creates, or the call's error.</summary>
+        internal static CommRequestHandle CreatedHandle(Creator create)
+        {
+            CommRequestHandle created;
+            Status status = create(out created);
+            if (status != Status.Ok)
+            {
+                created.Dispose();
+                throw CBlobException.Last(status);
+            }
+            return created;
+        }
+        
+        /// <summary>An object over the handle a call creates, or the call's error.</summary>
+        internal static CommRequest Created(Creator create)
+        {
+            return new CommRequest(CreatedHandle(create));
+        }
+
+        /// <summary>
+        /// Finishes the collective: waits for the engine, copies fused buckets back, scales an
+        /// average. Returns the collective's status (Status.Comm, Status.Timeout: see the
+        /// section); waiting again returns the same status and does nothing.
+        /// </summary>
+        public void Wait()
+        {
+            using (var u0 = guard.Use())
+                CBlobException.Check(NativeMethods.cblob_comm_request_wait(u0));
         }
     }
 
@@ -2656,6 +3042,23 @@ namespace CBlob
             int value;
             CBlobException.Check(NativeMethods.cblob_gpu_probe(out value));
             return value;
+        }
+
+        /// <summary>
+        /// The versions found, encoded as CUDA does (major * 1000 + minor * 10: 13000 is 13.0), or 0
+        /// for a library that could not be loaded: the CUDA version the driver supports, NVRTC's and
+        /// cuBLAS's. Never fails for want of a GPU.
+        /// </summary>
+        public static GpuVersions Versions
+        {
+            get
+            {
+                int driverVersion;
+                int nvrtcVersion;
+                int cublasVersion;
+                CBlobException.Check(NativeMethods.cblob_gpu_versions(out driverVersion, out nvrtcVersion, out cublasVersion));
+                return new GpuVersions { Driver = driverVersion, Nvrtc = nvrtcVersion, Cublas = cublasVersion };
+            }
         }
 
         /// <summary>

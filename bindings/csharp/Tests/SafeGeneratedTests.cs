@@ -119,6 +119,12 @@ namespace CBlob.Tests
             Expect("Blob.Clear", () => disposedBlob.Clear(), failures);
             Expect("Blob.ClearObject", () => disposedBlob.ClearObject(0), failures);
             Expect("Blob.Add", () => disposedBlob.Add(disposedBlob), failures);
+            Expect("Blob.ToDlpack", () => GC.KeepAlive(disposedBlob.ToDlpack()), failures);
+            Expect("Blob.ToDlpackLegacy", () => GC.KeepAlive(disposedBlob.ToDlpackLegacy()), failures);
+            Expect("Blob.FromDlpack", () => GC.KeepAlive(Blob.FromDlpack(disposedContext, default(DlpackTensor))), failures);
+            Expect("Blob.FromDlpackOnStream", () => GC.KeepAlive(Blob.FromDlpackOnStream(disposedContext, default(DlpackTensor), IntPtr.Zero)), failures);
+            Expect("Blob.FromDlpackLegacy", () => GC.KeepAlive(Blob.FromDlpackLegacy(disposedContext, default(LegacyDlpackTensor))), failures);
+            Expect("Blob.FromDlpackLegacyOnStream", () => GC.KeepAlive(Blob.FromDlpackLegacyOnStream(disposedContext, default(LegacyDlpackTensor), IntPtr.Zero)), failures);
             Expect("Model.Open", () => GC.KeepAlive(Model.Open(disposedContext, new byte[0])), failures);
             Expect("Model.OpenFile", () => GC.KeepAlive(Model.OpenFile(disposedContext, "x")), failures);
             Expect("Model.OpenFileLazy", () => GC.KeepAlive(Model.OpenFileLazy(disposedContext, "x")), failures);
@@ -133,6 +139,8 @@ namespace CBlob.Tests
             Expect("Model.GetBottoms", () => GC.KeepAlive(disposedModel.GetBottoms(0)), failures);
             Expect("Model.GetTops", () => GC.KeepAlive(disposedModel.GetTops(0)), failures);
             Expect("Model.GetPhase", () => GC.KeepAlive(disposedModel.GetPhase(0)), failures);
+            Expect("Model.GetRules", () => GC.KeepAlive(disposedModel.GetRules(0, default(RuleKind))), failures);
+            Expect("Model.GetParamSpecs", () => GC.KeepAlive(disposedModel.GetParamSpecs(0)), failures);
             Expect("Model.GetParamsJson", () => GC.KeepAlive(disposedModel.GetParamsJson(0)), failures);
             Expect("Model.GetLayerJson", () => GC.KeepAlive(disposedModel.GetLayerJson(0)), failures);
             Expect("Model.GetBlobShape", () => GC.KeepAlive(disposedModel.GetBlobShape(0, 0)), failures);

@@ -33,12 +33,13 @@ from ._formats import (Float64Warning, load, load_blob, load_blobs, load_npz, lo
                        save_blobs)
 from ._library import lib as _lib
 from ._library import library_path
-from ._model import IncompatibleKeys, Layer, LayerArrays, LayerBlobs, Model, ParamSpec, Params, Rule
+from ._model import Layer, LayerArrays, LayerBlobs, Model, Params
 from ._raw import (ABI_VERSION_MAJOR, ABI_VERSION_MINOR, MAX_AXES, NEOML_AXES, CacheMode, Dim, DType, ExportFlags,
                    FileKind, Head, JsonFlags, Memory, Mode, NetFormat, OpenFlags, Part, Phase, ProtoFlags, ProtoKind,
                    ReduceOp, ReplaceFlags, RuleKind, Status)
 from ._safe import *  # noqa: F401,F403 (the generated free functions: gpu_probe, detect, ...; _safe.__all__)
 from ._safe import version
+from ._structs import IncompatibleKeys, ParamSpec, Rule
 
 
 def _package_version():

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Hand-written (not generated from codegen/bindings/): arenas, communicators over MPI (mpi4py,
-# libcblob_mpi loaded at run time) and NCCL, and requests that keep their blobs until they end.
+# libcblob_mpi loaded at run time) and NCCL, and requests that keep their blobs until they end
+# (the communicator's one-call methods, rank, size, barrier, ..., come from _safe.py).
 """Arenas and communicators: data-parallel training as Caffe did it on many GPUs (all-reduce the
 diffs of the learnable blobs after each backward pass), over MPI or NCCL.
 
@@ -26,7 +27,8 @@ from ._context import context_or_default
 from ._errors import CommError, InvalidArgumentError, StateError, check, failure, usage_error
 from ._library import lib, library_path
 from ._raw import NCCL_UNIQUE_ID_BYTES, Part, ReduceOp, Status
-from ._util import int64_arg, no_copies
+from ._safe import _CommMethods
+from ._util import no_copies
 
 if TYPE_CHECKING:
     from ._context import Context
@@ -131,7 +133,7 @@ def _blob_list(blobs, part):
     return count, handles, int(part), blobs
 
 
-class Comm:
+class Comm(_CommMethods):
     """A communicator: a group of ranks (processes, or GPUs) running collectives together. Every
     rank makes the same collectives in the same order, with lists of the same dtypes and counts.
 
@@ -143,7 +145,8 @@ class Comm:
     it frees it; requests still alive keep it until they are freed.
     """
 
-    __slots__ = ("_h", "_context", "__weakref__")
+    __slots__ = ("_raw", "_context", "__weakref__")
+    _raw: c_void_p | None  # None once closed
     _destroy = lib.cblob_comm_destroy
 
     def __init__(self) -> None:
@@ -208,7 +211,7 @@ class Comm:
 
     def close(self) -> None:
         """Frees the communicator (requests still alive keep it until they are freed)."""
-        handle, self._h = getattr(self, "_h", None), None
+        handle, self._raw = getattr(self, "_raw", None), None
         if handle:
             self._destroy(handle)
 
@@ -220,28 +223,19 @@ class Comm:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _handle(self):
-        if not self._h:
+    @property
+    def _h(self) -> c_void_p:
+        # Every call on a closed communicator is a StateError (the generated methods read this).
+        if self._raw is None:
             raise usage_error(StateError, Status.STATE, "the communicator is closed")
-        return self._h
+        return self._raw
 
-    def _get(self, function):
-        out = c_int32()
-        check(function(self._handle(), out))
-        return out.value
-
-    @property
-    def rank(self) -> int:
-        """This process's rank, 0 <= rank < size."""
-        return self._get(lib.cblob_comm_rank)
-
-    @property
-    def size(self) -> int:
-        """The number of ranks."""
-        return self._get(lib.cblob_comm_size)
+    @_h.setter
+    def _h(self, value: c_void_p | None) -> None:
+        self._raw = value
 
     def __repr__(self) -> str:
-        return f"<cblob.Comm rank {self.rank} of {self.size}>" if self._h else "<cblob.Comm closed>"
+        return f"<cblob.Comm rank {self.rank} of {self.size}>" if self._raw else "<cblob.Comm closed>"
 
     def set_timeout(self, seconds: float | None) -> None:
         """How long a wait may take before it raises CommTimeoutError (and breaks the
@@ -249,19 +243,7 @@ class Comm:
         milliseconds = -1 if seconds is None else int(round(seconds * 1000))
         if seconds is not None and milliseconds < 0:
             raise usage_error(InvalidArgumentError, Status.INVALID_ARGUMENT, f"a timeout is >= 0 seconds, not {seconds}")
-        check(lib.cblob_comm_set_timeout(self._handle(), milliseconds))
-
-    def set_bucket_bytes(self, bucket_bytes: int) -> None:
-        """The most bytes fused into one engine call (8 MiB until set; 0 fuses nothing). The same
-        on every rank."""
-        check(lib.cblob_comm_set_bucket_bytes(self._handle(), int64_arg(bucket_bytes, "bucket_bytes")))
-
-    def set_agreement_check(self, enabled: bool) -> None:
-        """Whether collectives start with the ranks' agreement (True, the default: ranks that
-        disagree on a collective fail alike before any data moves), or False for a program that
-        needs the last microsecond and is sure its ranks never differ (they then leave the outcome
-        to the engine). Set the same on every rank, between collectives."""
-        check(lib.cblob_comm_set_agreement_check(self._handle(), int(bool(enabled))))
+        check(lib.cblob_comm_set_timeout(self._h, milliseconds))
 
     __copy__ = __deepcopy__ = __reduce_ex__ = no_copies
 
@@ -270,18 +252,18 @@ class Comm:
         """Starts an all-reduce ("sum" or "average", float dtypes only for the average) of the
         part (default: an arena's own, else Part.DATA) and returns its Request."""
         count, handles, part, blobs = _blob_list(blobs, part)
-        return self._start(lambda out: lib.cblob_comm_allreduce_start(self._handle(), handles, count, part,
+        return self._start(lambda out: lib.cblob_comm_allreduce_start(self._h, handles, count, part,
                                                                       _reduce_op(op), out), blobs)
 
     def broadcast_start(self, blobs: Blob | Iterable[Blob], part: Part | None = None, root: int = 0) -> Request:
         """Starts copying the root's part to every rank and returns its Request."""
         count, handles, part, blobs = _blob_list(blobs, part)
-        return self._start(lambda out: lib.cblob_comm_broadcast_start(self._handle(), handles, count, part, root, out),
+        return self._start(lambda out: lib.cblob_comm_broadcast_start(self._h, handles, count, part, root, out),
                            blobs)
 
     def barrier_start(self) -> Request:
         """Starts a barrier and returns its Request."""
-        return self._start(lambda out: lib.cblob_comm_barrier_start(self._handle(), out), ())
+        return self._start(lambda out: lib.cblob_comm_barrier_start(self._h, out), ())
 
     def _start(self, start, blobs):
         handle = c_void_p()
@@ -292,16 +274,12 @@ class Comm:
                   op: ReduceOp | str = ReduceOp.SUM) -> None:
         """All-reduces the part of the blobs in place (see allreduce_start); returns when done."""
         count, handles, part, _ = _blob_list(blobs, part)
-        check(lib.cblob_comm_allreduce(self._handle(), handles, count, part, _reduce_op(op)))
+        check(lib.cblob_comm_allreduce(self._h, handles, count, part, _reduce_op(op)))
 
     def broadcast(self, blobs: Blob | Iterable[Blob], part: Part | None = None, root: int = 0) -> None:
         """Copies the root's part of the blobs to every rank; returns when done."""
         count, handles, part, _ = _blob_list(blobs, part)
-        check(lib.cblob_comm_broadcast(self._handle(), handles, count, part, root))
-
-    def barrier(self) -> None:
-        """Returns once every rank has reached it."""
-        check(lib.cblob_comm_barrier(self._handle()))
+        check(lib.cblob_comm_broadcast(self._h, handles, count, part, root))
 
 
 # ---- libcblob_mpi, loaded on first use -------------------------------------------------------

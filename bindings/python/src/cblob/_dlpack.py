@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# Hand-written (not generated from codegen/bindings/): DLPack: struct mirrors, NumPy arrays over
-# exported tensors, capsules.
-"""DLPack for the safe layer: mirrors of DLPack's structs (checked field by field against the C
-compiler's layout by the test suite), NumPy arrays over exported tensors, and capsules.
+# Hand-written (not generated from codegen/bindings/): DLPack's ownership: NumPy arrays over
+# exported tensors that run the deleter once, and capsules (the structs' mirrors are generated).
+"""DLPack for the safe layer: NumPy arrays over exported tensors, and capsules. The mirrors of
+DLPack's structs come from _structs.py (generated; checked field by field against the C
+compiler's layout by the test suite).
 
 A NumPy view of a blob is an array over a DLPack tensor cblob exported: the tensor holds the
 blob's memory (reference counted in the library), so the view stays valid after the blob, its
@@ -11,51 +12,19 @@ model and every other Python object are gone, and after the blob is reshaped pas
 last array over it is freed.
 """
 import ctypes
-from ctypes import CFUNCTYPE, POINTER, PYFUNCTYPE, Structure, c_char_p, c_int32, c_int64, c_uint8, c_uint16
-from ctypes import c_uint32, c_uint64, c_void_p
+from ctypes import POINTER, PYFUNCTYPE, c_char_p, c_void_p
 
 import numpy as np
 
 from ._util import immortal
 
-# dlpack.h's values (DLPack 1.x).
-KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED = 1, 2, 3, 13
-READ_ONLY = 1  # DLPACK_FLAG_BITMASK_READ_ONLY
+# dlpack.h's structs and values are generated (_structs.py, from codegen/bindings/dlpack.yaml).
+from ._structs import (KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED, READ_ONLY, DLDataType,  # noqa: F401
+                       DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor)
+
 MAJOR_VERSION = 1
 VERSIONED, LEGACY = b"dltensor_versioned", b"dltensor"
 USED = {VERSIONED: b"used_dltensor_versioned", LEGACY: b"used_dltensor"}
-
-
-class DLPackVersion(Structure):
-    _fields_ = [("major", c_uint32), ("minor", c_uint32)]
-
-
-class DLDevice(Structure):
-    _fields_ = [("device_type", c_int32), ("device_id", c_int32)]
-
-
-class DLDataType(Structure):
-    _fields_ = [("code", c_uint8), ("bits", c_uint8), ("lanes", c_uint16)]
-
-
-class DLTensor(Structure):
-    _fields_ = [("data", c_void_p), ("device", DLDevice), ("ndim", c_int32), ("dtype", DLDataType),
-                ("shape", POINTER(c_int64)), ("strides", POINTER(c_int64)), ("byte_offset", c_uint64)]
-
-
-class DLManagedTensor(Structure):
-    pass
-
-
-class DLManagedTensorVersioned(Structure):
-    pass
-
-
-DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", c_void_p),
-                            ("deleter", CFUNCTYPE(None, POINTER(DLManagedTensor)))]
-DLManagedTensorVersioned._fields_ = [("version", DLPackVersion), ("manager_ctx", c_void_p),
-                                     ("deleter", CFUNCTYPE(None, POINTER(DLManagedTensorVersioned))),
-                                     ("flags", c_uint64), ("dl_tensor", DLTensor)]
 STRUCTS = {VERSIONED: DLManagedTensorVersioned, LEGACY: DLManagedTensor}
 
 

@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# Hand-written (not generated from codegen/bindings/): the exception classes and the status
-# families they stand for.
+# Hand-written (not generated from codegen/bindings/): CblobError (the library's message and its
+# parts, pickling), the reading of a failed call's message, and the system's cause of a failed
+# call on a named file (os_cause), which ask the system and need judgement. The classes of the
+# families of statuses and their tables are generated (_error_classes.py, from
+# codegen/bindings/errors.yaml).
 """cblob's errors as exceptions: CblobError and one subclass per family of statuses.
 
 Each class also derives from the built-in exception a Python caller would expect (ShapeError is
@@ -56,129 +59,10 @@ class CblobError(Exception):
         return (_rebuild, (type(self), self.status, self.message, self.function, self.detail, state))
 
 
-class InvalidArgumentError(CblobError, ValueError):
-    """An argument cblob refuses (Status.INVALID_ARGUMENT)."""
-
-
-class OutOfRangeError(CblobError, IndexError):
-    """An axis, index, position or range outside the blob (Status.OUT_OF_RANGE)."""
-
-
-class ShapeError(CblobError, ValueError):
-    """A negative dimension, too many axes, or shapes that do not match (Status.SHAPE)."""
-
-
-class SizeOverflowError(CblobError, OverflowError):
-    """A count, byte size or value that does not fit (Status.OVERFLOW)."""
-
-
-class DTypeError(CblobError, TypeError):
-    """A dtype cblob has no blob for, or blobs of different dtypes (Status.DTYPE)."""
-
-
-class NotImplementedForDTypeError(CblobError, NotImplementedError):
-    """Math Caffe leaves undefined for int32 and uint32 blobs (Status.NOT_IMPLEMENTED)."""
-
-
-class CblobMemoryError(CblobError, MemoryError):
-    """Host memory could not be allocated (Status.OUT_OF_MEMORY)."""
-
-
-class StateError(CblobError, RuntimeError):
-    """The object is not in a state that allows the call (Status.STATE)."""
-
-
-class ParseError(CblobError, ValueError):
-    """Malformed or truncated Caffe protobuf; the message names the field and byte offset (Status.PARSE)."""
-
-
-class CblobIOError(CblobError, OSError):
-    """A file could not be opened, read or written (Status.IO). Where the system names the
-    cause, the error is one of the subclasses below, with `errno` and `filename` set."""
-
-
-class CblobFileNotFoundError(CblobIOError, FileNotFoundError):
-    """The file, or a folder on its path, does not exist (ENOENT)."""
-
-
-class CblobPermissionError(CblobIOError, PermissionError):
-    """Permission denied on the file or on a folder on its path (EACCES, EPERM)."""
-
-
-class CblobIsADirectoryError(CblobIOError, IsADirectoryError):
-    """A folder where a file was expected (EISDIR)."""
-
-
-class CblobNotADirectoryError(CblobIOError, NotADirectoryError):
-    """A file where a folder was expected, on the path or as an output folder (ENOTDIR)."""
-
-
-class GPUUnavailableError(CblobError, RuntimeError):
-    """No usable GPU: no driver, a stub driver, no device, an old driver, no NVRTC or no cuBLAS."""
-
-
-class DeviceError(CblobError, RuntimeError):
-    """A CUDA error, device memory exhausted, or a kernel that failed to compile."""
-
-
-class DeviceLostError(DeviceError):
-    """The device faulted (a CUDA sticky error) and cannot be used again in this process
-    (Status.DEVICE_LOST); CBLOB_CUDA_LAUNCH_BLOCKING=1 makes the faulting call report it."""
-
-
-class CommError(CblobError, RuntimeError):
-    """A collective failed in its engine (a rank died, MPI or NCCL reported an error), or the
-    communicator is broken by an earlier failure (Status.COMM)."""
-
-
-class CommTimeoutError(CommError, TimeoutError):
-    """A collective did not finish within the communicator's timeout (Status.TIMEOUT)."""
-
-
-class CancelledError(CblobError):
-    """The progress callback (Context.set_progress) asked the call to stop: nothing changed."""
-
-
-class InternalError(CblobError, RuntimeError):
-    """A broken internal invariant, or a status this package does not know (please report it)."""
-
-
-FAMILIES = {
-    Status.INVALID_ARGUMENT: InvalidArgumentError,
-    Status.OUT_OF_RANGE: OutOfRangeError,
-    Status.SHAPE: ShapeError,
-    Status.OVERFLOW: SizeOverflowError,
-    Status.DTYPE: DTypeError,
-    Status.NOT_IMPLEMENTED: NotImplementedForDTypeError,
-    Status.OUT_OF_MEMORY: CblobMemoryError,
-    Status.STATE: StateError,
-    Status.PARSE: ParseError,
-    Status.IO: CblobIOError,
-    Status.NO_DRIVER: GPUUnavailableError,
-    Status.STUB_DRIVER: GPUUnavailableError,
-    Status.NO_DEVICE: GPUUnavailableError,
-    Status.DRIVER_TOO_OLD: GPUUnavailableError,
-    Status.NVRTC_MISSING: GPUUnavailableError,
-    Status.CUBLAS_MISSING: GPUUnavailableError,
-    Status.NCCL_MISSING: GPUUnavailableError,
-    Status.DEVICE_OUT_OF_MEMORY: DeviceError,
-    Status.DEVICE: DeviceError,
-    Status.COMPILE: DeviceError,
-    Status.DEVICE_LOST: DeviceLostError,
-    Status.COMM: CommError,
-    Status.TIMEOUT: CommTimeoutError,
-    Status.CANCELLED: CancelledError,
-    Status.INTERNAL: InternalError,
-}
-
-
-OS_ERRORS = {
-    _errno.ENOENT: CblobFileNotFoundError,
-    _errno.EACCES: CblobPermissionError,
-    _errno.EPERM: CblobPermissionError,
-    _errno.EISDIR: CblobIsADirectoryError,
-    _errno.ENOTDIR: CblobNotADirectoryError,
-}
+# The families' classes (InvalidArgumentError, ShapeError, ...) and the tables failure() reads
+# (FAMILIES: status -> class, OS_ERRORS: errno -> class) are generated from
+# codegen/bindings/errors.yaml; they derive from CblobError, so they come in after it.
+from ._error_classes import *  # noqa: E402,F401,F403
 
 
 def _rebuild(cls, status, message, function, detail, state):

@@ -4,10 +4,11 @@
 What is here by hand: the Model as a mapping of layers to arrays (Python's container protocol)
 and as pycaffe's `net.params`, its Layer records whose blobs are read on first access (so that a
 lazy open reads none until asked), the structure calls that read several values into one Python
-object (rules with their stages, param specs, parameters as a dict, a blob's values as a NumPy
-array), PyTorch's state_dict and load_state_dict, and the lifetime of a model a file lends. The
-methods that are one library call each (exports, imports, bottoms, tops, phase, JSON,
-replace_blobs, ...) come from _safe.py (generated): Model derives from its table.
+object (parameters as a dict, a blob's values as a NumPy array), PyTorch's state_dict and
+load_state_dict, and the lifetime of a model a file lends. The methods that are one library call
+each (exports, imports, bottoms, tops, phase, JSON, replace_blobs, ...) and the lists of records
+(rules with their stages, param specs) come from _safe.py (generated): Model derives from its
+table.
 """
 from __future__ import annotations
 
@@ -15,16 +16,17 @@ import json
 import os
 import struct
 from collections.abc import Iterable, Iterator, Mapping
-from ctypes import c_char_p, c_float, c_int32, c_int64, c_void_p
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from ctypes import c_char_p, c_int64, c_void_p
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
 from ._blob import Blob
 from ._errors import DTypeError, InvalidArgumentError, ShapeError, check, usage_error
 from ._library import lib
-from ._raw import ExportFlags, Part, Phase, RuleKind, Status
-from ._safe import _ModelMethods
+from ._raw import ExportFlags, Part, Status
+from ._safe import _LayerMethods, _ModelMethods
+from ._structs import IncompatibleKeys
 from ._util import NUMPY_DTYPES, handle_array, int32_arg, int64_arg, no_copies, text_bytes
 
 if TYPE_CHECKING:
@@ -32,38 +34,12 @@ if TYPE_CHECKING:
     from .caffe import AttachReport
 
 
-class Rule(NamedTuple):
-    """One of a layer's include or exclude rules (Caffe's NetStateRule): the phase it asks for
-    (Phase.NONE when none), the level bounds (-2**31 and 2**31 - 1 when unset), the stages the
-    net must have and those it must not."""
-    phase: Phase
-    min_level: int
-    max_level: int
-    stages: list[str]
-    not_stages: list[str]
-
-
-class ParamSpec(NamedTuple):
-    """One of a layer's param specs (ParamSpec; V1's param, blobs_lr and weight_decay): the name
-    layers share the blob by (None when it has none), and the multipliers on the learning rate
-    and the weight decay (1 when unset)."""
-    name: str | None
-    lr_mult: float
-    decay_mult: float
-
-
-class IncompatibleKeys(NamedTuple):
-    """What Model.load_state_dict found, as PyTorch's load_state_dict reports it: the model's keys
-    the dict lacks, and the dict's keys the model does not have."""
-    missing_keys: list[str]
-    unexpected_keys: list[str]
-
-
-class Layer:
+class Layer(_LayerMethods):
     """One layer of a model: its name, its type ("Convolution"; V1 files give the LayerType name,
     "CONVOLUTION"), its blobs (a list of Blob, weights first, which a layer of a model read from a
     file takes on first access) and its structure: bottoms, tops, phase, params (its parameters
-    as a dict), rules and param_specs. Changes made to the blobs are what the model saves."""
+    as a dict), rules and param_specs (the model's methods for this layer: _LayerMethods).
+    Changes made to the blobs are what the model saves."""
 
     __slots__ = ("name", "type", "_blobs", "_model", "_index")
 
@@ -91,39 +67,10 @@ class Layer:
         return self._model, self._index
 
     @property
-    def bottoms(self) -> list[str]:
-        """The names of the layer's input blobs, in order."""
-        model, index = self._structure()
-        return model.bottoms(index)
-
-    @property
-    def tops(self) -> list[str]:
-        """The names of the layer's output blobs, in order."""
-        model, index = self._structure()
-        return model.tops(index)
-
-    @property
-    def phase(self) -> Phase:
-        """The phase the layer is for (Phase.NONE when it names none)."""
-        model, index = self._structure()
-        return model.phase(index)
-
-    @property
     def params(self) -> dict[str, Any]:
         """The layer's parameters as a dict (convolution_param and the like, by Caffe's field names)."""
         model, index = self._structure()
         return model.layer_params(index)
-
-    def rules(self, kind: RuleKind = RuleKind.INCLUDE) -> list[Rule]:
-        """The layer's include (RuleKind.INCLUDE) or exclude rules."""
-        model, index = self._structure()
-        return model.rules(index, kind)
-
-    @property
-    def param_specs(self) -> list[ParamSpec]:
-        """The layer's param specs."""
-        model, index = self._structure()
-        return model.param_specs(index)
 
     def __repr__(self) -> str:
         shapes = ", ".join(b.shape_string() for b in self.blobs)
@@ -170,10 +117,10 @@ class LayerBlobs(list):
         return (list, (list(self),))
 
 
-class LayerArrays(list):
+class LayerArrays(_LayerMethods, list):
     """What a model maps a layer's name to: the list of its blobs' data as NumPy arrays (views
     without a copy, writable), with the layer's structure beside them (name, type, bottoms, tops,
-    phase, params, blobs). Assigning an item stores into the blob (m['conv2'][0] = new writes the
+    phase, params, rules, param_specs, blobs). Assigning an item stores into the blob (m['conv2'][0] = new writes the
     values into conv2's weights, of the same shape); the list cannot grow or shrink."""
 
     __slots__ = ("layer",)
@@ -194,6 +141,9 @@ class LayerArrays(list):
     def _layer(self) -> Layer:
         return self.layer
 
+    def _structure(self) -> tuple[Model, int]:
+        return self.layer._structure()
+
     @property
     def name(self) -> str:
         return self.layer.name
@@ -205,18 +155,6 @@ class LayerArrays(list):
     @property
     def blobs(self) -> LayerBlobs:
         return self.layer.blobs
-
-    @property
-    def bottoms(self) -> list[str]:
-        return self.layer.bottoms
-
-    @property
-    def tops(self) -> list[str]:
-        return self.layer.tops
-
-    @property
-    def phase(self) -> Phase:
-        return self.layer.phase
 
     @property
     def params(self) -> dict[str, Any]:
@@ -339,33 +277,6 @@ class Model(_ModelMethods, Mapping):
         return layer
 
     # ---- a layer's structure, read into Python objects ---------------------------------------
-
-    def rules(self, layer: int, kind: RuleKind = RuleKind.INCLUDE) -> list[Rule]:
-        """A layer's include (RuleKind.INCLUDE) or exclude rules, as Rule records."""
-        layer, kind = int64_arg(layer, "layer"), int32_arg(kind, "kind")
-        count = c_int64()
-        check(lib.cblob_model_layer_num_rules(self._h, layer, kind, count))
-        rules = []
-        for i in range(count.value):
-            phase, low, high, stages, not_stages = c_int32(), c_int32(), c_int32(), c_int64(), c_int64()
-            check(lib.cblob_model_layer_rule(self._h, layer, kind, i, phase, low, high, stages, not_stages))
-            names = [[_text(self, lib.cblob_model_layer_rule_stage, layer, kind, i, not_stage, j)
-                      for j in range(n.value)] for not_stage, n in ((0, stages), (1, not_stages))]
-            rules.append(Rule(Phase(phase.value), low.value, high.value, *names))
-        return rules
-
-    def param_specs(self, layer: int) -> list[ParamSpec]:
-        """A layer's param specs, as ParamSpec records."""
-        layer = int64_arg(layer, "layer")
-        count = c_int64()
-        check(lib.cblob_model_layer_num_param_specs(self._h, layer, count))
-        specs = []
-        for i in range(count.value):
-            name, lr, decay = c_char_p(), c_float(), c_float()
-            check(lib.cblob_model_layer_param_spec(self._h, layer, i, name, lr, decay))
-            specs.append(ParamSpec(None if name.value is None else name.value.decode("utf-8", "replace"),
-                                   lr.value, decay.value))
-        return specs
 
     def layer_params(self, layer: int, flags: int = 0) -> dict[str, Any]:
         """A layer's parameters as a dict (params_json parsed: convolution_param and the like by

@@ -43,6 +43,7 @@ from ._raw import (MAX_AXES,  # noqa: F401
                    Memory,
                    ReduceOp,
                    )
+from ._structs import Rule, ParamSpec, IncompatibleKeys  # noqa: F401 (the records list methods make)
 from ._util import (dtype_code, handle_array, int32_arg, int32_array, int64_arg, one_or_many, path_bytes,  # noqa: F401
                     read_bytes, read_created, read_int64s, read_text, shape_array, text_bytes, uint32_arg, uint64_arg)
 
@@ -930,6 +931,45 @@ class _ModelMethods:
         check(lib.cblob_model_layer_phase(self._h, int64_arg(layer, "layer"), out))
         return Phase(out.value)
 
+    def rules(self, layer: int, kind: RuleKind = RuleKind.INCLUDE) -> list[Rule]:
+        """A layer's include or exclude rules, as Rule records (each with its stages).
+    
+        One include or exclude rule (NetStateRule): its phase (Phase.NONE when it sets none),
+        min_level (INT32_MIN when unset) and max_level (INT32_MAX when unset), and how many stages and
+        not_stages it names (cblob_model_layer_rule_stage reads them).
+        """
+        count = c_int64()
+        check(lib.cblob_model_layer_num_rules(self._h, int64_arg(layer, "layer"), int32_arg(kind, "kind"), count))
+        phase, min_level, max_level, num_stages, text, num_not_stages = c_int32(), c_int32(), c_int32(), c_int64(), c_char_p(), c_int64()
+        items = []
+        for i in range(count.value):
+            check(lib.cblob_model_layer_rule(self._h, int64_arg(layer, "layer"), int32_arg(kind, "kind"), i, phase, min_level, max_level, num_stages, num_not_stages))
+            stages = []
+            for j in range(num_stages.value):
+                check(lib.cblob_model_layer_rule_stage(self._h, int64_arg(layer, "layer"), int32_arg(kind, "kind"), i, 0, j, text))
+                stages.append((text.value or b"").decode("utf-8", "replace"))
+            not_stages = []
+            for j in range(num_not_stages.value):
+                check(lib.cblob_model_layer_rule_stage(self._h, int64_arg(layer, "layer"), int32_arg(kind, "kind"), i, 1, j, text))
+                not_stages.append((text.value or b"").decode("utf-8", "replace"))
+            items.append(Rule(Phase(phase.value), min_level.value, max_level.value, stages, not_stages))
+        return items
+
+    def param_specs(self, layer: int) -> list[ParamSpec]:
+        """A layer's param specs, as ParamSpec records.
+    
+        One param spec: its name (NULL when it has none), lr_mult and decay_mult (Caffe's default 1
+        when unset).
+        """
+        count = c_int64()
+        check(lib.cblob_model_layer_num_param_specs(self._h, int64_arg(layer, "layer"), count))
+        name, lr_mult, decay_mult = c_char_p(), c_float(), c_float()
+        items = []
+        for i in range(count.value):
+            check(lib.cblob_model_layer_param_spec(self._h, int64_arg(layer, "layer"), i, name, lr_mult, decay_mult))
+            items.append(ParamSpec(None if name.value is None else name.value.decode("utf-8", "replace"), lr_mult.value, decay_mult.value))
+        return items
+
     def params_json(self, layer: int, flags: JsonFlags | int = 0) -> str:
         """A layer's parameters as a JSON object: every field of the layer other than name, type,
         bottom, top, phase, param, include, exclude and blobs, by Caffe's field name
@@ -1362,6 +1402,95 @@ class _WindowMethods:
     def owner(self) -> Blob:
         """The first blob up the chain of parents that is not a window (NeoML's GetOwner), with a new hold for the caller."""
         return _blob.Blob._created(lambda out: lib.cblob_window_owner(self._h, out), self._context)
+
+
+class _CommMethods:
+    """Comm's generated methods."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:  # what Comm, which derives from the table, provides
+        _h: Any
+        _context: Context
+
+        @classmethod
+        def _created(cls, create: Callable[[c_void_p], int], context: Context,
+                     io: tuple[Any, str] | None = None) -> Any: ...
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in the communicator."""
+        out = c_int32()
+        check(lib.cblob_comm_rank(self._h, out))
+        return out.value
+
+    @property
+    def size(self) -> int:
+        """The number of ranks in the communicator."""
+        out = c_int32()
+        check(lib.cblob_comm_size(self._h, out))
+        return out.value
+
+    def set_bucket_bytes(self, bucket_bytes: int) -> None:
+        """The most bytes fused into one engine call (COMM_DEFAULT_BUCKET_BYTES until set); 0
+        fuses nothing: every blob goes alone, in place. Must be the same on every rank, since it
+        decides the engine calls: the agreement refuses a collective where it differs.
+        """
+        check(lib.cblob_comm_set_bucket_bytes(self._h, int64_arg(bucket_bytes, "bucket_bytes")))
+
+    def set_agreement_check(self, enabled: bool) -> None:
+        """Whether collectives start with the ranks' agreement (see the section): 1, the default, or 0
+        for a program that needs the last microsecond and is sure its ranks never differ. Without
+        it, ranks that differ leave the outcome to the engine (MPI calls such programs erroneous: a
+        count that differs may overflow a buffer). Set the same on every rank, between collectives:
+        a rank that agrees while another does not is a disagreement the agreement cannot see.
+        """
+        check(lib.cblob_comm_set_agreement_check(self._h, int(bool(enabled))))
+
+    def barrier(self) -> None:
+        """Returns once every rank has reached it.
+    
+        Comm.barrier_start, then Request.wait.
+        """
+        check(lib.cblob_comm_barrier(self._h))
+
+
+
+class _LayerMethods:
+    """A layer's members that are its model's methods for the layer's index (Layer and
+    LayerArrays derive from this table; the blocks' layer_member)."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:  # what Layer and LayerArrays provide
+        def _structure(self) -> tuple[Model, int]: ...
+
+    @property
+    def bottoms(self) -> list[str]:
+        """The names of a layer's bottoms (its input blobs), in order."""
+        model, index = self._structure()
+        return model.bottoms(index)
+
+    @property
+    def tops(self) -> list[str]:
+        """The names of a layer's tops (its output blobs), in order."""
+        model, index = self._structure()
+        return model.tops(index)
+
+    @property
+    def phase(self) -> Phase:
+        """A layer's phase (LayerParameter.phase = 10): Phase.NONE when it sets none (always in V1)."""
+        model, index = self._structure()
+        return model.phase(index)
+
+    def rules(self, kind: RuleKind = RuleKind.INCLUDE) -> list[Rule]:
+        """A layer's include or exclude rules, as Rule records (each with its stages)."""
+        model, index = self._structure()
+        return model.rules(index, kind)
+
+    @property
+    def param_specs(self) -> list[ParamSpec]:
+        """A layer's param specs, as ParamSpec records."""
+        model, index = self._structure()
+        return model.param_specs(index)
 
 
 def version() -> str:

@@ -52,7 +52,7 @@ pub const FLAG_IS_COPIED: u64 = 2;
 /// [`DLManagedTensorVersioned::version`] carries in its exports).
 pub const MAJOR_VERSION: u32 = 1;
 
-/// `DLPackVersion`.
+/// `DLPackVersion`: the DLPack version a producer wrote.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct DLPackVersion {

@@ -1594,7 +1594,7 @@ impl Comm {
 
     /// All-reduces the part of the blobs in place over the ranks (the sum, or the average of float dtypes); returns when done.
     ///
-    /// `Comm::allreduce_start`, then cblob_comm_request_wait.
+    /// `Comm::allreduce_start`, then `Request::wait`.
     #[inline]
     pub fn allreduce(&self, blobs: &mut [&mut Blob], part: Part, op: ReduceOp) -> Result<()> {
         let blobs_raw: Vec<*mut sys::cblob_blob> = blobs.iter().map(|b| b.as_ptr()).collect();
@@ -1605,7 +1605,7 @@ impl Comm {
 
     /// Copies the root's part of the blobs to every rank; returns when done.
     ///
-    /// `Comm::broadcast_start`, then cblob_comm_request_wait.
+    /// `Comm::broadcast_start`, then `Request::wait`.
     #[inline]
     pub fn broadcast(&self, blobs: &mut [&mut Blob], part: Part, root: i32) -> Result<()> {
         let blobs_raw: Vec<*mut sys::cblob_blob> = blobs.iter().map(|b| b.as_ptr()).collect();
@@ -1616,7 +1616,7 @@ impl Comm {
 
     /// Returns once every rank has reached it.
     ///
-    /// `Comm::barrier_start`, then cblob_comm_request_wait.
+    /// `Comm::barrier_start`, then `Request::wait`.
     #[inline]
     pub fn barrier(&self) -> Result<()> {
         check(unsafe { sys::cblob_comm_barrier(self.as_ptr()) })
