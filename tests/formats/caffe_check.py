@@ -90,39 +90,43 @@ def inputs(ctx):
     return found
 
 
-def compare(ctx, stem, caffe_out, cblob_out, binary):
-    if binary:
-        by_caffe = ctx.caffe.NetParameter.FromString(read(caffe_out))
-        by_cblob = ctx.caffe.NetParameter.FromString(read(cblob_out))
-    else:
-        by_caffe = parse_text(ctx, read(caffe_out, "r"))
-        by_cblob = parse_text(ctx, read(cblob_out, "r"))
+def upgrade_both_ways(ctx, stem, path, binary):
+    """Upgrades PATH with Caffe's tool and with `cblob upgrade`, and checks the two agree: the same
+    message (binary: the same bytes), which Caffe's own tool reads back as its own upgrade."""
+    tool = "upgrade_net_proto_binary" if binary else "upgrade_net_proto_text"
+    suffix = ".caffemodel" if binary else ".prototxt"
+    caffe_out = os.path.join(ctx.tmp, stem + ".caffe" + suffix)
+    cblob_out = os.path.join(ctx.tmp, stem + ".cblob" + suffix)
+    caffe_tool(ctx, [tool, path, caffe_out])
+    run(ctx, ["upgrade", "--quiet", path, cblob_out])
+
+    def message(file):
+        return ctx.caffe.NetParameter.FromString(read(file)) if binary else parse_text(ctx, read(file, "r"))
+
+    by_caffe, by_cblob = message(caffe_out), message(cblob_out)
     check(len(by_caffe.layer) > 0 and len(by_caffe.layers) == 0, f"{stem}: Caffe's upgrade has no current layer")
     if by_cblob != by_caffe:
-        raise Failure(f"{stem}: `cblob upgrade` differs from Caffe's "
-                      f"{'upgrade_net_proto_binary' if binary else 'upgrade_net_proto_text'}:\n"
+        raise Failure(f"{stem}: `cblob upgrade` differs from Caffe's {tool}:\n"
                       f"{differences(by_cblob, by_caffe)[:8000]}")
-    if binary and read(cblob_out) != read(caffe_out):
+    if binary:
         a, b = read(caffe_out), read(cblob_out)
-        at = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
-        raise Failure(f"{stem}: the same message but not the same bytes as Caffe's ({len(a)} and {len(b)} "
-                      f"bytes, first difference at byte {at})")
+        if a != b:
+            at = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+            raise Failure(f"{stem}: the same message but not the same bytes as Caffe's ({len(a)} and {len(b)} "
+                          f"bytes, first difference at byte {at})")
     # Caffe reads what cblob wrote: its own tool, given cblob's output, makes the same message.
     again = cblob_out + ".read_by_caffe"
-    caffe_tool(ctx, ["upgrade_net_proto_binary" if binary else "upgrade_net_proto_text", cblob_out, again])
-    reread = ctx.caffe.NetParameter.FromString(read(again)) if binary else parse_text(ctx, read(again, "r"))
+    caffe_tool(ctx, [tool, cblob_out, again])
+    reread = message(again)
     if reread != by_caffe:
         raise Failure(f"{stem}: Caffe reads cblob's upgrade as another net:\n{differences(reread, by_caffe)[:8000]}")
 
 
 def upgrade_text(ctx):
-    for stem, path in inputs(ctx):
-        caffe_out = os.path.join(ctx.tmp, stem + ".caffe.prototxt")
-        cblob_out = os.path.join(ctx.tmp, stem + ".cblob.prototxt")
-        caffe_tool(ctx, ["upgrade_net_proto_text", path, caffe_out])
-        run(ctx, ["upgrade", "--quiet", path, cblob_out])
-        compare(ctx, stem, caffe_out, cblob_out, binary=False)
-    print(f"{len(inputs(ctx))} nets: cblob's text upgrade is Caffe's message")
+    nets = inputs(ctx)
+    for stem, path in nets:
+        upgrade_both_ways(ctx, stem, path, binary=False)
+    print(f"{len(nets)} nets: cblob's text upgrade is Caffe's message")
 
 
 def v1_lenet(ctx):
@@ -165,11 +169,7 @@ def upgrade_binary(ctx):
     sources.append(("lenet_v1_with_weights", v1_lenet(ctx)))
     sources.append(("lenet_iter_10000", os.path.join(ctx.data, "lenet_iter_10000.caffemodel")))
     for stem, path in sources:
-        caffe_out = os.path.join(ctx.tmp, stem + ".caffe.caffemodel")
-        cblob_out = os.path.join(ctx.tmp, stem + ".cblob.caffemodel")
-        caffe_tool(ctx, ["upgrade_net_proto_binary", path, caffe_out])
-        run(ctx, ["upgrade", "--quiet", path, cblob_out])
-        compare(ctx, stem, caffe_out, cblob_out, binary=True)
+        upgrade_both_ways(ctx, stem, path, binary=True)
     print(f"{len(sources)} nets: cblob's binary upgrade is Caffe's message and bytes")
 
 
