@@ -180,6 +180,10 @@ static int check_output(const convert_args *args)
                     "--to %s", output, named < NUM_FORMATS ? format_names[named] : "a format cblob does not write",
                     extension, args->format_name, args->format_name,
                     named < NUM_FORMATS ? format_names[named] : args->format_name);
+    /* Standard output (/dev/stdout redirected to a file) is written through, not replaced: the
+     * shell's redirection already chose what happens to the file (> empties it, >> appends). */
+    if (tool_writes_stdout(output))
+        return TOOL_OK;
     struct stat info;
     if (stat(output, &info) != 0 || !S_ISREG(info.st_mode) || info.st_size == 0 || args->force)
         return TOOL_OK; /* nothing there, a folder, a device, a FIFO, an empty file, or the user's say */

@@ -403,6 +403,18 @@ def npz_to_pipes(ctx):
                     got = archive[key]
                     check(got.dtype == array.dtype and np.array_equal(got, array), f"{net} through {how}: {key} differs")
                     checked += 1
+    # Standard output redirected to a file that holds something else (`>> log`): written through,
+    # after what was there, with the bytes the pipe got; not refused as a file to replace.
+    appended = os.path.join(ctx.work, "appended.log")
+    with open(appended, "wb") as f:
+        f.write(b"what the shell wrote first\n")
+    with open(appended, "ab") as f:
+        result = subprocess.run([ctx.tool, "convert", nets[0], "--to", "npz", "/dev/stdout"], stdout=f,
+                                stderr=subprocess.PIPE)
+    check(result.returncode == 0, f"convert --to npz /dev/stdout >> a log: {result.stderr.decode(errors='replace')}")
+    with open(appended, "rb") as f:
+        check(f.read() == b"what the shell wrote first\n" + read_stream(nets[0], ctx, "stdout"),
+              "/dev/stdout appended to a log: not the log's line followed by the streamed npz")
     print(f"{checked} arrays streamed into FIFOs and pipes agree with the regular files' npz")
 
 def write_safetensors(path, tensors):
