@@ -26,8 +26,8 @@ extern const cb_kernels cb_cpu_kernel_table[CB_KERNEL_ROWS];
  * (src/threads/threads.h) where the op names none. */
 #define CB_CPU_SPLIT_BYTES_ASUM ((size_t)128 << 10)
 #define CB_CPU_SPLIT_BYTES_SUMSQ ((size_t)128 << 10)
-#define CB_CPU_SPLIT_BYTES_AXPY ((size_t)128 << 10)
-#define CB_CPU_SPLIT_BYTES_SCALE CB_SPLIT_MIN_BYTES
+#define CB_CPU_SPLIT_BYTES_AXPY ((size_t)512 << 10)
+#define CB_CPU_SPLIT_BYTES_SCALE ((size_t)384 << 10)
 #define CB_CPU_SPLIT_BYTES_FILL CB_SPLIT_MIN_BYTES
 #define CB_CPU_SPLIT_BYTES_ADD CB_SPLIT_MIN_BYTES
 #define CB_CPU_SPLIT_BYTES_COPY_STRIDED CB_SPLIT_MIN_BYTES

@@ -31,12 +31,14 @@
 
 /* Each thread gets at least this many bytes of work (read plus written); smaller work runs on
  * the calling thread, where handing it over would cost more than it saves. This is the threshold
- * of work without one of its own (copies, fills of new memory, merges, reads; bench/bench_threads
- * found splitting copy_from losing in 40 of 48 cells up to 2e6 elements on the shared development
- * VM); each kernel of codegen/ops.yaml may have its own (`split_kib`), measured by
+ * of work without one of its own (copies, fills of new memory, merges, reads). On the idle VM
+ * (bench/bench_threads, 2026-11-27, load 0.5) splitting copy_from lost at 78 KiB per thread
+ * (0.46-0.84x) and won from 156 KiB (1.12x) to 7.8 MiB (1.9-2.9x at 200,000 float64 elements,
+ * which 4 MiB, the threshold before, left on one thread); the other users are memory-bound passes
+ * alike. Each kernel of codegen/ops.yaml may have its own (`split_kib`), measured by
  * bench/bench_threads against one thread and against OpenBLAS's threading (docs/benchmarks.md,
  * "Threads"). */
-#define CB_SPLIT_MIN_BYTES ((size_t)4 << 20)
+#define CB_SPLIT_MIN_BYTES ((size_t)128 << 10)
 /* When not 0, replaces every threshold: tests split small work with it (every operation runs on
  * several threads on small blobs), bench/bench_threads splits every size (1). */
 extern size_t cb_split_bytes_override;

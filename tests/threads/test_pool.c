@@ -138,19 +138,23 @@ static cblob_status outer_task(void *arg, int64_t task)
 
 /* Runs `op` on a float32 blob whose work (bytes read plus written: `bytes_per_element` each) is
  * `work` bytes, on two threads, with the library's own thresholds; returns the pool's workers
- * started since the process began, or -1. */
+ * started since the process began, or -1. The blob is made and filled on one thread, so that only
+ * the op can start a worker (fills split from a threshold of their own). */
 static int workers_after(const char *op, double work, int bytes_per_element)
 {
     cblob_context *context = NULL;
     cblob_blob *blob = NULL;
     const int64_t n = (int64_t)(work / bytes_per_element);
     double sum = 0;
-    bool ok = cblob_context_create(&context) == CBLOB_OK && cblob_context_set_num_threads(context, 2) == CBLOB_OK &&
+    bool ok = cblob_context_create(&context) == CBLOB_OK && cblob_context_set_num_threads(context, 1) == CBLOB_OK &&
               cblob_blob_create(context, CBLOB_DTYPE_FLOAT32, 1, &n, &blob) == CBLOB_OK &&
               cblob_blob_fill(blob, CBLOB_PART_DATA, 1.0) == CBLOB_OK &&
-              cblob_blob_fill(blob, CBLOB_PART_DIFF, 0.25) == CBLOB_OK;
+              cblob_blob_fill(blob, CBLOB_PART_DIFF, 0.25) == CBLOB_OK &&
+              cblob_context_set_num_threads(context, 2) == CBLOB_OK;
     if (ok && strcmp(op, "update") == 0)
         ok = cblob_blob_update(blob) == CBLOB_OK;
+    else if (ok && strcmp(op, "scale") == 0)
+        ok = cblob_blob_scale(blob, CBLOB_PART_DIFF, 0.5) == CBLOB_OK;
     else if (ok)
         ok = cblob_blob_asum(blob, CBLOB_PART_DIFF, &sum) == CBLOB_OK;
     cblob_blob_destroy(blob);
@@ -159,13 +163,12 @@ static int workers_after(const char *op, double work, int bytes_per_element)
 }
 
 /* Each kernel splits from its own threshold (ops.yaml split_kib), not from one for all: work of
- * a little less than two threads' worth stays on the caller, a little more starts a worker. The
- * blob's zeroing and fill stay below their own thresholds, and a sum has more than one block. */
+ * a little less than two threads' worth stays on the caller, a little more starts a worker. A sum
+ * has more than one block. */
 static void splits_from_its_own_threshold(const char *op, size_t threshold, int bytes_per_element)
 {
     cb_split_bytes_override = 0;
     const double elements = (double)threshold * 2.2 / bytes_per_element;
-    CHECK(elements * 8 < 2.0 * (double)CB_CPU_SPLIT_BYTES_FILL && elements * 4 < 2.0 * (double)CB_SPLIT_MIN_BYTES);
     CHECK(strcmp(op, "asum") != 0 || elements > (double)CB_SUM_BLOCK);
     CHECK_EQ_INT(workers_after(op, (double)threshold * 1.8, bytes_per_element), 0);
     CHECK_EQ_INT(workers_after(op, (double)threshold * 2.2, bytes_per_element), 1);
@@ -179,6 +182,11 @@ TEST(update_splits_from_its_own_threshold)
 TEST(asum_splits_from_its_own_threshold)
 {
     splits_from_its_own_threshold("asum", CB_CPU_SPLIT_BYTES_ASUM, 4);
+}
+
+TEST(scale_splits_from_its_own_threshold)
+{
+    splits_from_its_own_threshold("scale", CB_CPU_SPLIT_BYTES_SCALE, 8);
 }
 
 TEST(work_started_inside_a_task_runs_inline)
