@@ -25,7 +25,7 @@
  * `scripts/python-env.sh build/python-env --with-bench`); the packages' times are taken around
  * their calls inside Python, cblob's around the C calls. Ratios are the package's time over
  * cblob's: 1.00 or more is cblob as fast or faster. --only runs one section: st-read, st-one,
- * npz-read, st-write or npz-write. --before adds, to the whole-file reads and the npz write, the
+ * npz-read, st-write or npz-write. --before adds, to the whole-file reads and both writes, the
  * same cblob child run by another build's bench_format_peers (the library before a change: say
  * /work/main/build/release/bench/bench_format_peers), so that before and after are measured side
  * by side in one run. */
@@ -353,12 +353,15 @@ int main(int argc, char **argv)
 
     const char *const st_write_c[] = {self, "--child", "st-write", st_path, warm_text, st_out, NULL};
     const char *const st_write_py[] = {python, script, "st-write", st_path, warm_text, st_out, NULL};
+    const char *const st_write_before[] = {before, "--child", "st-write", st_path, warm_text, st_out, NULL};
     bench_child st_write[] = {
         {.label = "safetensors.numpy.save_file", .argv = st_write_py},
         {.label = "cblob_model_to_safetensors_file (fsync)", .argv = st_write_c},
+        {.label = "cblob_model_to_safetensors_file (fsync), before", .argv = st_write_before},
     };
     if (have_python && runs(only, "st-write"))
-        bench_children("write a safetensors file (ratio against the package)", st_write, 2, rounds, gap, bytes, 0);
+        bench_children("write a safetensors file (ratio against the package)", st_write, 2 + with_before, rounds, gap,
+                       bytes, 0);
 
     const char *const npz_write_c[] = {self, "--child", "npz-write", st_path, warm_text, npz_out, NULL};
     const char *const npz_write_py[] = {python, script, "npz-write", npz_path, warm_text, npz_out, NULL};

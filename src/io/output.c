@@ -34,6 +34,7 @@ struct cb_output {
     bool private_file;
     struct stat original;
     uint64_t written;
+    uint64_t writeback_from; /* durable temporaries: the bytes from here on are not yet sent to the disk */
     int error;        /* errno of the first failure; later writes do nothing */
     bool cancelled;   /* that failure: the call's progress callback said stop at an EINTR */
     const char *step; /* what failed: "write", "fsync", ... */
@@ -320,6 +321,22 @@ static ssize_t write_without_sigpipe(int fd, const void *data, size_t length)
     return n;
 }
 
+/* A durable temporary's bytes go to the disk from the moment each CB_WRITEBACK_BYTES of them is
+ * written (sync_file_range starts the writeback and waits for none of it), so that the fsync at
+ * commit finds most of the file already written instead of writing all of it then: the disk works
+ * while the rest is still being written. The fsync alone still makes the file durable; a failure
+ * here is left for it to report. */
+#define CB_WRITEBACK_BYTES ((uint64_t)8 << 20)
+
+static void start_writeback(cb_output *output)
+{
+    if (!output->durable || output->kind == CB_OUTPUT_IN_PLACE || output->written - output->writeback_from < CB_WRITEBACK_BYTES)
+        return;
+    (void)sync_file_range(output->fd, (off_t)output->writeback_from, (off_t)(output->written - output->writeback_from),
+                          SYNC_FILE_RANGE_WRITE);
+    output->writeback_from = output->written;
+}
+
 static void write_all(cb_output *output, const uint8_t *data, size_t length)
 {
     while (length > 0 && output->error == 0) {
@@ -340,6 +357,7 @@ static void write_all(cb_output *output, const uint8_t *data, size_t length)
         length -= (size_t)n;
         output->written += (uint64_t)n;
     }
+    start_writeback(output);
 }
 
 static void flush_pending(cb_output *output)
