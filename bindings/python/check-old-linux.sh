@@ -17,7 +17,8 @@
 #      real .caffemodel to .npz, `cblob inspect` of the .npz)
 #   3. where the distribution's Python meets the package's requires-python: a venv of that Python,
 #      `pip install` of the wheel and the test pins (NumPy, protobuf, pytest) from PyPI, the
-#      package's version and `cblob info` through it, and the pytest suite of bindings/python/tests
+#      package's version, tests/check_fresh_venv.py (a model loads, the library, BLIS and
+#      protobuf-c are the wheel's), `cblob info` through it, and the pytest suite of bindings/python/tests
 #      (copied in with samples/, proto/ and ../shared/data/caffe, which the suite reads)
 # Each distribution's glibc (`ldd --version`) and pytest's counts are printed. The exit status is
 # non-zero when any step of any distribution fails; the message names both.
@@ -307,6 +308,9 @@ check() {
       'import cblob; print("cblob", cblob.version(), "package", cblob.__version__, "ABI", cblob.abi_version(), "from", cblob.library_path())' \
       || return 1
   numpy_version=$(in_root "$dir" /check/venv/bin/python -c 'import numpy; print(numpy.__version__)') || return 1
+  step="check_fresh_venv.py (a model loads; libcblob, BLIS and protobuf-c are the wheel's)"
+  in_root "$dir" /bin/sh -c 'cd /check/out && exec /check/venv/bin/python -I \
+      /check/cblob/bindings/python/tests/check_fresh_venv.py /check/venv /check/model.caffemodel' || return 1
   step="the package's cblob info"; in_root "$dir" /check/venv/bin/cblob info >/dev/null || return 1
   step="pytest"
   status=0
