@@ -25,7 +25,7 @@
 #
 # Cost: the first run makes the roots: tens of MB of packages from each mirror and NumPy's, pip's
 # and protobuf's wheels from PyPI (kept in the roots' pip caches), 170-450 MB on disk per root;
-# measured here (2 shared cores) 3.5-4 min for the three, a later run 30 s. That, and the
+# measured here (2 shared cores) 3.5-4 min for the three, a later run under a minute. That, and the
 # network it needs (an Ubuntu and a Debian mirror, PyPI), is why it is not part of CI
 # (scripts/test.sh): run it by hand after changing how the wheel is built (build-wheel.sh,
 # build-deps.sh), and record the results in the README.
