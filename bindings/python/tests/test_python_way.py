@@ -101,6 +101,10 @@ def test_legacy_dims_are_written_by_the_library(tmp_path):
 
 
 def test_legacy_dims_into_a_character_device_write_in_place(tmp_path):
+    # A file system mounted nodev (systemd's tmpfs /tmp, as on Debian 13 and Fedora) makes the node
+    # but refuses to open it: nothing about cblob to test there.
+    if os.statvfs(tmp_path).f_flag & os.ST_NODEV:
+        pytest.skip(f"the test's folder {tmp_path} is on a file system mounted nodev: a device node there cannot be opened")
     node = tmp_path / "null"
     try:
         os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a private /dev/null in the test's folder
