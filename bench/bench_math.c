@@ -289,7 +289,8 @@ static bool cell(state *s, bool have_openblas, bool have_numpy, int *misses)
         if (!all[k].present)
             continue;
         cs[count] = (contender_state){s, all[k].variant};
-        list[count] = (bench_contender){names[k], all[k].run, all[k].batch, &cs[count]};
+        list[count] = (bench_contender){names[k], all[k].run, all[k].batch, &cs[count],
+                                        k == OPENBLAS_N || k == NUMPY_N ? BENCH_OPENBLAS_SETTLE_SECONDS : 0};
         index[k] = count++;
     }
     bench_time t[CONTENDERS];

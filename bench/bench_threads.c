@@ -113,7 +113,8 @@ static double measure_cell(cell *c)
     const bool with_openblas = have_openblas && c->op != COPY;
     const int count = with_openblas ? CONTENDERS : OPENBLAS_1;
     for (int k = 0; k < count; ++k)
-        list[k] = (bench_contender){names[k], k < OPENBLAS_1 ? run_cblob : run_openblas, NULL, &states[k]};
+        list[k] = (bench_contender){names[k], k < OPENBLAS_1 ? run_cblob : run_openblas, NULL, &states[k],
+                                    k == OPENBLAS_N ? BENCH_OPENBLAS_SETTLE_SECONDS : 0};
     bench_time t[CONTENDERS];
     bench_measure(&plan, count, list, t);
     const double bytes = (double)arrays_moved[c->op] * (double)c->n * (c->f32 ? 4 : 8) * 1e-9;

@@ -66,6 +66,11 @@ void bench_measure(const bench_plan *plan, int count, const bench_contender *con
         for (int turn = 0; turn < count; ++turn) {
             const int k = (turn + r) % count;
             samples[k][r] = timed_batch(&contenders[k], calls[k]) / (double)calls[k];
+            if (contenders[k].settle_seconds > 0) {
+                const double wait = contenders[k].settle_seconds;
+                const struct timespec pause = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+                nanosleep(&pause, NULL);
+            }
         }
     }
     for (int k = 0; k < count; ++k) {

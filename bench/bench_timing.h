@@ -19,9 +19,21 @@ typedef struct bench_contender {
     bench_fn run;         /* one call, timed here; or NULL and: */
     bench_batch_fn batch; /* a timed batch of calls */
     void *state;
+    /* Seconds to wait, untimed, after each of its batches: for a peer whose threads go on
+     * spinning after its calls return (OpenBLAS's, for about 0.1 s: 2^28 cycles), so that they do
+     * not take a core from the contender after it. 0: none. */
+    double settle_seconds;
 } bench_contender;
 
 /* Seconds per call of one contender: the median over the rounds, and the extremes. */
+/* What a contender that runs OpenBLAS on several threads waits after its batches
+ * (bench_contender.settle_seconds): OpenBLAS's idle threads spin for 2^28 cycles before they
+ * sleep (its THREAD_TIMEOUT), about 0.1 s here. Without the wait, bench_threads' split columns
+ * flipped between idle runs (float32 update at 1e5 elements: 1.21x, 1.38x and 0.52x over one
+ * thread), and with OpenBLAS's spin turned off (OPENBLAS_THREAD_TIMEOUT=4) two runs agreed
+ * within 0.15 at every size. */
+#define BENCH_OPENBLAS_SETTLE_SECONDS 0.25
+
 typedef struct bench_time {
     double median, min, max;
 } bench_time;
