@@ -32,10 +32,9 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from upgrade_check import Failure, check, compile_caffe_proto, parse_text, read, run, skip  # noqa: E402
+from upgrade_check import Failure, check, parse_text, read, run, run_check, skip  # noqa: E402
 
 UPGRADE_VECTORS = [  # tests/formats/upgrade/: the V0 and V1 ones (Caffe's inputs and expected V1 nets)
     "net_simple_v0_proto", "net_simple_expected_v1_proto", "net_imagenet_v0_proto",
@@ -278,18 +277,7 @@ def main():
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
     find_caffe(args)
-    with tempfile.TemporaryDirectory(prefix="cblob-caffe-") as tmp:
-        args.tmp = tmp
-        protos = os.path.join(tmp, "protos")
-        os.mkdir(protos)
-        args.caffe = compile_caffe_proto(args.source, protos)
-        try:
-            CHECKS[args.check](args)
-        except Failure as e:
-            print(f"FAILED: {args.check}: {e}", file=sys.stderr)
-            return 1
-    print(f"ok: {args.check}")
-    return 0
+    return run_check(CHECKS, args, "cblob-caffe-")
 
 
 if __name__ == "__main__":

@@ -473,6 +473,23 @@ CHECKS = {
 }
 
 
+def run_check(checks, args, prefix):
+    """Runs checks[args.check] in a temporary folder (args.tmp) with BVLC's caffe.proto compiled
+    (args.caffe); 0 when it passes, 1 with the failure on stderr. Shared with caffe_check.py."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        args.tmp = tmp
+        protos = os.path.join(tmp, "protos")
+        os.mkdir(protos)
+        args.caffe = compile_caffe_proto(args.source, protos)
+        try:
+            checks[args.check](args)
+        except Failure as e:
+            print(f"FAILED: {args.check}: {e}", file=sys.stderr)
+            return 1
+    print(f"ok: {args.check}")
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("check", choices=sorted(CHECKS))
@@ -480,19 +497,8 @@ def main():
     parser.add_argument("--source", required=True)
     parser.add_argument("--data", required=True)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="cblob-upgrade-") as tmp:
-        args.tmp = tmp
-        args.upgraded = []
-        protos = os.path.join(tmp, "protos")
-        os.mkdir(protos)
-        args.caffe = compile_caffe_proto(args.source, protos)
-        try:
-            CHECKS[args.check](args)
-        except Failure as e:
-            print(f"FAILED: {args.check}: {e}", file=sys.stderr)
-            return 1
-    print(f"ok: {args.check}")
-    return 0
+    args.upgraded = []
+    return run_check(CHECKS, args, "cblob-upgrade-")
 
 
 if __name__ == "__main__":
