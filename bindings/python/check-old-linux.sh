@@ -41,7 +41,10 @@ usage() {
 }
 [ $# -ge 1 ] || usage
 case "$1" in -h | --help) usage ;; esac
-wheel=$(realpath -e "$1") || { echo "check-old-linux: no wheel at $1" >&2; exit 2; }
+wheel=$(realpath -e "$1" 2>/dev/null) || { echo "check-old-linux: no wheel at $1" >&2; exit 2; }
+# Refused here, once, rather than by unzip in every root: a wheel is a zip archive named *.whl.
+case "$wheel" in *.whl) ;; *) echo "check-old-linux: $1 is not a wheel (*.whl)" >&2; exit 2 ;; esac
+unzip -tqq "$wheel" >/dev/null 2>&1 || { echo "check-old-linux: $1 is not a readable zip archive" >&2; exit 2; }
 shift
 distributions=("$@")
 [ ${#distributions[@]} -gt 0 ] || distributions=(bionic bullseye xenial)
