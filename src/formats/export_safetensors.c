@@ -637,6 +637,8 @@ static cblob_status read_values(header_reader *r, const entry_facts *e, const cb
     if (e->dtype.source == 0 && to_dtype == e->dtype.dtype)
         return cb_source_copy(r->source, from, (size_t)(e->end - e->begin), to);
     if (e->dtype.source != 0 && to_dtype == CBLOB_DTYPE_FLOAT32) {
+        if (shape.count == 0) /* no elements: no array (to may be NULL) and nothing to read */
+            return CBLOB_OK;
         /* Half floats into the array's upper half, widened there: one copy from the file. */
         CB_TRY(cb_source_copy(r->source, from, (size_t)(e->end - e->begin), (uint8_t *)to + (size_t)shape.count * 2));
         cb_widen_halves_in_place(to, shape.count, e->dtype.source == 17);
