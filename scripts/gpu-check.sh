@@ -102,11 +102,13 @@ cmake_home() { sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.
 
 build_step() {
   local t0=$SECONDS
-  if [ "$mode" != prepare ] && [ -f "$build/gpu-check-sources.sha256" ] && [ "$(cmake_home)" != "$root" ]; then
-    # Prepared elsewhere and carried here: its CMake files name another folder, so it is used as
-    # it is, after checking it was built from these sources.
-    local stale
+  local stale=
+  [ -f "$build/gpu-check-sources.sha256" ] &&
     stale=$(sha256sum --quiet -c "$build/gpu-check-sources.sha256" 2>/dev/null | grep -c ': FAILED' || true)
+  # Prepared elsewhere and carried here: used as it is when it was built from these sources (the
+  # device's image may lack ninja or a compiler, even where the checkout has the same path), or
+  # when its CMake files name another folder, which cannot be rebuilt here.
+  if [ "$mode" != prepare ] && [ -n "$stale" ] && { [ "$stale" = 0 ] || [ "$(cmake_home)" != "$root" ]; }; then
     note "build: carried $build (prepared $(sed -n 's/^# prepared //p' "$build/gpu-check-sources.sha256"))$(
       [ "$stale" = 0 ] && echo ", sources unchanged" || echo "; $stale source files changed since: REBUILD IT")"
     [ "$stale" = 0 ] || failed=1
