@@ -17,9 +17,10 @@
  *               transpose at least 0.7 (the small-side case included).
  *   sums        asum and sumsq of float32 and float64, the generated two-pass kernels (what the
  *               library runs) against cuBLAS's: time and value. Target: within 10% of cuBLAS.
- *   rows        a strided copy of rows of 4 to 256 bytes (every other row), the kernel against
- *               one cuMemcpy2DAsync: the narrowest width from which the 2D copy is faster is
- *               what cuda/cuda_copy.h's CB_CUDA_COPY_2D_MIN_ROW_BYTES should be.
+ *   rows        a strided copy of rows of 4 bytes to 64 KiB (every other row), the kernel against
+ *               one cuMemcpy2DAsync: the library sends every strided copy to the kernel, which
+ *               beat the 2D copy at every width on an H200 (cuda/cuda_copy.h); a width at
+ *               which the 2D copy wins on another GPU shows here.
  *   hazards     the ordering hazards of issue 25 on the GPU, as regression checks: the GPU is kept
  *               busy on a consumer's or producer's stream (large copies queued first) so that a
  *               missing wait shows as wrong values: memory behind a pointer freed under a
@@ -100,9 +101,14 @@ static cblob_status axpy_misaligned(const vectors *v)
 {
     return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].axpy(v->device, v->n - 1, -1.0, (const float *)v->x + 1, v->y);
 }
-static cblob_status axpy_blas(const vectors *v) { return cb_cuda_kernels[CBLOB_DTYPE_FLOAT32].axpy(v->device, v->n, -1.0, v->x, v->y); }
+static cblob_status axpy_blas(const vectors *v) { return cb_cublas_axpy(v->device, CBLOB_DTYPE_FLOAT32, v->n, -1.0, v->x, v->y); }
 static cblob_status scale(const vectors *v) { return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].scale(v->device, v->n, 0.5, v->y); }
-static cblob_status scale_blas(const vectors *v) { return cb_cuda_kernels[CBLOB_DTYPE_FLOAT32].scale(v->device, v->n, 0.5, v->y); }
+static cblob_status scale_blas(const vectors *v) { return cb_cublas_scale(v->device, CBLOB_DTYPE_FLOAT32, v->n, 0.5, v->y); }
+/* float64 on the same bytes: half as many elements. */
+static cblob_status axpy64(const vectors *v) { return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT64].axpy(v->device, v->n / 2, -1.0, v->x, v->y); }
+static cblob_status axpy64_blas(const vectors *v) { return cb_cublas_axpy(v->device, CBLOB_DTYPE_FLOAT64, v->n / 2, -1.0, v->x, v->y); }
+static cblob_status scale64(const vectors *v) { return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT64].scale(v->device, v->n / 2, 0.5, v->y); }
+static cblob_status scale64_blas(const vectors *v) { return cb_cublas_scale(v->device, CBLOB_DTYPE_FLOAT64, v->n / 2, 0.5, v->y); }
 static cblob_status asum(const vectors *v)
 {
     double sum;
@@ -153,14 +159,10 @@ static cblob_status transpose_runs(const vectors *v)
         side *= 2;
     return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].transpose(v->device, side * side * 64, 1, side, 1, side, 64, v->x, v->y);
 }
-/* 4 x 4 runs of 4 Mi elements: the kernel, then the copy engines (4 lines of 2D copies). */
+/* 4 x 4 runs of 4 Mi elements: the kernel (the copy engines' 2D copies: transpose_long_runs_2d, below). */
 static cblob_status transpose_long_runs(const vectors *v)
 {
     return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].transpose(v->device, v->n, 1, 4, 1, 4, v->n / 16, v->x, v->y);
-}
-static cblob_status transpose_long_runs_2d(const vectors *v)
-{
-    return cb_cuda_kernels[CBLOB_DTYPE_FLOAT32].transpose(v->device, v->n, 1, 4, 1, 4, v->n / 16, v->x, v->y);
 }
 /* Every other row of 1024 elements: the kernel, then the copy engine's 2D copy. */
 static cblob_status strided(const vectors *v)
@@ -176,12 +178,41 @@ static cblob_status strided_short_rows(const vectors *v)
     return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].copy_strided(v->device, rows * cols, rows, cols, v->x, 2 * cols, v->y,
                                             2 * cols);
 }
-static cblob_status strided_2d(const vectors *v)
+/* One cuMemcpy2DAsync of `height` rows of `width` floats between the vectors (offsets and pitches
+ * in floats). */
+static cblob_status copy_2d(const vectors *v, int64_t x_at, int64_t x_pitch, int64_t y_at, int64_t y_pitch, int64_t width,
+                            int64_t height)
 {
-    const int64_t cols = 1024, rows = v->n / (2 * cols);
-    return cb_cuda_kernels[CBLOB_DTYPE_FLOAT32].copy_strided(v->device, rows * cols, rows, cols, v->x, 2 * cols, v->y,
-                                        2 * cols);
+    const cbcu_memcpy2d copy = {
+        .srcMemoryType = CBCU_MEMORYTYPE_DEVICE,
+        .srcDevice = (cbcu_deviceptr)(uintptr_t)((const float *)v->x + x_at),
+        .srcPitch = (size_t)x_pitch * sizeof(float),
+        .dstMemoryType = CBCU_MEMORYTYPE_DEVICE,
+        .dstDevice = (cbcu_deviceptr)(uintptr_t)((float *)v->y + y_at),
+        .dstPitch = (size_t)y_pitch * sizeof(float),
+        .WidthInBytes = (size_t)width * sizeof(float),
+        .Height = (size_t)height,
+    };
+    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(v->device)));
+    const cbcu_result result = cb_cuda_driver_api_get()->cuMemcpy2DAsync_v2(&copy, cb_cuda_stream(v->device));
+    cb_cuda_leave();
+    return cb_cuda_check(result, "cuMemcpy2DAsync");
 }
+/* Every other row of `cols` floats, by one 2D copy. */
+static cblob_status every_other_row_2d(const vectors *v, int64_t cols)
+{
+    return copy_2d(v, 0, 2 * cols, 0, 2 * cols, cols, v->n / (2 * cols));
+}
+/* The 4 x 4 runs of transpose_long_runs by the copy engines: a 2D copy per row of runs (what the
+ * library did before the kernel cut long runs into segments). */
+static cblob_status transpose_long_runs_2d(const vectors *v)
+{
+    const int64_t inner = v->n / 16;
+    for (int64_t r = 0; r < 4; ++r)
+        CB_TRY(copy_2d(v, r * 4 * inner, inner, r * inner, 4 * inner, inner, 4));
+    return CBLOB_OK;
+}
+static cblob_status strided_2d(const vectors *v) { return every_other_row_2d(v, 1024); }
 
 static double timed(run_fn run, const vectors *v)
 {
@@ -224,6 +255,10 @@ static void bandwidth(const vectors *v)
         {"axpy (cuBLAS)", axpy_blas, 12, 0.85, {0}},
         {"scale (kernel)", scale, 8, 0.85, {0}},
         {"scale (cuBLAS)", scale_blas, 8, 0.85, {0}},
+        {"axpy float64 (kernel)", axpy64, 12, 0.85, {0}},
+        {"axpy float64 (cuBLAS)", axpy64_blas, 12, 0.85, {0}},
+        {"scale float64 (kernel)", scale64, 8, 0.85, {0}},
+        {"scale float64 (cuBLAS)", scale64_blas, 8, 0.85, {0}},
         {"asum (kernel)", asum, 4, 0.85, {0}},
         {"sumsq (kernel)", sumsq, 4, 0.85, {0}},
         {"convert f32->i32 (kernel)", convert, 8, 0.85, {0}},
@@ -232,10 +267,10 @@ static void bandwidth(const vectors *v)
         {"transpose NHWC->NCHW, C=3 (kernel)", transpose_to_channels_first, 8, 0.7, {0}},
         {"transpose, runs of 64 (kernel)", transpose_runs, 8, 0.7, {0}},
         {"transpose, runs of 4Mi (kernel)", transpose_long_runs, 8, 0.7, {0}},
-        {"transpose, runs of 4Mi (2D copies)", transpose_long_runs_2d, 8, 0.7, {0}},
+        {"transpose, runs of 4Mi (2D copies)", transpose_long_runs_2d, 8, 0, {0}}, /* references: not the library's paths */
         {"strided copy (kernel)", strided, 4, 0.85, {0}},
         {"strided copy, rows of 3 (kernel)", strided_short_rows, 4, 0.85, {0}},
-        {"strided copy (2D copy)", strided_2d, 4, 0.85, {0}},
+        {"strided copy (2D copy)", strided_2d, 4, 0, {0}},
     };
     const int count = (int)(sizeof variants / sizeof variants[0]);
     measure(variants, count, v);
@@ -338,51 +373,36 @@ static cblob_status rows_kernel(const vectors *v)
                                             2 * row_elements, v->y, 2 * row_elements);
 }
 
-static cblob_status rows_2d(const vectors *v)
-{
-    const int64_t rows = v->n / (2 * row_elements);
-    const size_t pitch = (size_t)(2 * row_elements) * sizeof(float);
-    const cbcu_memcpy2d copy = {
-        .srcMemoryType = CBCU_MEMORYTYPE_DEVICE,
-        .srcDevice = (cbcu_deviceptr)(uintptr_t)v->x,
-        .srcPitch = pitch,
-        .dstMemoryType = CBCU_MEMORYTYPE_DEVICE,
-        .dstDevice = (cbcu_deviceptr)(uintptr_t)v->y,
-        .dstPitch = pitch,
-        .WidthInBytes = (size_t)row_elements * sizeof(float),
-        .Height = (size_t)rows,
-    };
-    CB_TRY(cb_cuda_enter(cb_cuda_device_state_of(v->device)));
-    const cbcu_result result = cb_cuda_driver_api_get()->cuMemcpy2DAsync_v2(&copy, cb_cuda_stream(v->device));
-    cb_cuda_leave();
-    return cb_cuda_check(result, "cuMemcpy2DAsync");
-}
+static cblob_status rows_2d(const vectors *v) { return every_other_row_2d(v, row_elements); }
 
 static void narrow_rows(const vectors *v)
 {
-    static const int widths[] = {1, 2, 3, 4, 6, 8, 12, 16, 32, 64}; /* floats per row */
+    /* floats per row: 4 bytes to 64 KiB, the narrow rows and the wide ones the copy engines take */
+    static const int widths[] = {1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 1024, 4096, 16384};
     const int count = (int)(sizeof widths / sizeof widths[0]);
-    bool copy_wins[sizeof widths / sizeof widths[0]];
+    char faster[256] = "";
+    int wins = 0;
     printf("strided copy, every other row of a float32 vector of %lld elements, median of %d:\n", (long long)v->n, rounds);
     for (int w = 0; w < count; ++w) {
         row_elements = widths[w];
+        if (v->n / (2 * row_elements) < 1)
+            break;
         variant pair[2] = {{"kernel", rows_kernel, 8, 0, {0}}, {"2D copy", rows_2d, 8, 0, {0}}};
         measure(pair, 2, v);
         const double elements = (double)(v->n / (2 * row_elements) * row_elements);
         const double kernel = median_rate(&pair[0], elements), copy_2d = median_rate(&pair[1], elements);
-        copy_wins[w] = copy_2d > kernel;
-        printf("  rows of %3d bytes: kernel %6.0f GB/s, 2D copy %6.0f GB/s: the %s is faster\n", widths[w] * 4,
-               kernel * 1e-9, copy_2d * 1e-9, copy_wins[w] ? "2D copy" : "kernel");
+        const bool copy_wins = copy_2d > kernel;
+        printf("  rows of %6d bytes: kernel %6.0f GB/s, 2D copy %6.0f GB/s: the %s is faster\n", widths[w] * 4,
+               kernel * 1e-9, copy_2d * 1e-9, copy_wins ? "2D copy" : "kernel");
+        if (copy_wins)
+            snprintf(faster + strlen(faster), sizeof faster - strlen(faster), "%s%d", wins++ ? ", " : "", widths[w] * 4);
     }
-    int from = count; /* the narrowest width from which the 2D copy wins at every wider one */
-    while (from > 0 && copy_wins[from - 1])
-        --from;
-    if (from == count)
-        printf("summary: narrow rows: the kernel is faster at every width up to %d bytes (CB_CUDA_COPY_2D_MIN_ROW_BYTES "
-               "is %d)\n", widths[count - 1] * 4, CB_CUDA_COPY_2D_MIN_ROW_BYTES);
+    if (wins)
+        printf("summary: rows: the 2D copy is faster for rows of %s bytes (of %d to %d), where the library runs the "
+               "kernel\n", faster, widths[0] * 4, widths[count - 1] * 4);
     else
-        printf("summary: narrow rows: the 2D copy is faster from %d bytes (CB_CUDA_COPY_2D_MIN_ROW_BYTES is %d)\n",
-               widths[from] * 4, CB_CUDA_COPY_2D_MIN_ROW_BYTES);
+        printf("summary: rows: the kernel (the library's choice) is faster at every width from %d to %d bytes\n",
+               widths[0] * 4, widths[count - 1] * 4);
 }
 
 /* ---- hazards: issue 25's ordering hazards, as regression checks on the GPU ------------------------------- */

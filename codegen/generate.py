@@ -291,6 +291,9 @@ def enrich(model):
         op["cuda_sum"] = sums[0] if sums else None
         op.setdefault("split", "sum" if sums else "elements")
         op.setdefault("split_kib", None)
+        op.setdefault("cuda_min_blocks", None)
+        if op["cuda_min_blocks"] is not None and (not isinstance(op["cuda_min_blocks"], int) or op["cuda_min_blocks"] < 1):
+            raise DescriptionError(f"kernel {op['name']}: cuda_min_blocks must be a whole number of blocks, at least 1")
         if op["split_kib"] is not None and (not isinstance(op["split_kib"], int) or op["split_kib"] < 1):
             raise DescriptionError(f"kernel {op['name']}: split_kib must be a whole number of KiB, at least 1")
         if op["split"] not in SPLITS or (op["split"] == "sum") != bool(sums):

@@ -226,18 +226,36 @@ extern "C" __global__ void __launch_bounds__(256)
 cblob_copy_strided_f32(int64_t n, int64_t rows, int64_t cols, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y, int64_t y_stride)
 {
     int width = 1, shift = 0;
-    while (width < cols && width < 256) {
+    while (width < cols && width < 32) {
+        width <<= 1;
+        ++shift;
+    }
+    while ((int64_t)width * 8 < cols && width < 256) {
         width <<= 1;
         ++shift;
     }
     const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
-    const int64_t step = (int64_t)gridDim.x * groups;
-    for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
-        const float *from = x + row * x_stride + lane;
-        float *to = y + row * y_stride + lane;
-        CB_UNROLL(4)
-        for (int64_t c = 0; c < cols - lane; c += width)
-            to[c] = from[c];
+    const int64_t step = (int64_t)gridDim.x * groups, first = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift);
+    if ((cols + width - 1) / width >= 8) {
+        /* `batch` or more elements a lane in each row: along the row, unrolled. */
+        CB_UNROLL(1)
+        for (int64_t row = first; row < rows; row += step) {
+            const float *from = x + row * x_stride;
+            float *to = y + row * y_stride;
+            CB_UNROLL(8)
+            for (int64_t c = lane; c < cols; c += width)
+                to[c] = from[c];
+        }
+        return;
+    }
+    /* Fewer: down the rows, unrolled, one of the lane's columns at a time. */
+    CB_UNROLL(1)
+    for (int64_t c = lane; c < cols; c += width) {
+        const float *from = x + c;
+        float *to = y + c;
+        CB_UNROLL(8)
+        for (int64_t row = first; row < rows; row += step)
+            to[row * y_stride] = from[row * x_stride];
     }
 }
 
@@ -246,17 +264,35 @@ extern "C" __global__ void __launch_bounds__(256)
 cblob_copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const double *__restrict__ x, int64_t x_stride, double *__restrict__ y, int64_t y_stride)
 {
     int width = 1, shift = 0;
-    while (width < cols && width < 256) {
+    while (width < cols && width < 32) {
+        width <<= 1;
+        ++shift;
+    }
+    while ((int64_t)width * 8 < cols && width < 256) {
         width <<= 1;
         ++shift;
     }
     const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
-    const int64_t step = (int64_t)gridDim.x * groups;
-    for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
-        const double *from = x + row * x_stride + lane;
-        double *to = y + row * y_stride + lane;
-        CB_UNROLL(4)
-        for (int64_t c = 0; c < cols - lane; c += width)
-            to[c] = from[c];
+    const int64_t step = (int64_t)gridDim.x * groups, first = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift);
+    if ((cols + width - 1) / width >= 8) {
+        /* `batch` or more elements a lane in each row: along the row, unrolled. */
+        CB_UNROLL(1)
+        for (int64_t row = first; row < rows; row += step) {
+            const double *from = x + row * x_stride;
+            double *to = y + row * y_stride;
+            CB_UNROLL(8)
+            for (int64_t c = lane; c < cols; c += width)
+                to[c] = from[c];
+        }
+        return;
+    }
+    /* Fewer: down the rows, unrolled, one of the lane's columns at a time. */
+    CB_UNROLL(1)
+    for (int64_t c = lane; c < cols; c += width) {
+        const double *from = x + c;
+        double *to = y + c;
+        CB_UNROLL(8)
+        for (int64_t row = first; row < rows; row += step)
+            to[row * y_stride] = from[row * x_stride];
     }
 }

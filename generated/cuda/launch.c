@@ -233,22 +233,12 @@ static cblob_status jit_transpose_f32(const cb_device *device, int64_t n, int64_
     return cb_cuda_launch(device, CB_CUDA_FAMILY_TRANSPOSE, CBLOB_DTYPE_FLOAT32, n, args);
 }
 
-static cblob_status engine_transpose_f32(const cb_device *device, int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
-{
-    return cb_cuda_transpose(device, CBLOB_DTYPE_FLOAT32, n, outer, rows, middle, cols, inner, x, y);
-}
-
 static cblob_status jit_transpose_f64(const cb_device *device, int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
     if (n == 0)
         return CBLOB_OK;
     void *args[] = {&n, &outer, &rows, &middle, &cols, &inner, &x, &y};
     return cb_cuda_launch(device, CB_CUDA_FAMILY_TRANSPOSE, CBLOB_DTYPE_FLOAT64, n, args);
-}
-
-static cblob_status engine_transpose_f64(const cb_device *device, int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
-{
-    return cb_cuda_transpose(device, CBLOB_DTYPE_FLOAT64, n, outer, rows, middle, cols, inner, x, y);
 }
 
 static cblob_status jit_transpose_i32(const cb_device *device, int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
@@ -259,22 +249,12 @@ static cblob_status jit_transpose_i32(const cb_device *device, int64_t n, int64_
     return cb_cuda_launch(device, CB_CUDA_FAMILY_TRANSPOSE, CBLOB_DTYPE_INT32, n, args);
 }
 
-static cblob_status engine_transpose_i32(const cb_device *device, int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
-{
-    return cb_cuda_transpose(device, CBLOB_DTYPE_INT32, n, outer, rows, middle, cols, inner, x, y);
-}
-
 static cblob_status jit_transpose_u32(const cb_device *device, int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
 {
     if (n == 0)
         return CBLOB_OK;
     void *args[] = {&n, &outer, &rows, &middle, &cols, &inner, &x, &y};
     return cb_cuda_launch(device, CB_CUDA_FAMILY_TRANSPOSE, CBLOB_DTYPE_UINT32, n, args);
-}
-
-static cblob_status engine_transpose_u32(const cb_device *device, int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y)
-{
-    return cb_cuda_transpose(device, CBLOB_DTYPE_UINT32, n, outer, rows, middle, cols, inner, x, y);
 }
 
 static cblob_status jit_convert_to_f32_f32(const cb_device *device, int64_t n, const void *x, void *y)
@@ -501,7 +481,7 @@ const cb_kernels cb_cuda_kernels[CB_KERNEL_ROWS] = {
         .fill = jit_fill_f32,
         .add = jit_add_f32,
         .copy_strided = engine_copy_strided_f32,
-        .transpose = engine_transpose_f32,
+        .transpose = jit_transpose_f32,
         .convert_to_f32 = jit_convert_to_f32_f32,
         .convert_to_f64 = jit_convert_to_f64_f32,
         .convert_to_i32 = jit_convert_to_i32_f32,
@@ -517,7 +497,7 @@ const cb_kernels cb_cuda_kernels[CB_KERNEL_ROWS] = {
         .fill = jit_fill_f64,
         .add = jit_add_f64,
         .copy_strided = engine_copy_strided_f64,
-        .transpose = engine_transpose_f64,
+        .transpose = jit_transpose_f64,
         .convert_to_f32 = jit_convert_to_f32_f64,
         .convert_to_f64 = jit_convert_to_f64_f64,
         .convert_to_i32 = jit_convert_to_i32_f64,
@@ -529,7 +509,7 @@ const cb_kernels cb_cuda_kernels[CB_KERNEL_ROWS] = {
         .fill = jit_fill_i32,
         .add = jit_add_i32,
         .copy_strided = engine_copy_strided_i32,
-        .transpose = engine_transpose_i32,
+        .transpose = jit_transpose_i32,
         .convert_to_f32 = jit_convert_to_f32_i32,
         .convert_to_f64 = jit_convert_to_f64_i32,
         .convert_to_i32 = jit_convert_to_i32_i32,
@@ -539,7 +519,7 @@ const cb_kernels cb_cuda_kernels[CB_KERNEL_ROWS] = {
         .fill = jit_fill_u32,
         .add = jit_add_u32,
         .copy_strided = engine_copy_strided_u32,
-        .transpose = engine_transpose_u32,
+        .transpose = jit_transpose_u32,
         .convert_to_f32 = jit_convert_to_f32_u32,
         .convert_to_f64 = jit_convert_to_f64_u32,
         .convert_to_i32 = jit_convert_to_i32_u32,

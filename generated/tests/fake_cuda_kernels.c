@@ -1200,18 +1200,36 @@ static void twin_thread_add_u32(void *args)
 static void twin_copy_strided_f32(int64_t n, int64_t rows, int64_t cols, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y, int64_t y_stride)
 {
     int width = 1, shift = 0;
-    while (width < cols && width < 256) {
+    while (width < cols && width < 32) {
+        width <<= 1;
+        ++shift;
+    }
+    while ((int64_t)width * 8 < cols && width < 256) {
         width <<= 1;
         ++shift;
     }
     const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
-    const int64_t step = (int64_t)gridDim.x * groups;
-    for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
-        const float *from = x + row * x_stride + lane;
-        float *to = y + row * y_stride + lane;
-        CB_UNROLL(4)
-        for (int64_t c = 0; c < cols - lane; c += width)
-            to[c] = from[c];
+    const int64_t step = (int64_t)gridDim.x * groups, first = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift);
+    if ((cols + width - 1) / width >= 8) {
+        /* `batch` or more elements a lane in each row: along the row, unrolled. */
+        CB_UNROLL(1)
+        for (int64_t row = first; row < rows; row += step) {
+            const float *from = x + row * x_stride;
+            float *to = y + row * y_stride;
+            CB_UNROLL(8)
+            for (int64_t c = lane; c < cols; c += width)
+                to[c] = from[c];
+        }
+        return;
+    }
+    /* Fewer: down the rows, unrolled, one of the lane's columns at a time. */
+    CB_UNROLL(1)
+    for (int64_t c = lane; c < cols; c += width) {
+        const float *from = x + c;
+        float *to = y + c;
+        CB_UNROLL(8)
+        for (int64_t row = first; row < rows; row += step)
+            to[row * y_stride] = from[row * x_stride];
     }
 }
 
@@ -1235,18 +1253,36 @@ static void twin_thread_copy_strided_f32(void *args)
 static void twin_copy_strided_f64(int64_t n, int64_t rows, int64_t cols, const double *__restrict__ x, int64_t x_stride, double *__restrict__ y, int64_t y_stride)
 {
     int width = 1, shift = 0;
-    while (width < cols && width < 256) {
+    while (width < cols && width < 32) {
+        width <<= 1;
+        ++shift;
+    }
+    while ((int64_t)width * 8 < cols && width < 256) {
         width <<= 1;
         ++shift;
     }
     const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
-    const int64_t step = (int64_t)gridDim.x * groups;
-    for (int64_t row = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift); row < rows; row += step) {
-        const double *from = x + row * x_stride + lane;
-        double *to = y + row * y_stride + lane;
-        CB_UNROLL(4)
-        for (int64_t c = 0; c < cols - lane; c += width)
-            to[c] = from[c];
+    const int64_t step = (int64_t)gridDim.x * groups, first = (int64_t)blockIdx.x * groups + (threadIdx.x >> shift);
+    if ((cols + width - 1) / width >= 8) {
+        /* `batch` or more elements a lane in each row: along the row, unrolled. */
+        CB_UNROLL(1)
+        for (int64_t row = first; row < rows; row += step) {
+            const double *from = x + row * x_stride;
+            double *to = y + row * y_stride;
+            CB_UNROLL(8)
+            for (int64_t c = lane; c < cols; c += width)
+                to[c] = from[c];
+        }
+        return;
+    }
+    /* Fewer: down the rows, unrolled, one of the lane's columns at a time. */
+    CB_UNROLL(1)
+    for (int64_t c = lane; c < cols; c += width) {
+        const double *from = x + c;
+        double *to = y + c;
+        CB_UNROLL(8)
+        for (int64_t row = first; row < rows; row += step)
+            to[row * y_stride] = from[row * x_stride];
     }
 }
 
@@ -1270,6 +1306,43 @@ static void twin_thread_copy_strided_f64(void *args)
 static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const float *__restrict__ x, float *__restrict__ y)
 {
     __shared__ float tile[32][33];
+    if (inner == 1 && (rows <= 4 || cols <= 4)) {
+        /* One side of 4 or fewer (image channels): no shared memory. A warp takes 128
+         * positions of the long side in one (o, m), each lane 4 of them, 32 apart, with every
+         * element of the small side: all loaded before any is stored. The side that runs along
+         * the long one is read or written a warp's 32 consecutive elements at a time; the other
+         * a lane's few consecutive elements at a time, which the warp's other lanes complete. */
+        const bool rows_small = rows <= cols;
+        const int small = (int)(rows_small ? rows : cols);
+        const int64_t along = rows_small ? cols : rows, plane = rows * middle * cols;
+        const int64_t x_long = rows_small ? 1 : middle * cols, x_small = rows_small ? middle * cols : 1;
+        const int64_t y_long = rows_small ? middle * rows : 1, y_small = rows_small ? 1 : middle * rows;
+        const int64_t radix[CB_DIGITS - 1] = {(along + 127) / 128, middle, 1};
+        const int warps = 256 / 32, lane = threadIdx.x & 31;
+        cb_position at = cb_position_of((int64_t)blockIdx.x * warps + (threadIdx.x >> 5), radix);
+        const cb_position step = cb_position_of((int64_t)gridDim.x * warps, radix);
+        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+            const int64_t first = at.digit[0] * 128 + lane, m = at.digit[1];
+            const float *from = x + at.digit[3] * plane + m * cols + first * x_long;
+            float *to = y + at.digit[3] * plane + m * rows + first * y_long;
+            float value[4][4];
+            CB_UNROLL(4)
+            for (int k = 0; k < 4; ++k)
+                if (first + k * 32 < along)
+                    CB_UNROLL(4)
+                    for (int j = 0; j < 4; ++j)
+                        if (j < small)
+                            value[k][j] = from[k * 32 * x_long + j * x_small];
+            CB_UNROLL(4)
+            for (int k = 0; k < 4; ++k)
+                if (first + k * 32 < along)
+                    CB_UNROLL(4)
+                    for (int j = 0; j < 4; ++j)
+                        if (j < small)
+                            to[k * 32 * y_long + j * y_small] = value[k][j];
+        }
+        return;
+    }
     if (inner == 1 && (rows < 32 || cols < 32)) {
         const bool rows_small = rows <= cols;
         const int small = (int)(rows_small ? rows : cols);
@@ -1296,9 +1369,25 @@ static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t m
                 /* x: `small` rows of the chunk's columns; y: the chunk's columns of `small` each. */
                 const float *from = x + at.digit[3] * plane + at.digit[1] * cols + first;
                 float *to = y + at.digit[3] * plane + at.digit[1] * rows + first * y_pitch;
-                for (int r = 0; r < small; ++r)
-                    for (int c = thread; c < count; c += 256)
-                        chunk[c * small + r] = from[r * x_pitch + c];
+                /* The chunk in x's order, (r, c) = (j / count, j % count): one division a chunk. */
+                int read_r = thread / count, read_c = thread - read_r * count;
+                float value[5];
+                int slot[5];
+                CB_UNROLL(5)
+                for (int k = 0; k < 5; ++k) {
+                    slot[k] = read_r < small ? read_c * small + read_r : -1;
+                    if (read_r < small)
+                        value[k] = from[read_r * x_pitch + read_c];
+                    read_c += 256;
+                    while (read_c >= count) {
+                        read_c -= count;
+                        ++read_r;
+                    }
+                }
+                CB_UNROLL(5)
+                for (int k = 0; k < 5; ++k)
+                    if (slot[k] >= 0)
+                        chunk[slot[k]] = value[k];
                 __syncthreads();
                 int c = first_long, r = first_short;
                 for (int j = thread; j < elements; j += 256) {
@@ -1315,8 +1404,11 @@ static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t m
                 const float *from = x + at.digit[3] * plane + at.digit[1] * cols + first * x_pitch;
                 float *to = y + at.digit[3] * plane + at.digit[1] * rows + first;
                 int r = first_long, c = first_short;
-                for (int j = thread; j < elements; j += 256) {
-                    chunk[j] = from[r * x_pitch + c];
+                float value[5];
+                CB_UNROLL(5)
+                for (int k = 0; k < 5; ++k) {
+                    if (thread + k * 256 < elements)
+                        value[k] = from[r * x_pitch + c];
                     r += step_long;
                     c += step_short;
                     if (c >= small) {
@@ -1324,6 +1416,10 @@ static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t m
                         ++r;
                     }
                 }
+                CB_UNROLL(5)
+                for (int k = 0; k < 5; ++k)
+                    if (thread + k * 256 < elements)
+                        chunk[thread + k * 256] = value[k];
                 __syncthreads();
                 for (int to_row = 0; to_row < small; ++to_row)
                     for (int at_row = thread; at_row < count; at_row += 256)
@@ -1366,21 +1462,38 @@ static void twin_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t m
         width <<= 1;
         ++shift;
     }
+    /* Long runs are cut into segments of `batch` elements a lane (one position each), so that a
+     * few long runs still give every group of the grid work; shorter runs are taken `strip` rows
+     * at a time, the rows innermost (unrolled: `strip` loads in flight). */
+    const int64_t segment = (int64_t)width * 8;
+    const int64_t segments = inner > segment ? (inner + segment - 1) / segment : 1;
+    const int strip = segments > 1 ? 1 : 8;
     const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
-    const int64_t radix[CB_DIGITS - 1] = {(rows + 7) / 8, middle, cols};
+    const int64_t radix[CB_DIGITS - 1] = {(rows + strip - 1) / strip * segments, middle, cols};
     cb_position at = cb_position_of((int64_t)blockIdx.x * groups + (threadIdx.x >> shift), radix);
     const cb_position step = cb_position_of((int64_t)gridDim.x * groups, radix);
     const int64_t x_pitch = middle * cols * inner;
     for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+        if (segments > 1) { /* a position is `batch` elements a lane: a division is cheap here */
+            const cb_quotient q = cb_divide((uint64_t)at.digit[0], (uint64_t)segments);
+            const int64_t r = (int64_t)q.quotient, i_first = (int64_t)q.remainder * segment;
+            const int64_t i_end = inner - i_first < segment ? inner : i_first + segment;
+            const float *from = x + (((at.digit[3] * rows + r) * middle + at.digit[1]) * cols + at.digit[2]) * inner;
+            float *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r) * inner;
+            CB_UNROLL(8)
+            for (int64_t i = i_first + lane; i < i_end; i += width)
+                to[i] = from[i];
+            continue;
+        }
         const int64_t r_first = at.digit[0] * 8;
         const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
         const float *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
         float *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
         CB_UNROLL(1)
-        for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
-            CB_UNROLL(4)
-            for (int64_t i = 0; i < inner - lane; i += width)
-                to[i] = from[i];
+        for (int64_t i = 0; i < inner - lane; i += width)
+            CB_UNROLL(8)
+            for (int r = 0; r < r_count; ++r)
+                to[r * inner + i] = from[r * x_pitch + i];
     }
 }
 
@@ -1405,6 +1518,43 @@ static void twin_thread_transpose_f32(void *args)
 static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const double *__restrict__ x, double *__restrict__ y)
 {
     __shared__ double tile[32][33];
+    if (inner == 1 && (rows <= 4 || cols <= 4)) {
+        /* One side of 4 or fewer (image channels): no shared memory. A warp takes 128
+         * positions of the long side in one (o, m), each lane 4 of them, 32 apart, with every
+         * element of the small side: all loaded before any is stored. The side that runs along
+         * the long one is read or written a warp's 32 consecutive elements at a time; the other
+         * a lane's few consecutive elements at a time, which the warp's other lanes complete. */
+        const bool rows_small = rows <= cols;
+        const int small = (int)(rows_small ? rows : cols);
+        const int64_t along = rows_small ? cols : rows, plane = rows * middle * cols;
+        const int64_t x_long = rows_small ? 1 : middle * cols, x_small = rows_small ? middle * cols : 1;
+        const int64_t y_long = rows_small ? middle * rows : 1, y_small = rows_small ? 1 : middle * rows;
+        const int64_t radix[CB_DIGITS - 1] = {(along + 127) / 128, middle, 1};
+        const int warps = 256 / 32, lane = threadIdx.x & 31;
+        cb_position at = cb_position_of((int64_t)blockIdx.x * warps + (threadIdx.x >> 5), radix);
+        const cb_position step = cb_position_of((int64_t)gridDim.x * warps, radix);
+        for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+            const int64_t first = at.digit[0] * 128 + lane, m = at.digit[1];
+            const double *from = x + at.digit[3] * plane + m * cols + first * x_long;
+            double *to = y + at.digit[3] * plane + m * rows + first * y_long;
+            double value[4][4];
+            CB_UNROLL(4)
+            for (int k = 0; k < 4; ++k)
+                if (first + k * 32 < along)
+                    CB_UNROLL(4)
+                    for (int j = 0; j < 4; ++j)
+                        if (j < small)
+                            value[k][j] = from[k * 32 * x_long + j * x_small];
+            CB_UNROLL(4)
+            for (int k = 0; k < 4; ++k)
+                if (first + k * 32 < along)
+                    CB_UNROLL(4)
+                    for (int j = 0; j < 4; ++j)
+                        if (j < small)
+                            to[k * 32 * y_long + j * y_small] = value[k][j];
+        }
+        return;
+    }
     if (inner == 1 && (rows < 32 || cols < 32)) {
         const bool rows_small = rows <= cols;
         const int small = (int)(rows_small ? rows : cols);
@@ -1431,9 +1581,25 @@ static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t m
                 /* x: `small` rows of the chunk's columns; y: the chunk's columns of `small` each. */
                 const double *from = x + at.digit[3] * plane + at.digit[1] * cols + first;
                 double *to = y + at.digit[3] * plane + at.digit[1] * rows + first * y_pitch;
-                for (int r = 0; r < small; ++r)
-                    for (int c = thread; c < count; c += 256)
-                        chunk[c * small + r] = from[r * x_pitch + c];
+                /* The chunk in x's order, (r, c) = (j / count, j % count): one division a chunk. */
+                int read_r = thread / count, read_c = thread - read_r * count;
+                double value[5];
+                int slot[5];
+                CB_UNROLL(5)
+                for (int k = 0; k < 5; ++k) {
+                    slot[k] = read_r < small ? read_c * small + read_r : -1;
+                    if (read_r < small)
+                        value[k] = from[read_r * x_pitch + read_c];
+                    read_c += 256;
+                    while (read_c >= count) {
+                        read_c -= count;
+                        ++read_r;
+                    }
+                }
+                CB_UNROLL(5)
+                for (int k = 0; k < 5; ++k)
+                    if (slot[k] >= 0)
+                        chunk[slot[k]] = value[k];
                 __syncthreads();
                 int c = first_long, r = first_short;
                 for (int j = thread; j < elements; j += 256) {
@@ -1450,8 +1616,11 @@ static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t m
                 const double *from = x + at.digit[3] * plane + at.digit[1] * cols + first * x_pitch;
                 double *to = y + at.digit[3] * plane + at.digit[1] * rows + first;
                 int r = first_long, c = first_short;
-                for (int j = thread; j < elements; j += 256) {
-                    chunk[j] = from[r * x_pitch + c];
+                double value[5];
+                CB_UNROLL(5)
+                for (int k = 0; k < 5; ++k) {
+                    if (thread + k * 256 < elements)
+                        value[k] = from[r * x_pitch + c];
                     r += step_long;
                     c += step_short;
                     if (c >= small) {
@@ -1459,6 +1628,10 @@ static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t m
                         ++r;
                     }
                 }
+                CB_UNROLL(5)
+                for (int k = 0; k < 5; ++k)
+                    if (thread + k * 256 < elements)
+                        chunk[thread + k * 256] = value[k];
                 __syncthreads();
                 for (int to_row = 0; to_row < small; ++to_row)
                     for (int at_row = thread; at_row < count; at_row += 256)
@@ -1501,21 +1674,38 @@ static void twin_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t m
         width <<= 1;
         ++shift;
     }
+    /* Long runs are cut into segments of `batch` elements a lane (one position each), so that a
+     * few long runs still give every group of the grid work; shorter runs are taken `strip` rows
+     * at a time, the rows innermost (unrolled: `strip` loads in flight). */
+    const int64_t segment = (int64_t)width * 8;
+    const int64_t segments = inner > segment ? (inner + segment - 1) / segment : 1;
+    const int strip = segments > 1 ? 1 : 8;
     const int lane = threadIdx.x & (width - 1), groups = 256 >> shift;
-    const int64_t radix[CB_DIGITS - 1] = {(rows + 7) / 8, middle, cols};
+    const int64_t radix[CB_DIGITS - 1] = {(rows + strip - 1) / strip * segments, middle, cols};
     cb_position at = cb_position_of((int64_t)blockIdx.x * groups + (threadIdx.x >> shift), radix);
     const cb_position step = cb_position_of((int64_t)gridDim.x * groups, radix);
     const int64_t x_pitch = middle * cols * inner;
     for (; at.digit[3] < outer; cb_position_add(&at, &step, radix)) {
+        if (segments > 1) { /* a position is `batch` elements a lane: a division is cheap here */
+            const cb_quotient q = cb_divide((uint64_t)at.digit[0], (uint64_t)segments);
+            const int64_t r = (int64_t)q.quotient, i_first = (int64_t)q.remainder * segment;
+            const int64_t i_end = inner - i_first < segment ? inner : i_first + segment;
+            const double *from = x + (((at.digit[3] * rows + r) * middle + at.digit[1]) * cols + at.digit[2]) * inner;
+            double *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r) * inner;
+            CB_UNROLL(8)
+            for (int64_t i = i_first + lane; i < i_end; i += width)
+                to[i] = from[i];
+            continue;
+        }
         const int64_t r_first = at.digit[0] * 8;
         const int r_count = rows - r_first < 8 ? (int)(rows - r_first) : 8;
         const double *from = x + (((at.digit[3] * rows + r_first) * middle + at.digit[1]) * cols + at.digit[2]) * inner + lane;
         double *to = y + (((at.digit[3] * cols + at.digit[2]) * middle + at.digit[1]) * rows + r_first) * inner + lane;
         CB_UNROLL(1)
-        for (int r = 0; r < r_count; ++r, from += x_pitch, to += inner)
-            CB_UNROLL(4)
-            for (int64_t i = 0; i < inner - lane; i += width)
-                to[i] = from[i];
+        for (int64_t i = 0; i < inner - lane; i += width)
+            CB_UNROLL(8)
+            for (int r = 0; r < r_count; ++r)
+                to[r * inner + i] = from[r * x_pitch + i];
     }
 }
 

@@ -174,8 +174,11 @@ static const shape5 small_side_shapes[] = {
     {2, 1000, 1, 3, 1}, {1, 17, 3, 100, 1}, {2, 100, 2, 31, 1}, {1, 2, 1, 2, 1},  {1, 1, 1, 700, 1},
     {1, 700, 1, 1, 1},  {2, 4, 1, 4, 1},    {1, 8, 1, 529, 1}, {1, 529, 2, 16, 1},
 };
+/* The last three: runs longer than a segment (8 elements a lane of a block-wide group), cut into
+ * segments with a ragged last one, and a single run. */
 static const shape5 run_shapes[] = {
-    {1, 3, 1, 2, 2}, {3, 7, 2, 5, 3}, {2, 3, 4, 5, 64}, {1, 20, 1, 9, 300}, {1, 17, 3, 2, 33},
+    {1, 3, 1, 2, 2},    {3, 7, 2, 5, 3}, {2, 3, 4, 5, 64}, {1, 20, 1, 9, 300}, {1, 17, 3, 2, 33},
+    {1, 3, 2, 2, 4133}, {2, 1, 1, 3, 5000}, {1, 1, 1, 1, 6000},
 };
 
 static void transposes_agree(const shape5 *shapes, size_t count)
@@ -209,20 +212,21 @@ TEST(transpose_with_a_small_grid_agrees_with_the_cpu)
     transpose_agrees(&b, CBLOB_DTYPE_FLOAT64, (shape5){2, 50, 3, 7, 5});
     transpose_agrees(&b, CBLOB_DTYPE_FLOAT32, (shape5){2, 3, 2, 3000, 1}); /* many chunks per block */
     transpose_agrees(&b, CBLOB_DTYPE_INT32, (shape5){3, 2000, 1, 7, 1});
+    transpose_agrees(&b, CBLOB_DTYPE_FLOAT32, (shape5){1, 2, 1, 3, 4500}); /* segments of long runs */
     cblob_context_destroy(b.ctx);
 }
 
-/* Long runs go to the copy engines, a 2D copy per line of runs, along c (rows <= cols) or along r. */
-TEST(transpose_of_long_runs_by_2d_copies_agrees_with_the_cpu)
+/* Long runs go to the kernel through the library's table too, cut into segments (no 2D copies). */
+TEST(transpose_of_long_runs_through_the_library_agrees_with_the_cpu)
 {
     REQUIRE_GPU();
     bench b;
     bench_open(&b);
     const fake_cuda_counters before = gpu_counters();
-    transpose_agrees_through(cb_cuda_kernels, &b, CBLOB_DTYPE_FLOAT32, (shape5){1, 2, 2, 3, 1024});
-    transpose_agrees_through(cb_cuda_kernels, &b, CBLOB_DTYPE_FLOAT64, (shape5){2, 3, 1, 2, 512});
-    CHECK_COUNTER_DELTA(before, copies_2d, 8);
-    CHECK_COUNTER_DELTA(before, launches, 0);
+    transpose_agrees_through(cb_cuda_kernels, &b, CBLOB_DTYPE_FLOAT32, (shape5){1, 2, 2, 3, 4100});
+    transpose_agrees_through(cb_cuda_kernels, &b, CBLOB_DTYPE_FLOAT64, (shape5){2, 3, 1, 2, 2049});
+    CHECK_COUNTER_DELTA(before, copies_2d, 0);
+    CHECK_COUNTER_DELTA(before, launches, 2);
     cblob_context_destroy(b.ctx);
 }
 
@@ -418,10 +422,38 @@ typedef struct strided_case {
 } strided_case;
 
 /* Rows of one element to longer than a block, strides equal to, above and (for x, rows read
- * twice) below the row. */
+ * twice) below the row; then batches of a lane's elements that span rows: many narrow rows (a
+ * count that is no multiple of a batch), and rows of several elements a lane with a ragged end. */
 static const strided_case strided_cases[] = {
-    {7, 1, 3, 2}, {5, 3, 3, 7}, {40, 17, 20, 17}, {3, 300, 310, 305}, {9, 8, 4, 8}, {1, 1000, 1000, 1000},
+    {7, 1, 3, 2},       {5, 3, 3, 7},         {40, 17, 20, 17},    {3, 300, 310, 305},
+    {9, 8, 4, 8},       {1, 1000, 1000, 1000}, {1001, 3, 6, 3},    {37, 1000, 1003, 1001},
+    {300, 513, 520, 600},
 };
+
+static void copy_strided_agrees(const bench *b, cblob_dtype dtype, strided_case s)
+{
+    const int64_t x_count = (s.rows - 1) * s.x_stride + s.cols, y_count = (s.rows - 1) * s.y_stride + s.cols;
+    const size_t y_bytes = (size_t)y_count * size_of(dtype);
+    void *x = values(dtype, x_count, 0, false), *y = values(dtype, y_count, 5, false), *got = malloc(y_bytes);
+    CHECK(x != NULL && y != NULL && got != NULL);
+    buffer dx, dy;
+    buffer_make(b, x, (size_t)x_count * size_of(dtype), &dx);
+    buffer_make(b, y, y_bytes, &dy);
+    const int64_t n = s.rows * s.cols;
+    CHECK_OK(cb_cpu_kernel_table[dtype].copy_strided(&cb_host_device, n, s.rows, s.cols, x, s.x_stride, y, s.y_stride));
+    CHECK_OK(cb_cuda_jit_kernels[dtype].copy_strided(b->device, n, s.rows, s.cols, dx.device, s.x_stride, dy.device,
+                                                     s.y_stride));
+    buffer_read(b, &dy, got);
+    char what[96];
+    snprintf(what, sizeof what, "copy_strided %lld rows of %lld, strides %lld and %lld", (long long)s.rows,
+             (long long)s.cols, (long long)s.x_stride, (long long)s.y_stride);
+    same_elements(what, dtype, got, y, y_count);
+    buffer_free(&dx);
+    buffer_free(&dy);
+    free(x);
+    free(y);
+    free(got);
+}
 
 TEST(copy_strided_kernel_agrees_with_the_cpu)
 {
@@ -429,30 +461,22 @@ TEST(copy_strided_kernel_agrees_with_the_cpu)
     bench b;
     bench_open(&b);
     for (size_t d = 0; d < DTYPE_COUNT && !cbt_failed(); ++d)
-        for (size_t k = 0; k < sizeof strided_cases / sizeof strided_cases[0] && !cbt_failed(); ++k) {
-            const cblob_dtype dtype = dtypes[d];
-            const strided_case s = strided_cases[k];
-            const int64_t x_count = (s.rows - 1) * s.x_stride + s.cols, y_count = (s.rows - 1) * s.y_stride + s.cols;
-            const size_t y_bytes = (size_t)y_count * size_of(dtype);
-            void *x = values(dtype, x_count, 0, false), *y = values(dtype, y_count, 5, false), *got = malloc(y_bytes);
-            CHECK(x != NULL && y != NULL && got != NULL);
-            buffer dx, dy;
-            buffer_make(&b, x, (size_t)x_count * size_of(dtype), &dx);
-            buffer_make(&b, y, y_bytes, &dy);
-            const int64_t n = s.rows * s.cols;
-            CHECK_OK(cb_cpu_kernel_table[dtype].copy_strided(&cb_host_device, n, s.rows, s.cols, x, s.x_stride, y, s.y_stride));
-            CHECK_OK(cb_cuda_jit_kernels[dtype].copy_strided(b.device, n, s.rows, s.cols, dx.device, s.x_stride, dy.device,
-                                                      s.y_stride));
-            buffer_read(&b, &dy, got);
-            char what[96];
-            snprintf(what, sizeof what, "copy_strided %lld rows of %lld, strides %lld and %lld", (long long)s.rows,
-                     (long long)s.cols, (long long)s.x_stride, (long long)s.y_stride);
-            same_elements(what, dtype, got, y, y_count);
-            buffer_free(&dx);
-            buffer_free(&dy);
-            free(x);
-            free(y);
-            free(got);
-        }
+        for (size_t k = 0; k < sizeof strided_cases / sizeof strided_cases[0] && !cbt_failed(); ++k)
+            copy_strided_agrees(&b, dtypes[d], strided_cases[k]);
+    cblob_context_destroy(b.ctx);
+}
+
+/* A grid much smaller than the rows: each lane's batches span rows, and a batch ends mid-row. */
+TEST(copy_strided_with_a_small_grid_agrees_with_the_cpu)
+{
+    REQUIRE_GPU();
+    if (!gpu_is_fake())
+        SKIP("only the double can report another occupancy");
+    CHECK(gpu_set_occupancy(1));
+    bench b;
+    bench_open(&b);
+    copy_strided_agrees(&b, CBLOB_DTYPE_FLOAT32, (strided_case){5001, 3, 6, 3});
+    copy_strided_agrees(&b, CBLOB_DTYPE_FLOAT64, (strided_case){300, 700, 703, 701});
+    copy_strided_agrees(&b, CBLOB_DTYPE_INT32, (strided_case){200, 37, 40, 37});
     cblob_context_destroy(b.ctx);
 }
