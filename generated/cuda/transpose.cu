@@ -225,7 +225,7 @@ __device__ __forceinline__ int64_t cb_part_count(int64_t n)
 extern "C" __global__ void __launch_bounds__(256, 4)
 cblob_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const float *__restrict__ x, float *__restrict__ y)
 {
-    __shared__ float tile[32][33];
+    __shared__ float tile[32][65]; /* two 32 x 32 tiles side by side, rows padded by one */
     if (inner == 1 && (rows <= 4 || cols <= 4)) {
         /* One side of 4 or fewer (image channels): no shared memory. A warp takes 128
          * positions of the long side in one (o, m), each lane 4 of them, 32 apart, with every
@@ -363,16 +363,24 @@ cblob_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
             const float *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
             float *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
             CB_UNROLL(1)
-            for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
-                const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
-                for (int k = 0; k < 32; k += 8)
-                    if (row + k < r_end && lane < c_end)
-                        tile[row + k][lane] = from[k * x_pitch];
+            for (int64_t c0 = 0; c0 < c_stop; c0 += 64, from += 64, to += 64 * y_pitch) {
+                /* Two tiles side by side: 8 loads a thread in flight before the first store. */
+                const int c_end = c_stop - c0 < 64 ? (int)(c_stop - c0) : 64;
+                float value[8];
+                CB_UNROLL(8)
+                for (int k = 0; k < 8; ++k)
+                    if (row + (k >> 1) * 8 < r_end && lane + (k & 1) * 32 < c_end)
+                        value[k] = from[(k >> 1) * 8 * x_pitch + (k & 1) * 32];
+                CB_UNROLL(8)
+                for (int k = 0; k < 8; ++k)
+                    if (row + (k >> 1) * 8 < r_end && lane + (k & 1) * 32 < c_end)
+                        tile[row + (k >> 1) * 8][lane + (k & 1) * 32] = value[k];
                 __syncthreads();
-                for (int k = 0; k < 32; k += 8)
+                CB_UNROLL(8)
+                for (int k = 0; k < 64; k += 8)
                     if (row + k < c_end && lane < r_end)
                         to[k * y_pitch] = tile[lane][row + k];
-                __syncthreads(); /* the next tile overwrites this one */
+                __syncthreads(); /* the next pair overwrites this one */
             }
         }
         return;
@@ -421,7 +429,7 @@ cblob_transpose_f32(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
 extern "C" __global__ void __launch_bounds__(256, 4)
 cblob_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const double *__restrict__ x, double *__restrict__ y)
 {
-    __shared__ double tile[32][33];
+    __shared__ double tile[32][65]; /* two 32 x 32 tiles side by side, rows padded by one */
     if (inner == 1 && (rows <= 4 || cols <= 4)) {
         /* One side of 4 or fewer (image channels): no shared memory. A warp takes 128
          * positions of the long side in one (o, m), each lane 4 of them, 32 apart, with every
@@ -559,16 +567,24 @@ cblob_transpose_f64(int64_t n, int64_t outer, int64_t rows, int64_t middle, int6
             const double *from = x + at.digit[3] * plane + at.digit[2] * cols + (r0 + row) * x_pitch + c_first + lane;
             double *to = y + at.digit[3] * plane + at.digit[2] * rows + (c_first + row) * y_pitch + r0 + lane;
             CB_UNROLL(1)
-            for (int64_t c0 = 0; c0 < c_stop; c0 += 32, from += 32, to += 32 * y_pitch) {
-                const int c_end = c_stop - c0 < 32 ? (int)(c_stop - c0) : 32;
-                for (int k = 0; k < 32; k += 8)
-                    if (row + k < r_end && lane < c_end)
-                        tile[row + k][lane] = from[k * x_pitch];
+            for (int64_t c0 = 0; c0 < c_stop; c0 += 64, from += 64, to += 64 * y_pitch) {
+                /* Two tiles side by side: 8 loads a thread in flight before the first store. */
+                const int c_end = c_stop - c0 < 64 ? (int)(c_stop - c0) : 64;
+                double value[8];
+                CB_UNROLL(8)
+                for (int k = 0; k < 8; ++k)
+                    if (row + (k >> 1) * 8 < r_end && lane + (k & 1) * 32 < c_end)
+                        value[k] = from[(k >> 1) * 8 * x_pitch + (k & 1) * 32];
+                CB_UNROLL(8)
+                for (int k = 0; k < 8; ++k)
+                    if (row + (k >> 1) * 8 < r_end && lane + (k & 1) * 32 < c_end)
+                        tile[row + (k >> 1) * 8][lane + (k & 1) * 32] = value[k];
                 __syncthreads();
-                for (int k = 0; k < 32; k += 8)
+                CB_UNROLL(8)
+                for (int k = 0; k < 64; k += 8)
                     if (row + k < c_end && lane < r_end)
                         to[k * y_pitch] = tile[lane][row + k];
-                __syncthreads(); /* the next tile overwrites this one */
+                __syncthreads(); /* the next pair overwrites this one */
             }
         }
         return;
