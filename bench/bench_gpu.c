@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* GPU bandwidth, sums, narrow rows, ordering hazards and per-call host cost (issues 13 and 25): a
+/* GPU bandwidth, sums, row widths, ordering hazards and per-call host cost (issues 13 and 25): a
  * benchmark for a machine with a GPU, not a test. It prints what it measured in one run; without
  * a usable GPU (or on the test double of the driver, whose timings mean nothing) it says why,
  * measures nothing and exits 0. It exits 1 when a hazard check below reproduces its hazard.
@@ -164,20 +164,17 @@ static cblob_status transpose_long_runs(const vectors *v)
 {
     return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].transpose(v->device, v->n, 1, 4, 1, 4, v->n / 16, v->x, v->y);
 }
-/* Every other row of 1024 elements: the kernel, then the copy engine's 2D copy. */
-static cblob_status strided(const vectors *v)
+/* Every other row of `cols` floats, by the strided-copy kernel. */
+static cblob_status every_other_row_kernel(const vectors *v, int64_t cols)
 {
-    const int64_t cols = 1024, rows = v->n / (2 * cols);
+    const int64_t rows = v->n / (2 * cols);
     return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].copy_strided(v->device, rows * cols, rows, cols, v->x, 2 * cols, v->y,
-                                            2 * cols);
+                                                                 2 * cols);
 }
-/* Every other row of 3 elements: a row per group of 4 threads. */
-static cblob_status strided_short_rows(const vectors *v)
-{
-    const int64_t cols = 3, rows = v->n / (2 * cols);
-    return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].copy_strided(v->device, rows * cols, rows, cols, v->x, 2 * cols, v->y,
-                                            2 * cols);
-}
+/* Rows of 1024 elements (the kernel, then the copy engine's 2D copy: strided_2d, below), and of
+ * 3 (a row per group of 4 threads). */
+static cblob_status strided(const vectors *v) { return every_other_row_kernel(v, 1024); }
+static cblob_status strided_short_rows(const vectors *v) { return every_other_row_kernel(v, 3); }
 /* One cuMemcpy2DAsync of `height` rows of `width` floats between the vectors (offsets and pitches
  * in floats). */
 static cblob_status copy_2d(const vectors *v, int64_t x_at, int64_t x_pitch, int64_t y_at, int64_t y_pitch, int64_t width,
@@ -362,22 +359,17 @@ static void sums(const vectors *v)
     printf("summary: sums: %d of 4 generated sums within 10%% of cuBLAS's time\n", within);
 }
 
-/* ---- narrow rows: the strided-copy kernel against a 2D copy -------------------------------------------- */
+/* ---- row widths: the strided-copy kernel against a 2D copy -------------------------------------------- */
 
 static int64_t row_elements;
 
-static cblob_status rows_kernel(const vectors *v)
-{
-    const int64_t rows = v->n / (2 * row_elements);
-    return cb_cuda_jit_kernels[CBLOB_DTYPE_FLOAT32].copy_strided(v->device, rows * row_elements, rows, row_elements, v->x,
-                                            2 * row_elements, v->y, 2 * row_elements);
-}
+static cblob_status rows_kernel(const vectors *v) { return every_other_row_kernel(v, row_elements); }
 
 static cblob_status rows_2d(const vectors *v) { return every_other_row_2d(v, row_elements); }
 
-static void narrow_rows(const vectors *v)
+static void row_widths(const vectors *v)
 {
-    /* floats per row: 4 bytes to 64 KiB, the narrow rows and the wide ones the copy engines take */
+    /* floats per row: 4 bytes to 64 KiB, narrow rows and wide ones */
     static const int widths[] = {1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 1024, 4096, 16384};
     const int count = (int)(sizeof widths / sizeof widths[0]);
     char faster[256] = "";
@@ -644,7 +636,7 @@ int main(void)
     printf("device: %s\n", name);
     bandwidth(&v);
     sums(&v);
-    narrow_rows(&v);
+    row_widths(&v);
     const int reproduced = hazards(&v, ctx);
     cblob_blob_destroy(a);
     cblob_blob_destroy(b);

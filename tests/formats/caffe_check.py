@@ -26,7 +26,6 @@ Checks:
 Exits 77 (skipped), saying why, when Caffe has not been fetched (scripts/caffe-env.sh: no network,
 a mirror without the packages), or protoc, Python's protobuf, NumPy or a C++ compiler is missing.
 """
-import argparse
 import difflib
 import os
 import shutil
@@ -34,7 +33,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from upgrade_check import Failure, check, parse_text, read, run, run_check, skip  # noqa: E402
+from upgrade_check import Failure, check, check_parser, parse_text, read, run, run_check, skip  # noqa: E402
 
 UPGRADE_VECTORS = [  # tests/formats/upgrade/: the V0 and V1 ones (Caffe's inputs and expected V1 nets)
     "net_simple_v0_proto", "net_simple_expected_v1_proto", "net_imagenet_v0_proto",
@@ -269,11 +268,7 @@ CHECKS = {"upgrade_text": upgrade_text, "upgrade_binary": upgrade_binary, "caffe
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("check", choices=sorted(CHECKS))
-    parser.add_argument("--tool", required=True)
-    parser.add_argument("--source", required=True)
-    parser.add_argument("--data", required=True)
+    parser = check_parser(CHECKS, __doc__)
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
     find_caffe(args)

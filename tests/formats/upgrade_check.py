@@ -490,13 +490,19 @@ def run_check(checks, args, prefix):
     return 0
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("check", choices=sorted(CHECKS))
+def check_parser(checks, doc):
+    """The command line both drivers take: a check by name, the cblob program, Caffe's source and
+    the test data. Shared with caffe_check.py, which adds its own options."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("check", choices=sorted(checks))
     parser.add_argument("--tool", required=True)
     parser.add_argument("--source", required=True)
     parser.add_argument("--data", required=True)
-    args = parser.parse_args()
+    return parser
+
+
+def main():
+    args = check_parser(CHECKS, __doc__).parse_args()
     args.upgraded = []
     return run_check(CHECKS, args, "cblob-upgrade-")
 

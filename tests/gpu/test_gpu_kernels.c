@@ -199,15 +199,27 @@ TEST(transpose_with_a_small_side_agrees_with_the_cpu)
     transposes_agree(small_side_shapes, sizeof small_side_shapes / sizeof small_side_shapes[0]);
 }
 
-/* A grid much smaller than the work: each block walks many strips and runs. */
-TEST(transpose_with_a_small_grid_agrees_with_the_cpu)
+/* Opens a bench on the driver double told to run one block per multiprocessor, so that a grid is
+ * much smaller than the work; skips on a real device, which cannot be told another occupancy. */
+static bool bench_open_on_a_small_grid(bench *b)
 {
     REQUIRE_GPU();
     if (!gpu_is_fake())
         SKIP("only the double can report another occupancy");
-    CHECK(gpu_set_occupancy(1));
+    if (!gpu_set_occupancy(1)) {
+        cbt_fail(__FILE__, __LINE__, "CHECK(gpu_set_occupancy(1))");
+        return false;
+    }
+    bench_open(b);
+    return true;
+}
+
+/* A grid much smaller than the work: each block walks many strips and runs. */
+TEST(transpose_with_a_small_grid_agrees_with_the_cpu)
+{
     bench b;
-    bench_open(&b);
+    if (!bench_open_on_a_small_grid(&b))
+        return;
     transpose_agrees(&b, CBLOB_DTYPE_FLOAT32, (shape5){2, 100, 3, 90, 1});
     transpose_agrees(&b, CBLOB_DTYPE_FLOAT64, (shape5){2, 50, 3, 7, 5});
     transpose_agrees(&b, CBLOB_DTYPE_FLOAT32, (shape5){2, 3, 2, 3000, 1}); /* many chunks per block */
@@ -469,12 +481,9 @@ TEST(copy_strided_kernel_agrees_with_the_cpu)
 /* A grid much smaller than the rows: each lane's batches span rows, and a batch ends mid-row. */
 TEST(copy_strided_with_a_small_grid_agrees_with_the_cpu)
 {
-    REQUIRE_GPU();
-    if (!gpu_is_fake())
-        SKIP("only the double can report another occupancy");
-    CHECK(gpu_set_occupancy(1));
     bench b;
-    bench_open(&b);
+    if (!bench_open_on_a_small_grid(&b))
+        return;
     copy_strided_agrees(&b, CBLOB_DTYPE_FLOAT32, (strided_case){5001, 3, 6, 3});
     copy_strided_agrees(&b, CBLOB_DTYPE_FLOAT64, (strided_case){300, 700, 703, 701});
     copy_strided_agrees(&b, CBLOB_DTYPE_INT32, (strided_case){200, 37, 40, 37});
