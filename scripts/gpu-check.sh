@@ -13,7 +13,8 @@
 #      cost per call) and bench_jit (NVRTC cold compiles, disk and memory cache hits);
 #   5. prints one compact summary (the end of the output), in at most 8 minutes. The whole log goes
 #      to $OUT/gpu-check.log when OUT is set, else to <build>/gpu-check.log.
-# It exits 0 when every test passed (or skipped with its reason) and no hazard reproduced.
+# It exits 0 when every test passed (or skipped with its reason) and no hazard reproduced, and 1
+# at once, saying so, on a machine where cblob cannot use a GPU (every test would only skip).
 #
 # usage: scripts/gpu-check.sh [--build-dir DIR]          the check, on a machine with a GPU
 #        scripts/gpu-check.sh --prepare [--build-dir DIR] build DIR here (libraries the device
@@ -33,7 +34,9 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --compile-only) mode=compile-only ;;
     --prepare) mode=prepare ;;
-    --build-dir) build=$2; shift ;;
+    --build-dir)
+      [ $# -ge 2 ] || { echo "gpu-check: --build-dir needs a folder (see --help)" >&2; exit 2; }
+      build=$2; shift ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -103,12 +106,12 @@ cmake_home() { sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.
 build_step() {
   local t0=$SECONDS
   local stale=
-  [ -f "$build/gpu-check-sources.sha256" ] &&
+  [ "$mode" != prepare ] && [ -f "$build/gpu-check-sources.sha256" ] &&
     stale=$(sha256sum --quiet -c "$build/gpu-check-sources.sha256" 2>/dev/null | grep -c ': FAILED' || true)
   # Prepared elsewhere and carried here: used as it is when it was built from these sources (the
   # device's image may lack ninja or a compiler, even where the checkout has the same path), or
   # when its CMake files name another folder, which cannot be rebuilt here.
-  if [ "$mode" != prepare ] && [ -n "$stale" ] && { [ "$stale" = 0 ] || [ "$(cmake_home)" != "$root" ]; }; then
+  if [ -n "$stale" ] && { [ "$stale" = 0 ] || [ "$(cmake_home)" != "$root" ]; }; then
     note "build: carried $build (prepared $(sed -n 's/^# prepared //p' "$build/gpu-check-sources.sha256"))$(
       [ "$stale" = 0 ] && echo ", sources unchanged" || echo "; $stale source files changed since: REBUILD IT")"
     [ "$stale" = 0 ] || failed=1
@@ -302,6 +305,16 @@ build_step || { for line in "${summary[@]}"; do echo "$line"; done; exit 1; }
 [ -f "$build/gpu_suites.txt" ] || { echo "gpu-check: $build/gpu_suites.txt is missing: not a cblob build with tests"; exit 1; }
 set_up_environment
 describe_machine
+if [ "$mode" = check ] && ! "$build/tools/cblob" info 2>/dev/null | grep -q '^gpu: usable'; then
+  # Every GPU test would skip and the check would prove nothing: say so instead of passing.
+  echo
+  echo "== gpu-check summary (check, $(elapsed) s; full log: $log)"
+  for line in "${summary[@]}"; do echo "$line"; done
+  echo "gpu-check: cblob cannot use a GPU on this machine (above); the check needs one. Here, run"
+  echo "           scripts/gpu-check.sh --compile-only (or --prepare, to carry the build to one)"
+  echo "RESULT: FAIL"
+  exit 1
+fi
 suites_step
 if [ "$mode" = compile-only ]; then
   fake=$build/tests/fake_cuda
