@@ -9,8 +9,8 @@
  * Every contender runs in a child process of its own, started after GAP seconds (default 3) in
  * which this program sleeps; the child does its work once (cold) and then WARM more times back to
  * back (default 4; the median is the warm figure), prints both and exits. Rounds (default 5)
- * rotate the order of the contenders, so none always follows another; figures are medians over
- * rounds with min-max.
+ * take the contenders in a fresh order each (bench_round_order), so none always follows another;
+ * figures are medians over rounds with min-max.
  *
  * Why a gap: on a virtual machine with free page reporting (virtio-balloon), memory the guest has
  * kept free for about two seconds in blocks of 2 MiB or more is handed back to the host, and the

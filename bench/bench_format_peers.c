@@ -8,7 +8,7 @@
  * A model of 16 layers, each a float32 tensor of SIZE/16 (default 1024 MiB in all) and a bias of
  * 256 values, is written by cblob to DIR (default $TMPDIR or /tmp) as safetensors and as npz;
  * then each contender runs in a fresh process after GAP seconds idle (bench_process.h: cold once,
- * then WARM more times in the same process, default 3), rounds rotating the order (default 3):
+ * then WARM more times in the same process, default 3), each round in a fresh order (default 3):
  *
  * - read a whole safetensors file: cblob_model_open_safetensors_file against
  *   safetensors.numpy.load_file, and read(2) of the file into fresh memory;

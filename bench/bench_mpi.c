@@ -11,8 +11,9 @@
  *      on one without it (cblob_comm_set_agreement_check(comm, 0)), in the same rounds.
  * Timing as bench/bench_timing.h does it, with one change that MPI needs: every rank runs the same
  * number of calls (rank 0 decides it), each batch starts after a barrier, and a batch's time is
- * the slowest rank's. Contenders alternate within each round (the order rotating); each figure is
- * the median of the rounds with its min-max; ratios come from this one run.
+ * the slowest rank's. Contenders alternate within each round (in a fresh order each round, the
+ * same on every rank: bench_round_order); each figure is the median of the rounds with its
+ * min-max; ratios come from this one run.
  *
  * usage: mpirun -n 4 bench_mpi [arena MiB, default 16] */
 #include <math.h>
@@ -81,11 +82,14 @@ static void measure(int count, const contender *contenders, bench_time *out)
     double samples[6][rounds];
     for (int c = 0; c < count; ++c)
         calls[c] = calls_per_batch(&contenders[c]);
-    for (int round = 0; round < rounds; ++round)
+    for (int round = 0; round < rounds; ++round) {
+        int order[6];
+        bench_round_order(round, count, order);
         for (int k = 0; k < count; ++k) {
-            const int c = (round + k) % count;
+            const int c = order[k];
             samples[c][round] = timed_batch(&contenders[c], calls[c]) / (double)calls[c];
         }
+    }
     for (int c = 0; c < count; ++c) {
         out[c].min = out[c].max = samples[c][0];
         for (int r = 0; r < rounds; ++r) {

@@ -82,11 +82,14 @@ void bench_children(const char *title, bench_child *children, int count, int rou
         rounds = BENCH_MAX_ROUNDS;
     printf("\n%s\n", title);
     fflush(stdout);
-    for (int r = 0; r < rounds; ++r)
+    for (int r = 0; r < rounds; ++r) {
+        int order[32];
+        bench_round_order(r, count, order);
         for (int turn = 0; turn < count; ++turn) {
             usleep((useconds_t)(gap * 1e6));
-            run_child(&children[(turn + r) % count], r);
+            run_child(&children[order[turn]], r);
         }
+    }
     double base_cold[3], base_warm[3];
     summary(children[baseline].cold, rounds, base_cold);
     summary(children[baseline].warm, rounds, base_warm);

@@ -2,8 +2,9 @@
 /* Cold and warm in one run (bench_cold, bench_format_peers): each contender is a child process
  * started after an idle gap, which does its work once (cold: what a user starting a program
  * meets) and then more times back to back (warm: a loop in one process), and prints the two
- * times as "COLD WARM" (seconds; warm the median of the repetitions). Rounds rotate the order
- * of the contenders, so that none always follows another; figures are medians over rounds. */
+ * times as "COLD WARM" (seconds; warm the median of the repetitions). Each round takes the
+ * contenders in a fresh order (bench_round_order), so that none always follows another; figures
+ * are medians over rounds. */
 #ifndef CBLOB_BENCH_PROCESS_H
 #define CBLOB_BENCH_PROCESS_H
 

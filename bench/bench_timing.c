@@ -3,6 +3,7 @@
 #include "bench_timing.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -51,6 +52,23 @@ static long calls_per_batch(const bench_contender *c, double batch_seconds)
     }
 }
 
+void bench_round_order(int round, int count, int *order)
+{
+    /* Fisher-Yates driven by xorshift64, seeded by the round alone. */
+    uint64_t random = 0x9e3779b97f4a7c15u * (uint64_t)(round + 1);
+    for (int i = 0; i < count; ++i)
+        order[i] = i;
+    for (int i = count - 1; i > 0; --i) {
+        random ^= random << 13;
+        random ^= random >> 7;
+        random ^= random << 17;
+        const int j = (int)(random % (uint64_t)(i + 1));
+        const int swap = order[i];
+        order[i] = order[j];
+        order[j] = swap;
+    }
+}
+
 void bench_measure(const bench_plan *plan, int count, const bench_contender *contenders, bench_time *out)
 {
     long calls[BENCH_MAX_CONTENDERS];
@@ -63,8 +81,10 @@ void bench_measure(const bench_plan *plan, int count, const bench_contender *con
     for (int k = 0; k < count; ++k)
         calls[k] = calls_per_batch(&contenders[k], plan->batch_seconds);
     for (int r = 0; r < rounds; ++r) {
+        int order[BENCH_MAX_CONTENDERS];
+        bench_round_order(r, count, order);
         for (int turn = 0; turn < count; ++turn) {
-            const int k = (turn + r) % count;
+            const int k = order[turn];
             samples[k][r] = timed_batch(&contenders[k], calls[k]) / (double)calls[k];
             if (contenders[k].settle_seconds > 0) {
                 const double wait = contenders[k].settle_seconds;

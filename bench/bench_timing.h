@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* How every benchmark in bench/ times: contenders measured in turns within one run (the order
- * rotating each round, so that none always follows another's cache eviction), each figure the
+/* How every benchmark in bench/ times: contenders measured in turns within one run (in a fresh
+ * order each round, so that none always follows another's cache eviction), each figure the
  * median of the rounds with its min and max, never the best of N. A shared machine slows every
  * contender of a round alike, so ratios within a run are what to read. */
 #ifndef CBLOB_BENCH_TIMING_H
@@ -44,6 +44,13 @@ typedef struct bench_plan {
 } bench_plan;
 
 double bench_now(void);
+
+/* The order of `count` contenders (at most 32) in round `round`: a shuffle that depends only on
+ * the two, so every run, and every MPI rank, takes the same orders. A rotation of one order, as
+ * the benchmarks once took, keeps every contender behind the same one in every round
+ * (bench_math's cblob on one thread always ran right after memcpy), so what that one leaves in
+ * the caches and the memory's queues counted against it alone. */
+void bench_round_order(int round, int count, int *order);
 
 /* Times `count` contenders (at most 32) by `plan`; out[i] is contender i's time per call. */
 void bench_measure(const bench_plan *plan, int count, const bench_contender *contenders, bench_time *out);
