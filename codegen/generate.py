@@ -276,7 +276,10 @@ def enrich(model):
         op.setdefault("cublas", False)
         op.setdefault("copy_engine", False)
         op.setdefault("may_alias", False)
-        op.setdefault("stream", False)
+        op.setdefault("wide", False)
+        if "stream" in op:
+            raise DescriptionError(f"kernel {op['name']}: `stream` is gone (the 256-bit variant lost to 512-bit vectors "
+                                   "from 1 MiB on); see `wide` in ops.yaml")
         op.setdefault("extents", {})
         op.setdefault("n", None)
         op.setdefault("rounding", "nearest_even")

@@ -4,13 +4,15 @@
  * backend; and the run path (core/run_kernels.h) where a table lacks a kernel. */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/run_kernels.h"
+#include "cpu/cpu_level.h"
 #include "cpu/kernels.h"
 #include "harness.h"
 
-/* The last size is past CB_STREAM_BYTES (1 MiB) for every dtype, so the streaming variants
- * (templates/cpu/kernels.c.j2) run too. */
+/* The last size is past 1 MiB for every dtype: memory-bound sizes, where the sums are cut into
+ * many blocks. */
 static const int64_t sizes[] = {0, 1, 2, 3, 7, 15, 16, 17, 31, 63, 64, 65, 127, 128, 129, 1000, 4097, 270001};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 #define MAXN 270005
@@ -65,12 +67,50 @@ static double value(int64_t i)
                     CHECK_NEAR(y[i], want, TOLERANCE * (1 + fabs(want))); \
                 } \
                 CHECK(n + shift > MAXN || y[n + shift] == z[n + shift]); /* nothing past the end */ \
+                /* Caffe's update, alpha -1: exactly y - x (the kernel subtracts). */ \
+                for (int64_t i = 0; i <= MAXN; ++i) \
+                    y[i] = z[i]; \
+                CHECK_OK(axpy(n, -1.0, x + shift, y + shift)); \
+                for (int64_t i = 0; i <= MAXN; ++i) { \
+                    const CTYPE want = i >= shift && i < n + shift ? (CTYPE)(z[i] - x[i]) : z[i]; \
+                    CHECK(y[i] == want); \
+                } \
             } \
     } \
     TEST(generated_reductions_##SUFFIX) { reductions_##SUFFIX(cb_cpu_asum_##SUFFIX, cb_cpu_sumsq_##SUFFIX, NSIZES); } \
     /* BLIS sums in one running total of the element type: past a few thousand float elements its \
      * rounding exceeds the tolerance the lane sums meet, so its twins stop before the largest size. */ \
     TEST(blis_reductions_##SUFFIX) { reductions_##SUFFIX(cb_blis_asum_##SUFFIX, cb_blis_sumsq_##SUFFIX, NSIZES - 1); } \
+    /* The wide sums (x86-64-v4, 64-byte vectors) add in the portable sums' order, so they give \
+     * the same bits: at every size up to two short blocks and some past them, from every \
+     * misalignment within a vector. The values are not exact in binary, so another order of \
+     * additions shows in the low bits (the last check makes sure it would). */ \
+    TEST(wide_sums_match_the_portable_ones_bit_for_bit_##SUFFIX) \
+    { \
+        if (!cb_cpu_x86_64_v4()) \
+            SKIP("this CPU is not x86-64-v4 (no AVX-512): the wide sums never run here"); \
+        static CTYPE x[MAXN + 16]; \
+        for (int64_t i = 0; i < MAXN + 16; ++i) \
+            x[i] = (CTYPE)(value(i) * (1.0 + (double)(i % 13) * 1e-3)); \
+        static const int64_t large[] = {4095, 4096, 4097, 8191, 65537, 270001}; \
+        int orders_differ = 0; \
+        for (int64_t k = 0; k < 4200 + (int64_t)(sizeof large / sizeof large[0]); ++k) { \
+            const int64_t n = k < 4200 ? k : large[k - 4200]; \
+            for (int shift = 0; shift < 16; shift += k < 4200 ? 5 : 1) { \
+                double wide_asum, wide_sumsq, narrow_asum, narrow_sumsq, sequential = 0; \
+                CHECK_OK(cb_cpu_asum_##SUFFIX(n, x + shift, &wide_asum)); \
+                CHECK_OK(cb_cpu_asum_narrow_##SUFFIX(n, x + shift, &narrow_asum)); \
+                CHECK_OK(cb_cpu_sumsq_##SUFFIX(n, x + shift, &wide_sumsq)); \
+                CHECK_OK(cb_cpu_sumsq_narrow_##SUFFIX(n, x + shift, &narrow_sumsq)); \
+                CHECK(memcmp(&wide_asum, &narrow_asum, sizeof wide_asum) == 0); \
+                CHECK(memcmp(&wide_sumsq, &narrow_sumsq, sizeof wide_sumsq) == 0); \
+                for (int64_t i = 0; i < n; ++i) \
+                    sequential += (double)x[i + shift] * (double)x[i + shift]; \
+                orders_differ += sequential != narrow_sumsq; \
+            } \
+        } \
+        CHECK(orders_differ > 0); \
+    } \
     TEST(generated_elementwise_##SUFFIX) { elementwise_##SUFFIX(cb_cpu_axpy_##SUFFIX, cb_cpu_scale_##SUFFIX); } \
     TEST(blis_elementwise_##SUFFIX) { elementwise_##SUFFIX(cb_blis_axpy_##SUFFIX, cb_blis_scale_##SUFFIX); }
 

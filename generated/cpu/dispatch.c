@@ -31,7 +31,7 @@ static cblob_status asum_f32(const cb_device *host, int64_t n, const void *x, do
     if (n <= CB_SUM_BLOCK) /* one block: what cb_parallel_sum would do, without its set-up */
         return cb_cpu_asum_f32(n, x, out);
     const asum_f32_args args = {
-        .kernel = (uint64_t)n * sizeof(float) >= CB_STREAM_BYTES ? cb_cpu_asum_stream_f32 : cb_cpu_asum_f32,
+        .kernel = cb_cpu_asum_f32,
         .x = x,
     };
     return cb_parallel_sum(n, (sizeof(float)), CB_CPU_SPLIT_BYTES_ASUM, asum_f32_block, (void *)&args, out);
@@ -55,7 +55,7 @@ static cblob_status sumsq_f32(const cb_device *host, int64_t n, const void *x, d
     if (n <= CB_SUM_BLOCK) /* one block: what cb_parallel_sum would do, without its set-up */
         return cb_cpu_sumsq_f32(n, x, out);
     const sumsq_f32_args args = {
-        .kernel = (uint64_t)n * sizeof(float) >= CB_STREAM_BYTES ? cb_cpu_sumsq_stream_f32 : cb_cpu_sumsq_f32,
+        .kernel = cb_cpu_sumsq_f32,
         .x = x,
     };
     return cb_parallel_sum(n, (sizeof(float)), CB_CPU_SPLIT_BYTES_SUMSQ, sumsq_f32_block, (void *)&args, out);
@@ -81,7 +81,7 @@ static cblob_status axpy_f32(const cb_device *host, int64_t n, double alpha, con
     if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_AXPY))
         return cb_cpu_axpy_f32(n, alpha, x, y);
     const axpy_f32_args args = {
-        .kernel = (uint64_t)n * sizeof(float) >= CB_STREAM_BYTES ? cb_cpu_axpy_stream_f32 : cb_cpu_axpy_f32,
+        .kernel = cb_cpu_axpy_f32,
         .alpha = alpha,
         .x = x,
         .y = y,
@@ -109,7 +109,7 @@ static cblob_status scale_f32(const cb_device *host, int64_t n, double alpha, vo
     if ((uint64_t)n * (sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_SCALE))
         return cb_cpu_scale_f32(n, alpha, x);
     const scale_f32_args args = {
-        .kernel = (uint64_t)n * sizeof(float) >= CB_STREAM_BYTES ? cb_cpu_scale_stream_f32 : cb_cpu_scale_f32,
+        .kernel = cb_cpu_scale_f32,
         .alpha = alpha,
         .x = x,
     };
@@ -430,7 +430,7 @@ static cblob_status asum_f64(const cb_device *host, int64_t n, const void *x, do
     if (n <= CB_SUM_BLOCK) /* one block: what cb_parallel_sum would do, without its set-up */
         return cb_cpu_asum_f64(n, x, out);
     const asum_f64_args args = {
-        .kernel = (uint64_t)n * sizeof(double) >= CB_STREAM_BYTES ? cb_cpu_asum_stream_f64 : cb_cpu_asum_f64,
+        .kernel = cb_cpu_asum_f64,
         .x = x,
     };
     return cb_parallel_sum(n, (sizeof(double)), CB_CPU_SPLIT_BYTES_ASUM, asum_f64_block, (void *)&args, out);
@@ -454,7 +454,7 @@ static cblob_status sumsq_f64(const cb_device *host, int64_t n, const void *x, d
     if (n <= CB_SUM_BLOCK) /* one block: what cb_parallel_sum would do, without its set-up */
         return cb_cpu_sumsq_f64(n, x, out);
     const sumsq_f64_args args = {
-        .kernel = (uint64_t)n * sizeof(double) >= CB_STREAM_BYTES ? cb_cpu_sumsq_stream_f64 : cb_cpu_sumsq_f64,
+        .kernel = cb_cpu_sumsq_f64,
         .x = x,
     };
     return cb_parallel_sum(n, (sizeof(double)), CB_CPU_SPLIT_BYTES_SUMSQ, sumsq_f64_block, (void *)&args, out);
@@ -480,7 +480,7 @@ static cblob_status axpy_f64(const cb_device *host, int64_t n, double alpha, con
     if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_AXPY))
         return cb_cpu_axpy_f64(n, alpha, x, y);
     const axpy_f64_args args = {
-        .kernel = (uint64_t)n * sizeof(double) >= CB_STREAM_BYTES ? cb_cpu_axpy_stream_f64 : cb_cpu_axpy_f64,
+        .kernel = cb_cpu_axpy_f64,
         .alpha = alpha,
         .x = x,
         .y = y,
@@ -508,7 +508,7 @@ static cblob_status scale_f64(const cb_device *host, int64_t n, double alpha, vo
     if ((uint64_t)n * (sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_SCALE))
         return cb_cpu_scale_f64(n, alpha, x);
     const scale_f64_args args = {
-        .kernel = (uint64_t)n * sizeof(double) >= CB_STREAM_BYTES ? cb_cpu_scale_stream_f64 : cb_cpu_scale_f64,
+        .kernel = cb_cpu_scale_f64,
         .alpha = alpha,
         .x = x,
     };

@@ -16,18 +16,13 @@
 /* The CPU's kernel table: one row per dtype, NULL where a kernel is not defined for the dtype. */
 extern const cb_kernels cb_cpu_kernel_table[CB_KERNEL_ROWS];
 
-/* From this many bytes on, ops with a streaming variant (ops.yaml `stream`) use it: the data no
- * longer fits the L2 cache, where 512-bit vectors won. A call split into ranges for threads uses
- * the variant its whole size asks for (cb_cpu_<op>_stream_<suffix>). */
-#define CB_STREAM_BYTES (1u << 20)
-
 /* Each kernel's split threshold (ops.yaml `split_kib`): the work per thread, bytes read plus
  * written, from which a call splits over the pool's threads; CB_SPLIT_MIN_BYTES
  * (src/threads/threads.h) where the op names none. */
 #define CB_CPU_SPLIT_BYTES_ASUM ((size_t)128 << 10)
 #define CB_CPU_SPLIT_BYTES_SUMSQ ((size_t)128 << 10)
-#define CB_CPU_SPLIT_BYTES_AXPY ((size_t)512 << 10)
-#define CB_CPU_SPLIT_BYTES_SCALE ((size_t)384 << 10)
+#define CB_CPU_SPLIT_BYTES_AXPY ((size_t)224 << 10)
+#define CB_CPU_SPLIT_BYTES_SCALE ((size_t)192 << 10)
 #define CB_CPU_SPLIT_BYTES_FILL CB_SPLIT_MIN_BYTES
 #define CB_CPU_SPLIT_BYTES_ADD CB_SPLIT_MIN_BYTES
 #define CB_CPU_SPLIT_BYTES_COPY_STRIDED CB_SPLIT_MIN_BYTES
@@ -43,16 +38,18 @@ extern const cb_kernels cb_cpu_kernel_table[CB_KERNEL_ROWS];
  * dispatch (generated/cpu/dispatch.c), which splits large calls over threads. Each is a plain
  * single-threaded function. */
 cblob_status cb_cpu_asum_f32(int64_t n, const void *x, double *out);
-cblob_status cb_cpu_asum_stream_f32(int64_t n, const void *x, double *out);
+/* The portable variant alone, never the wide one (ops.yaml `wide`): for tests that hold the two
+ * to the same result bit for bit. */
+cblob_status cb_cpu_asum_narrow_f32(int64_t n, const void *x, double *out);
 cblob_status cb_blis_asum_f32(int64_t n, const void *x, double *out);
 cblob_status cb_cpu_sumsq_f32(int64_t n, const void *x, double *out);
-cblob_status cb_cpu_sumsq_stream_f32(int64_t n, const void *x, double *out);
+/* The portable variant alone, never the wide one (ops.yaml `wide`): for tests that hold the two
+ * to the same result bit for bit. */
+cblob_status cb_cpu_sumsq_narrow_f32(int64_t n, const void *x, double *out);
 cblob_status cb_blis_sumsq_f32(int64_t n, const void *x, double *out);
 cblob_status cb_cpu_axpy_f32(int64_t n, double alpha, const void *x, void *y);
-cblob_status cb_cpu_axpy_stream_f32(int64_t n, double alpha, const void *x, void *y);
 cblob_status cb_blis_axpy_f32(int64_t n, double alpha, const void *x, void *y);
 cblob_status cb_cpu_scale_f32(int64_t n, double alpha, void *x);
-cblob_status cb_cpu_scale_stream_f32(int64_t n, double alpha, void *x);
 cblob_status cb_blis_scale_f32(int64_t n, double alpha, void *x);
 cblob_status cb_cpu_fill_f32(int64_t n, double value, void *x);
 cblob_status cb_cpu_add_f32(int64_t n, const void *x, void *y);
@@ -68,16 +65,18 @@ cblob_status cb_cpu_convert_to_u32_f32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_truncate_to_i32_f32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_truncate_to_u32_f32(int64_t n, const void *x, void *y);
 cblob_status cb_cpu_asum_f64(int64_t n, const void *x, double *out);
-cblob_status cb_cpu_asum_stream_f64(int64_t n, const void *x, double *out);
+/* The portable variant alone, never the wide one (ops.yaml `wide`): for tests that hold the two
+ * to the same result bit for bit. */
+cblob_status cb_cpu_asum_narrow_f64(int64_t n, const void *x, double *out);
 cblob_status cb_blis_asum_f64(int64_t n, const void *x, double *out);
 cblob_status cb_cpu_sumsq_f64(int64_t n, const void *x, double *out);
-cblob_status cb_cpu_sumsq_stream_f64(int64_t n, const void *x, double *out);
+/* The portable variant alone, never the wide one (ops.yaml `wide`): for tests that hold the two
+ * to the same result bit for bit. */
+cblob_status cb_cpu_sumsq_narrow_f64(int64_t n, const void *x, double *out);
 cblob_status cb_blis_sumsq_f64(int64_t n, const void *x, double *out);
 cblob_status cb_cpu_axpy_f64(int64_t n, double alpha, const void *x, void *y);
-cblob_status cb_cpu_axpy_stream_f64(int64_t n, double alpha, const void *x, void *y);
 cblob_status cb_blis_axpy_f64(int64_t n, double alpha, const void *x, void *y);
 cblob_status cb_cpu_scale_f64(int64_t n, double alpha, void *x);
-cblob_status cb_cpu_scale_stream_f64(int64_t n, double alpha, void *x);
 cblob_status cb_blis_scale_f64(int64_t n, double alpha, void *x);
 cblob_status cb_cpu_fill_f64(int64_t n, double value, void *x);
 cblob_status cb_cpu_add_f64(int64_t n, const void *x, void *y);

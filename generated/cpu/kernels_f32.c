@@ -15,16 +15,17 @@
 
 #include <blis.h>
 
+#include "cpu/cpu_level.h"
 #include "cpu/kernels.h"
 
 #if defined(__x86_64__) && !defined(CBLOB_NO_TARGET_CLONES)
 #  define CB_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-/* Streaming variants stop at 256-bit vectors: on memory-bound sizes they read as fast as BLIS's
- * AVX2 kernels, where 512-bit loads measured about 10% slower (AMD Zen 4, bench/bench_math). */
-#  define CB_STREAM_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+/* Wide variants (ops.yaml `wide`) are x86-64-v4 code, called only where cb_cpu_x86_64_v4() says
+ * the CPU runs it. */
+#  define CB_WIDE_TARGET __attribute__((target("arch=x86-64-v4")))
+#  define CB_HAVE_WIDE 1
 #else
 #  define CB_VECTOR_CLONES
-#  define CB_STREAM_CLONES
 #endif
 
 /* Outputs of this many bytes and more are written with non-temporal stores where a kernel can
@@ -36,50 +37,80 @@
 #define CB_LANES 64
 
 /* asum: *out = sum of |x[i]| */
-typedef uint32_t cb_sum_bits_f32 __attribute__((vector_size(32)));
-typedef float cb_sum_lanes_f32 __attribute__((vector_size(32)));
+typedef float cb_sum_lanes32_f32 __attribute__((vector_size(32)));
+typedef uint32_t cb_sum_bits32_f32 __attribute__((vector_size(32)));
+/* Doubles, one per lane of a 32-byte piece. */
 typedef double cb_sum_wide_f32 __attribute__((vector_size(32 / sizeof(float) * sizeof(double))));
 
 static CB_VECTOR_CLONES cblob_status asum_f32_vector(int64_t n, const void *x_, double *out)
 {
-    typedef cb_sum_lanes_f32 lanes;
+    typedef cb_sum_lanes32_f32 piece;
     typedef cb_sum_wide_f32 wide_lanes;
     enum { WIDTH = 32 / sizeof(float), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
     const float *x = x_;
     wide_lanes wide = {0};
     int64_t i = 0;
-#define CB_SUM_LOAD(k) \
-    lanes v##k; \
-    memcpy(&v##k, x + i + (k) * WIDTH, sizeof v##k); \
-    a##k += (cb_sum_lanes_f32)((cb_sum_bits_f32)v##k & ~(cb_sum_bits_f32){0} >> 1);
-#define CB_SUM_WIDE(k) __builtin_convertvector(a##k, wide_lanes)
     while (i + ROUND <= n) {
         const int64_t end = n - i < CB_SUM_SHORT_BLOCK ? i + (n - i) / ROUND * ROUND : i + CB_SUM_SHORT_BLOCK;
-        lanes a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+        cb_sum_lanes32_f32 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
         for (; i < end; i += ROUND) {
-            CB_SUM_LOAD(0) CB_SUM_LOAD(1) CB_SUM_LOAD(2) CB_SUM_LOAD(3)
-            CB_SUM_LOAD(4) CB_SUM_LOAD(5) CB_SUM_LOAD(6) CB_SUM_LOAD(7)
+            cb_sum_lanes32_f32 v0;
+            memcpy(&v0, x + i + 0 * (ROUND / 8), sizeof v0);
+            a0 += (cb_sum_lanes32_f32)((cb_sum_bits32_f32)v0 & ~(cb_sum_bits32_f32){0} >> 1);
+            cb_sum_lanes32_f32 v1;
+            memcpy(&v1, x + i + 1 * (ROUND / 8), sizeof v1);
+            a1 += (cb_sum_lanes32_f32)((cb_sum_bits32_f32)v1 & ~(cb_sum_bits32_f32){0} >> 1);
+            cb_sum_lanes32_f32 v2;
+            memcpy(&v2, x + i + 2 * (ROUND / 8), sizeof v2);
+            a2 += (cb_sum_lanes32_f32)((cb_sum_bits32_f32)v2 & ~(cb_sum_bits32_f32){0} >> 1);
+            cb_sum_lanes32_f32 v3;
+            memcpy(&v3, x + i + 3 * (ROUND / 8), sizeof v3);
+            a3 += (cb_sum_lanes32_f32)((cb_sum_bits32_f32)v3 & ~(cb_sum_bits32_f32){0} >> 1);
+            cb_sum_lanes32_f32 v4;
+            memcpy(&v4, x + i + 4 * (ROUND / 8), sizeof v4);
+            a4 += (cb_sum_lanes32_f32)((cb_sum_bits32_f32)v4 & ~(cb_sum_bits32_f32){0} >> 1);
+            cb_sum_lanes32_f32 v5;
+            memcpy(&v5, x + i + 5 * (ROUND / 8), sizeof v5);
+            a5 += (cb_sum_lanes32_f32)((cb_sum_bits32_f32)v5 & ~(cb_sum_bits32_f32){0} >> 1);
+            cb_sum_lanes32_f32 v6;
+            memcpy(&v6, x + i + 6 * (ROUND / 8), sizeof v6);
+            a6 += (cb_sum_lanes32_f32)((cb_sum_bits32_f32)v6 & ~(cb_sum_bits32_f32){0} >> 1);
+            cb_sum_lanes32_f32 v7;
+            memcpy(&v7, x + i + 7 * (ROUND / 8), sizeof v7);
+            a7 += (cb_sum_lanes32_f32)((cb_sum_bits32_f32)v7 & ~(cb_sum_bits32_f32){0} >> 1);
         }
+        /* The block's eight pieces, in the order of x, added in one tree for both variants. */
+        piece p[8];
+        memcpy(&p[0], &a0, sizeof a0);
+        memcpy(&p[1], &a1, sizeof a1);
+        memcpy(&p[2], &a2, sizeof a2);
+        memcpy(&p[3], &a3, sizeof a3);
+        memcpy(&p[4], &a4, sizeof a4);
+        memcpy(&p[5], &a5, sizeof a5);
+        memcpy(&p[6], &a6, sizeof a6);
+        memcpy(&p[7], &a7, sizeof a7);
+#define CB_SUM_WIDE(k) __builtin_convertvector(p[k], wide_lanes)
         wide += ((CB_SUM_WIDE(0) + CB_SUM_WIDE(1)) + (CB_SUM_WIDE(2) + CB_SUM_WIDE(3))) +
                 ((CB_SUM_WIDE(4) + CB_SUM_WIDE(5)) + (CB_SUM_WIDE(6) + CB_SUM_WIDE(7)));
+#undef CB_SUM_WIDE
     }
-    /* Fewer than ROUND left: whole vectors, then one zero-padded vector (copied element by
-     * element: a memcpy of a length known only now is a call), into one accumulator. */
-    lanes a0 = {0};
+    /* Fewer than ROUND left: whole pieces, then one zero-padded piece (copied element by element:
+     * a memcpy of a length known only now is a call), into one accumulator. */
+    piece tail = {0};
     for (; i + WIDTH <= n; i += WIDTH) {
-        CB_SUM_LOAD(0)
+        piece v;
+        memcpy(&v, x + i, sizeof v);
+        tail += (cb_sum_lanes32_f32)((cb_sum_bits32_f32)v & ~(cb_sum_bits32_f32){0} >> 1);
     }
     if (i < n) {
         float last[WIDTH] = {0};
         for (int k = 0; i + k < n; ++k)
             last[k] = x[i + k];
-        lanes v;
+        piece v;
         memcpy(&v, last, sizeof v);
-        a0 += (cb_sum_lanes_f32)((cb_sum_bits_f32)v & ~(cb_sum_bits_f32){0} >> 1);
+        tail += (cb_sum_lanes32_f32)((cb_sum_bits32_f32)v & ~(cb_sum_bits32_f32){0} >> 1);
     }
-    wide += CB_SUM_WIDE(0);
-#undef CB_SUM_LOAD
-#undef CB_SUM_WIDE
+    wide += __builtin_convertvector(tail, wide_lanes);
     double total[WIDTH];
     memcpy(total, &wide, sizeof total);
     for (int width = WIDTH / 2; width > 0; width /= 2)
@@ -97,50 +128,63 @@ cblob_status cb_blis_asum_f32(int64_t n, const void *x, double *out)
     return CBLOB_OK;
 }
 
-typedef uint32_t cb_sum_bits_f32 __attribute__((vector_size(32)));
-typedef float cb_sum_lanes_f32 __attribute__((vector_size(32)));
-typedef double cb_sum_wide_f32 __attribute__((vector_size(32 / sizeof(float) * sizeof(double))));
+#if defined(CB_HAVE_WIDE)
+typedef float cb_sum_lanes64_f32 __attribute__((vector_size(64)));
+typedef uint32_t cb_sum_bits64_f32 __attribute__((vector_size(64)));
 
-static CB_STREAM_CLONES cblob_status asum_f32_stream(int64_t n, const void *x_, double *out)
+static CB_WIDE_TARGET cblob_status asum_f32_wide(int64_t n, const void *x_, double *out)
 {
-    typedef cb_sum_lanes_f32 lanes;
+    typedef cb_sum_lanes32_f32 piece;
     typedef cb_sum_wide_f32 wide_lanes;
     enum { WIDTH = 32 / sizeof(float), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
     const float *x = x_;
     wide_lanes wide = {0};
     int64_t i = 0;
-#define CB_SUM_LOAD(k) \
-    lanes v##k; \
-    memcpy(&v##k, x + i + (k) * WIDTH, sizeof v##k); \
-    a##k += (cb_sum_lanes_f32)((cb_sum_bits_f32)v##k & ~(cb_sum_bits_f32){0} >> 1);
-#define CB_SUM_WIDE(k) __builtin_convertvector(a##k, wide_lanes)
     while (i + ROUND <= n) {
         const int64_t end = n - i < CB_SUM_SHORT_BLOCK ? i + (n - i) / ROUND * ROUND : i + CB_SUM_SHORT_BLOCK;
-        lanes a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+        cb_sum_lanes64_f32 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
         for (; i < end; i += ROUND) {
-            CB_SUM_LOAD(0) CB_SUM_LOAD(1) CB_SUM_LOAD(2) CB_SUM_LOAD(3)
-            CB_SUM_LOAD(4) CB_SUM_LOAD(5) CB_SUM_LOAD(6) CB_SUM_LOAD(7)
+            cb_sum_lanes64_f32 v0;
+            memcpy(&v0, x + i + 0 * (ROUND / 4), sizeof v0);
+            a0 += (cb_sum_lanes64_f32)((cb_sum_bits64_f32)v0 & ~(cb_sum_bits64_f32){0} >> 1);
+            cb_sum_lanes64_f32 v1;
+            memcpy(&v1, x + i + 1 * (ROUND / 4), sizeof v1);
+            a1 += (cb_sum_lanes64_f32)((cb_sum_bits64_f32)v1 & ~(cb_sum_bits64_f32){0} >> 1);
+            cb_sum_lanes64_f32 v2;
+            memcpy(&v2, x + i + 2 * (ROUND / 4), sizeof v2);
+            a2 += (cb_sum_lanes64_f32)((cb_sum_bits64_f32)v2 & ~(cb_sum_bits64_f32){0} >> 1);
+            cb_sum_lanes64_f32 v3;
+            memcpy(&v3, x + i + 3 * (ROUND / 4), sizeof v3);
+            a3 += (cb_sum_lanes64_f32)((cb_sum_bits64_f32)v3 & ~(cb_sum_bits64_f32){0} >> 1);
         }
+        /* The block's eight pieces, in the order of x, added in one tree for both variants. */
+        piece p[8];
+        memcpy(&p[0], &a0, sizeof a0);
+        memcpy(&p[2], &a1, sizeof a1);
+        memcpy(&p[4], &a2, sizeof a2);
+        memcpy(&p[6], &a3, sizeof a3);
+#define CB_SUM_WIDE(k) __builtin_convertvector(p[k], wide_lanes)
         wide += ((CB_SUM_WIDE(0) + CB_SUM_WIDE(1)) + (CB_SUM_WIDE(2) + CB_SUM_WIDE(3))) +
                 ((CB_SUM_WIDE(4) + CB_SUM_WIDE(5)) + (CB_SUM_WIDE(6) + CB_SUM_WIDE(7)));
+#undef CB_SUM_WIDE
     }
-    /* Fewer than ROUND left: whole vectors, then one zero-padded vector (copied element by
-     * element: a memcpy of a length known only now is a call), into one accumulator. */
-    lanes a0 = {0};
+    /* Fewer than ROUND left: whole pieces, then one zero-padded piece (copied element by element:
+     * a memcpy of a length known only now is a call), into one accumulator. */
+    piece tail = {0};
     for (; i + WIDTH <= n; i += WIDTH) {
-        CB_SUM_LOAD(0)
+        piece v;
+        memcpy(&v, x + i, sizeof v);
+        tail += (cb_sum_lanes32_f32)((cb_sum_bits32_f32)v & ~(cb_sum_bits32_f32){0} >> 1);
     }
     if (i < n) {
         float last[WIDTH] = {0};
         for (int k = 0; i + k < n; ++k)
             last[k] = x[i + k];
-        lanes v;
+        piece v;
         memcpy(&v, last, sizeof v);
-        a0 += (cb_sum_lanes_f32)((cb_sum_bits_f32)v & ~(cb_sum_bits_f32){0} >> 1);
+        tail += (cb_sum_lanes32_f32)((cb_sum_bits32_f32)v & ~(cb_sum_bits32_f32){0} >> 1);
     }
-    wide += CB_SUM_WIDE(0);
-#undef CB_SUM_LOAD
-#undef CB_SUM_WIDE
+    wide += __builtin_convertvector(tail, wide_lanes);
     double total[WIDTH];
     memcpy(total, &wide, sizeof total);
     for (int width = WIDTH / 2; width > 0; width /= 2)
@@ -149,66 +193,100 @@ static CB_STREAM_CLONES cblob_status asum_f32_stream(int64_t n, const void *x_, 
     *out = total[0];
     return CBLOB_OK;
 }
+#endif
 
 /* The entry other files call is a plain function that calls the clones from this file: clang 14
  * resolves target_clones only for calls inside the defining translation unit (and gives every
  * resolver a global name, hence the dtype in the clone's name). */
 cblob_status cb_cpu_asum_f32(int64_t n, const void *x, double *out)
 {
-    if ((uint64_t)n * sizeof(float) >= CB_STREAM_BYTES)
-        return asum_f32_stream(n, x, out);
+#if defined(CB_HAVE_WIDE)
+    if (cb_cpu_x86_64_v4())
+        return asum_f32_wide(n, x, out);
+#endif
     return asum_f32_vector(n, x, out);
 }
 
-cblob_status cb_cpu_asum_stream_f32(int64_t n, const void *x, double *out)
+cblob_status cb_cpu_asum_narrow_f32(int64_t n, const void *x, double *out)
 {
-    return asum_f32_stream(n, x, out);
+    return asum_f32_vector(n, x, out);
 }
 
 /* sumsq: *out = sum of x[i] * x[i] */
-typedef float cb_sum_lanes_f32 __attribute__((vector_size(32)));
+typedef float cb_sum_lanes32_f32 __attribute__((vector_size(32)));
+typedef uint32_t cb_sum_bits32_f32 __attribute__((vector_size(32)));
+/* Doubles, one per lane of a 32-byte piece. */
 typedef double cb_sum_wide_f32 __attribute__((vector_size(32 / sizeof(float) * sizeof(double))));
 
 static CB_VECTOR_CLONES cblob_status sumsq_f32_vector(int64_t n, const void *x_, double *out)
 {
-    typedef cb_sum_lanes_f32 lanes;
+    typedef cb_sum_lanes32_f32 piece;
     typedef cb_sum_wide_f32 wide_lanes;
     enum { WIDTH = 32 / sizeof(float), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
     const float *x = x_;
     wide_lanes wide = {0};
     int64_t i = 0;
-#define CB_SUM_LOAD(k) \
-    lanes v##k; \
-    memcpy(&v##k, x + i + (k) * WIDTH, sizeof v##k); \
-    a##k += v##k * v##k;
-#define CB_SUM_WIDE(k) __builtin_convertvector(a##k, wide_lanes)
     while (i + ROUND <= n) {
         const int64_t end = n - i < CB_SUM_SHORT_BLOCK ? i + (n - i) / ROUND * ROUND : i + CB_SUM_SHORT_BLOCK;
-        lanes a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+        cb_sum_lanes32_f32 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
         for (; i < end; i += ROUND) {
-            CB_SUM_LOAD(0) CB_SUM_LOAD(1) CB_SUM_LOAD(2) CB_SUM_LOAD(3)
-            CB_SUM_LOAD(4) CB_SUM_LOAD(5) CB_SUM_LOAD(6) CB_SUM_LOAD(7)
+            cb_sum_lanes32_f32 v0;
+            memcpy(&v0, x + i + 0 * (ROUND / 8), sizeof v0);
+            a0 += v0 * v0;
+            cb_sum_lanes32_f32 v1;
+            memcpy(&v1, x + i + 1 * (ROUND / 8), sizeof v1);
+            a1 += v1 * v1;
+            cb_sum_lanes32_f32 v2;
+            memcpy(&v2, x + i + 2 * (ROUND / 8), sizeof v2);
+            a2 += v2 * v2;
+            cb_sum_lanes32_f32 v3;
+            memcpy(&v3, x + i + 3 * (ROUND / 8), sizeof v3);
+            a3 += v3 * v3;
+            cb_sum_lanes32_f32 v4;
+            memcpy(&v4, x + i + 4 * (ROUND / 8), sizeof v4);
+            a4 += v4 * v4;
+            cb_sum_lanes32_f32 v5;
+            memcpy(&v5, x + i + 5 * (ROUND / 8), sizeof v5);
+            a5 += v5 * v5;
+            cb_sum_lanes32_f32 v6;
+            memcpy(&v6, x + i + 6 * (ROUND / 8), sizeof v6);
+            a6 += v6 * v6;
+            cb_sum_lanes32_f32 v7;
+            memcpy(&v7, x + i + 7 * (ROUND / 8), sizeof v7);
+            a7 += v7 * v7;
         }
+        /* The block's eight pieces, in the order of x, added in one tree for both variants. */
+        piece p[8];
+        memcpy(&p[0], &a0, sizeof a0);
+        memcpy(&p[1], &a1, sizeof a1);
+        memcpy(&p[2], &a2, sizeof a2);
+        memcpy(&p[3], &a3, sizeof a3);
+        memcpy(&p[4], &a4, sizeof a4);
+        memcpy(&p[5], &a5, sizeof a5);
+        memcpy(&p[6], &a6, sizeof a6);
+        memcpy(&p[7], &a7, sizeof a7);
+#define CB_SUM_WIDE(k) __builtin_convertvector(p[k], wide_lanes)
         wide += ((CB_SUM_WIDE(0) + CB_SUM_WIDE(1)) + (CB_SUM_WIDE(2) + CB_SUM_WIDE(3))) +
                 ((CB_SUM_WIDE(4) + CB_SUM_WIDE(5)) + (CB_SUM_WIDE(6) + CB_SUM_WIDE(7)));
+#undef CB_SUM_WIDE
     }
-    /* Fewer than ROUND left: whole vectors, then one zero-padded vector (copied element by
-     * element: a memcpy of a length known only now is a call), into one accumulator. */
-    lanes a0 = {0};
+    /* Fewer than ROUND left: whole pieces, then one zero-padded piece (copied element by element:
+     * a memcpy of a length known only now is a call), into one accumulator. */
+    piece tail = {0};
     for (; i + WIDTH <= n; i += WIDTH) {
-        CB_SUM_LOAD(0)
+        piece v;
+        memcpy(&v, x + i, sizeof v);
+        tail += v * v;
     }
     if (i < n) {
         float last[WIDTH] = {0};
         for (int k = 0; i + k < n; ++k)
             last[k] = x[i + k];
-        lanes v;
+        piece v;
         memcpy(&v, last, sizeof v);
-        a0 += v * v;
+        tail += v * v;
     }
-    wide += CB_SUM_WIDE(0);
-#undef CB_SUM_LOAD
-#undef CB_SUM_WIDE
+    wide += __builtin_convertvector(tail, wide_lanes);
     double total[WIDTH];
     memcpy(total, &wide, sizeof total);
     for (int width = WIDTH / 2; width > 0; width /= 2)
@@ -227,49 +305,63 @@ cblob_status cb_blis_sumsq_f32(int64_t n, const void *x, double *out)
     return CBLOB_OK;
 }
 
-typedef float cb_sum_lanes_f32 __attribute__((vector_size(32)));
-typedef double cb_sum_wide_f32 __attribute__((vector_size(32 / sizeof(float) * sizeof(double))));
+#if defined(CB_HAVE_WIDE)
+typedef float cb_sum_lanes64_f32 __attribute__((vector_size(64)));
+typedef uint32_t cb_sum_bits64_f32 __attribute__((vector_size(64)));
 
-static CB_STREAM_CLONES cblob_status sumsq_f32_stream(int64_t n, const void *x_, double *out)
+static CB_WIDE_TARGET cblob_status sumsq_f32_wide(int64_t n, const void *x_, double *out)
 {
-    typedef cb_sum_lanes_f32 lanes;
+    typedef cb_sum_lanes32_f32 piece;
     typedef cb_sum_wide_f32 wide_lanes;
     enum { WIDTH = 32 / sizeof(float), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
     const float *x = x_;
     wide_lanes wide = {0};
     int64_t i = 0;
-#define CB_SUM_LOAD(k) \
-    lanes v##k; \
-    memcpy(&v##k, x + i + (k) * WIDTH, sizeof v##k); \
-    a##k += v##k * v##k;
-#define CB_SUM_WIDE(k) __builtin_convertvector(a##k, wide_lanes)
     while (i + ROUND <= n) {
         const int64_t end = n - i < CB_SUM_SHORT_BLOCK ? i + (n - i) / ROUND * ROUND : i + CB_SUM_SHORT_BLOCK;
-        lanes a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+        cb_sum_lanes64_f32 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
         for (; i < end; i += ROUND) {
-            CB_SUM_LOAD(0) CB_SUM_LOAD(1) CB_SUM_LOAD(2) CB_SUM_LOAD(3)
-            CB_SUM_LOAD(4) CB_SUM_LOAD(5) CB_SUM_LOAD(6) CB_SUM_LOAD(7)
+            cb_sum_lanes64_f32 v0;
+            memcpy(&v0, x + i + 0 * (ROUND / 4), sizeof v0);
+            a0 += v0 * v0;
+            cb_sum_lanes64_f32 v1;
+            memcpy(&v1, x + i + 1 * (ROUND / 4), sizeof v1);
+            a1 += v1 * v1;
+            cb_sum_lanes64_f32 v2;
+            memcpy(&v2, x + i + 2 * (ROUND / 4), sizeof v2);
+            a2 += v2 * v2;
+            cb_sum_lanes64_f32 v3;
+            memcpy(&v3, x + i + 3 * (ROUND / 4), sizeof v3);
+            a3 += v3 * v3;
         }
+        /* The block's eight pieces, in the order of x, added in one tree for both variants. */
+        piece p[8];
+        memcpy(&p[0], &a0, sizeof a0);
+        memcpy(&p[2], &a1, sizeof a1);
+        memcpy(&p[4], &a2, sizeof a2);
+        memcpy(&p[6], &a3, sizeof a3);
+#define CB_SUM_WIDE(k) __builtin_convertvector(p[k], wide_lanes)
         wide += ((CB_SUM_WIDE(0) + CB_SUM_WIDE(1)) + (CB_SUM_WIDE(2) + CB_SUM_WIDE(3))) +
                 ((CB_SUM_WIDE(4) + CB_SUM_WIDE(5)) + (CB_SUM_WIDE(6) + CB_SUM_WIDE(7)));
+#undef CB_SUM_WIDE
     }
-    /* Fewer than ROUND left: whole vectors, then one zero-padded vector (copied element by
-     * element: a memcpy of a length known only now is a call), into one accumulator. */
-    lanes a0 = {0};
+    /* Fewer than ROUND left: whole pieces, then one zero-padded piece (copied element by element:
+     * a memcpy of a length known only now is a call), into one accumulator. */
+    piece tail = {0};
     for (; i + WIDTH <= n; i += WIDTH) {
-        CB_SUM_LOAD(0)
+        piece v;
+        memcpy(&v, x + i, sizeof v);
+        tail += v * v;
     }
     if (i < n) {
         float last[WIDTH] = {0};
         for (int k = 0; i + k < n; ++k)
             last[k] = x[i + k];
-        lanes v;
+        piece v;
         memcpy(&v, last, sizeof v);
-        a0 += v * v;
+        tail += v * v;
     }
-    wide += CB_SUM_WIDE(0);
-#undef CB_SUM_LOAD
-#undef CB_SUM_WIDE
+    wide += __builtin_convertvector(tail, wide_lanes);
     double total[WIDTH];
     memcpy(total, &wide, sizeof total);
     for (int width = WIDTH / 2; width > 0; width /= 2)
@@ -278,20 +370,23 @@ static CB_STREAM_CLONES cblob_status sumsq_f32_stream(int64_t n, const void *x_,
     *out = total[0];
     return CBLOB_OK;
 }
+#endif
 
 /* The entry other files call is a plain function that calls the clones from this file: clang 14
  * resolves target_clones only for calls inside the defining translation unit (and gives every
  * resolver a global name, hence the dtype in the clone's name). */
 cblob_status cb_cpu_sumsq_f32(int64_t n, const void *x, double *out)
 {
-    if ((uint64_t)n * sizeof(float) >= CB_STREAM_BYTES)
-        return sumsq_f32_stream(n, x, out);
+#if defined(CB_HAVE_WIDE)
+    if (cb_cpu_x86_64_v4())
+        return sumsq_f32_wide(n, x, out);
+#endif
     return sumsq_f32_vector(n, x, out);
 }
 
-cblob_status cb_cpu_sumsq_stream_f32(int64_t n, const void *x, double *out)
+cblob_status cb_cpu_sumsq_narrow_f32(int64_t n, const void *x, double *out)
 {
-    return sumsq_f32_stream(n, x, out);
+    return sumsq_f32_vector(n, x, out);
 }
 
 /* axpy: y[i] += alpha * x[i] */
@@ -301,6 +396,14 @@ static CB_VECTOR_CLONES cblob_status axpy_f32_vector(int64_t n, double alpha_, c
     const float *restrict x = x_;
     float *restrict y = y_;
     /* Unrolled: a one-vector loop ran at half speed in cache (bench_math, 1000 elements). */
+    if (alpha == -1) {
+        /* Caffe's update (data -= diff): one subtraction per vector where the product took a
+         * multiplication and an addition, with the same result, as -1 * x is exact. */
+#pragma GCC unroll 4
+        for (int64_t i = 0; i < n; ++i)
+            y[i] -= x[i];
+        return CBLOB_OK;
+    }
 #pragma GCC unroll 4
     for (int64_t i = 0; i < n; ++i)
         y[i] += alpha * x[i];
@@ -314,31 +417,12 @@ cblob_status cb_blis_axpy_f32(int64_t n, double alpha_, const void *x, void *y)
     return CBLOB_OK;
 }
 
-static CB_STREAM_CLONES cblob_status axpy_f32_stream(int64_t n, double alpha_, const void *x_, void *y_)
-{
-    const float alpha = (float)alpha_;
-    const float *restrict x = x_;
-    float *restrict y = y_;
-    /* Unrolled: a one-vector loop ran at half speed in cache (bench_math, 1000 elements). */
-#pragma GCC unroll 4
-    for (int64_t i = 0; i < n; ++i)
-        y[i] += alpha * x[i];
-    return CBLOB_OK;
-}
-
 /* The entry other files call is a plain function that calls the clones from this file: clang 14
  * resolves target_clones only for calls inside the defining translation unit (and gives every
  * resolver a global name, hence the dtype in the clone's name). */
 cblob_status cb_cpu_axpy_f32(int64_t n, double alpha, const void *x, void *y)
 {
-    if ((uint64_t)n * sizeof(float) >= CB_STREAM_BYTES)
-        return axpy_f32_stream(n, alpha, x, y);
     return axpy_f32_vector(n, alpha, x, y);
-}
-
-cblob_status cb_cpu_axpy_stream_f32(int64_t n, double alpha, const void *x, void *y)
-{
-    return axpy_f32_stream(n, alpha, x, y);
 }
 
 /* scale: x[i] *= alpha */
@@ -360,30 +444,12 @@ cblob_status cb_blis_scale_f32(int64_t n, double alpha_, void *x)
     return CBLOB_OK;
 }
 
-static CB_STREAM_CLONES cblob_status scale_f32_stream(int64_t n, double alpha_, void *x_)
-{
-    const float alpha = (float)alpha_;
-    float *restrict x = x_;
-    /* Unrolled: a one-vector loop ran at half speed in cache (bench_math, 1000 elements). */
-#pragma GCC unroll 4
-    for (int64_t i = 0; i < n; ++i)
-        x[i] *= alpha;
-    return CBLOB_OK;
-}
-
 /* The entry other files call is a plain function that calls the clones from this file: clang 14
  * resolves target_clones only for calls inside the defining translation unit (and gives every
  * resolver a global name, hence the dtype in the clone's name). */
 cblob_status cb_cpu_scale_f32(int64_t n, double alpha, void *x)
 {
-    if ((uint64_t)n * sizeof(float) >= CB_STREAM_BYTES)
-        return scale_f32_stream(n, alpha, x);
     return scale_f32_vector(n, alpha, x);
-}
-
-cblob_status cb_cpu_scale_stream_f32(int64_t n, double alpha, void *x)
-{
-    return scale_f32_stream(n, alpha, x);
 }
 
 /* fill: x[i] = value (value is exact in T: the caller checked it) */

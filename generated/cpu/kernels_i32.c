@@ -15,16 +15,17 @@
 
 #include <blis.h>
 
+#include "cpu/cpu_level.h"
 #include "cpu/kernels.h"
 
 #if defined(__x86_64__) && !defined(CBLOB_NO_TARGET_CLONES)
 #  define CB_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-/* Streaming variants stop at 256-bit vectors: on memory-bound sizes they read as fast as BLIS's
- * AVX2 kernels, where 512-bit loads measured about 10% slower (AMD Zen 4, bench/bench_math). */
-#  define CB_STREAM_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+/* Wide variants (ops.yaml `wide`) are x86-64-v4 code, called only where cb_cpu_x86_64_v4() says
+ * the CPU runs it. */
+#  define CB_WIDE_TARGET __attribute__((target("arch=x86-64-v4")))
+#  define CB_HAVE_WIDE 1
 #else
 #  define CB_VECTOR_CLONES
-#  define CB_STREAM_CLONES
 #endif
 
 /* Outputs of this many bytes and more are written with non-temporal stores where a kernel can

@@ -6,6 +6,7 @@
 #include <blis.h>
 
 #include "cblob/cblob.h"
+#include "cpu/cpu_level.h"
 
 #ifndef CBLOB_VERSION_STRING
 #  error "the build defines CBLOB_VERSION_STRING"
@@ -43,11 +44,7 @@ static void describe(void)
 
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    const int v4 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                   __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
-                   __builtin_cpu_supports("avx512vl");
-    const int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                   __builtin_cpu_supports("bmi2");
+    const bool v4 = cb_cpu_x86_64_v4(), v3 = cb_cpu_x86_64_v3();
     /* The same three levels the generated kernels are cloned for (templates/cpu/kernels.c.j2). */
     snprintf(cpu_text, sizeof cpu_text, "kernels: %s; cpu has:%s%s%s%s",
              v4 ? "x86-64-v4 (AVX-512)" : v3 ? "x86-64-v3 (AVX2, FMA)" : "x86-64 baseline (SSE2)",

@@ -16,6 +16,8 @@
  * of a 1e5-element operation. So a worker that ran out of work spins for CB_SPIN_SECONDS before it
  * sleeps (a training loop's next call finds it awake), and a caller waiting for its helpers spins
  * as long before it sleeps. OpenBLAS's threads spin too, and libgomp's for far longer. */
+/* PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -48,12 +50,25 @@ static struct {
     pthread_cond_t wake; /* idle workers wait here for a job */
     pthread_cond_t left; /* callers wait here for the workers in their job to leave */
     cb_job *first, *last;
-    atomic_uint posted; /* jobs queued so far: what idle workers watch for a change of */
+    /* Jobs posted so far: what spinning workers watch for a change of. A caller adds to it after
+     * it has queued its job and let go of the lock, so a worker that sees the change finds the
+     * lock free (a worker that found it taken slept in the kernel, and waking it took longer than
+     * the job). Sleeping workers go by the queue itself, under the lock. */
+    atomic_uint posted;
     int workers;       /* started in this process (after fork: in this child) */
     int sleeping;      /* workers waiting on `wake` */
     bool stopping; /* the library is being unloaded */
     pthread_t ids[CB_MAX_THREADS];
-} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .left = PTHREAD_COND_INITIALIZER};
+} pool = {
+#if defined(PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP)
+    /* glibc's adaptive mutex spins a little before it sleeps: the lock is held for a few
+     * instructions at a time, and a thread put to sleep for one of them costs a wake-up. */
+    .lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP,
+#else
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+#endif
+    .wake = PTHREAD_COND_INITIALIZER,
+    .left = PTHREAD_COND_INITIALIZER};
 
 /* Set while a thread runs tasks: work started inside a task runs inline. */
 static _Thread_local bool inside_task;
@@ -86,7 +101,6 @@ static void enqueue(cb_job *job)
         pool.first = job;
     pool.last = job;
     job->queued = true;
-    atomic_fetch_add_explicit(&pool.posted, 1, memory_order_release);
 }
 
 static void unqueue(cb_job *job)
@@ -199,15 +213,18 @@ static void *worker_main(void *unused)
     (void)unused;
     pthread_mutex_lock(&pool.lock);
     for (;;) {
-        const unsigned seen = atomic_load_explicit(&pool.posted, memory_order_relaxed);
         cb_job *job = job_to_help();
         if (job == NULL) {
             if (pool.stopping)
                 break;
+            const unsigned seen = atomic_load_explicit(&pool.posted, memory_order_relaxed);
             pthread_mutex_unlock(&pool.lock);
             const bool found = spin_until(posted_since, &seen);
             pthread_mutex_lock(&pool.lock);
-            if (!found && !pool.stopping && !posted_since(&seen)) {
+            /* A job queued while this worker spun is in the queue now (queued under the lock),
+             * whether or not its caller has posted it yet; one queued later finds the worker
+             * counted in `sleeping` and signals it. */
+            if (!found && !pool.stopping && job_to_help() == NULL) {
                 ++pool.sleeping;
                 pthread_cond_wait(&pool.wake, &pool.lock);
                 --pool.sleeping;
@@ -217,10 +234,13 @@ static void *worker_main(void *unused)
         atomic_fetch_add_explicit(&job->helpers, 1, memory_order_relaxed);
         pthread_mutex_unlock(&pool.lock);
         run_tasks(job);
+        /* The last touch of the job, without the lock: its caller, which unqueues it, may return
+         * as soon as it sees 0, and need not wait until this worker gets the lock. A caller that
+         * went to sleep waiting is woken under the lock, which this worker takes anyway to look
+         * for its next job. */
+        const bool last = atomic_fetch_sub_explicit(&job->helpers, 1, memory_order_release) == 1;
         pthread_mutex_lock(&pool.lock);
-        unqueue(job);
-        /* The last touch of the job: its caller may return as soon as it sees 0. */
-        if (atomic_fetch_sub_explicit(&job->helpers, 1, memory_order_release) == 1)
+        if (last)
             pthread_cond_broadcast(&pool.left);
     }
     pthread_mutex_unlock(&pool.lock);
@@ -313,11 +333,12 @@ cblob_status cb_pool_run(int64_t tasks, int threads, cb_task_fn task, void *arg)
     pthread_mutex_lock(&pool.lock);
     start_workers(threads - 1);
     enqueue(&job);
-    /* Spinning workers see the job by themselves; sleeping ones need a signal (which costs
-     * nothing when none sleeps). */
+    /* Sleeping workers need a signal (which costs nothing when none sleeps); spinning ones see
+     * the job posted, once the lock is free for them. */
     for (int i = 0; i < job.max_helpers && i < pool.sleeping; ++i)
         pthread_cond_signal(&pool.wake);
     pthread_mutex_unlock(&pool.lock);
+    atomic_fetch_add_explicit(&pool.posted, 1, memory_order_release);
 
     run_tasks(&job);
 
