@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "core/run_kernels.h"
-#include "cpu/cpu_level.h"
 #include "cpu/kernels.h"
+#include "cpu_level.h"
 #include "harness.h"
 
 /* The last size is past 1 MiB for every dtype: memory-bound sizes, where the sums are cut into

@@ -15,8 +15,8 @@
 
 #include <blis.h>
 
-#include "cpu/cpu_level.h"
 #include "cpu/kernels.h"
+#include "cpu_level.h"
 
 #if defined(__x86_64__) && !defined(CBLOB_NO_TARGET_CLONES)
 #  define CB_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))

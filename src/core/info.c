@@ -6,7 +6,7 @@
 #include <blis.h>
 
 #include "cblob/cblob.h"
-#include "cpu/cpu_level.h"
+#include "cpu_level.h"
 
 #ifndef CBLOB_VERSION_STRING
 #  error "the build defines CBLOB_VERSION_STRING"

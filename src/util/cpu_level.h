@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Which x86-64 level this CPU runs: the one definition the kernels' run-time choices
- * (generated/cpu/kernels_*.c, ops.yaml `wide`) and cblob_cpu_features share. */
+ * (generated/cpu/kernels_*.c, ops.yaml `wide`) and cblob_cpu_features (src/core/info.c) share;
+ * here in util, below both. */
 #ifndef CBLOB_CPU_LEVEL_H
 #define CBLOB_CPU_LEVEL_H
 
