@@ -82,9 +82,10 @@ static double value(int64_t i)
      * rounding exceeds the tolerance the lane sums meet, so its twins stop before the largest size. */ \
     TEST(blis_reductions_##SUFFIX) { reductions_##SUFFIX(cb_blis_asum_##SUFFIX, cb_blis_sumsq_##SUFFIX, NSIZES - 1); } \
     /* The wide sums (x86-64-v4, 64-byte vectors) add in the portable sums' order, so they give \
-     * the same bits: at every size up to two short blocks and some past them, from every \
-     * misalignment within a vector. The values are not exact in binary, so another order of \
-     * additions shows in the low bits (the last check makes sure it would). */ \
+     * the same bits: at every size up to 4200 (past two short blocks) from four starts, and at \
+     * six larger sizes from each of 16 starts (every misalignment within a 64-byte vector). The \
+     * values are not exact in binary, so another order of additions shows in the low bits (the \
+     * last check makes sure it would). */ \
     TEST(wide_sums_match_the_portable_ones_bit_for_bit_##SUFFIX) \
     { \
         if (!cb_cpu_x86_64_v4()) \
