@@ -78,6 +78,10 @@ void bench_measure(const bench_plan *plan, int count, const bench_contender *con
         fprintf(stderr, "bench_measure: at most %d contenders\n", BENCH_MAX_CONTENDERS);
         exit(1);
     }
+    if (rounds < 1) { /* a median of no rounds would be read from before the samples */
+        fprintf(stderr, "bench: --rounds must be at least 1 (got %d)\n", plan->rounds);
+        exit(2);
+    }
     for (int k = 0; k < count; ++k)
         calls[k] = calls_per_batch(&contenders[k], plan->batch_seconds);
     for (int r = 0; r < rounds; ++r) {

@@ -14,15 +14,15 @@
 #include "threads.h"
 
 /* asum, float32: *out = sum of |x[i]| */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_asum_f32). */
 typedef struct asum_f32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, double *out);
     const void *x;
 } asum_f32_args;
 
 static cblob_status asum_f32_block(void *arg, int64_t begin, int64_t end, double *out)
 {
     const asum_f32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), out);
+    return cb_cpu_asum_f32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), out);
 }
 
 static cblob_status asum_f32(const cb_device *host, int64_t n, const void *x, double *out)
@@ -31,22 +31,21 @@ static cblob_status asum_f32(const cb_device *host, int64_t n, const void *x, do
     if (n <= CB_SUM_BLOCK) /* one block: what cb_parallel_sum would do, without its set-up */
         return cb_cpu_asum_f32(n, x, out);
     const asum_f32_args args = {
-        .kernel = cb_cpu_asum_f32,
         .x = x,
     };
     return cb_parallel_sum(n, (sizeof(float)), CB_CPU_SPLIT_BYTES_ASUM, asum_f32_block, (void *)&args, out);
 }
 
 /* sumsq, float32: *out = sum of x[i] * x[i] */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_sumsq_f32). */
 typedef struct sumsq_f32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, double *out);
     const void *x;
 } sumsq_f32_args;
 
 static cblob_status sumsq_f32_block(void *arg, int64_t begin, int64_t end, double *out)
 {
     const sumsq_f32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), out);
+    return cb_cpu_sumsq_f32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), out);
 }
 
 static cblob_status sumsq_f32(const cb_device *host, int64_t n, const void *x, double *out)
@@ -55,15 +54,14 @@ static cblob_status sumsq_f32(const cb_device *host, int64_t n, const void *x, d
     if (n <= CB_SUM_BLOCK) /* one block: what cb_parallel_sum would do, without its set-up */
         return cb_cpu_sumsq_f32(n, x, out);
     const sumsq_f32_args args = {
-        .kernel = cb_cpu_sumsq_f32,
         .x = x,
     };
     return cb_parallel_sum(n, (sizeof(float)), CB_CPU_SPLIT_BYTES_SUMSQ, sumsq_f32_block, (void *)&args, out);
 }
 
 /* axpy, float32: y[i] += alpha * x[i] */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_axpy_f32). */
 typedef struct axpy_f32_args {
-    cblob_status (*kernel)(int64_t n, double alpha, const void *x, void *y);
     double alpha;
     const void *x;
     void *y;
@@ -72,7 +70,7 @@ typedef struct axpy_f32_args {
 static cblob_status axpy_f32_range(void *arg, int64_t begin, int64_t end)
 {
     const axpy_f32_args *a = arg;
-    return a->kernel(end - begin, a->alpha, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(float));
+    return cb_cpu_axpy_f32(end - begin, a->alpha, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(float));
 }
 
 static cblob_status axpy_f32(const cb_device *host, int64_t n, double alpha, const void *x, void *y)
@@ -81,7 +79,6 @@ static cblob_status axpy_f32(const cb_device *host, int64_t n, double alpha, con
     if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_AXPY))
         return cb_cpu_axpy_f32(n, alpha, x, y);
     const axpy_f32_args args = {
-        .kernel = cb_cpu_axpy_f32,
         .alpha = alpha,
         .x = x,
         .y = y,
@@ -91,8 +88,8 @@ static cblob_status axpy_f32(const cb_device *host, int64_t n, double alpha, con
 }
 
 /* scale, float32: x[i] *= alpha */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_scale_f32). */
 typedef struct scale_f32_args {
-    cblob_status (*kernel)(int64_t n, double alpha, void *x);
     double alpha;
     void *x;
 } scale_f32_args;
@@ -100,7 +97,7 @@ typedef struct scale_f32_args {
 static cblob_status scale_f32_range(void *arg, int64_t begin, int64_t end)
 {
     const scale_f32_args *a = arg;
-    return a->kernel(end - begin, a->alpha, (char *)a->x + (begin) * (int64_t)sizeof(float));
+    return cb_cpu_scale_f32(end - begin, a->alpha, (char *)a->x + (begin) * (int64_t)sizeof(float));
 }
 
 static cblob_status scale_f32(const cb_device *host, int64_t n, double alpha, void *x)
@@ -109,7 +106,6 @@ static cblob_status scale_f32(const cb_device *host, int64_t n, double alpha, vo
     if ((uint64_t)n * (sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_SCALE))
         return cb_cpu_scale_f32(n, alpha, x);
     const scale_f32_args args = {
-        .kernel = cb_cpu_scale_f32,
         .alpha = alpha,
         .x = x,
     };
@@ -118,8 +114,8 @@ static cblob_status scale_f32(const cb_device *host, int64_t n, double alpha, vo
 }
 
 /* fill, float32: x[i] = value (value is exact in T: the caller checked it) */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_fill_f32). */
 typedef struct fill_f32_args {
-    cblob_status (*kernel)(int64_t n, double value, void *x);
     double value;
     void *x;
 } fill_f32_args;
@@ -127,7 +123,7 @@ typedef struct fill_f32_args {
 static cblob_status fill_f32_range(void *arg, int64_t begin, int64_t end)
 {
     const fill_f32_args *a = arg;
-    return a->kernel(end - begin, a->value, (char *)a->x + (begin) * (int64_t)sizeof(float));
+    return cb_cpu_fill_f32(end - begin, a->value, (char *)a->x + (begin) * (int64_t)sizeof(float));
 }
 
 static cblob_status fill_f32(const cb_device *host, int64_t n, double value, void *x)
@@ -136,7 +132,6 @@ static cblob_status fill_f32(const cb_device *host, int64_t n, double value, voi
     if ((uint64_t)n * (sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_FILL))
         return cb_cpu_fill_f32(n, value, x);
     const fill_f32_args args = {
-        .kernel = cb_cpu_fill_f32,
         .value = value,
         .x = x,
     };
@@ -145,8 +140,8 @@ static cblob_status fill_f32(const cb_device *host, int64_t n, double value, voi
 }
 
 /* add, float32: y[i] += x[i]; integers wrap modulo 2^32; x may be y itself */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_add_f32). */
 typedef struct add_f32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } add_f32_args;
@@ -154,7 +149,7 @@ typedef struct add_f32_args {
 static cblob_status add_f32_range(void *arg, int64_t begin, int64_t end)
 {
     const add_f32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(float));
+    return cb_cpu_add_f32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(float));
 }
 
 static cblob_status add_f32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -163,7 +158,6 @@ static cblob_status add_f32(const cb_device *host, int64_t n, const void *x, voi
     if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_ADD))
         return cb_cpu_add_f32(n, x, y);
     const add_f32_args args = {
-        .kernel = cb_cpu_add_f32,
         .x = x,
         .y = y,
     };
@@ -172,8 +166,8 @@ static cblob_status add_f32(const cb_device *host, int64_t n, const void *x, voi
 }
 
 /* copy_strided, float32: copies `rows` rows of `cols` elements from x (rows x_stride apart) to y (rows y_stride apart); n = rows * cols */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_copy_strided_f32). */
 typedef struct copy_strided_f32_args {
-    cblob_status (*kernel)(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);
     int64_t rows;
     int64_t cols;
     const void *x;
@@ -186,7 +180,7 @@ typedef struct copy_strided_f32_args {
 static cblob_status copy_strided_f32_rows(void *arg, int64_t begin, int64_t end)
 {
     const copy_strided_f32_args *a = arg;
-    return a->kernel((end - begin) * a->cols, end - begin, a->cols, (const char *)a->x + (begin * a->x_stride) * (int64_t)sizeof(float),
+    return cb_cpu_copy_strided_f32((end - begin) * a->cols, end - begin, a->cols, (const char *)a->x + (begin * a->x_stride) * (int64_t)sizeof(float),
                      a->x_stride, (char *)a->y + (begin * a->y_stride) * (int64_t)sizeof(float), a->y_stride);
 }
 
@@ -194,7 +188,7 @@ static cblob_status copy_strided_f32_rows(void *arg, int64_t begin, int64_t end)
 static cblob_status copy_strided_f32_whole(void *arg, int64_t begin, int64_t end)
 {
     const copy_strided_f32_args *a = arg;
-    return a->kernel(end - begin, 1, end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), end - begin,
+    return cb_cpu_copy_strided_f32(end - begin, 1, end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), end - begin,
                      (char *)a->y + (begin) * (int64_t)sizeof(float), end - begin);
 }
 
@@ -204,7 +198,7 @@ static cblob_status copy_strided_f32(const cb_device *host, int64_t n, int64_t r
     (void)host;
     if ((uint64_t)n * sizeof(float) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_COPY_STRIDED))
         return cb_cpu_copy_strided_f32(n, rows, cols, x, x_stride, y, y_stride);
-    const copy_strided_f32_args args = {.kernel = cb_cpu_copy_strided_f32, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
+    const copy_strided_f32_args args = {.rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
                                 .y = y, .y_stride = y_stride};
     if (rows == 1 || (cols == x_stride && cols == y_stride))
         return cb_parallel_for_split(n, sizeof(float) * 2, CB_CPU_SPLIT_BYTES_COPY_STRIDED, 64, copy_strided_f32_whole, (void *)&args);
@@ -213,8 +207,8 @@ static cblob_status copy_strided_f32(const cb_device *host, int64_t n, int64_t r
 }
 
 /* transpose, float32: swaps two axes: x viewed as [outer, rows, middle, cols, inner] is written to y as [outer, cols, middle, rows, inner]; n = the product of all five */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_transpose_f32). */
 typedef struct transpose_f32_args {
-    cblob_status (*kernel)(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
     int64_t outer;
     int64_t rows;
     int64_t middle;
@@ -237,7 +231,6 @@ static cblob_status transpose_f32(const cb_device *host, int64_t n, int64_t oute
     if ((uint64_t)n * sizeof(float) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRANSPOSE) || bands < 2)
         return cb_cpu_transpose_f32(n, outer, rows, middle, cols, inner, x, y);
     const transpose_f32_args args = {
-        .kernel = cb_cpu_transpose_f32,
         .outer = outer,
         .rows = rows,
         .middle = middle,
@@ -251,8 +244,8 @@ static cblob_status transpose_f32(const cb_device *host, int64_t n, int64_t oute
 }
 
 /* convert_to_f32, float32: y[i] = x[i] converted to float32 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_f32_f32). */
 typedef struct convert_to_f32_f32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_f32_f32_args;
@@ -260,7 +253,7 @@ typedef struct convert_to_f32_f32_args {
 static cblob_status convert_to_f32_f32_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_f32_f32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(float));
+    return cb_cpu_convert_to_f32_f32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(float));
 }
 
 static cblob_status convert_to_f32_f32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -269,7 +262,6 @@ static cblob_status convert_to_f32_f32(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(float) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F32))
         return cb_cpu_convert_to_f32_f32(n, x, y);
     const convert_to_f32_f32_args args = {
-        .kernel = cb_cpu_convert_to_f32_f32,
         .x = x,
         .y = y,
     };
@@ -278,8 +270,8 @@ static cblob_status convert_to_f32_f32(const cb_device *host, int64_t n, const v
 }
 
 /* convert_to_f64, float32: y[i] = x[i] converted to float64 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_f64_f32). */
 typedef struct convert_to_f64_f32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_f64_f32_args;
@@ -287,7 +279,7 @@ typedef struct convert_to_f64_f32_args {
 static cblob_status convert_to_f64_f32_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_f64_f32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(double));
+    return cb_cpu_convert_to_f64_f32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(double));
 }
 
 static cblob_status convert_to_f64_f32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -296,7 +288,6 @@ static cblob_status convert_to_f64_f32(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(float) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F64))
         return cb_cpu_convert_to_f64_f32(n, x, y);
     const convert_to_f64_f32_args args = {
-        .kernel = cb_cpu_convert_to_f64_f32,
         .x = x,
         .y = y,
     };
@@ -305,8 +296,8 @@ static cblob_status convert_to_f64_f32(const cb_device *host, int64_t n, const v
 }
 
 /* convert_to_i32, float32: y[i] = x[i] converted to int32 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_i32_f32). */
 typedef struct convert_to_i32_f32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_i32_f32_args;
@@ -314,7 +305,7 @@ typedef struct convert_to_i32_f32_args {
 static cblob_status convert_to_i32_f32_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_i32_f32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
+    return cb_cpu_convert_to_i32_f32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
 }
 
 static cblob_status convert_to_i32_f32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -323,7 +314,6 @@ static cblob_status convert_to_i32_f32(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(float) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_I32))
         return cb_cpu_convert_to_i32_f32(n, x, y);
     const convert_to_i32_f32_args args = {
-        .kernel = cb_cpu_convert_to_i32_f32,
         .x = x,
         .y = y,
     };
@@ -332,8 +322,8 @@ static cblob_status convert_to_i32_f32(const cb_device *host, int64_t n, const v
 }
 
 /* convert_to_u32, float32: y[i] = x[i] converted to uint32 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_u32_f32). */
 typedef struct convert_to_u32_f32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_u32_f32_args;
@@ -341,7 +331,7 @@ typedef struct convert_to_u32_f32_args {
 static cblob_status convert_to_u32_f32_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_u32_f32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
+    return cb_cpu_convert_to_u32_f32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
 }
 
 static cblob_status convert_to_u32_f32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -350,7 +340,6 @@ static cblob_status convert_to_u32_f32(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(float) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_U32))
         return cb_cpu_convert_to_u32_f32(n, x, y);
     const convert_to_u32_f32_args args = {
-        .kernel = cb_cpu_convert_to_u32_f32,
         .x = x,
         .y = y,
     };
@@ -359,8 +348,8 @@ static cblob_status convert_to_u32_f32(const cb_device *host, int64_t n, const v
 }
 
 /* truncate_to_i32, float32: y[i] = x[i] converted to int32, the fraction truncated toward zero */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_truncate_to_i32_f32). */
 typedef struct truncate_to_i32_f32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } truncate_to_i32_f32_args;
@@ -368,7 +357,7 @@ typedef struct truncate_to_i32_f32_args {
 static cblob_status truncate_to_i32_f32_range(void *arg, int64_t begin, int64_t end)
 {
     const truncate_to_i32_f32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
+    return cb_cpu_truncate_to_i32_f32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
 }
 
 static cblob_status truncate_to_i32_f32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -377,7 +366,6 @@ static cblob_status truncate_to_i32_f32(const cb_device *host, int64_t n, const 
     if ((uint64_t)n * (sizeof(float) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRUNCATE_TO_I32))
         return cb_cpu_truncate_to_i32_f32(n, x, y);
     const truncate_to_i32_f32_args args = {
-        .kernel = cb_cpu_truncate_to_i32_f32,
         .x = x,
         .y = y,
     };
@@ -386,8 +374,8 @@ static cblob_status truncate_to_i32_f32(const cb_device *host, int64_t n, const 
 }
 
 /* truncate_to_u32, float32: y[i] = x[i] converted to uint32, the fraction truncated toward zero */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_truncate_to_u32_f32). */
 typedef struct truncate_to_u32_f32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } truncate_to_u32_f32_args;
@@ -395,7 +383,7 @@ typedef struct truncate_to_u32_f32_args {
 static cblob_status truncate_to_u32_f32_range(void *arg, int64_t begin, int64_t end)
 {
     const truncate_to_u32_f32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
+    return cb_cpu_truncate_to_u32_f32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(float), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
 }
 
 static cblob_status truncate_to_u32_f32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -404,7 +392,6 @@ static cblob_status truncate_to_u32_f32(const cb_device *host, int64_t n, const 
     if ((uint64_t)n * (sizeof(float) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRUNCATE_TO_U32))
         return cb_cpu_truncate_to_u32_f32(n, x, y);
     const truncate_to_u32_f32_args args = {
-        .kernel = cb_cpu_truncate_to_u32_f32,
         .x = x,
         .y = y,
     };
@@ -413,15 +400,15 @@ static cblob_status truncate_to_u32_f32(const cb_device *host, int64_t n, const 
 }
 
 /* asum, float64: *out = sum of |x[i]| */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_asum_f64). */
 typedef struct asum_f64_args {
-    cblob_status (*kernel)(int64_t n, const void *x, double *out);
     const void *x;
 } asum_f64_args;
 
 static cblob_status asum_f64_block(void *arg, int64_t begin, int64_t end, double *out)
 {
     const asum_f64_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), out);
+    return cb_cpu_asum_f64(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), out);
 }
 
 static cblob_status asum_f64(const cb_device *host, int64_t n, const void *x, double *out)
@@ -430,22 +417,21 @@ static cblob_status asum_f64(const cb_device *host, int64_t n, const void *x, do
     if (n <= CB_SUM_BLOCK) /* one block: what cb_parallel_sum would do, without its set-up */
         return cb_cpu_asum_f64(n, x, out);
     const asum_f64_args args = {
-        .kernel = cb_cpu_asum_f64,
         .x = x,
     };
     return cb_parallel_sum(n, (sizeof(double)), CB_CPU_SPLIT_BYTES_ASUM, asum_f64_block, (void *)&args, out);
 }
 
 /* sumsq, float64: *out = sum of x[i] * x[i] */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_sumsq_f64). */
 typedef struct sumsq_f64_args {
-    cblob_status (*kernel)(int64_t n, const void *x, double *out);
     const void *x;
 } sumsq_f64_args;
 
 static cblob_status sumsq_f64_block(void *arg, int64_t begin, int64_t end, double *out)
 {
     const sumsq_f64_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), out);
+    return cb_cpu_sumsq_f64(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), out);
 }
 
 static cblob_status sumsq_f64(const cb_device *host, int64_t n, const void *x, double *out)
@@ -454,15 +440,14 @@ static cblob_status sumsq_f64(const cb_device *host, int64_t n, const void *x, d
     if (n <= CB_SUM_BLOCK) /* one block: what cb_parallel_sum would do, without its set-up */
         return cb_cpu_sumsq_f64(n, x, out);
     const sumsq_f64_args args = {
-        .kernel = cb_cpu_sumsq_f64,
         .x = x,
     };
     return cb_parallel_sum(n, (sizeof(double)), CB_CPU_SPLIT_BYTES_SUMSQ, sumsq_f64_block, (void *)&args, out);
 }
 
 /* axpy, float64: y[i] += alpha * x[i] */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_axpy_f64). */
 typedef struct axpy_f64_args {
-    cblob_status (*kernel)(int64_t n, double alpha, const void *x, void *y);
     double alpha;
     const void *x;
     void *y;
@@ -471,7 +456,7 @@ typedef struct axpy_f64_args {
 static cblob_status axpy_f64_range(void *arg, int64_t begin, int64_t end)
 {
     const axpy_f64_args *a = arg;
-    return a->kernel(end - begin, a->alpha, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(double));
+    return cb_cpu_axpy_f64(end - begin, a->alpha, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(double));
 }
 
 static cblob_status axpy_f64(const cb_device *host, int64_t n, double alpha, const void *x, void *y)
@@ -480,7 +465,6 @@ static cblob_status axpy_f64(const cb_device *host, int64_t n, double alpha, con
     if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_AXPY))
         return cb_cpu_axpy_f64(n, alpha, x, y);
     const axpy_f64_args args = {
-        .kernel = cb_cpu_axpy_f64,
         .alpha = alpha,
         .x = x,
         .y = y,
@@ -490,8 +474,8 @@ static cblob_status axpy_f64(const cb_device *host, int64_t n, double alpha, con
 }
 
 /* scale, float64: x[i] *= alpha */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_scale_f64). */
 typedef struct scale_f64_args {
-    cblob_status (*kernel)(int64_t n, double alpha, void *x);
     double alpha;
     void *x;
 } scale_f64_args;
@@ -499,7 +483,7 @@ typedef struct scale_f64_args {
 static cblob_status scale_f64_range(void *arg, int64_t begin, int64_t end)
 {
     const scale_f64_args *a = arg;
-    return a->kernel(end - begin, a->alpha, (char *)a->x + (begin) * (int64_t)sizeof(double));
+    return cb_cpu_scale_f64(end - begin, a->alpha, (char *)a->x + (begin) * (int64_t)sizeof(double));
 }
 
 static cblob_status scale_f64(const cb_device *host, int64_t n, double alpha, void *x)
@@ -508,7 +492,6 @@ static cblob_status scale_f64(const cb_device *host, int64_t n, double alpha, vo
     if ((uint64_t)n * (sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_SCALE))
         return cb_cpu_scale_f64(n, alpha, x);
     const scale_f64_args args = {
-        .kernel = cb_cpu_scale_f64,
         .alpha = alpha,
         .x = x,
     };
@@ -517,8 +500,8 @@ static cblob_status scale_f64(const cb_device *host, int64_t n, double alpha, vo
 }
 
 /* fill, float64: x[i] = value (value is exact in T: the caller checked it) */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_fill_f64). */
 typedef struct fill_f64_args {
-    cblob_status (*kernel)(int64_t n, double value, void *x);
     double value;
     void *x;
 } fill_f64_args;
@@ -526,7 +509,7 @@ typedef struct fill_f64_args {
 static cblob_status fill_f64_range(void *arg, int64_t begin, int64_t end)
 {
     const fill_f64_args *a = arg;
-    return a->kernel(end - begin, a->value, (char *)a->x + (begin) * (int64_t)sizeof(double));
+    return cb_cpu_fill_f64(end - begin, a->value, (char *)a->x + (begin) * (int64_t)sizeof(double));
 }
 
 static cblob_status fill_f64(const cb_device *host, int64_t n, double value, void *x)
@@ -535,7 +518,6 @@ static cblob_status fill_f64(const cb_device *host, int64_t n, double value, voi
     if ((uint64_t)n * (sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_FILL))
         return cb_cpu_fill_f64(n, value, x);
     const fill_f64_args args = {
-        .kernel = cb_cpu_fill_f64,
         .value = value,
         .x = x,
     };
@@ -544,8 +526,8 @@ static cblob_status fill_f64(const cb_device *host, int64_t n, double value, voi
 }
 
 /* add, float64: y[i] += x[i]; integers wrap modulo 2^32; x may be y itself */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_add_f64). */
 typedef struct add_f64_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } add_f64_args;
@@ -553,7 +535,7 @@ typedef struct add_f64_args {
 static cblob_status add_f64_range(void *arg, int64_t begin, int64_t end)
 {
     const add_f64_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(double));
+    return cb_cpu_add_f64(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(double));
 }
 
 static cblob_status add_f64(const cb_device *host, int64_t n, const void *x, void *y)
@@ -562,7 +544,6 @@ static cblob_status add_f64(const cb_device *host, int64_t n, const void *x, voi
     if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_ADD))
         return cb_cpu_add_f64(n, x, y);
     const add_f64_args args = {
-        .kernel = cb_cpu_add_f64,
         .x = x,
         .y = y,
     };
@@ -571,8 +552,8 @@ static cblob_status add_f64(const cb_device *host, int64_t n, const void *x, voi
 }
 
 /* copy_strided, float64: copies `rows` rows of `cols` elements from x (rows x_stride apart) to y (rows y_stride apart); n = rows * cols */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_copy_strided_f64). */
 typedef struct copy_strided_f64_args {
-    cblob_status (*kernel)(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);
     int64_t rows;
     int64_t cols;
     const void *x;
@@ -585,7 +566,7 @@ typedef struct copy_strided_f64_args {
 static cblob_status copy_strided_f64_rows(void *arg, int64_t begin, int64_t end)
 {
     const copy_strided_f64_args *a = arg;
-    return a->kernel((end - begin) * a->cols, end - begin, a->cols, (const char *)a->x + (begin * a->x_stride) * (int64_t)sizeof(double),
+    return cb_cpu_copy_strided_f64((end - begin) * a->cols, end - begin, a->cols, (const char *)a->x + (begin * a->x_stride) * (int64_t)sizeof(double),
                      a->x_stride, (char *)a->y + (begin * a->y_stride) * (int64_t)sizeof(double), a->y_stride);
 }
 
@@ -593,7 +574,7 @@ static cblob_status copy_strided_f64_rows(void *arg, int64_t begin, int64_t end)
 static cblob_status copy_strided_f64_whole(void *arg, int64_t begin, int64_t end)
 {
     const copy_strided_f64_args *a = arg;
-    return a->kernel(end - begin, 1, end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), end - begin,
+    return cb_cpu_copy_strided_f64(end - begin, 1, end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), end - begin,
                      (char *)a->y + (begin) * (int64_t)sizeof(double), end - begin);
 }
 
@@ -603,7 +584,7 @@ static cblob_status copy_strided_f64(const cb_device *host, int64_t n, int64_t r
     (void)host;
     if ((uint64_t)n * sizeof(double) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_COPY_STRIDED))
         return cb_cpu_copy_strided_f64(n, rows, cols, x, x_stride, y, y_stride);
-    const copy_strided_f64_args args = {.kernel = cb_cpu_copy_strided_f64, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
+    const copy_strided_f64_args args = {.rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
                                 .y = y, .y_stride = y_stride};
     if (rows == 1 || (cols == x_stride && cols == y_stride))
         return cb_parallel_for_split(n, sizeof(double) * 2, CB_CPU_SPLIT_BYTES_COPY_STRIDED, 64, copy_strided_f64_whole, (void *)&args);
@@ -612,8 +593,8 @@ static cblob_status copy_strided_f64(const cb_device *host, int64_t n, int64_t r
 }
 
 /* transpose, float64: swaps two axes: x viewed as [outer, rows, middle, cols, inner] is written to y as [outer, cols, middle, rows, inner]; n = the product of all five */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_transpose_f64). */
 typedef struct transpose_f64_args {
-    cblob_status (*kernel)(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
     int64_t outer;
     int64_t rows;
     int64_t middle;
@@ -636,7 +617,6 @@ static cblob_status transpose_f64(const cb_device *host, int64_t n, int64_t oute
     if ((uint64_t)n * sizeof(double) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRANSPOSE) || bands < 2)
         return cb_cpu_transpose_f64(n, outer, rows, middle, cols, inner, x, y);
     const transpose_f64_args args = {
-        .kernel = cb_cpu_transpose_f64,
         .outer = outer,
         .rows = rows,
         .middle = middle,
@@ -650,8 +630,8 @@ static cblob_status transpose_f64(const cb_device *host, int64_t n, int64_t oute
 }
 
 /* convert_to_f32, float64: y[i] = x[i] converted to float32 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_f32_f64). */
 typedef struct convert_to_f32_f64_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_f32_f64_args;
@@ -659,7 +639,7 @@ typedef struct convert_to_f32_f64_args {
 static cblob_status convert_to_f32_f64_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_f32_f64_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(float));
+    return cb_cpu_convert_to_f32_f64(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(float));
 }
 
 static cblob_status convert_to_f32_f64(const cb_device *host, int64_t n, const void *x, void *y)
@@ -668,7 +648,6 @@ static cblob_status convert_to_f32_f64(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(double) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F32))
         return cb_cpu_convert_to_f32_f64(n, x, y);
     const convert_to_f32_f64_args args = {
-        .kernel = cb_cpu_convert_to_f32_f64,
         .x = x,
         .y = y,
     };
@@ -677,8 +656,8 @@ static cblob_status convert_to_f32_f64(const cb_device *host, int64_t n, const v
 }
 
 /* convert_to_f64, float64: y[i] = x[i] converted to float64 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_f64_f64). */
 typedef struct convert_to_f64_f64_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_f64_f64_args;
@@ -686,7 +665,7 @@ typedef struct convert_to_f64_f64_args {
 static cblob_status convert_to_f64_f64_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_f64_f64_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(double));
+    return cb_cpu_convert_to_f64_f64(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(double));
 }
 
 static cblob_status convert_to_f64_f64(const cb_device *host, int64_t n, const void *x, void *y)
@@ -695,7 +674,6 @@ static cblob_status convert_to_f64_f64(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(double) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F64))
         return cb_cpu_convert_to_f64_f64(n, x, y);
     const convert_to_f64_f64_args args = {
-        .kernel = cb_cpu_convert_to_f64_f64,
         .x = x,
         .y = y,
     };
@@ -704,8 +682,8 @@ static cblob_status convert_to_f64_f64(const cb_device *host, int64_t n, const v
 }
 
 /* convert_to_i32, float64: y[i] = x[i] converted to int32 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_i32_f64). */
 typedef struct convert_to_i32_f64_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_i32_f64_args;
@@ -713,7 +691,7 @@ typedef struct convert_to_i32_f64_args {
 static cblob_status convert_to_i32_f64_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_i32_f64_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
+    return cb_cpu_convert_to_i32_f64(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
 }
 
 static cblob_status convert_to_i32_f64(const cb_device *host, int64_t n, const void *x, void *y)
@@ -722,7 +700,6 @@ static cblob_status convert_to_i32_f64(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(double) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_I32))
         return cb_cpu_convert_to_i32_f64(n, x, y);
     const convert_to_i32_f64_args args = {
-        .kernel = cb_cpu_convert_to_i32_f64,
         .x = x,
         .y = y,
     };
@@ -731,8 +708,8 @@ static cblob_status convert_to_i32_f64(const cb_device *host, int64_t n, const v
 }
 
 /* convert_to_u32, float64: y[i] = x[i] converted to uint32 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_u32_f64). */
 typedef struct convert_to_u32_f64_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_u32_f64_args;
@@ -740,7 +717,7 @@ typedef struct convert_to_u32_f64_args {
 static cblob_status convert_to_u32_f64_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_u32_f64_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
+    return cb_cpu_convert_to_u32_f64(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
 }
 
 static cblob_status convert_to_u32_f64(const cb_device *host, int64_t n, const void *x, void *y)
@@ -749,7 +726,6 @@ static cblob_status convert_to_u32_f64(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(double) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_U32))
         return cb_cpu_convert_to_u32_f64(n, x, y);
     const convert_to_u32_f64_args args = {
-        .kernel = cb_cpu_convert_to_u32_f64,
         .x = x,
         .y = y,
     };
@@ -758,8 +734,8 @@ static cblob_status convert_to_u32_f64(const cb_device *host, int64_t n, const v
 }
 
 /* truncate_to_i32, float64: y[i] = x[i] converted to int32, the fraction truncated toward zero */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_truncate_to_i32_f64). */
 typedef struct truncate_to_i32_f64_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } truncate_to_i32_f64_args;
@@ -767,7 +743,7 @@ typedef struct truncate_to_i32_f64_args {
 static cblob_status truncate_to_i32_f64_range(void *arg, int64_t begin, int64_t end)
 {
     const truncate_to_i32_f64_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
+    return cb_cpu_truncate_to_i32_f64(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
 }
 
 static cblob_status truncate_to_i32_f64(const cb_device *host, int64_t n, const void *x, void *y)
@@ -776,7 +752,6 @@ static cblob_status truncate_to_i32_f64(const cb_device *host, int64_t n, const 
     if ((uint64_t)n * (sizeof(double) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRUNCATE_TO_I32))
         return cb_cpu_truncate_to_i32_f64(n, x, y);
     const truncate_to_i32_f64_args args = {
-        .kernel = cb_cpu_truncate_to_i32_f64,
         .x = x,
         .y = y,
     };
@@ -785,8 +760,8 @@ static cblob_status truncate_to_i32_f64(const cb_device *host, int64_t n, const 
 }
 
 /* truncate_to_u32, float64: y[i] = x[i] converted to uint32, the fraction truncated toward zero */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_truncate_to_u32_f64). */
 typedef struct truncate_to_u32_f64_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } truncate_to_u32_f64_args;
@@ -794,7 +769,7 @@ typedef struct truncate_to_u32_f64_args {
 static cblob_status truncate_to_u32_f64_range(void *arg, int64_t begin, int64_t end)
 {
     const truncate_to_u32_f64_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
+    return cb_cpu_truncate_to_u32_f64(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(double), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
 }
 
 static cblob_status truncate_to_u32_f64(const cb_device *host, int64_t n, const void *x, void *y)
@@ -803,7 +778,6 @@ static cblob_status truncate_to_u32_f64(const cb_device *host, int64_t n, const 
     if ((uint64_t)n * (sizeof(double) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRUNCATE_TO_U32))
         return cb_cpu_truncate_to_u32_f64(n, x, y);
     const truncate_to_u32_f64_args args = {
-        .kernel = cb_cpu_truncate_to_u32_f64,
         .x = x,
         .y = y,
     };
@@ -812,8 +786,8 @@ static cblob_status truncate_to_u32_f64(const cb_device *host, int64_t n, const 
 }
 
 /* fill, int32: x[i] = value (value is exact in T: the caller checked it) */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_fill_i32). */
 typedef struct fill_i32_args {
-    cblob_status (*kernel)(int64_t n, double value, void *x);
     double value;
     void *x;
 } fill_i32_args;
@@ -821,7 +795,7 @@ typedef struct fill_i32_args {
 static cblob_status fill_i32_range(void *arg, int64_t begin, int64_t end)
 {
     const fill_i32_args *a = arg;
-    return a->kernel(end - begin, a->value, (char *)a->x + (begin) * (int64_t)sizeof(int32_t));
+    return cb_cpu_fill_i32(end - begin, a->value, (char *)a->x + (begin) * (int64_t)sizeof(int32_t));
 }
 
 static cblob_status fill_i32(const cb_device *host, int64_t n, double value, void *x)
@@ -830,7 +804,6 @@ static cblob_status fill_i32(const cb_device *host, int64_t n, double value, voi
     if ((uint64_t)n * (sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_FILL))
         return cb_cpu_fill_i32(n, value, x);
     const fill_i32_args args = {
-        .kernel = cb_cpu_fill_i32,
         .value = value,
         .x = x,
     };
@@ -839,8 +812,8 @@ static cblob_status fill_i32(const cb_device *host, int64_t n, double value, voi
 }
 
 /* add, int32: y[i] += x[i]; integers wrap modulo 2^32; x may be y itself */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_add_i32). */
 typedef struct add_i32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } add_i32_args;
@@ -848,7 +821,7 @@ typedef struct add_i32_args {
 static cblob_status add_i32_range(void *arg, int64_t begin, int64_t end)
 {
     const add_i32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
+    return cb_cpu_add_i32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
 }
 
 static cblob_status add_i32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -857,7 +830,6 @@ static cblob_status add_i32(const cb_device *host, int64_t n, const void *x, voi
     if ((uint64_t)n * (sizeof(int32_t) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_ADD))
         return cb_cpu_add_i32(n, x, y);
     const add_i32_args args = {
-        .kernel = cb_cpu_add_i32,
         .x = x,
         .y = y,
     };
@@ -866,8 +838,8 @@ static cblob_status add_i32(const cb_device *host, int64_t n, const void *x, voi
 }
 
 /* copy_strided, int32: copies `rows` rows of `cols` elements from x (rows x_stride apart) to y (rows y_stride apart); n = rows * cols */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_copy_strided_i32). */
 typedef struct copy_strided_i32_args {
-    cblob_status (*kernel)(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);
     int64_t rows;
     int64_t cols;
     const void *x;
@@ -880,7 +852,7 @@ typedef struct copy_strided_i32_args {
 static cblob_status copy_strided_i32_rows(void *arg, int64_t begin, int64_t end)
 {
     const copy_strided_i32_args *a = arg;
-    return a->kernel((end - begin) * a->cols, end - begin, a->cols, (const char *)a->x + (begin * a->x_stride) * (int64_t)sizeof(int32_t),
+    return cb_cpu_copy_strided_i32((end - begin) * a->cols, end - begin, a->cols, (const char *)a->x + (begin * a->x_stride) * (int64_t)sizeof(int32_t),
                      a->x_stride, (char *)a->y + (begin * a->y_stride) * (int64_t)sizeof(int32_t), a->y_stride);
 }
 
@@ -888,7 +860,7 @@ static cblob_status copy_strided_i32_rows(void *arg, int64_t begin, int64_t end)
 static cblob_status copy_strided_i32_whole(void *arg, int64_t begin, int64_t end)
 {
     const copy_strided_i32_args *a = arg;
-    return a->kernel(end - begin, 1, end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), end - begin,
+    return cb_cpu_copy_strided_i32(end - begin, 1, end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), end - begin,
                      (char *)a->y + (begin) * (int64_t)sizeof(int32_t), end - begin);
 }
 
@@ -898,7 +870,7 @@ static cblob_status copy_strided_i32(const cb_device *host, int64_t n, int64_t r
     (void)host;
     if ((uint64_t)n * sizeof(int32_t) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_COPY_STRIDED))
         return cb_cpu_copy_strided_i32(n, rows, cols, x, x_stride, y, y_stride);
-    const copy_strided_i32_args args = {.kernel = cb_cpu_copy_strided_i32, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
+    const copy_strided_i32_args args = {.rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
                                 .y = y, .y_stride = y_stride};
     if (rows == 1 || (cols == x_stride && cols == y_stride))
         return cb_parallel_for_split(n, sizeof(int32_t) * 2, CB_CPU_SPLIT_BYTES_COPY_STRIDED, 64, copy_strided_i32_whole, (void *)&args);
@@ -907,8 +879,8 @@ static cblob_status copy_strided_i32(const cb_device *host, int64_t n, int64_t r
 }
 
 /* transpose, int32: swaps two axes: x viewed as [outer, rows, middle, cols, inner] is written to y as [outer, cols, middle, rows, inner]; n = the product of all five */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_transpose_i32). */
 typedef struct transpose_i32_args {
-    cblob_status (*kernel)(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
     int64_t outer;
     int64_t rows;
     int64_t middle;
@@ -931,7 +903,6 @@ static cblob_status transpose_i32(const cb_device *host, int64_t n, int64_t oute
     if ((uint64_t)n * sizeof(int32_t) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRANSPOSE) || bands < 2)
         return cb_cpu_transpose_i32(n, outer, rows, middle, cols, inner, x, y);
     const transpose_i32_args args = {
-        .kernel = cb_cpu_transpose_i32,
         .outer = outer,
         .rows = rows,
         .middle = middle,
@@ -945,8 +916,8 @@ static cblob_status transpose_i32(const cb_device *host, int64_t n, int64_t oute
 }
 
 /* convert_to_f32, int32: y[i] = x[i] converted to float32 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_f32_i32). */
 typedef struct convert_to_f32_i32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_f32_i32_args;
@@ -954,7 +925,7 @@ typedef struct convert_to_f32_i32_args {
 static cblob_status convert_to_f32_i32_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_f32_i32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(float));
+    return cb_cpu_convert_to_f32_i32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(float));
 }
 
 static cblob_status convert_to_f32_i32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -963,7 +934,6 @@ static cblob_status convert_to_f32_i32(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(int32_t) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F32))
         return cb_cpu_convert_to_f32_i32(n, x, y);
     const convert_to_f32_i32_args args = {
-        .kernel = cb_cpu_convert_to_f32_i32,
         .x = x,
         .y = y,
     };
@@ -972,8 +942,8 @@ static cblob_status convert_to_f32_i32(const cb_device *host, int64_t n, const v
 }
 
 /* convert_to_f64, int32: y[i] = x[i] converted to float64 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_f64_i32). */
 typedef struct convert_to_f64_i32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_f64_i32_args;
@@ -981,7 +951,7 @@ typedef struct convert_to_f64_i32_args {
 static cblob_status convert_to_f64_i32_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_f64_i32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(double));
+    return cb_cpu_convert_to_f64_i32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(double));
 }
 
 static cblob_status convert_to_f64_i32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -990,7 +960,6 @@ static cblob_status convert_to_f64_i32(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(int32_t) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F64))
         return cb_cpu_convert_to_f64_i32(n, x, y);
     const convert_to_f64_i32_args args = {
-        .kernel = cb_cpu_convert_to_f64_i32,
         .x = x,
         .y = y,
     };
@@ -999,8 +968,8 @@ static cblob_status convert_to_f64_i32(const cb_device *host, int64_t n, const v
 }
 
 /* convert_to_i32, int32: y[i] = x[i] converted to int32 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_i32_i32). */
 typedef struct convert_to_i32_i32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_i32_i32_args;
@@ -1008,7 +977,7 @@ typedef struct convert_to_i32_i32_args {
 static cblob_status convert_to_i32_i32_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_i32_i32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
+    return cb_cpu_convert_to_i32_i32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
 }
 
 static cblob_status convert_to_i32_i32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -1017,7 +986,6 @@ static cblob_status convert_to_i32_i32(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(int32_t) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_I32))
         return cb_cpu_convert_to_i32_i32(n, x, y);
     const convert_to_i32_i32_args args = {
-        .kernel = cb_cpu_convert_to_i32_i32,
         .x = x,
         .y = y,
     };
@@ -1026,8 +994,8 @@ static cblob_status convert_to_i32_i32(const cb_device *host, int64_t n, const v
 }
 
 /* convert_to_u32, int32: y[i] = x[i] converted to uint32 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_u32_i32). */
 typedef struct convert_to_u32_i32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_u32_i32_args;
@@ -1035,7 +1003,7 @@ typedef struct convert_to_u32_i32_args {
 static cblob_status convert_to_u32_i32_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_u32_i32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
+    return cb_cpu_convert_to_u32_i32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(int32_t), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
 }
 
 static cblob_status convert_to_u32_i32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -1044,7 +1012,6 @@ static cblob_status convert_to_u32_i32(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(int32_t) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_U32))
         return cb_cpu_convert_to_u32_i32(n, x, y);
     const convert_to_u32_i32_args args = {
-        .kernel = cb_cpu_convert_to_u32_i32,
         .x = x,
         .y = y,
     };
@@ -1053,8 +1020,8 @@ static cblob_status convert_to_u32_i32(const cb_device *host, int64_t n, const v
 }
 
 /* fill, uint32: x[i] = value (value is exact in T: the caller checked it) */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_fill_u32). */
 typedef struct fill_u32_args {
-    cblob_status (*kernel)(int64_t n, double value, void *x);
     double value;
     void *x;
 } fill_u32_args;
@@ -1062,7 +1029,7 @@ typedef struct fill_u32_args {
 static cblob_status fill_u32_range(void *arg, int64_t begin, int64_t end)
 {
     const fill_u32_args *a = arg;
-    return a->kernel(end - begin, a->value, (char *)a->x + (begin) * (int64_t)sizeof(uint32_t));
+    return cb_cpu_fill_u32(end - begin, a->value, (char *)a->x + (begin) * (int64_t)sizeof(uint32_t));
 }
 
 static cblob_status fill_u32(const cb_device *host, int64_t n, double value, void *x)
@@ -1071,7 +1038,6 @@ static cblob_status fill_u32(const cb_device *host, int64_t n, double value, voi
     if ((uint64_t)n * (sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_FILL))
         return cb_cpu_fill_u32(n, value, x);
     const fill_u32_args args = {
-        .kernel = cb_cpu_fill_u32,
         .value = value,
         .x = x,
     };
@@ -1080,8 +1046,8 @@ static cblob_status fill_u32(const cb_device *host, int64_t n, double value, voi
 }
 
 /* add, uint32: y[i] += x[i]; integers wrap modulo 2^32; x may be y itself */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_add_u32). */
 typedef struct add_u32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } add_u32_args;
@@ -1089,7 +1055,7 @@ typedef struct add_u32_args {
 static cblob_status add_u32_range(void *arg, int64_t begin, int64_t end)
 {
     const add_u32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
+    return cb_cpu_add_u32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
 }
 
 static cblob_status add_u32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -1098,7 +1064,6 @@ static cblob_status add_u32(const cb_device *host, int64_t n, const void *x, voi
     if ((uint64_t)n * (sizeof(uint32_t) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_ADD))
         return cb_cpu_add_u32(n, x, y);
     const add_u32_args args = {
-        .kernel = cb_cpu_add_u32,
         .x = x,
         .y = y,
     };
@@ -1107,8 +1072,8 @@ static cblob_status add_u32(const cb_device *host, int64_t n, const void *x, voi
 }
 
 /* copy_strided, uint32: copies `rows` rows of `cols` elements from x (rows x_stride apart) to y (rows y_stride apart); n = rows * cols */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_copy_strided_u32). */
 typedef struct copy_strided_u32_args {
-    cblob_status (*kernel)(int64_t n, int64_t rows, int64_t cols, const void *x, int64_t x_stride, void *y, int64_t y_stride);
     int64_t rows;
     int64_t cols;
     const void *x;
@@ -1121,7 +1086,7 @@ typedef struct copy_strided_u32_args {
 static cblob_status copy_strided_u32_rows(void *arg, int64_t begin, int64_t end)
 {
     const copy_strided_u32_args *a = arg;
-    return a->kernel((end - begin) * a->cols, end - begin, a->cols, (const char *)a->x + (begin * a->x_stride) * (int64_t)sizeof(uint32_t),
+    return cb_cpu_copy_strided_u32((end - begin) * a->cols, end - begin, a->cols, (const char *)a->x + (begin * a->x_stride) * (int64_t)sizeof(uint32_t),
                      a->x_stride, (char *)a->y + (begin * a->y_stride) * (int64_t)sizeof(uint32_t), a->y_stride);
 }
 
@@ -1129,7 +1094,7 @@ static cblob_status copy_strided_u32_rows(void *arg, int64_t begin, int64_t end)
 static cblob_status copy_strided_u32_whole(void *arg, int64_t begin, int64_t end)
 {
     const copy_strided_u32_args *a = arg;
-    return a->kernel(end - begin, 1, end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), end - begin,
+    return cb_cpu_copy_strided_u32(end - begin, 1, end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), end - begin,
                      (char *)a->y + (begin) * (int64_t)sizeof(uint32_t), end - begin);
 }
 
@@ -1139,7 +1104,7 @@ static cblob_status copy_strided_u32(const cb_device *host, int64_t n, int64_t r
     (void)host;
     if ((uint64_t)n * sizeof(uint32_t) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_COPY_STRIDED))
         return cb_cpu_copy_strided_u32(n, rows, cols, x, x_stride, y, y_stride);
-    const copy_strided_u32_args args = {.kernel = cb_cpu_copy_strided_u32, .rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
+    const copy_strided_u32_args args = {.rows = rows, .cols = cols, .x = x, .x_stride = x_stride,
                                 .y = y, .y_stride = y_stride};
     if (rows == 1 || (cols == x_stride && cols == y_stride))
         return cb_parallel_for_split(n, sizeof(uint32_t) * 2, CB_CPU_SPLIT_BYTES_COPY_STRIDED, 64, copy_strided_u32_whole, (void *)&args);
@@ -1148,8 +1113,8 @@ static cblob_status copy_strided_u32(const cb_device *host, int64_t n, int64_t r
 }
 
 /* transpose, uint32: swaps two axes: x viewed as [outer, rows, middle, cols, inner] is written to y as [outer, cols, middle, rows, inner]; n = the product of all five */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_transpose_u32). */
 typedef struct transpose_u32_args {
-    cblob_status (*kernel)(int64_t n, int64_t outer, int64_t rows, int64_t middle, int64_t cols, int64_t inner, const void *x, void *y);
     int64_t outer;
     int64_t rows;
     int64_t middle;
@@ -1172,7 +1137,6 @@ static cblob_status transpose_u32(const cb_device *host, int64_t n, int64_t oute
     if ((uint64_t)n * sizeof(uint32_t) * 2 < cb_split_bytes(CB_CPU_SPLIT_BYTES_TRANSPOSE) || bands < 2)
         return cb_cpu_transpose_u32(n, outer, rows, middle, cols, inner, x, y);
     const transpose_u32_args args = {
-        .kernel = cb_cpu_transpose_u32,
         .outer = outer,
         .rows = rows,
         .middle = middle,
@@ -1186,8 +1150,8 @@ static cblob_status transpose_u32(const cb_device *host, int64_t n, int64_t oute
 }
 
 /* convert_to_f32, uint32: y[i] = x[i] converted to float32 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_f32_u32). */
 typedef struct convert_to_f32_u32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_f32_u32_args;
@@ -1195,7 +1159,7 @@ typedef struct convert_to_f32_u32_args {
 static cblob_status convert_to_f32_u32_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_f32_u32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(float));
+    return cb_cpu_convert_to_f32_u32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(float));
 }
 
 static cblob_status convert_to_f32_u32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -1204,7 +1168,6 @@ static cblob_status convert_to_f32_u32(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(uint32_t) + sizeof(float) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F32))
         return cb_cpu_convert_to_f32_u32(n, x, y);
     const convert_to_f32_u32_args args = {
-        .kernel = cb_cpu_convert_to_f32_u32,
         .x = x,
         .y = y,
     };
@@ -1213,8 +1176,8 @@ static cblob_status convert_to_f32_u32(const cb_device *host, int64_t n, const v
 }
 
 /* convert_to_f64, uint32: y[i] = x[i] converted to float64 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_f64_u32). */
 typedef struct convert_to_f64_u32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_f64_u32_args;
@@ -1222,7 +1185,7 @@ typedef struct convert_to_f64_u32_args {
 static cblob_status convert_to_f64_u32_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_f64_u32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(double));
+    return cb_cpu_convert_to_f64_u32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(double));
 }
 
 static cblob_status convert_to_f64_u32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -1231,7 +1194,6 @@ static cblob_status convert_to_f64_u32(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(uint32_t) + sizeof(double) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_F64))
         return cb_cpu_convert_to_f64_u32(n, x, y);
     const convert_to_f64_u32_args args = {
-        .kernel = cb_cpu_convert_to_f64_u32,
         .x = x,
         .y = y,
     };
@@ -1240,8 +1202,8 @@ static cblob_status convert_to_f64_u32(const cb_device *host, int64_t n, const v
 }
 
 /* convert_to_i32, uint32: y[i] = x[i] converted to int32 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_i32_u32). */
 typedef struct convert_to_i32_u32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_i32_u32_args;
@@ -1249,7 +1211,7 @@ typedef struct convert_to_i32_u32_args {
 static cblob_status convert_to_i32_u32_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_i32_u32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
+    return cb_cpu_convert_to_i32_u32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(int32_t));
 }
 
 static cblob_status convert_to_i32_u32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -1258,7 +1220,6 @@ static cblob_status convert_to_i32_u32(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(uint32_t) + sizeof(int32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_I32))
         return cb_cpu_convert_to_i32_u32(n, x, y);
     const convert_to_i32_u32_args args = {
-        .kernel = cb_cpu_convert_to_i32_u32,
         .x = x,
         .y = y,
     };
@@ -1267,8 +1228,8 @@ static cblob_status convert_to_i32_u32(const cb_device *host, int64_t n, const v
 }
 
 /* convert_to_u32, uint32: y[i] = x[i] converted to uint32 */
+/* The call's arguments, for the ranges the pool runs (each calls cb_cpu_convert_to_u32_u32). */
 typedef struct convert_to_u32_u32_args {
-    cblob_status (*kernel)(int64_t n, const void *x, void *y);
     const void *x;
     void *y;
 } convert_to_u32_u32_args;
@@ -1276,7 +1237,7 @@ typedef struct convert_to_u32_u32_args {
 static cblob_status convert_to_u32_u32_range(void *arg, int64_t begin, int64_t end)
 {
     const convert_to_u32_u32_args *a = arg;
-    return a->kernel(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
+    return cb_cpu_convert_to_u32_u32(end - begin, (const char *)a->x + (begin) * (int64_t)sizeof(uint32_t), (char *)a->y + (begin) * (int64_t)sizeof(uint32_t));
 }
 
 static cblob_status convert_to_u32_u32(const cb_device *host, int64_t n, const void *x, void *y)
@@ -1285,7 +1246,6 @@ static cblob_status convert_to_u32_u32(const cb_device *host, int64_t n, const v
     if ((uint64_t)n * (sizeof(uint32_t) + sizeof(uint32_t) * 2) < cb_split_bytes(CB_CPU_SPLIT_BYTES_CONVERT_TO_U32))
         return cb_cpu_convert_to_u32_u32(n, x, y);
     const convert_to_u32_u32_args args = {
-        .kernel = cb_cpu_convert_to_u32_u32,
         .x = x,
         .y = y,
     };
