@@ -7,12 +7,13 @@
  * - one rule for NUL in names: a NUL byte in any name (the net's, a layer's name, type, bottoms,
  *   tops, V1 param names, a rule's stages, a param spec's name) is refused when the file is read,
  *   by every command and every output format alike, and nothing is written;
- * - at real scale (a layer of 1 to 2 MiB of bottoms, of 0.5 to 1 MiB of rules, of param specs, of
- *   one repeated parameter; 8 to 16 MiB of unknown fields) the program takes linear time (twice
- *   the size at most 2.5 times the user CPU time, both measured in this run, the fastest of three
- *   interleaved runs each: the kernel's time, zeroing fresh pages, varies from run to run on a VM
- *   and says nothing of the program's growth), and its JSON and --params take the plain table's memory and 8 MiB at
- *   most (wait4's peak of each child): the library writes a layer's JSON as a stream.
+ * - at real scale (a layer of 1 to 4 MiB of bottoms, of 0.5 to 2 MiB of rules, of param specs, of
+ *   one repeated parameter; 4 to 16 MiB of unknown fields) the program takes linear time (four
+ *   times the size at most 8 times the user CPU time, where quadratic work takes 16, both measured
+ *   in this run, the fastest of three interleaved runs each: the kernel's time, zeroing fresh
+ *   pages, varies from run to run on a VM and says nothing of the program's growth), and its JSON
+ *   and --params take the plain table's memory and 8 MiB at most (wait4's peak of each child): the
+ *   library writes a layer's JSON as a stream.
  *
  * Nets are written byte by byte here (Caffe's field numbers), so that they hold what protobuf
  * libraries never write. */
@@ -370,9 +371,12 @@ static bool time_both(const char *mode, const char *small, const char *large, do
     return true;
 }
 
-/* A layer of `size` bytes of one kind of field, then of twice that: the JSON (every list, and the
- * parameters) and, with `check_table`, the table take at most 2.5 times the CPU time on the larger;
- * the JSON's peak, and the table's with --params, are the plain table's (which shows no
+/* A layer of `size` bytes of one kind of field, then of four times that: the JSON (every list, and
+ * the parameters) and, with `check_table`, the table take at most 8 times the CPU time on the
+ * larger. Linear work takes 4 times, quadratic 16: a factor of 2 either way is left to the noise of
+ * a shared machine, where a test beside this one can slow the cache and the clock of one run (a
+ * step of 2 with a limit of 2.5 failed at 3.1 times in CI while the JSON of the same input took 2).
+ * The JSON's peak, and the table's with --params, are the plain table's (which shows no
  * parameters: the open's peak and the table's rows) and a small constant. */
 static void check_scale(const char *name, scale_kind kind, size_t size, bool check_table)
 {
@@ -381,7 +385,7 @@ static void check_scale(const char *name, scale_kind kind, size_t size, bool che
     const char *small = io_path(0, folder, "small.caffemodel"), *large = io_path(1, folder, "large.caffemodel");
     size = SCALED(size);
     CHECK(write_scale_net(small, kind, size));
-    CHECK(write_scale_net(large, kind, 2 * size));
+    CHECK(write_scale_net(large, kind, 4 * size));
     double table[2], json[2], params[2];
     long table_peak[2], json_peak[2], params_peak[2];
     CHECK(time_both(NULL, small, large, table, table_peak));
@@ -389,15 +393,15 @@ static void check_scale(const char *name, scale_kind kind, size_t size, bool che
     CHECK(time_both("--params", small, large, params, params_peak));
     printf("%s, %zu KiB -> %zu KiB: table %.3f s -> %.3f s, %ld -> %ld KiB; json %.3f s -> %.3f s, %ld -> %ld KiB; "
            "--params %.3f s -> %.3f s, %ld -> %ld KiB\n",
-           name, size >> 10, size >> 9, table[0], table[1], table_peak[0], table_peak[1], json[0], json[1],
+           name, size >> 10, size >> 8, table[0], table[1], table_peak[0], table_peak[1], json[0], json[1],
            json_peak[0], json_peak[1], params[0], params[1], params_peak[0], params_peak[1]);
-    /* 20 ms more are allowed for the program's start and the noise of a shared machine (a few ms of
-     * CPU time either way); growth worse than linear costs seconds at these sizes. The table shows
-     * bottoms and tops, not rules or specs: its time is checked where it shows the list. */
-    CHECK_MSG(!check_table || table[1] <= 2.5 * table[0] + 0.02, "%s: the table takes %.3f s, then %.3f s", name,
+    /* 20 ms more are allowed for the program's start (a few ms of CPU time either way); growth
+     * worse than linear costs seconds at these sizes. The table shows bottoms and tops, not rules or
+     * specs: its time is checked where it shows the list. */
+    CHECK_MSG(!check_table || table[1] <= 8 * table[0] + 0.02, "%s: the table takes %.3f s, then %.3f s", name,
               table[0], table[1]);
-    CHECK_MSG(json[1] <= 2.5 * json[0] + 0.02, "%s: the JSON takes %.3f s, then %.3f s", name, json[0], json[1]);
-    CHECK_MSG(params[1] <= 2.5 * params[0] + 0.02, "%s: --params takes %.3f s, then %.3f s", name, params[0], params[1]);
+    CHECK_MSG(json[1] <= 8 * json[0] + 0.02, "%s: the JSON takes %.3f s, then %.3f s", name, json[0], json[1]);
+    CHECK_MSG(params[1] <= 8 * params[0] + 0.02, "%s: --params takes %.3f s, then %.3f s", name, params[0], params[1]);
     for (int f = 0; peaks_measured && f < 2; ++f) {
         CHECK_MSG(json_peak[f] <= table_peak[f] + 8 * 1024, "%s: the JSON peaks at %ld KiB, the table at %ld KiB",
                   name, json_peak[f], table_peak[f]);
@@ -409,33 +413,33 @@ static void check_scale(const char *name, scale_kind kind, size_t size, bool che
 
 /* The table once called the bottoms and tops by index, each call a walk of the layer (quadratic);
  * the JSON of them was a Jansson tree (20 bytes of memory per byte of input). */
-TEST(inspect_is_linear_in_a_layer_of_1_to_2_mib_of_bottoms_and_its_json_takes_the_tables_memory)
+TEST(inspect_is_linear_in_a_layer_of_1_to_4_mib_of_bottoms_and_its_json_takes_the_tables_memory)
 {
     check_scale("bottoms", SCALE_BOTTOMS, (size_t)1 << 20, true);
 }
 
 /* Rules and param specs were unpacked by protobuf-c and built as Jansson trees: 130 and 70 bytes of
  * memory per byte of input (1 MiB of rules peaked at 127 MB). */
-TEST(inspect_is_linear_in_a_layer_of_half_to_1_mib_of_rules_and_its_json_takes_the_tables_memory)
+TEST(inspect_is_linear_in_a_layer_of_half_to_2_mib_of_rules_and_its_json_takes_the_tables_memory)
 {
     check_scale("rules", SCALE_RULES, (size_t)1 << 19, false);
 }
 
-TEST(inspect_is_linear_in_a_layer_of_half_to_1_mib_of_param_specs_and_its_json_takes_the_tables_memory)
+TEST(inspect_is_linear_in_a_layer_of_half_to_2_mib_of_param_specs_and_its_json_takes_the_tables_memory)
 {
     check_scale("param specs", SCALE_SPECS, (size_t)1 << 19, false);
 }
 
 /* Unknown fields are summarised per (field, wire type): the JSON of 16 MiB of them is a few
  * hundred bytes, made in the memory the table takes (it once took 3.8 GB). */
-TEST(inspect_json_of_8_to_16_mib_of_unknown_fields_is_linear_and_takes_the_tables_memory)
+TEST(inspect_json_of_4_to_16_mib_of_unknown_fields_is_linear_and_takes_the_tables_memory)
 {
-    check_scale("unknown fields", SCALE_UNKNOWN, (size_t)8 << 20, true);
+    check_scale("unknown fields", SCALE_UNKNOWN, (size_t)4 << 20, true);
 }
 
 /* A parameter message's repeated scalar was unpacked whole, then made one Jansson value per
  * element: the JSON and --params now write the elements as they are read. */
-TEST(inspect_json_of_half_to_1_mib_of_one_repeated_parameter_is_linear_and_takes_the_tables_memory)
+TEST(inspect_json_of_half_to_2_mib_of_one_repeated_parameter_is_linear_and_takes_the_tables_memory)
 {
     check_scale("repeated kernel_size", SCALE_REPEATED, (size_t)1 << 19, false);
 }
