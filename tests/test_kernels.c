@@ -12,7 +12,7 @@
 #include "harness.h"
 
 /* The last size is past 1 MiB for every dtype: memory-bound sizes, where the sums are cut into
- * many blocks. */
+ * many blocks and the kernels take their prefetching path (CB_PREFETCH_BYTES), with a tail. */
 static const int64_t sizes[] = {0, 1, 2, 3, 7, 15, 16, 17, 31, 63, 64, 65, 127, 128, 129, 1000, 4097, 270001};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 #define MAXN 270005

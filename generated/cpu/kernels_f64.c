@@ -32,6 +32,25 @@
  * (transpose): more than the caches keep, so writing around them costs nothing later. */
 #define CB_TRANSPOSE_STREAM_BYTES ((uint64_t)8 << 20)
 
+/* Operands of this many bytes and more are streamed: the BLAS-1 kernels (asum, sumsq, axpy,
+ * scale) go 256 bytes (a round) at a time and, each round, ask for the cache line
+ * CB_PREFETCH_AHEAD bytes on (CB_PREFETCH; the hardware brings the round's other lines with it).
+ * Without it, sumsq (a load, a multiplication and an addition per vector, kept apart so that the
+ * result is the same on every CPU) read float64 from memory 0.85x as fast as the same loop fused:
+ * likely, one thread keeps only as many lines in flight as its window of waiting instructions
+ * holds, and the longer chain fills it sooner. One prefetch a round gained 10-25% for the sums
+ * and scale at 1e7-1e8 elements and 1-9% for update, and cost 0-3% in cache; one per line gained
+ * about as much and cost up to 14% (docs/benchmarks.md, "CPU math"). 128 KiB: a sum's blocks
+ * (CB_SUM_BLOCK items) are that size in float32, and the kernel cannot tell a block of a large
+ * operand from a small operand. */
+#define CB_PREFETCH_BYTES ((int64_t)128 << 10)
+#define CB_PREFETCH_AHEAD 8192
+/* Asks for the cache line CB_PREFETCH_AHEAD bytes after p, to read (write 0) or to write (1). The
+ * address is made in integers: it may lie past the operand, which a prefetch may name (it never
+ * faults) but a pointer may not. */
+#define CB_PREFETCH(p, write) \
+    __builtin_prefetch((const void *)((uintptr_t)(const void *)(p) + CB_PREFETCH_AHEAD), (write))
+
 /* Elements per 512-bit vector, and independent accumulators for reductions (dtypes.yaml). */
 #define CB_VECTOR 8
 #define CB_LANES 32
@@ -48,12 +67,15 @@ static CB_VECTOR_CLONES cblob_status asum_f64_vector(int64_t n, const void *x_, 
     typedef cb_sum_wide_f64 wide_lanes;
     enum { WIDTH = 32 / sizeof(double), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
     const double *x = x_;
+    const bool streamed = n >= CB_PREFETCH_BYTES / (int64_t)sizeof(double);
     wide_lanes wide = {0};
     int64_t i = 0;
     while (i + ROUND <= n) {
         const int64_t end = n - i < CB_SUM_SHORT_BLOCK ? i + (n - i) / ROUND * ROUND : i + CB_SUM_SHORT_BLOCK;
         cb_sum_lanes32_f64 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
         for (; i < end; i += ROUND) {
+            if (streamed)
+                CB_PREFETCH(x + i, 0);
             cb_sum_lanes32_f64 v0;
             memcpy(&v0, x + i + 0 * (ROUND / 8), sizeof v0);
             a0 += (cb_sum_lanes32_f64)((cb_sum_bits32_f64)v0 & ~(cb_sum_bits32_f64){0} >> 1);
@@ -138,12 +160,15 @@ static CB_WIDE_TARGET cblob_status asum_f64_wide(int64_t n, const void *x_, doub
     typedef cb_sum_wide_f64 wide_lanes;
     enum { WIDTH = 32 / sizeof(double), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
     const double *x = x_;
+    const bool streamed = n >= CB_PREFETCH_BYTES / (int64_t)sizeof(double);
     wide_lanes wide = {0};
     int64_t i = 0;
     while (i + ROUND <= n) {
         const int64_t end = n - i < CB_SUM_SHORT_BLOCK ? i + (n - i) / ROUND * ROUND : i + CB_SUM_SHORT_BLOCK;
         cb_sum_lanes64_f64 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
         for (; i < end; i += ROUND) {
+            if (streamed)
+                CB_PREFETCH(x + i, 0);
             cb_sum_lanes64_f64 v0;
             memcpy(&v0, x + i + 0 * (ROUND / 4), sizeof v0);
             a0 += (cb_sum_lanes64_f64)((cb_sum_bits64_f64)v0 & ~(cb_sum_bits64_f64){0} >> 1);
@@ -224,12 +249,15 @@ static CB_VECTOR_CLONES cblob_status sumsq_f64_vector(int64_t n, const void *x_,
     typedef cb_sum_wide_f64 wide_lanes;
     enum { WIDTH = 32 / sizeof(double), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
     const double *x = x_;
+    const bool streamed = n >= CB_PREFETCH_BYTES / (int64_t)sizeof(double);
     wide_lanes wide = {0};
     int64_t i = 0;
     while (i + ROUND <= n) {
         const int64_t end = n - i < CB_SUM_SHORT_BLOCK ? i + (n - i) / ROUND * ROUND : i + CB_SUM_SHORT_BLOCK;
         cb_sum_lanes32_f64 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
         for (; i < end; i += ROUND) {
+            if (streamed)
+                CB_PREFETCH(x + i, 0);
             cb_sum_lanes32_f64 v0;
             memcpy(&v0, x + i + 0 * (ROUND / 8), sizeof v0);
             a0 += v0 * v0;
@@ -315,12 +343,15 @@ static CB_WIDE_TARGET cblob_status sumsq_f64_wide(int64_t n, const void *x_, dou
     typedef cb_sum_wide_f64 wide_lanes;
     enum { WIDTH = 32 / sizeof(double), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
     const double *x = x_;
+    const bool streamed = n >= CB_PREFETCH_BYTES / (int64_t)sizeof(double);
     wide_lanes wide = {0};
     int64_t i = 0;
     while (i + ROUND <= n) {
         const int64_t end = n - i < CB_SUM_SHORT_BLOCK ? i + (n - i) / ROUND * ROUND : i + CB_SUM_SHORT_BLOCK;
         cb_sum_lanes64_f64 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
         for (; i < end; i += ROUND) {
+            if (streamed)
+                CB_PREFETCH(x + i, 0);
             cb_sum_lanes64_f64 v0;
             memcpy(&v0, x + i + 0 * (ROUND / 4), sizeof v0);
             a0 += v0 * v0;
@@ -395,17 +426,36 @@ static CB_VECTOR_CLONES cblob_status axpy_f64_vector(int64_t n, double alpha_, c
     const double alpha = (double)alpha_;
     const double *restrict x = x_;
     double *restrict y = y_;
-    /* Unrolled: a one-vector loop ran at half speed in cache (bench_math, 1000 elements). */
     if (alpha == -1) {
         /* Caffe's update (data -= diff): one subtraction per vector where the product took a
          * multiplication and an addition, with the same result, as -1 * x is exact. */
-#pragma GCC unroll 4
-        for (int64_t i = 0; i < n; ++i)
+        int64_t i = 0;
+        if (n >= CB_PREFETCH_BYTES / (int64_t)sizeof(double)) {
+            enum { ROUND = 256 / sizeof(double) };
+            for (; i + ROUND <= n; i += ROUND) {
+                CB_PREFETCH(x + i, 0);
+                CB_PREFETCH(y + i, 1);
+                for (int64_t j = i; j < i + ROUND; ++j)
+                    y[j] -= x[j];
+            }
+        }
+    #pragma GCC unroll 4
+        for (; i < n; ++i)
             y[i] -= x[i];
         return CBLOB_OK;
     }
+    int64_t i = 0;
+    if (n >= CB_PREFETCH_BYTES / (int64_t)sizeof(double)) {
+        enum { ROUND = 256 / sizeof(double) };
+        for (; i + ROUND <= n; i += ROUND) {
+            CB_PREFETCH(x + i, 0);
+            CB_PREFETCH(y + i, 1);
+            for (int64_t j = i; j < i + ROUND; ++j)
+                y[j] += alpha * x[j];
+        }
+    }
 #pragma GCC unroll 4
-    for (int64_t i = 0; i < n; ++i)
+    for (; i < n; ++i)
         y[i] += alpha * x[i];
     return CBLOB_OK;
 }
@@ -430,9 +480,17 @@ static CB_VECTOR_CLONES cblob_status scale_f64_vector(int64_t n, double alpha_, 
 {
     const double alpha = (double)alpha_;
     double *restrict x = x_;
-    /* Unrolled: a one-vector loop ran at half speed in cache (bench_math, 1000 elements). */
+    int64_t i = 0;
+    if (n >= CB_PREFETCH_BYTES / (int64_t)sizeof(double)) {
+        enum { ROUND = 256 / sizeof(double) };
+        for (; i + ROUND <= n; i += ROUND) {
+            CB_PREFETCH(x + i, 1);
+            for (int64_t j = i; j < i + ROUND; ++j)
+                x[j] *= alpha;
+        }
+    }
 #pragma GCC unroll 4
-    for (int64_t i = 0; i < n; ++i)
+    for (; i < n; ++i)
         x[i] *= alpha;
     return CBLOB_OK;
 }

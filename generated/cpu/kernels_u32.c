@@ -32,6 +32,25 @@
  * (transpose): more than the caches keep, so writing around them costs nothing later. */
 #define CB_TRANSPOSE_STREAM_BYTES ((uint64_t)8 << 20)
 
+/* Operands of this many bytes and more are streamed: the BLAS-1 kernels (asum, sumsq, axpy,
+ * scale) go 256 bytes (a round) at a time and, each round, ask for the cache line
+ * CB_PREFETCH_AHEAD bytes on (CB_PREFETCH; the hardware brings the round's other lines with it).
+ * Without it, sumsq (a load, a multiplication and an addition per vector, kept apart so that the
+ * result is the same on every CPU) read float64 from memory 0.85x as fast as the same loop fused:
+ * likely, one thread keeps only as many lines in flight as its window of waiting instructions
+ * holds, and the longer chain fills it sooner. One prefetch a round gained 10-25% for the sums
+ * and scale at 1e7-1e8 elements and 1-9% for update, and cost 0-3% in cache; one per line gained
+ * about as much and cost up to 14% (docs/benchmarks.md, "CPU math"). 128 KiB: a sum's blocks
+ * (CB_SUM_BLOCK items) are that size in float32, and the kernel cannot tell a block of a large
+ * operand from a small operand. */
+#define CB_PREFETCH_BYTES ((int64_t)128 << 10)
+#define CB_PREFETCH_AHEAD 8192
+/* Asks for the cache line CB_PREFETCH_AHEAD bytes after p, to read (write 0) or to write (1). The
+ * address is made in integers: it may lie past the operand, which a prefetch may name (it never
+ * faults) but a pointer may not. */
+#define CB_PREFETCH(p, write) \
+    __builtin_prefetch((const void *)((uintptr_t)(const void *)(p) + CB_PREFETCH_AHEAD), (write))
+
 /* Elements per 512-bit vector, and independent accumulators for reductions (dtypes.yaml). */
 #define CB_VECTOR 16
 #define CB_LANES 64
