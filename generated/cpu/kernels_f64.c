@@ -45,6 +45,8 @@
  * operand from a small operand. */
 #define CB_PREFETCH_BYTES ((int64_t)128 << 10)
 #define CB_PREFETCH_AHEAD 8192
+/* Whether an operand of n elements of `type` is streamed. */
+#define CB_STREAMED(n, type) ((n) >= CB_PREFETCH_BYTES / (int64_t)sizeof(type))
 /* Asks for the cache line CB_PREFETCH_AHEAD bytes after p, to read (write 0) or to write (1). The
  * address is made in integers: it may lie past the operand, which a prefetch may name (it never
  * faults) but a pointer may not. */
@@ -67,7 +69,7 @@ static CB_VECTOR_CLONES cblob_status asum_f64_vector(int64_t n, const void *x_, 
     typedef cb_sum_wide_f64 wide_lanes;
     enum { WIDTH = 32 / sizeof(double), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
     const double *x = x_;
-    const bool streamed = n >= CB_PREFETCH_BYTES / (int64_t)sizeof(double);
+    const bool streamed = CB_STREAMED(n, double);
     wide_lanes wide = {0};
     int64_t i = 0;
     while (i + ROUND <= n) {
@@ -160,7 +162,7 @@ static CB_WIDE_TARGET cblob_status asum_f64_wide(int64_t n, const void *x_, doub
     typedef cb_sum_wide_f64 wide_lanes;
     enum { WIDTH = 32 / sizeof(double), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
     const double *x = x_;
-    const bool streamed = n >= CB_PREFETCH_BYTES / (int64_t)sizeof(double);
+    const bool streamed = CB_STREAMED(n, double);
     wide_lanes wide = {0};
     int64_t i = 0;
     while (i + ROUND <= n) {
@@ -249,7 +251,7 @@ static CB_VECTOR_CLONES cblob_status sumsq_f64_vector(int64_t n, const void *x_,
     typedef cb_sum_wide_f64 wide_lanes;
     enum { WIDTH = 32 / sizeof(double), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
     const double *x = x_;
-    const bool streamed = n >= CB_PREFETCH_BYTES / (int64_t)sizeof(double);
+    const bool streamed = CB_STREAMED(n, double);
     wide_lanes wide = {0};
     int64_t i = 0;
     while (i + ROUND <= n) {
@@ -343,7 +345,7 @@ static CB_WIDE_TARGET cblob_status sumsq_f64_wide(int64_t n, const void *x_, dou
     typedef cb_sum_wide_f64 wide_lanes;
     enum { WIDTH = 32 / sizeof(double), ROUND = 8 * WIDTH, CB_SUM_SHORT_BLOCK = 32 * ROUND };
     const double *x = x_;
-    const bool streamed = n >= CB_PREFETCH_BYTES / (int64_t)sizeof(double);
+    const bool streamed = CB_STREAMED(n, double);
     wide_lanes wide = {0};
     int64_t i = 0;
     while (i + ROUND <= n) {
@@ -430,7 +432,7 @@ static CB_VECTOR_CLONES cblob_status axpy_f64_vector(int64_t n, double alpha_, c
         /* Caffe's update (data -= diff): one subtraction per vector where the product took a
          * multiplication and an addition, with the same result, as -1 * x is exact. */
         int64_t i = 0;
-        if (n >= CB_PREFETCH_BYTES / (int64_t)sizeof(double)) {
+        if (CB_STREAMED(n, double)) {
             enum { ROUND = 256 / sizeof(double) };
             for (; i + ROUND <= n; i += ROUND) {
                 CB_PREFETCH(x + i, 0);
@@ -445,7 +447,7 @@ static CB_VECTOR_CLONES cblob_status axpy_f64_vector(int64_t n, double alpha_, c
         return CBLOB_OK;
     }
     int64_t i = 0;
-    if (n >= CB_PREFETCH_BYTES / (int64_t)sizeof(double)) {
+    if (CB_STREAMED(n, double)) {
         enum { ROUND = 256 / sizeof(double) };
         for (; i + ROUND <= n; i += ROUND) {
             CB_PREFETCH(x + i, 0);
@@ -481,7 +483,7 @@ static CB_VECTOR_CLONES cblob_status scale_f64_vector(int64_t n, double alpha_, 
     const double alpha = (double)alpha_;
     double *restrict x = x_;
     int64_t i = 0;
-    if (n >= CB_PREFETCH_BYTES / (int64_t)sizeof(double)) {
+    if (CB_STREAMED(n, double)) {
         enum { ROUND = 256 / sizeof(double) };
         for (; i + ROUND <= n; i += ROUND) {
             CB_PREFETCH(x + i, 1);

@@ -45,6 +45,8 @@
  * operand from a small operand. */
 #define CB_PREFETCH_BYTES ((int64_t)128 << 10)
 #define CB_PREFETCH_AHEAD 8192
+/* Whether an operand of n elements of `type` is streamed. */
+#define CB_STREAMED(n, type) ((n) >= CB_PREFETCH_BYTES / (int64_t)sizeof(type))
 /* Asks for the cache line CB_PREFETCH_AHEAD bytes after p, to read (write 0) or to write (1). The
  * address is made in integers: it may lie past the operand, which a prefetch may name (it never
  * faults) but a pointer may not. */
