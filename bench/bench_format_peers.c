@@ -18,7 +18,9 @@
  * - read a whole npz file: cblob_model_open_npz_file against numpy.load with every member read;
  * - write: cblob_model_to_safetensors_file and cblob_model_to_npz_file (the model opened first, not
  *   timed) against safetensors.numpy.save_file and numpy.savez (the arrays read first, not timed).
- *   cblob's writers fsync the file before renaming it into place (src/io); the packages do not.
+ *   cblob's writers fsync the file before renaming it into place (src/io); the packages do not,
+ *   so each write also has the package's row made as durable as cblob's: written to a temporary
+ *   name beside the target, fsync'ed and renamed over it (bench/format_peers.py's -durable modes).
  *
  * The packages' side is bench/format_peers.py under PATH (default: the bench environment of
  * scripts/python-env.sh, build/python-env/bench/bin/python, made by
@@ -253,7 +255,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--gap") == 0 && i + 1 < argc)
             gap = atof(argv[++i]);
         else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
-            rounds = atoi(argv[++i]);
+            rounds = bench_parse_rounds(argv[++i]);
         else if (strcmp(argv[i], "--warm") == 0 && i + 1 < argc)
             warm = atoi(argv[++i]);
         else if (strcmp(argv[i], "--folder") == 0 && i + 1 < argc)
@@ -271,9 +273,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (mib < 16 || rounds < 1 || rounds > BENCH_MAX_ROUNDS || warm < 0 || warm > MAX_WARM || gap < 0) {
-        fprintf(stderr, "bench_format_peers: SIZE at least 16 MiB, 1 to %d rounds, 0 to %d warm repetitions\n",
-                BENCH_MAX_ROUNDS, MAX_WARM);
+    if (mib < 16 || warm < 0 || warm > MAX_WARM || gap < 0) {
+        fprintf(stderr, "bench_format_peers: SIZE at least 16 MiB, 0 to %d warm repetitions\n", MAX_WARM);
         return 2;
     }
     const bool have_python = access(python, X_OK) == 0;
@@ -353,26 +354,30 @@ int main(int argc, char **argv)
 
     const char *const st_write_c[] = {self, "--child", "st-write", st_path, warm_text, st_out, NULL};
     const char *const st_write_py[] = {python, script, "st-write", st_path, warm_text, st_out, NULL};
+    const char *const st_write_py_durable[] = {python, script, "st-write-durable", st_path, warm_text, st_out, NULL};
     const char *const st_write_before[] = {before, "--child", "st-write", st_path, warm_text, st_out, NULL};
     bench_child st_write[] = {
         {.label = "safetensors.numpy.save_file", .argv = st_write_py},
+        {.label = "save_file to a temporary, fsync, rename", .argv = st_write_py_durable},
         {.label = "cblob_model_to_safetensors_file (fsync)", .argv = st_write_c},
         {.label = "cblob_model_to_safetensors_file (fsync), before", .argv = st_write_before},
     };
     if (have_python && runs(only, "st-write"))
-        bench_children("write a safetensors file (ratio against the package)", st_write, 2 + with_before, rounds, gap,
+        bench_children("write a safetensors file (ratio against the package)", st_write, 3 + with_before, rounds, gap,
                        bytes, 0);
 
     const char *const npz_write_c[] = {self, "--child", "npz-write", st_path, warm_text, npz_out, NULL};
     const char *const npz_write_py[] = {python, script, "npz-write", npz_path, warm_text, npz_out, NULL};
+    const char *const npz_write_py_durable[] = {python, script, "npz-write-durable", npz_path, warm_text, npz_out, NULL};
     const char *const npz_write_before[] = {before, "--child", "npz-write", st_path, warm_text, npz_out, NULL};
     bench_child npz_write[] = {
         {.label = "numpy.savez", .argv = npz_write_py},
+        {.label = "numpy.savez to a temporary, fsync, rename", .argv = npz_write_py_durable},
         {.label = "cblob_model_to_npz_file (fsync)", .argv = npz_write_c},
         {.label = "cblob_model_to_npz_file (fsync), before", .argv = npz_write_before},
     };
     if (have_python && runs(only, "npz-write"))
-        bench_children("write an npz file (ratio against NumPy)", npz_write, 2 + with_before, rounds, gap, bytes, 0);
+        bench_children("write an npz file (ratio against NumPy)", npz_write, 3 + with_before, rounds, gap, bytes, 0);
     unlink(st_path);
     unlink(npz_path);
     return 0;

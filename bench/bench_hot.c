@@ -63,7 +63,7 @@ static void reshape_same(void *p)
 
 int main(int argc, char **argv)
 {
-    bench_plan plan = {.rounds = argc > 1 ? atoi(argv[1]) : 31, .batch_seconds = 0.01};
+    bench_plan plan = {.rounds = argc > 1 ? bench_parse_rounds(argv[1]) : 31, .batch_seconds = 0.01};
     bench_print_machine("bench_hot");
     cblob_context *context = NULL;
     state s = {.dims = {8, 3, 32, 32}};

@@ -60,7 +60,7 @@ static void print_series(const char *what, double *seconds, int rounds, double b
 
 /* ---- decode ------------------------------------------------------------------------------- */
 
-enum { DECODE_VALUES = 10 * 1000 * 1000, MAX_ROUNDS = 64 };
+enum { DECODE_VALUES = 10 * 1000 * 1000 };
 
 static void bench_decode(cblob_context *context, int rounds)
 {
@@ -78,7 +78,7 @@ static void bench_decode(cblob_context *context, int rounds)
         exit(1);
     must(cblob_blob_to_proto(source, 0, proto, size, &size), "to_proto");
     const size_t bytes = (size_t)n * sizeof(float);
-    double t[4][MAX_ROUNDS];
+    double t[4][BENCH_MAX_ROUNDS];
     for (int r = 0; r < rounds; ++r) {
         for (int turn = 0; turn < 4; ++turn) {
             const int k = (turn + r) % 4;
@@ -185,7 +185,7 @@ static void bench_open(cblob_context *context, size_t mib, const char *folder, i
     const long long before = bytes_read();
     open_and_list(context, path, true);
     const long long lazy_bytes = bytes_read() - before;
-    double t[2][MAX_ROUNDS];
+    double t[2][BENCH_MAX_ROUNDS];
     for (int r = 0; r < rounds; ++r) {
         for (int turn = 0; turn < 2; ++turn) {
             const int k = (turn + r) % 2;
@@ -212,11 +212,10 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--folder") == 0 && i + 1 < argc)
             folder = argv[++i];
         else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
-            rounds = atoi(argv[++i]);
+            rounds = bench_parse_rounds(argv[++i]);
         else if (atoi(argv[i]) > 0)
             mib = (size_t)atoi(argv[i]);
     }
-    rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
     bench_print_machine("bench_load");
     cblob_context *context;
     must(cblob_context_create(&context), "context");

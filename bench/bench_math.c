@@ -371,7 +371,7 @@ int main(int argc, char **argv)
             plan.rounds = 3;
             plan.batch_seconds = 0.01;
         } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-            plan.rounds = atoi(argv[++i]);
+            plan.rounds = bench_parse_rounds(argv[++i]);
         } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
             num_sizes = parse_sizes(argv[++i], sizes);
         } else if (strcmp(argv[i], "--python") == 0 && i + 1 < argc) {

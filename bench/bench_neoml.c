@@ -167,8 +167,8 @@ static void bench_pieces(const char *what, int32_t num_axes, const int64_t *dims
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && atoi(argv[1]) > 0)
-        plan.rounds = atoi(argv[1]);
+    if (argc > 1)
+        plan.rounds = bench_parse_rounds(argv[1]);
     must(cblob_context_create(&context), "context");
     must(cblob_context_num_threads(context, &default_threads), "num_threads");
     bench_print_machine("bench_neoml");

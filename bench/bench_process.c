@@ -78,8 +78,7 @@ static void summary(const double *values, int rounds, double out[3])
 void bench_children(const char *title, bench_child *children, int count, int rounds, double gap, double bytes,
                     int baseline)
 {
-    if (rounds > BENCH_MAX_ROUNDS)
-        rounds = BENCH_MAX_ROUNDS;
+    bench_check_rounds(rounds);
     printf("\n%s\n", title);
     fflush(stdout);
     for (int r = 0; r < rounds; ++r) {

@@ -8,7 +8,7 @@
 #ifndef CBLOB_BENCH_PROCESS_H
 #define CBLOB_BENCH_PROCESS_H
 
-#define BENCH_MAX_ROUNDS 64
+#include "bench_timing.h" /* BENCH_MAX_ROUNDS */
 
 typedef struct bench_child {
     const char *label;

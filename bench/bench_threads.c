@@ -157,17 +157,17 @@ int main(int argc, char **argv)
     int num_sizes = 8;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
-            plan.rounds = atoi(argv[++i]);
+            plan.rounds = bench_parse_rounds(argv[++i]);
         else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
             num_sizes = parse_sizes(argv[++i], sizes, 16);
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
-        else if (atoi(argv[i]) > 0) /* the old form: bench_threads ROUNDS */
-            plan.rounds = atoi(argv[i]);
+        else if (argv[i][0] >= '0' && argv[i][0] <= '9') /* the old form: bench_threads ROUNDS */
+            plan.rounds = bench_parse_rounds(argv[i]);
         else
             num_sizes = 0;
     }
-    if (num_sizes < 1 || plan.rounds < 1 || threads < 2) {
+    if (num_sizes < 1 || threads < 2) {
         fprintf(stderr, "usage: bench_threads [--rounds N] [--sizes 1e4,2e4,...] [--threads N (2 or more)]\n");
         return 2;
     }

@@ -2,6 +2,7 @@
 #define _DEFAULT_SOURCE /* getloadavg */
 #include "bench_timing.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,7 +11,31 @@
 #include <unistd.h>
 
 #define BENCH_MAX_CONTENDERS 32
-#define BENCH_MAX_ROUNDS 256
+
+static void refuse_rounds(const char *text)
+{
+    fprintf(stderr, "bench: the rounds (--rounds N, or ROUNDS) must be a whole number from 1 to %d (got \"%s\")\n", BENCH_MAX_ROUNDS, text);
+    exit(2);
+}
+
+void bench_check_rounds(int rounds)
+{
+    if (rounds < 1 || rounds > BENCH_MAX_ROUNDS) {
+        char text[16];
+        snprintf(text, sizeof text, "%d", rounds);
+        refuse_rounds(text);
+    }
+}
+
+int bench_parse_rounds(const char *text)
+{
+    char *end = NULL;
+    errno = 0;
+    const long rounds = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || rounds < 1 || rounds > BENCH_MAX_ROUNDS)
+        refuse_rounds(text);
+    return (int)rounds;
+}
 
 double bench_now(void)
 {
@@ -73,15 +98,12 @@ void bench_measure(const bench_plan *plan, int count, const bench_contender *con
 {
     long calls[BENCH_MAX_CONTENDERS];
     static double samples[BENCH_MAX_CONTENDERS][BENCH_MAX_ROUNDS];
-    const int rounds = plan->rounds < BENCH_MAX_ROUNDS ? plan->rounds : BENCH_MAX_ROUNDS;
+    const int rounds = plan->rounds;
     if (count > BENCH_MAX_CONTENDERS) {
         fprintf(stderr, "bench_measure: at most %d contenders\n", BENCH_MAX_CONTENDERS);
         exit(1);
     }
-    if (rounds < 1) { /* a median of no rounds would be read from before the samples */
-        fprintf(stderr, "bench: --rounds must be at least 1 (got %d)\n", plan->rounds);
-        exit(2);
-    }
+    bench_check_rounds(rounds);
     for (int k = 0; k < count; ++k)
         calls[k] = calls_per_batch(&contenders[k], plan->batch_seconds);
     for (int r = 0; r < rounds; ++r) {

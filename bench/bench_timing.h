@@ -38,6 +38,18 @@ typedef struct bench_time {
     double median, min, max;
 } bench_time;
 
+/* The most rounds a benchmark takes: every series of samples is an array of this many. */
+#define BENCH_MAX_ROUNDS 64
+
+/* A rounds count from the command line (`--rounds N`, or a benchmark's positional ROUNDS): a
+ * whole number from 1 to BENCH_MAX_ROUNDS. Anything else is refused on stderr with exit status 2,
+ * before a header is printed or a child started: a median of 0 rounds reads no sample, and a
+ * count above the limit was once cut to it silently while the header printed the count asked. */
+int bench_parse_rounds(const char *text);
+
+/* The same refusal for a count already read: bench_measure and bench_children check theirs. */
+void bench_check_rounds(int rounds);
+
 typedef struct bench_plan {
     int rounds;           /* interleaved rounds; each times one batch of every contender */
     double batch_seconds; /* a batch repeats calls for about this long (at least one call) */
@@ -52,7 +64,8 @@ double bench_now(void);
  * the caches and the memory's queues counted against it alone. */
 void bench_round_order(int round, int count, int *order);
 
-/* Times `count` contenders (at most 32) by `plan`; out[i] is contender i's time per call. */
+/* Times `count` contenders (at most 32) by `plan`; out[i] is contender i's time per call. Its rounds
+ * go through bench_check_rounds. */
 void bench_measure(const bench_plan *plan, int count, const bench_contender *contenders, bench_time *out);
 
 /* The median of `count` values (sorted in place). */

@@ -12,6 +12,11 @@ MODE:
   st-write   safetensors.numpy.save_file of PATH's tensors (read first, not timed) to OUT
   npz-read   numpy.load(PATH) and every member read into an array
   npz-write  numpy.savez of PATH's arrays (an npz, read first, not timed) to OUT
+  st-write-durable, npz-write-durable
+             the same writes with the promise cblob's writers keep (a machine that stops later
+             finds the old file or the whole new one), as a user of the package gets it: written
+             to a temporary name beside OUT, os.fsync'ed, then os.replace'd over OUT; timed from
+             the call to the rename
 """
 import os
 import statistics
@@ -38,6 +43,18 @@ def npz_read(path, _):
         return sum(z[k].nbytes for k in z.files)
 
 
+def durably(write, out):
+    """write(name) to a temporary beside out, fsync it, rename it over out: cblob's promise."""
+    temporary = os.path.join(os.path.dirname(out) or ".", f".format_peers-tmp-{os.getpid()}-" + os.path.basename(out))
+    write(temporary)
+    fd = os.open(temporary, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temporary, out)
+
+
 def timed(work, path, extra):
     start = time.perf_counter()
     work(path, extra)
@@ -50,26 +67,28 @@ def main():
     if mode in ("st-read", "st-one", "npz-read"):
         work = {"st-read": st_read, "st-one": st_one, "npz-read": npz_read}[mode]
         times = [timed(work, path, extra) for _ in range(warm + 1)]
-    elif mode == "st-write":
-        from safetensors.numpy import load_file, save_file
-        tensors = load_file(path)
+    elif mode in ("st-write", "st-write-durable", "npz-write", "npz-write-durable"):
+        if mode.startswith("st-"):
+            from safetensors.numpy import load_file, save_file
+            tensors = load_file(path)
+            def write(name):
+                save_file(tensors, name)
+        else:
+            with numpy.load(path) as z:
+                arrays = {k: z[k] for k in z.files}
+            def write(name):  # every name here ends in .npz, which numpy.savez would append
+                numpy.savez(name, **arrays)
         times = []
         for _ in range(warm + 1):
             if os.path.exists(extra):
                 os.unlink(extra)
             start = time.perf_counter()
-            save_file(tensors, extra)
+            if mode.endswith("-durable"):
+                durably(write, extra)
+            else:
+                write(extra)
             times.append(time.perf_counter() - start)
-    elif mode == "npz-write":
-        with numpy.load(path) as z:
-            arrays = {k: z[k] for k in z.files}
-        times = []
-        for _ in range(warm + 1):
-            if os.path.exists(extra):
-                os.unlink(extra)
-            start = time.perf_counter()
-            numpy.savez(extra, **arrays)
-            times.append(time.perf_counter() - start)
+        os.unlink(extra)
     else:
         sys.exit(f"format_peers.py: unknown mode {mode}")
     print(f"{times[0]:.9f} {statistics.median(times[1:]) if warm > 0 else times[0]:.9f}")
