@@ -113,6 +113,37 @@ static double value(int64_t i)
         CHECK(orders_differ > 0); \
     } \
     TEST(generated_elementwise_##SUFFIX) { elementwise_##SUFFIX(cb_cpu_axpy_##SUFFIX, cb_cpu_scale_##SUFFIX); } \
+    /* Large operands take the prefetching path on CPUs where it pays (cb_cpu_prefetch_pays) and \
+     * the plain one elsewhere: both are forced here, on any CPU, and give the same bits. */ \
+    TEST(prefetching_and_plain_paths_agree_bit_for_bit_##SUFFIX) \
+    { \
+        static CTYPE x[MAXN + 1], y[2][MAXN + 1]; \
+        double sums[2][4]; \
+        static const int64_t large[] = {270001, 262144, 65537}; \
+        for (size_t s = 0; s < sizeof large / sizeof large[0]; ++s) \
+            for (int shift = 0; shift < 2; ++shift) { \
+                const int64_t n = large[s]; \
+                for (int forced = 0; forced < 2; ++forced) { \
+                    cb_cpu_force_prefetch(forced); \
+                    CHECK(cb_cpu_prefetch_pays() == (forced == 1)); \
+                    for (int64_t i = 0; i <= MAXN; ++i) { \
+                        x[i] = (CTYPE)(value(i) * (1.0 + (double)(i % 13) * 1e-3)); \
+                        y[forced][i] = (CTYPE)value(i + 11); \
+                    } \
+                    CHECK_OK(cb_cpu_asum_##SUFFIX(n, x + shift, &sums[forced][0])); \
+                    CHECK_OK(cb_cpu_sumsq_##SUFFIX(n, x + shift, &sums[forced][1])); \
+                    CHECK_OK(cb_cpu_axpy_##SUFFIX(n, -1.5, x + shift, y[forced] + shift)); \
+                    CHECK_OK(cb_cpu_axpy_##SUFFIX(n, -1.0, x + shift, y[forced] + shift)); \
+                    CHECK_OK(cb_cpu_scale_##SUFFIX(n, 0.3, y[forced] + shift)); \
+                    CHECK_OK(cb_cpu_sumsq_##SUFFIX(n, y[forced] + shift, &sums[forced][2])); \
+                    CHECK_OK(cb_cpu_asum_##SUFFIX(n - 1, y[forced] + shift + 1, &sums[forced][3])); \
+                } \
+                cb_cpu_force_prefetch(-1); \
+                CHECK(memcmp(sums[0], sums[1], sizeof sums[0]) == 0); \
+                CHECK(memcmp(y[0], y[1], sizeof y[0]) == 0); \
+                CHECK(sums[0][0] > 0 && sums[0][2] > 0); \
+            } \
+    } \
     TEST(blis_elementwise_##SUFFIX) { elementwise_##SUFFIX(cb_blis_axpy_##SUFFIX, cb_blis_scale_##SUFFIX); }
 
 KERNEL_TESTS(float, f32, 1e-5)

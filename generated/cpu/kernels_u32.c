@@ -40,13 +40,15 @@
  * likely, one thread keeps only as many lines in flight as its window of waiting instructions
  * holds, and the longer chain fills it sooner. One prefetch a round gained 10-25% for the sums
  * and scale at 1e7-1e8 elements and 1-9% for update, and cost 0-3% in cache; one per line gained
- * about as much and cost up to 14% (docs/benchmarks.md, "CPU math"). 128 KiB: a sum's blocks
- * (CB_SUM_BLOCK items) are that size in float32, and the kernel cannot tell a block of a large
- * operand from a small operand. */
+ * about as much and cost up to 14% (docs/benchmarks.md, "CPU math"). That was on Intel's cores;
+ * on AMD's the same prefetches slow every op, so they are asked for on Intel's alone
+ * (cb_cpu_prefetch_pays). 128 KiB: a sum's blocks (CB_SUM_BLOCK items) are that size in
+ * float32, and the kernel cannot tell a block of a large operand from a small operand. */
 #define CB_PREFETCH_BYTES ((int64_t)128 << 10)
 #define CB_PREFETCH_AHEAD 8192
-/* Whether an operand of n elements of `type` is streamed. */
-#define CB_STREAMED(n, type) ((n) >= CB_PREFETCH_BYTES / (int64_t)sizeof(type))
+/* Whether an operand of n elements of `type` is streamed: large enough, on a CPU where the
+ * prefetches pay (cb_cpu_prefetch_pays: Intel's; on AMD's they cost 1.2-1.5x at 1e7-1e8). */
+#define CB_STREAMED(n, type) ((n) >= CB_PREFETCH_BYTES / (int64_t)sizeof(type) && cb_cpu_prefetch_pays())
 /* Asks for the cache line CB_PREFETCH_AHEAD bytes after p, to read (write 0) or to write (1). The
  * address is made in integers: it may lie past the operand, which a prefetch may name (it never
  * faults) but a pointer may not. */

@@ -39,3 +39,36 @@ bool cb_cpu_x86_64_v3(void)
 {
     return level() >= LEVEL_V3;
 }
+
+enum { PREFETCH_UNKNOWN = -1 };
+
+static atomic_int prefetch_forced = PREFETCH_UNKNOWN;
+
+static bool detect_prefetch(void)
+{
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    return __builtin_cpu_is("intel");
+#else
+    return false;
+#endif
+}
+
+bool cb_cpu_prefetch_pays(void)
+{
+    static atomic_int known = PREFETCH_UNKNOWN;
+    const int forced = atomic_load_explicit(&prefetch_forced, memory_order_relaxed);
+    if (forced != PREFETCH_UNKNOWN)
+        return forced != 0;
+    int value = atomic_load_explicit(&known, memory_order_relaxed);
+    if (value == PREFETCH_UNKNOWN) {
+        value = detect_prefetch();
+        atomic_store_explicit(&known, value, memory_order_relaxed);
+    }
+    return value != 0;
+}
+
+void cb_cpu_force_prefetch(int forced)
+{
+    atomic_store_explicit(&prefetch_forced, forced < 0 ? PREFETCH_UNKNOWN : forced != 0, memory_order_relaxed);
+}
