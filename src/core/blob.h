@@ -123,15 +123,23 @@ cblob_status cb_blob_reshape(cblob_blob *blob, int32_t num_axes, const int64_t *
 cblob_status cb_blob_host_moving(cblob_blob *blob, cblob_part part, bool writable, void **out);
 /* cb_blob_host's common case inline: a host copy already current (head AT_CPU, or SYNCED for a
  * read) moves nothing and copies nothing, so it needs neither the device's stream nor an
- * allocation. (A later copy to or from a device is made by the accessors that set its stream.) */
-static inline cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool writable, void **out)
+ * allocation, and cannot fail. (A later copy to or from a device is made by the accessors that set
+ * its stream.) cb_blob_host_current is that case alone: false, writing nothing, where the host
+ * copy must move. */
+static inline bool cb_blob_host_current(const cblob_blob *blob, cblob_part part, bool writable, void **out)
 {
-    cb_storage *storage = blob->storage[part];
+    const cb_storage *storage = blob->storage[part];
     if (__builtin_expect(storage != NULL && (storage->head == CBLOB_HEAD_AT_CPU ||
                                              (storage->head == CBLOB_HEAD_SYNCED && !writable)), 1)) {
         *out = storage->host != NULL && blob->shape.count > 0 ? (char *)storage->host + blob->offset_bytes : NULL;
-        return CBLOB_OK;
+        return true;
     }
+    return false; /* out untouched */
+}
+static inline cblob_status cb_blob_host(cblob_blob *blob, cblob_part part, bool writable, void **out)
+{
+    if (cb_blob_host_current(blob, part, writable, out))
+        return CBLOB_OK;
     return cb_blob_host_moving(blob, part, writable, out);
 }
 cblob_status cb_blob_device(cblob_blob *blob, cblob_part part, bool writable, void **out);
