@@ -26,7 +26,7 @@ module example.com/consumer
 
 go 1.19
 
-require example.com/cblob v1.3.5
+require example.com/cblob v1.3.6
 
 replace example.com/cblob => $source_dir/bindings/go
 EOF
