@@ -68,6 +68,10 @@ def main():
         work = {"st-read": st_read, "st-one": st_one, "npz-read": npz_read}[mode]
         times = [timed(work, path, extra) for _ in range(warm + 1)]
     elif mode in ("st-write", "st-write-durable", "npz-write", "npz-write-durable"):
+        if extra is None:
+            sys.exit(f"format_peers.py: {mode} needs OUT, the file to write")
+        if os.path.exists(extra) and os.path.samefile(path, extra):
+            sys.exit(f"format_peers.py: OUT is PATH ({extra}): each write deletes OUT first")
         if mode.startswith("st-"):
             from safetensors.numpy import load_file, save_file
             tensors = load_file(path)

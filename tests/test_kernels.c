@@ -23,6 +23,12 @@ static double value(int64_t i)
     return ((double)((i * 7919) % 2003) - 1001.0) / 97.0;
 }
 
+/* The same, not exact in binary: another order of additions shows in the low bits of a sum. */
+static double inexact_value(int64_t i)
+{
+    return value(i) * (1.0 + (double)(i % 13) * 1e-3);
+}
+
 #define KERNEL_TESTS(CTYPE, SUFFIX, TOLERANCE) \
     static void reductions_##SUFFIX(cblob_status (*asum)(int64_t, const void *, double *), \
                                     cblob_status (*sumsq)(int64_t, const void *, double *), size_t nsizes) \
@@ -92,7 +98,7 @@ static double value(int64_t i)
             SKIP("this CPU is not x86-64-v4 (no AVX-512): the wide sums never run here"); \
         static CTYPE x[MAXN + 16]; \
         for (int64_t i = 0; i < MAXN + 16; ++i) \
-            x[i] = (CTYPE)(value(i) * (1.0 + (double)(i % 13) * 1e-3)); \
+            x[i] = (CTYPE)inexact_value(i); \
         static const int64_t large[] = {4095, 4096, 4097, 8191, 65537, 270001}; \
         int orders_differ = 0; \
         for (int64_t k = 0; k < 4200 + (int64_t)(sizeof large / sizeof large[0]); ++k) { \
@@ -127,7 +133,7 @@ static double value(int64_t i)
                     cb_cpu_force_prefetch(forced); \
                     CHECK(cb_cpu_prefetch_pays() == (forced == 1)); \
                     for (int64_t i = 0; i <= MAXN; ++i) { \
-                        x[i] = (CTYPE)(value(i) * (1.0 + (double)(i % 13) * 1e-3)); \
+                        x[i] = (CTYPE)inexact_value(i); \
                         y[forced][i] = (CTYPE)value(i + 11); \
                     } \
                     CHECK_OK(cb_cpu_asum_##SUFFIX(n, x + shift, &sums[forced][0])); \

@@ -598,7 +598,7 @@ cblob_status cb_blob_device_ready(cblob_blob *blob, cblob_part part, bool writab
  * call as always. The pointer is written only on success, so out_ptr is handed straight on. */
 static inline bool host_ptr_current(const cblob_blob *blob, cblob_part part, bool writable, void **out_ptr)
 {
-    return __builtin_expect(blob != NULL && out_ptr != NULL && (part == CBLOB_PART_DATA || part == CBLOB_PART_DIFF), 1) &&
+    return __builtin_expect(blob != NULL && out_ptr != NULL && cb_part_is_valid(part), 1) &&
            cb_blob_host_current(blob, part, writable, out_ptr);
 }
 

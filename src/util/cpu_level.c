@@ -3,27 +3,31 @@
 
 #include <stdatomic.h>
 
-enum { LEVEL_UNKNOWN, LEVEL_BASELINE, LEVEL_V3, LEVEL_V4 };
+/* What this CPU is, found once: its x86-64 level (the low two bits) and whether Intel made it. */
+enum { NOT_LOOKED = 0, LEVEL_BASELINE = 1, LEVEL_V3 = 2, LEVEL_V4 = 3, LEVEL_BITS = 3, MADE_BY_INTEL = 4 };
 
 static int detect(void)
 {
+    int found = LEVEL_BASELINE;
 #if defined(__x86_64__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512cd") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-        return LEVEL_V4;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2"))
-        return LEVEL_V3;
+        found = LEVEL_V4;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2"))
+        found = LEVEL_V3;
+    if (__builtin_cpu_is("intel"))
+        found |= MADE_BY_INTEL;
 #endif
-    return LEVEL_BASELINE;
+    return found;
 }
 
 /* Kept after the first call; threads that race to it compute the same answer. */
-static int level(void)
+static int cpu(void)
 {
-    static atomic_int known = LEVEL_UNKNOWN;
+    static atomic_int known = NOT_LOOKED;
     int value = atomic_load_explicit(&known, memory_order_relaxed);
-    if (value == LEVEL_UNKNOWN) {
+    if (value == NOT_LOOKED) {
         value = detect();
         atomic_store_explicit(&known, value, memory_order_relaxed);
     }
@@ -32,43 +36,24 @@ static int level(void)
 
 bool cb_cpu_x86_64_v4(void)
 {
-    return level() == LEVEL_V4;
+    return (cpu() & LEVEL_BITS) == LEVEL_V4;
 }
 
 bool cb_cpu_x86_64_v3(void)
 {
-    return level() >= LEVEL_V3;
+    return (cpu() & LEVEL_BITS) >= LEVEL_V3;
 }
 
-enum { PREFETCH_UNKNOWN = -1 };
-
-static atomic_int prefetch_forced = PREFETCH_UNKNOWN;
-
-static bool detect_prefetch(void)
-{
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    return __builtin_cpu_is("intel");
-#else
-    return false;
-#endif
-}
+/* cb_cpu_force_prefetch's setting: -1 while the CPU decides. */
+static atomic_int prefetch_forced = -1;
 
 bool cb_cpu_prefetch_pays(void)
 {
-    static atomic_int known = PREFETCH_UNKNOWN;
     const int forced = atomic_load_explicit(&prefetch_forced, memory_order_relaxed);
-    if (forced != PREFETCH_UNKNOWN)
-        return forced != 0;
-    int value = atomic_load_explicit(&known, memory_order_relaxed);
-    if (value == PREFETCH_UNKNOWN) {
-        value = detect_prefetch();
-        atomic_store_explicit(&known, value, memory_order_relaxed);
-    }
-    return value != 0;
+    return forced >= 0 ? forced != 0 : (cpu() & MADE_BY_INTEL) != 0;
 }
 
 void cb_cpu_force_prefetch(int forced)
 {
-    atomic_store_explicit(&prefetch_forced, forced < 0 ? PREFETCH_UNKNOWN : forced != 0, memory_order_relaxed);
+    atomic_store_explicit(&prefetch_forced, forced < 0 ? -1 : forced != 0, memory_order_relaxed);
 }

@@ -82,9 +82,15 @@ void cb_error_restore(const cb_saved_error *saved);
  * line. Telling the compiler that the failure never returns CBLOB_OK lets CB_TRY return at once
  * from there, so the hot path keeps no registers across the call (no stack frame at all). */
 cblob_status cb_fail_part(cblob_part part);
+/* Whether part names a part: the test cb_check_part makes, for hot paths that check before they
+ * enter a call (cblob_blob_cpu_ptr) and fail through cb_check_part after. */
+static inline bool cb_part_is_valid(cblob_part part)
+{
+    return part == CBLOB_PART_DATA || part == CBLOB_PART_DIFF;
+}
 static inline cblob_status cb_check_part(cblob_part part)
 {
-    if (part == CBLOB_PART_DATA || part == CBLOB_PART_DIFF)
+    if (cb_part_is_valid(part))
         return CBLOB_OK;
     const cblob_status status = cb_fail_part(part);
     if (status == CBLOB_OK)
